@@ -1,0 +1,49 @@
+"""llmcourse: back-of-the-envelope capacity planning for serving large language models.
+
+The package behind the course book. Data flows one way: catalogs (``models``, ``gpus``)
+and the unit registry feed the SymPy formulas (:mod:`llmcourse.formulas`), the planner
+composes them (:mod:`llmcourse.planner`), and widgets, plots and exercise checks call
+the planner.
+
+Examples
+--------
+>>> import llmcourse as lc
+>>> lc.kv_bytes_per_token(lc.models["Qwen2.5-72B"]).to("KiB")
+<Quantity(320.0, 'kibibyte')>
+"""
+
+from __future__ import annotations
+
+from llmcourse.catalog import GPU, PRECISIONS, Model, gpus, models
+from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.formulas import FORMULAS, SYMBOLS
+from llmcourse.planner import (
+    Brief,
+    Plan,
+    cost_per_million,
+    decode_step,
+    fleet,
+    kv_bytes_per_sequence,
+    kv_bytes_per_token,
+    max_batch,
+    plan,
+    prefill,
+    prefill_pool,
+    replica,
+    request_cycle,
+    serving_plan,
+    traffic,
+    usable_memory,
+    weight_bytes,
+    weights_read_per_step,
+)
+from llmcourse.units import Q_, fmt, ureg
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "GPU", "PRECISIONS", "Model", "gpus", "models", "InputError", "UnknownNameError", "FORMULAS", "SYMBOLS",
+    "Brief", "Plan", "cost_per_million", "decode_step", "fleet", "kv_bytes_per_sequence", "kv_bytes_per_token",
+    "max_batch", "plan", "prefill", "prefill_pool", "replica", "request_cycle", "serving_plan", "traffic",
+    "usable_memory", "weight_bytes", "weights_read_per_step", "Q_", "fmt", "ureg",
+]

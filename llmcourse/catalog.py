@@ -1,0 +1,445 @@
+"""Model and GPU catalogs, read from the data files in ``llmcourse/data``.
+
+Every row of ``models.csv`` and ``gpus.csv`` cites its source. Look-ups are by name
+(case and punctuation are ignored, aliases are accepted) and an unknown name gets a
+"did you mean" answer.
+
+Defined in the chapter *Weights* (``book/02_weights.md``).
+
+Examples
+--------
+>>> from llmcourse import models, gpus
+>>> models["Qwen2.5-72B"].kv_heads
+8
+>>> gpus["H100 SXM"].memory
+<Quantity(80, 'gigabyte')>
+>>> models["qwen 2.5 72b"].name
+'Qwen2.5-72B'
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import json
+import math
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import pint
+
+from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.units import Q_, as_quantity
+
+__all__ = ["Model", "GPU", "Catalog", "models", "gpus", "PRECISIONS", "bytes_per_value"]
+
+#: Bytes per stored value for the precisions the course uses. INT4 and FP4 are half a byte;
+#: the 4-bit formats' per-group scales are not included (see the decode chapter).
+PRECISIONS: dict[str, float] = {
+    "fp32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int4": 0.5,
+    "fp4": 0.5,
+    "mxfp4": 0.5,
+}
+
+
+def bytes_per_value(precision: str | float | int) -> float:
+    """Bytes per stored value for a precision name (``"bf16"``) or a number of bytes.
+
+    Examples
+    --------
+    >>> bytes_per_value("fp8"), bytes_per_value(2), bytes_per_value("INT4")
+    (1.0, 2.0, 0.5)
+    """
+    if isinstance(precision, bool):
+        raise InputError(f"precision must be a name such as 'bf16' or a number of bytes, not {precision!r}.")
+    if isinstance(precision, int | float):
+        return _positive(float(precision), "bytes per value")
+    if isinstance(precision, str) and precision.lower() in PRECISIONS:
+        return PRECISIONS[precision.lower()]
+    names = ", ".join(PRECISIONS)
+    raise InputError(f"unknown precision {precision!r}: use one of {names}, or a number of bytes such as 2.")
+
+
+def _positive(value: float, name: str, *, allow_zero: bool = False) -> float:
+    if isinstance(value, pint.Quantity):
+        raise InputError(f"{name} is a plain count; give a number, not {value:~P}.")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number, not {value!r}.") from None
+    if math.isnan(x) or math.isinf(x):
+        raise InputError(f"{name} must be a finite number, not {value!r}.")
+    if x < 0 or (x == 0 and not allow_zero):
+        need = "zero or more" if allow_zero else "greater than zero"
+        raise InputError(f"{name} must be {need}; got {value!r}.")
+    return x
+
+
+def _count(value: Any, name: str, *, allow_zero: bool = False) -> int:
+    x = _positive(value, name, allow_zero=allow_zero)
+    if x != int(x):
+        raise InputError(f"{name} must be a whole number; got {value!r}.")
+    return int(x)
+
+
+@dataclass(frozen=True)
+class Model:
+    """A transformer's shape: what the memory and speed estimates need.
+
+    Counts are plain numbers. ``params`` is the total parameter count; ``active_params``
+    the parameters one token uses (equal to ``params`` for a dense model). ``head_dim``
+    defaults to ``hidden // heads`` and ``kv_heads`` to ``heads`` (no GQA), as in the
+    Hugging Face configs.
+
+    Examples
+    --------
+    >>> m = Model("toy", params=1e9, layers=16, hidden=2048, heads=16, kv_heads=4)
+    >>> m.head_dim, m.attention, m.active_params
+    (128, 'GQA', 1000000000.0)
+    >>> Model("bad", params=-1, layers=16, hidden=2048, heads=16)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: Model 'bad': params must be greater than zero; got -1.
+    """
+
+    name: str
+    params: float
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int | None = None
+    head_dim: int | None = None
+    active_params: float | None = None
+    intermediate: int | None = None
+    moe_intermediate: int | None = None
+    vocab: int | None = None
+    experts: int | None = None
+    experts_per_token: int | None = None
+    shared_experts: int | None = None
+    dense_layers: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    max_position: int | None = None
+    sliding_window: int | None = None
+    sliding_window_layers: int | None = None
+    weight_dtype: str = "bf16"
+    source: str = "user-defined"
+    aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        where = f"Model {self.name!r}"
+
+        def fix(attr: str, value: Any, kind: type = int, allow_zero: bool = False) -> None:
+            try:
+                checked = _count(value, attr, allow_zero=allow_zero) if kind is int else _positive(value, attr)
+            except InputError as exc:
+                raise InputError(f"{where}: {exc}") from None
+            object.__setattr__(self, attr, checked)
+
+        fix("params", self.params, float)
+        for attr in ("layers", "hidden", "heads"):
+            fix(attr, getattr(self, attr))
+        if self.kv_heads is None:
+            object.__setattr__(self, "kv_heads", self.heads)
+        if self.head_dim is None:
+            if self.hidden % self.heads:
+                raise InputError(f"{where}: hidden ({self.hidden}) is not a multiple of heads ({self.heads}); give head_dim.")
+            object.__setattr__(self, "head_dim", self.hidden // self.heads)
+        if self.active_params is None:
+            object.__setattr__(self, "active_params", self.params)
+        for attr in ("kv_heads", "head_dim"):
+            fix(attr, getattr(self, attr))
+        fix("active_params", self.active_params, float)
+        optional = (
+            "intermediate", "moe_intermediate", "vocab", "experts", "experts_per_token", "kv_lora_rank",
+            "qk_rope_head_dim", "max_position", "sliding_window",
+        )
+        for attr in optional:
+            if getattr(self, attr) is not None:
+                fix(attr, getattr(self, attr))
+        for attr in ("shared_experts", "dense_layers", "sliding_window_layers"):
+            if getattr(self, attr) is not None:
+                fix(attr, getattr(self, attr), allow_zero=True)
+        if self.kv_heads > self.heads:
+            raise InputError(f"{where}: kv_heads ({self.kv_heads}) cannot exceed heads ({self.heads}).")
+        if self.heads % self.kv_heads:
+            raise InputError(f"{where}: heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads}).")
+        if self.active_params > self.params:
+            raise InputError(f"{where}: active_params ({self.active_params:.4g}) exceeds params ({self.params:.4g}).")
+        if (self.experts is None) != (self.experts_per_token is None):
+            raise InputError(f"{where}: give both experts and experts_per_token for a mixture-of-experts model.")
+        if self.experts is not None and self.experts_per_token > self.experts:
+            raise InputError(f"{where}: experts_per_token ({self.experts_per_token}) exceeds experts ({self.experts}).")
+        if (self.kv_lora_rank is None) != (self.qk_rope_head_dim is None):
+            raise InputError(f"{where}: an MLA model needs both kv_lora_rank and qk_rope_head_dim.")
+
+    @property
+    def attention(self) -> str:
+        """``"MLA"``, ``"MHA"`` (one KV head per query head), ``"MQA"`` (one KV head) or ``"GQA"``."""
+        if self.kv_lora_rank is not None:
+            return "MLA"
+        if self.kv_heads == self.heads:
+            return "MHA"
+        return "MQA" if self.kv_heads == 1 else "GQA"
+
+    @property
+    def is_moe(self) -> bool:
+        """Whether tokens are routed to a subset of experts."""
+        return self.experts is not None
+
+    @property
+    def expert_params(self) -> float:
+        """Parameters in routed experts (zero for a dense model); shared weights are the rest.
+
+        Derived from ``params`` and ``active_params``: with E experts and k per token,
+        ``params - active = expert_params x (1 - k/E)``.
+        """
+        if not self.is_moe:
+            return 0.0
+        return (self.params - self.active_params) / (1 - self.experts_per_token / self.experts)
+
+    def with_(self, **changes: Any) -> Model:
+        """A copy with some fields changed (validated again).
+
+        Examples
+        --------
+        >>> from llmcourse import models
+        >>> models["Llama-3.1-8B"].with_(kv_heads=32).attention
+        'MHA'
+        """
+        return replace(self, **changes)
+
+    @classmethod
+    def from_hf_config(cls, config: str | Path | Mapping[str, Any], *, name: str | None = None,
+                       params: float | None = None, active_params: float | None = None) -> Model:
+        """Build a model from a Hugging Face ``config.json`` (a path or the parsed dict).
+
+        Reads ``head_dim`` when present (else ``hidden_size / num_attention_heads``),
+        ``num_key_value_heads`` (GQA; absent means one KV head per query head), the MoE
+        fields (``num_local_experts``/``num_experts``/``n_routed_experts``,
+        ``num_experts_per_tok``, ``moe_intermediate_size``, ``n_shared_experts``,
+        ``first_k_dense_replace``) and the MLA fields (``kv_lora_rank``,
+        ``qk_rope_head_dim``). The parameter count is computed from the shapes
+        (:func:`llmcourse.params.count_params`) unless ``params`` is given.
+
+        Examples
+        --------
+        >>> cfg = {"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+        ...        "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256}
+        >>> m = Model.from_hf_config(cfg, name="Llama-3.1-8B")
+        >>> m.head_dim, m.kv_heads, round(m.params / 1e9, 3)
+        (128, 8, 8.03)
+        """
+        from llmcourse.params import count_params
+
+        if isinstance(config, str | Path):
+            path = Path(config)
+            try:
+                config = json.loads(path.read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                raise InputError(f"no config file at {str(path)!r}: give the path to a config.json.") from None
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{str(path)!r} is not valid JSON ({exc}).") from None
+        if not isinstance(config, Mapping):
+            raise InputError("from_hf_config needs a path to config.json or the parsed dict.")
+        cfg = dict(config.get("text_config", {}) | dict(config)) if "text_config" in config else dict(config)
+        required = ("num_hidden_layers", "hidden_size", "num_attention_heads")
+        missing = [k for k in required if k not in cfg]
+        if missing:
+            raise InputError(f"config.json lacks {', '.join(missing)}: is this a decoder-only transformer's config?")
+
+        def get(*keys: str) -> Any:
+            for k in keys:
+                if cfg.get(k) is not None:
+                    return cfg[k]
+            return None
+
+        shape: dict[str, Any] = dict(
+            layers=cfg["num_hidden_layers"],
+            hidden=cfg["hidden_size"],
+            heads=cfg["num_attention_heads"],
+            kv_heads=get("num_key_value_heads"),
+            head_dim=get("head_dim"),
+            intermediate=get("intermediate_size"),
+            moe_intermediate=get("moe_intermediate_size"),
+            vocab=get("vocab_size"),
+            experts=get("num_local_experts", "num_experts", "n_routed_experts"),
+            experts_per_token=get("num_experts_per_tok", "experts_per_token"),
+            shared_experts=get("n_shared_experts"),
+            dense_layers=get("first_k_dense_replace"),
+            kv_lora_rank=get("kv_lora_rank"),
+            qk_rope_head_dim=get("qk_rope_head_dim") if get("kv_lora_rank") is not None else None,
+            max_position=get("max_position_embeddings"),
+            sliding_window=get("sliding_window"),
+        )
+        if shape["experts"] is not None and shape["moe_intermediate"] is None:
+            shape["moe_intermediate"] = shape["intermediate"]
+        if shape["sliding_window"] is not None:
+            types = cfg.get("layer_types")
+            n_window = sum(t == "sliding_attention" for t in types) if types else shape["layers"]
+            shape["sliding_window_layers"] = n_window
+        total, active = count_params(cfg)
+        model_name = name or cfg.get("_name_or_path") or cfg.get("model_type") or "custom"
+        return cls(name=model_name, params=params if params is not None else total,
+                   active_params=active_params if active_params is not None else (active if shape["experts"] else None),
+                   source="config.json", **shape)
+
+
+@dataclass(frozen=True)
+class GPU:
+    """An accelerator's datasheet figures (dense, no sparsity) and an hourly price.
+
+    Examples
+    --------
+    >>> g = GPU("mine", memory=Q_(24, "GB"), bandwidth=Q_(1, "TB/s"), flops=Q_(165, "TFLOP/s"))
+    >>> g.memory.to("GiB").m  # doctest: +ELLIPSIS
+    22.35...
+    >>> GPU("bad", memory=24, bandwidth=Q_(1, "TB/s"), flops=Q_(165, "TFLOP/s"))
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: GPU 'bad': memory needs a unit: write Q_(24, 'GB') (or any unit of [information], such as GB or GiB), not the bare number 24.
+    """
+
+    name: str
+    memory: pint.Quantity
+    bandwidth: pint.Quantity
+    flops: pint.Quantity
+    fp8_flops: pint.Quantity | None = None
+    fp4_flops: pint.Quantity | None = None
+    power: pint.Quantity | None = None
+    price_per_hour: pint.Quantity | None = None
+    price_source: str = ""
+    source: str = "user-defined"
+    aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        units = {"memory": "GB", "bandwidth": "TB/s", "flops": "TFLOP/s", "fp8_flops": "TFLOP/s",
+                 "fp4_flops": "TFLOP/s", "power": "W", "price_per_hour": "USD/hour"}
+        for attr, unit in units.items():
+            value = getattr(self, attr)
+            if value is None and attr not in ("memory", "bandwidth", "flops"):
+                continue
+            try:
+                q = as_quantity(value, unit, attr)
+                _positive(q.magnitude, attr)
+            except InputError as exc:
+                raise InputError(f"GPU {self.name!r}: {exc}") from None
+            object.__setattr__(self, attr, q)
+
+    def peak_flops(self, precision: str = "bf16") -> pint.Quantity:
+        """Peak dense FLOP/s at a compute precision (``"bf16"``, ``"fp8"`` or ``"fp4"``).
+
+        Examples
+        --------
+        >>> from llmcourse import gpus
+        >>> gpus["H100 SXM"].peak_flops("fp8")
+        <Quantity(1979, 'teraFLOP / second')>
+        """
+        p = precision.lower()
+        value = {"bf16": self.flops, "fp16": self.flops, "fp8": self.fp8_flops, "fp4": self.fp4_flops}.get(p, "?")
+        if value == "?":
+            raise InputError(f"compute precision {precision!r} unknown: use 'bf16', 'fp8' or 'fp4'.")
+        if value is None:
+            raise InputError(f"{self.name} has no {p.upper()} figure in the catalog; use 'bf16'.")
+        return value
+
+    def with_(self, **changes: Any) -> GPU:
+        """A copy with some fields changed, e.g. ``gpu.with_(price_per_hour=Q_(3, "USD/hour"))``."""
+        return replace(self, **changes)
+
+
+T = TypeVar("T", Model, GPU)
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+class Catalog(Mapping[str, T], Generic[T]):
+    """A read-only mapping from name to entry, forgiving about case, spaces and dashes."""
+
+    def __init__(self, kind: str, entries: list[T]) -> None:
+        self.kind = kind
+        self._entries = {e.name: e for e in entries}
+        self._index: dict[str, str] = {}
+        for e in entries:
+            for n in (e.name, *e.aliases):
+                self._index[_key(n)] = e.name
+
+    def __getitem__(self, name: str) -> T:
+        if isinstance(name, Model | GPU):
+            return name  # type: ignore[return-value]
+        if not isinstance(name, str):
+            raise UnknownNameError(f"{self.kind} names are strings such as {next(iter(self._entries))!r}, not {name!r}.")
+        hit = self._index.get(_key(name))
+        if hit is None:
+            close = difflib.get_close_matches(name, list(self._entries), n=3, cutoff=0.4)
+            if not close:
+                keys = difflib.get_close_matches(_key(name), list(self._index), n=3, cutoff=0.5)
+                close = list(dict.fromkeys(self._index[k] for k in keys))
+            hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise UnknownNameError(f"no {self.kind} named {name!r}.{hint} Known: {', '.join(self._entries)}.")
+        return self._entries[hit]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __repr__(self) -> str:
+        return f"<{self.kind} catalog: {', '.join(self._entries)}>"
+
+
+def _read_csv(filename: str) -> list[dict[str, str]]:
+    text = resources.files("llmcourse.data").joinpath(filename).read_text(encoding="utf-8")
+    return list(csv.DictReader(text.splitlines()))
+
+
+def _num(text: str) -> float | None:
+    return float(text) if text.strip() else None
+
+
+def _int(text: str) -> int | None:
+    return int(float(text)) if text.strip() else None
+
+
+def _load_models() -> list[Model]:
+    out = []
+    ints = ("layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "moe_intermediate", "vocab",
+            "experts", "experts_per_token", "shared_experts", "dense_layers", "kv_lora_rank", "qk_rope_head_dim",
+            "max_position", "sliding_window", "sliding_window_layers")
+    for row in _read_csv("models.csv"):
+        kwargs: dict[str, Any] = {k: _int(row[k]) for k in ints}
+        out.append(Model(name=row["name"], params=_num(row["params"]), active_params=_num(row["active_params"]),
+                         weight_dtype=row["weight_dtype"], source=row["source"],
+                         aliases=tuple(a for a in row["aliases"].split(";") if a), **kwargs))
+    return out
+
+
+def _load_gpus() -> list[GPU]:
+    out = []
+    for row in _read_csv("gpus.csv"):
+        def q(col: str, unit: str, row: dict[str, str] = row) -> pint.Quantity | None:
+            v = _num(row[col])
+            return None if v is None else Q_(int(v) if v == int(v) else v, unit)
+
+        out.append(GPU(name=row["name"], memory=q("memory_GB", "GB"), bandwidth=q("bandwidth_TB_s", "TB/s"),
+                       flops=q("bf16_TFLOP_s", "TFLOP/s"), fp8_flops=q("fp8_TFLOP_s", "TFLOP/s"),
+                       fp4_flops=q("fp4_TFLOP_s", "TFLOP/s"), power=q("power_W", "W"),
+                       price_per_hour=q("price_USD_per_hour", "USD/hour"), price_source=row["price_source"],
+                       source=row["source"], aliases=tuple(a for a in row["aliases"].split(";") if a)))
+    return out
+
+
+models: Catalog[Model] = Catalog("model", _load_models())
+gpus: Catalog[GPU] = Catalog("GPU", _load_gpus())

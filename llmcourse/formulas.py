@@ -1,0 +1,344 @@
+"""The course's formulas, each written once as a SymPy expression.
+
+Each :class:`Formula` holds a SymPy expression over named symbols, the unit of every
+input and of the result. Its numeric function is derived from the expression once,
+with :func:`sympy.lambdify`, the first time it is used; nothing else in the package
+re-types the arithmetic. Calling a formula with quantities checks each input's
+dimension and returns a quantity.
+
+The chapters display ``formula.latex()`` and call the planner, which composes these.
+
+Examples
+--------
+>>> from llmcourse.formulas import FORMULAS
+>>> from llmcourse.units import Q_
+>>> f = FORMULAS["kv_bytes_per_token"]
+>>> f.latex()
+'\\\\kappa = 2 H_{kv} L b_{kv} d_{head}'
+>>> f(layers=80, kv_heads=8, head_dim=128, kv_bytes=Q_(2, "B")).to("KiB")
+<Quantity(320.0, 'kibibyte')>
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pint
+import sympy as sp
+
+from llmcourse.errors import InputError
+from llmcourse.units import Q_, as_quantity, ureg
+
+__all__ = ["Symbol", "Formula", "SYMBOLS", "FORMULAS", "formula", "notation_table"]
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """A named quantity: its SymPy symbol, its Python name, its unit and what it means."""
+
+    name: str
+    latex: str
+    unit: str
+    meaning: str
+    integer: bool = False
+    allow_zero: bool = False
+
+    @property
+    def sym(self) -> sp.Symbol:
+        return sp.Symbol(self.latex, positive=True, integer=self.integer or None)
+
+
+SYMBOLS: dict[str, Symbol] = {}
+
+
+def _s(name: str, latex: str, unit: str, meaning: str, integer: bool = False, allow_zero: bool = False) -> sp.Symbol:
+    if any(s.latex == latex for s in SYMBOLS.values()):
+        raise ValueError(f"symbol {latex!r} defined twice")
+    SYMBOLS[name] = Symbol(name, latex, unit, meaning, integer, allow_zero)
+    return SYMBOLS[name].sym
+
+
+# --- traffic --------------------------------------------------------------------------
+daily_rate = _s("daily_rate", r"\lambda_{day}", "1/s", "average request rate over a day")
+peak_factor = _s("peak_factor", r"f_{peak}", "", "peak-hour rate over the daily average")
+request_rate = _s("request_rate", r"\lambda", "1/s", "request arrival rate")
+tokens_per_request = _s("tokens_per_request", r"T", "", "tokens per request (prompt or answer)")
+characters = _s("characters", r"C", "", "characters of text")
+chars_per_token = _s("chars_per_token", r"c_{tok}", "", "characters per token (about 4 in English)")
+token_rate = _s("token_rate", r"\lambda_{tok}", "1/s", "tokens per second")
+# --- model shape ------------------------------------------------------------------------
+params = _s("params", "P", "", "parameters (total)")
+active_params = _s("active_params", r"P_{act}", "", "parameters used per token")
+expert_params = _s("expert_params", r"P_{exp}", "", "parameters in routed experts", allow_zero=True)
+layers = _s("layers", "L", "", "transformer layers", integer=True)
+heads = _s("heads", "H", "", "query heads", integer=True)
+kv_heads = _s("kv_heads", r"H_{kv}", "", "key/value heads", integer=True)
+head_dim = _s("head_dim", r"d_{head}", "", "dimension of one head", integer=True)
+kv_lora_rank = _s("kv_lora_rank", r"r_{kv}", "", "MLA latent width (kv_lora_rank)", integer=True)
+rope_dim = _s("rope_dim", r"d_{rope}", "", "MLA rotary key width (qk_rope_head_dim)", integer=True)
+experts = _s("experts", "E", "", "routed experts per layer", integer=True)
+experts_per_token = _s("experts_per_token", "k", "", "experts each token picks", integer=True)
+# --- precision and memory ---------------------------------------------------------------
+weight_bytes_per_param = _s("weight_bytes_per_param", r"b_{w}", "B", "bytes per weight")
+kv_bytes = _s("kv_bytes", r"b_{kv}", "B", "bytes per cached value")
+weights = _s("weights", "W", "B", "weight bytes")
+kv_per_token = _s("kv_per_token", r"\kappa", "B", "KV cache bytes per token")
+context = _s("context", r"T_{ctx}", "", "tokens in a sequence's context")
+kv_per_sequence = _s("kv_per_sequence", r"K_{seq}", "B", "KV cache bytes per sequence")
+n_gpus = _s("n_gpus", "N", "", "GPUs holding one copy of the model", integer=True)
+gpu_memory = _s("gpu_memory", r"M_{gpu}", "B", "memory of one GPU")
+usable_fraction = _s("usable_fraction", "u", "", "fraction of memory the server may use")
+usable_memory = _s("usable_memory", "M", "B", "usable memory of the replica")
+batch = _s("batch", "B", "", "sequences decoded together", integer=True)
+# --- speed --------------------------------------------------------------------------------
+bandwidth = _s("bandwidth", r"\beta", "B/s", "memory bandwidth of one GPU")
+peak_flops = _s("peak_flops", r"F", "FLOP/s", "peak dense FLOP/s of one GPU")
+bandwidth_efficiency = _s("bandwidth_efficiency", r"\eta_{\beta}", "", "fraction of peak bandwidth reached")
+compute_efficiency = _s("compute_efficiency", r"\eta_{F}", "", "fraction of peak FLOP/s reached")
+bytes_read = _s("bytes_read", r"W_{read}", "B", "weight bytes read per decode step")
+flops_per_token = _s("flops_per_token", r"F_{tok}", "FLOP", "FLOPs per sequence per decode step")
+flops_per_param = _s("flops_per_param", r"c_{F}", "FLOP", "FLOPs per parameter per token (2: multiply and add)")
+step_time = _s("step_time", r"t_{step}", "s", "time of one decode step")
+prompt_tokens = _s("prompt_tokens", r"T_{p}", "", "prompt tokens")
+answer_tokens = _s("answer_tokens", r"T_{a}", "", "answer (output) tokens")
+prompts = _s("prompts", r"B_{p}", "", "prompts prefilled together", integer=True)
+prefill_flops = _s("prefill_flops", r"F_{pre}", "FLOP", "FLOPs to prefill one prompt")
+prefill_time = _s("prefill_time", r"t_{pre}", "s", "time to prefill")
+# --- fleets and money ---------------------------------------------------------------------
+throughput = _s("throughput", "X", "1/s", "output tokens per second")
+demand = _s("demand", "D", "1/s", "output tokens per second demanded")
+headroom = _s("headroom", "h", "", "capacity multiplier kept for bursts and prefill")
+headroom_fraction = _s("headroom_fraction", r"h_{f}", "", "fraction of throughput kept back as headroom", allow_zero=True)
+replicas = _s("replicas", "R", "", "replicas", integer=True)
+price = _s("price", "p", "USD/s", "price of one GPU per unit time (given per hour)")
+hours = _s("hours", r"t_{bill}", "s", "time billed")
+utilisation = _s("utilisation", "U", "", "average utilisation of the fleet")
+time_in_system = _s("time_in_system", r"t_{sys}", "s", "time a request spends in the system")
+in_flight = _s("in_flight", r"N_{flight}", "", "requests in flight")
+rps_per_gpu = _s("rps_per_gpu", r"r_{gpu}", "1/s", "requests per second one GPU completes")
+gpus = _s("gpus", "G", "", "GPUs in the fleet", integer=True)
+cost = _s("cost", r"C_{USD}", "USD", "cost in dollars")
+fraction_touched = _s("fraction_touched", r"\phi", "", "fraction of experts a step touches")
+compute_rate = _s("compute_rate", r"\Phi", "FLOP/s", "FLOP/s demanded")
+
+
+@dataclass
+class Formula:
+    """One formula: ``target = expr`` with the unit of every symbol.
+
+    Parameters
+    ----------
+    name : str
+        Python name, used as ``FORMULAS[name]``.
+    target : str
+        Name (in :data:`SYMBOLS`) of the quantity the formula gives; its unit is the result's.
+    expr : sympy.Expr
+        The right-hand side, over symbols from :data:`SYMBOLS`.
+    meaning : str
+        One line for the book's table of formulas.
+    chapter : str
+        The chapter that derives it.
+    """
+
+    name: str
+    target: str
+    expr: sp.Expr
+    meaning: str
+    chapter: str
+    _numeric: Callable[..., float] | None = field(default=None, repr=False)
+
+    @property
+    def inputs(self) -> list[Symbol]:
+        """The input symbols, in a fixed order (the numeric function's argument order)."""
+        by_sym = {s.sym: s for s in SYMBOLS.values()}
+        return sorted((by_sym[s] for s in self.expr.free_symbols), key=lambda s: s.name)
+
+    @property
+    def unit(self) -> str:
+        return SYMBOLS[self.target].unit
+
+    @property
+    def numeric(self) -> Callable[..., float]:
+        """Plain-float function of the inputs (in their declared units), from ``lambdify``."""
+        if self._numeric is None:
+            args = [s.sym for s in self.inputs]
+            self._numeric = sp.lambdify(args, self.expr, modules=["math"])
+        return self._numeric
+
+    def latex(self) -> str:
+        """``target = expr`` as LaTeX, for display in a chapter."""
+        return f"{SYMBOLS[self.target].latex} = {sp.latex(self.expr, mul_symbol=' ')}".replace("  ", " ")
+
+    def __call__(self, **values: Any) -> pint.Quantity:
+        """Evaluate with quantities (or plain numbers for counts); returns a quantity."""
+        names = [s.name for s in self.inputs]
+        missing = [n for n in names if n not in values]
+        extra = [n for n in values if n not in names]
+        if missing or extra:
+            raise InputError(f"{self.name} takes {', '.join(names)}; missing {missing or 'none'}, unexpected {extra or 'none'}.")
+        args = [_plain(values[s.name], s) for s in self.inputs]
+        result = self.numeric(*args)
+        return Q_(result, self.unit) if self.unit else Q_(result, "")
+
+
+def _plain(value: Any, sym: Symbol) -> float:
+    """The magnitude of ``value`` in ``sym``'s unit, refusing NaN, infinities and non-positive values."""
+    if sym.unit:
+        value = as_quantity(value, sym.unit, sym.name).to(sym.unit).magnitude
+    elif isinstance(value, pint.Quantity):
+        if not value.dimensionless:
+            raise InputError(f"{sym.name} ({sym.meaning}) is a plain number; got {value:~P}.")
+        value = value.to("").magnitude
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{sym.name} ({sym.meaning}) must be a number, not {value!r}.") from None
+    if not math.isfinite(x):
+        raise InputError(f"{sym.name} ({sym.meaning}) must be finite, not {value!r}.")
+    if x < 0 or (x == 0 and not sym.allow_zero):
+        need = "zero or more" if sym.allow_zero else "greater than zero"
+        raise InputError(f"{sym.name} ({sym.meaning}) must be {need}; got {value!r}.")
+    return x
+
+
+class _Table(Mapping[str, Formula]):
+    def __init__(self) -> None:
+        self._f: dict[str, Formula] = {}
+
+    def add(self, f: Formula) -> Formula:
+        if f.name in self._f:
+            raise ValueError(f"formula {f.name!r} defined twice")
+        self._f[f.name] = f
+        return f
+
+    def __getitem__(self, k: str) -> Formula:
+        return self._f[k]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._f)
+
+    def __len__(self) -> int:
+        return len(self._f)
+
+
+FORMULAS = _Table()
+
+
+def formula(name: str, target: str, expr: sp.Expr, meaning: str, chapter: str) -> Formula:
+    """Define and register a formula (modules outside this one may add their own)."""
+    return FORMULAS.add(Formula(name, target, expr, meaning, chapter))
+
+
+# --- Tokens ---------------------------------------------------------------------------------
+formula("peak_request_rate", "request_rate", daily_rate * peak_factor, "peak request rate", "01_tokens")
+formula("token_rate", "token_rate", request_rate * tokens_per_request, "tokens per second from requests", "01_tokens")
+formula("tokens_from_characters", "tokens_per_request", characters / chars_per_token, "tokens in a text", "01_tokens")
+formula("generation_time", "step_time", tokens_per_request / token_rate, "time to stream T tokens at a rate", "01_tokens")
+# --- Weights ----------------------------------------------------------------------------------
+formula("weight_bytes", "weights", params * weight_bytes_per_param, "bytes of weights", "02_weights")
+formula("usable_memory", "usable_memory", n_gpus * gpu_memory * usable_fraction, "memory the server may use", "02_weights")
+formula("gpus_for_weights", "n_gpus", sp.ceiling(weights / (gpu_memory * usable_fraction)),
+        "fewest GPUs whose usable memory holds the weights", "02_weights")
+# --- KV cache -----------------------------------------------------------------------------------
+formula("kv_bytes_per_token", "kv_per_token", 2 * layers * kv_heads * head_dim * kv_bytes,
+        "KV bytes per token (MHA, GQA, MQA)", "03_kv_cache")
+formula("kv_bytes_per_token_mla", "kv_per_token", layers * (kv_lora_rank + rope_dim) * kv_bytes,
+        "KV bytes per token with multi-head latent attention", "04_gqa")
+formula("kv_bytes_per_sequence", "kv_per_sequence", kv_per_token * context, "KV bytes of one sequence", "03_kv_cache")
+formula("max_batch", "batch", sp.floor((usable_memory - weights) / kv_per_sequence),
+        "sequences whose KV fits beside the weights", "03_kv_cache")
+# --- Decode ---------------------------------------------------------------------------------------
+_t_mem = (bytes_read + batch * kv_per_sequence) / (n_gpus * bandwidth * bandwidth_efficiency)
+_t_comp = batch * flops_per_token / (n_gpus * peak_flops * compute_efficiency)
+formula("decode_flops_per_token", "flops_per_token", flops_per_param * active_params,
+        "matmul FLOPs per generated token", "05_decode")
+formula("decode_attention_flops", "flops_per_token", 2 * flops_per_param * layers * heads * head_dim * context,
+        "attention FLOPs per generated token at a context (QK and AV)", "05_decode")
+formula("decode_memory_time", "step_time", _t_mem, "decode step time if memory were the only limit", "05_decode")
+formula("decode_compute_time", "step_time", _t_comp, "decode step time if compute were the only limit", "05_decode")
+formula("decode_step_time", "step_time", sp.Max(_t_mem, _t_comp), "decode step time: the slower of the two", "05_decode")
+formula("throughput", "throughput", batch / step_time, "tokens per second of a batch", "05_decode")
+# --- Prefill ---------------------------------------------------------------------------------------
+formula("prefill_flops_linear", "prefill_flops", flops_per_param * params * prompt_tokens,
+        "prefill FLOPs by the 2-per-parameter rule", "06_prefill")
+formula("prefill_flops", "prefill_flops",
+        flops_per_param * params * prompt_tokens + flops_per_param * layers * heads * head_dim * prompt_tokens**2,
+        "prefill FLOPs with the causal attention term", "06_prefill")
+_pre_comp = prompts * prefill_flops / (n_gpus * peak_flops * compute_efficiency)
+_pre_mem = weights / (n_gpus * bandwidth * bandwidth_efficiency)
+formula("prefill_compute_time", "prefill_time", _pre_comp, "prefill time if compute were the only limit", "06_prefill")
+formula("weight_read_time", "prefill_time", _pre_mem, "time of one read of the weights", "05_decode")
+formula("prefill_time", "prefill_time", sp.Max(_pre_comp, _pre_mem),
+        "prefill time: the slower of compute and one weight read", "06_prefill")
+formula("prefill_compute_rate", "compute_rate", token_rate * flops_per_param * params,
+        "FLOP/s needed to prefill a stream of prompt tokens", "06_prefill")
+formula("gpus_for_compute", "gpus", sp.ceiling(compute_rate / (peak_flops * compute_efficiency)),
+        "GPUs for a compute load", "06_prefill")
+# --- Mixture of experts ---------------------------------------------------------------------------
+_phi = 1 - (1 - experts_per_token / experts) ** batch
+formula("moe_fraction_touched", "fraction_touched", _phi,
+        "expected fraction of experts a batch touches (uniform routing)", "07_moe")
+formula("moe_bytes_read", "bytes_read",
+        weight_bytes_per_param * (params - expert_params) + weight_bytes_per_param * expert_params * _phi,
+        "weight bytes a decode step reads for a MoE model", "07_moe")
+# --- Fleets and cost ------------------------------------------------------------------------------
+formula("littles_law", "in_flight", request_rate * time_in_system, "Little's law", "09_fleet")
+formula("usable_throughput", "throughput", throughput * (1 - headroom_fraction),
+        "throughput left after headroom", "09_fleet")
+formula("replicas_needed", "replicas", sp.ceiling(demand / throughput), "replicas to meet a demand", "09_fleet")
+formula("cost_per_token", "cost", n_gpus * price / throughput,
+        "cost of one output token (price per hour over tokens per hour)", "09_fleet")
+formula("fleet_cost", "cost", gpus * price * hours, "fleet cost for the hours billed", "09_fleet")
+formula("rps_per_gpu", "rps_per_gpu", 1 / (answer_tokens * step_time / batch + prefill_time),
+        "requests per second one GPU completes", "09_fleet")
+formula("gpus_for_rate", "gpus", sp.ceiling(request_rate * headroom / rps_per_gpu), "GPUs for a request rate", "09_fleet")
+
+
+def dimension_of(expr: sp.Expr) -> pint.util.UnitsContainer:
+    """The physical dimension of ``expr`` from its symbols' units; raises if terms disagree.
+
+    Sums, ``Max`` and comparisons need all their terms in one dimension; ``floor`` and
+    ``ceiling`` keep their argument's; exponents must be plain numbers.
+
+    Examples
+    --------
+    >>> dimension_of(FORMULAS["decode_step_time"].expr)
+    <UnitsContainer({'[time]': 1.0})>
+    """
+    by_sym = {s.sym: s for s in SYMBOLS.values()}
+    none = Q_(1).dimensionality
+    if expr in by_sym:
+        return Q_(1, by_sym[expr].unit).dimensionality
+    if expr.is_number:
+        return none
+    if isinstance(expr, sp.Mul):
+        out = none
+        for a in expr.args:
+            out = out * dimension_of(a)
+        return out
+    if isinstance(expr, sp.Pow):
+        base, exp = expr.args
+        if dimension_of(exp) != none or not exp.is_number:
+            if dimension_of(base) != none:
+                raise pint.DimensionalityError(str(base), str(exp), extra_msg=": a dimensioned base needs a numeric exponent")
+            return dimension_of(base)
+        return dimension_of(base) ** float(exp)
+    if isinstance(expr, sp.Add | sp.Max | sp.Min):
+        dims = {dimension_of(a) for a in expr.args}
+        if len(dims) > 1:
+            raise pint.DimensionalityError(*[str(d) for d in list(dims)[:2]], extra_msg=f" in {expr}")
+        return dims.pop()
+    if isinstance(expr, sp.floor | sp.ceiling):
+        return dimension_of(expr.args[0])
+    raise TypeError(f"dimension_of cannot handle {type(expr).__name__}")
+
+
+def notation_table() -> list[tuple[str, str, str, str]]:
+    """Rows of (symbol in LaTeX, Python name, unit, meaning) for the book's notation tables."""
+    return [(f"${s.latex}$", s.name, s.unit or "-", s.meaning) for s in SYMBOLS.values()]
+
+
+_ = ureg  # the registry every unit string above is read in
