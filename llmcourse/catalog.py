@@ -35,7 +35,7 @@ import pint
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.units import Q_, as_quantity
 
-__all__ = ["Model", "GPU", "Catalog", "models", "gpus", "PRECISIONS", "bytes_per_value"]
+__all__ = ["GPU", "PRECISIONS", "Catalog", "Model", "bytes_per_value", "gpus", "models"]
 
 #: Bytes per stored value for the precisions the course uses. INT4 and FP4 are half a byte;
 #: the 4-bit formats' per-group scales are not included (see the decode chapter).
@@ -152,7 +152,9 @@ class Model:
             object.__setattr__(self, "kv_heads", self.heads)
         if self.head_dim is None:
             if self.hidden % self.heads:
-                raise InputError(f"{where}: hidden ({self.hidden}) is not a multiple of heads ({self.heads}); give head_dim.")
+                raise InputError(
+                    f"{where}: hidden ({self.hidden}) is not a multiple of heads ({self.heads}); give head_dim."
+                )
             object.__setattr__(self, "head_dim", self.hidden // self.heads)
         if self.active_params is None:
             object.__setattr__(self, "active_params", self.params)
@@ -160,8 +162,15 @@ class Model:
             fix(attr, getattr(self, attr))
         fix("active_params", self.active_params, float)
         optional = (
-            "intermediate", "moe_intermediate", "vocab", "experts", "experts_per_token", "kv_lora_rank",
-            "qk_rope_head_dim", "max_position", "sliding_window",
+            "intermediate",
+            "moe_intermediate",
+            "vocab",
+            "experts",
+            "experts_per_token",
+            "kv_lora_rank",
+            "qk_rope_head_dim",
+            "max_position",
+            "sliding_window",
         )
         for attr in optional:
             if getattr(self, attr) is not None:
@@ -219,8 +228,14 @@ class Model:
         return replace(self, **changes)
 
     @classmethod
-    def from_hf_config(cls, config: str | Path | Mapping[str, Any], *, name: str | None = None,
-                       params: float | None = None, active_params: float | None = None) -> Model:
+    def from_hf_config(
+        cls,
+        config: str | Path | Mapping[str, Any],
+        *,
+        name: str | None = None,
+        params: float | None = None,
+        active_params: float | None = None,
+    ) -> Model:
         """Build a model from a Hugging Face ``config.json`` (a path or the parsed dict).
 
         Reads ``head_dim`` when present (else ``hidden_size / num_attention_heads``),
@@ -289,9 +304,13 @@ class Model:
             shape["sliding_window_layers"] = n_window
         total, active = count_params(cfg)
         model_name = name or cfg.get("_name_or_path") or cfg.get("model_type") or "custom"
-        return cls(name=model_name, params=params if params is not None else total,
-                   active_params=active_params if active_params is not None else (active if shape["experts"] else None),
-                   source="config.json", **shape)
+        return cls(
+            name=model_name,
+            params=params if params is not None else total,
+            active_params=active_params if active_params is not None else (active if shape["experts"] else None),
+            source="config.json",
+            **shape,
+        )
 
 
 @dataclass(frozen=True)
@@ -322,8 +341,15 @@ class GPU:
     aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
-        units = {"memory": "GB", "bandwidth": "TB/s", "flops": "TFLOP/s", "fp8_flops": "TFLOP/s",
-                 "fp4_flops": "TFLOP/s", "power": "W", "price_per_hour": "USD/hour"}
+        units = {
+            "memory": "GB",
+            "bandwidth": "TB/s",
+            "flops": "TFLOP/s",
+            "fp8_flops": "TFLOP/s",
+            "fp4_flops": "TFLOP/s",
+            "power": "W",
+            "price_per_hour": "USD/hour",
+        }
         for attr, unit in units.items():
             value = getattr(self, attr)
             if value is None and attr not in ("memory", "bandwidth", "flops"):
@@ -379,7 +405,9 @@ class Catalog(Mapping[str, T], Generic[T]):
         if isinstance(name, Model | GPU):
             return name  # type: ignore[return-value]
         if not isinstance(name, str):
-            raise UnknownNameError(f"{self.kind} names are strings such as {next(iter(self._entries))!r}, not {name!r}.")
+            raise UnknownNameError(
+                f"{self.kind} names are strings such as {next(iter(self._entries))!r}, not {name!r}."
+            )
         hit = self._index.get(_key(name))
         if hit is None:
             close = difflib.get_close_matches(name, list(self._entries), n=3, cutoff=0.4)
@@ -415,29 +443,64 @@ def _int(text: str) -> int | None:
 
 def _load_models() -> list[Model]:
     out = []
-    ints = ("layers", "hidden", "heads", "kv_heads", "head_dim", "intermediate", "moe_intermediate", "vocab",
-            "experts", "experts_per_token", "shared_experts", "dense_layers", "kv_lora_rank", "qk_rope_head_dim",
-            "max_position", "sliding_window", "sliding_window_layers")
+    ints = (
+        "layers",
+        "hidden",
+        "heads",
+        "kv_heads",
+        "head_dim",
+        "intermediate",
+        "moe_intermediate",
+        "vocab",
+        "experts",
+        "experts_per_token",
+        "shared_experts",
+        "dense_layers",
+        "kv_lora_rank",
+        "qk_rope_head_dim",
+        "max_position",
+        "sliding_window",
+        "sliding_window_layers",
+    )
     for row in _read_csv("models.csv"):
         kwargs: dict[str, Any] = {k: _int(row[k]) for k in ints}
-        out.append(Model(name=row["name"], params=_num(row["params"]), active_params=_num(row["active_params"]),
-                         weight_dtype=row["weight_dtype"], source=row["source"],
-                         aliases=tuple(a for a in row["aliases"].split(";") if a), **kwargs))
+        out.append(
+            Model(
+                name=row["name"],
+                params=_num(row["params"]),
+                active_params=_num(row["active_params"]),
+                weight_dtype=row["weight_dtype"],
+                source=row["source"],
+                aliases=tuple(a for a in row["aliases"].split(";") if a),
+                **kwargs,
+            )
+        )
     return out
 
 
 def _load_gpus() -> list[GPU]:
     out = []
     for row in _read_csv("gpus.csv"):
+
         def q(col: str, unit: str, row: dict[str, str] = row) -> pint.Quantity | None:
             v = _num(row[col])
             return None if v is None else Q_(int(v) if v == int(v) else v, unit)
 
-        out.append(GPU(name=row["name"], memory=q("memory_GB", "GB"), bandwidth=q("bandwidth_TB_s", "TB/s"),
-                       flops=q("bf16_TFLOP_s", "TFLOP/s"), fp8_flops=q("fp8_TFLOP_s", "TFLOP/s"),
-                       fp4_flops=q("fp4_TFLOP_s", "TFLOP/s"), power=q("power_W", "W"),
-                       price_per_hour=q("price_USD_per_hour", "USD/hour"), price_source=row["price_source"],
-                       source=row["source"], aliases=tuple(a for a in row["aliases"].split(";") if a)))
+        out.append(
+            GPU(
+                name=row["name"],
+                memory=q("memory_GB", "GB"),
+                bandwidth=q("bandwidth_TB_s", "TB/s"),
+                flops=q("bf16_TFLOP_s", "TFLOP/s"),
+                fp8_flops=q("fp8_TFLOP_s", "TFLOP/s"),
+                fp4_flops=q("fp4_TFLOP_s", "TFLOP/s"),
+                power=q("power_W", "W"),
+                price_per_hour=q("price_USD_per_hour", "USD/hour"),
+                price_source=row["price_source"],
+                source=row["source"],
+                aliases=tuple(a for a in row["aliases"].split(";") if a),
+            )
+        )
     return out
 
 

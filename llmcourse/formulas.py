@@ -32,7 +32,7 @@ import sympy as sp
 from llmcourse.errors import InputError
 from llmcourse.units import Q_, as_quantity, ureg
 
-__all__ = ["Symbol", "Formula", "SYMBOLS", "FORMULAS", "formula", "notation_table"]
+__all__ = ["FORMULAS", "SYMBOLS", "Formula", "Symbol", "formula", "notation_table"]
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,9 @@ prefill_time = _s("prefill_time", r"t_{pre}", "s", "time to prefill")
 throughput = _s("throughput", "X", "1/s", "output tokens per second")
 demand = _s("demand", "D", "1/s", "output tokens per second demanded")
 headroom = _s("headroom", "h", "", "capacity multiplier kept for bursts and prefill")
-headroom_fraction = _s("headroom_fraction", r"h_{f}", "", "fraction of throughput kept back as headroom", allow_zero=True)
+headroom_fraction = _s(
+    "headroom_fraction", r"h_{f}", "", "fraction of throughput kept back as headroom", allow_zero=True
+)
 replicas = _s("replicas", "R", "", "replicas", integer=True)
 price = _s("price", "p", "USD/s", "price of one GPU per unit time (given per hour)")
 hours = _s("hours", r"t_{bill}", "s", "time billed")
@@ -178,7 +180,9 @@ class Formula:
         missing = [n for n in names if n not in values]
         extra = [n for n in values if n not in names]
         if missing or extra:
-            raise InputError(f"{self.name} takes {', '.join(names)}; missing {missing or 'none'}, unexpected {extra or 'none'}.")
+            raise InputError(
+                f"{self.name} takes {', '.join(names)}; missing {missing or 'none'}, unexpected {extra or 'none'}."
+            )
         args = [_plain(values[s.name], s) for s in self.inputs]
         result = self.numeric(*args)
         return Q_(result, self.unit) if self.unit else Q_(result, "")
@@ -236,65 +240,151 @@ def formula(name: str, target: str, expr: sp.Expr, meaning: str, chapter: str) -
 formula("peak_request_rate", "request_rate", daily_rate * peak_factor, "peak request rate", "01_tokens")
 formula("token_rate", "token_rate", request_rate * tokens_per_request, "tokens per second from requests", "01_tokens")
 formula("tokens_from_characters", "tokens_per_request", characters / chars_per_token, "tokens in a text", "01_tokens")
-formula("generation_time", "step_time", tokens_per_request / token_rate, "time to stream T tokens at a rate", "01_tokens")
+formula(
+    "generation_time", "step_time", tokens_per_request / token_rate, "time to stream T tokens at a rate", "01_tokens"
+)
 # --- Weights ----------------------------------------------------------------------------------
 formula("weight_bytes", "weights", params * weight_bytes_per_param, "bytes of weights", "02_weights")
-formula("usable_memory", "usable_memory", n_gpus * gpu_memory * usable_fraction, "memory the server may use", "02_weights")
-formula("gpus_for_weights", "n_gpus", sp.ceiling(weights / (gpu_memory * usable_fraction)),
-        "fewest GPUs whose usable memory holds the weights", "02_weights")
+formula(
+    "usable_memory", "usable_memory", n_gpus * gpu_memory * usable_fraction, "memory the server may use", "02_weights"
+)
+formula(
+    "gpus_for_weights",
+    "n_gpus",
+    sp.ceiling(weights / (gpu_memory * usable_fraction)),
+    "fewest GPUs whose usable memory holds the weights",
+    "02_weights",
+)
 # --- KV cache -----------------------------------------------------------------------------------
-formula("kv_bytes_per_token", "kv_per_token", 2 * layers * kv_heads * head_dim * kv_bytes,
-        "KV bytes per token (MHA, GQA, MQA)", "03_kv_cache")
-formula("kv_bytes_per_token_mla", "kv_per_token", layers * (kv_lora_rank + rope_dim) * kv_bytes,
-        "KV bytes per token with multi-head latent attention", "04_gqa")
+formula(
+    "kv_bytes_per_token",
+    "kv_per_token",
+    2 * layers * kv_heads * head_dim * kv_bytes,
+    "KV bytes per token (MHA, GQA, MQA)",
+    "03_kv_cache",
+)
+formula(
+    "kv_bytes_per_token_mla",
+    "kv_per_token",
+    layers * (kv_lora_rank + rope_dim) * kv_bytes,
+    "KV bytes per token with multi-head latent attention",
+    "04_gqa",
+)
 formula("kv_bytes_per_sequence", "kv_per_sequence", kv_per_token * context, "KV bytes of one sequence", "03_kv_cache")
-formula("max_batch", "batch", sp.floor((usable_memory - weights) / kv_per_sequence),
-        "sequences whose KV fits beside the weights", "03_kv_cache")
+formula(
+    "max_batch",
+    "batch",
+    sp.floor((usable_memory - weights) / kv_per_sequence),
+    "sequences whose KV fits beside the weights",
+    "03_kv_cache",
+)
 # --- Decode ---------------------------------------------------------------------------------------
 _t_mem = (bytes_read + batch * kv_per_sequence) / (n_gpus * bandwidth * bandwidth_efficiency)
 _t_comp = batch * flops_per_token / (n_gpus * peak_flops * compute_efficiency)
-formula("decode_flops_per_token", "flops_per_token", flops_per_param * active_params,
-        "matmul FLOPs per generated token", "05_decode")
-formula("decode_attention_flops", "flops_per_token", 2 * flops_per_param * layers * heads * head_dim * context,
-        "attention FLOPs per generated token at a context (QK and AV)", "05_decode")
+formula(
+    "decode_flops_per_token",
+    "flops_per_token",
+    flops_per_param * active_params,
+    "matmul FLOPs per generated token",
+    "05_decode",
+)
+formula(
+    "decode_attention_flops",
+    "flops_per_token",
+    2 * flops_per_param * layers * heads * head_dim * context,
+    "attention FLOPs per generated token at a context (QK and AV)",
+    "05_decode",
+)
 formula("decode_memory_time", "step_time", _t_mem, "decode step time if memory were the only limit", "05_decode")
 formula("decode_compute_time", "step_time", _t_comp, "decode step time if compute were the only limit", "05_decode")
-formula("decode_step_time", "step_time", sp.Max(_t_mem, _t_comp), "decode step time: the slower of the two", "05_decode")
+formula(
+    "decode_step_time", "step_time", sp.Max(_t_mem, _t_comp), "decode step time: the slower of the two", "05_decode"
+)
 formula("throughput", "throughput", batch / step_time, "tokens per second of a batch", "05_decode")
 # --- Prefill ---------------------------------------------------------------------------------------
-formula("prefill_flops_linear", "prefill_flops", flops_per_param * params * prompt_tokens,
-        "prefill FLOPs by the 2-per-parameter rule", "06_prefill")
-formula("prefill_flops", "prefill_flops",
-        flops_per_param * params * prompt_tokens + flops_per_param * layers * heads * head_dim * prompt_tokens**2,
-        "prefill FLOPs with the causal attention term", "06_prefill")
+formula(
+    "prefill_flops_linear",
+    "prefill_flops",
+    flops_per_param * params * prompt_tokens,
+    "prefill FLOPs by the 2-per-parameter rule",
+    "06_prefill",
+)
+formula(
+    "prefill_flops",
+    "prefill_flops",
+    flops_per_param * params * prompt_tokens + flops_per_param * layers * heads * head_dim * prompt_tokens**2,
+    "prefill FLOPs with the causal attention term",
+    "06_prefill",
+)
 _pre_comp = prompts * prefill_flops / (n_gpus * peak_flops * compute_efficiency)
 _pre_mem = weights / (n_gpus * bandwidth * bandwidth_efficiency)
 formula("prefill_compute_time", "prefill_time", _pre_comp, "prefill time if compute were the only limit", "06_prefill")
 formula("weight_read_time", "prefill_time", _pre_mem, "time of one read of the weights", "05_decode")
-formula("prefill_time", "prefill_time", sp.Max(_pre_comp, _pre_mem),
-        "prefill time: the slower of compute and one weight read", "06_prefill")
-formula("prefill_compute_rate", "compute_rate", token_rate * flops_per_param * params,
-        "FLOP/s needed to prefill a stream of prompt tokens", "06_prefill")
-formula("gpus_for_compute", "gpus", sp.ceiling(compute_rate / (peak_flops * compute_efficiency)),
-        "GPUs for a compute load", "06_prefill")
+formula(
+    "prefill_time",
+    "prefill_time",
+    sp.Max(_pre_comp, _pre_mem),
+    "prefill time: the slower of compute and one weight read",
+    "06_prefill",
+)
+formula(
+    "prefill_compute_rate",
+    "compute_rate",
+    token_rate * flops_per_param * params,
+    "FLOP/s needed to prefill a stream of prompt tokens",
+    "06_prefill",
+)
+formula(
+    "gpus_for_compute",
+    "gpus",
+    sp.ceiling(compute_rate / (peak_flops * compute_efficiency)),
+    "GPUs for a compute load",
+    "06_prefill",
+)
 # --- Mixture of experts ---------------------------------------------------------------------------
 _phi = 1 - (1 - experts_per_token / experts) ** batch
-formula("moe_fraction_touched", "fraction_touched", _phi,
-        "expected fraction of experts a batch touches (uniform routing)", "07_moe")
-formula("moe_bytes_read", "bytes_read",
-        weight_bytes_per_param * (params - expert_params) + weight_bytes_per_param * expert_params * _phi,
-        "weight bytes a decode step reads for a MoE model", "07_moe")
+formula(
+    "moe_fraction_touched",
+    "fraction_touched",
+    _phi,
+    "expected fraction of experts a batch touches (uniform routing)",
+    "07_moe",
+)
+formula(
+    "moe_bytes_read",
+    "bytes_read",
+    weight_bytes_per_param * (params - expert_params) + weight_bytes_per_param * expert_params * _phi,
+    "weight bytes a decode step reads for a MoE model",
+    "07_moe",
+)
 # --- Fleets and cost ------------------------------------------------------------------------------
 formula("littles_law", "in_flight", request_rate * time_in_system, "Little's law", "09_fleet")
-formula("usable_throughput", "throughput", throughput * (1 - headroom_fraction),
-        "throughput left after headroom", "09_fleet")
+formula(
+    "usable_throughput",
+    "throughput",
+    throughput * (1 - headroom_fraction),
+    "throughput left after headroom",
+    "09_fleet",
+)
 formula("replicas_needed", "replicas", sp.ceiling(demand / throughput), "replicas to meet a demand", "09_fleet")
-formula("cost_per_token", "cost", n_gpus * price / throughput,
-        "cost of one output token (price per hour over tokens per hour)", "09_fleet")
+formula(
+    "cost_per_token",
+    "cost",
+    n_gpus * price / throughput,
+    "cost of one output token (price per hour over tokens per hour)",
+    "09_fleet",
+)
 formula("fleet_cost", "cost", gpus * price * hours, "fleet cost for the hours billed", "09_fleet")
-formula("rps_per_gpu", "rps_per_gpu", 1 / (answer_tokens * step_time / batch + prefill_time),
-        "requests per second one GPU completes", "09_fleet")
-formula("gpus_for_rate", "gpus", sp.ceiling(request_rate * headroom / rps_per_gpu), "GPUs for a request rate", "09_fleet")
+formula(
+    "rps_per_gpu",
+    "rps_per_gpu",
+    1 / (answer_tokens * step_time / batch + prefill_time),
+    "requests per second one GPU completes",
+    "09_fleet",
+)
+formula(
+    "gpus_for_rate", "gpus", sp.ceiling(request_rate * headroom / rps_per_gpu), "GPUs for a request rate", "09_fleet"
+)
 
 
 def dimension_of(expr: sp.Expr) -> pint.util.UnitsContainer:
@@ -323,7 +413,9 @@ def dimension_of(expr: sp.Expr) -> pint.util.UnitsContainer:
         base, exp = expr.args
         if dimension_of(exp) != none or not exp.is_number:
             if dimension_of(base) != none:
-                raise pint.DimensionalityError(str(base), str(exp), extra_msg=": a dimensioned base needs a numeric exponent")
+                raise pint.DimensionalityError(
+                    str(base), str(exp), extra_msg=": a dimensioned base needs a numeric exponent"
+                )
             return dimension_of(base)
         return dimension_of(base) ** float(exp)
     if isinstance(expr, sp.Add | sp.Max | sp.Min):

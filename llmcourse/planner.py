@@ -28,10 +28,31 @@ from llmcourse.formulas import FORMULAS as F
 from llmcourse.units import HOURS_PER_MONTH, Q_, as_quantity, fmt
 
 __all__ = [
-    "Traffic", "traffic", "weight_bytes", "kv_bytes_per_token", "kv_bytes_per_sequence", "usable_memory",
-    "max_batch", "DecodeStep", "decode_step", "Prefill", "prefill", "RequestCycle", "request_cycle",
-    "ServingPlan", "serving_plan", "Replica", "replica", "Fleet", "fleet", "PrefillPool", "prefill_pool",
-    "Brief", "Plan", "plan", "cost_per_million",
+    "Brief",
+    "DecodeStep",
+    "Fleet",
+    "Plan",
+    "Prefill",
+    "PrefillPool",
+    "Replica",
+    "RequestCycle",
+    "ServingPlan",
+    "Traffic",
+    "cost_per_million",
+    "decode_step",
+    "fleet",
+    "kv_bytes_per_sequence",
+    "kv_bytes_per_token",
+    "max_batch",
+    "plan",
+    "prefill",
+    "prefill_pool",
+    "replica",
+    "request_cycle",
+    "serving_plan",
+    "traffic",
+    "usable_memory",
+    "weight_bytes",
 ]
 
 B = "B"  # bytes
@@ -62,9 +83,10 @@ def _bytes(value: Any, name: str) -> pint.Quantity:
         raise InputError(f"{name}: {exc}") from None
 
 
-def _number(value: Any, name: str, *, integer: bool = False, allow_zero: bool = False,
-            at_most: float | None = None) -> float:
-    if isinstance(value, bool) or isinstance(value, pint.Quantity) and not value.dimensionless:
+def _number(
+    value: Any, name: str, *, integer: bool = False, allow_zero: bool = False, at_most: float | None = None
+) -> float:
+    if isinstance(value, bool) or (isinstance(value, pint.Quantity) and not value.dimensionless):
         raise InputError(f"{name} is a plain number; got {value!r}.")
     if isinstance(value, pint.Quantity):
         value = value.to("").magnitude
@@ -129,8 +151,12 @@ def traffic(requests: Any, prompt_tokens: float, answer_tokens: float, *, peak_f
     peak = F["peak_request_rate"](daily_rate=rate, peak_factor=_number(peak_factor, "peak_factor"))
     return Traffic(
         request_rate=peak,
-        input_tokens_per_s=F["token_rate"](request_rate=peak, tokens_per_request=_number(prompt_tokens, "prompt_tokens")),
-        output_tokens_per_s=F["token_rate"](request_rate=peak, tokens_per_request=_number(answer_tokens, "answer_tokens")),
+        input_tokens_per_s=F["token_rate"](
+            request_rate=peak, tokens_per_request=_number(prompt_tokens, "prompt_tokens")
+        ),
+        output_tokens_per_s=F["token_rate"](
+            request_rate=peak, tokens_per_request=_number(answer_tokens, "answer_tokens")
+        ),
     )
 
 
@@ -164,7 +190,9 @@ def kv_bytes_per_token(model: Model | str, kv_bytes: Any = 2) -> pint.Quantity:
     m = _model(model)
     b = _bytes(kv_bytes, "kv_bytes")
     if m.attention == "MLA":
-        q = F["kv_bytes_per_token_mla"](layers=m.layers, kv_lora_rank=m.kv_lora_rank, rope_dim=m.qk_rope_head_dim, kv_bytes=b)
+        q = F["kv_bytes_per_token_mla"](
+            layers=m.layers, kv_lora_rank=m.kv_lora_rank, rope_dim=m.qk_rope_head_dim, kv_bytes=b
+        )
     else:
         q = F["kv_bytes_per_token"](layers=m.layers, kv_heads=m.kv_heads, head_dim=m.head_dim, kv_bytes=b)
     return Q_(round(q.to(B).m, 6), B)
@@ -202,12 +230,23 @@ def usable_memory(gpu: GPU | str, n_gpus: int = 1, usable_fraction: float = 0.9)
     <Quantity(144.0, 'gigabyte')>
     """
     g = _gpu(gpu)
-    return F["usable_memory"](n_gpus=_number(n_gpus, "n_gpus", integer=True), gpu_memory=g.memory,
-                              usable_fraction=_fraction(usable_fraction, "usable_fraction"))
+    return F["usable_memory"](
+        n_gpus=_number(n_gpus, "n_gpus", integer=True),
+        gpu_memory=g.memory,
+        usable_fraction=_fraction(usable_fraction, "usable_fraction"),
+    )
 
 
-def max_batch(model: Model | str, gpu: GPU | str, context_tokens: float, *, n_gpus: int = 1,
-              weight_bytes: Any = 2, kv_bytes: Any = 2, usable_fraction: float = 0.9) -> int:
+def max_batch(
+    model: Model | str,
+    gpu: GPU | str,
+    context_tokens: float,
+    *,
+    n_gpus: int = 1,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    usable_fraction: float = 0.9,
+) -> int:
     """Conversations whose KV cache fits beside the weights (0 if the weights alone do not fit).
 
     Examples
@@ -273,14 +312,30 @@ def weights_read_per_step(model: Model | str, batch: int = 1, weight_bytes: Any 
     n = _number(batch, "batch", integer=True)
     if not m.is_moe:
         return F["weight_bytes"](params=m.params, weight_bytes_per_param=b)
-    return F["moe_bytes_read"](weight_bytes_per_param=b, params=m.params, expert_params=m.expert_params,
-                                experts_per_token=m.experts_per_token, experts=m.experts, batch=n)
+    return F["moe_bytes_read"](
+        weight_bytes_per_param=b,
+        params=m.params,
+        expert_params=m.expert_params,
+        experts_per_token=m.experts_per_token,
+        experts=m.experts,
+        batch=n,
+    )
 
 
-def decode_step(model: Model | str, gpu: GPU | str, *, batch: int = 1, context_tokens: float,
-                n_gpus: int = 1, weight_bytes: Any = 2, kv_bytes: Any = 2, bandwidth_efficiency: float = 0.7,
-                compute_efficiency: float = 0.5, attention_flops: bool = False,
-                compute_precision: str = "bf16") -> DecodeStep:
+def decode_step(
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    batch: int = 1,
+    context_tokens: float,
+    n_gpus: int = 1,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    bandwidth_efficiency: float = 0.7,
+    compute_efficiency: float = 0.5,
+    attention_flops: bool = False,
+    compute_precision: str = "bf16",
+) -> DecodeStep:
     """Time of one decode step: the slower of reading the bytes and doing the FLOPs.
 
     Bytes: the weights (a MoE model: the experts the batch touches) plus every sequence's
@@ -303,8 +358,9 @@ def decode_step(model: Model | str, gpu: GPU | str, *, batch: int = 1, context_t
     kv_seq = kv_bytes_per_sequence(m, ctx, kv_bytes)
     f_tok = F["decode_flops_per_token"](flops_per_param=Q_(2, "FLOP"), active_params=m.active_params)
     if attention_flops:
-        f_tok = f_tok + F["decode_attention_flops"](flops_per_param=Q_(2, "FLOP"), layers=m.layers, heads=m.heads,
-                                                    head_dim=m.head_dim, context=ctx)
+        f_tok = f_tok + F["decode_attention_flops"](
+            flops_per_param=Q_(2, "FLOP"), layers=m.layers, heads=m.heads, head_dim=m.head_dim, context=ctx
+        )
     common = dict(batch=n, n_gpus=gpus_)
     mem_args = dict(bytes_read=w_read, kv_per_sequence=kv_seq, bandwidth=g.bandwidth, bandwidth_efficiency=eta_b)
     comp_args = dict(flops_per_token=f_tok, peak_flops=g.peak_flops(compute_precision), compute_efficiency=eta_f)
@@ -340,9 +396,19 @@ class Prefill:
         return "compute" if self.compute_time >= self.memory_time else "memory"
 
 
-def prefill(model: Model | str, gpu: GPU | str, prompt_tokens: float, *, prompts: int = 1, n_gpus: int = 1,
-            weight_bytes: Any = 2, compute_efficiency: float = 0.5, bandwidth_efficiency: float = 0.7,
-            attention: bool = True, compute_precision: str = "bf16") -> Prefill:
+def prefill(
+    model: Model | str,
+    gpu: GPU | str,
+    prompt_tokens: float,
+    *,
+    prompts: int = 1,
+    n_gpus: int = 1,
+    weight_bytes: Any = 2,
+    compute_efficiency: float = 0.5,
+    bandwidth_efficiency: float = 0.7,
+    attention: bool = True,
+    compute_precision: str = "bf16",
+) -> Prefill:
     """Prefill time: the slower of the FLOPs (2 per active parameter per token, plus the causal
     attention term if ``attention``) and one read of the weights.
 
@@ -360,16 +426,31 @@ def prefill(model: Model | str, gpu: GPU | str, prompt_tokens: float, *, prompts
     eta_b = _fraction(bandwidth_efficiency, "bandwidth_efficiency")
     two = Q_(2, "FLOP")
     linear = F["prefill_flops_linear"](flops_per_param=two, params=m.active_params, prompt_tokens=t)
-    full = F["prefill_flops"](flops_per_param=two, params=m.active_params, prompt_tokens=t, layers=m.layers,
-                              heads=m.heads, head_dim=m.head_dim)
+    full = F["prefill_flops"](
+        flops_per_param=two,
+        params=m.active_params,
+        prompt_tokens=t,
+        layers=m.layers,
+        heads=m.heads,
+        head_dim=m.head_dim,
+    )
     flops = full if attention else linear
-    comp = dict(prompts=n, prefill_flops=flops, n_gpus=gpus_, peak_flops=g.peak_flops(compute_precision),
-                compute_efficiency=eta_f)
+    comp = dict(
+        prompts=n,
+        prefill_flops=flops,
+        n_gpus=gpus_,
+        peak_flops=g.peak_flops(compute_precision),
+        compute_efficiency=eta_f,
+    )
     mem = dict(weights=_weights(m, weight_bytes), n_gpus=gpus_, bandwidth=g.bandwidth, bandwidth_efficiency=eta_b)
-    return Prefill(prompts=int(n), flops=(n * flops).to("TFLOP"), attention_flops=(n * (full - linear)).to("TFLOP"),
-                   compute_time=F["prefill_compute_time"](**comp).to("ms"),
-                   memory_time=F["weight_read_time"](**mem).to("ms"),
-                   time=F["prefill_time"](**(comp | mem)).to("ms"))
+    return Prefill(
+        prompts=int(n),
+        flops=(n * flops).to("TFLOP"),
+        attention_flops=(n * (full - linear)).to("TFLOP"),
+        compute_time=F["prefill_compute_time"](**comp).to("ms"),
+        memory_time=F["weight_read_time"](**mem).to("ms"),
+        time=F["prefill_time"](**(comp | mem)).to("ms"),
+    )
 
 
 # --- a batch's whole life: prefill then decode ------------------------------------------------------
@@ -408,8 +489,16 @@ class RequestCycle:
         return cost_per_million(self.price_per_hour, self.throughput)
 
 
-def request_cycle(model: Model | str, gpu: GPU | str, *, batch: int, prompt_tokens: float, answer_tokens: float,
-                  price_per_hour: Any = None, **kwargs: Any) -> RequestCycle:
+def request_cycle(
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    batch: int,
+    prompt_tokens: float,
+    answer_tokens: float,
+    price_per_hour: Any = None,
+    **kwargs: Any,
+) -> RequestCycle:
     """Prefill ``batch`` prompts together, then decode ``answer_tokens`` steps.
 
     ``kwargs`` go to :func:`decode_step` and :func:`prefill` (``n_gpus``, ``weight_bytes``,
@@ -440,9 +529,11 @@ def cost_per_million(price_per_hour: pint.Quantity, tokens_per_s: pint.Quantity,
     >>> cost_per_million(Q_(2.5, "USD/hour"), Q_(4387, "1/s"), n_gpus=2)  # doctest: +ELLIPSIS
     <Quantity(0.3165..., 'USD')>
     """
-    per_token = F["cost_per_token"](n_gpus=_number(n_gpus, "n_gpus", integer=True),
-                                    price=as_quantity(price_per_hour, "USD/hour", "price_per_hour"),
-                                    throughput=as_quantity(tokens_per_s, "1/s", "tokens_per_s"))
+    per_token = F["cost_per_token"](
+        n_gpus=_number(n_gpus, "n_gpus", integer=True),
+        price=as_quantity(price_per_hour, "USD/hour", "price_per_hour"),
+        throughput=as_quantity(tokens_per_s, "1/s", "tokens_per_s"),
+    )
     return (per_token * 1e6).to("USD")
 
 
@@ -470,8 +561,10 @@ class ServingPlan:
     def __str__(self) -> str:
         if not self.fits:
             return self.message
-        text = (f"batch {self.batch}, {self.tokens_per_s_per_user.m:.0f} tok/s per user "
-                f"({self.tokens_per_s_alone.m:.0f} if alone), {self.output_tokens_per_s.m:,.0f} tok/s total")
+        text = (
+            f"batch {self.batch}, {self.tokens_per_s_per_user.m:.0f} tok/s per user "
+            f"({self.tokens_per_s_alone.m:.0f} if alone), {self.output_tokens_per_s.m:,.0f} tok/s total"
+        )
         if self.prefill_time is not None:
             text += f", prefill {self.prefill_time.to('s').m:.2f} s"
         if self.cost_per_million_output_tokens is not None:
@@ -479,10 +572,20 @@ class ServingPlan:
         return text
 
 
-def serving_plan(model: Model | str, gpu: GPU | str, n_gpus: int, context_tokens: float, *,
-                 weight_bytes: Any = 2, usable_fraction: float = 0.9, kv_bytes: Any = 2,
-                 prompt_tokens: float | None = None, bandwidth_efficiency: float = 1.0,
-                 compute_efficiency: float = 0.5, price_per_hour: Any = None) -> ServingPlan:
+def serving_plan(
+    model: Model | str,
+    gpu: GPU | str,
+    n_gpus: int,
+    context_tokens: float,
+    *,
+    weight_bytes: Any = 2,
+    usable_fraction: float = 0.9,
+    kv_bytes: Any = 2,
+    prompt_tokens: float | None = None,
+    bandwidth_efficiency: float = 1.0,
+    compute_efficiency: float = 0.5,
+    price_per_hour: Any = None,
+) -> ServingPlan:
     """Fill the GPUs' free memory with conversations and time one decode step.
 
     The method of the course's first worked table: usable memory = ``usable_fraction`` of
@@ -503,31 +606,65 @@ def serving_plan(model: Model | str, gpu: GPU | str, n_gpus: int, context_tokens
     mem = usable_memory(g, n, usable_fraction)
     w = _weights(m, weight_bytes)
     kv_seq = kv_bytes_per_sequence(m, context_tokens, kv_bytes)
-    base = dict(model=m.name, gpu=g.name, n_gpus=n, weights=w.to("GB"), usable_memory=mem.to("GB"),
-                kv_per_sequence=kv_seq.to("GB"))
-    batch = max_batch(m, g, context_tokens, n_gpus=n, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
-                      usable_fraction=usable_fraction)
+    base = dict(
+        model=m.name,
+        gpu=g.name,
+        n_gpus=n,
+        weights=w.to("GB"),
+        usable_memory=mem.to("GB"),
+        kv_per_sequence=kv_seq.to("GB"),
+    )
+    batch = max_batch(
+        m, g, context_tokens, n_gpus=n, weight_bytes=weight_bytes, kv_bytes=kv_bytes, usable_fraction=usable_fraction
+    )
     if batch < 1:
         why = "don't fit in" if w >= mem else "leave no room for one conversation's KV cache in"
-        msg = (f"weights {w.to('GB').m:.0f} GB {why} {mem.to('GB').m:.0f} GB of usable memory: "
-               "add GPUs or store fewer bytes per weight.")
+        msg = (
+            f"weights {w.to('GB').m:.0f} GB {why} {mem.to('GB').m:.0f} GB of usable memory: "
+            "add GPUs or store fewer bytes per weight."
+        )
         return ServingPlan(fits=False, message=msg, **base)
-    eff = dict(n_gpus=n, weight_bytes=weight_bytes, kv_bytes=kv_bytes, bandwidth_efficiency=bandwidth_efficiency,
-               compute_efficiency=compute_efficiency)
+    eff = dict(
+        n_gpus=n,
+        weight_bytes=weight_bytes,
+        kv_bytes=kv_bytes,
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+    )
     step = decode_step(m, g, batch=batch, context_tokens=context_tokens, **eff)
-    alone = F["weight_read_time"](weights=weights_read_per_step(m, 1, weight_bytes), n_gpus=n, bandwidth=g.bandwidth,
-                                  bandwidth_efficiency=_fraction(bandwidth_efficiency, "bandwidth_efficiency"))
+    alone = F["weight_read_time"](
+        weights=weights_read_per_step(m, 1, weight_bytes),
+        n_gpus=n,
+        bandwidth=g.bandwidth,
+        bandwidth_efficiency=_fraction(bandwidth_efficiency, "bandwidth_efficiency"),
+    )
     pre = None
     if prompt_tokens is not None:
-        pre = prefill(m, g, prompt_tokens, n_gpus=n, weight_bytes=weight_bytes, compute_efficiency=compute_efficiency,
-                      bandwidth_efficiency=bandwidth_efficiency, attention=False).time.to("s")
+        pre = prefill(
+            m,
+            g,
+            prompt_tokens,
+            n_gpus=n,
+            weight_bytes=weight_bytes,
+            compute_efficiency=compute_efficiency,
+            bandwidth_efficiency=bandwidth_efficiency,
+            attention=False,
+        ).time.to("s")
     cost = None
     if price_per_hour is not None or g.price_per_hour is not None:
         cost = cost_per_million(_price(g, price_per_hour), step.throughput, n)
-    return ServingPlan(fits=True, message="fits", batch=batch, step_time=step.step_time,
-                       tokens_per_s_per_user=step.tokens_per_s_per_user, tokens_per_s_alone=(1 / alone).to("1/s"),
-                       output_tokens_per_s=step.throughput, prefill_time=pre, cost_per_million_output_tokens=cost,
-                       **base)
+    return ServingPlan(
+        fits=True,
+        message="fits",
+        batch=batch,
+        step_time=step.step_time,
+        tokens_per_s_per_user=step.tokens_per_s_per_user,
+        tokens_per_s_alone=(1 / alone).to("1/s"),
+        output_tokens_per_s=step.throughput,
+        prefill_time=pre,
+        cost_per_million_output_tokens=cost,
+        **base,
+    )
 
 
 # --- the roofline sizing method -------------------------------------------------------------------
@@ -555,9 +692,19 @@ class Replica:
         return self.step.tokens_per_s_per_user
 
 
-def replica(model: Model | str, gpu: GPU | str, *, tensor_parallel: int, batch: int, context_tokens: float,
-            weight_bytes: Any = 1, kv_bytes: Any = 2, bandwidth_efficiency: float = 0.7,
-            compute_efficiency: float = 0.5, usable_fraction: float = 0.9) -> Replica:
+def replica(
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    tensor_parallel: int,
+    batch: int,
+    context_tokens: float,
+    weight_bytes: Any = 1,
+    kv_bytes: Any = 2,
+    bandwidth_efficiency: float = 0.7,
+    compute_efficiency: float = 0.5,
+    usable_fraction: float = 0.9,
+) -> Replica:
     """A replica of ``tensor_parallel`` GPUs decoding ``batch`` sequences of ``context_tokens``.
 
     Examples
@@ -568,12 +715,26 @@ def replica(model: Model | str, gpu: GPU | str, *, tensor_parallel: int, batch: 
     """
     m, g = _model(model), _gpu(gpu)
     tp = int(_number(tensor_parallel, "tensor_parallel", integer=True))
-    step = decode_step(m, g, batch=batch, context_tokens=context_tokens, n_gpus=tp, weight_bytes=weight_bytes,
-                       kv_bytes=kv_bytes, bandwidth_efficiency=bandwidth_efficiency,
-                       compute_efficiency=compute_efficiency)
+    step = decode_step(
+        m,
+        g,
+        batch=batch,
+        context_tokens=context_tokens,
+        n_gpus=tp,
+        weight_bytes=weight_bytes,
+        kv_bytes=kv_bytes,
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+    )
     used = (_weights(m, weight_bytes) + step.kv_read).to("GB")
-    return Replica(model=m.name, gpu=g.name, tensor_parallel=tp, step=step, memory_used=used,
-                   usable_memory=usable_memory(g, tp, usable_fraction).to("GB"))
+    return Replica(
+        model=m.name,
+        gpu=g.name,
+        tensor_parallel=tp,
+        step=step,
+        memory_used=used,
+        usable_memory=usable_memory(g, tp, usable_fraction).to("GB"),
+    )
 
 
 @dataclass(frozen=True)
@@ -589,8 +750,7 @@ class Fleet:
     replicas_exact: float
 
 
-def fleet(demand: pint.Quantity, rep: Replica, *, headroom_fraction: float = 0.3,
-          price_per_hour: Any = None) -> Fleet:
+def fleet(demand: pint.Quantity, rep: Replica, *, headroom_fraction: float = 0.3, price_per_hour: Any = None) -> Fleet:
     """Size a fleet: keep ``headroom_fraction`` of each replica's throughput back for prefill
     and bursts, then replicas = ceil(demand / what is left).
 
@@ -608,12 +768,19 @@ def fleet(demand: pint.Quantity, rep: Replica, *, headroom_fraction: float = 0.3
         raise InputError(f"headroom_fraction is the share of throughput kept back and must be below 1; got {hf}.")
     usable = F["usable_throughput"](throughput=rep.throughput, headroom_fraction=hf)
     n = int(F["replicas_needed"](demand=d, throughput=usable).m)
-    g = gpus[rep.gpu] if rep.gpu in gpus else None
+    g = gpus.get(rep.gpu, None)
     price = _price(g, price_per_hour) if g is not None else as_quantity(price_per_hour, "USD/hour", "price_per_hour")
     total = n * rep.tensor_parallel
     cost = F["fleet_cost"](gpus=total, price=price, hours=HOURS_PER_MONTH)
-    return Fleet(demand=d.to("1/s"), usable_throughput_per_replica=usable.to("1/s"), replicas=n, gpus=total,
-                 price_per_hour=price, monthly_cost=cost.to("USD"), replicas_exact=float((d / usable).to("").m))
+    return Fleet(
+        demand=d.to("1/s"),
+        usable_throughput_per_replica=usable.to("1/s"),
+        replicas=n,
+        gpus=total,
+        price_per_hour=price,
+        monthly_cost=cost.to("USD"),
+        replicas_exact=float((d / usable).to("").m),
+    )
 
 
 @dataclass(frozen=True)
@@ -624,8 +791,9 @@ class PrefillPool:
     gpus: int
 
 
-def prefill_pool(input_tokens_per_s: pint.Quantity, model: Model | str, gpu: GPU | str, *,
-                 compute_efficiency: float = 0.5) -> PrefillPool:
+def prefill_pool(
+    input_tokens_per_s: pint.Quantity, model: Model | str, gpu: GPU | str, *, compute_efficiency: float = 0.5
+) -> PrefillPool:
     """FLOP/s to prefill a stream of prompt tokens (2 per active parameter) and the GPUs it takes.
 
     Examples
@@ -635,10 +803,14 @@ def prefill_pool(input_tokens_per_s: pint.Quantity, model: Model | str, gpu: GPU
     (99, 200)
     """
     m, g = _model(model), _gpu(gpu)
-    rate = F["prefill_compute_rate"](token_rate=as_quantity(input_tokens_per_s, "1/s", "input_tokens_per_s"),
-                                     flops_per_param=Q_(2, "FLOP"), params=m.active_params)
-    n = F["gpus_for_compute"](compute_rate=rate, peak_flops=g.flops,
-                              compute_efficiency=_fraction(compute_efficiency, "compute_efficiency"))
+    rate = F["prefill_compute_rate"](
+        token_rate=as_quantity(input_tokens_per_s, "1/s", "input_tokens_per_s"),
+        flops_per_param=Q_(2, "FLOP"),
+        params=m.active_params,
+    )
+    n = F["gpus_for_compute"](
+        compute_rate=rate, peak_flops=g.flops, compute_efficiency=_fraction(compute_efficiency, "compute_efficiency")
+    )
     return PrefillPool(compute_rate=rate.to("PFLOP/s"), gpus=int(n.m))
 
 
@@ -668,8 +840,11 @@ class Brief:
 
     def __post_init__(self) -> None:
         r = self.requests_per_second
-        rate = as_quantity(r, "1/s", "requests_per_second") if isinstance(r, pint.Quantity | str) else Q_(
-            _number(r, "requests_per_second"), "1/s")
+        rate = (
+            as_quantity(r, "1/s", "requests_per_second")
+            if isinstance(r, pint.Quantity | str)
+            else Q_(_number(r, "requests_per_second"), "1/s")
+        )
         _number(rate.magnitude, "requests_per_second")
         object.__setattr__(self, "requests_per_second", rate)
         object.__setattr__(self, "prompt_tokens", _number(self.prompt_tokens, "prompt_tokens"))
@@ -692,6 +867,7 @@ class Plan:
     weights: pint.Quantity
     usable_memory: pint.Quantity
     kv_per_request: pint.Quantity
+    tensor_parallel: int = 1
     max_batch: int = 0
     batch: int = 0
     ttft: pint.Quantity | None = None
@@ -723,17 +899,26 @@ class Plan:
         if not self.fits:
             return [("fits", "no"), ("why", self.reason)]
         mark = {True: "\u2713", False: "\u2717"}
+        ms = lambda q: f"{q.to('ms').m:,.1f} ms"  # noqa: E731
         return [
-            ("time to first token", f"{fmt(self.ttft, 'ms')} (target {fmt(self.brief.ttft_target, 'ms')}) {mark[self.ttft_met]}"),
-            ("time per output token", f"{fmt(self.tpot, 'ms')} (target {fmt(self.brief.tpot_target, 'ms')}) {mark[self.tpot_met]}"),
+            ("time to first token", f"{ms(self.ttft)} (target {ms(self.brief.ttft_target)}) {mark[self.ttft_met]}"),
+            ("time per output token", f"{ms(self.tpot)} (target {ms(self.brief.tpot_target)}) {mark[self.tpot_met]}"),
             ("batch (of at most)", f"{self.batch} ({self.max_batch})"),
             ("bottleneck", self.bottleneck),
-            ("requests/s per GPU", fmt(self.requests_per_second_per_gpu, "1/s")),
-            ("GPUs", f"{self.gpus:,}"),
+            ("requests/s per GPU", f"{self.requests_per_second_per_gpu.to('1/s').m:,.2f}"),
+            (
+                "GPUs",
+                f"{self.gpus:,}"
+                + (
+                    f" ({self.gpus // self.tensor_parallel} x {self.tensor_parallel})"
+                    if self.tensor_parallel > 1
+                    else ""
+                ),
+            ),
             ("requests in flight", f"{self.in_flight:,.0f}"),
-            ("$ per hour", fmt(self.cost_per_hour, "USD/hour")),
-            ("$ per 1,000 requests", fmt(self.cost_per_thousand_requests, "USD")),
-            ("$ per million answer tokens", fmt(self.cost_per_million_output_tokens, "USD")),
+            ("$ per hour", f"${self.cost_per_hour.to('USD/hour').m:,.2f}"),
+            ("$ per 1,000 requests", f"${self.cost_per_thousand_requests.to('USD').m:,.3f}"),
+            ("$ per million answer tokens", f"${self.cost_per_million_output_tokens.to('USD').m:,.3f}"),
         ]
 
     def __str__(self) -> str:
@@ -744,9 +929,20 @@ class Plan:
         return f"<table><caption>{self.model} on {self.gpu}</caption>{body}</table>"
 
 
-def plan(model: Model | str, gpu: GPU | str, brief: Brief, *, weight_bytes: Any = 2, kv_bytes: Any = 2,
-         memory_reserve: float = 0.10, headroom: float = 1.3, bandwidth_efficiency: float = 1.0,
-         compute_efficiency: float = 1.0, price_per_hour: Any = None) -> Plan:
+def plan(
+    model: Model | str,
+    gpu: GPU | str,
+    brief: Brief,
+    *,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    memory_reserve: float = 0.10,
+    headroom: float = 1.3,
+    bandwidth_efficiency: float = 1.0,
+    compute_efficiency: float = 1.0,
+    price_per_hour: Any = None,
+    tensor_parallel: int = 1,
+) -> Plan:
     """Design a fleet of single-GPU servers for a brief.
 
     Usable memory is ``1 - memory_reserve`` of the GPU. Each request's KV is sized for prompt +
@@ -759,6 +955,10 @@ def plan(model: Model | str, gpu: GPU | str, brief: Brief, *, weight_bytes: Any 
     ceil(rate x headroom / that); in flight by Little's law; cost per million answer tokens =
     GPUs x price per hour / answer tokens per hour.
 
+    With ``tensor_parallel`` > 1 each server is a replica of that many GPUs (their memory,
+    bandwidth and FLOP/s add up); requests per second per GPU is the replica's rate divided by
+    its GPUs and the fleet is a whole number of replicas.
+
     Examples
     --------
     >>> b = Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
@@ -768,7 +968,9 @@ def plan(model: Model | str, gpu: GPU | str, brief: Brief, *, weight_bytes: Any 
     """
     m, g = _model(model), _gpu(gpu)
     if not isinstance(brief, Brief):
-        raise InputError("brief must be a Brief(requests_per_second, prompt_tokens, answer_tokens, ttft_target, tpot_target).")
+        raise InputError(
+            "brief must be a Brief(requests_per_second, prompt_tokens, answer_tokens, ttft_target, tpot_target)."
+        )
     reserve = _number(memory_reserve, "memory_reserve", allow_zero=True)
     if reserve >= 1:
         raise InputError(f"memory_reserve is the fraction of memory held back and must be below 1; got {reserve}.")
@@ -776,24 +978,59 @@ def plan(model: Model | str, gpu: GPU | str, brief: Brief, *, weight_bytes: Any 
     if h < 1:
         raise InputError(f"headroom multiplies the target rate and must be at least 1 (1.3 = 30% spare); got {h}.")
     price = _price(g, price_per_hour)
-    mem = usable_memory(g, 1, 1 - reserve)
+    tp = int(_number(tensor_parallel, "tensor_parallel", integer=True))
+    mem = usable_memory(g, tp, 1 - reserve)
     w = _weights(m, weight_bytes)
     kv_req = kv_bytes_per_sequence(m, brief.prompt_tokens + brief.answer_tokens, kv_bytes)
-    base = dict(model=m.name, gpu=g.name, brief=brief, weights=w.to("GB"), usable_memory=mem.to("GB"),
-                kv_per_request=kv_req.to("GB"))
+    base = dict(
+        model=m.name,
+        gpu=g.name,
+        brief=brief,
+        weights=w.to("GB"),
+        usable_memory=mem.to("GB"),
+        kv_per_request=kv_req.to("GB"),
+        tensor_parallel=tp,
+    )
     if w >= mem:
-        need = math.ceil((w / mem).to("").m)
-        return Plan(fits=False, reason=(f"weights {fmt(w, 'GB')} exceed the {fmt(mem, 'GB')} usable on one {g.name}: "
-                                        f"store fewer bytes per weight, or use a GPU with more memory (or {need}-way tensor parallelism)."),
-                    **base)
-    top = max_batch(m, g, brief.prompt_tokens + brief.answer_tokens, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
-                    usable_fraction=1 - reserve)
+        per_gpu = usable_memory(g, 1, 1 - reserve)
+        need = 2 ** math.ceil(math.log2(math.ceil((w / per_gpu).to("").m + 1e-9)))
+        where = f"one {g.name}" if tp == 1 else f"{tp} x {g.name}"
+        return Plan(
+            fits=False,
+            reason=(
+                f"weights {fmt(w, 'GB')} exceed the {fmt(mem, 'GB')} usable on {where}: "
+                f"store fewer bytes per weight, use a GPU with more memory, or use "
+                f"tensor_parallel={need}."
+            ),
+            **base,
+        )
+    top = max_batch(
+        m,
+        g,
+        brief.prompt_tokens + brief.answer_tokens,
+        n_gpus=tp,
+        weight_bytes=weight_bytes,
+        kv_bytes=kv_bytes,
+        usable_fraction=1 - reserve,
+    )
     if top < 1:
-        return Plan(fits=False, reason=(f"after {fmt(w, 'GB')} of weights, {fmt(mem - w, 'GB')} is left: less than one "
-                                        f"request's KV cache ({fmt(kv_req, 'GB')}); shorten the context or quantize."), **base)
+        return Plan(
+            fits=False,
+            reason=(
+                f"after {fmt(w, 'GB')} of weights, {fmt(mem - w, 'GB')} is left: less than one "
+                f"request's KV cache ({fmt(kv_req, 'GB')}); shorten the context or quantize."
+            ),
+            **base,
+        )
     avg_ctx = brief.prompt_tokens + brief.answer_tokens / 2
-    eff = dict(context_tokens=avg_ctx, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
-               bandwidth_efficiency=bandwidth_efficiency, compute_efficiency=compute_efficiency)
+    eff = dict(
+        context_tokens=avg_ctx,
+        n_gpus=tp,
+        weight_bytes=weight_bytes,
+        kv_bytes=kv_bytes,
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+    )
 
     def step(b: int) -> DecodeStep:
         return decode_step(m, g, batch=b, **eff)
@@ -807,21 +1044,46 @@ def plan(model: Model | str, gpu: GPU | str, brief: Brief, *, weight_bytes: Any 
             lo, hi = (mid, hi) if step(mid).step_time <= brief.tpot_target else (lo, mid - 1)
         batch = lo
     s = step(batch)
-    ttft = prefill(m, g, brief.prompt_tokens, weight_bytes=weight_bytes, compute_efficiency=compute_efficiency,
-                   bandwidth_efficiency=bandwidth_efficiency, attention=False).time
-    rps = F["rps_per_gpu"](answer_tokens=brief.answer_tokens, step_time=s.step_time, batch=batch, prefill_time=ttft)
-    n = int(F["gpus_for_rate"](request_rate=brief.requests_per_second, headroom=h, rps_per_gpu=rps).m)
-    in_flight = F["littles_law"](request_rate=brief.requests_per_second,
-                                 time_in_system=ttft + brief.answer_tokens * s.step_time).m
-    per_token = F["cost_per_token"](n_gpus=n, price=price,
-                                    throughput=F["token_rate"](request_rate=brief.requests_per_second,
-                                                               tokens_per_request=brief.answer_tokens))
-    if s.bound == "compute":
-        bottleneck = "compute"
-    else:
-        bottleneck = "KV reads" if s.kv_read > s.weights_read else "weight reads"
-    return Plan(fits=True, reason="fits", max_batch=top, batch=batch, ttft=ttft.to("ms"), tpot=s.step_time.to("ms"),
-                requests_per_second_per_gpu=rps.to("1/s"), gpus=n, in_flight=float(in_flight), price_per_hour=price,
-                cost_per_hour=(n * price).to("USD/hour"), cost_per_million_output_tokens=(per_token * 1e6).to("USD"),
-                cost_per_thousand_requests=(per_token * brief.answer_tokens * 1e3).to("USD"), bottleneck=bottleneck,
-                step=s, **base)
+    ttft = prefill(
+        m,
+        g,
+        brief.prompt_tokens,
+        n_gpus=tp,
+        weight_bytes=weight_bytes,
+        compute_efficiency=compute_efficiency,
+        bandwidth_efficiency=bandwidth_efficiency,
+        attention=False,
+    ).time
+    rps_replica = F["rps_per_gpu"](
+        answer_tokens=brief.answer_tokens, step_time=s.step_time, batch=batch, prefill_time=ttft
+    )
+    replicas = int(F["gpus_for_rate"](request_rate=brief.requests_per_second, headroom=h, rps_per_gpu=rps_replica).m)
+    rps = rps_replica / tp
+    n = replicas * tp
+    in_flight = F["littles_law"](
+        request_rate=brief.requests_per_second, time_in_system=ttft + brief.answer_tokens * s.step_time
+    ).m
+    per_token = F["cost_per_token"](
+        n_gpus=n,
+        price=price,
+        throughput=F["token_rate"](request_rate=brief.requests_per_second, tokens_per_request=brief.answer_tokens),
+    )
+    bottleneck = "compute" if s.bound == "compute" else "KV reads" if s.kv_read > s.weights_read else "weight reads"
+    return Plan(
+        fits=True,
+        reason="fits",
+        max_batch=top,
+        batch=batch,
+        ttft=ttft.to("ms"),
+        tpot=s.step_time.to("ms"),
+        requests_per_second_per_gpu=rps.to("1/s"),
+        gpus=n,
+        in_flight=float(in_flight),
+        price_per_hour=price,
+        cost_per_hour=(n * price).to("USD/hour"),
+        cost_per_million_output_tokens=(per_token * 1e6).to("USD"),
+        cost_per_thousand_requests=(per_token * brief.answer_tokens * 1e3).to("USD"),
+        bottleneck=bottleneck,
+        step=s,
+        **base,
+    )

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pint
 
-__all__ = ["ureg", "Q_", "Quantity", "fmt", "as_quantity", "magnitude_in", "HOURS_PER_MONTH"]
+__all__ = ["HOURS_PER_MONTH", "Q_", "Quantity", "as_quantity", "fmt", "magnitude_in", "ureg"]
 
 
 def _make_registry() -> pint.UnitRegistry:
@@ -45,8 +45,8 @@ def _make_registry() -> pint.UnitRegistry:
     text = text.replace("@import constants_en.txt", (default.parent / "constants_en.txt").read_text(encoding="utf-8"))
     reg = pint.UnitRegistry(filename=None, autoconvert_offset_to_baseunit=True)
     reg.load_definitions(text.splitlines())
-    reg.define("FLOP = [compute] = flop = FLOPs")
-    reg.define("USD = [currency] = dollar = usd")
+    reg.define("FLOP = [compute] = _ = flop = FLOPs")
+    reg.define("USD = [currency] = _ = dollar = usd")
     reg.formatter.default_format = "~P"
     return reg
 

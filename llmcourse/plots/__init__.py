@@ -10,7 +10,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
-__all__ = ["new_figure", "mark_point"]
+__all__ = ["mark_point", "new_figure"]
 
 
 def new_figure(width: float = 6.4, height: float = 3.6) -> tuple[Any, Any]:

@@ -14,7 +14,7 @@ def batch_vs_gpus(model: str, gpu: str, *, context_tokens: float, weight_bytes: 
     """Conversations that fit against the number of GPUs; marks two GPUs."""
     ns = list(range(1, max_gpus + 1))
     batches = [max_batch(model, gpu, context_tokens, n_gpus=n, weight_bytes=weight_bytes) for n in ns]
-    fig, ax = new_figure()
+    _fig, ax = new_figure()
     ax.plot(ns, batches, "o-")
     ax.set_xlabel("GPUs holding one copy of the model")
     ax.set_ylabel("conversations that fit (batch)")

@@ -34,8 +34,14 @@ from llmcourse.catalog import PRECISIONS, gpus, models
 from llmcourse.errors import InputError, UnknownNameError
 
 __all__ = [
-    "Calculator", "model_dropdown", "gpu_dropdown", "precision_dropdown", "int_slider", "float_slider",
-    "int_box", "rows_to_html",
+    "Calculator",
+    "float_slider",
+    "gpu_dropdown",
+    "int_box",
+    "int_slider",
+    "model_dropdown",
+    "precision_dropdown",
+    "rows_to_html",
 ]
 
 Rows = Sequence[tuple[str, str]]
@@ -73,8 +79,14 @@ class Calculator:
         a widget to show below the table the first time.
     """
 
-    def __init__(self, compute: Callable[..., Any], controls: Mapping[str, w.ValueWidget], *, title: str = "",
-                 extra: Callable[[Any], Any] | None = None) -> None:
+    def __init__(
+        self,
+        compute: Callable[..., Any],
+        controls: Mapping[str, w.ValueWidget],
+        *,
+        title: str = "",
+        extra: Callable[[Any], Any] | None = None,
+    ) -> None:
         self.compute = compute
         self.controls = dict(controls)
         self.title = title
@@ -87,8 +99,14 @@ class Calculator:
             c.observe(self._on_change, names="value")
         self.update()
         note = w.HTML(f"<small><i>{html.escape(SNAPSHOT_NOTE)}</i></small>")
-        self.widget = w.VBox([w.HTML(f"<b>{html.escape(title)}</b>") if title else w.HTML(""),
-                              *self.controls.values(), self.output, note])
+        self.widget = w.VBox(
+            [
+                w.HTML(f"<b>{html.escape(title)}</b>") if title else w.HTML(""),
+                *self.controls.values(),
+                self.output,
+                note,
+            ]
+        )
 
     def values(self) -> dict[str, Any]:
         return {k: c.value for k, c in self.controls.items()}
@@ -136,7 +154,9 @@ class Calculator:
         return f"<Calculator {self.title!r}: {shown}>"
 
 
-def model_dropdown(value: str = "Llama-3.1-8B", options: Sequence[str] | None = None, description: str = "Model") -> w.Dropdown:
+def model_dropdown(
+    value: str = "Llama-3.1-8B", options: Sequence[str] | None = None, description: str = "Model"
+) -> w.Dropdown:
     """A dropdown of catalog models."""
     return w.Dropdown(options=list(options or models), value=value, description=description)
 
@@ -146,8 +166,9 @@ def gpu_dropdown(value: str = "H100 SXM", options: Sequence[str] | None = None, 
     return w.Dropdown(options=list(options or gpus), value=value, description=description)
 
 
-def precision_dropdown(value: str = "bf16", description: str = "Precision",
-                       options: Sequence[str] = ("bf16", "fp8", "int8", "int4")) -> w.Dropdown:
+def precision_dropdown(
+    value: str = "bf16", description: str = "Precision", options: Sequence[str] = ("bf16", "fp8", "int8", "int4")
+) -> w.Dropdown:
     """A dropdown of precisions (names in :data:`llmcourse.catalog.PRECISIONS`)."""
     assert all(o in PRECISIONS for o in options)
     return w.Dropdown(options=list(options), value=value, description=description)
@@ -155,17 +176,32 @@ def precision_dropdown(value: str = "bf16", description: str = "Precision",
 
 def int_slider(value: int, lo: int, hi: int, step: int = 1, description: str = "") -> w.IntSlider:
     """An integer slider that updates only on release (cheap for the kernel)."""
-    return w.IntSlider(value=value, min=lo, max=hi, step=step, description=description, continuous_update=False,
-                       style={"description_width": "initial"})
+    return w.IntSlider(
+        value=value,
+        min=lo,
+        max=hi,
+        step=step,
+        description=description,
+        continuous_update=False,
+        style={"description_width": "initial"},
+    )
 
 
 def float_slider(value: float, lo: float, hi: float, step: float, description: str = "") -> w.FloatSlider:
     """A float slider that updates only on release."""
-    return w.FloatSlider(value=value, min=lo, max=hi, step=step, description=description, continuous_update=False,
-                         style={"description_width": "initial"})
+    return w.FloatSlider(
+        value=value,
+        min=lo,
+        max=hi,
+        step=step,
+        description=description,
+        continuous_update=False,
+        style={"description_width": "initial"},
+    )
 
 
 def int_box(value: int, description: str = "") -> w.BoundedIntText:
     """A box for a whole number (large ranges such as context lengths)."""
-    return w.BoundedIntText(value=value, min=1, max=10_000_000, description=description,
-                            style={"description_width": "initial"})
+    return w.BoundedIntText(
+        value=value, min=1, max=10_000_000, description=description, style={"description_width": "initial"}
+    )

@@ -23,8 +23,9 @@ def _rows(model: str, gpu: str, n_gpus: int, context: int, precision: str) -> li
     ]
 
 
-def serving_plan_calculator(model: str = "Qwen2.5-72B", gpu: str = "H100 SXM", n_gpus: int = 2,
-                            context: int = 2_300, precision: str = "fp8") -> Calculator:
+def serving_plan_calculator(
+    model: str = "Qwen2.5-72B", gpu: str = "H100 SXM", n_gpus: int = 2, context: int = 2_300, precision: str = "fp8"
+) -> Calculator:
     """Model, GPU, GPU count, conversation length and precision -> the whole-table plan.
 
     Examples
@@ -35,7 +36,14 @@ def serving_plan_calculator(model: str = "Qwen2.5-72B", gpu: str = "H100 SXM", n
     >>> dict(c.set(precision="bf16").rows)["fits"]
     'no'
     """
-    return Calculator(_rows, {
-        "model": model_dropdown(model), "gpu": gpu_dropdown(gpu), "n_gpus": int_slider(n_gpus, 1, 8, description="GPUs"),
-        "context": int_box(context, "Tokens per conversation"), "precision": precision_dropdown(precision),
-    }, title="Serving plan")
+    return Calculator(
+        _rows,
+        {
+            "model": model_dropdown(model),
+            "gpu": gpu_dropdown(gpu),
+            "n_gpus": int_slider(n_gpus, 1, 8, description="GPUs"),
+            "context": int_box(context, "Tokens per conversation"),
+            "precision": precision_dropdown(precision),
+        },
+        title="Serving plan",
+    )
