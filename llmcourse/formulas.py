@@ -387,6 +387,29 @@ formula(
 )
 
 
+# --- Roofline (05_decode, 08_batching) -----------------------------------------------------------
+flops_done = _s("flops_done", r"F_{op}", "FLOP", "FLOPs a step or kernel does")
+bytes_moved = _s("bytes_moved", r"Q_{mem}", "B", "bytes a step or kernel moves to or from memory")
+intensity = _s("intensity", "I", "FLOP/B", "arithmetic intensity: FLOPs per byte moved")
+attainable_flops = _s("attainable_flops", r"F_{att}", "FLOP/s", "FLOP/s attainable at an intensity (roofline)")
+formula("arithmetic_intensity", "intensity", flops_done / bytes_moved, "FLOPs per byte moved", "05_decode")
+formula("ridge_intensity", "intensity", peak_flops * compute_efficiency / (bandwidth * bandwidth_efficiency),
+        "intensity where the memory roof meets the compute roof", "05_decode")
+formula("attainable_flops", "attainable_flops",
+        sp.Min(peak_flops * compute_efficiency, intensity * bandwidth * bandwidth_efficiency),
+        "roofline: the lower of the compute roof and intensity x bandwidth", "05_decode")
+# The crossover batch: solve decode memory time = compute time for the batch (SymPy ``solve``).
+_b_real = sp.Symbol("B_real", positive=True)
+_crossover = sp.solve(sp.Eq(_t_mem.subs(batch, _b_real), _t_comp.subs(batch, _b_real)), _b_real)
+if len(_crossover) != 1:  # pragma: no cover - guards a change of the decode formulas
+    raise RuntimeError(f"expected one crossover batch, got {_crossover}")
+_num, _den = sp.fraction(sp.together(_crossover[0]))
+if _num.could_extract_minus_sign():
+    _num, _den = -_num, sp.expand(-_den)
+formula("crossover_batch", "batch", sp.Mul(_num, sp.Pow(_den, -1), evaluate=False),
+        "batch at which decode compute time equals memory time (dense model)", "08_batching")
+
+
 def dimension_of(expr: sp.Expr) -> pint.util.UnitsContainer:
     """The physical dimension of ``expr`` from its symbols' units; raises if terms disagree.
 
