@@ -1,0 +1,350 @@
+"""Validation: the planner's predictions against published, measured serving results.
+
+Used by the chapter *How good is the estimate?* (``book/12_validation.md``).
+
+* :func:`measurements` - the rows of ``llmcourse/data/measurements.csv``, each with its source.
+* :func:`predict` - one row's metric from the row's own fields, the catalog and the planner
+  (never the measured value), at a bandwidth and a compute efficiency.
+* :func:`components` - the same prediction split into the times the two efficiencies divide,
+  so that :func:`fit_efficiencies` can search many efficiency pairs quickly.
+* :func:`fit_efficiencies`, :func:`leave_one_out` - two global factors fitted by least squares
+  in log space, and the error on rows the fit did not see.
+* :func:`error_stats` - median and worst ``|ln(predicted / measured)|`` and the share within 2x.
+
+Modelling choices (stated in the chapter):
+
+* an offline-maximum row (and an online row with unlimited request rate) runs the largest batch
+  whose KV cache fits at ``isl + osl`` tokens (:func:`llmcourse.planner.max_batch`, tensor
+  parallel GPUs, the row's weight and KV precisions); the batch prefills its prompts together,
+  then decodes ``osl`` steps at the average context ``isl + osl / 2``
+  (:func:`llmcourse.planner.request_cycle`); output tokens per second = batch x osl / cycle time;
+* a low-concurrency row (a fixed request rate such as 2 per second) decodes at batch 1; its
+  inter-token latency is one decode step and its time to first token one prefill;
+* compute runs at the weights' precision where the GPU has a peak for it (FP8 weights on an
+  H100: FP8 FLOP/s; FP4 on a B200: FP4), otherwise at BF16.
+
+Examples
+--------
+>>> rows = measurements()
+>>> len(rows), rows[0].id, rows[0].model
+(26, 'T1', 'Llama-3.1-8B')
+>>> p = predict(rows[0])
+>>> p.batch, p.compute_precision
+(3810, 'fp8')
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+import sympy as sp
+
+from llmcourse.catalog import gpus, models
+from llmcourse.errors import InputError
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.planner import decode_step, max_batch, prefill
+
+__all__ = [
+    "DEFAULT_EFFICIENCIES", "METRICS", "Measurement", "measurements", "compute_precision", "Prediction", "predict",
+    "Components", "components", "ErrorStats", "error_stats", "Fit", "fit_efficiencies", "leave_one_out",
+]
+
+#: The planner's default efficiencies (:func:`llmcourse.planner.decode_step`): "before calibration".
+DEFAULT_EFFICIENCIES = (0.7, 0.5)
+
+#: The metrics a row may report, and their units.
+METRICS = {"output_tokens_per_s": "1/s", "itl_ms": "ms", "ttft_ms": "ms"}
+LOAD_KINDS = ("offline_max", "online_unbounded", "online_rate")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One published measurement (a row of ``measurements.csv``)."""
+
+    id: str
+    source: str
+    gpu: str
+    n_gpus: int
+    tp: int
+    model: str
+    weights: str
+    kv: str
+    engine: str
+    isl: int
+    osl: int
+    load: str
+    load_kind: str
+    metric: str
+    value: float
+    unit: str
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        if self.metric not in METRICS:
+            raise InputError(f"row {self.id}: metric {self.metric!r} unknown; use one of {', '.join(METRICS)}.")
+        if self.load_kind not in LOAD_KINDS:
+            raise InputError(f"row {self.id}: load_kind {self.load_kind!r} unknown; use one of {', '.join(LOAD_KINDS)}.")
+        if self.n_gpus != self.tp:
+            raise InputError(f"row {self.id}: n_gpus ({self.n_gpus}) must equal tp ({self.tp}) (one replica per row).")
+
+
+def measurements() -> list[Measurement]:
+    """The published measurements shipped with the package, in file order."""
+    text = resources.files("llmcourse.data").joinpath("measurements.csv").read_text(encoding="utf-8")
+    out = []
+    for r in csv.DictReader(text.splitlines()):
+        out.append(Measurement(
+            id=r["id"], source=r["source"], gpu=r["gpu"], n_gpus=int(r["n_gpus"]), tp=int(r["tp"]), model=r["model"],
+            weights=r["weights"], kv=r["kv"], engine=r["engine"], isl=int(r["isl"]), osl=int(r["osl"]), load=r["load"],
+            load_kind=r["load_kind"], metric=r["metric"], value=float(r["value"]), unit=r["unit"], notes=r["notes"]))
+    return out
+
+
+def compute_precision(weights: str, gpu: str) -> str:
+    """The precision the matrix multiplications run at: the weights' own (FP8, FP4) where the GPU
+    has a peak FLOP/s figure for it, else BF16.
+
+    Examples
+    --------
+    >>> compute_precision("fp8", "H100 SXM"), compute_precision("fp8", "A100 SXM 80GB")
+    ('fp8', 'bf16')
+    >>> compute_precision("fp4", "B200"), compute_precision("fp16", "H200")
+    ('fp4', 'bf16')
+    """
+    g = gpus[gpu]
+    p = weights.lower()
+    if p == "fp8" and g.fp8_flops is not None:
+        return "fp8"
+    if p == "fp4" and g.fp4_flops is not None:
+        return "fp4"
+    return "bf16"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A row's predicted metric and the pieces it came from."""
+
+    id: str
+    metric: str
+    value: float
+    unit: str
+    batch: int
+    compute_precision: str
+    step_time_ms: float | None
+    prefill_time_ms: float | None
+    prefill_share: float | None
+    bound: str
+
+    def rows(self) -> list[tuple[str, str]]:
+        out = [("predicted", f"{self.value:,.1f} {self.unit}"), ("batch", f"{self.batch:,}"),
+               ("compute precision", self.compute_precision), ("decode bound", self.bound)]
+        if self.step_time_ms is not None:
+            out.append(("decode step", f"{self.step_time_ms:.2f} ms"))
+        if self.prefill_time_ms is not None:
+            out.append(("prefill", f"{self.prefill_time_ms:,.1f} ms"))
+        if self.prefill_share is not None:
+            out.append(("prefill share of the cycle", f"{self.prefill_share:.0%}"))
+        return out
+
+
+def _common(row: Measurement) -> dict:
+    return dict(n_gpus=row.tp, weight_bytes=row.weights, compute_precision=compute_precision(row.weights, row.gpu))
+
+
+def _batch(row: Measurement) -> int:
+    if row.load_kind == "online_rate":
+        return 1
+    b = max_batch(row.model, row.gpu, row.isl + row.osl, n_gpus=row.tp, weight_bytes=row.weights, kv_bytes=row.kv)
+    if b < 1:
+        raise InputError(f"row {row.id}: {row.model} does not fit on {row.tp} x {row.gpu} at {row.isl + row.osl} tokens.")
+    return b
+
+
+def predict(row: Measurement, bandwidth_efficiency: float = DEFAULT_EFFICIENCIES[0],
+            compute_efficiency: float = DEFAULT_EFFICIENCIES[1]) -> Prediction:
+    """Predict a row's metric with the planner from the row's own fields (never its ``value``).
+
+    Examples
+    --------
+    >>> r = measurements()[16]
+    >>> r.id, r.metric, round(predict(r).value, 2)
+    ('T17', 'itl_ms', 6.94)
+    """
+    eff = dict(bandwidth_efficiency=bandwidth_efficiency, compute_efficiency=compute_efficiency)
+    kw = _common(row) | eff
+    batch = _batch(row)
+    cp = kw["compute_precision"]
+    if row.metric == "output_tokens_per_s":
+        s = decode_step(row.model, row.gpu, batch=batch, context_tokens=row.isl + row.osl / 2, kv_bytes=row.kv, **kw)
+        p = prefill(row.model, row.gpu, row.isl, prompts=batch, **kw)
+        x = F["cycle_throughput"](batch=batch, answer_tokens=row.osl, prefill_time=p.time, step_time=s.step_time)
+        share = float(F["prefill_share"](answer_tokens=row.osl, prefill_time=p.time, step_time=s.step_time).m)
+        return Prediction(row.id, row.metric, float(x.to("1/s").m), row.unit, batch, cp,
+                          float(s.step_time.to("ms").m), float(p.time.to("ms").m), share, s.bound)
+    if row.metric == "itl_ms":
+        s = decode_step(row.model, row.gpu, batch=batch, context_tokens=row.isl + row.osl / 2, kv_bytes=row.kv, **kw)
+        return Prediction(row.id, row.metric, float(s.step_time.to("ms").m), row.unit, batch, cp,
+                          float(s.step_time.to("ms").m), None, None, s.bound)
+    p = prefill(row.model, row.gpu, row.isl, prompts=batch, **kw)
+    return Prediction(row.id, row.metric, float(p.time.to("ms").m), row.unit, batch, cp, None,
+                      float(p.time.to("ms").m), None, p.bound)
+
+
+def _vectorised(name: str):
+    """A formula's expression as a numpy function of its inputs (in their declared units), keyword arguments."""
+    f = F[name]
+    fn = sp.lambdify([x.sym for x in f.inputs], f.expr, modules="numpy")
+    names = [x.name for x in f.inputs]
+    return lambda **kw: fn(*(kw[n] for n in names))
+
+
+_cycle_throughput_np = _vectorised("cycle_throughput")
+
+
+@dataclass(frozen=True)
+class Components:
+    """A row's prediction as times at 100% efficiency (ms), which the efficiencies divide.
+
+    The planner's decode step is the slower of a memory time (over the bandwidth efficiency)
+    and a compute time (over the compute efficiency); so is its prefill. Holding the four
+    times at efficiency 1 lets a fit try thousands of efficiency pairs without calling the
+    planner again; :meth:`metric` agrees with :func:`predict` (the tests check it).
+    """
+
+    id: str
+    metric: str
+    batch: int
+    osl: int
+    decode_memory_ms: float
+    decode_compute_ms: float
+    prefill_compute_ms: float
+    prefill_memory_ms: float
+
+    def value(self, bandwidth_efficiency: np.ndarray | float, compute_efficiency: np.ndarray | float) -> np.ndarray:
+        """The metric at the given efficiencies (numpy arrays broadcast)."""
+        eb = np.asarray(bandwidth_efficiency, dtype=float)
+        ef = np.asarray(compute_efficiency, dtype=float)
+        step = np.maximum(self.decode_memory_ms / eb, self.decode_compute_ms / ef)
+        pre = np.maximum(self.prefill_compute_ms / ef, self.prefill_memory_ms / eb)
+        if self.metric == "itl_ms":
+            return step
+        if self.metric == "ttft_ms":
+            return pre
+        return _cycle_throughput_np(answer_tokens=self.osl, batch=self.batch, prefill_time=pre / 1000.0,
+                                    step_time=step / 1000.0)
+
+
+def components(row: Measurement) -> Components:
+    """The times of :func:`predict` at 100% bandwidth and compute efficiency."""
+    batch = _batch(row)
+    kw = _common(row) | dict(bandwidth_efficiency=1.0, compute_efficiency=1.0)
+    s = decode_step(row.model, row.gpu, batch=batch, context_tokens=row.isl + row.osl / 2, kv_bytes=row.kv, **kw)
+    p = prefill(row.model, row.gpu, row.isl, prompts=batch, **kw)
+    return Components(row.id, row.metric, batch, row.osl, float(s.memory_time.to("ms").m),
+                      float(s.compute_time.to("ms").m), float(p.compute_time.to("ms").m),
+                      float(p.memory_time.to("ms").m))
+
+
+@dataclass(frozen=True)
+class ErrorStats:
+    """How far predictions land from measurements, as ``|ln(predicted / measured)|``."""
+
+    n: int
+    median_abs_log: float
+    worst_abs_log: float
+    worst_id: str
+    within_2x: float
+
+    @property
+    def median_factor(self) -> float:
+        """The median error as a factor (1.3 = 30% off either way)."""
+        return math.exp(self.median_abs_log)
+
+    @property
+    def worst_factor(self) -> float:
+        return math.exp(self.worst_abs_log)
+
+
+def error_stats(predicted: Sequence[float], measured: Sequence[float], ids: Sequence[str]) -> ErrorStats:
+    """Median and worst ``|ln(predicted / measured)|`` and the share of rows within a factor of 2.
+
+    Examples
+    --------
+    >>> s = error_stats([2.0, 1.0, 0.25], [1.0, 1.0, 1.0], ["a", "b", "c"])
+    >>> round(s.median_factor, 3), round(s.worst_factor, 3), s.worst_id, round(s.within_2x, 3)
+    (2.0, 4.0, 'c', 0.667)
+    """
+    p, m = np.asarray(predicted, dtype=float), np.asarray(measured, dtype=float)
+    if p.shape != m.shape or len(ids) != len(p) or len(p) == 0:
+        raise InputError("error_stats needs as many predictions as measurements and ids, at least one.")
+    if np.any(p <= 0) or np.any(m <= 0) or not np.all(np.isfinite(p * m)):
+        raise InputError("predictions and measurements must be finite and greater than zero.")
+    e = np.abs(np.log(p / m))
+    i = int(np.argmax(e))
+    return ErrorStats(n=len(p), median_abs_log=float(np.median(e)), worst_abs_log=float(e[i]), worst_id=ids[i],
+                      within_2x=float(np.mean(e <= math.log(2) + 1e-12)))
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Two global efficiencies fitted by least squares on ``ln(predicted / measured)``."""
+
+    bandwidth_efficiency: float
+    compute_efficiency: float
+    rms_log_error: float
+    ids: tuple[str, ...]
+
+
+def _grid(lo: float, hi: float, n: int) -> np.ndarray:
+    return np.exp(np.linspace(math.log(lo), math.log(hi), n))
+
+
+def fit_efficiencies(comps: Sequence[Components], measured: Sequence[float], *, lo: float = 0.02, hi: float = 1.0,
+                     n: int = 161) -> Fit:
+    """Least squares in log space over a log-spaced grid of both efficiencies in ``[lo, hi]``,
+    then a finer grid around the best point. Efficiencies above 1 are not allowed: a factor
+    above 100% of a datasheet peak would hide a missing term, not calibrate a real one.
+
+    The objective is piecewise smooth (each time is the slower of two), so a grid search is
+    robust where a gradient method could stall on a kink.
+
+    Examples
+    --------
+    >>> rows = [r for r in measurements() if r.id in ("T3", "T17", "T25")]
+    >>> f = fit_efficiencies([components(r) for r in rows], [r.value for r in rows])
+    >>> 0.02 <= f.compute_efficiency <= 1 and 0.02 <= f.bandwidth_efficiency <= 1
+    True
+    """
+    m = np.log(np.asarray(measured, dtype=float))
+    if len(comps) != len(m) or len(m) == 0:
+        raise InputError("fit_efficiencies needs one measurement per row and at least one row.")
+
+    def search(eb_axis: np.ndarray, ef_axis: np.ndarray) -> tuple[float, float, float]:
+        eb, ef = np.meshgrid(eb_axis, ef_axis, indexing="ij")
+        sse = np.zeros_like(eb)
+        for c, mi in zip(comps, m, strict=True):
+            sse += (np.log(c.value(eb, ef)) - mi) ** 2
+        i, j = np.unravel_index(int(np.argmin(sse)), sse.shape)
+        return float(eb[i, j]), float(ef[i, j]), float(sse[i, j])
+
+    eb, ef, _ = search(_grid(lo, hi, n), _grid(lo, hi, n))
+    step = (math.log(hi) - math.log(lo)) / (n - 1)
+    fine = lambda x: _grid(max(lo, x * math.exp(-2 * step)), min(hi, x * math.exp(2 * step)), 81)  # noqa: E731
+    eb, ef, sse = search(fine(eb), fine(ef))
+    return Fit(eb, ef, math.sqrt(sse / len(m)), tuple(c.id for c in comps))
+
+
+def leave_one_out(comps: Sequence[Components], measured: Sequence[float]) -> tuple[list[float], list[Fit]]:
+    """For each row: fit on all the others, predict it. Returns the held-out predictions and fits."""
+    preds, fits = [], []
+    for i in range(len(comps)):
+        rest = [c for j, c in enumerate(comps) if j != i]
+        f = fit_efficiencies(rest, [v for j, v in enumerate(measured) if j != i])
+        fits.append(f)
+        preds.append(float(comps[i].value(f.bandwidth_efficiency, f.compute_efficiency)))
+    return preds, fits
