@@ -409,6 +409,13 @@ if _num.could_extract_minus_sign():
 formula("crossover_batch", "batch", sp.Mul(_num, sp.Pow(_den, -1), evaluate=False),
         "batch at which decode compute time equals memory time (dense model)", "08_batching")
 
+# --- Validation (12_validation) ------------------------------------------------------------------
+prefill_share = _s("prefill_share", r"s_{pre}", "", "share of a batch's cycle spent in prefill")
+formula("cycle_throughput", "throughput", batch * answer_tokens / (prefill_time + answer_tokens * step_time),
+        "output tokens per second of a batch that prefills together, then decodes its answers", "12_validation")
+formula("prefill_share", "prefill_share", prefill_time / (prefill_time + answer_tokens * step_time),
+        "share of a batch's cycle spent in prefill", "12_validation")
+
 
 def dimension_of(expr: sp.Expr) -> pint.util.UnitsContainer:
     """The physical dimension of ``expr`` from its symbols' units; raises if terms disagree.
