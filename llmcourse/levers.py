@@ -1,0 +1,233 @@
+"""Rank the levers of a design by re-running the design planner with each one switched on.
+
+Defined in the capstone chapter *Design review* (``book/11_design_review.md``). Every number comes
+from :func:`llmcourse.planner.plan`; the levers are:
+
+* **GQA with 8 KV heads**: the model with ``kv_heads=8`` (``Model.with_``); nothing changes for a
+  model that already has 8 or fewer (or uses MLA).
+* **INT8 KV cache**: ``kv_bytes="int8"``.
+* **INT4 weights**: ``weight_bytes="int4"`` (per-group scales not counted).
+* **Shorter contexts**: the prompt cut to ``context_fraction`` of its length (trimmed history or
+  fewer retrieved passages): less KV held *and* less prefill.
+* **Prefix caching at a hit rate** ``h``: the modelling choice of this course is that a hit
+  saves *prefill work only*. The cached tokens' keys and values still sit in memory for the whole
+  request (the request attends to them), so KV per request, the batch and the time per token are
+  those of the full prompt; only the time to first token shrinks, to the prefill of
+  ``(1 - h)`` of the prompt. The lever re-runs ``plan`` twice (full prompt: memory, batch, step;
+  uncached prompt: prefill) and combines them with the fleet formulas ``rps_per_gpu`` and
+  ``gpus_for_rate`` of the chapter *Sizing the fleet*. (Prefix blocks shared by many requests are
+  stored once in a paged cache, which would also save memory; that is not counted here.)
+
+Examples
+--------
+>>> from llmcourse.planner import Brief
+>>> from llmcourse.units import Q_
+>>> b = Brief(20, 4_000, 400, Q_(1, "s"), Q_(40, "ms"))
+>>> [(x.name, x.gpus) for x in rank_levers("Llama-2-13B", "H100 SXM", b)][:2]
+[('GQA, 8 KV heads', 7), ('shorter contexts', 11)]
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+import pint
+
+from llmcourse.catalog import GPU, Model
+from llmcourse.errors import InputError
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.planner import Brief, Plan, _fraction, _gpu, _model, plan
+from llmcourse.units import Q_, fmt
+
+__all__ = ["LEVER_NAMES", "Lever", "prefix_cached_plan", "rank_levers", "verdict"]
+
+LEVER_NAMES = ("GQA, 8 KV heads", "INT8 KV cache", "INT4 weights", "shorter contexts", "prefix caching")
+_HEADROOM = inspect.signature(plan).parameters["headroom"].default
+
+
+@dataclass(frozen=True)
+class Lever:
+    """One lever's re-run plan against the baseline."""
+
+    name: str
+    applies: bool
+    fits: bool
+    gpus: int | None
+    saved: int | None
+    meets_targets: bool
+    ttft: pint.Quantity | None
+    tpot: pint.Quantity | None
+    cost_per_hour: pint.Quantity | None
+    note: str
+
+    def row(self) -> tuple[str, str]:
+        """(label, text) for a review table."""
+        if not self.fits:
+            return (self.name, f"does not fit ({self.note})")
+        saved = (
+            ""
+            if self.saved is None
+            else f", saves {self.saved:,}"
+            if self.saved >= 0
+            else f", costs {-self.saved:,} more"
+        )
+        mark = "\u2713" if self.meets_targets else "\u2717"
+        return (self.name, f"{self.gpus:,} GPUs{saved}; targets {mark}; {self.note}")
+
+
+@dataclass(frozen=True)
+class PrefixCachedPlan:
+    """The plan with prefix caching: memory and step of the full prompt, prefill of the uncached part."""
+
+    full: Plan
+    uncached: Plan
+    hit_rate: float
+    ttft: pint.Quantity
+    tpot: pint.Quantity
+    gpus: int
+    cost_per_hour: pint.Quantity
+
+    @property
+    def meets_targets(self) -> bool:
+        b = self.full.brief
+        return bool(self.ttft <= b.ttft_target and self.tpot <= b.tpot_target)
+
+
+def prefix_cached_plan(
+    model: Model | str, gpu: GPU | str, brief: Brief, hit_rate: float, **plan_kwargs: Any
+) -> PrefixCachedPlan | Plan:
+    """Plan with a prefix-cache hit rate (see the module notes); returns the full plan if it does not fit.
+
+    Examples
+    --------
+    >>> from llmcourse.units import Q_
+    >>> b = Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
+    >>> p = prefix_cached_plan("Llama-3.1-8B", "H100 SXM", b, 0.5)
+    >>> round(p.ttft.to("ms").m / p.full.ttft.to("ms").m, 2), p.tpot == p.full.tpot
+    (0.5, True)
+    """
+    h = _fraction(hit_rate, "hit_rate")
+    if h >= 1:
+        raise InputError(f"hit_rate is the share of prompt tokens found in the cache and must be below 1; got {h}.")
+    full = plan(model, gpu, brief, **plan_kwargs)
+    if not full.fits:
+        return full
+    b2 = Brief(
+        brief.requests_per_second,
+        brief.prompt_tokens * (1 - h),
+        brief.answer_tokens,
+        brief.ttft_target,
+        brief.tpot_target,
+    )
+    unc = plan(model, gpu, b2, **plan_kwargs)
+    rps = F["rps_per_gpu"](
+        answer_tokens=brief.answer_tokens, step_time=full.tpot, batch=full.batch, prefill_time=unc.ttft
+    )
+    n = int(
+        F["gpus_for_rate"](
+            request_rate=brief.requests_per_second, headroom=plan_kwargs.get("headroom", _HEADROOM), rps_per_gpu=rps
+        ).m
+    )
+    cost = F["fleet_cost"](gpus=n, price=full.price_per_hour, hours=Q_(1, "hour")).to("USD")
+    return PrefixCachedPlan(
+        full=full,
+        uncached=unc,
+        hit_rate=h,
+        ttft=unc.ttft,
+        tpot=full.tpot,
+        gpus=n,
+        cost_per_hour=(cost / Q_(1, "hour")).to("USD/hour"),
+    )
+
+
+def _lever(name: str, base: Plan, p: Plan | PrefixCachedPlan, note: str, applies: bool = True) -> Lever:
+    if isinstance(p, Plan) and not p.fits:
+        return Lever(name, applies, False, None, None, False, None, None, None, p.reason)
+    saved = None if not base.fits else base.gpus - p.gpus
+    return Lever(name, applies, True, p.gpus, saved, p.meets_targets, p.ttft, p.tpot, p.cost_per_hour, note)
+
+
+def rank_levers(
+    model: Model | str,
+    gpu: GPU | str,
+    brief: Brief,
+    *,
+    hit_rate: float = 0.5,
+    context_fraction: float = 0.5,
+    **plan_kwargs: Any,
+) -> list[Lever]:
+    """Re-run :func:`plan` with each lever on its own; sorted by GPUs saved (most first).
+
+    ``plan_kwargs`` (``weight_bytes``, ``kv_bytes``, ``headroom``, ...) describe the baseline; a lever
+    overrides only its own setting. Levers that leave the plan unfitted sort last.
+    """
+    m, g = _model(model), _gpu(gpu)
+    cf = _fraction(context_fraction, "context_fraction")
+    base = plan(m, g, brief, **plan_kwargs)
+    out = []
+    if m.attention == "MLA" or m.kv_heads <= 8 or m.heads % 8:
+        why = f"{m.name} already has {m.kv_heads} KV heads" if m.attention != "MLA" else f"{m.name} uses MLA"
+        out.append(_lever(LEVER_NAMES[0], base, base, why, applies=False))
+    else:
+        out.append(
+            _lever(
+                LEVER_NAMES[0],
+                base,
+                plan(m.with_(kv_heads=8), g, brief, **plan_kwargs),
+                f"{m.kv_heads} -> 8 KV heads: KV per request / {m.kv_heads // 8}",
+            )
+        )
+    out.append(
+        _lever(
+            LEVER_NAMES[1], base, plan(m, g, brief, **{**plan_kwargs, "kv_bytes": "int8"}), "1 byte per cached value"
+        )
+    )
+    out.append(
+        _lever(
+            LEVER_NAMES[2], base, plan(m, g, brief, **{**plan_kwargs, "weight_bytes": "int4"}), "half a byte per weight"
+        )
+    )
+    short = Brief(
+        brief.requests_per_second, brief.prompt_tokens * cf, brief.answer_tokens, brief.ttft_target, brief.tpot_target
+    )
+    out.append(
+        _lever(
+            LEVER_NAMES[3],
+            base,
+            plan(m, g, short, **plan_kwargs),
+            f"prompt cut to {cf:.0%} ({short.prompt_tokens:,.0f} tokens)",
+        )
+    )
+    out.append(
+        _lever(
+            LEVER_NAMES[4],
+            base,
+            prefix_cached_plan(m, g, brief, hit_rate, **plan_kwargs),
+            f"{_fraction(hit_rate, 'hit_rate'):.0%} of prompt tokens cached: less prefill, same KV held",
+        )
+    )
+    return sorted(out, key=lambda x: (not x.fits, -(x.saved or 0) if x.saved is not None else 0, x.gpus or 0))
+
+
+def verdict(p: Plan) -> str:
+    """One sentence: does the plan meet its brief, and if not, why and what to change."""
+    if not p.fits:
+        return f"cannot serve this brief: {p.reason}"
+    b = p.brief
+    if p.meets_targets:
+        return f"meets both targets with {p.gpus:,} GPUs; the bottleneck is {p.bottleneck}."
+    why = []
+    if not p.tpot_met:
+        why.append(
+            f"even a batch of {p.batch} takes {fmt(p.tpot, 'ms')} per token against a "
+            f"{fmt(b.tpot_target, 'ms')} target ({p.bottleneck}): store fewer bytes per weight, "
+            "use a GPU with more bandwidth, or split the model over GPUs"
+        )
+    if not p.ttft_met:
+        why.append(
+            f"prefill of {b.prompt_tokens:,.0f} prompt tokens takes {fmt(p.ttft, 'ms')} against a "
+            f"{fmt(b.ttft_target, 'ms')} target: shorten or cache the prompt, or use more FLOP/s"
+        )
+    return "misses its targets: " + "; ".join(why) + "."

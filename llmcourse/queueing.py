@@ -1,0 +1,432 @@
+"""A small discrete-event simulation of one replica doing continuous batching.
+
+Defined in the chapter *Queueing: what the averages hide* (``book/10_queueing.md``).
+
+The closed-form plan of the earlier chapters assumes an empty queue: every request is
+prefilled the moment it arrives and decodes beside a steady batch. This module lets requests
+arrive at random and wait for each other, so the tail (p95, p99) becomes visible.
+
+The model (stated once, used everywhere):
+
+* Requests arrive as a Poisson process (exponential gaps) at ``rate``; prompt and answer
+  lengths are drawn from a lognormal distribution with the given means and coefficient of
+  variation (``cv=0``: every request the same length).
+* **Admission control by KV memory.** The replica's KV budget in tokens is
+  :func:`~llmcourse.planner.max_batch` at a context of one token (free memory / KV per token).
+  A waiting request is admitted, first come first served, when its prompt + answer tokens fit in
+  what is left of that budget and the batch is below ``batch_cap`` (an engine's "max sequences").
+  Its KV is reserved for the whole answer at admission and freed when it finishes.
+* **Iterations.** When requests were admitted, the next iteration prefills all their prompts
+  together (decoding stalls meanwhile, as in an engine without chunked prefill); it produces each
+  one's first token. Otherwise the iteration is one decode step of the whole running batch and
+  gives each request one more token.
+* **Step times come from the planner.** Once per run the decode step time is tabulated against the
+  batch (:func:`~llmcourse.planner.decode_step` at the average context, prompt + answer / 2, as
+  :func:`~llmcourse.planner.plan` does) and the prefill time against the tokens prefilled
+  (:func:`~llmcourse.planner.prefill`, ``attention=False`` as in ``plan``); between table points the
+  memory and compute times are interpolated separately (each is linear in the batch for a dense
+  model) and the slower is taken.
+
+TTFT is arrival to first token; TPOT is (finish - first token) / (answer - 1).
+
+Examples
+--------
+>>> r = simulate("Llama-3.1-8B", "H100 SXM", rate=Q_(4, "1/s"), prompt_tokens=2_000, answer_tokens=300,
+...              requests=2_000, seed=1)
+>>> r.completed, r.ttft["p50"] < r.ttft["p99"]
+(2000, True)
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pint
+
+from llmcourse.catalog import GPU, Model
+from llmcourse.errors import InputError
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.planner import _gpu, _model, _number, decode_step, max_batch, prefill
+from llmcourse.units import Q_, as_quantity, fmt
+
+__all__ = [
+    "PERCENTILES",
+    "ClosedForm",
+    "Replica",
+    "SimResult",
+    "build_replica",
+    "closed_form",
+    "knee",
+    "load_sweep",
+    "simulate",
+]
+
+PERCENTILES = (50, 95, 99)
+
+
+@dataclass(frozen=True)
+class Replica:
+    """The tables a simulation run uses: step time against batch, prefill time against tokens."""
+
+    model: str
+    gpu: str
+    n_gpus: int
+    context_tokens: float
+    kv_budget_tokens: int
+    batch_cap: int
+    batch_grid: np.ndarray = field(repr=False)
+    step_memory: np.ndarray = field(repr=False)
+    step_compute: np.ndarray = field(repr=False)
+    prefill_grid: np.ndarray = field(repr=False)
+    prefill_memory: np.ndarray = field(repr=False)
+    prefill_compute: np.ndarray = field(repr=False)
+    step_s: np.ndarray = field(repr=False)  # step time in s for batch 0..batch_cap (index 0 unused)
+
+    def step_time(self, batch: int) -> float:
+        """Decode step time in seconds for ``batch`` sequences (from the table)."""
+        return float(self.step_s[batch])
+
+    def prefill_time(self, tokens: float) -> float:
+        """Prefill time in seconds for ``tokens`` prompt tokens processed together (from the table)."""
+        mem = np.interp(tokens, self.prefill_grid, self.prefill_memory)
+        comp = np.interp(tokens, self.prefill_grid, self.prefill_compute)
+        return float(max(mem, comp))
+
+    def capacity(self, prompt_tokens: float, answer_tokens: float) -> pint.Quantity:
+        """Most requests per second the replica completes when every request is the mean size:
+        the batch the KV budget allows, each request prefilled on its own (``rps_per_gpu``)."""
+        b = min(self.batch_cap, max(1, int(self.kv_budget_tokens // (prompt_tokens + answer_tokens))))
+        return F["rps_per_gpu"](
+            answer_tokens=answer_tokens,
+            step_time=Q_(self.step_time(b), "s"),
+            batch=b,
+            prefill_time=Q_(self.prefill_time(prompt_tokens), "s"),
+        ).to("1/s")
+
+
+def _grid(top: int, points: int = 24) -> np.ndarray:
+    return np.unique(np.round(np.geomspace(1, max(top, 1), points)).astype(int))
+
+
+def build_replica(
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    prompt_tokens: float,
+    answer_tokens: float,
+    n_gpus: int = 1,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    batch_cap: int = 256,
+    bandwidth_efficiency: float = 0.7,
+    compute_efficiency: float = 0.5,
+    usable_fraction: float = 0.9,
+) -> Replica:
+    """Tabulate one replica's step and prefill times from the planner (once per run).
+
+    Examples
+    --------
+    >>> rep = build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300)
+    >>> rep.kv_budget_tokens, rep.batch_cap
+    (426788, 256)
+    """
+    m, g = _model(model), _gpu(gpu)
+    p = _number(prompt_tokens, "prompt_tokens")
+    a = _number(answer_tokens, "answer_tokens")
+    cap = int(_number(batch_cap, "batch_cap", integer=True))
+    budget = max_batch(
+        m, g, 1, n_gpus=n_gpus, weight_bytes=weight_bytes, kv_bytes=kv_bytes, usable_fraction=usable_fraction
+    )
+    if budget < 1:
+        raise InputError(f"{m.name} does not fit on {n_gpus} x {g.name}: add GPUs or store fewer bytes per weight.")
+    ctx = p + a / 2
+    eff = dict(
+        n_gpus=n_gpus,
+        weight_bytes=weight_bytes,
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+    )
+    bgrid = _grid(cap)
+    steps = [decode_step(m, g, batch=int(b), context_tokens=ctx, kv_bytes=kv_bytes, **eff) for b in bgrid]
+    s_mem = np.array([s.memory_time.to("s").m for s in steps])
+    s_comp = np.array([s.compute_time.to("s").m for s in steps])
+    bs = np.arange(cap + 1)
+    table = np.maximum(np.interp(bs, bgrid, s_mem), np.interp(bs, bgrid, s_comp))
+    pgrid = _grid(budget, 32)
+    pres = [prefill(m, g, int(t), attention=False, **eff) for t in pgrid]
+    return Replica(
+        model=m.name,
+        gpu=g.name,
+        n_gpus=int(n_gpus),
+        context_tokens=ctx,
+        kv_budget_tokens=int(budget),
+        batch_cap=cap,
+        batch_grid=bgrid,
+        step_memory=s_mem,
+        step_compute=s_comp,
+        prefill_grid=pgrid,
+        prefill_memory=np.array([x.memory_time.to("s").m for x in pres]),
+        prefill_compute=np.array([x.compute_time.to("s").m for x in pres]),
+        step_s=table,
+    )
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """What one simulation run measured (times as quantities in ms)."""
+
+    replica: Replica = field(repr=False)
+    rate: pint.Quantity
+    load: float
+    completed: int
+    ttft: dict[str, pint.Quantity]
+    tpot: dict[str, pint.Quantity]
+    busy_fraction: float
+    throughput: pint.Quantity
+    request_throughput: pint.Quantity
+    mean_batch: float
+    in_system_seen_by_arrivals: float
+    littles_law_in_system: float
+    wall_time: pint.Quantity
+    ttft_s: np.ndarray = field(repr=False)
+    tpot_s: np.ndarray = field(repr=False)
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, value) rows for a calculator."""
+        out = [("load (arrival rate / capacity)", f"{self.load:.2f}")]
+        out += [(f"TTFT p{q}", fmt(self.ttft[f"p{q}"], "ms")) for q in PERCENTILES]
+        out += [(f"TPOT p{q}", fmt(self.tpot[f"p{q}"], "ms")) for q in PERCENTILES]
+        out += [
+            ("busy fraction", f"{self.busy_fraction:.0%}"),
+            ("output tokens/s", fmt(self.throughput, "1/s")),
+            ("mean batch", f"{self.mean_batch:.1f}"),
+            (
+                "in system: seen by arrivals / Little's law",
+                f"{self.in_system_seen_by_arrivals:.1f} / {self.littles_law_in_system:.1f}",
+            ),
+            ("requests simulated (wall time)", f"{self.completed:,} ({fmt(self.wall_time, 'ms')})"),
+        ]
+        return out
+
+
+def _lengths(rng: np.random.Generator, mean: float, cv: float, n: int, top: float) -> np.ndarray:
+    if cv == 0:
+        x = np.full(n, mean)
+    else:
+        sigma2 = math.log(1 + cv**2)
+        x = rng.lognormal(math.log(mean) - sigma2 / 2, math.sqrt(sigma2), n)
+    return np.clip(np.round(x), 1, top).astype(np.int64)
+
+
+def simulate(
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    rate: pint.Quantity,
+    prompt_tokens: float,
+    answer_tokens: float,
+    requests: int = 10_000,
+    seed: int = 0,
+    prompt_cv: float = 0.5,
+    answer_cv: float = 0.5,
+    replica: Replica | None = None,
+    **replica_kwargs: Any,
+) -> SimResult:
+    """Simulate ``requests`` Poisson arrivals at ``rate`` on one replica; see the module notes.
+
+    ``prompt_tokens`` and ``answer_tokens`` are the means of the length distributions; ``*_cv`` their
+    coefficients of variation (0: fixed). ``replica`` reuses tables from :func:`build_replica`
+    (otherwise they are built from ``replica_kwargs``). The same seed gives the same result.
+
+    Examples
+    --------
+    >>> simulate("Llama-3.1-8B", "H100 SXM", rate=2.0, prompt_tokens=2_000, answer_tokens=300)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: rate needs a unit: write Q_(2.0, '1/s') (or any unit of 1 / [time], such as 1/s or 1/day), not the bare number 2.0.
+    """
+    start = time.perf_counter()
+    lam = as_quantity(rate, "1/s", "rate").to("1/s").m
+    _number(lam, "rate")
+    p = _number(prompt_tokens, "prompt_tokens")
+    a = _number(answer_tokens, "answer_tokens")
+    n = int(_number(requests, "requests", integer=True))
+    pcv = _number(prompt_cv, "prompt_cv", allow_zero=True)
+    acv = _number(answer_cv, "answer_cv", allow_zero=True)
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise InputError(f"seed must be a whole number 0 or more; got {seed!r}.")
+    rep = replica or build_replica(model, gpu, prompt_tokens=p, answer_tokens=a, **replica_kwargs)
+    budget = rep.kv_budget_tokens
+    if p + a > budget:
+        raise InputError(
+            f"one request of {p + a:,.0f} tokens needs more KV than the replica holds "
+            f"({budget:,} tokens): shorten the context or add memory."
+        )
+    rng = np.random.default_rng(seed)
+    arrivals = np.cumsum(rng.exponential(1 / lam, n))
+    ans = _lengths(rng, a, acv, n, budget // 2)
+    pro = _lengths(rng, p, pcv, n, budget - ans.max())
+    need = pro + ans
+    first = np.zeros(n)
+    finish = np.zeros(n)
+    step_s, cap = rep.step_s, rep.batch_cap
+    pre_cache: dict[int, float] = {}
+    waiting: deque[int] = deque()
+    running: list[tuple[int, int]] = []  # heap of (decode-step count at which it finishes, request)
+    t = busy = batch_area = 0.0
+    i = done = 0
+    g = used = 0  # decode steps done so far; KV tokens reserved
+    while done < n:
+        while i < n and arrivals[i] <= t:
+            waiting.append(i)
+            i += 1
+        if not running and not waiting:
+            t = arrivals[i]
+            continue
+        admitted = []
+        while waiting and len(running) + len(admitted) < cap and used + need[waiting[0]] <= budget:
+            j = waiting.popleft()
+            used += need[j]
+            admitted.append(j)
+        if admitted:
+            tokens = int(pro[admitted].sum())
+            dt = pre_cache.get(tokens)
+            if dt is None:
+                dt = pre_cache[tokens] = rep.prefill_time(tokens)
+            t += dt
+            busy += dt
+            for j in admitted:
+                first[j] = t
+                if ans[j] <= 1:
+                    finish[j] = t
+                    used -= need[j]
+                    done += 1
+                else:
+                    heapq.heappush(running, (g + int(ans[j]) - 1, j))
+            continue
+        b = len(running)
+        dt = step_s[b]
+        k = running[0][0] - g
+        if not waiting and i < n:
+            k = min(k, max(1, math.ceil((arrivals[i] - t) / dt)))
+        t += k * dt
+        busy += k * dt
+        batch_area += k * dt * b
+        g += k
+        while running and running[0][0] <= g:
+            _, j = heapq.heappop(running)
+            finish[j] = t
+            used -= need[j]
+            done += 1
+    ttft = first - arrivals
+    multi = ans > 1
+    tpot = (finish[multi] - first[multi]) / (ans[multi] - 1)
+    span = finish.max() - arrivals[0]
+    # Little's law check: arrivals see time averages (Poisson), so the number in the system that
+    # each arrival finds estimates L independently of lambda x W.
+    departed = np.searchsorted(np.sort(finish), arrivals, side="right")
+    seen = np.arange(n) - departed
+    lam_hat = Q_((n - 1) / (arrivals[-1] - arrivals[0]), "1/s") if n > 1 else Q_(lam, "1/s")
+    little = F["littles_law"](request_rate=lam_hat, time_in_system=Q_(float(np.mean(finish - arrivals)), "s")).m
+    pct = np.percentile
+    return SimResult(
+        replica=rep,
+        rate=Q_(lam, "1/s"),
+        load=float(lam / rep.capacity(p, a).m),
+        completed=done,
+        ttft={f"p{q}": Q_(float(pct(ttft, q)) * 1e3, "ms") for q in PERCENTILES},
+        tpot={f"p{q}": Q_(float(pct(tpot, q)) * 1e3 if len(tpot) else math.nan, "ms") for q in PERCENTILES},
+        busy_fraction=float(busy / span),
+        throughput=Q_(float(ans.sum() / span), "1/s"),
+        request_throughput=Q_(n / span, "1/s"),
+        mean_batch=float(batch_area / max(busy, 1e-300)),
+        in_system_seen_by_arrivals=float(seen.mean()),
+        littles_law_in_system=float(little),
+        wall_time=Q_((time.perf_counter() - start) * 1e3, "ms"),
+        ttft_s=ttft,
+        tpot_s=tpot,
+    )
+
+
+@dataclass(frozen=True)
+class ClosedForm:
+    """The averages-only estimate at an arrival rate: prefill alone, and the batch Little's law gives."""
+
+    rate: pint.Quantity
+    batch: int
+    ttft: pint.Quantity
+    tpot: pint.Quantity
+
+
+def closed_form(rep: Replica, rate: pint.Quantity, prompt_tokens: float, answer_tokens: float) -> ClosedForm:
+    """TTFT = one prompt's prefill; TPOT = the step time at the batch in flight by Little's law,
+    B = rate x (prefill + answer x step(B)), found by fixed-point iteration and capped by memory.
+
+    Examples
+    --------
+    >>> rep = build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300)
+    >>> c = closed_form(rep, Q_(0.001, "1/s"), 2_000, 300)
+    >>> c.batch, round(c.tpot.to("ms").m, 2) == round(rep.step_time(1) * 1e3, 2)
+    (1, True)
+    """
+    lam = as_quantity(rate, "1/s", "rate").to("1/s")
+    _number(lam.m, "rate")
+    top = min(rep.batch_cap, max(1, int(rep.kv_budget_tokens // (prompt_tokens + answer_tokens))))
+    pre = Q_(rep.prefill_time(prompt_tokens), "s")
+    b = 1
+    for _ in range(50):
+        in_sys = F["littles_law"](request_rate=lam, time_in_system=pre + answer_tokens * Q_(rep.step_time(b), "s")).m
+        nb = min(top, max(1, math.ceil(in_sys)))
+        if nb == b:
+            break
+        b = nb
+    return ClosedForm(rate=lam, batch=b, ttft=pre.to("ms"), tpot=Q_(rep.step_time(b) * 1e3, "ms"))
+
+
+def load_sweep(
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    prompt_tokens: float,
+    answer_tokens: float,
+    loads: Any = (0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98),
+    requests: int = 10_000,
+    seed: int = 0,
+    prompt_cv: float = 0.5,
+    answer_cv: float = 0.5,
+    **replica_kwargs: Any,
+) -> list[tuple[SimResult, ClosedForm]]:
+    """Simulate at each load (arrival rate / :meth:`Replica.capacity`) with the same tables and seed."""
+    rep = build_replica(model, gpu, prompt_tokens=prompt_tokens, answer_tokens=answer_tokens, **replica_kwargs)
+    mu = rep.capacity(prompt_tokens, answer_tokens)
+    out = []
+    for x in loads:
+        rate = _number(x, "load") * mu
+        r = simulate(
+            model,
+            gpu,
+            rate=rate,
+            prompt_tokens=prompt_tokens,
+            answer_tokens=answer_tokens,
+            requests=requests,
+            seed=seed,
+            prompt_cv=prompt_cv,
+            answer_cv=answer_cv,
+            replica=rep,
+        )
+        out.append((r, closed_form(rep, rate, prompt_tokens, answer_tokens)))
+    return out
+
+
+def knee(sweep: list[tuple[SimResult, ClosedForm]], factor: float = 3.0) -> float | None:
+    """The lowest load at which the simulated p99 TTFT exceeds ``factor`` x the closed-form TTFT."""
+    for r, c in sweep:
+        if r.ttft["p99"] > factor * c.ttft:
+            return r.load
+    return None
