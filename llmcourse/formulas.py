@@ -417,6 +417,21 @@ formula("prefill_share", "prefill_share", prefill_time / (prefill_time + answer_
         "share of a batch's cycle spent in prefill", "12_validation")
 
 
+# --- Sizing the fleet (09_fleet) -----------------------------------------------------------------
+cost_full = _s("cost_full", r"C_{full}", "USD", "cost of a unit of work at full utilisation")
+tokens_served = _s("tokens_served", r"N_{tok}", "", "output tokens served in the time billed")
+api_price = _s("api_price", r"p_{api}", "USD", "price of one output token bought from an API")
+storage_rate = _s("storage_rate", r"\beta_{load}", "B/s", "rate at which a new replica reads its weights in")
+load_time = _s("load_time", r"t_{load}", "s", "time to load a replica's weights")
+formula("cost_at_utilisation", "cost", cost_full / utilisation,
+        "cost of a unit of work when the fleet is busy a share U of the time it is billed", "09_fleet")
+formula("tokens_served", "tokens_served", demand * utilisation * hours,
+        "output tokens served: peak demand x average utilisation x time", "09_fleet")
+formula("break_even_price", "api_price", cost / tokens_served,
+        "API price per token at which self-hosting costs the same", "09_fleet")
+formula("weight_load_time", "load_time", weights / storage_rate, "time to read the weights into a new replica",
+        "09_fleet")
+
 def dimension_of(expr: sp.Expr) -> pint.util.UnitsContainer:
     """The physical dimension of ``expr`` from its symbols' units; raises if terms disagree.
 

@@ -125,11 +125,12 @@ def prefix_cached_plan(
     rps = F["rps_per_gpu"](
         answer_tokens=brief.answer_tokens, step_time=full.tpot, batch=full.batch, prefill_time=unc.ttft
     )
-    n = int(
+    replicas = int(
         F["gpus_for_rate"](
             request_rate=brief.requests_per_second, headroom=plan_kwargs.get("headroom", _HEADROOM), rps_per_gpu=rps
         ).m
     )
+    n = replicas * full.tensor_parallel  # a replica is tensor_parallel GPUs, as in plan()
     cost = F["fleet_cost"](gpus=n, price=full.price_per_hour, hours=Q_(1, "hour")).to("USD")
     return PrefixCachedPlan(
         full=full,
