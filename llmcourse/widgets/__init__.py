@@ -200,8 +200,10 @@ def float_slider(value: float, lo: float, hi: float, step: float, description: s
     )
 
 
-def int_box(value: int, description: str = "") -> w.BoundedIntText:
-    """A box for a whole number (large ranges such as context lengths)."""
-    return w.BoundedIntText(
-        value=value, min=1, max=10_000_000, description=description, style={"description_width": "initial"}
-    )
+def int_box(value: int, description: str = "") -> w.IntText:
+    """A box for a whole number (large ranges such as context lengths).
+
+    Unbounded on purpose: a zero or negative entry reaches the planner, whose message says what
+    to change, rather than being clamped silently.
+    """
+    return w.IntText(value=value, description=description, style={"description_width": "initial"})

@@ -1,0 +1,58 @@
+"""The command line."""
+
+from llmcourse.__main__ import main
+
+
+def test_plan_prints_a_review(capsys):
+    """`plan` prints the review table."""
+    assert (
+        main(
+            [
+                "plan",
+                "--model",
+                "Llama-3.1-8B",
+                "--gpu",
+                "H100 SXM",
+                "--rps",
+                "10",
+                "--prompt",
+                "2000",
+                "--answer",
+                "300",
+                "--ttft-ms",
+                "1000",
+                "--tpot-ms",
+                "50",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "time per output token" in out and "GPUs" in out
+
+
+def test_plan_unknown_model_is_a_clear_error(capsys):
+    """A typo exits 2 with a suggestion, no traceback."""
+    assert (
+        main(
+            [
+                "plan",
+                "--model",
+                "Qwen2.5-70B",
+                "--gpu",
+                "H100 SXM",
+                "--rps",
+                "1",
+                "--prompt",
+                "10",
+                "--answer",
+                "10",
+                "--ttft-ms",
+                "1000",
+                "--tpot-ms",
+                "50",
+            ]
+        )
+        == 2
+    )
+    assert "Did you mean" in capsys.readouterr().err

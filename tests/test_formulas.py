@@ -1,0 +1,74 @@
+"""Formulas: dimensions agree, numeric functions equal their SymPy expressions, inputs are checked."""
+
+import math
+
+import pint
+import pytest
+import sympy as sp
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from llmcourse.errors import InputError
+from llmcourse.formulas import FORMULAS, SYMBOLS, dimension_of
+from llmcourse.units import Q_
+
+
+@pytest.mark.parametrize("name", list(FORMULAS))
+def test_every_formula_is_dimensionally_consistent(name):
+    """The expression's dimension, from its symbols' units, is the target's."""
+    f = FORMULAS[name]
+    assert dimension_of(f.expr) == Q_(1, f.unit).dimensionality
+
+
+def test_dimension_check_catches_a_mixed_sum():
+    """Adding bytes to seconds is caught."""
+    bad = SYMBOLS["weights"].sym + SYMBOLS["step_time"].sym
+    with pytest.raises(pint.DimensionalityError):
+        dimension_of(bad)
+
+
+@pytest.mark.parametrize("name", list(FORMULAS))
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_numeric_function_equals_the_expression(name, data):
+    """lambdify's function and SymPy's own evaluation agree on random positive inputs."""
+    f = FORMULAS[name]
+    values = {}
+    for s in f.inputs:
+        if s.integer:
+            values[s] = data.draw(st.integers(1, 500))
+        else:
+            values[s] = data.draw(st.floats(0.01, 1e4, allow_nan=False, allow_infinity=False))
+    if name.startswith("moe"):  # k <= E
+        values[SYMBOLS["experts_per_token"]] = min(values[SYMBOLS["experts_per_token"]], values[SYMBOLS["experts"]])
+    exact = f.expr.subs({s.sym: sp.Float(v) if not s.integer else v for s, v in values.items()}).evalf()
+    assume(exact.is_finite and exact.is_real)  # a pole (e.g. a crossover that does not exist) is not compared
+    symbolic = float(exact)
+    numeric = f.numeric(*[values[s] for s in f.inputs])
+    assert numeric == pytest.approx(symbolic, rel=1e-9, abs=1e-12)
+
+
+def test_latex_names_the_target():
+    """Displayed formulas read target = expression."""
+    assert FORMULAS["kv_bytes_per_token"].latex().startswith(r"\kappa = 2")
+
+
+def test_call_checks_dimensions_and_signs():
+    """Bad inputs get an InputError that names the symbol."""
+    f = FORMULAS["weight_bytes"]
+    assert f(params=8e9, weight_bytes_per_param=Q_(2, "B")) == Q_(16e9, "B")
+    with pytest.raises(InputError, match="weight_bytes_per_param needs a unit"):
+        f(params=8e9, weight_bytes_per_param=2)
+    with pytest.raises(InputError, match=r"params .* greater than zero"):
+        f(params=-1, weight_bytes_per_param=Q_(2, "B"))
+    with pytest.raises(InputError, match="finite"):
+        f(params=math.nan, weight_bytes_per_param=Q_(2, "B"))
+    with pytest.raises(InputError, match="missing"):
+        f(params=1)
+
+
+def test_every_symbol_has_a_unique_latex_name_and_meaning():
+    """Symbols are distinct (SymPy would merge two with the same name)."""
+    latex = [s.latex for s in SYMBOLS.values()]
+    assert len(latex) == len(set(latex))
+    assert all(s.meaning for s in SYMBOLS.values())

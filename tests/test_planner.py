@@ -1,0 +1,170 @@
+"""Planner behaviour, bad input, and invariants (hypothesis)."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import llmcourse as lc
+from llmcourse import Q_
+from llmcourse.errors import InputError, UnknownNameError
+
+MODELS = ["Llama-3.1-8B", "Qwen2.5-7B", "Mistral-7B-v0.1", "Qwen3-30B-A3B", "Llama-2-7B"]
+
+
+def test_weight_bytes_accepts_names_numbers_and_quantities():
+    """'fp8', 1 and Q_(1, 'B') are the same precision."""
+    a = lc.weight_bytes("Llama-3.1-8B", "fp8")
+    assert a == lc.weight_bytes("Llama-3.1-8B", 1) == lc.weight_bytes("Llama-3.1-8B", Q_(8, "bit"))
+
+
+def test_mla_kv_is_the_latent():
+    """DeepSeek-V3 caches 61 x (512 + 64) x 2 bytes per token."""
+    assert lc.kv_bytes_per_token("DeepSeek-V3") == Q_(61 * (512 + 64) * 2, "B")
+
+
+def test_kv_uses_kv_heads_not_hidden():
+    """The classic calculator bug (2 x L x hidden x bytes) would give 8x too much for Qwen2.5-72B."""
+    m = lc.models["Qwen2.5-72B"]
+    assert lc.kv_bytes_per_token(m) * 8 == Q_(2 * m.layers * m.hidden * 2, "B")
+
+
+def test_max_batch_is_zero_when_weights_do_not_fit():
+    """70B in BF16 on one H100: no conversations, not a negative number."""
+    assert lc.max_batch("Llama-3.1-70B", "H100 SXM", 2_000) == 0
+
+
+def test_decode_step_names_its_bound():
+    """Batch 1 is memory-bound; a huge batch of short sequences is compute-bound."""
+    assert lc.decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=100).bound == "memory"
+    assert lc.decode_step("Llama-3.1-8B", "H100 SXM", batch=4_000, context_tokens=10).bound == "compute"
+
+
+def test_prefill_attention_term_grows_with_the_square_of_the_prompt():
+    """Doubling the prompt quadruples the attention FLOPs."""
+    a = lc.prefill("Llama-3.1-8B", "H100 SXM", 4_000).attention_flops
+    b = lc.prefill("Llama-3.1-8B", "H100 SXM", 8_000).attention_flops
+    assert (b / a).to("").m == pytest.approx(4)
+
+
+def test_plan_meets_targets_and_reports_bottleneck():
+    """A comfortable brief is met; the plan carries every field the capstone reads."""
+    b = lc.Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
+    p = lc.plan("Llama-3.1-8B", "H100 SXM", b)
+    assert p.fits and p.meets_targets and p.batch <= p.max_batch
+    assert p.tpot <= b.tpot_target and p.ttft <= b.ttft_target
+    assert p.bottleneck in {"weight reads", "KV reads", "compute"}
+    assert p.gpus >= 1 and p.in_flight > 0 and p.cost_per_million_output_tokens.check("[currency]")
+
+
+def test_plan_batch_is_capped_by_the_latency_target():
+    """A tight per-token target allows a smaller batch than memory does."""
+    loose = lc.plan("Llama-3.1-8B", "H100 SXM", lc.Brief(10, 2_000, 300, Q_(1, "s"), Q_(100, "ms")))
+    tight = lc.plan("Llama-3.1-8B", "H100 SXM", lc.Brief(10, 2_000, 300, Q_(1, "s"), Q_(8, "ms")))
+    assert tight.batch < loose.batch and tight.tpot <= Q_(8, "ms")
+
+
+def test_plan_unreachable_target_says_so():
+    """A per-token target below one weight read cannot be met; the plan says which target failed."""
+    p = lc.plan("Llama-3.1-8B", "L4", lc.Brief(1, 500, 100, Q_(1, "s"), Q_(5, "ms")))
+    assert p.fits and p.batch == 1 and not p.tpot_met
+    assert "\u2717" in str(p)
+
+
+def test_plan_that_does_not_fit_suggests_tensor_parallelism():
+    """Qwen2.5-72B in BF16 on one H100 does not fit; tensor_parallel=4 does."""
+    b = lc.Brief(5, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
+    p = lc.plan("Qwen2.5-72B", "H100 SXM", b)
+    assert not p.fits and "tensor_parallel=4" in p.reason and "145 GB" in p.reason
+    q = lc.plan("Qwen2.5-72B", "H100 SXM", b, tensor_parallel=4)
+    assert q.fits and q.gpus % 4 == 0
+
+
+def test_plan_cost_arithmetic():
+    """$/M answer tokens = GPUs x price / answer tokens per hour x 1e6."""
+    b = lc.Brief(20, 1_000, 500, Q_(2, "s"), Q_(40, "ms"))
+    p = lc.plan("Llama-3.1-8B", "H100 SXM", b)
+    expected = p.gpus * 2.5 / (20 * 500 * 3600) * 1e6
+    assert p.cost_per_million_output_tokens.to("USD").m == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: lc.kv_bytes_per_token("Qwen2.5-72B", -1), "greater than zero"),
+        (lambda: lc.kv_bytes_per_token("Qwen2.5-72B", "fp7"), "unknown precision"),
+        (lambda: lc.kv_bytes_per_sequence("Qwen2.5-72B", math.nan), "finite"),
+        (lambda: lc.kv_bytes_per_sequence("Qwen2.5-72B", 0), "greater than zero"),
+        (lambda: lc.serving_plan("Qwen2.5-72B", "H100 SXM", 1.5, 2_000), "whole number"),
+        (lambda: lc.serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_000, usable_fraction=1.5), "at most 1"),
+        (lambda: lc.decode_step("Llama-3.1-8B", "H100 SXM", batch=0, context_tokens=10), "batch must be greater"),
+        (lambda: lc.traffic(200_000, 2_000, 300), "needs a unit"),
+        (lambda: lc.traffic(Q_(2, "GB"), 2_000, 300), r"1 / \[time\]"),
+        (lambda: lc.fleet(Q_(1, "1/s"), lc.replica("Llama-3.1-8B", "H100 SXM", tensor_parallel=1, batch=1,
+                                                   context_tokens=10), headroom_fraction=1), "below 1"),
+        (lambda: lc.Brief(-1, 2_000, 300, Q_(1, "s"), Q_(50, "ms")), "greater than zero"),
+        (lambda: lc.Brief(1, 2_000, 300, Q_(1, "s"), Q_(50, "GB")), r"\[time\]"),
+        (lambda: lc.plan("Llama-3.1-8B", "H100 SXM", "fast please"), "Brief"),
+        (lambda: lc.plan("Llama-3.1-8B", "H100 SXM", lc.Brief(1, 1, 1, Q_(1, "s"), Q_(1, "s")), headroom=0.5),
+         "at least 1"),
+    ],
+)  # fmt: skip
+def test_bad_input_gets_a_clear_error(call, message):
+    """Every public function refuses bad input with a message that says what to change."""
+    with pytest.raises(InputError, match=message):
+        call()
+
+
+def test_unknown_model_name():
+    """Unknown names raise with a suggestion."""
+    with pytest.raises(UnknownNameError, match="Did you mean"):
+        lc.weight_bytes("Lama-3.1-8B")
+
+
+# --- invariants ---------------------------------------------------------------------------------
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(MODELS), st.integers(256, 65_536), st.floats(60, 400))
+def test_more_memory_never_shrinks_the_batch(model, context, memory_gb):
+    """A GPU with more memory fits at least as many conversations."""
+    small = lc.GPU("small", memory=Q_(memory_gb, "GB"), bandwidth=Q_(3, "TB/s"), flops=Q_(900, "TFLOP/s"))
+    big = small.with_(memory=Q_(memory_gb * 1.5, "GB"))
+    assert lc.max_batch(model, big, context) >= lc.max_batch(model, small, context)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(MODELS), st.integers(1, 512), st.integers(1, 32_768), st.floats(0.5, 10))
+def test_more_bandwidth_never_slows_a_step(model, batch, context, tb_s):
+    """Faster memory never makes a decode step slower."""
+    slow = lc.GPU("slow", memory=Q_(80, "GB"), bandwidth=Q_(tb_s, "TB/s"), flops=Q_(900, "TFLOP/s"))
+    fast = slow.with_(bandwidth=Q_(tb_s * 2, "TB/s"))
+    t_slow = lc.decode_step(model, slow, batch=batch, context_tokens=context).step_time
+    t_fast = lc.decode_step(model, fast, batch=batch, context_tokens=context).step_time
+    assert t_fast <= t_slow
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(MODELS), st.integers(1, 512), st.integers(1, 32_768))
+def test_throughput_is_batch_over_step_time(model, batch, context):
+    """Tokens per second of the batch = batch / step time; per user = 1 / step time."""
+    s = lc.decode_step(model, "H100 SXM", batch=batch, context_tokens=context)
+    assert s.throughput.to("1/s").m == pytest.approx(batch / s.step_time.to("s").m)
+    assert s.tokens_per_s_per_user.to("1/s").m == pytest.approx(1 / s.step_time.to("s").m)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(MODELS), st.integers(1, 511), st.integers(1, 32_768))
+def test_a_bigger_batch_never_steps_faster(model, batch, context):
+    """Adding a sequence never shortens the step (MoE included)."""
+    a = lc.decode_step(model, "H100 SXM", batch=batch, context_tokens=context).step_time
+    b = lc.decode_step(model, "H100 SXM", batch=batch + 1, context_tokens=context).step_time
+    assert b >= a
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(0.5, 200), st.integers(100, 8_000), st.integers(50, 2_000))
+def test_more_traffic_never_needs_fewer_gpus(rps, prompt, answer):
+    """The design planner's fleet grows with the request rate."""
+    lo = lc.plan("Llama-3.1-8B", "H100 SXM", lc.Brief(rps, prompt, answer, Q_(2, "s"), Q_(50, "ms")))
+    hi = lc.plan("Llama-3.1-8B", "H100 SXM", lc.Brief(rps * 2, prompt, answer, Q_(2, "s"), Q_(50, "ms")))
+    assert hi.gpus >= lo.gpus
