@@ -1,0 +1,1024 @@
+"""The interview track: a bank of estimate questions with model answers, and the sheet of numbers.
+
+Each :class:`Question` holds a prompt, what a weak, a good and a strong answer sound like
+(templates), and a ``worked()`` function that computes every number of the strong answer with
+the planner. :meth:`Question.numbers` returns those values (quantities, counts) for tests and
+:meth:`Question.render` fills a template with them, so no number in an answer is typed by hand.
+
+:func:`sheet` computes the one-page sheet of numbers of the chapter *Numbers to know by heart*
+from the catalog and the formulas.
+
+Defined in the chapters *Numbers to know by heart* (``book/13_cheat_sheet.md``) and
+*Interview questions* (``book/14_interview_questions.md``).
+
+Examples
+--------
+>>> q = QUESTIONS["kv_per_token"]
+>>> q.level, q.numbers()["kv72"]
+('L4', <Quantity(320.0, 'kibibyte')>)
+>>> q.render("weak")
+'"It depends on the model; a few kilobytes per token?"'
+>>> len(QUESTIONS) >= 20
+True
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pint
+
+from llmcourse.catalog import GPU, Model, gpus, models
+from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.planner import (
+    cost_per_million,
+    decode_step,
+    fleet,
+    kv_bytes_per_sequence,
+    kv_bytes_per_token,
+    max_batch,
+    prefill,
+    prefill_pool,
+    replica,
+    request_cycle,
+    serving_plan,
+    traffic,
+    usable_memory,
+    weight_bytes,
+)
+from llmcourse.units import HOURS_PER_MONTH, Q_, sig
+
+__all__ = ["LEVELS", "QUESTIONS", "SHEET_GPUS", "SHEET_MODELS", "Question", "num", "sheet"]
+
+#: Interview levels, in order, with what the interviewer listens for at each.
+LEVELS: dict[str, str] = {
+    "L4": "knows the formulas and gets one number right, with its unit",
+    "L5": "chains the numbers into a decision and names the bottleneck",
+    "Staff+": "sizes the whole system, states the assumptions, and says which one moves the answer most",
+}
+
+TWO_FLOP = Q_(2, "FLOP")  # FLOPs per parameter per token: a multiply and an add
+
+
+# --- formatting numbers into answer templates ---------------------------------------------------------
+class _Num:
+    """A value that formats itself for prose: the format spec is the number of significant figures."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __format__(self, spec: str) -> str:
+        return num(self.value, int(spec) if spec else 3)
+
+
+def num(value: Any, digits: int = 3) -> str:
+    """A value in prose: quantities with their unit symbol, counts with thousands separators.
+
+    Examples
+    --------
+    >>> num(Q_(327_680, "B").to("KiB")), num(10_851), num(23.93), num(Q_(0.29431, "s"), 2)
+    ('320 KiB', '10,851', '23.9', '0.29 s')
+    """
+    if isinstance(value, pint.Quantity):
+        if value.dimensionality == Q_(1, "USD").dimensionality and str(value.units) == "USD":
+            return f"\\${sig(float(value.m), digits)}"  # escaped: a bare $ opens math in MyST
+        unit = f"{value.units:~P}"
+        return f"{sig(float(value.m), digits)} {unit}".strip()
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    return sig(float(value), digits)
+
+
+# --- the question type ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Question:
+    """One interview question with graded model answers.
+
+    ``prompt``, ``weak``, ``good``, ``strong`` and ``answer`` (the worked strong answer, MyST
+    Markdown) are templates over the names ``worked()`` returns: ``{kv72}`` or ``{kv72:4}``
+    (four significant figures). ``source`` names the seed text whose figures the question
+    reproduces, or says that it is the book's own arithmetic.
+    """
+
+    id: str
+    level: str
+    topic: str
+    title: str
+    prompt: str
+    weak: str
+    good: str
+    strong: str
+    answer: str
+    worked: Callable[[], dict[str, Any]]
+    source: str = "the book's own arithmetic"
+
+    def __post_init__(self) -> None:
+        if self.level not in LEVELS:
+            raise InputError(f"question {self.id!r}: level must be one of {', '.join(LEVELS)}, not {self.level!r}.")
+
+    def numbers(self) -> dict[str, Any]:
+        """Every number of the worked answer, computed now with the planner."""
+        return self.worked()
+
+    def fields(self) -> set[str]:
+        """Names the templates use (each must be a key of :meth:`numbers`)."""
+        names = set()
+        for text in (self.prompt, self.weak, self.good, self.strong, self.answer):
+            names |= {f for _, f, _, _ in string.Formatter().parse(text) if f}
+        return names
+
+    def render(self, part: str = "answer", values: Mapping[str, Any] | None = None) -> str:
+        """Fill one template (``"prompt"``, ``"weak"``, ``"good"``, ``"strong"`` or ``"answer"``)."""
+        if part not in ("prompt", "weak", "good", "strong", "answer"):
+            raise InputError(f"part must be prompt, weak, good, strong or answer; got {part!r}.")
+        vals = self.numbers() if values is None else values
+        return getattr(self, part).format_map({k: _Num(v) for k, v in vals.items()})
+
+    def markdown(self) -> dict[str, str]:
+        """All five parts rendered with one computation of the numbers."""
+        vals = self.numbers()
+        return {p: self.render(p, vals) for p in ("prompt", "weak", "good", "strong", "answer")}
+
+
+class _Bank(Mapping[str, Question]):
+    def __init__(self) -> None:
+        self._q: dict[str, Question] = {}
+
+    def add(self, q: Question) -> Question:
+        if q.id in self._q:
+            raise ValueError(f"question {q.id!r} defined twice")
+        self._q[q.id] = q
+        return q
+
+    def __getitem__(self, key: str) -> Question:
+        try:
+            return self._q[key]
+        except KeyError:
+            raise UnknownNameError(f"no interview question {key!r}; known: {', '.join(self._q)}.") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._q)
+
+    def __len__(self) -> int:
+        return len(self._q)
+
+
+#: The question bank, in the order the chapter asks them.
+QUESTIONS = _Bank()
+
+
+def _q(**kw: Any) -> Callable[[Callable[[], dict[str, Any]]], Callable[[], dict[str, Any]]]:
+    def deco(fn: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
+        QUESTIONS.add(Question(worked=fn, **kw))
+        return fn
+
+    return deco
+
+
+def _seed004_model() -> Model:
+    """Seed 004's "70B-class model": 70 billion parameters, 80 layers, 64 query heads, 8 KV heads."""
+    return models["Llama-3.1-70B"].with_(name="70B-class", params=70e9, active_params=70e9)
+
+
+def _read_time(weights: pint.Quantity, gpu: GPU | str, n_gpus: int = 1, efficiency: float = 1.0) -> pint.Quantity:
+    g = gpus[gpu] if isinstance(gpu, str) else gpu
+    return F["weight_read_time"](
+        weights=weights, n_gpus=n_gpus, bandwidth=g.bandwidth, bandwidth_efficiency=efficiency
+    ).to("ms")
+
+
+def _per_s(step: pint.Quantity) -> float:
+    return float((1 / step).to("1/s").m)
+
+
+# --- L4: one number, right, with its unit ------------------------------------------------------------------
+@_q(
+    id="weights_fit",
+    level="L4",
+    topic="memory",
+    title="Do the weights fit?",
+    source="seed 000",
+    prompt="Qwen2.5-72B has 72.7 billion parameters. How many 80 GB H100s do its weights need in BF16, and in FP8?",
+    weak='"72 billion parameters, 80 GB per GPU: one GPU."',
+    good='"In BF16 that is {w16} of weights, so two GPUs at least; in FP8 {w8}, one GPU."',
+    strong='"{w16} in BF16. The server gets about 90% of each GPU, {per_gpu}, so {n16} GPUs by memory, and tensor '
+    "parallelism wants a count that divides the 64 heads: {tp16}. In FP8 it is {w8}: {n8} GPUs, with room "
+    'left for the KV cache, which is what decides how many users fit."',
+    answer="Weights are parameters times bytes per parameter: $72.7 \\times 10^9 \\times 2$ B = {w16} in BF16 and "
+    "{w8} in FP8. A serving engine keeps about 10% of memory for itself, leaving {per_gpu} per H100. BF16 "
+    "needs {w16} / {per_gpu}, rounded up: {n16} GPUs; tensor parallelism splits the heads evenly, so "
+    "round up to {tp16}. FP8 needs {n8}. Two GPUs hold only {mem2} in all: the BF16 weights miss by "
+    "{miss}, which is why quantization is the first lever a serving team pulls.",
+)
+def _weights_fit() -> dict[str, Any]:
+    g = gpus["H100 SXM"]
+    w16, w8 = weight_bytes("Qwen2.5-72B", "bf16").to("GB"), weight_bytes("Qwen2.5-72B", "fp8").to("GB")
+    n16 = int(F["gpus_for_weights"](weights=w16, gpu_memory=g.memory, usable_fraction=0.9).m)
+    n8 = int(F["gpus_for_weights"](weights=w8, gpu_memory=g.memory, usable_fraction=0.9).m)
+    heads = models["Qwen2.5-72B"].heads
+    tp16 = next(n for n in range(n16, heads + 1) if heads % n == 0)
+    mem2 = usable_memory(g, 2).to("GB")
+    return dict(
+        w16=w16,
+        w8=w8,
+        per_gpu=usable_memory(g).to("GB"),
+        n16=n16,
+        n8=n8,
+        tp16=tp16,
+        mem2=mem2,
+        miss=(w16 - mem2).to("GB"),
+    )
+
+
+@_q(
+    id="kv_per_token",
+    level="L4",
+    topic="KV cache",
+    title="KV cache per token",
+    source="seed 000",
+    prompt="How many bytes of KV cache does one token take in Qwen2.5-72B (80 layers, 8 KV heads of dimension 128) "
+    "and in Qwen2.5-7B (28 layers, 4 KV heads of 128), in BF16?",
+    weak='"It depends on the model; a few kilobytes per token?"',
+    good='"Two times layers times hidden size times two bytes." (The right shape, but with the hidden size it is the '
+    "cache of a model without grouped-query attention: {mha72} for the 72B.)",
+    strong='"Keys and values, in every layer, for every KV head: 2 x 80 x 8 x 128 x 2 B = {kv72}, and {kv7} for the '
+    '7B. Grouped-query attention is why it is not {mha72}."',
+    answer="$\\kappa = 2\\,L\\,H_{{kv}}\\,d_{{head}}\\,b_{{kv}}$. For the 72B: $2 \\times 80 \\times 8 \\times 128 "
+    "\\times 2$ = {b72:6} bytes = {kv72}. For the 7B: $2 \\times 28 \\times 4 \\times 128 \\times 2$ = {b7:5} "
+    "bytes = {kv7}. Using the hidden size in place of $H_{{kv}} d_{{head}}$ counts all 64 query heads and gives "
+    "{mha72}, eight times too much.",
+)
+def _kv_per_token() -> dict[str, Any]:
+    kv72, kv7 = kv_bytes_per_token("Qwen2.5-72B"), kv_bytes_per_token("Qwen2.5-7B")
+    m = models["Qwen2.5-72B"]
+    mha = kv_bytes_per_token(m.with_(kv_heads=m.heads))
+    return dict(
+        kv72=kv72.to("KiB"), kv7=kv7.to("KiB"), b72=int(kv72.to("B").m), b7=int(kv7.to("B").m), mha72=mha.to("MiB")
+    )
+
+
+@_q(
+    id="kv_context",
+    level="L4",
+    topic="KV cache",
+    title="KV cache of one conversation",
+    source="seed 000",
+    prompt="A conversation on Qwen2.5-72B holds 2,300 tokens (2,000 prompt, 300 answer). How much KV cache does it "
+    "take in BF16? And at 32,768 tokens?",
+    weak='"Tokens are small, a few megabytes."',
+    good='"320 KiB per token times 2,300 tokens: about {kv2300:2}."',
+    strong='"{kv2300:2} at 2,300 tokens and {kv32k} at 32K: linear in the context. One 32K conversation takes '
+    "{share32k:2}% of an H100's usable memory.\"",
+    answer="KV per conversation is $\\kappa\\,T_{{ctx}}$: {kvtok} x 2,300 = {kv2300} (0.75 GB, the figure of the "
+    "sizing seed). At 32,768 tokens it is {kvtok} x 32,768 = {kv32k}, or {kv32k_gb} of the {usable} an H100 "
+    "lets the server use.",
+)
+def _kv_context() -> dict[str, Any]:
+    short = kv_bytes_per_sequence("Qwen2.5-72B", 2_300).to("GB")
+    long = kv_bytes_per_sequence("Qwen2.5-72B", 32_768)
+    use = usable_memory("H100 SXM").to("GB")
+    return dict(
+        kvtok=kv_bytes_per_token("Qwen2.5-72B").to("KiB"),
+        kv2300=short,
+        kv32k=long.to("GiB"),
+        kv32k_gb=long.to("GB"),
+        usable=use,
+        share32k=float((long / use).to("").m * 100),
+    )
+
+
+@_q(
+    id="traffic",
+    level="L4",
+    topic="tokens",
+    title="Requests to tokens",
+    source="seed 000",
+    prompt="A support assistant gets 200,000 requests a day, each a 2,000-token prompt and a 300-token answer; the "
+    "peak hour is three times the daily average. What load is that at peak?",
+    weak='"200,000 a day is about 2 requests a second."',
+    good='"{rps:2} requests a second at peak."',
+    strong='"{rps:2} requests a second at peak, which is {tin:2} prompt tokens and {tout:4} answer tokens per second: '
+    'the two are different work, prefill and decode, so I keep them apart."',
+    answer="200,000 / 86,400 s = {avg:3} requests/s on average; times 3 at peak: {rps:3} requests/s. In tokens: "
+    "{rps:3} x 2,000 = {tin:4} prompt tokens/s and {rps:3} x 300 = {tout:4} answer tokens/s.",
+)
+def _traffic() -> dict[str, Any]:
+    t = traffic(Q_(200_000, "1/day"), 2_000, 300, peak_factor=3)
+    avg = traffic(Q_(200_000, "1/day"), 2_000, 300).request_rate
+    return dict(
+        avg=float(avg.to("1/s").m),
+        rps=float(t.request_rate.to("1/s").m),
+        tin=float(t.input_tokens_per_s.to("1/s").m),
+        tout=float(t.output_tokens_per_s.to("1/s").m),
+    )
+
+
+@_q(
+    id="single_stream",
+    level="L4",
+    topic="decode speed",
+    title="The fastest one user can go",
+    source="seed 004",
+    prompt="A 70B-parameter model in BF16 on H100s (3.35 TB/s each). What is the fastest a single user can get tokens?",
+    weak='"H100s do about 1,000 TFLOP/s, so thousands of tokens a second."',
+    good='"Decode reads all {w} of weights per token: {w} / 3.35 TB/s is {t1}, about {r1} tokens a second."',
+    strong='"Decode is bandwidth-bound: each token reads all {w}. But {w} does not fit in one 80 GB GPU, so it runs on '
+    "two and they read their halves in parallel: {t2}, so about {r2} tokens a second at best, before kernels "
+    'reach only 60-80% of peak."',
+    answer="One token needs one read of the weights, $70 \\times 10^9 \\times 2$ B = {w}. At one H100's 3.35 TB/s "
+    "that is {t1}, or {r1} tokens/s: the seed's figure. The weights need two GPUs to fit, though, and with "
+    "tensor parallelism each GPU reads its own half: {t2}, {r2} tokens/s. At a realistic 70% of peak "
+    "bandwidth: {r2_70} tokens/s.",
+)
+def _single_stream() -> dict[str, Any]:
+    w = F["weight_bytes"](params=70e9, weight_bytes_per_param=Q_(2, "B")).to("GB")
+    t1, t2 = _read_time(w, "H100 SXM", 1), _read_time(w, "H100 SXM", 2)
+    return dict(w=w, t1=t1, t2=t2, r1=_per_s(t1), r2=_per_s(t2), r2_70=_per_s(_read_time(w, "H100 SXM", 2, 0.7)))
+
+
+@_q(
+    id="memory_bound",
+    level="L4",
+    topic="decode speed",
+    title="Memory-bound or compute-bound?",
+    source="seed 001",
+    prompt="Llama 3.1 8B in BF16 on one H100, one user, 2,304 tokens of context. Is a decode step limited by "
+    "memory or by compute? Assume 70% of peak bandwidth and 50% of peak FLOP/s.",
+    weak='"Compute: GPUs are for arithmetic."',
+    good='"Memory: each token reads the {w} of weights, about {mem:2}, and the arithmetic is tiny."',
+    strong='"Memory by a factor of {ratio:2}: reading {w} takes {mem:2}, the {flops} take {comp:1}. So faster matmuls '
+    "do nothing here; fewer bytes (quantization, a smaller KV cache) or a bigger batch do. On an L4 with a "
+    'tenth of the bandwidth it is {l4:2} a token."',
+    answer="Bytes: {w} of weights plus {kv} of KV cache, at $3.35 \\times 0.7$ TB/s: {mem:3}. FLOPs: 2 per parameter, "
+    "{flops}, at $989 \\times 0.5$ TFLOP/s: {comp:2}. The memory time is {ratio:2} times longer, so the step "
+    "takes {mem:2} ({rate:3} tokens/s). On an L4 (0.3 TB/s): {l4:2}.",
+)
+def _memory_bound() -> dict[str, Any]:
+    s = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_304)
+    l4 = decode_step("Llama-3.1-8B", "L4", batch=1, context_tokens=2_304)
+    return dict(
+        w=s.weights_read,
+        kv=s.kv_read.to("GB"),
+        flops=s.flops,
+        mem=s.memory_time,
+        comp=s.compute_time,
+        ratio=float((s.memory_time / s.compute_time).to("").m),
+        rate=_per_s(s.step_time),
+        l4=l4.step_time,
+    )
+
+
+@_q(
+    id="prefill_time",
+    level="L4",
+    topic="prefill",
+    title="Time to first token",
+    source="seed 000",
+    prompt="Qwen2.5-72B in FP8 on two H100s (989 TFLOP/s each in BF16, assume 50% of it) gets a 2,000-token prompt. "
+    "How long before the first token?",
+    weak='"One token takes about 20 ms, so 2,000 tokens take 40 seconds."',
+    good='"2 FLOPs per parameter per token: {flops:3}; at half of two GPUs\' peak, {t:2}."',
+    strong='"Prefill is compute-bound: {flops:3} over {rate:3} is {t:2}, against {mem:2} to read the weights once. '
+    "Long prompts add the attention term, quadratic in the prompt, and a queue adds its wait: TTFT is more than "
+    'prefill."',
+    answer="FLOPs: $2 \\times 72.7 \\times 10^9 \\times 2000$ = {flops:4}. Compute: $2 \\times 989 \\times 0.5$ = "
+    "{rate:3}. Time: {t:3}, far more than one read of the {w} of weights ({mem:2}), so prefill is "
+    "compute-bound and the prompt length sets the time to first token.",
+)
+def _prefill_time() -> dict[str, Any]:
+    p = prefill("Qwen2.5-72B", "H100 SXM", 2_000, n_gpus=2, weight_bytes="fp8", attention=False)
+    rate = (2 * gpus["H100 SXM"].flops * 0.5).to("PFLOP/s")
+    return dict(
+        flops=p.flops, rate=rate, t=p.time.to("s"), mem=p.memory_time, w=weight_bytes("Qwen2.5-72B", "fp8").to("GB")
+    )
+
+
+# --- L5: chain numbers into a decision ------------------------------------------------------------------------
+@_q(
+    id="max_batch",
+    level="L5",
+    topic="memory",
+    title="How many conversations at once?",
+    source="seed 000",
+    prompt="Qwen2.5-72B in FP8 on two H100s, conversations of 2,300 tokens, 90% of memory usable. How many "
+    "conversations run at once?",
+    weak='"As many as the scheduler allows."',
+    good='"Free memory over KV per conversation: ({mem} - {w}) / {kv:2}, about {batch}."',
+    strong='"{batch}: {free} free after the {w} of weights, {kv:2} per conversation. That is the worst case, every '
+    "slot at full length; paged KV allocation usually runs more. And it is the memory limit, not the latency "
+    'one: the per-user speed at that batch is {user:2} tokens/s."',
+    answer="Usable: $2 \\times 80 \\times 0.9$ = {mem}. Weights: {w}. Free for the cache: {free}. KV per "
+    "conversation: 320 KiB x 2,300 = {kv:3}. Batch: {free} / {kv:3}, rounded down: {batch}. Each "
+    "decode step then reads about {read:3}, giving {user:2} tokens/s per user.",
+)
+def _max_batch() -> dict[str, Any]:
+    p = serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8")
+    return dict(
+        mem=p.usable_memory,
+        w=p.weights,
+        free=(p.usable_memory - p.weights).to("GB"),
+        kv=p.kv_per_sequence,
+        batch=p.batch,
+        user=float(p.tokens_per_s_per_user.m),
+        read=(p.weights + p.batch * p.kv_per_sequence).to("GB"),
+    )
+
+
+@_q(
+    id="full_gpu_step",
+    level="L5",
+    topic="decode speed",
+    title="Why every full GPU feels the same",
+    source="seed 000",
+    prompt="A fully loaded H100 serves a 7B model, another serves a 72B model; both fill memory with conversations. "
+    "Which one gives each user more tokens per second?",
+    weak='"The 7B model: it is ten times smaller, so ten times faster."',
+    good='"About the same: a full step reads the whole usable memory either way."',
+    strong='"The same, about {rate:2} tokens/s: a full GPU reads its usable {mem} every step, whatever the mix of weights '
+    "and cache, and {mem} / 3.35 TB/s is {step:3}. Model size decides how many users fit ({b7} conversations "
+    'of the 7B on one GPU, {b72} of the 72B on two), not how fast each goes at full load."',
+    answer="A full step reads weights plus every cache, which together fill the usable memory: $0.9 \\times 80$ GB = "
+    "{mem}. At 3.35 TB/s: {step:3}, so {rate:3} tokens/s per user. The planner agrees: Qwen2.5-7B on one H100 "
+    "({b7} conversations) gives {u7:2} tokens/s each, Qwen2.5-72B in FP8 on two ({b72}) gives {u72:2}. On an "
+    "H200 the full step is {h200:3}, on a B200 {b200:3}.",
+)
+def _full_gpu_step() -> dict[str, Any]:
+    mem = usable_memory("H100 SXM").to("GB")
+    step = _read_time(mem, "H100 SXM")
+    p7 = serving_plan("Qwen2.5-7B", "H100 SXM", 1, 2_300)
+    p72 = serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8")
+    return dict(
+        mem=mem,
+        step=step,
+        rate=_per_s(step),
+        b7=p7.batch,
+        b72=p72.batch,
+        u7=float(p7.tokens_per_s_per_user.m),
+        u72=float(p72.tokens_per_s_per_user.m),
+        h200=_read_time(usable_memory("H200 SXM"), "H200 SXM"),
+        b200=_read_time(usable_memory("B200"), "B200"),
+    )
+
+
+@_q(
+    id="batching",
+    level="L5",
+    topic="batching",
+    title="Why batching is nearly free",
+    source="seed 004",
+    prompt="A 70B model in BF16 decodes at about 24 tokens/s for one user on an H100's bandwidth. What happens to "
+    "throughput and to each user's speed at a batch of 8, 32, 128 and 256?",
+    weak='"Each user slows down in proportion: the GPU is shared."',
+    good='"Throughput grows with the batch and each user stays near {r1:2} tokens/s, because the weights are read once '
+    'per step for the whole batch."',
+    strong='"If only the weights were read: {x8}, {x32}, {x128}, {x256} tokens/s, each user still at {r1:2}. That '
+    "holds until two things bite: compute, and the KV cache, which is read per sequence and has to fit. On two "
+    '80 GB GPUs with 140 GB of weights only {b} conversations of 4,000 tokens fit, not 256."',
+    answer="One step reads {w} in {t} and makes one token per sequence. At batch $B$, throughput is $B / t$: "
+    "{x1:2}, {x8}, {x32}, {x128} and {x256} tokens/s for $B$ = 1, 8, 32, 128, 256, each user at {r1:3}. "
+    "The sequences ride along on the same weight read. The table ignores the KV reads and whether the "
+    "caches fit; see the next question: {b} fit.",
+)
+def _batching() -> dict[str, Any]:
+    w = F["weight_bytes"](params=70e9, weight_bytes_per_param=Q_(2, "B")).to("GB")
+    t = _read_time(w, "H100 SXM")
+    x = {f"x{b}": round(float(F["throughput"](batch=b, step_time=t).to("1/s").m)) for b in (8, 32, 128, 256)}
+    b = max_batch(_seed004_model(), "H100 SXM", 4_000, n_gpus=2, usable_fraction=1.0)
+    return dict(w=w, t=t, r1=_per_s(t), x1=_per_s(t), b=b, **x)
+
+
+@_q(
+    id="kv_limit",
+    level="L5",
+    topic="KV cache",
+    title="What really limits the batch",
+    source="seed 004",
+    prompt="A 70B-class model (80 layers, hidden size 8,192, 64 query heads, 8 KV heads) in BF16 on two 80 GB GPUs, "
+    "4,000-token contexts. How many sequences fit? Count all 160 GB as usable, as the source does.",
+    weak='"160 GB is a lot; hundreds."',
+    good='"KV per token is 2 x 80 x 8,192 x 2 bytes = {mha_tok:3}, so {mha_seq:3} per sequence: one fits."',
+    strong='"With 8 KV heads, not 64, it is {gqa_tok:3} per token, {gqa_seq:3} per sequence; the weights leave {free}; '
+    "so {b_gqa}. Grouped-query attention is the difference between {b_mha} and {b_gqa}, and the fixes all buy "
+    'KV space back: more GPUs, FP8 weights, FP8 cache, shorter contexts."',
+    answer="Without GQA: $2 \\times 80 \\times 8192 \\times 2$ = {mha_tok:3} per token, {mha_seq:3} per 4,000-token "
+    "sequence. With 8 KV heads of 128: {gqa_tok:3} per token ({gqa_kib}), {gqa_seq:3} per sequence. Free "
+    "memory: 160 GB - {w} = {free}. Sequences: {b_gqa} with GQA, {b_mha} without.",
+)
+def _kv_limit() -> dict[str, Any]:
+    m = _seed004_model()
+    mha = m.with_(kv_heads=m.heads)
+    w = weight_bytes(m).to("GB")
+    return dict(
+        mha_tok=kv_bytes_per_token(mha).to("MB"),
+        mha_seq=kv_bytes_per_sequence(mha, 4_000).to("GB"),
+        gqa_tok=kv_bytes_per_token(m).to("MB"),
+        gqa_kib=kv_bytes_per_token(m).to("KiB"),
+        gqa_seq=kv_bytes_per_sequence(m, 4_000).to("GB"),
+        w=w,
+        free=(usable_memory("H100 SXM", 2, 1.0) - w).to("GB"),
+        b_gqa=max_batch(m, "H100 SXM", 4_000, n_gpus=2, usable_fraction=1.0),
+        b_mha=max_batch(mha, "H100 SXM", 4_000, n_gpus=2, usable_fraction=1.0),
+    )
+
+
+@_q(
+    id="long_context",
+    level="L5",
+    topic="KV cache",
+    title="Why does long context cost more?",
+    source="seeds 001 and 004",
+    prompt="Llama 3.1 8B on one H100. Conversations of 2,560 tokens cost one price per million tokens; why does the "
+    "same model at 33,280 tokens cost far more, when the FLOPs per token barely change?",
+    weak='"Because providers charge more for it."',
+    good='"The KV cache grows linearly with context, so fewer conversations fit at once."',
+    strong='"At {kvtok} per token a 32K conversation holds {kv32k:2}; the batch drops from {b_short} to {b_long}, so '
+    "throughput drops from {x_short:3} to {x_long:3} tokens/s on the same GPU-hour: {c_short:2} against "
+    '{c_long:3} per million tokens, {ratio:2} times. Attention reads grow too: each step reads every cache."',
+    answer="KV per token: {kvtok}. At 2,560 tokens a conversation holds {kv_short:3}; {b_short} fit beside the "
+    "weights and a full step gives {x_short:3} tokens/s, {c_short:2} per million at the catalog's \\$2.50 an "
+    "hour. At 33,280 tokens: {kv_long:3} each, {b_long} fit, {x_long:3} tokens/s, {c_long:3} per million. The "
+    "price is the GPU-hour divided by the tokens it makes, and the cache decides how many conversations share "
+    "the hour.",
+)
+def _long_context() -> dict[str, Any]:
+    short = serving_plan("Llama-3.1-8B", "H100 SXM", 1, 2_560)
+    long = serving_plan("Llama-3.1-8B", "H100 SXM", 1, 33_280)
+    return dict(
+        kvtok=kv_bytes_per_token("Llama-3.1-8B").to("KiB"),
+        kv32k=kv_bytes_per_sequence("Llama-3.1-8B", 32_768).to("GiB"),
+        kv_short=short.kv_per_sequence,
+        kv_long=long.kv_per_sequence,
+        b_short=short.batch,
+        b_long=long.batch,
+        x_short=float(short.output_tokens_per_s.m),
+        x_long=float(long.output_tokens_per_s.m),
+        c_short=short.cost_per_million_output_tokens,
+        c_long=long.cost_per_million_output_tokens,
+        ratio=float((long.cost_per_million_output_tokens / short.cost_per_million_output_tokens).to("").m),
+    )
+
+
+@_q(
+    id="gqa",
+    level="L5",
+    topic="KV cache",
+    title="A bigger model with a smaller cache",
+    source="seed 001",
+    prompt="Llama 2 7B and Llama 3.1 8B both have 32 layers and 32 query heads of 128. Which has the larger KV cache "
+    "per token, and how many 32K-token conversations (plus 512 answer tokens) fit on one H100?",
+    weak='"The 8B: more parameters, more cache."',
+    good='"Llama 2 7B: {kv2} against {kv3}, because Llama 3.1 shares 8 KV heads among 32 query heads."',
+    strong='"Llama 2 7B, by {ratio:1}x: {kv2} against {kv3} (grouped-query attention, 8 KV heads). At 32K that is '
+    '{b2} conversations on an H100 against {b3}. Architecture beats parameter count for serving cost."',
+    answer="Llama 2 7B: $2 \\times 32 \\times 32 \\times 128 \\times 2$ = {kv2}. Llama 3.1 8B: $2 \\times 32 \\times 8 "
+    "\\times 128 \\times 2$ = {kv3}, {ratio:1} times less. At 33,280 tokens per conversation and 90% of 80 GB "
+    "usable: {b2} conversations of Llama 2 7B fit and {b3} of Llama 3.1 8B.",
+)
+def _gqa() -> dict[str, Any]:
+    kv2, kv3 = kv_bytes_per_token("Llama-2-7B"), kv_bytes_per_token("Llama-3.1-8B")
+    return dict(
+        kv2=kv2.to("KiB"),
+        kv3=kv3.to("KiB"),
+        ratio=float((kv2 / kv3).to("").m),
+        b2=max_batch("Llama-2-7B", "H100 SXM", 33_280),
+        b3=max_batch("Llama-3.1-8B", "H100 SXM", 33_280),
+    )
+
+
+@_q(
+    id="quantization",
+    level="L5",
+    topic="decode speed",
+    title="Why quantization speeds up decode",
+    source="seed 001",
+    prompt="Llama 3.1 8B on one H100, one user, 2,304 tokens of context, 70% of peak bandwidth. BF16 decodes in "
+    "about 7 ms a token. What does INT4 give, and why?",
+    weak='"INT4 arithmetic is faster."',
+    good='"About four times fewer bytes to read: roughly {t4:2}."',
+    strong='"Decode is memory-bound, so the time follows the bytes: {w4:2} of weights instead of {w16:3}, plus the same '
+    "{kv:2} of cache: {t4:2}, or {t4s:2} once the 16-bit scale per 128 weights is counted. The multiply is not "
+    'faster; there is less to move."',
+    answer="BF16: {w16:3} of weights + {kv:2} of KV at 2.35 TB/s = {t16:2}. INT4 at half a byte: {w4:2} + {kv:2} = "
+    "{t4:3}. Real INT4 formats carry a 16-bit scale for each group of 128 weights, {scale:3} per "
+    'weight in all: {t4s:3}, the seed\'s "about 1.9 ms".',
+)
+def _quantization() -> dict[str, Any]:
+    s16 = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_304)
+    s4 = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_304, weight_bytes="int4")
+    scale = Q_(0.5, "B") + Q_(2, "B") / 128  # 4-bit values plus one FP16 scale per group of 128
+    s4s = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_304, weight_bytes=scale)
+    return dict(
+        w16=s16.weights_read,
+        w4=s4.weights_read,
+        kv=s16.kv_read,
+        t16=s16.step_time,
+        t4=s4.step_time,
+        t4s=s4s.step_time,
+        scale=scale,
+    )
+
+
+@_q(
+    id="batch_cost",
+    level="L5",
+    topic="cost",
+    title="What a batch does to the price",
+    source="seed 001",
+    prompt="Llama 3.1 8B on one H100 at \\$3 per GPU-hour; prompts of 256 tokens, answers of 64. What happens to time "
+    "per token, throughput and cost per million output tokens going from 1 to 64 concurrent requests?",
+    weak='"64 times the work costs 64 times as much."',
+    good='"The time per token barely moves, so throughput and cost improve about 50-fold."',
+    strong='"The step goes from {t1:2} to {t64:2}, so throughput goes from {x1:3} to {x64:3} tokens/s and the price per '
+    "million output tokens from {c1:3} to {c64:2}. Batching is the business model; it stops paying when compute "
+    'or the KV reads catch up with the weight read."',
+    answer="Batch 1: {t1:2} per step, {x1:3} tokens/s. Batch 64: {t64:2} (the weights are read once; only the small "
+    "caches are extra), {x64:3} tokens/s. Counting prefill and decode time, a GPU-hour makes {c1:3} per "
+    "million tokens at batch 1 and {c64:2} at 64.",
+)
+def _batch_cost() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for b in (1, 64):
+        c = request_cycle(
+            "Llama-3.1-8B", "H100 SXM", batch=b, prompt_tokens=256, answer_tokens=64, price_per_hour=Q_(3, "USD/hour")
+        )
+        out |= {f"t{b}": c.decode.step_time, f"x{b}": float(c.throughput.m), f"c{b}": c.cost_per_million_output_tokens}
+    return out
+
+
+@_q(
+    id="cost_per_million",
+    level="L5",
+    topic="cost",
+    title="Cost per million tokens",
+    source="seed 000",
+    prompt="Qwen2.5-72B in FP8 on two H100s at \\$2.50 per GPU-hour, running full at {x:4} output tokens/s. What does "
+    "a million output tokens cost, and what if the fleet averages 30% utilisation?",
+    weak='"About a cent: GPUs are fast."',
+    good='"Two GPUs cost \\$5 an hour and make {x:4} x 3,600 tokens an hour: {c:2} per million."',
+    strong='"{c:2} per million at full load, but GPUs bill when idle: at 30% average utilisation, {c30:3}. The 7B model '
+    "on one GPU is {c7:1} at full load, about ten times cheaper: routing easy requests to it beats any "
+    'serving trick."',
+    answer="Price per hour over tokens per hour: $2 \\times 2.50$ USD/h / ({x:4} x 3,600 tokens/h) x $10^6$ = {c:3}. "
+    "At 30% average utilisation: {c:3} / 0.3 = {c30:3}. For comparison, Qwen2.5-7B on one H100 runs {x7:4} "
+    "tokens/s: {c7:1} per million.",
+)
+def _cost_per_million() -> dict[str, Any]:
+    p = serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8")
+    p7 = serving_plan("Qwen2.5-7B", "H100 SXM", 1, 2_300)
+    c30 = F["cost_at_utilisation"](cost_full=p.cost_per_million_output_tokens, utilisation=0.3)
+    return dict(
+        x=float(p.output_tokens_per_s.m),
+        c=p.cost_per_million_output_tokens,
+        c30=c30.to("USD"),
+        x7=float(p7.output_tokens_per_s.m),
+        c7=p7.cost_per_million_output_tokens,
+    )
+
+
+@_q(
+    id="scale_traffic",
+    level="L5",
+    topic="fleet",
+    title="Ten times the traffic",
+    source="seed 000",
+    prompt="The support assistant ({tout:4} answer tokens/s at peak) runs on Qwen2.5-72B in FP8, two H100s per "
+    "replica at {x:4} tokens/s. How many GPUs now, and at ten times the traffic?",
+    weak='"Ten times the traffic, ten times two GPUs: twenty."',
+    good='"{tout10:5} / {x:4} = {exact:2}, so {r10} replicas, {g10} GPUs."',
+    strong='"Today one replica covers it, but I run {r1} for redundancy: {g1} GPUs. At ten times: {tout10:5} / {x:4} = '
+    '{exact:2}, so {r10} replicas, {g10} GPUs, and that is at full load with no headroom for bursts."',
+    answer="Replicas are $\\lceil D / X \\rceil$. Now: {tout:4} / {x:4} = {exact1:2}, one replica; two for "
+    "redundancy, {g1} GPUs. At ten times: {tout10:5} / {x:4} = {exact:3}, so {r10} replicas, {g10} GPUs. "
+    "Capacity is linear in traffic.",
+)
+def _scale_traffic() -> dict[str, Any]:
+    t = traffic(Q_(200_000, "1/day"), 2_000, 300, peak_factor=3)
+    t10 = traffic(Q_(2_000_000, "1/day"), 2_000, 300, peak_factor=3)
+    p = serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8")
+    r1 = max(2, int(F["replicas_needed"](demand=t.output_tokens_per_s, throughput=p.output_tokens_per_s).m))
+    r10 = int(F["replicas_needed"](demand=t10.output_tokens_per_s, throughput=p.output_tokens_per_s).m)
+    x = float(p.output_tokens_per_s.m)
+    return dict(
+        tout=float(t.output_tokens_per_s.m),
+        tout10=float(t10.output_tokens_per_s.m),
+        x=x,
+        exact1=float(t.output_tokens_per_s.m) / x,
+        exact=float(t10.output_tokens_per_s.m) / x,
+        r1=r1,
+        g1=2 * r1,
+        r10=r10,
+        g10=2 * r10,
+    )
+
+
+@_q(
+    id="littles_law",
+    level="L5",
+    topic="fleet",
+    title="How many conversations are live?",
+    source="seed 004",
+    prompt="A service answers 1.5 billion requests a day with 1,250-token answers streamed at 50 tokens/s. How many "
+    "requests are in flight at once, and what does that mean per GPU on a fleet of {gpus:5} GPUs?",
+    weak='"17,000 requests a second, so 17,000 at a time."',
+    good='"Each answer takes 1,250 / 50 = {t:2}; Little\'s law: {rps:5} x {t:2} = {n:3} in flight."',
+    strong="\"{n:3} in flight by Little's law, about {per_gpu:2} conversations on every GPU, each holding its KV cache "
+    "for {t:2}. So the question is whether {per_gpu:2} caches fit beside the weights: memory, not compute, "
+    'decides."',
+    answer="Arrival rate: $1.5 \\times 10^9$ / 86,400 s = {rps:5} requests/s. Time in the system: 1,250 tokens / 50 "
+    "tokens/s = {t:2}. Little's law, $N = \\lambda t$: {n:4} requests in flight. Over {gpus:5} GPUs: "
+    "{per_gpu:2} each.",
+)
+def _littles_law() -> dict[str, Any]:
+    rate = traffic(Q_(1.5e9, "1/day"), 1, 1).request_rate.to("1/s")
+    t = F["generation_time"](tokens_per_request=1_250, token_rate=Q_(50, "1/s")).to("s")
+    n = float(F["littles_law"](request_rate=rate, time_in_system=t).m)
+    g = QUESTIONS["huge_fleet"].numbers()["g2000"]
+    return dict(rps=float(rate.m), t=t, n=n, gpus=g, per_gpu=n / g)
+
+
+@_q(
+    id="h200",
+    level="L5",
+    topic="hardware",
+    title="H100 or H200?",
+    source="the book's own arithmetic",
+    prompt="Llama 3.1 70B in FP8 with 2,400-token conversations: one H200 (141 GB, 4.8 TB/s, \\$3.50/h) or two H100s "
+    "(80 GB, 3.35 TB/s, \\$2.50/h each)?",
+    weak='"The H200 is newer, so it is better."',
+    good='"The weights fit on one H200; two H100s have more memory and bandwidth in all."',
+    strong='"Two H100s: {b_h100} conversations at {u_h100:2} tokens/s each, {c_h100:2} per million; one H200: {b_h200} at '
+    "{u_h200:2}, {c_h200:2}. The H200's single memory holds the weights once with no tensor-parallel "
+    'communication, which this model leaves out; for latency the pair wins."',
+    answer="Two H100s: {mem_h100} usable, {w} of weights, {b_h100} conversations of {kv:3}; a full step reads "
+    "the usable memory over 6.7 TB/s, {u_h100:2} tokens/s per user, {x_h100:4} in all, {c_h100:2} per "
+    "million tokens. One H200: {mem_h200} usable, {b_h200} conversations, {u_h200:2} tokens/s each, "
+    "{x_h200:4} in all, {c_h200:2} per million.",
+)
+def _h200() -> dict[str, Any]:
+    a = serving_plan("Llama-3.1-70B", "H100 SXM", 2, 2_400, weight_bytes="fp8")
+    b = serving_plan("Llama-3.1-70B", "H200 SXM", 1, 2_400, weight_bytes="fp8")
+    return dict(
+        w=a.weights,
+        kv=a.kv_per_sequence,
+        mem_h100=a.usable_memory,
+        mem_h200=b.usable_memory,
+        b_h100=a.batch,
+        b_h200=b.batch,
+        u_h100=float(a.tokens_per_s_per_user.m),
+        u_h200=float(b.tokens_per_s_per_user.m),
+        x_h100=float(a.output_tokens_per_s.m),
+        x_h200=float(b.output_tokens_per_s.m),
+        c_h100=a.cost_per_million_output_tokens,
+        c_h200=b.cost_per_million_output_tokens,
+    )
+
+
+# --- Staff+: the whole system, assumptions stated ---------------------------------------------------------------
+@_q(
+    id="roofline_fleet",
+    level="Staff+",
+    topic="fleet",
+    title="Size a chat fleet",
+    source="seed 002",
+    prompt="A chat product peaks at 350 requests/s, 2,000 prompt and 400 answer tokens each, and needs at least 30 "
+    "tokens/s per user. Serve Llama 3.1 70B in FP8 on H100s: how many GPUs, and what does it cost a month?",
+    weak='"350 requests a second, maybe 350 GPUs."',
+    good='"{demand:3} answer tokens/s; a two-GPU replica at batch 64 makes about {x:3}; so about {naive} replicas."',
+    strong='"TP=2 so the {w} of weights leave room for cache. Batch 64 at 2,400 tokens: {read:3} a step over 4.7 TB/s '
+    "effective, {step:3}, {user:2} tokens/s per user, over the 30 target; {x:4} tokens/s per replica. Keep "
+    "30% for prefill and bursts: {usable:4}. {replicas} replicas, {gpus} H100s, about {cost:3} a month always "
+    'on. Then I would check prefill separately."',
+    answer="Demand: 350 x 400 = {demand:3} answer tokens/s. Replica: TP=2 (the {w} of FP8 weights leave under 10 GB "
+    "on one GPU). KV per sequence: 2,400 x 320 KiB = {kv:2}. Batch 64: {read:3} per step at $2 \\times 3.35 "
+    "\\times 0.7$ TB/s = {step:3} (compute: {comp:1}, so memory-bound); {user:2} tokens/s per user; {x:4} "
+    "tokens/s per replica; memory used {used:3} of {mem:3}. With 30% headroom: {usable:4} usable. Replicas: "
+    "{demand:3} / {usable:4} = {exact:3}, so {replicas}; {gpus} GPUs; {gpus} x 730 h x \\$2.50 = {cost:3} a "
+    "month.",
+)
+def _roofline_fleet() -> dict[str, Any]:
+    r = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, batch=64, context_tokens=2_400)
+    demand = F["token_rate"](request_rate=Q_(350, "1/s"), tokens_per_request=400).to("1/s")
+    f = fleet(demand, r)
+    x = float(r.throughput.m)
+    return dict(
+        demand=float(demand.m),
+        w=weight_bytes("Llama-3.1-70B", "fp8").to("GB"),
+        kv=kv_bytes_per_sequence("Llama-3.1-70B", 2_400).to("GB"),
+        read=(r.step.weights_read + r.step.kv_read).to("GB"),
+        step=r.step.step_time,
+        comp=r.step.compute_time,
+        user=float(r.tokens_per_s_per_user.m),
+        x=x,
+        used=r.memory_used,
+        mem=r.usable_memory,
+        usable=float(f.usable_throughput_per_replica.m),
+        exact=f.replicas_exact,
+        replicas=f.replicas,
+        gpus=f.gpus,
+        cost=f.monthly_cost,
+        naive=int(F["replicas_needed"](demand=demand, throughput=r.throughput).m),
+    )
+
+
+@_q(
+    id="prefill_pool",
+    level="Staff+",
+    topic="prefill",
+    title="Don't forget prefill",
+    source="seed 002",
+    prompt="The same chat product takes 700,000 prompt tokens/s at peak on Llama 3.1 70B. If prefill ran on its own "
+    "H100s at 50% of peak BF16, how many would it need? What would you do about it?",
+    weak='"Prefill is one pass; it is free compared to decode."',
+    good='"2 x 70.6B x 700,000 = {rate:2} of compute: about {gpus} H100s."',
+    strong='"{rate:2}, about {gpus} H100s on their own: more than the decode fleet. But a 50% prefix-cache hit rate, '
+    "common in multi-turn chat, halves it to {gpus_cached}, and prefill fills the compute that memory-bound "
+    "decode leaves idle, which is what the 30% headroom was for. For 20K-token RAG prompts I would size a "
+    'separate prefill pool."',
+    answer="FLOP/s: $2 \\times 70.6 \\times 10^9 \\times 700{{,}}000$ = {rate:3}. One H100 at 50% gives "
+    "{per_gpu:3}; GPUs: {rate:3} / {per_gpu:3}, rounded up: {gpus}. With half the prompt tokens served "
+    "from the prefix cache: {gpus_cached}.",
+)
+def _prefill_pool() -> dict[str, Any]:
+    p = prefill_pool(Q_(700_000, "1/s"), "Llama-3.1-70B", "H100 SXM")
+    half = prefill_pool(Q_(350_000, "1/s"), "Llama-3.1-70B", "H100 SXM")
+    return dict(
+        rate=p.compute_rate, gpus=p.gpus, gpus_cached=half.gpus, per_gpu=(gpus["H100 SXM"].flops * 0.5).to("PFLOP/s")
+    )
+
+
+@_q(
+    id="huge_fleet",
+    level="Staff+",
+    topic="fleet",
+    title="A billion requests a day",
+    source="seed 004",
+    prompt="1.5 billion requests a day, each answered with about 5 KB of text. A GPU makes about 2,000 tokens/s "
+    "batched. How many GPUs? How sensitive is that to the per-GPU figure?",
+    weak='"1.5 billion a day is 17,000 a second; a few hundred servers."',
+    good='"5,000 characters at 4 per token is {tok} tokens; {rps:5} x {tok} = {demand:3} tokens/s; over 2,000: about '
+    '{g2000:3} GPUs."',
+    strong='"{demand:3} tokens/s over 2,000 is {g2000:3} GPUs; at 1,000 tokens/s {g1000:3}, at 4,000 {g4000:3}. '
+    "Doubling per-GPU throughput halves the fleet, so batching and the KV cache are worth more than anything "
+    'in the web tier, and every feature is judged by whether it moves work off the GPUs."',
+    answer="Requests: $1.5 \\times 10^9$ / 86,400 s = {rps:5}/s. Tokens per answer: 5,000 characters / 4 = {tok}. "
+    "Demand: {rps:5} x {tok} = {demand:3} tokens/s. GPUs, $\\lceil D / X \\rceil$: {g1000:5} at 1,000 "
+    "tokens/s each, {g2000:5} at 2,000, {g4000:4} at 4,000.",
+)
+def _huge_fleet() -> dict[str, Any]:
+    tok = int(F["tokens_from_characters"](characters=5_000, chars_per_token=4).m)
+    t = traffic(Q_(1.5e9, "1/day"), 1, tok)
+    g = {
+        f"g{x}": int(F["replicas_needed"](demand=t.output_tokens_per_s, throughput=Q_(x, "1/s")).m)
+        for x in (1_000, 2_000, 4_000)
+    }
+    return dict(rps=float(t.request_rate.to("1/s").m), tok=tok, demand=float(t.output_tokens_per_s.to("1/s").m), **g)
+
+
+@_q(
+    id="moe",
+    level="Staff+",
+    topic="mixture of experts",
+    title="Is a mixture of experts cheap to serve?",
+    source="seed 001",
+    prompt="Qwen3-30B-A3B has 30.5B parameters, 3.3B active per token (8 of 128 experts). On one H100 with 2,304 "
+    "tokens of context, how fast is decode at batch 1 and at batch 32, against Llama 3.1 8B?",
+    weak='"It uses 3B parameters a token, so it is ten times faster than a 30B model, at any batch."',
+    good='"At batch 1 it reads only the active weights, {w1:2}: {t1:2} a token, faster than the 8B\'s {t8:2}."',
+    strong='"At batch 1, {t1:3}, faster than Llama 3.1 8B ({t8:2}). At batch 32 the tokens pick different experts: '
+    "with uniform routing {phi:2}% of experts are touched, so a step reads {w32:2} and takes {t32:2}. All "
+    '{w:3} must sit in memory anyway. Cheap at low batch, dense-like at high batch."',
+    answer="Batch 1: the shared weights plus 8 of 128 experts, {w1:2}, and the cache: {t1:2} a step. Batch 32: the "
+    "chance an expert is untouched is $(1 - 8/128)^{{32}}$, so a fraction {phi:2}% is read, {w32:2} of the "
+    "{w:3}: {t32:2} a step. Llama 3.1 8B at batch 1: {t8:2}.",
+)
+def _moe() -> dict[str, Any]:
+    s1 = decode_step("Qwen3-30B-A3B", "H100 SXM", batch=1, context_tokens=2_304)
+    s32 = decode_step("Qwen3-30B-A3B", "H100 SXM", batch=32, context_tokens=2_304)
+    s8 = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_304)
+    return dict(
+        w=weight_bytes("Qwen3-30B-A3B").to("GB"),
+        w1=s1.weights_read,
+        w32=s32.weights_read,
+        t1=s1.step_time,
+        t32=s32.step_time,
+        t8=s8.step_time,
+        phi=100 * s32.fraction_of_experts,
+    )
+
+
+@_q(
+    id="pushback",
+    level="Staff+",
+    topic="review",
+    title="Check a colleague's estimate",
+    source="seed 004",
+    prompt='A colleague says: "a 70B model on H100s is capped at 24 tokens/s per user, and 4,000-token contexts '
+    'need 10.5 GB of KV each." What do you check?',
+    weak='"Sounds right."',
+    good='"The KV figure uses the hidden size; with 8 KV heads it is {gqa_seq:3}, not {mha_seq:3}."',
+    strong='"Two things. The cache: {mha_seq:3} assumes a KV head per query head; Llama-style 70B models have 8, so '
+    "{gqa_seq:3}, and {b_gqa} sequences fit on two GPUs instead of {b_mha}. The cap: 24 tokens/s is 140 GB "
+    "over one GPU's bandwidth, but 140 GB needs two GPUs and they read in parallel: {r2:2} tokens/s. Both "
+    'errors make the service look worse than it is."',
+    answer="KV: {mha_seq:3} per sequence is $2 \\times 80 \\times 8192 \\times 2$ B per token, the MHA size; with 8 KV "
+    "heads it is {gqa_seq:3}, and the sequences that fit go from {b_mha} to {b_gqa}. Speed: {w} / 3.35 TB/s "
+    "gives {r1:2} tokens/s, but the weights only fit on two GPUs, whose 6.7 TB/s gives {r2:2}.",
+)
+def _pushback() -> dict[str, Any]:
+    a, b = QUESTIONS["kv_limit"].numbers(), QUESTIONS["single_stream"].numbers()
+    return {k: a[k] for k in ("mha_seq", "gqa_seq", "b_gqa", "b_mha")} | {k: b[k] for k in ("w", "r1", "r2")}
+
+
+# --- the sheet of numbers ---------------------------------------------------------------------------------------
+#: Models whose KV per token the sheet lists, and GPUs whose datasheet figures it lists.
+SHEET_MODELS = (
+    "Llama-3.1-8B",
+    "Qwen2.5-7B",
+    "Llama-3.1-70B",
+    "Qwen2.5-72B",
+    "Llama-3.1-405B",
+    "Mixtral-8x7B",
+    "Qwen3-235B-A22B",
+    "DeepSeek-V3",
+)
+SHEET_GPUS = ("H100 SXM", "H200 SXM", "B200")
+
+
+def sheet() -> dict[str, Any]:
+    """Every number of the one-page sheet, computed from the catalog and the formulas.
+
+    Returns a dict of named quantities and counts plus the rows of its tables
+    (``"kv_rows"``, ``"gpu_rows"``, ``"weight_rows"``).
+
+    Examples
+    --------
+    >>> s = sheet()
+    >>> s["h100_step"].to("ms").m  # doctest: +ELLIPSIS
+    21.49...
+    """
+    out: dict[str, Any] = {}
+    out["kv_rows"] = [
+        (
+            name,
+            models[name].attention,
+            kv_bytes_per_token(name).to("KiB"),
+            kv_bytes_per_sequence(name, 4_096).to("GB"),
+            kv_bytes_per_sequence(name, 131_072).to("GB"),
+        )
+        for name in SHEET_MODELS
+    ]
+    out["gpu_rows"] = []
+    for name in SHEET_GPUS:
+        g = gpus[name]
+        step = _read_time(usable_memory(g), g)
+        out["gpu_rows"].append(
+            (
+                name,
+                g.memory,
+                g.bandwidth.to("TB/s"),
+                g.flops.to("TFLOP/s"),
+                g.peak_flops("fp8").to("TFLOP/s"),
+                step,
+                _per_s(step),
+                g.price_per_hour,
+            )
+        )
+    h100 = gpus["H100 SXM"]
+    out["h100_usable"] = usable_memory(h100).to("GB")
+    out["h100_step"] = _read_time(out["h100_usable"], h100)
+    out["h100_step_rate"] = _per_s(out["h100_step"])
+    out["ridge"] = F["ridge_intensity"](
+        peak_flops=h100.flops, compute_efficiency=1.0, bandwidth=h100.bandwidth, bandwidth_efficiency=1.0
+    ).to("FLOP/B")
+    out["weight_rows"] = [
+        (
+            p,
+            Q_(b, "B"),
+            weight_bytes("Llama-3.1-8B", p).to("GB"),
+            weight_bytes("Llama-3.1-70B", p).to("GB"),
+            weight_bytes("Llama-3.1-405B", p).to("GB"),
+        )
+        for p, b in (("bf16", 2), ("fp8", 1), ("int4", 0.5))
+    ]
+    out["flops_70b"] = F["decode_flops_per_token"](flops_per_param=TWO_FLOP, active_params=70e9).to("GFLOP")
+    out["prefill_70b_2k"] = F["prefill_flops_linear"](flops_per_param=TWO_FLOP, params=70e9, prompt_tokens=2_000).to(
+        "PFLOP"
+    )
+    out["kv_8b"] = kv_bytes_per_token("Llama-3.1-8B").to("KiB")
+    out["kv_70b"] = kv_bytes_per_token("Llama-3.1-70B").to("KiB")
+    out["w70_read"] = _read_time(weight_bytes("Llama-3.1-70B"), h100, 2)
+    out["w8_read"] = _read_time(weight_bytes("Llama-3.1-8B"), h100)
+    ll = F["littles_law"](request_rate=Q_(10, "1/s"), time_in_system=Q_(15, "s"))
+    out["little_example"] = float(ll.m)
+    out["cost_example"] = cost_per_million(h100.price_per_hour, Q_(1_000, "1/s"))
+    out["cost_example_price"] = h100.price_per_hour
+    out["day_rate"] = float(Q_(1_000_000, "1/day").to("1/s").m)
+    out["month_hours"] = HOURS_PER_MONTH
+    out["month_cost"] = F["fleet_cost"](gpus=1, price=h100.price_per_hour, hours=out["month_hours"]).to("USD")
+    return out
