@@ -415,6 +415,11 @@ formula("cycle_throughput", "throughput", batch * answer_tokens / (prefill_time 
         "output tokens per second of a batch that prefills together, then decodes its answers", "12_validation")
 formula("prefill_share", "prefill_share", prefill_time / (prefill_time + answer_tokens * step_time),
         "share of a batch's cycle spent in prefill", "12_validation")
+kv_free_fraction = _s("kv_free_fraction", r"f_{free}", "",
+                      "share of the memory the weights leave that an engine gives the KV cache")
+formula("engine_usable_fraction", "usable_fraction",
+        (weights + kv_free_fraction * (n_gpus * gpu_memory - weights)) / (n_gpus * gpu_memory),
+        "usable share of memory when the KV cache gets a share of what the weights leave", "12_validation")
 
 
 # --- Sizing the fleet (09_fleet) -----------------------------------------------------------------

@@ -30,7 +30,7 @@ Examples
 (26, 'T1', 'Llama-3.1-8B')
 >>> p = predict(rows[0])
 >>> p.batch, p.compute_precision
-(3810, 'fp8')
+(3812, 'fp8')
 """
 
 from __future__ import annotations
@@ -47,11 +47,27 @@ import sympy as sp
 from llmcourse.catalog import gpus, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.planner import decode_step, max_batch, prefill
+from llmcourse.planner import decode_step, max_batch, prefill, weight_bytes
 
 __all__ = [
-    "DEFAULT_EFFICIENCIES", "METRICS", "Measurement", "measurements", "compute_precision", "Prediction", "predict",
-    "Components", "components", "ErrorStats", "error_stats", "Fit", "fit_efficiencies", "leave_one_out",
+    "DEFAULT_EFFICIENCIES",
+    "METRICS",
+    "Components",
+    "ErrorStats",
+    "Fit",
+    "Measurement",
+    "Prediction",
+    "Validation",
+    "components",
+    "compute_precision",
+    "engine_usable_fraction",
+    "error_stats",
+    "family",
+    "fit_efficiencies",
+    "leave_one_out",
+    "measurements",
+    "predict",
+    "validate",
 ]
 
 #: The planner's default efficiencies (:func:`llmcourse.planner.decode_step`): "before calibration".
@@ -88,7 +104,9 @@ class Measurement:
         if self.metric not in METRICS:
             raise InputError(f"row {self.id}: metric {self.metric!r} unknown; use one of {', '.join(METRICS)}.")
         if self.load_kind not in LOAD_KINDS:
-            raise InputError(f"row {self.id}: load_kind {self.load_kind!r} unknown; use one of {', '.join(LOAD_KINDS)}.")
+            raise InputError(
+                f"row {self.id}: load_kind {self.load_kind!r} unknown; use one of {', '.join(LOAD_KINDS)}."
+            )
         if self.n_gpus != self.tp:
             raise InputError(f"row {self.id}: n_gpus ({self.n_gpus}) must equal tp ({self.tp}) (one replica per row).")
 
@@ -98,10 +116,27 @@ def measurements() -> list[Measurement]:
     text = resources.files("llmcourse.data").joinpath("measurements.csv").read_text(encoding="utf-8")
     out = []
     for r in csv.DictReader(text.splitlines()):
-        out.append(Measurement(
-            id=r["id"], source=r["source"], gpu=r["gpu"], n_gpus=int(r["n_gpus"]), tp=int(r["tp"]), model=r["model"],
-            weights=r["weights"], kv=r["kv"], engine=r["engine"], isl=int(r["isl"]), osl=int(r["osl"]), load=r["load"],
-            load_kind=r["load_kind"], metric=r["metric"], value=float(r["value"]), unit=r["unit"], notes=r["notes"]))
+        out.append(
+            Measurement(
+                id=r["id"],
+                source=r["source"],
+                gpu=r["gpu"],
+                n_gpus=int(r["n_gpus"]),
+                tp=int(r["tp"]),
+                model=r["model"],
+                weights=r["weights"],
+                kv=r["kv"],
+                engine=r["engine"],
+                isl=int(r["isl"]),
+                osl=int(r["osl"]),
+                load=r["load"],
+                load_kind=r["load_kind"],
+                metric=r["metric"],
+                value=float(r["value"]),
+                unit=r["unit"],
+                notes=r["notes"],
+            )
+        )
     return out
 
 
@@ -141,8 +176,12 @@ class Prediction:
     bound: str
 
     def rows(self) -> list[tuple[str, str]]:
-        out = [("predicted", f"{self.value:,.1f} {self.unit}"), ("batch", f"{self.batch:,}"),
-               ("compute precision", self.compute_precision), ("decode bound", self.bound)]
+        out = [
+            ("predicted", f"{self.value:,.1f} {self.unit}"),
+            ("batch", f"{self.batch:,}"),
+            ("compute precision", self.compute_precision),
+            ("decode bound", self.bound),
+        ]
         if self.step_time_ms is not None:
             out.append(("decode step", f"{self.step_time_ms:.2f} ms"))
         if self.prefill_time_ms is not None:
@@ -156,43 +195,100 @@ def _common(row: Measurement) -> dict:
     return dict(n_gpus=row.tp, weight_bytes=row.weights, compute_precision=compute_precision(row.weights, row.gpu))
 
 
-def _batch(row: Measurement) -> int:
+def engine_usable_fraction(row: Measurement, kv_free_fraction: float = 0.9) -> float:
+    """The share of the GPUs' memory an engine that gives the KV cache ``kv_free_fraction`` of what
+    the weights leave (TensorRT-LLM's ``free_gpu_memory_fraction``, 0.9 by default) lets the
+    weights and the cache use together. Activations are ignored.
+
+    Examples
+    --------
+    >>> r = measurements()[7]
+    >>> r.id, round(engine_usable_fraction(r), 4)
+    ('T8', 0.9882)
+    """
+    g = gpus[row.gpu]
+    w = weight_bytes(row.model, row.weights)
+    return float(
+        F["engine_usable_fraction"](weights=w, kv_free_fraction=kv_free_fraction, n_gpus=row.tp, gpu_memory=g.memory).m
+    )
+
+
+def _batch(row: Measurement, usable_fraction: float = 0.9) -> int:
     if row.load_kind == "online_rate":
         return 1
-    b = max_batch(row.model, row.gpu, row.isl + row.osl, n_gpus=row.tp, weight_bytes=row.weights, kv_bytes=row.kv)
+    b = max_batch(
+        row.model,
+        row.gpu,
+        row.isl + row.osl,
+        n_gpus=row.tp,
+        weight_bytes=row.weights,
+        kv_bytes=row.kv,
+        usable_fraction=usable_fraction,
+    )
     if b < 1:
-        raise InputError(f"row {row.id}: {row.model} does not fit on {row.tp} x {row.gpu} at {row.isl + row.osl} tokens.")
+        raise InputError(
+            f"row {row.id}: {row.model} does not fit on {row.tp} x {row.gpu} at {row.isl + row.osl} tokens."
+        )
     return b
 
 
-def predict(row: Measurement, bandwidth_efficiency: float = DEFAULT_EFFICIENCIES[0],
-            compute_efficiency: float = DEFAULT_EFFICIENCIES[1]) -> Prediction:
+def predict(
+    row: Measurement,
+    bandwidth_efficiency: float = DEFAULT_EFFICIENCIES[0],
+    compute_efficiency: float = DEFAULT_EFFICIENCIES[1],
+    *,
+    usable_fraction: float = 0.9,
+) -> Prediction:
     """Predict a row's metric with the planner from the row's own fields (never its ``value``).
+
+    ``usable_fraction`` is the planner's share of the GPUs' memory that weights and KV cache may
+    use (0.9); :func:`engine_usable_fraction` gives the engine's rule instead.
 
     Examples
     --------
     >>> r = measurements()[16]
     >>> r.id, r.metric, round(predict(r).value, 2)
-    ('T17', 'itl_ms', 6.94)
+    ('T17', 'itl_ms', 6.88)
     """
     eff = dict(bandwidth_efficiency=bandwidth_efficiency, compute_efficiency=compute_efficiency)
     kw = _common(row) | eff
-    batch = _batch(row)
+    batch = _batch(row, usable_fraction)
     cp = kw["compute_precision"]
     if row.metric == "output_tokens_per_s":
         s = decode_step(row.model, row.gpu, batch=batch, context_tokens=row.isl + row.osl / 2, kv_bytes=row.kv, **kw)
         p = prefill(row.model, row.gpu, row.isl, prompts=batch, **kw)
         x = F["cycle_throughput"](batch=batch, answer_tokens=row.osl, prefill_time=p.time, step_time=s.step_time)
         share = float(F["prefill_share"](answer_tokens=row.osl, prefill_time=p.time, step_time=s.step_time).m)
-        return Prediction(row.id, row.metric, float(x.to("1/s").m), row.unit, batch, cp,
-                          float(s.step_time.to("ms").m), float(p.time.to("ms").m), share, s.bound)
+        return Prediction(
+            row.id,
+            row.metric,
+            float(x.to("1/s").m),
+            row.unit,
+            batch,
+            cp,
+            float(s.step_time.to("ms").m),
+            float(p.time.to("ms").m),
+            share,
+            s.bound,
+        )
     if row.metric == "itl_ms":
         s = decode_step(row.model, row.gpu, batch=batch, context_tokens=row.isl + row.osl / 2, kv_bytes=row.kv, **kw)
-        return Prediction(row.id, row.metric, float(s.step_time.to("ms").m), row.unit, batch, cp,
-                          float(s.step_time.to("ms").m), None, None, s.bound)
+        return Prediction(
+            row.id,
+            row.metric,
+            float(s.step_time.to("ms").m),
+            row.unit,
+            batch,
+            cp,
+            float(s.step_time.to("ms").m),
+            None,
+            None,
+            s.bound,
+        )
     p = prefill(row.model, row.gpu, row.isl, prompts=batch, **kw)
-    return Prediction(row.id, row.metric, float(p.time.to("ms").m), row.unit, batch, cp, None,
-                      float(p.time.to("ms").m), None, p.bound)
+    return Prediction(
+        row.id, row.metric, float(p.time.to("ms").m), row.unit, batch, cp, None, float(p.time.to("ms").m), None, p.bound
+    )
 
 
 def _vectorised(name: str):
@@ -235,19 +331,27 @@ class Components:
             return step
         if self.metric == "ttft_ms":
             return pre
-        return _cycle_throughput_np(answer_tokens=self.osl, batch=self.batch, prefill_time=pre / 1000.0,
-                                    step_time=step / 1000.0)
+        return _cycle_throughput_np(
+            answer_tokens=self.osl, batch=self.batch, prefill_time=pre / 1000.0, step_time=step / 1000.0
+        )
 
 
-def components(row: Measurement) -> Components:
+def components(row: Measurement, *, usable_fraction: float = 0.9) -> Components:
     """The times of :func:`predict` at 100% bandwidth and compute efficiency."""
-    batch = _batch(row)
+    batch = _batch(row, usable_fraction)
     kw = _common(row) | dict(bandwidth_efficiency=1.0, compute_efficiency=1.0)
     s = decode_step(row.model, row.gpu, batch=batch, context_tokens=row.isl + row.osl / 2, kv_bytes=row.kv, **kw)
     p = prefill(row.model, row.gpu, row.isl, prompts=batch, **kw)
-    return Components(row.id, row.metric, batch, row.osl, float(s.memory_time.to("ms").m),
-                      float(s.compute_time.to("ms").m), float(p.compute_time.to("ms").m),
-                      float(p.memory_time.to("ms").m))
+    return Components(
+        row.id,
+        row.metric,
+        batch,
+        row.osl,
+        float(s.memory_time.to("ms").m),
+        float(s.compute_time.to("ms").m),
+        float(p.compute_time.to("ms").m),
+        float(p.memory_time.to("ms").m),
+    )
 
 
 @dataclass(frozen=True)
@@ -286,8 +390,13 @@ def error_stats(predicted: Sequence[float], measured: Sequence[float], ids: Sequ
         raise InputError("predictions and measurements must be finite and greater than zero.")
     e = np.abs(np.log(p / m))
     i = int(np.argmax(e))
-    return ErrorStats(n=len(p), median_abs_log=float(np.median(e)), worst_abs_log=float(e[i]), worst_id=ids[i],
-                      within_2x=float(np.mean(e <= math.log(2) + 1e-12)))
+    return ErrorStats(
+        n=len(p),
+        median_abs_log=float(np.median(e)),
+        worst_abs_log=float(e[i]),
+        worst_id=ids[i],
+        within_2x=float(np.mean(e <= math.log(2) + 1e-12)),
+    )
 
 
 @dataclass(frozen=True)
@@ -304,8 +413,9 @@ def _grid(lo: float, hi: float, n: int) -> np.ndarray:
     return np.exp(np.linspace(math.log(lo), math.log(hi), n))
 
 
-def fit_efficiencies(comps: Sequence[Components], measured: Sequence[float], *, lo: float = 0.02, hi: float = 1.0,
-                     n: int = 161) -> Fit:
+def fit_efficiencies(
+    comps: Sequence[Components], measured: Sequence[float], *, lo: float = 0.02, hi: float = 1.0, n: int = 161
+) -> Fit:
     """Least squares in log space over a log-spaced grid of both efficiencies in ``[lo, hi]``,
     then a finer grid around the best point. Efficiencies above 1 are not allowed: a factor
     above 100% of a datasheet peak would hide a missing term, not calibrate a real one.
@@ -348,3 +458,116 @@ def leave_one_out(comps: Sequence[Components], measured: Sequence[float]) -> tup
         fits.append(f)
         preds.append(float(comps[i].value(f.bandwidth_efficiency, f.compute_efficiency)))
     return preds, fits
+
+
+def family(row: Measurement) -> str:
+    """The group a row's discussion belongs to: ``"latency"`` (ITL, TTFT), ``"MoE"`` (a
+    mixture-of-experts model's throughput) or ``"dense"`` (a dense model's throughput)."""
+    if row.metric != "output_tokens_per_s":
+        return "latency"
+    return "MoE" if models[row.model].is_moe else "dense"
+
+
+@dataclass(frozen=True)
+class Validation:
+    """Every row predicted three ways (planner defaults, calibrated, held out) and the statistics."""
+
+    rows: tuple[Measurement, ...]
+    default: tuple[Prediction, ...]
+    comps: tuple[Components, ...]
+    fit: Fit
+    calibrated: tuple[float, ...]
+    held_out: tuple[float, ...]
+    held_out_fits: tuple[Fit, ...]
+
+    @property
+    def measured(self) -> list[float]:
+        return [r.value for r in self.rows]
+
+    @property
+    def ids(self) -> list[str]:
+        return [r.id for r in self.rows]
+
+    def at(self, bandwidth_efficiency: float, compute_efficiency: float) -> list[float]:
+        """Every row's prediction at the given efficiencies (the fast path of :class:`Components`)."""
+        return [float(c.value(bandwidth_efficiency, compute_efficiency)) for c in self.comps]
+
+    def stats(self, which: str = "default", subset: Sequence[str] | None = None) -> ErrorStats:
+        """Error statistics of ``"default"``, ``"calibrated"``, ``"held_out"`` or ``"datasheet"``
+        (100% of both peaks) predictions, over all rows or the ids in ``subset``."""
+        preds = {
+            "default": [p.value for p in self.default],
+            "calibrated": list(self.calibrated),
+            "held_out": list(self.held_out),
+            "datasheet": self.at(1.0, 1.0),
+        }
+        if which not in preds:
+            raise InputError(f"which must be one of {', '.join(preds)}; got {which!r}.")
+        keep = [i for i, r in enumerate(self.rows) if subset is None or r.id in subset]
+        return error_stats(
+            [preds[which][i] for i in keep], [self.measured[i] for i in keep], [self.ids[i] for i in keep]
+        )
+
+    def ids_of(self, fam: str) -> list[str]:
+        """Ids of the rows of one :func:`family`."""
+        return [r.id for r in self.rows if family(r) == fam]
+
+    def table(self) -> list[dict[str, str]]:
+        """One dict per row for the chapter's table (text, already formatted)."""
+        out = []
+        for r, p, c, h in zip(self.rows, self.default, self.calibrated, self.held_out, strict=True):
+            unit = "tok/s" if r.metric == "output_tokens_per_s" else "ms"
+            num = (lambda x: f"{x:,.0f}") if unit == "tok/s" else (lambda x: f"{x:.1f}")
+            out.append(
+                {
+                    "id": r.id,
+                    "GPU": f"{r.tp} x {r.gpu}",
+                    "model": r.model,
+                    "w/kv": f"{r.weights}/{r.kv}",
+                    "isl/osl": f"{r.isl}/{r.osl}",
+                    "load": r.load,
+                    "metric": f"{r.metric.split('_')[0]} ({unit})",
+                    "batch": f"{p.batch:,}",
+                    "measured": num(r.value),
+                    "predicted": num(p.value),
+                    "ratio": f"{p.value / r.value:.2f}",
+                    "calibrated": f"{c / r.value:.2f}",
+                    "held out": f"{h / r.value:.2f}",
+                }
+            )
+        return out
+
+    def markdown(self) -> str:
+        """The table as Markdown (ratios are predicted / measured)."""
+        t = self.table()
+        head = list(t[0])
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(row[k] for k in head) + " |" for row in t]
+        return "\n".join(lines)
+
+
+def validate(rows: Sequence[Measurement] | None = None) -> Validation:
+    """Predict every row at the planner's default efficiencies, fit the two global efficiencies on
+    all rows, and predict each row again with factors fitted on the other rows (leave one out).
+
+    Examples
+    --------
+    >>> v = validate()
+    >>> v.stats("default").n
+    26
+    """
+    rows = tuple(measurements() if rows is None else rows)
+    comps = tuple(components(r) for r in rows)
+    meas = [r.value for r in rows]
+    fit = fit_efficiencies(comps, meas)
+    cal = tuple(float(c.value(fit.bandwidth_efficiency, fit.compute_efficiency)) for c in comps)
+    held, fits = leave_one_out(comps, meas)
+    return Validation(
+        rows=rows,
+        default=tuple(predict(r) for r in rows),
+        comps=comps,
+        fit=fit,
+        calibrated=cal,
+        held_out=tuple(held),
+        held_out_fits=tuple(fits),
+    )

@@ -1,0 +1,92 @@
+"""Figures of the chapter *How good is the estimate?* (``book/12_validation.md``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from llmcourse.validation import Validation, family
+
+__all__ = ["predicted_vs_measured", "ratios"]
+
+_STYLE = {"dense": ("o", "tab:blue"), "MoE": ("s", "tab:orange"), "latency": ("^", "tab:green")}
+
+
+def _panel(
+    ax: Any, xs: list[float], ys: list[float], fams: list[str], ids: list[str], unit: str, label: set[str]
+) -> None:
+    lo, hi = min(xs + ys) / 3, max(xs + ys) * 3
+    line = np.array([lo, hi])
+    ax.fill_between(line, line / 2, line * 2, color="grey", alpha=0.15, label="within 2x")
+    ax.plot(line, line, "k-", lw=0.8, label="predicted = measured")
+    for fam, (marker, color) in _STYLE.items():
+        pts = [(x, y) for x, y, f in zip(xs, ys, fams, strict=True) if f == fam]
+        if pts:
+            ax.scatter(*zip(*pts, strict=True), marker=marker, color=color, label=fam, zorder=3)
+    for x, y, i in zip(xs, ys, ids, strict=True):
+        if i in label:
+            ax.annotate(i, (x, y), textcoords="offset points", xytext=(5, -10), color="crimson", fontsize=8)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    for axis in (ax.xaxis, ax.yaxis):
+        if hi / lo < 100:
+            axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}" if x >= 1 else f"{x:g}"))
+        axis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(f"measured ({unit})")
+    ax.set_ylabel(f"predicted ({unit})")
+    ax.grid(True, which="both", alpha=0.3)
+
+
+def predicted_vs_measured(v: Validation, which: str = "default", *, label_outside: bool = True) -> Any:
+    """Predicted against measured on log axes, throughput and latency rows in two panels, with
+    the band within a factor of 2 shaded; rows outside the band are labelled.
+
+    ``which`` is ``"default"`` (the planner's efficiencies), ``"calibrated"`` or ``"held_out"``.
+    """
+    preds = {"default": [p.value for p in v.default], "calibrated": list(v.calibrated), "held_out": list(v.held_out)}[
+        which
+    ]
+    _fig, axes = plt.subplots(1, 2, figsize=(9.6, 4.2), layout="constrained", gridspec_kw={"width_ratios": [3, 2]})
+    for ax, is_tput, unit in ((axes[0], True, "output tok/s"), (axes[1], False, "ms")):
+        keep = [i for i, r in enumerate(v.rows) if (r.metric == "output_tokens_per_s") == is_tput]
+        xs = [v.rows[i].value for i in keep]
+        ys = [preds[i] for i in keep]
+        ids = [v.rows[i].id for i in keep]
+        out = {i for i, x, y in zip(ids, xs, ys, strict=True) if abs(math.log(y / x)) > math.log(2)}
+        _panel(ax, xs, ys, [family(v.rows[i]) for i in keep], ids, unit, out if label_outside else set())
+        ax.set_title("throughput rows" if is_tput else "latency rows (ITL, TTFT)")
+    axes[0].legend(loc="upper left", fontsize=8)
+    return axes
+
+
+def ratios(v: Validation) -> Any:
+    """Predicted / measured for every row, at the planner's defaults, calibrated and held out."""
+    _fig, ax = plt.subplots(figsize=(9.6, 3.8), layout="constrained")
+    x = np.arange(len(v.rows))
+    series = (
+        ("planner defaults", [p.value for p in v.default], "o"),
+        ("calibrated", list(v.calibrated), "x"),
+        ("held out (leave one out)", list(v.held_out), "+"),
+    )
+    ax.axhspan(0.5, 2.0, color="grey", alpha=0.15, label="within 2x")
+    ax.axhline(1.0, color="k", lw=0.8)
+    for (name, preds, marker), dx in zip(series, (-0.2, 0.0, 0.2), strict=True):
+        r = [p / row.value for p, row in zip(preds, v.rows, strict=True)]
+        ax.plot(x + dx, r, marker, linestyle="none", label=name)
+    ax.set_yscale("log")
+    ax.set_yticks([0.1, 0.25, 0.5, 1, 2, 4])
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xticks(x, [r.id for r in v.rows], rotation=90, fontsize=8)
+    ax.set_ylabel("predicted / measured")
+    ax.set_xlabel("row of the measurements table")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, ncols=4, loc="upper left")
+    return ax
