@@ -1,0 +1,51 @@
+"""Auto-checked exercises: one problem set per chapter, checked by the planner.
+
+In a notebook::
+
+    from llmcourse import Q_
+    from llmcourse.exercises import check, show, progress, student
+
+    student("s1234567")          # optional: your own variant of every exercise
+    show("kv_cache_ex1")         # the story with your givens
+    answer = Q_(320, "KiB")
+    check("kv_cache_ex1", answer)
+    progress("kv_cache")
+
+Expected answers are computed by the planner when :func:`check` runs; they are stored nowhere.
+Importing this package is cheap: the chapters' exercise definitions load on first use.
+A teacher grades a notebook with ``python -m llmcourse check exercises/03_kv_cache.md --seed S``.
+"""
+
+from __future__ import annotations
+
+from llmcourse.exercises.engine import (
+    CHAPTERS,
+    Exercise,
+    Progress,
+    Result,
+    check,
+    exercises,
+    get,
+    progress,
+    register,
+    reset,
+    show,
+    student,
+    variant_of,
+)
+
+__all__ = [
+    "CHAPTERS",
+    "Exercise",
+    "Progress",
+    "Result",
+    "check",
+    "exercises",
+    "get",
+    "progress",
+    "register",
+    "reset",
+    "show",
+    "student",
+    "variant_of",
+]

@@ -1,0 +1,148 @@
+"""Exercises for the capstone *Design review* (``book/11_design_review.md``): one brief through ``plan()``."""
+
+from __future__ import annotations
+
+import llmcourse as lc
+from llmcourse import Q_
+from llmcourse.exercises._common import define, pick
+
+EXERCISES: list = []
+
+DEFAULT = dict(model="Llama-3.1-8B", gpu="H100 SXM", rps=10, prompt=2_000, answer=300, ttft=1_000, tpot=50)
+_SETUPS = (
+    ("Llama-3.1-8B", "H100 SXM"),
+    ("Llama-3.1-8B", "H200 SXM"),
+    ("Qwen2.5-7B", "H100 SXM"),
+    ("Llama-3.1-8B", "A100 SXM 80GB"),
+    ("Qwen2.5-7B", "L40S"),
+    ("Llama-3.1-8B", "B200"),
+)
+
+
+def _vary(r):
+    model, gpu = pick(r, _SETUPS)
+    return dict(
+        model=model,
+        gpu=gpu,
+        rps=pick(r, (5, 10, 25, 60, 150)),
+        prompt=pick(r, (500, 1_000, 2_000, 3_000)),
+        answer=pick(r, (150, 300, 600)),
+        ttft=pick(r, (500, 1_000, 2_000)),
+        tpot=pick(r, (30, 50, 80)),
+    )
+
+
+def _plan(v):
+    brief = lc.Brief(v["rps"], v["prompt"], v["answer"], Q_(v["ttft"], "ms"), Q_(v["tpot"], "ms"))
+    return lc.plan(v["model"], v["gpu"], brief)
+
+
+_STORY = (
+    "Design review. Brief: {rps} requests per second, {prompt}-token prompts, {answer}-token answers, time to "
+    "first token at most {ttft} ms, time per output token at most {tpot} ms. Proposal: {model} in BF16 on "
+    "single-{gpu} servers, 10% of memory held back, 30% headroom, peak bandwidth and FLOP/s (no efficiency "
+    "factors), the GPU's catalog price. "
+)
+
+define(
+    EXERCISES,
+    "design_review_ex1",
+    "KV cache per request",
+    _STORY + "How much KV cache does one request hold at its full length?",
+    "GB",
+    DEFAULT,
+    _vary,
+    lambda v: _plan(v).kv_per_request,
+    ("KV per token x (prompt + answer) tokens.",),
+    kv=True,
+)
+
+define(
+    EXERCISES,
+    "design_review_ex2",
+    "Largest batch that fits",
+    _STORY + "How many requests fit in one GPU's memory at once?",
+    "",
+    DEFAULT,
+    _vary,
+    lambda v: _plan(v).max_batch,
+    ("Free memory = 0.9 x GPU memory - weights.", "Divide by the KV of one request (prompt + answer) and round down."),
+    integer=True,
+    bare_ok=True,
+)
+
+define(
+    EXERCISES,
+    "design_review_ex3",
+    "Time to first token",
+    _STORY + "What is the time to first token (prefill of one prompt, 2 FLOPs per parameter per token, or one "
+    "read of the weights if that is slower)?",
+    "ms",
+    DEFAULT,
+    _vary,
+    lambda v: _plan(v).ttft,
+    (
+        "FLOPs = 2 x parameters x {prompt}; time = FLOPs / peak BF16 FLOP/s.",
+        "Compare with weights / bandwidth and take the slower.",
+    ),
+)
+
+_STEP = (
+    "The batch is the largest that fits and keeps a decode step within {tpot} ms; each step reads the weights "
+    "and every request's KV at the average context (prompt + answer / 2).",
+    "lc.plan(...) does the whole review; build the brief with lc.Brief(...).",
+)
+
+define(
+    EXERCISES,
+    "design_review_ex4",
+    "GPUs for the brief",
+    _STORY + "How many GPUs does the fleet need?",
+    "",
+    DEFAULT,
+    _vary,
+    lambda v: _plan(v).gpus,
+    (*_STEP, "Requests/s per GPU = 1 / (answer x step / batch + TTFT); GPUs = rate x 1.3 / that, rounded up."),
+    integer=True,
+    bare_ok=True,
+)
+
+define(
+    EXERCISES,
+    "design_review_ex5",
+    "Requests in flight",
+    _STORY + "On average, how many requests are in flight across the fleet (arrival to last token)?",
+    "",
+    DEFAULT,
+    _vary,
+    lambda v: _plan(v).in_flight,
+    (*_STEP, "Little's law: rate x (TTFT + answer tokens x step time)."),
+    bare_ok=True,
+    tolerance=0.02,
+)
+
+define(
+    EXERCISES,
+    "design_review_ex6",
+    "Cost per million answer tokens",
+    _STORY + "What do a million answer tokens cost, with the fleet sized as above?",
+    "USD",
+    DEFAULT,
+    _vary,
+    lambda v: _plan(v).cost_per_million_output_tokens,
+    (*_STEP, "Cost per token = GPUs x price per hour / answer tokens per hour (rate x answer tokens)."),
+    tolerance=0.02,
+)
+
+define(
+    EXERCISES,
+    "design_review_ex7",
+    "Cost per thousand requests",
+    _STORY + "What do a thousand requests cost?",
+    "USD",
+    DEFAULT,
+    _vary,
+    lambda v: _plan(v).cost_per_thousand_requests,
+    (*_STEP, "Cost per request = GPUs x price per hour / requests per hour."),
+    tolerance=0.02,
+)
