@@ -1,0 +1,75 @@
+"""Figures of the chapter *The KV cache* (``book/03_kv_cache.md``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from llmcourse.planner import kv_bytes_per_sequence, max_batch
+from llmcourse.plots import mark_point, new_figure
+
+__all__ = ["batch_vs_context", "kv_vs_context"]
+
+
+def batch_vs_context(
+    names: Sequence[Any],
+    gpu: str = "H100 SXM",
+    *,
+    n_gpus: int = 1,
+    weight_bytes: Any = 2,
+    min_context: int = 256,
+    max_context: int = 131_072,
+    mark: tuple[Any, int] | None = None,
+) -> Any:
+    """Sequences that fit beside the weights against the context length (log-log), one line per model.
+
+    ``mark`` = (model, context) marks one point.
+    """
+    _fig, ax = new_figure()
+    ctx = np.unique(np.geomspace(min_context, max_context, 60).astype(int))
+    for n in names:
+        label = n if isinstance(n, str) else n.name
+        b = np.array([max_batch(n, gpu, c, n_gpus=n_gpus, weight_bytes=weight_bytes) for c in ctx], dtype=float)
+        b[b == 0] = np.nan  # nothing fits: leave a gap on the log axis
+        ax.plot(ctx, b, label=label)
+    if mark is not None:
+        m, c = mark
+        b = max_batch(m, gpu, c, n_gpus=n_gpus, weight_bytes=weight_bytes)
+        mark_point(ax, c, b, f"{b} at {c:,} tokens")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("context per sequence (tokens, log scale)")
+    ax.set_ylabel("sequences that fit (log scale)")
+    ax.set_title(f"{n_gpus} x {gpu}, 90% usable, BF16 weights and cache", fontsize=10)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def kv_vs_context(
+    names: Sequence[Any],
+    contexts: Sequence[int] = (1_000, 4_000, 32_000, 128_000),
+    memory_line: tuple[str, float] | None = None,
+) -> Any:
+    """KV cache of one sequence (GB, log scale) at a few context lengths, one bar group per model.
+
+    ``memory_line`` = (label, GB) draws a horizontal reference line, e.g. one GPU's memory.
+    """
+    _fig, ax = new_figure()
+    width = 0.8 / len(names)
+    x = np.arange(len(contexts))
+    for i, n in enumerate(names):
+        label = n if isinstance(n, str) else n.name
+        gb = [kv_bytes_per_sequence(n, c).to("GB").m for c in contexts]
+        bars = ax.bar(x + i * width, gb, width=width, label=label)
+        ax.bar_label(bars, labels=[f"{v:,.3g}" for v in gb], fontsize=7)
+    if memory_line is not None:
+        ax.axhline(memory_line[1], color="k", ls="--", lw=1)
+        ax.text(x[0] - width / 2, memory_line[1] * 1.15, memory_line[0], fontsize=8)
+    ax.set_xticks(x + width * (len(names) - 1) / 2, [f"{c:,}" for c in contexts])
+    ax.set_yscale("log")
+    ax.set_xlabel("context (tokens)")
+    ax.set_ylabel("KV cache of one sequence (GB, log scale)")
+    ax.legend(fontsize=8)
+    return ax

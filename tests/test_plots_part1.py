@@ -1,0 +1,74 @@
+"""The figures of chapters 1-4 build, with labelled axes and the discussed point marked."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+
+from llmcourse.plots.gqa import kv_heads_sweep
+from llmcourse.plots.kv_cache import batch_vs_context, kv_vs_context
+from llmcourse.plots.tokens import stream_time
+from llmcourse.plots.weights import memory_bar, weights_by_precision
+from llmcourse.widgets.kv_cache import without_gqa
+from llmcourse.widgets.weights import weight_fit
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+def labelled(ax):
+    return bool(ax.get_xlabel()) and bool(ax.get_ylabel() or not ax.get_yticks().size)
+
+
+def marked_texts(ax):
+    return [t.get_text() for t in ax.texts]
+
+
+def test_stream_time_marks_25_s():
+    """1,250 tokens at 50 tok/s is marked as 25 s (seed 004)."""
+    ax = stream_time(reading_speed=5.3)
+    assert labelled(ax) and "(s)" in ax.get_ylabel()
+    assert any("25 s" in t for t in marked_texts(ax))
+
+
+def test_memory_bar_both_cases():
+    """The memory bar draws for a fit and a misfit, x axis in GB."""
+    for p in ("bf16", "fp8"):
+        ax = memory_bar(weight_fit("Qwen2.5-72B", p, "H100 SXM", 2))
+        assert "(GB)" in ax.get_xlabel()
+
+
+def test_weights_by_precision_marks_145_gb():
+    """Qwen2.5-72B in BF16 is marked at 145.4 GB (72.7e9 x 2 B)."""
+    ax = weights_by_precision(["Llama-3.1-8B", "Qwen2.5-72B"], mark=("Qwen2.5-72B", "bf16"))
+    assert "(GB" in ax.get_xlabel()
+    assert "145.4 GB" in marked_texts(ax)
+
+
+def test_batch_vs_context_marks_166():
+    """Llama 3.1 8B at 2,560 tokens is marked with 166 sequences (seed 001)."""
+    ax = batch_vs_context(["Llama-3.1-8B", "Llama-2-7B"], mark=("Llama-3.1-8B", 2_560))
+    assert labelled(ax) and "tokens" in ax.get_xlabel()
+    assert "166 at 2,560 tokens" in marked_texts(ax)
+
+
+def test_kv_vs_context_bars():
+    """The MHA table's bars are labelled 2.62, 10.5, 83.9, 336 GB (2,621,440 B x context)."""
+    ax = kv_vs_context([without_gqa("Llama-3.1-70B")])
+    assert labelled(ax) and "GB" in ax.get_ylabel()
+    assert marked_texts(ax) == ["2.62", "10.5", "83.9", "336"]
+
+
+def test_kv_heads_sweep_marks_12():
+    """Llama 3.1 8B's 8 KV heads at 33,280 tokens: 12 sequences (seed 001)."""
+    ax = kv_heads_sweep("Llama-3.1-8B", 33_280)
+    assert labelled(ax) and "KiB" in ax.get_ylabel()
+    twin = next(a for a in ax.figure.axes if a is not ax)
+    assert "8 KV heads: 12 fit" in marked_texts(twin)
