@@ -1,0 +1,180 @@
+"""Mixture-of-experts routing: the expected fraction of experts a batch touches, and a check.
+
+With ``batch`` tokens each picking ``k`` of ``E`` experts (uniformly, independently, without
+repeats within a token), one token picks a given expert with probability C(E-1, k-1)/C(E, k)
+= k/E, so the batch misses it with probability (1 - k/E)^B and touches a fraction
+
+    phi = 1 - (1 - k/E)^B
+
+of the experts on average (``FORMULAS["moe_fraction_touched"]``). :func:`derive_fraction_touched`
+derives this in SymPy; :func:`simulate_fraction_touched` checks it by a seeded Monte Carlo run.
+
+Defined in the chapter *Mixture of experts* (``book/07_moe.md``).
+
+Examples
+--------
+>>> round(fraction_touched(128, 8, 32), 3)
+0.873
+>>> fraction_touched(8, 2, 1)
+0.25
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pint
+import sympy as sp
+
+from llmcourse.catalog import Model, models
+from llmcourse.errors import InputError
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.formulas import SYMBOLS
+from llmcourse.planner import weight_bytes
+
+__all__ = [
+    "ExpertSplit",
+    "Simulation",
+    "derive_fraction_touched",
+    "expert_split",
+    "fraction_touched",
+    "simulate_fraction_touched",
+]
+
+
+def _count(value: Any, name: str) -> int:
+    if isinstance(value, bool):
+        raise InputError(f"{name} must be a whole number, not {value!r}.")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a whole number, not {value!r}.") from None
+    if not math.isfinite(x) or x != int(x) or x < 1:
+        raise InputError(f"{name} must be a whole number of at least 1; got {value!r}.")
+    return int(x)
+
+
+def _routing(experts: Any, k: Any, batch: Any) -> tuple[int, int, int]:
+    e, kk, b = _count(experts, "experts"), _count(k, "experts_per_token"), _count(batch, "batch")
+    if kk > e:
+        raise InputError(f"experts_per_token ({kk}) cannot exceed experts ({e}).")
+    return e, kk, b
+
+
+def fraction_touched(experts: int, k: int, batch: int) -> float:
+    """Expected fraction of ``experts`` that ``batch`` tokens touch when each picks ``k`` at random.
+
+    Examples
+    --------
+    >>> fraction_touched(128, 8, 1)
+    0.0625
+    >>> fraction_touched(8, 8, 3)
+    1.0
+    """
+    e, kk, b = _routing(experts, k, batch)
+    return float(F["moe_fraction_touched"](experts=e, experts_per_token=kk, batch=b).m)
+
+
+def derive_fraction_touched() -> dict[str, sp.Expr]:
+    """The derivation in SymPy: P(a token picks a given expert), P(the batch misses it), E[phi].
+
+    Returns the steps; ``"phi"`` equals ``FORMULAS["moe_fraction_touched"].expr``.
+
+    Examples
+    --------
+    >>> d = derive_fraction_touched()
+    >>> d["p_pick"]
+    k/E
+    >>> sp.simplify(d["phi"] - F["moe_fraction_touched"].expr)
+    0
+    """
+    e, k, b = SYMBOLS["experts"].sym, SYMBOLS["experts_per_token"].sym, SYMBOLS["batch"].sym
+    p_pick = sp.simplify(sp.combsimp(sp.binomial(e - 1, k - 1) / sp.binomial(e, k)))
+    p_miss = (1 - p_pick) ** b
+    return {"p_pick": p_pick, "p_miss": p_miss, "phi": 1 - p_miss}
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """Result of a Monte Carlo routing run: mean fraction touched and its standard error."""
+
+    experts: int
+    k: int
+    batch: int
+    trials: int
+    mean: float
+    std_error: float
+
+    def agrees_with(self, expected: float, sigmas: float = 4.0) -> bool:
+        """Whether ``expected`` lies within ``sigmas`` standard errors (plus rounding) of the mean."""
+        return abs(self.mean - expected) <= sigmas * self.std_error + 1e-12
+
+
+def simulate_fraction_touched(experts: int, k: int, batch: int, *, trials: int = 2_000, seed: int = 0) -> Simulation:
+    """Route ``batch`` tokens ``trials`` times, each token picking ``k`` distinct experts uniformly.
+
+    Seeded (``numpy.random.default_rng(seed)``), so a chapter's numbers repeat exactly.
+
+    Examples
+    --------
+    >>> s = simulate_fraction_touched(128, 8, 32, trials=500, seed=1)
+    >>> s.agrees_with(fraction_touched(128, 8, 32))
+    True
+    """
+    e, kk, b = _routing(experts, k, batch)
+    n = _count(trials, "trials")
+    rng = np.random.default_rng(seed)
+    chunk = max(1, 2_000_000 // (b * e))
+    out = np.empty(n)
+    done = 0
+    while done < n:
+        m = min(chunk, n - done)
+        # each token's k experts: the k smallest of E uniform draws (a uniform k-subset)
+        picks = np.argpartition(rng.random((m, b, e)), kk - 1, axis=-1)[..., :kk] if kk < e else None
+        touched = np.zeros((m, e), dtype=bool)
+        if picks is None:
+            touched[:] = True
+        else:
+            rows = np.repeat(np.arange(m), b * kk)
+            touched[rows, picks.reshape(-1)] = True
+        out[done : done + m] = touched.mean(axis=1)
+        done += m
+    se = float(out.std(ddof=1) / math.sqrt(n)) if n > 1 else float("inf")
+    return Simulation(e, kk, b, n, float(out.mean()), se)
+
+
+@dataclass(frozen=True)
+class ExpertSplit:
+    """A MoE model's weight bytes: shared (attention, embeddings, norms, router) and routed experts."""
+
+    model: str
+    total: pint.Quantity
+    shared: pint.Quantity
+    experts: pint.Quantity
+    active: pint.Quantity
+
+
+def expert_split(model: Model | str, bytes_per_param: Any = 2) -> ExpertSplit:
+    """Split a MoE model's weights into shared and routed-expert bytes.
+
+    Examples
+    --------
+    >>> s = expert_split("Qwen3-30B-A3B")
+    >>> round(s.total.to("GB").m, 2), round(s.shared.to("GB").m, 2), round(s.experts.to("GB").m, 2)
+    (61.06, 3.08, 57.98)
+    """
+    m = model if isinstance(model, Model) else models[model]
+    if not m.is_moe:
+        raise InputError(f"{m.name} is a dense model: every weight is read at every step.")
+    total = weight_bytes(m, bytes_per_param).to("GB")
+    per = total / m.params
+    return ExpertSplit(
+        model=m.name,
+        total=total,
+        shared=(per * (m.params - m.expert_params)).to("GB"),
+        experts=(per * m.expert_params).to("GB"),
+        active=(per * m.active_params).to("GB"),
+    )

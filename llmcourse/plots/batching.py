@@ -1,0 +1,46 @@
+"""Figures of the chapter *Batching*: step time and throughput against batch, crossover marked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from llmcourse.planner import decode_step
+from llmcourse.plots import new_figure
+from llmcourse.roofline import crossover_batch
+
+__all__ = ["step_and_throughput"]
+
+
+def step_and_throughput(
+    model: str,
+    gpu: str,
+    *,
+    prompt_tokens: float = 256,
+    answer_tokens: float = 64,
+    max_batch: int = 1_024,
+    attention_flops: bool = True,
+) -> Any:
+    """Decode step time (left axis) and output tokens/s (right axis) against the batch, at the average
+    context prompt + answer/2; the crossover batch, if there is one, is a dashed line."""
+    ctx = prompt_tokens + answer_tokens / 2
+    bs = np.unique(np.geomspace(1, max_batch, 80).astype(int))
+    steps = [decode_step(model, gpu, batch=int(b), context_tokens=ctx, attention_flops=attention_flops) for b in bs]
+    _fig, ax = new_figure()
+    ax.plot(bs, [s.step_time.to("ms").m for s in steps], color="crimson", label="step time")
+    ax.plot(bs, [s.memory_time.to("ms").m for s in steps], ":", color="crimson", alpha=0.6, label="memory time")
+    ax.plot(bs, [s.compute_time.to("ms").m for s in steps], ":", color="grey", label="compute time")
+    ax.set_xscale("log")
+    ax.set_xlabel("concurrent requests (batch)")
+    ax.set_ylabel("time per output token (ms)", color="crimson")
+    ax2 = ax.twinx()
+    ax2.plot(bs, [s.throughput.m for s in steps], color="royalblue", label="throughput")
+    ax2.set_ylabel("output tokens/s, whole batch", color="royalblue")
+    x = crossover_batch(model, gpu, context_tokens=ctx, attention_flops=attention_flops)
+    if x is not None and x <= max_batch:
+        ax.axvline(x, ls="--", color="black")
+        ax.annotate(f"crossover {x:,.1f}", (x, ax.get_ylim()[1] * 0.9), textcoords="offset points", xytext=(-70, 0))
+    ax.set_title(f"{model} on {gpu}, {prompt_tokens:,.0f} in / {answer_tokens:,.0f} out")
+    ax.legend(loc="upper left", fontsize=8)
+    return ax

@@ -1,0 +1,301 @@
+"""Roofline helpers: arithmetic intensity, attainable FLOP/s and the decode crossover batch.
+
+Built on :mod:`llmcourse.formulas` (section *Roofline*) and the planner; nothing here re-types
+a formula. The crossover batch is the SymPy solution of decode memory time = compute time
+(``FORMULAS["crossover_batch"]``).
+
+Defined in the chapters *Decode* (``book/05_decode.md``) and *Batching* (``book/08_batching.md``).
+
+Examples
+--------
+>>> import llmcourse as lc
+>>> round(crossover_batch("Llama-3.1-8B", "H100 SXM", context_tokens=288), 1)
+418.1
+>>> first_compute_bound_batch("Llama-3.1-8B", "H100 SXM", context_tokens=288, attention_flops=True)
+411
+>>> crossover_batch("Llama-3.1-8B", "H100 SXM", context_tokens=2_304) is None
+True
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pint
+
+from llmcourse.catalog import GPU, Model, gpus, models
+from llmcourse.errors import InputError
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.planner import decode_step, kv_bytes_per_sequence, prefill, weights_read_per_step
+from llmcourse.planner import weight_bytes as _weight_bytes
+from llmcourse.units import Q_, as_quantity
+
+__all__ = [
+    "RooflinePoint",
+    "WeightCeiling",
+    "arithmetic_intensity",
+    "attainable_flops",
+    "crossover_batch",
+    "decode_flops_per_token",
+    "decode_point",
+    "first_compute_bound_batch",
+    "prefill_point",
+    "ridge_intensity",
+    "weight_read_ceiling",
+]
+
+
+def _model(model: Model | str) -> Model:
+    return model if isinstance(model, Model) else models[model]
+
+
+def _gpu(gpu: GPU | str) -> GPU:
+    return gpu if isinstance(gpu, GPU) else gpus[gpu]
+
+
+def _eff(value: Any, name: str) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number between 0 and 1, not {value!r}.") from None
+    if not (0 < x <= 1):
+        raise InputError(f"{name} is a fraction of the peak and must be in (0, 1]; got {value!r}.")
+    return x
+
+
+def arithmetic_intensity(flops: pint.Quantity, bytes_moved: pint.Quantity) -> pint.Quantity:
+    """FLOPs per byte moved.
+
+    Examples
+    --------
+    >>> arithmetic_intensity(Q_(16.06, "GFLOP"), Q_(16.06, "GB"))
+    <Quantity(1.0, 'FLOP / byte')>
+    """
+    return F["arithmetic_intensity"](
+        flops_done=as_quantity(flops, "FLOP", "flops"), bytes_moved=as_quantity(bytes_moved, "B", "bytes_moved")
+    ).to("FLOP/B")
+
+
+def ridge_intensity(
+    gpu: GPU | str,
+    *,
+    bandwidth_efficiency: float = 0.7,
+    compute_efficiency: float = 0.5,
+    compute_precision: str = "bf16",
+) -> pint.Quantity:
+    """The intensity where the memory roof meets the compute roof: below it a step is memory-bound.
+
+    Examples
+    --------
+    >>> round(ridge_intensity("H100 SXM").m)
+    211
+    >>> round(ridge_intensity("H100 SXM", bandwidth_efficiency=1, compute_efficiency=1).m)
+    295
+    """
+    g = _gpu(gpu)
+    return F["ridge_intensity"](
+        peak_flops=g.peak_flops(compute_precision),
+        bandwidth=g.bandwidth,
+        compute_efficiency=_eff(compute_efficiency, "compute_efficiency"),
+        bandwidth_efficiency=_eff(bandwidth_efficiency, "bandwidth_efficiency"),
+    ).to("FLOP/B")
+
+
+def attainable_flops(
+    gpu: GPU | str,
+    intensity: Any,
+    *,
+    bandwidth_efficiency: float = 0.7,
+    compute_efficiency: float = 0.5,
+    compute_precision: str = "bf16",
+) -> pint.Quantity:
+    """The roofline: the lower of the compute roof and intensity x bandwidth.
+
+    Examples
+    --------
+    >>> attainable_flops("H100 SXM", Q_(1, "FLOP/B")).to("TFLOP/s")
+    <Quantity(2.345, 'teraFLOP / second')>
+    >>> attainable_flops("H100 SXM", Q_(1000, "FLOP/B")).to("TFLOP/s")
+    <Quantity(494.5, 'teraFLOP / second')>
+    """
+    g = _gpu(gpu)
+    i = as_quantity(intensity, "FLOP/B", "intensity")
+    return F["attainable_flops"](
+        peak_flops=g.peak_flops(compute_precision),
+        bandwidth=g.bandwidth,
+        intensity=i,
+        compute_efficiency=_eff(compute_efficiency, "compute_efficiency"),
+        bandwidth_efficiency=_eff(bandwidth_efficiency, "bandwidth_efficiency"),
+    ).to("TFLOP/s")
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    """A step placed on the roofline: its intensity and the FLOP/s it achieves."""
+
+    label: str
+    flops: pint.Quantity
+    bytes_moved: pint.Quantity
+    time: pint.Quantity
+
+    @property
+    def intensity(self) -> pint.Quantity:
+        return arithmetic_intensity(self.flops, self.bytes_moved)
+
+    @property
+    def achieved(self) -> pint.Quantity:
+        """FLOPs done over the step's time."""
+        return (self.flops / self.time).to("TFLOP/s")
+
+
+def decode_point(
+    model: Model | str, gpu: GPU | str, *, batch: int = 1, context_tokens: float, **kwargs: Any
+) -> RooflinePoint:
+    """A decode step as a roofline point: its FLOPs over weight + KV bytes (see :func:`decode_step`).
+
+    Examples
+    --------
+    >>> p = decode_point("Llama-3.1-8B", "H100 SXM", context_tokens=2_304)
+    >>> round(p.intensity.m, 2)
+    0.98
+    """
+    s = decode_step(model, gpu, batch=batch, context_tokens=context_tokens, **kwargs)
+    return RooflinePoint(
+        f"decode, batch {s.batch}", s.flops.to("GFLOP"), (s.weights_read + s.kv_read).to("GB"), s.step_time
+    )
+
+
+def prefill_point(model: Model | str, gpu: GPU | str, prompt_tokens: float, **kwargs: Any) -> RooflinePoint:
+    """A prefill as a roofline point: its FLOPs over one read of the weights.
+
+    Examples
+    --------
+    >>> p = prefill_point("Llama-3.1-8B", "H100 SXM", 2_048)
+    >>> round(p.intensity.m)
+    2116
+    """
+    m = _model(model)
+    p = prefill(m, gpu, prompt_tokens, **kwargs)
+    w = _weight_bytes(m, kwargs.get("weight_bytes", 2))
+    return RooflinePoint(f"prefill, {prompt_tokens:,.0f} tokens", p.flops.to("GFLOP"), w.to("GB"), p.time)
+
+
+def decode_flops_per_token(
+    model: Model | str, context_tokens: float, *, attention_flops: bool = False
+) -> pint.Quantity:
+    """FLOPs per generated token: 2 per active parameter, plus attention at the context if asked.
+
+    Examples
+    --------
+    >>> round(decode_flops_per_token("Llama-3.1-8B", 288).to("GFLOP").m, 2)
+    16.06
+    >>> round(decode_flops_per_token("Llama-3.1-8B", 288, attention_flops=True).to("GFLOP").m, 3)
+    16.211
+    """
+    m = _model(model)
+    two = Q_(2, "FLOP")
+    f = F["decode_flops_per_token"](flops_per_param=two, active_params=m.active_params)
+    if attention_flops:
+        f = f + F["decode_attention_flops"](
+            flops_per_param=two, layers=m.layers, heads=m.heads, head_dim=m.head_dim, context=context_tokens
+        )
+    return f.to("GFLOP")
+
+
+def crossover_batch(
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    context_tokens: float,
+    attention_flops: bool = False,
+    n_gpus: int = 1,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    bandwidth_efficiency: float = 0.7,
+    compute_efficiency: float = 0.5,
+    compute_precision: str = "bf16",
+) -> float | None:
+    """The batch at which a decode step's compute time equals its memory time, or ``None`` if
+    there is none (each extra sequence adds more KV-read time than compute time).
+
+    ``n_gpus`` cancels: it divides both times. For a mixture-of-experts model the weights read
+    depend on the batch; the solution is iterated to a fixed point.
+    """
+    m, g = _model(model), _gpu(gpu)
+    kv = kv_bytes_per_sequence(m, context_tokens, kv_bytes)
+    f_tok = decode_flops_per_token(m, context_tokens, attention_flops=attention_flops)
+    args = dict(
+        kv_per_sequence=kv,
+        bandwidth=g.bandwidth,
+        flops_per_token=f_tok,
+        peak_flops=g.peak_flops(compute_precision),
+        bandwidth_efficiency=_eff(bandwidth_efficiency, "bandwidth_efficiency"),
+        compute_efficiency=_eff(compute_efficiency, "compute_efficiency"),
+    )
+    guess = 1
+    for _ in range(50 if m.is_moe else 1):
+        b = float(F["crossover_batch"](bytes_read=weights_read_per_step(m, guess, weight_bytes), **args).m)
+        if b <= 0 or not math.isfinite(b):
+            return None
+        if max(1, math.ceil(b)) == guess:
+            break
+        guess = max(1, math.ceil(b))
+    return b
+
+
+def first_compute_bound_batch(model: Model | str, gpu: GPU | str, **kwargs: Any) -> int | None:
+    """The smallest whole batch whose decode step is compute-bound (``None`` if there is none)."""
+    b = crossover_batch(model, gpu, **kwargs)
+    if b is None:
+        return None
+    n = max(1, math.ceil(b))
+    return n + 1 if n == b else n
+
+
+@dataclass(frozen=True)
+class WeightCeiling:
+    """The pure weight-read model: each step reads the weights once and nothing else."""
+
+    batch: int
+    weights: pint.Quantity
+    step_time: pint.Quantity
+    tokens_per_s_per_user: pint.Quantity
+    throughput: pint.Quantity
+
+
+def weight_read_ceiling(
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    batch: int = 1,
+    n_gpus: int = 1,
+    weight_bytes: Any = 2,
+    bandwidth_efficiency: float = 1.0,
+) -> WeightCeiling:
+    """Speed if a decode step only read the weights (no KV cache, no compute limit), at peak
+    bandwidth by default: the ceiling of a single stream, and a batch riding along for free.
+
+    Examples
+    --------
+    >>> c = weight_read_ceiling("Llama-3.1-8B", "H100 SXM", batch=8)
+    >>> round(c.tokens_per_s_per_user.m), round(c.throughput.m)
+    (209, 1669)
+    """
+    m, g = _model(model), _gpu(gpu)
+    w = _weight_bytes(m, weight_bytes)
+    t = F["weight_read_time"](
+        weights=w,
+        n_gpus=n_gpus,
+        bandwidth=g.bandwidth,
+        bandwidth_efficiency=_eff(bandwidth_efficiency, "bandwidth_efficiency"),
+    )
+    per_user = F["throughput"](batch=1, step_time=t).to("1/s")
+    return WeightCeiling(
+        batch=int(batch),
+        weights=w.to("GB"),
+        step_time=t.to("ms"),
+        tokens_per_s_per_user=per_user,
+        throughput=F["throughput"](batch=batch, step_time=t).to("1/s"),
+    )

@@ -1,0 +1,76 @@
+"""The calculator of the chapter *Batching* (``book/08_batching.md``)."""
+
+from __future__ import annotations
+
+import ipywidgets as w
+
+from llmcourse.planner import request_cycle
+from llmcourse.roofline import crossover_batch, first_compute_bound_batch
+from llmcourse.units import Q_, fmt
+from llmcourse.widgets import Calculator, float_slider, gpu_dropdown, int_box, int_slider, model_dropdown
+
+__all__ = ["batching_calculator"]
+
+
+def _rows(
+    model: str, gpu: str, prompt_tokens: int, answer_tokens: int, batch: int, price: float, attention_flops: bool
+) -> list[tuple[str, str]]:
+    c = request_cycle(
+        model,
+        gpu,
+        batch=batch,
+        prompt_tokens=prompt_tokens,
+        answer_tokens=answer_tokens,
+        price_per_hour=Q_(price, "USD/hour"),
+        attention_flops=attention_flops,
+    )
+    avg = prompt_tokens + answer_tokens / 2
+    x = crossover_batch(model, gpu, context_tokens=avg, attention_flops=attention_flops)
+    first = first_compute_bound_batch(model, gpu, context_tokens=avg, attention_flops=attention_flops)
+    cross = "none: KV reads grow faster than compute" if x is None else f"{x:,.1f} (compute-bound from {first:,})"
+    s = c.decode
+    return [
+        ("step time (time per output token)", f"{fmt(s.step_time, 'ms')} ({s.bound}-bound)"),
+        ("tok/s per user", f"{s.tokens_per_s_per_user.m:,.0f}"),
+        ("tok/s in all, decode steps only", f"{s.throughput.m:,.0f}"),
+        ("prefill of the whole batch", fmt(c.prefill.time, "ms")),
+        ("tok/s in all, prefill + decode", f"{c.end_to_end_throughput.m:,.0f}"),
+        (
+            "$ per million output tokens",
+            f"{c.cost_per_million_output_tokens.m:.2f} (decode only: {c.decode_only_cost_per_million.m:.2f})",
+        ),
+        ("crossover batch", cross),
+    ]
+
+
+def batching_calculator(
+    model: str = "Llama-3.1-8B",
+    gpu: str = "H100 SXM",
+    prompt_tokens: int = 256,
+    answer_tokens: int = 64,
+    batch: int = 1,
+    price: float = 3.0,
+) -> Calculator:
+    """Model, GPU, request shape and batch -> step time, throughput, cost and the crossover.
+
+    Examples
+    --------
+    >>> c = batching_calculator()
+    >>> dict(c.rows)["$ per million output tokens"]
+    '5.83 (decode only: 5.72)'
+    >>> dict(c.set(batch=64).rows)["tok/s in all, decode steps only"]
+    '8,123'
+    """
+    return Calculator(
+        _rows,
+        {
+            "model": model_dropdown(model),
+            "gpu": gpu_dropdown(gpu),
+            "prompt_tokens": int_box(prompt_tokens, "Prompt tokens"),
+            "answer_tokens": int_box(answer_tokens, "Answer tokens"),
+            "batch": int_slider(batch, 1, 1024, description="Concurrent requests"),
+            "price": float_slider(price, 0.5, 10.0, 0.25, "$ per GPU-hour"),
+            "attention_flops": w.Checkbox(value=True, description="Count decode attention FLOPs"),
+        },
+        title="Batching: speed, throughput and cost",
+    )

@@ -1,0 +1,60 @@
+"""The calculator of the chapter *Mixture-of-experts routing* (``book/07_moe.md``)."""
+
+from __future__ import annotations
+
+from llmcourse.catalog import models
+from llmcourse.moe import expert_split, fraction_touched, simulate_fraction_touched
+from llmcourse.planner import decode_step
+from llmcourse.units import fmt
+from llmcourse.widgets import Calculator, gpu_dropdown, int_box, int_slider, model_dropdown, precision_dropdown
+
+__all__ = ["MOE_MODELS", "moe_calculator"]
+
+#: The catalog's mixture-of-experts models.
+MOE_MODELS = [name for name, m in models.items() if m.is_moe]
+
+
+def _rows(model: str, gpu: str, precision: str, batch: int, context: int) -> list[tuple[str, str]]:
+    m = models[model]
+    split = expert_split(m, precision)
+    phi = fraction_touched(m.experts, m.experts_per_token, batch)
+    sim = simulate_fraction_touched(m.experts, m.experts_per_token, batch, trials=400, seed=0)
+    s = decode_step(m, gpu, batch=batch, context_tokens=context, weight_bytes=precision)
+    return [
+        (
+            "weights stored (shared + experts)",
+            f"{fmt(split.total, 'GB')} ({fmt(split.shared, 'GB')} + {fmt(split.experts, 'GB')})",
+        ),
+        ("experts per layer, picked per token", f"{m.experts}, {m.experts_per_token}"),
+        ("fraction of experts touched", f"{phi:.3f} (simulated {sim.mean:.3f} \u00b1 {sim.std_error:.3f})"),
+        ("weights read per step", fmt(s.weights_read, "GB")),
+        ("KV cache read per step", fmt(s.kv_read, "GB")),
+        ("step time", f"{fmt(s.step_time, 'ms')} ({s.bound}-bound)"),
+        ("tok/s per user, in all", f"{s.tokens_per_s_per_user.m:,.0f}, {s.throughput.m:,.0f}"),
+    ]
+
+
+def moe_calculator(
+    model: str = "Qwen3-30B-A3B", gpu: str = "H100 SXM", precision: str = "bf16", batch: int = 1, context: int = 2_304
+) -> Calculator:
+    """A MoE model, GPU and batch -> experts touched, bytes read and the decode step.
+
+    Examples
+    --------
+    >>> c = moe_calculator()
+    >>> dict(c.rows)["fraction of experts touched"].split()[0]
+    '0.062'
+    >>> dict(c.set(batch=32).rows)["step time"]
+    '26.0 ms (memory-bound)'
+    """
+    return Calculator(
+        _rows,
+        {
+            "model": model_dropdown(model, options=MOE_MODELS),
+            "gpu": gpu_dropdown(gpu),
+            "precision": precision_dropdown(precision),
+            "batch": int_slider(batch, 1, 512, description="Batch (tokens)"),
+            "context": int_box(context, "Context tokens per sequence"),
+        },
+        title="Mixture-of-experts decode step",
+    )
