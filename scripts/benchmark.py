@@ -1,0 +1,100 @@
+"""Print the project's performance figures (a benchmark, not a test: it asserts nothing).
+
+    .venv/bin/python scripts/benchmark.py [--skip-build] [--skip-tests]
+
+Figures: `import llmcourse` beside `import sympy, pint` (fresh interpreters, median of 5);
+calculator update time (median and p95 of recomputing each calculator after one input change);
+book build time from clean and from the execution cache; test time (`scripts/test.sh`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+
+def _fresh_import(stmt: str, runs: int = 5) -> float:
+    times = []
+    for _ in range(runs):
+        code = f"import time; t = time.perf_counter(); {stmt}; print(time.perf_counter() - t)"
+        out = subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+        times.append(float(out.stdout.strip()))
+    return statistics.median(times)
+
+
+def _calculators() -> list[tuple[str, object]]:
+    """Every zero-argument factory in llmcourse.widgets.* whose name ends in _calculator."""
+    import llmcourse.widgets as pkg
+
+    found = []
+    for info in pkgutil.iter_modules(pkg.__path__):
+        mod = importlib.import_module(f"llmcourse.widgets.{info.name}")
+        for name in dir(mod):
+            if name.endswith("_calculator") and callable(getattr(mod, name)):
+                try:
+                    found.append((f"{info.name}.{name}", getattr(mod, name)()))
+                except TypeError:
+                    continue
+    return found
+
+
+def _update_times(calc: object, n: int = 50) -> list[float]:
+    """Time calc.update() after toggling the first numeric control up and down."""
+    controls = calc.controls  # type: ignore[attr-defined]
+    key = next(
+        (k for k, c in controls.items() if isinstance(c.value, int | float) and not isinstance(c.value, bool)), None
+    )
+    times = []
+    for i in range(n):
+        t = time.perf_counter()
+        if key is None:
+            calc.update()  # type: ignore[attr-defined]
+        else:
+            v = controls[key].value
+            calc.set(**{key: v + (1 if i % 2 == 0 else -1) * (1 if isinstance(v, int) else 0.01)})  # type: ignore[attr-defined]
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def _timed(cmd: list[str]) -> float:
+    t = time.perf_counter()
+    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--skip-build", action="store_true")
+    ap.add_argument("--skip-tests", action="store_true")
+    args = ap.parse_args()
+
+    print(f"import sympy, pint : {_fresh_import('import sympy, pint'):.2f} s (median of 5 fresh interpreters)")
+    print(f"import llmcourse   : {_fresh_import('import llmcourse'):.2f} s")
+
+    print("calculator update time (ms, 50 updates each):")
+    for name, calc in _calculators():
+        ts = sorted(t * 1e3 for t in _update_times(calc))
+        p95 = ts[int(0.95 * (len(ts) - 1))]
+        print(f"  {name:45s} median {statistics.median(ts):7.2f}  p95 {p95:7.2f}")
+
+    if not args.skip_build:
+        shutil.rmtree(ROOT / "_build", ignore_errors=True)
+        book = [str(Path(PY).parent / "jupyter-book"), "build", ".", "-W", "--keep-going"]
+        print(f"book build, clean  : {_timed(book):.1f} s")
+        print(f"book build, cached : {_timed(book):.1f} s")
+    if not args.skip_tests:
+        print(f"test time (scripts/test.sh): {_timed(['bash', 'scripts/test.sh']):.1f} s")
+
+
+if __name__ == "__main__":
+    main()
