@@ -38,13 +38,16 @@ def test_traffic_follows_the_controls():
 
 
 def test_traffic_rejects_zero_requests():
-    """A zero request rate is an input error; the calculator's box does not go below 1 request a day."""
-    from llmcourse.errors import InputError
-    from llmcourse.widgets.tokens import traffic_rows
+    """A zero request rate is an input error, shown as a message instead of a result."""
+    c = traffic_calculator().set(requests_per_day=0)
+    assert c.error and c.rows == []
+    assert traffic_calculator().set(requests_per_day=-5).error
 
-    with pytest.raises(InputError):
-        traffic_rows(0, 2_000, 300, 3, 50)
-    assert traffic_calculator().set(requests_per_day=0).controls["requests_per_day"].value == 1
+
+def test_kv_rejects_zero_context():
+    """A zero-token context is refused with a message naming context_tokens."""
+    c = kv_calculator().set(context=0)
+    assert "context_tokens" in c.error and c.rows == []
 
 
 def test_answer_time_seed_004():
