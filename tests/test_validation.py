@@ -1,0 +1,248 @@
+"""Validation against published measurements: data, predictions from the row's fields, fit, statistics."""
+
+import csv
+import dataclasses
+import math
+from importlib import resources
+
+import matplotlib
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from llmcourse.catalog import PRECISIONS, gpus, models
+from llmcourse.errors import InputError
+from llmcourse.validation import (
+    components,
+    compute_precision,
+    engine_usable_fraction,
+    error_stats,
+    fit_efficiencies,
+    measurements,
+    predict,
+    validate,
+)
+
+matplotlib.use("Agg")
+
+ROWS = {r.id: r for r in measurements()}
+
+
+@pytest.fixture(scope="module")
+def v():
+    return validate()
+
+
+class _NoValue:
+    """A row that fails the test if anything reads its measured value."""
+
+    def __init__(self, row):
+        self._row = row
+
+    def __getattr__(self, name):
+        if name == "value":
+            raise AssertionError("predict read the measured value")
+        return getattr(self._row, name)
+
+
+# --- the data file ------------------------------------------------------------------------------
+def test_every_row_has_a_source():
+    """Each row of the CSV names its source in full (no 'same', no blank)."""
+    text = resources.files("llmcourse.data").joinpath("measurements.csv").read_text(encoding="utf-8")
+    rows = list(csv.DictReader(text.splitlines()))
+    assert len(rows) == 26
+    for r in rows:
+        assert r["source"].strip() and r["source"] != "same" and "TensorRT-LLM" in r["source"], r["id"]
+
+
+def test_every_row_resolves_in_the_catalog():
+    """GPU and model names resolve; precisions are known; one replica per row; ids unique."""
+    assert len(ROWS) == 26
+    for r in ROWS.values():
+        gpus[r.gpu], models[r.model]
+        assert r.weights in PRECISIONS and r.kv in PRECISIONS
+        assert r.n_gpus == r.tp and r.value > 0 and r.isl > 0 and r.osl > 0
+
+
+def test_reference_rows_kept():
+    """Spot checks against the published figures (the reference table's T8, T13, T23)."""
+    assert ROWS["T8"].value == 911.62 and ROWS["T8"].isl == 128 and ROWS["T8"].osl == 2048
+    assert ROWS["T13"].tp == 8 and ROWS["T13"].model == "Llama-3.1-405B" and ROWS["T13"].value == 3399.69
+    assert ROWS["T23"].weights == "fp4" and ROWS["T23"].kv == "fp8" and ROWS["T23"].gpu == "B200"
+
+
+def test_unknown_metric_is_rejected():
+    """A row with a metric the predictor does not know is refused at load."""
+    with pytest.raises(InputError, match="metric"):
+        dataclasses.replace(ROWS["T1"], metric="goodput")
+
+
+# --- predictions come from the row's fields ---------------------------------------------------------
+@pytest.mark.parametrize("rid", list(ROWS))
+def test_prediction_never_reads_the_measured_value(rid):
+    """predict works on a row whose value cannot be read, and gives the same answer."""
+    assert predict(_NoValue(ROWS[rid])).value == predict(ROWS[rid]).value
+
+
+@pytest.mark.parametrize("rid", ["T3", "T8", "T18", "T21", "T25"])
+def test_changing_isl_changes_the_prediction(rid):
+    """A longer prompt changes the prediction of a throughput or TTFT row."""
+    r = ROWS[rid]
+    assert predict(dataclasses.replace(r, isl=r.isl * 2)).value != predict(r).value
+
+
+def test_changing_the_gpu_changes_the_prediction():
+    """The same row on an H200 instead of an H100 predicts a shorter ITL."""
+    r = ROWS["T17"]
+    assert predict(dataclasses.replace(r, gpu="H200 SXM")).value < predict(r).value
+
+
+def test_same_fields_same_prediction():
+    """Two rows that differ only in id and measured value get the same prediction (no per-row constants)."""
+    a = ROWS["T3"]
+    b = dataclasses.replace(a, id="X", value=1.0, notes="other")
+    assert predict(a).value == predict(b).value
+
+
+def test_itl_by_hand():
+    """T17: one decode step of Llama-3.1-8B in BF16 on an H100 at 467 + 256/2 tokens, 70% of 3.35 TB/s."""
+    kv = 2 * 32 * 8 * 128 * 2 * (467 + 128)
+    expected_ms = (8.030e9 * 2 + kv) / (3.35e12 * 0.7) * 1e3
+    assert predict(ROWS["T17"]).value == pytest.approx(expected_ms, rel=1e-9)
+    assert expected_ms == pytest.approx(6.88, abs=0.01)
+
+
+def test_ttft_by_hand():
+    """T25: prefill of 467 tokens, 2 FLOPs per parameter plus the causal attention term, 50% of 989 TFLOP/s."""
+    flops = 2 * 8.030e9 * 467 + 2 * 32 * 32 * 128 * 467**2
+    expected_ms = flops / (989e12 * 0.5) * 1e3
+    assert predict(ROWS["T25"]).value == pytest.approx(expected_ms, rel=1e-9)
+
+
+def test_kv_bound_row_by_hand():
+    """T8: 70.554 GB of FP8 weights leave 1.446 GB of 72 GB: 4 sequences of 2,176 tokens at 160 KiB."""
+    kv_tok = 2 * 80 * 8 * 128 * 1
+    batch = math.floor((0.9 * 80e9 - 70.554e9) / (kv_tok * (128 + 2048)))
+    assert batch == 4
+    step = max((70.554e9 + batch * kv_tok * (128 + 1024)) / (3.35e12 * 0.7), batch * 2 * 70.554e9 / (1979e12 * 0.5))
+    pre = max(batch * (2 * 70.554e9 * 128 + 2 * 80 * 64 * 128 * 128**2) / (1979e12 * 0.5), 70.554e9 / (3.35e12 * 0.7))
+    p = predict(ROWS["T8"])
+    assert p.batch == batch and p.compute_precision == "fp8"
+    assert p.value == pytest.approx(batch * 2048 / (pre + 2048 * step), rel=1e-9)
+
+
+def test_engine_memory_rule_by_hand():
+    """T8 under the engine's rule: weights plus 90% of the 9.446 GB they leave, over 80 GB."""
+    assert engine_usable_fraction(ROWS["T8"]) == pytest.approx((70.554e9 + 0.9 * (80e9 - 70.554e9)) / 80e9)
+    assert predict(ROWS["T8"], usable_fraction=engine_usable_fraction(ROWS["T8"])).batch == math.floor(
+        0.9 * (80e9 - 70.554e9) / (2 * 80 * 8 * 128 * 2176)
+    )
+
+
+def test_compute_precision_rule():
+    """FP8 weights compute in FP8 where the GPU has an FP8 peak; FP4 in FP4 on a B200; else BF16."""
+    assert compute_precision("fp8", "H100 SXM") == "fp8"
+    assert compute_precision("fp8", "A100 SXM 80GB") == "bf16"
+    assert compute_precision("fp4", "B200") == "fp4"
+    assert compute_precision("bf16", "H200 SXM") == "bf16"
+
+
+@settings(max_examples=20, deadline=None)
+@given(eb=st.floats(0.05, 1.0), ef=st.floats(0.05, 1.0), rid=st.sampled_from(list(ROWS)))
+def test_fast_path_equals_the_planner(eb, ef, rid):
+    """The fit's rescaled times give the same prediction as calling the planner at those efficiencies."""
+    assert float(components(ROWS[rid]).value(eb, ef)) == pytest.approx(predict(ROWS[rid], eb, ef).value, rel=1e-9)
+
+
+# --- fit and statistics ---------------------------------------------------------------------------------
+def _stats_by_hand(preds, meas):
+    e = sorted(abs(math.log(p / m)) for p, m in zip(preds, meas, strict=True))
+    n = len(e)
+    median = e[n // 2] if n % 2 else (e[n // 2 - 1] + e[n // 2]) / 2
+    return median, e[-1], sum(x <= math.log(2) for x in e) / n
+
+
+@pytest.mark.parametrize("which", ["default", "calibrated", "held_out"])
+def test_reported_statistics_recomputed(v, which):
+    """Median and worst |ln(predicted/measured)| and the share within 2x, recomputed here from the predictions."""
+    preds = {
+        "default": [predict(r).value for r in v.rows],
+        "calibrated": list(v.calibrated),
+        "held_out": list(v.held_out),
+    }[which]
+    median, worst, share = _stats_by_hand(preds, [r.value for r in v.rows])
+    s = v.stats(which)
+    assert s.median_abs_log == pytest.approx(median) and s.worst_abs_log == pytest.approx(worst)
+    assert s.within_2x == pytest.approx(share)
+
+
+def test_calibrated_predictions_use_the_fitted_factors(v):
+    """Each calibrated prediction is the planner's prediction at the fitted efficiencies."""
+    f = v.fit
+    for r, c in zip(v.rows, v.calibrated, strict=True):
+        assert c == pytest.approx(predict(r, f.bandwidth_efficiency, f.compute_efficiency).value, rel=1e-9)
+
+
+def test_held_out_fit_never_saw_its_row(v):
+    """Row i's held-out prediction uses factors fitted without row i, and equals a refit by hand."""
+    for r, f in zip(v.rows, v.held_out_fits, strict=True):
+        assert r.id not in f.ids and len(f.ids) == len(v.rows) - 1
+    i = 7
+    rest = [c for j, c in enumerate(v.comps) if j != i]
+    f = fit_efficiencies(rest, [r.value for j, r in enumerate(v.rows) if j != i])
+    assert v.held_out[i] == pytest.approx(predict(v.rows[i], f.bandwidth_efficiency, f.compute_efficiency).value)
+
+
+def test_fit_recovers_known_factors():
+    """Measurements made up from the model at 60% bandwidth and 40% compute are fitted back to those factors."""
+    rows = [ROWS[i] for i in ("T1", "T3", "T8", "T11", "T13", "T17", "T25")]
+    comps = [components(r) for r in rows]
+    f = fit_efficiencies(comps, [float(c.value(0.6, 0.4)) for c in comps])
+    assert f.bandwidth_efficiency == pytest.approx(0.6, rel=0.01)
+    assert f.compute_efficiency == pytest.approx(0.4, rel=0.01)
+    assert f.rms_log_error < 0.01
+
+
+def test_fit_stays_within_datasheet_peaks():
+    """Fitted efficiencies are at most 1 even when the measurements beat the peaks."""
+    comps = [components(ROWS["T17"])]
+    f = fit_efficiencies(comps, [float(comps[0].value(1.0, 1.0)) / 3])
+    assert f.bandwidth_efficiency <= 1.0 and f.compute_efficiency <= 1.0
+
+
+def test_error_stats_by_hand():
+    """2x over, exact, 4x under: median factor 2, worst 4, two of three within 2x."""
+    s = error_stats([2.0, 1.0, 0.25], [1.0, 1.0, 1.0], ["a", "b", "c"])
+    assert s.median_factor == pytest.approx(2.0) and s.worst_factor == pytest.approx(4.0)
+    assert s.worst_id == "c" and s.within_2x == pytest.approx(2 / 3)
+
+
+def test_error_stats_rejects_bad_input():
+    """Mismatched lengths and non-positive values are refused."""
+    with pytest.raises(InputError):
+        error_stats([1.0], [1.0, 2.0], ["a"])
+    with pytest.raises(InputError):
+        error_stats([0.0], [1.0], ["a"])
+
+
+# --- calculator and plots ---------------------------------------------------------------------------------
+def test_calculator_shows_the_row_and_responds_to_the_sliders():
+    """Picking T17 shows 8 ms measured; a higher bandwidth efficiency lowers its predicted ITL."""
+    from llmcourse.widgets.validation import calibration_calculator
+
+    c = calibration_calculator(row="T17")
+    assert dict(c.rows)["measured"] == "8.00 ms"
+    before = float(dict(c.rows)["predicted / measured"])
+    after = float(dict(c.set(bandwidth_efficiency=0.9).rows)["predicted / measured"])
+    assert after < before
+    assert after == pytest.approx(predict(ROWS["T17"], 0.9, 0.5).value / 8.0, abs=0.005)
+
+
+def test_plot_has_log_axes_with_units(v):
+    """The predicted-vs-measured figure is log-log with units on both panels."""
+    from llmcourse.plots.validation import predicted_vs_measured, ratios
+
+    axes = predicted_vs_measured(v)
+    assert axes[0].get_xscale() == "log" and "tok/s" in axes[0].get_xlabel()
+    assert "ms" in axes[1].get_ylabel()
+    assert ratios(v).get_yscale() == "log"
