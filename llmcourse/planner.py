@@ -470,7 +470,9 @@ class RequestCycle:
 
     @property
     def total_time(self) -> pint.Quantity:
-        return (self.prefill.time + self.answer_tokens * self.decode.step_time).to("s")
+        """Prefill of every prompt plus one decode step per answer token."""
+        tokens = self.decode.batch * self.answer_tokens
+        return (tokens / self.end_to_end_throughput).to("s")
 
     @property
     def throughput(self) -> pint.Quantity:
@@ -478,7 +480,12 @@ class RequestCycle:
 
     @property
     def end_to_end_throughput(self) -> pint.Quantity:
-        return (self.decode.batch * self.answer_tokens / self.total_time).to("1/s")
+        return F["cycle_throughput"](
+            batch=self.decode.batch,
+            answer_tokens=self.answer_tokens,
+            prefill_time=self.prefill.time,
+            step_time=self.decode.step_time,
+        ).to("1/s")
 
     @property
     def cost_per_million_output_tokens(self) -> pint.Quantity:
