@@ -218,7 +218,7 @@ def verdict(p: Plan) -> str:
         return f"cannot serve this brief: {p.reason}"
     b = p.brief
     if p.meets_targets:
-        return f"meets both targets with {p.gpus:,} GPUs; the bottleneck is {p.bottleneck}."
+        return f"meets both targets with {p.gpus:,} GPU{'s' if p.gpus != 1 else ''}; the bottleneck is {p.bottleneck}."
     why = []
     if not p.tpot_met:
         why.append(

@@ -1,0 +1,163 @@
+"""The capstone calculator of the chapter *Design review* (``book/11_design_review.md``).
+
+Every number comes from :func:`llmcourse.planner.plan` (directly, or through
+:func:`llmcourse.levers.rank_levers`, which re-runs it); the few rows that restate a plan's
+fields in another form (tokens per second, how long the answer streams) use the registered formulas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import ipywidgets as w
+
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.levers import Lever, rank_levers, verdict
+from llmcourse.planner import Brief, Plan, plan
+from llmcourse.units import Q_, fmt
+from llmcourse.widgets import (
+    Calculator,
+    float_slider,
+    gpu_dropdown,
+    int_box,
+    int_slider,
+    model_dropdown,
+    precision_dropdown,
+)
+
+__all__ = ["DesignReview", "design_review", "design_review_calculator"]
+
+
+@dataclass(frozen=True)
+class DesignReview:
+    """A plan, its verdict and the ranked levers, as one review table."""
+
+    plan: Plan
+    verdict: str
+    levers: list[Lever]
+
+    def rows(self) -> list[tuple[str, str]]:
+        p, b = self.plan, self.plan.brief
+        tok = lambda n: F["token_rate"](request_rate=b.requests_per_second, tokens_per_request=n)  # noqa: E731
+        rows = [
+            (
+                "1. brief in tokens",
+                f"{tok(b.prompt_tokens).m:,.0f} prompt + {tok(b.answer_tokens).m:,.0f} answer tok/s",
+            ),
+            (
+                "2. does it fit",
+                f"weights {fmt(p.weights, 'GB')} in {fmt(p.usable_memory, 'GB')} usable; "
+                f"KV {fmt(p.kv_per_request, 'GB')} per request",
+            ),
+        ]
+        if p.fits:
+            stream = F["generation_time"](tokens_per_request=b.answer_tokens, token_rate=1 / p.tpot)
+            rows += [
+                (
+                    "3. one request",
+                    f"first token after {fmt(p.ttft, 'ms')}, then {fmt(p.tpot, 'ms')} per token "
+                    f"(answer streams for {fmt(stream, 's')})",
+                ),
+                ("4. batching", f"{p.batch} requests per step (memory allows {p.max_batch}); {p.bottleneck}-bound"),
+                ("5. scale out", f"{p.gpus:,} GPUs, {p.in_flight:,.0f} requests in flight"),
+            ]
+        rows += [("review: " + k, v) for k, v in p.rows()]
+        rows.append(("verdict", self.verdict))
+        rows += [(f"lever {i}: {name}", text) for i, (name, text) in enumerate((x.row() for x in self.levers), 1)]
+        return rows
+
+
+def design_review(
+    model: Any, gpu: Any, brief: Brief, *, hit_rate: float = 0.5, context_fraction: float = 0.5, **plan_kwargs: Any
+) -> DesignReview:
+    """Run :func:`plan` for the brief, say whether it meets its targets and why, and rank the levers.
+
+    Examples
+    --------
+    >>> r = design_review("Llama-3.1-8B", "H100 SXM", Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms")))
+    >>> r.plan.gpus, r.verdict
+    (1, 'meets both targets with 1 GPU; the bottleneck is KV reads.')
+    """
+    p = plan(model, gpu, brief, **plan_kwargs)
+    levers = rank_levers(model, gpu, brief, hit_rate=hit_rate, context_fraction=context_fraction, **plan_kwargs)
+    return DesignReview(p, verdict(p), levers)
+
+
+def _compute(
+    model: str,
+    gpu: str,
+    tensor_parallel: int,
+    requests_per_second: float,
+    prompt_tokens: int,
+    answer_tokens: int,
+    ttft_ms: float,
+    tpot_ms: float,
+    price: float,
+    weights: str,
+    kv_cache: str,
+    hit_rate: float,
+    context_fraction: float,
+) -> DesignReview:
+    brief = Brief(requests_per_second, prompt_tokens, answer_tokens, Q_(ttft_ms, "ms"), Q_(tpot_ms, "ms"))
+    return design_review(
+        model,
+        gpu,
+        brief,
+        hit_rate=hit_rate,
+        context_fraction=context_fraction,
+        weight_bytes=weights,
+        kv_bytes=kv_cache,
+        price_per_hour=Q_(price, "USD/hour"),
+        tensor_parallel=tensor_parallel,
+    )
+
+
+def design_review_calculator(
+    model: str = "Llama-3.1-70B",
+    gpu: str = "H100 SXM",
+    tensor_parallel: int = 2,
+    requests_per_second: float = 20.0,
+    prompt_tokens: int = 4_000,
+    answer_tokens: int = 400,
+    ttft_ms: float = 1_000.0,
+    tpot_ms: float = 40.0,
+    price: float = 2.5,
+    weights: str = "fp8",
+    kv_cache: str = "bf16",
+    hit_rate: float = 0.5,
+    context_fraction: float = 0.5,
+) -> Calculator:
+    """The whole estimate for a brief: review table, verdict and ranked levers.
+
+    Examples
+    --------
+    >>> c = design_review_calculator()
+    >>> dict(c.rows)["review: GPUs"]
+    '24 (12 x 2)'
+    """
+    return Calculator(
+        _compute,
+        {
+            "model": model_dropdown(model),
+            "gpu": gpu_dropdown(gpu),
+            "tensor_parallel": int_slider(tensor_parallel, 1, 8, description="GPUs per replica (TP)"),
+            "requests_per_second": w.BoundedFloatText(
+                value=requests_per_second,
+                min=0.001,
+                max=1e7,
+                description="Requests/s (peak)",
+                style={"description_width": "initial"},
+            ),
+            "prompt_tokens": int_box(prompt_tokens, "Prompt tokens"),
+            "answer_tokens": int_box(answer_tokens, "Answer tokens"),
+            "ttft_ms": float_slider(ttft_ms, 50.0, 10_000.0, 50.0, "TTFT target (ms)"),
+            "tpot_ms": float_slider(tpot_ms, 5.0, 200.0, 1.0, "Per-token target (ms)"),
+            "price": float_slider(price, 0.25, 10.0, 0.25, "$ per GPU-hour"),
+            "weights": precision_dropdown(weights, "Weights"),
+            "kv_cache": precision_dropdown(kv_cache, "KV cache"),
+            "hit_rate": float_slider(hit_rate, 0.0, 0.95, 0.05, "Prefix-cache hit rate"),
+            "context_fraction": float_slider(context_fraction, 0.1, 1.0, 0.05, "Shorter context: keep"),
+        },
+        title="Design review",
+    )

@@ -1,0 +1,81 @@
+"""The calculator of the chapter *Queueing: what the averages hide* (``book/10_queueing.md``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmcourse.queueing import ClosedForm, SimResult, build_replica, closed_form, simulate
+from llmcourse.units import fmt
+from llmcourse.widgets import Calculator, float_slider, gpu_dropdown, int_box, int_slider, model_dropdown
+
+__all__ = ["queueing_calculator"]
+
+
+@dataclass(frozen=True)
+class _Result:
+    sim: SimResult
+    closed: ClosedForm
+
+    def rows(self) -> list[tuple[str, str]]:
+        c = self.closed
+        return [
+            ("arrival rate (capacity)", f"{fmt(self.sim.rate, '1/s')} ({fmt(self.sim.rate / self.sim.load, '1/s')})"),
+            *self.sim.rows(),
+            ("closed form: TTFT / TPOT (batch)", f"{fmt(c.ttft, 'ms')} / {fmt(c.tpot, 'ms')} ({c.batch})"),
+        ]
+
+
+def _rows(
+    model: str, gpu: str, prompt_tokens: int, answer_tokens: int, load: float, cv: float, requests: int, seed: int
+) -> _Result:
+    rep = build_replica(model, gpu, prompt_tokens=prompt_tokens, answer_tokens=answer_tokens)
+    rate = load * rep.capacity(prompt_tokens, answer_tokens)
+    sim = simulate(
+        model,
+        gpu,
+        rate=rate,
+        prompt_tokens=prompt_tokens,
+        answer_tokens=answer_tokens,
+        requests=requests,
+        seed=seed,
+        prompt_cv=cv,
+        answer_cv=cv,
+        replica=rep,
+    )
+    return _Result(sim, closed_form(rep, rate, prompt_tokens, answer_tokens))
+
+
+def queueing_calculator(
+    model: str = "Llama-3.1-8B",
+    gpu: str = "H100 SXM",
+    prompt_tokens: int = 2_000,
+    answer_tokens: int = 300,
+    load: float = 0.8,
+    cv: float = 0.5,
+    requests: int = 10_000,
+    seed: int = 0,
+) -> Calculator:
+    """Model, GPU, request shape and load -> simulated TTFT and TPOT percentiles beside the closed form.
+
+    Examples
+    --------
+    >>> c = queueing_calculator(requests=2_000)
+    >>> c.error is None, "TTFT p99" in dict(c.rows)
+    (True, True)
+    >>> c.set(prompt_tokens=10_000_000).error.startswith("one request of")
+    True
+    """
+    return Calculator(
+        _rows,
+        {
+            "model": model_dropdown(model),
+            "gpu": gpu_dropdown(gpu),
+            "prompt_tokens": int_box(prompt_tokens, "Mean prompt tokens"),
+            "answer_tokens": int_box(answer_tokens, "Mean answer tokens"),
+            "load": float_slider(load, 0.05, 1.2, 0.05, "Load (arrivals / capacity)"),
+            "cv": float_slider(cv, 0.0, 2.0, 0.1, "Spread of lengths (CV)"),
+            "requests": int_slider(requests, 1_000, 50_000, 1_000, "Requests simulated"),
+            "seed": int_slider(seed, 0, 99, description="Seed"),
+        },
+        title="One replica under random traffic",
+    )
