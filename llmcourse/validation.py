@@ -47,10 +47,11 @@ import sympy as sp
 from llmcourse.catalog import gpus, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.planner import decode_step, max_batch, prefill, weight_bytes
+from llmcourse.planner import decode_step, max_batch, prefill, usable_memory, weight_bytes
 
 __all__ = [
     "DEFAULT_EFFICIENCIES",
+    "KV_STARVED_SHARE",
     "METRICS",
     "Components",
     "ErrorStats",
@@ -64,6 +65,7 @@ __all__ = [
     "error_stats",
     "family",
     "fit_efficiencies",
+    "kv_share",
     "leave_one_out",
     "measurements",
     "predict",
@@ -460,12 +462,39 @@ def leave_one_out(comps: Sequence[Components], measured: Sequence[float]) -> tup
     return preds, fits
 
 
+#: Below this share of usable memory left for the KV cache, a row is "KV-starved".
+KV_STARVED_SHARE = 0.10
+
+
+def kv_share(row: Measurement) -> float:
+    """Share of the planner's usable memory that the weights leave for the KV cache.
+
+    Examples
+    --------
+    >>> r = measurements()[7]
+    >>> r.id, round(kv_share(r), 3)
+    ('T8', 0.02)
+    """
+    mem = usable_memory(row.gpu, row.tp)
+    return float(((mem - weight_bytes(row.model, row.weights)) / mem).to("").m)
+
+
 def family(row: Measurement) -> str:
-    """The group a row's discussion belongs to: ``"latency"`` (ITL, TTFT), ``"MoE"`` (a
-    mixture-of-experts model's throughput) or ``"dense"`` (a dense model's throughput)."""
+    """The group a row's discussion belongs to, from its fields and the catalog: ``"latency"``
+    (ITL, TTFT), ``"MoE"`` (a mixture-of-experts model's throughput), ``"KV-starved"`` (a dense
+    model whose weights leave under :data:`KV_STARVED_SHARE` of usable memory for the cache, so
+    a small error in the memory accounting changes the batch several-fold) or ``"dense"``.
+
+    Examples
+    --------
+    >>> [family(r) for r in measurements() if r.id in ("T3", "T8", "T15", "T17")]
+    ['dense', 'KV-starved', 'MoE', 'latency']
+    """
     if row.metric != "output_tokens_per_s":
         return "latency"
-    return "MoE" if models[row.model].is_moe else "dense"
+    if models[row.model].is_moe:
+        return "MoE"
+    return "KV-starved" if kv_share(row) < KV_STARVED_SHARE else "dense"
 
 
 @dataclass(frozen=True)

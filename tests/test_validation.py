@@ -246,3 +246,13 @@ def test_plot_has_log_axes_with_units(v):
     assert axes[0].get_xscale() == "log" and "tok/s" in axes[0].get_xlabel()
     assert "ms" in axes[1].get_ylabel()
     assert ratios(v).get_yscale() == "log"
+
+
+def test_kv_starved_rows_by_hand():
+    """T8 leaves (72 - 70.554) / 72 = 2% of usable memory for KV: KV-starved; T24 on an H200 leaves 44%."""
+    from llmcourse.validation import family, kv_share
+
+    assert kv_share(ROWS["T8"]) == pytest.approx((72e9 - 70.554e9) / 72e9)
+    assert family(ROWS["T8"]) == "KV-starved"
+    assert kv_share(ROWS["T24"]) == pytest.approx((0.9 * 141e9 - 70.554e9) / (0.9 * 141e9))
+    assert family(ROWS["T24"]) == "dense" and family(ROWS["T21"]) == "MoE" and family(ROWS["T25"]) == "latency"

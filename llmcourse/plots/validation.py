@@ -13,7 +13,12 @@ from llmcourse.validation import Validation, family
 
 __all__ = ["predicted_vs_measured", "ratios"]
 
-_STYLE = {"dense": ("o", "tab:blue"), "MoE": ("s", "tab:orange"), "latency": ("^", "tab:green")}
+_STYLE = {
+    "dense": ("o", "tab:blue"),
+    "MoE": ("s", "tab:orange"),
+    "KV-starved": ("D", "tab:red"),
+    "latency": ("^", "tab:green"),
+}
 
 
 def _panel(
