@@ -1,0 +1,331 @@
+"""The interview question bank and the sheet of numbers (llmcourse.interview).
+
+Expected values are the seed texts' figures (seed 000: sizing walk-through; 001: the interactive
+lab; 002: roofline capacity planning; 004: the system-design lesson) or hand arithmetic written
+out in the comments; never output of the code under test.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pint
+import pytest
+
+from llmcourse import Q_
+from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.interview import LEVELS, QUESTIONS, Question, num, sheet
+
+# (value, unit, relative tolerance); unit "" for plain numbers. A count with tolerance 0 must match exactly.
+EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
+    "weights_fit": {  # seed 000: 145 GB in BF16 does not fit in 144 GB, needs four GPUs; FP8 fits on two
+        "w16": (145.4, "GB", 1e-6),
+        "w8": (72.7, "GB", 1e-6),
+        "per_gpu": (72, "GB", 1e-9),
+        "n16": (3, "", 0),
+        "tp16": (4, "", 0),
+        "n8": (2, "", 0),
+        "mem2": (144, "GB", 1e-9),
+        "miss": (1.4, "GB", 1e-6),
+    },
+    "kv_per_token": {  # seed 000: 2x80x8x128x2 = 327,680 B; 2x28x4x128x2 = 57,344 B; MHA: 64 KV heads
+        "kv72": (320, "KiB", 1e-9),
+        "kv7": (56, "KiB", 1e-9),
+        "b72": (327_680, "", 0),
+        "b7": (57_344, "", 0),
+        "mha72": (2.5, "MiB", 1e-9),
+    },
+    "kv_context": {  # seed 000: "about 0.75 GB"; 327,680 x 2,300 = 753,664,000 B; x 32,768 = 10 GiB
+        "kv2300": (0.753664, "GB", 1e-9),
+        "kv32k": (10, "GiB", 1e-9),
+        "kv32k_gb": (10.737418, "GB", 1e-6),
+        "share32k": (14.913, "", 1e-3),
+    },
+    "traffic": {  # seed 000: 6.9 requests/s, about 14,000 prompt and 2,083 output tokens/s
+        "avg": (200_000 / 86_400, "", 1e-9),
+        "rps": (6.944, "", 1e-3),
+        "tin": (13_889, "", 1e-4),
+        "tout": (2_083.3, "", 1e-4),
+    },
+    "single_stream": {  # seed 004: 140 GB / 3,350 GB/s = 23.9 tok/s; two GPUs: 140 / 6,700 = 20.9 ms
+        "w": (140, "GB", 1e-9),
+        "t1": (41.791, "ms", 1e-4),
+        "r1": (23.93, "", 1e-3),
+        "t2": (20.896, "ms", 1e-4),
+        "r2": (47.86, "", 1e-3),
+        "r2_70": (33.50, "", 1e-3),
+    },
+    "memory_bound": {  # seed 001: about 7 ms memory vs 0.03 ms compute; L4 about 78 ms
+        # (16.06 GB + 2,304 x 131,072 B) / (3.35 x 0.7 TB/s) = 16.362 / 2.345 = 6.977 ms
+        "mem": (6.977, "ms", 1e-3),
+        "comp": (0.032477, "ms", 1e-3),
+        "l4": (77.91, "ms", 1e-3),
+        "ratio": (214.8, "", 2e-3),
+    },
+    "prefill_time": {  # seed 000: 2 x 72.7e9 x 2,000 = 290.8 TFLOP over 989 TFLOP/s = 0.29 s
+        "flops": (290.8, "TFLOP", 1e-6),
+        "t": (0.29403, "s", 1e-4),
+        "mem": (15.50, "ms", 1e-3),
+    },
+    "max_batch": {  # seed 000: batch 94, 47 tok/s per user
+        "batch": (94, "", 0),
+        "mem": (144, "GB", 1e-9),
+        "free": (71.3, "GB", 1e-6),
+        "kv": (0.753664, "GB", 1e-9),
+        "user": (47, "", 0.01),
+    },
+    "full_gpu_step": {  # seed 000: 72 GB / 3.35 TB/s = 21 ms, 47 tok/s per user for 7B and 72B alike
+        "step": (21.49, "ms", 1e-3),
+        "rate": (46.53, "", 1e-3),
+        "b7": (430, "", 0),
+        "b72": (94, "", 0),
+        "u7": (47, "", 0.01),
+        "u72": (47, "", 0.01),
+        "h200": (26.44, "ms", 1e-3),
+        "b200": (21.04, "ms", 1e-3),  # 0.9 x 141 / 4.8; 0.9 x 180 / 7.7
+    },
+    "batching": {  # seed 004 table: 24, 191, 766, 3,063, 6,126 tok/s; 15 sequences fit
+        "r1": (23.93, "", 1e-3),
+        "x8": (191, "", 0),
+        "x32": (766, "", 0),
+        "x128": (3_063, "", 0),
+        "x256": (6_126, "", 0),
+        "b": (15, "", 0),
+    },
+    "kv_limit": {  # seed 004: 2.62 MB/token, 10.5 GB at 4,000; GQA about 1.3 GB; 20 GB free; 15 sequences
+        "mha_tok": (2.62144, "MB", 1e-6),
+        "mha_seq": (10.48576, "GB", 1e-6),
+        "gqa_tok": (0.32768, "MB", 1e-6),
+        "gqa_seq": (1.31072, "GB", 1e-6),
+        "free": (20, "GB", 1e-9),
+        "b_gqa": (15, "", 0),
+        "b_mha": (1, "", 0),
+    },
+    "long_context": {  # seed 001: 128 KiB/token, 4 GiB at 32K, 166 and 12 conversations
+        # full steps: (16.06 + 166 x 0.33554) GB / 3.35 TB/s = 21.42 ms -> 7,749 tok/s -> $2.50/h -> $0.0896/M
+        #             (16.06 + 12 x 4.36208) GB / 3.35 TB/s = 20.42 ms -> 587.7 tok/s -> $1.18/M
+        "kvtok": (128, "KiB", 1e-9),
+        "kv32k": (4, "GiB", 1e-9),
+        "b_short": (166, "", 0),
+        "b_long": (12, "", 0),
+        "x_short": (7_749, "", 1e-3),
+        "x_long": (587.7, "", 1e-3),
+        "c_short": (0.0896, "USD", 2e-3),
+        "c_long": (1.1816, "USD", 1e-3),
+        "ratio": (13.19, "", 2e-3),
+    },
+    "gqa": {  # seed 001: 512 vs 128 KiB; 3 vs 12 conversations at 32K
+        "kv2": (512, "KiB", 1e-9),
+        "kv3": (128, "KiB", 1e-9),
+        "ratio": (4, "", 1e-9),
+        "b2": (3, "", 0),
+        "b3": (12, "", 0),
+    },
+    "quantization": {  # seed 001: 7 ms -> about 1.9 ms; scales: 0.5 + 2/128 B = 0.515625 B per weight
+        # (8.03e9 x 0.515625 + 0.302e9) B / 2.345 TB/s = 1.894 ms; without scales (4.015 + 0.302) / 2.345 = 1.841 ms
+        "t16": (6.977, "ms", 1e-3),
+        "t4": (1.841, "ms", 1e-3),
+        "t4s": (1.894, "ms", 1e-3),
+        "scale": (0.515625, "B", 1e-9),
+    },
+    "batch_cost": {  # seed 001: 6.9 -> 7.9 ms, about 145 -> 8,100 tok/s, $5.83 -> $0.21 at $3/h
+        "t1": (6.9, "ms", 0.01),
+        "t64": (7.9, "ms", 0.01),
+        "x1": (145, "", 0.01),
+        "x64": (8_100, "", 0.01),
+        "c1": (5.83, "USD", 1e-3),
+        "c64": (0.21, "USD", 0.01),
+    },
+    "cost_per_million": {  # seed 000: 4,387 tok/s, $0.32/M, about $1.05 at 30%; 7B: 20,031 tok/s, $0.03
+        "x": (4_387, "", 1e-4),
+        "c": (0.3166, "USD", 1e-3),
+        "c30": (1.055, "USD", 1e-3),
+        "x7": (20_031, "", 1e-4),
+        "c7": (0.03467, "USD", 1e-3),
+    },
+    "scale_traffic": {  # seed 000: 20,833 / 4,387 = 4.7 -> 5 replicas, 10 GPUs; two replicas minimum: four GPUs
+        "tout10": (20_833, "", 1e-4),
+        "exact": (4.749, "", 1e-3),
+        "r10": (5, "", 0),
+        "g10": (10, "", 0),
+        "r1": (2, "", 0),
+        "g1": (4, "", 0),
+    },
+    "littles_law": {  # seed 004: 17,361 req/s, 1,250 / 50 = 25 s; 17,361.1 x 25 = 434,028; / 10,851 = 40.0
+        "rps": (17_361.1, "", 1e-5),
+        "t": (25, "s", 1e-9),
+        "n": (434_028, "", 1e-5),
+        "gpus": (10_851, "", 0),
+        "per_gpu": (40.0, "", 1e-3),
+    },
+    "h200": {  # hand: 2 x H100: (144 - 70.554) / 0.786432 = 93.4 -> 93; H200: (126.9 - 70.554) / 0.786432 -> 71
+        # steps: (70.554 + 93 x 0.786432) / 6.7 = 21.45 ms -> 46.6 tok/s; (70.554 + 71 x 0.786432) / 4.8 = 26.33 ms
+        "b_h100": (93, "", 0),
+        "b_h200": (71, "", 0),
+        "kv": (0.786432, "GB", 1e-9),
+        "u_h100": (46.63, "", 1e-3),
+        "u_h200": (37.98, "", 1e-3),
+        "c_h100": (0.3203, "USD", 1e-3),
+        "c_h200": (0.3606, "USD", 1e-3),
+    },
+    "roofline_fleet": {  # seed 002: 25.8 ms, 39 tok/s, 2,480 tok/s, 1,740 usable, 81 replicas, 162 H100s, $296K
+        "demand": (140_000, "", 1e-9),
+        "w": (70.554, "GB", 1e-6),
+        "kv": (0.79, "GB", 0.01),
+        "read": (121, "GB", 0.01),
+        "step": (25.8, "ms", 0.005),
+        "comp": (9.13, "ms", 0.01),
+        "user": (39, "", 0.01),
+        "x": (2_480, "", 0.005),
+        "usable": (1_740, "", 0.005),
+        "replicas": (81, "", 0),
+        "gpus": (162, "", 0),
+        "cost": (296_000, "USD", 0.005),
+        "naive": (57, "", 0),  # 140,000 / 2,483 = 56.4 -> 57 with no headroom
+    },
+    "prefill_pool": {  # seed 002: 99 PFLOP/s, about 200 H100s; half the tokens: 49.39 / 0.4945 = 99.9 -> 100
+        "rate": (98.78, "PFLOP/s", 1e-3),
+        "gpus": (200, "", 0),
+        "gpus_cached": (100, "", 0),
+        "per_gpu": (0.4945, "PFLOP/s", 1e-6),
+    },
+    "huge_fleet": {  # seed 004: 1,250 tokens, 21.7 M tok/s, 21,700 / 10,900 / 5,400 GPUs (hand: 21,702 / 10,851 / 5,426)
+        "tok": (1_250, "", 0),
+        "rps": (17_361.1, "", 1e-5),
+        "demand": (21.7e6, "", 1e-3),
+        "g1000": (21_702, "", 0),
+        "g2000": (10_851, "", 0),
+        "g4000": (5_426, "", 0),
+    },
+    "moe": {  # seed 001: 61 GB of weights, about 2.9 ms at batch 1, about 26 ms at 32; 1 - (120/128)^32 = 0.8732
+        "w": (61.06, "GB", 1e-6),
+        "t1": (2.9, "ms", 0.03),
+        "t32": (26, "ms", 0.01),
+        "t8": (6.977, "ms", 1e-3),
+        "phi": (87.32, "", 1e-3),
+    },
+    "pushback": {  # seed 004's two figures and their corrections (see kv_limit and single_stream)
+        "mha_seq": (10.48576, "GB", 1e-6),
+        "gqa_seq": (1.31072, "GB", 1e-6),
+        "b_gqa": (15, "", 0),
+        "b_mha": (1, "", 0),
+        "r1": (23.93, "", 1e-3),
+        "r2": (47.86, "", 1e-3),
+    },
+}
+
+
+def _value(v: object, unit: str) -> float:
+    if isinstance(v, pint.Quantity):
+        assert unit, f"{v} has a unit; the expectation is a plain number"
+        return float(v.to(unit).m)
+    assert not unit, f"{v!r} is a plain number; expected {unit}"
+    return float(v)
+
+
+@pytest.mark.parametrize("qid", list(EXPECTED))
+def test_worked_answer_reproduces(qid: str) -> None:
+    """Every listed figure of the question's worked answer matches the seed or hand arithmetic."""
+    got = QUESTIONS[qid].numbers()
+    for name, (value, unit, tol) in EXPECTED[qid].items():
+        x = _value(got[name], unit)
+        if tol == 0:
+            assert x == value, f"{qid}.{name}: {x} != {value}"
+        else:
+            assert math.isclose(x, value, rel_tol=tol), f"{qid}.{name}: {x} vs {value}"
+
+
+def test_every_question_has_expectations() -> None:
+    """No question in the bank goes unchecked."""
+    assert set(QUESTIONS) == set(EXPECTED)
+
+
+def test_bank_size_and_levels() -> None:
+    """At least 20 questions, at least four at each level."""
+    assert len(QUESTIONS) >= 20
+    for level in LEVELS:
+        assert sum(q.level == level for q in QUESTIONS.values()) >= 4, level
+
+
+@pytest.mark.parametrize("qid", list(QUESTIONS))
+def test_templates_use_only_computed_names(qid: str) -> None:
+    """Every {name} in the texts is a number the worked function computes, and every part renders."""
+    q = QUESTIONS[qid]
+    assert q.fields() <= set(q.numbers()), q.fields() - set(q.numbers())
+    parts = q.markdown()
+    assert len({parts["weak"], parts["good"], parts["strong"]}) == 3
+    assert all(parts[p].strip() for p in parts)
+
+
+def test_bank_covers_the_issue_topics() -> None:
+    """The bank asks how many GPUs and why long context costs more."""
+    titles = " ".join(q.title.lower() + " " + q.prompt.lower() for q in QUESTIONS.values())
+    assert "how many gpus" in titles and "long context" in titles
+
+
+def test_dollars_are_escaped_for_myst() -> None:
+    """Dollar amounts render as \\$ so MyST does not read them as math."""
+    assert num(Q_(0.3166, "USD"), 2) == "\\$0.32"
+    text = QUESTIONS["cost_per_million"].render("strong")
+    assert "\\$0.32" in text
+
+
+def test_unknown_question_says_what_exists() -> None:
+    """An unknown id names the known ones."""
+    with pytest.raises(UnknownNameError, match="kv_per_token"):
+        QUESTIONS["nope"]
+
+
+def test_bad_level_and_part_are_refused() -> None:
+    """A question with an unknown level, or an unknown part to render, is refused with a message."""
+    with pytest.raises(InputError, match="level"):
+        Question("x", "L9", "t", "t", "p", "w", "g", "s", "a", dict)
+    with pytest.raises(InputError, match="part"):
+        QUESTIONS["traffic"].render("middling")
+
+
+# --- the sheet of numbers ---------------------------------------------------------------------------------------
+def test_sheet_gpu_figures_match_the_datasheets() -> None:
+    """H100/H200/B200 memory, bandwidth and FLOP/s as in the reference datasheet table (reference/gpus.md)."""
+    rows = {r[0]: r for r in sheet()["gpu_rows"]}
+    expected = {"H100 SXM": (80, 3.35, 989, 1979), "H200 SXM": (141, 4.8, 989, 1979), "B200": (180, 7.7, 2250, 4500)}
+    for name, (mem, bw, bf16, fp8) in expected.items():
+        _, m, b, f, f8, *_ = rows[name]
+        assert m == Q_(mem, "GB") and b.to("TB/s").m == pytest.approx(bw)
+        assert f.to("TFLOP/s").m == pytest.approx(bf16) and f8.to("TFLOP/s").m == pytest.approx(fp8)
+
+
+def test_sheet_full_gpu_step() -> None:
+    """0.9 x 80 GB / 3.35 TB/s = 21.49 ms (seed 000: about 21 ms); H200 26.44 ms; B200 21.04 ms."""
+    s = sheet()
+    assert s["h100_step"].to("ms").m == pytest.approx(21.4925, rel=1e-4)
+    assert s["h100_step_rate"] == pytest.approx(46.53, rel=1e-3)
+    steps = {r[0]: r[5].to("ms").m for r in s["gpu_rows"]}
+    assert steps["H200 SXM"] == pytest.approx(26.4375, rel=1e-4) and steps["B200"] == pytest.approx(21.039, rel=1e-4)
+
+
+def test_sheet_kv_per_token_rows() -> None:
+    """KV per token, by hand: 2 x L x H_kv x d x 2 B (DeepSeek-V3: 61 x (512 + 64) x 2 B)."""
+    rows = {r[0]: r[2].to("B").m for r in sheet()["kv_rows"]}
+    assert rows["Llama-3.1-8B"] == 2 * 32 * 8 * 128 * 2
+    assert rows["Qwen2.5-72B"] == 327_680
+    assert rows["Llama-3.1-405B"] == 2 * 126 * 8 * 128 * 2
+    assert rows["Qwen3-235B-A22B"] == 2 * 94 * 4 * 128 * 2
+    assert rows["DeepSeek-V3"] == 61 * (512 + 64) * 2
+    kv4k = {r[0]: r[3].to("GB").m for r in sheet()["kv_rows"]}
+    assert kv4k["Qwen2.5-72B"] == pytest.approx(327_680 * 4_096 / 1e9)
+
+
+def test_sheet_rules_of_thumb() -> None:
+    """2 FLOPs/param/token, weights per precision, Little's law and cost examples, by hand."""
+    s = sheet()
+    assert s["flops_70b"].to("GFLOP").m == pytest.approx(140)  # 2 x 70e9
+    assert s["prefill_70b_2k"].to("PFLOP").m == pytest.approx(0.28)  # 2 x 70e9 x 2,000
+    w = {r[0]: r for r in s["weight_rows"]}
+    assert w["bf16"][2].to("GB").m == pytest.approx(16.06) and w["fp8"][3].to("GB").m == pytest.approx(70.554)
+    assert w["int4"][4].to("GB").m == pytest.approx(202.9265)
+    assert s["little_example"] == pytest.approx(150)  # 10/s x 15 s
+    assert s["cost_example"].to("USD").m == pytest.approx(2.5e6 / (1_000 * 3_600))  # $2.50/h at 1,000 tok/s
+    assert s["month_cost"].to("USD").m == pytest.approx(2.5 * 730)
+    assert s["ridge"].to("FLOP/B").m == pytest.approx(989 / 3.35)
+    assert s["w8_read"].to("ms").m == pytest.approx(16.06 / 3.35, rel=1e-6)
