@@ -38,7 +38,7 @@ import pint
 from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.planner import Brief, Plan, _fraction, _gpu, _model, plan
+from llmcourse.planner import Brief, Plan, _fraction, _gpu, _model, _number, plan
 from llmcourse.units import Q_, fmt
 
 __all__ = ["LEVER_NAMES", "Lever", "prefix_cached_plan", "rank_levers", "verdict"]
@@ -108,7 +108,7 @@ def prefix_cached_plan(
     >>> round(p.ttft.to("ms").m / p.full.ttft.to("ms").m, 2), p.tpot == p.full.tpot
     (0.5, True)
     """
-    h = _fraction(hit_rate, "hit_rate")
+    h = _number(hit_rate, "hit_rate", allow_zero=True, at_most=1.0)
     if h >= 1:
         raise InputError(f"hit_rate is the share of prompt tokens found in the cache and must be below 1; got {h}.")
     full = plan(model, gpu, brief, **plan_kwargs)
@@ -206,7 +206,7 @@ def rank_levers(
             LEVER_NAMES[4],
             base,
             prefix_cached_plan(m, g, brief, hit_rate, **plan_kwargs),
-            f"{_fraction(hit_rate, 'hit_rate'):.0%} of prompt tokens cached: less prefill, same KV held",
+            f"{hit_rate:.0%} of prompt tokens cached: less prefill, same KV held",
         )
     )
     return sorted(out, key=lambda x: (not x.fits, -(x.saved or 0) if x.saved is not None else 0, x.gpus or 0))

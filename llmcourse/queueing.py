@@ -424,9 +424,12 @@ def load_sweep(
     return out
 
 
-def knee(sweep: list[tuple[SimResult, ClosedForm]], factor: float = 3.0) -> float | None:
-    """The lowest load at which the simulated p99 TTFT exceeds ``factor`` x the closed-form TTFT."""
-    for r, c in sweep:
-        if r.ttft["p99"] > factor * c.ttft:
+def knee(sweep: list[tuple[SimResult, ClosedForm]], factor: float = 5.0) -> float | None:
+    """The knee of a sweep (ordered by load): the lowest load at which the simulated p99 TTFT is more
+    than ``factor`` times the p99 TTFT at the sweep's lightest load. ``None`` if it never is."""
+    f = _number(factor, "factor")
+    light = sweep[0][0].ttft["p99"]
+    for r, _ in sweep:
+        if r.ttft["p99"] > f * light:
             return r.load
     return None

@@ -1,0 +1,102 @@
+"""Ranking the levers by re-running plan(): what each lever changes, and what it must not.
+
+Expected values are hand arithmetic (in the docstrings), never outputs of the code under test.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import llmcourse as lc
+from llmcourse import Q_
+from llmcourse.errors import InputError
+from llmcourse.levers import LEVER_NAMES, prefix_cached_plan, rank_levers, verdict
+
+BRIEF = lc.Brief(20, 4_000, 400, Q_(1, "s"), Q_(40, "ms"))
+
+
+def by_name(levers):
+    return {x.name: x for x in levers}
+
+
+def test_every_lever_is_reported_once():
+    """Five levers, each named once."""
+    assert sorted(x.name for x in rank_levers("Llama-2-13B", "H100 SXM", BRIEF)) == sorted(LEVER_NAMES)
+
+
+def test_ranked_by_gpus_saved():
+    """The list is sorted: most GPUs saved first."""
+    saved = [x.saved for x in rank_levers("Llama-2-13B", "H100 SXM", BRIEF)]
+    assert saved == sorted(saved, reverse=True)
+
+
+def test_gqa_helps_a_multi_head_model():
+    """Llama-2-13B has 40 KV heads (800 KiB per token); 8 heads cut KV per request 5x, so it saves GPUs."""
+    assert lc.kv_bytes_per_token("Llama-2-13B").to("KiB").m == 800
+    g = by_name(rank_levers("Llama-2-13B", "H100 SXM", BRIEF))["GQA, 8 KV heads"]
+    assert g.applies and g.saved > 0 and "/ 5" in g.note
+
+
+def test_gqa_does_nothing_for_a_model_with_8_kv_heads():
+    """Llama-3.1-8B already has 8 KV heads: the lever does not apply and saves nothing."""
+    g = by_name(rank_levers("Llama-3.1-8B", "H100 SXM", BRIEF))["GQA, 8 KV heads"]
+    assert not g.applies and g.saved == 0
+
+
+def test_int4_makes_a_72b_model_fit_one_gpu():
+    """Qwen2.5-72B in FP8 is 72.7 GB > 72 GB usable on one H100; in INT4, 36.4 GB fits."""
+    base = lc.plan("Qwen2.5-72B", "H100 SXM", BRIEF, weight_bytes="fp8")
+    assert not base.fits
+    levers = by_name(rank_levers("Qwen2.5-72B", "H100 SXM", BRIEF, weight_bytes="fp8"))
+    assert levers["INT4 weights"].fits and levers["INT4 weights"].saved is None
+    assert not levers["INT8 KV cache"].fits and "exceed" in levers["INT8 KV cache"].note
+
+
+def test_levers_never_cost_gpus_for_a_kv_bound_model():
+    """Less KV, fewer weight bytes or less prefill can only let each GPU do more."""
+    assert all(x.saved >= 0 for x in rank_levers("Llama-2-13B", "H100 SXM", BRIEF))
+
+
+def test_prefix_caching_cuts_prefill_not_memory():
+    """8B, 2,000-token prompt, hit rate 0.5: prefill 2 x 8.03e9 x 1,000 / 989e12 = 16.2 ms (was 32.5 ms);
+    the time per token and the batch are the full prompt's, because the cached KV is still held."""
+    b = lc.Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
+    p = prefix_cached_plan("Llama-3.1-8B", "H100 SXM", b, 0.5)
+    assert p.ttft.to("ms").m == pytest.approx(16.2, rel=0.01)
+    assert p.full.ttft.to("ms").m == pytest.approx(32.5, rel=0.01)
+    assert p.tpot == p.full.tpot and p.full.kv_per_request == lc.plan("Llama-3.1-8B", "H100 SXM", b).kv_per_request
+
+
+def test_prefix_caching_at_zero_hit_rate_is_the_plan():
+    """A hit rate of 0 caches nothing: the same GPUs as plan()."""
+    p = prefix_cached_plan("Llama-3.1-70B", "H100 SXM", BRIEF, 0.0, weight_bytes="fp8", tensor_parallel=2)
+    assert p.gpus == lc.plan("Llama-3.1-70B", "H100 SXM", BRIEF, weight_bytes="fp8", tensor_parallel=2).gpus
+
+
+def test_int8_kv_halves_kv():
+    """INT8 KV is 1 byte per value instead of 2: half the KV per request."""
+    full = lc.plan("Llama-2-13B", "H100 SXM", BRIEF)
+    half = lc.plan("Llama-2-13B", "H100 SXM", BRIEF, kv_bytes="int8")
+    assert half.kv_per_request.to("GB").m == pytest.approx(full.kv_per_request.to("GB").m / 2)
+    assert by_name(rank_levers("Llama-2-13B", "H100 SXM", BRIEF))["INT8 KV cache"].gpus == half.gpus
+
+
+@pytest.mark.parametrize(
+    "kw, msg",
+    [
+        (dict(hit_rate=1.0), "below 1"),
+        (dict(hit_rate=-0.1), "hit_rate"),
+        (dict(context_fraction=0), "context_fraction"),
+    ],
+)
+def test_bad_input(kw, msg):
+    """Hit rates of 1 or below 0, and a zero context fraction, are refused."""
+    with pytest.raises(InputError, match=msg):
+        rank_levers("Llama-3.1-8B", "H100 SXM", BRIEF, **kw)
+
+
+def test_verdict_says_why():
+    """70B FP8 on one H100 reads 70.6 GB per step, 21 ms at 3.35 TB/s: a 10 ms per-token target is missed."""
+    p = lc.plan("Llama-3.1-70B", "H100 SXM", lc.Brief(5, 2_000, 300, Q_(2, "s"), Q_(10, "ms")), weight_bytes="fp8")
+    v = verdict(p)
+    assert not p.meets_targets and v.startswith("misses") and "per token" in v and "weight reads" in v

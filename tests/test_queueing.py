@@ -1,0 +1,141 @@
+"""The continuous-batching simulator: Little's law, the closed form at low load, determinism, bad input.
+
+Expected values are hand arithmetic (written out in the docstrings) or laws the simulation must
+obey, never outputs of the code under test.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import llmcourse as lc
+from llmcourse import Q_
+from llmcourse.errors import InputError
+from llmcourse.queueing import build_replica, closed_form, knee, load_sweep, simulate
+
+M, G, P, A = "Llama-3.1-8B", "H100 SXM", 2_000, 300
+
+
+@pytest.fixture(scope="module")
+def rep():
+    return build_replica(M, G, prompt_tokens=P, answer_tokens=A)
+
+
+def run(rep, load, **kw):
+    return simulate(M, G, rate=load * rep.capacity(P, A), prompt_tokens=P, answer_tokens=A, replica=rep, **kw)
+
+
+@pytest.mark.parametrize("load", [0.3, 0.7, 0.9])
+def test_littles_law(rep, load):
+    """Number in the system seen by Poisson arrivals (PASTA) = arrival rate x mean time in system, within 5%."""
+    r = run(rep, load)
+    assert r.in_system_seen_by_arrivals == pytest.approx(r.littles_law_in_system, rel=0.05)
+
+
+def test_low_load_matches_closed_form_by_hand(rep):
+    """Alone, 8B on an H100: prefill 2 x 8.03e9 x 2,000 / (989e12 x 0.5) = 65.0 ms; a step reads
+    16.06 GB + 2,150 x 128 KiB = 16.34 GB at 3.35 TB/s x 0.7 = 6.97 ms."""
+    r = run(rep, 0.005, prompt_cv=0, answer_cv=0, requests=500)
+    assert r.ttft["p50"].to("ms").m == pytest.approx(65.0, rel=0.01)
+    assert r.tpot["p50"].to("ms").m == pytest.approx(6.97, rel=0.01)
+
+
+def test_low_load_matches_plan():
+    """At peak efficiency a brief whose per-token target allows only a batch of 1 is what a lone request sees."""
+    brief = lc.Brief(0.01, P, A, Q_(10, "s"), Q_(1, "ms"))
+    p = lc.plan(M, G, brief)
+    assert p.batch == 1
+    r = simulate(
+        M,
+        G,
+        rate=Q_(0.01, "1/s"),
+        prompt_tokens=P,
+        answer_tokens=A,
+        requests=300,
+        prompt_cv=0,
+        answer_cv=0,
+        bandwidth_efficiency=1.0,
+        compute_efficiency=1.0,
+    )
+    assert r.ttft["p50"].to("ms").m == pytest.approx(p.ttft.to("ms").m, rel=0.01)
+    assert r.tpot["p50"].to("ms").m == pytest.approx(p.tpot.to("ms").m, rel=0.01)
+
+
+def test_closed_form_at_low_load_is_one_request(rep):
+    """Little's law at a trickle gives a batch of 1, whose step is decode_step(batch=1)."""
+    c = closed_form(rep, Q_(0.001, "1/s"), P, A)
+    step = lc.decode_step(M, G, batch=1, context_tokens=P + A / 2, bandwidth_efficiency=0.7, compute_efficiency=0.5)
+    assert c.batch == 1 and c.tpot.to("ms").m == pytest.approx(step.step_time.to("ms").m, rel=1e-6)
+
+
+def test_tokens_out_equal_tokens_demanded(rep):
+    """Below capacity everything admitted finishes: output tok/s = arrival rate x mean answer, within 5%."""
+    r = run(rep, 0.5, answer_cv=0)
+    assert r.throughput.to("1/s").m == pytest.approx(r.rate.to("1/s").m * A, rel=0.05)
+
+
+def test_tail_grows_past_capacity(rep):
+    """Over capacity the queue grows without bound: p99 TTFT is 10x what it is at light load."""
+    assert run(rep, 1.1).ttft["p99"] > 10 * run(rep, 0.1).ttft["p99"]
+
+
+def test_percentiles_are_ordered(rep):
+    """p50 <= p95 <= p99 for both TTFT and TPOT."""
+    r = run(rep, 0.8)
+    for d in (r.ttft, r.tpot):
+        assert d["p50"] <= d["p95"] <= d["p99"]
+
+
+def test_batch_cap_is_respected():
+    """An engine capped at 4 sequences never averages more than 4 in a step."""
+    small = build_replica(M, G, prompt_tokens=P, answer_tokens=A, batch_cap=4)
+    r = simulate(M, G, rate=Q_(5, "1/s"), prompt_tokens=P, answer_tokens=A, requests=2_000, replica=small)
+    assert r.mean_batch <= 4
+
+
+def test_same_seed_same_result(rep):
+    """A seeded run is reproducible; another seed differs."""
+    a, b, c = run(rep, 0.8, seed=7), run(rep, 0.8, seed=7), run(rep, 0.8, seed=8)
+    assert np.array_equal(a.ttft_s, b.ttft_s) and np.array_equal(a.tpot_s, b.tpot_s)
+    assert not np.array_equal(a.ttft_s, c.ttft_s)
+
+
+def test_ten_thousand_requests_well_under_a_second(rep):
+    """10,000 requests simulate in well under a second once the tables are built."""
+    r = run(rep, 0.9, requests=10_000)
+    assert r.completed == 10_000 and r.wall_time < Q_(1, "s")
+
+
+def test_knee_is_below_capacity():
+    """The p99 TTFT blows up somewhere between half load and capacity."""
+    sweep = load_sweep(M, G, prompt_tokens=P, answer_tokens=A, loads=(0.1, 0.5, 0.9, 1.0), requests=3_000)
+    k = knee(sweep)
+    assert k is not None and 0.5 < k <= 1.0
+
+
+@pytest.mark.parametrize(
+    "kw, msg",
+    [
+        (dict(rate=2.0), "needs a unit"),
+        (dict(rate=Q_(-1, "1/s")), "greater than zero"),
+        (dict(rate=Q_(2, "GB")), "rate"),
+        (dict(requests=0), "requests"),
+        (dict(requests=2.5), "whole number"),
+        (dict(seed=-1), "seed"),
+        (dict(prompt_cv=-0.1), "prompt_cv"),
+        (dict(prompt_tokens=10_000_000), "one request of"),
+        (dict(answer_tokens=float("nan")), "finite"),
+    ],
+)
+def test_bad_input(kw, msg):
+    """Bad input raises InputError saying what to change."""
+    args = dict(rate=Q_(1, "1/s"), prompt_tokens=P, answer_tokens=A, requests=100) | kw
+    with pytest.raises(InputError, match=msg):
+        simulate(M, G, **args)
+
+
+def test_unknown_model():
+    """An unknown model name is refused."""
+    with pytest.raises(lc.UnknownNameError):
+        simulate("Llama-9", G, rate=Q_(1, "1/s"), prompt_tokens=P, answer_tokens=A)
