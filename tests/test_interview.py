@@ -137,7 +137,7 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "c64": (0.21, "USD", 0.01),
     },
     "cost_per_million": {  # seed 000: 4,387 tok/s, $0.32/M, about $1.05 at 30%; 7B: 20,031 tok/s, $0.03
-        "x": (4_387, "", 1e-4),
+        "x": (4_387, "", 2e-4),
         "c": (0.3166, "USD", 1e-3),
         "c30": (1.055, "USD", 1e-3),
         "x7": (20_031, "", 1e-4),
