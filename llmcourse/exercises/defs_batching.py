@@ -134,7 +134,9 @@ define(
 
 def _crossover(v):
     """Smallest batch whose decode step is compute-bound (bisection on the planner's decode step)."""
-    lo, hi = 1, 4_096
+    lo, hi = 1, 65_536
+    if lc.decode_step(v["model"], v["gpu"], batch=hi, context_tokens=v["prompt"] + v["answer"] / 2).bound != "compute":
+        raise ValueError("no crossover below a batch of 65,536")  # pragma: no cover - the variants avoid it
     while lo < hi:
         mid = (lo + hi) // 2
         s = lc.decode_step(v["model"], v["gpu"], batch=mid, context_tokens=v["prompt"] + v["answer"] / 2)
@@ -150,7 +152,7 @@ define(
     "compute-bound?",
     "",
     DEFAULT,
-    _vary,
+    lambda r: _vary(r) | dict(prompt=pick(r, (128, 256)), answer=pick(r, (32, 64))),
     _crossover,
     (
         "Memory time = (weights + B x KV per sequence) / (0.7 x bandwidth); compute time = B x 2 x parameters / "

@@ -107,7 +107,8 @@ define(
     "first_estimate_ex5",
     "Time of one decode step",
     _STORY + "With the batch full, each decode step reads the weights and every conversation's KV cache at "
-    "the GPUs' peak bandwidth. How long is one step?",
+    "the GPUs' peak bandwidth, and does 2 FLOPs per parameter per conversation at 50% of the BF16 peak "
+    "FLOP/s; the slower of the two sets the pace. How long is one step?",
     "ms",
     DEFAULT,
     _vary,
@@ -115,6 +116,7 @@ define(
     (
         "Bytes per step = weights + batch x KV per conversation.",
         "Step time = bytes per step / ({n_gpus} x the bandwidth of one {gpu}).",
+        "Check the compute: batch x 2 x parameters / ({n_gpus} x 0.5 x lc.gpus['{gpu}'].peak_flops('bf16')).",
     ),
 )
 
@@ -122,7 +124,8 @@ define(
     EXERCISES,
     "first_estimate_ex6",
     "Tokens per second, all users",
-    _STORY + "With the full batch, how many output tokens per second do the GPUs produce in all?",
+    _STORY + "With the full batch (each step timed as the slower of reading the bytes at peak bandwidth and "
+    "doing the FLOPs at 50% of peak), how many output tokens per second do the GPUs produce in all?",
     "1/s",
     DEFAULT,
     _vary,
@@ -134,8 +137,9 @@ define(
     EXERCISES,
     "first_estimate_ex7",
     "Cost of a million output tokens",
-    _STORY + "The GPUs cost their catalog price per hour each and run at full load. What does a million "
-    "output tokens cost?",
+    _STORY + "The GPUs cost their catalog price per hour each and run at full load with the full batch (steps "
+    "timed as above: bytes at peak bandwidth or FLOPs at 50% of peak, whichever is slower). What does a "
+    "million output tokens cost?",
     "USD",
     DEFAULT,
     _vary,

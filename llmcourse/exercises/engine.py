@@ -419,8 +419,7 @@ def check(exercise_id: str, answer: Any, *, seed: Any = None) -> Result:
         if not ex.bare_ok:
             return wrong(
                 "unit",
-                f"Not yet: a bare number has no unit; write Q_({given.m:g}, {ex.unit!r}) "
-                f"or any unit of the same kind.",
+                f"Not yet: a bare number has no unit; write Q_({given.m:g}, {ex.unit!r}) or any unit of the same kind.",
             )
         given = Q_(given.m, ex.unit)
     if given.dimensionality != expected.dimensionality:

@@ -1,0 +1,334 @@
+"""Reference solutions, written as a student would: catalog look-ups and formulas, step by step.
+
+Kept apart from the student notebooks and from the exercise definitions: each solution works from
+the exercise's givens (its variant) with :data:`llmcourse.FORMULAS` and the planner, never with the
+exercise's own ``answer`` function. The tests check every solution against :func:`check` for the
+book's variant and for random seeds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import llmcourse as lc
+from llmcourse import FORMULAS as F
+from llmcourse import Q_
+
+__all__ = ["SOLUTIONS", "solve"]
+
+SOLUTIONS: dict[str, Callable[[dict[str, Any]], Any]] = {}
+TWO_FLOP = Q_(2, "FLOP")
+
+
+def solution(exercise_id: str) -> Callable:
+    def add(fn: Callable) -> Callable:
+        SOLUTIONS[exercise_id] = fn
+        return fn
+
+    return add
+
+
+def solve(exercise_id: str, variant: dict[str, Any]) -> Any:
+    """The reference answer to ``exercise_id`` for these givens."""
+    return SOLUTIONS[exercise_id](variant)
+
+
+def _m(name):
+    return lc.models[name]
+
+
+def _g(name):
+    return lc.gpus[name]
+
+
+def _b(precision):
+    return Q_(lc.PRECISIONS[precision], "B")
+
+
+def _kv_tok(model, bytes_=2):
+    m = _m(model) if isinstance(model, str) else model
+    return 2 * m.layers * m.kv_heads * m.head_dim * Q_(bytes_, "B")
+
+
+def _usable(gpu, n=1, frac=0.9):
+    return n * _g(gpu).memory * frac
+
+
+# --- first estimate -----------------------------------------------------------------------------------
+def _fe_batch(v):
+    free = _usable(v["gpu"], v["n_gpus"]) - _m(v["model"]).params * _b(v["precision"])
+    return math.floor((free / (_kv_tok(v["model"]) * v["context"])).to("").m)
+
+
+def _fe_step(v):
+    m, g = _m(v["model"]), _g(v["gpu"])
+    batch = _fe_batch(v)
+    total = m.params * _b(v["precision"]) + batch * _kv_tok(m) * v["context"]
+    memory = total / (v["n_gpus"] * g.bandwidth)
+    compute = batch * TWO_FLOP * m.params / (v["n_gpus"] * 0.5 * g.peak_flops("bf16"))
+    return max(memory.to("ms"), compute.to("ms"))
+
+
+solution("first_estimate_ex1")(lambda v: _m(v["model"]).params * _b(v["precision"]))
+solution("first_estimate_ex2")(lambda v: _usable(v["gpu"], v["n_gpus"]))
+solution("first_estimate_ex3")(lambda v: _kv_tok(v["model"]) * v["context"])
+solution("first_estimate_ex4")(_fe_batch)
+solution("first_estimate_ex5")(_fe_step)
+solution("first_estimate_ex6")(lambda v: _fe_batch(v) / _fe_step(v))
+
+
+@solution("first_estimate_ex7")
+def _fe_cost(v):
+    tokens_per_hour = (_fe_batch(v) / _fe_step(v)) * Q_(1, "hour")
+    return (v["n_gpus"] * _g(v["gpu"]).price_per_hour * Q_(1, "hour") / tokens_per_hour * 1e6).to("USD")
+
+
+# --- tokens ----------------------------------------------------------------------------------------------
+def _peak(v):
+    return Q_(v["per_day"], "1/day") * v["peak"]
+
+
+solution("tokens_ex1")(_peak)
+solution("tokens_ex2")(lambda v: _peak(v) * v["prompt"])
+solution("tokens_ex3")(lambda v: _peak(v) * v["answer"])
+solution("tokens_ex4")(lambda v: v["chars"] / v["cpt"])
+solution("tokens_ex5")(lambda v: v["tokens"] / Q_(v["rate"], "1/s"))
+solution("tokens_ex6")(lambda v: Q_(v["rps"], "1/s") * v["tokens"])
+
+# --- weights ---------------------------------------------------------------------------------------------
+solution("weights_ex1")(lambda v: _m(v["model"]).params * _b(v["precision"]))
+solution("weights_ex2")(lambda v: _m(v["model"]).params * _b(v["precision"]))
+solution("weights_ex3")(lambda v: (_m(v["model"]).params * _b(v["precision"])).to("GiB"))
+solution("weights_ex4")(lambda v: _usable(v["gpu"], v["n"]))
+solution("weights_ex5")(lambda v: math.ceil((_m(v["model"]).params * _b(v["precision"]) / _usable(v["gpu"])).to("").m))
+solution("weights_ex6")(lambda v: _usable(v["gpu"], v["n"]) - _m(v["model"]).params * _b(v["precision"]))
+
+# --- KV cache ----------------------------------------------------------------------------------------------
+solution("kv_cache_ex1")(lambda v: _kv_tok(v["model"]))
+solution("kv_cache_ex2")(lambda v: _kv_tok(v["model"], lc.PRECISIONS[v["precision"]]))
+solution("kv_cache_ex3")(lambda v: _kv_tok(v["model"]) * v["context"])
+solution("kv_cache_ex4")(lambda v: (_kv_tok(v["model"]) * v["context"]).to("GiB"))
+
+
+@solution("kv_cache_ex5")
+def _kv_batch(v):
+    free = _usable(v["gpu"]) - lc.weight_bytes(v["model"])
+    return math.floor((free / (_kv_tok(v["model"]) * (v["prompt"] + v["answer"]))).to("").m)
+
+
+solution("kv_cache_ex6")(lambda v: _kv_tok(v["model"]) * (v["short"] * v["short_len"] + v["long"] * v["long_len"]))
+
+# --- GQA -----------------------------------------------------------------------------------------------------
+solution("gqa_ex1")(lambda v: _m(v["model"]).heads / _m(v["model"]).kv_heads)
+solution("gqa_ex2")(lambda v: _kv_tok(v["model"]))
+
+
+def _fits(model, gpu, context, kv_heads=None):
+    m = _m(model)
+    per_tok = 2 * m.layers * (kv_heads or m.kv_heads) * m.head_dim * Q_(2, "B")
+    free = _usable(gpu) - m.params * Q_(2, "B")
+    return math.floor((free / (per_tok * context)).to("").m)
+
+
+solution("gqa_ex3")(lambda v: _fits(v["model"], v["gpu"], v["context"]))
+solution("gqa_ex4")(lambda v: _fits(v["model"], v["gpu"], v["context"], kv_heads=_m(v["model"]).heads))
+solution("gqa_ex5")(lambda v: 2 * _m(v["model"]).layers * 1 * _m(v["model"]).head_dim * Q_(2, "B"))
+
+
+@solution("gqa_ex6")
+def _mla(v):
+    m = _m("DeepSeek-V3")
+    return F["kv_bytes_per_token_mla"](
+        layers=m.layers, kv_lora_rank=m.kv_lora_rank, rope_dim=m.qk_rope_head_dim, kv_bytes=Q_(v["bytes"], "B")
+    )
+
+
+# --- decode ---------------------------------------------------------------------------------------------------
+def _dec_time(v, bytes_per_weight=2.0, batch=1):
+    m, g = _m(v["model"]), _g(v.get("gpu", "H100 SXM"))
+    ctx = v["prompt"] + v["answer"]
+    mem = (m.params * Q_(bytes_per_weight, "B") + batch * _kv_tok(m) * ctx) / (v["eff"] * g.bandwidth)
+    comp = batch * TWO_FLOP * m.params / (0.5 * g.peak_flops("bf16"))
+    return max(mem.to("ms"), comp.to("ms"))
+
+
+solution("decode_ex1")(lambda v: lc.weight_bytes(v["model"]) / _g(v["gpu"]).bandwidth)
+solution("decode_ex2")(_dec_time)
+solution("decode_ex3")(lambda v: 1 / _dec_time(v))
+solution("decode_ex4")(lambda v: _dec_time(v, 0.5))
+solution("decode_ex5")(_dec_time)
+solution("decode_ex6")(lambda v: v["n"] * _g(v["gpu"]).bandwidth / lc.weight_bytes(v["model"]))
+solution("decode_ex7")(lambda v: v["batch"] / _dec_time(v, batch=v["batch"]))
+
+
+# --- prefill ----------------------------------------------------------------------------------------------------
+def _pre_flops(v, attention=True):
+    m = _m(v["model"])
+    kw = dict(flops_per_param=TWO_FLOP, params=m.params, prompt_tokens=v["prompt"])
+    if not attention:
+        return F["prefill_flops_linear"](**kw)
+    return F["prefill_flops"](**kw, layers=m.layers, heads=m.heads, head_dim=m.head_dim)
+
+
+solution("prefill_ex1")(lambda v: _pre_flops(v, attention=False))
+solution("prefill_ex2")(lambda v: _pre_flops(v) / (0.5 * _g(v["gpu"]).peak_flops("bf16")))
+solution("prefill_ex3")(lambda v: lc.weight_bytes(v["model"]) / (0.7 * _g(v["gpu"]).bandwidth))
+
+
+@solution("prefill_ex4")
+def _ttft(v):
+    g = _g(v["gpu"])
+    comp = _pre_flops(v, attention=False) / (v["n"] * 0.5 * g.peak_flops("bf16"))
+    mem = lc.weight_bytes(v["model"], v["precision"]) / (v["n"] * g.bandwidth)
+    return max(comp.to("s"), mem.to("s"))
+
+
+@solution("prefill_ex5")
+def _burst(v):
+    g = _g(v["gpu"])
+    comp = v["prompts"] * _pre_flops(v) / (0.5 * g.peak_flops("bf16"))
+    return max(comp.to("s"), (lc.weight_bytes(v["model"]) / (0.7 * g.bandwidth)).to("s"))
+
+
+solution("prefill_ex6")(lambda v: Q_(v["rate"], "1/s") * TWO_FLOP * _m(v["model"]).active_params)
+solution("prefill_ex7")(
+    lambda v: math.ceil(
+        (Q_(v["rate"], "1/s") * TWO_FLOP * _m(v["model"]).active_params / (0.5 * _g(v["gpu"]).flops)).to("").m
+    )
+)
+
+
+# --- MoE -----------------------------------------------------------------------------------------------------------
+def _touched(model, batch):
+    m = _m(model)
+    return 1 - (1 - m.experts_per_token / m.experts) ** batch
+
+
+def _read(model, batch):
+    m = _m(model)
+    return Q_(2, "B") * ((m.params - m.expert_params) + m.expert_params * _touched(model, batch))
+
+
+def _moe_step(v):
+    m, g = _m(v["model"]), _g(v["gpu"])
+    mem = (_read(v["model"], v["batch"]) + v["batch"] * _kv_tok(m) * v["context"]) / (0.7 * g.bandwidth)
+    comp = v["batch"] * TWO_FLOP * m.active_params / (0.5 * g.peak_flops("bf16"))
+    return max(mem.to("ms"), comp.to("ms"))
+
+
+solution("moe_ex1")(lambda v: _touched(v["model"], 1))
+solution("moe_ex2")(lambda v: _touched(v["model"], v["batch"]))
+solution("moe_ex3")(lambda v: _m(v["model"]).params * Q_(2, "B"))
+solution("moe_ex4")(lambda v: _read(v["model"], 1))
+solution("moe_ex5")(_moe_step)
+solution("moe_ex6")(_moe_step)
+
+
+# --- batching ----------------------------------------------------------------------------------------------------
+def _lab_step(v, batch):
+    return lc.decode_step(v["model"], v["gpu"], batch=batch, context_tokens=v["prompt"] + v["answer"] / 2).step_time
+
+
+def _lab_cost(v, batch):
+    pre = lc.prefill(v["model"], v["gpu"], v["prompt"], prompts=batch).time
+    cycle = pre + v["answer"] * _lab_step(v, batch)
+    tokens = batch * v["answer"]
+    return (Q_(v["price"], "USD/hour") * cycle / tokens * 1e6).to("USD")
+
+
+solution("batching_ex1")(lambda v: _lab_step(v, v["batch"]))
+solution("batching_ex2")(lambda v: v["batch"] / _lab_step(v, v["batch"]))
+solution("batching_ex3")(lambda v: _lab_cost(v, 1))
+solution("batching_ex4")(lambda v: _lab_cost(v, v["batch"]))
+solution("batching_ex5")(lambda v: v["batch"] * _kv_tok(v["model"]) * v["context"])
+
+
+@solution("batching_ex6")
+def _cross(v):
+    # memory time = compute time: (W + B K) / (0.7 beta) = B F_tok / (0.5 F)  =>  B = W / (0.7 beta) / (...)
+    m, g = _m(v["model"]), _g(v["gpu"])
+    w, k = m.params * Q_(2, "B"), _kv_tok(m) * (v["prompt"] + v["answer"] / 2)
+    per_seq = TWO_FLOP * m.params / (0.5 * g.peak_flops("bf16")) - k / (0.7 * g.bandwidth)
+    return math.ceil((w / (0.7 * g.bandwidth) / per_seq).to("").m)
+
+
+# --- fleet -----------------------------------------------------------------------------------------------------------
+def _fleet_step(v):
+    m, g = _m(v["model"]), _g(v["gpu"])
+    total = m.params * Q_(1, "B") + v["batch"] * _kv_tok(m) * v["context"]
+    return total / (v["tp"] * 0.7 * g.bandwidth)
+
+
+def _replicas(v):
+    usable = 0.7 * v["batch"] / _fleet_step(v)
+    return math.ceil((Q_(v["demand"], "1/s") / usable).to("").m)
+
+
+solution("fleet_ex1")(lambda v: _kv_tok(v["model"]) * v["context"])
+solution("fleet_ex2")(lambda v: _m(v["model"]).params * Q_(1, "B") + v["batch"] * _kv_tok(v["model"]) * v["context"])
+solution("fleet_ex3")(_fleet_step)
+solution("fleet_ex4")(lambda v: v["batch"] / _fleet_step(v))
+solution("fleet_ex5")(_replicas)
+solution("fleet_ex6")(lambda v: _replicas(v) * v["tp"] * _g(v["gpu"]).price_per_hour * Q_(730, "hour"))
+solution("fleet_ex7")(lambda v: v["rate"] * v["time"])
+
+# --- queueing ------------------------------------------------------------------------------------------------------------
+solution("queueing_ex1")(lambda v: v["lam"] / v["mu"])
+solution("queueing_ex2")(lambda v: 1 / Q_(v["mu"] - v["lam"], "1/s"))
+solution("queueing_ex3")(lambda v: v["lam"] / (v["mu"] - v["lam"]))
+solution("queueing_ex4")(lambda v: 1 / (1 - v["lam"] / v["mu"]))
+solution("queueing_ex5")(lambda v: Q_(v["mu"], "1/s") - 1 / Q_(v["target"], "s"))
+solution("queueing_ex6")(lambda v: v["inflight"] / Q_(v["rate"], "1/s"))
+
+
+# --- design review ---------------------------------------------------------------------------------------------------------
+def _review(v):
+    brief = lc.Brief(Q_(v["rps"], "1/s"), v["prompt"], v["answer"], Q_(v["ttft"] / 1000, "s"), Q_(v["tpot"], "ms"))
+    return lc.plan(lc.models[v["model"]], lc.gpus[v["gpu"]], brief)
+
+
+solution("design_review_ex1")(lambda v: _kv_tok(v["model"]) * (v["prompt"] + v["answer"]))
+solution("design_review_ex2")(
+    lambda v: math.floor(
+        (
+            (0.9 * _g(v["gpu"]).memory - lc.weight_bytes(v["model"]))
+            / (_kv_tok(v["model"]) * (v["prompt"] + v["answer"]))
+        )
+        .to("")
+        .m
+    )
+)
+
+
+@solution("design_review_ex3")
+def _dr_ttft(v):
+    m, g = _m(v["model"]), _g(v["gpu"])
+    return max(
+        (TWO_FLOP * m.params * v["prompt"] / g.peak_flops("bf16")).to("ms"),
+        (m.params * Q_(2, "B") / g.bandwidth).to("ms"),
+    )
+
+
+solution("design_review_ex4")(lambda v: _review(v).gpus)
+
+
+@solution("design_review_ex5")
+def _dr_inflight(v):
+    p = _review(v)
+    return v["rps"] * (p.ttft + v["answer"] * p.tpot).to("s").m
+
+
+@solution("design_review_ex6")
+def _dr_cost(v):
+    p = _review(v)
+    per_hour = p.gpus * _g(v["gpu"]).price_per_hour
+    tokens_per_hour = Q_(v["rps"], "1/s") * v["answer"]
+    return (per_hour / tokens_per_hour * 1e6).to("USD")
+
+
+@solution("design_review_ex7")
+def _dr_cost_req(v):
+    p = _review(v)
+    return (p.gpus * _g(v["gpu"]).price_per_hour / Q_(v["rps"], "1/s") * 1000).to("USD")
