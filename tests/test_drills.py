@@ -1,0 +1,176 @@
+"""The timed estimate drill (llmcourse.widgets.drills), driven as a reader would: type, click, read."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from llmcourse import Q_, models
+from llmcourse.errors import InputError
+from llmcourse.widgets.drills import KINDS, Drill, Problem, deal_problem, read_answer, within
+
+
+class FakeClock:
+    """Seconds that advance only when told."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _texts(d: Drill, n: int) -> list[str]:
+    out = [d.problem.text]
+    for _ in range(n - 1):
+        out.append(d.deal().text)
+    return out
+
+
+def test_same_seed_deals_the_same_questions() -> None:
+    """Two drills with one seed deal the same ten questions; another seed deals others."""
+    assert _texts(Drill(seed=7), 10) == _texts(Drill(seed=7), 10)
+    assert _texts(Drill(seed=7), 10) != _texts(Drill(seed=8), 10)
+
+
+def test_every_kind_is_dealt() -> None:
+    """Over a session all six kinds of question come up."""
+    d = Drill(seed=1)
+    kinds = {d.problem.kind} | {d.deal().kind for _ in range(60)}
+    assert kinds == set(KINDS)
+
+
+def test_kv_per_token_problems_match_hand_arithmetic() -> None:
+    """KV per token dealt = 2 x layers x KV heads x head dim x bytes, from the model's published shape."""
+    rng = random.Random(0)
+    for _ in range(20):
+        p = deal_problem(rng, ["kv_per_token"])
+        name = re.match(r"KV cache per token of (\S+) ", p.text).group(1)
+        m = models[name]
+        b = 2 if "BF16" in p.text else 1
+        assert p.exact.to("B").m == 2 * m.layers * m.kv_heads * m.head_dim * b
+
+
+def test_weights_problems_match_hand_arithmetic() -> None:
+    """Weights dealt = parameters x bytes per parameter (BF16 2, FP8 1, INT4 0.5)."""
+    rng = random.Random(0)
+    for _ in range(20):
+        p = deal_problem(rng, ["weights"])
+        name = re.match(r"Weights of (\S+) ", p.text).group(1)
+        b = {"BF16": 2, "FP8": 1, "INT4": 0.5}[p.text.rstrip("?").split()[-1]]
+        assert p.exact.to("B").m == pytest.approx(models[name].params * b)
+
+
+def test_typed_exact_answer_passes_and_scores() -> None:
+    """Typing the exact figure and clicking Check scores a point and starts a streak."""
+    d = Drill(seed=2)
+    d.answer.value = d.problem.answer_text
+    d.check_button.click()
+    assert d.last.status == "correct"
+    assert (d.score, d.attempted, d.streak, d.best_streak) == (1, 1, 1, 1)
+    assert "Pass" in d.feedback.value and "score 1/1" in d.scoreboard.value
+
+
+def test_within_two_x_passes_and_beyond_fails() -> None:
+    """1/1.9x the planner's figure passes; 2.1x fails, resets the streak and shows the exact figure."""
+    d = Drill(seed=3, kinds=["kv_context"])
+    assert d.check(f"{d.problem.exact.to('GB').m / 1.9} GB").status == "correct"
+    d.deal()
+    v = d.check(f"{d.problem.exact.to('GB').m * 2.1} GB")
+    assert v.status == "wrong" and d.streak == 0 and d.best_streak == 1 and d.score == 1 and d.attempted == 2
+    assert d.problem.answer_text in v.message and "too high" in v.message
+
+
+def test_unit_conversion_is_understood() -> None:
+    """An answer in other units of the same kind (bytes for KiB, MB for GB) is converted before comparing."""
+    d = Drill(seed=4, kinds=["kv_per_token"])
+    assert d.check(f"{d.problem.exact.to('B').m:,.0f} B").status == "correct"
+
+
+def test_unitless_answer_gets_feedback_not_a_score() -> None:
+    """A bare number where a unit is needed is refused with a message and is not counted."""
+    d = Drill(seed=5, kinds=["weights"])
+    v = d.check("16")
+    assert v.status == "invalid" and "no unit" in v.message
+    assert (d.score, d.attempted, d.streak) == (0, 0, 0)
+    assert d.check(d.problem.answer_text).status == "correct"  # the question stays open
+
+
+def test_wrong_dimension_gets_feedback() -> None:
+    """Seconds for a size, or GB for a count, is the wrong kind of unit."""
+    d = Drill(seed=5, kinds=["weights"])
+    assert "wrong kind of unit" in d.check("16 ms").message
+    c = Drill(seed=5, kinds=["max_batch"])
+    v = c.check("94 GB")
+    assert v.status == "invalid" and "count" in v.message
+
+
+@pytest.mark.parametrize("typed", ["", "   ", "lots", "GB", "12 parsecs of bytes", "2**99999 GB", "-3 GB", "1e999 GB"])
+def test_gibberish_gets_feedback_never_a_traceback(typed: str) -> None:
+    """Anything unreadable is answered with a message and leaves the score alone."""
+    d = Drill(seed=6, kinds=["kv_context"])
+    d.answer.value = typed
+    d.check_button.click()
+    assert d.last.status == "invalid" and d.last.message.startswith("Not read")
+    assert d.attempted == 0
+
+
+def test_counts_accept_words_and_separators() -> None:
+    """ "1,234 GPUs" and "94 conversations" read as plain counts."""
+    p = Problem("max_batch", "?", Q_(94, ""), "", "")
+    assert read_answer("94 conversations", p).m == 94
+    g = Problem("gpus_for_traffic", "?", Q_(1_234, ""), "", "")
+    assert read_answer("1,234 GPUs", g).m == 1_234
+
+
+def test_rates_accept_tok_per_s() -> None:
+    """A decode speed can be typed as tok/s, tokens/s or tokens per second."""
+    p = Problem("decode_speed", "?", Q_(47, "1/s"), "tok/s", "")
+    for typed in ("47 tok/s", "47 tokens/s", "47 tokens per second", "2820 tok/min"):
+        assert read_answer(typed, p).to("1/s").m == pytest.approx(47)
+
+
+def test_elapsed_time_is_shown() -> None:
+    """The time from dealing to checking is measured and shown; the average appears in the summary."""
+    clock = FakeClock()
+    d = Drill(seed=9, clock=clock)
+    clock.now += 12.5
+    v = d.check(d.problem.answer_text)
+    assert v.elapsed == pytest.approx(12.5) and "12.5 s" in v.message
+    assert "12.5 s per answer" in d.summary()
+
+
+def test_checked_question_is_closed_until_next() -> None:
+    """A second check of the same question is not counted; Next deals a fresh one and clears the box."""
+    d = Drill(seed=10)
+    d.check(d.problem.answer_text)
+    assert d.check(d.problem.answer_text).status == "closed" and d.attempted == 1
+    d.answer.value = "something"
+    d.next_button.click()
+    assert d.answer.value == "" and d.check(d.problem.answer_text).status == "correct" and d.streak == 2
+
+
+def test_bad_settings_are_refused() -> None:
+    """Unknown kinds or a tolerance factor of 1 or less are refused with a message."""
+    with pytest.raises(InputError, match="kinds"):
+        Drill(kinds=["riddles"])
+    with pytest.raises(InputError, match="factor"):
+        Drill(factor=1)
+
+
+@given(st.floats(1e-6, 1e9), st.floats(0.51, 1.99))
+def test_within_passes_inside_two_x(x: float, r: float) -> None:
+    """Any answer between 0.51x and 1.99x of the figure passes, in either direction."""
+    assert within(Q_(x * r, "GB"), Q_(x, "GB"))[0]
+    assert within(Q_(x / r, "GB"), Q_(x, "GB"))[0]
+
+
+@given(st.floats(1e-6, 1e9), st.floats(2.01, 1e3))
+def test_within_fails_beyond_two_x(x: float, r: float) -> None:
+    """Any answer more than 2x away fails, either way."""
+    assert not within(Q_(x * r, "GB"), Q_(x, "GB"))[0]
+    assert not within(Q_(x / r, "GB"), Q_(x, "GB"))[0]
