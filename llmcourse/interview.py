@@ -52,7 +52,17 @@ from llmcourse.planner import (
 )
 from llmcourse.units import HOURS_PER_MONTH, Q_, sig
 
-__all__ = ["LEVELS", "QUESTIONS", "SHEET_GPUS", "SHEET_MODELS", "Question", "num", "sheet"]
+__all__ = [
+    "LEVELS",
+    "QUESTIONS",
+    "SHEET_GPUS",
+    "SHEET_MODELS",
+    "Question",
+    "levels_markdown",
+    "num",
+    "sheet",
+    "sheet_tables",
+]
 
 #: Interview levels, in order, with what the interviewer listens for at each.
 LEVELS: dict[str, str] = {
@@ -80,19 +90,23 @@ def num(value: Any, digits: int = 3) -> str:
 
     Examples
     --------
-    >>> num(Q_(327_680, "B").to("KiB")), num(10_851), num(23.93), num(Q_(0.29431, "s"), 2)
-    ('320 KiB', '10,851', '23.9', '0.29 s')
+    >>> num(Q_(327_680, "B").to("KiB")), num(10_851), num(23.93), num(Q_(0.29431, "s"), 2), num(Q_(80.0, "GB"))
+    ('320 KiB', '10,851', '23.9', '0.29 s', '80 GB')
     """
     if isinstance(value, pint.Quantity):
         if value.dimensionality == Q_(1, "USD").dimensionality and str(value.units) == "USD":
             return f"\\${sig(float(value.m), digits)}"  # escaped: a bare $ opens math in MyST
-        unit = f"{value.units:~P}"
-        return f"{sig(float(value.m), digits)} {unit}".strip()
+        return f"{_digits(float(value.m), digits)} {value.units:~P}".strip()
     if isinstance(value, bool):
         return str(value)
-    if isinstance(value, int):
-        return f"{value:,}"
-    return sig(float(value), digits)
+    return _digits(float(value), digits)
+
+
+def _digits(x: float, digits: int) -> str:
+    """Whole numbers as they are (80, 989, 10,851); others to ``digits`` significant figures."""
+    if x.is_integer() and abs(x) < 1e15:
+        return f"{int(x):,}"
+    return sig(x, digits)
 
 
 # --- the question type ---------------------------------------------------------------------------------
@@ -1022,3 +1036,35 @@ def sheet() -> dict[str, Any]:
     out["month_hours"] = HOURS_PER_MONTH
     out["month_cost"] = F["fleet_cost"](gpus=1, price=h100.price_per_hour, hours=out["month_hours"]).to("USD")
     return out
+
+
+def sheet_tables(values: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The sheet's tables as Markdown: ``"gpus"``, ``"kv"`` and ``"weights"``.
+
+    Examples
+    --------
+    >>> sheet_tables()["kv"].splitlines()[0]
+    '| model | attention | KV per token (BF16) | one 4,096-token sequence | one 131,072-token sequence |'
+    """
+    s = sheet() if values is None else values
+    gpu = [
+        "| GPU | memory | bandwidth | BF16 | FP8 | full-memory step | tok/s per user, full | price (assumed) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    gpu += [
+        f"| {n} | {num(m)} | {num(b)} | {num(f, 4)} | {num(f8, 4)} | {num(t)} | {num(r, 2)} | {p.m:.2f} USD/h |"
+        for n, m, b, f, f8, t, r, p in s["gpu_rows"]
+    ]
+    kv = [
+        "| model | attention | KV per token (BF16) | one 4,096-token sequence | one 131,072-token sequence |",
+        "|---|---|---|---|---|",
+    ]
+    kv += [f"| {n} | {a} | {num(k)} | {num(k4)} | {num(k128)} |" for n, a, k, k4, k128 in s["kv_rows"]]
+    wt = ["| precision | bytes per weight | Llama 3.1 8B | Llama 3.1 70B | Llama 3.1 405B |", "|---|---|---|---|---|"]
+    wt += [f"| {p.upper()} | {num(b)} | {num(a)} | {num(c)} | {num(d)} |" for p, b, a, c, d in s["weight_rows"]]
+    return {"gpus": "\n".join(gpu), "kv": "\n".join(kv), "weights": "\n".join(wt)}
+
+
+def levels_markdown(parts: Mapping[str, str]) -> str:
+    """Weak, good and strong answers as a Markdown list (``parts`` from :meth:`Question.markdown`)."""
+    return "\n".join(f"- **{p.capitalize()}:** {parts[p]}" for p in ("weak", "good", "strong"))
