@@ -1,149 +1,240 @@
-"""Exercises for *Decode is memory-bound* (``book/05_decode.md``): bytes per step, step time, tokens/s."""
+"""Exercises for *Decode is memory-bound* (``book/05_decode.md``): bytes per step, step time, tokens/s.
+
+``decode_ex1`` .. ``decode_ex6`` follow the chapter's exercises of the same labels (the numeric part of each).
+"""
 
 from __future__ import annotations
 
 import llmcourse as lc
+from llmcourse import Q_
 from llmcourse.exercises._common import define, pick
 
 EXERCISES: list = []
 
 _SMALL = ("Llama-3.1-8B", "Qwen2.5-7B", "Llama-2-7B")
 _GPUS = ("H100 SXM", "H200 SXM", "A100 SXM 80GB", "L40S", "B200", "MI300X")
-DEFAULT = dict(model="Llama-3.1-8B", gpu="H100 SXM", prompt=2_048, answer=256, eff=0.7)
-
-
-def _vary(r):
-    return dict(
-        model=pick(r, _SMALL),
-        gpu=pick(r, _GPUS),
-        prompt=pick(r, (512, 1_024, 2_048, 4_096)),
-        answer=pick(r, (128, 256, 512)),
-        eff=pick(r, (0.6, 0.7, 0.8)),
-    )
-
-
-def _step(v, **kw):
-    kw = {"context_tokens": v["prompt"] + v["answer"], "bandwidth_efficiency": v["eff"]} | kw
-    return lc.decode_step(v["model"], v.get("gpu", "H100 SXM"), **kw)
-
-
-_STORY = (
-    "A code-completion service runs {model} (BF16) on one {gpu}, one user at a time. Requests are {prompt} "
-    "prompt tokens and {answer} answer tokens; the GPU reaches {eff} of its peak bandwidth. "
-)
-_HINTS = (
-    "Each step reads all the weights once, plus the sequence's KV cache.",
-    "Count the KV cache at the full context, {prompt} + {answer} tokens.",
-    "Time = bytes read / ({eff} x lc.gpus['{gpu}'].bandwidth).",
-)
 
 
 def _eff(v):
     return [(1 / v["eff"], "did you forget the bandwidth efficiency?")]
 
 
+def _step(v, **kw):
+    kw = {"context_tokens": v["context"], "bandwidth_efficiency": v["eff"]} | kw
+    return lc.decode_step(v["model"], v["gpu"], **kw)
+
+
+_STEP_HINTS = (
+    "Each step reads all the weights once, plus the sequence's KV cache at {context} tokens.",
+    "Time = bytes read / ({eff} x lc.gpus['{gpu}'].bandwidth); check that 2 FLOPs per parameter at 50% of peak is "
+    "not slower.",
+)
+
+
+def _vary_step(r):
+    return dict(
+        model=pick(r, _SMALL), gpu=pick(r, _GPUS), context=pick(r, (1_024, 2_300, 4_096)), eff=pick(r, (0.6, 0.7, 0.8))
+    )
+
+
 define(
     EXERCISES,
     "decode_ex1",
-    "One read of the weights",
-    "A chatbot runs {model} in BF16 on one {gpu}. At the GPU's full peak bandwidth, how long does one read of "
-    "all the weights take? Answer in ms.",
+    "Step time for one user",
+    "A help-desk bot runs {model} in BF16 on one {gpu}, batch 1, at a {context}-token context. The GPU reaches "
+    "{eff} of its peak bandwidth. How long is one decode step?",
     "ms",
-    dict(model="Llama-3.1-8B", gpu="H100 SXM"),
-    lambda r: dict(model=pick(r, _SMALL), gpu=pick(r, _GPUS)),
-    lambda v: lc.FORMULAS["weight_read_time"](
-        weights=lc.weight_bytes(v["model"]), n_gpus=1, bandwidth=lc.gpus[v["gpu"]].bandwidth, bandwidth_efficiency=1.0
-    ),
-    ("Time = weight bytes / bandwidth.", "lc.weight_bytes('{model}') / lc.gpus['{gpu}'].bandwidth."),
-    bare_ok=True,
+    dict(model="Qwen2.5-7B", gpu="A100 SXM 80GB", context=2_300, eff=0.7),
+    _vary_step,
+    lambda v: _step(v).step_time,
+    _STEP_HINTS,
+    mistakes=_eff,
 )
 
 define(
     EXERCISES,
     "decode_ex2",
-    "Step time for one user",
-    _STORY + "How long is one decode step?",
-    "ms",
-    DEFAULT,
-    _vary,
-    lambda v: _step(v).step_time,
-    _HINTS,
-    mistakes=_eff,
+    "When the cache outweighs the weights",
+    "A long-document chat runs {model} in BF16 at batch 1. At what context length does one step read as many "
+    "bytes of KV cache as of weights?",
+    "",
+    dict(model="Llama-3.1-8B"),
+    lambda r: dict(model=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B", "Llama-3.1-70B", "Qwen2.5-72B", "Llama-2-7B"))),
+    lambda v: (lc.weight_bytes(v["model"]) / lc.kv_bytes_per_token(v["model"])).to(""),
+    ("Context = weight bytes / KV bytes per token.", "KV per token = 2 x layers x KV heads x head dim x 2 bytes."),
+    bare_ok=True,
+    kv=True,
 )
+
+
+def _int4(v):
+    return lc.PRECISIONS["int4"] + 2 / v["group"]  # bytes per weight: 4 bits plus a 16-bit scale per group
+
 
 define(
     EXERCISES,
     "decode_ex3",
-    "Tokens per second for one user",
-    _STORY + "How many tokens per second does the user see?",
-    "1/s",
-    DEFAULT,
-    _vary,
-    lambda v: _step(v).tokens_per_s_per_user,
-    (*_HINTS, "Tokens per second = 1 / step time."),
-    mistakes=_eff,
-)
-
-define(
-    EXERCISES,
-    "decode_ex4",
-    "Quantized weights decode faster",
-    _STORY + "The team quantizes the weights to INT4 (0.5 bytes each; the cache stays BF16). How long is one "
-    "decode step now?",
+    "INT4 with group scales",
+    "A laptop-class service quantizes {model} to 4-bit weights with one 16-bit scale per group of {group} weights "
+    "(the KV cache stays BF16). On one {gpu} at batch 1, a {context}-token context and {eff} of peak bandwidth, "
+    "how long is one decode step?",
     "ms",
-    DEFAULT,
-    _vary,
-    lambda v: _step(v, weight_bytes="int4").step_time,
-    ("Fewer bytes per weight means fewer bytes to read each step.", *_HINTS[1:]),
+    dict(model="Llama-3.1-8B", gpu="H100 SXM", context=2_304, eff=0.7, group=64),
+    lambda r: _vary_step(r) | {"group": pick(r, (32, 64, 128))},
+    lambda v: _step(v, weight_bytes=_int4(v)).step_time,
+    (
+        "Bytes per weight = 0.5 + 2 bytes / {group} weights.",
+        "Fewer bytes per weight means fewer bytes to read each step.",
+        *_STEP_HINTS,
+    ),
     mistakes=lambda v: [
         *_eff(v),
         (
-            (_step(v).step_time / _step(v, weight_bytes="int4").step_time).m,
-            "that is the BF16 step: the weights take 0.5 bytes each now",
+            (_step(v, weight_bytes="int4").step_time / _step(v, weight_bytes=_int4(v)).step_time).m,
+            "did you leave out the group scales?",
         ),
     ],
 )
 
 define(
     EXERCISES,
-    "decode_ex5",
-    "A smaller GPU",
-    "A budget tier puts {model} (BF16) on one L4 for single users, at {prompt} + {answer} tokens and {eff} of "
-    "peak bandwidth. How long is one decode step?",
-    "ms",
-    dict(DEFAULT, gpu="L4"),
-    lambda r: _vary(r) | {"gpu": "L4"},
-    lambda v: _step(v).step_time,
-    _HINTS,
-    mistakes=_eff,
+    "decode_ex4",
+    "A batch for a throughput target",
+    "A pure weight-read model of decode: {model} in BF16 on one GPU reading at {bandwidth} TB/s, each step reads "
+    "the weights once and nothing else. What batch gives {target} tokens per second in all?",
+    "",
+    dict(model="Llama-3.1-70B", bandwidth=3.35, target=10_000),
+    lambda r: dict(
+        model=pick(r, ("Llama-3.1-70B", "Qwen2.5-72B", "Llama-3.1-8B")),
+        bandwidth=pick(r, (2.0, 3.35, 4.8)),
+        target=pick(r, (5_000, 10_000, 20_000)),
+    ),
+    lambda v: (
+        Q_(v["target"], "1/s")
+        * lc.FORMULAS["weight_read_time"](
+            weights=lc.weight_bytes(v["model"]), n_gpus=1, bandwidth=Q_(v["bandwidth"], "TB/s"), bandwidth_efficiency=1
+        )
+    ).to(""),
+    ("Step time = weight bytes / bandwidth, whatever the batch.", "Tokens/s = batch / step time: solve for the batch."),
+    bare_ok=True,
+    tolerance=0.02,
 )
 
+
+def _ratio(v):
+    g = lc.gpus[v["gpu"]]
+    f = lc.FORMULAS
+    comp = f["decode_compute_time"](
+        batch=1,
+        n_gpus=1,
+        flops_per_token=Q_(2, "FLOP"),
+        peak_flops=g.peak_flops("bf16"),
+        compute_efficiency=0.5,
+    )
+    mem = f["weight_read_time"](
+        weights=Q_(lc.PRECISIONS[v["precision"]], "B"), n_gpus=1, bandwidth=g.bandwidth, bandwidth_efficiency=0.7
+    )
+    return (comp / mem).to("")
+
+
+define(
+    EXERCISES,
+    "decode_ex5",
+    "How far from compute-bound",
+    "A dense model decodes at batch 1 on one {gpu} with {precision} weights (no KV read), at 70% of peak "
+    "bandwidth and 50% of the BF16 peak FLOP/s. What is the ratio of compute time to memory time per step?",
+    "",
+    dict(gpu="H100 SXM", precision="bf16"),
+    lambda r: dict(
+        gpu=pick(r, ("H100 SXM", "L4", "A100 SXM 80GB", "B200", "L40S")), precision=pick(r, ("bf16", "int4"))
+    ),
+    _ratio,
+    (
+        "Per parameter: 2 FLOPs at 0.5 x peak against b_w bytes at 0.7 x bandwidth.",
+        "Ratio = 0.7 x bandwidth x 2 FLOP / (0.5 x peak FLOP/s x bytes per weight): the parameter count cancels.",
+    ),
+    bare_ok=True,
+)
+
+
+def _largest_batch(v):
+    """Largest batch whose step keeps each user at or above the speed target (bisection on decode_step)."""
+
+    def fast(b):
+        s = lc.decode_step(
+            v["model"], v["gpu"], batch=b, context_tokens=v["context"], n_gpus=v["n"], weight_bytes=v["precision"]
+        )
+        return s.tokens_per_s_per_user >= Q_(v["speed"], "1/s")
+
+    lo, hi = 0, 4_096
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fast(mid) else (lo, mid - 1)
+    return lo
+
+
 _BIG = (
-    ("Llama-3.1-70B", "H100 SXM", 2),
-    ("Llama-3.1-70B", "H100 SXM", 4),
-    ("Qwen2.5-72B", "H200 SXM", 2),
-    ("Llama-3.1-70B", "B200", 1),
-    ("Llama-3.1-405B", "H100 SXM", 8),
-    ("Llama-3.1-70B", "MI300X", 1),
+    ("Llama-3.1-70B", "fp8", "H100 SXM", 2),
+    ("Llama-3.1-70B", "bf16", "H200 SXM", 2),
+    ("Qwen2.5-72B", "fp8", "H100 SXM", 2),
+    ("Llama-3.1-8B", "bf16", "H100 SXM", 1),
 )
 
 define(
     EXERCISES,
     "decode_ex6",
+    "The largest batch at a speed target",
+    "A premium chat runs {model} in {precision} on {n} x {gpu} (tensor parallel), every sequence at a {context}-"
+    "token context, 70% of peak bandwidth, 50% of peak FLOP/s. What is the largest batch that keeps each user at "
+    "{speed} tokens per second or more?",
+    "",
+    dict(model="Llama-3.1-70B", precision="fp8", gpu="H100 SXM", n=2, context=2_304, speed=30),
+    lambda r: (
+        dict(zip(("model", "precision", "gpu", "n"), pick(r, _BIG), strict=True))
+        | dict(context=pick(r, (1_024, 2_304, 4_096)), speed=pick(r, (20, 30, 40)))
+    ),
+    _largest_batch,
+    (
+        "Step time must stay at or below 1 / {speed} s.",
+        "Memory time = (weights + B x KV per sequence) / ({n} x 0.7 x bandwidth): solve for B, round down.",
+        "Check the compute time at that batch too.",
+    ),
+    integer=True,
+    bare_ok=True,
+)
+
+define(
+    EXERCISES,
+    "decode_ex7",
     "The speed ceiling of a big model",
     "A premium assistant serves {model} in BF16 over {n} x {gpu} (tensor parallel). Even alone, with no KV to "
     "read and at full peak bandwidth, a user cannot get more than some number of tokens per second. What is "
     "that ceiling?",
     "1/s",
     dict(model="Llama-3.1-70B", gpu="H100 SXM", n=2),
-    lambda r: dict(zip(("model", "gpu", "n"), pick(r, _BIG), strict=True)),
+    lambda r: dict(
+        zip(
+            ("model", "gpu", "n"),
+            pick(
+                r,
+                (
+                    ("Llama-3.1-70B", "H100 SXM", 2),
+                    ("Llama-3.1-70B", "H100 SXM", 4),
+                    ("Qwen2.5-72B", "H200 SXM", 2),
+                    ("Llama-3.1-70B", "B200", 1),
+                    ("Llama-3.1-405B", "H100 SXM", 8),
+                ),
+            ),
+            strict=True,
+        )
+    ),
     lambda v: (
         1
         / lc.FORMULAS["weight_read_time"](
             weights=lc.weight_bytes(v["model"]),
             n_gpus=v["n"],
             bandwidth=lc.gpus[v["gpu"]].bandwidth,
-            bandwidth_efficiency=1.0,
+            bandwidth_efficiency=1,
         )
     ),
     (
@@ -151,21 +242,4 @@ define(
         "The {n} GPUs read their shares in parallel: ceiling = {n} x bandwidth / weight bytes.",
     ),
     mistakes=lambda v: [(1 / v["n"], "did you use the bandwidth of one GPU only?")] if v["n"] > 1 else [],
-)
-
-define(
-    EXERCISES,
-    "decode_ex7",
-    "Throughput of a full batch",
-    _STORY + "Now {batch} users share the GPU, each at the same context. How many output tokens per second does "
-    "the GPU produce in all?",
-    "1/s",
-    dict(DEFAULT, batch=64),
-    lambda r: _vary(r) | {"batch": pick(r, (8, 16, 32))},
-    lambda v: _step(v, batch=v["batch"]).throughput,
-    (
-        "Each step still reads the weights once, but now {batch} KV caches.",
-        "Throughput = batch / step time; check the FLOPs too: 2 x parameters per sequence at 0.5 of peak.",
-    ),
-    mistakes=_eff,
 )

@@ -1,4 +1,7 @@
-"""Exercises for *Tokens* (``book/01_tokens.md``): requests to tokens per second."""
+"""Exercises for *Tokens* (``book/01_tokens.md``): requests to tokens per second.
+
+The default variants are the chapter's exercises ``tokens_ex1`` .. ``tokens_ex6``.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +11,12 @@ from llmcourse.exercises._common import define, pick
 
 EXERCISES: list = []
 
-DEFAULT = dict(per_day=200_000, prompt=2_000, answer=300, peak=3)
-
 
 def _vary(r):
     return dict(
         per_day=pick(r, (50_000, 120_000, 200_000, 500_000, 2_000_000)),
         prompt=pick(r, (800, 1_500, 2_000, 3_500, 6_000)),
-        answer=pick(r, (150, 300, 400, 700)),
+        answer=pick(r, (150, 250, 300, 400, 700)),
         peak=pick(r, (2, 2.5, 3, 4)),
     )
 
@@ -24,99 +25,119 @@ def _traffic(v):
     return lc.traffic(Q_(v["per_day"], "1/day"), v["prompt"], v["answer"], peak_factor=v["peak"])
 
 
-_STORY = (
-    "A customer-support assistant gets {per_day} requests a day; the busiest hour runs at {peak} times the "
-    "daily average. Each request sends a {prompt}-token prompt and gets a {answer}-token answer. "
-)
+def _peak(v):
+    return [(1 / v["peak"], "did you forget the peak factor?")]
+
 
 define(
     EXERCISES,
     "tokens_ex1",
-    "Peak requests per second",
-    _STORY + "What is the peak request rate?",
+    "Output tokens per second at the peak",
+    "An internal search assistant receives {per_day} requests a day, each with a {prompt}-token prompt and a "
+    "{answer}-token answer; the busiest hour runs at {peak} times the daily average. How many output tokens per "
+    "second must it produce at the peak?",
     "1/s",
-    DEFAULT,
+    dict(per_day=50_000, prompt=1_500, answer=250, peak=4),
     _vary,
-    lambda v: _traffic(v).request_rate,
-    ("A day has 86,400 seconds.", "Peak rate = requests per day / 86,400 s x {peak}."),
-    mistakes=lambda v: [(1 / v["peak"], "did you forget the peak factor?")],
+    lambda v: _traffic(v).output_tokens_per_s,
+    (
+        "A day has 86,400 seconds: peak requests/s = {per_day} / 86,400 s x {peak}.",
+        "Output tokens/s = peak requests/s x {answer} answer tokens (the prompt does not count here).",
+    ),
+    mistakes=lambda v: [
+        *_peak(v),
+        (v["prompt"] / v["answer"], "did you use the prompt length instead of the answer?"),
+        ((v["prompt"] + v["answer"]) / v["answer"], "keep input and output apart: answer tokens only"),
+    ],
 )
 
 define(
     EXERCISES,
     "tokens_ex2",
-    "Input tokens per second at peak",
-    _STORY + "How many prompt (input) tokens per second arrive at peak?",
-    "1/s",
-    DEFAULT,
+    "Prompt tokens per answer token",
+    "A support assistant receives {per_day} requests a day with {prompt}-token prompts and {answer}-token answers "
+    "(peak factor {peak}). At the peak, how many prompt tokens does it read for every answer token it writes?",
+    "",
+    dict(per_day=200_000, prompt=2_000, answer=300, peak=3),
     _vary,
-    lambda v: _traffic(v).input_tokens_per_s,
-    ("Start from the peak request rate.", "Input tokens/s = peak requests/s x {prompt} prompt tokens."),
-    mistakes=lambda v: [
-        (v["answer"] / v["prompt"], "did you use the answer length instead of the prompt?"),
-        ((v["prompt"] + v["answer"]) / v["prompt"], "keep input and output apart: prompt only"),
-        (1 / v["peak"], "did you forget the peak factor?"),
-    ],
+    lambda v: (_traffic(v).input_tokens_per_s / _traffic(v).output_tokens_per_s).to(""),
+    ("Input tokens/s over output tokens/s at the same peak.", "The request rate cancels: it is {prompt} / {answer}."),
+    bare_ok=True,
 )
 
 define(
     EXERCISES,
     "tokens_ex3",
-    "Output tokens per second at peak",
-    _STORY + "How many answer (output) tokens per second must the system generate at peak?",
-    "1/s",
-    DEFAULT,
-    _vary,
-    lambda v: _traffic(v).output_tokens_per_s,
-    (
-        "Output tokens are the expensive ones: each is a decode step.",
-        "Output tokens/s = peak requests/s x {answer} answer tokens.",
-    ),
-    mistakes=lambda v: [
-        (v["prompt"] / v["answer"], "did you use the prompt length instead of the answer?"),
-        (1 / v["peak"], "did you forget the peak factor?"),
-    ],
+    "Tokens a retrieval step adds",
+    "A retrieval step adds {chars} characters of English documents to every prompt. At {cpt} characters per "
+    "token, how many tokens does that add per request?",
+    "",
+    dict(chars=8_000, cpt=4),
+    lambda r: dict(chars=pick(r, (6_000, 8_000, 24_000, 48_000, 120_000)), cpt=pick(r, (3.5, 4, 4.2))),
+    lambda v: lc.FORMULAS["tokens_from_characters"](characters=v["chars"], chars_per_token=v["cpt"]),
+    ("Tokens = characters / characters per token.",),
+    bare_ok=True,
 )
-
-_DOC = dict(chars=10_000, cpt=4)
 
 define(
     EXERCISES,
     "tokens_ex4",
-    "Tokens in a document",
-    "A contract-review tool feeds whole documents to the model. One document has {chars} characters of "
-    "English; English averages about {cpt} characters per token. How many tokens is the document?",
-    "",
-    _DOC,
-    lambda r: dict(chars=pick(r, (6_000, 10_000, 24_000, 48_000, 120_000)), cpt=pick(r, (3.5, 4, 4.2))),
-    lambda v: lc.FORMULAS["tokens_from_characters"](characters=v["chars"], chars_per_token=v["cpt"]),
-    ("Tokens = characters / characters per token.",),
-    bare_ok=True,
-    tolerance=0.02,
-)
-
-define(
-    EXERCISES,
-    "tokens_ex5",
     "How long the answer streams",
-    "A coding assistant streams a {tokens}-token answer at {rate} tokens per second per user. How long does the "
-    "user watch it arrive (after the first token)?",
+    "A coding assistant streams a {tokens}-token answer at {rate} tokens per second. How long until the last "
+    "token arrives (ignoring the time to the first token)?",
     "s",
-    dict(tokens=1_250, rate=50),
-    lambda r: dict(tokens=pick(r, (300, 800, 1_250, 2_000)), rate=pick(r, (20, 35, 50, 80, 120))),
+    dict(tokens=900, rate=30),
+    lambda r: dict(tokens=pick(r, (300, 800, 900, 1_250, 2_000)), rate=pick(r, (20, 30, 50, 60, 120))),
     lambda v: lc.FORMULAS["generation_time"](tokens_per_request=v["tokens"], token_rate=Q_(v["rate"], "1/s")),
     ("Time = tokens / tokens per second.",),
 )
 
 define(
     EXERCISES,
-    "tokens_ex6",
+    "tokens_ex5",
     "A service at national scale",
-    "A national chat service peaks at {rps} requests per second, with {tokens} tokens per request in and out "
-    "together. How many tokens per second is that?",
+    "A national chat service handles {rps} requests per second with answers of {chars} characters ({cpt} "
+    "characters per token). How many answer tokens per second is that?",
     "1/s",
-    dict(rps=17_361, tokens=1_250),
-    lambda r: dict(rps=pick(r, (2_000, 5_500, 17_361, 40_000)), tokens=pick(r, (600, 1_250, 2_500, 4_000))),
-    lambda v: lc.FORMULAS["token_rate"](request_rate=Q_(v["rps"], "1/s"), tokens_per_request=v["tokens"]),
-    ("Tokens/s = requests/s x tokens per request.", "Q_({rps}, '1/s') * {tokens} does it with units."),
+    dict(rps=17_361, chars=5_000, cpt=4),
+    lambda r: dict(
+        rps=pick(r, (2_000, 5_500, 17_361, 40_000)), chars=pick(r, (2_000, 5_000, 8_000)), cpt=pick(r, (3.5, 4))
+    ),
+    lambda v: lc.FORMULAS["token_rate"](
+        request_rate=Q_(v["rps"], "1/s"),
+        tokens_per_request=lc.FORMULAS["tokens_from_characters"](characters=v["chars"], chars_per_token=v["cpt"]),
+    ),
+    ("Tokens per answer = {chars} / {cpt}.", "Tokens/s = requests/s x tokens per answer."),
+    mistakes=lambda v: [(v["cpt"], "did you multiply by the characters instead of the tokens?")],
+)
+
+define(
+    EXERCISES,
+    "tokens_ex6",
+    "Peak factor from the busiest hour",
+    "A service receives {per_day} requests a day, and its busiest hour brings {per_hour} of them. Each answer is "
+    "{answer} tokens. What output token rate must it plan for at the peak?",
+    "1/s",
+    dict(per_day=1_200_000, per_hour=120_000, answer=400),
+    lambda r: (
+        lambda d: dict(per_day=d, per_hour=int(d / 24 * pick(r, (1.5, 2, 2.4, 3))), answer=pick(r, (150, 400, 800)))
+    )(pick(r, (240_000, 1_200_000, 4_800_000))),
+    lambda v: (
+        lc.traffic(
+            Q_(v["per_day"], "1/day"),
+            1,
+            v["answer"],
+            peak_factor=(Q_(v["per_hour"], "1/hour") / Q_(v["per_day"], "1/day")).to("").m,
+        ).output_tokens_per_s
+    ),
+    (
+        "Peak factor = busiest hour / average hour = {per_hour} / ({per_day} / 24).",
+        "At the peak the rate is {per_hour} requests per hour; times {answer} tokens, per second.",
+    ),
+    mistakes=lambda v: [
+        (
+            (Q_(v["per_day"], "1/day") / Q_(v["per_hour"], "1/hour")).to("").m,
+            "that is the daily average: plan for the busiest hour",
+        )
+    ],
 )

@@ -90,12 +90,12 @@ def _peak(v):
     return Q_(v["per_day"], "1/day") * v["peak"]
 
 
-solution("tokens_ex1")(_peak)
-solution("tokens_ex2")(lambda v: _peak(v) * v["prompt"])
-solution("tokens_ex3")(lambda v: _peak(v) * v["answer"])
-solution("tokens_ex4")(lambda v: v["chars"] / v["cpt"])
-solution("tokens_ex5")(lambda v: v["tokens"] / Q_(v["rate"], "1/s"))
-solution("tokens_ex6")(lambda v: Q_(v["rps"], "1/s") * v["tokens"])
+solution("tokens_ex1")(lambda v: _peak(v) * v["answer"])
+solution("tokens_ex2")(lambda v: (_peak(v) * v["prompt"]) / (_peak(v) * v["answer"]))
+solution("tokens_ex3")(lambda v: v["chars"] / v["cpt"])
+solution("tokens_ex4")(lambda v: v["tokens"] / Q_(v["rate"], "1/s"))
+solution("tokens_ex5")(lambda v: Q_(v["rps"], "1/s") * (v["chars"] / v["cpt"]))
+solution("tokens_ex6")(lambda v: Q_(v["per_hour"], "1/hour") * v["answer"])
 
 # --- weights ---------------------------------------------------------------------------------------------
 solution("weights_ex1")(lambda v: _m(v["model"]).params * _b(v["precision"]))
@@ -146,53 +146,90 @@ def _mla(v):
 
 
 # --- decode ---------------------------------------------------------------------------------------------------
-def _dec_time(v, bytes_per_weight=2.0, batch=1):
-    m, g = _m(v["model"]), _g(v.get("gpu", "H100 SXM"))
-    ctx = v["prompt"] + v["answer"]
-    mem = (m.params * Q_(bytes_per_weight, "B") + batch * _kv_tok(m) * ctx) / (v["eff"] * g.bandwidth)
-    comp = batch * TWO_FLOP * m.params / (0.5 * g.peak_flops("bf16"))
+def _dec_time(model, gpu, context, eff, bytes_per_weight=2.0, batch=1, n=1):
+    m, g = _m(model), _g(gpu)
+    mem = (m.params * Q_(bytes_per_weight, "B") + batch * _kv_tok(m) * context) / (n * eff * g.bandwidth)
+    comp = batch * TWO_FLOP * m.params / (n * 0.5 * g.peak_flops("bf16"))
     return max(mem.to("ms"), comp.to("ms"))
 
 
-solution("decode_ex1")(lambda v: lc.weight_bytes(v["model"]) / _g(v["gpu"]).bandwidth)
-solution("decode_ex2")(_dec_time)
-solution("decode_ex3")(lambda v: 1 / _dec_time(v))
-solution("decode_ex4")(lambda v: _dec_time(v, 0.5))
-solution("decode_ex5")(_dec_time)
-solution("decode_ex6")(lambda v: v["n"] * _g(v["gpu"]).bandwidth / lc.weight_bytes(v["model"]))
-solution("decode_ex7")(lambda v: v["batch"] / _dec_time(v, batch=v["batch"]))
+solution("decode_ex1")(lambda v: _dec_time(v["model"], v["gpu"], v["context"], v["eff"]))
+solution("decode_ex2")(lambda v: _m(v["model"]).params * 2 / (_kv_tok(v["model"]).to("B").m))
+solution("decode_ex3")(lambda v: _dec_time(v["model"], v["gpu"], v["context"], v["eff"], 0.5 + 2 / v["group"]))
+solution("decode_ex4")(
+    lambda v: (Q_(v["target"], "1/s") * _m(v["model"]).params * Q_(2, "B") / Q_(v["bandwidth"], "TB/s")).to("")
+)
+solution("decode_ex5")(
+    lambda v: (
+        0.7 * _g(v["gpu"]).bandwidth * TWO_FLOP / (0.5 * _g(v["gpu"]).peak_flops("bf16") * _b(v["precision"]))
+    ).to("")
+)
+
+
+@solution("decode_ex6")
+def _dec_batch(v):
+    # the largest B with step(B) <= 1 / speed; the memory side solved in closed form, then checked for compute
+    m, g = _m(v["model"]), _g(v["gpu"])
+    t_max = 1 / Q_(v["speed"], "1/s")
+    room = t_max * v["n"] * 0.7 * g.bandwidth - m.params * _b(v["precision"])
+    b = math.floor((room / (_kv_tok(m) * v["context"])).to("").m)
+    while (
+        b > 0 and _dec_time(v["model"], v["gpu"], v["context"], 0.7, lc.PRECISIONS[v["precision"]], b, v["n"]) > t_max
+    ):
+        b -= 1
+    return b
+
+
+solution("decode_ex7")(lambda v: v["n"] * _g(v["gpu"]).bandwidth / lc.weight_bytes(v["model"]))
 
 
 # --- prefill ----------------------------------------------------------------------------------------------------
-def _pre_flops(v, attention=True):
-    m = _m(v["model"])
-    kw = dict(flops_per_param=TWO_FLOP, params=m.params, prompt_tokens=v["prompt"])
+def _pre_flops(model, prompt, attention=True):
+    m = _m(model)
+    kw = dict(flops_per_param=TWO_FLOP, params=m.active_params, prompt_tokens=prompt)
     if not attention:
         return F["prefill_flops_linear"](**kw)
     return F["prefill_flops"](**kw, layers=m.layers, heads=m.heads, head_dim=m.head_dim)
 
 
-solution("prefill_ex1")(lambda v: _pre_flops(v, attention=False))
-solution("prefill_ex2")(lambda v: _pre_flops(v) / (0.5 * _g(v["gpu"]).peak_flops("bf16")))
-solution("prefill_ex3")(lambda v: lc.weight_bytes(v["model"]) / (0.7 * _g(v["gpu"]).bandwidth))
+def _pre_time(model, gpu, prompt, prompts=1):
+    g = _g(gpu)
+    comp = prompts * _pre_flops(model, prompt) / (0.5 * g.peak_flops("bf16"))
+    return max(comp.to("s"), (lc.weight_bytes(model) / (0.7 * g.bandwidth)).to("s"))
 
 
-@solution("prefill_ex4")
+solution("prefill_ex1")(
+    lambda v: _m(v["model"]).params / (_m(v["model"]).layers * _m(v["model"]).heads * _m(v["model"]).head_dim)
+)
+
+
+@solution("prefill_ex2")
 def _ttft(v):
     g = _g(v["gpu"])
-    comp = _pre_flops(v, attention=False) / (v["n"] * 0.5 * g.peak_flops("bf16"))
+    comp = _pre_flops(v["model"], v["prompt"], attention=False) / (v["n"] * 0.5 * g.peak_flops("fp8"))
     mem = lc.weight_bytes(v["model"], v["precision"]) / (v["n"] * g.bandwidth)
     return max(comp.to("s"), mem.to("s"))
 
 
-@solution("prefill_ex5")
-def _burst(v):
-    g = _g(v["gpu"])
-    comp = v["prompts"] * _pre_flops(v) / (0.5 * g.peak_flops("bf16"))
-    return max(comp.to("s"), (lc.weight_bytes(v["model"]) / (0.7 * g.bandwidth)).to("s"))
-
-
-solution("prefill_ex6")(lambda v: Q_(v["rate"], "1/s") * TWO_FLOP * _m(v["model"]).active_params)
+solution("prefill_ex3")(
+    lambda v: (Q_(2, "B") / (0.7 * _g(v["gpu"]).bandwidth) / (TWO_FLOP / (0.5 * _g(v["gpu"]).peak_flops("bf16")))).to(
+        ""
+    )
+)
+solution("prefill_ex4")(
+    lambda v: math.ceil(
+        (
+            Q_(v["rate"] * (1 - v["hit_pct"] / 100), "1/s")
+            * TWO_FLOP
+            * _m(v["model"]).params
+            / (0.5 * _g(v["gpu"]).flops)
+        )
+        .to("")
+        .m
+    )
+)
+solution("prefill_ex5")(lambda v: _pre_time(v["model"], v["gpu"], v["prompt"]) * (v["users"] + 1) / 2)
+solution("prefill_ex6")(lambda v: _pre_time(v["model"], v["gpu"], v["prompt"]))
 solution("prefill_ex7")(
     lambda v: math.ceil(
         (Q_(v["rate"], "1/s") * TWO_FLOP * _m(v["model"]).active_params / (0.5 * _g(v["gpu"]).flops)).to("").m
