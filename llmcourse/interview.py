@@ -85,8 +85,11 @@ class _Num:
         return num(self.value, int(spec) if spec else 3)
 
 
-def num(value: Any, digits: int = 3) -> str:
+def num(value: Any, digits: int = 3, *, escape: bool = True) -> str:
     """A value in prose: quantities with their unit symbol, counts with thousands separators.
+
+    Dollars print as ``\\$1.05`` for MyST Markdown (a bare ``$`` opens math there); pass
+    ``escape=False`` for text that is not parsed as Markdown (``{glue:text}``).
 
     Examples
     --------
@@ -95,7 +98,8 @@ def num(value: Any, digits: int = 3) -> str:
     """
     if isinstance(value, pint.Quantity):
         if value.dimensionality == Q_(1, "USD").dimensionality and str(value.units) == "USD":
-            return f"\\${sig(float(value.m), digits)}"  # escaped: a bare $ opens math in MyST
+            dollar = "\\$" if escape else "$"  # a bare $ opens math in MyST
+            return f"{dollar}{sig(float(value.m), digits)}"
         return f"{_digits(float(value.m), digits)} {value.units:~P}".strip()
     if isinstance(value, bool):
         return str(value)
