@@ -18,7 +18,7 @@ Examples
 >>> check("kv_cache_ex1", Q_(320, "KiB")).correct
 True
 >>> check("kv_cache_ex1", Q_(320, "kB")).message
-'Not yet: off by a factor of 1.024 (KiB vs kB?).'
+'Not yet: too small by a factor of 1.024 (KiB vs kB?).'
 >>> check("kv_cache_ex1", None).message
 'Not answered yet.'
 """
@@ -358,9 +358,9 @@ def _diagnose(ratio: float, ex: Exercise, variant: dict[str, Any]) -> str:
             continue
         for f, direction in ((factor, "too large"), (1 / factor, "too small")):
             if abs(ratio / f - 1) <= tol:
-                return f"off by a factor of {_factor_words(factor)} ({words}) - {direction}"
+                return f"{direction} by a factor of {_factor_words(factor)} ({words})"
     if abs(ratio - 2) <= tol or abs(ratio - 0.5) <= tol:
-        return f"off by 2x ({'too large' if ratio > 1 else 'too small'})"
+        return f"{'too large' if ratio > 1 else 'too small'} by a factor of 2"
     return f"{'too large' if ratio > 1 else 'too small'}: {sig(ratio, 3)} times the expected value"
 
 
