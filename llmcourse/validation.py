@@ -11,6 +11,14 @@ Used by the chapter *How good is the estimate?* (``book/12_validation.md``).
   in log space, and the error on rows the fit did not see.
 * :func:`error_stats` - median and worst ``|ln(predicted / measured)|`` and the share within 2x.
 
+The data file keeps every column of the published table (``id``, ``source``, ``gpu``, ``n_gpus``,
+``tp``, ``model``, ``weights``, ``kv``, ``engine``, ``isl``, ``osl``, ``load``, ``metric``, ``value``,
+``unit``, ``notes``) with each source written out in full, and adds ``load_kind``
+(``offline_max``; ``online_unbounded`` for "QPS INF"; ``online_rate`` for a fixed rate) and
+``request_rate_per_s``. Rows T25 and T26 are the times to first token given in the notes of
+T17 and T19 (same runs). GPU and model names resolve in the catalog ("H200", "Mistral-7B" and
+"Llama-3.3-70B" are aliases).
+
 Modelling choices (stated in the chapter):
 
 * an offline-maximum row (and an online row with unlimited request rate) runs the largest batch
