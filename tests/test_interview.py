@@ -329,3 +329,16 @@ def test_sheet_rules_of_thumb() -> None:
     assert s["month_cost"].to("USD").m == pytest.approx(2.5 * 730)
     assert s["ridge"].to("FLOP/B").m == pytest.approx(989 / 3.35)
     assert s["w8_read"].to("ms").m == pytest.approx(16.06 / 3.35, rel=1e-6)
+
+
+def test_chapter_asks_every_question_in_the_bank() -> None:
+    """book/14_interview_questions.md has a heading and the three glued parts for each question, in bank order."""
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "book" / "14_interview_questions.md").read_text(encoding="utf-8")
+    titles = [line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("### Question ")]
+    by_level = [q for level in LEVELS for q in QUESTIONS.values() if q.level == level]
+    assert titles == [q.title for q in by_level]
+    for q in QUESTIONS.values():
+        for part in ("prompt", "levels", "answer"):
+            assert f"```{{glue:md}} iq_{q.id}_{part}" in text, (q.id, part)
