@@ -521,7 +521,7 @@ def request_cycle(
     g = _gpu(gpu)
     a = _number(answer_tokens, "answer_tokens", integer=True)
     p = _number(prompt_tokens, "prompt_tokens")
-    pre_kw = {k: v for k, v in kwargs.items() if k != "attention_flops"}
+    pre_kw = {k: v for k, v in kwargs.items() if k not in ("attention_flops", "kv_bytes")}
     dec_kw = {k: v for k, v in kwargs.items() if k != "attention"}
     step = decode_step(model, g, batch=batch, context_tokens=p + a / 2, **dec_kw)
     pre = prefill(model, g, p, prompts=batch, **pre_kw)

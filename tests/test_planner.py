@@ -168,3 +168,11 @@ def test_more_traffic_never_needs_fewer_gpus(rps, prompt, answer):
     lo = lc.plan("Llama-3.1-8B", "H100 SXM", lc.Brief(rps, prompt, answer, Q_(2, "s"), Q_(50, "ms")))
     hi = lc.plan("Llama-3.1-8B", "H100 SXM", lc.Brief(rps * 2, prompt, answer, Q_(2, "s"), Q_(50, "ms")))
     assert hi.gpus >= lo.gpus
+
+
+def test_request_cycle_accepts_decode_options():
+    """kv_bytes reaches the decode step (a smaller KV cache shortens it) and not prefill."""
+    kw = dict(batch=64, prompt_tokens=2_048, answer_tokens=512)
+    bf16 = lc.request_cycle("Llama-3.1-8B", "H100 SXM", **kw)
+    fp8 = lc.request_cycle("Llama-3.1-8B", "H100 SXM", kv_bytes="fp8", **kw)
+    assert fp8.decode.step_time < bf16.decode.step_time and fp8.prefill.time == bf16.prefill.time
