@@ -1,9 +1,12 @@
 """Roofline helpers: intensity, ridge point, attainable FLOP/s, the crossover batch."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS
+from llmcourse.planner import decode_step
 from llmcourse.roofline import (
     arithmetic_intensity,
     attainable_flops,
@@ -108,3 +111,21 @@ def test_moe_crossover_is_a_fixed_point():
     """For a MoE model the crossover uses the weights read at that batch; it exists and is positive."""
     b = crossover_batch("Qwen3-30B-A3B", "H100 SXM", context_tokens=288)
     assert b is not None and b > 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(i=st.floats(0.01, 1e5, allow_nan=False, allow_infinity=False))
+def test_attainable_never_exceeds_either_roof(i):
+    """The roofline is at most the compute roof (494.5 TFLOP/s) and at most I x 2.345 TB/s."""
+    a = attainable_flops("H100 SXM", Q_(i, "FLOP/B")).to("TFLOP/s").m
+    assert a <= 494.5 * (1 + 1e-12) and a <= i * 2.345 * (1 + 1e-12)
+    assert a == pytest.approx(min(494.5, i * 2.345))
+
+
+@settings(max_examples=20, deadline=None)
+@given(batch=st.integers(1, 2_000))
+def test_crossover_splits_memory_and_compute_bound_batches(batch):
+    """Batches below the crossover are memory-bound, batches above it compute-bound."""
+    x = crossover_batch("Llama-3.1-8B", "H100 SXM", context_tokens=288, attention_flops=True)
+    step = decode_step("Llama-3.1-8B", "H100 SXM", batch=batch, context_tokens=288, attention_flops=True)
+    assert step.bound == ("compute" if batch > x else "memory")
