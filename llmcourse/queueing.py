@@ -193,6 +193,7 @@ class SimResult:
     mean_batch: float
     in_system_seen_by_arrivals: float
     littles_law_in_system: float
+    mean_time_in_system: pint.Quantity
     wall_time: pint.Quantity
     ttft_s: np.ndarray = field(repr=False)
     tpot_s: np.ndarray = field(repr=False)
@@ -348,6 +349,7 @@ def simulate(
         mean_batch=float(batch_area / max(busy, 1e-300)),
         in_system_seen_by_arrivals=float(seen.mean()),
         littles_law_in_system=float(little),
+        mean_time_in_system=Q_(float(np.mean(finish - arrivals)), "s"),
         wall_time=Q_((time.perf_counter() - start) * 1e3, "ms"),
         ttft_s=ttft,
         tpot_s=tpot,
