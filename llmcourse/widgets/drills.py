@@ -55,7 +55,18 @@ from llmcourse.planner import (
 )
 from llmcourse.units import Q_, sig
 
-__all__ = ["KINDS", "Drill", "DrillInputError", "Problem", "Verdict", "deal_problem", "read_answer", "within"]
+__all__ = [
+    "KINDS",
+    "Drill",
+    "DrillInputError",
+    "Problem",
+    "Verdict",
+    "deal_problem",
+    "read_answer",
+    "warmup",
+    "warmup_markdown",
+    "within",
+]
 
 #: The kinds of question a drill deals.
 KINDS: tuple[str, ...] = ("kv_per_token", "kv_context", "weights", "max_batch", "decode_speed", "gpus_for_traffic")
@@ -189,7 +200,8 @@ def _max_batch(rng: random.Random) -> Problem:
 
 
 def _decode_speed(rng: random.Random) -> Problem:
-    name, gpu, prec = rng.choice(_MODELS), rng.choice(_GPUS), rng.choice(tuple(_PRECISIONS))
+    dense = tuple(m for m in _MODELS if not models[m].is_moe)  # a MoE model reads only the experts it uses
+    name, gpu, prec = rng.choice(dense), rng.choice(_GPUS), rng.choice(tuple(_PRECISIONS))
     n = _fitting_gpus(name, gpu, prec)
     s = decode_step(name, gpu, batch=1, context_tokens=1_000, n_gpus=n, weight_bytes=prec, bandwidth_efficiency=1.0)
     g = gpus[gpu]
@@ -224,7 +236,7 @@ def _gpus_for_traffic(rng: random.Random) -> Problem:
         text,
         Q_(replicas * n, ""),
         "",
-        f"requests/s x answer tokens / replica tok/s, rounded up, x {n} GPUs per replica",
+        f"requests/s x answer tokens / replica tok/s, rounded up, times {n} GPU{'s' if n > 1 else ''} per replica",
     )
 
 
@@ -464,3 +476,22 @@ class Drill:
 
     def __repr__(self) -> str:
         return f"<Drill: {self.problem.text if self.problem else ''} | {self.summary()}>"
+
+
+def warmup(seed: int = 0, kinds: Sequence[str] = KINDS) -> list[Problem]:
+    """One problem of each kind, dealt from ``seed``: a fixed set to practise on paper.
+
+    Examples
+    --------
+    >>> [p.kind for p in warmup(0)] == list(KINDS)
+    True
+    """
+    rng = random.Random(seed)
+    return [deal_problem(rng, [k]) for k in kinds]
+
+
+def warmup_markdown(problems: Sequence[Problem]) -> tuple[str, str]:
+    """The questions and the answers of a warm-up set as two numbered Markdown lists."""
+    questions = "\n".join(f"{i}. {p.text}" for i, p in enumerate(problems, 1))
+    answers = "\n".join(f"{i}. **{p.answer_text}**: {p.how}." for i, p in enumerate(problems, 1))
+    return questions, answers
