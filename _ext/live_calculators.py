@@ -1,0 +1,156 @@
+"""Sphinx extension: make every chapter calculator live in the published book.
+
+A chapter shows its calculator as a cell whose output is an ipywidgets view. In the built HTML that
+view is a snapshot: its controls move but nothing recomputes. For each such cell this extension
+
+* marks the snapshot as a snapshot (greyed, inputs disabled, labelled), and adds a "Run live" button
+  above it; the button opens, in the page, a JupyterLite REPL (``lite/repl``) that runs the cell's
+  own code with the real ``llmcourse`` package under Pyodide, entirely in the reader's browser; a
+  status line says "starting" until the live widget is there, then "live";
+* checks at build time that the live code runs on its own (the cell plus the chapter's earlier
+  ``llmcourse`` imports, in a fresh namespace): a cell that needs other state is a build warning;
+* copies the live site (built by ``scripts/build_lite.py`` into ``_build/lite``) into ``lite/`` of the
+  HTML output;
+* removes the sphinx-thebe script that Jupyter Book 1.x includes twice though thebe is off (it
+  declares ``THEBE_JS_URL`` twice, a console error, and points at a CDN).
+"""
+
+from __future__ import annotations
+
+import ast
+import html
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+STATIC = Path(__file__).parent / "static"
+
+
+def _source(cell: nodes.Element) -> str:
+    for child in cell.findall(nodes.literal_block):
+        return child.astext()
+    return ""
+
+
+def _llmcourse_imports(code: str) -> list[str]:
+    """The top-level ``import llmcourse...`` / ``from llmcourse... import`` statements of a cell."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    out = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import) and all(a.name.split(".")[0] == "llmcourse" for a in stmt.names):
+            out.append(ast.get_source_segment(code, stmt))
+        elif isinstance(stmt, ast.ImportFrom) and (stmt.module or "").split(".")[0] == "llmcourse":
+            out.append(ast.get_source_segment(code, stmt))
+    return [s for s in out if s]
+
+
+def _is_widget_cell(cell: nodes.Element) -> bool:
+    return any(WIDGET_MIME in raw.astext() for raw in cell.findall(nodes.raw))
+
+
+def _check_runs_alone(code: str, docname: str, node: nodes.Node) -> None:
+    ns: dict[str, Any] = {"__name__": "__live_check__"}
+    try:
+        exec(compile(code, f"<live calculator in {docname}>", "exec"), ns)
+    except Exception as exc:
+        logger.warning("live calculator cell does not run on its own (its code plus the chapter's llmcourse "
+                       "imports): %s: %s", type(exc).__name__, exc, location=node)
+
+
+def add_live_controls(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    cells = [n for n in doctree.findall(nodes.container) if n.get("nb_element") == "cell_code"]
+    if not cells:
+        return
+    imports: list[str] = []
+    repl = app.builder.get_relative_uri(docname, "lite/repl/index") if app.builder.format == "html" else ""
+    n_live = 0
+    for cell in cells:
+        code = _source(cell)
+        if _is_widget_cell(cell) and "llmcourse.widgets" in code + "\n".join(imports):
+            live_code = "\n".join(dict.fromkeys([*imports, code]))
+            _check_runs_alone(live_code, docname, cell)
+            n_live += 1
+            cell["classes"].append("llmcourse-live-cell")
+            for out in cell.findall(nodes.container):
+                if out.get("nb_element") == "cell_code_output":
+                    out["classes"].append("llmcourse-snapshot")
+            controls = (
+                f'<div class="llmcourse-live" data-state="snapshot" data-repl="{html.escape(repl)}" '
+                f'data-code="{html.escape(json.dumps(live_code))}">'
+                '<button type="button" class="llmcourse-live-run">&#9654; Run live: recompute in your browser</button> '
+                '<span class="llmcourse-live-status">Below: a snapshot computed when the book was built; '
+                "its inputs do not recompute. Run live starts Python in this page (no server; about 25 MB "
+                "and 20&#8211;40 s the first time).</span></div>"
+            )
+            cell.insert(0, nodes.raw("", controls, format="html"))
+        imports.extend(i for i in _llmcourse_imports(code) if i not in imports)
+    if n_live:
+        logger.verbose("live calculators: %d in %s", n_live, docname)
+
+
+REQUIRE_CONFIG = (
+    # RequireJS reads a global `require` object as its configuration. The widgets HTML manager finds its
+    # fonts next to its module's URL, by default <page dir>/@jupyter-widgets/html-manager/dist/ (404s):
+    # point that module path at the vendored copy in _static.
+    'var require = {paths: {"@jupyter-widgets/html-manager/dist": new URL("_static/vendor/html-manager", '
+    'new URL(document.documentElement.dataset.content_root || "./", document.baseURI)).href}};'
+)
+
+
+def fix_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    """Per page: drop sphinx-thebe (thebe is off, yet Jupyter Book adds its script twice and a CDN URL),
+    and configure RequireJS before it loads on pages with widgets."""
+    from sphinx.builders.html._assets import _JavaScript
+
+    for key in ("script_files", "css_files"):
+        if key in context:
+            context[key] = [f for f in context[key]
+                            if "thebe" not in str(f).lower() and "THEBE" not in getattr(f, "attributes", {}).get("body", "")]
+    scripts = context.get("script_files", [])
+    for i, f in enumerate(scripts):
+        if str(getattr(f, "filename", f) or "").endswith("require.js"):
+            scripts.insert(i, _JavaScript("", priority=getattr(f, "priority", 500), body=REQUIRE_CONFIG))
+            break
+
+
+def copy_lite(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    src = Path(app.confdir) / app.config.live_lite_dir
+    if not (src / "repl" / "index.html").exists():
+        logger.info("live calculators: no live site at %s (run scripts/build_lite.py); pages keep their buttons", src)
+        return
+    dest = Path(app.outdir) / "lite"
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns(".inputs-sha256"))
+    logger.info("live calculators: copied %s -> %s", src, dest)
+
+
+def theme_mode(app: Sphinx, config: Any) -> None:
+    """Give the theme an explicit colour mode: with none, pydata-sphinx-theme logs a console error
+    ("Got invalid theme mode") on every page for a reader who never chose one."""
+    config.html_static_path.append(str(STATIC))
+    config.html_context = {"default_mode": "light", **(config.html_context or {})}
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_config_value("live_lite_dir", "_build/lite", "html")
+    app.connect("doctree-resolved", add_live_controls)
+    app.connect("html-page-context", fix_scripts, priority=900)
+    app.connect("build-finished", copy_lite)
+    app.connect("config-inited", theme_mode)
+    app.add_js_file("live_calculators.js")
+    app.add_css_file("live_calculators.css")
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,188 @@
+"""Build the in-browser Python (JupyterLite + Pyodide) that makes the book's calculators live.
+
+    .venv/bin/python scripts/build_lite.py            # wheels (once), lite site -> _build/lite
+    .venv/bin/python scripts/build_lite.py --wheels   # only download the wheels (setup time; needs PyPI)
+
+Everything the live calculators load is served by the book itself, so a reader's browser makes no
+request to any other host:
+
+* the Pyodide runtime comes from the npm package ``pyodide`` (``package.json``; wasm, stdlib and
+  ``pyodide-lock.json``, no wheels);
+* the pure-Python wheels the kernel and ``llmcourse`` import (micropip, IPython, jedi, comm, sympy,
+  pint, ipywidgets, ...) are downloaded once with ``pip download`` into ``_build/lite-wheels``, at the
+  versions the Pyodide lock file names (or those pinned below), and ``llmcourse`` itself is built as a
+  wheel from this checkout;
+* each wheel is written into the lock file with its file name and real sha256, and listed in
+  ``loadPyodideOptions.packages`` of ``lite/jupyter-lite.json``, so the kernel preloads them all in
+  parallel from the site and ``import llmcourse`` works with no ``%pip`` cell.
+
+The site (only the REPL and notebook apps) is written to ``_build/lite``; the book's Sphinx extension
+(``_ext/live_calculators.py``) copies it into ``_build/html/lite``. A second run only rebuilds when an
+input changed (the package sources, the lite config, the wheels or the npm runtime).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LITE_DIR = ROOT / "lite"
+WHEELS = ROOT / "_build" / "lite-wheels"
+OUT = ROOT / "_build" / "lite"
+PYODIDE_NPM = ROOT / "node_modules" / "pyodide"
+PY = Path(sys.executable)
+
+# Packages the live kernel preloads, named as in the Pyodide lock file. Those already in the
+# upstream lock are downloaded at the lock's version; the rest are pinned here (as in the venv).
+FROM_LOCK = [
+    "micropip", "ipython", "asttokens", "decorator", "executing", "matplotlib-inline", "prompt-toolkit",
+    "pure-eval", "pygments", "six", "stack-data", "traitlets", "wcwidth", "jedi", "parso", "sympy", "mpmath",
+    "typing-extensions",
+]
+PINNED = {"comm": "0.2.3", "ipywidgets": "8.1.9", "pint": "0.25.3", "flexcache": "0.3", "flexparser": "0.4",
+          "platformdirs": "4.14.9"}
+# Shims shipped by jupyterlite-pyodide-kernel itself (its labextension's pypi/ folder).
+KERNEL_WHEELS = ["piplite", "pyodide-kernel", "ipykernel"]
+KERNEL_PYPI = (Path(sys.prefix) / "share/jupyter/labextensions/@jupyterlite/pyodide-kernel-extension/static/pypi")
+
+
+def norm(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def upstream_lock() -> dict:
+    return json.loads((PYODIDE_NPM / "pyodide-lock.json").read_text())
+
+
+def download_wheels() -> None:
+    """``pip download`` the pure-Python wheels (setup time: the only step that needs PyPI)."""
+    WHEELS.mkdir(parents=True, exist_ok=True)
+    lock = upstream_lock()["packages"]
+    specs = [f"{n}=={lock[n]['version']}" for n in FROM_LOCK] + [f"{n}=={v}" for n, v in PINNED.items()]
+    missing = [s for s in specs if not _find_wheel(s.split("==")[0], s.split("==")[1])]
+    if not missing:
+        return
+    print(f"downloading {len(missing)} wheels into {WHEELS}")
+    subprocess.run([str(PY), "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+                    "--python-version", "3.14", "--implementation", "py", "--abi", "none", "--platform", "any",
+                    "--dest", str(WHEELS), *missing], check=True)
+
+
+def _find_wheel(name: str, version: str | None = None, folder: Path = WHEELS) -> Path | None:
+    for whl in folder.glob("*.whl"):
+        dist, ver = whl.name.split("-")[:2]
+        if norm(dist) == norm(name) and (version is None or ver == version):
+            return whl
+    return None
+
+
+def _top_level(whl: Path) -> list[str]:
+    """Import names of a wheel (its top-level packages and modules)."""
+    with zipfile.ZipFile(whl) as z:
+        names = z.namelist()
+    tops = set()
+    for n in names:
+        first = n.split("/")[0]
+        if first.endswith((".dist-info", ".data")):
+            continue
+        tops.add(first[:-3] if first.endswith(".py") else first)
+    return sorted(t for t in tops if t and not t.startswith("_"))
+
+
+def build_package_wheel(dest: Path) -> Path:
+    """``llmcourse`` as a wheel, from this checkout."""
+    for old in dest.glob("llmcourse-*.whl"):
+        old.unlink()
+    subprocess.run([str(PY), "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(dest),
+                    str(ROOT)], check=True)
+    shutil.rmtree(ROOT / "build", ignore_errors=True)
+    return next(dest.glob("llmcourse-*.whl"))
+
+
+def inputs_digest() -> str:
+    """A digest of everything the lite site is built from (to skip a rebuild when nothing changed)."""
+    h = hashlib.sha256()
+    files = sorted([*(ROOT / "llmcourse").rglob("*.py"), *(ROOT / "llmcourse" / "data").glob("*.csv"),
+                    *LITE_DIR.glob("*.json"), Path(__file__), ROOT / "pyproject.toml", PYODIDE_NPM / "package.json",
+                    *WHEELS.glob("*.whl")])
+    for f in files:
+        h.update(str(f.relative_to(ROOT)).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def build_site() -> None:
+    stamp = OUT / ".inputs-sha256"
+    digest = inputs_digest()
+    if stamp.exists() and stamp.read_text() == digest:
+        print(f"live site up to date: {OUT}")
+        return
+    t0 = time.time()
+    if OUT.exists():
+        shutil.rmtree(OUT)
+    subprocess.run([str(PY), "-m", "jupyterlite_core", "build", "--lite-dir", str(LITE_DIR), "--output-dir", str(OUT),
+                    "--apps", "repl", "--apps", "notebooks", "--no-sourcemaps", "--no-unused-shared-packages",
+                    "--log-level", "WARN"], check=True, cwd=ROOT)
+    # The Pyodide runtime, served by the site itself.
+    pyo = OUT / "pyodide"
+    pyo.mkdir()
+    for f in ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide.js"):
+        shutil.copy2(PYODIDE_NPM / f, pyo / f)
+    lock = upstream_lock()
+    wheels = [_find_wheel(n, lock["packages"][n]["version"]) for n in FROM_LOCK]
+    wheels += [_find_wheel(n, v) for n, v in PINNED.items()]
+    wheels += [_find_wheel(n, folder=KERNEL_PYPI) for n in KERNEL_WHEELS]
+    wheels.append(build_package_wheel(pyo))
+    if any(w is None for w in wheels):
+        sys.exit("missing wheels: run scripts/build_lite.py --wheels (needs PyPI)")
+    preload = []
+    for whl in wheels:
+        if whl.parent != pyo:
+            shutil.copy2(whl, pyo / whl.name)
+        dist, version = whl.name.split("-")[:2]
+        name = norm(dist)
+        entry = lock["packages"].get(name, {})
+        entry.update(name=name, version=version, file_name=whl.name, install_dir="site", sha256=sha256(whl),
+                     package_type="package", imports=entry.get("imports") or _top_level(whl),
+                     depends=[d for d in entry.get("depends", []) if d in lock["packages"]],
+                     unvendored_tests=False, shared_library=False)
+        lock["packages"][name] = entry
+        preload.append(name)
+    (pyo / "pyodide-lock.json").write_text(json.dumps(lock))
+    # Preload exactly these (the kernel then skips its own piplite installs of them).
+    cfg_path = OUT / "jupyter-lite.json"
+    cfg = json.loads(cfg_path.read_text())
+    settings = cfg["jupyter-config-data"]["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
+    assert settings["pyodideUrl"] == "../pyodide/pyodide.mjs" and settings["disablePyPIFallback"] is True, settings
+    settings["loadPyodideOptions"] = {"packages": preload}
+    cfg_path.write_text(json.dumps(cfg, indent=2))
+    stamp.write_text(digest)
+    size = sum(f.stat().st_size for f in OUT.rglob("*") if f.is_file())
+    print(f"built live site {OUT} in {time.time() - t0:.0f} s: {size / 1e6:.1f} MB, {len(preload)} preloaded wheels")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--wheels", action="store_true", help="only download the wheels")
+    args = ap.parse_args()
+    if not PYODIDE_NPM.exists():
+        sys.exit("node_modules/pyodide is missing: run scripts/vendor_js.sh (npm ci)")
+    download_wheels()
+    if not args.wheels:
+        build_site()
+
+
+if __name__ == "__main__":
+    main()
