@@ -40,19 +40,34 @@ def _source(cell: nodes.Element) -> str:
     return ""
 
 
-def _llmcourse_imports(code: str) -> list[str]:
-    """The top-level ``import llmcourse...`` / ``from llmcourse... import`` statements of a cell."""
+def _llmcourse_imports(code: str) -> list[tuple[str, set[str]]]:
+    """The top-level ``import llmcourse...`` / ``from llmcourse... import`` statements of a cell,
+    each with the names it binds."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
         return []
     out = []
     for stmt in tree.body:
-        if isinstance(stmt, ast.Import) and all(a.name.split(".")[0] == "llmcourse" for a in stmt.names):
-            out.append(ast.get_source_segment(code, stmt))
-        elif isinstance(stmt, ast.ImportFrom) and (stmt.module or "").split(".")[0] == "llmcourse":
-            out.append(ast.get_source_segment(code, stmt))
-    return [s for s in out if s]
+        if isinstance(stmt, ast.Import):
+            ok = all(a.name.split(".")[0] == "llmcourse" for a in stmt.names)
+            bound = {a.asname or a.name.split(".")[0] for a in stmt.names}
+        elif isinstance(stmt, ast.ImportFrom):
+            ok = (stmt.module or "").split(".")[0] == "llmcourse"
+            bound = {a.asname or a.name for a in stmt.names}
+        else:
+            continue
+        segment = ast.get_source_segment(code, stmt)
+        if ok and segment:
+            out.append((segment, bound))
+    return out
+
+
+def _names_used(code: str) -> set[str]:
+    try:
+        return {n.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        return set()
 
 
 def _is_widget_cell(cell: nodes.Element) -> bool:
@@ -64,21 +79,28 @@ def _check_runs_alone(code: str, docname: str, node: nodes.Node) -> None:
     try:
         exec(compile(code, f"<live calculator in {docname}>", "exec"), ns)
     except Exception as exc:
-        logger.warning("live calculator cell does not run on its own (its code plus the chapter's llmcourse "
-                       "imports): %s: %s", type(exc).__name__, exc, location=node)
+        logger.warning(
+            "live calculator cell does not run on its own (its code plus the chapter's llmcourse imports): %s: %s",
+            type(exc).__name__,
+            exc,
+            location=node,
+        )
 
 
 def add_live_controls(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     cells = [n for n in doctree.findall(nodes.container) if n.get("nb_element") == "cell_code"]
     if not cells:
         return
-    imports: list[str] = []
+    imports: list[tuple[str, set[str]]] = []
     repl = app.builder.get_relative_uri(docname, "lite/repl/index") if app.builder.format == "html" else ""
     n_live = 0
     for cell in cells:
         code = _source(cell)
-        if _is_widget_cell(cell) and "llmcourse.widgets" in code + "\n".join(imports):
-            live_code = "\n".join(dict.fromkeys([*imports, code]))
+        if _is_widget_cell(cell) and "llmcourse" in code:
+            # the cell, preceded by the chapter's earlier llmcourse imports that it uses
+            used = _names_used(code)
+            needed = [stmt for stmt, bound in imports if bound & used]
+            live_code = "\n".join([*dict.fromkeys(needed), code])
             _check_runs_alone(live_code, docname, cell)
             n_live += 1
             cell["classes"].append("llmcourse-live-cell")
@@ -94,7 +116,7 @@ def add_live_controls(app: Sphinx, doctree: nodes.document, docname: str) -> Non
                 "and 20&#8211;40 s the first time).</span></div>"
             )
             cell.insert(0, nodes.raw("", controls, format="html"))
-        imports.extend(i for i in _llmcourse_imports(code) if i not in imports)
+        imports.extend(_llmcourse_imports(code))
     if n_live:
         logger.verbose("live calculators: %d in %s", n_live, docname)
 
@@ -115,8 +137,11 @@ def fix_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, do
 
     for key in ("script_files", "css_files"):
         if key in context:
-            context[key] = [f for f in context[key]
-                            if "thebe" not in str(f).lower() and "THEBE" not in getattr(f, "attributes", {}).get("body", "")]
+            context[key] = [
+                f
+                for f in context[key]
+                if "thebe" not in str(f).lower() and "THEBE" not in getattr(f, "attributes", {}).get("body", "")
+            ]
     scripts = context.get("script_files", [])
     for i, f in enumerate(scripts):
         if str(getattr(f, "filename", f) or "").endswith("require.js"):
