@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from llmcourse import Q_, models
 from llmcourse.errors import InputError
-from llmcourse.widgets.drills import KINDS, Drill, Problem, deal_problem, read_answer, within
+from llmcourse.widgets.drills import KINDS, Drill, Problem, deal_problem, read_answer, warmup, warmup_markdown, within
 
 
 class FakeClock:
@@ -174,3 +174,26 @@ def test_within_fails_beyond_two_x(x: float, r: float) -> None:
     """Any answer more than 2x away fails, either way."""
     assert not within(Q_(x * r, "GB"), Q_(x, "GB"))[0]
     assert not within(Q_(x / r, "GB"), Q_(x, "GB"))[0]
+
+
+def test_warmup_is_one_of_each_kind_and_fixed() -> None:
+    """The warm-up set has one question of each kind and is the same for the same seed."""
+    a, b = warmup(5), warmup(5)
+    assert [p.kind for p in a] == list(KINDS)
+    assert [p.text for p in a] == [p.text for p in b]
+    questions, answers = warmup_markdown(a)
+    assert questions.count("\n") == answers.count("\n") == len(KINDS) - 1
+
+
+def test_decode_speed_is_one_read_at_peak_bandwidth() -> None:
+    """Decode speed dealt = GPUs x bandwidth / (weights + KV of 1,000 tokens), dense models only (hand arithmetic)."""
+    rng = random.Random(3)
+    for _ in range(15):
+        p = deal_problem(rng, ["decode_speed"])
+        m = re.match(r"Fastest single-user decode of (\S+) in (\w+) on (\d+) x (.+?) \(([\d.]+) TB/s", p.text)
+        name, prec, n, bw = m.group(1), m.group(2), int(m.group(3)), float(m.group(5))
+        model = models[name]
+        assert not model.is_moe
+        b = {"BF16": 2, "FP8": 1, "INT4": 0.5}[prec]
+        kv = 2 * model.layers * model.kv_heads * model.head_dim * 2 * 1_000
+        assert p.exact.to("1/s").m == pytest.approx(n * bw * 1e12 / (model.params * b + kv))
