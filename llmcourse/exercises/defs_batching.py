@@ -1,4 +1,9 @@
-"""Exercises for *Batching* (``book/08_batching.md``): throughput, cost and the limits of a batch."""
+"""Exercises for *Batching* (``book/08_batching.md``): throughput, cost and the limits of a batch.
+
+``batching_ex2``, ``batching_ex4`` and ``batching_ex6`` follow the chapter's exercises of the same labels (their
+numeric part); the chapter's ``batching_ex1``, ``_ex3`` and ``_ex5`` are a derivation and open questions.
+``batching_ex7`` .. ``batching_ex10`` are extra, on the interactive lab's set-up.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,10 @@ from llmcourse.exercises._common import define, pick
 
 EXERCISES: list = []
 
-DEFAULT = dict(model="Llama-3.1-8B", gpu="H100 SXM", prompt=256, answer=64, batch=64, price=3.0)
+LAB = dict(model="Llama-3.1-8B", gpu="H100 SXM", prompt=256, answer=64, batch=64, price=3.0)
 
 
-def _vary(r):
+def _vary_lab(r):
     return dict(
         model=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B")),
         gpu=pick(r, ("H100 SXM", "H200 SXM", "A100 SXM 80GB")),
@@ -33,55 +38,151 @@ def _cycle(v, batch=None):
     )
 
 
-_STORY = (
+_LAB = (
     "An interactive lab serves {model} (BF16) on one {gpu} at ${price} per GPU-hour. Requests have {prompt} "
-    "prompt tokens and {answer} answer tokens; decode reads each KV cache at the average context "
-    "(prompt + answer / 2), at 70% of peak bandwidth and 50% of peak FLOP/s. "
+    "prompt tokens and {answer} answer tokens; decode reads each KV cache at the average context (prompt + "
+    "answer / 2), at 70% of peak bandwidth and 50% of peak FLOP/s; prefill runs at 50% of peak FLOP/s. "
 )
 _STEP = (
     "Bytes per step = weights + batch x KV per token x (prompt + answer / 2).",
     "Step time = the slower of bytes / (0.7 x bandwidth) and batch x 2 x parameters / (0.5 x peak FLOP/s).",
 )
+_COST = (
+    "Time of a cycle = prefill of the batch + {answer} decode steps.",
+    "Cost per million = price per hour x cycle time / (batch x {answer} tokens) x 10^6.",
+)
+
+
+def _no_crossover(v):
+    m, g = lc.models[v["model"]], lc.gpus[v["gpu"]]
+    per_seq_compute = lc.FORMULAS["decode_compute_time"](
+        batch=1,
+        n_gpus=1,
+        flops_per_token=lc.FORMULAS["decode_flops_per_token"](
+            flops_per_param=Q_(2, "FLOP"), active_params=m.active_params
+        ),
+        peak_flops=g.peak_flops("bf16"),
+        compute_efficiency=0.5,
+    )
+    per_token_read = lc.FORMULAS["weight_read_time"](
+        weights=lc.kv_bytes_per_token(m), n_gpus=1, bandwidth=g.bandwidth, bandwidth_efficiency=0.7
+    )
+    return (per_seq_compute / per_token_read).to("")
+
 
 define(
     EXERCISES,
-    "batching_ex1",
+    "batching_ex2",
+    "The context where the crossover disappears",
+    "{model} (BF16) decodes on one {gpu} at 70% of peak bandwidth and 50% of peak FLOP/s, 2 FLOPs per parameter "
+    "only. Beyond what average context does one sequence's KV read take longer than its FLOPs, so that decode "
+    "never becomes compute-bound however large the batch?",
+    "",
+    dict(model="Llama-3.1-8B", gpu="H100 SXM"),
+    lambda r: dict(
+        model=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B", "Llama-3.1-70B")),
+        gpu=pick(r, ("H100 SXM", "H200 SXM", "A100 SXM 80GB", "B200")),
+    ),
+    _no_crossover,
+    (
+        "One sequence's compute time: 2 x parameters / (0.5 x peak FLOP/s).",
+        "Its KV read: context x KV per token / (0.7 x bandwidth). Set them equal and solve for the context.",
+    ),
+    bare_ok=True,
+    kv=True,
+)
+
+
+def _prefill_share(v):
+    c = _cycle(v)
+    return (1 - c.decode_only_cost_per_million / c.cost_per_million_output_tokens).to("")
+
+
+define(
+    EXERCISES,
+    "batching_ex4",
+    "How much of the cost is prefill",
+    _LAB + "With {batch} requests served together (prefill all, then {answer} decode steps), what fraction of the "
+    "cost per million output tokens is the prefill time?",
+    "",
+    LAB,
+    _vary_lab,
+    _prefill_share,
+    (*_COST, "Fraction = prefill time / (prefill time + {answer} x step time)."),
+    bare_ok=True,
+    tolerance=0.02,
+)
+
+
+def _largest_batch(v):
+    def fast(b):
+        s = lc.decode_step(v["model"], v["gpu"], batch=b, context_tokens=v["context"])
+        return s.tokens_per_s_per_user >= Q_(v["speed"], "1/s")
+
+    lo, hi = 0, 4_096
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if fast(mid) else (lo, mid - 1)
+    return lo
+
+
+define(
+    EXERCISES,
+    "batching_ex6",
+    "The largest batch at a speed target",
+    "{model} (BF16) runs on one {gpu} at a {context}-token context (70% of peak bandwidth, 50% of peak FLOP/s). "
+    "What is the largest batch that keeps each user at {speed} tokens per second or more?",
+    "",
+    dict(model="Qwen3-30B-A3B", gpu="H100 SXM", context=2_304, speed=50),
+    lambda r: dict(
+        model=pick(r, ("Qwen3-30B-A3B", "Llama-3.1-8B", "Qwen2.5-7B")),
+        gpu=pick(r, ("H100 SXM", "H200 SXM")),
+        context=pick(r, (1_024, 2_304)),
+        speed=pick(r, (30, 50, 80)),
+    ),
+    _largest_batch,
+    (
+        "The step time must stay at or below 1 / {speed} s.",
+        "lc.decode_step(...) for growing batches: the largest whose tokens_per_s_per_user is still {speed} or more.",
+    ),
+    integer=True,
+    bare_ok=True,
+)
+
+define(
+    EXERCISES,
+    "batching_ex7",
     "Step time of a full batch",
-    _STORY + "With {batch} requests decoding together, how long is one decode step?",
+    _LAB + "With {batch} requests decoding together, how long is one decode step?",
     "ms",
-    DEFAULT,
-    _vary,
+    LAB,
+    _vary_lab,
     lambda v: _cycle(v).decode.step_time,
     _STEP,
 )
 
 define(
     EXERCISES,
-    "batching_ex2",
+    "batching_ex8",
     "Throughput of the batch",
-    _STORY + "With {batch} requests decoding together, how many output tokens per second does the GPU produce "
-    "while decoding?",
+    _LAB + "With {batch} requests decoding together, how many output tokens per second does the GPU produce while "
+    "decoding?",
     "1/s",
-    DEFAULT,
-    _vary,
+    LAB,
+    _vary_lab,
     lambda v: _cycle(v).throughput,
     (*_STEP, "Throughput = batch / step time."),
 )
 
-_COST = (
-    "Time of a cycle = prefill of the batch + {answer} decode steps.",
-    "Cost per million = price per hour / (batch x {answer} tokens per cycle x cycles per hour) x 10^6.",
-)
-
 define(
     EXERCISES,
-    "batching_ex3",
+    "batching_ex9",
     "Cost per million tokens, one user",
-    _STORY + "Serving one request at a time (prefill, then {answer} decode steps), what does a million output "
-    "tokens cost?",
+    _LAB + "Serving one request at a time (prefill, then {answer} decode steps), what does a million output tokens "
+    "cost?",
     "USD",
-    DEFAULT,
-    _vary,
+    LAB,
+    _vary_lab,
     lambda v: _cycle(v, 1).cost_per_million_output_tokens,
     _COST + _STEP,
     tolerance=0.02,
@@ -89,13 +190,13 @@ define(
 
 define(
     EXERCISES,
-    "batching_ex4",
+    "batching_ex10",
     "Cost per million tokens, batched",
-    _STORY + "Serving {batch} requests together (prefill all, then {answer} decode steps), what does a million "
-    "output tokens cost?",
+    _LAB + "Serving {batch} requests together (prefill all, then {answer} decode steps), what does a million output "
+    "tokens cost?",
     "USD",
-    DEFAULT,
-    _vary,
+    LAB,
+    _vary_lab,
     lambda v: _cycle(v).cost_per_million_output_tokens,
     _COST + _STEP,
     tolerance=0.02,
@@ -105,60 +206,4 @@ define(
             "that counts decode time only: the prefill time is paid for too",
         )
     ],
-)
-
-
-def _kv(v):
-    return lc.decode_step(v["model"], v["gpu"], batch=v["batch"], context_tokens=v["context"]).kv_read
-
-
-define(
-    EXERCISES,
-    "batching_ex5",
-    "KV read per step with long prompts",
-    "A document assistant on {model} (BF16, one {gpu}) decodes {batch} requests whose contexts average "
-    "{context} tokens. How many bytes of KV cache does one decode step read?",
-    "GB",
-    dict(model="Llama-3.1-8B", gpu="H100 SXM", batch=64, context=2_048),
-    lambda r: dict(
-        model=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B")),
-        gpu="H100 SXM",
-        batch=pick(r, (32, 64, 96, 144)),
-        context=pick(r, (1_024, 2_048, 4_096)),
-    ),
-    _kv,
-    ("KV read = batch x KV per token x context.",),
-    kv=True,
-)
-
-
-def _crossover(v):
-    """Smallest batch whose decode step is compute-bound (bisection on the planner's decode step)."""
-    lo, hi = 1, 65_536
-    if lc.decode_step(v["model"], v["gpu"], batch=hi, context_tokens=v["prompt"] + v["answer"] / 2).bound != "compute":
-        raise ValueError("no crossover below a batch of 65,536")  # pragma: no cover - the variants avoid it
-    while lo < hi:
-        mid = (lo + hi) // 2
-        s = lc.decode_step(v["model"], v["gpu"], batch=mid, context_tokens=v["prompt"] + v["answer"] / 2)
-        lo, hi = (lo, mid) if s.bound == "compute" else (mid + 1, hi)
-    return lo
-
-
-define(
-    EXERCISES,
-    "batching_ex6",
-    "Where compute overtakes memory",
-    _STORY + "As the batch grows, at what batch size does the decode step stop being memory-bound and become "
-    "compute-bound?",
-    "",
-    DEFAULT,
-    lambda r: _vary(r) | dict(prompt=pick(r, (128, 256)), answer=pick(r, (32, 64))),
-    _crossover,
-    (
-        "Memory time = (weights + B x KV per sequence) / (0.7 x bandwidth); compute time = B x 2 x parameters / "
-        "(0.5 x peak).",
-        "Set them equal and solve for B; round up to a whole batch.",
-    ),
-    bare_ok=True,
-    tolerance=0.02,
 )

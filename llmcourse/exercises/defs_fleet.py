@@ -1,4 +1,9 @@
-"""Exercises for *Sizing the fleet* (``book/09_fleet.md``): replicas, GPUs, monthly cost, Little's law."""
+"""Exercises for *Sizing the fleet* (``book/09_fleet.md``): replicas, GPUs, monthly cost, Little's law.
+
+``fleet_ex1``, ``_ex2``, ``_ex3``, ``_ex5`` and ``_ex6`` follow the chapter's exercises of the same labels (their
+numeric part); the chapter's ``fleet_ex4`` (break-even at another utilisation) has no auto-checked version.
+``fleet_ex7`` .. ``fleet_ex10`` are extra, on the chapter's worked 70B fleet.
+"""
 
 from __future__ import annotations
 
@@ -8,128 +13,193 @@ from llmcourse.exercises._common import define, pick
 
 EXERCISES: list = []
 
-DEFAULT = dict(model="Llama-3.1-70B", gpu="H100 SXM", tp=2, batch=64, context=2_400, demand=140_000)
+FLEET = dict(
+    model="Llama-3.1-70B",
+    precision="fp8",
+    gpu="H100 SXM",
+    tp=2,
+    batch=64,
+    context=2_400,
+    demand=140_000,
+    headroom=0.3,
+    headroom_pct=30,
+)
 _SETUPS = (
-    ("Llama-3.1-70B", "H100 SXM", 2),
-    ("Llama-3.1-70B", "H200 SXM", 1),
-    ("Qwen2.5-72B", "H100 SXM", 2),
-    ("Llama-3.1-70B", "B200", 1),
-    ("Qwen2.5-72B", "H200 SXM", 2),
+    ("Llama-3.1-70B", "fp8", "H100 SXM", 2),
+    ("Llama-3.1-70B", "fp8", "H200 SXM", 2),
+    ("Qwen2.5-72B", "fp8", "H100 SXM", 2),
+    ("Llama-3.1-70B", "fp8", "B200", 1),
+    ("Llama-3.1-8B", "bf16", "H100 SXM", 1),
 )
 
 
 def _vary(r):
-    model, gpu, tp = pick(r, _SETUPS)
-    return dict(
-        model=model,
-        gpu=gpu,
-        tp=tp,
+    h = pick(r, (20, 30, 50))
+    return dict(zip(("model", "precision", "gpu", "tp"), pick(r, _SETUPS), strict=True)) | dict(
         batch=pick(r, (32, 48, 64)),
         context=pick(r, (1_600, 2_400, 3_200)),
         demand=pick(r, (40_000, 90_000, 140_000, 300_000)),
+        headroom=h / 100,
+        headroom_pct=h,
     )
 
 
 def _replica(v):
-    return lc.replica(v["model"], v["gpu"], tensor_parallel=v["tp"], batch=v["batch"], context_tokens=v["context"])
+    return lc.replica(
+        v["model"],
+        v["gpu"],
+        tensor_parallel=v["tp"],
+        batch=v["batch"],
+        context_tokens=v["context"],
+        weight_bytes=v["precision"],
+    )
+
+
+def _fleet(v):
+    return lc.fleet(Q_(v["demand"], "1/s"), _replica(v), headroom_fraction=v["headroom"])
 
 
 _STORY = (
-    "A public chat product serves {model} with FP8 weights and a BF16 KV cache. One replica is {tp} x {gpu} "
-    "(tensor parallel), running a batch of {batch} sequences at an average context of {context} tokens, at "
-    "70% of peak bandwidth. "
+    "A public chat product serves {model} with {precision} weights and a BF16 KV cache. One replica is {tp} x {gpu} "
+    "(tensor parallel), running a batch of {batch} sequences at an average context of {context} tokens, at 70% of "
+    "peak bandwidth. "
 )
 _HINTS = (
-    "Bytes per step = weights (1 byte per parameter) + {batch} x KV per sequence.",
-    "Step time = bytes per step / ({tp} x 0.7 x lc.gpus['{gpu}'].bandwidth).",
+    "Bytes per step = weights + {batch} x KV per sequence; step time = bytes / ({tp} x 0.7 x bandwidth).",
+    "Replica throughput = {batch} / step time; usable = (1 - {headroom}) x that.",
+    "Replicas = demand / usable throughput, rounded up; GPUs = replicas x {tp}.",
 )
 
 define(
     EXERCISES,
     "fleet_ex1",
-    "KV cache per sequence",
-    _STORY + "How much KV cache does one sequence hold?",
-    "GB",
-    DEFAULT,
-    _vary,
-    lambda v: lc.kv_bytes_per_sequence(v["model"], v["context"]),
-    ("KV per token x {context} tokens.",),
-    kv=True,
-)
-
-define(
-    EXERCISES,
-    "fleet_ex2",
-    "Bytes one step reads",
-    _STORY + "How many bytes does one decode step read, across the replica?",
-    "GB",
-    DEFAULT,
-    _vary,
-    lambda v: _replica(v).step.weights_read + _replica(v).step.kv_read,
-    _HINTS[:1],
-    kv=True,
-)
-
-define(
-    EXERCISES,
-    "fleet_ex3",
-    "Step time of a replica",
-    _STORY + "How long is one decode step?",
-    "ms",
-    DEFAULT,
-    _vary,
-    lambda v: _replica(v).step.step_time,
-    _HINTS,
-    mistakes=lambda v: [(v["tp"], "did you use one GPU's bandwidth only?")] if v["tp"] > 1 else [],
-)
-
-define(
-    EXERCISES,
-    "fleet_ex4",
-    "Throughput of a replica",
-    _STORY + "How many output tokens per second does one replica produce?",
-    "1/s",
-    DEFAULT,
-    _vary,
-    lambda v: _replica(v).throughput,
-    (*_HINTS, "Throughput = batch / step time."),
-)
-
-define(
-    EXERCISES,
-    "fleet_ex5",
-    "Replicas for the demand",
-    _STORY + "At peak the product needs {demand} output tokens per second. Each replica keeps 30% of its "
-    "throughput back for prefill and bursts. How many replicas are needed?",
+    "GPUs for the demand",
+    _STORY + "At peak the product needs {demand} output tokens per second, and each replica keeps {headroom_pct}% of "
+    "its throughput back for prefill and bursts. How many GPUs does the fleet need?",
     "",
-    DEFAULT,
+    dict(FLEET, model="Llama-3.1-8B", precision="bf16", tp=1),
     _vary,
-    lambda v: lc.fleet(Q_(v["demand"], "1/s"), _replica(v)).replicas,
-    (*_HINTS, "Usable throughput = 0.7 x throughput.", "Replicas = demand / usable throughput, rounded up."),
+    lambda v: _fleet(v).gpus,
+    _HINTS,
     integer=True,
     bare_ok=True,
 )
 
 define(
     EXERCISES,
-    "fleet_ex6",
-    "The monthly bill",
-    _STORY + "The fleet must serve {demand} output tokens per second with 30% headroom per replica, always on "
-    "(730 hours a month), at the GPU's catalog price per hour. What does it cost per month?",
-    "USD",
-    DEFAULT,
+    "fleet_ex2",
+    "More headroom",
+    _STORY + "The product needs {demand} output tokens per second; each replica now keeps {headroom_pct}% of its "
+    "throughput back. How many GPUs does the fleet need?",
+    "",
+    dict(FLEET, headroom=0.5, headroom_pct=50),
     _vary,
-    lambda v: lc.fleet(Q_(v["demand"], "1/s"), _replica(v)).monthly_cost,
-    (
-        "First the replicas (round up), then GPUs = replicas x {tp}.",
-        "Cost = GPUs x lc.gpus['{gpu}'].price_per_hour x 730 hours.",
+    lambda v: _fleet(v).gpus,
+    _HINTS,
+    integer=True,
+    bare_ok=True,
+)
+
+define(
+    EXERCISES,
+    "fleet_ex3",
+    "A fleet at national scale",
+    "A national service needs {demand} tokens per second; measurements say one GPU sustains {per_gpu} tokens per "
+    "second. How many GPUs?",
+    "",
+    dict(demand=21_701_250, per_gpu=3_000),
+    lambda r: dict(demand=pick(r, (2_000_000, 8_500_000, 21_701_250)), per_gpu=pick(r, (1_500, 3_000, 4_500))),
+    lambda v: lc.FORMULAS["replicas_needed"](demand=Q_(v["demand"], "1/s"), throughput=Q_(v["per_gpu"], "1/s")),
+    ("GPUs = demand / tokens per second per GPU, rounded up.",),
+    integer=True,
+    bare_ok=True,
+)
+
+define(
+    EXERCISES,
+    "fleet_ex5",
+    "Loading the weights of a new replica",
+    "An autoscaler starts a new replica of {model} with {precision} weights, read at {rate} GB/s. How long does "
+    "loading the weights take?",
+    "s",
+    dict(model="Llama-3.1-405B", precision="fp8", rate=2),
+    lambda r: dict(
+        model=pick(r, ("Llama-3.1-405B", "Llama-3.1-70B", "DeepSeek-V3")),
+        precision=pick(r, ("fp8", "bf16")),
+        rate=pick(r, (2, 5, 20)),
     ),
-    mistakes=lambda v: [(1 / v["tp"], "did you count replicas instead of GPUs?")] if v["tp"] > 1 else [],
+    lambda v: lc.FORMULAS["weight_read_time"](
+        weights=lc.weight_bytes(v["model"], v["precision"]),
+        n_gpus=1,
+        bandwidth=Q_(v["rate"], "GB/s"),
+        bandwidth_efficiency=1,
+    ),
+    ("Time = weight bytes / read rate.",),
+)
+
+define(
+    EXERCISES,
+    "fleet_ex6",
+    "KV of a replica full of long documents",
+    "A replica of {model} runs {requests} requests, each a {context}-token document conversation (BF16 cache). "
+    "How much KV cache does it hold?",
+    "GB",
+    dict(model="Llama-3.1-70B", requests=40, context=12_000),
+    lambda r: dict(
+        model=pick(r, ("Llama-3.1-70B", "Qwen2.5-72B", "Llama-3.1-8B")),
+        requests=pick(r, (20, 40, 80)),
+        context=pick(r, (1_000, 6_000, 12_000)),
+    ),
+    lambda v: v["requests"] * lc.kv_bytes_per_sequence(v["model"], v["context"]),
+    ("KV = requests x context x KV per token.",),
+    kv=True,
 )
 
 define(
     EXERCISES,
     "fleet_ex7",
+    "Step time of a replica",
+    _STORY + "How long is one decode step?",
+    "ms",
+    FLEET,
+    _vary,
+    lambda v: _replica(v).step.step_time,
+    _HINTS[:1],
+    mistakes=lambda v: [(v["tp"], "did you use one GPU's bandwidth only?")] if v["tp"] > 1 else [],
+)
+
+define(
+    EXERCISES,
+    "fleet_ex8",
+    "Replicas for the demand",
+    _STORY + "At peak the product needs {demand} output tokens per second. Each replica keeps {headroom_pct}% of its "
+    "throughput back for prefill and bursts. How many replicas are needed?",
+    "",
+    FLEET,
+    _vary,
+    lambda v: _fleet(v).replicas,
+    _HINTS,
+    integer=True,
+    bare_ok=True,
+)
+
+define(
+    EXERCISES,
+    "fleet_ex9",
+    "The monthly bill",
+    _STORY + "The fleet must serve {demand} output tokens per second with {headroom_pct}% headroom per replica, "
+    "always on (730 hours a month), at the GPU's catalog price per hour. What does it cost per month?",
+    "USD",
+    FLEET,
+    _vary,
+    lambda v: _fleet(v).monthly_cost,
+    (*_HINTS, "Cost = GPUs x lc.gpus['{gpu}'].price_per_hour x 730 hours."),
+    mistakes=lambda v: [(1 / v["tp"], "did you count replicas instead of GPUs?")] if v["tp"] > 1 else [],
+)
+
+define(
+    EXERCISES,
+    "fleet_ex10",
     "Requests in flight",
     "A voice assistant receives {rate} requests per second; each spends {time} s in the system from arrival to "
     "last token. On average, how many requests are in flight?",

@@ -1,4 +1,7 @@
-"""Exercises for *The KV cache* (``book/03_kv_cache.md``): bytes per token, per conversation, batch."""
+"""Exercises for *The KV cache* (``book/03_kv_cache.md``): bytes per token, per conversation, batch.
+
+``kv_cache_ex1`` .. ``kv_cache_ex6`` follow the chapter's exercises of the same labels (the numeric part of each).
+"""
 
 from __future__ import annotations
 
@@ -9,18 +12,16 @@ EXERCISES: list = []
 
 _PER_TOKEN = (
     "KV per token = 2 (keys and values) x layers x KV heads x head dim x bytes per value.",
-    "Read lc.models['{model}'].layers, .kv_heads and .head_dim: the KV heads, not the query heads, and "
-    "never the hidden size.",
+    "Read lc.models['{model}'].layers, .kv_heads and .head_dim: the KV heads, not the query heads, and never the "
+    "hidden size.",
 )
 
 
 def _heads(v):
     m = lc.models[v["model"]]
-    return (
-        [(m.heads / m.kv_heads, "did you use the query heads instead of the KV heads?")]
-        if m.heads != m.kv_heads
-        else []
-    )
+    if m.heads == m.kv_heads:
+        return []
+    return [(m.heads / m.kv_heads, "did you use the query heads instead of the KV heads?")]
 
 
 define(
@@ -30,7 +31,7 @@ define(
     "A writing assistant serves {model} with a BF16 KV cache. How many bytes of KV cache does one token of "
     "context take?",
     "KiB",
-    dict(model="Qwen2.5-72B"),
+    dict(model="Llama-3.1-70B"),
     lambda r: dict(model=pick(r, GQA_MODELS)),
     lambda v: lc.kv_bytes_per_token(v["model"]),
     _PER_TOKEN,
@@ -38,16 +39,26 @@ define(
     mistakes=_heads,
 )
 
+_TOTAL = (
+    ("Llama-3.1-8B", "H100 SXM"),
+    ("Qwen2.5-7B", "H100 SXM"),
+    ("Llama-3.1-8B", "L40S"),
+    ("Llama-3.1-8B", "H200 SXM"),
+    ("Qwen2.5-7B", "A100 SXM 80GB"),
+)
+
 define(
     EXERCISES,
     "kv_cache_ex2",
-    "KV per token with an 8-bit cache",
-    "To fit more users, a team stores {model}'s KV cache in {precision}. How many bytes does one token take now?",
-    "KiB",
-    dict(model="Llama-3.1-8B", precision="fp8"),
-    lambda r: dict(model=pick(r, GQA_MODELS), precision=pick(r, ("fp8", "int8", "bf16"))),
-    lambda v: lc.kv_bytes_per_token(v["model"], v["precision"]),
-    (*_PER_TOKEN, "{precision} stores lc.PRECISIONS['{precision}'] bytes per value."),
+    "Tokens of cache that fit",
+    "{model} (BF16 weights and cache) runs on one {gpu}, 90% of its memory usable. How many tokens of KV cache "
+    "fit in total, across all conversations?",
+    "",
+    dict(model="Llama-3.1-8B", gpu="H100 SXM"),
+    lambda r: dict(zip(("model", "gpu"), pick(r, _TOTAL), strict=True)),
+    lambda v: ((lc.usable_memory(v["gpu"]) - lc.weight_bytes(v["model"])) / lc.kv_bytes_per_token(v["model"])).to(""),
+    ("Free memory = 0.9 x GPU memory - weights.", "Tokens = free memory / KV bytes per token."),
+    bare_ok=True,
     kv=True,
     mistakes=_heads,
 )
@@ -55,87 +66,102 @@ define(
 define(
     EXERCISES,
     "kv_cache_ex3",
-    "One conversation's cache",
-    "A support bot on {model} keeps conversations of {context} tokens (prompt and answer). How much BF16 KV "
-    "cache does one conversation hold?",
+    "KB or KiB?",
+    "A support bot on {model} keeps conversations of {context} tokens. How much BF16 KV cache does one "
+    "conversation hold? (A text once wrote the per-token figure with the wrong prefix: mind KiB vs kB.)",
     "GB",
-    dict(model="Qwen2.5-72B", context=2_300),
-    lambda r: dict(model=pick(r, GQA_MODELS), context=pick(r, (1_200, 2_300, 3_000, 6_000, 10_000))),
+    dict(model="Qwen2.5-72B", context=2_400),
+    lambda r: dict(model=pick(r, GQA_MODELS), context=pick(r, (1_200, 2_400, 3_000, 6_000, 10_000))),
     lambda v: lc.kv_bytes_per_sequence(v["model"], v["context"]),
-    (*_PER_TOKEN, "KV per conversation = KV per token x {context} tokens."),
+    (*_PER_TOKEN, "KV per conversation = KV per token x {context} tokens; 1 KiB = 1,024 bytes."),
     kv=True,
     mistakes=_heads,
 )
+
+
+def _mha(v):
+    m = lc.models[v["model"]]
+    return m.with_(kv_heads=m.heads)
+
 
 define(
     EXERCISES,
     "kv_cache_ex4",
-    "A long context",
-    "A document Q&A product lets {model} read {context}-token contexts. How much BF16 KV cache does one such "
-    "sequence hold?",
-    "GiB",
-    dict(model="Llama-3.1-8B", context=32_768),
-    lambda r: dict(
-        model=pick(r, ("Llama-3.1-8B", "Llama-3.1-70B", "Qwen2.5-7B", "Qwen2.5-72B")),
-        context=pick(r, (16_384, 32_768, 65_536)),
+    "A model without GQA",
+    "A legacy model has the shape of {model} but no grouped-query attention (one KV head per query head), and "
+    "caches in BF16. How much KV cache does one {context}-token conversation need?",
+    "GB",
+    dict(model="Llama-2-70B", context=16_000),
+    lambda r: dict(model=pick(r, ("Llama-2-70B", "Llama-3.1-8B", "Qwen2.5-72B")), context=pick(r, (4_000, 16_000))),
+    lambda v: lc.kv_bytes_per_sequence(_mha(v), v["context"]),
+    (
+        "With one KV head per query head, KV heads x head dim = the model dimension (lc.models['{model}'].hidden).",
+        "KV per conversation = 2 x layers x model dimension x 2 bytes x {context}.",
     ),
-    lambda v: lc.kv_bytes_per_sequence(v["model"], v["context"]),
-    (*_PER_TOKEN, "Multiply by {context} tokens; 1 GiB = 1,024^3 bytes."),
     kv=True,
-    mistakes=_heads,
 )
 
-_BATCH = (
-    ("Llama-3.1-8B", "H100 SXM"),
-    ("Qwen2.5-7B", "H100 SXM"),
-    ("Llama-3.1-8B", "L40S"),
-    ("Llama-3.1-8B", "A100 SXM 80GB"),
-    ("Qwen2.5-7B", "H200 SXM"),
-    ("Llama-2-7B", "H100 SXM"),
+_PAIRS = (
+    ("Qwen2.5-72B", "fp8", "H100 SXM", 2),
+    ("Llama-3.1-70B", "fp8", "H100 SXM", 2),
+    ("Llama-3.1-70B", "bf16", "H200 SXM", 2),
+    ("Llama-3.1-8B", "bf16", "H100 SXM", 1),
 )
+
+
+def _vary_pair(r):
+    return dict(zip(("model", "precision", "gpu", "n"), pick(r, _PAIRS), strict=True))
+
+
+def _batch(v, tokens):
+    return lc.max_batch(v["model"], v["gpu"], tokens, n_gpus=v["n"], weight_bytes=v["precision"])
+
 
 define(
     EXERCISES,
     "kv_cache_ex5",
-    "Conversations per GPU",
-    "A tutoring app runs {model} (BF16 weights and cache) on one {gpu}, 90% of its memory usable. Each "
-    "conversation is a {prompt}-token prompt plus a {answer}-token answer. How many conversations fit at once?",
+    "Average occupancy with paged allocation",
+    "With paged allocation a conversation holds, on average over its life, its prompt plus half its answer. A "
+    "chatbot runs {model} ({precision} weights, BF16 cache) on {n} x {gpu} (90% usable); conversations are "
+    "{prompt} prompt + {answer} answer tokens. Ignoring block rounding, how many conversations fit at that "
+    "average occupancy?",
     "",
-    dict(model="Llama-3.1-8B", gpu="H100 SXM", prompt=2_048, answer=512),
-    lambda r: dict(
-        zip(("model", "gpu"), pick(r, _BATCH), strict=True),
-        prompt=pick(r, (1_024, 2_048, 4_096)),
-        answer=pick(r, (256, 512, 1_024)),
-    ),
-    lambda v: lc.max_batch(v["model"], v["gpu"], v["prompt"] + v["answer"]),
-    (
-        "Free memory = 0.9 x GPU memory - weights.",
-        "Batch = free memory / (KV per token x (prompt + answer)), rounded down.",
-    ),
+    dict(model="Qwen2.5-72B", precision="fp8", gpu="H100 SXM", n=2, prompt=2_000, answer=300),
+    lambda r: _vary_pair(r) | dict(prompt=pick(r, (1_000, 2_000, 4_000)), answer=pick(r, (300, 600, 1_000))),
+    lambda v: _batch(v, v["prompt"] + v["answer"] / 2),
+    ("Average tokens held = {prompt} + {answer} / 2.", "Batch = free memory / (KV per token x that), rounded down."),
     integer=True,
     bare_ok=True,
 )
+
+
+def _tail(v):
+    docs = v["docs"] * lc.kv_bytes_per_sequence(v["model"], v["doc_len"])
+    return lc.FORMULAS["max_batch"](
+        usable_memory=lc.usable_memory(v["gpu"], v["n"]),
+        weights=lc.weight_bytes(v["model"], v["precision"]) + docs,
+        kv_per_sequence=lc.kv_bytes_per_sequence(v["model"], v["context"]),
+    )
+
 
 define(
     EXERCISES,
     "kv_cache_ex6",
     "The long tail",
-    "A batch on {model} holds {short} conversations of {short_len} tokens and {long} documents of {long_len} "
-    "tokens. How much BF16 KV cache does the batch hold in all?",
-    "GB",
-    dict(model="Llama-3.1-70B", short=60, short_len=2_000, long=4, long_len=30_000),
-    lambda r: dict(
-        model=pick(r, GQA_MODELS[:4]),
-        short=pick(r, (30, 60, 90)),
-        short_len=pick(r, (1_500, 2_000)),
-        long=pick(r, (2, 4, 6)),
-        long_len=pick(r, (20_000, 30_000)),
+    "A chatbot runs {model} ({precision} weights, BF16 cache) on {n} x {gpu} (90% usable), with ordinary "
+    "conversations of {context} tokens. If {docs} users each bring a {doc_len}-token document, how many ordinary "
+    "conversations still fit?",
+    "",
+    dict(model="Qwen2.5-72B", precision="fp8", gpu="H100 SXM", n=2, context=2_300, docs=2, doc_len=30_000),
+    lambda r: (
+        _vary_pair(r)
+        | dict(context=pick(r, (1_500, 2_300)), docs=pick(r, (1, 2, 3)), doc_len=pick(r, (20_000, 30_000)))
     ),
-    lambda v: (
-        v["short"] * lc.kv_bytes_per_sequence(v["model"], v["short_len"])
-        + v["long"] * lc.kv_bytes_per_sequence(v["model"], v["long_len"])
+    _tail,
+    (
+        "Free memory = usable memory - weights; take the documents' KV out first.",
+        "Then divide what is left by one ordinary conversation's KV and round down.",
     ),
-    (*_PER_TOKEN, "Total tokens = {short} x {short_len} + {long} x {long_len}."),
-    kv=True,
-    mistakes=_heads,
+    integer=True,
+    bare_ok=True,
 )

@@ -1,4 +1,9 @@
-"""Exercises for *Mixture-of-experts routing* (``book/07_moe.md``): experts touched and bytes per step."""
+"""Exercises for *Mixture-of-experts routing* (``book/07_moe.md``): experts touched and bytes per step.
+
+``moe_ex1``, ``moe_ex2``, ``moe_ex5`` and ``moe_ex6`` follow the chapter's exercises of the same labels (their
+numeric part); the chapter's ``moe_ex3`` and ``moe_ex4`` (skewed routing, a simulation's variance) are open
+questions and have no auto-checked version. ``moe_ex7`` .. ``moe_ex9`` are extra.
+"""
 
 from __future__ import annotations
 
@@ -15,23 +20,26 @@ _PHI = (
 )
 
 
-def _phi(v):
-    m = lc.models[v["model"]]
-    return lc.FORMULAS["moe_fraction_touched"](
-        experts_per_token=m.experts_per_token, experts=m.experts, batch=v["batch"]
-    )
+def _phi(model, batch):
+    m = lc.models[model]
+    return lc.FORMULAS["moe_fraction_touched"](experts_per_token=m.experts_per_token, experts=m.experts, batch=batch)
 
 
 define(
     EXERCISES,
     "moe_ex1",
-    "Experts one token touches",
-    "A chat app decodes one user at a time on {model}. What fraction of the routed experts does one decode step read?",
+    "Routing with replacement",
+    "Suppose each of a token's {k} picks were independent and uniform over all {experts} experts (with "
+    "replacement, so a token may pick the same expert twice). At a batch of {batch}, what fraction of the experts "
+    "is touched?",
     "",
-    dict(model="Qwen3-30B-A3B", batch=1),
-    lambda r: dict(model=pick(r, _MOE), batch=1),
-    _phi,
-    (*_PHI[:1], "At batch 1 it is just k/E."),
+    dict(experts=8, k=2, batch=1),
+    lambda r: dict(experts=pick(r, (8, 16, 64, 128)), k=pick(r, (1, 2, 4, 8)), batch=pick(r, (1, 2, 4, 8))),
+    lambda v: lc.FORMULAS["moe_fraction_touched"](experts_per_token=1, experts=v["experts"], batch=v["k"] * v["batch"]),
+    (
+        "Now there are {k} x {batch} independent picks, each missing a given expert with probability 1 - 1/{experts}.",
+        "Touched = 1 - (1 - 1/{experts})^({k} x {batch}).",
+    ),
     bare_ok=True,
 )
 
@@ -39,25 +47,84 @@ define(
     EXERCISES,
     "moe_ex2",
     "Experts a batch touches",
-    "The same app now decodes {batch} users together on {model}. Under uniform, independent routing, what "
-    "fraction of the routed experts does one step read (on average)?",
+    "A chat app decodes {batch} users together on {model}. Under uniform, independent routing, what fraction of "
+    "the routed experts does one step read (on average)?",
     "",
-    dict(model="Qwen3-30B-A3B", batch=32),
-    lambda r: dict(model=pick(r, _MOE), batch=pick(r, (4, 8, 16, 32, 64))),
-    _phi,
+    dict(model="gpt-oss-120b", batch=16),
+    lambda r: dict(model=pick(r, _MOE), batch=pick(r, (1, 4, 8, 16, 32, 64))),
+    lambda v: _phi(v["model"], v["batch"]),
     _PHI,
     bare_ok=True,
     mistakes=lambda v: [
         (
-            min(1.0, v["batch"] * lc.models[v["model"]].experts_per_token / lc.models[v["model"]].experts) / _phi(v).m,
+            min(1.0, v["batch"] * lc.models[v["model"]].experts_per_token / lc.models[v["model"]].experts)
+            / _phi(v["model"], v["batch"]).m,
             "batch x k/E counts an expert twice when two tokens pick it",
         )
     ],
 )
 
+
+def _step(model, gpu, batch, context):
+    return lc.decode_step(model, gpu, batch=batch, context_tokens=context).step_time
+
+
+def _slower_from(v):
+    """Smallest batch at which the MoE model's step is slower than the dense model's (bisection)."""
+    lo, hi = 1, 1_024
+    while lo < hi:
+        mid = (lo + hi) // 2
+        slower = _step(v["model"], v["gpu"], mid, v["context"]) > _step(v["dense"], v["gpu"], mid, v["context"])
+        lo, hi = (lo, mid) if slower else (mid + 1, hi)
+    return lo
+
+
 define(
     EXERCISES,
-    "moe_ex3",
+    "moe_ex5",
+    "When the MoE step becomes slower",
+    "{model} and {dense} both run in BF16 on one {gpu} at a {context}-token context (70% of peak bandwidth, 50% of "
+    "peak FLOP/s). From what batch on is the MoE model's decode step slower than the dense model's?",
+    "",
+    dict(model="Qwen3-30B-A3B", dense="Llama-3.1-8B", gpu="H100 SXM", context=2_304),
+    lambda r: dict(
+        model="Qwen3-30B-A3B",
+        dense=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B")),
+        gpu=pick(r, ("H100 SXM", "H200 SXM")),
+        context=pick(r, (1_024, 2_304)),
+    ),
+    _slower_from,
+    (
+        "The MoE reads its shared weights plus the touched experts; the touched fraction grows with the batch.",
+        "Compare lc.decode_step(...).step_time for both models batch by batch (or bisect).",
+    ),
+    integer=True,
+    bare_ok=True,
+)
+
+define(
+    EXERCISES,
+    "moe_ex6",
+    "Expert parallelism",
+    "{model} is spread over {n_gpus} GPUs, each holding an equal share of the routed experts. At a batch of "
+    "{batch} with uniform routing, what fraction of each GPU's experts does a step touch on average?",
+    "",
+    dict(model="DeepSeek-V3", n_gpus=8, batch=8),
+    lambda r: dict(
+        model=pick(r, ("DeepSeek-V3", "Qwen3-235B-A22B")), n_gpus=pick(r, (4, 8, 16)), batch=pick(r, (1, 8, 32))
+    ),
+    lambda v: _phi(v["model"], v["batch"]),
+    (
+        "Each expert is touched with the same probability wherever it lives.",
+        "So each GPU sees the global fraction: 1 - (1 - k/E)^{batch}.",
+    ),
+    bare_ok=True,
+    mistakes=lambda v: [(1 / v["n_gpus"], "the fraction of one GPU's experts does not shrink with the GPU count")],
+)
+
+define(
+    EXERCISES,
+    "moe_ex7",
     "All the weights of a MoE",
     "A team plans to serve {model} in BF16. However few experts a token uses, all must sit in memory. How many "
     "bytes of weights is that?",
@@ -81,7 +148,7 @@ _READ = (
 
 define(
     EXERCISES,
-    "moe_ex4",
+    "moe_ex8",
     "Bytes read per step at batch 1",
     "A chat app decodes one user at a time on {model} (BF16). How many weight bytes does one decode step read?",
     "GB",
@@ -99,45 +166,19 @@ _STEP = (
     ("Mixtral-8x7B", "MI300X"),
 )
 
-
-def _step(v):
-    return lc.decode_step(v["model"], v["gpu"], batch=v["batch"], context_tokens=v["context"])
-
-
-_STEP_HINTS = (
-    *_READ,
-    "Add {batch} KV caches at {context} tokens; time = bytes / (0.7 x bandwidth); check the "
-    "FLOPs (2 x active parameters per sequence, 0.5 of peak) are not slower.",
-)
-
 define(
     EXERCISES,
-    "moe_ex5",
-    "Step time at batch 1",
-    "{model} (BF16) runs on one {gpu} at 70% of peak bandwidth, one user at a time with a {context}-token "
-    "context. How long is one decode step?",
-    "ms",
-    dict(model="Qwen3-30B-A3B", gpu="H100 SXM", batch=1, context=2_048),
-    lambda r: dict(zip(("model", "gpu"), pick(r, _STEP), strict=True), batch=1, context=pick(r, (1_024, 2_048, 4_096))),
-    lambda v: _step(v).step_time,
-    _STEP_HINTS,
-    tolerance=0.02,
-)
-
-define(
-    EXERCISES,
-    "moe_ex6",
+    "moe_ex9",
     "Step time at a larger batch",
-    "The same service ({model} on one {gpu}, 70% of peak bandwidth) now decodes {batch} users together, each "
-    "at a {context}-token context. How long is one decode step?",
+    "{model} (BF16) runs on one {gpu} at 70% of peak bandwidth and 50% of peak FLOP/s, decoding {batch} users "
+    "together, each at a {context}-token context. How long is one decode step?",
     "ms",
     dict(model="Qwen3-30B-A3B", gpu="H100 SXM", batch=32, context=2_048),
-    lambda r: dict(
-        zip(("model", "gpu"), pick(r, _STEP), strict=True),
-        batch=pick(r, (8, 16, 32)),
-        context=pick(r, (1_024, 2_048, 4_096)),
+    lambda r: (
+        dict(zip(("model", "gpu"), pick(r, _STEP), strict=True))
+        | dict(batch=pick(r, (1, 8, 16, 32)), context=pick(r, (1_024, 2_048, 4_096)))
     ),
-    lambda v: _step(v).step_time,
-    _STEP_HINTS,
+    lambda v: _step(v["model"], v["gpu"], v["batch"], v["context"]),
+    (*_READ, "Add {batch} KV caches at {context} tokens; time = bytes / (0.7 x bandwidth)."),
     tolerance=0.02,
 )

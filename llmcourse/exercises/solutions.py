@@ -99,26 +99,31 @@ solution("tokens_ex6")(lambda v: Q_(v["per_hour"], "1/hour") * v["answer"])
 
 # --- weights ---------------------------------------------------------------------------------------------
 solution("weights_ex1")(lambda v: _m(v["model"]).params * _b(v["precision"]))
-solution("weights_ex2")(lambda v: _m(v["model"]).params * _b(v["precision"]))
-solution("weights_ex3")(lambda v: (_m(v["model"]).params * _b(v["precision"])).to("GiB"))
-solution("weights_ex4")(lambda v: _usable(v["gpu"], v["n"]))
-solution("weights_ex5")(lambda v: math.ceil((_m(v["model"]).params * _b(v["precision"]) / _usable(v["gpu"])).to("").m))
-solution("weights_ex6")(lambda v: _usable(v["gpu"], v["n"]) - _m(v["model"]).params * _b(v["precision"]))
+solution("weights_ex2")(lambda v: 0.9 * _g(v["gpu"]).memory - _m(v["model"]).params * _b(v["precision"]))
+solution("weights_ex3")(lambda v: _usable(v["gpu"], v["n"]))
+solution("weights_ex4")(lambda v: math.ceil((_m(v["model"]).params * _b(v["precision"]) / _usable(v["gpu"])).to("").m))
+solution("weights_ex5")(lambda v: 0.9 * _g(v["gpu"]).memory - _m(v["model"]).params * _b(v["precision"]))
+solution("weights_ex6")(lambda v: (0.9 * _g(v["gpu"]).memory / (v["billions"] * 1e9)).to("B"))
 
 # --- KV cache ----------------------------------------------------------------------------------------------
 solution("kv_cache_ex1")(lambda v: _kv_tok(v["model"]))
-solution("kv_cache_ex2")(lambda v: _kv_tok(v["model"], lc.PRECISIONS[v["precision"]]))
-solution("kv_cache_ex3")(lambda v: _kv_tok(v["model"]) * v["context"])
-solution("kv_cache_ex4")(lambda v: (_kv_tok(v["model"]) * v["context"]).to("GiB"))
+solution("kv_cache_ex2")(lambda v: (_usable(v["gpu"]) - _m(v["model"]).params * Q_(2, "B")) / _kv_tok(v["model"]))
+solution("kv_cache_ex3")(lambda v: (v["context"] * _kv_tok(v["model"])).to("GB"))
+solution("kv_cache_ex4")(lambda v: 2 * _m(v["model"]).layers * _m(v["model"]).hidden * Q_(2, "B") * v["context"])
 
 
-@solution("kv_cache_ex5")
-def _kv_batch(v):
-    free = _usable(v["gpu"]) - lc.weight_bytes(v["model"])
-    return math.floor((free / (_kv_tok(v["model"]) * (v["prompt"] + v["answer"]))).to("").m)
+def _free(v):
+    return _usable(v["gpu"], v["n"]) - _m(v["model"]).params * _b(v["precision"])
 
 
-solution("kv_cache_ex6")(lambda v: _kv_tok(v["model"]) * (v["short"] * v["short_len"] + v["long"] * v["long_len"]))
+solution("kv_cache_ex5")(
+    lambda v: math.floor((_free(v) / (_kv_tok(v["model"]) * (v["prompt"] + v["answer"] / 2))).to("").m)
+)
+solution("kv_cache_ex6")(
+    lambda v: math.floor(
+        ((_free(v) - v["docs"] * v["doc_len"] * _kv_tok(v["model"])) / (v["context"] * _kv_tok(v["model"]))).to("").m
+    )
+)
 
 # --- GQA -----------------------------------------------------------------------------------------------------
 solution("gqa_ex1")(lambda v: _m(v["model"]).heads / _m(v["model"]).kv_heads)
@@ -248,68 +253,98 @@ def _read(model, batch):
     return Q_(2, "B") * ((m.params - m.expert_params) + m.expert_params * _touched(model, batch))
 
 
-def _moe_step(v):
-    m, g = _m(v["model"]), _g(v["gpu"])
-    mem = (_read(v["model"], v["batch"]) + v["batch"] * _kv_tok(m) * v["context"]) / (0.7 * g.bandwidth)
-    comp = v["batch"] * TWO_FLOP * m.active_params / (0.5 * g.peak_flops("bf16"))
+def _any_step(model, gpu, batch, context):
+    m, g = _m(model), _g(gpu)
+    weights = _read(model, batch) if m.is_moe else m.params * Q_(2, "B")
+    mem = (weights + batch * _kv_tok(m) * context) / (0.7 * g.bandwidth)
+    comp = batch * TWO_FLOP * m.active_params / (0.5 * g.peak_flops("bf16"))
     return max(mem.to("ms"), comp.to("ms"))
 
 
-solution("moe_ex1")(lambda v: _touched(v["model"], 1))
+solution("moe_ex1")(lambda v: 1 - (1 - 1 / v["experts"]) ** (v["k"] * v["batch"]))
 solution("moe_ex2")(lambda v: _touched(v["model"], v["batch"]))
-solution("moe_ex3")(lambda v: _m(v["model"]).params * Q_(2, "B"))
-solution("moe_ex4")(lambda v: _read(v["model"], 1))
-solution("moe_ex5")(_moe_step)
-solution("moe_ex6")(_moe_step)
+
+
+@solution("moe_ex5")
+def _moe_slower(v):
+    b = 1
+    while _any_step(v["model"], v["gpu"], b, v["context"]) <= _any_step(v["dense"], v["gpu"], b, v["context"]):
+        b += 1
+    return b
+
+
+solution("moe_ex6")(lambda v: _touched(v["model"], v["batch"]))
+solution("moe_ex7")(lambda v: _m(v["model"]).params * Q_(2, "B"))
+solution("moe_ex8")(lambda v: _read(v["model"], 1))
+solution("moe_ex9")(lambda v: _any_step(v["model"], v["gpu"], v["batch"], v["context"]))
 
 
 # --- batching ----------------------------------------------------------------------------------------------------
 def _lab_step(v, batch):
-    return lc.decode_step(v["model"], v["gpu"], batch=batch, context_tokens=v["prompt"] + v["answer"] / 2).step_time
+    return _any_step(v["model"], v["gpu"], batch, v["prompt"] + v["answer"] / 2)
+
+
+def _lab_prefill(v, batch):
+    return _pre_time(v["model"], v["gpu"], v["prompt"], prompts=batch)
 
 
 def _lab_cost(v, batch):
-    pre = lc.prefill(v["model"], v["gpu"], v["prompt"], prompts=batch).time
-    cycle = pre + v["answer"] * _lab_step(v, batch)
-    tokens = batch * v["answer"]
-    return (Q_(v["price"], "USD/hour") * cycle / tokens * 1e6).to("USD")
+    cycle = _lab_prefill(v, batch) + v["answer"] * _lab_step(v, batch)
+    return (Q_(v["price"], "USD/hour") * cycle / (batch * v["answer"]) * 1e6).to("USD")
 
 
-solution("batching_ex1")(lambda v: _lab_step(v, v["batch"]))
-solution("batching_ex2")(lambda v: v["batch"] / _lab_step(v, v["batch"]))
-solution("batching_ex3")(lambda v: _lab_cost(v, 1))
-solution("batching_ex4")(lambda v: _lab_cost(v, v["batch"]))
-solution("batching_ex5")(lambda v: v["batch"] * _kv_tok(v["model"]) * v["context"])
+solution("batching_ex2")(
+    lambda v: (
+        TWO_FLOP
+        * _m(v["model"]).params
+        / (0.5 * _g(v["gpu"]).peak_flops("bf16"))
+        / (_kv_tok(v["model"]) / (0.7 * _g(v["gpu"]).bandwidth))
+    ).to("")
+)
+
+
+@solution("batching_ex4")
+def _share(v):
+    pre = _lab_prefill(v, v["batch"])
+    return (pre / (pre + v["answer"] * _lab_step(v, v["batch"]))).to("")
 
 
 @solution("batching_ex6")
-def _cross(v):
-    # memory time = compute time: (W + B K) / (0.7 beta) = B F_tok / (0.5 F)  =>  B = W / (0.7 beta) / (...)
-    m, g = _m(v["model"]), _g(v["gpu"])
-    w, k = m.params * Q_(2, "B"), _kv_tok(m) * (v["prompt"] + v["answer"] / 2)
-    per_seq = TWO_FLOP * m.params / (0.5 * g.peak_flops("bf16")) - k / (0.7 * g.bandwidth)
-    return math.ceil((w / (0.7 * g.bandwidth) / per_seq).to("").m)
+def _batch_at_speed(v):
+    t_max = 1 / Q_(v["speed"], "1/s")
+    b = 0
+    while _any_step(v["model"], v["gpu"], b + 1, v["context"]) <= t_max:
+        b += 1
+    return b
+
+
+solution("batching_ex7")(lambda v: _lab_step(v, v["batch"]))
+solution("batching_ex8")(lambda v: v["batch"] / _lab_step(v, v["batch"]))
+solution("batching_ex9")(lambda v: _lab_cost(v, 1))
+solution("batching_ex10")(lambda v: _lab_cost(v, v["batch"]))
 
 
 # --- fleet -----------------------------------------------------------------------------------------------------------
 def _fleet_step(v):
     m, g = _m(v["model"]), _g(v["gpu"])
-    total = m.params * Q_(1, "B") + v["batch"] * _kv_tok(m) * v["context"]
+    total = m.params * _b(v["precision"]) + v["batch"] * _kv_tok(m) * v["context"]
     return total / (v["tp"] * 0.7 * g.bandwidth)
 
 
 def _replicas(v):
-    usable = 0.7 * v["batch"] / _fleet_step(v)
+    usable = (1 - v["headroom_pct"] / 100) * v["batch"] / _fleet_step(v)
     return math.ceil((Q_(v["demand"], "1/s") / usable).to("").m)
 
 
-solution("fleet_ex1")(lambda v: _kv_tok(v["model"]) * v["context"])
-solution("fleet_ex2")(lambda v: _m(v["model"]).params * Q_(1, "B") + v["batch"] * _kv_tok(v["model"]) * v["context"])
-solution("fleet_ex3")(_fleet_step)
-solution("fleet_ex4")(lambda v: v["batch"] / _fleet_step(v))
-solution("fleet_ex5")(_replicas)
-solution("fleet_ex6")(lambda v: _replicas(v) * v["tp"] * _g(v["gpu"]).price_per_hour * Q_(730, "hour"))
-solution("fleet_ex7")(lambda v: v["rate"] * v["time"])
+solution("fleet_ex1")(lambda v: _replicas(v) * v["tp"])
+solution("fleet_ex2")(lambda v: _replicas(v) * v["tp"])
+solution("fleet_ex3")(lambda v: math.ceil(v["demand"] / v["per_gpu"]))
+solution("fleet_ex5")(lambda v: _m(v["model"]).params * _b(v["precision"]) / Q_(v["rate"], "GB/s"))
+solution("fleet_ex6")(lambda v: v["requests"] * v["context"] * _kv_tok(v["model"]))
+solution("fleet_ex7")(_fleet_step)
+solution("fleet_ex8")(_replicas)
+solution("fleet_ex9")(lambda v: _replicas(v) * v["tp"] * _g(v["gpu"]).price_per_hour * Q_(730, "hour"))
+solution("fleet_ex10")(lambda v: v["rate"] * v["time"])
 
 # --- queueing ------------------------------------------------------------------------------------------------------------
 solution("queueing_ex1")(lambda v: v["lam"] / v["mu"])
