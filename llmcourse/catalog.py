@@ -224,7 +224,11 @@ class Model:
         >>> from llmcourse import models
         >>> models["Llama-3.1-8B"].with_(kv_heads=32).attention
         'MHA'
+        >>> models["Llama-3.1-8B"].with_(params=7e9).active_params
+        7000000000.0
         """
+        if "params" in changes and "active_params" not in changes and not self.is_moe:
+            changes["active_params"] = None  # a dense model uses all its parameters: re-derive
         return replace(self, **changes)
 
     @classmethod
