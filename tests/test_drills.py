@@ -197,3 +197,19 @@ def test_decode_speed_is_one_read_at_peak_bandwidth() -> None:
         b = {"BF16": 2, "FP8": 1, "INT4": 0.5}[prec]
         kv = 2 * model.layers * model.kv_heads * model.head_dim * 2 * 1_000
         assert p.exact.to("1/s").m == pytest.approx(n * bw * 1e12 / (model.params * b + kv))
+
+
+def test_drill_works_in_a_jupyter_kernel() -> None:
+    """In a real kernel the drill displays as a widget, deals, checks a typed answer and scores."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    code = [
+        "from llmcourse.widgets.drills import Drill\nd = Drill(seed=11)\nd",
+        "d.answer.value = d.problem.answer_text\nd.check_button.click()\nprint(d.last.status, d.summary())",
+        "d.next_button.click()\nd.answer.value = 'no idea'\nd.check_button.click()\nprint(d.last.status, d.attempted)",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in code])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    assert "application/vnd.jupyter.widget-view+json" in nb.cells[0].outputs[0]["data"]
+    assert nb.cells[1].outputs[0]["text"].startswith("correct score 1/1, streak 1")
+    assert nb.cells[2].outputs[0]["text"].strip() == "invalid 1"
