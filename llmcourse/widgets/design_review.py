@@ -59,7 +59,11 @@ class DesignReview:
                     f"first token after {fmt(p.ttft, 'ms')}, then {fmt(p.tpot, 'ms')} per token "
                     f"(answer streams for {fmt(stream, 's')})",
                 ),
-                ("4. batching", f"{p.batch} requests per step (memory allows {p.max_batch}); {p.bottleneck}-bound"),
+                (
+                    "4. batching",
+                    f"{p.batch} request{'s' if p.batch != 1 else ''} per step (memory allows {p.max_batch}); "
+                    f"bound by {p.bottleneck}",
+                ),
                 ("5. scale out", f"{p.gpus:,} GPUs, {p.in_flight:,.0f} requests in flight"),
             ]
         rows += [("review: " + k, v) for k, v in p.rows()]
