@@ -19,7 +19,7 @@ from llmcourse.planner import usable_memory, weight_bytes
 from llmcourse.units import fmt
 from llmcourse.widgets import Calculator, float_slider, gpu_dropdown, int_slider, model_dropdown, precision_dropdown
 
-__all__ = ["WeightFit", "split_gpus", "weight_fit", "weights_calculator"]
+__all__ = ["WeightFit", "memory_bar_png", "split_gpus", "weight_fit", "weights_calculator"]
 
 
 def split_gpus(model: Model | str, at_least: int) -> int:
@@ -109,6 +109,27 @@ def weight_fit(
     )
 
 
+def memory_bar_png(fit: WeightFit) -> bytes:
+    """The memory bar of ``fit`` as PNG bytes (for an image widget; needs no kernel).
+
+    Examples
+    --------
+    >>> memory_bar_png(weight_fit("Llama-3.1-8B"))[:4]
+    b'\\x89PNG'
+    """
+    import io
+
+    import matplotlib.pyplot as plt
+
+    from llmcourse.plots.weights import memory_bar
+
+    ax = memory_bar(fit)
+    buf = io.BytesIO()
+    ax.figure.savefig(buf, format="png", dpi=80)
+    plt.close(ax.figure)
+    return buf.getvalue()
+
+
 def weights_calculator(
     model: str = "Qwen2.5-72B",
     precision: str = "bf16",
@@ -125,21 +146,11 @@ def weights_calculator(
     >>> dict(c.rows)["weights fit"], dict(c.set(precision="fp8").rows)["weights fit"]
     ('no', 'yes')
     """
-    out = w.Output()
+    image = w.Image(format="png", layout=w.Layout(max_width="640px"))
 
     def draw(fit: WeightFit) -> None:
-        if not plot:
-            return
-        import matplotlib.pyplot as plt
-        from IPython.display import display
-
-        from llmcourse.plots.weights import memory_bar
-
-        with out:
-            out.clear_output(wait=True)
-            ax = memory_bar(fit)
-            display(ax.figure)
-            plt.close(ax.figure)
+        if plot:
+            image.value = memory_bar_png(fit)
 
     calc = Calculator(
         weight_fit,
@@ -154,5 +165,5 @@ def weights_calculator(
         extra=draw,
     )
     if plot:
-        calc.widget = w.VBox([calc.widget, out])
+        calc.widget = w.VBox([calc.widget, image])
     return calc
