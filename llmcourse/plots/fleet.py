@@ -29,8 +29,9 @@ def cost_vs_utilisation(cost_full: pint.Quantity, *, mark: float = 0.3, label: s
     return ax
 
 
-def gpus_vs_throughput(demand: pint.Quantity, *, per_gpu: Any = (500, 1_000, 2_000, 4_000, 8_000),
-                       mark: float = 2_000) -> Any:
+def gpus_vs_throughput(
+    demand: pint.Quantity, *, per_gpu: Any = (500, 1_000, 2_000, 4_000, 8_000), mark: float = 2_000
+) -> Any:
     """GPUs needed for a token demand against each GPU's throughput (log-log); marks ``mark``."""
     xs = np.geomspace(min(per_gpu), max(per_gpu), 50)
     ys = [F["replicas_needed"](demand=demand, throughput=Q_(x, "1/s")).m for x in xs]

@@ -25,7 +25,14 @@ def percentiles_vs_load(sweep: list[tuple[SimResult, ClosedForm]], *, knee_load:
         ax.grid(True, alpha=0.3, which="both")
         if knee_load is not None:
             ax.axvline(knee_load * 100, color="crimson", lw=1)
-            ax.annotate(f"knee ({knee_load:.0%})", (knee_load * 100, 0.9), xycoords=("data", "axes fraction"),
-                        xytext=(-6, 0), textcoords="offset points", ha="right", color="crimson")
+            ax.annotate(
+                f"knee ({knee_load:.0%})",
+                (knee_load * 100, 0.9),
+                xycoords=("data", "axes fraction"),
+                xytext=(-6, 0),
+                textcoords="offset points",
+                ha="right",
+                color="crimson",
+            )
     axes[0].legend(loc="upper left")
     return axes
