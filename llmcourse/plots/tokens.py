@@ -38,7 +38,7 @@ def stream_time(
     if mark is not None:
         t, s = mark
         y = F["generation_time"](tokens_per_request=t, token_rate=Q_(s, "1/s")).to("s").m
-        mark_point(ax, t, y, f"{t:,.0f} tokens at {s:g} tok/s: {y:.0f} s")
+        mark_point(ax, t, y, f"{y:.0f} s")
     ax.set_xlabel("answer length (tokens)")
     ax.set_ylabel("time to stream the answer (s)")
     ax.set_ylim(0, max_tokens / min(speeds) * 1.05)
