@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import llmcourse as lc
 from llmcourse import Q_
@@ -139,3 +141,16 @@ def test_unknown_model():
     """An unknown model name is refused."""
     with pytest.raises(lc.UnknownNameError):
         simulate("Llama-9", G, rate=Q_(1, "1/s"), prompt_tokens=P, answer_tokens=A)
+
+
+@settings(max_examples=8, deadline=None)
+@given(seed=st.integers(0, 10_000), load=st.floats(0.05, 0.9))
+def test_every_request_finishes_after_its_prefill(seed, load):
+    """Below capacity every request completes, no first token comes before its own prefill could end,
+    and no token is faster than a decode step of one."""
+    rep = build_replica(M, G, prompt_tokens=P, answer_tokens=A)
+    r = simulate(
+        M, G, rate=load * rep.capacity(P, A), prompt_tokens=P, answer_tokens=A, requests=500, seed=seed, replica=rep
+    )
+    assert r.completed == 500
+    assert r.ttft_s.min() >= rep.prefill_time(1) and r.tpot_s.min() >= rep.step_time(1) * (1 - 1e-9)

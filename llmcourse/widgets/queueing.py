@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
-from llmcourse.queueing import ClosedForm, SimResult, build_replica, closed_form, simulate
+from llmcourse.queueing import ClosedForm, Replica, SimResult, build_replica, closed_form, simulate
 from llmcourse.units import fmt
 from llmcourse.widgets import Calculator, float_slider, gpu_dropdown, int_box, int_slider, model_dropdown
 
@@ -25,10 +26,16 @@ class _Result:
         ]
 
 
+@lru_cache(maxsize=32)
+def _replica(model: str, gpu: str, prompt_tokens: int, answer_tokens: int) -> Replica:
+    """The step-time tables, built once per model, GPU and request shape (moving the load or seed reuses them)."""
+    return build_replica(model, gpu, prompt_tokens=prompt_tokens, answer_tokens=answer_tokens)
+
+
 def _rows(
     model: str, gpu: str, prompt_tokens: int, answer_tokens: int, load: float, cv: float, requests: int, seed: int
 ) -> _Result:
-    rep = build_replica(model, gpu, prompt_tokens=prompt_tokens, answer_tokens=answer_tokens)
+    rep = _replica(model, gpu, prompt_tokens, answer_tokens)
     rate = load * rep.capacity(prompt_tokens, answer_tokens)
     sim = simulate(
         model,
