@@ -1,4 +1,9 @@
-"""Exercises for the capstone *Design review* (``book/11_design_review.md``): one brief through ``plan()``."""
+"""Exercises for the capstone *Design review* (``book/11_design_review.md``): one brief through ``plan()``.
+
+``design_review_ex1`` .. ``_ex3`` follow the chapter's exercises of the same labels (the GPU count each asks for);
+the chapter's ``_ex4`` .. ``_ex6`` are open questions. ``design_review_ex7`` .. ``_ex13`` take a second brief
+through every line of the review table.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,102 @@ from llmcourse import Q_
 from llmcourse.exercises._common import define, pick
 
 EXERCISES: list = []
+
+DOCS = dict(rps=20, prompt=4_000, answer=400, ttft=1_000, tpot=40)
+_DOCS_STORY = (
+    "A document assistant peaks at {rps} requests per second, with {prompt}-token prompts and {answer}-token answers; "
+    "the first token must come within {ttft} ms and each next one within {tpot} ms. It runs Llama 3.1 70B in FP8 "
+    "(KV cache in BF16) under lc.plan's assumptions: 10% of memory held back, 30% headroom, peak bandwidth and "
+    "FLOP/s. "
+)
+
+
+def _vary_docs(r):
+    return dict(
+        rps=pick(r, (10, 20, 40)),
+        prompt=pick(r, (2_000, 4_000)),
+        answer=pick(r, (200, 400)),
+        ttft=1_000,
+        tpot=pick(r, (30, 40, 50)),
+    )
+
+
+def _docs_brief(v):
+    return lc.Brief(v["rps"], v["prompt"], v["answer"], Q_(v["ttft"], "ms"), Q_(v["tpot"], "ms"))
+
+
+_DOCS_HINTS = (
+    "lc.plan('Llama-3.1-70B', gpu, lc.Brief(...), weight_bytes='fp8', tensor_parallel=...) runs the whole review.",
+    "GPUs = replicas x GPUs per replica; replicas = rate x 1.3 / requests per second per replica, rounded up.",
+)
+
+define(
+    EXERCISES,
+    "design_review_ex1",
+    "The document assistant on H200s",
+    _DOCS_STORY + "Proposal: one H200 per replica at ${price} per GPU-hour. How many GPUs does the fleet need?",
+    "",
+    DOCS | dict(price=3.5),
+    lambda r: _vary_docs(r) | dict(price=pick(r, (3.0, 3.5, 4.0))),
+    lambda v: (
+        lc.plan(
+            "Llama-3.1-70B", "H200 SXM", _docs_brief(v), weight_bytes="fp8", price_per_hour=Q_(v["price"], "USD/hour")
+        ).gpus
+    ),
+    _DOCS_HINTS,
+    integer=True,
+    bare_ok=True,
+)
+
+define(
+    EXERCISES,
+    "design_review_ex2",
+    "A tighter per-token target",
+    _DOCS_STORY + "Replicas are two H100s (tensor parallel). With the per-token target tightened to {tight} ms, how "
+    "many GPUs does the fleet need?",
+    "",
+    DOCS | dict(tight=15),
+    lambda r: _vary_docs(r) | dict(tight=pick(r, (15, 20, 25))),
+    lambda v: (
+        lc.plan(
+            "Llama-3.1-70B", "H100 SXM", _docs_brief(v | {"tpot": v["tight"]}), weight_bytes="fp8", tensor_parallel=2
+        ).gpus
+    ),
+    (
+        "The batch must shrink until a step fits in {tight} ms: (weights + B x KV) / (2 x bandwidth) <= {tight} ms.",
+        *_DOCS_HINTS,
+    ),
+    integer=True,
+    bare_ok=True,
+)
+
+
+def _cached(v):
+    from llmcourse.levers import prefix_cached_plan
+
+    return prefix_cached_plan(
+        "Llama-3.1-70B", "H100 SXM", _docs_brief(v), v["hit"], weight_bytes="fp8", tensor_parallel=2
+    ).gpus
+
+
+define(
+    EXERCISES,
+    "design_review_ex3",
+    "Prefix caching",
+    _DOCS_STORY + "Replicas are two H100s (tensor parallel). Prefix caching finds {hit_pct}% of each prompt's tokens "
+    "in cache, so prefill computes only the rest (the KV held and the decode step do not change). How many GPUs?",
+    "",
+    DOCS | dict(hit=0.8, hit_pct=80),
+    lambda r: _vary_docs(r) | (lambda h: dict(hit=h / 100, hit_pct=h))(pick(r, (30, 50, 80))),
+    _cached,
+    (
+        "The time to first token is the prefill of the uncached {hit_pct}%-less prompt.",
+        "Requests/s per replica = 1 / (answer x step / batch + that prefill); then GPUs as in the plan.",
+        "llmcourse.levers.prefix_cached_plan(...) does it.",
+    ),
+    integer=True,
+    bare_ok=True,
+)
 
 DEFAULT = dict(model="Llama-3.1-8B", gpu="H100 SXM", rps=10, prompt=2_000, answer=300, ttft=1_000, tpot=50)
 _SETUPS = (
@@ -46,7 +147,7 @@ _STORY = (
 
 define(
     EXERCISES,
-    "design_review_ex1",
+    "design_review_ex7",
     "KV cache per request",
     _STORY + "How much KV cache does one request hold at its full length?",
     "GB",
@@ -59,7 +160,7 @@ define(
 
 define(
     EXERCISES,
-    "design_review_ex2",
+    "design_review_ex8",
     "Largest batch that fits",
     _STORY + "How many requests fit in one GPU's memory at once?",
     "",
@@ -73,7 +174,7 @@ define(
 
 define(
     EXERCISES,
-    "design_review_ex3",
+    "design_review_ex9",
     "Time to first token",
     _STORY + "What is the time to first token (prefill of one prompt, 2 FLOPs per parameter per token, or one "
     "read of the weights if that is slower)?",
@@ -95,7 +196,7 @@ _STEP = (
 
 define(
     EXERCISES,
-    "design_review_ex4",
+    "design_review_ex10",
     "GPUs for the brief",
     _STORY + "How many GPUs does the fleet need?",
     "",
@@ -109,7 +210,7 @@ define(
 
 define(
     EXERCISES,
-    "design_review_ex5",
+    "design_review_ex11",
     "Requests in flight",
     _STORY + "On average, how many requests are in flight across the fleet (arrival to last token)?",
     "",
@@ -123,7 +224,7 @@ define(
 
 define(
     EXERCISES,
-    "design_review_ex6",
+    "design_review_ex12",
     "Cost per million answer tokens",
     _STORY + "What do a million answer tokens cost, with the fleet sized as above?",
     "USD",
@@ -136,7 +237,7 @@ define(
 
 define(
     EXERCISES,
-    "design_review_ex7",
+    "design_review_ex13",
     "Cost per thousand requests",
     _STORY + "What do a thousand requests cost?",
     "USD",

@@ -1,48 +1,195 @@
-"""Exercises for *Grouped-query attention* (``book/04_gqa.md``): MHA, GQA, MQA and MLA caches."""
+"""Exercises for *Grouped-query attention* (``book/04_gqa.md``): MHA, GQA, MQA and MLA caches.
+
+``gqa_ex1`` .. ``gqa_ex6`` follow the chapter's exercises of the same labels (the numeric part of each);
+``gqa_ex7`` and ``gqa_ex8`` are extra.
+"""
 
 from __future__ import annotations
 
 import llmcourse as lc
+from llmcourse import Q_
 from llmcourse.exercises._common import define, pick
 
 EXERCISES: list = []
 
-_GQA = ("Llama-3.1-8B", "Llama-3.1-70B", "Qwen2.5-7B", "Qwen2.5-72B", "Llama-2-70B", "Mixtral-8x7B")
+_GQA = ("Llama-3.1-8B", "Llama-3.1-70B", "Qwen2.5-7B", "Qwen2.5-72B", "Mistral-7B-v0.1", "Mixtral-8x7B")
+_PER_TOKEN = ("KV per token = 2 (keys and values) x layers x KV heads x head dim x 2 bytes.",)
 
 
-def _mha(name):
-    m = lc.models[name]
-    return m.with_(kv_heads=m.heads)
+def _heads(v):
+    m = lc.models[v["model"]]
+    return (
+        [(m.heads / m.kv_heads, "did you use the query heads instead of the KV heads?")]
+        if m.heads != m.kv_heads
+        else []
+    )
 
 
 define(
     EXERCISES,
     "gqa_ex1",
-    "How much GQA saves",
-    "{model} shares each key/value head among several query heads. By what factor is its KV cache smaller than "
-    "it would be with one KV head per query head (MHA)?",
-    "",
-    dict(model="Llama-3.1-70B"),
+    "KV per token with grouped heads",
+    "{model} groups its query heads to share key/value heads. How many bytes of BF16 KV cache does one token take?",
+    "KiB",
+    dict(model="Mistral-7B-v0.1"),
     lambda r: dict(model=pick(r, _GQA)),
-    lambda v: (lc.kv_bytes_per_token(_mha(v["model"])) / lc.kv_bytes_per_token(v["model"])).to(""),
-    (
-        "Only the number of KV heads changes.",
-        "Factor = query heads / KV heads (lc.models['{model}'].heads and .kv_heads).",
-    ),
-    bare_ok=True,
+    lambda v: lc.kv_bytes_per_token(v["model"]),
+    (*_PER_TOKEN, "lc.models['{model}'].layers, .kv_heads, .head_dim."),
+    kv=True,
+    mistakes=_heads,
 )
 
 define(
     EXERCISES,
     "gqa_ex2",
-    "An MHA model's cache",
-    "A legacy summariser still runs {model}, which has as many KV heads as query heads. How many bytes of BF16 "
-    "KV cache does one token take?",
+    "A small MHA model against a large GQA model",
+    "{small} has one KV head per query head; {large} shares its KV heads. By what factor does {small}'s KV cache "
+    "per token exceed {large}'s (BF16 both)?",
+    "",
+    dict(small="Llama-2-7B", large="Llama-2-70B"),
+    lambda r: dict(
+        small=pick(r, ("Llama-2-7B", "Llama-2-13B")),
+        large=pick(r, ("Llama-2-70B", "Llama-3.1-70B", "Qwen2.5-72B", "Llama-3.1-8B")),
+    ),
+    lambda v: (lc.kv_bytes_per_token(v["small"]) / lc.kv_bytes_per_token(v["large"])).to(""),
+    (*_PER_TOKEN, "Divide the two per-token figures: layers and KV heads both matter."),
+    bare_ok=True,
+)
+
+
+def _toy(v):
+    return lc.Model(
+        "given model",
+        params=v["billions"] * 1e9,
+        layers=v["layers"],
+        hidden=v["kv_heads"] * 128 * 8,
+        heads=v["kv_heads"] * 8,
+        kv_heads=v["kv_heads"],
+        head_dim=128,
+    )
+
+
+define(
+    EXERCISES,
+    "gqa_ex3",
+    "Sequences beside the weights",
+    "Two 80 GB GPUs (all memory usable) hold a {billions}-billion-parameter model in BF16. The model has {layers} "
+    "layers and {kv_heads} KV heads of 128. How many sequences of {context} tokens fit beside the weights?",
+    "",
+    dict(billions=70, layers=80, kv_heads=8, context=2_000),
+    lambda r: dict(
+        billions=pick(r, (34, 70)),
+        layers=pick(r, (48, 64, 80)),
+        kv_heads=pick(r, (4, 8, 16)),
+        context=pick(r, (1_000, 2_000, 4_000)),
+    ),
+    lambda v: lc.max_batch(_toy(v), "H100 SXM", v["context"], n_gpus=2, usable_fraction=1.0),
+    (
+        "Free memory = 2 x 80 GB - parameters x 2 bytes.",
+        "KV per sequence = 2 x {layers} x {kv_heads} x 128 x 2 bytes x {context}; divide and round down.",
+    ),
+    integer=True,
+    bare_ok=True,
+)
+
+
+def _bugs(v):
+    m = lc.models[v["model"]]
+    right = lc.kv_bytes_per_token(m)
+    hidden = lc.FORMULAS["kv_bytes_per_token"](layers=m.layers, kv_heads=1, head_dim=m.hidden, kv_bytes=Q_(2, "B"))
+    small_head = lc.kv_bytes_per_token(m.with_(head_dim=m.hidden // m.heads))
+    return [
+        ((hidden / right).to("").m, "that is the hidden-size formula: it ignores the KV heads"),
+        ((small_head / right).to("").m, "the head dimension is head_dim from the config, not hidden / heads"),
+    ]
+
+
+define(
+    EXERCISES,
+    "gqa_ex4",
+    "The calculator bug",
+    "{model}'s config gives its layers, hidden size, query heads, KV heads and head_dim. Computed correctly, how many "
+    "bytes of BF16 KV cache does one token take?",
     "KiB",
-    dict(model="Llama-2-7B"),
-    lambda r: dict(model=pick(r, ("Llama-2-7B", "Llama-2-13B"))),
+    dict(model="Qwen3-30B-A3B"),
+    lambda r: dict(model=pick(r, ("Qwen3-30B-A3B", "Qwen3-235B-A22B", "Llama-3.1-8B", "Qwen2.5-72B"))),
     lambda v: lc.kv_bytes_per_token(v["model"]),
-    ("KV per token = 2 x layers x KV heads x head dim x 2 bytes.", "Here KV heads = query heads."),
+    (
+        *_PER_TOKEN,
+        "Use num_key_value_heads and head_dim (lc.models['{model}'].kv_heads, .head_dim), not the hidden size.",
+    ),
+    kv=True,
+    mistakes=lambda v: [*_bugs(v), *_heads(v)],
+)
+
+_MLA = {"DeepSeek-V2-Lite": (27, 512, 64), "DeepSeek-V2": (60, 512, 64), "DeepSeek-V3": (61, 512, 64)}
+
+define(
+    EXERCISES,
+    "gqa_ex5",
+    "Multi-head latent attention",
+    "{name} uses MLA with {layers} layers, kv_lora_rank {rank} and qk_rope_head_dim {rope}: per layer it caches one "
+    "latent plus the rotary key. How many bytes of BF16 cache per token?",
+    "KiB",
+    dict(name="DeepSeek-V2-Lite", layers=27, rank=512, rope=64),
+    lambda r: (lambda n: dict(name=n, layers=_MLA[n][0], rank=_MLA[n][1], rope=_MLA[n][2]))(pick(r, list(_MLA))),
+    lambda v: lc.FORMULAS["kv_bytes_per_token_mla"](
+        layers=v["layers"], kv_lora_rank=v["rank"], rope_dim=v["rope"], kv_bytes=Q_(2, "B")
+    ),
+    (
+        "KV per token = layers x (kv_lora_rank + qk_rope_head_dim) x 2 bytes: no factor 2 for keys and values, the "
+        "latent serves both.",
+    ),
+    mistakes=lambda v: [(2.0, "MLA caches one latent for keys and values: no factor 2")],
+)
+
+
+def _most_kv_heads(v):
+    m = lc.models[v["model"]]
+    ok = [
+        h
+        for h in range(1, m.heads + 1)
+        if m.heads % h == 0 and lc.max_batch(m.with_(kv_heads=h), v["gpu"], v["context"]) >= v["users"]
+    ]
+    return max(ok) if ok else 0
+
+
+define(
+    EXERCISES,
+    "gqa_ex6",
+    "How many KV heads can we afford",
+    "A variant of {model} (same weights, layers and head size, BF16) must serve at least {users} conversations of "
+    "{context} tokens on one {gpu} (90% usable). What is the largest number of KV heads (a divisor of the query "
+    "heads) that allows it?",
+    "",
+    dict(model="Llama-3.1-8B", users=50, context=33_280, gpu="H100 SXM"),
+    lambda r: dict(
+        model=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B")),
+        users=pick(r, (10, 25, 50, 100)),
+        context=pick(r, (8_192, 16_384, 33_280)),
+        gpu=pick(r, ("H100 SXM", "H200 SXM", "B200")),
+    ),
+    _most_kv_heads,
+    (
+        "Budget per conversation = (0.9 x memory - weights) / {users}.",
+        "KV heads <= budget / (2 x layers x head dim x 2 bytes x {context}); take the largest divisor of the query "
+        "heads below that.",
+    ),
+    integer=True,
+    bare_ok=True,
+)
+
+define(
+    EXERCISES,
+    "gqa_ex7",
+    "Multi-query attention",
+    "An edge deployment considers a variant of {model} with a single KV head (MQA). How many bytes of BF16 KV "
+    "cache would one token take?",
+    "KiB",
+    dict(model="Llama-3.1-8B"),
+    lambda r: dict(model=pick(r, _GQA)),
+    lambda v: lc.kv_bytes_per_token(lc.models[v["model"]].with_(kv_heads=1)),
+    ("KV per token = 2 x layers x 1 x head dim x 2 bytes.",),
     kv=True,
 )
 
@@ -56,79 +203,18 @@ _LONG = (
 
 define(
     EXERCISES,
-    "gqa_ex3",
-    "Long conversations with GQA",
-    "A research assistant runs {model} (BF16) on one {gpu} at {context}-token contexts (90% of memory usable). "
-    "How many such sequences fit at once?",
-    "",
-    dict(model="Llama-3.1-8B", gpu="H100 SXM", context=32_768),
-    lambda r: dict(zip(("model", "gpu"), pick(r, _LONG), strict=True), context=pick(r, (8_192, 16_384, 32_768))),
-    lambda v: lc.max_batch(v["model"], v["gpu"], v["context"]),
-    ("Free memory = 0.9 x GPU memory - weights.", "Divide by the KV of one sequence and round down."),
-    integer=True,
-    bare_ok=True,
-)
-
-define(
-    EXERCISES,
-    "gqa_ex4",
-    "The same, without GQA",
-    "Suppose {model} had one KV head per query head (MHA) but were otherwise the same. On one {gpu} (90% "
+    "gqa_ex8",
+    "The same model without GQA",
+    "Suppose {model} had one KV head per query head (MHA) but were otherwise the same. On one {gpu} (BF16, 90% "
     "usable) at {context}-token contexts, how many sequences would fit?",
     "",
     dict(model="Llama-3.1-8B", gpu="H100 SXM", context=32_768),
-    lambda r: dict(zip(("model", "gpu"), pick(r, _LONG), strict=True), context=pick(r, (4_096, 8_192, 16_384))),
-    lambda v: lc.max_batch(_mha(v["model"]), v["gpu"], v["context"]),
+    lambda r: dict(zip(("model", "gpu"), pick(r, _LONG), strict=True)) | dict(context=pick(r, (4_096, 8_192, 16_384))),
+    lambda v: lc.max_batch(lc.models[v["model"]].with_(kv_heads=lc.models[v["model"]].heads), v["gpu"], v["context"]),
     (
         "Give the model as many KV heads as query heads: lc.models['{model}'].with_(kv_heads=...).",
         "Then free memory / KV per sequence, rounded down.",
     ),
     integer=True,
     bare_ok=True,
-)
-
-define(
-    EXERCISES,
-    "gqa_ex5",
-    "Multi-query attention",
-    "An edge deployment considers a variant of {model} with a single KV head (MQA). How many bytes of BF16 KV "
-    "cache would one token take?",
-    "KiB",
-    dict(model="Llama-3.1-8B"),
-    lambda r: dict(model=pick(r, _GQA)),
-    lambda v: lc.kv_bytes_per_token(lc.models[v["model"]].with_(kv_heads=1)),
-    ("KV per token = 2 x layers x 1 x head dim x 2 bytes.",),
-    kv=True,
-)
-
-
-def _mla_wrong(v):
-    m = lc.models["DeepSeek-V3"]
-    full = lc.FORMULAS["kv_bytes_per_token"](
-        layers=m.layers, kv_heads=m.heads, head_dim=m.head_dim, kv_bytes=lc.Q_(v["bytes"], "B")
-    )
-    return [
-        (
-            (full / lc.kv_bytes_per_token(m, v["bytes"])).to("").m,
-            "that is the per-head formula; MLA caches one compressed latent per layer",
-        )
-    ]
-
-
-define(
-    EXERCISES,
-    "gqa_ex6",
-    "Multi-head latent attention",
-    "A reasoning product serves DeepSeek-V3, which caches per layer one latent of kv_lora_rank values plus the "
-    "rotary key of qk_rope_head_dim values, {bytes} bytes each. How many bytes of KV cache per token?",
-    "KiB",
-    dict(bytes=2),
-    lambda r: dict(bytes=pick(r, (1, 2))),
-    lambda v: lc.kv_bytes_per_token("DeepSeek-V3", v["bytes"]),
-    (
-        "KV per token = layers x (kv_lora_rank + qk_rope_head_dim) x bytes: no factor 2, the latent serves both.",
-        "lc.models['DeepSeek-V3'].kv_lora_rank and .qk_rope_head_dim.",
-    ),
-    mistakes=_mla_wrong,
-    tolerance=0.01,
 )

@@ -2,7 +2,8 @@
 
 One replica is modelled as a single server with Poisson arrivals and exponential service (M/M/1):
 utilisation rho = lambda / mu, mean time in system W = 1 / (mu - lambda), and Little's law N = lambda W.
-These closed forms are registered here with :func:`llmcourse.formulas.formula` (section *10_queueing*).
+The chapter's own exercises ``queueing_ex1`` .. ``queueing_ex6`` run its simulator and are open questions;
+the auto-checked ones here are numbered from ``queueing_ex7``. These closed forms are registered here with :func:`llmcourse.formulas.formula` (section *10_queueing*).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ _STORY = (
 
 define(
     EXERCISES,
-    "queueing_ex1",
+    "queueing_ex7",
     "Utilisation",
     _STORY + "What fraction of the time is the replica busy?",
     "",
@@ -70,7 +71,7 @@ define(
 
 define(
     EXERCISES,
-    "queueing_ex2",
+    "queueing_ex8",
     "Mean time in the system",
     _STORY + "Modelled as an M/M/1 queue, how long does a request spend in the system on average (waiting plus "
     "being served)?",
@@ -84,7 +85,7 @@ define(
 
 define(
     EXERCISES,
-    "queueing_ex3",
+    "queueing_ex9",
     "Requests in the system",
     _STORY + "How many requests are in the system on average?",
     "",
@@ -97,7 +98,7 @@ define(
 
 define(
     EXERCISES,
-    "queueing_ex4",
+    "queueing_ex10",
     "How much slower near saturation",
     _STORY + "By what factor is the mean time in system longer than the service time alone (1 / service rate)?",
     "",
@@ -110,7 +111,7 @@ define(
 
 define(
     EXERCISES,
-    "queueing_ex5",
+    "queueing_ex11",
     "The highest rate a latency target allows",
     "A replica completes {mu} requests per second when busy. The product promises a mean time in system of at "
     "most {target} s. Under the M/M/1 model, what is the highest arrival rate the replica may take?",
@@ -130,7 +131,7 @@ def _little_time(v):
 
 define(
     EXERCISES,
-    "queueing_ex6",
+    "queueing_ex12",
     "Little's law backwards",
     "A dashboard shows {inflight} requests in flight on average while {rate} requests per second arrive. What is "
     "the average time a request spends in the system?",

@@ -126,28 +126,41 @@ solution("kv_cache_ex6")(
 )
 
 # --- GQA -----------------------------------------------------------------------------------------------------
-solution("gqa_ex1")(lambda v: _m(v["model"]).heads / _m(v["model"]).kv_heads)
-solution("gqa_ex2")(lambda v: _kv_tok(v["model"]))
+solution("gqa_ex1")(lambda v: _kv_tok(v["model"]))
+solution("gqa_ex2")(lambda v: _kv_tok(v["small"]) / _kv_tok(v["large"]))
 
 
-def _fits(model, gpu, context, kv_heads=None):
-    m = _m(model)
-    per_tok = 2 * m.layers * (kv_heads or m.kv_heads) * m.head_dim * Q_(2, "B")
-    free = _usable(gpu) - m.params * Q_(2, "B")
-    return math.floor((free / (per_tok * context)).to("").m)
+@solution("gqa_ex3")
+def _gqa_fit(v):
+    free = 2 * Q_(80, "GB") - v["billions"] * 1e9 * Q_(2, "B")
+    per_seq = 2 * v["layers"] * v["kv_heads"] * 128 * Q_(2, "B") * v["context"]
+    return math.floor((free / per_seq).to("").m)
 
 
-solution("gqa_ex3")(lambda v: _fits(v["model"], v["gpu"], v["context"]))
-solution("gqa_ex4")(lambda v: _fits(v["model"], v["gpu"], v["context"], kv_heads=_m(v["model"]).heads))
-solution("gqa_ex5")(lambda v: 2 * _m(v["model"]).layers * 1 * _m(v["model"]).head_dim * Q_(2, "B"))
+solution("gqa_ex4")(lambda v: _kv_tok(v["model"]))
+solution("gqa_ex5")(lambda v: v["layers"] * (v["rank"] + v["rope"]) * Q_(2, "B"))
 
 
 @solution("gqa_ex6")
-def _mla(v):
-    m = _m("DeepSeek-V3")
-    return F["kv_bytes_per_token_mla"](
-        layers=m.layers, kv_lora_rank=m.kv_lora_rank, rope_dim=m.qk_rope_head_dim, kv_bytes=Q_(v["bytes"], "B")
+def _gqa_heads(v):
+    m = _m(v["model"])
+    budget = (_usable(v["gpu"]) - m.params * Q_(2, "B")) / v["users"]
+    most = (budget / (2 * m.layers * m.head_dim * Q_(2, "B") * v["context"])).to("").m
+    divisors = [h for h in range(1, m.heads + 1) if m.heads % h == 0 and h <= most]
+    return max(divisors, default=0)
+
+
+solution("gqa_ex7")(lambda v: 2 * _m(v["model"]).layers * 1 * _m(v["model"]).head_dim * Q_(2, "B"))
+solution("gqa_ex8")(
+    lambda v: math.floor(
+        (
+            (_usable(v["gpu"]) - _m(v["model"]).params * Q_(2, "B"))
+            / (2 * _m(v["model"]).layers * _m(v["model"]).heads * _m(v["model"]).head_dim * Q_(2, "B") * v["context"])
+        )
+        .to("")
+        .m
     )
+)
 
 
 # --- decode ---------------------------------------------------------------------------------------------------
@@ -347,12 +360,35 @@ solution("fleet_ex9")(lambda v: _replicas(v) * v["tp"] * _g(v["gpu"]).price_per_
 solution("fleet_ex10")(lambda v: v["rate"] * v["time"])
 
 # --- queueing ------------------------------------------------------------------------------------------------------------
-solution("queueing_ex1")(lambda v: v["lam"] / v["mu"])
-solution("queueing_ex2")(lambda v: 1 / Q_(v["mu"] - v["lam"], "1/s"))
-solution("queueing_ex3")(lambda v: v["lam"] / (v["mu"] - v["lam"]))
-solution("queueing_ex4")(lambda v: 1 / (1 - v["lam"] / v["mu"]))
-solution("queueing_ex5")(lambda v: Q_(v["mu"], "1/s") - 1 / Q_(v["target"], "s"))
-solution("queueing_ex6")(lambda v: v["inflight"] / Q_(v["rate"], "1/s"))
+solution("queueing_ex7")(lambda v: v["lam"] / v["mu"])
+solution("queueing_ex8")(lambda v: 1 / Q_(v["mu"] - v["lam"], "1/s"))
+solution("queueing_ex9")(lambda v: v["lam"] / (v["mu"] - v["lam"]))
+solution("queueing_ex10")(lambda v: 1 / (1 - v["lam"] / v["mu"]))
+solution("queueing_ex11")(lambda v: Q_(v["mu"], "1/s") - 1 / Q_(v["target"], "s"))
+solution("queueing_ex12")(lambda v: v["inflight"] / Q_(v["rate"], "1/s"))
+
+
+# --- design review: the document assistant ---------------------------------------------------------------
+def _docs(v, tpot=None, gpu="H100 SXM", tp=2, **kw):
+    brief = lc.Brief(Q_(v["rps"], "1/s"), v["prompt"], v["answer"], Q_(v["ttft"], "ms"), Q_(tpot or v["tpot"], "ms"))
+    return lc.plan("Llama-3.1-70B", gpu, brief, weight_bytes="fp8", tensor_parallel=tp, **kw)
+
+
+solution("design_review_ex1")(lambda v: _docs(v, gpu="H200 SXM", tp=1, price_per_hour=Q_(v["price"], "USD/hour")).gpus)
+solution("design_review_ex2")(lambda v: _docs(v, tpot=v["tight"]).gpus)
+
+
+@solution("design_review_ex3")
+def _dr_prefix(v):
+    full = _docs(v)  # memory, batch and step of the full prompt
+    m, g = _m("Llama-3.1-70B"), _g("H100 SXM")
+    computed = v["prompt"] * (1 - v["hit_pct"] / 100)
+    ttft = max(
+        (TWO_FLOP * m.params * computed / (2 * g.peak_flops("bf16"))).to("s"),
+        (m.params * Q_(1, "B") / (2 * g.bandwidth)).to("s"),
+    )
+    per_replica = 1 / (v["answer"] * full.tpot / full.batch + ttft)
+    return math.ceil((Q_(v["rps"], "1/s") * 1.3 / per_replica).to("").m) * 2
 
 
 # --- design review ---------------------------------------------------------------------------------------------------------
@@ -361,8 +397,8 @@ def _review(v):
     return lc.plan(lc.models[v["model"]], lc.gpus[v["gpu"]], brief)
 
 
-solution("design_review_ex1")(lambda v: _kv_tok(v["model"]) * (v["prompt"] + v["answer"]))
-solution("design_review_ex2")(
+solution("design_review_ex7")(lambda v: _kv_tok(v["model"]) * (v["prompt"] + v["answer"]))
+solution("design_review_ex8")(
     lambda v: math.floor(
         (
             (0.9 * _g(v["gpu"]).memory - lc.weight_bytes(v["model"]))
@@ -374,7 +410,7 @@ solution("design_review_ex2")(
 )
 
 
-@solution("design_review_ex3")
+@solution("design_review_ex9")
 def _dr_ttft(v):
     m, g = _m(v["model"]), _g(v["gpu"])
     return max(
@@ -383,16 +419,16 @@ def _dr_ttft(v):
     )
 
 
-solution("design_review_ex4")(lambda v: _review(v).gpus)
+solution("design_review_ex10")(lambda v: _review(v).gpus)
 
 
-@solution("design_review_ex5")
+@solution("design_review_ex11")
 def _dr_inflight(v):
     p = _review(v)
     return v["rps"] * (p.ttft + v["answer"] * p.tpot).to("s").m
 
 
-@solution("design_review_ex6")
+@solution("design_review_ex12")
 def _dr_cost(v):
     p = _review(v)
     per_hour = p.gpus * _g(v["gpu"]).price_per_hour
@@ -400,7 +436,7 @@ def _dr_cost(v):
     return (per_hour / tokens_per_hour * 1e6).to("USD")
 
 
-@solution("design_review_ex7")
+@solution("design_review_ex13")
 def _dr_cost_req(v):
     p = _review(v)
     return (p.gpus * _g(v["gpu"]).price_per_hour / Q_(v["rps"], "1/s") * 1000).to("USD")
