@@ -25,7 +25,7 @@ def cost_vs_utilisation(cost_full: pint.Quantity, *, mark: float = 0.3, label: s
     ax.set_ylabel("$ per million output tokens")
     ax.set_title(label or "GPUs bill by the hour, busy or idle")
     y = F["cost_at_utilisation"](cost_full=cost_full, utilisation=mark).to("USD").m
-    mark_point(ax, mark * 100, y, f"${y:.2f} at {mark:.0%} ({1 / mark:.1f}x)")
+    mark_point(ax, mark * 100, y, f"${y:.3f} at {mark:.0%} ({1 / mark:.1f}x)")
     return ax
 
 
