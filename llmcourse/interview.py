@@ -53,6 +53,7 @@ from llmcourse.planner import (
 from llmcourse.units import HOURS_PER_MONTH, Q_, sig
 
 __all__ = [
+    "CATALOG_NAMES",
     "LEVELS",
     "QUESTIONS",
     "SHEET_GPUS",
@@ -71,6 +72,7 @@ LEVELS: dict[str, str] = {
     "Staff+": "sizes the whole system, states the assumptions, and says which one moves the answer most",
 }
 
+_USD, _USD_PER_HOUR = Q_(1, "USD"), Q_(1, "USD/hour")
 TWO_FLOP = Q_(2, "FLOP")  # FLOPs per parameter per token: a multiply and an add
 
 
@@ -83,6 +85,50 @@ class _Num:
 
     def __format__(self, spec: str) -> str:
         return num(self.value, int(spec) if spec else 3)
+
+    def __getattr__(self, name: str) -> _Num:
+        if name == "m" and isinstance(self.value, pint.Quantity):  # {H100.bandwidth.m}: the number alone
+            return _Num(float(self.value.m))
+        if name == "m":  # a plain number for LaTeX: no thousands separator ({L70.hidden.m} is 8192)
+            return _Num(_Bare(self.value))
+        raise AttributeError(name)
+
+
+class _Bare(float):
+    """A number printed without thousands separators (inside LaTeX a comma adds a space)."""
+
+
+class _Ref:
+    """A catalog entry in a template: ``{H100.bandwidth}`` is '3.35 TB/s', ``{H100.bandwidth.m}`` '3.35',
+    ``{Q72.layers}`` '80', ``{Q72.billions}`` '72.7' (parameters in billions)."""
+
+    def __init__(self, entry: Model | GPU) -> None:
+        self._entry = entry
+
+    def __getattr__(self, name: str) -> _Num:
+        if name == "billions":
+            return _Num(self._entry.params / 1e9)
+        if name == "active_billions":
+            return _Num(self._entry.active_params / 1e9)
+        return _Num(getattr(self._entry, name))
+
+
+#: Short names templates use for catalog entries, so no catalog figure is typed in a question.
+CATALOG_NAMES: dict[str, tuple[str, str]] = {
+    "H100": ("gpu", "H100 SXM"),
+    "H200": ("gpu", "H200 SXM"),
+    "L4": ("gpu", "L4"),
+    "Q72": ("model", "Qwen2.5-72B"),
+    "Q7": ("model", "Qwen2.5-7B"),
+    "L8": ("model", "Llama-3.1-8B"),
+    "L70": ("model", "Llama-3.1-70B"),
+    "L2": ("model", "Llama-2-7B"),
+    "Q30": ("model", "Qwen3-30B-A3B"),
+}
+
+
+def _refs() -> dict[str, _Ref]:
+    return {k: _Ref(gpus[n] if kind == "gpu" else models[n]) for k, (kind, n) in CATALOG_NAMES.items()}
 
 
 def num(value: Any, digits: int = 3, *, escape: bool = True) -> str:
@@ -97,12 +143,16 @@ def num(value: Any, digits: int = 3, *, escape: bool = True) -> str:
     ('320 KiB', '10,851', '23.9', '0.29 s', '80 GB')
     """
     if isinstance(value, pint.Quantity):
-        if value.dimensionality == Q_(1, "USD").dimensionality and str(value.units) == "USD":
-            dollar = "\\$" if escape else "$"  # a bare $ opens math in MyST
-            return f"{dollar}{sig(float(value.m), digits)}"
+        dollar = "\\$" if escape else "$"  # a bare $ opens math in MyST
+        if value.dimensionality == _USD.dimensionality:
+            return f"{dollar}{sig(float(value.to('USD').m), digits)}"
+        if value.dimensionality == _USD_PER_HOUR.dimensionality:
+            return f"{dollar}{float(value.to('USD/hour').m):.2f}/h"
         return f"{_digits(float(value.m), digits)} {value.units:~P}".strip()
     if isinstance(value, bool):
         return str(value)
+    if isinstance(value, _Bare):
+        return f"{float(value):g}"
     return _digits(float(value), digits)
 
 
@@ -110,7 +160,8 @@ def _digits(x: float, digits: int) -> str:
     """Whole numbers as they are (80, 989, 10,851); others to ``digits`` significant figures."""
     if x.is_integer() and abs(x) < 1e15:
         return f"{int(x):,}"
-    return sig(x, digits)
+    text = sig(x, digits)
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 # --- the question type ---------------------------------------------------------------------------------
@@ -145,10 +196,10 @@ class Question:
         return self.worked()
 
     def fields(self) -> set[str]:
-        """Names the templates use (each must be a key of :meth:`numbers`)."""
+        """Names the templates use (each a key of :meth:`numbers` or of :data:`CATALOG_NAMES`)."""
         names = set()
         for text in (self.prompt, self.weak, self.good, self.strong, self.answer):
-            names |= {f for _, f, _, _ in string.Formatter().parse(text) if f}
+            names |= {f.split(".")[0] for _, f, _, _ in string.Formatter().parse(text) if f}
         return names
 
     def render(self, part: str = "answer", values: Mapping[str, Any] | None = None) -> str:
@@ -156,7 +207,7 @@ class Question:
         if part not in ("prompt", "weak", "good", "strong", "answer"):
             raise InputError(f"part must be prompt, weak, good, strong or answer; got {part!r}.")
         vals = self.numbers() if values is None else values
-        return getattr(self, part).format_map({k: _Num(v) for k, v in vals.items()})
+        return getattr(self, part).format_map(_refs() | {k: _Num(v) for k, v in vals.items()})
 
     def markdown(self) -> dict[str, str]:
         """All five parts rendered with one computation of the numbers."""
@@ -222,13 +273,14 @@ def _per_s(step: pint.Quantity) -> float:
     topic="memory",
     title="Do the weights fit?",
     source="seed 000",
-    prompt="Qwen2.5-72B has 72.7 billion parameters. How many 80 GB H100s do its weights need in BF16, and in FP8?",
-    weak='"72 billion parameters, 80 GB per GPU: one GPU."',
+    prompt="Qwen2.5-72B has {Q72.billions} billion parameters. How many {H100.memory} H100s do its weights need in BF16, "
+    "and in FP8?",
+    weak='"{Q72.billions:2} billion parameters, {H100.memory} per GPU: one GPU."',
     good='"In BF16 that is {w16} of weights, so two GPUs at least; in FP8 {w8}, one GPU."',
     strong='"{w16} in BF16. The server gets about 90% of each GPU, {per_gpu}, so {n16} GPUs by memory, and tensor '
-    "parallelism wants a count that divides the 64 heads: {tp16}. In FP8 it is {w8}: {n8} GPUs, with room "
+    "parallelism wants a count that divides the {Q72.heads} heads: {tp16}. In FP8 it is {w8}: {n8} GPUs, with room "
     'left for the KV cache, which is what decides how many users fit."',
-    answer="Weights are parameters times bytes per parameter: $72.7 \\times 10^9 \\times 2$ B = {w16} in BF16 and "
+    answer="Weights are parameters times bytes per parameter: ${Q72.billions} \\times 10^9 \\times 2$ B = {w16} in BF16 and "
     "{w8} in FP8. A serving engine keeps about 10% of memory for itself, leaving {per_gpu} per H100. BF16 "
     "needs {w16} / {per_gpu}, rounded up: {n16} GPUs; tensor parallelism splits the heads evenly, so "
     "round up to {tp16}. FP8 needs {n8}. Two GPUs hold only {mem2} in all: the BF16 weights miss by "
@@ -260,16 +312,16 @@ def _weights_fit() -> dict[str, Any]:
     topic="KV cache",
     title="KV cache per token",
     source="seed 000",
-    prompt="How many bytes of KV cache does one token take in Qwen2.5-72B (80 layers, 8 KV heads of dimension 128) "
-    "and in Qwen2.5-7B (28 layers, 4 KV heads of 128), in BF16?",
+    prompt="How many bytes of KV cache does one token take in Qwen2.5-72B ({Q72.layers} layers, {Q72.kv_heads} KV heads of dimension "
+    "{Q72.head_dim}) and in Qwen2.5-7B ({Q7.layers} layers, {Q7.kv_heads} KV heads of {Q7.head_dim}), in BF16?",
     weak='"It depends on the model; a few kilobytes per token?"',
     good='"Two times layers times hidden size times two bytes." (The right shape, but with the hidden size it is the '
     "cache of a model without grouped-query attention: {mha72} for the 72B.)",
-    strong='"Keys and values, in every layer, for every KV head: 2 x 80 x 8 x 128 x 2 B = {kv72}, and {kv7} for the '
+    strong='"Keys and values, in every layer, for every KV head: 2 x {Q72.layers} x {Q72.kv_heads} x {Q72.head_dim} x 2 B = {kv72}, and {kv7} for the '
     '7B. Grouped-query attention is why it is not {mha72}."',
-    answer="$\\kappa = 2\\,L\\,H_{{kv}}\\,d_{{head}}\\,b_{{kv}}$. For the 72B: $2 \\times 80 \\times 8 \\times 128 "
-    "\\times 2$ = {b72:6} bytes = {kv72}. For the 7B: $2 \\times 28 \\times 4 \\times 128 \\times 2$ = {b7:5} "
-    "bytes = {kv7}. Using the hidden size in place of $H_{{kv}} d_{{head}}$ counts all 64 query heads and gives "
+    answer="$\\kappa = 2\\,L\\,H_{{kv}}\\,d_{{head}}\\,b_{{kv}}$. For the 72B: $2 \\times {Q72.layers} \\times {Q72.kv_heads} "
+    "\\times {Q72.head_dim} \\times 2$ = {b72:6} bytes = {kv72}. For the 7B: $2 \\times {Q7.layers} \\times {Q7.kv_heads} \\times {Q7.head_dim} \\times 2$ = {b7:5} "
+    "bytes = {kv7}. Using the hidden size in place of $H_{{kv}} d_{{head}}$ counts all {Q72.heads} query heads and gives "
     "{mha72}, eight times too much.",
 )
 def _kv_per_token() -> dict[str, Any]:
@@ -343,13 +395,13 @@ def _traffic() -> dict[str, Any]:
     topic="decode speed",
     title="The fastest one user can go",
     source="seed 004",
-    prompt="A 70B-parameter model in BF16 on H100s (3.35 TB/s each). What is the fastest a single user can get tokens?",
+    prompt="A 70B-parameter model in BF16 on H100s ({H100.bandwidth} each). What is the fastest a single user can get tokens?",
     weak='"H100s do about 1,000 TFLOP/s, so thousands of tokens a second."',
-    good='"Decode reads all {w} of weights per token: {w} / 3.35 TB/s is {t1}, about {r1} tokens a second."',
-    strong='"Decode is bandwidth-bound: each token reads all {w}. But {w} does not fit in one 80 GB GPU, so it runs on '
+    good='"Decode reads all {w} of weights per token: {w} / {H100.bandwidth} is {t1}, about {r1} tokens a second."',
+    strong='"Decode is bandwidth-bound: each token reads all {w}. But {w} does not fit in one {H100.memory} GPU, so it runs on '
     "two and they read their halves in parallel: {t2}, so about {r2} tokens a second at best, before kernels "
     'reach only 60-80% of peak."',
-    answer="One token needs one read of the weights, $70 \\times 10^9 \\times 2$ B = {w}. At one H100's 3.35 TB/s "
+    answer="One token needs one read of the weights, $70 \\times 10^9 \\times 2$ B = {w}. At one H100's {H100.bandwidth} "
     "that is {t1}, or {r1} tokens/s: the seed's figure. The weights need two GPUs to fit, though, and with "
     "tensor parallelism each GPU reads its own half: {t2}, {r2} tokens/s. At a realistic 70% of peak "
     "bandwidth: {r2_70} tokens/s.",
@@ -373,9 +425,9 @@ def _single_stream() -> dict[str, Any]:
     strong='"Memory by a factor of {ratio:2}: reading {w} takes {mem:2}, the {flops} take {comp:1}. So faster matmuls '
     "do nothing here; fewer bytes (quantization, a smaller KV cache) or a bigger batch do. On an L4 with a "
     'tenth of the bandwidth it is {l4:2} a token."',
-    answer="Bytes: {w} of weights plus {kv} of KV cache, at $3.35 \\times 0.7$ TB/s: {mem:3}. FLOPs: 2 per parameter, "
-    "{flops}, at $989 \\times 0.5$ TFLOP/s: {comp:2}. The memory time is {ratio:2} times longer, so the step "
-    "takes {mem:2} ({rate:3} tokens/s). On an L4 (0.3 TB/s): {l4:2}.",
+    answer="Bytes: {w} of weights plus {kv} of KV cache, at ${H100.bandwidth.m} \\times 0.7$ TB/s: {mem:3}. FLOPs: 2 per parameter, "
+    "{flops}, at ${H100.flops.m} \\times 0.5$ TFLOP/s: {comp:2}. The memory time is {ratio:2} times longer, so the step "
+    "takes {mem:2} ({rate:3} tokens/s). On an L4 ({L4.bandwidth}): {l4:2}.",
 )
 def _memory_bound() -> dict[str, Any]:
     s = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_304)
@@ -398,14 +450,14 @@ def _memory_bound() -> dict[str, Any]:
     topic="prefill",
     title="Time to first token",
     source="seed 000",
-    prompt="Qwen2.5-72B in FP8 on two H100s (989 TFLOP/s each in BF16, assume 50% of it) gets a 2,000-token prompt. "
+    prompt="Qwen2.5-72B in FP8 on two H100s ({H100.flops} each in BF16, assume 50% of it) gets a 2,000-token prompt. "
     "How long before the first token?",
     weak='"One token takes about 20 ms, so 2,000 tokens take 40 seconds."',
     good='"2 FLOPs per parameter per token: {flops:3}; at half of two GPUs\' peak, {t:2}."',
     strong='"Prefill is compute-bound: {flops:3} over {rate:3} is {t:2}, against {mem:2} to read the weights once. '
     "Long prompts add the attention term, quadratic in the prompt, and a queue adds its wait: TTFT is more than "
     'prefill."',
-    answer="FLOPs: $2 \\times 72.7 \\times 10^9 \\times 2000$ = {flops:4}. Compute: $2 \\times 989 \\times 0.5$ = "
+    answer="FLOPs: $2 \\times {Q72.billions} \\times 10^9 \\times 2000$ = {flops:4}. Compute: $2 \\times {H100.flops.m} \\times 0.5$ TFLOP/s = "
     "{rate:3}. Time: {t:3}, far more than one read of the {w} of weights ({mem:2}), so prefill is "
     "compute-bound and the prompt length sets the time to first token.",
 )
@@ -431,13 +483,14 @@ def _prefill_time() -> dict[str, Any]:
     strong='"{batch}: {free} free after the {w} of weights, {kv:2} per conversation. That is the worst case, every '
     "slot at full length; paged KV allocation usually runs more. And it is the memory limit, not the latency "
     'one: the per-user speed at that batch is {user:2} tokens/s."',
-    answer="Usable: $2 \\times 80 \\times 0.9$ = {mem}. Weights: {w}. Free for the cache: {free}. KV per "
-    "conversation: 320 KiB x 2,300 = {kv:3}. Batch: {free} / {kv:3}, rounded down: {batch}. Each "
+    answer="Usable: $2 \\times {H100.memory.m} \\times 0.9$ GB = {mem}. Weights: {w}. Free for the cache: {free}. KV per "
+    "conversation: {kvtok} x 2,300 = {kv:3}. Batch: {free} / {kv:3}, rounded down: {batch}. Each "
     "decode step then reads about {read:3}, giving {user:2} tokens/s per user.",
 )
 def _max_batch() -> dict[str, Any]:
     p = serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8")
     return dict(
+        kvtok=kv_bytes_per_token("Qwen2.5-72B").to("KiB"),
         mem=p.usable_memory,
         w=p.weights,
         free=(p.usable_memory - p.weights).to("GB"),
@@ -459,10 +512,10 @@ def _max_batch() -> dict[str, Any]:
     weak='"The 7B model: it is ten times smaller, so ten times faster."',
     good='"About the same: a full step reads the whole usable memory either way."',
     strong='"The same, about {rate:2} tokens/s: a full GPU reads its usable {mem} every step, whatever the mix of weights '
-    "and cache, and {mem} / 3.35 TB/s is {step:3}. Model size decides how many users fit ({b7} conversations "
+    "and cache, and {mem} / {H100.bandwidth} is {step:3}. Model size decides how many users fit ({b7} conversations "
     'of the 7B on one GPU, {b72} of the 72B on two), not how fast each goes at full load."',
-    answer="A full step reads weights plus every cache, which together fill the usable memory: $0.9 \\times 80$ GB = "
-    "{mem}. At 3.35 TB/s: {step:3}, so {rate:3} tokens/s per user. The planner agrees: Qwen2.5-7B on one H100 "
+    answer="A full step reads weights plus every cache, which together fill the usable memory: $0.9 \\times {H100.memory.m}$ GB = "
+    "{mem}. At {H100.bandwidth}: {step:3}, so {rate:3} tokens/s per user. The planner agrees: Qwen2.5-7B on one H100 "
     "({b7} conversations) gives {u7:2} tokens/s each, Qwen2.5-72B in FP8 on two ({b72}) gives {u72:2}. On an "
     "H200 the full step is {h200:3}, on a B200 {b200:3}.",
 )
@@ -497,7 +550,7 @@ def _full_gpu_step() -> dict[str, Any]:
     'per step for the whole batch."',
     strong='"If only the weights were read: {x8}, {x32}, {x128}, {x256} tokens/s, each user still at {r1:2}. That '
     "holds until two things bite: compute, and the KV cache, which is read per sequence and has to fit. On two "
-    '80 GB GPUs with 140 GB of weights only {b} conversations of 4,000 tokens fit, not 256."',
+    '{H100.memory} GPUs with {w} of weights only {b} conversations of 4,000 tokens fit, not 256."',
     answer="One step reads {w} in {t} and makes one token per sequence. At batch $B$, throughput is $B / t$: "
     "{x1:2}, {x8}, {x32}, {x128} and {x256} tokens/s for $B$ = 1, 8, 32, 128, 256, each user at {r1:3}. "
     "The sequences ride along on the same weight read. The table ignores the KV reads and whether the "
@@ -517,15 +570,16 @@ def _batching() -> dict[str, Any]:
     topic="KV cache",
     title="What really limits the batch",
     source="seed 004",
-    prompt="A 70B-class model (80 layers, hidden size 8,192, 64 query heads, 8 KV heads) in BF16 on two 80 GB GPUs, "
+    prompt="A 70B-class model ({L70.layers} layers, hidden size {L70.hidden}, {L70.heads} query heads, {L70.kv_heads} KV "
+    "heads) in BF16 on two {H100.memory} GPUs, "
     "4,000-token contexts. How many sequences fit? Count all 160 GB as usable, as the source does.",
     weak='"160 GB is a lot; hundreds."',
-    good='"KV per token is 2 x 80 x 8,192 x 2 bytes = {mha_tok:3}, so {mha_seq:3} per sequence: one fits."',
-    strong='"With 8 KV heads, not 64, it is {gqa_tok:3} per token, {gqa_seq:3} per sequence; the weights leave {free}; '
+    good='"KV per token is 2 x {L70.layers} x {L70.hidden} x 2 bytes = {mha_tok:3}, so {mha_seq:3} per sequence: one fits."',
+    strong='"With {L70.kv_heads} KV heads, not {L70.heads}, it is {gqa_tok:3} per token, {gqa_seq:3} per sequence; the weights leave {free}; '
     "so {b_gqa}. Grouped-query attention is the difference between {b_mha} and {b_gqa}, and the fixes all buy "
     'KV space back: more GPUs, FP8 weights, FP8 cache, shorter contexts."',
-    answer="Without GQA: $2 \\times 80 \\times 8192 \\times 2$ = {mha_tok:3} per token, {mha_seq:3} per 4,000-token "
-    "sequence. With 8 KV heads of 128: {gqa_tok:3} per token ({gqa_kib}), {gqa_seq:3} per sequence. Free "
+    answer="Without GQA: $2 \\times {L70.layers} \\times {L70.hidden.m} \\times 2$ = {mha_tok:3} per token, {mha_seq:3} per 4,000-token "
+    "sequence. With {L70.kv_heads} KV heads of {L70.head_dim}: {gqa_tok:3} per token ({gqa_kib}), {gqa_seq:3} per sequence. Free "
     "memory: 160 GB - {w} = {free}. Sequences: {b_gqa} with GQA, {b_mha} without.",
 )
 def _kv_limit() -> dict[str, Any]:
@@ -559,8 +613,8 @@ def _kv_limit() -> dict[str, Any]:
     "throughput drops from {x_short:3} to {x_long:3} tokens/s on the same GPU-hour: {c_short:2} against "
     '{c_long:3} per million tokens, {ratio:2} times. Attention reads grow too: each step reads every cache."',
     answer="KV per token: {kvtok}. At 2,560 tokens a conversation holds {kv_short:3}; {b_short} fit beside the "
-    "weights and a full step gives {x_short:3} tokens/s, {c_short:2} per million at the catalog's \\$2.50 an "
-    "hour. At 33,280 tokens: {kv_long:3} each, {b_long} fit, {x_long:3} tokens/s, {c_long:3} per million. The "
+    "weights and a full step gives {x_short:3} tokens/s, {c_short:2} per million at the catalog's "
+    "{H100.price_per_hour}. At 33,280 tokens: {kv_long:3} each, {b_long} fit, {x_long:3} tokens/s, {c_long:3} per million. The "
     "price is the GPU-hour divided by the tokens it makes, and the cache decides how many conversations share "
     "the hour.",
 )
@@ -588,14 +642,14 @@ def _long_context() -> dict[str, Any]:
     topic="KV cache",
     title="A bigger model with a smaller cache",
     source="seed 001",
-    prompt="Llama 2 7B and Llama 3.1 8B both have 32 layers and 32 query heads of 128. Which has the larger KV cache "
+    prompt="Llama 2 7B and Llama 3.1 8B both have {L8.layers} layers and {L8.heads} query heads of {L8.head_dim}. Which has the larger KV cache "
     "per token, and how many 32K-token conversations (plus 512 answer tokens) fit on one H100?",
     weak='"The 8B: more parameters, more cache."',
-    good='"Llama 2 7B: {kv2} against {kv3}, because Llama 3.1 shares 8 KV heads among 32 query heads."',
-    strong='"Llama 2 7B, by {ratio:1}x: {kv2} against {kv3} (grouped-query attention, 8 KV heads). At 32K that is '
+    good='"Llama 2 7B: {kv2} against {kv3}, because Llama 3.1 shares {L8.kv_heads} KV heads among {L8.heads} query heads."',
+    strong='"Llama 2 7B, by {ratio:1}x: {kv2} against {kv3} (grouped-query attention, {L8.kv_heads} KV heads). At 32K that is '
     '{b2} conversations on an H100 against {b3}. Architecture beats parameter count for serving cost."',
-    answer="Llama 2 7B: $2 \\times 32 \\times 32 \\times 128 \\times 2$ = {kv2}. Llama 3.1 8B: $2 \\times 32 \\times 8 "
-    "\\times 128 \\times 2$ = {kv3}, {ratio:1} times less. At 33,280 tokens per conversation and 90% of 80 GB "
+    answer="Llama 2 7B: $2 \\times {L2.layers} \\times {L2.kv_heads} \\times {L2.head_dim} \\times 2$ = {kv2}. Llama 3.1 8B: $2 \\times {L8.layers} \\times {L8.kv_heads} "
+    "\\times {L8.head_dim} \\times 2$ = {kv3}, {ratio:1} times less. At 33,280 tokens per conversation and 90% of {H100.memory} "
     "usable: {b2} conversations of Llama 2 7B fit and {b3} of Llama 3.1 8B.",
 )
 def _gqa() -> dict[str, Any]:
@@ -622,7 +676,7 @@ def _gqa() -> dict[str, Any]:
     strong='"Decode is memory-bound, so the time follows the bytes: {w4:2} of weights instead of {w16:3}, plus the same '
     "{kv:2} of cache: {t4:2}, or {t4s:2} once the 16-bit scale per 128 weights is counted. The multiply is not "
     'faster; there is less to move."',
-    answer="BF16: {w16:3} of weights + {kv:2} of KV at 2.35 TB/s = {t16:2}. INT4 at half a byte: {w4:2} + {kv:2} = "
+    answer="BF16: {w16:3} of weights + {kv:2} of KV at 0.7 x {H100.bandwidth} = {t16:2}. INT4 at half a byte: {w4:2} + {kv:2} = "
     "{t4:3}. Real INT4 formats carry a 16-bit scale for each group of 128 weights, {scale:3} per "
     'weight in all: {t4s:3}, the seed\'s "about 1.9 ms".',
 )
@@ -675,14 +729,14 @@ def _batch_cost() -> dict[str, Any]:
     topic="cost",
     title="Cost per million tokens",
     source="seed 000",
-    prompt="Qwen2.5-72B in FP8 on two H100s at \\$2.50 per GPU-hour, running full at {x:4} output tokens/s. What does "
+    prompt="Qwen2.5-72B in FP8 on two H100s at {H100.price_per_hour}, running full at {x:4} output tokens/s. What does "
     "a million output tokens cost, and what if the fleet averages 30% utilisation?",
     weak='"About a cent: GPUs are fast."',
-    good='"Two GPUs cost \\$5 an hour and make {x:4} x 3,600 tokens an hour: {c:2} per million."',
+    good='"Two GPUs at {H100.price_per_hour} each make {x:4} x 3,600 tokens an hour: {c:2} per million."',
     strong='"{c:2} per million at full load, but GPUs bill when idle: at 30% average utilisation, {c30:3}. The 7B model '
     "on one GPU is {c7:1} at full load, about ten times cheaper: routing easy requests to it beats any "
     'serving trick."',
-    answer="Price per hour over tokens per hour: $2 \\times 2.50$ USD/h / ({x:4} x 3,600 tokens/h) x $10^6$ = {c:3}. "
+    answer="Price per hour over tokens per hour: $2 \\times {H100.price_per_hour.m}$ USD/h / ({x:4} x 3,600 tokens/h) x $10^6$ = {c:3}. "
     "At 30% average utilisation: {c:3} / 0.3 = {c30:3}. For comparison, Qwen2.5-7B on one H100 runs {x7:4} "
     "tokens/s: {c7:1} per million.",
 )
@@ -766,15 +820,15 @@ def _littles_law() -> dict[str, Any]:
     topic="hardware",
     title="H100 or H200?",
     source="the book's own arithmetic",
-    prompt="Llama 3.1 70B in FP8 with 2,400-token conversations: one H200 (141 GB, 4.8 TB/s, \\$3.50/h) or two H100s "
-    "(80 GB, 3.35 TB/s, \\$2.50/h each)?",
+    prompt="Llama 3.1 70B in FP8 with 2,400-token conversations: one H200 ({H200.memory}, {H200.bandwidth}, "
+    "{H200.price_per_hour}) or two H100s ({H100.memory}, {H100.bandwidth}, {H100.price_per_hour} each)?",
     weak='"The H200 is newer, so it is better."',
     good='"The weights fit on one H200; two H100s have more memory and bandwidth in all."',
     strong='"Two H100s: {b_h100} conversations at {u_h100:2} tokens/s each, {c_h100:2} per million; one H200: {b_h200} at '
     "{u_h200:2}, {c_h200:2}. The H200's single memory holds the weights once with no tensor-parallel "
     'communication, which this model leaves out; for latency the pair wins."',
     answer="Two H100s: {mem_h100} usable, {w} of weights, {b_h100} conversations of {kv:3}; a full step reads "
-    "the usable memory over 6.7 TB/s, {u_h100:2} tokens/s per user, {x_h100:4} in all, {c_h100:2} per "
+    "the usable memory over twice {H100.bandwidth}, {u_h100:2} tokens/s per user, {x_h100:4} in all, {c_h100:2} per "
     "million tokens. One H200: {mem_h200} usable, {b_h200} conversations, {u_h200:2} tokens/s each, "
     "{x_h200:4} in all, {c_h200:2} per million.",
 )
@@ -808,15 +862,15 @@ def _h200() -> dict[str, Any]:
     "tokens/s per user. Serve Llama 3.1 70B in FP8 on H100s: how many GPUs, and what does it cost a month?",
     weak='"350 requests a second, maybe 350 GPUs."',
     good='"{demand:3} answer tokens/s; a two-GPU replica at batch 64 makes about {x:3}; so about {naive} replicas."',
-    strong='"TP=2 so the {w} of weights leave room for cache. Batch 64 at 2,400 tokens: {read:3} a step over 4.7 TB/s '
-    "effective, {step:3}, {user:2} tokens/s per user, over the 30 target; {x:4} tokens/s per replica. Keep "
+    strong='"TP=2 so the {w} of weights leave room for cache. Batch 64 at 2,400 tokens: {read:3} a step over 70% of '
+    "twice {H100.bandwidth}, {step:3}, {user:2} tokens/s per user, over the 30 target; {x:4} tokens/s per replica. Keep "
     "30% for prefill and bursts: {usable:4}. {replicas} replicas, {gpus} H100s, about {cost:3} a month always "
     'on. Then I would check prefill separately."',
-    answer="Demand: 350 x 400 = {demand:3} answer tokens/s. Replica: TP=2 (the {w} of FP8 weights leave under 10 GB "
-    "on one GPU). KV per sequence: 2,400 x 320 KiB = {kv:2}. Batch 64: {read:3} per step at $2 \\times 3.35 "
+    answer="Demand: 350 x 400 = {demand:3} answer tokens/s. Replica: TP=2 (the {w} of FP8 weights leave {left1:2} "
+    "on one GPU). KV per sequence: 2,400 x {kvtok} = {kv:2}. Batch 64: {read:3} per step at $2 \\times {H100.bandwidth.m} "
     "\\times 0.7$ TB/s = {step:3} (compute: {comp:1}, so memory-bound); {user:2} tokens/s per user; {x:4} "
     "tokens/s per replica; memory used {used:3} of {mem:3}. With 30% headroom: {usable:4} usable. Replicas: "
-    "{demand:3} / {usable:4} = {exact:3}, so {replicas}; {gpus} GPUs; {gpus} x 730 h x \\$2.50 = {cost:3} a "
+    "{demand:3} / {usable:4} = {exact:3}, so {replicas}; {gpus} GPUs; {gpus} x {hours} x {H100.price_per_hour} = {cost:3} a "
     "month.",
 )
 def _roofline_fleet() -> dict[str, Any]:
@@ -826,6 +880,9 @@ def _roofline_fleet() -> dict[str, Any]:
     x = float(r.throughput.m)
     return dict(
         demand=float(demand.m),
+        kvtok=kv_bytes_per_token("Llama-3.1-70B").to("KiB"),
+        hours=HOURS_PER_MONTH,
+        left1=(gpus["H100 SXM"].memory - weight_bytes("Llama-3.1-70B", "fp8")).to("GB"),
         w=weight_bytes("Llama-3.1-70B", "fp8").to("GB"),
         kv=kv_bytes_per_sequence("Llama-3.1-70B", 2_400).to("GB"),
         read=(r.step.weights_read + r.step.kv_read).to("GB"),
@@ -853,12 +910,12 @@ def _roofline_fleet() -> dict[str, Any]:
     prompt="The same chat product takes 700,000 prompt tokens/s at peak on Llama 3.1 70B. If prefill ran on its own "
     "H100s at 50% of peak BF16, how many would it need? What would you do about it?",
     weak='"Prefill is one pass; it is free compared to decode."',
-    good='"2 x 70.6B x 700,000 = {rate:2} of compute: about {gpus} H100s."',
+    good='"2 x {L70.billions}B x 700,000 = {rate:2} of compute: about {gpus} H100s."',
     strong='"{rate:2}, about {gpus} H100s on their own: more than the decode fleet. But a 50% prefix-cache hit rate, '
     "common in multi-turn chat, halves it to {gpus_cached}, and prefill fills the compute that memory-bound "
     "decode leaves idle, which is what the 30% headroom was for. For 20K-token RAG prompts I would size a "
     'separate prefill pool."',
-    answer="FLOP/s: $2 \\times 70.6 \\times 10^9 \\times 700{{,}}000$ = {rate:3}. One H100 at 50% gives "
+    answer="FLOP/s: $2 \\times {L70.billions} \\times 10^9 \\times 700{{,}}000$ = {rate:3}. One H100 at 50% gives "
     "{per_gpu:3}; GPUs: {rate:3} / {per_gpu:3}, rounded up: {gpus}. With half the prompt tokens served "
     "from the prefix cache: {gpus_cached}.",
 )
@@ -904,15 +961,16 @@ def _huge_fleet() -> dict[str, Any]:
     topic="mixture of experts",
     title="Is a mixture of experts cheap to serve?",
     source="seed 001",
-    prompt="Qwen3-30B-A3B has 30.5B parameters, 3.3B active per token (8 of 128 experts). On one H100 with 2,304 "
+    prompt="Qwen3-30B-A3B has {Q30.billions}B parameters, {Q30.active_billions}B active per token "
+    "({Q30.experts_per_token} of {Q30.experts} experts). On one H100 with 2,304 "
     "tokens of context, how fast is decode at batch 1 and at batch 32, against Llama 3.1 8B?",
     weak='"It uses 3B parameters a token, so it is ten times faster than a 30B model, at any batch."',
     good='"At batch 1 it reads only the active weights, {w1:2}: {t1:2} a token, faster than the 8B\'s {t8:2}."',
     strong='"At batch 1, {t1:3}, faster than Llama 3.1 8B ({t8:2}). At batch 32 the tokens pick different experts: '
     "with uniform routing {phi:2}% of experts are touched, so a step reads {w32:2} and takes {t32:2}. All "
     '{w:3} must sit in memory anyway. Cheap at low batch, dense-like at high batch."',
-    answer="Batch 1: the shared weights plus 8 of 128 experts, {w1:2}, and the cache: {t1:2} a step. Batch 32: the "
-    "chance an expert is untouched is $(1 - 8/128)^{{32}}$, so a fraction {phi:2}% is read, {w32:2} of the "
+    answer="Batch 1: the shared weights plus {Q30.experts_per_token} of {Q30.experts} experts, {w1:2}, and the cache: {t1:2} a step. Batch 32: the "
+    "chance an expert is untouched is $(1 - {Q30.experts_per_token}/{Q30.experts})^{{32}}$, so a fraction {phi:2}% is read, {w32:2} of the "
     "{w:3}: {t32:2} a step. Llama 3.1 8B at batch 1: {t8:2}.",
 )
 def _moe() -> dict[str, Any]:
@@ -944,9 +1002,9 @@ def _moe() -> dict[str, Any]:
     "{gqa_seq:3}, and {b_gqa} sequences fit on two GPUs instead of {b_mha}. The cap: 24 tokens/s is 140 GB "
     "over one GPU's bandwidth, but 140 GB needs two GPUs and they read in parallel: {r2:2} tokens/s. Both "
     'errors make the service look worse than it is."',
-    answer="KV: {mha_seq:3} per sequence is $2 \\times 80 \\times 8192 \\times 2$ B per token, the MHA size; with 8 KV "
-    "heads it is {gqa_seq:3}, and the sequences that fit go from {b_mha} to {b_gqa}. Speed: {w} / 3.35 TB/s "
-    "gives {r1:2} tokens/s, but the weights only fit on two GPUs, whose 6.7 TB/s gives {r2:2}.",
+    answer="KV: {mha_seq:3} per sequence is $2 \\times {L70.layers} \\times {L70.hidden.m} \\times 2$ B per token, the MHA size; with "
+    "{L70.kv_heads} KV heads it is {gqa_seq:3}, and the sequences that fit go from {b_mha} to {b_gqa}. Speed: {w} / {H100.bandwidth} "
+    "gives {r1:2} tokens/s, but the weights only fit on two GPUs, whose twice {H100.bandwidth} gives {r2:2}.",
 )
 def _pushback() -> dict[str, Any]:
     a, b = QUESTIONS["kv_limit"].numbers(), QUESTIONS["single_stream"].numbers()

@@ -14,7 +14,7 @@ import pytest
 
 from llmcourse import Q_
 from llmcourse.errors import InputError, UnknownNameError
-from llmcourse.interview import LEVELS, QUESTIONS, Question, num, sheet
+from llmcourse.interview import CATALOG_NAMES, LEVELS, QUESTIONS, Question, num, sheet
 
 # (value, unit, relative tolerance); unit "" for plain numbers. A count with tolerance 0 must match exactly.
 EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
@@ -251,7 +251,8 @@ def test_bank_size_and_levels() -> None:
 def test_templates_use_only_computed_names(qid: str) -> None:
     """Every {name} in the texts is a number the worked function computes, and every part renders."""
     q = QUESTIONS[qid]
-    assert q.fields() <= set(q.numbers()), q.fields() - set(q.numbers())
+    known = set(q.numbers()) | set(CATALOG_NAMES)
+    assert q.fields() <= known, q.fields() - known
     parts = q.markdown()
     assert len({parts["weak"], parts["good"], parts["strong"]}) == 3
     assert all(parts[p].strip() for p in parts)
