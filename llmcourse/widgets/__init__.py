@@ -75,8 +75,8 @@ class Calculator:
     title : str
         Caption of the result table.
     extra : callable, optional
-        Called with the compute result after each update (e.g. to redraw a plot); may return
-        a widget to show below the table the first time.
+        Called with the compute result after each successful update (e.g. to redraw a plot
+        held in a widget the chapter adds to ``calc.widget``); its return value is ignored.
     """
 
     def __init__(
