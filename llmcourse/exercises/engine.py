@@ -117,7 +117,16 @@ class Exercise:
 
     def expected(self, seed: Any = None) -> pint.Quantity:
         """The expected answer for ``seed`` as a quantity in :attr:`unit` (the planner computes it)."""
-        return _to_quantity(self.answer(self.variant(seed)), self.unit)
+        return self.expected_for(self.variant(seed))
+
+    def expected_for(self, variant: dict[str, Any]) -> pint.Quantity:
+        """The expected answer for these givens (computed once per session, then remembered)."""
+        key = (self.id, repr(sorted(variant.items())))
+        if key not in _ANSWERS:
+            if len(_ANSWERS) > 4_096:
+                _ANSWERS.clear()
+            _ANSWERS[key] = _to_quantity(self.answer(variant), self.unit)
+        return _ANSWERS[key]
 
     def text(self, seed: Any = None) -> str:
         """The story with the variant's givens filled in."""
@@ -143,6 +152,8 @@ def _to_quantity(value: Any, unit: str) -> pint.Quantity:
     q = value if isinstance(value, pint.Quantity) else Q_(float(value), "")
     return q.to(unit) if unit else q.to("")
 
+
+_ANSWERS: dict[tuple[str, str], pint.Quantity] = {}
 
 # --- the registry ---------------------------------------------------------------------------------
 _REGISTRY: dict[str, Exercise] = {}
@@ -386,7 +397,7 @@ def check(exercise_id: str, answer: Any, *, seed: Any = None) -> Result:
         return _record(ex.id, s, Result(ex.id, "blank", "Not answered yet.", expected_unit=unit_words))
     try:
         variant = ex.variant(s)
-        expected = _to_quantity(ex.answer(variant), ex.unit)
+        expected = ex.expected_for(variant)
     except Exception as exc:  # pragma: no cover - an exercise definition bug, not the student's
         return _record(
             ex.id, s, Result(ex.id, "invalid", f"this variant could not be computed ({exc}); tell the teacher.")

@@ -324,10 +324,16 @@ def _share(v):
 
 @solution("batching_ex6")
 def _batch_at_speed(v):
+    # memory side in closed form, then step down while the slower of the two misses the target
+    m, g = _m(v["model"]), _g(v["gpu"])
     t_max = 1 / Q_(v["speed"], "1/s")
-    b = 0
-    while _any_step(v["model"], v["gpu"], b + 1, v["context"]) <= t_max:
-        b += 1
+    kv_seq = _kv_tok(m) * v["context"]
+    if m.is_moe:  # the experts read depend on the batch: start from all of them being read
+        b = math.floor(((t_max * 0.7 * g.bandwidth - _read(v["model"], 1)) / kv_seq).to("").m)
+    else:
+        b = math.floor(((t_max * 0.7 * g.bandwidth - m.params * Q_(2, "B")) / kv_seq).to("").m)
+    while b > 0 and _any_step(v["model"], v["gpu"], b, v["context"]) > t_max:
+        b -= 1
     return b
 
 
