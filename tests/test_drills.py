@@ -213,3 +213,13 @@ def test_drill_works_in_a_jupyter_kernel() -> None:
     assert "application/vnd.jupyter.widget-view+json" in nb.cells[0].outputs[0]["data"]
     assert nb.cells[1].outputs[0]["text"].startswith("correct score 1/1, streak 1")
     assert nb.cells[2].outputs[0]["text"].strip() == "invalid 1"
+
+
+def test_a_miss_names_the_usual_slip() -> None:
+    """An answer a thousand times off (a unit prefix) or eight (bits for bytes) says so."""
+    d = Drill(seed=12, kinds=["weights"])
+    v = d.check(f"{d.problem.exact.to('GB').m} MB")
+    assert v.status == "wrong" and "unit prefix" in v.message
+    d.deal()
+    v = d.check(f"{d.problem.exact.to('Gbit').m} GB")
+    assert v.status == "wrong" and "bits vs bytes" in v.message

@@ -63,6 +63,7 @@ __all__ = [
     "Verdict",
     "deal_problem",
     "read_answer",
+    "slip",
     "warmup",
     "warmup_markdown",
     "within",
@@ -326,6 +327,29 @@ def _example_number(problem: Problem) -> str:
     return "320" if problem.unit == "KiB" else "0.75" if problem.unit == "GB" else "47"
 
 
+_SLIPS = (
+    (8.0, "bits vs bytes?"),
+    (1e3, "a unit prefix (k, M, G)?"),
+    (1e6, "a unit prefix (k, M, G)?"),
+    (1e9, "a unit prefix (k, M, G)?"),
+    (3.6e3, "per second vs per hour?"),
+    (8.64e4, "per second vs per day?"),
+)
+
+
+def slip(ratio: float) -> str:
+    """The usual slip behind an answer ``ratio`` times the figure, or ``""`` (a small version of the
+    exercise engine's diagnosis).
+
+    Examples
+    --------
+    >>> slip(1 / 1024), slip(8.1), slip(3.0)
+    ('a unit prefix (k, M, G)?', 'bits vs bytes?', '')
+    """
+    off = ratio if ratio >= 1 else 1 / ratio
+    return next((words for f, words in _SLIPS if abs(off / f - 1) < 0.05), "")
+
+
 def within(given: pint.Quantity, exact: pint.Quantity, factor: float = FACTOR) -> tuple[bool, float]:
     """Whether ``given`` is within ``factor`` of ``exact`` either way, and the ratio given / exact.
 
@@ -448,7 +472,8 @@ class Drill:
             self.streak = 0
             side = "high" if ratio > 1 else "low"
             off = ratio if ratio > 1 else 1 / ratio
-            msg = f"Miss: {typed.strip()} is {sig(off, 2)}x too {side}; the planner says {exact}."
+            hint = slip(ratio)
+            msg = f"Miss: {typed.strip()} is {sig(off, 2)}x too {side}{f' ({hint})' if hint else ''}; the planner says {exact}."
         v = Verdict("correct" if ok else "wrong", f"{msg} How: {p.how}. Time: {elapsed:.1f} s.", ratio, elapsed)
         self.history.append(Attempt(p, typed, v))
         return self._say(v)
