@@ -16,7 +16,7 @@ _GPUS = ("H100 SXM", "H200 SXM", "A100 SXM 80GB", "L40S", "B200", "MI300X")
 
 
 def _eff(v):
-    return [(1 / v["eff"], "did you forget the bandwidth efficiency?")]
+    return [(v["eff"], "did you forget the bandwidth efficiency?")]
 
 
 def _step(v, **kw):

@@ -11,7 +11,7 @@ from llmcourse.exercises._common import define, pick
 
 EXERCISES: list = []
 
-_TWO = [(2.0, "did you count 2 FLOPs (a multiply and an add) per parameter per token?")]
+_TWO = [(0.5, "did you count 2 FLOPs (a multiply and an add) per parameter per token?")]
 _DENSE = ("Llama-3.1-8B", "Llama-3.1-70B", "Qwen2.5-7B", "Qwen2.5-72B", "Llama-3.1-405B")
 
 

@@ -82,8 +82,9 @@ class Exercise:
     returns the expected value (a quantity, or a plain number when ``unit`` is ``""``), computed
     with the planner. ``bare_ok`` accepts a bare number as a value in ``unit`` (only where the
     story says which unit). ``integer`` answers must match exactly (a count of GPUs, a batch).
-    ``mistakes(variant)`` lists extra (factor, diagnosis) pairs for this exercise; ``kv`` says a
-    factor of 2 means keys and values were not both counted.
+    ``mistakes(variant)`` lists extra (factor, diagnosis) pairs for this exercise: the slip gives
+    ``factor`` times the right answer; ``kv`` says half the answer means keys and values were not both
+    counted.
     """
 
     id: str
@@ -362,11 +363,12 @@ def _diagnose(ratio: float, ex: Exercise, variant: dict[str, Any]) -> str:
         return "the sign or the value is off: the answer is a positive quantity"
     specific = list(ex.mistakes(variant)) if ex.mistakes else []
     if ex.kv:
-        specific.append((2.0, "did you count keys and values?"))
+        specific.append((0.5, "did you count keys and values?"))
     tol = max(ex.tolerance, 0.002)
-    for factor, words in specific + _GENERIC:
-        if factor <= 0 or abs(factor - 1) < 2 * tol:
-            continue
+    for factor, words in specific:  # a specific slip gives factor x the answer, in that direction only
+        if factor > 0 and abs(factor - 1) >= 2 * tol and abs(ratio / factor - 1) <= tol:
+            return f"{'too large' if factor > 1 else 'too small'} by a factor of {_factor_words(max(factor, 1 / factor))} ({words})"
+    for factor, words in _GENERIC:
         for f, direction in ((factor, "too large"), (1 / factor, "too small")):
             if abs(ratio / f - 1) <= tol:
                 return f"{direction} by a factor of {_factor_words(factor)} ({words})"
