@@ -1,0 +1,180 @@
+"""The problem sets: every exercise's reference solution passes, every kind of wrong answer gets its feedback,
+the notebooks hold no answers, and the book's variants reproduce the source texts' figures."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from llmcourse import Q_
+from llmcourse.exercises import CHAPTERS, check, exercises, reset
+from llmcourse.exercises.solutions import SOLUTIONS, solve
+from llmcourse.units import sig
+
+ROOT = Path(__file__).resolve().parents[1]
+ALL = exercises()
+IDS = [e.id for e in ALL]
+SEEDS = [None, *range(20)]
+
+# A unit of the same kind that a student might confuse with the expected one, and the words the check gives.
+SIBLING = {
+    "KiB": ("kB", "KiB vs kB?"),
+    "GiB": ("GB", "GiB vs GB?"),
+    "GB": ("GiB", "GiB vs GB?"),
+    "B": ("bit", "bits vs bytes?"),
+    "ms": ("s", "unit prefix"),
+    "s": ("ms", "unit prefix"),
+    "1/s": ("1/min", "per second vs per minute"),
+    "USD": ("kUSD", "unit prefix"),
+    "TFLOP": ("GFLOP", "unit prefix"),
+    "PFLOP/s": ("TFLOP/s", "unit prefix"),
+    "": ("percent", "a fraction vs a percentage?"),
+}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_session():
+    reset()
+    yield
+    reset()
+
+
+def _value(ex, seed=None):
+    """The reference solution's answer as a quantity in the exercise's unit."""
+    q = solve(ex.id, ex.variant(seed))
+    q = q if hasattr(q, "units") else Q_(float(q), "")
+    return q.to(ex.unit) if ex.unit else q.to("")
+
+
+def test_every_chapter_has_six_or_more():
+    """Each of the twelve chapters has at least six exercises, and every exercise a reference solution."""
+    for chapter in CHAPTERS:
+        assert len(exercises(chapter)) >= 6, chapter
+    assert set(SOLUTIONS) == set(IDS)
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_reference_solution_passes(exercise_id):
+    """The reference solution is right for the book's variant and for 20 students' variants."""
+    ex = next(e for e in ALL if e.id == exercise_id)
+    for seed in SEEDS:
+        r = check(ex.id, solve(ex.id, ex.variant(seed)), seed=seed)
+        assert r.correct, (seed, ex.variant(seed), r.message)
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_variants_differ_between_students(exercise_id):
+    """Twenty students get at least two different sets of givens; stories and hints fill in for every one."""
+    ex = next(e for e in ALL if e.id == exercise_id)
+    variants = [ex.variant(s) for s in SEEDS]
+    assert len({repr(sorted(v.items())) for v in variants}) >= 2
+    for v in variants:
+        ex.story.format(**v)
+        for h in ex.hints:
+            h.format(**v)
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_feedback_for_each_kind_of_wrong_answer(exercise_id):
+    """Blank, wrong number, right number in a wrong unit, wrong dimension: each gets its own feedback."""
+    ex = next(e for e in ALL if e.id == exercise_id)
+    right = _value(ex)
+    blank = check(ex.id, None)
+    assert blank.status == "blank" and blank.message == "Not answered yet."
+
+    wrong = check(ex.id, right * 1.37)
+    assert wrong.status == "wrong" and ("too many" if ex.integer else "too large") in wrong.message
+
+    other, words = SIBLING[ex.unit]
+    slip = check(ex.id, Q_(right.m, other))
+    assert slip.status == "wrong" and words in slip.message, slip.message
+
+    convertible = check(ex.id, right.to(other))
+    assert convertible.correct, convertible.message
+
+    wrong_dim = "GB" if ex.unit in ("s", "ms") else "s"
+    dim = check(ex.id, Q_(right.m, wrong_dim))
+    assert dim.status == "unit" and "wrong kind of unit" in dim.message
+    assert dim.expected_unit == (ex.unit or "a plain number")
+    assert len(dim.hints) >= 1  # tries so far reveal hints
+
+
+@pytest.mark.parametrize("exercise_id", [e.id for e in ALL if e.unit and not e.bare_ok])
+def test_bare_number_refused(exercise_id):
+    """Where the exercise does not state a unit for bare numbers, the right number without one is refused."""
+    ex = next(e for e in ALL if e.id == exercise_id)
+    r = check(ex.id, _value(ex).m)
+    assert r.status == "unit" and "bare number" in r.message
+
+
+# --- the notebooks ----------------------------------------------------------------------------------------------
+NOTEBOOKS = {c: ROOT / "exercises" / f"{i:02d}_{c}.md" for i, c in enumerate(CHAPTERS)}
+
+
+@pytest.mark.parametrize("chapter", list(CHAPTERS))
+def test_notebook_checks_every_exercise_once(chapter):
+    """One notebook per chapter, a blank answer cell and a check for each of its exercises, in order."""
+    text = NOTEBOOKS[chapter].read_text()
+    assert text.startswith("---\njupytext:") and f"(exercises_{chapter})=" in text
+    ids = re.findall(r'check\("([a-z_0-9]+)", answer\)', text)
+    assert ids == [e.id for e in exercises(chapter)]
+    answers = re.findall(r"^answer = .*$", text, flags=re.M)
+    assert len(answers) == len(ids) and all(a.startswith("answer = None  # your answer") for a in answers)
+
+
+def _forms(x: float) -> set[str]:
+    """Ways a number may be written, keeping those with at least three significant digits."""
+    forms = {sig(x, 3), sig(x, 4), f"{x:g}", f"{x:.2f}", f"{round(x):,}", f"{round(x)}", sig(x, 3).replace(",", "")}
+    return {f for f in forms if len(re.sub(r"[^1-9]", "", f.lstrip("0.").rstrip("0"))) >= 2 and len(f) >= 3}
+
+
+@pytest.mark.parametrize("chapter", list(CHAPTERS))
+def test_answers_are_not_in_the_notebook(chapter):
+    """The book variant's answers appear nowhere in the notebook source (in the exercise's unit)."""
+    text = NOTEBOOKS[chapter].read_text()
+    for ex in exercises(chapter):
+        for form in _forms(_value(ex).m):
+            assert not re.search(rf"(?<![\d.,]){re.escape(form)}(?![\d])", text), (ex.id, form)
+
+
+def test_toc_lists_the_exercise_notebooks():
+    """The table of contents has an Exercises part with every notebook."""
+    toc = (ROOT / "_toc.yml").read_text()
+    assert "caption: Exercises" in toc
+    for path in NOTEBOOKS.values():
+        assert f"file: exercises/{path.stem}" in toc
+
+
+# --- the book's variants reproduce the source texts' figures ----------------------------------------------------
+SOURCE_FIGURES = [
+    ("kv_cache_ex1", Q_(320, "KiB")),  # Llama 3.1 70B: 2 x 80 x 8 x 128 x 2 B
+    ("first_estimate_ex1", Q_(72.7, "GB")),  # seed 000: Qwen2.5-72B in FP8
+    ("first_estimate_ex2", Q_(144, "GB")),  # seed 000: 2 x 80 GB x 0.9
+    ("first_estimate_ex3", Q_(0.754, "GB")),  # seed 000: 2,300 x 320 KiB
+    ("first_estimate_ex4", 94),  # seed 000: (144 - 72.7) / 0.754, rounded down
+    ("first_estimate_ex6", Q_(4_387, "1/s")),  # seed 000: 4,387 tok/s total
+    ("first_estimate_ex7", Q_(0.32, "USD")),  # seed 000: $0.32 per million output tokens
+    ("tokens_ex5", Q_(21.7e6, "1/s")),  # seed 004: 17,361 req/s x 1,250 tokens
+    ("weights_ex4", 12),  # 405.9e9 x 2 B / 72 GB = 11.3 -> 12
+    ("prefill_ex7", 200),  # seed 002: ~200 H100s of prefill
+    ("fleet_ex7", Q_(25.8, "ms")),  # seed 002: 25.8 ms per step
+    ("fleet_ex8", 81),  # seed 002: 81 replicas
+    ("fleet_ex9", Q_(296_000, "USD")),  # seed 002: ~$296K a month
+    ("moe_ex9", Q_(26, "ms")),  # issue 4: ~26 ms at batch 32 for Qwen3-30B-A3B
+    ("batching_ex7", Q_(7.9, "ms")),  # lab: 7.9 ms at batch 64
+    ("batching_ex9", Q_(5.83, "USD")),  # lab: $5.83 per million at batch 1
+    ("batching_ex10", Q_(0.21, "USD")),  # lab: $0.21 per million at batch 64
+    ("queueing_ex8", Q_(0.5, "s")),  # M/M/1: 1 / (10 - 8) per s
+]
+
+
+@pytest.mark.parametrize(("exercise_id", "figure"), SOURCE_FIGURES)
+def test_book_variant_reproduces_source_figure(exercise_id, figure):
+    """The default variant's answer is the figure printed in the sources (to their rounding)."""
+    ex = next(e for e in ALL if e.id == exercise_id)
+    got = ex.expected()
+    want = figure if hasattr(figure, "units") else Q_(figure, "")
+    assert math.isclose(got.to(want.units).m, want.m, rel_tol=0.03), (got, want)
