@@ -178,3 +178,12 @@ def test_book_variant_reproduces_source_figure(exercise_id, figure):
     got = ex.expected()
     want = figure if hasattr(figure, "units") else Q_(figure, "")
     assert math.isclose(got.to(want.units).m, want.m, rel_tol=0.03), (got, want)
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_answer_is_not_in_the_story(exercise_id):
+    """The story a page displays (the book's variant) gives the givens, not the answer."""
+    ex = next(e for e in ALL if e.id == exercise_id)
+    text = ex.text()
+    for form in _forms(_value(ex).m):
+        assert not re.search(rf"(?<![\d.,]){re.escape(form)}(?![\d])", text), form
