@@ -266,7 +266,7 @@ class Result:
     def __str__(self) -> str:
         mark = {"correct": "\u2713", "blank": "\u2026"}.get(self.status, "\u2717")
         lines = [f"{mark} {self.exercise_id}: {self.message}"]
-        if self.expected_unit is not None and not self.correct:
+        if self.expected_unit is not None and self.status in ("unit", "invalid"):
             lines.append(f"  expected unit: {self.expected_unit}")
         lines += [f"  hint {i}: {h}" for i, h in enumerate(self.hints, 1)]
         return "\n".join(lines)
@@ -281,7 +281,7 @@ class Result:
             f"<div style='border-left:4px solid {color};padding:2px 8px'>"
             f"<b style='color:{color}'>{mark} {html.escape(self.exercise_id)}</b>: {html.escape(self.message)}"
         ]
-        if self.expected_unit is not None and not self.correct:
+        if self.expected_unit is not None and self.status in ("unit", "invalid"):
             parts.append(f"<br>expected unit: <code>{html.escape(self.expected_unit)}</code>")
         parts += [f"<br><i>hint {i}:</i> {html.escape(h)}" for i, h in enumerate(self.hints, 1)]
         return "".join(parts) + "</div>"
@@ -416,7 +416,7 @@ def check(exercise_id: str, answer: Any, *, seed: Any = None) -> Result:
                 ex.id,
                 status,
                 message,
-                expected_unit=unit_words if status != "wrong" or ex.unit else None,
+                expected_unit=unit_words,
                 hint=shown[-1] if shown else None,
                 hints=shown,
                 tries=n,
