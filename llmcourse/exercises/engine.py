@@ -145,7 +145,7 @@ def _show(x: Any) -> str:
     if isinstance(x, int):
         return f"{x:,}"
     if isinstance(x, float):
-        return sig(x, 4)
+        return f"{x:,.6g}"
     return str(x)
 
 
