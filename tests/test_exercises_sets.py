@@ -187,3 +187,15 @@ def test_answer_is_not_in_the_story(exercise_id):
     text = ex.text()
     for form in _forms(_value(ex).m):
         assert not re.search(rf"(?<![\d.,]){re.escape(form)}(?![\d])", text), form
+
+
+@pytest.mark.parametrize("chapter", list(CHAPTERS))
+def test_ids_follow_the_chapter_labels(chapter):
+    """An auto-checked exercise numbered within the chapter's own exercises carries one of its labels."""
+    book = next((ROOT / "book").glob(f"[0-9][0-9]_{chapter}.md"), None)
+    if book is None:
+        pytest.skip(f"no chapter file for {chapter} yet")
+    labels = set(re.findall(rf"^:label: ({chapter}_ex\d+)$", book.read_text(), flags=re.M))
+    top = max((int(x.rsplit("_ex", 1)[1]) for x in labels), default=0)
+    ours = [e.id for e in exercises(chapter) if e.number <= top]
+    assert set(ours) <= labels, set(ours) - labels
