@@ -5,6 +5,8 @@
 
 from __future__ import annotations
 
+import math
+
 import llmcourse as lc
 from llmcourse.exercises._common import GQA_MODELS, define, pick
 
@@ -117,19 +119,30 @@ def _batch(v, tokens):
     return lc.max_batch(v["model"], v["gpu"], tokens, n_gpus=v["n"], weight_bytes=v["precision"])
 
 
+def _paged(v):
+    """Tokens held on average: prompt plus half the answer, rounded up to whole blocks."""
+    return math.ceil((v["prompt"] + v["answer"] / 2) / v["block"]) * v["block"]
+
+
 define(
     EXERCISES,
     "kv_cache_ex5",
     "Average occupancy with paged allocation",
-    "With paged allocation a conversation holds, on average over its life, its prompt plus half its answer. A "
-    "chatbot runs {model} ({precision} weights, BF16 cache) on {n} x {gpu} (90% usable); conversations are "
-    "{prompt} prompt + {answer} answer tokens. Ignoring block rounding, how many conversations fit at that "
-    "average occupancy?",
+    "With paged allocation in blocks of {block} tokens, a conversation holds on average over its life its prompt "
+    "plus half its answer, rounded up to whole blocks. A chatbot runs {model} ({precision} weights, BF16 cache) on "
+    "{n} x {gpu} (90% usable); conversations are {prompt} prompt + {answer} answer tokens. How many conversations "
+    "fit at that average occupancy?",
     "",
-    dict(model="Qwen2.5-72B", precision="fp8", gpu="H100 SXM", n=2, prompt=2_000, answer=300),
-    lambda r: _vary_pair(r) | dict(prompt=pick(r, (1_000, 2_000, 4_000)), answer=pick(r, (300, 600, 1_000))),
-    lambda v: _batch(v, v["prompt"] + v["answer"] / 2),
-    ("Average tokens held = {prompt} + {answer} / 2.", "Batch = free memory / (KV per token x that), rounded down."),
+    dict(model="Qwen2.5-72B", precision="fp8", gpu="H100 SXM", n=2, prompt=2_000, answer=300, block=16),
+    lambda r: (
+        _vary_pair(r)
+        | dict(prompt=pick(r, (1_000, 2_000, 4_000)), answer=pick(r, (300, 600, 1_000)), block=pick(r, (16, 32)))
+    ),
+    lambda v: _batch(v, _paged(v)),
+    (
+        "Average tokens held = {prompt} + {answer} / 2, rounded up to a multiple of {block}.",
+        "Batch = free memory / (KV per token x that), rounded down.",
+    ),
     integer=True,
     bare_ok=True,
 )

@@ -116,9 +116,12 @@ def _free(v):
     return _usable(v["gpu"], v["n"]) - _m(v["model"]).params * _b(v["precision"])
 
 
-solution("kv_cache_ex5")(
-    lambda v: math.floor((_free(v) / (_kv_tok(v["model"]) * (v["prompt"] + v["answer"] / 2))).to("").m)
-)
+@solution("kv_cache_ex5")
+def _paged_batch(v):
+    held = -(-(v["prompt"] + v["answer"] // 2) // v["block"]) * v["block"]  # whole blocks
+    return math.floor((_free(v) / (_kv_tok(v["model"]) * held)).to("").m)
+
+
 solution("kv_cache_ex6")(
     lambda v: math.floor(
         ((_free(v) - v["docs"] * v["doc_len"] * _kv_tok(v["model"])) / (v["context"] * _kv_tok(v["model"]))).to("").m
