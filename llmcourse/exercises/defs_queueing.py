@@ -2,8 +2,9 @@
 
 One replica is modelled as a single server with Poisson arrivals and exponential service (M/M/1):
 utilisation rho = lambda / mu, mean time in system W = 1 / (mu - lambda), and Little's law N = lambda W.
-The chapter's own exercises ``queueing_ex1`` .. ``queueing_ex6`` run its simulator and are open questions;
-the auto-checked ones here are numbered from ``queueing_ex7``. These closed forms are registered here with :func:`llmcourse.formulas.formula` (section *10_queueing*).
+``queueing_ex3`` and ``queueing_ex4`` follow the chapter's exercises of those labels (the replica's capacity
+and the load on another GPU, from :mod:`llmcourse.queueing`); the chapter's others run its simulator and are
+open questions. ``queueing_ex7`` .. ``queueing_ex12`` are the M/M/1 closed forms. These closed forms are registered here with :func:`llmcourse.formulas.formula` (section *10_queueing*).
 """
 
 from __future__ import annotations
@@ -38,6 +39,76 @@ if "exercises_utilisation" not in FORMULAS:
         "highest arrival rate whose M/M/1 mean time in system is t_sys",
         "10_queueing",
     )
+
+
+def _capacity(model, gpu, prompt, answer):
+    from llmcourse.queueing import build_replica
+
+    return build_replica(model, gpu, prompt_tokens=prompt, answer_tokens=answer).capacity(prompt, answer)
+
+
+_REPLICA = (
+    "A replica of {model} (BF16) on one {gpu} runs at 70% of peak bandwidth and 50% of peak FLOP/s with 90% of "
+    "memory usable. Every request is {prompt} prompt + {answer} answer tokens. The batch is as many requests as "
+    "the KV memory holds (at most 256); each decode step reads every request's KV at the average context "
+    "(prompt + answer / 2); each prompt is prefilled on its own (2 FLOPs per parameter, no attention term). "
+)
+_CAP_HINTS = (
+    "Batch = min(256, free KV memory / (KV per token x (prompt + answer))), rounded down.",
+    "Requests per second = 1 / ({answer} x step time / batch + prefill time of one prompt).",
+    "lc.decode_step(..., batch=B, context_tokens=...) and lc.prefill(..., attention=False) give the two times.",
+)
+
+define(
+    EXERCISES,
+    "queueing_ex3",
+    "Capacity of a replica",
+    _REPLICA + "How many requests per second can the replica complete at most?",
+    "1/s",
+    dict(model="Llama-3.1-8B", gpu="H100 SXM", prompt=2_000, answer=600),
+    lambda r: dict(
+        model=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B")),
+        gpu=pick(r, ("H100 SXM", "H200 SXM", "A100 SXM 80GB")),
+        prompt=pick(r, (1_000, 2_000, 4_000)),
+        answer=pick(r, (150, 300, 600)),
+    ),
+    lambda v: _capacity(v["model"], v["gpu"], v["prompt"], v["answer"]),
+    _CAP_HINTS,
+    tolerance=0.02,
+)
+
+define(
+    EXERCISES,
+    "queueing_ex4",
+    "The same traffic on a faster GPU",
+    _REPLICA + "Requests arrive at {load_pct}% of that replica's capacity. Served by the same kind of replica on "
+    "one {other} instead, what load (arrival rate / capacity) is that?",
+    "",
+    dict(model="Llama-3.1-8B", gpu="H100 SXM", prompt=2_000, answer=300, load=0.9, load_pct=90, other="H200 SXM"),
+    lambda r: (
+        lambda pct: dict(
+            model="Llama-3.1-8B",
+            gpu="H100 SXM",
+            prompt=pick(r, (1_000, 2_000)),
+            answer=pick(r, (300, 600)),
+            load=pct / 100,
+            load_pct=pct,
+            other=pick(r, ("H200 SXM", "B200", "MI300X")),
+        )
+    )(pick(r, (70, 80, 90))),
+    lambda v: (
+        v["load"]
+        * _capacity(v["model"], v["gpu"], v["prompt"], v["answer"])
+        / _capacity(v["model"], v["other"], v["prompt"], v["answer"])
+    ),
+    (
+        "Arrival rate = {load} x the capacity of the {gpu} replica.",
+        *_CAP_HINTS[:2],
+        "Load on the {other} = that rate / the {other} replica's capacity.",
+    ),
+    bare_ok=True,
+    tolerance=0.02,
+)
 
 
 def _rates(r):

@@ -368,7 +368,25 @@ solution("fleet_ex8")(_replicas)
 solution("fleet_ex9")(lambda v: _replicas(v) * v["tp"] * _g(v["gpu"]).price_per_hour * Q_(730, "hour"))
 solution("fleet_ex10")(lambda v: v["rate"] * v["time"])
 
+
 # --- queueing ------------------------------------------------------------------------------------------------------------
+def _replica_rps(model, gpu, prompt, answer):
+    m, g = _m(model), _g(gpu)
+    free = 0.9 * g.memory - m.params * Q_(2, "B")
+    batch = min(256, math.floor((free / (_kv_tok(m) * (prompt + answer))).to("").m))
+    step = lc.decode_step(model, gpu, batch=batch, context_tokens=prompt + answer / 2).step_time
+    pre = lc.prefill(model, gpu, prompt, attention=False).time
+    return 1 / (answer * step / batch + pre)
+
+
+solution("queueing_ex3")(lambda v: _replica_rps(v["model"], v["gpu"], v["prompt"], v["answer"]))
+solution("queueing_ex4")(
+    lambda v: (
+        v["load"]
+        * _replica_rps(v["model"], v["gpu"], v["prompt"], v["answer"])
+        / _replica_rps(v["model"], v["other"], v["prompt"], v["answer"])
+    )
+)
 solution("queueing_ex7")(lambda v: v["lam"] / v["mu"])
 solution("queueing_ex8")(lambda v: 1 / Q_(v["mu"] - v["lam"], "1/s"))
 solution("queueing_ex9")(lambda v: v["lam"] / (v["mu"] - v["lam"]))
