@@ -1,7 +1,7 @@
 """Exercises for *Sizing the fleet* (``book/09_fleet.md``): replicas, GPUs, monthly cost, Little's law.
 
 ``fleet_ex1``, ``_ex2``, ``_ex3``, ``_ex5`` and ``_ex6`` follow the chapter's exercises of the same labels (their
-numeric part); the chapter's ``fleet_ex4`` (break-even at another utilisation) has no auto-checked version.
+numeric part). ``fleet_ex4`` (the break-even API price at an average utilisation) too.
 ``fleet_ex7`` .. ``fleet_ex10`` are extra, on the chapter's worked 70B fleet.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.exercises._common import define, pick
+from llmcourse.units import HOURS_PER_MONTH
 
 EXERCISES: list = []
 
@@ -113,6 +114,33 @@ define(
     ("GPUs = demand / tokens per second per GPU, rounded up.",),
     integer=True,
     bare_ok=True,
+)
+
+
+def _break_even(v):
+    f = lc.FORMULAS
+    served = f["tokens_served"](demand=Q_(v["demand"], "1/s"), utilisation=v["util"], hours=HOURS_PER_MONTH)
+    return f["break_even_price"](cost=_fleet(v).monthly_cost, tokens_served=served) * 1e6
+
+
+define(
+    EXERCISES,
+    "fleet_ex4",
+    "Build or buy",
+    _STORY + "The fleet is sized for a peak of {demand} output tokens per second with {headroom_pct}% headroom per "
+    "replica, runs always on (730 hours a month) at the GPU's catalog price, and averages {util_pct}% of the peak "
+    "demand over the month. At what API price per million output tokens would buying cost the same?",
+    "USD",
+    FLEET | dict(util=0.6, util_pct=60),
+    lambda r: _vary(r) | (lambda u: dict(util=u / 100, util_pct=u))(pick(r, (30, 45, 60))),
+    _break_even,
+    (
+        *_HINTS,
+        "Monthly cost = GPUs x price per hour x 730 h.",
+        "Tokens served = {demand} per s x {util} x 730 h; price per million = cost / tokens x 10^6.",
+    ),
+    tolerance=0.02,
+    mistakes=lambda v: [(v["util"], "did you divide by the peak demand instead of the average?")],
 )
 
 define(

@@ -361,6 +361,16 @@ def _replicas(v):
 solution("fleet_ex1")(lambda v: _replicas(v) * v["tp"])
 solution("fleet_ex2")(lambda v: _replicas(v) * v["tp"])
 solution("fleet_ex3")(lambda v: math.ceil(v["demand"] / v["per_gpu"]))
+solution("fleet_ex4")(
+    lambda v: (
+        _replicas(v)
+        * v["tp"]
+        * _g(v["gpu"]).price_per_hour
+        * Q_(730, "hour")
+        / (Q_(v["demand"], "1/s") * v["util_pct"] / 100 * Q_(730, "hour"))
+        * 1e6
+    ).to("USD")
+)
 solution("fleet_ex5")(lambda v: _m(v["model"]).params * _b(v["precision"]) / Q_(v["rate"], "GB/s"))
 solution("fleet_ex6")(lambda v: v["requests"] * v["context"] * _kv_tok(v["model"]))
 solution("fleet_ex7")(_fleet_step)
