@@ -13,7 +13,10 @@ mkdir -p "$dir"
   echo "chapters:"
   for f in "$@"; do echo "  - file: ${f%.*}"; done
 } > "$dir/_toc.yml"
-sed "s#cache: \"_build/.jupyter_cache\"#cache: \"$dir/cache\"#" _config.yml > "$dir/_config.yml"
+# The copy lives in /tmp: paths relative to the repository become absolute.
+sed -e "s#cache: \"_build/.jupyter_cache\"#cache: \"$dir/cache\"#" \
+    -e "s#: _ext\$#: $PWD/_ext#" -e "s#live_lite_dir: _build/lite#live_lite_dir: $PWD/_build/lite#" \
+    _config.yml > "$dir/_config.yml"
 .venv/bin/jupyter-book build . --toc "$dir/_toc.yml" --config "$dir/_config.yml" --path-output "$dir" -W --keep-going 2>&1 \
   | grep -v -E "IPKernelApp|^\s*$" | grep -v NbParserConfig | grep -E "WARNING|ERROR|Error|succeeded|Traceback" || true
 test -f "$dir/_build/html/index.html" && echo "built: $dir/_build/html"
