@@ -353,6 +353,29 @@ _GENERIC: list[tuple[float, str]] = [
 ]
 
 
+def _generic_slip(ratio: float, tolerance: float) -> tuple[float, str]:
+    """The common slip (unit prefix, KiB vs kB, bits vs bytes, per second vs per hour...) whose factor
+    is within ``tolerance`` of ``ratio`` either way, as (factor, words); ``(1.0, "")`` if none."""
+    for factor, words in _GENERIC:
+        for f in (factor, 1 / factor):
+            if abs(ratio / f - 1) <= tolerance:
+                return factor, words
+    return 1.0, ""
+
+
+def slip_words(ratio: float, tolerance: float = 0.01) -> str:
+    """Words for the common slip behind an answer ``ratio`` times the right one, or ``""``.
+
+    Shared by the exercise checker and the interview drills.
+
+    Examples
+    --------
+    >>> slip_words(8.0), slip_words(1 / 1.024), slip_words(3.0)
+    ('bits vs bytes?', 'KiB vs kB?', '')
+    """
+    return _generic_slip(ratio, tolerance)[1]
+
+
 def _factor_words(f: float) -> str:
     return f"{f:,.0f}" if f >= 10 and abs(f - round(f)) < 1e-9 * f else f"{f:.4g}"
 
@@ -368,10 +391,9 @@ def _diagnose(ratio: float, ex: Exercise, variant: dict[str, Any]) -> str:
     for factor, words in specific:  # a specific slip gives factor x the answer, in that direction only
         if factor > 0 and abs(factor - 1) >= 2 * tol and abs(ratio / factor - 1) <= tol:
             return f"{'too large' if factor > 1 else 'too small'} by a factor of {_factor_words(max(factor, 1 / factor))} ({words})"
-    for factor, words in _GENERIC:
-        for f, direction in ((factor, "too large"), (1 / factor, "too small")):
-            if abs(ratio / f - 1) <= tol:
-                return f"{direction} by a factor of {_factor_words(factor)} ({words})"
+    factor, words = _generic_slip(ratio, tol)
+    if words:
+        return f"{'too large' if ratio > 1 else 'too small'} by a factor of {_factor_words(factor)} ({words})"
     if abs(ratio - 2) <= tol or abs(ratio - 0.5) <= tol:
         return f"{'too large' if ratio > 1 else 'too small'} by a factor of 2"
     return f"{'too large' if ratio > 1 else 'too small'}: {sig(ratio, 3)} times the expected value"

@@ -42,6 +42,7 @@ import pint
 
 from llmcourse.catalog import gpus, models
 from llmcourse.errors import InputError
+from llmcourse.exercises.engine import slip_words
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.planner import (
     decode_step,
@@ -327,27 +328,16 @@ def _example_number(problem: Problem) -> str:
     return "320" if problem.unit == "KiB" else "0.75" if problem.unit == "GB" else "47"
 
 
-_SLIPS = (
-    (8.0, "bits vs bytes?"),
-    (1e3, "a unit prefix (k, M, G)?"),
-    (1e6, "a unit prefix (k, M, G)?"),
-    (1e9, "a unit prefix (k, M, G)?"),
-    (3.6e3, "per second vs per hour?"),
-    (8.64e4, "per second vs per day?"),
-)
-
-
 def slip(ratio: float) -> str:
-    """The usual slip behind an answer ``ratio`` times the figure, or ``""`` (a small version of the
-    exercise engine's diagnosis).
+    """The usual slip behind an answer ``ratio`` times the figure, or ``""``: the exercise engine's
+    list of common slips, matched within 5% (drill answers are estimates).
 
     Examples
     --------
-    >>> slip(1 / 1024), slip(8.1), slip(3.0)
-    ('a unit prefix (k, M, G)?', 'bits vs bytes?', '')
+    >>> slip(1 / 1000), slip(8.1), slip(3.0)
+    ('check the unit prefix (k, M, G) or ms vs s', 'bits vs bytes?', '')
     """
-    off = ratio if ratio >= 1 else 1 / ratio
-    return next((words for f, words in _SLIPS if abs(off / f - 1) < 0.05), "")
+    return slip_words(ratio, tolerance=0.05)
 
 
 def within(given: pint.Quantity, exact: pint.Quantity, factor: float = FACTOR) -> tuple[bool, float]:
