@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 
-.PHONY: setup book book-only serve test lint bench clean
+.PHONY: setup lite browser-setup book book-only serve test lint bench clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -21,19 +21,29 @@ _vendor/vendor/.installed: package.json package-lock.json scripts/vendor_js.sh
 
 setup: $(VENV)/.installed _vendor/vendor/.installed
 
+## The live calculators' in-browser Python (JupyterLite + Pyodide, served by the book): _build/lite.
+## Downloads the pure-Python wheels once (PyPI); rebuilds only when the package or the config changed.
+lite: setup
+	$(PY) scripts/build_lite.py
+
+## Debian's chromium for the browser tests (Playwright drives it; never `playwright install`).
+browser-setup:
+	@test -x /usr/bin/chromium || { apt-get update -qq && apt-get install -y -qq chromium; }
+
 ## Build the book (executing every chapter; warnings are errors), then serve it on 127.0.0.1.
+## A live calculator needs http (not file://): open the printed address.
 book: book-only serve
 
-book-only: setup
+book-only: setup lite
 	time $(VENV)/bin/jupyter-book build . -W --keep-going
 	@echo "Built: $(CURDIR)/_build/html/index.html"
 
 serve:
-	@echo "Serving the book at http://127.0.0.1:$(PORT)/ (Ctrl-C to stop)"
-	$(PY) -m http.server $(PORT) --bind 127.0.0.1 --directory _build/html
+	$(PY) scripts/serve.py --port $(PORT) _build/html
 
-## Lint, unit and property tests, doctests, and nbval over every chapter and exercise notebook.
-test: setup
+## Lint; build the book; unit and property tests, doctests, nbval over every chapter and exercise
+## notebook, and the browser tests of the built book (headless chromium, offline, live calculators).
+test: setup lite browser-setup
 	bash scripts/test.sh
 
 bench: setup

@@ -8,7 +8,10 @@ view is a snapshot: its controls move but nothing recomputes. For each such cell
   own code with the real ``llmcourse`` package under Pyodide, entirely in the reader's browser; a
   status line says "starting" until the live widget is there, then "live";
 * checks at build time that the live code runs on its own (the cell plus the chapter's earlier
-  ``llmcourse`` imports, in a fresh namespace): a cell that needs other state is a build warning;
+  ``llmcourse`` imports it uses) in a fresh Python that can import only what the browser's Python has
+  (the standard library and the wheels of ``scripts/build_lite.py``); a calculator that fails there
+  (say, one that draws with matplotlib, which the browser's Python lacks) is labelled as not available
+  live, with the reason, instead of offering a button that would fail;
 * copies the live site (built by ``scripts/build_lite.py`` into ``_build/lite``) into ``lite/`` of the
   HTML output;
 * removes the sphinx-thebe script that Jupyter Book 1.x includes twice though thebe is off (it
@@ -20,6 +23,7 @@ from __future__ import annotations
 import ast
 import html
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -74,17 +78,72 @@ def _is_widget_cell(cell: nodes.Element) -> bool:
     return any(WIDGET_MIME in raw.astext() for raw in cell.findall(nodes.raw))
 
 
-def _check_runs_alone(code: str, docname: str, node: nodes.Node) -> None:
-    ns: dict[str, Any] = {"__name__": "__live_check__"}
-    try:
-        exec(compile(code, f"<live calculator in {docname}>", "exec"), ns)
-    except Exception as exc:
-        logger.warning(
-            "live calculator cell does not run on its own (its code plus the chapter's llmcourse imports): %s: %s",
-            type(exc).__name__,
-            exc,
-            location=node,
-        )
+# What the in-browser Python has besides its standard library: the wheels scripts/build_lite.py preloads
+# (import names). The build-time check runs each live cell with every other import blocked.
+LITE_MODULES = {
+    "llmcourse",
+    "sympy",
+    "mpmath",
+    "pint",
+    "flexcache",
+    "flexparser",
+    "platformdirs",
+    "typing_extensions",
+    "ipywidgets",
+    "comm",
+    "traitlets",
+    "IPython",
+    "pygments",
+    "jedi",
+    "parso",
+    "decorator",
+    "asttokens",
+    "executing",
+    "matplotlib_inline",
+    "prompt_toolkit",
+    "pure_eval",
+    "six",
+    "stack_data",
+    "wcwidth",
+    "micropip",
+    "piplite",
+    "pyodide_kernel",
+    "ipykernel",
+}
+CHECK = """
+import sys
+allowed = set(sys.stdlib_module_names) | set(sys.argv[1].split(","))
+class OnlyAllowed:  # a module the browser's Python lacks is "not installed" here too
+    def __init__(self, finder):
+        self.finder = finder
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] not in allowed:
+            return None
+        return self.finder.find_spec(name, path, target) if hasattr(self.finder, "find_spec") else None
+    def __getattr__(self, attr):
+        return getattr(self.finder, attr)
+sys.meta_path[:] = [OnlyAllowed(f) for f in sys.meta_path]
+exec(compile(sys.stdin.read(), "<live calculator>", "exec"), {"__name__": "__live__"})
+"""
+
+
+def live_check(codes: list[str]) -> str | None:
+    """Run the live cells of a page in a fresh Python that can import only what the browser's can.
+    Returns the error, or None."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", CHECK, ",".join(sorted(LITE_MODULES))],
+        input="\n\n".join(codes),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "MPLBACKEND": "Agg"},
+    )
+    if proc.returncode == 0:
+        return None
+    return (proc.stderr.strip().splitlines() or ["failed"])[-1]
 
 
 def add_live_controls(app: Sphinx, doctree: nodes.document, docname: str) -> None:
@@ -93,20 +152,36 @@ def add_live_controls(app: Sphinx, doctree: nodes.document, docname: str) -> Non
         return
     imports: list[tuple[str, set[str]]] = []
     repl = app.builder.get_relative_uri(docname, "lite/repl/index") if app.builder.format == "html" else ""
-    n_live = 0
+    live: list[tuple[nodes.Element, str]] = []
     for cell in cells:
         code = _source(cell)
-        if _is_widget_cell(cell) and "llmcourse" in code:
+        used = _names_used(code)
+        needed = [stmt for stmt, bound in imports if bound & used]
+        if _is_widget_cell(cell) and ("llmcourse" in code or needed):
             # the cell, preceded by the chapter's earlier llmcourse imports that it uses
-            used = _names_used(code)
-            needed = [stmt for stmt, bound in imports if bound & used]
-            live_code = "\n".join([*dict.fromkeys(needed), code])
-            _check_runs_alone(live_code, docname, cell)
-            n_live += 1
-            cell["classes"].append("llmcourse-live-cell")
-            for out in cell.findall(nodes.container):
-                if out.get("nb_element") == "cell_code_output":
-                    out["classes"].append("llmcourse-snapshot")
+            live.append((cell, "\n".join([*dict.fromkeys(needed), code])))
+        imports.extend(_llmcourse_imports(code))
+    if not live:
+        return
+    error = live_check([code for _, code in live])
+    errors = [error] * len(live)
+    if error and len(live) > 1:  # which of them
+        errors = [live_check([code]) for _, code in live]
+    for (cell, live_code), error in zip(live, errors, strict=True):
+        if error:
+            logger.info("a calculator of %s is not available live: %s", docname, error)
+        cell["classes"].append("llmcourse-live-cell")
+        for out in cell.findall(nodes.container):
+            if out.get("nb_element") == "cell_code_output":
+                out["classes"].append("llmcourse-snapshot")
+        if error:
+            controls = (
+                '<div class="llmcourse-live" data-state="unavailable"><span class="llmcourse-live-status">'
+                "Below: a snapshot computed when the book was built; its inputs do not recompute. This "
+                "calculator cannot run live in the browser: "
+                f"<code>{html.escape(error)}</code>. Open the chapter in Jupyter to use it.</span></div>"
+            )
+        else:
             controls = (
                 f'<div class="llmcourse-live" data-state="snapshot" data-repl="{html.escape(repl)}" '
                 f'data-code="{html.escape(json.dumps(live_code))}">'
@@ -115,10 +190,8 @@ def add_live_controls(app: Sphinx, doctree: nodes.document, docname: str) -> Non
                 "its inputs do not recompute. Run live starts Python in this page (no server; about 25 MB "
                 "and 20&#8211;40 s the first time).</span></div>"
             )
-            cell.insert(0, nodes.raw("", controls, format="html"))
-        imports.extend(_llmcourse_imports(code))
-    if n_live:
-        logger.verbose("live calculators: %d in %s", n_live, docname)
+        cell.insert(0, nodes.raw("", controls, format="html"))
+    logger.verbose("live calculators: %d in %s", len(live), docname)
 
 
 REQUIRE_CONFIG = (

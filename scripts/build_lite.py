@@ -43,15 +43,36 @@ PY = Path(sys.executable)
 # Packages the live kernel preloads, named as in the Pyodide lock file. Those already in the
 # upstream lock are downloaded at the lock's version; the rest are pinned here (as in the venv).
 FROM_LOCK = [
-    "micropip", "ipython", "asttokens", "decorator", "executing", "matplotlib-inline", "prompt-toolkit",
-    "pure-eval", "pygments", "six", "stack-data", "traitlets", "wcwidth", "jedi", "parso", "sympy", "mpmath",
+    "micropip",
+    "ipython",
+    "asttokens",
+    "decorator",
+    "executing",
+    "matplotlib-inline",
+    "prompt-toolkit",
+    "pure-eval",
+    "pygments",
+    "six",
+    "stack-data",
+    "traitlets",
+    "wcwidth",
+    "jedi",
+    "parso",
+    "sympy",
+    "mpmath",
     "typing-extensions",
 ]
-PINNED = {"comm": "0.2.3", "ipywidgets": "8.1.9", "pint": "0.25.3", "flexcache": "0.3", "flexparser": "0.4",
-          "platformdirs": "4.14.9"}
+PINNED = {
+    "comm": "0.2.3",
+    "ipywidgets": "8.1.9",
+    "pint": "0.25.3",
+    "flexcache": "0.3",
+    "flexparser": "0.4",
+    "platformdirs": "4.14.9",
+}
 # Shims shipped by jupyterlite-pyodide-kernel itself (its labextension's pypi/ folder).
 KERNEL_WHEELS = ["piplite", "pyodide-kernel", "ipykernel"]
-KERNEL_PYPI = (Path(sys.prefix) / "share/jupyter/labextensions/@jupyterlite/pyodide-kernel-extension/static/pypi")
+KERNEL_PYPI = Path(sys.prefix) / "share/jupyter/labextensions/@jupyterlite/pyodide-kernel-extension/static/pypi"
 
 
 def norm(name: str) -> str:
@@ -75,9 +96,29 @@ def download_wheels() -> None:
     if not missing:
         return
     print(f"downloading {len(missing)} wheels into {WHEELS}")
-    subprocess.run([str(PY), "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-                    "--python-version", "3.14", "--implementation", "py", "--abi", "none", "--platform", "any",
-                    "--dest", str(WHEELS), *missing], check=True)
+    subprocess.run(
+        [
+            str(PY),
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            "3.14",
+            "--implementation",
+            "py",
+            "--abi",
+            "none",
+            "--platform",
+            "any",
+            "--dest",
+            str(WHEELS),
+            *missing,
+        ],
+        check=True,
+    )
 
 
 def _find_wheel(name: str, version: str | None = None, folder: Path = WHEELS) -> Path | None:
@@ -103,20 +144,91 @@ def _top_level(whl: Path) -> list[str]:
 
 def build_package_wheel(dest: Path) -> Path:
     """``llmcourse`` as a wheel, from this checkout."""
+    dest.mkdir(parents=True, exist_ok=True)
     for old in dest.glob("llmcourse-*.whl"):
         old.unlink()
-    subprocess.run([str(PY), "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(dest),
-                    str(ROOT)], check=True)
+    subprocess.run(
+        [str(PY), "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(dest), str(ROOT)],
+        check=True,
+    )
     shutil.rmtree(ROOT / "build", ignore_errors=True)
     return next(dest.glob("llmcourse-*.whl"))
+
+
+COMPILE_JS = """
+import { pathToFileURL } from "node:url";
+const [pyodideDir, jobs] = process.argv.slice(2);
+const { loadPyodide } = await import(pathToFileURL(pyodideDir + "/pyodide.mjs").href);
+const py = await loadPyodide({ indexURL: pyodideDir + "/" });
+py.FS.mkdirTree("/host");
+py.FS.mount(py.FS.filesystems.NODEFS, { root: "/" }, "/host");
+py.globals.set("jobs", jobs);
+py.runPython(PYCODE);
+"""
+
+# Runs inside Pyodide (its CPython 3.14 writes the bytecode that the browser's CPython 3.14 reads).
+COMPILE_PY = """
+import importlib.util, json, os, sys, zipfile
+from importlib._bootstrap_external import _code_to_hash_pyc
+tag, site = sys.implementation.cache_tag, '/lib/python%d.%d/site-packages/' % sys.version_info[:2]
+for src, dst, keep_source in json.loads(jobs):
+    with zipfile.ZipFile('/host' + src) as zin, zipfile.ZipFile('/host' + dst, 'w', zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            name, data = info.filename, zin.read(info)
+            if '/tests/' in name and '.dist-info/' not in name:
+                continue  # test suites are never imported by the book
+            if not name.endswith('.py') or '.dist-info/' in name:
+                zout.writestr(info, data)
+                continue
+            try:
+                code = compile(data, site + name, 'exec', dont_inherit=True)
+            except SyntaxError:
+                zout.writestr(info, data)
+                continue
+            pyc = bytes(_code_to_hash_pyc(code, importlib.util.source_hash(data), checked=False))
+            if keep_source:  # the source stays (readable tracebacks); __pycache__ is used unchecked
+                zout.writestr(info, data)
+                folder, base = os.path.split(name)
+                zout.writestr((folder + '/' if folder else '') + '__pycache__/' + base[:-3] + '.' + tag + '.pyc', pyc)
+            else:  # sourceless, as Pyodide ships its own packages
+                zout.writestr(name + 'c', pyc)
+"""
+
+
+def py_compile(jobs: list[tuple[Path, Path, bool]]) -> None:
+    """Add CPython 3.14 bytecode to wheels (Pyodide compiles it, in node), so the browser does not
+    compile sympy, IPython, ... at every start. ``jobs``: (wheel, output wheel, keep the source)."""
+    if not jobs:
+        return
+    t0 = time.time()
+    script = WHEELS / "py_compile.mjs"
+    script.write_text(COMPILE_JS.replace("PYCODE", json.dumps(COMPILE_PY)))
+    subprocess.run(
+        [
+            "node",
+            str(script),
+            str(PYODIDE_NPM.resolve()),
+            json.dumps([[str(s.resolve()), str(d.resolve()), k] for s, d, k in jobs]),
+        ],
+        check=True,
+    )
+    print(f"compiled {len(jobs)} wheels to bytecode in {time.time() - t0:.0f} s")
 
 
 def inputs_digest() -> str:
     """A digest of everything the lite site is built from (to skip a rebuild when nothing changed)."""
     h = hashlib.sha256()
-    files = sorted([*(ROOT / "llmcourse").rglob("*.py"), *(ROOT / "llmcourse" / "data").glob("*.csv"),
-                    *LITE_DIR.glob("*.json"), Path(__file__), ROOT / "pyproject.toml", PYODIDE_NPM / "package.json",
-                    *WHEELS.glob("*.whl")])
+    files = sorted(
+        [
+            *(ROOT / "llmcourse").rglob("*.py"),
+            *(ROOT / "llmcourse" / "data").glob("*.csv"),
+            *LITE_DIR.glob("*.json"),
+            Path(__file__),
+            ROOT / "pyproject.toml",
+            PYODIDE_NPM / "package.json",
+            *WHEELS.glob("*.whl"),
+        ]
+    )
     for f in files:
         h.update(str(f.relative_to(ROOT)).encode())
         h.update(f.read_bytes())
@@ -132,9 +244,33 @@ def build_site() -> None:
     t0 = time.time()
     if OUT.exists():
         shutil.rmtree(OUT)
-    subprocess.run([str(PY), "-m", "jupyterlite_core", "build", "--lite-dir", str(LITE_DIR), "--output-dir", str(OUT),
-                    "--apps", "repl", "--apps", "notebooks", "--no-sourcemaps", "--no-unused-shared-packages",
-                    "--log-level", "WARN"], check=True, cwd=ROOT)
+    # doit keeps its task state in the working folder; a stale state skips the config merge (and so
+    # silently drops pyodideUrl): build from a private folder, with no state.
+    work = ROOT / "_build" / "lite-work"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    subprocess.run(
+        [
+            str(PY),
+            "-m",
+            "jupyterlite_core",
+            "build",
+            "--lite-dir",
+            str(LITE_DIR),
+            "--output-dir",
+            str(OUT),
+            "--apps",
+            "repl",
+            "--apps",
+            "notebooks",
+            "--no-sourcemaps",
+            "--no-unused-shared-packages",
+            "--log-level",
+            "WARN",
+        ],
+        check=True,
+        cwd=work,
+    )
     # The Pyodide runtime, served by the site itself.
     pyo = OUT / "pyodide"
     pyo.mkdir()
@@ -144,27 +280,49 @@ def build_site() -> None:
     wheels = [_find_wheel(n, lock["packages"][n]["version"]) for n in FROM_LOCK]
     wheels += [_find_wheel(n, v) for n, v in PINNED.items()]
     wheels += [_find_wheel(n, folder=KERNEL_PYPI) for n in KERNEL_WHEELS]
-    wheels.append(build_package_wheel(pyo))
     if any(w is None for w in wheels):
         sys.exit("missing wheels: run scripts/build_lite.py --wheels (needs PyPI)")
+    # Third-party wheels: compiled once (sourceless) into _build/lite-wheels/pyc; llmcourse: at every
+    # build, keeping its source. Tests are left out.
+    compiled = WHEELS / "pyc"
+    compiled.mkdir(exist_ok=True)
+    jobs = [(w, compiled / w.name, False) for w in wheels if not (compiled / w.name).exists()]
+    package = build_package_wheel(WHEELS / "pkg")
+    jobs.append((package, pyo / package.name, True))
+    py_compile(jobs)
     preload = []
-    for whl in wheels:
-        if whl.parent != pyo:
-            shutil.copy2(whl, pyo / whl.name)
+    for whl in [*wheels, package]:
+        shipped = pyo / whl.name
+        if whl is not package:
+            shutil.copy2(compiled / whl.name, shipped)
         dist, version = whl.name.split("-")[:2]
         name = norm(dist)
         entry = lock["packages"].get(name, {})
-        entry.update(name=name, version=version, file_name=whl.name, install_dir="site", sha256=sha256(whl),
-                     package_type="package", imports=entry.get("imports") or _top_level(whl),
-                     depends=[d for d in entry.get("depends", []) if d in lock["packages"]],
-                     unvendored_tests=False, shared_library=False)
+        entry.update(
+            name=name,
+            version=version,
+            file_name=whl.name,
+            install_dir="site",
+            sha256=sha256(shipped),
+            package_type="package",
+            imports=entry.get("imports") or _top_level(whl),
+            depends=[d for d in entry.get("depends", []) if d in lock["packages"]],
+            unvendored_tests=False,
+            shared_library=False,
+        )
         lock["packages"][name] = entry
         preload.append(name)
     (pyo / "pyodide-lock.json").write_text(json.dumps(lock))
     # Preload exactly these (the kernel then skips its own piplite installs of them).
     cfg_path = OUT / "jupyter-lite.json"
     cfg = json.loads(cfg_path.read_text())
-    settings = cfg["jupyter-config-data"]["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
+    ours = json.loads((LITE_DIR / "jupyter-lite.json").read_text())["jupyter-config-data"]
+    data = cfg["jupyter-config-data"]
+    data["disabledExtensions"] = ours["disabledExtensions"]
+    plugins = data.setdefault("litePluginSettings", {})
+    for plugin, values in ours["litePluginSettings"].items():
+        plugins.setdefault(plugin, {}).update(values)
+    settings = plugins["@jupyterlite/pyodide-kernel-extension:kernel"]
     assert settings["pyodideUrl"] == "../pyodide/pyodide.mjs" and settings["disablePyPIFallback"] is True, settings
     settings["loadPyodideOptions"] = {"packages": preload}
     cfg_path.write_text(json.dumps(cfg, indent=2))

@@ -1,0 +1,119 @@
+"""Where the live calculators' start-up time goes, measured in headless chromium, offline.
+
+    .venv/bin/python scripts/measure_live.py [SITE]      # SITE defaults to _build/html
+
+Serves the built book on 127.0.0.1 and, in a blank page of it, runs the same steps the live kernel
+runs, timing each: load the Pyodide runtime, load the preloaded wheels (download and unpack), import
+IPython (the kernel), import sympy, import pint, import llmcourse (which builds the pint registry and
+the SymPy formulas), build a calculator and recompute it. Then it opens a chapter, clicks "Run live"
+and times the first live widget; and prints the site's size and the bytes a first live start
+downloads. Requests that would leave 127.0.0.1 are blocked and counted.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import socketserver
+import sys
+import threading
+import time
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parents[1]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+STEPS_JS = """async (root) => {
+  const t = [], mark = (name, t0) => t.push([name, (performance.now() - t0) / 1000]);
+  const base = root + '/lite/pyodide/';
+  const cfg = await (await fetch(root + '/lite/jupyter-lite.json')).json();
+  const pkgs = cfg['jupyter-config-data'].litePluginSettings['@jupyterlite/pyodide-kernel-extension:kernel']
+    .loadPyodideOptions.packages;
+  let t0 = performance.now();
+  const { loadPyodide } = await import(base + 'pyodide.mjs');
+  const py = await loadPyodide({ indexURL: base });
+  mark('Pyodide runtime (wasm + stdlib)', t0);
+  t0 = performance.now(); await py.loadPackage(pkgs); mark(`load ${pkgs.length} preloaded wheels`, t0);
+  const steps = [
+    ['import IPython (the kernel)', 'import IPython'],
+    ['import sympy', 'import sympy'],
+    ['import pint', 'import pint'],
+    ['pint registry: pint.UnitRegistry()', 'pint.UnitRegistry()'],
+    ['import llmcourse (its registry, catalogs, formulas)', 'import llmcourse'],
+    ['import ipywidgets', 'import ipywidgets'],
+    ['build the first chapter calculator', 'from llmcourse.widgets.first_estimate import serving_plan_calculator as f\\nc = f()'],
+    ['recompute it (a new context)', 'c.set(context=4000)'],
+  ];
+  for (const [name, code] of steps) { t0 = performance.now(); py.runPython(code); mark(name, t0); }
+  return t;
+}"""
+
+
+def main() -> None:
+    site = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "_build" / "html"
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from serve import Handler  # the MIME types the live site needs
+
+    class Quiet(Handler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{srv.server_address[1]}"
+    external: list[str] = []
+    size = sum(f.stat().st_size for f in site.rglob("*") if f.is_file())
+    lite = sum(f.stat().st_size for f in (site / "lite").rglob("*") if f.is_file())
+    print(f"site: {size / 1e6:.1f} MB, of which the live site (lite/) {lite / 1e6:.1f} MB")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=FLAGS)
+
+        def context():
+            c = browser.new_context()
+            c.route(
+                "**/*",
+                lambda r: (
+                    r.continue_() if r.request.url.startswith(base) else (external.append(r.request.url), r.abort())
+                ),
+            )
+            return c
+
+        page = context().new_page()
+        page.goto(f"{base}/book/intro.html")
+        print("start-up steps in a blank page (s):")
+        for name, secs in page.evaluate(STEPS_JS, base):
+            print(f"  {secs:7.2f}  {name}")
+        c = context()
+        nbytes = []
+        c.on("response", lambda r: nbytes.append(int(r.headers.get("content-length") or 0)))
+        page = c.new_page()
+        t0 = time.monotonic()
+        page.goto(f"{base}/book/00_first_estimate.html")
+        page.locator(".llmcourse-live-run").first.click()
+        page.wait_for_function(
+            "document.querySelector('.llmcourse-live').dataset.state !== 'starting'", timeout=300_000
+        )
+        ready = time.monotonic() - t0
+        state = page.locator(".llmcourse-live").first.get_attribute("data-state")
+        print(
+            f"first live widget after navigation: {ready:.1f} s ({state}); "
+            f"{len(nbytes)} requests, {sum(nbytes) / 1e6:.1f} MB downloaded"
+        )
+        browser.close()
+    print(json.dumps({"external_requests_blocked": len(external)}))
+    srv.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,288 @@
+"""The built book in a real headless browser (Debian's chromium driven by Playwright), offline.
+
+The site (``_build/html``, or ``$LLMCOURSE_SITE``) is served on 127.0.0.1 on a free port. Every
+request that would leave 127.0.0.1 is blocked and counted, and every page must load with none of
+them, no failed request, no HTTP error and no script error; equations must be typeset by MathJax
+and figures loaded. The slow tests start the live calculator of two chapters, change an input,
+and compare the table the browser computed (the real ``llmcourse`` under Pyodide) with what
+``llmcourse`` computes here for the same input.
+
+Run after building the book: ``scripts/test.sh`` builds it first. Without a built site or without
+``/usr/bin/chromium`` these tests are skipped, unless ``LLMCOURSE_REQUIRE_SITE=1`` (set by
+``scripts/test.sh``), which turns that into a failure.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import socketserver
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = Path(os.environ.get("LLMCOURSE_SITE", ROOT / "_build" / "html"))
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+REQUIRED = os.environ.get("LLMCOURSE_REQUIRE_SITE") == "1"
+LIVE_TIMEOUT_MS = 240_000
+
+pytestmark = pytest.mark.browser
+TIMINGS: dict[str, float] = {}
+UNAVAILABLE: list[str] = []
+
+
+def _missing() -> str | None:
+    if not (SITE / "index.html").exists():
+        return f"no built book at {SITE} (run `make book-only`)"
+    if not Path(CHROMIUM).exists():
+        return f"no {CHROMIUM} (apt-get install chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "playwright is not installed"
+    return None
+
+
+def _skip_or_fail() -> None:
+    why = _missing()
+    if why:
+        if REQUIRED:
+            pytest.fail(why)
+        pytest.skip(why)
+
+
+def pages() -> list[str]:
+    """Every HTML page of the book (not the live site's own app pages)."""
+    if not SITE.exists():
+        return []
+    return sorted(
+        str(p.relative_to(SITE))
+        for p in SITE.rglob("*.html")
+        if p.relative_to(SITE).parts[0] not in ("lite", "_static", "_sources", "_images")
+    )
+
+
+class _Handler(http.server.SimpleHTTPRequestHandler):
+    extensions_map: ClassVar[dict[str, str]] = {
+        **http.server.SimpleHTTPRequestHandler.extensions_map,
+        ".wasm": "application/wasm",
+        ".mjs": "text/javascript",
+        ".js": "text/javascript",
+    }
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[str]:
+    _skip_or_fail()
+    srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(SITE)))
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+class Watch:
+    """Blocks and records every request that leaves the server; records failures and script errors."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.external: list[str] = []
+        self.failed: list[str] = []
+        self.errors: list[str] = []
+
+    def route(self, route: Any) -> None:
+        url = route.request.url
+        if url.startswith(self.base + "/") or url.startswith(("data:", "blob:")):
+            route.continue_()
+        else:
+            self.external.append(url)
+            route.abort()
+
+    def attach(self, context: Any) -> None:
+        context.route("**/*", self.route)
+        context.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
+        context.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.url} (HTTP {r.status})"))
+
+    def page(self, page: Any) -> Any:
+        page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        page.on("console", lambda m: m.type == "error" and self.errors.append(f"console: {m.text[:300]}"))
+        return page
+
+
+@pytest.fixture(scope="session")
+def browser(server: str) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def watch(browser: Any, server: str) -> Iterator[tuple[Any, Watch]]:
+    context = browser.new_context()
+    w = Watch(server)
+    w.attach(context)
+    yield context, w
+    context.close()
+
+
+def test_site_has_pages() -> None:
+    _skip_or_fail()
+    found = pages()
+    assert "index.html" in found and any(p.startswith("book/") for p in found), found
+    assert (SITE / "lite" / "repl" / "index.html").exists(), "the live site (lite/) is missing from the book"
+    assert (SITE / "lite" / "pyodide" / "pyodide.asm.wasm").exists(), "the Pyodide runtime is not served locally"
+
+
+@pytest.mark.parametrize("path", pages() or ["index.html"])
+def test_page_loads_offline(watch: tuple[Any, Watch], server: str, path: str) -> None:
+    context, w = watch
+    page = w.page(context.new_page())
+    page.goto(f"{server}/{path}", wait_until="load")
+    page.wait_for_load_state("networkidle")
+    source = (SITE / path).read_text(encoding="utf-8")
+    if re.search(r'class="math[^"]*"', source):
+        page.wait_for_selector("mjx-container", state="attached", timeout=20_000)
+        assert page.locator(".math mjx-container, mjx-container").count() >= 1
+        # no equation left as raw TeX
+        raw = page.evaluate("""() => [...document.querySelectorAll('span.math, div.math')]
+                                      .filter(e => !e.querySelector('mjx-container')).length""")
+        assert raw == 0, f"{raw} equations not typeset on {path}"
+    figures = re.findall(r'<img[^>]+src="([^"]+\.(?:png|svg|jpg))"', source)
+    if figures:
+        broken = page.evaluate("""() => [...document.querySelectorAll('img')]
+                                         .filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)""")
+        assert page.locator("img").count() >= len(figures) and not broken, broken
+    live = page.locator(".llmcourse-live")
+    for i in range(live.count()):
+        # every calculator snapshot says it is one, and offers to run live or says why it cannot
+        root, text = live.nth(i), live.nth(i).inner_text()
+        assert "snapshot" in text.lower() and "do not recompute" in text
+        state = root.get_attribute("data-state")
+        assert state in ("snapshot", "unavailable"), state
+        assert ("Run live" in text) if state == "snapshot" else ("cannot run live" in text), text
+        if state == "unavailable":
+            UNAVAILABLE.append(f"{path}: {text}")
+    # no widget snapshot without its label
+    assert page.locator(".cell:has(script[type='application/vnd.jupyter.widget-view+json'])").count() == live.count()
+    if live.count():
+        # the build-time snapshot is rendered (by the widgets HTML manager) and marked as such
+        page.wait_for_selector(".llmcourse-snapshot .widget-vbox", state="attached", timeout=20_000)
+    page.wait_for_timeout(300)
+    assert w.external == [], f"requests leaving 127.0.0.1 from {path}: {w.external}"
+    assert w.failed == [], f"failed requests on {path}: {w.failed}"
+    assert w.errors == [], f"script errors on {path}: {w.errors}"
+
+
+def _result_rows(frame: Any) -> list[tuple[str, str]]:
+    table = frame.locator(".jp-CodeConsole table.llmcourse-result").last
+    return [
+        (r.locator("th").inner_text().strip(), r.locator("td").inner_text().strip()) for r in table.locator("tr").all()
+    ]
+
+
+def _start_live(context: Any, w: Watch, url: str, index: int = 0) -> tuple[Any, Any, float]:
+    page = w.page(context.new_page())
+    t0 = time.monotonic()
+    page.goto(url, wait_until="load")
+    root = page.locator(".llmcourse-live").nth(index)
+    root.locator(".llmcourse-live-run").click()
+    assert root.get_attribute("data-state") == "starting"
+    page.wait_for_function(
+        f"document.querySelectorAll('.llmcourse-live')[{index}].dataset.state !== 'starting'", timeout=LIVE_TIMEOUT_MS
+    )
+    assert root.get_attribute("data-state") == "live", root.inner_text()
+    ready = time.monotonic() - t0
+    frame = page.frame_locator(".llmcourse-live-frame").nth(0)
+    return page, frame, ready
+
+
+def _change_and_read(frame: Any, change: Any, before: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], float]:
+    t0 = time.monotonic()
+    change()
+    deadline = t0 + 30
+    while time.monotonic() < deadline:
+        rows = _result_rows(frame)
+        if rows and rows != before:
+            return rows, time.monotonic() - t0
+        time.sleep(0.01)
+    raise AssertionError("the live calculator did not recompute within 30 s")
+
+
+def _text_box(frame: Any, label: str) -> Any:
+    return (
+        frame.locator(".jp-CodeConsole .widget-text")
+        .filter(has=frame.locator("label", has_text=label))
+        .locator("input")
+    )
+
+
+@pytest.mark.slow
+def test_live_first_estimate(watch: tuple[Any, Watch], server: str) -> None:
+    from llmcourse.widgets.first_estimate import serving_plan_calculator
+
+    context, w = watch
+    _page, frame, ready = _start_live(context, w, f"{server}/book/00_first_estimate.html")
+    TIMINGS["first live widget, first_estimate (s)"] = ready
+    calc = serving_plan_calculator()
+    assert _result_rows(frame) == calc.rows  # the live start agrees with the package
+    box = _text_box(frame, "Tokens per conversation")
+    rows, dt = _change_and_read(frame, lambda: (box.fill("4000"), box.press("Enter")), calc.rows)
+    TIMINGS["recompute after typing a context (s)"] = dt
+    assert rows == calc.set(context=4000).rows
+    select = (
+        frame.locator(".jp-CodeConsole .widget-dropdown")
+        .filter(has=frame.locator("label", has_text="Precision"))
+        .locator("select")
+    )
+    rows, dt = _change_and_read(frame, lambda: select.select_option("int4"), rows)
+    TIMINGS["recompute after choosing a precision (s)"] = dt
+    assert rows == calc.set(precision="int4").rows
+    assert (
+        dict(rows)["conversations at once"] != dict(serving_plan_calculator(context=4000).rows)["conversations at once"]
+    )
+    assert w.external == [] and w.failed == [], (w.external, w.failed)
+    _report()
+
+
+@pytest.mark.slow
+def test_live_tokens(watch: tuple[Any, Watch], server: str) -> None:
+    from llmcourse.widgets.tokens import traffic_calculator
+
+    context, w = watch
+    _page, frame, ready = _start_live(context, w, f"{server}/book/01_tokens.html")
+    TIMINGS["first live widget, tokens (s)"] = ready
+    calc = traffic_calculator()
+    assert _result_rows(frame) == calc.rows
+    box = _text_box(frame, "Requests per day")
+    rows, dt = _change_and_read(frame, lambda: (box.fill("1234567"), box.press("Enter")), calc.rows)
+    TIMINGS["recompute after typing requests per day (s)"] = dt
+    assert rows == calc.set(requests_per_day=1_234_567).rows
+    assert w.external == [] and w.failed == [], (w.external, w.failed)
+    _report()
+
+
+def _report() -> None:
+    print("\n" + "\n".join(f"  {k}: {v:.3f}" for k, v in TIMINGS.items()))
