@@ -95,8 +95,8 @@ def main() -> None:
         for name, secs in page.evaluate(STEPS_JS, base):
             print(f"  {secs:7.2f}  {name}")
         c = context()
-        nbytes = []
-        c.on("response", lambda r: nbytes.append(int(r.headers.get("content-length") or 0)))
+        nbytes: dict[str, int] = {}  # by URL: the service worker sees some responses a second time
+        c.on("response", lambda r: nbytes.__setitem__(r.url.split("?")[0], int(r.headers.get("content-length") or 0)))
         page = c.new_page()
         t0 = time.monotonic()
         page.goto(f"{base}/book/00_first_estimate.html")
@@ -107,9 +107,16 @@ def main() -> None:
         ready = time.monotonic() - t0
         state = page.locator(".llmcourse-live").first.get_attribute("data-state")
         print(
-            f"first live widget after navigation: {ready:.1f} s ({state}); "
-            f"{len(nbytes)} requests, {sum(nbytes) / 1e6:.1f} MB downloaded"
+            f"first live widget after navigation: {ready:.1f} s ({state}); {len(nbytes)} files, "
+            f"{sum(nbytes.values()) / 1e6:.1f} MB downloaded, of which"
         )
+        kinds = {"Pyodide runtime": "/lite/pyodide/pyodide", "wheels": ".whl", "JupyterLite app (JS, CSS)": "/lite/"}
+        left = dict(nbytes)
+        for kind, key in kinds.items():
+            mine = {u: n for u, n in left.items() if key in u}
+            print(f"  {sum(mine.values()) / 1e6:5.1f} MB  {kind} ({len(mine)} files)")
+            left = {u: n for u, n in left.items() if u not in mine}
+        print(f"  {sum(left.values()) / 1e6:5.1f} MB  the book page itself ({len(left)} files)")
         browser.close()
     print(json.dumps({"external_requests_blocked": len(external)}))
     srv.shutdown()
