@@ -187,8 +187,8 @@ def add_live_controls(app: Sphinx, doctree: nodes.document, docname: str) -> Non
                 f'data-code="{html.escape(json.dumps(live_code))}">'
                 '<button type="button" class="llmcourse-live-run">&#9654; Run live: recompute in your browser</button> '
                 '<span class="llmcourse-live-status">Below: a snapshot computed when the book was built; '
-                "its inputs do not recompute. Run live starts Python in this page (no server; about 25 MB "
-                "and 20&#8211;40 s the first time).</span></div>"
+                "its inputs do not recompute. Run live starts Python in this page (no server; about 45 MB "
+                "and 10&#8211;30 s the first time).</span></div>"
             )
         cell.insert(0, nodes.raw("", controls, format="html"))
     logger.verbose("live calculators: %d in %s", len(live), docname)

@@ -16,7 +16,7 @@ request to any other host:
   ``loadPyodideOptions.packages`` of ``lite/jupyter-lite.json``, so the kernel preloads them all in
   parallel from the site and ``import llmcourse`` works with no ``%pip`` cell.
 
-The site (only the REPL and notebook apps) is written to ``_build/lite``; the book's Sphinx extension
+The site (only the REPL app) is written to ``_build/lite``; the book's Sphinx extension
 (``_ext/live_calculators.py``) copies it into ``_build/html/lite``. A second run only rebuilds when an
 input changed (the package sources, the lite config, the wheels or the npm runtime).
 """
@@ -261,8 +261,6 @@ def build_site() -> None:
             str(OUT),
             "--apps",
             "repl",
-            "--apps",
-            "notebooks",
             "--no-sourcemaps",
             "--no-unused-shared-packages",
             "--log-level",
