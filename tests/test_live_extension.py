@@ -1,0 +1,33 @@
+"""The live-calculator Sphinx extension's build-time logic (``_ext/live_calculators.py``), without a build."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "_ext"))
+live = pytest.importorskip("live_calculators")
+
+
+def test_only_llmcourse_imports_are_carried_with_the_names_they_bind() -> None:
+    code = (
+        "import llmcourse as lc\nfrom llmcourse.widgets.tokens import traffic_calculator as tc\nimport numpy\nx = 1\n"
+    )
+    found = live._llmcourse_imports(code)
+    assert found == [
+        ("import llmcourse as lc", {"lc"}),
+        ("from llmcourse.widgets.tokens import traffic_calculator as tc", {"tc"}),
+    ]
+    assert live._names_used("tc()\nlc.models") == {"tc", "lc"}
+
+
+@pytest.mark.slow
+def test_live_check_runs_a_calculator_with_only_the_browsers_modules() -> None:
+    assert live.live_check(["from llmcourse.widgets.tokens import traffic_calculator\ntraffic_calculator()"]) is None
+    # what the browser's Python lacks is "not installed" here too, even if this venv has it
+    assert live.live_check(["import numpy"]) == "ModuleNotFoundError: No module named 'numpy'"
+    assert live.live_check(["import importlib.util\nassert importlib.util.find_spec('matplotlib') is None"]) is None
+    # a cell that relies on an earlier cell's variable fails on its own
+    assert "NameError" in live.live_check(["calc.set(context=1)"])
