@@ -146,6 +146,15 @@ def live_check(codes: list[str]) -> str | None:
     return (proc.stderr.strip().splitlines() or ["failed"])[-1]
 
 
+def _snapshot_note() -> str:
+    """The package's own note under each widget for the static page; the live page hides it."""
+    try:
+        from llmcourse.widgets import SNAPSHOT_NOTE
+    except ImportError:
+        return ""
+    return SNAPSHOT_NOTE
+
+
 def add_live_controls(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     cells = [n for n in doctree.findall(nodes.container) if n.get("nb_element") == "cell_code"]
     if not cells:
@@ -184,7 +193,7 @@ def add_live_controls(app: Sphinx, doctree: nodes.document, docname: str) -> Non
         else:
             controls = (
                 f'<div class="llmcourse-live" data-state="snapshot" data-repl="{html.escape(repl)}" '
-                f'data-code="{html.escape(json.dumps(live_code))}">'
+                f'data-code="{html.escape(json.dumps(live_code))}" data-note="{html.escape(_snapshot_note())}">'
                 '<button type="button" class="llmcourse-live-run">&#9654; Run live: recompute in your browser</button> '
                 '<span class="llmcourse-live-status">Below: a snapshot computed when the book was built; '
                 "its inputs do not recompute. Run live starts Python in this page (no server; about 45 MB "

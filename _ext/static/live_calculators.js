@@ -46,9 +46,27 @@
     frame.className = "llmcourse-live-frame";
     frame.title = "Live calculator (Python running in your browser)";
     frame.src = root.dataset.repl + "?" + params.toString();
-    root.after(frame);
     const snapshot = cell.querySelector(".llmcourse-snapshot");
-    if (snapshot) snapshot.hidden = true;
+    if (snapshot) {
+      snapshot.before(frame);  // the live calculator takes the snapshot's place
+      snapshot.hidden = true;
+    } else {
+      root.after(frame);
+    }
+    // The package's widgets carry a note for the static page ("... is a snapshot ..."): hide it when live.
+    const note = root.dataset.note;
+    const hideNote = (doc) => {
+      if (!note) return;
+      doc.querySelectorAll(".jp-CodeConsole .widget-html").forEach((el) => {
+        if (el.textContent.trim() === note) el.style.display = "none";
+      });
+    };
+    frame.addEventListener("load", () => {
+      try {
+        new MutationObserver(() => hideNote(frame.contentDocument))
+          .observe(frame.contentDocument.body, { childList: true, subtree: true });
+      } catch (e) { /* not same-origin */ }
+    });
     setStatus(root, "starting", "Starting Python in your browser (Pyodide, sympy, pint, llmcourse)\u2026 " +
       "the calculator appears here when it is ready.");
     const timer = setInterval(() => {

@@ -243,6 +243,7 @@ def _text_box(frame: Any, label: str) -> Any:
 
 @pytest.mark.slow
 def test_live_first_estimate(watch: tuple[Any, Watch], server: str) -> None:
+    from llmcourse.widgets import SNAPSHOT_NOTE
     from llmcourse.widgets.first_estimate import serving_plan_calculator
 
     context, w = watch
@@ -251,6 +252,8 @@ def test_live_first_estimate(watch: tuple[Any, Watch], server: str) -> None:
     calc = serving_plan_calculator()
     start = list(calc.rows)
     assert _result_rows(frame) == start  # the live start agrees with the package
+    # the package's "this is a snapshot" note is shown on the static page, hidden in the live one
+    frame.get_by_text(SNAPSHOT_NOTE).wait_for(state="hidden", timeout=10_000)
     longer = list(calc.set(context=4000).rows)  # computed here, by llmcourse in CPython
     assert longer != start
     box = _text_box(frame, "Tokens per conversation")
