@@ -393,11 +393,20 @@ bytes_moved = _s("bytes_moved", r"Q_{mem}", "B", "bytes a step or kernel moves t
 intensity = _s("intensity", "I", "FLOP/B", "arithmetic intensity: FLOPs per byte moved")
 attainable_flops = _s("attainable_flops", r"F_{att}", "FLOP/s", "FLOP/s attainable at an intensity (roofline)")
 formula("arithmetic_intensity", "intensity", flops_done / bytes_moved, "FLOPs per byte moved", "05_decode")
-formula("ridge_intensity", "intensity", peak_flops * compute_efficiency / (bandwidth * bandwidth_efficiency),
-        "intensity where the memory roof meets the compute roof", "05_decode")
-formula("attainable_flops", "attainable_flops",
-        sp.Min(peak_flops * compute_efficiency, intensity * bandwidth * bandwidth_efficiency),
-        "roofline: the lower of the compute roof and intensity x bandwidth", "05_decode")
+formula(
+    "ridge_intensity",
+    "intensity",
+    peak_flops * compute_efficiency / (bandwidth * bandwidth_efficiency),
+    "intensity where the memory roof meets the compute roof",
+    "05_decode",
+)
+formula(
+    "attainable_flops",
+    "attainable_flops",
+    sp.Min(peak_flops * compute_efficiency, intensity * bandwidth * bandwidth_efficiency),
+    "roofline: the lower of the compute roof and intensity x bandwidth",
+    "05_decode",
+)
 # The crossover batch: solve decode memory time = compute time for the batch (SymPy ``solve``).
 _b_real = sp.Symbol("B_real", positive=True)
 _crossover = sp.solve(sp.Eq(_t_mem.subs(batch, _b_real), _t_comp.subs(batch, _b_real)), _b_real)
@@ -406,20 +415,40 @@ if len(_crossover) != 1:  # pragma: no cover - guards a change of the decode for
 _num, _den = sp.fraction(sp.together(_crossover[0]))
 if _num.could_extract_minus_sign():
     _num, _den = -_num, sp.expand(-_den)
-formula("crossover_batch", "batch", sp.Mul(_num, sp.Pow(_den, -1), evaluate=False),
-        "batch at which decode compute time equals memory time (dense model)", "08_batching")
+formula(
+    "crossover_batch",
+    "batch",
+    sp.Mul(_num, sp.Pow(_den, -1), evaluate=False),
+    "batch at which decode compute time equals memory time (dense model)",
+    "08_batching",
+)
 
 # --- Validation (12_validation) ------------------------------------------------------------------
 prefill_share = _s("prefill_share", r"s_{pre}", "", "share of a batch's cycle spent in prefill")
-formula("cycle_throughput", "throughput", batch * answer_tokens / (prefill_time + answer_tokens * step_time),
-        "output tokens per second of a batch that prefills together, then decodes its answers", "12_validation")
-formula("prefill_share", "prefill_share", prefill_time / (prefill_time + answer_tokens * step_time),
-        "share of a batch's cycle spent in prefill", "12_validation")
-kv_free_fraction = _s("kv_free_fraction", r"f_{free}", "",
-                      "share of the memory the weights leave that an engine gives the KV cache")
-formula("engine_usable_fraction", "usable_fraction",
-        (weights + kv_free_fraction * (n_gpus * gpu_memory - weights)) / (n_gpus * gpu_memory),
-        "usable share of memory when the KV cache gets a share of what the weights leave", "12_validation")
+formula(
+    "cycle_throughput",
+    "throughput",
+    batch * answer_tokens / (prefill_time + answer_tokens * step_time),
+    "output tokens per second of a batch that prefills together, then decodes its answers",
+    "12_validation",
+)
+formula(
+    "prefill_share",
+    "prefill_share",
+    prefill_time / (prefill_time + answer_tokens * step_time),
+    "share of a batch's cycle spent in prefill",
+    "12_validation",
+)
+kv_free_fraction = _s(
+    "kv_free_fraction", r"f_{free}", "", "share of the memory the weights leave that an engine gives the KV cache"
+)
+formula(
+    "engine_usable_fraction",
+    "usable_fraction",
+    (weights + kv_free_fraction * (n_gpus * gpu_memory - weights)) / (n_gpus * gpu_memory),
+    "usable share of memory when the KV cache gets a share of what the weights leave",
+    "12_validation",
+)
 
 
 # --- Sizing the fleet (09_fleet) -----------------------------------------------------------------
@@ -428,14 +457,31 @@ tokens_served = _s("tokens_served", r"N_{tok}", "", "output tokens served in the
 api_price = _s("api_price", r"p_{api}", "USD", "price of one output token bought from an API")
 storage_rate = _s("storage_rate", r"\beta_{load}", "B/s", "rate at which a new replica reads its weights in")
 load_time = _s("load_time", r"t_{load}", "s", "time to load a replica's weights")
-formula("cost_at_utilisation", "cost", cost_full / utilisation,
-        "cost of a unit of work when the fleet is busy a share U of the time it is billed", "09_fleet")
-formula("tokens_served", "tokens_served", demand * utilisation * hours,
-        "output tokens served: peak demand x average utilisation x time", "09_fleet")
-formula("break_even_price", "api_price", cost / tokens_served,
-        "API price per token at which self-hosting costs the same", "09_fleet")
-formula("weight_load_time", "load_time", weights / storage_rate, "time to read the weights into a new replica",
-        "09_fleet")
+formula(
+    "cost_at_utilisation",
+    "cost",
+    cost_full / utilisation,
+    "cost of a unit of work when the fleet is busy a share U of the time it is billed",
+    "09_fleet",
+)
+formula(
+    "tokens_served",
+    "tokens_served",
+    demand * utilisation * hours,
+    "output tokens served: peak demand x average utilisation x time",
+    "09_fleet",
+)
+formula(
+    "break_even_price",
+    "api_price",
+    cost / tokens_served,
+    "API price per token at which self-hosting costs the same",
+    "09_fleet",
+)
+formula(
+    "weight_load_time", "load_time", weights / storage_rate, "time to read the weights into a new replica", "09_fleet"
+)
+
 
 def dimension_of(expr: sp.Expr) -> pint.util.UnitsContainer:
     """The physical dimension of ``expr`` from its symbols' units; raises if terms disagree.
