@@ -35,6 +35,7 @@ browser-setup:
 book: book-only serve
 
 book-only: setup lite
+	bash scripts/fresh_cache.sh
 	time $(VENV)/bin/jupyter-book build . -W --keep-going
 	@echo "Built: $(CURDIR)/_build/html/index.html"
 

@@ -25,7 +25,6 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pint
 import sympy as sp
 
@@ -124,6 +123,8 @@ def simulate_fraction_touched(experts: int, k: int, batch: int, *, trials: int =
     >>> s.agrees_with(fraction_touched(128, 8, 32))
     True
     """
+    import numpy as np  # only the simulation needs numpy: the calculators stay importable without it
+
     e, kk, b = _routing(experts, k, batch)
     n = _count(trials, "trials")
     rng = np.random.default_rng(seed)

@@ -12,6 +12,7 @@ echo "== ruff (lint and format)"
 
 echo "== the book: live site (JupyterLite + Pyodide) and the HTML build, for the browser tests"
 "$PY/python" scripts/build_lite.py
+bash scripts/fresh_cache.sh
 mkdir -p _build && log=_build/book-build.log
 if ! "$PY/jupyter-book" build . -W --keep-going >"$log" 2>&1; then
   grep -E "WARNING|ERROR|Error|Traceback" "$log" | grep -v IPKernelApp || true

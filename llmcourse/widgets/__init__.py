@@ -25,6 +25,7 @@ Examples
 from __future__ import annotations
 
 import html
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -98,7 +99,8 @@ class Calculator:
         for c in self.controls.values():
             c.observe(self._on_change, names="value")
         self.update()
-        note = w.HTML(f"<small><i>{html.escape(SNAPSHOT_NOTE)}</i></small>")
+        live_in_browser = sys.platform == "emscripten"  # the book's live (Pyodide) calculators need no note
+        note = w.HTML("" if live_in_browser else f"<small><i>{html.escape(SNAPSHOT_NOTE)}</i></small>")
         self.widget = w.VBox(
             [
                 w.HTML(f"<b>{html.escape(title)}</b>") if title else w.HTML(""),

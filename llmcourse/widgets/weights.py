@@ -147,6 +147,11 @@ def weights_calculator(
     ('no', 'yes')
     """
     image = w.Image(format="png", layout=w.Layout(max_width="640px"))
+    if plot:
+        try:  # the in-browser Python of the live book has no matplotlib: the table still works there
+            import matplotlib  # noqa: F401
+        except ImportError:
+            plot = False
 
     def draw(fit: WeightFit) -> None:
         if plot:
