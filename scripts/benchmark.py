@@ -88,7 +88,8 @@ def main() -> None:
         print(f"  {name:45s} median {statistics.median(ts):7.2f}  p95 {p95:7.2f}")
 
     if not args.skip_build:
-        shutil.rmtree(ROOT / "_build", ignore_errors=True)
+        for d in ("html", ".jupyter_cache", ".doctrees", "jupyter_execute"):  # keep _build/lite (make lite)
+            shutil.rmtree(ROOT / "_build" / d, ignore_errors=True)
         book = [str(Path(PY).parent / "jupyter-book"), "build", ".", "-W", "--keep-going"]
         print(f"book build, clean  : {_timed(book):.1f} s")
         print(f"book build, cached : {_timed(book):.1f} s")
