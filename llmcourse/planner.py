@@ -565,6 +565,21 @@ class ServingPlan:
     prefill_time: pint.Quantity | None = None
     cost_per_million_output_tokens: pint.Quantity | None = None
 
+    def __getitem__(self, key: str) -> Any:
+        """Dictionary-style access with the seed code's keys (``p["batch"]``, ``p["weights_gb"]``).
+
+        Examples
+        --------
+        >>> p = serving_plan("Qwen2.5-7B", "H100 SXM", 1, 2_300)
+        >>> p["batch"], round(p["weights_gb"], 1)
+        (430, 15.2)
+        """
+        if key == "weights_gb":
+            return float(self.weights.to("GB").m)
+        if key in self.__dataclass_fields__:
+            return getattr(self, key)
+        raise KeyError(f"{key!r}: a serving plan has {', '.join(['weights_gb', *self.__dataclass_fields__])}")
+
     def __str__(self) -> str:
         if not self.fits:
             return self.message
