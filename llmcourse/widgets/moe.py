@@ -18,7 +18,11 @@ def _rows(model: str, gpu: str, precision: str, batch: int, context: int) -> lis
     m = models[model]
     split = expert_split(m, precision)
     phi = fraction_touched(m.experts, m.experts_per_token, batch)
-    sim = simulate_fraction_touched(m.experts, m.experts_per_token, batch, trials=400, seed=0)
+    try:
+        sim = simulate_fraction_touched(m.experts, m.experts_per_token, batch, trials=400, seed=0)
+        simulated = f"simulated {sim.mean:.3f} \u00b1 {sim.std_error:.3f}"
+    except ImportError:  # the live book's in-browser Python has no numpy: the closed form still shows
+        simulated = "simulation needs numpy"
     s = decode_step(m, gpu, batch=batch, context_tokens=context, weight_bytes=precision)
     return [
         (
@@ -26,7 +30,7 @@ def _rows(model: str, gpu: str, precision: str, batch: int, context: int) -> lis
             f"{fmt(split.total, 'GB')} ({fmt(split.shared, 'GB')} + {fmt(split.experts, 'GB')})",
         ),
         ("experts per layer, picked per token", f"{m.experts}, {m.experts_per_token}"),
-        ("fraction of experts touched", f"{phi:.3f} (simulated {sim.mean:.3f} \u00b1 {sim.std_error:.3f})"),
+        ("fraction of experts touched", f"{phi:.3f} ({simulated})"),
         ("weights read per step", fmt(s.weights_read, "GB")),
         ("KV cache read per step", fmt(s.kv_read, "GB")),
         ("step time", f"{fmt(s.step_time, 'ms')} ({s.bound}-bound)"),
