@@ -22,7 +22,6 @@ from __future__ import annotations
 import csv
 import difflib
 import json
-import math
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -33,7 +32,7 @@ from typing import Any, Generic, TypeVar
 import pint
 
 from llmcourse.errors import InputError, UnknownNameError
-from llmcourse.units import Q_, as_quantity
+from llmcourse.units import Q_, as_quantity, plain_number
 
 __all__ = ["GPU", "PRECISIONS", "Catalog", "Model", "bytes_per_value", "gpus", "models"]
 
@@ -69,26 +68,12 @@ def bytes_per_value(precision: str | float | int) -> float:
     raise InputError(f"unknown precision {precision!r}: use one of {names}, or a number of bytes such as 2.")
 
 
-def _positive(value: float, name: str, *, allow_zero: bool = False) -> float:
-    if isinstance(value, pint.Quantity):
-        raise InputError(f"{name} is a plain count; give a number, not {value:~P}.")
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number, not {value!r}.") from None
-    if math.isnan(x) or math.isinf(x):
-        raise InputError(f"{name} must be a finite number, not {value!r}.")
-    if x < 0 or (x == 0 and not allow_zero):
-        need = "zero or more" if allow_zero else "greater than zero"
-        raise InputError(f"{name} must be {need}; got {value!r}.")
-    return x
+def _positive(value: Any, name: str, *, allow_zero: bool = False) -> float:
+    return plain_number(value, name, allow_zero=allow_zero)
 
 
 def _count(value: Any, name: str, *, allow_zero: bool = False) -> int:
-    x = _positive(value, name, allow_zero=allow_zero)
-    if x != int(x):
-        raise InputError(f"{name} must be a whole number; got {value!r}.")
-    return int(x)
+    return int(plain_number(value, name, integer=True, allow_zero=allow_zero))
 
 
 @dataclass(frozen=True)

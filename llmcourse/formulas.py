@@ -21,7 +21,6 @@ Examples
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +29,7 @@ import pint
 import sympy as sp
 
 from llmcourse.errors import InputError
-from llmcourse.units import Q_, as_quantity, ureg
+from llmcourse.units import Q_, as_quantity, plain_number, ureg
 
 __all__ = ["FORMULAS", "SYMBOLS", "Formula", "Symbol", "formula", "notation_table"]
 
@@ -192,20 +191,7 @@ def _plain(value: Any, sym: Symbol) -> float:
     """The magnitude of ``value`` in ``sym``'s unit, refusing NaN, infinities and non-positive values."""
     if sym.unit:
         value = as_quantity(value, sym.unit, sym.name).to(sym.unit).magnitude
-    elif isinstance(value, pint.Quantity):
-        if not value.dimensionless:
-            raise InputError(f"{sym.name} ({sym.meaning}) is a plain number; got {value:~P}.")
-        value = value.to("").magnitude
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{sym.name} ({sym.meaning}) must be a number, not {value!r}.") from None
-    if not math.isfinite(x):
-        raise InputError(f"{sym.name} ({sym.meaning}) must be finite, not {value!r}.")
-    if x < 0 or (x == 0 and not sym.allow_zero):
-        need = "zero or more" if sym.allow_zero else "greater than zero"
-        raise InputError(f"{sym.name} ({sym.meaning}) must be {need}; got {value!r}.")
-    return x
+    return plain_number(value, f"{sym.name} ({sym.meaning})", allow_zero=sym.allow_zero)
 
 
 class _Table(Mapping[str, Formula]):

@@ -33,6 +33,7 @@ from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS
 from llmcourse.planner import weight_bytes
+from llmcourse.units import plain_number
 
 __all__ = [
     "ExpertSplit",
@@ -45,15 +46,7 @@ __all__ = [
 
 
 def _count(value: Any, name: str) -> int:
-    if isinstance(value, bool):
-        raise InputError(f"{name} must be a whole number, not {value!r}.")
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a whole number, not {value!r}.") from None
-    if not math.isfinite(x) or x != int(x) or x < 1:
-        raise InputError(f"{name} must be a whole number of at least 1; got {value!r}.")
-    return int(x)
+    return int(plain_number(value, name, integer=True))
 
 
 def _routing(experts: Any, k: Any, batch: Any) -> tuple[int, int, int]:

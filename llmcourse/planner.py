@@ -25,7 +25,7 @@ import pint
 from llmcourse.catalog import GPU, Model, bytes_per_value, gpus, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.units import HOURS_PER_MONTH, Q_, as_quantity, fmt
+from llmcourse.units import HOURS_PER_MONTH, Q_, as_quantity, fmt, plain_number
 
 __all__ = [
     "Brief",
@@ -83,26 +83,7 @@ def _bytes(value: Any, name: str) -> pint.Quantity:
         raise InputError(f"{name}: {exc}") from None
 
 
-def _number(
-    value: Any, name: str, *, integer: bool = False, allow_zero: bool = False, at_most: float | None = None
-) -> float:
-    if isinstance(value, bool) or (isinstance(value, pint.Quantity) and not value.dimensionless):
-        raise InputError(f"{name} is a plain number; got {value!r}.")
-    if isinstance(value, pint.Quantity):
-        value = value.to("").magnitude
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number, not {value!r}.") from None
-    if not math.isfinite(x):
-        raise InputError(f"{name} must be a finite number, not {value!r}.")
-    if x < 0 or (x == 0 and not allow_zero):
-        raise InputError(f"{name} must be {'zero or more' if allow_zero else 'greater than zero'}; got {value!r}.")
-    if integer and x != int(x):
-        raise InputError(f"{name} must be a whole number; got {value!r}.")
-    if at_most is not None and x > at_most:
-        raise InputError(f"{name} must be at most {at_most:g}; got {value!r}.")
-    return x
+_number = plain_number  # the one check of counts and fractions (llmcourse.units)
 
 
 def _fraction(value: Any, name: str) -> float:

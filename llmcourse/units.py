@@ -98,6 +98,45 @@ def as_quantity(value: object, unit: str, name: str) -> pint.Quantity:
     return value
 
 
+def plain_number(
+    value: object, name: str, *, integer: bool = False, allow_zero: bool = False, at_most: float | None = None
+) -> float:
+    """``value`` as a float, or an :class:`~llmcourse.errors.InputError` that says what to change.
+
+    The one check behind every count and fraction the package takes: refuses booleans, quantities
+    with a dimension, text, NaN and infinities, negatives (and zero unless ``allow_zero``),
+    fractions where ``integer`` is asked, and values above ``at_most``.
+
+    Examples
+    --------
+    >>> plain_number(3, "layers", integer=True)
+    3.0
+    >>> plain_number(0, "batch")
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: batch must be greater than zero; got 0.
+    """
+    from llmcourse.errors import InputError
+
+    if isinstance(value, bool) or (isinstance(value, pint.Quantity) and not value.dimensionless):
+        raise InputError(f"{name} is a plain number; got {value!r}.")
+    if isinstance(value, pint.Quantity):
+        value = value.to("").magnitude
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number, not {value!r}.") from None
+    if not math.isfinite(x):
+        raise InputError(f"{name} must be a finite number, not {value!r}.")
+    if x < 0 or (x == 0 and not allow_zero):
+        raise InputError(f"{name} must be {'zero or more' if allow_zero else 'greater than zero'}; got {value!r}.")
+    if integer and x != int(x):
+        raise InputError(f"{name} must be a whole number; got {value!r}.")
+    if at_most is not None and x > at_most:
+        raise InputError(f"{name} must be at most {at_most:g}; got {value!r}.")
+    return x
+
+
 def magnitude_in(value: pint.Quantity, unit: str) -> float:
     """The plain number of ``value`` expressed in ``unit``.
 
