@@ -90,11 +90,14 @@ def _fraction(value: Any, name: str) -> float:
     return _number(value, name, at_most=1.0)
 
 
-def _price(gpu: GPU, price_per_hour: Any) -> pint.Quantity:
+def _price(gpu: GPU | str, price_per_hour: Any) -> pint.Quantity:
+    """The price given, else the catalog's price of ``gpu`` (a GPU or the name of one)."""
     if price_per_hour is None:
-        if gpu.price_per_hour is None:
-            raise InputError(f"{gpu.name} has no price: pass price_per_hour=Q_(2.5, 'USD/hour').")
-        return gpu.price_per_hour
+        known = gpu if isinstance(gpu, GPU) else gpus.get(gpu)
+        if known is None or known.price_per_hour is None:
+            name = gpu.name if isinstance(gpu, GPU) else gpu
+            raise InputError(f"{name} has no price in the catalog: pass price_per_hour=Q_(2.5, 'USD/hour').")
+        return known.price_per_hour
     q = as_quantity(price_per_hour, "USD/hour", "price_per_hour")
     _number(q.magnitude, "price_per_hour")
     return q
@@ -771,8 +774,7 @@ def fleet(demand: pint.Quantity, rep: Replica, *, headroom_fraction: float = 0.3
         raise InputError(f"headroom_fraction is the share of throughput kept back and must be below 1; got {hf}.")
     usable = F["usable_throughput"](throughput=rep.throughput, headroom_fraction=hf)
     n = int(F["replicas_needed"](demand=d, throughput=usable).m)
-    g = gpus.get(rep.gpu, None)
-    price = _price(g, price_per_hour) if g is not None else as_quantity(price_per_hour, "USD/hour", "price_per_hour")
+    price = _price(rep.gpu, price_per_hour)
     total = n * rep.tensor_parallel
     cost = F["fleet_cost"](gpus=total, price=price, hours=HOURS_PER_MONTH)
     return Fleet(

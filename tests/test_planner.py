@@ -176,3 +176,13 @@ def test_request_cycle_accepts_decode_options():
     bf16 = lc.request_cycle("Llama-3.1-8B", "H100 SXM", **kw)
     fp8 = lc.request_cycle("Llama-3.1-8B", "H100 SXM", kv_bytes="fp8", **kw)
     assert fp8.decode.step_time < bf16.decode.step_time and fp8.prefill.time == bf16.prefill.time
+
+
+def test_fleet_of_a_custom_gpu_needs_a_price():
+    """A GPU outside the catalog has no price: fleet() says to pass one, and uses the one passed."""
+    mine = lc.GPU("mine", memory=Q_(96, "GB"), bandwidth=Q_(4, "TB/s"), flops=Q_(1000, "TFLOP/s"))
+    rep = lc.replica("Llama-3.1-8B", mine, tensor_parallel=1, batch=8, context_tokens=1_000)
+    with pytest.raises(InputError, match="mine has no price"):
+        lc.fleet(Q_(1_000, "1/s"), rep)
+    f = lc.fleet(Q_(1_000, "1/s"), rep, price_per_hour=Q_(2, "USD/hour"))
+    assert f.monthly_cost == Q_(f.gpus * 2 * 730, "USD")
