@@ -89,3 +89,10 @@ def test_dense_model_has_no_expert_split():
     """Asking a dense model for its experts is an input error that says why."""
     with pytest.raises(InputError, match="dense"):
         expert_split("Llama-3.1-8B")
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True, "0"])
+def test_simulation_rejects_bad_seed(seed):
+    """A seed that is not a whole number 0 or more gets a message saying so."""
+    with pytest.raises(InputError, match="seed must be a whole number"):
+        simulate_fraction_touched(8, 2, 4, trials=10, seed=seed)

@@ -18,11 +18,8 @@ def _rows(model: str, gpu: str, precision: str, batch: int, context: int) -> lis
     m = models[model]
     split = expert_split(m, precision)
     phi = fraction_touched(m.experts, m.experts_per_token, batch)
-    try:
-        sim = simulate_fraction_touched(m.experts, m.experts_per_token, batch, trials=400, seed=0)
-        simulated = f"simulated {sim.mean:.3f} \u00b1 {sim.std_error:.3f}"
-    except ImportError:  # the live book's in-browser Python has no numpy: the closed form still shows
-        simulated = "simulation needs numpy"
+    sim = simulate_fraction_touched(m.experts, m.experts_per_token, batch, trials=400, seed=0)
+    simulated = f"simulated {sim.mean:.3f} \u00b1 {sim.std_error:.3f}"
     s = decode_step(m, gpu, batch=batch, context_tokens=context, weight_bytes=precision)
     return [
         (
