@@ -40,6 +40,10 @@ OUT = ROOT / "_build" / "lite"
 PYODIDE_NPM = ROOT / "node_modules" / "pyodide"
 PY = Path(sys.executable)
 
+# Lab extensions installed in the venv (jupytext, for the book's MyST notebooks) that the live REPL
+# does not use; build_site() leaves them out of the site.
+UNUSED_EXTENSIONS = ("jupyterlab-jupytext",)
+
 # Packages the live kernel preloads, named as in the Pyodide lock file. Those already in the
 # upstream lock are downloaded at the lock's version; the rest are pinned here (as in the venv).
 FROM_LOCK = [
@@ -317,6 +321,11 @@ def build_site() -> None:
     ours = json.loads((LITE_DIR / "jupyter-lite.json").read_text())["jupyter-config-data"]
     data = cfg["jupyter-config-data"]
     data["disabledExtensions"] = ours["disabledExtensions"]
+    # Lab extensions the build picks up from the venv that the REPL does not use: leave them out of
+    # the site, so the reader's browser does not download them (jupytext's is 0.2 MB).
+    data["federated_extensions"] = [e for e in data["federated_extensions"] if e["name"] not in UNUSED_EXTENSIONS]
+    for name in UNUSED_EXTENSIONS:
+        shutil.rmtree(OUT / "extensions" / name, ignore_errors=True)
     plugins = data.setdefault("litePluginSettings", {})
     for plugin, values in ours["litePluginSettings"].items():
         plugins.setdefault(plugin, {}).update(values)
