@@ -41,12 +41,15 @@ from __future__ import annotations
 
 import heapq
 import math
+import random
 import time
+from bisect import bisect_right
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
-import numpy as np
 import pint
 
 from llmcourse.catalog import GPU, Model
@@ -64,10 +67,49 @@ __all__ = [
     "closed_form",
     "knee",
     "load_sweep",
+    "percentile",
     "simulate",
 ]
 
 PERCENTILES = (50, 95, 99)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile of ``values`` by linear interpolation between the two nearest ranks
+    (numpy's default ``"linear"`` method): position ``(n - 1) * q / 100`` on the sorted values.
+
+    Examples
+    --------
+    >>> percentile([4, 1, 3, 2], 50), round(percentile([1, 2, 3, 4], 99), 12), percentile([7], 95)
+    (2.5, 3.97, 7.0)
+    """
+    if not 0 <= q <= 100:
+        raise InputError(f"a percentile is between 0 and 100; got {q!r}.")
+    if not values:
+        raise InputError("the percentile of no values is undefined.")
+    return _percentile_sorted(sorted(values), q)
+
+
+def _percentile_sorted(xs: Sequence[float], q: float) -> float:
+    pos = q / 100 * (len(xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    a, b, t = float(xs[lo]), float(xs[hi]), pos - lo
+    # numpy's lerp: from the nearer end, so a percentile never leaves [a, b] by rounding
+    return a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)
+
+
+def _interp(x: float, xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Piecewise-linear interpolation of the table ``(xs, ys)`` (``xs`` increasing) at ``x``, held at
+    the end values outside it: ``np.interp`` for one point."""
+    i = bisect_right(xs, x)
+    if i == 0:
+        return float(ys[0])
+    if i == len(xs):
+        return float(ys[-1])
+    j = i - 1
+    slope = (ys[i] - ys[j]) / (xs[i] - xs[j])
+    return float(slope * (x - xs[j]) + ys[j])
 
 
 @dataclass(frozen=True)
@@ -80,13 +122,13 @@ class Replica:
     context_tokens: float
     kv_budget_tokens: int
     batch_cap: int
-    batch_grid: np.ndarray = field(repr=False)
-    step_memory: np.ndarray = field(repr=False)
-    step_compute: np.ndarray = field(repr=False)
-    prefill_grid: np.ndarray = field(repr=False)
-    prefill_memory: np.ndarray = field(repr=False)
-    prefill_compute: np.ndarray = field(repr=False)
-    step_s: np.ndarray = field(repr=False)  # step time in s for batch 0..batch_cap (index 0 unused)
+    batch_grid: tuple[int, ...] = field(repr=False)
+    step_memory: tuple[float, ...] = field(repr=False)
+    step_compute: tuple[float, ...] = field(repr=False)
+    prefill_grid: tuple[int, ...] = field(repr=False)
+    prefill_memory: tuple[float, ...] = field(repr=False)
+    prefill_compute: tuple[float, ...] = field(repr=False)
+    step_s: tuple[float, ...] = field(repr=False)  # step time in s for batch 0..batch_cap (index 0 unused)
 
     def step_time(self, batch: int) -> float:
         """Decode step time in seconds for ``batch`` sequences (from the table)."""
@@ -94,9 +136,9 @@ class Replica:
 
     def prefill_time(self, tokens: float) -> float:
         """Prefill time in seconds for ``tokens`` prompt tokens processed together (from the table)."""
-        mem = np.interp(tokens, self.prefill_grid, self.prefill_memory)
-        comp = np.interp(tokens, self.prefill_grid, self.prefill_compute)
-        return float(max(mem, comp))
+        mem = _interp(tokens, self.prefill_grid, self.prefill_memory)
+        comp = _interp(tokens, self.prefill_grid, self.prefill_compute)
+        return max(mem, comp)
 
     def capacity(self, prompt_tokens: float, answer_tokens: float) -> pint.Quantity:
         """Most requests per second the replica completes when every request is the mean size:
@@ -110,8 +152,13 @@ class Replica:
         ).to("1/s")
 
 
-def _grid(top: int, points: int = 24) -> np.ndarray:
-    return np.unique(np.round(np.geomspace(1, max(top, 1), points)).astype(int))
+def _grid(top: int, points: int = 24) -> tuple[int, ...]:
+    """About ``points`` whole numbers from 1 to ``top``, evenly spaced on a log scale (no repeats)."""
+    top = max(top, 1)
+    step = math.log10(top) / (points - 1)
+    xs = [10 ** (k * step) for k in range(points)]
+    xs[0], xs[-1] = 1.0, float(top)
+    return tuple(sorted({round(x) for x in xs}))
 
 
 def build_replica(
@@ -153,13 +200,12 @@ def build_replica(
         compute_efficiency=compute_efficiency,
     )
     bgrid = _grid(cap)
-    steps = [decode_step(m, g, batch=int(b), context_tokens=ctx, kv_bytes=kv_bytes, **eff) for b in bgrid]
-    s_mem = np.array([s.memory_time.to("s").m for s in steps])
-    s_comp = np.array([s.compute_time.to("s").m for s in steps])
-    bs = np.arange(cap + 1)
-    table = np.maximum(np.interp(bs, bgrid, s_mem), np.interp(bs, bgrid, s_comp))
+    steps = [decode_step(m, g, batch=b, context_tokens=ctx, kv_bytes=kv_bytes, **eff) for b in bgrid]
+    s_mem = tuple(float(s.memory_time.to("s").m) for s in steps)
+    s_comp = tuple(float(s.compute_time.to("s").m) for s in steps)
+    table = tuple(max(_interp(b, bgrid, s_mem), _interp(b, bgrid, s_comp)) for b in range(cap + 1))
     pgrid = _grid(budget, 32)
-    pres = [prefill(m, g, int(t), attention=False, **eff) for t in pgrid]
+    pres = [prefill(m, g, t, attention=False, **eff) for t in pgrid]
     return Replica(
         model=m.name,
         gpu=g.name,
@@ -171,8 +217,8 @@ def build_replica(
         step_memory=s_mem,
         step_compute=s_comp,
         prefill_grid=pgrid,
-        prefill_memory=np.array([x.memory_time.to("s").m for x in pres]),
-        prefill_compute=np.array([x.compute_time.to("s").m for x in pres]),
+        prefill_memory=tuple(float(x.memory_time.to("s").m) for x in pres),
+        prefill_compute=tuple(float(x.compute_time.to("s").m) for x in pres),
         step_s=table,
     )
 
@@ -195,8 +241,8 @@ class SimResult:
     littles_law_in_system: float
     mean_time_in_system: pint.Quantity
     wall_time: pint.Quantity
-    ttft_s: np.ndarray = field(repr=False)
-    tpot_s: np.ndarray = field(repr=False)
+    ttft_s: tuple[float, ...] = field(repr=False)  # per request, in arrival order
+    tpot_s: tuple[float, ...] = field(repr=False)  # per request with more than one answer token
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) rows for a calculator."""
@@ -216,13 +262,15 @@ class SimResult:
         return out
 
 
-def _lengths(rng: np.random.Generator, mean: float, cv: float, n: int, top: float) -> np.ndarray:
+def _lengths(rng: random.Random, mean: float, cv: float, n: int, top: int) -> list[int]:
+    """``n`` whole lengths, lognormal with this mean and coefficient of variation (fixed if ``cv`` is 0),
+    rounded half to even and held between 1 and ``top``."""
     if cv == 0:
-        x = np.full(n, mean)
-    else:
-        sigma2 = math.log(1 + cv**2)
-        x = rng.lognormal(math.log(mean) - sigma2 / 2, math.sqrt(sigma2), n)
-    return np.clip(np.round(x), 1, top).astype(np.int64)
+        return [min(max(round(mean), 1), top)] * n
+    sigma2 = math.log(1 + cv**2)
+    mu, sigma = math.log(mean) - sigma2 / 2, math.sqrt(sigma2)
+    draw = rng.lognormvariate
+    return [min(max(round(draw(mu, sigma)), 1), top) for _ in range(n)]
 
 
 def simulate(
@@ -260,7 +308,7 @@ def simulate(
     n = int(_number(requests, "requests", integer=True))
     pcv = _number(prompt_cv, "prompt_cv", allow_zero=True)
     acv = _number(answer_cv, "answer_cv", allow_zero=True)
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise InputError(f"seed must be a whole number 0 or more; got {seed!r}.")
     rep = replica or build_replica(model, gpu, prompt_tokens=p, answer_tokens=a, **replica_kwargs)
     budget = rep.kv_budget_tokens
@@ -269,37 +317,42 @@ def simulate(
             f"one request of {p + a:,.0f} tokens needs more KV than the replica holds "
             f"({budget:,} tokens): shorten the context or add memory."
         )
-    rng = np.random.default_rng(seed)
-    arrivals = np.cumsum(rng.exponential(1 / lam, n))
+    rng = random.Random(seed)
+    expo = rng.expovariate
+    arrivals = list(accumulate(expo(lam) for _ in range(n)))
     ans = _lengths(rng, a, acv, n, budget // 2)
-    pro = _lengths(rng, p, pcv, n, budget - ans.max())
-    need = pro + ans
-    first = np.zeros(n)
-    finish = np.zeros(n)
+    pro = _lengths(rng, p, pcv, n, budget - max(ans))
+    need = [x + y for x, y in zip(pro, ans, strict=True)]
+    first = [0.0] * n
+    finish = [0.0] * n
     step_s, cap = rep.step_s, rep.batch_cap
+    prefill_time = rep.prefill_time
+    heappush, heappop, ceil = heapq.heappush, heapq.heappop, math.ceil
     pre_cache: dict[int, float] = {}
     waiting: deque[int] = deque()
+    admit, next_waiting = waiting.append, waiting.popleft
     running: list[tuple[int, int]] = []  # heap of (decode-step count at which it finishes, request)
     t = busy = batch_area = 0.0
     i = done = 0
     g = used = 0  # decode steps done so far; KV tokens reserved
     while done < n:
         while i < n and arrivals[i] <= t:
-            waiting.append(i)
+            admit(i)
             i += 1
         if not running and not waiting:
             t = arrivals[i]
             continue
         admitted = []
-        while waiting and len(running) + len(admitted) < cap and used + need[waiting[0]] <= budget:
-            j = waiting.popleft()
+        room = cap - len(running)
+        while waiting and len(admitted) < room and used + need[waiting[0]] <= budget:
+            j = next_waiting()
             used += need[j]
             admitted.append(j)
         if admitted:
-            tokens = int(pro[admitted].sum())
+            tokens = sum([pro[j] for j in admitted])
             dt = pre_cache.get(tokens)
             if dt is None:
-                dt = pre_cache[tokens] = rep.prefill_time(tokens)
+                dt = pre_cache[tokens] = prefill_time(tokens)
             t += dt
             busy += dt
             for j in admitted:
@@ -309,47 +362,52 @@ def simulate(
                     used -= need[j]
                     done += 1
                 else:
-                    heapq.heappush(running, (g + int(ans[j]) - 1, j))
+                    heappush(running, (g + ans[j] - 1, j))
             continue
         b = len(running)
         dt = step_s[b]
         k = running[0][0] - g
         if not waiting and i < n:
-            k = min(k, max(1, math.ceil((arrivals[i] - t) / dt)))
+            k = min(k, max(1, ceil((arrivals[i] - t) / dt)))
         t += k * dt
         busy += k * dt
         batch_area += k * dt * b
         g += k
         while running and running[0][0] <= g:
-            _, j = heapq.heappop(running)
+            _, j = heappop(running)
             finish[j] = t
             used -= need[j]
             done += 1
-    ttft = first - arrivals
-    multi = ans > 1
-    tpot = (finish[multi] - first[multi]) / (ans[multi] - 1)
-    span = finish.max() - arrivals[0]
+    ttft = tuple([f - x for f, x in zip(first, arrivals, strict=True)])
+    tpot = tuple([(finish[j] - first[j]) / (ans[j] - 1) for j in range(n) if ans[j] > 1])
+    span = max(finish) - arrivals[0]
+    mean_in_system = math.fsum([f - x for f, x in zip(finish, arrivals, strict=True)]) / n
     # Little's law check: arrivals see time averages (Poisson), so the number in the system that
-    # each arrival finds estimates L independently of lambda x W.
-    departed = np.searchsorted(np.sort(finish), arrivals, side="right")
-    seen = np.arange(n) - departed
+    # each arrival finds estimates L independently of lambda x W. Request i finds the i that arrived
+    # before it, less those that finished at or before its arrival (a merge of two sorted lists).
+    ends = sorted(finish)
+    departed = seen_total = 0
+    for i, x in enumerate(arrivals):
+        while departed < n and ends[departed] <= x:
+            departed += 1
+        seen_total += i - departed
     lam_hat = Q_((n - 1) / (arrivals[-1] - arrivals[0]), "1/s") if n > 1 else Q_(lam, "1/s")
-    little = F["littles_law"](request_rate=lam_hat, time_in_system=Q_(float(np.mean(finish - arrivals)), "s")).m
-    pct = np.percentile
+    little = F["littles_law"](request_rate=lam_hat, time_in_system=Q_(mean_in_system, "s")).m
+    ttft_sorted, tpot_sorted = sorted(ttft), sorted(tpot)
     return SimResult(
         replica=rep,
         rate=Q_(lam, "1/s"),
         load=float(lam / rep.capacity(p, a).m),
         completed=done,
-        ttft={f"p{q}": Q_(float(pct(ttft, q)) * 1e3, "ms") for q in PERCENTILES},
-        tpot={f"p{q}": Q_(float(pct(tpot, q)) * 1e3 if len(tpot) else math.nan, "ms") for q in PERCENTILES},
+        ttft={f"p{q}": Q_(_percentile_sorted(ttft_sorted, q) * 1e3, "ms") for q in PERCENTILES},
+        tpot={f"p{q}": Q_(_percentile_sorted(tpot_sorted, q) * 1e3 if tpot else math.nan, "ms") for q in PERCENTILES},
         busy_fraction=float(busy / span),
-        throughput=Q_(float(ans.sum() / span), "1/s"),
+        throughput=Q_(sum(ans) / span, "1/s"),
         request_throughput=Q_(n / span, "1/s"),
         mean_batch=float(batch_area / max(busy, 1e-300)),
-        in_system_seen_by_arrivals=float(seen.mean()),
+        in_system_seen_by_arrivals=seen_total / n,
         littles_law_in_system=float(little),
-        mean_time_in_system=Q_(float(np.mean(finish - arrivals)), "s"),
+        mean_time_in_system=Q_(mean_in_system, "s"),
         wall_time=Q_((time.perf_counter() - start) * 1e3, "ms"),
         ttft_s=ttft,
         tpot_s=tpot,

@@ -6,7 +6,10 @@ obey, never outputs of the code under test.
 
 from __future__ import annotations
 
-import numpy as np
+import subprocess
+import sys
+import textwrap
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,7 +17,7 @@ from hypothesis import strategies as st
 import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.errors import InputError
-from llmcourse.queueing import build_replica, closed_form, knee, load_sweep, simulate
+from llmcourse.queueing import _interp, build_replica, closed_form, knee, load_sweep, percentile, simulate
 
 M, G, P, A = "Llama-3.1-8B", "H100 SXM", 2_000, 300
 
@@ -99,8 +102,8 @@ def test_batch_cap_is_respected():
 def test_same_seed_same_result(rep):
     """A seeded run is reproducible; another seed differs."""
     a, b, c = run(rep, 0.8, seed=7), run(rep, 0.8, seed=7), run(rep, 0.8, seed=8)
-    assert np.array_equal(a.ttft_s, b.ttft_s) and np.array_equal(a.tpot_s, b.tpot_s)
-    assert not np.array_equal(a.ttft_s, c.ttft_s)
+    assert a.ttft_s == b.ttft_s and a.tpot_s == b.tpot_s
+    assert a.ttft_s != c.ttft_s
 
 
 def test_ten_thousand_requests_well_under_a_second(rep):
@@ -153,4 +156,65 @@ def test_every_request_finishes_after_its_prefill(seed, load):
         M, G, rate=load * rep.capacity(P, A), prompt_tokens=P, answer_tokens=A, requests=500, seed=seed, replica=rep
     )
     assert r.completed == 500
-    assert r.ttft_s.min() >= rep.prefill_time(1) and r.tpot_s.min() >= rep.step_time(1) * (1 - 1e-9)
+    assert min(r.ttft_s) >= rep.prefill_time(1) and min(r.tpot_s) >= rep.step_time(1) * (1 - 1e-9)
+
+
+@pytest.mark.parametrize(
+    "values, q, expected",
+    [
+        ([1, 2, 3, 4], 50, 2.5),  # position 3 x 0.5 = 1.5: halfway between 2 and 3
+        ([1, 2, 3, 4], 99, 3.97),  # position 3 x 0.99 = 2.97: 3 + 0.97 x (4 - 3)
+        ([4, 3, 2, 1], 0, 1.0),  # unsorted input; the 0th percentile is the minimum
+        ([1, 2, 3, 4], 100, 4.0),  # the 100th is the maximum
+        ([10, 20, 30, 40, 50], 95, 48.0),  # position 4 x 0.95 = 3.8: 40 + 0.8 x 10
+        ([7], 99, 7.0),  # one value is every percentile
+    ],
+)
+def test_percentile_by_hand(values, q, expected):
+    """numpy's default "linear" percentile: position (n - 1) x q / 100 on the sorted values."""
+    assert percentile(values, q) == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("values, q", [([], 50), ([1, 2], 101), ([1, 2], -1)])
+def test_percentile_bad_input(values, q):
+    """No values, or a percentile outside 0..100, is refused."""
+    with pytest.raises(InputError):
+        percentile(values, q)
+
+
+@pytest.mark.parametrize(
+    "x, expected",
+    [(0, 10.0), (1, 10.0), (2, 15.0), (3, 20.0), (5, 30.0), (7, 40.0), (9, 40.0)],
+)
+def test_interp_by_hand(x, expected):
+    """Linear between table points (1, 10), (3, 20), (7, 40); held at the end values outside."""
+    assert _interp(x, (1, 3, 7), (10.0, 20.0, 40.0)) == pytest.approx(expected, rel=1e-12)
+
+
+def test_imports_and_runs_without_numpy():
+    """The live book runs the calculator under Pyodide without numpy: the simulator must not need it."""
+    code = textwrap.dedent(
+        """
+        import sys
+
+        class NoNumpy:
+            def find_spec(self, name, path=None, target=None):
+                if name == "numpy" or name.startswith("numpy."):
+                    raise ImportError("numpy is blocked in this test")
+                return None
+
+        sys.meta_path.insert(0, NoNumpy())
+        from llmcourse import Q_
+        from llmcourse.queueing import simulate
+        from llmcourse.widgets.queueing import queueing_calculator
+
+        r = simulate("Llama-3.1-8B", "H100 SXM", rate=Q_(4, "1/s"), prompt_tokens=2_000, answer_tokens=300,
+                     requests=300, seed=3)
+        assert r.completed == 300 and r.ttft["p50"] <= r.ttft["p99"]
+        assert queueing_calculator(requests=1_000).error is None
+        assert "numpy" not in sys.modules
+        print("ok")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
