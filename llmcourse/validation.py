@@ -7,8 +7,13 @@ Used by the chapter *How good is the estimate?* (``book/12_validation.md``).
   (never the measured value), at a bandwidth and a compute efficiency.
 * :func:`components` - the same prediction split into the times the two efficiencies divide,
   so that :func:`fit_efficiencies` can search many efficiency pairs quickly.
+* :func:`dataset` - the rows and their components: every row's prediction at any efficiencies
+  (what the chapter's calculator needs, with no fit).
 * :func:`fit_efficiencies`, :func:`leave_one_out` - two global factors fitted by least squares
-  in log space, and the error on rows the fit did not see.
+  in log space, and the error on rows the fit did not see; :func:`validate` does it all.
+
+Plain Python (the standard library and SymPy, no numpy), so that the chapter's calculator also runs
+in the reader's browser.
 * :func:`error_stats` - median and worst ``|ln(predicted / measured)|`` and the share within 2x.
 
 The data file keeps every column of the published table (``id``, ``source``, ``gpu``, ``n_gpus``,
@@ -43,13 +48,17 @@ Examples
 
 from __future__ import annotations
 
+import bisect
 import csv
 import math
-from collections.abc import Sequence
+import operator
+import statistics
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
+from itertools import compress, count, repeat
+from typing import NamedTuple
 
-import numpy as np
 import sympy as sp
 
 from llmcourse.catalog import gpus, models
@@ -59,9 +68,11 @@ from llmcourse.planner import decode_step, max_batch, prefill, usable_memory, we
 
 __all__ = [
     "DEFAULT_EFFICIENCIES",
+    "GRID",
     "KV_STARVED_SHARE",
     "METRICS",
     "Components",
+    "Dataset",
     "ErrorStats",
     "Fit",
     "Measurement",
@@ -69,6 +80,7 @@ __all__ = [
     "Validation",
     "components",
     "compute_precision",
+    "dataset",
     "engine_usable_fraction",
     "error_stats",
     "family",
@@ -301,15 +313,18 @@ def predict(
     )
 
 
-def _vectorised(name: str):
-    """A formula's expression as a numpy function of its inputs (in their declared units), keyword arguments."""
+def _scalar(name: str, *args: str):
+    """A formula's expression as a plain-float function of the named inputs (in their declared units),
+    positional in the order given."""
     f = F[name]
-    fn = sp.lambdify([x.sym for x in f.inputs], f.expr, modules="numpy")
-    names = [x.name for x in f.inputs]
-    return lambda **kw: fn(*(kw[n] for n in names))
+    syms = {x.name: x.sym for x in f.inputs}
+    if sorted(syms) != sorted(args):
+        raise ValueError(f"{name} takes {', '.join(sorted(syms))}; got {', '.join(args)}.")
+    return sp.lambdify([syms[a] for a in args], f.expr, modules="math")
 
 
-_cycle_throughput_np = _vectorised("cycle_throughput")
+#: Output tokens per second of a batch: (batch, answer_tokens, step_time s, prefill_time s) -> 1/s.
+_throughput = _scalar("cycle_throughput", "batch", "answer_tokens", "step_time", "prefill_time")
 
 
 @dataclass(frozen=True)
@@ -319,7 +334,7 @@ class Components:
     The planner's decode step is the slower of a memory time (over the bandwidth efficiency)
     and a compute time (over the compute efficiency); so is its prefill. Holding the four
     times at efficiency 1 lets a fit try thousands of efficiency pairs without calling the
-    planner again; :meth:`metric` agrees with :func:`predict` (the tests check it).
+    planner again; :meth:`value` agrees with :func:`predict` (the tests check it).
     """
 
     id: str
@@ -331,19 +346,28 @@ class Components:
     prefill_compute_ms: float
     prefill_memory_ms: float
 
-    def value(self, bandwidth_efficiency: np.ndarray | float, compute_efficiency: np.ndarray | float) -> np.ndarray:
-        """The metric at the given efficiencies (numpy arrays broadcast)."""
-        eb = np.asarray(bandwidth_efficiency, dtype=float)
-        ef = np.asarray(compute_efficiency, dtype=float)
-        step = np.maximum(self.decode_memory_ms / eb, self.decode_compute_ms / ef)
-        pre = np.maximum(self.prefill_compute_ms / ef, self.prefill_memory_ms / eb)
+    def __post_init__(self) -> None:
+        times = (self.decode_memory_ms, self.decode_compute_ms, self.prefill_compute_ms, self.prefill_memory_ms)
+        if not all(t > 0 and math.isfinite(t) for t in times):
+            raise InputError(f"row {self.id}: the four times at 100% efficiency must be finite and above zero.")
+
+    def value(self, bandwidth_efficiency: float, compute_efficiency: float) -> float:
+        """The metric at the given efficiencies.
+
+        Examples
+        --------
+        >>> c = Components("x", "itl_ms", 1, 100, 7.0, 0.1, 50.0, 7.0)
+        >>> c.value(0.7, 0.5), c.value(0.7, 0.001)
+        (10.0, 100.0)
+        """
+        eb, ef = float(bandwidth_efficiency), float(compute_efficiency)
+        step = max(self.decode_memory_ms / eb, self.decode_compute_ms / ef)
+        pre = max(self.prefill_compute_ms / ef, self.prefill_memory_ms / eb)
         if self.metric == "itl_ms":
             return step
         if self.metric == "ttft_ms":
             return pre
-        return _cycle_throughput_np(
-            answer_tokens=self.osl, batch=self.batch, prefill_time=pre / 1000.0, step_time=step / 1000.0
-        )
+        return _throughput(self.batch, self.osl, step / 1000.0, pre / 1000.0)
 
 
 def components(row: Measurement, *, usable_fraction: float = 0.9) -> Components:
@@ -393,19 +417,23 @@ def error_stats(predicted: Sequence[float], measured: Sequence[float], ids: Sequ
     >>> round(s.median_factor, 3), round(s.worst_factor, 3), s.worst_id, round(s.within_2x, 3)
     (2.0, 4.0, 'c', 0.667)
     """
-    p, m = np.asarray(predicted, dtype=float), np.asarray(measured, dtype=float)
-    if p.shape != m.shape or len(ids) != len(p) or len(p) == 0:
+    p, m = [float(x) for x in predicted], [float(x) for x in measured]
+    if len(p) != len(m) or len(ids) != len(p) or len(p) == 0:
         raise InputError("error_stats needs as many predictions as measurements and ids, at least one.")
-    if np.any(p <= 0) or np.any(m <= 0) or not np.all(np.isfinite(p * m)):
+    if (
+        any(x <= 0 for x in p)
+        or any(x <= 0 for x in m)
+        or not all(math.isfinite(a * b) for a, b in zip(p, m, strict=True))
+    ):
         raise InputError("predictions and measurements must be finite and greater than zero.")
-    e = np.abs(np.log(p / m))
-    i = int(np.argmax(e))
+    e = [abs(math.log(a / b)) for a, b in zip(p, m, strict=True)]
+    i = max(range(len(e)), key=e.__getitem__)  # the first of equal worst rows
     return ErrorStats(
         n=len(p),
-        median_abs_log=float(np.median(e)),
-        worst_abs_log=float(e[i]),
+        median_abs_log=statistics.median(e),
+        worst_abs_log=e[i],
         worst_id=ids[i],
-        within_2x=float(np.mean(e <= math.log(2) + 1e-12)),
+        within_2x=sum(x <= math.log(2) + 1e-12 for x in e) / len(e),
     )
 
 
@@ -419,16 +447,169 @@ class Fit:
     ids: tuple[str, ...]
 
 
-def _grid(lo: float, hi: float, n: int) -> np.ndarray:
-    return np.exp(np.linspace(math.log(lo), math.log(hi), n))
+#: The coarse grid of :func:`fit_efficiencies`: lowest and highest efficiency, points per axis.
+GRID = (0.02, 1.0, 161)
+
+
+def _grid(lo: float, hi: float, n: int) -> list[float]:
+    """``n`` points log-spaced from ``lo`` to ``hi``, both included (``exp`` of numpy's ``linspace`` rule:
+    ``k * step + start``, the last point exactly ``hi``)."""
+    a, b = math.log(lo), math.log(hi)
+    step = (b - a) / (n - 1)
+    return [math.exp(k * step + a) for k in range(n - 1)] + [hi]
+
+
+def _count_above(decreasing_neg: list[float], x: float) -> int:
+    """How many leading values of a non-increasing axis (given negated, so ascending) exceed ``x``."""
+    return bisect.bisect_left(decreasing_neg, -x)
+
+
+def _sq_log(values: Iterable[float], target: float) -> list[float]:
+    """``(ln(x) - target)^2`` of each value (``map`` keeps the loop out of the interpreter)."""
+    d = list(map(operator.sub, map(math.log, values), repeat(target)))
+    return list(map(operator.mul, d, d))
+
+
+def _sq_log_errors(c: Components, target: float, eb_axis: list[float], ef_axis: list[float]) -> list[float]:
+    """``(ln(value) - target)^2`` of one row at every grid point, row-major with the bandwidth
+    efficiency outer: the same numbers as :meth:`Components.value` at each point, computed by axis.
+
+    A time over the bandwidth efficiency depends on the outer index only, a time over the compute
+    efficiency on the inner index only, and the compute times fall as the inner index grows. So for
+    each outer index the inner axis splits in at most three runs: where the compute times are the
+    slower ones (a list that does not depend on the outer index), a run where one time of each kind
+    is the slower, and a run where the memory times are (one value).
+    """
+    n = len(ef_axis)
+    if c.metric in ("itl_ms", "ttft_ms"):
+        mem, cmp = (
+            (c.decode_memory_ms, c.decode_compute_ms)
+            if c.metric == "itl_ms"
+            else (c.prefill_memory_ms, c.prefill_compute_ms)
+        )
+        by_ef = [cmp / ef for ef in ef_axis]
+        sq_ef, neg = _sq_log(by_ef, target), [-x for x in by_ef]
+        by_eb = [mem / eb for eb in eb_axis]
+        out: list[float] = []
+        for t, sq_t in zip(by_eb, _sq_log(by_eb, target), strict=True):
+            k = _count_above(neg, t)
+            out += sq_ef[:k]
+            out += [sq_t] * (n - k)
+        return out
+    # output tokens per second (cycle_throughput), times in seconds
+    b, osl, thr = repeat(c.batch), repeat(c.osl), _throughput
+    step_c = [c.decode_compute_ms / ef / 1000.0 for ef in ef_axis]
+    pre_c = [c.prefill_compute_ms / ef / 1000.0 for ef in ef_axis]
+    neg_s, neg_p = [-x for x in step_c], [-x for x in pre_c]
+    both_c = _sq_log(map(thr, b, osl, step_c, pre_c), target)
+    out = []
+    for eb in eb_axis:
+        step_m, pre_m = c.decode_memory_ms / eb / 1000.0, c.prefill_memory_ms / eb / 1000.0
+        ks, kp = _count_above(neg_s, step_m), _count_above(neg_p, pre_m)
+        lo, hi = min(ks, kp), max(ks, kp)
+        out += both_c[:lo]
+        if ks < kp:  # decode at its memory time, prefill at its compute time
+            out += _sq_log(map(thr, b, osl, repeat(step_m), pre_c[lo:hi]), target)
+        elif kp < ks:  # decode at its compute time, prefill at its memory time
+            out += _sq_log(map(thr, b, osl, step_c[lo:hi], repeat(pre_m)), target)
+        if hi < n:
+            d = math.log(thr(c.batch, c.osl, step_m, pre_m)) - target
+            out += [d * d] * (n - hi)
+    return out
+
+
+class _Level(NamedTuple):
+    """One grid: its two axes, each row's squared errors on it (row-major, bandwidth outer), their sum."""
+
+    eb: list[float]
+    ef: list[float]
+    per_row: list[list[float]]
+    total: list[float]
+
+
+class _Search:
+    """The grid search of :func:`fit_efficiencies` over a set of rows, and over the same set less
+    any one row (for :func:`leave_one_out`) without redoing the grids.
+
+    Each row's squared errors on the coarse grid are computed once; the sum over all rows (added
+    in row order) gives the fit on all rows, and the sum less one row finds the candidates of the
+    fit without it. Those candidates (every grid point within rounding of the smallest) are then
+    summed again over the kept rows in row order, so a held-out fit is exactly the fit of
+    :func:`fit_efficiencies` on the kept rows, ties going to the first grid point (bandwidth
+    efficiency outer), as numpy's ``argmin`` does. The fine grid around a coarse best point is
+    computed once per distinct point.
+    """
+
+    def __init__(self, comps: Sequence[Components], measured: Sequence[float], lo: float, hi: float, n: int):
+        if len(comps) != len(measured) or len(comps) == 0:
+            raise InputError("fit_efficiencies needs one measurement per row and at least one row.")
+        if not 0 < lo < hi or n < 2:
+            raise InputError(f"the grid needs 0 < lo < hi and n >= 2; got lo={lo}, hi={hi}, n={n}.")
+        self.comps, self.targets = list(comps), [math.log(float(x)) for x in measured]
+        self.lo, self.hi, self.n = lo, hi, n
+        self.coarse = self._level(_grid(lo, hi, n), _grid(lo, hi, n))
+        self.fine: dict[tuple[int, int], _Level] = {}
+
+    def _level(self, eb_axis: list[float], ef_axis: list[float]) -> _Level:
+        per_row = [_sq_log_errors(c, t, eb_axis, ef_axis) for c, t in zip(self.comps, self.targets, strict=True)]
+        total = [0.0] * len(per_row[0])
+        for r in per_row:
+            total = list(map(operator.add, total, r))
+        return _Level(eb_axis, ef_axis, per_row, total)
+
+    @staticmethod
+    def _best(level: _Level, skip: int | None) -> tuple[int, int, float]:
+        """Indices and sum of squares of the best grid point, the first one of equal sums."""
+        per_row, total = level.per_row, level.total
+        if skip is None:
+            sse = min(total)
+            k = total.index(sse)
+        else:
+            rest = list(map(operator.sub, total, per_row[skip]))
+            # a sum less a row differs from the sum of the other rows by rounding only (under 1e-14 of
+            # the largest sum): every point that could be the best is within this of the smallest
+            near = min(rest) + 1e-9 * max(total)
+            k, sse = -1, math.inf
+            for j in compress(count(), map(operator.le, rest, repeat(near))):
+                s = 0.0
+                for i, r in enumerate(per_row):
+                    if i != skip:
+                        s += r[j]
+                if s < sse:
+                    k, sse = j, s
+        return k // len(level.ef), k % len(level.ef), sse
+
+    def fit(self, skip: int | None = None) -> Fit:
+        """The fit on every row, or on every row but ``skip``."""
+        kept = [c for i, c in enumerate(self.comps) if i != skip]
+        if not kept:
+            raise InputError("fit_efficiencies needs one measurement per row and at least one row.")
+        i, j, _ = self._best(self.coarse, skip)
+        if (i, j) not in self.fine:
+            step = (math.log(self.hi) - math.log(self.lo)) / (self.n - 1)
+            eb, ef = self.coarse.eb[i], self.coarse.ef[j]
+            self.fine[i, j] = self._level(*(self._around(x, step) for x in (eb, ef)))
+        level = self.fine[i, j]
+        i, j, sse = self._best(level, skip)
+        return Fit(level.eb[i], level.ef[j], math.sqrt(sse / len(kept)), tuple(c.id for c in kept))
+
+    def _around(self, x: float, step: float) -> list[float]:
+        return _grid(max(self.lo, x * math.exp(-2 * step)), min(self.hi, x * math.exp(2 * step)), 81)
 
 
 def fit_efficiencies(
-    comps: Sequence[Components], measured: Sequence[float], *, lo: float = 0.02, hi: float = 1.0, n: int = 161
+    comps: Sequence[Components],
+    measured: Sequence[float],
+    *,
+    lo: float = GRID[0],
+    hi: float = GRID[1],
+    n: int = GRID[2],
 ) -> Fit:
-    """Least squares in log space over a log-spaced grid of both efficiencies in ``[lo, hi]``,
-    then a finer grid around the best point. Efficiencies above 1 are not allowed: a factor
-    above 100% of a datasheet peak would hide a missing term, not calibrate a real one.
+    """Least squares in log space over a log-spaced grid of both efficiencies in ``[lo, hi]``
+    (``n`` points each), then an 81 x 81 grid over two coarse steps either side of the best point.
+    Efficiencies above 1 are not allowed: a factor above 100% of a datasheet peak would hide a
+    missing term, not calibrate a real one. Of equal sums the first grid point wins (the lowest
+    bandwidth efficiency, then the lowest compute efficiency).
 
     The objective is piecewise smooth (each time is the slower of two), so a grid search is
     robust where a gradient method could stall on a kink.
@@ -440,34 +621,19 @@ def fit_efficiencies(
     >>> 0.02 <= f.compute_efficiency <= 1 and 0.02 <= f.bandwidth_efficiency <= 1
     True
     """
-    m = np.log(np.asarray(measured, dtype=float))
-    if len(comps) != len(m) or len(m) == 0:
-        raise InputError("fit_efficiencies needs one measurement per row and at least one row.")
+    return _Search(comps, measured, lo, hi, n).fit()
 
-    def search(eb_axis: np.ndarray, ef_axis: np.ndarray) -> tuple[float, float, float]:
-        eb, ef = np.meshgrid(eb_axis, ef_axis, indexing="ij")
-        sse = np.zeros_like(eb)
-        for c, mi in zip(comps, m, strict=True):
-            sse += (np.log(c.value(eb, ef)) - mi) ** 2
-        i, j = np.unravel_index(int(np.argmin(sse)), sse.shape)
-        return float(eb[i, j]), float(ef[i, j]), float(sse[i, j])
 
-    eb, ef, _ = search(_grid(lo, hi, n), _grid(lo, hi, n))
-    step = (math.log(hi) - math.log(lo)) / (n - 1)
-    fine = lambda x: _grid(max(lo, x * math.exp(-2 * step)), min(hi, x * math.exp(2 * step)), 81)  # noqa: E731
-    eb, ef, sse = search(fine(eb), fine(ef))
-    return Fit(eb, ef, math.sqrt(sse / len(m)), tuple(c.id for c in comps))
+def _leave_one_out(search: _Search) -> tuple[list[float], list[Fit]]:
+    fits = [search.fit(skip=i) for i in range(len(search.comps))]
+    preds = [c.value(f.bandwidth_efficiency, f.compute_efficiency) for c, f in zip(search.comps, fits, strict=True)]
+    return preds, fits
 
 
 def leave_one_out(comps: Sequence[Components], measured: Sequence[float]) -> tuple[list[float], list[Fit]]:
-    """For each row: fit on all the others, predict it. Returns the held-out predictions and fits."""
-    preds, fits = [], []
-    for i in range(len(comps)):
-        rest = [c for j, c in enumerate(comps) if j != i]
-        f = fit_efficiencies(rest, [v for j, v in enumerate(measured) if j != i])
-        fits.append(f)
-        preds.append(float(comps[i].value(f.bandwidth_efficiency, f.compute_efficiency)))
-    return preds, fits
+    """For each row: fit on all the others, predict it. Returns the held-out predictions and fits
+    (each fit the same as :func:`fit_efficiencies` on the other rows)."""
+    return _leave_one_out(_Search(comps, measured, *GRID))
 
 
 #: Below this share of usable memory left for the KV cache, a row is "KV-starved".
@@ -506,16 +672,12 @@ def family(row: Measurement) -> str:
 
 
 @dataclass(frozen=True)
-class Validation:
-    """Every row predicted three ways (planner defaults, calibrated, held out) and the statistics."""
+class Dataset:
+    """The measured rows and their :class:`Components`: enough to predict every row at any pair of
+    efficiencies and score the predictions, without a fit (what the chapter's calculator needs)."""
 
     rows: tuple[Measurement, ...]
-    default: tuple[Prediction, ...]
     comps: tuple[Components, ...]
-    fit: Fit
-    calibrated: tuple[float, ...]
-    held_out: tuple[float, ...]
-    held_out_fits: tuple[Fit, ...]
 
     @property
     def measured(self) -> list[float]:
@@ -527,7 +689,35 @@ class Validation:
 
     def at(self, bandwidth_efficiency: float, compute_efficiency: float) -> list[float]:
         """Every row's prediction at the given efficiencies (the fast path of :class:`Components`)."""
-        return [float(c.value(bandwidth_efficiency, compute_efficiency)) for c in self.comps]
+        return [c.value(bandwidth_efficiency, compute_efficiency) for c in self.comps]
+
+    def ids_of(self, fam: str) -> list[str]:
+        """Ids of the rows of one :func:`family`."""
+        return [r.id for r in self.rows if family(r) == fam]
+
+
+def dataset(rows: Sequence[Measurement] | None = None) -> Dataset:
+    """The rows (all the published measurements by default) and their components.
+
+    Examples
+    --------
+    >>> d = dataset()
+    >>> len(d.rows), d.ids[16], round(d.at(0.7, 0.5)[16], 2)
+    (26, 'T17', 6.88)
+    """
+    rows = tuple(measurements() if rows is None else rows)
+    return Dataset(rows, tuple(components(r) for r in rows))
+
+
+@dataclass(frozen=True)
+class Validation(Dataset):
+    """Every row predicted three ways (planner defaults, calibrated, held out) and the statistics."""
+
+    default: tuple[Prediction, ...]
+    fit: Fit
+    calibrated: tuple[float, ...]
+    held_out: tuple[float, ...]
+    held_out_fits: tuple[Fit, ...]
 
     def stats(self, which: str = "default", subset: Sequence[str] | None = None) -> ErrorStats:
         """Error statistics of ``"default"``, ``"calibrated"``, ``"held_out"`` or ``"datasheet"``
@@ -544,10 +734,6 @@ class Validation:
         return error_stats(
             [preds[which][i] for i in keep], [self.measured[i] for i in keep], [self.ids[i] for i in keep]
         )
-
-    def ids_of(self, fam: str) -> list[str]:
-        """Ids of the rows of one :func:`family`."""
-        return [r.id for r in self.rows if family(r) == fam]
 
     def table(self) -> list[dict[str, str]]:
         """One dict per row for the chapter's table (text, already formatted)."""
@@ -593,18 +779,16 @@ def validate(rows: Sequence[Measurement] | None = None) -> Validation:
     >>> v.stats("default").n
     26
     """
-    rows = tuple(measurements() if rows is None else rows)
-    comps = tuple(components(r) for r in rows)
-    meas = [r.value for r in rows]
-    fit = fit_efficiencies(comps, meas)
-    cal = tuple(float(c.value(fit.bandwidth_efficiency, fit.compute_efficiency)) for c in comps)
-    held, fits = leave_one_out(comps, meas)
+    d = dataset(rows)
+    search = _Search(d.comps, d.measured, *GRID)
+    fit = search.fit()
+    held, fits = _leave_one_out(search)
     return Validation(
-        rows=rows,
-        default=tuple(predict(r) for r in rows),
-        comps=comps,
+        rows=d.rows,
+        comps=d.comps,
+        default=tuple(predict(r) for r in d.rows),
         fit=fit,
-        calibrated=cal,
+        calibrated=tuple(d.at(fit.bandwidth_efficiency, fit.compute_efficiency)),
         held_out=tuple(held),
         held_out_fits=tuple(fits),
     )

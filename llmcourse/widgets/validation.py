@@ -10,24 +10,25 @@ from functools import cache
 
 import ipywidgets as w
 
-from llmcourse.validation import Validation, error_stats, predict, validate
+from llmcourse.validation import Dataset, dataset, error_stats, predict
 from llmcourse.widgets import Calculator, float_slider
 
 __all__ = ["calibration_calculator"]
 
 
 @cache
-def _validation() -> Validation:
-    return validate()
+def _data() -> Dataset:
+    """The rows and their components (no fit: the sliders are the calibration)."""
+    return dataset()
 
 
-def _label(v: Validation, i: int) -> str:
+def _label(v: Dataset, i: int) -> str:
     r = v.rows[i]
     return f"{r.id}: {r.model} on {r.tp} x {r.gpu}, {r.isl}/{r.osl}, {r.load}, {r.metric}"
 
 
 def _rows(row: str, bandwidth_efficiency: float, compute_efficiency: float) -> list[tuple[str, str]]:
-    v = _validation()
+    v = _data()
     r = next(x for x in v.rows if x.id == row)
     p = predict(r, bandwidth_efficiency, compute_efficiency)
     unit = "tok/s" if r.metric == "output_tokens_per_s" else "ms"
@@ -57,7 +58,7 @@ def calibration_calculator(
     >>> dict(c.set(row="T17").rows)["measured"]
     '8.00 ms'
     """
-    v = _validation()
+    v = _data()
     options = [(_label(v, i), r.id) for i, r in enumerate(v.rows)]
     return Calculator(
         _rows,
