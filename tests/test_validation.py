@@ -3,6 +3,9 @@
 import csv
 import dataclasses
 import math
+import subprocess
+import sys
+import textwrap
 from importlib import resources
 
 import matplotlib
@@ -15,9 +18,11 @@ from llmcourse.errors import InputError
 from llmcourse.validation import (
     components,
     compute_precision,
+    dataset,
     engine_usable_fraction,
     error_stats,
     fit_efficiencies,
+    leave_one_out,
     measurements,
     predict,
     validate,
@@ -151,7 +156,7 @@ def test_compute_precision_rule():
 @given(eb=st.floats(0.05, 1.0), ef=st.floats(0.05, 1.0), rid=st.sampled_from(list(ROWS)))
 def test_fast_path_equals_the_planner(eb, ef, rid):
     """The fit's rescaled times give the same prediction as calling the planner at those efficiencies."""
-    assert float(components(ROWS[rid]).value(eb, ef)) == pytest.approx(predict(ROWS[rid], eb, ef).value, rel=1e-9)
+    assert components(ROWS[rid]).value(eb, ef) == pytest.approx(predict(ROWS[rid], eb, ef).value, rel=1e-9)
 
 
 # --- fit and statistics ---------------------------------------------------------------------------------
@@ -193,11 +198,92 @@ def test_held_out_fit_never_saw_its_row(v):
     assert v.held_out[i] == pytest.approx(predict(v.rows[i], f.bandwidth_efficiency, f.compute_efficiency).value)
 
 
+@pytest.mark.parametrize("held", ["T3", "T8", "T15", "T17", "T25"])
+def test_leave_one_out_equals_a_fit_without_the_row(v, held):
+    """The shared-grid leave-one-out gives, for each held-out row, exactly the fit of the other rows alone."""
+    i = v.ids.index(held)
+    rest = [c for j, c in enumerate(v.comps) if j != i]
+    f = fit_efficiencies(rest, [r.value for j, r in enumerate(v.rows) if j != i])
+    assert v.held_out_fits[i] == f
+    assert v.held_out[i] == v.comps[i].value(f.bandwidth_efficiency, f.compute_efficiency)
+
+
+def _log_grid(lo, hi, n):
+    a, b = math.log(lo), math.log(hi)
+    return [math.exp(a + k * (b - a) / (n - 1)) for k in range(n)]
+
+
+def _fit_by_brute_force(comps, measured, lo, hi, n):
+    """The documented method, one grid point at a time: least squares of ln(predicted/measured) on an
+    n x n log grid, then 81 x 81 over two coarse steps either side of the best; first point wins ties."""
+
+    def best(ebs, efs):
+        pts = [(eb, ef) for eb in ebs for ef in efs]
+        sse = [
+            sum((math.log(c.value(eb, ef)) - math.log(m)) ** 2 for c, m in zip(comps, measured, strict=True))
+            for eb, ef in pts
+        ]
+        k = sse.index(min(sse))
+        return pts[k], sse[k]
+
+    (eb, ef), _ = best(_log_grid(lo, hi, n), _log_grid(lo, hi, n))
+    step = math.log(hi / lo) / (n - 1)
+    around = lambda x: _log_grid(max(lo, x * math.exp(-2 * step)), min(hi, x * math.exp(2 * step)), 81)  # noqa: E731
+    (eb, ef), sse = best(around(eb), around(ef))
+    return eb, ef, math.sqrt(sse / len(comps))
+
+
+@pytest.mark.parametrize("ids", [("T1", "T3", "T8", "T15", "T17", "T25"), ("T11", "T21", "T23", "T26")])
+def test_fast_grid_equals_brute_force(ids):
+    """The per-axis computation of the fit's objective picks the same point as evaluating every grid point."""
+    rows = [ROWS[i] for i in ids]
+    comps = [components(r) for r in rows]
+    meas = [r.value for r in rows]
+    f = fit_efficiencies(comps, meas, n=13)
+    eb, ef, rms = _fit_by_brute_force(comps, meas, 0.02, 1.0, 13)
+    assert f.bandwidth_efficiency == pytest.approx(eb, rel=1e-12)
+    assert f.compute_efficiency == pytest.approx(ef, rel=1e-12)
+    assert f.rms_log_error == pytest.approx(rms, rel=1e-9)
+
+
+def test_ties_go_to_the_first_grid_point():
+    """T17 is a batch-1 decode step: its compute time (2 FLOPs per parameter at 989 TFLOP/s) is 0.34% of its
+    memory time at equal efficiencies, so below 1/0.0034 = 296 times the bandwidth efficiency the compute
+    efficiency changes nothing, and every compute efficiency on the grid ties. As numpy's argmin, the fit
+    takes the first: the lowest, 0.02, also when T17 is what is left after holding out another row."""
+    t17 = components(ROWS["T17"])
+    assert t17.decode_compute_ms / t17.decode_memory_ms == pytest.approx(3.35e12 / 989e12, rel=0.01)
+    f = fit_efficiencies([t17], [8.0])
+    assert f.compute_efficiency == 0.02
+    assert f.bandwidth_efficiency == pytest.approx(t17.decode_memory_ms / 8.0, rel=2e-3)
+    for other in ("T18", "T25"):
+        _, fits = leave_one_out([t17, components(ROWS[other])], [8.0, ROWS[other].value])
+        assert fits[1] == f, other
+
+
+@pytest.mark.parametrize("ids", [("T19", "T24", "T26"), ("T19", "T17", "T22"), ("T17", "T6"), ("T9", "T19")])
+def test_leave_one_out_on_small_sets(ids):
+    """On small sets with a flat direction (near-ties), each held-out fit is still the direct fit of the rest."""
+    comps = [components(ROWS[i]) for i in ids]
+    meas = [ROWS[i].value for i in ids]
+    _, fits = leave_one_out(comps, meas)
+    for k in range(len(ids)):
+        assert fits[k] == fit_efficiencies(comps[:k] + comps[k + 1 :], meas[:k] + meas[k + 1 :]), ids[k]
+
+
+def test_dataset_predicts_like_the_planner():
+    """dataset() (what the calculator builds) predicts every row as predict() does, without fitting."""
+    d = dataset()
+    assert d.ids == list(ROWS) and d.measured == [r.value for r in ROWS.values()]
+    for p, r in zip(d.at(0.8, 0.4), ROWS.values(), strict=True):
+        assert p == pytest.approx(predict(r, 0.8, 0.4).value, rel=1e-9)
+
+
 def test_fit_recovers_known_factors():
     """Measurements made up from the model at 60% bandwidth and 40% compute are fitted back to those factors."""
     rows = [ROWS[i] for i in ("T1", "T3", "T8", "T11", "T13", "T17", "T25")]
     comps = [components(r) for r in rows]
-    f = fit_efficiencies(comps, [float(c.value(0.6, 0.4)) for c in comps])
+    f = fit_efficiencies(comps, [c.value(0.6, 0.4) for c in comps])
     assert f.bandwidth_efficiency == pytest.approx(0.6, rel=0.01)
     assert f.compute_efficiency == pytest.approx(0.4, rel=0.01)
     assert f.rms_log_error < 0.01
@@ -206,7 +292,7 @@ def test_fit_recovers_known_factors():
 def test_fit_stays_within_datasheet_peaks():
     """Fitted efficiencies are at most 1 even when the measurements beat the peaks."""
     comps = [components(ROWS["T17"])]
-    f = fit_efficiencies(comps, [float(comps[0].value(1.0, 1.0)) / 3])
+    f = fit_efficiencies(comps, [comps[0].value(1.0, 1.0) / 3])
     assert f.bandwidth_efficiency <= 1.0 and f.compute_efficiency <= 1.0
 
 
@@ -236,6 +322,40 @@ def test_calculator_shows_the_row_and_responds_to_the_sliders():
     after = float(dict(c.set(bandwidth_efficiency=0.9).rows)["predicted / measured"])
     assert after < before
     assert after == pytest.approx(predict(ROWS["T17"], 0.9, 0.5).value / 8.0, abs=0.005)
+
+
+NO_NUMPY = """
+import sys
+
+class NoNumpy:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] == "numpy":
+            raise ImportError(f"{name} is blocked (the browser's Python has no numpy)")
+        return None
+
+sys.meta_path.insert(0, NoNumpy())
+import llmcourse.validation as lcv
+from llmcourse.widgets.validation import calibration_calculator
+
+c = calibration_calculator()
+assert dict(c.rows)["measured"] == "15,245 tok/s", c.rows
+c.set(row="T17", bandwidth_efficiency=0.9)
+assert dict(c.rows)["measured"] == "8.00 ms", c.rows
+assert not [m for m in sys.modules if m.split(".")[0] == "numpy"]
+f = lcv.fit_efficiencies([lcv.components(r) for r in lcv.measurements()[:3]], [r.value for r in lcv.measurements()[:3]])
+print("ok", dict(c.rows)["predicted"], f.bandwidth_efficiency <= 1)
+"""
+
+
+def test_validation_and_calculator_work_without_numpy():
+    """With numpy blocked (as in the reader's browser), the module imports, fits and the calculator works;
+    T17 at 90% bandwidth: (16.06 GB of weights + 2 x 32 x 8 x 128 x 2 B x 595 tokens) / (0.9 x 3.35 TB/s)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(NO_NUMPY)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    expected_ms = (8.030e9 * 2 + 2 * 32 * 8 * 128 * 2 * (467 + 128)) / (3.35e12 * 0.9) * 1e3
+    assert proc.stdout.split() == ["ok", f"{expected_ms:.2f}", "ms", "True"]
 
 
 def test_plot_has_log_axes_with_units(v):
