@@ -452,11 +452,11 @@ GRID = (0.02, 1.0, 161)
 
 
 def _grid(lo: float, hi: float, n: int) -> list[float]:
-    """``n`` points log-spaced from ``lo`` to ``hi``, both included (``exp`` of numpy's ``linspace`` rule:
-    ``k * step + start``, the last point exactly ``hi``)."""
+    """``n`` points log-spaced from ``lo`` to ``hi``, both included: ``exp`` of numpy's ``linspace``
+    (``k * step + ln(lo)``, the last exactly ``ln(hi)``), as the fit computed it with numpy."""
     a, b = math.log(lo), math.log(hi)
     step = (b - a) / (n - 1)
-    return [math.exp(k * step + a) for k in range(n - 1)] + [hi]
+    return [math.exp(k * step + a) for k in range(n - 1)] + [math.exp(b)]
 
 
 def _count_above(decreasing_neg: list[float], x: float) -> int:
