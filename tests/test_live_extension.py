@@ -31,3 +31,27 @@ def test_live_check_runs_a_calculator_with_only_the_browsers_modules() -> None:
     assert live.live_check(["import importlib.util\nassert importlib.util.find_spec('matplotlib') is None"]) is None
     # a cell that relies on an earlier cell's variable fails on its own
     assert "NameError" in live.live_check(["calc.set(context=1)"])
+
+
+def _calculator_factories() -> list[tuple[str, str]]:
+    import importlib
+    import pkgutil
+
+    import llmcourse.widgets as widgets
+
+    out = []
+    for info in pkgutil.iter_modules(widgets.__path__):
+        module = importlib.import_module(f"llmcourse.widgets.{info.name}")
+        out += [(info.name, n) for n in getattr(module, "__all__", []) if n.endswith("_calculator")]
+    return out
+
+
+@pytest.mark.slow
+def test_every_calculator_runs_with_only_the_browsers_modules() -> None:
+    """Every chapter calculator builds in a Python that has only what the live book's Python has
+    (no numpy, no matplotlib): so every calculator can run live."""
+    factories = _calculator_factories()
+    assert len(factories) >= 14, factories
+    for module, name in factories:
+        code = f"from llmcourse.widgets.{module} import {name}\nassert {name}().rows"
+        assert live.live_check([code]) is None, f"{module}.{name}: {live.live_check([code])}"
