@@ -3,9 +3,10 @@
 The site (``_build/html``, or ``$LLMCOURSE_SITE``) is served on 127.0.0.1 on a free port. Every
 request that would leave 127.0.0.1 is blocked and counted, and every page must load with none of
 them, no failed request, no HTTP error and no script error; equations must be typeset by MathJax
-and figures loaded. The slow tests start the live calculator of two chapters, change an input,
-and compare the table the browser computed (the real ``llmcourse`` under Pyodide) with what
-``llmcourse`` computes here for the same input.
+and figures loaded. The slow tests start every calculator of the book live and compare the table
+the browser computed (the real ``llmcourse`` under Pyodide) with what the same cell computes here in
+CPython; on three chapters they also change an input and compare again (the queueing one re-runs
+its seeded simulation of 10,000 requests in the browser).
 
 Run after building the book: ``scripts/test.sh`` builds it first. Without a built site or without
 ``/usr/bin/chromium`` these tests are skipped, unless ``LLMCOURSE_REQUIRE_SITE=1`` (set by
@@ -14,8 +15,11 @@ Run after building the book: ``scripts/test.sh`` builds it first. Without a buil
 
 from __future__ import annotations
 
+import ast
 import functools
+import html
 import http.server
+import json
 import os
 import re
 import socketserver
@@ -206,7 +210,9 @@ def _result_rows(frame: Any) -> list[tuple[str, str]]:
     return [tuple(r) for r in rows]
 
 
-def _start_live(context: Any, w: Watch, url: str, index: int = 0) -> tuple[Any, Any, float]:
+def _start_live(
+    context: Any, w: Watch, url: str, index: int = 0, shows: str = ".jp-CodeConsole table.llmcourse-result"
+) -> tuple[Any, Any, float]:
     page = w.page(context.new_page())
     t0 = time.monotonic()
     page.goto(url, wait_until="load")
@@ -219,7 +225,7 @@ def _start_live(context: Any, w: Watch, url: str, index: int = 0) -> tuple[Any, 
     assert root.get_attribute("data-state") == "live", root.inner_text()
     ready = time.monotonic() - t0
     frame = page.frame_locator(".llmcourse-live-frame").nth(0)
-    frame.locator(".jp-CodeConsole table.llmcourse-result").first.wait_for(timeout=30_000)
+    frame.locator(shows).first.wait_for(timeout=30_000)
     return page, frame, ready
 
 
@@ -292,6 +298,54 @@ def test_live_tokens(watch: tuple[Any, Watch], server: str) -> None:
     TIMINGS["recompute after typing requests per day (s)"] = dt
     assert w.external == [] and w.failed == [] and w.errors == [], (w.external, w.failed, w.errors)
     _report()
+
+
+def calculator_cells() -> list[tuple[str, int, str]]:
+    """(page, index on the page, code) of every calculator the built book offers to run live."""
+    out = []
+    for path in pages():
+        source = (SITE / path).read_text(encoding="utf-8")
+        codes = re.findall(r'<div class="llmcourse-live"[^>]*data-code="([^"]*)"', source)
+        out += [(path, i, json.loads(html.unescape(c))) for i, c in enumerate(codes)]
+    return out
+
+
+def _calculator_here(code: str) -> Any:
+    """Run a live cell's code here, in CPython, and return its last expression (the calculator)."""
+    tree = ast.parse(code)
+    last = tree.body.pop()
+    assert isinstance(last, ast.Expr), code
+    scope: dict[str, Any] = {}
+    exec(compile(tree, "<live cell>", "exec"), scope)
+    return eval(compile(ast.Expression(last.value), "<live cell>", "eval"), scope)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("path", "index", "code"),
+    calculator_cells() or [("index.html", 0, "")],
+    ids=lambda v: v if isinstance(v, str) and v.endswith(".html") else str(v) if isinstance(v, int) else "",
+)
+def test_every_calculator_starts_live(watch: tuple[Any, Watch], server: str, path: str, index: int, code: str) -> None:
+    """Each calculator, started live from its page, shows what llmcourse computes here for the same cell."""
+    if not code:
+        _skip_or_fail()
+        pytest.fail(f"no calculator found in the built book at {SITE}")
+    context, w = watch
+    here = _calculator_here(code)
+    if hasattr(here, "rows"):
+        _page, frame, ready = _start_live(context, w, f"{server}/{path}", index)
+        assert _without_wall_time(_result_rows(frame)) == _without_wall_time(list(here.rows))
+    else:  # the estimate drill: the same first question, and the planner's own answer passes
+        _page, frame, ready = _start_live(context, w, f"{server}/{path}", index, shows=".jp-CodeConsole .widget-html")
+        frame.get_by_text(here.problem.text).wait_for(timeout=30_000)
+        box = _text_box(frame, "Answer")
+        box.fill(here.problem.answer_text)
+        box.press("Enter")
+        frame.locator(".jp-CodeConsole button", has_text="Check").click()
+        frame.get_by_text("Pass:").first.wait_for(timeout=30_000)
+    TIMINGS[f"first live widget, {path}#{index} (s)"] = ready
+    assert w.external == [] and w.failed == [] and w.errors == [], (w.external, w.failed, w.errors)
 
 
 def _without_wall_time(rows: list[tuple[str, str]]) -> list[tuple[str, str]]:
