@@ -257,7 +257,7 @@ def test_live_first_estimate(watch: tuple[Any, Watch], server: str) -> None:
 
     context, w = watch
     _page, frame, ready = _start_live(context, w, f"{server}/book/00_first_estimate.html")
-    TIMINGS["first live widget, first_estimate (s)"] = ready
+    TIMINGS["first live widget, first_estimate"] = ready
     calc = serving_plan_calculator()
     start = list(calc.rows)
     assert _result_rows(frame) == start  # the live start agrees with the package
@@ -267,7 +267,7 @@ def test_live_first_estimate(watch: tuple[Any, Watch], server: str) -> None:
     assert longer != start
     box = _text_box(frame, "Tokens per conversation")
     _rows, dt = _change_and_read(frame, lambda: (box.fill("4000"), box.press("Enter")), longer)
-    TIMINGS["recompute after typing a context (s)"] = dt
+    TIMINGS["recompute after typing a context"] = dt
     int4 = list(calc.set(precision="int4").rows)
     assert int4 != longer
     select = (
@@ -276,9 +276,8 @@ def test_live_first_estimate(watch: tuple[Any, Watch], server: str) -> None:
         .locator("select")
     )
     _rows, dt = _change_and_read(frame, lambda: select.select_option("int4"), int4)
-    TIMINGS["recompute after choosing a precision (s)"] = dt
+    TIMINGS["recompute after choosing a precision"] = dt
     assert w.external == [] and w.failed == [] and w.errors == [], (w.external, w.failed, w.errors)
-    _report()
 
 
 @pytest.mark.slow
@@ -287,7 +286,7 @@ def test_live_tokens(watch: tuple[Any, Watch], server: str) -> None:
 
     context, w = watch
     _page, frame, ready = _start_live(context, w, f"{server}/book/01_tokens.html")
-    TIMINGS["first live widget, tokens (s)"] = ready
+    TIMINGS["first live widget, tokens"] = ready
     calc = traffic_calculator()
     start = list(calc.rows)
     assert _result_rows(frame) == start
@@ -295,9 +294,8 @@ def test_live_tokens(watch: tuple[Any, Watch], server: str) -> None:
     assert busier != start
     box = _text_box(frame, "Requests per day")
     _rows, dt = _change_and_read(frame, lambda: (box.fill("1234567"), box.press("Enter")), busier)
-    TIMINGS["recompute after typing requests per day (s)"] = dt
+    TIMINGS["recompute after typing requests per day"] = dt
     assert w.external == [] and w.failed == [] and w.errors == [], (w.external, w.failed, w.errors)
-    _report()
 
 
 def calculator_cells() -> list[tuple[str, int, str]]:
@@ -344,7 +342,7 @@ def test_every_calculator_starts_live(watch: tuple[Any, Watch], server: str, pat
         box.press("Enter")
         frame.locator(".jp-CodeConsole button", has_text="Check").click()
         frame.get_by_text("Pass:").first.wait_for(timeout=30_000)
-    TIMINGS[f"first live widget, {path}#{index} (s)"] = ready
+    TIMINGS[f"first live widget, {path}#{index}"] = ready
     assert w.external == [] and w.failed == [] and w.errors == [], (w.external, w.failed, w.errors)
 
 
@@ -361,7 +359,7 @@ def test_live_queueing_simulation(watch: tuple[Any, Watch], server: str) -> None
 
     context, w = watch
     _page, frame, ready = _start_live(context, w, f"{server}/book/10_queueing.html")
-    TIMINGS["first live widget, queueing (s)"] = ready
+    TIMINGS["first live widget, queueing"] = ready
     calc = queueing_calculator()
     start = _without_wall_time(list(calc.rows))
     assert _without_wall_time(_result_rows(frame)) == start
@@ -378,10 +376,17 @@ def test_live_queueing_simulation(watch: tuple[Any, Watch], server: str) -> None
         time.sleep(0.01)
     else:
         raise AssertionError(f"the live queueing calculator did not show {longer}; it shows {rows}")
-    TIMINGS["recompute: simulate 10,000 requests live (s)"] = time.monotonic() - t0
+    TIMINGS["recompute: simulate 10,000 requests live"] = time.monotonic() - t0
     assert w.external == [] and w.failed == [] and w.errors == [], (w.external, w.failed, w.errors)
-    _report()
 
 
-def _report() -> None:
-    print("\n" + "\n".join(f"  {k}: {v:.3f}" for k, v in TIMINGS.items()))
+@pytest.fixture(scope="session", autouse=True)
+def _print_timings(request: Any) -> Iterator[None]:
+    """After the session, print the live timings measured (shown even when output is captured)."""
+    yield
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if TIMINGS and capture:
+        with capture.global_and_fixture_disabled():
+            print("\nlive book timings (s):")
+            for k, v in TIMINGS.items():
+                print(f"  {v:7.3f}  {k}")
