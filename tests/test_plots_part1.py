@@ -12,9 +12,8 @@ import pytest
 from llmcourse.plots.gqa import kv_heads_sweep
 from llmcourse.plots.kv_cache import batch_vs_context, kv_vs_context
 from llmcourse.plots.tokens import stream_time
-from llmcourse.plots.weights import memory_bar, weights_by_precision
+from llmcourse.plots.weights import weights_by_precision
 from llmcourse.widgets.kv_cache import without_gqa
-from llmcourse.widgets.weights import weight_fit
 
 
 @pytest.fixture(autouse=True)
@@ -36,13 +35,6 @@ def test_stream_time_marks_25_s():
     ax = stream_time(reading_speed=5.3)
     assert labelled(ax) and "(s)" in ax.get_ylabel()
     assert any("25 s" in t for t in marked_texts(ax))
-
-
-def test_memory_bar_both_cases():
-    """The memory bar draws for a fit and a misfit, x axis in GB."""
-    for p in ("bf16", "fp8"):
-        ax = memory_bar(weight_fit("Qwen2.5-72B", p, "H100 SXM", 2))
-        assert "(GB)" in ax.get_xlabel()
 
 
 def test_weights_by_precision_marks_145_gb():

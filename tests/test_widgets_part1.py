@@ -7,13 +7,14 @@ never outputs of the code under test.
 from __future__ import annotations
 
 import time
+import xml.etree.ElementTree as ET
 
 import pytest
 
 from llmcourse.widgets.gqa import gqa_calculator, kv_head_options
 from llmcourse.widgets.kv_cache import kv_calculator, paged_context, without_gqa
 from llmcourse.widgets.tokens import answer_time_calculator, traffic_calculator
-from llmcourse.widgets.weights import split_gpus, weight_fit, weights_calculator
+from llmcourse.widgets.weights import memory_bar_svg, split_gpus, weight_fit, weights_calculator
 
 
 def row(calc, label):
@@ -91,14 +92,47 @@ def test_weights_llama_models():
     assert row(c.set(precision="bf16", n_gpus=2), "weights fit") == "yes"
 
 
+def _bar_parts(svg: str) -> dict[str, float]:
+    """The x extent (start, end) of each named part of a memory bar, and its plot width."""
+    root = ET.fromstring(svg)
+    parts = {}
+    for el in root.iter():
+        name = el.get("data-part")
+        if name and el.tag.endswith("rect"):
+            parts[name] = (float(el.get("x")), float(el.get("x")) + float(el.get("width")))
+        elif name == "usable":
+            parts[name] = (float(el.get("x1")), float(el.get("x1")))
+    return parts
+
+
 def test_weights_calculator_with_plot_updates():
-    """The calculator redraws its memory bar (a PNG image widget) when an input changes."""
+    """The calculator redraws its memory bar (SVG, drawn without matplotlib so it works live) on a change."""
     c = weights_calculator()
-    image = c.widget.children[-1]
-    before = bytes(image.value)
+    bar = c.widget.children[-1]
+    before = bar.value
+    assert "reserved" in _bar_parts(before) and "kv" not in _bar_parts(before)  # 145.4 GB do not fit
     c.set(precision="int4")
     assert c.error is None and row(c, "weights") == "36.4 GB"  # 72.7e9 x 0.5 B
-    assert bytes(image.value)[:4] == b"\x89PNG" and bytes(image.value) != before
+    assert bar.value.startswith("<svg") and bar.value != before and "kv" in _bar_parts(bar.value)
+
+
+def test_memory_bar_is_drawn_to_scale():
+    """FP8 Qwen2.5-72B on 2 H100s: weights end at 72.7 GB, the usable line at 144 GB, the bar at 160 GB
+    (hand arithmetic: 72.7e9 x 1 B; 2 x 80 GB x 0.9); the KV part runs from the weights to the line."""
+    p = _bar_parts(memory_bar_svg(weight_fit("Qwen2.5-72B", "fp8", "H100 SXM", 2)))
+    x0 = p["weights"][0]
+    gb = (p["reserved"][1] - x0) / 160  # px per GB, from the whole bar
+    assert p["weights"][1] - x0 == pytest.approx(72.7 * gb, rel=1e-3)
+    assert p["usable"][0] - x0 == pytest.approx(144 * gb, rel=1e-3)
+    assert p["kv"] == pytest.approx((p["weights"][1], p["usable"][0]))
+
+
+def test_memory_bar_of_a_model_far_too_big():
+    """DeepSeek-V3 in BF16 (about 1,342 GB) on 2 H100s: the axis stretches to the weights, which run past
+    the usable line; there is no KV part."""
+    p = _bar_parts(memory_bar_svg(weight_fit("DeepSeek-V3", "bf16", "H100 SXM", 2)))
+    x0 = p["weights"][0]
+    assert "kv" not in p and (p["weights"][1] - x0) / (p["usable"][0] - x0) == pytest.approx(1342 / 144, rel=0.01)
 
 
 def test_split_gpus_rules():

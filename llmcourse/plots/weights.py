@@ -8,32 +8,9 @@ from typing import Any
 from llmcourse.planner import usable_memory, weight_bytes
 from llmcourse.plots import mark_point, new_figure
 
-__all__ = ["memory_bar", "weights_by_precision"]
+__all__ = ["weights_by_precision"]
 
-
-def memory_bar(fit: Any, ax: Any = None) -> Any:
-    """One bar of a replica's memory: weights, what is left for the KV cache, the reserved share.
-
-    ``fit`` is a :class:`llmcourse.widgets.weights.WeightFit`.
-    """
-    if ax is None:
-        _, ax = new_figure(6.4, 2.4)
-    total = (fit.n_gpus * fit.gpu.memory).to("GB").m
-    wts, usable = fit.weights.to("GB").m, fit.usable.to("GB").m
-    colour = "tab:blue" if fit.fits else "tab:red"
-    ax.barh([0], [wts], color=colour, label=f"weights ({fit.precision})")
-    if fit.fits:
-        ax.barh([0], [usable - wts], left=[wts], color="tab:green", alpha=0.6, label="left for the KV cache")
-    ax.barh([0], [total - usable], left=[usable], color="0.8", label="reserved (not usable)")
-    ax.axvline(usable, color="k", ls="--", lw=1)
-    ax.set_xlim(0, max(total, wts) * 1.05)
-    ax.set_yticks([])
-    ax.set_xlabel("memory of the replica (GB)")
-    ax.set_title(
-        f"{fit.model.name} on {fit.n_gpus} x {fit.gpu.name}: {wts:,.1f} of {usable:,.1f} GB usable", fontsize=10
-    )
-    ax.figure.legend(loc="outside lower center", ncol=3, fontsize=8, frameon=False)
-    return ax
+# The calculator's memory bar is drawn without matplotlib, as SVG: llmcourse.widgets.weights.memory_bar_svg.
 
 
 def weights_by_precision(

@@ -6,6 +6,8 @@ Also :func:`split_gpus`, the GPU count a tensor-parallel server can actually spl
 
 from __future__ import annotations
 
+import html
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +21,7 @@ from llmcourse.planner import usable_memory, weight_bytes
 from llmcourse.units import fmt
 from llmcourse.widgets import Calculator, float_slider, gpu_dropdown, int_slider, model_dropdown, precision_dropdown
 
-__all__ = ["WeightFit", "memory_bar_png", "split_gpus", "weight_fit", "weights_calculator"]
+__all__ = ["WeightFit", "memory_bar_svg", "split_gpus", "weight_fit", "weights_calculator"]
 
 
 def split_gpus(model: Model | str, at_least: int) -> int:
@@ -109,25 +111,69 @@ def weight_fit(
     )
 
 
-def memory_bar_png(fit: WeightFit) -> bytes:
-    """The memory bar of ``fit`` as PNG bytes (for an image widget; needs no kernel).
+def _ticks(top: float, target: int = 5) -> list[float]:
+    """Round tick values (1, 2 or 5 times a power of ten apart) from 0 up to ``top``."""
+    raw = top / target
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    return [i * step for i in range(int(top // step) + 1)]
+
+
+def memory_bar_svg(fit: WeightFit, width: int = 640) -> str:
+    """The memory bar of ``fit`` as an SVG drawing (weights, what is left for the KV cache, the
+    reserved share, the usable line), x axis in GB. Plain text, so it draws the same in the book's
+    snapshot and in the live calculator, whose in-browser Python has no matplotlib.
 
     Examples
     --------
-    >>> memory_bar_png(weight_fit("Llama-3.1-8B"))[:4]
-    b'\\x89PNG'
+    >>> svg = memory_bar_svg(weight_fit("Qwen2.5-72B", "bf16", "H100 SXM", 2))
+    >>> svg.startswith("<svg") and "145.4 of 144.0 GB usable" in svg
+    True
     """
-    import io
-
-    import matplotlib.pyplot as plt
-
-    from llmcourse.plots.weights import memory_bar
-
-    ax = memory_bar(fit)
-    buf = io.BytesIO()
-    ax.figure.savefig(buf, format="png", dpi=80)
-    plt.close(ax.figure)
-    return buf.getvalue()
+    total = (fit.n_gpus * fit.gpu.memory).to("GB").m
+    wts, usable = fit.weights.to("GB").m, fit.usable.to("GB").m
+    left, right, top_y, bar_h = 12, 12, 28, 30
+    span = width - left - right
+    x_max = max(total, wts) * 1.05
+    x = lambda gb: left + span * gb / x_max  # noqa: E731
+    # legend order; drawn reserved first, so weights that do not fit show on top of it, past the line
+    parts = [("weights", 0.0, wts, "#1f77b4" if fit.fits else "#d62728", f"weights ({fit.precision})")]
+    if fit.fits:
+        parts.append(("kv", wts, usable, "#2ca02c", "left for the KV cache"))
+    parts.append(("reserved", usable, total, "#cccccc", "reserved (not usable)"))
+    title = f"{fit.model.name} on {fit.n_gpus} x {fit.gpu.name}: {wts:,.1f} of {usable:,.1f} GB usable"
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="llmcourse-memory-bar" width="{width}" height="130" '
+        f'viewBox="0 0 {width} 130" role="img" aria-label="{html.escape(title)}" font-family="sans-serif">',
+        f'<text x="{width / 2:.1f}" y="16" text-anchor="middle" font-size="13">{html.escape(title)}</text>',
+    ]
+    for name, a, b, colour, _ in [parts[-1], *parts[:-1]]:
+        if b > a:
+            out.append(
+                f'<rect data-part="{name}" x="{x(a):.2f}" y="{top_y}" width="{x(b) - x(a):.2f}" height="{bar_h}" '
+                f'fill="{colour}"><title>{name}: {b - a:,.1f} GB</title></rect>'
+            )
+    ux = x(usable)
+    out.append(
+        f'<line data-part="usable" x1="{ux:.2f}" x2="{ux:.2f}" y1="{top_y - 4}" y2="{top_y + bar_h + 4}" '
+        'stroke="black" stroke-dasharray="4 3"/>'
+    )
+    axis_y = top_y + bar_h + 6
+    out.append(f'<line x1="{left}" x2="{left + span}" y1="{axis_y}" y2="{axis_y}" stroke="#555"/>')
+    for t in _ticks(x_max):
+        out.append(f'<line x1="{x(t):.2f}" x2="{x(t):.2f}" y1="{axis_y}" y2="{axis_y + 4}" stroke="#555"/>')
+        out.append(f'<text x="{x(t):.2f}" y="{axis_y + 15}" text-anchor="middle" font-size="10">{t:,.0f}</text>')
+    out.append(
+        f'<text x="{width / 2:.1f}" y="{axis_y + 30}" text-anchor="middle" font-size="11">'
+        "memory of the replica (GB)</text>"
+    )
+    lx = left
+    for _, _, _, colour, label in parts:
+        out.append(f'<rect x="{lx}" y="{axis_y + 38}" width="10" height="10" fill="{colour}"/>')
+        out.append(f'<text x="{lx + 14}" y="{axis_y + 47}" font-size="11">{html.escape(label)}</text>')
+        lx += 24 + 6.5 * len(label)
+    out.append("</svg>")
+    return "".join(out)
 
 
 def weights_calculator(
@@ -146,16 +192,11 @@ def weights_calculator(
     >>> dict(c.rows)["weights fit"], dict(c.set(precision="fp8").rows)["weights fit"]
     ('no', 'yes')
     """
-    image = w.Image(format="png", layout=w.Layout(max_width="640px"))
-    if plot:
-        try:  # the in-browser Python of the live book has no matplotlib: the table still works there
-            import matplotlib  # noqa: F401
-        except ImportError:
-            plot = False
+    bar = w.HTML()
 
     def draw(fit: WeightFit) -> None:
         if plot:
-            image.value = memory_bar_png(fit)
+            bar.value = memory_bar_svg(fit)
 
     calc = Calculator(
         weight_fit,
@@ -170,5 +211,5 @@ def weights_calculator(
         extra=draw,
     )
     if plot:
-        calc.widget = w.VBox([calc.widget, image])
+        calc.widget = w.VBox([calc.widget, bar])
     return calc

@@ -334,6 +334,10 @@ def test_every_calculator_starts_live(watch: tuple[Any, Watch], server: str, pat
     if hasattr(here, "rows"):
         _page, frame, ready = _start_live(context, w, f"{server}/{path}", index)
         assert _without_wall_time(_result_rows(frame)) == _without_wall_time(list(here.rows))
+        if "weights_calculator" in code:  # its memory bar (SVG) is drawn live too, for the same inputs
+            bar = frame.locator(".jp-CodeConsole svg.llmcourse-memory-bar").last
+            bar.wait_for(timeout=10_000)
+            assert bar.get_attribute("aria-label") in here.widget.children[-1].value
     else:  # the estimate drill: the same first question, and the planner's own answer passes
         _page, frame, ready = _start_live(context, w, f"{server}/{path}", index, shows=".jp-CodeConsole .widget-html")
         frame.get_by_text(here.problem.text).wait_for(timeout=30_000)
