@@ -23,13 +23,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import pint
 import sympy as sp
 
 from llmcourse.errors import InputError
-from llmcourse.units import Q_, as_quantity, plain_number, ureg
+from llmcourse.units import Q_, as_quantity, parsed_unit, plain_number, ureg
 
 __all__ = ["FORMULAS", "SYMBOLS", "Formula", "Symbol", "formula", "notation_table"]
 
@@ -45,7 +46,7 @@ class Symbol:
     integer: bool = False
     allow_zero: bool = False
 
-    @property
+    @cached_property
     def sym(self) -> sp.Symbol:
         return sp.Symbol(self.latex, positive=True, integer=self.integer or None)
 
@@ -150,12 +151,15 @@ class Formula:
     meaning: str
     chapter: str
     _numeric: Callable[..., float] | None = field(default=None, repr=False)
+    _inputs: tuple[Symbol, ...] | None = field(default=None, repr=False)
 
     @property
     def inputs(self) -> list[Symbol]:
         """The input symbols, in a fixed order (the numeric function's argument order)."""
-        by_sym = {s.sym: s for s in SYMBOLS.values()}
-        return sorted((by_sym[s] for s in self.expr.free_symbols), key=lambda s: s.name)
+        if self._inputs is None:  # worked out once: every call of the formula needs it
+            by_sym = {s.sym: s for s in SYMBOLS.values()}
+            self._inputs = tuple(sorted((by_sym[s] for s in self.expr.free_symbols), key=lambda s: s.name))
+        return list(self._inputs)
 
     @property
     def unit(self) -> str:
@@ -190,7 +194,7 @@ class Formula:
 def _plain(value: Any, sym: Symbol) -> float:
     """The magnitude of ``value`` in ``sym``'s unit, refusing NaN, infinities and non-positive values."""
     if sym.unit:
-        value = as_quantity(value, sym.unit, sym.name).to(sym.unit).magnitude
+        value = as_quantity(value, sym.unit, sym.name).to(parsed_unit(sym.unit)[0]).magnitude
     return plain_number(value, f"{sym.name} ({sym.meaning})", allow_zero=sym.allow_zero)
 
 

@@ -28,11 +28,13 @@ Examples
 from __future__ import annotations
 
 import math
+from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pint
 
-__all__ = ["HOURS_PER_MONTH", "Q_", "Quantity", "as_quantity", "fmt", "magnitude_in", "ureg"]
+__all__ = ["HOURS_PER_MONTH", "Q_", "Quantity", "as_quantity", "fmt", "magnitude_in", "parsed_unit", "ureg"]
 
 
 def _make_registry() -> pint.UnitRegistry:
@@ -60,6 +62,14 @@ pint.set_application_registry(ureg)
 HOURS_PER_MONTH = Q_(730, "hour")
 
 
+@cache
+def parsed_unit(unit: str) -> tuple[pint.Unit, Any]:
+    """``unit`` parsed once: the registry's unit and its dimensionality (pint re-parses a string at
+    every conversion, which was most of a calculator's update time)."""
+    target = ureg.Unit(unit)
+    return target, ureg.get_dimensionality(target)
+
+
 def as_quantity(value: object, unit: str, name: str) -> pint.Quantity:
     """Return ``value`` as a quantity with the dimension of ``unit``, or explain what to change.
 
@@ -77,7 +87,7 @@ def as_quantity(value: object, unit: str, name: str) -> pint.Quantity:
     """
     from llmcourse.errors import InputError
 
-    target = ureg.Unit(unit)
+    dims = parsed_unit(unit)[1]
     if not isinstance(value, pint.Quantity):
         if isinstance(value, str):
             try:
@@ -85,14 +95,13 @@ def as_quantity(value: object, unit: str, name: str) -> pint.Quantity:
             except Exception as exc:  # pint raises several kinds
                 raise InputError(f"{name}: could not read {value!r} as a quantity ({exc}).") from None
         else:
-            dims = ureg.get_dimensionality(target)
             raise InputError(
                 f"{name} needs a unit: write Q_({value!r}, {unit!r}) (or any unit of "
                 f"{_dim_words(dims)}, such as {_examples(unit)}), not the bare number {value!r}."
             )
-    if value.dimensionality != ureg.get_dimensionality(target):
+    if value.dimensionality != dims:
         raise InputError(
-            f"{name} must be in units of {_dim_words(ureg.get_dimensionality(target))} "
+            f"{name} must be in units of {_dim_words(dims)} "
             f"(for example {_examples(unit)}); got {value:~P}, which is {_dim_words(value.dimensionality)}."
         )
     return value
