@@ -6,8 +6,8 @@ Serves the built book on 127.0.0.1 and, in a blank page of it, runs the same ste
 runs, timing each: load the Pyodide runtime, load the preloaded wheels (download and unpack), import
 IPython (the kernel), import sympy, import pint, import llmcourse (which builds the pint registry and
 the SymPy formulas), build a calculator and recompute it. Then it opens a chapter, clicks "Run live"
-and times the first live widget; and prints the site's size and the bytes a first live start
-downloads. Requests that would leave 127.0.0.1 are blocked and counted.
+and times the first live widget, then a second one on another page in the same browser; and
+prints the site's size and the bytes a first live start downloads. Requests that would leave 127.0.0.1 are blocked and counted.
 """
 
 from __future__ import annotations
@@ -65,9 +65,16 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).parent))
     from serve import Handler  # the MIME types the live site needs
 
+    served = [0]  # bytes the server sent (a file the browser had cached is not sent again)
+
     class Quiet(Handler):
         def log_message(self, *args: object) -> None:
             pass
+
+        def copyfile(self, source, outputfile) -> None:
+            start = source.tell()
+            super().copyfile(source, outputfile)
+            served[0] += source.tell() - start
 
     srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
     threading.Thread(target=srv.serve_forever, daemon=True).start()
@@ -94,7 +101,10 @@ def main() -> None:
         print("start-up steps in a blank page (s):")
         for name, secs in page.evaluate(STEPS_JS, base):
             print(f"  {secs:7.2f}  {name}")
-        c = context()
+        # Routing requests turns the browser's HTTP cache off (Playwright), so this context only
+        # watches for requests leaving 127.0.0.1 (the machine is offline: they would fail anyway).
+        c = browser.new_context()
+        c.on("request", lambda r: None if r.url.startswith((base, "data:", "blob:")) else external.append(r.url))
         nbytes: dict[str, int] = {}  # by URL: the service worker sees some responses a second time
         c.on("response", lambda r: nbytes.__setitem__(r.url.split("?")[0], int(r.headers.get("content-length") or 0)))
         page = c.new_page()
@@ -117,6 +127,19 @@ def main() -> None:
             print(f"  {sum(mine.values()) / 1e6:5.1f} MB  {kind} ({len(mine)} files)")
             left = {u: n for u, n in left.items() if u not in mine}
         print(f"  {sum(left.values()) / 1e6:5.1f} MB  the book page itself ({len(left)} files)")
+        # A reader who then starts a calculator on another page: same browser, files in its cache.
+        served[0] = 0
+        page = c.new_page()
+        t0 = time.monotonic()
+        page.goto(f"{base}/book/10_queueing.html")
+        page.locator(".llmcourse-live-run").first.click()
+        page.wait_for_function(
+            "document.querySelector('.llmcourse-live').dataset.state !== 'starting'", timeout=300_000
+        )
+        print(
+            f"next live widget, another page, same browser: {time.monotonic() - t0:.1f} s; "
+            f"{served[0] / 1e6:.1f} MB sent by the server (the rest from the browser's cache)"
+        )
         browser.close()
     print(json.dumps({"external_requests_blocked": len(external)}))
     srv.shutdown()
