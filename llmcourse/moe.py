@@ -177,3 +177,115 @@ def expert_split(model: Model | str, bytes_per_param: Any = 2) -> ExpertSplit:
         experts=(per * m.expert_params).to("GB"),
         active=(per * m.active_params).to("GB"),
     )
+
+
+# --- Skewed routing: experts picked with unequal probabilities ----------------------------------------
+def _pick_probabilities(pick_probabilities: Any) -> list[float]:
+    try:
+        p = [float(plain_number(x, "pick probability")) for x in pick_probabilities]
+    except TypeError:
+        raise InputError("pick_probabilities must be a sequence of numbers, one per expert.") from None
+    if not p:
+        raise InputError("pick_probabilities is empty: give one probability per expert.")
+    bad = [x for x in p if not 0.0 <= x <= 1.0]
+    if bad:
+        raise InputError(f"a pick probability must lie between 0 and 1; got {bad[0]!r}.")
+    k = math.fsum(p)
+    if abs(k - round(k)) > 1e-9 or round(k) < 1:
+        raise InputError(f"the pick probabilities must add up to k, a whole number of picks per token; got {k:.6g}.")
+    return p
+
+
+def fraction_touched_skewed(pick_probabilities: Any, batch: int) -> float:
+    """Expected fraction of the experts that ``batch`` tokens touch when one token picks expert i with
+    probability ``pick_probabilities[i]`` (its p_i; a token picks k distinct experts, so the p_i add up to k).
+
+        phi = (1/E) * sum_i [1 - (1 - p_i)^B]
+
+    This is exact for the expectation, whatever the joint law of one token's k picks: a token either
+    picks expert i or not (probability p_i), tokens route independently, so the batch misses expert i
+    with probability (1 - p_i)^B, and the expected count touched is the sum of those chances
+    (linearity of expectation). The picks of one token are *not* independent across experts (k distinct
+    experts), which changes the variance of the count but not its mean. With every p_i = k/E it is
+    :func:`fraction_touched`; for the same k and E, unequal p_i touch fewer experts on average.
+
+    Examples
+    --------
+    >>> fraction_touched_skewed([0.25] * 8, 1)  # k = 2 of E = 8, uniform: k/E
+    0.25
+    >>> round(fraction_touched_skewed(hot_cold_pick_probabilities(128, 8, hot=16, hot_share=0.5), 32), 4)
+    0.7267
+    """
+    p = _pick_probabilities(pick_probabilities)
+    b = _count(batch, "batch")
+    return math.fsum(1.0 - (1.0 - x) ** b for x in p) / len(p)
+
+
+def hot_cold_pick_probabilities(experts: int, k: int, *, hot: int, hot_share: float) -> list[float]:
+    """Per-token pick probabilities when a share ``hot_share`` of all picks goes to ``hot`` experts.
+
+    Each token makes ``k`` picks; on average ``k * hot_share`` of them land on the hot experts, spread
+    evenly, so a hot expert's p = k * hot_share / hot and a cold one's p = k * (1 - hot_share) / (E - hot).
+
+    Examples
+    --------
+    >>> p = hot_cold_pick_probabilities(128, 8, hot=16, hot_share=0.5)
+    >>> p[0], round(p[-1], 6), len(p), round(sum(p), 9)
+    (0.25, 0.035714, 128, 8.0)
+    """
+    e, kk, _ = _routing(experts, k, 1)
+    h = _count(hot, "hot")
+    s = float(plain_number(hot_share, "hot_share"))
+    if not 0 < h < e:
+        raise InputError(f"hot must be between 1 and experts - 1 ({e - 1}); got {h}.")
+    if not 0.0 <= s <= 1.0:
+        raise InputError(f"hot_share must lie between 0 and 1; got {s!r}.")
+    p_hot, p_cold = kk * s / h, kk * (1 - s) / (e - h)
+    if p_hot > 1 or p_cold > 1:
+        raise InputError(
+            f"{kk * s:g} picks per token over {h} hot experts (or {kk * (1 - s):g} over {e - h} cold ones) "
+            "would pick an expert more than once: a token picks distinct experts."
+        )
+    return [p_hot] * h + [p_cold] * (e - h)
+
+
+def simulate_fraction_touched_skewed(
+    pick_probabilities: Any, batch: int, *, trials: int = 2_000, seed: int = 0
+) -> Simulation:
+    """Route ``batch`` tokens ``trials`` times, each token picking k distinct experts, expert i with
+    probability p_i (systematic sampling: one uniform u, and the experts whose cumulative-p interval
+    holds u, u + 1, ..., u + k - 1; each p_i <= 1 so no expert is picked twice). Standard-library
+    ``random.Random(seed)`` only. The result's ``k`` is the sum of the p_i.
+
+    Examples
+    --------
+    >>> p = hot_cold_pick_probabilities(128, 8, hot=16, hot_share=0.5)
+    >>> simulate_fraction_touched_skewed(p, 32, trials=300, seed=1).agrees_with(fraction_touched_skewed(p, 32))
+    True
+    """
+    p = _pick_probabilities(pick_probabilities)
+    e, kk, b = len(p), round(math.fsum(p)), _count(batch, "batch")
+    n = _count(trials, "trials")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InputError(f"seed must be a whole number 0 or more; got {seed!r}.")
+    edges, acc = [], 0.0
+    for x in p:
+        acc += x
+        edges.append(acc)
+    edges[-1] = float(kk)  # absorb rounding so every u + j < k finds an expert
+    import bisect
+
+    draw = random.Random(seed).random
+    out = []
+    for _ in range(n):
+        touched: set[int] = set()
+        for _ in range(b):
+            u = draw()
+            touched.update(bisect.bisect_right(edges, u + j) for j in range(kk))
+        out.append(len(touched) / e)
+    mean = statistics.fmean(out)
+    se = statistics.stdev(out, mean) / math.sqrt(n) if n > 1 else float("inf")
+    return Simulation(e, kk, b, n, mean, se)
+
+
+__all__ += ["fraction_touched_skewed", "hot_cold_pick_probabilities", "simulate_fraction_touched_skewed"]

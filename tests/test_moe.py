@@ -96,3 +96,78 @@ def test_simulation_rejects_bad_seed(seed):
     """A seed that is not a whole number 0 or more gets a message saying so."""
     with pytest.raises(InputError, match="seed must be a whole number"):
         simulate_fraction_touched(8, 2, 4, trials=10, seed=seed)
+
+
+# --- skewed routing (moe_ex3) ------------------------------------------------------------------------------------
+from llmcourse.moe import (  # noqa: E402
+    fraction_touched_skewed,
+    hot_cold_pick_probabilities,
+    simulate_fraction_touched_skewed,
+)
+
+
+def test_skewed_uniform_is_the_uniform_formula():
+    """Every p_i = k/E gives 1 - (1 - k/E)^B, typed here by hand."""
+    for e, k, b in [(128, 8, 32), (8, 2, 1), (256, 8, 64), (64, 6, 3)]:
+        assert fraction_touched_skewed([k / e] * e, b) == pytest.approx(1 - (1 - k / e) ** b, rel=1e-12)
+        assert fraction_touched_skewed([k / e] * e, b) == pytest.approx(fraction_touched(e, k, b), rel=1e-12)
+
+
+def test_hot_cold_probabilities_for_the_book():
+    """Half of 8 picks over 16 hot experts: 4/16 = 1/4 each; the other 4 over 112: 1/28 each (hand arithmetic)."""
+    p = hot_cold_pick_probabilities(128, 8, hot=16, hot_share=0.5)
+    assert p[:16] == [0.25] * 16
+    assert p[16:] == pytest.approx([1 / 28] * 112)
+    assert sum(p) == pytest.approx(8)
+
+
+def test_skewed_book_value_by_hand():
+    """[16 (1 - (3/4)^32) + 112 (1 - (27/28)^32)] / 128: (3/4)^32 = 1.0045e-4, (27/28)^32 = 0.31230 (log tables):
+    (15.9984 + 77.0224) / 128 = 0.72672, well below the uniform 0.8732."""
+    got = fraction_touched_skewed(hot_cold_pick_probabilities(128, 8, hot=16, hot_share=0.5), 32)
+    assert got == pytest.approx(0.72672, abs=2e-5)
+    assert got < fraction_touched(128, 8, 32)
+
+
+def test_skewed_small_case_enumerated():
+    """E = 3, k = 1, p = (1/2, 1/4, 1/4), B = 2: enumerate the 9 pairs of picks, weighting each by its chance."""
+    p = [0.5, 0.25, 0.25]
+    expect = sum(p[a] * p[b] * len({a, b}) for a in range(3) for b in range(3)) / 3
+    assert expect == pytest.approx((0.75 + 2 * 0.4375) / 3)  # 1 - (1/2)^2 and 1 - (3/4)^2, by hand
+    assert fraction_touched_skewed(p, 2) == pytest.approx(expect)
+
+
+@pytest.mark.parametrize(
+    ("experts", "k", "hot", "share", "batch"), [(128, 8, 16, 0.5, 32), (128, 4, 8, 0.75, 16), (256, 8, 32, 0.25, 64)]
+)
+def test_skewed_monte_carlo(experts, k, hot, share, batch):
+    """A seeded simulation with distinct picks per token agrees with the sum of the per-expert chances, typed here."""
+    p_hot, p_cold = k * share / hot, k * (1 - share) / (experts - hot)
+    expected = (hot * (1 - (1 - p_hot) ** batch) + (experts - hot) * (1 - (1 - p_cold) ** batch)) / experts
+    sim = simulate_fraction_touched_skewed(
+        hot_cold_pick_probabilities(experts, k, hot=hot, hot_share=share), batch, trials=2_000, seed=11
+    )
+    assert sim.agrees_with(expected)
+    assert abs(sim.mean - expected) < 0.01
+
+
+def test_skewed_simulation_picks_distinct_experts():
+    """Batch 1: every trial touches exactly k experts (no expert picked twice by one token)."""
+    sim = simulate_fraction_touched_skewed(hot_cold_pick_probabilities(128, 8, hot=16, hot_share=0.5), 1, trials=200)
+    assert sim.mean == pytest.approx(8 / 128) and sim.std_error == pytest.approx(0)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [[0.5, 0.7], [1.5, 0.5], [], [-0.5, 1.5]],
+)
+def test_skewed_refuses_bad_probabilities(bad):
+    """Probabilities outside [0, 1], a non-whole number of picks or no experts are refused with an InputError."""
+    with pytest.raises(InputError):
+        fraction_touched_skewed(bad, 4)
+
+
+def test_hot_cold_refuses_impossible_split():
+    """8 x 0.75 = 6 picks over 4 hot experts would pick one expert twice."""
+    with pytest.raises(InputError):
+        hot_cold_pick_probabilities(128, 8, hot=4, hot_share=0.75)

@@ -1,7 +1,9 @@
 """Exercises for *Batching* (``book/08_batching.md``): throughput, cost and the limits of a batch.
 
-``batching_ex2``, ``batching_ex4`` and ``batching_ex6`` follow the chapter's exercises of the same labels (their
-numeric part); the chapter's ``batching_ex1``, ``_ex3`` and ``_ex5`` are a derivation and open questions.
+``batching_ex2`` .. ``batching_ex6`` follow the chapter's exercises of the same labels (their numeric part:
+``batching_ex3`` asks for the ratio that decides whether Llama 2 7B has a crossover at all, ``batching_ex5`` for a
+static batch's share of useful slot-steps, :func:`llmcourse.batching.static_batch_utilisation`); the chapter's
+``batching_ex1`` is a derivation and has no auto-checked version.
 ``batching_ex7`` .. ``batching_ex10`` are extra, on the interactive lab's set-up.
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse import Q_
+from llmcourse.batching import static_batch_utilisation
 from llmcourse.exercises._common import define, pick
 
 EXERCISES: list = []
@@ -93,6 +96,71 @@ define(
 )
 
 
+def _kv_over_compute(v, context=None):
+    """One sequence's KV-read time over its compute time (2 FLOPs per parameter) at the average context."""
+    m, g = lc.models[v["model"]], lc.gpus[v["gpu"]]
+    ctx = context if context is not None else v["prompt"] + v["answer"] / 2
+    kv = lc.kv_bytes_per_token(m) * ctx
+    compute = lc.FORMULAS["decode_compute_time"](
+        batch=1,
+        n_gpus=1,
+        flops_per_token=lc.FORMULAS["decode_flops_per_token"](
+            flops_per_param=Q_(2, "FLOP"), active_params=m.active_params
+        ),
+        peak_flops=g.peak_flops("bf16"),
+        compute_efficiency=0.5,
+    )
+    read = lc.FORMULAS["weight_read_time"](weights=kv, n_gpus=1, bandwidth=g.bandwidth, bandwidth_efficiency=0.7)
+    return (read / compute).to("")
+
+
+def _crossover_mistakes(v):
+    r = _kv_over_compute(v).m
+    full = _kv_over_compute(v, context=v["prompt"] + v["answer"]).m
+    m = lc.models[v["model"]]
+    out = [
+        (1 / r**2, "that is compute over KV read; the question asks for KV-read time over compute time"),
+        (full / r, "the batch's requests are at different points of their answers: use prompt + answer / 2"),
+    ]
+    if m.kv_heads == m.heads:  # no GQA: a GQA-sized KV cache (8 KV heads) is the slip
+        out.append((8 / m.kv_heads, f"{m.name} has no GQA: {m.kv_heads} KV heads, not 8"))
+    return out
+
+
+define(
+    EXERCISES,
+    "batching_ex3",
+    "Is there a crossover at all?",
+    "{model} (BF16) decodes {prompt}-token prompts and {answer}-token answers on one {gpu} (70% of peak bandwidth, "
+    "50% of peak FLOP/s, 2 FLOPs per parameter only; the KV cache is read at the average context). Adding one "
+    "sequence to the batch adds its KV read to the memory time and its FLOPs to the compute time. How many times "
+    "longer is that one sequence's KV-read time than its compute time? (Above 1, the denominator of the crossover "
+    "formula is negative: there is no crossover batch at all.)",
+    "",
+    dict(model="Llama-2-7B", gpu="H100 SXM", prompt=256, answer=64),
+    lambda r: dict(
+        model=pick(r, ("Llama-2-7B", "Llama-2-7B", "Llama-3.1-8B", "Qwen2.5-7B")),
+        gpu=pick(r, ("H100 SXM", "H200 SXM", "A100 SXM 80GB", "B200")),
+        prompt=pick(r, (128, 256, 512)),
+        answer=pick(r, (32, 64, 128)),
+    ),
+    _kv_over_compute,
+    (
+        "Average context = {prompt} + {answer} / 2. KV per token = 2 x layers x KV heads x head dim x 2 bytes: "
+        "lc.kv_bytes_per_token('{model}') (Llama 2 7B has no GQA: 512 KiB).",
+        "KV-read time = context x KV per token / (0.7 x bandwidth); compute time = 2 x parameters / (0.5 x peak "
+        "FLOP/s). The ratio is the first over the second.",
+        "Below 1 the crossover is at a finite batch (llmcourse.roofline.crossover_batch); at 1 or above, "
+        "each extra sequence adds more memory time than compute time, so decode stays memory-bound at any batch "
+        "(crossover_batch returns None).",
+    ),
+    bare_ok=True,
+    tolerance=0.02,
+    kv=True,
+    mistakes=_crossover_mistakes,
+)
+
+
 def _prefill_share(v):
     c = _cycle(v)
     return (1 - c.decode_only_cost_per_million / c.cost_per_million_output_tokens).to("")
@@ -111,6 +179,38 @@ define(
     (*_COST, "Fraction = prefill time / (prefill time + {answer} x step time)."),
     bare_ok=True,
     tolerance=0.02,
+)
+
+
+def _static_share(v):
+    return float(static_batch_utilisation(v["batch"], v["longest"]))
+
+
+define(
+    EXERCISES,
+    "batching_ex5",
+    "Idle slots in a static batch",
+    "A server runs static batches: {batch} requests start together and the batch runs until its longest answer "
+    "is done; a slot whose answer has ended sits idle until then. Answer lengths are independent and uniform on "
+    "1..{longest} tokens. On average (over many batches), what fraction of the slot-steps produce a token?",
+    "",
+    dict(batch=32, longest=512),
+    lambda r: dict(batch=pick(r, (8, 16, 32, 64)), longest=pick(r, (128, 256, 512, 1_024))),
+    _static_share,
+    (
+        "Useful slot-steps: each slot produces E[L] = (1 + {longest}) / 2 tokens. All slot-steps: {batch} x the "
+        "steps the batch runs, E[max of {batch} lengths]. The fraction is E[L] / E[max].",
+        "E[max] = sum over m = 1..{longest} of P(max >= m) = sum of [1 - ((m - 1)/{longest})^{batch}] (the max is "
+        "below m only if all {batch} lengths are). A short loop adds it up; it is close to {longest} x {batch} / "
+        "({batch} + 1) + 1/2.",
+        "Check a tiny case by hand: 2 requests, lengths 1 or 2: E[L] = 1.5, E[max] = 1.75, fraction 6/7. Continuous "
+        "batching refills a slot as soon as its answer ends, so its fraction is close to 1.",
+    ),
+    bare_ok=True,
+    mistakes=lambda v: [
+        ((v["longest"] + 1) / 2 / v["longest"] / _static_share(v), f"the batch runs E[max] steps, not {v['longest']}"),
+        (1 / _static_share(v), "that is continuous batching; a static batch waits for its longest answer"),
+    ],
 )
 
 

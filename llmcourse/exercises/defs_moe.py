@@ -1,14 +1,16 @@
 """Exercises for *Mixture-of-experts routing* (``book/07_moe.md``): experts touched and bytes per step.
 
-``moe_ex1``, ``moe_ex2``, ``moe_ex5`` and ``moe_ex6`` follow the chapter's exercises of the same labels (their
-numeric part); the chapter's ``moe_ex3`` and ``moe_ex4`` (skewed routing, a simulation's variance) are open
-questions and have no auto-checked version. ``moe_ex7`` .. ``moe_ex9`` are extra.
+``moe_ex1`` .. ``moe_ex3``, ``moe_ex5`` and ``moe_ex6`` follow the chapter's exercises of the same labels (their
+numeric part; ``moe_ex3`` is skewed routing, checked with :func:`llmcourse.moe.fraction_touched_skewed`); the
+chapter's ``moe_ex4`` (a simulation's variance) is an open question and has no auto-checked version.
+``moe_ex7`` .. ``moe_ex9`` are extra.
 """
 
 from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse.exercises._common import define, pick
+from llmcourse.moe import fraction_touched_skewed, hot_cold_pick_probabilities
 
 EXERCISES: list = []
 
@@ -61,6 +63,53 @@ define(
             / _phi(v["model"], v["batch"]).m,
             "batch x k/E counts an expert twice when two tokens pick it",
         )
+    ],
+)
+
+
+def _skewed(v, per_pick=False):
+    """Fraction touched under hot/cold routing; ``per_pick``: the slip of one pick per token (p_i adding to 1)."""
+    m = lc.models[v["model"]]
+    p = hot_cold_pick_probabilities(m.experts, m.experts_per_token, hot=v["hot"], hot_share=v["hot_percent"] / 100)
+    if per_pick:
+        p = [x / m.experts_per_token for x in p]
+        return sum(1 - (1 - x) ** v["batch"] for x in p) / len(p)  # the slip itself, not a formula of the course
+    return fraction_touched_skewed(p, v["batch"])
+
+
+define(
+    EXERCISES,
+    "moe_ex3",
+    "Skewed routing",
+    "The router of {model} is skewed: {hot_percent}% of all expert picks go to {hot} 'hot' experts (evenly among "
+    "them) and the rest are spread evenly over the other routed experts. Each token still picks its k distinct "
+    "experts, and tokens route independently. At a batch of {batch}, what fraction of the routed experts does one "
+    "step touch on average?",
+    "",
+    dict(model="Qwen3-30B-A3B", hot=16, hot_percent=50, batch=32),
+    lambda r: dict(
+        model=pick(r, ("Qwen3-30B-A3B", "Qwen3-235B-A22B", "DeepSeek-V3", "gpt-oss-120b")),
+        hot=pick(r, (8, 16, 32)),
+        hot_percent=pick(r, (25, 50, 75)),
+        batch=pick(r, (8, 16, 32, 64)),
+    ),
+    _skewed,
+    (
+        "Find each expert's chance p_i that one token picks it (the p_i add up to k = "
+        "lc.models['{model}'].experts_per_token). A hot expert gets k x {hot_percent}% / {hot} picks per token, a "
+        "cold one k x (100 - {hot_percent})% / (E - {hot}). For Qwen3-30B-A3B at the book's numbers: hot "
+        "p = (8/2)/16 = 1/4, cold p = (8/2)/112 = 1/28.",
+        "The batch misses expert i with probability (1 - p_i)^{batch}: touched = (1/E) x sum over the experts of "
+        "[1 - (1 - p_i)^{batch}] = [{hot} x (1 - (1 - p_hot)^{batch}) + (E - {hot}) x (1 - (1 - p_cold)^{batch})] / E.",
+        "Exact for the average even though one token's picks are not independent of each other: the average "
+        "only needs each expert's own chance p_i. Compare with uniform routing, 1 - (1 - k/E)^{batch}: skew "
+        "touches fewer experts.",
+    ),
+    bare_ok=True,
+    mistakes=lambda v: [
+        (_phi(v["model"], v["batch"]).m / _skewed(v), "that is uniform routing: the hot experts soak up picks"),
+        (_skewed(v, per_pick=True) / _skewed(v), "a token makes k picks: the p_i add up to k, not to 1"),
+        (1 / _skewed(v), "the cold experts are missed with probability (1 - p_cold)^B, which is not 0"),
     ],
 )
 

@@ -281,6 +281,14 @@ solution("moe_ex1")(lambda v: 1 - (1 - 1 / v["experts"]) ** (v["k"] * v["batch"]
 solution("moe_ex2")(lambda v: _touched(v["model"], v["batch"]))
 
 
+@solution("moe_ex3")
+def _moe_skewed(v):
+    # hot: k x share / hot picks per token each; cold: k x (1 - share) / (E - hot); miss chance (1 - p)^B
+    e, k, h, share = _m(v["model"]).experts, _m(v["model"]).experts_per_token, v["hot"], v["hot_percent"] / 100
+    p_hot, p_cold = k * share / h, k * (1 - share) / (e - h)
+    return (h * (1 - (1 - p_hot) ** v["batch"]) + (e - h) * (1 - (1 - p_cold) ** v["batch"])) / e
+
+
 @solution("moe_ex5")
 def _moe_slower(v):
     b = 1
@@ -319,10 +327,25 @@ solution("batching_ex2")(
 )
 
 
+@solution("batching_ex3")
+def _kv_vs_compute(v):
+    g = _g(v["gpu"])
+    kv_read = _kv_tok(v["model"]) * (v["prompt"] + v["answer"] / 2) / (0.7 * g.bandwidth)
+    compute = TWO_FLOP * _m(v["model"]).params / (0.5 * g.peak_flops("bf16"))
+    return (kv_read / compute).to("")
+
+
 @solution("batching_ex4")
 def _share(v):
     pre = _lab_prefill(v, v["batch"])
     return (pre / (pre + v["answer"] * _lab_step(v, v["batch"]))).to("")
+
+
+@solution("batching_ex5")
+def _static_batch(v):
+    n, big_n = v["batch"], v["longest"]
+    e_max = sum(1 - ((m - 1) / big_n) ** n for m in range(1, big_n + 1))  # P(max >= m), summed
+    return (big_n + 1) / 2 / e_max
 
 
 @solution("batching_ex6")
