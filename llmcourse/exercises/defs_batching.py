@@ -56,9 +56,12 @@ _COST = (
 )
 
 
-def _no_crossover(v):
+def _kv_over_compute(v, context=None):
+    """One sequence's KV-read time over its compute time (2 FLOPs per parameter) at the average context."""
     m, g = lc.models[v["model"]], lc.gpus[v["gpu"]]
-    per_seq_compute = lc.FORMULAS["decode_compute_time"](
+    ctx = context if context is not None else v["prompt"] + v["answer"] / 2
+    kv = lc.kv_bytes_per_token(m) * ctx
+    compute = lc.FORMULAS["decode_compute_time"](
         batch=1,
         n_gpus=1,
         flops_per_token=lc.FORMULAS["decode_flops_per_token"](
@@ -67,10 +70,13 @@ def _no_crossover(v):
         peak_flops=g.peak_flops("bf16"),
         compute_efficiency=0.5,
     )
-    per_token_read = lc.FORMULAS["weight_read_time"](
-        weights=lc.kv_bytes_per_token(m), n_gpus=1, bandwidth=g.bandwidth, bandwidth_efficiency=0.7
-    )
-    return (per_seq_compute / per_token_read).to("")
+    read = lc.FORMULAS["weight_read_time"](weights=kv, n_gpus=1, bandwidth=g.bandwidth, bandwidth_efficiency=0.7)
+    return (read / compute).to("")
+
+
+def _no_crossover(v):
+    """The average context at which one sequence's KV read takes as long as its FLOPs."""
+    return 1 / _kv_over_compute(v, context=1)
 
 
 define(
@@ -94,24 +100,6 @@ define(
     bare_ok=True,
     kv=True,
 )
-
-
-def _kv_over_compute(v, context=None):
-    """One sequence's KV-read time over its compute time (2 FLOPs per parameter) at the average context."""
-    m, g = lc.models[v["model"]], lc.gpus[v["gpu"]]
-    ctx = context if context is not None else v["prompt"] + v["answer"] / 2
-    kv = lc.kv_bytes_per_token(m) * ctx
-    compute = lc.FORMULAS["decode_compute_time"](
-        batch=1,
-        n_gpus=1,
-        flops_per_token=lc.FORMULAS["decode_flops_per_token"](
-            flops_per_param=Q_(2, "FLOP"), active_params=m.active_params
-        ),
-        peak_flops=g.peak_flops("bf16"),
-        compute_efficiency=0.5,
-    )
-    read = lc.FORMULAS["weight_read_time"](weights=kv, n_gpus=1, bandwidth=g.bandwidth, bandwidth_efficiency=0.7)
-    return (read / compute).to("")
 
 
 def _crossover_mistakes(v):
