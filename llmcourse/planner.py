@@ -17,6 +17,7 @@ Each function accepts a catalog name or a :class:`~llmcourse.catalog.Model` /
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,7 @@ __all__ = [
     "fleet",
     "kv_bytes_per_sequence",
     "kv_bytes_per_token",
+    "largest_batch",
     "max_batch",
     "plan",
     "prefill",
@@ -56,6 +58,23 @@ __all__ = [
 ]
 
 B = "B"  # bytes
+
+
+def largest_batch(meets: Callable[[int], bool], top: int) -> int:
+    """The largest batch in 1..``top`` for which ``meets(batch)`` holds, or 0 if even batch 1 fails;
+    ``meets`` must hold up to some batch and fail beyond it (as a step-time or speed target does,
+    since the step grows with the batch). Bisection: about log2(top) calls.
+
+    Examples
+    --------
+    >>> largest_batch(lambda b: b * b <= 50, 4_096), largest_batch(lambda b: False, 64)
+    (7, 0)
+    """
+    lo, hi = 0, int(top)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if meets(mid) else (lo, mid - 1)
+    return lo
 
 
 # --- input checking -------------------------------------------------------------------------
@@ -1040,14 +1059,8 @@ def plan(
     def step(b: int) -> DecodeStep:
         return decode_step(m, g, batch=b, **eff)
 
-    lo, hi = 1, top  # largest batch whose step meets the target: the step grows with the batch
-    if step(1).step_time > brief.tpot_target:
-        batch = 1
-    else:
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if step(mid).step_time <= brief.tpot_target else (lo, mid - 1)
-        batch = lo
+    # the largest batch whose step meets the target (the step grows with the batch); at least 1
+    batch = max(1, largest_batch(lambda b: step(b).step_time <= brief.tpot_target, top))
     s = step(batch)
     ttft = prefill(
         m,

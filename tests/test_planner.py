@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.planner import largest_batch
 
 MODELS = ["Llama-3.1-8B", "Qwen2.5-7B", "Mistral-7B-v0.1", "Qwen3-30B-A3B", "Llama-2-7B"]
 
@@ -186,3 +187,12 @@ def test_fleet_of_a_custom_gpu_needs_a_price():
         lc.fleet(Q_(1_000, "1/s"), rep)
     f = lc.fleet(Q_(1_000, "1/s"), rep, price_per_hour=Q_(2, "USD/hour"))
     assert f.monthly_cost == Q_(f.gpus * 2 * 730, "USD")
+
+
+@given(st.integers(0, 5_000), st.integers(1, 5_000))
+def test_largest_batch_finds_the_boundary(boundary, top):
+    """For a target met up to ``boundary`` and missed beyond it, the answer is min(boundary, top) (0: never met)."""
+    calls = []
+    found = largest_batch(lambda b: calls.append(b) or b <= boundary, top)
+    assert found == min(boundary, top)
+    assert all(1 <= b <= top for b in calls) and len(calls) <= top.bit_length() + 1

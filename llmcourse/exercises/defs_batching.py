@@ -13,6 +13,7 @@ import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.batching import static_batch_utilisation
 from llmcourse.exercises._common import define, pick
+from llmcourse.planner import largest_batch
 
 EXERCISES: list = []
 
@@ -207,11 +208,7 @@ def _largest_batch(v):
         s = lc.decode_step(v["model"], v["gpu"], batch=b, context_tokens=v["context"])
         return s.tokens_per_s_per_user >= Q_(v["speed"], "1/s")
 
-    lo, hi = 0, 4_096
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if fast(mid) else (lo, mid - 1)
-    return lo
+    return largest_batch(fast, 4_096)
 
 
 define(

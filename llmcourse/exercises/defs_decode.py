@@ -8,6 +8,7 @@ from __future__ import annotations
 import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.exercises._common import define, pick
+from llmcourse.planner import largest_batch
 
 EXERCISES: list = []
 
@@ -166,11 +167,7 @@ def _largest_batch(v):
         )
         return s.tokens_per_s_per_user >= Q_(v["speed"], "1/s")
 
-    lo, hi = 0, 4_096
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if fast(mid) else (lo, mid - 1)
-    return lo
+    return largest_batch(fast, 4_096)
 
 
 _BIG = (
