@@ -63,6 +63,7 @@ __all__ = [
     "ClosedForm",
     "Replica",
     "SimResult",
+    "at_load",
     "build_replica",
     "closed_form",
     "knee",
@@ -464,24 +465,37 @@ def load_sweep(
 ) -> list[tuple[SimResult, ClosedForm]]:
     """Simulate at each load (arrival rate / :meth:`Replica.capacity`) with the same tables and seed."""
     rep = build_replica(model, gpu, prompt_tokens=prompt_tokens, answer_tokens=answer_tokens, **replica_kwargs)
-    mu = rep.capacity(prompt_tokens, answer_tokens)
-    out = []
-    for x in loads:
-        rate = _number(x, "load") * mu
-        r = simulate(
-            model,
-            gpu,
-            rate=rate,
-            prompt_tokens=prompt_tokens,
-            answer_tokens=answer_tokens,
-            requests=requests,
-            seed=seed,
-            prompt_cv=prompt_cv,
-            answer_cv=answer_cv,
-            replica=rep,
-        )
-        out.append((r, closed_form(rep, rate, prompt_tokens, answer_tokens)))
-    return out
+    run = dict(requests=requests, seed=seed, prompt_cv=prompt_cv, answer_cv=answer_cv)
+    return [at_load(rep, x, prompt_tokens=prompt_tokens, answer_tokens=answer_tokens, **run) for x in loads]
+
+
+def at_load(
+    rep: Replica,
+    load: float,
+    *,
+    prompt_tokens: float,
+    answer_tokens: float,
+    requests: int = 10_000,
+    seed: int = 0,
+    prompt_cv: float = 0.5,
+    answer_cv: float = 0.5,
+) -> tuple[SimResult, ClosedForm]:
+    """Simulate one replica's tables at ``load`` (arrival rate / :meth:`Replica.capacity`), beside
+    the closed form at the same rate: one point of :func:`load_sweep`, and the chapter's calculator."""
+    rate = _number(load, "load") * rep.capacity(prompt_tokens, answer_tokens)
+    sim = simulate(
+        rep.model,
+        rep.gpu,
+        rate=rate,
+        prompt_tokens=prompt_tokens,
+        answer_tokens=answer_tokens,
+        requests=requests,
+        seed=seed,
+        prompt_cv=prompt_cv,
+        answer_cv=answer_cv,
+        replica=rep,
+    )
+    return sim, closed_form(rep, rate, prompt_tokens, answer_tokens)
 
 
 def knee(sweep: list[tuple[SimResult, ClosedForm]], factor: float = 5.0) -> float | None:

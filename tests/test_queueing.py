@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.errors import InputError
-from llmcourse.queueing import _interp, build_replica, closed_form, knee, load_sweep, percentile, simulate
+from llmcourse.queueing import _interp, at_load, build_replica, closed_form, knee, load_sweep, percentile, simulate
 
 M, G, P, A = "Llama-3.1-8B", "H100 SXM", 2_000, 300
 
@@ -218,3 +218,13 @@ def test_imports_and_runs_without_numpy():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_at_load_simulates_at_that_share_of_capacity():
+    """at_load(rep, 0.5) is simulate() at half of rep.capacity(), beside the closed form at that rate."""
+    rep = build_replica(M, G, prompt_tokens=P, answer_tokens=A)
+    sim, closed = at_load(rep, 0.5, prompt_tokens=P, answer_tokens=A, requests=500)
+    rate = 0.5 * rep.capacity(P, A)
+    direct = simulate(M, G, rate=rate, prompt_tokens=P, answer_tokens=A, requests=500, replica=rep)
+    assert sim.ttft_s == direct.ttft_s and abs(sim.load - 0.5) < 1e-9
+    assert closed == closed_form(rep, rate, P, A)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from llmcourse.queueing import ClosedForm, Replica, SimResult, build_replica, closed_form, simulate
+from llmcourse.queueing import ClosedForm, Replica, SimResult, at_load, build_replica
 from llmcourse.units import fmt
 from llmcourse.widgets import Calculator, float_slider, gpu_dropdown, int_box, int_slider, model_dropdown
 
@@ -36,20 +36,17 @@ def _rows(
     model: str, gpu: str, prompt_tokens: int, answer_tokens: int, load: float, cv: float, requests: int, seed: int
 ) -> _Result:
     rep = _replica(model, gpu, prompt_tokens, answer_tokens)
-    rate = load * rep.capacity(prompt_tokens, answer_tokens)
-    sim = simulate(
-        model,
-        gpu,
-        rate=rate,
+    sim, closed = at_load(
+        rep,
+        load,
         prompt_tokens=prompt_tokens,
         answer_tokens=answer_tokens,
         requests=requests,
         seed=seed,
         prompt_cv=cv,
         answer_cv=cv,
-        replica=rep,
     )
-    return _Result(sim, closed_form(rep, rate, prompt_tokens, answer_tokens))
+    return _Result(sim, closed)
 
 
 def queueing_calculator(
