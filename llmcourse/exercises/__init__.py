@@ -18,34 +18,7 @@ A teacher grades a notebook with ``python -m llmcourse check exercises/03_kv_cac
 
 from __future__ import annotations
 
-from llmcourse.exercises.engine import (
-    CHAPTERS,
-    Exercise,
-    Progress,
-    Result,
-    check,
-    exercises,
-    get,
-    progress,
-    register,
-    reset,
-    show,
-    student,
-    variant_of,
-)
+from llmcourse.exercises import engine as _engine
+from llmcourse.exercises.engine import *  # noqa: F403 (the public API is the engine's)
 
-__all__ = [
-    "CHAPTERS",
-    "Exercise",
-    "Progress",
-    "Result",
-    "check",
-    "exercises",
-    "get",
-    "progress",
-    "register",
-    "reset",
-    "show",
-    "student",
-    "variant_of",
-]
+__all__ = list(_engine.__all__)
