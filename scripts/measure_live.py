@@ -22,16 +22,10 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
+sys.path.insert(0, str(Path(__file__).parent))
+from serve import CHROMIUM, CHROMIUM_FLAGS, Handler
+
 ROOT = Path(__file__).resolve().parents[1]
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 STEPS_JS = """async (root) => {
   const t = [], mark = (name, t0) => t.push([name, (performance.now() - t0) / 1000]);
@@ -62,9 +56,6 @@ STEPS_JS = """async (root) => {
 def main() -> None:
     site = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "_build" / "html"
 
-    sys.path.insert(0, str(Path(__file__).parent))
-    from serve import Handler  # the MIME types the live site needs
-
     served = [0]  # bytes the server sent (a file the browser had cached is not sent again)
 
     class Quiet(Handler):
@@ -84,7 +75,7 @@ def main() -> None:
     lite = sum(f.stat().st_size for f in (site / "lite").rglob("*") if f.is_file())
     print(f"site: {size / 1e6:.1f} MB, of which the live site (lite/) {lite / 1e6:.1f} MB")
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=FLAGS)
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
 
         def context():
             c = browser.new_context()

@@ -22,6 +22,20 @@ TYPES = {
 }
 
 
+#: Debian's chromium, and the flags the browser tests and scripts/measure_live.py start it with: headless,
+#: and with no background requests (on a closed network they fail, many at a time).
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
 class Handler(http.server.SimpleHTTPRequestHandler):
     extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, **TYPES}  # noqa: RUF012
 

@@ -18,31 +18,24 @@ from __future__ import annotations
 import ast
 import functools
 import html
-import http.server
 import json
 import os
 import re
 import socketserver
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("LLMCOURSE_SITE", ROOT / "_build" / "html"))
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+sys.path.insert(0, str(ROOT / "scripts"))
+from serve import CHROMIUM, CHROMIUM_FLAGS, Handler  # noqa: E402 (the server `make book` uses, the same flags)
+
 REQUIRED = os.environ.get("LLMCOURSE_REQUIRE_SITE") == "1"
 LIVE_TIMEOUT_MS = 240_000
 
@@ -81,14 +74,7 @@ def pages() -> list[str]:
     )
 
 
-class _Handler(http.server.SimpleHTTPRequestHandler):
-    extensions_map: ClassVar[dict[str, str]] = {
-        **http.server.SimpleHTTPRequestHandler.extensions_map,
-        ".wasm": "application/wasm",
-        ".mjs": "text/javascript",
-        ".js": "text/javascript",
-    }
-
+class _Handler(Handler):
     def log_message(self, *args: Any) -> None:
         pass
 
@@ -137,7 +123,7 @@ def browser(server: str) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         yield b
         b.close()
 
