@@ -33,7 +33,7 @@ from fractions import Fraction
 from typing import Any
 
 from llmcourse.errors import InputError
-from llmcourse.units import plain_number
+from llmcourse.units import plain_number, seed_number
 
 __all__ = ["StaticBatchRun", "expected_max_length", "simulate_static_batch", "static_batch_utilisation"]
 
@@ -94,8 +94,7 @@ def simulate_static_batch(batch: int, max_tokens: int, *, trials: int = 2_000, s
     True
     """
     n, big_n, t = _count(batch, "batch"), _count(max_tokens, "max_tokens"), _count(trials, "trials")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError(f"seed must be a whole number 0 or more; got {seed!r}.")
+    seed_number(seed)
     r = random.Random(seed)
     tokens, steps = 0, []
     for _ in range(t):

@@ -35,7 +35,7 @@ from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS
 from llmcourse.planner import weight_bytes
-from llmcourse.units import plain_number
+from llmcourse.units import plain_number, seed_number
 
 __all__ = [
     "ExpertSplit",
@@ -125,8 +125,7 @@ def simulate_fraction_touched(experts: int, k: int, batch: int, *, trials: int =
     """
     e, kk, b = _routing(experts, k, batch)
     n = _count(trials, "trials")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError(f"seed must be a whole number 0 or more; got {seed!r}.")
+    seed_number(seed)
     draw = random.Random(seed).random
     out = []
     for _ in range(n):
@@ -266,8 +265,7 @@ def simulate_fraction_touched_skewed(
     p = _pick_probabilities(pick_probabilities)
     e, kk, b = len(p), round(math.fsum(p)), _count(batch, "batch")
     n = _count(trials, "trials")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError(f"seed must be a whole number 0 or more; got {seed!r}.")
+    seed_number(seed)
     edges, acc = [], 0.0
     for x in p:
         acc += x

@@ -56,7 +56,7 @@ from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.planner import _gpu, _model, _number, decode_step, max_batch, prefill
-from llmcourse.units import Q_, as_quantity, fmt
+from llmcourse.units import Q_, as_quantity, fmt, seed_number
 
 __all__ = [
     "PERCENTILES",
@@ -309,8 +309,7 @@ def simulate(
     n = int(_number(requests, "requests", integer=True))
     pcv = _number(prompt_cv, "prompt_cv", allow_zero=True)
     acv = _number(answer_cv, "answer_cv", allow_zero=True)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError(f"seed must be a whole number 0 or more; got {seed!r}.")
+    seed_number(seed)
     rep = replica or build_replica(model, gpu, prompt_tokens=p, answer_tokens=a, **replica_kwargs)
     budget = rep.kv_budget_tokens
     if p + a > budget:

@@ -34,7 +34,17 @@ from typing import Any
 
 import pint
 
-__all__ = ["HOURS_PER_MONTH", "Q_", "Quantity", "as_quantity", "fmt", "magnitude_in", "parsed_unit", "ureg"]
+__all__ = [
+    "HOURS_PER_MONTH",
+    "Q_",
+    "Quantity",
+    "as_quantity",
+    "fmt",
+    "magnitude_in",
+    "parsed_unit",
+    "seed_number",
+    "ureg",
+]
 
 
 def _make_registry() -> pint.UnitRegistry:
@@ -144,6 +154,25 @@ def plain_number(
     if at_most is not None and x > at_most:
         raise InputError(f"{name} must be at most {at_most:g}; got {value!r}.")
     return x
+
+
+def seed_number(seed: object) -> int:
+    """``seed`` for a seeded simulation (``random.Random(seed)``): a whole number 0 or more, as an int.
+
+    Examples
+    --------
+    >>> seed_number(7)
+    7
+    >>> seed_number(1.5)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: seed must be a whole number 0 or more; got 1.5.
+    """
+    from llmcourse.errors import InputError
+
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise InputError(f"seed must be a whole number 0 or more; got {seed!r}.")
+    return seed
 
 
 def magnitude_in(value: pint.Quantity, unit: str) -> float:
