@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +44,10 @@ __all__ = [
     "derive_fraction_touched",
     "expert_split",
     "fraction_touched",
+    "fraction_touched_skewed",
+    "hot_cold_pick_probabilities",
     "simulate_fraction_touched",
+    "simulate_fraction_touched_skewed",
 ]
 
 
@@ -102,6 +106,13 @@ class Simulation:
     mean: float
     std_error: float
 
+    @classmethod
+    def of(cls, experts: int, k: int, batch: int, fractions: list[float]) -> Simulation:
+        """The mean of the trials' fractions touched and its standard error."""
+        n, mean = len(fractions), statistics.fmean(fractions)
+        se = statistics.stdev(fractions, mean) / math.sqrt(n) if n > 1 else float("inf")
+        return cls(experts, k, batch, n, mean, se)
+
     def agrees_with(self, expected: float, sigmas: float = 4.0) -> bool:
         """Whether ``expected`` lies within ``sigmas`` standard errors (plus rounding) of the mean."""
         return abs(self.mean - expected) <= sigmas * self.std_error + 1e-12
@@ -139,9 +150,7 @@ def simulate_fraction_touched(experts: int, k: int, batch: int, *, trials: int =
             if touched == e:
                 break
         out.append(touched / e)
-    mean = statistics.fmean(out)
-    se = statistics.stdev(out, mean) / math.sqrt(n) if n > 1 else float("inf")
-    return Simulation(e, kk, b, n, mean, se)
+    return Simulation.of(e, kk, b, out)
 
 
 @dataclass(frozen=True)
@@ -271,19 +280,12 @@ def simulate_fraction_touched_skewed(
         acc += x
         edges.append(acc)
     edges[-1] = float(kk)  # absorb rounding so every u + j < k finds an expert
-    import bisect
-
     draw = random.Random(seed).random
     out = []
     for _ in range(n):
         touched: set[int] = set()
         for _ in range(b):
             u = draw()
-            touched.update(bisect.bisect_right(edges, u + j) for j in range(kk))
+            touched.update(bisect_right(edges, u + j) for j in range(kk))
         out.append(len(touched) / e)
-    mean = statistics.fmean(out)
-    se = statistics.stdev(out, mean) / math.sqrt(n) if n > 1 else float("inf")
-    return Simulation(e, kk, b, n, mean, se)
-
-
-__all__ += ["fraction_touched_skewed", "hot_cold_pick_probabilities", "simulate_fraction_touched_skewed"]
+    return Simulation.of(e, kk, b, out)
