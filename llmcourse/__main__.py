@@ -24,8 +24,16 @@ def _plan(args: argparse.Namespace) -> int:
     from llmcourse.units import Q_
 
     brief = lc.Brief(args.rps, args.prompt, args.answer, Q_(args.ttft_ms, "ms"), Q_(args.tpot_ms, "ms"))
-    p = lc.plan(args.model, args.gpu, brief, weight_bytes=args.weights, kv_bytes=args.kv, tensor_parallel=args.tp)
-    print(f"{p.model} on {p.gpu}")
+    p = lc.plan(
+        args.model,
+        args.gpu,
+        brief,
+        weight_bytes=args.weights,
+        kv_bytes=args.kv,
+        tensor_parallel=args.tp,
+        assumptions=args.method,
+    )
+    print(f"{p.model} on {p.gpu} ({lc.resolve(args.method).summary})")
     print(p)
     return 0
 
@@ -53,6 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--weights", default="bf16", help="weight precision (bf16, fp8, int8, int4)")
     p.add_argument("--kv", default="bf16", help="KV cache precision")
     p.add_argument("--tp", type=int, default=1, help="GPUs per replica (tensor parallel)")
+    p.add_argument(
+        "--method",
+        default="course",
+        help="assumptions preset: course (default), envelope, lab, capacity or planner",
+    )
     sub.add_parser("check", help="grade an exercise notebook: check NOTEBOOK [--seed S]")
     args = parser.parse_args(argv)
     try:

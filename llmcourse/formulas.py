@@ -21,6 +21,8 @@ Examples
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -32,7 +34,7 @@ import sympy as sp
 from llmcourse.errors import InputError
 from llmcourse.units import Q_, as_quantity, parsed_unit, plain_number, ureg
 
-__all__ = ["FORMULAS", "SYMBOLS", "Formula", "Symbol", "formula", "notation_table"]
+__all__ = ["FORMULAS", "PARAMETER_SYMBOLS", "SYMBOLS", "Formula", "Symbol", "checked", "formula", "notation_table"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class Symbol:
     meaning: str
     integer: bool = False
     allow_zero: bool = False
+    at_most: float | None = None
 
     @cached_property
     def sym(self) -> sp.Symbol:
@@ -54,10 +57,18 @@ class Symbol:
 SYMBOLS: dict[str, Symbol] = {}
 
 
-def _s(name: str, latex: str, unit: str, meaning: str, integer: bool = False, allow_zero: bool = False) -> sp.Symbol:
+def _s(
+    name: str,
+    latex: str,
+    unit: str,
+    meaning: str,
+    integer: bool = False,
+    allow_zero: bool = False,
+    at_most: float | None = None,
+) -> sp.Symbol:
     if any(s.latex == latex for s in SYMBOLS.values()):
         raise ValueError(f"symbol {latex!r} defined twice")
-    SYMBOLS[name] = Symbol(name, latex, unit, meaning, integer, allow_zero)
+    SYMBOLS[name] = Symbol(name, latex, unit, meaning, integer, allow_zero, at_most)
     return SYMBOLS[name].sym
 
 
@@ -90,14 +101,14 @@ context = _s("context", r"T_{ctx}", "", "tokens in a sequence's context")
 kv_per_sequence = _s("kv_per_sequence", r"K_{seq}", "B", "KV cache bytes per sequence")
 n_gpus = _s("n_gpus", "N", "", "GPUs holding one copy of the model", integer=True)
 gpu_memory = _s("gpu_memory", r"M_{gpu}", "B", "memory of one GPU")
-usable_fraction = _s("usable_fraction", "u", "", "fraction of memory the server may use")
+usable_fraction = _s("usable_fraction", "u", "", "fraction of memory the server may use", at_most=1)
 usable_memory = _s("usable_memory", "M", "B", "usable memory of the replica")
 batch = _s("batch", "B", "", "sequences decoded together", integer=True)
 # --- speed --------------------------------------------------------------------------------
 bandwidth = _s("bandwidth", r"\beta", "B/s", "memory bandwidth of one GPU")
 peak_flops = _s("peak_flops", r"F", "FLOP/s", "peak dense FLOP/s of one GPU")
-bandwidth_efficiency = _s("bandwidth_efficiency", r"\eta_{\beta}", "", "fraction of peak bandwidth reached")
-compute_efficiency = _s("compute_efficiency", r"\eta_{F}", "", "fraction of peak FLOP/s reached")
+bandwidth_efficiency = _s("bandwidth_efficiency", r"\eta_{\beta}", "", "fraction of peak bandwidth reached", at_most=1)
+compute_efficiency = _s("compute_efficiency", r"\eta_{F}", "", "fraction of peak FLOP/s reached", at_most=1)
 bytes_read = _s("bytes_read", r"W_{read}", "B", "weight bytes read per decode step")
 flops_per_token = _s("flops_per_token", r"F_{tok}", "FLOP", "FLOPs per sequence per decode step")
 flops_per_param = _s("flops_per_param", r"c_{F}", "FLOP", "FLOPs per parameter per token (2: multiply and add)")
@@ -191,6 +202,68 @@ class Formula:
         return Q_(result, self.unit) if self.unit else Q_(result, "")
 
 
+#: Public functions' parameter names that stand for a symbol of another name.
+PARAMETER_SYMBOLS: dict[str, str] = {
+    "context_tokens": "context",
+    "tensor_parallel": "n_gpus",
+    "requests": "request_rate",
+    "price_per_hour": "price",
+    "tokens_per_s": "throughput",
+    "input_tokens_per_s": "token_rate",
+}
+#: Parameters that share a symbol's name but take more than its unit (a precision name such as "fp8").
+_NOT_CHECKED = frozenset({"kv_bytes", "weight_bytes"})
+
+
+def check_value(value: Any, sym: Symbol, name: str) -> Any:
+    """``value`` checked against what ``sym`` says of it: its unit's dimension, a whole number, zero
+    allowed or not, an upper bound. A count comes back as a float, a quantity as itself."""
+    if sym.unit:
+        q = as_quantity(value, sym.unit, name)
+        plain_number(q.magnitude, name, allow_zero=sym.allow_zero)
+        return q
+    return plain_number(value, name, integer=sym.integer, allow_zero=sym.allow_zero, at_most=sym.at_most)
+
+
+def checked(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Check a public function's arguments by their names: a parameter named like a symbol of
+    :data:`SYMBOLS` (or mapped to one in :data:`PARAMETER_SYMBOLS`) is checked as :func:`check_value`
+    says (a ``None`` value, an optional input left out, is passed through).
+
+    Examples
+    --------
+    >>> @checked
+    ... def per_gpu(batch, n_gpus=1):
+    ...     return batch / n_gpus
+    >>> per_gpu(8, 2)
+    4.0
+    >>> per_gpu(8, n_gpus=1.5)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: n_gpus must be a whole number; got 1.5.
+    """
+    sig = inspect.signature(fn)
+    plan = [
+        (name, SYMBOLS[PARAMETER_SYMBOLS.get(name, name)])
+        for name in sig.parameters
+        if name not in _NOT_CHECKED and PARAMETER_SYMBOLS.get(name, name) in SYMBOLS
+    ]
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise InputError(f"{fn.__name__}: {exc}") from None
+        values = bound.arguments
+        for name, sym in plan:
+            if values.get(name) is not None:
+                values[name] = check_value(values[name], sym, name)
+        return fn(*bound.args, **bound.kwargs)
+
+    return wrapper
+
+
 def _plain(value: Any, sym: Symbol) -> float:
     """The magnitude of ``value`` in ``sym``'s unit, refusing NaN, infinities and non-positive values."""
     if sym.unit:
@@ -261,6 +334,14 @@ formula(
     "04_gqa",
 )
 formula("kv_bytes_per_sequence", "kv_per_sequence", kv_per_token * context, "KV bytes of one sequence", "03_kv_cache")
+block_tokens = _s("block_tokens", r"b_{blk}", "", "tokens per block of a paged KV cache", integer=True)
+formula(
+    "paged_context",
+    "context",
+    sp.ceiling((prompt_tokens + answer_tokens / 2) / block_tokens) * block_tokens,
+    "tokens a paged cache holds for a conversation on average: prompt plus half the answer, in whole blocks",
+    "03_kv_cache",
+)
 formula(
     "max_batch",
     "batch",
@@ -289,6 +370,46 @@ formula("decode_memory_time", "step_time", _t_mem, "decode step time if memory w
 formula("decode_compute_time", "step_time", _t_comp, "decode step time if compute were the only limit", "05_decode")
 formula(
     "decode_step_time", "step_time", sp.Max(_t_mem, _t_comp), "decode step time: the slower of the two", "05_decode"
+)
+# The same step as the kernels an engine runs, each the slower of its own bytes and FLOPs, added:
+# the weight matmuls (weights read, matmul FLOPs) then attention (KV read, attention FLOPs).
+attention_flops_per_token = _s(
+    "attention_flops_per_token",
+    r"F_{attn}",
+    "FLOP",
+    "attention FLOPs per sequence per decode step (0 if not counted)",
+    allow_zero=True,
+)
+step_overhead = _s(
+    "step_overhead", r"t_{over}", "s", "fixed time per decode step (launches, scheduling)", allow_zero=True
+)
+_eff_bw = n_gpus * bandwidth * bandwidth_efficiency
+_eff_f = n_gpus * peak_flops * compute_efficiency
+formula(
+    "decode_step_time_per_op",
+    "step_time",
+    sp.Max(bytes_read / _eff_bw, batch * flops_per_token / _eff_f)
+    + sp.Max(batch * kv_per_sequence / _eff_bw, batch * attention_flops_per_token / _eff_f),
+    "decode step time as two kernels: weight matmuls, then attention, each the slower of bytes and FLOPs",
+    "05_decode",
+)
+formula(
+    "interleaved_tpot",
+    "step_time",
+    step_time + prefill_time * (batch - 1) / (batch * answer_tokens),
+    "time per output token when the prefills of the batch's other requests interrupt its decode steps",
+    "05_decode",
+)
+formula(
+    "step_with_overhead", "step_time", step_time + step_overhead, "a step's time plus its fixed overhead", "05_decode"
+)
+allreduce_latency = _s("allreduce_latency", r"t_{ar}", "s", "time of one tensor-parallel all-reduce", allow_zero=True)
+formula(
+    "tp_allreduce_time",
+    "step_overhead",
+    2 * layers * allreduce_latency,
+    "all-reduce time per decode step of a tensor-parallel replica: two per layer (after attention and the MLP)",
+    "05_decode",
 )
 formula("throughput", "throughput", batch / step_time, "tokens per second of a batch", "05_decode")
 # --- Prefill ---------------------------------------------------------------------------------------
@@ -470,6 +591,39 @@ formula(
 )
 formula(
     "weight_load_time", "load_time", weights / storage_rate, "time to read the weights into a new replica", "09_fleet"
+)
+# Build or buy with a fixed cost: the fleet size at which G GPUs (plus people) cost what an API charges
+# for the tokens those G GPUs would serve, solved for G.
+fixed_cost = _s("fixed_cost", r"C_{fix}", "USD", "fixed cost of running a fleet in the time billed (people, on-call)")
+gpu_throughput = _s("gpu_throughput", r"X_{gpu}", "1/s", "output tokens per second one GPU delivers at full load")
+_g_real = sp.Symbol("G_real", positive=True)
+_break_even = sp.solve(
+    sp.Eq(_g_real * price * hours + fixed_cost, api_price * _g_real * gpu_throughput * utilisation * hours), _g_real
+)
+if len(_break_even) != 1:  # pragma: no cover - guards a change of the expressions above
+    raise RuntimeError(f"expected one break-even fleet size, got {_break_even}")
+formula(
+    "break_even_gpus",
+    "gpus",
+    _break_even[0],
+    "fleet size above which self-hosting (GPUs plus a fixed cost) is cheaper than an API",
+    "09_fleet",
+)
+
+
+# --- Queueing (10_queueing): the single-server queue M/M/1, Poisson arrivals, exponential service ------
+# The chapter's scale of the wait (1 / (1 - rho)) and the closed-form exercises use these.
+_lam, _mu, _t = request_rate, rps_per_gpu, time_in_system
+formula(
+    "mm1_utilisation", "utilisation", _lam / _mu, "utilisation of one server (arrival / service rate)", "10_queueing"
+)
+formula("mm1_time_in_system", "time_in_system", 1 / (_mu - _lam), "mean time in an M/M/1 system", "10_queueing")
+formula(
+    "mm1_max_rate",
+    "request_rate",
+    _mu - 1 / _t,
+    "highest arrival rate whose M/M/1 mean time in system is t_sys",
+    "10_queueing",
 )
 
 

@@ -23,13 +23,16 @@ from typing import Any
 
 import pint
 
+from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model, bytes_per_value, gpus, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
+from llmcourse.formulas import checked
 from llmcourse.units import HOURS_PER_MONTH, Q_, as_quantity, fmt, plain_number
 
 __all__ = [
     "Brief",
+    "ComputeBudget",
     "DecodeStep",
     "Fleet",
     "Plan",
@@ -39,13 +42,18 @@ __all__ = [
     "RequestCycle",
     "ServingPlan",
     "Traffic",
+    "compute_budget",
     "cost_per_million",
     "decode_step",
     "fleet",
+    "gpu_of",
+    "gpus_for_weights",
     "kv_bytes_per_sequence",
     "kv_bytes_per_token",
     "largest_batch",
+    "matmul_precision",
     "max_batch",
+    "model_of",
     "plan",
     "prefill",
     "prefill_pool",
@@ -78,16 +86,21 @@ def largest_batch(meets: Callable[[int], bool], top: int) -> int:
 
 
 # --- input checking -------------------------------------------------------------------------
-def _model(model: Model | str) -> Model:
+def model_of(model: Model | str) -> Model:
+    """A :class:`~llmcourse.catalog.Model` from itself or a catalog name ("did you mean" if unknown)."""
     if isinstance(model, Model):
         return model
     return models[model]
 
 
-def _gpu(gpu: GPU | str) -> GPU:
+def gpu_of(gpu: GPU | str) -> GPU:
+    """A :class:`~llmcourse.catalog.GPU` from itself or a catalog name ("did you mean" if unknown)."""
     if isinstance(gpu, GPU):
         return gpu
     return gpus[gpu]
+
+
+_model, _gpu = model_of, gpu_of
 
 
 def _bytes(value: Any, name: str) -> pint.Quantity:
@@ -132,6 +145,7 @@ class Traffic:
     output_tokens_per_s: pint.Quantity
 
 
+@checked
 def traffic(requests: Any, prompt_tokens: float, answer_tokens: float, *, peak_factor: float = 1.0) -> Traffic:
     """Turn a request rate into peak input and output tokens per second.
 
@@ -150,20 +164,16 @@ def traffic(requests: Any, prompt_tokens: float, answer_tokens: float, *, peak_f
     >>> round(t.request_rate.to("1/s").m, 1), round(t.output_tokens_per_s.m)
     (6.9, 2083)
     """
-    rate = as_quantity(requests, "1/s", "requests (a rate such as Q_(200_000, '1/day'))")
-    peak = F["peak_request_rate"](daily_rate=rate, peak_factor=_number(peak_factor, "peak_factor"))
+    peak = F["peak_request_rate"](daily_rate=requests, peak_factor=peak_factor)
     return Traffic(
         request_rate=peak,
-        input_tokens_per_s=F["token_rate"](
-            request_rate=peak, tokens_per_request=_number(prompt_tokens, "prompt_tokens")
-        ),
-        output_tokens_per_s=F["token_rate"](
-            request_rate=peak, tokens_per_request=_number(answer_tokens, "answer_tokens")
-        ),
+        input_tokens_per_s=F["token_rate"](request_rate=peak, tokens_per_request=prompt_tokens),
+        output_tokens_per_s=F["token_rate"](request_rate=peak, tokens_per_request=answer_tokens),
     )
 
 
 # --- memory ---------------------------------------------------------------------------------
+@checked
 def weight_bytes(model: Model | str, bytes_per_param: Any = 2) -> pint.Quantity:
     """Bytes of a model's weights: parameters x bytes per parameter.
 
@@ -178,6 +188,10 @@ def weight_bytes(model: Model | str, bytes_per_param: Any = 2) -> pint.Quantity:
     return F["weight_bytes"](params=m.params, weight_bytes_per_param=_bytes(bytes_per_param, "bytes_per_param"))
 
 
+_weights = weight_bytes  # the function, for bodies whose ``weight_bytes`` parameter shadows its name
+
+
+@checked
 def kv_bytes_per_token(model: Model | str, kv_bytes: Any = 2) -> pint.Quantity:
     """KV cache bytes per token: 2 x layers x KV heads x head dim x bytes (MLA: the latent).
 
@@ -209,6 +223,7 @@ def _cached_tokens(m: Model, context: float) -> float:
     return ((m.layers - n_win) * context + n_win * min(context, m.sliding_window)) / m.layers
 
 
+@checked
 def kv_bytes_per_sequence(model: Model | str, context_tokens: float, kv_bytes: Any = 2) -> pint.Quantity:
     """KV cache bytes of one sequence of ``context_tokens`` tokens (sliding windows capped).
 
@@ -220,26 +235,45 @@ def kv_bytes_per_sequence(model: Model | str, context_tokens: float, kv_bytes: A
     <Quantity(4.0, 'gibibyte')>
     """
     m = _model(model)
-    ctx = _cached_tokens(m, _number(context_tokens, "context_tokens"))
+    ctx = _cached_tokens(m, context_tokens)
     return F["kv_bytes_per_sequence"](kv_per_token=kv_bytes_per_token(m, kv_bytes), context=ctx)
 
 
-def usable_memory(gpu: GPU | str, n_gpus: int = 1, usable_fraction: float = 0.9) -> pint.Quantity:
-    """Memory a server may use on ``n_gpus`` GPUs.
+@checked
+def usable_memory(
+    gpu: GPU | str,
+    n_gpus: int = 1,
+    usable_fraction: float | None = None,
+    *,
+    weights: pint.Quantity | None = None,
+    assumptions: Assumptions | str | None = None,
+) -> pint.Quantity:
+    """Memory a server may use for weights and KV cache on ``n_gpus`` GPUs, by the assumptions'
+    memory rule: a share of the total (``"total"``), or the ``weights`` plus a share of what they
+    leave (``"free"``); the GPU's memory read as datasheet GB or as the HBM's GiB.
+    ``usable_fraction`` overrides the assumptions' ``memory_fraction``.
 
     Examples
     --------
     >>> usable_memory("H100 SXM", 2).to("GB")
     <Quantity(144.0, 'gigabyte')>
+    >>> round(usable_memory("H100 SXM", 2, assumptions=resolve().replace(memory_unit="GiB")).to("GB").m, 1)
+    154.6
     """
     g = _gpu(gpu)
-    return F["usable_memory"](
-        n_gpus=_number(n_gpus, "n_gpus", integer=True),
-        gpu_memory=g.memory,
-        usable_fraction=_fraction(usable_fraction, "usable_fraction"),
-    )
+    a = resolve(assumptions).replace(memory_fraction=usable_fraction)
+    n = n_gpus
+    mem = g.memory if a.memory_unit == "GB" else Q_(g.memory.to("GB").m, "GiB")
+    if a.memory_rule == "total":
+        return F["usable_memory"](n_gpus=n, gpu_memory=mem, usable_fraction=a.memory_fraction)
+    if weights is None:
+        raise InputError(f"the memory rule 'free' of assumptions {a.name!r} needs the weights' bytes (weights=...).")
+    share = F["engine_usable_fraction"](weights=weights, kv_free_fraction=a.memory_fraction, n_gpus=n, gpu_memory=mem)
+    # weights beyond the whole memory leave nothing for the KV cache: the usable memory is all of it
+    return F["usable_memory"](n_gpus=n, gpu_memory=mem, usable_fraction=min(float(share.m), 1.0))
 
 
+@checked
 def max_batch(
     model: Model | str,
     gpu: GPU | str,
@@ -248,7 +282,8 @@ def max_batch(
     n_gpus: int = 1,
     weight_bytes: Any = 2,
     kv_bytes: Any = 2,
-    usable_fraction: float = 0.9,
+    usable_fraction: float | None = None,
+    assumptions: Assumptions | str | None = None,
 ) -> int:
     """Conversations whose KV cache fits beside the weights (0 if the weights alone do not fit).
 
@@ -258,16 +293,12 @@ def max_batch(
     166
     """
     m, g = _model(model), _gpu(gpu)
-    mem = usable_memory(g, n_gpus, usable_fraction)
     w = _weights(m, weight_bytes)
+    mem = usable_memory(g, n_gpus, usable_fraction, weights=w, assumptions=assumptions)
     if w >= mem:
         return 0
     kv = kv_bytes_per_sequence(m, context_tokens, kv_bytes)
     return int(F["max_batch"](usable_memory=mem, weights=w, kv_per_sequence=kv).m)
-
-
-def _weights(m: Model, per_param: Any) -> pint.Quantity:
-    return weight_bytes(m, per_param)
 
 
 # --- decode -------------------------------------------------------------------------------------
@@ -283,10 +314,15 @@ class DecodeStep:
     compute_time: pint.Quantity
     step_time: pint.Quantity
     fraction_of_experts: float | None
+    kernel_bounds: tuple[str, str] | None = None
 
     @property
     def bound(self) -> str:
-        """``"memory"`` or ``"compute"``: which limit sets the step time."""
+        """``"memory"`` or ``"compute"``: which limit sets the step time. With the per-operation step
+        rule it is ``"compute"`` as soon as one kernel (the weight matmuls or attention) is
+        compute-bound, since that kernel's time then grows with the batch."""
+        if self.kernel_bounds is not None:
+            return "compute" if "compute" in self.kernel_bounds else "memory"
         return "compute" if self.compute_time > self.memory_time else "memory"
 
     @property
@@ -299,6 +335,7 @@ class DecodeStep:
         return F["throughput"](batch=self.batch, step_time=self.step_time).to("1/s")
 
 
+@checked
 def weights_read_per_step(model: Model | str, batch: int = 1, weight_bytes: Any = 2) -> pint.Quantity:
     """Weight bytes one decode step reads: all of them for a dense model; for a MoE model the
     shared weights plus the expected fraction of experts that ``batch`` tokens touch.
@@ -312,7 +349,7 @@ def weights_read_per_step(model: Model | str, batch: int = 1, weight_bytes: Any 
     """
     m = _model(model)
     b = _bytes(weight_bytes, "weight_bytes")
-    n = _number(batch, "batch", integer=True)
+    n = batch
     if not m.is_moe:
         return F["weight_bytes"](params=m.params, weight_bytes_per_param=b)
     return F["moe_bytes_read"](
@@ -325,6 +362,50 @@ def weights_read_per_step(model: Model | str, batch: int = 1, weight_bytes: Any 
     )
 
 
+@checked
+def matmul_precision(weight_bytes: Any, gpu: GPU | str, assumptions: Assumptions | str | None = None) -> str:
+    """The precision the matrix multiplications run at, by the assumptions' ``matmul_precision``
+    rule: ``"weights"`` runs FP8 (1-byte) weights at FP8 and FP4 (half-byte) weights at FP4 where
+    the GPU has a peak FLOP/s figure for it, else BF16; ``"bf16"`` always runs BF16.
+
+    Examples
+    --------
+    >>> matmul_precision("fp8", "H100 SXM"), matmul_precision("fp8", "A100 SXM 80GB")
+    ('fp8', 'bf16')
+    >>> matmul_precision("fp4", "B200"), matmul_precision("fp8", "H100 SXM", "envelope")
+    ('fp4', 'bf16')
+    >>> matmul_precision("int4", "B200"), matmul_precision(1, "H100 SXM")  # INT4 is weight-only: BF16 matmuls
+    ('bf16', 'fp8')
+    """
+    g = _gpu(gpu)
+    if resolve(assumptions).matmul_precision == "bf16":
+        return "bf16"
+    if isinstance(weight_bytes, str):
+        # by name: integer formats are weight-only (W8A16, W4A16): widened to 16 bits to multiply
+        name = weight_bytes.lower()
+        _bytes(name, "weight_bytes")  # an unknown name is refused here
+        wanted = {"fp8": "fp8", "fp4": "fp4"}.get(name, "bf16")
+    else:  # a number of bytes: 1 byte is read as FP8, anything else as 16-bit arithmetic
+        wanted = "fp8" if _bytes(weight_bytes, "weight_bytes").m == bytes_per_value("fp8") else "bf16"
+    if wanted == "fp8" and g.fp8_flops is not None:
+        return "fp8"
+    if wanted == "fp4" and g.fp4_flops is not None:
+        return "fp4"
+    return "bf16"
+
+
+def _step_overhead(m: Model, n_gpus: float, a: Assumptions) -> pint.Quantity:
+    """The fixed time every decode step adds: the assumptions' per-step overhead, plus two
+    all-reduces per layer on a replica of several GPUs."""
+    overhead = Q_(a.step_overhead_ms, "ms")
+    if n_gpus > 1:
+        overhead = overhead + F["tp_allreduce_time"](
+            layers=m.layers, allreduce_latency=Q_(a.allreduce_latency_us, "us")
+        )
+    return overhead
+
+
+@checked
 def decode_step(
     model: Model | str,
     gpu: GPU | str,
@@ -334,16 +415,21 @@ def decode_step(
     n_gpus: int = 1,
     weight_bytes: Any = 2,
     kv_bytes: Any = 2,
-    bandwidth_efficiency: float = 0.7,
-    compute_efficiency: float = 0.5,
-    attention_flops: bool = False,
-    compute_precision: str = "bf16",
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
+    attention_flops: bool | None = None,
+    compute_precision: str | None = None,
+    assumptions: Assumptions | str | None = None,
 ) -> DecodeStep:
-    """Time of one decode step: the slower of reading the bytes and doing the FLOPs.
+    """Time of one decode step of ``batch`` sequences, each reading its KV at ``context_tokens``.
 
-    Bytes: the weights (a MoE model: the experts the batch touches) plus every sequence's
-    KV cache at ``context_tokens``. FLOPs: 2 per active parameter per sequence, plus the
-    attention FLOPs at that context if ``attention_flops``.
+    Bytes: the weights (a MoE model: the experts the batch touches) plus every sequence's KV
+    cache. FLOPs: ``flops_per_param`` per active parameter per sequence, plus the attention FLOPs
+    at that context if the assumptions count them. The step rule of the assumptions combines the
+    two: the slower of the totals (``"max"``), or the weight matmuls and attention as separate
+    kernels whose times add (``"sum"``); then the per-step overhead is added. Keyword arguments
+    left at ``None`` come from ``assumptions`` (the course's by default); ``compute_precision``
+    names the matmul precision outright (``"bf16"``, ``"fp8"``, ``"fp4"``).
 
     Examples
     --------
@@ -352,21 +438,44 @@ def decode_step(
     (6.98, 'memory')
     """
     m, g = _model(model), _gpu(gpu)
-    n = _number(batch, "batch", integer=True)
-    gpus_ = _number(n_gpus, "n_gpus", integer=True)
-    eta_b = _fraction(bandwidth_efficiency, "bandwidth_efficiency")
-    eta_f = _fraction(compute_efficiency, "compute_efficiency")
-    ctx = _number(context_tokens, "context_tokens")
+    a = resolve(assumptions).replace(
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+        decode_attention_flops=attention_flops,
+    )
+    n, gpus_, ctx = batch, n_gpus, context_tokens
+    precision = compute_precision or matmul_precision(weight_bytes, g, a)
     w_read = weights_read_per_step(m, n, weight_bytes)
     kv_seq = kv_bytes_per_sequence(m, ctx, kv_bytes)
-    f_tok = F["decode_flops_per_token"](flops_per_param=Q_(2, "FLOP"), active_params=m.active_params)
-    if attention_flops:
-        f_tok = f_tok + F["decode_attention_flops"](
-            flops_per_param=Q_(2, "FLOP"), layers=m.layers, heads=m.heads, head_dim=m.head_dim, context=ctx
+    per_param = Q_(a.flops_per_param, "FLOP")
+    f_mm = F["decode_flops_per_token"](flops_per_param=per_param, active_params=m.active_params)
+    f_att = Q_(0, "FLOP")
+    if a.decode_attention_flops:
+        f_att = F["decode_attention_flops"](
+            flops_per_param=per_param, layers=m.layers, heads=m.heads, head_dim=m.head_dim, context=ctx
         )
     common = dict(batch=n, n_gpus=gpus_)
-    mem_args = dict(bytes_read=w_read, kv_per_sequence=kv_seq, bandwidth=g.bandwidth, bandwidth_efficiency=eta_b)
-    comp_args = dict(flops_per_token=f_tok, peak_flops=g.peak_flops(compute_precision), compute_efficiency=eta_f)
+    mem_args = dict(
+        bytes_read=w_read, kv_per_sequence=kv_seq, bandwidth=g.bandwidth, bandwidth_efficiency=a.bandwidth_efficiency
+    )
+    comp_args = dict(
+        flops_per_token=f_mm + f_att, peak_flops=g.peak_flops(precision), compute_efficiency=a.compute_efficiency
+    )
+    kernels = None
+    if a.step_rule == "max":
+        core = F["decode_step_time"](**common, **mem_args, **comp_args)
+    else:
+        core = F["decode_step_time_per_op"](
+            **common, **mem_args, **comp_args | dict(flops_per_token=f_mm), attention_flops_per_token=f_att
+        )
+        roofs = dict(n_gpus=gpus_, bandwidth=g.bandwidth, bandwidth_efficiency=a.bandwidth_efficiency)
+        w_time = F["weight_read_time"](weights=w_read, **roofs)
+        kv_time = F["weight_read_time"](weights=n * kv_seq, **roofs)
+        comp = dict(n_gpus=gpus_, peak_flops=comp_args["peak_flops"], compute_efficiency=a.compute_efficiency)
+        mm_time = F["decode_compute_time"](batch=n, flops_per_token=f_mm, **comp)
+        att_time = F["decode_compute_time"](batch=n, flops_per_token=f_att, **comp) if f_att.m > 0 else 0 * mm_time
+        kernels = ("compute" if mm_time > w_time else "memory", "compute" if att_time > kv_time else "memory")
+    step = F["step_with_overhead"](step_time=core, step_overhead=_step_overhead(m, gpus_, a))
     phi = None
     if m.is_moe:
         phi = float(F["moe_fraction_touched"](experts_per_token=m.experts_per_token, experts=m.experts, batch=n).m)
@@ -374,11 +483,12 @@ def decode_step(
         batch=int(n),
         weights_read=w_read.to("GB"),
         kv_read=(n * kv_seq).to("GB"),
-        flops=(n * f_tok).to("GFLOP"),
+        flops=(n * (f_mm + f_att)).to("GFLOP"),
         memory_time=F["decode_memory_time"](**common, **mem_args).to("ms"),
         compute_time=F["decode_compute_time"](**common, **comp_args).to("ms"),
-        step_time=F["decode_step_time"](**common, **mem_args, **comp_args).to("ms"),
+        step_time=step.to("ms"),
         fraction_of_experts=phi,
+        kernel_bounds=kernels,
     )
 
 
@@ -399,6 +509,7 @@ class Prefill:
         return "compute" if self.compute_time >= self.memory_time else "memory"
 
 
+@checked
 def prefill(
     model: Model | str,
     gpu: GPU | str,
@@ -407,13 +518,18 @@ def prefill(
     prompts: int = 1,
     n_gpus: int = 1,
     weight_bytes: Any = 2,
-    compute_efficiency: float = 0.5,
-    bandwidth_efficiency: float = 0.7,
-    attention: bool = True,
-    compute_precision: str = "bf16",
+    compute_efficiency: float | None = None,
+    bandwidth_efficiency: float | None = None,
+    attention: bool | None = None,
+    compute_precision: str | None = None,
+    cached_tokens: float = 0,
+    assumptions: Assumptions | str | None = None,
 ) -> Prefill:
-    """Prefill time: the slower of the FLOPs (2 per active parameter per token, plus the causal
-    attention term if ``attention``) and one read of the weights.
+    """Prefill time: the slower of the FLOPs (``flops_per_param`` per active parameter per token,
+    plus the causal attention term if the assumptions count it) and one read of the weights.
+    With ``cached_tokens`` of the prompt already in a prefix cache, only the rest is computed: the
+    FLOPs of the whole prompt less those of its cached prefix (the new tokens still attend to it).
+    Keyword arguments left at ``None`` come from ``assumptions``.
 
     Examples
     --------
@@ -422,30 +538,40 @@ def prefill(
     (68.7, 6.8, 'compute')
     """
     m, g = _model(model), _gpu(gpu)
-    t = _number(prompt_tokens, "prompt_tokens")
-    n = _number(prompts, "prompts", integer=True)
-    gpus_ = _number(n_gpus, "n_gpus", integer=True)
-    eta_f = _fraction(compute_efficiency, "compute_efficiency")
-    eta_b = _fraction(bandwidth_efficiency, "bandwidth_efficiency")
-    two = Q_(2, "FLOP")
-    linear = F["prefill_flops_linear"](flops_per_param=two, params=m.active_params, prompt_tokens=t)
-    full = F["prefill_flops"](
-        flops_per_param=two,
-        params=m.active_params,
-        prompt_tokens=t,
-        layers=m.layers,
-        heads=m.heads,
-        head_dim=m.head_dim,
+    a = resolve(assumptions).replace(
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+        prefill_attention=attention,
     )
-    flops = full if attention else linear
+    t, n, gpus_ = prompt_tokens, prompts, n_gpus
+    cached = _number(cached_tokens, "cached_tokens", allow_zero=True)
+    if cached >= t:
+        raise InputError(f"cached_tokens ({cached:g}) must be fewer than prompt_tokens ({t:g}): at least one is new.")
+    per_param = Q_(a.flops_per_param, "FLOP")
+
+    def flops_of(tokens: float) -> tuple[pint.Quantity, pint.Quantity]:
+        if tokens == 0:
+            return Q_(0, "FLOP"), Q_(0, "FLOP")
+        kw = dict(flops_per_param=per_param, params=m.active_params, prompt_tokens=tokens)
+        linear = F["prefill_flops_linear"](**kw)
+        return linear, F["prefill_flops"](**kw, layers=m.layers, heads=m.heads, head_dim=m.head_dim)
+
+    (lin_t, full_t), (lin_c, full_c) = flops_of(t), flops_of(cached)
+    linear, full = lin_t - lin_c, full_t - full_c
+    flops = full if a.prefill_attention else linear
     comp = dict(
         prompts=n,
         prefill_flops=flops,
         n_gpus=gpus_,
-        peak_flops=g.peak_flops(compute_precision),
-        compute_efficiency=eta_f,
+        peak_flops=g.peak_flops(compute_precision or matmul_precision(weight_bytes, g, a)),
+        compute_efficiency=a.compute_efficiency,
     )
-    mem = dict(weights=_weights(m, weight_bytes), n_gpus=gpus_, bandwidth=g.bandwidth, bandwidth_efficiency=eta_b)
+    mem = dict(
+        weights=_weights(m, weight_bytes),
+        n_gpus=gpus_,
+        bandwidth=g.bandwidth,
+        bandwidth_efficiency=a.bandwidth_efficiency,
+    )
     return Prefill(
         prompts=int(n),
         flops=(n * flops).to("TFLOP"),
@@ -456,20 +582,351 @@ def prefill(
     )
 
 
+# --- the replica model ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Replica:
+    """The one model of a replica: ``tensor_parallel`` GPUs serving ``batch`` requests at a time.
+
+    Every serving figure of the package comes from here (see :func:`replica`): whether the
+    weights and the batch's KV cache fit, the largest batch, one decode step and what bounds it,
+    the prefill of one prompt (the time to first token with no queue) and of the batch's prompts,
+    the throughput (prefill charged or not, by the assumptions), requests per second and cost.
+    """
+
+    model: str
+    gpu: str
+    tensor_parallel: int
+    assumptions: Assumptions = field(repr=False)
+    weights: pint.Quantity
+    usable_memory: pint.Quantity
+    kv_per_sequence: pint.Quantity
+    max_batch: int
+    batch: int
+    context_tokens: float
+    matmul: str = "bf16"
+    prompt_tokens: float | None = None
+    answer_tokens: float | None = None
+    kv_read_tokens: float | None = None
+    cached_prompt_tokens: float = 0
+    spec: Model | None = field(default=None, repr=False, compare=False)
+    step: DecodeStep | None = field(default=None, repr=False)
+    first_prefill: Prefill | None = field(default=None, repr=False)
+    batch_prefill: Prefill | None = field(default=None, repr=False)
+    price_per_hour: pint.Quantity | None = None
+    reason: str = "fits"
+
+    @property
+    def fits(self) -> bool:
+        """The weights and the KV cache of ``batch`` sequences at their final context fit."""
+        return bool(self.step is not None and 1 <= self.batch <= self.max_batch)
+
+    @property
+    def memory_used(self) -> pint.Quantity:
+        return (self.weights + self.batch * self.kv_per_sequence).to("GB")
+
+    @property
+    def decode_throughput(self) -> pint.Quantity:
+        """Output tokens per second while the replica only decodes (prefill not charged)."""
+        return self._need_step().throughput
+
+    @property
+    def counts_prefill(self) -> bool:
+        return self.assumptions.count_prefill and self.batch_prefill is not None
+
+    @property
+    def throughput(self) -> pint.Quantity:
+        """Output tokens per second: with prefill charged (``count_prefill``), the batch's prompts
+        are prefilled and its answers decoded in turn (the cycle); otherwise decode steps only."""
+        s = self._need_step()
+        if not self.counts_prefill:
+            return s.throughput
+        return F["cycle_throughput"](
+            batch=self.batch,
+            answer_tokens=self.answer_tokens,
+            prefill_time=self.batch_prefill.time,
+            step_time=s.step_time,
+        ).to("1/s")
+
+    @property
+    def prefill_share(self) -> float | None:
+        """Share of the cycle spent prefilling (None when prefill is not charged)."""
+        if not self.counts_prefill:
+            return None
+        return float(
+            F["prefill_share"](
+                answer_tokens=self.answer_tokens,
+                prefill_time=self.batch_prefill.time,
+                step_time=self._need_step().step_time,
+            ).m
+        )
+
+    @property
+    def tpot(self) -> pint.Quantity:
+        """Time per output token a user sees: one decode step, plus (with ``prefill_interference``)
+        its share of the other requests' prefills that run between its steps."""
+        s = self._need_step()
+        if not (self.assumptions.prefill_interference and self.batch_prefill is not None):
+            return s.step_time
+        return F["interleaved_tpot"](
+            step_time=s.step_time,
+            prefill_time=self.batch_prefill.time,
+            batch=self.batch,
+            answer_tokens=self.answer_tokens,
+        ).to("ms")
+
+    @property
+    def tokens_per_s_per_user(self) -> pint.Quantity:
+        return (1 / self.tpot).to("1/s")
+
+    @property
+    def requests_per_second(self) -> pint.Quantity:
+        """Requests the replica completes per second at full load."""
+        if self.answer_tokens is None:
+            raise InputError("requests per second needs the answer length: give replica(..., answer_tokens=...).")
+        return (self.throughput / self.answer_tokens).to("1/s")
+
+    @property
+    def cost_per_million_output_tokens(self) -> pint.Quantity | None:
+        if self.price_per_hour is None:
+            return None
+        return cost_per_million(self.price_per_hour, self.throughput, self.tensor_parallel)
+
+    def _need_step(self) -> DecodeStep:
+        if self.step is None:
+            raise InputError(f"{self.model} on {self.tensor_parallel} x {self.gpu}: {self.reason}")
+        return self.step
+
+
+def _workload(
+    a: Assumptions, context_tokens: Any, prompt_tokens: Any, answer_tokens: Any
+) -> tuple[float, float | None, float | None]:
+    """(final context, prompt, answer) from what was given; both lengths are needed by a method
+    that charges prefill or reads the KV cache at the average context."""
+    p, ans = prompt_tokens, answer_tokens  # checked by the caller (replica)
+    if p is not None and ans is not None:
+        final = p + ans
+        if context_tokens is not None and context_tokens != final:
+            raise InputError(
+                f"context_tokens ({context_tokens}) must equal prompt_tokens + answer_tokens ({final:g}); give one or the other."
+            )
+        return final, p, ans
+    if context_tokens is None:
+        raise InputError("give prompt_tokens and answer_tokens (or context_tokens, the final length of a sequence).")
+    final = context_tokens
+    if p is not None:
+        if p >= final:
+            raise InputError(
+                f"prompt_tokens ({p:g}) must be less than context_tokens ({final:g}), which includes the answer."
+            )
+        return final, p, final - p
+    if a.count_prefill or a.kv_read_context == "average":
+        raise InputError(
+            f"assumptions {a.name!r} charge prefill and read the KV cache at the average context, so they need "
+            "prompt_tokens and answer_tokens, not only context_tokens; give both, or name a method that works "
+            "from the context alone (assumptions='envelope' or 'capacity')."
+        )
+    return final, None, None
+
+
+@checked
+def replica(
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    tensor_parallel: int = 1,
+    batch: int | None = None,
+    prompt_tokens: float | None = None,
+    answer_tokens: float | None = None,
+    context_tokens: float | None = None,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    price_per_hour: Any = None,
+    assumptions: Assumptions | str | None = None,
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
+    usable_fraction: float | None = None,
+    cached_prompt_tokens: float = 0,
+) -> Replica:
+    """The one replica model: ``tensor_parallel`` GPUs serving ``batch`` requests of
+    ``prompt_tokens`` in and ``answer_tokens`` out (the largest batch that fits if ``batch`` is
+    None), under ``assumptions`` (the course's by default; the efficiencies and the memory share
+    may be overridden one by one).
+
+    ``context_tokens`` is the final length of a sequence; a method that neither charges prefill
+    nor reads the KV cache at the average context (``"envelope"``, ``"capacity"``) may be given
+    that alone. ``price_per_hour`` defaults to the catalog's price of the GPU, if it has one.
+    ``cached_prompt_tokens`` of each prompt found in a prefix cache are not prefilled again (their
+    KV is still held for the request: the memory and the batch are the full prompt's).
+
+    Examples
+    --------
+    >>> r = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300,
+    ...             weight_bytes="fp8")
+    >>> r.batch, round(r.step.step_time.to("ms").m, 1), round(r.throughput.m), r.fits
+    (94, 29.6, 1229, True)
+    >>> e = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, context_tokens=2_300, weight_bytes="fp8",
+    ...             assumptions="envelope")
+    >>> round(e.throughput.m), round(e.cost_per_million_output_tokens.m, 2)
+    (4387, 0.32)
+    """
+    m, g = _model(model), _gpu(gpu)
+    a = resolve(assumptions).replace(
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+        memory_fraction=usable_fraction,
+    )
+    tp = int(tensor_parallel)
+    final, p, ans = _workload(a, context_tokens, prompt_tokens, answer_tokens)
+    w = _weights(m, weight_bytes)
+    mem = usable_memory(g, tp, weights=w, assumptions=a)
+    kv_seq = kv_bytes_per_sequence(m, final, kv_bytes)
+    top = max_batch(m, g, final, n_gpus=tp, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a)
+    price = None
+    if price_per_hour is not None or g.price_per_hour is not None:
+        price = _price(g, price_per_hour)
+    base = dict(
+        model=m.name,
+        gpu=g.name,
+        tensor_parallel=tp,
+        assumptions=a,
+        weights=w.to("GB"),
+        usable_memory=mem.to("GB"),
+        kv_per_sequence=kv_seq.to("GB"),
+        max_batch=top,
+        context_tokens=final,
+        matmul=matmul_precision(weight_bytes, g, a),
+        spec=m,
+        prompt_tokens=p,
+        answer_tokens=ans,
+        price_per_hour=price,
+    )
+    if cached_prompt_tokens and p is None:
+        raise InputError("cached_prompt_tokens needs prompt_tokens (the cached tokens are part of the prompt).")
+    where = f"one {g.name}" if tp == 1 else f"{tp} x {g.name}"
+    if w >= mem:
+        reason = (
+            f"weights {fmt(w, 'GB')} don't fit in the {fmt(mem, 'GB')} usable on {where}: store fewer bytes per "
+            f"weight, use a GPU with more memory, or use tensor_parallel={gpus_for_weights(m, g, weight_bytes, a)}."
+        )
+        return Replica(batch=0, reason=reason, **base)
+    if top < 1:
+        reason = (
+            f"after {fmt(w, 'GB')} of weights, {fmt(mem - w, 'GB')} is left on {where}: less than one "
+            f"sequence's KV cache ({fmt(kv_seq, 'GB')}); shorten the context, quantize, or add GPUs."
+        )
+        return Replica(batch=0, reason=reason, **base)
+    b = top if batch is None else int(batch)
+    reason = "fits"
+    if b > top:
+        reason = (
+            f"a batch of {b} needs {fmt(w + b * kv_seq, 'GB')} but {fmt(mem, 'GB')} is usable on {where}: "
+            f"at most {top} sequences of {final:,.0f} tokens fit."
+        )
+    kv_ctx = final if a.kv_read_context == "final" or p is None else p + ans / 2
+    common = dict(n_gpus=tp, weight_bytes=weight_bytes, assumptions=a)
+    step = decode_step(m, g, batch=b, context_tokens=kv_ctx, kv_bytes=kv_bytes, **common)
+    first = batch_pre = None
+    if p is not None:
+        first = prefill(m, g, p, cached_tokens=cached_prompt_tokens, **common)
+        batch_pre = first if b == 1 else prefill(m, g, p, prompts=b, cached_tokens=cached_prompt_tokens, **common)
+    return Replica(
+        batch=b,
+        step=step,
+        first_prefill=first,
+        batch_prefill=batch_pre,
+        reason=reason,
+        kv_read_tokens=kv_ctx,
+        cached_prompt_tokens=float(cached_prompt_tokens),
+        **base,
+    )
+
+
+@checked
+def gpus_for_weights(
+    model: Model | str, gpu: GPU | str, weight_bytes: Any = 2, assumptions: Any = None, *, power_of_two: bool = True
+) -> int:
+    """The tensor-parallel degree a model's weights need: the fewest GPUs, rounded up to a power of
+    two (tensor parallelism splits attention heads, so engines take 1, 2, 4 or 8), whose usable
+    memory holds more than the weights; ``power_of_two=False`` gives the fewest GPUs unrounded.
+
+    Examples
+    --------
+    >>> gpus_for_weights("Llama-3.1-70B", "H100 SXM"), gpus_for_weights("Llama-3.1-70B", "H100 SXM", "fp8")
+    (2, 1)
+    >>> gpus_for_weights("Llama-3.1-405B", "H100 SXM"), gpus_for_weights("Llama-3.1-405B", "H100 SXM", power_of_two=False)
+    (16, 12)
+    """
+    m, g = _model(model), _gpu(gpu)
+    w = _weights(m, weight_bytes)
+    per_gpu = usable_memory(g, 1, weights=w, assumptions=assumptions)
+    need = int(F["gpus_for_weights"](weights=w, gpu_memory=per_gpu, usable_fraction=1).m)
+    if (need * per_gpu - w).to("B").m <= 0:  # exactly full: nothing left for the KV cache
+        need += 1
+    return 2 ** math.ceil(math.log2(need)) if power_of_two else need
+
+
+@dataclass(frozen=True)
+class ComputeBudget:
+    """A replica's FLOP/s at a load: what its prompts need, what decode uses, what it has."""
+
+    prefill: pint.Quantity
+    decode: pint.Quantity
+    usable: pint.Quantity
+
+    @property
+    def idle(self) -> pint.Quantity:
+        """What decode leaves of the usable FLOP/s."""
+        return (self.usable - self.decode).to("PFLOP/s")
+
+    @property
+    def prefill_fits(self) -> bool:
+        """Whether the prompts' FLOP/s fit in what decode leaves idle."""
+        return bool(self.prefill <= self.idle)
+
+
+def compute_budget(rep: Replica, output_tokens_per_s: pint.Quantity) -> ComputeBudget:
+    """Does the compute decode leaves idle hold the prefill? At ``output_tokens_per_s`` answer tokens per
+    second on ``rep``, its prompts need ``flops_per_param`` x active parameters per prompt token, decode
+    as much per answer token, and the replica has its GPUs' peak at its matmul precision times the
+    compute efficiency.
+
+    Examples
+    --------
+    >>> r = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, batch=64, prompt_tokens=2_000, answer_tokens=400,
+    ...             weight_bytes="fp8", assumptions="capacity")
+    >>> b = compute_budget(r, Q_(1_728, "1/s"))
+    >>> round(b.prefill.to("PFLOP/s").m, 2), round(b.idle.to("PFLOP/s").m, 2), b.prefill_fits
+    (1.22, 0.75, False)
+    """
+    if not isinstance(rep, Replica) or rep.spec is None or rep.answer_tokens is None:
+        raise InputError("compute_budget needs a Replica built with prompt_tokens and answer_tokens.")
+    x = as_quantity(output_tokens_per_s, "1/s", "output_tokens_per_s")
+    a, m, g = rep.assumptions, rep.spec, gpus.get(rep.gpu)
+    per_param = Q_(a.flops_per_param, "FLOP")
+    prompts = F["token_rate"](request_rate=x / rep.answer_tokens, tokens_per_request=rep.prompt_tokens)
+    need = F["prefill_compute_rate"](token_rate=prompts, flops_per_param=per_param, params=m.active_params)
+    used = F["prefill_compute_rate"](token_rate=x, flops_per_param=per_param, params=m.active_params)
+    usable = rep.tensor_parallel * g.peak_flops(rep.matmul) * a.compute_efficiency
+    return ComputeBudget(prefill=need.to("PFLOP/s"), decode=used.to("PFLOP/s"), usable=usable.to("PFLOP/s"))
+
+
 # --- a batch's whole life: prefill then decode ------------------------------------------------------
 @dataclass(frozen=True)
 class RequestCycle:
-    """A batch of requests from prefill to last token, as the interactive lab times it.
+    """A batch of requests from prefill to last token (the replica model's cycle).
 
-    The decode steps read each sequence's KV cache at the average context
-    (prompt + answer / 2). ``throughput`` counts decode steps only; ``end_to_end_throughput``
-    divides the tokens by prefill plus decode time, which is what a GPU-hour buys.
+    The decode steps read each sequence's KV cache at the context the assumptions say (the
+    average, prompt + answer / 2, for the lab and the course). ``throughput`` counts decode
+    steps only; ``end_to_end_throughput`` divides the tokens by prefill plus decode time, which
+    is what a GPU-hour buys.
     """
 
     decode: DecodeStep
     prefill: Prefill
     answer_tokens: int
     price_per_hour: pint.Quantity
+    n_gpus: int = 1
+    replica: Replica | None = field(default=None, repr=False)
 
     @property
     def total_time(self) -> pint.Quantity:
@@ -492,13 +949,14 @@ class RequestCycle:
 
     @property
     def cost_per_million_output_tokens(self) -> pint.Quantity:
-        return cost_per_million(self.price_per_hour, self.end_to_end_throughput)
+        return cost_per_million(self.price_per_hour, self.end_to_end_throughput, self.n_gpus)
 
     @property
     def decode_only_cost_per_million(self) -> pint.Quantity:
-        return cost_per_million(self.price_per_hour, self.throughput)
+        return cost_per_million(self.price_per_hour, self.throughput, self.n_gpus)
 
 
+@checked
 def request_cycle(
     model: Model | str,
     gpu: GPU | str,
@@ -507,12 +965,15 @@ def request_cycle(
     prompt_tokens: float,
     answer_tokens: float,
     price_per_hour: Any = None,
-    **kwargs: Any,
+    n_gpus: int = 1,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    assumptions: Assumptions | str | None = None,
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
 ) -> RequestCycle:
-    """Prefill ``batch`` prompts together, then decode ``answer_tokens`` steps.
-
-    ``kwargs`` go to :func:`decode_step` and :func:`prefill` (``n_gpus``, ``weight_bytes``,
-    efficiencies). The lab's cost per million tokens divides by this whole time.
+    """Prefill ``batch`` prompts together, then decode ``answer_tokens`` steps: the cycle of
+    :func:`replica` for that batch, whether or not its KV cache fits.
 
     Examples
     --------
@@ -521,16 +982,35 @@ def request_cycle(
     >>> round(c.cost_per_million_output_tokens.m, 2)
     5.83
     """
-    g = _gpu(gpu)
     a = _number(answer_tokens, "answer_tokens", integer=True)
-    p = _number(prompt_tokens, "prompt_tokens")
-    pre_kw = {k: v for k, v in kwargs.items() if k not in ("attention_flops", "kv_bytes")}
-    dec_kw = {k: v for k, v in kwargs.items() if k != "attention"}
-    step = decode_step(model, g, batch=batch, context_tokens=p + a / 2, **dec_kw)
-    pre = prefill(model, g, p, prompts=batch, **pre_kw)
-    return RequestCycle(decode=step, prefill=pre, answer_tokens=int(a), price_per_hour=_price(g, price_per_hour))
+    r = replica(
+        model,
+        gpu,
+        tensor_parallel=n_gpus,
+        batch=batch,
+        prompt_tokens=prompt_tokens,
+        answer_tokens=a,
+        weight_bytes=weight_bytes,
+        kv_bytes=kv_bytes,
+        price_per_hour=price_per_hour,
+        assumptions=assumptions,
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+    )
+    r._need_step()
+    if r.price_per_hour is None:
+        _price(r.gpu, None)  # raises: no price in the catalog
+    return RequestCycle(
+        decode=r.step,
+        prefill=r.batch_prefill,
+        answer_tokens=int(a),
+        price_per_hour=r.price_per_hour,
+        n_gpus=r.tensor_parallel,
+        replica=r,
+    )
 
 
+@checked
 def cost_per_million(price_per_hour: pint.Quantity, tokens_per_s: pint.Quantity, n_gpus: int = 1) -> pint.Quantity:
     """Dollars per million tokens for ``n_gpus`` GPUs producing ``tokens_per_s`` at full load.
 
@@ -540,9 +1020,9 @@ def cost_per_million(price_per_hour: pint.Quantity, tokens_per_s: pint.Quantity,
     <Quantity(0.3165..., 'USD')>
     """
     per_token = F["cost_per_token"](
-        n_gpus=_number(n_gpus, "n_gpus", integer=True),
-        price=as_quantity(price_per_hour, "USD/hour", "price_per_hour"),
-        throughput=as_quantity(tokens_per_s, "1/s", "tokens_per_s"),
+        n_gpus=n_gpus,
+        price=price_per_hour,
+        throughput=tokens_per_s,
     )
     return (per_token * 1e6).to("USD")
 
@@ -567,13 +1047,15 @@ class ServingPlan:
     output_tokens_per_s: pint.Quantity | None = None
     prefill_time: pint.Quantity | None = None
     cost_per_million_output_tokens: pint.Quantity | None = None
+    prefill_counted: bool = False
+    replica: Replica | None = field(default=None, repr=False)
 
     def __getitem__(self, key: str) -> Any:
         """Dictionary-style access with the seed code's keys (``p["batch"]``, ``p["weights_gb"]``).
 
         Examples
         --------
-        >>> p = serving_plan("Qwen2.5-7B", "H100 SXM", 1, 2_300)
+        >>> p = serving_plan("Qwen2.5-7B", "H100 SXM", 1, 2_300, assumptions="envelope")
         >>> p["batch"], round(p["weights_gb"], 1)
         (430, 15.2)
         """
@@ -586,9 +1068,10 @@ class ServingPlan:
     def __str__(self) -> str:
         if not self.fits:
             return self.message
+        total = "tok/s total" + (" with prefill" if self.prefill_counted else "")
         text = (
             f"batch {self.batch}, {self.tokens_per_s_per_user.m:.0f} tok/s per user "
-            f"({self.tokens_per_s_alone.m:.0f} if alone), {self.output_tokens_per_s.m:,.0f} tok/s total"
+            f"({self.tokens_per_s_alone.m:.0f} if alone), {self.output_tokens_per_s.m:,.0f} {total}"
         )
         if self.prefill_time is not None:
             text += f", prefill {self.prefill_time.to('s').m:.2f} s"
@@ -597,6 +1080,7 @@ class ServingPlan:
         return text
 
 
+@checked
 def serving_plan(
     model: Model | str,
     gpu: GPU | str,
@@ -604,201 +1088,174 @@ def serving_plan(
     context_tokens: float,
     *,
     weight_bytes: Any = 2,
-    usable_fraction: float = 0.9,
     kv_bytes: Any = 2,
     prompt_tokens: float | None = None,
-    bandwidth_efficiency: float = 1.0,
-    compute_efficiency: float = 0.5,
     price_per_hour: Any = None,
+    assumptions: Assumptions | str | None = None,
+    usable_fraction: float | None = None,
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
 ) -> ServingPlan:
-    """Fill the GPUs' free memory with conversations and time one decode step.
+    """Fill the GPUs' free memory with conversations of ``context_tokens`` and time one decode step:
+    the table of the first worked example, from :func:`replica` with the largest batch.
 
-    The method of the course's first worked table: usable memory = ``usable_fraction`` of
-    the GPUs; batch = free memory / KV per conversation; each step reads the weights and
-    every KV cache at peak bandwidth (``bandwidth_efficiency=1``). "Alone" is one user with
-    no KV read. Prefill (if ``prompt_tokens``) uses 2 FLOPs per parameter at
-    ``compute_efficiency``. When the weights do not fit, the plan says so (``fits=False``).
+    ``prompt_tokens`` (of the ``context_tokens``) gives the prefill time; the course's method (the
+    default) needs it, since it charges each request's prefill to the throughput and the cost;
+    ``assumptions="envelope"`` is the method of the table as first published (decode only, at the
+    datasheet bandwidth). "Alone" is one user with no KV read. When the weights do not fit, the
+    plan says so (``fits=False``).
 
     Examples
     --------
-    >>> print(serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8", prompt_tokens=2_000))
+    >>> print(serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8", prompt_tokens=2_000,
+    ...                    assumptions="envelope"))
     batch 94, 47 tok/s per user (92 if alone), 4,387 tok/s total, prefill 0.29 s, $0.32 per M output tokens at full load
-    >>> print(serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300))
+    >>> print(serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8", prompt_tokens=2_000))
+    batch 94, 13 tok/s per user (65 if alone), 1,229 tok/s total with prefill, prefill 0.15 s, $1.13 per M output tokens at full load
+    >>> print(serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, assumptions="envelope"))
     weights 145 GB don't fit in 144 GB of usable memory: add GPUs or store fewer bytes per weight.
     """
-    m, g = _model(model), _gpu(gpu)
-    n = int(_number(n_gpus, "n_gpus", integer=True))
-    mem = usable_memory(g, n, usable_fraction)
-    w = _weights(m, weight_bytes)
-    kv_seq = kv_bytes_per_sequence(m, context_tokens, kv_bytes)
-    base = dict(
-        model=m.name,
-        gpu=g.name,
-        n_gpus=n,
-        weights=w.to("GB"),
-        usable_memory=mem.to("GB"),
-        kv_per_sequence=kv_seq.to("GB"),
-    )
-    batch = max_batch(
-        m, g, context_tokens, n_gpus=n, weight_bytes=weight_bytes, kv_bytes=kv_bytes, usable_fraction=usable_fraction
-    )
-    if batch < 1:
-        why = "don't fit in" if w >= mem else "leave no room for one conversation's KV cache in"
-        msg = (
-            f"weights {w.to('GB').m:.0f} GB {why} {mem.to('GB').m:.0f} GB of usable memory: "
-            "add GPUs or store fewer bytes per weight."
-        )
-        return ServingPlan(fits=False, message=msg, **base)
-    eff = dict(
-        n_gpus=n,
+    r = replica(
+        model,
+        gpu,
+        tensor_parallel=n_gpus,
+        context_tokens=context_tokens,
+        prompt_tokens=prompt_tokens,
         weight_bytes=weight_bytes,
         kv_bytes=kv_bytes,
+        price_per_hour=price_per_hour,
+        assumptions=assumptions,
+        usable_fraction=usable_fraction,
         bandwidth_efficiency=bandwidth_efficiency,
         compute_efficiency=compute_efficiency,
     )
-    step = decode_step(m, g, batch=batch, context_tokens=context_tokens, **eff)
-    alone = F["weight_read_time"](
-        weights=weights_read_per_step(m, 1, weight_bytes),
-        n_gpus=n,
-        bandwidth=g.bandwidth,
-        bandwidth_efficiency=_fraction(bandwidth_efficiency, "bandwidth_efficiency"),
+    base = dict(
+        model=r.model,
+        gpu=r.gpu,
+        n_gpus=r.tensor_parallel,
+        weights=r.weights,
+        usable_memory=r.usable_memory,
+        kv_per_sequence=r.kv_per_sequence,
+        replica=r,
     )
-    pre = None
-    if prompt_tokens is not None:
-        pre = prefill(
-            m,
-            g,
-            prompt_tokens,
-            n_gpus=n,
-            weight_bytes=weight_bytes,
-            compute_efficiency=compute_efficiency,
-            bandwidth_efficiency=bandwidth_efficiency,
-            attention=False,
-        ).time.to("s")
-    cost = None
-    if price_per_hour is not None or g.price_per_hour is not None:
-        cost = cost_per_million(_price(g, price_per_hour), step.throughput, n)
+    if not r.fits:
+        why = "don't fit in" if r.weights >= r.usable_memory else "leave no room for one conversation's KV cache in"
+        msg = (
+            f"weights {r.weights.to('GB').m:.0f} GB {why} {r.usable_memory.to('GB').m:.0f} GB of usable memory: "
+            "add GPUs or store fewer bytes per weight."
+        )
+        return ServingPlan(fits=False, message=msg, **base)
+    a, m, g = r.assumptions, _model(model), _gpu(gpu)
+    alone = F["step_with_overhead"](
+        step_time=F["weight_read_time"](
+            weights=weights_read_per_step(m, 1, weight_bytes),
+            n_gpus=r.tensor_parallel,
+            bandwidth=g.bandwidth,
+            bandwidth_efficiency=a.bandwidth_efficiency,
+        ),
+        step_overhead=_step_overhead(m, r.tensor_parallel, a),
+    )
     return ServingPlan(
         fits=True,
         message="fits",
-        batch=batch,
-        step_time=step.step_time,
-        tokens_per_s_per_user=step.tokens_per_s_per_user,
+        batch=r.batch,
+        step_time=r.step.step_time,
+        tokens_per_s_per_user=r.tokens_per_s_per_user,
         tokens_per_s_alone=(1 / alone).to("1/s"),
-        output_tokens_per_s=step.throughput,
-        prefill_time=pre,
-        cost_per_million_output_tokens=cost,
+        output_tokens_per_s=r.throughput,
+        prefill_time=None if r.first_prefill is None else r.first_prefill.time.to("s"),
+        cost_per_million_output_tokens=r.cost_per_million_output_tokens,
+        prefill_counted=r.counts_prefill,
         **base,
     )
 
 
-# --- the roofline sizing method -------------------------------------------------------------------
-@dataclass(frozen=True)
-class Replica:
-    """One tensor-parallel replica running a fixed batch (the roofline sizing method)."""
-
-    model: str
-    gpu: str
-    tensor_parallel: int
-    step: DecodeStep
-    memory_used: pint.Quantity
-    usable_memory: pint.Quantity
-
-    @property
-    def fits(self) -> bool:
-        return bool(self.memory_used <= self.usable_memory)
-
-    @property
-    def throughput(self) -> pint.Quantity:
-        return self.step.throughput
-
-    @property
-    def tokens_per_s_per_user(self) -> pint.Quantity:
-        return self.step.tokens_per_s_per_user
-
-
-def replica(
-    model: Model | str,
-    gpu: GPU | str,
-    *,
-    tensor_parallel: int,
-    batch: int,
-    context_tokens: float,
-    weight_bytes: Any = 1,
-    kv_bytes: Any = 2,
-    bandwidth_efficiency: float = 0.7,
-    compute_efficiency: float = 0.5,
-    usable_fraction: float = 0.9,
-) -> Replica:
-    """A replica of ``tensor_parallel`` GPUs decoding ``batch`` sequences of ``context_tokens``.
-
-    Examples
-    --------
-    >>> r = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, batch=64, context_tokens=2_400)
-    >>> round(r.step.step_time.to("ms").m, 1), round(r.throughput.m), r.fits
-    (25.8, 2483, True)
-    """
-    m, g = _model(model), _gpu(gpu)
-    tp = int(_number(tensor_parallel, "tensor_parallel", integer=True))
-    step = decode_step(
-        m,
-        g,
-        batch=batch,
-        context_tokens=context_tokens,
-        n_gpus=tp,
-        weight_bytes=weight_bytes,
-        kv_bytes=kv_bytes,
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-    )
-    used = (_weights(m, weight_bytes) + step.kv_read).to("GB")
-    return Replica(
-        model=m.name,
-        gpu=g.name,
-        tensor_parallel=tp,
-        step=step,
-        memory_used=used,
-        usable_memory=usable_memory(g, tp, usable_fraction).to("GB"),
-    )
-
-
+# --- fleets ------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Fleet:
     """Replicas to meet a demand of output tokens per second, and what they cost."""
 
     demand: pint.Quantity
+    throughput_per_replica: pint.Quantity
     usable_throughput_per_replica: pint.Quantity
+    headroom: float
+    prefill_counted: bool
     replicas: int
     gpus: int
     price_per_hour: pint.Quantity
     monthly_cost: pint.Quantity
     replicas_exact: float
 
+    @property
+    def headroom_fraction(self) -> float:
+        """The share of each replica's throughput kept back: 1 - 1 / headroom."""
+        return 1 - 1 / self.headroom
 
-def fleet(demand: pint.Quantity, rep: Replica, *, headroom_fraction: float = 0.3, price_per_hour: Any = None) -> Fleet:
-    """Size a fleet: keep ``headroom_fraction`` of each replica's throughput back for prefill
-    and bursts, then replicas = ceil(demand / what is left).
+
+def _differs_but_headroom(x: Assumptions, y: Assumptions) -> bool:
+    """Whether two sets of assumptions differ in anything but their names and headroom."""
+    skip = {"name", "summary", "headroom"}
+    return any(getattr(x, f) != getattr(y, f) for f in x.__dataclass_fields__ if f not in skip)
+
+
+@checked
+def fleet(
+    demand: pint.Quantity,
+    rep: Replica,
+    *,
+    headroom_fraction: float | None = None,
+    headroom: float | None = None,
+    price_per_hour: Any = None,
+    assumptions: Assumptions | str | None = None,
+) -> Fleet:
+    """Size a fleet of replicas like ``rep`` for ``demand`` output tokens per second: each replica
+    is counted at its throughput over the headroom (``headroom_fraction`` of it kept back, or
+    ``headroom`` as a multiplier; by default the assumptions' headroom, which are the replica's
+    own unless ``assumptions`` is given), and replicas = ceil(demand / what is left).
 
     Examples
     --------
-    >>> r = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, batch=64, context_tokens=2_400)
+    >>> r = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, batch=64, context_tokens=2_400,
+    ...             weight_bytes="fp8", assumptions="capacity")
     >>> f = fleet(Q_(140_000, "1/s"), r)
     >>> f.replicas, f.gpus, round(f.monthly_cost.to("USD").m, -3)
     (81, 162, 296000.0)
     """
-    d = as_quantity(demand, "1/s", "demand (output tokens per second, e.g. Q_(140_000, '1/s'))")
-    _number(d.magnitude, "demand")
-    hf = _number(headroom_fraction, "headroom_fraction", allow_zero=True)
-    if hf >= 1:
-        raise InputError(f"headroom_fraction is the share of throughput kept back and must be below 1; got {hf}.")
-    usable = F["usable_throughput"](throughput=rep.throughput, headroom_fraction=hf)
+    if not isinstance(rep, Replica):
+        raise InputError("rep must be a Replica: build one with llmcourse.replica(...).")
+    d = demand
+    if not rep.fits:
+        raise InputError(f"cannot size a fleet of replicas that do not fit: {rep.reason}")
+    a = rep.assumptions
+    if assumptions is not None:
+        given = resolve(assumptions)
+        if _differs_but_headroom(given, a):
+            raise InputError(
+                f"the replica was built under assumptions {a.name!r}; build it with assumptions={given.name!r} too "
+                "(a fleet takes only its headroom from assumptions=, or pass headroom=)."
+            )
+        a = a.replace(headroom=given.headroom)
+    if headroom_fraction is not None and headroom is not None:
+        raise InputError("give headroom_fraction (a share kept back) or headroom (a multiplier), not both.")
+    if headroom_fraction is not None:
+        hf = headroom_fraction
+        if hf >= 1:
+            raise InputError(f"headroom_fraction is the share of throughput kept back and must be below 1; got {hf}.")
+        a = a.replace(headroom=1 / (1 - hf))
+    elif headroom is not None:
+        a = a.replace(headroom=headroom)
+    x = rep.throughput
+    usable = F["usable_throughput"](throughput=x, headroom_fraction=a.headroom_fraction)
     n = int(F["replicas_needed"](demand=d, throughput=usable).m)
-    price = _price(rep.gpu, price_per_hour)
+    price = _price(rep.gpu, price_per_hour if price_per_hour is not None else rep.price_per_hour)
     total = n * rep.tensor_parallel
     cost = F["fleet_cost"](gpus=total, price=price, hours=HOURS_PER_MONTH)
     return Fleet(
         demand=d.to("1/s"),
+        throughput_per_replica=x,
         usable_throughput_per_replica=usable.to("1/s"),
+        headroom=a.headroom,
+        prefill_counted=rep.counts_prefill,
         replicas=n,
         gpus=total,
         price_per_hour=price,
@@ -815,10 +1272,18 @@ class PrefillPool:
     gpus: int
 
 
+@checked
 def prefill_pool(
-    input_tokens_per_s: pint.Quantity, model: Model | str, gpu: GPU | str, *, compute_efficiency: float = 0.5
+    input_tokens_per_s: pint.Quantity,
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    weight_bytes: Any = 2,
+    compute_efficiency: float | None = None,
+    assumptions: Assumptions | str | None = None,
 ) -> PrefillPool:
-    """FLOP/s to prefill a stream of prompt tokens (2 per active parameter) and the GPUs it takes.
+    """FLOP/s to prefill a stream of prompt tokens (``flops_per_param`` per active parameter) and
+    the GPUs it takes at the assumptions' compute efficiency and matmul precision.
 
     Examples
     --------
@@ -827,13 +1292,16 @@ def prefill_pool(
     (99, 200)
     """
     m, g = _model(model), _gpu(gpu)
+    a = resolve(assumptions).replace(compute_efficiency=compute_efficiency)
     rate = F["prefill_compute_rate"](
-        token_rate=as_quantity(input_tokens_per_s, "1/s", "input_tokens_per_s"),
-        flops_per_param=Q_(2, "FLOP"),
+        token_rate=input_tokens_per_s,
+        flops_per_param=Q_(a.flops_per_param, "FLOP"),
         params=m.active_params,
     )
     n = F["gpus_for_compute"](
-        compute_rate=rate, peak_flops=g.flops, compute_efficiency=_fraction(compute_efficiency, "compute_efficiency")
+        compute_rate=rate,
+        peak_flops=g.peak_flops(matmul_precision(weight_bytes, g, a)),
+        compute_efficiency=a.compute_efficiency,
     )
     return PrefillPool(compute_rate=rate.to("PFLOP/s"), gpus=int(n.m))
 
@@ -905,6 +1373,12 @@ class Plan:
     cost_per_thousand_requests: pint.Quantity | None = None
     bottleneck: str | None = None
     step: DecodeStep | None = field(default=None, repr=False)
+    replica: Replica | None = field(default=None, repr=False)
+
+    @property
+    def throughput(self) -> pint.Quantity | None:
+        """Output tokens per second of one replica at full load (the replica model's)."""
+        return None if self.replica is None else self.replica.throughput
 
     @property
     def ttft_met(self) -> bool:
@@ -953,6 +1427,7 @@ class Plan:
         return f"<table><caption>{self.model} on {self.gpu}</caption>{body}</table>"
 
 
+@checked
 def plan(
     model: Model | str,
     gpu: GPU | str,
@@ -960,126 +1435,96 @@ def plan(
     *,
     weight_bytes: Any = 2,
     kv_bytes: Any = 2,
-    memory_reserve: float = 0.10,
-    headroom: float = 1.3,
-    bandwidth_efficiency: float = 1.0,
-    compute_efficiency: float = 1.0,
     price_per_hour: Any = None,
     tensor_parallel: int = 1,
+    assumptions: Assumptions | str | None = None,
+    memory_reserve: float | None = None,
+    headroom: float | None = None,
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
+    cached_prompt_tokens: float = 0,
 ) -> Plan:
-    """Design a fleet of single-GPU servers for a brief.
+    """Design a fleet of replicas of ``tensor_parallel`` GPUs for a brief, through :func:`replica`.
 
-    Usable memory is ``1 - memory_reserve`` of the GPU. Each request's KV is sized for prompt +
-    answer. A decode step reads the weights plus every running request's KV at its average
-    context (prompt + answer / 2) and takes the slower of bytes / bandwidth and
-    2 x params x batch / FLOP/s. The batch is the largest that fits and keeps the step within
-    the per-token target (a batch of 1 if none does; the plan then reports the target unmet).
-    Prefill (2 FLOPs per parameter, or one weight read if slower) is the time to first token.
-    Requests per second per GPU = 1 / (answer x step / batch + prefill); GPUs =
-    ceil(rate x headroom / that); in flight by Little's law; cost per million answer tokens =
-    GPUs x price per hour / answer tokens per hour.
-
-    With ``tensor_parallel`` > 1 each server is a replica of that many GPUs (their memory,
-    bandwidth and FLOP/s add up); requests per second per GPU is the replica's rate divided by
-    its GPUs and the fleet is a whole number of replicas.
+    Each request's KV is sized for prompt + answer. The batch is the largest that fits and keeps
+    the time per token within its target (a batch of 1 if none does; the plan then reports the
+    target unmet); under the course's method that time includes the prefills of the requests that
+    join the batch between a user's steps. The time to first token is one prompt's prefill (of its
+    uncached part, with ``cached_prompt_tokens`` in a prefix cache). Requests per second per
+    replica come from the replica's throughput (with each request's prefill charged under the
+    course's and the planner's assumptions); replicas = ceil(rate x headroom / that); in flight
+    by Little's law; cost per million answer tokens = GPUs x price per hour / answer tokens per
+    hour. ``memory_reserve`` (the share of memory held back), ``headroom`` and the efficiencies
+    override the assumptions; the six-step planner's method is ``assumptions="planner"``.
 
     Examples
     --------
     >>> b = Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
     >>> p = plan("Llama-3.1-8B", "H100 SXM", b)
-    >>> p.fits, p.meets_targets, p.bottleneck, p.gpus
-    (True, True, 'KV reads', 1)
+    >>> p.fits, p.meets_targets, p.bottleneck, p.gpus, p.batch
+    (True, True, 'KV reads', 2, 126)
+    >>> plan("Llama-3.1-8B", "H100 SXM", b, assumptions="planner").gpus
+    1
     """
     m, g = _model(model), _gpu(gpu)
     if not isinstance(brief, Brief):
         raise InputError(
             "brief must be a Brief(requests_per_second, prompt_tokens, answer_tokens, ttft_target, tpot_target)."
         )
-    reserve = _number(memory_reserve, "memory_reserve", allow_zero=True)
-    if reserve >= 1:
-        raise InputError(f"memory_reserve is the fraction of memory held back and must be below 1; got {reserve}.")
-    h = _number(headroom, "headroom")
-    if h < 1:
-        raise InputError(f"headroom multiplies the target rate and must be at least 1 (1.3 = 30% spare); got {h}.")
+    fraction = None
+    if memory_reserve is not None:
+        reserve = _number(memory_reserve, "memory_reserve", allow_zero=True)
+        if reserve >= 1:
+            raise InputError(f"memory_reserve is the fraction of memory held back and must be below 1; got {reserve}.")
+        fraction = 1 - reserve
+    a = resolve(assumptions).replace(
+        memory_fraction=fraction,
+        headroom=headroom,
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+    )
     price = _price(g, price_per_hour)
-    tp = int(_number(tensor_parallel, "tensor_parallel", integer=True))
-    mem = usable_memory(g, tp, 1 - reserve)
-    w = _weights(m, weight_bytes)
-    kv_req = kv_bytes_per_sequence(m, brief.prompt_tokens + brief.answer_tokens, kv_bytes)
+
+    def at(b: int | None) -> Replica:
+        return replica(
+            m,
+            g,
+            tensor_parallel=tensor_parallel,
+            batch=b,
+            prompt_tokens=brief.prompt_tokens,
+            answer_tokens=brief.answer_tokens,
+            weight_bytes=weight_bytes,
+            kv_bytes=kv_bytes,
+            price_per_hour=price,
+            assumptions=a,
+            cached_prompt_tokens=cached_prompt_tokens,
+        )
+
+    top = at(None)
     base = dict(
         model=m.name,
         gpu=g.name,
         brief=brief,
-        weights=w.to("GB"),
-        usable_memory=mem.to("GB"),
-        kv_per_request=kv_req.to("GB"),
-        tensor_parallel=tp,
+        weights=top.weights,
+        usable_memory=top.usable_memory,
+        kv_per_request=top.kv_per_sequence,
+        tensor_parallel=top.tensor_parallel,
     )
-    if w >= mem:
-        per_gpu = usable_memory(g, 1, 1 - reserve)
-        need = 2 ** math.ceil(math.log2(math.ceil((w / per_gpu).to("").m + 1e-9)))
-        where = f"one {g.name}" if tp == 1 else f"{tp} x {g.name}"
-        return Plan(
-            fits=False,
-            reason=(
-                f"weights {fmt(w, 'GB')} exceed the {fmt(mem, 'GB')} usable on {where}: "
-                f"store fewer bytes per weight, use a GPU with more memory, or use "
-                f"tensor_parallel={need}."
-            ),
-            **base,
-        )
-    top = max_batch(
-        m,
-        g,
-        brief.prompt_tokens + brief.answer_tokens,
-        n_gpus=tp,
-        weight_bytes=weight_bytes,
-        kv_bytes=kv_bytes,
-        usable_fraction=1 - reserve,
-    )
-    if top < 1:
-        return Plan(
-            fits=False,
-            reason=(
-                f"after {fmt(w, 'GB')} of weights, {fmt(mem - w, 'GB')} is left: less than one "
-                f"request's KV cache ({fmt(kv_req, 'GB')}); shorten the context or quantize."
-            ),
-            **base,
-        )
-    avg_ctx = brief.prompt_tokens + brief.answer_tokens / 2
-    eff = dict(
-        context_tokens=avg_ctx,
-        n_gpus=tp,
-        weight_bytes=weight_bytes,
-        kv_bytes=kv_bytes,
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-    )
-
-    def step(b: int) -> DecodeStep:
-        return decode_step(m, g, batch=b, **eff)
-
+    if not top.fits:
+        return Plan(fits=False, reason=top.reason, **base)
     # the largest batch whose step meets the target (the step grows with the batch); at least 1
-    batch = max(1, largest_batch(lambda b: step(b).step_time <= brief.tpot_target, top))
-    s = step(batch)
-    ttft = prefill(
-        m,
-        g,
-        brief.prompt_tokens,
-        n_gpus=tp,
-        weight_bytes=weight_bytes,
-        compute_efficiency=compute_efficiency,
-        bandwidth_efficiency=bandwidth_efficiency,
-        attention=False,
-    ).time
-    rps_replica = F["rps_per_gpu"](
-        answer_tokens=brief.answer_tokens, step_time=s.step_time, batch=batch, prefill_time=ttft
+    batch = max(1, largest_batch(lambda b: at(b).tpot <= brief.tpot_target, top.max_batch))
+    r = at(batch)
+    s, tp = r.step, r.tensor_parallel
+    ttft = r.first_prefill.time
+    replicas = int(
+        F["gpus_for_rate"](
+            request_rate=brief.requests_per_second, headroom=a.headroom, rps_per_gpu=r.requests_per_second
+        ).m
     )
-    replicas = int(F["gpus_for_rate"](request_rate=brief.requests_per_second, headroom=h, rps_per_gpu=rps_replica).m)
-    rps = rps_replica / tp
     n = replicas * tp
     in_flight = F["littles_law"](
-        request_rate=brief.requests_per_second, time_in_system=ttft + brief.answer_tokens * s.step_time
+        request_rate=brief.requests_per_second, time_in_system=ttft + brief.answer_tokens * r.tpot
     ).m
     per_token = F["cost_per_token"](
         n_gpus=n,
@@ -1090,11 +1535,11 @@ def plan(
     return Plan(
         fits=True,
         reason="fits",
-        max_batch=top,
+        max_batch=r.max_batch,
         batch=batch,
         ttft=ttft.to("ms"),
-        tpot=s.step_time.to("ms"),
-        requests_per_second_per_gpu=rps.to("1/s"),
+        tpot=r.tpot.to("ms"),
+        requests_per_second_per_gpu=(r.requests_per_second / tp).to("1/s"),
         gpus=n,
         in_flight=float(in_flight),
         price_per_hour=price,
@@ -1103,5 +1548,6 @@ def plan(
         cost_per_thousand_requests=(per_token * brief.answer_tokens * 1e3).to("USD"),
         bottleneck=bottleneck,
         step=s,
+        replica=r,
         **base,
     )

@@ -56,3 +56,13 @@ def test_plan_unknown_model_is_a_clear_error(capsys):
         == 2
     )
     assert "Did you mean" in capsys.readouterr().err
+
+
+def test_plan_method_names_a_preset(capsys):
+    """--method picks the assumptions; a typo gets 'did you mean' and exit 2."""
+    args = ["plan", "--model", "Llama-3.1-8B", "--gpu", "H100 SXM", "--rps", "10", "--prompt", "2000", "--answer", "300",
+            "--ttft-ms", "1000", "--tpot-ms", "50"]  # fmt: skip
+    assert main([*args, "--method", "planner"]) == 0
+    assert "six-step planner" in capsys.readouterr().out
+    assert main([*args, "--method", "plannr"]) == 2
+    assert "Did you mean 'planner'" in capsys.readouterr().err

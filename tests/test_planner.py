@@ -103,7 +103,12 @@ def test_plan_cost_arithmetic():
         (lambda: lc.traffic(200_000, 2_000, 300), "needs a unit"),
         (lambda: lc.traffic(Q_(2, "GB"), 2_000, 300), r"1 / \[time\]"),
         (lambda: lc.fleet(Q_(1, "1/s"), lc.replica("Llama-3.1-8B", "H100 SXM", tensor_parallel=1, batch=1,
-                                                   context_tokens=10), headroom_fraction=1), "below 1"),
+                                                   prompt_tokens=8, answer_tokens=2), headroom_fraction=1), "below 1"),
+        (lambda: lc.replica("Llama-3.1-8B", "H100 SXM", context_tokens=10), "prompt_tokens and answer_tokens"),
+        (lambda: lc.replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=10, answer_tokens=5, context_tokens=16),
+         "must equal"),
+        (lambda: lc.serving_plan("Llama-3.1-8B", "H100 SXM", 1, 2_000, prompt_tokens=2_000), "less than"),
+        (lambda: lc.fleet(Q_(1, "1/s"), "a replica"), "must be a Replica"),
         (lambda: lc.Brief(-1, 2_000, 300, Q_(1, "s"), Q_(50, "ms")), "greater than zero"),
         (lambda: lc.Brief(1, 2_000, 300, Q_(1, "s"), Q_(50, "GB")), r"\[time\]"),
         (lambda: lc.plan("Llama-3.1-8B", "H100 SXM", "fast please"), "Brief"),
@@ -182,7 +187,8 @@ def test_request_cycle_accepts_decode_options():
 def test_fleet_of_a_custom_gpu_needs_a_price():
     """A GPU outside the catalog has no price: fleet() says to pass one, and uses the one passed."""
     mine = lc.GPU("mine", memory=Q_(96, "GB"), bandwidth=Q_(4, "TB/s"), flops=Q_(1000, "TFLOP/s"))
-    rep = lc.replica("Llama-3.1-8B", mine, tensor_parallel=1, batch=8, context_tokens=1_000)
+    rep = lc.replica("Llama-3.1-8B", mine, tensor_parallel=1, batch=8, prompt_tokens=800, answer_tokens=200)
+    assert rep.cost_per_million_output_tokens is None  # no price known: no cost, and no error yet
     with pytest.raises(InputError, match="mine has no price"):
         lc.fleet(Q_(1_000, "1/s"), rep)
     f = lc.fleet(Q_(1_000, "1/s"), rep, price_per_hour=Q_(2, "USD/hour"))

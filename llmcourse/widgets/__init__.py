@@ -31,6 +31,7 @@ from typing import Any
 
 import ipywidgets as w
 
+from llmcourse.assumptions import PRESETS
 from llmcourse.catalog import PRECISIONS, gpus, models
 from llmcourse.errors import InputError, UnknownNameError
 
@@ -42,6 +43,7 @@ __all__ = [
     "int_slider",
     "model_dropdown",
     "precision_dropdown",
+    "preset_dropdown",
     "rows_to_html",
 ]
 
@@ -174,6 +176,26 @@ def precision_dropdown(
     """A dropdown of precisions (names in :data:`llmcourse.catalog.PRECISIONS`)."""
     assert all(o in PRECISIONS for o in options)
     return w.Dropdown(options=list(options), value=value, description=description)
+
+
+def preset_dropdown(value: str = "course", description: str = "Method") -> w.Dropdown:
+    """A dropdown of the assumptions presets (:data:`llmcourse.assumptions.PRESETS`), labelled by what
+    each method is; its value is the preset's name, for ``assumptions=``.
+
+    Examples
+    --------
+    >>> d = preset_dropdown()
+    >>> d.value, d.options[-1]
+    ('course', ("the course's method", 'course'))
+    """
+    labels = {
+        "envelope": "back-of-the-envelope",
+        "lab": "interactive lab",
+        "capacity": "capacity planning",
+        "planner": "six-step planner",
+        "course": "the course's method",
+    }
+    return w.Dropdown(options=[(labels.get(k, k), k) for k in PRESETS], value=value, description=description)
 
 
 def int_slider(value: int, lo: int, hi: int, step: int = 1, description: str = "") -> w.IntSlider:

@@ -1,0 +1,290 @@
+"""The modelling choices behind every estimate, in one frozen object.
+
+A back-of-the-envelope estimate is a handful of formulas plus a handful of choices: how much of a
+GPU's memory a server may use, what share of the datasheet bandwidth and FLOP/s it reaches, what
+precision the matrix multiplications run at, how a decode step combines memory and compute time,
+whether prefill is charged to throughput, how much spare capacity a fleet keeps. Those choices live
+here, and nowhere else: every estimate function of :mod:`llmcourse.planner` takes an
+``assumptions=`` keyword, a preset's name or an :class:`Assumptions` object, and reads its
+constants from it.
+
+The presets name the methods the course compares:
+
+* ``"envelope"`` - the back-of-the-envelope method: 90% of memory, datasheet bandwidth, prefill
+  timed but not charged to throughput.
+* ``"lab"`` - the interactive lab: 70% of the bandwidth, 50% of the FLOP/s, prefill with its
+  attention term, a batch's whole cycle (prefill, then decode) charged.
+* ``"capacity"`` - the capacity-planning method: 70% / 50%, decode only, and 30% of each
+  replica's throughput held back, said to cover prefill and bursts.
+* ``"planner"`` - the six-step design planner: 100% of both peaks, 10% of memory reserved, each
+  request's prefill charged, 1.3x headroom.
+* ``"course"`` - the course's own method, the one the validation chapter tests against measured
+  results: 70% / 50%, compute at the weights' precision where the GPU has a peak for it, prefill
+  charged, 1.3x headroom. The default everywhere.
+
+Examples
+--------
+>>> a = resolve("course")
+>>> a.bandwidth_efficiency, a.matmul_precision, a.count_prefill
+(0.7, 'weights', True)
+>>> resolve("envelope").bandwidth_efficiency
+1.0
+>>> resolve("curse")
+Traceback (most recent call last):
+...
+llmcourse.errors.UnknownNameError: no assumptions preset named 'curse'. Did you mean 'course'? Known: envelope, lab, capacity, planner, course.
+>>> a.replace(bandwidth_efficiency=1.2)
+Traceback (most recent call last):
+...
+llmcourse.errors.InputError: bandwidth_efficiency (share of the datasheet memory bandwidth a decode step reaches) must be above 0 and at most 1; got 1.2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+from dataclasses import dataclass, fields
+from typing import Any
+
+from llmcourse.errors import InputError, UnknownNameError
+
+__all__ = ["DEFAULT", "PRESETS", "Assumptions", "presets_table", "resolve"]
+
+#: Allowed values of the fields that name a rule, and what each value means.
+CHOICES: dict[str, dict[str, str]] = {
+    "memory_rule": {
+        "total": "a share of the GPUs' total memory holds weights and KV cache (vLLM's gpu_memory_utilization)",
+        "free": "the weights, plus a share of what they leave for the KV cache (TensorRT-LLM's "
+        "free_gpu_memory_fraction)",
+    },
+    "memory_unit": {
+        "GB": "the datasheet's memory in decimal gigabytes (80 GB = 80 x 10^9 bytes)",
+        "GiB": "the HBM's binary size (an 80 GB GPU has 80 GiB = 85.9 x 10^9 bytes)",
+    },
+    "matmul_precision": {
+        "weights": "matmuls run at the weights' floating-point precision (FP8, FP4) where the GPU has a peak "
+        "for it, else BF16; integer weights (INT8, INT4) are weight-only and multiply at BF16",
+        "bf16": "matmuls always run at BF16",
+    },
+    "step_rule": {
+        "max": "a decode step takes the slower of its memory time and its compute time, totalled over the step",
+        "sum": "a decode step adds its kernels' times: the weight matmuls (slower of weight reads and their "
+        "FLOPs) plus attention (slower of KV reads and attention FLOPs)",
+    },
+    "kv_read_context": {
+        "average": "each decode step reads a sequence's KV at its average context (prompt + answer / 2)",
+        "final": "each decode step reads a sequence's KV at its final context (prompt + answer)",
+    },
+}
+
+#: One line per field, for the book's table and the error messages.
+MEANING: dict[str, str] = {
+    "memory_rule": "how the usable memory is set",
+    "memory_fraction": "share of memory the server may use (rule 'total'), or share of what the weights "
+    "leave that the KV cache gets (rule 'free')",
+    "memory_unit": "what a GPU's listed memory means",
+    "bandwidth_efficiency": "share of the datasheet memory bandwidth a decode step reaches",
+    "compute_efficiency": "share of the datasheet dense FLOP/s that matmuls reach",
+    "matmul_precision": "precision the matmuls run at",
+    "step_rule": "how a decode step combines memory and compute time",
+    "decode_attention_flops": "decode counts attention FLOPs (QK and AV) besides the matmuls",
+    "prefill_attention": "prefill counts the causal attention term (quadratic in the prompt)",
+    "kv_read_context": "the context at which a decode step reads each sequence's KV cache",
+    "count_prefill": "throughput and cost charge each request's prefill to the replica",
+    "headroom": "capacity multiplier a fleet is sized with (1.3 = 30% more than the demand)",
+    "flops_per_param": "FLOPs per parameter per token (a multiply and an add)",
+    "step_overhead_ms": "fixed time per decode step for kernel launches and scheduling (ms)",
+    "prefill_interference": "a user's time per token includes the prefills of the other requests of its batch, "
+    "which run between its decode steps",
+    "allreduce_latency_us": "time of one tensor-parallel all-reduce (µs); a decode step on several GPUs pays two "
+    "per layer",
+}
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """Every modelling choice of an estimate (see the module docstring for the presets).
+
+    Build a variant with :meth:`replace`, never by editing a preset: the object is frozen and
+    its fields are checked when it is made.
+
+    Examples
+    --------
+    >>> fast = resolve("course").replace(bandwidth_efficiency=0.8)
+    >>> fast.name, fast.bandwidth_efficiency, resolve("course").bandwidth_efficiency
+    ('course (bandwidth_efficiency=0.8)', 0.8, 0.7)
+    """
+
+    name: str
+    summary: str
+    memory_rule: str = "total"
+    memory_fraction: float = 0.9
+    memory_unit: str = "GB"
+    bandwidth_efficiency: float = 0.7
+    compute_efficiency: float = 0.5
+    matmul_precision: str = "weights"
+    step_rule: str = "max"
+    decode_attention_flops: bool = False
+    prefill_attention: bool = True
+    kv_read_context: str = "average"
+    count_prefill: bool = True
+    headroom: float = 1.3
+    flops_per_param: float = 2.0
+    step_overhead_ms: float = 0.0
+    prefill_interference: bool = True
+    allreduce_latency_us: float = 0.0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            what = f"{f.name} ({MEANING.get(f.name, f.name)})"
+            if f.name in CHOICES:
+                if value not in CHOICES[f.name]:
+                    close = difflib.get_close_matches(str(value), list(CHOICES[f.name]), n=1, cutoff=0.3)
+                    hint = f" Did you mean {close[0]!r}?" if close else ""
+                    raise InputError(
+                        f"{what} must be one of {', '.join(map(repr, CHOICES[f.name]))}; got {value!r}.{hint}"
+                    )
+            elif f.type == "bool" and not isinstance(value, bool):
+                raise InputError(f"{what} must be True or False; got {value!r}.")
+            elif f.type == "float" and (
+                isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+            ):
+                raise InputError(f"{what} must be a finite number; got {value!r}.")
+        for name in ("memory_fraction", "bandwidth_efficiency", "compute_efficiency"):
+            if not 0 < getattr(self, name) <= 1:
+                raise InputError(
+                    f"{name} ({MEANING[name]}) must be above 0 and at most 1; got {getattr(self, name)!r}."
+                )
+        if self.headroom < 1:
+            raise InputError(f"headroom ({MEANING['headroom']}) must be at least 1; got {self.headroom!r}.")
+        if self.flops_per_param <= 0:
+            raise InputError(f"flops_per_param must be above 0; got {self.flops_per_param!r}.")
+        if self.allreduce_latency_us < 0:
+            raise InputError(
+                f"allreduce_latency_us ({MEANING['allreduce_latency_us']}) must be 0 or more; "
+                f"got {self.allreduce_latency_us!r}."
+            )
+        if self.step_overhead_ms < 0:
+            raise InputError(
+                f"step_overhead_ms ({MEANING['step_overhead_ms']}) must be 0 or more; got {self.step_overhead_ms!r}."
+            )
+
+    def replace(self, **changes: Any) -> Assumptions:
+        """A copy with some fields changed (``None`` values are ignored), named after the change."""
+        changes = {k: v for k, v in changes.items() if v is not None}
+        known = {f.name for f in fields(self)} - {"name", "summary"}
+        unknown = [k for k in changes if k not in known]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], sorted(known), n=1, cutoff=0.5)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise InputError(f"assumptions have no field {unknown[0]!r}.{hint} Fields: {', '.join(sorted(known))}.")
+        changes = {k: v for k, v in changes.items() if getattr(self, k) != v}
+        if not changes:
+            return self
+        label = ", ".join(f"{k}={v!r}" for k, v in changes.items())
+        return dataclasses.replace(self, name=f"{self.name} ({label})", **changes)
+
+    @property
+    def headroom_fraction(self) -> float:
+        """The share of a replica's throughput the headroom keeps back: 1 - 1 / headroom."""
+        return 1 - 1 / self.headroom
+
+
+PRESETS: dict[str, Assumptions] = {
+    a.name: a
+    for a in (
+        Assumptions(
+            "envelope",
+            "the back-of-the-envelope method: 90% of memory, datasheet bandwidth, prefill not charged",
+            bandwidth_efficiency=1.0,
+            matmul_precision="bf16",
+            prefill_attention=False,
+            kv_read_context="final",
+            count_prefill=False,
+            headroom=1.0,
+            prefill_interference=False,
+        ),
+        Assumptions(
+            "lab",
+            "the interactive lab: 70% bandwidth, 50% FLOP/s, prefill with attention, the whole cycle charged",
+            matmul_precision="bf16",
+            headroom=1.0,
+            prefill_interference=False,
+        ),
+        Assumptions(
+            "capacity",
+            "the capacity-planning method: 70% / 50%, decode only, 30% of throughput held back for prefill",
+            matmul_precision="bf16",
+            prefill_attention=False,
+            kv_read_context="final",
+            count_prefill=False,
+            headroom=1 / (1 - 0.3),  # "keep 30% of each replica's throughput back"
+            prefill_interference=False,
+        ),
+        Assumptions(
+            "planner",
+            "the six-step planner: 100% of both peaks, 10% memory reserve, prefill charged, 1.3x headroom",
+            bandwidth_efficiency=1.0,
+            compute_efficiency=1.0,
+            matmul_precision="bf16",
+            prefill_attention=False,
+            prefill_interference=False,
+        ),
+        Assumptions(
+            "course",
+            "the course's validated method: 70% / 50%, compute at the weights' precision, prefill charged to the "
+            "replica and to the time per token",
+        ),
+    )
+}
+
+#: The preset every estimate uses when none is named.
+DEFAULT = PRESETS["course"]
+
+
+def resolve(assumptions: Assumptions | str | None = None) -> Assumptions:
+    """The :class:`Assumptions` for a preset name, an object, or ``None`` (the course's default)."""
+    if assumptions is None:
+        return DEFAULT
+    if isinstance(assumptions, Assumptions):
+        return assumptions
+    if isinstance(assumptions, str):
+        key = assumptions.strip().lower()
+        if key in PRESETS:
+            return PRESETS[key]
+        close = difflib.get_close_matches(key, list(PRESETS), n=2, cutoff=0.4)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise UnknownNameError(f"no assumptions preset named {assumptions!r}.{hint} Known: {', '.join(PRESETS)}.")
+    raise InputError(
+        f"assumptions must be a preset name ({', '.join(map(repr, PRESETS))}) or an Assumptions object; "
+        f"got {type(assumptions).__name__}."
+    )
+
+
+def presets_table() -> list[tuple[str, ...]]:
+    """Rows of (field, meaning, one value per preset), the presets side by side for the book.
+
+    Examples
+    --------
+    >>> rows = presets_table()
+    >>> rows[0]
+    ('', '', 'envelope', 'lab', 'capacity', 'planner', 'course')
+    >>> [r for r in rows if r[0] == "bandwidth_efficiency"][0][2:]
+    ('1', '0.7', '0.7', '1', '0.7')
+    """
+
+    def show(v: Any) -> str:
+        if isinstance(v, bool):
+            return "yes" if v else "no"
+        if isinstance(v, float):
+            return f"{v:.3g}"
+        return str(v)
+
+    rows: list[tuple[str, ...]] = [("", "", *PRESETS)]
+    for f in fields(Assumptions):
+        if f.name in ("name", "summary"):
+            continue
+        rows.append((f.name, MEANING[f.name], *(show(getattr(p, f.name)) for p in PRESETS.values())))
+    return rows

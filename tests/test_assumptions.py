@@ -1,0 +1,289 @@
+"""The assumptions object: presets, variants, refusals, and one answer per question across the planner."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import llmcourse as lc
+from llmcourse import Q_
+from llmcourse.assumptions import DEFAULT, PRESETS, Assumptions, presets_table, resolve
+from llmcourse.errors import InputError, UnknownNameError
+
+
+def test_the_course_method_is_the_default():
+    """resolve() with nothing is the course's preset, and the course's preset charges prefill."""
+    assert resolve() is DEFAULT is PRESETS["course"]
+    assert DEFAULT.count_prefill and DEFAULT.matmul_precision == "weights"
+
+
+def test_presets_name_the_sources_methods():
+    """The sources' constants, as their texts state them."""
+    env, lab, cap, pla = (PRESETS[k] for k in ("envelope", "lab", "capacity", "planner"))
+    assert (env.bandwidth_efficiency, env.memory_fraction, env.count_prefill) == (1.0, 0.9, False)
+    assert (lab.bandwidth_efficiency, lab.compute_efficiency, lab.prefill_attention) == (0.7, 0.5, True)
+    assert cap.headroom_fraction == pytest.approx(0.3) and not cap.count_prefill
+    assert (pla.bandwidth_efficiency, pla.compute_efficiency, pla.memory_fraction, pla.headroom) == (1.0, 1.0, 0.9, 1.3)
+
+
+def test_unknown_preset_says_did_you_mean():
+    with pytest.raises(UnknownNameError, match="Did you mean 'course'"):
+        resolve("corse")
+    with pytest.raises(UnknownNameError, match="Did you mean 'envelope'"):
+        lc.serving_plan("Qwen2.5-7B", "H100 SXM", 1, 2_300, assumptions="envelop")
+
+
+def test_resolve_refuses_other_types():
+    with pytest.raises(InputError, match="preset name"):
+        resolve(0.7)
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (dict(bandwidth_efficiency=0), "bandwidth_efficiency"),
+        (dict(bandwidth_efficiency=1.01), "bandwidth_efficiency"),
+        (dict(compute_efficiency=-0.5), "compute_efficiency"),
+        (dict(compute_efficiency=math.nan), "compute_efficiency"),
+        (dict(memory_fraction=2), "memory_fraction"),
+        (dict(step_overhead_ms=-1), "step_overhead_ms"),
+        (dict(headroom=0.9), "headroom"),
+        (dict(step_rule="min"), "step_rule"),
+        (dict(count_prefill="yes"), "count_prefill"),
+        (dict(bandwidth_efficiency="0.7"), "bandwidth_efficiency"),
+    ],
+)
+def test_bad_assumptions_are_refused_with_the_field_named(change, field):
+    with pytest.raises(InputError, match=field):
+        DEFAULT.replace(**change)
+
+
+def test_unknown_field_says_did_you_mean():
+    with pytest.raises(InputError, match="bandwidth_efficiency"):
+        DEFAULT.replace(bandwith_efficiency=0.8)
+
+
+def test_a_variant_is_named_and_leaves_the_preset_alone():
+    v = DEFAULT.replace(bandwidth_efficiency=0.8, headroom=1.5)
+    assert v.name == "course (bandwidth_efficiency=0.8, headroom=1.5)"
+    assert DEFAULT.bandwidth_efficiency == 0.7 and DEFAULT.replace() is DEFAULT
+    with pytest.raises(AttributeError):
+        v.headroom = 2  # frozen
+
+
+def test_presets_table_has_every_field_and_every_preset():
+    rows = presets_table()
+    assert rows[0][2:] == tuple(PRESETS)
+    assert {r[0] for r in rows[1:]} == {f for f in Assumptions.__dataclass_fields__} - {"name", "summary"}
+
+
+# --- one question, one answer ---------------------------------------------------------------------
+CH1 = dict(model="Qwen2.5-72B", gpu="H100 SXM", weight_bytes="fp8")
+
+
+def test_chapter_one_replica_under_both_methods():
+    """Envelope: 4,387 tok/s, $0.32/M (the source's table). Course, by hand: a 94-sequence batch reads
+    72.7 GB + 94 x 2,150 x 327,680 B = 138.9 GB per step at 0.7 x 6.7 TB/s = 29.6 ms; prefilling 94 prompts
+    of 2,000 tokens at FP8 (2 x 1,979 TFLOP/s x 0.5) with the attention term takes 14.06 s; so
+    94 x 300 / (14.06 + 300 x 0.0296) = 1,229 tok/s and 2 x $2.50 / (1,229 x 3,600) x 1e6 = $1.13/M."""
+    env = lc.serving_plan(
+        CH1["model"], CH1["gpu"], 2, 2_300, weight_bytes="fp8", prompt_tokens=2_000, assumptions="envelope"
+    )
+    assert round(env.output_tokens_per_s.m) == 4_387 and round(env.cost_per_million_output_tokens.m, 2) == 0.32
+    course = lc.serving_plan(CH1["model"], CH1["gpu"], 2, 2_300, weight_bytes="fp8", prompt_tokens=2_000)
+    kv = 94 * 2_150 * 327_680
+    step = (72.7e9 + kv) / (0.7 * 2 * 3.35e12)
+    pre = 94 * (2 * 72.7e9 * 2_000 + 2 * 80 * 64 * 128 * 2_000**2) / (2 * 1_979e12 * 0.5)
+    x = 94 * 300 / (pre + 300 * step)
+    assert course.batch == 94 and course.prefill_counted
+    assert course.step_time.to("s").m == pytest.approx(step, rel=2e-3)
+    assert course.output_tokens_per_s.m == pytest.approx(x, rel=3e-3)
+    assert course.cost_per_million_output_tokens.m == pytest.approx(2 * 2.5 / (x * 3_600) * 1e6, rel=3e-3)
+
+
+LOOSE = dict(ttft_target=Q_(1, "hour"), tpot_target=Q_(1, "hour"))
+
+
+VARIANTS = {
+    "per-op step": DEFAULT.replace(step_rule="sum", decode_attention_flops=True),
+    "overhead and all-reduces": DEFAULT.replace(step_overhead_ms=1.5, allreduce_latency_us=8.0),
+    "engine memory rule": DEFAULT.replace(memory_rule="free", memory_unit="GiB"),
+    "no interference": DEFAULT.replace(prefill_interference=False),
+}
+
+
+@pytest.mark.parametrize("preset", ["course", "planner", "lab", "envelope", "capacity", *VARIANTS])
+@pytest.mark.parametrize(
+    ("model", "gpu", "tp", "wb", "prompt", "answer"),
+    [("Qwen2.5-72B", "H100 SXM", 2, "fp8", 2_000, 300), ("Llama-3.1-8B", "H100 SXM", 1, 2, 1_000, 500)],
+)
+def test_serving_plan_plan_and_replica_agree(preset, model, gpu, tp, wb, prompt, answer):
+    """The whole-table method, the design planner (headroom 1, loose targets) and the replica model give
+    one throughput and one batch for the same replica and workload."""
+    preset = VARIANTS.get(preset, preset)
+    r = lc.replica(
+        model, gpu, tensor_parallel=tp, prompt_tokens=prompt, answer_tokens=answer, weight_bytes=wb, assumptions=preset
+    )
+    s = lc.serving_plan(model, gpu, tp, prompt + answer, prompt_tokens=prompt, weight_bytes=wb, assumptions=preset)
+    brief = lc.Brief(1, prompt, answer, **LOOSE)
+    p = lc.plan(model, gpu, brief, tensor_parallel=tp, weight_bytes=wb, headroom=1, assumptions=preset)
+    assert s.batch == p.batch == r.batch
+    assert s.output_tokens_per_s.m == pytest.approx(r.throughput.m, rel=1e-12)
+    assert p.throughput.m == pytest.approx(r.throughput.m, rel=1e-12)
+    assert (p.requests_per_second_per_gpu * tp * answer).m == pytest.approx(r.throughput.m, rel=1e-12)
+    assert s.tokens_per_s_per_user.m == pytest.approx((1 / p.tpot).to("1/s").m, rel=1e-12)
+
+
+def test_the_course_charges_prefill_and_the_envelope_does_not():
+    """Same replica: charging prefill can only lower the throughput and raise the cost."""
+    kw = dict(tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300, weight_bytes="fp8")
+    course = lc.replica("Qwen2.5-72B", "H100 SXM", **kw)
+    decode_only = lc.replica("Qwen2.5-72B", "H100 SXM", assumptions=DEFAULT.replace(count_prefill=False), **kw)
+    assert course.throughput < decode_only.throughput == decode_only.decode_throughput
+    assert 0 < course.prefill_share < 1 and decode_only.prefill_share is None
+
+
+def test_per_operation_step_is_never_faster_than_the_slower_total():
+    """max(a + b, c + d) <= max(a, c) + max(b, d): the kernel-by-kernel sum bounds the totals' max from above."""
+    kw = dict(context_tokens=8_000, weight_bytes="fp8")
+    for batch in (1, 64, 512):
+        tot = lc.decode_step("Llama-3.1-8B", "H100 SXM", batch=batch, attention_flops=True, **kw)
+        per_op = lc.decode_step(
+            "Llama-3.1-8B",
+            "H100 SXM",
+            batch=batch,
+            attention_flops=True,
+            assumptions=DEFAULT.replace(step_rule="sum"),
+            **kw,
+        )
+        assert per_op.step_time >= tot.step_time * (1 - 1e-12)
+        assert per_op.step_time <= tot.memory_time + tot.compute_time
+
+
+def test_step_overhead_adds_to_every_step():
+    kw = dict(batch=8, context_tokens=2_000)
+    base = lc.decode_step("Llama-3.1-8B", "H100 SXM", **kw)
+    slow = lc.decode_step("Llama-3.1-8B", "H100 SXM", assumptions=DEFAULT.replace(step_overhead_ms=2.0), **kw)
+    assert (slow.step_time - base.step_time).to("ms").m == pytest.approx(2.0)
+
+
+def test_memory_rules():
+    """'total': 0.9 x 160 GB = 144 GB. 'free': 70.6 GB + 0.9 x (160 - 70.6) GB = 151.1 GB. 'GiB': 0.9 x 2 x 85.9 GB."""
+    w = lc.weight_bytes("Llama-3.1-70B", "fp8")
+    assert lc.usable_memory("H100 SXM", 2).to("GB").m == pytest.approx(144)
+    free = lc.usable_memory("H100 SXM", 2, weights=w, assumptions=DEFAULT.replace(memory_rule="free"))
+    assert free.to("GB").m == pytest.approx(70.6 + 0.9 * (160 - 70.6), abs=0.05)
+    gib = lc.usable_memory("H100 SXM", 2, assumptions=DEFAULT.replace(memory_unit="GiB"))
+    assert gib.to("GB").m == pytest.approx(0.9 * 2 * 80 * 1.073741824)
+
+
+def test_the_72b_bf16_verdict_depends_on_what_memory_means():
+    """145.4 GB of BF16 weights: 144 GB usable of datasheet GB misses; 154.6 GB of the HBM's GiB fits."""
+    kw = dict(tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300)
+    assert not lc.replica("Qwen2.5-72B", "H100 SXM", **kw).fits
+    assert lc.replica("Qwen2.5-72B", "H100 SXM", assumptions=DEFAULT.replace(memory_unit="GiB"), **kw).fits
+
+
+def test_fp8_weights_run_fp8_matmuls_under_the_course_only():
+    assert lc.matmul_precision("fp8", "H100 SXM") == "fp8"
+    assert lc.matmul_precision("fp8", "H100 SXM", "lab") == "bf16"
+    fast = lc.prefill("Llama-3.1-70B", "H100 SXM", 2_000, weight_bytes="fp8")
+    slow = lc.prefill("Llama-3.1-70B", "H100 SXM", 2_000, weight_bytes="fp8", assumptions="lab")
+    assert slow.compute_time / fast.compute_time == pytest.approx(1_979 / 989)
+
+
+def test_tensor_parallel_rule():
+    """70B: 141 GB in BF16 needs 2 H100s (72 GB usable each), 70.6 GB in FP8 one; 405B BF16 (810 GB) needs 16 -> 16."""
+    assert lc.gpus_for_weights("Llama-3.1-70B", "H100 SXM") == 2
+    assert lc.gpus_for_weights("Llama-3.1-70B", "H100 SXM", "fp8") == 1
+    assert lc.gpus_for_weights("Llama-3.1-405B", "H100 SXM") == 16
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(0.05, 1.0), st.floats(0.05, 1.0))
+def test_higher_efficiency_never_lowers_throughput(eta_b, eta_f):
+    kw = dict(tensor_parallel=1, prompt_tokens=1_000, answer_tokens=200)
+    lo = lc.replica(
+        "Llama-3.1-8B",
+        "H100 SXM",
+        assumptions=DEFAULT.replace(bandwidth_efficiency=eta_b * 0.9, compute_efficiency=eta_f * 0.9),
+        **kw,
+    )
+    hi = lc.replica(
+        "Llama-3.1-8B",
+        "H100 SXM",
+        assumptions=DEFAULT.replace(bandwidth_efficiency=eta_b, compute_efficiency=eta_f),
+        **kw,
+    )
+    assert hi.throughput >= lo.throughput * (1 - 1e-12)
+
+
+def test_prefill_interference_stretches_the_time_per_token():
+    """On under the course's method: a user of chapter 1's batch of 94 also waits, over its 300 tokens, for
+    the other 93 prompts' prefills (0.1496 s each, FP8 with the attention term): 29.62 ms +
+    93 x 149.6 ms / 300 = 76.0 ms per token, 13 tok/s. Alone (batch 1) nothing interrupts; the sources'
+    methods leave it out."""
+    kw = dict(tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300, weight_bytes="fp8")
+    r = lc.replica("Qwen2.5-72B", "H100 SXM", **kw)
+    pre1 = (2 * 72.7e9 * 2_000 + 2 * 80 * 64 * 128 * 2_000**2) / (2 * 1_979e12 * 0.5)
+    step = (72.7e9 + 94 * 2_150 * 327_680) / (0.7 * 2 * 3.35e12)
+    assert r.tpot.to("s").m == pytest.approx(step + 93 * pre1 / 300, rel=2e-3)
+    assert round(r.tokens_per_s_per_user.m) == 13
+    alone = lc.replica("Qwen2.5-72B", "H100 SXM", batch=1, **kw)
+    assert alone.tpot == alone.step.step_time
+    for preset in ("envelope", "lab", "capacity", "planner"):
+        src = lc.replica("Qwen2.5-72B", "H100 SXM", assumptions=preset, **kw)
+        assert src.tpot == src.step.step_time
+
+
+def test_integer_weights_multiply_at_bf16():
+    """INT4 and INT8 are weight-only formats (W4A16, W8A16): even on a B200, which has an FP4 peak."""
+    assert lc.matmul_precision("int4", "B200") == "bf16" and lc.matmul_precision("int8", "H100 SXM") == "bf16"
+    assert lc.matmul_precision("fp4", "B200") == "fp4" and lc.matmul_precision(1, "H100 SXM") == "fp8"
+    with pytest.raises(InputError, match="unknown precision"):
+        lc.matmul_precision("fp7", "H100 SXM")
+
+
+def test_per_operation_bound_names_the_compute_bound_kernel():
+    """Llama-3.1-8B on an H100 at batch 256, 8,000-token context, FP8 KV: the weight matmuls need
+    256 x 2 x 8.03e9 / (0.5 x 989e12) = 8.3 ms against 16.06 GB / (0.7 x 3.35 TB/s) = 6.8 ms of weight reads,
+    so they are compute-bound, although the totals (KV reads of 256 x 8,000 x 65,536 B = 134 GB dominate) say memory."""
+    kw = dict(batch=256, context_tokens=8_000, kv_bytes="fp8")
+    tot = lc.decode_step("Llama-3.1-8B", "H100 SXM", **kw)
+    per_op = lc.decode_step("Llama-3.1-8B", "H100 SXM", assumptions=DEFAULT.replace(step_rule="sum"), **kw)
+    assert tot.bound == "memory" and per_op.bound == "compute" and per_op.kernel_bounds == ("compute", "memory")
+
+
+def test_fleet_refuses_a_replica_that_does_not_fit_and_mixed_methods():
+    kw = dict(tensor_parallel=2, prompt_tokens=2_000, answer_tokens=400, weight_bytes="fp8")
+    too_big = lc.replica("Llama-3.1-70B", "H100 SXM", batch=500, **kw)
+    with pytest.raises(InputError, match="do not fit"):
+        lc.fleet(Q_(140_000, "1/s"), too_big)
+    course = lc.replica("Llama-3.1-70B", "H100 SXM", batch=64, **kw)
+    with pytest.raises(InputError, match="build it with assumptions='capacity'"):
+        lc.fleet(Q_(140_000, "1/s"), course, assumptions="capacity")
+    assert lc.fleet(Q_(140_000, "1/s"), course, assumptions=DEFAULT.replace(headroom=2)).headroom == 2
+
+
+def test_all_reduce_latency_is_paid_only_across_gpus():
+    """8 us per all-reduce, two per layer: 80 layers x 2 x 8 us = 1.28 ms more per step on 2 GPUs, none on 1."""
+    a = DEFAULT.replace(allreduce_latency_us=8.0)
+    kw = dict(batch=4, context_tokens=2_000, weight_bytes="fp8")
+    two = [lc.decode_step("Llama-3.1-70B", "H100 SXM", n_gpus=2, assumptions=x, **kw) for x in (DEFAULT, a)]
+    assert (two[1].step_time - two[0].step_time).to("ms").m == pytest.approx(1.28)
+    one = [lc.decode_step("Llama-3.1-70B", "H100 SXM", n_gpus=1, assumptions=x, **kw) for x in (DEFAULT, a)]
+    assert one[1].step_time == one[0].step_time
+
+
+def test_cached_prefix_is_not_prefilled_again():
+    """2,000-token prompt with 1,500 cached on Llama-3.1-8B: the linear FLOPs fall to 2 x 8.03e9 x 500 and the
+    attention term to 2 x 32 x 32 x 128 x (2,000^2 - 1,500^2); the KV held (and so the batch) is unchanged."""
+    kw = dict(prompt_tokens=2_000, answer_tokens=300)
+    full = lc.replica("Llama-3.1-8B", "H100 SXM", **kw)
+    hit = lc.replica("Llama-3.1-8B", "H100 SXM", cached_prompt_tokens=1_500, **kw)
+    flops = 2 * 8.03e9 * 500 + 2 * 32 * 32 * 128 * (2_000**2 - 1_500**2)
+    assert hit.first_prefill.flops.to("FLOP").m == pytest.approx(flops, rel=1e-3)
+    assert hit.batch == full.batch and hit.throughput > full.throughput
+    with pytest.raises(InputError, match="fewer than prompt_tokens"):
+        lc.replica("Llama-3.1-8B", "H100 SXM", cached_prompt_tokens=2_000, **kw)
