@@ -1,0 +1,276 @@
+"""The sources' worked figures (``llmcourse/data/source_figures.json``), each reproduced under its
+source's preset, and the small evaluator that computes them (``llmcourse/sources.py``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import llmcourse as lc
+from llmcourse.assumptions import PRESETS
+from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.sources import FIGURES, SOURCES, Figure, figure
+
+ROOT = Path(__file__).resolve().parents[1]
+SEEDS = ROOT.parent / "shared" / "seeds"
+
+#: The figures whose source's number does not follow from its own method (each entry says why).
+ERRATA = {"envelope-cost-at-30pct", "lab-decode-8b-int4-step", "lab-moe-batch-1-step"}
+
+
+# --- every figure ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fid", list(FIGURES))
+def test_figure_reproduces_under_its_preset(fid):
+    """The package's value under the source's preset is the printed figure, to the source's rounding
+    (an erratum: the course's stated value, and no longer the printed one); any hand check holds."""
+    assert FIGURES[fid].problems() == []
+
+
+def test_the_errata_are_the_known_ones():
+    """An erratum is a reviewed decision, not a way to make a figure pass: the list is fixed here, and
+    each keeps both numbers, the source's printed one and the course's."""
+    found = {f.id for f in FIGURES.values() if f.erratum}
+    assert found == ERRATA
+    for fid in ERRATA:
+        f = figure(fid)
+        assert f.source != "course" and f.erratum_value != f.expected
+
+
+def test_every_preset_named_exists_and_matches_its_source():
+    """Each figure names a preset that exists; a source text's figures use its method's preset."""
+    by_source = {"000": {"envelope"}, "001": {"lab"}, "002": {"capacity"}, "004": {"envelope", "course"}}
+    for f in FIGURES.values():
+        assert f.preset in PRESETS, f.id
+        if f.source in by_source:
+            assert f.preset in by_source[f.source], f.id
+
+
+def test_every_source_has_figures_and_every_figure_says_where_it_is_from():
+    """Every source text contributes figures; a source figure quotes it, a course figure shows its arithmetic."""
+    assert {f.source for f in FIGURES.values()} == set(SOURCES)
+    for f in FIGURES.values():
+        assert f.derivation if f.source == "course" else f.quote, f.id
+        assert f.id.startswith(
+            {"000": "envelope-", "001": "lab-", "002": "capacity-", "004": "estimation-"}.get(f.source, "course-")
+        ), f.id
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+@pytest.mark.skipif(not SEEDS.is_dir(), reason="the source texts are not beside this checkout")
+def test_every_quote_is_the_sources_own_words():
+    """Each quote appears word for word in its source text (runs of whitespace, e.g. table tabs, as one space)."""
+    texts = {p.name[:3]: _squash(p.read_text(encoding="utf-8")) for p in SEEDS.glob("00*_*.txt")}
+    missing = [f.id for f in FIGURES.values() if f.source != "course" and _squash(f.quote) not in texts[f.source]]
+    assert missing == []
+
+
+# --- the course's figures for the scenarios whose source method drops prefill ------------------------
+def test_course_first_estimate_by_hand():
+    """Chapter 1's replica under the course's method (Qwen2.5-72B FP8 on 2 x H100 SXM, 2,000 in / 300 out):
+    batch = floor((0.9 x 160 GB - 72.7 GB) / (2,300 x 327,680 B)) = floor(94.6) = 94; a step reads
+    72.7e9 + 94 x 2,150 x 327,680 B = 138.9 GB at 0.7 x 6.7 TB/s: 29.62 ms; prefilling 94 prompts of 2,000
+    tokens at FP8 (2 x 1,979 TFLOP/s x 0.5), attention term included: 14.06 s; so 94 x 300 / (14.06 + 300 x
+    0.02962) = 1,228.9 tok/s and 2 x $2.50 / (1,228.9 x 3,600) x 1e6 = $1.13 per million."""
+    w, kv = 72.7e9, 2 * 80 * 8 * 128 * 2
+    batch = int((0.9 * 2 * 80e9 - w) // (kv * 2_300))
+    step = (w + batch * kv * 2_150) / (0.7 * 2 * 3.35e12)
+    prefill = batch * (2 * w * 2_000 + 2 * 80 * 64 * 128 * 2_000**2) / (2 * 1_979e12 * 0.5)
+    x = batch * 300 / (prefill + 300 * step)
+    cost = 2 * 2.50 / (x * 3_600) * 1e6
+    assert batch == 94
+    assert figure("course-first-estimate-step").compute() == pytest.approx(step * 1e3, rel=1e-3)
+    assert figure("course-first-estimate-batch-prefill").compute() == pytest.approx(prefill, rel=1e-3)
+    assert figure("course-first-estimate-throughput").compute() == pytest.approx(x, rel=1e-3)
+    assert figure("course-first-estimate-cost").compute() == pytest.approx(cost, rel=1e-3)
+    assert (round(x), round(cost, 2)) == (1_229, 1.13)
+    # the source's method (decode only, at the datasheet bandwidth) gives 3.6x the throughput
+    assert figure("envelope-table-72b-fp8-throughput").compute() > 3.5 * x
+
+
+def test_course_fleet_by_hand():
+    """Chapter 9's fleet under the course's method (Llama 3.1 70B FP8 on 2 x H100 SXM, batch 64, 2,000 in /
+    400 out, 350 requests/s = 140,000 output tok/s): the batch holds 70.554 GB + 64 x 2,400 x 327,680 B =
+    120.9 GB of 144 GB; a step reads 70.554e9 + 64 x 2,200 x 327,680 B (KV at the average context
+    2,000 + 400 / 2) = 116.7 GB at 4.69 TB/s: 24.88 ms (compute at FP8 only 4.56 ms); prefilling the 64
+    prompts takes 64 x (2 x 70.554e9 x 2,000 + 2 x 80 x 64 x 128 x 2,000^2) / (2 x 1,979e12 x 0.5) = 9.296 s;
+    the cycle writes 64 x 400 / (9.296 + 400 x 0.02488) = 1,330.0 tok/s; at 1.3x headroom 1,023.0 usable;
+    ceil(140,000 / 1,023.0) = ceil(136.8) = 137 replicas = 274 H100s, against the capacity-planning method's
+    81 replicas = 162 H100s."""
+    w, kv = 70.554e9, 2 * 80 * 8 * 128 * 2
+    assert w + 64 * kv * 2_400 < 0.9 * 2 * 80e9
+    step = (w + 64 * kv * 2_200) / (0.7 * 2 * 3.35e12)
+    assert 2 * w * 64 / (2 * 1_979e12 * 0.5) < step  # memory-bound
+    prefill = 64 * (2 * w * 2_000 + 2 * 80 * 64 * 128 * 2_000**2) / (2 * 1_979e12 * 0.5)
+    x = 64 * 400 / (prefill + 400 * step)
+    replicas = math.ceil(350 * 400 / (x / 1.3))
+    assert (replicas, 2 * replicas) == (137, 274)
+    assert figure("course-fleet-replica-throughput").compute() == pytest.approx(x, rel=1e-3)
+    assert (figure("course-fleet-replicas").compute(), figure("course-fleet-gpus").compute()) == (137, 274)
+    assert figure("course-fleet-monthly-cost").compute() == pytest.approx(274 * 730 * 2.50)
+    assert (figure("capacity-replicas").compute(), figure("capacity-gpus").compute()) == (81, 162)
+
+
+# --- behaviour the old figure tests checked that is not a figure -------------------------------------
+def test_weights_that_do_not_fit_are_reported_not_raised():
+    """72B in BF16 on two H100s: 145 GB of weights vs 144 GB usable; the plan says so instead of raising."""
+    p = lc.serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes=2, assumptions="envelope")
+    assert not p.fits and p.batch == 0
+    assert "145 GB don't fit in 144 GB" in p.message
+
+
+def test_long_context_reads_more_kv_than_weights():
+    """64 conversations of 2,304 average tokens read more KV cache per step than the 16 GB of weights."""
+    assert figure("lab-long-context-kv-read").compute() > figure("lab-decode-8b-weights-read").compute()
+
+
+# --- the evaluator --------------------------------------------------------------------------------------
+BASE = dict(
+    id="test-kv",
+    source="000",
+    preset="envelope",
+    quote="320 KiB",
+    call="kv_bytes_per_token",
+    args=["Qwen2.5-72B"],
+    expected=320,
+    unit="KiB",
+    tolerance={"digits": 0},
+)
+
+
+DROP = object()  # a field left out of the entry
+
+
+def make(**changes):
+    return Figure.from_dict({k: v for k, v in {**BASE, **changes}.items() if v is not DROP})
+
+
+def test_a_well_formed_entry_computes():
+    f = make()
+    assert f.compute() == 320 and f.reproduces() and f.text() == "320"
+
+
+def test_unknown_id_says_did_you_mean():
+    with pytest.raises(UnknownNameError, match="Did you mean 'capacity-gpus'"):
+        figure("capacity-gpu")
+
+
+@pytest.mark.parametrize(
+    ("call", "hint"),
+    [
+        ("servng_plan", "Did you mean 'serving_plan'"),
+        ("FORMULAS.replica_needed", "Did you mean 'FORMULAS.replicas_needed'"),
+        ("roofline.crosover_batch", "Did you mean 'roofline.crossover_batch'"),
+        ("scenario.step_trafic", "Did you mean 'scenario.step_traffic'"),
+        ("os.system", "A call names a public function"),
+        ("ureg", "A call names a public function"),  # public, but not a function: it parses strings
+        ("roofline._eff", "A call names a public function"),  # private
+    ],
+)
+def test_unknown_function_is_refused_with_the_closest_names(call, hint):
+    with pytest.raises(UnknownNameError, match=re.escape(hint)):
+        make(call=call).compute()
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (dict(id=DROP, unit=DROP), "missing id, unit"),
+        (dict(tolerence={"digits": 0}), "Did you mean 'tolerance'"),
+        (dict(id="Test_KV"), "lower-case words"),
+        (dict(source="003"), "source must be one of"),
+        (dict(source="course"), "derivation"),
+        (dict(quote=DROP), "quote"),
+        (dict(args=[{"q": [1, "GB"]}]), "not a value form"),
+        (dict(args=[{"Q": [1, "GBB"]}]), "GBB"),
+        (dict(args=[{"Q": ["1", "GB"]}]), "a quantity is"),
+        (dict(kwargs={"assumptions": "lab"}), "do not pass 'assumptions'"),
+        (dict(times="10"), "'times' must be a plain number"),
+        (dict(tolerance={"abs": 1}), "tolerance"),
+        (dict(tolerance={"digits": 0, "abs": 1, "rel": 0.1}), "at most one"),
+        (dict(unit=None), "needs a unit"),
+        (dict(expected=True), "unit null"),
+        (dict(erratum="wrong"), "erratum_value"),
+        (dict(erratum_value=321), "needs an 'erratum'"),
+        (dict(hand={"value": 320}), "'hand' is"),
+    ],
+)
+def test_a_bad_entry_is_refused_with_what_to_change(changes, message):
+    with pytest.raises(InputError, match=re.escape(message)):
+        make(**changes)
+
+
+def test_an_unknown_preset_says_did_you_mean():
+    with pytest.raises(UnknownNameError, match="Did you mean 'envelope'"):
+        make(preset="envelop")
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (dict(unit="ms"), "cannot be expressed in 'ms'"),
+        (dict(unit=""), "cannot be expressed"),
+        (dict(get="__class__"), "dotted path of public attribute names"),
+        (dict(get="magnitud"), "has no attribute 'magnitud'"),
+        (dict(call="serving_plan", args=["Qwen2.5-7B", "H100 SXM", 1, 2_300]), "use 'get'"),
+    ],
+)
+def test_a_bad_computation_is_refused_with_the_figure_named(changes, message):
+    with pytest.raises(InputError, match=re.escape(message)) as e:
+        make(**changes).compute()
+    assert "test-kv" in str(e.value)
+
+
+def test_the_preset_reaches_nested_calls():
+    """The capacity fleet under the envelope method instead: its replica steps at the datasheet
+    bandwidth, 120.886 GB / 6.7 TB/s = 18.04 ms, so 64 / 18.04 ms = 3,547 tok/s, and with no headroom
+    ceil(140,000 / 3,547) = ceil(39.5) = 40 replicas, not 81: the preset reached the replica and the fleet."""
+    assert dataclasses.replace(figure("capacity-replicas"), preset="envelope").compute() == 40
+
+
+def test_an_assumption_value_is_read_from_the_preset():
+    """The full-GPU step at the lab's 70% of bandwidth: 72 GB / (0.7 x 3.35 TB/s) = 30.7 ms."""
+    lab = dataclasses.replace(figure("envelope-full-gpu-step"), preset="lab")
+    assert lab.compute() == pytest.approx(72 / (0.7 * 3.35), abs=0.01)
+
+
+def test_text_prints_as_the_source_does():
+    assert figure("capacity-replica-throughput").text() == "2,480"
+    assert figure("capacity-replica-throughput").text(2_483.0) == "2,480"
+    assert figure("envelope-table-72b-fp8-prefill").text() == "0.29"
+    assert figure("envelope-72b-bf16-2gpu-fits").text() == "no"
+    assert figure("lab-long-context-no-crossover").text() == "none"
+    assert figure("lab-decode-8b-bound").text() == "memory"
+    i4 = figure("lab-decode-8b-int4-step")
+    assert (i4.source_text(), i4.text()) == ("1.9", "1.84")
+
+
+def test_a_changed_package_value_is_caught():
+    """A figure whose package value moved beyond the source's rounding no longer reproduces."""
+    f = figure("envelope-table-72b-fp8-throughput")
+    assert f.problems(4_387.4) == [] and f.problems(4_388.0) != []
+    e = figure("envelope-cost-at-30pct")
+    assert e.problems(1.0553) == [] and "drop the erratum" in " ".join(e.problems(1.0549))
+
+
+def test_the_data_file_ships_with_the_package():
+    """pyproject's package-data carries the JSON next to the CSV catalogs."""
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "*.json" in conf["tool"]["setuptools"]["package-data"]["llmcourse.data"]
+
+
+@pytest.mark.slow
+def test_the_figures_load_with_only_the_browsers_modules():
+    """The module imports and computes a figure in a Python with no numpy (the live book's)."""
+    sys.path.insert(0, str(ROOT / "_ext"))
+    live = pytest.importorskip("live_calculators")
+    code = "from llmcourse.sources import figure\nassert figure('capacity-gpus').reproduces()"
+    assert live.live_check([code]) is None
