@@ -12,7 +12,8 @@ The model (stated once, used everywhere):
   lengths are drawn from a lognormal distribution with the given means and coefficient of
   variation (``cv=0``: every request the same length).
 * **Admission control by KV memory.** The replica's KV budget in tokens is
-  :func:`~llmcourse.planner.max_batch` at a context of one token (free memory / KV per token).
+  :func:`~llmcourse.planner.max_batch` at a context of one token (free memory / KV per token,
+  under the assumptions' memory rule).
   A waiting request is admitted, first come first served, when its prompt + answer tokens fit in
   what is left of that budget and the batch is below ``batch_cap`` (an engine's "max sequences").
   Its KV is reserved for the whole answer at admission and freed when it finishes.
@@ -20,12 +21,26 @@ The model (stated once, used everywhere):
   together (decoding stalls meanwhile, as in an engine without chunked prefill); it produces each
   one's first token. Otherwise the iteration is one decode step of the whole running batch and
   gives each request one more token.
-* **Step times come from the planner.** Once per run the decode step time is tabulated against the
-  batch (:func:`~llmcourse.planner.decode_step` at the average context, prompt + answer / 2, as
-  :func:`~llmcourse.planner.plan` does) and the prefill time against the tokens prefilled
-  (:func:`~llmcourse.planner.prefill`, ``attention=False`` as in ``plan``); between table points the
-  memory and compute times are interpolated separately (each is linear in the batch for a dense
-  model) and the slower is taken.
+* **Service times come from the one replica model.** Once per run (:func:`build_replica`, a
+  :class:`ServiceModel`) the decode step is tabulated against the batch: the step of
+  :func:`llmcourse.planner.replica` at that batch for the mean request, which reads the KV cache
+  at the context the assumptions say (the course's method: the average, prompt + answer / 2, as
+  :func:`~llmcourse.planner.plan` does), interpolated linearly between table points (exact for a
+  dense model whose step stays memory-bound or compute-bound, since it is then linear in the
+  batch). A prompt's prefill compute time per token is tabulated against its length
+  (:func:`~llmcourse.planner.prefill` under the same assumptions; linear in the length, so the
+  interpolation is exact, also with the course's causal attention term, which is quadratic in
+  each prompt's length: prompts are timed one by one), and a group of prompts prefilled together
+  takes the slower of their compute times added and one read of the weights, the rule of
+  :func:`~llmcourse.planner.prefill`. The capacity is the replica's requests per second at the
+  largest batch the memory and the batch cap allow.
+* **Assumptions.** :func:`build_replica` (and :func:`simulate`, :func:`load_sweep` through it)
+  takes ``assumptions=`` (a preset name or an :class:`~llmcourse.assumptions.Assumptions`; the
+  course's method by default), and the efficiencies and the usable memory share may be
+  overridden one by one; no modelling constant is set here.
+
+The single-server queue's closed forms (M/M/1: utilisation, mean time in the system, the highest
+rate for a mean-time target) are registered as formulas ``mm1_*`` (chapter section *10_queueing*).
 
 TTFT is arrival to first token; TPOT is (finish - first token) / (answer - 1).
 
@@ -52,16 +67,17 @@ from typing import Any
 
 import pint
 
+from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.planner import _gpu, _model, _number, decode_step, max_batch, prefill
-from llmcourse.units import Q_, as_quantity, fmt, seed_number
+from llmcourse.planner import Replica, gpu_of, max_batch, model_of, prefill, replica
+from llmcourse.units import Q_, as_quantity, fmt, plain_number, seed_number
 
 __all__ = [
     "PERCENTILES",
     "ClosedForm",
-    "Replica",
+    "ServiceModel",
     "SimResult",
     "at_load",
     "build_replica",
@@ -73,6 +89,9 @@ __all__ = [
 ]
 
 PERCENTILES = (50, 95, 99)
+
+# The single-server queue (M/M/1) forms the chapter and its exercises use are registered in
+# llmcourse.formulas (mm1_utilisation, mm1_time_in_system, mm1_max_rate) with every other formula.
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -114,43 +133,97 @@ def _interp(x: float, xs: Sequence[float], ys: Sequence[float]) -> float:
 
 
 @dataclass(frozen=True)
-class Replica:
-    """The tables a simulation run uses: step time against batch, prefill time against tokens."""
+class ServiceModel:
+    """The service times of one replica for a simulation run, tabulated once from the one replica
+    model (:func:`llmcourse.planner.replica`): decode step time against batch, each prompt's prefill
+    compute time against its length, one read of the weights, and the capacity."""
 
     model: str
     gpu: str
     n_gpus: int
-    context_tokens: float
+    prompt_tokens: float
+    answer_tokens: float
     kv_budget_tokens: int
     batch_cap: int
+    assumptions: Assumptions = field(repr=False)
+    weight_bytes: Any = field(repr=False)
+    kv_bytes: Any = field(repr=False)
     batch_grid: tuple[int, ...] = field(repr=False)
-    step_memory: tuple[float, ...] = field(repr=False)
-    step_compute: tuple[float, ...] = field(repr=False)
-    prefill_grid: tuple[int, ...] = field(repr=False)
-    prefill_memory: tuple[float, ...] = field(repr=False)
-    prefill_compute: tuple[float, ...] = field(repr=False)
+    step_grid_s: tuple[float, ...] = field(repr=False)
+    prefill_grid: tuple[float, ...] = field(repr=False)
+    prefill_per_token_s: tuple[float, ...] = field(repr=False)  # one prompt's compute time / its length
+    weight_read_s: float = field(repr=False)
     step_s: tuple[float, ...] = field(repr=False)  # step time in s for batch 0..batch_cap (index 0 unused)
+    capacity_rps: float = field(repr=False)  # the replica's requests per second for the mean request
 
     def step_time(self, batch: int) -> float:
         """Decode step time in seconds for ``batch`` sequences (from the table)."""
         return float(self.step_s[batch])
 
-    def prefill_time(self, tokens: float) -> float:
-        """Prefill time in seconds for ``tokens`` prompt tokens processed together (from the table)."""
-        mem = _interp(tokens, self.prefill_grid, self.prefill_memory)
-        comp = _interp(tokens, self.prefill_grid, self.prefill_compute)
-        return max(mem, comp)
+    def prefill_compute_time(self, prompt_tokens: float) -> float:
+        """Compute time in seconds of one prompt of ``prompt_tokens`` tokens: its length times the compute
+        time per token, interpolated in the table (exact for the replica model's prefill, whose FLOPs are a
+        linear term plus, if charged, an attention term quadratic in the length)."""
+        return prompt_tokens * _interp(prompt_tokens, self.prefill_grid, self.prefill_per_token_s)
 
-    def capacity(self, prompt_tokens: float, answer_tokens: float) -> pint.Quantity:
-        """Most requests per second the replica completes when every request is the mean size:
-        the batch the KV budget allows, each request prefilled on its own (``rps_per_gpu``)."""
-        b = min(self.batch_cap, max(1, int(self.kv_budget_tokens // (prompt_tokens + answer_tokens))))
-        return F["rps_per_gpu"](
-            answer_tokens=answer_tokens,
-            step_time=Q_(self.step_time(b), "s"),
-            batch=b,
-            prefill_time=Q_(self.prefill_time(prompt_tokens), "s"),
-        ).to("1/s")
+    def prefill_time(self, prompt_tokens: float, prompts: int = 1) -> float:
+        """Prefill time in seconds of ``prompts`` prompts of ``prompt_tokens`` tokens processed together:
+        the slower of their compute time and one read of the weights (:func:`llmcourse.planner.prefill`)."""
+        return max(prompts * self.prefill_compute_time(prompt_tokens), self.weight_read_s)
+
+    def batch_prefill_time(self, prompt_lengths: Sequence[float]) -> float:
+        """Prefill time in seconds of prompts of these lengths processed together: the slower of their
+        compute times added and one read of the weights."""
+        return max(math.fsum([self.prefill_compute_time(x) for x in prompt_lengths]), self.weight_read_s)
+
+    def capacity(self, prompt_tokens: float | None = None, answer_tokens: float | None = None) -> pint.Quantity:
+        """Most requests per second the replica completes when every request is the mean size: the
+        replica model's ``requests_per_second`` at the largest batch the KV memory and the batch cap
+        allow (for the course's method, the batch's prompts prefilled together, then its answers
+        decoded). By default for the lengths the tables were built for."""
+        p = self.prompt_tokens if prompt_tokens is None else plain_number(prompt_tokens, "prompt_tokens")
+        a = self.answer_tokens if answer_tokens is None else plain_number(answer_tokens, "answer_tokens")
+        if (p, a) == (self.prompt_tokens, self.answer_tokens):
+            return Q_(self.capacity_rps, "1/s")
+        return _capacity(self._base(), p, a)
+
+    def _base(self) -> dict[str, Any]:
+        """What :func:`llmcourse.planner.replica` needs besides the lengths and the batch."""
+        keys = ("model", "gpu", "n_gpus", "batch_cap", "assumptions", "weight_bytes", "kv_bytes")
+        return {k: getattr(self, k) for k in keys}
+
+
+def _replica_at(base: dict[str, Any], batch: int | None, prompt_tokens: float, answer_tokens: float) -> Replica:
+    """The one replica model of a service model's ``base`` for these lengths, at ``batch`` (the largest
+    that fits if None)."""
+    return replica(
+        base["model"],
+        base["gpu"],
+        tensor_parallel=base["n_gpus"],
+        batch=batch,
+        prompt_tokens=prompt_tokens,
+        answer_tokens=answer_tokens,
+        weight_bytes=base["weight_bytes"],
+        kv_bytes=base["kv_bytes"],
+        assumptions=base["assumptions"],
+    )
+
+
+def _capacity(base: dict[str, Any], prompt_tokens: float, answer_tokens: float) -> pint.Quantity:
+    """Requests per second of the replica at the largest batch that fits and the cap allows."""
+    top = _replica_at(base, None, prompt_tokens, answer_tokens)
+    if top.max_batch < 1:
+        raise InputError(f"{top.model} on {top.tensor_parallel} x {top.gpu}: {top.reason}")
+    b = min(base["batch_cap"], top.max_batch)
+    return _replica_at(base, b, prompt_tokens, answer_tokens).requests_per_second.to("1/s")
+
+
+def _check_request(prompt_tokens: float, answer_tokens: float, budget: int) -> None:
+    if prompt_tokens + answer_tokens > budget:
+        raise InputError(
+            f"one request of {prompt_tokens + answer_tokens:,.0f} tokens needs more KV than the replica holds "
+            f"({budget:,} tokens): shorten the context or add memory."
+        )
 
 
 def _grid(top: int, points: int = 24) -> tuple[int, ...]:
@@ -172,55 +245,55 @@ def build_replica(
     weight_bytes: Any = 2,
     kv_bytes: Any = 2,
     batch_cap: int = 256,
-    bandwidth_efficiency: float = 0.7,
-    compute_efficiency: float = 0.5,
-    usable_fraction: float = 0.9,
-) -> Replica:
-    """Tabulate one replica's step and prefill times from the planner (once per run).
+    assumptions: Assumptions | str | None = None,
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
+    usable_fraction: float | None = None,
+) -> ServiceModel:
+    """Tabulate one replica's service times from the one replica model (once per run), under
+    ``assumptions`` (the course's method by default; the efficiencies and the usable memory share
+    override it one by one).
 
     Examples
     --------
     >>> rep = build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300)
-    >>> rep.kv_budget_tokens, rep.batch_cap
-    (426788, 256)
+    >>> rep.kv_budget_tokens, rep.batch_cap, rep.assumptions.name
+    (426788, 256, 'course')
     """
-    m, g = _model(model), _gpu(gpu)
-    p = _number(prompt_tokens, "prompt_tokens")
-    a = _number(answer_tokens, "answer_tokens")
-    cap = int(_number(batch_cap, "batch_cap", integer=True))
-    budget = max_batch(
-        m, g, 1, n_gpus=n_gpus, weight_bytes=weight_bytes, kv_bytes=kv_bytes, usable_fraction=usable_fraction
-    )
-    if budget < 1:
-        raise InputError(f"{m.name} does not fit on {n_gpus} x {g.name}: add GPUs or store fewer bytes per weight.")
-    ctx = p + a / 2
-    eff = dict(
-        n_gpus=n_gpus,
-        weight_bytes=weight_bytes,
+    m, g = model_of(model), gpu_of(gpu)
+    p = plain_number(prompt_tokens, "prompt_tokens")
+    a_ = plain_number(answer_tokens, "answer_tokens")
+    cap = int(plain_number(batch_cap, "batch_cap", integer=True))
+    tp = int(plain_number(n_gpus, "n_gpus", integer=True))
+    a = resolve(assumptions).replace(
         bandwidth_efficiency=bandwidth_efficiency,
         compute_efficiency=compute_efficiency,
+        memory_fraction=usable_fraction,
+    )
+    budget = max_batch(m, g, 1, n_gpus=tp, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a)
+    if budget < 1:
+        raise InputError(f"{m.name} does not fit on {tp} x {g.name}: add GPUs or store fewer bytes per weight.")
+    _check_request(p, a_, budget)
+    base = dict(
+        model=m.name, gpu=g.name, n_gpus=tp, batch_cap=cap, assumptions=a, weight_bytes=weight_bytes, kv_bytes=kv_bytes
     )
     bgrid = _grid(cap)
-    steps = [decode_step(m, g, batch=b, context_tokens=ctx, kv_bytes=kv_bytes, **eff) for b in bgrid]
-    s_mem = tuple(float(s.memory_time.to("s").m) for s in steps)
-    s_comp = tuple(float(s.compute_time.to("s").m) for s in steps)
-    table = tuple(max(_interp(b, bgrid, s_mem), _interp(b, bgrid, s_comp)) for b in range(cap + 1))
-    pgrid = _grid(budget, 32)
-    pres = [prefill(m, g, t, attention=False, **eff) for t in pgrid]
-    return Replica(
-        model=m.name,
-        gpu=g.name,
-        n_gpus=int(n_gpus),
-        context_tokens=ctx,
+    steps = tuple(float(_replica_at(base, b, p, a_).step.step_time.to("s").m) for b in bgrid)
+    table = tuple(_interp(b, bgrid, steps) for b in range(cap + 1))
+    pgrid = tuple(sorted(set(map(float, _grid(budget, 32))) | {p}))
+    pres = [prefill(m, g, t, n_gpus=tp, weight_bytes=weight_bytes, assumptions=a) for t in pgrid]
+    return ServiceModel(
+        prompt_tokens=p,
+        answer_tokens=a_,
         kv_budget_tokens=int(budget),
-        batch_cap=cap,
         batch_grid=bgrid,
-        step_memory=s_mem,
-        step_compute=s_comp,
+        step_grid_s=steps,
         prefill_grid=pgrid,
-        prefill_memory=tuple(float(x.memory_time.to("s").m) for x in pres),
-        prefill_compute=tuple(float(x.compute_time.to("s").m) for x in pres),
+        prefill_per_token_s=tuple(float(x.compute_time.to("s").m) / t for x, t in zip(pres, pgrid, strict=True)),
+        weight_read_s=float(pres[0].memory_time.to("s").m),
         step_s=table,
+        capacity_rps=float(_capacity(base, p, a_).m),
+        **base,
     )
 
 
@@ -228,7 +301,7 @@ def build_replica(
 class SimResult:
     """What one simulation run measured (times as quantities in ms)."""
 
-    replica: Replica = field(repr=False)
+    replica: ServiceModel = field(repr=False)
     rate: pint.Quantity
     load: float
     completed: int
@@ -285,14 +358,15 @@ def simulate(
     seed: int = 0,
     prompt_cv: float = 0.5,
     answer_cv: float = 0.5,
-    replica: Replica | None = None,
+    replica: ServiceModel | None = None,
     **replica_kwargs: Any,
 ) -> SimResult:
     """Simulate ``requests`` Poisson arrivals at ``rate`` on one replica; see the module notes.
 
     ``prompt_tokens`` and ``answer_tokens`` are the means of the length distributions; ``*_cv`` their
-    coefficients of variation (0: fixed). ``replica`` reuses tables from :func:`build_replica`
-    (otherwise they are built from ``replica_kwargs``). The same seed gives the same result.
+    coefficients of variation (0: fixed). ``replica`` reuses the service model of :func:`build_replica`
+    (otherwise one is built from ``replica_kwargs``: ``assumptions=``, ``n_gpus=``, ...). The same seed
+    gives the same result.
 
     Examples
     --------
@@ -303,20 +377,16 @@ def simulate(
     """
     start = time.perf_counter()
     lam = as_quantity(rate, "1/s", "rate").to("1/s").m
-    _number(lam, "rate")
-    p = _number(prompt_tokens, "prompt_tokens")
-    a = _number(answer_tokens, "answer_tokens")
-    n = int(_number(requests, "requests", integer=True))
-    pcv = _number(prompt_cv, "prompt_cv", allow_zero=True)
-    acv = _number(answer_cv, "answer_cv", allow_zero=True)
+    plain_number(lam, "rate")
+    p = plain_number(prompt_tokens, "prompt_tokens")
+    a = plain_number(answer_tokens, "answer_tokens")
+    n = int(plain_number(requests, "requests", integer=True))
+    pcv = plain_number(prompt_cv, "prompt_cv", allow_zero=True)
+    acv = plain_number(answer_cv, "answer_cv", allow_zero=True)
     seed_number(seed)
     rep = replica or build_replica(model, gpu, prompt_tokens=p, answer_tokens=a, **replica_kwargs)
     budget = rep.kv_budget_tokens
-    if p + a > budget:
-        raise InputError(
-            f"one request of {p + a:,.0f} tokens needs more KV than the replica holds "
-            f"({budget:,} tokens): shorten the context or add memory."
-        )
+    _check_request(p, a, budget)
     rng = random.Random(seed)
     expo = rng.expovariate
     arrivals = list(accumulate(expo(lam) for _ in range(n)))
@@ -326,9 +396,12 @@ def simulate(
     first = [0.0] * n
     finish = [0.0] * n
     step_s, cap = rep.step_s, rep.batch_cap
-    prefill_time = rep.prefill_time
+    # each prompt's prefill compute time (one table look-up per distinct length); a group prefilled together
+    # takes the slower of their sum and one read of the weights (ServiceModel.batch_prefill_time)
+    by_len = {x: rep.prefill_compute_time(x) for x in set(pro)}
+    pre_c = [by_len[x] for x in pro]
+    w_read = rep.weight_read_s
     heappush, heappop, ceil = heapq.heappush, heapq.heappop, math.ceil
-    pre_cache: dict[int, float] = {}
     waiting: deque[int] = deque()
     admit, next_waiting = waiting.append, waiting.popleft
     running: list[tuple[int, int]] = []  # heap of (decode-step count at which it finishes, request)
@@ -349,10 +422,7 @@ def simulate(
             used += need[j]
             admitted.append(j)
         if admitted:
-            tokens = sum([pro[j] for j in admitted])
-            dt = pre_cache.get(tokens)
-            if dt is None:
-                dt = pre_cache[tokens] = prefill_time(tokens)
+            dt = max(math.fsum([pre_c[j] for j in admitted]), w_read)
             t += dt
             busy += dt
             for j in admitted:
@@ -424,7 +494,7 @@ class ClosedForm:
     tpot: pint.Quantity
 
 
-def closed_form(rep: Replica, rate: pint.Quantity, prompt_tokens: float, answer_tokens: float) -> ClosedForm:
+def closed_form(rep: ServiceModel, rate: pint.Quantity, prompt_tokens: float, answer_tokens: float) -> ClosedForm:
     """TTFT = one prompt's prefill; TPOT = the step time at the batch in flight by Little's law,
     B = rate x (prefill + answer x step(B)), found by fixed-point iteration and capped by memory.
 
@@ -436,8 +506,17 @@ def closed_form(rep: Replica, rate: pint.Quantity, prompt_tokens: float, answer_
     (1, True)
     """
     lam = as_quantity(rate, "1/s", "rate").to("1/s")
-    _number(lam.m, "rate")
-    top = min(rep.batch_cap, max(1, int(rep.kv_budget_tokens // (prompt_tokens + answer_tokens))))
+    plain_number(lam.m, "rate")
+    fit = max_batch(
+        rep.model,
+        rep.gpu,
+        prompt_tokens + answer_tokens,
+        n_gpus=rep.n_gpus,
+        weight_bytes=rep.weight_bytes,
+        kv_bytes=rep.kv_bytes,
+        assumptions=rep.assumptions,
+    )
+    top = min(rep.batch_cap, max(1, fit))
     pre = Q_(rep.prefill_time(prompt_tokens), "s")
     b = 1
     for _ in range(50):
@@ -462,14 +541,14 @@ def load_sweep(
     answer_cv: float = 0.5,
     **replica_kwargs: Any,
 ) -> list[tuple[SimResult, ClosedForm]]:
-    """Simulate at each load (arrival rate / :meth:`Replica.capacity`) with the same tables and seed."""
+    """Simulate at each load (arrival rate / :meth:`ServiceModel.capacity`) with the same tables and seed."""
     rep = build_replica(model, gpu, prompt_tokens=prompt_tokens, answer_tokens=answer_tokens, **replica_kwargs)
     run = dict(requests=requests, seed=seed, prompt_cv=prompt_cv, answer_cv=answer_cv)
     return [at_load(rep, x, prompt_tokens=prompt_tokens, answer_tokens=answer_tokens, **run) for x in loads]
 
 
 def at_load(
-    rep: Replica,
+    rep: ServiceModel,
     load: float,
     *,
     prompt_tokens: float,
@@ -479,9 +558,9 @@ def at_load(
     prompt_cv: float = 0.5,
     answer_cv: float = 0.5,
 ) -> tuple[SimResult, ClosedForm]:
-    """Simulate one replica's tables at ``load`` (arrival rate / :meth:`Replica.capacity`), beside
+    """Simulate one replica's tables at ``load`` (arrival rate / :meth:`ServiceModel.capacity`), beside
     the closed form at the same rate: one point of :func:`load_sweep`, and the chapter's calculator."""
-    rate = _number(load, "load") * rep.capacity(prompt_tokens, answer_tokens)
+    rate = plain_number(load, "load") * rep.capacity(prompt_tokens, answer_tokens)
     sim = simulate(
         rep.model,
         rep.gpu,
@@ -500,7 +579,7 @@ def at_load(
 def knee(sweep: list[tuple[SimResult, ClosedForm]], factor: float = 5.0) -> float | None:
     """The knee of a sweep (ordered by load): the lowest load at which the simulated p99 TTFT is more
     than ``factor`` times the p99 TTFT at the sweep's lightest load. ``None`` if it never is."""
-    f = _number(factor, "factor")
+    f = plain_number(factor, "factor")
     light = sweep[0][0].ttft["p99"]
     for r, _ in sweep:
         if r.ttft["p99"] > f * light:

@@ -1,20 +1,21 @@
-"""Validation: the planner's predictions against published, measured serving results.
+"""Validation: the course's predictions against published, measured serving results.
 
 Used by the chapter *How good is the estimate?* (``book/12_validation.md``).
 
 * :func:`measurements` - the rows of ``llmcourse/data/measurements.csv``, each with its source.
-* :func:`predict` - one row's metric from the row's own fields, the catalog and the planner
-  (never the measured value), at a bandwidth and a compute efficiency.
+* :func:`predict` - one row's metric from the row's own fields, the catalog and the one replica
+  model (:func:`llmcourse.planner.replica`), never the measured value, under an assumptions preset
+  (the course's by default) whose two efficiencies may be overridden.
 * :func:`components` - the same prediction split into the times the two efficiencies divide,
   so that :func:`fit_efficiencies` can search many efficiency pairs quickly.
 * :func:`dataset` - the rows and their components: every row's prediction at any efficiencies
   (what the chapter's calculator needs, with no fit).
 * :func:`fit_efficiencies`, :func:`leave_one_out` - two global factors fitted by least squares
   in log space, and the error on rows the fit did not see; :func:`validate` does it all.
+* :func:`error_stats` - median and worst ``|ln(predicted / measured)|`` and the share within 2x.
 
 Plain Python (the standard library and SymPy, no numpy), so that the chapter's calculator also runs
 in the reader's browser.
-* :func:`error_stats` - median and worst ``|ln(predicted / measured)|`` and the share within 2x.
 
 The data file keeps every column of the published table (``id``, ``source``, ``gpu``, ``n_gpus``,
 ``tp``, ``model``, ``weights``, ``kv``, ``engine``, ``isl``, ``osl``, ``load``, ``metric``, ``value``,
@@ -24,17 +25,21 @@ The data file keeps every column of the published table (``id``, ``source``, ``g
 T17 and T19 (same runs). GPU and model names resolve in the catalog ("H200", "Mistral-7B" and
 "Llama-3.3-70B" are aliases).
 
-Modelling choices (stated in the chapter):
+Every row is predicted by one call of :func:`llmcourse.planner.replica` (``tensor_parallel`` = the
+row's ``tp``, ``prompt_tokens`` = ``isl``, ``answer_tokens`` = ``osl``, the row's weight and KV
+precisions) under the assumptions given, the course's method by default (stated in the chapter):
 
 * an offline-maximum row (and an online row with unlimited request rate) runs the largest batch
-  whose KV cache fits at ``isl + osl`` tokens (:func:`llmcourse.planner.max_batch`, tensor
-  parallel GPUs, the row's weight and KV precisions); the batch prefills its prompts together,
-  then decodes ``osl`` steps at the average context ``isl + osl / 2``
-  (:func:`llmcourse.planner.request_cycle`); output tokens per second = batch x osl / cycle time;
-* a low-concurrency row (a fixed request rate such as 2 per second) decodes at batch 1; its
-  inter-token latency is one decode step and its time to first token one prefill;
-* compute runs at the weights' precision where the GPU has a peak for it (FP8 weights on an
-  H100: FP8 FLOP/s; FP4 on a B200: FP4), otherwise at BF16.
+  whose KV cache fits at ``isl + osl`` tokens; its output tokens per second are the replica's
+  ``throughput`` (with the course's method: the batch prefills its prompts together, with the
+  attention term, then decodes ``osl`` steps reading the KV cache at the average context
+  ``isl + osl / 2``, and the cycle is charged);
+* a low-concurrency row (a fixed request rate such as 2 per second) runs a batch of 1: its
+  inter-token latency is the replica's decode ``step`` and its time to first token the prefill
+  of its one prompt;
+* the matmuls run at the precision :func:`llmcourse.planner.matmul_precision` gives (with the
+  course's method: the weights' own where the GPU has a peak for it, FP8 weights on an H100 at
+  FP8 FLOP/s, FP4 on a B200 at FP4, otherwise BF16).
 
 Examples
 --------
@@ -61,13 +66,13 @@ from typing import NamedTuple
 
 import sympy as sp
 
-from llmcourse.catalog import gpus, models
+from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.catalog import models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.planner import decode_step, max_batch, prefill, usable_memory, weight_bytes
+from llmcourse.planner import Replica, matmul_precision, replica, usable_memory, weight_bytes
 
 __all__ = [
-    "DEFAULT_EFFICIENCIES",
     "GRID",
     "KV_STARVED_SHARE",
     "METRICS",
@@ -79,7 +84,6 @@ __all__ = [
     "Prediction",
     "Validation",
     "components",
-    "compute_precision",
     "dataset",
     "engine_usable_fraction",
     "error_stats",
@@ -91,9 +95,6 @@ __all__ = [
     "predict",
     "validate",
 ]
-
-#: The planner's default efficiencies (:func:`llmcourse.planner.decode_step`): "before calibration".
-DEFAULT_EFFICIENCIES = (0.7, 0.5)
 
 #: The metrics a row may report, and their units.
 METRICS = {"output_tokens_per_s": "1/s", "itl_ms": "ms", "ttft_ms": "ms"}
@@ -162,26 +163,6 @@ def measurements() -> list[Measurement]:
     return out
 
 
-def compute_precision(weights: str, gpu: str) -> str:
-    """The precision the matrix multiplications run at: the weights' own (FP8, FP4) where the GPU
-    has a peak FLOP/s figure for it, else BF16.
-
-    Examples
-    --------
-    >>> compute_precision("fp8", "H100 SXM"), compute_precision("fp8", "A100 SXM 80GB")
-    ('fp8', 'bf16')
-    >>> compute_precision("fp4", "B200"), compute_precision("fp16", "H200")
-    ('fp4', 'bf16')
-    """
-    g = gpus[gpu]
-    p = weights.lower()
-    if p == "fp8" and g.fp8_flops is not None:
-        return "fp8"
-    if p == "fp4" and g.fp4_flops is not None:
-        return "fp4"
-    return "bf16"
-
-
 @dataclass(frozen=True)
 class Prediction:
     """A row's predicted metric and the pieces it came from."""
@@ -213,14 +194,49 @@ class Prediction:
         return out
 
 
-def _common(row: Measurement) -> dict:
-    return dict(n_gpus=row.tp, weight_bytes=row.weights, compute_precision=compute_precision(row.weights, row.gpu))
+def _assumptions(
+    assumptions: Assumptions | str | None,
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
+    usable_fraction: float | None = None,
+) -> Assumptions:
+    """The assumptions of a prediction: a preset (the course's by default) with the overrides given
+    (checked by :class:`~llmcourse.assumptions.Assumptions`; ``usable_fraction`` is its ``memory_fraction``)."""
+    return resolve(assumptions).replace(
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+        memory_fraction=usable_fraction,
+    )
 
 
-def engine_usable_fraction(row: Measurement, kv_free_fraction: float = 0.9) -> float:
-    """The share of the GPUs' memory an engine that gives the KV cache ``kv_free_fraction`` of what
-    the weights leave (TensorRT-LLM's ``free_gpu_memory_fraction``, 0.9 by default) lets the
-    weights and the cache use together. Activations are ignored.
+def _replica(row: Measurement, a: Assumptions) -> Replica:
+    """The one replica model of a row: its GPUs, precisions and lengths; a batch of 1 at a fixed
+    request rate, otherwise the largest batch that fits."""
+    r = replica(
+        row.model,
+        row.gpu,
+        tensor_parallel=row.tp,
+        batch=1 if row.load_kind == "online_rate" else None,
+        prompt_tokens=row.isl,
+        answer_tokens=row.osl,
+        weight_bytes=row.weights,
+        kv_bytes=row.kv,
+        assumptions=a,
+    )
+    if not r.fits:
+        raise InputError(f"row {row.id}: {r.reason}")
+    return r
+
+
+def engine_usable_fraction(
+    row: Measurement, kv_free_fraction: float | None = None, *, assumptions: Assumptions | str | None = None
+) -> float:
+    """The share of the GPUs' memory that weights and KV cache use together under an engine's rule
+    that gives the KV cache ``kv_free_fraction`` of what the weights leave (TensorRT-LLM's
+    ``free_gpu_memory_fraction``): the memory rule ``"free"`` of
+    :func:`llmcourse.planner.usable_memory`, with ``kv_free_fraction`` defaulting to the
+    assumptions' ``memory_fraction`` (the course's: 0.9, also the engine's default). Activations
+    are ignored. Pass the result to :func:`predict` as ``usable_fraction``.
 
     Examples
     --------
@@ -228,43 +244,27 @@ def engine_usable_fraction(row: Measurement, kv_free_fraction: float = 0.9) -> f
     >>> r.id, round(engine_usable_fraction(r), 4)
     ('T8', 0.9882)
     """
-    g = gpus[row.gpu]
+    a = resolve(assumptions)
     w = weight_bytes(row.model, row.weights)
-    return float(
-        F["engine_usable_fraction"](weights=w, kv_free_fraction=kv_free_fraction, n_gpus=row.tp, gpu_memory=g.memory).m
-    )
-
-
-def _batch(row: Measurement, usable_fraction: float = 0.9) -> int:
-    if row.load_kind == "online_rate":
-        return 1
-    b = max_batch(
-        row.model,
-        row.gpu,
-        row.isl + row.osl,
-        n_gpus=row.tp,
-        weight_bytes=row.weights,
-        kv_bytes=row.kv,
-        usable_fraction=usable_fraction,
-    )
-    if b < 1:
-        raise InputError(
-            f"row {row.id}: {row.model} does not fit on {row.tp} x {row.gpu} at {row.isl + row.osl} tokens."
-        )
-    return b
+    free = usable_memory(row.gpu, row.tp, kv_free_fraction, weights=w, assumptions=a.replace(memory_rule="free"))
+    whole = usable_memory(row.gpu, row.tp, 1, assumptions=a.replace(memory_rule="total"))
+    return float((free / whole).to("").m)
 
 
 def predict(
     row: Measurement,
-    bandwidth_efficiency: float = DEFAULT_EFFICIENCIES[0],
-    compute_efficiency: float = DEFAULT_EFFICIENCIES[1],
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
     *,
-    usable_fraction: float = 0.9,
+    usable_fraction: float | None = None,
+    assumptions: Assumptions | str | None = None,
 ) -> Prediction:
-    """Predict a row's metric with the planner from the row's own fields (never its ``value``).
+    """Predict a row's metric with :func:`llmcourse.planner.replica` from the row's own fields
+    (never its ``value``), under ``assumptions`` (the course's method by default).
 
-    ``usable_fraction`` is the planner's share of the GPUs' memory that weights and KV cache may
-    use (0.9); :func:`engine_usable_fraction` gives the engine's rule instead.
+    The efficiencies and ``usable_fraction`` (the share of the GPUs' memory that weights and KV
+    cache may use) override the assumptions' own; :func:`engine_usable_fraction` gives the
+    engine's memory rule as a ``usable_fraction``.
 
     Examples
     --------
@@ -272,45 +272,22 @@ def predict(
     >>> r.id, r.metric, round(predict(r).value, 2)
     ('T17', 'itl_ms', 6.88)
     """
-    eff = dict(bandwidth_efficiency=bandwidth_efficiency, compute_efficiency=compute_efficiency)
-    kw = _common(row) | eff
-    batch = _batch(row, usable_fraction)
-    cp = kw["compute_precision"]
+    a = _assumptions(assumptions, bandwidth_efficiency, compute_efficiency, usable_fraction)
+    rep = _replica(row, a)
+    cp = matmul_precision(row.weights, row.gpu, a)
+    s, pre = rep.step, rep.batch_prefill
     if row.metric == "output_tokens_per_s":
-        s = decode_step(row.model, row.gpu, batch=batch, context_tokens=row.isl + row.osl / 2, kv_bytes=row.kv, **kw)
-        p = prefill(row.model, row.gpu, row.isl, prompts=batch, **kw)
-        x = F["cycle_throughput"](batch=batch, answer_tokens=row.osl, prefill_time=p.time, step_time=s.step_time)
-        share = float(F["prefill_share"](answer_tokens=row.osl, prefill_time=p.time, step_time=s.step_time).m)
+        pre_ms = float(pre.time.to("ms").m) if rep.counts_prefill else None
+        value = float(rep.throughput.to("1/s").m)
+        step_ms = float(s.step_time.to("ms").m)
         return Prediction(
-            row.id,
-            row.metric,
-            float(x.to("1/s").m),
-            row.unit,
-            batch,
-            cp,
-            float(s.step_time.to("ms").m),
-            float(p.time.to("ms").m),
-            share,
-            s.bound,
+            row.id, row.metric, value, row.unit, rep.batch, cp, step_ms, pre_ms, rep.prefill_share, s.bound
         )
     if row.metric == "itl_ms":
-        s = decode_step(row.model, row.gpu, batch=batch, context_tokens=row.isl + row.osl / 2, kv_bytes=row.kv, **kw)
-        return Prediction(
-            row.id,
-            row.metric,
-            float(s.step_time.to("ms").m),
-            row.unit,
-            batch,
-            cp,
-            float(s.step_time.to("ms").m),
-            None,
-            None,
-            s.bound,
-        )
-    p = prefill(row.model, row.gpu, row.isl, prompts=batch, **kw)
-    return Prediction(
-        row.id, row.metric, float(p.time.to("ms").m), row.unit, batch, cp, None, float(p.time.to("ms").m), None, p.bound
-    )
+        step_ms = float(s.step_time.to("ms").m)
+        return Prediction(row.id, row.metric, step_ms, row.unit, rep.batch, cp, step_ms, None, None, s.bound)
+    pre_ms = float(pre.time.to("ms").m)
+    return Prediction(row.id, row.metric, pre_ms, row.unit, rep.batch, cp, None, pre_ms, None, pre.bound)
 
 
 def _scalar(name: str, *args: str):
@@ -325,16 +302,21 @@ def _scalar(name: str, *args: str):
 
 #: Output tokens per second of a batch: (batch, answer_tokens, step_time s, prefill_time s) -> 1/s.
 _throughput = _scalar("cycle_throughput", "batch", "answer_tokens", "step_time", "prefill_time")
+#: Output tokens per second of a batch that only decodes: (batch, step_time s) -> 1/s.
+_decode_throughput = _scalar("throughput", "batch", "step_time")
 
 
 @dataclass(frozen=True)
 class Components:
     """A row's prediction as times at 100% efficiency (ms), which the efficiencies divide.
 
-    The planner's decode step is the slower of a memory time (over the bandwidth efficiency)
-    and a compute time (over the compute efficiency); so is its prefill. Holding the four
-    times at efficiency 1 lets a fit try thousands of efficiency pairs without calling the
-    planner again; :meth:`value` agrees with :func:`predict` (the tests check it).
+    The replica model's decode step (step rule ``"max"``) is the slower of a memory time (over the
+    bandwidth efficiency) and a compute time (over the compute efficiency), plus a fixed
+    ``step_overhead_ms``; its prefill is the slower of a compute and a memory time. Holding the
+    four times at efficiency 1 lets a fit try thousands of efficiency pairs without calling the
+    replica model again; :meth:`value` agrees with :func:`predict` under the same assumptions
+    (the tests check it). ``counts_prefill`` says whether a throughput row charges the prefill
+    (the cycle) or counts decode steps only.
     """
 
     id: str
@@ -345,11 +327,15 @@ class Components:
     decode_compute_ms: float
     prefill_compute_ms: float
     prefill_memory_ms: float
+    step_overhead_ms: float = 0.0
+    counts_prefill: bool = True
 
     def __post_init__(self) -> None:
         times = (self.decode_memory_ms, self.decode_compute_ms, self.prefill_compute_ms, self.prefill_memory_ms)
         if not all(t > 0 and math.isfinite(t) for t in times):
             raise InputError(f"row {self.id}: the four times at 100% efficiency must be finite and above zero.")
+        if not (self.step_overhead_ms >= 0 and math.isfinite(self.step_overhead_ms)):
+            raise InputError(f"row {self.id}: the step overhead must be finite and 0 or more.")
 
     def value(self, bandwidth_efficiency: float, compute_efficiency: float) -> float:
         """The metric at the given efficiencies.
@@ -361,30 +347,49 @@ class Components:
         (10.0, 100.0)
         """
         eb, ef = float(bandwidth_efficiency), float(compute_efficiency)
-        step = max(self.decode_memory_ms / eb, self.decode_compute_ms / ef)
+        step = max(self.decode_memory_ms / eb, self.decode_compute_ms / ef) + self.step_overhead_ms
         pre = max(self.prefill_compute_ms / ef, self.prefill_memory_ms / eb)
         if self.metric == "itl_ms":
             return step
         if self.metric == "ttft_ms":
             return pre
+        if not self.counts_prefill:
+            return _decode_throughput(self.batch, step / 1000.0)
         return _throughput(self.batch, self.osl, step / 1000.0, pre / 1000.0)
 
 
-def components(row: Measurement, *, usable_fraction: float = 0.9) -> Components:
-    """The times of :func:`predict` at 100% bandwidth and compute efficiency."""
-    batch = _batch(row, usable_fraction)
-    kw = _common(row) | dict(bandwidth_efficiency=1.0, compute_efficiency=1.0)
-    s = decode_step(row.model, row.gpu, batch=batch, context_tokens=row.isl + row.osl / 2, kv_bytes=row.kv, **kw)
-    p = prefill(row.model, row.gpu, row.isl, prompts=batch, **kw)
+def components(
+    row: Measurement, *, usable_fraction: float | None = None, assumptions: Assumptions | str | None = None
+) -> Components:
+    """The times of :func:`predict` at 100% bandwidth and compute efficiency: the same replica
+    model under the same assumptions, with both efficiencies set to 1.
+
+    Examples
+    --------
+    >>> c, a = components(measurements()[16]), resolve()
+    >>> round(c.value(a.bandwidth_efficiency, a.compute_efficiency), 2), round(c.value(1, 1), 2)
+    (6.88, 4.82)
+    """
+    a = _assumptions(assumptions, usable_fraction=usable_fraction)
+    if a.step_rule != "max":
+        raise InputError(
+            f"components() splits a step into one memory and one compute time (step rule 'max'); assumptions "
+            f"{a.name!r} use step rule {a.step_rule!r}: predict each efficiency pair with predict() instead."
+        )
+    rep = _replica(row, a.replace(bandwidth_efficiency=1.0, compute_efficiency=1.0))
+    s, pre = rep.step, rep.batch_prefill
     return Components(
         row.id,
         row.metric,
-        batch,
+        rep.batch,
         row.osl,
-        float(s.memory_time.to("ms").m),
-        float(s.compute_time.to("ms").m),
-        float(p.compute_time.to("ms").m),
-        float(p.memory_time.to("ms").m),
+        float((s.memory_time).to("ms").m),
+        float((s.compute_time).to("ms").m),
+        float(pre.compute_time.to("ms").m),
+        float(pre.memory_time.to("ms").m),
+        # the fixed time the step adds (per-step overhead, all-reduces), as the replica model gives it
+        step_overhead_ms=float((s.step_time - max(s.memory_time, s.compute_time)).to("ms").m),
+        counts_prefill=rep.counts_prefill,
     )
 
 
@@ -478,18 +483,24 @@ def _sq_log_errors(c: Components, target: float, eb_axis: list[float], ef_axis: 
     efficiency on the inner index only, and the compute times fall as the inner index grows. So for
     each outer index the inner axis splits in at most three runs: where the compute times are the
     slower ones (a list that does not depend on the outer index), a run where one time of each kind
-    is the slower, and a run where the memory times are (one value).
+    is the slower, and a run where the memory times are (one value). The step overhead is added to
+    both of a step's times, which leaves the slower one the same.
     """
     n = len(ef_axis)
-    if c.metric in ("itl_ms", "ttft_ms"):
-        mem, cmp = (
-            (c.decode_memory_ms, c.decode_compute_ms)
-            if c.metric == "itl_ms"
-            else (c.prefill_memory_ms, c.prefill_compute_ms)
-        )
-        by_ef = [cmp / ef for ef in ef_axis]
+    o = c.step_overhead_ms
+    decode_only = c.metric == "output_tokens_per_s" and not c.counts_prefill
+    if c.metric in ("itl_ms", "ttft_ms") or decode_only:
+        if c.metric == "ttft_ms":
+            mem, cmp, o = c.prefill_memory_ms, c.prefill_compute_ms, 0.0
+        else:
+            mem, cmp = c.decode_memory_ms, c.decode_compute_ms
+        if decode_only:
+            # batch / step: (ln(batch / step) - target)^2 = (ln(step) - (ln(batch) - target))^2, step in s
+            mem, cmp, o = mem / 1000.0, cmp / 1000.0, o / 1000.0
+            target = math.log(c.batch) - target
+        by_ef = [cmp / ef + o for ef in ef_axis]
         sq_ef, neg = _sq_log(by_ef, target), [-x for x in by_ef]
-        by_eb = [mem / eb for eb in eb_axis]
+        by_eb = [mem / eb + o for eb in eb_axis]
         out: list[float] = []
         for t, sq_t in zip(by_eb, _sq_log(by_eb, target), strict=True):
             k = _count_above(neg, t)
@@ -498,13 +509,13 @@ def _sq_log_errors(c: Components, target: float, eb_axis: list[float], ef_axis: 
         return out
     # output tokens per second (cycle_throughput), times in seconds
     b, osl, thr = repeat(c.batch), repeat(c.osl), _throughput
-    step_c = [c.decode_compute_ms / ef / 1000.0 for ef in ef_axis]
+    step_c = [(c.decode_compute_ms / ef + o) / 1000.0 for ef in ef_axis]
     pre_c = [c.prefill_compute_ms / ef / 1000.0 for ef in ef_axis]
     neg_s, neg_p = [-x for x in step_c], [-x for x in pre_c]
     both_c = _sq_log(map(thr, b, osl, step_c, pre_c), target)
     out = []
     for eb in eb_axis:
-        step_m, pre_m = c.decode_memory_ms / eb / 1000.0, c.prefill_memory_ms / eb / 1000.0
+        step_m, pre_m = (c.decode_memory_ms / eb + o) / 1000.0, c.prefill_memory_ms / eb / 1000.0
         ks, kp = _count_above(neg_s, step_m), _count_above(neg_p, pre_m)
         lo, hi = min(ks, kp), max(ks, kp)
         out += both_c[:lo]
@@ -640,8 +651,9 @@ def leave_one_out(comps: Sequence[Components], measured: Sequence[float]) -> tup
 KV_STARVED_SHARE = 0.10
 
 
-def kv_share(row: Measurement) -> float:
-    """Share of the planner's usable memory that the weights leave for the KV cache.
+def kv_share(row: Measurement, *, assumptions: Assumptions | str | None = None) -> float:
+    """Share of the usable memory (by the assumptions' memory rule, the course's by default) that
+    the weights leave for the KV cache.
 
     Examples
     --------
@@ -649,11 +661,12 @@ def kv_share(row: Measurement) -> float:
     >>> r.id, round(kv_share(r), 3)
     ('T8', 0.02)
     """
-    mem = usable_memory(row.gpu, row.tp)
-    return float(((mem - weight_bytes(row.model, row.weights)) / mem).to("").m)
+    w = weight_bytes(row.model, row.weights)
+    mem = usable_memory(row.gpu, row.tp, weights=w, assumptions=assumptions)
+    return float(((mem - w) / mem).to("").m)
 
 
-def family(row: Measurement) -> str:
+def family(row: Measurement, *, assumptions: Assumptions | str | None = None) -> str:
     """The group a row's discussion belongs to, from its fields and the catalog: ``"latency"``
     (ITL, TTFT), ``"MoE"`` (a mixture-of-experts model's throughput), ``"KV-starved"`` (a dense
     model whose weights leave under :data:`KV_STARVED_SHARE` of usable memory for the cache, so
@@ -668,16 +681,18 @@ def family(row: Measurement) -> str:
         return "latency"
     if models[row.model].is_moe:
         return "MoE"
-    return "KV-starved" if kv_share(row) < KV_STARVED_SHARE else "dense"
+    return "KV-starved" if kv_share(row, assumptions=assumptions) < KV_STARVED_SHARE else "dense"
 
 
 @dataclass(frozen=True)
 class Dataset:
-    """The measured rows and their :class:`Components`: enough to predict every row at any pair of
-    efficiencies and score the predictions, without a fit (what the chapter's calculator needs)."""
+    """The measured rows and their :class:`Components` under one set of assumptions: enough to
+    predict every row at any pair of efficiencies and score the predictions, without a fit (what
+    the chapter's calculator needs)."""
 
     rows: tuple[Measurement, ...]
     comps: tuple[Components, ...]
+    assumptions: Assumptions
 
     @property
     def measured(self) -> list[float]:
@@ -693,25 +708,29 @@ class Dataset:
 
     def ids_of(self, fam: str) -> list[str]:
         """Ids of the rows of one :func:`family`."""
-        return [r.id for r in self.rows if family(r) == fam]
+        return [r.id for r in self.rows if family(r, assumptions=self.assumptions) == fam]
 
 
-def dataset(rows: Sequence[Measurement] | None = None) -> Dataset:
-    """The rows (all the published measurements by default) and their components.
+def dataset(rows: Sequence[Measurement] | None = None, *, assumptions: Assumptions | str | None = None) -> Dataset:
+    """The rows (all the published measurements by default) and their components under
+    ``assumptions`` (the course's method by default).
 
     Examples
     --------
     >>> d = dataset()
-    >>> len(d.rows), d.ids[16], round(d.at(0.7, 0.5)[16], 2)
-    (26, 'T17', 6.88)
+    >>> a = d.assumptions
+    >>> len(d.rows), d.ids[16], round(d.at(a.bandwidth_efficiency, a.compute_efficiency)[16], 2), a.name
+    (26, 'T17', 6.88, 'course')
     """
+    a = resolve(assumptions)
     rows = tuple(measurements() if rows is None else rows)
-    return Dataset(rows, tuple(components(r) for r in rows))
+    return Dataset(rows, tuple(components(r, assumptions=a) for r in rows), a)
 
 
 @dataclass(frozen=True)
 class Validation(Dataset):
-    """Every row predicted three ways (planner defaults, calibrated, held out) and the statistics."""
+    """Every row predicted three ways (the assumptions' own efficiencies, calibrated, held out) and
+    the statistics."""
 
     default: tuple[Prediction, ...]
     fit: Fit
@@ -719,21 +738,45 @@ class Validation(Dataset):
     held_out: tuple[float, ...]
     held_out_fits: tuple[Fit, ...]
 
+    @property
+    def datasheet(self) -> Assumptions:
+        """The assumptions of the ``"datasheet"`` predictions: these, at 100% of both peaks."""
+        return self.assumptions.replace(bandwidth_efficiency=1.0, compute_efficiency=1.0)
+
     def stats(self, which: str = "default", subset: Sequence[str] | None = None) -> ErrorStats:
-        """Error statistics of ``"default"``, ``"calibrated"``, ``"held_out"`` or ``"datasheet"``
-        (100% of both peaks) predictions, over all rows or the ids in ``subset``."""
+        """Error statistics of ``"default"`` (the assumptions' own efficiencies), ``"calibrated"``,
+        ``"held_out"`` or ``"datasheet"`` (the same assumptions at 100% of both peaks, :attr:`datasheet`)
+        predictions, over all rows or the ids in ``subset``."""
+        preds = self._predictions(which)
+        keep = [i for i, r in enumerate(self.rows) if subset is None or r.id in subset]
+        return error_stats([preds[i] for i in keep], [self.measured[i] for i in keep], [self.ids[i] for i in keep])
+
+    def _predictions(self, which: str) -> list[float]:
         preds = {
-            "default": [p.value for p in self.default],
-            "calibrated": list(self.calibrated),
-            "held_out": list(self.held_out),
-            "datasheet": self.at(1.0, 1.0),
+            "default": lambda: [p.value for p in self.default],
+            "calibrated": lambda: list(self.calibrated),
+            "held_out": lambda: list(self.held_out),
+            "datasheet": lambda: self.at(1.0, 1.0),
         }
         if which not in preds:
             raise InputError(f"which must be one of {', '.join(preds)}; got {which!r}.")
-        keep = [i for i, r in enumerate(self.rows) if subset is None or r.id in subset]
-        return error_stats(
-            [preds[which][i] for i in keep], [self.measured[i] for i in keep], [self.ids[i] for i in keep]
-        )
+        return preds[which]()
+
+    def faster_than_predicted(self, which: str = "default") -> list[str]:
+        """Ids of the rows whose measurement beat the prediction: more tokens per second than
+        predicted, or a shorter time (the rows for which the estimate was not a bound).
+
+        Examples
+        --------
+        >>> v = validate([r for r in measurements() if r.id in ("T3", "T8", "T17")])
+        >>> v.faster_than_predicted(), v.faster_than_predicted("datasheet")
+        (['T8'], ['T8'])
+        """
+        out = []
+        for r, p in zip(self.rows, self._predictions(which), strict=True):
+            if (r.value > p) if r.metric == "output_tokens_per_s" else (r.value < p):
+                out.append(r.id)
+        return out
 
     def table(self) -> list[dict[str, str]]:
         """One dict per row for the chapter's table (text, already formatted)."""
@@ -769,24 +812,26 @@ class Validation(Dataset):
         return "\n".join(lines)
 
 
-def validate(rows: Sequence[Measurement] | None = None) -> Validation:
-    """Predict every row at the planner's default efficiencies, fit the two global efficiencies on
-    all rows, and predict each row again with factors fitted on the other rows (leave one out).
+def validate(rows: Sequence[Measurement] | None = None, *, assumptions: Assumptions | str | None = None) -> Validation:
+    """Predict every row under ``assumptions`` (the course's method by default, at its own
+    efficiencies), fit the two global efficiencies on all rows, and predict each row again with
+    factors fitted on the other rows (leave one out).
 
     Examples
     --------
     >>> v = validate()
-    >>> v.stats("default").n
-    26
+    >>> v.stats("default").n, v.assumptions.name
+    (26, 'course')
     """
-    d = dataset(rows)
+    d = dataset(rows, assumptions=assumptions)
     search = _Search(d.comps, d.measured, *GRID)
     fit = search.fit()
     held, fits = _leave_one_out(search)
     return Validation(
         rows=d.rows,
         comps=d.comps,
-        default=tuple(predict(r) for r in d.rows),
+        assumptions=d.assumptions,
+        default=tuple(predict(r, assumptions=d.assumptions) for r in d.rows),
         fit=fit,
         calibrated=tuple(d.at(fit.bandwidth_efficiency, fit.compute_efficiency)),
         held_out=tuple(held),

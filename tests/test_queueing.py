@@ -17,9 +17,29 @@ from hypothesis import strategies as st
 import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.errors import InputError
-from llmcourse.queueing import _interp, at_load, build_replica, closed_form, knee, load_sweep, percentile, simulate
+from llmcourse.formulas import FORMULAS
+from llmcourse.queueing import (
+    ServiceModel,
+    _interp,
+    at_load,
+    build_replica,
+    closed_form,
+    knee,
+    load_sweep,
+    percentile,
+    simulate,
+)
 
 M, G, P, A = "Llama-3.1-8B", "H100 SXM", 2_000, 300
+KV_TOKEN = 2 * 32 * 8 * 128 * 2  # bytes of KV per token of Llama-3.1-8B in BF16: 128 KiB
+#: Prefill of one 2,000-token prompt on an H100 by the course's method: 2 FLOPs per parameter per token plus the
+#: causal attention term 2 x layers x heads x head_dim x tokens^2, at 50% of the 989 TFLOP/s BF16 peak (s).
+PREFILL_S = (2 * 8.030e9 * P + 2 * 32 * 32 * 128 * P**2) / (989e12 * 0.5)
+
+
+def step_s(batch, bandwidth=3.35e12 * 0.7):
+    """A decode step by hand: 16.06 GB of weights plus each sequence's KV at 2,000 + 300 / 2 tokens (s)."""
+    return (8.030e9 * 2 + batch * KV_TOKEN * (P + A / 2)) / bandwidth
 
 
 @pytest.fixture(scope="module")
@@ -39,17 +59,20 @@ def test_littles_law(rep, load):
 
 
 def test_low_load_matches_closed_form_by_hand(rep):
-    """Alone, 8B on an H100: prefill 2 x 8.03e9 x 2,000 / (989e12 x 0.5) = 65.0 ms; a step reads
-    16.06 GB + 2,150 x 128 KiB = 16.34 GB at 3.35 TB/s x 0.7 = 6.97 ms."""
+    """Alone, 8B on an H100 by the course's method: prefill (2 x 8.03e9 x 2,000 + 2 x 32 x 32 x 128 x 2,000^2)
+    / (989e12 x 0.5) = 67.07 ms; a step reads 16.06 GB + 2,150 x 128 KiB = 16.34 GB at 3.35 TB/s x 0.7 = 6.97 ms."""
+    assert abs(PREFILL_S * 1e3 - 67.07) < 0.01 and abs(step_s(1) * 1e3 - 6.97) < 0.01
     r = run(rep, 0.005, prompt_cv=0, answer_cv=0, requests=500)
-    assert r.ttft["p50"].to("ms").m == pytest.approx(65.0, rel=0.01)
-    assert r.tpot["p50"].to("ms").m == pytest.approx(6.97, rel=0.01)
+    assert r.ttft["p50"].to("s").m == pytest.approx(PREFILL_S, rel=1e-6)
+    assert r.tpot["p50"].to("s").m == pytest.approx(step_s(1), rel=1e-6)
 
 
-def test_low_load_matches_plan():
-    """At peak efficiency a brief whose per-token target allows only a batch of 1 is what a lone request sees."""
+@pytest.mark.parametrize("preset", ["course", "planner"])
+def test_low_load_matches_plan(preset):
+    """Under one preset on both sides (the course's method; the six-step planner's, 100% of both peaks and no
+    attention term), a brief whose per-token target allows only a batch of 1 is what a lone request sees."""
     brief = lc.Brief(0.01, P, A, Q_(10, "s"), Q_(1, "ms"))
-    p = lc.plan(M, G, brief)
+    p = lc.plan(M, G, brief, assumptions=preset)
     assert p.batch == 1
     r = simulate(
         M,
@@ -60,18 +83,77 @@ def test_low_load_matches_plan():
         requests=300,
         prompt_cv=0,
         answer_cv=0,
-        bandwidth_efficiency=1.0,
-        compute_efficiency=1.0,
+        assumptions=preset,
     )
-    assert r.ttft["p50"].to("ms").m == pytest.approx(p.ttft.to("ms").m, rel=0.01)
-    assert r.tpot["p50"].to("ms").m == pytest.approx(p.tpot.to("ms").m, rel=0.01)
+    assert r.replica.assumptions is lc.resolve(preset)
+    assert r.ttft["p50"].to("ms").m == pytest.approx(p.ttft.to("ms").m, rel=1e-6)
+    assert r.tpot["p50"].to("ms").m == pytest.approx(p.tpot.to("ms").m, rel=1e-6)
+
+
+def test_planner_preset_by_hand():
+    """The six-step planner's preset: a step at 100% of 3.35 TB/s, a prefill of 2 x 8.03e9 x 2,000 FLOPs (no
+    attention term) at 100% of 989 TFLOP/s."""
+    s = build_replica(M, G, prompt_tokens=P, answer_tokens=A, assumptions="planner")
+    assert s.step_time(1) == pytest.approx(step_s(1, bandwidth=3.35e12), rel=1e-6)
+    assert s.prefill_time(P) == pytest.approx(2 * 8.030e9 * P / 989e12, rel=1e-6)
 
 
 def test_closed_form_at_low_load_is_one_request(rep):
-    """Little's law at a trickle gives a batch of 1, whose step is decode_step(batch=1)."""
+    """Little's law at a trickle gives a batch of 1, whose step is the replica model's at batch 1."""
     c = closed_form(rep, Q_(0.001, "1/s"), P, A)
-    step = lc.decode_step(M, G, batch=1, context_tokens=P + A / 2, bandwidth_efficiency=0.7, compute_efficiency=0.5)
-    assert c.batch == 1 and c.tpot.to("ms").m == pytest.approx(step.step_time.to("ms").m, rel=1e-6)
+    one = lc.replica(M, G, batch=1, prompt_tokens=P, answer_tokens=A)
+    assert c.batch == 1 and c.tpot.to("ms").m == pytest.approx(one.step.step_time.to("ms").m, rel=1e-9)
+    assert c.ttft.to("ms").m == pytest.approx(one.first_prefill.time.to("ms").m, rel=1e-9)
+
+
+@pytest.mark.parametrize("batch", [1, 2, 37, 100, 185, 256])
+def test_step_table_is_the_replica_model(rep, batch):
+    """The step table equals lc.replica's step at that batch, on the grid and between its points (the step of a
+    dense model that stays memory-bound is linear in the batch), and the hand arithmetic."""
+    want = lc.replica(M, G, batch=batch, prompt_tokens=P, answer_tokens=A).step.step_time.to("s").m
+    assert rep.step_time(batch) == pytest.approx(want, rel=1e-9)
+    assert rep.step_time(batch) == pytest.approx(step_s(batch), rel=1e-9)
+
+
+def test_prefill_is_the_replica_model(rep):
+    """One prompt, and four equal prompts together, take lc.prefill's time; prompts of 1,000 and 3,000 tokens
+    together take the sum of their compute times, less than one 4,000-token prompt (the attention term is
+    quadratic in each prompt's length): by hand, 2 x 32 x 32 x 128 x (4,000^2 - 1,000^2 - 3,000^2) FLOPs less."""
+    for n in (1, 4):
+        assert rep.prefill_time(P, n) == pytest.approx(lc.prefill(M, G, P, prompts=n).time.to("s").m, rel=1e-9)
+    two = rep.batch_prefill_time([1_000, 3_000])
+    one = lc.prefill(M, G, 4_000).time.to("s").m
+    saved = 2 * 32 * 32 * 128 * (4_000**2 - 1_000**2 - 3_000**2) / (989e12 * 0.5)
+    assert one - two == pytest.approx(saved, rel=1e-9)
+
+
+def test_capacity_is_the_replicas_requests_per_second(rep):
+    """The capacity is lc.replica's requests per second at the largest batch: 426,788 KV tokens hold 185 requests
+    of 2,300; by hand 185 / (185 x 67.07 ms + 300 x step(185)), the batch's prompts prefilled together."""
+    r = lc.replica(M, G, prompt_tokens=P, answer_tokens=A)
+    assert r.batch == 185 == rep.kv_budget_tokens // (P + A)
+    assert rep.capacity(P, A).to("1/s").m == pytest.approx(r.requests_per_second.to("1/s").m, rel=1e-12)
+    assert rep.capacity().to("1/s").m == pytest.approx(185 / (185 * PREFILL_S + A * step_s(185)), rel=1e-6)
+    # 426,788 // 1,300 = 328 shorter requests would fit: the engine's cap of 256 sequences holds the batch
+    other = lc.replica(M, G, batch=256, prompt_tokens=1_000, answer_tokens=300)
+    assert rep.capacity(1_000, 300).to("1/s").m == pytest.approx(other.requests_per_second.to("1/s").m, rel=1e-12)
+
+
+def test_efficiency_override(rep):
+    """A bandwidth efficiency passed to build_replica is the assumptions' own set to it: a step at 90% of 3.35
+    TB/s."""
+    fast = build_replica(M, G, prompt_tokens=P, answer_tokens=A, bandwidth_efficiency=0.9)
+    assert fast.step_time(1) == pytest.approx(step_s(1, bandwidth=3.35e12 * 0.9), rel=1e-6)
+    assert fast.assumptions.bandwidth_efficiency == 0.9 and isinstance(fast, ServiceModel)
+
+
+def test_mm1_formulas_by_hand():
+    """M/M/1 at 8 arrivals and 10 completions per second: utilisation 0.8, time in system 1 / (10 - 8) = 0.5 s,
+    and the highest rate for a 0.5 s mean time in system is 10 - 1 / 0.5 = 8 per second."""
+    lam, mu = Q_(8, "1/s"), Q_(10, "1/s")
+    assert FORMULAS["mm1_utilisation"](request_rate=lam, rps_per_gpu=mu).m == pytest.approx(0.8)
+    assert FORMULAS["mm1_time_in_system"](request_rate=lam, rps_per_gpu=mu).to("s").m == pytest.approx(0.5)
+    assert FORMULAS["mm1_max_rate"](rps_per_gpu=mu, time_in_system=Q_(0.5, "s")).to("1/s").m == pytest.approx(8.0)
 
 
 def test_tokens_out_equal_tokens_demanded(rep):
@@ -156,7 +238,7 @@ def test_every_request_finishes_after_its_prefill(seed, load):
         M, G, rate=load * rep.capacity(P, A), prompt_tokens=P, answer_tokens=A, requests=500, seed=seed, replica=rep
     )
     assert r.completed == 500
-    assert min(r.ttft_s) >= rep.prefill_time(1) and min(r.tpot_s) >= rep.step_time(1) * (1 - 1e-9)
+    assert min(r.ttft_s) >= rep.prefill_time(1) * (1 - 1e-9) and min(r.tpot_s) >= rep.step_time(1) * (1 - 1e-9)
 
 
 @pytest.mark.parametrize(

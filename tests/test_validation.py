@@ -13,11 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import llmcourse as lc
+from llmcourse import Q_
 from llmcourse.catalog import PRECISIONS, gpus, models
 from llmcourse.errors import InputError
 from llmcourse.validation import (
     components,
-    compute_precision,
     dataset,
     engine_usable_fraction,
     error_stats,
@@ -31,6 +32,16 @@ from llmcourse.validation import (
 matplotlib.use("Agg")
 
 ROWS = {r.id: r for r in measurements()}
+THROUGHPUT = [i for i, r in ROWS.items() if r.metric == "output_tokens_per_s"]
+COURSE = lc.resolve("course")
+#: Other assumptions the fast path must follow: a fixed cost per step, decode-only throughput with the KV
+#: read at the final context (the back-of-the-envelope method), the engine's memory rule, BF16 matmuls.
+OTHERS = {
+    "overhead": COURSE.replace(step_overhead_ms=1.0),
+    "envelope": lc.resolve("envelope"),
+    "free": COURSE.replace(memory_rule="free"),
+    "lab": lc.resolve("lab"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -137,19 +148,114 @@ def test_kv_bound_row_by_hand():
 
 
 def test_engine_memory_rule_by_hand():
-    """T8 under the engine's rule: weights plus 90% of the 9.446 GB they leave, over 80 GB."""
+    """T8 under the engine's rule: weights plus 90% of the 9.446 GB they leave, over 80 GB; the same batch as the
+    assumptions' memory rule "free"; another share of what the weights leave, 0.8, from the assumptions."""
     assert engine_usable_fraction(ROWS["T8"]) == pytest.approx((70.554e9 + 0.9 * (80e9 - 70.554e9)) / 80e9)
-    assert predict(ROWS["T8"], usable_fraction=engine_usable_fraction(ROWS["T8"])).batch == math.floor(
-        0.9 * (80e9 - 70.554e9) / (2 * 80 * 8 * 128 * 2176)
+    batch = math.floor(0.9 * (80e9 - 70.554e9) / (2 * 80 * 8 * 128 * 2176))
+    by_share = predict(ROWS["T8"], usable_fraction=engine_usable_fraction(ROWS["T8"]))
+    by_rule = predict(ROWS["T8"], assumptions=OTHERS["free"])
+    assert by_share.batch == by_rule.batch == batch
+    assert by_share.value == pytest.approx(by_rule.value, rel=1e-9)
+    eighty = COURSE.replace(memory_fraction=0.8)
+    assert engine_usable_fraction(ROWS["T8"], assumptions=eighty) == pytest.approx(
+        (70.554e9 + 0.8 * (80e9 - 70.554e9)) / 80e9
     )
+    assert engine_usable_fraction(ROWS["T8"], 0.8) == engine_usable_fraction(ROWS["T8"], assumptions=eighty)
 
 
-def test_compute_precision_rule():
-    """FP8 weights compute in FP8 where the GPU has an FP8 peak; FP4 in FP4 on a B200; else BF16."""
-    assert compute_precision("fp8", "H100 SXM") == "fp8"
-    assert compute_precision("fp8", "A100 SXM 80GB") == "bf16"
-    assert compute_precision("fp4", "B200") == "fp4"
-    assert compute_precision("bf16", "H200 SXM") == "bf16"
+def test_compute_precision_is_the_planners_rule():
+    """FP8 weights compute in FP8 where the GPU has an FP8 peak (T1, H100); FP16 on an A100 (T6) and BF16 (T17) in
+    BF16; FP4 in FP4 on a B200 (T23); every row's precision is lc.matmul_precision's, and the interactive lab's
+    preset (BF16 matmuls) runs T1 in BF16."""
+    expected = {"T1": "fp8", "T6": "bf16", "T17": "bf16", "T23": "fp4"}
+    assert {i: predict(ROWS[i]).compute_precision for i in expected} == expected
+    for r in ROWS.values():
+        assert predict(r).compute_precision == lc.matmul_precision(r.weights, r.gpu)
+    assert predict(ROWS["T1"], assumptions="lab").compute_precision == "bf16"
+
+
+def test_the_default_is_the_courses_method():
+    """With no assumptions a row is predicted by the course's preset (70% of the bandwidth, 50% of the FLOP/s, as
+    the brief states it); naming the preset, or passing its efficiencies, gives the same number."""
+    assert (COURSE.bandwidth_efficiency, COURSE.compute_efficiency) == (0.7, 0.5)
+    for rid in ("T3", "T17", "T25"):
+        r = ROWS[rid]
+        assert predict(r).value == predict(r, assumptions="course").value == predict(r, 0.7, 0.5).value
+
+
+def test_efficiencies_override_the_assumptions():
+    """An efficiency passed to predict is the same as the assumptions' own set to it."""
+    r = ROWS["T3"]
+    a = COURSE.replace(bandwidth_efficiency=0.9, compute_efficiency=0.4)
+    assert predict(r, 0.9, 0.4).value == predict(r, assumptions=a).value != predict(r).value
+
+
+def test_bad_efficiency_is_refused():
+    """An efficiency above 1 or a usable share of 0 is refused with a message naming it."""
+    with pytest.raises(InputError, match="bandwidth_efficiency"):
+        predict(ROWS["T17"], 1.2)
+    with pytest.raises(InputError, match="memory_fraction"):
+        predict(ROWS["T17"], usable_fraction=0)
+
+
+@pytest.mark.parametrize("rid", THROUGHPUT)
+def test_one_replica_model_one_answer(rid):
+    """A throughput row's prediction is lc.replica's throughput, serving_plan's output tok/s and plan's replica
+    throughput for a brief whose targets allow any batch (1 hour each) with no headroom: same inputs, one answer."""
+    r = ROWS[rid]
+    kw = dict(weight_bytes=r.weights, kv_bytes=r.kv)
+    rep = lc.replica(r.model, r.gpu, tensor_parallel=r.tp, prompt_tokens=r.isl, answer_tokens=r.osl, **kw)
+    sp = lc.serving_plan(r.model, r.gpu, r.tp, r.isl + r.osl, prompt_tokens=r.isl, **kw)
+    brief = lc.Brief(1, r.isl, r.osl, Q_(1, "hour"), Q_(1, "hour"))
+    p = lc.plan(r.model, r.gpu, brief, tensor_parallel=r.tp, headroom=1, **kw)
+    x = predict(r).value
+    assert rep.throughput.to("1/s").m == pytest.approx(x, rel=1e-12)
+    assert sp.output_tokens_per_s.to("1/s").m == pytest.approx(x, rel=1e-12)
+    assert p.throughput.to("1/s").m == pytest.approx(x, rel=1e-12)
+    assert predict(r).batch == rep.batch == sp.batch == p.batch
+
+
+@pytest.mark.parametrize("rid", ["T17", "T19", "T25", "T26"])
+def test_low_concurrency_rows_are_the_replica_at_batch_1(rid):
+    """An ITL row is the replica's decode step at batch 1, a TTFT row the prefill of its one prompt."""
+    r = ROWS[rid]
+    rep = lc.replica(r.model, r.gpu, tensor_parallel=r.tp, batch=1, prompt_tokens=r.isl, answer_tokens=r.osl)
+    want = rep.step.step_time if r.metric == "itl_ms" else rep.first_prefill.time
+    assert predict(r).value == pytest.approx(want.to("ms").m, rel=1e-12) and predict(r).batch == 1
+
+
+@pytest.mark.parametrize("rid", list(ROWS))
+def test_components_equal_predict_at_the_courses_efficiencies(rid):
+    """components(row).value at the course's 0.7 / 0.5 is predict(row).value, and so at two other pairs."""
+    c, r = components(ROWS[rid]), ROWS[rid]
+    assert c.value(0.7, 0.5) == pytest.approx(predict(r).value, rel=1e-9)
+    for eb, ef in ((1.0, 1.0), (0.3, 0.9)):
+        assert c.value(eb, ef) == pytest.approx(predict(r, eb, ef).value, rel=1e-9)
+
+
+@pytest.mark.parametrize("name", list(OTHERS))
+def test_components_follow_other_assumptions(name):
+    """Under other assumptions (a step overhead, decode-only throughput, the engine's memory rule, BF16 matmuls)
+    the fast path still equals predict at those assumptions, for every row."""
+    a = OTHERS[name]
+    for r in ROWS.values():
+        c = components(r, assumptions=a)
+        for eb, ef in ((a.bandwidth_efficiency, a.compute_efficiency), (0.4, 0.8)):
+            assert c.value(eb, ef) == pytest.approx(predict(r, eb, ef, assumptions=a).value, rel=1e-9), r.id
+
+
+def test_components_refuse_a_step_they_cannot_split():
+    """The step rule "sum" adds two kernels' times, which one memory and one compute time cannot hold."""
+    with pytest.raises(InputError, match="step rule"):
+        components(ROWS["T3"], assumptions=COURSE.replace(step_rule="sum"))
+
+
+def test_overhead_adds_to_each_step_by_hand():
+    """T17 with 1 ms per step: the batch-1 step (16.06 GB + 2 x 32 x 8 x 128 x 2 B x 595 at 70% of 3.35 TB/s)
+    plus 1 ms."""
+    kv = 2 * 32 * 8 * 128 * 2 * (467 + 128)
+    expected_ms = (8.030e9 * 2 + kv) / (3.35e12 * 0.7) * 1e3 + 1.0
+    assert predict(ROWS["T17"], assumptions=OTHERS["overhead"]).value == pytest.approx(expected_ms, rel=1e-9)
 
 
 @settings(max_examples=20, deadline=None)
@@ -179,6 +285,39 @@ def test_reported_statistics_recomputed(v, which):
     s = v.stats(which)
     assert s.median_abs_log == pytest.approx(median) and s.worst_abs_log == pytest.approx(worst)
     assert s.within_2x == pytest.approx(share)
+
+
+def test_datasheet_row_is_the_course_at_full_peaks(v):
+    """The "datasheet" statistics are the course's method at 100% of both peaks, predicted row by row."""
+    a = v.datasheet
+    assert (a.bandwidth_efficiency, a.compute_efficiency, a.matmul_precision) == (1.0, 1.0, "weights")
+    preds = [predict(r, assumptions=a).value for r in v.rows]
+    median, worst, share = _stats_by_hand(preds, [r.value for r in v.rows])
+    s = v.stats("datasheet")
+    assert s.median_abs_log == pytest.approx(median) and s.worst_abs_log == pytest.approx(worst)
+    assert s.within_2x == pytest.approx(share)
+
+
+def test_dataset_under_another_preset():
+    """dataset(assumptions="lab") predicts each row as predict does under the interactive lab's preset."""
+    d = dataset(assumptions="lab")
+    assert d.assumptions.name == "lab"
+    for r, p in zip(d.rows, d.at(0.7, 0.5), strict=True):
+        assert p == pytest.approx(predict(r, assumptions="lab").value, rel=1e-9)
+
+
+def test_faster_than_predicted_by_definition(v):
+    """A row is faster than predicted when it measured more tok/s, or less time, than predict gives; T17 (8.00 ms
+    measured, 6.88 ms predicted by hand in test_itl_by_hand) is not; T8 (912 tok/s measured, a batch of 4) is."""
+    want = [
+        r.id
+        for r in v.rows
+        if (r.value > predict(r).value if r.metric == "output_tokens_per_s" else r.value < predict(r).value)
+    ]
+    assert v.faster_than_predicted() == want
+    assert "T8" in want and "T17" not in want
+    with pytest.raises(InputError, match="which"):
+        v.faster_than_predicted("optimistic")
 
 
 def test_calibrated_predictions_use_the_fitted_factors(v):
@@ -233,11 +372,13 @@ def _fit_by_brute_force(comps, measured, lo, hi, n):
     return eb, ef, math.sqrt(sse / len(comps))
 
 
+@pytest.mark.parametrize("a", [None, "overhead", "envelope"])
 @pytest.mark.parametrize("ids", [("T1", "T3", "T8", "T15", "T17", "T25"), ("T11", "T21", "T23", "T26")])
-def test_fast_grid_equals_brute_force(ids):
-    """The per-axis computation of the fit's objective picks the same point as evaluating every grid point."""
+def test_fast_grid_equals_brute_force(ids, a):
+    """The per-axis computation of the fit's objective picks the same point as evaluating every grid point (also
+    with a step overhead, and with decode-only throughput)."""
     rows = [ROWS[i] for i in ids]
-    comps = [components(r) for r in rows]
+    comps = [components(r, assumptions=OTHERS.get(a)) for r in rows]
     meas = [r.value for r in rows]
     f = fit_efficiencies(comps, meas, n=13)
     eb, ef, rms = _fit_by_brute_force(comps, meas, 0.02, 1.0, 13)
@@ -376,3 +517,11 @@ def test_kv_starved_rows_by_hand():
     assert family(ROWS["T8"]) == "KV-starved"
     assert kv_share(ROWS["T24"]) == pytest.approx((0.9 * 141e9 - 70.554e9) / (0.9 * 141e9))
     assert family(ROWS["T24"]) == "dense" and family(ROWS["T21"]) == "MoE" and family(ROWS["T25"]) == "latency"
+
+
+def test_components_follow_the_all_reduce_time():
+    """With a 10 us all-reduce (two per layer on several GPUs), the fast path still equals predict() on every row."""
+    a = lc.resolve().replace(allreduce_latency_us=10.0)
+    for row in measurements():
+        c = components(row, assumptions=a)
+        assert c.value(0.7, 0.5) == pytest.approx(predict(row, assumptions=a).value, rel=1e-9)

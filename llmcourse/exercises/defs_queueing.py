@@ -4,7 +4,9 @@ One replica is modelled as a single server with Poisson arrivals and exponential
 utilisation rho = lambda / mu, mean time in system W = 1 / (mu - lambda), and Little's law N = lambda W.
 ``queueing_ex3`` and ``queueing_ex4`` follow the chapter's exercises of those labels (the replica's capacity
 and the load on another GPU, from :mod:`llmcourse.queueing`); the chapter's others run its simulator and are
-open questions. ``queueing_ex7`` .. ``queueing_ex12`` are the M/M/1 closed forms. These closed forms are registered here with :func:`llmcourse.formulas.formula` (section *10_queueing*).
+open questions. ``queueing_ex7`` .. ``queueing_ex12`` are the M/M/1 closed forms, registered by
+:mod:`llmcourse.queueing` with :func:`llmcourse.formulas.formula` (section *10_queueing*). The replica's
+numbers are the course's method (the package's default assumptions).
 """
 
 from __future__ import annotations
@@ -12,51 +14,31 @@ from __future__ import annotations
 import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.exercises._common import define, pick
-from llmcourse.formulas import FORMULAS, SYMBOLS, formula
+from llmcourse.formulas import FORMULAS
+from llmcourse.queueing import build_replica  # also registers the M/M/1 formulas used below
 
 EXERCISES: list = []
 
-_lam, _mu, _t = (SYMBOLS[n].sym for n in ("request_rate", "rps_per_gpu", "time_in_system"))
-if "exercises_utilisation" not in FORMULAS:
-    formula(
-        "exercises_utilisation",
-        "utilisation",
-        _lam / _mu,
-        "utilisation of one server (arrival / service rate)",
-        "10_queueing",
-    )
-    formula(
-        "exercises_mm1_time_in_system",
-        "time_in_system",
-        1 / (_mu - _lam),
-        "mean time in an M/M/1 system",
-        "10_queueing",
-    )
-    formula(
-        "exercises_mm1_max_rate",
-        "request_rate",
-        _mu - 1 / _t,
-        "highest arrival rate whose M/M/1 mean time in system is t_sys",
-        "10_queueing",
-    )
+_COURSE = lc.resolve()
 
 
 def _capacity(model, gpu, prompt, answer):
-    from llmcourse.queueing import build_replica
-
     return build_replica(model, gpu, prompt_tokens=prompt, answer_tokens=answer).capacity(prompt, answer)
 
 
 _REPLICA = (
-    "A replica of {model} (BF16) on one {gpu} runs at 70% of peak bandwidth and 50% of peak FLOP/s with 90% of "
-    "memory usable. Every request is {prompt} prompt + {answer} answer tokens. The batch is as many requests as "
-    "the KV memory holds (at most 256); each decode step reads every request's KV at the average context "
-    "(prompt + answer / 2); each prompt is prefilled on its own (2 FLOPs per parameter, no attention term). "
+    "A replica of {model} (BF16) on one {gpu} runs at "
+    f"{_COURSE.bandwidth_efficiency:.0%} of peak bandwidth and {_COURSE.compute_efficiency:.0%} of peak FLOP/s "
+    f"with {_COURSE.memory_fraction:.0%} of memory usable (the course's method). Every request is {{prompt}} "
+    "prompt + {answer} answer tokens. The batch is as many requests as the KV memory holds (at most 256); each "
+    "decode step reads every request's KV at the average context (prompt + answer / 2); a batch's prompts are "
+    "prefilled together, each at 2 FLOPs per parameter per token plus the causal attention term. "
 )
 _CAP_HINTS = (
     "Batch = min(256, free KV memory / (KV per token x (prompt + answer))), rounded down.",
     "Requests per second = 1 / ({answer} x step time / batch + prefill time of one prompt).",
-    "lc.decode_step(..., batch=B, context_tokens=...) and lc.prefill(..., attention=False) give the two times.",
+    "lc.decode_step(..., batch=B, context_tokens=...) and lc.prefill(...) give the two times (with the course's "
+    "method, the default, the prefill includes the attention term).",
 )
 
 define(
@@ -119,7 +101,7 @@ def _rates(r):
 def _w(v):
     if v["lam"] >= v["mu"]:  # pragma: no cover - the variants keep lambda < mu
         raise ValueError("arrivals at or above the service rate: the queue grows without bound")
-    return FORMULAS["exercises_mm1_time_in_system"](request_rate=Q_(v["lam"], "1/s"), rps_per_gpu=Q_(v["mu"], "1/s"))
+    return FORMULAS["mm1_time_in_system"](request_rate=Q_(v["lam"], "1/s"), rps_per_gpu=Q_(v["mu"], "1/s"))
 
 
 _STORY = (
@@ -135,7 +117,7 @@ define(
     "",
     dict(mu=10, lam=8),
     _rates,
-    lambda v: FORMULAS["exercises_utilisation"](request_rate=Q_(v["lam"], "1/s"), rps_per_gpu=Q_(v["mu"], "1/s")),
+    lambda v: FORMULAS["mm1_utilisation"](request_rate=Q_(v["lam"], "1/s"), rps_per_gpu=Q_(v["mu"], "1/s")),
     ("Utilisation = arrival rate / service rate.",),
     bare_ok=True,
 )
@@ -189,7 +171,7 @@ define(
     "1/s",
     dict(mu=10, target=0.5),
     lambda r: dict(mu=pick(r, (4, 8, 10, 20)), target=pick(r, (0.5, 1.0, 2.0))),
-    lambda v: FORMULAS["exercises_mm1_max_rate"](rps_per_gpu=Q_(v["mu"], "1/s"), time_in_system=Q_(v["target"], "s")),
+    lambda v: FORMULAS["mm1_max_rate"](rps_per_gpu=Q_(v["mu"], "1/s"), time_in_system=Q_(v["target"], "s")),
     ("Solve 1 / (mu - lambda) = target for lambda.", "lambda = mu - 1 / target."),
 )
 

@@ -53,7 +53,8 @@ def predicted_vs_measured(v: Validation, which: str = "default", *, label_outsid
     """Predicted against measured on log axes, throughput and latency rows in two panels, with
     the band within a factor of 2 shaded; rows outside the band are labelled.
 
-    ``which`` is ``"default"`` (the planner's efficiencies), ``"calibrated"`` or ``"held_out"``.
+    ``which`` is ``"default"`` (the validation's assumptions at their own efficiencies: the course's
+    method unless :func:`~llmcourse.validation.validate` was given others), ``"calibrated"`` or ``"held_out"``.
     """
     preds = {"default": [p.value for p in v.default], "calibrated": list(v.calibrated), "held_out": list(v.held_out)}[
         which
@@ -71,12 +72,18 @@ def predicted_vs_measured(v: Validation, which: str = "default", *, label_outsid
     return axes
 
 
+def _method(v: Validation) -> str:
+    """The legend's name of the uncalibrated predictions: the course's method, or the preset's name."""
+    return "course's method" if v.assumptions.name == "course" else v.assumptions.name
+
+
 def ratios(v: Validation) -> Any:
-    """Predicted / measured for every row, at the planner's defaults, calibrated and held out."""
+    """Predicted / measured for every row: by the validation's assumptions (the course's method unless
+    others were given), calibrated and held out."""
     _fig, ax = plt.subplots(figsize=(9.6, 3.8), layout="constrained")
     x = np.arange(len(v.rows))
     series = (
-        ("planner defaults", [p.value for p in v.default], "o"),
+        (_method(v), [p.value for p in v.default], "o"),
         ("calibrated", list(v.calibrated), "x"),
         ("held out (leave one out)", list(v.held_out), "+"),
     )

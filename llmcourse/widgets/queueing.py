@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from llmcourse.queueing import ClosedForm, Replica, SimResult, at_load, build_replica
+from llmcourse.queueing import ClosedForm, ServiceModel, SimResult, at_load, build_replica
 from llmcourse.units import fmt
 from llmcourse.widgets import Calculator, float_slider, gpu_dropdown, int_box, int_slider, model_dropdown
 
@@ -27,8 +27,9 @@ class _Result:
 
 
 @lru_cache(maxsize=32)
-def _replica(model: str, gpu: str, prompt_tokens: int, answer_tokens: int) -> Replica:
-    """The step-time tables, built once per model, GPU and request shape (moving the load or seed reuses them)."""
+def _replica(model: str, gpu: str, prompt_tokens: int, answer_tokens: int) -> ServiceModel:
+    """The service model (the course's method), built once per model, GPU and request shape (moving the load or
+    seed reuses it)."""
     return build_replica(model, gpu, prompt_tokens=prompt_tokens, answer_tokens=answer_tokens)
 
 

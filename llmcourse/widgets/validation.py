@@ -1,7 +1,8 @@
 """The calculator of the chapter *How good is the estimate?* (``book/12_validation.md``).
 
-Pick a published measurement, slide the two efficiency factors, and see the planner's
-prediction beside the measured value, and the error over all rows at those factors.
+Pick a published measurement, slide the two efficiency factors, and see the course's prediction
+(:func:`llmcourse.validation.predict`, the course's method with the sliders' efficiencies) beside the
+measured value, and the error over all rows at those factors.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ __all__ = ["calibration_calculator"]
 
 @cache
 def _data() -> Dataset:
-    """The rows and their components (no fit: the sliders are the calibration)."""
+    """The rows and their components under the course's method (no fit: the sliders are the calibration)."""
     return dataset()
 
 
@@ -30,7 +31,7 @@ def _label(v: Dataset, i: int) -> str:
 def _rows(row: str, bandwidth_efficiency: float, compute_efficiency: float) -> list[tuple[str, str]]:
     v = _data()
     r = next(x for x in v.rows if x.id == row)
-    p = predict(r, bandwidth_efficiency, compute_efficiency)
+    p = predict(r, bandwidth_efficiency, compute_efficiency, assumptions=v.assumptions)
     unit = "tok/s" if r.metric == "output_tokens_per_s" else "ms"
     fmt = (lambda x: f"{x:,.0f} {unit}") if unit == "tok/s" else (lambda x: f"{x:.2f} {unit}")
     s = error_stats(v.at(bandwidth_efficiency, compute_efficiency), v.measured, v.ids)
@@ -46,9 +47,10 @@ def _rows(row: str, bandwidth_efficiency: float, compute_efficiency: float) -> l
 
 
 def calibration_calculator(
-    row: str = "T3", bandwidth_efficiency: float = 0.7, compute_efficiency: float = 0.5
+    row: str = "T3", bandwidth_efficiency: float | None = None, compute_efficiency: float | None = None
 ) -> Calculator:
     """A measured row and two efficiency sliders -> predicted vs measured, and the error over all rows.
+    The sliders start at the course's efficiencies unless given.
 
     Examples
     --------
@@ -59,13 +61,16 @@ def calibration_calculator(
     '8.00 ms'
     """
     v = _data()
+    a = v.assumptions
+    eb = a.bandwidth_efficiency if bandwidth_efficiency is None else bandwidth_efficiency
+    ef = a.compute_efficiency if compute_efficiency is None else compute_efficiency
     options = [(_label(v, i), r.id) for i, r in enumerate(v.rows)]
     return Calculator(
         _rows,
         {
             "row": w.Dropdown(options=options, value=row, description="Row", layout=w.Layout(width="95%")),
-            "bandwidth_efficiency": float_slider(bandwidth_efficiency, 0.05, 1.0, 0.01, "bandwidth efficiency"),
-            "compute_efficiency": float_slider(compute_efficiency, 0.05, 1.0, 0.01, "compute efficiency"),
+            "bandwidth_efficiency": float_slider(eb, 0.05, 1.0, 0.01, "bandwidth efficiency"),
+            "compute_efficiency": float_slider(ef, 0.05, 1.0, 0.01, "compute efficiency"),
         },
         title="Calibrate against a measurement",
     )
