@@ -5,6 +5,11 @@ Each :class:`Question` holds a prompt, what a weak, a good and a strong answer s
 the planner. :meth:`Question.numbers` returns those values (quantities, counts) for tests and
 :meth:`Question.render` fills a template with them, so no number in an answer is typed by hand.
 
+A question that reproduces a source text's worked example computes it under that source's
+assumptions (``"envelope"``, ``"lab"``, ``"capacity"``, see :mod:`llmcourse.assumptions`); where
+the source's method leaves out something that changes the answer (prefill, the bandwidth real
+kernels reach), the worked answer gives the course's figure beside it, computed with the default.
+
 :func:`sheet` computes the one-page sheet of numbers of the chapter *Numbers to know by heart*
 from the catalog and the formulas.
 
@@ -31,15 +36,19 @@ from typing import Any
 
 import pint
 
-from llmcourse.catalog import GPU, Model, gpus, models
+from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.catalog import GPU, Model, bytes_per_value, gpus, models
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.planner import (
+    compute_budget,
     cost_per_million,
     decode_step,
     fleet,
+    gpus_for_weights,
     kv_bytes_per_sequence,
     kv_bytes_per_token,
+    matmul_precision,
     max_batch,
     prefill,
     prefill_pool,
@@ -50,14 +59,17 @@ from llmcourse.planner import (
     usable_memory,
     weight_bytes,
 )
+from llmcourse.roofline import decode_flops_per_token, ridge_intensity, weight_read_ceiling
 from llmcourse.units import HOURS_PER_MONTH, Q_, sig
 
 __all__ = [
     "CATALOG_NAMES",
     "LEVELS",
+    "MIN_REPLICAS",
     "QUESTIONS",
     "SHEET_GPUS",
     "SHEET_MODELS",
+    "SOURCES",
     "Question",
     "levels_markdown",
     "num",
@@ -73,7 +85,23 @@ LEVELS: dict[str, str] = {
 }
 
 _USD, _USD_PER_HOUR = Q_(1, "USD"), Q_(1, "USD/hour")
-TWO_FLOP = Q_(2, "FLOP")  # FLOPs per parameter per token: a multiply and an add
+
+#: The assumptions the worked answers use (see :mod:`llmcourse.assumptions`): each source's own
+#: method where a question reproduces its worked example, the course's (``None``) elsewhere.
+ENVELOPE, LAB, CAPACITY, COURSE = "envelope", "lab", "capacity", None
+
+#: The texts the questions' figures come from, as the chapter names them.
+SOURCES: dict[str, str] = {
+    "000": "the back-of-the-envelope method",
+    "001": "the interactive lab",
+    "002": "the capacity-planning method",
+    "004": "the system-design lesson",
+    "course": "the course's own arithmetic",
+}
+
+#: Replicas a service runs at the least, so that one failure or deployment does not take it down
+#: (the back-of-the-envelope method's "at least two replicas").
+MIN_REPLICAS = 2
 
 
 # --- formatting numbers into answer templates ---------------------------------------------------------
@@ -171,8 +199,8 @@ class Question:
 
     ``prompt``, ``weak``, ``good``, ``strong`` and ``answer`` (the worked strong answer, MyST
     Markdown) are templates over the names ``worked()`` returns: ``{kv72}`` or ``{kv72:4}``
-    (four significant figures). ``source`` names the seed text whose figures the question
-    reproduces, or says that it is the book's own arithmetic.
+    (four significant figures). ``source`` names the source text whose figures the question
+    reproduces (a value of :data:`SOURCES`), or says that it is the course's own arithmetic.
     """
 
     id: str
@@ -185,7 +213,7 @@ class Question:
     strong: str
     answer: str
     worked: Callable[[], dict[str, Any]]
-    source: str = "the book's own arithmetic"
+    source: str = SOURCES["course"]
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -251,19 +279,34 @@ def _q(**kw: Any) -> Callable[[Callable[[], dict[str, Any]]], Callable[[], dict[
 
 
 def _seed004_model() -> Model:
-    """Seed 004's "70B-class model": 70 billion parameters, 80 layers, 64 query heads, 8 KV heads."""
+    """The system-design lesson's "70B-class model": 70 billion parameters, 80 layers, 64 query
+    heads, 8 KV heads (source 004)."""
     return models["Llama-3.1-70B"].with_(name="70B-class", params=70e9, active_params=70e9)
 
 
-def _read_time(weights: pint.Quantity, gpu: GPU | str, n_gpus: int = 1, efficiency: float = 1.0) -> pint.Quantity:
+def _read_time(
+    memory: pint.Quantity, gpu: GPU | str, n_gpus: int = 1, *, assumptions: Assumptions | str | None = None
+) -> pint.Quantity:
+    """Time to read ``memory`` bytes once at the assumptions' share of the bandwidth (the step of a
+    GPU whose batch fills its usable memory)."""
     g = gpus[gpu] if isinstance(gpu, str) else gpu
     return F["weight_read_time"](
-        weights=weights, n_gpus=n_gpus, bandwidth=g.bandwidth, bandwidth_efficiency=efficiency
+        weights=memory,
+        n_gpus=n_gpus,
+        bandwidth=g.bandwidth,
+        bandwidth_efficiency=resolve(assumptions).bandwidth_efficiency,
     ).to("ms")
 
 
-def _per_s(step: pint.Quantity) -> float:
-    return float((1 / step).to("1/s").m)
+def _per_s(rate: pint.Quantity) -> float:
+    """A rate (or the inverse of a step time) as a plain number per second."""
+    q = rate if rate.dimensionality == Q_(1, "1/s").dimensionality else 1 / rate
+    return float(q.to("1/s").m)
+
+
+def _pct(share: float) -> float:
+    """A share as a percentage for prose (seven tenths -> 70)."""
+    return 100 * share
 
 
 # --- L4: one number, right, with its unit ------------------------------------------------------------------
@@ -272,35 +315,33 @@ def _per_s(step: pint.Quantity) -> float:
     level="L4",
     topic="memory",
     title="Do the weights fit?",
-    source="seed 000",
+    source=SOURCES["000"],
     prompt="Qwen2.5-72B has {Q72.billions} billion parameters. How many {H100.memory} H100s do its weights need in BF16, "
     "and in FP8?",
     weak='"{Q72.billions:2} billion parameters, {H100.memory} per GPU: one GPU."',
     good='"In BF16 that is {w16} of weights, so two GPUs at least; in FP8 {w8}, one GPU."',
-    strong='"{w16} in BF16. The server gets about 90% of each GPU, {per_gpu}, so {n16} GPUs by memory, and tensor '
-    "parallelism wants a count that divides the {Q72.heads} heads: {tp16}. In FP8 it is {w8}: {n8} GPUs, with room "
+    strong='"{w16} in BF16. The server gets about {mem_pct}% of each GPU, {per_gpu}, so {n16} GPUs by memory, and '
+    "tensor parallelism splits the heads over a power of two GPUs: {tp16}. In FP8 it is {w8}: {n8} GPUs, with room "
     'left for the KV cache, which is what decides how many users fit."',
     answer="Weights are parameters times bytes per parameter: ${Q72.billions} \\times 10^9 \\times 2$ B = {w16} in BF16 and "
-    "{w8} in FP8. A serving engine keeps about 10% of memory for itself, leaving {per_gpu} per H100. BF16 "
-    "needs {w16} / {per_gpu}, rounded up: {n16} GPUs; tensor parallelism splits the heads evenly, so "
-    "round up to {tp16}. FP8 needs {n8}. Two GPUs hold only {mem2} in all: the BF16 weights miss by "
+    "{w8} in FP8. A serving engine keeps about {reserve_pct}% of memory for itself, leaving {per_gpu} per H100. BF16 "
+    "needs {w16} / {per_gpu}, rounded up: {n16} GPUs; tensor parallelism splits the heads over 1, 2, 4 or 8 GPUs, "
+    "so round up to {tp16}. FP8 needs {n8}. Two GPUs hold only {mem2} in all: the BF16 weights miss by "
     "{miss}, which is why quantization is the first lever a serving team pulls.",
 )
 def _weights_fit() -> dict[str, Any]:
-    g = gpus["H100 SXM"]
+    a, g = resolve(ENVELOPE), gpus["H100 SXM"]
     w16, w8 = weight_bytes("Qwen2.5-72B", "bf16").to("GB"), weight_bytes("Qwen2.5-72B", "fp8").to("GB")
-    n16 = int(F["gpus_for_weights"](weights=w16, gpu_memory=g.memory, usable_fraction=0.9).m)
-    n8 = int(F["gpus_for_weights"](weights=w8, gpu_memory=g.memory, usable_fraction=0.9).m)
-    heads = models["Qwen2.5-72B"].heads
-    tp16 = next(n for n in range(n16, heads + 1) if heads % n == 0)
-    mem2 = usable_memory(g, 2).to("GB")
+    mem2 = usable_memory(g, 2, assumptions=a).to("GB")
     return dict(
         w16=w16,
         w8=w8,
-        per_gpu=usable_memory(g).to("GB"),
-        n16=n16,
-        n8=n8,
-        tp16=tp16,
+        per_gpu=usable_memory(g, assumptions=a).to("GB"),
+        mem_pct=_pct(a.memory_fraction),
+        reserve_pct=_pct(1 - a.memory_fraction),
+        n16=gpus_for_weights("Qwen2.5-72B", g, "bf16", assumptions=a, power_of_two=False),
+        tp16=gpus_for_weights("Qwen2.5-72B", g, "bf16", assumptions=a),
+        n8=gpus_for_weights("Qwen2.5-72B", g, "fp8", assumptions=a),
         mem2=mem2,
         miss=(w16 - mem2).to("GB"),
     )
@@ -311,7 +352,7 @@ def _weights_fit() -> dict[str, Any]:
     level="L4",
     topic="KV cache",
     title="KV cache per token",
-    source="seed 000",
+    source=SOURCES["000"],
     prompt="How many bytes of KV cache does one token take in Qwen2.5-72B ({Q72.layers} layers, {Q72.kv_heads} KV heads of dimension "
     "{Q72.head_dim}) and in Qwen2.5-7B ({Q7.layers} layers, {Q7.kv_heads} KV heads of {Q7.head_dim}), in BF16?",
     weak='"It depends on the model; a few kilobytes per token?"',
@@ -338,21 +379,21 @@ def _kv_per_token() -> dict[str, Any]:
     level="L4",
     topic="KV cache",
     title="KV cache of one conversation",
-    source="seed 000",
+    source=SOURCES["000"],
     prompt="A conversation on Qwen2.5-72B holds 2,300 tokens (2,000 prompt, 300 answer). How much KV cache does it "
     "take in BF16? And at 32,768 tokens?",
     weak='"Tokens are small, a few megabytes."',
     good='"320 KiB per token times 2,300 tokens: about {kv2300:2}."',
     strong='"{kv2300:2} at 2,300 tokens and {kv32k} at 32K: linear in the context. One 32K conversation takes '
     "{share32k:2}% of an H100's usable memory.\"",
-    answer="KV per conversation is $\\kappa\\,T_{{ctx}}$: {kvtok} x 2,300 = {kv2300} (0.75 GB, the figure of the "
-    "sizing seed). At 32,768 tokens it is {kvtok} x 32,768 = {kv32k}, or {kv32k_gb} of the {usable} an H100 "
+    answer="KV per conversation is $\\kappa\\,T_{{ctx}}$: {kvtok} x 2,300 = {kv2300} (about {kv2300:2}, the source's "
+    "figure). At 32,768 tokens it is {kvtok} x 32,768 = {kv32k}, or {kv32k_gb} of the {usable} an H100 "
     "lets the server use.",
 )
 def _kv_context() -> dict[str, Any]:
     short = kv_bytes_per_sequence("Qwen2.5-72B", 2_300).to("GB")
     long = kv_bytes_per_sequence("Qwen2.5-72B", 32_768)
-    use = usable_memory("H100 SXM").to("GB")
+    use = usable_memory("H100 SXM", assumptions=ENVELOPE).to("GB")
     return dict(
         kvtok=kv_bytes_per_token("Qwen2.5-72B").to("KiB"),
         kv2300=short,
@@ -368,7 +409,7 @@ def _kv_context() -> dict[str, Any]:
     level="L4",
     topic="tokens",
     title="Requests to tokens",
-    source="seed 000",
+    source=SOURCES["000"],
     prompt="A support assistant gets 200,000 requests a day, each a 2,000-token prompt and a 300-token answer; the "
     "peak hour is three times the daily average. What load is that at peak?",
     weak='"200,000 a day is about 2 requests a second."',
@@ -394,7 +435,7 @@ def _traffic() -> dict[str, Any]:
     level="L4",
     topic="decode speed",
     title="The fastest one user can go",
-    source="seed 004",
+    source=SOURCES["004"],
     prompt="A 70B-parameter model in BF16 on H100s ({H100.bandwidth} each). What is the fastest a single user can get tokens?",
     weak='"H100s do about 1,000 TFLOP/s, so thousands of tokens a second."',
     good='"Decode reads all {w} of weights per token: {w} / {H100.bandwidth} is {t1}, about {r1} tokens a second."',
@@ -402,14 +443,24 @@ def _traffic() -> dict[str, Any]:
     "two and they read their halves in parallel: {t2}, so about {r2} tokens a second at best, before kernels "
     'reach only 60-80% of peak."',
     answer="One token needs one read of the weights, $70 \\times 10^9 \\times 2$ B = {w}. At one H100's {H100.bandwidth} "
-    "that is {t1}, or {r1} tokens/s: the seed's figure. The weights need two GPUs to fit, though, and with "
-    "tensor parallelism each GPU reads its own half: {t2}, {r2} tokens/s. At a realistic 70% of peak "
-    "bandwidth: {r2_70} tokens/s.",
+    "that is {t1}, or {r1} tokens/s: the source's figure. The weights need two GPUs to fit, though, and with "
+    "tensor parallelism each GPU reads its own half: {t2}, {r2} tokens/s. At a realistic {bw_pct}% of peak "
+    "bandwidth (the course's method): {r2_70} tokens/s.",
 )
 def _single_stream() -> dict[str, Any]:
-    w = F["weight_bytes"](params=70e9, weight_bytes_per_param=Q_(2, "B")).to("GB")
-    t1, t2 = _read_time(w, "H100 SXM", 1), _read_time(w, "H100 SXM", 2)
-    return dict(w=w, t1=t1, t2=t2, r1=_per_s(t1), r2=_per_s(t2), r2_70=_per_s(_read_time(w, "H100 SXM", 2, 0.7)))
+    m = _seed004_model()
+    one = weight_read_ceiling(m, "H100 SXM", assumptions=ENVELOPE)
+    two = weight_read_ceiling(m, "H100 SXM", n_gpus=2, assumptions=ENVELOPE)
+    real = weight_read_ceiling(m, "H100 SXM", n_gpus=2, assumptions=COURSE)
+    return dict(
+        w=one.weights,
+        t1=one.step_time,
+        t2=two.step_time,
+        r1=_per_s(one.tokens_per_s_per_user),
+        r2=_per_s(two.tokens_per_s_per_user),
+        r2_70=_per_s(real.tokens_per_s_per_user),
+        bw_pct=_pct(resolve(COURSE).bandwidth_efficiency),
+    )
 
 
 @_q(
@@ -417,21 +468,22 @@ def _single_stream() -> dict[str, Any]:
     level="L4",
     topic="decode speed",
     title="Memory-bound or compute-bound?",
-    source="seed 001",
+    source=SOURCES["001"],
     prompt="Llama 3.1 8B in BF16 on one H100, one user, 2,304 tokens of context. Is a decode step limited by "
-    "memory or by compute? Assume 70% of peak bandwidth and 50% of peak FLOP/s.",
+    "memory or by compute? Assume {bw_pct}% of peak bandwidth and {fl_pct}% of peak FLOP/s.",
     weak='"Compute: GPUs are for arithmetic."',
     good='"Memory: each token reads the {w} of weights, about {mem:2}, and the arithmetic is tiny."',
     strong='"Memory by a factor of {ratio:2}: reading {w} takes {mem:2}, the {flops} take {comp:1}. So faster matmuls '
     "do nothing here; fewer bytes (quantization, a smaller KV cache) or a bigger batch do. On an L4 with a "
     'tenth of the bandwidth it is {l4:2} a token."',
-    answer="Bytes: {w} of weights plus {kv} of KV cache, at ${H100.bandwidth.m} \\times 0.7$ TB/s: {mem:3}. FLOPs: 2 per parameter, "
-    "{flops}, at ${H100.flops.m} \\times 0.5$ TFLOP/s: {comp:2}. The memory time is {ratio:2} times longer, so the step "
-    "takes {mem:2} ({rate:3} tokens/s). On an L4 ({L4.bandwidth}): {l4:2}.",
+    answer="Bytes: {w} of weights plus {kv} of KV cache, at ${H100.bandwidth.m} \\times {eta_b}$ TB/s: {mem:3}. FLOPs: "
+    "{fpp} per parameter, {flops}, at ${H100.flops.m} \\times {eta_c}$ TFLOP/s: {comp:2}. The memory time is {ratio:2} "
+    "times longer, so the step takes {mem:2} ({rate:3} tokens/s). On an L4 ({L4.bandwidth}): {l4:2}.",
 )
 def _memory_bound() -> dict[str, Any]:
-    s = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_304)
-    l4 = decode_step("Llama-3.1-8B", "L4", batch=1, context_tokens=2_304)
+    a = resolve(LAB)
+    s = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_304, assumptions=a)
+    l4 = decode_step("Llama-3.1-8B", "L4", batch=1, context_tokens=2_304, assumptions=a)
     return dict(
         w=s.weights_read,
         kv=s.kv_read.to("GB"),
@@ -441,6 +493,11 @@ def _memory_bound() -> dict[str, Any]:
         ratio=float((s.memory_time / s.compute_time).to("").m),
         rate=_per_s(s.step_time),
         l4=l4.step_time,
+        bw_pct=_pct(a.bandwidth_efficiency),
+        fl_pct=_pct(a.compute_efficiency),
+        eta_b=a.bandwidth_efficiency,
+        eta_c=a.compute_efficiency,
+        fpp=a.flops_per_param,
     )
 
 
@@ -449,23 +506,35 @@ def _memory_bound() -> dict[str, Any]:
     level="L4",
     topic="prefill",
     title="Time to first token",
-    source="seed 000",
-    prompt="Qwen2.5-72B in FP8 on two H100s ({H100.flops} each in BF16, assume 50% of it) gets a 2,000-token prompt. "
+    source=SOURCES["000"],
+    prompt="Qwen2.5-72B in FP8 on two H100s ({H100.flops} each in BF16, assume {fl_pct}% of it) gets a 2,000-token prompt. "
     "How long before the first token?",
     weak='"One token takes about 20 ms, so 2,000 tokens take 40 seconds."',
-    good='"2 FLOPs per parameter per token: {flops:3}; at half of two GPUs\' peak, {t:2}."',
+    good='"{fpp} FLOPs per parameter per token: {flops:3}; at {fl_pct}% of two GPUs\' peak, {t:2}."',
     strong='"Prefill is compute-bound: {flops:3} over {rate:3} is {t:2}, against {mem:2} to read the weights once. '
-    "Long prompts add the attention term, quadratic in the prompt, and a queue adds its wait: TTFT is more than "
-    'prefill."',
-    answer="FLOPs: $2 \\times {Q72.billions} \\times 10^9 \\times 2000$ = {flops:4}. Compute: $2 \\times {H100.flops.m} \\times 0.5$ TFLOP/s = "
-    "{rate:3}. Time: {t:3}, far more than one read of the {w} of weights ({mem:2}), so prefill is "
-    "compute-bound and the prompt length sets the time to first token.",
+    "An H100 runs FP8 weights' matmuls at twice its BF16 peak, so with FP8 kernels it is nearer {t_course:2}. Long "
+    'prompts add the attention term, quadratic in the prompt, and a queue adds its wait: TTFT is more than prefill."',
+    answer="FLOPs: ${fpp} \\times {Q72.billions} \\times 10^9 \\times 2000$ = {flops:4}. Compute: $2 \\times {H100.flops.m} "
+    "\\times {eta_c}$ TFLOP/s = {rate:3}. Time: {t:3}, far more than one read of the {w} of weights ({mem:2}), so "
+    "prefill is compute-bound and the prompt length sets the time to first token. That is the source's figure, with "
+    "the matmuls at the BF16 peak. The course's method runs FP8 weights' matmuls at the FP8 peak ({H100.fp8_flops}) "
+    "and counts the attention term: {t_course:2}.",
 )
 def _prefill_time() -> dict[str, Any]:
-    p = prefill("Qwen2.5-72B", "H100 SXM", 2_000, n_gpus=2, weight_bytes="fp8", attention=False)
-    rate = (2 * gpus["H100 SXM"].flops * 0.5).to("PFLOP/s")
+    a = resolve(ENVELOPE)
+    kw = dict(n_gpus=2, weight_bytes="fp8")
+    p = prefill("Qwen2.5-72B", "H100 SXM", 2_000, assumptions=a, **kw)
+    course = prefill("Qwen2.5-72B", "H100 SXM", 2_000, assumptions=COURSE, **kw)
     return dict(
-        flops=p.flops, rate=rate, t=p.time.to("s"), mem=p.memory_time, w=weight_bytes("Qwen2.5-72B", "fp8").to("GB")
+        flops=p.flops,
+        rate=(p.flops / p.compute_time).to("PFLOP/s"),
+        t=p.time.to("s"),
+        mem=p.memory_time,
+        w=weight_bytes("Qwen2.5-72B", "fp8").to("GB"),
+        fl_pct=_pct(a.compute_efficiency),
+        eta_c=a.compute_efficiency,
+        fpp=a.flops_per_param,
+        t_course=course.time.to("s"),
     )
 
 
@@ -475,29 +544,42 @@ def _prefill_time() -> dict[str, Any]:
     level="L5",
     topic="memory",
     title="How many conversations at once?",
-    source="seed 000",
-    prompt="Qwen2.5-72B in FP8 on two H100s, conversations of 2,300 tokens, 90% of memory usable. How many "
-    "conversations run at once?",
+    source=SOURCES["000"],
+    prompt="Qwen2.5-72B in FP8 on two H100s, conversations of 2,300 tokens (2,000 prompt, 300 answer), {mem_pct}% "
+    "of memory usable. How many conversations run at once?",
     weak='"As many as the scheduler allows."',
     good='"Free memory over KV per conversation: ({mem} - {w}) / {kv:2}, about {batch}."',
     strong='"{batch}: {free} free after the {w} of weights, {kv:2} per conversation. That is the worst case, every '
     "slot at full length; paged KV allocation usually runs more. And it is the memory limit, not the latency "
-    'one: the per-user speed at that batch is {user:2} tokens/s."',
-    answer="Usable: $2 \\times {H100.memory.m} \\times 0.9$ GB = {mem}. Weights: {w}. Free for the cache: {free}. KV per "
-    "conversation: {kvtok} x 2,300 = {kv:3}. Batch: {free} / {kv:3}, rounded down: {batch}. Each "
-    "decode step then reads about {read:3}, giving {user:2} tokens/s per user.",
+    "one: the per-user speed at that batch is {user:2} tokens/s at the datasheet bandwidth, {user_step:2} at the "
+    "{bw_pct}% real kernels reach, and {user_course:2} once the prompts of the other conversations, prefilled "
+    "between a user's steps, are counted.\"",
+    answer="Usable: $2 \\times {H100.memory.m} \\times {mem_frac}$ GB = {mem}. Weights: {w}. Free for the cache: {free}. "
+    "KV per conversation: {kvtok} x 2,300 = {kv:3}. Batch: {free} / {kv:3}, rounded down: {batch}. Each "
+    "decode step then reads about {read:3}, giving {user:2} tokens/s per user at the datasheet bandwidth. By the "
+    "course's method ({bw_pct}% of it, each cache read at its average length, prompt + half the answer) the step "
+    "gives {user_step:2}, and the other 93 prompts' prefills between a user's steps bring it to {user_course:2}.",
 )
 def _max_batch() -> dict[str, Any]:
-    p = serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8")
+    a = resolve(ENVELOPE)
+    p = serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8", assumptions=a)
+    c = replica(
+        "Qwen2.5-72B", "H100 SXM", tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300, weight_bytes="fp8"
+    )
     return dict(
         kvtok=kv_bytes_per_token("Qwen2.5-72B").to("KiB"),
         mem=p.usable_memory,
+        mem_pct=_pct(a.memory_fraction),
+        mem_frac=a.memory_fraction,
         w=p.weights,
         free=(p.usable_memory - p.weights).to("GB"),
         kv=p.kv_per_sequence,
         batch=p.batch,
-        user=float(p.tokens_per_s_per_user.m),
+        user=_per_s(p.tokens_per_s_per_user),
         read=(p.weights + p.batch * p.kv_per_sequence).to("GB"),
+        user_step=_per_s(c.step.tokens_per_s_per_user),
+        user_course=_per_s(c.tokens_per_s_per_user),
+        bw_pct=_pct(c.assumptions.bandwidth_efficiency),
     )
 
 
@@ -506,34 +588,42 @@ def _max_batch() -> dict[str, Any]:
     level="L5",
     topic="decode speed",
     title="Why every full GPU feels the same",
-    source="seed 000",
+    source=SOURCES["000"],
     prompt="A fully loaded H100 serves a 7B model, another serves a 72B model; both fill memory with conversations. "
     "Which one gives each user more tokens per second?",
     weak='"The 7B model: it is ten times smaller, so ten times faster."',
     good='"About the same: a full step reads the whole usable memory either way."',
     strong='"The same, about {rate:2} tokens/s: a full GPU reads its usable {mem} every step, whatever the mix of weights '
     "and cache, and {mem} / {H100.bandwidth} is {step:3}. Model size decides how many users fit ({b7} conversations "
-    'of the 7B on one GPU, {b72} of the 72B on two), not how fast each goes at full load."',
-    answer="A full step reads weights plus every cache, which together fill the usable memory: $0.9 \\times {H100.memory.m}$ GB = "
-    "{mem}. At {H100.bandwidth}: {step:3}, so {rate:3} tokens/s per user. The planner agrees: Qwen2.5-7B on one H100 "
-    "({b7} conversations) gives {u7:2} tokens/s each, Qwen2.5-72B in FP8 on two ({b72}) gives {u72:2}. On an "
-    "H200 the full step is {h200:3}, on a B200 {b200:3}.",
+    "of the 7B on one GPU, {b72} of the 72B on two), not how fast each goes at full load. At the {bw_pct}% of the "
+    'bandwidth real kernels reach, both are slower alike: about {rate_course:2}."',
+    answer="A full step reads weights plus every cache, which together fill the usable memory: ${mem_frac} \\times "
+    "{H100.memory.m}$ GB = {mem}. At {H100.bandwidth}: {step:3}, so {rate:3} tokens/s per user. The planner agrees: "
+    "Qwen2.5-7B on one H100 ({b7} conversations) gives {u7:2} tokens/s each, Qwen2.5-72B in FP8 on two ({b72}) gives "
+    "{u72:2}. On an H200 the full step is {h200:3}, on a B200 {b200:3}. Those are datasheet ceilings; at {bw_pct}% of "
+    "the bandwidth (the course's method) the full H100 step is {step_course:3}, {rate_course:2} tokens/s per user.",
 )
 def _full_gpu_step() -> dict[str, Any]:
-    mem = usable_memory("H100 SXM").to("GB")
-    step = _read_time(mem, "H100 SXM")
-    p7 = serving_plan("Qwen2.5-7B", "H100 SXM", 1, 2_300)
-    p72 = serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8")
+    a = resolve(ENVELOPE)
+    mem = usable_memory("H100 SXM", assumptions=a).to("GB")
+    step = _read_time(mem, "H100 SXM", assumptions=a)
+    course = _read_time(mem, "H100 SXM", assumptions=COURSE)
+    p7 = serving_plan("Qwen2.5-7B", "H100 SXM", 1, 2_300, assumptions=a)
+    p72 = serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8", assumptions=a)
     return dict(
         mem=mem,
+        mem_frac=a.memory_fraction,
         step=step,
         rate=_per_s(step),
         b7=p7.batch,
         b72=p72.batch,
-        u7=float(p7.tokens_per_s_per_user.m),
-        u72=float(p72.tokens_per_s_per_user.m),
-        h200=_read_time(usable_memory("H200 SXM"), "H200 SXM"),
-        b200=_read_time(usable_memory("B200"), "B200"),
+        u7=_per_s(p7.tokens_per_s_per_user),
+        u72=_per_s(p72.tokens_per_s_per_user),
+        h200=_read_time(usable_memory("H200 SXM", assumptions=a), "H200 SXM", assumptions=a),
+        b200=_read_time(usable_memory("B200", assumptions=a), "B200", assumptions=a),
+        step_course=course,
+        rate_course=_per_s(course),
+        bw_pct=_pct(resolve(COURSE).bandwidth_efficiency),
     )
 
 
@@ -542,7 +632,7 @@ def _full_gpu_step() -> dict[str, Any]:
     level="L5",
     topic="batching",
     title="Why batching is nearly free",
-    source="seed 004",
+    source=SOURCES["004"],
     prompt="A 70B model in BF16 decodes at about 24 tokens/s for one user on an H100's bandwidth. What happens to "
     "throughput and to each user's speed at a batch of 8, 32, 128 and 256?",
     weak='"Each user slows down in proportion: the GPU is shared."',
@@ -557,11 +647,13 @@ def _full_gpu_step() -> dict[str, Any]:
     "caches fit; see the next question: {b} fit.",
 )
 def _batching() -> dict[str, Any]:
-    w = F["weight_bytes"](params=70e9, weight_bytes_per_param=Q_(2, "B")).to("GB")
-    t = _read_time(w, "H100 SXM")
-    x = {f"x{b}": round(float(F["throughput"](batch=b, step_time=t).to("1/s").m)) for b in (8, 32, 128, 256)}
-    b = max_batch(_seed004_model(), "H100 SXM", 4_000, n_gpus=2, usable_fraction=1.0)
-    return dict(w=w, t=t, r1=_per_s(t), x1=_per_s(t), b=b, **x)
+    m = _seed004_model()
+    c = {b: weight_read_ceiling(m, "H100 SXM", batch=b, assumptions=ENVELOPE) for b in (1, 8, 32, 128, 256)}
+    x = {f"x{b}": round(_per_s(c[b].throughput)) for b in (8, 32, 128, 256)}
+    b = max_batch(m, "H100 SXM", 4_000, n_gpus=2, usable_fraction=1)  # the source counts all 160 GB as usable
+    return dict(
+        w=c[1].weights, t=c[1].step_time, r1=_per_s(c[1].tokens_per_s_per_user), x1=_per_s(c[1].throughput), b=b, **x
+    )
 
 
 @_q(
@@ -569,7 +661,7 @@ def _batching() -> dict[str, Any]:
     level="L5",
     topic="KV cache",
     title="What really limits the batch",
-    source="seed 004",
+    source=SOURCES["004"],
     prompt="A 70B-class model ({L70.layers} layers, hidden size {L70.hidden}, {L70.heads} query heads, {L70.kv_heads} KV "
     "heads) in BF16 on two {H100.memory} GPUs, "
     "4,000-token contexts. How many sequences fit? Count all 160 GB as usable, as the source does.",
@@ -586,6 +678,7 @@ def _kv_limit() -> dict[str, Any]:
     m = _seed004_model()
     mha = m.with_(kv_heads=m.heads)
     w = weight_bytes(m).to("GB")
+    every = dict(n_gpus=2, usable_fraction=1)  # the source counts all 160 GB as usable
     return dict(
         mha_tok=kv_bytes_per_token(mha).to("MB"),
         mha_seq=kv_bytes_per_sequence(mha, 4_000).to("GB"),
@@ -593,9 +686,9 @@ def _kv_limit() -> dict[str, Any]:
         gqa_kib=kv_bytes_per_token(m).to("KiB"),
         gqa_seq=kv_bytes_per_sequence(m, 4_000).to("GB"),
         w=w,
-        free=(usable_memory("H100 SXM", 2, 1.0) - w).to("GB"),
-        b_gqa=max_batch(m, "H100 SXM", 4_000, n_gpus=2, usable_fraction=1.0),
-        b_mha=max_batch(mha, "H100 SXM", 4_000, n_gpus=2, usable_fraction=1.0),
+        free=(usable_memory("H100 SXM", 2, 1) - w).to("GB"),
+        b_gqa=max_batch(m, "H100 SXM", 4_000, **every),
+        b_mha=max_batch(mha, "H100 SXM", 4_000, **every),
     )
 
 
@@ -604,23 +697,26 @@ def _kv_limit() -> dict[str, Any]:
     level="L5",
     topic="KV cache",
     title="Why does long context cost more?",
-    source="seeds 001 and 004",
-    prompt="Llama 3.1 8B on one H100. Conversations of 2,560 tokens cost one price per million tokens; why does the "
-    "same model at 33,280 tokens cost far more, when the FLOPs per token barely change?",
+    source=f"{SOURCES['001']} and {SOURCES['004']}",
+    prompt="Llama 3.1 8B on one H100, 512-token answers. With 2,048-token prompts a million output tokens cost one "
+    "price; why does the same model with 32,768-token prompts cost far more, when the FLOPs per generated token "
+    "barely change?",
     weak='"Because providers charge more for it."',
     good='"The KV cache grows linearly with context, so fewer conversations fit at once."',
     strong='"At {kvtok} per token a 32K conversation holds {kv32k:2}; the batch drops from {b_short} to {b_long}, so '
     "throughput drops from {x_short:3} to {x_long:3} tokens/s on the same GPU-hour: {c_short:2} against "
-    '{c_long:3} per million tokens, {ratio:2} times. Attention reads grow too: each step reads every cache."',
+    "{c_long:3} per million tokens, {ratio:2} times. Each step still reads every cache, and each 32K prompt's "
+    "prefill, quadratic in its length, takes {share_long:2}% of the replica's time.\"",
     answer="KV per token: {kvtok}. At 2,560 tokens a conversation holds {kv_short:3}; {b_short} fit beside the "
-    "weights and a full step gives {x_short:3} tokens/s, {c_short:2} per million at the catalog's "
-    "{H100.price_per_hour}. At 33,280 tokens: {kv_long:3} each, {b_long} fit, {x_long:3} tokens/s, {c_long:3} per million. The "
-    "price is the GPU-hour divided by the tokens it makes, and the cache decides how many conversations share "
-    "the hour.",
+    "weights, and with each batch's prefill charged (the course's method) the GPU makes {x_short:3} tokens/s, "
+    "{c_short:2} per million at the catalog's {H100.price_per_hour}. At 33,280 tokens: {kv_long:3} each, {b_long} "
+    "fit, {x_long:3} tokens/s, {c_long:3} per million. The price is the GPU-hour divided by the tokens it makes, and "
+    "the cache decides how many conversations share the hour. The prompts' prefill, whose attention term grows with "
+    "the square of the prompt, takes {share_short:2}% of the replica's time at 2K and {share_long:2}% at 32K.",
 )
 def _long_context() -> dict[str, Any]:
-    short = serving_plan("Llama-3.1-8B", "H100 SXM", 1, 2_560)
-    long = serving_plan("Llama-3.1-8B", "H100 SXM", 1, 33_280)
+    short = replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_048, answer_tokens=512)
+    long = replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=32_768, answer_tokens=512)
     return dict(
         kvtok=kv_bytes_per_token("Llama-3.1-8B").to("KiB"),
         kv32k=kv_bytes_per_sequence("Llama-3.1-8B", 32_768).to("GiB"),
@@ -628,11 +724,13 @@ def _long_context() -> dict[str, Any]:
         kv_long=long.kv_per_sequence,
         b_short=short.batch,
         b_long=long.batch,
-        x_short=float(short.output_tokens_per_s.m),
-        x_long=float(long.output_tokens_per_s.m),
+        x_short=_per_s(short.throughput),
+        x_long=_per_s(long.throughput),
         c_short=short.cost_per_million_output_tokens,
         c_long=long.cost_per_million_output_tokens,
         ratio=float((long.cost_per_million_output_tokens / short.cost_per_million_output_tokens).to("").m),
+        share_short=_pct(short.prefill_share),
+        share_long=_pct(long.prefill_share),
     )
 
 
@@ -641,7 +739,7 @@ def _long_context() -> dict[str, Any]:
     level="L5",
     topic="KV cache",
     title="A bigger model with a smaller cache",
-    source="seed 001",
+    source=SOURCES["001"],
     prompt="Llama 2 7B and Llama 3.1 8B both have {L8.layers} layers and {L8.heads} query heads of {L8.head_dim}. Which has the larger KV cache "
     "per token, and how many 32K-token conversations (plus 512 answer tokens) fit on one H100?",
     weak='"The 8B: more parameters, more cache."',
@@ -649,17 +747,19 @@ def _long_context() -> dict[str, Any]:
     strong='"Llama 2 7B, by {ratio:1}x: {kv2} against {kv3} (grouped-query attention, {L8.kv_heads} KV heads). At 32K that is '
     '{b2} conversations on an H100 against {b3}. Architecture beats parameter count for serving cost."',
     answer="Llama 2 7B: $2 \\times {L2.layers} \\times {L2.kv_heads} \\times {L2.head_dim} \\times 2$ = {kv2}. Llama 3.1 8B: $2 \\times {L8.layers} \\times {L8.kv_heads} "
-    "\\times {L8.head_dim} \\times 2$ = {kv3}, {ratio:1} times less. At 33,280 tokens per conversation and 90% of {H100.memory} "
-    "usable: {b2} conversations of Llama 2 7B fit and {b3} of Llama 3.1 8B.",
+    "\\times {L8.head_dim} \\times 2$ = {kv3}, {ratio:1} times less. At 33,280 tokens per conversation and {mem_pct}% of "
+    "{H100.memory} usable: {b2} conversations of Llama 2 7B fit and {b3} of Llama 3.1 8B.",
 )
 def _gqa() -> dict[str, Any]:
+    a = resolve(LAB)
     kv2, kv3 = kv_bytes_per_token("Llama-2-7B"), kv_bytes_per_token("Llama-3.1-8B")
     return dict(
         kv2=kv2.to("KiB"),
         kv3=kv3.to("KiB"),
         ratio=float((kv2 / kv3).to("").m),
-        b2=max_batch("Llama-2-7B", "H100 SXM", 33_280),
-        b3=max_batch("Llama-3.1-8B", "H100 SXM", 33_280),
+        b2=max_batch("Llama-2-7B", "H100 SXM", 33_280, assumptions=a),
+        b3=max_batch("Llama-3.1-8B", "H100 SXM", 33_280, assumptions=a),
+        mem_pct=_pct(a.memory_fraction),
     )
 
 
@@ -668,23 +768,26 @@ def _gqa() -> dict[str, Any]:
     level="L5",
     topic="decode speed",
     title="Why quantization speeds up decode",
-    source="seed 001",
-    prompt="Llama 3.1 8B on one H100, one user, 2,304 tokens of context, 70% of peak bandwidth. BF16 decodes in "
+    source=SOURCES["001"],
+    prompt="Llama 3.1 8B on one H100, one user, 2,304 tokens of context, {bw_pct}% of peak bandwidth. BF16 decodes in "
     "about 7 ms a token. What does INT4 give, and why?",
     weak='"INT4 arithmetic is faster."',
     good='"About four times fewer bytes to read: roughly {t4:2}."',
     strong='"Decode is memory-bound, so the time follows the bytes: {w4:2} of weights instead of {w16:3}, plus the same '
     "{kv:2} of cache: {t4:2}, or {t4s:2} once the 16-bit scale per 128 weights is counted. The multiply is not "
     'faster; there is less to move."',
-    answer="BF16: {w16:3} of weights + {kv:2} of KV at 0.7 x {H100.bandwidth} = {t16:2}. INT4 at half a byte: {w4:2} + {kv:2} = "
-    "{t4:3}. Real INT4 formats carry a 16-bit scale for each group of 128 weights, {scale:3} per "
-    'weight in all: {t4s:3}, the seed\'s "about 1.9 ms".',
+    answer="BF16: {w16:3} of weights + {kv:2} of KV at {eta_b} x {H100.bandwidth} = {t16:2}. INT4 at half a byte: {w4:2} + "
+    "{kv:2} = {t4:3}. Real INT4 formats carry a 16-bit scale for each group of 128 weights, {scale:3} per "
+    'weight in all: {t4s:3}, the source\'s "about 1.9 ms".',
 )
 def _quantization() -> dict[str, Any]:
-    s16 = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_304)
-    s4 = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_304, weight_bytes="int4")
-    scale = Q_(0.5, "B") + Q_(2, "B") / 128  # 4-bit values plus one FP16 scale per group of 128
-    s4s = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_304, weight_bytes=scale)
+    a = resolve(LAB)
+    kw = dict(batch=1, context_tokens=2_304, assumptions=a)
+    s16 = decode_step("Llama-3.1-8B", "H100 SXM", **kw)
+    s4 = decode_step("Llama-3.1-8B", "H100 SXM", weight_bytes="int4", **kw)
+    # 4-bit values plus one FP16 scale per group of 128 weights
+    scale = Q_(bytes_per_value("int4"), "B") + Q_(bytes_per_value("fp16"), "B") / 128
+    s4s = decode_step("Llama-3.1-8B", "H100 SXM", weight_bytes=scale, **kw)
     return dict(
         w16=s16.weights_read,
         w4=s4.weights_read,
@@ -693,6 +796,8 @@ def _quantization() -> dict[str, Any]:
         t4=s4.step_time,
         t4s=s4s.step_time,
         scale=scale,
+        bw_pct=_pct(a.bandwidth_efficiency),
+        eta_b=a.bandwidth_efficiency,
     )
 
 
@@ -701,7 +806,7 @@ def _quantization() -> dict[str, Any]:
     level="L5",
     topic="cost",
     title="What a batch does to the price",
-    source="seed 001",
+    source=SOURCES["001"],
     prompt="Llama 3.1 8B on one H100 at \\$3 per GPU-hour; prompts of 256 tokens, answers of 64. What happens to time "
     "per token, throughput and cost per million output tokens going from 1 to 64 concurrent requests?",
     weak='"64 times the work costs 64 times as much."',
@@ -717,9 +822,15 @@ def _batch_cost() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for b in (1, 64):
         c = request_cycle(
-            "Llama-3.1-8B", "H100 SXM", batch=b, prompt_tokens=256, answer_tokens=64, price_per_hour=Q_(3, "USD/hour")
+            "Llama-3.1-8B",
+            "H100 SXM",
+            batch=b,
+            prompt_tokens=256,
+            answer_tokens=64,
+            price_per_hour=Q_(3, "USD/hour"),
+            assumptions=LAB,
         )
-        out |= {f"t{b}": c.decode.step_time, f"x{b}": float(c.throughput.m), f"c{b}": c.cost_per_million_output_tokens}
+        out |= {f"t{b}": c.decode.step_time, f"x{b}": _per_s(c.throughput), f"c{b}": c.cost_per_million_output_tokens}
     return out
 
 
@@ -728,28 +839,52 @@ def _batch_cost() -> dict[str, Any]:
     level="L5",
     topic="cost",
     title="Cost per million tokens",
-    source="seed 000",
-    prompt="Qwen2.5-72B in FP8 on two H100s at {H100.price_per_hour}, running full at {x:4} output tokens/s. What does "
-    "a million output tokens cost, and what if the fleet averages 30% utilisation?",
+    source=SOURCES["000"],
+    prompt="Qwen2.5-72B in FP8 on two H100s at {H100.price_per_hour}, 2,000-token prompts and 300-token answers, "
+    "running full at {x:4} output tokens/s. What does a million output tokens cost, and what if the fleet averages "
+    "{util_pct}% utilisation?",
     weak='"About a cent: GPUs are fast."',
     good='"Two GPUs at {H100.price_per_hour} each make {x:4} x 3,600 tokens an hour: {c:2} per million."',
-    strong='"{c:2} per million at full load, but GPUs bill when idle: at 30% average utilisation, {c30:3}. The 7B model '
-    "on one GPU is {c7:1} at full load, about ten times cheaper: routing easy requests to it beats any "
-    'serving trick."',
-    answer="Price per hour over tokens per hour: $2 \\times {H100.price_per_hour.m}$ USD/h / ({x:4} x 3,600 tokens/h) x $10^6$ = {c:3}. "
-    "At 30% average utilisation: {c:3} / 0.3 = {c30:3}. For comparison, Qwen2.5-7B on one H100 runs {x7:4} "
-    "tokens/s: {c7:1} per million.",
+    strong='"{c:2} per million at full load, but GPUs bill when idle: at {util_pct}% average utilisation, {c30:3}. And '
+    "{x:4} tokens/s assumes the datasheet bandwidth and free prefill; at {bw_pct}% of the bandwidth, with every "
+    "prompt's prefill charged, the replica makes {x_course:4}: {c_course:3} per million, {c30_course:3} at "
+    "{util_pct}%. The 7B model on one GPU is {c7_course:2} by the same method, {ratio7:2} times cheaper: routing easy "
+    'requests to it beats any serving trick."',
+    answer="Price per hour over tokens per hour: $2 \\times {H100.price_per_hour.m}$ USD/h / ({x:4} x 3,600 tokens/h) x "
+    "$10^6$ = {c:3}. At {util_pct}% average utilisation: {c:3} / {util} = {c30:3}. For comparison, Qwen2.5-7B on one "
+    "H100 runs {x7:4} tokens/s: {c7:1} per million. Those are the back-of-the-envelope method's figures: the datasheet "
+    "bandwidth, and prefill not charged. By the course's method ({bw_pct}% of the bandwidth, each batch's prefill "
+    "charged) the 72B replica makes {x_course:4} tokens/s, {c_course:3} per million ({c30_course:3} at "
+    "{util_pct}%), and the 7B {x7_course:4} tokens/s, {c7_course:2} per million.",
 )
 def _cost_per_million() -> dict[str, Any]:
-    p = serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8")
-    p7 = serving_plan("Qwen2.5-7B", "H100 SXM", 1, 2_300)
-    c30 = F["cost_at_utilisation"](cost_full=p.cost_per_million_output_tokens, utilisation=0.3)
+    a = resolve(ENVELOPE)
+    util = 0.3  # the question's given: the fleet is busy 30% of the hours it is billed
+    p = serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8", assumptions=a)
+    p7 = serving_plan("Qwen2.5-7B", "H100 SXM", 1, 2_300, assumptions=a)
+    work = dict(prompt_tokens=2_000, answer_tokens=300)
+    c = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, weight_bytes="fp8", assumptions=COURSE, **work)
+    c7 = replica("Qwen2.5-7B", "H100 SXM", assumptions=COURSE, **work)
+
+    def at_util(cost: pint.Quantity) -> pint.Quantity:
+        return F["cost_at_utilisation"](cost_full=cost, utilisation=util).to("USD")
+
     return dict(
-        x=float(p.output_tokens_per_s.m),
+        x=_per_s(p.output_tokens_per_s),
         c=p.cost_per_million_output_tokens,
-        c30=c30.to("USD"),
-        x7=float(p7.output_tokens_per_s.m),
+        c30=at_util(p.cost_per_million_output_tokens),
+        x7=_per_s(p7.output_tokens_per_s),
         c7=p7.cost_per_million_output_tokens,
+        util=util,
+        util_pct=_pct(util),
+        x_course=_per_s(c.throughput),
+        c_course=c.cost_per_million_output_tokens,
+        c30_course=at_util(c.cost_per_million_output_tokens),
+        x7_course=_per_s(c7.throughput),
+        c7_course=c7.cost_per_million_output_tokens,
+        ratio7=float((c.cost_per_million_output_tokens / c7.cost_per_million_output_tokens).to("").m),
+        share_course=_pct(c.prefill_share),
+        bw_pct=_pct(c.assumptions.bandwidth_efficiency),
     )
 
 
@@ -758,34 +893,50 @@ def _cost_per_million() -> dict[str, Any]:
     level="L5",
     topic="fleet",
     title="Ten times the traffic",
-    source="seed 000",
+    source=SOURCES["000"],
     prompt="The support assistant ({tout:4} answer tokens/s at peak) runs on Qwen2.5-72B in FP8, two H100s per "
     "replica at {x:4} tokens/s. How many GPUs now, and at ten times the traffic?",
     weak='"Ten times the traffic, ten times two GPUs: twenty."',
     good='"{tout10:5} / {x:4} = {exact:2}, so {r10} replicas, {g10} GPUs."',
     strong='"Today one replica covers it, but I run {r1} for redundancy: {g1} GPUs. At ten times: {tout10:5} / {x:4} = '
-    '{exact:2}, so {r10} replicas, {g10} GPUs, and that is at full load with no headroom for bursts."',
+    "{exact:2}, so {r10} replicas, {g10} GPUs, at full load with no headroom for bursts. But {x:4} tokens/s is the "
+    "datasheet bandwidth with prefill free: charging prefill, a replica makes {x_course:4}, and with {h_course:2}x "
+    'headroom that is {g1_course} GPUs today and {g10_course} at ten times."',
     answer="Replicas are $\\lceil D / X \\rceil$. Now: {tout:4} / {x:4} = {exact1:2}, one replica; two for "
     "redundancy, {g1} GPUs. At ten times: {tout10:5} / {x:4} = {exact:3}, so {r10} replicas, {g10} GPUs. "
-    "Capacity is linear in traffic.",
+    "Capacity is linear in traffic. Those are the back-of-the-envelope method's figures. By the course's method "
+    "({bw_pct}% of the bandwidth, each batch's prefill charged) a replica makes {x_course:4} tokens/s, and a fleet "
+    "keeps {h_course:2}x headroom, $\\lceil {h_course:2}\\,D / X \\rceil$: {exact1_course:2}, so {r1_course} replicas "
+    "({g1_course} GPUs) now, and {exact_course:4}, so {r10_course} replicas ({g10_course} GPUs), at ten times.",
 )
 def _scale_traffic() -> dict[str, Any]:
     t = traffic(Q_(200_000, "1/day"), 2_000, 300, peak_factor=3)
     t10 = traffic(Q_(2_000_000, "1/day"), 2_000, 300, peak_factor=3)
-    p = serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8")
-    r1 = max(2, int(F["replicas_needed"](demand=t.output_tokens_per_s, throughput=p.output_tokens_per_s).m))
-    r10 = int(F["replicas_needed"](demand=t10.output_tokens_per_s, throughput=p.output_tokens_per_s).m)
-    x = float(p.output_tokens_per_s.m)
+    shape = dict(tensor_parallel=2, weight_bytes="fp8")
+    env = replica("Qwen2.5-72B", "H100 SXM", context_tokens=2_300, assumptions=ENVELOPE, **shape)
+    course = replica("Qwen2.5-72B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300, assumptions=COURSE, **shape)
+    e1, e10 = fleet(t.output_tokens_per_s, env), fleet(t10.output_tokens_per_s, env)
+    c1, c10 = fleet(t.output_tokens_per_s, course), fleet(t10.output_tokens_per_s, course)
+    r1, r1c = max(MIN_REPLICAS, e1.replicas), max(MIN_REPLICAS, c1.replicas)
     return dict(
-        tout=float(t.output_tokens_per_s.m),
-        tout10=float(t10.output_tokens_per_s.m),
-        x=x,
-        exact1=float(t.output_tokens_per_s.m) / x,
-        exact=float(t10.output_tokens_per_s.m) / x,
+        tout=_per_s(t.output_tokens_per_s),
+        tout10=_per_s(t10.output_tokens_per_s),
+        x=_per_s(env.throughput),
+        exact1=e1.replicas_exact,
+        exact=e10.replicas_exact,
         r1=r1,
-        g1=2 * r1,
-        r10=r10,
-        g10=2 * r10,
+        g1=r1 * env.tensor_parallel,
+        r10=e10.replicas,
+        g10=e10.gpus,
+        x_course=_per_s(course.throughput),
+        h_course=c10.headroom,
+        exact1_course=c1.replicas_exact,
+        r1_course=r1c,
+        g1_course=r1c * course.tensor_parallel,
+        exact_course=c10.replicas_exact,
+        r10_course=c10.replicas,
+        g10_course=c10.gpus,
+        bw_pct=_pct(course.assumptions.bandwidth_efficiency),
     )
 
 
@@ -794,7 +945,7 @@ def _scale_traffic() -> dict[str, Any]:
     level="L5",
     topic="fleet",
     title="How many conversations are live?",
-    source="seed 004",
+    source=SOURCES["004"],
     prompt="A service answers 1.5 billion requests a day with 1,250-token answers streamed at 50 tokens/s. How many "
     "requests are in flight at once, and what does that mean per GPU on a fleet of {gpus:5} GPUs?",
     weak='"17,000 requests a second, so 17,000 at a time."',
@@ -819,22 +970,26 @@ def _littles_law() -> dict[str, Any]:
     level="L5",
     topic="hardware",
     title="H100 or H200?",
-    source="the book's own arithmetic",
-    prompt="Llama 3.1 70B in FP8 with 2,400-token conversations: one H200 ({H200.memory}, {H200.bandwidth}, "
-    "{H200.price_per_hour}) or two H100s ({H100.memory}, {H100.bandwidth}, {H100.price_per_hour} each)?",
+    source=SOURCES["course"],
+    prompt="Llama 3.1 70B in FP8, 2,000-token prompts and 400-token answers: one H200 ({H200.memory}, "
+    "{H200.bandwidth}, {H200.price_per_hour}) or two H100s ({H100.memory}, {H100.bandwidth}, {H100.price_per_hour} "
+    "each)?",
     weak='"The H200 is newer, so it is better."',
     good='"The weights fit on one H200; two H100s have more memory and bandwidth in all."',
     strong='"Two H100s: {b_h100} conversations at {u_h100:2} tokens/s each, {c_h100:2} per million; one H200: {b_h200} at '
-    "{u_h200:2}, {c_h200:2}. The H200's single memory holds the weights once with no tensor-parallel "
+    "{u_h200:2}, {c_h200:3}. The H200's single memory holds the weights once with no tensor-parallel "
     'communication, which this model leaves out; for latency the pair wins."',
-    answer="Two H100s: {mem_h100} usable, {w} of weights, {b_h100} conversations of {kv:3}; a full step reads "
-    "the usable memory over twice {H100.bandwidth}, {u_h100:2} tokens/s per user, {x_h100:4} in all, {c_h100:2} per "
-    "million tokens. One H200: {mem_h200} usable, {b_h200} conversations, {u_h200:2} tokens/s each, "
-    "{x_h200:4} in all, {c_h200:2} per million.",
+    answer="Two H100s: {mem_h100} usable, {w} of weights, {b_h100} conversations of {kv:3}. A full step reads the "
+    "weights and every cache (at its average length, prompt + half the answer) at {bw_pct}% of twice "
+    "{H100.bandwidth}; with the other requests' prompts prefilled between a user's steps that is {u_h100:2} "
+    "tokens/s per user; with each batch's prefill charged, {x_h100:4} tokens/s in all, "
+    "{c_h100:2} per million tokens. One H200: {mem_h200} usable, {b_h200} conversations, {u_h200:2} tokens/s each, "
+    "{x_h200:3} in all, {c_h200:3} per million.",
 )
 def _h200() -> dict[str, Any]:
-    a = serving_plan("Llama-3.1-70B", "H100 SXM", 2, 2_400, weight_bytes="fp8")
-    b = serving_plan("Llama-3.1-70B", "H200 SXM", 1, 2_400, weight_bytes="fp8")
+    work = dict(prompt_tokens=2_000, answer_tokens=400, weight_bytes="fp8", assumptions=COURSE)
+    a = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, **work)
+    b = replica("Llama-3.1-70B", "H200 SXM", **work)
     return dict(
         w=a.weights,
         kv=a.kv_per_sequence,
@@ -842,12 +997,13 @@ def _h200() -> dict[str, Any]:
         mem_h200=b.usable_memory,
         b_h100=a.batch,
         b_h200=b.batch,
-        u_h100=float(a.tokens_per_s_per_user.m),
-        u_h200=float(b.tokens_per_s_per_user.m),
-        x_h100=float(a.output_tokens_per_s.m),
-        x_h200=float(b.output_tokens_per_s.m),
+        u_h100=_per_s(a.tokens_per_s_per_user),
+        u_h200=_per_s(b.tokens_per_s_per_user),
+        x_h100=_per_s(a.throughput),
+        x_h200=_per_s(b.throughput),
         c_h100=a.cost_per_million_output_tokens,
         c_h200=b.cost_per_million_output_tokens,
+        bw_pct=_pct(a.assumptions.bandwidth_efficiency),
     )
 
 
@@ -857,47 +1013,76 @@ def _h200() -> dict[str, Any]:
     level="Staff+",
     topic="fleet",
     title="Size a chat fleet",
-    source="seed 002",
+    source=SOURCES["002"],
     prompt="A chat product peaks at 350 requests/s, 2,000 prompt and 400 answer tokens each, and needs at least 30 "
     "tokens/s per user. Serve Llama 3.1 70B in FP8 on H100s: how many GPUs, and what does it cost a month?",
     weak='"350 requests a second, maybe 350 GPUs."',
     good='"{demand:3} answer tokens/s; a two-GPU replica at batch 64 makes about {x:3}; so about {naive} replicas."',
-    strong='"TP=2 so the {w} of weights leave room for cache. Batch 64 at 2,400 tokens: {read:3} a step over 70% of '
-    "twice {H100.bandwidth}, {step:3}, {user:2} tokens/s per user, over the 30 target; {x:4} tokens/s per replica. Keep "
-    "30% for prefill and bursts: {usable:4}. {replicas} replicas, {gpus} H100s, about {cost:3} a month always "
-    'on. Then I would check prefill separately."',
+    strong='"TP=2 so the {w} of weights leave room for cache. Batch 64 at 2,400 tokens: {read:3} a step over {bw_pct}% '
+    "of twice {H100.bandwidth}, {step:3}, {user:2} tokens/s per user, over the 30 target; {x:4} tokens/s per replica. "
+    "Keep {hf_pct}% for prefill and bursts: {usable:4}. {replicas} replicas, {gpus} H100s, about {cost:3} a month "
+    "always on. Then I check prefill: at that rate a replica's prompts need {need:2} of compute, and decode leaves "
+    "only {idle:2} idle, so the headroom cannot hold it. Charging each batch's prefill, a replica makes "
+    '{x_course:4} tokens/s, and the fleet is {gpus_course} H100s, {cost_course:3} a month."',
     answer="Demand: 350 x 400 = {demand:3} answer tokens/s. Replica: TP=2 (the {w} of FP8 weights leave {left1:2} "
-    "on one GPU). KV per sequence: 2,400 x {kvtok} = {kv:2}. Batch 64: {read:3} per step at $2 \\times {H100.bandwidth.m} "
-    "\\times 0.7$ TB/s = {step:3} (compute: {comp:1}, so memory-bound); {user:2} tokens/s per user; {x:4} "
-    "tokens/s per replica; memory used {used:3} of {mem:3}. With 30% headroom: {usable:4} usable. Replicas: "
-    "{demand:3} / {usable:4} = {exact:3}, so {replicas}; {gpus} GPUs; {gpus} x {hours} x {H100.price_per_hour} = {cost:3} a "
-    "month.",
+    "on one GPU). KV per sequence: 2,400 x {kvtok} = {kv:2}. Batch 64: {read:3} per step at $2 \\times "
+    "{H100.bandwidth.m} \\times {eta_b}$ TB/s = {step:3} (compute: {comp:1}, so memory-bound); {user:2} tokens/s per "
+    "user; {x:4} tokens/s per replica; memory used {used:3} of {mem:3}. With {hf_pct}% headroom: {usable:4} usable. "
+    "Replicas: {demand:3} / {usable:4} = {exact:3}, so {replicas}; {gpus} GPUs; {gpus} x {hours} x "
+    "{H100.price_per_hour} = {cost:3} a month. That is the capacity-planning method, which charges no prefill. Its "
+    "{hf_pct}% headroom is said to absorb prefill, but at {usable:4} usable tokens/s a replica's prompts need "
+    "{need:2} of prefill compute, while decode leaves only {idle:2} of the replica's {roof:2} idle. The course's "
+    "method charges each batch's prefill (at the FP8 peak, with the attention term, each cache read at its average "
+    "length): a replica makes {x_course:4} tokens/s ({share_course:2}% of its time prefilling), and with "
+    "{h_course:2}x headroom the fleet is {replicas_course} replicas, {gpus_course} H100s, {cost_course:3} a month.",
 )
 def _roofline_fleet() -> dict[str, Any]:
-    r = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, batch=64, context_tokens=2_400)
-    demand = F["token_rate"](request_rate=Q_(350, "1/s"), tokens_per_request=400).to("1/s")
+    a, g, prompt, answer = resolve(CAPACITY), gpus["H100 SXM"], 2_000, 400
+    shape = dict(tensor_parallel=2, batch=64, weight_bytes="fp8")
+    r = replica("Llama-3.1-70B", g, context_tokens=prompt + answer, assumptions=a, **shape)
+    demand = F["token_rate"](request_rate=Q_(350, "1/s"), tokens_per_request=answer).to("1/s")
     f = fleet(demand, r)
-    x = float(r.throughput.m)
+    # does decode's idle compute hold the prefill the capacity method leaves out? (per replica, at the usable rate)
+    budget = compute_budget(
+        replica("Llama-3.1-70B", g, prompt_tokens=prompt, answer_tokens=answer, assumptions=a, **shape),
+        f.usable_throughput_per_replica,
+    )
+    need, roof, used = budget.prefill, budget.usable, budget.decode
+    c = replica("Llama-3.1-70B", g, prompt_tokens=prompt, answer_tokens=answer, assumptions=COURSE, **shape)
+    fc = fleet(demand, c)
     return dict(
-        demand=float(demand.m),
+        demand=_per_s(demand),
         kvtok=kv_bytes_per_token("Llama-3.1-70B").to("KiB"),
         hours=HOURS_PER_MONTH,
-        left1=(gpus["H100 SXM"].memory - weight_bytes("Llama-3.1-70B", "fp8")).to("GB"),
-        w=weight_bytes("Llama-3.1-70B", "fp8").to("GB"),
-        kv=kv_bytes_per_sequence("Llama-3.1-70B", 2_400).to("GB"),
+        left1=(g.memory - weight_bytes("Llama-3.1-70B", "fp8")).to("GB"),
+        w=r.weights,
+        kv=r.kv_per_sequence,
         read=(r.step.weights_read + r.step.kv_read).to("GB"),
         step=r.step.step_time,
         comp=r.step.compute_time,
-        user=float(r.tokens_per_s_per_user.m),
-        x=x,
+        user=_per_s(r.tokens_per_s_per_user),
+        x=_per_s(r.throughput),
         used=r.memory_used,
         mem=r.usable_memory,
-        usable=float(f.usable_throughput_per_replica.m),
+        usable=_per_s(f.usable_throughput_per_replica),
         exact=f.replicas_exact,
         replicas=f.replicas,
         gpus=f.gpus,
         cost=f.monthly_cost,
         naive=int(F["replicas_needed"](demand=demand, throughput=r.throughput).m),
+        bw_pct=_pct(a.bandwidth_efficiency),
+        eta_b=a.bandwidth_efficiency,
+        hf_pct=_pct(a.headroom_fraction),
+        need=need,
+        roof=roof,
+        used_flops=used,
+        idle=budget.idle,
+        x_course=_per_s(c.throughput),
+        share_course=_pct(c.prefill_share),
+        h_course=fc.headroom,
+        replicas_course=fc.replicas,
+        gpus_course=fc.gpus,
+        cost_course=fc.monthly_cost,
     )
 
 
@@ -906,24 +1091,37 @@ def _roofline_fleet() -> dict[str, Any]:
     level="Staff+",
     topic="prefill",
     title="Don't forget prefill",
-    source="seed 002",
+    source=SOURCES["002"],
     prompt="The same chat product takes 700,000 prompt tokens/s at peak on Llama 3.1 70B. If prefill ran on its own "
-    "H100s at 50% of peak BF16, how many would it need? What would you do about it?",
+    "H100s at {fl_pct}% of peak BF16, how many would it need? What would you do about it?",
     weak='"Prefill is one pass; it is free compared to decode."',
-    good='"2 x {L70.billions}B x 700,000 = {rate:2} of compute: about {gpus} H100s."',
-    strong='"{rate:2}, about {gpus} H100s on their own: more than the decode fleet. But a 50% prefix-cache hit rate, '
-    "common in multi-turn chat, halves it to {gpus_cached}, and prefill fills the compute that memory-bound "
-    "decode leaves idle, which is what the 30% headroom was for. For 20K-token RAG prompts I would size a "
-    'separate prefill pool."',
-    answer="FLOP/s: $2 \\times {L70.billions} \\times 10^9 \\times 700{{,}}000$ = {rate:3}. One H100 at 50% gives "
-    "{per_gpu:3}; GPUs: {rate:3} / {per_gpu:3}, rounded up: {gpus}. With half the prompt tokens served "
-    "from the prefix cache: {gpus_cached}.",
+    good='"{fpp} x {L70.billions}B x 700,000 = {rate:2} of compute: about {gpus} H100s."',
+    strong='"{rate:2}, about {gpus} H100s on their own: more than the decode fleet. A 50% prefix-cache hit rate, '
+    "common in multi-turn chat, halves it to {gpus_cached}. The hope is that prefill fills the compute that "
+    "memory-bound decode leaves idle, inside the {hf_pct}% headroom; but per replica the prompts need {need:2} and "
+    "decode leaves {idle:2}. So I charge prefill to the replicas ({gpus_course} H100s for the whole fleet by the "
+    "course's method), and for 20K-token RAG prompts I would size a separate prefill pool.\"",
+    answer="FLOP/s: ${fpp} \\times {L70.billions} \\times 10^9 \\times 700{{,}}000$ = {rate:3}. One H100 at {fl_pct}% "
+    "gives {per_gpu:3}; GPUs: {rate:3} / {per_gpu:3}, rounded up: {gpus}. With half the prompt tokens served from the "
+    "prefix cache: {gpus_cached}. Can decode's idle compute do it instead? A replica of two H100s has {roof:2} at "
+    "{fl_pct}% of peak; decoding its {usable:4} usable tokens/s takes {used_flops:2}, leaving {idle:2}, while its "
+    "requests' prompts need {need:2}. It does not fit, so the fleet must be sized with prefill charged: "
+    "{gpus_course} H100s rather than {gpus_capacity}.",
 )
 def _prefill_pool() -> dict[str, Any]:
-    p = prefill_pool(Q_(700_000, "1/s"), "Llama-3.1-70B", "H100 SXM")
-    half = prefill_pool(Q_(350_000, "1/s"), "Llama-3.1-70B", "H100 SXM")
+    a, g = resolve(CAPACITY), gpus["H100 SXM"]
+    p = prefill_pool(Q_(700_000, "1/s"), "Llama-3.1-70B", g, assumptions=a)
+    half = prefill_pool(Q_(350_000, "1/s"), "Llama-3.1-70B", g, assumptions=a)
+    fl = QUESTIONS["roofline_fleet"].numbers()
     return dict(
-        rate=p.compute_rate, gpus=p.gpus, gpus_cached=half.gpus, per_gpu=(gpus["H100 SXM"].flops * 0.5).to("PFLOP/s")
+        rate=p.compute_rate,
+        gpus=p.gpus,
+        gpus_cached=half.gpus,
+        per_gpu=(g.peak_flops(matmul_precision(2, g, a)) * a.compute_efficiency).to("PFLOP/s"),
+        fl_pct=_pct(a.compute_efficiency),
+        fpp=a.flops_per_param,
+        gpus_capacity=fl["gpus"],
+        **{k: fl[k] for k in ("hf_pct", "need", "idle", "roof", "used_flops", "usable", "gpus_course")},
     )
 
 
@@ -932,7 +1130,7 @@ def _prefill_pool() -> dict[str, Any]:
     level="Staff+",
     topic="fleet",
     title="A billion requests a day",
-    source="seed 004",
+    source=SOURCES["004"],
     prompt="1.5 billion requests a day, each answered with about 5 KB of text. A GPU makes about 2,000 tokens/s "
     "batched. How many GPUs? How sensitive is that to the per-GPU figure?",
     weak='"1.5 billion a day is 17,000 a second; a few hundred servers."',
@@ -960,7 +1158,7 @@ def _huge_fleet() -> dict[str, Any]:
     level="Staff+",
     topic="mixture of experts",
     title="Is a mixture of experts cheap to serve?",
-    source="seed 001",
+    source=SOURCES["001"],
     prompt="Qwen3-30B-A3B has {Q30.billions}B parameters, {Q30.active_billions}B active per token "
     "({Q30.experts_per_token} of {Q30.experts} experts). On one H100 with 2,304 "
     "tokens of context, how fast is decode at batch 1 and at batch 32, against Llama 3.1 8B?",
@@ -974,9 +1172,10 @@ def _huge_fleet() -> dict[str, Any]:
     "{w:3}: {t32:2} a step. Llama 3.1 8B at batch 1: {t8:2}.",
 )
 def _moe() -> dict[str, Any]:
-    s1 = decode_step("Qwen3-30B-A3B", "H100 SXM", batch=1, context_tokens=2_304)
-    s32 = decode_step("Qwen3-30B-A3B", "H100 SXM", batch=32, context_tokens=2_304)
-    s8 = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_304)
+    kw = dict(context_tokens=2_304, assumptions=LAB)
+    s1 = decode_step("Qwen3-30B-A3B", "H100 SXM", batch=1, **kw)
+    s32 = decode_step("Qwen3-30B-A3B", "H100 SXM", batch=32, **kw)
+    s8 = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, **kw)
     return dict(
         w=weight_bytes("Qwen3-30B-A3B").to("GB"),
         w1=s1.weights_read,
@@ -993,7 +1192,7 @@ def _moe() -> dict[str, Any]:
     level="Staff+",
     topic="review",
     title="Check a colleague's estimate",
-    source="seed 004",
+    source=SOURCES["004"],
     prompt='A colleague says: "a 70B model on H100s is capped at 24 tokens/s per user, and 4,000-token contexts '
     'need 10.5 GB of KV each." What do you check?',
     weak='"Sounds right."',
@@ -1026,19 +1225,22 @@ SHEET_MODELS = (
 SHEET_GPUS = ("H100 SXM", "H200 SXM", "B200")
 
 
-def sheet() -> dict[str, Any]:
+def sheet(assumptions: Assumptions | str | None = None) -> dict[str, Any]:
     """Every number of the one-page sheet, computed from the catalog and the formulas.
 
-    Returns a dict of named quantities and counts plus the rows of its tables
-    (``"kv_rows"``, ``"gpu_rows"``, ``"weight_rows"``).
+    Speeds are given twice: at the datasheet bandwidth (the back-of-the-envelope method's ceiling,
+    the figure the sources quote) and under ``assumptions`` (the course's method by default).
+    Returns a dict of named quantities and counts plus the rows of its tables (``"kv_rows"``,
+    ``"gpu_rows"``, ``"weight_rows"``).
 
     Examples
     --------
     >>> s = sheet()
-    >>> s["h100_step"].to("ms").m  # doctest: +ELLIPSIS
-    21.49...
+    >>> round(s["h100_step"].to("ms").m, 2), round(s["h100_step_course"].to("ms").m, 1)
+    (21.49, 30.7)
     """
-    out: dict[str, Any] = {}
+    a, peak = resolve(assumptions), resolve(ENVELOPE)
+    out: dict[str, Any] = {"bw_pct": _pct(a.bandwidth_efficiency), "fl_pct": _pct(a.compute_efficiency)}
     out["kv_rows"] = [
         (
             name,
@@ -1052,7 +1254,8 @@ def sheet() -> dict[str, Any]:
     out["gpu_rows"] = []
     for name in SHEET_GPUS:
         g = gpus[name]
-        step = _read_time(usable_memory(g), g)
+        step = _read_time(usable_memory(g, assumptions=peak), g, assumptions=peak)
+        step_a = _read_time(usable_memory(g, assumptions=a), g, assumptions=a)
         out["gpu_rows"].append(
             (
                 name,
@@ -1063,33 +1266,37 @@ def sheet() -> dict[str, Any]:
                 step,
                 _per_s(step),
                 g.price_per_hour,
+                step_a,
+                _per_s(step_a),
             )
         )
     h100 = gpus["H100 SXM"]
-    out["h100_usable"] = usable_memory(h100).to("GB")
-    out["h100_step"] = _read_time(out["h100_usable"], h100)
+    out["h100_usable"] = usable_memory(h100, assumptions=peak).to("GB")
+    out["h100_step"] = _read_time(out["h100_usable"], h100, assumptions=peak)
     out["h100_step_rate"] = _per_s(out["h100_step"])
-    out["ridge"] = F["ridge_intensity"](
-        peak_flops=h100.flops, compute_efficiency=1.0, bandwidth=h100.bandwidth, bandwidth_efficiency=1.0
-    ).to("FLOP/B")
+    out["h100_step_course"] = _read_time(usable_memory(h100, assumptions=a), h100, assumptions=a)
+    out["h100_step_course_rate"] = _per_s(out["h100_step_course"])
+    out["ridge"] = ridge_intensity(h100, bandwidth_efficiency=1, compute_efficiency=1)  # the datasheet's peaks
+    out["ridge_course"] = ridge_intensity(h100, assumptions=a)
     out["weight_rows"] = [
         (
             p,
-            Q_(b, "B"),
+            Q_(bytes_per_value(p), "B"),
             weight_bytes("Llama-3.1-8B", p).to("GB"),
             weight_bytes("Llama-3.1-70B", p).to("GB"),
             weight_bytes("Llama-3.1-405B", p).to("GB"),
         )
-        for p, b in (("bf16", 2), ("fp8", 1), ("int4", 0.5))
+        for p in ("bf16", "fp8", "int4")
     ]
-    out["flops_70b"] = F["decode_flops_per_token"](flops_per_param=TWO_FLOP, active_params=70e9).to("GFLOP")
-    out["prefill_70b_2k"] = F["prefill_flops_linear"](flops_per_param=TWO_FLOP, params=70e9, prompt_tokens=2_000).to(
-        "PFLOP"
-    )
+    m70 = _seed004_model()  # a round 70 billion parameters
+    out["fpp"] = a.flops_per_param
+    out["flops_70b"] = decode_flops_per_token(m70, 1, attention_flops=False, assumptions=a)
+    out["prefill_70b_2k"] = prefill(m70, h100, 2_000, attention=False, assumptions=a).flops.to("PFLOP")
     out["kv_8b"] = kv_bytes_per_token("Llama-3.1-8B").to("KiB")
     out["kv_70b"] = kv_bytes_per_token("Llama-3.1-70B").to("KiB")
-    out["w70_read"] = _read_time(weight_bytes("Llama-3.1-70B"), h100, 2)
-    out["w8_read"] = _read_time(weight_bytes("Llama-3.1-8B"), h100)
+    for key, model, n in (("w70_read", "Llama-3.1-70B", 2), ("w8_read", "Llama-3.1-8B", 1)):
+        out[key] = weight_read_ceiling(model, h100, n_gpus=n, assumptions=peak).step_time
+        out[f"{key}_course"] = weight_read_ceiling(model, h100, n_gpus=n, assumptions=a).step_time
     ll = F["littles_law"](request_rate=Q_(10, "1/s"), time_in_system=Q_(15, "s"))
     out["little_example"] = float(ll.m)
     out["cost_example"] = cost_per_million(h100.price_per_hour, Q_(1_000, "1/s"))
@@ -1109,13 +1316,16 @@ def sheet_tables(values: Mapping[str, Any] | None = None) -> dict[str, str]:
     '| model | attention | KV per token (BF16) | one 4,096-token sequence | one 131,072-token sequence |'
     """
     s = sheet() if values is None else values
+    pct = f"{num(s['bw_pct'])}%"
     gpu = [
-        "| GPU | memory | bandwidth | BF16 | FP8 | full-memory step | tok/s per user, full | price (assumed) |",
+        f"| GPU | memory | bandwidth | BF16 | FP8 | full-memory step (datasheet / {pct}) "
+        f"| tok/s per user, full (datasheet / {pct}) | price (assumed) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     gpu += [
-        f"| {n} | {num(m)} | {num(b)} | {num(f, 4)} | {num(f8, 4)} | {num(t)} | {num(r, 2)} | {p.m:.2f} USD/h |"
-        for n, m, b, f, f8, t, r, p in s["gpu_rows"]
+        f"| {n} | {num(m)} | {num(b)} | {num(f, 4)} | {num(f8, 4)} | {num(t)} / {num(ta)} | {num(r, 2)} / {num(ra, 2)} "
+        f"| {p.m:.2f} USD/h |"
+        for n, m, b, f, f8, t, r, p, ta, ra in s["gpu_rows"]
     ]
     kv = [
         "| model | attention | KV per token (BF16) | one 4,096-token sequence | one 131,072-token sequence |",

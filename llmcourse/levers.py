@@ -11,12 +11,15 @@ from :func:`llmcourse.planner.plan`; the levers are:
   fewer retrieved passages): less KV held *and* less prefill.
 * **Prefix caching at a hit rate** ``h``: the modelling choice of this course is that a hit
   saves *prefill work only*. The cached tokens' keys and values still sit in memory for the whole
-  request (the request attends to them), so KV per request, the batch and the time per token are
-  those of the full prompt; only the time to first token shrinks, to the prefill of
-  ``(1 - h)`` of the prompt. The lever re-runs ``plan`` twice (full prompt: memory, batch, step;
-  uncached prompt: prefill) and combines them with the fleet formulas ``rps_per_gpu`` and
-  ``gpus_for_rate`` of the chapter *Sizing the fleet*. (Prefix blocks shared by many requests are
-  stored once in a paged cache, which would also save memory; that is not counted here.)
+  request (the request attends to them), so the KV per request and the largest batch are those of
+  the full prompt; only the prefill shrinks, to that of the ``(1 - h)`` of the prompt that is new
+  (its tokens still attend to the cached ones): the time to first token, the prefills between a
+  user's steps and, where the assumptions charge prefill, each batch's share of the replica's time.
+  It is :func:`llmcourse.planner.plan` with ``cached_prompt_tokens``. (Prefix blocks shared by many
+  requests are stored once in a paged cache, which would also save memory; that is not counted.)
+
+The headroom, the efficiencies and whether prefill is charged are those of the plan's
+assumptions (``assumptions=`` among the plan keywords; the course's method by default).
 
 Examples
 --------
@@ -24,12 +27,11 @@ Examples
 >>> from llmcourse.units import Q_
 >>> b = Brief(20, 4_000, 400, Q_(1, "s"), Q_(40, "ms"))
 >>> [(x.name, x.gpus) for x in rank_levers("Llama-2-13B", "H100 SXM", b)][:2]
-[('GQA, 8 KV heads', 7), ('shorter contexts', 11)]
+[('GQA, 8 KV heads', 13), ('shorter contexts', 16)]
 """
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,14 +39,17 @@ import pint
 
 from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
-from llmcourse.formulas import FORMULAS as F
-from llmcourse.planner import Brief, Plan, _fraction, _gpu, _model, _number, plan
-from llmcourse.units import Q_, fmt
+from llmcourse.planner import Brief, Plan, gpu_of, model_of, plan
+from llmcourse.units import fmt, plain_number
 
-__all__ = ["LEVER_NAMES", "Lever", "prefix_cached_plan", "rank_levers", "verdict"]
+__all__ = ["CONTEXT_FRACTION", "HIT_RATE", "LEVER_NAMES", "Lever", "prefix_cached_plan", "rank_levers", "verdict"]
 
 LEVER_NAMES = ("GQA, 8 KV heads", "INT8 KV cache", "INT4 weights", "shorter contexts", "prefix caching")
-_HEADROOM = inspect.signature(plan).parameters["headroom"].default
+#: The levers' settings when none are given (a scenario of the review, not a modelling constant):
+#: half of each prompt's tokens found in the prefix cache (the low end of the capacity-planning
+#: method's "50-80% hit rates are common in multi-turn chat"), and prompts cut to half.
+HIT_RATE = 0.5  # a scenario value (half of each prompt cached), not a modelling constant
+CONTEXT_FRACTION = 0.5  # likewise: prompts cut to half
 
 
 @dataclass(frozen=True)
@@ -77,74 +82,27 @@ class Lever:
         return (self.name, f"{self.gpus:,} GPUs{saved}; targets {mark}; {self.note}")
 
 
-@dataclass(frozen=True)
-class PrefixCachedPlan:
-    """The plan with prefix caching: memory and step of the full prompt, prefill of the uncached part."""
-
-    full: Plan
-    uncached: Plan
-    hit_rate: float
-    ttft: pint.Quantity
-    tpot: pint.Quantity
-    gpus: int
-    cost_per_hour: pint.Quantity
-
-    @property
-    def meets_targets(self) -> bool:
-        b = self.full.brief
-        return bool(self.ttft <= b.ttft_target and self.tpot <= b.tpot_target)
-
-
-def prefix_cached_plan(
-    model: Model | str, gpu: GPU | str, brief: Brief, hit_rate: float, **plan_kwargs: Any
-) -> PrefixCachedPlan | Plan:
-    """Plan with a prefix-cache hit rate (see the module notes); returns the full plan if it does not fit.
+def prefix_cached_plan(model: Model | str, gpu: GPU | str, brief: Brief, hit_rate: float, **plan_kwargs: Any) -> Plan:
+    """:func:`plan` with ``hit_rate`` of each prompt's tokens found in a prefix cache: those are not
+    prefilled again (the new tokens still attend to them), but their KV is held for the whole request,
+    so the memory per request is the full prompt's (see the module notes).
 
     Examples
     --------
     >>> from llmcourse.units import Q_
     >>> b = Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
-    >>> p = prefix_cached_plan("Llama-3.1-8B", "H100 SXM", b, 0.5)
-    >>> round(p.ttft.to("ms").m / p.full.ttft.to("ms").m, 2), p.tpot == p.full.tpot
-    (0.5, True)
+    >>> p, full = prefix_cached_plan("Llama-3.1-8B", "H100 SXM", b, 0.5), plan("Llama-3.1-8B", "H100 SXM", b)
+    >>> round(p.ttft.to("ms").m / full.ttft.to("ms").m, 2), p.kv_per_request == full.kv_per_request
+    (0.51, True)
     """
-    h = _number(hit_rate, "hit_rate", allow_zero=True, at_most=1.0)
+    h = plain_number(hit_rate, "hit_rate", allow_zero=True, at_most=1.0)
     if h >= 1:
         raise InputError(f"hit_rate is the share of prompt tokens found in the cache and must be below 1; got {h}.")
-    full = plan(model, gpu, brief, **plan_kwargs)
-    if not full.fits:
-        return full
-    b2 = Brief(
-        brief.requests_per_second,
-        brief.prompt_tokens * (1 - h),
-        brief.answer_tokens,
-        brief.ttft_target,
-        brief.tpot_target,
-    )
-    unc = plan(model, gpu, b2, **plan_kwargs)
-    rps = F["rps_per_gpu"](
-        answer_tokens=brief.answer_tokens, step_time=full.tpot, batch=full.batch, prefill_time=unc.ttft
-    )
-    replicas = int(
-        F["gpus_for_rate"](
-            request_rate=brief.requests_per_second, headroom=plan_kwargs.get("headroom", _HEADROOM), rps_per_gpu=rps
-        ).m
-    )
-    n = replicas * full.tensor_parallel  # a replica is tensor_parallel GPUs, as in plan()
-    cost = F["fleet_cost"](gpus=n, price=full.price_per_hour, hours=Q_(1, "hour")).to("USD")
-    return PrefixCachedPlan(
-        full=full,
-        uncached=unc,
-        hit_rate=h,
-        ttft=unc.ttft,
-        tpot=full.tpot,
-        gpus=n,
-        cost_per_hour=(cost / Q_(1, "hour")).to("USD/hour"),
-    )
+    return plan(model, gpu, brief, cached_prompt_tokens=h * brief.prompt_tokens, **plan_kwargs)
 
 
-def _lever(name: str, base: Plan, p: Plan | PrefixCachedPlan, note: str, applies: bool = True) -> Lever:
-    if isinstance(p, Plan) and not p.fits:
+def _lever(name: str, base: Plan, p: Plan, note: str, applies: bool = True) -> Lever:
+    if not p.fits:
         return Lever(name, applies, False, None, None, False, None, None, None, p.reason)
     saved = None if not base.fits else base.gpus - p.gpus
     return Lever(name, applies, True, p.gpus, saved, p.meets_targets, p.ttft, p.tpot, p.cost_per_hour, note)
@@ -155,8 +113,8 @@ def rank_levers(
     gpu: GPU | str,
     brief: Brief,
     *,
-    hit_rate: float = 0.5,
-    context_fraction: float = 0.5,
+    hit_rate: float = HIT_RATE,
+    context_fraction: float = CONTEXT_FRACTION,
     **plan_kwargs: Any,
 ) -> list[Lever]:
     """Re-run :func:`plan` with each lever on its own; sorted by GPUs saved (most first).
@@ -164,8 +122,8 @@ def rank_levers(
     ``plan_kwargs`` (``weight_bytes``, ``kv_bytes``, ``headroom``, ...) describe the baseline; a lever
     overrides only its own setting. Levers that leave the plan unfitted sort last.
     """
-    m, g = _model(model), _gpu(gpu)
-    cf = _fraction(context_fraction, "context_fraction")
+    m, g = model_of(model), gpu_of(gpu)
+    cf = plain_number(context_fraction, "context_fraction", at_most=1.0)
     base = plan(m, g, brief, **plan_kwargs)
     out = []
     if m.attention == "MLA" or m.kv_heads <= 8 or m.heads % 8:

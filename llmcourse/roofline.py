@@ -25,10 +25,11 @@ from typing import Any
 
 import pint
 
+from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model, gpus, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.planner import decode_step, kv_bytes_per_sequence, prefill, weights_read_per_step
+from llmcourse.planner import decode_step, kv_bytes_per_sequence, matmul_precision, prefill, weights_read_per_step
 from llmcourse.planner import weight_bytes as _weight_bytes
 from llmcourse.units import Q_, as_quantity
 
@@ -65,6 +66,25 @@ def _eff(value: Any, name: str) -> float:
     return x
 
 
+def _roofs(
+    gpu: GPU | str,
+    assumptions: Assumptions | str | None,
+    bandwidth_efficiency: float | None,
+    compute_efficiency: float | None,
+    compute_precision: str | None,
+    weight_bytes: Any,
+) -> tuple[GPU, Assumptions, str]:
+    """The GPU, the assumptions with the overrides applied, and the matmul precision."""
+    g = _gpu(gpu)
+    a = resolve(assumptions).replace(
+        bandwidth_efficiency=None
+        if bandwidth_efficiency is None
+        else _eff(bandwidth_efficiency, "bandwidth_efficiency"),
+        compute_efficiency=None if compute_efficiency is None else _eff(compute_efficiency, "compute_efficiency"),
+    )
+    return g, a, compute_precision or matmul_precision(weight_bytes, g, a)
+
+
 def arithmetic_intensity(flops: pint.Quantity, bytes_moved: pint.Quantity) -> pint.Quantity:
     """FLOPs per byte moved.
 
@@ -81,25 +101,35 @@ def arithmetic_intensity(flops: pint.Quantity, bytes_moved: pint.Quantity) -> pi
 def ridge_intensity(
     gpu: GPU | str,
     *,
-    bandwidth_efficiency: float = 0.7,
-    compute_efficiency: float = 0.5,
-    compute_precision: str = "bf16",
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
+    compute_precision: str | None = None,
+    weight_bytes: Any = 2,
+    assumptions: Assumptions | str | None = None,
 ) -> pint.Quantity:
     """The intensity where the memory roof meets the compute roof: below it a step is memory-bound.
+
+    The efficiencies come from ``assumptions`` (the course's by default) unless given; the compute
+    roof is the peak at the precision the matmuls of ``weight_bytes`` weights run at under those
+    assumptions (BF16 for BF16 weights), or at ``compute_precision`` if named.
 
     Examples
     --------
     >>> round(ridge_intensity("H100 SXM").m)
     211
-    >>> round(ridge_intensity("H100 SXM", bandwidth_efficiency=1, compute_efficiency=1).m)
+    >>> round(ridge_intensity("H100 SXM", bandwidth_efficiency=1, compute_efficiency=1).m)  # the datasheet's
     295
+    >>> round(ridge_intensity("H100 SXM", weight_bytes="fp8").m)  # FP8 matmuls: twice the compute roof
+    422
     """
-    g = _gpu(gpu)
+    g, a, precision = _roofs(
+        gpu, assumptions, bandwidth_efficiency, compute_efficiency, compute_precision, weight_bytes
+    )
     return F["ridge_intensity"](
-        peak_flops=g.peak_flops(compute_precision),
+        peak_flops=g.peak_flops(precision),
         bandwidth=g.bandwidth,
-        compute_efficiency=_eff(compute_efficiency, "compute_efficiency"),
-        bandwidth_efficiency=_eff(bandwidth_efficiency, "bandwidth_efficiency"),
+        compute_efficiency=a.compute_efficiency,
+        bandwidth_efficiency=a.bandwidth_efficiency,
     ).to("FLOP/B")
 
 
@@ -107,11 +137,14 @@ def attainable_flops(
     gpu: GPU | str,
     intensity: Any,
     *,
-    bandwidth_efficiency: float = 0.7,
-    compute_efficiency: float = 0.5,
-    compute_precision: str = "bf16",
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
+    compute_precision: str | None = None,
+    weight_bytes: Any = 2,
+    assumptions: Assumptions | str | None = None,
 ) -> pint.Quantity:
-    """The roofline: the lower of the compute roof and intensity x bandwidth.
+    """The roofline: the lower of the compute roof and intensity x bandwidth (the roofs as in
+    :func:`ridge_intensity`).
 
     Examples
     --------
@@ -120,14 +153,16 @@ def attainable_flops(
     >>> attainable_flops("H100 SXM", Q_(1000, "FLOP/B")).to("TFLOP/s")
     <Quantity(494.5, 'teraFLOP / second')>
     """
-    g = _gpu(gpu)
+    g, a, precision = _roofs(
+        gpu, assumptions, bandwidth_efficiency, compute_efficiency, compute_precision, weight_bytes
+    )
     i = as_quantity(intensity, "FLOP/B", "intensity")
     return F["attainable_flops"](
-        peak_flops=g.peak_flops(compute_precision),
+        peak_flops=g.peak_flops(precision),
         bandwidth=g.bandwidth,
         intensity=i,
-        compute_efficiency=_eff(compute_efficiency, "compute_efficiency"),
-        bandwidth_efficiency=_eff(bandwidth_efficiency, "bandwidth_efficiency"),
+        compute_efficiency=a.compute_efficiency,
+        bandwidth_efficiency=a.bandwidth_efficiency,
     ).to("TFLOP/s")
 
 
@@ -183,9 +218,14 @@ def prefill_point(model: Model | str, gpu: GPU | str, prompt_tokens: float, **kw
 
 
 def decode_flops_per_token(
-    model: Model | str, context_tokens: float, *, attention_flops: bool = False
+    model: Model | str,
+    context_tokens: float,
+    *,
+    attention_flops: bool | None = None,
+    assumptions: Assumptions | str | None = None,
 ) -> pint.Quantity:
-    """FLOPs per generated token: 2 per active parameter, plus attention at the context if asked.
+    """FLOPs per generated token: the assumptions' FLOPs per active parameter (a multiply and an
+    add, 2), plus attention at the context if the assumptions count it or ``attention_flops`` asks.
 
     Examples
     --------
@@ -195,11 +235,12 @@ def decode_flops_per_token(
     16.211
     """
     m = _model(model)
-    two = Q_(2, "FLOP")
-    f = F["decode_flops_per_token"](flops_per_param=two, active_params=m.active_params)
-    if attention_flops:
+    a = resolve(assumptions).replace(decode_attention_flops=attention_flops)
+    per_param = Q_(a.flops_per_param, "FLOP")
+    f = F["decode_flops_per_token"](flops_per_param=per_param, active_params=m.active_params)
+    if a.decode_attention_flops:
         f = f + F["decode_attention_flops"](
-            flops_per_param=two, layers=m.layers, heads=m.heads, head_dim=m.head_dim, context=context_tokens
+            flops_per_param=per_param, layers=m.layers, heads=m.heads, head_dim=m.head_dim, context=context_tokens
         )
     return f.to("GFLOP")
 
@@ -209,30 +250,37 @@ def crossover_batch(
     gpu: GPU | str,
     *,
     context_tokens: float,
-    attention_flops: bool = False,
+    attention_flops: bool | None = None,
     n_gpus: int = 1,
     weight_bytes: Any = 2,
     kv_bytes: Any = 2,
-    bandwidth_efficiency: float = 0.7,
-    compute_efficiency: float = 0.5,
-    compute_precision: str = "bf16",
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
+    compute_precision: str | None = None,
+    assumptions: Assumptions | str | None = None,
 ) -> float | None:
     """The batch at which a decode step's compute time equals its memory time, or ``None`` if
     there is none (each extra sequence adds more KV-read time than compute time).
 
-    ``n_gpus`` cancels: it divides both times. For a mixture-of-experts model the weights read
-    depend on the batch; the solution is iterated to a fixed point.
+    ``context_tokens`` is the context each sequence's KV is read at. The efficiencies, the FLOPs
+    per parameter, whether attention FLOPs count and the matmul precision come from
+    ``assumptions`` (the course's by default) unless given. ``n_gpus`` cancels: it divides both
+    times. For a mixture-of-experts model the weights read depend on the batch; the solution is
+    iterated to a fixed point.
     """
-    m, g = _model(model), _gpu(gpu)
+    m = _model(model)
+    g, a, precision = _roofs(
+        gpu, assumptions, bandwidth_efficiency, compute_efficiency, compute_precision, weight_bytes
+    )
     kv = kv_bytes_per_sequence(m, context_tokens, kv_bytes)
-    f_tok = decode_flops_per_token(m, context_tokens, attention_flops=attention_flops)
+    f_tok = decode_flops_per_token(m, context_tokens, attention_flops=attention_flops, assumptions=a)
     args = dict(
         kv_per_sequence=kv,
         bandwidth=g.bandwidth,
         flops_per_token=f_tok,
-        peak_flops=g.peak_flops(compute_precision),
-        bandwidth_efficiency=_eff(bandwidth_efficiency, "bandwidth_efficiency"),
-        compute_efficiency=_eff(compute_efficiency, "compute_efficiency"),
+        peak_flops=g.peak_flops(precision),
+        bandwidth_efficiency=a.bandwidth_efficiency,
+        compute_efficiency=a.compute_efficiency,
     )
     guess = 1
     for _ in range(50 if m.is_moe else 1):
@@ -272,24 +320,34 @@ def weight_read_ceiling(
     batch: int = 1,
     n_gpus: int = 1,
     weight_bytes: Any = 2,
-    bandwidth_efficiency: float = 1.0,
+    bandwidth_efficiency: float | None = None,
+    assumptions: Assumptions | str | None = None,
 ) -> WeightCeiling:
-    """Speed if a decode step only read the weights (no KV cache, no compute limit), at peak
-    bandwidth by default: the ceiling of a single stream, and a batch riding along for free.
+    """Speed if a decode step only read the weights (no KV cache, no compute limit): the ceiling
+    of a single stream, and a batch riding along for free, at the assumptions' bandwidth
+    efficiency (the course's by default; ``assumptions="envelope"`` reads at the full datasheet
+    bandwidth, the hard ceiling).
 
     Examples
     --------
-    >>> c = weight_read_ceiling("Llama-3.1-8B", "H100 SXM", batch=8)
+    >>> c = weight_read_ceiling("Llama-3.1-8B", "H100 SXM", batch=8, assumptions="envelope")
     >>> round(c.tokens_per_s_per_user.m), round(c.throughput.m)
     (209, 1669)
+    >>> round(weight_read_ceiling("Llama-3.1-8B", "H100 SXM").tokens_per_s_per_user.m)
+    146
     """
     m, g = _model(model), _gpu(gpu)
+    a = resolve(assumptions).replace(
+        bandwidth_efficiency=None
+        if bandwidth_efficiency is None
+        else _eff(bandwidth_efficiency, "bandwidth_efficiency")
+    )
     w = _weight_bytes(m, weight_bytes)
     t = F["weight_read_time"](
         weights=w,
         n_gpus=n_gpus,
         bandwidth=g.bandwidth,
-        bandwidth_efficiency=_eff(bandwidth_efficiency, "bandwidth_efficiency"),
+        bandwidth_efficiency=a.bandwidth_efficiency,
     )
     per_user = F["throughput"](batch=1, step_time=t).to("1/s")
     return WeightCeiling(

@@ -1,8 +1,12 @@
 """The interview question bank and the sheet of numbers (llmcourse.interview).
 
-Expected values are the seed texts' figures (seed 000: sizing walk-through; 001: the interactive
-lab; 002: roofline capacity planning; 004: the system-design lesson) or hand arithmetic written
-out in the comments; never output of the code under test.
+Expected values are the source texts' figures (000: the back-of-the-envelope method; 001: the
+interactive lab; 002: the capacity-planning method; 004: the system-design lesson), which the bank
+computes under that source's assumptions preset, or hand arithmetic written out in the comments
+(the course's method: 70% of the bandwidth, 50% of the FLOP/s, FP8 matmuls for FP8 weights on an
+H100, each cache read at its average context prompt + answer / 2, each batch's prefill charged to
+the cycle B x answer / (prefill of B prompts + answer x step), 1.3x headroom); never output of the
+code under test.
 """
 
 from __future__ import annotations
@@ -15,6 +19,61 @@ import pytest
 from llmcourse import Q_
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.interview import CATALOG_NAMES, LEVELS, QUESTIONS, Question, num, sheet
+
+# The course's method by hand. H100: 3.35 TB/s x 0.7 = 2.345 TB/s; 989 TFLOP/s x 0.5 = 494.5 TFLOP/s in BF16,
+# 1,979 x 0.5 = 989.5 TFLOP/s in FP8. Prefill FLOPs of one prompt of T tokens: 2 P T + 2 L H d T^2.
+H100_BW, H100_BF16, H100_FP8 = 3.35e12 * 0.7, 989e12 * 0.5, 1_979e12 * 0.5
+
+
+def _prefill_flops(params: float, layers: int, heads: int, head_dim: int, tokens: int) -> float:
+    return 2 * params * tokens + 2 * layers * heads * head_dim * tokens**2
+
+
+def _cycle(batch: int, answer: int, prefill_s: float, step_s: float) -> float:
+    """Output tokens per second of a batch prefilled together, then decoded: B x answer / (prefill + answer x step)."""
+    return batch * answer / (prefill_s + answer * step_s)
+
+
+# Qwen2.5-72B FP8 on 2 x H100, 2,000 + 300, batch 94: KV read at 2,150 tokens (327,680 B per token);
+# step (72.7e9 + 94 x 327,680 x 2,150) B / (2 x 2.345 TB/s) = 138.924 GB / 4.69 TB/s = 29.621 ms;
+# prefill 94 x (290.8 + 5.243) TFLOP / (2 x 989.5 TFLOP/s) = 14.062 s; 94 x 300 / (14.062 + 300 x 0.029621) = 1,228.9/s
+Q72_STEP = (72.7e9 + 94 * 327_680 * 2_150) / (2 * H100_BW)
+Q72_X = _cycle(94, 300, 94 * _prefill_flops(72.7e9, 80, 64, 128, 2_000) / (2 * H100_FP8), Q72_STEP)
+# Qwen2.5-7B BF16 on one H100, 2,000 + 300: batch (72 - 15.2) GB / (57,344 B x 2,300) = 430.7 -> 430; step
+# (15.2e9 + 430 x 57,344 x 2,150) / 2.345 TB/s = 29.089 ms; prefill 430 x 31.203 TFLOP / 494.5 TFLOP/s = 27.133 s
+Q7_X = _cycle(
+    430, 300, 430 * _prefill_flops(7.6e9, 28, 28, 128, 2_000) / H100_BF16, (15.2e9 + 430 * 57_344 * 2_150) / H100_BW
+)
+# Llama-3.1-70B FP8 on 2 x H100 at batch 64, 2,000 + 400: step (70.554e9 + 64 x 327,680 x 2,200) / 4.69 TB/s = 24.881 ms;
+# prefill 64 x (282.216 + 5.243) TFLOP / 1,979 TFLOP/s = 9.296 s; 64 x 400 / (9.296 + 400 x 0.024881) = 1,330.0/s
+L70_STEP = (70.554e9 + 64 * 327_680 * 2_200) / (2 * H100_BW)
+L70_X = _cycle(64, 400, 64 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / (2 * H100_FP8), L70_STEP)
+# Llama-3.1-8B BF16 on one H100, 512-token answers. 2,048-token prompts: batch (72 - 16.06) GB / (131,072 B x 2,560)
+# = 166.7 -> 166; step (16.06e9 + 166 x 131,072 x 2,304) / 2.345 TB/s = 28.226 ms; prefill 166 x 33.990 TFLOP / 494.5
+# = 11.410 s. 32,768-token prompts: batch 55.94e9 / (131,072 x 33,280) = 12.8 -> 12; step (16.06e9 + 12 x 131,072 x
+# 33,024) / 2.345 TB/s = 28.999 ms; prefill 12 x (526.254 + 281.475) TFLOP / 494.5 TFLOP/s = 19.601 s.
+L8_SHORT_STEP, L8_LONG_STEP = (16.06e9 + 166 * 131_072 * 2_304) / H100_BW, (16.06e9 + 12 * 131_072 * 33_024) / H100_BW
+L8_SHORT_PRE = 166 * _prefill_flops(8.03e9, 32, 32, 128, 2_048) / H100_BF16
+L8_LONG_PRE = 12 * _prefill_flops(8.03e9, 32, 32, 128, 32_768) / H100_BF16
+L8_SHORT_X, L8_LONG_X = _cycle(166, 512, L8_SHORT_PRE, L8_SHORT_STEP), _cycle(12, 512, L8_LONG_PRE, L8_LONG_STEP)
+# Llama-3.1-70B FP8, 2,000 + 400. 2 x H100: batch (144 - 70.554) / 0.786432 = 93.4 -> 93; step (70.554e9 + 93 x
+# 327,680 x 2,200) / 4.69 TB/s = 29.338 ms; prefill 93 x 287.459 TFLOP / 1,979 TFLOP/s = 13.509 s. One H200
+# (141 GB, 4.8 TB/s, $3.50/h): batch (126.9 - 70.554) / 0.786432 = 71.6 -> 71; step (70.554e9 + 71 x 327,680 x 2,200)
+# / (4.8 x 0.7) TB/s = 36.231 ms; prefill 71 x 287.459 TFLOP / 989.5 TFLOP/s = 20.626 s.
+H2_STEP, H200_STEP = (70.554e9 + 93 * 327_680 * 2_200) / (2 * H100_BW), (70.554e9 + 71 * 327_680 * 2_200) / 3.36e12
+H2_X = _cycle(93, 400, 93 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / (2 * H100_FP8), H2_STEP)
+H200_X = _cycle(71, 400, 71 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / H100_FP8, H200_STEP)
+# A user's time per token also waits for the other requests' prompts, prefilled between its steps:
+# step + (B - 1) x one prompt's prefill / answer tokens.
+Q72_PRE1 = _prefill_flops(72.7e9, 80, 64, 128, 2_000) / (2 * H100_FP8)
+Q72_TPOT = Q72_STEP + 93 * Q72_PRE1 / 300
+H2_TPOT = H2_STEP + 92 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / (2 * H100_FP8) / 400
+H200_TPOT = H200_STEP + 70 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / H100_FP8 / 400
+
+
+def _per_million(usd_per_hour: float, tokens_per_s: float) -> float:
+    return usd_per_hour / 3_600 / tokens_per_s * 1e6
+
 
 # (value, unit, relative tolerance); unit "" for plain numbers. A count with tolerance 0 must match exactly.
 EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
@@ -47,7 +106,7 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "tin": (13_889, "", 1e-4),
         "tout": (2_083.3, "", 1e-4),
     },
-    "single_stream": {  # seed 004: 140 GB / 3,350 GB/s = 23.9 tok/s; two GPUs: 140 / 6,700 = 20.9 ms
+    "single_stream": {  # seed 004: 140 GB / 3,350 GB/s = 23.9 tok/s; two GPUs: 140 / 6,700 = 20.9 ms; course 6.7 x 0.7
         "w": (140, "GB", 1e-9),
         "t1": (41.791, "ms", 1e-4),
         "r1": (23.93, "", 1e-3),
@@ -62,10 +121,13 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "l4": (77.91, "ms", 1e-3),
         "ratio": (214.8, "", 2e-3),
     },
-    "prefill_time": {  # seed 000: 2 x 72.7e9 x 2,000 = 290.8 TFLOP over 989 TFLOP/s = 0.29 s
+    "prefill_time": {  # seed 000: 2 x 72.7e9 x 2,000 = 290.8 TFLOP over 2 x 989 x 0.5 TFLOP/s = 0.29 s
         "flops": (290.8, "TFLOP", 1e-6),
+        "rate": (0.989, "PFLOP/s", 1e-9),
         "t": (0.29403, "s", 1e-4),
-        "mem": (15.50, "ms", 1e-3),
+        "mem": (72.7 / 6.7, "ms", 1e-6),  # one read of the weights at the datasheet's 2 x 3.35 TB/s
+        # course: FP8 matmuls and the attention term, (290.8 + 5.243) TFLOP / (2 x 989.5 TFLOP/s) = 0.1496 s
+        "t_course": (_prefill_flops(72.7e9, 80, 64, 128, 2_000) / (2 * H100_FP8), "s", 1e-6),
     },
     "max_batch": {  # seed 000: batch 94, 47 tok/s per user
         "batch": (94, "", 0),
@@ -73,6 +135,8 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "free": (71.3, "GB", 1e-6),
         "kv": (0.753664, "GB", 1e-9),
         "user": (47, "", 0.01),
+        "user_step": (1e3 / (Q72_STEP * 1e3), "", 1e-6),  # 1 / 29.621 ms = 33.76 tok/s
+        "user_course": (1 / Q72_TPOT, "", 1e-6),  # 1 / (29.62 + 93 x 149.6 / 300) ms = 13.16 tok/s
     },
     "full_gpu_step": {  # seed 000: 72 GB / 3.35 TB/s = 21 ms, 47 tok/s per user for 7B and 72B alike
         "step": (21.49, "ms", 1e-3),
@@ -83,6 +147,8 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "u72": (47, "", 0.01),
         "h200": (26.44, "ms", 1e-3),
         "b200": (21.04, "ms", 1e-3),  # 0.9 x 141 / 4.8; 0.9 x 180 / 7.7
+        "step_course": (72 / (3.35 * 0.7), "ms", 1e-6),  # 72 GB / 2.345 TB/s = 30.70 ms
+        "rate_course": (2_345 / 72, "", 1e-6),
     },
     "batching": {  # seed 004 table: 24, 191, 766, 3,063, 6,126 tok/s; 15 sequences fit
         "r1": (23.93, "", 1e-3),
@@ -101,18 +167,19 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "b_gqa": (15, "", 0),
         "b_mha": (1, "", 0),
     },
-    "long_context": {  # seed 001: 128 KiB/token, 4 GiB at 32K, 166 and 12 conversations
-        # full steps: (16.06 + 166 x 0.33554) GB / 3.35 TB/s = 21.42 ms -> 7,749 tok/s -> $2.50/h -> $0.0896/M
-        #             (16.06 + 12 x 4.36208) GB / 3.35 TB/s = 20.42 ms -> 587.7 tok/s -> $1.18/M
+    "long_context": {  # seed 001: 128 KiB/token, 4 GiB at 32K, 166 and 12 conversations; the rest the course's method
+        # 166 x 512 / (11.410 + 512 x 0.028226) = 3,286/s -> $0.2113/M; 12 x 512 / (19.601 + 512 x 0.028999) = 178.4/s
         "kvtok": (128, "KiB", 1e-9),
         "kv32k": (4, "GiB", 1e-9),
         "b_short": (166, "", 0),
         "b_long": (12, "", 0),
-        "x_short": (7_749, "", 1e-3),
-        "x_long": (587.7, "", 1e-3),
-        "c_short": (0.0896, "USD", 2e-3),
-        "c_long": (1.1816, "USD", 1e-3),
-        "ratio": (13.19, "", 2e-3),
+        "x_short": (L8_SHORT_X, "", 1e-4),
+        "x_long": (L8_LONG_X, "", 1e-4),
+        "c_short": (_per_million(2.5, L8_SHORT_X), "USD", 1e-4),
+        "c_long": (_per_million(2.5, L8_LONG_X), "USD", 1e-4),
+        "ratio": (L8_SHORT_X / L8_LONG_X, "", 1e-4),
+        "share_short": (100 * L8_SHORT_PRE / (L8_SHORT_PRE + 512 * L8_SHORT_STEP), "", 1e-4),  # 44.1%
+        "share_long": (100 * L8_LONG_PRE / (L8_LONG_PRE + 512 * L8_LONG_STEP), "", 1e-4),  # 56.9%
     },
     "gqa": {  # seed 001: 512 vs 128 KiB; 3 vs 12 conversations at 32K
         "kv2": (512, "KiB", 1e-9),
@@ -142,6 +209,17 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "c30": (1.055, "USD", 1e-3),
         "x7": (20_031, "", 1e-4),
         "c7": (0.03467, "USD", 1e-3),
+        "x_course": (Q72_X, "", 1e-4),  # 1,228.9 tok/s (the brief's 1,229)
+        "c_course": (_per_million(5.0, Q72_X), "USD", 1e-4),  # $1.13/M
+        "c30_course": (_per_million(5.0, Q72_X) / 0.3, "USD", 1e-4),
+        "x7_course": (Q7_X, "", 1e-4),  # 430 x 300 / (27.133 + 300 x 0.029089) = 3,597/s
+        "c7_course": (_per_million(2.5, Q7_X), "USD", 1e-4),
+        # prefill share of the cycle: 14.062 / (14.062 + 300 x 0.029621) = 61.3%
+        "share_course": (
+            100 * (1 - 300 * Q72_STEP / (94 * 300 / Q72_X)),
+            "",
+            1e-4,
+        ),
     },
     "scale_traffic": {  # seed 000: 20,833 / 4,387 = 4.7 -> 5 replicas, 10 GPUs; two replicas minimum: four GPUs
         "tout10": (20_833, "", 1e-4),
@@ -150,6 +228,13 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "g10": (10, "", 0),
         "r1": (2, "", 0),
         "g1": (4, "", 0),
+        # course: ceil(1.3 x 2,083.3 / 1,228.9) = ceil(2.204) = 3 replicas, 6 GPUs; x 10: ceil(22.04) = 23, 46 GPUs
+        "x_course": (Q72_X, "", 1e-4),
+        "exact1_course": (1.3 * 2_083.333 / Q72_X, "", 1e-5),
+        "r1_course": (3, "", 0),
+        "g1_course": (6, "", 0),
+        "r10_course": (23, "", 0),
+        "g10_course": (46, "", 0),
     },
     "littles_law": {  # seed 004: 17,361 req/s, 1,250 / 50 = 25 s; 17,361.1 x 25 = 434,028; / 10,851 = 40.0
         "rps": (17_361.1, "", 1e-5),
@@ -158,15 +243,16 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "gpus": (10_851, "", 0),
         "per_gpu": (40.0, "", 1e-3),
     },
-    "h200": {  # hand: 2 x H100: (144 - 70.554) / 0.786432 = 93.4 -> 93; H200: (126.9 - 70.554) / 0.786432 -> 71
-        # steps: (70.554 + 93 x 0.786432) / 6.7 = 21.45 ms -> 46.6 tok/s; (70.554 + 71 x 0.786432) / 4.8 = 26.33 ms
+    "h200": {  # the course's method by hand (see H2_X, H200_X above): 34.1 vs 27.6 tok/s per user, $0.94 vs $1.20/M
         "b_h100": (93, "", 0),
         "b_h200": (71, "", 0),
         "kv": (0.786432, "GB", 1e-9),
-        "u_h100": (46.63, "", 1e-3),
-        "u_h200": (37.98, "", 1e-3),
-        "c_h100": (0.3203, "USD", 1e-3),
-        "c_h200": (0.3606, "USD", 1e-3),
+        "u_h100": (1 / H2_TPOT, "", 1e-6),
+        "u_h200": (1 / H200_TPOT, "", 1e-6),
+        "x_h100": (H2_X, "", 1e-4),
+        "x_h200": (H200_X, "", 1e-4),
+        "c_h100": (_per_million(5.0, H2_X), "USD", 1e-4),
+        "c_h200": (_per_million(3.5, H200_X), "USD", 1e-4),
     },
     "roofline_fleet": {  # seed 002: 25.8 ms, 39 tok/s, 2,480 tok/s, 1,740 usable, 81 replicas, 162 H100s, $296K
         "demand": (140_000, "", 1e-9),
@@ -182,6 +268,16 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "gpus": (162, "", 0),
         "cost": (296_000, "USD", 0.005),
         "naive": (57, "", 0),  # 140,000 / 2,483 = 56.4 -> 57 with no headroom
+        # does the headroom hold prefill? 1,738 usable tok/s / 400 x 2,000 prompt tokens x 2 x 70.554e9 = 1.226 PFLOP/s
+        # needed, against 2 x 989 x 0.5 = 0.989 PFLOP/s less decode's 1,738 x 2 x 70.554e9 = 0.245: 0.744 idle
+        "need": (2_483.0 * 0.7 / 400 * 2_000 * 2 * 70.554e9 / 1e15, "PFLOP/s", 1e-3),
+        "roof": (0.989, "PFLOP/s", 1e-9),
+        "idle": (0.989 - 2_483.0 * 0.7 * 2 * 70.554e9 / 1e15, "PFLOP/s", 1e-3),
+        # course: 1,330 tok/s per replica; ceil(1.3 x 140,000 / 1,330.0) = ceil(136.8) = 137 replicas, 274 H100s
+        "x_course": (L70_X, "", 1e-4),
+        "replicas_course": (137, "", 0),
+        "gpus_course": (274, "", 0),
+        "cost_course": (274 * 730 * 2.5, "USD", 1e-9),
     },
     "prefill_pool": {  # seed 002: 99 PFLOP/s, about 200 H100s; half the tokens: 49.39 / 0.4945 = 99.9 -> 100
         "rate": (98.78, "PFLOP/s", 1e-3),
@@ -343,3 +439,35 @@ def test_chapter_asks_every_question_in_the_bank() -> None:
     for q in QUESTIONS.values():
         for part in ("prompt", "levels", "answer"):
             assert f"```{{glue:md}} iq_{q.id}_{part}" in text, (q.id, part)
+
+
+def test_sheet_gives_the_course_figures_beside_the_datasheet() -> None:
+    """At 70% of 3.35 TB/s: 72 GB / 2.345 TB/s = 30.70 ms (32.6 tok/s); 16.06 GB / 2.345 TB/s = 6.849 ms;
+    ridge 494.5 / 2.345 = 210.9 FLOP/B (datasheet 989 / 3.35 = 295.2)."""
+    s = sheet()
+    assert s["h100_step_course"].to("ms").m == pytest.approx(72 / 2.345, rel=1e-9)
+    assert s["h100_step_course_rate"] == pytest.approx(2_345 / 72, rel=1e-9)
+    assert s["w8_read_course"].to("ms").m == pytest.approx(16.06 / 2.345, rel=1e-6)
+    assert s["ridge_course"].to("FLOP/B").m == pytest.approx(494.5 / 2.345, rel=1e-9)
+    steps = {r[0]: r[8].to("ms").m for r in s["gpu_rows"]}
+    assert steps["H200 SXM"] == pytest.approx(0.9 * 141 / (4.8 * 0.7), rel=1e-9)
+
+
+def test_the_162_h100_answer_gives_the_course_figure_and_why() -> None:
+    """The capacity-planning answer states 162 H100s, the course's 274, and the reason: prefill needs
+    about 1.2 PFLOP/s per replica where decode leaves about 0.74 idle (numbers by hand in EXPECTED)."""
+    for part in ("strong", "answer"):
+        text = QUESTIONS["roofline_fleet"].render(part)
+        assert "162" in text and "274 H100s" in text
+        assert "1.2 PFLOP/s" in text and "0.74 PFLOP/s" in text
+    assert "274 H100s" in QUESTIONS["prefill_pool"].render("answer")
+
+
+def test_source_figures_are_shown_with_the_courses_where_they_differ() -> None:
+    """$0.32/M (envelope) beside $1.13/M (course); 10 GPUs beside 46; 0.29 s (BF16 matmuls) beside 0.15 s (FP8)."""
+    cost = QUESTIONS["cost_per_million"].render("answer")
+    assert "\\$0.317" in cost and "\\$1.13" in cost
+    scale = QUESTIONS["scale_traffic"].render("answer")
+    assert "10 GPUs" in scale and "46 GPUs" in scale
+    ttft = QUESTIONS["prefill_time"].render("answer")
+    assert "0.294 s" in ttft and "0.15 s" in ttft

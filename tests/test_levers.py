@@ -49,7 +49,7 @@ def test_int4_makes_a_72b_model_fit_one_gpu():
     assert not base.fits
     levers = by_name(rank_levers("Qwen2.5-72B", "H100 SXM", BRIEF, weight_bytes="fp8"))
     assert levers["INT4 weights"].fits and levers["INT4 weights"].saved is None
-    assert not levers["INT8 KV cache"].fits and "exceed" in levers["INT8 KV cache"].note
+    assert not levers["INT8 KV cache"].fits and "don't fit" in levers["INT8 KV cache"].note
 
 
 def test_levers_never_cost_gpus_for_a_kv_bound_model():
@@ -58,13 +58,31 @@ def test_levers_never_cost_gpus_for_a_kv_bound_model():
 
 
 def test_prefix_caching_cuts_prefill_not_memory():
-    """8B, 2,000-token prompt, hit rate 0.5: prefill 2 x 8.03e9 x 1,000 / 989e12 = 16.2 ms (was 32.5 ms);
-    the time per token and the batch are the full prompt's, because the cached KV is still held."""
+    """8B, 2,000-token prompt, hit rate 0.5, the course's method (50% of 989 TFLOP/s = 494.5 TFLOP/s,
+    prefill with its causal attention term 2 x layers x heads x head_dim x T^2 = 262,144 x T^2 FLOP):
+    the 1,000 new tokens cost 2 x 8.03e9 x 1,000 + 262,144 x (2,000^2 - 1,000^2) = 16.85 TFLOP -> 34.07 ms
+    (they attend to the cached ones); the whole prompt (32.12 + 1.0486) TFLOP = 33.169 TFLOP -> 67.08 ms.
+    The KV per request is the full prompt's, because the cached KV is still held; fewer prompt tokens are
+    prefilled between a user's steps, so the per-token target allows at least the same batch."""
     b = lc.Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
-    p = prefix_cached_plan("Llama-3.1-8B", "H100 SXM", b, 0.5)
-    assert p.ttft.to("ms").m == pytest.approx(16.2, rel=0.01)
-    assert p.full.ttft.to("ms").m == pytest.approx(32.5, rel=0.01)
-    assert p.tpot == p.full.tpot and p.full.kv_per_request == lc.plan("Llama-3.1-8B", "H100 SXM", b).kv_per_request
+    p, full = prefix_cached_plan("Llama-3.1-8B", "H100 SXM", b, 0.5), lc.plan("Llama-3.1-8B", "H100 SXM", b)
+    new = 2 * 8.03e9 * 1_000 + 262_144 * (2_000**2 - 1_000**2)
+    assert p.ttft.to("ms").m == pytest.approx(new / 494.5e12 * 1e3, rel=1e-3)
+    assert full.ttft.to("ms").m == pytest.approx((2 * 8.03e9 * 2_000 + 262_144 * 2_000**2) / 494.5e12 * 1e3, rel=1e-3)
+    assert p.kv_per_request == full.kv_per_request and p.max_batch == full.max_batch
+    assert p.batch >= full.batch and p.tpot <= b.tpot_target
+
+
+def test_prefix_caching_saves_gpus_only_where_prefill_is_charged():
+    """The capacity-planning method charges no prefill: caching prompts shortens the first token
+    and leaves the fleet as it is. The course's method charges it: the fleet can only shrink."""
+    b = lc.Brief(20, 4_000, 400, Q_(1, "s"), Q_(40, "ms"))
+    kw = dict(weight_bytes="fp8", tensor_parallel=2)
+    cap = prefix_cached_plan("Llama-3.1-70B", "H100 SXM", b, 0.5, assumptions="capacity", **kw)
+    cap_full = lc.plan("Llama-3.1-70B", "H100 SXM", b, assumptions="capacity", **kw)
+    assert cap.gpus == cap_full.gpus and cap.ttft < cap_full.ttft
+    course = prefix_cached_plan("Llama-3.1-70B", "H100 SXM", b, 0.5, **kw)
+    assert course.gpus < lc.plan("Llama-3.1-70B", "H100 SXM", b, **kw).gpus
 
 
 def test_prefix_caching_at_zero_hit_rate_is_the_plan():

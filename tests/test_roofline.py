@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from llmcourse.assumptions import resolve
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS
 from llmcourse.planner import decode_step
@@ -11,10 +12,12 @@ from llmcourse.roofline import (
     arithmetic_intensity,
     attainable_flops,
     crossover_batch,
+    decode_flops_per_token,
     decode_point,
     first_compute_bound_batch,
     prefill_point,
     ridge_intensity,
+    weight_read_ceiling,
 )
 from llmcourse.units import Q_
 
@@ -129,3 +132,35 @@ def test_crossover_splits_memory_and_compute_bound_batches(batch):
     x = crossover_batch("Llama-3.1-8B", "H100 SXM", context_tokens=288, attention_flops=True)
     step = decode_step("Llama-3.1-8B", "H100 SXM", batch=batch, context_tokens=288, attention_flops=True)
     assert step.bound == ("compute" if batch > x else "memory")
+
+
+def test_roofs_follow_the_assumptions():
+    """The planner preset's 100% / 100%: 989 / 3.35 = 295.2 FLOP/B; FP8 weights under the course's method run
+    FP8 matmuls: 0.5 x 1,979 / 2.345 = 422.0 FLOP/B; the lab keeps BF16: 210.9 FLOP/B."""
+    assert ridge_intensity("H100 SXM", assumptions="planner").m == pytest.approx(989 / 3.35, rel=1e-9)
+    assert ridge_intensity("H100 SXM", weight_bytes="fp8").m == pytest.approx(989.5 / 2.345, rel=1e-9)
+    assert ridge_intensity("H100 SXM", weight_bytes="fp8", assumptions="lab").m == pytest.approx(494.5 / 2.345)
+    assert attainable_flops("H100 SXM", Q_(1e4, "FLOP/B"), assumptions="planner").to("TFLOP/s").m == pytest.approx(989)
+
+
+def test_crossover_under_the_envelope_method():
+    """At the datasheet bandwidth (3.35 TB/s) and 50% of 989 TFLOP/s:
+    16.06e9 / (16.06e9 x 3.35 / 494.5 - 131,072 x 288) = 16.06e9 / (108.80e6 - 37.75e6) = 226.0."""
+    hand = 16.06e9 / (16.06e9 * 3.35 / 494.5 - 131_072 * 288)
+    got = crossover_batch("Llama-3.1-8B", "H100 SXM", context_tokens=288, assumptions="envelope")
+    assert got == pytest.approx(hand, rel=1e-6)
+
+
+def test_flops_per_param_comes_from_the_assumptions():
+    """FLOPs per token are the assumptions' FLOPs per parameter x active parameters: 3 x 8.03e9 = 24.09 GFLOP."""
+    a = resolve().replace(flops_per_param=3.0)
+    assert decode_flops_per_token("Llama-3.1-8B", 288, assumptions=a).to("GFLOP").m == pytest.approx(24.09)
+
+
+def test_weight_ceiling_is_at_the_assumptions_bandwidth():
+    """At the course's 70% (the default), 2.345 TB/s / 16.06 GB = 146.0 tok/s; the back-of-the-envelope method's
+    datasheet 3.35 TB/s gives the hard ceiling, 208.6 tok/s."""
+    course = weight_read_ceiling("Llama-3.1-8B", "H100 SXM")
+    assert course.tokens_per_s_per_user.m == pytest.approx(2.345e12 / 16.06e9)
+    peak = weight_read_ceiling("Llama-3.1-8B", "H100 SXM", assumptions="envelope")
+    assert peak.tokens_per_s_per_user.m == pytest.approx(3.35e12 / 16.06e9)

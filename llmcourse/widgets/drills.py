@@ -3,9 +3,16 @@
 A :class:`Drill` deals a random estimate question drawn from the planner (KV per token, KV for
 a context, weights, the largest batch, decode speed, GPUs for a traffic figure), reads a typed
 answer with units (``"320 KiB"``, ``"0.75 GB"``, ``"47 tok/s"``, ``"12"``), passes it when it
-is within a factor of 2 of the planner's figure, shows that figure and the time taken, and keeps
-a score and a streak for the session. A typed answer it cannot use (no number, no unit where one
-is needed, the wrong kind of unit) gets a message, never a traceback, and does not count.
+is within a factor of :data:`FACTOR` (1.5) of the planner's figure, shows that figure and the
+time taken, and keeps a score and a streak for the session. The band is tight enough that the
+factor-of-two slips the course warns about (keys *and* values, BF16 vs FP8 bytes, per GPU vs per
+replica) miss, and names the likely slip; rounding and KiB vs kB pass. A typed answer it cannot
+use (no number, no unit where one is needed, the wrong kind of unit) gets a message, never a
+traceback, and does not count.
+
+The figures come from the planner under the course's method (``assumptions=None``), except the
+single-user decode speed, which asks for the ceiling at the datasheet bandwidth (the
+back-of-the-envelope method's, ``"envelope"``) and shows the course's figure beside it.
 
 Driven from code (as the tests do)::
 
@@ -40,24 +47,27 @@ from dataclasses import dataclass
 import ipywidgets as w
 import pint
 
+from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import gpus, models
 from llmcourse.errors import InputError
 from llmcourse.exercises.engine import slip_words
-from llmcourse.formulas import FORMULAS as F
 from llmcourse.planner import (
     decode_step,
+    fleet,
+    gpus_for_weights,
     kv_bytes_per_sequence,
     kv_bytes_per_token,
     max_batch,
-    serving_plan,
+    replica,
     traffic,
-    usable_memory,
     weight_bytes,
 )
 from llmcourse.units import Q_, sig
 
 __all__ = [
+    "FACTOR",
     "KINDS",
+    "SLIPS_2X",
     "Drill",
     "DrillInputError",
     "Problem",
@@ -73,8 +83,38 @@ __all__ = [
 #: The kinds of question a drill deals.
 KINDS: tuple[str, ...] = ("kv_per_token", "kv_context", "weights", "max_batch", "decode_speed", "gpus_for_traffic")
 
-#: A pass is an answer within this factor of the planner's figure, either way.
-FACTOR = 2.0
+#: A pass is an answer within this factor of the planner's figure, either way: wide enough for
+#: rounding every given to two figures and for KiB vs kB (1.024x) or GiB vs GB (1.074x), narrow
+#: enough that a factor-of-two slip (2x) misses.
+FACTOR = 1.5
+
+#: The factor-of-two slips behind a miss of about 2x (``"high"``) or 1/2 (``"low"``), by kind of question.
+SLIPS_2X: dict[str, dict[str, str]] = {
+    "kv_per_token": {
+        "high": "bytes per cached value: BF16 is 2, FP8 is 1?",
+        "low": "keys and values: did you count both?",
+    },
+    "kv_context": {
+        "high": "bytes per cached value: BF16 is 2, FP8 is 1?",
+        "low": "keys and values: did you count both?",
+    },
+    "weights": {
+        "high": "bytes per parameter: BF16 2, FP8 1, INT4 half a byte?",
+        "low": "bytes per parameter: BF16 2, FP8 1, INT4 half a byte?",
+    },
+    "max_batch": {
+        "high": "did you count both keys and values in the KV per token?",
+        "low": "the cache fills the memory of every GPU of the replica: per GPU vs per replica?",
+    },
+    "decode_speed": {
+        "high": "bytes per weight: BF16 2, FP8 1, INT4 half a byte?",
+        "low": "the GPUs of a tensor-parallel replica read their shares at once: per GPU vs per replica?",
+    },
+    "gpus_for_traffic": {
+        "high": "replicas x GPUs per replica: per GPU vs per replica?",
+        "low": "replicas x GPUs per replica: per GPU vs per replica?",
+    },
+}
 
 _MODELS = ("Llama-2-7B", "Llama-3.1-8B", "Qwen2.5-7B", "Llama-2-13B", "Mixtral-8x7B", "Llama-3.1-70B", "Qwen2.5-72B")
 _GPUS = ("H100 SXM", "H200 SXM", "B200", "A100 SXM 80GB", "L40S")
@@ -133,15 +173,18 @@ def _shape(name: str) -> str:
     return f"{m.layers} layers, {m.kv_heads} KV heads of dimension {m.head_dim}"
 
 
-def _fitting_gpus(name: str, gpu: str, precision: str) -> int:
-    """Fewest GPUs (1, 2, 4 or 8) whose usable memory holds the weights with room for some cache."""
-    for n in (1, 2, 4, 8):
-        if weight_bytes(name, precision) < 0.8 * usable_memory(gpu, n):
-            return n
-    return 8
+def _short(x: float) -> str:
+    """A number to three figures without trailing zeros (1.3, 90, 1.43)."""
+    text = sig(x, 3)
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def _kv_per_token(rng: random.Random) -> Problem:
+def _pct(share: float) -> str:
+    """A share as a percentage ("90%")."""
+    return _short(100 * share) + "%"
+
+
+def _kv_per_token(rng: random.Random, a: Assumptions) -> Problem:
     name, prec = rng.choice(_MODELS), rng.choice(("bf16", "fp8"))
     exact = kv_bytes_per_token(name, prec).to("KiB")
     return Problem(
@@ -153,7 +196,7 @@ def _kv_per_token(rng: random.Random) -> Problem:
     )
 
 
-def _kv_context(rng: random.Random) -> Problem:
+def _kv_context(rng: random.Random, a: Assumptions) -> Problem:
     name, ctx = rng.choice(_MODELS), rng.choice(_CONTEXTS)
     exact = kv_bytes_per_sequence(name, ctx).to("GB")
     return Problem(
@@ -165,7 +208,7 @@ def _kv_context(rng: random.Random) -> Problem:
     )
 
 
-def _weights(rng: random.Random) -> Problem:
+def _weights(rng: random.Random, a: Assumptions) -> Problem:
     name, prec = rng.choice(_MODELS), rng.choice(tuple(_PRECISIONS))
     params = models[name].params
     exact = weight_bytes(name, prec).to("GB")
@@ -178,7 +221,7 @@ def _weights(rng: random.Random) -> Problem:
     )
 
 
-def _max_batch(rng: random.Random) -> Problem:
+def _max_batch(rng: random.Random, a: Assumptions) -> Problem:
     while True:
         name, gpu, prec, ctx = (
             rng.choice(_MODELS),
@@ -186,26 +229,32 @@ def _max_batch(rng: random.Random) -> Problem:
             rng.choice(("bf16", "fp8")),
             rng.choice(_CONTEXTS[:4]),
         )
-        n = _fitting_gpus(name, gpu, prec)
-        batch = max_batch(name, gpu, ctx, n_gpus=n, weight_bytes=prec)
+        n = gpus_for_weights(name, gpu, prec, assumptions=a)
+        batch = max_batch(name, gpu, ctx, n_gpus=n, weight_bytes=prec, assumptions=a)
         if batch >= 1:
             break
     g = gpus[gpu]
     text = (
         f"How many {ctx:,}-token conversations fit at once: {name} in {_PRECISIONS[prec]} on {n} x {gpu} "
-        f"({g.memory.to('GB').m:g} GB each, 90% usable), KV cache in BF16 ({_show(kv_bytes_per_token(name), 'KiB')} "
-        f"per token)?"
+        f"({g.memory.to('GB').m:g} GB each, {_pct(a.memory_fraction)} usable), KV cache in BF16 "
+        f"({_show(kv_bytes_per_token(name), 'KiB')} per token)?"
     )
     return Problem(
         "max_batch", text, Q_(batch, ""), "", "(usable memory - weights) / (KV per token x tokens), rounded down"
     )
 
 
-def _decode_speed(rng: random.Random) -> Problem:
+#: The single-user question asks for the ceiling: the back-of-the-envelope method reads at the datasheet bandwidth.
+_CEILING = "envelope"
+
+
+def _decode_speed(rng: random.Random, a: Assumptions) -> Problem:
     dense = tuple(m for m in _MODELS if not models[m].is_moe)  # a MoE model reads only the experts it uses
     name, gpu, prec = rng.choice(dense), rng.choice(_GPUS), rng.choice(tuple(_PRECISIONS))
-    n = _fitting_gpus(name, gpu, prec)
-    s = decode_step(name, gpu, batch=1, context_tokens=1_000, n_gpus=n, weight_bytes=prec, bandwidth_efficiency=1.0)
+    n = gpus_for_weights(name, gpu, prec, assumptions=a)
+    kw = dict(batch=1, context_tokens=1_000, n_gpus=n, weight_bytes=prec)
+    top = decode_step(name, gpu, assumptions=_CEILING, **kw)
+    real = decode_step(name, gpu, assumptions=a, **kw)
     g = gpus[gpu]
     text = (
         f"Fastest single-user decode of {name} in {_PRECISIONS[prec]} on {n} x {gpu} "
@@ -215,34 +264,44 @@ def _decode_speed(rng: random.Random) -> Problem:
     return Problem(
         "decode_speed",
         text,
-        s.tokens_per_s_per_user,
+        top.tokens_per_s_per_user,
         "tok/s",
-        "GPUs x bandwidth / (weight bytes + KV bytes of the context)",
+        "GPUs x bandwidth / (weight bytes + KV bytes of the context): the ceiling; at the "
+        f"{_pct(a.bandwidth_efficiency)} of the bandwidth real kernels reach it is "
+        f"{_show(real.tokens_per_s_per_user, 'tok/s')}",
     )
 
 
-def _gpus_for_traffic(rng: random.Random) -> Problem:
-    name, prec = rng.choice(("Llama-3.1-8B", "Qwen2.5-7B", "Llama-3.1-70B", "Qwen2.5-72B")), rng.choice(("bf16", "fp8"))
-    gpu = rng.choice(("H100 SXM", "H200 SXM", "B200"))
-    n = _fitting_gpus(name, gpu, prec)
-    rate, answer = rng.choice((20, 50, 100, 300, 1_000, 3_000)), rng.choice((200, 300, 500, 1_000))
-    p = serving_plan(name, gpu, n, 2_000 + answer, weight_bytes=prec)
-    demand = traffic(Q_(rate, "1/s"), 2_000, answer).output_tokens_per_s
-    replicas = int(F["replicas_needed"](demand=demand, throughput=p.output_tokens_per_s).m)
+def _gpus_for_traffic(rng: random.Random, a: Assumptions) -> Problem:
+    while True:
+        name = rng.choice(("Llama-3.1-8B", "Qwen2.5-7B", "Llama-3.1-70B", "Qwen2.5-72B"))
+        prec, gpu = rng.choice(("bf16", "fp8")), rng.choice(("H100 SXM", "H200 SXM", "B200"))
+        rate, answer = rng.choice((20, 50, 100, 300, 1_000, 3_000)), rng.choice((200, 300, 500, 1_000))
+        n = gpus_for_weights(name, gpu, prec, assumptions=a)
+        rep = replica(
+            name, gpu, tensor_parallel=n, prompt_tokens=2_000, answer_tokens=answer, weight_bytes=prec, assumptions=a
+        )
+        if rep.fits:
+            break
+    f = fleet(traffic(Q_(rate, "1/s"), 2_000, answer).output_tokens_per_s, rep)
+    x = _show(rep.throughput, "tok/s")
+    spare = "" if f.headroom == 1 else f", sized with {_short(f.headroom)}x headroom"
     text = (
-        f"{rate:,} requests/s, each with a {answer:,}-token answer. One replica of {name} in {_PRECISIONS[prec]} on "
-        f"{n} x {gpu} makes {sig(float(p.output_tokens_per_s.m), 3)} tok/s at full load. How many GPUs?"
+        f"{rate:,} requests/s, each a 2,000-token prompt and a {answer:,}-token answer. One replica of {name} in "
+        f"{_PRECISIONS[prec]} on {n} x {gpu} makes {x} at full load"
+        f"{', prefill included' if rep.counts_prefill else ''}. How many GPUs{spare}?"
     )
     return Problem(
         "gpus_for_traffic",
         text,
-        Q_(replicas * n, ""),
+        Q_(f.gpus, ""),
         "",
-        f"requests/s x answer tokens / replica tok/s, rounded up, times {n} GPU{'s' if n > 1 else ''} per replica",
+        f"requests/s x answer tokens{f' x {_short(f.headroom)}' if f.headroom != 1 else ''} / replica tok/s, "
+        f"rounded up, times {n} GPU{'s' if n > 1 else ''} per replica",
     )
 
 
-_DEALERS: dict[str, Callable[[random.Random], Problem]] = {
+_DEALERS: dict[str, Callable[[random.Random, Assumptions], Problem]] = {
     "kv_per_token": _kv_per_token,
     "kv_context": _kv_context,
     "weights": _weights,
@@ -252,15 +311,18 @@ _DEALERS: dict[str, Callable[[random.Random], Problem]] = {
 }
 
 
-def deal_problem(rng: random.Random, kinds: Sequence[str] = KINDS) -> Problem:
-    """Draw one problem of one of ``kinds`` with ``rng`` (same state, same problem).
+def deal_problem(
+    rng: random.Random, kinds: Sequence[str] = KINDS, assumptions: Assumptions | str | None = None
+) -> Problem:
+    """Draw one problem of one of ``kinds`` with ``rng`` (same state, same problem), its figure
+    computed under ``assumptions`` (the course's method by default).
 
     Examples
     --------
     >>> deal_problem(random.Random(0), ["kv_per_token"]).kind
     'kv_per_token'
     """
-    return _DEALERS[rng.choice(list(kinds))](rng)
+    return _DEALERS[rng.choice(list(kinds))](rng, resolve(assumptions))
 
 
 # --- reading and comparing answers -----------------------------------------------------------------------
@@ -328,16 +390,25 @@ def _example_number(problem: Problem) -> str:
     return "320" if problem.unit == "KiB" else "0.75" if problem.unit == "GB" else "47"
 
 
-def slip(ratio: float) -> str:
+def slip(ratio: float, kind: str | None = None) -> str:
     """The usual slip behind an answer ``ratio`` times the figure, or ``""``: the exercise engine's
-    list of common slips, matched within 5% (drill answers are estimates).
+    list of common slips, matched within 5% (drill answers are estimates), then the factor-of-two
+    slips of the question's ``kind`` (:data:`SLIPS_2X`), matched within 10% (counts are rounded).
 
     Examples
     --------
     >>> slip(1 / 1000), slip(8.1), slip(3.0)
     ('check the unit prefix (k, M, G) or ms vs s', 'bits vs bytes?', '')
+    >>> slip(0.5, "kv_per_token")
+    'keys and values: did you count both?'
     """
-    return slip_words(ratio, tolerance=0.05)
+    words = slip_words(ratio, tolerance=0.05)
+    if words or kind not in SLIPS_2X:
+        return words
+    for side, factor in (("high", 2), ("low", 1 / 2)):
+        if abs(ratio / factor - 1) <= 0.1:
+            return SLIPS_2X[kind][side]
+    return ""
 
 
 def within(given: pint.Quantity, exact: pint.Quantity, factor: float = FACTOR) -> tuple[bool, float]:
@@ -345,10 +416,10 @@ def within(given: pint.Quantity, exact: pint.Quantity, factor: float = FACTOR) -
 
     Examples
     --------
-    >>> within(Q_(600, "KiB"), Q_(320, "KiB"))
-    (True, 1.875)
-    >>> within(Q_(0.1, "GB"), Q_(0.75, "GB"))[0]
-    False
+    >>> within(Q_(420, "KiB"), Q_(320, "KiB"))
+    (True, 1.3125)
+    >>> within(Q_(640, "KiB"), Q_(320, "KiB"))  # forgot nothing, doubled something: a miss
+    (False, 2.0)
     """
     ratio = float((given / exact).to("").m)
     return (1 / factor <= ratio <= factor), ratio
@@ -365,7 +436,7 @@ class Attempt:
 
 
 class Drill:
-    """Deals seeded estimate questions, checks typed answers within 2x, keeps score and streak.
+    """Deals seeded estimate questions, checks typed answers within :data:`FACTOR`, keeps score and streak.
 
     Parameters
     ----------
@@ -378,6 +449,8 @@ class Drill:
         (tests pass a fake clock).
     factor : float
         The tolerance: an answer within this factor of the planner's figure passes.
+    assumptions : str or Assumptions, optional
+        The method the figures are computed with (the course's by default).
     """
 
     def __init__(
@@ -387,12 +460,14 @@ class Drill:
         kinds: Sequence[str] = KINDS,
         clock: Callable[[], float] = time.monotonic,
         factor: float = FACTOR,
+        assumptions: Assumptions | str | None = None,
     ) -> None:
         unknown = [k for k in kinds if k not in _DEALERS]
         if unknown or not kinds:
             raise InputError(f"unknown drill kinds {unknown}; choose from {', '.join(KINDS)}.")
         if not factor > 1:
-            raise InputError(f"factor must be greater than 1 (2 = within 2x); got {factor!r}.")
+            raise InputError(f"factor must be greater than 1 (1.5 = within 1.5x either way); got {factor!r}.")
+        self.assumptions = resolve(assumptions)
         self.rng = random.Random(seed)
         self.kinds = list(kinds)
         self.clock = clock
@@ -418,7 +493,7 @@ class Drill:
         self.next_button.on_click(lambda _b: self.deal())
         self.widget = w.VBox(
             [
-                w.HTML("<b>Estimate drill</b> (within 2x passes)"),
+                w.HTML(f"<b>Estimate drill</b> (within {sig(factor, 2)}x passes)"),
                 self.question,
                 w.HBox([self.answer, self.check_button, self.next_button]),
                 self.feedback,
@@ -429,7 +504,7 @@ class Drill:
 
     def deal(self) -> Problem:
         """Deal the next question, clear the answer box and start its clock."""
-        self.problem = deal_problem(self.rng, self.kinds)
+        self.problem = deal_problem(self.rng, self.kinds, self.assumptions)
         self._dealt_at = self.clock()
         self._open = True
         self.answer.value = ""
@@ -462,7 +537,7 @@ class Drill:
             self.streak = 0
             side = "high" if ratio > 1 else "low"
             off = ratio if ratio > 1 else 1 / ratio
-            hint = slip(ratio)
+            hint = slip(ratio, p.kind)
             msg = f"Miss: {typed.strip()} is {sig(off, 2)}x too {side}{f' ({hint})' if hint else ''}; the planner says {exact}."
         v = Verdict("correct" if ok else "wrong", f"{msg} How: {p.how}. Time: {elapsed:.1f} s.", ratio, elapsed)
         self.history.append(Attempt(p, typed, v))
@@ -493,7 +568,7 @@ class Drill:
         return f"<Drill: {self.problem.text if self.problem else ''} | {self.summary()}>"
 
 
-def warmup(seed: int = 0, kinds: Sequence[str] = KINDS) -> list[Problem]:
+def warmup(seed: int = 0, kinds: Sequence[str] = KINDS, assumptions: Assumptions | str | None = None) -> list[Problem]:
     """One problem of each kind, dealt from ``seed``: a fixed set to practise on paper.
 
     Examples
@@ -502,7 +577,7 @@ def warmup(seed: int = 0, kinds: Sequence[str] = KINDS) -> list[Problem]:
     True
     """
     rng = random.Random(seed)
-    return [deal_problem(rng, [k]) for k in kinds]
+    return [deal_problem(rng, [k], assumptions) for k in kinds]
 
 
 def warmup_markdown(problems: Sequence[Problem]) -> tuple[str, str]:
