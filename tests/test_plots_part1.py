@@ -9,11 +9,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
+from llmcourse.memory import without_gqa
 from llmcourse.plots.gqa import kv_heads_sweep
 from llmcourse.plots.kv_cache import batch_vs_context, kv_vs_context
 from llmcourse.plots.tokens import stream_time
 from llmcourse.plots.weights import weights_by_precision
-from llmcourse.widgets.kv_cache import without_gqa
 
 
 @pytest.fixture(autouse=True)
@@ -64,3 +64,33 @@ def test_kv_heads_sweep_marks_12():
     assert labelled(ax) and "KiB" in ax.get_ylabel()
     twin = next(a for a in ax.figure.axes if a is not ax)
     assert "8 KV heads: 12 fit" in marked_texts(twin)
+
+
+def test_weights_by_precision_reads_memory_as_the_assumptions_say():
+    """Usable memory of one H100: 80 GB x 0.9 = 72 GB; read as GiB, 80 x 2^30 B x 0.9 = 77.3 GB."""
+    import llmcourse as lc
+
+    ax = weights_by_precision(["Qwen2.5-72B"], gpu_counts=(1,))
+    assert any("72 GB" in t for t in marked_texts(ax))
+    ax = weights_by_precision(["Qwen2.5-72B"], gpu_counts=(1,), assumptions=lc.resolve().replace(memory_unit="GiB"))
+    assert any("77 GB" in t for t in marked_texts(ax)) and "GiB" in ax.get_title()
+
+
+def test_roofline_labels_the_method_efficiencies():
+    """The course's roofline is drawn at 70% of bandwidth and 50% of compute, the envelope's at 100% / 50%."""
+    from llmcourse.plots.decode import roofline
+
+    assert "70% bandwidth, 50% compute" in roofline("Llama-3.1-8B", "H100 SXM").get_legend_handles_labels()[1][0]
+    env = roofline("Llama-3.1-8B", "H100 SXM", assumptions="envelope")
+    assert "100% bandwidth" in env.get_legend_handles_labels()[1][0]
+
+
+def test_step_and_throughput_marks_the_lab_crossover_and_draws_the_per_op_sum():
+    """The lab's 256/64 chart: crossover 410.5 (its 411); the per-op sum line lies at or above the max rule."""
+    from llmcourse.plots.batching import step_and_throughput
+
+    ax = step_and_throughput("Llama-3.1-8B", "H100 SXM", max_batch=512, assumptions="lab")
+    assert any("crossover 410.5" in t for t in marked_texts(ax))
+    lines = {ln.get_label(): ln.get_ydata() for ln in ax.get_lines()}
+    assert all(s >= m - 1e-9 for s, m in zip(lines["step time, per-op sum"], lines["step time"], strict=True))
+    assert lines["step time, per-op sum"][-1] > lines["step time"][-1]  # the matmuls are compute-bound at 512

@@ -14,7 +14,7 @@ import pytest
 from llmcourse.widgets.gqa import gqa_calculator, kv_head_options
 from llmcourse.widgets.kv_cache import kv_calculator, paged_context, without_gqa
 from llmcourse.widgets.tokens import answer_time_calculator, traffic_calculator
-from llmcourse.widgets.weights import memory_bar_svg, split_gpus, weight_fit, weights_calculator
+from llmcourse.widgets.weights import memory_bar_svg, weight_fit, weights_calculator
 
 
 def row(calc, label):
@@ -77,9 +77,28 @@ def test_weights_qwen72b_fp8_fits():
 
 
 def test_weights_gpu_counts_for_qwen72b_bf16():
-    """ceil(145.4 / 72) = 3 GPUs of memory, but 64 heads do not split 3 ways: 4 (seed 000 says four)."""
+    """ceil(145.4 / 72) = 3 GPUs of memory, but tensor parallelism takes a power of two: 4 (seed 000 says four)."""
     f = weight_fit("Qwen2.5-72B", "bf16", "H100 SXM", 2)
-    assert (f.gpus_needed, f.gpus_to_split) == (3, 4)
+    assert (f.gpus_needed, f.tensor_parallel) == (3, 4)
+
+
+def test_weights_qwen72b_bf16_fits_when_memory_is_read_as_gib():
+    """vLLM's 0.9 of the HBM as PyTorch sees it: 2 x 80 x 2^30 B x 0.9 = 154.62 GB, less 145.40 GB of weights
+    leaves 9.22 GB; the datasheet's 2 x 80e9 x 0.9 = 144 GB does not hold them."""
+    c = weights_calculator(plot=False).set(memory_unit="GiB")
+    assert row(c, "weights fit") == "yes"
+    assert row(c, "left for the KV cache") == "9.22 GB"
+    assert any(label.startswith("usable memory (2 x 80") and "GiB x 90%" in label for label, _ in c.rows)
+    assert row(c.set(memory_unit="GB"), "weights fit") == "no"
+
+
+def test_weights_calculator_starts_at_the_course_memory_share():
+    """The usable-share slider starts at the course's assumption, not a number typed in the widget."""
+    import llmcourse as lc
+
+    c = weights_calculator(plot=False)
+    assert c.controls["usable_fraction"].value == lc.resolve().memory_fraction
+    assert c.controls["memory_unit"].value == lc.resolve().memory_unit == "GB"
 
 
 def test_weights_llama_models():
@@ -135,11 +154,12 @@ def test_memory_bar_of_a_model_far_too_big():
     assert "kv" not in p and (p["weights"][1] - x0) / (p["usable"][0] - x0) == pytest.approx(1342 / 144, rel=0.01)
 
 
-def test_split_gpus_rules():
-    """Llama 3.1 8B (32 heads, 8 KV): 3 -> 4, 5 -> 8; 16 GPUs replicate each of the 8 KV heads twice."""
-    assert split_gpus("Llama-3.1-8B", 3) == 4
-    assert split_gpus("Llama-3.1-8B", 5) == 8
-    assert split_gpus("Llama-3.1-8B", 9) == 16
+def test_weight_fit_tensor_parallel_is_the_planner_rule():
+    """405B (405.9e9 params): FP8 406 GB / 72 GB = 5.6 -> 6 GPUs -> 8-way; BF16 812 GB / 72 GB = 11.3 -> 12 -> 16."""
+    fp8 = weight_fit("Llama-3.1-405B", "fp8", "H100 SXM")
+    bf16 = weight_fit("Llama-3.1-405B", "bf16", "H100 SXM")
+    assert (fp8.gpus_needed, fp8.tensor_parallel) == (6, 8)
+    assert (bf16.gpus_needed, bf16.tensor_parallel) == (12, 16)
 
 
 # --- KV cache ---------------------------------------------------------------------------------
@@ -170,6 +190,14 @@ def test_kv_fp8_cache_halves_the_token():
     """An FP8 cache stores 1 byte per value: Llama 3.1 8B 2x32x8x128x1 = 64 KiB."""
     c = kv_calculator().set(kv_precision="fp8")
     assert row(c, "KV per token") == "64.0 KiB (65,536 B)"
+
+
+def test_kv_calculator_has_a_method_dropdown():
+    """The batch follows the method chosen; every preset keeps 90% of the datasheet memory, so 166 in each."""
+    c = kv_calculator()
+    assert c.controls["method"].value == "course"
+    assert row(c.set(method="lab"), "sequences that fit") == "166"
+    assert row(c.set(method="envelope"), "sequences that fit") == "166"
 
 
 def test_kv_weights_that_do_not_fit():

@@ -34,6 +34,34 @@ def test_decode_calculator_goes_compute_bound_at_large_batch_short_context():
     assert "compute-bound" in dict(c.rows)["step time (time per output token)"]
 
 
+def test_decode_calculator_per_op_sum():
+    """Batch 256 at 288 tokens, 0.7 x 3.35 TB/s and 0.5 x 989.4 TFLOP/s: weights 16.06 GB -> 6.85 ms, matmuls
+    256 x 16.06 GFLOP -> 8.31 ms, KV 256 x 288 x 131,072 B = 9.66 GB -> 4.12 ms. Max rule: (16.06 + 9.66) GB ->
+    10.97 ms; per-op sum: 8.31 + 4.12 = 12.43 ms."""
+    c = decode_calculator().set(batch=256, context=288)
+    assert _ms(dict(c.rows)["step time (time per output token)"]) == pytest.approx(10.97, abs=0.05)
+    c.set(step_rule="sum")
+    assert _ms(dict(c.rows)["step time (time per output token)"]) == pytest.approx(12.43, abs=0.05)
+    assert "matmuls compute-bound" in dict(c.rows)["step time (time per output token)"]
+
+
+def test_decode_calculator_method_dropdown():
+    """The back-of-the-envelope method reads at the datasheet bandwidth: 6.977 ms x 0.7 = 4.88 ms at batch 1."""
+    c = decode_calculator()
+    assert c.controls["method"].value == "course"
+    assert _ms(dict(c.set(method="envelope").rows)["step time (time per output token)"]) == pytest.approx(
+        4.88, abs=0.01
+    )
+    assert dict(c.rows)["method"].startswith("100% of bandwidth")
+
+
+def test_decode_calculator_fp8_runs_fp8_matmuls():
+    """The course's method runs FP8 weights at the H100's FP8 peak; the lab's at BF16."""
+    c = decode_calculator().set(precision="fp8")
+    assert "FP8 peak" in dict(c.rows)["method"]
+    assert "BF16 peak" in dict(c.set(method="lab").rows)["method"]
+
+
 def test_decode_calculator_shows_bad_input_as_a_message():
     """A zero context is reported, not raised."""
     c = decode_calculator().set(context=0)
@@ -41,18 +69,27 @@ def test_decode_calculator_shows_bad_input_as_a_message():
 
 
 def test_prefill_calculator():
-    """2,048 tokens: ~69 ms with attention, 66.5 ms without; 64 prompts ~4.4 s (seed 001)."""
-    c = prefill_calculator()
+    """2,048 tokens under the lab's method: ~69 ms with attention; 64 prompts ~4.4 s (seed 001). The
+    back-of-the-envelope method leaves attention out: 2 x 8.03e9 x 2,048 / (0.5 x 989.4e12) = 66.5 ms."""
+    c = prefill_calculator(method="lab")
     assert _ms(dict(c.rows)["time to first token (last prompt)"]) == pytest.approx(69, abs=0.5)
-    assert _ms(dict(c.set(attention=False).rows)["time to first token (last prompt)"]) == pytest.approx(66.5, abs=0.1)
+    assert _ms(dict(c.set(method="envelope").rows)["time to first token (last prompt)"]) == pytest.approx(66.5, abs=0.1)
     assert dict(c.rows)["of which causal attention"] == "not counted"
-    c.set(attention=True, prompts=64)
+    c.set(method="lab", prompts=64)
     assert _ms(dict(c.rows)["time to first token (last prompt)"]) / 1000 == pytest.approx(4.4, abs=0.05)
+
+
+def test_prefill_calculator_fp8_weights_halve_the_course_prefill():
+    """FP8 weights on an H100: the course's method computes at the FP8 peak (1,979 TFLOP/s, twice the BF16
+    989), so the compute-bound prefill takes half as long as under the lab's BF16 method."""
+    course = _ms(dict(prefill_calculator(precision="fp8").rows)["time to first token (last prompt)"])
+    lab = _ms(dict(prefill_calculator(precision="fp8", method="lab").rows)["time to first token (last prompt)"])
+    assert course == pytest.approx(lab * 989 / 1979, rel=5e-3)  # both printed to 3 figures
 
 
 def test_moe_calculator_qwen3_batch_1_and_32():
     """Qwen3-30B-A3B: 1/16 of the experts at batch 1, 0.873 and ~26 ms at batch 32 (seed 001)."""
-    c = moe_calculator()
+    c = moe_calculator(method="lab")
     assert dict(c.rows)["fraction of experts touched"].startswith("0.062")
     c.set(batch=32)
     assert dict(c.rows)["fraction of experts touched"].startswith("0.873")
@@ -68,7 +105,7 @@ def test_moe_calculator_only_offers_moe_models():
 
 def test_batching_calculator_batch_1_and_64():
     """256/64 tokens at $3/GPU-hour: $5.83 -> $0.21 per million; ~145 -> ~8,100 tok/s (seed 001)."""
-    c = batching_calculator()
+    c = batching_calculator(method="lab")
     assert dict(c.rows)["$ per million output tokens"].startswith("5.83")
     assert dict(c.rows)["tok/s per user"] == "146"
     c.set(batch=64)
@@ -79,6 +116,14 @@ def test_batching_calculator_batch_1_and_64():
 
 def test_batching_calculator_long_prompts_have_no_crossover():
     """2,048-token prompts: ~15 ms per step at 64 requests and no crossover (seed 001)."""
-    c = batching_calculator().set(prompt_tokens=2_048, answer_tokens=512, batch=64)
+    c = batching_calculator(method="lab").set(prompt_tokens=2_048, answer_tokens=512, batch=64)
     assert _ms(dict(c.rows)["step time (time per output token)"]) == pytest.approx(15, abs=0.2)
     assert dict(c.rows)["crossover batch"].startswith("none")
+
+
+def test_batching_calculator_envelope_reads_kv_at_the_final_context():
+    """The back-of-the-envelope method reads each KV cache at 256 + 64 = 320 tokens (the lab at 288) and at the
+    datasheet bandwidth: batch 1 steps (16.06 GB + 320 x 131,072 B) / 3.35 TB/s = 4.81 ms."""
+    c = batching_calculator(method="envelope")
+    assert dict(c.rows)["KV read at (tokens per sequence)"] == "320"
+    assert _ms(dict(c.rows)["step time (time per output token)"]) == pytest.approx(4.81, abs=0.01)

@@ -6,7 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from llmcourse.planner import decode_step
+from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.planner import matmul_precision, replica
 from llmcourse.plots import new_figure
 from llmcourse.roofline import crossover_batch
 
@@ -21,23 +22,49 @@ def step_and_throughput(
     answer_tokens: float = 64,
     max_batch: int = 1_024,
     attention_flops: bool = True,
+    assumptions: Assumptions | str | None = None,
+    per_op: bool = True,
 ) -> Any:
-    """Decode step time (left axis) and output tokens/s (right axis) against the batch, at the average
-    context prompt + answer/2; the crossover batch, if there is one, is a dashed line."""
-    ctx = prompt_tokens + answer_tokens / 2
+    """Decode step time (left axis) and output tokens/s (right axis) against the batch, from the replica
+    model under ``assumptions`` (the course's by default: KV read at the average context prompt +
+    answer/2, the slower-of-totals step rule);
+    ``per_op`` adds the step time by the per-operation sum (``step_rule="sum"``) as a dashed line. The
+    crossover batch of the slower-of-totals rule, if there is one, is a dashed vertical line."""
+    a = resolve(assumptions).replace(decode_attention_flops=attention_flops)
     bs = np.unique(np.geomspace(1, max_batch, 80).astype(int))
-    steps = [decode_step(model, gpu, batch=int(b), context_tokens=ctx, attention_flops=attention_flops) for b in bs]
+
+    def step(b: int, rule: Assumptions) -> Any:
+        r = replica(model, gpu, batch=b, prompt_tokens=prompt_tokens, answer_tokens=answer_tokens, assumptions=rule)
+        return r.step
+
+    steps = [step(int(b), a) for b in bs]
+    # the context the method reads KV at
+    ctx = replica(
+        model, gpu, batch=1, prompt_tokens=prompt_tokens, answer_tokens=answer_tokens, assumptions=a
+    ).kv_read_tokens
     _fig, ax = new_figure()
     ax.plot(bs, [s.step_time.to("ms").m for s in steps], color="crimson", label="step time")
     ax.plot(bs, [s.memory_time.to("ms").m for s in steps], ":", color="crimson", alpha=0.6, label="memory time")
     ax.plot(bs, [s.compute_time.to("ms").m for s in steps], ":", color="grey", label="compute time")
+    if per_op and a.step_rule != "sum":
+        summed = a.replace(step_rule="sum")
+        per = [step(int(b), summed) for b in bs]
+        ax.plot(bs, [s.step_time.to("ms").m for s in per], "--", color="darkred", label="step time, per-op sum")
     ax.set_xscale("log")
     ax.set_xlabel("concurrent requests (batch)")
     ax.set_ylabel("time per output token (ms)", color="crimson")
     ax2 = ax.twinx()
     ax2.plot(bs, [s.throughput.m for s in steps], color="royalblue", label="throughput")
     ax2.set_ylabel("output tokens/s, whole batch", color="royalblue")
-    x = crossover_batch(model, gpu, context_tokens=ctx, attention_flops=attention_flops)
+    x = crossover_batch(
+        model,
+        gpu,
+        context_tokens=ctx,
+        attention_flops=a.decode_attention_flops,
+        bandwidth_efficiency=a.bandwidth_efficiency,
+        compute_efficiency=a.compute_efficiency,
+        compute_precision=matmul_precision(2, gpu, a),
+    )
     if x is not None and x <= max_batch:
         ax.axvline(x, ls="--", color="black")
         ax.annotate(f"crossover {x:,.1f}", (x, ax.get_ylim()[1] * 0.9), textcoords="offset points", xytext=(-70, 0))

@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.planner import matmul_precision
 from llmcourse.plots import new_figure
 from llmcourse.roofline import attainable_flops, decode_point, prefill_point, ridge_intensity
 from llmcourse.units import Q_
@@ -20,18 +22,29 @@ def roofline(
     context_tokens: float = 2_304,
     batches: tuple[int, ...] = (1, 64),
     prompt_tokens: float = 2_048,
+    weight_bytes: Any = 2,
+    assumptions: Assumptions | str | None = None,
 ) -> Any:
-    """Attainable FLOP/s against arithmetic intensity (0.7 bandwidth, 0.5 compute), with decode
-    steps at ``batches`` and one prefill of ``prompt_tokens`` marked where they sit."""
+    """Attainable FLOP/s against arithmetic intensity at the efficiencies of ``assumptions`` (the
+    course's by default), with decode steps at ``batches`` and one prefill of ``prompt_tokens``
+    marked where they sit."""
+    a = resolve(assumptions)
+    eff = dict(
+        bandwidth_efficiency=a.bandwidth_efficiency,
+        compute_efficiency=a.compute_efficiency,
+        compute_precision=matmul_precision(weight_bytes, gpu, a),
+    )
     _fig, ax = new_figure()
     xs = np.logspace(-1, 4.2, 200)
-    ys = [attainable_flops(gpu, Q_(x, "FLOP/B")).to("TFLOP/s").m for x in xs]
-    ax.loglog(xs, ys, color="black", label="roofline (70% bandwidth, 50% compute)")
-    ridge = ridge_intensity(gpu).m
+    ys = [attainable_flops(gpu, Q_(x, "FLOP/B"), **eff).to("TFLOP/s").m for x in xs]
+    label = f"roofline ({a.bandwidth_efficiency:.0%} bandwidth, {a.compute_efficiency:.0%} compute)"
+    ax.loglog(xs, ys, color="black", label=label)
+    ridge = ridge_intensity(gpu, **eff).m
     ax.axvline(ridge, ls=":", color="grey")
     ax.annotate(f"ridge {ridge:,.0f} FLOP/B", (ridge, ys[0]), textcoords="offset points", xytext=(4, 4), color="grey")
-    points = [decode_point(model, gpu, batch=b, context_tokens=context_tokens) for b in batches]
-    points.append(prefill_point(model, gpu, prompt_tokens))
+    common = dict(weight_bytes=weight_bytes, assumptions=a)
+    points = [decode_point(model, gpu, batch=b, context_tokens=context_tokens, **common) for b in batches]
+    points.append(prefill_point(model, gpu, prompt_tokens, **common))
     for p, colour in zip(points, ["crimson", "darkorange", "royalblue", "green"], strict=False):
         x, y = p.intensity.m, p.achieved.to("TFLOP/s").m
         ax.plot([x], [y], "o", color=colour, zorder=5)

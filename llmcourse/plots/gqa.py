@@ -4,23 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import models
+from llmcourse.memory import kv_head_options
 from llmcourse.planner import kv_bytes_per_token, max_batch
 from llmcourse.plots import mark_point, new_figure
-from llmcourse.widgets.gqa import kv_head_options
 
 __all__ = ["kv_heads_sweep"]
 
 
-def kv_heads_sweep(model: str, context: int, gpu: str = "H100 SXM") -> Any:
-    """KV per token (bars) and sequences that fit (line) for every KV-head count the query heads allow.
+def kv_heads_sweep(
+    model: str, context: int, gpu: str = "H100 SXM", *, assumptions: Assumptions | str | None = None
+) -> Any:
+    """KV per token (bars) and sequences that fit (line) for every KV-head count the query heads allow,
+    the batch under ``assumptions`` (the course's by default).
 
     Marks the model's own KV-head count.
     """
+    a = resolve(assumptions)
     orig = models[model]
     ks = kv_head_options(orig)
     kib = [kv_bytes_per_token(orig.with_(kv_heads=k)).to("KiB").m for k in ks]
-    batch = [max_batch(orig.with_(kv_heads=k), gpu, context) for k in ks]
+    batch = [max_batch(orig.with_(kv_heads=k), gpu, context, assumptions=a) for k in ks]
     _fig, ax = new_figure()
     pos = list(range(len(ks)))
     ax.bar(pos, kib, color="tab:blue", alpha=0.6)

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.planner import kv_bytes_per_sequence, max_batch
 from llmcourse.plots import mark_point, new_figure
 
@@ -22,27 +23,32 @@ def batch_vs_context(
     min_context: int = 256,
     max_context: int = 131_072,
     mark: tuple[Any, int] | None = None,
+    assumptions: Assumptions | str | None = None,
 ) -> Any:
-    """Sequences that fit beside the weights against the context length (log-log), one line per model.
+    """Sequences that fit beside the weights against the context length (log-log), one line per model,
+    the usable memory by ``assumptions`` (the course's by default).
 
     ``mark`` = (model, context) marks one point.
     """
+    a = resolve(assumptions)
+    fit = dict(n_gpus=n_gpus, weight_bytes=weight_bytes, assumptions=a)
     _fig, ax = new_figure()
     ctx = np.unique(np.geomspace(min_context, max_context, 60).astype(int))
     for n in names:
         label = n if isinstance(n, str) else n.name
-        b = np.array([max_batch(n, gpu, c, n_gpus=n_gpus, weight_bytes=weight_bytes) for c in ctx], dtype=float)
+        b = np.array([max_batch(n, gpu, c, **fit) for c in ctx], dtype=float)
         b[b == 0] = np.nan  # nothing fits: leave a gap on the log axis
         ax.plot(ctx, b, label=label)
     if mark is not None:
         m, c = mark
-        b = max_batch(m, gpu, c, n_gpus=n_gpus, weight_bytes=weight_bytes)
+        b = max_batch(m, gpu, c, **fit)
         mark_point(ax, c, b, f"{b} at {c:,} tokens")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("context per sequence (tokens, log scale)")
     ax.set_ylabel("sequences that fit (log scale)")
-    ax.set_title(f"{n_gpus} x {gpu}, 90% usable, BF16 weights and cache", fontsize=10)
+    usable = f"{a.memory_fraction:.0%} of memory usable" + (" (read as GiB)" if a.memory_unit == "GiB" else "")
+    ax.set_title(f"{n_gpus} x {gpu}, {usable}, BF16 weights and cache", fontsize=10)
     ax.legend(fontsize=8)
     return ax
 

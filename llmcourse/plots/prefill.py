@@ -6,24 +6,37 @@ from typing import Any
 
 import numpy as np
 
-from llmcourse.planner import prefill
+from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.planner import matmul_precision, prefill
 from llmcourse.plots import mark_point, new_figure
 
 __all__ = ["ttft_vs_prompt"]
 
 
-def ttft_vs_prompt(model: str, gpu: str, *, max_tokens: int = 32_768, mark: int = 2_048) -> Any:
-    """Prefill time of one prompt against its length, with and without the causal attention term."""
+def ttft_vs_prompt(
+    model: str,
+    gpu: str,
+    *,
+    max_tokens: int = 32_768,
+    mark: int = 2_048,
+    weight_bytes: Any = 2,
+    assumptions: Assumptions | str | None = None,
+) -> Any:
+    """Prefill time of one prompt against its length, with and without the causal attention term,
+    under ``assumptions`` (the course's by default)."""
+    a = resolve(assumptions)
+    common = dict(weight_bytes=weight_bytes, assumptions=a)
     ts = np.unique(np.linspace(128, max_tokens, 120).astype(int))
-    with_att = [prefill(model, gpu, t).time.to("ms").m for t in ts]
-    without = [prefill(model, gpu, t, attention=False).time.to("ms").m for t in ts]
+    with_att = [prefill(model, gpu, t, attention=True, **common).time.to("ms").m for t in ts]
+    without = [prefill(model, gpu, t, attention=False, **common).time.to("ms").m for t in ts]
     _fig, ax = new_figure()
     ax.plot(ts, with_att, label="2 FLOPs/parameter + causal attention")
     ax.plot(ts, without, "--", label="2 FLOPs/parameter only")
-    y = prefill(model, gpu, mark).time.to("ms").m
+    y = prefill(model, gpu, mark, attention=True, **common).time.to("ms").m
     mark_point(ax, mark, y, f"{mark:,} tokens: {y:.0f} ms")
     ax.set_xlabel("prompt tokens")
     ax.set_ylabel("time to first token (ms)")
-    ax.set_title(f"{model} on {gpu}, one prompt, 50% of peak BF16")
+    peak = matmul_precision(weight_bytes, gpu, a).upper()
+    ax.set_title(f"{model} on {gpu}, one prompt, {a.compute_efficiency:.0%} of the {peak} peak")
     ax.legend(fontsize=8)
     return ax

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.planner import usable_memory, weight_bytes
 from llmcourse.plots import mark_point, new_figure
 
@@ -19,11 +20,14 @@ def weights_by_precision(
     precisions: Sequence[str] = ("bf16", "fp8", "int4"),
     gpu_counts: Sequence[int] = (1, 2, 4, 8),
     mark: tuple[str, str] | None = None,
+    assumptions: Assumptions | str | None = None,
 ) -> Any:
-    """Weight bytes of several models at several precisions, against the usable memory of 1, 2, 4, 8 GPUs.
+    """Weight bytes of several models at several precisions, against the usable memory of 1, 2, 4, 8 GPUs
+    by ``assumptions`` (the course's by default).
 
     ``mark`` = (model, precision) marks one bar.
     """
+    a = resolve(assumptions)
     fig, ax = new_figure(6.4, 1.5 + 0.5 * len(names))
     height = 0.8 / len(precisions)
     for j, p in enumerate(precisions):
@@ -34,13 +38,14 @@ def weights_by_precision(
             i = list(names).index(mark[0])
             mark_point(ax, xs[i], ys[i], f"{xs[i]:,.1f} GB")
     for n in gpu_counts:
-        x = usable_memory(gpu, n).to("GB").m
+        x = usable_memory(gpu, n, assumptions=a).to("GB").m
         ax.axvline(x, color="k", ls=":", lw=1)
         ax.text(x, -0.6, f"{n} GPU{'s' if n > 1 else ''}\n{x:,.0f} GB", ha="center", va="top", fontsize=7)
     ax.set_yticks([i + height * (len(precisions) - 1) / 2 for i in range(len(names))], list(names))
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.set_xlabel("weight memory (GB, log scale)")
-    ax.set_title(f"dotted lines: usable memory (90%) of {gpu} GPUs", fontsize=9, pad=24)
+    share = f"{a.memory_fraction:.0%}" + (" of the GiB" if a.memory_unit == "GiB" else "")
+    ax.set_title(f"dotted lines: usable memory ({share}) of {gpu} GPUs", fontsize=9, pad=24)
     fig.legend(loc="outside lower center", ncol=len(precisions), fontsize=8, frameon=False)
     return ax

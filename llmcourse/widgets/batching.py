@@ -1,20 +1,41 @@
-"""The calculator of the chapter *Batching* (``book/08_batching.md``)."""
+"""The calculator of the chapter *Batching* (``book/08_batching.md``).
+
+The cycle (prefill the batch's prompts, then decode its answers) and the crossover come from the
+planner and the roofline under the method chosen (an assumptions preset, the course's by default).
+"""
 
 from __future__ import annotations
 
 import ipywidgets as w
 
-from llmcourse.planner import request_cycle
+from llmcourse.assumptions import resolve
+from llmcourse.planner import matmul_precision, request_cycle
 from llmcourse.roofline import crossover_batch, first_compute_bound_batch
 from llmcourse.units import Q_, fmt
-from llmcourse.widgets import Calculator, float_slider, gpu_dropdown, int_box, int_slider, model_dropdown
+from llmcourse.widgets import (
+    Calculator,
+    float_slider,
+    gpu_dropdown,
+    int_box,
+    int_slider,
+    model_dropdown,
+    preset_dropdown,
+)
 
 __all__ = ["batching_calculator"]
 
 
 def _rows(
-    model: str, gpu: str, prompt_tokens: int, answer_tokens: int, batch: int, price: float, attention_flops: bool
+    model: str,
+    gpu: str,
+    prompt_tokens: int,
+    answer_tokens: int,
+    batch: int,
+    price: float,
+    method: str,
+    attention_flops: bool,
 ) -> list[tuple[str, str]]:
+    a = resolve(method).replace(decode_attention_flops=attention_flops)
     c = request_cycle(
         model,
         gpu,
@@ -22,14 +43,22 @@ def _rows(
         prompt_tokens=prompt_tokens,
         answer_tokens=answer_tokens,
         price_per_hour=Q_(price, "USD/hour"),
-        attention_flops=attention_flops,
+        assumptions=a,
     )
-    avg = prompt_tokens + answer_tokens / 2
-    x = crossover_batch(model, gpu, context_tokens=avg, attention_flops=attention_flops)
-    first = first_compute_bound_batch(model, gpu, context_tokens=avg, attention_flops=attention_flops)
-    cross = "none: KV reads grow faster than compute" if x is None else f"{x:,.1f} (compute-bound from {first:,})"
     s = c.decode
+    ctx = c.replica.kv_read_tokens  # the context the method reads KV at
+    roof = dict(
+        context_tokens=ctx,
+        attention_flops=a.decode_attention_flops,
+        bandwidth_efficiency=a.bandwidth_efficiency,
+        compute_efficiency=a.compute_efficiency,
+        compute_precision=matmul_precision(2, gpu, a),
+    )
+    x = crossover_batch(model, gpu, **roof)
+    first = first_compute_bound_batch(model, gpu, **roof)
+    cross = "none: KV reads grow faster than compute" if x is None else f"{x:,.1f} (compute-bound from {first:,})"
     return [
+        ("KV read at (tokens per sequence)", f"{ctx:,.0f}"),
         ("step time (time per output token)", f"{fmt(s.step_time, 'ms')} ({s.bound}-bound)"),
         ("tok/s per user", f"{s.tokens_per_s_per_user.m:,.0f}"),
         ("tok/s in all, decode steps only", f"{s.throughput.m:,.0f}"),
@@ -50,8 +79,12 @@ def batching_calculator(
     answer_tokens: int = 64,
     batch: int = 1,
     price: float = 3.0,
+    method: str = "course",
+    attention_flops: bool = True,
 ) -> Calculator:
-    """Model, GPU, request shape and batch -> step time, throughput, cost and the crossover.
+    """Model, GPU, request shape, batch and method -> step time, throughput, cost and the crossover.
+    ``attention_flops`` counts the decode attention FLOPs on top of the method (as the lab's
+    crossover does).
 
     Examples
     --------
@@ -70,7 +103,8 @@ def batching_calculator(
             "answer_tokens": int_box(answer_tokens, "Answer tokens"),
             "batch": int_slider(batch, 1, 1024, description="Concurrent requests"),
             "price": float_slider(price, 0.5, 10.0, 0.25, "$ per GPU-hour"),
-            "attention_flops": w.Checkbox(value=True, description="Count decode attention FLOPs"),
+            "method": preset_dropdown(method),
+            "attention_flops": w.Checkbox(value=attention_flops, description="Count decode attention FLOPs"),
         },
         title="Batching: speed, throughput and cost",
     )

@@ -1,34 +1,45 @@
-"""The calculator of the chapter *Prefill is compute-bound* (``book/06_prefill.md``)."""
+"""The calculator of the chapter *Prefill is compute-bound* (``book/06_prefill.md``).
+
+The prefill comes from the planner under the method chosen (an assumptions preset, the course's by
+default): its efficiencies, the precision its matmuls run at and whether it counts the causal
+attention term.
+"""
 
 from __future__ import annotations
 
-import ipywidgets as w
-
-from llmcourse.planner import prefill
+from llmcourse.assumptions import resolve
+from llmcourse.planner import matmul_precision, prefill
 from llmcourse.units import fmt
-from llmcourse.widgets import Calculator, float_slider, gpu_dropdown, int_box, int_slider, model_dropdown
+from llmcourse.widgets import (
+    Calculator,
+    gpu_dropdown,
+    int_box,
+    int_slider,
+    model_dropdown,
+    precision_dropdown,
+    preset_dropdown,
+)
 
 __all__ = ["prefill_calculator"]
 
 
 def _rows(
-    model: str, gpu: str, prompt_tokens: int, prompts: int, n_gpus: int, compute_efficiency: float, attention: bool
+    model: str, gpu: str, precision: str, prompt_tokens: int, prompts: int, n_gpus: int, method: str
 ) -> list[tuple[str, str]]:
-    p = prefill(
-        model,
-        gpu,
-        prompt_tokens,
-        prompts=prompts,
-        n_gpus=n_gpus,
-        compute_efficiency=compute_efficiency,
-        attention=attention,
-    )
-    share = (p.attention_flops / p.flops).to("").m if attention else 0.0
+    a = resolve(method)
+    p = prefill(model, gpu, prompt_tokens, prompts=prompts, n_gpus=n_gpus, weight_bytes=precision, assumptions=a)
+    counted = a.prefill_attention
+    share = (p.attention_flops / p.flops).to("").m if counted else 0.0
     return [
+        (
+            "method",
+            f"{a.compute_efficiency:.0%} of the {matmul_precision(precision, gpu, a).upper()} peak, "
+            f"{a.bandwidth_efficiency:.0%} of bandwidth",
+        ),
         ("FLOPs", fmt(p.flops, "TFLOP")),
         (
             "of which causal attention",
-            f"{fmt(p.attention_flops, 'TFLOP')} ({share:.1%})" if attention else "not counted",
+            f"{fmt(p.attention_flops, 'TFLOP')} ({share:.1%})" if counted else "not counted",
         ),
         ("compute time", fmt(p.compute_time, "ms")),
         ("one read of the weights", fmt(p.memory_time, "ms")),
@@ -37,9 +48,16 @@ def _rows(
 
 
 def prefill_calculator(
-    model: str = "Llama-3.1-8B", gpu: str = "H100 SXM", prompt_tokens: int = 2_048, prompts: int = 1, n_gpus: int = 1
+    model: str = "Llama-3.1-8B",
+    gpu: str = "H100 SXM",
+    prompt_tokens: int = 2_048,
+    prompts: int = 1,
+    n_gpus: int = 1,
+    precision: str = "bf16",
+    method: str = "course",
 ) -> Calculator:
-    """Model, GPU, prompt length and prompts processed together -> prefill FLOPs and time.
+    """Model, GPU, weight precision, prompt length, prompts processed together and method -> prefill
+    FLOPs and time.
 
     Examples
     --------
@@ -54,11 +72,11 @@ def prefill_calculator(
         {
             "model": model_dropdown(model),
             "gpu": gpu_dropdown(gpu),
+            "precision": precision_dropdown(precision, "Weights"),
             "prompt_tokens": int_box(prompt_tokens, "Prompt tokens"),
             "prompts": int_slider(prompts, 1, 256, description="Prompts together"),
             "n_gpus": int_slider(n_gpus, 1, 8, description="GPUs"),
-            "compute_efficiency": float_slider(0.5, 0.1, 1.0, 0.05, "Compute efficiency"),
-            "attention": w.Checkbox(value=True, description="Count causal attention FLOPs"),
+            "method": preset_dropdown(method),
         },
         title="Prefill",
     )

@@ -1,114 +1,27 @@
 """Calculator of the chapter *Weights* (``book/02_weights.md``).
 
-Model x precision x GPU x GPU count -> do the weights fit, and what is left for the KV cache.
-Also :func:`split_gpus`, the GPU count a tensor-parallel server can actually split a model across.
+Model x precision x GPU x GPU count -> do the weights fit, and what is left for the KV cache. The
+memory a server may use and the tensor-parallel GPU count come from the planner
+(:func:`llmcourse.usable_memory`, :func:`llmcourse.gpus_for_weights`) under the assumptions given,
+the course's by default; the calculator can read a GPU's memory as the datasheet's GB or as the
+HBM's GiB, the way PyTorch (and so vLLM) sees it.
 """
 
 from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass
-from typing import Any
 
 import ipywidgets as w
-import pint
 
-from llmcourse.catalog import GPU, Model, gpus, models
-from llmcourse.errors import InputError
-from llmcourse.formulas import FORMULAS as F
-from llmcourse.planner import usable_memory, weight_bytes
-from llmcourse.units import fmt
+from llmcourse.assumptions import resolve
+from llmcourse.memory import WeightFit, weight_fit  # re-exported for old imports
 from llmcourse.widgets import Calculator, float_slider, gpu_dropdown, int_slider, model_dropdown, precision_dropdown
 
-__all__ = ["WeightFit", "memory_bar_svg", "split_gpus", "weight_fit", "weights_calculator"]
+__all__ = ["MEMORY_UNITS", "WeightFit", "memory_bar_svg", "weight_fit", "weights_calculator"]
 
-
-def split_gpus(model: Model | str, at_least: int) -> int:
-    """The smallest GPU count >= ``at_least`` that a tensor-parallel server can split ``model`` across.
-
-    vLLM (like most engines) needs the query heads to divide evenly among the GPUs, and the
-    KV heads either to divide evenly or to be replicated whole (GPU count a multiple of them).
-
-    Examples
-    --------
-    >>> split_gpus("Qwen2.5-72B", 3)  # 64 heads do not split three ways
-    4
-    >>> split_gpus("Llama-3.1-8B", 1)
-    1
-    """
-    m = model if isinstance(model, Model) else models[model]
-    if at_least < 1 or at_least != int(at_least):
-        raise InputError(f"at_least must be a whole number of GPUs, 1 or more; got {at_least!r}.")
-    for n in range(int(at_least), m.heads + 1):
-        if m.heads % n == 0 and (m.kv_heads % n == 0 or n % m.kv_heads == 0):
-            return n
-    raise InputError(f"{m.name} has {m.heads} heads: it cannot be split across {at_least} or more GPUs.")
-
-
-@dataclass(frozen=True)
-class WeightFit:
-    """Whether a model's weights fit in the usable memory of some GPUs."""
-
-    model: Model
-    gpu: GPU
-    n_gpus: int
-    precision: str
-    usable_fraction: float
-    weights: pint.Quantity
-    usable: pint.Quantity
-    gpus_needed: int
-    gpus_to_split: int
-
-    @property
-    def fits(self) -> bool:
-        return bool(self.weights <= self.usable)
-
-    @property
-    def free(self) -> pint.Quantity:
-        """Usable memory left for the KV cache (negative when the weights do not fit)."""
-        return (self.usable - self.weights).to("GB")
-
-    def rows(self) -> list[tuple[str, str]]:
-        return [
-            ("weights", fmt(self.weights, "GB")),
-            (
-                f"usable memory ({self.n_gpus} x {fmt(self.gpu.memory, 'GB')} x {self.usable_fraction:.0%})",
-                fmt(self.usable, "GB"),
-            ),
-            ("weights fit", "yes" if self.fits else "no"),
-            (
-                "left for the KV cache" if self.fits else "short by",
-                fmt(abs(self.free), "GB") if self.free.m else "0 GB",
-            ),
-            ("fewest GPUs whose usable memory holds the weights", str(self.gpus_needed)),
-            ("fewest GPUs the heads split evenly across", str(self.gpus_to_split)),
-        ]
-
-
-def weight_fit(
-    model: Model | str,
-    precision: Any = "bf16",
-    gpu: GPU | str = "H100 SXM",
-    n_gpus: int = 1,
-    usable_fraction: float = 0.9,
-) -> WeightFit:
-    """Weights, usable memory and the GPU counts for one model, precision and GPU.
-
-    Examples
-    --------
-    >>> f = weight_fit("Qwen2.5-72B", "bf16", "H100 SXM", 2)
-    >>> f.fits, fmt(f.weights, "GB", 4), f.gpus_needed, f.gpus_to_split
-    (False, '145.4 GB', 3, 4)
-    """
-    m = model if isinstance(model, Model) else models[model]
-    g = gpu if isinstance(gpu, GPU) else gpus[gpu]
-    wb = weight_bytes(m, precision)
-    mem = usable_memory(g, n_gpus, usable_fraction)
-    need = int(F["gpus_for_weights"](weights=wb, gpu_memory=g.memory, usable_fraction=usable_fraction).m)
-    return WeightFit(
-        m, g, int(n_gpus), str(precision), float(usable_fraction), wb.to("GB"), mem.to("GB"), need, split_gpus(m, need)
-    )
+#: The two readings of a GPU's listed memory the calculator offers (label, ``memory_unit``).
+MEMORY_UNITS = (("datasheet GB", "GB"), ("HBM GiB (as PyTorch sees it)", "GiB"))
 
 
 def _ticks(top: float, target: int = 5) -> list[float]:
@@ -130,7 +43,7 @@ def memory_bar_svg(fit: WeightFit, width: int = 640) -> str:
     >>> svg.startswith("<svg") and "145.4 of 144.0 GB usable" in svg
     True
     """
-    total = (fit.n_gpus * fit.gpu.memory).to("GB").m
+    total = fit.total.to("GB").m
     wts, usable = fit.weights.to("GB").m, fit.usable.to("GB").m
     left, right, top_y, bar_h = 12, 12, 28, 30
     span = width - left - right
@@ -176,22 +89,37 @@ def memory_bar_svg(fit: WeightFit, width: int = 640) -> str:
     return "".join(out)
 
 
+def _fit(model: str, precision: str, gpu: str, n_gpus: int, usable_fraction: float, memory_unit: str) -> WeightFit:
+    return weight_fit(
+        model,
+        precision,
+        gpu,
+        n_gpus,
+        assumptions=resolve().replace(memory_fraction=usable_fraction, memory_unit=memory_unit),
+    )
+
+
 def weights_calculator(
     model: str = "Qwen2.5-72B",
     precision: str = "bf16",
     gpu: str = "H100 SXM",
     n_gpus: int = 2,
-    usable_fraction: float = 0.9,
+    usable_fraction: float | None = None,
+    memory_unit: str | None = None,
     plot: bool = True,
 ) -> Calculator:
-    """Model, precision, GPU, GPU count and usable share -> do the weights fit, with a memory bar.
+    """Model, precision, GPU, GPU count, usable share and how a GPU's memory is read -> do the
+    weights fit, with a memory bar. The share and the reading start at the course's assumptions.
 
     Examples
     --------
     >>> c = weights_calculator(plot=False)
     >>> dict(c.rows)["weights fit"], dict(c.set(precision="fp8").rows)["weights fit"]
     ('no', 'yes')
+    >>> dict(c.set(precision="bf16", memory_unit="GiB").rows)["weights fit"]
+    'yes'
     """
+    a = resolve()
     bar = w.HTML()
 
     def draw(fit: WeightFit) -> None:
@@ -199,13 +127,22 @@ def weights_calculator(
             bar.value = memory_bar_svg(fit)
 
     calc = Calculator(
-        weight_fit,
+        _fit,
         {
             "model": model_dropdown(model),
             "precision": precision_dropdown(precision),
             "gpu": gpu_dropdown(gpu),
             "n_gpus": int_slider(n_gpus, 1, 8, description="GPUs"),
-            "usable_fraction": float_slider(usable_fraction, 0.5, 1.0, 0.05, "Usable share of memory"),
+            "usable_fraction": float_slider(
+                a.memory_fraction if usable_fraction is None else usable_fraction,
+                0.5,
+                1.0,
+                0.05,
+                "Usable share of memory",
+            ),
+            "memory_unit": w.Dropdown(
+                options=list(MEMORY_UNITS), value=memory_unit or a.memory_unit, description="Memory read as"
+            ),
         },
         title="Do the weights fit?",
         extra=draw,
