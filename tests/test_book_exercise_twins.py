@@ -15,7 +15,7 @@ TIP = re.compile(r"Each exercise below (?:except ([\d, and]+?) \([^)]*\) )?has a
 
 
 def _chapter_file(key: str) -> Path:
-    found = [p for p in BOOK.glob("*.md") if re.fullmatch(rf"\d\d_{key}\.md", p.name)]
+    found = [p for p in BOOK.glob("*.md") if re.fullmatch(rf"\d\d[a-z]?_{key}\.md", p.name)]
     assert len(found) == 1, (key, found)
     return found[0]
 

@@ -1,4 +1,10 @@
-"""Shared pieces of the exercise definitions: catalog choices that keep every variant feasible."""
+"""Shared pieces of the exercise definitions: catalog choices that keep every variant feasible, and the
+methods' assumptions as a story states them.
+
+Every figure an exercise's story gives about a method (a share of memory, of the bandwidth, of the FLOP/s, a
+headroom) is formatted from the preset the exercise's answer uses, never typed: ``pct(lc.resolve("capacity")
+.headroom_fraction)`` is "30%".
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,15 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+import llmcourse as lc
 from llmcourse.exercises.engine import Exercise, register
+
+#: The methods the exercises use: the course's (the default of every estimate) and the sources' presets that an
+#: exercise reproducing a source's worked example names.
+COURSE = lc.resolve()
+ENVELOPE = lc.resolve("envelope")
+LAB = lc.resolve("lab")
+CAPACITY = lc.resolve("capacity")
 
 #: Dense models with grouped-query attention and no sliding window.
 GQA_MODELS = ("Llama-3.1-8B", "Llama-3.1-70B", "Qwen2.5-7B", "Qwen2.5-72B", "Llama-2-70B", "Llama-3.1-405B")
@@ -15,6 +29,11 @@ SMALL_MODELS = ("Llama-3.1-8B", "Qwen2.5-7B", "Llama-2-7B")
 #: Data-centre GPUs with 80 GB or more.
 BIG_GPUS = ("H100 SXM", "H200 SXM", "B200", "MI300X", "A100 SXM 80GB")
 CONTEXTS = (1_024, 2_048, 2_300, 3_000, 4_096, 8_192)
+
+
+def pct(share: float) -> str:
+    """A share as a story prints it: ``pct(0.25)`` is ``"25%"``."""
+    return f"{share:.0%}"
 
 
 def pick(r: random.Random, options: Any) -> Any:

@@ -5,6 +5,10 @@
 static batch's share of useful slot-steps, :func:`llmcourse.batching.static_batch_utilisation`); the chapter's
 ``batching_ex1`` is a derivation and has no auto-checked version.
 ``batching_ex7`` .. ``batching_ex10`` are extra, on the interactive lab's set-up.
+
+The exercises on the lab's set-up (``batching_ex4``, ``_ex7`` .. ``_ex10``; ``_ex7``, ``_ex9`` and ``_ex10``
+reproduce the lab's 7.9 ms, $5.83 and $0.21) use the lab's preset (``assumptions="lab"``); the others are the
+course's own estimates (the default). Each story states the efficiencies, formatted from the preset.
 """
 
 from __future__ import annotations
@@ -12,12 +16,12 @@ from __future__ import annotations
 import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.batching import static_batch_utilisation
-from llmcourse.exercises._common import define, pick
+from llmcourse.exercises._common import COURSE, LAB, define, pct, pick
 from llmcourse.planner import largest_batch
 
 EXERCISES: list = []
 
-LAB = dict(model="Llama-3.1-8B", gpu="H100 SXM", prompt=256, answer=64, batch=64, price=3.0)
+LAB_SETUP = dict(model="Llama-3.1-8B", gpu="H100 SXM", prompt=256, answer=64, batch=64, price=3.0)
 
 
 def _vary_lab(r):
@@ -39,18 +43,24 @@ def _cycle(v, batch=None):
         prompt_tokens=v["prompt"],
         answer_tokens=v["answer"],
         price_per_hour=Q_(v["price"], "USD/hour"),
+        assumptions="lab",
     )
 
 
 _LAB = (
     "An interactive lab serves {model} (BF16) on one {gpu} at ${price} per GPU-hour. Requests have {prompt} "
-    "prompt tokens and {answer} answer tokens; decode reads each KV cache at the average context (prompt + "
-    "answer / 2), at 70% of peak bandwidth and 50% of peak FLOP/s; prefill runs at 50% of peak FLOP/s. "
+    "prompt tokens and {answer} answer tokens. Estimate as the lab does: decode reads each KV cache at the "
+    f"average context (prompt + answer / 2), at {pct(LAB.bandwidth_efficiency)} of peak bandwidth and "
+    f"{pct(LAB.compute_efficiency)} of the BF16 peak FLOP/s; prefill runs at "
+    f"{pct(LAB.compute_efficiency)} of the BF16 peak, its attention term included. "
 )
 _STEP = (
     "Bytes per step = weights + batch x KV per token x (prompt + answer / 2).",
-    "Step time = the slower of bytes / (0.7 x bandwidth) and batch x 2 x parameters / (0.5 x peak FLOP/s).",
+    f"Step time = the slower of bytes / ({LAB.bandwidth_efficiency:g} x bandwidth) and batch x "
+    f"{LAB.flops_per_param:g} x parameters / ({LAB.compute_efficiency:g} x peak FLOP/s).",
 )
+#: The course's decode efficiencies, as the stories state them.
+_ETAS = f"{pct(COURSE.bandwidth_efficiency)} of peak bandwidth, {pct(COURSE.compute_efficiency)} of peak FLOP/s"
 _COST = (
     "Time of a cycle = prefill of the batch + {answer} decode steps.",
     "Cost per million = price per hour x cycle time / (batch x {answer} tokens) x 10^6.",
@@ -58,7 +68,8 @@ _COST = (
 
 
 def _kv_over_compute(v, context=None):
-    """One sequence's KV-read time over its compute time (2 FLOPs per parameter) at the average context."""
+    """One sequence's KV-read time over its compute time (2 FLOPs per parameter) at the average context, at the
+    course's efficiencies."""
     m, g = lc.models[v["model"]], lc.gpus[v["gpu"]]
     ctx = context if context is not None else v["prompt"] + v["answer"] / 2
     kv = lc.kv_bytes_per_token(m) * ctx
@@ -66,12 +77,14 @@ def _kv_over_compute(v, context=None):
         batch=1,
         n_gpus=1,
         flops_per_token=lc.FORMULAS["decode_flops_per_token"](
-            flops_per_param=Q_(2, "FLOP"), active_params=m.active_params
+            flops_per_param=Q_(COURSE.flops_per_param, "FLOP"), active_params=m.active_params
         ),
         peak_flops=g.peak_flops("bf16"),
-        compute_efficiency=0.5,
+        compute_efficiency=COURSE.compute_efficiency,
     )
-    read = lc.FORMULAS["weight_read_time"](weights=kv, n_gpus=1, bandwidth=g.bandwidth, bandwidth_efficiency=0.7)
+    read = lc.FORMULAS["weight_read_time"](
+        weights=kv, n_gpus=1, bandwidth=g.bandwidth, bandwidth_efficiency=COURSE.bandwidth_efficiency
+    )
     return (read / compute).to("")
 
 
@@ -84,8 +97,8 @@ define(
     EXERCISES,
     "batching_ex2",
     "The context where the crossover disappears",
-    "{model} (BF16) decodes on one {gpu} at 70% of peak bandwidth and 50% of peak FLOP/s, 2 FLOPs per parameter "
-    "only. Beyond what average context does one sequence's KV read take longer than its FLOPs, so that decode "
+    f"{{model}} (BF16) decodes on one {{gpu}} at the course's {_ETAS}, {COURSE.flops_per_param:g} FLOPs per "
+    "parameter only. Beyond what average context does one sequence's KV read take longer than its FLOPs, so that decode "
     "never becomes compute-bound however large the batch?",
     "",
     dict(model="Llama-3.1-8B", gpu="H100 SXM"),
@@ -95,8 +108,10 @@ define(
     ),
     _no_crossover,
     (
-        "One sequence's compute time: 2 x parameters / (0.5 x peak FLOP/s).",
-        "Its KV read: context x KV per token / (0.7 x bandwidth). Set them equal and solve for the context.",
+        f"One sequence's compute time: {COURSE.flops_per_param:g} x parameters / ({COURSE.compute_efficiency:g} x "
+        "peak FLOP/s).",
+        f"Its KV read: context x KV per token / ({COURSE.bandwidth_efficiency:g} x bandwidth). Set them equal and "
+        "solve for the context.",
     ),
     bare_ok=True,
     kv=True,
@@ -120,8 +135,9 @@ define(
     EXERCISES,
     "batching_ex3",
     "Is there a crossover at all?",
-    "{model} (BF16) decodes {prompt}-token prompts and {answer}-token answers on one {gpu} (70% of peak bandwidth, "
-    "50% of peak FLOP/s, 2 FLOPs per parameter only; the KV cache is read at the average context). Adding one "
+    "{model} (BF16) decodes {prompt}-token prompts and {answer}-token answers on one {gpu} "
+    f"(the course's {_ETAS}, {COURSE.flops_per_param:g} FLOPs per parameter only; the KV cache is read at the "
+    "average context). Adding one "
     "sequence to the batch adds its KV read to the memory time and its FLOPs to the compute time. How many times "
     "longer is that one sequence's KV-read time than its compute time? (Above 1, the denominator of the crossover "
     "formula is negative: there is no crossover batch at all.)",
@@ -137,8 +153,9 @@ define(
     (
         "Average context = {prompt} + {answer} / 2. KV per token = 2 x layers x KV heads x head dim x 2 bytes: "
         "lc.kv_bytes_per_token('{model}') (Llama 2 7B has no GQA: 512 KiB).",
-        "KV-read time = context x KV per token / (0.7 x bandwidth); compute time = 2 x parameters / (0.5 x peak "
-        "FLOP/s). The ratio is the first over the second.",
+        f"KV-read time = context x KV per token / ({COURSE.bandwidth_efficiency:g} x bandwidth); compute time = "
+        f"{COURSE.flops_per_param:g} x parameters / ({COURSE.compute_efficiency:g} x peak FLOP/s). The ratio is the "
+        "first over the second.",
         "Below 1 the crossover is at a finite batch (llmcourse.roofline.crossover_batch); at 1 or above, "
         "each extra sequence adds more memory time than compute time, so decode stays memory-bound at any batch "
         "(crossover_batch returns None).",
@@ -162,7 +179,7 @@ define(
     _LAB + "With {batch} requests served together (prefill all, then {answer} decode steps), what fraction of the "
     "cost per million output tokens is the prefill time?",
     "",
-    LAB,
+    LAB_SETUP,
     _vary_lab,
     _prefill_share,
     (*_COST, "Fraction = prefill time / (prefill time + {answer} x step time)."),
@@ -215,7 +232,7 @@ define(
     EXERCISES,
     "batching_ex6",
     "The largest batch at a speed target",
-    "{model} (BF16) runs on one {gpu} at a {context}-token context (70% of peak bandwidth, 50% of peak FLOP/s). "
+    f"{{model}} (BF16) runs on one {{gpu}} at a {{context}}-token context (the course's {_ETAS}). "
     "What is the largest batch that keeps each user at {speed} tokens per second or more?",
     "",
     dict(model="Qwen3-30B-A3B", gpu="H100 SXM", context=2_304, speed=50),
@@ -240,7 +257,7 @@ define(
     "Step time of a full batch",
     _LAB + "With {batch} requests decoding together, how long is one decode step?",
     "ms",
-    LAB,
+    LAB_SETUP,
     _vary_lab,
     lambda v: _cycle(v).decode.step_time,
     _STEP,
@@ -253,7 +270,7 @@ define(
     _LAB + "With {batch} requests decoding together, how many output tokens per second does the GPU produce while "
     "decoding?",
     "1/s",
-    LAB,
+    LAB_SETUP,
     _vary_lab,
     lambda v: _cycle(v).throughput,
     (*_STEP, "Throughput = batch / step time."),
@@ -266,7 +283,7 @@ define(
     _LAB + "Serving one request at a time (prefill, then {answer} decode steps), what does a million output tokens "
     "cost?",
     "USD",
-    LAB,
+    LAB_SETUP,
     _vary_lab,
     lambda v: _cycle(v, 1).cost_per_million_output_tokens,
     _COST + _STEP,
@@ -280,7 +297,7 @@ define(
     _LAB + "Serving {batch} requests together (prefill all, then {answer} decode steps), what does a million output "
     "tokens cost?",
     "USD",
-    LAB,
+    LAB_SETUP,
     _vary_lab,
     lambda v: _cycle(v).cost_per_million_output_tokens,
     _COST + _STEP,

@@ -1,13 +1,16 @@
 """Exercises for *Decode is memory-bound* (``book/05_decode.md``): bytes per step, step time, tokens/s.
 
 ``decode_ex1`` .. ``decode_ex6`` follow the chapter's exercises of the same labels (the numeric part of each).
+They are the course's own estimates, under its default method (``lc.resolve()``): the efficiencies the stories
+state are formatted from it. ``decode_ex4`` and ``decode_ex7`` are the pure weight-read model (the datasheet
+bandwidth, nothing but the weights read), which the stories say outright.
 """
 
 from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse import Q_
-from llmcourse.exercises._common import define, pick
+from llmcourse.exercises._common import COURSE, define, pct, pick
 from llmcourse.planner import largest_batch
 
 EXERCISES: list = []
@@ -27,15 +30,17 @@ def _step(v, **kw):
 
 _STEP_HINTS = (
     "Each step reads all the weights once, plus the sequence's KV cache at {context} tokens.",
-    "Time = bytes read / ({eff} x lc.gpus['{gpu}'].bandwidth); check that 2 FLOPs per parameter at 50% of peak is "
-    "not slower.",
+    f"Time = bytes read / ({{eff}} x lc.gpus['{{gpu}}'].bandwidth); check that {COURSE.flops_per_param:g} FLOPs per "
+    f"parameter at {pct(COURSE.compute_efficiency)} of the BF16 peak is not slower.",
 )
+#: The bandwidth efficiencies a student may be given: the course's, and a step below and above it.
+_EFFS = tuple(round(COURSE.bandwidth_efficiency + d, 2) for d in (-0.1, 0.0, 0.1))
+#: The course's compute efficiency, as the stories state it.
+_ETA_F = pct(COURSE.compute_efficiency)
 
 
 def _vary_step(r):
-    return dict(
-        model=pick(r, _SMALL), gpu=pick(r, _GPUS), context=pick(r, (1_024, 2_300, 4_096)), eff=pick(r, (0.6, 0.7, 0.8))
-    )
+    return dict(model=pick(r, _SMALL), gpu=pick(r, _GPUS), context=pick(r, (1_024, 2_300, 4_096)), eff=pick(r, _EFFS))
 
 
 define(
@@ -43,9 +48,10 @@ define(
     "decode_ex1",
     "Step time for one user",
     "A help-desk bot runs {model} in BF16 on one {gpu}, batch 1, at a {context}-token context. The GPU reaches "
-    "{eff} of its peak bandwidth. How long is one decode step?",
+    f"{{eff}} of its peak bandwidth, and its matrix multiplications {_ETA_F} of the BF16 peak FLOP/s (the course's "
+    "compute efficiency). How long is one decode step?",
     "ms",
-    dict(model="Qwen2.5-7B", gpu="A100 SXM 80GB", context=2_300, eff=0.7),
+    dict(model="Qwen2.5-7B", gpu="A100 SXM 80GB", context=2_300, eff=COURSE.bandwidth_efficiency),
     _vary_step,
     lambda v: _step(v).step_time,
     _STEP_HINTS,
@@ -77,14 +83,14 @@ define(
     "decode_ex3",
     "INT4 with group scales",
     "A laptop-class service quantizes {model} to 4-bit weights with one 16-bit scale per group of {group} weights "
-    "(the KV cache stays BF16). On one {gpu} at batch 1, a {context}-token context and {eff} of peak bandwidth, "
-    "how long is one decode step?",
+    "(the KV cache stays BF16). On one {gpu} at batch 1, a {context}-token context, {eff} of peak bandwidth and "
+    f"the course's {_ETA_F} of the BF16 peak FLOP/s, how long is one decode step?",
     "ms",
-    dict(model="Llama-3.1-8B", gpu="H100 SXM", context=2_304, eff=0.7, group=64),
+    dict(model="Llama-3.1-8B", gpu="H100 SXM", context=2_304, eff=COURSE.bandwidth_efficiency, group=64),
     lambda r: _vary_step(r) | {"group": pick(r, (32, 64, 128))},
     lambda v: _step(v, weight_bytes=_int4(v)).step_time,
     (
-        "Bytes per weight = 0.5 + 2 bytes / {group} weights.",
+        f"Bytes per weight = {lc.PRECISIONS['int4']:g} + 2 bytes / {{group}} weights.",
         "Fewer bytes per weight means fewer bytes to read each step.",
         *_STEP_HINTS,
     ),
@@ -97,28 +103,50 @@ define(
     ],
 )
 
+#: (model, weight precision, GPU) whose weights fit in one GPU's usable memory (the course's share of it): a 70B
+#: model in BF16 (141 GB) fits on no single 80 GB or 141 GB GPU, so its one-GPU variants store FP8 weights.
+_ONE_GPU = (
+    ("Llama-3.1-70B", "fp8", "H100 SXM"),
+    ("Qwen2.5-72B", "fp8", "H200 SXM"),
+    ("Llama-3.1-70B", "bf16", "B200"),
+    ("Llama-3.1-70B", "int4", "L40S"),
+    ("Llama-3.1-8B", "bf16", "H100 SXM"),
+    ("Llama-3.1-8B", "bf16", "L40S"),
+)
+
 define(
     EXERCISES,
     "decode_ex4",
     "A batch for a throughput target",
-    "A pure weight-read model of decode: {model} in BF16 on one GPU reading at {bandwidth} TB/s, each step reads "
-    "the weights once and nothing else. What batch gives {target} tokens per second in all?",
+    "A pure weight-read model of decode: {model} with {precision} weights on one {gpu} (they fit in the "
+    f"{pct(COURSE.memory_fraction)} of its memory a server may use), each step reading the weights once at the "
+    "GPU's full datasheet bandwidth and nothing else. What batch gives {target} tokens per second in all?",
     "",
-    dict(model="Llama-3.1-70B", bandwidth=3.35, target=10_000),
-    lambda r: dict(
-        model=pick(r, ("Llama-3.1-70B", "Qwen2.5-72B", "Llama-3.1-8B")),
-        bandwidth=pick(r, (2.0, 3.35, 4.8)),
-        target=pick(r, (5_000, 10_000, 20_000)),
+    dict(model="Llama-3.1-70B", precision="fp8", gpu="H100 SXM", target=10_000),
+    lambda r: (
+        dict(zip(("model", "precision", "gpu"), pick(r, _ONE_GPU), strict=True))
+        | dict(target=pick(r, (5_000, 10_000, 20_000)))
     ),
     lambda v: (
         Q_(v["target"], "1/s")
         * lc.FORMULAS["weight_read_time"](
-            weights=lc.weight_bytes(v["model"]), n_gpus=1, bandwidth=Q_(v["bandwidth"], "TB/s"), bandwidth_efficiency=1
+            weights=lc.weight_bytes(v["model"], v["precision"]),
+            n_gpus=1,
+            bandwidth=lc.gpus[v["gpu"]].bandwidth,
+            bandwidth_efficiency=1,  # the story's pure weight-read model: the datasheet bandwidth
         )
     ).to(""),
-    ("Step time = weight bytes / bandwidth, whatever the batch.", "Tokens/s = batch / step time: solve for the batch."),
+    (
+        "Step time = weight bytes / lc.gpus['{gpu}'].bandwidth, whatever the batch.",
+        "Tokens/s = batch / step time: solve for the batch.",
+    ),
     bare_ok=True,
     tolerance=0.02,
+    mistakes=lambda v: (
+        [(2 / lc.PRECISIONS[v["precision"]], "did you use 2 bytes per weight (BF16) instead of the precision given?")]
+        if lc.PRECISIONS[v["precision"]] != 2
+        else []
+    ),
 )
 
 
@@ -128,12 +156,15 @@ def _ratio(v):
     comp = f["decode_compute_time"](
         batch=1,
         n_gpus=1,
-        flops_per_token=Q_(2, "FLOP"),
+        flops_per_token=Q_(COURSE.flops_per_param, "FLOP"),
         peak_flops=g.peak_flops("bf16"),
-        compute_efficiency=0.5,
+        compute_efficiency=COURSE.compute_efficiency,
     )
     mem = f["weight_read_time"](
-        weights=Q_(lc.PRECISIONS[v["precision"]], "B"), n_gpus=1, bandwidth=g.bandwidth, bandwidth_efficiency=0.7
+        weights=Q_(lc.PRECISIONS[v["precision"]], "B"),
+        n_gpus=1,
+        bandwidth=g.bandwidth,
+        bandwidth_efficiency=COURSE.bandwidth_efficiency,
     )
     return (comp / mem).to("")
 
@@ -142,8 +173,9 @@ define(
     EXERCISES,
     "decode_ex5",
     "How far from compute-bound",
-    "A dense model decodes at batch 1 on one {gpu} with {precision} weights (no KV read), at 70% of peak "
-    "bandwidth and 50% of the BF16 peak FLOP/s. What is the ratio of compute time to memory time per step?",
+    f"A dense model decodes at batch 1 on one {{gpu}} with {{precision}} weights (no KV read), at "
+    f"{pct(COURSE.bandwidth_efficiency)} of peak bandwidth and {_ETA_F} of the BF16 peak FLOP/s (the course's "
+    "efficiencies). What is the ratio of compute time to memory time per step?",
     "",
     dict(gpu="H100 SXM", precision="bf16"),
     lambda r: dict(
@@ -151,8 +183,10 @@ define(
     ),
     _ratio,
     (
-        "Per parameter: 2 FLOPs at 0.5 x peak against b_w bytes at 0.7 x bandwidth.",
-        "Ratio = 0.7 x bandwidth x 2 FLOP / (0.5 x peak FLOP/s x bytes per weight): the parameter count cancels.",
+        f"Per parameter: {COURSE.flops_per_param:g} FLOPs at {COURSE.compute_efficiency:g} x peak against b_w bytes at "
+        f"{COURSE.bandwidth_efficiency:g} x bandwidth.",
+        f"Ratio = {COURSE.bandwidth_efficiency:g} x bandwidth x {COURSE.flops_per_param:g} FLOP / "
+        f"({COURSE.compute_efficiency:g} x peak FLOP/s x bytes per weight): the parameter count cancels.",
     ),
     bare_ok=True,
 )
@@ -182,8 +216,10 @@ define(
     "decode_ex6",
     "The largest batch at a speed target",
     "A premium chat runs {model} in {precision} on {n} x {gpu} (tensor parallel), every sequence at a {context}-"
-    "token context, 70% of peak bandwidth, 50% of peak FLOP/s. What is the largest batch that keeps each user at "
-    "{speed} tokens per second or more?",
+    f"token context, with the course's efficiencies: {pct(COURSE.bandwidth_efficiency)} of peak bandwidth, "
+    f"{_ETA_F} of the peak FLOP/s at the weights' precision (FP8 matrix multiplications for FP8 weights on a GPU "
+    "with an FP8 peak, BF16 otherwise). Before checking whether it fits in memory, what is the largest batch "
+    "that keeps each user at {speed} tokens per second or more?",
     "",
     dict(model="Llama-3.1-70B", precision="fp8", gpu="H100 SXM", n=2, context=2_304, speed=30),
     lambda r: (
@@ -193,8 +229,9 @@ define(
     _largest_batch,
     (
         "Step time must stay at or below 1 / {speed} s.",
-        "Memory time = (weights + B x KV per sequence) / ({n} x 0.7 x bandwidth): solve for B, round down.",
-        "Check the compute time at that batch too.",
+        f"Memory time = (weights + B x KV per sequence) / ({{n}} x {COURSE.bandwidth_efficiency:g} x bandwidth): "
+        "solve for B, round down.",
+        "Check the compute time at that batch too: lc.matmul_precision('{precision}', '{gpu}') names the peak.",
     ),
     integer=True,
     bare_ok=True,

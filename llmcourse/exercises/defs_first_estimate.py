@@ -1,9 +1,18 @@
-"""Exercises for *A first estimate* (``book/00_first_estimate.md``): the whole-table method."""
+"""Exercises for *A first estimate* (``book/00_first_estimate.md``): the whole-table method.
+
+The chapter's table reproduces the back-of-the-envelope method's worked example (Qwen2.5-72B in FP8 on two
+H100s: 94 conversations, 4,387 tokens per second, $0.32 per million), so these exercises work under that
+method's preset (``assumptions="envelope"``: the datasheet bandwidth, decode only, prefill not charged) and say
+so in their stories; the chapter's erratum gives the course's figures beside it.
+"""
 
 from __future__ import annotations
 
 import llmcourse as lc
-from llmcourse.exercises._common import define, pick
+from llmcourse.exercises._common import ENVELOPE, define, pct, pick
+
+#: The back-of-the-envelope method, whose worked example these exercises reproduce.
+METHOD = "envelope"
 
 EXERCISES: list = []
 
@@ -36,13 +45,28 @@ def _vary(r):
 
 def _plan(v):
     return lc.serving_plan(
-        v["model"], v["gpu"], v["n_gpus"], v["context"], weight_bytes=v["precision"], prompt_tokens=v["prompt"]
+        v["model"],
+        v["gpu"],
+        v["n_gpus"],
+        v["context"],
+        weight_bytes=v["precision"],
+        prompt_tokens=v["prompt"],
+        assumptions=METHOD,
     )
 
 
 _STORY = (
     "A legal-research start-up serves {model} with {precision} weights on {n_gpus} x {gpu}. A typical "
     "conversation holds {context} tokens ({prompt} of them the prompt). "
+)
+# The back-of-the-envelope method's decode step, in the words of the chapter's table.
+_STEP = (
+    f"Estimate it as the back-of-the-envelope method does: the server may use {pct(ENVELOPE.memory_fraction)} of "
+    "the GPUs' memory and the batch is as many conversations as fit; each decode step reads the weights and "
+    f"every conversation's whole KV cache at {pct(ENVELOPE.bandwidth_efficiency)} of the GPUs' datasheet bandwidth, "
+    f"and does {ENVELOPE.flops_per_param:g} FLOPs per parameter per conversation at "
+    f"{pct(ENVELOPE.compute_efficiency)} of the {ENVELOPE.matmul_precision.upper()} peak FLOP/s; the slower of the "
+    "two sets the pace. "
 )
 
 define(
@@ -64,12 +88,16 @@ define(
     EXERCISES,
     "first_estimate_ex2",
     "Usable memory",
-    _STORY + "The serving engine may use 90% of the GPUs' memory. How much memory is that?",
+    _STORY + f"The serving engine may use {pct(ENVELOPE.memory_fraction)} of the GPUs' memory, as the "
+    "back-of-the-envelope method plans. How much memory is that?",
     "GB",
     DEFAULT,
     _vary,
-    lambda v: lc.usable_memory(v["gpu"], v["n_gpus"]),
-    ("Usable memory = GPUs x memory per GPU x 0.9.", "lc.gpus['{gpu}'].memory is the memory of one GPU."),
+    lambda v: lc.usable_memory(v["gpu"], v["n_gpus"], assumptions=METHOD),
+    (
+        f"Usable memory = GPUs x memory per GPU x {ENVELOPE.memory_fraction:g}.",
+        "lc.gpus['{gpu}'].memory is the memory of one GPU.",
+    ),
 )
 
 define(
@@ -92,7 +120,8 @@ define(
     EXERCISES,
     "first_estimate_ex4",
     "How many conversations at once",
-    _STORY + "How many conversations fit in the memory the weights leave free?",
+    _STORY + f"The serving engine may use {pct(ENVELOPE.memory_fraction)} of the GPUs' memory, as the "
+    "back-of-the-envelope method plans. How many conversations fit in the memory the weights leave free?",
     "",
     DEFAULT,
     _vary,
@@ -106,17 +135,17 @@ define(
     EXERCISES,
     "first_estimate_ex5",
     "Time of one decode step",
-    _STORY + "With the batch full, each decode step reads the weights and every conversation's KV cache at "
-    "the GPUs' peak bandwidth, and does 2 FLOPs per parameter per conversation at 50% of the BF16 peak "
-    "FLOP/s; the slower of the two sets the pace. How long is one step?",
+    _STORY + _STEP + "How long is one step?",
     "ms",
     DEFAULT,
     _vary,
     lambda v: _plan(v).step_time,
     (
-        "Bytes per step = weights + batch x KV per conversation.",
-        "Step time = bytes per step / ({n_gpus} x the bandwidth of one {gpu}).",
-        "Check the compute: batch x 2 x parameters / ({n_gpus} x 0.5 x lc.gpus['{gpu}'].peak_flops('bf16')).",
+        "Bytes per step = weights + batch x KV per conversation at its full {context} tokens.",
+        f"Step time = bytes per step / ({{n_gpus}} x {ENVELOPE.bandwidth_efficiency:g} x the bandwidth of one "
+        "{gpu}).",
+        f"Check the compute: batch x {ENVELOPE.flops_per_param:g} x parameters / ({{n_gpus}} x "
+        f"{ENVELOPE.compute_efficiency:g} x lc.gpus['{{gpu}}'].peak_flops('{ENVELOPE.matmul_precision}')).",
     ),
 )
 
@@ -124,8 +153,8 @@ define(
     EXERCISES,
     "first_estimate_ex6",
     "Tokens per second, all users",
-    _STORY + "With the full batch (each step timed as the slower of reading the bytes at peak bandwidth and "
-    "doing the FLOPs at 50% of peak), how many output tokens per second do the GPUs produce in all?",
+    _STORY + _STEP + "Counting decode steps only, as the back-of-the-envelope method does (the prefill of the "
+    "prompts is not charged), how many output tokens per second do the GPUs produce in all?",
     "1/s",
     DEFAULT,
     _vary,
@@ -137,9 +166,9 @@ define(
     EXERCISES,
     "first_estimate_ex7",
     "Cost of a million output tokens",
-    _STORY + "The GPUs cost their catalog price per hour each and run at full load with the full batch (steps "
-    "timed as above: bytes at peak bandwidth or FLOPs at 50% of peak, whichever is slower). What does a "
-    "million output tokens cost?",
+    _STORY + _STEP + "The GPUs cost their catalog price per hour each and run at full load with the full batch, "
+    "decoding only (the back-of-the-envelope method does not charge prefill). What does a million output tokens "
+    "cost?",
     "USD",
     DEFAULT,
     _vary,

@@ -3,16 +3,26 @@
 ``fleet_ex1``, ``_ex2``, ``_ex3``, ``_ex5`` and ``_ex6`` follow the chapter's exercises of the same labels (their
 numeric part). ``fleet_ex4`` (the break-even API price at an average utilisation) too.
 ``fleet_ex7`` .. ``fleet_ex10`` are extra, on the chapter's worked 70B fleet.
+
+The chapter's worked fleet reproduces the capacity-planning method's example (25.8 ms a step, 81 replicas,
+~$296K a month), and its exercises vary that fleet, so the replica exercises (``fleet_ex1``, ``_ex2``, ``_ex4``,
+``_ex7`` .. ``_ex9``) use that method's preset (``assumptions="capacity"``: decode only, each conversation's KV
+read at its full length, 70% / 50%, a share of the throughput kept back for prefill and bursts), and their stories
+say so; the chapter's erratum gives the course's fleet beside it.
 """
 
 from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse import Q_
-from llmcourse.exercises._common import define, pick
+from llmcourse.exercises._common import CAPACITY, define, pct, pick
 from llmcourse.units import HOURS_PER_MONTH
 
 EXERCISES: list = []
+
+#: The method of the chapter's worked fleet, and the share of throughput it keeps back, in percent.
+METHOD = "capacity"
+_HELD_BACK = round(100 * CAPACITY.headroom_fraction)
 
 FLEET = dict(
     model="Llama-3.1-70B",
@@ -22,8 +32,7 @@ FLEET = dict(
     batch=64,
     context=2_400,
     demand=140_000,
-    headroom=0.3,
-    headroom_pct=30,
+    headroom_pct=_HELD_BACK,
 )
 _SETUPS = (
     ("Llama-3.1-70B", "fp8", "H100 SXM", 2),
@@ -35,13 +44,11 @@ _SETUPS = (
 
 
 def _vary(r):
-    h = pick(r, (20, 30, 50))
     return dict(zip(("model", "precision", "gpu", "tp"), pick(r, _SETUPS), strict=True)) | dict(
         batch=pick(r, (32, 48, 64)),
         context=pick(r, (1_600, 2_400, 3_200)),
         demand=pick(r, (40_000, 90_000, 140_000, 300_000)),
-        headroom=h / 100,
-        headroom_pct=h,
+        headroom_pct=pick(r, (20, _HELD_BACK, 50)),
     )
 
 
@@ -53,21 +60,26 @@ def _replica(v):
         batch=v["batch"],
         context_tokens=v["context"],
         weight_bytes=v["precision"],
+        assumptions=METHOD,
     )
 
 
 def _fleet(v):
-    return lc.fleet(Q_(v["demand"], "1/s"), _replica(v), headroom_fraction=v["headroom"])
+    return lc.fleet(Q_(v["demand"], "1/s"), _replica(v), headroom_fraction=v["headroom_pct"] / 100)
 
 
 _STORY = (
     "A public chat product serves {model} with {precision} weights and a BF16 KV cache. One replica is {tp} x {gpu} "
-    "(tensor parallel), running a batch of {batch} sequences at an average context of {context} tokens, at 70% of "
-    "peak bandwidth. "
+    "(tensor parallel), running a batch of {batch} conversations of {context} tokens. Size it as the chapter's "
+    "worked fleet does, by the capacity-planning method: each decode step reads the weights and every "
+    f"conversation's whole KV cache at {pct(CAPACITY.bandwidth_efficiency)} of peak bandwidth (or does "
+    f"{CAPACITY.flops_per_param:g} FLOPs per parameter per conversation at {pct(CAPACITY.compute_efficiency)} of the "
+    "BF16 peak, if slower), and a replica's throughput counts its decode steps only. "
 )
 _HINTS = (
-    "Bytes per step = weights + {batch} x KV per sequence; step time = bytes / ({tp} x 0.7 x bandwidth).",
-    "Replica throughput = {batch} / step time; usable = (1 - {headroom}) x that.",
+    f"Bytes per step = weights + {{batch}} x KV per sequence; step time = bytes / ({{tp}} x "
+    f"{CAPACITY.bandwidth_efficiency:g} x bandwidth).",
+    "Replica throughput = {batch} / step time; usable = (100% - {headroom_pct}%) x that.",
     "Replicas = demand / usable throughput, rounded up; GPUs = replicas x {tp}.",
 )
 
@@ -93,7 +105,7 @@ define(
     _STORY + "The product needs {demand} output tokens per second; each replica now keeps {headroom_pct}% of its "
     "throughput back. How many GPUs does the fleet need?",
     "",
-    dict(FLEET, headroom=0.5, headroom_pct=50),
+    dict(FLEET, headroom_pct=50),
     _vary,
     lambda v: _fleet(v).gpus,
     _HINTS,
@@ -119,7 +131,7 @@ define(
 
 def _break_even(v):
     f = lc.FORMULAS
-    served = f["tokens_served"](demand=Q_(v["demand"], "1/s"), utilisation=v["util"], hours=HOURS_PER_MONTH)
+    served = f["tokens_served"](demand=Q_(v["demand"], "1/s"), utilisation=v["util_pct"] / 100, hours=HOURS_PER_MONTH)
     return f["break_even_price"](cost=_fleet(v).monthly_cost, tokens_served=served) * 1e6
 
 
@@ -131,16 +143,16 @@ define(
     "replica, runs always on (730 hours a month) at the GPU's catalog price, and averages {util_pct}% of the peak "
     "demand over the month. At what API price per million output tokens would buying cost the same?",
     "USD",
-    FLEET | dict(util=0.6, util_pct=60),
-    lambda r: _vary(r) | (lambda u: dict(util=u / 100, util_pct=u))(pick(r, (30, 45, 60))),
+    FLEET | dict(util_pct=60),
+    lambda r: _vary(r) | dict(util_pct=pick(r, (30, 45, 60))),
     _break_even,
     (
         *_HINTS,
         "Monthly cost = GPUs x price per hour x 730 h.",
-        "Tokens served = {demand} per s x {util} x 730 h; price per million = cost / tokens x 10^6.",
+        "Tokens served = {demand} per s x {util_pct}% x 730 h; price per million = cost / tokens x 10^6.",
     ),
     tolerance=0.02,
-    mistakes=lambda v: [(v["util"], "did you divide by the peak demand instead of the average?")],
+    mistakes=lambda v: [(v["util_pct"] / 100, "did you divide by the peak demand instead of the average?")],
 )
 
 define(
@@ -165,19 +177,27 @@ define(
     ("Time = weight bytes / read rate.",),
 )
 
+
+def _vary_kv(r):
+    """A replica, a request count and a length whose KV cache fits beside the weights (drawn again until it does)."""
+    while True:
+        v = dict(zip(("model", "precision", "gpu", "tp"), pick(r, _SETUPS), strict=True)) | dict(
+            requests=pick(r, (20, 40, 80)), context=pick(r, (1_000, 3_000, 5_000, 12_000))
+        )
+        top = lc.max_batch(v["model"], v["gpu"], v["context"], n_gpus=v["tp"], weight_bytes=v["precision"])
+        if top >= v["requests"]:
+            return v
+
+
 define(
     EXERCISES,
     "fleet_ex6",
     "KV of a replica full of long documents",
-    "A replica of {model} runs {requests} requests, each a {context}-token document conversation (BF16 cache). "
-    "How much KV cache does it hold?",
+    "A replica of {model} ({precision} weights, BF16 cache) on {tp} x {gpu} runs {requests} requests, each a "
+    "{context}-token document conversation. How much KV cache does it hold?",
     "GB",
-    dict(model="Llama-3.1-70B", requests=40, context=12_000),
-    lambda r: dict(
-        model=pick(r, ("Llama-3.1-70B", "Qwen2.5-72B", "Llama-3.1-8B")),
-        requests=pick(r, (20, 40, 80)),
-        context=pick(r, (1_000, 6_000, 12_000)),
-    ),
+    dict(model="Llama-3.1-70B", precision="fp8", gpu="H100 SXM", tp=2, requests=40, context=5_000),
+    _vary_kv,
     lambda v: v["requests"] * lc.kv_bytes_per_sequence(v["model"], v["context"]),
     ("KV = requests x context x KV per token.",),
     kv=True,

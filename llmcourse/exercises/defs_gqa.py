@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse import Q_
-from llmcourse.exercises._common import define, pick
+from llmcourse.exercises._common import COURSE, define, pct, pick
 
 EXERCISES: list = []
+
+#: The share of memory a server may use, by the course's method (the default of these estimates).
+_USABLE = pct(COURSE.memory_fraction)
 
 _GQA = ("Llama-3.1-8B", "Llama-3.1-70B", "Qwen2.5-7B", "Qwen2.5-72B", "Mistral-7B-v0.1", "Mixtral-8x7B")
 _PER_TOKEN = ("KV per token = 2 (keys and values) x layers x KV heads x head dim x 2 bytes.",)
@@ -159,8 +162,8 @@ define(
     "gqa_ex6",
     "How many KV heads can we afford",
     "A variant of {model} (same weights, layers and head size, BF16) must serve at least {users} conversations of "
-    "{context} tokens on one {gpu} (90% usable). What is the largest number of KV heads (a divisor of the query "
-    "heads) that allows it?",
+    f"{{context}} tokens on one {{gpu}} ({_USABLE} usable). What is the largest number of KV heads (a divisor of the "
+    "query heads) that allows it?",
     "",
     dict(model="Llama-3.1-8B", users=50, context=33_280, gpu="H100 SXM"),
     lambda r: dict(
@@ -171,7 +174,7 @@ define(
     ),
     _most_kv_heads,
     (
-        "Budget per conversation = (0.9 x memory - weights) / {users}.",
+        f"Budget per conversation = ({COURSE.memory_fraction:g} x memory - weights) / {{users}}.",
         "KV heads <= budget / (2 x layers x head dim x 2 bytes x {context}); take the largest divisor of the query "
         "heads below that.",
     ),
@@ -205,8 +208,8 @@ define(
     EXERCISES,
     "gqa_ex8",
     "The same model without GQA",
-    "Suppose {model} had one KV head per query head (MHA) but were otherwise the same. On one {gpu} (BF16, 90% "
-    "usable) at {context}-token contexts, how many sequences would fit?",
+    f"Suppose {{model}} had one KV head per query head (MHA) but were otherwise the same. On one {{gpu}} (BF16, "
+    f"{_USABLE} usable) at {{context}}-token contexts, how many sequences would fit?",
     "",
     dict(model="Llama-3.1-8B", gpu="H100 SXM", context=32_768),
     lambda r: dict(zip(("model", "gpu"), pick(r, _LONG), strict=True)) | dict(context=pick(r, (4_096, 8_192, 16_384))),

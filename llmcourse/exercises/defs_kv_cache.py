@@ -8,9 +8,12 @@ from __future__ import annotations
 import math
 
 import llmcourse as lc
-from llmcourse.exercises._common import GQA_MODELS, define, pick
+from llmcourse.exercises._common import COURSE, GQA_MODELS, define, pct, pick
 
 EXERCISES: list = []
+
+#: The share of memory a server may use, by the course's method (the default of these estimates).
+_USABLE = pct(COURSE.memory_fraction)
 
 _PER_TOKEN = (
     "KV per token = 2 (keys and values) x layers x KV heads x head dim x bytes per value.",
@@ -53,13 +56,13 @@ define(
     EXERCISES,
     "kv_cache_ex2",
     "Tokens of cache that fit",
-    "{model} (BF16 weights and cache) runs on one {gpu}, 90% of its memory usable. How many tokens of KV cache "
-    "fit in total, across all conversations?",
+    f"{{model}} (BF16 weights and cache) runs on one {{gpu}}, {_USABLE} of its memory usable. How many tokens of KV "
+    "cache fit in total, across all conversations?",
     "",
     dict(model="Llama-3.1-8B", gpu="H100 SXM"),
     lambda r: dict(zip(("model", "gpu"), pick(r, _TOTAL), strict=True)),
     lambda v: ((lc.usable_memory(v["gpu"]) - lc.weight_bytes(v["model"])) / lc.kv_bytes_per_token(v["model"])).to(""),
-    ("Free memory = 0.9 x GPU memory - weights.", "Tokens = free memory / KV bytes per token."),
+    (f"Free memory = {COURSE.memory_fraction:g} x GPU memory - weights.", "Tokens = free memory / KV bytes per token."),
     bare_ok=True,
     kv=True,
     mistakes=_heads,
@@ -130,8 +133,8 @@ define(
     "Average occupancy with paged allocation",
     "With paged allocation in blocks of {block} tokens, a conversation holds on average over its life its prompt "
     "plus half its answer, rounded up to whole blocks. A chatbot runs {model} ({precision} weights, BF16 cache) on "
-    "{n} x {gpu} (90% usable); conversations are {prompt} prompt + {answer} answer tokens. How many conversations "
-    "fit at that average occupancy?",
+    f"{{n}} x {{gpu}} ({_USABLE} usable); conversations are {{prompt}} prompt + {{answer}} answer tokens. How many "
+    "conversations fit at that average occupancy?",
     "",
     dict(model="Qwen2.5-72B", precision="fp8", gpu="H100 SXM", n=2, prompt=2_000, answer=300, block=16),
     lambda r: (
@@ -161,9 +164,9 @@ define(
     EXERCISES,
     "kv_cache_ex6",
     "The long tail",
-    "A chatbot runs {model} ({precision} weights, BF16 cache) on {n} x {gpu} (90% usable), with ordinary "
-    "conversations of {context} tokens. If {docs} users each bring a {doc_len}-token document, how many ordinary "
-    "conversations still fit?",
+    f"A chatbot runs {{model}} ({{precision}} weights, BF16 cache) on {{n}} x {{gpu}} ({_USABLE} usable), with "
+    "ordinary conversations of {context} tokens. If {docs} users each bring a {doc_len}-token document, how many "
+    "ordinary conversations still fit?",
     "",
     dict(model="Qwen2.5-72B", precision="fp8", gpu="H100 SXM", n=2, context=2_300, docs=2, doc_len=30_000),
     lambda r: (

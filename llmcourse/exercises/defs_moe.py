@@ -3,16 +3,20 @@
 ``moe_ex1`` .. ``moe_ex3``, ``moe_ex5`` and ``moe_ex6`` follow the chapter's exercises of the same labels (their
 numeric part; ``moe_ex3`` is skewed routing, checked with :func:`llmcourse.moe.fraction_touched_skewed`); the
 chapter's ``moe_ex4`` (a simulation's variance) is an open question and has no auto-checked version.
-``moe_ex7`` .. ``moe_ex9`` are extra.
+``moe_ex7`` .. ``moe_ex9`` are extra. The step times are the course's method (the default); the stories state its
+efficiencies, formatted from ``lc.resolve()``.
 """
 
 from __future__ import annotations
 
 import llmcourse as lc
-from llmcourse.exercises._common import define, pick
+from llmcourse.exercises._common import COURSE, define, pct, pick
 from llmcourse.moe import fraction_touched_skewed, hot_cold_pick_probabilities
 
 EXERCISES: list = []
+
+#: The course's decode efficiencies, as the stories state them.
+_ETAS = f"{pct(COURSE.bandwidth_efficiency)} of peak bandwidth, {pct(COURSE.compute_efficiency)} of peak FLOP/s"
 
 _MOE = ("Qwen3-30B-A3B", "Qwen3-235B-A22B", "Mixtral-8x7B", "DeepSeek-V3", "gpt-oss-120b")
 _PHI = (
@@ -132,8 +136,8 @@ define(
     EXERCISES,
     "moe_ex5",
     "When the MoE step becomes slower",
-    "{model} and {dense} both run in BF16 on one {gpu} at a {context}-token context (70% of peak bandwidth, 50% of "
-    "peak FLOP/s). From what batch on is the MoE model's decode step slower than the dense model's?",
+    "{model} and {dense} both run in BF16 on one {gpu} at a {context}-token context "
+    f"(the course's {_ETAS}). From what batch on is the MoE model's decode step slower than the dense model's?",
     "",
     dict(model="Qwen3-30B-A3B", dense="Llama-3.1-8B", gpu="H100 SXM", context=2_304),
     lambda r: dict(
@@ -219,8 +223,8 @@ define(
     EXERCISES,
     "moe_ex9",
     "Step time at a larger batch",
-    "{model} (BF16) runs on one {gpu} at 70% of peak bandwidth and 50% of peak FLOP/s, decoding {batch} users "
-    "together, each at a {context}-token context. How long is one decode step?",
+    f"{{model}} (BF16) runs on one {{gpu}} at the course's {_ETAS}, decoding {{batch}} users together, each at a "
+    "{context}-token context. How long is one decode step?",
     "ms",
     dict(model="Qwen3-30B-A3B", gpu="H100 SXM", batch=32, context=2_048),
     lambda r: (
@@ -228,6 +232,9 @@ define(
         | dict(batch=pick(r, (1, 8, 16, 32)), context=pick(r, (1_024, 2_048, 4_096)))
     ),
     lambda v: _step(v["model"], v["gpu"], v["batch"], v["context"]),
-    (*_READ, "Add {batch} KV caches at {context} tokens; time = bytes / (0.7 x bandwidth)."),
+    (
+        *_READ,
+        f"Add {{batch}} KV caches at {{context}} tokens; time = bytes / ({COURSE.bandwidth_efficiency:g} x bandwidth).",
+    ),
     tolerance=0.02,
 )

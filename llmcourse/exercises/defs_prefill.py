@@ -1,26 +1,31 @@
 """Exercises for *Prefill is compute-bound* (``book/06_prefill.md``): FLOPs, TTFT, prefill pools.
 
 ``prefill_ex1`` .. ``prefill_ex6`` follow the chapter's exercises of the same labels (the numeric part of each).
+They use the course's method (the default), except two that redo a source's worked figure under that source's
+preset: ``prefill_ex2`` the back-of-the-envelope method's 0.29 s prefill, with FP8 compute
+(``assumptions="envelope"``), and ``prefill_ex7`` the capacity-planning method's ~200-GPU prefill pool
+(``assumptions="capacity"``). Each story states the efficiencies it uses, formatted from the preset.
 """
 
 from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse import Q_
-from llmcourse.exercises._common import define, pick
+from llmcourse.exercises._common import CAPACITY, COURSE, ENVELOPE, define, pct, pick
 
 EXERCISES: list = []
 
-_TWO = [(0.5, "did you count 2 FLOPs (a multiply and an add) per parameter per token?")]
+_TWO = [(1 / 2, "did you count 2 FLOPs (a multiply and an add) per parameter per token?")]
+_PER_PARAM = Q_(COURSE.flops_per_param, "FLOP")
 _DENSE = ("Llama-3.1-8B", "Llama-3.1-70B", "Qwen2.5-7B", "Qwen2.5-72B", "Llama-3.1-405B")
 
 
 def _crossover_prompt(v):
     m = lc.models[v["model"]]
-    linear = lc.FORMULAS["prefill_flops_linear"](flops_per_param=Q_(2, "FLOP"), params=m.params, prompt_tokens=1)
+    linear = lc.FORMULAS["prefill_flops_linear"](flops_per_param=_PER_PARAM, params=m.params, prompt_tokens=1)
     per_token_sq = (
         lc.FORMULAS["prefill_flops"](
-            flops_per_param=Q_(2, "FLOP"),
+            flops_per_param=_PER_PARAM,
             params=m.params,
             prompt_tokens=1,
             layers=m.layers,
@@ -60,9 +65,11 @@ define(
     EXERCISES,
     "prefill_ex2",
     "Prefill with FP8 compute",
-    "A RAG assistant runs {model} with FP8 weights on {n} x {gpu} and now also computes in FP8 (twice the BF16 "
-    "peak), at 50% of that peak. Prompts are {prompt} tokens. With 2 FLOPs per parameter per token (no attention "
-    "term), or one read of the weights at peak bandwidth if that is slower, what is the time to first token?",
+    "A RAG assistant runs {model} with FP8 weights on {n} x {gpu}. Redo the back-of-the-envelope method's prefill "
+    f"with FP8 compute (twice the BF16 peak) at {pct(ENVELOPE.compute_efficiency)} of that peak: "
+    f"{ENVELOPE.flops_per_param:g} FLOPs per parameter per token and no attention term, as that method counts "
+    f"them, or one read of the weights at {pct(ENVELOPE.bandwidth_efficiency)} of the datasheet bandwidth if that "
+    "is slower. Prompts are {prompt} tokens. What is the time to first token?",
     "s",
     dict(model="Qwen2.5-72B", precision="fp8", gpu="H100 SXM", n=2, prompt=2_000),
     lambda r: (
@@ -76,14 +83,13 @@ define(
             v["prompt"],
             n_gpus=v["n"],
             weight_bytes=v["precision"],
-            bandwidth_efficiency=1.0,
-            attention=False,
             compute_precision="fp8",
+            assumptions="envelope",
         ).time
     ),
     (
-        "FLOPs = 2 x parameters x {prompt}.",
-        "Time = FLOPs / ({n} x 0.5 x lc.gpus['{gpu}'].peak_flops('fp8')).",
+        f"FLOPs = {ENVELOPE.flops_per_param:g} x parameters x {{prompt}}.",
+        f"Time = FLOPs / ({{n}} x {ENVELOPE.compute_efficiency:g} x lc.gpus['{{gpu}}'].peak_flops('fp8')).",
     ),
     mistakes=lambda v: [
         *_TWO,
@@ -102,15 +108,16 @@ define(
     EXERCISES,
     "prefill_ex3",
     "Short prompts are memory-bound",
-    "{model} (BF16) prefills on one {gpu} at 50% of peak FLOP/s and 70% of peak bandwidth. Ignoring the "
-    "attention term, below what prompt length does the prefill take less compute time than one read of the "
-    "weights?",
+    f"{{model}} (BF16) prefills on one {{gpu}} at the course's {pct(COURSE.compute_efficiency)} of peak FLOP/s and "
+    f"{pct(COURSE.bandwidth_efficiency)} of peak bandwidth. Ignoring the attention term, below what prompt length "
+    "does the prefill take less compute time than one read of the weights?",
     "",
     dict(model="Llama-3.1-8B", gpu="H100 SXM"),
     lambda r: dict(model=pick(r, _DENSE[:4]), gpu=pick(r, ("H100 SXM", "L4", "A100 SXM 80GB", "B200", "L40S"))),
     _memory_bound_below,
     (
-        "Compute time = 2 x P x T / (0.5 x F); memory time = 2 bytes x P / (0.7 x bandwidth).",
+        f"Compute time = {COURSE.flops_per_param:g} x P x T / ({COURSE.compute_efficiency:g} x F); memory time = "
+        f"2 bytes x P / ({COURSE.bandwidth_efficiency:g} x bandwidth).",
         "Set them equal and solve for T: the parameter count cancels.",
     ),
     bare_ok=True,
@@ -127,9 +134,9 @@ define(
     EXERCISES,
     "prefill_ex4",
     "A prefill pool with prefix caching",
-    "A platform prefills {rate} prompt tokens per second of {model} on a pool of {gpu}s at 50% of their BF16 "
-    "peak, 2 FLOPs per parameter per token. Prefix caching serves {hit_pct}% of the prompt tokens from cache. "
-    "How many GPUs does the pool need?",
+    f"A platform prefills {{rate}} prompt tokens per second of {{model}} (BF16) on a pool of {{gpu}}s at the course's "
+    f"{pct(COURSE.compute_efficiency)} of their BF16 peak, {COURSE.flops_per_param:g} FLOPs per parameter per "
+    "token. Prefix caching serves {hit_pct}% of the prompt tokens from cache. How many GPUs does the pool need?",
     "",
     dict(model="Llama-3.1-70B", rate=700_000, gpu="H100 SXM", hit=0.6, hit_pct=60),
     lambda r: (
@@ -144,7 +151,8 @@ define(
     _pool,
     (
         "Only the tokens that miss the cache are prefilled: {rate} x (1 - {hit}).",
-        "GPUs = tokens/s x 2 x parameters / (0.5 x peak FLOP/s), rounded up.",
+        f"GPUs = tokens/s x {COURSE.flops_per_param:g} x parameters / ({COURSE.compute_efficiency:g} x peak FLOP/s), "
+        "rounded up.",
     ),
     integer=True,
     bare_ok=True,
@@ -161,8 +169,8 @@ define(
     EXERCISES,
     "prefill_ex5",
     "A burst, one prompt at a time",
-    "{users} users send {prompt}-token prompts to {model} (BF16, one {gpu}, 50% of peak FLOP/s, attention term "
-    "included) at the same instant. Prefill runs one prompt at a time, first come first served. What is the mean "
+    f"{{users}} users send {{prompt}}-token prompts to {{model}} (BF16, one {{gpu}}, the course's "
+    f"{pct(COURSE.compute_efficiency)} of peak FLOP/s, attention term included) at the same instant. Prefill runs one prompt at a time, first come first served. What is the mean "
     "time to first token over the {users} users?",
     "s",
     dict(model="Llama-3.1-8B", gpu="H100 SXM", prompt=2_048, users=64),
@@ -185,8 +193,9 @@ define(
     EXERCISES,
     "prefill_ex6",
     "Prefill of a mixture of experts",
-    "A search product prefills {prompt}-token prompts on {model} (BF16) on one {gpu}, at 50% of peak FLOP/s and 70% "
-    "of peak bandwidth, attention term included. How long does one prefill take?",
+    f"A search product prefills {{prompt}}-token prompts on {{model}} (BF16) on one {{gpu}}, at the course's "
+    f"{pct(COURSE.compute_efficiency)} of peak FLOP/s and {pct(COURSE.bandwidth_efficiency)} of peak bandwidth, "
+    "attention term included. How long does one prefill take?",
     "ms",
     dict(model="Qwen3-30B-A3B", gpu="H100 SXM", prompt=2_048),
     lambda r: dict(
@@ -197,7 +206,8 @@ define(
     lambda v: lc.prefill(v["model"], v["gpu"], v["prompt"]).time,
     (
         "Use the active parameters in 2 x P x T: each token passes through k experts only.",
-        "Compare with one read of all the weights (total parameters x 2 bytes / (0.7 x bandwidth)); the slower wins.",
+        "Compare with one read of all the weights (total parameters x 2 bytes / "
+        f"({COURSE.bandwidth_efficiency:g} x bandwidth)); the slower wins.",
     ),
     tolerance=0.02,
 )
@@ -206,8 +216,9 @@ define(
     EXERCISES,
     "prefill_ex7",
     "GPUs for a prefill stream",
-    "A platform serving {model} would run prefill alone on {gpu}s at 50% of their BF16 peak, for {rate} prompt "
-    "tokens per second (2 FLOPs per active parameter per token). How many GPUs does that take?",
+    f"A platform serving {{model}} (BF16) would run prefill alone on {{gpu}}s, for {{rate}} prompt tokens per "
+    f"second. Count it as the capacity-planning method does: {CAPACITY.flops_per_param:g} FLOPs per active "
+    f"parameter per token at {pct(CAPACITY.compute_efficiency)} of the BF16 peak. How many GPUs does that take?",
     "",
     dict(model="Llama-3.1-70B", rate=700_000, gpu="H100 SXM"),
     lambda r: dict(
@@ -215,8 +226,12 @@ define(
         rate=pick(r, (100_000, 350_000, 700_000, 1_500_000)),
         gpu=pick(r, ("H100 SXM", "B200", "MI300X")),
     ),
-    lambda v: lc.prefill_pool(Q_(v["rate"], "1/s"), v["model"], v["gpu"]).gpus,
-    ("GPUs = tokens/s x 2 x active parameters / (0.5 x lc.gpus['{gpu}'].peak_flops('bf16')).", "Round up."),
+    lambda v: lc.prefill_pool(Q_(v["rate"], "1/s"), v["model"], v["gpu"], assumptions="capacity").gpus,
+    (
+        f"GPUs = tokens/s x {CAPACITY.flops_per_param:g} x active parameters / ({CAPACITY.compute_efficiency:g} x "
+        f"lc.gpus['{{gpu}}'].peak_flops('{CAPACITY.matmul_precision}')).",
+        "Round up.",
+    ),
     integer=True,
     bare_ok=True,
 )

@@ -6,9 +6,12 @@
 from __future__ import annotations
 
 import llmcourse as lc
-from llmcourse.exercises._common import define, pick
+from llmcourse.exercises._common import COURSE, define, pct, pick
 
 EXERCISES: list = []
+
+#: The share of memory a server may use, by the course's method (the default of these estimates).
+_USABLE = pct(COURSE.memory_fraction)
 
 _BYTES = (
     "Bytes of weights = parameters x bytes per parameter.",
@@ -53,13 +56,13 @@ define(
     EXERCISES,
     "weights_ex2",
     "Room left on one big GPU",
-    "An enterprise search product loads {model} in {precision} on one {gpu}, 90% of its memory usable. How much "
-    "usable memory is left once the weights are in?",
+    f"An enterprise search product loads {{model}} in {{precision}} on one {{gpu}}, {_USABLE} of its memory usable. "
+    "How much usable memory is left once the weights are in?",
     "GB",
     dict(model="Llama-3.1-70B", precision="fp8", gpu="H200 SXM"),
     lambda r: dict(zip(("model", "precision", "gpu"), pick(r, _FIT), strict=True)),
     _left,
-    ("Left = 0.9 x lc.gpus['{gpu}'].memory - weights.", *_BYTES),
+    (f"Left = {COURSE.memory_fraction:g} x lc.gpus['{{gpu}}'].memory - weights.", *_BYTES),
     mistakes=_not_bf16,
 )
 
@@ -67,13 +70,16 @@ define(
     EXERCISES,
     "weights_ex3",
     "Usable memory of a server",
-    "A server has {n} x {gpu}. The serving engine keeps 10% back for activations and fragmentation. How much "
-    "memory may it use?",
+    f"A server has {{n}} x {{gpu}}. The serving engine keeps {pct(1 - COURSE.memory_fraction)} back for activations "
+    "and fragmentation. How much memory may it use?",
     "GB",
     dict(n=4, gpu="L40S"),
     lambda r: dict(n=pick(r, (1, 2, 4, 8)), gpu=pick(r, ("H100 SXM", "H200 SXM", "B200", "L40S", "MI300X", "L4"))),
     lambda v: lc.usable_memory(v["gpu"], v["n"]),
-    ("Usable memory = GPUs x memory per GPU x 0.9.", "lc.gpus['{gpu}'].memory is one GPU's memory."),
+    (
+        f"Usable memory = GPUs x memory per GPU x {COURSE.memory_fraction:g}.",
+        "lc.gpus['{gpu}'].memory is one GPU's memory.",
+    ),
 )
 
 _GPUS_FOR = (
@@ -91,15 +97,21 @@ define(
     EXERCISES,
     "weights_ex4",
     "GPUs just to hold the weights",
-    "A research lab wants to serve {model} in {precision} on {gpu}s, using 90% of each GPU's memory. What does the "
-    "ceiling formula give: the fewest GPUs whose usable memory holds the weights?",
+    f"A research lab wants to serve {{model}} in {{precision}} on {{gpu}}s, using {_USABLE} of each GPU's memory. "
+    "What does the ceiling formula give: the fewest GPUs whose usable memory holds the weights?",
     "",
     dict(model="Llama-3.1-405B", precision="bf16", gpu="H100 SXM"),
     lambda r: dict(zip(("model", "precision", "gpu"), pick(r, _GPUS_FOR), strict=True)),
     lambda v: lc.FORMULAS["gpus_for_weights"](
-        weights=lc.weight_bytes(v["model"], v["precision"]), gpu_memory=lc.gpus[v["gpu"]].memory, usable_fraction=0.9
+        weights=lc.weight_bytes(v["model"], v["precision"]),
+        gpu_memory=lc.gpus[v["gpu"]].memory,
+        usable_fraction=COURSE.memory_fraction,
     ),
-    ("Divide the weight bytes by the usable memory of one GPU (90% of it).", "Round up: a part of a GPU is a GPU."),
+    (
+        f"Divide the weight bytes by the usable memory of one GPU ({_USABLE} of it).",
+        "Round up: a part of a GPU is a GPU. (Serving engines then round tensor parallelism up to a power of two "
+        "within one server, 8 at most, and split the rest as pipeline stages: 16 H100s run as 8 x 2.)",
+    ),
     integer=True,
     bare_ok=True,
 )
@@ -116,13 +128,13 @@ define(
     EXERCISES,
     "weights_ex5",
     "A model on a small GPU",
-    "An on-premises assistant runs {model} in {precision} on one {gpu} (90% usable). How much usable memory is left "
-    "after the weights?",
+    f"An on-premises assistant runs {{model}} in {{precision}} on one {{gpu}} ({_USABLE} usable). How much usable "
+    "memory is left after the weights?",
     "GB",
     dict(model="Llama-2-13B", precision="int8", gpu="L4"),
     lambda r: dict(zip(("model", "precision", "gpu"), pick(r, _SMALL_GPU), strict=True)),
     _left,
-    ("Left = 0.9 x lc.gpus['{gpu}'].memory - weights.", *_BYTES),
+    (f"Left = {COURSE.memory_fraction:g} x lc.gpus['{{gpu}}'].memory - weights.", *_BYTES),
     mistakes=_not_bf16,
 )
 
@@ -130,12 +142,16 @@ define(
     EXERCISES,
     "weights_ex6",
     "The most bytes per weight that fit",
-    "A {billions}-billion-parameter model is to run on one {gpu} (90% usable). Ignoring everything but the weights, "
-    "what is the largest number of bytes per weight that still fits?",
+    f"A {{billions}}-billion-parameter model is to run on one {{gpu}} ({_USABLE} usable). Ignoring everything but the "
+    "weights, what is the largest number of bytes per weight that still fits?",
     "B",
     dict(billions=7, gpu="T4"),
     lambda r: dict(billions=pick(r, (3, 7, 8, 13, 34)), gpu=pick(r, ("T4", "L4", "A10G", "L40S", "A100 SXM 40GB"))),
     lambda v: lc.usable_memory(v["gpu"]) / (v["billions"] * 1e9),
-    ("Bytes per weight = usable memory / parameters.", "Then compare with 4 (FP32), 2 (BF16), 1 (INT8) bytes."),
+    (
+        "Bytes per weight = usable memory / parameters.",
+        "Then compare with 4 (FP32), 2 (a 16-bit format: BF16, or FP16 on GPUs such as the T4 that have no BF16), "
+        "1 (FP8 or INT8) bytes.",
+    ),
     bare_ok=True,
 )

@@ -65,6 +65,7 @@ CHAPTERS: dict[str, str] = {
     "prefill": "Prefill",
     "moe": "Mixture of experts",
     "batching": "Batching",
+    "speculative": "Speculative decoding",
     "fleet": "Sizing the fleet",
     "queueing": "Queueing",
     "design_review": "Design review",
@@ -386,7 +387,7 @@ def _diagnose(ratio: float, ex: Exercise, variant: dict[str, Any]) -> str:
         return "the sign or the value is off: the answer is a positive quantity"
     specific = list(ex.mistakes(variant)) if ex.mistakes else []
     if ex.kv:
-        specific.append((0.5, "did you count keys and values?"))
+        specific.append((1 / 2, "did you count keys and values?"))
     tol = max(ex.tolerance, 0.002)
     for factor, words in specific:  # a specific slip gives factor x the answer, in that direction only
         if factor > 0 and abs(factor - 1) >= 2 * tol and abs(ratio / factor - 1) <= tol:
@@ -394,7 +395,7 @@ def _diagnose(ratio: float, ex: Exercise, variant: dict[str, Any]) -> str:
     factor, words = _generic_slip(ratio, tol)
     if words:
         return f"{'too large' if ratio > 1 else 'too small'} by a factor of {_factor_words(factor)} ({words})"
-    if abs(ratio - 2) <= tol or abs(ratio - 0.5) <= tol:
+    if abs(ratio - 2) <= tol or abs(ratio - 1 / 2) <= tol:
         return f"{'too large' if ratio > 1 else 'too small'} by a factor of 2"
     return f"{'too large' if ratio > 1 else 'too small'}: {sig(ratio, 3)} times the expected value"
 
@@ -480,7 +481,7 @@ def check(exercise_id: str, answer: Any, *, seed: Any = None) -> Result:
     if exp == 0:
         return wrong("wrong", "Not yet: the expected value is zero.")
     ratio = got / exp
-    if ex.integer and 0.5 < ratio < 2:
+    if ex.integer and 1 / 2 < ratio < 2:
         off = got - exp
         return wrong(
             "wrong",

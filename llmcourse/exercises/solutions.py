@@ -4,6 +4,10 @@ Kept apart from the student notebooks and from the exercise definitions: each so
 the exercise's givens (its variant) with :data:`llmcourse.FORMULAS` and the planner, never with the
 exercise's own ``answer`` function. The tests check every solution against :func:`check` for the
 book's variant and for random seeds.
+
+A solution reads the method's figures (the share of memory, the efficiencies, the headroom) from the preset its
+exercise's story names, as a student reads a given: ``CAPACITY.bandwidth_efficiency`` where the story says "as
+the capacity-planning method does", ``COURSE`` where it says "the course's".
 """
 
 from __future__ import annotations
@@ -19,7 +23,12 @@ from llmcourse import Q_
 __all__ = ["SOLUTIONS", "solve"]
 
 SOLUTIONS: dict[str, Callable[[dict[str, Any]], Any]] = {}
-TWO_FLOP = Q_(2, "FLOP")
+
+COURSE = lc.resolve()  # the course's method: the default of every estimate
+ENVELOPE = lc.resolve("envelope")  # the back-of-the-envelope method (the first-estimate chapter's table)
+LAB = lc.resolve("lab")  # the interactive lab
+CAPACITY = lc.resolve("capacity")  # the capacity-planning method (the fleet chapter's worked fleet)
+TWO_FLOP = Q_(COURSE.flops_per_param, "FLOP")  # a multiply and an add per parameter per token
 
 
 def solution(exercise_id: str) -> Callable:
@@ -52,27 +61,28 @@ def _kv_tok(model, bytes_=2):
     return 2 * m.layers * m.kv_heads * m.head_dim * Q_(bytes_, "B")
 
 
-def _usable(gpu, n=1, frac=0.9):
-    return n * _g(gpu).memory * frac
+def _usable(gpu, n=1, frac=None):
+    return n * _g(gpu).memory * (COURSE.memory_fraction if frac is None else frac)
 
 
 # --- first estimate -----------------------------------------------------------------------------------
 def _fe_batch(v):
-    free = _usable(v["gpu"], v["n_gpus"]) - _m(v["model"]).params * _b(v["precision"])
+    free = _usable(v["gpu"], v["n_gpus"], ENVELOPE.memory_fraction) - _m(v["model"]).params * _b(v["precision"])
     return math.floor((free / (_kv_tok(v["model"]) * v["context"])).to("").m)
 
 
 def _fe_step(v):
+    # the back-of-the-envelope method: the whole KV cache at the datasheet bandwidth, FLOPs at the BF16 peak
     m, g = _m(v["model"]), _g(v["gpu"])
     batch = _fe_batch(v)
     total = m.params * _b(v["precision"]) + batch * _kv_tok(m) * v["context"]
-    memory = total / (v["n_gpus"] * g.bandwidth)
-    compute = batch * TWO_FLOP * m.params / (v["n_gpus"] * 0.5 * g.peak_flops("bf16"))
+    memory = total / (v["n_gpus"] * ENVELOPE.bandwidth_efficiency * g.bandwidth)
+    compute = batch * TWO_FLOP * m.params / (v["n_gpus"] * ENVELOPE.compute_efficiency * g.peak_flops("bf16"))
     return max(memory.to("ms"), compute.to("ms"))
 
 
 solution("first_estimate_ex1")(lambda v: _m(v["model"]).params * _b(v["precision"]))
-solution("first_estimate_ex2")(lambda v: _usable(v["gpu"], v["n_gpus"]))
+solution("first_estimate_ex2")(lambda v: _usable(v["gpu"], v["n_gpus"], ENVELOPE.memory_fraction))
 solution("first_estimate_ex3")(lambda v: _kv_tok(v["model"]) * v["context"])
 solution("first_estimate_ex4")(_fe_batch)
 solution("first_estimate_ex5")(_fe_step)
@@ -99,11 +109,11 @@ solution("tokens_ex6")(lambda v: Q_(v["per_hour"], "1/hour") * v["answer"])
 
 # --- weights ---------------------------------------------------------------------------------------------
 solution("weights_ex1")(lambda v: _m(v["model"]).params * _b(v["precision"]))
-solution("weights_ex2")(lambda v: 0.9 * _g(v["gpu"]).memory - _m(v["model"]).params * _b(v["precision"]))
+solution("weights_ex2")(lambda v: _usable(v["gpu"]) - _m(v["model"]).params * _b(v["precision"]))
 solution("weights_ex3")(lambda v: _usable(v["gpu"], v["n"]))
 solution("weights_ex4")(lambda v: math.ceil((_m(v["model"]).params * _b(v["precision"]) / _usable(v["gpu"])).to("").m))
-solution("weights_ex5")(lambda v: 0.9 * _g(v["gpu"]).memory - _m(v["model"]).params * _b(v["precision"]))
-solution("weights_ex6")(lambda v: (0.9 * _g(v["gpu"]).memory / (v["billions"] * 1e9)).to("B"))
+solution("weights_ex5")(lambda v: _usable(v["gpu"]) - _m(v["model"]).params * _b(v["precision"]))
+solution("weights_ex6")(lambda v: (_usable(v["gpu"]) / (v["billions"] * 1e9)).to("B"))
 
 # --- KV cache ----------------------------------------------------------------------------------------------
 solution("kv_cache_ex1")(lambda v: _kv_tok(v["model"]))
@@ -167,36 +177,44 @@ solution("gqa_ex8")(
 
 
 # --- decode ---------------------------------------------------------------------------------------------------
-def _dec_time(model, gpu, context, eff, bytes_per_weight=2.0, batch=1, n=1):
+def _dec_time(model, gpu, context, eff, bytes_per_weight=2.0, batch=1, n=1, peak="bf16"):
+    # the course's step: the slower of the bytes at ``eff`` x bandwidth and the FLOPs at its compute efficiency
     m, g = _m(model), _g(gpu)
     mem = (m.params * Q_(bytes_per_weight, "B") + batch * _kv_tok(m) * context) / (n * eff * g.bandwidth)
-    comp = batch * TWO_FLOP * m.params / (n * 0.5 * g.peak_flops("bf16"))
+    comp = batch * TWO_FLOP * m.params / (n * COURSE.compute_efficiency * g.peak_flops(peak))
     return max(mem.to("ms"), comp.to("ms"))
 
 
 solution("decode_ex1")(lambda v: _dec_time(v["model"], v["gpu"], v["context"], v["eff"]))
 solution("decode_ex2")(lambda v: _m(v["model"]).params * 2 / (_kv_tok(v["model"]).to("B").m))
-solution("decode_ex3")(lambda v: _dec_time(v["model"], v["gpu"], v["context"], v["eff"], 0.5 + 2 / v["group"]))
+solution("decode_ex3")(
+    lambda v: _dec_time(v["model"], v["gpu"], v["context"], v["eff"], lc.PRECISIONS["int4"] + 2 / v["group"])
+)
 solution("decode_ex4")(
-    lambda v: (Q_(v["target"], "1/s") * _m(v["model"]).params * Q_(2, "B") / Q_(v["bandwidth"], "TB/s")).to("")
+    lambda v: (Q_(v["target"], "1/s") * _m(v["model"]).params * _b(v["precision"]) / _g(v["gpu"]).bandwidth).to("")
 )
 solution("decode_ex5")(
     lambda v: (
-        0.7 * _g(v["gpu"]).bandwidth * TWO_FLOP / (0.5 * _g(v["gpu"]).peak_flops("bf16") * _b(v["precision"]))
+        COURSE.bandwidth_efficiency
+        * _g(v["gpu"]).bandwidth
+        * TWO_FLOP
+        / (COURSE.compute_efficiency * _g(v["gpu"]).peak_flops("bf16") * _b(v["precision"]))
     ).to("")
 )
 
 
 @solution("decode_ex6")
 def _dec_batch(v):
-    # the largest B with step(B) <= 1 / speed; the memory side solved in closed form, then checked for compute
+    # the largest B with step(B) <= 1 / speed; the memory side solved in closed form, then checked for compute,
+    # whose peak is the weights' precision where the GPU has one (FP8 on an H100), as the story says
     m, g = _m(v["model"]), _g(v["gpu"])
+    eff = COURSE.bandwidth_efficiency
+    peak = "fp8" if v["precision"] == "fp8" and g.fp8_flops is not None else "bf16"
     t_max = 1 / Q_(v["speed"], "1/s")
-    room = t_max * v["n"] * 0.7 * g.bandwidth - m.params * _b(v["precision"])
+    room = t_max * v["n"] * eff * g.bandwidth - m.params * _b(v["precision"])
     b = math.floor((room / (_kv_tok(m) * v["context"])).to("").m)
-    while (
-        b > 0 and _dec_time(v["model"], v["gpu"], v["context"], 0.7, lc.PRECISIONS[v["precision"]], b, v["n"]) > t_max
-    ):
+    bytes_per_weight = lc.PRECISIONS[v["precision"]]
+    while b > 0 and _dec_time(v["model"], v["gpu"], v["context"], eff, bytes_per_weight, b, v["n"], peak) > t_max:
         b -= 1
     return b
 
@@ -213,10 +231,11 @@ def _pre_flops(model, prompt, attention=True):
     return F["prefill_flops"](**kw, layers=m.layers, heads=m.heads, head_dim=m.head_dim)
 
 
-def _pre_time(model, gpu, prompt, prompts=1):
+def _pre_time(model, gpu, prompt, prompts=1, a=COURSE):
+    # BF16 weights: the prefill's FLOPs (with the attention term) at the BF16 peak, or one read of the weights
     g = _g(gpu)
-    comp = prompts * _pre_flops(model, prompt) / (0.5 * g.peak_flops("bf16"))
-    return max(comp.to("s"), (lc.weight_bytes(model) / (0.7 * g.bandwidth)).to("s"))
+    comp = prompts * _pre_flops(model, prompt) / (a.compute_efficiency * g.peak_flops("bf16"))
+    return max(comp.to("s"), (lc.weight_bytes(model) / (a.bandwidth_efficiency * g.bandwidth)).to("s"))
 
 
 solution("prefill_ex1")(
@@ -227,15 +246,20 @@ solution("prefill_ex1")(
 @solution("prefill_ex2")
 def _ttft(v):
     g = _g(v["gpu"])
-    comp = _pre_flops(v["model"], v["prompt"], attention=False) / (v["n"] * 0.5 * g.peak_flops("fp8"))
-    mem = lc.weight_bytes(v["model"], v["precision"]) / (v["n"] * g.bandwidth)
+    # the back-of-the-envelope method's prefill (no attention term, the datasheet bandwidth), with FP8 compute
+    comp = _pre_flops(v["model"], v["prompt"], attention=False) / (
+        v["n"] * ENVELOPE.compute_efficiency * g.peak_flops("fp8")
+    )
+    mem = lc.weight_bytes(v["model"], v["precision"]) / (v["n"] * ENVELOPE.bandwidth_efficiency * g.bandwidth)
     return max(comp.to("s"), mem.to("s"))
 
 
 solution("prefill_ex3")(
-    lambda v: (Q_(2, "B") / (0.7 * _g(v["gpu"]).bandwidth) / (TWO_FLOP / (0.5 * _g(v["gpu"]).peak_flops("bf16")))).to(
-        ""
-    )
+    lambda v: (
+        Q_(2, "B")
+        / (COURSE.bandwidth_efficiency * _g(v["gpu"]).bandwidth)
+        / (TWO_FLOP / (COURSE.compute_efficiency * _g(v["gpu"]).peak_flops("bf16")))
+    ).to("")
 )
 solution("prefill_ex4")(
     lambda v: math.ceil(
@@ -243,7 +267,7 @@ solution("prefill_ex4")(
             Q_(v["rate"] * (1 - v["hit_pct"] / 100), "1/s")
             * TWO_FLOP
             * _m(v["model"]).params
-            / (0.5 * _g(v["gpu"]).flops)
+            / (COURSE.compute_efficiency * _g(v["gpu"]).flops)
         )
         .to("")
         .m
@@ -253,7 +277,14 @@ solution("prefill_ex5")(lambda v: _pre_time(v["model"], v["gpu"], v["prompt"]) *
 solution("prefill_ex6")(lambda v: _pre_time(v["model"], v["gpu"], v["prompt"]))
 solution("prefill_ex7")(
     lambda v: math.ceil(
-        (Q_(v["rate"], "1/s") * TWO_FLOP * _m(v["model"]).active_params / (0.5 * _g(v["gpu"]).flops)).to("").m
+        (
+            Q_(v["rate"], "1/s")
+            * TWO_FLOP
+            * _m(v["model"]).active_params
+            / (CAPACITY.compute_efficiency * _g(v["gpu"]).flops)
+        )
+        .to("")
+        .m
     )
 )
 
@@ -269,11 +300,12 @@ def _read(model, batch):
     return Q_(2, "B") * ((m.params - m.expert_params) + m.expert_params * _touched(model, batch))
 
 
-def _any_step(model, gpu, batch, context):
+def _any_step(model, gpu, batch, context, a=COURSE):
+    # a BF16 decode step under the efficiencies of ``a`` (the course's, or the lab's)
     m, g = _m(model), _g(gpu)
     weights = _read(model, batch) if m.is_moe else m.params * Q_(2, "B")
-    mem = (weights + batch * _kv_tok(m) * context) / (0.7 * g.bandwidth)
-    comp = batch * TWO_FLOP * m.active_params / (0.5 * g.peak_flops("bf16"))
+    mem = (weights + batch * _kv_tok(m) * context) / (a.bandwidth_efficiency * g.bandwidth)
+    comp = batch * TWO_FLOP * m.active_params / (a.compute_efficiency * g.peak_flops("bf16"))
     return max(mem.to("ms"), comp.to("ms"))
 
 
@@ -305,11 +337,11 @@ solution("moe_ex9")(lambda v: _any_step(v["model"], v["gpu"], v["batch"], v["con
 
 # --- batching ----------------------------------------------------------------------------------------------------
 def _lab_step(v, batch):
-    return _any_step(v["model"], v["gpu"], batch, v["prompt"] + v["answer"] / 2)
+    return _any_step(v["model"], v["gpu"], batch, v["prompt"] + v["answer"] / 2, LAB)
 
 
 def _lab_prefill(v, batch):
-    return _pre_time(v["model"], v["gpu"], v["prompt"], prompts=batch)
+    return _pre_time(v["model"], v["gpu"], v["prompt"], prompts=batch, a=LAB)
 
 
 def _lab_cost(v, batch):
@@ -321,8 +353,8 @@ solution("batching_ex2")(
     lambda v: (
         TWO_FLOP
         * _m(v["model"]).params
-        / (0.5 * _g(v["gpu"]).peak_flops("bf16"))
-        / (_kv_tok(v["model"]) / (0.7 * _g(v["gpu"]).bandwidth))
+        / (COURSE.compute_efficiency * _g(v["gpu"]).peak_flops("bf16"))
+        / (_kv_tok(v["model"]) / (COURSE.bandwidth_efficiency * _g(v["gpu"]).bandwidth))
     ).to("")
 )
 
@@ -330,8 +362,8 @@ solution("batching_ex2")(
 @solution("batching_ex3")
 def _kv_vs_compute(v):
     g = _g(v["gpu"])
-    kv_read = _kv_tok(v["model"]) * (v["prompt"] + v["answer"] / 2) / (0.7 * g.bandwidth)
-    compute = TWO_FLOP * _m(v["model"]).params / (0.5 * g.peak_flops("bf16"))
+    kv_read = _kv_tok(v["model"]) * (v["prompt"] + v["answer"] / 2) / (COURSE.bandwidth_efficiency * g.bandwidth)
+    compute = TWO_FLOP * _m(v["model"]).params / (COURSE.compute_efficiency * g.peak_flops("bf16"))
     return (kv_read / compute).to("")
 
 
@@ -355,9 +387,9 @@ def _batch_at_speed(v):
     t_max = 1 / Q_(v["speed"], "1/s")
     kv_seq = _kv_tok(m) * v["context"]
     if m.is_moe:  # the experts read depend on the batch: start from all of them being read
-        b = math.floor(((t_max * 0.7 * g.bandwidth - _read(v["model"], 1)) / kv_seq).to("").m)
+        b = math.floor(((t_max * COURSE.bandwidth_efficiency * g.bandwidth - _read(v["model"], 1)) / kv_seq).to("").m)
     else:
-        b = math.floor(((t_max * 0.7 * g.bandwidth - m.params * Q_(2, "B")) / kv_seq).to("").m)
+        b = math.floor(((t_max * COURSE.bandwidth_efficiency * g.bandwidth - m.params * Q_(2, "B")) / kv_seq).to("").m)
     while b > 0 and _any_step(v["model"], v["gpu"], b, v["context"]) > t_max:
         b -= 1
     return b
@@ -371,9 +403,10 @@ solution("batching_ex10")(lambda v: _lab_cost(v, v["batch"]))
 
 # --- fleet -----------------------------------------------------------------------------------------------------------
 def _fleet_step(v):
+    # the capacity-planning method: every conversation's whole KV cache and the weights at its bandwidth share
     m, g = _m(v["model"]), _g(v["gpu"])
     total = m.params * _b(v["precision"]) + v["batch"] * _kv_tok(m) * v["context"]
-    return total / (v["tp"] * 0.7 * g.bandwidth)
+    return total / (v["tp"] * CAPACITY.bandwidth_efficiency * g.bandwidth)
 
 
 def _replicas(v):
@@ -404,12 +437,14 @@ solution("fleet_ex10")(lambda v: v["rate"] * v["time"])
 
 # --- queueing ------------------------------------------------------------------------------------------------------------
 def _replica_rps(model, gpu, prompt, answer):
-    m, g = _m(model), _g(gpu)
-    free = 0.9 * g.memory - m.params * Q_(2, "B")
+    # the course's replica: as many requests as the KV memory holds (at most 256); the batch's prompts prefilled
+    # together (attention term included), then its answers decoded, every KV read at the average context
+    m = _m(model)
+    free = _usable(gpu) - m.params * Q_(2, "B")
     batch = min(256, math.floor((free / (_kv_tok(m) * (prompt + answer))).to("").m))
-    step = lc.decode_step(model, gpu, batch=batch, context_tokens=prompt + answer / 2).step_time
-    pre = lc.prefill(model, gpu, prompt, attention=False).time
-    return 1 / (answer * step / batch + pre)
+    step = _any_step(model, gpu, batch, prompt + answer / 2)
+    pre = _pre_time(model, gpu, prompt, prompts=batch)
+    return batch / (pre + answer * step)
 
 
 solution("queueing_ex3")(lambda v: _replica_rps(v["model"], v["gpu"], v["prompt"], v["answer"]))
@@ -440,15 +475,36 @@ solution("design_review_ex2")(lambda v: _docs(v, tpot=v["tight"]).gpus)
 
 @solution("design_review_ex3")
 def _dr_prefix(v):
-    full = _docs(v)  # memory, batch and step of the full prompt
+    full = _docs(v)  # the plan without caching: its memory limit on the batch still holds (the cached KV is held)
     m, g = _m("Llama-3.1-70B"), _g("H100 SXM")
-    computed = v["prompt"] * (1 - v["hit_pct"] / 100)
-    ttft = max(
-        (TWO_FLOP * m.params * computed / (2 * g.peak_flops("bf16"))).to("s"),
-        (m.params * Q_(1, "B") / (2 * g.bandwidth)).to("s"),
-    )
-    per_replica = 1 / (v["answer"] * full.tpot / full.batch + ttft)
-    return math.ceil((Q_(v["rps"], "1/s") * 1.3 / per_replica).to("").m) * 2
+    prompt, answer = v["prompt"], v["answer"]
+
+    def flops(tokens):
+        return F["prefill_flops"](
+            flops_per_param=TWO_FLOP,
+            params=m.active_params,
+            prompt_tokens=tokens,
+            layers=m.layers,
+            heads=m.heads,
+            head_dim=m.head_dim,
+        )
+
+    new = flops(prompt) - flops(prompt * v["hit_pct"] / 100)  # the new tokens, attending to the cached ones
+    weight_read = (m.params * Q_(1, "B") / (2 * COURSE.bandwidth_efficiency * g.bandwidth)).to("s")
+
+    def prefill(b):  # b uncached prompt parts together: FP8 matmuls on two H100s, or one read of the FP8 weights
+        return max((b * new / (2 * COURSE.compute_efficiency * g.peak_flops("fp8"))).to("s"), weight_read)
+
+    def step(b):
+        return lc.decode_step(m, g, batch=b, context_tokens=prompt + answer / 2, n_gpus=2, weight_bytes="fp8").step_time
+
+    def tpot(b):  # a step plus the other requests' new prompt tokens prefilled between a user's steps
+        return step(b) + prefill(b) * (b - 1) / (b * answer)
+
+    ok = [b for b in range(1, full.max_batch + 1) if tpot(b) <= Q_(v["tpot"], "ms")]
+    b = max(ok) if ok else 1
+    per_replica = b / (prefill(b) + answer * step(b))  # requests per second, prefill charged
+    return math.ceil((Q_(v["rps"], "1/s") * COURSE.headroom / per_replica).to("").m) * 2
 
 
 # --- design review ---------------------------------------------------------------------------------------------------------
@@ -460,10 +516,7 @@ def _review(v):
 solution("design_review_ex7")(lambda v: _kv_tok(v["model"]) * (v["prompt"] + v["answer"]))
 solution("design_review_ex8")(
     lambda v: math.floor(
-        (
-            (0.9 * _g(v["gpu"]).memory - lc.weight_bytes(v["model"]))
-            / (_kv_tok(v["model"]) * (v["prompt"] + v["answer"]))
-        )
+        ((_usable(v["gpu"]) - lc.weight_bytes(v["model"])) / (_kv_tok(v["model"]) * (v["prompt"] + v["answer"])))
         .to("")
         .m
     )
@@ -472,11 +525,8 @@ solution("design_review_ex8")(
 
 @solution("design_review_ex9")
 def _dr_ttft(v):
-    m, g = _m(v["model"]), _g(v["gpu"])
-    return max(
-        (TWO_FLOP * m.params * v["prompt"] / g.peak_flops("bf16")).to("ms"),
-        (m.params * Q_(2, "B") / g.bandwidth).to("ms"),
-    )
+    # one BF16 prompt by the course's method: the FLOPs with the attention term, or one read of the weights
+    return _pre_time(v["model"], v["gpu"], v["prompt"]).to("ms")
 
 
 solution("design_review_ex10")(lambda v: _review(v).gpus)
@@ -500,3 +550,99 @@ def _dr_cost(v):
 def _dr_cost_req(v):
     p = _review(v)
     return (p.gpus * _g(v["gpu"]).price_per_hour / Q_(v["rps"], "1/s") * 1000).to("USD")
+
+
+# --- speculative decoding ----------------------------------------------------------------------------------------
+def _spec_tau(alpha, k):
+    """1 + alpha + ... + alpha^k: the accepted prefix plus the target's own token."""
+    return sum(alpha**i for i in range(k + 1))
+
+
+def _spec_draft(target, kind, draft):
+    """The draft's catalog entry: a model of the catalog, or the EAGLE head of the target in the data."""
+    from llmcourse.speculative import drafts
+
+    if kind == "draft model":
+        return _m(draft)
+    return drafts()[f"EAGLE-3 {target}"] if kind == "eagle head" else None
+
+
+def _spec_times(gpu, n, precision):
+    """Seconds per byte and per FLOP on n GPUs at the course's shares of the peaks, as plain floats."""
+    g = _g(gpu)
+    per_byte = 1 / (n * COURSE.bandwidth_efficiency * g.bandwidth.to("B/s").m)
+    per_flop = 1 / (n * COURSE.compute_efficiency * g.peak_flops(precision).to("FLOP/s").m)
+    return per_byte, per_flop
+
+
+def _spec_dense(model, gpu, n, bytes_per_weight, precision):
+    """A dense model's step on n GPUs: time(batch, positions per sequence, context), the slower of its bytes
+    (weights once, the batch's caches) and its FLOPs (2 per parameter per position)."""
+    m = model if not isinstance(model, str) else _m(model)
+    per_byte, per_flop = _spec_times(gpu, n, precision)
+    weights, kv = m.params * bytes_per_weight, _kv_tok(m).to("B").m
+
+    def time(batch, positions, context):
+        return max((weights + batch * kv * context) * per_byte, batch * positions * 2 * m.params * per_flop)
+
+    return time
+
+
+def _spec_speedup(v, batch=1, k=None):
+    """tau x plain step / (verification + k draft steps), for the 70B pairs of the exercises (FP8 weights)."""
+    k = v["k"] if k is None else k
+    target = _spec_dense(v["target"], v["gpu"], v["tp"], 1, "fp8")
+    draft = _spec_dense(_spec_draft(v["target"], v["kind"], v["draft"]), v["gpu"], v["tp"], 1, "fp8")
+    plain, ctx = target(batch, 1, v["context"]), v["context"]
+    return _spec_tau(v["alpha"], k) * plain / (target(batch, k + 1, ctx) + k * draft(batch, 1, ctx))
+
+
+solution("speculative_ex1")(lambda v: _spec_tau(v["alpha"], v["k"]))
+solution("speculative_ex2")(_spec_speedup)
+solution("speculative_ex3")(lambda v: max(range(1, 17), key=lambda k: _spec_speedup(v, k=k)))
+
+
+@solution("speculative_ex4")
+def _spec_crossover(v):
+    target = _spec_dense("Llama-3.1-8B", v["gpu"], 1, 2, "bf16")
+    head = _spec_draft("Llama-3.1-8B", v["kind"], None)
+    draft = _spec_dense(head, v["gpu"], 1, 2, "bf16") if head is not None else (lambda *_: 0.0)
+    k, ctx, tau = v["k"], v["context"], _spec_tau(v["alpha"], v["k"])
+    batch = 1
+    while tau * target(batch, 1, ctx) >= target(batch, k + 1, ctx) + k * draft(batch, 1, ctx):
+        batch += 1
+    return batch
+
+
+@solution("speculative_ex5")
+def _spec_memory(v):
+    d = _spec_draft(v["target"], v["kind"], v["draft"])
+    return (d.params * Q_(1, "B") + v["batch"] * _kv_tok(d) * (v["context"] + v["k"])).to("GB")
+
+
+@solution("speculative_ex6")
+def _spec_mtp(v):
+    from llmcourse.speculative import drafts
+
+    m, mtp = _m("DeepSeek-V3"), drafts()["DeepSeek-V3 MTP"]
+    per_byte, per_flop = _spec_times("H200 SXM", 8, "fp8")
+    kv = F["kv_bytes_per_token_mla"](layers=m.layers, kv_lora_rank=512, rope_dim=64, kv_bytes=Q_(2, "B")).m
+    kv_mtp = kv / m.layers  # one MLA layer
+
+    def read(model, tokens):  # FP8 weights: the shared part, and the experts the tokens touch
+        touched = 1 - (1 - model.experts_per_token / model.experts) ** tokens
+        return (model.params - model.expert_params) + model.expert_params * touched
+
+    b, ctx = v["batch"], v["context"]
+    verify = max((read(m, 2 * b) + b * kv * ctx) * per_byte, 2 * b * 2 * m.active_params * per_flop)
+    draft = max((read(mtp, b) + b * kv_mtp * ctx) * per_byte, b * 2 * mtp.active_params * per_flop)
+    return Q_((1 + v["alpha"]) / (verify + draft), "1/s")
+
+
+@solution("speculative_ex8")
+def _spec_alpha(v):
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _spec_tau(mid, v["k"]) < v["length"] else (lo, mid)
+    return lo
