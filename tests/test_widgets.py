@@ -35,9 +35,19 @@ def test_calculator_set_rejects_unknown_controls():
 
 
 def test_first_estimate_calculator_matches_the_seed_table():
-    """Defaults reproduce batch 94; 4 GPUs in BF16 give 189; BF16 on 2 GPUs does not fit."""
-    c = serving_plan_calculator()
+    """Under the back-of-the-envelope method the defaults reproduce its table: batch 94 and 4,387 tok/s;
+    4 GPUs in BF16 give 189; BF16 on 2 GPUs does not fit; the 7B on one GPU holds 430."""
+    c = serving_plan_calculator(method="envelope")
     assert dict(c.rows)["conversations at once"] == "94"
+    assert dict(c.rows)["tok/s in all, decode only"] == "4,387"
     assert dict(c.set(n_gpus=4, precision="bf16").rows)["conversations at once"] == "189"
     assert dict(c.set(n_gpus=2).rows)["fits"] == "no"
     assert dict(c.set(model="Qwen2.5-7B", n_gpus=1).rows)["conversations at once"] == "430"
+
+
+def test_first_estimate_calculator_defaults_to_the_course_method():
+    """The course's method charges prefill: same batch, fewer tokens per second than the envelope's 4,387."""
+    c = serving_plan_calculator()
+    rows = dict(c.rows)
+    assert rows["conversations at once"] == "94"
+    assert int(rows["tok/s in all, prefill charged"].replace(",", "")) < 4_387

@@ -59,7 +59,7 @@ def test_review_more_traffic_more_gpus(review):
 
 
 def test_review_cannot_meet_a_10_ms_token_target():
-    """70B FP8 on one H100 reads 70.6 GB a step: 70.6 / 3,350 GB/s = 21 ms > 10 ms even at a batch of 1."""
+    """70B FP8 on one H100 reads 70.6 GB a step: 70.6 / (0.7 x 3,350 GB/s) = 30 ms > 10 ms even at a batch of 1."""
     c = design_review_calculator(tensor_parallel=1, tpot_ms=10.0, ttft_ms=2_000.0)
     assert row(c, "review: time per output token").endswith("\u2717")
     v = row(c, "verdict")
@@ -67,7 +67,8 @@ def test_review_cannot_meet_a_10_ms_token_target():
 
 
 def test_review_slow_prefill_says_why():
-    """A 32,000-token prompt on 70B FP8 (2 H100s): 2 x 70.6e9 x 32,000 / (2 x 989e12) = 2.28 s > 1 s."""
+    """A 32,000-token prompt on 70B FP8 (2 H100s): (2 x 70.6e9 x 32,000 + 2 x 80 x 64 x 128 x 32,000^2)
+    / (0.5 x 2 x 1,979e12) = 2.96 s > 1 s."""
     c = design_review_calculator(prompt_tokens=32_000, ttft_ms=1_000.0)
     assert row(c, "review: time to first token").endswith("\u2717")
     assert "prefill of 32,000 prompt tokens" in row(c, "verdict")
@@ -82,8 +83,9 @@ def test_review_does_not_fit_and_names_the_fix():
 
 
 def test_review_small_model_one_gpu():
-    """Llama-3.1-8B, 10 req/s of 2,000 + 300 tokens: one GPU (the planner's own docstring brief)."""
-    c = design_review_calculator(
+    """Llama-3.1-8B, 10 req/s of 2,000 + 300 tokens: one GPU by the six-step planner (100% of the peaks); two by the
+    course's method (batch 185: 29.1 ms steps and 12.4 s of prefill per cycle, 8.8 requests/s per GPU, 13 / 8.8 -> 2)."""
+    kw = dict(
         model="Llama-3.1-8B",
         tensor_parallel=1,
         requests_per_second=10.0,
@@ -92,7 +94,9 @@ def test_review_small_model_one_gpu():
         tpot_ms=50.0,
         weights="bf16",
     )
+    c = design_review_calculator(method="planner", **kw)
     assert row(c, "review: GPUs") == "1" and "1 GPU;" in row(c, "verdict")
+    assert row(design_review_calculator(**kw), "review: GPUs") == "2"
 
 
 def test_review_bad_input_is_a_message(review):
@@ -105,24 +109,38 @@ def test_review_bad_input_is_a_message(review):
 # --- fleet ------------------------------------------------------------------------------------------
 def test_fleet_calculator_seed_002():
     """Seed 002: 0.786 GB per sequence, 25.8 ms, 39 tok/s, 2,483 (1,738) tok/s, 81 replicas, 162 GPUs, $295,650."""
-    c = fleet_calculator()
+    c = fleet_calculator(method="capacity")
     assert row(c, "KV per sequence") == "0.786 GB"
     assert row(c, "step time").startswith("25.8 ms (memory-bound")
     assert row(c, "tok/s per user") == "39"
-    assert row(c, "tok/s per replica (usable)") == "2,483 (1,738)"
+    assert row(c, "tok/s per replica, decode only (usable)") == "2,483 (1,738)"
+    assert row(c, "headroom kept back") == "30%"
     assert row(c, "replicas (exact)") == "81 (80.5)" and row(c, "GPUs") == "162"
     assert row(c, "monthly cost, always on") == "$295,650"
 
 
 def test_fleet_calculator_utilisation():
     """$5/h / (2,483 x 3,600) x 1e6 = $0.56 per million at full load; at 50%, $1.12."""
-    c = fleet_calculator(utilisation=0.5)
+    c = fleet_calculator(method="capacity", utilisation=0.5)
     assert row(c, "$ per million output tokens: full load / average") == "$0.56 / $1.12"
 
 
 def test_fleet_calculator_memory_overflow():
     """A batch of 128 needs 70.6 + 128 x 0.786 = 171 GB > 144 GB: said plainly."""
     assert "does NOT fit" in row(fleet_calculator(batch=128), "memory check")
+
+
+def test_fleet_calculator_headroom_override():
+    """Half kept back on the capacity method's replica: 140,000 / (2,483 x 0.5) = 112.8 -> 113 replicas, 226 GPUs."""
+    c = fleet_calculator(method="capacity", headroom=0.5)
+    assert row(c, "headroom kept back") == "50%" and row(c, "GPUs") == "226"
+
+
+def test_fleet_calculator_course_charges_prefill():
+    """Under the course's method the replica's row says prefill is charged, and the fleet is larger than 162."""
+    c = fleet_calculator()
+    label = next(k for k, _ in c.rows if k.startswith("tok/s per replica"))
+    assert "prefill charged" in label and int(row(c, "GPUs").replace(",", "")) > 162
 
 
 # --- queueing -----------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from typing import Any
 import ipywidgets as w
 
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.levers import Lever, rank_levers, verdict
+from llmcourse.levers import CONTEXT_FRACTION, HIT_RATE, Lever, rank_levers, verdict
 from llmcourse.planner import Brief, Plan, plan
 from llmcourse.units import Q_, fmt
 from llmcourse.widgets import (
@@ -24,6 +24,7 @@ from llmcourse.widgets import (
     int_slider,
     model_dropdown,
     precision_dropdown,
+    preset_dropdown,
 )
 
 __all__ = ["DesignReview", "design_review", "design_review_calculator"]
@@ -73,7 +74,13 @@ class DesignReview:
 
 
 def design_review(
-    model: Any, gpu: Any, brief: Brief, *, hit_rate: float = 0.5, context_fraction: float = 0.5, **plan_kwargs: Any
+    model: Any,
+    gpu: Any,
+    brief: Brief,
+    *,
+    hit_rate: float = HIT_RATE,
+    context_fraction: float = CONTEXT_FRACTION,
+    **plan_kwargs: Any,
 ) -> DesignReview:
     """Run :func:`plan` for the brief, say whether it meets its targets and why, and rank the levers.
 
@@ -81,7 +88,7 @@ def design_review(
     --------
     >>> r = design_review("Llama-3.1-8B", "H100 SXM", Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms")))
     >>> r.plan.gpus, r.verdict
-    (1, 'meets both targets with 1 GPU; the bottleneck is KV reads.')
+    (2, 'meets both targets with 2 GPUs; the bottleneck is KV reads.')
     """
     p = plan(model, gpu, brief, **plan_kwargs)
     levers = rank_levers(model, gpu, brief, hit_rate=hit_rate, context_fraction=context_fraction, **plan_kwargs)
@@ -100,6 +107,7 @@ def _compute(
     price: float,
     weights: str,
     kv_cache: str,
+    method: str,
     hit_rate: float,
     context_fraction: float,
 ) -> DesignReview:
@@ -114,6 +122,7 @@ def _compute(
         kv_bytes=kv_cache,
         price_per_hour=Q_(price, "USD/hour"),
         tensor_parallel=tensor_parallel,
+        assumptions=method,
     )
 
 
@@ -129,16 +138,17 @@ def design_review_calculator(
     price: float = 2.5,
     weights: str = "fp8",
     kv_cache: str = "bf16",
-    hit_rate: float = 0.5,
-    context_fraction: float = 0.5,
+    method: str = "course",
+    hit_rate: float = HIT_RATE,
+    context_fraction: float = CONTEXT_FRACTION,
 ) -> Calculator:
     """The whole estimate for a brief: review table, verdict and ranked levers.
 
     Examples
     --------
     >>> c = design_review_calculator()
-    >>> dict(c.rows)["review: GPUs"]
-    '24 (12 x 2)'
+    >>> dict(c.rows)["review: GPUs"], dict(c.set(method="planner").rows)["review: GPUs"]
+    ('36 (18 x 2)', '24 (12 x 2)')
     """
     return Calculator(
         _compute,
@@ -160,6 +170,7 @@ def design_review_calculator(
             "price": float_slider(price, 0.25, 10.0, 0.25, "$ per GPU-hour"),
             "weights": precision_dropdown(weights, "Weights"),
             "kv_cache": precision_dropdown(kv_cache, "KV cache"),
+            "method": preset_dropdown(method),
             "hit_rate": float_slider(hit_rate, 0.0, 0.95, 0.05, "Prefix-cache hit rate"),
             "context_fraction": float_slider(context_fraction, 0.1, 1.0, 0.05, "Shorter context: keep"),
         },

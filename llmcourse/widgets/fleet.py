@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ipywidgets as w
+
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.planner import cost_per_million, fleet, kv_bytes_per_sequence, replica
+from llmcourse.planner import cost_per_million, fleet, replica
 from llmcourse.units import HOURS_PER_MONTH, Q_, fmt
 from llmcourse.widgets import (
     Calculator,
@@ -13,9 +15,14 @@ from llmcourse.widgets import (
     int_slider,
     model_dropdown,
     precision_dropdown,
+    preset_dropdown,
 )
 
 __all__ = ["fleet_calculator"]
+
+
+#: The headroom choices: the method's own, or a share of each replica's throughput kept back.
+HEADROOM_OPTIONS = [("as the method says", "method")] + [(f"{k}% kept back", k / 100) for k in range(0, 95, 5)]
 
 
 def _rows(
@@ -23,30 +30,46 @@ def _rows(
     gpu: str,
     tensor_parallel: int,
     batch: int,
-    context: int,
+    prompt: int,
+    answer: int,
     precision: str,
+    method: str,
     demand: int,
-    headroom: float,
+    headroom: float | str,
     utilisation: float,
     api_price: float,
 ) -> list[tuple[str, str]]:
     r = replica(
-        model, gpu, tensor_parallel=tensor_parallel, batch=batch, context_tokens=context, weight_bytes=precision
+        model,
+        gpu,
+        tensor_parallel=tensor_parallel,
+        batch=batch,
+        prompt_tokens=prompt,
+        answer_tokens=answer,
+        weight_bytes=precision,
+        assumptions=method,
     )
-    f = fleet(Q_(demand, "1/s"), r, headroom_fraction=headroom)
+    if not r.fits:
+        memory = f"{fmt(r.memory_used, 'GB')} of {fmt(r.usable_memory, 'GB')} usable"
+        return [
+            ("memory check", f"{memory}: does NOT fit: lower the batch or the context, or add GPUs"),
+            ("why", r.reason),
+        ]
+    f = fleet(Q_(demand, "1/s"), r, headroom_fraction=None if headroom == "method" else headroom)
     full = cost_per_million(f.price_per_hour, r.throughput, tensor_parallel)
     at_u = F["cost_at_utilisation"](cost_full=full, utilisation=utilisation)
     served = F["tokens_served"](demand=f.demand, utilisation=utilisation, hours=HOURS_PER_MONTH)
     be = (F["break_even_price"](cost=f.monthly_cost, tokens_served=served) * 1e6).to("USD")
     s = r.step
-    fit = "fits" if r.fits else "does NOT fit: lower the batch or the context, or add GPUs"
+    charged = f"prefill charged ({r.prefill_share:.0%} of the time)" if r.counts_prefill else "decode only"
     return [
-        ("KV per sequence", fmt(kv_bytes_per_sequence(model, context), "GB")),
+        ("KV per sequence", fmt(r.kv_per_sequence, "GB")),
         ("bytes read per step", fmt(s.weights_read + s.kv_read, "GB")),
-        ("memory check", f"{fmt(r.memory_used, 'GB')} of {fmt(r.usable_memory, 'GB')} usable: {fit}"),
+        ("memory check", f"{fmt(r.memory_used, 'GB')} of {fmt(r.usable_memory, 'GB')} usable: fits"),
         ("step time", f"{fmt(s.step_time, 'ms')} ({s.bound}-bound; compute alone {fmt(s.compute_time, 'ms')})"),
         ("tok/s per user", f"{r.tokens_per_s_per_user.m:,.0f}"),
-        ("tok/s per replica (usable)", f"{r.throughput.m:,.0f} ({f.usable_throughput_per_replica.m:,.0f})"),
+        (f"tok/s per replica, {charged} (usable)", f"{r.throughput.m:,.0f} ({f.usable_throughput_per_replica.m:,.0f})"),
+        ("headroom kept back", f"{f.headroom_fraction:.0%}"),
         ("replicas (exact)", f"{f.replicas:,} ({f.replicas_exact:,.1f})"),
         ("GPUs", f"{f.gpus:,}"),
         ("monthly cost, always on", f"${f.monthly_cost.to('USD').m:,.0f}"),
@@ -63,22 +86,26 @@ def fleet_calculator(
     gpu: str = "H100 SXM",
     tensor_parallel: int = 2,
     batch: int = 64,
-    context: int = 2_400,
+    prompt: int = 2_000,
+    answer: int = 400,
     precision: str = "fp8",
+    method: str = "course",
     demand: int = 140_000,
-    headroom: float = 0.3,
+    headroom: float | str = "method",
     utilisation: float = 0.3,
     api_price: float = 5.0,
 ) -> Calculator:
-    """Replica shape, demand, headroom and utilisation -> replicas, GPUs, monthly cost, break-even.
+    """Replica shape, method, demand, headroom and utilisation -> replicas, GPUs, monthly cost, break-even.
 
     Examples
     --------
-    >>> c = fleet_calculator()
+    >>> c = fleet_calculator(method="capacity")
     >>> dict(c.rows)["GPUs"], dict(c.rows)["monthly cost, always on"]
     ('162', '$295,650')
     >>> c.set(batch=128).error is None, "NOT fit" in dict(c.rows)["memory check"]
     (True, True)
+    >>> int(dict(fleet_calculator().rows)["GPUs"]) > 162  # prefill charged
+    True
     """
     return Calculator(
         _rows,
@@ -87,10 +114,12 @@ def fleet_calculator(
             "gpu": gpu_dropdown(gpu),
             "tensor_parallel": int_slider(tensor_parallel, 1, 8, description="GPUs per replica (TP)"),
             "batch": int_slider(batch, 1, 512, description="Batch"),
-            "context": int_box(context, "Tokens per sequence"),
+            "prompt": int_box(prompt, "Prompt tokens"),
+            "answer": int_box(answer, "Answer tokens"),
             "precision": precision_dropdown(precision, "Weights"),
+            "method": preset_dropdown(method),
             "demand": int_box(demand, "Peak output tok/s"),
-            "headroom": float_slider(headroom, 0.0, 0.9, 0.05, "Headroom kept back"),
+            "headroom": w.Dropdown(options=HEADROOM_OPTIONS, value=headroom, description="Headroom"),
             "utilisation": float_slider(utilisation, 0.05, 1.0, 0.05, "Average utilisation"),
             "api_price": float_slider(api_price, 0.25, 30.0, 0.25, "API $ per M output tokens (assumed)"),
         },

@@ -249,11 +249,11 @@ def test_live_first_estimate(watch: tuple[Any, Watch], server: str) -> None:
     assert _result_rows(frame) == start  # the live start agrees with the package
     # the package's "this is a snapshot" note is shown on the static page, hidden in the live one
     frame.get_by_text(SNAPSHOT_NOTE).wait_for(state="hidden", timeout=10_000)
-    longer = list(calc.set(context=4000).rows)  # computed here, by llmcourse in CPython
+    longer = list(calc.set(prompt=4000).rows)  # computed here, by llmcourse in CPython
     assert longer != start
-    box = _text_box(frame, "Tokens per conversation")
+    box = _text_box(frame, "Prompt tokens")
     _rows, dt = _change_and_read(frame, lambda: (box.fill("4000"), box.press("Enter")), longer)
-    TIMINGS["recompute after typing a context"] = dt
+    TIMINGS["recompute after typing a prompt length"] = dt
     int4 = list(calc.set(precision="int4").rows)
     assert int4 != longer
     select = (
