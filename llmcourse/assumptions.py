@@ -97,6 +97,8 @@ MEANING: dict[str, str] = {
     "step_overhead_ms": "fixed time per decode step for kernel launches and scheduling (ms)",
     "prefill_interference": "a user's time per token includes the prefills of the other requests of its batch, "
     "which run between its decode steps",
+    "kv_replication": "KV heads are replicated when a replica has more GPUs than KV heads (each GPU keeps at least "
+    "one), and MLA's latent is replicated on every GPU",
     "allreduce_latency_us": "time of one tensor-parallel all-reduce (µs); a decode step on several GPUs pays two "
     "per layer",
 }
@@ -134,6 +136,7 @@ class Assumptions:
     step_overhead_ms: float = 0.0
     prefill_interference: bool = True
     allreduce_latency_us: float = 0.0
+    kv_replication: bool = True
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -205,6 +208,7 @@ PRESETS: dict[str, Assumptions] = {
             count_prefill=False,
             headroom=1.0,
             prefill_interference=False,
+            kv_replication=False,
         ),
         Assumptions(
             "lab",
@@ -212,6 +216,7 @@ PRESETS: dict[str, Assumptions] = {
             matmul_precision="bf16",
             headroom=1.0,
             prefill_interference=False,
+            kv_replication=False,
         ),
         Assumptions(
             "capacity",
@@ -222,6 +227,7 @@ PRESETS: dict[str, Assumptions] = {
             count_prefill=False,
             headroom=1 / (1 - 0.3),  # "keep 30% of each replica's throughput back"
             prefill_interference=False,
+            kv_replication=False,
         ),
         Assumptions(
             "planner",
@@ -231,6 +237,7 @@ PRESETS: dict[str, Assumptions] = {
             matmul_precision="bf16",
             prefill_attention=False,
             prefill_interference=False,
+            kv_replication=False,
         ),
         Assumptions(
             "course",

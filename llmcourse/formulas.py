@@ -334,6 +334,14 @@ formula(
     "04_gqa",
 )
 formula("kv_bytes_per_sequence", "kv_per_sequence", kv_per_token * context, "KV bytes of one sequence", "03_kv_cache")
+kv_copies = _s("kv_copies", r"c_{kv}", "", "copies of each KV head a tensor-parallel replica keeps")
+formula(
+    "kv_replication",
+    "kv_copies",
+    sp.Max(1, n_gpus / kv_heads),
+    "copies of the KV cache a replica holds: each of N GPUs keeps at least one KV head",
+    "03_kv_cache",
+)
 block_tokens = _s("block_tokens", r"b_{blk}", "", "tokens per block of a paged KV cache", integer=True)
 formula(
     "paged_context",

@@ -50,6 +50,7 @@ __all__ = [
     "gpus_for_weights",
     "kv_bytes_per_sequence",
     "kv_bytes_per_token",
+    "kv_copies",
     "largest_batch",
     "matmul_precision",
     "max_batch",
@@ -239,6 +240,24 @@ def kv_bytes_per_sequence(model: Model | str, context_tokens: float, kv_bytes: A
     return F["kv_bytes_per_sequence"](kv_per_token=kv_bytes_per_token(m, kv_bytes), context=ctx)
 
 
+def kv_copies(model: Model | str, n_gpus: int = 1, assumptions: Assumptions | str | None = None) -> float:
+    """How many times a replica of ``n_gpus`` GPUs stores each sequence's KV cache: tensor
+    parallelism splits the KV heads, but every GPU keeps at least one, so past ``kv_heads`` GPUs
+    the heads are replicated; MLA's single latent is replicated on every GPU. 1 when the
+    assumptions leave replication out (the sources' methods).
+
+    Examples
+    --------
+    >>> kv_copies("Llama-3.1-70B", 8), kv_copies("Llama-3.1-70B", 16), kv_copies("DeepSeek-V3", 8)
+    (1.0, 2.0, 8.0)
+    """
+    m, n = _model(model), _number(n_gpus, "n_gpus", integer=True)
+    if not resolve(assumptions).kv_replication:
+        return 1.0
+    heads = 1 if m.attention == "MLA" else m.kv_heads
+    return float(F["kv_replication"](n_gpus=n, kv_heads=heads).m)
+
+
 @checked
 def usable_memory(
     gpu: GPU | str,
@@ -297,7 +316,7 @@ def max_batch(
     mem = usable_memory(g, n_gpus, usable_fraction, weights=w, assumptions=assumptions)
     if w >= mem:
         return 0
-    kv = kv_bytes_per_sequence(m, context_tokens, kv_bytes)
+    kv = kv_bytes_per_sequence(m, context_tokens, kv_bytes) * kv_copies(m, n_gpus, assumptions)
     return int(F["max_batch"](usable_memory=mem, weights=w, kv_per_sequence=kv).m)
 
 
@@ -446,7 +465,7 @@ def decode_step(
     n, gpus_, ctx = batch, n_gpus, context_tokens
     precision = compute_precision or matmul_precision(weight_bytes, g, a)
     w_read = weights_read_per_step(m, n, weight_bytes)
-    kv_seq = kv_bytes_per_sequence(m, ctx, kv_bytes)
+    kv_seq = kv_bytes_per_sequence(m, ctx, kv_bytes) * kv_copies(m, gpus_, a)  # every copy is read
     per_param = Q_(a.flops_per_param, "FLOP")
     f_mm = F["decode_flops_per_token"](flops_per_param=per_param, active_params=m.active_params)
     f_att = Q_(0, "FLOP")
@@ -779,7 +798,7 @@ def replica(
     final, p, ans = _workload(a, context_tokens, prompt_tokens, answer_tokens)
     w = _weights(m, weight_bytes)
     mem = usable_memory(g, tp, weights=w, assumptions=a)
-    kv_seq = kv_bytes_per_sequence(m, final, kv_bytes)
+    kv_seq = kv_bytes_per_sequence(m, final, kv_bytes) * kv_copies(m, tp, a)  # the replica's memory for one sequence
     top = max_batch(m, g, final, n_gpus=tp, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a)
     price = None
     if price_per_hour is not None or g.price_per_hour is not None:

@@ -287,3 +287,25 @@ def test_cached_prefix_is_not_prefilled_again():
     assert hit.batch == full.batch and hit.throughput > full.throughput
     with pytest.raises(InputError, match="fewer than prompt_tokens"):
         lc.replica("Llama-3.1-8B", "H100 SXM", cached_prompt_tokens=2_000, **kw)
+
+
+def test_kv_heads_are_replicated_past_the_kv_head_count():
+    """Llama-3.1-70B has 8 KV heads: on 16 GPUs each keeps one, so the cache is stored twice.
+    BF16 on 16 H100s, 4,096-token sequences: (16 x 72 GB - 141.1 GB) / (2 x 4,096 x 327,680 B) = 376 sequences,
+    against 753 if the heads could be split 16 ways (the sources' methods, which leave replication out)."""
+    w = 70.554e9 * 2
+    per_seq = 4_096 * 327_680
+    assert lc.max_batch("Llama-3.1-70B", "H100 SXM", 4_096, n_gpus=16) == int((16 * 72e9 - w) // (2 * per_seq))
+    assert lc.max_batch("Llama-3.1-70B", "H100 SXM", 4_096, n_gpus=16, assumptions="envelope") == int(
+        (16 * 72e9 - w) // per_seq
+    )
+    assert lc.max_batch("Llama-3.1-70B", "H100 SXM", 4_096, n_gpus=8) == int((8 * 72e9 - w) // per_seq)
+    assert lc.kv_copies("DeepSeek-V3", 8) == 8 and lc.kv_copies("DeepSeek-V3", 8, "lab") == 1
+
+
+def test_replicated_kv_is_read_by_every_copy():
+    """Each GPU reads its own copy: the KV part of a 16-GPU step is twice what splitting 16 ways would read."""
+    kw = dict(batch=32, context_tokens=4_096, n_gpus=16)
+    on = lc.decode_step("Llama-3.1-70B", "H100 SXM", **kw)
+    off = lc.decode_step("Llama-3.1-70B", "H100 SXM", assumptions=DEFAULT.replace(kv_replication=False), **kw)
+    assert on.kv_read == 2 * off.kv_read and on.weights_read == off.weights_read
