@@ -28,7 +28,7 @@ from llmcourse.catalog import GPU, Model, bytes_per_value, gpus, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked
-from llmcourse.units import HOURS_PER_MONTH, Q_, as_quantity, fmt, plain_number
+from llmcourse.units import HOURS_PER_MONTH, Q_, as_quantity, fmt, parsed_unit, plain_number
 
 __all__ = [
     "Brief",
@@ -67,6 +67,16 @@ __all__ = [
 ]
 
 B = "B"  # bytes
+# units parsed once: pint parses a unit string at every conversion, which was most of a plan's time
+_GB = parsed_unit("GB")[0]
+_MS = parsed_unit("ms")[0]
+_PER_S = parsed_unit("1/s")[0]
+_PFLOP_S = parsed_unit("PFLOP/s")[0]
+_USD = parsed_unit("USD")[0]
+_S = parsed_unit("s")[0]
+_TFLOP = parsed_unit("TFLOP")[0]
+_USD_H = parsed_unit("USD/hour")[0]
+_GFLOP = parsed_unit("GFLOP")[0]
 
 
 def largest_batch(meets: Callable[[int], bool], top: int) -> int:
@@ -162,7 +172,7 @@ def traffic(requests: Any, prompt_tokens: float, answer_tokens: float, *, peak_f
     Examples
     --------
     >>> t = traffic(Q_(200_000, "1/day"), 2_000, 300, peak_factor=3)
-    >>> round(t.request_rate.to("1/s").m, 1), round(t.output_tokens_per_s.m)
+    >>> round(t.request_rate.to(_PER_S).m, 1), round(t.output_tokens_per_s.m)
     (6.9, 2083)
     """
     peak = F["peak_request_rate"](daily_rate=requests, peak_factor=peak_factor)
@@ -180,9 +190,9 @@ def weight_bytes(model: Model | str, bytes_per_param: Any = 2) -> pint.Quantity:
 
     Examples
     --------
-    >>> weight_bytes("Llama-3.1-8B").to("GB")
+    >>> weight_bytes("Llama-3.1-8B").to(_GB)
     <Quantity(16.06, 'gigabyte')>
-    >>> weight_bytes("Qwen2.5-72B", "fp8").to("GB")
+    >>> weight_bytes("Qwen2.5-72B", "fp8").to(_GB)
     <Quantity(72.7, 'gigabyte')>
     """
     m = _model(model)
@@ -230,7 +240,7 @@ def kv_bytes_per_sequence(model: Model | str, context_tokens: float, kv_bytes: A
 
     Examples
     --------
-    >>> kv_bytes_per_sequence("Qwen2.5-72B", 2_300).to("GB")
+    >>> kv_bytes_per_sequence("Qwen2.5-72B", 2_300).to(_GB)
     <Quantity(0.753664, 'gigabyte')>
     >>> kv_bytes_per_sequence("Llama-3.1-8B", 32_768).to("GiB")
     <Quantity(4.0, 'gibibyte')>
@@ -274,15 +284,15 @@ def usable_memory(
 
     Examples
     --------
-    >>> usable_memory("H100 SXM", 2).to("GB")
+    >>> usable_memory("H100 SXM", 2).to(_GB)
     <Quantity(144.0, 'gigabyte')>
-    >>> round(usable_memory("H100 SXM", 2, assumptions=resolve().replace(memory_unit="GiB")).to("GB").m, 1)
+    >>> round(usable_memory("H100 SXM", 2, assumptions=resolve().replace(memory_unit="GiB")).to(_GB).m, 1)
     154.6
     """
     g = _gpu(gpu)
     a = resolve(assumptions).replace(memory_fraction=usable_fraction)
     n = n_gpus
-    mem = g.memory if a.memory_unit == "GB" else Q_(g.memory.to("GB").m, "GiB")
+    mem = g.memory if a.memory_unit == "GB" else Q_(g.memory.to(_GB).m, "GiB")
     if a.memory_rule == "total":
         return F["usable_memory"](n_gpus=n, gpu_memory=mem, usable_fraction=a.memory_fraction)
     if weights is None:
@@ -346,12 +356,12 @@ class DecodeStep:
 
     @property
     def tokens_per_s_per_user(self) -> pint.Quantity:
-        return (1 / self.step_time).to("1/s")
+        return (1 / self.step_time).to(_PER_S)
 
     @property
     def throughput(self) -> pint.Quantity:
         """Output tokens per second of the whole batch."""
-        return F["throughput"](batch=self.batch, step_time=self.step_time).to("1/s")
+        return F["throughput"](batch=self.batch, step_time=self.step_time).to(_PER_S)
 
 
 @checked
@@ -361,9 +371,9 @@ def weights_read_per_step(model: Model | str, batch: int = 1, weight_bytes: Any 
 
     Examples
     --------
-    >>> weights_read_per_step("Llama-3.1-8B").to("GB")
+    >>> weights_read_per_step("Llama-3.1-8B").to(_GB)
     <Quantity(16.06, 'gigabyte')>
-    >>> round(weights_read_per_step("Qwen3-30B-A3B", 1).to("GB").m, 2)
+    >>> round(weights_read_per_step("Qwen3-30B-A3B", 1).to(_GB).m, 2)
     6.7
     """
     m = _model(model)
@@ -453,7 +463,7 @@ def decode_step(
     Examples
     --------
     >>> s = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_048 + 256)
-    >>> round(s.step_time.to("ms").m, 2), s.bound
+    >>> round(s.step_time.to(_MS).m, 2), s.bound
     (6.98, 'memory')
     """
     m, g = _model(model), _gpu(gpu)
@@ -500,12 +510,12 @@ def decode_step(
         phi = float(F["moe_fraction_touched"](experts_per_token=m.experts_per_token, experts=m.experts, batch=n).m)
     return DecodeStep(
         batch=int(n),
-        weights_read=w_read.to("GB"),
-        kv_read=(n * kv_seq).to("GB"),
-        flops=(n * (f_mm + f_att)).to("GFLOP"),
-        memory_time=F["decode_memory_time"](**common, **mem_args).to("ms"),
-        compute_time=F["decode_compute_time"](**common, **comp_args).to("ms"),
-        step_time=step.to("ms"),
+        weights_read=w_read.to(_GB),
+        kv_read=(n * kv_seq).to(_GB),
+        flops=(n * (f_mm + f_att)).to(_GFLOP),
+        memory_time=F["decode_memory_time"](**common, **mem_args).to(_MS),
+        compute_time=F["decode_compute_time"](**common, **comp_args).to(_MS),
+        step_time=step.to(_MS),
         fraction_of_experts=phi,
         kernel_bounds=kernels,
     )
@@ -553,7 +563,7 @@ def prefill(
     Examples
     --------
     >>> p = prefill("Llama-3.1-8B", "H100 SXM", 2_048)
-    >>> round(p.compute_time.to("ms").m, 1), round(p.memory_time.to("ms").m, 1), p.bound
+    >>> round(p.compute_time.to(_MS).m, 1), round(p.memory_time.to(_MS).m, 1), p.bound
     (68.7, 6.8, 'compute')
     """
     m, g = _model(model), _gpu(gpu)
@@ -593,11 +603,11 @@ def prefill(
     )
     return Prefill(
         prompts=int(n),
-        flops=(n * flops).to("TFLOP"),
-        attention_flops=(n * (full - linear)).to("TFLOP"),
-        compute_time=F["prefill_compute_time"](**comp).to("ms"),
-        memory_time=F["weight_read_time"](**mem).to("ms"),
-        time=F["prefill_time"](**(comp | mem)).to("ms"),
+        flops=(n * flops).to(_TFLOP),
+        attention_flops=(n * (full - linear)).to(_TFLOP),
+        compute_time=F["prefill_compute_time"](**comp).to(_MS),
+        memory_time=F["weight_read_time"](**mem).to(_MS),
+        time=F["prefill_time"](**(comp | mem)).to(_MS),
     )
 
 
@@ -641,7 +651,7 @@ class Replica:
 
     @property
     def memory_used(self) -> pint.Quantity:
-        return (self.weights + self.batch * self.kv_per_sequence).to("GB")
+        return (self.weights + self.batch * self.kv_per_sequence).to(_GB)
 
     @property
     def decode_throughput(self) -> pint.Quantity:
@@ -664,7 +674,7 @@ class Replica:
             answer_tokens=self.answer_tokens,
             prefill_time=self.batch_prefill.time,
             step_time=s.step_time,
-        ).to("1/s")
+        ).to(_PER_S)
 
     @property
     def prefill_share(self) -> float | None:
@@ -691,18 +701,18 @@ class Replica:
             prefill_time=self.batch_prefill.time,
             batch=self.batch,
             answer_tokens=self.answer_tokens,
-        ).to("ms")
+        ).to(_MS)
 
     @property
     def tokens_per_s_per_user(self) -> pint.Quantity:
-        return (1 / self.tpot).to("1/s")
+        return (1 / self.tpot).to(_PER_S)
 
     @property
     def requests_per_second(self) -> pint.Quantity:
         """Requests the replica completes per second at full load."""
         if self.answer_tokens is None:
             raise InputError("requests per second needs the answer length: give replica(..., answer_tokens=...).")
-        return (self.throughput / self.answer_tokens).to("1/s")
+        return (self.throughput / self.answer_tokens).to(_PER_S)
 
     @property
     def cost_per_million_output_tokens(self) -> pint.Quantity | None:
@@ -781,7 +791,7 @@ def replica(
     --------
     >>> r = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300,
     ...             weight_bytes="fp8")
-    >>> r.batch, round(r.step.step_time.to("ms").m, 1), round(r.throughput.m), r.fits
+    >>> r.batch, round(r.step.step_time.to(_MS).m, 1), round(r.throughput.m), r.fits
     (94, 29.6, 1229, True)
     >>> e = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, context_tokens=2_300, weight_bytes="fp8",
     ...             assumptions="envelope")
@@ -808,9 +818,9 @@ def replica(
         gpu=g.name,
         tensor_parallel=tp,
         assumptions=a,
-        weights=w.to("GB"),
-        usable_memory=mem.to("GB"),
-        kv_per_sequence=kv_seq.to("GB"),
+        weights=w.to(_GB),
+        usable_memory=mem.to(_GB),
+        kv_per_sequence=kv_seq.to(_GB),
         max_batch=top,
         context_tokens=final,
         matmul=matmul_precision(weight_bytes, g, a),
@@ -895,7 +905,7 @@ class ComputeBudget:
     @property
     def idle(self) -> pint.Quantity:
         """What decode leaves of the usable FLOP/s."""
-        return (self.usable - self.decode).to("PFLOP/s")
+        return (self.usable - self.decode).to(_PFLOP_S)
 
     @property
     def prefill_fits(self) -> bool:
@@ -914,7 +924,7 @@ def compute_budget(rep: Replica, output_tokens_per_s: pint.Quantity) -> ComputeB
     >>> r = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, batch=64, prompt_tokens=2_000, answer_tokens=400,
     ...             weight_bytes="fp8", assumptions="capacity")
     >>> b = compute_budget(r, Q_(1_728, "1/s"))
-    >>> round(b.prefill.to("PFLOP/s").m, 2), round(b.idle.to("PFLOP/s").m, 2), b.prefill_fits
+    >>> round(b.prefill.to(_PFLOP_S).m, 2), round(b.idle.to(_PFLOP_S).m, 2), b.prefill_fits
     (1.22, 0.75, False)
     """
     if not isinstance(rep, Replica) or rep.spec is None or rep.answer_tokens is None:
@@ -926,7 +936,7 @@ def compute_budget(rep: Replica, output_tokens_per_s: pint.Quantity) -> ComputeB
     need = F["prefill_compute_rate"](token_rate=prompts, flops_per_param=per_param, params=m.active_params)
     used = F["prefill_compute_rate"](token_rate=x, flops_per_param=per_param, params=m.active_params)
     usable = rep.tensor_parallel * g.peak_flops(rep.matmul) * a.compute_efficiency
-    return ComputeBudget(prefill=need.to("PFLOP/s"), decode=used.to("PFLOP/s"), usable=usable.to("PFLOP/s"))
+    return ComputeBudget(prefill=need.to(_PFLOP_S), decode=used.to(_PFLOP_S), usable=usable.to(_PFLOP_S))
 
 
 # --- a batch's whole life: prefill then decode ------------------------------------------------------
@@ -951,7 +961,7 @@ class RequestCycle:
     def total_time(self) -> pint.Quantity:
         """Prefill of every prompt plus one decode step per answer token."""
         tokens = self.decode.batch * self.answer_tokens
-        return (tokens / self.end_to_end_throughput).to("s")
+        return (tokens / self.end_to_end_throughput).to(_S)
 
     @property
     def throughput(self) -> pint.Quantity:
@@ -964,7 +974,7 @@ class RequestCycle:
             answer_tokens=self.answer_tokens,
             prefill_time=self.prefill.time,
             step_time=self.decode.step_time,
-        ).to("1/s")
+        ).to(_PER_S)
 
     @property
     def cost_per_million_output_tokens(self) -> pint.Quantity:
@@ -1043,7 +1053,7 @@ def cost_per_million(price_per_hour: pint.Quantity, tokens_per_s: pint.Quantity,
         price=price_per_hour,
         throughput=tokens_per_s,
     )
-    return (per_token * 1e6).to("USD")
+    return (per_token * 1e6).to(_USD)
 
 
 # --- the whole-table method -------------------------------------------------------------------------
@@ -1079,7 +1089,7 @@ class ServingPlan:
         (430, 15.2)
         """
         if key == "weights_gb":
-            return float(self.weights.to("GB").m)
+            return float(self.weights.to(_GB).m)
         if key in self.__dataclass_fields__:
             return getattr(self, key)
         raise KeyError(f"{key!r}: a serving plan has {', '.join(['weights_gb', *self.__dataclass_fields__])}")
@@ -1180,9 +1190,9 @@ def serving_plan(
         batch=r.batch,
         step_time=r.step.step_time,
         tokens_per_s_per_user=r.tokens_per_s_per_user,
-        tokens_per_s_alone=(1 / alone).to("1/s"),
+        tokens_per_s_alone=(1 / alone).to(_PER_S),
         output_tokens_per_s=r.throughput,
-        prefill_time=None if r.first_prefill is None else r.first_prefill.time.to("s"),
+        prefill_time=None if r.first_prefill is None else r.first_prefill.time.to(_S),
         cost_per_million_output_tokens=r.cost_per_million_output_tokens,
         prefill_counted=r.counts_prefill,
         **base,
@@ -1237,7 +1247,7 @@ def fleet(
     >>> r = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, batch=64, context_tokens=2_400,
     ...             weight_bytes="fp8", assumptions="capacity")
     >>> f = fleet(Q_(140_000, "1/s"), r)
-    >>> f.replicas, f.gpus, round(f.monthly_cost.to("USD").m, -3)
+    >>> f.replicas, f.gpus, round(f.monthly_cost.to(_USD).m, -3)
     (81, 162, 296000.0)
     """
     if not isinstance(rep, Replica):
@@ -1270,15 +1280,15 @@ def fleet(
     total = n * rep.tensor_parallel
     cost = F["fleet_cost"](gpus=total, price=price, hours=HOURS_PER_MONTH)
     return Fleet(
-        demand=d.to("1/s"),
+        demand=d.to(_PER_S),
         throughput_per_replica=x,
-        usable_throughput_per_replica=usable.to("1/s"),
+        usable_throughput_per_replica=usable.to(_PER_S),
         headroom=a.headroom,
         prefill_counted=rep.counts_prefill,
         replicas=n,
         gpus=total,
         price_per_hour=price,
-        monthly_cost=cost.to("USD"),
+        monthly_cost=cost.to(_USD),
         replicas_exact=float((d / usable).to("").m),
     )
 
@@ -1307,7 +1317,7 @@ def prefill_pool(
     Examples
     --------
     >>> p = prefill_pool(Q_(700_000, "1/s"), "Llama-3.1-70B", "H100 SXM")
-    >>> round(p.compute_rate.to("PFLOP/s").m), p.gpus
+    >>> round(p.compute_rate.to(_PFLOP_S).m), p.gpus
     (99, 200)
     """
     m, g = _model(model), _gpu(gpu)
@@ -1322,7 +1332,7 @@ def prefill_pool(
         peak_flops=g.peak_flops(matmul_precision(weight_bytes, g, a)),
         compute_efficiency=a.compute_efficiency,
     )
-    return PrefillPool(compute_rate=rate.to("PFLOP/s"), gpus=int(n.m))
+    return PrefillPool(compute_rate=rate.to(_PFLOP_S), gpus=int(n.m))
 
 
 # --- the design planner ----------------------------------------------------------------------------
@@ -1556,15 +1566,15 @@ def plan(
         reason="fits",
         max_batch=r.max_batch,
         batch=batch,
-        ttft=ttft.to("ms"),
-        tpot=r.tpot.to("ms"),
-        requests_per_second_per_gpu=(r.requests_per_second / tp).to("1/s"),
+        ttft=ttft.to(_MS),
+        tpot=r.tpot.to(_MS),
+        requests_per_second_per_gpu=(r.requests_per_second / tp).to(_PER_S),
         gpus=n,
         in_flight=float(in_flight),
         price_per_hour=price,
-        cost_per_hour=(n * price).to("USD/hour"),
-        cost_per_million_output_tokens=(per_token * 1e6).to("USD"),
-        cost_per_thousand_requests=(per_token * brief.answer_tokens * 1e3).to("USD"),
+        cost_per_hour=(n * price).to(_USD_H),
+        cost_per_million_output_tokens=(per_token * 1e6).to(_USD),
+        cost_per_thousand_requests=(per_token * brief.answer_tokens * 1e3).to(_USD),
         bottleneck=bottleneck,
         step=s,
         replica=r,
