@@ -439,6 +439,20 @@ class Figure:
         ``erratum_value``, and no longer the source's printed number), and any hand check holds."""
         return not self.problems()
 
+    def shows(self, value: Any) -> bool:
+        """True when the figure reproduces and ``value`` (a quantity, or a number in the figure's unit),
+        a number a page shows, is that figure too, to the source's rounding.
+
+        Examples
+        --------
+        >>> f = figure("envelope-table-72b-fp8-throughput")
+        >>> f.shows(f.compute()), f.shows(4_400)
+        (True, False)
+        """
+        if isinstance(value, pint.Quantity):
+            value = value.to(self.unit).m if self.unit else value.to("").m
+        return self.reproduces() and not self.problems(value)
+
     def text(self, value: Any = _UNSET) -> str:
         """The package's value (or ``value``) printed as the source prints it, for a chapter to glue."""
         v = self.compute() if value is _UNSET else value
