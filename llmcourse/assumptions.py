@@ -99,6 +99,7 @@ MEANING: dict[str, str] = {
     "which run between its decode steps",
     "kv_replication": "KV heads are replicated when a replica has more GPUs than KV heads (each GPU keeps at least "
     "one), and MLA's latent is replicated on every GPU",
+    "speculation": "speculative decoding of every deployment (a llmcourse.speculative.Speculation); off by default",
     "allreduce_latency_us": "time of one tensor-parallel all-reduce (µs); a decode step on several GPUs pays two "
     "per layer",
 }
@@ -137,6 +138,7 @@ class Assumptions:
     prefill_interference: bool = True
     allreduce_latency_us: float = 0.0
     kv_replication: bool = True
+    speculation: Any = None
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -160,6 +162,11 @@ class Assumptions:
                 raise InputError(
                     f"{name} ({MEANING[name]}) must be above 0 and at most 1; got {getattr(self, name)!r}."
                 )
+        if self.speculation is not None and not hasattr(self.speculation, "draft_tokens"):
+            raise InputError(
+                f"speculation ({MEANING['speculation']}) must be None or a llmcourse.speculative.Speculation; "
+                f"got {self.speculation!r}."
+            )
         if self.headroom < 1:
             raise InputError(f"headroom ({MEANING['headroom']}) must be at least 1; got {self.headroom!r}.")
         if self.flops_per_param <= 0:
@@ -287,7 +294,9 @@ def presets_table() -> list[tuple[str, ...]]:
             return "yes" if v else "no"
         if isinstance(v, float):
             return f"{v:.3g}"
-        return str(v)
+        if v is None:
+            return "off"
+        return v.label() if hasattr(v, "label") else str(v)
 
     rows: list[tuple[str, ...]] = [("", "", *PRESETS)]
     for f in fields(Assumptions):

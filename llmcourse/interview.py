@@ -1210,6 +1210,203 @@ def _pushback() -> dict[str, Any]:
     return {k: a[k] for k in ("mha_seq", "gqa_seq", "b_gqa", "b_mha")} | {k: b[k] for k in ("w", "r1", "r2")}
 
 
+# --- speculative decoding (book/08b_speculative.md) ---------------------------------------------------------------
+def _spec() -> Any:
+    """The speculative-decoding module, imported when a question needs it (its formulas are solved at import)."""
+    from llmcourse import speculative
+
+    return speculative
+
+
+@_q(
+    id="spec_expected",
+    level="L4",
+    topic="speculative decoding",
+    title="What does a draft buy?",
+    prompt="A draft proposes {k} tokens and the target accepts each with probability {alpha}. How many tokens does a "
+    "verification step yield? How much faster does one user of Llama 3.1 70B (FP8, 2 x H100, 2,000-token prompts, "
+    "300-token answers) go with a Llama 3.1 8B draft?",
+    weak='"{k} tokens per step, so {k} times faster."',
+    good='"1 + {alpha} + {alpha}^2 + ... + {alpha}^{k} = {tau:4} tokens per step, so about {tau:2} times faster."',
+    strong='"{tau:4} tokens per verification step: the first rejection ends it. At batch 1 the verification of '
+    "{positions} positions reads what a plain step reads, {plain:3}, so it is nearly free; but the 8B draft's {k} "
+    "steps cost {draft:2} each: {cycle:3} a cycle for {tau:3} tokens, {speedup:3}x, from {user_plain:2} to "
+    '{user_spec:3} tokens/s."',
+    answer="Expected tokens: $\\sum_{{i=0}}^{{{k}}} {alpha}^i = (1 - {alpha}^{{{positions}}}) / (1 - {alpha})$ = "
+    "{tau:5}. Plain step, by the course's method: ({w70:3} of weights + the cache at 2,150 tokens) / (2 x "
+    "{bw_pct}% of {H100.bandwidth}) = {plain:3}. The verification of {positions} positions per sequence is still "
+    "memory-bound and costs the same; a step of the FP8 8B draft takes {draft:3}. A cycle, {plain:3} + {k} x "
+    "{draft:3} = {cycle:3}, yields {tau:3} tokens: {per_token:3} a token instead of {plain:3}, a speed-up of "
+    "{speedup:3}.",
+)
+def _spec_expected() -> dict[str, Any]:
+    sp = _spec()
+    spec = sp.Speculation("draft model", 4, 0.8, "Llama-3.1-8B")
+    s = sp.speculative_step(
+        "Llama-3.1-70B", "H100 SXM", spec, context_tokens=2_000 + 300 / 2, tensor_parallel=2, weight_bytes="fp8"
+    )
+    return dict(
+        k=spec.draft_tokens,
+        alpha=spec.acceptance,
+        positions=spec.draft_tokens + 1,
+        tau=s.expected_tokens,
+        w70=weight_bytes("Llama-3.1-70B", "fp8").to("GB"),
+        bw_pct=_pct(resolve(COURSE).bandwidth_efficiency),
+        plain=s.plain.step_time,
+        draft=s.draft_step_time,
+        cycle=s.cycle_time,
+        per_token=s.time_per_token,
+        speedup=s.speedup,
+        user_plain=_per_s(s.plain.tokens_per_s_per_user),
+        user_spec=_per_s(s.tokens_per_s_per_user),
+    )
+
+
+@_q(
+    id="spec_crossover",
+    level="L5",
+    topic="speculative decoding",
+    title="When does speculation stop paying?",
+    prompt="Llama 3.1 8B on one H100 serves short chats (each cache read at {ctx} tokens) with its EAGLE-3 head: "
+    "{k} draft tokens, each accepted with probability {alpha}. At a batch of {batch}, is speculation still helping? "
+    "Where does it stop?",
+    weak='"Speculation always helps: more tokens per step."',
+    good='"While decode is memory-bound the verification is nearly free, so it helps; at large batches the '
+    'verification does {positions} times the FLOPs, and it stops helping."',
+    strong='"It stops paying from a batch of {cross}: there the verification of {positions} positions per sequence '
+    "is compute-bound and costs more than its {tau:3} tokens are worth. At {batch} it gives {speedup:2}x: {x:3} "
+    "tokens/s instead of {x_plain:3}. Engines turn it off above a batch like that, or shorten k. With a long "
+    'context the cache reads keep decode memory-bound: at 2,150 tokens it pays at every batch that fits ({fit_long})."',
+    answer="Speculation pays while $\\tau\\,t_{{step}} > t_{{ver}} + k\\,t_{{draft}}$. With the plain step and the "
+    "head memory-bound and the verification compute-bound, SymPy's solution for the batch gives {estimate:4}; the "
+    "full model's first losing batch is {cross}. At {batch}: plain step {plain:3}, verification {verify:3} "
+    "(compute-bound), head steps {k} x {draft:2}; speed-up {tau:3} x {plain:3} / ({verify:3} + {k} x {draft:2}) = "
+    "{speedup:3}.",
+)
+def _spec_crossover() -> dict[str, Any]:
+    sp = _spec()
+    spec, ctx, batch = sp.Speculation("eagle head", 4, 0.7), 288, 200
+    s = sp.speculative_step("Llama-3.1-8B", "H100 SXM", spec, batch=batch, context_tokens=ctx)
+    return dict(
+        ctx=ctx,
+        k=spec.draft_tokens,
+        alpha=spec.acceptance,
+        positions=spec.draft_tokens + 1,
+        batch=batch,
+        tau=s.expected_tokens,
+        cross=sp.crossover_batch("Llama-3.1-8B", "H100 SXM", spec, context_tokens=ctx),
+        estimate=sp.crossover_estimate("Llama-3.1-8B", "H100 SXM", spec, context_tokens=ctx),
+        speedup=s.speedup,
+        x=_per_s(s.throughput),
+        x_plain=_per_s(s.plain_throughput),
+        plain=s.plain.step_time,
+        verify=s.verify.step_time,
+        draft=s.draft_step_time,
+        fit_long=sp.speculative_memory("Llama-3.1-8B", "H100 SXM", spec, context_tokens=2_150).max_batch,
+    )
+
+
+@_q(
+    id="spec_mtp",
+    level="L5",
+    topic="speculative decoding",
+    title="Multi-token prediction on a mixture of experts",
+    prompt="DeepSeek-V3 (FP8, 8 x H200, each cache read at 2,150 tokens) drafts one token per step with its MTP "
+    "block, accepted with probability {alpha}. How much faster is each user at batch 1, and at batch 256?",
+    weak='"{tau:3} tokens per step, so {tau:3} times faster at any batch."',
+    good='"At a large batch about {s256:2}x: the verification reads what a plain step reads. DeepSeek reports '
+    '{published:2}x."',
+    strong='"At batch 1 only {s1:2}x: the second position routes to its own {Q30.experts_per_token} experts per layer, '
+    "so the verification reads {w_ver1:2} of weights instead of {w_plain1:2}. From a few hundred sequences every "
+    "expert is read anyway, and it gives {s256:3}x, close to DeepSeek's {published:2}x and to the {tau:3} tokens per "
+    'step. On a mixture of experts MTP pays most where a fleet runs: at large batches."',
+    answer="Tokens per step: 1 + {alpha} = {tau:3}. Batch 1: a plain step reads the shared weights and the experts "
+    "one token picks, {w_plain1:3} ({t_plain1:3}); two tokens touch about twice the experts, {w_ver1:3} "
+    "({t_ver1:3}); the MTP block reads {w_mtp1:2} ({t_mtp1:2}). Speed-up {tau:3} x {t_plain1:3} / ({t_ver1:3} + "
+    "{t_mtp1:2}) = {s1:3}. Batch 256: plain and verification steps both read nearly every expert ({w_plain256:3}) "
+    "and the speed-up is {s256:3}.",
+)
+def _spec_mtp() -> dict[str, Any]:
+    sp = _spec()
+    spec = sp.Speculation("mtp", 1, 0.85)
+    kw = dict(context_tokens=2_150, tensor_parallel=8, weight_bytes="fp8")
+    one, full = (sp.speculative_step("DeepSeek-V3", "H200 SXM", spec, batch=b, **kw) for b in (1, 256))
+    row = next(r for r in sp.published("mtp", figure="speedup") if r.target == "DeepSeek-V3")
+    return dict(
+        alpha=spec.acceptance,
+        tau=one.expected_tokens,
+        s1=one.speedup,
+        s256=full.speedup,
+        w_plain1=one.plain.weights_read,
+        w_ver1=one.verify.weights_read,
+        w_mtp1=one.draft.weights_read,
+        t_plain1=one.plain.step_time,
+        t_ver1=one.verify.step_time,
+        t_mtp1=one.draft_step_time,
+        w_plain256=full.plain.weights_read,
+        published=row.value,
+    )
+
+
+@_q(
+    id="spec_fleet",
+    level="Staff+",
+    topic="speculative decoding",
+    title="A draft model or an EAGLE head for the fleet?",
+    prompt="A chat fleet of Llama 3.1 70B (FP8, replicas of 2 x H100, 2,000-token prompts, 300-token answers) serves "
+    "10,000 output tokens/s. Would you add a Llama 3.1 8B draft model or an EAGLE-3 head ({k} draft tokens, each "
+    "accepted with probability {alpha})? What does each do to the batch, the users' speed and the GPUs?",
+    weak='"The 8B draft: a bigger draft guesses better."',
+    good='"The head: its weights are {w_head:2} against {w_draft:3}, and its cache is one layer, not {L8.layers}."',
+    strong="\"Each replica holds {b_plain} conversations without speculation; the 8B draft's weights and "
+    "{L8.layers}-layer cache cut that to {b_draft}, the head's to {b_head}. Throughput per replica, prefill charged: "
+    "{x_plain:3} tokens/s plain, {x_draft:3} with the draft, {x_head:3} with the head, so {g_plain}, {g_draft} and "
+    "{g_head} GPUs at {headroom}x headroom. Users see {u_plain:2}, {u_draft:2} and {u_head:2} tokens/s: the prefills "
+    "of the other requests, which run between a user's steps, are not sped up, and a smaller batch has fewer of "
+    "them. The head buys the most throughput for the least memory; I would take it, and measure its acceptance on "
+    'our own traffic before sizing the fleet on it."',
+    answer="Usable memory {mem:3}: the weights, {w70:3}, leave room for {b_plain} caches of 2,300 tokens; with the "
+    "8B draft ({w_draft:3} of weights, {kv_draft:3} of cache per sequence) {b_draft}; with the head ({w_head:2}, "
+    "{kv_head:2} per sequence) {b_head}. Time per token at the full batch, the prefills of the batch's other "
+    "requests included: {t_plain:3} plain, {t_draft:3} with the draft, {t_head:3} with the head. Throughput with "
+    "prefill charged: {x_plain:4}, {x_draft:4} and {x_head:4} tokens/s per replica; for 10,000 tokens/s at "
+    "{headroom}x: {g_plain}, {g_draft} and {g_head} GPUs, at {c_plain:3}, {c_draft:3} and {c_head:3} per million "
+    "output tokens.",
+)
+def _spec_fleet() -> dict[str, Any]:
+    sp = _spec()
+    kw = dict(tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300, weight_bytes="fp8")
+    draft, head = sp.Speculation("draft model", 4, 0.7, "Llama-3.1-8B"), sp.Speculation("eagle head", 4, 0.7)
+    reps = {
+        "plain": replica("Llama-3.1-70B", "H100 SXM", **kw),
+        "draft": sp.speculative_replica("Llama-3.1-70B", "H100 SXM", draft, **kw),
+        "head": sp.speculative_replica("Llama-3.1-70B", "H100 SXM", head, **kw),
+    }
+    demand = Q_(10_000, "1/s")
+    out: dict[str, Any] = dict(
+        k=head.draft_tokens,
+        alpha=head.acceptance,
+        headroom=resolve(COURSE).headroom,
+        mem=reps["plain"].usable_memory,
+        w70=reps["plain"].weights,
+    )
+    for key, r in reps.items():
+        out |= {
+            f"b_{key}": r.batch,
+            f"u_{key}": _per_s(r.tokens_per_s_per_user),
+            f"t_{key}": r.tpot,
+            f"x_{key}": _per_s(r.throughput),
+            f"g_{key}": fleet(demand, r).gpus,
+            f"c_{key}": r.cost_per_million_output_tokens,
+        }
+    for key, spec in (("draft", draft), ("head", head)):
+        m = sp.speculative_memory(
+            "Llama-3.1-70B", "H100 SXM", spec, context_tokens=2_300, tensor_parallel=2, weight_bytes="fp8"
+        )
+        out |= {f"w_{key}": m.draft_weights, f"kv_{key}": m.draft_kv_per_sequence.to("MB")}
+    return out
+
+
 # --- the sheet of numbers ---------------------------------------------------------------------------------------
 #: Models whose KV per token the sheet lists, and GPUs whose datasheet figures it lists.
 SHEET_MODELS = (

@@ -16,6 +16,7 @@ Each function accepts a catalog name or a :class:`~llmcourse.catalog.Model` /
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -775,6 +776,7 @@ def replica(
     compute_efficiency: float | None = None,
     usable_fraction: float | None = None,
     cached_prompt_tokens: float = 0,
+    speculation: Any = None,
 ) -> Replica:
     """The one replica model: ``tensor_parallel`` GPUs serving ``batch`` requests of
     ``prompt_tokens`` in and ``answer_tokens`` out (the largest batch that fits if ``batch`` is
@@ -786,6 +788,10 @@ def replica(
     that alone. ``price_per_hour`` defaults to the catalog's price of the GPU, if it has one.
     ``cached_prompt_tokens`` of each prompt found in a prefix cache are not prefilled again (their
     KV is still held for the request: the memory and the batch are the full prompt's).
+    ``speculation`` (a :class:`llmcourse.speculative.Speculation`; by default the assumptions',
+    off in every preset) makes the deployment speculate: the draft's weights and KV count in memory
+    and each decode step is the speculative cycle per output token
+    (:func:`llmcourse.speculative.speculative_replica`).
 
     Examples
     --------
@@ -804,6 +810,24 @@ def replica(
         compute_efficiency=compute_efficiency,
         memory_fraction=usable_fraction,
     )
+    if (speculation if speculation is not None else a.speculation) is not None:
+        from llmcourse.speculative import speculative_replica  # it builds on this function
+
+        return speculative_replica(
+            m,
+            g,
+            speculation if speculation is not None else a.speculation,
+            tensor_parallel=tensor_parallel,
+            batch=batch,
+            prompt_tokens=prompt_tokens,
+            answer_tokens=answer_tokens,
+            context_tokens=context_tokens,
+            weight_bytes=weight_bytes,
+            kv_bytes=kv_bytes,
+            price_per_hour=price_per_hour,
+            assumptions=dataclasses.replace(a, speculation=None),  # replace() ignores None values
+            cached_prompt_tokens=cached_prompt_tokens,
+        )
     tp = int(tensor_parallel)
     final, p, ans = _workload(a, context_tokens, prompt_tokens, answer_tokens)
     w = _weights(m, weight_bytes)
@@ -1472,6 +1496,7 @@ def plan(
     bandwidth_efficiency: float | None = None,
     compute_efficiency: float | None = None,
     cached_prompt_tokens: float = 0,
+    speculation: Any = None,
 ) -> Plan:
     """Design a fleet of replicas of ``tensor_parallel`` GPUs for a brief, through :func:`replica`.
 
@@ -1527,6 +1552,7 @@ def plan(
             price_per_hour=price,
             assumptions=a,
             cached_prompt_tokens=cached_prompt_tokens,
+            speculation=speculation,
         )
 
     top = at(None)

@@ -309,3 +309,22 @@ def test_replicated_kv_is_read_by_every_copy():
     on = lc.decode_step("Llama-3.1-70B", "H100 SXM", **kw)
     off = lc.decode_step("Llama-3.1-70B", "H100 SXM", assumptions=DEFAULT.replace(kv_replication=False), **kw)
     assert on.kv_read == 2 * off.kv_read and on.weights_read == off.weights_read
+
+
+def test_speculation_is_an_option_of_the_replica_and_of_the_assumptions():
+    """Off in every preset; given to replica() or set in the assumptions, the same speculative replica."""
+    from llmcourse.speculative import Speculation, SpeculativeReplica
+
+    assert all(p.speculation is None for p in PRESETS.values())
+    spec = Speculation("eagle head", 4, 0.7)
+    kw = dict(tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300, weight_bytes="fp8")
+    by_arg = lc.replica("Llama-3.1-70B", "H100 SXM", speculation=spec, **kw)
+    by_preset = lc.replica("Llama-3.1-70B", "H100 SXM", assumptions=DEFAULT.replace(speculation=spec), **kw)
+    assert isinstance(by_arg, SpeculativeReplica) and by_arg.throughput == by_preset.throughput
+    assert by_arg.tpot < lc.replica("Llama-3.1-70B", "H100 SXM", **kw).tpot
+    brief = lc.Brief(5, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
+    assert lc.plan(
+        "Llama-3.1-70B", "H100 SXM", brief, speculation=spec, **{k: kw[k] for k in ("tensor_parallel", "weight_bytes")}
+    ).fits
+    with pytest.raises(InputError, match="speculation"):
+        DEFAULT.replace(speculation="eagle")

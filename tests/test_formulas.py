@@ -38,7 +38,7 @@ def test_numeric_function_equals_the_expression(name, data):
         if s.integer:
             values[s] = data.draw(st.integers(1, 500))
         else:
-            values[s] = data.draw(st.floats(0.01, 1e4, allow_nan=False, allow_infinity=False))
+            values[s] = data.draw(st.floats(0.01, s.at_most or 1e4, allow_nan=False, allow_infinity=False))
     if name.startswith("moe"):  # k <= E
         values[SYMBOLS["experts_per_token"]] = min(values[SYMBOLS["experts_per_token"]], values[SYMBOLS["experts"]])
     subs = {s.sym: sp.Float(v) if not s.integer else v for s, v in values.items()}

@@ -71,6 +71,43 @@ H2_TPOT = H2_STEP + 92 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / (2 * H10
 H200_TPOT = H200_STEP + 70 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / H100_FP8 / 400
 
 
+# Speculative decoding, the course's method. Llama 3.1 70B FP8 on 2 x H100 at batch 1, the cache read at 2,150 tokens:
+# (70.554e9 + 327,680 x 2,150) B / 4.69 TB/s = 15.1937 ms; the FP8 8B draft (8.03e9 + 131,072 x 2,150) / 4.69 TB/s =
+# 1.77224 ms (the verification of 5 positions is memory-bound: it costs a plain step).
+SPEC_PLAIN = (70.554e9 + 327_680 * 2_150) / (2 * H100_BW)
+SPEC_DRAFT = (8.03e9 + 131_072 * 2_150) / (2 * H100_BW)
+# Llama 3.1 8B + its EAGLE-3 head (0.425e9 parameters, 4,096 B of KV per token) at 288 tokens, k = 4, alpha = 0.7:
+# tau (W + B K) / D = 5 B F / C + 4 (W_d + B K_d) / D, solved for B. At batch 200: plain (16.06e9 + 200 x 131,072 x
+# 288) / 2.345 TB/s = 10.068 ms; verification 200 x 5 x 16.06e9 / 494.5 TFLOP/s = 32.477 ms; head (0.85e9 + 200 x
+# 4,096 x 288) / 2.345 TB/s = 0.46308 ms.
+SPEC_X = (
+    (2.7731 * 16.06e9 - 4 * 0.85e9)
+    / H100_BW
+    / (5 * 16.06e9 / H100_BF16 + (4 * 4_096 * 288 - 2.7731 * 131_072 * 288) / H100_BW)
+)
+SPEC_P200 = (16.06e9 + 200 * 131_072 * 288) / H100_BW
+SPEC_V200 = 200 * 5 * 16.06e9 / H100_BF16
+SPEC_D200 = (0.85e9 + 200 * 4_096 * 288) / H100_BW
+
+
+def _moe_read(params: float, active: float, tokens: int) -> float:
+    """FP8 bytes a DeepSeek-V3-shaped layer stack reads for ``tokens`` tokens: the shared weights and the share
+    1 - (1 - 8/256)^tokens of the routed experts, whose parameters are (total - active) / (1 - 8/256)."""
+    experts = (params - active) / (1 - 8 / 256)
+    return params - experts + experts * (1 - (1 - 8 / 256) ** tokens)
+
+
+# DeepSeek-V3 FP8 on 8 x H200 (8 x 4.8 x 0.7 = 26.88 TB/s), cache read at 2,150 tokens, MLA's 70,272 B per token kept
+# on all 8 GPUs; MTP block 11.61e9 / 0.688e9 parameters, one layer: 1,152 B per token (x 8). The FLOPs never bind.
+_DS_BW, _DS_KV, _MTP_KV = 8 * 4.8e12 * 0.7, 8 * 70_272 * 2_150, 8 * 1_152 * 2_150
+MTP_PLAIN1 = (_moe_read(671e9, 37e9, 1) + _DS_KV) / _DS_BW
+MTP_VER1 = (_moe_read(671e9, 37e9, 2) + _DS_KV) / _DS_BW
+MTP_MTP1 = (_moe_read(11.61e9, 0.688e9, 1) + _MTP_KV) / _DS_BW
+MTP_PLAIN256 = (_moe_read(671e9, 37e9, 256) + 256 * _DS_KV) / _DS_BW
+MTP_VER256 = (_moe_read(671e9, 37e9, 512) + 256 * _DS_KV) / _DS_BW
+MTP_MTP256 = (_moe_read(11.61e9, 0.688e9, 256) + 256 * _MTP_KV) / _DS_BW
+
+
 def _per_million(usd_per_hour: float, tokens_per_s: float) -> float:
     return usd_per_hour / 3_600 / tokens_per_s * 1e6
 
@@ -307,6 +344,37 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "b_mha": (1, "", 0),
         "r1": (23.93, "", 1e-3),
         "r2": (47.86, "", 1e-3),
+    },
+    "spec_expected": {  # 1 + .8 + .64 + .512 + .4096; SPEC_PLAIN, SPEC_DRAFT below
+        "tau": (3.3616, "", 1e-12),
+        "plain": (SPEC_PLAIN * 1e3, "ms", 1e-6),
+        "draft": (SPEC_DRAFT * 1e3, "ms", 1e-6),
+        "cycle": ((SPEC_PLAIN + 4 * SPEC_DRAFT) * 1e3, "ms", 1e-6),
+        "speedup": (3.3616 * SPEC_PLAIN / (SPEC_PLAIN + 4 * SPEC_DRAFT), "", 1e-6),
+    },
+    "spec_crossover": {  # see SPEC_X and the batch-200 times below
+        "tau": (2.7731, "", 1e-12),
+        "estimate": (SPEC_X, "", 1e-6),
+        "cross": (math.ceil(SPEC_X), "", 0),
+        "speedup": (2.7731 * SPEC_P200 / (SPEC_V200 + 4 * SPEC_D200), "", 1e-6),
+        "fit_long": (189, "", 0),
+    },
+    "spec_mtp": {  # see MTP_* below
+        "tau": (1.85, "", 1e-12),
+        "w_plain1": (37.0, "GB", 1e-9),
+        "w_ver1": (56.8125, "GB", 1e-6),
+        "s1": (1.85 * MTP_PLAIN1 / (MTP_VER1 + MTP_MTP1), "", 1e-6),
+        "s256": (1.85 * MTP_PLAIN256 / (MTP_VER256 + MTP_MTP256), "", 1e-6),
+    },
+    "spec_fleet": {  # 70B FP8 on 2 x H100, 2,300 tokens: (144 - 70.554) / 0.753664 = 97.45; with the 8B draft
+        # (144 - 78.584) / (2,304 x 458,752 B) = 61.89; with the head (144 - 71.954) / (2,304 x 331,776 B) = 94.25
+        "b_plain": (97, "", 0),
+        "b_draft": (61, "", 0),
+        "b_head": (94, "", 0),
+        "w_draft": (8.03, "GB", 1e-9),
+        "w_head": (1.4, "GB", 1e-9),
+        "kv_draft": (2_304 * 131_072 / 1e6, "MB", 1e-9),
+        "kv_head": (2_304 * 4_096 / 1e6, "MB", 1e-9),
     },
 }
 

@@ -1,0 +1,327 @@
+"""Exercises for *Speculative decoding* (``book/08b_speculative.md``): tokens per verification step, the
+speed-up, the best draft length, the batch where speculation stops paying, the draft's memory, an MTP case.
+
+``speculative_ex1`` .. ``speculative_ex6`` follow the chapter's exercises of the same labels; the chapter's
+``speculative_ex7`` is a derivation and has no auto-checked version. ``speculative_ex8`` is extra: the
+acceptance rate behind a published acceptance length. All are the course's own estimates (the default
+method); each story that gives an efficiency names the method.
+"""
+
+from __future__ import annotations
+
+import llmcourse as lc
+from llmcourse.exercises._common import COURSE, define, pct, pick
+from llmcourse.speculative import (
+    Speculation,
+    acceptance_from_length,
+    best_draft_tokens,
+    crossover_batch,
+    drafts,
+    expected_tokens,
+    published,
+    speculative_memory,
+    speculative_step,
+)
+
+EXERCISES: list = []
+
+#: The course's decode efficiencies, as the stories state them.
+_ETAS = (
+    f"the course's method: {pct(COURSE.bandwidth_efficiency)} of peak bandwidth, "
+    f"{pct(COURSE.compute_efficiency)} of the peak FLOP/s at the weights' precision"
+)
+#: The target and draft pairs of the stories: (target, GPU, GPUs, kind, draft model or None).
+PAIRS = (
+    ("Llama-3.1-70B", "H100 SXM", 2, "draft model", "Llama-3.1-8B"),
+    ("Llama-3.1-70B", "H200 SXM", 1, "draft model", "Llama-3.1-8B"),
+    ("Llama-3.1-70B", "H100 SXM", 2, "eagle head", None),
+    ("Llama-3.1-70B", "H200 SXM", 1, "eagle head", None),
+)
+
+
+def _draft_words(kind: str, target: str, draft: str | None) -> str:
+    """The draft as a story names it, its size read from the data."""
+    if kind == "draft model":
+        return f"a {draft} draft model (its own {lc.models[draft].layers} layers and KV cache)"
+    head = next(d for n, d in drafts().items() if n.startswith("EAGLE") and n.endswith(target))
+    return f"its EAGLE-3 head ({head.params / 1e9:g} B parameters, one layer of KV cache)"
+
+
+def _pair(r, **more):
+    target, gpu, tp, kind, draft = pick(r, PAIRS)
+    return dict(target=target, gpu=gpu, tp=tp, kind=kind, draft=draft or "-", **more)
+
+
+def _with_words(v):
+    return v | dict(draft_words=_draft_words(v["kind"], v["target"], None if v["draft"] == "-" else v["draft"]))
+
+
+def _spec(v):
+    return Speculation(v["kind"], v["k"], v["alpha"], None if v["draft"] == "-" else v["draft"])
+
+
+def _kw(v):
+    return dict(tensor_parallel=v["tp"], weight_bytes="fp8")
+
+
+# --- 1. tokens per verification step -------------------------------------------------------------------
+define(
+    EXERCISES,
+    "speculative_ex1",
+    "Tokens per verification step",
+    "A draft proposes {k} tokens; the target checks them in order in one step, accepts each with probability "
+    "{alpha} (independently), stops at the first rejection and adds one token of its own. How many tokens does a "
+    "verification step yield on average?",
+    "",
+    dict(k=5, alpha=0.75),
+    lambda r: dict(k=pick(r, range(1, 9)), alpha=pick(r, (0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9))),
+    lambda v: expected_tokens(v["alpha"], v["k"]),
+    (
+        "Draft position i is reached only if the i - 1 before it were accepted: it yields a token with probability "
+        "{alpha}^i. The target's own token always comes.",
+        "Add them up: 1 + {alpha} + {alpha}^2 + ... + {alpha}^{k} = (1 - {alpha}^({k} + 1)) / (1 - {alpha}).",
+    ),
+    bare_ok=True,
+    mistakes=lambda v: [
+        ((expected_tokens(v["alpha"], v["k"]) - 1) / expected_tokens(v["alpha"], v["k"]), "add the target's own token"),
+        ((1 + v["k"] * v["alpha"]) / expected_tokens(v["alpha"], v["k"]), "the first rejection ends the step"),
+    ],
+)
+
+
+# --- 2. the speed-up at batch 1 ----------------------------------------------------------------------------
+def _vary_pair(r):
+    return _with_words(
+        _pair(r, alpha=pick(r, (0.6, 0.7, 0.8)), k=pick(r, (2, 3, 4, 5)), context=pick(r, (1_150, 2_150, 4_300)))
+    )
+
+
+_DEFAULT = _with_words(
+    dict(
+        target="Llama-3.1-70B",
+        gpu="H100 SXM",
+        tp=2,
+        kind="draft model",
+        draft="Llama-3.1-8B",
+        alpha=0.7,
+        k=4,
+        context=2_150,
+    )
+)
+_SETUP = (
+    "{target} serves one user on {tp} x {gpu} with FP8 weights, its KV cache read at {context} tokens, by "
+    f"{_ETAS}. It speculates with {{draft_words}}, FP8 too, on the same GPUs"
+)
+_WITH_K = ": {k} draft tokens per step, each accepted with probability {alpha}. "
+
+
+def _step(v, batch=1, **more):
+    return speculative_step(
+        v["target"], v["gpu"], _spec(v).with_(**more), batch=batch, context_tokens=v["context"], **_kw(v)
+    )
+
+
+define(
+    EXERCISES,
+    "speculative_ex2",
+    "The speed-up at batch 1",
+    _SETUP + _WITH_K + "How many times faster than plain decode does the user get tokens?",
+    "",
+    _DEFAULT | dict(alpha=0.8, k=3),
+    _vary_pair,
+    lambda v: _step(v).speedup,
+    (
+        f"Plain step: (weights + one KV cache) / ({{tp}} x {COURSE.bandwidth_efficiency:g} x bandwidth). At batch 1 "
+        "the verification of {k} + 1 "
+        "positions reads the same bytes and is still memory-bound: it costs a plain step.",
+        "A draft step reads the draft's weights and its own KV cache the same way. A cycle is the verification plus "
+        "{k} draft steps.",
+        "Speed-up = (1 + {alpha} + ... + {alpha}^{k}) x plain step / (verification + {k} x draft step).",
+    ),
+    bare_ok=True,
+    tolerance=0.02,
+    mistakes=lambda v: [(_step(v).expected_tokens / _step(v).speedup, "the draft's steps take time too")],
+)
+
+
+# --- 3. the best draft length -------------------------------------------------------------------------------
+def _best(v):
+    return best_draft_tokens(v["target"], v["gpu"], _spec(v), context_tokens=v["context"], **_kw(v)).draft_tokens
+
+
+define(
+    EXERCISES,
+    "speculative_ex3",
+    "The best draft length",
+    _SETUP + "; the target accepts each draft token with probability {alpha}. How many draft tokens per step "
+    "(1 to 16) give the user the highest speed?",
+    "",
+    _DEFAULT | dict(alpha=0.8),
+    _vary_pair,
+    _best,
+    (
+        "At batch 1 the verification costs a plain step whatever the draft length, so the speed-up is "
+        "tau(k) / (1 + k r), with r a draft step's time over a plain step's.",
+        "Each extra token adds {alpha}^k to tau, less and less, and r to the cost: try k = 1, 2, ... and keep the "
+        "best (or solve dS/dk = 0 and check the whole numbers either side).",
+    ),
+    integer=True,
+)
+
+
+# --- 4. the batch where speculation stops paying -------------------------------------------------------------
+def _vary_crossover(r):
+    kind = pick(r, ("eagle head", "eagle head", "ngram"))
+    words = "an n-gram lookup (no GPU time)" if kind == "ngram" else _draft_words(kind, "Llama-3.1-8B", None)
+    return dict(
+        gpu=pick(r, ("H100 SXM", "H200 SXM")),
+        kind=kind,
+        draft_words=words,
+        k=pick(r, (3, 4)),
+        alpha=pick(r, (0.6, 0.7, 0.8)),
+        context=pick(r, (288, 416, 544)),
+    )
+
+
+def _crossover(v):
+    spec = Speculation(v["kind"], v["k"], v["alpha"])
+    return crossover_batch("Llama-3.1-8B", v["gpu"], spec, context_tokens=v["context"])
+
+
+define(
+    EXERCISES,
+    "speculative_ex4",
+    "Where speculation stops paying",
+    "Llama-3.1-8B (BF16) serves short chats on one {gpu}, each KV cache read at {context} tokens, by "
+    f"{_ETAS}. It speculates with {{draft_words}}: {{k}} draft tokens per step, each accepted with probability "
+    "{alpha}. From what batch on does speculation cost throughput (the first batch whose speed-up is below 1)?",
+    "",
+    dict(
+        gpu="H100 SXM",
+        kind="eagle head",
+        draft_words=_draft_words("eagle head", "Llama-3.1-8B", None),
+        k=3,
+        alpha=0.8,
+        context=288,
+    ),
+    _vary_crossover,
+    _crossover,
+    (
+        f"Plain step: the slower of (weights + B KV caches) / ({COURSE.bandwidth_efficiency:g} x bandwidth) and B x "
+        f"{COURSE.flops_per_param:g} x parameters / ({COURSE.compute_efficiency:g} x peak FLOP/s). "
+        "The verification reads the same bytes but does the FLOPs of {k} + 1 positions per sequence.",
+        "Speculation pays while (1 + {alpha} + ... + {alpha}^{k}) x plain step > verification + {k} draft steps. "
+        "While the verification is memory-bound it always pays; it stops once its FLOPs outgrow the bytes.",
+        "Setting the two sides equal with the plain step memory-bound and the verification compute-bound gives "
+        "FORMULAS['speculative_crossover_batch']; the answer is the first whole batch past it (check that batch).",
+    ),
+    integer=True,
+)
+
+
+# --- 5. the draft's memory -------------------------------------------------------------------------------------
+def _draft_memory(v):
+    m = speculative_memory(v["target"], v["gpu"], _spec(v), context_tokens=v["context"], **_kw(v))
+    return m.draft_memory(v["batch"])
+
+
+define(
+    EXERCISES,
+    "speculative_ex5",
+    "The draft's memory",
+    "{target} serves {batch} conversations of {context} tokens on {tp} x {gpu} with FP8 weights and a BF16 KV "
+    "cache. It speculates with {draft_words}, FP8 too: {k} draft tokens per step, which sit in the caches until "
+    "they are checked. How much GPU memory does the draft take (its weights and its KV caches)?",
+    "GB",
+    _DEFAULT | dict(batch=32, context=2_300),
+    lambda r: _vary_pair(r) | dict(batch=pick(r, (16, 32, 48)), context=pick(r, (2_300, 4_300, 8_300))),
+    _draft_memory,
+    (
+        "The draft's weights: its parameters x 1 byte (FP8).",
+        "Its KV cache per sequence: 2 x its layers x its KV heads x head dim x 2 bytes per token, over "
+        "{context} + {k} tokens; times {batch} sequences.",
+    ),
+    kv=True,
+    mistakes=lambda v: [
+        (
+            (
+                speculative_memory(v["target"], v["gpu"], _spec(v), context_tokens=v["context"], **_kw(v)).draft_weights
+                / _draft_memory(v)
+            )
+            .to("")
+            .m,
+            "the draft's KV cache takes memory too",
+        )
+    ],
+)
+
+
+# --- 6. an MTP case ---------------------------------------------------------------------------------------------
+def _mtp(v):
+    s = speculative_step(
+        "DeepSeek-V3",
+        "H200 SXM",
+        Speculation("mtp", 1, v["alpha"]),
+        batch=v["batch"],
+        context_tokens=v["context"],
+        tensor_parallel=8,
+        weight_bytes="fp8",
+    )
+    return s.tokens_per_s_per_user
+
+
+_MTP = drafts()["DeepSeek-V3 MTP"]
+define(
+    EXERCISES,
+    "speculative_ex6",
+    "Multi-token prediction on DeepSeek-V3",
+    "DeepSeek-V3 (FP8) serves {batch} users on 8 x H200 SXM, each KV cache read at {context} tokens, by "
+    f"{_ETAS}, each GPU keeping (and reading) the whole MLA cache. Its multi-token-prediction block (one MLA + MoE layer, {_MTP.params / 1e9:.3g} B parameters, "
+    f"{_MTP.active_params / 1e9:.3g} B of them per token) drafts 1 token per step, accepted with probability "
+    "{alpha}. How many tokens per second does each user get?",
+    "1/s",
+    dict(batch=64, context=2_150, alpha=0.85),
+    lambda r: dict(batch=pick(r, (1, 16, 64, 128)), context=pick(r, (2_150, 4_300)), alpha=pick(r, (0.8, 0.85, 0.9))),
+    _mtp,
+    (
+        "The verification runs 2 positions per sequence: 2 x {batch} tokens pick experts, so it reads the shared "
+        "weights plus the experts that many tokens touch (1 - (1 - 8/256)^tokens of them), and the {batch} caches, "
+        "8 copies of each.",
+        "An MTP step reads the block's shared weights and the experts {batch} tokens touch, and its one-layer cache.",
+        "Time per token = (verification + MTP step) / (1 + {alpha}); the user's speed is one over that.",
+    ),
+    tolerance=0.02,
+)
+
+
+# --- 8. the acceptance rate behind a published length --------------------------------------------------------------
+_LENGTHS = [r for r in published(figure="acceptance_length") if r.draft_tokens is not None and r.value_high is None]
+
+
+def _length_variant(row):
+    return dict(method=row.method, target=row.target, benchmark=row.benchmark, length=row.value, k=row.draft_tokens)
+
+
+define(
+    EXERCISES,
+    "speculative_ex8",
+    "The acceptance rate behind an acceptance length",
+    "{method} on {target} reports a mean acceptance length of {length} tokens per verification step on {benchmark}, "
+    "with {k} draft tokens per step (the length counts the target's own token). If every draft position were "
+    "accepted with the same probability, independently, what would that probability be?",
+    "",
+    _length_variant(next(r for r in _LENGTHS if r.target == "gpt-oss-20b" and r.benchmark == "MT-Bench")),
+    lambda r: _length_variant(pick(r, _LENGTHS)),
+    lambda v: acceptance_from_length(v["length"], v["k"]),
+    (
+        "Solve 1 + a + a^2 + ... + a^{k} = {length} for a.",
+        "The left side grows with a: bisect between 0 and 1, or try a few values.",
+    ),
+    bare_ok=True,
+    mistakes=lambda v: [
+        (
+            (v["length"] - 1) / v["k"] / acceptance_from_length(v["length"], v["k"]),
+            "that is the accepted tokens over k: a later position needs all the earlier ones",
+        )
+    ],
+)

@@ -1,0 +1,180 @@
+"""The formulas of speculative decoding, each written once as a SymPy expression (chapter
+*Speculative decoding*, ``book/08b_speculative.md``).
+
+A draft proposes ``k_d`` tokens; the target checks them in one step over ``k_d + 1`` positions per
+sequence and keeps the longest accepted prefix plus one token of its own. With each draft token
+accepted with probability ``alpha``, independently, the tokens a verification step yields are
+``1 + (accepted prefix)``, whose expectation is the geometric sum ``sum_{i=0}^{k_d} alpha^i``:
+SymPy's :func:`~sympy.summation` works it out here (it is not typed). The rest follows from the
+decode formulas of :mod:`llmcourse.formulas`: the crossover batch (where speculation stops paying)
+is solved from ``decode_memory_time`` and ``decode_compute_time`` with ``sympy.solve``, and the best
+number of draft tokens, where the draft's cost is a fixed share of a memory-bound step, by solving
+d S / d k_d = 0 (a Lambert W; :func:`best_draft_tokens_expression`).
+
+The symbols and formulas are registered in :data:`llmcourse.formulas.SYMBOLS` and
+:data:`~llmcourse.formulas.FORMULAS` when this module is imported. It is meant to be imported by
+``llmcourse.formulas`` itself, as its last line, so that the registry does not depend on who imports
+what first; :mod:`llmcourse.speculative` imports it too.
+
+Examples
+--------
+>>> from llmcourse.formulas import FORMULAS
+>>> FORMULAS["speculative_expected_tokens"].latex()
+'\\\\tau = \\\\frac{1 - \\\\alpha^{k_{d} + 1}}{1 - \\\\alpha}'
+>>> round(FORMULAS["speculative_expected_tokens"](acceptance=0.8, draft_tokens=4).m, 4)
+3.3616
+"""
+
+from __future__ import annotations
+
+import functools
+
+import sympy as sp
+
+from llmcourse.formulas import FORMULAS, SYMBOLS, _s, formula
+
+__all__ = ["EXPECTED_TOKENS_SUM", "best_draft_tokens_expression"]
+
+CHAPTER = "08b_speculative"
+
+# --- symbols --------------------------------------------------------------------------------------
+acceptance = _s(
+    "acceptance",
+    r"\alpha",
+    "",
+    "chance the target accepts a draft token (per position, independent)",
+    allow_zero=True,
+    at_most=1,
+)
+draft_tokens = _s("draft_tokens", r"k_{d}", "", "tokens the draft proposes per verification step", integer=True)
+expected_tokens = _s("expected_tokens", r"\tau", "", "expected tokens per verification step (the acceptance length)")
+verify_time = _s(
+    "verify_time", r"t_{ver}", "s", "time of a verification step: the target over k_d + 1 positions per sequence"
+)
+draft_step_time = _s(
+    "draft_step_time", r"t_{draft}", "s", "time of one draft step (zero for an n-gram lookup)", allow_zero=True
+)
+cycle_time = _s("cycle_time", r"t_{cyc}", "s", "time of one speculative cycle: k_d draft steps, then a verification")
+token_time = _s("token_time", r"t_{tok}", "s", "time per output token of a sequence, with speculation")
+speedup = _s("speedup", "S", "", "speed-up over plain decode at the same batch (per user and per GPU)")
+draft_cost = _s("draft_cost", r"r_{d}", "", "a draft step's time over the target's decode step time", allow_zero=True)
+draft_bytes_read = _s("draft_bytes_read", r"W_{draft}", "B", "weight bytes one draft step reads", allow_zero=True)
+draft_kv_per_sequence = _s(
+    "draft_kv_per_sequence", r"K_{draft}", "B", "draft KV cache bytes per sequence", allow_zero=True
+)
+
+_S = {name: SYMBOLS[name].sym for name in ("step_time", "batch", "bytes_read", "kv_per_sequence")}
+step_time, batch, bytes_read, kv_per_sequence = (_S[n] for n in ("step_time", "batch", "bytes_read", "kv_per_sequence"))
+
+# --- expected tokens per verification step: the geometric sum, worked out by SymPy -----------------
+# Position i of the draft (i = 1..k_d) is reached only if the i - 1 before it were accepted; the
+# tokens a step yields are 1 (the target's own token) + the accepted prefix, so
+# E[tokens] = sum_{i=0}^{k_d} P(prefix >= i) = sum_{i=0}^{k_d} alpha^i.
+_i = sp.Symbol("i", integer=True, nonnegative=True)
+#: The sum as SymPy returns it: a Piecewise whose first branch is alpha = 1 (k_d + 1 tokens).
+EXPECTED_TOKENS_SUM = sp.summation(acceptance**_i, (_i, 0, draft_tokens))
+_general = [e for e, cond in EXPECTED_TOKENS_SUM.args if cond == sp.true]
+if len(_general) != 1:  # pragma: no cover - guards a change of SymPy's answer
+    raise RuntimeError(f"expected one general branch of the geometric sum, got {EXPECTED_TOKENS_SUM}")
+_tau = _general[0]  # (1 - alpha^(k_d + 1)) / (1 - alpha), for alpha < 1
+formula(
+    "speculative_expected_tokens",
+    "expected_tokens",
+    _tau,
+    "expected tokens per verification step: the geometric sum of the acceptance",
+    CHAPTER,
+)
+# --- time and speed -----------------------------------------------------------------------------------
+_cycle = verify_time + draft_tokens * draft_step_time
+formula("speculative_cycle_time", "cycle_time", _cycle, "k_d draft steps, then one verification", CHAPTER)
+formula(
+    "speculative_token_time", "token_time", cycle_time / expected_tokens, "time per output token of a user", CHAPTER
+)
+formula(
+    "speculative_throughput",
+    "throughput",
+    batch * expected_tokens / cycle_time,
+    "output tokens per second of a batch with speculation",
+    CHAPTER,
+)
+_speedup = expected_tokens * step_time / _cycle
+formula(
+    "speculative_speedup",
+    "speedup",
+    _speedup,
+    "speed-up over plain decode at the same batch: tau x plain step / (verification + k_d draft steps)",
+    CHAPTER,
+)
+# While decode is memory-bound the verification costs what a plain step does (t_ver = t_step) and a
+# draft step a fixed share of it (t_draft = r_d t_step): the speed-up depends on alpha, k_d and r_d only.
+_speedup_mb = sp.simplify(_speedup.subs({verify_time: step_time, draft_step_time: draft_cost * step_time}))
+_speedup_mb = _speedup_mb.subs(expected_tokens, _tau)
+formula(
+    "speculative_speedup_memory_bound",
+    "speedup",
+    _speedup_mb,
+    "speed-up while the verification is memory-bound and a draft step costs r_d of a plain step",
+    CHAPTER,
+)
+
+# --- the crossover batch: beyond it speculation costs throughput ------------------------------------
+# Solve tau x (plain step) = verification + k_d draft steps for the batch, with the plain step and the
+# draft steps memory-bound and the verification compute-bound (k_d + 1 positions per sequence), each
+# time taken from the decode formulas (FORMULAS["decode_memory_time"], ["decode_compute_time"]).
+_t_mem = FORMULAS["decode_memory_time"].expr
+_t_comp = FORMULAS["decode_compute_time"].expr
+_b_real = sp.Symbol("B_real", positive=True)
+_verify_compute = _t_comp.subs(batch, (draft_tokens + 1) * _b_real)
+_draft_memory = _t_mem.subs({bytes_read: draft_bytes_read, kv_per_sequence: draft_kv_per_sequence, batch: _b_real})
+_balance = sp.Eq(expected_tokens * _t_mem.subs(batch, _b_real), _verify_compute + draft_tokens * _draft_memory)
+_roots = sp.solve(_balance, _b_real)
+if len(_roots) != 1:  # pragma: no cover - guards a change of the decode formulas
+    raise RuntimeError(f"expected one crossover batch, got {_roots}")
+_num, _den = sp.fraction(sp.together(_roots[0]))
+if _num.could_extract_minus_sign():
+    _num, _den = -_num, sp.expand(-_den)
+_flops_side = SYMBOLS["peak_flops"].sym * SYMBOLS["compute_efficiency"].sym
+_bytes_side = SYMBOLS["flops_per_token"].sym * SYMBOLS["bandwidth"].sym * SYMBOLS["bandwidth_efficiency"].sym
+formula(
+    "speculative_crossover_batch",
+    "batch",
+    sp.Mul(
+        sp.factor_terms(sp.expand(_num)),
+        sp.Pow(sp.collect(sp.expand(_den), [_flops_side, _bytes_side], func=sp.factor_terms), -1),
+        evaluate=False,
+    ),
+    "batch beyond which speculation costs throughput (plain step and draft memory-bound, verification compute-bound)",
+    CHAPTER,
+)
+
+
+@functools.cache
+def best_draft_tokens_expression() -> sp.Expr:
+    """The draft length that maximises the memory-bound speed-up ``tau(alpha, k_d) / (1 + k_d r_d)``,
+    solved by SymPy: d S / d k_d = 0 (k_d taken as real) has the root
+
+        k_d* = (1 + W_{-1}(-alpha^{1/r_d - 1} / e)) / ln(alpha) - 1 / r_d,
+
+    with W_{-1} the lower real branch of the Lambert W function. SymPy's ``solve`` returns the principal
+    branch W_0, whose root is negative (W_0 > -1 makes the first term negative); the branch W_{-1} < -1
+    gives the positive root, where the derivative changes sign from + to - (the maximum). It is real for
+    0 < alpha < 1 and 0 < r_d <= 1, and grows without bound as the draft's cost r_d goes to zero.
+    Solved on first use (a second or so), not at import: a calculator never needs it.
+
+    Examples
+    --------
+    >>> k = best_draft_tokens_expression()
+    >>> a, r = sp.Symbol(r"\\alpha", positive=True), sp.Symbol("r_{d}", positive=True)
+    >>> round(float(k.subs({a: 0.8, r: 0.05})), 2)
+    7.86
+    """
+    k_real = sp.Symbol("k_real", positive=True)
+    x = sp.Symbol("x", positive=True)  # x = alpha^(k + 1)
+    s = _speedup_mb.subs(draft_tokens, k_real)
+    slope = sp.numer(sp.together(sp.diff(s, k_real)))
+    in_x = sp.expand(slope.subs(acceptance ** (k_real + 1), x).subs(k_real, sp.log(x) / sp.log(acceptance) - 1))
+    roots = sp.solve(in_x, x)
+    if len(roots) != 1:  # pragma: no cover - guards a change of SymPy's answer
+        raise RuntimeError(f"expected one root of the slope, got {roots}")
+    lower = roots[0].replace(sp.LambertW, lambda z, *branch: sp.LambertW(z, -1))
+    return sp.simplify(sp.expand_log(sp.log(lower), force=True) / sp.log(acceptance) - 1)

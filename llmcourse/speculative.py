@@ -1,0 +1,1004 @@
+"""Speculative decoding and multi-token prediction, in the one replica model.
+
+A cheap *draft* proposes ``k`` tokens; the target model checks all of them in one step over
+``k + 1`` positions per sequence, keeps the longest prefix it agrees with and adds one token of its
+own. With each draft token accepted with probability ``alpha`` (independently), a verification step
+yields on average
+
+    tau = 1 + alpha + ... + alpha^k = (1 - alpha^(k+1)) / (1 - alpha)
+
+tokens (:func:`expected_tokens`; the sum is worked out by SymPy in
+:mod:`llmcourse.formulas_speculative`). A cycle costs one verification plus ``k`` draft steps, so the
+speed-up over plain decode at the same batch is ``S = tau x t_step / (t_ver + k t_draft)``: per user,
+and, since the batch is the same, per GPU.
+
+Every time comes from :func:`llmcourse.planner.decode_step`:
+
+* the plain step: ``decode_step(batch=B)``;
+* the verification: the same step with the FLOPs (and, for a mixture of experts, the experts
+  touched) of ``B (k + 1)`` positions, but the weights read once and the KV cache of ``B``
+  sequences: ``decode_step(batch=B (k + 1), kv_bytes=kv_bytes / (k + 1))``, i.e. each of the
+  ``B (k + 1)`` rows is charged a ``1 / (k + 1)`` share of its sequence's cache, so the cache read is
+  exactly ``B`` sequences' (the step rule, the attention FLOPs at the context and the per-step
+  overhead are then the planner's own);
+* a draft step: ``decode_step`` of the draft model (a smaller model, an EAGLE head or an MTP block,
+  :data:`KINDS`) at batch ``B``; an n-gram lookup costs no GPU time.
+
+While decode is memory-bound the verification costs about what a plain step does and speculation
+pays ``tau`` over the draft's cost; once the batch makes the verification compute-bound it pays
+``k + 1`` times the FLOPs for ``tau`` tokens, and beyond :func:`crossover_batch` speculation costs
+throughput. The draft's weights and KV cache share the GPUs' memory with the target's
+(:func:`speculative_memory`), so fewer sequences fit.
+
+:func:`simulate` is a seeded Monte-Carlo twin of the accept/reject loop (standard library only: it
+runs in the browser); :func:`published` reads the acceptance figures of EAGLE heads, MTP blocks,
+draft models and n-gram lookup from ``llmcourse/data/speculative_acceptance.csv``, each with its source.
+
+Defined in the chapter *Speculative decoding* (``book/08b_speculative.md``).
+
+Examples
+--------
+>>> expected_tokens(0.8, 4), expected_tokens(0, 4)
+(3.3616, 1.0)
+>>> s = speculative_step("Llama-3.1-70B", "H100 SXM", Speculation("draft model", 4, 0.8, "Llama-3.1-8B"),
+...                      batch=1, context_tokens=2_150, tensor_parallel=2, weight_bytes="fp8")
+>>> round(s.speedup, 2), s.verify.bound
+(2.29, 'memory')
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import difflib
+import math
+import random
+import statistics
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import pint
+
+from llmcourse import formulas_speculative  # noqa: F401 (registers the chapter's symbols and formulas)
+from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.catalog import GPU, Model, bytes_per_value, gpus, models
+from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.formulas import checked
+from llmcourse.planner import (
+    DecodeStep,
+    Replica,
+    decode_step,
+    kv_bytes_per_sequence,
+    kv_copies,
+    largest_batch,
+    matmul_precision,
+    max_batch,
+    replica,
+    usable_memory,
+)
+from llmcourse.planner import weight_bytes as _weight_bytes
+from llmcourse.units import Q_, fmt, plain_number, seed_number
+
+__all__ = [
+    "KINDS",
+    "BestDraft",
+    "Published",
+    "Speculation",
+    "SpeculationRun",
+    "SpeculativeMemory",
+    "SpeculativeReplica",
+    "SpeculativeStep",
+    "acceptance_from_length",
+    "best_draft_tokens",
+    "crossover_batch",
+    "crossover_estimate",
+    "drafts",
+    "expected_tokens",
+    "published",
+    "simulate",
+    "speculative_memory",
+    "speculative_replica",
+    "speculative_step",
+]
+
+#: The kinds of draft, and what each costs.
+KINDS: dict[str, str] = {
+    "draft model": "a smaller model of the same tokenizer: its own weights and a KV cache of all its layers",
+    "eagle head": "a one-layer head on the target's hidden states (EAGLE): small weights, one layer of KV cache",
+    "mtp": "the model's own multi-token-prediction block (DeepSeek-V3): one layer of weights and KV cache",
+    "ngram": "a look-up of the last few tokens in the prompt and the answer so far: no weights, no cache, no GPU time",
+}
+
+
+# --- input checks ------------------------------------------------------------------------------------
+def _acceptance(value: Any) -> float:
+    """The per-token acceptance rate, a fraction in [0, 1)."""
+    what = "acceptance (alpha, the chance the target accepts each draft token)"
+    try:
+        a = plain_number(value, what, allow_zero=True)
+    except InputError as exc:
+        raise InputError(f"{exc} Give a fraction in [0, 1), e.g. acceptance=0.7.") from None
+    if a >= 1:
+        hint = f" A percentage? Write {a / 100:g} for {a:g}%." if 1 < a <= 100 else ""
+        raise InputError(
+            f"{what} must be at least 0 and below 1; got {value!r}.{hint} At 1 every draft token would be "
+            "accepted forever; use a measured rate (llmcourse.speculative.published() lists some)."
+        )
+    return a
+
+
+def _draft_tokens(value: Any) -> int:
+    """The number of tokens the draft proposes per verification step: a whole number, 1 or more."""
+    what = "draft_tokens (k, the tokens the draft proposes per verification step)"
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise InputError(f"{what} must be a whole number, 1 or more; got {value!r}. Try draft_tokens=4.")
+    if value != int(value):
+        raise InputError(
+            f"{what} must be a whole number; got {value!r}. Round it: draft_tokens={max(1, round(value))}."
+        )
+    if value < 1:
+        raise InputError(
+            f"{what} must be 1 or more; got {value!r}. With no draft tokens there is no speculation: "
+            "leave speculation out for plain decode."
+        )
+    return int(value)
+
+
+def _bytes_per(value: Any, name: str) -> pint.Quantity:
+    """Bytes per value from a precision name, a number of bytes or a byte quantity."""
+    if isinstance(value, pint.Quantity):
+        q = value.to("B")
+        plain_number(q.m, name)
+        return q
+    try:
+        return Q_(bytes_per_value(value), "B")
+    except InputError as exc:
+        raise InputError(f"{name}: {exc}") from None
+
+
+def _model(model: Model | str) -> Model:
+    return model if isinstance(model, Model) else models[model]
+
+
+def _gpu(gpu: GPU | str) -> GPU:
+    return gpu if isinstance(gpu, GPU) else gpus[gpu]
+
+
+# --- the draft heads in the data ----------------------------------------------------------------------
+def _read_csv(filename: str) -> list[dict[str, str]]:
+    text = resources.files("llmcourse.data").joinpath(filename).read_text(encoding="utf-8")
+    return list(csv.DictReader(text.splitlines()))
+
+
+def _num(text: str) -> float | None:
+    return float(text) if text.strip() else None
+
+
+def drafts() -> dict[str, Model]:
+    """The EAGLE heads and MTP blocks of ``llmcourse/data/speculative_drafts.csv``, each a
+    :class:`~llmcourse.catalog.Model` with its target's attention shape, its own layer count and
+    parameters (its ``source`` says where they come from).
+
+    Examples
+    --------
+    >>> d = drafts()["EAGLE-3 Llama-3.1-8B"]
+    >>> d.layers, d.params, d.kv_heads
+    (1, 425000000.0, 8)
+    """
+    out = {}
+    for row in _read_csv("speculative_drafts.csv"):
+        target = models[row["target"]]
+        changes: dict[str, Any] = dict(
+            name=row["name"], layers=int(row["layers"]), params=float(row["params"]), source=row["source"]
+        )
+        if target.is_moe:
+            changes |= dict(active_params=_num(row["active_params"]), dense_layers=0)
+        out[row["name"]] = target.with_(**changes)
+    return out
+
+
+_DRAFT_ROWS: dict[str, tuple[str, str]] = {}  # name -> (kind, target), read once
+
+
+def _draft_rows() -> dict[str, tuple[str, str]]:
+    if not _DRAFT_ROWS:
+        _DRAFT_ROWS.update({r["name"]: (r["kind"], r["target"]) for r in _read_csv("speculative_drafts.csv")})
+    return _DRAFT_ROWS
+
+
+# --- what a deployment speculates with -------------------------------------------------------------------
+@dataclass(frozen=True)
+class Speculation:
+    """Speculative decoding as an option of a deployment: the kind of draft, the tokens it proposes
+    per verification step (``draft_tokens``, k) and the chance the target accepts each one
+    (``acceptance``, alpha, in [0, 1)).
+
+    ``draft_model`` is the draft: required for ``"draft model"`` (a catalog name such as
+    ``"Llama-3.1-8B"``, or a :class:`~llmcourse.catalog.Model`); for ``"eagle head"`` and ``"mtp"``
+    it defaults to the head or block :func:`drafts` lists for the target; an ``"ngram"`` lookup has
+    none. ``draft_weight_bytes`` is the draft's precision (by default the target's).
+
+    Examples
+    --------
+    >>> Speculation("eagle head", 4, 0.7).expected_tokens
+    2.7731
+    >>> Speculation("ngram", 2.5, 0.7)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: draft_tokens (k, the tokens the draft proposes per verification step) must be a whole number; got 2.5. Round it: draft_tokens=2.
+    >>> Speculation("eagle", 4, 0.7)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: unknown kind of draft 'eagle'. Did you mean 'eagle head'? Kinds: 'draft model', 'eagle head', 'mtp', 'ngram'.
+    """
+
+    kind: str
+    draft_tokens: int
+    acceptance: float
+    draft_model: Model | str | None = None
+    draft_weight_bytes: Any = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            close = difflib.get_close_matches(str(self.kind), list(KINDS), n=1, cutoff=0.3)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise InputError(f"unknown kind of draft {self.kind!r}.{hint} Kinds: {', '.join(map(repr, KINDS))}.")
+        object.__setattr__(self, "draft_tokens", _draft_tokens(self.draft_tokens))
+        object.__setattr__(self, "acceptance", _acceptance(self.acceptance))
+        if self.kind == "ngram" and self.draft_model is not None:
+            raise InputError("an n-gram lookup has no draft model: leave draft_model=None (or pick another kind).")
+        if self.kind == "draft model" and self.draft_model is None:
+            raise InputError(
+                "kind 'draft model' needs draft_model=...: a catalog name such as 'Llama-3.1-8B', or a Model."
+            )
+        if self.draft_weight_bytes is not None:
+            _bytes_per(self.draft_weight_bytes, "draft_weight_bytes")
+
+    @property
+    def expected_tokens(self) -> float:
+        """Tokens per verification step on average (the acceptance length)."""
+        return expected_tokens(self.acceptance, self.draft_tokens)
+
+    def with_(self, **changes: Any) -> Speculation:
+        """A copy with some fields changed (checked again)."""
+        return dataclasses.replace(self, **changes)
+
+    def label(self) -> str:
+        """A short description for tables: ``eagle head, k = 4, alpha = 0.7``."""
+        return f"{self.kind}, k = {self.draft_tokens}, alpha = {self.acceptance:g}"
+
+    def draft_for(self, target: Model | str) -> Model | None:
+        """The draft model for ``target`` (None for n-gram), checked to be smaller than the target."""
+        t = _model(target)
+        if self.kind == "ngram":
+            return None
+        d = self.draft_model
+        if d is None:
+            found = [n for n, (kind, tgt) in _draft_rows().items() if kind == self.kind and tgt == t.name]
+            if not found:
+                raise InputError(
+                    f"no {self.kind} for {t.name} in llmcourse/data/speculative_drafts.csv: give draft_model=Model(...) "
+                    "with its layers and parameters, or use kind 'draft model' or 'ngram'."
+                )
+            d = found[0]
+        if isinstance(d, str):
+            rows = _draft_rows()
+            if d in rows:
+                kind, tgt = rows[d]
+                if tgt != t.name:
+                    raise InputError(f"{d} is a draft for {tgt}, not for {t.name}: pick one made for {t.name}.")
+                if kind != self.kind:
+                    raise InputError(f"{d} is an {kind}, not a {self.kind}: use Speculation({kind!r}, ...).")
+                d = drafts()[d]
+            else:
+                try:
+                    d = models[d]
+                except UnknownNameError as exc:
+                    raise UnknownNameError(f"{exc} Draft heads: {', '.join(rows)}.") from None
+        if not isinstance(d, Model):
+            raise InputError(f"draft_model must be a catalog name or a Model; got {type(d).__name__}.")
+        if d.params >= t.params:
+            raise InputError(
+                f"the draft {d.name} ({d.params / 1e9:.3g} B parameters) is not smaller than the target {t.name} "
+                f"({t.params / 1e9:.3g} B): a draft must be much cheaper than the model it drafts for. Pick a smaller "
+                "draft model, an EAGLE head, the model's MTP block or an n-gram lookup."
+            )
+        return d
+
+
+def expected_tokens(acceptance: float, draft_tokens: int) -> float:
+    """Expected tokens per verification step, ``(1 - alpha^(k+1)) / (1 - alpha)``: the accepted prefix
+    of ``draft_tokens`` draft tokens, each accepted with probability ``acceptance`` (independently),
+    plus the target's own token. A plain number, rounded to 12 significant figures.
+
+    Examples
+    --------
+    >>> expected_tokens(0.8, 4)
+    3.3616
+    >>> expected_tokens(0, 4)  # nothing accepted: the target's own token only
+    1.0
+    >>> expected_tokens(1.0, 4)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: acceptance (alpha, the chance the target accepts each draft token) must be at least 0 and below 1; got 1.0. At 1 every draft token would be accepted forever; use a measured rate (llmcourse.speculative.published() lists some).
+    """
+    a, k = _acceptance(acceptance), _draft_tokens(draft_tokens)
+    tau = float(F["speculative_expected_tokens"](acceptance=a, draft_tokens=k).m)
+    return float(f"{tau:.12g}")
+
+
+def acceptance_from_length(length: float, draft_tokens: int) -> float:
+    """The per-token acceptance rate whose expected tokens per step is ``length`` (a published
+    acceptance length, which counts the target's own token) at ``draft_tokens``: the inverse of
+    :func:`expected_tokens`, by bisection (it grows with the rate). This reads a length as if every
+    position were accepted with the same chance; real acceptance falls along the draft.
+
+    Examples
+    --------
+    >>> round(acceptance_from_length(3.3616, 4), 6)
+    0.8
+    >>> acceptance_from_length(5.2, 4)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: an acceptance length of 5.2 is impossible with 4 draft tokens: it is at least 1 and below 5 (k + 1).
+    """
+    k = _draft_tokens(draft_tokens)
+    n = plain_number(length, "length (tokens per verification step)")
+    if not 1 <= n < k + 1:
+        raise InputError(
+            f"an acceptance length of {n:g} is impossible with {k} draft tokens: it is at least 1 and below {k + 1} (k + 1)."
+        )
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if expected_tokens(mid, k) < n else (lo, mid)
+    return (lo + hi) / 2
+
+
+# --- memory: the draft's weights and KV cache beside the target's --------------------------------------------
+@dataclass(frozen=True)
+class SpeculativeMemory:
+    """What the target and its draft hold on the replica's GPUs."""
+
+    weights: pint.Quantity
+    draft_weights: pint.Quantity
+    kv_per_sequence: pint.Quantity
+    draft_kv_per_sequence: pint.Quantity
+    usable_memory: pint.Quantity
+    max_batch: int
+    plain_max_batch: int
+    where: str
+
+    def draft_memory(self, batch: int) -> pint.Quantity:
+        """The draft's weights plus the KV cache of ``batch`` sequences."""
+        return (self.draft_weights + batch * self.draft_kv_per_sequence).to("GB")
+
+    def needed(self, batch: int) -> pint.Quantity:
+        """Target and draft: weights plus the KV cache of ``batch`` sequences."""
+        return (self.weights + self.draft_weights + batch * (self.kv_per_sequence + self.draft_kv_per_sequence)).to(
+            "GB"
+        )
+
+    def check(self, batch: int) -> None:
+        """Raise an :class:`InputError` that says what to change if ``batch`` sequences do not fit."""
+        if self.max_batch < batch:
+            raise InputError(self.reason(batch))
+
+    def reason(self, batch: int) -> str:
+        w, wd = self.weights, self.draft_weights
+        if w + wd >= self.usable_memory:
+            return (
+                f"the weights ({fmt(w, 'GB')}) and the draft's ({fmt(wd, 'GB')}) don't fit in the "
+                f"{fmt(self.usable_memory, 'GB')} usable on {self.where}: add GPUs (tensor_parallel), store fewer "
+                "bytes per weight, or use a smaller draft (an EAGLE head, MTP or n-gram)."
+            )
+        return (
+            f"a batch of {batch} needs {fmt(self.needed(batch), 'GB')} with the draft ({fmt(wd, 'GB')} of draft "
+            f"weights, {fmt(self.draft_kv_per_sequence, 'MB')} of draft KV per sequence) but "
+            f"{fmt(self.usable_memory, 'GB')} is usable on {self.where}: at most {self.max_batch} sequences fit "
+            f"(without the draft, {self.plain_max_batch}). Lower the batch to {max(self.max_batch, 1)}, shorten the "
+            "context, use a smaller draft, or add GPUs."
+        )
+
+
+def _where(g: GPU, tp: int) -> str:
+    return f"one {g.name}" if tp == 1 else f"{tp} x {g.name}"
+
+
+@checked
+def speculative_memory(
+    model: Model | str,
+    gpu: GPU | str,
+    speculation: Speculation,
+    *,
+    context_tokens: float,
+    tensor_parallel: int = 1,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    assumptions: Assumptions | str | None = None,
+) -> SpeculativeMemory:
+    """The target's and the draft's weights, their KV caches per sequence (sized at
+    ``context_tokens`` + k: the draft's tokens sit in the cache until they are checked; each copy a
+    tensor-parallel replica keeps counted, :func:`~llmcourse.planner.kv_copies`) and the
+    largest batch whose caches fit beside both sets of weights in the usable memory of the
+    assumptions.
+
+    Examples
+    --------
+    >>> m = speculative_memory("Llama-3.1-70B", "H100 SXM", Speculation("draft model", 4, 0.7, "Llama-3.1-8B"),
+    ...                        context_tokens=2_300, tensor_parallel=2, weight_bytes="fp8")
+    >>> m.plain_max_batch, m.max_batch, fmt(m.draft_memory(m.max_batch), "GB")
+    (97, 61, '26.5 GB')
+    """
+    m, g = _model(model), _gpu(gpu)
+    spec = _speculation(speculation)
+    a = resolve(assumptions)
+    tp = int(tensor_parallel)
+    draft = spec.draft_for(m)
+    held = context_tokens + spec.draft_tokens
+    w = _weight_bytes(m, weight_bytes)
+    wd, kd = Q_(0.0, "B"), Q_(0.0, "B")
+    if draft is not None:
+        wd = _weight_bytes(draft, spec.draft_weight_bytes or weight_bytes)
+        kd = kv_bytes_per_sequence(draft, held, kv_bytes) * kv_copies(draft, tp, a)
+    kv = kv_bytes_per_sequence(m, held, kv_bytes) * kv_copies(m, tp, a)  # each GPU keeps at least one KV head
+    usable = usable_memory(g, tp, weights=w + wd, assumptions=a)
+    top = 0
+    if w + wd < usable:
+        top = int(F["max_batch"](usable_memory=usable, weights=w + wd, kv_per_sequence=kv + kd).m)
+    plain = max_batch(m, g, context_tokens, n_gpus=tp, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a)
+    return SpeculativeMemory(
+        weights=w.to("GB"),
+        draft_weights=wd.to("GB"),
+        kv_per_sequence=kv.to("GB"),
+        draft_kv_per_sequence=kd.to("GB"),
+        usable_memory=usable.to("GB"),
+        max_batch=top,
+        plain_max_batch=plain,
+        where=_where(g, tp),
+    )
+
+
+def _speculation(value: Any) -> Speculation:
+    if not isinstance(value, Speculation):
+        raise InputError(
+            "speculation must be a Speculation(kind, draft_tokens, acceptance, draft_model=None), e.g. "
+            "Speculation('eagle head', 4, 0.7)."
+        )
+    return value
+
+
+# --- the speculative step ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SpeculativeStep:
+    """One speculative cycle of a batch: ``k`` draft steps, then a verification over ``k + 1`` positions
+    per sequence, against the plain decode step of the same batch.
+
+    ``verify`` is a :class:`~llmcourse.planner.DecodeStep` whose ``batch`` counts positions
+    (``batch x (k + 1)``); ``draft`` is one draft step (None for n-gram).
+    """
+
+    speculation: Speculation
+    batch: int
+    context_tokens: float
+    plain: DecodeStep
+    verify: DecodeStep
+    draft: DecodeStep | None
+    expected_tokens: float
+    draft_step_time: pint.Quantity
+    cycle_time: pint.Quantity
+    time_per_token: pint.Quantity
+    throughput: pint.Quantity
+    speedup: float
+    memory: SpeculativeMemory = field(repr=False)
+
+    @property
+    def tokens_per_s_per_user(self) -> pint.Quantity:
+        """Output tokens per second each user sees."""
+        return (1 / self.time_per_token).to("1/s")
+
+    @property
+    def plain_throughput(self) -> pint.Quantity:
+        """Output tokens per second of the same batch without speculation."""
+        return self.plain.throughput
+
+    @property
+    def pays(self) -> bool:
+        """Whether speculation is faster than plain decode at this batch (speed-up above 1)."""
+        return self.speedup > 1
+
+    def per_token_step(self) -> DecodeStep:
+        """The cycle as an average decode step per output token: every time, byte and FLOP of the cycle
+        (verification + k draft steps) over the expected tokens, ``step_time`` the time per output token.
+        It is what :func:`speculative_replica` puts in place of a replica's decode step."""
+        k, tau = self.speculation.draft_tokens, self.expected_tokens
+        d = self.draft
+
+        def per_token(attr: str) -> pint.Quantity:
+            total = getattr(self.verify, attr) + (
+                k * getattr(d, attr) if d is not None else 0 * getattr(self.verify, attr)
+            )
+            return total / tau
+
+        return DecodeStep(
+            batch=self.batch,
+            weights_read=per_token("weights_read").to("GB"),
+            kv_read=per_token("kv_read").to("GB"),
+            flops=per_token("flops").to("GFLOP"),
+            memory_time=per_token("memory_time").to("ms"),
+            compute_time=per_token("compute_time").to("ms"),
+            step_time=self.time_per_token.to("ms"),
+            fraction_of_experts=self.verify.fraction_of_experts,
+            kernel_bounds=self.verify.kernel_bounds,
+        )
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, value) rows for a table."""
+        ms = lambda q: fmt(q, "ms")  # noqa: E731
+        draft = (
+            "none (a lookup)" if self.draft is None else f"{ms(self.draft_step_time)} x {self.speculation.draft_tokens}"
+        )
+        return [
+            ("expected tokens per verification step", f"{self.expected_tokens:.3f}"),
+            ("plain decode step", f"{ms(self.plain.step_time)} ({self.plain.bound}-bound)"),
+            ("verification step", f"{ms(self.verify.step_time)} ({self.verify.bound}-bound)"),
+            ("draft steps", draft),
+            ("time per output token", f"{ms(self.time_per_token)} (plain {ms(self.plain.step_time)})"),
+            (
+                "tok/s per user",
+                f"{self.tokens_per_s_per_user.m:,.0f} (plain {self.plain.tokens_per_s_per_user.m:,.0f})",
+            ),
+            ("tok/s in all", f"{self.throughput.m:,.0f} (plain {self.plain_throughput.m:,.0f})"),
+            ("speed-up", f"{self.speedup:.2f}x"),
+        ]
+
+
+def _step(
+    m: Model,
+    g: GPU,
+    spec: Speculation,
+    mem: SpeculativeMemory,
+    *,
+    batch: int,
+    context_tokens: float,
+    tp: int,
+    weight_bytes: Any,
+    kv_bytes: Any,
+    a: Assumptions,
+) -> SpeculativeStep:
+    """The cycle's times from decode_step, whether or not the batch fits (the caller checks)."""
+    k, b = spec.draft_tokens, int(batch)
+    common = dict(context_tokens=context_tokens, n_gpus=tp, assumptions=a)
+    plain = decode_step(m, g, batch=b, weight_bytes=weight_bytes, kv_bytes=kv_bytes, **common)
+    # b (k + 1) positions: their FLOPs and experts; each charged 1/(k + 1) of its sequence's cache
+    share = _bytes_per(kv_bytes, "kv_bytes") / (k + 1)
+    verify = decode_step(m, g, batch=b * (k + 1), weight_bytes=weight_bytes, kv_bytes=share, **common)
+    draft_model = spec.draft_for(m)
+    draft = None
+    t_draft = Q_(0.0, "ms")
+    if draft_model is not None:
+        draft = decode_step(
+            draft_model, g, batch=b, weight_bytes=spec.draft_weight_bytes or weight_bytes, kv_bytes=kv_bytes, **common
+        )
+        t_draft = draft.step_time
+    tau = F["speculative_expected_tokens"](acceptance=spec.acceptance, draft_tokens=k)
+    cycle = F["speculative_cycle_time"](verify_time=verify.step_time, draft_tokens=k, draft_step_time=t_draft)
+    speed = F["speculative_speedup"](
+        expected_tokens=tau,
+        step_time=plain.step_time,
+        verify_time=verify.step_time,
+        draft_tokens=k,
+        draft_step_time=t_draft,
+    )
+    return SpeculativeStep(
+        speculation=spec,
+        batch=b,
+        context_tokens=float(context_tokens),
+        plain=plain,
+        verify=verify,
+        draft=draft,
+        expected_tokens=float(tau.m),
+        draft_step_time=t_draft.to("ms"),
+        cycle_time=cycle.to("ms"),
+        time_per_token=F["speculative_token_time"](cycle_time=cycle, expected_tokens=tau).to("ms"),
+        throughput=F["speculative_throughput"](batch=b, expected_tokens=tau, cycle_time=cycle).to("1/s"),
+        speedup=float(speed.to("").m),
+        memory=mem,
+    )
+
+
+@checked
+def speculative_step(
+    model: Model | str,
+    gpu: GPU | str,
+    speculation: Speculation,
+    *,
+    batch: int = 1,
+    context_tokens: float,
+    tensor_parallel: int = 1,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    assumptions: Assumptions | str | None = None,
+    fit_context_tokens: float | None = None,
+    check_memory: bool = True,
+) -> SpeculativeStep:
+    """One speculative cycle of ``batch`` sequences whose KV caches are read at ``context_tokens``,
+    against plain decode, all from :func:`~llmcourse.planner.decode_step` under ``assumptions`` (the
+    course's by default): the time per output token, tokens per second per user and in all, and the
+    speed-up. The batch must fit with the draft's weights and KV cache (:func:`speculative_memory`,
+    sized at ``fit_context_tokens``, by default ``context_tokens``: the replica model passes the
+    final length, prompt + answer); if it does not, an :class:`InputError` says what to change
+    (``check_memory=False`` times the batch anyway: a question about speed alone).
+
+    Examples
+    --------
+    >>> s = speculative_step("Llama-3.1-8B", "H100 SXM", Speculation("eagle head", 4, 0.7), batch=1,
+    ...                      context_tokens=2_150)
+    >>> round(s.expected_tokens, 4), round(s.speedup, 2), fmt(s.time_per_token, "ms")
+    (2.7731, 2.29, '3.04 ms')
+    >>> speculative_step("Llama-3.1-70B", "H100 SXM", Speculation("draft model", 4, 0.7, "Llama-3.1-8B"),
+    ...                  batch=80, context_tokens=2_300, tensor_parallel=2, weight_bytes="fp8")
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: a batch of 80 needs 163 GB with the draft (8.03 GB of draft weights, 302 MB of draft KV per sequence) but 144 GB is usable on 2 x H100 SXM: at most 61 sequences fit (without the draft, 97). Lower the batch to 61, shorten the context, use a smaller draft, or add GPUs.
+    """
+    m, g, spec = _model(model), _gpu(gpu), _speculation(speculation)
+    a = resolve(assumptions)
+    held = context_tokens if fit_context_tokens is None else plain_number(fit_context_tokens, "fit_context_tokens")
+    kw = dict(tensor_parallel=tensor_parallel, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a)
+    mem = speculative_memory(m, g, spec, context_tokens=held, **kw)
+    if check_memory:
+        mem.check(int(batch))
+    return _step(
+        m,
+        g,
+        spec,
+        mem,
+        batch=batch,
+        context_tokens=context_tokens,
+        tp=int(tensor_parallel),
+        weight_bytes=weight_bytes,
+        kv_bytes=kv_bytes,
+        a=a,
+    )
+
+
+# --- the best draft length and the batch where speculation stops paying ----------------------------------------
+@dataclass(frozen=True)
+class BestDraft:
+    """The draft length with the largest speed-up, and the speed-up of every length tried."""
+
+    draft_tokens: int
+    speedup: float
+    speedups: dict[int, float]
+
+
+def best_draft_tokens(
+    model: Model | str,
+    gpu: GPU | str,
+    speculation: Speculation,
+    *,
+    batch: int = 1,
+    context_tokens: float,
+    max_draft_tokens: int = 16,
+    **kw: Any,
+) -> BestDraft:
+    """The number of draft tokens (1 .. ``max_draft_tokens``) that maximises the speed-up at this
+    batch, by trying each with :func:`speculative_step` (the rest of ``speculation`` kept). Each token
+    more adds ``alpha^k`` to the expected tokens, less and less, and costs one draft step (and, once
+    the verification is compute-bound, a position's FLOPs): the speed-up rises, peaks, then falls,
+    and the peak is where the next token's gain no longer covers its cost. Where the verification is
+    memory-bound and a draft step costs a fixed share of a plain step, SymPy solves for the peak
+    (:func:`llmcourse.formulas_speculative.best_draft_tokens_expression`).
+
+    Examples
+    --------
+    >>> b = best_draft_tokens("Llama-3.1-70B", "H100 SXM", Speculation("draft model", 4, 0.8, "Llama-3.1-8B"),
+    ...                       context_tokens=2_150, tensor_parallel=2, weight_bytes="fp8")
+    >>> b.draft_tokens, round(b.speedup, 2)
+    (5, 2.33)
+    """
+    spec = _speculation(speculation)
+    top = _draft_tokens(max_draft_tokens)
+    speedups = {
+        k: speculative_step(
+            model, gpu, spec.with_(draft_tokens=k), batch=batch, context_tokens=context_tokens, **kw
+        ).speedup
+        for k in range(1, top + 1)
+    }
+    best = max(speedups, key=lambda k: (speedups[k], -k))
+    return BestDraft(best, speedups[best], speedups)
+
+
+def crossover_batch(
+    model: Model | str,
+    gpu: GPU | str,
+    speculation: Speculation,
+    *,
+    context_tokens: float,
+    top: int | None = None,
+    tensor_parallel: int = 1,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    assumptions: Assumptions | str | None = None,
+    fit_context_tokens: float | None = None,
+) -> int | None:
+    """The first batch at which speculation costs throughput (speed-up below 1), searched up to ``top``;
+    None if it pays at every batch up to there, 1 if it never pays. By default ``top`` is the largest
+    batch that fits with the draft (:func:`speculative_memory`, sized at ``fit_context_tokens``); a
+    larger ``top`` asks about speed alone, as if memory allowed those batches. Bisection on the
+    speed-up, which falls as the batch grows once the verification turns compute-bound (about
+    log2(top) steps).
+
+    Examples
+    --------
+    >>> crossover_batch("Llama-3.1-8B", "H100 SXM", Speculation("eagle head", 4, 0.7), context_tokens=288)
+    147
+    """
+    m, g, spec = _model(model), _gpu(gpu), _speculation(speculation)
+    a = resolve(assumptions)
+    held = context_tokens if fit_context_tokens is None else fit_context_tokens
+    kw = dict(tensor_parallel=tensor_parallel, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a)
+    mem = speculative_memory(m, g, spec, context_tokens=held, **kw)
+    if top is None:
+        mem.check(1)  # nothing fits: say what to change
+        top = mem.max_batch
+    top = int(plain_number(top, "top", integer=True))
+    tp = int(plain_number(tensor_parallel, "tensor_parallel", integer=True))
+
+    def pays(b: int) -> bool:
+        s = _step(
+            m,
+            g,
+            spec,
+            mem,
+            batch=b,
+            context_tokens=context_tokens,
+            tp=tp,
+            weight_bytes=weight_bytes,
+            kv_bytes=kv_bytes,
+            a=a,
+        )
+        return s.speedup >= 1
+
+    last = largest_batch(pays, top)
+    return None if last >= top else last + 1
+
+
+def crossover_estimate(
+    model: Model | str,
+    gpu: GPU | str,
+    speculation: Speculation,
+    *,
+    context_tokens: float,
+    tensor_parallel: int = 1,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    assumptions: Assumptions | str | None = None,
+) -> float | None:
+    """The crossover batch from the closed form ``FORMULAS["speculative_crossover_batch"]`` (SymPy's
+    solution of tau x plain step = verification + k draft steps, with the plain step and the draft
+    memory-bound and the verification compute-bound), with the figures of a batch-1 decode step of
+    the target and of the draft; None where the formula has no positive root. It holds for a dense
+    target under the slower-of-totals step rule with no per-step overhead, and only where those
+    regimes hold at the root; :func:`crossover_batch` searches the full model.
+
+    Examples
+    --------
+    >>> round(crossover_estimate("Llama-3.1-8B", "H100 SXM", Speculation("eagle head", 4, 0.7), context_tokens=288), 1)
+    146.5
+    """
+    m, g, spec = _model(model), _gpu(gpu), _speculation(speculation)
+    a = resolve(assumptions)
+    if m.is_moe:
+        raise InputError(
+            f"{m.name} is a mixture of experts, whose weight reads grow with the batch: the closed form assumes a "
+            "dense model. Use crossover_batch(...), which searches the full model."
+        )
+    kw = dict(context_tokens=context_tokens, n_gpus=tensor_parallel, kv_bytes=kv_bytes, assumptions=a)
+    one = decode_step(m, g, batch=1, weight_bytes=weight_bytes, **kw)
+    draft = spec.draft_for(m)
+    w_d = k_d = Q_(0.0, "B")
+    if draft is not None:
+        d = decode_step(draft, g, batch=1, weight_bytes=spec.draft_weight_bytes or weight_bytes, **kw)
+        w_d, k_d = d.weights_read, d.kv_read
+    x = F["speculative_crossover_batch"](
+        expected_tokens=spec.expected_tokens,
+        draft_tokens=spec.draft_tokens,
+        bytes_read=one.weights_read,
+        kv_per_sequence=one.kv_read,
+        draft_bytes_read=w_d,
+        draft_kv_per_sequence=k_d,
+        flops_per_token=one.flops,
+        bandwidth=g.bandwidth,
+        bandwidth_efficiency=a.bandwidth_efficiency,
+        peak_flops=g.peak_flops(matmul_precision(weight_bytes, g, a)),
+        compute_efficiency=a.compute_efficiency,
+    )
+    value = float(x.to("").m)
+    return value if value > 0 else None
+
+
+# --- in the replica model ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SpeculativeReplica(Replica):
+    """A :class:`~llmcourse.planner.Replica` whose decode step is the speculative cycle per output
+    token (:meth:`SpeculativeStep.per_token_step`), whose weights and KV cache per sequence include
+    the draft's, and whose largest batch is the one that fits with the draft. Its throughput, time per
+    token, requests per second and cost follow from the replica model; ``fleet()`` takes it as it
+    takes any replica. ``speculative`` holds the cycle's detail."""
+
+    speculation: Speculation | None = None
+    speculative: SpeculativeStep | None = field(default=None, repr=False)
+
+
+def speculative_replica(model: Model | str, gpu: GPU | str, speculation: Speculation, **kw: Any) -> SpeculativeReplica:
+    """:func:`llmcourse.planner.replica` for a deployment that speculates: the same keywords
+    (``tensor_parallel``, ``batch``, ``prompt_tokens``, ``answer_tokens``, ...), with the draft's
+    weights and KV cache in memory (``batch=None`` gives the largest batch that fits with them) and
+    each decode step replaced by the speculative cycle per output token, at the context the
+    assumptions read the KV cache at.
+
+    Examples
+    --------
+    >>> kw = dict(tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300, weight_bytes="fp8")
+    >>> plain = replica("Llama-3.1-70B", "H100 SXM", **kw)
+    >>> spec = speculative_replica("Llama-3.1-70B", "H100 SXM", Speculation("eagle head", 4, 0.7), **kw)
+    >>> (plain.batch, round(plain.tokens_per_s_per_user.m)), (spec.batch, round(spec.tokens_per_s_per_user.m))
+    ((97, 13), (94, 17))
+    """
+    spec = _speculation(speculation)
+    m, g = _model(model), _gpu(gpu)
+    base = replica(m, g, **kw)
+    fields_ = {f.name: getattr(base, f.name) for f in dataclasses.fields(Replica)}
+    if base.step is None and base.max_batch < 1 and base.weights >= base.usable_memory:
+        return SpeculativeReplica(**fields_, speculation=spec)  # the target's weights alone do not fit
+    a, tp, final = base.assumptions, base.tensor_parallel, base.context_tokens
+    wb, kvb = kw.get("weight_bytes", 2), kw.get("kv_bytes", 2)
+    mem = speculative_memory(
+        m, g, spec, context_tokens=final, tensor_parallel=tp, weight_bytes=wb, kv_bytes=kvb, assumptions=a
+    )
+    fields_ |= dict(
+        weights=(mem.weights + mem.draft_weights).to("GB"),
+        usable_memory=mem.usable_memory,
+        kv_per_sequence=(mem.kv_per_sequence + mem.draft_kv_per_sequence).to("GB"),
+        max_batch=mem.max_batch,
+    )
+    if mem.max_batch < 1:
+        fields_ |= dict(batch=0, step=None, first_prefill=None, batch_prefill=None, reason=mem.reason(1))
+        return SpeculativeReplica(**fields_, speculation=spec)
+    b = kw.get("batch") or mem.max_batch
+    if b != base.batch:
+        base = replica(m, g, **(kw | {"batch": b}))
+        fields_ |= {f: getattr(base, f) for f in ("batch", "step", "first_prefill", "batch_prefill")}
+    kv_ctx = base.kv_read_tokens  # the context the replica model reads each KV cache at
+    s = _step(m, g, spec, mem, batch=b, context_tokens=kv_ctx, tp=tp, weight_bytes=wb, kv_bytes=kvb, a=a)
+    fields_ |= dict(step=s.per_token_step(), reason="fits" if b <= mem.max_batch else mem.reason(b))
+    return SpeculativeReplica(**fields_, speculation=spec, speculative=s)
+
+
+# --- the Monte-Carlo twin ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SpeculationRun:
+    """A simulated run of verification steps: the mean tokens per step, its standard error, and how
+    many steps yielded 1, 2, ..., k + 1 tokens."""
+
+    acceptance: float
+    draft_tokens: int
+    trials: int
+    mean_tokens: float
+    std_error: float
+    counts: tuple[int, ...]
+
+    @property
+    def expected(self) -> float:
+        """The closed form for the same acceptance and draft length."""
+        return expected_tokens(self.acceptance, self.draft_tokens)
+
+
+def simulate(acceptance: float, draft_tokens: int, *, trials: int = 20_000, seed: int = 0) -> SpeculationRun:
+    """Run ``trials`` verification steps of the accept/reject loop with ``random.Random(seed)`` (standard
+    library only, so it runs in the browser): the target checks the draft's tokens in order, each accepted
+    with probability ``acceptance``; the first rejection ends the step, whose tokens are the accepted ones
+    plus the target's own (its correction, or a bonus token when all ``draft_tokens`` were accepted).
+
+    Examples
+    --------
+    >>> r = simulate(0.7, 4, trials=100_000, seed=1)
+    >>> abs(r.mean_tokens / r.expected - 1) < 0.01, r.counts[0] + r.counts[-1] < r.trials
+    (True, True)
+    """
+    a, k = _acceptance(acceptance), _draft_tokens(draft_tokens)
+    n = int(plain_number(trials, "trials", integer=True))
+    rng = random.Random(seed_number(seed))
+    counts = [0] * (k + 1)
+    tokens = []
+    for _ in range(n):
+        accepted = 0
+        while accepted < k and rng.random() < a:
+            accepted += 1
+        counts[accepted] += 1
+        tokens.append(accepted + 1)
+    se = statistics.stdev(tokens) / math.sqrt(n) if n > 1 else float("inf")
+    return SpeculationRun(a, k, n, statistics.fmean(tokens), se, tuple(counts))
+
+
+# --- published acceptance ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Published:
+    """One published figure of a speculative method (a row of ``speculative_acceptance.csv``).
+
+    ``figure`` is ``"acceptance_rate"`` (per drafted token), ``"acceptance_length"`` (tokens per
+    verification step, the target's own token included), ``"speedup"``, ``"slowdown"`` or
+    ``"crossover_concurrency"``; ``value_high`` is the top of a range (None for a single figure).
+    """
+
+    method: str
+    kind: str
+    target: str
+    draft: str
+    benchmark: str
+    domain: str
+    draft_tokens: int | None
+    figure: str
+    value: float
+    value_high: float | None
+    note: str
+    source: str
+
+    @property
+    def implied_acceptance(self) -> float | None:
+        """The per-token acceptance rate the figure implies (independent positions): the rate itself, or
+        the rate whose expected tokens at the row's draft length is the acceptance length; None otherwise."""
+        if self.figure == "acceptance_rate":
+            return self.value
+        if self.figure == "acceptance_length" and self.draft_tokens is not None:
+            return acceptance_from_length(self.value, self.draft_tokens)
+        return None
+
+    def shown(self) -> str:
+        """The value as published: ``2.65``, ``0.85-0.90``."""
+        return f"{self.value:g}" if self.value_high is None else f"{self.value:g}-{self.value_high:g}"
+
+
+def published(kind: str | None = None, *, figure: str | None = None, domain: str | None = None) -> list[Published]:
+    """The published figures, optionally of one kind of draft (:data:`KINDS`), one ``figure`` and one
+    ``domain`` (``"chat"``, ``"code"``, ``"math"``, ``"mixed"``, ``"summarization"``).
+
+    Examples
+    --------
+    >>> [(r.draft_tokens, r.value) for r in published("eagle head", domain="code") if r.target == "gpt-oss-20b"]
+    [(3, 2.65), (7, 3.03), (3, 3.02), (7, 3.94)]
+    >>> round(published("mtp", figure="acceptance_length")[0].implied_acceptance, 3)
+    0.707
+    """
+    if kind is not None and kind not in KINDS:
+        raise InputError(f"unknown kind of draft {kind!r}; kinds: {', '.join(map(repr, KINDS))}.")
+    rows = []
+    for r in _read_csv("speculative_acceptance.csv"):
+        k = _num(r["draft_tokens"])
+        rows.append(
+            Published(
+                method=r["method"],
+                kind=r["kind"],
+                target=r["target"],
+                draft=r["draft"],
+                benchmark=r["benchmark"],
+                domain=r["domain"],
+                draft_tokens=None if k is None else int(k),
+                figure=r["figure"],
+                value=float(r["value"]),
+                value_high=_num(r["value_high"]),
+                note=r["note"],
+                source=r["source"],
+            )
+        )
+    return [
+        r
+        for r in rows
+        if (kind is None or r.kind == kind)
+        and (figure is None or r.figure == figure)
+        and (domain is None or r.domain == domain)
+    ]

@@ -1,0 +1,432 @@
+"""Speculative decoding (llmcourse.speculative, llmcourse.formulas_speculative).
+
+Expected values are hand arithmetic written out here, never output of the code under test. The course's method
+on an H100: 3.35 TB/s x 0.7 = 2.345 TB/s, 989 TFLOP/s x 0.5 = 494.5 TFLOP/s (BF16), 1,979 x 0.5 = 989.5 (FP8).
+Llama 3.1 8B: 8.03e9 parameters, 131,072 B of KV per token (2 x 32 x 8 x 128 x 2 B). Llama 3.1 70B: 70.554e9,
+327,680 B per token. The EAGLE-3 head of Llama 3.1 8B: 0.425e9 parameters, one layer: 2 x 1 x 8 x 128 x 2 = 4,096 B
+of KV per token.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import llmcourse as lc
+from llmcourse import Q_
+from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.formulas import FORMULAS, dimension_of
+from llmcourse.formulas_speculative import EXPECTED_TOKENS_SUM, best_draft_tokens_expression
+from llmcourse.speculative import (
+    Speculation,
+    acceptance_from_length,
+    best_draft_tokens,
+    crossover_batch,
+    crossover_estimate,
+    drafts,
+    expected_tokens,
+    published,
+    simulate,
+    speculative_memory,
+    speculative_replica,
+    speculative_step,
+)
+
+BW, BF16 = 3.35e12 * 0.7, 989e12 * 0.5  # the course's share of an H100's bandwidth and BF16 FLOP/s
+EAGLE8 = Speculation("eagle head", 4, 0.7)
+OURS = [n for n, f in FORMULAS.items() if f.chapter == "08b_speculative"]
+
+
+def _tau(alpha: float, k: int) -> float:
+    """1 + alpha + ... + alpha^k, added up term by term."""
+    return sum(alpha**i for i in range(k + 1))
+
+
+# --- the closed form and its twin -------------------------------------------------------------------------------
+def test_expected_tokens_closed_form():
+    """1 + 0.8 + 0.64 + 0.512 + 0.4096 = 3.3616; with nothing accepted, the target's own token only."""
+    assert expected_tokens(0.8, 4) == 3.3616
+    assert expected_tokens(0, 4) == 1
+
+
+def test_the_sum_is_derived_by_sympy():
+    """SymPy's geometric sum has the alpha = 1 branch (k + 1 tokens) and the general one the formula uses."""
+    a, k = sp.Symbol(r"\alpha", positive=True), sp.Symbol("k_{d}", positive=True, integer=True)
+    assert EXPECTED_TOKENS_SUM.subs({a: 1}).subs(k, 4) == 5
+    general = FORMULAS["speculative_expected_tokens"].expr
+    assert sp.simplify(general - (1 - a ** (k + 1)) / (1 - a)) == 0
+
+
+def test_monte_carlo_twin_agrees_within_one_percent():
+    """100,000 seeded verification steps at alpha = 0.7, k = 4: mean within 1% of 2.7731 (1 + .7 + .49 + .343 +
+    .2401); the share of steps that accept nothing is 1 - 0.7 = 0.3 and of those that accept all four 0.7^4."""
+    r = simulate(0.7, 4, trials=100_000, seed=3)
+    assert abs(r.mean_tokens / 2.7731 - 1) < 0.01
+    assert abs(r.mean_tokens - 2.7731) < 4 * r.std_error
+    assert abs(r.counts[0] / r.trials - 0.3) < 0.01 and abs(r.counts[4] / r.trials - 0.7**4) < 0.01
+    assert sum(r.counts) == r.trials
+
+
+def test_monte_carlo_is_seeded():
+    """Same seed, same run; another seed, another run."""
+    assert simulate(0.6, 3, trials=500, seed=7) == simulate(0.6, 3, trials=500, seed=7)
+    assert simulate(0.6, 3, trials=500, seed=7).counts != simulate(0.6, 3, trials=500, seed=8).counts
+
+
+def test_acceptance_from_length_inverts():
+    """A length of 3.3616 at k = 4 is alpha = 0.8 (see above); the rate for 2.70 at k = 3 (EAGLE-3 on MT-Bench)
+    satisfies 1 + a + a^2 + a^3 = 2.70, checked by adding the terms; a length of k + 1 or more is impossible."""
+    assert acceptance_from_length(3.3616, 4) == pytest.approx(0.8, abs=1e-9)
+    a = acceptance_from_length(2.70, 3)
+    assert _tau(a, 3) == pytest.approx(2.70, abs=1e-9)
+    with pytest.raises(InputError, match="below 4"):
+        acceptance_from_length(4.1, 3)
+
+
+# --- bad input ------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        ((1.0, 4), "below 1"),
+        ((-0.1, 4), "zero or more"),
+        ((70, 4), "0.7 for 70%"),
+        ((0.7, 0), "1 or more"),
+        ((0.7, 2.5), "Round it: draft_tokens=2"),
+        ((0.7, "four"), "whole number"),
+    ],
+)
+def test_bad_acceptance_or_draft_length_says_what_to_change(args, words):
+    """alpha outside [0, 1), k below 1 or not whole: an InputError that names the fix."""
+    with pytest.raises(InputError, match=words):
+        expected_tokens(*args)
+    with pytest.raises(InputError, match=words):
+        Speculation("ngram", args[1], args[0])
+
+
+def test_bad_kind_and_draft_are_refused():
+    """A misspelt kind gets a suggestion; n-gram takes no model; a draft model needs one; an unknown name is named."""
+    with pytest.raises(InputError, match="Did you mean 'draft model'"):
+        Speculation("draft", 4, 0.7, "Llama-3.1-8B")
+    with pytest.raises(InputError, match="leave draft_model=None"):
+        Speculation("ngram", 4, 0.7, "Llama-3.1-8B")
+    with pytest.raises(InputError, match="needs draft_model"):
+        Speculation("draft model", 4, 0.7)
+    with pytest.raises(UnknownNameError, match="Did you mean"):
+        Speculation("draft model", 4, 0.7, "Llama-3.1-8").draft_for("Llama-3.1-70B")
+    with pytest.raises(InputError, match=r"no eagle head for Qwen2.5-7B"):
+        Speculation("eagle head", 4, 0.7).draft_for("Qwen2.5-7B")
+    with pytest.raises(InputError, match=r"a draft for Llama-3.1-8B, not for Llama-3.1-70B"):
+        Speculation("eagle head", 4, 0.7, "EAGLE-3 Llama-3.1-8B").draft_for("Llama-3.1-70B")
+
+
+def test_a_draft_larger_than_the_target_is_refused():
+    """A 70B 'draft' for an 8B target: the error says to pick a smaller draft."""
+    with pytest.raises(InputError, match=r"not smaller than the target Llama-3.1-8B.*smaller draft"):
+        speculative_step(
+            "Llama-3.1-8B", "H100 SXM", Speculation("draft model", 4, 0.7, "Llama-3.1-70B"), context_tokens=1_000
+        )
+
+
+def test_a_batch_that_does_not_fit_with_the_draft_is_refused():
+    """Llama 3.1 70B FP8 on 2 x H100 with an FP8 8B draft, 2,300 tokens (+ 4 drafted held): usable 144 GB; weights
+    70.554 + 8.03 GB leave 65.416 GB; per sequence 2,304 x (327,680 + 131,072) B = 1.056965 GB: 61 fit (61.9).
+    Without the draft (144 - 70.554) / (2,300 x 327,680 B) = 97.45: 97."""
+    spec = Speculation("draft model", 4, 0.7, "Llama-3.1-8B")
+    kw = dict(context_tokens=2_300, tensor_parallel=2, weight_bytes="fp8")
+    m = speculative_memory("Llama-3.1-70B", "H100 SXM", spec, **kw)
+    assert (m.max_batch, m.plain_max_batch) == (61, 97)
+    assert m.draft_memory(61).to("GB").m == pytest.approx(8.03 + 61 * 2_304 * 131_072 / 1e9)
+    speculative_step("Llama-3.1-70B", "H100 SXM", spec, batch=61, **kw)
+    with pytest.raises(InputError, match=r"at most 61 sequences fit.*Lower the batch to 61"):
+        speculative_step("Llama-3.1-70B", "H100 SXM", spec, batch=62, **kw)
+
+
+def test_weights_and_draft_that_do_not_fit_say_so():
+    """Llama 3.1 70B in BF16 (141.1 GB) on one H100 (72 GB usable): add GPUs."""
+    with pytest.raises(InputError, match=r"don't fit.*add GPUs"):
+        speculative_step("Llama-3.1-70B", "H100 SXM", EAGLE8, context_tokens=1_000)
+
+
+# --- the step, by hand -----------------------------------------------------------------------------------------------
+def test_speedup_at_batch_one_by_hand():
+    """Llama 3.1 8B + its EAGLE-3 head, batch 1, KV read at 2,150 tokens. Plain step (16.06e9 + 131,072 x 2,150) B /
+    2.345 TB/s = 6.9688 ms; the verification over 5 positions is still memory-bound (5 x 16.06 GFLOP / 494.5 TFLOP/s
+    = 0.162 ms), so it costs the same; a head step (0.85e9 + 4,096 x 2,150) B / 2.345 TB/s = 0.36623 ms.
+    S = 2.7731 x 6.9688 / (6.9688 + 4 x 0.36623) = 2.2914."""
+    plain = (16.06e9 + 131_072 * 2_150) / BW
+    head = (0.85e9 + 4_096 * 2_150) / BW
+    s = speculative_step("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=2_150)
+    assert s.plain.step_time.to("s").m == pytest.approx(plain, rel=1e-6)
+    assert s.verify.step_time.to("s").m == pytest.approx(plain, rel=1e-6) and s.verify.bound == "memory"
+    assert s.draft_step_time.to("s").m == pytest.approx(head, rel=1e-6)
+    assert s.speedup == pytest.approx(2.7731 * plain / (plain + 4 * head), rel=1e-6)
+    assert s.time_per_token.to("s").m == pytest.approx((plain + 4 * head) / 2.7731, rel=1e-6)
+    assert s.tokens_per_s_per_user.to("1/s").m == pytest.approx(s.throughput.to("1/s").m)  # batch 1
+
+
+def test_verification_reads_the_cache_once_and_does_the_flops_of_every_position():
+    """Batch 256 at 288 tokens: the verification reads 16.06 GB + 256 x 131,072 x 288 B = 25.72 GB, as the plain step,
+    and does 256 x 5 x 16.06 GFLOP = 20,556.8 GFLOP: compute-bound, 20.5568e12 / 494.5e12 = 41.571 ms."""
+    s = speculative_step("Llama-3.1-8B", "H100 SXM", EAGLE8, batch=256, context_tokens=288)
+    assert s.verify.kv_read == s.plain.kv_read
+    assert (s.verify.weights_read + s.verify.kv_read).to("GB").m == pytest.approx(16.06 + 256 * 131_072 * 288 / 1e9)
+    assert s.verify.flops.to("GFLOP").m == pytest.approx(256 * 5 * 16.06)
+    assert s.verify.bound == "compute" and s.verify.step_time.to("ms").m == pytest.approx(
+        256 * 5 * 16.06e9 / BF16 * 1e3
+    )
+
+
+def test_ngram_costs_no_draft_time_and_needs_no_memory():
+    """An n-gram lookup: no draft step, no draft weights, no draft cache; at batch 1 the speed-up is tau."""
+    s = speculative_step("Llama-3.1-8B", "H100 SXM", Speculation("ngram", 3, 0.5), context_tokens=1_000)
+    assert s.draft is None and s.draft_step_time.m == 0
+    assert s.memory.draft_weights.m == 0 and s.memory.draft_kv_per_sequence.m == 0
+    assert s.speedup == pytest.approx(1 + 0.5 + 0.25 + 0.125)
+
+
+# --- the crossover and the best draft length -------------------------------------------------------------------------
+def _crossover_by_hand() -> float:
+    """tau (W + B K) / D = (k + 1) B F_tok / C + k (W_d + B K_d) / D for Llama 3.1 8B + EAGLE head at 288 tokens:
+    W = 16.06e9 B, K = 131,072 x 288 B, W_d = 0.85e9 B, K_d = 4,096 x 288 B, F_tok = 16.06e9 FLOP, k = 4,
+    tau = 2.7731, D = 2.345e12 B/s, C = 494.5e12 FLOP/s, solved for B."""
+    tau, k = 2.7731, 4
+    w, kv, wd, kvd, f = 16.06e9, 131_072 * 288, 0.85e9, 4_096 * 288, 16.06e9
+    return (tau * w - k * wd) / BW / ((k + 1) * f / BF16 + (k * kvd - tau * kv) / BW)
+
+
+def test_crossover_closed_form_and_search():
+    """The closed form's root (146.5) and the full model's first losing batch (147) agree."""
+    x = _crossover_by_hand()
+    assert crossover_estimate("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=288) == pytest.approx(x, rel=1e-6)
+    assert crossover_batch("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=288) == math.ceil(x)
+    below = speculative_step("Llama-3.1-8B", "H100 SXM", EAGLE8, batch=math.floor(x), context_tokens=288)
+    above = speculative_step("Llama-3.1-8B", "H100 SXM", EAGLE8, batch=math.ceil(x), context_tokens=288)
+    assert below.speedup >= 1 > above.speedup
+    assert below.plain.bound == "memory" and below.verify.bound == "compute"  # the regime the closed form assumes
+
+
+def test_crossover_none_when_it_pays_everywhere_and_moe_refused():
+    """At batch 1 an n-gram lookup can only help; a long context keeps the EAGLE head paying at every batch that
+    fits; the closed form refuses a mixture of experts (its weight reads grow with the batch)."""
+    assert crossover_batch("Llama-3.1-8B", "H100 SXM", Speculation("ngram", 2, 0.6), context_tokens=500, top=1) is None
+    assert crossover_batch("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=8_000) is None
+    with pytest.raises(InputError, match="mixture of experts"):
+        crossover_estimate(
+            "DeepSeek-V3",
+            "H200 SXM",
+            Speculation("mtp", 1, 0.85),
+            context_tokens=2_000,
+            tensor_parallel=8,
+            weight_bytes="fp8",
+        )
+
+
+def test_best_draft_tokens_by_hand():
+    """At batch 1 the verification stays memory-bound, so S(k) = tau(0.7, k) / (1 + k r) with
+    r = 0.36623 / 6.9688 ms (see the batch-1 test); its largest value over k = 1..16, by hand."""
+    r = ((0.85e9 + 4_096 * 2_150) / BW) / ((16.06e9 + 131_072 * 2_150) / BW)
+    by_hand = max(range(1, 17), key=lambda k: _tau(0.7, k) / (1 + k * r))
+    b = best_draft_tokens("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=2_150)
+    assert b.draft_tokens == by_hand
+    assert b.speedup == pytest.approx(_tau(0.7, by_hand) / (1 + by_hand * r), rel=1e-6)
+
+
+def test_best_draft_tokens_lambert_w():
+    """The solved optimum k* = (1 + W_-1(-alpha^(1/r - 1)/e)) / ln(alpha) - 1/r is where dS/dk = 0 and the
+    integer optimum is one of its neighbours (alpha = 0.8, r = 0.05)."""
+    expr = best_draft_tokens_expression()
+    a, r = (next(s for s in expr.free_symbols if s.name == n) for n in (r"\alpha", "r_{d}"))
+    k_star = float(expr.subs({a: 0.8, r: 0.05}))
+    slope = lambda k: (1 - 0.8 ** (k + 1)) / 0.2 / (1 + 0.05 * k)  # noqa: E731
+    assert slope(k_star) > slope(k_star - 0.01) and slope(k_star) > slope(k_star + 0.01)
+    best = max(range(1, 30), key=slope)
+    assert best in (math.floor(k_star), math.ceil(k_star))
+
+
+# --- the replica model --------------------------------------------------------------------------------------------------
+def test_speculative_replica_is_a_replica_the_fleet_takes():
+    """The replica's time per token is the cycle per output token; throughput charges prefill as for any replica;
+    the draft's weights count in the memory used; fleet() sizes it."""
+    kw = dict(tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300, weight_bytes="fp8")
+    r = speculative_replica("Llama-3.1-70B", "H100 SXM", EAGLE8, **kw)
+    assert isinstance(r, lc.planner.Replica) and r.fits
+    assert r.step.step_time == r.speculative.time_per_token
+    assert r.max_batch == r.batch and r.memory_used <= r.usable_memory
+    assert r.weights.to("GB").m == pytest.approx(70.554 + 1.4)
+    x = lc.FORMULAS["cycle_throughput"](
+        batch=r.batch, answer_tokens=300, prefill_time=r.batch_prefill.time, step_time=r.speculative.time_per_token
+    )
+    assert r.throughput.to("1/s").m == pytest.approx(x.to("1/s").m)
+    f = lc.fleet(Q_(10_000, "1/s"), r)
+    assert f.replicas == math.ceil(10_000 * lc.resolve().headroom / r.throughput.to("1/s").m)
+
+
+def test_speculative_replica_that_does_not_fit():
+    """A batch beyond what fits with the draft makes a replica that does not fit, with the reason."""
+    r = speculative_replica(
+        "Llama-3.1-70B",
+        "H100 SXM",
+        EAGLE8,
+        tensor_parallel=2,
+        batch=500,
+        prompt_tokens=2_000,
+        answer_tokens=300,
+        weight_bytes="fp8",
+    )
+    assert not r.fits and "Lower the batch" in r.reason
+
+
+# --- the data ---------------------------------------------------------------------------------------------------------
+def test_published_rows_have_sources_and_possible_values():
+    """Every figure cites a source; rates are in [0, 1); lengths at least 1 and at most k + 1 where k is given."""
+    rows = published()
+    assert len(rows) >= 30 and all(r.source for r in rows)
+    assert {r.kind for r in rows} == {"draft model", "eagle head", "mtp", "ngram"}
+    for r in rows:
+        if r.figure == "acceptance_rate":
+            assert 0 <= r.value < 1
+        if r.figure == "acceptance_length":
+            assert r.value >= 1 and (r.draft_tokens is None or r.value <= r.draft_tokens + 1)
+        if r.implied_acceptance is not None:
+            assert 0 <= r.implied_acceptance < 1
+
+
+def test_chat_and_code_figures_are_there():
+    """EAGLE-3 on gpt-oss-20b at k = 3: MT-Bench (chat) 2.70, HumanEval (code) 2.65 (the vLLM post's figures)."""
+    rows = {
+        (r.domain, r.draft_tokens): r.value
+        for r in published("eagle head")
+        if r.target == "gpt-oss-20b" and r.method.startswith("EAGLE-3")
+    }
+    assert rows[("chat", 3)] == 2.70 and rows[("code", 3)] == 2.65
+
+
+def test_draft_heads_match_their_counts():
+    """DeepSeek-V3's MTP block by hand from its config: MLA attention 7168 x 1536 + 1536 + 1536 x 128 x 192 +
+    7168 x 576 + 512 + 512 x 128 x 256 + 128 x 128 x 7168 = 187,107,328; an expert 3 x 7168 x 2048 = 44,040,192;
+    router 7168 x 256; eh_proj 14336 x 7168; norms 5 x 7168. Total with 257 experts 11.61 B, per token (9 experts)
+    0.688 B. Its cache: one MLA layer, (512 + 64) x 2 B = 1,152 B per token."""
+    attention = 7168 * 1536 + 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 + 512 * 128 * 256 + 128 * 128 * 7168
+    expert, fixed = 3 * 7168 * 2048, attention + 7168 * 256 + 14336 * 7168 + 5 * 7168
+    d = drafts()["DeepSeek-V3 MTP"]
+    assert d.params == pytest.approx(fixed + 257 * expert, rel=1e-3)
+    assert d.active_params == pytest.approx(fixed + 9 * expert, rel=1e-3)
+    assert lc.kv_bytes_per_token(d).to("B").m == (512 + 64) * 2
+    assert lc.kv_bytes_per_token(drafts()["EAGLE-3 Llama-3.1-8B"]).to("B").m == 2 * 8 * 128 * 2
+
+
+# --- the formulas ---------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", OURS)
+def test_formulas_are_dimensionally_consistent(name):
+    """Each of the chapter's formulas has its target's dimension."""
+    f = FORMULAS[name]
+    assert dimension_of(f.expr) == Q_(1, f.unit).dimensionality
+
+
+@pytest.mark.parametrize("name", OURS)
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_formula_numeric_equals_expression(name, data):
+    """lambdify's function equals SymPy's evaluation, with each input in its symbol's range (alpha below 1)."""
+    f = FORMULAS[name]
+    values = {}
+    for s in f.inputs:
+        if s.integer:
+            values[s] = data.draw(st.integers(1, 64))
+        else:
+            values[s] = data.draw(st.floats(0.01, 0.99 if s.at_most == 1 else 1e4))
+    exact = f.expr.subs({s.sym: sp.Float(v) if not s.integer else v for s, v in values.items()}).evalf()
+    if not (exact.is_finite and exact.is_real):
+        return  # a pole (a crossover that does not exist)
+    assert f.numeric(*[values[s] for s in f.inputs]) == pytest.approx(float(exact), rel=1e-9, abs=1e-12)
+
+
+# --- properties ------------------------------------------------------------------------------------------------------------
+alphas = st.floats(0, 0.99)
+ks = st.integers(1, 12)
+
+
+@given(alphas, ks)
+def test_expected_tokens_bounds(a, k):
+    """1 <= tau <= k + 1, and tau < 1 / (1 - alpha): never more than the draft offers or the rate allows."""
+    tau = expected_tokens(a, k)
+    assert 1 <= tau <= k + 1 + 1e-9 and tau <= 1 / (1 - a) + 1e-9
+    assert tau == pytest.approx(_tau(a, k), rel=1e-9)
+
+
+@given(alphas, alphas, ks)
+def test_expected_tokens_grows_with_acceptance_and_length(a, b, k):
+    """A higher rate, or one more draft token, never gives fewer tokens per step."""
+    lo, hi = sorted((a, b))
+    assert expected_tokens(lo, k) <= expected_tokens(hi, k) + 1e-12
+    assert expected_tokens(a, k) <= expected_tokens(a, k + 1) + 1e-12
+
+
+@settings(max_examples=25, deadline=None)
+@given(a=alphas, k=ks, batch=st.integers(1, 200), kind=st.sampled_from(["eagle head", "ngram"]))
+def test_speedup_never_beats_tau_and_grows_with_acceptance(a, k, batch, kind):
+    """The verification costs at least a plain step, so S <= tau; a better rate never slows it."""
+    spec = Speculation(kind, k, a)
+    s = speculative_step("Llama-3.1-8B", "H100 SXM", spec, batch=batch, context_tokens=1_000)
+    assert s.speedup <= s.expected_tokens * (1 + 1e-9)
+    better = speculative_step(
+        "Llama-3.1-8B", "H100 SXM", spec.with_(acceptance=min(0.99, a + 0.05)), batch=batch, context_tokens=1_000
+    )
+    assert better.speedup >= s.speedup * (1 - 1e-9)
+    assert s.throughput.to("1/s").m == pytest.approx(s.speedup * s.plain_throughput.to("1/s").m, rel=1e-9)
+
+
+@settings(max_examples=15, deadline=None)
+@given(ctx=st.integers(256, 16_000), k=ks)
+def test_a_draft_never_lets_more_sequences_fit(ctx, k):
+    """Its weights and cache take memory: the largest batch with a draft is never above the plain one."""
+    for spec in (Speculation("draft model", k, 0.7, "Llama-3.1-8B"), Speculation("eagle head", k, 0.7)):
+        m = speculative_memory(
+            "Llama-3.1-70B", "H100 SXM", spec, context_tokens=ctx, tensor_parallel=2, weight_bytes="fp8"
+        )
+        assert m.max_batch <= m.plain_max_batch
+
+
+# --- the calculators and the plot ------------------------------------------------------------------------------------
+def test_calculator_rows_and_errors():
+    """The calculator shows the step's speed-up, and a batch that does not fit with the draft as a message."""
+    from llmcourse.widgets.speculative import speculative_calculator
+
+    c = speculative_calculator(
+        model="Llama-3.1-8B", tensor_parallel=1, precision="bf16", kind="eagle head", context_tokens=2_150
+    )
+    plain = (16.06e9 + 131_072 * 2_150) / BW
+    head = (0.85e9 + 4_096 * 2_150) / BW
+    assert dict(c.rows)["speed-up"] == f"{2.7731 * plain / (plain + 4 * head):.2f}x"
+    c.set(kind="draft model", draft_model="Llama-3.1-70B")
+    assert c.error is not None and "not smaller than the target" in c.error
+
+
+def test_twin_calculator_agrees():
+    """The live twin's simulated mean is within 1% of the closed form 2.7731 at alpha = 0.7, k = 4."""
+    from llmcourse.widgets.speculative import speculative_twin_calculator
+
+    rows = dict(speculative_twin_calculator(trials=50_000, seed=5).rows)
+    assert rows["closed form (1 - alpha^(k+1)) / (1 - alpha)"].startswith("2.7731")
+    assert abs(float(rows["difference"].rstrip("%"))) < 1
+
+
+def test_plot_marks_each_crossover():
+    """One line per draft length, each crossover marked on the speed-up = 1 line; axes labelled."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from llmcourse.plots.speculative import speedup_against_batch
+
+    ax = speedup_against_batch(
+        "Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=288, draft_lengths=(2, 4), max_batch=512
+    )
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert "k = 4: costs throughput from 147" in labels
+    markers = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    assert len(markers) == 2 and all(list(m.get_ydata()) == [1] for m in markers)
+    assert "batch" in ax.get_xlabel() and "speed-up" in ax.get_ylabel()
