@@ -401,9 +401,10 @@ formula(
     "decode step time as two kernels: weight matmuls, then attention, each the slower of bytes and FLOPs",
     "05_decode",
 )
+time_per_token = _s("time_per_token", r"\tau_{tok}", "s", "time between two of a user's output tokens")
 formula(
     "interleaved_tpot",
-    "step_time",
+    "time_per_token",
     step_time + prefill_time * (batch - 1) / (batch * answer_tokens),
     "time per output token when the prefills of the batch's other requests interrupt its decode steps",
     "05_decode",
