@@ -626,7 +626,8 @@ def _spec_mtp(v):
 
     m, mtp = _m("DeepSeek-V3"), drafts()["DeepSeek-V3 MTP"]
     per_byte, per_flop = _spec_times("H200 SXM", 8, "fp8")
-    kv = F["kv_bytes_per_token_mla"](layers=m.layers, kv_lora_rank=512, rope_dim=64, kv_bytes=Q_(2, "B")).m
+    # MLA's latent, 2 bytes a value; every one of the 8 GPUs keeps (and reads) the whole of it
+    kv = 8 * F["kv_bytes_per_token_mla"](layers=m.layers, kv_lora_rank=512, rope_dim=64, kv_bytes=Q_(2, "B")).m
     kv_mtp = kv / m.layers  # one MLA layer
 
     def read(model, tokens):  # FP8 weights: the shared part, and the experts the tokens touch
