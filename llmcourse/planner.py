@@ -130,10 +130,6 @@ def _bytes(value: Any, name: str) -> pint.Quantity:
 _number = plain_number  # the one check of counts and fractions (llmcourse.units)
 
 
-def _fraction(value: Any, name: str) -> float:
-    return _number(value, name, at_most=1.0)
-
-
 def _price(gpu: GPU | str, price_per_hour: Any) -> pint.Quantity:
     """The price given, else the catalog's price of ``gpu`` (a GPU or the name of one)."""
     if price_per_hour is None:
