@@ -66,3 +66,12 @@ def test_plan_method_names_a_preset(capsys):
     assert "six-step planner" in capsys.readouterr().out
     assert main([*args, "--method", "plannr"]) == 2
     assert "Did you mean 'planner'" in capsys.readouterr().err
+
+
+def test_check_key_prints_the_teachers_answer_key(capsys):
+    """`check --key CHAPTER` prints one expected answer per exercise of the chapter (the teacher's key)."""
+    assert main(["check", "--key", "tokens"]) == 0
+    out = capsys.readouterr().out
+    assert "book's variants" in out and out.count("tokens_ex") == 6
+    assert main(["check", "--key", "tokens", "--seed", "alice"]) == 0
+    assert "student alice" in capsys.readouterr().out

@@ -79,9 +79,10 @@ def test_factor_two_without_keys_and_values_is_plain():
 
 
 def test_far_off_answer_says_how_far():
-    """An answer with no known slip says how many times the expected value it is."""
-    r = check("kv_cache_ex1", Q_(960, "KiB"))
-    assert r.status == "wrong" and "too large" in r.message and "3.00 times" in r.message
+    """An answer with no known slip says in which direction and roughly how far it is, never the exact ratio."""
+    r = check("kv_cache_ex1", Q_(1_000, "KiB"))  # 1,000 / 320 = 3.125 times
+    assert r.status == "wrong" and "about 3x too large" in r.message and "3.1" not in r.message
+    assert "too small by 10% to 50%" in check("kv_cache_ex1", Q_(250, "KiB")).message  # 320 / 250 = 1.28
 
 
 def test_bare_number_refused_where_no_unit_is_stated():
@@ -203,9 +204,10 @@ def test_seeded_variants_are_deterministic_and_differ():
 
 def test_student_seed_changes_the_expected_answer():
     """student() switches the session to that student's variant."""
-    seed = next(s for s in range(100) if get("kv_cache_ex1").variant(s)["model"] == "Llama-3.1-8B")
+    eight_b = {"model": "Llama-3.1-8B", "kv": "a BF16"}
+    seed = next(s for s in range(1_000) if get("kv_cache_ex1").variant(s) == eight_b)
     student(seed)
-    assert variant_of("kv_cache_ex1")["model"] == "Llama-3.1-8B"
+    assert variant_of("kv_cache_ex1") == eight_b
     assert check("kv_cache_ex1", Q_(128, "KiB")).correct  # 2 x 32 x 8 x 128 x 2 B
     assert not check("kv_cache_ex1", Q_(320, "KiB")).correct
     assert "Llama-3.1-8B" in str(show("kv_cache_ex1"))

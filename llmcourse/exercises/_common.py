@@ -8,8 +8,9 @@ headroom) is formatted from the preset the exercise's answer uses, never typed: 
 
 from __future__ import annotations
 
+import functools
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import llmcourse as lc
@@ -38,7 +39,18 @@ def pct(share: float) -> str:
 
 def pick(r: random.Random, options: Any) -> Any:
     """One of ``options`` (a sequence), drawn with ``r``."""
-    return r.choice(list(options))
+    return r.choice(options if isinstance(options, range | tuple | list) else list(options))
+
+
+def fp8_ok(precision: str, gpu: str) -> bool:
+    """Whether a variant may store weights in ``precision`` on ``gpu``: FP8 only where the GPU computes in FP8."""
+    return precision != "fp8" or lc.matmul_precision("fp8", gpu, COURSE) == "fp8"
+
+
+def pool(build: Callable[[], Iterable[Any]]) -> Callable[[], tuple[Any, ...]]:
+    """A pool of variant choices built from the catalog on first use (not at import), then kept: ``pick(r,
+    SETUPS())``. Building it from the catalog and a fit rule keeps every choice physically possible."""
+    return functools.cache(lambda: tuple(build()))
 
 
 def define(

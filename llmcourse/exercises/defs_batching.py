@@ -16,7 +16,7 @@ from __future__ import annotations
 import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.batching import static_batch_utilisation
-from llmcourse.exercises._common import COURSE, LAB, define, pct, pick
+from llmcourse.exercises._common import COURSE, LAB, define, pct, pick, pool
 from llmcourse.planner import largest_batch
 
 EXERCISES: list = []
@@ -93,6 +93,16 @@ def _no_crossover(v):
     return 1 / _kv_over_compute(v, context=1)
 
 
+@pool
+def _ONE_GPU():
+    """(dense model, GPU) whose BF16 weights fit in one GPU's usable memory."""
+    models = ("Llama-3.1-8B", "Qwen2.5-7B", "Llama-3.1-70B", "Qwen2.5-72B", "Llama-2-7B", "Llama-2-13B", "Llama-2-70B")
+    for model in models:
+        for gpu in lc.gpus:
+            if lc.weight_bytes(model) < lc.usable_memory(gpu):
+                yield model, gpu
+
+
 define(
     EXERCISES,
     "batching_ex2",
@@ -102,10 +112,7 @@ define(
     "never becomes compute-bound however large the batch?",
     "",
     dict(model="Llama-3.1-8B", gpu="H100 SXM"),
-    lambda r: dict(
-        model=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B", "Llama-3.1-70B")),
-        gpu=pick(r, ("H100 SXM", "H200 SXM", "A100 SXM 80GB", "B200")),
-    ),
+    lambda r: dict(zip(("model", "gpu"), pick(r, _ONE_GPU()), strict=True)),
     _no_crossover,
     (
         f"One sequence's compute time: {COURSE.flops_per_param:g} x parameters / ({COURSE.compute_efficiency:g} x "
@@ -201,7 +208,7 @@ define(
     "1..{longest} tokens. On average (over many batches), what fraction of the slot-steps produce a token?",
     "",
     dict(batch=32, longest=512),
-    lambda r: dict(batch=pick(r, (8, 16, 32, 64)), longest=pick(r, (128, 256, 512, 1_024))),
+    lambda r: dict(batch=pick(r, range(2, 129)), longest=pick(r, range(64, 2_049, 64))),
     _static_share,
     (
         "Useful slot-steps: each slot produces E[L] = (1 + {longest}) / 2 tokens. All slot-steps: {batch} x the "
@@ -239,8 +246,8 @@ define(
     lambda r: dict(
         model=pick(r, ("Qwen3-30B-A3B", "Llama-3.1-8B", "Qwen2.5-7B")),
         gpu=pick(r, ("H100 SXM", "H200 SXM")),
-        context=pick(r, (1_024, 2_304)),
-        speed=pick(r, (30, 50, 80)),
+        context=pick(r, range(512, 4_097, 256)),
+        speed=pick(r, range(20, 101, 5)),
     ),
     _largest_batch,
     (

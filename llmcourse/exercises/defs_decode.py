@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse import Q_
-from llmcourse.exercises._common import COURSE, define, pct, pick
+from llmcourse.exercises._common import COURSE, define, fp8_ok, pct, pick, pool
 from llmcourse.planner import largest_batch
 
 EXERCISES: list = []
@@ -58,17 +58,45 @@ define(
     mistakes=_eff,
 )
 
+#: Models with full attention on every layer (no sliding window, no latent cache).
+_FULL_ATTENTION = (
+    "Llama-3.1-8B",
+    "Qwen2.5-7B",
+    "Llama-3.1-70B",
+    "Qwen2.5-72B",
+    "Llama-2-7B",
+    "Llama-2-13B",
+    "Llama-2-70B",
+    "Llama-3.1-405B",
+    "Qwen3-30B-A3B",
+    "Qwen3-235B-A22B",
+    "Mixtral-8x7B",
+)
+#: How a story states the precisions: (weights', KV cache's).
+_STORED = {
+    "BF16": ("bf16", "bf16"),
+    "FP8 with a BF16 KV cache": ("fp8", "bf16"),
+    "BF16 with an FP8 KV cache": ("bf16", "fp8"),
+    "INT4 with a BF16 KV cache": ("int4", "bf16"),
+}
+
 define(
     EXERCISES,
     "decode_ex2",
     "When the cache outweighs the weights",
-    "A long-document chat runs {model} in BF16 at batch 1. At what context length does one step read as many "
+    "A long-document chat runs {model} in {precision} at batch 1. At what context length does one step read as many "
     "bytes of KV cache as of weights?",
     "",
-    dict(model="Llama-3.1-8B"),
-    lambda r: dict(model=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B", "Llama-3.1-70B", "Qwen2.5-72B", "Llama-2-7B"))),
-    lambda v: (lc.weight_bytes(v["model"]) / lc.kv_bytes_per_token(v["model"])).to(""),
-    ("Context = weight bytes / KV bytes per token.", "KV per token = 2 x layers x KV heads x head dim x 2 bytes."),
+    dict(model="Llama-3.1-8B", precision="BF16"),
+    lambda r: dict(model=pick(r, _FULL_ATTENTION), precision=pick(r, tuple(_STORED))),
+    lambda v: (
+        lc.weight_bytes(v["model"], _STORED[v["precision"]][0])
+        / lc.kv_bytes_per_token(v["model"], _STORED[v["precision"]][1])
+    ).to(""),
+    (
+        "Context = weight bytes / KV bytes per token.",
+        "KV per token = 2 x layers x KV heads x head dim x bytes per cached value.",
+    ),
     bare_ok=True,
     kv=True,
 )
@@ -125,7 +153,7 @@ define(
     dict(model="Llama-3.1-70B", precision="fp8", gpu="H100 SXM", target=10_000),
     lambda r: (
         dict(zip(("model", "precision", "gpu"), pick(r, _ONE_GPU), strict=True))
-        | dict(target=pick(r, (5_000, 10_000, 20_000)))
+        | dict(target=pick(r, range(2_000, 40_001, 1_000)))
     ),
     lambda v: (
         Q_(v["target"], "1/s")
@@ -179,7 +207,11 @@ define(
     "",
     dict(gpu="H100 SXM", precision="bf16"),
     lambda r: dict(
-        gpu=pick(r, ("H100 SXM", "L4", "A100 SXM 80GB", "B200", "L40S")), precision=pick(r, ("bf16", "int4"))
+        zip(
+            ("gpu", "precision"),
+            pick(r, [(g, p) for g in lc.gpus for p in ("bf16", "fp8", "int4", "fp32") if fp8_ok(p, g)]),
+            strict=True,
+        )
     ),
     _ratio,
     (
@@ -237,6 +269,16 @@ define(
     bare_ok=True,
 )
 
+
+@pool
+def _CEILING():
+    """(model, GPU, count): the two smallest counts (1, 2, 4 or 8) of each GPU that hold the BF16 weights."""
+    for model in ("Llama-3.1-70B", "Qwen2.5-72B", "Llama-2-70B", "Llama-3.1-405B", "Mixtral-8x7B", "Llama-2-13B"):
+        for gpu in ("H100 SXM", "H200 SXM", "B200", "MI300X", "MI325X", "A100 SXM 80GB", "H100 PCIe", "L40S"):
+            counts = [n for n in (1, 2, 4, 8) if lc.weight_bytes(model) < lc.usable_memory(gpu, n)]
+            yield from ((model, gpu, n) for n in counts[:2])
+
+
 define(
     EXERCISES,
     "decode_ex7",
@@ -246,22 +288,7 @@ define(
     "that ceiling?",
     "1/s",
     dict(model="Llama-3.1-70B", gpu="H100 SXM", n=2),
-    lambda r: dict(
-        zip(
-            ("model", "gpu", "n"),
-            pick(
-                r,
-                (
-                    ("Llama-3.1-70B", "H100 SXM", 2),
-                    ("Llama-3.1-70B", "H100 SXM", 4),
-                    ("Qwen2.5-72B", "H200 SXM", 2),
-                    ("Llama-3.1-70B", "B200", 1),
-                    ("Llama-3.1-405B", "H100 SXM", 8),
-                ),
-            ),
-            strict=True,
-        )
-    ),
+    lambda r: dict(zip(("model", "gpu", "n"), pick(r, _CEILING()), strict=True)),
     lambda v: (
         1
         / lc.FORMULAS["weight_read_time"](

@@ -34,11 +34,11 @@ _DOCS_STORY = (
 
 def _vary_docs(r):
     return dict(
-        rps=pick(r, (10, 20, 40)),
-        prompt=pick(r, (2_000, 4_000)),
-        answer=pick(r, (200, 400)),
+        rps=pick(r, range(10, 41, 2)),
+        prompt=pick(r, (2_000, 2_500, 3_000, 3_500, 4_000)),
+        answer=pick(r, (200, 250, 300, 400)),
         ttft=1_000,
-        tpot=pick(r, (30, 40, 50)),
+        tpot=pick(r, (30, 35, 40, 45, 50)),
     )
 
 
@@ -81,7 +81,7 @@ define(
     DOCS | dict(tight=20),
     # at the course's bandwidth efficiency one read of the FP8 weights over two H100s takes about 15 ms, so a
     # 15 ms target cannot be met at any batch: the tightest target given is 20 ms
-    lambda r: _vary_docs(r) | dict(tight=pick(r, (20, 25, 30))),
+    lambda r: _vary_docs(r) | dict(tight=pick(r, (20, 22, 25, 28, 30))),
     lambda v: (
         lc.plan(
             "Llama-3.1-70B", "H100 SXM", _docs_brief(v | {"tpot": v["tight"]}), weight_bytes="fp8", tensor_parallel=2
@@ -114,7 +114,7 @@ define(
     "does not change). How many GPUs?",
     "",
     DOCS | dict(hit=0.8, hit_pct=80),
-    lambda r: _vary_docs(r) | (lambda h: dict(hit=h / 100, hit_pct=h))(pick(r, (30, 50, 80))),
+    lambda r: _vary_docs(r) | (lambda h: dict(hit=h / 100, hit_pct=h))(pick(r, (20, 30, 40, 50, 60, 70, 80, 90))),
     _cached,
     (
         "The prefill FLOPs are the whole prompt's less those of its cached prefix.",
@@ -142,8 +142,8 @@ def _vary(r):
     return dict(
         model=model,
         gpu=gpu,
-        rps=pick(r, (5, 10, 25, 60, 150)),
-        prompt=pick(r, (500, 1_000, 2_000, 3_000)),
+        rps=pick(r, range(5, 151, 5)),
+        prompt=pick(r, range(500, 3_001, 100)),
         answer=pick(r, (150, 300, 600)),
         ttft=pick(r, (500, 1_000, 2_000)),
         tpot=pick(r, (30, 50, 80)),

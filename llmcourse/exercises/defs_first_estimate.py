@@ -8,6 +8,8 @@ so in their stories; the chapter's erratum gives the course's figures beside it.
 
 from __future__ import annotations
 
+import functools
+
 import llmcourse as lc
 from llmcourse.exercises._common import ENVELOPE, define, pct, pick
 
@@ -16,30 +18,56 @@ METHOD = "envelope"
 
 EXERCISES: list = []
 
-# (model, weight precision, GPU, GPUs): combinations whose weights leave room for a batch.
-_SETUPS = (
-    ("Qwen2.5-72B", "fp8", "H100 SXM", 2),
-    ("Llama-3.1-70B", "fp8", "H100 SXM", 2),
-    ("Qwen2.5-72B", "bf16", "H100 SXM", 4),
-    ("Llama-3.1-70B", "bf16", "H200 SXM", 2),
-    ("Qwen2.5-72B", "fp8", "H200 SXM", 1),
-    ("Llama-3.1-70B", "fp8", "B200", 1),
-    ("Llama-3.1-8B", "bf16", "H100 SXM", 1),
-    ("Qwen2.5-7B", "bf16", "A100 SXM 80GB", 1),
+# The students' setups: a model, its weight precision, then a server (GPU, count) whose memory holds the weights and
+# a batch of the longest conversations a variant draws.
+_MODELS = (
+    "Llama-3.1-8B",
+    "Qwen2.5-7B",
+    "Llama-2-7B",
+    "Llama-2-13B",
+    "Llama-3.1-70B",
+    "Qwen2.5-72B",
+    "Llama-2-70B",
+    "Llama-3.1-405B",
 )
+_PRECISIONS = ("bf16", "fp8", "int4")
+_GPUS = ("H100 SXM", "H200 SXM", "B200", "MI300X", "MI325X", "A100 SXM 80GB", "H100 PCIe", "L40S")
+_LONGEST = 5_000  # tokens: the longest prompt (4,000) plus the longest answer (1,000) a variant draws
+_LEAST_BATCH = 8  # conversations of that length the free memory must hold
 DEFAULT = dict(model="Qwen2.5-72B", precision="fp8", gpu="H100 SXM", n_gpus=2, context=2_300, prompt=2_000)
 
 
+@functools.cache
+def _servers(model, precision):
+    """(GPU, count) pairs for these weights: the three smallest counts (1, 2, 4 or 8) of each GPU whose usable memory
+    holds the weights and a batch of conversations at the longest context; FP8 only where the GPU computes in FP8."""
+    weights = lc.weight_bytes(model, precision)
+    kv = lc.kv_bytes_per_sequence(model, _LONGEST)
+    out = []
+    for gpu in _GPUS:
+        if precision == "fp8" and lc.matmul_precision("fp8", gpu, "course") != "fp8":
+            continue
+        counts = [
+            n for n in (1, 2, 4, 8) if lc.usable_memory(gpu, n, assumptions=METHOD) - weights >= _LEAST_BATCH * kv
+        ]
+        out += [(gpu, n) for n in counts[:3]]
+    return tuple(out)
+
+
 def _vary(r):
-    model, precision, gpu, n = pick(r, _SETUPS)
-    prompt = pick(r, (1_000, 1_500, 2_000, 3_000, 4_000))
+    servers = ()
+    while not servers:
+        model, precision = pick(r, _MODELS), pick(r, _PRECISIONS)
+        servers = _servers(model, precision)
+    gpu, n = pick(r, servers)
+    prompt = pick(r, range(1_000, 4_001, 100))
     return dict(
         model=model,
         precision=precision,
         gpu=gpu,
         n_gpus=n,
         prompt=prompt,
-        context=prompt + pick(r, (200, 300, 500, 800)),
+        context=prompt + pick(r, range(200, 1_001, 50)),
     )
 
 

@@ -45,9 +45,9 @@ _SETUPS = (
 
 def _vary(r):
     return dict(zip(("model", "precision", "gpu", "tp"), pick(r, _SETUPS), strict=True)) | dict(
-        batch=pick(r, (32, 48, 64)),
-        context=pick(r, (1_600, 2_400, 3_200)),
-        demand=pick(r, (40_000, 90_000, 140_000, 300_000)),
+        batch=pick(r, (24, 32, 40, 48, 56, 64)),
+        context=pick(r, range(1_200, 3_201, 100)),
+        demand=pick(r, range(20_000, 300_001, 10_000)),
         headroom_pct=pick(r, (20, _HELD_BACK, 50)),
     )
 
@@ -121,7 +121,7 @@ define(
     "second. How many GPUs?",
     "",
     dict(demand=21_701_250, per_gpu=3_000),
-    lambda r: dict(demand=pick(r, (2_000_000, 8_500_000, 21_701_250)), per_gpu=pick(r, (1_500, 3_000, 4_500))),
+    lambda r: dict(demand=pick(r, range(1_000_000, 30_000_001, 250_000)), per_gpu=pick(r, range(1_000, 6_001, 250))),
     lambda v: lc.FORMULAS["replicas_needed"](demand=Q_(v["demand"], "1/s"), throughput=Q_(v["per_gpu"], "1/s")),
     ("GPUs = demand / tokens per second per GPU, rounded up.",),
     integer=True,
@@ -164,9 +164,11 @@ define(
     "s",
     dict(model="Llama-3.1-405B", precision="fp8", rate=2),
     lambda r: dict(
-        model=pick(r, ("Llama-3.1-405B", "Llama-3.1-70B", "DeepSeek-V3")),
-        precision=pick(r, ("fp8", "bf16")),
-        rate=pick(r, (2, 5, 20)),
+        model=pick(
+            r, ("Llama-3.1-405B", "Llama-3.1-70B", "DeepSeek-V3", "Qwen3-235B-A22B", "Qwen2.5-72B", "gpt-oss-120b")
+        ),
+        precision=pick(r, ("fp8", "bf16", "int4")),
+        rate=pick(r, (1, 1.5, 2, 3, 5, 8, 10, 12.5, 20, 25, 40)),
     ),
     lambda v: lc.FORMULAS["weight_read_time"](
         weights=lc.weight_bytes(v["model"], v["precision"]),
@@ -182,7 +184,7 @@ def _vary_kv(r):
     """A replica, a request count and a length whose KV cache fits beside the weights (drawn again until it does)."""
     while True:
         v = dict(zip(("model", "precision", "gpu", "tp"), pick(r, _SETUPS), strict=True)) | dict(
-            requests=pick(r, (20, 40, 80)), context=pick(r, (1_000, 3_000, 5_000, 12_000))
+            requests=pick(r, range(8, 129, 4)), context=pick(r, range(1_000, 16_001, 500))
         )
         top = lc.max_batch(v["model"], v["gpu"], v["context"], n_gpus=v["tp"], weight_bytes=v["precision"])
         if top >= v["requests"]:
@@ -253,7 +255,7 @@ define(
     "last token. On average, how many requests are in flight?",
     "",
     dict(rate=50, time=12),
-    lambda r: dict(rate=pick(r, (5, 20, 50, 120, 400)), time=pick(r, (3, 6.5, 12, 20))),
+    lambda r: dict(rate=pick(r, range(5, 501, 5)), time=pick(r, (2, 3, 4.5, 6.5, 8, 10, 12, 15, 20, 30))),
     lambda v: lc.FORMULAS["littles_law"](request_rate=Q_(v["rate"], "1/s"), time_in_system=Q_(v["time"], "s")),
     ("Little's law: in flight = arrival rate x time in system.",),
     bare_ok=True,

@@ -8,15 +8,38 @@ from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse import Q_
-from llmcourse.exercises._common import COURSE, define, pct, pick
+from llmcourse.exercises._common import COURSE, define, pct, pick, pool
 
 EXERCISES: list = []
 
 #: The share of memory a server may use, by the course's method (the default of these estimates).
 _USABLE = pct(COURSE.memory_fraction)
 
-_GQA = ("Llama-3.1-8B", "Llama-3.1-70B", "Qwen2.5-7B", "Qwen2.5-72B", "Mistral-7B-v0.1", "Mixtral-8x7B")
+_GQA = (
+    "Llama-3.1-8B",
+    "Llama-3.1-70B",
+    "Qwen2.5-7B",
+    "Qwen2.5-72B",
+    "Mistral-7B-v0.1",
+    "Mixtral-8x7B",
+    "Llama-3.1-405B",
+    "Qwen3-30B-A3B",
+    "Qwen3-235B-A22B",
+    "gpt-oss-120b",
+    "gpt-oss-20b",
+)
+#: Precisions a variant's KV cache may use (named as a story prints them).
+_KV = ("BF16", "FP8", "FP32", "INT4")
 _PER_TOKEN = ("KV per token = 2 (keys and values) x layers x KV heads x head dim x 2 bytes.",)
+_PER_TOKEN_KV = (
+    "KV per token = 2 (keys and values) x layers x KV heads x head dim x bytes per {kv} value "
+    "(lc.PRECISIONS: 2 for BF16, 1 for FP8).",
+)
+
+
+def _kv_slip(v):
+    b = lc.PRECISIONS[v["kv"].lower()]
+    return [(2 / b, "did you count 2 bytes a value (BF16) instead of the cache's precision?")] if b != 2 else []
 
 
 def _heads(v):
@@ -32,29 +55,40 @@ define(
     EXERCISES,
     "gqa_ex1",
     "KV per token with grouped heads",
-    "{model} groups its query heads to share key/value heads. How many bytes of BF16 KV cache does one token take?",
+    "{model} groups its query heads to share key/value heads. How many bytes of {kv} KV cache does one token take?",
     "KiB",
-    dict(model="Mistral-7B-v0.1"),
-    lambda r: dict(model=pick(r, _GQA)),
-    lambda v: lc.kv_bytes_per_token(v["model"]),
-    (*_PER_TOKEN, "lc.models['{model}'].layers, .kv_heads, .head_dim."),
+    dict(model="Mistral-7B-v0.1", kv="BF16"),
+    lambda r: dict(model=pick(r, _GQA), kv=pick(r, _KV)),
+    lambda v: lc.kv_bytes_per_token(v["model"], v["kv"].lower()),
+    (*_PER_TOKEN_KV, "lc.models['{model}'].layers, .kv_heads, .head_dim."),
     kv=True,
-    mistakes=_heads,
+    mistakes=lambda v: [*_heads(v), *_kv_slip(v)],
 )
+
+#: The two caches' precisions, as the story says them: (MHA model's, GQA model's).
+_KV_PAIRS = {
+    "BF16 both": ("bf16", "bf16"),
+    "the MHA model's in BF16, the GQA model's in FP8": ("bf16", "fp8"),
+    "the MHA model's in FP8, the GQA model's in BF16": ("fp8", "bf16"),
+}
 
 define(
     EXERCISES,
     "gqa_ex2",
     "A small MHA model against a large GQA model",
     "{small} has one KV head per query head; {large} shares its KV heads. By what factor does {small}'s KV cache "
-    "per token exceed {large}'s (BF16 both)?",
+    "per token exceed {large}'s ({kv})?",
     "",
-    dict(small="Llama-2-7B", large="Llama-2-70B"),
+    dict(small="Llama-2-7B", large="Llama-2-70B", kv="BF16 both"),
     lambda r: dict(
         small=pick(r, ("Llama-2-7B", "Llama-2-13B")),
-        large=pick(r, ("Llama-2-70B", "Llama-3.1-70B", "Qwen2.5-72B", "Llama-3.1-8B")),
+        large=pick(r, _GQA),
+        kv=pick(r, tuple(_KV_PAIRS)),
     ),
-    lambda v: (lc.kv_bytes_per_token(v["small"]) / lc.kv_bytes_per_token(v["large"])).to(""),
+    lambda v: (
+        lc.kv_bytes_per_token(v["small"], _KV_PAIRS[v["kv"]][0])
+        / lc.kv_bytes_per_token(v["large"], _KV_PAIRS[v["kv"]][1])
+    ).to(""),
     (*_PER_TOKEN, "Divide the two per-token figures: layers and KV heads both matter."),
     bare_ok=True,
 )
@@ -81,10 +115,10 @@ define(
     "",
     dict(billions=70, layers=80, kv_heads=8, context=2_000),
     lambda r: dict(
-        billions=pick(r, (34, 70)),
-        layers=pick(r, (48, 64, 80)),
+        billions=pick(r, (13, 20, 34, 40, 70)),
+        layers=pick(r, (32, 40, 48, 60, 64, 80)),
         kv_heads=pick(r, (4, 8, 16)),
-        context=pick(r, (1_000, 2_000, 4_000)),
+        context=pick(r, range(1_000, 8_001, 500)),
     ),
     lambda v: lc.max_batch(_toy(v), "H100 SXM", v["context"], n_gpus=2, usable_fraction=1.0),
     (
@@ -98,34 +132,61 @@ define(
 
 def _bugs(v):
     m = lc.models[v["model"]]
-    right = lc.kv_bytes_per_token(m)
-    hidden = lc.FORMULAS["kv_bytes_per_token"](layers=m.layers, kv_heads=1, head_dim=m.hidden, kv_bytes=Q_(2, "B"))
-    small_head = lc.kv_bytes_per_token(m.with_(head_dim=m.hidden // m.heads))
+    b = v["kv"].lower()
+    right = lc.kv_bytes_per_token(m, b)
+    hidden = lc.FORMULAS["kv_bytes_per_token"](
+        layers=m.layers, kv_heads=1, head_dim=m.hidden, kv_bytes=Q_(lc.PRECISIONS[b], "B")
+    )
+    small_head = lc.kv_bytes_per_token(m.with_(head_dim=m.hidden // m.heads), b)
     return [
         ((hidden / right).to("").m, "that is the hidden-size formula: it ignores the KV heads"),
         ((small_head / right).to("").m, "the head dimension is head_dim from the config, not hidden / heads"),
     ]
 
 
+#: Configs where the hidden-size formula, or hidden / heads for the head size, goes wrong.
+_CONFIGS = (
+    "Qwen3-30B-A3B",
+    "Qwen3-235B-A22B",
+    "Llama-3.1-8B",
+    "Qwen2.5-72B",
+    "gpt-oss-120b",
+    "gpt-oss-20b",
+    "Llama-3.1-405B",
+    "Qwen2.5-7B",
+)
+
 define(
     EXERCISES,
     "gqa_ex4",
     "The calculator bug",
     "{model}'s config gives its layers, hidden size, query heads, KV heads and head_dim. Computed correctly, how many "
-    "bytes of BF16 KV cache does one token take?",
+    "bytes of {kv} KV cache does one token take?",
     "KiB",
-    dict(model="Qwen3-30B-A3B"),
-    lambda r: dict(model=pick(r, ("Qwen3-30B-A3B", "Qwen3-235B-A22B", "Llama-3.1-8B", "Qwen2.5-72B"))),
-    lambda v: lc.kv_bytes_per_token(v["model"]),
+    dict(model="Qwen3-30B-A3B", kv="BF16"),
+    lambda r: dict(model=pick(r, _CONFIGS), kv=pick(r, _KV)),
+    lambda v: lc.kv_bytes_per_token(v["model"], v["kv"].lower()),
     (
-        *_PER_TOKEN,
+        *_PER_TOKEN_KV,
         "Use num_key_value_heads and head_dim (lc.models['{model}'].kv_heads, .head_dim), not the hidden size.",
     ),
     kv=True,
-    mistakes=lambda v: [*_bugs(v), *_heads(v)],
+    mistakes=lambda v: [*_bugs(v), *_heads(v), *_kv_slip(v)],
 )
 
 _MLA = {"DeepSeek-V2-Lite": (27, 512, 64), "DeepSeek-V2": (60, 512, 64), "DeepSeek-V3": (61, 512, 64)}
+
+
+@pool
+def _MLA_DESIGNS():
+    """The three DeepSeek models' own shapes, and DeepSeek-style designs of other depths and latent sizes."""
+    for name, (layers, rank, rope) in _MLA.items():
+        yield dict(name=name, layers=layers, rank=rank, rope=rope)
+    for layers in range(16, 97, 4):
+        for rank in (256, 384, 512, 768, 1_024):
+            for rope in (32, 64):
+                yield dict(name="A DeepSeek-style design", layers=layers, rank=rank, rope=rope)
+
 
 define(
     EXERCISES,
@@ -135,7 +196,7 @@ define(
     "latent plus the rotary key. How many bytes of BF16 cache per token?",
     "KiB",
     dict(name="DeepSeek-V2-Lite", layers=27, rank=512, rope=64),
-    lambda r: (lambda n: dict(name=n, layers=_MLA[n][0], rank=_MLA[n][1], rope=_MLA[n][2]))(pick(r, list(_MLA))),
+    lambda r: pick(r, _MLA_DESIGNS()),
     lambda v: lc.FORMULAS["kv_bytes_per_token_mla"](
         layers=v["layers"], kv_lora_rank=v["rank"], rope_dim=v["rope"], kv_bytes=Q_(2, "B")
     ),
@@ -167,10 +228,10 @@ define(
     "",
     dict(model="Llama-3.1-8B", users=50, context=33_280, gpu="H100 SXM"),
     lambda r: dict(
-        model=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B")),
-        users=pick(r, (10, 25, 50, 100)),
-        context=pick(r, (8_192, 16_384, 33_280)),
-        gpu=pick(r, ("H100 SXM", "H200 SXM", "B200")),
+        model=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B", "Llama-2-13B", "Llama-3.1-70B", "Llama-3.1-405B")),
+        users=pick(r, (5, 10, 16, 25, 32, 50, 64, 100)),
+        context=pick(r, (4_096, 8_192, 16_384, 33_280, 65_536)),
+        gpu=pick(r, ("H100 SXM", "H200 SXM", "B200", "MI300X", "MI325X")),
     ),
     _most_kv_heads,
     (
@@ -186,23 +247,26 @@ define(
     EXERCISES,
     "gqa_ex7",
     "Multi-query attention",
-    "An edge deployment considers a variant of {model} with a single KV head (MQA). How many bytes of BF16 KV "
+    "An edge deployment considers a variant of {model} with a single KV head (MQA). How many bytes of {kv} KV "
     "cache would one token take?",
     "KiB",
-    dict(model="Llama-3.1-8B"),
-    lambda r: dict(model=pick(r, _GQA)),
-    lambda v: lc.kv_bytes_per_token(lc.models[v["model"]].with_(kv_heads=1)),
-    ("KV per token = 2 x layers x 1 x head dim x 2 bytes.",),
+    dict(model="Llama-3.1-8B", kv="BF16"),
+    lambda r: dict(model=pick(r, _GQA), kv=pick(r, _KV)),
+    lambda v: lc.kv_bytes_per_token(lc.models[v["model"]].with_(kv_heads=1), v["kv"].lower()),
+    ("KV per token = 2 x layers x 1 x head dim x bytes per {kv} value (lc.PRECISIONS: 2 for BF16, 1 for FP8).",),
     kv=True,
+    mistakes=_kv_slip,
 )
 
-_LONG = (
-    ("Llama-3.1-8B", "H100 SXM"),
-    ("Llama-3.1-8B", "H200 SXM"),
-    ("Qwen2.5-7B", "H100 SXM"),
-    ("Llama-3.1-8B", "A100 SXM 80GB"),
-    ("Qwen2.5-7B", "B200"),
-)
+
+@pool
+def _LONG():
+    """(model, GPU): BF16 weights that leave at least 10 GB of the GPU's usable memory for the MHA cache."""
+    for model in ("Llama-3.1-8B", "Qwen2.5-7B"):
+        for gpu in ("H100 SXM", "H200 SXM", "B200", "MI300X", "MI325X", "A100 SXM 80GB", "L40S"):
+            if (lc.usable_memory(gpu) - lc.weight_bytes(model)).to("GB").m >= 10:
+                yield model, gpu
+
 
 define(
     EXERCISES,
@@ -212,7 +276,9 @@ define(
     f"{_USABLE} usable) at {{context}}-token contexts, how many sequences would fit?",
     "",
     dict(model="Llama-3.1-8B", gpu="H100 SXM", context=32_768),
-    lambda r: dict(zip(("model", "gpu"), pick(r, _LONG), strict=True)) | dict(context=pick(r, (4_096, 8_192, 16_384))),
+    lambda r: (
+        dict(zip(("model", "gpu"), pick(r, _LONG()), strict=True)) | dict(context=pick(r, range(2_048, 16_385, 512)))
+    ),
     lambda v: lc.max_batch(lc.models[v["model"]].with_(kv_heads=lc.models[v["model"]].heads), v["gpu"], v["context"]),
     (
         "Give the model as many KV heads as query heads: lc.models['{model}'].with_(kv_heads=...).",

@@ -8,12 +8,25 @@ from __future__ import annotations
 import math
 
 import llmcourse as lc
-from llmcourse.exercises._common import COURSE, GQA_MODELS, define, pct, pick
+from llmcourse.exercises._common import COURSE, GQA_MODELS, define, pct, pick, pool
 
 EXERCISES: list = []
 
 #: The share of memory a server may use, by the course's method (the default of these estimates).
 _USABLE = pct(COURSE.memory_fraction)
+
+#: Models with full attention (no sliding window, no latent cache), one of each KV shape of the catalog's.
+_SHAPES = (
+    "Llama-3.1-8B",
+    "Qwen2.5-7B",
+    "Llama-2-7B",
+    "Llama-2-13B",
+    "Llama-3.1-70B",
+    "Qwen2.5-72B",
+    "Llama-3.1-405B",
+    "Qwen3-30B-A3B",
+    "Qwen3-235B-A22B",
+)
 
 _PER_TOKEN = (
     "KV per token = 2 (keys and values) x layers x KV heads x head dim x bytes per value.",
@@ -33,24 +46,25 @@ define(
     EXERCISES,
     "kv_cache_ex1",
     "KV bytes per token",
-    "A writing assistant serves {model} with a BF16 KV cache. How many bytes of KV cache does one token of "
-    "context take?",
+    "A writing assistant serves {model} with {kv} KV cache. How many bytes of KV cache does one token of context take?",
     "KiB",
-    dict(model="Llama-3.1-70B"),
-    lambda r: dict(model=pick(r, GQA_MODELS)),
-    lambda v: lc.kv_bytes_per_token(v["model"]),
+    dict(model="Llama-3.1-70B", kv="a BF16"),
+    lambda r: dict(model=pick(r, _SHAPES), kv=pick(r, ("a BF16", "an FP8", "an FP32", "an INT4"))),
+    lambda v: lc.kv_bytes_per_token(v["model"], v["kv"].split()[-1].lower()),
     _PER_TOKEN,
     kv=True,
     mistakes=_heads,
 )
 
-_TOTAL = (
-    ("Llama-3.1-8B", "H100 SXM"),
-    ("Qwen2.5-7B", "H100 SXM"),
-    ("Llama-3.1-8B", "L40S"),
-    ("Llama-3.1-8B", "H200 SXM"),
-    ("Qwen2.5-7B", "A100 SXM 80GB"),
-)
+
+@pool
+def _TOTAL():
+    """(model, GPU): BF16 weights that leave at least 2 GB of the GPU's usable memory for the cache."""
+    for model in ("Llama-3.1-8B", "Qwen2.5-7B", "Llama-2-7B", "Llama-2-13B"):
+        for gpu in ("H100 SXM", "H200 SXM", "B200", "MI300X", "MI325X", "A100 SXM 80GB", "A100 SXM 40GB", "L40S", "L4"):
+            if (lc.usable_memory(gpu) - lc.weight_bytes(model)).to("GB").m >= 2:
+                yield model, gpu
+
 
 define(
     EXERCISES,
@@ -60,7 +74,7 @@ define(
     "cache fit in total, across all conversations?",
     "",
     dict(model="Llama-3.1-8B", gpu="H100 SXM"),
-    lambda r: dict(zip(("model", "gpu"), pick(r, _TOTAL), strict=True)),
+    lambda r: dict(zip(("model", "gpu"), pick(r, _TOTAL()), strict=True)),
     lambda v: ((lc.usable_memory(v["gpu"]) - lc.weight_bytes(v["model"])) / lc.kv_bytes_per_token(v["model"])).to(""),
     (f"Free memory = {COURSE.memory_fraction:g} x GPU memory - weights.", "Tokens = free memory / KV bytes per token."),
     bare_ok=True,
@@ -76,7 +90,7 @@ define(
     "conversation hold? (A text once wrote the per-token figure with the wrong prefix: mind KiB vs kB.)",
     "GB",
     dict(model="Qwen2.5-72B", context=2_400),
-    lambda r: dict(model=pick(r, GQA_MODELS), context=pick(r, (1_200, 2_400, 3_000, 6_000, 10_000))),
+    lambda r: dict(model=pick(r, GQA_MODELS), context=pick(r, range(1_000, 12_001, 100))),
     lambda v: lc.kv_bytes_per_sequence(v["model"], v["context"]),
     (*_PER_TOKEN, "KV per conversation = KV per token x {context} tokens; 1 KiB = 1,024 bytes."),
     kv=True,
@@ -97,7 +111,10 @@ define(
     "caches in BF16. How much KV cache does one {context}-token conversation need?",
     "GB",
     dict(model="Llama-2-70B", context=16_000),
-    lambda r: dict(model=pick(r, ("Llama-2-70B", "Llama-3.1-8B", "Qwen2.5-72B")), context=pick(r, (4_000, 16_000))),
+    lambda r: dict(
+        model=pick(r, ("Llama-2-70B", "Llama-3.1-8B", "Qwen2.5-72B", "Qwen2.5-7B", "Llama-3.1-405B")),
+        context=pick(r, range(2_000, 32_001, 1_000)),
+    ),
     lambda v: lc.kv_bytes_per_sequence(_mha(v), v["context"]),
     (
         "With one KV head per query head, KV heads x head dim = the model dimension (lc.models['{model}'].hidden).",

@@ -40,7 +40,7 @@ define(
     "is touched?",
     "",
     dict(experts=8, k=2, batch=1),
-    lambda r: dict(experts=pick(r, (8, 16, 64, 128)), k=pick(r, (1, 2, 4, 8)), batch=pick(r, (1, 2, 4, 8))),
+    lambda r: dict(experts=pick(r, (8, 16, 32, 64, 128, 256)), k=pick(r, (1, 2, 4, 6, 8)), batch=pick(r, range(1, 17))),
     lambda v: lc.FORMULAS["moe_fraction_touched"](experts_per_token=1, experts=v["experts"], batch=v["k"] * v["batch"]),
     (
         "Now there are {k} x {batch} independent picks, each missing a given expert with probability 1 - 1/{experts}.",
@@ -57,7 +57,7 @@ define(
     "the routed experts does one step read (on average)?",
     "",
     dict(model="gpt-oss-120b", batch=16),
-    lambda r: dict(model=pick(r, _MOE), batch=pick(r, (1, 4, 8, 16, 32, 64))),
+    lambda r: dict(model=pick(r, _MOE), batch=pick(r, range(1, 129))),
     lambda v: _phi(v["model"], v["batch"]),
     _PHI,
     bare_ok=True,
@@ -132,6 +132,21 @@ def _slower_from(v):
     return lo
 
 
+def _vary_crossing(r):
+    """A dense model, GPU and context where the MoE step does become the slower one below a batch of 1,024 (at
+    long contexts the dense model's larger KV cache keeps it the slower at every batch): drawn until it does."""
+    while True:
+        v = dict(
+            model=pick(r, ("Qwen3-30B-A3B", "Mixtral-8x7B", "gpt-oss-20b")),
+            dense=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B", "Llama-2-7B", "Llama-2-13B", "Mistral-7B-v0.1")),
+            gpu=pick(r, ("H100 SXM", "H200 SXM", "B200", "MI300X", "MI325X", "A100 SXM 80GB")),
+            context=pick(r, range(256, 4_097, 128)),
+        )
+        fits = lc.weight_bytes(v["model"]) < lc.usable_memory(v["gpu"])
+        if fits and _step(v["model"], v["gpu"], 1_023, v["context"]) > _step(v["dense"], v["gpu"], 1_023, v["context"]):
+            return v
+
+
 define(
     EXERCISES,
     "moe_ex5",
@@ -140,12 +155,7 @@ define(
     f"(the course's {_ETAS}). From what batch on is the MoE model's decode step slower than the dense model's?",
     "",
     dict(model="Qwen3-30B-A3B", dense="Llama-3.1-8B", gpu="H100 SXM", context=2_304),
-    lambda r: dict(
-        model="Qwen3-30B-A3B",
-        dense=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B")),
-        gpu=pick(r, ("H100 SXM", "H200 SXM")),
-        context=pick(r, (1_024, 2_304)),
-    ),
+    _vary_crossing,
     _slower_from,
     (
         "The MoE reads its shared weights plus the touched experts; the touched fraction grows with the batch.",
@@ -164,7 +174,9 @@ define(
     "",
     dict(model="DeepSeek-V3", n_gpus=8, batch=8),
     lambda r: dict(
-        model=pick(r, ("DeepSeek-V3", "Qwen3-235B-A22B")), n_gpus=pick(r, (4, 8, 16)), batch=pick(r, (1, 8, 32))
+        model=pick(r, ("DeepSeek-V3", "Qwen3-235B-A22B", "Qwen3-30B-A3B", "gpt-oss-120b")),
+        n_gpus=pick(r, (4, 8, 16)),
+        batch=pick(r, range(1, 129)),
     ),
     lambda v: _phi(v["model"], v["batch"]),
     (
@@ -175,22 +187,36 @@ define(
     mistakes=lambda v: [(1 / v["n_gpus"], "the fraction of one GPU's experts does not shrink with the GPU count")],
 )
 
+#: Every mixture of experts of the catalog, and the weight precisions a variant may store them in.
+_ALL_MOE = (*_MOE, "gpt-oss-20b")
+_PRECISIONS = ("BF16", "FP8", "INT4", "FP32")
+
+
+def _not_bf16(v):
+    b = lc.PRECISIONS[v["precision"].lower()]
+    return [(2 / b, "did you use 2 bytes per weight (BF16) instead of the precision given?")] if b != 2 else []
+
+
 define(
     EXERCISES,
     "moe_ex7",
     "All the weights of a MoE",
-    "A team plans to serve {model} in BF16. However few experts a token uses, all must sit in memory. How many "
+    "A team plans to serve {model} in {precision}. However few experts a token uses, all must sit in memory. How many "
     "bytes of weights is that?",
     "GB",
-    dict(model="Qwen3-30B-A3B"),
-    lambda r: dict(model=pick(r, ("Qwen3-30B-A3B", "Mixtral-8x7B", "Qwen3-235B-A22B"))),
-    lambda v: lc.weight_bytes(v["model"]),
-    ("Weights = total parameters x 2 bytes: total, not active.", "lc.models['{model}'].params."),
+    dict(model="Qwen3-30B-A3B", precision="BF16"),
+    lambda r: dict(model=pick(r, _ALL_MOE), precision=pick(r, _PRECISIONS)),
+    lambda v: lc.weight_bytes(v["model"], v["precision"].lower()),
+    (
+        "Weights = total parameters x bytes per weight ({precision}): total, not active.",
+        "lc.models['{model}'].params.",
+    ),
     mistakes=lambda v: [
         (
             lc.models[v["model"]].active_params / lc.models[v["model"]].params,
             "that counts the active parameters; memory holds all of them",
-        )
+        ),
+        *_not_bf16(v),
     ],
 )
 
@@ -203,12 +229,17 @@ define(
     EXERCISES,
     "moe_ex8",
     "Bytes read per step at batch 1",
-    "A chat app decodes one user at a time on {model} (BF16). How many weight bytes does one decode step read?",
+    "A chat app decodes one user at a time on {model} ({precision}). How many weight bytes does one decode step read?",
     "GB",
-    dict(model="Qwen3-30B-A3B"),
-    lambda r: dict(model=pick(r, ("Qwen3-30B-A3B", "Mixtral-8x7B", "Qwen3-235B-A22B"))),
-    lambda v: lc.weights_read_per_step(v["model"], 1),
-    _READ,
+    dict(model="Qwen3-30B-A3B", precision="BF16"),
+    lambda r: dict(model=pick(r, _ALL_MOE), precision=pick(r, _PRECISIONS)),
+    lambda v: lc.weights_read_per_step(v["model"], 1, v["precision"].lower()),
+    (
+        "Bytes read = shared weights + routed-expert weights x the fraction touched.",
+        "Shared parameters = params - expert_params (lc.models['{model}'].expert_params); bytes per weight in "
+        "{precision}: lc.PRECISIONS.",
+    ),
+    mistakes=_not_bf16,
 )
 
 _STEP = (

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse import Q_
-from llmcourse.exercises._common import CAPACITY, COURSE, ENVELOPE, define, pct, pick
+from llmcourse.exercises._common import CAPACITY, COURSE, ENVELOPE, define, fp8_ok, pct, pick, pool
 
 EXERCISES: list = []
 
 _TWO = [(1 / 2, "did you count 2 FLOPs (a multiply and an add) per parameter per token?")]
 _PER_PARAM = Q_(COURSE.flops_per_param, "FLOP")
 _DENSE = ("Llama-3.1-8B", "Llama-3.1-70B", "Qwen2.5-7B", "Qwen2.5-72B", "Llama-3.1-405B")
+#: Every dense model of the catalog (a mixture of experts' linear term counts only its active parameters).
+_ALL_DENSE = (*_DENSE, "Llama-2-7B", "Llama-2-13B", "Llama-2-70B", "Mistral-7B-v0.1")
 
 
 def _crossover_prompt(v):
@@ -45,7 +47,7 @@ define(
     "does it equal the 2 x parameters x tokens term?",
     "",
     dict(model="Llama-3.1-8B"),
-    lambda r: dict(model=pick(r, _DENSE)),
+    lambda r: dict(model=pick(r, _ALL_DENSE)),
     _crossover_prompt,
     (
         "Attention FLOPs = 2 x layers x heads x head dim x T^2; linear FLOPs = 2 x parameters x T.",
@@ -54,12 +56,16 @@ define(
     bare_ok=True,
 )
 
-_TTFT = (
-    ("Qwen2.5-72B", "fp8", "H100 SXM", 2),
-    ("Llama-3.1-70B", "fp8", "H100 SXM", 2),
-    ("Llama-3.1-70B", "fp8", "H200 SXM", 1),
-    ("Qwen2.5-72B", "fp8", "B200", 1),
-)
+
+@pool
+def _TTFT():
+    """(model, FP8, GPU, count): the two smallest counts of each FP8-capable GPU that hold the FP8 weights."""
+    for model in ("Qwen2.5-72B", "Llama-3.1-70B", "Llama-3.1-8B", "Qwen2.5-7B", "Llama-3.1-405B", "Llama-2-70B"):
+        for gpu in ("H100 SXM", "H200 SXM", "B200", "MI300X", "H100 PCIe", "L40S"):
+            if fp8_ok("fp8", gpu):
+                counts = [n for n in (1, 2, 4, 8) if lc.weight_bytes(model, "fp8") < lc.usable_memory(gpu, n)]
+                yield from ((model, "fp8", gpu, n) for n in counts[:2])
+
 
 define(
     EXERCISES,
@@ -73,8 +79,8 @@ define(
     "s",
     dict(model="Qwen2.5-72B", precision="fp8", gpu="H100 SXM", n=2, prompt=2_000),
     lambda r: (
-        dict(zip(("model", "precision", "gpu", "n"), pick(r, _TTFT), strict=True))
-        | dict(prompt=pick(r, (1_000, 2_000, 4_000, 8_000)))
+        dict(zip(("model", "precision", "gpu", "n"), pick(r, _TTFT()), strict=True))
+        | dict(prompt=pick(r, range(500, 16_001, 250)))
     ),
     lambda v: (
         lc.prefill(
@@ -99,8 +105,13 @@ define(
 )
 
 
+#: How prefill_ex3's story states the weights' precision, and lc.PRECISIONS' name for it (INT4 weights are
+#: multiplied in BF16: lc.matmul_precision("int4", gpu) is "bf16").
+_PREFILL_WEIGHTS = {"BF16": "bf16", "INT4 weights, BF16 compute": "int4"}
+
+
 def _memory_bound_below(v):
-    p = lc.prefill(v["model"], v["gpu"], 1, attention=False)
+    p = lc.prefill(v["model"], v["gpu"], 1, attention=False, weight_bytes=_PREFILL_WEIGHTS[v["precision"]])
     return (p.memory_time / p.compute_time).to("")  # compute time grows linearly from 1 token
 
 
@@ -108,16 +119,16 @@ define(
     EXERCISES,
     "prefill_ex3",
     "Short prompts are memory-bound",
-    f"{{model}} (BF16) prefills on one {{gpu}} at the course's {pct(COURSE.compute_efficiency)} of peak FLOP/s and "
+    f"{{model}} ({{precision}}) prefills on one {{gpu}} at the course's {pct(COURSE.compute_efficiency)} of peak FLOP/s and "
     f"{pct(COURSE.bandwidth_efficiency)} of peak bandwidth. Ignoring the attention term, below what prompt length "
     "does the prefill take less compute time than one read of the weights?",
     "",
-    dict(model="Llama-3.1-8B", gpu="H100 SXM"),
-    lambda r: dict(model=pick(r, _DENSE[:4]), gpu=pick(r, ("H100 SXM", "L4", "A100 SXM 80GB", "B200", "L40S"))),
+    dict(model="Llama-3.1-8B", gpu="H100 SXM", precision="BF16"),
+    lambda r: dict(model=pick(r, _DENSE[:4]), gpu=pick(r, tuple(lc.gpus)), precision=pick(r, tuple(_PREFILL_WEIGHTS))),
     _memory_bound_below,
     (
-        f"Compute time = {COURSE.flops_per_param:g} x P x T / ({COURSE.compute_efficiency:g} x F); memory time = "
-        f"2 bytes x P / ({COURSE.bandwidth_efficiency:g} x bandwidth).",
+        f"Compute time = {COURSE.flops_per_param:g} x P x T / ({COURSE.compute_efficiency:g} x F) at the BF16 peak F; "
+        f"memory time = bytes per weight x P / ({COURSE.bandwidth_efficiency:g} x bandwidth).",
         "Set them equal and solve for T: the parameter count cancels.",
     ),
     bare_ok=True,
@@ -189,6 +200,16 @@ define(
     tolerance=0.02,
 )
 
+
+@pool
+def _ONE_MOE():
+    """(mixture of experts, GPU) whose BF16 weights fit in one GPU's usable memory."""
+    for model in ("Qwen3-30B-A3B", "Mixtral-8x7B"):
+        for gpu in ("H100 SXM", "H200 SXM", "B200", "MI300X", "MI325X", "A100 SXM 80GB"):
+            if lc.weight_bytes(model) < lc.usable_memory(gpu):
+                yield model, gpu
+
+
 define(
     EXERCISES,
     "prefill_ex6",
@@ -198,10 +219,8 @@ define(
     "attention term included. How long does one prefill take?",
     "ms",
     dict(model="Qwen3-30B-A3B", gpu="H100 SXM", prompt=2_048),
-    lambda r: dict(
-        model=pick(r, ("Qwen3-30B-A3B", "Mixtral-8x7B")),
-        gpu=pick(r, ("H100 SXM", "H200 SXM", "B200")),
-        prompt=pick(r, (1_024, 2_048, 4_096, 8_192)),
+    lambda r: (
+        dict(zip(("model", "gpu"), pick(r, _ONE_MOE()), strict=True)) | dict(prompt=pick(r, range(512, 16_385, 256)))
     ),
     lambda v: lc.prefill(v["model"], v["gpu"], v["prompt"]).time,
     (

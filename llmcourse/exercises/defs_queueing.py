@@ -94,8 +94,8 @@ define(
 
 
 def _rates(r):
-    mu = pick(r, (4, 5, 8, 10, 20))
-    return dict(mu=mu, lam=round(mu * pick(r, (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)), 2))
+    mu = pick(r, (2, 2.5, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25))
+    return dict(mu=mu, lam=round(mu * pick(r, range(30, 98)) / 100, 2))
 
 
 def _w(v):
@@ -162,6 +162,15 @@ define(
     bare_ok=True,
 )
 
+
+def _vary_target(r):
+    """A service rate and a latency target that it can meet with room to spare (mu above 1.25 / target)."""
+    while True:
+        v = dict(mu=pick(r, range(2, 41)), target=pick(r, (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0)))
+        if v["mu"] * v["target"] > 1.25:
+            return v
+
+
 define(
     EXERCISES,
     "queueing_ex11",
@@ -170,7 +179,7 @@ define(
     "most {target} s. Under the M/M/1 model, what is the highest arrival rate the replica may take?",
     "1/s",
     dict(mu=10, target=0.5),
-    lambda r: dict(mu=pick(r, (4, 8, 10, 20)), target=pick(r, (0.5, 1.0, 2.0))),
+    _vary_target,
     lambda v: FORMULAS["mm1_max_rate"](rps_per_gpu=Q_(v["mu"], "1/s"), time_in_system=Q_(v["target"], "s")),
     ("Solve 1 / (mu - lambda) = target for lambda.", "lambda = mu - 1 / target."),
 )
@@ -190,7 +199,7 @@ define(
     "the average time a request spends in the system?",
     "s",
     dict(inflight=300, rate=50),
-    lambda r: dict(inflight=pick(r, (40, 120, 300, 900)), rate=pick(r, (10, 25, 50, 200))),
+    lambda r: dict(inflight=pick(r, range(20, 2_001, 10)), rate=pick(r, range(5, 501, 5))),
     _little_time,
     ("Little's law: N = lambda x W, so W = N / lambda.",),
 )

@@ -14,10 +14,10 @@ EXERCISES: list = []
 
 def _vary(r):
     return dict(
-        per_day=pick(r, (50_000, 120_000, 200_000, 500_000, 2_000_000)),
-        prompt=pick(r, (800, 1_500, 2_000, 3_500, 6_000)),
-        answer=pick(r, (150, 250, 300, 400, 700)),
-        peak=pick(r, (2, 2.5, 3, 4)),
+        per_day=pick(r, range(20_000, 2_000_001, 10_000)),
+        prompt=pick(r, range(500, 8_001, 100)),
+        answer=pick(r, range(100, 1_001, 25)),
+        peak=pick(r, (1.5, 2, 2.5, 3, 3.5, 4, 5)),
     )
 
 
@@ -73,7 +73,7 @@ define(
     "token, how many tokens does that add per request?",
     "",
     dict(chars=8_000, cpt=4),
-    lambda r: dict(chars=pick(r, (6_000, 8_000, 24_000, 48_000, 120_000)), cpt=pick(r, (3.5, 4, 4.2))),
+    lambda r: dict(chars=pick(r, range(2_000, 120_001, 1_000)), cpt=pick(r, (3.2, 3.5, 3.8, 4, 4.2))),
     lambda v: lc.FORMULAS["tokens_from_characters"](characters=v["chars"], chars_per_token=v["cpt"]),
     ("Tokens = characters / characters per token.",),
     bare_ok=True,
@@ -87,7 +87,7 @@ define(
     "token arrives (ignoring the time to the first token)?",
     "s",
     dict(tokens=900, rate=30),
-    lambda r: dict(tokens=pick(r, (300, 800, 900, 1_250, 2_000)), rate=pick(r, (20, 30, 50, 60, 120))),
+    lambda r: dict(tokens=pick(r, range(200, 3_001, 50)), rate=pick(r, range(15, 151, 5))),
     lambda v: lc.FORMULAS["generation_time"](tokens_per_request=v["tokens"], token_rate=Q_(v["rate"], "1/s")),
     ("Time = tokens / tokens per second.",),
 )
@@ -101,7 +101,7 @@ define(
     "1/s",
     dict(rps=17_361, chars=5_000, cpt=4),
     lambda r: dict(
-        rps=pick(r, (2_000, 5_500, 17_361, 40_000)), chars=pick(r, (2_000, 5_000, 8_000)), cpt=pick(r, (3.5, 4))
+        rps=pick(r, range(1_000, 40_001, 500)), chars=pick(r, range(1_000, 8_001, 250)), cpt=pick(r, (3.5, 4, 4.2))
     ),
     lambda v: lc.FORMULAS["token_rate"](
         request_rate=Q_(v["rps"], "1/s"),
@@ -120,8 +120,10 @@ define(
     "1/s",
     dict(per_day=1_200_000, per_hour=120_000, answer=400),
     lambda r: (
-        lambda d: dict(per_day=d, per_hour=int(d / 24 * pick(r, (1.5, 2, 2.4, 3))), answer=pick(r, (150, 400, 800)))
-    )(pick(r, (240_000, 1_200_000, 4_800_000))),
+        lambda d: dict(
+            per_day=d, per_hour=int(d / 24 * pick(r, (1.5, 1.8, 2, 2.4, 2.5, 3))), answer=pick(r, range(100, 1_001, 50))
+        )
+    )(pick(r, range(240_000, 4_800_001, 120_000))),
     lambda v: (
         lc.traffic(
             Q_(v["per_day"], "1/day"),

@@ -5,8 +5,10 @@
 
 from __future__ import annotations
 
+import math
+
 import llmcourse as lc
-from llmcourse.exercises._common import COURSE, define, pct, pick
+from llmcourse.exercises._common import COURSE, define, fp8_ok, pct, pick, pool
 
 EXERCISES: list = []
 
@@ -36,21 +38,37 @@ define(
     "GB",
     dict(model="Qwen2.5-7B", precision="bf16"),
     lambda r: dict(
-        model=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B", "Llama-2-7B", "Mistral-7B-v0.1", "Llama-2-13B")),
-        precision=pick(r, ("bf16", "int4", "fp8")),
+        model=pick(r, _SMALL),
+        precision=pick(r, ("bf16", "int4", "fp8", "fp32")),
     ),
     lambda v: lc.weight_bytes(v["model"], v["precision"]),
     _BYTES,
     mistakes=_not_bf16,
 )
 
-_FIT = (
-    ("Llama-3.1-70B", "fp8", "H200 SXM"),
-    ("Qwen2.5-72B", "fp8", "H200 SXM"),
-    ("Llama-3.1-70B", "bf16", "MI300X"),
-    ("Mixtral-8x7B", "bf16", "H200 SXM"),
-    ("Llama-3.1-70B", "int4", "H100 SXM"),
-)
+#: Models a single GPU or a small server can hold, by total parameters.
+_SMALL = ("Llama-3.1-8B", "Qwen2.5-7B", "Llama-2-7B", "Mistral-7B-v0.1", "Llama-2-13B", "gpt-oss-20b", "Qwen3-30B-A3B")
+_MID = ("Llama-3.1-70B", "Qwen2.5-72B", "Llama-2-70B", "Mixtral-8x7B", "gpt-oss-120b", "Qwen3-30B-A3B", "Llama-2-13B")
+_BIG_GPUS = ("H100 SXM", "H200 SXM", "B200", "MI300X", "MI325X", "A100 SXM 80GB", "H100 PCIe")
+
+
+def _usable(gpu, n=1):
+    return lc.usable_memory(gpu, n).to("B").m
+
+
+def _weights(model, precision):
+    return lc.weight_bytes(model, precision).to("B").m
+
+
+@pool
+def _FIT():
+    """(model, precision, GPU): weights that fill between a quarter and 90% of one big GPU's usable memory."""
+    for model in _MID:
+        for precision in ("bf16", "fp8", "int4"):
+            for gpu in _BIG_GPUS:
+                if fp8_ok(precision, gpu) and 0.25 <= _weights(model, precision) / _usable(gpu) <= 0.9:
+                    yield model, precision, gpu
+
 
 define(
     EXERCISES,
@@ -60,7 +78,7 @@ define(
     "How much usable memory is left once the weights are in?",
     "GB",
     dict(model="Llama-3.1-70B", precision="fp8", gpu="H200 SXM"),
-    lambda r: dict(zip(("model", "precision", "gpu"), pick(r, _FIT), strict=True)),
+    lambda r: dict(zip(("model", "precision", "gpu"), pick(r, _FIT()), strict=True)),
     _left,
     (f"Left = {COURSE.memory_fraction:g} x lc.gpus['{{gpu}}'].memory - weights.", *_BYTES),
     mistakes=_not_bf16,
@@ -74,7 +92,10 @@ define(
     "and fragmentation. How much memory may it use?",
     "GB",
     dict(n=4, gpu="L40S"),
-    lambda r: dict(n=pick(r, (1, 2, 4, 8)), gpu=pick(r, ("H100 SXM", "H200 SXM", "B200", "L40S", "MI300X", "L4"))),
+    lambda r: dict(
+        n=pick(r, (1, 2, 4, 8)),
+        gpu=pick(r, ("H100 SXM", "H200 SXM", "B200", "L40S", "MI300X", "MI325X", "L4", "T4", "A100 SXM 40GB")),
+    ),
     lambda v: lc.usable_memory(v["gpu"], v["n"]),
     (
         f"Usable memory = GPUs x memory per GPU x {COURSE.memory_fraction:g}.",
@@ -82,16 +103,28 @@ define(
     ),
 )
 
-_GPUS_FOR = (
-    ("Llama-3.1-405B", "bf16", "H100 SXM"),
-    ("Llama-3.1-405B", "fp8", "H100 SXM"),
-    ("Llama-3.1-70B", "bf16", "L40S"),
-    ("Qwen2.5-72B", "bf16", "A100 SXM 40GB"),
-    ("DeepSeek-V3", "fp8", "H200 SXM"),
-    ("Llama-3.1-70B", "int4", "L4"),
-    ("Mixtral-8x7B", "bf16", "H100 SXM"),
-    ("Qwen3-235B-A22B", "bf16", "MI300X"),
-)
+
+@pool
+def _GPUS_FOR():
+    """(model, precision, GPU) whose weights need from 2 to 64 GPUs by the ceiling formula."""
+    models = ("Llama-3.1-405B", "DeepSeek-V3", "Qwen3-235B-A22B", "Llama-3.1-70B", "Qwen2.5-72B", "Mixtral-8x7B")
+    gpus = ("H100 SXM", "H200 SXM", "B200", "MI300X", "MI325X", "A100 SXM 40GB", "L40S", "L4", "A10G", "T4")
+    for model in (*models, "gpt-oss-120b", "Llama-2-70B", "Llama-2-13B"):
+        for precision in ("fp32", "bf16", "fp8", "int4"):
+            for gpu in gpus:
+                if fp8_ok(precision, gpu) and 2 <= math.ceil(_weights(model, precision) / _usable(gpu)) <= 64:
+                    yield model, precision, gpu
+
+
+@pool
+def _BY_COUNT():
+    """The set-ups of :func:`_GPUS_FOR` grouped by their answer, so that every GPU count is as likely as another."""
+    groups = {}
+    for model, precision, gpu in _GPUS_FOR():
+        n = math.ceil(_weights(model, precision) / _usable(gpu))
+        groups.setdefault(n, []).append((model, precision, gpu))
+    return [tuple(g) for _, g in sorted(groups.items())]
+
 
 define(
     EXERCISES,
@@ -101,7 +134,7 @@ define(
     "What does the ceiling formula give: the fewest GPUs whose usable memory holds the weights?",
     "",
     dict(model="Llama-3.1-405B", precision="bf16", gpu="H100 SXM"),
-    lambda r: dict(zip(("model", "precision", "gpu"), pick(r, _GPUS_FOR), strict=True)),
+    lambda r: dict(zip(("model", "precision", "gpu"), pick(r, pick(r, _BY_COUNT())), strict=True)),
     lambda v: lc.FORMULAS["gpus_for_weights"](
         weights=lc.weight_bytes(v["model"], v["precision"]),
         gpu_memory=lc.gpus[v["gpu"]].memory,
@@ -116,13 +149,16 @@ define(
     bare_ok=True,
 )
 
-_SMALL_GPU = (
-    ("Llama-2-13B", "int8", "L4"),
-    ("Llama-3.1-8B", "bf16", "L4"),
-    ("Qwen2.5-7B", "int8", "T4"),
-    ("Llama-2-13B", "fp8", "RTX 4090"),
-    ("Llama-3.1-8B", "bf16", "A10G"),
-)
+
+@pool
+def _SMALL_GPU():
+    """(model, precision, GPU): weights that leave at least 1 GB of a small GPU's usable memory free."""
+    for model in ("Llama-3.1-8B", "Qwen2.5-7B", "Llama-2-7B", "Mistral-7B-v0.1", "Llama-2-13B", "gpt-oss-20b"):
+        for precision in ("bf16", "fp8", "int8", "int4"):
+            for gpu in ("L4", "T4", "A10G", "RTX 4090", "A100 SXM 40GB", "L40S"):
+                if fp8_ok(precision, gpu) and _usable(gpu) - _weights(model, precision) >= 1e9:
+                    yield model, precision, gpu
+
 
 define(
     EXERCISES,
@@ -132,11 +168,21 @@ define(
     "memory is left after the weights?",
     "GB",
     dict(model="Llama-2-13B", precision="int8", gpu="L4"),
-    lambda r: dict(zip(("model", "precision", "gpu"), pick(r, _SMALL_GPU), strict=True)),
+    lambda r: dict(zip(("model", "precision", "gpu"), pick(r, _SMALL_GPU()), strict=True)),
     _left,
     (f"Left = {COURSE.memory_fraction:g} x lc.gpus['{{gpu}}'].memory - weights.", *_BYTES),
     mistakes=_not_bf16,
 )
+
+
+@pool
+def _PER_WEIGHT():
+    """(billions of parameters, GPU) for which the answer lies between half a byte and 8 bytes per weight."""
+    for gpu in ("T4", "L4", "A10G", "L40S", "A100 SXM 40GB", "RTX 4090", "H100 SXM"):
+        for billions in range(1, 81):
+            if 0.5 <= _usable(gpu) / (billions * 1e9) <= 8:
+                yield billions, gpu
+
 
 define(
     EXERCISES,
@@ -146,7 +192,7 @@ define(
     "weights, what is the largest number of bytes per weight that still fits?",
     "B",
     dict(billions=7, gpu="T4"),
-    lambda r: dict(billions=pick(r, (3, 7, 8, 13, 34)), gpu=pick(r, ("T4", "L4", "A10G", "L40S", "A100 SXM 40GB"))),
+    lambda r: dict(zip(("billions", "gpu"), pick(r, _PER_WEIGHT()), strict=True)),
     lambda v: lc.usable_memory(v["gpu"]) / (v["billions"] * 1e9),
     (
         "Bytes per weight = usable memory / parameters.",

@@ -1,6 +1,7 @@
 """Reference solutions, written as a student would: catalog look-ups and formulas, step by step.
 
-Kept apart from the student notebooks and from the exercise definitions: each solution works from
+Kept apart from the student notebooks, from the exercise definitions and from the installed package (this file
+lives under ``tests/``; it was ``llmcourse/exercises/solutions.py``): each solution works from
 the exercise's givens (its variant) with :data:`llmcourse.FORMULAS` and the planner, never with the
 exercise's own ``answer`` function. The tests check every solution against :func:`check` for the
 book's variant and for random seeds.
@@ -116,7 +117,7 @@ solution("weights_ex5")(lambda v: _usable(v["gpu"]) - _m(v["model"]).params * _b
 solution("weights_ex6")(lambda v: (_usable(v["gpu"]) / (v["billions"] * 1e9)).to("B"))
 
 # --- KV cache ----------------------------------------------------------------------------------------------
-solution("kv_cache_ex1")(lambda v: _kv_tok(v["model"]))
+solution("kv_cache_ex1")(lambda v: _kv_tok(v["model"], lc.PRECISIONS[v["kv"].split()[-1].lower()]))  # "an FP8"
 solution("kv_cache_ex2")(lambda v: (_usable(v["gpu"]) - _m(v["model"]).params * Q_(2, "B")) / _kv_tok(v["model"]))
 solution("kv_cache_ex3")(lambda v: (v["context"] * _kv_tok(v["model"])).to("GB"))
 solution("kv_cache_ex4")(lambda v: 2 * _m(v["model"]).layers * _m(v["model"]).hidden * Q_(2, "B") * v["context"])
@@ -139,8 +140,13 @@ solution("kv_cache_ex6")(
 )
 
 # --- GQA -----------------------------------------------------------------------------------------------------
-solution("gqa_ex1")(lambda v: _kv_tok(v["model"]))
-solution("gqa_ex2")(lambda v: _kv_tok(v["small"]) / _kv_tok(v["large"]))
+solution("gqa_ex1")(lambda v: _kv_tok(v["model"], lc.PRECISIONS[v["kv"].lower()]))
+_CACHES = {  # the precisions of the two caches, as gqa_ex2's story says them: (MHA model's, GQA model's)
+    "BF16 both": (2, 2),
+    "the MHA model's in BF16, the GQA model's in FP8": (2, 1),
+    "the MHA model's in FP8, the GQA model's in BF16": (1, 2),
+}
+solution("gqa_ex2")(lambda v: _kv_tok(v["small"], _CACHES[v["kv"]][0]) / _kv_tok(v["large"], _CACHES[v["kv"]][1]))
 
 
 @solution("gqa_ex3")
@@ -150,7 +156,7 @@ def _gqa_fit(v):
     return math.floor((free / per_seq).to("").m)
 
 
-solution("gqa_ex4")(lambda v: _kv_tok(v["model"]))
+solution("gqa_ex4")(lambda v: _kv_tok(v["model"], lc.PRECISIONS[v["kv"].lower()]))
 solution("gqa_ex5")(lambda v: v["layers"] * (v["rank"] + v["rope"]) * Q_(2, "B"))
 
 
@@ -163,7 +169,9 @@ def _gqa_heads(v):
     return max(divisors, default=0)
 
 
-solution("gqa_ex7")(lambda v: 2 * _m(v["model"]).layers * 1 * _m(v["model"]).head_dim * Q_(2, "B"))
+solution("gqa_ex7")(
+    lambda v: 2 * _m(v["model"]).layers * 1 * _m(v["model"]).head_dim * Q_(lc.PRECISIONS[v["kv"].lower()], "B")
+)
 solution("gqa_ex8")(
     lambda v: math.floor(
         (
@@ -186,7 +194,17 @@ def _dec_time(model, gpu, context, eff, bytes_per_weight=2.0, batch=1, n=1, peak
 
 
 solution("decode_ex1")(lambda v: _dec_time(v["model"], v["gpu"], v["context"], v["eff"]))
-solution("decode_ex2")(lambda v: _m(v["model"]).params * 2 / (_kv_tok(v["model"]).to("B").m))
+_STORED = {  # decode_ex2: the story's precisions, (bytes per weight, bytes per cached value)
+    "BF16": (2, 2),
+    "FP8 with a BF16 KV cache": (1, 2),
+    "BF16 with an FP8 KV cache": (2, 1),
+    "INT4 with a BF16 KV cache": (0.5, 2),
+}
+solution("decode_ex2")(
+    lambda v: (
+        _m(v["model"]).params * _STORED[v["precision"]][0] / (_kv_tok(v["model"], _STORED[v["precision"]][1]).to("B").m)
+    )
+)
 solution("decode_ex3")(
     lambda v: _dec_time(v["model"], v["gpu"], v["context"], v["eff"], lc.PRECISIONS["int4"] + 2 / v["group"])
 )
@@ -254,9 +272,10 @@ def _ttft(v):
     return max(comp.to("s"), mem.to("s"))
 
 
+_PREFILL_WEIGHTS = {"BF16": 2, "INT4 weights, BF16 compute": 0.5}  # prefill_ex3: bytes per weight
 solution("prefill_ex3")(
     lambda v: (
-        Q_(2, "B")
+        Q_(_PREFILL_WEIGHTS[v["precision"]], "B")
         / (COURSE.bandwidth_efficiency * _g(v["gpu"]).bandwidth)
         / (TWO_FLOP / (COURSE.compute_efficiency * _g(v["gpu"]).peak_flops("bf16")))
     ).to("")
@@ -330,8 +349,8 @@ def _moe_slower(v):
 
 
 solution("moe_ex6")(lambda v: _touched(v["model"], v["batch"]))
-solution("moe_ex7")(lambda v: _m(v["model"]).params * Q_(2, "B"))
-solution("moe_ex8")(lambda v: _read(v["model"], 1))
+solution("moe_ex7")(lambda v: _m(v["model"]).params * Q_(lc.PRECISIONS[v["precision"].lower()], "B"))
+solution("moe_ex8")(lambda v: _read(v["model"], 1) * lc.PRECISIONS[v["precision"].lower()] / 2)  # _read: BF16
 solution("moe_ex9")(lambda v: _any_step(v["model"], v["gpu"], v["batch"], v["context"]))
 
 
