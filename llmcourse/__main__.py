@@ -1,4 +1,15 @@
-"""Command line: ``python -m llmcourse plan ...`` and ``python -m llmcourse check NOTEBOOK``.
+"""Command line: ``python -m llmcourse plan ...``, ``python -m llmcourse validate FILE`` and ``python -m llmcourse check NOTEBOOK``.
+
+``validate FILE [--gpu G] [--tp N] [--weights P] [--kv P] [--engine E] [--method M]`` reads measured rows
+(the course's CSV, aiconfigurator's CSV or ``vllm bench serve --save-result`` JSON; the options fill
+what a vLLM result does not say) and prints the rows read and skipped with the reasons, the error of
+the course's method on them, the parameters refitted on them and the error of the refit
+(:func:`llmcourse.validation.own_benchmark`).
+
+``check NOTEBOOK [--seed S] [--cell-timeout T] [--timeout T]`` grades a notebook, each cell in its own
+process limited to ``--cell-timeout`` seconds and the whole notebook to ``--timeout`` seconds
+(``python -m llmcourse check --help`` gives the defaults); ``check --key EXERCISE|CHAPTER [--seed S]``
+prints the teacher's answer key for a student's variants.
 
 Examples
 --------
@@ -38,6 +49,15 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _validate(args: argparse.Namespace) -> int:
+    from llmcourse.validation import load_measurements, own_benchmark
+
+    given = {"gpu": args.gpu, "tensor_parallel": args.tp, "weights": args.weights, "kv": args.kv, "engine": args.engine}
+    got = load_measurements(args.file, **{k: v for k, v in given.items() if v is not None})
+    print(own_benchmark(got, assumptions=args.method).text())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -60,16 +80,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tpot-ms", type=float, required=True, help="time-per-output-token target in ms")
     p.add_argument("--weights", default="bf16", help="weight precision (bf16, fp8, int8, int4)")
     p.add_argument("--kv", default="bf16", help="KV cache precision")
-    p.add_argument("--tp", type=int, default=1, help="GPUs per replica (tensor parallel)")
+    p.add_argument("--tp", type=int, default=1, help="GPUs per replica (tensor parallel, 1 to 1024)")
     p.add_argument(
         "--method",
         default="course",
         help="assumptions preset: course (default), envelope, lab, capacity or planner",
     )
-    sub.add_parser("check", help="grade an exercise notebook: check NOTEBOOK [--seed S]")
+    sub.add_parser(
+        "check",
+        help="grade an exercise notebook: check NOTEBOOK [--seed S] [--cell-timeout T] [--timeout T] "
+        "(seconds per cell and per notebook); the teacher's answer key: check --key EXERCISE|CHAPTER [--seed S]",
+    )
+    v = sub.add_parser("validate", help="your own benchmark: read a measured file, the course's error, the refit")
+    v.add_argument("file", help="a measured CSV (the course's or aiconfigurator's) or vllm bench JSON")
+    v.add_argument("--gpu", help="the GPU of a vllm bench result (its metadata wins)")
+    v.add_argument("--tp", type=int, help="the tensor-parallel size of a vllm bench result")
+    v.add_argument("--weights", help="the weight precision of a vllm bench result")
+    v.add_argument("--kv", help="the KV cache precision (aiconfigurator and vllm files do not say)")
+    v.add_argument("--engine", help="the engine of a vllm bench result")
+    v.add_argument("--method", default="course", help="assumptions preset (course by default)")
     args = parser.parse_args(argv)
     try:
-        return _plan(args)
+        return {"plan": _plan, "validate": _validate}[args.command](args)
     except (InputError, UnknownNameError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

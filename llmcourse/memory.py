@@ -82,6 +82,7 @@ class WeightFit:
         ]
 
 
+@checked
 def weight_fit(
     model: Model | str,
     precision: Any = "bf16",
@@ -196,6 +197,7 @@ class KVPlan:
         return [*rows, ("free for the KV cache", fmt(self.free, "GB")), ("sequences that fit", f"{self.batch:,}")]
 
 
+@checked
 def kv_plan(
     model: Model | str,
     context: int,
@@ -299,6 +301,7 @@ class GQAPoint:
         ]
 
 
+@checked
 def gqa_point(
     model: Model | str,
     kv_heads: int,

@@ -51,8 +51,21 @@ __all__ = [
 ]
 
 
+#: The most random draws a routing simulation makes (trials x batch x picks): about ten seconds of the
+#: standard library's generator (a bound on the input, not a modelling constant).
+_MOST_DRAWS = 10_000_000
+
+
 def _count(value: Any, name: str) -> int:
     return int(plain_number(value, name, integer=True))
+
+
+def _draws(trials: int, batch: int, k: int) -> None:
+    if trials * batch * k > _MOST_DRAWS:
+        raise InputError(
+            f"trials x batch x picks ({trials:,} x {batch:,} x {k:,}) must be at most {_MOST_DRAWS:,} draws "
+            "(about ten seconds); give fewer trials."
+        )
 
 
 def _routing(experts: Any, k: Any, batch: Any) -> tuple[int, int, int]:
@@ -136,6 +149,7 @@ def simulate_fraction_touched(experts: int, k: int, batch: int, *, trials: int =
     """
     e, kk, b = _routing(experts, k, batch)
     n = _count(trials, "trials")
+    _draws(n, b, kk)
     seed_number(seed)
     draw = random.Random(seed).random
     out = []
@@ -274,6 +288,7 @@ def simulate_fraction_touched_skewed(
     p = _pick_probabilities(pick_probabilities)
     e, kk, b = len(p), round(math.fsum(p)), _count(batch, "batch")
     n = _count(trials, "trials")
+    _draws(n, b, kk)
     seed_number(seed)
     edges, acc = [], 0.0
     for x in p:

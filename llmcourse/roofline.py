@@ -29,6 +29,7 @@ from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model, gpus, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
+from llmcourse.formulas import checked
 from llmcourse.planner import decode_step, kv_bytes_per_sequence, matmul_precision, prefill, weights_read_per_step
 from llmcourse.planner import weight_bytes as _weight_bytes
 from llmcourse.units import Q_, as_quantity
@@ -85,6 +86,7 @@ def _roofs(
     return g, a, compute_precision or matmul_precision(weight_bytes, g, a)
 
 
+@checked
 def arithmetic_intensity(flops: pint.Quantity, bytes_moved: pint.Quantity) -> pint.Quantity:
     """FLOPs per byte moved.
 
@@ -98,6 +100,7 @@ def arithmetic_intensity(flops: pint.Quantity, bytes_moved: pint.Quantity) -> pi
     ).to("FLOP/B")
 
 
+@checked
 def ridge_intensity(
     gpu: GPU | str,
     *,
@@ -133,6 +136,7 @@ def ridge_intensity(
     ).to("FLOP/B")
 
 
+@checked
 def attainable_flops(
     gpu: GPU | str,
     intensity: Any,
@@ -185,6 +189,7 @@ class RooflinePoint:
         return (self.flops / self.time).to("TFLOP/s")
 
 
+@checked
 def decode_point(
     model: Model | str, gpu: GPU | str, *, batch: int = 1, context_tokens: float, **kwargs: Any
 ) -> RooflinePoint:
@@ -202,6 +207,7 @@ def decode_point(
     )
 
 
+@checked
 def prefill_point(model: Model | str, gpu: GPU | str, prompt_tokens: float, **kwargs: Any) -> RooflinePoint:
     """A prefill as a roofline point: its FLOPs over one read of the weights.
 
@@ -217,6 +223,7 @@ def prefill_point(model: Model | str, gpu: GPU | str, prompt_tokens: float, **kw
     return RooflinePoint(f"prefill, {prompt_tokens:,.0f} tokens", p.flops.to("GFLOP"), w.to("GB"), p.time)
 
 
+@checked
 def decode_flops_per_token(
     model: Model | str,
     context_tokens: float,
@@ -245,6 +252,7 @@ def decode_flops_per_token(
     return f.to("GFLOP")
 
 
+@checked
 def crossover_batch(
     model: Model | str,
     gpu: GPU | str,
@@ -313,6 +321,7 @@ class WeightCeiling:
     throughput: pint.Quantity
 
 
+@checked
 def weight_read_ceiling(
     model: Model | str,
     gpu: GPU | str,

@@ -39,6 +39,7 @@ __all__ = [
     "Q_",
     "Quantity",
     "as_quantity",
+    "flag",
     "fmt",
     "magnitude_in",
     "parsed_unit",
@@ -98,17 +99,24 @@ def as_quantity(value: object, unit: str, name: str) -> pint.Quantity:
     from llmcourse.errors import InputError
 
     dims = parsed_unit(unit)[1]
+    if isinstance(value, str | bytes):
+        raise InputError(
+            f"{name} is a quantity, not text: write Q_(80, {unit!r}) (or any unit of {_dim_words(dims)}, "
+            f"such as {_examples(unit)}), not {_short(value)}."
+        )
     if not isinstance(value, pint.Quantity):
-        if isinstance(value, str):
-            try:
-                value = Q_(value)
-            except Exception as exc:  # pint raises several kinds
-                raise InputError(f"{name}: could not read {value!r} as a quantity ({exc}).") from None
-        else:
+        raise InputError(
+            f"{name} needs a unit: write Q_({_short(value)}, {unit!r}) (or any unit of "
+            f"{_dim_words(dims)}, such as {_examples(unit)}), not the bare number {_short(value)}."
+        )
+    if value._REGISTRY is not ureg:  # a quantity of another pint registry: read by its unit's name
+        try:
+            value = Q_(value.magnitude, str(value.units))
+        except Exception:  # pint raises several kinds
             raise InputError(
-                f"{name} needs a unit: write Q_({value!r}, {unit!r}) (or any unit of "
-                f"{_dim_words(dims)}, such as {_examples(unit)}), not the bare number {value!r}."
-            )
+                f"{name}: {_short(value)} comes from another pint registry and its unit is unknown here; "
+                "build it with llmcourse's Q_ (from llmcourse import Q_)."
+            ) from None
     if value.dimensionality != dims:
         raise InputError(
             f"{name} must be in units of {_dim_words(dims)} "
@@ -118,13 +126,22 @@ def as_quantity(value: object, unit: str, name: str) -> pint.Quantity:
 
 
 def plain_number(
-    value: object, name: str, *, integer: bool = False, allow_zero: bool = False, at_most: float | None = None
+    value: object,
+    name: str,
+    *,
+    integer: bool = False,
+    allow_zero: bool = False,
+    at_most: float | None = None,
+    at_least: float | None = None,
+    why: str = "",
 ) -> float:
     """``value`` as a float, or an :class:`~llmcourse.errors.InputError` that says what to change.
 
-    The one check behind every count and fraction the package takes: refuses booleans, quantities
-    with a dimension, text, NaN and infinities, negatives (and zero unless ``allow_zero``),
-    fractions where ``integer`` is asked, and values above ``at_most``.
+    The one check behind every count and fraction the package takes: refuses booleans (``numpy.bool_``
+    too), quantities with a dimension, text (a number given as text, ``"2048"``, is refused with a
+    message to pass the number), NaN and infinities, negatives (and zero unless ``allow_zero``),
+    fractions where ``integer`` is asked, values below ``at_least`` and above ``at_most`` (``why``
+    says why the bound is there).
 
     Examples
     --------
@@ -137,23 +154,72 @@ def plain_number(
     """
     from llmcourse.errors import InputError
 
-    if isinstance(value, bool) or (isinstance(value, pint.Quantity) and not value.dimensionless):
-        raise InputError(f"{name} is a plain number; got {value!r}.")
+    if _is_bool(value):
+        raise InputError(f"{name} is a number, not a flag; got {_short(value)}.")
+    if isinstance(value, str | bytes):
+        try:
+            example = f"{float(value):g}"  # the number the text spells, to show how to pass it
+        except (ValueError, OverflowError):
+            example = "2048"
+        raise InputError(f"{name} must be a number, not text: pass {name}={example}, not {name}={_short(value)}.")
     if isinstance(value, pint.Quantity):
+        if not value.dimensionless:
+            raise InputError(f"{name} is a plain number; got {_short(value)}.")
         value = value.to("").magnitude
     try:
         x = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number, not {value!r}.") from None
+    except OverflowError:
+        raise InputError(f"{name} must be a finite number; got one too large for a float.") from None
+    except Exception:  # an object that cannot be read as a float, whatever it raises
+        raise InputError(f"{name} must be a number, not {_short(value)}.") from None
     if not math.isfinite(x):
-        raise InputError(f"{name} must be a finite number, not {value!r}.")
+        raise InputError(f"{name} must be a finite number, not {_short(value)}.")
     if x < 0 or (x == 0 and not allow_zero):
-        raise InputError(f"{name} must be {'zero or more' if allow_zero else 'greater than zero'}; got {value!r}.")
+        raise InputError(
+            f"{name} must be {'zero or more' if allow_zero else 'greater than zero'}; got {_short(value)}."
+        )
     if integer and x != int(x):
-        raise InputError(f"{name} must be a whole number; got {value!r}.")
+        raise InputError(f"{name} must be a whole number; got {_short(value)}.")
+    if at_least is not None and x < at_least:
+        raise InputError(f"{name} must be at least {at_least:g}{why}; got {_short(value)}.")
     if at_most is not None and x > at_most:
-        raise InputError(f"{name} must be at most {at_most:g}; got {value!r}.")
+        raise InputError(f"{name} must be at most {at_most:g}{why}; got {_short(value)}.")
     return x
+
+
+def _is_bool(value: object) -> bool:
+    """``bool`` or numpy's ``bool_`` (recognised without importing numpy, which the live book lacks)."""
+    t = type(value)
+    return isinstance(value, bool) or (t.__module__ == "numpy" and t.__name__ in ("bool", "bool_"))
+
+
+def _short(value: object) -> str:
+    """``repr(value)`` cut to a readable length; an object whose ``repr`` fails is named by its type."""
+    try:
+        text = repr(value)
+    except Exception:  # a hostile __repr__ must not hide the message
+        return f"a {type(value).__name__}"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def flag(value: object, name: str) -> bool:
+    """``value`` as a flag: ``True``/``False`` (``numpy.bool_`` too); anything else, a truthy string such
+    as ``"False"`` or the number 1 included, is refused.
+
+    Examples
+    --------
+    >>> flag(False, "attention_flops")
+    False
+    >>> flag("False", "attention_flops")
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: attention_flops is a flag: pass True or False, not 'False'.
+    """
+    from llmcourse.errors import InputError
+
+    if not _is_bool(value):
+        raise InputError(f"{name} is a flag: pass True or False, not {_short(value)}.")
+    return bool(value)
 
 
 def seed_number(seed: object) -> int:

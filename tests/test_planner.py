@@ -144,6 +144,7 @@ def test_more_bandwidth_never_slows_a_step(model, batch, context, tb_s):
     """Faster memory never makes a decode step slower."""
     slow = lc.GPU("slow", memory=Q_(80, "GB"), bandwidth=Q_(tb_s, "TB/s"), flops=Q_(900, "TFLOP/s"))
     fast = slow.with_(bandwidth=Q_(tb_s * 2, "TB/s"))
+    context = min(context, lc.models[model].max_position)  # a longer one is refused
     t_slow = lc.decode_step(model, slow, batch=batch, context_tokens=context).step_time
     t_fast = lc.decode_step(model, fast, batch=batch, context_tokens=context).step_time
     assert t_fast <= t_slow
@@ -153,6 +154,7 @@ def test_more_bandwidth_never_slows_a_step(model, batch, context, tb_s):
 @given(st.sampled_from(MODELS), st.integers(1, 512), st.integers(1, 32_768))
 def test_throughput_is_batch_over_step_time(model, batch, context):
     """Tokens per second of the batch = batch / step time; per user = 1 / step time."""
+    context = min(context, lc.models[model].max_position)  # a longer one is refused
     s = lc.decode_step(model, "H100 SXM", batch=batch, context_tokens=context)
     assert s.throughput.to("1/s").m == pytest.approx(batch / s.step_time.to("s").m)
     assert s.tokens_per_s_per_user.to("1/s").m == pytest.approx(1 / s.step_time.to("s").m)
@@ -162,6 +164,7 @@ def test_throughput_is_batch_over_step_time(model, batch, context):
 @given(st.sampled_from(MODELS), st.integers(1, 511), st.integers(1, 32_768))
 def test_a_bigger_batch_never_steps_faster(model, batch, context):
     """Adding a sequence never shortens the step (MoE included)."""
+    context = min(context, lc.models[model].max_position)  # a longer one is refused
     a = lc.decode_step(model, "H100 SXM", batch=batch, context_tokens=context).step_time
     b = lc.decode_step(model, "H100 SXM", batch=batch + 1, context_tokens=context).step_time
     assert b >= a

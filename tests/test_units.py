@@ -55,9 +55,10 @@ def test_as_quantity_refuses_wrong_dimension():
         as_quantity(Q_(3, "s"), "GB", "memory")
 
 
-def test_as_quantity_reads_strings():
-    """'80 GB' parses."""
-    assert as_quantity("80 GB", "B", "memory") == Q_(80e9, "B")
+def test_as_quantity_refuses_text():
+    """Text is never read as a quantity (CONTRIBUTING.md, Errors): '80 GB' is refused with the Q_ to write."""
+    with pytest.raises(InputError, match=r"not text: write Q_\(80, 'B'\)"):
+        as_quantity("80 GB", "B", "memory")
 
 
 def test_fmt_uses_the_requested_unit():
