@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from llmcourse import sources
 from llmcourse.assumptions import PRESETS, Assumptions, presets_table, resolve
-from llmcourse.catalog import GPU, PRECISIONS, Model, gpus, models
+from llmcourse.catalog import GPU, PRECISIONS, Link, Model, gpus, links, models
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS, SYMBOLS
 from llmcourse.planner import (
@@ -57,6 +57,7 @@ __all__ = [
     "Assumptions",
     "Brief",
     "InputError",
+    "Link",
     "Model",
     "Plan",
     "UnknownNameError",
@@ -70,6 +71,7 @@ __all__ = [
     "kv_bytes_per_sequence",
     "kv_bytes_per_token",
     "kv_copies",
+    "links",
     "matmul_precision",
     "max_batch",
     "models",

@@ -34,7 +34,7 @@ import pint
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.units import Q_, as_quantity, plain_number
 
-__all__ = ["GPU", "PRECISIONS", "Catalog", "Model", "bytes_per_value", "gpus", "models"]
+__all__ = ["GPU", "PRECISIONS", "Catalog", "Link", "Model", "bytes_per_value", "gpus", "links", "models"]
 
 #: Bytes per stored value for the precisions the course uses. INT4 and FP4 are half a byte;
 #: the 4-bit formats' per-group scales are not included (see the decode chapter).
@@ -60,8 +60,8 @@ def bytes_per_value(precision: str | float | int) -> float:
     """
     if isinstance(precision, bool):
         raise InputError(f"precision must be a name such as 'bf16' or a number of bytes, not {precision!r}.")
-    if isinstance(precision, int | float):
-        return _positive(float(precision), "bytes per value")
+    if isinstance(precision, int | float) or type(precision).__module__ == "numpy":
+        return _positive(precision, "bytes per value")
     if isinstance(precision, str) and precision.lower() in PRECISIONS:
         return PRECISIONS[precision.lower()]
     names = ", ".join(PRECISIONS)
@@ -171,8 +171,17 @@ class Model:
             raise InputError(f"{where}: active_params ({self.active_params:.4g}) exceeds params ({self.params:.4g}).")
         if (self.experts is None) != (self.experts_per_token is None):
             raise InputError(f"{where}: give both experts and experts_per_token for a mixture-of-experts model.")
-        if self.experts is not None and self.experts_per_token > self.experts:
-            raise InputError(f"{where}: experts_per_token ({self.experts_per_token}) exceeds experts ({self.experts}).")
+        if self.experts is not None and self.experts_per_token >= self.experts:
+            raise InputError(
+                f"{where}: experts_per_token ({self.experts_per_token}) must be fewer than experts ({self.experts}): "
+                "a model whose every token uses every expert is dense; leave experts and experts_per_token out."
+            )
+        if self.sliding_window_layers is not None and self.sliding_window_layers > self.layers:
+            raise InputError(
+                f"{where}: sliding_window_layers ({self.sliding_window_layers}) cannot exceed layers ({self.layers})."
+            )
+        if self.dense_layers is not None and self.dense_layers > self.layers:
+            raise InputError(f"{where}: dense_layers ({self.dense_layers}) cannot exceed layers ({self.layers}).")
         if (self.kv_lora_rank is None) != (self.qk_rope_head_dim is None):
             raise InputError(f"{where}: an MLA model needs both kv_lora_rank and qk_rope_head_dim.")
 
@@ -283,7 +292,7 @@ class Model:
             kv_lora_rank=get("kv_lora_rank"),
             qk_rope_head_dim=get("qk_rope_head_dim") if get("kv_lora_rank") is not None else None,
             max_position=get("max_position_embeddings"),
-            sliding_window=get("sliding_window"),
+            sliding_window=get("sliding_window") if cfg.get("use_sliding_window", True) is not False else None,
         )
         if shape["experts"] is not None and shape["moe_intermediate"] is None:
             shape["moe_intermediate"] = shape["intermediate"]
@@ -328,6 +337,7 @@ class GPU:
     price_source: str = ""
     source: str = "user-defined"
     aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    link: str = "NVLink 4"
 
     def __post_init__(self) -> None:
         units = {
@@ -359,6 +369,8 @@ class GPU:
         >>> gpus["H100 SXM"].peak_flops("fp8")
         <Quantity(1979, 'teraFLOP / second')>
         """
+        if not isinstance(precision, str):
+            raise InputError(f"compute precision must be a name, 'bf16', 'fp8' or 'fp4'; got {precision!r}.")
         p = precision.lower()
         value = {"bf16": self.flops, "fp16": self.flops, "fp8": self.fp8_flops, "fp4": self.fp4_flops}.get(p, "?")
         if value == "?":
@@ -372,7 +384,56 @@ class GPU:
         return replace(self, **changes)
 
 
-T = TypeVar("T", Model, GPU)
+@dataclass(frozen=True)
+class Link:
+    """The link a collective runs on: its bandwidth per GPU and direction, and the two latency
+    terms of the alpha-beta model (a fixed cost per collective and a cost per ring step).
+
+    ``domain`` is the most GPUs one such link joins (an NVLink board: 8; an NVL72 rack: 72);
+    ``kind`` is ``"scale-up"`` (inside a node or rack) or ``"scale-out"`` (between nodes);
+    ``scale_out`` names the link a group larger than ``domain`` falls back to between nodes.
+
+    Examples
+    --------
+    >>> from llmcourse import links
+    >>> nv = links["NVLink 4"]
+    >>> nv.bandwidth, nv.latency, nv.domain
+    (<Quantity(450, 'gigabyte / second')>, <Quantity(0.8, 'microsecond')>, 8)
+    >>> Link("mine", bandwidth=Q_(50, "GB/s"), latency=Q_(2, "us"), base=Q_(5, "us"), domain=0)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: link 'mine': domain (the most GPUs the link joins) must be a whole number of at least 1; got 0.
+    """
+
+    name: str
+    bandwidth: pint.Quantity
+    latency: pint.Quantity
+    base: pint.Quantity
+    domain: int = 8
+    kind: str = "scale-up"
+    scale_out: str = "InfiniBand NDR"
+    source: str = "user-defined"
+    aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for attr, unit in (("bandwidth", "GB/s"), ("latency", "us"), ("base", "us")):
+            try:
+                q = as_quantity(getattr(self, attr), unit, attr)
+                _positive(q.magnitude, attr, allow_zero=attr != "bandwidth")
+            except InputError as exc:
+                raise InputError(f"link {self.name!r}: {exc}") from None
+            object.__setattr__(self, attr, q)
+        d = self.domain
+        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+            raise InputError(
+                f"link {self.name!r}: domain (the most GPUs the link joins) must be a whole number of at least 1; "
+                f"got {d!r}."
+            )
+        if self.kind not in ("scale-up", "scale-out"):
+            raise InputError(f"link {self.name!r}: kind must be 'scale-up' or 'scale-out'; got {self.kind!r}.")
+
+
+T = TypeVar("T", Model, GPU, Link)
 
 
 def _key(name: str) -> str:
@@ -391,8 +452,10 @@ class Catalog(Mapping[str, T], Generic[T]):
                 self._index[_key(n)] = e.name
 
     def __getitem__(self, name: str) -> T:
-        if isinstance(name, Model | GPU):
-            return name  # type: ignore[return-value]
+        if isinstance(name, Model | GPU | Link):
+            if any(isinstance(name, type(e)) for e in self._entries.values()):
+                return name  # type: ignore[return-value]
+            raise UnknownNameError(f"{self.kind} catalog: {name.name!r} is a {type(name).__name__}, not a {self.kind}.")
         if not isinstance(name, str):
             raise UnknownNameError(
                 f"{self.kind} names are strings such as {next(iter(self._entries))!r}, not {name!r}."
@@ -488,10 +551,36 @@ def _load_gpus() -> list[GPU]:
                 price_source=row["price_source"],
                 source=row["source"],
                 aliases=tuple(a for a in row["aliases"].split(";") if a),
+                link=row["link"],
             )
         )
     return out
 
 
+def _load_links() -> list[Link]:
+    def q(text: str, unit: str) -> pint.Quantity:
+        v = float(text)
+        return Q_(int(v) if v == int(v) else v, unit)
+
+    return [
+        Link(
+            name=row["name"],
+            bandwidth=q(row["bandwidth_GB_s"], "GB/s"),
+            latency=q(row["latency_us"], "us"),
+            base=q(row["base_us"], "us"),
+            domain=int(row["domain"]),
+            kind=row["kind"],
+            scale_out=row["scale_out"],
+            source=row["source"],
+            aliases=tuple(a for a in row["aliases"].split(";") if a),
+        )
+        for row in _read_csv("links.csv")
+    ]
+
+
 models: Catalog[Model] = Catalog("model", _load_models())
 gpus: Catalog[GPU] = Catalog("GPU", _load_gpus())
+links: Catalog[Link] = Catalog("link", _load_links())
+_unknown_links = sorted(({g.link for g in gpus.values()} | {k.scale_out for k in links.values()}) - set(links))
+if _unknown_links:  # a data-file slip, caught at import
+    raise InputError(f"gpus.csv or links.csv names links that links.csv lacks: {', '.join(_unknown_links)}.")

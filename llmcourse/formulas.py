@@ -21,6 +21,7 @@ Examples
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 from collections.abc import Callable, Iterator, Mapping
@@ -31,8 +32,8 @@ from typing import Any
 import pint
 import sympy as sp
 
-from llmcourse.errors import InputError
-from llmcourse.units import Q_, as_quantity, parsed_unit, plain_number, ureg
+from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.units import Q_, as_quantity, flag, parsed_unit, plain_number, ureg
 
 __all__ = ["FORMULAS", "PARAMETER_SYMBOLS", "SYMBOLS", "Formula", "Symbol", "checked", "formula", "notation_table"]
 
@@ -48,6 +49,8 @@ class Symbol:
     integer: bool = False
     allow_zero: bool = False
     at_most: float | None = None
+    at_least: float | None = None
+    bound_note: str = ""  # why the bounds are there, for the message
 
     @cached_property
     def sym(self) -> sp.Symbol:
@@ -65,10 +68,12 @@ def _s(
     integer: bool = False,
     allow_zero: bool = False,
     at_most: float | None = None,
+    at_least: float | None = None,
+    bound_note: str = "",
 ) -> sp.Symbol:
     if any(s.latex == latex for s in SYMBOLS.values()):
         raise ValueError(f"symbol {latex!r} defined twice")
-    SYMBOLS[name] = Symbol(name, latex, unit, meaning, integer, allow_zero, at_most)
+    SYMBOLS[name] = Symbol(name, latex, unit, meaning, integer, allow_zero, at_most, at_least, bound_note)
     return SYMBOLS[name].sym
 
 
@@ -76,7 +81,10 @@ def _s(
 daily_rate = _s("daily_rate", r"\lambda_{day}", "1/s", "average request rate over a day")
 peak_factor = _s("peak_factor", r"f_{peak}", "", "peak-hour rate over the daily average")
 request_rate = _s("request_rate", r"\lambda", "1/s", "request arrival rate")
-tokens_per_request = _s("tokens_per_request", r"T", "", "tokens per request (prompt or answer)")
+_TOKEN = " (a token)"  # token counts given to an estimate: less than one token is no sequence at all
+tokens_per_request = _s(
+    "tokens_per_request", r"T", "", "tokens per request (prompt or answer)", at_least=1, bound_note=_TOKEN
+)
 characters = _s("characters", r"C", "", "characters of text")
 chars_per_token = _s("chars_per_token", r"c_{tok}", "", "characters per token (about 4 in English)")
 token_rate = _s("token_rate", r"\lambda_{tok}", "1/s", "tokens per second")
@@ -97,9 +105,19 @@ weight_bytes_per_param = _s("weight_bytes_per_param", r"b_{w}", "B", "bytes per 
 kv_bytes = _s("kv_bytes", r"b_{kv}", "B", "bytes per cached value")
 weights = _s("weights", "W", "B", "weight bytes")
 kv_per_token = _s("kv_per_token", r"\kappa", "B", "KV cache bytes per token")
-context = _s("context", r"T_{ctx}", "", "tokens in a sequence's context")
+context = _s("context", r"T_{ctx}", "", "tokens in a sequence's context", at_least=1, bound_note=_TOKEN)
 kv_per_sequence = _s("kv_per_sequence", r"K_{seq}", "B", "KV cache bytes per sequence")
-n_gpus = _s("n_gpus", "N", "", "GPUs holding one copy of the model", integer=True)
+#: The most GPUs one copy of a model may be split over: the largest domain in the link catalog (an InfiniBand
+#: fabric of 1,024 GPUs, llmcourse/data/links.csv); a larger tensor-parallel degree is no deployment.
+n_gpus = _s(
+    "n_gpus",
+    "N",
+    "",
+    "GPUs holding one copy of the model",
+    integer=True,
+    at_most=1024,
+    bound_note=" GPUs (the largest domain in the link catalog: a 1,024-GPU InfiniBand fabric)",
+)
 gpu_memory = _s("gpu_memory", r"M_{gpu}", "B", "memory of one GPU")
 usable_fraction = _s("usable_fraction", "u", "", "fraction of memory the server may use", at_most=1)
 usable_memory = _s("usable_memory", "M", "B", "usable memory of the replica")
@@ -113,8 +131,8 @@ bytes_read = _s("bytes_read", r"W_{read}", "B", "weight bytes read per decode st
 flops_per_token = _s("flops_per_token", r"F_{tok}", "FLOP", "FLOPs per sequence per decode step")
 flops_per_param = _s("flops_per_param", r"c_{F}", "FLOP", "FLOPs per parameter per token (2: multiply and add)")
 step_time = _s("step_time", r"t_{step}", "s", "time of one decode step")
-prompt_tokens = _s("prompt_tokens", r"T_{p}", "", "prompt tokens")
-answer_tokens = _s("answer_tokens", r"T_{a}", "", "answer (output) tokens")
+prompt_tokens = _s("prompt_tokens", r"T_{p}", "", "prompt tokens", at_least=1, bound_note=_TOKEN)
+answer_tokens = _s("answer_tokens", r"T_{a}", "", "answer (output) tokens", at_least=1, bound_note=_TOKEN)
 prompts = _s("prompts", r"B_{p}", "", "prompts prefilled together", integer=True)
 prefill_flops = _s("prefill_flops", r"F_{pre}", "FLOP", "FLOPs to prefill one prompt")
 prefill_time = _s("prefill_time", r"t_{pre}", "s", "time to prefill")
@@ -199,7 +217,7 @@ class Formula:
             )
         args = [_plain(values[s.name], s) for s in self.inputs]
         result = self.numeric(*args)
-        return Q_(result, self.unit) if self.unit else Q_(result, "")
+        return Q_(result, parsed_unit(self.unit)[0]) if self.unit else Q_(result, _DIMENSIONLESS)
 
 
 #: Public functions' parameter names that stand for a symbol of another name.
@@ -217,18 +235,31 @@ _NOT_CHECKED = frozenset({"kv_bytes", "weight_bytes"})
 
 def check_value(value: Any, sym: Symbol, name: str) -> Any:
     """``value`` checked against what ``sym`` says of it: its unit's dimension, a whole number, zero
-    allowed or not, an upper bound. A count comes back as a float, a quantity as itself."""
+    allowed or not, the bounds. A count comes back as a float, a quantity as itself."""
     if sym.unit:
         q = as_quantity(value, sym.unit, name)
         plain_number(q.magnitude, name, allow_zero=sym.allow_zero)
         return q
-    return plain_number(value, name, integer=sym.integer, allow_zero=sym.allow_zero, at_most=sym.at_most)
+    return plain_number(
+        value,
+        name,
+        integer=sym.integer,
+        allow_zero=sym.allow_zero,
+        at_most=sym.at_most,
+        at_least=sym.at_least,
+        why=sym.bound_note,
+    )
+
+
+_FLAG_ANNOTATIONS = frozenset({"bool", "bool | None", "Optional[bool]"})
 
 
 def checked(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Check a public function's arguments by their names: a parameter named like a symbol of
     :data:`SYMBOLS` (or mapped to one in :data:`PARAMETER_SYMBOLS`) is checked as :func:`check_value`
-    says (a ``None`` value, an optional input left out, is passed through).
+    says, and a parameter annotated ``bool`` is a flag (:func:`llmcourse.units.flag`: ``True`` or
+    ``False``, numpy's ``bool_`` too; text such as ``"False"`` is refused). A ``None`` value, an
+    optional input left out, is passed through.
 
     Examples
     --------
@@ -248,6 +279,7 @@ def checked(fn: Callable[..., Any]) -> Callable[..., Any]:
         for name in sig.parameters
         if name not in _NOT_CHECKED and PARAMETER_SYMBOLS.get(name, name) in SYMBOLS
     ]
+    flags = [n for n, p in sig.parameters.items() if p.annotation in _FLAG_ANNOTATIONS or p.annotation is bool]
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -259,15 +291,33 @@ def checked(fn: Callable[..., Any]) -> Callable[..., Any]:
         for name, sym in plan:
             if values.get(name) is not None:
                 values[name] = check_value(values[name], sym, name)
+        for name in flags:
+            if values.get(name) is not None:
+                values[name] = flag(values[name], name)
         return fn(*bound.args, **bound.kwargs)
 
     return wrapper
 
 
+_DIMENSIONLESS = parsed_unit("")[0]
+
+#: Conversion factors from a quantity's units to a symbol's unit, worked out (and the dimension
+#: checked) once per pair: pint's conversion was most of the time of every formula call.
+_FACTORS: dict[tuple[Any, str], float] = {}
+
+
 def _plain(value: Any, sym: Symbol) -> float:
     """The magnitude of ``value`` in ``sym``'s unit, refusing NaN, infinities and non-positive values."""
     if sym.unit:
-        value = as_quantity(value, sym.unit, sym.name).to(parsed_unit(sym.unit)[0]).magnitude
+        if type(value) is ureg.Quantity:  # this registry's quantities: the fast path
+            key = (value._units, sym.unit)
+            factor = _FACTORS.get(key)
+            if factor is None:
+                one = as_quantity(ureg.Quantity(1.0, value._units), sym.unit, sym.name)  # checks the dimension
+                factor = _FACTORS[key] = float(one.to(parsed_unit(sym.unit)[0]).magnitude)
+            value = value._magnitude * factor
+        else:
+            value = as_quantity(value, sym.unit, sym.name).to(parsed_unit(sym.unit)[0]).magnitude
     return plain_number(value, f"{sym.name} ({sym.meaning})", allow_zero=sym.allow_zero)
 
 
@@ -282,7 +332,11 @@ class _Table(Mapping[str, Formula]):
         return f
 
     def __getitem__(self, k: str) -> Formula:
-        return self._f[k]
+        if isinstance(k, str) and k in self._f:
+            return self._f[k]
+        close = difflib.get_close_matches(k, list(self._f), n=3, cutoff=0.5) if isinstance(k, str) else []
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise UnknownNameError(f"no formula named {k!r}.{hint} The formulas are listed by list(FORMULAS).")
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._f)
@@ -434,6 +488,21 @@ formula(
     "prefill_flops",
     flops_per_param * params * prompt_tokens + flops_per_param * layers * heads * head_dim * prompt_tokens**2,
     "prefill FLOPs with the causal attention term",
+    "06_prefill",
+)
+request_overhead = _s(
+    "request_overhead",
+    r"t_{req}",
+    "s",
+    "fixed time a request spends besides its prefill before its first token",
+    allow_zero=True,
+)
+first_token_time = _s("first_token_time", r"t_{first}", "s", "time to first token with no queue")
+formula(
+    "first_token_time",
+    "first_token_time",
+    request_overhead + prefill_time,
+    "time to first token with no queue: the request's fixed overhead, then its prefill",
     "06_prefill",
 )
 _pre_comp = prompts * prefill_flops / (n_gpus * peak_flops * compute_efficiency)
@@ -685,4 +754,4 @@ def notation_table() -> list[tuple[str, str, str, str]]:
 _ = ureg  # the registry every unit string above is read in
 
 # Formulas other modules derive, registered here so that the table never depends on import order.
-from llmcourse import formulas_speculative  # noqa: E402,F401
+from llmcourse import formulas_parallel, formulas_speculative  # noqa: E402,F401

@@ -28,7 +28,8 @@ from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model, bytes_per_value, gpus, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.formulas import checked
+from llmcourse.formulas import SYMBOLS, check_value, checked
+from llmcourse.parallel import Layout, decode_comm_time, layout, pipeline_send_time, prefill_comm_time
 from llmcourse.units import HOURS_PER_MONTH, Q_, as_quantity, fmt, parsed_unit, plain_number
 
 __all__ = [
@@ -78,6 +79,8 @@ _S = parsed_unit("s")[0]
 _TFLOP = parsed_unit("TFLOP")[0]
 _USD_H = parsed_unit("USD/hour")[0]
 _GFLOP = parsed_unit("GFLOP")[0]
+_FLOP = parsed_unit("FLOP")[0]
+_B = parsed_unit("B")[0]
 
 
 def largest_batch(meets: Callable[[int], bool], top: int) -> int:
@@ -128,6 +131,39 @@ def _bytes(value: Any, name: str) -> pint.Quantity:
 
 
 _number = plain_number  # the one check of counts and fractions (llmcourse.units)
+
+
+def _check_positions(m: Model, tokens: float, name: str) -> None:
+    """Refuse a sequence longer than the model's positions (``max_position``): no deployment of the
+    model holds it. The memory arithmetic (:func:`kv_bytes_per_sequence`, :func:`max_batch`) answers
+    for any length, as the sources' what-if tables do; the estimates of a deployment check here."""
+    if m.max_position is not None and tokens > m.max_position:
+        raise InputError(
+            f"{name} ({tokens:,.0f} tokens) is beyond the {m.max_position:,} positions of {m.name} (max_position): "
+            f"give at most {m.max_position:,} tokens, or a model with a longer context."
+        )
+
+
+def _spread(n_gpus: float, data_parallel: Any = 1, pipeline_parallel: Any = 1) -> float:
+    """Every GPU of a layout (tensor x data x pipeline degrees): the most the weights can be spread over."""
+    dp = _number(data_parallel, "data_parallel", integer=True)
+    return n_gpus * dp * _number(pipeline_parallel, "pipeline_parallel", integer=True)
+
+
+def _check_weights_fit(m: Model, g: GPU, weight_bytes: Any, gpus_: float, name: str, assumptions: Any) -> None:
+    """Refuse a deployment whose weights exceed the whole memory of the ``gpus_`` GPUs they are spread
+    over (every byte of it, before any share is kept back): such a replica cannot exist, so no step
+    or prefill of it has a time. ``name`` is the caller's argument for the GPU count."""
+    w = _weights(m, weight_bytes)
+    total = gpus_ * g.memory
+    if w > total:
+        need = gpus_for_weights(m, g, weight_bytes, assumptions)
+        where = f"one {g.name}" if gpus_ == 1 else f"{gpus_:g} x {g.name}"
+        raise InputError(
+            f"{m.name}'s weights ({fmt(w, 'GB')}) do not fit in the {fmt(total, 'GB')} of {where}: give "
+            f"{name}={need} (the GPUs whose usable memory holds them), store fewer bytes per weight "
+            "(weight_bytes='fp8' or 'int4'), or pick a GPU with more memory."
+        )
 
 
 def _price(gpu: GPU | str, price_per_hour: Any) -> pint.Quantity:
@@ -341,6 +377,9 @@ class DecodeStep:
     step_time: pint.Quantity
     fraction_of_experts: float | None
     kernel_bounds: tuple[str, str] | None = None
+    comm_time: pint.Quantity | None = None
+    overhead_time: pint.Quantity | None = None
+    layout: Layout | None = field(default=None, repr=False)
 
     @property
     def bound(self) -> str:
@@ -420,15 +459,18 @@ def matmul_precision(weight_bytes: Any, gpu: GPU | str, assumptions: Assumptions
     return "bf16"
 
 
-def _step_overhead(m: Model, n_gpus: float, a: Assumptions) -> pint.Quantity:
-    """The fixed time every decode step adds: the assumptions' per-step overhead, plus two
-    all-reduces per layer on a replica of several GPUs."""
-    overhead = Q_(a.step_overhead_ms, "ms")
-    if n_gpus > 1:
-        overhead = overhead + F["tp_allreduce_time"](
-            layers=m.layers, allreduce_latency=Q_(a.allreduce_latency_us, "us")
-        )
-    return overhead
+def _four_bit(weight_bytes: Any) -> bool:
+    """4-bit weights: FP4, INT4, MXFP4, or a number of bytes per weight under 0.75 (half a byte plus
+    its group scales, e.g. 0.53 B for INT4 with a 16-bit scale per 64 weights)."""
+    if isinstance(weight_bytes, str):
+        return bytes_per_value(weight_bytes.lower()) < 0.75
+    return _bytes(weight_bytes, "weight_bytes").m < 0.75
+
+
+def _read_efficiency(weight_bytes: Any, a: Assumptions) -> float:
+    """The bandwidth efficiency a decode step reaches: the assumptions', times their 4-bit factor
+    for 4-bit weights."""
+    return a.bandwidth_efficiency * (a.four_bit_bandwidth_factor if _four_bit(weight_bytes) else 1.0)
 
 
 @checked
@@ -446,6 +488,10 @@ def decode_step(
     attention_flops: bool | None = None,
     compute_precision: str | None = None,
     assumptions: Assumptions | str | None = None,
+    data_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    expert_parallel: int | None = None,
+    link: Any = None,
 ) -> DecodeStep:
     """Time of one decode step of ``batch`` sequences, each reading its KV at ``context_tokens``.
 
@@ -457,32 +503,63 @@ def decode_step(
     left at ``None`` come from ``assumptions`` (the course's by default); ``compute_precision``
     names the matmul precision outright (``"bf16"``, ``"fp8"``, ``"fp4"``).
 
+    On several GPUs (:func:`llmcourse.parallel.layout`): ``n_gpus`` is the tensor-parallel degree
+    of a group, ``data_parallel`` the attention groups (each with its own ``batch / data_parallel``
+    sequences; the experts split over all), ``pipeline_parallel`` the stages (the batch goes
+    through in that many micro-batches, so a token's time is one micro-batch's pass through every
+    layer plus a send and an overhead per stage boundary). With ``communication`` in the
+    assumptions the step pays its collectives on ``link`` (the GPU's own by default).
+
     Examples
     --------
     >>> s = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_048 + 256)
     >>> round(s.step_time.to(_MS).m, 2), s.bound
-    (6.98, 'memory')
+    (7.98, 'memory')
     """
     m, g = _model(model), _gpu(gpu)
+    _check_positions(m, context_tokens, "context_tokens")
+    _check_weights_fit(m, g, weight_bytes, _spread(n_gpus, data_parallel, pipeline_parallel), "n_gpus", assumptions)
     a = resolve(assumptions).replace(
         bandwidth_efficiency=bandwidth_efficiency,
         compute_efficiency=compute_efficiency,
         decode_attention_flops=attention_flops,
     )
-    n, gpus_, ctx = batch, n_gpus, context_tokens
+    lay = layout(
+        m,
+        g,
+        tensor_parallel=n_gpus,
+        data_parallel=data_parallel,
+        pipeline_parallel=pipeline_parallel,
+        expert_parallel=expert_parallel,
+        link=link,
+    )
+    gpus_, ctx, dp, pp = lay.tensor_parallel, context_tokens, lay.data_parallel, lay.pipeline_parallel
+    n = math.ceil(batch / pp)  # sequences in one micro-batch (all of them on one stage)
     precision = compute_precision or matmul_precision(weight_bytes, g, a)
     w_read = weights_read_per_step(m, n, weight_bytes)
     kv_seq = kv_bytes_per_sequence(m, ctx, kv_bytes) * kv_copies(m, gpus_, a)  # every copy is read
-    per_param = Q_(a.flops_per_param, "FLOP")
+    per_param = Q_(a.flops_per_param, _FLOP)
     f_mm = F["decode_flops_per_token"](flops_per_param=per_param, active_params=m.active_params)
-    f_att = Q_(0, "FLOP")
+    f_att = Q_(0, _FLOP)
     if a.decode_attention_flops:
         f_att = F["decode_attention_flops"](
             flops_per_param=per_param, layers=m.layers, heads=m.heads, head_dim=m.head_dim, context=ctx
         )
+    if dp > 1:  # one attention group's share: its own sequences, the whole attention, 1/D of the experts
+        shared = F["weight_bytes"](
+            params=m.params - m.expert_params, weight_bytes_per_param=_bytes(weight_bytes, "weight_bytes")
+        )
+        w_read = F["dp_bytes_read"](bytes_read=w_read, expert_bytes_read=w_read - shared, data_parallel=dp)
+        kv_seq = F["dp_kv_per_sequence"](kv_per_sequence=kv_seq, data_parallel=dp)
+        f_mm = F["dp_flops_per_token"](flops_per_token=f_mm, data_parallel=dp)
+        if f_att.m > 0:
+            f_att = F["dp_flops_per_token"](flops_per_token=f_att, data_parallel=dp)
     common = dict(batch=n, n_gpus=gpus_)
     mem_args = dict(
-        bytes_read=w_read, kv_per_sequence=kv_seq, bandwidth=g.bandwidth, bandwidth_efficiency=a.bandwidth_efficiency
+        bytes_read=w_read,
+        kv_per_sequence=kv_seq,
+        bandwidth=g.bandwidth,
+        bandwidth_efficiency=_read_efficiency(weight_bytes, a),
     )
     comp_args = dict(
         flops_per_token=f_mm + f_att, peak_flops=g.peak_flops(precision), compute_efficiency=a.compute_efficiency
@@ -494,19 +571,26 @@ def decode_step(
         core = F["decode_step_time_per_op"](
             **common, **mem_args, **comp_args | dict(flops_per_token=f_mm), attention_flops_per_token=f_att
         )
-        roofs = dict(n_gpus=gpus_, bandwidth=g.bandwidth, bandwidth_efficiency=a.bandwidth_efficiency)
+        roofs = dict(n_gpus=gpus_, bandwidth=g.bandwidth, bandwidth_efficiency=mem_args["bandwidth_efficiency"])
         w_time = F["weight_read_time"](weights=w_read, **roofs)
         kv_time = F["weight_read_time"](weights=n * kv_seq, **roofs)
         comp = dict(n_gpus=gpus_, peak_flops=comp_args["peak_flops"], compute_efficiency=a.compute_efficiency)
         mm_time = F["decode_compute_time"](batch=n, flops_per_token=f_mm, **comp)
         att_time = F["decode_compute_time"](batch=n, flops_per_token=f_att, **comp) if f_att.m > 0 else 0 * mm_time
         kernels = ("compute" if mm_time > w_time else "memory", "compute" if att_time > kv_time else "memory")
-    step = F["step_with_overhead"](step_time=core, step_overhead=_step_overhead(m, gpus_, a))
+    overhead = Q_(a.step_overhead_ms, _MS)
+    comm = decode_comm_time(m, lay, tokens=n, assumptions=a)
+    step = F["step_with_overhead"](step_time=core, step_overhead=overhead + comm)
+    if pp > 1:
+        send = pipeline_send_time(m, lay, tokens=n, assumptions=a)
+        step = F["pipeline_token_time"](step_time=step, stages=pp, send_time=send, step_overhead=overhead)
+        overhead = overhead * pp
+        comm = comm + (pp - 1) * send
     phi = None
     if m.is_moe:
         phi = float(F["moe_fraction_touched"](experts_per_token=m.experts_per_token, experts=m.experts, batch=n).m)
     return DecodeStep(
-        batch=int(n),
+        batch=int(batch),
         weights_read=w_read.to(_GB),
         kv_read=(n * kv_seq).to(_GB),
         flops=(n * (f_mm + f_att)).to(_GFLOP),
@@ -515,6 +599,9 @@ def decode_step(
         step_time=step.to(_MS),
         fraction_of_experts=phi,
         kernel_bounds=kernels,
+        comm_time=comm.to(_MS),
+        overhead_time=overhead.to(_MS),
+        layout=lay,
     )
 
 
@@ -529,6 +616,7 @@ class Prefill:
     compute_time: pint.Quantity
     memory_time: pint.Quantity
     time: pint.Quantity
+    comm_time: pint.Quantity | None = None
 
     @property
     def bound(self) -> str:
@@ -550,12 +638,22 @@ def prefill(
     compute_precision: str | None = None,
     cached_tokens: float = 0,
     assumptions: Assumptions | str | None = None,
+    data_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    expert_parallel: int | None = None,
+    link: Any = None,
 ) -> Prefill:
     """Prefill time: the slower of the FLOPs (``flops_per_param`` per active parameter per token,
     plus the causal attention term if the assumptions count it) and one read of the weights.
     With ``cached_tokens`` of the prompt already in a prefix cache, only the rest is computed: the
     FLOPs of the whole prompt less those of its cached prefix (the new tokens still attend to it).
     Keyword arguments left at ``None`` come from ``assumptions``.
+
+    On several GPUs (``n_gpus`` per tensor-parallel group, and the other degrees as in
+    :func:`decode_step`): one prompt runs on one group, through the stages one after the other;
+    several prompts spread over every GPU, a pipeline's stages idling for its bubble. With
+    ``communication`` in the assumptions, the prompt tokens' collectives are added (at prefill their
+    bytes, not their latency, are what counts).
 
     Examples
     --------
@@ -564,20 +662,32 @@ def prefill(
     (68.7, 6.8, 'compute')
     """
     m, g = _model(model), _gpu(gpu)
+    _check_positions(m, prompt_tokens, "prompt_tokens")
+    _check_weights_fit(m, g, weight_bytes, _spread(n_gpus, data_parallel, pipeline_parallel), "n_gpus", assumptions)
     a = resolve(assumptions).replace(
         bandwidth_efficiency=bandwidth_efficiency,
         compute_efficiency=compute_efficiency,
         prefill_attention=attention,
     )
-    t, n, gpus_ = prompt_tokens, prompts, n_gpus
+    lay = layout(
+        m,
+        g,
+        tensor_parallel=n_gpus,
+        data_parallel=data_parallel,
+        pipeline_parallel=pipeline_parallel,
+        expert_parallel=expert_parallel,
+        link=link,
+    )
+    t, n, pp = prompt_tokens, prompts, lay.pipeline_parallel
+    gpus_ = lay.tensor_parallel if n == 1 else lay.n_gpus  # one prompt: one group; more: every GPU
     cached = _number(cached_tokens, "cached_tokens", allow_zero=True)
     if cached >= t:
         raise InputError(f"cached_tokens ({cached:g}) must be fewer than prompt_tokens ({t:g}): at least one is new.")
-    per_param = Q_(a.flops_per_param, "FLOP")
+    per_param = Q_(a.flops_per_param, _FLOP)
 
     def flops_of(tokens: float) -> tuple[pint.Quantity, pint.Quantity]:
         if tokens == 0:
-            return Q_(0, "FLOP"), Q_(0, "FLOP")
+            return Q_(0, _FLOP), Q_(0, _FLOP)
         kw = dict(flops_per_param=per_param, params=m.active_params, prompt_tokens=tokens)
         linear = F["prefill_flops_linear"](**kw)
         return linear, F["prefill_flops"](**kw, layers=m.layers, heads=m.heads, head_dim=m.head_dim)
@@ -598,13 +708,21 @@ def prefill(
         bandwidth=g.bandwidth,
         bandwidth_efficiency=a.bandwidth_efficiency,
     )
+    time = F["prefill_time"](**(comp | mem))
+    comm = prefill_comm_time(m, lay, tokens=n * (t - cached), assumptions=a)
+    if pp > 1 and n == 1:  # through the stages in turn, a send between each two
+        comm = comm + (pp - 1) * pipeline_send_time(m, lay, tokens=t - cached, assumptions=a)
+    elif pp > 1:  # the stages work at once, each on its layers' collectives, and idle for the bubble
+        comm = comm / pp
+        time = F["pipelined_prefill_time"](prefill_time=time, bubble=F["pipeline_bubble"](stages=pp, micro_batches=n))
     return Prefill(
         prompts=int(n),
         flops=(n * flops).to(_TFLOP),
         attention_flops=(n * (full - linear)).to(_TFLOP),
         compute_time=F["prefill_compute_time"](**comp).to(_MS),
         memory_time=F["weight_read_time"](**mem).to(_MS),
-        time=F["prefill_time"](**(comp | mem)).to(_MS),
+        time=F["step_with_overhead"](step_time=time, step_overhead=comm).to(_MS),
+        comm_time=comm.to(_MS),
     )
 
 
@@ -640,6 +758,12 @@ class Replica:
     batch_prefill: Prefill | None = field(default=None, repr=False)
     price_per_hour: pint.Quantity | None = None
     reason: str = "fits"
+    layout: Layout | None = field(default=None, repr=False)
+
+    @property
+    def n_gpus(self) -> int:
+        """GPUs of the replica: tensor x attention data x pipeline parallel."""
+        return self.tensor_parallel if self.layout is None else self.layout.n_gpus
 
     @property
     def fits(self) -> bool:
@@ -705,6 +829,15 @@ class Replica:
         return (1 / self.tpot).to(_PER_S)
 
     @property
+    def ttft(self) -> pint.Quantity:
+        """Time to first token with no queue: the assumptions' per-request overhead, then one prompt's prefill."""
+        if self.first_prefill is None:
+            raise InputError("the time to first token needs the prompt length: give replica(..., prompt_tokens=...).")
+        return F["first_token_time"](
+            request_overhead=Q_(self.assumptions.request_overhead_ms, _MS), prefill_time=self.first_prefill.time
+        ).to(_MS)
+
+    @property
     def requests_per_second(self) -> pint.Quantity:
         """Requests the replica completes per second at full load."""
         if self.answer_tokens is None:
@@ -715,11 +848,11 @@ class Replica:
     def cost_per_million_output_tokens(self) -> pint.Quantity | None:
         if self.price_per_hour is None:
             return None
-        return cost_per_million(self.price_per_hour, self.throughput, self.tensor_parallel)
+        return cost_per_million(self.price_per_hour, self.throughput, self.n_gpus)
 
     def _need_step(self) -> DecodeStep:
         if self.step is None:
-            raise InputError(f"{self.model} on {self.tensor_parallel} x {self.gpu}: {self.reason}")
+            raise InputError(f"{self.model} on {self.n_gpus} x {self.gpu}: {self.reason}")
         return self.step
 
 
@@ -773,6 +906,10 @@ def replica(
     usable_fraction: float | None = None,
     cached_prompt_tokens: float = 0,
     speculation: Any = None,
+    pipeline_parallel: int = 1,
+    data_parallel: int = 1,
+    expert_parallel: int | None = None,
+    link: Any = None,
 ) -> Replica:
     """The one replica model: ``tensor_parallel`` GPUs serving ``batch`` requests of
     ``prompt_tokens`` in and ``answer_tokens`` out (the largest batch that fits if ``batch`` is
@@ -789,12 +926,17 @@ def replica(
     and each decode step is the speculative cycle per output token
     (:func:`llmcourse.speculative.speculative_replica`).
 
+    A replica may span ``tensor_parallel`` x ``data_parallel`` x ``pipeline_parallel`` GPUs
+    (:func:`llmcourse.parallel.layout`; ``expert_parallel`` splits a MoE model's experts), its
+    collectives on ``link`` (the GPU's own by default): see :func:`decode_step`. With several
+    attention groups each holds the attention weights whole, so the weights held grow.
+
     Examples
     --------
     >>> r = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300,
     ...             weight_bytes="fp8")
     >>> r.batch, round(r.step.step_time.to(_MS).m, 1), round(r.throughput.m), r.fits
-    (94, 29.6, 1229, True)
+    (94, 32.3, 1123, True)
     >>> e = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, context_tokens=2_300, weight_bytes="fp8",
     ...             assumptions="envelope")
     >>> round(e.throughput.m), round(e.cost_per_million_output_tokens.m, 2)
@@ -824,12 +966,20 @@ def replica(
             assumptions=dataclasses.replace(a, speculation=None),  # replace() ignores None values
             cached_prompt_tokens=cached_prompt_tokens,
         )
-    tp = int(tensor_parallel)
+    shape = dict(
+        data_parallel=data_parallel, pipeline_parallel=pipeline_parallel, expert_parallel=expert_parallel, link=link
+    )
+    lay = layout(m, g, tensor_parallel=tensor_parallel, **shape)
+    tp, n_all = lay.tensor_parallel, lay.n_gpus
     final, p, ans = _workload(a, context_tokens, prompt_tokens, answer_tokens)
+    _check_positions(m, final, "context_tokens" if p is None else "prompt_tokens + answer_tokens")
     w = _weights(m, weight_bytes)
-    mem = usable_memory(g, tp, weights=w, assumptions=a)
+    if lay.data_parallel > 1:  # each attention group holds everything but the experts
+        w_exp = F["weight_bytes"](params=m.expert_params, weight_bytes_per_param=_bytes(weight_bytes, "weight_bytes"))
+        w = F["dp_weights_held"](weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
+    mem = usable_memory(g, n_all, weights=w, assumptions=a)
     kv_seq = kv_bytes_per_sequence(m, final, kv_bytes) * kv_copies(m, tp, a)  # the replica's memory for one sequence
-    top = max_batch(m, g, final, n_gpus=tp, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a)
+    top = 0 if w >= mem else int(F["max_batch"](usable_memory=mem, weights=w, kv_per_sequence=kv_seq).m)
     price = None
     if price_per_hour is not None or g.price_per_hour is not None:
         price = _price(g, price_per_hour)
@@ -848,10 +998,11 @@ def replica(
         prompt_tokens=p,
         answer_tokens=ans,
         price_per_hour=price,
+        layout=lay,
     )
     if cached_prompt_tokens and p is None:
         raise InputError("cached_prompt_tokens needs prompt_tokens (the cached tokens are part of the prompt).")
-    where = f"one {g.name}" if tp == 1 else f"{tp} x {g.name}"
+    where = f"one {g.name}" if n_all == 1 else f"{n_all} x {g.name}"
     if w >= mem:
         reason = (
             f"weights {fmt(w, 'GB')} don't fit in the {fmt(mem, 'GB')} usable on {where}: store fewer bytes per "
@@ -872,7 +1023,7 @@ def replica(
             f"at most {top} sequences of {final:,.0f} tokens fit."
         )
     kv_ctx = final if a.kv_read_context == "final" or p is None else p + ans / 2
-    common = dict(n_gpus=tp, weight_bytes=weight_bytes, assumptions=a)
+    common = dict(n_gpus=tp, weight_bytes=weight_bytes, assumptions=a, **shape)
     step = decode_step(m, g, batch=b, context_tokens=kv_ctx, kv_bytes=kv_bytes, **common)
     first = batch_pre = None
     if p is not None:
@@ -951,7 +1102,7 @@ def compute_budget(rep: Replica, output_tokens_per_s: pint.Quantity) -> ComputeB
         raise InputError("compute_budget needs a Replica built with prompt_tokens and answer_tokens.")
     x = as_quantity(output_tokens_per_s, "1/s", "output_tokens_per_s")
     a, m, g = rep.assumptions, rep.spec, gpus.get(rep.gpu)
-    per_param = Q_(a.flops_per_param, "FLOP")
+    per_param = Q_(a.flops_per_param, _FLOP)
     prompts = F["token_rate"](request_rate=x / rep.answer_tokens, tokens_per_request=rep.prompt_tokens)
     need = F["prefill_compute_rate"](token_rate=prompts, flops_per_param=per_param, params=m.active_params)
     used = F["prefill_compute_rate"](token_rate=x, flops_per_param=per_param, params=m.active_params)
@@ -1029,12 +1180,15 @@ def request_cycle(
     >>> c = request_cycle("Llama-3.1-8B", "H100 SXM", batch=1, prompt_tokens=256, answer_tokens=64,
     ...                   price_per_hour=Q_(3, "USD/hour"))
     >>> round(c.cost_per_million_output_tokens.m, 2)
-    5.83
+    6.66
     """
     a = _number(answer_tokens, "answer_tokens", integer=True)
+    m, g = _model(model), _gpu(gpu)
+    _check_positions(m, prompt_tokens + a, "prompt_tokens + answer_tokens")
+    _check_weights_fit(m, g, weight_bytes, n_gpus, "n_gpus", assumptions)
     r = replica(
-        model,
-        gpu,
+        m,
+        g,
         tensor_parallel=n_gpus,
         batch=batch,
         prompt_tokens=prompt_tokens,
@@ -1160,7 +1314,7 @@ def serving_plan(
     ...                    assumptions="envelope"))
     batch 94, 47 tok/s per user (92 if alone), 4,387 tok/s total, prefill 0.29 s, $0.32 per M output tokens at full load
     >>> print(serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8", prompt_tokens=2_000))
-    batch 94, 13 tok/s per user (65 if alone), 1,229 tok/s total with prefill, prefill 0.15 s, $1.13 per M output tokens at full load
+    batch 94, 12 tok/s per user (57 if alone), 1,123 tok/s total with prefill, prefill 0.17 s, $1.24 per M output tokens at full load
     >>> print(serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, assumptions="envelope"))
     weights 145 GB don't fit in 144 GB of usable memory: add GPUs or store fewer bytes per weight.
     """
@@ -1202,7 +1356,7 @@ def serving_plan(
             bandwidth=g.bandwidth,
             bandwidth_efficiency=a.bandwidth_efficiency,
         ),
-        step_overhead=_step_overhead(m, r.tensor_parallel, a),
+        step_overhead=Q_(a.step_overhead_ms, _MS) + decode_comm_time(m, r.layout, tokens=1, assumptions=a),
     )
     return ServingPlan(
         fits=True,
@@ -1344,7 +1498,7 @@ def prefill_pool(
     a = resolve(assumptions).replace(compute_efficiency=compute_efficiency)
     rate = F["prefill_compute_rate"](
         token_rate=input_tokens_per_s,
-        flops_per_param=Q_(a.flops_per_param, "FLOP"),
+        flops_per_param=Q_(a.flops_per_param, _FLOP),
         params=m.active_params,
     )
     n = F["gpus_for_compute"](
@@ -1382,14 +1536,14 @@ class Brief:
     def __post_init__(self) -> None:
         r = self.requests_per_second
         rate = (
-            as_quantity(r, "1/s", "requests_per_second")
-            if isinstance(r, pint.Quantity | str)
+            as_quantity(r, "1/s", "requests_per_second")  # another pint registry's quantity is read here too
+            if isinstance(r, pint.Quantity)
             else Q_(_number(r, "requests_per_second"), "1/s")
         )
         _number(rate.magnitude, "requests_per_second")
         object.__setattr__(self, "requests_per_second", rate)
-        object.__setattr__(self, "prompt_tokens", _number(self.prompt_tokens, "prompt_tokens"))
-        object.__setattr__(self, "answer_tokens", _number(self.answer_tokens, "answer_tokens"))
+        for name in ("prompt_tokens", "answer_tokens"):  # at least one token each, as every estimate asks
+            object.__setattr__(self, name, check_value(getattr(self, name), SYMBOLS[name], name))
         for name in ("ttft_target", "tpot_target"):
             q = as_quantity(getattr(self, name), "s", name)
             _number(q.magnitude, name)
@@ -1447,9 +1601,12 @@ class Plan:
             return [("fits", "no"), ("why", self.reason)]
         mark = {True: "\u2713", False: "\u2717"}
         ms = lambda q: f"{q.to('ms').m:,.1f} ms"  # noqa: E731
+        from llmcourse.validation import plan_bands  # lazily: validation imports the planner
+
         return [
             ("time to first token", f"{ms(self.ttft)} (target {ms(self.brief.ttft_target)}) {mark[self.ttft_met]}"),
             ("time per output token", f"{ms(self.tpot)} (target {ms(self.brief.tpot_target)}) {mark[self.tpot_met]}"),
+            *plan_bands(self),
             ("batch (of at most)", f"{self.batch} ({self.max_batch})"),
             ("bottleneck", self.bottleneck),
             ("requests/s per GPU", f"{self.requests_per_second_per_gpu.to('1/s').m:,.2f}"),
@@ -1472,7 +1629,12 @@ class Plan:
         return "\n".join(f"{k:>28}: {v}" for k, v in self.rows())
 
     def _repr_html_(self) -> str:
-        body = "".join(f"<tr><th style='text-align:left'>{k}</th><td>{v}</td></tr>" for k, v in self.rows())
+        import html  # the band rows carry text from the data files
+
+        body = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
+            for k, v in self.rows()
+        )
         return f"<table><caption>{self.model} on {self.gpu}</caption>{body}</table>"
 
 
@@ -1512,7 +1674,7 @@ def plan(
     >>> b = Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
     >>> p = plan("Llama-3.1-8B", "H100 SXM", b)
     >>> p.fits, p.meets_targets, p.bottleneck, p.gpus, p.batch
-    (True, True, 'KV reads', 2, 126)
+    (True, True, 'KV reads', 2, 123)
     >>> plan("Llama-3.1-8B", "H100 SXM", b, assumptions="planner").gpus
     1
     """
@@ -1567,7 +1729,7 @@ def plan(
     batch = max(1, largest_batch(lambda b: at(b).tpot <= brief.tpot_target, top.max_batch))
     r = at(batch)
     s, tp = r.step, r.tensor_parallel
-    ttft = r.first_prefill.time
+    ttft = r.ttft
     replicas = int(
         F["gpus_for_rate"](
             request_rate=brief.requests_per_second, headroom=a.headroom, rps_per_gpu=r.requests_per_second

@@ -74,16 +74,25 @@ def test_every_quote_is_the_sources_own_words():
 
 
 # --- the course's figures for the scenarios whose source method drops prefill ------------------------
+def allreduces(layers, tokens, hidden=8_192, n=2, base=4.5e-6, alpha=0.8e-6, link=450e9 * 0.8):
+    """Seconds of a step's all-reduces: two per layer, each by the ring (alpha-beta) on NVLink 4 as in
+    links.csv (t0 4.5 us, 0.8 us per step, 450 GB/s at the course's 80%), BF16 activations."""
+    return 2 * layers * (base + 2 * (n - 1) * alpha + 2 * (n - 1) / n * tokens * hidden * 2 / link)
+
+
 def test_course_first_estimate_by_hand():
     """Chapter 1's replica under the course's method (Qwen2.5-72B FP8 on 2 x H100 SXM, 2,000 in / 300 out):
     batch = floor((0.9 x 160 GB - 72.7 GB) / (2,300 x 327,680 B)) = floor(94.6) = 94; a step reads
-    72.7e9 + 94 x 2,150 x 327,680 B = 138.9 GB at 0.7 x 6.7 TB/s: 29.62 ms; prefilling 94 prompts of 2,000
-    tokens at FP8 (2 x 1,979 TFLOP/s x 0.5), attention term included: 14.06 s; so 94 x 300 / (14.06 + 300 x
-    0.02962) = 1,228.9 tok/s and 2 x $2.50 / (1,228.9 x 3,600) x 1e6 = $1.13 per million."""
+    72.7e9 + 94 x 2,150 x 327,680 B = 138.9 GB at 0.7 x 6.7 TB/s: 29.62 ms, plus the 1 ms per step and
+    160 all-reduces of 94 x 8,192 x 2 B (10.38 us each: 1.66 ms): 32.28 ms; prefilling 94 prompts of 2,000
+    tokens at FP8 (2 x 1,979 TFLOP/s x 0.5), attention term included: 14.06 s, plus 160 all-reduces of the
+    188,000 prompt tokens (8.56 ms each: 1.37 s); so 94 x 300 / (15.43 + 300 x 0.03228) = 1,123 tok/s and
+    2 x $2.50 / (1,123 x 3,600) x 1e6 = $1.24 per million."""
     w, kv = 72.7e9, 2 * 80 * 8 * 128 * 2
     batch = int((0.9 * 2 * 80e9 - w) // (kv * 2_300))
-    step = (w + batch * kv * 2_150) / (0.7 * 2 * 3.35e12)
+    step = (w + batch * kv * 2_150) / (0.7 * 2 * 3.35e12) + 1e-3 + allreduces(80, batch)
     prefill = batch * (2 * w * 2_000 + 2 * 80 * 64 * 128 * 2_000**2) / (2 * 1_979e12 * 0.5)
+    prefill += allreduces(80, batch * 2_000)
     x = batch * 300 / (prefill + 300 * step)
     cost = 2 * 2.50 / (x * 3_600) * 1e6
     assert batch == 94
@@ -91,7 +100,7 @@ def test_course_first_estimate_by_hand():
     assert figure("course-first-estimate-batch-prefill").compute() == pytest.approx(prefill, rel=1e-3)
     assert figure("course-first-estimate-throughput").compute() == pytest.approx(x, rel=1e-3)
     assert figure("course-first-estimate-cost").compute() == pytest.approx(cost, rel=1e-3)
-    assert (round(x), round(cost, 2)) == (1_229, 1.13)
+    assert (round(x), round(cost, 2)) == (1_123, 1.24)
     # the source's method (decode only, at the datasheet bandwidth) gives 3.6x the throughput
     assert figure("envelope-table-72b-fp8-throughput").compute() > 3.5 * x
 
@@ -100,22 +109,25 @@ def test_course_fleet_by_hand():
     """Chapter 9's fleet under the course's method (Llama 3.1 70B FP8 on 2 x H100 SXM, batch 64, 2,000 in /
     400 out, 350 requests/s = 140,000 output tok/s): the batch holds 70.554 GB + 64 x 2,400 x 327,680 B =
     120.9 GB of 144 GB; a step reads 70.554e9 + 64 x 2,200 x 327,680 B (KV at the average context
-    2,000 + 400 / 2) = 116.7 GB at 4.69 TB/s: 24.88 ms (compute at FP8 only 4.56 ms); prefilling the 64
-    prompts takes 64 x (2 x 70.554e9 x 2,000 + 2 x 80 x 64 x 128 x 2,000^2) / (2 x 1,979e12 x 0.5) = 9.296 s;
-    the cycle writes 64 x 400 / (9.296 + 400 x 0.02488) = 1,330.0 tok/s; at 1.3x headroom 1,023.0 usable;
-    ceil(140,000 / 1,023.0) = ceil(136.8) = 137 replicas = 274 H100s, against the capacity-planning method's
-    81 replicas = 162 H100s."""
+    2,000 + 400 / 2) = 116.7 GB at 4.69 TB/s: 24.88 ms (compute at FP8 only 4.56 ms), plus 1 ms per step and
+    160 all-reduces of 64 x 8,192 x 2 B (1.44 ms): 27.32 ms; prefilling the 64 prompts takes
+    64 x (2 x 70.554e9 x 2,000 + 2 x 80 x 64 x 128 x 2,000^2) / (2 x 1,979e12 x 0.5) = 9.296 s, plus 160
+    all-reduces of the 128,000 prompt tokens (0.93 s); the cycle writes 64 x 400 / (10.23 + 400 x 0.02732) =
+    1,209.9 tok/s; at 1.3x headroom 930.7 usable; ceil(140,000 / 930.7) = ceil(150.4) = 151 replicas =
+    302 H100s, against the capacity-planning method's 81 replicas = 162 H100s."""
     w, kv = 70.554e9, 2 * 80 * 8 * 128 * 2
     assert w + 64 * kv * 2_400 < 0.9 * 2 * 80e9
     step = (w + 64 * kv * 2_200) / (0.7 * 2 * 3.35e12)
     assert 2 * w * 64 / (2 * 1_979e12 * 0.5) < step  # memory-bound
+    step += 1e-3 + allreduces(80, 64)
     prefill = 64 * (2 * w * 2_000 + 2 * 80 * 64 * 128 * 2_000**2) / (2 * 1_979e12 * 0.5)
+    prefill += allreduces(80, 64 * 2_000)
     x = 64 * 400 / (prefill + 400 * step)
     replicas = math.ceil(350 * 400 / (x / 1.3))
-    assert (replicas, 2 * replicas) == (137, 274)
+    assert (replicas, 2 * replicas) == (151, 302)
     assert figure("course-fleet-replica-throughput").compute() == pytest.approx(x, rel=1e-3)
-    assert (figure("course-fleet-replicas").compute(), figure("course-fleet-gpus").compute()) == (137, 274)
-    assert figure("course-fleet-monthly-cost").compute() == pytest.approx(274 * 730 * 2.50)
+    assert (figure("course-fleet-replicas").compute(), figure("course-fleet-gpus").compute()) == (151, 302)
+    assert figure("course-fleet-monthly-cost").compute() == pytest.approx(302 * 730 * 2.50)
     assert (figure("capacity-replicas").compute(), figure("capacity-gpus").compute()) == (81, 162)
 
 

@@ -1,0 +1,282 @@
+"""How a replica spreads over GPUs, and what its GPUs pay to talk (chapter *Many GPUs*).
+
+A replica is ``tensor_parallel`` GPUs per group (splitting every layer's heads and matrices), times
+``data_parallel`` attention groups (each with its own sequences and its own copy of the attention
+weights; the experts of a MoE model are split over all of them), times ``pipeline_parallel``
+stages (each holding a slice of the layers). :func:`layout` checks such a shape against the model
+and the link; :func:`decode_comm_time` and :func:`prefill_comm_time` price the collectives of a
+step by the alpha-beta formulas of :mod:`llmcourse.formulas_parallel`. The planner's
+:func:`~llmcourse.planner.decode_step`, :func:`~llmcourse.planner.prefill` and
+:func:`~llmcourse.planner.replica` build on them; nothing here computes a serving figure.
+
+Examples
+--------
+>>> lay = layout("Llama-3.1-70B", "H100 SXM", tensor_parallel=8)
+>>> lay.n_gpus, lay.link.name
+(8, 'NVLink 4')
+>>> round(decode_comm_time("Llama-3.1-70B", lay, tokens=4).to("ms").m, 2)
+2.56
+>>> layout("Llama-3.1-70B", "H100 SXM", tensor_parallel=6)
+Traceback (most recent call last):
+...
+llmcourse.errors.InputError: tensor_parallel=6 does not divide Llama-3.1-70B's 64 attention heads; use one of 1, 2, 4, 8, 16, 32, 64.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pint
+
+from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.catalog import GPU, Link, Model, gpus, links, models
+from llmcourse.errors import InputError
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.units import Q_, parsed_unit, plain_number
+
+# units parsed once (pint parses a unit string at every use)
+_MS, _S, _B = (parsed_unit(u)[0] for u in ("ms", "s", "B"))
+
+__all__ = ["Layout", "decode_comm_time", "layout", "pipeline_send_time", "prefill_comm_time"]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A replica's shape: ``tensor_parallel`` x ``data_parallel`` x ``pipeline_parallel`` GPUs,
+    the experts split ``expert_parallel`` ways, the collectives on ``link`` (the GPUs' own link,
+    or the scale-out link when a group is larger than the link's domain, said in ``note``)."""
+
+    tensor_parallel: int
+    data_parallel: int
+    pipeline_parallel: int
+    expert_parallel: int
+    link: Link
+    note: str = ""
+
+    @property
+    def n_gpus(self) -> int:
+        return self.tensor_parallel * self.data_parallel * self.pipeline_parallel
+
+    @property
+    def group(self) -> int:
+        """GPUs that take part in every layer's collectives (one pipeline stage)."""
+        return self.tensor_parallel * self.data_parallel
+
+    @property
+    def expert_tensor_parallel(self) -> int:
+        """How many ways each expert's matrices are split (the group's GPUs over the expert-parallel degree)."""
+        return self.group // self.expert_parallel
+
+    @property
+    def is_single(self) -> bool:
+        return self.n_gpus == 1
+
+
+def _divisors(n: int) -> str:
+    return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
+
+
+def _degree(value: Any, name: str) -> int:
+    return int(plain_number(value, name, integer=True, at_most=4096))
+
+
+def layout(
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    tensor_parallel: int = 1,
+    data_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    expert_parallel: int | None = None,
+    link: Link | str | None = None,
+) -> Layout:
+    """A replica's shape, checked: the tensor-parallel degree divides the attention heads, the
+    expert-parallel degree divides the experts and the group's GPUs, the stages do not outnumber
+    the layers, and the link is in the catalog. ``expert_parallel`` defaults to 1 (experts split
+    like any matrix) with one attention group, and to the whole group with several (each group
+    keeps a share of the experts). A group larger than the link's domain (16 GPUs on an 8-GPU
+    NVLink board) runs its collectives over the link's scale-out partner, and ``note`` says so.
+
+    Examples
+    --------
+    >>> lay = layout("DeepSeek-V3", "B200", data_parallel=8)
+    >>> lay.n_gpus, lay.expert_parallel, lay.expert_tensor_parallel
+    (8, 8, 1)
+    >>> layout("Llama-3.1-405B", "H100 SXM", tensor_parallel=16).note
+    'a group of 16 GPUs is larger than NVLink 4 joins (8): its collectives run over InfiniBand NDR'
+    >>> layout("Llama-3.1-8B", "H100 SXM", link="NVlink 9")
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.UnknownNameError: no link named 'NVlink 9'. Did you mean 'NVLink 5', 'NVLink 4', 'NVLink 3'? Known: NVLink 3, NVLink 4, NVLink 5, NVLink 5 NVL72, PCIe 3 x16, PCIe 4 x16, PCIe 5 x16, Infinity Fabric MI300X, InfiniBand HDR, InfiniBand NDR, InfiniBand XDR.
+    """
+    m, g = models[model], gpus[gpu]
+    tp = _degree(tensor_parallel, "tensor_parallel")
+    dp = _degree(data_parallel, "data_parallel")
+    pp = _degree(pipeline_parallel, "pipeline_parallel")
+    if m.heads % tp:
+        raise InputError(
+            f"tensor_parallel={tp} does not divide {m.name}'s {m.heads} attention heads; use one of {_divisors(m.heads)}."
+        )
+    if pp > m.layers:
+        raise InputError(f"pipeline_parallel={pp} exceeds {m.name}'s {m.layers} layers: a stage needs a layer.")
+    if expert_parallel is None:
+        ep = tp * dp if dp > 1 and m.is_moe else 1
+    else:
+        ep = _degree(expert_parallel, "expert_parallel")
+    if ep > 1:
+        if not m.is_moe:
+            raise InputError(f"expert_parallel={ep}: {m.name} is dense (it has no experts); leave it at 1.")
+        if m.experts % ep:
+            raise InputError(
+                f"expert_parallel={ep} does not divide {m.name}'s {m.experts} experts; use one of {_divisors(m.experts)}."
+            )
+        if (tp * dp) % ep:
+            raise InputError(
+                f"expert_parallel={ep} must divide the {tp * dp} GPUs of a stage "
+                f"(tensor_parallel x data_parallel); use one of {_divisors(tp * dp)}."
+            )
+    if dp > 1 and not m.is_moe:
+        raise InputError(
+            f"data_parallel={dp} splits attention over groups that share experts; {m.name} is dense, so that is "
+            f"{dp} separate replicas: size one replica and let the fleet count them."
+        )
+    lk = links[link if link is not None else g.link]
+    note = ""
+    if tp * dp > lk.domain:
+        note = f"a group of {tp * dp} GPUs is larger than {lk.name} joins ({lk.domain}): its collectives run over {lk.scale_out}"
+        lk = links[lk.scale_out]
+    return Layout(tp, dp, pp, ep, lk, note)
+
+
+def _collective(kind: str, lay: Layout, n: int, message: pint.Quantity, a: Assumptions) -> pint.Quantity:
+    if n <= 1:
+        return Q_(0, _S)
+    lk = lay.link
+    return F[kind](
+        collective_base=lk.base,
+        link_latency=lk.latency,
+        n_gpus=n,
+        message_bytes=message,
+        link_bandwidth=lk.bandwidth,
+        link_efficiency=a.link_efficiency,
+    )
+
+
+def _message(m: Model, tokens: float, a: Assumptions) -> pint.Quantity:
+    return F["activation_message"](step_tokens=tokens, hidden=m.hidden, activation_bytes=Q_(a.activation_bytes, _B))
+
+
+def _comm(m: Model, lay: Layout, tokens: float, a: Assumptions) -> pint.Quantity:
+    """Collective time of one pass of ``tokens`` tokens (all groups together) through every layer."""
+    zero = Q_(0, _S)
+    if not a.communication or lay.group == 1:
+        return zero
+    tp, dp = lay.tensor_parallel, lay.data_parallel
+    group_tokens = tokens / dp  # each attention group's own tokens
+    ar_tp = _collective("allreduce_time", lay, tp, _message(m, group_tokens, a), a)
+    if not m.is_moe:  # after attention and after the MLP, every layer
+        return F["tp_allreduce_time"](layers=m.layers, allreduce_latency=ar_tp) if tp > 1 else zero
+    dense = m.dense_layers or 0
+    moe_layers = m.layers - dense
+    total = F["attention_allreduce_time"](layers=m.layers + dense, allreduce_latency=ar_tp) if tp > 1 else zero
+    ep, etp = lay.expert_parallel, lay.expert_tensor_parallel
+    if ep > 1:
+        per_gpu = tokens / lay.group  # each GPU dispatches its share of the tokens to their experts
+        msg = F["expert_dispatch_message"](
+            step_tokens=per_gpu,
+            experts_per_token=m.experts_per_token,
+            hidden=m.hidden,
+            activation_bytes=Q_(a.activation_bytes, _B),
+        )
+        a2a = _collective("alltoall_time", lay, ep, msg, a)
+        total = total + F["ep_alltoall_time"](moe_layers=moe_layers, alltoall_latency=a2a)
+    if etp > 1:  # experts split like matrices: an all-reduce after each MoE layer
+        ar_e = _collective("allreduce_time", lay, etp, _message(m, group_tokens, a), a)
+        total = total + F["attention_allreduce_time"](layers=moe_layers, allreduce_latency=ar_e)
+    return total
+
+
+def decode_comm_time(
+    model: Model | str, lay: Layout, *, tokens: float, assumptions: Assumptions | str | None = None
+) -> pint.Quantity:
+    """Collective time of one decode step of ``tokens`` sequences (one pipeline micro-batch): the
+    tensor-parallel all-reduces (two per layer for a dense model), the expert-parallel all-to-alls
+    (a dispatch and a combine per MoE layer), zero on one GPU or when the assumptions leave
+    communication out.
+
+    Examples
+    --------
+    >>> one = layout("Llama-3.1-70B", "B200", tensor_parallel=8)
+    >>> round(decode_comm_time("Llama-3.1-70B", one, tokens=4).to("ms").m, 2)
+    4.03
+    >>> decode_comm_time("Llama-3.1-70B", one, tokens=4, assumptions="envelope")
+    <Quantity(0.0, 'millisecond')>
+    """
+    return _comm(models[model], lay, tokens, resolve(assumptions)).to(_MS)
+
+
+def prefill_comm_time(
+    model: Model | str, lay: Layout, *, tokens: float, assumptions: Assumptions | str | None = None
+) -> pint.Quantity:
+    """Collective time of a prefill of ``tokens`` prompt tokens: the same collectives as a decode
+    step, with messages thousands of times larger, so the link's bandwidth term counts.
+
+    Examples
+    --------
+    >>> one = layout("Llama-3.1-70B", "H100 SXM", tensor_parallel=8)
+    >>> round(prefill_comm_time("Llama-3.1-70B", one, tokens=8_192).to("ms").m)
+    107
+    """
+    return _comm(models[model], lay, tokens, resolve(assumptions)).to(_MS)
+
+
+def pipeline_send_time(
+    model: Model | str, lay: Layout, *, tokens: float, assumptions: Assumptions | str | None = None
+) -> pint.Quantity:
+    """Time to hand ``tokens`` tokens' activations from one pipeline stage to the next: a collective's
+    fixed cost plus the bytes over the link (zero with one stage, or without communication)."""
+    m, a = models[model], resolve(assumptions)
+    if lay.pipeline_parallel == 1 or not a.communication:
+        return Q_(0, _MS)
+    lk = lay.link
+    return F["send_time"](
+        collective_base=lk.base,
+        link_latency=lk.latency,
+        message_bytes=_message(m, tokens / lay.tensor_parallel, a),
+        link_bandwidth=lk.bandwidth,
+        link_efficiency=a.link_efficiency,
+    ).to(_MS)
+
+
+def time_per_token_parts(rep: Any) -> dict[str, pint.Quantity]:
+    """A replica's time per token split into what it is spent on: reading the weights, reading
+    the KV cache, compute beyond the memory time (zero while a step is memory-bound), the
+    collectives, the fixed overhead, and the other requests' prefills that share the steps. The
+    parts add up to ``rep.tpot`` under the step rule ``"max"`` (with ``"sum"``, the kernels'
+    own maxima make the compute part approximate).
+
+    Examples
+    --------
+    >>> from llmcourse.planner import replica
+    >>> r = replica("Llama-3.1-70B", "B200", tensor_parallel=8, batch=4, prompt_tokens=1_024,
+    ...             answer_tokens=1_024, weight_bytes="fp8")
+    >>> parts = time_per_token_parts(r)
+    >>> {k: round(v.to("ms").m, 2) for k, v in parts.items()}
+    {'weight reads': 1.64, 'KV reads': 0.05, 'compute': 0.0, 'communication': 4.03, 'overhead': 1.0, 'shared prefill': 0.05}
+    >>> round(sum(parts.values()).to("ms").m, 2) == round(r.tpot.to("ms").m, 2)
+    True
+    """
+    s = rep._need_step()
+    # the memory time splits between weights and KV in proportion to their bytes
+    share_w = float((s.weights_read / (s.weights_read + s.kv_read)).to("").m)
+    memory = s.memory_time
+    compute = s.compute_time - memory if s.compute_time > memory else 0 * memory
+    return {
+        "weight reads": (share_w * memory).to(_MS),
+        "KV reads": ((1 - share_w) * memory).to(_MS),
+        "compute": compute.to(_MS),
+        "communication": s.comm_time.to(_MS),
+        "overhead": s.overhead_time.to(_MS),
+        "shared prefill": (rep.tpot - s.step_time).to(_MS),
+    }
