@@ -7,7 +7,8 @@ accepted with probability ``alpha``, independently, the tokens a verification st
 ``1 + (accepted prefix)``, whose expectation is the geometric sum ``sum_{i=0}^{k_d} alpha^i``:
 SymPy's :func:`~sympy.summation` works it out here (it is not typed). The rest follows from the
 decode formulas of :mod:`llmcourse.formulas`: the crossover batch (where speculation stops paying)
-is solved from ``decode_memory_time`` and ``decode_compute_time`` with ``sympy.solve``, and the best
+is solved from ``decode_memory_time``, ``decode_compute_time`` and ``step_with_overhead`` (each draft
+and verification step is a decode step and pays the fixed overhead) with ``sympy.solve``, and the best
 number of draft tokens, where the draft's cost is a fixed share of a memory-bound step, by solving
 d S / d k_d = 0 (a Lambert W; :func:`best_draft_tokens_expression`).
 
@@ -62,6 +63,13 @@ draft_bytes_read = _s("draft_bytes_read", r"W_{draft}", "B", "weight bytes one d
 draft_kv_per_sequence = _s(
     "draft_kv_per_sequence", r"K_{draft}", "B", "draft KV cache bytes per sequence", allow_zero=True
 )
+draft_overhead = _s(
+    "draft_overhead",
+    r"t_{over,d}",
+    "s",
+    "fixed time per draft step: a decode step's overhead for a draft run on the GPU, zero for an n-gram lookup",
+    allow_zero=True,
+)
 
 _S = {name: SYMBOLS[name].sym for name in ("step_time", "batch", "bytes_read", "kv_per_sequence")}
 step_time, batch, bytes_read, kv_per_sequence = (_S[n] for n in ("step_time", "batch", "bytes_read", "kv_per_sequence"))
@@ -105,8 +113,10 @@ formula(
     "speed-up over plain decode at the same batch: tau x plain step / (verification + k_d draft steps)",
     CHAPTER,
 )
-# While decode is memory-bound the verification costs what a plain step does (t_ver = t_step) and a
-# draft step a fixed share of it (t_draft = r_d t_step): the speed-up depends on alpha, k_d and r_d only.
+# While decode is memory-bound the verification costs what a plain step does (t_ver = t_step: the same
+# bytes, and the same per-step overhead) and a draft step a fixed share of it (t_draft = r_d t_step, each
+# time with its own per-step overhead, which is why a draft head far smaller than the target still costs
+# a noticeable r_d): the speed-up depends on alpha, k_d and r_d only.
 _speedup_mb = sp.simplify(_speedup.subs({verify_time: step_time, draft_step_time: draft_cost * step_time}))
 _speedup_mb = _speedup_mb.subs(expected_tokens, _tau)
 formula(
@@ -120,13 +130,31 @@ formula(
 # --- the crossover batch: beyond it speculation costs throughput ------------------------------------
 # Solve tau x (plain step) = verification + k_d draft steps for the batch, with the plain step and the
 # draft steps memory-bound and the verification compute-bound (k_d + 1 positions per sequence), each
-# time taken from the decode formulas (FORMULAS["decode_memory_time"], ["decode_compute_time"]).
+# time taken from the decode formulas (FORMULAS["decode_memory_time"], ["decode_compute_time"]) plus the
+# fixed time every decode step pays (FORMULAS["step_with_overhead"]): the verification and each draft
+# step are decode steps too, so a cycle pays t_over + k_d t_{over,d} for tau tokens where plain decode
+# pays tau t_over (t_{over,d} = t_over for a draft on the GPU, 0 for an n-gram lookup, which runs no
+# step). With a draft on the GPU that takes (k_d + 1 - tau) t_over off what speculation saves and
+# lowers the crossover batch; an n-gram lookup gains (tau - 1) t_over and raises it.
 _t_mem = FORMULAS["decode_memory_time"].expr
 _t_comp = FORMULAS["decode_compute_time"].expr
+_t_over = SYMBOLS["step_overhead"].sym
+_with_over = FORMULAS["step_with_overhead"].expr  # step_time + step_overhead
+
+
+def _stepped(core: sp.Expr, overhead: sp.Symbol = _t_over) -> sp.Expr:
+    """A decode step's time: ``core`` plus a per-step overhead, by the decode chapter's formula."""
+    return _with_over.subs({step_time: core, _t_over: overhead}, simultaneous=True)
+
+
 _b_real = sp.Symbol("B_real", positive=True)
-_verify_compute = _t_comp.subs(batch, (draft_tokens + 1) * _b_real)
-_draft_memory = _t_mem.subs({bytes_read: draft_bytes_read, kv_per_sequence: draft_kv_per_sequence, batch: _b_real})
-_balance = sp.Eq(expected_tokens * _t_mem.subs(batch, _b_real), _verify_compute + draft_tokens * _draft_memory)
+_verify_compute = _stepped(_t_comp.subs(batch, (draft_tokens + 1) * _b_real))
+_draft_memory = _stepped(
+    _t_mem.subs({bytes_read: draft_bytes_read, kv_per_sequence: draft_kv_per_sequence, batch: _b_real}),
+    draft_overhead,
+)
+_plain_memory = _stepped(_t_mem.subs(batch, _b_real))
+_balance = sp.Eq(expected_tokens * _plain_memory, _verify_compute + draft_tokens * _draft_memory)
 _roots = sp.solve(_balance, _b_real)
 if len(_roots) != 1:  # pragma: no cover - guards a change of the decode formulas
     raise RuntimeError(f"expected one crossover batch, got {_roots}")
@@ -139,7 +167,7 @@ formula(
     "speculative_crossover_batch",
     "batch",
     sp.Mul(
-        sp.factor_terms(sp.expand(_num)),
+        sp.factor_terms(sp.collect(sp.expand(_num), [_t_over, draft_overhead], func=sp.factor)),
         sp.Pow(sp.collect(sp.expand(_den), [_flops_side, _bytes_side], func=sp.factor_terms), -1),
         evaluate=False,
     ),
@@ -160,6 +188,12 @@ def best_draft_tokens_expression() -> sp.Expr:
     gives the positive root, where the derivative changes sign from + to - (the maximum). It is real for
     0 < alpha < 1 and 0 < r_d <= 1, and grows without bound as the draft's cost r_d goes to zero.
     Solved on first use (a second or so), not at import: a calculator never needs it.
+
+    The per-step overhead (``step_overhead_ms`` of the assumptions) keeps the form: a memory-bound
+    verification pays it as a plain step does, so t_ver = t_step still holds, and r_d is a draft
+    step's time *with* its overhead over a plain step's with its own (under the course's 1 ms a step,
+    Llama 3.1 8B's EAGLE-3 head at 2,150 tokens costs r_d = 1.366 / 7.969 = 0.171 of a plain step, not
+    0.366 / 6.969 = 0.053: the best draft is shorter).
 
     Examples
     --------

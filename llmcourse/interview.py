@@ -512,13 +512,14 @@ def _memory_bound() -> dict[str, Any]:
     weak='"One token takes about 20 ms, so 2,000 tokens take 40 seconds."',
     good='"{fpp} FLOPs per parameter per token: {flops:3}; at {fl_pct}% of two GPUs\' peak, {t:2}."',
     strong='"Prefill is compute-bound: {flops:3} over {rate:3} is {t:2}, against {mem:2} to read the weights once. '
-    "An H100 runs FP8 weights' matmuls at twice its BF16 peak, so with FP8 kernels it is nearer {t_course:2}. Long "
-    'prompts add the attention term, quadratic in the prompt, and a queue adds its wait: TTFT is more than prefill."',
+    "An H100 runs FP8 weights' matmuls at twice its BF16 peak, so with FP8 kernels it is nearer half that; the "
+    "attention term, quadratic in the prompt, and the two GPUs' all-reduces bring it to {t_course:2}. A queue adds "
+    'its wait: TTFT is more than prefill."',
     answer="FLOPs: ${fpp} \\times {Q72.billions} \\times 10^9 \\times 2000$ = {flops:4}. Compute: $2 \\times {H100.flops.m} "
     "\\times {eta_c}$ TFLOP/s = {rate:3}. Time: {t:3}, far more than one read of the {w} of weights ({mem:2}), so "
     "prefill is compute-bound and the prompt length sets the time to first token. That is the source's figure, with "
     "the matmuls at the BF16 peak. The course's method runs FP8 weights' matmuls at the FP8 peak ({H100.fp8_flops}) "
-    "and counts the attention term: {t_course:2}.",
+    "and counts the attention term and the all-reduces between the two GPUs ({comm_course:2}): {t_course:2}.",
 )
 def _prefill_time() -> dict[str, Any]:
     a = resolve(ENVELOPE)
@@ -535,6 +536,7 @@ def _prefill_time() -> dict[str, Any]:
         eta_c=a.compute_efficiency,
         fpp=a.flops_per_param,
         t_course=course.time.to("s"),
+        comm_course=course.comm_time,
     )
 
 
@@ -552,13 +554,14 @@ def _prefill_time() -> dict[str, Any]:
     strong='"{batch}: {free} free after the {w} of weights, {kv:2} per conversation. That is the worst case, every '
     "slot at full length; paged KV allocation usually runs more. And it is the memory limit, not the latency "
     "one: the per-user speed at that batch is {user:2} tokens/s at the datasheet bandwidth, {user_step:2} at the "
-    "{bw_pct}% real kernels reach, and {user_course:2} once the prompts of the other conversations, prefilled "
+    "{bw_pct}% real kernels reach (with {o:2} a step and the two GPUs' all-reduces), and {user_course:2} once the prompts of the other conversations, prefilled "
     "between a user's steps, are counted.\"",
     answer="Usable: $2 \\times {H100.memory.m} \\times {mem_frac}$ GB = {mem}. Weights: {w}. Free for the cache: {free}. "
     "KV per conversation: {kvtok} x 2,300 = {kv:3}. Batch: {free} / {kv:3}, rounded down: {batch}. Each "
     "decode step then reads about {read:3}, giving {user:2} tokens/s per user at the datasheet bandwidth. By the "
-    "course's method ({bw_pct}% of it, each cache read at its average length, prompt + half the answer) the step "
-    "gives {user_step:2}, and the other 93 prompts' prefills between a user's steps bring it to {user_course:2}.",
+    "course's method ({bw_pct}% of it, each cache read at its average length, prompt + half the answer, plus {o:2} "
+    "a step and {comm:2} of all-reduces between the two GPUs) the step gives {user_step:2}, and the other {others} "
+    "prompts' prefills between a user's steps bring it to {user_course:2}.",
 )
 def _max_batch() -> dict[str, Any]:
     a = resolve(ENVELOPE)
@@ -580,6 +583,9 @@ def _max_batch() -> dict[str, Any]:
         user_step=_per_s(c.step.tokens_per_s_per_user),
         user_course=_per_s(c.tokens_per_s_per_user),
         bw_pct=_pct(c.assumptions.bandwidth_efficiency),
+        o=c.step.overhead_time,
+        comm=c.step.comm_time,
+        others=c.batch - 1,
     )
 
 
@@ -846,15 +852,15 @@ def _batch_cost() -> dict[str, Any]:
     weak='"About a cent: GPUs are fast."',
     good='"Two GPUs at {H100.price_per_hour} each make {x:4} x 3,600 tokens an hour: {c:2} per million."',
     strong='"{c:2} per million at full load, but GPUs bill when idle: at {util_pct}% average utilisation, {c30:3}. And '
-    "{x:4} tokens/s assumes the datasheet bandwidth and free prefill; at {bw_pct}% of the bandwidth, with every "
-    "prompt's prefill charged, the replica makes {x_course:4}: {c_course:3} per million, {c30_course:3} at "
+    "{x:4} tokens/s assumes the datasheet bandwidth and free prefill; at {bw_pct}% of the bandwidth, with {o:2} a step, "
+    "the two GPUs' all-reduces and every prompt's prefill charged, the replica makes {x_course:4}: {c_course:3} per million, {c30_course:3} at "
     "{util_pct}%. The 7B model on one GPU is {c7_course:2} by the same method, {ratio7:2} times cheaper: routing easy "
     'requests to it beats any serving trick."',
     answer="Price per hour over tokens per hour: $2 \\times {H100.price_per_hour.m}$ USD/h / ({x:4} x 3,600 tokens/h) x "
     "$10^6$ = {c:3}. At {util_pct}% average utilisation: {c:3} / {util} = {c30:3}. For comparison, Qwen2.5-7B on one "
     "H100 runs {x7:4} tokens/s: {c7:1} per million. Those are the back-of-the-envelope method's figures: the datasheet "
-    "bandwidth, and prefill not charged. By the course's method ({bw_pct}% of the bandwidth, each batch's prefill "
-    "charged) the 72B replica makes {x_course:4} tokens/s, {c_course:3} per million ({c30_course:3} at "
+    "bandwidth, and prefill not charged. By the course's method ({bw_pct}% of the bandwidth, {o:2} a step, the "
+    "all-reduces between the two GPUs, each batch's prefill charged) the 72B replica makes {x_course:4} tokens/s, {c_course:3} per million ({c30_course:3} at "
     "{util_pct}%), and the 7B {x7_course:4} tokens/s, {c7_course:2} per million.",
 )
 def _cost_per_million() -> dict[str, Any]:
@@ -885,6 +891,7 @@ def _cost_per_million() -> dict[str, Any]:
         ratio7=float((c.cost_per_million_output_tokens / c7.cost_per_million_output_tokens).to("").m),
         share_course=_pct(c.prefill_share),
         bw_pct=_pct(c.assumptions.bandwidth_efficiency),
+        o=c.step.overhead_time,
     )
 
 
@@ -905,7 +912,8 @@ def _cost_per_million() -> dict[str, Any]:
     answer="Replicas are $\\lceil D / X \\rceil$. Now: {tout:4} / {x:4} = {exact1:2}, one replica; two for "
     "redundancy, {g1} GPUs. At ten times: {tout10:5} / {x:4} = {exact:3}, so {r10} replicas, {g10} GPUs. "
     "Capacity is linear in traffic. Those are the back-of-the-envelope method's figures. By the course's method "
-    "({bw_pct}% of the bandwidth, each batch's prefill charged) a replica makes {x_course:4} tokens/s, and a fleet "
+    "({bw_pct}% of the bandwidth, {o:2} a step, the all-reduces between the two GPUs, each batch's prefill charged) "
+    "a replica makes {x_course:4} tokens/s, and a fleet "
     "keeps {h_course:2}x headroom, $\\lceil {h_course:2}\\,D / X \\rceil$: {exact1_course:2}, so {r1_course} replicas "
     "({g1_course} GPUs) now, and {exact_course:4}, so {r10_course} replicas ({g10_course} GPUs), at ten times.",
 )
@@ -937,6 +945,7 @@ def _scale_traffic() -> dict[str, Any]:
         r10_course=c10.replicas,
         g10_course=c10.gpus,
         bw_pct=_pct(course.assumptions.bandwidth_efficiency),
+        o=course.step.overhead_time,
     )
 
 
@@ -976,14 +985,14 @@ def _littles_law() -> dict[str, Any]:
     "each)?",
     weak='"The H200 is newer, so it is better."',
     good='"The weights fit on one H200; two H100s have more memory and bandwidth in all."',
-    strong='"Two H100s: {b_h100} conversations at {u_h100:2} tokens/s each, {c_h100:2} per million; one H200: {b_h200} at '
-    "{u_h200:2}, {c_h200:3}. The H200's single memory holds the weights once with no tensor-parallel "
-    'communication, which this model leaves out; for latency the pair wins."',
+    strong='"Two H100s: {b_h100} conversations at {u_h100:2} tokens/s each, {c_h100:3} per million; one H200: {b_h200} at '
+    "{u_h200:2}, {c_h200:3}. The H200 holds the weights on one GPU and pays no tensor-parallel all-reduces, which "
+    'cost the pair {comm:2} a step; even so the pair wins on latency and on price."',
     answer="Two H100s: {mem_h100} usable, {w} of weights, {b_h100} conversations of {kv:3}. A full step reads the "
     "weights and every cache (at its average length, prompt + half the answer) at {bw_pct}% of twice "
-    "{H100.bandwidth}; with the other requests' prompts prefilled between a user's steps that is {u_h100:2} "
+    "{H100.bandwidth}, plus {o:2} and {comm:2} of all-reduces; with the other requests' prompts prefilled between a user's steps that is {u_h100:2} "
     "tokens/s per user; with each batch's prefill charged, {x_h100:4} tokens/s in all, "
-    "{c_h100:2} per million tokens. One H200: {mem_h200} usable, {b_h200} conversations, {u_h200:2} tokens/s each, "
+    "{c_h100:3} per million tokens. One H200: {mem_h200} usable, {b_h200} conversations, {u_h200:2} tokens/s each, "
     "{x_h200:3} in all, {c_h200:3} per million.",
 )
 def _h200() -> dict[str, Any]:
@@ -1004,6 +1013,8 @@ def _h200() -> dict[str, Any]:
         c_h100=a.cost_per_million_output_tokens,
         c_h200=b.cost_per_million_output_tokens,
         bw_pct=_pct(a.assumptions.bandwidth_efficiency),
+        o=a.step.overhead_time,
+        comm=a.step.comm_time,
     )
 
 
@@ -1033,7 +1044,7 @@ def _h200() -> dict[str, Any]:
     "{hf_pct}% headroom is said to absorb prefill, but at {usable:4} usable tokens/s a replica's prompts need "
     "{need:2} of prefill compute, while decode leaves only {idle:2} of the replica's {roof:2} idle. The course's "
     "method charges each batch's prefill (at the FP8 peak, with the attention term, each cache read at its average "
-    "length): a replica makes {x_course:4} tokens/s ({share_course:2}% of its time prefilling), and with "
+    "length, {o:2} a step and the all-reduces between the two GPUs): a replica makes {x_course:4} tokens/s ({share_course:2}% of its time prefilling), and with "
     "{h_course:2}x headroom the fleet is {replicas_course} replicas, {gpus_course} H100s, {cost_course:3} a month.",
 )
 def _roofline_fleet() -> dict[str, Any]:
@@ -1083,6 +1094,7 @@ def _roofline_fleet() -> dict[str, Any]:
         replicas_course=fc.replicas,
         gpus_course=fc.gpus,
         cost_course=fc.monthly_cost,
+        o=c.step.overhead_time,
     )
 
 
@@ -1229,15 +1241,18 @@ def _spec() -> Any:
     weak='"{k} tokens per step, so {k} times faster."',
     good='"1 + {alpha} + {alpha}^2 + ... + {alpha}^{k} = {tau:4} tokens per step, so about {tau:2} times faster."',
     strong='"{tau:4} tokens per verification step: the first rejection ends it. At batch 1 the verification of '
-    "{positions} positions reads what a plain step reads, {plain:3}, so it is nearly free; but the 8B draft's {k} "
-    "steps cost {draft:2} each: {cycle:3} a cycle for {tau:3} tokens, {speedup:3}x, from {user_plain:2} to "
-    '{user_spec:3} tokens/s."',
+    "{positions} positions reads what a plain step reads and costs about one, {verify:3}, so it is nearly free; but "
+    "the 8B draft's {k} steps cost {draft:2} each, every one a decode step with its own {over:2} of overhead and its "
+    "all-reduces: {cycle:3} a cycle for {tau:3} tokens, {speedup:3}x, from {user_plain:2} to {user_spec:3} "
+    'tokens/s."',
     answer="Expected tokens: $\\sum_{{i=0}}^{{{k}}} {alpha}^i = (1 - {alpha}^{{{positions}}}) / (1 - {alpha})$ = "
     "{tau:5}. Plain step, by the course's method: ({w70:3} of weights + the cache at 2,150 tokens) / (2 x "
-    "{bw_pct}% of {H100.bandwidth}) = {plain:3}. The verification of {positions} positions per sequence is still "
-    "memory-bound and costs the same; a step of the FP8 8B draft takes {draft:3}. A cycle, {plain:3} + {k} x "
-    "{draft:3} = {cycle:3}, yields {tau:3} tokens: {per_token:3} a token instead of {plain:3}, a speed-up of "
-    "{speedup:3}.",
+    "{bw_pct}% of {H100.bandwidth}) = {plain_read:3}, plus {over:2} of fixed overhead and {plain_comm:2} of "
+    "all-reduces (two per layer) = {plain:3}. The verification of {positions} positions per sequence is still "
+    "memory-bound and reads the same bytes; only its all-reduces carry {positions} tokens' activations: {verify:3}. "
+    "A step of the FP8 8B draft is a decode step too: {draft_read:3} of reads + {over:2} + {draft_comm:2} of "
+    "all-reduces = {draft:3}. A cycle, {verify:3} + {k} x {draft:3} = {cycle:3}, yields {tau:3} tokens: "
+    "{per_token:3} a token instead of {plain:3}, a speed-up of {speedup:3}.",
 )
 def _spec_expected() -> dict[str, Any]:
     sp = _spec()
@@ -1253,7 +1268,13 @@ def _spec_expected() -> dict[str, Any]:
         w70=weight_bytes("Llama-3.1-70B", "fp8").to("GB"),
         bw_pct=_pct(resolve(COURSE).bandwidth_efficiency),
         plain=s.plain.step_time,
+        plain_read=s.plain.memory_time,
+        plain_comm=s.plain.comm_time,
+        over=s.plain.overhead_time,
+        verify=s.verify.step_time,
         draft=s.draft_step_time,
+        draft_read=s.draft.memory_time,
+        draft_comm=s.draft.comm_time,
         cycle=s.cycle_time,
         per_token=s.time_per_token,
         speedup=s.speedup,
@@ -1277,11 +1298,12 @@ def _spec_expected() -> dict[str, Any]:
     "is compute-bound and costs more than its {tau:3} tokens are worth. At {batch} it gives {speedup:2}x: {x:3} "
     "tokens/s instead of {x_plain:3}. Engines turn it off above a batch like that, or shorten k. With a long "
     'context the cache reads keep decode memory-bound: at 2,150 tokens it pays at every batch that fits ({fit_long})."',
-    answer="Speculation pays while $\\tau\\,t_{{step}} > t_{{ver}} + k\\,t_{{draft}}$. With the plain step and the "
-    "head memory-bound and the verification compute-bound, SymPy's solution for the batch gives {estimate:4}; the "
-    "full model's first losing batch is {cross}. At {batch}: plain step {plain:3}, verification {verify:3} "
-    "(compute-bound), head steps {k} x {draft:2}; speed-up {tau:3} x {plain:3} / ({verify:3} + {k} x {draft:2}) = "
-    "{speedup:3}.",
+    answer="Speculation pays while $\\tau\\,t_{{step}} > t_{{ver}} + k\\,t_{{draft}}$, every one of those steps "
+    "paying the fixed {over:2} a decode step costs: a cycle pays it {positions} times for {tau:3} tokens, which "
+    "plain decode pays {tau:3} times. With the plain step and the head memory-bound and the verification "
+    "compute-bound, SymPy's solution for the batch gives {estimate:4}; the full model's first losing batch is "
+    "{cross}. At {batch}: plain step {plain:3}, verification {verify:3} (compute-bound), head steps {k} x {draft:2} "
+    "(mostly the overhead); speed-up {tau:3} x {plain:3} / ({verify:3} + {k} x {draft:2}) = {speedup:3}.",
 )
 def _spec_crossover() -> dict[str, Any]:
     sp = _spec()
@@ -1302,6 +1324,7 @@ def _spec_crossover() -> dict[str, Any]:
         plain=s.plain.step_time,
         verify=s.verify.step_time,
         draft=s.draft_step_time,
+        over=s.plain.overhead_time,
         fit_long=sp.speculative_memory("Llama-3.1-8B", "H100 SXM", spec, context_tokens=2_150).max_batch,
     )
 
@@ -1317,13 +1340,15 @@ def _spec_crossover() -> dict[str, Any]:
     good='"At a large batch about {s256:2}x: the verification reads what a plain step reads. DeepSeek reports '
     '{published:2}x."',
     strong='"At batch 1 only {s1:2}x: the second position routes to its own {Q30.experts_per_token} experts per layer, '
-    "so the verification reads {w_ver1:2} of weights instead of {w_plain1:2}. From a few hundred sequences every "
+    "so the verification reads {w_ver1:2} of weights instead of {w_plain1:2}; the fixed overhead and the "
+    "all-reduces of each step, which hardly grow with the tokens checked, soften that. From a few hundred sequences every "
     "expert is read anyway, and it gives {s256:3}x, close to DeepSeek's {published:2}x and to the {tau:3} tokens per "
     'step. On a mixture of experts MTP pays most where a fleet runs: at large batches."',
     answer="Tokens per step: 1 + {alpha} = {tau:3}. Batch 1: a plain step reads the shared weights and the experts "
-    "one token picks, {w_plain1:3} ({t_plain1:3}); two tokens touch about twice the experts, {w_ver1:3} "
-    "({t_ver1:3}); the MTP block reads {w_mtp1:2} ({t_mtp1:2}). Speed-up {tau:3} x {t_plain1:3} / ({t_ver1:3} + "
-    "{t_mtp1:2}) = {s1:3}. Batch 256: plain and verification steps both read nearly every expert ({w_plain256:3}) "
+    "one token picks, {w_plain1:3} ({t_plain1:3}, {fixed1:2} of it the fixed overhead and the all-reduces "
+    "over 8 GPUs); two tokens touch about twice the experts, {w_ver1:3} ({t_ver1:3}); the MTP block "
+    "reads {w_mtp1:2} ({t_mtp1:2}, nearly all of it its own step's overhead). Speed-up {tau:3} x {t_plain1:3} / "
+    "({t_ver1:3} + {t_mtp1:2}) = {s1:3}. Batch 256: plain and verification steps both read nearly every expert ({w_plain256:3}) "
     "and the speed-up is {s256:3}.",
 )
 def _spec_mtp() -> dict[str, Any]:
@@ -1341,6 +1366,7 @@ def _spec_mtp() -> dict[str, Any]:
         w_ver1=one.verify.weights_read,
         w_mtp1=one.draft.weights_read,
         t_plain1=one.plain.step_time,
+        fixed1=one.plain.overhead_time + one.plain.comm_time,
         t_ver1=one.verify.step_time,
         t_mtp1=one.draft_step_time,
         w_plain256=full.plain.weights_read,
@@ -1405,6 +1431,88 @@ def _spec_fleet() -> dict[str, Any]:
         )
         out |= {f"w_{key}": m.draft_weights, f"kv_{key}": m.draft_kv_per_sequence.to("MB")}
     return out
+
+
+# --- many GPUs (book/08c_many_gpus.md) -----------------------------------------------------------------------------
+def _many_gpus_parts(gpu: str, n: int, **kw: Any) -> tuple[Any, dict[str, Any]]:
+    """A replica of Llama 3.1 70B on ``n`` x ``gpu`` and its time per token split into parts."""
+    from llmcourse.parallel import time_per_token_parts
+
+    r = replica("Llama-3.1-70B", gpu, tensor_parallel=n, weight_bytes="fp8", **kw)
+    return r, time_per_token_parts(r)
+
+
+@_q(
+    id="tp8_not_8x",
+    level="L5",
+    topic="many GPUs",
+    title="Why doesn't TP8 give 8x?",
+    prompt="Llama 3.1 70B in FP8 runs on one B200 at {t1:3} per token with four requests in flight (1,024 tokens in, "
+    "8,192 out). Moved to eight B200s with tensor parallelism, what time per token do you expect, and why?",
+    weak='"Eight times the bandwidth: {ideal:3} per token."',
+    good='"Less than 8x: the GPUs must all-reduce the activations twice per layer, and that is not free."',
+    strong='"About {t8:3}, {x:2}x faster, not 8x. Each GPU reads an eighth of the weights, {w8:3}, but 2 x 80 '
+    "all-reduces of a few KiB each cost {ar:3} apiece in fixed cost and ring latency, {c8:3} a step, more than the "
+    'weight reads; the {o:2} fixed step cost does not shrink at all. TP8 buys memory for bigger batches, not 8x."',
+    answer="One GPU: the 70.6 GB of weights at {bw_pct}% of {bw} plus the cache and a fixed {o:2}: "
+    "{t1:3}. Eight GPUs: weight reads {w8:3}; two all-reduces per layer of 4 x 8,192 x 2 bytes, each $t_0 + "
+    "2(N-1)\\alpha$ + the bytes = {ar:3} on NVLink 5, 160 a step: {c8:3}; the fixed {o:2}; the others' prefills "
+    "{sp:2}. Total {t8:3}, a speed-up of {x:2}x; the chapter compares it with the measured rows.",
+)
+def _tp8_not_8x() -> dict[str, Any]:
+    from llmcourse.widgets.many_gpus import allreduce_latency
+
+    kw = dict(batch=4, prompt_tokens=1_024, answer_tokens=8_192)
+    r1, _ = _many_gpus_parts("B200", 1, **kw)
+    r8, p8 = _many_gpus_parts("B200", 8, **kw)
+    return dict(
+        t1=r1.tpot,
+        t8=r8.tpot,
+        ideal=(r1.tpot / 8).to("ms"),
+        x=float((r1.tpot / r8.tpot).m),
+        w8=p8["weight reads"],
+        ar=allreduce_latency("Llama-3.1-70B", r8),
+        c8=p8["communication"],
+        o=p8["overhead"],
+        sp=p8["shared prefill"],
+        bw_pct=_pct(r8.assumptions.bandwidth_efficiency),
+        bw=gpus["B200"].bandwidth.to("TB/s"),
+    )
+
+
+@_q(
+    id="nvlink_or_pcie",
+    level="L5",
+    topic="many GPUs",
+    title="NVLink or PCIe?",
+    prompt="You can serve Llama 3.1 70B in FP8 on four H100 SXM (NVLink) or four H100 PCIe cards, 16 requests in "
+    "flight, 1,024 tokens in and out. How much does the link cost the user?",
+    weak='"The same GPU chip, so the same speed."',
+    good='"PCIe is slower for the all-reduces, and the PCIe card has less memory bandwidth too."',
+    strong='"{t_p:3} per token on PCIe against {t_s:3} on NVLink, {ratio:2}x. At decode the all-reduce messages are '
+    "tiny, so it is the per-collective latency that counts: {ar_p:2} per all-reduce on PCIe against {ar_s:2}, 160 "
+    'per step: {c_p:2} against {c_s:2}. Tensor parallelism over PCIe pays for itself only at large batches."',
+    answer="Weight reads: a quarter of 70.6 GB at {bw_pct}% of each card's bandwidth, {w_s:3} (SXM) and {w_p:3} "
+    "(PCIe). All-reduces: 160 per step of 16 x 8,192 x 2 bytes, {ar_s:3} each on NVLink 4 and {ar_p:3} on PCIe 5, "
+    "{c_s:3} and {c_p:3} a step. With the fixed step cost and the shared prefills: {t_s:3} and {t_p:3} per token.",
+)
+def _nvlink_or_pcie() -> dict[str, Any]:
+    from llmcourse.widgets.many_gpus import allreduce_latency
+
+    kw = dict(batch=16, prompt_tokens=1_024, answer_tokens=1_024)
+    (rs, ps), (rp, pp) = (_many_gpus_parts(g, 4, **kw) for g in ("H100 SXM", "H100 PCIe"))
+    return dict(
+        t_s=rs.tpot,
+        t_p=rp.tpot,
+        ratio=float((rp.tpot / rs.tpot).m),
+        ar_s=allreduce_latency("Llama-3.1-70B", rs),
+        ar_p=allreduce_latency("Llama-3.1-70B", rp),
+        c_s=ps["communication"],
+        c_p=pp["communication"],
+        w_s=ps["weight reads"],
+        w_p=pp["weight reads"],
+        bw_pct=_pct(rs.assumptions.bandwidth_efficiency),
+    )
 
 
 # --- the sheet of numbers ---------------------------------------------------------------------------------------
@@ -1488,7 +1596,9 @@ def sheet(assumptions: Assumptions | str | None = None) -> dict[str, Any]:
     m70 = _seed004_model()  # a round 70 billion parameters
     out["fpp"] = a.flops_per_param
     out["flops_70b"] = decode_flops_per_token(m70, 1, attention_flops=False, assumptions=a)
-    out["prefill_70b_2k"] = prefill(m70, h100, 2_000, attention=False, assumptions=a).flops.to("PFLOP")
+    out["prefill_70b_2k"] = F["prefill_flops_linear"](
+        flops_per_param=Q_(a.flops_per_param, "FLOP"), params=m70.active_params, prompt_tokens=2_000
+    ).to("PFLOP")
     out["kv_8b"] = kv_bytes_per_token("Llama-3.1-8B").to("KiB")
     out["kv_70b"] = kv_bytes_per_token("Llama-3.1-70B").to("KiB")
     for key, model, n in (("w70_read", "Llama-3.1-70B", 2), ("w8_read", "Llama-3.1-8B", 1)):

@@ -25,9 +25,9 @@ Examples
 --------
 >>> from llmcourse.planner import Brief
 >>> from llmcourse.units import Q_
->>> b = Brief(20, 4_000, 400, Q_(1, "s"), Q_(40, "ms"))
+>>> b = Brief(20, 3_600, 400, Q_(1, "s"), Q_(40, "ms"))  # within Llama 2 13B's 4,096 positions
 >>> [(x.name, x.gpus) for x in rank_levers("Llama-2-13B", "H100 SXM", b)][:2]
-[('GQA, 8 KV heads', 13), ('shorter contexts', 16)]
+[('GQA, 8 KV heads', 12), ('shorter contexts', 15)]
 """
 
 from __future__ import annotations
@@ -92,13 +92,25 @@ def prefix_cached_plan(model: Model | str, gpu: GPU | str, brief: Brief, hit_rat
     >>> from llmcourse.units import Q_
     >>> b = Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
     >>> p, full = prefix_cached_plan("Llama-3.1-8B", "H100 SXM", b, 0.5), plan("Llama-3.1-8B", "H100 SXM", b)
-    >>> round(p.ttft.to("ms").m / full.ttft.to("ms").m, 2), p.kv_per_request == full.kv_per_request
+    >>> prefills = [x.replica.first_prefill.time for x in (p, full)]  # the first token also waits per request
+    >>> round((prefills[0] / prefills[1]).m, 2), p.kv_per_request == full.kv_per_request
     (0.51, True)
     """
+    h = _hit_rate(hit_rate)
+    return plan(model, gpu, _brief(brief), cached_prompt_tokens=h * brief.prompt_tokens, **plan_kwargs)
+
+
+def _hit_rate(hit_rate: Any) -> float:
     h = plain_number(hit_rate, "hit_rate", allow_zero=True, at_most=1.0)
     if h >= 1:
         raise InputError(f"hit_rate is the share of prompt tokens found in the cache and must be below 1; got {h}.")
-    return plan(model, gpu, brief, cached_prompt_tokens=h * brief.prompt_tokens, **plan_kwargs)
+    return h
+
+
+def _brief(brief: Any) -> Brief:
+    if not isinstance(brief, Brief):
+        raise InputError(f"brief must be a Brief: build one with llmcourse.Brief(...), not {type(brief).__name__}.")
+    return brief
 
 
 def _lever(name: str, base: Plan, p: Plan, note: str, applies: bool = True) -> Lever:
@@ -124,7 +136,8 @@ def rank_levers(
     """
     m, g = model_of(model), gpu_of(gpu)
     cf = plain_number(context_fraction, "context_fraction", at_most=1.0)
-    base = plan(m, g, brief, **plan_kwargs)
+    hit_rate = _hit_rate(hit_rate)
+    base = plan(m, g, _brief(brief), **plan_kwargs)
     out = []
     if m.attention == "MLA" or m.kv_heads <= 8 or m.heads % 8:
         why = f"{m.name} already has {m.kv_heads} KV heads" if m.attention != "MLA" else f"{m.name} uses MLA"
@@ -172,6 +185,8 @@ def rank_levers(
 
 def verdict(p: Plan) -> str:
     """One sentence: does the plan meet its brief, and if not, why and what to change."""
+    if not isinstance(p, Plan):
+        raise InputError(f"verdict takes a Plan (from llmcourse.plan(...)), not {type(p).__name__}.")
     if not p.fits:
         return f"cannot serve this brief: {p.reason}"
     b = p.brief

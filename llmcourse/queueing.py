@@ -42,7 +42,12 @@ The model (stated once, used everywhere):
 The single-server queue's closed forms (M/M/1: utilisation, mean time in the system, the highest
 rate for a mean-time target) are registered as formulas ``mm1_*`` (chapter section *10_queueing*).
 
-TTFT is arrival to first token; TPOT is (finish - first token) / (answer - 1).
+* **The request's fixed overhead.** The assumptions' ``request_overhead_ms`` (the HTTP round trip,
+  tokenising; 100 ms under the course's method, 0 under the sources' presets) is spent before a
+  request reaches the engine, off the GPU: the engine sees the same Poisson arrivals a constant
+  later, so it adds that much to every TTFT and changes nothing else.
+
+TTFT is arrival to first token, the fixed overhead included; TPOT is (finish - first token) / (answer - 1).
 
 Examples
 --------
@@ -71,6 +76,7 @@ from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
+from llmcourse.formulas import SYMBOLS, check_value
 from llmcourse.planner import Replica, gpu_of, max_batch, model_of, prefill, replica
 from llmcourse.units import Q_, as_quantity, fmt, plain_number, seed_number
 
@@ -89,6 +95,11 @@ __all__ = [
 ]
 
 PERCENTILES = (50, 95, 99)
+#: Bounds on a simulation's size (not modelling constants): past a million requests a run takes minutes, and
+#: below one request per 30 years the arrival times leave floating point.
+_MOST_REQUESTS, _MOST_WHY = 1_000_000, " (a larger run takes minutes; the percentiles settle long before)"
+_SLOWEST, _SLOWEST_WHY = 1e-9, " per second (about one request in 30 years)"
+_MOST_CV, _CV_WHY = 100.0, " (a spread past 100 times the mean leaves floating point in the lognormal)"
 
 # The single-server queue (M/M/1) forms the chapter and its exercises use are registered in
 # llmcourse.formulas (mm1_utilisation, mm1_time_in_system, mm1_max_rate) with every other formula.
@@ -103,11 +114,23 @@ def percentile(values: Sequence[float], q: float) -> float:
     >>> percentile([4, 1, 3, 2], 50), round(percentile([1, 2, 3, 4], 99), 12), percentile([7], 95)
     (2.5, 3.97, 7.0)
     """
-    if not 0 <= q <= 100:
-        raise InputError(f"a percentile is between 0 and 100; got {q!r}.")
-    if not values:
+    q = plain_number(q, "q (the percentile)", allow_zero=True, at_most=100)
+    try:
+        xs = [_finite(x) for x in values]
+    except TypeError:
+        raise InputError(f"values must be a sequence of numbers; got {type(values).__name__}.") from None
+    if not xs:
         raise InputError("the percentile of no values is undefined.")
-    return _percentile_sorted(sorted(values), q)
+    return _percentile_sorted(sorted(xs), q)
+
+
+def _finite(x: Any) -> float:
+    """A finite number of any sign (refused otherwise, as the number helpers say)."""
+    if isinstance(x, float) and math.isfinite(x):
+        return x
+    if isinstance(x, int) and not isinstance(x, bool) and -(2**1000) < x < 0:
+        return float(x)
+    return plain_number(x, "values", allow_zero=True)
 
 
 def _percentile_sorted(xs: Sequence[float], q: float) -> float:
@@ -254,11 +277,16 @@ def build_replica(
     ``assumptions`` (the course's method by default; the efficiencies and the usable memory share
     override it one by one).
 
+    The step table runs from batch 1 to ``batch_cap`` (at most the KV budget, one token each); the
+    prefill table from 1 token to the longest prompt there can be: the KV budget, capped at the model's
+    ``max_position`` (a context beyond it is refused by :func:`~llmcourse.planner.prefill`; Llama 3.1 8B
+    on an H100 holds 426,788 tokens of KV but has 131,072 positions).
+
     Examples
     --------
     >>> rep = build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300)
-    >>> rep.kv_budget_tokens, rep.batch_cap, rep.assumptions.name
-    (426788, 256, 'course')
+    >>> rep.kv_budget_tokens, rep.batch_cap, rep.assumptions.name, rep.prefill_grid[-1]
+    (426788, 256, 'course', 131072.0)
     """
     m, g = model_of(model), gpu_of(gpu)
     p = plain_number(prompt_tokens, "prompt_tokens")
@@ -274,13 +302,15 @@ def build_replica(
     if budget < 1:
         raise InputError(f"{m.name} does not fit on {tp} x {g.name}: add GPUs or store fewer bytes per weight.")
     _check_request(p, a_, budget)
+    cap = min(cap, budget)  # a batch beyond the KV budget (one token each) never runs: no table for it
     base = dict(
         model=m.name, gpu=g.name, n_gpus=tp, batch_cap=cap, assumptions=a, weight_bytes=weight_bytes, kv_bytes=kv_bytes
     )
     bgrid = _grid(cap)
     steps = tuple(float(_replica_at(base, b, p, a_).step.step_time.to("s").m) for b in bgrid)
     table = tuple(_interp(b, bgrid, steps) for b in range(cap + 1))
-    pgrid = tuple(sorted(set(map(float, _grid(budget, 32))) | {p}))
+    longest = min(budget, m.max_position or budget)  # no prompt is longer than the model's positions
+    pgrid = tuple(sorted(set(map(float, _grid(longest, 32))) | {p}))
     pres = [prefill(m, g, t, n_gpus=tp, weight_bytes=weight_bytes, assumptions=a) for t in pgrid]
     return ServiceModel(
         prompt_tokens=p,
@@ -377,21 +407,22 @@ def simulate(
     """
     start = time.perf_counter()
     lam = as_quantity(rate, "1/s", "rate").to("1/s").m
-    plain_number(lam, "rate")
-    p = plain_number(prompt_tokens, "prompt_tokens")
-    a = plain_number(answer_tokens, "answer_tokens")
-    n = int(plain_number(requests, "requests", integer=True))
-    pcv = plain_number(prompt_cv, "prompt_cv", allow_zero=True)
-    acv = plain_number(answer_cv, "answer_cv", allow_zero=True)
+    plain_number(lam, "rate", at_least=_SLOWEST, why=_SLOWEST_WHY)
+    p = check_value(prompt_tokens, SYMBOLS["prompt_tokens"], "prompt_tokens")
+    a = check_value(answer_tokens, SYMBOLS["answer_tokens"], "answer_tokens")
+    n = int(plain_number(requests, "requests", integer=True, at_most=_MOST_REQUESTS, why=_MOST_WHY))
+    pcv = plain_number(prompt_cv, "prompt_cv", allow_zero=True, at_most=_MOST_CV, why=_CV_WHY)
+    acv = plain_number(answer_cv, "answer_cv", allow_zero=True, at_most=_MOST_CV, why=_CV_WHY)
     seed_number(seed)
     rep = replica or build_replica(model, gpu, prompt_tokens=p, answer_tokens=a, **replica_kwargs)
     budget = rep.kv_budget_tokens
     _check_request(p, a, budget)
+    positions = model_of(rep.model).max_position or budget  # a sequence is held within the model's positions
     rng = random.Random(seed)
     expo = rng.expovariate
     arrivals = list(accumulate(expo(lam) for _ in range(n)))
-    ans = _lengths(rng, a, acv, n, budget // 2)
-    pro = _lengths(rng, p, pcv, n, budget - max(ans))
+    ans = _lengths(rng, a, acv, n, min(budget, positions) // 2)
+    pro = _lengths(rng, p, pcv, n, min(budget, positions) - max(ans))
     need = [x + y for x, y in zip(pro, ans, strict=True)]
     first = [0.0] * n
     finish = [0.0] * n
@@ -448,8 +479,17 @@ def simulate(
             finish[j] = t
             used -= need[j]
             done += 1
-    ttft = tuple([f - x for f, x in zip(first, arrivals, strict=True)])
+    # the request's fixed overhead (HTTP round trip, tokenising: the assumptions' request_overhead_ms) is spent
+    # before it reaches the engine, off the GPU: the engine sees the same arrivals a constant later, so the queue
+    # is the same and every TTFT is that much longer (times in the system stay the engine's)
+    t_req = Q_(rep.assumptions.request_overhead_ms, "ms").to("s").m
+    ttft = tuple([t_req + (f - x) for f, x in zip(first, arrivals, strict=True)])
     tpot = tuple([(finish[j] - first[j]) / (ans[j] - 1) for j in range(n) if ans[j] > 1])
+    if not tpot:
+        raise InputError(
+            f"every simulated answer was one token long (answer_tokens={a:g}, answer_cv={acv:g}), so no request "
+            "has a time per output token: give answer_tokens of 2 or more, or a spread (answer_cv > 0)."
+        )
     span = max(finish) - arrivals[0]
     mean_in_system = math.fsum([f - x for f, x in zip(finish, arrivals, strict=True)]) / n
     # Little's law check: arrivals see time averages (Poisson), so the number in the system that
@@ -470,7 +510,7 @@ def simulate(
         load=float(lam / rep.capacity(p, a).m),
         completed=done,
         ttft={f"p{q}": Q_(_percentile_sorted(ttft_sorted, q) * 1e3, "ms") for q in PERCENTILES},
-        tpot={f"p{q}": Q_(_percentile_sorted(tpot_sorted, q) * 1e3 if tpot else math.nan, "ms") for q in PERCENTILES},
+        tpot={f"p{q}": Q_(_percentile_sorted(tpot_sorted, q) * 1e3, "ms") for q in PERCENTILES},
         busy_fraction=float(busy / span),
         throughput=Q_(sum(ans) / span, "1/s"),
         request_throughput=Q_(n / span, "1/s"),
@@ -486,7 +526,8 @@ def simulate(
 
 @dataclass(frozen=True)
 class ClosedForm:
-    """The averages-only estimate at an arrival rate: prefill alone, and the batch Little's law gives."""
+    """The averages-only estimate at an arrival rate: the request's overhead and its prefill alone, and the batch
+    Little's law gives."""
 
     rate: pint.Quantity
     batch: int
@@ -495,8 +536,10 @@ class ClosedForm:
 
 
 def closed_form(rep: ServiceModel, rate: pint.Quantity, prompt_tokens: float, answer_tokens: float) -> ClosedForm:
-    """TTFT = one prompt's prefill; TPOT = the step time at the batch in flight by Little's law,
-    B = rate x (prefill + answer x step(B)), found by fixed-point iteration and capped by memory.
+    """TTFT = the request's fixed overhead, then one prompt's prefill (``FORMULAS["first_token_time"]``); TPOT =
+    the step time at the batch in flight by Little's law, B = rate x (prefill + answer x step(B)) (the time a
+    request spends on the engine: its fixed overhead is spent before it), found by fixed-point iteration and
+    capped by memory.
 
     Examples
     --------
@@ -505,8 +548,12 @@ def closed_form(rep: ServiceModel, rate: pint.Quantity, prompt_tokens: float, an
     >>> c.batch, round(c.tpot.to("ms").m, 2) == round(rep.step_time(1) * 1e3, 2)
     (1, True)
     """
+    if not isinstance(rep, ServiceModel):
+        raise InputError(f"rep must be a ServiceModel: build one with build_replica(...), not {type(rep).__name__}.")
     lam = as_quantity(rate, "1/s", "rate").to("1/s")
     plain_number(lam.m, "rate")
+    prompt_tokens = check_value(prompt_tokens, SYMBOLS["prompt_tokens"], "prompt_tokens")
+    answer_tokens = check_value(answer_tokens, SYMBOLS["answer_tokens"], "answer_tokens")
     fit = max_batch(
         rep.model,
         rep.gpu,
@@ -525,7 +572,8 @@ def closed_form(rep: ServiceModel, rate: pint.Quantity, prompt_tokens: float, an
         if nb == b:
             break
         b = nb
-    return ClosedForm(rate=lam, batch=b, ttft=pre.to("ms"), tpot=Q_(rep.step_time(b) * 1e3, "ms"))
+    ttft = F["first_token_time"](request_overhead=Q_(rep.assumptions.request_overhead_ms, "ms"), prefill_time=pre)
+    return ClosedForm(rate=lam, batch=b, ttft=ttft.to("ms"), tpot=Q_(rep.step_time(b) * 1e3, "ms"))
 
 
 def load_sweep(
@@ -560,6 +608,8 @@ def at_load(
 ) -> tuple[SimResult, ClosedForm]:
     """Simulate one replica's tables at ``load`` (arrival rate / :meth:`ServiceModel.capacity`), beside
     the closed form at the same rate: one point of :func:`load_sweep`, and the chapter's calculator."""
+    if not isinstance(rep, ServiceModel):
+        raise InputError(f"rep must be a ServiceModel: build one with build_replica(...), not {type(rep).__name__}.")
     rate = plain_number(load, "load") * rep.capacity(prompt_tokens, answer_tokens)
     sim = simulate(
         rep.model,

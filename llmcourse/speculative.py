@@ -19,10 +19,15 @@ Every time comes from :func:`llmcourse.planner.decode_step`:
   touched) of ``B (k + 1)`` positions, but the weights read once and the KV cache of ``B``
   sequences: ``decode_step(batch=B (k + 1), kv_bytes=kv_bytes / (k + 1))``, i.e. each of the
   ``B (k + 1)`` rows is charged a ``1 / (k + 1)`` share of its sequence's cache, so the cache read is
-  exactly ``B`` sequences' (the step rule, the attention FLOPs at the context and the per-step
-  overhead are then the planner's own);
+  exactly ``B`` sequences' (the step rule, the attention FLOPs at the context, the collectives of
+  ``B (k + 1)`` tokens and the per-step overhead are then the planner's own);
 * a draft step: ``decode_step`` of the draft model (a smaller model, an EAGLE head or an MTP block,
   :data:`KINDS`) at batch ``B``; an n-gram lookup costs no GPU time.
+
+Each draft step and the verification are decode steps, so each pays the assumptions' fixed per-step
+overhead (``step_overhead_ms``, 1 ms under the course's method) and, on several GPUs, its own
+collectives: a cycle pays the overhead ``k + 1`` times for ``tau`` tokens where plain decode pays it
+``tau`` times, which is why even a tiny draft head costs a noticeable share of a plain step.
 
 While decode is memory-bound the verification costs about what a plain step does and speculation
 pays ``tau`` over the draft's cost; once the batch makes the verification compute-bound it pays
@@ -43,7 +48,7 @@ Examples
 >>> s = speculative_step("Llama-3.1-70B", "H100 SXM", Speculation("draft model", 4, 0.8, "Llama-3.1-8B"),
 ...                      batch=1, context_tokens=2_150, tensor_parallel=2, weight_bytes="fp8")
 >>> round(s.speedup, 2), s.verify.bound
-(2.29, 'memory')
+(1.93, 'memory')
 """
 
 from __future__ import annotations
@@ -69,6 +74,7 @@ from llmcourse.formulas import checked
 from llmcourse.planner import (
     DecodeStep,
     Replica,
+    _read_efficiency,
     decode_step,
     kv_bytes_per_sequence,
     kv_copies,
@@ -511,15 +517,18 @@ class SpeculativeStep:
 
     def per_token_step(self) -> DecodeStep:
         """The cycle as an average decode step per output token: every time, byte and FLOP of the cycle
-        (verification + k draft steps) over the expected tokens, ``step_time`` the time per output token.
-        It is what :func:`speculative_replica` puts in place of a replica's decode step."""
+        (verification + k draft steps) over the expected tokens, ``step_time`` the time per output token;
+        the collectives and the fixed overhead too (the verification's and each draft step's, each a
+        decode step). It is what :func:`speculative_replica` puts in place of a replica's decode step."""
         k, tau = self.speculation.draft_tokens, self.expected_tokens
         d = self.draft
 
         def per_token(attr: str) -> pint.Quantity:
-            total = getattr(self.verify, attr) + (
-                k * getattr(d, attr) if d is not None else 0 * getattr(self.verify, attr)
-            )
+            mine = getattr(self.verify, attr)
+            if mine is None:  # a step built without it (not by decode_step): nothing to add
+                mine = Q_(0.0, "ms")
+            theirs = getattr(d, attr) if d is not None else None
+            total = mine + (k * theirs if theirs is not None else 0 * mine)
             return total / tau
 
         return DecodeStep(
@@ -532,6 +541,9 @@ class SpeculativeStep:
             step_time=self.time_per_token.to("ms"),
             fraction_of_experts=self.verify.fraction_of_experts,
             kernel_bounds=self.verify.kernel_bounds,
+            comm_time=per_token("comm_time").to("ms"),
+            overhead_time=per_token("overhead_time").to("ms"),
+            layout=self.verify.layout,
         )
 
     def rows(self) -> list[tuple[str, str]]:
@@ -637,7 +649,7 @@ def speculative_step(
     >>> s = speculative_step("Llama-3.1-8B", "H100 SXM", Speculation("eagle head", 4, 0.7), batch=1,
     ...                      context_tokens=2_150)
     >>> round(s.expected_tokens, 4), round(s.speedup, 2), fmt(s.time_per_token, "ms")
-    (2.7731, 2.29, '3.04 ms')
+    (2.7731, 1.64, '4.84 ms')
     >>> speculative_step("Llama-3.1-70B", "H100 SXM", Speculation("draft model", 4, 0.7, "Llama-3.1-8B"),
     ...                  batch=80, context_tokens=2_300, tensor_parallel=2, weight_bytes="fp8")
     Traceback (most recent call last):
@@ -690,7 +702,8 @@ def best_draft_tokens(
     more adds ``alpha^k`` to the expected tokens, less and less, and costs one draft step (and, once
     the verification is compute-bound, a position's FLOPs): the speed-up rises, peaks, then falls,
     and the peak is where the next token's gain no longer covers its cost. Where the verification is
-    memory-bound and a draft step costs a fixed share of a plain step, SymPy solves for the peak
+    memory-bound and a draft step costs a fixed share of a plain step (each with its per-step
+    overhead), SymPy solves for the peak
     (:func:`llmcourse.formulas_speculative.best_draft_tokens_expression`).
 
     Examples
@@ -698,7 +711,7 @@ def best_draft_tokens(
     >>> b = best_draft_tokens("Llama-3.1-70B", "H100 SXM", Speculation("draft model", 4, 0.8, "Llama-3.1-8B"),
     ...                       context_tokens=2_150, tensor_parallel=2, weight_bytes="fp8")
     >>> b.draft_tokens, round(b.speedup, 2)
-    (5, 2.33)
+    (4, 1.93)
     """
     spec = _speculation(speculation)
     top = _draft_tokens(max_draft_tokens)
@@ -735,7 +748,7 @@ def crossover_batch(
     Examples
     --------
     >>> crossover_batch("Llama-3.1-8B", "H100 SXM", Speculation("eagle head", 4, 0.7), context_tokens=288)
-    147
+    128
     """
     m, g, spec = _model(model), _gpu(gpu), _speculation(speculation)
     a = resolve(assumptions)
@@ -780,15 +793,23 @@ def crossover_estimate(
 ) -> float | None:
     """The crossover batch from the closed form ``FORMULAS["speculative_crossover_batch"]`` (SymPy's
     solution of tau x plain step = verification + k draft steps, with the plain step and the draft
-    memory-bound and the verification compute-bound), with the figures of a batch-1 decode step of
-    the target and of the draft; None where the formula has no positive root. It holds for a dense
-    target under the slower-of-totals step rule with no per-step overhead, and only where those
-    regimes hold at the root; :func:`crossover_batch` searches the full model.
+    memory-bound, the verification compute-bound, and every one of those steps paying the
+    assumptions' fixed per-step overhead; an n-gram lookup, which runs no step, pays none), with the
+    figures of a batch-1 decode step of the target and of the draft; None where the formula has no
+    positive root. It holds for a dense target under the slower-of-totals step rule, on one GPU or
+    without communication (a tensor-parallel replica's collectives, whose time grows with the tokens
+    of each step, are not in it), and only where those regimes hold at the root;
+    :func:`crossover_batch` searches the full model.
 
     Examples
     --------
     >>> round(crossover_estimate("Llama-3.1-8B", "H100 SXM", Speculation("eagle head", 4, 0.7), context_tokens=288), 1)
+    127.9
+    >>> round(crossover_estimate("Llama-3.1-8B", "H100 SXM", Speculation("eagle head", 4, 0.7), context_tokens=288,
+    ...                          assumptions=resolve().replace(step_overhead_ms=0)), 1)  # without the 1 ms a step
     146.5
+    >>> round(crossover_estimate("Llama-3.1-8B", "H100 SXM", Speculation("ngram", 3, 0.6), context_tokens=288), 1)
+    169.5
     """
     m, g, spec = _model(model), _gpu(gpu), _speculation(speculation)
     a = resolve(assumptions)
@@ -801,9 +822,10 @@ def crossover_estimate(
     one = decode_step(m, g, batch=1, weight_bytes=weight_bytes, **kw)
     draft = spec.draft_for(m)
     w_d = k_d = Q_(0.0, "B")
+    o_d = Q_(0.0, "ms")  # an n-gram lookup runs no step on the GPU: no overhead either
     if draft is not None:
         d = decode_step(draft, g, batch=1, weight_bytes=spec.draft_weight_bytes or weight_bytes, **kw)
-        w_d, k_d = d.weights_read, d.kv_read
+        w_d, k_d, o_d = d.weights_read, d.kv_read, d.overhead_time
     x = F["speculative_crossover_batch"](
         expected_tokens=spec.expected_tokens,
         draft_tokens=spec.draft_tokens,
@@ -812,10 +834,13 @@ def crossover_estimate(
         draft_bytes_read=w_d,
         draft_kv_per_sequence=k_d,
         flops_per_token=one.flops,
+        n_gpus=tensor_parallel,
         bandwidth=g.bandwidth,
-        bandwidth_efficiency=a.bandwidth_efficiency,
+        bandwidth_efficiency=_read_efficiency(weight_bytes, a),
         peak_flops=g.peak_flops(matmul_precision(weight_bytes, g, a)),
         compute_efficiency=a.compute_efficiency,
+        step_overhead=one.overhead_time,
+        draft_overhead=o_d,
     )
     value = float(x.to("").m)
     return value if value > 0 else None
@@ -847,7 +872,7 @@ def speculative_replica(model: Model | str, gpu: GPU | str, speculation: Specula
     >>> plain = replica("Llama-3.1-70B", "H100 SXM", **kw)
     >>> spec = speculative_replica("Llama-3.1-70B", "H100 SXM", Speculation("eagle head", 4, 0.7), **kw)
     >>> (plain.batch, round(plain.tokens_per_s_per_user.m)), (spec.batch, round(spec.tokens_per_s_per_user.m))
-    ((97, 13), (94, 17))
+    ((97, 12), (94, 15))
     """
     spec = _speculation(speculation)
     m, g = _model(model), _gpu(gpu)

@@ -193,7 +193,25 @@ def _dec_time(model, gpu, context, eff, bytes_per_weight=2.0, batch=1, n=1, peak
     return max(mem.to("ms"), comp.to("ms"))
 
 
-solution("decode_ex1")(lambda v: _dec_time(v["model"], v["gpu"], v["context"], v["eff"]))
+def _tp_allreduces(model, gpu, n, tokens):
+    """On n GPUs of a dense model (tensor parallel), two ring all-reduces per layer of ``tokens`` tokens' activations
+    on the GPUs' link; none on one GPU."""
+    if n == 1:
+        return Q_(0, "ms")
+    m = _m(model)
+    message = tokens * m.hidden * COURSE.activation_bytes  # bytes
+    return Q_(2 * m.layers * _ring_allreduce(_g(gpu).link, n, message), "s").to("ms")
+
+
+def _course_extras(model, gpu, n=1, tokens=1):
+    """The course's terms of a decode step beyond its reads and FLOPs: the fixed overhead of every step, and the
+    all-reduces of the step's ``tokens`` sequences on n GPUs."""
+    return Q_(COURSE.step_overhead_ms, "ms") + _tp_allreduces(model, gpu, n, tokens)
+
+
+solution("decode_ex1")(
+    lambda v: _dec_time(v["model"], v["gpu"], v["context"], v["eff"]) + _course_extras(v["model"], v["gpu"])
+)
 _STORED = {  # decode_ex2: the story's precisions, (bytes per weight, bytes per cached value)
     "BF16": (2, 2),
     "FP8 with a BF16 KV cache": (1, 2),
@@ -206,7 +224,10 @@ solution("decode_ex2")(
     )
 )
 solution("decode_ex3")(
-    lambda v: _dec_time(v["model"], v["gpu"], v["context"], v["eff"], lc.PRECISIONS["int4"] + 2 / v["group"])
+    lambda v: (
+        _dec_time(v["model"], v["gpu"], v["context"], v["eff"], lc.PRECISIONS["int4"] + 2 / v["group"])
+        + _course_extras(v["model"], v["gpu"])
+    )
 )
 solution("decode_ex4")(
     lambda v: (Q_(v["target"], "1/s") * _m(v["model"]).params * _b(v["precision"]) / _g(v["gpu"]).bandwidth).to("")
@@ -223,16 +244,26 @@ solution("decode_ex5")(
 
 @solution("decode_ex6")
 def _dec_batch(v):
-    # the largest B with step(B) <= 1 / speed; the memory side solved in closed form, then checked for compute,
-    # whose peak is the weights' precision where the GPU has one (FP8 on an H100), as the story says
-    m, g = _m(v["model"]), _g(v["gpu"])
+    # the largest B with step(B) <= 1 / speed. The step is (W + B K) / bw + overhead + the all-reduces, whose time
+    # is a fixed part (t0 and the ring steps) plus B x a part per sequence (its bytes): solved for B in closed
+    # form, then checked for compute, whose peak is the weights' precision where the GPU has one (FP8 on an H100)
+    m, g, n = _m(v["model"]), _g(v["gpu"]), v["n"]
     eff = COURSE.bandwidth_efficiency
     peak = "fp8" if v["precision"] == "fp8" and g.fp8_flops is not None else "bf16"
-    t_max = 1 / Q_(v["speed"], "1/s")
-    room = t_max * v["n"] * eff * g.bandwidth - m.params * _b(v["precision"])
-    b = math.floor((room / (_kv_tok(m) * v["context"])).to("").m)
+    t_max = (1 / Q_(v["speed"], "1/s")).to("ms")
+    bw = n * eff * g.bandwidth
+    fixed = _course_extras(m.name, g.name, n, tokens=0)  # the overhead and the collectives' latency
+    per_seq = _course_extras(m.name, g.name, n, tokens=1) - fixed  # one sequence's activations more
+    room = t_max - fixed - m.params * _b(v["precision"]) / bw
+    b = math.floor((room / (_kv_tok(m) * v["context"] / bw + per_seq)).to("").m)
     bytes_per_weight = lc.PRECISIONS[v["precision"]]
-    while b > 0 and _dec_time(v["model"], v["gpu"], v["context"], eff, bytes_per_weight, b, v["n"], peak) > t_max:
+
+    def step(b):
+        return _dec_time(m.name, g.name, v["context"], eff, bytes_per_weight, b, n, peak) + _course_extras(
+            m.name, g.name, n, b
+        )
+
+    while b > 0 and step(b) > t_max:
         b -= 1
     return b
 
@@ -351,7 +382,9 @@ def _moe_slower(v):
 solution("moe_ex6")(lambda v: _touched(v["model"], v["batch"]))
 solution("moe_ex7")(lambda v: _m(v["model"]).params * Q_(lc.PRECISIONS[v["precision"].lower()], "B"))
 solution("moe_ex8")(lambda v: _read(v["model"], 1) * lc.PRECISIONS[v["precision"].lower()] / 2)  # _read: BF16
-solution("moe_ex9")(lambda v: _any_step(v["model"], v["gpu"], v["batch"], v["context"]))
+solution("moe_ex9")(
+    lambda v: _any_step(v["model"], v["gpu"], v["batch"], v["context"]) + _course_extras(v["model"], v["gpu"])
+)
 
 
 # --- batching ----------------------------------------------------------------------------------------------------
@@ -401,9 +434,11 @@ def _static_batch(v):
 
 @solution("batching_ex6")
 def _batch_at_speed(v):
-    # memory side in closed form, then step down while the slower of the two misses the target
+    # memory side in closed form, then step down while the slower of the two misses the target; every step also
+    # costs the course's fixed overhead (one GPU: no all-reduces)
     m, g = _m(v["model"]), _g(v["gpu"])
-    t_max = 1 / Q_(v["speed"], "1/s")
+    overhead = _course_extras(v["model"], v["gpu"])
+    t_max = 1 / Q_(v["speed"], "1/s") - overhead
     kv_seq = _kv_tok(m) * v["context"]
     if m.is_moe:  # the experts read depend on the batch: start from all of them being read
         b = math.floor(((t_max * COURSE.bandwidth_efficiency * g.bandwidth - _read(v["model"], 1)) / kv_seq).to("").m)
@@ -457,11 +492,16 @@ solution("fleet_ex10")(lambda v: v["rate"] * v["time"])
 # --- queueing ------------------------------------------------------------------------------------------------------------
 def _replica_rps(model, gpu, prompt, answer):
     # the course's replica: as many requests as the KV memory holds (at most 256); the batch's prompts prefilled
-    # together (attention term included), then its answers decoded, every KV read at the average context
-    m = _m(model)
+    # together (attention term included), then its answers decoded, every KV read at the average context, each
+    # decode step the slower of its bytes and its FLOPs plus the course's fixed overhead (one GPU: no collectives)
+    m, g = _m(model), _g(gpu)
     free = _usable(gpu) - m.params * Q_(2, "B")
     batch = min(256, math.floor((free / (_kv_tok(m) * (prompt + answer))).to("").m))
-    step = _any_step(model, gpu, batch, prompt + answer / 2)
+    reads = (m.params * Q_(2, "B") + batch * _kv_tok(m) * (prompt + answer / 2)) / (
+        COURSE.bandwidth_efficiency * g.bandwidth
+    )
+    flops = batch * TWO_FLOP * m.params / (COURSE.compute_efficiency * g.peak_flops("bf16"))
+    step = max(reads.to("ms"), flops.to("ms")) + Q_(COURSE.step_overhead_ms, "ms")
     pre = _pre_time(model, gpu, prompt, prompts=batch)
     return batch / (pre + answer * step)
 
@@ -494,9 +534,12 @@ solution("design_review_ex2")(lambda v: _docs(v, tpot=v["tight"]).gpus)
 
 @solution("design_review_ex3")
 def _dr_prefix(v):
-    full = _docs(v)  # the plan without caching: its memory limit on the batch still holds (the cached KV is held)
+    # Llama 3.1 70B in FP8 (KV in BF16) on two H100s; the memory limit on the batch is the full prompt's (the cached
+    # KV is held)
     m, g = _m("Llama-3.1-70B"), _g("H100 SXM")
     prompt, answer = v["prompt"], v["answer"]
+    weights = m.params * Q_(1, "B")
+    most = math.floor(((_usable("H100 SXM", 2) - weights) / (_kv_tok(m) * (prompt + answer))).to("").m)
 
     def flops(tokens):
         return F["prefill_flops"](
@@ -508,19 +551,23 @@ def _dr_prefix(v):
             head_dim=m.head_dim,
         )
 
-    new = flops(prompt) - flops(prompt * v["hit_pct"] / 100)  # the new tokens, attending to the cached ones
-    weight_read = (m.params * Q_(1, "B") / (2 * COURSE.bandwidth_efficiency * g.bandwidth)).to("s")
+    cached = prompt * v["hit_pct"] / 100
+    new = flops(prompt) - flops(cached)  # the new tokens, attending to the cached ones
+    bw, fp8 = 2 * COURSE.bandwidth_efficiency * g.bandwidth, 2 * COURSE.compute_efficiency * g.peak_flops("fp8")
+    weight_read = (weights / bw).to("s")
 
-    def prefill(b):  # b uncached prompt parts together: FP8 matmuls on two H100s, or one read of the FP8 weights
-        return max((b * new / (2 * COURSE.compute_efficiency * g.peak_flops("fp8"))).to("s"), weight_read)
+    def prefill(b):  # b uncached prompt parts together: FP8 matmuls on two H100s, or one read of the FP8 weights,
+        # then the all-reduces of their new tokens
+        return max((b * new / fp8).to("s"), weight_read) + _tp_allreduces(m.name, g.name, 2, b * (prompt - cached))
 
-    def step(b):
-        return lc.decode_step(m, g, batch=b, context_tokens=prompt + answer / 2, n_gpus=2, weight_bytes="fp8").step_time
+    def step(b):  # the weights and b caches at the average context, or the FP8 matmuls; 1 ms; the all-reduces
+        reads = (weights + b * _kv_tok(m) * (prompt + answer / 2)) / bw
+        return max(reads, b * TWO_FLOP * m.params / fp8).to("ms") + _course_extras(m.name, g.name, 2, b)
 
     def tpot(b):  # a step plus the other requests' new prompt tokens prefilled between a user's steps
         return step(b) + prefill(b) * (b - 1) / (b * answer)
 
-    ok = [b for b in range(1, full.max_batch + 1) if tpot(b) <= Q_(v["tpot"], "ms")]
+    ok = [b for b in range(1, most + 1) if tpot(b) <= Q_(v["tpot"], "ms")]
     b = max(ok) if ok else 1
     per_replica = b / (prefill(b) + answer * step(b))  # requests per second, prefill charged
     return math.ceil((Q_(v["rps"], "1/s") * COURSE.headroom / per_replica).to("").m) * 2
@@ -544,8 +591,9 @@ solution("design_review_ex8")(
 
 @solution("design_review_ex9")
 def _dr_ttft(v):
-    # one BF16 prompt by the course's method: the FLOPs with the attention term, or one read of the weights
-    return _pre_time(v["model"], v["gpu"], v["prompt"]).to("ms")
+    # the course's fixed time per request, then one BF16 prompt by the course's method: the FLOPs with the attention
+    # term, or one read of the weights (one GPU: no all-reduces)
+    return Q_(COURSE.request_overhead_ms, "ms") + _pre_time(v["model"], v["gpu"], v["prompt"]).to("ms")
 
 
 solution("design_review_ex10")(lambda v: _review(v).gpus)
@@ -594,15 +642,25 @@ def _spec_times(gpu, n, precision):
     return per_byte, per_flop
 
 
+def _spec_allreduces(layers, n, gpu, tokens, hidden):
+    """Two ring all-reduces per layer of the step's tokens' activations on the GPU's link (none on one GPU), s."""
+    if n == 1:
+        return 0.0
+    return 2 * layers * _ring_allreduce(_g(gpu).link, n, tokens * hidden * COURSE.activation_bytes)
+
+
 def _spec_dense(model, gpu, n, bytes_per_weight, precision):
-    """A dense model's step on n GPUs: time(batch, positions per sequence, context), the slower of its bytes
-    (weights once, the batch's caches) and its FLOPs (2 per parameter per position)."""
+    """A dense model's decode step on n GPUs: time(batch, positions per sequence, context), the slower of its bytes
+    (weights once, the batch's caches) and its FLOPs (2 per parameter per position), plus the course's fixed
+    overhead of a step and the all-reduces of every position's activations (a draft step is a decode step too)."""
     m = model if not isinstance(model, str) else _m(model)
     per_byte, per_flop = _spec_times(gpu, n, precision)
     weights, kv = m.params * bytes_per_weight, _kv_tok(m).to("B").m
+    overhead = COURSE.step_overhead_ms / 1e3
 
     def time(batch, positions, context):
-        return max((weights + batch * kv * context) * per_byte, batch * positions * 2 * m.params * per_flop)
+        core = max((weights + batch * kv * context) * per_byte, batch * positions * 2 * m.params * per_flop)
+        return core + overhead + _spec_allreduces(m.layers, n, gpu, batch * positions, m.hidden)
 
     return time
 
@@ -618,7 +676,7 @@ def _spec_speedup(v, batch=1, k=None):
 
 solution("speculative_ex1")(lambda v: _spec_tau(v["alpha"], v["k"]))
 solution("speculative_ex2")(_spec_speedup)
-solution("speculative_ex3")(lambda v: max(range(1, 17), key=lambda k: _spec_speedup(v, k=k)))
+solution("speculative_ex3")(lambda v: max(_spec_speedup(v, k=k) for k in range(1, 17)))  # the best k's speed-up
 
 
 @solution("speculative_ex4")
@@ -654,8 +712,12 @@ def _spec_mtp(v):
         return (model.params - model.expert_params) + model.expert_params * touched
 
     b, ctx = v["batch"], v["context"]
+    # each a decode step: + the fixed overhead, + an all-reduce after every layer's attention and MoE over 8 GPUs
+    fixed = COURSE.step_overhead_ms / 1e3
     verify = max((read(m, 2 * b) + b * kv * ctx) * per_byte, 2 * b * 2 * m.active_params * per_flop)
+    verify += fixed + _spec_allreduces(m.layers, 8, "H200 SXM", 2 * b, m.hidden)
     draft = max((read(mtp, b) + b * kv_mtp * ctx) * per_byte, b * 2 * mtp.active_params * per_flop)
+    draft += fixed + _spec_allreduces(mtp.layers, 8, "H200 SXM", b, mtp.hidden)
     return Q_((1 + v["alpha"]) / (verify + draft), "1/s")
 
 
@@ -666,3 +728,80 @@ def _spec_alpha(v):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if _spec_tau(mid, v["k"]) < v["length"] else (lo, mid)
     return lo
+
+
+# --- many GPUs -----------------------------------------------------------------------------------------------------
+def _link(name):
+    """(bandwidth in B/s, latency per ring step in s, fixed cost per collective in s) of a catalog link."""
+    lk = lc.links[name]
+    return lk.bandwidth.to("B/s").m, lk.latency.to("s").m, lk.base.to("s").m
+
+
+def _ring_allreduce(link, n, message_bytes):
+    """t0 + 2(N - 1) alpha + 2(N - 1)/N x bytes / (eta x bandwidth), in seconds."""
+    bw, alpha, t0 = _link(link)
+    steps = 2 * (n - 1)
+    return t0 + steps * alpha + steps / n * message_bytes / (COURSE.link_efficiency * bw)
+
+
+@solution("many_gpus_ex1")
+def _mg_allreduce(v):
+    message = v["batch"] * v["hidden"] * COURSE.activation_bytes
+    return Q_(2 * v["layers"] * _ring_allreduce(v["link"], v["n"], message), "s").to("ms")
+
+
+@solution("many_gpus_ex2")
+def _mg_kv(v):
+    m = _m(v["model"])
+    if m.attention == "MLA":  # the latent and the RoPE key, per layer, stored whole on every GPU
+        per_token = m.layers * (m.kv_lora_rank + m.qk_rope_head_dim) * 2
+        copies = v["n"]
+    else:
+        per_token = _kv_tok(m).to("B").m
+        copies = max(1, v["n"] / m.kv_heads)
+    return Q_(per_token * v["context"] * v["seqs"] * copies / v["n"], "B").to("GB")
+
+
+solution("many_gpus_ex3")(lambda v: (v["stages"] - 1) / (v["micro"] + v["stages"] - 1))
+
+
+@solution("many_gpus_ex4")
+def _mg_ep(v):
+    per_copy = v["hidden"] * v["act"]  # one token's activations to one expert
+    leaving = v["k"] * (v["ep"] - 1) / v["ep"]  # the copies whose expert is on another GPU
+    return Q_(2 * v["moe_layers"] * leaving * per_copy, "B").to("KiB")
+
+
+def _mg_memory_time(model, gpu, n, weight_bytes, kv_bytes):
+    return (weight_bytes + kv_bytes) / (n * COURSE.bandwidth_efficiency * _g(gpu).bandwidth.to("B/s").m)
+
+
+@solution("many_gpus_ex5")
+def _mg_overhead(v):
+    m = _m(v["model"])
+    weights = m.params * lc.PRECISIONS[v["precision"]]
+    memory = _mg_memory_time(m, v["gpu"], 1, weights, _kv_tok(m).to("B").m * v["context"])
+    precision = "fp8" if v["precision"] == "fp8" and _g(v["gpu"]).fp8_flops is not None else "bf16"
+    compute = 2 * m.params / (COURSE.compute_efficiency * _g(v["gpu"]).peak_flops(precision).to("FLOP/s").m)
+    overhead = COURSE.step_overhead_ms / 1e3
+    return overhead / (max(memory, compute) + overhead)
+
+
+@solution("many_gpus_ex6")
+def _mg_tpot(v):
+    m, g, n, c = _m("Llama-3.1-70B"), _g(v["gpu"]), v["n"], v["c"]
+    p, a = v["prompt"], v["answer"]
+    weights = m.params * 1  # FP8
+    fp8 = n * COURSE.compute_efficiency * g.peak_flops("fp8").to("FLOP/s").m
+    link = g.link
+
+    def allreduces(tokens):  # two per layer, each of the tokens' activations
+        return 0.0 if n == 1 else 2 * m.layers * _ring_allreduce(link, n, tokens * m.hidden * 2)
+
+    kv = _kv_tok(m).to("B").m * (p + a / 2)  # the cache read at the average context
+    memory = _mg_memory_time(m, v["gpu"], n, weights, c * kv)
+    step = max(memory, c * 2 * m.params / fp8) + COURSE.step_overhead_ms / 1e3 + allreduces(c)
+    flops = 2 * m.params * p + 2 * m.layers * m.heads * m.head_dim * p**2  # one prompt, causal attention counted
+    prefill = max(weights / (n * COURSE.bandwidth_efficiency * g.bandwidth.to("B/s").m), c * flops / fp8)
+    prefill += allreduces(c * p)
+    return Q_(step + prefill * (c - 1) / (c * a), "s").to("ms")

@@ -314,10 +314,14 @@ def test_tightest_per_token_target_can_be_met():
 
 
 def test_largest_batch_at_a_speed_target_by_hand():
-    """decode_ex6, the book's variant by the course's method: a step of at most 1/30 s reads (70.554 GB + B x 2,304 x
-    327,680 B) at 0.7 x 2 x 3.35 TB/s, so B <= (33.33 ms x 4.69 TB/s - 70.554 GB) / 0.755 GB = 113.6, i.e. 113; the
-    FP8 compute then takes 113 x 2 x 70.554e9 / (0.5 x 2 x 1,979 TFLOP/s) = 8.1 ms, well inside the step."""
+    """decode_ex6, the book's variant by the course's method: a step of at most 1/30 s = 33.33 ms reads (70.554 GB +
+    B x 2,304 x 327,680 B) at 0.7 x 2 x 3.35 TB/s, costs 1 ms, and pays 2 x 80 all-reduces of B x 8,192 x 2 B on
+    NVLink 4, each 4.5 + 2 x 0.8 us + (2 x 1 / 2) x B x 16,384 B / (0.8 x 450 GB/s). So
+    B <= (33.33 - 1 - 160 x 6.1 us - 15.04) ms / (0.1610 + 160 x 0.0455 us) ms = 16.31 / 0.1683 = 96.96, i.e. 96; the
+    FP8 compute then takes 96 x 2 x 70.554e9 / (0.5 x 2 x 1,979 TFLOP/s) = 6.8 ms, well inside the reads' 30.5 ms."""
     bw = 0.7 * 2 * 3.35e12
-    b = math.floor((bw / 30 - 70.554e9) / (2_304 * 327_680))
-    assert b == 113 and b * 2 * 70.554e9 / (0.5 * 2 * 1979e12) < 1 / 30
+    per_allreduce, per_sequence = 4.5e-6 + 2 * 0.8e-6, 8_192 * 2 / (0.8 * 450e9)
+    room = 1 / 30 - 1e-3 - 160 * per_allreduce - 70.554e9 / bw
+    b = math.floor(room / (2_304 * 327_680 / bw + 160 * per_sequence))
+    assert b == 96 and b * 2 * 70.554e9 / (0.5 * 2 * 1979e12) < (70.554e9 + b * 2_304 * 327_680) / bw
     assert answer_key("decode_ex6")[0][1].m == b

@@ -4,8 +4,9 @@ Expected values are the source texts' figures (000: the back-of-the-envelope met
 interactive lab; 002: the capacity-planning method; 004: the system-design lesson), which the bank
 computes under that source's assumptions preset, or hand arithmetic written out in the comments
 (the course's method: 70% of the bandwidth, 50% of the FLOP/s, FP8 matmuls for FP8 weights on an
-H100, each cache read at its average context prompt + answer / 2, each batch's prefill charged to
-the cycle B x answer / (prefill of B prompts + answer x step), 1.3x headroom); never output of the
+H100, each cache read at its average context prompt + answer / 2, 1 ms more per decode step, on two GPUs
+two ring all-reduces per layer of the step's (or the prompts') activations, each batch's prefill charged
+to the cycle B x answer / (prefill of B prompts + answer x step), 1.3x headroom); never output of the
 code under test.
 """
 
@@ -25,8 +26,18 @@ from llmcourse.interview import CATALOG_NAMES, LEVELS, QUESTIONS, Question, num,
 H100_BW, H100_BF16, H100_FP8 = 3.35e12 * 0.7, 989e12 * 0.5, 1_979e12 * 0.5
 
 
+#: The course's fixed cost of every decode step (seconds).
+OVERHEAD = 1e-3
+
+
 def _prefill_flops(params: float, layers: int, heads: int, head_dim: int, tokens: int) -> float:
     return 2 * params * tokens + 2 * layers * heads * head_dim * tokens**2
+
+
+def _allreduces(layers: int, tokens: float, hidden: int = 8_192, n: int = 2) -> float:
+    """Seconds of two ring all-reduces per layer of ``tokens`` tokens' BF16 activations on NVLink 4 (links.csv:
+    t0 4.5 us, 0.8 us per ring step, 450 GB/s at the course's 80%): each t0 + 2(N-1) alpha + 2(N-1)/N x bytes / bw."""
+    return 2 * layers * (4.5e-6 + 2 * (n - 1) * 0.8e-6 + 2 * (n - 1) / n * tokens * hidden * 2 / (0.8 * 450e9))
 
 
 def _cycle(batch: int, answer: int, prefill_s: float, step_s: float) -> float:
@@ -35,59 +46,86 @@ def _cycle(batch: int, answer: int, prefill_s: float, step_s: float) -> float:
 
 
 # Qwen2.5-72B FP8 on 2 x H100, 2,000 + 300, batch 94: KV read at 2,150 tokens (327,680 B per token);
-# step (72.7e9 + 94 x 327,680 x 2,150) B / (2 x 2.345 TB/s) = 138.924 GB / 4.69 TB/s = 29.621 ms;
-# prefill 94 x (290.8 + 5.243) TFLOP / (2 x 989.5 TFLOP/s) = 14.062 s; 94 x 300 / (14.062 + 300 x 0.029621) = 1,228.9/s
-Q72_STEP = (72.7e9 + 94 * 327_680 * 2_150) / (2 * H100_BW)
-Q72_X = _cycle(94, 300, 94 * _prefill_flops(72.7e9, 80, 64, 128, 2_000) / (2 * H100_FP8), Q72_STEP)
-# Qwen2.5-7B BF16 on one H100, 2,000 + 300: batch (72 - 15.2) GB / (57,344 B x 2,300) = 430.7 -> 430; step
-# (15.2e9 + 430 x 57,344 x 2,150) / 2.345 TB/s = 29.089 ms; prefill 430 x 31.203 TFLOP / 494.5 TFLOP/s = 27.133 s
-Q7_X = _cycle(
-    430, 300, 430 * _prefill_flops(7.6e9, 28, 28, 128, 2_000) / H100_BF16, (15.2e9 + 430 * 57_344 * 2_150) / H100_BW
+# step (72.7e9 + 94 x 327,680 x 2,150) B / (2 x 2.345 TB/s) = 138.924 GB / 4.69 TB/s = 29.621 ms, + 1 ms, + 160
+# all-reduces of 94 x 8,192 x 2 B (10.38 us each: 1.661 ms) = 32.282 ms; prefill 94 x (290.8 + 5.243) TFLOP /
+# (2 x 989.5 TFLOP/s) = 14.062 s, + 160 all-reduces of 188,000 x 8,192 x 2 B (8.56 ms each: 1.369 s) = 15.431 s;
+# 94 x 300 / (15.431 + 300 x 0.032282) = 1,122.8/s
+Q72_STEP = (72.7e9 + 94 * 327_680 * 2_150) / (2 * H100_BW) + OVERHEAD + _allreduces(80, 94)
+Q72_X = _cycle(
+    94,
+    300,
+    94 * _prefill_flops(72.7e9, 80, 64, 128, 2_000) / (2 * H100_FP8) + _allreduces(80, 94 * 2_000),
+    Q72_STEP,
 )
-# Llama-3.1-70B FP8 on 2 x H100 at batch 64, 2,000 + 400: step (70.554e9 + 64 x 327,680 x 2,200) / 4.69 TB/s = 24.881 ms;
-# prefill 64 x (282.216 + 5.243) TFLOP / 1,979 TFLOP/s = 9.296 s; 64 x 400 / (9.296 + 400 x 0.024881) = 1,330.0/s
-L70_STEP = (70.554e9 + 64 * 327_680 * 2_200) / (2 * H100_BW)
-L70_X = _cycle(64, 400, 64 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / (2 * H100_FP8), L70_STEP)
+# Qwen2.5-7B BF16 on one H100 (no all-reduces), 2,000 + 300: batch (72 - 15.2) GB / (57,344 B x 2,300) = 430.7 -> 430;
+# step (15.2e9 + 430 x 57,344 x 2,150) / 2.345 TB/s = 29.089 ms + 1 ms; prefill 430 x 31.203 TFLOP / 494.5 TFLOP/s
+# = 27.133 s
+Q7_X = _cycle(
+    430,
+    300,
+    430 * _prefill_flops(7.6e9, 28, 28, 128, 2_000) / H100_BF16,
+    (15.2e9 + 430 * 57_344 * 2_150) / H100_BW + OVERHEAD,
+)
+# Llama-3.1-70B FP8 on 2 x H100 at batch 64, 2,000 + 400: step (70.554e9 + 64 x 327,680 x 2,200) / 4.69 TB/s = 24.881 ms,
+# + 1 ms, + 160 all-reduces of 64 x 8,192 x 2 B (1.441 ms) = 27.322 ms; prefill 64 x (282.216 + 5.243) TFLOP /
+# 1,979 TFLOP/s = 9.296 s, + 160 all-reduces of 128,000 x 8,192 x 2 B (0.932 s) = 10.228 s;
+# 64 x 400 / (10.228 + 400 x 0.027322) = 1,209.9/s
+L70_STEP = (70.554e9 + 64 * 327_680 * 2_200) / (2 * H100_BW) + OVERHEAD + _allreduces(80, 64)
+L70_X = _cycle(
+    64,
+    400,
+    64 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / (2 * H100_FP8) + _allreduces(80, 64 * 2_000),
+    L70_STEP,
+)
 # Llama-3.1-8B BF16 on one H100, 512-token answers. 2,048-token prompts: batch (72 - 16.06) GB / (131,072 B x 2,560)
-# = 166.7 -> 166; step (16.06e9 + 166 x 131,072 x 2,304) / 2.345 TB/s = 28.226 ms; prefill 166 x 33.990 TFLOP / 494.5
-# = 11.410 s. 32,768-token prompts: batch 55.94e9 / (131,072 x 33,280) = 12.8 -> 12; step (16.06e9 + 12 x 131,072 x
-# 33,024) / 2.345 TB/s = 28.999 ms; prefill 12 x (526.254 + 281.475) TFLOP / 494.5 TFLOP/s = 19.601 s.
-L8_SHORT_STEP, L8_LONG_STEP = (16.06e9 + 166 * 131_072 * 2_304) / H100_BW, (16.06e9 + 12 * 131_072 * 33_024) / H100_BW
+# = 166.7 -> 166; step (16.06e9 + 166 x 131,072 x 2,304) / 2.345 TB/s = 28.226 ms + 1 ms; prefill 166 x 33.990 TFLOP /
+# 494.5 = 11.410 s. 32,768-token prompts: batch 55.94e9 / (131,072 x 33,280) = 12.8 -> 12; step (16.06e9 + 12 x
+# 131,072 x 33,024) / 2.345 TB/s = 28.999 ms + 1 ms; prefill 12 x (526.254 + 281.475) TFLOP / 494.5 TFLOP/s = 19.601 s.
+L8_SHORT_STEP = (16.06e9 + 166 * 131_072 * 2_304) / H100_BW + OVERHEAD
+L8_LONG_STEP = (16.06e9 + 12 * 131_072 * 33_024) / H100_BW + OVERHEAD
 L8_SHORT_PRE = 166 * _prefill_flops(8.03e9, 32, 32, 128, 2_048) / H100_BF16
 L8_LONG_PRE = 12 * _prefill_flops(8.03e9, 32, 32, 128, 32_768) / H100_BF16
 L8_SHORT_X, L8_LONG_X = _cycle(166, 512, L8_SHORT_PRE, L8_SHORT_STEP), _cycle(12, 512, L8_LONG_PRE, L8_LONG_STEP)
 # Llama-3.1-70B FP8, 2,000 + 400. 2 x H100: batch (144 - 70.554) / 0.786432 = 93.4 -> 93; step (70.554e9 + 93 x
-# 327,680 x 2,200) / 4.69 TB/s = 29.338 ms; prefill 93 x 287.459 TFLOP / 1,979 TFLOP/s = 13.509 s. One H200
-# (141 GB, 4.8 TB/s, $3.50/h): batch (126.9 - 70.554) / 0.786432 = 71.6 -> 71; step (70.554e9 + 71 x 327,680 x 2,200)
-# / (4.8 x 0.7) TB/s = 36.231 ms; prefill 71 x 287.459 TFLOP / 989.5 TFLOP/s = 20.626 s.
-H2_STEP, H200_STEP = (70.554e9 + 93 * 327_680 * 2_200) / (2 * H100_BW), (70.554e9 + 71 * 327_680 * 2_200) / 3.36e12
-H2_X = _cycle(93, 400, 93 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / (2 * H100_FP8), H2_STEP)
+# 327,680 x 2,200) / 4.69 TB/s = 29.338 ms, + 1 ms, + 160 all-reduces of 93 x 8,192 x 2 B (1.654 ms); prefill 93 x
+# 287.459 TFLOP / 1,979 TFLOP/s = 13.509 s, + 160 all-reduces of 186,000 x 8,192 x 2 B (1.355 s). One H200 (141 GB,
+# 4.8 TB/s, $3.50/h; no all-reduces): batch (126.9 - 70.554) / 0.786432 = 71.6 -> 71; step (70.554e9 + 71 x 327,680 x
+# 2,200) / (4.8 x 0.7) TB/s = 36.231 ms + 1 ms; prefill 71 x 287.459 TFLOP / 989.5 TFLOP/s = 20.626 s.
+H2_STEP = (70.554e9 + 93 * 327_680 * 2_200) / (2 * H100_BW) + OVERHEAD + _allreduces(80, 93)
+H200_STEP = (70.554e9 + 71 * 327_680 * 2_200) / 3.36e12 + OVERHEAD
+H2_X = _cycle(
+    93, 400, 93 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / (2 * H100_FP8) + _allreduces(80, 93 * 2_000), H2_STEP
+)
 H200_X = _cycle(71, 400, 71 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / H100_FP8, H200_STEP)
 # A user's time per token also waits for the other requests' prompts, prefilled between its steps:
-# step + (B - 1) x one prompt's prefill / answer tokens.
-Q72_PRE1 = _prefill_flops(72.7e9, 80, 64, 128, 2_000) / (2 * H100_FP8)
-Q72_TPOT = Q72_STEP + 93 * Q72_PRE1 / 300
-H2_TPOT = H2_STEP + 92 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / (2 * H100_FP8) / 400
-H200_TPOT = H200_STEP + 70 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / H100_FP8 / 400
+# step + (B - 1) / B x the batch's prefill / answer tokens (the batch's prefill: its prompts together, all-reduces
+# of all their tokens included).
+Q72_PRE = 94 * _prefill_flops(72.7e9, 80, 64, 128, 2_000) / (2 * H100_FP8) + _allreduces(80, 94 * 2_000)
+Q72_TPOT = Q72_STEP + 93 / 94 * Q72_PRE / 300
+H2_PRE = 93 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / (2 * H100_FP8) + _allreduces(80, 93 * 2_000)
+H2_TPOT = H2_STEP + 92 / 93 * H2_PRE / 400
+H200_TPOT = H200_STEP + 70 / 71 * 71 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / H100_FP8 / 400
 
 
 # Speculative decoding, the course's method. Llama 3.1 70B FP8 on 2 x H100 at batch 1, the cache read at 2,150 tokens:
-# (70.554e9 + 327,680 x 2,150) B / 4.69 TB/s = 15.1937 ms; the FP8 8B draft (8.03e9 + 131,072 x 2,150) / 4.69 TB/s =
-# 1.77224 ms (the verification of 5 positions is memory-bound: it costs a plain step).
-SPEC_PLAIN = (70.554e9 + 327_680 * 2_150) / (2 * H100_BW)
-SPEC_DRAFT = (8.03e9 + 131_072 * 2_150) / (2 * H100_BW)
-# Llama 3.1 8B + its EAGLE-3 head (0.425e9 parameters, 4,096 B of KV per token) at 288 tokens, k = 4, alpha = 0.7:
-# tau (W + B K) / D = 5 B F / C + 4 (W_d + B K_d) / D, solved for B. At batch 200: plain (16.06e9 + 200 x 131,072 x
-# 288) / 2.345 TB/s = 10.068 ms; verification 200 x 5 x 16.06e9 / 494.5 TFLOP/s = 32.477 ms; head (0.85e9 + 200 x
-# 4,096 x 288) / 2.345 TB/s = 0.46308 ms.
-SPEC_X = (
-    (2.7731 * 16.06e9 - 4 * 0.85e9)
-    / H100_BW
-    / (5 * 16.06e9 / H100_BF16 + (4 * 4_096 * 288 - 2.7731 * 131_072 * 288) / H100_BW)
+# (70.554e9 + 327,680 x 2,150) B / 4.69 TB/s = 15.1937 ms, + 1 ms, + 160 all-reduces of 1 x 8,192 x 2 B (6.1455 us
+# each: 0.98328 ms) = 17.1770 ms; the verification of 5 positions is memory-bound and reads the same bytes, its
+# all-reduces carry 5 tokens (6.3276 us each: 1.01242 ms) = 17.2061 ms; the FP8 8B draft (8.03e9 + 131,072 x 2,150) /
+# 4.69 TB/s = 1.77224 ms, + 1 ms, + 64 all-reduces of 4,096 x 2 B (6.1228 us: 0.39186 ms) = 3.16410 ms.
+SPEC_PLAIN = (70.554e9 + 327_680 * 2_150) / (2 * H100_BW) + OVERHEAD + _allreduces(80, 1)
+SPEC_VERIFY = (70.554e9 + 327_680 * 2_150) / (2 * H100_BW) + OVERHEAD + _allreduces(80, 5)
+SPEC_DRAFT = (8.03e9 + 131_072 * 2_150) / (2 * H100_BW) + OVERHEAD + _allreduces(32, 1, hidden=4_096)
+# Llama 3.1 8B + its EAGLE-3 head (0.425e9 parameters, 4,096 B of KV per token) at 288 tokens, k = 4, alpha = 0.7, on
+# one H100 (no all-reduces), every step + 1 ms (o): tau ((W + B K) / D + o) = 5 B F / C + o + 4 ((W_d + B K_d) / D + o),
+# solved for B. At batch 200: plain (16.06e9 + 200 x 131,072 x 288) / 2.345 TB/s = 10.068 ms + 1 ms; verification
+# 200 x 5 x 16.06e9 / 494.5 TFLOP/s = 32.477 ms + 1 ms; head (0.85e9 + 200 x 4,096 x 288) / 2.345 TB/s = 0.46308 ms
+# + 1 ms.
+SPEC_X = ((2.7731 * 16.06e9 - 4 * 0.85e9) / H100_BW - (5 - 2.7731) * OVERHEAD) / (
+    5 * 16.06e9 / H100_BF16 + (4 * 4_096 * 288 - 2.7731 * 131_072 * 288) / H100_BW
 )
-SPEC_P200 = (16.06e9 + 200 * 131_072 * 288) / H100_BW
-SPEC_V200 = 200 * 5 * 16.06e9 / H100_BF16
-SPEC_D200 = (0.85e9 + 200 * 4_096 * 288) / H100_BW
+SPEC_P200 = (16.06e9 + 200 * 131_072 * 288) / H100_BW + OVERHEAD
+SPEC_V200 = 200 * 5 * 16.06e9 / H100_BF16 + OVERHEAD
+SPEC_D200 = (0.85e9 + 200 * 4_096 * 288) / H100_BW + OVERHEAD
 
 
 def _moe_read(params: float, active: float, tokens: int) -> float:
@@ -99,13 +137,23 @@ def _moe_read(params: float, active: float, tokens: int) -> float:
 
 # DeepSeek-V3 FP8 on 8 x H200 (8 x 4.8 x 0.7 = 26.88 TB/s), cache read at 2,150 tokens, MLA's 70,272 B per token kept
 # on all 8 GPUs; MTP block 11.61e9 / 0.688e9 parameters, one layer: 1,152 B per token (x 8). The FLOPs never bind.
+# Every step + 1 ms, and, tensor-parallel over 8 GPUs on NVLink 4 (the experts split like matrices), an all-reduce
+# after each layer's attention and after each layer's MLP or MoE: 2 x 61 for the model, 2 for the MTP block, each
+# of the step's tokens' 7,168 x 2 B of activations (the verification's: 2 per sequence).
 _DS_BW, _DS_KV, _MTP_KV = 8 * 4.8e12 * 0.7, 8 * 70_272 * 2_150, 8 * 1_152 * 2_150
-MTP_PLAIN1 = (_moe_read(671e9, 37e9, 1) + _DS_KV) / _DS_BW
-MTP_VER1 = (_moe_read(671e9, 37e9, 2) + _DS_KV) / _DS_BW
-MTP_MTP1 = (_moe_read(11.61e9, 0.688e9, 1) + _MTP_KV) / _DS_BW
-MTP_PLAIN256 = (_moe_read(671e9, 37e9, 256) + 256 * _DS_KV) / _DS_BW
-MTP_VER256 = (_moe_read(671e9, 37e9, 512) + 256 * _DS_KV) / _DS_BW
-MTP_MTP256 = (_moe_read(11.61e9, 0.688e9, 256) + 256 * _MTP_KV) / _DS_BW
+
+
+def _ds(layers: int, tokens: int) -> float:
+    """A DeepSeek-V3 step's fixed part: the 1 ms and the all-reduces of ``tokens`` tokens over ``layers`` layers."""
+    return OVERHEAD + _allreduces(layers, tokens, hidden=7_168, n=8)
+
+
+MTP_PLAIN1 = (_moe_read(671e9, 37e9, 1) + _DS_KV) / _DS_BW + _ds(61, 1)
+MTP_VER1 = (_moe_read(671e9, 37e9, 2) + _DS_KV) / _DS_BW + _ds(61, 2)
+MTP_MTP1 = (_moe_read(11.61e9, 0.688e9, 1) + _MTP_KV) / _DS_BW + _ds(1, 1)
+MTP_PLAIN256 = (_moe_read(671e9, 37e9, 256) + 256 * _DS_KV) / _DS_BW + _ds(61, 256)
+MTP_VER256 = (_moe_read(671e9, 37e9, 512) + 256 * _DS_KV) / _DS_BW + _ds(61, 512)
+MTP_MTP256 = (_moe_read(11.61e9, 0.688e9, 256) + 256 * _MTP_KV) / _DS_BW + _ds(1, 256)
 
 
 def _per_million(usd_per_hour: float, tokens_per_s: float) -> float:
@@ -163,8 +211,9 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "rate": (0.989, "PFLOP/s", 1e-9),
         "t": (0.29403, "s", 1e-4),
         "mem": (72.7 / 6.7, "ms", 1e-6),  # one read of the weights at the datasheet's 2 x 3.35 TB/s
-        # course: FP8 matmuls and the attention term, (290.8 + 5.243) TFLOP / (2 x 989.5 TFLOP/s) = 0.1496 s
-        "t_course": (_prefill_flops(72.7e9, 80, 64, 128, 2_000) / (2 * H100_FP8), "s", 1e-6),
+        # course: FP8 matmuls and the attention term, (290.8 + 5.243) TFLOP / (2 x 989.5 TFLOP/s) = 0.1496 s, plus
+        # 160 all-reduces of 2,000 x 8,192 x 2 B on NVLink 4 (97.1 us each: 15.5 ms) = 0.1651 s
+        "t_course": (_prefill_flops(72.7e9, 80, 64, 128, 2_000) / (2 * H100_FP8) + _allreduces(80, 2_000), "s", 1e-6),
     },
     "max_batch": {  # seed 000: batch 94, 47 tok/s per user
         "batch": (94, "", 0),
@@ -172,8 +221,8 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "free": (71.3, "GB", 1e-6),
         "kv": (0.753664, "GB", 1e-9),
         "user": (47, "", 0.01),
-        "user_step": (1e3 / (Q72_STEP * 1e3), "", 1e-6),  # 1 / 29.621 ms = 33.76 tok/s
-        "user_course": (1 / Q72_TPOT, "", 1e-6),  # 1 / (29.62 + 93 x 149.6 / 300) ms = 13.16 tok/s
+        "user_step": (1e3 / (Q72_STEP * 1e3), "", 1e-6),  # 1 / 32.282 ms = 30.98 tok/s
+        "user_course": (1 / Q72_TPOT, "", 1e-6),  # 1 / (32.28 + 93 / 94 x 15,431 / 300) ms = 12.02 tok/s
     },
     "full_gpu_step": {  # seed 000: 72 GB / 3.35 TB/s = 21 ms, 47 tok/s per user for 7B and 72B alike
         "step": (21.49, "ms", 1e-3),
@@ -205,7 +254,7 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "b_mha": (1, "", 0),
     },
     "long_context": {  # seed 001: 128 KiB/token, 4 GiB at 32K, 166 and 12 conversations; the rest the course's method
-        # 166 x 512 / (11.410 + 512 x 0.028226) = 3,286/s -> $0.2113/M; 12 x 512 / (19.601 + 512 x 0.028999) = 178.4/s
+        # 166 x 512 / (11.410 + 512 x 0.029226) = 3,223/s -> $0.2155/M; 12 x 512 / (19.601 + 512 x 0.029999) = 175.7/s
         "kvtok": (128, "KiB", 1e-9),
         "kv32k": (4, "GiB", 1e-9),
         "b_short": (166, "", 0),
@@ -215,8 +264,8 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "c_short": (_per_million(2.5, L8_SHORT_X), "USD", 1e-4),
         "c_long": (_per_million(2.5, L8_LONG_X), "USD", 1e-4),
         "ratio": (L8_SHORT_X / L8_LONG_X, "", 1e-4),
-        "share_short": (100 * L8_SHORT_PRE / (L8_SHORT_PRE + 512 * L8_SHORT_STEP), "", 1e-4),  # 44.1%
-        "share_long": (100 * L8_LONG_PRE / (L8_LONG_PRE + 512 * L8_LONG_STEP), "", 1e-4),  # 56.9%
+        "share_short": (100 * L8_SHORT_PRE / (L8_SHORT_PRE + 512 * L8_SHORT_STEP), "", 1e-4),  # 43.3%
+        "share_long": (100 * L8_LONG_PRE / (L8_LONG_PRE + 512 * L8_LONG_STEP), "", 1e-4),  # 56.1%
     },
     "gqa": {  # seed 001: 512 vs 128 KiB; 3 vs 12 conversations at 32K
         "kv2": (512, "KiB", 1e-9),
@@ -246,12 +295,12 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "c30": (1.055, "USD", 1e-3),
         "x7": (20_031, "", 1e-4),
         "c7": (0.03467, "USD", 1e-3),
-        "x_course": (Q72_X, "", 1e-4),  # 1,228.9 tok/s (the brief's 1,229)
-        "c_course": (_per_million(5.0, Q72_X), "USD", 1e-4),  # $1.13/M
+        "x_course": (Q72_X, "", 1e-4),  # 1,122.8 tok/s
+        "c_course": (_per_million(5.0, Q72_X), "USD", 1e-4),  # $1.24/M
         "c30_course": (_per_million(5.0, Q72_X) / 0.3, "USD", 1e-4),
-        "x7_course": (Q7_X, "", 1e-4),  # 430 x 300 / (27.133 + 300 x 0.029089) = 3,597/s
+        "x7_course": (Q7_X, "", 1e-4),  # 430 x 300 / (27.133 + 300 x 0.030089) = 3,568/s
         "c7_course": (_per_million(2.5, Q7_X), "USD", 1e-4),
-        # prefill share of the cycle: 14.062 / (14.062 + 300 x 0.029621) = 61.3%
+        # prefill share of the cycle: 15.431 / (15.431 + 300 x 0.032282) = 61.4%
         "share_course": (
             100 * (1 - 300 * Q72_STEP / (94 * 300 / Q72_X)),
             "",
@@ -265,13 +314,13 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "g10": (10, "", 0),
         "r1": (2, "", 0),
         "g1": (4, "", 0),
-        # course: ceil(1.3 x 2,083.3 / 1,228.9) = ceil(2.204) = 3 replicas, 6 GPUs; x 10: ceil(22.04) = 23, 46 GPUs
+        # course: ceil(1.3 x 2,083.3 / 1,122.8) = ceil(2.412) = 3 replicas, 6 GPUs; x 10: ceil(24.12) = 25, 50 GPUs
         "x_course": (Q72_X, "", 1e-4),
         "exact1_course": (1.3 * 2_083.333 / Q72_X, "", 1e-5),
         "r1_course": (3, "", 0),
         "g1_course": (6, "", 0),
-        "r10_course": (23, "", 0),
-        "g10_course": (46, "", 0),
+        "r10_course": (25, "", 0),
+        "g10_course": (50, "", 0),
     },
     "littles_law": {  # seed 004: 17,361 req/s, 1,250 / 50 = 25 s; 17,361.1 x 25 = 434,028; / 10,851 = 40.0
         "rps": (17_361.1, "", 1e-5),
@@ -280,7 +329,7 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "gpus": (10_851, "", 0),
         "per_gpu": (40.0, "", 1e-3),
     },
-    "h200": {  # the course's method by hand (see H2_X, H200_X above): 34.1 vs 27.6 tok/s per user, $0.94 vs $1.20/M
+    "h200": {  # the course's method by hand (see H2_X, H200_X above): 14.5 vs 11.4 tok/s per user, $1.03 vs $1.22/M
         "b_h100": (93, "", 0),
         "b_h200": (71, "", 0),
         "kv": (0.786432, "GB", 1e-9),
@@ -310,11 +359,11 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "need": (2_483.0 * 0.7 / 400 * 2_000 * 2 * 70.554e9 / 1e15, "PFLOP/s", 1e-3),
         "roof": (0.989, "PFLOP/s", 1e-9),
         "idle": (0.989 - 2_483.0 * 0.7 * 2 * 70.554e9 / 1e15, "PFLOP/s", 1e-3),
-        # course: 1,330 tok/s per replica; ceil(1.3 x 140,000 / 1,330.0) = ceil(136.8) = 137 replicas, 274 H100s
+        # course: 1,209.9 tok/s per replica; ceil(1.3 x 140,000 / 1,209.9) = ceil(150.4) = 151 replicas, 302 H100s
         "x_course": (L70_X, "", 1e-4),
-        "replicas_course": (137, "", 0),
-        "gpus_course": (274, "", 0),
-        "cost_course": (274 * 730 * 2.5, "USD", 1e-9),
+        "replicas_course": (151, "", 0),
+        "gpus_course": (302, "", 0),
+        "cost_course": (302 * 730 * 2.5, "USD", 1e-9),
     },
     "prefill_pool": {  # seed 002: 99 PFLOP/s, about 200 H100s; half the tokens: 49.39 / 0.4945 = 99.9 -> 100
         "rate": (98.78, "PFLOP/s", 1e-3),
@@ -348,23 +397,27 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
     "spec_expected": {  # 1 + .8 + .64 + .512 + .4096; SPEC_PLAIN, SPEC_DRAFT below
         "tau": (3.3616, "", 1e-12),
         "plain": (SPEC_PLAIN * 1e3, "ms", 1e-6),
+        "plain_comm": (_allreduces(80, 1) * 1e3, "ms", 1e-6),
+        "over": (OVERHEAD * 1e3, "ms", 1e-12),
+        "verify": (SPEC_VERIFY * 1e3, "ms", 1e-6),
         "draft": (SPEC_DRAFT * 1e3, "ms", 1e-6),
-        "cycle": ((SPEC_PLAIN + 4 * SPEC_DRAFT) * 1e3, "ms", 1e-6),
-        "speedup": (3.3616 * SPEC_PLAIN / (SPEC_PLAIN + 4 * SPEC_DRAFT), "", 1e-6),
+        "cycle": ((SPEC_VERIFY + 4 * SPEC_DRAFT) * 1e3, "ms", 1e-6),
+        "speedup": (3.3616 * SPEC_PLAIN / (SPEC_VERIFY + 4 * SPEC_DRAFT), "", 1e-6),  # 1.9336
     },
     "spec_crossover": {  # see SPEC_X and the batch-200 times below
         "tau": (2.7731, "", 1e-12),
         "estimate": (SPEC_X, "", 1e-6),
         "cross": (math.ceil(SPEC_X), "", 0),
-        "speedup": (2.7731 * SPEC_P200 / (SPEC_V200 + 4 * SPEC_D200), "", 1e-6),
+        "speedup": (2.7731 * SPEC_P200 / (SPEC_V200 + 4 * SPEC_D200), "", 1e-6),  # 0.7804
         "fit_long": (189, "", 0),
     },
     "spec_mtp": {  # see MTP_* below
         "tau": (1.85, "", 1e-12),
         "w_plain1": (37.0, "GB", 1e-9),
         "w_ver1": (56.8125, "GB", 1e-6),
-        "s1": (1.85 * MTP_PLAIN1 / (MTP_VER1 + MTP_MTP1), "", 1e-6),
-        "s256": (1.85 * MTP_PLAIN256 / (MTP_VER256 + MTP_MTP256), "", 1e-6),
+        "s1": (1.85 * MTP_PLAIN1 / (MTP_VER1 + MTP_MTP1), "", 1e-6),  # 1.307
+        "fixed1": (_ds(61, 1) * 1e3, "ms", 1e-6),
+        "s256": (1.85 * MTP_PLAIN256 / (MTP_VER256 + MTP_MTP256), "", 1e-6),  # 1.692
     },
     "spec_fleet": {  # 70B FP8 on 2 x H100, 2,300 tokens: (144 - 70.554) / 0.753664 = 97.45; with the 8B draft
         # (144 - 78.584) / (2,304 x 458,752 B) = 61.89; with the head (144 - 71.954) / (2,304 x 331,776 B) = 94.25
@@ -375,6 +428,19 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "w_head": (1.4, "GB", 1e-9),
         "kv_draft": (2_304 * 131_072 / 1e6, "MB", 1e-9),
         "kv_head": (2_304 * 4_096 / 1e6, "MB", 1e-9),
+    },
+    "tp8_not_8x": {  # 70B FP8 on 8 x B200: 70.554 GB / (8 x 0.7 x 7.7 TB/s); ring all-reduce of 4 x 8,192 x 2 B on
+        # NVLink 5: 7.8 + 14 x 1.23 us + 14/8 x 65,536 B / (0.8 x 900 GB/s); two per layer, 80 layers
+        "w8": (70.554e9 / (8 * 0.7 * 7.7e12) * 1e3, "ms", 1e-9),
+        "ar": (7.8 + 14 * 1.23 + 14 / 8 * 65_536 / (0.8 * 900e9) * 1e6, "us", 1e-9),
+        "c8": (160 * (7.8e-6 + 14 * 1.23e-6 + 14 / 8 * 65_536 / (0.8 * 900e9)) * 1e3, "ms", 1e-9),
+        "o": (1.0, "ms", 1e-12),
+    },
+    "nvlink_or_pcie": {  # 16 x 8,192 x 2 B on 4 GPUs: NVLink 4 4.5 + 6 x 0.8 us, PCIe 5 10 + 6 x 2 us, + 6/4 of the bytes
+        "ar_s": (4.5 + 6 * 0.8 + 6 / 4 * 262_144 / (0.8 * 450e9) * 1e6, "us", 1e-9),
+        "ar_p": (10 + 6 * 2 + 6 / 4 * 262_144 / (0.8 * 63e9) * 1e6, "us", 1e-9),
+        "w_s": (70.554e9 / (4 * 0.7 * 3.35e12) * 1e3, "ms", 1e-9),
+        "w_p": (70.554e9 / (4 * 0.7 * 2.0e12) * 1e3, "ms", 1e-9),
     },
 }
 
@@ -522,20 +588,21 @@ def test_sheet_gives_the_course_figures_beside_the_datasheet() -> None:
 
 
 def test_the_162_h100_answer_gives_the_course_figure_and_why() -> None:
-    """The capacity-planning answer states 162 H100s, the course's 274, and the reason: prefill needs
+    """The capacity-planning answer states 162 H100s, the course's 302, and the reason: prefill needs
     about 1.2 PFLOP/s per replica where decode leaves about 0.74 idle (numbers by hand in EXPECTED)."""
     for part in ("strong", "answer"):
         text = QUESTIONS["roofline_fleet"].render(part)
-        assert "162" in text and "274 H100s" in text
+        assert "162" in text and "302 H100s" in text
         assert "1.2 PFLOP/s" in text and "0.74 PFLOP/s" in text
-    assert "274 H100s" in QUESTIONS["prefill_pool"].render("answer")
+    assert "302 H100s" in QUESTIONS["prefill_pool"].render("answer")
 
 
 def test_source_figures_are_shown_with_the_courses_where_they_differ() -> None:
-    """$0.32/M (envelope) beside $1.13/M (course); 10 GPUs beside 46; 0.29 s (BF16 matmuls) beside 0.15 s (FP8)."""
+    """$0.32/M (envelope) beside $1.24/M (course); 10 GPUs beside 50; 0.29 s (BF16 matmuls) beside 0.17 s (FP8
+    matmuls, the attention term and the all-reduces; figures by hand in EXPECTED)."""
     cost = QUESTIONS["cost_per_million"].render("answer")
-    assert "\\$0.317" in cost and "\\$1.13" in cost
+    assert "\\$0.317" in cost and "\\$1.24" in cost
     scale = QUESTIONS["scale_traffic"].render("answer")
-    assert "10 GPUs" in scale and "46 GPUs" in scale
+    assert "10 GPUs" in scale and "50 GPUs" in scale
     ttft = QUESTIONS["prefill_time"].render("answer")
-    assert "0.294 s" in ttft and "0.15 s" in ttft
+    assert "0.294 s" in ttft and "0.17 s" in ttft

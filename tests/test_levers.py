@@ -12,7 +12,7 @@ from llmcourse import Q_
 from llmcourse.errors import InputError
 from llmcourse.levers import LEVER_NAMES, prefix_cached_plan, rank_levers, verdict
 
-BRIEF = lc.Brief(20, 4_000, 400, Q_(1, "s"), Q_(40, "ms"))
+BRIEF = lc.Brief(20, 3_600, 400, Q_(1, "s"), Q_(40, "ms"))  # within Llama 2 13B's 4,096 positions
 
 
 def by_name(levers):
@@ -53,22 +53,31 @@ def test_int4_makes_a_72b_model_fit_one_gpu():
 
 
 def test_levers_never_cost_gpus_for_a_kv_bound_model():
-    """Less KV, fewer weight bytes or less prefill can only let each GPU do more."""
-    assert all(x.saved >= 0 for x in rank_levers("Llama-2-13B", "H100 SXM", BRIEF))
+    """Less KV or less prefill can only let each GPU do more. INT4 weights need not: by the course's method a
+    4-bit decode step reaches 0.6 x 70% of the bandwidth for every byte it reads, and Llama 2 13B's step is mostly
+    KV. At the plan's batch of 14, KV read at 3,600 + 400 / 2 = 3,800 tokens: BF16 (26e9 + 14 x 3,800 x 819,200) B /
+    (0.7 x 3.35 TB/s) = 29.67 ms, INT4 (6.5e9 + 43.58e9) B / (0.42 x 3.35 TB/s) = 35.59 ms: slower, so it costs GPUs."""
+    levers = by_name(rank_levers("Llama-2-13B", "H100 SXM", BRIEF))
+    assert all(x.saved >= 0 for name, x in levers.items() if name != "INT4 weights")
+    kv = 14 * 3_800 * 819_200
+    bf16, int4 = (26e9 + kv) / (0.7 * 3.35e12), (6.5e9 + kv) / (0.6 * 0.7 * 3.35e12)
+    assert int4 > bf16 and levers["INT4 weights"].saved < 0
 
 
 def test_prefix_caching_cuts_prefill_not_memory():
     """8B, 2,000-token prompt, hit rate 0.5, the course's method (50% of 989 TFLOP/s = 494.5 TFLOP/s,
-    prefill with its causal attention term 2 x layers x heads x head_dim x T^2 = 262,144 x T^2 FLOP):
-    the 1,000 new tokens cost 2 x 8.03e9 x 1,000 + 262,144 x (2,000^2 - 1,000^2) = 16.85 TFLOP -> 34.07 ms
-    (they attend to the cached ones); the whole prompt (32.12 + 1.0486) TFLOP = 33.169 TFLOP -> 67.08 ms.
+    prefill with its causal attention term 2 x layers x heads x head_dim x T^2 = 262,144 x T^2 FLOP, and
+    100 ms per request before its prefill): the 1,000 new tokens cost 2 x 8.03e9 x 1,000 + 262,144 x
+    (2,000^2 - 1,000^2) = 16.85 TFLOP -> 34.07 ms (they attend to the cached ones), a first token at 134.07 ms;
+    the whole prompt (32.12 + 1.0486) TFLOP = 33.169 TFLOP -> 67.08 ms, 167.08 ms.
     The KV per request is the full prompt's, because the cached KV is still held; fewer prompt tokens are
     prefilled between a user's steps, so the per-token target allows at least the same batch."""
     b = lc.Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
     p, full = prefix_cached_plan("Llama-3.1-8B", "H100 SXM", b, 0.5), lc.plan("Llama-3.1-8B", "H100 SXM", b)
     new = 2 * 8.03e9 * 1_000 + 262_144 * (2_000**2 - 1_000**2)
-    assert p.ttft.to("ms").m == pytest.approx(new / 494.5e12 * 1e3, rel=1e-3)
-    assert full.ttft.to("ms").m == pytest.approx((2 * 8.03e9 * 2_000 + 262_144 * 2_000**2) / 494.5e12 * 1e3, rel=1e-3)
+    assert p.ttft.to("ms").m == pytest.approx(100 + new / 494.5e12 * 1e3, rel=1e-3)
+    full_ms = (2 * 8.03e9 * 2_000 + 262_144 * 2_000**2) / 494.5e12 * 1e3
+    assert full.ttft.to("ms").m == pytest.approx(100 + full_ms, rel=1e-3)
     assert p.kv_per_request == full.kv_per_request and p.max_batch == full.max_batch
     assert p.batch >= full.batch and p.tpot <= b.tpot_target
 

@@ -37,9 +37,14 @@ KV_TOKEN = 2 * 32 * 8 * 128 * 2  # bytes of KV per token of Llama-3.1-8B in BF16
 PREFILL_S = (2 * 8.030e9 * P + 2 * 32 * 32 * 128 * P**2) / (989e12 * 0.5)
 
 
-def step_s(batch, bandwidth=3.35e12 * 0.7):
-    """A decode step by hand: 16.06 GB of weights plus each sequence's KV at 2,000 + 300 / 2 tokens (s)."""
-    return (8.030e9 * 2 + batch * KV_TOKEN * (P + A / 2)) / bandwidth
+#: The course's fixed time a request spends before its prefill (HTTP round trip, tokenising), off the GPU (s).
+REQUEST_S = 0.1
+
+
+def step_s(batch, bandwidth=3.35e12 * 0.7, overhead=1e-3):
+    """A decode step by hand: 16.06 GB of weights plus each sequence's KV at 2,000 + 300 / 2 tokens, read at
+    ``bandwidth``, plus the course's fixed 1 ms per step (launches, scheduling; one GPU, so no collectives) (s)."""
+    return (8.030e9 * 2 + batch * KV_TOKEN * (P + A / 2)) / bandwidth + overhead
 
 
 @pytest.fixture(scope="module")
@@ -60,10 +65,11 @@ def test_littles_law(rep, load):
 
 def test_low_load_matches_closed_form_by_hand(rep):
     """Alone, 8B on an H100 by the course's method: prefill (2 x 8.03e9 x 2,000 + 2 x 32 x 32 x 128 x 2,000^2)
-    / (989e12 x 0.5) = 67.07 ms; a step reads 16.06 GB + 2,150 x 128 KiB = 16.34 GB at 3.35 TB/s x 0.7 = 6.97 ms."""
-    assert abs(PREFILL_S * 1e3 - 67.07) < 0.01 and abs(step_s(1) * 1e3 - 6.97) < 0.01
+    / (989e12 x 0.5) = 67.07 ms, after the request's fixed 100 ms: a TTFT of 167.07 ms; a step reads 16.06 GB +
+    2,150 x 128 KiB = 16.34 GB at 3.35 TB/s x 0.7 = 6.97 ms, plus the 1 ms per step: 7.97 ms."""
+    assert abs(PREFILL_S * 1e3 - 67.07) < 0.01 and abs(step_s(1) * 1e3 - 7.97) < 0.01
     r = run(rep, 0.005, prompt_cv=0, answer_cv=0, requests=500)
-    assert r.ttft["p50"].to("s").m == pytest.approx(PREFILL_S, rel=1e-6)
+    assert r.ttft["p50"].to("s").m == pytest.approx(REQUEST_S + PREFILL_S, rel=1e-6)
     assert r.tpot["p50"].to("s").m == pytest.approx(step_s(1), rel=1e-6)
 
 
@@ -91,19 +97,21 @@ def test_low_load_matches_plan(preset):
 
 
 def test_planner_preset_by_hand():
-    """The six-step planner's preset: a step at 100% of 3.35 TB/s, a prefill of 2 x 8.03e9 x 2,000 FLOPs (no
-    attention term) at 100% of 989 TFLOP/s."""
+    """The six-step planner's preset: a step at 100% of 3.35 TB/s with no per-step overhead, a prefill of
+    2 x 8.03e9 x 2,000 FLOPs (no attention term) at 100% of 989 TFLOP/s."""
     s = build_replica(M, G, prompt_tokens=P, answer_tokens=A, assumptions="planner")
-    assert s.step_time(1) == pytest.approx(step_s(1, bandwidth=3.35e12), rel=1e-6)
+    assert s.step_time(1) == pytest.approx(step_s(1, bandwidth=3.35e12, overhead=0), rel=1e-6)
     assert s.prefill_time(P) == pytest.approx(2 * 8.030e9 * P / 989e12, rel=1e-6)
 
 
 def test_closed_form_at_low_load_is_one_request(rep):
-    """Little's law at a trickle gives a batch of 1, whose step is the replica model's at batch 1."""
+    """Little's law at a trickle gives a batch of 1, whose step is the replica model's at batch 1; the TTFT is the
+    replica model's too, the request's fixed 100 ms and then its prefill (100 + 67.07 ms by hand)."""
     c = closed_form(rep, Q_(0.001, "1/s"), P, A)
     one = lc.replica(M, G, batch=1, prompt_tokens=P, answer_tokens=A)
     assert c.batch == 1 and c.tpot.to("ms").m == pytest.approx(one.step.step_time.to("ms").m, rel=1e-9)
-    assert c.ttft.to("ms").m == pytest.approx(one.first_prefill.time.to("ms").m, rel=1e-9)
+    assert c.ttft.to("ms").m == pytest.approx(one.ttft.to("ms").m, rel=1e-9)
+    assert c.ttft.to("s").m == pytest.approx(REQUEST_S + PREFILL_S, rel=1e-6)
 
 
 @pytest.mark.parametrize("batch", [1, 2, 37, 100, 185, 256])
@@ -139,9 +147,18 @@ def test_capacity_is_the_replicas_requests_per_second(rep):
     assert rep.capacity(1_000, 300).to("1/s").m == pytest.approx(other.requests_per_second.to("1/s").m, rel=1e-12)
 
 
+def test_prefill_table_stops_at_the_models_positions(rep):
+    """The KV budget of 8B on an H100 is 426,788 tokens, but no prompt is longer than the model's 131,072
+    positions (Llama 3.1's 128 Ki context): the prefill table stops there instead of asking prefill for
+    426,788-token prompts, which it refuses."""
+    assert rep.kv_budget_tokens == 426_788 > 131_072
+    assert rep.prefill_grid[-1] == 131_072 and rep.prefill_grid[0] == 1
+    assert rep.prefill_time(131_072) == pytest.approx(lc.prefill(M, G, 131_072).time.to("s").m, rel=1e-9)
+
+
 def test_efficiency_override(rep):
     """A bandwidth efficiency passed to build_replica is the assumptions' own set to it: a step at 90% of 3.35
-    TB/s."""
+    TB/s (the 1 ms per step unchanged)."""
     fast = build_replica(M, G, prompt_tokens=P, answer_tokens=A, bandwidth_efficiency=0.9)
     assert fast.step_time(1) == pytest.approx(step_s(1, bandwidth=3.35e12 * 0.9), rel=1e-6)
     assert fast.assumptions.bandwidth_efficiency == 0.9 and isinstance(fast, ServiceModel)

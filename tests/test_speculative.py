@@ -4,7 +4,8 @@ Expected values are hand arithmetic written out here, never output of the code u
 on an H100: 3.35 TB/s x 0.7 = 2.345 TB/s, 989 TFLOP/s x 0.5 = 494.5 TFLOP/s (BF16), 1,979 x 0.5 = 989.5 (FP8).
 Llama 3.1 8B: 8.03e9 parameters, 131,072 B of KV per token (2 x 32 x 8 x 128 x 2 B). Llama 3.1 70B: 70.554e9,
 327,680 B per token. The EAGLE-3 head of Llama 3.1 8B: 0.425e9 parameters, one layer: 2 x 1 x 8 x 128 x 2 = 4,096 B
-of KV per token.
+of KV per token. Every decode step, the verification and each draft step included, pays the course's fixed 1 ms
+(launches, scheduling); on one GPU there are no collectives.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from llmcourse.speculative import (
 )
 
 BW, BF16 = 3.35e12 * 0.7, 989e12 * 0.5  # the course's share of an H100's bandwidth and BF16 FLOP/s
+OVER = 1e-3  # the course's fixed time per decode step (s)
 EAGLE8 = Speculation("eagle head", 4, 0.7)
 OURS = [n for n, f in FORMULAS.items() if f.chapter == "08b_speculative"]
 
@@ -154,11 +156,12 @@ def test_weights_and_draft_that_do_not_fit_say_so():
 # --- the step, by hand -----------------------------------------------------------------------------------------------
 def test_speedup_at_batch_one_by_hand():
     """Llama 3.1 8B + its EAGLE-3 head, batch 1, KV read at 2,150 tokens. Plain step (16.06e9 + 131,072 x 2,150) B /
-    2.345 TB/s = 6.9688 ms; the verification over 5 positions is still memory-bound (5 x 16.06 GFLOP / 494.5 TFLOP/s
-    = 0.162 ms), so it costs the same; a head step (0.85e9 + 4,096 x 2,150) B / 2.345 TB/s = 0.36623 ms.
-    S = 2.7731 x 6.9688 / (6.9688 + 4 x 0.36623) = 2.2914."""
-    plain = (16.06e9 + 131_072 * 2_150) / BW
-    head = (0.85e9 + 4_096 * 2_150) / BW
+    2.345 TB/s = 6.9688 ms + 1 ms = 7.9688 ms; the verification over 5 positions is still memory-bound (5 x 16.06
+    GFLOP / 494.5 TFLOP/s = 0.162 ms), so it costs the same; a head step (0.85e9 + 4,096 x 2,150) B / 2.345 TB/s =
+    0.36623 ms + 1 ms = 1.36623 ms. S = 2.7731 x 7.9688 / (7.9688 + 4 x 1.36623) = 1.6450 (without the 1 ms a step
+    it was 2.2914: the overhead makes the head's four steps cost 69% of a plain step, not 21%)."""
+    plain = (16.06e9 + 131_072 * 2_150) / BW + OVER
+    head = (0.85e9 + 4_096 * 2_150) / BW + OVER
     s = speculative_step("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=2_150)
     assert s.plain.step_time.to("s").m == pytest.approx(plain, rel=1e-6)
     assert s.verify.step_time.to("s").m == pytest.approx(plain, rel=1e-6) and s.verify.bound == "memory"
@@ -170,13 +173,13 @@ def test_speedup_at_batch_one_by_hand():
 
 def test_verification_reads_the_cache_once_and_does_the_flops_of_every_position():
     """Batch 256 at 288 tokens: the verification reads 16.06 GB + 256 x 131,072 x 288 B = 25.72 GB, as the plain step,
-    and does 256 x 5 x 16.06 GFLOP = 20,556.8 GFLOP: compute-bound, 20.5568e12 / 494.5e12 = 41.571 ms."""
+    and does 256 x 5 x 16.06 GFLOP = 20,556.8 GFLOP: compute-bound, 20.5568e12 / 494.5e12 = 41.571 ms, + 1 ms."""
     s = speculative_step("Llama-3.1-8B", "H100 SXM", EAGLE8, batch=256, context_tokens=288)
     assert s.verify.kv_read == s.plain.kv_read
     assert (s.verify.weights_read + s.verify.kv_read).to("GB").m == pytest.approx(16.06 + 256 * 131_072 * 288 / 1e9)
     assert s.verify.flops.to("GFLOP").m == pytest.approx(256 * 5 * 16.06)
     assert s.verify.bound == "compute" and s.verify.step_time.to("ms").m == pytest.approx(
-        256 * 5 * 16.06e9 / BF16 * 1e3
+        (256 * 5 * 16.06e9 / BF16 + OVER) * 1e3
     )
 
 
@@ -189,17 +192,20 @@ def test_ngram_costs_no_draft_time_and_needs_no_memory():
 
 
 # --- the crossover and the best draft length -------------------------------------------------------------------------
-def _crossover_by_hand() -> float:
-    """tau (W + B K) / D = (k + 1) B F_tok / C + k (W_d + B K_d) / D for Llama 3.1 8B + EAGLE head at 288 tokens:
-    W = 16.06e9 B, K = 131,072 x 288 B, W_d = 0.85e9 B, K_d = 4,096 x 288 B, F_tok = 16.06e9 FLOP, k = 4,
-    tau = 2.7731, D = 2.345e12 B/s, C = 494.5e12 FLOP/s, solved for B."""
+def _crossover_by_hand(overhead: float = OVER) -> float:
+    """tau ((W + B K) / D + o) = (k + 1) B F_tok / C + o + k ((W_d + B K_d) / D + o) for Llama 3.1 8B + EAGLE head
+    at 288 tokens: W = 16.06e9 B, K = 131,072 x 288 B, W_d = 0.85e9 B, K_d = 4,096 x 288 B, F_tok = 16.06e9 FLOP,
+    k = 4, tau = 2.7731, D = 2.345e12 B/s, C = 494.5e12 FLOP/s, o = 1 ms a step, solved for B:
+    B = ((tau W - k W_d) / D - (k + 1 - tau) o) / ((k + 1) F_tok / C + (k K_d - tau K) / D)
+      = (17.542 ms - 2.2269 ms) / 0.11975 ms = 127.9 (146.5 without the overhead)."""
     tau, k = 2.7731, 4
     w, kv, wd, kvd, f = 16.06e9, 131_072 * 288, 0.85e9, 4_096 * 288, 16.06e9
-    return (tau * w - k * wd) / BW / ((k + 1) * f / BF16 + (k * kvd - tau * kv) / BW)
+    return ((tau * w - k * wd) / BW - (k + 1 - tau) * overhead) / ((k + 1) * f / BF16 + (k * kvd - tau * kv) / BW)
 
 
 def test_crossover_closed_form_and_search():
-    """The closed form's root (146.5) and the full model's first losing batch (147) agree."""
+    """The closed form's root (127.9) and the full model's first losing batch (128) agree; without the 1 ms a step
+    the root is 146.5 and the search finds 147."""
     x = _crossover_by_hand()
     assert crossover_estimate("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=288) == pytest.approx(x, rel=1e-6)
     assert crossover_batch("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=288) == math.ceil(x)
@@ -207,6 +213,24 @@ def test_crossover_closed_form_and_search():
     above = speculative_step("Llama-3.1-8B", "H100 SXM", EAGLE8, batch=math.ceil(x), context_tokens=288)
     assert below.speedup >= 1 > above.speedup
     assert below.plain.bound == "memory" and below.verify.bound == "compute"  # the regime the closed form assumes
+    assert 127 < x < 128 and 146 < _crossover_by_hand(0) < 147
+    bare = lc.resolve().replace(step_overhead_ms=0)
+    assert crossover_estimate("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=288, assumptions=bare) == (
+        pytest.approx(_crossover_by_hand(0), rel=1e-6)
+    )
+    assert crossover_batch("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=288, assumptions=bare) == 147
+
+
+def test_ngram_crossover_pays_no_draft_overhead():
+    """An n-gram lookup runs no step on the GPU, so its cycle pays the 1 ms once (the verification), for tau tokens
+    that plain decode pays tau times: tau (W + B K) / D + tau o = (k + 1) B F_tok / C + o. With k = 3, alpha = 0.6
+    (tau = 2.176) at 288 tokens: B = (tau W / D + (tau - 1) o) / ((k + 1) F_tok / C - tau K / D) = 169.5."""
+    tau, k = 1 + 0.6 + 0.36 + 0.216, 3
+    w, kv, f = 16.06e9, 131_072 * 288, 16.06e9
+    x = (tau * w / BW + (tau - 1) * OVER) / ((k + 1) * f / BF16 - tau * kv / BW)
+    ngram = Speculation("ngram", 3, 0.6)
+    assert crossover_estimate("Llama-3.1-8B", "H100 SXM", ngram, context_tokens=288) == pytest.approx(x, rel=1e-6)
+    assert crossover_batch("Llama-3.1-8B", "H100 SXM", ngram, context_tokens=288) == math.ceil(x) == 170
 
 
 def test_crossover_none_when_it_pays_everywhere_and_moe_refused():
@@ -227,11 +251,13 @@ def test_crossover_none_when_it_pays_everywhere_and_moe_refused():
 
 def test_best_draft_tokens_by_hand():
     """At batch 1 the verification stays memory-bound, so S(k) = tau(0.7, k) / (1 + k r) with
-    r = 0.36623 / 6.9688 ms (see the batch-1 test); its largest value over k = 1..16, by hand."""
-    r = ((0.85e9 + 4_096 * 2_150) / BW) / ((16.06e9 + 131_072 * 2_150) / BW)
+    r = 1.36623 / 7.9688 ms = 0.1714, each step with its 1 ms (see the batch-1 test); its largest value over
+    k = 1..16, by hand: k = 3, 2.533 / 1.514 = 1.673 (k = 2: 1.631, k = 4: 1.645). Without the overhead r was
+    0.0526 and the best k 5."""
+    r = ((0.85e9 + 4_096 * 2_150) / BW + OVER) / ((16.06e9 + 131_072 * 2_150) / BW + OVER)
     by_hand = max(range(1, 17), key=lambda k: _tau(0.7, k) / (1 + k * r))
     b = best_draft_tokens("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=2_150)
-    assert b.draft_tokens == by_hand
+    assert by_hand == 3 and b.draft_tokens == by_hand
     assert b.speedup == pytest.approx(_tau(0.7, by_hand) / (1 + by_hand * r), rel=1e-6)
 
 
@@ -399,8 +425,8 @@ def test_calculator_rows_and_errors():
     c = speculative_calculator(
         model="Llama-3.1-8B", tensor_parallel=1, precision="bf16", kind="eagle head", context_tokens=2_150
     )
-    plain = (16.06e9 + 131_072 * 2_150) / BW
-    head = (0.85e9 + 4_096 * 2_150) / BW
+    plain = (16.06e9 + 131_072 * 2_150) / BW + OVER
+    head = (0.85e9 + 4_096 * 2_150) / BW + OVER
     assert dict(c.rows)["speed-up"] == f"{2.7731 * plain / (plain + 4 * head):.2f}x"
     c.set(kind="draft model", draft_model="Llama-3.1-70B")
     assert c.error is not None and "not smaller than the target" in c.error
@@ -426,7 +452,7 @@ def test_plot_marks_each_crossover():
         "Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=288, draft_lengths=(2, 4), max_batch=512
     )
     labels = [line.get_label() for line in ax.get_lines()]
-    assert "k = 4: costs throughput from 147" in labels
+    assert "k = 4: costs throughput from 128" in labels  # the crossover test's batch
     markers = [line for line in ax.get_lines() if line.get_marker() == "o"]
     assert len(markers) == 2 and all(list(m.get_ydata()) == [1] for m in markers)
     assert "batch" in ax.get_xlabel() and "speed-up" in ax.get_ylabel()

@@ -46,9 +46,9 @@ def test_traffic_rejects_zero_requests():
 
 
 def test_kv_rejects_zero_context():
-    """A zero-token context is refused with a message naming context_tokens."""
+    """A zero-token context is refused with a message naming the control the reader set (context)."""
     c = kv_calculator().set(context=0)
-    assert "context_tokens" in c.error and c.rows == []
+    assert c.error.startswith("context ") and "zero" in c.error and c.rows == []
 
 
 def test_answer_time_seed_004():

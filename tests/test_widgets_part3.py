@@ -159,7 +159,7 @@ def test_figures_have_labelled_axes():
     sweep = load_sweep(
         "Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300, loads=(0.1, 0.9, 1.0), requests=1_000
     )
-    b = lc.Brief(20, 4_000, 400, Q_(1, "s"), Q_(40, "ms"))
+    b = lc.Brief(20, 3_600, 400, Q_(1, "s"), Q_(40, "ms"))  # within Llama 2 13B's 4,096 positions
     axes = [
         cost_vs_utilisation(Q_(0.3166, "USD")),
         gpus_vs_throughput(Q_(21.7e6, "1/s")),

@@ -239,8 +239,9 @@ define(
     EXERCISES,
     "batching_ex6",
     "The largest batch at a speed target",
-    f"{{model}} (BF16) runs on one {{gpu}} at a {{context}}-token context (the course's {_ETAS}). "
-    "What is the largest batch that keeps each user at {speed} tokens per second or more?",
+    f"{{model}} (BF16) runs on one {{gpu}} at a {{context}}-token context (the course's {_ETAS}, and "
+    f"{COURSE.step_overhead_ms:g} ms of fixed cost per step). What is the largest batch that keeps each user at "
+    "{speed} tokens per second or more?",
     "",
     dict(model="Qwen3-30B-A3B", gpu="H100 SXM", context=2_304, speed=50),
     lambda r: dict(
@@ -251,7 +252,7 @@ define(
     ),
     _largest_batch,
     (
-        "The step time must stay at or below 1 / {speed} s.",
+        "The step time must stay at or below 1 / {speed} s, its fixed cost included.",
         "lc.decode_step(...) for growing batches: the largest whose tokens_per_s_per_user is still {speed} or more.",
     ),
     integer=True,

@@ -32,7 +32,10 @@ _STEP_HINTS = (
     "Each step reads all the weights once, plus the sequence's KV cache at {context} tokens.",
     f"Time = bytes read / ({{eff}} x lc.gpus['{{gpu}}'].bandwidth); check that {COURSE.flops_per_param:g} FLOPs per "
     f"parameter at {pct(COURSE.compute_efficiency)} of the BF16 peak is not slower.",
+    f"Then add the fixed {COURSE.step_overhead_ms:g} ms of the step (lc.resolve().step_overhead_ms).",
 )
+#: The course's fixed cost of every decode step (kernel launches, scheduling), as the stories state it.
+_OVERHEAD = f"{COURSE.step_overhead_ms:g} ms"
 #: The bandwidth efficiencies a student may be given: the course's, and a step below and above it.
 _EFFS = tuple(round(COURSE.bandwidth_efficiency + d, 2) for d in (-0.1, 0.0, 0.1))
 #: The course's compute efficiency, as the stories state it.
@@ -49,7 +52,8 @@ define(
     "Step time for one user",
     "A help-desk bot runs {model} in BF16 on one {gpu}, batch 1, at a {context}-token context. The GPU reaches "
     f"{{eff}} of its peak bandwidth, and its matrix multiplications {_ETA_F} of the BF16 peak FLOP/s (the course's "
-    "compute efficiency). How long is one decode step?",
+    f"compute efficiency); like every decode step by the course's method, it also costs a fixed {_OVERHEAD} (kernel "
+    "launches, scheduling). How long is one decode step?",
     "ms",
     dict(model="Qwen2.5-7B", gpu="A100 SXM 80GB", context=2_300, eff=COURSE.bandwidth_efficiency),
     _vary_step,
@@ -102,6 +106,10 @@ define(
 )
 
 
+#: The course's method with the stated bandwidth share taken as reached by 4-bit weights too.
+_AS_STATED = COURSE.replace(four_bit_bandwidth_factor=1.0)
+
+
 def _int4(v):
     return lc.PRECISIONS["int4"] + 2 / v["group"]  # bytes per weight: 4 bits plus a 16-bit scale per group
 
@@ -111,12 +119,13 @@ define(
     "decode_ex3",
     "INT4 with group scales",
     "A laptop-class service quantizes {model} to 4-bit weights with one 16-bit scale per group of {group} weights "
-    "(the KV cache stays BF16). On one {gpu} at batch 1, a {context}-token context, {eff} of peak bandwidth and "
-    f"the course's {_ETA_F} of the BF16 peak FLOP/s, how long is one decode step?",
+    "(the KV cache stays BF16). On one {gpu} at batch 1, a {context}-token context, {eff} of peak bandwidth, "
+    f"the course's {_ETA_F} of the BF16 peak FLOP/s and its fixed {_OVERHEAD} per step, how long is one decode step?",
     "ms",
     dict(model="Llama-3.1-8B", gpu="H100 SXM", context=2_304, eff=COURSE.bandwidth_efficiency, group=64),
     lambda r: _vary_step(r) | {"group": pick(r, (32, 64, 128))},
-    lambda v: _step(v, weight_bytes=_int4(v)).step_time,
+    # the story gives the share of the bandwidth reached ({eff}), so the course's 4-bit read factor is not applied
+    lambda v: _step(v, weight_bytes=_int4(v), assumptions=_AS_STATED).step_time,
     (
         f"Bytes per weight = {lc.PRECISIONS['int4']:g} + 2 bytes / {{group}} weights.",
         "Fewer bytes per weight means fewer bytes to read each step.",
@@ -125,7 +134,10 @@ define(
     mistakes=lambda v: [
         *_eff(v),
         (
-            (_step(v, weight_bytes="int4").step_time / _step(v, weight_bytes=_int4(v)).step_time).m,
+            (
+                _step(v, weight_bytes="int4", assumptions=_AS_STATED).step_time
+                / _step(v, weight_bytes=_int4(v), assumptions=_AS_STATED).step_time
+            ).m,
             "did you leave out the group scales?",
         ),
     ],
@@ -250,8 +262,10 @@ define(
     "A premium chat runs {model} in {precision} on {n} x {gpu} (tensor parallel), every sequence at a {context}-"
     f"token context, with the course's efficiencies: {pct(COURSE.bandwidth_efficiency)} of peak bandwidth, "
     f"{_ETA_F} of the peak FLOP/s at the weights' precision (FP8 matrix multiplications for FP8 weights on a GPU "
-    "with an FP8 peak, BF16 otherwise). Before checking whether it fits in memory, what is the largest batch "
-    "that keeps each user at {speed} tokens per second or more?",
+    f"with an FP8 peak, BF16 otherwise), a fixed {_OVERHEAD} per step and, on several GPUs, two all-reduces per "
+    "layer of the batch's activations over the GPUs' link (the alpha-beta model of the chapter Many GPUs). Before "
+    "checking whether it fits in memory, what is the largest batch that keeps each user at {speed} tokens per "
+    "second or more?",
     "",
     dict(model="Llama-3.1-70B", precision="fp8", gpu="H100 SXM", n=2, context=2_304, speed=30),
     lambda r: (
@@ -261,7 +275,9 @@ define(
     _largest_batch,
     (
         "Step time must stay at or below 1 / {speed} s.",
-        f"Memory time = (weights + B x KV per sequence) / ({{n}} x {COURSE.bandwidth_efficiency:g} x bandwidth): "
+        f"Step = (weights + B x KV per sequence) / ({{n}} x {COURSE.bandwidth_efficiency:g} x bandwidth) + "
+        f"{COURSE.step_overhead_ms:g} ms + 2 x layers all-reduces of B x hidden x 2 bytes (each t0 + 2(n-1) alpha + "
+        f"2(n-1)/n x bytes / ({COURSE.link_efficiency:g} x link bandwidth), lc.links[lc.gpus['{{gpu}}'].link]): "
         "solve for B, round down.",
         "Check the compute time at that batch too: lc.matmul_precision('{precision}', '{gpu}') names the peak.",
     ),

@@ -19,7 +19,10 @@ _METHOD = (
     f"Estimate it by the course's method (lc.plan's default): {pct(COURSE.memory_fraction)} of memory usable, "
     f"decode at {pct(COURSE.bandwidth_efficiency)} of peak bandwidth with every request's KV read at its average "
     f"context (prompt + answer / 2), matrix multiplications at {pct(COURSE.compute_efficiency)} of the peak FLOP/s "
-    "at the weights' precision (FP8 on a GPU with an FP8 peak, else BF16), prefill with its attention term, each "
+    "at the weights' precision (FP8 on a GPU with an FP8 peak, else BF16), a fixed "
+    f"{COURSE.step_overhead_ms:g} ms per decode step, on a replica of several GPUs two all-reduces per layer (of "
+    "the step's or the prompts' activations, over the GPUs' link: the chapter Many GPUs), "
+    f"{COURSE.request_overhead_ms:g} ms per request before its prefill, prefill with its attention term, each "
     "batch's prefill charged to the replica's time and to each user's time per token (the other requests' prompts "
     f"are prefilled between its decode steps), and {COURSE.headroom:g}x headroom on the request rate. "
 )
@@ -195,7 +198,8 @@ define(
     EXERCISES,
     "design_review_ex9",
     "Time to first token",
-    _STORY + "What is the time to first token (the prefill of one prompt, with no queue)?",
+    _STORY + f"What is the time to first token (the fixed {COURSE.request_overhead_ms:g} ms per request, then the "
+    "prefill of one prompt, with no queue)?",
     "ms",
     DEFAULT,
     _vary,
@@ -204,7 +208,7 @@ define(
         f"FLOPs = {COURSE.flops_per_param:g} x parameters x {{prompt}} plus the causal attention term "
         "(lc.FORMULAS['prefill_flops']).",
         f"Time = FLOPs / ({COURSE.compute_efficiency:g} x the BF16 peak FLOP/s); compare with weights / "
-        f"({COURSE.bandwidth_efficiency:g} x bandwidth) and take the slower.",
+        f"({COURSE.bandwidth_efficiency:g} x bandwidth) and take the slower; add lc.resolve().request_overhead_ms.",
     ),
 )
 

@@ -60,14 +60,15 @@ def _vary(r):
         model, precision = pick(r, _MODELS), pick(r, _PRECISIONS)
         servers = _servers(model, precision)
     gpu, n = pick(r, servers)
-    prompt = pick(r, range(1_000, 4_001, 100))
+    longest = min(_LONGEST, lc.models[model].max_position)  # Llama 2 takes 4,096 positions
+    prompt = pick(r, range(1_000, min(4_000, longest - 200) + 1, 100))
     return dict(
         model=model,
         precision=precision,
         gpu=gpu,
         n_gpus=n,
         prompt=prompt,
-        context=prompt + pick(r, range(200, 1_001, 50)),
+        context=prompt + pick(r, range(200, min(1_000, longest - prompt) + 1, 50)),
     )
 
 

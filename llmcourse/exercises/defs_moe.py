@@ -254,8 +254,8 @@ define(
     EXERCISES,
     "moe_ex9",
     "Step time at a larger batch",
-    f"{{model}} (BF16) runs on one {{gpu}} at the course's {_ETAS}, decoding {{batch}} users together, each at a "
-    "{context}-token context. How long is one decode step?",
+    f"{{model}} (BF16) runs on one {{gpu}} at the course's {_ETAS} and {COURSE.step_overhead_ms:g} ms of fixed cost per "
+    "step, decoding {batch} users together, each at a {context}-token context. How long is one decode step?",
     "ms",
     dict(model="Qwen3-30B-A3B", gpu="H100 SXM", batch=32, context=2_048),
     lambda r: (
@@ -266,6 +266,7 @@ define(
     (
         *_READ,
         f"Add {{batch}} KV caches at {{context}} tokens; time = bytes / ({COURSE.bandwidth_efficiency:g} x bandwidth).",
+        f"Then add the fixed {COURSE.step_overhead_ms:g} ms of the step.",
     ),
     tolerance=0.02,
 )

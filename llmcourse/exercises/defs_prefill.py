@@ -57,6 +57,16 @@ define(
 )
 
 
+def _positions(model):
+    """The longest prompt the model takes (its max_position): Llama 2's is 4,096 tokens."""
+    return lc.models[model].max_position
+
+
+def _vary_ttft(r):
+    setup = dict(zip(("model", "precision", "gpu", "n"), pick(r, _TTFT()), strict=True))
+    return setup | dict(prompt=pick(r, range(500, min(16_000, _positions(setup["model"])) + 1, 250)))
+
+
 @pool
 def _TTFT():
     """(model, FP8, GPU, count): the two smallest counts of each FP8-capable GPU that hold the FP8 weights."""
@@ -78,10 +88,7 @@ define(
     "is slower. Prompts are {prompt} tokens. What is the time to first token?",
     "s",
     dict(model="Qwen2.5-72B", precision="fp8", gpu="H100 SXM", n=2, prompt=2_000),
-    lambda r: (
-        dict(zip(("model", "precision", "gpu", "n"), pick(r, _TTFT()), strict=True))
-        | dict(prompt=pick(r, range(500, 16_001, 250)))
-    ),
+    _vary_ttft,
     lambda v: (
         lc.prefill(
             v["model"],
@@ -110,6 +117,16 @@ define(
 _PREFILL_WEIGHTS = {"BF16": "bf16", "INT4 weights, BF16 compute": "int4"}
 
 
+@pool
+def _ONE_GPU_PREFILL():
+    """(model, GPU, story precision): the GPUs of the catalog whose usable memory holds the model's weights."""
+    for model in _DENSE[:4]:
+        for gpu in lc.gpus:
+            for said, precision in _PREFILL_WEIGHTS.items():
+                if lc.weight_bytes(model, precision) < lc.usable_memory(gpu):
+                    yield model, gpu, said
+
+
 def _memory_bound_below(v):
     p = lc.prefill(v["model"], v["gpu"], 1, attention=False, weight_bytes=_PREFILL_WEIGHTS[v["precision"]])
     return (p.memory_time / p.compute_time).to("")  # compute time grows linearly from 1 token
@@ -124,7 +141,7 @@ define(
     "does the prefill take less compute time than one read of the weights?",
     "",
     dict(model="Llama-3.1-8B", gpu="H100 SXM", precision="BF16"),
-    lambda r: dict(model=pick(r, _DENSE[:4]), gpu=pick(r, tuple(lc.gpus)), precision=pick(r, tuple(_PREFILL_WEIGHTS))),
+    lambda r: dict(zip(("model", "gpu", "precision"), pick(r, _ONE_GPU_PREFILL()), strict=True)),
     _memory_bound_below,
     (
         f"Compute time = {COURSE.flops_per_param:g} x P x T / ({COURSE.compute_efficiency:g} x F) at the BF16 peak F; "

@@ -31,12 +31,14 @@ _REPLICA = (
     f"{_COURSE.bandwidth_efficiency:.0%} of peak bandwidth and {_COURSE.compute_efficiency:.0%} of peak FLOP/s "
     f"with {_COURSE.memory_fraction:.0%} of memory usable (the course's method). Every request is {{prompt}} "
     "prompt + {answer} answer tokens. The batch is as many requests as the KV memory holds (at most 256); each "
-    "decode step reads every request's KV at the average context (prompt + answer / 2); a batch's prompts are "
+    "decode step reads every request's KV at the average context (prompt + answer / 2) and pays a fixed "
+    f"{_COURSE.step_overhead_ms:g} ms on top (launches, scheduling); a batch's prompts are "
     "prefilled together, each at 2 FLOPs per parameter per token plus the causal attention term. "
 )
 _CAP_HINTS = (
     "Batch = min(256, free KV memory / (KV per token x (prompt + answer))), rounded down.",
-    "Requests per second = 1 / ({answer} x step time / batch + prefill time of one prompt).",
+    f"Step time = the slower of its reads and its FLOPs, + {_COURSE.step_overhead_ms:g} ms. Requests per second = "
+    "1 / ({answer} x step time / batch + prefill time of one prompt).",
     "lc.decode_step(..., batch=B, context_tokens=...) and lc.prefill(...) give the two times (with the course's "
     "method, the default, the prefill includes the attention term).",
 )

@@ -25,11 +25,15 @@ from llmcourse.speculative import (
 
 EXERCISES: list = []
 
-#: The course's decode efficiencies, as the stories state them.
+#: The course's decode method, as the stories state it: the efficiencies, the fixed cost of a step, the collectives.
 _ETAS = (
     f"the course's method: {pct(COURSE.bandwidth_efficiency)} of peak bandwidth, "
-    f"{pct(COURSE.compute_efficiency)} of the peak FLOP/s at the weights' precision"
+    f"{pct(COURSE.compute_efficiency)} of the peak FLOP/s at the weights' precision, a fixed "
+    f"{COURSE.step_overhead_ms:g} ms per decode step (the verification and every draft step are decode steps), and "
+    "on several GPUs two ring all-reduces per layer of each step's activations over the GPUs' NVLink (chapter "
+    "*Many GPUs*)"
 )
+_OVER = f"{COURSE.step_overhead_ms:g} ms"
 #: The target and draft pairs of the stories: (target, GPU, GPUs, kind, draft model or None).
 PAIRS = (
     ("Llama-3.1-70B", "H100 SXM", 2, "draft model", "Llama-3.1-8B"),
@@ -131,11 +135,12 @@ define(
     _vary_pair,
     lambda v: _step(v).speedup,
     (
-        f"Plain step: (weights + one KV cache) / ({{tp}} x {COURSE.bandwidth_efficiency:g} x bandwidth). At batch 1 "
-        "the verification of {k} + 1 "
-        "positions reads the same bytes and is still memory-bound: it costs a plain step.",
-        "A draft step reads the draft's weights and its own KV cache the same way. A cycle is the verification plus "
-        "{k} draft steps.",
+        f"Plain step: (weights + one KV cache) / ({{tp}} x {COURSE.bandwidth_efficiency:g} x bandwidth), + {_OVER}, + "
+        "(on more than one GPU) 2 x layers all-reduces of one token's activations. At batch 1 the verification of {k} + 1 "
+        "positions reads the same bytes and is still memory-bound: it costs a plain step (its all-reduces carry "
+        "{k} + 1 tokens, a hair more).",
+        f"A draft step reads the draft's weights and its own KV cache the same way, and pays its own {_OVER} and "
+        "all-reduces (its own layers). A cycle is the verification plus {k} draft steps.",
         "Speed-up = (1 + {alpha} + ... + {alpha}^{k}) x plain step / (verification + {k} x draft step).",
     ),
     bare_ok=True,
@@ -146,26 +151,35 @@ define(
 
 # --- 3. the best draft length -------------------------------------------------------------------------------
 def _best(v):
-    return best_draft_tokens(v["target"], v["gpu"], _spec(v), context_tokens=v["context"], **_kw(v)).draft_tokens
+    """The speed-up at the best draft length (the draft length alone takes too few values to tell students apart)."""
+    return best_draft_tokens(v["target"], v["gpu"], _spec(v), context_tokens=v["context"], **_kw(v)).speedup
+
+
+def _vary_best(r):
+    """A pair, an acceptance rate and a context: the best draft length and its speed-up differ with each."""
+    alphas = (0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
+    return _with_words(_pair(r, alpha=pick(r, alphas), k=3, context=pick(r, (1_150, 2_150, 4_300, 8_300))))
 
 
 define(
     EXERCISES,
     "speculative_ex3",
     "The best draft length",
-    _SETUP + "; the target accepts each draft token with probability {alpha}. How many draft tokens per step "
-    "(1 to 16) give the user the highest speed?",
+    _SETUP + "; the target accepts each draft token with probability {alpha}. Find the number of draft tokens "
+    "per step (1 to 16) that gives the user the highest speed: how many times faster than plain decode is the "
+    "user served at that draft length?",
     "",
     _DEFAULT | dict(alpha=0.8),
-    _vary_pair,
+    _vary_best,
     _best,
     (
-        "At batch 1 the verification costs a plain step whatever the draft length, so the speed-up is "
-        "tau(k) / (1 + k r), with r a draft step's time over a plain step's.",
+        "At batch 1 the verification costs about a plain step whatever the draft length, so the speed-up is "
+        f"tau(k) / (1 + k r), with r a draft step's time over a plain step's (each with its {_OVER} of overhead).",
         "Each extra token adds {alpha}^k to tau, less and less, and r to the cost: try k = 1, 2, ... and keep the "
-        "best (or solve dS/dk = 0 and check the whole numbers either side).",
+        "best (or solve dS/dk = 0 and check the whole numbers either side); the answer is that best speed-up.",
     ),
-    integer=True,
+    bare_ok=True,
+    tolerance=0.02,
 )
 
 
@@ -208,8 +222,9 @@ define(
     _crossover,
     (
         f"Plain step: the slower of (weights + B KV caches) / ({COURSE.bandwidth_efficiency:g} x bandwidth) and B x "
-        f"{COURSE.flops_per_param:g} x parameters / ({COURSE.compute_efficiency:g} x peak FLOP/s). "
-        "The verification reads the same bytes but does the FLOPs of {k} + 1 positions per sequence.",
+        f"{COURSE.flops_per_param:g} x parameters / ({COURSE.compute_efficiency:g} x peak FLOP/s), + {_OVER}. "
+        "The verification reads the same bytes but does the FLOPs of {k} + 1 positions per sequence, + "
+        f"{_OVER}; each head step costs its reads + {_OVER} (an n-gram lookup costs nothing).",
         "Speculation pays while (1 + {alpha} + ... + {alpha}^{k}) x plain step > verification + {k} draft steps. "
         "While the verification is memory-bound it always pays; it stops once its FLOPs outgrow the bytes.",
         "Setting the two sides equal with the plain step memory-bound and the verification compute-bound gives "
@@ -286,8 +301,9 @@ define(
     (
         "The verification runs 2 positions per sequence: 2 x {batch} tokens pick experts, so it reads the shared "
         "weights plus the experts that many tokens touch (1 - (1 - 8/256)^tokens of them), and the {batch} caches, "
-        "8 copies of each.",
-        "An MTP step reads the block's shared weights and the experts {batch} tokens touch, and its one-layer cache.",
+        f"8 copies of each; + {_OVER}, + 2 x {lc.models['DeepSeek-V3'].layers} all-reduces of the 2 x {{batch}} tokens' activations over 8 GPUs.",
+        "An MTP step reads the block's shared weights and the experts {batch} tokens touch, and its one-layer cache; "
+        f"+ {_OVER}, + 2 all-reduces (one layer).",
         "Time per token = (verification + MTP step) / (1 + {alpha}); the user's speed is one over that.",
     ),
     tolerance=0.02,
@@ -298,20 +314,31 @@ define(
 _LENGTHS = [r for r in published(figure="acceptance_length") if r.draft_tokens is not None and r.value_high is None]
 
 
-def _length_variant(row):
-    return dict(method=row.method, target=row.target, benchmark=row.benchmark, length=row.value, k=row.draft_tokens)
+def _length_variant(row, scale=None):
+    """The published row (``scale`` None), or a deployment of the same method measuring ``scale`` times its
+    length on its own traffic (held below k + 1, the most a step can yield)."""
+    if scale is None:
+        where, length = f"{row.method} on {row.target} reports, on {row.benchmark},", row.value
+    else:
+        where = f"A deployment of {row.method} on {row.target} measures, on its own traffic (the published "
+        where += f"{row.benchmark} figure is {row.value:g}),"
+        length = round(min(1 + (row.value - 1) * scale, row.draft_tokens + 0.9), 2)
+    return dict(where=where, length=length, k=row.draft_tokens)
 
+
+#: A deployment's measured length as a share of the published one (traffic differs from the benchmark's).
+_LENGTH_SCALES = tuple(round(0.70 + 0.02 * i, 2) for i in range(26))  # 0.70 to 1.20
 
 define(
     EXERCISES,
     "speculative_ex8",
     "The acceptance rate behind an acceptance length",
-    "{method} on {target} reports a mean acceptance length of {length} tokens per verification step on {benchmark}, "
+    "{where} a mean acceptance length of {length} tokens per verification step, "
     "with {k} draft tokens per step (the length counts the target's own token). If every draft position were "
     "accepted with the same probability, independently, what would that probability be?",
     "",
     _length_variant(next(r for r in _LENGTHS if r.target == "gpt-oss-20b" and r.benchmark == "MT-Bench")),
-    lambda r: _length_variant(pick(r, _LENGTHS)),
+    lambda r: _length_variant(pick(r, _LENGTHS), pick(r, _LENGTH_SCALES)),
     lambda v: acceptance_from_length(v["length"], v["k"]),
     (
         "Solve 1 + a + a^2 + ... + a^{k} = {length} for a.",

@@ -75,6 +75,7 @@ CHAPTERS: dict[str, str] = {
     "moe": "Mixture of experts",
     "batching": "Batching",
     "speculative": "Speculative decoding",
+    "many_gpus": "Many GPUs",
     "fleet": "Sizing the fleet",
     "queueing": "Queueing",
     "design_review": "Design review",

@@ -90,9 +90,9 @@ def batching_calculator(
     --------
     >>> c = batching_calculator()
     >>> dict(c.rows)["$ per million output tokens"]
-    '5.83 (decode only: 5.72)'
+    '6.66 (decode only: 6.55)'
     >>> dict(c.set(batch=64).rows)["tok/s in all, decode steps only"]
-    '8,123'
+    '7,208'
     """
     return Calculator(
         _rows,

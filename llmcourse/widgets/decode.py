@@ -96,9 +96,9 @@ def decode_calculator(
     --------
     >>> c = decode_calculator()
     >>> dict(c.rows)["step time (time per output token)"]
-    '6.98 ms (memory-bound)'
+    '7.98 ms (memory-bound)'
     >>> dict(c.set(gpu="L4").rows)["step time (time per output token)"]
-    '77.9 ms (memory-bound)'
+    '78.9 ms (memory-bound)'
     """
     a = resolve(method)
     return Calculator(

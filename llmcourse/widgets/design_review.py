@@ -148,7 +148,7 @@ def design_review_calculator(
     --------
     >>> c = design_review_calculator()
     >>> dict(c.rows)["review: GPUs"], dict(c.set(method="planner").rows)["review: GPUs"]
-    ('36 (18 x 2)', '24 (12 x 2)')
+    ('42 (21 x 2)', '24 (12 x 2)')
     """
     return Calculator(
         _compute,

@@ -36,6 +36,11 @@ def _rows(
     ]
     if p.cost_per_million_output_tokens is not None:
         rows.append(("$ per million output tokens", f"{p.cost_per_million_output_tokens.m:.2f}"))
+    from llmcourse.validation import band_for, shipped_bands  # lazily (a heavier import)
+
+    if method == shipped_bands()["method"]:  # the measured band of the course's time per token
+        band = band_for("tpot_ms", model, gpu, 1 / p.tokens_per_s_per_user)
+        rows.append(("time per token, 80% band", band.text("time per token")))
     return rows
 
 
@@ -54,7 +59,7 @@ def serving_plan_calculator(
     --------
     >>> c = serving_plan_calculator()
     >>> dict(c.rows)["conversations at once"], dict(c.rows)["tok/s in all, prefill charged"]
-    ('94', '1,229')
+    ('94', '1,123')
     >>> dict(c.set(method="envelope").rows)["tok/s in all, decode only"]
     '4,387'
     >>> dict(c.set(precision="bf16").rows)["fits"]

@@ -1,8 +1,12 @@
-"""The calculator of the chapter *How good is the estimate?* (``book/12_validation.md``).
+"""The calculators of the chapter *How good is the estimate?* (``book/12_validation.md``).
 
-Pick a published measurement, slide the two efficiency factors, and see the course's prediction
-(:func:`llmcourse.validation.predict`, the course's method with the sliders' efficiencies) beside the
-measured value, and the error over all rows at those factors.
+* :func:`calibration_calculator`: pick a published measurement, slide the two efficiency factors, and
+  see the course's prediction (:func:`llmcourse.validation.predict`, the course's method with the
+  sliders' efficiencies) beside the measured value, and the error over all rows at those factors.
+* :func:`own_benchmark_calculator`: paste measured rows (the course's CSV, aiconfigurator's CSV or
+  ``vllm bench serve --save-result`` JSON) and get the per-row report of what was read and skipped,
+  the error of the course's method on them, the parameters refitted on them and the error of the refit
+  (:func:`llmcourse.validation.own_benchmark`, what ``python -m llmcourse validate FILE`` prints).
 """
 
 from __future__ import annotations
@@ -11,10 +15,10 @@ from functools import cache
 
 import ipywidgets as w
 
-from llmcourse.validation import Dataset, dataset, error_stats, predict
+from llmcourse.validation import Dataset, OwnBenchmark, dataset, error_stats, own_benchmark, predict
 from llmcourse.widgets import Calculator, float_slider
 
-__all__ = ["calibration_calculator"]
+__all__ = ["EXAMPLE_ROWS", "calibration_calculator", "own_benchmark_calculator"]
 
 
 @cache
@@ -74,3 +78,52 @@ def calibration_calculator(
         },
         title="Calibrate against a measurement",
     )
+
+
+#: The calculator's starting text: ten measured rows of the shipped aiconfigurator file (Llama-3.1-70B,
+#: FP8 weights, on two H200s under vLLM, 1,024 tokens in and out; the ``..._agg_1024x1024_c{N}_tp2_ep1_*``
+#: rows), written by :func:`llmcourse.validation.course_csv` in the course's format with short ids, and
+#: one malformed row to show the per-row report.
+EXAMPLE_ROWS = """\
+id,gpu,tp,model,weights,kv,engine,isl,osl,load_kind,concurrency,metric,value
+c4:tpot,H200 SXM,2,Llama-3.1-70B,fp8,bf16,vLLM,1024,1024,concurrency,4,tpot_ms,13.91
+c4:ttft,H200 SXM,2,Llama-3.1-70B,fp8,bf16,vLLM,1024,1024,concurrency,4,ttft_ms,121.29
+c8:tpot,H200 SXM,2,Llama-3.1-70B,fp8,bf16,vLLM,1024,1024,concurrency,8,tpot_ms,14.36
+c8:ttft,H200 SXM,2,Llama-3.1-70B,fp8,bf16,vLLM,1024,1024,concurrency,8,ttft_ms,154.12
+c16:tpot,H200 SXM,2,Llama-3.1-70B,fp8,bf16,vLLM,1024,1024,concurrency,16,tpot_ms,15.65
+c16:ttft,H200 SXM,2,Llama-3.1-70B,fp8,bf16,vLLM,1024,1024,concurrency,16,ttft_ms,189.85
+c32:tpot,H200 SXM,2,Llama-3.1-70B,fp8,bf16,vLLM,1024,1024,concurrency,32,tpot_ms,20.35
+c32:ttft,H200 SXM,2,Llama-3.1-70B,fp8,bf16,vLLM,1024,1024,concurrency,32,ttft_ms,271.56
+c64:tpot,H200 SXM,2,Llama-3.1-70B,fp8,bf16,vLLM,1024,1024,concurrency,64,tpot_ms,22.71
+c64:ttft,H200 SXM,2,Llama-3.1-70B,fp8,bf16,vLLM,1024,1024,concurrency,64,ttft_ms,417.03
+c0:tpot,H200 SXM,2,Llama-3.1-70B,fp8,bf16,vLLM,1024,1024,concurrency,0,tpot_ms,13.5
+"""
+
+
+def _own(text: str) -> OwnBenchmark:
+    return own_benchmark(text, bounded=True)
+
+
+def own_benchmark_calculator(text: str = EXAMPLE_ROWS) -> Calculator:
+    """Paste measured rows in any format the package reads -> the per-row report of what was read and
+    skipped, the error of the course's method on them, the refitted parameters and the refit's error.
+    Text in no known format (or none) shows one line naming the formats.
+
+    Examples
+    --------
+    >>> c = own_benchmark_calculator()
+    >>> dict(c.rows)["read"]
+    "the course's CSV: 10 measurements, 1 row skipped"
+    >>> dict(c.rows)["skipped: row 12 (c0:tpot)"]
+    "column 'concurrency' must be at least 1 (requests in flight); got 0"
+    >>> c.set(text="no table here").error[:80]
+    "pasted text: not a format this package reads; it reads the course's CSV (the col"
+    """
+    box = w.Textarea(
+        value=text,
+        description="Rows",
+        placeholder="paste CSV rows (the course's or aiconfigurator's) or vllm bench serve JSON",
+        layout=w.Layout(width="95%", height="14em"),
+        continuous_update=False,
+    )
+    return Calculator(_own, {"text": box}, title="Your own benchmark")
