@@ -55,50 +55,121 @@ from __future__ import annotations
 
 import bisect
 import csv
+import dataclasses  # noqa: F401 (the examples use it)
+import inspect
+import json
 import math
 import operator
+import re
 import statistics
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from itertools import compress, count, repeat
-from typing import NamedTuple
+from pathlib import Path
+from typing import Any, NamedTuple
 
+import pint
 import sympy as sp
 
 from llmcourse.assumptions import Assumptions, resolve
-from llmcourse.catalog import models
-from llmcourse.errors import InputError
+from llmcourse.catalog import gpus, models
+from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
+from llmcourse.formulas import SYMBOLS, _s, checked, formula
 from llmcourse.planner import Replica, matmul_precision, replica, usable_memory, weight_bytes
+from llmcourse.units import Q_, plain_number  # noqa: F401 (the examples use Q_)
 
 __all__ = [
+    "AICONFIGURATOR",
+    "ARCHITECTURE_GAPS",
+    "BANDS_FILE",
+    "BAND_METRICS",
+    "BAND_PERCENTILES",
+    "BAND_WHICH",
+    "COURSE_COLUMNS",
+    "DISAGGREGATED_REASON",
+    "ENABLED_LAYOUTS",
+    "FACETS",
+    "FIT_GRIDS",
+    "FIT_METRICS",
+    "FIT_PARAMETERS",
+    "FORMATS",
     "GRID",
+    "HOLD_OUT",
     "KV_STARVED_SHARE",
+    "LAYOUT_KEYWORDS",
+    "LAYOUT_REASON",
     "METRICS",
+    "METRIC_NAMES",
+    "OWN_MAX_ROWS",
+    "Band",
     "Components",
     "Dataset",
     "ErrorStats",
+    "Evidence",
     "Fit",
+    "LoadComponents",
+    "Loaded",
     "Measurement",
+    "OwnBenchmark",
     "Prediction",
+    "Skipped",
+    "Summary",
     "Validation",
+    "architecture",
+    "band",
+    "band_for",
+    "band_table",
+    "bands_markdown",
+    "closed_loop_ttft",
     "components",
+    "concurrency_band",
+    "course_csv",
     "dataset",
+    "end_to_end",
     "engine_usable_fraction",
     "error_stats",
+    "evidence",
     "family",
     "fit_efficiencies",
+    "gpu_generation",
+    "grid_markdown",
+    "held_out_markdown",
+    "held_out_table",
     "kv_share",
+    "layout_gap",
+    "layout_keywords",
     "leave_one_out",
+    "load_components",
+    "load_measurements",
     "measurements",
+    "not_predicted_reasons",
+    "own_benchmark",
+    "parameters_markdown",
+    "parameters_table",
+    "parse_measurements",
+    "plan_bands",
     "predict",
+    "shipped_bands",
+    "silicon",
+    "summarize",
     "validate",
 ]
 
 #: The metrics a row may report, and their units.
-METRICS = {"output_tokens_per_s": "1/s", "itl_ms": "ms", "ttft_ms": "ms"}
-LOAD_KINDS = ("offline_max", "online_unbounded", "online_rate")
+METRICS = {"output_tokens_per_s": "1/s", "itl_ms": "ms", "ttft_ms": "ms", "tpot_ms": "ms"}
+#: What each metric is, in words.
+METRIC_NAMES = {
+    "output_tokens_per_s": "output tokens per second",
+    "itl_ms": "inter-token latency",
+    "ttft_ms": "time to first token",
+    "tpot_ms": "time per output token",
+}
+#: How a row loaded the replica: the largest batch (offline, or online with no rate limit), a fixed
+#: request rate, or a closed loop of ``concurrency`` requests in flight (a benchmark's concurrency).
+LOAD_KINDS = ("offline_max", "online_unbounded", "online_rate", "concurrency")
 
 
 @dataclass(frozen=True)
@@ -122,6 +193,10 @@ class Measurement:
     value: float
     unit: str
     notes: str = ""
+    concurrency: int | None = None
+    pp: int = 1
+    attention_dp: int = 1
+    ep: int = 1
 
     def __post_init__(self) -> None:
         if self.metric not in METRICS:
@@ -130,8 +205,21 @@ class Measurement:
             raise InputError(
                 f"row {self.id}: load_kind {self.load_kind!r} unknown; use one of {', '.join(LOAD_KINDS)}."
             )
-        if self.n_gpus != self.tp:
-            raise InputError(f"row {self.id}: n_gpus ({self.n_gpus}) must equal tp ({self.tp}) (one replica per row).")
+        for name in ("tp", "pp", "attention_dp", "ep"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise InputError(f"row {self.id}: {name} must be a whole number of at least 1; got {v!r}.")
+        if self.n_gpus != self.tp * self.pp * self.attention_dp:
+            raise InputError(
+                f"row {self.id}: n_gpus ({self.n_gpus}) must equal tp x pp x attention_dp "
+                f"({self.tp} x {self.pp} x {self.attention_dp}) (one replica per row)."
+            )
+        if self.load_kind == "concurrency":
+            c = self.concurrency
+            if isinstance(c, bool) or not isinstance(c, int) or c < 1:
+                raise InputError(
+                    f"row {self.id}: a closed-loop row needs a concurrency of at least 1 request in flight; got {c!r}."
+                )
 
 
 def measurements() -> list[Measurement]:
@@ -211,17 +299,22 @@ def _assumptions(
 
 def _replica(row: Measurement, a: Assumptions) -> Replica:
     """The one replica model of a row: its GPUs, precisions and lengths; a batch of 1 at a fixed
-    request rate, otherwise the largest batch that fits."""
+    request rate, the concurrency in a closed loop, otherwise the largest batch that fits."""
+    gap = layout_gap(row)
+    if gap is not None:
+        raise InputError(f"row {row.id}: {gap}")
+    batch = {"online_rate": 1, "concurrency": row.concurrency}.get(row.load_kind)
     r = replica(
         row.model,
         row.gpu,
         tensor_parallel=row.tp,
-        batch=1 if row.load_kind == "online_rate" else None,
+        batch=batch,
         prompt_tokens=row.isl,
         answer_tokens=row.osl,
         weight_bytes=row.weights,
         kv_bytes=row.kv,
         assumptions=a,
+        **layout_keywords(row),
     )
     if not r.fits:
         raise InputError(f"row {row.id}: {r.reason}")
@@ -270,11 +363,13 @@ def predict(
     --------
     >>> r = measurements()[16]
     >>> r.id, r.metric, round(predict(r).value, 2)
-    ('T17', 'itl_ms', 6.88)
+    ('T17', 'itl_ms', 7.88)
     """
     a = _assumptions(assumptions, bandwidth_efficiency, compute_efficiency, usable_fraction)
     rep = _replica(row, a)
     cp = matmul_precision(row.weights, row.gpu, a)
+    if row.load_kind == "concurrency":
+        return _predict_closed_loop(row, rep, cp)
     s, pre = rep.step, rep.batch_prefill
     if row.metric == "output_tokens_per_s":
         pre_ms = float(pre.time.to("ms").m) if rep.counts_prefill else None
@@ -329,6 +424,7 @@ class Components:
     prefill_memory_ms: float
     step_overhead_ms: float = 0.0
     counts_prefill: bool = True
+    prefill_extra_ms: float = 0.0
 
     def __post_init__(self) -> None:
         times = (self.decode_memory_ms, self.decode_compute_ms, self.prefill_compute_ms, self.prefill_memory_ms)
@@ -348,7 +444,7 @@ class Components:
         """
         eb, ef = float(bandwidth_efficiency), float(compute_efficiency)
         step = max(self.decode_memory_ms / eb, self.decode_compute_ms / ef) + self.step_overhead_ms
-        pre = max(self.prefill_compute_ms / ef, self.prefill_memory_ms / eb)
+        pre = max(self.prefill_compute_ms / ef, self.prefill_memory_ms / eb) + self.prefill_extra_ms
         if self.metric == "itl_ms":
             return step
         if self.metric == "ttft_ms":
@@ -368,9 +464,14 @@ def components(
     --------
     >>> c, a = components(measurements()[16]), resolve()
     >>> round(c.value(a.bandwidth_efficiency, a.compute_efficiency), 2), round(c.value(1, 1), 2)
-    (6.88, 4.82)
+    (7.88, 5.82)
     """
     a = _assumptions(assumptions, usable_fraction=usable_fraction)
+    if row.load_kind == "concurrency":
+        raise InputError(
+            f"row {row.id}: components() holds the published tables' rows; a closed-loop row is split by "
+            "load_components() (what evidence() uses)."
+        )
     if a.step_rule != "max":
         raise InputError(
             f"components() splits a step into one memory and one compute time (step rule 'max'); assumptions "
@@ -390,6 +491,8 @@ def components(
         # the fixed time the step adds (per-step overhead, all-reduces), as the replica model gives it
         step_overhead_ms=float((s.step_time - max(s.memory_time, s.compute_time)).to("ms").m),
         counts_prefill=rep.counts_prefill,
+        # the fixed time a prefill adds (its collectives), as the replica model gives it
+        prefill_extra_ms=float((pre.time - max(pre.compute_time, pre.memory_time)).to("ms").m),
     )
 
 
@@ -491,7 +594,7 @@ def _sq_log_errors(c: Components, target: float, eb_axis: list[float], ef_axis: 
     decode_only = c.metric == "output_tokens_per_s" and not c.counts_prefill
     if c.metric in ("itl_ms", "ttft_ms") or decode_only:
         if c.metric == "ttft_ms":
-            mem, cmp, o = c.prefill_memory_ms, c.prefill_compute_ms, 0.0
+            mem, cmp, o = c.prefill_memory_ms, c.prefill_compute_ms, c.prefill_extra_ms
         else:
             mem, cmp = c.decode_memory_ms, c.decode_compute_ms
         if decode_only:
@@ -510,12 +613,13 @@ def _sq_log_errors(c: Components, target: float, eb_axis: list[float], ef_axis: 
     # output tokens per second (cycle_throughput), times in seconds
     b, osl, thr = repeat(c.batch), repeat(c.osl), _throughput
     step_c = [(c.decode_compute_ms / ef + o) / 1000.0 for ef in ef_axis]
-    pre_c = [c.prefill_compute_ms / ef / 1000.0 for ef in ef_axis]
+    q = c.prefill_extra_ms
+    pre_c = [(c.prefill_compute_ms / ef + q) / 1000.0 for ef in ef_axis]
     neg_s, neg_p = [-x for x in step_c], [-x for x in pre_c]
     both_c = _sq_log(map(thr, b, osl, step_c, pre_c), target)
     out = []
     for eb in eb_axis:
-        step_m, pre_m = (c.decode_memory_ms / eb + o) / 1000.0, c.prefill_memory_ms / eb / 1000.0
+        step_m, pre_m = (c.decode_memory_ms / eb + o) / 1000.0, (c.prefill_memory_ms / eb + q) / 1000.0
         ks, kp = _count_above(neg_s, step_m), _count_above(neg_p, pre_m)
         lo, hi = min(ks, kp), max(ks, kp)
         out += both_c[:lo]
@@ -720,7 +824,7 @@ def dataset(rows: Sequence[Measurement] | None = None, *, assumptions: Assumptio
     >>> d = dataset()
     >>> a = d.assumptions
     >>> len(d.rows), d.ids[16], round(d.at(a.bandwidth_efficiency, a.compute_efficiency)[16], 2), a.name
-    (26, 'T17', 6.88, 'course')
+    (26, 'T17', 7.88, 'course')
     """
     a = resolve(assumptions)
     rows = tuple(measurements() if rows is None else rows)
@@ -770,7 +874,7 @@ class Validation(Dataset):
         --------
         >>> v = validate([r for r in measurements() if r.id in ("T3", "T8", "T17")])
         >>> v.faster_than_predicted(), v.faster_than_predicted("datasheet")
-        (['T8'], ['T8'])
+        (['T3', 'T8'], ['T8'])
         """
         out = []
         for r, p in zip(self.rows, self._predictions(which), strict=True):
@@ -837,3 +941,1664 @@ def validate(rows: Sequence[Measurement] | None = None, *, assumptions: Assumpti
         held_out=tuple(held),
         held_out_fits=tuple(fits),
     )
+
+
+# ==================================================================================================
+# Measured files at a concurrency: load them, predict them through replica(), error by family
+# ==================================================================================================
+def _symbol(name: str, latex: str, unit: str, meaning: str, **kw: Any) -> sp.Symbol:
+    """A symbol of :data:`llmcourse.formulas.SYMBOLS`, defined here once (a reload finds it there)."""
+    if name in SYMBOLS:
+        return SYMBOLS[name].sym
+    return _s(name, latex, unit, meaning, **kw)
+
+
+def _formula(name: str, target: str, expr: sp.Expr, meaning: str) -> None:
+    if name not in F:
+        formula(name, target, expr, meaning, "12_validation")
+
+
+_conc = _symbol(
+    "concurrency", r"n_{c}", "", "requests in flight in a closed loop (a benchmark's concurrency)", integer=True
+)
+_wait = _symbol(
+    "prefill_wait", r"W_{pre}", "s", "time a new request waits behind the prefills ahead of it", allow_zero=True
+)
+_ttft = _symbol("ttft", r"t_{ttft}", "s", "time to first token")
+_tp, _ts, _ta, _tau = (SYMBOLS[n].sym for n in ("prefill_time", "step_time", "answer_tokens", "time_per_token"))
+#: A client's cycle without the wait: its prefill, half a decode step (the step under way when it
+#: arrives), and the rest of its answer at the time per token.
+_cycle = _tp + _ts / 2 + (_ta - 1) * _tau
+#: The cycle less the prefills of the other clients (negative when the prefills alone fill it).
+_ahead = _cycle - (_conc - 1) * _tp
+_formula(
+    "closed_loop_prefill_wait",
+    "prefill_wait",
+    (sp.sqrt(_ahead**2 + 2 * (_conc - 1) * _tp**2) - _ahead) / 2,
+    "mean wait behind the prefills of the other n_c - 1 requests of a closed loop (Pollaczek-Khinchine for a "
+    "fixed prefill time, at the utilisation the closed loop's own cycle gives)",
+)
+_formula(
+    "closed_loop_ttft",
+    "ttft",
+    _tp + _ts / 2 + _wait,
+    "time to first token at a concurrency: half the decode step under way, the wait, then the request's prefill",
+)
+_formula(
+    "closed_loop_throughput",
+    "token_rate",
+    _conc * _ta / (_ttft + (_ta - 1) * _tau),
+    "output tokens per second of a closed loop of n_c requests (each: first token, then T_a - 1 more)",
+)
+_wait_s = _scalar(
+    "closed_loop_prefill_wait", "prefill_time", "step_time", "time_per_token", "answer_tokens", "concurrency"
+)
+_ttft_s = _scalar("closed_loop_ttft", "prefill_time", "step_time", "prefill_wait")
+_loop_rate_s = _scalar("closed_loop_throughput", "concurrency", "answer_tokens", "ttft", "time_per_token")
+_tpot_s = _scalar("interleaved_tpot", "step_time", "prefill_time", "batch", "answer_tokens")
+
+
+# --- parallel layouts beyond tensor parallelism -------------------------------------------------
+#: The keyword of :func:`llmcourse.planner.replica` each parallel layout of a row needs.
+LAYOUT_KEYWORDS = {"pp": "pipeline_parallel", "ep": "expert_parallel", "attention_dp": "data_parallel"}
+#: The layouts predictions pass to :func:`~llmcourse.planner.replica` (the others' rows are skipped
+#: with :data:`LAYOUT_REASON`); switch one on here once ``replica()`` has its keyword.
+ENABLED_LAYOUTS: frozenset[str] = frozenset({"pp", "ep", "attention_dp"})
+LAYOUT_REASON = "needs pipeline/expert/attention-data parallelism"
+
+
+def _replica_keywords() -> frozenset[str]:
+    return frozenset(inspect.signature(replica).parameters)
+
+
+def layout_gap(row: Measurement) -> str | None:
+    """Why the one replica model cannot express a row's parallel layout yet (``None`` if it can): a
+    pipeline, expert or attention-data parallel size above 1 whose layout is not switched on in
+    :data:`ENABLED_LAYOUTS`, or whose keyword :func:`~llmcourse.planner.replica` lacks.
+
+    Examples
+    --------
+    >>> r = measurements()[0]
+    >>> layout_gap(r) is None, layout_gap(dataclasses.replace(r, ep=8))
+    (True, None)
+    """
+    need = [k for k in LAYOUT_KEYWORDS if getattr(row, k) > 1]
+    have = _replica_keywords()
+    missing = [k for k in need if k not in ENABLED_LAYOUTS or LAYOUT_KEYWORDS[k] not in have]
+    if not missing:
+        return None
+    return f"{LAYOUT_REASON} ({', '.join(f'{k}={getattr(row, k)}' for k in need)})"
+
+
+def layout_keywords(row: Measurement) -> dict[str, int]:
+    """The keywords of :func:`~llmcourse.planner.replica` for a row's enabled layouts beyond tensor parallelism."""
+    return {LAYOUT_KEYWORDS[k]: getattr(row, k) for k in sorted(ENABLED_LAYOUTS) if getattr(row, k) > 1}
+
+
+# --- prediction of a closed-loop row ----------------------------------------------------------------
+def _predict_closed_loop(row: Measurement, rep: Replica, cp: str) -> Prediction:
+    """A closed-loop row's metric from its replica at a batch of the concurrency (see :func:`predict`).
+    A concurrency above the largest batch whose KV fits at the final context is still predicted at
+    that batch (engines page the cache in as sequences grow); :func:`kv_over_capacity` says which."""
+    if rep.step is None:
+        raise InputError(f"row {row.id}: {rep.reason}")
+    s = rep.step
+    step_ms, tpot_ms = float(s.step_time.to("ms").m), float(rep.tpot.to("ms").m)
+    pre_ms = float(rep.first_prefill.time.to("ms").m)
+    ttft_ms = _closed_loop_ttft_ms(pre_ms, step_ms, tpot_ms, row.osl, row.concurrency)
+    ttft_ms += rep.assumptions.request_overhead_ms  # the fixed cost of a request besides its prefill
+    value = {"tpot_ms": tpot_ms, "itl_ms": tpot_ms, "ttft_ms": ttft_ms}.get(row.metric)
+    if value is None:  # output tokens per second
+        value = _loop_rate_s(row.concurrency, row.osl, ttft_ms / 1e3, tpot_ms / 1e3)
+    return Prediction(row.id, row.metric, value, row.unit, rep.batch, cp, step_ms, pre_ms, None, s.bound)
+
+
+def _closed_loop_ttft_ms(pre_ms: float, step_ms: float, tpot_ms: float, osl: float, n: int) -> float:
+    """Time to first token (ms) of :data:`closed_loop_ttft` with its wait, from times in ms."""
+    p, s, t = pre_ms / 1e3, step_ms / 1e3, tpot_ms / 1e3
+    return _ttft_s(p, s, _wait_s(p, s, t, osl, n)) * 1e3
+
+
+@checked
+def closed_loop_ttft(
+    prefill_time: pint.Quantity,
+    step_time: pint.Quantity,
+    time_per_token: pint.Quantity,
+    answer_tokens: float,
+    concurrency: int,
+) -> pint.Quantity:
+    """Mean time to first token of a closed loop of ``concurrency`` requests in flight (formulas
+    ``closed_loop_prefill_wait`` and ``closed_loop_ttft``).
+
+    A new request arrives while a decode step is under way (it waits half a step on average), then
+    waits behind the prompts of the other ``n_c - 1`` requests being prefilled, then is prefilled.
+    The wait is the Pollaczek-Khinchine mean for a fixed service time ``t_pre`` at utilisation
+    ``rho = (n_c - 1) t_pre / (cycle + W)``, the share of time the other clients keep the prefill
+    busy when each client's cycle is its prefill, half a step, ``T_a - 1`` tokens and the wait:
+    ``W = rho t_pre / (2 (1 - rho))`` is a quadratic in ``W``, whose positive root is the formula.
+    One request alone never waits; when the prompts alone fill the cycle, ``W`` tends to the other
+    requests' prefills, ``(n_c - 1) t_pre`` less the rest of the cycle. ``tests/test_measured.py``
+    checks it against the queueing simulator.
+
+    Examples
+    --------
+    >>> round(closed_loop_ttft(Q_(40, "ms"), Q_(20, "ms"), Q_(22, "ms"), 1_000, 1).to("ms").m, 3)
+    50.0
+    >>> round(closed_loop_ttft(Q_(40, "ms"), Q_(20, "ms"), Q_(22, "ms"), 1_000, 64).to("ms").m, 1)
+    52.6
+    """
+    w = F["closed_loop_prefill_wait"](
+        prefill_time=prefill_time,
+        step_time=step_time,
+        time_per_token=time_per_token,
+        answer_tokens=answer_tokens,
+        concurrency=concurrency,
+    )
+    return F["closed_loop_ttft"](prefill_time=prefill_time, step_time=step_time, prefill_wait=w).to("ms")
+
+
+# --- reading measured files -----------------------------------------------------------------------
+#: The formats :func:`load_measurements` reads, for its messages.
+FORMATS = {
+    "course": "the course's CSV (the columns of llmcourse/data/measurements.csv: id, gpu, tp, model, weights, kv, "
+    "engine, isl, osl, load_kind, metric, value; and concurrency, pp, attention_dp, ep for a closed loop)",
+    "aiconfigurator": "aiconfigurator's silicon CSV (model_path, system, backend, isl, osl, tp_size, ..., "
+    "silicon_ttft_ms, silicon_tpot_ms)",
+    "vllm": "the JSON of `vllm bench serve --save-result` (one result, a list of them, or one per line)",
+}
+DISAGGREGATED_REASON = "disaggregated: separate prefill and decode pools, which the replica model does not express yet"
+#: Models whose attention the planner has no term for, with the reason; ``max_context`` (if given)
+#: is the longest context at which the catalog's row is still exact (GLM-5's sparse attention picks
+#: 2,048 past tokens, so it attends to all of them up to there).
+ARCHITECTURE_GAPS: dict[str, tuple[str, int | None]] = {
+    "Qwen3.5-397B-A17B": (
+        "hybrid linear attention (45 of 60 layers are Gated DeltaNet, a fixed recurrent state per sequence): "
+        "the planner has no term for it",
+        None,
+    ),
+    "GLM-5": (
+        "DeepSeek sparse attention (each query attends to 2,048 selected past tokens) at a context above 2,048 "
+        "tokens: the planner has no term for it",
+        2_048,
+    ),
+}
+#: aiconfigurator's quantization modes as the course's precisions.
+_QUANT = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4", "int4_wo": "int4", "bf16": "bf16", "fp16": "fp16"}
+_PRECISION = {"fp8": "fp8", "fp4": "fp4", "int4": "int4", "bf16": "bf16", "fp16": "fp16", "int8": "int8"}
+_ENGINES = {"trtllm": "TensorRT-LLM", "tensorrt-llm": "TensorRT-LLM", "sglang": "SGLang", "vllm": "vLLM"}
+_COURSE_REQUIRED = ("id", "gpu", "tp", "model", "weights", "kv", "engine", "isl", "osl", "load_kind", "metric", "value")
+_AIC_REQUIRED = (
+    "id", "backend", "model_path", "system", "mode", "isl", "osl", "tp_size", "pp_size", "attention_dp_size",
+    "moe_ep_size", "silicon_ttft_ms", "silicon_tpot_ms",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A row of a measured file that the course cannot express, with where it is and why."""
+
+    line: int
+    id: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"row {self.line}" + (f" ({self.id})" if self.id else "") + f": {self.reason}"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What :func:`load_measurements` read: the rows it can express and, separately, those it cannot."""
+
+    format: str
+    rows: tuple[Measurement, ...]
+    skipped: tuple[Skipped, ...]
+    source: str = ""
+
+    def reasons(self) -> dict[str, int]:
+        """How many rows were skipped for each reason (the text before any parenthesis or colon detail)."""
+        out: dict[str, int] = {}
+        for sk in self.skipped:
+            key = sk.reason.split(" (")[0] if sk.reason.startswith(LAYOUT_REASON) else sk.reason
+            out[key] = out.get(key, 0) + 1
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+    def report(self) -> str:
+        """One line per skipped row, after a count of what was read."""
+        head = f"{self.source or 'input'} ({FORMATS[self.format].split(' (')[0]}): {len(self.rows)} measurements read"
+        return "\n".join([head + f", {len(self.skipped)} rows skipped", *map(str, self.skipped)])
+
+
+class _RowError(Exception):
+    """A reason a row cannot be expressed (caught per row; never leaves this module)."""
+
+
+def _cell(r: dict[str, Any], col: str) -> str:
+    if col not in r or r[col] is None:
+        raise _RowError(f"missing column {col!r}")
+    text = str(r[col]).strip()
+    if not text:
+        raise _RowError(f"column {col!r} is empty")
+    return text
+
+
+def _number(r: dict[str, Any], col: str) -> float:
+    text = _cell(r, col)
+    try:
+        x = float(text)
+    except ValueError:
+        raise _RowError(f"column {col!r}: {text!r} is not a number") from None
+    if not math.isfinite(x) or x <= 0:
+        raise _RowError(f"column {col!r} must be a number above zero; got {text}")
+    return x
+
+
+def _whole(r: dict[str, Any], col: str, default: int | None = None) -> int:
+    if default is not None and (col not in r or r[col] is None or not str(r[col]).strip()):
+        return default
+    text = _cell(r, col)
+    try:
+        x = float(text)
+    except ValueError:
+        raise _RowError(f"column {col!r}: {text!r} is not a whole number") from None
+    if x != int(x):
+        raise _RowError(f"column {col!r}: {text!r} is not a whole number")
+    if x < 1:
+        what = "requests in flight" if "concurrency" in col or col == "batch_size" else "a size"
+        raise _RowError(f"column {col!r} must be at least 1 ({what}); got {text}")
+    return int(x)
+
+
+def _model_name(text: str) -> str:
+    """A catalog model name from a file's model field (a Hugging Face id such as
+    ``nvidia/DeepSeek-R1-NVFP4``: the organisation and a quantization suffix dropped)."""
+    name = text.strip().rstrip("/").split("/")[-1]
+    for suffix in ("-NVFP4", "-FP8", "-FP4", "-AWQ", "-GPTQ", "-INT4"):
+        if name.upper().endswith(suffix):
+            name = name[: -len(suffix)]
+    if name in ARCHITECTURE_GAPS and ARCHITECTURE_GAPS[name][1] is None:
+        raise _RowError(f"{name}: {ARCHITECTURE_GAPS[name][0]}")
+    try:
+        return models[name].name
+    except UnknownNameError as exc:
+        raise _RowError(str(exc).split(" Known:")[0]) from None
+
+
+def _gpu_name(text: str) -> str:
+    try:
+        return gpus[text.strip()].name
+    except UnknownNameError as exc:
+        raise _RowError(str(exc).split(" Known:")[0]) from None
+
+
+def _precision(text: str, col: str) -> str:
+    key = text.strip().lower()
+    if key in _QUANT:
+        return _QUANT[key]
+    if key in _PRECISION:
+        return _PRECISION[key]
+    raise _RowError(f"column {col!r}: precision {text!r} unknown; use one of {', '.join(sorted(_PRECISION))}")
+
+
+def _context_gap(model: str, isl: int, osl: int) -> None:
+    gap = ARCHITECTURE_GAPS.get(model)
+    if gap is not None and gap[1] is not None and isl + osl > gap[1]:
+        raise _RowError(f"{model}: {gap[0]}")
+
+
+def _engine(text: str, version: str = "") -> str:
+    name = _ENGINES.get(text.strip().lower(), text.strip())
+    return f"{name} {version.strip()}".strip()
+
+
+def _read_course(records: list[dict[str, str]]) -> tuple[list[Measurement], list[Skipped]]:
+    rows, skipped = [], []
+    for k, r in enumerate(records):
+        line, rid = k + 2, (r.get("id") or "").strip()
+        try:
+            for col in _COURSE_REQUIRED:
+                _cell(r, col)
+            metric, kind = _cell(r, "metric"), _cell(r, "load_kind")
+            if metric not in METRICS:
+                raise _RowError(f"metric {metric!r} unknown; use one of {', '.join(METRICS)}")
+            if kind not in LOAD_KINDS:
+                raise _RowError(f"load_kind {kind!r} unknown; use one of {', '.join(LOAD_KINDS)}")
+            model, gpu = _model_name(_cell(r, "model")), _gpu_name(_cell(r, "gpu"))
+            tp, pp = _whole(r, "tp"), _whole(r, "pp", 1)
+            dp, ep = _whole(r, "attention_dp", 1), _whole(r, "ep", 1)
+            isl, osl = _whole(r, "isl"), _whole(r, "osl")
+            _context_gap(model, isl, osl)
+            conc = _whole(r, "concurrency") if kind == "concurrency" else None
+            m = Measurement(
+                id=rid,
+                source=(r.get("source") or "").strip(),
+                gpu=gpu,
+                n_gpus=_whole(r, "n_gpus", tp * pp * dp),
+                tp=tp,
+                model=model,
+                weights=_precision(_cell(r, "weights"), "weights"),
+                kv=_precision(_cell(r, "kv"), "kv"),
+                engine=_cell(r, "engine"),
+                isl=isl,
+                osl=osl,
+                load=(r.get("load") or "").strip(),
+                load_kind=kind,
+                metric=metric,
+                value=_number(r, "value"),
+                unit=(r.get("unit") or "").strip() or METRICS[metric],
+                notes=(r.get("notes") or "").strip(),
+                concurrency=conc,
+                pp=pp,
+                attention_dp=dp,
+                ep=ep,
+            )
+            gap = layout_gap(m)
+            if gap is not None:
+                raise _RowError(gap)
+            rows.append(m)
+        except (_RowError, InputError) as exc:
+            skipped.append(Skipped(line, rid, str(exc).removeprefix(f"row {rid}: ")))
+    return rows, skipped
+
+
+_CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
+
+
+def _aic_weights(r: dict[str, str], model: str) -> tuple[str, str]:
+    """(weights, note) of an aiconfigurator row: the GEMM quantization (the experts' for a MoE model,
+    whose weights are mostly experts), else the precision column, else the checkpoint's own."""
+    moe = models[model].is_moe
+    for col in ("moe_quant_mode", "gemm_quant_mode") if moe else ("gemm_quant_mode",):
+        if (r.get(col) or "").strip():
+            return _precision(r[col], col), ""
+    if (r.get("precision") or "").strip():
+        return _precision(r["precision"], "precision"), ""
+    own = models[model].weight_dtype
+    return own, f"precision not given: the checkpoint's own ({own})"
+
+
+def _read_aiconfigurator(records: list[dict[str, str]], kv: str | None) -> tuple[list[Measurement], list[Skipped]]:
+    rows, skipped = [], []
+    for k, r in enumerate(records):
+        line, rid = k + 2, (r.get("id") or "").strip()
+        try:
+            for col in _AIC_REQUIRED:
+                if col not in r:
+                    raise _RowError(f"missing column {col!r}")
+            if _cell(r, "mode") == "disagg":
+                raise _RowError(DISAGGREGATED_REASON)
+            model, gpu = _model_name(_cell(r, "model_path")), _gpu_name(_cell(r, "system"))
+            isl, osl = _whole(r, "isl"), _whole(r, "osl")
+            _context_gap(model, isl, osl)
+            tp, pp, dp = _whole(r, "tp_size"), _whole(r, "pp_size", 1), _whole(r, "attention_dp_size", 1)
+            ep = 1
+            if models[model].is_moe and (r.get("moe_ep_size") or "").strip() not in ("", "0"):
+                ep = _whole(r, "moe_ep_size")
+            found = _CONCURRENCY.search(r.get("silicon_data_source") or "")
+            if found:
+                conc = int(found.group(1))
+                if conc < 1:
+                    raise _RowError(f"silicon_concurrency must be at least 1 request in flight; got {conc}")
+            else:
+                conc = _whole(r, "batch_size") * dp
+            weights, note = _aic_weights(r, model)
+            engine_key = _cell(r, "backend").lower()
+            kv_ = kv or ("fp8" if engine_key == "trtllm" and weights in ("fp8", "fp4") else "bf16")
+            values = {"ttft_ms": _number(r, "silicon_ttft_ms"), "tpot_ms": _number(r, "silicon_tpot_ms")}
+            base = dict(
+                source=f"ai-dynamo/aiconfigurator silicon_sample.csv @095f58a: {rid}",
+                gpu=gpu,
+                n_gpus=tp * pp * dp,
+                tp=tp,
+                model=model,
+                weights=weights,
+                kv=kv_,
+                engine=_engine(engine_key, r.get("backend_version") or ""),
+                isl=isl,
+                osl=osl,
+                load=f"concurrency {conc}",
+                load_kind="concurrency",
+                unit="ms",
+                notes=note,
+                concurrency=conc,
+                pp=pp,
+                attention_dp=dp,
+                ep=ep,
+            )
+            made = [Measurement(id=f"{rid}:{m.split('_')[0]}", metric=m, value=v, **base) for m, v in values.items()]
+            gap = layout_gap(made[0])
+            if gap is not None:
+                raise _RowError(gap)
+            rows += made
+        except (_RowError, InputError) as exc:
+            skipped.append(Skipped(line, rid, str(exc)))
+    return rows, skipped
+
+
+def _json_records(text: str) -> list[Any]:
+    text = text.strip()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        try:  # --append-result writes one JSON object per line
+            data = [json.loads(x) for x in text.splitlines() if x.strip()]
+        except json.JSONDecodeError as exc:
+            raise InputError(f"the text starts like JSON but is not valid JSON ({exc}).") from None
+    return data if isinstance(data, list) else [data]
+
+
+def _is_vllm(rec: Any) -> bool:
+    return isinstance(rec, dict) and any(k in rec for k in ("mean_tpot_ms", "mean_ttft_ms", "output_throughput"))
+
+
+def _read_vllm(records: list[Any], given: dict[str, Any]) -> tuple[list[Measurement], list[Skipped]]:
+    """``vllm bench serve --save-result`` results. The JSON names the model, the lengths (through
+    its token totals) and the concurrency; the GPU, the tensor-parallel size and the precisions come
+    from ``--metadata gpu=... tp=... weights=... kv=...`` keys in the JSON or from the keywords of
+    :func:`load_measurements`."""
+    rows, skipped = [], []
+    metrics = {"mean_ttft_ms": "ttft_ms", "mean_tpot_ms": "tpot_ms", "mean_itl_ms": "itl_ms"}
+    for k, rec in enumerate(records):
+        line = k + 1
+        rid = f"vllm#{line}"
+        try:
+            if not _is_vllm(rec):
+                raise _RowError("not a vllm bench serve result (no mean_tpot_ms, mean_ttft_ms or output_throughput)")
+            r = {**{k_: v for k_, v in given.items() if v is not None}, **rec}
+
+            def pick(*keys: str, r: dict[str, Any] = r) -> Any:
+                return next((r[x] for x in keys if r.get(x) not in (None, "")), None)
+
+            model = _model_name(str(pick("model_id", "model") or ""))
+            gpu_text = pick("gpu")
+            if gpu_text is None:
+                raise _RowError(
+                    "no GPU named: give load_measurements(..., gpu='H100') or run vllm bench serve with "
+                    "--metadata gpu=H100"
+                )
+            gpu = _gpu_name(str(gpu_text))
+            rate = r.get("request_rate", "inf")
+            conc = r.get("max_concurrency")
+            if conc is None:
+                if str(rate) != "inf":
+                    raise _RowError(
+                        f"an open-loop request rate ({rate}/s) without --max-concurrency: the queueing simulator "
+                        "predicts that, not this closed-loop model; rerun with --max-concurrency"
+                    )
+                raise _RowError(
+                    "no --max-concurrency and an unlimited request rate: a burst of every prompt at once, not a "
+                    "steady concurrency; rerun with --max-concurrency"
+                )
+            conc = _whole({"max_concurrency": conc}, "max_concurrency")
+            tp = _whole({"tp": pick("tensor_parallel_size", "tensor_parallel", "tp") or 1}, "tp")
+            done = _number({"completed": r.get("completed")}, "completed")
+            isl = pick("random_input_len", "input_len") or round(_number(r, "total_input_tokens") / done)
+            osl = pick("random_output_len", "output_len") or round(_number(r, "total_output_tokens") / done)
+            isl, osl = _whole({"isl": isl}, "isl"), _whole({"osl": osl}, "osl")
+            _context_gap(model, isl, osl)
+            w = pick("weights", "dtype", "quantization")
+            weights = _precision(str(w), "weights") if w is not None else models[model].weight_dtype
+            kv_text = str(pick("kv", "kv_cache_dtype") or "auto")
+            kv_ = "bf16" if kv_text.lower() == "auto" else _precision(kv_text, "kv")
+            base = dict(
+                source=f"vllm bench serve result {line}" + (f" ({r['date']})" if r.get("date") else ""),
+                gpu=gpu,
+                n_gpus=tp,
+                tp=tp,
+                model=model,
+                weights=weights,
+                kv=kv_,
+                engine=_engine(str(pick("engine") or "vllm"), str(pick("engine_version") or "")),
+                isl=isl,
+                osl=osl,
+                load=f"concurrency {conc}",
+                load_kind="concurrency",
+                notes="" if w is not None else f"precision not given: the checkpoint's own ({weights})",
+                concurrency=conc,
+            )
+            made = [
+                Measurement(id=f"{rid}:{m.split('_')[0]}", metric=m, value=_number(r, key), unit="ms", **base)
+                for key, m in metrics.items()
+                if r.get(key) not in (None, "")
+            ]
+            if r.get("output_throughput") not in (None, ""):
+                made.append(
+                    Measurement(
+                        id=f"{rid}:throughput",
+                        metric="output_tokens_per_s",
+                        value=_number(r, "output_throughput"),
+                        unit="1/s",
+                        **base,
+                    )
+                )
+            rows += made
+        except (_RowError, InputError) as exc:
+            skipped.append(Skipped(line, rid, str(exc)))
+    return rows, skipped
+
+
+def parse_measurements(
+    text: str,
+    *,
+    source: str = "pasted text",
+    gpu: str | None = None,
+    tensor_parallel: int | None = None,
+    weights: str | None = None,
+    kv: str | None = None,
+    engine: str | None = None,
+) -> Loaded:
+    """Read measured rows from text in any of :data:`FORMATS` (what the live calculator is pasted).
+
+    The keywords fill what a format does not say: the GPU, tensor-parallel size, precisions and
+    engine of a ``vllm bench serve`` result (its ``--metadata`` keys win), and ``kv`` the KV-cache
+    precision of aiconfigurator rows, which the file does not give (by default FP8 for TensorRT-LLM
+    with FP8 or FP4 weights, whose quantized checkpoints store the cache in FP8, else BF16, the
+    engines' default).
+
+    Examples
+    --------
+    >>> head = "id,gpu,tp,model,weights,kv,engine,isl,osl,load_kind,concurrency,metric,value"
+    >>> got = parse_measurements(head + "\\nA,H100,1,Llama-3.1-8B,bf16,bf16,vLLM,1000,100,concurrency,8,tpot_ms,9.5"
+    ...                          "\\nB,H100,1,Llama-3.1-8B,bf16,bf16,vLLM,1000,100,concurrency,0,tpot_ms,9.5")
+    >>> got.format, [r.id for r in got.rows], [str(s) for s in got.skipped]
+    ('course', ['A'], ["row 3 (B): column 'concurrency' must be at least 1 (requests in flight); got 0"])
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"{source} is empty: give {', '.join(FORMATS.values())}.")
+    body = text.lstrip("\ufeff").strip()
+    if body[:1] in "[{":
+        recs = _json_records(body)
+        if recs and all(_is_vllm(x) for x in recs[:1]):
+            given = dict(gpu=gpu, tp=tensor_parallel, weights=weights, kv=kv, engine=engine)
+            rows, skipped = _read_vllm(recs, given)
+            return Loaded("vllm", tuple(rows), tuple(skipped), source)
+    else:
+        reader = csv.DictReader(body.splitlines())
+        head = set(reader.fieldnames or ())
+        if {"silicon_tpot_ms", "model_path"} <= head or {"silicon_ttft_ms", "model_path"} <= head:
+            rows, skipped = _read_aiconfigurator(list(reader), kv)
+            return Loaded("aiconfigurator", tuple(rows), tuple(skipped), source)
+        if {"metric", "value"} <= head:
+            rows, skipped = _read_course(list(reader))
+            return Loaded("course", tuple(rows), tuple(skipped), source)
+    raise InputError(f"{source}: not a format this package reads; it reads {'; '.join(FORMATS.values())}.")
+
+
+def load_measurements(path: str | Path, **given: Any) -> Loaded:
+    """Read a measured file in any of :data:`FORMATS`: the rows the course can express, and each row it
+    cannot with its row number and the reason (a missing column, an unknown model or GPU with a
+    "did you mean", text where a number belongs, a concurrency of 0, a disaggregated run, a parallel
+    layout or an architecture the planner has no term for). See :func:`parse_measurements` for the
+    keywords.
+
+    Examples
+    --------
+    >>> got = load_measurements(AICONFIGURATOR)
+    >>> got.format, len(got.rows) > 3_000, got.skipped[0].reason.split(" (")[0]
+    ('aiconfigurator', True, 'disaggregated: separate prefill and decode pools, which the replica model does not express yet')
+    """
+    if isinstance(path, Path) or (isinstance(path, str) and "\n" not in path):
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(f"no file at {str(p)!r}: give the path to a measured CSV or vllm JSON.") from None
+        return parse_measurements(text, source=p.name, **given)
+    raise InputError("load_measurements takes a path; for text, use parse_measurements(text).")
+
+
+#: The measured rows shipped with the package (ai-dynamo/aiconfigurator, Apache-2.0; see llmcourse/data/README.md).
+AICONFIGURATOR = Path(str(resources.files("llmcourse.data").joinpath("aiconfigurator-silicon.csv")))
+
+
+def silicon() -> Loaded:
+    """The aiconfigurator rows shipped with the package, read by :func:`load_measurements` (cached)."""
+    global _SILICON
+    if _SILICON is None:
+        _SILICON = load_measurements(AICONFIGURATOR)
+    return _SILICON
+
+
+_SILICON: Loaded | None = None
+
+
+# --- the fast path of a closed-loop row ---------------------------------------------------------
+@dataclass(frozen=True)
+class LoadComponents:
+    """A closed-loop configuration's replica model as times at 100% efficiency (ms), so that a fit
+    can try many values of :data:`FIT_PARAMETERS` without calling the replica model again.
+
+    The replica model's decode step (step rule ``"max"``) is the slower of a memory time (over the
+    bandwidth efficiency) and a compute time (over the compute efficiency), plus the assumptions'
+    ``step_overhead_ms``, plus what else the model adds to a step (``step_extra_ms``: its
+    collectives); a prefill is the slower of a compute and a memory time plus its collectives. The
+    time per token is the step plus the other requests' prefills (formula ``interleaved_tpot``), the
+    time to first token :func:`closed_loop_ttft`. :meth:`times` agrees with :func:`predict` under
+    the same assumptions (``tests/test_measured.py`` checks it).
+    """
+
+    concurrency: int
+    osl: int
+    decode_memory_ms: float
+    decode_compute_ms: float
+    step_extra_ms: float
+    batch_prefill_compute_ms: float
+    batch_prefill_memory_ms: float
+    batch_prefill_extra_ms: float
+    prefill_compute_ms: float
+    prefill_memory_ms: float
+    prefill_extra_ms: float
+    interference: bool
+    fits: bool = True
+    request_overhead_ms: float = 0.0
+
+    def tpot(self, bandwidth_efficiency: float, compute_efficiency: float, step_overhead_ms: float) -> float:
+        """Time per output token (ms): the first of :meth:`times`, on its own (what a fit needs most)."""
+        eb, ef = bandwidth_efficiency, compute_efficiency
+        step = max(self.decode_memory_ms / eb, self.decode_compute_ms / ef) + step_overhead_ms + self.step_extra_ms
+        if not self.interference:
+            return step
+        batch = max(self.batch_prefill_compute_ms / ef, self.batch_prefill_memory_ms / eb) + self.batch_prefill_extra_ms
+        return _tpot_s(step, batch, self.concurrency, self.osl)
+
+    def times(self, bandwidth_efficiency: float, compute_efficiency: float, step_overhead_ms: float) -> tuple:
+        """(time per output token, time to first token, decode step), in ms."""
+        eb, ef = bandwidth_efficiency, compute_efficiency
+        step = max(self.decode_memory_ms / eb, self.decode_compute_ms / ef) + step_overhead_ms + self.step_extra_ms
+        first = max(self.prefill_compute_ms / ef, self.prefill_memory_ms / eb) + self.prefill_extra_ms
+        tpot = step
+        if self.interference:
+            batch = (
+                max(self.batch_prefill_compute_ms / ef, self.batch_prefill_memory_ms / eb) + self.batch_prefill_extra_ms
+            )
+            tpot = _tpot_s(step, batch, self.concurrency, self.osl)
+        ttft = _closed_loop_ttft_ms(first, step, tpot, self.osl, self.concurrency) + self.request_overhead_ms
+        return tpot, ttft, step
+
+
+def _config(row: Measurement) -> tuple:
+    return (
+        row.model, row.gpu, row.tp, row.pp, row.attention_dp, row.ep, row.weights, row.kv, row.isl, row.osl,
+        row.concurrency,
+    )  # fmt: skip
+
+
+def load_components(row: Measurement, *, assumptions: Assumptions | str | None = None) -> LoadComponents:
+    """The :class:`LoadComponents` of a closed-loop row: one call of the replica model at 100% of both
+    peaks under ``assumptions`` (the course's by default). Raises :class:`InputError` with the
+    replica model's reason if the weights leave no room for one sequence; a concurrency above the
+    largest batch whose KV fits at the final context is split at that batch, with ``fits`` False.
+
+    Examples
+    --------
+    >>> row = next(r for r in silicon().rows if r.metric == "tpot_ms" and r.model == "Llama-3.1-70B")
+    >>> c, a = load_components(row), resolve()
+    >>> tpot, ttft, step = c.times(a.bandwidth_efficiency, a.compute_efficiency, a.step_overhead_ms)
+    >>> abs(tpot - predict(row).value) < 1e-9
+    True
+    """
+    a = resolve(assumptions)
+    if row.load_kind != "concurrency":
+        raise InputError(f"row {row.id}: load_components() splits closed-loop rows; use components() for this one.")
+    if a.step_rule != "max":
+        raise InputError(
+            f"load_components() splits a step into one memory and one compute time (step rule 'max'); assumptions "
+            f"{a.name!r} use step rule {a.step_rule!r}: predict each row with predict() instead."
+        )
+    rep = _replica(row, a.replace(bandwidth_efficiency=1.0, compute_efficiency=1.0))
+    if rep.step is None:
+        raise InputError(f"row {row.id}: {rep.reason}")
+    s, first, batch = rep.step, rep.first_prefill, rep.batch_prefill
+
+    def ms(q: pint.Quantity) -> float:
+        return float(q.to("ms").m)
+
+    def extra(p: Any) -> float:
+        return ms(p.time) - max(ms(p.compute_time), ms(p.memory_time))
+
+    return LoadComponents(
+        concurrency=int(row.concurrency),
+        osl=row.osl,
+        decode_memory_ms=ms(s.memory_time),
+        decode_compute_ms=ms(s.compute_time),
+        step_extra_ms=ms(s.step_time) - max(ms(s.memory_time), ms(s.compute_time)) - a.step_overhead_ms,
+        batch_prefill_compute_ms=ms(batch.compute_time),
+        batch_prefill_memory_ms=ms(batch.memory_time),
+        batch_prefill_extra_ms=extra(batch),
+        prefill_compute_ms=ms(first.compute_time),
+        prefill_memory_ms=ms(first.memory_time),
+        prefill_extra_ms=extra(first),
+        interference=bool(a.prefill_interference and batch is not None),
+        fits=rep.fits,
+        request_overhead_ms=a.request_overhead_ms,
+    )
+
+
+# --- error by family, held out ---------------------------------------------------------------------
+#: The fields of :class:`~llmcourse.assumptions.Assumptions` :func:`evidence` fits, and the grid of each.
+FIT_PARAMETERS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_ms")
+FIT_GRIDS: dict[str, tuple[float, ...]] = {
+    "bandwidth_efficiency": tuple(round(0.2 + 0.05 * k, 2) for k in range(17)),  # 0.2 to 1
+    "compute_efficiency": tuple(round(0.1 + 0.1 * k, 2) for k in range(10)),  # 0.1 to 1
+    "step_overhead_ms": tuple(0.25 * k for k in range(21)),  # 0 to 5 ms
+}
+#: The groups :func:`evidence` holds out in turn (fit on the others, predict the group).
+HOLD_OUT = ("model", "gpu", "engine")
+#: The families an error table is broken down by.
+FACETS = ("engine", "gpu_generation", "architecture", "metric", "concurrency_band", "model", "gpu")
+#: The metrics the fit's objective counts (time to first token is predicted at the fitted values,
+#: not fitted: its model lacks a fixed cost per request, which efficiencies must not stand in for).
+FIT_METRICS = ("tpot_ms", "itl_ms")
+#: A GPU's generation, for the family tables (a GPU not listed is its own family).
+GENERATIONS = {
+    "H100 SXM": "Hopper", "H100 PCIe": "Hopper", "H200 SXM": "Hopper", "B200": "Blackwell", "GB200": "Blackwell",
+    "B300": "Blackwell Ultra", "GB300": "Blackwell Ultra", "A100 SXM 80GB": "Ampere", "A100 SXM 40GB": "Ampere",
+    "A10G": "Ampere", "L4": "Ada", "L40S": "Ada", "RTX 4090": "Ada", "MI300X": "CDNA 3", "MI325X": "CDNA 3",
+}  # fmt: skip
+_BANDS = ((4, "1-4"), (16, "5-16"), (64, "17-64"), (256, "65-256"))
+#: Fewest held-out rows a band is drawn from; a family with fewer is widened (see :meth:`Evidence.band`).
+MIN_BAND_ROWS = 30
+
+
+def concurrency_band(concurrency: int | None) -> str:
+    """The concurrency family of a row: ``"1-4"``, ``"5-16"``, ``"17-64"``, ``"65-256"`` or ``"257+"``."""
+    if concurrency is None:
+        return "n/a"
+    return next((label for top, label in _BANDS if concurrency <= top), "257+")
+
+
+def _ordered(facet: str, values: Iterable[str]) -> list[str]:
+    """A facet's values in reading order: concurrency bands from the lowest, anything else sorted."""
+    if facet == "concurrency_band":
+        order = [b for _, b in _BANDS] + ["257+", "n/a"]
+        return sorted(values, key=lambda v: order.index(v) if v in order else len(order))
+    return sorted(values)
+
+
+def _facets(row: Measurement) -> dict[str, str]:
+    return {
+        "engine": row.engine.split(" ")[0],
+        "gpu_generation": GENERATIONS.get(row.gpu, row.gpu),
+        "architecture": "MoE" if models[row.model].is_moe else "dense",
+        "metric": row.metric,
+        "concurrency_band": concurrency_band(row.concurrency),
+        "model": row.model,
+        "gpu": row.gpu,
+    }
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Error of predictions against measurements: the median of measured / predicted (above 1: the
+    prediction is too fast or too optimistic for a time), the median factor ``exp(median |ln|)``,
+    the median and mean absolute percentage error, and the share within 2x either way."""
+
+    n: int
+    median_ratio: float
+    median_factor: float
+    median_ape: float
+    mape: float
+    within_2x: float
+
+    def cells(self) -> list[str]:
+        return [
+            f"{self.n:,}",
+            f"{self.median_ratio:.2f}",
+            f"{self.median_factor:.2f}",
+            f"{self.median_ape:.0%}",
+            f"{self.mape:.0%}",
+            f"{self.within_2x:.0%}",
+        ]
+
+
+SUMMARY_HEAD = ["rows", "median measured/predicted", "median factor", "median APE", "MAPE", "within 2x"]
+
+
+def summarize(predicted: Sequence[float], measured: Sequence[float]) -> Summary:
+    """The :class:`Summary` of predictions against measurements (both positive, as many of each).
+
+    Examples
+    --------
+    >>> s = summarize([1.0, 1.0, 1.0], [2.0, 1.0, 0.25])
+    >>> s.median_ratio, s.median_factor, round(s.median_ape, 2), round(s.mape, 2), round(s.within_2x, 2)
+    (1.0, 2.0, 0.5, 1.17, 0.67)
+    """
+    p, m = [float(x) for x in predicted], [float(x) for x in measured]
+    if len(p) != len(m) or not p:
+        raise InputError("summarize needs as many predictions as measurements, at least one.")
+    if not all(x > 0 and y > 0 and math.isfinite(x * y) for x, y in zip(p, m, strict=True)):
+        raise InputError("predictions and measurements must be finite and greater than zero.")
+    ratio = [y / x for x, y in zip(p, m, strict=True)]
+    ape = [abs(x - y) / y for x, y in zip(p, m, strict=True)]
+    logs = [abs(math.log(r)) for r in ratio]
+    return Summary(
+        n=len(p),
+        median_ratio=statistics.median(ratio),
+        median_factor=math.exp(statistics.median(logs)),
+        median_ape=statistics.median(ape),
+        mape=statistics.fmean(ape),
+        within_2x=sum(x <= math.log(2) + 1e-12 for x in logs) / len(logs),
+    )
+
+
+class _Fitter:
+    """Every row's prediction at any value of the fitted parameters, from one :class:`LoadComponents`
+    per distinct configuration, cached per parameter value; and the coordinate search."""
+
+    def __init__(self, comps: Sequence[LoadComponents], row_cfg: Sequence[int], rows: Sequence[Measurement]):
+        self.comps, self.row_cfg = list(comps), list(row_cfg)
+        self.metric = [r.metric for r in rows]
+        self.log_meas = [math.log(r.value) for r in rows]
+        self.cache: dict[tuple[float, ...], tuple[list[float], list[float]]] = {}
+        #: rows the objective counts, their configuration and log measurement
+        self.fit_rows = [i for i, m in enumerate(self.metric) if m in FIT_METRICS]
+        self._fit_pos = {i: k for k, i in enumerate(self.fit_rows)}
+        self._fit_cfg = [self.row_cfg[i] for i in self.fit_rows]
+        self._fit_log = [self.log_meas[i] for i in self.fit_rows]
+        self._errs: dict[tuple[float, ...], list[float]] = {}
+
+    def fit_errors(self, params: tuple[float, ...]) -> list[float]:
+        """|ln(predicted / measured)| of the rows the objective counts (time per token) at ``params``."""
+        hit = self._errs.get(params)
+        if hit is None:
+            eb, ef, oh = params
+            tpot = [c.tpot(eb, ef, oh) for c in self.comps]
+            logs = [math.log(tpot[k]) for k in self._fit_cfg]
+            hit = self._errs[params] = [abs(x) for x in map(operator.sub, logs, self._fit_log)]
+        return hit
+
+    def at(self, params: tuple[float, ...]) -> tuple[list[float], list[float]]:
+        """(predictions, |ln(predicted / measured)|) of every row at ``params`` (in :data:`FIT_PARAMETERS` order)."""
+        hit = self.cache.get(params)
+        if hit is None:
+            eb, ef, oh = params
+            times = [c.times(eb, ef, oh) for c in self.comps]
+            preds = []
+            for k, metric in zip(self.row_cfg, self.metric, strict=True):
+                tpot, ttft, _ = times[k]
+                if metric == "ttft_ms":
+                    preds.append(ttft)
+                elif metric == "output_tokens_per_s":
+                    c = self.comps[k]
+                    preds.append(_loop_rate_s(c.concurrency, c.osl, ttft / 1e3, tpot / 1e3))
+                else:
+                    preds.append(tpot)
+            errs = [abs(x) for x in map(operator.sub, map(math.log, preds), self.log_meas)]
+            hit = self.cache[params] = (preds, errs)
+        return hit
+
+    def objective(self, params: tuple[float, ...], idx: Sequence[int]) -> float:
+        """Median |ln(predicted / measured)| over the positions ``idx`` of :attr:`fit_rows`."""
+        errs = self.fit_errors(params)
+        return statistics.median([errs[i] for i in idx])
+
+    def positions(self, rows: Sequence[int]) -> list[int]:
+        """Positions in :attr:`fit_rows` of those of ``rows`` the objective counts."""
+        return [self._fit_pos[i] for i in rows if i in self._fit_pos]
+
+    def fit(self, rows: Sequence[int], start: tuple[float, ...]) -> tuple[float, ...]:
+        """Coordinate search on the grids from ``start``: each parameter in turn takes the grid value of
+        least median ``|ln(predicted / measured)|`` over those of ``rows`` whose metric is in
+        :data:`FIT_METRICS`, until none moves (ties keep the current value, then the first grid value)."""
+        idx = self.positions(rows)
+        if not idx:
+            return start
+        cur = list(start)
+        for _ in range(8):
+            moved = False
+            for j, name in enumerate(FIT_PARAMETERS):
+                best, best_v = cur[j], self.objective(tuple(cur), idx)
+                for v in FIT_GRIDS[name]:
+                    trial = (*cur[:j], v, *cur[j + 1 :])
+                    o = self.objective(trial, idx)
+                    if o < best_v - 1e-12:
+                        best, best_v = v, o
+                if best != cur[j]:
+                    cur[j], moved = best, True
+            if not moved:
+                break
+        return tuple(cur)
+
+
+@dataclass(frozen=True)
+class Band:
+    """An 80% band around a predicted value from the held-out errors of a family of measured rows."""
+
+    value: float
+    low: float
+    high: float
+    n: int
+    family: str
+    unit: str = ""
+
+    def text(self, what: str = "prediction") -> str:
+        """One line: the value, then the band and the family it comes from.
+
+        Examples
+        --------
+        >>> Band(21.2, 17.04, 27.4, 212, "time per output token, dense models, Hopper GPUs", "ms").text("time per token")
+        'time per token 21 ms; 80% of 212 measured setups like this one were between 17 and 27 ms (family: time per output token, dense models, Hopper GPUs)'
+        """
+        u = f" {self.unit}" if self.unit else ""
+        return (
+            f"{what} {_figure(self.value)}{u}; 80% of {self.n:,} measured setups like this one were between "
+            f"{_figure(self.low)} and {_figure(self.high)}{u} (family: {self.family})"
+        )
+
+
+def _figure(x: float) -> str:
+    """A figure as a reader reads it: whole numbers from 10 up (with thousands separators), else two
+    significant digits, never an exponent.
+
+    Examples
+    --------
+    >>> _figure(21.2), _figure(1234.5), _figure(8.46), _figure(0.0123)
+    ('21', '1,234', '8.5', '0.012')
+    """
+    x = float(x)
+    if not math.isfinite(x) or x == 0 or abs(x) >= 10:
+        return f"{x:,.0f}"
+    return f"{x:,.{max(0, 1 - math.floor(math.log10(abs(x))))}f}"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The measured rows predicted by the one replica model, under the assumptions given, with
+    :data:`FIT_PARAMETERS` fitted on all rows and held out by model, GPU and engine."""
+
+    rows: tuple[Measurement, ...]
+    assumptions: Assumptions
+    predicted: tuple[float, ...]
+    fitted: dict[str, float]
+    calibrated: tuple[float, ...]
+    held_out: dict[str, tuple[float, ...]]
+    fold_fits: dict[str, dict[str, dict[str, float]]]
+    facets: tuple[dict[str, str], ...]
+    not_predicted: tuple[Skipped, ...]
+    seconds: dict[str, float]
+
+    def predictions(self, which: str = "predicted") -> tuple[float, ...]:
+        """``"predicted"`` (the assumptions' own parameters), ``"calibrated"`` (fitted on every row) or
+        ``"held_out_model"``, ``"held_out_gpu"``, ``"held_out_engine"`` (fitted without the row's group)."""
+        if which == "predicted":
+            return self.predicted
+        if which == "calibrated":
+            return self.calibrated
+        kind = which.removeprefix("held_out_")
+        if kind in self.held_out:
+            return self.held_out[kind]
+        names = ["predicted", "calibrated", *(f"held_out_{k}" for k in self.held_out)]
+        raise InputError(f"which must be one of {', '.join(names)}; got {which!r}.")
+
+    def _index(self, family: dict[str, str] | None) -> list[int]:
+        fam = family or {}
+        bad = [k for k in fam if k not in FACETS]
+        if bad:
+            raise InputError(f"family facet {bad[0]!r} unknown; use {', '.join(FACETS)}.")
+        return [i for i, f in enumerate(self.facets) if all(f[k] == v for k, v in fam.items())]
+
+    def summary(self, which: str = "predicted", family: dict[str, str] | None = None) -> Summary:
+        """The :class:`Summary` of one set of predictions over all rows or one family (facet -> value)."""
+        preds, idx = self.predictions(which), self._index(family)
+        if not idx:
+            raise InputError(f"no rows in the family {family}.")
+        return summarize([preds[i] for i in idx], [self.rows[i].value for i in idx])
+
+    def metrics(self) -> list[str]:
+        """The metrics of the rows: time per output token first, then time to first token, then the others."""
+        have = {f["metric"] for f in self.facets}
+        return [m for m in ("tpot_ms", "ttft_ms", "itl_ms", "output_tokens_per_s") if m in have]
+
+    def table(
+        self, which: str = "predicted", by: Sequence[str] = FACETS[:6], metric: str | None = None
+    ) -> list[list[str]]:
+        """Rows of [facet, value, *Summary cells] for one metric (errors of different metrics are never
+        pooled): all its rows first, then each family of each facet of ``by`` (``"metric"`` skipped).
+        ``metric`` may be left out when the rows have only one."""
+        if metric is None:
+            if len(self.metrics()) != 1:
+                raise InputError(f"the rows hold {', '.join(self.metrics())}: give metric=... (one table per metric).")
+            metric = self.metrics()[0]
+        if metric not in self.metrics():
+            raise InputError(f"metric {metric!r}: the rows hold {', '.join(self.metrics())}.")
+        base = {"metric": metric}
+        out = [["all", "", *self.summary(which, base).cells()]]
+        for facet in (f for f in by if f != "metric"):
+            for value in _ordered(facet, {f[facet] for f in self.facets if f["metric"] == metric}):
+                out.append([facet, value, *self.summary(which, {**base, facet: value}).cells()])
+        return out
+
+    def markdown(self, which: str = "predicted", by: Sequence[str] = FACETS[:6], metric: str | None = None) -> str:
+        """:meth:`table` as Markdown; with no ``metric``, one table per metric, each under its name."""
+        head = ["family", "value", *SUMMARY_HEAD]
+        top = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+
+        def one(m: str) -> str:
+            return "\n".join(top + ["| " + " | ".join(r) + " |" for r in self.table(which, by, m)])
+
+        if metric is not None:
+            return one(metric)
+        return "\n\n".join(f"{METRIC_NAMES[m]} (`{m}`):\n\n{one(m)}" for m in self.metrics())
+
+    def band(self, family: Measurement | dict[str, str], value: float, which: str = "held_out_model") -> Band:
+        """An 80% band around ``value`` (a prediction of the family's metric): ``value`` times the 10th
+        and 90th percentiles of measured / held-out predicted over the rows of the family. ``family``
+        is a row (its facets) or facet -> value (``"metric"`` required); with fewer than
+        :data:`MIN_BAND_ROWS` rows, the most specific facets are dropped (``gpu``, ``model``,
+        ``concurrency_band``, ``engine``, ``gpu_generation``, ``architecture``) until there are enough.
+        """
+        from llmcourse.queueing import percentile  # the standard library's numerics, as numpy's
+
+        fam = _facets(family) if isinstance(family, Measurement) else dict(family)
+        if "metric" not in fam:
+            raise InputError(f"a band needs the metric in the family (one of {', '.join(METRICS)}).")
+        preds = self.predictions(which)
+        order = ["gpu", "model", "concurrency_band", "engine", "gpu_generation", "architecture"]
+        while True:
+            idx = self._index(fam)
+            if len(idx) >= MIN_BAND_ROWS or set(fam) == {"metric"}:
+                break
+            fam.pop(next(k for k in order if k in fam))
+        if not idx:
+            raise InputError(f"no measured rows of {fam['metric']} to draw a band from.")
+        ratios = sorted(self.rows[i].value / preds[i] for i in idx)
+        v = float(value)
+        label = ", ".join(f"{k} {fam[k]}" for k in FACETS if k in fam)
+        return Band(v, v * percentile(ratios, 10), v * percentile(ratios, 90), len(idx), label, METRICS[fam["metric"]])
+
+
+def evidence(
+    rows: Sequence[Measurement] | Loaded | None = None,
+    *,
+    assumptions: Assumptions | str | None = None,
+    hold_out: Sequence[str] = HOLD_OUT,
+) -> Evidence:
+    """Predict closed-loop rows (the shipped aiconfigurator rows by default) with the one replica
+    model under ``assumptions`` (the course's by default); fit :data:`FIT_PARAMETERS` on all of them
+    (coordinate search on :data:`FIT_GRIDS`, least median ``|ln(predicted / measured)|`` of the
+    rows of :data:`FIT_METRICS`) and
+    again without each model, GPU and engine in turn, predicting the group held out.
+
+    Each distinct configuration calls the replica model once (:func:`load_components`); every
+    prediction at a parameter value is computed once and shared by the fits. Rows the replica model
+    cannot predict (weights that leave no room for a sequence) are listed in ``not_predicted``.
+    """
+    t0 = time.perf_counter()
+    a = resolve(assumptions)
+    if rows is None:
+        rows = silicon()
+    src = rows.rows if isinstance(rows, Loaded) else tuple(rows)
+    comps: list[LoadComponents] = []
+    where: dict[tuple, int | Skipped] = {}
+    kept, row_cfg, skipped = [], [], []
+    for i, r in enumerate(src):
+        key = _config(r)
+        if key not in where:
+            try:
+                where[key] = len(comps)
+                comps.append(load_components(r, assumptions=a))
+            except InputError as exc:
+                where[key] = Skipped(i + 1, r.id, str(exc).removeprefix(f"row {r.id}: "))
+        k = where[key]
+        if isinstance(k, Skipped):
+            skipped.append(Skipped(i + 1, r.id, k.reason))
+            continue
+        kept.append(r)
+        row_cfg.append(k)
+    if not kept:
+        raise InputError("no row could be predicted: " + (str(skipped[0]) if skipped else "no closed-loop rows given"))
+    t1 = time.perf_counter()
+    fitter = _Fitter(comps, row_cfg, kept)
+    own = tuple(float(getattr(a, p)) for p in FIT_PARAMETERS)
+    predicted = fitter.at(own)[0]
+
+    def snap(v: float, grid: tuple[float, ...]) -> float:
+        return min(grid, key=lambda g: abs(g - v))
+
+    start = tuple(snap(v, FIT_GRIDS[p]) for v, p in zip(own, FIT_PARAMETERS, strict=True))
+    everything = list(range(len(kept)))
+    best = fitter.fit(everything, start)
+    facets = tuple(_facets(r) for r in kept)
+    held: dict[str, tuple[float, ...]] = {}
+    folds: dict[str, dict[str, dict[str, float]]] = {}
+    for kind in hold_out:
+        if kind not in FACETS:
+            raise InputError(f"hold_out names {kind!r}; use facets of {', '.join(FACETS)}.")
+        out = [math.nan] * len(kept)
+        folds[kind] = {}
+        for g in sorted({f[kind] for f in facets}):
+            train = [i for i, f in enumerate(facets) if f[kind] != g]
+            test = [i for i, f in enumerate(facets) if f[kind] == g]
+            p = fitter.fit(train, start) if train else start
+            folds[kind][g] = dict(zip(FIT_PARAMETERS, p, strict=True))
+            preds = fitter.at(p)[0]
+            for i in test:
+                out[i] = preds[i]
+        held[kind] = tuple(out)
+    t2 = time.perf_counter()
+    return Evidence(
+        rows=tuple(kept),
+        assumptions=a,
+        predicted=tuple(predicted),
+        fitted=dict(zip(FIT_PARAMETERS, best, strict=True)),
+        calibrated=tuple(fitter.at(best)[0]),
+        held_out=held,
+        fold_fits=folds,
+        facets=facets,
+        not_predicted=tuple(skipped),
+        seconds={"components": t1 - t0, "fits": t2 - t1, "configurations": float(len(comps))},
+    )
+
+
+_EVIDENCE: Evidence | None = None
+
+
+def band(family: Measurement | dict[str, str], value: float, *, evidence_: Evidence | None = None) -> Band:
+    """An 80% band around a prediction from the held-out (leave-one-model-out) errors of the matching
+    family of the shipped measured rows (:meth:`Evidence.band`); the evidence is computed once, on
+    first use, under the course's method.
+
+    Examples
+    --------
+    >>> b = band({"metric": "tpot_ms", "architecture": "dense"}, 21.0)  # doctest: +SKIP
+    >>> b.text("time per token")  # doctest: +SKIP
+    'time per token 21 ms; 80% of 212 measured setups like this one (...) were between 17 and 27 ms'
+    """
+    global _EVIDENCE
+    ev = evidence_
+    if ev is None:
+        if _EVIDENCE is None:
+            _EVIDENCE = evidence()
+        ev = _EVIDENCE
+    return ev.band(family, value)
+
+
+# ==================================================================================================
+# The band on every answer, the chapter's tables, and your own benchmark
+# ==================================================================================================
+_formula(
+    "closed_loop_request_time",
+    "time_in_system",
+    _ttft + (_ta - 1) * _tau,
+    "end-to-end time of one request of a closed loop: its first token, then T_a - 1 more",
+)
+_request_time_s = _scalar("closed_loop_request_time", "ttft", "answer_tokens", "time_per_token")
+
+#: The predictions the shipped bands come from: each model's rows predicted with the parameters fitted
+#: without that model (leave one model out), so that a band says how far a model not yet measured lands.
+BAND_WHICH = "held_out_model"
+#: The metrics bands are drawn for (those of the closed-loop rows), and the band's percentiles.
+BAND_METRICS = ("tpot_ms", "ttft_ms")
+BAND_PERCENTILES = (10, 90)
+#: The shipped table of bands, in ``llmcourse/data`` (written by ``scripts/make_bands.py``).
+BANDS_FILE = "bands.json"
+
+
+def gpu_generation(gpu: Any) -> str:
+    """A GPU's generation, the family the bands and tables use (a GPU not in :data:`GENERATIONS` is
+    its own family).
+
+    Examples
+    --------
+    >>> gpu_generation("H200"), gpu_generation("B300"), gpu_generation("A10G")
+    ('Hopper', 'Blackwell Ultra', 'Ampere')
+    """
+    name = gpus[getattr(gpu, "name", gpu)].name
+    return GENERATIONS.get(name, name)
+
+
+def architecture(model: Any) -> str:
+    """``"MoE"`` for a mixture-of-experts model, else ``"dense"``.
+
+    Examples
+    --------
+    >>> architecture("Llama-3.1-8B"), architecture("DeepSeek-V3")
+    ('dense', 'MoE')
+    """
+    return "MoE" if models[getattr(model, "name", model)].is_moe else "dense"
+
+
+def _sig4(x: float) -> float:
+    return float(f"{x:.4g}")
+
+
+def band_table(ev: Evidence, which: str = BAND_WHICH) -> dict[str, Any]:
+    """The table of 80% bands that ``llmcourse/data/bands.json`` holds, from the evidence given: for each
+    metric of :data:`BAND_METRICS`, each metric and architecture, and each metric, architecture and GPU
+    generation, the 10th, 50th and 90th percentiles (4 significant digits) of measured / predicted over
+    the family's rows (predictions ``which``, leave-one-model-out by default) and the row count. A family
+    of fewer than :data:`MIN_BAND_ROWS` rows is left out (a lookup falls back to the wider family); the
+    metric's own family is always kept. ``scripts/make_bands.py`` writes it; the validation chapter checks
+    that the shipped file equals it.
+
+    Examples
+    --------
+    >>> rows = [r for r in silicon().rows if r.model == "Llama-3.1-70B" and r.gpu == "H200 SXM"]
+    >>> t = band_table(evidence(rows, hold_out=("model",)), which="predicted")  # doctest: +SKIP
+    >>> sorted(t["families"])  # doctest: +SKIP
+    ['tpot_ms', 'tpot_ms/dense', 'tpot_ms/dense/Hopper', 'ttft_ms', 'ttft_ms/dense', 'ttft_ms/dense/Hopper']
+    """
+    from llmcourse.queueing import percentile  # the standard library's numerics, as numpy's
+
+    preds = ev.predictions(which)
+    groups: dict[str, list[float]] = {}
+    for row, f, p in zip(ev.rows, ev.facets, preds, strict=True):
+        m = f["metric"]
+        if m not in BAND_METRICS:
+            continue
+        for key in (m, f"{m}/{f['architecture']}", f"{m}/{f['architecture']}/{f['gpu_generation']}"):
+            groups.setdefault(key, []).append(row.value / p)
+    lo, hi = BAND_PERCENTILES
+    families = {
+        k: {
+            "n": len(v),
+            "low": _sig4(percentile(v, lo)),
+            "median": _sig4(statistics.median(v)),
+            "high": _sig4(percentile(v, hi)),
+        }
+        for k, v in sorted(groups.items())
+        if len(v) >= MIN_BAND_ROWS or "/" not in k
+    }
+    return {
+        "about": "80% bands of measured / predicted by family (metric, metric/architecture, "
+        "metric/architecture/GPU generation), written by scripts/make_bands.py from "
+        "llmcourse.validation.evidence(); the validation chapter checks this file against its own evidence.",
+        "method": ev.assumptions.name,
+        "which": which,
+        "percentiles": list(BAND_PERCENTILES),
+        "min_rows": MIN_BAND_ROWS,
+        "rows": len(ev.rows),
+        "families": families,
+    }
+
+
+_SHIPPED_BANDS: dict[str, Any] | None = None
+
+
+def shipped_bands() -> dict[str, Any]:
+    """The table of bands shipped in ``llmcourse/data/bands.json`` (read once)."""
+    global _SHIPPED_BANDS
+    if _SHIPPED_BANDS is None:
+        try:
+            text = resources.files("llmcourse.data").joinpath(BANDS_FILE).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(f"llmcourse/data/{BANDS_FILE} is missing: run scripts/make_bands.py.") from None
+        _SHIPPED_BANDS = json.loads(text)
+    return _SHIPPED_BANDS
+
+
+def band_for(metric: str, model: Any, gpu: Any, value: Any = 1.0, *, table: dict[str, Any] | None = None) -> Band:
+    """An 80% band around a prediction of ``metric`` (``"tpot_ms"`` or ``"ttft_ms"``) for a model on a
+    GPU, from the shipped table (:func:`shipped_bands`, or ``table``): the family of the metric, the
+    model's architecture and the GPU's generation, else of the metric and architecture (fewer than
+    ``min_rows`` measured rows, or a generation not measured), else of the metric alone. ``value`` is
+    the prediction, in ms or as a time quantity (1 by default: the band is then the ratios).
+    Standard library only (it runs in the live book).
+
+    Examples
+    --------
+    >>> b = band_for("tpot_ms", "Llama-3.1-70B", "H100 SXM", 20.0)
+    >>> b.family, b.low < 20.0 < b.high, b.n > 100
+    ('time per output token, dense models, Hopper GPUs', True, True)
+    >>> band_for("tpot_ms", "Llama-3.1-8B", "A10G").family
+    'time per output token, dense models, all GPUs (fewer than 30 measured Ampere rows)'
+    """
+    t = shipped_bands() if table is None else table
+    if metric not in BAND_METRICS:
+        raise InputError(f"metric {metric!r}: bands are drawn for {', '.join(BAND_METRICS)}.")
+    arch, gen = architecture(model), gpu_generation(gpu)
+    unit = METRICS[metric]
+    if hasattr(value, "to") and hasattr(value, "magnitude"):
+        from llmcourse.units import as_quantity  # a time quantity, in the metric's unit
+
+        value = float(as_quantity(value, "s", "value").to(unit).magnitude)
+    v = plain_number(value, "value")
+    name, fams = METRIC_NAMES[metric], t["families"]
+    label = f"{name}, {arch} models"
+    for key, text in (
+        (f"{metric}/{arch}/{gen}", f"{label}, {gen} GPUs"),
+        (f"{metric}/{arch}", f"{label}, all GPUs (fewer than {t['min_rows']} measured {gen} rows)"),
+        (metric, f"{name}, all models and GPUs (fewer than {t['min_rows']} measured {arch} rows)"),
+    ):
+        if key in fams:
+            f = fams[key]
+            return Band(v, v * f["low"], v * f["high"], int(f["n"]), text, unit)
+    raise InputError(f"the table of bands has no family of {metric}: run scripts/make_bands.py.")
+
+
+def _summary_text(s: Summary) -> str:
+    return (
+        f"median factor {s.median_factor:.2f}, median APE {s.median_ape:.0%}, MAPE {s.mape:.0%}, "
+        f"{s.within_2x:.0%} within 2x ({s.n:,} rows; median measured/predicted {s.median_ratio:.2f})"
+    )
+
+
+def _evidence_groups(ev: Evidence, facet: str, metric: str) -> list[str]:
+    """The values of ``facet`` among the rows of ``metric``."""
+    return sorted({f[facet] for f in ev.facets if f["metric"] == metric})
+
+
+def held_out_table(ev: Evidence, metric: str) -> list[list[str]]:
+    """One row per set of predictions (the assumptions' own, calibrated on every row, and each hold-out)
+    of ``metric``: the :class:`Summary` cells and the worst group of at least :data:`MIN_BAND_ROWS` rows
+    (by median factor: the group held out, or the model for the first two)."""
+    out = []
+    for which in ("predicted", "calibrated", *(f"held_out_{k}" for k in ev.held_out)):
+        facet = which.removeprefix("held_out_") if which.startswith("held_out_") else "model"
+        groups = []
+        for g in _evidence_groups(ev, facet, metric):
+            s = ev.summary(which, {"metric": metric, facet: g})
+            if s.n >= MIN_BAND_ROWS:
+                groups.append((s.median_factor, g, s.n))
+        worst = max(groups) if groups else None
+        cell = f"{facet} {worst[1]}: {worst[0]:.2f} ({worst[2]:,} rows)" if worst else "-"
+        out.append([which.replace("_", " "), *ev.summary(which, {"metric": metric}).cells(), cell])
+    return out
+
+
+def held_out_markdown(ev: Evidence, metric: str) -> str:
+    """:func:`held_out_table` as Markdown."""
+    head = ["predictions", *SUMMARY_HEAD, f"worst group of {MIN_BAND_ROWS}+ rows (median factor)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in held_out_table(ev, metric)])
+
+
+def parameters_table(ev: Evidence) -> list[list[str]]:
+    """One row per fitted parameter (:data:`FIT_PARAMETERS`): its meaning, the assumptions' value, the
+    value fitted on every row, and the range of the values fitted with each model, GPU or engine held out."""
+    from llmcourse.assumptions import MEANING
+
+    out = []
+    for p in FIT_PARAMETERS:
+        row = [f"`{p}`", MEANING[p], f"{getattr(ev.assumptions, p):g}", f"{ev.fitted[p]:g}"]
+        for kind in ev.fold_fits:
+            vals = [f[p] for f in ev.fold_fits[kind].values()]
+            row.append(f"{min(vals):g} to {max(vals):g}" if min(vals) != max(vals) else f"{vals[0]:g}")
+        out.append(row)
+    return out
+
+
+def parameters_markdown(ev: Evidence) -> str:
+    """:func:`parameters_table` as Markdown."""
+    head = ["parameter", "meaning", f"{ev.assumptions.name}'s", "fitted on all rows"]
+    head += [f"fitted without each {k}" for k in ev.fold_fits]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in parameters_table(ev)])
+
+
+def end_to_end(ev: Evidence, which: str = "predicted") -> Summary:
+    """The :class:`Summary` of each request's end-to-end time (formula ``closed_loop_request_time``: the
+    time to first token, then ``osl - 1`` times the time per output token), over the configurations
+    measured in both metrics (rows whose ids differ only in the part after the last ``:``).
+
+    Examples
+    --------
+    >>> stems = sorted({r.id.rsplit(":", 1)[0] for r in silicon().rows if r.model == "Llama-3.1-70B"})[:3]
+    >>> rows = [r for r in silicon().rows if r.id.rsplit(":", 1)[0] in stems]
+    >>> len(rows), end_to_end(evidence(rows, hold_out=())).n
+    (6, 3)
+    """
+    preds = ev.predictions(which)
+    by: dict[str, dict[str, tuple[float, float, int]]] = {}
+    for row, p in zip(ev.rows, preds, strict=True):
+        if row.metric in ("tpot_ms", "ttft_ms"):
+            by.setdefault(row.id.rsplit(":", 1)[0], {})[row.metric] = (row.value, p, row.osl)
+    pred, meas = [], []
+    for pair in by.values():
+        if len(pair) == 2:
+            (mt, pt, osl), (mf, pf, _) = pair["tpot_ms"], pair["ttft_ms"]
+            pred.append(_request_time_s(pf, osl, pt))
+            meas.append(_request_time_s(mf, osl, mt))
+    if not pred:
+        raise InputError("no configuration is measured in both time to first token and time per output token.")
+    return summarize(pred, meas)
+
+
+#: How :func:`not_predicted_reasons` names the replica model's reasons.
+_NOT_PREDICTED = (
+    (re.compile(r"^weights .* don't fit"), "the weights do not fit in the GPUs' usable memory"),
+    (
+        re.compile(r"^tensor_parallel=\d+ does not divide"),
+        "the tensor-parallel size does not divide the attention heads",
+    ),
+    (re.compile(r"^a batch of \d+ needs"), "the concurrency's KV cache does not fit beside the weights"),
+)
+
+
+def not_predicted_reasons(ev: Evidence) -> dict[str, int]:
+    """How many measurements the replica model could not predict, for each kind of reason."""
+    out: dict[str, int] = {}
+    for sk in ev.not_predicted:
+        key = next((name for rx, name in _NOT_PREDICTED if rx.search(sk.reason)), sk.reason)
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+# --- your own benchmark ---------------------------------------------------------------------------
+#: The most measurements :func:`own_benchmark` fits when asked to bound its work (the live calculator).
+OWN_MAX_ROWS = 600
+#: The most rows of each kind the report lists one by one (then a count).
+OWN_LISTED = 25
+
+
+@dataclass(frozen=True)
+class OwnBenchmark:
+    """A reader's measured rows: what was read and skipped (row by row, with the reason), the error of
+    the assumptions' own parameters on them, the parameters refitted on them, and the error of the refit
+    (see :func:`own_benchmark`)."""
+
+    loaded: Loaded
+    evidence: Evidence | None
+    not_fitted: tuple[Skipped, ...]
+    dropped: int = 0
+    error: str = ""
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, text) rows: the per-row report, then the errors and the refit."""
+        got = self.loaded
+        head = FORMATS[got.format].split(" (")[0]
+        n = len(got.skipped)
+        out = [("read", f"{head}: {len(got.rows):,} measurements, {n:,} row{'' if n == 1 else 's'} skipped")]
+        out += _listed(
+            "skipped", got.skipped, lambda s: (f"skipped: row {s.line}" + (f" ({s.id})" if s.id else ""), s.reason)
+        )
+        out += _listed("not fitted", self.not_fitted, lambda s: (f"not fitted: {s.id}", s.reason))
+        if self.dropped:
+            out.append(
+                (
+                    "not fitted",
+                    f"{self.dropped:,} measurements after the first {OWN_MAX_ROWS:,} (the calculator's bound)",
+                )
+            )
+        ev = self.evidence
+        if ev is None:
+            out.append(("no fit", self.error))
+            return out
+        out += _listed("not predicted", ev.not_predicted, lambda s: (f"not predicted: {s.id}", s.reason))
+        a, names = ev.assumptions, FIT_PARAMETERS
+        for m in ev.metrics():
+            out.append((f"{a.name}'s method: {METRIC_NAMES[m]}", _summary_text(ev.summary("predicted", {"metric": m}))))
+        if any(m in FIT_METRICS for m in ev.metrics()):
+            fit = ", ".join(f"{p} {ev.fitted[p]:g} ({a.name}'s {getattr(a, p):g})" for p in names)
+            out.append(("refitted parameters", fit))
+        else:
+            out.append(("refitted parameters", "none: the fit needs time-per-token rows (tpot_ms or itl_ms)"))
+        for m in ev.metrics():
+            out.append((f"refitted: {METRIC_NAMES[m]}", _summary_text(ev.summary("calibrated", {"metric": m}))))
+        for kind, folds in ev.fold_fits.items():
+            if len(folds) > 1:
+                for m in ev.metrics():
+                    s = ev.summary(f"held_out_{kind}", {"metric": m})
+                    out.append((f"refitted without each {kind}: {METRIC_NAMES[m]}", _summary_text(s)))
+        return out
+
+    def text(self) -> str:
+        """The report as lines of text (what ``python -m llmcourse validate FILE`` prints)."""
+        return "\n".join(f"{k}: {v}" for k, v in self.rows())
+
+
+def _reason_kind(reason: str) -> str:
+    """A reason without its numbers: the kind :func:`not_predicted_reasons` names, else the text
+    before any detail in parentheses."""
+    return next((name for rx, name in _NOT_PREDICTED if rx.search(reason)), reason.split(" (")[0])
+
+
+def _listed(kind: str, items: Sequence[Skipped], row: Any) -> list[tuple[str, str]]:
+    """The first :data:`OWN_LISTED` items one by one, then how many more of each kind of reason."""
+    out = [row(s) for s in items[:OWN_LISTED]]
+    if len(items) > OWN_LISTED:
+        counts: dict[str, int] = {}
+        for s in items[OWN_LISTED:]:
+            counts[_reason_kind(s.reason)] = counts.get(_reason_kind(s.reason), 0) + 1
+        more = "; ".join(f"{n:,}: {k}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+        out.append((f"{kind}: {len(items) - OWN_LISTED:,} more", more))
+    return out
+
+
+def own_benchmark(
+    source: Loaded | str | Path,
+    *,
+    bounded: bool = False,
+    assumptions: Assumptions | str | None = None,
+    **given: Any,
+) -> OwnBenchmark:
+    """Your own benchmark: read measured rows (a :class:`Loaded`, a :class:`~pathlib.Path`, or text in any of
+    :data:`FORMATS`; ``given`` as :func:`parse_measurements` takes), predict the closed-loop ones with
+    the one replica model under ``assumptions`` (the course's by default), refit :data:`FIT_PARAMETERS`
+    on them and hold out each model, GPU and engine that has company (:func:`evidence`). Rows of other
+    loads (offline maximum, a fixed rate) are listed as not fitted (:func:`validate` predicts those).
+    ``bounded`` fits at most :data:`OWN_MAX_ROWS` measurements (the live calculator's bound).
+
+    Text in no format this package reads, or nothing at all, raises :class:`InputError` with the
+    formats; a malformed row is listed with its row number and the reason.
+
+    Examples
+    --------
+    >>> head = "id,gpu,tp,model,weights,kv,engine,isl,osl,load_kind,concurrency,metric,value"
+    >>> text = head + "\\nA,H100,1,Llama-3.1-8B,bf16,bf16,vLLM,1000,100,concurrency,8,tpot_ms,9.5\\nB,H100,1,Llama-3.1-8B"
+    >>> r = own_benchmark(text)
+    >>> dict(r.rows())["skipped: row 3 (B)"]
+    "missing column 'weights'"
+    >>> [k for k, _ in r.rows()]
+    ['read', 'skipped: row 3 (B)', "course's method: time per output token", 'refitted parameters', 'refitted: time per output token']
+    """
+    if isinstance(source, Loaded):
+        got = source
+    elif isinstance(source, Path):
+        got = load_measurements(source, **given)
+    else:
+        got = parse_measurements(source, **given)
+    loop = [r for r in got.rows if r.load_kind == "concurrency"]
+    not_fitted = tuple(
+        Skipped(
+            0,
+            r.id,
+            f"load {r.load_kind}: the refit takes closed-loop rows (load_kind concurrency); validate() predicts these",
+        )
+        for r in got.rows
+        if r.load_kind != "concurrency"
+    )
+    dropped = 0
+    if bounded and len(loop) > OWN_MAX_ROWS:
+        dropped, loop = len(loop) - OWN_MAX_ROWS, loop[:OWN_MAX_ROWS]
+    if not loop:
+        return OwnBenchmark(got, None, not_fitted, dropped, "no closed-loop row to predict and fit")
+    try:
+        ev = evidence(loop, assumptions=assumptions)
+    except InputError as exc:
+        return OwnBenchmark(got, None, not_fitted, dropped, str(exc))
+    return OwnBenchmark(got, ev, not_fitted, dropped)
+
+
+#: The columns :func:`course_csv` writes (the course's format, closed-loop columns included).
+COURSE_COLUMNS = (
+    "id", "source", "gpu", "n_gpus", "tp", "pp", "attention_dp", "ep", "model", "weights", "kv", "engine", "isl",
+    "osl", "load", "load_kind", "concurrency", "metric", "value", "unit", "notes",
+)  # fmt: skip
+
+
+def course_csv(rows: Iterable[Measurement]) -> str:
+    """Measurements as text in the course's CSV format (what :func:`parse_measurements` reads back): a
+    way to turn rows of any format read into one file of the course's, and to write an example.
+
+    Examples
+    --------
+    >>> rows = measurements()[:2]
+    >>> text = course_csv(rows)
+    >>> text.splitlines()[0].split(",")[:5], [r.id for r in parse_measurements(text).rows]
+    (['id', 'source', 'gpu', 'n_gpus', 'tp'], ['T1', 'T2'])
+    """
+    import io
+
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow(COURSE_COLUMNS)
+    for r in rows:
+        out.writerow(
+            [
+                "" if getattr(r, c) is None else f"{getattr(r, c):g}" if c == "value" else getattr(r, c)
+                for c in COURSE_COLUMNS
+            ]
+        )
+    return buf.getvalue()
+
+
+def plan_bands(plan: Any) -> list[tuple[str, str]]:
+    """The band rows of a :class:`~llmcourse.planner.Plan` (what ``Plan.rows()`` shows): the time per
+    output token and the time to first token, each with the 80% band of its family (:func:`band_for`);
+    none for a plan that does not fit or that was made under another method than the bands'.
+
+    Examples
+    --------
+    >>> from llmcourse.planner import Brief, plan
+    >>> p = plan("Llama-3.1-8B", "H100 SXM", Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms")))
+    >>> [k for k, _ in plan_bands(p)]
+    ['time per token, 80% band', 'first token, 80% band']
+    >>> plan_bands(plan("Llama-3.1-8B", "H100 SXM", Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms")), assumptions="planner"))
+    []
+    """
+    if not plan.fits or plan.replica is None or plan.replica.assumptions.name != shipped_bands()["method"]:
+        return []
+    out = []
+    for metric, value, label, what in (
+        ("tpot_ms", plan.tpot, "time per token, 80% band", "time per token"),
+        ("ttft_ms", plan.ttft, "first token, 80% band", "time to first token"),
+    ):
+        out.append((label, band_for(metric, plan.model, plan.gpu, value).text(what)))
+    return out
+
+
+def grid_markdown(ev: Evidence, metric: str, rows: str, cols: str, which: str = "predicted") -> str:
+    """A Markdown table of one metric: the median measured / predicted of each family of two facets
+    (``rows`` down, ``cols`` across), with its row count; a dash where no row was measured.
+
+    Examples
+    --------
+    >>> stems = sorted({r.id.rsplit(":", 1)[0] for r in silicon().rows if r.model == "Llama-3.1-70B"})[:3]
+    >>> ev = evidence([r for r in silicon().rows if r.id.rsplit(":", 1)[0] in stems], hold_out=())
+    >>> print(grid_markdown(ev, "tpot_ms", "engine", "concurrency_band").splitlines()[0])
+    | engine \\ concurrency_band | 65-256 |
+    """
+    down = _ordered(rows, {f[rows] for f in ev.facets if f["metric"] == metric})
+    across = _ordered(cols, {f[cols] for f in ev.facets if f["metric"] == metric})
+    lines = [f"| {rows} \\ {cols} | " + " | ".join(across) + " |", "|" + "---|" * (len(across) + 1)]
+    for d in down:
+        cells = []
+        for c in across:
+            fam = {"metric": metric, rows: d, cols: c}
+            cells.append(
+                f"{ev.summary(which, fam).median_ratio:.2f} ({len(ev._index(fam)):,})" if ev._index(fam) else "-"
+            )
+        lines.append(f"| {d} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def bands_markdown(table: dict[str, Any]) -> str:
+    """The families of a table of bands (:func:`band_table`, :func:`shipped_bands`) as Markdown: the
+    row count and the 10th, 50th and 90th percentiles of measured / predicted."""
+    lo, hi = table["percentiles"]
+    head = ["family", "rows", f"{lo}th percentile", "median", f"{hi}th percentile"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for key, f in table["families"].items():
+        name = " / ".join([METRIC_NAMES[key.split("/")[0]], *key.split("/")[1:]])
+        lines.append(f"| {name} | {f['n']:,} | {f['low']:.2f} | {f['median']:.2f} | {f['high']:.2f} |")
+    return "\n".join(lines)

@@ -72,11 +72,52 @@ def _timed(cmd: list[str]) -> float:
     return time.perf_counter() - t
 
 
+def _measured() -> None:
+    """Load the shipped measured rows, predict them, fit held out; print the times and the error tables."""
+    import llmcourse.validation as lcv
+
+    t = time.perf_counter()
+    got = lcv.load_measurements(lcv.AICONFIGURATOR)
+    load_s = time.perf_counter() - t
+    ev = lcv.evidence(got)
+    print(
+        f"measured rows: load {load_s:.1f} s ({len(got.rows):,} measurements, {len(got.skipped):,} rows skipped); "
+        f"predict {ev.seconds['components']:.1f} s ({ev.seconds['configurations']:.0f} replica configurations); "
+        f"fits {ev.seconds['fits']:.1f} s; {len(ev.not_predicted):,} measurements not predicted"
+    )
+    for reason, n in got.reasons().items():
+        print(f"  skipped {n:5,}: {reason}")
+    print(f"  fitted on all rows: {ev.fitted}")
+    for kind, fits in ev.fold_fits.items():
+        print(f"  held out by {kind}: " + "; ".join(f"{g} {tuple(f.values())}" for g, f in fits.items()))
+    for which in ("predicted", "calibrated", "held_out_model", "held_out_gpu", "held_out_engine"):
+        for metric in ("tpot_ms", "ttft_ms"):
+            idx = {"metric": metric}
+            s = ev.summary(which, idx)
+            worst = max(
+                ((k, v, ev.summary(which, idx | {k: v})) for k in ("model", "gpu", "engine") for v in
+                 {f[k] for f in ev.facets if f["metric"] == metric}),
+                key=lambda x: x[2].median_factor,
+            )  # fmt: skip
+            print(
+                f"  {which:16s} {metric}: median measured/predicted {s.median_ratio:.2f}, median factor "
+                f"{s.median_factor:.2f}, median APE {s.median_ape:.0%}, MAPE {s.mape:.0%}, within 2x {s.within_2x:.0%}"
+                f"; worst group {worst[0]} {worst[1]} ({worst[2].median_factor:.2f}, {worst[2].n} rows)"
+            )
+    print(ev.markdown("predicted"))
+    print(ev.markdown("held_out_model", by=("metric", "model", "gpu", "engine")))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--skip-build", action="store_true")
     ap.add_argument("--skip-tests", action="store_true")
+    ap.add_argument("--only-measured", action="store_true", help="print only the measured-rows section")
     args = ap.parse_args()
+    if args.only_measured:
+        _measured()
+        return
+    _measured()
 
     print(f"import sympy, pint : {_fresh_import('import sympy, pint'):.2f} s (median of 5 fresh interpreters)")
     print(f"import llmcourse   : {_fresh_import('import llmcourse'):.2f} s")

@@ -9,9 +9,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from llmcourse.validation import Validation, family
+from llmcourse.validation import METRIC_NAMES, METRICS, Evidence, Validation, family
 
-__all__ = ["predicted_vs_measured", "ratios"]
+__all__ = ["ENGINE_COLORS", "evidence_scatter", "predicted_vs_measured", "ratios", "scatter_data"]
 
 _STYLE = {
     "dense": ("o", "tab:blue"),
@@ -102,3 +102,65 @@ def ratios(v: Validation) -> Any:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, ncols=4, loc="upper left")
     return ax
+
+
+#: The colour of each engine in :func:`evidence_scatter` (another engine gets grey).
+ENGINE_COLORS = {"TensorRT-LLM": "tab:green", "vLLM": "tab:blue", "SGLang": "tab:orange"}
+
+
+def scatter_data(ev: Evidence, metric: str, which: str = "predicted") -> dict[str, tuple[list[float], list[float]]]:
+    """What :func:`evidence_scatter` draws for one metric: engine -> (measured, predicted), in the metric's
+    unit, in row order (``which`` as :meth:`~llmcourse.validation.Evidence.predictions` takes)."""
+    preds = ev.predictions(which)
+    out: dict[str, tuple[list[float], list[float]]] = {}
+    for row, f, p in zip(ev.rows, ev.facets, preds, strict=True):
+        if f["metric"] == metric:
+            xs, ys = out.setdefault(f["engine"], ([], []))
+            xs.append(row.value)
+            ys.append(p)
+    return dict(sorted(out.items()))
+
+
+def evidence_scatter(
+    ev: Evidence,
+    which: str = "predicted",
+    metrics: tuple[str, ...] = ("tpot_ms", "ttft_ms"),
+    *,
+    mark: dict[str, tuple[float, float, str]] | None = None,
+) -> Any:
+    """Predicted against measured on log-log axes, one panel per metric, the points coloured by engine,
+    the diagonal and the lines of a factor of 2 either way drawn. ``mark`` (metric -> (measured,
+    predicted, label)) rings and labels the point the text discusses."""
+    _fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 * len(metrics), 4.6), layout="constrained", squeeze=False)
+    for ax, metric in zip(axes[0], metrics, strict=True):
+        data = scatter_data(ev, metric, which)
+        every = [v for xs, ys in data.values() for v in xs + ys]
+        lo, hi = min(every) / 1.5, max(every) * 1.5
+        line = np.array([lo, hi])
+        ax.plot(line, line, "k-", lw=0.8, label="predicted = measured")
+        for k, style in ((2.0, "--"), (0.5, "--")):
+            ax.plot(line, line * k, "k" + style, lw=0.8, label="a factor of 2 either way" if k == 2 else None)
+        for engine, (xs, ys) in data.items():
+            ax.scatter(
+                xs, ys, s=6, alpha=0.45, color=ENGINE_COLORS.get(engine, "grey"), label=f"{engine} ({len(xs):,})"
+            )
+        if mark and metric in mark:
+            x, y, text = mark[metric]
+            ax.scatter([x], [y], s=120, facecolors="none", edgecolors="crimson", lw=1.5, zorder=4)
+            ax.annotate(
+                text, (x, y), textcoords="offset points", xytext=(-10, 12), ha="right", color="crimson", fontsize=8
+            )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+            axis.set_minor_formatter(NullFormatter())
+        unit = METRICS[metric]
+        ax.set_xlabel(f"measured {METRIC_NAMES[metric]} ({unit})")
+        ax.set_ylabel(f"predicted {METRIC_NAMES[metric]} ({unit})")
+        ax.set_title(f"{METRIC_NAMES[metric]}, {sum(len(xs) for xs, _ in data.values()):,} rows")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(loc="upper left", fontsize=8, markerscale=2)
+    return axes[0]

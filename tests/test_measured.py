@@ -1,0 +1,519 @@
+"""Measured files at a concurrency: the loader, the closed-loop predictions, and the held-out fits."""
+
+import csv
+import dataclasses
+import inspect
+import json
+import math
+import statistics
+
+import pytest
+import sympy as sp
+
+import llmcourse.validation as lcv
+from llmcourse import queueing
+from llmcourse.assumptions import resolve
+from llmcourse.errors import InputError
+from llmcourse.formulas import FORMULAS, SYMBOLS, dimension_of
+from llmcourse.planner import replica
+from llmcourse.units import Q_, ureg
+
+COURSE_HEAD = "id,gpu,tp,model,weights,kv,engine,isl,osl,load_kind,concurrency,metric,value"
+GOOD = "A,H100,1,Llama-3.1-8B,bf16,bf16,vLLM 0.9,1000,200,concurrency,8,tpot_ms,9.5"
+AIC_HEAD = (
+    "id,silicon_data_source,backend,backend_version,model_path,system,precision,mode,isl,osl,gemm_quant_mode,"
+    "moe_quant_mode,batch_size,tp_size,pp_size,attention_dp_size,moe_tp_size,moe_ep_size,silicon_ttft_ms,"
+    "silicon_tpot_ms"
+)
+
+
+def aic_row(**change):
+    """One aggregated aiconfigurator row (Llama-3.1-70B, 4 x H200, FP8, 32 in flight), with changes."""
+    r = dict(
+        id="x1",
+        silicon_data_source="db-dump; silicon_concurrency=32; measured=2026-01-01",
+        backend="trtllm",
+        backend_version="1.2.0",
+        model_path="meta-llama/Llama-3.1-70B",
+        system="h200_sxm",
+        precision="fp8",
+        mode="agg",
+        isl="1024",
+        osl="1024",
+        gemm_quant_mode="fp8",
+        moe_quant_mode="fp8",
+        batch_size="32",
+        tp_size="4",
+        pp_size="1",
+        attention_dp_size="1",
+        moe_tp_size="4",
+        moe_ep_size="1",
+        silicon_ttft_ms="120.5",
+        silicon_tpot_ms="11.25",
+    )
+    r.update(change)
+    return ",".join(r[k] for k in AIC_HEAD.split(","))
+
+
+def parse_aic(*rows):
+    return lcv.parse_measurements("\n".join([AIC_HEAD, *rows]))
+
+
+# --- the three formats -----------------------------------------------------------------------------
+def test_course_format_reads_a_closed_loop_row():
+    """The course's CSV with a concurrency column gives a closed-loop row with the catalog's names."""
+    got = lcv.parse_measurements(f"{COURSE_HEAD}\n{GOOD}")
+    assert got.format == "course" and not got.skipped
+    (r,) = got.rows
+    assert (r.gpu, r.model, r.load_kind, r.concurrency, r.metric, r.value) == (
+        "H100 SXM",
+        "Llama-3.1-8B",
+        "concurrency",
+        8,
+        "tpot_ms",
+        9.5,
+    )
+
+
+def test_aiconfigurator_row_gives_both_metrics():
+    """One aggregated row is two measurements, at the concurrency its source column names; TensorRT-LLM with
+    FP8 weights stores the KV cache in FP8."""
+    got = parse_aic(aic_row())
+    assert got.format == "aiconfigurator" and not got.skipped
+    assert [(r.metric, r.value) for r in got.rows] == [("ttft_ms", 120.5), ("tpot_ms", 11.25)]
+    r = got.rows[1]
+    assert (r.gpu, r.model, r.tp, r.n_gpus, r.weights, r.kv, r.concurrency) == (
+        "H200 SXM",
+        "Llama-3.1-70B",
+        4,
+        4,
+        "fp8",
+        "fp8",
+        32,
+    )
+    assert r.engine == "TensorRT-LLM 1.2.0"
+
+
+def test_aiconfigurator_concurrency_is_batch_times_attention_dp_without_the_source_column():
+    """Without silicon_concurrency= the concurrency is batch_size x attention_dp_size (here 1 x 16 = 16 would
+    need attention DP, so a dense row: batch 24 x 1)."""
+    got = parse_aic(aic_row(silicon_data_source="source_file=x.csv", batch_size="24"))
+    assert {r.concurrency for r in got.rows} == {24}
+
+
+def test_aiconfigurator_names_resolve_through_the_catalog():
+    """Hugging Face ids lose their organisation and quantization suffix: nvidia/DeepSeek-R1-NVFP4 is DeepSeek-V3's
+    shape in FP4 (the MoE quantization), Llama-3.1-8B-Instruct is Llama-3.1-8B; b300_sxm is the B300."""
+    got = parse_aic(
+        aic_row(model_path="nvidia/DeepSeek-R1-NVFP4", gemm_quant_mode="nvfp4", moe_quant_mode="nvfp4", tp_size="8"),
+        aic_row(model_path="meta-llama/Llama-3.1-8B-Instruct", system="b300_sxm", tp_size="1"),
+    )
+    assert not got.skipped
+    assert {(r.model, r.weights, r.gpu) for r in got.rows} == {
+        ("DeepSeek-V3", "fp4", "H200 SXM"),
+        ("Llama-3.1-8B", "fp8", "B300"),
+    }
+
+
+VLLM = {
+    "date": "20260101-120000",
+    "backend": "vllm",
+    "model_id": "meta-llama/Llama-3.1-8B-Instruct",
+    "num_prompts": 640,
+    "request_rate": "inf",
+    "burstiness": 1.0,
+    "max_concurrency": 64,
+    "duration": 100.0,
+    "completed": 640,
+    "total_input_tokens": 640 * 1000,
+    "total_output_tokens": 640 * 200,
+    "output_throughput": 2100.0,
+    "mean_ttft_ms": 95.0,
+    "mean_tpot_ms": 21.0,
+    "mean_itl_ms": 20.5,
+    "gpu": "H100",
+    "tp": "2",
+}
+
+
+def test_vllm_json_reads_lengths_from_the_totals():
+    """A vllm bench serve result: prompt and answer lengths are its token totals over the completed requests,
+    the concurrency its max_concurrency, the GPU and tensor-parallel size its --metadata keys."""
+    got = lcv.parse_measurements(json.dumps(VLLM))
+    assert got.format == "vllm" and not got.skipped
+    by = {r.metric: r for r in got.rows}
+    assert set(by) == {"ttft_ms", "tpot_ms", "itl_ms", "output_tokens_per_s"}
+    r = by["tpot_ms"]
+    assert (r.isl, r.osl, r.concurrency, r.gpu, r.tp, r.model, r.value) == (
+        1000,
+        200,
+        64,
+        "H100 SXM",
+        2,
+        "Llama-3.1-8B",
+        21.0,
+    )
+
+
+def test_vllm_json_lines_and_keywords(tmp_path):
+    """--append-result writes one JSON per line; the GPU may come from load_measurements' keywords instead."""
+    rec = {k: v for k, v in VLLM.items() if k not in ("gpu", "tp")}
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(rec) + "\n" + json.dumps(rec | {"max_concurrency": 8}) + "\n")
+    got = lcv.load_measurements(path, gpu="B200", tensor_parallel=1)
+    assert sorted({r.concurrency for r in got.rows}) == [8, 64] and {r.gpu for r in got.rows} == {"B200"}
+
+
+# --- malformed input: each reason ---------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("row", "reason"),
+    [
+        (GOOD.replace("Llama-3.1-8B", "Lama-3.1-8B"), "no model named 'Lama-3.1-8B'. Did you mean 'Llama-3.1-8B'"),
+        (GOOD.replace("H100", "H1000"), "no GPU named 'H1000'. Did you mean"),
+        (GOOD.replace(",1000,", ",abc,"), "column 'isl': 'abc' is not a whole number"),
+        (GOOD.replace(",9.5", ",fast"), "column 'value': 'fast' is not a number"),
+        (GOOD.replace(",8,", ",0,"), "column 'concurrency' must be at least 1 (requests in flight); got 0"),
+        (GOOD.replace(",8,", ",,"), "column 'concurrency' is empty"),
+        (GOOD.replace("tpot_ms", "latency"), "metric 'latency' unknown"),
+        (GOOD.replace("bf16,bf16", "fp7,bf16"), "precision 'fp7' unknown"),
+    ],
+)
+def test_course_format_reasons(row, reason):
+    """A malformed row is listed with its row number (the file's line) and the reason, never raised."""
+    got = lcv.parse_measurements(f"{COURSE_HEAD}\n{GOOD}\n{row}")
+    assert [r.id for r in got.rows] == ["A"]
+    (sk,) = got.skipped
+    assert sk.line == 3 and reason in sk.reason, sk.reason
+
+
+def test_missing_column_is_a_reason_per_row():
+    """A course-format file without the isl column: every row says which column is missing."""
+    head = COURSE_HEAD.replace("isl,", "")
+    got = lcv.parse_measurements(f"{head}\n{GOOD.replace(',1000,', ',')}")
+    assert not got.rows and got.skipped[0].reason == "missing column 'isl'"
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (dict(model_path="MiniMaxAI/MiniMax-M2.5", moe_ep_size="8", tp_size="8"), lcv.LAYOUT_REASON + " (ep=8)"),
+        (dict(model_path="MiniMaxAI/MiniMax-M2.5", attention_dp_size="4"), lcv.LAYOUT_REASON + " (attention_dp=4)"),
+    ],
+)
+def test_a_layout_switched_off_is_a_reason(change, reason, monkeypatch):
+    """With a layout switched off, its rows are skipped with the reason; switched on (as shipped), they are read."""
+    assert len(parse_aic(aic_row(), aic_row(**change)).rows) == 4  # two rows, two metrics each
+    monkeypatch.setattr(lcv, "ENABLED_LAYOUTS", frozenset())
+    got = parse_aic(aic_row(), aic_row(**change))
+    (sk,) = got.skipped
+    assert sk.line == 3 and sk.id == "x1" and reason in sk.reason, sk.reason
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (dict(mode="disagg"), lcv.DISAGGREGATED_REASON),
+        (dict(model_path="Qwen/Qwen3.5-397B-A17B"), "hybrid linear attention"),
+        (dict(model_path="zhipuai/GLM-5", isl="8192"), "DeepSeek sparse attention"),
+        (dict(silicon_tpot_ms="n/a"), "column 'silicon_tpot_ms': 'n/a' is not a number"),
+        (dict(silicon_data_source="x; silicon_concurrency=0"), "at least 1 request in flight; got 0"),
+        (dict(system="h300_sxm"), "no GPU named 'h300_sxm'"),
+    ],
+)
+def test_aiconfigurator_reasons(change, reason):
+    """Each kind of row the course cannot express is skipped with its reason and line."""
+    got = parse_aic(aic_row(), aic_row(**change))
+    assert len(got.rows) == 2
+    (sk,) = got.skipped
+    assert sk.line == 3 and sk.id == "x1" and reason in sk.reason, sk.reason
+
+
+def test_glm5_within_its_full_attention_context_is_read():
+    """GLM-5 at 1,024 + 1,024 tokens attends to every past token (2,048 selected): the MLA row is exact there."""
+    got = parse_aic(aic_row(model_path="zhipuai/GLM-5", moe_ep_size="1"))
+    assert not got.skipped and {r.model for r in got.rows} == {"GLM-5"}
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (dict(gpu=None), "no GPU named"),
+        (dict(max_concurrency=None, request_rate=4.0), "open-loop request rate"),
+        (dict(max_concurrency=None), "no --max-concurrency"),
+        (dict(max_concurrency=0), "must be at least 1"),
+        (dict(model_id="acme/NoSuchModel"), "no model named 'NoSuchModel'"),
+    ],
+)
+def test_vllm_reasons(change, reason):
+    """A vllm result the course cannot express is listed with its record number and reason."""
+    rec = {k: v for k, v in (VLLM | change).items() if v is not None or k in ("max_concurrency",)}
+    if change.get("gpu", 1) is None:
+        rec.pop("gpu", None)
+    got = lcv.parse_measurements(json.dumps([VLLM, rec]))
+    assert got.format == "vllm" and len(got.rows) == 4
+    (sk,) = got.skipped
+    assert sk.line == 2 and reason in sk.reason, sk.reason
+
+
+@pytest.mark.parametrize("text", ["name,age\nBob,3", "hello", '{"a": 1}'])
+def test_unknown_format_is_one_line_naming_the_formats(text):
+    """A file in no known format is refused with one line that names the three formats read."""
+    with pytest.raises(InputError) as err:
+        lcv.parse_measurements(text)
+    msg = str(err.value)
+    assert "\n" not in msg and "course's CSV" in msg and "aiconfigurator" in msg and "vllm bench serve" in msg
+
+
+def test_load_measurements_refuses_a_missing_file(tmp_path):
+    """A path that is not there says so."""
+    with pytest.raises(InputError, match="no file at"):
+        lcv.load_measurements(tmp_path / "none.csv")
+
+
+def test_shipped_file_accounts_for_every_row():
+    """Every one of the shipped file's rows is read (two measurements) or skipped; the disaggregated ones, counted
+    here from the file itself, are skipped as such."""
+    with open(lcv.AICONFIGURATOR, encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    got = lcv.silicon()
+    assert len(rows) == 4_502
+    assert len(got.rows) % 2 == 0 and len(got.rows) // 2 + len(got.skipped) == len(rows)
+    disagg = sum(r["mode"] == "disagg" for r in rows)
+    assert sum(s.reason == lcv.DISAGGREGATED_REASON for s in got.skipped) == disagg == 1_197
+
+
+# --- the parallel layouts: one switch -----------------------------------------------------------------------
+def test_layouts_switch_on_only_where_replica_has_the_keyword(monkeypatch):
+    """A row needing expert parallelism is skipped until the layout is enabled AND replica() takes its keyword."""
+    monkeypatch.setattr(lcv, "ENABLED_LAYOUTS", frozenset())
+    row = parse_aic(aic_row(model_path="MiniMaxAI/MiniMax-M2.5", moe_ep_size="4")).skipped
+    assert row and lcv.LAYOUT_REASON in row[0].reason
+    monkeypatch.setattr(lcv, "ENABLED_LAYOUTS", frozenset({"ep"}))
+    got = parse_aic(aic_row(model_path="MiniMaxAI/MiniMax-M2.5", moe_ep_size="4"))
+    has = "expert_parallel" in inspect.signature(replica).parameters
+    assert bool(got.rows) == has and bool(got.skipped) == (not has)
+
+
+# --- predictions ---------------------------------------------------------------------------------------------
+def _row(**kw):
+    text = f"{COURSE_HEAD}\n{GOOD}"
+    got = lcv.parse_measurements(text).rows[0]
+    return dataclasses.replace(got, **kw)
+
+
+def test_tpot_at_concurrency_one_by_hand():
+    """Llama-3.1-8B BF16 on one H100 SXM, one request in flight, 1,000 in and 200 out: no other prompt shares the
+    steps, so the time per token is one batch-1 decode step: 16.06 GB of weights plus 2 x 32 x 8 x 128 x 2 B of KV
+    per token at the average context 1,000 + 100 tokens, read at the course's share of 3.35 TB/s, plus its fixed
+    step overhead."""
+    a = resolve()
+    row = _row(concurrency=1)
+    kv = 2 * 32 * 8 * 128 * 2 * (1000 + 100)
+    want = (8.030e9 * 2 + kv) / (3.35e12 * a.bandwidth_efficiency) * 1e3 + a.step_overhead_ms
+    assert lcv.predict(row).value == pytest.approx(want, rel=1e-9)
+
+
+def test_ttft_at_concurrency_one_by_hand():
+    """The same request's first token, prefill without its attention term: 2 x 8.03e9 x 1,000 FLOPs at the course's
+    share of 989 TFLOP/s (BF16), plus half a decode step, plus the request's fixed overhead; one request in flight
+    never waits for another."""
+    a = resolve().replace(prefill_attention=False)
+    row = _row(concurrency=1, metric="ttft_ms")
+    pre = 2 * 8.030e9 * 1000 / (989e12 * a.compute_efficiency) * 1e3
+    step = (8.030e9 * 2 + 2 * 32 * 8 * 128 * 2 * 1100) / (3.35e12 * a.bandwidth_efficiency) * 1e3 + a.step_overhead_ms
+    assert lcv.predict(row, assumptions=a).value == pytest.approx(a.request_overhead_ms + pre + step / 2, rel=1e-9)
+
+
+def test_tpot_at_concurrency_is_the_replica_models():
+    """At a concurrency the time per token is replica(batch=concurrency).tpot, the prompts of arriving requests
+    included (prefill_interference)."""
+    row = _row(concurrency=32)
+    want = replica(
+        "Llama-3.1-8B",
+        "H100 SXM",
+        batch=32,
+        prompt_tokens=1000,
+        answer_tokens=200,
+        weight_bytes="bf16",
+        kv_bytes="bf16",
+    ).tpot
+    assert lcv.predict(row).value == pytest.approx(want.to("ms").m, rel=1e-12)
+
+
+def _sample_rows(n=24):
+    rows = [r for r in lcv.silicon().rows]
+    return rows[:: max(1, len(rows) // n)][:n]
+
+
+@pytest.mark.parametrize("params", [None, (0.5, 0.3, 1.0), (1.0, 1.0, 0.0)])
+def test_fast_path_equals_predict(params):
+    """load_components(row).times at some parameter values equals predict() under assumptions with those values,
+    on a spread of the shipped rows (both metrics)."""
+    a = resolve()
+    if params is not None:
+        a = a.replace(**dict(zip(lcv.FIT_PARAMETERS, params, strict=True)))
+    checked = 0
+    for r in _sample_rows():
+        try:
+            c = lcv.load_components(r)
+        except InputError:
+            continue
+        tpot, ttft, _ = c.times(*(getattr(a, p) for p in lcv.FIT_PARAMETERS))
+        want = lcv.predict(r, assumptions=a).value
+        assert {"tpot_ms": tpot, "ttft_ms": ttft}[r.metric] == pytest.approx(want, rel=1e-9), r.id
+        assert c.tpot(*(getattr(a, p) for p in lcv.FIT_PARAMETERS)) == pytest.approx(tpot, rel=1e-12)
+        checked += 1
+    assert checked >= 12
+
+
+# --- the closed form of the time to first token ---------------------------------------------------------------
+def _service(step_ms, pre_ms, isl, osl, cap=512):
+    """A queueing.ServiceModel with a fixed decode step and a fixed prefill time per prompt."""
+    return queueing.ServiceModel(
+        model="Llama-3.1-8B",  # a name only: every service time below is given
+        gpu="H100 SXM",
+        n_gpus=1,
+        prompt_tokens=isl,
+        answer_tokens=osl,
+        kv_budget_tokens=10**9,
+        batch_cap=cap,
+        assumptions=resolve().replace(request_overhead_ms=0.0),  # the closed form is the queue's wait alone
+        weight_bytes=2,
+        kv_bytes=2,
+        batch_grid=(1, cap),
+        step_grid_s=(step_ms / 1e3,) * 2,
+        prefill_grid=(1.0, float(isl)),
+        prefill_per_token_s=(pre_ms / 1e3 / isl,) * 2,
+        weight_read_s=1e-6,
+        step_s=tuple([step_ms / 1e3] * (cap + 1)),
+        capacity_rps=1.0,
+    )
+
+
+@pytest.mark.parametrize(("step", "pre", "isl", "osl", "n"), [(20, 40, 1000, 200, 16), (20, 40, 1000, 200, 64)])
+def test_closed_form_ttft_matches_the_simulator(step, pre, isl, osl, n):
+    """The closed form's mean time to first token is within 10% of the queueing simulator's (Poisson arrivals at
+    the rate the closed loop gives, fixed lengths, the simulator's own time per token) at prefill loads up to 0.4.
+    (Above that the simulator, which prefills arrivals in groups, waits longer: 20-30% at 0.6-0.7.)"""
+    rep, tp, s = _service(step, pre, isl, osl), pre / 1e3, step / 1e3
+    tau = s + tp * (n - 1) / osl
+    for _ in range(3):  # the time per token and the rate settle together
+        ttft = lcv.closed_loop_ttft(Q_(tp, "s"), Q_(s, "s"), Q_(tau, "s"), osl, n).to("s").m
+        rate = n / (ttft + (osl - 1) * tau)
+        sim = queueing.simulate(
+            "Llama-3.1-8B", "H100 SXM", rate=Q_(rate, "1/s"), prompt_tokens=isl, answer_tokens=osl, requests=3000, seed=3,
+            prompt_cv=0, answer_cv=0, replica=rep,
+        )  # fmt: skip
+        tau = statistics.fmean(sim.tpot_s)
+    assert rate * tp <= 0.4
+    assert statistics.fmean(sim.ttft_s) == pytest.approx(ttft, rel=0.10)
+
+
+def test_closed_form_limits_by_hand():
+    """One request in flight never waits (prefill + half a step); when prompts fill the cycle, the wait tends to the
+    others' prefills less the rest of the cycle: 1,000 clients of 40 ms prefills and a 1 s rest wait about 39 s."""
+    one = lcv.closed_loop_ttft(Q_(40, "ms"), Q_(20, "ms"), Q_(25, "ms"), 41, 1)
+    assert one.to("ms").m == pytest.approx(40 + 10)
+    many = lcv.closed_loop_ttft(Q_(40, "ms"), Q_(20, "ms"), Q_(25, "ms"), 41, 1000)
+    rest = 0.040 + 0.010 + 40 * 0.025
+    assert many.to("s").m == pytest.approx(0.050 + 999 * 0.040 - rest, rel=0.01)
+
+
+@pytest.mark.parametrize("name", ["closed_loop_prefill_wait", "closed_loop_ttft", "closed_loop_throughput"])
+def test_closed_loop_formulas_have_units_and_agree_with_their_expression(name):
+    """Each formula's expression has its target's unit, and its numeric function equals the expression."""
+    f = FORMULAS[name]
+    assert dimension_of(f.expr) == ureg.Quantity(1, SYMBOLS[f.target].unit).dimensionality
+    vals = {s.name: 3.0 + k for k, s in enumerate(f.inputs)}
+    subs = {SYMBOLS[n].sym: v for n, v in vals.items()}
+    assert f.numeric(*vals.values()) == pytest.approx(float(f.expr.subs(subs)), rel=1e-12)
+    assert isinstance(f.expr, sp.Expr)
+
+
+# --- statistics, fits and bands ---------------------------------------------------------------------------------
+def test_summary_by_hand():
+    """Measured 2, 1 and 0.25 against 1 each: ratios 2, 1, 0.25 (median 1), |ln| median ln 2, APE |1 - 2| / 2 = 50%,
+    0% and |1 - 0.25| / 0.25 = 300%."""
+    s = lcv.summarize([1.0, 1.0, 1.0], [2.0, 1.0, 0.25])
+    assert s.median_ratio == 1.0 and s.median_factor == pytest.approx(2.0)
+    assert s.median_ape == pytest.approx(0.5) and s.mape == pytest.approx((0.5 + 0 + 3) / 3)
+    assert s.within_2x == pytest.approx(2 / 3)
+
+
+def _synthetic(params_by_model):
+    """Closed-loop rows whose 'measurements' are the replica model's own time per token at the given parameters of
+    each model (so the answer of every fit is known)."""
+    rows = []
+    for model, params in params_by_model.items():
+        a = resolve().replace(**dict(zip(lcv.FIT_PARAMETERS, params, strict=True)))
+        for gpu in ("H100", "H200"):
+            for conc in (1, 8, 32):
+                for isl in (1000, 4000):
+                    r = _row(
+                        model=model,
+                        gpu=f"{gpu} SXM",
+                        concurrency=conc,
+                        isl=isl,
+                        osl=500,
+                        id=f"{model}-{gpu}-{conc}-{isl}",
+                    )
+                    rows.append(dataclasses.replace(r, value=lcv.predict(r, assumptions=a).value))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def same():
+    return lcv.evidence(_synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0), "Qwen2.5-7B": (0.6, 0.5, 1.0)}))
+
+
+def test_fit_recovers_known_parameters(same):
+    """Rows made by the model at 60% bandwidth, 50% compute and 1 ms per step are fitted back to those values, and
+    every held-out prediction (the other model alone has the same answer) is the measurement."""
+    assert same.fitted == {"bandwidth_efficiency": 0.6, "compute_efficiency": 0.5, "step_overhead_ms": 1.0}
+    s = same.summary("held_out_model", {"metric": "tpot_ms"})
+    assert s.median_factor == pytest.approx(1.0) and s.within_2x == 1.0
+
+
+def test_held_out_fit_never_sees_its_group():
+    """Llama-3.1-8B's rows made at 60% bandwidth, Qwen2.5-7B's at 90%: holding out Llama-3.1-8B, the fit sees only
+    Qwen2.5-7B's and predicts Llama's rows at 90%, exactly as predict() does there."""
+    ev = lcv.evidence(_synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0), "Qwen2.5-7B": (0.9, 0.5, 1.0)}))
+    assert ev.fold_fits["model"]["Llama-3.1-8B"]["bandwidth_efficiency"] == 0.9
+    assert ev.fold_fits["model"]["Qwen2.5-7B"]["bandwidth_efficiency"] == 0.6
+    a = resolve().replace(bandwidth_efficiency=0.9, compute_efficiency=0.5, step_overhead_ms=1.0)
+    for r, p in zip(ev.rows, ev.predictions("held_out_model"), strict=True):
+        if r.model == "Llama-3.1-8B":
+            assert p == pytest.approx(lcv.predict(r, assumptions=a).value, rel=1e-9)
+
+
+def _lin_percentile(xs, q):
+    xs = sorted(xs)
+    pos = (len(xs) - 1) * q / 100
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def test_band_is_the_held_out_ratios_of_the_family():
+    """The band around 20 ms is 20 ms times the 10th and 90th percentiles of measured / held-out predicted over the
+    family's rows; a family too small for MIN_BAND_ROWS widens to the metric alone, and says so."""
+    ev = lcv.evidence(_synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0), "Qwen2.5-7B": (0.9, 0.5, 1.0)}))
+    preds = ev.predictions("held_out_model")
+    ratios = [r.value / p for r, p in zip(ev.rows, preds, strict=True) if r.metric == "tpot_ms"]
+    b = ev.band({"metric": "tpot_ms", "model": "Llama-3.1-8B"}, 20.0)
+    assert b.family == "metric tpot_ms" and b.n == len(ratios) == 24
+    assert b.low == pytest.approx(20 * _lin_percentile(ratios, 10)) and b.high == pytest.approx(
+        20 * _lin_percentile(ratios, 90)
+    )
+    assert "80% of 24 measured setups" in b.text("time per token") and b.unit == "ms"
+    with pytest.raises(InputError, match="metric"):
+        ev.band({"engine": "vLLM"}, 20.0)
+
+
+def test_evidence_tables_name_every_family(same):
+    """The table (of the one metric these rows hold: errors of two metrics are never pooled) has an 'all' row
+    and one row per family value of each facet asked for."""
+    t = same.table(by=("metric", "gpu"))
+    assert t[0][0] == "all" and [r[1] for r in t[1:]] == ["H100 SXM", "H200 SXM"]
+    with pytest.raises(InputError, match="which"):
+        same.predictions("optimistic")

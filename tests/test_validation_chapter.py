@@ -1,0 +1,263 @@
+"""The validation chapter's package side: the table of bands, your own benchmark (the CLI and the live
+calculator), the per-metric tables and the predicted-vs-measured plot's data."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+
+import matplotlib
+import pytest
+
+import llmcourse.validation as lcv
+from llmcourse import Q_
+from llmcourse.__main__ import main
+from llmcourse.errors import InputError
+from llmcourse.widgets.validation import EXAMPLE_ROWS, own_benchmark_calculator
+
+matplotlib.use("Agg")
+
+HEAD = "id,gpu,tp,model,weights,kv,engine,isl,osl,load_kind,concurrency,metric,value"
+GOOD = [
+    "a,H100 SXM,1,Llama-3.1-8B,bf16,bf16,vLLM,1000,100,concurrency,8,tpot_ms,9.5",
+    "b,H100 SXM,1,Llama-3.1-8B,bf16,bf16,vLLM,1000,100,concurrency,8,ttft_ms,120",
+]
+BAD = [
+    "c,Z100,1,Llama-3.1-8B,bf16,bf16,vLLM,1000,100,concurrency,8,tpot_ms,9.5",  # unknown GPU
+    "d,H100 SXM,1,Llama-3.1-8B,bf16,bf16,vLLM,1000,100,concurrency,8,tpot_ms,fast",  # text for a number
+    "e,H100 SXM,1,Llama-3.1-8B,bf16,bf16,vLLM,1000,100,concurrency,0,tpot_ms,9.5",  # concurrency 0
+]
+OFFLINE = "f,H100 SXM,1,Llama-3.1-8B,bf16,bf16,vLLM,1000,100,offline_max,,output_tokens_per_s,9000"
+
+
+def _table(families: dict[str, tuple[int, float, float]]) -> dict:
+    return {
+        "method": "course",
+        "min_rows": 30,
+        "percentiles": [10, 90],
+        "families": {k: {"n": n, "low": lo, "median": 1.0, "high": hi} for k, (n, lo, hi) in families.items()},
+    }
+
+
+TABLE = _table(
+    {
+        "tpot_ms": (500, 0.5, 2.0),
+        "tpot_ms/dense": (300, 0.8, 1.5),
+        "tpot_ms/dense/Hopper": (200, 0.9, 1.2),
+        "ttft_ms": (500, 0.6, 4.0),
+    }
+)
+
+
+# --- the band table lookup ----------------------------------------------------------------------------
+def test_band_uses_the_generation_family_when_it_is_in_the_table() -> None:
+    """A dense model on a Hopper GPU gets the dense/Hopper family: 20 ms x 0.9 and x 1.2."""
+    b = lcv.band_for("tpot_ms", "Llama-3.1-8B", "H100 SXM", 20.0, table=TABLE)
+    assert (b.n, round(b.low, 9), round(b.high, 9)) == (200, 18.0, 24.0)
+    assert b.family == "time per output token, dense models, Hopper GPUs" and b.unit == "ms"
+
+
+def test_band_falls_back_to_the_architecture_then_the_metric() -> None:
+    """No dense/Blackwell family: dense; no MoE family at all: the metric's own."""
+    b = lcv.band_for("tpot_ms", "Llama-3.1-8B", "B200", 10.0, table=TABLE)
+    assert (b.n, round(b.low, 9), round(b.high, 9)) == (300, 8.0, 15.0) and "all GPUs" in b.family
+    m = lcv.band_for("tpot_ms", "DeepSeek-V3", "H200 SXM", 10.0, table=TABLE)
+    assert (m.n, round(m.low, 9), round(m.high, 9)) == (500, 5.0, 20.0) and "all models" in m.family
+
+
+def test_band_reads_a_time_quantity_in_the_metric_unit() -> None:
+    """20 ms given as 0.02 s is the same band."""
+    b = lcv.band_for("ttft_ms", "Llama-3.1-8B", "H100 SXM", Q_(0.02, "s"), table=TABLE)
+    assert (round(b.value, 9), round(b.low, 9), round(b.high, 9)) == (20.0, 12.0, 80.0)
+
+
+def test_band_refuses_a_metric_it_has_no_band_for() -> None:
+    """Throughput has no band: the message names the metrics that do."""
+    with pytest.raises(InputError, match="tpot_ms, ttft_ms"):
+        lcv.band_for("output_tokens_per_s", "Llama-3.1-8B", "H100 SXM", table=TABLE)
+
+
+def test_band_text_names_the_count_the_range_and_the_family() -> None:
+    """The line every answer shows."""
+    t = lcv.band_for("tpot_ms", "Llama-3.1-8B", "H100 SXM", 20.0, table=TABLE).text("time per token")
+    assert t == (
+        "time per token 20 ms; 80% of 200 measured setups like this one were between 18 and 24 ms "
+        "(family: time per output token, dense models, Hopper GPUs)"
+    )
+
+
+def test_shipped_table_counts_add_up() -> None:
+    """Every row is dense or MoE, so the two architectures' counts make the metric's; a generation
+    family never holds more rows than its architecture's; every band is ordered."""
+    t = json.loads(resources.files("llmcourse.data").joinpath("bands.json").read_text(encoding="utf-8"))
+    fams = t["families"]
+    for m in ("tpot_ms", "ttft_ms"):
+        assert fams[f"{m}/dense"]["n"] + fams[f"{m}/MoE"]["n"] == fams[m]["n"]
+        for key, f in fams.items():
+            assert f["low"] <= f["median"] <= f["high"]
+            if key.count("/") == 2 and key.startswith(m):
+                assert f["n"] >= t["min_rows"] and f["n"] <= fams[key.rsplit("/", 1)[0]]["n"]
+
+
+@dataclass
+class _Row:
+    id: str
+    metric: str
+    value: float
+    osl: int = 11
+    engine: str = "vLLM 0.1"
+
+
+@dataclass
+class _Ev:
+    """Just what the table, plot and end-to-end functions read of an Evidence."""
+
+    rows: list
+    facets: list
+    preds: list
+    assumptions: object = field(default_factory=lambda: type("A", (), {"name": "course"})())
+
+    def predictions(self, which: str = "predicted") -> list:
+        return self.preds
+
+
+def test_band_table_percentiles_are_numpys_linear_ones() -> None:
+    """30 rows with measured/predicted 1, 2, ..., 30: the 10th percentile sits 2.9 ranks in (3.9), the
+    90th 26.1 ranks in (27.1); the 29 Hopper rows are too few for a family of their own."""
+    rows = [_Row(f"r{k}", "tpot_ms", float(k)) for k in range(1, 31)]
+    facets = [
+        {"metric": "tpot_ms", "architecture": "dense", "gpu_generation": "Hopper" if k < 30 else "Ada"}
+        for k in range(1, 31)
+    ]
+    t = lcv.band_table(_Ev(rows, facets, [1.0] * 30))
+    assert t["families"]["tpot_ms"] == {"n": 30, "low": 3.9, "median": 15.5, "high": 27.1}
+    assert sorted(t["families"]) == ["tpot_ms", "tpot_ms/dense"]
+
+
+# --- your own benchmark: the command line -----------------------------------------------------------
+def _file(tmp_path, lines: list[str]) -> str:
+    p = tmp_path / "mine.csv"
+    p.write_text("\n".join([HEAD, *lines]) + "\n", encoding="utf-8")
+    return str(p)
+
+
+def test_cli_reports_each_malformed_row_with_its_number(tmp_path, capsys) -> None:
+    """Rows 4 to 6 of the file (header is row 1) are skipped, each with its reason; the good rows and
+    the offline row are read (3 measurements), the offline one listed as not fitted."""
+    assert main(["validate", _file(tmp_path, [*GOOD, *BAD, OFFLINE])]) == 0
+    out = capsys.readouterr().out
+    assert "read: the course's CSV: 3 measurements, 3 rows skipped" in out
+    assert "skipped: row 4 (c): no GPU named 'Z100'" in out
+    assert "skipped: row 5 (d): column 'value': 'fast' is not a number" in out
+    assert "skipped: row 6 (e): column 'concurrency' must be at least 1" in out
+    assert "not fitted: f: load offline_max" in out
+    assert "course's method: time per output token: median factor" in out and "(1 rows;" in out
+    assert "refitted parameters: bandwidth_efficiency" in out
+
+
+def test_cli_names_the_formats_for_a_file_it_cannot_read(tmp_path, capsys) -> None:
+    """One line on stderr that names the three formats; exit status 2."""
+    p = tmp_path / "notes.txt"
+    p.write_text("this is not a table\n", encoding="utf-8")
+    assert main(["validate", str(p)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "course's CSV" in err and "aiconfigurator" in err and "vllm bench" in err
+
+
+def test_cli_says_so_when_the_file_is_missing(tmp_path, capsys) -> None:
+    """No traceback for a path with no file."""
+    assert main(["validate", str(tmp_path / "nope.csv")]) == 2
+    assert "no file at" in capsys.readouterr().err
+
+
+# --- your own benchmark: the live calculator --------------------------------------------------------
+def test_calculator_reads_the_example_rows() -> None:
+    """The starting text: 11 rows, of which the last has a concurrency of 0 (row 12 with the header)."""
+    c = own_benchmark_calculator()
+    rows = dict(c.rows)
+    assert c.error is None and rows["read"] == "the course's CSV: 10 measurements, 1 row skipped"
+    assert rows["skipped: row 12 (c0:tpot)"].startswith("column 'concurrency' must be at least 1")
+    assert "refitted parameters" in rows and "refitted: time to first token" in rows
+
+
+def test_calculator_lists_pasted_junk_row_by_row() -> None:
+    """Junk under a header is a per-row report, and no row to fit says so."""
+    c = own_benchmark_calculator(text=HEAD + "\nfoo,bar\n,,,\n")
+    rows = dict(c.rows)
+    assert c.error is None and rows["read"] == "the course's CSV: 0 measurements, 2 rows skipped"
+    assert "skipped: row 2 (foo)" in rows and "skipped: row 3" in rows
+    assert rows["no fit"] == "no closed-loop row to predict and fit"
+
+
+@pytest.mark.parametrize("text", ["", "   \n", "hello world", "[1, 2, 3]"])
+def test_calculator_names_the_formats_for_text_it_cannot_read(text: str) -> None:
+    """Empty text or text in no format: one message naming the formats, never a traceback."""
+    c = own_benchmark_calculator(text=text)
+    assert c.rows == [] and "course's CSV" in c.error and "vllm bench serve" in c.error
+
+
+def test_calculator_says_broken_json_is_broken() -> None:
+    """Text that starts like JSON but is not: one message saying so."""
+    c = own_benchmark_calculator(text="{not json")
+    assert c.rows == [] and "not valid JSON" in c.error and "\n" not in c.error
+
+
+def test_own_benchmark_reads_back_the_course_csv_it_writes() -> None:
+    """course_csv writes what parse_measurements reads: the same rows."""
+    rows = lcv.parse_measurements(EXAMPLE_ROWS).rows
+    again = lcv.parse_measurements(lcv.course_csv(rows)).rows
+    assert [(r.id, r.metric, r.value, r.concurrency) for r in again] == [
+        (r.id, r.metric, r.value, r.concurrency) for r in rows
+    ]
+
+
+# --- the chapter's tables ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def small() -> lcv.Evidence:
+    """The 5 configurations of the calculator's example rows (both metrics)."""
+    return lcv.evidence(lcv.parse_measurements(EXAMPLE_ROWS))
+
+
+def test_tables_are_per_metric(small: lcv.Evidence) -> None:
+    """One metric per table: its 'all' row counts that metric's 5 rows; no metric given, two tables."""
+    assert small.table("predicted", metric="tpot_ms")[0][:3] == ["all", "", "5"]
+    with pytest.raises(InputError, match="give metric"):
+        small.table("predicted")
+    md = small.markdown("predicted")
+    assert md.count("| all |") == 2 and "time per output token (`tpot_ms`)" in md
+
+
+def test_end_to_end_joins_the_two_metrics_of_a_configuration() -> None:
+    """Measured 100 ms + 10 x 10 ms = 200 ms, predicted 50 ms + 10 x 10 ms = 150 ms: 25% off."""
+    rows = [_Row("x:ttft", "ttft_ms", 100.0), _Row("x:tpot", "tpot_ms", 10.0)]
+    s = lcv.end_to_end(_Ev(rows, [{}, {}], [50.0, 10.0]))
+    assert s.n == 1 and round(s.median_ape, 12) == 0.25 and round(s.median_ratio, 12) == round(200 / 150, 12)
+
+
+# --- the plot's data ---------------------------------------------------------------------------------
+def test_scatter_data_is_measured_and_predicted_by_engine_for_one_metric() -> None:
+    """Rows of the other metric are left out; each engine keeps its rows in order."""
+    rows = [
+        _Row("1", "tpot_ms", 10.0),
+        _Row("2", "ttft_ms", 99.0),
+        _Row("3", "tpot_ms", 20.0),
+        _Row("4", "tpot_ms", 5.0),
+    ]
+    facets = [{"metric": r.metric, "engine": e} for r, e in zip(rows, ["vLLM", "vLLM", "SGLang", "vLLM"], strict=True)]
+    from llmcourse.plots.validation import scatter_data
+
+    got = scatter_data(_Ev(rows, facets, [11.0, 50.0, 18.0, 6.0]), "tpot_ms")
+    assert got == {"SGLang": ([20.0], [18.0]), "vLLM": ([10.0, 5.0], [11.0, 6.0])}
+
+
+def test_scatter_is_log_log_with_units_and_the_factor_of_2_lines(small: lcv.Evidence) -> None:
+    """Two panels, log axes labelled in ms, the diagonal and the two lines of a factor of 2."""
+    from llmcourse.plots.validation import evidence_scatter
+
+    axes = evidence_scatter(small)
+    assert [ax.get_xscale() for ax in axes] == ["log", "log"]
+    assert axes[0].get_xlabel() == "measured time per output token (ms)"
+    assert axes[1].get_ylabel() == "predicted time to first token (ms)"
+    slopes = sorted(line.get_ydata()[0] / line.get_xdata()[0] for line in axes[0].get_lines())
+    assert [round(k, 9) for k in slopes] == [0.5, 1.0, 2.0]
