@@ -5,10 +5,18 @@ cd "$(dirname "$0")/.."
 PY=${VENV:-.venv}/bin
 export MPLBACKEND=Agg PYTHONHASHSEED=0
 start=$(date +%s)
+last=$start
+phase() { # how long the step since the last one took
+  local now
+  now=$(date +%s)
+  echo "-- $1: $((now - last)) s"
+  last=$now
+}
 
 echo "== ruff (lint and format)"
 "$PY/ruff" check llmcourse tests scripts _ext
 "$PY/ruff" format --check llmcourse tests scripts _ext
+phase "ruff"
 
 echo "== the book: live site (JupyterLite + Pyodide) and the HTML build, for the browser tests"
 "$PY/python" scripts/build_lite.py
@@ -20,19 +28,33 @@ if ! "$PY/jupyter-book" build . -W --keep-going >"$log" 2>&1; then
   exit 1
 fi
 grep -E "^live calculators|not available live" "$log" || true
+phase "the book (live site, HTML build)"
 export LLMCOURSE_REQUIRE_SITE=1  # tests/browser: a missing site or chromium is a failure, not a skip
 
-echo "== notebooks for nbval (MyST -> ipynb with jupytext)"
+echo "== notebooks for nbval (MyST -> ipynb with jupytext, all in one process)"
 out=_build/nbval
 rm -rf "$out" && mkdir -p "$out/book" "$out/exercises"
-for f in book/*.md; do
-  head -3 "$f" | grep -q jupytext && "$PY/jupytext" --quiet --to ipynb --output "$out/book/$(basename "${f%.md}").ipynb" "$f"
-done
-shopt -s nullglob
-for f in exercises/*.md exercises/*.ipynb; do
-  "$PY/jupytext" --quiet --to ipynb --output "$out/exercises/$(basename "${f%.*}").ipynb" "$f"
-done
+"$PY/python" - "$out" <<'PY'
+import sys
+from pathlib import Path
 
+import jupytext
+
+out = Path(sys.argv[1])
+chapters = [f for f in sorted(Path("book").glob("*.md")) if "jupytext" in "".join(f.read_text().splitlines(True)[:3])]
+for f in [*chapters, *sorted(Path("exercises").glob("*.md")), *sorted(Path("exercises").glob("*.ipynb"))]:
+    jupytext.write(jupytext.read(f), out / f.parent.name / f"{f.stem}.ipynb", fmt="ipynb")
+PY
+phase "the notebooks for nbval"
+
+# Two workers, one per core (PYTEST_WORKERS=0: one process). --dist loadfile keeps a file's tests on one worker:
+# a notebook's cells share its kernel, and the browser tests share one live kernel (tests/browser/test_site.py);
+# tests/browser comes first, so that its file (the longest) starts at once while the other worker takes the rest.
+# nbval checks each cell on the book build's own execution of it, when that is current (tests/conftest.py).
 echo "== pytest: unit, property and conformance tests, doctests, nbval, browser (headless chromium)"
-"$PY/python" -m pytest tests --doctest-modules llmcourse --nbval-lax "$out" -p no:cacheprovider "$@"
-echo "test time: $(( $(date +%s) - start )) s"
+workers=${PYTEST_WORKERS:-2}
+parallel=()
+if [ "$workers" != 0 ]; then parallel=(-n "$workers" --dist loadfile); fi
+"$PY/python" -m pytest tests/browser tests --doctest-modules llmcourse --nbval-lax "$out" -p no:cacheprovider "${parallel[@]}" "$@"
+phase "pytest"
+echo "test time: $(($(date +%s) - start)) s"

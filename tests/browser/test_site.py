@@ -1,16 +1,24 @@
 """The built book in a real headless browser (Debian's chromium driven by Playwright), offline.
 
 The site (``_build/html``, or ``$LLMCOURSE_SITE``) is served on 127.0.0.1 on a free port. Every
-request that would leave 127.0.0.1 is blocked and counted, and every page must load with none of
-them, no failed request, no HTTP error and no script error; equations must be typeset by MathJax
-and figures loaded. The slow tests start every calculator of the book live and compare the table
-the browser computed (the real ``llmcourse`` under Pyodide) with what the same cell computes here in
-CPython; on three chapters they also change an input and compare again (the queueing one re-runs
-its seeded simulation of 10,000 requests in the browser).
+request that would leave 127.0.0.1 is blocked (the browser's proxy is a closed port, bypassed for
+127.0.0.1 only) and counted, and every page must load with none of them, no failed request, no HTTP
+error and no script error; equations must be typeset by MathJax and figures loaded.
+
+Each page's "Run live" buttons are clicked too: each must swap its snapshot for the site's live REPL, given
+exactly that cell's code (the REPL is stubbed out there). The slow tests then run every such cell live and
+compare the table the browser computed (the real ``llmcourse`` under Pyodide) with what the same cell
+computes here in CPython; on three chapters they also change an input and compare again (the queueing one
+re-runs its seeded simulation of 10,000 requests in the browser). One live kernel serves them all, as one
+reader's would (starting Pyodide and the kernel is most of a live start): it is started the reader's way, by
+"Run live" on the first chapter, and each cell then runs in it as a console cell of its own, in a fresh
+namespace (``%reset -f``). Each kind of page has one browser context for all tests, so the HTTP cache works
+as for a reader (Playwright's request routing would turn it off).
 
 Run after building the book: ``scripts/test.sh`` builds it first. Without a built site or without
 ``/usr/bin/chromium`` these tests are skipped, unless ``LLMCOURSE_REQUIRE_SITE=1`` (set by
-``scripts/test.sh``), which turns that into a failure.
+``scripts/test.sh``), which turns that into a failure. Timings are printed after the run (by
+``tests/conftest.py``, from each test's ``live timing`` properties).
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -38,9 +47,13 @@ from serve import CHROMIUM, CHROMIUM_FLAGS, Handler  # noqa: E402 (the server `m
 
 REQUIRED = os.environ.get("LLMCOURSE_REQUIRE_SITE") == "1"
 LIVE_TIMEOUT_MS = 240_000
+#: a closed port on this machine: any request that is not for 127.0.0.1 goes there and fails
+BLACKHOLE_PROXY = {"server": "http://127.0.0.1:9", "bypass": "127.0.0.1"}
+CONSOLE = ".jp-CodeConsole"
+CELLS = ".jp-CodeConsole-content .jp-CodeCell"  # the console's executed cells, in order
+STDERR = '[data-mime-type="application/vnd.jupyter.stderr"]'
 
 pytestmark = pytest.mark.browser
-TIMINGS: dict[str, float] = {}
 
 
 def _missing() -> str | None:
@@ -74,6 +87,11 @@ def pages() -> list[str]:
     )
 
 
+def _timing(request: pytest.FixtureRequest, name: str, seconds: float) -> None:
+    """A live timing, printed after the run by tests/conftest.py (also under pytest-xdist)."""
+    request.node.user_properties.append(("live timing", (name, round(seconds, 3))))
+
+
 class _Handler(Handler):
     def log_message(self, *args: Any) -> None:
         pass
@@ -91,31 +109,38 @@ def server() -> Iterator[str]:
 
 
 class Watch:
-    """Blocks and records every request that leaves the server; records failures and script errors."""
+    """What one test saw: requests leaving the server, failed requests and HTTP errors, script errors."""
 
-    def __init__(self, base: str) -> None:
-        self.base = base
+    def __init__(self) -> None:
         self.external: list[str] = []
         self.failed: list[str] = []
         self.errors: list[str] = []
 
-    def route(self, route: Any) -> None:
-        url = route.request.url
-        if url.startswith(self.base + "/") or url.startswith(("data:", "blob:")):
-            route.continue_()
-        else:
-            self.external.append(url)
-            route.abort()
+    def clean(self) -> tuple[list[str], list[str], list[str]]:
+        return self.external, self.failed, self.errors
+
+
+class Recorder:
+    """Records every request and script error of the browser context into the current test's Watch."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.current = Watch()
+
+    def request(self, r: Any) -> None:
+        url = r.url
+        if not (url.startswith(self.base + "/") or url.startswith(("data:", "blob:"))):
+            self.current.external.append(url)
 
     def attach(self, context: Any) -> None:
-        context.route("**/*", self.route)
-        context.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
-        context.on("response", lambda r: r.status >= 400 and self.failed.append(f"{r.url} (HTTP {r.status})"))
+        context.on("request", self.request)
+        context.on("requestfailed", lambda r: self.current.failed.append(f"{r.url} ({r.failure})"))
+        context.on("response", lambda r: r.status >= 400 and self.current.failed.append(f"{r.url} (HTTP {r.status})"))
+        context.on("page", self.page)
 
-    def page(self, page: Any) -> Any:
-        page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-        page.on("console", lambda m: m.type == "error" and self.errors.append(f"console: {m.text[:300]}"))
-        return page
+    def page(self, page: Any) -> None:
+        page.on("pageerror", lambda e: self.current.errors.append(f"pageerror: {e}"))
+        page.on("console", lambda m: m.type == "error" and self.current.errors.append(f"console: {m.text[:300]}"))
 
 
 @pytest.fixture(scope="session")
@@ -123,18 +148,79 @@ def browser(server: str) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, proxy=BLACKHOLE_PROXY)
         yield b
         b.close()
 
 
+@pytest.fixture(scope="session")
+def session(browser: Any, server: str) -> Iterator[tuple[Any, Any, Recorder]]:
+    """Two browser contexts, each used by every test that needs it, so the HTTP cache works as for a reader:
+    one for the book's pages (service workers blocked, so that a "Run live" whose REPL is stubbed out stays
+    stubbed: the live site's service worker would otherwise serve it), and one for the live kernel."""
+    rec = Recorder(server)
+    contexts = browser.new_context(service_workers="block"), browser.new_context()
+    for context in contexts:
+        rec.attach(context)
+    yield (*contexts, rec)
+    for context in contexts:
+        context.close()
+
+
+class LiveConsole:
+    """The live kernel's REPL (JupyterLite console) in the first chapter's page."""
+
+    def __init__(self, page: Any, frame: Any, ready: float) -> None:
+        self.page, self.frame, self.ready = page, frame, ready
+
+    def run(self, code: str, shows: str = "table.llmcourse-result") -> tuple[Any, float]:
+        """Run a live cell's code as a new console cell, in a fresh namespace; wait until it ``shows``."""
+        t0 = time.monotonic()
+        before = self.frame.locator(CELLS).count()
+        self.frame.locator(".jp-CodeConsole-input .cm-content").click()
+        self.page.keyboard.insert_text("%reset -f\n" + code)
+        self.page.keyboard.press("Shift+Enter")
+        cell = self.frame.locator(CELLS).nth(before)
+        cell.locator(f"{shows}, {STDERR}").first.wait_for(timeout=120_000)
+        assert cell.locator(STDERR).count() == 0, cell.inner_text()
+        return cell, time.monotonic() - t0
+
+
+@pytest.fixture(scope="session")
+def live(session: tuple[Any, Any, Recorder], server: str) -> Iterator[LiveConsole]:
+    """The first calculator of the first chapter, started live the reader's way ("Run live", then wait)."""
+    _pages, context, rec = session
+    w = rec.current = Watch()
+    page = context.new_page()
+    t0 = time.monotonic()
+    page.goto(f"{server}/book/00_first_estimate.html", wait_until="load")
+    root = page.locator(".llmcourse-live").nth(0)
+    root.locator(".llmcourse-live-run").click()
+    assert root.get_attribute("data-state") == "starting"
+    page.wait_for_function(
+        "document.querySelectorAll('.llmcourse-live')[0].dataset.state !== 'starting'", timeout=LIVE_TIMEOUT_MS
+    )
+    assert root.get_attribute("data-state") == "live", root.inner_text()
+    ready = time.monotonic() - t0
+    frame = page.frame_locator(".llmcourse-live-frame").nth(0)
+    frame.locator(f"{CONSOLE} table.llmcourse-result").first.wait_for(timeout=30_000)
+    assert w.clean() == ([], [], []), w.clean()
+    yield LiveConsole(page, frame, ready)
+    page.close()
+
+
 @pytest.fixture
-def watch(browser: Any, server: str) -> Iterator[tuple[Any, Watch]]:
-    context = browser.new_context()
-    w = Watch(server)
-    w.attach(context)
-    yield context, w
-    context.close()
+def watch(session: tuple[Any, Any, Recorder]) -> Iterator[tuple[Any, Watch]]:
+    """The book pages' context and this test's Watch; the pages the test opened are closed after it (the live
+    console's page stays)."""
+    pages_context, live_context, rec = session
+    keep = set(live_context.pages)
+    w = rec.current = Watch()
+    yield pages_context, w
+    for page in pages_context.pages + live_context.pages:
+        if page not in keep:
+            page.close()
+    rec.current = Watch()
 
 
 def test_site_has_pages() -> None:
@@ -151,7 +237,7 @@ def test_site_has_pages() -> None:
 @pytest.mark.parametrize("path", pages() or ["index.html"])
 def test_page_loads_offline(watch: tuple[Any, Watch], server: str, path: str) -> None:
     context, w = watch
-    page = w.page(context.new_page())
+    page = context.new_page()
     page.goto(f"{server}/{path}", wait_until="load")
     page.wait_for_load_state("networkidle")
     source = (SITE / path).read_text(encoding="utf-8")
@@ -180,6 +266,9 @@ def test_page_loads_offline(watch: tuple[Any, Watch], server: str, path: str) ->
     if live.count():
         # the build-time snapshot is rendered (by the widgets HTML manager) and marked as such
         page.wait_for_selector(".llmcourse-snapshot .widget-vbox", state="attached", timeout=20_000)
+        page.route("**/lite/repl/**", lambda r: r.fulfill(status=200, content_type="text/html", body="<!doctype html>"))
+        for i in range(live.count()):
+            _check_run_live_button(page, live.nth(i))
     # the page names its icon, and the site serves it (so the browser's own /favicon.ico guess is not needed)
     icon = page.evaluate("async () => (await fetch(document.querySelector('link[rel=icon]').href)).status")
     assert icon == 200, icon
@@ -189,99 +278,54 @@ def test_page_loads_offline(watch: tuple[Any, Watch], server: str, path: str) ->
     assert w.errors == [], f"script errors on {path}: {w.errors}"
 
 
-def _result_rows(frame: Any) -> list[tuple[str, str]]:
+def _check_run_live_button(page: Any, root: Any) -> None:
+    """The calculator's "Run live" swaps its snapshot for the site's live REPL, given exactly this cell's code
+    (the REPL is stubbed out here: test_every_calculator_runs_live runs the same code in the live kernel)."""
+    code = json.loads(root.get_attribute("data-code"))
+    root.locator(".llmcourse-live-run").click()
+    assert root.get_attribute("data-state") == "starting"
+    src, snapshot_hidden = root.evaluate("""r => {
+        const cell = r.closest('.llmcourse-live-cell'), snapshot = cell.querySelector('.llmcourse-snapshot');
+        return [cell.querySelector('iframe.llmcourse-live-frame').getAttribute('src'), !snapshot || snapshot.hidden];
+    }""")
+    assert snapshot_hidden  # the live calculator takes the snapshot's place
+    repl = page.evaluate("(u) => new URL(u, document.baseURI).pathname", root.get_attribute("data-repl"))
+    assert repl == "/lite/repl/index.html", repl
+    url = urlsplit(src)
+    query = parse_qs(url.query)
+    assert (url.path.split("/")[-3:], query["kernel"], query["code"]) == (
+        ["lite", "repl", "index.html"],
+        ["python"],
+        [code],
+    ), src
+
+
+def _result_rows(scope: Any) -> list[tuple[str, str]]:
     """The live calculator's result table, read in one step (it may be re-rendered at any moment)."""
-    table = frame.locator(".jp-CodeConsole table.llmcourse-result").last
+    table = scope.locator("table.llmcourse-result").last
     rows = table.evaluate("t => [...t.rows].map(r => [...r.cells].map(c => c.innerText.trim()))")
     return [tuple(r) for r in rows]
 
 
-def _start_live(
-    context: Any, w: Watch, url: str, index: int = 0, shows: str = ".jp-CodeConsole table.llmcourse-result"
-) -> tuple[Any, Any, float]:
-    page = w.page(context.new_page())
-    t0 = time.monotonic()
-    page.goto(url, wait_until="load")
-    root = page.locator(".llmcourse-live").nth(index)
-    root.locator(".llmcourse-live-run").click()
-    assert root.get_attribute("data-state") == "starting"
-    page.wait_for_function(
-        f"document.querySelectorAll('.llmcourse-live')[{index}].dataset.state !== 'starting'", timeout=LIVE_TIMEOUT_MS
-    )
-    assert root.get_attribute("data-state") == "live", root.inner_text()
-    ready = time.monotonic() - t0
-    frame = page.frame_locator(".llmcourse-live-frame").nth(0)
-    frame.locator(shows).first.wait_for(timeout=30_000)
-    return page, frame, ready
-
-
-def _change_and_read(frame: Any, change: Any, expected: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], float]:
-    """Make the change, then wait (30 s at most) for the browser's table to show ``expected``."""
+def _change_and_read(
+    scope: Any, change: Any, expected: list[tuple[str, str]], within: float = 30, key: Any = None
+) -> tuple[list[tuple[str, str]], float]:
+    """Make the change, then wait (``within`` seconds at most) for the browser's table to show ``expected``
+    (both compared through ``key``, if given)."""
+    key = key or (lambda rows: rows)
     t0 = time.monotonic()
     change()
     rows: list[tuple[str, str]] = []
-    while time.monotonic() < t0 + 30:
-        rows = _result_rows(frame)
-        if rows == expected:
+    while time.monotonic() < t0 + within:
+        rows = _result_rows(scope)
+        if key(rows) == key(expected):
             return rows, time.monotonic() - t0
         time.sleep(0.01)
-    raise AssertionError(f"the live calculator did not show {expected} within 30 s; it shows {rows}")
+    raise AssertionError(f"the live calculator did not show {expected} within {within} s; it shows {rows}")
 
 
-def _text_box(frame: Any, label: str) -> Any:
-    return (
-        frame.locator(".jp-CodeConsole .widget-text")
-        .filter(has=frame.locator("label", has_text=label))
-        .locator("input")
-    )
-
-
-@pytest.mark.slow
-def test_live_first_estimate(watch: tuple[Any, Watch], server: str) -> None:
-    from llmcourse.widgets import SNAPSHOT_NOTE
-    from llmcourse.widgets.first_estimate import serving_plan_calculator
-
-    context, w = watch
-    _page, frame, ready = _start_live(context, w, f"{server}/book/00_first_estimate.html")
-    TIMINGS["first live widget, first_estimate"] = ready
-    calc = serving_plan_calculator()
-    start = list(calc.rows)
-    assert _result_rows(frame) == start  # the live start agrees with the package
-    # the package's "this is a snapshot" note is shown on the static page, hidden in the live one
-    frame.get_by_text(SNAPSHOT_NOTE).wait_for(state="hidden", timeout=10_000)
-    longer = list(calc.set(prompt=4000).rows)  # computed here, by llmcourse in CPython
-    assert longer != start
-    box = _text_box(frame, "Prompt tokens")
-    _rows, dt = _change_and_read(frame, lambda: (box.fill("4000"), box.press("Enter")), longer)
-    TIMINGS["recompute after typing a prompt length"] = dt
-    int4 = list(calc.set(precision="int4").rows)
-    assert int4 != longer
-    select = (
-        frame.locator(".jp-CodeConsole .widget-dropdown")
-        .filter(has=frame.locator("label", has_text="Precision"))
-        .locator("select")
-    )
-    _rows, dt = _change_and_read(frame, lambda: select.select_option("int4"), int4)
-    TIMINGS["recompute after choosing a precision"] = dt
-    assert w.external == [] and w.failed == [] and w.errors == [], (w.external, w.failed, w.errors)
-
-
-@pytest.mark.slow
-def test_live_tokens(watch: tuple[Any, Watch], server: str) -> None:
-    from llmcourse.widgets.tokens import traffic_calculator
-
-    context, w = watch
-    _page, frame, ready = _start_live(context, w, f"{server}/book/01_tokens.html")
-    TIMINGS["first live widget, tokens"] = ready
-    calc = traffic_calculator()
-    start = list(calc.rows)
-    assert _result_rows(frame) == start
-    busier = list(calc.set(requests_per_day=1_234_567).rows)  # computed here, by llmcourse in CPython
-    assert busier != start
-    box = _text_box(frame, "Requests per day")
-    _rows, dt = _change_and_read(frame, lambda: (box.fill("1234567"), box.press("Enter")), busier)
-    TIMINGS["recompute after typing requests per day"] = dt
-    assert w.external == [] and w.failed == [] and w.errors == [], (w.external, w.failed, w.errors)
+def _text_box(frame: Any, scope: Any, label: str) -> Any:
+    return scope.locator(".widget-text").filter(has=frame.locator("label", has_text=label)).locator("input")
 
 
 def calculator_cells() -> list[tuple[str, int, str]]:
@@ -294,6 +338,13 @@ def calculator_cells() -> list[tuple[str, int, str]]:
     return out
 
 
+def _cell_code(name: str) -> str:
+    """The code of the book's live cell that builds ``name``."""
+    found = [code for _path, _i, code in calculator_cells() if re.search(rf"\b{name}\(", code)]
+    assert found, f"no live cell in the built book calls {name}()"
+    return found[0]
+
+
 def _calculator_here(code: str) -> Any:
     """Run a live cell's code here, in CPython, and return its last expression (the calculator)."""
     tree = ast.parse(code)
@@ -304,79 +355,113 @@ def _calculator_here(code: str) -> Any:
     return eval(compile(ast.Expression(last.value), "<live cell>", "eval"), scope)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("path", "index", "code"),
-    calculator_cells() or [("index.html", 0, "")],
-    ids=lambda v: v if isinstance(v, str) and v.endswith(".html") else str(v) if isinstance(v, int) else "",
-)
-def test_every_calculator_starts_live(watch: tuple[Any, Watch], server: str, path: str, index: int, code: str) -> None:
-    """Each calculator, started live from its page, shows what llmcourse computes here for the same cell."""
-    if not code:
-        _skip_or_fail()
-        pytest.fail(f"no calculator found in the built book at {SITE}")
-    context, w = watch
-    here = _calculator_here(code)
-    if hasattr(here, "rows"):
-        _page, frame, ready = _start_live(context, w, f"{server}/{path}", index)
-        assert _without_wall_time(_result_rows(frame)) == _without_wall_time(list(here.rows))
-        if "weights_calculator" in code:  # its memory bar (SVG) is drawn live too, for the same inputs
-            bar = frame.locator(".jp-CodeConsole svg.llmcourse-memory-bar").last
-            bar.wait_for(timeout=10_000)
-            assert bar.get_attribute("aria-label") in here.widget.children[-1].value
-    else:  # the estimate drill: the same first question, and the planner's own answer passes
-        _page, frame, ready = _start_live(context, w, f"{server}/{path}", index, shows=".jp-CodeConsole .widget-html")
-        frame.get_by_text(here.problem.text).wait_for(timeout=30_000)
-        box = _text_box(frame, "Answer")
-        box.fill(here.problem.answer_text)
-        box.press("Enter")
-        frame.locator(".jp-CodeConsole button", has_text="Check").click()
-        frame.get_by_text("Pass:").first.wait_for(timeout=30_000)
-    TIMINGS[f"first live widget, {path}#{index}"] = ready
-    assert w.external == [] and w.failed == [] and w.errors == [], (w.external, w.failed, w.errors)
-
-
 def _without_wall_time(rows: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """A simulation's rows without the one that reports how long the run took (it differs per machine)."""
     return [r for r in rows if "wall time" not in r[0]]
 
 
 @pytest.mark.slow
-def test_live_queueing_simulation(watch: tuple[Any, Watch], server: str) -> None:
+def test_live_first_estimate(live: LiveConsole, watch: tuple[Any, Watch], request: pytest.FixtureRequest) -> None:
+    """The first chapter's calculator, started by "Run live", agrees with the package, then recomputes."""
+    from llmcourse.widgets import SNAPSHOT_NOTE
+    from llmcourse.widgets.first_estimate import serving_plan_calculator
+
+    _context, w = watch
+    _timing(request, "first live widget (Run live on book/00_first_estimate.html)", live.ready)
+    frame = live.frame
+    cell = frame.locator(CELLS).nth(0)  # the cell the page's own "Run live" ran
+    calc = serving_plan_calculator()
+    start = list(calc.rows)
+    assert _result_rows(cell) == start  # the live start agrees with the package
+    # the package's "this is a snapshot" note is shown on the static page, hidden in the live one
+    cell.get_by_text(SNAPSHOT_NOTE).wait_for(state="hidden", timeout=10_000)
+    longer = list(calc.set(prompt=4000).rows)  # computed here, by llmcourse in CPython
+    assert longer != start
+    box = _text_box(frame, cell, "Prompt tokens")
+    _rows, dt = _change_and_read(cell, lambda: (box.fill("4000"), box.press("Enter")), longer)
+    _timing(request, "recompute after typing a prompt length", dt)
+    int4 = list(calc.set(precision="int4").rows)
+    assert int4 != longer
+    select = cell.locator(".widget-dropdown").filter(has=frame.locator("label", has_text="Precision")).locator("select")
+    _rows, dt = _change_and_read(cell, lambda: select.select_option("int4"), int4)
+    _timing(request, "recompute after choosing a precision", dt)
+    assert w.clean() == ([], [], []), w.clean()
+
+
+@pytest.mark.slow
+def test_live_tokens(live: LiveConsole, watch: tuple[Any, Watch], request: pytest.FixtureRequest) -> None:
+    from llmcourse.widgets.tokens import traffic_calculator
+
+    _context, w = watch
+    cell, _ = live.run(_cell_code("traffic_calculator"))
+    calc = traffic_calculator()
+    start = list(calc.rows)
+    assert _result_rows(cell) == start
+    busier = list(calc.set(requests_per_day=1_234_567).rows)  # computed here, by llmcourse in CPython
+    assert busier != start
+    box = _text_box(live.frame, cell, "Requests per day")
+    _rows, dt = _change_and_read(cell, lambda: (box.fill("1234567"), box.press("Enter")), busier)
+    _timing(request, "recompute after typing requests per day", dt)
+    assert w.clean() == ([], [], []), w.clean()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("path", "index", "code"),
+    calculator_cells() or [("index.html", 0, "")],
+    ids=lambda v: v if isinstance(v, str) and v.endswith(".html") else str(v) if isinstance(v, int) else "",
+)
+def test_every_calculator_runs_live(
+    live: LiveConsole,
+    watch: tuple[Any, Watch],
+    server: str,
+    path: str,
+    index: int,
+    code: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Each calculator's cell, run live, shows what llmcourse computes here for the same cell (its page's
+    "Run live" opens the live REPL with this cell: test_page_loads_offline)."""
+    if not code:
+        _skip_or_fail()
+        pytest.fail(f"no calculator found in the built book at {SITE}")
+    _context, w = watch
+    here = _calculator_here(code)
+    if hasattr(here, "rows"):
+        cell, dt = live.run(code)
+        assert _without_wall_time(_result_rows(cell)) == _without_wall_time(list(here.rows))
+        if "weights_calculator" in code:  # its memory bar (SVG) is drawn live too, for the same inputs
+            bar = cell.locator("svg.llmcourse-memory-bar").last
+            bar.wait_for(timeout=10_000)
+            assert bar.get_attribute("aria-label") in here.widget.children[-1].value
+    else:  # the estimate drill: the same first question, and the planner's own answer passes
+        cell, dt = live.run(code, shows=".widget-html")
+        cell.get_by_text(here.problem.text).wait_for(timeout=30_000)
+        box = _text_box(live.frame, cell, "Answer")
+        box.fill(here.problem.answer_text)
+        box.press("Enter")
+        cell.locator("button", has_text="Check").click()
+        cell.get_by_text("Pass:").first.wait_for(timeout=30_000)
+    _timing(request, f"calculator run in the live kernel, {path}#{index}", dt)
+    assert w.clean() == ([], [], []), w.clean()
+
+
+@pytest.mark.slow
+def test_live_queueing_simulation(live: LiveConsole, watch: tuple[Any, Watch], request: pytest.FixtureRequest) -> None:
     """The queueing calculator simulates 10,000 requests in the browser and gets the same percentiles as
     CPython here for the same seed (the simulation uses only the standard library's seeded random)."""
     from llmcourse.widgets.queueing import queueing_calculator
 
-    context, w = watch
-    _page, frame, ready = _start_live(context, w, f"{server}/book/10_queueing.html")
-    TIMINGS["first live widget, queueing"] = ready
+    _context, w = watch
+    cell, _ = live.run(_cell_code("queueing_calculator"))
     calc = queueing_calculator()
     start = _without_wall_time(list(calc.rows))
-    assert _without_wall_time(_result_rows(frame)) == start
+    assert _without_wall_time(_result_rows(cell)) == start
     longer = list(calc.set(answer_tokens=400).rows)
     assert _without_wall_time(longer) != start
-    box = _text_box(frame, "Mean answer tokens")
-    t0 = time.monotonic()
-    box.fill("400")
-    box.press("Enter")
-    while time.monotonic() < t0 + 60:
-        rows = _without_wall_time(_result_rows(frame))
-        if rows == _without_wall_time(longer):
-            break
-        time.sleep(0.01)
-    else:
-        raise AssertionError(f"the live queueing calculator did not show {longer}; it shows {rows}")
-    TIMINGS["recompute: simulate 10,000 requests live"] = time.monotonic() - t0
-    assert w.external == [] and w.failed == [] and w.errors == [], (w.external, w.failed, w.errors)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _print_timings(request: Any) -> Iterator[None]:
-    """After the session, print the live timings measured (shown even when output is captured)."""
-    yield
-    capture = request.config.pluginmanager.get_plugin("capturemanager")
-    if TIMINGS and capture:
-        with capture.global_and_fixture_disabled():
-            print("\nlive book timings (s):")
-            for k, v in TIMINGS.items():
-                print(f"  {v:7.3f}  {k}")
+    box = _text_box(live.frame, cell, "Mean answer tokens")
+    _rows, dt = _change_and_read(
+        cell, lambda: (box.fill("400"), box.press("Enter")), longer, within=60, key=_without_wall_time
+    )
+    _timing(request, "recompute: simulate 10,000 requests live", dt)
+    assert w.clean() == ([], [], []), w.clean()
