@@ -38,7 +38,7 @@ from llmcourse.units import Q_, parsed_unit, plain_number
 # units parsed once (pint parses a unit string at every use)
 _MS, _S, _B = (parsed_unit(u)[0] for u in ("ms", "s", "B"))
 
-__all__ = ["Layout", "decode_comm_time", "layout", "pipeline_send_time", "prefill_comm_time"]
+__all__ = ["Layout", "allreduce_latency", "decode_comm_time", "layout", "pipeline_send_time", "prefill_comm_time"]
 
 
 @dataclass(frozen=True)
@@ -195,6 +195,24 @@ def _comm(m: Model, lay: Layout, tokens: float, a: Assumptions) -> pint.Quantity
         ar_e = _collective("allreduce_time", lay, etp, _message(m, group_tokens, a), a)
         total = total + F["attention_allreduce_time"](layers=moe_layers, allreduce_latency=ar_e)
     return total
+
+
+def allreduce_latency(model: Model | str, rep: Any, tokens: float | None = None) -> pint.Quantity:
+    """One ring all-reduce of a decode step's activations (``tokens`` sequences, the replica's batch
+    by default) over the replica's tensor-parallel group and link, by the alpha-beta formula; zero
+    on one GPU.
+
+    Examples
+    --------
+    >>> from llmcourse.planner import replica
+    >>> r = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=8, batch=4, prompt_tokens=1_024,
+    ...             answer_tokens=1_024, weight_bytes="fp8")
+    >>> round(allreduce_latency("Llama-3.1-70B", r).to("us").m, 2)
+    16.02
+    """
+    lay, a, m = rep.layout, rep.assumptions, models[model]
+    tokens = rep.batch if tokens is None else tokens
+    return _collective("allreduce_time", lay, lay.tensor_parallel, _message(m, tokens, a), a).to("us")
 
 
 def decode_comm_time(

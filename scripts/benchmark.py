@@ -94,11 +94,12 @@ def _measured() -> None:
         for metric in ("tpot_ms", "ttft_ms"):
             idx = {"metric": metric}
             s = ev.summary(which, idx)
-            worst = max(
-                ((k, v, ev.summary(which, idx | {k: v})) for k in ("model", "gpu", "engine") for v in
-                 {f[k] for f in ev.facets if f["metric"] == metric}),
-                key=lambda x: x[2].median_factor,
-            )  # fmt: skip
+            groups = [
+                (k, v, ev.summary(which, idx | {k: v})) for k in ("model", "gpu", "engine") for v in
+                {f[k] for f in ev.facets if f["metric"] == metric}
+            ]  # fmt: skip
+            # the worst group of at least 30 rows (a group of one row says nothing about a family)
+            worst = max((g for g in groups if g[2].n >= 30), key=lambda x: x[2].median_factor)
             print(
                 f"  {which:16s} {metric}: median measured/predicted {s.median_ratio:.2f}, median factor "
                 f"{s.median_factor:.2f}, median APE {s.median_ape:.0%}, MAPE {s.mape:.0%}, within 2x {s.within_2x:.0%}"

@@ -46,7 +46,7 @@ STEPS_JS = """async (root) => {
     ['import llmcourse (its registry, catalogs, formulas)', 'import llmcourse'],
     ['import ipywidgets', 'import ipywidgets'],
     ['build the first chapter calculator', 'from llmcourse.widgets.first_estimate import serving_plan_calculator as f\\nc = f()'],
-    ['recompute it (a new context)', 'c.set(context=4000)'],
+    ['recompute it (a new prompt length)', 'c.set(prompt=3000)'],
   ];
   for (const [name, code] of steps) { t0 = performance.now(); py.runPython(code); mark(name, t0); }
   return t;

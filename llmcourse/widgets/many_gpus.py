@@ -16,15 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import ipywidgets as w
-import pint
 
 from llmcourse.assumptions import resolve
 from llmcourse.catalog import links, models
 from llmcourse.errors import InputError
-from llmcourse.formulas import FORMULAS as F
-from llmcourse.parallel import time_per_token_parts
+from llmcourse.parallel import allreduce_latency, time_per_token_parts
 from llmcourse.planner import Replica, kv_copies, replica
-from llmcourse.units import Q_, fmt
+from llmcourse.units import fmt
 from llmcourse.widgets import (
     Calculator,
     gpu_dropdown,
@@ -73,37 +71,6 @@ def free_split(assumptions: Any = None) -> Any:
     (False, 0.0, True)
     """
     return resolve(assumptions).replace(communication=False, step_overhead_ms=0.0)
-
-
-def allreduce_latency(model: str, rep: Replica, tokens: float | None = None) -> pint.Quantity:
-    """One ring all-reduce of a decode step's activations (``tokens`` sequences, the replica's batch
-    by default) on the replica's link, by the alpha-beta formula; zero on one GPU.
-
-    Examples
-    --------
-    >>> r = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=8, batch=4, prompt_tokens=1_024,
-    ...             answer_tokens=1_024, weight_bytes="fp8")
-    >>> round(allreduce_latency("Llama-3.1-70B", r).to("us").m, 2)
-    16.02
-    """
-    lay, a, m = rep.layout, rep.assumptions, models[model]
-    n = lay.tensor_parallel
-    if n == 1:
-        return Q_(0, "us")
-    msg = F["activation_message"](
-        step_tokens=rep.batch if tokens is None else tokens,
-        hidden=m.hidden,
-        activation_bytes=Q_(a.activation_bytes, "B"),
-    )
-    lk = lay.link
-    return F["allreduce_time"](
-        collective_base=lk.base,
-        link_latency=lk.latency,
-        n_gpus=n,
-        message_bytes=msg,
-        link_bandwidth=lk.bandwidth,
-        link_efficiency=a.link_efficiency,
-    ).to("us")
 
 
 def _replica(model: str, gpu: str, n: int, ep: int, link: str | None, **kw: Any) -> Replica:
