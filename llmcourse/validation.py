@@ -124,6 +124,7 @@ __all__ = [
     "band_table",
     "bands_markdown",
     "closed_loop_ttft",
+    "compare_methods",
     "components",
     "concurrency_band",
     "course_csv",
@@ -135,6 +136,7 @@ __all__ = [
     "family",
     "fit_efficiencies",
     "gpu_generation",
+    "gpus_band",
     "grid_markdown",
     "held_out_markdown",
     "held_out_table",
@@ -2602,3 +2604,59 @@ def bands_markdown(table: dict[str, Any]) -> str:
         name = " / ".join([METRIC_NAMES[key.split("/")[0]], *key.split("/")[1:]])
         lines.append(f"| {name} | {f['n']:,} | {f['low']:.2f} | {f['median']:.2f} | {f['high']:.2f} |")
     return "\n".join(lines)
+
+
+# --- what a change of method does, family by family ------------------------------------------------
+def gpus_band(n_gpus: int) -> str:
+    """The replica-size family of a row: ``"1 GPU"``, ``"2 GPUs"``, ``"4 GPUs"``, ``"8 GPUs"`` or ``"9+ GPUs"``.
+
+    Examples
+    --------
+    >>> gpus_band(1), gpus_band(4), gpus_band(16)
+    ('1 GPU', '4 GPUs', '9+ GPUs')
+    """
+    if n_gpus == 1:
+        return "1 GPU"
+    return f"{n_gpus} GPUs" if n_gpus in (2, 4, 8) else ("9+ GPUs" if n_gpus > 8 else f"{n_gpus} GPUs")
+
+
+def compare_methods(
+    ev: Evidence, other: Assumptions | str, *, metric: str = "tpot_ms", by: Sequence[str] = ("gpus", "engine")
+) -> list[list[str]]:
+    """A table of the error of ``ev``'s predictions beside those of ``other`` assumptions, over the
+    rows of ``metric``, overall and by family (``"gpus"``: the replica's GPU count, see
+    :func:`gpus_band`; or any of :data:`FACETS`): rows of [family, value, rows, median factor and
+    share within 2x under ``other``, then under ``ev``'s assumptions]. Each configuration is
+    predicted once under ``other`` (rows that share one share the replica model's call)."""
+    b = resolve(other)
+    idx = [i for i, r in enumerate(ev.rows) if r.metric == metric]
+    if not idx:
+        raise InputError(f"no rows of {metric!r} to compare.")
+    cache: dict[tuple, float] = {}
+    before: dict[int, float] = {}
+    for i in idx:
+        row = ev.rows[i]
+        key = _config(row)
+        if key not in cache:
+            cache[key] = predict(row, assumptions=b).value
+        before[i] = cache[key]
+
+    def fam(i: int, facet: str) -> str:
+        return gpus_band(ev.rows[i].n_gpus) if facet == "gpus" else ev.facets[i][facet]
+
+    def cells(group: list[int]) -> list[str]:
+        old = summarize([before[i] for i in group], [ev.rows[i].value for i in group])
+        new = summarize([ev.predicted[i] for i in group], [ev.rows[i].value for i in group])
+        return [
+            f"{len(group):,}",
+            f"{old.median_factor:.2f}",
+            f"{old.within_2x:.0%}",
+            f"{new.median_factor:.2f}",
+            f"{new.within_2x:.0%}",
+        ]
+
+    out = [["all", "", *cells(idx)]]
+    for facet in by:
+        for value in sorted({fam(i, facet) for i in idx}, key=lambda v: (len(v), v)):
+            out.append([facet, value, *cells([i for i in idx if fam(i, facet) == value])])
+    return out
