@@ -111,6 +111,14 @@ MEANING: dict[str, str] = {
 }
 
 
+def _finite(value: float) -> bool:
+    """A finite number that a float holds (an integer of 400 digits is not)."""
+    try:
+        return math.isfinite(value) and math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
 @dataclass(frozen=True)
 class Assumptions:
     """Every modelling choice of an estimate (see the module docstring for the presets).
@@ -166,7 +174,7 @@ class Assumptions:
                     raise InputError(f"{what} must be True or False; got {value!r}.")
                 object.__setattr__(self, f.name, bool(value))
             elif f.type == "float" and (
-                isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+                isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value)
             ):
                 raise InputError(f"{what} must be a finite number; got {value!r}.")
         for name in (

@@ -24,6 +24,7 @@ from __future__ import annotations
 import difflib
 import functools
 import inspect
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -216,7 +217,17 @@ class Formula:
                 f"{self.name} takes {', '.join(names)}; missing {missing or 'none'}, unexpected {extra or 'none'}."
             )
         args = [_plain(values[s.name], s) for s in self.inputs]
-        result = self.numeric(*args)
+        try:
+            result = self.numeric(*args)
+            finite = math.isfinite(result)
+        except (OverflowError, ZeroDivisionError, ValueError):
+            finite = False
+        if not finite:  # inputs at the edge of what floats hold (a share of 1e-300, a count of 1e300)
+            given = ", ".join(f"{s.name}={a:.3g}" for s, a in zip(self.inputs, args, strict=True))
+            raise InputError(
+                f"{self.name} ({self.meaning}) has no finite value for {given}: check the inputs for a value "
+                "far too small or too large."
+            )
         return Q_(result, parsed_unit(self.unit)[0]) if self.unit else Q_(result, _DIMENSIONLESS)
 
 
@@ -708,8 +719,8 @@ formula(
 def dimension_of(expr: sp.Expr) -> pint.util.UnitsContainer:
     """The physical dimension of ``expr`` from its symbols' units; raises if terms disagree.
 
-    Sums, ``Max`` and comparisons need all their terms in one dimension; ``floor`` and
-    ``ceiling`` keep their argument's; exponents must be plain numbers.
+    Sums, ``Max``, comparisons and the branches of a ``Piecewise`` need all their terms in one
+    dimension; ``floor`` and ``ceiling`` keep their argument's; exponents must be plain numbers.
 
     Examples
     --------
@@ -743,6 +754,14 @@ def dimension_of(expr: sp.Expr) -> pint.util.UnitsContainer:
         return dims.pop()
     if isinstance(expr, sp.floor | sp.ceiling):
         return dimension_of(expr.args[0])
+    if isinstance(expr, sp.Piecewise):  # every branch in one dimension; each condition within itself
+        for branch, cond in expr.args:
+            if isinstance(cond, sp.core.relational.Relational):
+                dimension_of(cond.lhs - cond.rhs)
+        dims = {dimension_of(branch) for branch, _ in expr.args}
+        if len(dims) > 1:
+            raise pint.DimensionalityError(*[str(d) for d in list(dims)[:2]], extra_msg=f" in {expr}")
+        return dims.pop()
     raise TypeError(f"dimension_of cannot handle {type(expr).__name__}")
 
 

@@ -135,9 +135,20 @@ def _acceptance(value: Any) -> float:
     return a
 
 
+#: The most draft tokens a verification step may check (a bound on input, far above what engines use).
+MAX_DRAFT_TOKENS = 64
+
+
 def _draft_tokens(value: Any) -> int:
     """The number of tokens the draft proposes per verification step: a whole number, 1 or more."""
     what = "draft_tokens (k, the tokens the draft proposes per verification step)"
+    if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > MAX_DRAFT_TOKENS:
+        if value < 1:
+            raise InputError(f"{what} must be 1 or more; got {value!r}. Try draft_tokens=4.")
+        raise InputError(
+            f"{what} must be at most {MAX_DRAFT_TOKENS} (engines propose a handful; past that every extra token is "
+            f"almost surely rejected); got {value!r}."
+        )
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise InputError(f"{what} must be a whole number, 1 or more; got {value!r}. Try draft_tokens=4.")
     if value != int(value):

@@ -367,6 +367,7 @@ def predict(
     >>> r.id, r.metric, round(predict(r).value, 2)
     ('T17', 'itl_ms', 7.88)
     """
+    _need_row(row)
     a = _assumptions(assumptions, bandwidth_efficiency, compute_efficiency, usable_fraction)
     rep = _replica(row, a)
     cp = matmul_precision(row.weights, row.gpu, a)
@@ -468,6 +469,7 @@ def components(
     >>> round(c.value(a.bandwidth_efficiency, a.compute_efficiency), 2), round(c.value(1, 1), 2)
     (7.88, 5.82)
     """
+    _need_row(row)
     a = _assumptions(assumptions, usable_fraction=usable_fraction)
     if row.load_kind == "concurrency":
         raise InputError(
@@ -518,6 +520,16 @@ class ErrorStats:
         return math.exp(self.worst_abs_log)
 
 
+def _need_row(row: Any) -> None:
+    """Refuse anything but a :class:`Measurement` where a measured row is expected."""
+    fields = ("id", "model", "gpu", "tp", "weights", "kv", "isl", "osl", "metric", "load_kind")
+    if not isinstance(row, Measurement) and not all(hasattr(row, f) for f in fields):
+        raise InputError(
+            f"a measured row must be a llmcourse.validation.Measurement (from measurements() or load_measurements()); "
+            f"got {type(row).__name__}."
+        )
+
+
 def error_stats(predicted: Sequence[float], measured: Sequence[float], ids: Sequence[str]) -> ErrorStats:
     """Median and worst ``|ln(predicted / measured)|`` and the share of rows within a factor of 2.
 
@@ -527,7 +539,15 @@ def error_stats(predicted: Sequence[float], measured: Sequence[float], ids: Sequ
     >>> round(s.median_factor, 3), round(s.worst_factor, 3), s.worst_id, round(s.within_2x, 3)
     (2.0, 4.0, 'c', 0.667)
     """
-    p, m = [float(x) for x in predicted], [float(x) for x in measured]
+
+    def numbers(xs: Any, name: str) -> list[float]:
+        if isinstance(xs, str | bytes) or not isinstance(xs, Sequence):
+            raise InputError(f"{name} must be a list of numbers; got {type(xs).__name__}.")
+        return [plain_number(x, f"each of {name}") for x in xs]
+
+    p, m = numbers(predicted, "predicted"), numbers(measured, "measured")
+    if isinstance(ids, str | bytes) or not isinstance(ids, Sequence):
+        raise InputError(f"ids must be a list of row ids; got {type(ids).__name__}.")
     if len(p) != len(m) or len(ids) != len(p) or len(p) == 0:
         raise InputError("error_stats needs as many predictions as measurements and ids, at least one.")
     if (
@@ -767,6 +787,7 @@ def kv_share(row: Measurement, *, assumptions: Assumptions | str | None = None) 
     >>> r.id, round(kv_share(r), 3)
     ('T8', 0.02)
     """
+    _need_row(row)
     w = weight_bytes(row.model, row.weights)
     mem = usable_memory(row.gpu, row.tp, weights=w, assumptions=assumptions)
     return float(((mem - w) / mem).to("").m)
@@ -976,7 +997,12 @@ _ahead = _cycle - (_conc - 1) * _tp
 _formula(
     "closed_loop_prefill_wait",
     "prefill_wait",
-    (sp.sqrt(_ahead**2 + 2 * (_conc - 1) * _tp**2) - _ahead) / 2,
+    # the positive root of W^2 + A W - (n_c - 1) t_pre^2 / 2 = 0, in the form that does not cancel: rationalised
+    # where A >= 0 (the root is then small beside A), as it stands where A < 0
+    sp.Piecewise(
+        ((_conc - 1) * _tp**2 / (sp.sqrt(_ahead**2 + 2 * (_conc - 1) * _tp**2) + _ahead), _ahead >= 0),
+        ((sp.sqrt(_ahead**2 + 2 * (_conc - 1) * _tp**2) - _ahead) / 2, True),
+    ),
     "mean wait behind the prefills of the other n_c - 1 requests of a closed loop (Pollaczek-Khinchine for a "
     "fixed prefill time, at the utilisation the closed loop's own cycle gives)",
 )

@@ -288,7 +288,12 @@ def _pre_time(model, gpu, prompt, prompts=1, a=COURSE):
 
 
 solution("prefill_ex1")(
-    lambda v: _m(v["model"]).params / (_m(v["model"]).layers * _m(v["model"]).heads * _m(v["model"]).head_dim)
+    lambda v: (
+        v["share"]
+        / 100
+        * _m(v["model"]).params
+        / (_m(v["model"]).layers * _m(v["model"]).heads * _m(v["model"]).head_dim)
+    )
 )
 
 

@@ -354,13 +354,7 @@ def test_the_working_arguments_work(case):
 
 
 #: Cases whose module still lets another exception out (their owners' modules; see the issue).
-PENDING = {
-    "acceptance_from_length": "speculative.py: a draft length too large for a float raises OverflowError",
-    "components": "validation.py: a row that is not a Measurement raises AttributeError",
-    "kv_share": "validation.py: a row that is not a Measurement raises AttributeError",
-    "predict": "validation.py: a row that is not a Measurement raises AttributeError",
-    "error_stats": "validation.py: non-sequence or text inputs raise TypeError",
-}
+PENDING: dict[str, str] = {}  # cases whose refusal is still missing (none)
 
 
 @pytest.mark.parametrize(

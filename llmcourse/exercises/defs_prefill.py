@@ -22,6 +22,10 @@ _DENSE = ("Llama-3.1-8B", "Llama-3.1-70B", "Qwen2.5-7B", "Qwen2.5-72B", "Llama-3
 _ALL_DENSE = (*_DENSE, "Llama-2-7B", "Llama-2-13B", "Llama-2-70B", "Mistral-7B-v0.1")
 
 
+#: Shares (%) of the linear prefill term the attention term is asked to reach (100: where they are equal).
+_SHARES = (10, 20, 25, 40, 50, 75, 100, 150, 200, 250, 300, 400)
+
+
 def _crossover_prompt(v):
     m = lc.models[v["model"]]
     linear = lc.FORMULAS["prefill_flops_linear"](flops_per_param=_PER_PARAM, params=m.params, prompt_tokens=1)
@@ -44,14 +48,14 @@ define(
     "prefill_ex1",
     "When attention catches up",
     "The causal attention term of prefill grows with the square of the prompt. For {model}, at what prompt length "
-    "does it equal the 2 x parameters x tokens term?",
+    "does it reach {share}% of the 2 x parameters x tokens term?",
     "",
-    dict(model="Llama-3.1-8B"),
-    lambda r: dict(model=pick(r, _ALL_DENSE)),
-    _crossover_prompt,
+    dict(model="Llama-3.1-8B", share=100),
+    lambda r: dict(model=pick(r, _ALL_DENSE), share=pick(r, _SHARES)),
+    lambda v: v["share"] / 100 * _crossover_prompt(v),
     (
         "Attention FLOPs = 2 x layers x heads x head dim x T^2; linear FLOPs = 2 x parameters x T.",
-        "Set them equal: T = parameters / (layers x heads x head dim).",
+        "Set attention = ({share} / 100) x linear: T = ({share} / 100) x parameters / (layers x heads x head dim).",
     ),
     bare_ok=True,
 )
