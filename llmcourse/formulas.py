@@ -755,7 +755,7 @@ def dimension_of(expr: sp.Expr) -> pint.util.UnitsContainer:
     if isinstance(expr, sp.floor | sp.ceiling):
         return dimension_of(expr.args[0])
     if isinstance(expr, sp.Piecewise):  # every branch in one dimension; each condition within itself
-        for branch, cond in expr.args:
+        for _branch, cond in expr.args:
             if isinstance(cond, sp.core.relational.Relational):
                 dimension_of(cond.lhs - cond.rhs)
         dims = {dimension_of(branch) for branch, _ in expr.args}
