@@ -244,7 +244,7 @@ class ManyGpus:
         out = [("replica", shape), ("link", link), ("time per output token", fmt(tpot, "ms"))]
         for name in PARTS:
             q = self.parts[name].to("ms")
-            out.append((f"  {name}", f"{fmt(q, 'ms')} ({(q / tpot).to('').m:.0%})"))
+            out.append((f"of which {name}", f"{fmt(q, 'ms')} ({(q / tpot).to('').m:.0%})"))
         if lay.tensor_parallel > 1:
             out.append(("one all-reduce of the step", fmt(allreduce_latency(self.model, r), "us")))
         out += [
