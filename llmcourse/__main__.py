@@ -23,6 +23,7 @@ Llama-3.1-8B on H100 SXM
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from llmcourse.errors import InputError, UnknownNameError
@@ -103,8 +104,25 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return {"plan": _plan, "validate": _validate}[args.command](args)
     except (InputError, UnknownNameError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        message = str(exc)
+        if args.command == "plan":  # name the flag the user typed, not the function's argument
+            for name, flag in _PLAN_FLAGS.items():
+                message = re.sub(rf"\b{name}\b", flag, message)
+        print(f"error: {message}", file=sys.stderr)
         return 2
+
+
+#: The plan command's flags, by the argument of plan()/Brief/replica they set.
+_PLAN_FLAGS = {
+    "tensor_parallel": "--tp",
+    "requests_per_second": "--rps",
+    "prompt_tokens": "--prompt",
+    "answer_tokens": "--answer",
+    "ttft_target": "--ttft-ms",
+    "tpot_target": "--tpot-ms",
+    "weight_bytes": "--weights",
+    "kv_bytes": "--kv",
+}
 
 
 if __name__ == "__main__":

@@ -75,3 +75,11 @@ def test_check_key_prints_the_teachers_answer_key(capsys):
     assert "book's variants" in out and out.count("tokens_ex") == 6
     assert main(["check", "--key", "tokens", "--seed", "alice"]) == 0
     assert "student alice" in capsys.readouterr().out
+
+
+def test_plan_errors_name_the_flag_typed(capsys):
+    """An absurd --tp is refused, and the message names --tp (not the function's tensor_parallel)."""
+    argv = "plan --model Llama-3.1-8B --gpu H100 --rps 1 --prompt 100 --answer 100 --ttft-ms 500 --tpot-ms 50 --tp 4096"
+    assert main(argv.split()) == 2
+    err = capsys.readouterr().err
+    assert "--tp must be at most 1024" in err and "tensor_parallel" not in err
