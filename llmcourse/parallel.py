@@ -152,14 +152,14 @@ def layout(
 def _collective(kind: str, lay: Layout, n: int, message: pint.Quantity, a: Assumptions) -> pint.Quantity:
     if n <= 1:
         return Q_(0, _S)
+    return F[kind](n_gpus=n, message_bytes=message, **_link_terms(lay, a))
+
+
+def _link_terms(lay: Layout, a: Assumptions) -> dict[str, Any]:
+    """The alpha-beta inputs a collective on the layout's link takes besides its message (and GPU count)."""
     lk = lay.link
-    return F[kind](
-        collective_base=lk.base,
-        link_latency=lk.latency,
-        n_gpus=n,
-        message_bytes=message,
-        link_bandwidth=lk.bandwidth,
-        link_efficiency=a.link_efficiency,
+    return dict(
+        collective_base=lk.base, link_latency=lk.latency, link_bandwidth=lk.bandwidth, link_efficiency=a.link_efficiency
     )
 
 
@@ -257,14 +257,7 @@ def pipeline_send_time(
     m, a = models[model], resolve(assumptions)
     if lay.pipeline_parallel == 1 or not a.communication:
         return Q_(0, _MS)
-    lk = lay.link
-    return F["send_time"](
-        collective_base=lk.base,
-        link_latency=lk.latency,
-        message_bytes=_message(m, tokens / lay.tensor_parallel, a),
-        link_bandwidth=lk.bandwidth,
-        link_efficiency=a.link_efficiency,
-    ).to(_MS)
+    return F["send_time"](message_bytes=_message(m, tokens / lay.tensor_parallel, a), **_link_terms(lay, a)).to(_MS)
 
 
 def time_per_token_parts(rep: Any) -> dict[str, pint.Quantity]:

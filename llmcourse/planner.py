@@ -144,10 +144,12 @@ def _check_positions(m: Model, tokens: float, name: str) -> None:
         )
 
 
-def _spread(n_gpus: float, data_parallel: Any = 1, pipeline_parallel: Any = 1) -> float:
-    """Every GPU of a layout (tensor x data x pipeline degrees): the most the weights can be spread over."""
-    dp = _number(data_parallel, "data_parallel", integer=True)
-    return n_gpus * dp * _number(pipeline_parallel, "pipeline_parallel", integer=True)
+def _deployment(m: Model, g: GPU, n_gpus: int, weight_bytes: Any, assumptions: Any, **degrees: Any) -> Layout:
+    """The layout of a step's GPUs (``n_gpus`` per tensor-parallel group and the other ``degrees``,
+    checked by :func:`llmcourse.parallel.layout`), refused if the weights do not fit in all of them."""
+    lay = layout(m, g, tensor_parallel=n_gpus, **degrees)
+    _check_weights_fit(m, g, weight_bytes, lay.n_gpus, "n_gpus", assumptions)
+    return lay
 
 
 def _check_weights_fit(m: Model, g: GPU, weight_bytes: Any, gpus_: float, name: str, assumptions: Any) -> None:
@@ -518,20 +520,12 @@ def decode_step(
     """
     m, g = _model(model), _gpu(gpu)
     _check_positions(m, context_tokens, "context_tokens")
-    _check_weights_fit(m, g, weight_bytes, _spread(n_gpus, data_parallel, pipeline_parallel), "n_gpus", assumptions)
+    degrees = dict(data_parallel=data_parallel, pipeline_parallel=pipeline_parallel, expert_parallel=expert_parallel)
+    lay = _deployment(m, g, n_gpus, weight_bytes, assumptions, link=link, **degrees)
     a = resolve(assumptions).replace(
         bandwidth_efficiency=bandwidth_efficiency,
         compute_efficiency=compute_efficiency,
         decode_attention_flops=attention_flops,
-    )
-    lay = layout(
-        m,
-        g,
-        tensor_parallel=n_gpus,
-        data_parallel=data_parallel,
-        pipeline_parallel=pipeline_parallel,
-        expert_parallel=expert_parallel,
-        link=link,
     )
     gpus_, ctx, dp, pp = lay.tensor_parallel, context_tokens, lay.data_parallel, lay.pipeline_parallel
     n = math.ceil(batch / pp)  # sequences in one micro-batch (all of them on one stage)
@@ -663,20 +657,12 @@ def prefill(
     """
     m, g = _model(model), _gpu(gpu)
     _check_positions(m, prompt_tokens, "prompt_tokens")
-    _check_weights_fit(m, g, weight_bytes, _spread(n_gpus, data_parallel, pipeline_parallel), "n_gpus", assumptions)
+    degrees = dict(data_parallel=data_parallel, pipeline_parallel=pipeline_parallel, expert_parallel=expert_parallel)
+    lay = _deployment(m, g, n_gpus, weight_bytes, assumptions, link=link, **degrees)
     a = resolve(assumptions).replace(
         bandwidth_efficiency=bandwidth_efficiency,
         compute_efficiency=compute_efficiency,
         prefill_attention=attention,
-    )
-    lay = layout(
-        m,
-        g,
-        tensor_parallel=n_gpus,
-        data_parallel=data_parallel,
-        pipeline_parallel=pipeline_parallel,
-        expert_parallel=expert_parallel,
-        link=link,
     )
     t, n, pp = prompt_tokens, prompts, lay.pipeline_parallel
     gpus_ = lay.tensor_parallel if n == 1 else lay.n_gpus  # one prompt: one group; more: every GPU

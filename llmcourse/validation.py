@@ -1073,18 +1073,22 @@ def _predict_closed_loop(row: Measurement, rep: Replica, cp: str) -> Prediction:
     s = rep.step
     step_ms, tpot_ms = float(s.step_time.to("ms").m), float(rep.tpot.to("ms").m)
     pre_ms = float(rep.first_prefill.time.to("ms").m)
-    ttft_ms = _closed_loop_ttft_ms(pre_ms, step_ms, tpot_ms, row.osl, row.concurrency)
-    ttft_ms += rep.assumptions.request_overhead_ms  # the fixed cost of a request besides its prefill
+    overhead = rep.assumptions.request_overhead_ms
+    ttft_ms = _closed_loop_ttft_ms(pre_ms, step_ms, tpot_ms, row.osl, row.concurrency, overhead)
     value = {"tpot_ms": tpot_ms, "itl_ms": tpot_ms, "ttft_ms": ttft_ms}.get(row.metric)
     if value is None:  # output tokens per second
         value = _loop_rate_s(row.concurrency, row.osl, ttft_ms / 1e3, tpot_ms / 1e3)
     return Prediction(row.id, row.metric, value, row.unit, rep.batch, cp, step_ms, pre_ms, None, s.bound)
 
 
-def _closed_loop_ttft_ms(pre_ms: float, step_ms: float, tpot_ms: float, osl: float, n: int) -> float:
-    """Time to first token (ms) of :data:`closed_loop_ttft` with its wait, from times in ms."""
+def _closed_loop_ttft_ms(
+    pre_ms: float, step_ms: float, tpot_ms: float, osl: float, n: int, request_overhead_ms: float
+) -> float:
+    """Time to first token (ms) of :data:`closed_loop_ttft` with its wait, plus the request's fixed
+    overhead (the assumptions' ``request_overhead_ms``: spent before the request reaches the engine),
+    from times in ms."""
     p, s, t = pre_ms / 1e3, step_ms / 1e3, tpot_ms / 1e3
-    return _ttft_s(p, s, _wait_s(p, s, t, osl, n)) * 1e3
+    return _ttft_s(p, s, _wait_s(p, s, t, osl, n)) * 1e3 + request_overhead_ms
 
 
 @checked
@@ -1639,7 +1643,7 @@ class LoadComponents:
                 max(self.batch_prefill_compute_ms / ef, self.batch_prefill_memory_ms / eb) + self.batch_prefill_extra_ms
             )
             tpot = _tpot_s(step, batch, self.concurrency, self.osl)
-        ttft = _closed_loop_ttft_ms(first, step, tpot, self.osl, self.concurrency) + self.request_overhead_ms
+        ttft = _closed_loop_ttft_ms(first, step, tpot, self.osl, self.concurrency, self.request_overhead_ms)
         return tpot, ttft, step
 
 
