@@ -142,9 +142,13 @@ class Calculator:
             raise InputError(f"this calculator has no control {sorted(unknown)}; it has {sorted(self.controls)}.")
         for name, value in values.items():
             c = self.controls[name]
-            with c.hold_trait_notifications():
-                c.unobserve(self._on_change, names="value")
-                c.value = value
+            # the change notification is released when the hold ends: observe again only after it, or every set()
+            # computes twice (once for the released change, once below)
+            c.unobserve(self._on_change, names="value")
+            try:
+                with c.hold_trait_notifications():
+                    c.value = value
+            finally:
                 c.observe(self._on_change, names="value")
         return self.update()
 
