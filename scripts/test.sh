@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${VENV:-.venv}/bin
-export MPLBACKEND=Agg PYTHONHASHSEED=0
+export PYTHONHASHSEED=0
 start=$(date +%s)
 last=$start
 phase() { # how long the step since the last one took
@@ -51,6 +51,7 @@ phase "the notebooks for nbval"
 # a notebook's cells share its kernel, and the browser tests share one live kernel (tests/browser/test_site.py);
 # tests/browser comes first, so that its file (the longest) starts at once while the other worker takes the rest.
 # nbval checks each cell on the book build's own execution of it, when that is current (tests/conftest.py).
+export MPLBACKEND=Agg  # pytest draws figures off screen; the book build above keeps the kernels' inline plots
 echo "== pytest: unit, property and conformance tests, doctests, nbval, browser (headless chromium)"
 workers=${PYTEST_WORKERS:-2}
 parallel=()

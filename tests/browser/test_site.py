@@ -232,6 +232,8 @@ def test_site_has_pages() -> None:
     # lab extensions the live REPL does not use are left out of the site (scripts/build_lite.py)
     assert not (SITE / "lite" / "extensions" / "jupyterlab-jupytext").exists()
     assert "jupyterlab-jupytext" not in (SITE / "lite" / "jupyter-lite.json").read_text()
+    # the icon at the root, for the browser's own /favicon.ico request on the root redirect page
+    assert (SITE / "favicon.ico").read_bytes()[:4] == b"\x00\x00\x01\x00"
 
 
 @pytest.mark.parametrize("path", pages() or ["index.html"])
@@ -249,6 +251,10 @@ def test_page_loads_offline(watch: tuple[Any, Watch], server: str, path: str) ->
                                       .filter(e => !e.querySelector('mjx-container')).length""")
         assert raw == 0, f"{raw} equations not typeset on {path}"
     figures = re.findall(r'<img[^>]+src="([^"]+\.(?:png|svg|jpg))"', source)
+    md = ROOT / Path(path).with_suffix(".md")
+    if md.exists() and "from llmcourse.plots" in md.read_text(encoding="utf-8"):
+        # a chapter that draws a plot shows it (a kernel on a non-inline backend, MPLBACKEND=Agg, draws nothing)
+        assert figures, f"{path} draws plots but the built page has no image"
     if figures:
         broken = page.evaluate("""() => [...document.querySelectorAll('img')]
                                          .filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)""")
