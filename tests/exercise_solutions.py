@@ -165,8 +165,9 @@ def _gqa_heads(v):
     m = _m(v["model"])
     budget = (_usable(v["gpu"]) - m.params * Q_(2, "B")) / v["users"]
     most = (budget / (2 * m.layers * m.head_dim * Q_(2, "B") * v["context"])).to("").m
-    divisors = [h for h in range(1, m.heads + 1) if m.heads % h == 0 and h <= most]
-    return max(divisors, default=0)
+    heads = max(h for h in range(1, m.heads + 1) if m.heads % h == 0 and h <= most)
+    kv_token = 2 * m.layers * heads * m.head_dim * Q_(2, "B")
+    return math.floor(((_usable(v["gpu"]) - m.params * Q_(2, "B")) / (kv_token * v["context"])).to("").m)
 
 
 solution("gqa_ex7")(
@@ -377,11 +378,11 @@ def _moe_skewed(v):
 
 
 @solution("moe_ex5")
-def _moe_slower(v):
-    b = 1
-    while _any_step(v["model"], v["gpu"], b, v["context"]) <= _any_step(v["dense"], v["gpu"], b, v["context"]):
-        b += 1
-    return b
+def _moe_against_dense(v):
+    # each step by hand, plus the course's fixed step overhead (the same for both: one GPU, no collectives)
+    extra = Q_(COURSE.step_overhead_ms, "ms")
+    moe = _any_step(v["model"], v["gpu"], v["batch"], v["context"]) + extra
+    return moe / (_any_step(v["dense"], v["gpu"], v["batch"], v["context"]) + extra)
 
 
 solution("moe_ex6")(lambda v: _touched(v["model"], v["batch"]))

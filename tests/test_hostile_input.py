@@ -368,10 +368,7 @@ def test_teacher_ctrl_c_exits_130_without_traceback(tmp_path):
 STUDENTS = [str(i) for i in range(300)]  # the first 20 are test_exercises_sets.py's seeds (answers cached)
 #: Exercises whose answer cannot take 20 values whatever the pools: the largest divisor of a model's query heads
 #: (the catalog's head counts have 16 divisors in all) and the batch (1 to 5) from which a MoE step is slower than a dense one.
-NARROW = {
-    "gqa_ex6": "the answer is a divisor of a catalog model's head count",
-    "moe_ex5": "the crossover batch is 1 to 5 for every pair the catalog offers",
-}
+NARROW: dict[str, str] = {}  # exercise id -> why its answers cannot spread (a strict xfail); none today
 #: Every exercise with variants (speculative_ex3 asks for the speed-up at the best draft length, and
 #: speculative_ex8's deployments measure a share of the published length, so both spread).
 VARIED = [e.id for e in ALL]

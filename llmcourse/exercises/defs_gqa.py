@@ -209,6 +209,7 @@ define(
 
 
 def _most_kv_heads(v):
+    """The largest KV-head count (a divisor of the query heads) whose KV lets ``users`` conversations fit."""
     m = lc.models[v["model"]]
     ok = [
         h
@@ -218,26 +219,42 @@ def _most_kv_heads(v):
     return max(ok) if ok else 0
 
 
+def _served_at_most_heads(v):
+    """How many conversations fit with that KV-head count (the answer spreads where the head count cannot)."""
+    m = lc.models[v["model"]]
+    return lc.max_batch(m.with_(kv_heads=_most_kv_heads(v)), v["gpu"], v["context"])
+
+
+def _vary_heads(r):
+    """Givens for which some KV-head count serves the users (drawn until one does)."""
+    while True:
+        v = dict(
+            model=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B", "Llama-2-13B", "Llama-3.1-70B", "Llama-3.1-405B")),
+            users=pick(r, (5, 10, 16, 25, 32, 50, 64, 100)),
+            context=pick(r, (4_096, 8_192, 16_384, 33_280, 65_536)),
+            gpu=pick(r, ("H100 SXM", "H200 SXM", "B200", "MI300X", "MI325X")),
+        )
+        if lc.weight_bytes(v["model"]) < lc.usable_memory(v["gpu"]) and _most_kv_heads(v):
+            return v
+
+
 define(
     EXERCISES,
     "gqa_ex6",
     "How many KV heads can we afford",
     "A variant of {model} (same weights, layers and head size, BF16) must serve at least {users} conversations of "
-    f"{{context}} tokens on one {{gpu}} ({_USABLE} usable). What is the largest number of KV heads (a divisor of the "
-    "query heads) that allows it?",
+    f"{{context}} tokens on one {{gpu}} ({_USABLE} usable). Give it the largest number of KV heads (a divisor of the "
+    "query heads) that allows it: how many conversations of that length does it then fit?",
     "",
     dict(model="Llama-3.1-8B", users=50, context=33_280, gpu="H100 SXM"),
-    lambda r: dict(
-        model=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B", "Llama-2-13B", "Llama-3.1-70B", "Llama-3.1-405B")),
-        users=pick(r, (5, 10, 16, 25, 32, 50, 64, 100)),
-        context=pick(r, (4_096, 8_192, 16_384, 33_280, 65_536)),
-        gpu=pick(r, ("H100 SXM", "H200 SXM", "B200", "MI300X", "MI325X")),
-    ),
-    _most_kv_heads,
+    _vary_heads,
+    _served_at_most_heads,
     (
         f"Budget per conversation = ({COURSE.memory_fraction:g} x memory - weights) / {{users}}.",
         "KV heads <= budget / (2 x layers x head dim x 2 bytes x {context}); take the largest divisor of the query "
         "heads below that.",
+        f"With that many KV heads: ({COURSE.memory_fraction:g} x memory - weights) / (KV per token x {{context}}), "
+        "rounded down.",
     ),
     integer=True,
     bare_ok=True,

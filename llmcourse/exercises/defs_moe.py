@@ -147,21 +147,28 @@ def _vary_crossing(r):
             return v
 
 
+def _vary_step_ratio(r):
+    """A crossing pair (the MoE step does become the slower) at a batch from 1 to 256."""
+    return dict(_vary_crossing(r), batch=pick(r, (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)))
+
+
 define(
     EXERCISES,
     "moe_ex5",
-    "When the MoE step becomes slower",
+    "The MoE step against a dense step",
     "{model} and {dense} both run in BF16 on one {gpu} at a {context}-token context "
-    f"(the course's {_ETAS}). From what batch on is the MoE model's decode step slower than the dense model's?",
+    f"(the course's {_ETAS}). At a batch of {{batch}}, how many times as long as the dense model's decode step does "
+    "the MoE model's take? (Below 1: the MoE step is the faster.)",
     "",
-    dict(model="Qwen3-30B-A3B", dense="Llama-3.1-8B", gpu="H100 SXM", context=2_304),
-    _vary_crossing,
-    _slower_from,
+    dict(model="Qwen3-30B-A3B", dense="Llama-3.1-8B", gpu="H100 SXM", context=2_304, batch=64),
+    _vary_step_ratio,
+    lambda v: (
+        _step(v["model"], v["gpu"], v["batch"], v["context"]) / _step(v["dense"], v["gpu"], v["batch"], v["context"])
+    ),
     (
         "The MoE reads its shared weights plus the touched experts; the touched fraction grows with the batch.",
-        "Compare lc.decode_step(...).step_time for both models batch by batch (or bisect).",
+        "Both steps: lc.decode_step(model, gpu, batch={batch}, context_tokens={context}).step_time; divide.",
     ),
-    integer=True,
     bare_ok=True,
 )
 
