@@ -30,13 +30,14 @@ from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, check_value, checked
 from llmcourse.parallel import Layout, decode_comm_time, layout, pipeline_send_time, prefill_comm_time
-from llmcourse.units import HOURS_PER_MONTH, Q_, as_quantity, fmt, parsed_unit, plain_number
+from llmcourse.units import HOURS_PER_MONTH, Q_, as_quantity, fmt, parsed_unit, percentile_rank, plain_number
 
 __all__ = [
     "Brief",
     "ComputeBudget",
     "DecodeStep",
     "Fleet",
+    "PercentileSizing",
     "Plan",
     "Prefill",
     "PrefillPool",
@@ -1518,6 +1519,15 @@ class Brief:
     answer_tokens: float
     ttft_target: pint.Quantity
     tpot_target: pint.Quantity
+    #: The percentile each target is for (99: "p99 within the target"); None: the target is for the mean request
+    #: with no queue, the replica model's figure. A percentile target is sized through the queueing simulator.
+    ttft_percentile: float | None = None
+    tpot_percentile: float | None = None
+
+    @property
+    def on_percentiles(self) -> bool:
+        """Whether a target is for a percentile (then :func:`plan` sizes through the simulator)."""
+        return self.ttft_percentile is not None or self.tpot_percentile is not None
 
     def __post_init__(self) -> None:
         r = self.requests_per_second
@@ -1534,6 +1544,33 @@ class Brief:
             q = as_quantity(getattr(self, name), "s", name)
             _number(q.magnitude, name)
             object.__setattr__(self, name, q)
+        for name in ("ttft_percentile", "tpot_percentile"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, percentile_rank(getattr(self, name), name))
+
+
+@dataclass(frozen=True)
+class PercentileSizing:
+    """How :func:`plan` sized a brief with percentile targets: by simulating one replica's queue
+    (:func:`llmcourse.queueing.simulate`) at the rate each of ``replicas`` replicas receives, and what the
+    fleet sized on the mean would have given at the same percentiles."""
+
+    ttft_percentile: float | None
+    tpot_percentile: float | None
+    replicas: int
+    ttft: pint.Quantity  # at ttft_percentile (p99 if that is None), simulated at the chosen fleet
+    tpot: pint.Quantity  # at tpot_percentile (p99 if that is None)
+    mean_replicas: int  # the fleet sized on the mean (with the assumptions' headroom)
+    mean_ttft: pint.Quantity  # what that fleet gives at the same percentiles
+    mean_tpot: pint.Quantity
+    met: bool  # both percentile targets met (False: none of the fleets tried meets them)
+    requests: int
+    seed: int
+    chunk_tokens: int | None
+
+    def label(self, metric: str) -> str:
+        q = self.ttft_percentile if metric == "ttft" else self.tpot_percentile
+        return f"p{q if q is not None else 99:g}"
 
 
 @dataclass(frozen=True)
@@ -1563,6 +1600,7 @@ class Plan:
     bottleneck: str | None = None
     step: DecodeStep | None = field(default=None, repr=False)
     replica: Replica | None = field(default=None, repr=False)
+    sizing: PercentileSizing | None = None  # set when the brief's targets are percentiles
 
     @property
     def throughput(self) -> pint.Quantity | None:
@@ -1571,10 +1609,17 @@ class Plan:
 
     @property
     def ttft_met(self) -> bool:
+        """The time to first token within its target: at its percentile if the brief gives one (simulated), else
+        the replica model's (no queue)."""
+        if self.fits and self.sizing is not None and self.brief.ttft_percentile is not None:
+            return bool(self.sizing.ttft <= self.brief.ttft_target)
         return bool(self.fits and self.ttft <= self.brief.ttft_target)
 
     @property
     def tpot_met(self) -> bool:
+        """The time per output token within its target: at its percentile if the brief gives one (simulated)."""
+        if self.fits and self.sizing is not None and self.brief.tpot_percentile is not None:
+            return bool(self.sizing.tpot <= self.brief.tpot_target)
         return bool(self.fits and self.tpot <= self.brief.tpot_target)
 
     @property
@@ -1589,9 +1634,35 @@ class Plan:
         ms = lambda q: f"{q.to('ms').m:,.1f} ms"  # noqa: E731
         from llmcourse.validation import plan_bands  # lazily: validation imports the planner
 
+        z, b = self.sizing, self.brief
+        if z is None:
+            speed = [
+                ("time to first token", f"{ms(self.ttft)} (target {ms(b.ttft_target)}) {mark[self.ttft_met]}"),
+                ("time per output token", f"{ms(self.tpot)} (target {ms(b.tpot_target)}) {mark[self.tpot_met]}"),
+            ]
+        else:
+            on_mean = lambda q: "" if q is not None else ", the mean with no queue"  # noqa: E731
+            ttft = ms(z.ttft) if b.ttft_percentile is not None else ms(self.ttft)
+            tpot = ms(z.tpot) if b.tpot_percentile is not None else ms(self.tpot)
+            tl = z.label("ttft") if b.ttft_percentile is not None else "mean"
+            pl = z.label("tpot") if b.tpot_percentile is not None else "mean"
+            speed = [
+                (
+                    f"time to first token, {tl}",
+                    f"{ttft} (target {ms(b.ttft_target)}{on_mean(b.ttft_percentile)}) {mark[self.ttft_met]}",
+                ),
+                (
+                    f"time per output token, {pl}",
+                    f"{tpot} (target {ms(b.tpot_target)}{on_mean(b.tpot_percentile)}) {mark[self.tpot_met]}",
+                ),
+                (
+                    "sized on the mean instead",
+                    f"{z.mean_replicas * self.tensor_parallel:,} GPUs: {z.label('ttft')} TTFT {ms(z.mean_ttft)}, "
+                    f"{z.label('tpot')} TPOT {ms(z.mean_tpot)}",
+                ),
+            ]
         return [
-            ("time to first token", f"{ms(self.ttft)} (target {ms(self.brief.ttft_target)}) {mark[self.ttft_met]}"),
-            ("time per output token", f"{ms(self.tpot)} (target {ms(self.brief.tpot_target)}) {mark[self.tpot_met]}"),
+            *speed,
             *plan_bands(self),
             ("batch (of at most)", f"{self.batch} ({self.max_batch})"),
             ("bottleneck", self.bottleneck),
@@ -1641,6 +1712,11 @@ def plan(
     compute_efficiency: float | None = None,
     cached_prompt_tokens: float = 0,
     speculation: Any = None,
+    chunk_tokens: int | None = None,
+    prompt_cv: float | None = None,
+    answer_cv: float | None = None,
+    simulated_requests: int = 4_000,
+    seed: int = 0,
 ) -> Plan:
     """Design a fleet of replicas of ``tensor_parallel`` GPUs for a brief, through :func:`replica`.
 
@@ -1655,6 +1731,14 @@ def plan(
     hour. ``memory_reserve`` (the share of memory held back), ``headroom`` and the efficiencies
     override the assumptions; the six-step planner's method is ``assumptions="planner"``.
 
+    **Percentile targets** (``Brief(..., ttft_percentile=99)``): the queue decides a percentile, so the plan
+    simulates it (:func:`llmcourse.queueing.simulate`, ``simulated_requests`` Poisson arrivals with ``seed``,
+    lengths spread by ``prompt_cv``/``answer_cv``, prompts prefilled whole or in chunks of ``chunk_tokens``, the
+    cached prompt tokens as a prefix every request hits). Each replica, its batch capped at the plan's, takes an
+    equal share of the traffic (a random router: a least-loaded one does a little better); the fewest replicas
+    whose simulated percentiles meet the targets are the plan (no headroom on top: the queue is modelled, not
+    allowed for), and ``plan.sizing`` says what the fleet sized on the mean would have given.
+
     Examples
     --------
     >>> b = Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
@@ -1663,6 +1747,9 @@ def plan(
     (True, True, 'KV reads', 2, 123)
     >>> plan("Llama-3.1-8B", "H100 SXM", b, assumptions="planner").gpus
     1
+    >>> tail = plan("Llama-3.1-8B", "H100 SXM", Brief(10, 2_000, 300, Q_(300, "ms"), Q_(50, "ms"), ttft_percentile=99))
+    >>> tail.sizing.ttft <= Q_(300, "ms"), tail.gpus > p.gpus
+    (True, True)
     """
     m, g = _model(model), _gpu(gpu)
     if not isinstance(brief, Brief):
@@ -1721,6 +1808,33 @@ def plan(
             request_rate=brief.requests_per_second, headroom=a.headroom, rps_per_gpu=r.requests_per_second
         ).m
     )
+    sizing = None
+    if brief.on_percentiles:
+        if speculation is not None:
+            raise InputError(
+                "percentile targets are sized by simulating the queue, which does not model speculative decoding: "
+                "give speculation=None, or targets on the mean (ttft_percentile=None, tpot_percentile=None)."
+            )
+        from llmcourse.queueing import size_to_percentiles  # lazily: the simulator imports the planner
+
+        sizing = size_to_percentiles(
+            m,
+            g,
+            brief,
+            batch=batch,
+            mean_replicas=replicas,
+            tensor_parallel=tp,
+            weight_bytes=weight_bytes,
+            kv_bytes=kv_bytes,
+            assumptions=a,
+            cached_prompt_tokens=cached_prompt_tokens,
+            chunk_tokens=chunk_tokens,
+            prompt_cv=prompt_cv,
+            answer_cv=answer_cv,
+            requests=simulated_requests,
+            seed=seed,
+        )
+        replicas = sizing.replicas
     n = replicas * tp
     in_flight = F["littles_law"](
         request_rate=brief.requests_per_second, time_in_system=ttft + brief.answer_tokens * r.tpot
@@ -1748,5 +1862,6 @@ def plan(
         bottleneck=bottleneck,
         step=s,
         replica=r,
+        sizing=sizing,
         **base,
     )

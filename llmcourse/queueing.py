@@ -78,23 +78,33 @@ from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, check_value
 from llmcourse.planner import Replica, gpu_of, max_batch, model_of, prefill, replica
-from llmcourse.units import Q_, as_quantity, fmt, plain_number, seed_number
+from llmcourse.units import Q_, as_quantity, fmt, percentile_rank, plain_number, seed_number
 
 __all__ = [
+    "LENGTH_CV",
+    "MEASURED_SETUPS",
     "PERCENTILES",
     "ClosedForm",
+    "LoopPoint",
     "ServiceModel",
     "SimResult",
+    "against_measured",
     "at_load",
     "build_replica",
     "closed_form",
     "knee",
     "load_sweep",
     "percentile",
+    "percentile_rank",
     "simulate",
+    "size_to_percentiles",
 ]
 
 PERCENTILES = (50, 95, 99)
+#: The spread of prompt and answer lengths a simulation draws when none is given: the coefficient of variation of
+#: the lognormal (0.5: about one prompt in 23 is over twice the mean). A workload's figure, not a modelling
+#: constant: measure your own traffic's and pass it (``prompt_cv=``, ``answer_cv=``).
+LENGTH_CV = 0.5
 #: Bounds on a simulation's size (not modelling constants): past a million requests a run takes minutes, and
 #: below one request per 30 years the arrival times leave floating point.
 _MOST_REQUESTS, _MOST_WHY = 1_000_000, " (a larger run takes minutes; the percentiles settle long before)"
@@ -347,6 +357,25 @@ class SimResult:
     wall_time: pint.Quantity
     ttft_s: tuple[float, ...] = field(repr=False)  # per request, in arrival order
     tpot_s: tuple[float, ...] = field(repr=False)  # per request with more than one answer token
+    concurrency: int | None = None  # a closed loop's clients (None: Poisson arrivals at ``rate``)
+    chunk_tokens: int | None = None  # the scheduler's token budget per iteration (None: whole prompts)
+    prefix_hit_rate: float = 0.0
+    prefill_tokens: int = 0  # prompt tokens actually prefilled (the prefix cache's hits skip theirs)
+
+    def at(self, metric: str, q: float) -> pint.Quantity:
+        """The ``q``-th percentile (0 < q < 100) of ``"ttft"`` or ``"tpot"`` over the run's requests, in ms.
+
+        Examples
+        --------
+        >>> r = simulate("Llama-3.1-8B", "H100 SXM", rate=Q_(4, "1/s"), prompt_tokens=2_000, answer_tokens=300,
+        ...              requests=500)
+        >>> r.at("ttft", 99) == r.ttft["p99"], r.at("tpot", 90) <= r.tpot["p95"]
+        (True, True)
+        """
+        values = {"ttft": self.ttft_s, "tpot": self.tpot_s}
+        if metric not in values:
+            raise InputError(f"metric must be 'ttft' or 'tpot'; got {metric!r}.")
+        return Q_(_percentile_sorted(sorted(values[metric]), percentile_rank(q)) * 1e3, "ms")
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) rows for a calculator."""
@@ -381,108 +410,125 @@ def simulate(
     model: Model | str,
     gpu: GPU | str,
     *,
-    rate: pint.Quantity,
+    rate: pint.Quantity | None = None,
     prompt_tokens: float,
     answer_tokens: float,
     requests: int = 10_000,
     seed: int = 0,
-    prompt_cv: float = 0.5,
-    answer_cv: float = 0.5,
+    prompt_cv: float = LENGTH_CV,
+    answer_cv: float = LENGTH_CV,
+    concurrency: int | None = None,
+    chunk_tokens: int | None = None,
+    prefix_hit_rate: float = 0.0,
+    prefix_tokens: float = 0,
     replica: ServiceModel | None = None,
     **replica_kwargs: Any,
 ) -> SimResult:
-    """Simulate ``requests`` Poisson arrivals at ``rate`` on one replica; see the module notes.
+    """Simulate ``requests`` requests on one replica; see the module notes.
 
-    ``prompt_tokens`` and ``answer_tokens`` are the means of the length distributions; ``*_cv`` their
-    coefficients of variation (0: fixed). ``replica`` reuses the service model of :func:`build_replica`
-    (otherwise one is built from ``replica_kwargs``: ``assumptions=``, ``n_gpus=``, ...). The same seed
-    gives the same result.
+    The load is either open (``rate``: Poisson arrivals) or closed (``concurrency``: that many clients,
+    each sending its next request when its last one finishes, the way a benchmark at a concurrency
+    does; the next request reaches the engine the request overhead later; the clients' first requests
+    are spread at random over the time one request takes alone, as a benchmark's ramp spreads them). ``prompt_tokens`` and
+    ``answer_tokens`` are the means of the length distributions; ``*_cv`` their coefficients of
+    variation (0: fixed).
+
+    The scheduler: ``chunk_tokens=None`` prefills newly admitted prompts whole while decoding stalls;
+    ``chunk_tokens=T`` gives every iteration a budget of ``T`` tokens, one per running sequence first and
+    the rest to prompt chunks, first come first served (vLLM's ``max_num_batched_tokens``, SGLang's
+    chunked prefill size); a mixed iteration takes the decode step of its running batch plus its chunks'
+    compute. A prefix cache: a share ``prefix_hit_rate`` of requests find their first ``prefix_tokens``
+    tokens cached (at most all but the prompt's last token, which is computed to give the first answer
+    token); those tokens are not prefilled, and their KV is held once for everyone, not per request.
+
+    ``replica`` reuses the service model of :func:`build_replica` (otherwise one is built from
+    ``replica_kwargs``: ``assumptions=``, ``n_gpus=``, ...). The same seed gives the same result.
 
     Examples
     --------
+    >>> rep = build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300)
+    >>> whole = simulate("Llama-3.1-8B", "H100 SXM", concurrency=8, prompt_tokens=2_000, answer_tokens=300,
+    ...                  requests=400, replica=rep)
+    >>> chunked = simulate("Llama-3.1-8B", "H100 SXM", concurrency=8, prompt_tokens=2_000, answer_tokens=300,
+    ...                    requests=400, replica=rep, chunk_tokens=512)
+    >>> chunked.tpot["p99"] < whole.tpot["p99"]  # chunks no longer stall a running answer for a whole prompt
+    True
     >>> simulate("Llama-3.1-8B", "H100 SXM", rate=2.0, prompt_tokens=2_000, answer_tokens=300)
     Traceback (most recent call last):
     ...
     llmcourse.errors.InputError: rate needs a unit: write Q_(2.0, '1/s') (or any unit of 1 / [time], such as 1/s or 1/day), not the bare number 2.0.
     """
     start = time.perf_counter()
-    lam = as_quantity(rate, "1/s", "rate").to("1/s").m
-    plain_number(lam, "rate", at_least=_SLOWEST, why=_SLOWEST_WHY)
+    if (rate is None) == (concurrency is None):
+        raise InputError(
+            "give the load one way: rate=Q_(..., '1/s') for Poisson arrivals, or concurrency=N for N clients that "
+            "each send their next request when the last one finishes."
+        )
+    lam = None
+    if rate is not None:
+        lam = as_quantity(rate, "1/s", "rate").to("1/s").m
+        plain_number(lam, "rate", at_least=_SLOWEST, why=_SLOWEST_WHY)
     p = check_value(prompt_tokens, SYMBOLS["prompt_tokens"], "prompt_tokens")
     a = check_value(answer_tokens, SYMBOLS["answer_tokens"], "answer_tokens")
     n = int(plain_number(requests, "requests", integer=True, at_most=_MOST_REQUESTS, why=_MOST_WHY))
+    clients = None
+    if concurrency is not None:
+        clients = int(plain_number(concurrency, "concurrency", integer=True, at_most=_MOST_REQUESTS, why=_MOST_WHY))
     pcv = plain_number(prompt_cv, "prompt_cv", allow_zero=True, at_most=_MOST_CV, why=_CV_WHY)
     acv = plain_number(answer_cv, "answer_cv", allow_zero=True, at_most=_MOST_CV, why=_CV_WHY)
+    chunk = None
+    if chunk_tokens is not None:
+        why = ": each iteration must make progress on a prompt (engines use 512 to 16,384)"
+        chunk = int(plain_number(chunk_tokens, "chunk_tokens", integer=True, at_least=1, why=why))
+    hit = plain_number(prefix_hit_rate, "prefix_hit_rate", allow_zero=True, at_most=1, why=" (a share of requests)")
+    shared = plain_number(prefix_tokens, "prefix_tokens", allow_zero=True)
+    if hit > 0 and shared < 1:
+        raise InputError(
+            f"prefix_hit_rate={hit:g} needs the cached prefix's length: give prefix_tokens (the system prompt's "
+            "tokens, say), or prefix_hit_rate=0."
+        )
     seed_number(seed)
     rep = replica or build_replica(model, gpu, prompt_tokens=p, answer_tokens=a, **replica_kwargs)
     budget = rep.kv_budget_tokens
+    resident = math.ceil(shared) if hit > 0 else 0  # the shared prefix's KV, held once
+    if resident >= budget:
+        raise InputError(
+            f"the cached prefix of {resident:,} tokens fills the replica's KV memory ({budget:,} tokens): "
+            "shorten it or add memory."
+        )
+    budget -= resident
     _check_request(p, a, budget)
     positions = model_of(rep.model).max_position or budget  # a sequence is held within the model's positions
     rng = random.Random(seed)
     expo = rng.expovariate
-    arrivals = list(accumulate(expo(lam) for _ in range(n)))
-    ans = _lengths(rng, a, acv, n, min(budget, positions) // 2)
+    if lam is not None:
+        arrivals = list(accumulate(expo(lam) for _ in range(n)))
+        ans = _lengths(rng, a, acv, n, min(budget, positions) // 2)
+    else:
+        ans = _lengths(rng, a, acv, n, min(budget, positions) // 2)
+        # a closed loop's clients start spread over one request's time alone (a benchmark's ramp): started together,
+        # identical requests would run in lockstep, every prefill queued behind all the others, as no engine shows
+        alone = rep.prefill_compute_time(p) + a * rep.step_time(min(clients, rep.batch_cap))
+        arrivals = [rng.uniform(0, alone) if j < clients else 0.0 for j in range(n)]
     pro = _lengths(rng, p, pcv, n, min(budget, positions) - max(ans))
-    need = [x + y for x, y in zip(pro, ans, strict=True)]
-    first = [0.0] * n
-    finish = [0.0] * n
-    step_s, cap = rep.step_s, rep.batch_cap
-    # each prompt's prefill compute time (one table look-up per distinct length); a group prefilled together
-    # takes the slower of their sum and one read of the weights (ServiceModel.batch_prefill_time)
-    by_len = {x: rep.prefill_compute_time(x) for x in set(pro)}
-    pre_c = [by_len[x] for x in pro]
-    w_read = rep.weight_read_s
-    heappush, heappop, ceil = heapq.heappush, heapq.heappop, math.ceil
-    waiting: deque[int] = deque()
-    admit, next_waiting = waiting.append, waiting.popleft
-    running: list[tuple[int, int]] = []  # heap of (decode-step count at which it finishes, request)
-    t = busy = batch_area = 0.0
-    i = done = 0
-    g = used = 0  # decode steps done so far; KV tokens reserved
-    while done < n:
-        while i < n and arrivals[i] <= t:
-            admit(i)
-            i += 1
-        if not running and not waiting:
-            t = arrivals[i]
-            continue
-        admitted = []
-        room = cap - len(running)
-        while waiting and len(admitted) < room and used + need[waiting[0]] <= budget:
-            j = next_waiting()
-            used += need[j]
-            admitted.append(j)
-        if admitted:
-            dt = max(math.fsum([pre_c[j] for j in admitted]), w_read)
-            t += dt
-            busy += dt
-            for j in admitted:
-                first[j] = t
-                if ans[j] <= 1:
-                    finish[j] = t
-                    used -= need[j]
-                    done += 1
-                else:
-                    heappush(running, (g + ans[j] - 1, j))
-            continue
-        b = len(running)
-        dt = step_s[b]
-        k = running[0][0] - g
-        if not waiting and i < n:
-            k = min(k, max(1, ceil((arrivals[i] - t) / dt)))
-        t += k * dt
-        busy += k * dt
-        batch_area += k * dt * b
-        g += k
-        while running and running[0][0] <= g:
-            _, j = heappop(running)
-            finish[j] = t
-            used -= need[j]
-            done += 1
-    # the request's fixed overhead (HTTP round trip, tokenising: the assumptions' request_overhead_ms) is spent
-    # before it reaches the engine, off the GPU: the engine sees the same arrivals a constant later, so the queue
-    # is the same and every TTFT is that much longer (times in the system stay the engine's)
+    # the prefix cache: a hit skips the cached tokens' prefill and holds no KV of its own for them
+    if hit > 0:
+        draw = rng.random
+        cached = [min(resident, x - 1) if draw() < hit else 0 for x in pro]
+    else:
+        cached = [0] * n
+    work = [x - c for x, c in zip(pro, cached, strict=True)]  # prompt tokens to prefill
+    need = [w + y for w, y in zip(work, ans, strict=True)]
+    # each prompt's prefill compute time (one table look-up per distinct length), per token at its full length (the
+    # new tokens attend to the cached ones too); a group prefilled together takes the slower of their sum and one
+    # read of the weights (ServiceModel.batch_prefill_time)
+    per_tok = {x: rep.prefill_compute_time(x) / x for x in set(pro)}
+    tok_c = [per_tok[x] for x in pro]
     t_req = Q_(rep.assumptions.request_overhead_ms, "ms").to("s").m
+    first, finish, busy, batch_area = _run(rep, arrivals, clients, t_req, ans, work, need, tok_c, budget, chunk)
+    # the request's fixed overhead (HTTP round trip, tokenising: the assumptions' request_overhead_ms) is spent
+    # before it reaches the engine, off the GPU: the engine sees the arrivals a constant later, so every TTFT is that
+    # much longer (times in the system stay the engine's)
     ttft = tuple([t_req + (f - x) for f, x in zip(first, arrivals, strict=True)])
     tpot = tuple([(finish[j] - first[j]) / (ans[j] - 1) for j in range(n) if ans[j] > 1])
     if not tpot:
@@ -496,19 +542,22 @@ def simulate(
     # each arrival finds estimates L independently of lambda x W. Request i finds the i that arrived
     # before it, less those that finished at or before its arrival (a merge of two sorted lists).
     ends = sorted(finish)
+    starts = sorted(arrivals)
     departed = seen_total = 0
-    for i, x in enumerate(arrivals):
+    for i, x in enumerate(starts):
         while departed < n and ends[departed] <= x:
             departed += 1
         seen_total += i - departed
-    lam_hat = Q_((n - 1) / (arrivals[-1] - arrivals[0]), "1/s") if n > 1 else Q_(lam, "1/s")
+    if lam is None:  # a closed loop: the rate is what the clients achieved
+        lam = n / span
+    lam_hat = Q_((n - 1) / (starts[-1] - starts[0]), "1/s") if n > 1 and starts[-1] > starts[0] else Q_(lam, "1/s")
     little = F["littles_law"](request_rate=lam_hat, time_in_system=Q_(mean_in_system, "s")).m
     ttft_sorted, tpot_sorted = sorted(ttft), sorted(tpot)
     return SimResult(
         replica=rep,
         rate=Q_(lam, "1/s"),
         load=float(lam / rep.capacity(p, a).m),
-        completed=done,
+        completed=n,
         ttft={f"p{q}": Q_(_percentile_sorted(ttft_sorted, q) * 1e3, "ms") for q in PERCENTILES},
         tpot={f"p{q}": Q_(_percentile_sorted(tpot_sorted, q) * 1e3, "ms") for q in PERCENTILES},
         busy_fraction=float(busy / span),
@@ -521,7 +570,130 @@ def simulate(
         wall_time=Q_((time.perf_counter() - start) * 1e3, "ms"),
         ttft_s=ttft,
         tpot_s=tpot,
+        concurrency=clients,
+        chunk_tokens=chunk,
+        prefix_hit_rate=hit,
+        prefill_tokens=sum(work),
     )
+
+
+def _run(
+    rep: ServiceModel,
+    arrivals: list[float],
+    clients: int | None,
+    t_req: float,
+    ans: list[int],
+    work: list[int],
+    need: list[int],
+    tok_c: list[float],
+    budget: int,
+    chunk: int | None,
+) -> tuple[list[float], list[float], float, float]:
+    """The event loop: first-token and finish times of every request, busy time and batch x time.
+
+    ``arrivals`` are the engine's arrival times (open loop); with ``clients`` they are filled in as the loop runs:
+    the first ``clients`` requests arrive at 0, and each finish sends the next request ``t_req`` later.
+    """
+    n = len(arrivals)
+    first = [0.0] * n
+    finish = [0.0] * n
+    step_s, cap, w_read = rep.step_s, rep.batch_cap, rep.weight_read_s
+    heappush, heappop, ceil, fsum = heapq.heappush, heapq.heappop, math.ceil, math.fsum
+    waiting: deque[int] = deque()
+    admit, next_waiting = waiting.append, waiting.popleft
+    prefilling: deque[int] = deque()  # admitted, prompt not all prefilled yet (first come first served)
+    left = list(work)  # prompt tokens each still has to prefill
+    running: list[tuple[int, int]] = []  # heap of (decode-step count at which it finishes, request)
+    pending: list[tuple[float, int]] = []  # a closed loop's next arrivals: a heap of (time, request)
+    issued = n
+    if clients is not None:
+        issued = min(clients, n)  # requests 0..issued-1 are on their way; the rest wait for a finish
+        pending = sorted((arrivals[j], j) for j in range(issued))
+    t = busy = batch_area = 0.0
+    i = done = 0
+    g = used = 0  # decode steps done so far; KV tokens reserved
+
+    def finished(j: int) -> None:
+        nonlocal done, used, issued
+        finish[j] = t
+        used -= need[j]
+        done += 1
+        if clients is not None and issued < n:
+            arrivals[issued] = t + t_req
+            heappush(pending, (t + t_req, issued))
+            issued += 1
+
+    def first_token(j: int) -> None:
+        first[j] = t
+        if ans[j] <= 1:
+            finished(j)
+        else:
+            heappush(running, (g + ans[j] - 1, j))
+
+    while done < n:
+        if clients is None:
+            while i < n and arrivals[i] <= t:
+                admit(i)
+                i += 1
+            next_arrival = arrivals[i] if i < n else None
+        else:
+            while pending and pending[0][0] <= t:
+                admit(heappop(pending)[1])
+            next_arrival = pending[0][0] if pending else None
+        if not running and not waiting and not prefilling:
+            t = next_arrival
+            continue
+        room = cap - len(running) - len(prefilling)
+        while waiting and room > 0 and used + need[waiting[0]] <= budget:
+            j = next_waiting()
+            used += need[j]
+            prefilling.append(j)
+            room -= 1
+        b = len(running)
+        if prefilling and chunk is None:  # whole prompts, decoding stalls
+            dt = max(fsum([tok_c[j] * work[j] for j in prefilling]), w_read)
+            t += dt
+            busy += dt
+            while prefilling:
+                first_token(prefilling.popleft())
+            continue
+        if prefilling and chunk - b >= 1:  # one mixed iteration: a token per running sequence, the rest to chunks
+            room_t, done_now, compute = chunk - b, [], 0.0
+            for j in prefilling:
+                c = min(left[j], room_t)
+                compute += c * tok_c[j]
+                left[j] -= c
+                room_t -= c
+                if left[j] == 0:
+                    done_now.append(j)
+                if room_t == 0:
+                    break
+            dt = step_s[b] + compute if b else max(compute, w_read)
+            t += dt
+            busy += dt
+            batch_area += dt * b
+            if b:
+                g += 1
+                while running and running[0][0] <= g:
+                    finished(heappop(running)[1])
+            for j in done_now:
+                prefilling.popleft()  # the finished ones are the first in line
+                first_token(j)
+            continue
+        # decode steps only, as many as pass before the next finish (or the next arrival, if one could start)
+        dt = step_s[b]
+        k = running[0][0] - g
+        if prefilling:  # a budget all spent on decode tokens: one step, then look again
+            k = 1
+        elif not waiting and next_arrival is not None:
+            k = min(k, max(1, ceil((next_arrival - t) / dt)))
+        t += k * dt
+        busy += k * dt
+        batch_area += k * dt * b
+        g += k
+        while running and running[0][0] <= g:
+            finished(heappop(running)[1])
+    return first, finish, busy, batch_area
 
 
 @dataclass(frozen=True)
@@ -585,8 +757,8 @@ def load_sweep(
     loads: Any = (0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98),
     requests: int = 10_000,
     seed: int = 0,
-    prompt_cv: float = 0.5,
-    answer_cv: float = 0.5,
+    prompt_cv: float = LENGTH_CV,
+    answer_cv: float = LENGTH_CV,
     **replica_kwargs: Any,
 ) -> list[tuple[SimResult, ClosedForm]]:
     """Simulate at each load (arrival rate / :meth:`ServiceModel.capacity`) with the same tables and seed."""
@@ -603,8 +775,11 @@ def at_load(
     answer_tokens: float,
     requests: int = 10_000,
     seed: int = 0,
-    prompt_cv: float = 0.5,
-    answer_cv: float = 0.5,
+    prompt_cv: float = LENGTH_CV,
+    answer_cv: float = LENGTH_CV,
+    chunk_tokens: int | None = None,
+    prefix_hit_rate: float = 0.0,
+    prefix_tokens: float = 0,
 ) -> tuple[SimResult, ClosedForm]:
     """Simulate one replica's tables at ``load`` (arrival rate / :meth:`ServiceModel.capacity`), beside
     the closed form at the same rate: one point of :func:`load_sweep`, and the chapter's calculator."""
@@ -621,6 +796,9 @@ def at_load(
         seed=seed,
         prompt_cv=prompt_cv,
         answer_cv=answer_cv,
+        chunk_tokens=chunk_tokens,
+        prefix_hit_rate=prefix_hit_rate,
+        prefix_tokens=prefix_tokens,
         replica=rep,
     )
     return sim, closed_form(rep, rate, prompt_tokens, answer_tokens)
@@ -635,3 +813,183 @@ def knee(sweep: list[tuple[SimResult, ClosedForm]], factor: float = 5.0) -> floa
         if r.ttft["p99"] > f * light:
             return r.load
     return None
+
+
+def size_to_percentiles(
+    model: Model | str,
+    gpu: GPU | str,
+    brief: Any,
+    *,
+    batch: int,
+    mean_replicas: int,
+    tensor_parallel: int = 1,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    assumptions: Assumptions | str | None = None,
+    cached_prompt_tokens: float = 0,
+    chunk_tokens: int | None = None,
+    prompt_cv: float | None = None,
+    answer_cv: float | None = None,
+    requests: int = 4_000,
+    seed: int = 0,
+) -> Any:
+    """The fewest replicas whose simulated percentiles meet a brief's percentile targets (the sizing behind
+    :func:`llmcourse.planner.plan` for ``Brief(..., ttft_percentile=..., tpot_percentile=...)``).
+
+    One replica (``tensor_parallel`` GPUs, its batch capped at ``batch``) is simulated at the rate each of N
+    replicas receives, ``brief.requests_per_second / N``, from the fewest that keep up (the rate over one
+    replica's capacity, rounded up), doubling until the targets are met, then halving the gap (the percentiles
+    fall as N grows). ``mean_replicas`` is the fleet sized on the mean, simulated too for comparison. If no fleet
+    up to 64 times the smallest meets the targets (a target below what one request takes alone), the sizing says
+    so (``met=False``) and keeps the fleet sized on the mean.
+    """
+    from llmcourse.planner import PercentileSizing  # the planner imports this function lazily too
+
+    p, a = brief.prompt_tokens, brief.answer_tokens
+    svc = build_replica(
+        model,
+        gpu,
+        prompt_tokens=p,
+        answer_tokens=a,
+        n_gpus=tensor_parallel,
+        weight_bytes=weight_bytes,
+        kv_bytes=kv_bytes,
+        batch_cap=batch,
+        assumptions=assumptions,
+    )
+    cached = plain_number(cached_prompt_tokens, "cached_prompt_tokens", allow_zero=True)
+    run = dict(
+        prompt_tokens=p,
+        answer_tokens=a,
+        requests=requests,
+        seed=seed,
+        prompt_cv=LENGTH_CV if prompt_cv is None else prompt_cv,
+        answer_cv=LENGTH_CV if answer_cv is None else answer_cv,
+        chunk_tokens=chunk_tokens,
+        replica=svc,
+    )
+    if cached > 0:
+        run |= dict(prefix_hit_rate=1.0, prefix_tokens=cached)
+    qt = 99.0 if brief.ttft_percentile is None else brief.ttft_percentile
+    qp = 99.0 if brief.tpot_percentile is None else brief.tpot_percentile
+    seen: dict[int, tuple[pint.Quantity, pint.Quantity]] = {}
+
+    def at(n: int) -> tuple[pint.Quantity, pint.Quantity]:
+        if n not in seen:
+            r = simulate(svc.model, svc.gpu, rate=brief.requests_per_second / n, **run)
+            seen[n] = (r.at("ttft", qt), r.at("tpot", qp))
+        return seen[n]
+
+    def meets(n: int) -> bool:
+        ttft, tpot = at(n)
+        return (brief.ttft_percentile is None or ttft <= brief.ttft_target) and (
+            brief.tpot_percentile is None or tpot <= brief.tpot_target
+        )
+
+    fewest = max(1, math.ceil((brief.requests_per_second / svc.capacity(p, a)).to("").m * (1 + 1e-12)))
+    lo, hi = fewest, fewest
+    while not meets(hi) and hi < 64 * fewest:
+        lo, hi = hi, min(2 * hi, 64 * fewest)
+    met = meets(hi)
+    if met and hi > lo:
+        while hi - lo > 1:  # meets(hi) and not meets(lo)
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if meets(mid) else (mid, hi)
+    elif met:
+        hi = lo
+    best = hi if met else mean_replicas
+    return PercentileSizing(
+        ttft_percentile=brief.ttft_percentile,
+        tpot_percentile=brief.tpot_percentile,
+        replicas=best,
+        ttft=at(best)[0],
+        tpot=at(best)[1],
+        mean_replicas=mean_replicas,
+        mean_ttft=at(mean_replicas)[0],
+        mean_tpot=at(mean_replicas)[1],
+        met=met,
+        requests=int(requests),
+        seed=int(seed),
+        chunk_tokens=chunk_tokens,
+    )
+
+
+# --- the simulator against measured closed loops ------------------------------------------------------------------
+#: Setups of the measured file with time to first token and time per token at five or six concurrencies each:
+#: (model, GPU, engine, weights, tensor-parallel GPUs, prompt tokens, answer tokens). One per engine and GPU kind.
+MEASURED_SETUPS = (
+    ("Llama-3.1-70B", "H200 SXM", "vLLM", "fp8", 4, 8192, 1024),
+    ("Llama-3.1-70B", "H200 SXM", "TensorRT-LLM", "fp8", 8, 1024, 1024),
+    ("Llama-3.1-70B", "B200", "TensorRT-LLM", "fp8", 2, 8192, 1024),
+)
+#: The token budget per iteration the measured engines ran with (vLLM's ``max_num_batched_tokens`` and
+#: TensorRT-LLM's ``max_num_tokens``, both 8,192 in the measured configurations' defaults).
+MEASURED_CHUNK_TOKENS = 8_192
+
+
+@dataclass(frozen=True)
+class LoopPoint:
+    """One concurrency of a measured setup: measured, simulated (mean over the run) and the closed form's (ms)."""
+
+    concurrency: int
+    measured_ttft: float
+    simulated_ttft: float
+    closed_form_ttft: float
+    measured_tpot: float
+    simulated_tpot: float
+    model_tpot: float
+
+
+def against_measured(
+    setup: Sequence[Any], *, chunk_tokens: int | None = MEASURED_CHUNK_TOKENS, seed: int = 0
+) -> list[LoopPoint]:
+    """Simulate one measured setup (a row of :data:`MEASURED_SETUPS`) at each concurrency it was measured at, as
+    a closed loop of fixed lengths, beside the measured means and the closed forms of
+    :func:`llmcourse.validation.predict`.
+
+    Examples
+    --------
+    >>> pts = against_measured(MEASURED_SETUPS[0])
+    >>> [p.concurrency for p in pts]
+    [4, 8, 16, 32, 64]
+    """
+    from llmcourse.validation import predict, silicon  # lazily: the validation module reads the data files
+
+    model, gpu, engine, weights, tp, isl, osl = setup
+    rows = [
+        r
+        for r in silicon().rows
+        if (r.model, r.gpu, r.engine, r.weights, r.tp, r.isl, r.osl) == (model, gpu, engine, weights, tp, isl, osl)
+        and r.pp == r.attention_dp == r.ep == 1
+        and r.metric in ("ttft_ms", "tpot_ms")
+    ]
+    if not rows:
+        raise InputError(f"no measured closed-loop rows for {setup!r}: pick one of MEASURED_SETUPS.")
+    by: dict[int, dict[str, tuple[float, float]]] = {}
+    for r in rows:
+        by.setdefault(r.concurrency, {})[r.metric] = (r.value, predict(r).value)
+    svc = build_replica(
+        model, gpu, prompt_tokens=isl, answer_tokens=osl, n_gpus=tp, weight_bytes=weights, kv_bytes=rows[0].kv
+    )
+    out = []
+    for c in sorted(by):
+        if len(by[c]) < 2:
+            continue
+        run = simulate(
+            model,
+            gpu,
+            concurrency=c,
+            prompt_tokens=isl,
+            answer_tokens=osl,
+            requests=max(400, 10 * c),
+            prompt_cv=0,
+            answer_cv=0,
+            seed=seed,
+            chunk_tokens=chunk_tokens,
+            replica=svc,
+        )
+        (mt, ct), (mp, pp) = by[c]["ttft_ms"], by[c]["tpot_ms"]
+        sim_t = math.fsum(run.ttft_s) / len(run.ttft_s) * 1e3
+        sim_p = math.fsum(run.tpot_s) / len(run.tpot_s) * 1e3
+        out.append(LoopPoint(c, mt, sim_t, ct, mp, sim_p, pp))
+    return out

@@ -43,6 +43,7 @@ __all__ = [
     "fmt",
     "magnitude_in",
     "parsed_unit",
+    "percentile_rank",
     "seed_number",
     "ureg",
 ]
@@ -308,3 +309,16 @@ def sig(x: float, digits: int = 3) -> str:
     if decimals <= 0:
         return f"{int(rounded):,}"
     return f"{rounded:,.{decimals}f}"
+
+
+def percentile_rank(q: Any, name: str = "percentile") -> float:
+    """``q`` checked as a percentile target: a number strictly between 0 and 100 (p50, p90, p95, p99, ...)."""
+    from llmcourse.errors import InputError
+
+    x = plain_number(q, name, allow_zero=True, at_most=100, why=" (a percentile: 50 for the median, 99 for p99)")
+    if not 0 < x < 100:
+        raise InputError(
+            f"{name} must be strictly between 0 and 100 (50 for the median, 99 for p99); got {x:g}. "
+            "0 and 100 are the fastest and the slowest request, which no sizing can promise."
+        )
+    return x

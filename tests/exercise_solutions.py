@@ -520,6 +520,26 @@ solution("queueing_ex4")(
         / _replica_rps(v["model"], v["other"], v["prompt"], v["answer"])
     )
 )
+
+
+@solution("queueing_ex13")
+def _chunks_alone(v):
+    # each iteration: the slower of its chunk's compute (at the whole prompt's compute per token) and a weight read
+    per_token = lc.prefill(v["model"], v["gpu"], v["prompt"]).compute_time / v["prompt"]
+    read = lc.prefill(v["model"], v["gpu"], 1).memory_time
+    full, last = divmod(v["prompt"], v["chunk"])
+    sizes = [v["chunk"]] * full + ([last] if last else [])
+    return sum((max((c * per_token).to("ms"), read.to("ms")) for c in sizes), Q_(0, "ms"))
+
+
+@solution("queueing_ex14")
+def _fit_prefix(v):
+    m = _m(v["model"])
+    kv_tokens = math.floor(((_usable(v["gpu"]) - m.params * Q_(2, "B")) / _kv_tok(m)).to("").m)
+    return (kv_tokens - v["prefix"]) // (v["prompt"] - v["prefix"] + v["answer"])
+
+
+solution("queueing_ex15")(lambda v: math.ceil(v["prompt"] / (v["chunk"] - v["running"])))
 solution("queueing_ex7")(lambda v: v["lam"] / v["mu"])
 solution("queueing_ex8")(lambda v: 1 / Q_(v["mu"] - v["lam"], "1/s"))
 solution("queueing_ex9")(lambda v: v["lam"] / (v["mu"] - v["lam"]))

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.errors import InputError, UnknownNameError
-from llmcourse.planner import largest_batch
+from llmcourse.planner import Brief, largest_batch, plan
+from llmcourse.speculative import Speculation
 
 MODELS = ["Llama-3.1-8B", "Qwen2.5-7B", "Mistral-7B-v0.1", "Qwen3-30B-A3B", "Llama-2-7B"]
 
@@ -205,3 +206,65 @@ def test_largest_batch_finds_the_boundary(boundary, top):
     found = largest_batch(lambda b: calls.append(b) or b <= boundary, top)
     assert found == min(boundary, top)
     assert all(1 <= b <= top for b in calls) and len(calls) <= top.bit_length() + 1
+
+
+# --- percentile targets: sized through the queueing simulator ---------------------------------------------------
+P99_BRIEF = dict(requests_per_second=10, prompt_tokens=2_000, answer_tokens=300, tpot_target=Q_(50, "ms"))
+
+
+@pytest.fixture(scope="module")
+def p99_plan():
+    return plan("Llama-3.1-8B", "H100 SXM", Brief(**P99_BRIEF, ttft_target=Q_(400, "ms"), ttft_percentile=99))
+
+
+def test_p99_target_is_met_with_more_gpus_than_the_mean(p99_plan):
+    """A p99 time to first token of 400 ms: the plan's simulated p99 is within it, and it takes more GPUs than the
+    same brief on the mean (whose fleet, simulated, misses the p99 target: the queue and the long prompts)."""
+    mean = plan("Llama-3.1-8B", "H100 SXM", Brief(**P99_BRIEF, ttft_target=Q_(400, "ms")))
+    z = p99_plan.sizing
+    assert z.met and p99_plan.meets_targets and z.ttft <= Q_(400, "ms")
+    assert p99_plan.gpus > mean.gpus == z.mean_replicas
+    assert z.mean_ttft > Q_(400, "ms")
+
+
+def test_p99_plan_is_the_fewest_replicas(p99_plan):
+    """One replica fewer than the plan misses the p99 target when simulated the same way (same seed and size)."""
+    from llmcourse.queueing import build_replica, simulate
+
+    z = p99_plan.sizing
+    svc = build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300, batch_cap=p99_plan.batch)
+    fewer = simulate(
+        "Llama-3.1-8B", "H100 SXM", rate=Q_(10 / (z.replicas - 1), "1/s"), prompt_tokens=2_000, answer_tokens=300,
+        requests=z.requests, seed=z.seed, replica=svc,
+    )  # fmt: skip
+    assert fewer.at("ttft", 99) > Q_(400, "ms")
+
+
+def test_a_higher_percentile_never_needs_fewer_gpus():
+    """The median, p90 and p99 of the same target: the GPUs never fall as the percentile rises."""
+    gpus = [
+        plan("Llama-3.1-8B", "H100 SXM", Brief(**P99_BRIEF, ttft_target=Q_(400, "ms"), ttft_percentile=q)).gpus
+        for q in (50, 90, 99)
+    ]
+    assert gpus == sorted(gpus)
+
+
+def test_unreachable_percentile_target_says_so():
+    """A p99 first token of 120 ms, when the request's own overhead is 100 ms and a 2,000-token prompt's prefill
+    takes about 67 ms alone: no fleet meets it, and the plan says so rather than growing without end."""
+    p = plan("Llama-3.1-8B", "H100 SXM", Brief(**P99_BRIEF, ttft_target=Q_(120, "ms"), ttft_percentile=99))
+    assert not p.sizing.met and not p.meets_targets and p.gpus == p.sizing.mean_replicas
+
+
+@pytest.mark.parametrize("q", [0, 100, 101, -1, float("nan"), True])
+def test_percentile_outside_0_100_is_refused(q):
+    """A percentile target must lie strictly between 0 and 100."""
+    with pytest.raises(InputError, match="ttft_percentile"):
+        Brief(**P99_BRIEF, ttft_target=Q_(1, "s"), ttft_percentile=q)
+
+
+def test_percentile_targets_with_speculation_are_refused():
+    """The simulator has no speculative decoding: a percentile brief with speculation says what to change."""
+    b = Brief(**P99_BRIEF, ttft_target=Q_(1, "s"), ttft_percentile=99)
+    with pytest.raises(InputError, match="speculation=None"):
+        plan("Llama-3.1-8B", "H100 SXM", b, speculation=Speculation("ngram", 4, 0.7))

@@ -11,11 +11,13 @@ numbers are the course's method (the package's default assumptions).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.exercises._common import define, pick
 from llmcourse.formulas import FORMULAS
-from llmcourse.queueing import build_replica  # also registers the M/M/1 formulas used below
+from llmcourse.queueing import build_replica, simulate  # also registers the M/M/1 formulas used below
 
 EXERCISES: list = []
 
@@ -204,4 +206,120 @@ define(
     lambda r: dict(inflight=pick(r, range(20, 2_001, 10)), rate=pick(r, range(5, 501, 5))),
     _little_time,
     ("Little's law: N = lambda x W, so W = N / lambda.",),
+)
+
+
+# --- schedulers as engines run them: chunked prefill and the prefix cache --------------------------------------------
+# queueing_ex13 .. queueing_ex15 follow the chapter's section "Schedulers as engines run them" (auto-checked only; the
+# chapter's worked problems 4-6 work the same ideas through).
+@lru_cache(maxsize=64)
+def _service(model, gpu):
+    return build_replica(model, gpu, prompt_tokens=1_000, answer_tokens=100)
+
+
+def _chunked_alone(v):
+    """The simulator's prefill of one prompt alone on an idle replica, in chunks (its TTFT less the overhead)."""
+    r = simulate(
+        v["model"],
+        v["gpu"],
+        rate=Q_(1e-3, "1/s"),
+        prompt_tokens=v["prompt"],
+        answer_tokens=2,
+        requests=1,
+        prompt_cv=0,
+        answer_cv=0,
+        chunk_tokens=v["chunk"],
+        replica=_service(v["model"], v["gpu"]),
+    )
+    return r.ttft["p50"] - Q_(_COURSE.request_overhead_ms, "ms")
+
+
+define(
+    EXERCISES,
+    "queueing_ex13",
+    "A prompt in chunks",
+    "An idle replica of {model} (BF16) on one {gpu}, the course's method ("
+    f"{_COURSE.compute_efficiency:.0%} of the BF16 peak, {_COURSE.bandwidth_efficiency:.0%} of peak bandwidth), "
+    "prefills in chunks: each iteration processes at most {chunk} prompt tokens, and takes the slower of its "
+    "chunk's compute and one read of the weights. A prompt of {prompt} tokens arrives alone. How long does its "
+    "prefill take, from its first chunk to its first token? (Charge each prompt token at the whole prompt's "
+    "compute per token: 2 FLOPs per parameter plus the causal attention term averaged over the prompt.)",
+    "ms",
+    dict(model="Llama-3.1-8B", gpu="H100 SXM", prompt=6_000, chunk=512),
+    lambda r: dict(
+        model=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B", "Qwen3-32B")),
+        gpu=pick(r, ("H100 SXM", "H200 SXM", "B200")),
+        prompt=pick(r, range(1_000, 16_001, 250)),
+        chunk=pick(r, (128, 256, 512, 1_024, 2_048)),
+    ),
+    _chunked_alone,
+    (
+        "Chunks: {prompt} / {chunk}, rounded up; all full except the last.",
+        "Compute per token = lc.prefill(model, gpu, {prompt}).compute_time / {prompt}; one read of the weights = "
+        "lc.prefill(model, gpu, 1).memory_time.",
+        "Each iteration: max(its tokens x compute per token, one read of the weights); add them up.",
+    ),
+    tolerance=0.02,
+)
+
+
+def _fit_with_prefix(v):
+    budget = _service(v["model"], v["gpu"]).kv_budget_tokens
+    return (budget - v["prefix"]) // (v["prompt"] - v["prefix"] + v["answer"])
+
+
+define(
+    EXERCISES,
+    "queueing_ex14",
+    "What a shared prefix frees",
+    "A replica of {model} (BF16) on one {gpu}, the course's method ("
+    f"{_COURSE.memory_fraction:.0%} of memory usable for weights and KV), serves requests of {{prompt}} prompt + "
+    "{answer} answer tokens, whose first {prefix} prompt tokens are the same system prompt for everyone. With a "
+    "prefix cache the system prompt's KV is held once, and each request holds KV only for the rest of its prompt "
+    "and its answer. How many requests fit in memory at once? (Count each request's KV for its whole answer; "
+    "no batch cap.)",
+    "",
+    dict(model="Llama-3.1-8B", gpu="H100 SXM", prompt=3_000, answer=500, prefix=2_000),
+    lambda r: (
+        lambda prompt: dict(
+            model=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B")),
+            gpu=pick(r, ("H100 SXM", "H200 SXM", "A100 SXM 80GB", "L40S")),
+            prompt=prompt,
+            answer=pick(r, range(100, 1_001, 50)),
+            prefix=pick(r, range(500, prompt, 250)),
+        )
+    )(pick(r, range(1_500, 8_001, 500))),
+    _fit_with_prefix,
+    (
+        "KV tokens that fit = (usable memory - weights) / KV per token, rounded down.",
+        "Less the {prefix} tokens of the shared prefix, held once.",
+        "Each request holds ({prompt} - {prefix}) + {answer} tokens: divide, round down.",
+    ),
+    bare_ok=True,
+    integer=True,
+)
+
+define(
+    EXERCISES,
+    "queueing_ex15",
+    "A budget shared with running answers",
+    "An engine gives every iteration a budget of {chunk} tokens: first one token for each of the {running} "
+    "answers being decoded, then the rest to prompt chunks. A prompt of {prompt} tokens arrives while the same "
+    "{running} answers keep running (no other prompt waits). How many iterations does its prefill take?",
+    "",
+    dict(chunk=2_048, running=48, prompt=9_000),
+    lambda r: (
+        lambda chunk: dict(
+            chunk=chunk,
+            running=pick(r, range(8, min(chunk - 64, 256), 8)),
+            prompt=pick(r, range(1_000, 32_001, 500)),
+        )
+    )(pick(r, (512, 1_024, 2_048, 4_096, 8_192))),
+    lambda v: -(-v["prompt"] // (v["chunk"] - v["running"])),
+    (
+        "Prompt tokens per iteration = {chunk} - {running}.",
+        "Iterations = {prompt} / that, rounded up.",
+    ),
+    bare_ok=True,
+    integer=True,
 )

@@ -6,9 +6,9 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
-from llmcourse.queueing import PERCENTILES, ClosedForm, SimResult
+from llmcourse.queueing import PERCENTILES, ClosedForm, LoopPoint, SimResult
 
-__all__ = ["percentiles_vs_load"]
+__all__ = ["measured_vs_simulated", "percentiles_vs_load"]
 
 
 def percentiles_vs_load(sweep: list[tuple[SimResult, ClosedForm]], *, knee_load: float | None = None) -> Any:
@@ -35,4 +35,30 @@ def percentiles_vs_load(sweep: list[tuple[SimResult, ClosedForm]], *, knee_load:
                 color="crimson",
             )
     axes[0].legend(loc="upper left")
+    return axes
+
+
+def measured_vs_simulated(curves: dict[str, list[LoopPoint]]) -> Any:
+    """Measured time to first token and time per token (points) against concurrency, over the simulated curve
+    (solid) and the closed form (dotted), one colour per setup (label: the setup)."""
+    _fig, axes = plt.subplots(1, 2, figsize=(9.6, 4.0), layout="constrained")
+    panels = (
+        (axes[0], "ttft", "closed_form_ttft", "time to first token (ms)"),
+        (axes[1], "tpot", "model_tpot", "time per output token (ms)"),
+    )
+    for k, (label, pts) in enumerate(curves.items()):
+        colour = f"C{k}"
+        cs = [p.concurrency for p in pts]
+        for ax, key, closed, ylabel in panels:
+            ax.plot(cs, [getattr(p, f"simulated_{key}") for p in pts], "-", color=colour, label=f"{label}: simulated")
+            ax.plot(cs, [getattr(p, closed) for p in pts], ":", color=colour, label=f"{label}: closed form")
+            ax.plot(
+                cs, [getattr(p, f"measured_{key}") for p in pts], "o", color=colour, ms=5, label=f"{label}: measured"
+            )
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("concurrency (requests in flight)")
+            ax.set_ylabel(ylabel)
+            ax.grid(True, alpha=0.3, which="both")
+    axes[0].legend(fontsize=6.5, loc="upper left")
     return axes

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+import ipywidgets as w
+
 from llmcourse.queueing import ClosedForm, ServiceModel, SimResult, at_load, build_replica
 from llmcourse.units import fmt
 from llmcourse.widgets import Calculator, float_slider, gpu_dropdown, int_box, int_slider, model_dropdown
@@ -33,8 +35,22 @@ def _replica(model: str, gpu: str, prompt_tokens: int, answer_tokens: int) -> Se
     return build_replica(model, gpu, prompt_tokens=prompt_tokens, answer_tokens=answer_tokens)
 
 
+#: The scheduler's choices: whole prompts (decoding stalls), or a token budget per iteration.
+CHUNK_OPTIONS = [("whole prompts", 0), *[(f"{t:,} tokens per iteration", t) for t in (256, 512, 1_024, 2_048, 8_192)]]
+
+
 def _rows(
-    model: str, gpu: str, prompt_tokens: int, answer_tokens: int, load: float, cv: float, requests: int, seed: int
+    model: str,
+    gpu: str,
+    prompt_tokens: int,
+    answer_tokens: int,
+    load: float,
+    cv: float,
+    chunk: int,
+    hit_rate: float,
+    prefix_tokens: int,
+    requests: int,
+    seed: int,
 ) -> _Result:
     rep = _replica(model, gpu, prompt_tokens, answer_tokens)
     sim, closed = at_load(
@@ -46,6 +62,9 @@ def _rows(
         seed=seed,
         prompt_cv=cv,
         answer_cv=cv,
+        chunk_tokens=chunk or None,
+        prefix_hit_rate=hit_rate,
+        prefix_tokens=prefix_tokens if hit_rate > 0 else 0,
     )
     return _Result(sim, closed)
 
@@ -57,10 +76,14 @@ def queueing_calculator(
     answer_tokens: int = 300,
     load: float = 0.8,
     cv: float = 0.5,
+    chunk: int = 0,
+    hit_rate: float = 0.0,
+    prefix_tokens: int = 1_000,
     requests: int = 10_000,
     seed: int = 0,
 ) -> Calculator:
-    """Model, GPU, request shape and load -> simulated TTFT and TPOT percentiles beside the closed form.
+    """Model, GPU, request shape, load and scheduler (whole prompts or a token budget; a prefix cache) ->
+    simulated TTFT and TPOT percentiles beside the closed form.
 
     Examples
     --------
@@ -79,6 +102,9 @@ def queueing_calculator(
             "answer_tokens": int_box(answer_tokens, "Mean answer tokens"),
             "load": float_slider(load, 0.05, 1.2, 0.05, "Load (arrivals / capacity)"),
             "cv": float_slider(cv, 0.0, 2.0, 0.1, "Spread of lengths (CV)"),
+            "chunk": w.Dropdown(options=CHUNK_OPTIONS, value=chunk, description="Prefill"),
+            "hit_rate": float_slider(hit_rate, 0.0, 1.0, 0.05, "Prefix cache hits"),
+            "prefix_tokens": int_box(prefix_tokens, "Cached prefix tokens"),
             "requests": int_slider(requests, 1_000, 50_000, 1_000, "Requests simulated"),
             "seed": int_slider(seed, 0, 99, description="Seed"),
         },
