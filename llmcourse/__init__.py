@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from llmcourse import sources
 from llmcourse.assumptions import PRESETS, Assumptions, presets_table, resolve
-from llmcourse.catalog import GPU, PRECISIONS, Link, Model, gpus, links, models
+from llmcourse.bill import Bill, bill
+from llmcourse.catalog import GPU, PRECISIONS, Link, Model, costs, gpus, hardware_prices, links, models
+from llmcourse.disagg import compare, disaggregated, kv_handoff
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS, SYMBOLS
 from llmcourse.planner import (
@@ -55,22 +57,29 @@ __all__ = [
     "Q_",
     "SYMBOLS",
     "Assumptions",
+    "Bill",
     "Brief",
     "InputError",
     "Link",
     "Model",
     "Plan",
     "UnknownNameError",
+    "bill",
+    "compare",
     "compute_budget",
     "cost_per_million",
+    "costs",
     "decode_step",
+    "disaggregated",
     "fleet",
     "fmt",
     "gpus",
     "gpus_for_weights",
+    "hardware_prices",
     "kv_bytes_per_sequence",
     "kv_bytes_per_token",
     "kv_copies",
+    "kv_handoff",
     "links",
     "matmul_precision",
     "max_batch",

@@ -108,6 +108,11 @@ MEANING: dict[str, str] = {
     "round trip, tokenising, scheduling (ms)",
     "four_bit_bandwidth_factor": "share of the bandwidth efficiency a decode step keeps with 4-bit weights (FP4, "
     "INT4: the kernels also read block scales and dequantise)",
+    "gpu_idle_power_fraction": "share of its rated power (TDP) a GPU draws while it holds a model but serves nothing",
+    "gpu_load_power_fraction": "share of its rated power (TDP) a GPU draws while it serves at full load",
+    "host_power_fraction": "the server around each GPU (CPUs, memory, NICs, switches, fans) draws this share of the "
+    "GPU's rated power, busy or idle",
+    "depreciation_years": "years over which owned GPUs and servers are written off (straight line, nothing left)",
 }
 
 
@@ -157,6 +162,20 @@ class Assumptions:
     request_overhead_ms: float = 0.0
     kv_replication: bool = True
     speculation: Any = None
+    # The whole bill (chapter Sizing the fleet). Course assumptions, each beside its evidence:
+    # - idle: an H100 that holds a model draws its bare idle plus +26-50 W for the CUDA context (arXiv 2605.23918,
+    #   "The Model Parking Tax", 14 H100s over 18 days); a published H200 run idles at 80 W of its 700 W. About
+    #   100 W of 700 W: 0.15.
+    # - load: the rated power (TDP), the figure a site is provisioned for; an upper bound: memory-bound decode
+    #   draws less (137-300 W of an H200's 700 W, arXiv 2605.11999), so energy per token is on the high side.
+    # - host: an 8 x H100 HGX node peaked at 8.4 kW with its GPUs near full use (Latif et al., IEEE Access 13,
+    #   2025; rated 10.2 kW): (8.4 - 8 x 0.7) / (8 x 0.7) = 0.5 of the GPUs' rated power.
+    # - years: Nebius writes GPUs off over 4 years, CoreWeave over 6 (bizety.com, 2025-09-23): the shorter.
+    # The sources' presets have no energy model; they take the same values.
+    gpu_idle_power_fraction: float = 0.15
+    gpu_load_power_fraction: float = 1.0
+    host_power_fraction: float = 0.5
+    depreciation_years: float = 4.0
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -188,6 +207,24 @@ class Assumptions:
                 raise InputError(
                     f"{name} ({MEANING[name]}) must be above 0 and at most 1; got {getattr(self, name)!r}."
                 )
+        if not 0 <= self.gpu_idle_power_fraction < 1 or not 0 < self.gpu_load_power_fraction <= 1:
+            name = "gpu_idle_power_fraction" if not 0 <= self.gpu_idle_power_fraction < 1 else "gpu_load_power_fraction"
+            bounds = "0 or more and below 1" if name == "gpu_idle_power_fraction" else "above 0 and at most 1"
+            raise InputError(f"{name} ({MEANING[name]}) must be {bounds}; got {getattr(self, name)!r}.")
+        if self.gpu_idle_power_fraction > self.gpu_load_power_fraction:
+            raise InputError(
+                f"gpu_idle_power_fraction ({self.gpu_idle_power_fraction!r}) cannot exceed gpu_load_power_fraction "
+                f"({self.gpu_load_power_fraction!r}): a GPU draws more at full load than idle."
+            )
+        if self.host_power_fraction < 0:
+            raise InputError(
+                f"host_power_fraction ({MEANING['host_power_fraction']}) must be 0 or more; "
+                f"got {self.host_power_fraction!r}."
+            )
+        if self.depreciation_years <= 0:
+            raise InputError(
+                f"depreciation_years ({MEANING['depreciation_years']}) must be above 0; got {self.depreciation_years!r}."
+            )
         if self.speculation is not None and not hasattr(self.speculation, "draft_tokens"):
             raise InputError(
                 f"speculation ({MEANING['speculation']}) must be None or a llmcourse.speculative.Speculation; "

@@ -34,7 +34,21 @@ import pint
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.units import Q_, as_quantity, plain_number
 
-__all__ = ["GPU", "PRECISIONS", "Catalog", "Link", "Model", "bytes_per_value", "gpus", "links", "models"]
+__all__ = [
+    "GPU",
+    "PRECISIONS",
+    "Catalog",
+    "Cost",
+    "HardwarePrice",
+    "Link",
+    "Model",
+    "bytes_per_value",
+    "costs",
+    "gpus",
+    "hardware_prices",
+    "links",
+    "models",
+]
 
 #: Bytes per stored value for the precisions the course uses. INT4 and FP4 are half a byte;
 #: the 4-bit formats' per-group scales are not included (see the decode chapter).
@@ -433,7 +447,93 @@ class Link:
             raise InputError(f"link {self.name!r}: kind must be 'scale-up' or 'scale-out'; got {self.kind!r}.")
 
 
-T = TypeVar("T", Model, GPU, Link)
+@dataclass(frozen=True)
+class HardwarePrice:
+    """What one GPU of a kind costs to buy: the GPU itself and its share of the server around it (host CPUs,
+    memory, NICs, chassis), both per GPU, with the source and the date of each figure
+    (``llmcourse/data/hardware_prices.csv``; the whole-bill section of the fleet chapter).
+
+    Examples
+    --------
+    >>> from llmcourse import hardware_prices
+    >>> p = hardware_prices["H100"]
+    >>> p.name, p.gpu_price, p.server_price
+    ('H100 SXM', <Quantity(30000, 'USD')>, <Quantity(9625, 'USD')>)
+    >>> HardwarePrice("mine", gpu_price=Q_(-1, "USD"), server_price=Q_(0, "USD"))
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: hardware price 'mine': gpu_price must be greater than zero; got -1.
+    """
+
+    name: str
+    gpu_price: pint.Quantity
+    server_price: pint.Quantity
+    source: str = "user-defined"
+    as_of: str = ""
+    aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        for attr in ("gpu_price", "server_price"):
+            try:
+                q = as_quantity(getattr(self, attr), "USD", attr)
+                _positive(q.magnitude, attr, allow_zero=attr == "server_price")
+            except InputError as exc:
+                raise InputError(f"hardware price {self.name!r}: {exc}") from None
+            object.__setattr__(self, attr, q)
+
+
+#: The kinds of row of ``costs.csv`` and the unit of each kind's value.
+COST_KINDS: dict[str, str] = {"electricity": "USD/kWh", "pue": "", "api": "USD"}
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One sourced, dated figure of the bill (``llmcourse/data/costs.csv``): an electricity price
+    (``kind="electricity"``, USD/kWh), a site's power usage effectiveness (``"pue"``, a plain number, at
+    least 1) or an API's price per million output tokens of a model (``"api"``, USD). ``default`` marks
+    the row :func:`llmcourse.bill.bill` uses when none is given.
+
+    Examples
+    --------
+    >>> from llmcourse import costs
+    >>> costs["US industrial average"].value
+    <Quantity(0.0806, 'USD / kilowatt_hour')>
+    >>> costs["industry average"].value, costs["DeepInfra 70B"].model
+    (<Quantity(1.58, 'dimensionless')>, 'Llama-3.1-70B')
+    >>> Cost("site", kind="pue", value=0.9, source="mine")
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: cost 'site': a PUE (site power over IT power) is at least 1; got 0.9.
+    """
+
+    name: str
+    kind: str
+    value: Any
+    source: str = "user-defined"
+    as_of: str = ""
+    model: str = ""
+    default: bool = False
+    aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        where = f"cost {self.name!r}"
+        if self.kind not in COST_KINDS:
+            raise InputError(f"{where}: kind must be one of {', '.join(map(repr, COST_KINDS))}; got {self.kind!r}.")
+        unit = COST_KINDS[self.kind]
+        try:
+            if unit:
+                q = as_quantity(self.value, unit, "value")
+                _positive(q.magnitude, "value")
+            else:
+                q = Q_(plain_number(self.value, "value"), "")
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
+        if self.kind == "pue" and q.m < 1:
+            raise InputError(f"{where}: a PUE (site power over IT power) is at least 1; got {q.m:g}.")
+        object.__setattr__(self, "value", q)
+
+
+T = TypeVar("T", Model, GPU, Link, HardwarePrice, Cost)
 
 
 def _key(name: str) -> str:
@@ -452,7 +552,7 @@ class Catalog(Mapping[str, T], Generic[T]):
                 self._index[_key(n)] = e.name
 
     def __getitem__(self, name: str) -> T:
-        if isinstance(name, Model | GPU | Link):
+        if isinstance(name, Model | GPU | Link | HardwarePrice | Cost):
             if any(isinstance(name, type(e)) for e in self._entries.values()):
                 return name  # type: ignore[return-value]
             raise UnknownNameError(f"{self.kind} catalog: {name.name!r} is a {type(name).__name__}, not a {self.kind}.")
@@ -578,9 +678,50 @@ def _load_links() -> list[Link]:
     ]
 
 
+def _load_hardware_prices(gpu_catalog: Catalog[GPU]) -> list[HardwarePrice]:
+    out = []
+    for row in _read_csv("hardware_prices.csv"):
+        g = gpu_catalog[row["gpu"]]  # a data-file slip (a GPU the catalog lacks) is caught at import
+        out.append(
+            HardwarePrice(
+                name=g.name,
+                gpu_price=Q_(int(float(row["gpu_price_USD"])), "USD"),
+                server_price=Q_(int(float(row["server_price_USD_per_gpu"])), "USD"),
+                source=row["source"],
+                as_of=row["as_of"],
+                aliases=g.aliases,
+            )
+        )
+    return out
+
+
+def _load_costs() -> list[Cost]:
+    out = []
+    for row in _read_csv("costs.csv"):
+        v = float(row["value"])
+        out.append(
+            Cost(
+                name=row["name"],
+                kind=row["kind"],
+                value=Q_(v, row["unit"]) if row["unit"] else v,
+                source=row["source"],
+                as_of=row["as_of"],
+                model=row["model"],
+                default=row["default"].strip().lower() == "yes",
+                aliases=tuple(a for a in row["aliases"].split(";") if a),
+            )
+        )
+    return out
+
+
 models: Catalog[Model] = Catalog("model", _load_models())
 gpus: Catalog[GPU] = Catalog("GPU", _load_gpus())
 links: Catalog[Link] = Catalog("link", _load_links())
+hardware_prices: Catalog[HardwarePrice] = Catalog("hardware price", _load_hardware_prices(gpus))
+costs: Catalog[Cost] = Catalog("cost", _load_costs())
+_defaults = {k: [c.name for c in costs.values() if c.kind == k and c.default] for k in ("electricity", "pue")}
+if any(len(v) != 1 for v in _defaults.values()):  # a data-file slip, caught at import
+    raise InputError(f"costs.csv must mark one default row of each kind (electricity, pue); got {_defaults}.")
 _unknown_links = sorted(({g.link for g in gpus.values()} | {k.scale_out for k in links.values()}) - set(links))
 if _unknown_links:  # a data-file slip, caught at import
     raise InputError(f"gpus.csv or links.csv names links that links.csv lacks: {', '.join(_unknown_links)}.")

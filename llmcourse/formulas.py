@@ -773,4 +773,4 @@ def notation_table() -> list[tuple[str, str, str, str]]:
 _ = ureg  # the registry every unit string above is read in
 
 # Formulas other modules derive, registered here so that the table never depends on import order.
-from llmcourse import formulas_parallel, formulas_speculative  # noqa: E402,F401
+from llmcourse import formulas_bill, formulas_disagg, formulas_parallel, formulas_speculative  # noqa: E402,F401

@@ -495,6 +495,36 @@ solution("fleet_ex9")(lambda v: _replicas(v) * v["tp"] * _g(v["gpu"]).price_per_
 solution("fleet_ex10")(lambda v: v["rate"] * v["time"])
 
 
+# the whole bill, by hand with the course's power model (its shares of the rated power, as the stories state them)
+def _bill_site_power(v):
+    tdp, idle, load = _g(v["gpu"]).power, COURSE.gpu_idle_power_fraction, COURSE.gpu_load_power_fraction
+    draw = tdp * (idle + (load - idle) * v["util_pct"] / 100)
+    return (draw + COURSE.host_power_fraction * tdp) * v["pue"]
+
+
+def _time_per_million(v):
+    # the replica averages tokens x utilisation per second, and draws its site power all that time
+    return Q_(1e6 / (v["tokens"] * v["util_pct"] / 100), "s")
+
+
+solution("fleet_ex11")(
+    lambda v: (v["n"] * _bill_site_power(v) * _time_per_million(v) * Q_(v["cents"] / 100, "USD/kWh")).to("USD")
+)
+
+
+@solution("fleet_ex12")
+def _bill_owning(v):
+    hw = lc.hardware_prices[v["gpu"]]
+    hardware = (hw.gpu_price + hw.server_price) / Q_(v["years"] * 8_760, "hour")
+    electricity = _bill_site_power(v) * Q_(v["cents"] / 100, "USD/kWh")
+    return (v["n"] * (hardware + electricity) * _time_per_million(v)).to("USD")
+
+
+solution("fleet_ex13")(
+    lambda v: (v["n"] * _g(v["gpu"]).price_per_hour / Q_(v["tokens"], "1/s") / (Q_(v["api"], "USD") / 1e6)).to("")
+)
+
+
 # --- queueing ------------------------------------------------------------------------------------------------------------
 def _replica_rps(model, gpu, prompt, answer):
     # the course's replica: as many requests as the KV memory holds (at most 256); the batch's prompts prefilled
@@ -546,6 +576,29 @@ solution("queueing_ex9")(lambda v: v["lam"] / (v["mu"] - v["lam"]))
 solution("queueing_ex10")(lambda v: 1 / (1 - v["lam"] / v["mu"]))
 solution("queueing_ex11")(lambda v: Q_(v["mu"], "1/s") - 1 / Q_(v["target"], "s"))
 solution("queueing_ex12")(lambda v: v["inflight"] / Q_(v["rate"], "1/s"))
+
+
+# --- disaggregation ------------------------------------------------------------------------------------------------
+def _sakasegawa(v):
+    # M/D/c: rho^(sqrt(2(c+1)) - 1) / (c (1 - rho)) x (1 + 0) / 2 x t (Poisson arrivals, a fixed prefill)
+    c, rho = v["servers"], v["rho"]
+    return rho ** (math.sqrt(2 * (c + 1)) - 1) / (c * (1 - rho)) * Q_(v["prefill_ms"], "ms") / 2
+
+
+def _handoff(v):
+    m, lk = _m(v["model"]), lc.links[v["link"]]
+    kv = 2 * m.layers * m.kv_heads * m.head_dim * Q_(2, "B") * v["prompt"]  # keys and values, BF16
+    return lk.base + lk.latency + kv / (v["lanes"] * lk.bandwidth * COURSE.link_efficiency)
+
+
+solution("disaggregation_ex1")(_handoff)
+solution("disaggregation_ex2")(lambda v: v["rate"] * v["prefill_ms"] / 1e3 / v["servers"])
+solution("disaggregation_ex3")(_sakasegawa)
+solution("disaggregation_ex4")(lambda v: Q_(v["overhead"] + v["prefill_ms"] + v["handoff_ms"], "ms") + _sakasegawa(v))
+solution("disaggregation_ex5")(lambda v: math.ceil(v["rate"] * COURSE.headroom * v["prefill_ms"] / 1e3 - 1e-9))
+solution("disaggregation_ex6")(
+    lambda v: math.ceil(v["rate"] * COURSE.headroom * v["answer"] * v["step_ms"] / 1e3 / v["batch"] - 1e-9)
+)
 
 
 # --- design review: the document assistant ---------------------------------------------------------------

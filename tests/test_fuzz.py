@@ -133,6 +133,12 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
         (),
     ),
     "fleet": (planner.fleet, dict(demand=Q_(50_000, "1/s"), rep=REP), ()),
+    "bill": (lc.bill, dict(rep=REP, utilisation=0.5), ()),
+    "bill_fleet": (
+        lc.bill,
+        dict(rep=REP, utilisation=0.3, fleet=planner.fleet(Q_(50_000, "1/s"), REP), own=False, years=5),
+        (),
+    ),
     "prefill_pool": (
         planner.prefill_pool,
         dict(input_tokens_per_s=Q_(100_000, "1/s"), model="Llama-3.1-8B", gpu="H100 SXM"),

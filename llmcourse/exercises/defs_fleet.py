@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse import Q_
-from llmcourse.exercises._common import CAPACITY, define, pct, pick
+from llmcourse.exercises._common import CAPACITY, COURSE, define, pct, pick
 from llmcourse.units import HOURS_PER_MONTH
 
 EXERCISES: list = []
@@ -259,4 +259,158 @@ define(
     lambda v: lc.FORMULAS["littles_law"](request_rate=Q_(v["rate"], "1/s"), time_in_system=Q_(v["time"], "s")),
     ("Little's law: in flight = arrival rate x time in system.",),
     bare_ok=True,
+)
+
+
+# --- the whole bill: energy, owning, an API (the chapter's section "The whole bill") ---------------------------------
+#: The power model the stories state, from the course's assumptions (the sources' methods have none).
+_POWER = (
+    f"The course's power model: a GPU draws {pct(COURSE.gpu_idle_power_fraction)} of its rated power when idle and "
+    f"{pct(COURSE.gpu_load_power_fraction)} at full load, in proportion to its utilisation in between; the server "
+    f"around it draws {pct(COURSE.host_power_fraction)} of the GPU's rated power, busy or idle; the site multiplies "
+    "the lot by its PUE. "
+)
+_BILL_GPUS = ("H100 SXM", "H200 SXM", "B200", "A100 SXM 80GB", "L40S", "MI300X")
+_OWNED_GPUS = tuple(lc.hardware_prices)  # the GPUs with a purchase price in hardware_prices.csv
+
+
+def _site_power(v):
+    f = lc.FORMULAS
+    tdp = lc.gpus[v["gpu"]].power
+    draw = f["gpu_power_draw"](
+        gpu_power=tdp,
+        gpu_idle_power_fraction=COURSE.gpu_idle_power_fraction,
+        gpu_load_power_fraction=COURSE.gpu_load_power_fraction,
+        utilisation=v["util_pct"] / 100,
+    )
+    return f["site_power"](gpu_draw=draw, gpu_power=tdp, host_power_fraction=COURSE.host_power_fraction, pue=v["pue"])
+
+
+def _per_million_at_u(v, price):
+    full = lc.cost_per_million(price, Q_(v["tokens"], "1/s"), v["n"])
+    return lc.FORMULAS["cost_at_utilisation"](cost_full=full, utilisation=v["util_pct"] / 100)
+
+
+def _electricity_per_million(v):
+    rate = lc.FORMULAS["electricity_rate"](electricity_price=Q_(v["cents"] / 100, "USD/kWh"), site_power=_site_power(v))
+    return _per_million_at_u(v, rate)
+
+
+def _vary_site(r, gpus=_BILL_GPUS):
+    return dict(
+        gpu=pick(r, gpus),
+        n=pick(r, (1, 2, 4, 8)),
+        tokens=pick(r, range(400, 6_001, 100)),
+        util_pct=pick(r, (20, 25, 30, 40, 50, 60, 75)),
+        pue=pick(r, (1.1, 1.2, 1.3, 1.4, 1.5, 1.58)),
+        cents=pick(r, (5, 6, 7, 8, 9, 10, 12, 15, 18)),
+    )
+
+
+_SITE_STORY = (
+    "A replica of {n} x {gpu} (rated power: the catalog's lc.gpus['{gpu}'].power) delivers {tokens} output tokens "
+    "per second at full load and is busy {util_pct}% of the time on average. Its site has a PUE of {pue} and pays "
+    "{cents} US cents per kWh. " + _POWER
+)
+_SITE_HINTS = (
+    "GPU draw = rated power x (idle share + (full-load share - idle share) x {util_pct}%).",
+    "Site power per GPU = (GPU draw + server share x rated power) x {pue}.",
+    "Per million tokens the replica is busy 10^6 / ({tokens} x {util_pct}%) seconds, drawing {n} x the site power.",
+)
+
+define(
+    EXERCISES,
+    "fleet_ex11",
+    "The electricity in a million tokens",
+    _SITE_STORY + "What does the electricity for one million output tokens cost?",
+    "USD",
+    dict(gpu="H100 SXM", n=2, tokens=1_200, util_pct=30, pue=1.58, cents=8),
+    _vary_site,
+    _electricity_per_million,
+    (*_SITE_HINTS, "Cost = energy (kWh) x {cents} cents per kWh."),
+    mistakes=lambda v: [
+        (1 / v["pue"], "did you leave out the PUE?"),
+        (
+            v["util_pct"] / 100,
+            "did you divide by the "
+            "utilisation? Idle hours draw power too, and the tokens come only from the busy share.",
+        ),
+    ],
+)
+
+
+def _owning_per_million(v):
+    hw = lc.hardware_prices[v["gpu"]]
+    price = lc.FORMULAS["owning_price"](
+        gpu_price=hw.gpu_price,
+        server_price=hw.server_price,
+        service_life=v["years"] * 12 * HOURS_PER_MONTH,
+        electricity_price=Q_(v["cents"] / 100, "USD/kWh"),
+        site_power=_site_power(v),
+    )
+    return _per_million_at_u(v, price)
+
+
+define(
+    EXERCISES,
+    "fleet_ex12",
+    "Owning a replica, per million tokens",
+    _SITE_STORY + "The GPUs are bought at the catalog's prices (lc.hardware_prices['{gpu}']: the GPU and its "
+    "server's share) and written off over {years} years of 8,760 hours, always on. What does owning cost per "
+    "million output tokens, hardware and electricity together?",
+    "USD",
+    dict(gpu="H100 SXM", n=2, tokens=1_200, util_pct=30, pue=1.58, cents=8, years=5),
+    lambda r: _vary_site(r, _OWNED_GPUS) | dict(years=pick(r, (3, 4, 5, 6))),
+    _owning_per_million,
+    (
+        "Hardware per hour = (GPU price + server share) / ({years} x 8,760 h); electricity per hour = site power "
+        "x {cents} cents per kWh.",
+        *_SITE_HINTS[:2],
+        "Per million tokens the replica runs 10^6 / ({tokens} x {util_pct}% x 3,600) hours on {n} GPUs.",
+    ),
+    tolerance=0.02,
+)
+
+
+def _break_even_rented(v):
+    return lc.FORMULAS["break_even_utilisation_rented"](
+        n_gpus=v["n"],
+        price=lc.gpus[v["gpu"]].price_per_hour,
+        throughput=Q_(v["tokens"], "1/s"),
+        api_price=Q_(v["api"], "USD") / 1e6,
+    )
+
+
+def _vary_api(r):
+    """A rented replica and an API that costs more per token than the replica at full load (so a break-even exists)."""
+    while True:
+        v = dict(
+            gpu=pick(r, ("H100 SXM", "H200 SXM", "B200", "A100 SXM 80GB", "L40S", "MI300X")),
+            n=pick(r, (1, 2, 4, 8)),
+            tokens=pick(r, range(400, 6_001, 100)),
+            api=pick(r, (0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 0.9, 1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0)),
+        )
+        if 0.02 < _break_even_rented(v).m < 1:
+            return v
+
+
+define(
+    EXERCISES,
+    "fleet_ex13",
+    "When renting beats an API",
+    "A replica of {n} x {gpu} rented at the catalog's rate (lc.gpus['{gpu}'].price_per_hour, power included) "
+    "delivers {tokens} output tokens per second at full load. An API sells the same model's output at ${api} per "
+    "million tokens. Above what average utilisation (a fraction of the time) is renting the replica cheaper per "
+    "token than the API?",
+    "",
+    dict(gpu="H100 SXM", n=2, tokens=1_200, api=5.0),
+    _vary_api,
+    _break_even_rented,
+    (
+        "Cost per million at full load = {n} x price per hour / ({tokens} x 3,600) x 10^6.",
+        "At utilisation U it is the full-load cost / U; set that equal to ${api} and solve for U.",
+    ),
+    mistakes=lambda v: (
+        [(1 / v["n"], "did you price one GPU instead of the replica's {n}?".format(**v))] if v["n"] > 1 else []
+    ),
 )

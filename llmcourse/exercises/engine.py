@@ -78,6 +78,7 @@ CHAPTERS: dict[str, str] = {
     "many_gpus": "Many GPUs",
     "fleet": "Sizing the fleet",
     "queueing": "Queueing",
+    "disaggregation": "Disaggregated serving",
     "design_review": "Design review",
 }
 

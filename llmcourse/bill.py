@@ -1,0 +1,414 @@
+"""The whole bill of a replica or a fleet: energy per token, tokens per megawatt, owning vs renting, and an API.
+
+Chapter *Sizing the fleet* (``book/09_fleet.md``, section "The whole bill"). Every throughput comes from the
+replica model (:func:`llmcourse.planner.replica`, and :func:`~llmcourse.planner.fleet` for a fleet); the
+power model's constants (a GPU's idle and full-load share of its rated power, the server's share, the years
+hardware is written off over) are fields of :class:`~llmcourse.assumptions.Assumptions`; the site figures
+(electricity price, PUE), the hardware prices and the API prices are sourced, dated rows of
+``llmcourse/data/costs.csv`` and ``hardware_prices.csv``; every figure is computed by a formula of
+:mod:`llmcourse.formulas_bill` or of the fleet chapter. Standard library only: it runs live in the book.
+
+Examples
+--------
+>>> import llmcourse as lc
+>>> rep = lc.replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, batch=64, prompt_tokens=2_000,
+...                  answer_tokens=400, weight_bytes="fp8")
+>>> b = bill(rep, utilisation=0.3)
+>>> round(b.gpu_draw.to("W").m), round(b.site_power.to("W").m, 1)  # 700 x (0.15 + 0.85 x 0.3); + 350, x 1.58
+(284, 1000.9)
+>>> b.api_name, b.cheaper
+('DeepInfra Llama-3.1-70B', 'the API')
+>>> bill(rep, utilisation=1.5)
+Traceback (most recent call last):
+...
+llmcourse.errors.InputError: utilisation must be at most 1 (the share of the time the GPUs serve at full load: 0.3 is 30%); got 1.5.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pint
+
+from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.catalog import costs, gpus, hardware_prices
+from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.formulas import checked
+from llmcourse.planner import Fleet, Replica, cost_per_million
+from llmcourse.units import HOURS_PER_MONTH, Q_, as_quantity, parsed_unit, plain_number
+
+__all__ = ["Bill", "bill", "default_cost"]
+
+_W, _KWH, _USD, _USD_H, _PER_S, _PER_J, _MWH, _USD_KWH, _MW_UNIT, _ONE = (
+    parsed_unit(u)[0] for u in ("W", "kWh", "USD", "USD/hour", "1/s", "1/J", "MWh", "USD/kWh", "MW", "")
+)  # parsed once: a calculator recomputes the bill at every change
+_MW = Q_(1, "MW")
+_ONE_MWH = Q_(1, "MWh")
+_NO_USD = Q_(0, "USD")
+_MILLION = 1e6
+_WHY_U = " (the share of the time the GPUs serve at full load: 0.3 is 30%)"
+
+
+def default_cost(kind: str) -> Any:
+    """The row of ``costs.csv`` marked as the default of ``kind`` (``"electricity"`` or ``"pue"``).
+
+    Examples
+    --------
+    >>> default_cost("electricity").name, default_cost("pue").value.m
+    ('US industrial average', 1.58)
+    """
+    found = [c for c in costs.values() if c.kind == kind and c.default]
+    if len(found) != 1:
+        raise InputError(f"no default {kind!r} row in costs.csv: kinds with a default are 'electricity' and 'pue'.")
+    return found[0]
+
+
+def _api_rows(model: str) -> list[Any]:
+    return sorted((c for c in costs.values() if c.kind == "api" and c.model == model), key=lambda c: c.value.m)
+
+
+@dataclass(frozen=True)
+class Bill:
+    """What a replica (or a fleet of them) costs in energy and money at an average utilisation.
+
+    Per GPU: ``gpu_draw`` (its average draw), ``site_power`` (with its server share, times PUE). Per output
+    token: ``energy_per_million`` (site energy per million tokens), ``token_efficiency`` (tokens per joule, so
+    tokens per second per watt). Money per GPU-hour: ``rent_price_per_hour`` (the rental rate, power
+    included), ``capital_per_hour`` + ``electricity_per_hour`` = ``own_price_per_hour``; per million output
+    tokens at the utilisation: ``rent_cost_per_million``, ``own_cost_per_million`` (of which
+    ``electricity_cost_per_million``). ``break_even_owned`` / ``break_even_rented``: the utilisation at which
+    owning / renting costs what the API charges (``None``: no utilisation up to 100% does). A figure that needs
+    a price the catalog lacks is ``None``.
+    """
+
+    model: str
+    gpu: str
+    n_gpus: int
+    replicas: int
+    gpus: int
+    utilisation: float
+    own: bool
+    throughput: pint.Quantity
+    tokens_per_s: pint.Quantity
+    gpu_power: pint.Quantity
+    gpu_draw: pint.Quantity
+    site_power: pint.Quantity
+    site_power_full: pint.Quantity
+    energy_per_million: pint.Quantity
+    token_efficiency: pint.Quantity
+    gpus_per_megawatt: int
+    years: float
+    electricity_price: pint.Quantity
+    electricity_name: str
+    pue: float
+    pue_name: str
+    monthly_energy: pint.Quantity
+    rent_price_per_hour: pint.Quantity | None = None
+    rent_cost_per_million: pint.Quantity | None = None
+    gpu_price: pint.Quantity | None = None
+    server_price: pint.Quantity | None = None
+    capital_per_hour: pint.Quantity | None = None
+    electricity_per_hour: pint.Quantity | None = None
+    own_price_per_hour: pint.Quantity | None = None
+    own_cost_per_million: pint.Quantity | None = None
+    electricity_cost_per_million: pint.Quantity | None = None
+    monthly_rent: pint.Quantity | None = None
+    monthly_own: pint.Quantity | None = None
+    api_price_per_million: pint.Quantity | None = None
+    api_name: str = ""
+    break_even_rented: float | None = None
+    break_even_owned: float | None = None
+    assumptions: Assumptions = field(default=None, repr=False)  # type: ignore[assignment]
+
+    @property
+    def cost_per_million(self) -> pint.Quantity | None:
+        """Dollars per million output tokens at the utilisation, owning (``own=True``) or renting."""
+        return self.own_cost_per_million if self.own else self.rent_cost_per_million
+
+    @property
+    def break_even(self) -> float | None:
+        """The utilisation at which the chosen way (owning or renting) costs what the API charges."""
+        return self.break_even_owned if self.own else self.break_even_rented
+
+    @property
+    def cheaper(self) -> str | None:
+        """``"owning"`` / ``"renting"`` or ``"the API"``: which costs less per token at the utilisation."""
+        if self.api_price_per_million is None or self.cost_per_million is None:
+            return None
+        if self.cost_per_million < self.api_price_per_million:
+            return "owning" if self.own else "renting"
+        return "the API"
+
+    @property
+    def tokens_per_s_per_megawatt(self) -> pint.Quantity:
+        """Output tokens per second for each megawatt the site draws at the utilisation."""
+        return (self.token_efficiency * _MW).to(_PER_S)
+
+    @property
+    def tokens_per_megawatt_hour(self) -> float:
+        """Output tokens per megawatt-hour of site energy."""
+        return float((self.token_efficiency * _ONE_MWH).to(_ONE).m)
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, text) rows for the calculator."""
+        u = f"{self.utilisation:.0%}"
+
+        def usd(q: pint.Quantity | None, digits: int = 2, unit: Any = _USD) -> str:
+            return "no price (pass one)" if q is None else f"${q.to(unit).m:,.{digits}f}"
+
+        def share(x: float | None) -> str:
+            return "never (up to 100%)" if x is None else f"{x:.0%}"
+
+        a = self.assumptions
+        rows = [
+            (
+                f"GPU draw at {u} busy (idle {a.gpu_idle_power_fraction:.0%}, full load "
+                f"{a.gpu_load_power_fraction:.0%} of {self.gpu_power.to(_W).m:,.0f} W)",
+                f"{self.gpu_draw.to(_W).m:,.0f} W",
+            ),
+            (
+                f"site power per GPU (server {a.host_power_fraction:.0%} of rated, PUE {self.pue:g}: {self.pue_name})",
+                f"{self.site_power.to(_W).m:,.0f} W",
+            ),
+            ("energy per million output tokens", f"{self.energy_per_million.to(_KWH).m:,.2f} kWh"),
+            (
+                "output tokens per second per MW of site power (per MWh)",
+                f"{self.tokens_per_s_per_megawatt.m:,.0f} ({self.tokens_per_megawatt_hour:,.3g})",
+            ),
+            ("GPUs a 1 MW site feeds at full load", f"{self.gpus_per_megawatt:,}"),
+            (
+                "renting: $ per GPU-hour; $ per million output tokens",
+                f"{usd(self.rent_price_per_hour, 2, _USD_H)}; {usd(self.rent_cost_per_million)}",
+            ),
+            (
+                f"owning over {self.years:g} years: hardware + electricity per GPU-hour "
+                f"(at ${self.electricity_price.to(_USD_KWH).m:.3f}/kWh)",
+                "no hardware price (pass gpu_price=)"
+                if self.own_price_per_hour is None
+                else f"{usd(self.capital_per_hour, 3, _USD_H)} + {usd(self.electricity_per_hour, 3, _USD_H)} = "
+                f"{usd(self.own_price_per_hour, 3, _USD_H)}",
+            ),
+            (
+                "owning: $ per million output tokens (of which electricity)",
+                f"{usd(self.own_cost_per_million)} ({usd(self.electricity_cost_per_million)})",
+            ),
+        ]
+        if self.api_price_per_million is None:
+            rows.append(("API $ per million output tokens", "none in costs.csv for this model: pass one"))
+        else:
+            rows += [
+                (f"API $ per million output tokens ({self.api_name})", usd(self.api_price_per_million)),
+                (
+                    "break-even utilisation against the API: owning / renting",
+                    f"{share(self.break_even_owned)} / {share(self.break_even_rented)}",
+                ),
+                (f"cheaper at {u}", self.cheaper or "-"),
+            ]
+        if self.replicas > 1:
+            rows += [
+                (
+                    f"fleet: {self.replicas:,} replicas, {self.gpus:,} GPUs; site power; energy a month",
+                    f"{(self.gpus * self.site_power).to(_MW_UNIT).m:,.2f} MW; {self.monthly_energy.to(_MWH).m:,.0f} MWh",
+                ),
+                ("fleet a month: owning / renting", f"{usd(self.monthly_own, 0)} / {usd(self.monthly_rent, 0)}"),
+            ]
+        return rows
+
+
+def _usd_or_none(value: Any, name: str, allow_zero: bool = False) -> pint.Quantity | None:
+    if value is None:
+        return None
+    q = as_quantity(value, "USD", name)
+    plain_number(q.magnitude, name, allow_zero=allow_zero)
+    return q
+
+
+def _share_of_the_time(value: Any) -> float:
+    return plain_number(value, "utilisation", at_most=1, why=_WHY_U)
+
+
+@checked
+def bill(
+    rep: Replica,
+    *,
+    utilisation: float,
+    fleet: Fleet | None = None,
+    own: bool = True,
+    years: float | None = None,
+    electricity_price: Any = None,
+    pue: float | None = None,
+    gpu_price: Any = None,
+    server_price: Any = None,
+    price_per_hour: Any = None,
+    api_price_per_million: Any = None,
+    gpu_power: Any = None,
+    assumptions: Assumptions | str | None = None,
+) -> Bill:
+    """The whole bill of ``rep`` (or of ``fleet``, a fleet of such replicas) busy ``utilisation`` of the time.
+
+    ``years`` (of depreciation), and the power model (idle and full-load shares of the GPU's rated power, the
+    server's share) come from ``assumptions`` (by default the replica's own); ``electricity_price`` (USD/kWh)
+    and ``pue`` default to the rows of ``costs.csv`` marked as defaults; ``gpu_price`` and ``server_price`` (per
+    GPU, USD) to ``hardware_prices.csv``; ``price_per_hour`` (renting) to the replica's price;
+    ``api_price_per_million`` (USD per million output tokens) to the cheapest API row of ``costs.csv`` for the
+    model, if any; ``gpu_power`` (W) to the catalog's rated power. ``own`` picks what :attr:`Bill.cost_per_million`
+    and :attr:`Bill.cheaper` compare with the API: owning (True) or renting.
+
+    Examples
+    --------
+    >>> import llmcourse as lc
+    >>> rep = lc.replica("Llama-3.1-8B", "H100 SXM", batch=64, prompt_tokens=1_000, answer_tokens=300)
+    >>> b = bill(rep, utilisation=1, own=False)
+    >>> round(b.site_power.to("W").m)  # (700 + 0.5 x 700) x 1.58
+    1659
+    >>> bill(rep, utilisation=0.5, years=0)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: years must be greater than zero; got 0.
+    """
+    if not isinstance(rep, Replica):
+        raise InputError("rep must be a Replica: build one with llmcourse.replica(...).")
+    if not rep.fits:
+        raise InputError(f"cannot bill a replica that does not fit: {rep.reason}")
+    u = _share_of_the_time(utilisation)
+    a = rep.assumptions if assumptions is None else resolve(assumptions)
+    n_years = a.depreciation_years if years is None else plain_number(years, "years")
+    x = rep.throughput
+    n = rep.n_gpus
+    replicas, total = 1, n
+    if fleet is not None:
+        if not isinstance(fleet, Fleet):
+            raise InputError("fleet must be a Fleet of replicas like rep: build one with llmcourse.fleet(demand, rep).")
+        if not math.isclose(fleet.throughput_per_replica.to(_PER_S).m, x.to(_PER_S).m, rel_tol=1e-9):
+            raise InputError("fleet was sized for another replica: build it with llmcourse.fleet(demand, rep).")
+        replicas, total = fleet.replicas, fleet.gpus
+    # the site
+    elec, site = default_cost("electricity"), default_cost("pue")
+    price_e = elec.value if electricity_price is None else electricity_price
+    pue_value = float(site.value.m) if pue is None else pue
+    elec_name = elec.name if electricity_price is None or price_e == elec.value else "given"
+    pue_name = site.name if pue is None or pue_value == site.value.m else "given"
+    # the GPU
+    if gpu_power is None:
+        try:
+            gpu_power = gpus[rep.gpu].power
+        except UnknownNameError:
+            gpu_power = None
+        if gpu_power is None:
+            raise InputError(f"{rep.gpu} has no rated power in the catalog: pass gpu_power=Q_(700, 'W').")
+    tdp = as_quantity(gpu_power, "W", "gpu_power")
+    plain_number(tdp.magnitude, "gpu_power")
+    power = dict(
+        gpu_power=tdp,
+        gpu_idle_power_fraction=a.gpu_idle_power_fraction,
+        gpu_load_power_fraction=a.gpu_load_power_fraction,
+    )
+    draw = F["gpu_power_draw"](utilisation=u, **power).to(_W)
+
+    def site_at(p_gpu: pint.Quantity) -> pint.Quantity:
+        return F["site_power"](gpu_draw=p_gpu, gpu_power=tdp, host_power_fraction=a.host_power_fraction, pue=pue_value)
+
+    site_w = site_at(draw).to(_W)
+    site_full = site_at(F["gpu_power_draw"](utilisation=1, **power)).to(_W)
+    per_tok = F["energy_per_token"](n_gpus=n, site_power=site_w, throughput=x, utilisation=u)
+    eff = F["token_efficiency"](n_gpus=n, site_power=site_w, throughput=x, utilisation=u)
+    per_mw = int(F["gpus_in_power_budget"](power_budget=_MW, site_power=site_full).m)
+    energy_month = F["site_energy"](gpus=total, site_power=site_w, hours=HOURS_PER_MONTH).to(_MWH)
+
+    def per_million(price: pint.Quantity) -> pint.Quantity:
+        full = cost_per_million(price, x, n)
+        return F["cost_at_utilisation"](cost_full=full, utilisation=u).to(_USD)
+
+    def monthly(price: pint.Quantity) -> pint.Quantity:
+        return F["fleet_cost"](gpus=total, price=price, hours=HOURS_PER_MONTH).to(_USD)
+
+    out: dict[str, Any] = {}
+    # renting
+    rent = rep.price_per_hour if price_per_hour is None else price_per_hour
+    if rent is not None:
+        rent = rent.to(_USD_H)
+        out.update(rent_price_per_hour=rent, rent_cost_per_million=per_million(rent), monthly_rent=monthly(rent))
+    elif not own:
+        raise InputError(f"{rep.gpu} has no rental price in the catalog: pass price_per_hour=Q_(2.5, 'USD/hour').")
+    # owning
+    hw = hardware_prices.get(rep.gpu)
+    c_gpu = gpu_price if gpu_price is not None else (hw.gpu_price if hw is not None else None)
+    c_srv = server_price if server_price is not None else (hw.server_price if hw is not None else None)
+    if c_gpu is None and own:
+        raise InputError(
+            f"{rep.gpu} has no purchase price in hardware_prices.csv: pass gpu_price=Q_(30_000, 'USD') "
+            "(and server_price=), or own=False to rent."
+        )
+    life = n_years * 12 * HOURS_PER_MONTH  # a year of 12 always-on months (8,760 hours), as the fleet chapter bills
+    hardware = dict(gpu_price=c_gpu, server_price=c_srv if c_srv is not None else _NO_USD, service_life=life)
+    if c_gpu is not None:
+        capital = F["capital_rate"](**hardware).to(_USD_H)
+        electricity = F["electricity_rate"](electricity_price=price_e, site_power=site_w).to(_USD_H)
+        owning = F["owning_price"](electricity_price=price_e, site_power=site_w, **hardware).to(_USD_H)
+        out.update(
+            gpu_price=hardware["gpu_price"],
+            server_price=hardware["server_price"],
+            capital_per_hour=capital,
+            electricity_per_hour=electricity,
+            own_price_per_hour=owning,
+            own_cost_per_million=per_million(owning),
+            electricity_cost_per_million=per_million(electricity),
+            monthly_own=monthly(owning),
+        )
+    # the API
+    api_name = "given"
+    if api_price_per_million is None:
+        found = _api_rows(rep.model)
+        api_price_per_million, api_name = (found[0].value, found[0].name) if found else (None, "")
+    api = _usd_or_none(api_price_per_million, "api_price_per_million")
+    if api is not None:
+        per_token = api / _MILLION
+
+        def at_most_one(name: str, **values: Any) -> float | None:
+            try:
+                share = float(F[name](throughput=x, n_gpus=n, api_price=per_token, **values).m)
+            except InputError:  # no finite break-even: the API is cheaper than the electricity alone
+                return None
+            return share if 0 < share <= 1 else None
+
+        out.update(api_price_per_million=api.to(_USD), api_name=api_name)
+        if rent is not None:
+            out["break_even_rented"] = at_most_one("break_even_utilisation_rented", price=rent)
+        if c_gpu is not None:
+            out["break_even_owned"] = at_most_one(
+                "break_even_utilisation_owned",
+                electricity_price=price_e,
+                pue=pue_value,
+                host_power_fraction=a.host_power_fraction,
+                **power,
+                **hardware,
+            )
+    return Bill(
+        model=rep.model,
+        gpu=rep.gpu,
+        n_gpus=n,
+        replicas=replicas,
+        gpus=total,
+        utilisation=u,
+        own=own,
+        throughput=x,
+        tokens_per_s=(x * u * replicas).to(_PER_S),
+        gpu_power=tdp,
+        gpu_draw=draw,
+        site_power=site_w,
+        site_power_full=site_full,
+        energy_per_million=(per_tok * _MILLION).to(_KWH),
+        token_efficiency=eff.to(_PER_J),
+        gpus_per_megawatt=per_mw,
+        years=n_years,
+        electricity_price=price_e.to(_USD_KWH),
+        electricity_name=elec_name,
+        pue=pue_value,
+        pue_name=pue_name,
+        monthly_energy=energy_month,
+        assumptions=a,
+        **out,
+    )

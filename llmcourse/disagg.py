@@ -1,0 +1,729 @@
+"""Disaggregated serving: a prefill pool and a decode pool (chapter *Disaggregated serving*,
+``book/10b_disaggregation.md``).
+
+An aggregated replica prefills and decodes on the same GPUs: every new prompt's prefill stalls the
+decode steps of the requests already in its batch, so the time per token carries the other
+requests' prefills, and one replica shape must suit both phases. A disaggregated deployment gives
+each phase its own pool: ``x`` GPUs of prefill replicas that only prefill (one prompt at a time,
+shaped for compute), ``y`` GPUs of decode replicas that only decode (a large batch, shaped for
+memory), and a link between the pools that carries each prompt's KV cache from one to the other.
+
+Every time here comes from the one replica model (:func:`llmcourse.planner.replica`): a prefill
+replica's prefill of one prompt, a decode replica's step at its batch with no prefill charged to
+it (``count_prefill`` and ``prefill_interference`` off: its requests arrive prefilled). The pools
+are joined by the formulas of :mod:`llmcourse.formulas_disagg`: the KV hand-off over the link
+(alpha-beta), the wait for a free prefill replica (M/D/c, Sakasegawa's approximation) and the time
+to first token, their sum with the request's overhead.
+
+:func:`disaggregated` sizes the two pools for a :class:`~llmcourse.planner.Brief` (or evaluates
+given ones); :func:`compare` puts it beside the aggregated :func:`~llmcourse.planner.plan` at the
+same targets; :func:`measured_rows` and :func:`predict_row` express the disaggregated rows of the
+aiconfigurator file through the same model.
+
+Examples
+--------
+>>> from llmcourse.planner import Brief
+>>> from llmcourse.units import Q_
+>>> b = Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms"))
+>>> d = disaggregated("Llama-3.1-70B", "H100 SXM", b, prefill_tensor_parallel=4, decode_tensor_parallel=4,
+...                   weight_bytes="fp8")
+>>> d.prefill.gpus, d.decode.gpus, d.meets_targets
+(12, 4, True)
+>>> disaggregated("Llama-3.1-8B", "H100 SXM", b, prefill_gpus=0)
+Traceback (most recent call last):
+...
+llmcourse.errors.InputError: prefill_gpus=0: a pool needs at least one replica of 1 GPU; give a whole multiple of 1, or leave it at None to size the pool.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pint
+
+from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.catalog import GPU, Link, Model, gpus, links, models
+from llmcourse.errors import InputError
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.formulas import checked
+from llmcourse.planner import (
+    Brief,
+    Plan,
+    Replica,
+    decode_step,
+    kv_bytes_per_sequence,
+    largest_batch,
+    plan,
+    replica,
+)
+from llmcourse.units import Q_, parsed_unit, plain_number
+
+__all__ = [
+    "Comparison",
+    "DisaggRow",
+    "Disaggregated",
+    "Pool",
+    "RowPrediction",
+    "compare",
+    "disaggregated",
+    "kv_handoff",
+    "measured_factors",
+    "measured_rows",
+    "pool_link",
+    "predict_row",
+]
+
+_MS, _S, _PER_S = (parsed_unit(u)[0] for u in ("ms", "s", "1/s"))
+#: The most replicas one pool is sized to (a bound on the search; far above any product's fleet).
+_MOST_REPLICAS = 100_000
+
+
+def _float(name: str, *args: str):
+    """A formula of :mod:`llmcourse.formulas_disagg` as a plain-float function of the named inputs
+    (in their declared units, SI), positional in the order given."""
+    from llmcourse.validation import _scalar  # the package's one lambdify helper
+
+    return _scalar(name, *args)
+
+
+# plain-float forms, for the closed-loop fixed point (hundreds of evaluations per row)
+_wait_f = _float("mdc_wait", "prefill_utilisation", "prefill_servers", "prefill_time")
+_rho_f = _float("prefill_pool_utilisation", "request_rate", "prefill_time", "prefill_servers")
+_wave_f = _float("wave_wait", "burst_prompts", "prefill_servers", "prefill_time")
+_ttft_f = _float("disagg_ttft", "request_overhead", "prefill_queue_wait", "prefill_time", "kv_handoff")
+
+
+def pool_link(gpu: GPU | str, link: Link | str | None = None) -> Link:
+    """The link between the pools: ``link`` if given (a catalog name: two pools in one NVLink domain
+    may hand off over NVLink), else the scale-out link of the GPU's own (pools on different nodes).
+
+    Examples
+    --------
+    >>> pool_link("H100 SXM").name, pool_link("H100 SXM", "NVLink 4").name
+    ('InfiniBand NDR', 'NVLink 4')
+    """
+    g = gpus[gpu]
+    return links[link] if link is not None else links[links[g.link].scale_out]
+
+
+@checked
+def kv_handoff(
+    model: Model | str,
+    prompt_tokens: float,
+    *,
+    link: Link | str,
+    kv_lanes: int = 1,
+    kv_bytes: Any = 2,
+    assumptions: Assumptions | str | None = None,
+) -> pint.Quantity:
+    """Time to hand one prompt's KV cache from a prefill replica to a decode replica over ``link``
+    (formula ``kv_handoff_time``): the link's fixed cost and latency, then the prompt's KV bytes
+    over ``kv_lanes`` lanes of the link's bandwidth at the assumptions' ``link_efficiency``.
+
+    Examples
+    --------
+    >>> round(kv_handoff("Llama-3.1-70B", 2_000, link="InfiniBand NDR").to("ms").m, 2)
+    16.39
+    """
+    a, lk = resolve(assumptions), links[link]
+    kv = kv_bytes_per_sequence(model, prompt_tokens, kv_bytes)
+    return F["kv_handoff_time"](
+        collective_base=lk.base,
+        link_latency=lk.latency,
+        kv_per_sequence=kv,
+        kv_lanes=kv_lanes,
+        link_bandwidth=lk.bandwidth,
+        link_efficiency=a.link_efficiency,
+    ).to(_MS)
+
+
+# --- the two pools ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Pool:
+    """One pool: ``replicas`` replicas of ``replica.n_gpus`` GPUs each, doing one phase."""
+
+    role: str
+    replicas: int
+    replica: Replica = field(repr=False)
+    rate: pint.Quantity  # requests per second the pool completes at full load
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.replica.n_gpus
+
+    @property
+    def gpus(self) -> int:
+        return self.replicas * self.replica.n_gpus
+
+    @property
+    def shape(self) -> str:
+        lay = self.replica.layout
+        parts = [f"TP{lay.tensor_parallel}"]
+        if lay.data_parallel > 1:
+            parts.append(f"DP{lay.data_parallel}")
+        if lay.expert_parallel > 1:
+            parts.append(f"EP{lay.expert_parallel}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Disaggregated:
+    """A disaggregated deployment for a brief (see :func:`disaggregated`)."""
+
+    model: str
+    gpu: str
+    brief: Brief
+    prefill: Pool
+    decode: Pool
+    link: Link
+    prefill_time: pint.Quantity
+    kv_handoff: pint.Quantity
+    queue_wait: pint.Quantity
+    utilisation: float
+    ttft: pint.Quantity
+    tpot: pint.Quantity
+    sized: bool = True
+
+    @property
+    def gpus(self) -> int:
+        return self.prefill.gpus + self.decode.gpus
+
+    @property
+    def batch(self) -> int:
+        return self.decode.replica.batch
+
+    @property
+    def ttft_met(self) -> bool:
+        return bool(self.ttft <= self.brief.ttft_target)
+
+    @property
+    def tpot_met(self) -> bool:
+        return bool(self.tpot <= self.brief.tpot_target)
+
+    @property
+    def meets_targets(self) -> bool:
+        return self.ttft_met and self.tpot_met
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, value) rows for a review table."""
+        mark = {True: "\u2713", False: "\u2717"}
+        ms = lambda q: f"{q.to(_MS).m:,.1f} ms"  # noqa: E731
+        b = self.brief
+        return [
+            ("time to first token", f"{ms(self.ttft)} (target {ms(b.ttft_target)}) {mark[self.ttft_met]}"),
+            ("of which: wait for a prefill replica", ms(self.queue_wait)),
+            ("of which: prefill", ms(self.prefill_time)),
+            ("of which: KV hand-off", f"{ms(self.kv_handoff)} over {self.link.name}"),
+            ("time per output token", f"{ms(self.tpot)} (target {ms(b.tpot_target)}) {mark[self.tpot_met]}"),
+            (
+                "prefill pool",
+                f"{self.prefill.gpus:,} GPUs ({self.prefill.replicas:,} x {self.prefill.shape}), "
+                f"busy {self.utilisation:.0%}",
+            ),
+            (
+                "decode pool",
+                f"{self.decode.gpus:,} GPUs ({self.decode.replicas:,} x {self.decode.shape}), batch {self.batch}",
+            ),
+            ("GPUs", f"{self.gpus:,}"),
+        ]
+
+    def __str__(self) -> str:
+        return "\n".join(f"{k:>30}: {v}" for k, v in self.rows())
+
+
+def _pool_size(gpus_: Any, name: str, per_replica: int) -> int | None:
+    """Replicas in a pool of ``gpus_`` GPUs (None: size it), refusing zero and a split replica."""
+    if gpus_ is None:
+        return None
+    hint = f"give a whole multiple of {per_replica}, or leave it at None to size the pool"
+    n = plain_number(gpus_, name, integer=True, allow_zero=True, at_most=_MOST_REPLICAS * per_replica)
+    if n < 1:
+        unit = "GPU" if per_replica == 1 else "GPUs"
+        raise InputError(f"{name}={n:g}: a pool needs at least one replica of {per_replica} {unit}; {hint}.")
+    if n % per_replica:
+        raise InputError(f"{name}={n:g} is not a whole number of {per_replica}-GPU replicas; {hint}.")
+    return int(n) // per_replica
+
+
+def _need_fit(rep: Replica, role: str, keyword: str) -> None:
+    if not rep.fits:
+        raise InputError(f"the {role} replica does not fit: {rep.reason.rstrip('.')} (change {keyword}, or quantize).")
+
+
+@checked
+def disaggregated(
+    model: Model | str,
+    gpu: GPU | str,
+    brief: Brief,
+    *,
+    prefill_gpus: int | None = None,
+    decode_gpus: int | None = None,
+    prefill_tensor_parallel: int = 1,
+    decode_tensor_parallel: int = 1,
+    prefill_data_parallel: int = 1,
+    decode_data_parallel: int = 1,
+    prefill_expert_parallel: int | None = None,
+    decode_expert_parallel: int | None = None,
+    link: Link | str | None = None,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    assumptions: Assumptions | str | None = None,
+) -> Disaggregated:
+    """A prefill pool and a decode pool for ``brief``, each of replicas of its own shape.
+
+    The prefill pool's replicas prefill one prompt at a time; the smallest pool with the
+    assumptions' headroom over the arrival rate whose time to first token (request overhead, the
+    M/D/c wait, the prefill, the KV hand-off over ``link``: see :func:`pool_link`) meets the target,
+    or ``prefill_gpus`` if given. The decode pool's replicas decode the largest batch whose time per
+    token meets its target (no prefill shares their steps); the fewest replicas that complete the
+    rate with the headroom, or ``decode_gpus`` if given (then the batch is the smallest that keeps up
+    with the rate). A target no pool can meet (the prefill alone is slower) is reported unmet.
+
+    Examples
+    --------
+    >>> from llmcourse.planner import Brief
+    >>> from llmcourse.units import Q_
+    >>> b = Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms"))
+    >>> d = disaggregated("Llama-3.1-70B", "H100 SXM", b, prefill_tensor_parallel=4, decode_tensor_parallel=4,
+    ...                   weight_bytes="fp8", prefill_gpus=8)
+    >>> d.prefill.replicas, round(d.utilisation, 2), d.ttft_met
+    (2, 0.96, False)
+    """
+    m, g = models[model], gpus[gpu]
+    if not isinstance(brief, Brief):
+        raise InputError(
+            "brief must be a Brief(requests_per_second, prompt_tokens, answer_tokens, ttft_target, tpot_target)."
+        )
+    a = resolve(assumptions)
+    lk = pool_link(g, link)
+    lam, p, ans = brief.requests_per_second, brief.prompt_tokens, brief.answer_tokens
+    common = dict(prompt_tokens=p, answer_tokens=ans, weight_bytes=weight_bytes, kv_bytes=kv_bytes)
+    # the prefill replica: one prompt at a time, timed by the replica model
+    pre = replica(
+        m, g, tensor_parallel=prefill_tensor_parallel, data_parallel=prefill_data_parallel,
+        expert_parallel=prefill_expert_parallel, batch=1, assumptions=a, **common,
+    )  # fmt: skip
+    _need_fit(pre, "prefill", "prefill_tensor_parallel")
+    # the decode replica: its requests arrive prefilled, so none of their prefill is charged to it
+    a_dec = a.replace(count_prefill=False, prefill_interference=False)
+
+    def dec_at(b: int | None) -> Replica:
+        return replica(
+            m, g, tensor_parallel=decode_tensor_parallel, data_parallel=decode_data_parallel,
+            expert_parallel=decode_expert_parallel, batch=b, assumptions=a_dec, **common,
+        )  # fmt: skip
+
+    top = dec_at(None)
+    _need_fit(top, "decode", "decode_tensor_parallel")
+    n_pre, n_dec = pre.n_gpus, top.n_gpus
+    c_given = _pool_size(prefill_gpus, "prefill_gpus", n_pre)
+    r_given = _pool_size(decode_gpus, "decode_gpus", n_dec)
+
+    t_pre = pre.first_prefill.time
+    handoff = kv_handoff(m, p, link=lk, kv_lanes=min(n_pre, n_dec), kv_bytes=kv_bytes, assumptions=a)
+    overhead = Q_(a.request_overhead_ms, _MS)
+    lam_s, t_s = float(lam.to(_PER_S).m), float(t_pre.to(_S).m)
+    over_s, handoff_s = float(overhead.to(_S).m), float(handoff.to(_S).m)
+
+    def ttft_s(c: int, wait: float | None = None) -> float:
+        wait = _wait_f(_rho_f(lam_s, t_s, c), c, t_s) if wait is None else wait
+        return _ttft_f(over_s, wait, t_s, handoff_s)
+
+    if c_given is None:
+        # at least the headroom over the rate (and a stable queue), then the fewest that meet the target
+        c_min = int(F["gpus_for_rate"](request_rate=lam, headroom=a.headroom, rps_per_gpu=1 / t_pre).m)
+        c_min = max(c_min, math.floor(lam_s * t_s) + 1)
+        target = float(brief.ttft_target.to(_S).m)
+        c = c_min
+        if ttft_s(c) > target and ttft_s(c, 0.0) < target:
+            lo, hi = c, c
+            while ttft_s(hi) > target and hi < _MOST_REPLICAS:
+                lo, hi = hi, min(2 * hi, _MOST_REPLICAS)
+            while hi - lo > 1:  # the wait falls as replicas are added
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if ttft_s(mid) > target else (lo, mid)
+            c = hi
+    else:
+        c = c_given
+    rho = float(F["prefill_pool_utilisation"](request_rate=lam, prefill_time=t_pre, prefill_servers=c).m)
+    if rho >= 1:
+        need = math.floor(lam_s * t_s) + 1
+        raise InputError(
+            f"prefill_gpus={c * n_pre}: {c} prefill replica{'s' if c > 1 else ''} would be busy {rho:.0%} of the time "
+            f"({lam_s:g} prompts/s of {t_pre.to(_MS).m:,.0f} ms each), so the queue grows without end; "
+            f"give at least {need * n_pre} GPUs."
+        )
+    wait = F["mdc_wait"](prefill_utilisation=rho, prefill_servers=c, prefill_time=t_pre)
+    ttft = F["disagg_ttft"](request_overhead=overhead, prefill_queue_wait=wait, prefill_time=t_pre, kv_handoff=handoff)
+
+    # the decode pool
+    def pool_rate(r: int, rep: Replica) -> pint.Quantity:
+        return F["decode_pool_rate"](replicas=r, batch=rep.batch, answer_tokens=ans, step_time=rep.tpot)
+
+    # the search runs on the replica's own decode step (its time per token, with no prefill charged)
+    shape = dict(
+        n_gpus=top.tensor_parallel, data_parallel=decode_data_parallel, expert_parallel=decode_expert_parallel,
+        weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a_dec, context_tokens=top.kv_read_tokens,
+    )  # fmt: skip
+
+    def step_at(b: int) -> pint.Quantity:
+        return decode_step(m, g, batch=b, **shape).step_time
+
+    if r_given is None:
+        b = max(1, largest_batch(lambda b: step_at(b) <= brief.tpot_target, top.max_batch))
+        dec = dec_at(b)
+        r = int(F["gpus_for_rate"](request_rate=lam, headroom=a.headroom, rps_per_gpu=dec.requests_per_second).m)
+    else:
+        r = r_given
+        if pool_rate(r, top) < lam:
+            full = pool_rate(1, top)
+            need = math.ceil(float((lam / full).to("").m))
+            raise InputError(
+                f"decode_gpus={r * n_dec}: {r} decode replica{'s' if r > 1 else ''} at their largest batch "
+                f"({top.batch}) complete {pool_rate(r, top).to(_PER_S).m:,.2f} requests/s, fewer than the "
+                f"{lam_s:g} asked; give at least {need * n_dec} GPUs."
+            )
+        # the smallest batch that keeps up with the rate (the batch the traffic fills)
+        rate_at = lambda b: F["decode_pool_rate"](replicas=r, batch=b, answer_tokens=ans, step_time=step_at(b))  # noqa: E731
+        dec = dec_at(1 + largest_batch(lambda b: rate_at(b) < lam, top.max_batch))
+    return Disaggregated(
+        model=m.name,
+        gpu=g.name,
+        brief=brief,
+        prefill=Pool("prefill", c, pre, F["prefill_pool_rate"](prefill_servers=c, prefill_time=t_pre).to(_PER_S)),
+        decode=Pool("decode", r, dec, pool_rate(r, dec).to(_PER_S)),
+        link=lk,
+        prefill_time=t_pre.to(_MS),
+        kv_handoff=handoff,
+        queue_wait=wait.to(_MS),
+        utilisation=rho,
+        ttft=ttft.to(_MS),
+        tpot=dec.tpot.to(_MS),
+        sized=c_given is None and r_given is None,
+    )
+
+
+# --- aggregated against disaggregated --------------------------------------------------------------
+@dataclass(frozen=True)
+class Comparison:
+    """The aggregated plan and the disaggregated deployment for one brief, and which wins."""
+
+    aggregated: Plan
+    disaggregated: Disaggregated
+
+    @property
+    def winner(self) -> str:
+        """``"aggregated"`` or ``"disaggregated"``: the one that meets both targets on fewer GPUs
+        (a tie goes to aggregated, the simpler system); ``"neither"`` if neither meets them."""
+        agg, dis = self.aggregated, self.disaggregated
+        ok_a, ok_d = agg.meets_targets, dis.meets_targets
+        if not (ok_a or ok_d):
+            return "neither"
+        if ok_a and (not ok_d or agg.gpus <= dis.gpus):
+            return "aggregated"
+        return "disaggregated"
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, value) rows: both deployments' GPUs and times, then the verdict."""
+        agg, dis = self.aggregated, self.disaggregated
+        ms = lambda q: f"{q.to(_MS).m:,.1f} ms"  # noqa: E731
+        mark = {True: "\u2713", False: "\u2717"}
+        if agg.fits:
+            a_row = (
+                f"{agg.gpus:,} GPUs ({agg.gpus // agg.tensor_parallel:,} x TP{agg.tensor_parallel}), batch {agg.batch}; "
+                f"TTFT {ms(agg.ttft)} {mark[agg.ttft_met]}, TPOT {ms(agg.tpot)} {mark[agg.tpot_met]}"
+            )
+        else:
+            a_row = f"does not fit: {agg.reason}"
+        d_row = (
+            f"{dis.gpus:,} GPUs ({dis.prefill.gpus:,} prefill + {dis.decode.gpus:,} decode); "
+            f"TTFT {ms(dis.ttft)} {mark[dis.ttft_met]}, TPOT {ms(dis.tpot)} {mark[dis.tpot_met]}"
+        )
+        return [("aggregated", a_row), ("disaggregated", d_row), *dis.rows(), ("fewer GPUs", self.winner)]
+
+    def __str__(self) -> str:
+        return "\n".join(f"{k:>30}: {v}" for k, v in self.rows())
+
+
+@checked
+def compare(
+    model: Model | str,
+    gpu: GPU | str,
+    brief: Brief,
+    *,
+    tensor_parallel: int = 1,
+    prefill_tensor_parallel: int | None = None,
+    decode_tensor_parallel: int | None = None,
+    link: Link | str | None = None,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    assumptions: Assumptions | str | None = None,
+) -> Comparison:
+    """The aggregated :func:`~llmcourse.planner.plan` (replicas of ``tensor_parallel`` GPUs) beside
+    :func:`disaggregated` (pools of ``prefill_tensor_parallel`` and ``decode_tensor_parallel`` GPUs
+    per replica, ``tensor_parallel`` by default) at the same brief, GPU and assumptions.
+
+    Examples
+    --------
+    >>> from llmcourse.planner import Brief
+    >>> from llmcourse.units import Q_
+    >>> c = compare("Llama-3.1-70B", "H100 SXM", Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms")),
+    ...             tensor_parallel=4, weight_bytes="fp8")
+    >>> c.aggregated.gpus, c.disaggregated.gpus, c.winner
+    (20, 16, 'disaggregated')
+    """
+    agg = plan(
+        model, gpu, brief, tensor_parallel=tensor_parallel, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
+        assumptions=assumptions,
+    )  # fmt: skip
+    dis = disaggregated(
+        model, gpu, brief,
+        prefill_tensor_parallel=prefill_tensor_parallel or tensor_parallel,
+        decode_tensor_parallel=decode_tensor_parallel or tensor_parallel,
+        link=link, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=assumptions,
+    )  # fmt: skip
+    return Comparison(agg, dis)
+
+
+# --- the measured disaggregated rows ---------------------------------------------------------------
+@dataclass(frozen=True)
+class DisaggRow:
+    """One disaggregated row of aiconfigurator's silicon file: ``concurrency`` requests in flight
+    over ``prefill_workers`` prefill replicas and ``decode_workers`` decode replicas."""
+
+    id: str
+    model: str
+    gpu: str
+    engine: str
+    weights: str
+    kv: str
+    isl: int
+    osl: int
+    concurrency: int
+    prefill_workers: int
+    prefill_tp: int
+    prefill_dp: int
+    prefill_ep: int
+    prefill_batch: int
+    decode_workers: int
+    decode_tp: int
+    decode_dp: int
+    decode_ep: int
+    decode_batch: int
+    ttft_ms: float
+    tpot_ms: float
+
+
+_CONC = re.compile(r"silicon_concurrency=(\d+)")
+_ROWS: tuple[tuple[DisaggRow, ...], tuple[tuple[str, str], ...]] | None = None
+
+
+def measured_rows() -> tuple[tuple[DisaggRow, ...], tuple[tuple[str, str], ...]]:
+    """The disaggregated rows of ``llmcourse/data/aiconfigurator-silicon.csv`` the catalog can
+    express, and (id, reason) for the others (cached). Rows that do not give the pools' worker
+    counts and batches are left out: the split of the load over the pools is then unknown.
+    The columns are read by :mod:`llmcourse.validation`'s cell readers (the same names, precisions
+    and KV rule as its aggregated rows)."""
+    global _ROWS
+    if _ROWS is not None:
+        return _ROWS
+    from llmcourse import validation as v
+
+    rows, skipped = [], []
+    with open(v.AICONFIGURATOR, encoding="utf-8", newline="") as fh:
+        for r in csv.DictReader(fh):
+            if (r.get("mode") or "").strip() != "disagg":
+                continue
+            rid = r["id"]
+            try:
+                model, gpu = v._model_name(v._cell(r, "model_path")), v._gpu_name(v._cell(r, "system"))
+                isl, osl = v._whole(r, "isl"), v._whole(r, "osl")
+                v._context_gap(model, isl, osl)
+                if not (r.get("prefill_num_workers") or "").strip() or not (r.get("decode_batch_size") or "").strip():
+                    raise v._RowError("the pools' worker counts and batches are not given")
+                found = _CONC.search(r.get("silicon_data_source") or "")
+                if not found:
+                    raise v._RowError("no silicon_concurrency in silicon_data_source")
+                weights, _ = v._aic_weights(r, model)
+                engine = v._cell(r, "backend").lower()
+                kv = "fp8" if engine == "trtllm" and weights in ("fp8", "fp4") else "bf16"
+                moe = models[model].is_moe
+                side = {}
+                for s in ("prefill", "decode"):
+                    ep = v._whole(r, f"{s}_moe_ep_size", 1) if moe else 1
+                    side[s] = dict(
+                        workers=v._whole(r, f"{s}_num_workers"),
+                        tp=v._whole(r, f"{s}_tp_size"),
+                        dp=v._whole(r, f"{s}_attention_dp_size", 1),
+                        ep=ep,
+                        batch=v._whole(r, f"{s}_batch_size"),
+                    )
+                    if v._whole(r, f"{s}_pp_size", 1) > 1:
+                        raise v._RowError(f"{s} pipeline parallelism is not expressed here")
+                rows.append(
+                    DisaggRow(
+                        id=rid, model=model, gpu=gpu, engine=v._engine(engine, r.get("backend_version") or ""),
+                        weights=weights, kv=kv, isl=isl, osl=osl, concurrency=int(found.group(1)),
+                        **{f"{s}_{k}": x for s, d in side.items() for k, x in d.items() if k != "workers"},
+                        prefill_workers=side["prefill"]["workers"], decode_workers=side["decode"]["workers"],
+                        ttft_ms=v._number(r, "silicon_ttft_ms"), tpot_ms=v._number(r, "silicon_tpot_ms"),
+                    )
+                )  # fmt: skip
+            except (v._RowError, InputError) as exc:
+                skipped.append((rid, str(exc)))
+    _ROWS = (tuple(rows), tuple(skipped))
+    return _ROWS
+
+
+@dataclass(frozen=True)
+class RowPrediction:
+    """A measured row's predicted and measured times (ms), with the pieces of the prediction."""
+
+    row: DisaggRow
+    ttft_ms: float
+    tpot_ms: float
+    prefill_ms: float
+    handoff_ms: float
+    wait_ms: float
+    wave_ms: float
+    utilisation: float
+    arrivals: str = "waves"
+
+    @property
+    def ttft_factor(self) -> float:
+        """Predicted over measured time to first token."""
+        return self.ttft_ms / self.row.ttft_ms
+
+    @property
+    def tpot_factor(self) -> float:
+        return self.tpot_ms / self.row.tpot_ms
+
+
+def predict_row(
+    row: DisaggRow,
+    *,
+    link: Link | str | None = None,
+    arrivals: str = "waves",
+    assumptions: Assumptions | str | None = None,
+) -> RowPrediction:
+    """Time to first token and time per token of a measured disaggregated row, through the replica
+    model and the formulas of this module.
+
+    Decode: each of the row's decode replicas runs its ``decode_batch`` per attention group; the
+    time per token is that replica's step (no prefill charged). Prefill: each prefill replica takes
+    ``prefill_batch`` prompts per attention group at once, so the pool is ``workers x batch x dp``
+    servers of one pass's time. The benchmark is a closed loop of ``concurrency`` requests, so the
+    arrival rate is the concurrency over a request's cycle (its time to first token, then
+    ``osl - 1`` tokens): the time to first token is the fixed point of the ``disagg_ttft`` formula
+    with the M/D/c wait at that rate, found by bisection (the wait grows without end as the
+    prefill pool fills, so the root is bracketed). With ``arrivals="waves"`` (the default) the wait
+    is at least that of a wave of ``concurrency`` prompts arriving together (formula ``wave_wait``):
+    the benchmark starts its clients together, and with equal lengths they stay in step, so their
+    prompts arrive in waves, not one by one; ``arrivals="poisson"`` keeps the M/D/c wait alone.
+
+    Examples
+    --------
+    >>> rows, _ = measured_rows()
+    >>> p = predict_row(rows[0])
+    >>> p.ttft_ms > p.prefill_ms > 0 and p.tpot_ms > 0
+    True
+    """
+    if arrivals not in ("waves", "poisson"):
+        raise InputError(f"arrivals={arrivals!r}: use 'waves' (a closed loop in step) or 'poisson'.")
+    a = resolve(assumptions)
+    m, g = models[row.model], gpus[row.gpu]
+    lk = pool_link(g, link)
+    common = dict(prompt_tokens=row.isl, answer_tokens=row.osl, weight_bytes=row.weights, kv_bytes=row.kv)
+    k = row.prefill_batch * row.prefill_dp
+    pre = replica(
+        m, g, tensor_parallel=row.prefill_tp, data_parallel=row.prefill_dp,
+        expert_parallel=row.prefill_ep if row.prefill_ep > 1 else None, batch=k, assumptions=a, **common,
+    )  # fmt: skip
+    _need_fit(pre, "prefill", "the row's prefill layout")
+    a_dec = a.replace(count_prefill=False, prefill_interference=False)
+    dec = replica(
+        m, g, tensor_parallel=row.decode_tp, data_parallel=row.decode_dp,
+        expert_parallel=row.decode_ep if row.decode_ep > 1 else None,
+        batch=row.decode_batch * row.decode_dp, assumptions=a_dec, **common,
+    )  # fmt: skip
+    _need_fit(dec, "decode", "the row's decode layout")
+    t_pass = float(pre.batch_prefill.time.to(_S).m)
+    tpot = float(dec.tpot.to(_S).m)
+    lanes = min(pre.n_gpus, dec.n_gpus)
+    handoff = kv_handoff(m, row.isl, link=lk, kv_lanes=lanes, kv_bytes=row.kv, assumptions=a).to(_S)
+    over_s = float(Q_(a.request_overhead_ms, _MS).to(_S).m)
+
+    def ttft_at(wait: float) -> float:
+        return _ttft_f(over_s, wait, t_pass, float(handoff.m))
+
+    c, n = row.prefill_workers * k, row.concurrency
+    rest = (row.osl - 1) * tpot  # the cycle after the first token
+    wave = _wave_f(n, c, t_pass) if arrivals == "waves" and n > c else 0.0
+
+    def wait(ttft: float) -> float:
+        rho = _rho_f(n / (ttft + rest), t_pass, c)
+        return math.inf if rho >= 1 else max(wave, _wait_f(rho, c, t_pass))
+
+    lo = ttft_at(0.0)
+    hi = lo + 2 * n * t_pass / c  # there the pool is at most half busy, and the wait is below t_pass / c
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if ttft_at(wait(mid)) > mid else (lo, mid)
+    ttft = hi
+    w = wait(ttft)
+    return RowPrediction(
+        row=row,
+        ttft_ms=ttft * 1e3,
+        tpot_ms=tpot * 1e3,
+        prefill_ms=t_pass * 1e3,
+        handoff_ms=float(handoff.m) * 1e3,
+        wait_ms=w * 1e3,
+        wave_ms=wave * 1e3,
+        utilisation=_rho_f(n / (ttft + rest), t_pass, c),
+        arrivals=arrivals,
+    )
+
+
+def _within_2x(factors: Sequence[float]) -> float:
+    return sum(1 for f in factors if 0.5 <= f <= 2) / len(factors)
+
+
+def measured_factors(
+    rows: Sequence[DisaggRow] | None = None,
+    *,
+    arrivals: str = "waves",
+    assumptions: Assumptions | str | None = None,
+) -> list[tuple[str, int, float, float, float, float]]:
+    """By GPU, then all rows: (GPU, rows, median predicted/measured time to first token, share of
+    those within 2x, the same two for the time per token). Rows whose layout does not fit are left
+    out (:func:`measured_rows` gives the rest).
+
+    Examples
+    --------
+    >>> table = measured_factors()
+    >>> table[-1][0], table[-1][1] > 100
+    ('all', True)
+    """
+    rows = measured_rows()[0] if rows is None else rows
+    preds = []
+    for r in rows:
+        try:
+            preds.append(predict_row(r, arrivals=arrivals, assumptions=assumptions))
+        except InputError:
+            continue
+    out = []
+    by_gpu: dict[str, list[RowPrediction]] = {}
+    for p in preds:
+        by_gpu.setdefault(p.row.gpu, []).append(p)
+    for name, ps in [*sorted(by_gpu.items()), ("all", preds)]:
+        ft, fp = [p.ttft_factor for p in ps], [p.tpot_factor for p in ps]
+        out.append(
+            (name, len(ps), statistics.median(ft), _within_2x(ft), statistics.median(fp), _within_2x(fp))
+        )  # fmt: skip
+    return out

@@ -1,0 +1,281 @@
+"""Disaggregated serving: the KV hand-off, the prefill pool's queue, sizing the two pools, the measured rows."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import llmcourse as lc
+from llmcourse import Q_
+from llmcourse.disagg import (
+    compare,
+    disaggregated,
+    kv_handoff,
+    measured_factors,
+    measured_rows,
+    pool_link,
+    predict_row,
+)
+from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.planner import Brief, decode_step, replica
+
+COURSE = lc.resolve()
+BRIEF = Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms"))
+SHAPE = dict(prefill_tensor_parallel=4, decode_tensor_parallel=4, weight_bytes="fp8")
+
+
+@pytest.fixture(scope="module")
+def sized():
+    return disaggregated("Llama-3.1-70B", "H100 SXM", BRIEF, **SHAPE)
+
+
+def test_handoff_of_a_70b_prompt_by_hand():
+    """2,000 tokens x 320 KiB = 655.36 MB over 50 GB/s at the link efficiency, plus 5 + 2.5 us."""
+    kv = 2_000 * 320 * 1024  # bytes: 2 x 80 layers x 8 KV heads x 128 values x 2 bytes = 320 KiB a token
+    expected_s = 5e-6 + 2.5e-6 + kv / (50e9 * COURSE.link_efficiency)
+    got = kv_handoff("Llama-3.1-70B", 2_000, link="InfiniBand NDR")
+    assert got.to("s").m == pytest.approx(expected_s, rel=1e-9)
+
+
+def test_handoff_splits_over_lanes():
+    """Four lanes carry the bytes four times as fast; the fixed cost and latency stay."""
+    one = kv_handoff("Llama-3.1-70B", 8_000, link="InfiniBand NDR").to("s").m
+    four = kv_handoff("Llama-3.1-70B", 8_000, link="InfiniBand NDR", kv_lanes=4).to("s").m
+    fixed = 7.5e-6
+    assert four - fixed == pytest.approx((one - fixed) / 4, rel=1e-9)
+
+
+def test_mdc_wait_with_one_replica_is_pollaczek_khinchine():
+    """One server: Sakasegawa's wait is M/D/1's exact rho t / (2 (1 - rho)) (0.8 x 100 / 0.4 = 200 ms)."""
+    w = F["mdc_wait"](prefill_utilisation=0.8, prefill_servers=1, prefill_time=Q_(100, "ms"))
+    assert w.to("ms").m == pytest.approx(200.0, rel=1e-12)
+
+
+def test_mdc_wait_by_hand_for_four_replicas():
+    """c = 4, rho = 0.8: 0.8^(sqrt(10) - 1) / (4 x 0.2) x 100 ms / 2."""
+    w = F["mdc_wait"](prefill_utilisation=0.8, prefill_servers=4, prefill_time=Q_(100, "ms"))
+    assert w.to("ms").m == pytest.approx(0.8 ** (math.sqrt(10) - 1) / 0.8 * 50, rel=1e-12)
+
+
+def test_wave_wait_by_hand():
+    """12 prompts at once on 4 replicas: waves wait 0, 1, 2 prefills; the mean is 1 prefill."""
+    w = F["wave_wait"](burst_prompts=12, prefill_servers=4, prefill_time=Q_(100, "ms"))
+    assert w.to("ms").m == pytest.approx(100.0)
+
+
+def test_pool_link_defaults_to_the_scale_out():
+    """Pools on different nodes hand off over the GPU's scale-out link; a given link is used as is."""
+    assert pool_link("B200").name == "InfiniBand XDR"
+    assert pool_link("B200", "NVLink 5").name == "NVLink 5"
+
+
+def test_sized_pools_meet_both_targets(sized):
+    """The sized deployment meets the brief's time to first token and time per token."""
+    assert sized.meets_targets and sized.sized
+
+
+def test_ttft_is_the_sum_of_its_parts(sized):
+    """TTFT = request overhead + wait + prefill + hand-off."""
+    parts = Q_(COURSE.request_overhead_ms, "ms") + sized.queue_wait + sized.prefill_time + sized.kv_handoff
+    assert sized.ttft.to("ms").m == pytest.approx(parts.to("ms").m, rel=1e-9)
+
+
+def test_prefill_time_is_the_replica_models(sized):
+    """The prefill pool's service time is the replica model's prefill of one prompt."""
+    r = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=4, batch=1, prompt_tokens=2_000, answer_tokens=300,
+                weight_bytes="fp8")  # fmt: skip
+    assert sized.prefill_time == r.first_prefill.time
+
+
+def test_decode_tpot_is_a_plain_decode_step(sized):
+    """A decode replica's time per token is its decode step: no prefill shares it."""
+    r = sized.decode.replica
+    s = decode_step("Llama-3.1-70B", "H100 SXM", batch=r.batch, context_tokens=2_000 + 300 / 2, n_gpus=4,
+                    weight_bytes="fp8")  # fmt: skip
+    assert sized.tpot.to("ms").m == pytest.approx(s.step_time.to("ms").m, rel=1e-9)
+
+
+def test_sized_pools_are_the_smallest(sized):
+    """One prefill replica fewer misses the TTFT target (or the headroom); the decode pool has the headroom."""
+    c = sized.prefill.replicas
+    lam, t = 20, sized.prefill_time.to("s").m
+    if c - 1 >= lam * COURSE.headroom * t:
+        fewer = disaggregated("Llama-3.1-70B", "H100 SXM", BRIEF, prefill_gpus=(c - 1) * 4, **SHAPE)
+        assert not fewer.ttft_met
+    assert sized.decode.rate.to("1/s").m >= 20 * COURSE.headroom
+
+
+def test_utilisation_by_hand(sized):
+    """Busy share = 20 requests/s x the prefill time / the replicas."""
+    expected = 20 * sized.prefill_time.to("s").m / sized.prefill.replicas
+    assert sized.utilisation == pytest.approx(expected, rel=1e-9)
+
+
+@settings(max_examples=8, deadline=None)
+@given(c=st.integers(2, 12))
+def test_more_prefill_gpus_never_raise_ttft(c):
+    """Adding a prefill replica never raises the time to first token."""
+    kw = dict(prefill_tensor_parallel=4, decode_tensor_parallel=4, weight_bytes="fp8", decode_gpus=8)
+    b = Brief(10, 2_000, 300, Q_(2, "s"), Q_(60, "ms"))
+    few = disaggregated("Llama-3.1-70B", "H100 SXM", b, prefill_gpus=4 * c, **kw)
+    more = disaggregated("Llama-3.1-70B", "H100 SXM", b, prefill_gpus=4 * (c + 1), **kw)
+    assert more.ttft <= few.ttft
+
+
+@pytest.mark.parametrize("slow,fast", [("PCIe 4 x16", "InfiniBand NDR"), ("InfiniBand NDR", "NVLink 4")])
+def test_a_faster_link_never_raises_ttft(slow, fast):
+    """A link with more bandwidth hands the KV off sooner, so the time to first token does not rise."""
+    kw = dict(prefill_gpus=12, decode_gpus=8, **SHAPE)
+    a = disaggregated("Llama-3.1-70B", "H100 SXM", BRIEF, link=slow, **kw)
+    b = disaggregated("Llama-3.1-70B", "H100 SXM", BRIEF, link=fast, **kw)
+    assert b.ttft <= a.ttft and b.kv_handoff < a.kv_handoff
+
+
+def test_compare_names_the_deployment_with_fewer_gpus():
+    """The winner meets both targets on fewer GPUs; its rows end with the verdict."""
+    c = compare("Llama-3.1-70B", "H100 SXM", BRIEF, tensor_parallel=4, weight_bytes="fp8")
+    agg, dis = c.aggregated, c.disaggregated
+    want = "disaggregated" if dis.meets_targets and (not agg.meets_targets or dis.gpus < agg.gpus) else "aggregated"
+    assert c.winner == want
+    assert c.rows()[-1] == ("fewer GPUs", c.winner)
+
+
+def test_unmet_ttft_is_reported_not_hidden():
+    """A target below the prefill alone cannot be met by any pool: the deployment says it is unmet."""
+    b = Brief(5, 8_000, 300, Q_(50, "ms"), Q_(60, "ms"))
+    d = disaggregated("Llama-3.1-70B", "H100 SXM", b, **SHAPE)
+    assert not d.ttft_met and d.ttft > d.prefill_time
+
+
+def test_a_pool_of_zero_gpus_is_refused():
+    """Zero GPUs in a pool: the message says to give a whole multiple of the replica."""
+    with pytest.raises(InputError, match=r"prefill_gpus=0.*whole multiple of 4"):
+        disaggregated("Llama-3.1-70B", "H100 SXM", BRIEF, prefill_gpus=0, **SHAPE)
+    with pytest.raises(InputError, match=r"decode_gpus=0"):
+        disaggregated("Llama-3.1-70B", "H100 SXM", BRIEF, decode_gpus=0, **SHAPE)
+
+
+def test_a_split_replica_is_refused():
+    """Six GPUs are not a whole number of 4-GPU replicas."""
+    with pytest.raises(InputError, match="not a whole number of 4-GPU replicas"):
+        disaggregated("Llama-3.1-70B", "H100 SXM", BRIEF, prefill_gpus=6, **SHAPE)
+
+
+def test_an_overloaded_prefill_pool_is_refused():
+    """A prefill pool busier than 100% has no steady queue: the message gives the GPUs it needs."""
+    with pytest.raises(InputError, match="grows without end; give at least"):
+        disaggregated("Llama-3.1-70B", "H100 SXM", BRIEF, prefill_gpus=4, **SHAPE)
+
+
+def test_too_small_a_decode_pool_is_refused():
+    """A decode pool that cannot keep up with the rate even at its largest batch says how many GPUs it needs."""
+    b = Brief(200, 2_000, 1_000, Q_(5, "s"), Q_(60, "ms"))
+    with pytest.raises(InputError, match=r"decode_gpus=4.*give at least"):
+        disaggregated("Llama-3.1-70B", "H100 SXM", b, decode_gpus=4, **SHAPE)
+
+
+def test_an_unknown_link_is_refused():
+    """A link not in the catalog: the message lists the known ones."""
+    with pytest.raises(UnknownNameError, match="no link named"):
+        disaggregated("Llama-3.1-70B", "H100 SXM", BRIEF, link="NVLink 9", **SHAPE)
+
+
+def test_a_layout_that_does_not_fit_is_refused():
+    """70B in BF16 on one 80 GB GPU: the prefill replica does not fit, and the message says what to change."""
+    with pytest.raises(InputError, match=r"prefill replica does not fit.*prefill_tensor_parallel"):
+        disaggregated("Llama-3.1-70B", "H100 SXM", BRIEF)
+    with pytest.raises(InputError, match="does not divide"):
+        disaggregated("Llama-3.1-70B", "H100 SXM", BRIEF, prefill_tensor_parallel=4, decode_tensor_parallel=3)
+
+
+def test_bad_brief_is_refused():
+    """Something other than a Brief is refused with the fields a Brief takes."""
+    with pytest.raises(InputError, match="Brief"):
+        disaggregated("Llama-3.1-70B", "H100 SXM", {"rate": 20}, **SHAPE)
+
+
+def test_measured_rows_are_the_ones_with_pools_given():
+    """Every expressed row gives both pools' workers and batches; the others say why they are left out."""
+    rows, skipped = measured_rows()
+    assert len(rows) > 200
+    assert all(r.prefill_workers >= 1 and r.decode_batch >= 1 for r in rows)
+    assert all(reason for _, reason in skipped)
+
+
+def test_a_measured_row_by_its_parts():
+    """A row's TTFT is the fixed point: overhead + wait + prefill + hand-off at the closed loop's rate."""
+    row = measured_rows()[0][0]
+    p = predict_row(row)
+    parts = COURSE.request_overhead_ms + p.wait_ms + p.prefill_ms + p.handoff_ms
+    assert p.ttft_ms == pytest.approx(parts, rel=1e-6)
+    assert p.utilisation < 1
+
+
+def test_measured_factors_cover_the_rows_by_gpu():
+    """The table has one line per GPU and one for all; its counts add up and its shares are shares."""
+    table = measured_factors()
+    by_gpu, total = table[:-1], table[-1]
+    assert total[0] == "all" and sum(t[1] for t in by_gpu) == total[1]
+    assert all(0 <= t[3] <= 1 and 0 <= t[5] <= 1 for t in table)
+    print("\npredicted / measured (disaggregated rows):")
+    for t in table:
+        print(f"  {t[0]:>10} {t[1]:4d} rows  TTFT median {t[2]:.2f} ({t[3]:.0%} within 2x)  "
+              f"TPOT median {t[4]:.2f} ({t[5]:.0%} within 2x)")  # fmt: skip
+
+
+def test_poisson_arrivals_are_an_option():
+    """With Poisson arrivals (no waves) the wait is never larger than with the waves."""
+    row = next(r for r in measured_rows()[0] if r.concurrency > 4 * r.prefill_workers)
+    assert predict_row(row, arrivals="poisson").ttft_ms <= predict_row(row).ttft_ms
+    with pytest.raises(InputError, match="arrivals"):
+        predict_row(row, arrivals="bursty")
+
+
+_HOSTILE = [0, -1, 1.5, float("nan"), float("inf"), "4", None, True, Q_(4, "GB"), 10**9]
+_ARGS = {
+    "prefill_gpus": 12,
+    "decode_gpus": 8,
+    "prefill_tensor_parallel": 4,
+    "decode_tensor_parallel": 4,
+    "link": "InfiniBand NDR",
+    "weight_bytes": "fp8",
+    "kv_bytes": 2,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ARGS))
+@pytest.mark.parametrize("value", _HOSTILE, ids=[repr(v) for v in _HOSTILE])
+def test_hostile_arguments_give_a_result_or_a_clear_refusal(name, value):
+    """Any one argument replaced by a hostile value: a finite result, or InputError / UnknownNameError."""
+    kw = _ARGS | {name: value}
+    try:
+        d = disaggregated("Llama-3.1-70B", "H100 SXM", BRIEF, **kw)
+    except (InputError, UnknownNameError):
+        return
+    assert math.isfinite(d.ttft.to("ms").m) and math.isfinite(d.tpot.to("ms").m) and d.gpus >= 2
+
+
+@pytest.mark.parametrize("value", _HOSTILE, ids=[repr(v) for v in _HOSTILE])
+def test_hostile_handoff_arguments(value):
+    """kv_handoff refuses hostile prompt lengths and lane counts with InputError."""
+    for kw in (dict(prompt_tokens=value, kv_lanes=1), dict(prompt_tokens=2_000, kv_lanes=value)):
+        try:
+            t = kv_handoff("Llama-3.1-70B", link="InfiniBand NDR", **kw)
+        except (InputError, UnknownNameError):
+            continue
+        assert math.isfinite(t.to("ms").m) and t.m > 0
+
+
+def test_calculator_shows_the_comparison_and_errors():
+    """The calculator's rows are compare()'s; a bad shape shows as a message, not an exception."""
+    from llmcourse.widgets.disagg import disagg_calculator
+
+    c = disagg_calculator()
+    want = compare("Llama-3.1-70B", "H100 SXM", BRIEF, tensor_parallel=4, weight_bytes="fp8")
+    assert c.rows == want.rows()
+    assert "does not divide" in c.set(decode_tensor_parallel=3).error
+    assert c.set(decode_tensor_parallel=4).error is None
