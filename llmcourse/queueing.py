@@ -429,7 +429,8 @@ def simulate(
     The load is either open (``rate``: Poisson arrivals) or closed (``concurrency``: that many clients,
     each sending its next request when its last one finishes, the way a benchmark at a concurrency
     does; the next request reaches the engine the request overhead later; the clients' first requests
-    are spread at random over the time one request takes alone, as a benchmark's ramp spreads them). ``prompt_tokens`` and
+    are spread at random over the time one request takes alone: started together, identical requests
+    would run in lockstep, which the measured engines do not show). ``prompt_tokens`` and
     ``answer_tokens`` are the means of the length distributions; ``*_cv`` their coefficients of
     variation (0: fixed).
 
