@@ -31,6 +31,7 @@ from llmcourse import (
     Q_,
     batching,
     catalog,
+    disagg,
     levers,
     memory,
     moe,
@@ -47,6 +48,7 @@ from llmcourse.formulas import FORMULAS
 OTHER = pint.UnitRegistry()
 ROW = validation.measurements()[0]
 BRIEF = lc.Brief(Q_(5, "1/s"), 1_000, 200, Q_(2, "s"), Q_(80, "ms"))
+BRIEF_P99 = lc.Brief(Q_(5, "1/s"), 1_000, 200, Q_(1, "s"), Q_(80, "ms"), ttft_percentile=99)
 REP = planner.replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=1_000, answer_tokens=200)
 SERVICE = queueing.build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=1_000, answer_tokens=200, batch_cap=32)
 SPEC = speculative.Speculation("eagle head", 3, 0.7)
@@ -156,6 +158,19 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
         (),
     ),
     "plan": (planner.plan, dict(model="Llama-3.1-8B", gpu="H100 SXM", brief=BRIEF), ()),
+    "Brief_percentiles": (
+        lc.Brief,
+        dict(
+            requests_per_second=10,
+            prompt_tokens=2_000,
+            answer_tokens=300,
+            ttft_target=Q_(1, "s"),
+            tpot_target=Q_(50, "ms"),
+            ttft_percentile=99,
+            tpot_percentile=90,
+        ),
+        (),
+    ),
     "model_of": (planner.model_of, dict(model="llama 3.1 8b"), ()),
     "gpu_of": (planner.gpu_of, dict(gpu="h100"), ()),
     # memory
@@ -213,6 +228,43 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
         ),
         ("requests", "replica", "model", "gpu"),
     ),
+    "simulate_chunked_cached": (
+        queueing.simulate,
+        dict(
+            model="Llama-3.1-8B",
+            gpu="H100 SXM",
+            rate=Q_(5, "1/s"),
+            prompt_tokens=1_000,
+            answer_tokens=200,
+            requests=100,
+            chunk_tokens=512,
+            prefix_hit_rate=0.5,
+            prefix_tokens=300,
+            replica=SERVICE,
+        ),
+        ("requests", "replica", "model", "gpu"),
+    ),
+    "simulate_closed_loop": (
+        queueing.simulate,
+        dict(
+            model="Llama-3.1-8B",
+            gpu="H100 SXM",
+            concurrency=4,
+            prompt_tokens=1_000,
+            answer_tokens=200,
+            requests=100,
+            replica=SERVICE,
+        ),
+        ("requests", "replica", "model", "gpu"),
+    ),
+    "plan_p99": (
+        planner.plan,
+        dict(model="Llama-3.1-8B", gpu="H100 SXM", brief=BRIEF_P99, simulated_requests=200),
+        ("simulated_requests",),
+    ),
+    "kv_handoff": (disagg.kv_handoff, dict(model="Llama-3.1-70B", prompt_tokens=2_000, link="InfiniBand NDR"), ()),
+    "disaggregated": (disagg.disaggregated, dict(model="Llama-3.1-8B", gpu="H100 SXM", brief=BRIEF), ()),
+    "compare": (disagg.compare, dict(model="Llama-3.1-8B", gpu="H100 SXM", brief=BRIEF), ()),
     "at_load": (
         queueing.at_load,
         dict(rep=SERVICE, load=0.5, prompt_tokens=1_000, answer_tokens=200, requests=100),
