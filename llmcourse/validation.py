@@ -1138,7 +1138,10 @@ FORMATS = {
     "silicon_ttft_ms, silicon_tpot_ms)",
     "vllm": "the JSON of `vllm bench serve --save-result` (one result, a list of them, or one per line)",
 }
-DISAGGREGATED_REASON = "disaggregated: separate prefill and decode pools, which the replica model does not express yet"
+DISAGGREGATED_REASON = (
+    "disaggregated: separate prefill and decode pools, predicted by llmcourse.disagg (chapter Disaggregated serving) "
+    "where the row gives both pools' workers and batches"
+)
 #: Models whose attention the planner has no term for, with the reason; ``max_context`` (if given)
 #: is the longest context at which the catalog's row is still exact (GLM-5's sparse attention picks
 #: 2,048 past tokens, so it attends to all of them up to there).
@@ -1566,7 +1569,7 @@ def load_measurements(path: str | Path, **given: Any) -> Loaded:
     --------
     >>> got = load_measurements(AICONFIGURATOR)
     >>> got.format, len(got.rows) > 3_000, got.skipped[0].reason.split(" (")[0]
-    ('aiconfigurator', True, 'disaggregated: separate prefill and decode pools, which the replica model does not express yet')
+    ('aiconfigurator', True, 'disaggregated: separate prefill and decode pools, predicted by llmcourse.disagg')
     """
     if isinstance(path, Path) or (isinstance(path, str) and "\n" not in path):
         p = Path(path)
