@@ -429,8 +429,9 @@ def simulate(
     The load is either open (``rate``: Poisson arrivals) or closed (``concurrency``: that many clients,
     each sending its next request when its last one finishes, the way a benchmark at a concurrency
     does; the next request reaches the engine the request overhead later; the clients' first requests
-    are spread at random over the time one request takes alone: started together, identical requests
-    would run in lockstep, which the measured engines do not show). ``prompt_tokens`` and
+    are spread at random over the time one request takes with all of them running (its prefill and its
+    answer at the full batch): started together, identical requests would run in lockstep, which the
+    measured engines do not show). ``prompt_tokens`` and
     ``answer_tokens`` are the means of the length distributions; ``*_cv`` their coefficients of
     variation (0: fixed).
 
@@ -507,7 +508,7 @@ def simulate(
         ans = _lengths(rng, a, acv, n, min(budget, positions) // 2)
     else:
         ans = _lengths(rng, a, acv, n, min(budget, positions) // 2)
-        # a closed loop's clients start spread over one request's time alone (a benchmark's ramp): started together,
+        # a closed loop's clients start spread over one request's time at the full batch: started together,
         # identical requests would run in lockstep, every prefill queued behind all the others, as no engine shows
         alone = rep.prefill_compute_time(p) + a * rep.step_time(min(clients, rep.batch_cap))
         arrivals = [rng.uniform(0, alone) if j < clients else 0.0 for j in range(n)]
@@ -520,11 +521,12 @@ def simulate(
         cached = [0] * n
     work = [x - c for x, c in zip(pro, cached, strict=True)]  # prompt tokens to prefill
     need = [w + y for w, y in zip(work, ans, strict=True)]
-    # each prompt's prefill compute time (one table look-up per distinct length), per token at its full length (the
-    # new tokens attend to the cached ones too); a group prefilled together takes the slower of their sum and one
+    # each prompt's prefill compute time per token to prefill (one table look-up per distinct length): a causal
+    # prefill of x tokens is the prefill of its first c plus the rest, so the uncached tokens cost C(x) - C(c), their
+    # attention reaching back over the cached ones; a group prefilled together takes the slower of their sum and one
     # read of the weights (ServiceModel.batch_prefill_time)
-    per_tok = {x: rep.prefill_compute_time(x) / x for x in set(pro)}
-    tok_c = [per_tok[x] for x in pro]
+    full = {x: rep.prefill_compute_time(x) for x in set(pro) | set(cached) if x > 0}
+    tok_c = [(full[x] - full.get(c, 0.0)) / (x - c) for x, c in zip(pro, cached, strict=True)]
     t_req = Q_(rep.assumptions.request_overhead_ms, "ms").to("s").m
     first, finish, busy, batch_area = _run(rep, arrivals, clients, t_req, ans, work, need, tok_c, budget, chunk)
     # the request's fixed overhead (HTTP round trip, tokenising: the assumptions' request_overhead_ms) is spent
@@ -537,7 +539,7 @@ def simulate(
             f"every simulated answer was one token long (answer_tokens={a:g}, answer_cv={acv:g}), so no request "
             "has a time per output token: give answer_tokens of 2 or more, or a spread (answer_cv > 0)."
         )
-    span = max(finish) - arrivals[0]
+    span = max(finish) - min(arrivals)  # a closed loop's first clients arrive in no particular order
     mean_in_system = math.fsum([f - x for f, x in zip(finish, arrivals, strict=True)]) / n
     # Little's law check: arrivals see time averages (Poisson), so the number in the system that
     # each arrival finds estimates L independently of lambda x W. Request i finds the i that arrived
@@ -593,7 +595,8 @@ def _run(
     """The event loop: first-token and finish times of every request, busy time and batch x time.
 
     ``arrivals`` are the engine's arrival times (open loop); with ``clients`` they are filled in as the loop runs:
-    the first ``clients`` requests arrive at 0, and each finish sends the next request ``t_req`` later.
+    the first ``clients`` requests arrive at the times given (spread by :func:`simulate`), and each finish sends the
+    next request ``t_req`` later.
     """
     n = len(arrivals)
     first = [0.0] * n

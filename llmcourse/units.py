@@ -315,6 +315,8 @@ def percentile_rank(q: Any, name: str = "percentile") -> float:
     """``q`` checked as a percentile target: a number strictly between 0 and 100 (p50, p90, p95, p99, ...)."""
     from llmcourse.errors import InputError
 
+    if isinstance(q, pint.Quantity):  # Q_(99, "percent") would read as 0.99: p0.99, the fastest request
+        raise InputError(f"{name} is a plain number of percent: write 99 for p99, not {_short(q)}.")
     x = plain_number(q, name, allow_zero=True, at_most=100, why=" (a percentile: 50 for the median, 99 for p99)")
     if not 0 < x < 100:
         raise InputError(

@@ -533,3 +533,24 @@ def test_closed_loop_times_are_never_negative(clients, cv, chunk):
         chunk_tokens=chunk, replica=toy(overhead_ms=5.0), seed=clients,
     )  # fmt: skip
     assert r.completed == 200 and min(r.ttft_s) >= 0.005 - 1e-12 and min(r.tpot_s) > 0
+    assert 0 < r.busy_fraction <= 1 + 1e-9  # the span starts at the earliest arrival, whichever client it is
+
+
+def test_cached_prefix_still_pays_the_attention_over_it(rep):
+    """A 2,000-token prompt whose first 1,500 are cached prefills its last 500, whose attention reaches back over all
+    2,000: the causal prefill of 2,000 less that of 1,500 (the planner's prefill, each above one weight read), more
+    than a quarter of the whole prompt's compute."""
+    r = simulate(
+        M, G, rate=Q_(1e-3, "1/s"), prompt_tokens=2_000, answer_tokens=2, requests=3, prompt_cv=0, answer_cv=0,
+        replica=rep, prefix_hit_rate=1.0, prefix_tokens=1_500,
+    )  # fmt: skip
+    whole, head = lc.prefill(M, G, 2_000).compute_time, lc.prefill(M, G, 1_500).compute_time
+    assert (r.ttft["p50"] - Q_(REQUEST_S, "s")).to("s").m == pytest.approx((whole - head).to("s").m, rel=1e-3)
+    assert whole - head > whole / 4
+
+
+def test_a_percentile_in_percent_units_is_refused(rep):
+    """Q_(99, "percent") would read as 0.99, p0.99: a percentile is the plain number 99."""
+    r = run(rep, 0.3, requests=50)
+    with pytest.raises(InputError, match="write 99"):
+        r.at("ttft", Q_(99, "percent"))
