@@ -26,14 +26,16 @@ llmcourse.errors.InputError: utilisation must be at most 1 (the share of the tim
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pint
 
 from llmcourse.assumptions import Assumptions, resolve
-from llmcourse.catalog import costs, gpus, hardware_prices
+from llmcourse.catalog import Cost, costs, gpus, hardware_prices
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked
@@ -50,6 +52,23 @@ _ONE_MWH = Q_(1, "MWh")
 _NO_USD = Q_(0, "USD")
 _MILLION = 1e6
 _WHY_U = " (the share of the time the GPUs serve at full load: 0.3 is 30%)"
+#: The units a reader gives the bill's prices in, for the messages that ask for a unit (the symbols' own units
+#: are SI: USD/J for electricity_price, USD/s for price_per_hour).
+_GIVEN_UNITS = {"electricity_price": "USD/kWh", "price_per_hour": "USD/hour"}
+
+
+def _in_given_units(fn: Callable[..., Bill]) -> Callable[..., Bill]:
+    """Check the prices of ``_GIVEN_UNITS`` before :func:`~llmcourse.formulas.checked` does, so that a bare
+    number is answered with the unit a price list gives (write Q_(0.08, 'USD/kWh')), not the SI one."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Bill:
+        for name, unit in _GIVEN_UNITS.items():
+            if kwargs.get(name) is not None:
+                as_quantity(kwargs[name], unit, name)  # the dimension, with the reader's unit in the message
+        return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def default_cost(kind: str) -> Any:
@@ -66,8 +85,21 @@ def default_cost(kind: str) -> Any:
     return found[0]
 
 
-def _api_rows(model: str) -> list[Any]:
-    return sorted((c for c in costs.values() if c.kind == "api" and c.model == model), key=lambda c: c.value.m)
+def _api_per_output_token(output: pint.Quantity, input_: pint.Quantity, rep: Replica) -> pint.Quantity:
+    """An API's price per output token (USD) from its prices per million output and input tokens, at the
+    replica's prompt and answer lengths (formula ``api_price_per_output_token``)."""
+    return F["api_price_per_output_token"](
+        api_output_price=output / _MILLION,
+        api_input_price=input_ / _MILLION,
+        prompt_tokens=rep.prompt_tokens,
+        answer_tokens=rep.answer_tokens,
+    ).to(_USD)
+
+
+def _api_rows(rep: Replica) -> list[Any]:
+    """The api rows of ``costs.csv`` for the replica's model, the cheapest per output token (input included) first."""
+    found = (c for c in costs.values() if c.kind == "api" and c.model == rep.model)
+    return sorted(found, key=lambda c: _api_per_output_token(c.value, c.input_value, rep).m)
 
 
 @dataclass(frozen=True)
@@ -80,8 +112,11 @@ class Bill:
     included), ``capital_per_hour`` + ``electricity_per_hour`` = ``own_price_per_hour``; per million output
     tokens at the utilisation: ``rent_cost_per_million``, ``own_cost_per_million`` (of which
     ``electricity_cost_per_million``). ``break_even_owned`` / ``break_even_rented``: the utilisation at which
-    owning / renting costs what the API charges (``None``: no utilisation up to 100% does). A figure that needs
-    a price the catalog lacks is ``None``.
+    owning / renting costs what the API charges (``None``: no utilisation up to 100% does). The API's price,
+    ``api_price_per_million``, is per million output tokens with the input tokens included (formula
+    ``api_price_per_output_token``: its list prices ``api_output_price_per_million`` and
+    ``api_input_price_per_million`` at the replica's prompt and answer lengths). A figure that needs a price the
+    catalog lacks is ``None``.
     """
 
     model: str
@@ -118,6 +153,8 @@ class Bill:
     monthly_rent: pint.Quantity | None = None
     monthly_own: pint.Quantity | None = None
     api_price_per_million: pint.Quantity | None = None
+    api_output_price_per_million: pint.Quantity | None = None
+    api_input_price_per_million: pint.Quantity | None = None
     api_name: str = ""
     break_even_rented: float | None = None
     break_even_owned: float | None = None
@@ -200,7 +237,11 @@ class Bill:
             rows.append(("API $ per million output tokens", "none in costs.csv for this model: pass one"))
         else:
             rows += [
-                (f"API $ per million output tokens ({self.api_name})", usd(self.api_price_per_million)),
+                (
+                    f"API $ per million output tokens, input included ({self.api_name}: "
+                    f"{usd(self.api_output_price_per_million, 3)} out, {usd(self.api_input_price_per_million, 3)} in)",
+                    usd(self.api_price_per_million),
+                ),
                 (
                     "break-even utilisation against the API: owning / renting",
                     f"{share(self.break_even_owned)} / {share(self.break_even_rented)}",
@@ -230,6 +271,7 @@ def _share_of_the_time(value: Any) -> float:
     return plain_number(value, "utilisation", at_most=1, why=_WHY_U)
 
 
+@_in_given_units
 @checked
 def bill(
     rep: Replica,
@@ -243,7 +285,9 @@ def bill(
     gpu_price: Any = None,
     server_price: Any = None,
     price_per_hour: Any = None,
+    api: Cost | str | None = None,
     api_price_per_million: Any = None,
+    api_input_price_per_million: Any = None,
     gpu_power: Any = None,
     assumptions: Assumptions | str | None = None,
 ) -> Bill:
@@ -253,9 +297,13 @@ def bill(
     server's share) come from ``assumptions`` (by default the replica's own); ``electricity_price`` (USD/kWh)
     and ``pue`` default to the rows of ``costs.csv`` marked as defaults; ``gpu_price`` and ``server_price`` (per
     GPU, USD) to ``hardware_prices.csv``; ``price_per_hour`` (renting) to the replica's price;
-    ``api_price_per_million`` (USD per million output tokens) to the cheapest API row of ``costs.csv`` for the
-    model, if any; ``gpu_power`` (W) to the catalog's rated power. ``own`` picks what :attr:`Bill.cost_per_million`
-    and :attr:`Bill.cheaper` compare with the API: owning (True) or renting.
+    ``gpu_power`` (W) to the catalog's rated power. The API is ``api`` (a row of ``costs.csv``, or its name), or
+    the prices ``api_price_per_million`` (USD per million output tokens) and ``api_input_price_per_million``
+    (per million input tokens; 0 if not given: the output price is then all-in), or by default the API row of
+    ``costs.csv`` for the model that is cheapest per output token at the replica's lengths, if any. The
+    comparison puts the API's input tokens on its output tokens (formula ``api_price_per_output_token``). ``own``
+    picks what :attr:`Bill.cost_per_million` and :attr:`Bill.cheaper` compare with the API: owning (True) or
+    renting.
 
     Examples
     --------
@@ -360,12 +408,33 @@ def bill(
         )
     # the API
     api_name = "given"
-    if api_price_per_million is None:
-        found = _api_rows(rep.model)
-        api_price_per_million, api_name = (found[0].value, found[0].name) if found else (None, "")
-    api = _usd_or_none(api_price_per_million, "api_price_per_million")
     if api is not None:
-        per_token = api / _MILLION
+        if api_price_per_million is not None or api_input_price_per_million is not None:
+            raise InputError(
+                "give the API either as api= (a row of costs.csv) or as api_price_per_million= (and "
+                "api_input_price_per_million=), not both."
+            )
+        row = costs[api]
+        if row.kind != "api":
+            raise InputError(
+                f"api={row.name!r} is a {row.kind} row of costs.csv: name an api row, such as 'DeepInfra 70B'."
+            )
+        api_price_per_million, api_input_price_per_million, api_name = row.value, row.input_value, row.name
+    elif api_price_per_million is None:
+        if api_input_price_per_million is not None:
+            raise InputError("api_input_price_per_million needs api_price_per_million= (the output price) beside it.")
+        found = _api_rows(rep)
+        if found:
+            api_price_per_million, api_input_price_per_million, api_name = (
+                found[0].value,
+                found[0].input_value,
+                found[0].name,
+            )
+    p_out = _usd_or_none(api_price_per_million, "api_price_per_million")
+    p_in = _usd_or_none(api_input_price_per_million, "api_input_price_per_million", allow_zero=True)
+    if p_out is not None:
+        p_in = _NO_USD if p_in is None else p_in.to(_USD)
+        per_token = _api_per_output_token(p_out, p_in, rep)
 
         def at_most_one(name: str, **values: Any) -> float | None:
             try:
@@ -374,7 +443,12 @@ def bill(
                 return None
             return share if 0 < share <= 1 else None
 
-        out.update(api_price_per_million=api.to(_USD), api_name=api_name)
+        out.update(
+            api_price_per_million=(per_token * _MILLION).to(_USD),
+            api_output_price_per_million=p_out.to(_USD),
+            api_input_price_per_million=p_in,
+            api_name=api_name,
+        )
         if rent is not None:
             out["break_even_rented"] = at_most_one("break_even_utilisation_rented", price=rent)
         if c_gpu is not None:

@@ -490,8 +490,10 @@ COST_KINDS: dict[str, str] = {"electricity": "USD/kWh", "pue": "", "api": "USD"}
 class Cost:
     """One sourced, dated figure of the bill (``llmcourse/data/costs.csv``): an electricity price
     (``kind="electricity"``, USD/kWh), a site's power usage effectiveness (``"pue"``, a plain number, at
-    least 1) or an API's price per million output tokens of a model (``"api"``, USD). ``default`` marks
-    the row :func:`llmcourse.bill.bill` uses when none is given.
+    least 1) or an API's prices for a model (``"api"``): ``value``, USD per million output tokens, and
+    ``input_value``, USD per million input (prompt) tokens (zero for a price that is all-in per output
+    token; only api rows have one). ``default`` marks the row :func:`llmcourse.bill.bill` uses when none
+    is given.
 
     Examples
     --------
@@ -500,6 +502,8 @@ class Cost:
     <Quantity(0.0806, 'USD / kilowatt_hour')>
     >>> costs["industry average"].value, costs["DeepInfra 70B"].model
     (<Quantity(1.58, 'dimensionless')>, 'Llama-3.1-70B')
+    >>> costs["DeepInfra 70B"].value, costs["DeepInfra 70B"].input_value
+    (<Quantity(0.4, 'USD')>, <Quantity(0.13, 'USD')>)
     >>> Cost("site", kind="pue", value=0.9, source="mine")
     Traceback (most recent call last):
     ...
@@ -513,6 +517,7 @@ class Cost:
     as_of: str = ""
     model: str = ""
     default: bool = False
+    input_value: Any = None
     aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -531,6 +536,16 @@ class Cost:
         if self.kind == "pue" and q.m < 1:
             raise InputError(f"{where}: a PUE (site power over IT power) is at least 1; got {q.m:g}.")
         object.__setattr__(self, "value", q)
+        if self.kind != "api":
+            if self.input_value is not None:
+                raise InputError(f"{where}: only an api row has an input_value (a price per million input tokens).")
+            return
+        try:  # an API's price per million input tokens: none given is an all-in price per output token
+            inp = as_quantity(Q_(0, "USD") if self.input_value is None else self.input_value, "USD", "input_value")
+            _positive(inp.magnitude, "input_value", allow_zero=True)
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
+        object.__setattr__(self, "input_value", inp)
 
 
 T = TypeVar("T", Model, GPU, Link, HardwarePrice, Cost)
@@ -708,6 +723,7 @@ def _load_costs() -> list[Cost]:
                 as_of=row["as_of"],
                 model=row["model"],
                 default=row["default"].strip().lower() == "yes",
+                input_value=Q_(float(row["input_value"]), row["unit"]) if row["input_value"].strip() else None,
                 aliases=tuple(a for a in row["aliases"].split(";") if a),
             )
         )

@@ -56,6 +56,7 @@ from llmcourse.planner import (
     Brief,
     Plan,
     Replica,
+    _check_positions,
     decode_step,
     kv_bytes_per_sequence,
     largest_batch,
@@ -131,8 +132,9 @@ def kv_handoff(
     >>> round(kv_handoff("Llama-3.1-70B", 2_000, link="InfiniBand NDR").to("ms").m, 2)
     16.39
     """
-    a, lk = resolve(assumptions), links[link]
-    kv = kv_bytes_per_sequence(model, prompt_tokens, kv_bytes)
+    a, lk, m = resolve(assumptions), links[link], models[model]
+    kv = kv_bytes_per_sequence(m, prompt_tokens, kv_bytes)
+    _check_positions(m, prompt_tokens, "prompt_tokens")  # no deployment holds a longer prompt to hand off
     return F["kv_handoff_time"](
         collective_base=lk.base,
         link_latency=lk.latency,
@@ -141,6 +143,13 @@ def kv_handoff(
         link_bandwidth=lk.bandwidth,
         link_efficiency=a.link_efficiency,
     ).to(_MS)
+
+
+def _kv_lanes(pre: Replica, dec: Replica) -> int:
+    """The links one prompt's KV cache crosses in parallel: one per GPU of the tensor-parallel group that
+    holds it, on the side with fewer. A prompt's KV sits on one attention data-parallel rank (and its
+    tensor-parallel group), so the other ranks' GPUs, and the expert-parallel ones, carry none of it."""
+    return min(pre.layout.tensor_parallel, dec.layout.tensor_parallel)
 
 
 # --- the two pools ---------------------------------------------------------------------------------
@@ -251,6 +260,17 @@ def _pool_size(gpus_: Any, name: str, per_replica: int) -> int | None:
     return int(n) // per_replica
 
 
+def _refuse_percentiles(brief: Brief, fn: str) -> None:
+    """Refuse percentile targets: the pools are sized on the mean (the M/D/c mean wait), and no queue
+    simulation of two pools exists to size them to a percentile."""
+    if brief.on_percentiles:
+        raise InputError(
+            f"{fn}() sizes the pools for targets on the mean (the prefill queue's mean wait), not for percentiles: "
+            "give targets on the mean (ttft_percentile=None, tpot_percentile=None), or use plan() to size "
+            "aggregated replicas to percentile targets by simulating their queue."
+        )
+
+
 def _need_fit(rep: Replica, role: str, keyword: str) -> None:
     if not rep.fits:
         raise InputError(f"the {role} replica does not fit: {rep.reason.rstrip('.')} (change {keyword}, or quantize).")
@@ -300,6 +320,7 @@ def disaggregated(
         raise InputError(
             "brief must be a Brief(requests_per_second, prompt_tokens, answer_tokens, ttft_target, tpot_target)."
         )
+    _refuse_percentiles(brief, "disaggregated")
     a = resolve(assumptions)
     lk = pool_link(g, link)
     lam, p, ans = brief.requests_per_second, brief.prompt_tokens, brief.answer_tokens
@@ -326,7 +347,7 @@ def disaggregated(
     r_given = _pool_size(decode_gpus, "decode_gpus", n_dec)
 
     t_pre = pre.first_prefill.time
-    handoff = kv_handoff(m, p, link=lk, kv_lanes=min(n_pre, n_dec), kv_bytes=kv_bytes, assumptions=a)
+    handoff = kv_handoff(m, p, link=lk, kv_lanes=_kv_lanes(pre, top), kv_bytes=kv_bytes, assumptions=a)
     overhead = Q_(a.request_overhead_ms, _MS)
     lam_s, t_s = float(lam.to(_PER_S).m), float(t_pre.to(_S).m)
     over_s, handoff_s = float(overhead.to(_S).m), float(handoff.to(_S).m)
@@ -478,14 +499,16 @@ def compare(
     >>> c.aggregated.gpus, c.disaggregated.gpus, c.winner
     (20, 16, 'disaggregated')
     """
+    if isinstance(brief, Brief):
+        _refuse_percentiles(brief, "compare")
     agg = plan(
         model, gpu, brief, tensor_parallel=tensor_parallel, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
         assumptions=assumptions,
     )  # fmt: skip
     dis = disaggregated(
         model, gpu, brief,
-        prefill_tensor_parallel=prefill_tensor_parallel or tensor_parallel,
-        decode_tensor_parallel=decode_tensor_parallel or tensor_parallel,
+        prefill_tensor_parallel=tensor_parallel if prefill_tensor_parallel is None else prefill_tensor_parallel,
+        decode_tensor_parallel=tensor_parallel if decode_tensor_parallel is None else decode_tensor_parallel,
         link=link, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=assumptions,
     )  # fmt: skip
     return Comparison(agg, dis)
@@ -552,7 +575,7 @@ def measured_rows() -> tuple[tuple[DisaggRow, ...], tuple[tuple[str, str], ...]]
                     raise v._RowError("no silicon_concurrency in silicon_data_source")
                 weights, _ = v._aic_weights(r, model)
                 engine = v._cell(r, "backend").lower()
-                kv = "fp8" if engine == "trtllm" and weights in ("fp8", "fp4") else "bf16"
+                kv = v._aic_kv(engine, weights)
                 moe = models[model].is_moe
                 side = {}
                 for s in ("prefill", "decode"):
@@ -655,8 +678,7 @@ def predict_row(
     _need_fit(dec, "decode", "the row's decode layout")
     t_pass = float(pre.batch_prefill.time.to(_S).m)
     tpot = float(dec.tpot.to(_S).m)
-    lanes = min(pre.n_gpus, dec.n_gpus)
-    handoff = kv_handoff(m, row.isl, link=lk, kv_lanes=lanes, kv_bytes=row.kv, assumptions=a).to(_S)
+    handoff = kv_handoff(m, row.isl, link=lk, kv_lanes=_kv_lanes(pre, dec), kv_bytes=row.kv, assumptions=a).to(_S)
     over_s = float(Q_(a.request_overhead_ms, _MS).to(_S).m)
 
     def ttft_at(wait: float) -> float:

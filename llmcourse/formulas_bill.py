@@ -7,7 +7,8 @@ its power usage effectiveness (PUE). Energy per token is that power over the tok
 utilisation. Owning a GPU costs its purchase price and its server's share, written off over a service
 life, plus the electricity at the site; renting costs the hourly rate (power included). Cost per token at a
 utilisation composes the fleet chapter's ``cost_per_token`` and ``cost_at_utilisation``; the utilisation at
-which owning (or renting) costs what an API charges is solved from them by SymPy (``break_even_utilisation_*``).
+which owning (or renting) costs what an API charges is solved from them by SymPy (``break_even_utilisation_*``),
+the API's price put per output token with its input tokens included (``api_price_per_output_token``).
 
 The symbols and formulas are registered in :data:`llmcourse.formulas.SYMBOLS` and
 :data:`~llmcourse.formulas.FORMULAS` when this module is imported, which ``llmcourse.formulas`` does as its
@@ -69,10 +70,27 @@ server_price = _s(
 )
 service_life = _s("service_life", r"t_{life}", "s", "time owned hardware is written off over (straight line)")
 electricity_price = _s("electricity_price", r"c_{e}", "USD/J", "price of electricity (given per kWh)")
+api_output_price = _s("api_output_price", r"p_{out}", "USD", "an API's list price of one output token")
+api_input_price = _s(
+    "api_input_price", r"p_{in}", "USD", "an API's list price of one input (prompt) token", allow_zero=True
+)
 power_budget = _s("power_budget", r"P_{max}", "W", "power a site can deliver")
 energy = _s("energy", r"E_{site}", "J", "site energy in the time billed")
 
-_S = {n: SYMBOLS[n].sym for n in ("utilisation", "n_gpus", "throughput", "price", "api_price", "gpus", "hours")}
+_S = {
+    n: SYMBOLS[n].sym
+    for n in (
+        "utilisation",
+        "n_gpus",
+        "throughput",
+        "price",
+        "api_price",
+        "gpus",
+        "hours",
+        "prompt_tokens",
+        "answer_tokens",
+    )
+}
 U, N, X, p, p_api = (_S[n] for n in ("utilisation", "n_gpus", "throughput", "price", "api_price"))
 
 # --- power and energy -----------------------------------------------------------------------------
@@ -117,6 +135,18 @@ formula("capital_rate", "price", _capital, "owned hardware written off per unit 
 formula("electricity_rate", "price", _electricity, "electricity per unit time, per GPU at its site power", CHAPTER)
 _own = _capital + _electricity
 formula("owning_price", "price", _own, "owning one GPU per unit time: hardware written off plus electricity", CHAPTER)
+
+# --- what an API charges per output token ----------------------------------------------------------
+# An API bills a request's prompt tokens at p_in and its answer tokens at p_out; a self-hosted replica's cost is
+# per output token, so the API's price is put per output token too: the request's T_p prompt tokens are shared
+# over its T_a answer tokens.
+formula(
+    "api_price_per_output_token",
+    "api_price",
+    api_output_price + api_input_price * _S["prompt_tokens"] / _S["answer_tokens"],
+    "an API's price per output token, its input tokens included: the prompt's T_p tokens shared over T_a answer tokens",
+    CHAPTER,
+)
 
 # --- break-even utilisations: cost per token at U (fleet chapter) = the API's price per token, for U -----
 _per_token = FORMULAS["cost_at_utilisation"].expr.subs(SYMBOLS["cost_full"].sym, FORMULAS["cost_per_token"].expr)

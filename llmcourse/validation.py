@@ -1351,6 +1351,14 @@ def _aic_weights(r: dict[str, str], model: str) -> tuple[str, str]:
     return own, f"precision not given: the checkpoint's own ({own})"
 
 
+def _aic_kv(engine_key: str, weights: str) -> str:
+    """The KV-cache precision the course assumes for an aiconfigurator row (the file does not give one):
+    FP8 where TensorRT-LLM runs FP8 or FP4 weights, else BF16.
+    ``engine_key`` is the row's ``backend`` in lower case. Shared by the aggregated rows here and the
+    disaggregated rows of :func:`llmcourse.disagg.measured_rows`."""
+    return "fp8" if engine_key == "trtllm" and weights in ("fp8", "fp4") else "bf16"
+
+
 def _read_aiconfigurator(records: list[dict[str, str]], kv: str | None) -> tuple[list[Measurement], list[Skipped]]:
     rows, skipped = [], []
     for k, r in enumerate(records):
@@ -1377,7 +1385,7 @@ def _read_aiconfigurator(records: list[dict[str, str]], kv: str | None) -> tuple
                 conc = _whole(r, "batch_size") * dp
             weights, note = _aic_weights(r, model)
             engine_key = _cell(r, "backend").lower()
-            kv_ = kv or ("fp8" if engine_key == "trtllm" and weights in ("fp8", "fp4") else "bf16")
+            kv_ = kv or _aic_kv(engine_key, weights)
             values = {"ttft_ms": _number(r, "silicon_ttft_ms"), "tpot_ms": _number(r, "silicon_tpot_ms")}
             base = dict(
                 source=f"ai-dynamo/aiconfigurator silicon_sample.csv @095f58a: {rid}",

@@ -102,11 +102,42 @@ def test_an_api_cheaper_than_full_load_has_no_break_even():
 
 
 def test_the_catalog_api_price_of_the_model_is_the_default():
-    """With no API price given, the cheapest costs.csv row for the model: DeepInfra's $0.055 for Llama 3.1 8B."""
+    """With no API price given, the cheapest costs.csv row for the model: DeepInfra's $0.055 per million input and
+    output tokens for Llama 3.1 8B, so at 1,000 prompt and 300 answer tokens $0.055 x (1 + 1,000 / 300) per
+    million output tokens (Bedrock's $0.22 both ways would be four times that)."""
     b = bill(REP, utilisation=0.3)
-    assert b.api_name == "DeepInfra Llama-3.1-8B" and b.api_price_per_million == Q_(0.055, "USD")
+    assert b.api_name == "DeepInfra Llama-3.1-8B"
+    assert b.api_price_per_million.to("USD").m == pytest.approx(0.055 * (1 + 1_000 / 300))
+    assert (b.api_output_price_per_million, b.api_input_price_per_million) == (Q_(0.055, "USD"), Q_(0.055, "USD"))
     other = lc.replica("Qwen2.5-7B", "H100 SXM", batch=32, prompt_tokens=1_000, answer_tokens=300)
     assert bill(other, utilisation=0.3).api_price_per_million is None
+
+
+def test_the_api_price_includes_its_input_tokens_by_hand():
+    """At 2,000 prompt and 400 answer tokens each output token carries 5 prompt tokens: DeepInfra's $0.40 out and
+    $0.13 in are $0.40 + 5 x $0.13 = $1.05 per million output tokens, aigateway's $0.60 + 5 x $0.29 = $2.05."""
+    deep, gate = bill(REP70, utilisation=0.3, api="DeepInfra 70B"), bill(REP70, utilisation=0.3, api="aigateway 70B")
+    assert deep.api_price_per_million.to("USD").m == pytest.approx(1.05)
+    assert gate.api_price_per_million.to("USD").m == pytest.approx(2.05)
+    assert bill(REP70, utilisation=0.3).api_name == "DeepInfra Llama-3.1-70B"  # the cheaper of the two
+    given = bill(
+        REP70, utilisation=0.3, api_price_per_million=Q_(0.40, "USD"), api_input_price_per_million=Q_(0.13, "USD")
+    )
+    assert given.api_price_per_million.to("USD").m == pytest.approx(1.05) and given.api_name == "given"
+    # an output price alone is all-in: no input tokens are added to it
+    assert bill(REP70, utilisation=0.3, api_price_per_million=Q_(0.40, "USD")).api_price_per_million == Q_(0.4, "USD")
+    assert bill(REP70, utilisation=0.3, api="illustrative API").api_price_per_million.to("USD").m == pytest.approx(5)
+
+
+def test_the_break_even_is_against_the_price_with_input_included():
+    """Renting breaks even where its full-load cost per million over U is the API's all-in price: aigateway's
+    $2.05 at 2,000 / 400 tokens gives U = ($2.50 x 2 GPUs / (3,600 x X70) x 1e6) / $2.05; against its $0.60
+    output price alone renting would need more than 100% (about $1.15 / $0.60)."""
+    full = 2.50 * 2 / (3_600 * X70) * 1e6
+    b = bill(REP70, utilisation=0.3, api="aigateway 70B", own=False)
+    assert 0 < full / 2.05 < 1 < full / 0.60
+    assert b.break_even_rented == pytest.approx(full / 2.05)
+    assert bill(REP70, utilisation=0.3, api_price_per_million=Q_(0.60, "USD"), own=False).break_even_rented is None
 
 
 def test_site_figures_default_to_the_marked_rows_and_can_be_given():
@@ -180,6 +211,15 @@ def test_more_years_never_raise_the_owning_cost_per_hour(y1, y2, u):
         (dict(server_price=Q_(-1, "USD")), "server_price must be zero or more"),
         (dict(price_per_hour=Q_(-2.5, "USD/hour")), "price_per_hour must be greater than zero"),
         (dict(api_price_per_million=Q_(-0.4, "USD")), "api_price_per_million must be greater than zero"),
+        (
+            dict(api_price_per_million=Q_(0.4, "USD"), api_input_price_per_million=Q_(-0.1, "USD")),
+            "api_input_price_per_million must be zero or more",
+        ),
+        (dict(api_input_price_per_million=Q_(0.1, "USD")), "needs api_price_per_million="),
+        (dict(api="DeepInfra 8B", api_price_per_million=Q_(0.4, "USD")), "not both"),
+        (dict(api="US industrial"), "name an api row"),
+        (dict(electricity_price=0.08), r"write Q_\(0.08, 'USD/kWh'\)"),
+        (dict(price_per_hour=2.5), r"write Q_\(2.5, 'USD/hour'\)"),
         (dict(gpu_power=Q_(0, "W")), "gpu_power must be greater than zero"),
         (dict(gpu_power=Q_(-700, "W")), "gpu_power must be greater than zero"),
         (dict(own="yes"), "own"),
@@ -238,6 +278,19 @@ def test_cost_rows_are_checked():
         Cost("x", kind="electricity", value=Q_(-1, "USD/kWh"))
     with pytest.raises(InputError, match="server_price must be zero or more"):
         HardwarePrice("x", gpu_price=Q_(1, "USD"), server_price=Q_(-1, "USD"))
+    with pytest.raises(InputError, match="input_value must be zero or more"):
+        Cost("x", kind="api", value=Q_(1, "USD"), input_value=Q_(-1, "USD"))
+    with pytest.raises(InputError, match="only an api row has an input_value"):
+        Cost("x", kind="pue", value=1.2, input_value=Q_(1, "USD"))
+    assert Cost("x", kind="api", value=Q_(1, "USD")).input_value == Q_(0, "USD")  # none given: all-in
+
+
+def test_api_rows_keep_both_prices_of_their_source():
+    """Each api row's input and output prices are the ones its source text quotes."""
+    for c in lc.costs.values():
+        if c.kind == "api" and c.name != "illustrative API":
+            assert f"${c.value.m:g}" in c.source and f"${c.input_value.m:g}" in c.source, c.name
+    assert lc.costs["illustrative API"].input_value.m == 0 and "all-in" in lc.costs["illustrative API"].source
 
 
 def test_every_preset_has_the_same_power_model():

@@ -100,13 +100,22 @@ def test_decode_tpot_is_a_plain_decode_step(sized):
 
 
 def test_sized_pools_are_the_smallest(sized):
-    """One prefill replica fewer misses the TTFT target (or the headroom); the decode pool has the headroom."""
-    c = sized.prefill.replicas
-    lam, t = 20, sized.prefill_time.to("s").m
-    if c - 1 >= lam * COURSE.headroom * t:
-        fewer = disaggregated("Llama-3.1-70B", "H100 SXM", BRIEF, prefill_gpus=(c - 1) * 4, **SHAPE)
-        assert not fewer.ttft_met
+    """The decode pool has the headroom over the rate (20 requests/s x 1.3)."""
     assert sized.decode.rate.to("1/s").m >= 20 * COURSE.headroom
+
+
+def test_a_prefill_pool_set_by_the_ttft_target_is_the_smallest_that_meets_it():
+    """40 prompts/s of about 96 ms each: the headroom asks for ceil(40 x 0.096 x 1.3) = 5 replicas, but 100 ms of
+    overhead + 96 ms of prefill + about 4 ms of hand-off leave only about 5 ms of a 205 ms target for the wait, which
+    5 replicas (busy 77%) exceed: the target sets the pool, and one replica fewer than it gives misses it."""
+    b = Brief(40, 2_000, 300, Q_(205, "ms"), Q_(40, "ms"))
+    d = disaggregated("Llama-3.1-70B", "H100 SXM", b, **SHAPE)
+    c, t = d.prefill.replicas, d.prefill_time.to("s").m
+    assert 0.09 < t < 0.1  # the premise of the arithmetic above
+    assert c > math.ceil(40 * t * COURSE.headroom)  # more than the headroom asks: the TTFT target set the pool
+    assert d.ttft_met
+    fewer = disaggregated("Llama-3.1-70B", "H100 SXM", b, prefill_gpus=(c - 1) * 4, **SHAPE)
+    assert not fewer.ttft_met and fewer.ttft > d.ttft
 
 
 def test_utilisation_by_hand(sized):
@@ -136,12 +145,83 @@ def test_a_faster_link_never_raises_ttft(slow, fast):
 
 
 def test_compare_names_the_deployment_with_fewer_gpus():
-    """The winner meets both targets on fewer GPUs; its rows end with the verdict."""
+    """The chapter's case: 20 requests/s of 2,000 + 300 tokens on TP4 replicas of H100s in FP8. Aggregated: 5
+    replicas of 4 GPUs = 20 GPUs. Disaggregated: 20 x 0.096 s x 1.3 = 2.5, so 3 prefill replicas = 12 GPUs, and one
+    decode replica of 4 GPUs whose batch of 288 at a 35 ms step completes 288 / (300 x 0.035 s) = 27.4 requests/s,
+    above 20 x 1.3 = 26: 16 GPUs. Both meet the targets, so the 16 GPUs win."""
     c = compare("Llama-3.1-70B", "H100 SXM", BRIEF, tensor_parallel=4, weight_bytes="fp8")
     agg, dis = c.aggregated, c.disaggregated
-    want = "disaggregated" if dis.meets_targets and (not agg.meets_targets or dis.gpus < agg.gpus) else "aggregated"
-    assert c.winner == want
-    assert c.rows()[-1] == ("fewer GPUs", c.winner)
+    assert agg.meets_targets and dis.meets_targets
+    assert (agg.gpus, dis.prefill.gpus, dis.decode.gpus, dis.gpus) == (20, 12, 4, 16)
+    assert c.winner == "disaggregated"
+    assert c.rows()[-1] == ("fewer GPUs", "disaggregated")
+
+
+@pytest.mark.parametrize(
+    ("agg", "dis", "want"),
+    [
+        ((True, 20), (True, 16), "disaggregated"),  # both meet: fewer GPUs
+        ((True, 16), (True, 16), "aggregated"),  # a tie goes to the simpler system
+        ((True, 40), (False, 16), "aggregated"),  # only one meets the targets
+        ((False, 8), (True, 40), "disaggregated"),
+        ((False, 8), (False, 4), "neither"),
+    ],
+)
+def test_the_verdict_rule(agg, dis, want):
+    """Comparison.winner on hand-made deployments: the one that meets both targets on fewer GPUs."""
+    from types import SimpleNamespace
+
+    from llmcourse.disagg import Comparison
+
+    a, d = (SimpleNamespace(meets_targets=ok, gpus=n) for ok, n in (agg, dis))
+    assert Comparison(a, d).winner == want
+
+
+def test_percentile_targets_are_refused():
+    """The pools are sized on the mean wait: a brief with percentile targets is refused, saying what to do."""
+    b = Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms"), ttft_percentile=99)
+    with pytest.raises(InputError, match=r"targets on the mean.*plan\(\)"):
+        disaggregated("Llama-3.1-70B", "H100 SXM", b, **SHAPE)
+    with pytest.raises(InputError, match=r"compare\(\).*targets on the mean"):
+        compare("Llama-3.1-70B", "H100 SXM", Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms"), tpot_percentile=90),
+                tensor_parallel=4, weight_bytes="fp8")  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["prefill_tensor_parallel", "decode_tensor_parallel"])
+def test_compare_refuses_zero_gpus_per_replica(name):
+    """0 is not 'the default': compare() passes it on, and it is refused."""
+    with pytest.raises(InputError, match="tensor_parallel"):
+        compare("Llama-3.1-70B", "H100 SXM", BRIEF, tensor_parallel=4, weight_bytes="fp8", **{name: 0})
+
+
+def test_a_prompt_beyond_the_models_positions_is_refused():
+    """Llama 3.1 has 131,072 positions: a longer prompt has no KV cache to hand off."""
+    assert kv_handoff("Llama-3.1-70B", 131_072, link="InfiniBand NDR").m > 0
+    with pytest.raises(InputError, match="max_position"):
+        kv_handoff("Llama-3.1-70B", 131_073, link="InfiniBand NDR")
+
+
+def test_kv_lanes_are_one_tensor_parallel_group():
+    """A prompt's KV sits on one attention data-parallel rank: a TP2 x DP4 replica (8 GPUs) hands off over 2 lanes,
+    and the smaller group of the two sides sets them."""
+    from llmcourse.disagg import _kv_lanes
+
+    kw = dict(batch=8, prompt_tokens=1_000, answer_tokens=100, weight_bytes="fp8")
+    dp = replica("Qwen3-30B-A3B", "H100 SXM", tensor_parallel=2, data_parallel=4, **kw)
+    tp4 = replica("Qwen3-30B-A3B", "H100 SXM", tensor_parallel=4, **kw)
+    assert dp.n_gpus == 8 and _kv_lanes(dp, tp4) == _kv_lanes(tp4, dp) == 2 and _kv_lanes(tp4, tp4) == 4
+
+
+def test_measured_rows_take_the_kv_precision_rule_of_the_aggregated_rows():
+    """FP8 KV where TensorRT-LLM runs FP8 or FP4 weights, else BF16, as the validation chapter's rows."""
+    from llmcourse.validation import _aic_kv
+
+    assert (_aic_kv("trtllm", "fp8"), _aic_kv("trtllm", "fp4"), _aic_kv("trtllm", "bf16")) == ("fp8", "fp8", "bf16")
+    assert _aic_kv("vllm", "fp8") == _aic_kv("sglang", "fp4") == "bf16"
+    rows = measured_rows()[0]
+    assert all(
+        r.kv == ("fp8" if r.engine.startswith("TensorRT-LLM") and r.weights in ("fp8", "fp4") else "bf16") for r in rows
+    )
 
 
 def test_unmet_ttft_is_reported_not_hidden():

@@ -9,6 +9,8 @@ method figure (the link efficiency, the headroom, the request overhead) from the
 
 from __future__ import annotations
 
+import random
+
 import llmcourse as lc
 from llmcourse.disagg import kv_handoff
 from llmcourse.exercises._common import COURSE, GQA_MODELS, define, pct, pick
@@ -33,6 +35,17 @@ def _link_words(name: str) -> dict[str, str]:
 
 
 # --- 1. the KV hand-off of one prompt ----------------------------------------------------------------------------
+_PROMPTS = (500, 1_000, 2_000, 4_000, 8_000, 16_000)
+
+
+def _random_handoff(r: random.Random) -> dict:
+    """A model, a prompt within its positions (Llama 2 holds 4,096), a lane count and a link."""
+    model = pick(r, _MODELS)
+    most = lc.models[model].max_position or _PROMPTS[-1]
+    prompt = pick(r, tuple(p for p in _PROMPTS if p <= most))
+    return _handoff_variant(model, prompt, pick(r, (1, 2, 4, 8)), pick(r, _LINKS))
+
+
 def _handoff_variant(model: str, prompt: int, lanes: int, link: str) -> dict:
     m = lc.models[model]
     return _link_words(link) | dict(
@@ -56,9 +69,7 @@ define(
     "the hand-off take?",
     "ms",
     _handoff_variant("Llama-3.1-70B", 2_000, 1, "InfiniBand NDR"),
-    lambda r: _handoff_variant(
-        pick(r, _MODELS), pick(r, (500, 1_000, 2_000, 4_000, 8_000, 16_000)), pick(r, (1, 2, 4, 8)), pick(r, _LINKS)
-    ),
+    _random_handoff,
     lambda v: kv_handoff(v["model"], v["prompt"], link=v["link"], kv_lanes=v["lanes"]),
     (
         "KV per token: 2 (keys and values) x layers x KV heads x head dim x 2 bytes; times {prompt} tokens.",

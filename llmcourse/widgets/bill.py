@@ -24,7 +24,7 @@ from llmcourse.widgets import (
 
 __all__ = ["bill_calculator"]
 
-#: The API price the calculator starts at: the catalog's DeepInfra price for the chapter's model.
+#: The API prices the calculator starts at: the catalog's DeepInfra prices for the chapter's model.
 _API_DEFAULT = "DeepInfra Llama-3.1-70B"
 _PER_S, _USD_KWH, _USD = (parsed_unit(u)[0] for u in ("1/s", "USD/kWh", "USD"))  # parsed once, not per update
 
@@ -51,6 +51,7 @@ def _compute(
     electricity: float,
     pue: float,
     api_price: float,
+    api_input: float,
     demand: int,
 ) -> Bill | list[tuple[str, str]]:
     r = _replica(
@@ -75,6 +76,7 @@ def _compute(
         electricity_price=Q_(electricity, _USD_KWH),
         pue=pue,
         api_price_per_million=Q_(api_price, _USD),
+        api_input_price_per_million=Q_(api_input, _USD),
     )
 
 
@@ -94,8 +96,10 @@ def bill_calculator(
     """Replica, utilisation, site and prices -> energy per token, tokens per MW, owning vs renting vs an API.
 
     The years of depreciation start at the method's, the electricity price and PUE at the default rows of
-    ``costs.csv``, the API price at the catalog's DeepInfra price for Llama 3.1 70B. A peak demand (output
-    tokens per second) above 0 bills the fleet :func:`llmcourse.fleet` sizes for it.
+    ``costs.csv``, the API's prices per million output and input tokens at the catalog's DeepInfra prices for
+    Llama 3.1 70B (the bill puts the input tokens on the output tokens at the replica's prompt and answer
+    lengths). A peak demand (output tokens per second) above 0 bills the fleet :func:`llmcourse.fleet` sizes
+    for it.
 
     Examples
     --------
@@ -127,6 +131,9 @@ def bill_calculator(
             ),
             "pue": float_slider(default_cost("pue").value.m, 1.0, 2.5, 0.02, "PUE"),
             "api_price": float_slider(costs[_API_DEFAULT].value.to("USD").m, 0.05, 30.0, 0.05, "API $ per M output"),
+            "api_input": float_slider(
+                costs[_API_DEFAULT].input_value.to("USD").m, 0.0, 10.0, 0.01, "API $ per M input"
+            ),
             "demand": int_box(demand, "Peak output tok/s (0: one replica)"),
         },
         title="The whole bill: energy, owning, renting, an API",
