@@ -1,10 +1,12 @@
 """Command line: ``python -m llmcourse plan ...``, ``python -m llmcourse validate FILE`` and ``python -m llmcourse check NOTEBOOK``.
 
-``validate FILE [--gpu G] [--tp N] [--weights P] [--kv P] [--engine E] [--method M]`` reads measured rows
-(the course's CSV, aiconfigurator's CSV or ``vllm bench serve --save-result`` JSON; the options fill
-what a vLLM result does not say) and prints the rows read and skipped with the reasons, the error of
-the course's method on them, the parameters refitted on them and the error of the refit
-(:func:`llmcourse.validation.own_benchmark`).
+``validate FILE [--gpu G] [--tp N] [--weights P] [--kv P] [--engine E] [--method M] [--rps R]
+[--ttft-ms T] [--tpot-ms T]`` reads measured rows (the course's CSV, aiconfigurator's CSV or
+``vllm bench serve --save-result`` JSON; the options fill what a vLLM result does not say) and prints
+the rows read and skipped with the reasons, the error of the course's method on them, the parameters
+refitted on them, the error of the refit, and the fleet for a brief (``--rps`` requests per second within
+the two targets; the example of :data:`llmcourse.validation.REPLAN_EXAMPLE` by default) re-planned for
+the most-measured setup before and after the refit (:func:`llmcourse.validation.own_benchmark`).
 
 ``check NOTEBOOK [--seed S] [--cell-timeout T] [--timeout T]`` grades a notebook, each cell in its own
 process limited to ``--cell-timeout`` seconds and the whole notebook to ``--timeout`` seconds
@@ -51,11 +53,13 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    import llmcourse as lc
     from llmcourse.validation import load_measurements, own_benchmark
 
     given = {"gpu": args.gpu, "tensor_parallel": args.tp, "weights": args.weights, "kv": args.kv, "engine": args.engine}
     got = load_measurements(args.file, **{k: v for k, v in given.items() if v is not None})
-    print(own_benchmark(got, assumptions=args.method).text())
+    brief = lc.Brief(args.rps, 1, 1, lc.Q_(args.ttft_ms, "ms"), lc.Q_(args.tpot_ms, "ms"))  # lengths: the setup's
+    print(own_benchmark(got, assumptions=args.method, brief=brief).text())
     return 0
 
 
@@ -100,6 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--kv", help="the KV cache precision (aiconfigurator and vllm files do not say)")
     v.add_argument("--engine", help="the engine of a vllm bench result")
     v.add_argument("--method", default="course", help="assumptions preset (course by default)")
+    from llmcourse.validation import REPLAN_EXAMPLE as ex
+
+    v.add_argument("--rps", type=float, default=ex["requests_per_second"], help="requests per second to re-plan")
+    v.add_argument("--ttft-ms", type=float, default=ex["ttft_ms"], help="the re-plan's time-to-first-token target")
+    v.add_argument("--tpot-ms", type=float, default=ex["tpot_ms"], help="the re-plan's time-per-token target")
     args = parser.parse_args(argv)
     try:
         return {"plan": _plan, "validate": _validate}[args.command](args)

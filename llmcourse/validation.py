@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import bisect
 import csv
-import dataclasses  # noqa: F401 (the examples use it)
+import dataclasses
 import inspect
 import json
 import math
@@ -104,6 +104,7 @@ __all__ = [
     "METRICS",
     "METRIC_NAMES",
     "OWN_MAX_ROWS",
+    "REPLAN_EXAMPLE",
     "Band",
     "Components",
     "Dataset",
@@ -115,6 +116,7 @@ __all__ = [
     "Measurement",
     "OwnBenchmark",
     "Prediction",
+    "Replan",
     "Skipped",
     "Summary",
     "Validation",
@@ -2434,6 +2436,7 @@ class OwnBenchmark:
     not_fitted: tuple[Skipped, ...]
     dropped: int = 0
     error: str = ""
+    replan: Replan | None = None
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, text) rows: the per-row report, then the errors and the refit."""
@@ -2472,11 +2475,81 @@ class OwnBenchmark:
                 for m in ev.metrics():
                     s = ev.summary(f"held_out_{kind}", {"metric": m})
                     out.append((f"refitted without each {kind}: {METRIC_NAMES[m]}", _summary_text(s)))
+        if self.replan is not None:
+            out += self.replan.rows()
         return out
 
     def text(self) -> str:
         """The report as lines of text (what ``python -m llmcourse validate FILE`` prints)."""
         return "\n".join(f"{k}: {v}" for k, v in self.rows())
+
+
+#: The example brief the own-benchmark calculator and ``validate FILE`` re-plan when the reader gives none: 10
+#: requests per second within 2 s to the first token and 50 ms per token (a chat product; change it to yours).
+REPLAN_EXAMPLE = {"requests_per_second": 10, "ttft_ms": 2_000, "tpot_ms": 50}
+
+
+@dataclass(frozen=True)
+class Replan:
+    """A brief planned for the reader's most-measured setup twice: under the assumptions' own parameters and
+    under the parameters refitted on the reader's rows (see :func:`own_benchmark`)."""
+
+    setup: Measurement  # a row of the setup: its model, GPU, tensor-parallel GPUs, precisions and lengths
+    brief: Any
+    before: Any  # planner.Plan under the assumptions' own parameters
+    after: Any  # planner.Plan under the refitted ones
+
+    def rows(self) -> list[tuple[str, str]]:
+        b, r = self.brief, self.setup
+        ms = lambda q: f"{q.to('ms').m:,.0f} ms"  # noqa: E731
+        what = (
+            f"{b.requests_per_second.to('1/s').m:g} requests/s of {r.isl:,} + {r.osl:,} tokens within "
+            f"{ms(b.ttft_target)} / {ms(b.tpot_target)}, {r.model} ({r.weights}) on {r.tp} x {r.gpu}"
+        )
+
+        def one(p: Any) -> str:
+            if not p.fits:
+                return f"does not fit: {p.reason}"
+            met = "targets met" if p.meets_targets else "targets NOT met"
+            return f"{p.gpus:,} GPUs, batch {p.batch}, {ms(p.tpot)} per token ({met})"
+
+        name = self.before.replica.assumptions.name.split(" (")[0] if self.before.replica is not None else "the method"
+        return [
+            ("re-planned", what),
+            (f"re-planned, {name}'s parameters", one(self.before)),
+            ("re-planned, refitted parameters", one(self.after)),
+        ]
+
+
+def _replan(loop: Sequence[Measurement], ev: Evidence, brief: Any) -> Replan | None:
+    """Plan ``brief`` for the setup with the most rows among ``loop``, before and after the refit (None if the
+    refit did not run, or the setup's layout is more than tensor parallelism)."""
+    from llmcourse.planner import plan  # the planner module is imported already; this keeps the name local
+
+    if not any(m in FIT_METRICS for m in ev.metrics()):
+        return None
+    key = lambda r: (r.model, r.gpu, r.tp, r.pp, r.attention_dp, r.ep, r.weights, r.kv, r.isl, r.osl)  # noqa: E731
+    counts: dict[tuple, int] = {}
+    for r in loop:
+        counts[key(r)] = counts.get(key(r), 0) + 1
+    top = max(counts, key=lambda k: (counts[k], k[:3]))
+    setup = next(r for r in loop if key(r) == top)
+    if (setup.pp, setup.attention_dp, setup.ep) != (1, 1, 1):
+        return None
+    brief = dataclasses.replace(brief, prompt_tokens=setup.isl, answer_tokens=setup.osl)  # the setup's lengths
+    before, after = (
+        plan(
+            setup.model,
+            setup.gpu,
+            brief,
+            tensor_parallel=setup.tp,
+            weight_bytes=setup.weights,
+            kv_bytes=setup.kv,
+            assumptions=a,
+        )
+        for a in (ev.assumptions, ev.assumptions.replace(**ev.fitted))
+    )
+    return Replan(setup, brief, before, after)
 
 
 def _reason_kind(reason: str) -> str:
@@ -2502,6 +2575,7 @@ def own_benchmark(
     *,
     bounded: bool = False,
     assumptions: Assumptions | str | None = None,
+    brief: Any = None,
     **given: Any,
 ) -> OwnBenchmark:
     """Your own benchmark: read measured rows (a :class:`Loaded`, a :class:`~pathlib.Path`, or text in any of
@@ -2509,7 +2583,10 @@ def own_benchmark(
     the one replica model under ``assumptions`` (the course's by default), refit :data:`FIT_PARAMETERS`
     on them and hold out each model, GPU and engine that has company (:func:`evidence`). Rows of other
     loads (offline maximum, a fixed rate) are listed as not fitted (:func:`validate` predicts those).
-    ``bounded`` fits at most :data:`OWN_MAX_ROWS` measurements (the live calculator's bound).
+    ``bounded`` fits at most :data:`OWN_MAX_ROWS` measurements (the live calculator's bound). With a
+    :class:`~llmcourse.planner.Brief`, the fleet is re-planned for the setup with the most rows (its
+    model, GPU, tensor-parallel GPUs, precisions and lengths; the brief's own lengths are replaced by the
+    setup's) under the assumptions' parameters and under the refitted ones (:class:`Replan`).
 
     Text in no format this package reads, or nothing at all, raises :class:`InputError` with the
     formats; a malformed row is listed with its row number and the reason.
@@ -2549,7 +2626,14 @@ def own_benchmark(
         ev = evidence(loop, assumptions=assumptions)
     except InputError as exc:
         return OwnBenchmark(got, None, not_fitted, dropped, str(exc))
-    return OwnBenchmark(got, ev, not_fitted, dropped)
+    replan = None
+    if brief is not None:
+        from llmcourse.planner import Brief
+
+        if not isinstance(brief, Brief):
+            raise InputError(f"brief must be a llmcourse.Brief (or None); got {type(brief).__name__}.")
+        replan = _replan(loop, ev, brief)
+    return OwnBenchmark(got, ev, not_fitted, dropped, replan=replan)
 
 
 #: The columns :func:`course_csv` writes (the course's format, closed-loop columns included).

@@ -10,6 +10,7 @@ from importlib import resources
 import matplotlib
 import pytest
 
+import llmcourse as lc
 import llmcourse.validation as lcv
 from llmcourse import Q_
 from llmcourse.__main__ import main
@@ -261,3 +262,38 @@ def test_scatter_is_log_log_with_units_and_the_factor_of_2_lines(small: lcv.Evid
     assert axes[1].get_ylabel() == "predicted time to first token (ms)"
     slopes = sorted(line.get_ydata()[0] / line.get_xdata()[0] for line in axes[0].get_lines())
     assert [round(k, 9) for k in slopes] == [0.5, 1.0, 2.0]
+
+
+# --- your own benchmark: the fleet re-planned ---------------------------------------------------------------
+SLOW = [  # Llama 3.1 8B on one H100 measured far slower than the course's method has it (about 9 ms per token)
+    f"s{c},H100 SXM,1,Llama-3.1-8B,bf16,bf16,vLLM,1000,200,concurrency,{c},tpot_ms,{t}"
+    for c, t in ((4, 30.0), (8, 31.0), (16, 33.0))
+]
+
+
+def test_rows_slower_than_the_method_re_plan_a_larger_fleet() -> None:
+    """Rows three times slower than the course's step refit slower parameters, so the same brief (its
+    lengths the setup's 1,000 + 200) needs more GPUs after the refit than before."""
+    brief = lc.Brief(20, 1, 1, Q_(2, "s"), Q_(50, "ms"))
+    got = lcv.own_benchmark(HEAD + "\n" + "\n".join(SLOW) + "\n", brief=brief)
+    z = got.replan
+    assert z is not None and (z.brief.prompt_tokens, z.brief.answer_tokens) == (1_000, 200)
+    assert z.after.gpus > z.before.gpus
+    rows = dict(got.rows())
+    assert "1,000 + 200 tokens" in rows["re-planned"] and "GPUs" in rows["re-planned, refitted parameters"]
+
+
+def test_cli_re_plans_the_brief_it_is_given(tmp_path, capsys) -> None:
+    """validate FILE re-plans the example brief by default, and the one of --rps/--ttft-ms/--tpot-ms."""
+    path = _file(tmp_path, SLOW)
+    assert main(["validate", path]) == 0
+    assert "re-planned: 10 requests/s of 1,000 + 200 tokens within 2,000 ms / 50 ms" in capsys.readouterr().out
+    assert main(["validate", path, "--rps", "40", "--tpot-ms", "80"]) == 0
+    assert "re-planned: 40 requests/s of 1,000 + 200 tokens within 2,000 ms / 80 ms" in capsys.readouterr().out
+
+
+def test_calculator_re_plans_and_refuses_a_zero_target() -> None:
+    """The calculator's example rows re-plan its brief; a time-per-token target of 0 is refused with a message."""
+    c = own_benchmark_calculator()
+    assert "re-planned, refitted parameters" in dict(c.rows)
+    assert "tpot_target" in c.set(tpot_ms=0).error

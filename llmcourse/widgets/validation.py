@@ -15,8 +15,10 @@ from functools import cache
 
 import ipywidgets as w
 
-from llmcourse.validation import Dataset, OwnBenchmark, dataset, error_stats, own_benchmark, predict
-from llmcourse.widgets import Calculator, float_slider
+from llmcourse.planner import Brief
+from llmcourse.units import Q_
+from llmcourse.validation import REPLAN_EXAMPLE, Dataset, OwnBenchmark, dataset, error_stats, own_benchmark, predict
+from llmcourse.widgets import Calculator, float_slider, int_box
 
 __all__ = ["EXAMPLE_ROWS", "calibration_calculator", "own_benchmark_calculator"]
 
@@ -100,13 +102,16 @@ c0:tpot,H200 SXM,2,Llama-3.1-70B,fp8,bf16,vLLM,1024,1024,concurrency,0,tpot_ms,1
 """
 
 
-def _own(text: str) -> OwnBenchmark:
-    return own_benchmark(text, bounded=True)
+def _own(text: str, requests_per_second: int, ttft_ms: int, tpot_ms: int) -> OwnBenchmark:
+    brief = Brief(requests_per_second, 1, 1, Q_(ttft_ms, "ms"), Q_(tpot_ms, "ms"))  # lengths: the setup's
+    return own_benchmark(text, bounded=True, brief=brief)
 
 
 def own_benchmark_calculator(text: str = EXAMPLE_ROWS) -> Calculator:
     """Paste measured rows in any format the package reads -> the per-row report of what was read and
-    skipped, the error of the course's method on them, the refitted parameters and the refit's error.
+    skipped, the error of the course's method on them, the refitted parameters and the refit's error, and
+    a fleet re-planned for the most-measured setup (a brief of the requests per second and the targets
+    given) under the course's parameters and the refitted ones.
     Text in no known format (or none) shows one line naming the formats.
 
     Examples
@@ -126,4 +131,11 @@ def own_benchmark_calculator(text: str = EXAMPLE_ROWS) -> Calculator:
         layout=w.Layout(width="95%", height="14em"),
         continuous_update=False,
     )
-    return Calculator(_own, {"text": box}, title="Your own benchmark")
+    ex = REPLAN_EXAMPLE
+    controls = {
+        "text": box,
+        "requests_per_second": int_box(ex["requests_per_second"], "Requests/s to re-plan"),
+        "ttft_ms": int_box(ex["ttft_ms"], "TTFT target (ms)"),
+        "tpot_ms": int_box(ex["tpot_ms"], "TPOT target (ms)"),
+    }
+    return Calculator(_own, controls, title="Your own benchmark")
