@@ -44,6 +44,7 @@ __all__ = [
     "model_dropdown",
     "precision_dropdown",
     "preset_dropdown",
+    "replica_controls",
     "rows_to_html",
 ]
 
@@ -226,6 +227,23 @@ def float_slider(value: float, lo: float, hi: float, step: float, description: s
         continuous_update=False,
         style={"description_width": "initial"},
     )
+
+
+def replica_controls(
+    model: str, gpu: str, tensor_parallel: int, batch: int, prompt: int, answer: int, precision: str, method: str
+) -> dict[str, w.Widget]:
+    """The controls of one replica the fleet-sized calculators share: model, GPU, GPUs per replica, batch,
+    prompt and answer tokens, weight precision and method (the names their compute functions take)."""
+    return {
+        "model": model_dropdown(model),
+        "gpu": gpu_dropdown(gpu),
+        "tensor_parallel": int_slider(tensor_parallel, 1, 8, description="GPUs per replica (TP)"),
+        "batch": int_slider(batch, 1, 512, description="Batch"),
+        "prompt": int_box(prompt, "Prompt tokens"),
+        "answer": int_box(answer, "Answer tokens"),
+        "precision": precision_dropdown(precision, "Weights"),
+        "method": preset_dropdown(method),
+    }
 
 
 def int_box(value: int, description: str = "") -> w.IntText:

@@ -14,12 +14,8 @@ from llmcourse.units import Q_, parsed_unit
 from llmcourse.widgets import (
     Calculator,
     float_slider,
-    gpu_dropdown,
     int_box,
-    int_slider,
-    model_dropdown,
-    precision_dropdown,
-    preset_dropdown,
+    replica_controls,
 )
 
 __all__ = ["bill_calculator"]
@@ -115,14 +111,7 @@ def bill_calculator(
     return Calculator(
         _compute,
         {
-            "model": model_dropdown(model),
-            "gpu": gpu_dropdown(gpu),
-            "tensor_parallel": int_slider(tensor_parallel, 1, 8, description="GPUs per replica (TP)"),
-            "batch": int_slider(batch, 1, 512, description="Batch"),
-            "prompt": int_box(prompt, "Prompt tokens"),
-            "answer": int_box(answer, "Answer tokens"),
-            "precision": precision_dropdown(precision, "Weights"),
-            "method": preset_dropdown(method),
+            **replica_controls(model, gpu, tensor_parallel, batch, prompt, answer, precision, method),
             "utilisation": float_slider(utilisation, 0.0, 1.0, 0.05, "Average utilisation"),
             "own": w.Dropdown(options=[("own the GPUs", True), ("rent them", False)], value=own, description="GPUs"),
             "years": float_slider(a.depreciation_years, 1.0, 8.0, 0.5, "Years written off over"),

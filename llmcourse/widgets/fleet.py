@@ -10,12 +10,8 @@ from llmcourse.units import HOURS_PER_MONTH, Q_, fmt
 from llmcourse.widgets import (
     Calculator,
     float_slider,
-    gpu_dropdown,
     int_box,
-    int_slider,
-    model_dropdown,
-    precision_dropdown,
-    preset_dropdown,
+    replica_controls,
 )
 
 __all__ = ["fleet_calculator"]
@@ -110,14 +106,7 @@ def fleet_calculator(
     return Calculator(
         _rows,
         {
-            "model": model_dropdown(model),
-            "gpu": gpu_dropdown(gpu),
-            "tensor_parallel": int_slider(tensor_parallel, 1, 8, description="GPUs per replica (TP)"),
-            "batch": int_slider(batch, 1, 512, description="Batch"),
-            "prompt": int_box(prompt, "Prompt tokens"),
-            "answer": int_box(answer, "Answer tokens"),
-            "precision": precision_dropdown(precision, "Weights"),
-            "method": preset_dropdown(method),
+            **replica_controls(model, gpu, tensor_parallel, batch, prompt, answer, precision, method),
             "demand": int_box(demand, "Peak output tok/s"),
             "headroom": w.Dropdown(options=HEADROOM_OPTIONS, value=headroom, description="Headroom"),
             "utilisation": float_slider(utilisation, 0.05, 1.0, 0.05, "Average utilisation"),
