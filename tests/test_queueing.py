@@ -554,3 +554,21 @@ def test_a_percentile_in_percent_units_is_refused(rep):
     r = run(rep, 0.3, requests=50)
     with pytest.raises(InputError, match="write 99"):
         r.at("ttft", Q_(99, "percent"))
+
+
+def test_measured_plot_draws_each_setup_three_ways():
+    """The chapter's plot: two log-log panels with units, each setup drawn as simulated, closed form and measured
+    (nine legend entries for three setups)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from llmcourse.plots.queueing import measured_vs_simulated
+    from llmcourse.queueing import MEASURED_SETUPS, against_measured
+
+    axes = measured_vs_simulated({str(s): against_measured(s) for s in MEASURED_SETUPS})
+    assert [a.get_xscale() for a in axes] == ["log", "log"] and [a.get_yscale() for a in axes] == ["log", "log"]
+    assert all("(ms)" in a.get_ylabel() for a in axes)
+    assert len(axes[0].figure.legends[0].get_texts()) == 9
+    plt.close(axes[0].figure)

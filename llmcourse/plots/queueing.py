@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import matplotlib.pyplot as plt
@@ -41,7 +42,13 @@ def percentiles_vs_load(sweep: list[tuple[SimResult, ClosedForm]], *, knee_load:
 def measured_vs_simulated(curves: dict[str, list[LoopPoint]]) -> Any:
     """Measured time to first token and time per token (points) against concurrency, over the simulated curve
     (solid) and the closed form (dotted), one colour per setup (label: the setup)."""
-    _fig, axes = plt.subplots(1, 2, figsize=(9.6, 4.0), layout="constrained")
+    from matplotlib.ticker import FuncFormatter, ScalarFormatter
+
+    def few(v: float, _pos: Any) -> str:  # minor log ticks: label 2 and 5 of each decade only, as plain numbers
+        lead = round(v / 10 ** math.floor(math.log10(v)), 6) if v > 0 else 0
+        return f"{v:g}" if lead in (2, 5) else ""
+
+    fig, axes = plt.subplots(1, 2, figsize=(9.6, 4.6), layout="constrained")
     panels = (
         (axes[0], "ttft", "closed_form_ttft", "time to first token (ms)"),
         (axes[1], "tpot", "model_tpot", "time per output token (ms)"),
@@ -57,8 +64,12 @@ def measured_vs_simulated(curves: dict[str, list[LoopPoint]]) -> Any:
             )
             ax.set_xscale("log", base=2)
             ax.set_yscale("log")
+            for axis in (ax.xaxis, ax.yaxis):
+                axis.set_major_formatter(ScalarFormatter())
+            ax.yaxis.set_minor_formatter(FuncFormatter(few))
             ax.set_xlabel("concurrency (requests in flight)")
             ax.set_ylabel(ylabel)
             ax.grid(True, alpha=0.3, which="both")
-    axes[0].legend(fontsize=6.5, loc="upper left")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=7, frameon=False)
     return axes
