@@ -73,6 +73,9 @@ class Layout:
         return self.n_gpus == 1
 
 
+_US = parsed_unit("us")[0]  # parsed once (pint re-parses a string unit at every conversion)
+
+
 def _divisors(n: int) -> str:
     return ", ".join(str(d) for d in range(1, n + 1) if n % d == 0)
 
@@ -212,7 +215,7 @@ def allreduce_latency(model: Model | str, rep: Any, tokens: float | None = None)
     """
     lay, a, m = rep.layout, rep.assumptions, models[model]
     tokens = rep.batch if tokens is None else tokens
-    return _collective("allreduce_time", lay, lay.tensor_parallel, _message(m, tokens, a), a).to("us")
+    return _collective("allreduce_time", lay, lay.tensor_parallel, _message(m, tokens, a), a).to(_US)
 
 
 def decode_comm_time(

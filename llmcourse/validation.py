@@ -79,7 +79,7 @@ from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, _s, checked, formula
 from llmcourse.planner import Replica, matmul_precision, replica, usable_memory, weight_bytes
-from llmcourse.units import Q_, plain_number  # noqa: F401 (the examples use Q_)
+from llmcourse.units import Q_, parsed_unit, plain_number  # noqa: F401 (the examples use Q_)
 
 __all__ = [
     "AICONFIGURATOR",
@@ -161,6 +161,8 @@ __all__ = [
     "summarize",
     "validate",
 ]
+
+_MS, _PER_S = parsed_unit("ms")[0], parsed_unit("1/s")[0]  # parsed once: pint re-parses a string unit each time
 
 #: The metrics a row may report, and their units.
 METRICS = {"output_tokens_per_s": "1/s", "itl_ms": "ms", "ttft_ms": "ms", "tpot_ms": "ms"}
@@ -377,16 +379,16 @@ def predict(
         return _predict_closed_loop(row, rep, cp)
     s, pre = rep.step, rep.batch_prefill
     if row.metric == "output_tokens_per_s":
-        pre_ms = float(pre.time.to("ms").m) if rep.counts_prefill else None
-        value = float(rep.throughput.to("1/s").m)
-        step_ms = float(s.step_time.to("ms").m)
+        pre_ms = float(pre.time.m_as(_MS)) if rep.counts_prefill else None
+        value = float(rep.throughput.m_as(_PER_S))
+        step_ms = float(s.step_time.m_as(_MS))
         return Prediction(
             row.id, row.metric, value, row.unit, rep.batch, cp, step_ms, pre_ms, rep.prefill_share, s.bound
         )
     if row.metric == "itl_ms":
-        step_ms = float(s.step_time.to("ms").m)
+        step_ms = float(s.step_time.m_as(_MS))
         return Prediction(row.id, row.metric, step_ms, row.unit, rep.batch, cp, step_ms, None, None, s.bound)
-    pre_ms = float(pre.time.to("ms").m)
+    pre_ms = float(pre.time.m_as(_MS))
     return Prediction(row.id, row.metric, pre_ms, row.unit, rep.batch, cp, None, pre_ms, None, pre.bound)
 
 
@@ -490,15 +492,15 @@ def components(
         row.metric,
         rep.batch,
         row.osl,
-        float((s.memory_time).to("ms").m),
-        float((s.compute_time).to("ms").m),
-        float(pre.compute_time.to("ms").m),
-        float(pre.memory_time.to("ms").m),
+        float((s.memory_time).m_as(_MS)),
+        float((s.compute_time).m_as(_MS)),
+        float(pre.compute_time.m_as(_MS)),
+        float(pre.memory_time.m_as(_MS)),
         # the fixed time the step adds (per-step overhead, all-reduces), as the replica model gives it
-        step_overhead_ms=float((s.step_time - max(s.memory_time, s.compute_time)).to("ms").m),
+        step_overhead_ms=float((s.step_time - max(s.memory_time, s.compute_time)).m_as(_MS)),
         counts_prefill=rep.counts_prefill,
         # the fixed time a prefill adds (its collectives), as the replica model gives it
-        prefill_extra_ms=float((pre.time - max(pre.compute_time, pre.memory_time)).to("ms").m),
+        prefill_extra_ms=float((pre.time - max(pre.compute_time, pre.memory_time)).m_as(_MS)),
     )
 
 
@@ -1073,8 +1075,8 @@ def _predict_closed_loop(row: Measurement, rep: Replica, cp: str) -> Prediction:
     if rep.step is None:
         raise InputError(f"row {row.id}: {rep.reason}")
     s = rep.step
-    step_ms, tpot_ms = float(s.step_time.to("ms").m), float(rep.tpot.to("ms").m)
-    pre_ms = float(rep.first_prefill.time.to("ms").m)
+    step_ms, tpot_ms = float(s.step_time.m_as(_MS)), float(rep.tpot.m_as(_MS))
+    pre_ms = float(rep.first_prefill.time.m_as(_MS))
     overhead = rep.assumptions.request_overhead_ms
     ttft_ms = _closed_loop_ttft_ms(pre_ms, step_ms, tpot_ms, row.osl, row.concurrency, overhead)
     value = {"tpot_ms": tpot_ms, "itl_ms": tpot_ms, "ttft_ms": ttft_ms}.get(row.metric)
@@ -1695,7 +1697,7 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
     s, first, batch = rep.step, rep.first_prefill, rep.batch_prefill
 
     def ms(q: pint.Quantity) -> float:
-        return float(q.to("ms").m)
+        return float(q.m_as(_MS))
 
     def extra(p: Any) -> float:
         return ms(p.time) - max(ms(p.compute_time), ms(p.memory_time))
