@@ -43,8 +43,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from llmcourse import formulas_parallel  # noqa: F401  (the link symbols this module reuses)
-from llmcourse.formulas import SYMBOLS, _s, formula
+from llmcourse import formulas_parallel  # noqa: F401  (the link symbols and the send this module reuses)
+from llmcourse.formulas import FORMULAS, SYMBOLS, _s, formula
 
 __all__: list[str] = []
 
@@ -87,7 +87,8 @@ pool_rate = _s("pool_rate", r"\mu_{pool}", "1/s", "requests per second a pool co
 formula(
     "kv_handoff_time",
     "kv_handoff",
-    collective_base + link_latency + kv_per_sequence / (kv_lanes * link_bandwidth * link_efficiency),
+    # the alpha-beta send of formulas_parallel (one stage to the next), each lane carrying its share of the KV
+    FORMULAS["send_time"].expr.subs(_sym["message_bytes"], kv_per_sequence / kv_lanes),
     "one prompt's KV handed from the prefill to the decode pool (alpha-beta): a fixed cost, one latency, and "
     "the KV bytes over the lanes' bandwidth",
     CHAPTER,

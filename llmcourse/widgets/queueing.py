@@ -7,7 +7,7 @@ from functools import lru_cache
 
 import ipywidgets as w
 
-from llmcourse.queueing import ClosedForm, ServiceModel, SimResult, at_load, build_replica
+from llmcourse.queueing import LENGTH_CV, ClosedForm, ServiceModel, SimResult, at_load, build_replica
 from llmcourse.units import fmt
 from llmcourse.widgets import Calculator, float_slider, gpu_dropdown, int_box, int_slider, model_dropdown
 
@@ -75,7 +75,7 @@ def queueing_calculator(
     prompt_tokens: int = 2_000,
     answer_tokens: int = 300,
     load: float = 0.8,
-    cv: float = 0.5,
+    cv: float = LENGTH_CV,
     chunk: int = 0,
     hit_rate: float = 0.0,
     prefix_tokens: int = 1_000,
