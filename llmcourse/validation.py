@@ -78,7 +78,7 @@ from llmcourse.catalog import gpus, models
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, _s, checked, formula
-from llmcourse.planner import Replica, matmul_precision, replica, usable_memory, weight_bytes
+from llmcourse.planner import Brief, Replica, matmul_precision, plan, replica, usable_memory, weight_bytes
 from llmcourse.units import Q_, parsed_unit, plain_number  # noqa: F401 (the examples use Q_)
 
 __all__ = [
@@ -2526,8 +2526,6 @@ class Replan:
 def _replan(loop: Sequence[Measurement], ev: Evidence, brief: Any) -> Replan | None:
     """Plan ``brief`` for the setup with the most rows among ``loop``, before and after the refit (None if the
     refit did not run, or the setup's layout is more than tensor parallelism)."""
-    from llmcourse.planner import plan  # the planner module is imported already; this keeps the name local
-
     if not any(m in FIT_METRICS for m in ev.metrics()):
         return None
     key = lambda r: (r.model, r.gpu, r.tp, r.pp, r.attention_dp, r.ep, r.weights, r.kv, r.isl, r.osl)  # noqa: E731
@@ -2630,8 +2628,6 @@ def own_benchmark(
         return OwnBenchmark(got, None, not_fitted, dropped, str(exc))
     replan = None
     if brief is not None:
-        from llmcourse.planner import Brief
-
         if not isinstance(brief, Brief):
             raise InputError(f"brief must be a llmcourse.Brief (or None); got {type(brief).__name__}.")
         replan = _replan(loop, ev, brief)

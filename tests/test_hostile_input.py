@@ -366,9 +366,6 @@ def test_teacher_ctrl_c_exits_130_without_traceback(tmp_path):
 
 # --- variants: wide pools, and never the book's answer ---------------------------------------------------------------
 STUDENTS = [str(i) for i in range(300)]  # the first 20 are test_exercises_sets.py's seeds (answers cached)
-#: Exercises whose answer cannot take 20 values whatever the pools: the largest divisor of a model's query heads
-#: (the catalog's head counts have 16 divisors in all) and the batch (1 to 5) from which a MoE step is slower than a dense one.
-NARROW: dict[str, str] = {}  # exercise id -> why its answers cannot spread (a strict xfail); none today
 #: Every exercise with variants (speculative_ex3 asks for the speed-up at the best draft length, and
 #: speculative_ex8's deployments measure a share of the published length, so both spread).
 VARIED = [e.id for e in ALL]
@@ -381,7 +378,7 @@ def _value(ex, seed):
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "exercise_id",
-    [pytest.param(i, marks=pytest.mark.xfail(reason=NARROW[i], strict=True)) if i in NARROW else i for i in VARIED],
+    VARIED,
 )
 def test_variants_are_spread(exercise_id):
     """300 student ids draw at least 20 different answers (counted until the 20th), and two of the first 30
