@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 
-.PHONY: setup lite browser-setup book book-only serve test lint bench clean
+.PHONY: setup lite browser-setup book book-only serve test lint bench exercises clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -46,6 +46,10 @@ serve:
 ## notebook, and the browser tests of the built book (headless chromium, offline, live calculators).
 test: setup lite browser-setup
 	bash scripts/test.sh
+
+## Regenerate the auto-checked exercise notebooks (exercises/*.md) from llmcourse/exercises/defs_*.py.
+exercises: setup
+	$(PY) -m llmcourse.exercises.notebooks
 
 bench: setup
 	$(PY) scripts/benchmark.py

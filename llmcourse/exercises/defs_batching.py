@@ -21,6 +21,12 @@ from llmcourse.planner import largest_batch
 
 EXERCISES: list = []
 
+#: The method the notebook says these exercises follow (shown above its first exercise).
+NOTEBOOK_METHOD = """
+**The method.** The exercises on the interactive lab's set-up (4 and 7 to 10) follow the lab; the others are the
+course's method. The two agree for BF16 weights. Each story states its efficiencies.
+"""
+
 LAB_SETUP = dict(model="Llama-3.1-8B", gpu="H100 SXM", prompt=256, answer=64, batch=64, price=3.0)
 
 

@@ -15,6 +15,12 @@ from llmcourse.planner import largest_batch
 
 EXERCISES: list = []
 
+#: The method the notebook says these exercises follow (shown above its first exercise).
+NOTEBOOK_METHOD = """
+**The method.** Step times follow the course's method (the package's default); exercises 4 and 7 are the pure
+weight-read model (the datasheet bandwidth, nothing read but the weights). Each story states its efficiencies.
+"""
+
 _SMALL = ("Llama-3.1-8B", "Qwen2.5-7B", "Llama-2-7B")
 _GPUS = ("H100 SXM", "H200 SXM", "A100 SXM 80GB", "L40S", "B200", "MI300X")
 

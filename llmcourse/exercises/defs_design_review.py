@@ -14,6 +14,13 @@ from llmcourse.exercises._common import COURSE, define, pct, pick
 
 EXERCISES: list = []
 
+#: The method the notebook says these exercises follow (shown above its first exercise).
+NOTEBOOK_METHOD = """
+**The method.** Every exercise is the course's method, `lc.plan`'s default: efficiencies below the datasheet
+peaks, matrix multiplications at the weights' precision, each batch's prefill charged to the replica, and
+headroom on the request rate. Each story states the figures.
+"""
+
 #: The course's method as a design review states it (``lc.plan``'s default).
 _METHOD = (
     f"Estimate it by the course's method (lc.plan's default): {pct(COURSE.memory_fraction)} of memory usable, "

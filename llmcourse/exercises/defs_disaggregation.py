@@ -19,6 +19,18 @@ from llmcourse.units import Q_
 
 EXERCISES: list = []
 
+#: The method the notebook says these exercises follow (shown above its first exercise).
+NOTEBOOK_METHOD = """
+**The method.** Every exercise is the course's method; each story gives the link's figures from the catalog
+(`lc.links`). `llmcourse.disagg` has the building blocks (`kv_handoff`, `disaggregated`, `compare`) and
+`lc.FORMULAS` the formulas (`kv_handoff_time`, `prefill_pool_utilisation`, `mdc_wait`, `disagg_ttft`,
+`decode_pool_rate`); the chapter shows how to use them.
+"""
+#: What a student's own variant changes (the notebook's instructions).
+VARIES = "a different model, link, rate or pool"
+#: The unit of the example answer in the notebook's instructions.
+EXAMPLE_UNIT = "ms"
+
 _LINK_ETA = pct(COURSE.link_efficiency)
 _LINKS = ("InfiniBand HDR", "InfiniBand NDR", "InfiniBand XDR", "NVLink 4", "PCIe 5 x16")
 _MODELS = GQA_MODELS  # no sliding window: a prompt's whole KV is handed off

@@ -18,6 +18,14 @@ METHOD = "envelope"
 
 EXERCISES: list = []
 
+#: The method the notebook says these exercises follow (shown above its first exercise).
+NOTEBOOK_METHOD = """
+**The method.** These exercises reproduce the chapter's first table, so they follow the back-of-the-envelope
+method it comes from: the datasheet bandwidth, and throughput and cost counted from decode steps alone (prefill
+is not charged). The chapter's erratum gives the course's figures for the same replica. Each story states the
+assumptions it needs.
+"""
+
 # The students' setups: a model, its weight precision, then a server (GPU, count) whose memory holds the weights and
 # a batch of the longest conversations a variant draws.
 _MODELS = (

@@ -20,6 +20,14 @@ from llmcourse.units import HOURS_PER_MONTH
 
 EXERCISES: list = []
 
+#: The method the notebook says these exercises follow (shown above its first exercise).
+NOTEBOOK_METHOD = """
+**The method.** The replica exercises vary the chapter's worked fleet, so they follow the capacity-planning
+method it reproduces: decode steps only, each conversation's whole KV cache read at every step, and a share of
+each replica's throughput kept back for prefill and bursts. The chapter's erratum gives the course's fleet, with
+prefill charged. Each story states the shares it uses.
+"""
+
 #: The method of the chapter's worked fleet, and the share of throughput it keeps back, in percent.
 METHOD = "capacity"
 _HELD_BACK = round(100 * CAPACITY.headroom_fraction)

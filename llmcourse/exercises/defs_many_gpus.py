@@ -19,6 +19,18 @@ from llmcourse.units import Q_
 
 EXERCISES: list = []
 
+#: The method the notebook says these exercises follow (shown above its first exercise).
+NOTEBOOK_METHOD = """
+**The method.** Every exercise is the course's method; each story gives the link's figures from the catalog
+(`lc.links`). `llmcourse.parallel` has the building blocks (`layout`, `decode_comm_time`, `time_per_token_parts`)
+and `lc.FORMULAS` the alpha-beta formulas (`allreduce_time`, `alltoall_time`, `pipeline_bubble`); the chapter shows
+how to use them.
+"""
+#: What a student's own variant changes (the notebook's instructions).
+VARIES = "a different model, link, GPU count or load"
+#: The unit of the example answer in the notebook's instructions.
+EXAMPLE_UNIT = "ms"
+
 #: A GPU of the catalog that has each link (the collectives are the link's; the GPU only completes the layout).
 LINK_GPUS = {
     "NVLink 3": "A100 SXM 80GB",

@@ -15,6 +15,13 @@ from llmcourse.exercises._common import CAPACITY, COURSE, ENVELOPE, define, fp8_
 
 EXERCISES: list = []
 
+#: The method the notebook says these exercises follow (shown above its first exercise).
+NOTEBOOK_METHOD = """
+**The method.** The course's method (the package's default), except exercises 2 and 7, which redo a source's
+worked figure under that source's assumptions (the back-of-the-envelope method's prefill, the capacity-planning
+method's prefill pool). Each story says which method it uses and states its efficiencies.
+"""
+
 _TWO = [(1 / 2, "did you count 2 FLOPs (a multiply and an add) per parameter per token?")]
 _PER_PARAM = Q_(COURSE.flops_per_param, "FLOP")
 _DENSE = ("Llama-3.1-8B", "Llama-3.1-70B", "Qwen2.5-7B", "Qwen2.5-72B", "Llama-3.1-405B")

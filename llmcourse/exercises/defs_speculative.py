@@ -25,6 +25,16 @@ from llmcourse.speculative import (
 
 EXERCISES: list = []
 
+#: The method the notebook says these exercises follow (shown above its first exercise).
+NOTEBOOK_METHOD = """
+**The method.** Every exercise is the course's method (each story states its efficiencies, the fixed
+overhead every decode step pays, draft and verification steps included, and the all-reduces on several GPUs). Draft tokens are
+accepted independently, each with the story's probability. `llmcourse.speculative` has the building blocks
+(`expected_tokens`, `Speculation`, `speculative_step`, `speculative_memory`); the chapter shows how to use them.
+"""
+#: What a student's own variant changes (the notebook's instructions).
+VARIES = "a different model, GPU, acceptance rate or draft"
+
 #: The course's decode method, as the stories state it: the efficiencies, the fixed cost of a step, the collectives.
 _ETAS = (
     f"the course's method: {pct(COURSE.bandwidth_efficiency)} of peak bandwidth, "
