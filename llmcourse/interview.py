@@ -5,6 +5,34 @@ Each :class:`Question` holds a prompt, what a weak, a good and a strong answer s
 the planner. :meth:`Question.numbers` returns those values (quantities, counts) for tests and
 :meth:`Question.render` fills a template with them, so no number in an answer is typed by hand.
 
+The questions' text is data: Markdown files in ``llmcourse/data/interview/`` (read in file-name
+order, which is the bank's order), parsed here with the standard library (:func:`load_questions`).
+A question there reads::
+
+    ## weights_fit
+    level: L4 · topic: memory · source: 000
+
+    ### Do the weights fit?
+
+    #### prompt
+    Qwen2.5-72B has {Q72.billions} billion parameters. How many ...
+
+    #### weak
+    ...
+
+``## id`` opens a question; the next line gives its ``level`` (a key of :data:`LEVELS`), ``topic``
+and ``source`` (keys of :data:`SOURCES`, several joined by commas); ``### title`` is its title, and
+``#### prompt``, ``weak``, ``good``, ``strong`` and ``answer`` its five templates, each once. Text
+before the first question is a note for the reader of the file. The lines of a paragraph are
+joined by one space, as Markdown does; paragraphs are kept apart by a blank line. A template's
+``{name}`` (``{name:3}``: three significant figures, ``{name.m}``: the number without its unit) is a
+number the question's ``worked()`` function returns, ``{H100.bandwidth}`` a catalog entry of
+:data:`CATALOG_NAMES`; literal braces are doubled (``H_{{kv}}``). The computations stay in Python:
+each ``worked()`` is registered under its question's id, and loading refuses a question without
+one, a function without its question, an unknown level or source, and a field that is neither a
+catalog entry nor a well-formed name; a field the function does not return is refused, naming
+the question and the field, when its numbers are computed.
+
 A question that reproduces a source text's worked example computes it under that source's
 assumptions (``"envelope"``, ``"lab"``, ``"capacity"``, see :mod:`llmcourse.assumptions`); where
 the source's method leaves out something that changes the answer (prefill, the bandwidth real
@@ -29,9 +57,11 @@ True
 
 from __future__ import annotations
 
+import re
 import string
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 import pint
@@ -66,13 +96,16 @@ __all__ = [
     "CATALOG_NAMES",
     "LEVELS",
     "MIN_REPLICAS",
+    "PARTS",
     "QUESTIONS",
     "SHEET_GPUS",
     "SHEET_MODELS",
     "SOURCES",
     "Question",
     "levels_markdown",
+    "load_questions",
     "num",
+    "parse_questions",
     "sheet",
     "sheet_tables",
 ]
@@ -193,6 +226,10 @@ def _digits(x: float, digits: int) -> str:
 
 
 # --- the question type ---------------------------------------------------------------------------------
+#: The five templates of a question, in the order a data file gives them.
+PARTS: tuple[str, ...] = ("prompt", "weak", "good", "strong", "answer")
+
+
 @dataclass(frozen=True)
 class Question:
     """One interview question with graded model answers.
@@ -220,8 +257,17 @@ class Question:
             raise InputError(f"question {self.id!r}: level must be one of {', '.join(LEVELS)}, not {self.level!r}.")
 
     def numbers(self) -> dict[str, Any]:
-        """Every number of the worked answer, computed now with the planner."""
-        return self.worked()
+        """Every number of the worked answer, computed now with the planner.
+
+        Refuses (:class:`InputError`) a template field that is neither one of them nor a catalog entry."""
+        vals = self.worked()
+        missing = sorted(self.fields() - set(vals) - set(CATALOG_NAMES))
+        if missing:
+            raise InputError(
+                f"question {self.id!r}: template field {{{missing[0]}}} is neither a number its worked() function "
+                f"returns nor a catalog entry ({', '.join(CATALOG_NAMES)}); it returns {', '.join(sorted(vals))}."
+            )
+        return vals
 
     def fields(self) -> set[str]:
         """Names the templates use (each a key of :meth:`numbers` or of :data:`CATALOG_NAMES`)."""
@@ -232,7 +278,7 @@ class Question:
 
     def render(self, part: str = "answer", values: Mapping[str, Any] | None = None) -> str:
         """Fill one template (``"prompt"``, ``"weak"``, ``"good"``, ``"strong"`` or ``"answer"``)."""
-        if part not in ("prompt", "weak", "good", "strong", "answer"):
+        if part not in PARTS:
             raise InputError(f"part must be prompt, weak, good, strong or answer; got {part!r}.")
         vals = self.numbers() if values is None else values
         return getattr(self, part).format_map(_refs() | {k: _Num(v) for k, v in vals.items()})
@@ -240,16 +286,18 @@ class Question:
     def markdown(self) -> dict[str, str]:
         """All five parts rendered with one computation of the numbers."""
         vals = self.numbers()
-        return {p: self.render(p, vals) for p in ("prompt", "weak", "good", "strong", "answer")}
+        return {p: self.render(p, vals) for p in PARTS}
 
 
 class _Bank(Mapping[str, Question]):
-    def __init__(self) -> None:
+    def __init__(self, questions: Iterable[Question] = ()) -> None:
         self._q: dict[str, Question] = {}
+        for q in questions:
+            self.add(q)
 
     def add(self, q: Question) -> Question:
         if q.id in self._q:
-            raise ValueError(f"question {q.id!r} defined twice")
+            raise InputError(f"question {q.id!r} defined twice")
         self._q[q.id] = q
         return q
 
@@ -266,16 +314,201 @@ class _Bank(Mapping[str, Question]):
         return len(self._q)
 
 
-#: The question bank, in the order the chapter asks them.
-QUESTIONS = _Bank()
+#: Each question's ``worked()`` function, by question id (the text of the question is data).
+_WORKED: dict[str, Callable[[], dict[str, Any]]] = {}
 
 
-def _q(**kw: Any) -> Callable[[Callable[[], dict[str, Any]]], Callable[[], dict[str, Any]]]:
+def _worked(qid: str) -> Callable[[Callable[[], dict[str, Any]]], Callable[[], dict[str, Any]]]:
+    """Register ``fn`` as the computation of the data question ``qid``."""
+
     def deco(fn: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
-        QUESTIONS.add(Question(worked=fn, **kw))
+        if qid in _WORKED:
+            raise InputError(f"question {qid!r}: two worked() functions")
+        _WORKED[qid] = fn
         return fn
 
     return deco
+
+
+# --- reading the bank's data files ---------------------------------------------------------------------
+_HEADING = re.compile(r"^(#{2,4}) (.*)$")
+_ID = re.compile(r"[a-z][a-z0-9_]*")
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _paragraphs(lines: list[str]) -> str:
+    """A template's lines as text: a paragraph's lines joined by a space, paragraphs by a blank line."""
+    paras, cur = [], []
+    for line in [*lines, ""]:
+        if line.strip():
+            cur.append(line.strip())
+        elif cur:
+            paras.append(" ".join(cur))
+            cur = []
+    return "\n\n".join(paras)
+
+
+def _check_fields(where: str, part: str, text: str) -> None:
+    """Refuse a template field that cannot be filled: bad braces, a format other than a digit count,
+    an attribute other than ``.m`` on a number, or a catalog entry's unknown attribute."""
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        raise InputError(f"{where}, {part}: {exc} (write a literal brace twice: {{{{ or }}}}).") from None
+    refs = _refs()
+    for _, name, spec, conversion in parsed:
+        if name is None:
+            continue
+        if not _FIELD.fullmatch(name) or conversion or (spec and not spec.isdigit()):
+            raise InputError(
+                f"{where}, {part}: field {{{name}{'!' + conversion if conversion else ''}{':' + spec if spec else ''}}} "
+                "is not a name with an optional digit count ({name} or {name:3})."
+            )
+        head, *attrs = name.split(".")
+        if head in refs:
+            if not attrs:
+                raise InputError(f"{where}, {part}: field {{{name}}} names a catalog entry; give one of its figures.")
+            try:
+                getattr(getattr(refs[head], attrs[0]), ".".join(attrs[1:]) or "value")
+            except AttributeError:
+                raise InputError(
+                    f"{where}, {part}: field {{{name}}}: {CATALOG_NAMES[head][1]} has no {attrs[0]!r}."
+                ) from None
+        elif attrs not in ([], ["m"]):
+            raise InputError(f"{where}, {part}: field {{{name}}}: a number takes no attribute but .m.")
+
+
+def _meta(where: str, line: str) -> dict[str, str]:
+    """The ``level: L4 · topic: memory · source: 000`` line as a dict, or InputError."""
+    out: dict[str, str] = {}
+    for item in line.split(" · "):
+        key, sep, value = item.partition(":")
+        key, value = key.strip(), value.strip()
+        if not sep or key not in ("level", "topic", "source") or not value or key in out:
+            raise InputError(
+                f"{where}: the line after the id must read 'level: L4 · topic: ... · source: 000', each key once; "
+                f"got {line!r}."
+            )
+        out[key] = value
+    if "level" not in out or "topic" not in out:
+        raise InputError(f"{where}: give the question's level and topic ('level: L4 · topic: memory').")
+    codes = [c.strip() for c in out.get("source", "course").split(",")]
+    unknown = [c for c in codes if c not in SOURCES]
+    if unknown:
+        raise InputError(f"{where}: unknown source {unknown[0]!r}; known: {', '.join(SOURCES)}.")
+    out["source"] = " and ".join(SOURCES[c] for c in codes)
+    return out
+
+
+def parse_questions(text: str, name: str = "<text>") -> list[dict[str, str]]:
+    """The questions of one data file as dicts (id, level, topic, source, title and the five parts).
+
+    Examples
+    --------
+    >>> text = "## q1\\nlevel: L4 · topic: memory\\n\\n### A title\\n" + "".join(
+    ...     f"#### {p}\\n{p} of {{x}}\\n" for p in PARTS)
+    >>> q = parse_questions(text)[0]
+    >>> q["id"], q["title"], q["source"], q["answer"]
+    ('q1', 'A title', "the course's own arithmetic", 'answer of {x}')
+    """
+    out: list[dict[str, str]] = []
+    cur: dict[str, Any] | None = None
+    part: str | None = None
+
+    def close() -> None:
+        if cur is None:
+            return
+        where = f"{name}: question {cur['id']!r}"
+        if "title" not in cur:
+            raise InputError(f"{where}: no '### title' line.")
+        missing = [p for p in PARTS if p not in cur["parts"]]
+        if missing:
+            raise InputError(f"{where}: no '#### {missing[0]}' part (each question has {', '.join(PARTS)}).")
+        q = {k: v for k, v in cur.items() if k not in ("parts", "lineno")}
+        for p in PARTS:
+            q[p] = _paragraphs(cur["parts"][p])
+            if not q[p]:
+                raise InputError(f"{where}: the '{p}' part is empty.")
+            _check_fields(where, p, q[p])
+        out.append(q)
+
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line, lineno = lines[i], i + 1
+        i += 1
+        m = _HEADING.match(line)
+        if m is None:
+            if part is not None and cur is not None:
+                cur["parts"][part].append(line)
+            elif cur is not None and line.strip():
+                raise InputError(
+                    f"{name}:{lineno}: question {cur['id']!r}: text {line.strip()[:40]!r} before its first part."
+                )
+            continue
+        depth, head = len(m.group(1)), m.group(2).strip()
+        if depth == 2:
+            close()
+            if not _ID.fullmatch(head):
+                raise InputError(f"{name}:{lineno}: '## {head}': a question id is lower case, digits and _.")
+            while i < len(lines) and not lines[i].strip():
+                i += 1
+            meta = _meta(f"{name}:{i + 1}: question {head!r}", lines[i] if i < len(lines) else "")
+            i += 1
+            cur, part = {"id": head, **meta, "parts": {}, "lineno": lineno}, None
+        elif cur is None:
+            raise InputError(f"{name}:{lineno}: '{line}' comes before the first '## id'.")
+        elif depth == 3:
+            if "title" in cur or part is not None:
+                raise InputError(f"{name}:{lineno}: question {cur['id']!r}: one '### title', before the parts.")
+            cur["title"] = head
+        else:
+            if head not in PARTS or head in cur["parts"]:
+                raise InputError(
+                    f"{name}:{lineno}: question {cur['id']!r}: '#### {head}': the parts are {', '.join(PARTS)}, each once."
+                )
+            if "title" not in cur:
+                raise InputError(f"{name}:{lineno}: question {cur['id']!r}: the '### title' comes before the parts.")
+            part = head
+            cur["parts"][part] = []
+    close()
+    return out
+
+
+def load_questions(
+    texts: Mapping[str, str] | None = None, worked: Mapping[str, Callable[[], dict[str, Any]]] | None = None
+) -> list[Question]:
+    """The bank's questions from its data files (``texts``: file name -> text, read in name order; by
+    default ``llmcourse/data/interview/*.md``), each with its ``worked()`` function (by default the
+    registered ones). Refuses a question without a function and a function without a question.
+
+    Examples
+    --------
+    >>> [q.id for q in load_questions()][:3]
+    ['weights_fit', 'kv_per_token', 'kv_context']
+    """
+    if texts is None:
+        folder = resources.files("llmcourse.data").joinpath("interview")
+        texts = {f.name: f.read_text(encoding="utf-8") for f in folder.iterdir() if f.name.endswith(".md")}
+    fns = _WORKED if worked is None else worked
+    found = [q for name in sorted(texts) for q in parse_questions(texts[name], name)]
+    out, seen = [], set()
+    for q in found:
+        if q["id"] in seen:
+            raise InputError(f"question {q['id']!r} is defined twice in the data files.")
+        seen.add(q["id"])
+        if q["id"] not in fns:
+            raise InputError(
+                f"question {q['id']!r} has no worked() function: register one with @_worked({q['id']!r}) in "
+                "llmcourse/interview.py."
+            )
+        out.append(Question(worked=fns[q["id"]], **q))
+    orphans = [k for k in fns if k not in seen]
+    if orphans:
+        raise InputError(
+            f"worked() function for {orphans[0]!r} has no question in llmcourse/data/interview/: add its '## {orphans[0]}'."
+        )
+    return out
 
 
 def _seed004_model() -> Model:
@@ -310,25 +543,7 @@ def _pct(share: float) -> float:
 
 
 # --- L4: one number, right, with its unit ------------------------------------------------------------------
-@_q(
-    id="weights_fit",
-    level="L4",
-    topic="memory",
-    title="Do the weights fit?",
-    source=SOURCES["000"],
-    prompt="Qwen2.5-72B has {Q72.billions} billion parameters. How many {H100.memory} H100s do its weights need in BF16, "
-    "and in FP8?",
-    weak='"{Q72.billions:2} billion parameters, {H100.memory} per GPU: one GPU."',
-    good='"In BF16 that is {w16} of weights, so two GPUs at least; in FP8 {w8}, one GPU."',
-    strong='"{w16} in BF16. The server gets about {mem_pct}% of each GPU, {per_gpu}, so {n16} GPUs by memory, and '
-    "tensor parallelism splits the heads over a power of two GPUs: {tp16}. In FP8 it is {w8}: {n8} GPUs, with room "
-    'left for the KV cache, which is what decides how many users fit."',
-    answer="Weights are parameters times bytes per parameter: ${Q72.billions} \\times 10^9 \\times 2$ B = {w16} in BF16 and "
-    "{w8} in FP8. A serving engine keeps about {reserve_pct}% of memory for itself, leaving {per_gpu} per H100. BF16 "
-    "needs {w16} / {per_gpu}, rounded up: {n16} GPUs; tensor parallelism splits the heads over 1, 2, 4 or 8 GPUs, "
-    "so round up to {tp16}. FP8 needs {n8}. Two GPUs hold only {mem2} in all: the BF16 weights miss by "
-    "{miss}, which is why quantization is the first lever a serving team pulls.",
-)
+@_worked("weights_fit")
 def _weights_fit() -> dict[str, Any]:
     a, g = resolve(ENVELOPE), gpus["H100 SXM"]
     w16, w8 = weight_bytes("Qwen2.5-72B", "bf16").to("GB"), weight_bytes("Qwen2.5-72B", "fp8").to("GB")
@@ -347,24 +562,7 @@ def _weights_fit() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="kv_per_token",
-    level="L4",
-    topic="KV cache",
-    title="KV cache per token",
-    source=SOURCES["000"],
-    prompt="How many bytes of KV cache does one token take in Qwen2.5-72B ({Q72.layers} layers, {Q72.kv_heads} KV heads of dimension "
-    "{Q72.head_dim}) and in Qwen2.5-7B ({Q7.layers} layers, {Q7.kv_heads} KV heads of {Q7.head_dim}), in BF16?",
-    weak='"It depends on the model; a few kilobytes per token?"',
-    good='"Two times layers times hidden size times two bytes." (The right shape, but with the hidden size it is the '
-    "cache of a model without grouped-query attention: {mha72} for the 72B.)",
-    strong='"Keys and values, in every layer, for every KV head: 2 x {Q72.layers} x {Q72.kv_heads} x {Q72.head_dim} x 2 B = {kv72}, and {kv7} for the '
-    '7B. Grouped-query attention is why it is not {mha72}."',
-    answer="$\\kappa = 2\\,L\\,H_{{kv}}\\,d_{{head}}\\,b_{{kv}}$. For the 72B: $2 \\times {Q72.layers} \\times {Q72.kv_heads} "
-    "\\times {Q72.head_dim} \\times 2$ = {b72:6} bytes = {kv72}. For the 7B: $2 \\times {Q7.layers} \\times {Q7.kv_heads} \\times {Q7.head_dim} \\times 2$ = {b7:5} "
-    "bytes = {kv7}. Using the hidden size in place of $H_{{kv}} d_{{head}}$ counts all {Q72.heads} query heads and gives "
-    "{mha72}, eight times too much.",
-)
+@_worked("kv_per_token")
 def _kv_per_token() -> dict[str, Any]:
     kv72, kv7 = kv_bytes_per_token("Qwen2.5-72B"), kv_bytes_per_token("Qwen2.5-7B")
     m = models["Qwen2.5-72B"]
@@ -374,22 +572,7 @@ def _kv_per_token() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="kv_context",
-    level="L4",
-    topic="KV cache",
-    title="KV cache of one conversation",
-    source=SOURCES["000"],
-    prompt="A conversation on Qwen2.5-72B holds 2,300 tokens (2,000 prompt, 300 answer). How much KV cache does it "
-    "take in BF16? And at 32,768 tokens?",
-    weak='"Tokens are small, a few megabytes."',
-    good='"320 KiB per token times 2,300 tokens: about {kv2300:2}."',
-    strong='"{kv2300:2} at 2,300 tokens and {kv32k} at 32K: linear in the context. One 32K conversation takes '
-    "{share32k:2}% of an H100's usable memory.\"",
-    answer="KV per conversation is $\\kappa\\,T_{{ctx}}$: {kvtok} x 2,300 = {kv2300} (about {kv2300:2}, the source's "
-    "figure). At 32,768 tokens it is {kvtok} x 32,768 = {kv32k}, or {kv32k_gb} of the {usable} an H100 "
-    "lets the server use.",
-)
+@_worked("kv_context")
 def _kv_context() -> dict[str, Any]:
     short = kv_bytes_per_sequence("Qwen2.5-72B", 2_300).to("GB")
     long = kv_bytes_per_sequence("Qwen2.5-72B", 32_768)
@@ -404,21 +587,7 @@ def _kv_context() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="traffic",
-    level="L4",
-    topic="tokens",
-    title="Requests to tokens",
-    source=SOURCES["000"],
-    prompt="A support assistant gets 200,000 requests a day, each a 2,000-token prompt and a 300-token answer; the "
-    "peak hour is three times the daily average. What load is that at peak?",
-    weak='"200,000 a day is about 2 requests a second."',
-    good='"{rps:2} requests a second at peak."',
-    strong='"{rps:2} requests a second at peak, which is {tin:2} prompt tokens and {tout:4} answer tokens per second: '
-    'the two are different work, prefill and decode, so I keep them apart."',
-    answer="200,000 / 86,400 s = {avg:3} requests/s on average; times 3 at peak: {rps:3} requests/s. In tokens: "
-    "{rps:3} x 2,000 = {tin:4} prompt tokens/s and {rps:3} x 300 = {tout:4} answer tokens/s.",
-)
+@_worked("traffic")
 def _traffic() -> dict[str, Any]:
     t = traffic(Q_(200_000, "1/day"), 2_000, 300, peak_factor=3)
     avg = traffic(Q_(200_000, "1/day"), 2_000, 300).request_rate
@@ -430,23 +599,7 @@ def _traffic() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="single_stream",
-    level="L4",
-    topic="decode speed",
-    title="The fastest one user can go",
-    source=SOURCES["004"],
-    prompt="A 70B-parameter model in BF16 on H100s ({H100.bandwidth} each). What is the fastest a single user can get tokens?",
-    weak='"H100s do about 1,000 TFLOP/s, so thousands of tokens a second."',
-    good='"Decode reads all {w} of weights per token: {w} / {H100.bandwidth} is {t1}, about {r1} tokens a second."',
-    strong='"Decode is bandwidth-bound: each token reads all {w}. But {w} does not fit in one {H100.memory} GPU, so it runs on '
-    "two and they read their halves in parallel: {t2}, so about {r2} tokens a second at best, before kernels "
-    'reach only 60-80% of peak."',
-    answer="One token needs one read of the weights, $70 \\times 10^9 \\times 2$ B = {w}. At one H100's {H100.bandwidth} "
-    "that is {t1}, or {r1} tokens/s: the source's figure. The weights need two GPUs to fit, though, and with "
-    "tensor parallelism each GPU reads its own half: {t2}, {r2} tokens/s. At a realistic {bw_pct}% of peak "
-    "bandwidth (the course's method): {r2_70} tokens/s.",
-)
+@_worked("single_stream")
 def _single_stream() -> dict[str, Any]:
     m = _seed004_model()
     one = weight_read_ceiling(m, "H100 SXM", assumptions=ENVELOPE)
@@ -463,23 +616,7 @@ def _single_stream() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="memory_bound",
-    level="L4",
-    topic="decode speed",
-    title="Memory-bound or compute-bound?",
-    source=SOURCES["001"],
-    prompt="Llama 3.1 8B in BF16 on one H100, one user, 2,304 tokens of context. Is a decode step limited by "
-    "memory or by compute? Assume {bw_pct}% of peak bandwidth and {fl_pct}% of peak FLOP/s.",
-    weak='"Compute: GPUs are for arithmetic."',
-    good='"Memory: each token reads the {w} of weights, about {mem:2}, and the arithmetic is tiny."',
-    strong='"Memory by a factor of {ratio:2}: reading {w} takes {mem:2}, the {flops} take {comp:1}. So faster matmuls '
-    "do nothing here; fewer bytes (quantization, a smaller KV cache) or a bigger batch do. On an L4 with a "
-    'tenth of the bandwidth it is {l4:2} a token."',
-    answer="Bytes: {w} of weights plus {kv} of KV cache, at ${H100.bandwidth.m} \\times {eta_b}$ TB/s: {mem:3}. FLOPs: "
-    "{fpp} per parameter, {flops}, at ${H100.flops.m} \\times {eta_c}$ TFLOP/s: {comp:2}. The memory time is {ratio:2} "
-    "times longer, so the step takes {mem:2} ({rate:3} tokens/s). On an L4 ({L4.bandwidth}): {l4:2}.",
-)
+@_worked("memory_bound")
 def _memory_bound() -> dict[str, Any]:
     a = resolve(LAB)
     s = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_304, assumptions=a)
@@ -501,26 +638,7 @@ def _memory_bound() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="prefill_time",
-    level="L4",
-    topic="prefill",
-    title="Time to first token",
-    source=SOURCES["000"],
-    prompt="Qwen2.5-72B in FP8 on two H100s ({H100.flops} each in BF16, assume {fl_pct}% of it) gets a 2,000-token prompt. "
-    "How long before the first token?",
-    weak='"One token takes about 20 ms, so 2,000 tokens take 40 seconds."',
-    good='"{fpp} FLOPs per parameter per token: {flops:3}; at {fl_pct}% of two GPUs\' peak, {t:2}."',
-    strong='"Prefill is compute-bound: {flops:3} over {rate:3} is {t:2}, against {mem:2} to read the weights once. '
-    "An H100 runs FP8 weights' matmuls at twice its BF16 peak, so with FP8 kernels it is nearer half that; the "
-    "attention term, quadratic in the prompt, and the two GPUs' all-reduces bring it to {t_course:2}. A queue adds "
-    'its wait: TTFT is more than prefill."',
-    answer="FLOPs: ${fpp} \\times {Q72.billions} \\times 10^9 \\times 2000$ = {flops:4}. Compute: $2 \\times {H100.flops.m} "
-    "\\times {eta_c}$ TFLOP/s = {rate:3}. Time: {t:3}, far more than one read of the {w} of weights ({mem:2}), so "
-    "prefill is compute-bound and the prompt length sets the time to first token. That is the source's figure, with "
-    "the matmuls at the BF16 peak. The course's method runs FP8 weights' matmuls at the FP8 peak ({H100.fp8_flops}) "
-    "and counts the attention term and the all-reduces between the two GPUs ({comm_course:2}): {t_course:2}.",
-)
+@_worked("prefill_time")
 def _prefill_time() -> dict[str, Any]:
     a = resolve(ENVELOPE)
     kw = dict(n_gpus=2, weight_bytes="fp8")
@@ -541,28 +659,7 @@ def _prefill_time() -> dict[str, Any]:
 
 
 # --- L5: chain numbers into a decision ------------------------------------------------------------------------
-@_q(
-    id="max_batch",
-    level="L5",
-    topic="memory",
-    title="How many conversations at once?",
-    source=SOURCES["000"],
-    prompt="Qwen2.5-72B in FP8 on two H100s, conversations of 2,300 tokens (2,000 prompt, 300 answer), {mem_pct}% "
-    "of memory usable. How many conversations run at once?",
-    weak='"As many as the scheduler allows."',
-    good='"Free memory over KV per conversation: ({mem} - {w}) / {kv:2}, about {batch}."',
-    strong='"{batch}: {free} free after the {w} of weights, {kv:2} per conversation. That is the worst case, every '
-    "slot at full length; paged KV allocation usually runs more. And it is the memory limit, not the latency "
-    "one: the per-user speed at that batch is {user:2} tokens/s at the datasheet bandwidth, {user_step:2} at the "
-    "{bw_pct}% real kernels reach (with {o:2} a step and the two GPUs' all-reduces), and {user_course:2} once the prompts of the other conversations, prefilled "
-    "between a user's steps, are counted.\"",
-    answer="Usable: $2 \\times {H100.memory.m} \\times {mem_frac}$ GB = {mem}. Weights: {w}. Free for the cache: {free}. "
-    "KV per conversation: {kvtok} x 2,300 = {kv:3}. Batch: {free} / {kv:3}, rounded down: {batch}. Each "
-    "decode step then reads about {read:3}, giving {user:2} tokens/s per user at the datasheet bandwidth. By the "
-    "course's method ({bw_pct}% of it, each cache read at its average length, prompt + half the answer, plus {o:2} "
-    "a step and {comm:2} of all-reduces between the two GPUs) the step gives {user_step:2}, and the other {others} "
-    "prompts' prefills between a user's steps bring it to {user_course:2}.",
-)
+@_worked("max_batch")
 def _max_batch() -> dict[str, Any]:
     a = resolve(ENVELOPE)
     p = serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8", assumptions=a)
@@ -589,26 +686,7 @@ def _max_batch() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="full_gpu_step",
-    level="L5",
-    topic="decode speed",
-    title="Why every full GPU feels the same",
-    source=SOURCES["000"],
-    prompt="A fully loaded H100 serves a 7B model, another serves a 72B model; both fill memory with conversations. "
-    "Which one gives each user more tokens per second?",
-    weak='"The 7B model: it is ten times smaller, so ten times faster."',
-    good='"About the same: a full step reads the whole usable memory either way."',
-    strong='"The same, about {rate:2} tokens/s: a full GPU reads its usable {mem} every step, whatever the mix of weights '
-    "and cache, and {mem} / {H100.bandwidth} is {step:3}. Model size decides how many users fit ({b7} conversations "
-    "of the 7B on one GPU, {b72} of the 72B on two), not how fast each goes at full load. At the {bw_pct}% of the "
-    'bandwidth real kernels reach, both are slower alike: about {rate_course:2}."',
-    answer="A full step reads weights plus every cache, which together fill the usable memory: ${mem_frac} \\times "
-    "{H100.memory.m}$ GB = {mem}. At {H100.bandwidth}: {step:3}, so {rate:3} tokens/s per user. The planner agrees: "
-    "Qwen2.5-7B on one H100 ({b7} conversations) gives {u7:2} tokens/s each, Qwen2.5-72B in FP8 on two ({b72}) gives "
-    "{u72:2}. On an H200 the full step is {h200:3}, on a B200 {b200:3}. Those are datasheet ceilings; at {bw_pct}% of "
-    "the bandwidth (the course's method) the full H100 step is {step_course:3}, {rate_course:2} tokens/s per user.",
-)
+@_worked("full_gpu_step")
 def _full_gpu_step() -> dict[str, Any]:
     a = resolve(ENVELOPE)
     mem = usable_memory("H100 SXM", assumptions=a).to("GB")
@@ -633,25 +711,7 @@ def _full_gpu_step() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="batching",
-    level="L5",
-    topic="batching",
-    title="Why batching is nearly free",
-    source=SOURCES["004"],
-    prompt="A 70B model in BF16 decodes at about 24 tokens/s for one user on an H100's bandwidth. What happens to "
-    "throughput and to each user's speed at a batch of 8, 32, 128 and 256?",
-    weak='"Each user slows down in proportion: the GPU is shared."',
-    good='"Throughput grows with the batch and each user stays near {r1:2} tokens/s, because the weights are read once '
-    'per step for the whole batch."',
-    strong='"If only the weights were read: {x8}, {x32}, {x128}, {x256} tokens/s, each user still at {r1:2}. That '
-    "holds until two things bite: compute, and the KV cache, which is read per sequence and has to fit. On two "
-    '{H100.memory} GPUs with {w} of weights only {b} conversations of 4,000 tokens fit, not 256."',
-    answer="One step reads {w} in {t} and makes one token per sequence. At batch $B$, throughput is $B / t$: "
-    "{x1:2}, {x8}, {x32}, {x128} and {x256} tokens/s for $B$ = 1, 8, 32, 128, 256, each user at {r1:3}. "
-    "The sequences ride along on the same weight read. The table ignores the KV reads and whether the "
-    "caches fit; see the next question: {b} fit.",
-)
+@_worked("batching")
 def _batching() -> dict[str, Any]:
     m = _seed004_model()
     c = {b: weight_read_ceiling(m, "H100 SXM", batch=b, assumptions=ENVELOPE) for b in (1, 8, 32, 128, 256)}
@@ -662,24 +722,7 @@ def _batching() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="kv_limit",
-    level="L5",
-    topic="KV cache",
-    title="What really limits the batch",
-    source=SOURCES["004"],
-    prompt="A 70B-class model ({L70.layers} layers, hidden size {L70.hidden}, {L70.heads} query heads, {L70.kv_heads} KV "
-    "heads) in BF16 on two {H100.memory} GPUs, "
-    "4,000-token contexts. How many sequences fit? Count all 160 GB as usable, as the source does.",
-    weak='"160 GB is a lot; hundreds."',
-    good='"KV per token is 2 x {L70.layers} x {L70.hidden} x 2 bytes = {mha_tok:3}, so {mha_seq:3} per sequence: one fits."',
-    strong='"With {L70.kv_heads} KV heads, not {L70.heads}, it is {gqa_tok:3} per token, {gqa_seq:3} per sequence; the weights leave {free}; '
-    "so {b_gqa}. Grouped-query attention is the difference between {b_mha} and {b_gqa}, and the fixes all buy "
-    'KV space back: more GPUs, FP8 weights, FP8 cache, shorter contexts."',
-    answer="Without GQA: $2 \\times {L70.layers} \\times {L70.hidden.m} \\times 2$ = {mha_tok:3} per token, {mha_seq:3} per 4,000-token "
-    "sequence. With {L70.kv_heads} KV heads of {L70.head_dim}: {gqa_tok:3} per token ({gqa_kib}), {gqa_seq:3} per sequence. Free "
-    "memory: 160 GB - {w} = {free}. Sequences: {b_gqa} with GQA, {b_mha} without.",
-)
+@_worked("kv_limit")
 def _kv_limit() -> dict[str, Any]:
     m = _seed004_model()
     mha = m.with_(kv_heads=m.heads)
@@ -698,28 +741,7 @@ def _kv_limit() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="long_context",
-    level="L5",
-    topic="KV cache",
-    title="Why does long context cost more?",
-    source=f"{SOURCES['001']} and {SOURCES['004']}",
-    prompt="Llama 3.1 8B on one H100, 512-token answers. With 2,048-token prompts a million output tokens cost one "
-    "price; why does the same model with 32,768-token prompts cost far more, when the FLOPs per generated token "
-    "barely change?",
-    weak='"Because providers charge more for it."',
-    good='"The KV cache grows linearly with context, so fewer conversations fit at once."',
-    strong='"At {kvtok} per token a 32K conversation holds {kv32k:2}; the batch drops from {b_short} to {b_long}, so '
-    "throughput drops from {x_short:3} to {x_long:3} tokens/s on the same GPU-hour: {c_short:2} against "
-    "{c_long:3} per million tokens, {ratio:2} times. Each step still reads every cache, and each 32K prompt's "
-    "prefill, quadratic in its length, takes {share_long:2}% of the replica's time.\"",
-    answer="KV per token: {kvtok}. At 2,560 tokens a conversation holds {kv_short:3}; {b_short} fit beside the "
-    "weights, and with each batch's prefill charged (the course's method) the GPU makes {x_short:3} tokens/s, "
-    "{c_short:2} per million at the catalog's {H100.price_per_hour}. At 33,280 tokens: {kv_long:3} each, {b_long} "
-    "fit, {x_long:3} tokens/s, {c_long:3} per million. The price is the GPU-hour divided by the tokens it makes, and "
-    "the cache decides how many conversations share the hour. The prompts' prefill, whose attention term grows with "
-    "the square of the prompt, takes {share_short:2}% of the replica's time at 2K and {share_long:2}% at 32K.",
-)
+@_worked("long_context")
 def _long_context() -> dict[str, Any]:
     short = replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_048, answer_tokens=512)
     long = replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=32_768, answer_tokens=512)
@@ -740,22 +762,7 @@ def _long_context() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="gqa",
-    level="L5",
-    topic="KV cache",
-    title="A bigger model with a smaller cache",
-    source=SOURCES["001"],
-    prompt="Llama 2 7B and Llama 3.1 8B both have {L8.layers} layers and {L8.heads} query heads of {L8.head_dim}. Which has the larger KV cache "
-    "per token, and how many 32K-token conversations (plus 512 answer tokens) fit on one H100?",
-    weak='"The 8B: more parameters, more cache."',
-    good='"Llama 2 7B: {kv2} against {kv3}, because Llama 3.1 shares {L8.kv_heads} KV heads among {L8.heads} query heads."',
-    strong='"Llama 2 7B, by {ratio:1}x: {kv2} against {kv3} (grouped-query attention, {L8.kv_heads} KV heads). At 32K that is '
-    '{b2} conversations on an H100 against {b3}. Architecture beats parameter count for serving cost."',
-    answer="Llama 2 7B: $2 \\times {L2.layers} \\times {L2.kv_heads} \\times {L2.head_dim} \\times 2$ = {kv2}. Llama 3.1 8B: $2 \\times {L8.layers} \\times {L8.kv_heads} "
-    "\\times {L8.head_dim} \\times 2$ = {kv3}, {ratio:1} times less. At 33,280 tokens per conversation and {mem_pct}% of "
-    "{H100.memory} usable: {b2} conversations of Llama 2 7B fit and {b3} of Llama 3.1 8B.",
-)
+@_worked("gqa")
 def _gqa() -> dict[str, Any]:
     a = resolve(LAB)
     kv2, kv3 = kv_bytes_per_token("Llama-2-7B"), kv_bytes_per_token("Llama-3.1-8B")
@@ -769,23 +776,7 @@ def _gqa() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="quantization",
-    level="L5",
-    topic="decode speed",
-    title="Why quantization speeds up decode",
-    source=SOURCES["001"],
-    prompt="Llama 3.1 8B on one H100, one user, 2,304 tokens of context, {bw_pct}% of peak bandwidth. BF16 decodes in "
-    "about 7 ms a token. What does INT4 give, and why?",
-    weak='"INT4 arithmetic is faster."',
-    good='"About four times fewer bytes to read: roughly {t4:2}."',
-    strong='"Decode is memory-bound, so the time follows the bytes: {w4:2} of weights instead of {w16:3}, plus the same '
-    "{kv:2} of cache: {t4:2}, or {t4s:2} once the 16-bit scale per 128 weights is counted. The multiply is not "
-    'faster; there is less to move."',
-    answer="BF16: {w16:3} of weights + {kv:2} of KV at {eta_b} x {H100.bandwidth} = {t16:2}. INT4 at half a byte: {w4:2} + "
-    "{kv:2} = {t4:3}. Real INT4 formats carry a 16-bit scale for each group of 128 weights, {scale:3} per "
-    'weight in all: {t4s:3}, the source\'s "about 1.9 ms".',
-)
+@_worked("quantization")
 def _quantization() -> dict[str, Any]:
     a = resolve(LAB)
     kw = dict(batch=1, context_tokens=2_304, assumptions=a)
@@ -807,23 +798,7 @@ def _quantization() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="batch_cost",
-    level="L5",
-    topic="cost",
-    title="What a batch does to the price",
-    source=SOURCES["001"],
-    prompt="Llama 3.1 8B on one H100 at \\$3 per GPU-hour; prompts of 256 tokens, answers of 64. What happens to time "
-    "per token, throughput and cost per million output tokens going from 1 to 64 concurrent requests?",
-    weak='"64 times the work costs 64 times as much."',
-    good='"The time per token barely moves, so throughput and cost improve about 50-fold."',
-    strong='"The step goes from {t1:2} to {t64:2}, so throughput goes from {x1:3} to {x64:3} tokens/s and the price per '
-    "million output tokens from {c1:3} to {c64:2}. Batching is the business model; it stops paying when compute "
-    'or the KV reads catch up with the weight read."',
-    answer="Batch 1: {t1:2} per step, {x1:3} tokens/s. Batch 64: {t64:2} (the weights are read once; only the small "
-    "caches are extra), {x64:3} tokens/s. Counting prefill and decode time, a GPU-hour makes {c1:3} per "
-    "million tokens at batch 1 and {c64:2} at 64.",
-)
+@_worked("batch_cost")
 def _batch_cost() -> dict[str, Any]:
     out: dict[str, Any] = {}
     for b in (1, 64):
@@ -840,29 +815,7 @@ def _batch_cost() -> dict[str, Any]:
     return out
 
 
-@_q(
-    id="cost_per_million",
-    level="L5",
-    topic="cost",
-    title="Cost per million tokens",
-    source=SOURCES["000"],
-    prompt="Qwen2.5-72B in FP8 on two H100s at {H100.price_per_hour}, 2,000-token prompts and 300-token answers, "
-    "running full at {x:4} output tokens/s. What does a million output tokens cost, and what if the fleet averages "
-    "{util_pct}% utilisation?",
-    weak='"About a cent: GPUs are fast."',
-    good='"Two GPUs at {H100.price_per_hour} each make {x:4} x 3,600 tokens an hour: {c:2} per million."',
-    strong='"{c:2} per million at full load, but GPUs bill when idle: at {util_pct}% average utilisation, {c30:3}. And '
-    "{x:4} tokens/s assumes the datasheet bandwidth and free prefill; at {bw_pct}% of the bandwidth, with {o:2} a step, "
-    "the two GPUs' all-reduces and every prompt's prefill charged, the replica makes {x_course:4}: {c_course:3} per million, {c30_course:3} at "
-    "{util_pct}%. The 7B model on one GPU is {c7_course:2} by the same method, {ratio7:2} times cheaper: routing easy "
-    'requests to it beats any serving trick."',
-    answer="Price per hour over tokens per hour: $2 \\times {H100.price_per_hour.m}$ USD/h / ({x:4} x 3,600 tokens/h) x "
-    "$10^6$ = {c:3}. At {util_pct}% average utilisation: {c:3} / {util} = {c30:3}. For comparison, Qwen2.5-7B on one "
-    "H100 runs {x7:4} tokens/s: {c7:1} per million. Those are the back-of-the-envelope method's figures: the datasheet "
-    "bandwidth, and prefill not charged. By the course's method ({bw_pct}% of the bandwidth, {o:2} a step, the "
-    "all-reduces between the two GPUs, each batch's prefill charged) the 72B replica makes {x_course:4} tokens/s, {c_course:3} per million ({c30_course:3} at "
-    "{util_pct}%), and the 7B {x7_course:4} tokens/s, {c7_course:2} per million.",
-)
+@_worked("cost_per_million")
 def _cost_per_million() -> dict[str, Any]:
     a = resolve(ENVELOPE)
     util = 0.3  # the question's given: the fleet is busy 30% of the hours it is billed
@@ -895,28 +848,7 @@ def _cost_per_million() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="scale_traffic",
-    level="L5",
-    topic="fleet",
-    title="Ten times the traffic",
-    source=SOURCES["000"],
-    prompt="The support assistant ({tout:4} answer tokens/s at peak) runs on Qwen2.5-72B in FP8, two H100s per "
-    "replica at {x:4} tokens/s. How many GPUs now, and at ten times the traffic?",
-    weak='"Ten times the traffic, ten times two GPUs: twenty."',
-    good='"{tout10:5} / {x:4} = {exact:2}, so {r10} replicas, {g10} GPUs."',
-    strong='"Today one replica covers it, but I run {r1} for redundancy: {g1} GPUs. At ten times: {tout10:5} / {x:4} = '
-    "{exact:2}, so {r10} replicas, {g10} GPUs, at full load with no headroom for bursts. But {x:4} tokens/s is the "
-    "datasheet bandwidth with prefill free: charging prefill, a replica makes {x_course:4}, and with {h_course:2}x "
-    'headroom that is {g1_course} GPUs today and {g10_course} at ten times."',
-    answer="Replicas are $\\lceil D / X \\rceil$. Now: {tout:4} / {x:4} = {exact1:2}, one replica; two for "
-    "redundancy, {g1} GPUs. At ten times: {tout10:5} / {x:4} = {exact:3}, so {r10} replicas, {g10} GPUs. "
-    "Capacity is linear in traffic. Those are the back-of-the-envelope method's figures. By the course's method "
-    "({bw_pct}% of the bandwidth, {o:2} a step, the all-reduces between the two GPUs, each batch's prefill charged) "
-    "a replica makes {x_course:4} tokens/s, and a fleet "
-    "keeps {h_course:2}x headroom, $\\lceil {h_course:2}\\,D / X \\rceil$: {exact1_course:2}, so {r1_course} replicas "
-    "({g1_course} GPUs) now, and {exact_course:4}, so {r10_course} replicas ({g10_course} GPUs), at ten times.",
-)
+@_worked("scale_traffic")
 def _scale_traffic() -> dict[str, Any]:
     t = traffic(Q_(200_000, "1/day"), 2_000, 300, peak_factor=3)
     t10 = traffic(Q_(2_000_000, "1/day"), 2_000, 300, peak_factor=3)
@@ -949,23 +881,7 @@ def _scale_traffic() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="littles_law",
-    level="L5",
-    topic="fleet",
-    title="How many conversations are live?",
-    source=SOURCES["004"],
-    prompt="A service answers 1.5 billion requests a day with 1,250-token answers streamed at 50 tokens/s. How many "
-    "requests are in flight at once, and what does that mean per GPU on a fleet of {gpus:5} GPUs?",
-    weak='"17,000 requests a second, so 17,000 at a time."',
-    good='"Each answer takes 1,250 / 50 = {t:2}; Little\'s law: {rps:5} x {t:2} = {n:3} in flight."',
-    strong="\"{n:3} in flight by Little's law, about {per_gpu:2} conversations on every GPU, each holding its KV cache "
-    "for {t:2}. So the question is whether {per_gpu:2} caches fit beside the weights: memory, not compute, "
-    'decides."',
-    answer="Arrival rate: $1.5 \\times 10^9$ / 86,400 s = {rps:5} requests/s. Time in the system: 1,250 tokens / 50 "
-    "tokens/s = {t:2}. Little's law, $N = \\lambda t$: {n:4} requests in flight. Over {gpus:5} GPUs: "
-    "{per_gpu:2} each.",
-)
+@_worked("littles_law")
 def _littles_law() -> dict[str, Any]:
     rate = traffic(Q_(1.5e9, "1/day"), 1, 1).request_rate.to("1/s")
     t = F["generation_time"](tokens_per_request=1_250, token_rate=Q_(50, "1/s")).to("s")
@@ -974,27 +890,7 @@ def _littles_law() -> dict[str, Any]:
     return dict(rps=float(rate.m), t=t, n=n, gpus=g, per_gpu=n / g)
 
 
-@_q(
-    id="h200",
-    level="L5",
-    topic="hardware",
-    title="H100 or H200?",
-    source=SOURCES["course"],
-    prompt="Llama 3.1 70B in FP8, 2,000-token prompts and 400-token answers: one H200 ({H200.memory}, "
-    "{H200.bandwidth}, {H200.price_per_hour}) or two H100s ({H100.memory}, {H100.bandwidth}, {H100.price_per_hour} "
-    "each)?",
-    weak='"The H200 is newer, so it is better."',
-    good='"The weights fit on one H200; two H100s have more memory and bandwidth in all."',
-    strong='"Two H100s: {b_h100} conversations at {u_h100:2} tokens/s each, {c_h100:3} per million; one H200: {b_h200} at '
-    "{u_h200:2}, {c_h200:3}. The H200 holds the weights on one GPU and pays no tensor-parallel all-reduces, which "
-    'cost the pair {comm:2} a step; even so the pair wins on latency and on price."',
-    answer="Two H100s: {mem_h100} usable, {w} of weights, {b_h100} conversations of {kv:3}. A full step reads the "
-    "weights and every cache (at its average length, prompt + half the answer) at {bw_pct}% of twice "
-    "{H100.bandwidth}, plus {o:2} and {comm:2} of all-reduces; with the other requests' prompts prefilled between a user's steps that is {u_h100:2} "
-    "tokens/s per user; with each batch's prefill charged, {x_h100:4} tokens/s in all, "
-    "{c_h100:3} per million tokens. One H200: {mem_h200} usable, {b_h200} conversations, {u_h200:2} tokens/s each, "
-    "{x_h200:3} in all, {c_h200:3} per million.",
-)
+@_worked("h200")
 def _h200() -> dict[str, Any]:
     work = dict(prompt_tokens=2_000, answer_tokens=400, weight_bytes="fp8", assumptions=COURSE)
     a = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, **work)
@@ -1019,34 +915,7 @@ def _h200() -> dict[str, Any]:
 
 
 # --- Staff+: the whole system, assumptions stated ---------------------------------------------------------------
-@_q(
-    id="roofline_fleet",
-    level="Staff+",
-    topic="fleet",
-    title="Size a chat fleet",
-    source=SOURCES["002"],
-    prompt="A chat product peaks at 350 requests/s, 2,000 prompt and 400 answer tokens each, and needs at least 30 "
-    "tokens/s per user. Serve Llama 3.1 70B in FP8 on H100s: how many GPUs, and what does it cost a month?",
-    weak='"350 requests a second, maybe 350 GPUs."',
-    good='"{demand:3} answer tokens/s; a two-GPU replica at batch 64 makes about {x:3}; so about {naive} replicas."',
-    strong='"TP=2 so the {w} of weights leave room for cache. Batch 64 at 2,400 tokens: {read:3} a step over {bw_pct}% '
-    "of twice {H100.bandwidth}, {step:3}, {user:2} tokens/s per user, over the 30 target; {x:4} tokens/s per replica. "
-    "Keep {hf_pct}% for prefill and bursts: {usable:4}. {replicas} replicas, {gpus} H100s, about {cost:3} a month "
-    "always on. Then I check prefill: at that rate a replica's prompts need {need:2} of compute, and decode leaves "
-    "only {idle:2} idle, so the headroom cannot hold it. Charging each batch's prefill, a replica makes "
-    '{x_course:4} tokens/s, and the fleet is {gpus_course} H100s, {cost_course:3} a month."',
-    answer="Demand: 350 x 400 = {demand:3} answer tokens/s. Replica: TP=2 (the {w} of FP8 weights leave {left1:2} "
-    "on one GPU). KV per sequence: 2,400 x {kvtok} = {kv:2}. Batch 64: {read:3} per step at $2 \\times "
-    "{H100.bandwidth.m} \\times {eta_b}$ TB/s = {step:3} (compute: {comp:1}, so memory-bound); {user:2} tokens/s per "
-    "user; {x:4} tokens/s per replica; memory used {used:3} of {mem:3}. With {hf_pct}% headroom: {usable:4} usable. "
-    "Replicas: {demand:3} / {usable:4} = {exact:3}, so {replicas}; {gpus} GPUs; {gpus} x {hours} x "
-    "{H100.price_per_hour} = {cost:3} a month. That is the capacity-planning method, which charges no prefill. Its "
-    "{hf_pct}% headroom is said to absorb prefill, but at {usable:4} usable tokens/s a replica's prompts need "
-    "{need:2} of prefill compute, while decode leaves only {idle:2} of the replica's {roof:2} idle. The course's "
-    "method charges each batch's prefill (at the FP8 peak, with the attention term, each cache read at its average "
-    "length, {o:2} a step and the all-reduces between the two GPUs): a replica makes {x_course:4} tokens/s ({share_course:2}% of its time prefilling), and with "
-    "{h_course:2}x headroom the fleet is {replicas_course} replicas, {gpus_course} H100s, {cost_course:3} a month.",
-)
+@_worked("roofline_fleet")
 def _roofline_fleet() -> dict[str, Any]:
     a, g, prompt, answer = resolve(CAPACITY), gpus["H100 SXM"], 2_000, 400
     shape = dict(tensor_parallel=2, batch=64, weight_bytes="fp8")
@@ -1098,28 +967,7 @@ def _roofline_fleet() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="prefill_pool",
-    level="Staff+",
-    topic="prefill",
-    title="Don't forget prefill",
-    source=SOURCES["002"],
-    prompt="The same chat product takes 700,000 prompt tokens/s at peak on Llama 3.1 70B. If prefill ran on its own "
-    "H100s at {fl_pct}% of peak BF16, how many would it need? What would you do about it?",
-    weak='"Prefill is one pass; it is free compared to decode."',
-    good='"{fpp} x {L70.billions}B x 700,000 = {rate:2} of compute: about {gpus} H100s."',
-    strong='"{rate:2}, about {gpus} H100s on their own: more than the decode fleet. A 50% prefix-cache hit rate, '
-    "common in multi-turn chat, halves it to {gpus_cached}. The hope is that prefill fills the compute that "
-    "memory-bound decode leaves idle, inside the {hf_pct}% headroom; but per replica the prompts need {need:2} and "
-    "decode leaves {idle:2}. So I charge prefill to the replicas ({gpus_course} H100s for the whole fleet by the "
-    "course's method), and for 20K-token RAG prompts I would size a separate prefill pool.\"",
-    answer="FLOP/s: ${fpp} \\times {L70.billions} \\times 10^9 \\times 700{{,}}000$ = {rate:3}. One H100 at {fl_pct}% "
-    "gives {per_gpu:3}; GPUs: {rate:3} / {per_gpu:3}, rounded up: {gpus}. With half the prompt tokens served from the "
-    "prefix cache: {gpus_cached}. Can decode's idle compute do it instead? A replica of two H100s has {roof:2} at "
-    "{fl_pct}% of peak; decoding its {usable:4} usable tokens/s takes {used_flops:2}, leaving {idle:2}, while its "
-    "requests' prompts need {need:2}. It does not fit, so the fleet must be sized with prefill charged: "
-    "{gpus_course} H100s rather than {gpus_capacity}.",
-)
+@_worked("prefill_pool")
 def _prefill_pool() -> dict[str, Any]:
     a, g = resolve(CAPACITY), gpus["H100 SXM"]
     p = prefill_pool(Q_(700_000, "1/s"), "Llama-3.1-70B", g, assumptions=a)
@@ -1137,24 +985,7 @@ def _prefill_pool() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="huge_fleet",
-    level="Staff+",
-    topic="fleet",
-    title="A billion requests a day",
-    source=SOURCES["004"],
-    prompt="1.5 billion requests a day, each answered with about 5 KB of text. A GPU makes about 2,000 tokens/s "
-    "batched. How many GPUs? How sensitive is that to the per-GPU figure?",
-    weak='"1.5 billion a day is 17,000 a second; a few hundred servers."',
-    good='"5,000 characters at 4 per token is {tok} tokens; {rps:5} x {tok} = {demand:3} tokens/s; over 2,000: about '
-    '{g2000:3} GPUs."',
-    strong='"{demand:3} tokens/s over 2,000 is {g2000:3} GPUs; at 1,000 tokens/s {g1000:3}, at 4,000 {g4000:3}. '
-    "Doubling per-GPU throughput halves the fleet, so batching and the KV cache are worth more than anything "
-    'in the web tier, and every feature is judged by whether it moves work off the GPUs."',
-    answer="Requests: $1.5 \\times 10^9$ / 86,400 s = {rps:5}/s. Tokens per answer: 5,000 characters / 4 = {tok}. "
-    "Demand: {rps:5} x {tok} = {demand:3} tokens/s. GPUs, $\\lceil D / X \\rceil$: {g1000:5} at 1,000 "
-    "tokens/s each, {g2000:5} at 2,000, {g4000:4} at 4,000.",
-)
+@_worked("huge_fleet")
 def _huge_fleet() -> dict[str, Any]:
     tok = int(F["tokens_from_characters"](characters=5_000, chars_per_token=4).m)
     t = traffic(Q_(1.5e9, "1/day"), 1, tok)
@@ -1165,24 +996,7 @@ def _huge_fleet() -> dict[str, Any]:
     return dict(rps=float(t.request_rate.to("1/s").m), tok=tok, demand=float(t.output_tokens_per_s.to("1/s").m), **g)
 
 
-@_q(
-    id="moe",
-    level="Staff+",
-    topic="mixture of experts",
-    title="Is a mixture of experts cheap to serve?",
-    source=SOURCES["001"],
-    prompt="Qwen3-30B-A3B has {Q30.billions}B parameters, {Q30.active_billions}B active per token "
-    "({Q30.experts_per_token} of {Q30.experts} experts). On one H100 with 2,304 "
-    "tokens of context, how fast is decode at batch 1 and at batch 32, against Llama 3.1 8B?",
-    weak='"It uses 3B parameters a token, so it is ten times faster than a 30B model, at any batch."',
-    good='"At batch 1 it reads only the active weights, {w1:2}: {t1:2} a token, faster than the 8B\'s {t8:2}."',
-    strong='"At batch 1, {t1:3}, faster than Llama 3.1 8B ({t8:2}). At batch 32 the tokens pick different experts: '
-    "with uniform routing {phi:2}% of experts are touched, so a step reads {w32:2} and takes {t32:2}. All "
-    '{w:3} must sit in memory anyway. Cheap at low batch, dense-like at high batch."',
-    answer="Batch 1: the shared weights plus {Q30.experts_per_token} of {Q30.experts} experts, {w1:2}, and the cache: {t1:2} a step. Batch 32: the "
-    "chance an expert is untouched is $(1 - {Q30.experts_per_token}/{Q30.experts})^{{32}}$, so a fraction {phi:2}% is read, {w32:2} of the "
-    "{w:3}: {t32:2} a step. Llama 3.1 8B at batch 1: {t8:2}.",
-)
+@_worked("moe")
 def _moe() -> dict[str, Any]:
     kw = dict(context_tokens=2_304, assumptions=LAB)
     s1 = decode_step("Qwen3-30B-A3B", "H100 SXM", batch=1, **kw)
@@ -1199,24 +1013,7 @@ def _moe() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="pushback",
-    level="Staff+",
-    topic="review",
-    title="Check a colleague's estimate",
-    source=SOURCES["004"],
-    prompt='A colleague says: "a 70B model on H100s is capped at 24 tokens/s per user, and 4,000-token contexts '
-    'need 10.5 GB of KV each." What do you check?',
-    weak='"Sounds right."',
-    good='"The KV figure uses the hidden size; with 8 KV heads it is {gqa_seq:3}, not {mha_seq:3}."',
-    strong='"Two things. The cache: {mha_seq:3} assumes a KV head per query head; Llama-style 70B models have 8, so '
-    "{gqa_seq:3}, and {b_gqa} sequences fit on two GPUs instead of {b_mha}. The cap: 24 tokens/s is 140 GB "
-    "over one GPU's bandwidth, but 140 GB needs two GPUs and they read in parallel: {r2:2} tokens/s. Both "
-    'errors make the service look worse than it is."',
-    answer="KV: {mha_seq:3} per sequence is $2 \\times {L70.layers} \\times {L70.hidden.m} \\times 2$ B per token, the MHA size; with "
-    "{L70.kv_heads} KV heads it is {gqa_seq:3}, and the sequences that fit go from {b_mha} to {b_gqa}. Speed: {w} / {H100.bandwidth} "
-    "gives {r1:2} tokens/s, but the weights only fit on two GPUs, whose twice {H100.bandwidth} gives {r2:2}.",
-)
+@_worked("pushback")
 def _pushback() -> dict[str, Any]:
     a, b = QUESTIONS["kv_limit"].numbers(), QUESTIONS["single_stream"].numbers()
     return {k: a[k] for k in ("mha_seq", "gqa_seq", "b_gqa", "b_mha")} | {k: b[k] for k in ("w", "r1", "r2")}
@@ -1230,30 +1027,7 @@ def _spec() -> Any:
     return speculative
 
 
-@_q(
-    id="spec_expected",
-    level="L4",
-    topic="speculative decoding",
-    title="What does a draft buy?",
-    prompt="A draft proposes {k} tokens and the target accepts each with probability {alpha}. How many tokens does a "
-    "verification step yield? How much faster does one user of Llama 3.1 70B (FP8, 2 x H100, 2,000-token prompts, "
-    "300-token answers) go with a Llama 3.1 8B draft?",
-    weak='"{k} tokens per step, so {k} times faster."',
-    good='"1 + {alpha} + {alpha}^2 + ... + {alpha}^{k} = {tau:4} tokens per step, so about {tau:2} times faster."',
-    strong='"{tau:4} tokens per verification step: the first rejection ends it. At batch 1 the verification of '
-    "{positions} positions reads what a plain step reads and costs about one, {verify:3}, so it is nearly free; but "
-    "the 8B draft's {k} steps cost {draft:2} each, every one a decode step with its own {over:2} of overhead and its "
-    "all-reduces: {cycle:3} a cycle for {tau:3} tokens, {speedup:3}x, from {user_plain:2} to {user_spec:3} "
-    'tokens/s."',
-    answer="Expected tokens: $\\sum_{{i=0}}^{{{k}}} {alpha}^i = (1 - {alpha}^{{{positions}}}) / (1 - {alpha})$ = "
-    "{tau:5}. Plain step, by the course's method: ({w70:3} of weights + the cache at 2,150 tokens) / (2 x "
-    "{bw_pct}% of {H100.bandwidth}) = {plain_read:3}, plus {over:2} of fixed overhead and {plain_comm:2} of "
-    "all-reduces (two per layer) = {plain:3}. The verification of {positions} positions per sequence is still "
-    "memory-bound and reads the same bytes; only its all-reduces carry {positions} tokens' activations: {verify:3}. "
-    "A step of the FP8 8B draft is a decode step too: {draft_read:3} of reads + {over:2} + {draft_comm:2} of "
-    "all-reduces = {draft:3}. A cycle, {verify:3} + {k} x {draft:3} = {cycle:3}, yields {tau:3} tokens: "
-    "{per_token:3} a token instead of {plain:3}, a speed-up of {speedup:3}.",
-)
+@_worked("spec_expected")
 def _spec_expected() -> dict[str, Any]:
     sp = _spec()
     spec = sp.Speculation("draft model", 4, 0.8, "Llama-3.1-8B")
@@ -1283,28 +1057,7 @@ def _spec_expected() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="spec_crossover",
-    level="L5",
-    topic="speculative decoding",
-    title="When does speculation stop paying?",
-    prompt="Llama 3.1 8B on one H100 serves short chats (each cache read at {ctx} tokens) with its EAGLE-3 head: "
-    "{k} draft tokens, each accepted with probability {alpha}. At a batch of {batch}, is speculation still helping? "
-    "Where does it stop?",
-    weak='"Speculation always helps: more tokens per step."',
-    good='"While decode is memory-bound the verification is nearly free, so it helps; at large batches the '
-    'verification does {positions} times the FLOPs, and it stops helping."',
-    strong='"It stops paying from a batch of {cross}: there the verification of {positions} positions per sequence '
-    "is compute-bound and costs more than its {tau:3} tokens are worth. At {batch} it gives {speedup:2}x: {x:3} "
-    "tokens/s instead of {x_plain:3}. Engines turn it off above a batch like that, or shorten k. With a long "
-    'context the cache reads keep decode memory-bound: at 2,150 tokens it pays at every batch that fits ({fit_long})."',
-    answer="Speculation pays while $\\tau\\,t_{{step}} > t_{{ver}} + k\\,t_{{draft}}$, every one of those steps "
-    "paying the fixed {over:2} a decode step costs: a cycle pays it {positions} times for {tau:3} tokens, which "
-    "plain decode pays {tau:3} times. With the plain step and the head memory-bound and the verification "
-    "compute-bound, SymPy's solution for the batch gives {estimate:4}; the full model's first losing batch is "
-    "{cross}. At {batch}: plain step {plain:3}, verification {verify:3} (compute-bound), head steps {k} x {draft:2} "
-    "(mostly the overhead); speed-up {tau:3} x {plain:3} / ({verify:3} + {k} x {draft:2}) = {speedup:3}.",
-)
+@_worked("spec_crossover")
 def _spec_crossover() -> dict[str, Any]:
     sp = _spec()
     spec, ctx, batch = sp.Speculation("eagle head", 4, 0.7), 288, 200
@@ -1329,28 +1082,7 @@ def _spec_crossover() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="spec_mtp",
-    level="L5",
-    topic="speculative decoding",
-    title="Multi-token prediction on a mixture of experts",
-    prompt="DeepSeek-V3 (FP8, 8 x H200, each cache read at 2,150 tokens) drafts one token per step with its MTP "
-    "block, accepted with probability {alpha}. How much faster is each user at batch 1, and at batch 256?",
-    weak='"{tau:3} tokens per step, so {tau:3} times faster at any batch."',
-    good='"At a large batch about {s256:2}x: the verification reads what a plain step reads. DeepSeek reports '
-    '{published:2}x."',
-    strong='"At batch 1 only {s1:2}x: the second position routes to its own {Q30.experts_per_token} experts per layer, '
-    "so the verification reads {w_ver1:2} of weights instead of {w_plain1:2}; the fixed overhead and the "
-    "all-reduces of each step, which hardly grow with the tokens checked, soften that. From a few hundred sequences every "
-    "expert is read anyway, and it gives {s256:3}x, close to DeepSeek's {published:2}x and to the {tau:3} tokens per "
-    'step. On a mixture of experts MTP pays most where a fleet runs: at large batches."',
-    answer="Tokens per step: 1 + {alpha} = {tau:3}. Batch 1: a plain step reads the shared weights and the experts "
-    "one token picks, {w_plain1:3} ({t_plain1:3}, {fixed1:2} of it the fixed overhead and the all-reduces "
-    "over 8 GPUs); two tokens touch about twice the experts, {w_ver1:3} ({t_ver1:3}); the MTP block "
-    "reads {w_mtp1:2} ({t_mtp1:2}, nearly all of it its own step's overhead). Speed-up {tau:3} x {t_plain1:3} / "
-    "({t_ver1:3} + {t_mtp1:2}) = {s1:3}. Batch 256: plain and verification steps both read nearly every expert ({w_plain256:3}) "
-    "and the speed-up is {s256:3}.",
-)
+@_worked("spec_mtp")
 def _spec_mtp() -> dict[str, Any]:
     sp = _spec()
     spec = sp.Speculation("mtp", 1, 0.85)
@@ -1374,31 +1106,7 @@ def _spec_mtp() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="spec_fleet",
-    level="Staff+",
-    topic="speculative decoding",
-    title="A draft model or an EAGLE head for the fleet?",
-    prompt="A chat fleet of Llama 3.1 70B (FP8, replicas of 2 x H100, 2,000-token prompts, 300-token answers) serves "
-    "10,000 output tokens/s. Would you add a Llama 3.1 8B draft model or an EAGLE-3 head ({k} draft tokens, each "
-    "accepted with probability {alpha})? What does each do to the batch, the users' speed and the GPUs?",
-    weak='"The 8B draft: a bigger draft guesses better."',
-    good='"The head: its weights are {w_head:2} against {w_draft:3}, and its cache is one layer, not {L8.layers}."',
-    strong="\"Each replica holds {b_plain} conversations without speculation; the 8B draft's weights and "
-    "{L8.layers}-layer cache cut that to {b_draft}, the head's to {b_head}. Throughput per replica, prefill charged: "
-    "{x_plain:3} tokens/s plain, {x_draft:3} with the draft, {x_head:3} with the head, so {g_plain}, {g_draft} and "
-    "{g_head} GPUs at {headroom}x headroom. Users see {u_plain:2}, {u_draft:2} and {u_head:2} tokens/s: the prefills "
-    "of the other requests, which run between a user's steps, are not sped up, and a smaller batch has fewer of "
-    "them. The head buys the most throughput for the least memory; I would take it, and measure its acceptance on "
-    'our own traffic before sizing the fleet on it."',
-    answer="Usable memory {mem:3}: the weights, {w70:3}, leave room for {b_plain} caches of 2,300 tokens; with the "
-    "8B draft ({w_draft:3} of weights, {kv_draft:3} of cache per sequence) {b_draft}; with the head ({w_head:2}, "
-    "{kv_head:2} per sequence) {b_head}. Time per token at the full batch, the prefills of the batch's other "
-    "requests included: {t_plain:3} plain, {t_draft:3} with the draft, {t_head:3} with the head. Throughput with "
-    "prefill charged: {x_plain:4}, {x_draft:4} and {x_head:4} tokens/s per replica; for 10,000 tokens/s at "
-    "{headroom}x: {g_plain}, {g_draft} and {g_head} GPUs, at {c_plain:3}, {c_draft:3} and {c_head:3} per million "
-    "output tokens.",
-)
+@_worked("spec_fleet")
 def _spec_fleet() -> dict[str, Any]:
     sp = _spec()
     kw = dict(tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300, weight_bytes="fp8")
@@ -1442,23 +1150,7 @@ def _many_gpus_parts(gpu: str, n: int, **kw: Any) -> tuple[Any, dict[str, Any]]:
     return r, time_per_token_parts(r)
 
 
-@_q(
-    id="tp8_not_8x",
-    level="L5",
-    topic="many GPUs",
-    title="Why doesn't TP8 give 8x?",
-    prompt="Llama 3.1 70B in FP8 runs on one B200 at {t1:3} per token with four requests in flight (1,024 tokens in, "
-    "8,192 out). Moved to eight B200s with tensor parallelism, what time per token do you expect, and why?",
-    weak='"Eight times the bandwidth: {ideal:3} per token."',
-    good='"Less than 8x: the GPUs must all-reduce the activations twice per layer, and that is not free."',
-    strong='"About {t8:3}, {x:2}x faster, not 8x. Each GPU reads an eighth of the weights, {w8:3}, but 2 x 80 '
-    "all-reduces of a few KiB each cost {ar:3} apiece in fixed cost and ring latency, {c8:3} a step, more than the "
-    'weight reads; the {o:2} fixed step cost does not shrink at all. TP8 buys memory for bigger batches, not 8x."',
-    answer="One GPU: the 70.6 GB of weights at {bw_pct}% of {bw} plus the cache and a fixed {o:2}: "
-    "{t1:3}. Eight GPUs: weight reads {w8:3}; two all-reduces per layer of 4 x 8,192 x 2 bytes, each $t_0 + "
-    "2(N-1)\\alpha$ + the bytes = {ar:3} on NVLink 5, 160 a step: {c8:3}; the fixed {o:2}; the others' prefills "
-    "{sp:2}. Total {t8:3}, a speed-up of {x:2}x; the chapter compares it with the measured rows.",
-)
+@_worked("tp8_not_8x")
 def _tp8_not_8x() -> dict[str, Any]:
     from llmcourse.widgets.many_gpus import allreduce_latency
 
@@ -1480,22 +1172,7 @@ def _tp8_not_8x() -> dict[str, Any]:
     )
 
 
-@_q(
-    id="nvlink_or_pcie",
-    level="L5",
-    topic="many GPUs",
-    title="NVLink or PCIe?",
-    prompt="You can serve Llama 3.1 70B in FP8 on four H100 SXM (NVLink) or four H100 PCIe cards, 16 requests in "
-    "flight, 1,024 tokens in and out. How much does the link cost the user?",
-    weak='"The same GPU chip, so the same speed."',
-    good='"PCIe is slower for the all-reduces, and the PCIe card has less memory bandwidth too."',
-    strong='"{t_p:3} per token on PCIe against {t_s:3} on NVLink, {ratio:2}x. At decode the all-reduce messages are '
-    "tiny, so it is the per-collective latency that counts: {ar_p:2} per all-reduce on PCIe against {ar_s:2}, 160 "
-    'per step: {c_p:2} against {c_s:2}. Tensor parallelism over PCIe pays for itself only at large batches."',
-    answer="Weight reads: a quarter of 70.6 GB at {bw_pct}% of each card's bandwidth, {w_s:3} (SXM) and {w_p:3} "
-    "(PCIe). All-reduces: 160 per step of 16 x 8,192 x 2 bytes, {ar_s:3} each on NVLink 4 and {ar_p:3} on PCIe 5, "
-    "{c_s:3} and {c_p:3} a step. With the fixed step cost and the shared prefills: {t_s:3} and {t_p:3} per token.",
-)
+@_worked("nvlink_or_pcie")
 def _nvlink_or_pcie() -> dict[str, Any]:
     from llmcourse.widgets.many_gpus import allreduce_latency
 
@@ -1513,6 +1190,10 @@ def _nvlink_or_pcie() -> dict[str, Any]:
         w_p=pp["weight reads"],
         bw_pct=_pct(rs.assumptions.bandwidth_efficiency),
     )
+
+
+#: The question bank, in the order the chapter asks them (the data files' order).
+QUESTIONS = _Bank(load_questions())
 
 
 # --- the sheet of numbers ---------------------------------------------------------------------------------------

@@ -227,6 +227,7 @@ def inputs_digest() -> str:
             *(ROOT / "llmcourse").rglob("*.py"),
             *(ROOT / "llmcourse" / "data").glob("*.csv"),
             *(ROOT / "llmcourse" / "data").glob("*.json"),
+            *(ROOT / "llmcourse" / "data").rglob("*.md"),
             *LITE_DIR.glob("*.json"),
             Path(__file__),
             ROOT / "pyproject.toml",

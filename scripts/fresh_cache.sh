@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stamp=_build/.package-hash
-hash=$(find llmcourse -type f \( -name "*.py" -o -name "*.csv" -o -name "*.json" \) -print0 | sort -z | xargs -0 cat _config.yml _toc.yml \
+hash=$(find llmcourse -type f \( -name "*.py" -o -name "*.csv" -o -name "*.json" -o -name "*.md" \) -print0 | sort -z | xargs -0 cat _config.yml _toc.yml \
   | sha256sum | cut -c1-16)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$hash" ]; then
   exit 0

@@ -101,7 +101,7 @@ def test_rounding_passes_and_a_factor_two_slip_misses() -> None:
     d.deal()
     v = d.check(f"{d.problem.exact.to('GB').m * 2} GB")
     assert v.status == "wrong" and d.streak == 0 and d.best_streak == 2 and d.score == 2 and d.attempted == 3
-    assert d.problem.answer_text in v.message and "too high" in v.message and "bytes per cached value" in v.message
+    assert d.problem.answer_text in v.message and "too large" in v.message and "bytes per cached value" in v.message
     d.deal()
     v = d.check(f"{d.problem.exact.to('GB').m / 2} GB")
     assert v.status == "wrong" and "keys and values" in v.message
@@ -279,3 +279,49 @@ def test_a_miss_names_the_usual_slip() -> None:
     d.deal()
     v = d.check(f"{d.problem.exact.to('Gbit').m} GB")
     assert v.status == "wrong" and "bits vs bytes" in v.message
+
+
+def test_each_kind_is_an_exercise_of_the_checker_outside_the_problem_sets() -> None:
+    """Every kind is an engine Exercise with the drill's band; none is a chapter's exercise or in exercises()."""
+    from llmcourse.exercises import CHAPTERS, exercises
+    from llmcourse.exercises.defs_drills import DRILLS
+
+    assert list(DRILLS) == list(KINDS)
+    assert all(ex.factor == FACTOR and ex.id.startswith("drills_ex") for ex in DRILLS.values())
+    assert "drills" not in CHAPTERS
+    assert not {e.id for e in exercises()} & {ex.id for ex in DRILLS.values()}
+
+
+def test_the_checker_itself_passes_within_the_factor() -> None:
+    """engine.check on a dealt question: 1.45x and 1/1.45x pass, 1.55x and 1/1.55x fail (the band is 1.5x either way)."""
+    from llmcourse.exercises import check
+
+    p = deal_problem(random.Random(0), ["weights"])
+    gb = p.exact.to("GB").m
+    assert [check(p.exercise, Q_(gb * r, "GB")).status for r in (1.45, 1 / 1.45, 1.55, 1 / 1.55)] == [
+        "correct",
+        "correct",
+        "wrong",
+        "wrong",
+    ]
+
+
+def test_a_student_id_in_the_session_does_not_change_the_dealt_question() -> None:
+    """With a student id set for the chapters' exercises, the drill still checks against the question it dealt."""
+    from llmcourse.exercises import reset, student
+
+    student("s1234567")
+    try:
+        d = Drill(seed=13)
+        for _ in range(6):
+            assert d.check(d.problem.answer_text).status == "correct"
+            d.deal()
+    finally:
+        reset()
+
+
+def test_a_negative_answer_is_not_counted() -> None:
+    """A negative figure is read but refused as an estimate: a message, no score."""
+    d = Drill(seed=6, kinds=["kv_context"])
+    v = d.check("-3 GB")
+    assert v.status == "invalid" and "positive" in v.message and d.attempted == 0

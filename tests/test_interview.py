@@ -606,3 +606,100 @@ def test_source_figures_are_shown_with_the_courses_where_they_differ() -> None:
     assert "10 GPUs" in scale and "50 GPUs" in scale
     ttft = QUESTIONS["prefill_time"].render("answer")
     assert "0.294 s" in ttft and "0.17 s" in ttft
+
+
+# --- the bank as data -----------------------------------------------------------------------------------------------
+_ONE = """# a note for the reader of the file
+
+## q1
+level: L4 · topic: memory · source: 000, 004
+
+### A title
+
+#### prompt
+Two lines of
+one paragraph: {x}.
+
+A second paragraph.
+
+#### weak
+w {x:2}
+
+#### good
+g {H100.bandwidth}
+
+#### strong
+s {x.m}
+
+#### answer
+a {{literal}} {x}
+"""
+
+
+def _load(text: str = _ONE, worked: dict | None = None) -> list[Question]:
+    from llmcourse.interview import load_questions
+
+    return load_questions({"one.md": text}, worked if worked is not None else {"q1": lambda: {"x": 2.5}})
+
+
+def test_data_file_is_parsed_as_markdown() -> None:
+    """A paragraph's lines join with a space, paragraphs keep a blank line, sources join with 'and', braces escape."""
+    [q] = _load()
+    assert (q.id, q.level, q.topic, q.title) == ("q1", "L4", "memory", "A title")
+    assert q.source == "the back-of-the-envelope method and the system-design lesson"
+    assert q.prompt == "Two lines of one paragraph: {x}.\n\nA second paragraph."
+    assert q.render("prompt") == "Two lines of one paragraph: 2.5.\n\nA second paragraph."
+    assert q.render("answer") == "a {literal} 2.5" and q.render("good") == "g 3.35 TB/s"
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (("#### weak\nw {x:2}\n", ""), "no '#### weak'"),
+        (("#### good\n", "#### weak\n"), "each once"),
+        (("level: L4", "level: L9"), "level must be one of"),
+        (("source: 000, 004", "source: 003"), "unknown source '003'"),
+        (("source: 000, 004", "source: 000 · cost: 1"), "level: L4"),
+        (("{x:2}", "{x:.2f}"), "digit count"),
+        (("{x.m}", "{x.units}"), "no attribute but .m"),
+        (("{H100.bandwidth}", "{H100.colour}"), "H100 SXM has no 'colour'"),
+        (("{x}.", "{x."), "prompt: expected '}'"),
+        (("### A title\n", ""), "title"),
+    ],
+)
+def test_malformed_data_is_refused_naming_the_question(change: tuple[str, str], words: str) -> None:
+    """A missing or repeated part, an unknown level or source, a bad field: InputError naming the question."""
+    old, new = change
+    assert old in _ONE
+    with pytest.raises(InputError, match="q1") as info:
+        _load(_ONE.replace(old, new, 1))
+    assert words in str(info.value), str(info.value)
+
+
+def test_every_question_needs_its_worked_function_and_vice_versa() -> None:
+    """A data question without a worked() function, or a function without its question, is refused by name."""
+    with pytest.raises(InputError, match="'q1' has no worked"):
+        _load(worked={"other": dict})
+    with pytest.raises(InputError, match="'q2' has no question"):
+        _load(worked={"q1": dict, "q2": dict})
+
+
+def test_a_field_the_worked_function_does_not_return_is_named() -> None:
+    """A template name that is neither a returned number nor a catalog entry is refused when the numbers are computed."""
+    [q] = _load(worked={"q1": lambda: {"y": 1}})
+    with pytest.raises(InputError, match=r"question 'q1': template field \{x\}"):
+        q.markdown()
+
+
+def test_the_bank_is_read_from_the_packaged_data_files() -> None:
+    """Every question comes from llmcourse/data/interview/*.md, and pyproject ships those files."""
+    from importlib import resources
+
+    folder = resources.files("llmcourse.data").joinpath("interview")
+    text = "".join(f.read_text(encoding="utf-8") for f in folder.iterdir() if f.name.endswith(".md"))
+    ids = [line[3:] for line in text.splitlines() if line.startswith("## ")]
+    assert sorted(ids) == sorted(QUESTIONS)
+    from pathlib import Path
+
+    pyproject = (Path(__file__).parent.parent / "pyproject.toml").read_text(encoding="utf-8")
+    assert '"interview/*.md"' in pyproject

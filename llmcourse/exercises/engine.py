@@ -160,7 +160,9 @@ class Exercise:
     a value in ``unit`` (only where the story says which unit). ``integer`` answers must match
     exactly (a count of GPUs, a batch). ``mistakes(variant)`` lists extra (factor, diagnosis) pairs
     for this exercise: the slip gives ``factor`` times the right answer; ``kv`` says half the answer
-    means keys and values were not both counted.
+    means keys and values were not both counted. ``factor`` makes the exercise an estimate: an answer
+    within that factor of the expected one, either way, passes (``tolerance`` then only says how close a
+    slip must come to its factor to be named); the drills use it.
     """
 
     id: str
@@ -176,6 +178,7 @@ class Exercise:
     integer: bool = False
     kv: bool = False
     mistakes: Callable[[dict[str, Any]], Iterable[tuple[float, str]]] | None = field(default=None, repr=False)
+    factor: float | None = None
 
     def __getattr__(self, name: str) -> Any:
         if name in ("expected", "expected_for", "solution"):
@@ -252,6 +255,8 @@ def _passes(ex: Exercise, given: pint.Quantity, expected: pint.Quantity) -> bool
 
 def _close(ex: Exercise, got: float, exp: float) -> bool:
     """The checker's rule on magnitudes in base units: a count exactly, anything else within the tolerance."""
+    if ex.factor is not None:  # an estimate: within the factor either way
+        return exp != 0 and 1 / ex.factor <= got / exp <= ex.factor
     if ex.integer:
         return abs(got - exp) < 1e-06 * max(1.0, abs(exp))
     return abs(got - exp) <= ex.tolerance * abs(exp)
@@ -757,7 +762,8 @@ def check(exercise_id: str, answer: Any, *, seed: Any = None) -> Result:
     """Check ``answer`` for an exercise. Never raises, whatever the id and the answer; see :class:`Result`.
 
     ``seed`` (a student number or name) picks that student's variant; without it the session's
-    student (see :func:`student`) or the book's default variant is used.
+    student (see :func:`student`) or the book's default variant is used. ``exercise_id`` may also be
+    an :class:`Exercise` that is not registered (a drill's dealt question).
     """
     try:
         return _check(exercise_id, answer, seed)
@@ -777,7 +783,7 @@ def _check(exercise_id: Any, answer: Any, seed: Any) -> Result:
         with contextlib.suppress(Exception):
             _OBSERVER(exercise_id, answer, s)
     try:
-        ex = get(exercise_id)
+        ex = exercise_id if isinstance(exercise_id, Exercise) else get(exercise_id)
     except KeyError as exc:
         return Result(_text(exercise_id), "unknown", str(exc.args[0]))
     key = (ex.id, repr(s))
@@ -833,6 +839,8 @@ def _check(exercise_id: Any, answer: Any, seed: Any) -> Result:
     if right(got):
         _SESSION.done.add(key)
         tol = "" if ex.integer else f" (within {sig(ex.tolerance * 100, 2)}%)"
+        if ex.factor is not None:
+            tol = f" (within {sig(ex.factor, 2)}x)"
         return Result(ex.id, "correct", f"Correct{tol}.", expected_unit=unit_words, tries=_SESSION.tries.get(key, 0))
     if comma is not None and right(float(comma.to_base_units().m)):
         shown = _text(answer).strip("'\"")
