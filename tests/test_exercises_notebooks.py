@@ -1,12 +1,13 @@
 """The exercise notebooks are generated from the definitions: regenerating them changes nothing."""
 
+import re
 from pathlib import Path
 
 import pytest
 
 from llmcourse.errors import UnknownNameError
 from llmcourse.exercises.engine import CHAPTERS, exercises
-from llmcourse.exercises.notebooks import FILES, notebook, write
+from llmcourse.exercises.notebooks import FILES, chapter_text, notebook, statement, write
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,3 +48,36 @@ def test_answer_lines_say_what_the_checker_reads():
 def test_unknown_chapter_is_named():
     with pytest.raises(UnknownNameError, match="known: first_estimate"):
         notebook("tokenz")
+
+
+@pytest.mark.parametrize("chapter", list(FILES))
+def test_chapter_statements_are_the_definitions(chapter):
+    """Each {exercise} block with a definition states the definition's story at the book's variant (and its
+    follow-up): regenerating the chapter changes nothing."""
+    path = ROOT / "book" / f"{FILES[chapter]}.md"
+    text = path.read_text()
+    assert chapter_text(text) == text, f"{path}: stale exercise statements: run python -m llmcourse.exercises.notebooks"
+
+
+def test_a_statement_is_the_story_then_the_followup(monkeypatch):
+    exercises()  # every definition loaded before the class is patched
+    ex = exercises("weights")[3]
+    monkeypatch.setattr(type(ex), "followup", property(lambda self: "How are the GPUs split?"), raising=False)
+    text = statement(ex.id)
+    assert text.endswith("How are the GPUs split?") and max(len(line) for line in text.splitlines()) <= 100
+    block = f"```{{exercise}}\n:label: {ex.id}\n\nold words\n```\n"
+    assert chapter_text(block) == f"```{{exercise}}\n:label: {ex.id}\n\n{text}\n```\n"
+    alone = "````{exercise}\n:label: weights_ex99\nA question of the book alone.\n````\n"
+    assert chapter_text(alone) == alone  # no definition: kept as written
+
+
+def test_a_statement_stays_prose(monkeypatch):
+    """Money is not math, and no wrapped line starts like a list item or a heading."""
+    exercises()
+    ex = exercises("weights")[3]
+    words = " ".join(["word"] * 30)
+    monkeypatch.setattr(type(ex), "followup", property(lambda self: f"Is $5 {words} + $3 {words} - 1. # more?"))
+    text = statement(ex.id)
+    assert r"\$5" in text and r"\$3" in text and "$5" not in text.replace(r"\$5", "")
+    for line in text.splitlines():
+        assert not re.match(r"(?:[-+*>#]|\d+[.)])\s", line), line

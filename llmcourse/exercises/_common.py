@@ -53,6 +53,35 @@ def pool(build: Callable[[], Iterable[Any]]) -> Callable[[], tuple[Any, ...]]:
     return functools.cache(lambda: tuple(build()))
 
 
+class Story(str):
+    """A story that also states catalog figures of its givens: ``Story(template, figures)`` formats ``template``
+    over the variant's keys and the keys that ``figures(givens)`` adds (a model's parameters, a GPU's memory), so
+    that every variant's story gives its own model's and GPU's figures while the variant holds only what is drawn.
+    ``figures`` gets the givens as the story shows them: names as they are, numbers as printed (``"2,400"``).
+
+    Examples
+    --------
+    >>> s = Story("One {gpu} has {memory}.", lambda v: dict(memory=f"{lc.gpus[v['gpu']].memory:~P}"))
+    >>> s.format(gpu="L4")
+    'One L4 has 24 GB.'
+    """
+
+    figures: Callable[[dict[str, Any]], dict[str, Any]]
+
+    def __new__(cls, template: str, figures: Callable[[dict[str, Any]], dict[str, Any]]) -> Story:
+        story = super().__new__(cls, template)
+        story.figures = figures
+        return story
+
+    def format(self, *args: Any, **givens: Any) -> str:  # type: ignore[override]
+        return str.format(self, *args, **(self.figures(givens) | givens))  # a given drawn wins over a figure
+
+
+def whole(shown: Any) -> int:
+    """A whole number as a story shows it (``"2,400"``) or as drawn (``2400``), back as an int (for :class:`Story`)."""
+    return int(str(shown).replace(",", ""))
+
+
 def define(
     items: list[Exercise],
     id: str,

@@ -114,8 +114,9 @@ define(
     "batching_ex2",
     "The context where the crossover disappears",
     f"{{model}} (BF16) decodes on one {{gpu}} at the course's {_ETAS}, {COURSE.flops_per_param:g} FLOPs per "
-    "parameter only. Beyond what average context does one sequence's KV read take longer than its FLOPs, so that decode "
-    "never becomes compute-bound however large the batch?",
+    "parameter only. Beyond what average context does one sequence's KV read take longer than its FLOPs (the "
+    "denominator of the crossover batch's formula turns negative there), so that decode never becomes "
+    "compute-bound however large the batch?",
     "",
     dict(model="Llama-3.1-8B", gpu="H100 SXM"),
     lambda r: dict(zip(("model", "gpu"), pick(r, _ONE_GPU()), strict=True)),
@@ -144,23 +145,34 @@ def _crossover_mistakes(v):
     return out
 
 
+def _kv_words(v: dict) -> dict:
+    """batching_ex3's variant with its model's KV heads and cache per token, as the story prints them (display
+    keys: the answer reads the catalog)."""
+    m = lc.models[v["model"]]
+    gqa = "no GQA" if m.kv_heads == m.heads else f"GQA, {m.kv_heads} KV heads for {m.heads} query heads"
+    return v | dict(gqa=gqa, kv_token=f"{lc.kv_bytes_per_token(m).to('KiB').m:.4g} KiB")
+
+
 define(
     EXERCISES,
     "batching_ex3",
     "Is there a crossover at all?",
-    "{model} (BF16) decodes {prompt}-token prompts and {answer}-token answers on one {gpu} "
+    "{model} (BF16; {gqa}, {kv_token} of KV cache per token) decodes {prompt}-token prompts and {answer}-token "
+    "answers on one {gpu} "
     f"(the course's {_ETAS}, {COURSE.flops_per_param:g} FLOPs per parameter only; the KV cache is read at the "
-    "average context). Adding one "
-    "sequence to the batch adds its KV read to the memory time and its FLOPs to the compute time. How many times "
-    "longer is that one sequence's KV-read time than its compute time? (Above 1, the denominator of the crossover "
-    "formula is negative: there is no crossover batch at all.)",
+    "average context). Adding one sequence to the batch adds its KV read to the memory time and its FLOPs to the "
+    "compute time; where the first outweighs the second, the denominator of the crossover formula is negative and "
+    "there is no crossover batch at all. How many times longer is that one sequence's KV-read time than its "
+    "compute time?",
     "",
-    dict(model="Llama-2-7B", gpu="H100 SXM", prompt=256, answer=64),
-    lambda r: dict(
-        model=pick(r, ("Llama-2-7B", "Llama-2-7B", "Llama-3.1-8B", "Qwen2.5-7B")),
-        gpu=pick(r, ("H100 SXM", "H200 SXM", "A100 SXM 80GB", "B200")),
-        prompt=pick(r, (128, 256, 512)),
-        answer=pick(r, (32, 64, 128)),
+    _kv_words(dict(model="Llama-2-7B", gpu="H100 SXM", prompt=256, answer=64)),
+    lambda r: _kv_words(
+        dict(
+            model=pick(r, ("Llama-2-7B", "Llama-2-7B", "Llama-3.1-8B", "Qwen2.5-7B")),
+            gpu=pick(r, ("H100 SXM", "H200 SXM", "A100 SXM 80GB", "B200")),
+            prompt=pick(r, (128, 256, 512)),
+            answer=pick(r, (32, 64, 128)),
+        )
     ),
     _kv_over_compute,
     (
@@ -177,6 +189,7 @@ define(
     tolerance=0.02,
     kv=True,
     mistakes=_crossover_mistakes,
+    followup="Why is there no crossover for it, when Llama 3.1 8B has one?",
 )
 
 
@@ -198,6 +211,7 @@ define(
     (*_COST, "Fraction = prefill time / (prefill time + {answer} x step time)."),
     bare_ok=True,
     tolerance=0.02,
+    followup="How low could the cost fall if chunked prefill hid the prefill in decode's idle compute?",
 )
 
 
@@ -230,6 +244,7 @@ define(
         ((v["longest"] + 1) / 2 / v["longest"] / _static_share(v), f"the batch runs E[max] steps, not {v['longest']}"),
         (1 / _static_share(v), "that is continuous batching; a static batch waits for its longest answer"),
     ],
+    followup="Compare with continuous batching at the same batch size.",
 )
 
 
@@ -263,6 +278,7 @@ define(
     ),
     integer=True,
     bare_ok=True,
+    followup="Compare its throughput with that of Llama 3.1 8B at the same target.",
 )
 
 define(

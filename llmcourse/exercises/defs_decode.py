@@ -12,6 +12,7 @@ import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.exercises._common import COURSE, define, fp8_ok, pct, pick, pool
 from llmcourse.planner import largest_batch
+from llmcourse.units import fmt
 
 EXERCISES: list = []
 
@@ -48,24 +49,53 @@ _EFFS = tuple(round(COURSE.bandwidth_efficiency + d, 2) for d in (-0.1, 0.0, 0.1
 _ETA_F = pct(COURSE.compute_efficiency)
 
 
+def _billions(model: str) -> str:
+    """A model's parameter count as a story prints it: ``"7.6 billion"``."""
+    return f"{lc.models[model].params / 1e9:.3g} billion"
+
+
+def _tbps(gpu: str) -> str:
+    """A GPU's datasheet bandwidth as a story prints it: ``"2.039 TB/s"``."""
+    return f"{lc.gpus[gpu].bandwidth.to('TB/s').m:g} TB/s"
+
+
+def _kib(q) -> str:
+    """A KV cache per token as a story prints it: ``"56 KiB"``."""
+    return f"{q.to('KiB').m:.4g} KiB"
+
+
+def _words(v: dict) -> dict:
+    """The variant with the catalog figures its story prints (display keys: the answers read the catalog)."""
+    return v | dict(
+        params=_billions(v["model"]),
+        bw=_tbps(v["gpu"]),
+        kv_token=_kib(lc.kv_bytes_per_token(v["model"])),
+        eff_pct=pct(v["eff"]),
+    )
+
+
 def _vary_step(r):
-    return dict(model=pick(r, _SMALL), gpu=pick(r, _GPUS), context=pick(r, (1_024, 2_300, 4_096)), eff=pick(r, _EFFS))
+    return _words(
+        dict(model=pick(r, _SMALL), gpu=pick(r, _GPUS), context=pick(r, (1_024, 2_300, 4_096)), eff=pick(r, _EFFS))
+    )
 
 
 define(
     EXERCISES,
     "decode_ex1",
     "Step time for one user",
-    "A help-desk bot runs {model} in BF16 on one {gpu}, batch 1, at a {context}-token context. The GPU reaches "
-    f"{{eff}} of its peak bandwidth, and its matrix multiplications {_ETA_F} of the BF16 peak FLOP/s (the course's "
-    f"compute efficiency); like every decode step by the course's method, it also costs a fixed {_OVERHEAD} (kernel "
-    "launches, scheduling). How long is one decode step?",
+    "A help-desk bot runs {model} in BF16 ({params} parameters) on one {gpu} ({bw}), batch 1, at a {context}-token "
+    "context ({kv_token} of KV cache per token). The GPU reaches {eff_pct} of its peak bandwidth, and its matrix "
+    f"multiplications {_ETA_F} of the BF16 peak FLOP/s (the course's compute efficiency); like every decode step by "
+    f"the course's method, it also costs a fixed {_OVERHEAD} (kernel launches, scheduling). How long is one decode "
+    "step?",
     "ms",
-    dict(model="Qwen2.5-7B", gpu="A100 SXM 80GB", context=2_300, eff=COURSE.bandwidth_efficiency),
+    _words(dict(model="Qwen2.5-7B", gpu="A100 SXM 80GB", context=2_300, eff=COURSE.bandwidth_efficiency)),
     _vary_step,
     lambda v: _step(v).step_time,
     _STEP_HINTS,
     mistakes=_eff,
+    followup="How many tokens per second does the user get?",
 )
 
 #: Models with full attention on every layer (no sliding window, no latent cache).
@@ -90,15 +120,21 @@ _STORED = {
     "INT4 with a BF16 KV cache": ("int4", "bf16"),
 }
 
+
+def _kv_words(v: dict) -> dict:
+    """The variant with the model's KV cache per token, at the story's cache precision (a display key)."""
+    return v | dict(kv_token=_kib(lc.kv_bytes_per_token(v["model"], _STORED[v["precision"]][1])))
+
+
 define(
     EXERCISES,
     "decode_ex2",
     "When the cache outweighs the weights",
-    "A long-document chat runs {model} in {precision} at batch 1. At what context length does one step read as many "
-    "bytes of KV cache as of weights?",
+    "A long-document chat runs {model} in {precision} at batch 1; its KV cache takes {kv_token} per token of "
+    "context. At what context length does one step read as many bytes of KV cache as of weights?",
     "",
-    dict(model="Llama-3.1-8B", precision="BF16"),
-    lambda r: dict(model=pick(r, _FULL_ATTENTION), precision=pick(r, tuple(_STORED))),
+    _kv_words(dict(model="Llama-3.1-8B", precision="BF16")),
+    lambda r: _kv_words(dict(model=pick(r, _FULL_ATTENTION), precision=pick(r, tuple(_STORED)))),
     lambda v: (
         lc.weight_bytes(v["model"], _STORED[v["precision"]][0])
         / lc.kv_bytes_per_token(v["model"], _STORED[v["precision"]][1])
@@ -109,6 +145,7 @@ define(
     ),
     bare_ok=True,
     kv=True,
+    followup="What does that say about long-document chat?",
 )
 
 
@@ -124,11 +161,12 @@ define(
     EXERCISES,
     "decode_ex3",
     "INT4 with group scales",
-    "A laptop-class service quantizes {model} to 4-bit weights with one 16-bit scale per group of {group} weights "
-    "(the KV cache stays BF16). On one {gpu} at batch 1, a {context}-token context, {eff} of peak bandwidth, "
-    f"the course's {_ETA_F} of the BF16 peak FLOP/s and its fixed {_OVERHEAD} per step, how long is one decode step?",
+    "A low-cost chat service quantizes {model} to 4-bit weights with one 16-bit scale per group of {group} weights "
+    "(the KV cache stays BF16). On one {gpu} at batch 1, a {context}-token context, {eff_pct} of peak bandwidth (for "
+    f"the 4-bit weights too), the course's {_ETA_F} of the BF16 peak FLOP/s and its fixed {_OVERHEAD} per step, how "
+    "long is one decode step?",
     "ms",
-    dict(model="Llama-3.1-8B", gpu="H100 SXM", context=2_304, eff=COURSE.bandwidth_efficiency, group=64),
+    _words(dict(model="Llama-3.1-8B", gpu="H100 SXM", context=2_304, eff=COURSE.bandwidth_efficiency, group=64)),
     lambda r: _vary_step(r) | {"group": pick(r, (32, 64, 128))},
     # the story gives the share of the bandwidth reached ({eff}), so the course's 4-bit read factor is not applied
     lambda v: _step(v, weight_bytes=_int4(v), assumptions=_AS_STATED).step_time,
@@ -147,6 +185,8 @@ define(
             "did you leave out the group scales?",
         ),
     ],
+    followup="How much of INT4's speed-up over BF16 does this grouping give back, against bare 4-bit weights and "
+    "against a scale per group of twice as many weights?",
 )
 
 #: (model, weight precision, GPU) whose weights fit in one GPU's usable memory (the course's share of it): a 70B
@@ -160,16 +200,29 @@ _ONE_GPU = (
     ("Llama-3.1-8B", "bf16", "L40S"),
 )
 
+
+def _read_words(v: dict) -> dict:
+    """The variant with the figures decode_ex4's story prints (display keys: the answer reads the catalog)."""
+    return v | dict(
+        stored=v["precision"].upper(),
+        weights=fmt(lc.weight_bytes(v["model"], v["precision"]), "GB"),
+        bw=_tbps(v["gpu"]),
+        kv_token=_kib(lc.kv_bytes_per_token(v["model"])),
+        kv_context=4_096,
+    )
+
+
 define(
     EXERCISES,
     "decode_ex4",
     "A batch for a throughput target",
-    "A pure weight-read model of decode: {model} with {precision} weights on one {gpu} (they fit in the "
+    "A pure weight-read model of decode: {model} with {stored} weights ({weights}) on one {gpu} (they fit in the "
     f"{pct(COURSE.memory_fraction)} of its memory a server may use), each step reading the weights once at the "
-    "GPU's full datasheet bandwidth and nothing else. What batch gives {target} tokens per second in all?",
+    "GPU's full datasheet bandwidth ({bw}) and nothing else: the sequences' KV caches ({kv_token} per token, "
+    "{kv_context} tokens each) are left out. What batch gives {target} tokens per second in all?",
     "",
-    dict(model="Llama-3.1-70B", precision="fp8", gpu="H100 SXM", target=10_000),
-    lambda r: (
+    _read_words(dict(model="Llama-3.1-70B", precision="fp8", gpu="H100 SXM", target=10_000)),
+    lambda r: _read_words(
         dict(zip(("model", "precision", "gpu"), pick(r, _ONE_GPU), strict=True))
         | dict(target=pick(r, range(2_000, 40_001, 1_000)))
     ),
@@ -193,6 +246,7 @@ define(
         if lc.PRECISIONS[v["precision"]] != 2
         else []
     ),
+    followup="Then add the KV caches: what speed does each user get at that batch, and does the batch fit in memory?",
 )
 
 
@@ -215,20 +269,27 @@ def _ratio(v):
     return (comp / mem).to("")
 
 
+def _stored(v: dict) -> dict:
+    """The variant with its weights' precision as a story prints it (``"FP8"``; a display key)."""
+    return v | dict(stored=v["precision"].upper())
+
+
 define(
     EXERCISES,
     "decode_ex5",
     "How far from compute-bound",
-    f"A dense model decodes at batch 1 on one {{gpu}} with {{precision}} weights (no KV read), at "
+    f"A dense model decodes at batch 1 on one {{gpu}} with {{stored}} weights (no KV read), at "
     f"{pct(COURSE.bandwidth_efficiency)} of peak bandwidth and {_ETA_F} of the BF16 peak FLOP/s (the course's "
     "efficiencies). What is the ratio of compute time to memory time per step?",
     "",
-    dict(gpu="H100 SXM", precision="bf16"),
-    lambda r: dict(
-        zip(
-            ("gpu", "precision"),
-            pick(r, [(g, p) for g in lc.gpus for p in ("bf16", "fp8", "int4", "fp32") if fp8_ok(p, g)]),
-            strict=True,
+    _stored(dict(gpu="H100 SXM", precision="bf16")),
+    lambda r: _stored(
+        dict(
+            zip(
+                ("gpu", "precision"),
+                pick(r, [(g, p) for g in lc.gpus for p in ("bf16", "fp8", "int4", "fp32") if fp8_ok(p, g)]),
+                strict=True,
+            )
         )
     ),
     _ratio,
@@ -239,6 +300,9 @@ define(
         f"({COURSE.compute_efficiency:g} x peak FLOP/s x bytes per weight): the parameter count cancels.",
     ),
     bare_ok=True,
+    followup="Show from {eq}`eq-decode-step` that for any dense model at batch 1 this ratio is about "
+    "$\\eta_\\beta\\beta\\,c_F/(\\eta_F\\,F\\,b_w)$. Evaluate it for BF16 and INT4 weights on an H100 and on an L4: which "
+    "combination comes closest to compute-bound?",
 )
 
 
@@ -265,16 +329,15 @@ define(
     EXERCISES,
     "decode_ex6",
     "The largest batch at a speed target",
-    "A premium chat runs {model} in {precision} on {n} x {gpu} (tensor parallel), every sequence at a {context}-"
+    "A premium chat runs {model} in {stored} on {n} x {gpu} (tensor parallel), every sequence at a {context}-"
     f"token context, with the course's efficiencies: {pct(COURSE.bandwidth_efficiency)} of peak bandwidth, "
     f"{_ETA_F} of the peak FLOP/s at the weights' precision (FP8 matrix multiplications for FP8 weights on a GPU "
     f"with an FP8 peak, BF16 otherwise), a fixed {_OVERHEAD} per step and, on several GPUs, two all-reduces per "
-    "layer of the batch's activations over the GPUs' link (the alpha-beta model of the chapter Many GPUs). Before "
-    "checking whether it fits in memory, what is the largest batch that keeps each user at {speed} tokens per "
-    "second or more?",
+    "layer of the batch's activations over the GPUs' link (the alpha-beta model of the chapter *Many GPUs*). "
+    "Leaving memory aside, what is the largest batch that keeps each user at {speed} tokens per second or more?",
     "",
-    dict(model="Llama-3.1-70B", precision="fp8", gpu="H100 SXM", n=2, context=2_304, speed=30),
-    lambda r: (
+    _stored(dict(model="Llama-3.1-70B", precision="fp8", gpu="H100 SXM", n=2, context=2_304, speed=30)),
+    lambda r: _stored(
         dict(zip(("model", "precision", "gpu", "n"), pick(r, _BIG), strict=True))
         | dict(context=pick(r, (1_024, 2_304, 4_096)), speed=pick(r, (20, 30, 40)))
     ),
@@ -289,6 +352,7 @@ define(
     ),
     integer=True,
     bare_ok=True,
+    followup="Does that batch fit in memory?",
 )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.exercises._common import COURSE, define, pct, pick
+from llmcourse.units import fmt
 
 EXERCISES: list = []
 
@@ -25,7 +26,7 @@ headroom on the request rate. Each story states the figures.
 _METHOD = (
     f"Estimate it by the course's method (lc.plan's default): {pct(COURSE.memory_fraction)} of memory usable, "
     f"decode at {pct(COURSE.bandwidth_efficiency)} of peak bandwidth with every request's KV read at its average "
-    f"context (prompt + answer / 2), matrix multiplications at {pct(COURSE.compute_efficiency)} of the peak FLOP/s "
+    f"context (the prompt plus half the answer), matrix multiplications at {pct(COURSE.compute_efficiency)} of the peak FLOP/s "
     "at the weights' precision (FP8 on a GPU with an FP8 peak, else BF16), a fixed "
     f"{COURSE.step_overhead_ms:g} ms per decode step, on a replica of several GPUs two all-reduces per layer (of "
     "the step's or the prompts' activations, over the GPUs' link: the chapter Many GPUs), "
@@ -56,6 +57,7 @@ def _docs_brief(v):
     return lc.Brief(v["rps"], v["prompt"], v["answer"], Q_(v["ttft"], "ms"), Q_(v["tpot"], "ms"))
 
 
+_H200 = lc.gpus["H200 SXM"]
 _DOCS_HINTS = (
     "lc.plan('Llama-3.1-70B', gpu, lc.Brief(...), weight_bytes='fp8', tensor_parallel=...) runs the whole review.",
     f"GPUs = replicas x GPUs per replica; replicas = rate x {COURSE.headroom:g} / requests per second per replica, "
@@ -67,7 +69,8 @@ define(
     EXERCISES,
     "design_review_ex1",
     "The document assistant on H200s",
-    _DOCS_STORY + "Proposal: one H200 per replica at ${price} per GPU-hour. How many GPUs does the fleet need?",
+    _DOCS_STORY + f"Proposal: one H200 ({fmt(_H200.memory, 'GB')}, {_H200.bandwidth.to('TB/s').m:g} TB/s) per "
+    "replica at ${price} per GPU-hour. How many GPUs does the fleet need?",
     "",
     DOCS | dict(price=3.5),
     lambda r: _vary_docs(r) | dict(price=pick(r, (3.0, 3.5, 4.0))),
@@ -79,6 +82,7 @@ define(
     _DOCS_HINTS,
     integer=True,
     bare_ok=True,
+    followup="Compare its GPUs and its dollars per million answer tokens with the chapter's pair of H100s.",
 )
 
 define(
@@ -104,6 +108,7 @@ define(
     ),
     integer=True,
     bare_ok=True,
+    followup="What happens to the batch, and why?",
 )
 
 

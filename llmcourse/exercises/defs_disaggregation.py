@@ -67,6 +67,10 @@ def _handoff_variant(model: str, prompt: int, lanes: int, link: str) -> dict:
         head_dim=m.head_dim,
         prompt=prompt,
         lanes=lanes,
+        # how the story says it (a display key): one GPU, or several sending at once
+        senders="One GPU sends the cache over its link"
+        if lanes == 1
+        else f"Each of {lanes} GPUs sends its share over its own link at once",
     )
 
 
@@ -76,8 +80,8 @@ define(
     "The KV hand-off",
     "A prefill replica of {model} ({layers} layers, {kv_heads} KV heads of {head_dim} values, BF16 KV cache) has "
     "prefilled a prompt of {prompt} tokens and hands its KV cache to a decode replica over {link}: {bw} GB/s per "
-    "GPU and direction, a latency of {alpha} µs and a fixed cost of {t0} µs. Each of {lanes} GPUs sends its share "
-    f"over its own link at once, at {_LINK_ETA} of the bandwidth (the course's link efficiency). How long does "
+    "GPU and direction, a latency of {alpha} µs and a fixed cost of {t0} µs. {senders}, "
+    f"at {_LINK_ETA} of the bandwidth (the course's link efficiency). How long does "
     "the hand-off take?",
     "ms",
     _handoff_variant("Llama-3.1-70B", 2_000, 1, "InfiniBand NDR"),

@@ -16,7 +16,7 @@ from __future__ import annotations
 import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.exercises._common import CAPACITY, COURSE, define, pct, pick
-from llmcourse.units import HOURS_PER_MONTH
+from llmcourse.units import HOURS_PER_MONTH, fmt
 
 EXERCISES: list = []
 
@@ -51,12 +51,31 @@ _SETUPS = (
 )
 
 
+def _usd(q) -> str:
+    """A catalog price as a story prints it: ``$2.50``."""
+    return f"${q.to('USD').m:,.2f}".removesuffix(".00")
+
+
+def _words(v: dict) -> dict:
+    """The variant with display keys, as the story prints them (no answer reads them): the GPU's catalog price per
+    hour, and where the variant has them, the replica's GPUs and the weights' precision."""
+    words = dict(price=_usd(lc.gpus[v["gpu"]].price_per_hour * Q_(1, "hour")))
+    if "tp" in v:
+        words["replica"] = f"one {v['gpu']}" if v["tp"] == 1 else f"{v['tp']} x {v['gpu']} (tensor parallel)"
+    if "precision" in v:
+        words["weights"] = v["precision"].upper()
+    return v | words
+
+
 def _vary(r):
-    return dict(zip(("model", "precision", "gpu", "tp"), pick(r, _SETUPS), strict=True)) | dict(
-        batch=pick(r, (24, 32, 40, 48, 56, 64)),
-        context=pick(r, range(1_200, 3_201, 100)),
-        demand=pick(r, range(20_000, 300_001, 10_000)),
-        headroom_pct=pick(r, (20, _HELD_BACK, 50)),
+    return _words(
+        dict(zip(("model", "precision", "gpu", "tp"), pick(r, _SETUPS), strict=True))
+        | dict(
+            batch=pick(r, (24, 32, 40, 48, 56, 64)),
+            context=pick(r, range(1_200, 3_201, 100)),
+            demand=pick(r, range(20_000, 300_001, 10_000)),
+            headroom_pct=pick(r, (20, _HELD_BACK, 50)),
+        )
     )
 
 
@@ -77,8 +96,8 @@ def _fleet(v):
 
 
 _STORY = (
-    "A public chat product serves {model} with {precision} weights and a BF16 KV cache. One replica is {tp} x {gpu} "
-    "(tensor parallel), running a batch of {batch} conversations of {context} tokens. Size it as the chapter's "
+    "A public chat product serves {model} with {weights} weights and a BF16 KV cache. One replica is {replica}, "
+    "running a batch of {batch} conversations of {context} tokens. Size it as the chapter's "
     "worked fleet does, by the capacity-planning method: each decode step reads the weights and every "
     f"conversation's whole KV cache at {pct(CAPACITY.bandwidth_efficiency)} of peak bandwidth (or does "
     f"{CAPACITY.flops_per_param:g} FLOPs per parameter per conversation at {pct(CAPACITY.compute_efficiency)} of the "
@@ -98,7 +117,7 @@ define(
     _STORY + "At peak the product needs {demand} output tokens per second, and each replica keeps {headroom_pct}% of "
     "its throughput back for prefill and bursts. How many GPUs does the fleet need?",
     "",
-    dict(FLEET, model="Llama-3.1-8B", precision="bf16", tp=1),
+    _words(dict(FLEET, model="Llama-3.1-8B", precision="bf16", tp=1)),
     _vary,
     lambda v: _fleet(v).gpus,
     _HINTS,
@@ -113,12 +132,13 @@ define(
     _STORY + "The product needs {demand} output tokens per second; each replica now keeps {headroom_pct}% of its "
     "throughput back. How many GPUs does the fleet need?",
     "",
-    dict(FLEET, headroom_pct=50),
+    _words(dict(FLEET, headroom_pct=50)),
     _vary,
     lambda v: _fleet(v).gpus,
     _HINTS,
     integer=True,
     bare_ok=True,
+    followup="How many replicas is that?",
 )
 
 define(
@@ -148,10 +168,10 @@ define(
     "fleet_ex4",
     "Build or buy",
     _STORY + "The fleet is sized for a peak of {demand} output tokens per second with {headroom_pct}% headroom per "
-    "replica, runs always on (730 hours a month) at the GPU's catalog price, and averages {util_pct}% of the peak "
+    "replica, runs always on (730 hours a month) at the GPU's catalog price of {price} per GPU-hour, and averages {util_pct}% of the peak "
     "demand over the month. At what API price per million output tokens would buying cost the same?",
     "USD",
-    FLEET | dict(util_pct=60),
+    _words(FLEET | dict(util_pct=60)),
     lambda r: _vary(r) | dict(util_pct=pick(r, (30, 45, 60))),
     _break_even,
     (
@@ -185,6 +205,7 @@ define(
         bandwidth_efficiency=1,
     ),
     ("Time = weight bytes / read rate.",),
+    followup="And at a rate ten times faster, from local NVMe drives?",
 )
 
 
@@ -196,21 +217,30 @@ def _vary_kv(r):
         )
         top = lc.max_batch(v["model"], v["gpu"], v["context"], n_gpus=v["tp"], weight_bytes=v["precision"])
         if top >= v["requests"]:
-            return v
+            return _kv_words(v)
+
+
+def _kv_words(v: dict) -> dict:
+    """The variant with the model's KV cache per token as the story prints it (a display key)."""
+    return v | dict(kv_token=fmt(lc.kv_bytes_per_sequence(v["model"], 1), "KiB"), weights=v["precision"].upper())
 
 
 define(
     EXERCISES,
     "fleet_ex6",
     "KV of a replica full of long documents",
-    "A replica of {model} ({precision} weights, BF16 cache) on {tp} x {gpu} runs {requests} requests, each a "
-    "{context}-token document conversation. How much KV cache does it hold?",
+    "Two replicas of the chat fleet, each {model} with {weights} weights and a BF16 KV cache ({kv_token} per "
+    "token) on {tp} x {gpu}, each run {requests} requests. Replica A's are short chats; replica B's are "
+    "{context}-token document conversations. How much KV cache does replica B hold?",
     "GB",
-    dict(model="Llama-3.1-70B", precision="fp8", gpu="H100 SXM", tp=2, requests=40, context=5_000),
+    _kv_words(dict(model="Llama-3.1-70B", precision="fp8", gpu="H100 SXM", tp=2, requests=40, context=5_000)),
     _vary_kv,
     lambda v: v["requests"] * lc.kv_bytes_per_sequence(v["model"], v["context"]),
     ("KV = requests x context x KV per token.",),
     kv=True,
+    followup="How much does replica A hold if its chats are a thousand tokens each, and how much room is left "
+    "beside the weights on each? Which replica should the next request go to, and why does a least-requests router "
+    "get it wrong?",
 )
 
 define(
@@ -219,7 +249,7 @@ define(
     "Step time of a replica",
     _STORY + "How long is one decode step?",
     "ms",
-    FLEET,
+    _words(FLEET),
     _vary,
     lambda v: _replica(v).step.step_time,
     _HINTS[:1],
@@ -233,7 +263,7 @@ define(
     _STORY + "At peak the product needs {demand} output tokens per second. Each replica keeps {headroom_pct}% of its "
     "throughput back for prefill and bursts. How many replicas are needed?",
     "",
-    FLEET,
+    _words(FLEET),
     _vary,
     lambda v: _fleet(v).replicas,
     _HINTS,
@@ -246,9 +276,9 @@ define(
     "fleet_ex9",
     "The monthly bill",
     _STORY + "The fleet must serve {demand} output tokens per second with {headroom_pct}% headroom per replica, "
-    "always on (730 hours a month), at the GPU's catalog price per hour. What does it cost per month?",
+    "always on (730 hours a month), at the GPU's catalog price of {price} per GPU-hour. What does it cost per month?",
     "USD",
-    FLEET,
+    _words(FLEET),
     _vary,
     lambda v: _fleet(v).monthly_cost,
     (*_HINTS, "Cost = GPUs x lc.gpus['{gpu}'].price_per_hour x 730 hours."),
@@ -304,19 +334,31 @@ def _electricity_per_million(v):
     return _per_million_at_u(v, rate)
 
 
+def _site_words(v: dict) -> dict:
+    """The variant with its GPU's catalog figures as the stories print them (display keys: each answer reads the
+    catalog): the rated power, and the purchase prices where the catalog has them."""
+    words = dict(power=fmt(lc.gpus[v["gpu"]].power, "W"))
+    if v["gpu"] in lc.hardware_prices:
+        hw = lc.hardware_prices[v["gpu"]]
+        words |= dict(gpu_cost=_usd(hw.gpu_price), server_cost=f"{hw.server_price.to('USD').m:,.0f}")
+    return v | words
+
+
 def _vary_site(r, gpus=_BILL_GPUS):
-    return dict(
-        gpu=pick(r, gpus),
-        n=pick(r, (1, 2, 4, 8)),
-        tokens=pick(r, range(400, 6_001, 100)),
-        util_pct=pick(r, (20, 25, 30, 40, 50, 60, 75)),
-        pue=pick(r, (1.1, 1.2, 1.3, 1.4, 1.5, 1.58)),
-        cents=pick(r, (5, 6, 7, 8, 9, 10, 12, 15, 18)),
+    return _site_words(
+        dict(
+            gpu=pick(r, gpus),
+            n=pick(r, (1, 2, 4, 8)),
+            tokens=pick(r, range(400, 6_001, 100)),
+            util_pct=pick(r, (20, 25, 30, 40, 50, 60, 75)),
+            pue=pick(r, (1.1, 1.2, 1.3, 1.4, 1.5, 1.58)),
+            cents=pick(r, (5, 6, 7, 8, 9, 10, 12, 15, 18)),
+        )
     )
 
 
 _SITE_STORY = (
-    "A replica of {n} x {gpu} (rated power: the catalog's lc.gpus['{gpu}'].power) delivers {tokens} output tokens "
+    "A replica of {n} x {gpu} (rated at {power} each) delivers {tokens} output tokens "
     "per second at full load and is busy {util_pct}% of the time on average. Its site has a PUE of {pue} and pays "
     "{cents} US cents per kWh. " + _POWER
 )
@@ -332,7 +374,7 @@ define(
     "The electricity in a million tokens",
     _SITE_STORY + "What does the electricity for one million output tokens cost?",
     "USD",
-    dict(gpu="H100 SXM", n=2, tokens=1_200, util_pct=30, pue=1.58, cents=8),
+    _site_words(dict(gpu="H100 SXM", n=2, tokens=1_200, util_pct=30, pue=1.58, cents=8)),
     _vary_site,
     _electricity_per_million,
     (*_SITE_HINTS, "Cost = energy (kWh) x {cents} cents per kWh."),
@@ -363,11 +405,11 @@ define(
     EXERCISES,
     "fleet_ex12",
     "Owning a replica, per million tokens",
-    _SITE_STORY + "The GPUs are bought at the catalog's prices (lc.hardware_prices['{gpu}']: the GPU and its "
-    "server's share) and written off over {years} years of 8,760 hours, always on. What does owning cost per "
+    _SITE_STORY + "The GPUs are bought at the catalog's prices, {gpu_cost} a GPU and {server_cost} more for its "
+    "share of the server, and written off over {years} years of 8,760 hours, always on. What does owning cost per "
     "million output tokens, hardware and electricity together?",
     "USD",
-    dict(gpu="H100 SXM", n=2, tokens=1_200, util_pct=30, pue=1.58, cents=8, years=5),
+    _site_words(dict(gpu="H100 SXM", n=2, tokens=1_200, util_pct=30, pue=1.58, cents=8, years=5)),
     lambda r: _vary_site(r, _OWNED_GPUS) | dict(years=pick(r, (3, 4, 5, 6))),
     _owning_per_million,
     (
@@ -399,19 +441,19 @@ def _vary_api(r):
             api=pick(r, (0.2, 0.3, 0.4, 0.5, 0.6, 0.75, 0.9, 1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0)),
         )
         if 0.02 < _break_even_rented(v).m < 1:
-            return v
+            return _words(v)
 
 
 define(
     EXERCISES,
     "fleet_ex13",
     "When renting beats an API",
-    "A replica of {n} x {gpu} rented at the catalog's rate (lc.gpus['{gpu}'].price_per_hour, power included) "
-    "delivers {tokens} output tokens per second at full load. An API sells the same model's output at ${api} per "
-    "million tokens. Above what average utilisation (a fraction of the time) is renting the replica cheaper per "
+    "A replica of {n} x {gpu} rented at the catalog's {price} per GPU-hour (power included) delivers {tokens} output "
+    "tokens per second at full load. An API sells the same model's output at {api} US dollars per million tokens, "
+    "all-in. Above what average utilisation (a fraction of the time) is renting the replica cheaper per "
     "token than the API?",
     "",
-    dict(gpu="H100 SXM", n=2, tokens=1_200, api=5.0),
+    _words(dict(gpu="H100 SXM", n=2, tokens=1_200, api=5.0)),
     _vary_api,
     _break_even_rented,
     (

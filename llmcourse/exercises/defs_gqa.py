@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse import Q_
-from llmcourse.exercises._common import COURSE, define, pct, pick, pool
+from llmcourse.exercises._common import COURSE, Story, define, pct, pick, pool
 
 EXERCISES: list = []
 
@@ -37,6 +37,26 @@ _PER_TOKEN_KV = (
 )
 
 
+def _shape(name, prefix=""):
+    """A catalog model's shape, as a story states it (keys named with ``prefix``)."""
+    m = lc.models[name]
+    return {f"{prefix}{k}": f"{getattr(m, k):,}" for k in ("layers", "hidden", "heads", "kv_heads", "head_dim")}
+
+
+def _figures(v):
+    """The catalog figures a story states beside its givens (see :class:`~llmcourse.exercises._common.Story`): the
+    models' shapes, the GPU's memory and the model's BF16 weights."""
+    out = {}
+    if "model" in v:
+        out |= _shape(v["model"])
+    if "small" in v:
+        out |= _shape(v["small"], "small_") | _shape(v["large"], "large_")
+    if "gpu" in v:
+        out["memory"] = f"{lc.gpus[v['gpu']].memory.to('GB').m:.4g} GB"
+        out["weights"] = f"{lc.weight_bytes(v['model']).to('GB').m:.4g} GB"
+    return out
+
+
 def _kv_slip(v):
     b = lc.PRECISIONS[v["kv"].lower()]
     return [(2 / b, "did you count 2 bytes a value (BF16) instead of the cache's precision?")] if b != 2 else []
@@ -55,7 +75,12 @@ define(
     EXERCISES,
     "gqa_ex1",
     "KV per token with grouped heads",
-    "{model} groups its query heads to share key/value heads. How many bytes of {kv} KV cache does one token take?",
+    Story(
+        "{model} has {layers} layers, {heads} query heads and {kv_heads} KV heads, each as wide as its config's "
+        "head_dim; every key/value head serves a group of query heads. How many bytes of {kv} KV cache does one token "
+        "take?",
+        _figures,
+    ),
     "KiB",
     dict(model="Mistral-7B-v0.1", kv="BF16"),
     lambda r: dict(model=pick(r, _GQA), kv=pick(r, _KV)),
@@ -63,6 +88,7 @@ define(
     (*_PER_TOKEN_KV, "lc.models['{model}'].layers, .kv_heads, .head_dim."),
     kv=True,
     mistakes=lambda v: [*_heads(v), *_kv_slip(v)],
+    followup="What is the group size?",
 )
 
 #: The two caches' precisions, as the story says them: (MHA model's, GQA model's).
@@ -76,8 +102,12 @@ define(
     EXERCISES,
     "gqa_ex2",
     "A small MHA model against a large GQA model",
-    "{small} has one KV head per query head; {large} shares its KV heads. By what factor does {small}'s KV cache "
-    "per token exceed {large}'s ({kv})?",
+    Story(
+        "{small} ({small_layers} layers, {small_kv_heads} KV heads of {small_head_dim}) has one KV head per query "
+        "head; {large} ({large_layers} layers, {large_kv_heads} KV heads of {large_head_dim}) shares its KV heads. How "
+        "many times as much KV cache per token as {large} does {small} keep ({kv})?",
+        _figures,
+    ),
     "",
     dict(small="Llama-2-7B", large="Llama-2-70B", kv="BF16 both"),
     lambda r: dict(
@@ -91,6 +121,7 @@ define(
     ).to(""),
     (*_PER_TOKEN, "Divide the two per-token figures: layers and KV heads both matter."),
     bare_ok=True,
+    followup="Why does the smaller model cache more?",
 )
 
 
@@ -160,8 +191,11 @@ define(
     EXERCISES,
     "gqa_ex4",
     "The calculator bug",
-    "{model}'s config gives its layers, hidden size, query heads, KV heads and head_dim. Computed correctly, how many "
-    "bytes of {kv} KV cache does one token take?",
+    Story(
+        "{model}'s config gives {layers} layers, hidden size {hidden}, {heads} query heads, {kv_heads} KV heads and "
+        "head_dim {head_dim}. Computed correctly, how many bytes of {kv} KV cache does one token take?",
+        _figures,
+    ),
     "KiB",
     dict(model="Qwen3-30B-A3B", kv="BF16"),
     lambda r: dict(model=pick(r, _CONFIGS), kv=pick(r, _KV)),
@@ -172,6 +206,8 @@ define(
     ),
     kv=True,
     mistakes=lambda v: [*_bugs(v), *_heads(v), *_kv_slip(v)],
+    followup="What do the hidden-size formula (keys and values x layers x hidden size x bytes) and the KV heads with "
+    "a head size of hidden / heads give instead?",
 )
 
 _MLA = {"DeepSeek-V2-Lite": (27, 512, 64), "DeepSeek-V2": (60, 512, 64), "DeepSeek-V3": (61, 512, 64)}
@@ -242,9 +278,13 @@ define(
     EXERCISES,
     "gqa_ex6",
     "How many KV heads can we afford",
-    "A variant of {model} (same weights, layers and head size, BF16) must serve at least {users} conversations of "
-    f"{{context}} tokens on one {{gpu}} ({_USABLE} usable). Give it the largest number of KV heads (a divisor of the "
-    "query heads) that allows it: how many conversations of that length does it then fit?",
+    Story(
+        "A variant of {model} (its {weights} of BF16 weights, {layers} layers, {heads} query heads of {head_dim}) must "
+        f"serve at least {{users}} conversations of {{context}} tokens on one {{gpu}} ({{memory}}, {_USABLE} usable), "
+        "with a BF16 cache. Give it the largest number of KV heads (a divisor of the query heads) that allows it: how "
+        "many conversations of that length does it then fit?",
+        _figures,
+    ),
     "",
     dict(model="Llama-3.1-8B", users=50, context=33_280, gpu="H100 SXM"),
     _vary_heads,
@@ -258,6 +298,7 @@ define(
     ),
     integer=True,
     bare_ok=True,
+    followup="How many KV heads is that?",
 )
 
 define(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 import llmcourse as lc
-from llmcourse.exercises._common import COURSE, GQA_MODELS, define, pct, pick, pool
+from llmcourse.exercises._common import COURSE, GQA_MODELS, Story, define, pct, pick, pool, whole
 
 EXERCISES: list = []
 
@@ -35,6 +35,36 @@ _PER_TOKEN = (
 )
 
 
+def _gb(q):
+    return f"{q.to('GB').m:.4g} GB"
+
+
+def _kib(q):
+    return f"{q.to('KiB').m:.4g} KiB"
+
+
+#: The longest conversation a story speaks of: 8,192 tokens, or the model's context window where that is shorter.
+_WINDOW = 8_192
+
+
+def _figures(v):
+    """The catalog figures a story states beside its givens (see :class:`~llmcourse.exercises._common.Story`): the
+    model's shape and KV bytes per token in BF16, the GPUs' memory and what the weights leave of it."""
+    m = lc.models[v["model"]]
+    out = {k: f"{getattr(m, k):,}" for k in ("layers", "kv_heads", "head_dim", "hidden")}
+    out["window"] = f"{min(_WINDOW, m.max_position or _WINDOW):,}"
+    out["kv_token"] = _kib(lc.kv_bytes_per_token(m))
+    out["kv_bytes"] = f"{lc.kv_bytes_per_token(m).to('B').m:,.0f}"
+    if "gpu" in v:
+        n = whole(v.get("n", 1))
+        usable, weights = lc.usable_memory(v["gpu"], n), lc.weight_bytes(m, v.get("precision", "bf16"))
+        out |= dict(memory=_gb(lc.gpus[v["gpu"]].memory), usable=_gb(usable), weights=_gb(weights))
+        out |= dict(free=_gb(usable - weights), gpus=f"one {v['gpu']}" if n == 1 else f"{n:,} x {v['gpu']}")
+    if "precision" in v:
+        out["name"] = v["precision"].upper()
+    return out
+
+
 def _heads(v):
     m = lc.models[v["model"]]
     if m.heads == m.kv_heads:
@@ -46,7 +76,12 @@ define(
     EXERCISES,
     "kv_cache_ex1",
     "KV bytes per token",
-    "A writing assistant serves {model} with {kv} KV cache. How many bytes of KV cache does one token of context take?",
+    Story(
+        "A writing assistant serves {model} ({layers} layers, {kv_heads} KV heads, a head dimension of {head_dim}) "
+        "with {kv} KV cache, for conversations of up to {window} tokens. How many bytes of KV cache does one token of "
+        "context take?",
+        _figures,
+    ),
     "KiB",
     dict(model="Llama-3.1-70B", kv="a BF16"),
     lambda r: dict(model=pick(r, _SHAPES), kv=pick(r, ("a BF16", "an FP8", "an FP32", "an INT4"))),
@@ -54,6 +89,7 @@ define(
     _PER_TOKEN,
     kv=True,
     mistakes=_heads,
+    followup="How much does one conversation of that length hold?",
 )
 
 
@@ -70,8 +106,11 @@ define(
     EXERCISES,
     "kv_cache_ex2",
     "Tokens of cache that fit",
-    f"{{model}} (BF16 weights and cache) runs on one {{gpu}}, {_USABLE} of its memory usable. How many tokens of KV "
-    "cache fit in total, across all conversations?",
+    Story(
+        "{model} ({weights} of BF16 weights, {kv_token} of BF16 KV cache per token) runs on one {gpu} ({memory}, "
+        f"{_USABLE} usable). How many tokens of KV cache fit in total, across all conversations?",
+        _figures,
+    ),
     "",
     dict(model="Llama-3.1-8B", gpu="H100 SXM"),
     lambda r: dict(zip(("model", "gpu"), pick(r, _TOTAL()), strict=True)),
@@ -86,8 +125,12 @@ define(
     EXERCISES,
     "kv_cache_ex3",
     "KB or KiB?",
-    "A support bot on {model} keeps conversations of {context} tokens. How much BF16 KV cache does one "
-    "conversation hold? (A text once wrote the per-token figure with the wrong prefix: mind KiB vs kB.)",
+    Story(
+        "A support bot on {model} keeps conversations of {context} tokens; its BF16 KV cache takes {kv_bytes} bytes "
+        "per token (mind the prefix: a KiB is 1,024 bytes, a kB 1,000). How many GB of cache does one conversation "
+        "hold?",
+        _figures,
+    ),
     "GB",
     dict(model="Qwen2.5-72B", context=2_400),
     lambda r: dict(model=pick(r, GQA_MODELS), context=pick(r, range(1_000, 12_001, 100))),
@@ -95,6 +138,9 @@ define(
     (*_PER_TOKEN, "KV per conversation = KV per token x {context} tokens; 1 KiB = 1,024 bytes."),
     kv=True,
     mistakes=_heads,
+    followup="A text wrote the per-token figure as {glue:text}`kv_err_src_tok` KB and the conversation as "
+    "{glue:text}`kv_err_src` GB. Work the conversation out with that figure read as kB and as KiB: which did the "
+    "text use?",
 )
 
 
@@ -107,8 +153,12 @@ define(
     EXERCISES,
     "kv_cache_ex4",
     "A model without GQA",
-    "A legacy model has the shape of {model} but no grouped-query attention (one KV head per query head), and "
-    "caches in BF16. How much KV cache does one {context}-token conversation need?",
+    Story(
+        "A legacy model without grouped-query attention (one KV head per query head) has {layers} layers and a model "
+        "dimension of {hidden}, the shape of {model}, and caches in BF16. How much KV cache does one {context}-token "
+        "conversation need?",
+        _figures,
+    ),
     "GB",
     dict(model="Llama-2-70B", context=16_000),
     lambda r: dict(
@@ -139,6 +189,14 @@ def _batch(v, tokens):
     return lc.max_batch(v["model"], v["gpu"], tokens, n_gpus=v["n"], weight_bytes=v["precision"])
 
 
+def _tail_figures(v):
+    """A long-tail story's figures, and the batch when every conversation is an ordinary one."""
+    given = dict(model=v["model"], precision=v["precision"], gpu=v["gpu"], n=whole(v["n"]))
+    docs = whole(v["docs"])
+    bring = "one user brings" if docs == 1 else f"{docs:,} users each bring"
+    return _figures(v) | dict(alone=f"{_batch(given, whole(v['context'])):,}", bring=bring)
+
+
 def _paged(v):
     """Tokens held on average: prompt plus half the answer, rounded up to whole blocks."""
     return math.ceil((v["prompt"] + v["answer"] / 2) / v["block"]) * v["block"]
@@ -148,10 +206,13 @@ define(
     EXERCISES,
     "kv_cache_ex5",
     "Average occupancy with paged allocation",
-    "With paged allocation in blocks of {block} tokens, a conversation holds on average over its life its prompt "
-    "plus half its answer, rounded up to whole blocks. A chatbot runs {model} ({precision} weights, BF16 cache) on "
-    f"{{n}} x {{gpu}} ({_USABLE} usable); conversations are {{prompt}} prompt + {{answer}} answer tokens. How many "
-    "conversations fit at that average occupancy?",
+    Story(
+        "With paged allocation in blocks of {block} tokens, a conversation holds on average over its life its prompt "
+        "plus half its answer, rounded up to whole blocks. A chatbot runs {model} in {name} with a BF16 cache on "
+        "{gpus} ({weights} of weights, {usable} usable, {kv_token} of cache per token); conversations are {prompt} "
+        "prompt + {answer} answer tokens. How many conversations fit at that average occupancy?",
+        _figures,
+    ),
     "",
     dict(model="Qwen2.5-72B", precision="fp8", gpu="H100 SXM", n=2, prompt=2_000, answer=300, block=16),
     lambda r: (
@@ -165,6 +226,7 @@ define(
     ),
     integer=True,
     bare_ok=True,
+    followup="How many fit if each conversation reserves all its tokens instead?",
 )
 
 
@@ -181,9 +243,12 @@ define(
     EXERCISES,
     "kv_cache_ex6",
     "The long tail",
-    f"A chatbot runs {{model}} ({{precision}} weights, BF16 cache) on {{n}} x {{gpu}} ({_USABLE} usable), with "
-    "ordinary conversations of {context} tokens. If {docs} users each bring a {doc_len}-token document, how many "
-    "ordinary conversations still fit?",
+    Story(
+        "A chatbot runs {model} in {name} with a BF16 cache on {gpus} ({free} free beside the weights, {kv_token} of "
+        "cache per token): it fits {alone} conversations of {context} tokens. If {bring} a {doc_len}-token document, "
+        "how many ordinary conversations still fit?",
+        _tail_figures,
+    ),
     "",
     dict(model="Qwen2.5-72B", precision="fp8", gpu="H100 SXM", n=2, context=2_300, docs=2, doc_len=30_000),
     lambda r: (

@@ -95,6 +95,8 @@ define(
         "Two all-reduces per layer, {layers} layers: multiply one all-reduce by 2 x {layers}.",
     ),
     mistakes=lambda v: [(0.5, "two all-reduces per layer, not one")],
+    followup="Work the same step on PCIe 5 (the H100 PCIe's link). Which term of the all-reduce's time dominates on "
+    "each link: the fixed and latency terms, or the bytes?",
 )
 
 
@@ -151,6 +153,7 @@ define(
         if lc.kv_copies(v["model"], v["n"]) > 1
         else []
     ),
+    followup="How much would each GPU hold if the KV heads could be split as many ways as there are GPUs?",
 )
 
 
@@ -178,6 +181,7 @@ define(
     mistakes=lambda v: [
         (((v["stages"] - 1) / v["micro"]) / float(_bubble(v).m), "the fill and drain slots count in the total")
     ],
+    followup="How many micro-batches keep the bubble under a tenth of the time?",
 )
 
 
@@ -245,6 +249,7 @@ define(
         (0.5, "a combine comes back for every dispatch"),
         (v["ep"] / (v["ep"] - 1), "the copies for experts on the token's own GPU do not cross the link"),
     ],
+    followup="How many bytes does it send with the experts spread over sixty-four GPUs?",
 )
 
 
@@ -304,6 +309,7 @@ define(
             "the share is of the whole step, the overhead included",
         )
     ],
+    followup="What would CUDA graphs that halve the fixed cost buy the user?",
 )
 
 
@@ -376,4 +382,6 @@ define(
         "Time per token = step + prefill x ({c} - 1) / ({c} x {answer}).",
     ),
     tolerance=0.02,
+    followup="Which part of it is largest: the decode step's memory reads, its all-reduces, its fixed cost, or the "
+    "prefill shared out?",
 )

@@ -26,6 +26,13 @@ _PHI = (
 )
 
 
+def _experts(v: dict) -> dict:
+    """The variant with its model's routed experts and picks per token, as the story prints them (display keys:
+    the answers read the catalog)."""
+    m = lc.models[v["model"]]
+    return v | dict(experts=m.experts, k=m.experts_per_token)
+
+
 def _phi(model, batch):
     m = lc.models[model]
     return lc.FORMULAS["moe_fraction_touched"](experts_per_token=m.experts_per_token, experts=m.experts, batch=batch)
@@ -47,17 +54,20 @@ define(
         "Touched = 1 - (1 - 1/{experts})^({k} x {batch}).",
     ),
     bare_ok=True,
+    followup="Derive this fraction for routing with replacement in general, as {eq}`eq-moe-phi` is derived for "
+    "distinct picks. Which is larger, with or without replacement, and by how much here?",
 )
 
 define(
     EXERCISES,
     "moe_ex2",
     "Experts a batch touches",
-    "A chat app decodes {batch} users together on {model}. Under uniform, independent routing, what fraction of "
-    "the routed experts does one step read (on average)?",
+    "A chat app decodes {batch} users together on {model}, which routes each token to {k} of its {experts} "
+    "experts. Under uniform, independent routing, what fraction of the routed experts does one step read (on "
+    "average)?",
     "",
-    dict(model="gpt-oss-120b", batch=16),
-    lambda r: dict(model=pick(r, _MOE), batch=pick(r, range(1, 129))),
+    _experts(dict(model="gpt-oss-120b", batch=16)),
+    lambda r: _experts(dict(model=pick(r, _MOE), batch=pick(r, range(1, 129)))),
     lambda v: _phi(v["model"], v["batch"]),
     _PHI,
     bare_ok=True,
@@ -68,6 +78,8 @@ define(
             "batch x k/E counts an expert twice when two tokens pick it",
         )
     ],
+    followup="What is it at a batch of one and of sixty-four, and how many bytes of weights does a step read at "
+    "each of the three batches in MXFP4 (half a byte per weight)?",
 )
 
 
@@ -81,21 +93,29 @@ def _skewed(v, per_pick=False):
     return fraction_touched_skewed(p, v["batch"])
 
 
+def _hot_cold(v: dict) -> dict:
+    """moe_ex3's variant with its model's experts and the count of cold ones (display keys)."""
+    v = _experts(v)
+    return v | dict(cold=v["experts"] - v["hot"])
+
+
 define(
     EXERCISES,
     "moe_ex3",
     "Skewed routing",
-    "The router of {model} is skewed: {hot_percent}% of all expert picks go to {hot} 'hot' experts (evenly among "
-    "them) and the rest are spread evenly over the other routed experts. Each token still picks its k distinct "
-    "experts, and tokens route independently. At a batch of {batch}, what fraction of the routed experts does one "
-    "step touch on average?",
+    "The router of {model} ({experts} routed experts, {k} per token) is skewed: {hot_percent}% of all expert picks "
+    "go to {hot} 'hot' experts (evenly among them) and the rest are spread evenly over the other {cold}. Each token "
+    "still picks its {k} distinct experts, and tokens route independently. At a batch of {batch}, what fraction of "
+    "the routed experts does one step touch on average?",
     "",
-    dict(model="Qwen3-30B-A3B", hot=16, hot_percent=50, batch=32),
-    lambda r: dict(
-        model=pick(r, ("Qwen3-30B-A3B", "Qwen3-235B-A22B", "DeepSeek-V3", "gpt-oss-120b")),
-        hot=pick(r, (8, 16, 32)),
-        hot_percent=pick(r, (25, 50, 75)),
-        batch=pick(r, (8, 16, 32, 64)),
+    _hot_cold(dict(model="Qwen3-30B-A3B", hot=16, hot_percent=50, batch=32)),
+    lambda r: _hot_cold(
+        dict(
+            model=pick(r, ("Qwen3-30B-A3B", "Qwen3-235B-A22B", "DeepSeek-V3", "gpt-oss-120b")),
+            hot=pick(r, (8, 16, 32)),
+            hot_percent=pick(r, (25, 50, 75)),
+            batch=pick(r, (8, 16, 32, 64)),
+        )
     ),
     _skewed,
     (
@@ -115,6 +135,7 @@ define(
         (_skewed(v, per_pick=True) / _skewed(v), "a token makes k picks: the p_i add up to k, not to 1"),
         (1 / _skewed(v), "the cold experts are missed with probability (1 - p_cold)^B, which is not 0"),
     ],
+    followup="Compare it with the fraction uniform routing touches at the same batch.",
 )
 
 
@@ -157,8 +178,9 @@ define(
     "moe_ex5",
     "The MoE step against a dense step",
     "{model} and {dense} both run in BF16 on one {gpu} at a {context}-token context "
-    f"(the course's {_ETAS}). At a batch of {{batch}}, how many times as long as the dense model's decode step does "
-    "the MoE model's take? (Below 1: the MoE step is the faster.)",
+    f"(the course's {_ETAS}, and {COURSE.step_overhead_ms:g} ms of fixed cost per step). At a batch of {{batch}}, "
+    "how many times as long as the dense model's decode step does the MoE model's take (below 1 if the MoE step is "
+    "the faster)?",
     "",
     dict(model="Qwen3-30B-A3B", dense="Llama-3.1-8B", gpu="H100 SXM", context=2_304, batch=64),
     _vary_step_ratio,
@@ -170,20 +192,32 @@ define(
         "Both steps: lc.decode_step(model, gpu, batch={batch}, context_tokens={context}).step_time; divide.",
     ),
     bare_ok=True,
+    followup="From what batch on is the MoE model's step the slower one? (The calculator or `lc.decode_step` does "
+    "the arithmetic.)",
 )
+
+
+def _spread(v: dict) -> dict:
+    """moe_ex6's variant with its model's experts and their count on each GPU (display keys)."""
+    v = _experts(v)
+    return v | dict(per_gpu=v["experts"] // v["n_gpus"])
+
 
 define(
     EXERCISES,
     "moe_ex6",
     "Expert parallelism",
-    "{model} is spread over {n_gpus} GPUs, each holding an equal share of the routed experts. At a batch of "
-    "{batch} with uniform routing, what fraction of each GPU's experts does a step touch on average?",
+    "Expert parallelism puts different experts on different GPUs: {model} ({experts} routed experts, {k} per "
+    "token) is spread over {n_gpus} GPUs, {per_gpu} routed experts on each. At a batch of {batch} with uniform "
+    "routing, what fraction of each GPU's experts does a step touch on average?",
     "",
-    dict(model="DeepSeek-V3", n_gpus=8, batch=8),
-    lambda r: dict(
-        model=pick(r, ("DeepSeek-V3", "Qwen3-235B-A22B", "Qwen3-30B-A3B", "gpt-oss-120b")),
-        n_gpus=pick(r, (4, 8, 16)),
-        batch=pick(r, range(1, 129)),
+    _spread(dict(model="DeepSeek-V3", n_gpus=8, batch=8)),
+    lambda r: _spread(
+        dict(
+            model=pick(r, ("DeepSeek-V3", "Qwen3-235B-A22B", "Qwen3-30B-A3B", "gpt-oss-120b")),
+            n_gpus=pick(r, (4, 8, 16)),
+            batch=pick(r, range(1, 129)),
+        )
     ),
     lambda v: _phi(v["model"], v["batch"]),
     (
@@ -192,6 +226,7 @@ define(
     ),
     bare_ok=True,
     mistakes=lambda v: [(1 / v["n_gpus"], "the fraction of one GPU's experts does not shrink with the GPU count")],
+    followup="Why does the slowest GPU, not the average, set the step time?",
 )
 
 #: Every mixture of experts of the catalog, and the weight precisions a variant may store them in.

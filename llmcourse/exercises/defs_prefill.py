@@ -12,6 +12,7 @@ from __future__ import annotations
 import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.exercises._common import CAPACITY, COURSE, ENVELOPE, define, fp8_ok, pct, pick, pool
+from llmcourse.units import fmt
 
 EXERCISES: list = []
 
@@ -50,21 +51,34 @@ def _crossover_prompt(v):
     return (linear / per_token_sq).to("")
 
 
+def _model_words(v: dict) -> dict:
+    """The variant with the figures prefill_ex1's story prints (display keys: the answer reads the catalog)."""
+    m = lc.models[v["model"]]
+    reach = "equal" if v["share"] == 100 else f"reach {v['share']}% of"
+    return v | dict(
+        reach=reach, params=f"{m.params / 1e9:.3g} billion", layers=m.layers, heads=m.heads, head_dim=m.head_dim
+    )
+
+
 define(
     EXERCISES,
     "prefill_ex1",
     "When attention catches up",
-    "The causal attention term of prefill grows with the square of the prompt. For {model}, at what prompt length "
-    "does it reach {share}% of the 2 x parameters x tokens term?",
+    "Prefill's causal attention term, 2 x layers x heads x head dimension x T^2 FLOPs, grows with the square of the "
+    "prompt length T; the linear term, 2 x parameters x T, only with T. For {model} ({params} parameters, {layers} "
+    "layers, {heads} attention heads of dimension {head_dim}), at what prompt length does the attention term "
+    "{reach} the linear term?",
     "",
-    dict(model="Llama-3.1-8B", share=100),
-    lambda r: dict(model=pick(r, _ALL_DENSE), share=pick(r, _SHARES)),
+    _model_words(dict(model="Llama-3.1-8B", share=100)),
+    lambda r: _model_words(dict(model=pick(r, _ALL_DENSE), share=pick(r, _SHARES))),
     lambda v: v["share"] / 100 * _crossover_prompt(v),
     (
         "Attention FLOPs = 2 x layers x heads x head dim x T^2; linear FLOPs = 2 x parameters x T.",
         "Set attention = ({share} / 100) x linear: T = ({share} / 100) x parameters / (layers x heads x head dim).",
     ),
     bare_ok=True,
+    followup="Show that the two terms are equal at $T_p=P/(L\\,H\\,d_{head})$, and evaluate that length for "
+    "Llama 3.1 70B too.",
 )
 
 
@@ -75,7 +89,16 @@ def _positions(model):
 
 def _vary_ttft(r):
     setup = dict(zip(("model", "precision", "gpu", "n"), pick(r, _TTFT()), strict=True))
-    return setup | dict(prompt=pick(r, range(500, min(16_000, _positions(setup["model"])) + 1, 250)))
+    return _bf16_words(setup | dict(prompt=pick(r, range(500, min(16_000, _positions(setup["model"])) + 1, 250))))
+
+
+def _bf16_words(v: dict) -> dict:
+    """The variant with the back-of-the-envelope method's prefill at BF16 compute, as the story prints it (a display
+    key: the answer computes its own)."""
+    p = lc.prefill(
+        v["model"], v["gpu"], v["prompt"], n_gpus=v["n"], weight_bytes=v["precision"], assumptions="envelope"
+    )
+    return v | dict(bf16_time=fmt(p.time, "s", 2))
 
 
 @pool
@@ -92,13 +115,14 @@ define(
     EXERCISES,
     "prefill_ex2",
     "Prefill with FP8 compute",
-    "A RAG assistant runs {model} with FP8 weights on {n} x {gpu}. Redo the back-of-the-envelope method's prefill "
-    f"with FP8 compute (twice the BF16 peak) at {pct(ENVELOPE.compute_efficiency)} of that peak: "
+    "A RAG assistant runs {model} with FP8 weights on {n} x {gpu}, prompts of {prompt} tokens. The "
+    "back-of-the-envelope method prefills one in {bf16_time} with BF16 compute; redo it with FP8 compute (twice the "
+    f"BF16 peak) at {pct(ENVELOPE.compute_efficiency)} of that peak: "
     f"{ENVELOPE.flops_per_param:g} FLOPs per parameter per token and no attention term, as that method counts "
     f"them, or one read of the weights at {pct(ENVELOPE.bandwidth_efficiency)} of the datasheet bandwidth if that "
-    "is slower. Prompts are {prompt} tokens. What is the time to first token?",
+    "is slower. What is the time to first token?",
     "s",
-    dict(model="Qwen2.5-72B", precision="fp8", gpu="H100 SXM", n=2, prompt=2_000),
+    _bf16_words(dict(model="Qwen2.5-72B", precision="fp8", gpu="H100 SXM", n=2, prompt=2_000)),
     _vary_ttft,
     lambda v: (
         lc.prefill(
@@ -120,6 +144,7 @@ define(
         (2.0, "did you use the BF16 peak? FP8 compute doubles it"),
         *([(v["n"], "did you use one GPU's FLOP/s only?")] if v["n"] > 1 else []),
     ],
+    followup="Is it still compute-bound?",
 )
 
 
@@ -149,7 +174,7 @@ define(
     "Short prompts are memory-bound",
     f"{{model}} ({{precision}}) prefills on one {{gpu}} at the course's {pct(COURSE.compute_efficiency)} of peak FLOP/s and "
     f"{pct(COURSE.bandwidth_efficiency)} of peak bandwidth. Ignoring the attention term, below what prompt length "
-    "does the prefill take less compute time than one read of the weights?",
+    "is the prefill memory-bound: its compute time shorter than one read of the weights?",
     "",
     dict(model="Llama-3.1-8B", gpu="H100 SXM", precision="BF16"),
     lambda r: dict(zip(("model", "gpu", "precision"), pick(r, _ONE_GPU_PREFILL()), strict=True)),
@@ -161,6 +186,7 @@ define(
     ),
     bare_ok=True,
     tolerance=0.02,
+    followup="Compare it with the ridge point of {ref}`decode`.",
 )
 
 
@@ -195,6 +221,7 @@ define(
     ),
     integer=True,
     bare_ok=True,
+    followup="How many B200s instead?",
 )
 
 
@@ -209,8 +236,9 @@ define(
     "prefill_ex5",
     "A burst, one prompt at a time",
     f"{{users}} users send {{prompt}}-token prompts to {{model}} (BF16, one {{gpu}}, the course's "
-    f"{pct(COURSE.compute_efficiency)} of peak FLOP/s, attention term included) at the same instant. Prefill runs one prompt at a time, first come first served. What is the mean "
-    "time to first token over the {users} users?",
+    f"{pct(COURSE.compute_efficiency)} of peak FLOP/s, attention term included) at the same instant. Prefill "
+    "runs one prompt at a time, first come first served. What is the mean time to first token over the {users} "
+    "users?",
     "s",
     dict(model="Llama-3.1-8B", gpu="H100 SXM", prompt=2_048, users=64),
     lambda r: dict(
@@ -226,6 +254,8 @@ define(
     ),
     mistakes=lambda v: [(2 * v["users"] / (v["users"] + 1), "that is the longest wait, not the mean")],
     tolerance=0.02,
+    followup="What are the shortest, median and longest times to first token, and how do they compare with "
+    "prefilling all the prompts together?",
 )
 
 
@@ -257,6 +287,8 @@ define(
         f"({COURSE.bandwidth_efficiency:g} x bandwidth)); the slower wins.",
     ),
     tolerance=0.02,
+    followup="Which parameter count went into $2\\,P\\,T_p$, total or active, and why? Compare with the prefill "
+    "of the same prompt on Llama 3.1 8B.",
 )
 
 define(

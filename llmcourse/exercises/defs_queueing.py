@@ -61,6 +61,7 @@ define(
     lambda v: _capacity(v["model"], v["gpu"], v["prompt"], v["answer"]),
     _CAP_HINTS,
     tolerance=0.02,
+    followup="What time per output token does the chapter's closed form give at 90% of that capacity?",
 )
 
 define(
@@ -94,6 +95,7 @@ define(
     ),
     bare_ok=True,
     tolerance=0.02,
+    followup="What p99 time to first token does the chapter's simulation give the faster GPU at that load?",
 )
 
 

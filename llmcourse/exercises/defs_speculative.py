@@ -39,9 +39,8 @@ VARIES = "a different model, GPU, acceptance rate or draft"
 _ETAS = (
     f"the course's method: {pct(COURSE.bandwidth_efficiency)} of peak bandwidth, "
     f"{pct(COURSE.compute_efficiency)} of the peak FLOP/s at the weights' precision, a fixed "
-    f"{COURSE.step_overhead_ms:g} ms per decode step (the verification and every draft step are decode steps), and "
-    "on several GPUs two ring all-reduces per layer of each step's activations over the GPUs' NVLink (chapter "
-    "*Many GPUs*)"
+    f"{COURSE.step_overhead_ms:g} ms per decode step (the verification and every draft step alike) and, on several "
+    "GPUs, two ring all-reduces per layer of each step's activations over NVLink (chapter *Many GPUs*)"
 )
 _OVER = f"{COURSE.step_overhead_ms:g} ms"
 #: The target and draft pairs of the stories: (target, GPU, GPUs, kind, draft model or None).
@@ -100,6 +99,7 @@ define(
         ((expected_tokens(v["alpha"], v["k"]) - 1) / expected_tokens(v["alpha"], v["k"]), "add the target's own token"),
         ((1 + v["k"] * v["alpha"]) / expected_tokens(v["alpha"], v["k"]), "the first rejection ends the step"),
     ],
+    followup="What is the most any draft length could give at that acceptance rate?",
 )
 
 
@@ -156,6 +156,7 @@ define(
     bare_ok=True,
     tolerance=0.02,
     mistakes=lambda v: [(_step(v).expected_tokens / _step(v).speedup, "the draft's steps take time too")],
+    followup="Why is the speed-up well below the tokens a verification step yields on average?",
 )
 
 
@@ -190,6 +191,7 @@ define(
     ),
     bare_ok=True,
     tolerance=0.02,
+    followup="Which draft length is it? Compare it with {eq}`eq-spec-best-k` at the same $r_d$.",
 )
 
 
@@ -241,6 +243,7 @@ define(
         "FORMULAS['speculative_crossover_batch']; the answer is the first whole batch past it (check that batch).",
     ),
     integer=True,
+    followup="Check the speed-up at that batch and at the one before it.",
 )
 
 
@@ -278,6 +281,7 @@ define(
             "the draft's KV cache takes memory too",
         )
     ],
+    followup="How many conversations does that memory cost the target?",
 )
 
 
@@ -317,6 +321,7 @@ define(
         "Time per token = (verification + MTP step) / (1 + {alpha}); the user's speed is one over that.",
     ),
     tolerance=0.02,
+    followup="Why is the speed-up smaller at a batch of four than at a batch of one?",
 )
 
 

@@ -34,7 +34,7 @@ define(
     "tokens_ex1",
     "Output tokens per second at the peak",
     "An internal search assistant receives {per_day} requests a day, each with a {prompt}-token prompt and a "
-    "{answer}-token answer; the busiest hour runs at {peak} times the daily average. How many output tokens per "
+    "{answer}-token answer; the busiest hour is {peak} times the daily average. How many output tokens per "
     "second must it produce at the peak?",
     "1/s",
     dict(per_day=50_000, prompt=1_500, answer=250, peak=4),
@@ -63,6 +63,7 @@ define(
     lambda v: (_traffic(v).input_tokens_per_s / _traffic(v).output_tokens_per_s).to(""),
     ("Input tokens/s over output tokens/s at the same peak.", "The request rate cancels: it is {prompt} / {answer}."),
     bare_ok=True,
+    followup="Give one reason the two rates are planned separately.",
 )
 
 define(
@@ -90,6 +91,7 @@ define(
     lambda r: dict(tokens=pick(r, range(200, 3_001, 50)), rate=pick(r, range(15, 151, 5))),
     lambda v: lc.FORMULAS["generation_time"](tokens_per_request=v["tokens"], token_rate=Q_(v["rate"], "1/s")),
     ("Time = tokens / tokens per second.",),
+    followup="How long at twice that rate?",
 )
 
 define(
@@ -109,6 +111,7 @@ define(
     ),
     ("Tokens per answer = {chars} / {cpt}.", "Tokens/s = requests/s x tokens per answer."),
     mistakes=lambda v: [(v["cpt"], "did you multiply by the characters instead of the tokens?")],
+    followup="How many requests is that per day?",
 )
 
 define(
@@ -142,4 +145,5 @@ define(
             "that is the daily average: plan for the busiest hour",
         )
     ],
+    followup="What is its peak factor?",
 )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 import llmcourse as lc
-from llmcourse.exercises._common import COURSE, define, fp8_ok, pct, pick, pool
+from llmcourse.exercises._common import COURSE, Story, define, fp8_ok, pct, pick, pool
 
 EXERCISES: list = []
 
@@ -26,6 +26,20 @@ def _not_bf16(v):
     return [(2 / b, "did you use 2 bytes per weight (BF16) instead of the precision given?")] if b != 2 else []
 
 
+def _figures(v):
+    """The catalog figures a story states beside its givens: the model's parameters and heads, the GPU's memory,
+    the precision's name (see :class:`~llmcourse.exercises._common.Story`)."""
+    out = {}
+    if "model" in v:
+        m = lc.models[v["model"]]
+        out |= dict(params=f"{m.params / 1e9:.4g} billion", heads=f"{m.heads:,}", kv_heads=f"{m.kv_heads:,}")
+    if "gpu" in v:
+        out["memory"] = f"{lc.gpus[v['gpu']].memory.to('GB').m:.4g} GB"
+    if "precision" in v:
+        out["name"] = v["precision"].upper()
+    return out
+
+
 def _left(v):
     return lc.usable_memory(v["gpu"], v.get("n", 1)) - lc.weight_bytes(v["model"], v["precision"])
 
@@ -34,7 +48,10 @@ define(
     EXERCISES,
     "weights_ex1",
     "Weights of a small model",
-    "A note-taking app runs {model} in {precision}. How many bytes do its weights take?",
+    Story(
+        "A note-taking app runs {model} ({params} parameters) in {name}. How many GB do its weights take?",
+        _figures,
+    ),
     "GB",
     dict(model="Qwen2.5-7B", precision="bf16"),
     lambda r: dict(
@@ -44,6 +61,7 @@ define(
     lambda v: lc.weight_bytes(v["model"], v["precision"]),
     _BYTES,
     mistakes=_not_bf16,
+    followup="And in INT4?",
 )
 
 #: Models a single GPU or a small server can hold, by total parameters.
@@ -74,22 +92,29 @@ define(
     EXERCISES,
     "weights_ex2",
     "Room left on one big GPU",
-    f"An enterprise search product loads {{model}} in {{precision}} on one {{gpu}}, {_USABLE} of its memory usable. "
-    "How much usable memory is left once the weights are in?",
+    Story(
+        "An enterprise search product loads {model} ({params} parameters) in {name} on one {gpu} ({memory} of memory, "
+        f"{_USABLE} of it usable). How much usable memory is left once the weights are in?",
+        _figures,
+    ),
     "GB",
     dict(model="Llama-3.1-70B", precision="fp8", gpu="H200 SXM"),
     lambda r: dict(zip(("model", "precision", "gpu"), pick(r, _FIT()), strict=True)),
     _left,
     (f"Left = {COURSE.memory_fraction:g} x lc.gpus['{{gpu}}'].memory - weights.", *_BYTES),
     mistakes=_not_bf16,
+    followup="Would the weights fit in BF16?",
 )
 
 define(
     EXERCISES,
     "weights_ex3",
     "Usable memory of a server",
-    f"A server has {{n}} x {{gpu}}. The serving engine keeps {pct(1 - COURSE.memory_fraction)} back for activations "
-    "and fragmentation. How much memory may it use?",
+    Story(
+        f"A server has {{n}} x {{gpu}} ({{memory}} each). The serving engine keeps {pct(1 - COURSE.memory_fraction)} "
+        "back for activations and fragmentation. How much memory may it use?",
+        _figures,
+    ),
     "GB",
     dict(n=4, gpu="L40S"),
     lambda r: dict(
@@ -130,8 +155,12 @@ define(
     EXERCISES,
     "weights_ex4",
     "GPUs just to hold the weights",
-    f"A research lab wants to serve {{model}} in {{precision}} on {{gpu}}s, using {_USABLE} of each GPU's memory. "
-    "What does the ceiling formula give: the fewest GPUs whose usable memory holds the weights?",
+    Story(
+        "A research lab wants to serve {model} ({params} parameters, {heads} query heads, {kv_heads} KV heads) in "
+        f"{{name}} on {{gpu}}s ({{memory}} each, {_USABLE} of it usable). What does the ceiling formula give: the "
+        "fewest GPUs whose usable memory holds the weights?",
+        _figures,
+    ),
     "",
     dict(model="Llama-3.1-405B", precision="bf16", gpu="H100 SXM"),
     lambda r: dict(zip(("model", "precision", "gpu"), pick(r, pick(r, _BY_COUNT())), strict=True)),
@@ -147,6 +176,7 @@ define(
     ),
     integer=True,
     bare_ok=True,
+    followup="How many GPUs will the model actually run on, and how are they split?",
 )
 
 
@@ -164,8 +194,11 @@ define(
     EXERCISES,
     "weights_ex5",
     "A model on a small GPU",
-    f"An on-premises assistant runs {{model}} in {{precision}} on one {{gpu}} ({_USABLE} usable). How much usable "
-    "memory is left after the weights?",
+    Story(
+        "An on-premises assistant runs {model} ({params} parameters) in {name} on one {gpu} ({memory}, "
+        f"{_USABLE} usable). Do the weights fit, and how much usable memory is left after them?",
+        _figures,
+    ),
     "GB",
     dict(model="Llama-2-13B", precision="int8", gpu="L4"),
     lambda r: dict(zip(("model", "precision", "gpu"), pick(r, _SMALL_GPU()), strict=True)),
@@ -188,8 +221,11 @@ define(
     EXERCISES,
     "weights_ex6",
     "The most bytes per weight that fit",
-    f"A {{billions}}-billion-parameter model is to run on one {{gpu}} ({_USABLE} usable). Ignoring everything but the "
-    "weights, what is the largest number of bytes per weight that still fits?",
+    Story(
+        f"A {{billions}}-billion-parameter model is to run on one {{gpu}} ({{memory}}, {_USABLE} usable). Ignoring "
+        "everything but the weights, what is the largest number of bytes per weight that still fits?",
+        _figures,
+    ),
     "B",
     dict(billions=7, gpu="T4"),
     lambda r: dict(zip(("billions", "gpu"), pick(r, _PER_WEIGHT()), strict=True)),
@@ -200,4 +236,5 @@ define(
         "1 (FP8 or INT8) bytes.",
     ),
     bare_ok=True,
+    followup="Which of FP32, FP16 and INT8 fit? (A T4 has no BF16: its 16-bit format is FP16.)",
 )

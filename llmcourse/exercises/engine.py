@@ -162,7 +162,8 @@ class Exercise:
     for this exercise: the slip gives ``factor`` times the right answer; ``kv`` says half the answer
     means keys and values were not both counted. ``factor`` makes the exercise an estimate: an answer
     within that factor of the expected one, either way, passes (``tolerance`` then only says how close a
-    slip must come to its factor to be named); the drills use it.
+    slip must come to its factor to be named); the drills use it. ``followup`` is what the book's statement
+    asks beyond the checked answer (see :mod:`llmcourse.exercises.notebooks`).
     """
 
     id: str
@@ -179,6 +180,9 @@ class Exercise:
     kv: bool = False
     mistakes: Callable[[dict[str, Any]], Iterable[tuple[float, str]]] | None = field(default=None, repr=False)
     factor: float | None = None
+    #: What the book's statement of the exercise asks beyond the checked answer (a reason, a choice, a second
+    #: figure), after the story: the chapter's ``{exercise}`` block is the story at the book's variant plus this.
+    followup: str = ""
 
     def __getattr__(self, name: str) -> Any:
         if name in ("expected", "expected_for", "solution"):

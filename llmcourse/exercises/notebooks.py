@@ -1,8 +1,12 @@
-"""The auto-checked exercise notebooks (``exercises/NN_topic.md``), generated from the definitions.
+"""The auto-checked exercise notebooks (``exercises/NN_topic.md``) and the chapters' exercise statements,
+generated from the definitions.
 
 Each exercise is written once, in its chapter's ``defs_<chapter>.py``: its title, story, givens,
-variants, answer, unit, hints and slips. The notebook a student opens is generated from those
-definitions by :func:`notebook`; nothing in it is typed by hand. A chapter's definitions module
+variants, answer, unit, hints, slips, and what the book's statement asks beyond the checked answer
+(``followup``). The notebook a student opens is generated from those definitions by :func:`notebook`,
+and so is the statement of each exercise in the chapter (the ``{exercise}`` block with its label:
+:func:`chapter_text`, the story at the book's variant plus the follow-up); the worked solution below
+it is written once, in the chapter. Nothing generated is typed by hand. A chapter's definitions module
 may set three optional constants that only the notebook shows:
 
 ``NOTEBOOK_METHOD``
@@ -12,9 +16,10 @@ may set three optional constants that only the notebook shows:
 ``EXAMPLE_UNIT``
     the unit of the example answer in the instructions (default: ``"GB"``).
 
-Regenerate the notebooks after changing a definition (a test fails until you do)::
+Regenerate the notebooks and statements after changing a definition (a test fails until you do)::
 
-    python -m llmcourse.exercises.notebooks
+    python -m llmcourse.exercises.notebooks                  # every chapter
+    python -m llmcourse.exercises.notebooks . --only tokens  # one chapter's notebook and statements
 
 Examples
 --------
@@ -32,11 +37,13 @@ llmcourse.errors.UnknownNameError: no exercise chapter 'nonsense'; known: first_
 from __future__ import annotations
 
 import importlib
+import re
 import sys
+import textwrap
 from pathlib import Path
 
 from llmcourse.errors import UnknownNameError
-from llmcourse.exercises.engine import CHAPTERS, Exercise, exercises
+from llmcourse.exercises.engine import CHAPTERS, Exercise, exercises, get
 
 #: The notebook file of each chapter (``exercises/<stem>.md``), named as its chapter in ``book/``.
 FILES: dict[str, str] = {
@@ -135,18 +142,70 @@ def notebook(chapter: str) -> str:
     return "\n".join(parts)
 
 
-def write(root: Path | str = ".") -> list[Path]:
-    """Write every chapter's notebook under ``root/exercises``; return the files that changed."""
-    changed = []
+#: An exercise block of a chapter: its label, then its statement up to the closing fence.
+_BLOCK = re.compile(
+    r"^(?P<fence>`{3,})\{exercise\}\n:label: (?P<label>\w+)\n\n?(?P<body>.*?)\n(?P=fence)$", re.M | re.S
+)
+
+
+def statement(exercise_id: str) -> str:
+    """The book's statement of an exercise: the story at the book's variant, then its follow-up, wrapped."""
+    ex = get(exercise_id)
+    text = " ".join(f"{ex.text(None)} {ex.followup}".split()).replace("$", r"\$")  # a dollar is money, not math
+    lines = textwrap.wrap(text, width=100, break_long_words=False, break_on_hyphens=False)
+    for i in range(len(lines) - 1, 0, -1):  # a line that starts like a list or a heading would not read as prose
+        if _MARKUP_START.match(lines[i]):
+            first, _, rest = lines[i].partition(" ")
+            lines[i - 1] += " " + first
+            lines[i] = rest
+    return "\n".join(line for line in lines if line)
+
+
+#: What Markdown reads as the start of a list, a heading, a quote or a directive at the start of a line.
+_MARKUP_START = re.compile(r"^(?:[-+*>#]|\d+[.)]|:::|```)(?:\s|$)")
+
+
+def chapter_text(text: str) -> str:
+    """A chapter's MyST source with the statement of every exercise that has a definition regenerated
+    (an exercise block whose label names no definition, a reasoning exercise of the book alone, is kept)."""
+    known = {e.id for chapter in FILES for e in exercises(chapter)}
+
+    def one(m: re.Match[str]) -> str:
+        label = m["label"]
+        if label not in known:
+            return m[0]
+        fence = m["fence"]
+        return f"{fence}{{exercise}}\n:label: {label}\n\n{statement(label)}\n{fence}"
+
+    return _BLOCK.sub(one, text)
+
+
+def _update(path: Path, text: str, changed: list[Path]) -> None:
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+        changed.append(path)
+
+
+def write(root: Path | str = ".", chapters: list[str] | None = None) -> list[Path]:
+    """Write every chapter's notebook under ``root/exercises`` and regenerate the exercise statements of
+    ``root/book``'s chapters (only those of ``chapters``, if given); return the files that changed."""
+    changed: list[Path] = []
+    for name in chapters or ():
+        if name not in FILES:
+            raise UnknownNameError(f"no exercise chapter {name!r}; known: {', '.join(FILES)}.")
     for chapter, stem in FILES.items():
-        path = Path(root) / "exercises" / f"{stem}.md"
-        text = notebook(chapter)
-        if not path.exists() or path.read_text() != text:
-            path.write_text(text)
-            changed.append(path)
+        if chapters and chapter not in chapters:
+            continue
+        _update(Path(root) / "exercises" / f"{stem}.md", notebook(chapter), changed)
+        book = Path(root) / "book" / f"{stem}.md"
+        if book.exists():
+            _update(book, chapter_text(book.read_text()), changed)
     return changed
 
 
-if __name__ == "__main__":
-    done = write(sys.argv[1] if len(sys.argv) > 1 else ".")
-    print("\n".join(f"wrote {p}" for p in done) or "the exercise notebooks are up to date")
+if __name__ == "__main__":  # python -m llmcourse.exercises.notebooks [ROOT] [--only CHAPTER ...]
+    args = sys.argv[1:]
+    only = args[args.index("--only") + 1 :] if "--only" in args else None
+    rest = args[: args.index("--only")] if "--only" in args else args
+    done = write(rest[0] if rest else ".", only)
+    print("\n".join(f"wrote {p}" for p in done) or "the exercise notebooks and statements are up to date")
