@@ -106,6 +106,9 @@ MEANING: dict[str, str] = {
     "activation_bytes": "bytes per activation value the GPUs exchange (BF16: 2)",
     "request_overhead_ms": "fixed time each request spends besides its prefill before its first token: the HTTP "
     "round trip, tokenising, scheduling (ms)",
+    "closed_loop_wave_share": "share of the other requests' prefills of a closed loop a new request waits behind, half "
+    "of them on average (the loop's requests come back in waves), in an engine that mixes prefills into its decode "
+    "steps; an engine that runs each prefill on its own waits behind all of them (share 1)",
     "four_bit_bandwidth_factor": "share of the bandwidth efficiency a decode step keeps with 4-bit weights (FP4, "
     "INT4: the kernels also read block scales and dequantise)",
     "gpu_idle_power_fraction": "share of its rated power (TDP) a GPU draws while it holds a model but serves nothing",
@@ -160,6 +163,7 @@ class Assumptions:
     activation_bytes: float = 2.0
     four_bit_bandwidth_factor: float = 1.0
     request_overhead_ms: float = 0.0
+    closed_loop_wave_share: float = 0.0
     kv_replication: bool = True
     speculation: Any = None
     # The whole bill (chapter Sizing the fleet). Course assumptions, each beside its evidence:
@@ -238,6 +242,11 @@ class Assumptions:
             raise InputError(
                 f"request_overhead_ms ({MEANING['request_overhead_ms']}) must be 0 or more; "
                 f"got {self.request_overhead_ms!r}."
+            )
+        if not 0 <= self.closed_loop_wave_share <= 1:
+            raise InputError(
+                f"closed_loop_wave_share ({MEANING['closed_loop_wave_share']}) must be from 0 to 1; "
+                f"got {self.closed_loop_wave_share!r}."
             )
         if self.activation_bytes <= 0:
             raise InputError(
@@ -320,7 +329,8 @@ PRESETS: dict[str, Assumptions] = {
         Assumptions(
             "course",
             "the course's validated method: 70% / 50%, compute at the weights' precision, prefill charged to the "
-            "replica and to the time per token, collectives on the link, 1 ms per step, 100 ms per request",
+            "replica and to the time per token, collectives on the link, 1 ms per step, 100 ms per request, a "
+            "closed loop's waves",
             # Fitted, in the open, to the 81 measured Llama-3.1-70B rows at concurrency 4 (tensor-parallel 1-8
             # on H100, H200 and B200; TensorRT-LLM and vLLM; chapter Many GPUs): every row within 1.25x.
             step_overhead_ms=1.0,
@@ -328,6 +338,13 @@ PRESETS: dict[str, Assumptions] = {
             # The median of measured minus predicted time to first token over the 414 measured rows with 1-4
             # requests in flight (where a request barely queues): 101 ms (chapter Validation).
             request_overhead_ms=100.0,
+            # A closed loop of fixed answer lengths comes back in waves: each request waits behind the prefills of the
+            # others of its wave that the engine's decode steps let bunch ahead of it (validation.closed_loop_ttft).
+            # Fitted, in the open, to the 2,377 measured times to first token of TensorRT-LLM and vLLM on the 2,820
+            # aggregated aiconfigurator rows at the course's other values (least median |ln(predicted / measured)|,
+            # on validation.FIT_GRIDS): 0.14; refitted by evidence() in every fold, 0.12 to 0.20 (chapter Validation).
+            # SGLang runs each prefill batch on its own (its mixed chunks are off by default): share 1, not fitted.
+            closed_loop_wave_share=0.14,
         ),
     )
 }

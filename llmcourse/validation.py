@@ -94,6 +94,7 @@ __all__ = [
     "FACETS",
     "FIT_GRIDS",
     "FIT_METRICS",
+    "FIT_OBJECTIVES",
     "FIT_PARAMETERS",
     "FORMATS",
     "GRID",
@@ -105,6 +106,7 @@ __all__ = [
     "METRIC_NAMES",
     "OWN_MAX_ROWS",
     "REPLAN_EXAMPLE",
+    "SEPARATE_PREFILL_ENGINES",
     "Band",
     "Components",
     "Dataset",
@@ -160,6 +162,7 @@ __all__ = [
     "silicon",
     "summarize",
     "validate",
+    "wave_share",
 ]
 
 _MS, _PER_S = parsed_unit("ms")[0], parsed_unit("1/s")[0]  # parsed once: pint re-parses a string unit each time
@@ -992,6 +995,17 @@ _wait = _symbol(
     "prefill_wait", r"W_{pre}", "s", "time a new request waits behind the prefills ahead of it", allow_zero=True
 )
 _ttft = _symbol("ttft", r"t_{ttft}", "s", "time to first token")
+_share = _symbol(
+    "wave_share",
+    r"s_{w}",
+    "",
+    "share of the other requests' prefills of a closed loop a new request waits behind, half on average",
+    allow_zero=True,
+    at_most=1,
+)
+_wave = _symbol(
+    "wave_wait", r"W_{wave}", "s", "time a new request waits behind the prefills of its own wave", allow_zero=True
+)
 _tp, _ts, _ta, _tau = (SYMBOLS[n].sym for n in ("prefill_time", "step_time", "answer_tokens", "time_per_token"))
 #: A client's cycle without the wait: its prefill, half a decode step (the step under way when it
 #: arrives), and the rest of its answer at the time per token.
@@ -1011,10 +1025,19 @@ _formula(
     "fixed prefill time, at the utilisation the closed loop's own cycle gives)",
 )
 _formula(
+    "closed_loop_wave_wait",
+    "wave_wait",
+    _share * (_conc - 1) * _tp / 2,
+    "mean wait behind the prefills of a closed loop's wave: a request comes back with the others of its wave, the "
+    "share s_w of whose prefills the decode steps let bunch ahead of it (all of them, s_w = 1, when the decode waits "
+    "every prefill whole), half of them ahead of it on average",
+)
+_formula(
     "closed_loop_ttft",
     "ttft",
-    _tp + _ts / 2 + _wait,
-    "time to first token at a concurrency: half the decode step under way, the wait, then the request's prefill",
+    _tp + _ts / 2 + sp.Max(_wait, _wave),
+    "time to first token at a concurrency: half the decode step under way, the wait (behind the requests' own wave "
+    "or the queue's, the longer), then the request's prefill",
 )
 _formula(
     "closed_loop_throughput",
@@ -1025,7 +1048,8 @@ _formula(
 _wait_s = _scalar(
     "closed_loop_prefill_wait", "prefill_time", "step_time", "time_per_token", "answer_tokens", "concurrency"
 )
-_ttft_s = _scalar("closed_loop_ttft", "prefill_time", "step_time", "prefill_wait")
+_wave_s = _scalar("closed_loop_wave_wait", "wave_share", "concurrency", "prefill_time")
+_ttft_s = _scalar("closed_loop_ttft", "prefill_time", "step_time", "prefill_wait", "wave_wait")
 _loop_rate_s = _scalar("closed_loop_throughput", "concurrency", "answer_tokens", "ttft", "time_per_token")
 _tpot_s = _scalar("interleaved_tpot", "step_time", "prefill_time", "batch", "answer_tokens")
 
@@ -1078,7 +1102,8 @@ def _predict_closed_loop(row: Measurement, rep: Replica, cp: str) -> Prediction:
     step_ms, tpot_ms = float(s.step_time.m_as(_MS)), float(rep.tpot.m_as(_MS))
     pre_ms = float(rep.first_prefill.time.m_as(_MS))
     overhead = rep.assumptions.request_overhead_ms
-    ttft_ms = _closed_loop_ttft_ms(pre_ms, step_ms, tpot_ms, row.osl, row.concurrency, overhead)
+    share = wave_share(row, assumptions=rep.assumptions)
+    ttft_ms = _closed_loop_ttft_ms(pre_ms, step_ms, tpot_ms, row.osl, row.concurrency, overhead, share)
     value = {"tpot_ms": tpot_ms, "itl_ms": tpot_ms, "ttft_ms": ttft_ms}.get(row.metric)
     if value is None:  # output tokens per second
         value = _loop_rate_s(row.concurrency, row.osl, ttft_ms / 1e3, tpot_ms / 1e3)
@@ -1086,13 +1111,44 @@ def _predict_closed_loop(row: Measurement, rep: Replica, cp: str) -> Prediction:
 
 
 def _closed_loop_ttft_ms(
-    pre_ms: float, step_ms: float, tpot_ms: float, osl: float, n: int, request_overhead_ms: float
+    pre_ms: float,
+    step_ms: float,
+    tpot_ms: float,
+    osl: float,
+    n: int,
+    request_overhead_ms: float,
+    share: float,
+    wait_s: float | None = None,
 ) -> float:
-    """Time to first token (ms) of :data:`closed_loop_ttft` with its wait, plus the request's fixed
-    overhead (the assumptions' ``request_overhead_ms``: spent before the request reaches the engine),
-    from times in ms."""
+    """Time to first token (ms) of :data:`closed_loop_ttft` with its waits (the queue's, ``wait_s`` when
+    already known, and the wave's at the share ``share``), plus the request's fixed overhead (the
+    assumptions' ``request_overhead_ms``: spent before the request reaches the engine), from times in ms."""
     p, s, t = pre_ms / 1e3, step_ms / 1e3, tpot_ms / 1e3
-    return _ttft_s(p, s, _wait_s(p, s, t, osl, n)) * 1e3 + request_overhead_ms
+    w = _wait_s(p, s, t, osl, n) if wait_s is None else wait_s
+    return _ttft_s(p, s, w, _wave_s(share, n, p)) * 1e3 + request_overhead_ms
+
+
+#: Engines whose default scheduler runs a batch of prefills on its own, between decode steps, so that every
+#: decoding request waits each prefill whole: a closed loop's waves stay whole (wave share 1, not fitted).
+#: SGLang: chunked prefill, but its mixed chunks (``--enable-mixed-chunk``) are off by default. vLLM and
+#: TensorRT-LLM put prefill chunks into the decode steps (in-flight batching): their share is the assumptions'
+#: ``closed_loop_wave_share``.
+SEPARATE_PREFILL_ENGINES = ("SGLang",)
+
+
+def wave_share(row: Measurement, *, assumptions: Assumptions | str | None = None) -> float:
+    """The wave share of a closed-loop row (formula ``closed_loop_wave_wait``): 1 for an engine of
+    :data:`SEPARATE_PREFILL_ENGINES`, else the assumptions' ``closed_loop_wave_share`` (the course's by default).
+
+    Examples
+    --------
+    >>> rows = silicon().rows
+    >>> [wave_share(next(r for r in rows if r.engine.startswith(e))) for e in ("SGLang", "vLLM", "TensorRT-LLM")]
+    [1.0, 0.14, 0.14]
+    """
+    if row.engine.split(" ")[0] in SEPARATE_PREFILL_ENGINES:
+        return 1.0
+    return float(resolve(assumptions).closed_loop_wave_share)
 
 
 @checked
@@ -1102,19 +1158,28 @@ def closed_loop_ttft(
     time_per_token: pint.Quantity,
     answer_tokens: float,
     concurrency: int,
+    wave_share: float = 0.0,
 ) -> pint.Quantity:
     """Mean time to first token of a closed loop of ``concurrency`` requests in flight (formulas
-    ``closed_loop_prefill_wait`` and ``closed_loop_ttft``).
+    ``closed_loop_prefill_wait``, ``closed_loop_wave_wait`` and ``closed_loop_ttft``).
 
     A new request arrives while a decode step is under way (it waits half a step on average), then
     waits behind the prompts of the other ``n_c - 1`` requests being prefilled, then is prefilled.
-    The wait is the Pollaczek-Khinchine mean for a fixed service time ``t_pre`` at utilisation
-    ``rho = (n_c - 1) t_pre / (cycle + W)``, the share of time the other clients keep the prefill
-    busy when each client's cycle is its prefill, half a step, ``T_a - 1`` tokens and the wait:
-    ``W = rho t_pre / (2 (1 - rho))`` is a quadratic in ``W``, whose positive root is the formula.
-    One request alone never waits; when the prompts alone fill the cycle, ``W`` tends to the other
-    requests' prefills, ``(n_c - 1) t_pre`` less the rest of the cycle. ``tests/test_measured.py``
-    checks it against the queueing simulator.
+    Two waits, of which the longer counts:
+
+    * the queue's, for arrivals spread at random: the Pollaczek-Khinchine mean for a fixed service
+      time ``t_pre`` at utilisation ``rho = (n_c - 1) t_pre / (cycle + W)``, the share of time the
+      other clients keep the prefill busy when each client's cycle is its prefill, half a step,
+      ``T_a - 1`` tokens and the wait: ``W = rho t_pre / (2 (1 - rho))`` is a quadratic in ``W``,
+      whose positive root is the formula. One request alone never waits; when the prompts alone fill
+      the cycle, ``W`` tends to the other requests' prefills, ``(n_c - 1) t_pre`` less the rest of
+      the cycle. ``tests/test_measured.py`` checks it against the queueing simulator.
+    * the wave's: a benchmark starts its ``n_c`` requests together and, with answers of one length,
+      they come back together. The k-th of a wave is prefilled after the k - 1 before it; while it
+      decodes, each later prefill holds its steps by ``s_w t_pre`` (``s_w`` = ``wave_share``: 1 when the
+      engine runs each prefill on its own, less when it puts prefill chunks into the decode steps), so
+      the next wave comes back bunched by ``s_w t_pre`` a request, and the k-th waits
+      ``(k - 1) s_w t_pre``: a mean of ``s_w (n_c - 1) t_pre / 2``, the same wave after wave.
 
     Examples
     --------
@@ -1122,6 +1187,8 @@ def closed_loop_ttft(
     50.0
     >>> round(closed_loop_ttft(Q_(40, "ms"), Q_(20, "ms"), Q_(22, "ms"), 1_000, 64).to("ms").m, 1)
     52.6
+    >>> round(closed_loop_ttft(Q_(40, "ms"), Q_(20, "ms"), Q_(22, "ms"), 1_000, 64, 0.5).to("ms").m, 1)
+    680.0
     """
     w = F["closed_loop_prefill_wait"](
         prefill_time=prefill_time,
@@ -1130,7 +1197,10 @@ def closed_loop_ttft(
         answer_tokens=answer_tokens,
         concurrency=concurrency,
     )
-    return F["closed_loop_ttft"](prefill_time=prefill_time, step_time=step_time, prefill_wait=w).to("ms")
+    wave = F["closed_loop_wave_wait"](wave_share=wave_share, concurrency=concurrency, prefill_time=prefill_time)
+    return F["closed_loop_ttft"](prefill_time=prefill_time, step_time=step_time, prefill_wait=w, wave_wait=wave).to(
+        "ms"
+    )
 
 
 # --- reading measured files -----------------------------------------------------------------------
@@ -1637,9 +1707,18 @@ class LoadComponents:
     interference: bool
     fits: bool = True
     request_overhead_ms: float = 0.0
+    closed_loop_wave_share: float = 0.0
+    separate_prefill: bool = False
 
-    def tpot(self, bandwidth_efficiency: float, compute_efficiency: float, step_overhead_ms: float) -> float:
-        """Time per output token (ms): the first of :meth:`times`, on its own (what a fit needs most)."""
+    def tpot(
+        self,
+        bandwidth_efficiency: float,
+        compute_efficiency: float,
+        step_overhead_ms: float,
+        closed_loop_wave_share: float | None = None,
+    ) -> float:
+        """Time per output token (ms): the first of :meth:`times`, on its own (what a fit needs most; the wave
+        share changes only the time to first token)."""
         eb, ef = bandwidth_efficiency, compute_efficiency
         step = max(self.decode_memory_ms / eb, self.decode_compute_ms / ef) + step_overhead_ms + self.step_extra_ms
         if not self.interference:
@@ -1647,8 +1726,28 @@ class LoadComponents:
         batch = max(self.batch_prefill_compute_ms / ef, self.batch_prefill_memory_ms / eb) + self.batch_prefill_extra_ms
         return _tpot_s(step, batch, self.concurrency, self.osl)
 
-    def times(self, bandwidth_efficiency: float, compute_efficiency: float, step_overhead_ms: float) -> tuple:
-        """(time per output token, time to first token, decode step), in ms."""
+    def times(
+        self,
+        bandwidth_efficiency: float,
+        compute_efficiency: float,
+        step_overhead_ms: float,
+        closed_loop_wave_share: float | None = None,
+    ) -> tuple:
+        """(time per output token, time to first token, decode step), in ms; the wave share is the
+        configuration's own (the assumptions') when not given, and 1 whatever is given for an engine of
+        :data:`SEPARATE_PREFILL_ENGINES`."""
+        first, step, tpot, wait = self.queue(bandwidth_efficiency, compute_efficiency, step_overhead_ms)
+        share = self.share(closed_loop_wave_share)
+        ttft = _closed_loop_ttft_ms(
+            first, step, tpot, self.osl, self.concurrency, self.request_overhead_ms, share, wait
+        )
+        return tpot, ttft, step
+
+    def queue(
+        self, bandwidth_efficiency: float, compute_efficiency: float, step_overhead_ms: float
+    ) -> tuple[float, float, float, float]:
+        """(prefill of one prompt ms, decode step ms, time per output token ms, the queue's wait s: formula
+        ``closed_loop_prefill_wait``): what the time to first token takes from the step's parameters."""
         eb, ef = bandwidth_efficiency, compute_efficiency
         step = max(self.decode_memory_ms / eb, self.decode_compute_ms / ef) + step_overhead_ms + self.step_extra_ms
         first = max(self.prefill_compute_ms / ef, self.prefill_memory_ms / eb) + self.prefill_extra_ms
@@ -1658,14 +1757,19 @@ class LoadComponents:
                 max(self.batch_prefill_compute_ms / ef, self.batch_prefill_memory_ms / eb) + self.batch_prefill_extra_ms
             )
             tpot = _tpot_s(step, batch, self.concurrency, self.osl)
-        ttft = _closed_loop_ttft_ms(first, step, tpot, self.osl, self.concurrency, self.request_overhead_ms)
-        return tpot, ttft, step
+        return first, step, tpot, _wait_s(first / 1e3, step / 1e3, tpot / 1e3, self.osl, self.concurrency)
+
+    def share(self, closed_loop_wave_share: float | None = None) -> float:
+        """The wave share of the configuration's time to first token (see :meth:`times`)."""
+        if self.separate_prefill:
+            return 1.0
+        return self.closed_loop_wave_share if closed_loop_wave_share is None else closed_loop_wave_share
 
 
 def _config(row: Measurement) -> tuple:
     return (
         row.model, row.gpu, row.tp, row.pp, row.attention_dp, row.ep, row.weights, row.kv, row.isl, row.osl,
-        row.concurrency,
+        row.concurrency, row.engine.split(" ")[0] in SEPARATE_PREFILL_ENGINES,
     )  # fmt: skip
 
 
@@ -1717,24 +1821,41 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
         interference=bool(a.prefill_interference and batch is not None),
         fits=rep.fits,
         request_overhead_ms=a.request_overhead_ms,
+        closed_loop_wave_share=a.closed_loop_wave_share,
+        separate_prefill=row.engine.split(" ")[0] in SEPARATE_PREFILL_ENGINES,
     )
 
 
 # --- error by family, held out ---------------------------------------------------------------------
 #: The fields of :class:`~llmcourse.assumptions.Assumptions` :func:`evidence` fits, and the grid of each.
-FIT_PARAMETERS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_ms")
+FIT_PARAMETERS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_ms", "closed_loop_wave_share")
 FIT_GRIDS: dict[str, tuple[float, ...]] = {
     "bandwidth_efficiency": tuple(round(0.2 + 0.05 * k, 2) for k in range(17)),  # 0.2 to 1
     "compute_efficiency": tuple(round(0.1 + 0.1 * k, 2) for k in range(10)),  # 0.1 to 1
     "step_overhead_ms": tuple(0.25 * k for k in range(21)),  # 0 to 5 ms
+    # 0 to 0.48 by 0.02, then 0.5 to 1 by 0.1 (the shares fitted lie between 0.1 and 0.3)
+    "closed_loop_wave_share": tuple(round(0.02 * k, 2) for k in range(25)) + tuple(k / 10 for k in range(5, 11)),
 }
 #: The groups :func:`evidence` holds out in turn (fit on the others, predict the group).
 HOLD_OUT = ("model", "gpu", "engine")
 #: The families an error table is broken down by.
 FACETS = ("engine", "gpu_generation", "architecture", "metric", "concurrency_band", "model", "gpu")
-#: The metrics the fit's objective counts (time to first token is predicted at the fitted values,
-#: not fitted: its model lacks a fixed cost per request, which efficiencies must not stand in for).
+#: The metrics the step's parameters are fitted on (not the time to first token: it holds a fixed cost per
+#: request, the assumptions' request_overhead_ms, that the step's efficiencies must not be bent to stand in for).
 FIT_METRICS = ("tpot_ms", "itl_ms")
+#: The metrics each of :data:`FIT_PARAMETERS` is fitted on: the step's parameters on the time per token,
+#: the wave share (which changes nothing else) on the time to first token; none: held at the assumptions'
+#: value. The compute efficiency is held: a decode step is memory-bound, so the time per token barely sees
+#: it (fitted on it, it swung between 0.5 and 1 from fold to fold with the time per token barely changed,
+#: halving every prefill), while the times to first token that do see it come close to the course's 0.5
+#: (fitted on them with the wave share: 0.6 on all rows, 0.4 to 0.7 by fold), at which the course's
+#: request_overhead_ms was fitted.
+FIT_OBJECTIVES: dict[str, tuple[str, ...]] = {
+    "bandwidth_efficiency": FIT_METRICS,
+    "compute_efficiency": (),
+    "step_overhead_ms": FIT_METRICS,
+    "closed_loop_wave_share": ("ttft_ms",),
+}
 #: A GPU's generation, for the family tables (a GPU not listed is its own family).
 GENERATIONS = {
     "H100 SXM": "Hopper", "H100 PCIe": "Hopper", "H200 SXM": "Hopper", "B200": "Blackwell", "GB200": "Blackwell",
@@ -1836,29 +1957,61 @@ class _Fitter:
         self.metric = [r.metric for r in rows]
         self.log_meas = [math.log(r.value) for r in rows]
         self.cache: dict[tuple[float, ...], tuple[list[float], list[float]]] = {}
-        #: rows the objective counts, their configuration and log measurement
-        self.fit_rows = [i for i, m in enumerate(self.metric) if m in FIT_METRICS]
-        self._fit_pos = {i: k for k, i in enumerate(self.fit_rows)}
-        self._fit_cfg = [self.row_cfg[i] for i in self.fit_rows]
-        self._fit_log = [self.log_meas[i] for i in self.fit_rows]
-        self._errs: dict[tuple[float, ...], list[float]] = {}
+        #: per objective (the metrics of :data:`FIT_OBJECTIVES`): the rows it counts, their position among them
+        self._rows: dict[tuple[str, ...], list[int]] = {}
+        self._pos: dict[tuple[str, ...], dict[int, int]] = {}
+        for metrics in {m for m in FIT_OBJECTIVES.values() if m} | {FIT_METRICS}:
+            self._rows[metrics] = [i for i, m in enumerate(self.metric) if m in metrics]
+            self._pos[metrics] = {i: k for k, i in enumerate(self._rows[metrics])}
+        #: rows the objective of the step's parameters counts (time per token)
+        self.fit_rows = self._rows[FIT_METRICS]
+        self._errs: dict[tuple, list[float]] = {}
+        self._queue: dict[tuple[float, ...], list[tuple]] = {}
 
-    def fit_errors(self, params: tuple[float, ...]) -> list[float]:
-        """|ln(predicted / measured)| of the rows the objective counts (time per token) at ``params``."""
-        hit = self._errs.get(params)
+    def _tpot_errors(self, params: tuple[float, ...]) -> list[float]:
+        """|ln(predicted / measured)| of the time-per-token rows (the step's parameters alone matter)."""
+        key = ("tpot", *params[:3])
+        hit = self._errs.get(key)
         if hit is None:
-            eb, ef, oh = params
+            eb, ef, oh = params[:3]
             tpot = [c.tpot(eb, ef, oh) for c in self.comps]
-            logs = [math.log(tpot[k]) for k in self._fit_cfg]
-            hit = self._errs[params] = [abs(x) for x in map(operator.sub, logs, self._fit_log)]
+            rows = self.fit_rows
+            hit = self._errs[key] = [abs(math.log(tpot[self.row_cfg[i]]) - self.log_meas[i]) for i in rows]
         return hit
+
+    def _ttft_errors(self, params: tuple[float, ...]) -> list[float]:
+        """|ln(predicted / measured)| of the time-to-first-token rows. What the step's parameters give each
+        configuration (its prefill, step and queue's wait, and its wave's wait at a share of 1, which the
+        share scales: formula ``closed_loop_wave_wait``) is computed once per step parameters."""
+        key = ("ttft", *params)
+        hit = self._errs.get(key)
+        if hit is None:
+            rows = self._rows[("ttft_ms",)]
+            parts = self._queue.get(params[:3])
+            if parts is None:
+                parts = self._queue[params[:3]] = []
+                for k in sorted({self.row_cfg[i] for i in rows}):
+                    c = self.comps[k]
+                    first, step, _, wait = c.queue(*params[:3])
+                    p = first / 1e3
+                    wave = _wave_s(1.0, c.concurrency, p)
+                    parts.append((k, p, step / 1e3, wait, wave, c.request_overhead_ms, c.separate_prefill))
+            s, f = params[3], _ttft_s
+            log_ttft = dict.fromkeys(range(len(self.comps)), 0.0)
+            for k, p, st, w, wave, r, whole in parts:
+                log_ttft[k] = math.log(f(p, st, w, wave if whole else s * wave) * 1e3 + r)
+            hit = self._errs[key] = [abs(log_ttft[self.row_cfg[i]] - self.log_meas[i]) for i in rows]
+        return hit
+
+    def fit_errors(self, params: tuple[float, ...], metrics: tuple[str, ...] = FIT_METRICS) -> list[float]:
+        """|ln(predicted / measured)| at ``params`` of the rows an objective counts (time per token by default)."""
+        return self._ttft_errors(params) if metrics == ("ttft_ms",) else self._tpot_errors(params)
 
     def at(self, params: tuple[float, ...]) -> tuple[list[float], list[float]]:
         """(predictions, |ln(predicted / measured)|) of every row at ``params`` (in :data:`FIT_PARAMETERS` order)."""
         hit = self.cache.get(params)
         if hit is None:
-            eb, ef, oh = params
-            times = [c.times(eb, ef, oh) for c in self.comps]
+            times = [c.times(*params) for c in self.comps]
             preds = []
             for k, metric in zip(self.row_cfg, self.metric, strict=True):
                 tpot, ttft, _ = times[k]
@@ -1873,30 +2026,33 @@ class _Fitter:
             hit = self.cache[params] = (preds, errs)
         return hit
 
-    def objective(self, params: tuple[float, ...], idx: Sequence[int]) -> float:
-        """Median |ln(predicted / measured)| over the positions ``idx`` of :attr:`fit_rows`."""
-        errs = self.fit_errors(params)
+    def objective(self, params: tuple[float, ...], idx: Sequence[int], metrics: tuple[str, ...] = FIT_METRICS) -> float:
+        """Median |ln(predicted / measured)| over the positions ``idx`` of the rows ``metrics`` counts."""
+        errs = self.fit_errors(params, metrics)
         return statistics.median([errs[i] for i in idx])
 
-    def positions(self, rows: Sequence[int]) -> list[int]:
-        """Positions in :attr:`fit_rows` of those of ``rows`` the objective counts."""
-        return [self._fit_pos[i] for i in rows if i in self._fit_pos]
+    def positions(self, rows: Sequence[int], metrics: tuple[str, ...] = FIT_METRICS) -> list[int]:
+        """Positions among the rows ``metrics`` counts of those of ``rows`` it counts."""
+        pos = self._pos[metrics]
+        return [pos[i] for i in rows if i in pos]
 
     def fit(self, rows: Sequence[int], start: tuple[float, ...]) -> tuple[float, ...]:
         """Coordinate search on the grids from ``start``: each parameter in turn takes the grid value of
-        least median ``|ln(predicted / measured)|`` over those of ``rows`` whose metric is in
-        :data:`FIT_METRICS`, until none moves (ties keep the current value, then the first grid value)."""
-        idx = self.positions(rows)
-        if not idx:
-            return start
+        least median ``|ln(predicted / measured)|`` over those of ``rows`` whose metric is in its
+        :data:`FIT_OBJECTIVES`, until none moves (ties keep the current value, then the first grid value);
+        a parameter with no objective, or none of whose rows is among ``rows``, keeps its start."""
+        idx = {m: self.positions(rows, m) if m else [] for m in set(FIT_OBJECTIVES.values())}
         cur = list(start)
         for _ in range(8):
             moved = False
             for j, name in enumerate(FIT_PARAMETERS):
-                best, best_v = cur[j], self.objective(tuple(cur), idx)
+                metrics = FIT_OBJECTIVES[name]
+                if not idx[metrics]:
+                    continue
+                best, best_v = cur[j], self.objective(tuple(cur), idx[metrics], metrics)
                 for v in FIT_GRIDS[name]:
                     trial = (*cur[:j], v, *cur[j + 1 :])
-                    o = self.objective(trial, idx)
+                    o = self.objective(trial, idx[metrics], metrics)
                     if o < best_v - 1e-12:
                         best, best_v = v, o
                 if best != cur[j]:
@@ -2061,9 +2217,10 @@ def evidence(
 ) -> Evidence:
     """Predict closed-loop rows (the shipped aiconfigurator rows by default) with the one replica
     model under ``assumptions`` (the course's by default); fit :data:`FIT_PARAMETERS` on all of them
-    (coordinate search on :data:`FIT_GRIDS`, least median ``|ln(predicted / measured)|`` of the
-    rows of :data:`FIT_METRICS`) and
-    again without each model, GPU and engine in turn, predicting the group held out.
+    (coordinate search on :data:`FIT_GRIDS`, each parameter to the least median ``|ln(predicted /
+    measured)|`` of the rows of its :data:`FIT_OBJECTIVES`: the step's on the time per token, the wave
+    share on the time to first token, the compute efficiency held) and again without each model, GPU and
+    engine in turn, predicting the group held out.
 
     Each distinct configuration calls the replica model once (:func:`load_components`); every
     prediction at a parameter value is computed once and shared by the fits. Rows the replica model
@@ -2350,13 +2507,15 @@ def held_out_markdown(ev: Evidence, metric: str) -> str:
 
 
 def parameters_table(ev: Evidence) -> list[list[str]]:
-    """One row per fitted parameter (:data:`FIT_PARAMETERS`): its meaning, the assumptions' value, the
+    """One row per parameter of :data:`FIT_PARAMETERS`: its meaning, the metric it is fitted on
+    (:data:`FIT_OBJECTIVES`; "held" at the assumptions' value when none), the assumptions' value, the
     value fitted on every row, and the range of the values fitted with each model, GPU or engine held out."""
     from llmcourse.assumptions import MEANING
 
     out = []
     for p in FIT_PARAMETERS:
-        row = [f"`{p}`", MEANING[p], f"{getattr(ev.assumptions, p):g}", f"{ev.fitted[p]:g}"]
+        on = ", ".join(f"`{m}`" for m in FIT_OBJECTIVES[p]) or "held"
+        row = [f"`{p}`", MEANING[p], on, f"{getattr(ev.assumptions, p):g}", f"{ev.fitted[p]:g}"]
         for kind in ev.fold_fits:
             vals = [f[p] for f in ev.fold_fits[kind].values()]
             row.append(f"{min(vals):g} to {max(vals):g}" if min(vals) != max(vals) else f"{vals[0]:g}")
@@ -2366,7 +2525,7 @@ def parameters_table(ev: Evidence) -> list[list[str]]:
 
 def parameters_markdown(ev: Evidence) -> str:
     """:func:`parameters_table` as Markdown."""
-    head = ["parameter", "meaning", f"{ev.assumptions.name}'s", "fitted on all rows"]
+    head = ["parameter", "meaning", "fitted on", f"{ev.assumptions.name}'s", "fitted on all rows"]
     head += [f"fitted without each {k}" for k in ev.fold_fits]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in parameters_table(ev)])
@@ -2462,7 +2621,7 @@ class OwnBenchmark:
             out.append(("no fit", self.error))
             return out
         out += _listed("not predicted", ev.not_predicted, lambda s: (f"not predicted: {s.id}", s.reason))
-        a, names = ev.assumptions, FIT_PARAMETERS
+        a, names = ev.assumptions, [p for p in FIT_PARAMETERS if FIT_OBJECTIVES[p]]
         for m in ev.metrics():
             out.append((f"{a.name}'s method: {METRIC_NAMES[m]}", _summary_text(ev.summary("predicted", {"metric": m}))))
         if any(m in FIT_METRICS for m in ev.metrics()):

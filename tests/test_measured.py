@@ -345,7 +345,7 @@ def _sample_rows(n=24):
     return rows[:: max(1, len(rows) // n)][:n]
 
 
-@pytest.mark.parametrize("params", [None, (0.5, 0.3, 1.0), (1.0, 1.0, 0.0)])
+@pytest.mark.parametrize("params", [None, (0.5, 0.3, 1.0, 0.5), (1.0, 1.0, 0.0, 0.0)])
 def test_fast_path_equals_predict(params):
     """load_components(row).times at some parameter values equals predict() under assumptions with those values,
     on a spread of the shipped rows (both metrics)."""
@@ -409,6 +409,37 @@ def test_closed_form_ttft_matches_the_simulator(step, pre, isl, osl, n):
     assert statistics.fmean(sim.ttft_s) == pytest.approx(ttft, rel=0.10)
 
 
+def test_wave_wait_by_hand():
+    """64 requests of 40 ms prefills at a wave share of 0.5: each waits behind half of the other 63 prefills, half
+    of those ahead of it on average, 0.5 x 63 x 40 / 2 = 630 ms (the queue's own wait, 2.6 ms, is the shorter);
+    with half a 20 ms step and its own prefill, 680 ms. At a share of 0 the queue's wait alone counts."""
+    wave = lcv.closed_loop_ttft(Q_(40, "ms"), Q_(20, "ms"), Q_(22, "ms"), 1_000, 64, 0.5)
+    assert wave.to("ms").m == pytest.approx(40 + 10 + 630)
+    queue = lcv.closed_loop_ttft(Q_(40, "ms"), Q_(20, "ms"), Q_(22, "ms"), 1_000, 64, 0.0)
+    assert 50 < queue.to("ms").m < 55
+
+
+def test_sglang_waits_behind_its_whole_wave_by_hand():
+    """Llama-3.1-8B BF16 on one H100 SXM under SGLang, 8 requests in flight, 1,000 in and 200 out, prefill without
+    its attention term: 2 x 8.03e9 x 1,000 FLOPs at the course's share of 989 TFLOP/s. SGLang runs each prefill on
+    its own, so a request waits behind all 7 others of its wave, 3.5 prefills on average (wave share 1, whatever the
+    assumptions'); the queue's own wait (a prefill load of 7 x 32 ms in a cycle of about 2 s) is far shorter. Plus
+    half a decode step of batch 8 (16.06 GB of weights and 8 sequences' KV at 1,100 tokens, at the course's share of
+    3.35 TB/s, and 1 ms) and the request's fixed overhead."""
+    a = resolve().replace(prefill_attention=False)
+    row = _row(concurrency=8, metric="ttft_ms", engine="SGLang 0.5.9")
+    pre = 2 * 8.030e9 * 1000 / (989e12 * a.compute_efficiency) * 1e3
+    kv = 8 * 2 * 32 * 8 * 128 * 2 * 1100
+    step = (8.030e9 * 2 + kv) / (3.35e12 * a.bandwidth_efficiency) * 1e3 + a.step_overhead_ms
+    want = a.request_overhead_ms + pre + step / 2 + 7 * pre / 2
+    assert lcv.wave_share(row, assumptions=a) == 1.0
+    assert lcv.predict(row, assumptions=a).value == pytest.approx(want, rel=1e-9)
+    vllm = dataclasses.replace(row, engine="vLLM 0.9")
+    assert lcv.wave_share(vllm, assumptions=a) == a.closed_loop_wave_share
+    same = lcv.predict(vllm, assumptions=a.replace(closed_loop_wave_share=1.0)).value
+    assert same == pytest.approx(want, rel=1e-9)  # the engines differ by their wave share alone
+
+
 def test_closed_form_limits_by_hand():
     """One request in flight never waits (prefill + half a step); when prompts fill the cycle, the wait tends to the
     others' prefills less the rest of the cycle: 1,000 clients of 40 ms prefills and a 1 s rest wait about 39 s."""
@@ -440,22 +471,23 @@ def test_summary_by_hand():
     assert s.within_2x == pytest.approx(2 / 3)
 
 
-def _synthetic(params_by_model):
-    """Closed-loop rows whose 'measurements' are the replica model's own time per token at the given parameters of
-    each model (so the answer of every fit is known)."""
+def _synthetic(params_by_model, metrics=("tpot_ms",)):
+    """Closed-loop rows whose 'measurements' are the replica model's own time per token (and the other ``metrics``)
+    at the given parameters of each model (so the answer of every fit is known)."""
     rows = []
     for model, params in params_by_model.items():
         a = resolve().replace(**dict(zip(lcv.FIT_PARAMETERS, params, strict=True)))
         for gpu in ("H100", "H200"):
             for conc in (1, 8, 32):
-                for isl in (1000, 4000):
+                for isl, metric in ((i, m) for i in (1000, 4000) for m in metrics):
                     r = _row(
                         model=model,
                         gpu=f"{gpu} SXM",
                         concurrency=conc,
                         isl=isl,
                         osl=500,
-                        id=f"{model}-{gpu}-{conc}-{isl}",
+                        metric=metric,
+                        id=f"{model}-{gpu}-{conc}-{isl}:{metric}",
                     )
                     rows.append(dataclasses.replace(r, value=lcv.predict(r, assumptions=a).value))
     return rows
@@ -463,21 +495,32 @@ def _synthetic(params_by_model):
 
 @pytest.fixture(scope="module")
 def same():
-    return lcv.evidence(_synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0), "Qwen2.5-7B": (0.6, 0.5, 1.0)}))
+    return lcv.evidence(_synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0, 0.14), "Qwen2.5-7B": (0.6, 0.5, 1.0, 0.14)}))
 
 
-def test_fit_recovers_known_parameters(same):
-    """Rows made by the model at 60% bandwidth, 50% compute and 1 ms per step are fitted back to those values, and
-    every held-out prediction (the other model alone has the same answer) is the measurement."""
-    assert same.fitted == {"bandwidth_efficiency": 0.6, "compute_efficiency": 0.5, "step_overhead_ms": 1.0}
-    s = same.summary("held_out_model", {"metric": "tpot_ms"})
-    assert s.median_factor == pytest.approx(1.0) and s.within_2x == 1.0
+def test_fit_recovers_known_parameters():
+    """Rows made by the model at 60% bandwidth, 1 ms per step and a wave share of 0.3 (compute at the course's 50%,
+    which the fit holds) are fitted back to those values, the step's on the times per token and the wave share on
+    the times to first token, and every held-out prediction (the other model alone has the same answer) is the
+    measurement."""
+    rows = _synthetic({m: (0.6, 0.5, 1.0, 0.3) for m in ("Llama-3.1-8B", "Qwen2.5-7B")}, ("tpot_ms", "ttft_ms"))
+    same = lcv.evidence(rows)
+    assert lcv.FIT_OBJECTIVES["compute_efficiency"] == ()
+    assert same.fitted == {
+        "bandwidth_efficiency": 0.6,
+        "compute_efficiency": 0.5,
+        "step_overhead_ms": 1.0,
+        "closed_loop_wave_share": 0.3,
+    }
+    for metric in ("tpot_ms", "ttft_ms"):
+        s = same.summary("held_out_model", {"metric": metric})
+        assert s.median_factor == pytest.approx(1.0) and s.within_2x == 1.0
 
 
 def test_held_out_fit_never_sees_its_group():
     """Llama-3.1-8B's rows made at 60% bandwidth, Qwen2.5-7B's at 90%: holding out Llama-3.1-8B, the fit sees only
     Qwen2.5-7B's and predicts Llama's rows at 90%, exactly as predict() does there."""
-    ev = lcv.evidence(_synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0), "Qwen2.5-7B": (0.9, 0.5, 1.0)}))
+    ev = lcv.evidence(_synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0, 0.14), "Qwen2.5-7B": (0.9, 0.5, 1.0, 0.14)}))
     assert ev.fold_fits["model"]["Llama-3.1-8B"]["bandwidth_efficiency"] == 0.9
     assert ev.fold_fits["model"]["Qwen2.5-7B"]["bandwidth_efficiency"] == 0.6
     a = resolve().replace(bandwidth_efficiency=0.9, compute_efficiency=0.5, step_overhead_ms=1.0)
@@ -497,7 +540,7 @@ def _lin_percentile(xs, q):
 def test_band_is_the_held_out_ratios_of_the_family():
     """The band around 20 ms is 20 ms times the 10th and 90th percentiles of measured / held-out predicted over the
     family's rows; a family too small for MIN_BAND_ROWS widens to the metric alone, and says so."""
-    ev = lcv.evidence(_synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0), "Qwen2.5-7B": (0.9, 0.5, 1.0)}))
+    ev = lcv.evidence(_synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0, 0.14), "Qwen2.5-7B": (0.9, 0.5, 1.0, 0.14)}))
     preds = ev.predictions("held_out_model")
     ratios = [r.value / p for r, p in zip(ev.rows, preds, strict=True) if r.metric == "tpot_ms"]
     b = ev.band({"metric": "tpot_ms", "model": "Llama-3.1-8B"}, 20.0)
