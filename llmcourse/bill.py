@@ -40,7 +40,7 @@ from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked
 from llmcourse.planner import Fleet, Replica, cost_per_million
-from llmcourse.units import HOURS_PER_MONTH, Q_, as_quantity, parsed_unit, plain_number
+from llmcourse.units import HOURS_PER_MONTH, Q_, as_quantity, parsed_unit, plain_number, to
 
 __all__ = ["Bill", "bill", "default_cost"]
 
@@ -88,12 +88,15 @@ def default_cost(kind: str) -> Any:
 def _api_per_output_token(output: pint.Quantity, input_: pint.Quantity, rep: Replica) -> pint.Quantity:
     """An API's price per output token (USD) from its prices per million output and input tokens, at the
     replica's prompt and answer lengths (formula ``api_price_per_output_token``)."""
-    return F["api_price_per_output_token"](
-        api_output_price=output / _MILLION,
-        api_input_price=input_ / _MILLION,
-        prompt_tokens=rep.prompt_tokens,
-        answer_tokens=rep.answer_tokens,
-    ).to(_USD)
+    return to(
+        F["api_price_per_output_token"](
+            api_output_price=output / _MILLION,
+            api_input_price=input_ / _MILLION,
+            prompt_tokens=rep.prompt_tokens,
+            answer_tokens=rep.answer_tokens,
+        ),
+        _USD,
+    )
 
 
 def _api_rows(rep: Replica) -> list[Any]:
@@ -182,12 +185,12 @@ class Bill:
     @property
     def tokens_per_s_per_megawatt(self) -> pint.Quantity:
         """Output tokens per second for each megawatt the site draws at the utilisation."""
-        return (self.token_efficiency * _MW).to(_PER_S)
+        return to(self.token_efficiency * _MW, _PER_S)
 
     @property
     def tokens_per_megawatt_hour(self) -> float:
         """Output tokens per megawatt-hour of site energy."""
-        return float((self.token_efficiency * _ONE_MWH).to(_ONE).m)
+        return float(to(self.token_efficiency * _ONE_MWH, _ONE).m)
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, text) rows for the calculator."""
@@ -203,14 +206,14 @@ class Bill:
         rows = [
             (
                 f"GPU draw at {u} busy (idle {a.gpu_idle_power_fraction:.0%}, full load "
-                f"{a.gpu_load_power_fraction:.0%} of {self.gpu_power.to(_W).m:,.0f} W)",
-                f"{self.gpu_draw.to(_W).m:,.0f} W",
+                f"{a.gpu_load_power_fraction:.0%} of {to(self.gpu_power, _W).m:,.0f} W)",
+                f"{to(self.gpu_draw, _W).m:,.0f} W",
             ),
             (
                 f"site power per GPU (server {a.host_power_fraction:.0%} of rated, PUE {self.pue:g}: {self.pue_name})",
-                f"{self.site_power.to(_W).m:,.0f} W",
+                f"{to(self.site_power, _W).m:,.0f} W",
             ),
-            ("energy per million output tokens", f"{self.energy_per_million.to(_KWH).m:,.2f} kWh"),
+            ("energy per million output tokens", f"{to(self.energy_per_million, _KWH).m:,.2f} kWh"),
             (
                 "output tokens per second per MW of site power (per MWh)",
                 f"{self.tokens_per_s_per_megawatt.m:,.0f} ({self.tokens_per_megawatt_hour:,.3g})",
@@ -222,7 +225,7 @@ class Bill:
             ),
             (
                 f"owning over {self.years:g} years: hardware + electricity per GPU-hour "
-                f"(at ${self.electricity_price.to(_USD_KWH).m:.3f}/kWh)",
+                f"(at ${to(self.electricity_price, _USD_KWH).m:.3f}/kWh)",
                 "no hardware price (pass gpu_price=)"
                 if self.own_price_per_hour is None
                 else f"{usd(self.capital_per_hour, 3, _USD_H)} + {usd(self.electricity_per_hour, 3, _USD_H)} = "
@@ -252,7 +255,7 @@ class Bill:
             rows += [
                 (
                     f"fleet: {self.replicas:,} replicas, {self.gpus:,} GPUs; site power; energy a month",
-                    f"{(self.gpus * self.site_power).to(_MW_UNIT).m:,.2f} MW; {self.monthly_energy.to(_MWH).m:,.0f} MWh",
+                    f"{to(self.gpus * self.site_power, _MW_UNIT).m:,.2f} MW; {to(self.monthly_energy, _MWH).m:,.0f} MWh",
                 ),
                 ("fleet a month: owning / renting", f"{usd(self.monthly_own, 0)} / {usd(self.monthly_rent, 0)}"),
             ]
@@ -330,7 +333,7 @@ def bill(
     if fleet is not None:
         if not isinstance(fleet, Fleet):
             raise InputError("fleet must be a Fleet of replicas like rep: build one with llmcourse.fleet(demand, rep).")
-        if not math.isclose(fleet.throughput_per_replica.to(_PER_S).m, x.to(_PER_S).m, rel_tol=1e-9):
+        if not math.isclose(to(fleet.throughput_per_replica, _PER_S).m, to(x, _PER_S).m, rel_tol=1e-9):
             raise InputError("fleet was sized for another replica: build it with llmcourse.fleet(demand, rep).")
         replicas, total = fleet.replicas, fleet.gpus
     # the site
@@ -354,30 +357,30 @@ def bill(
         gpu_idle_power_fraction=a.gpu_idle_power_fraction,
         gpu_load_power_fraction=a.gpu_load_power_fraction,
     )
-    draw = F["gpu_power_draw"](utilisation=u, **power).to(_W)
+    draw = to(F["gpu_power_draw"](utilisation=u, **power), _W)
 
     def site_at(p_gpu: pint.Quantity) -> pint.Quantity:
         return F["site_power"](gpu_draw=p_gpu, gpu_power=tdp, host_power_fraction=a.host_power_fraction, pue=pue_value)
 
-    site_w = site_at(draw).to(_W)
-    site_full = site_at(F["gpu_power_draw"](utilisation=1, **power)).to(_W)
+    site_w = to(site_at(draw), _W)
+    site_full = to(site_at(F["gpu_power_draw"](utilisation=1, **power)), _W)
     per_tok = F["energy_per_token"](n_gpus=n, site_power=site_w, throughput=x, utilisation=u)
     eff = F["token_efficiency"](n_gpus=n, site_power=site_w, throughput=x, utilisation=u)
     per_mw = int(F["gpus_in_power_budget"](power_budget=_MW, site_power=site_full).m)
-    energy_month = F["site_energy"](gpus=total, site_power=site_w, hours=HOURS_PER_MONTH).to(_MWH)
+    energy_month = to(F["site_energy"](gpus=total, site_power=site_w, hours=HOURS_PER_MONTH), _MWH)
 
     def per_million(price: pint.Quantity) -> pint.Quantity:
         full = cost_per_million(price, x, n)
-        return F["cost_at_utilisation"](cost_full=full, utilisation=u).to(_USD)
+        return to(F["cost_at_utilisation"](cost_full=full, utilisation=u), _USD)
 
     def monthly(price: pint.Quantity) -> pint.Quantity:
-        return F["fleet_cost"](gpus=total, price=price, hours=HOURS_PER_MONTH).to(_USD)
+        return to(F["fleet_cost"](gpus=total, price=price, hours=HOURS_PER_MONTH), _USD)
 
     out: dict[str, Any] = {}
     # renting
     rent = rep.price_per_hour if price_per_hour is None else price_per_hour
     if rent is not None:
-        rent = rent.to(_USD_H)
+        rent = to(rent, _USD_H)
         out.update(rent_price_per_hour=rent, rent_cost_per_million=per_million(rent), monthly_rent=monthly(rent))
     elif not own:
         raise InputError(f"{rep.gpu} has no rental price in the catalog: pass price_per_hour=Q_(2.5, 'USD/hour').")
@@ -393,9 +396,9 @@ def bill(
     life = n_years * 12 * HOURS_PER_MONTH  # a year of 12 always-on months (8,760 hours), as the fleet chapter bills
     hardware = dict(gpu_price=c_gpu, server_price=c_srv if c_srv is not None else _NO_USD, service_life=life)
     if c_gpu is not None:
-        capital = F["capital_rate"](**hardware).to(_USD_H)
-        electricity = F["electricity_rate"](electricity_price=price_e, site_power=site_w).to(_USD_H)
-        owning = F["owning_price"](electricity_price=price_e, site_power=site_w, **hardware).to(_USD_H)
+        capital = to(F["capital_rate"](**hardware), _USD_H)
+        electricity = to(F["electricity_rate"](electricity_price=price_e, site_power=site_w), _USD_H)
+        owning = to(F["owning_price"](electricity_price=price_e, site_power=site_w, **hardware), _USD_H)
         out.update(
             gpu_price=hardware["gpu_price"],
             server_price=hardware["server_price"],
@@ -433,7 +436,7 @@ def bill(
     p_out = _usd_or_none(api_price_per_million, "api_price_per_million")
     p_in = _usd_or_none(api_input_price_per_million, "api_input_price_per_million", allow_zero=True)
     if p_out is not None:
-        p_in = _NO_USD if p_in is None else p_in.to(_USD)
+        p_in = _NO_USD if p_in is None else to(p_in, _USD)
         per_token = _api_per_output_token(p_out, p_in, rep)
 
         def at_most_one(name: str, **values: Any) -> float | None:
@@ -444,8 +447,8 @@ def bill(
             return share if 0 < share <= 1 else None
 
         out.update(
-            api_price_per_million=(per_token * _MILLION).to(_USD),
-            api_output_price_per_million=p_out.to(_USD),
+            api_price_per_million=to(per_token * _MILLION, _USD),
+            api_output_price_per_million=to(p_out, _USD),
             api_input_price_per_million=p_in,
             api_name=api_name,
         )
@@ -469,16 +472,16 @@ def bill(
         utilisation=u,
         own=own,
         throughput=x,
-        tokens_per_s=(x * u * replicas).to(_PER_S),
+        tokens_per_s=to(x * u * replicas, _PER_S),
         gpu_power=tdp,
         gpu_draw=draw,
         site_power=site_w,
         site_power_full=site_full,
-        energy_per_million=(per_tok * _MILLION).to(_KWH),
-        token_efficiency=eff.to(_PER_J),
+        energy_per_million=to(per_tok * _MILLION, _KWH),
+        token_efficiency=to(eff, _PER_J),
         gpus_per_megawatt=per_mw,
         years=n_years,
-        electricity_price=price_e.to(_USD_KWH),
+        electricity_price=to(price_e, _USD_KWH),
         electricity_name=elec_name,
         pue=pue_value,
         pue_name=pue_name,

@@ -387,7 +387,7 @@ class GPU:
             raise InputError(f"compute precision must be a name, 'bf16', 'fp8' or 'fp4'; got {precision!r}.")
         p = precision.lower()
         value = {"bf16": self.flops, "fp16": self.flops, "fp8": self.fp8_flops, "fp4": self.fp4_flops}.get(p, "?")
-        if value == "?":
+        if isinstance(value, str):  # "?": not a precision (a quantity is never compared with text: pint's slow path)
             raise InputError(f"compute precision {precision!r} unknown: use 'bf16', 'fp8' or 'fp4'.")
         if value is None:
             raise InputError(f"{self.name} has no {p.upper()} figure in the catalog; use 'bf16'.")

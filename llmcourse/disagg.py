@@ -63,7 +63,7 @@ from llmcourse.planner import (
     plan,
     replica,
 )
-from llmcourse.units import Q_, parsed_unit, plain_number
+from llmcourse.units import Q_, parsed_unit, plain_number, to
 
 __all__ = [
     "Comparison",
@@ -135,14 +135,17 @@ def kv_handoff(
     a, lk, m = resolve(assumptions), links[link], models[model]
     kv = kv_bytes_per_sequence(m, prompt_tokens, kv_bytes)
     _check_positions(m, prompt_tokens, "prompt_tokens")  # no deployment holds a longer prompt to hand off
-    return F["kv_handoff_time"](
-        collective_base=lk.base,
-        link_latency=lk.latency,
-        kv_per_sequence=kv,
-        kv_lanes=kv_lanes,
-        link_bandwidth=lk.bandwidth,
-        link_efficiency=a.link_efficiency,
-    ).to(_MS)
+    return to(
+        F["kv_handoff_time"](
+            collective_base=lk.base,
+            link_latency=lk.latency,
+            kv_per_sequence=kv,
+            kv_lanes=kv_lanes,
+            link_bandwidth=lk.bandwidth,
+            link_efficiency=a.link_efficiency,
+        ),
+        _MS,
+    )
 
 
 def _kv_lanes(pre: Replica, dec: Replica) -> int:
@@ -222,7 +225,7 @@ class Disaggregated:
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) rows for a review table."""
         mark = {True: "\u2713", False: "\u2717"}
-        ms = lambda q: f"{q.to(_MS).m:,.1f} ms"  # noqa: E731
+        ms = lambda q: f"{to(q, _MS).m:,.1f} ms"  # noqa: E731
         b = self.brief
         return [
             ("time to first token", f"{ms(self.ttft)} (target {ms(b.ttft_target)}) {mark[self.ttft_met]}"),
@@ -349,8 +352,8 @@ def disaggregated(
     t_pre = pre.first_prefill.time
     handoff = kv_handoff(m, p, link=lk, kv_lanes=_kv_lanes(pre, top), kv_bytes=kv_bytes, assumptions=a)
     overhead = Q_(a.request_overhead_ms, _MS)
-    lam_s, t_s = float(lam.to(_PER_S).m), float(t_pre.to(_S).m)
-    over_s, handoff_s = float(overhead.to(_S).m), float(handoff.to(_S).m)
+    lam_s, t_s = float(to(lam, _PER_S).m), float(to(t_pre, _S).m)
+    over_s, handoff_s = float(to(overhead, _S).m), float(to(handoff, _S).m)
 
     def ttft_s(c: int, wait: float | None = None) -> float:
         wait = _wait_f(_rho_f(lam_s, t_s, c), c, t_s) if wait is None else wait
@@ -360,7 +363,7 @@ def disaggregated(
         # at least the headroom over the rate (and a stable queue), then the fewest that meet the target
         c_min = int(F["gpus_for_rate"](request_rate=lam, headroom=a.headroom, rps_per_gpu=1 / t_pre).m)
         c_min = max(c_min, math.floor(lam_s * t_s) + 1)
-        target = float(brief.ttft_target.to(_S).m)
+        target = float(to(brief.ttft_target, _S).m)
         c = c_min
         if ttft_s(c) > target and ttft_s(c, 0.0) < target:
             lo, hi = c, c
@@ -377,7 +380,7 @@ def disaggregated(
         need = math.floor(lam_s * t_s) + 1
         raise InputError(
             f"prefill_gpus={c * n_pre}: {c} prefill replica{'s' if c > 1 else ''} would be busy {rho:.0%} of the time "
-            f"({lam_s:g} prompts/s of {t_pre.to(_MS).m:,.0f} ms each), so the queue grows without end; "
+            f"({lam_s:g} prompts/s of {to(t_pre, _MS).m:,.0f} ms each), so the queue grows without end; "
             f"give at least {need * n_pre} GPUs."
         )
     wait = F["mdc_wait"](prefill_utilisation=rho, prefill_servers=c, prefill_time=t_pre)
@@ -404,10 +407,10 @@ def disaggregated(
         r = r_given
         if pool_rate(r, top) < lam:
             full = pool_rate(1, top)
-            need = math.ceil(float((lam / full).to("").m))
+            need = math.ceil(float(to(lam / full, "").m))
             raise InputError(
                 f"decode_gpus={r * n_dec}: {r} decode replica{'s' if r > 1 else ''} at their largest batch "
-                f"({top.batch}) complete {pool_rate(r, top).to(_PER_S).m:,.2f} requests/s, fewer than the "
+                f"({top.batch}) complete {to(pool_rate(r, top), _PER_S).m:,.2f} requests/s, fewer than the "
                 f"{lam_s:g} asked; give at least {need * n_dec} GPUs."
             )
         # the smallest batch that keeps up with the rate (the batch the traffic fills)
@@ -417,15 +420,15 @@ def disaggregated(
         model=m.name,
         gpu=g.name,
         brief=brief,
-        prefill=Pool("prefill", c, pre, F["prefill_pool_rate"](prefill_servers=c, prefill_time=t_pre).to(_PER_S)),
-        decode=Pool("decode", r, dec, pool_rate(r, dec).to(_PER_S)),
+        prefill=Pool("prefill", c, pre, to(F["prefill_pool_rate"](prefill_servers=c, prefill_time=t_pre), _PER_S)),
+        decode=Pool("decode", r, dec, to(pool_rate(r, dec), _PER_S)),
         link=lk,
-        prefill_time=t_pre.to(_MS),
+        prefill_time=to(t_pre, _MS),
         kv_handoff=handoff,
-        queue_wait=wait.to(_MS),
+        queue_wait=to(wait, _MS),
         utilisation=rho,
-        ttft=ttft.to(_MS),
-        tpot=dec.tpot.to(_MS),
+        ttft=to(ttft, _MS),
+        tpot=to(dec.tpot, _MS),
         sized=c_given is None and r_given is None,
     )
 
@@ -453,7 +456,7 @@ class Comparison:
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) rows: both deployments' GPUs and times, then the verdict."""
         agg, dis = self.aggregated, self.disaggregated
-        ms = lambda q: f"{q.to(_MS).m:,.1f} ms"  # noqa: E731
+        ms = lambda q: f"{to(q, _MS).m:,.1f} ms"  # noqa: E731
         mark = {True: "\u2713", False: "\u2717"}
         if agg.fits:
             a_row = (
@@ -676,10 +679,10 @@ def predict_row(
         batch=row.decode_batch * row.decode_dp, assumptions=a_dec, **common,
     )  # fmt: skip
     _need_fit(dec, "decode", "the row's decode layout")
-    t_pass = float(pre.batch_prefill.time.to(_S).m)
-    tpot = float(dec.tpot.to(_S).m)
-    handoff = kv_handoff(m, row.isl, link=lk, kv_lanes=_kv_lanes(pre, dec), kv_bytes=row.kv, assumptions=a).to(_S)
-    over_s = float(Q_(a.request_overhead_ms, _MS).to(_S).m)
+    t_pass = float(to(pre.batch_prefill.time, _S).m)
+    tpot = float(to(dec.tpot, _S).m)
+    handoff = to(kv_handoff(m, row.isl, link=lk, kv_lanes=_kv_lanes(pre, dec), kv_bytes=row.kv, assumptions=a), _S)
+    over_s = float(to(Q_(a.request_overhead_ms, _MS), _S).m)
 
     def ttft_at(wait: float) -> float:
         return _ttft_f(over_s, wait, t_pass, float(handoff.m))

@@ -34,9 +34,19 @@ import pint
 import sympy as sp
 
 from llmcourse.errors import InputError, UnknownNameError
-from llmcourse.units import Q_, as_quantity, flag, parsed_unit, plain_number, ureg
+from llmcourse.units import Q_, as_quantity, flag, parsed_unit, plain_number, quantity, ureg
 
-__all__ = ["FORMULAS", "PARAMETER_SYMBOLS", "SYMBOLS", "Formula", "Symbol", "checked", "formula", "notation_table"]
+__all__ = [
+    "FORMULAS",
+    "PARAMETER_SYMBOLS",
+    "SYMBOLS",
+    "Formula",
+    "Symbol",
+    "checked",
+    "formula",
+    "notation_table",
+    "si",
+]
 
 
 @dataclass(frozen=True)
@@ -207,28 +217,94 @@ class Formula:
         """``target = expr`` as LaTeX, for display in a chapter."""
         return f"{SYMBOLS[self.target].latex} = {sp.latex(self.expr, mul_symbol=' ')}".replace("  ", " ")
 
+    @cached_property
+    def _fast(self) -> tuple[frozenset[str], tuple[Symbol, ...], Any]:
+        """What every call needs, worked out once: the input names, the inputs, the result's unit."""
+        inputs = tuple(self.inputs)
+        unit = parsed_unit(self.unit)[0] if self.unit else _DIMENSIONLESS
+        return frozenset(s.name for s in inputs), inputs, unit._units
+
+    @cached_property
+    def value(self) -> Callable[..., float]:
+        """The formula as a function of plain floats, by keyword, each in its symbol's unit (SI-coherent: B,
+        s, FLOP, 1/s, ...), returning the plain float in the target's unit: the package's internal path,
+        whose inputs were checked where they entered. Each input is still refused if zero or less (unless
+        the symbol allows zero) or not finite, and the result if not finite, with the messages of a call
+        with quantities. Generated once from :attr:`inputs` around :attr:`numeric`.
+
+        Examples
+        --------
+        >>> FORMULAS["kv_bytes_per_token"].value(layers=80, kv_heads=8, head_dim=128, kv_bytes=2.0)
+        327680.0
+        """
+        names = [s.name for s in self.inputs]
+        lines = [f"def value(*, {', '.join(names)}):"]
+        for s in self.inputs:
+            low = "0.0 <=" if s.allow_zero else "0.0 <"
+            lines += [
+                f"    if not ({low} {s.name} < _INF):",
+                f"        _refuse({s.name!r}, {s.name})",
+                f"    {s.name} = float({s.name})",
+            ]
+        args = ", ".join(names)
+        lines += [
+            "    try:",
+            f"        result = _numeric({args})",
+            "        finite = _isfinite(result)",
+            "    except (OverflowError, ZeroDivisionError, ValueError):",
+            "        finite = False",
+            "    if not finite:",
+            f"        _not_finite(({args},))",
+            "    return result",
+        ]
+        scope = {
+            "_INF": math.inf,
+            "_isfinite": math.isfinite,
+            "_numeric": self.numeric,
+            "_refuse": _refuse,
+            "_not_finite": self._not_finite,
+        }
+        exec("\n".join(lines), scope)  # the code is built here from the symbols' names alone
+        fn = scope["value"]
+        fn.__doc__ = f"{self.name} by value: plain floats in the inputs' units, a plain float in {self.unit or '1'}."
+        return fn
+
+    def _not_finite(self, args: tuple[float, ...]) -> None:
+        given = ", ".join(f"{s.name}={a:.3g}" for s, a in zip(self.inputs, args, strict=True))
+        raise InputError(
+            f"{self.name} ({self.meaning}) has no finite value for {given}: check the inputs for a value "
+            "far too small or too large."
+        )
+
     def __call__(self, **values: Any) -> pint.Quantity:
         """Evaluate with quantities (or plain numbers for counts); returns a quantity."""
-        names = [s.name for s in self.inputs]
-        missing = [n for n in names if n not in values]
-        extra = [n for n in values if n not in names]
-        if missing or extra:
+        names, inputs, unit = self._fast
+        if len(values) != len(names) or not names.issuperset(values):
+            names_ = [s.name for s in inputs]
+            missing = [n for n in names_ if n not in values]
+            extra = [n for n in values if n not in names_]
             raise InputError(
-                f"{self.name} takes {', '.join(names)}; missing {missing or 'none'}, unexpected {extra or 'none'}."
+                f"{self.name} takes {', '.join(names_)}; missing {missing or 'none'}, unexpected {extra or 'none'}."
             )
-        args = [_plain(values[s.name], s) for s in self.inputs]
+        args = [_plain(values[s.name], s) for s in inputs]
         try:
             result = self.numeric(*args)
             finite = math.isfinite(result)
         except (OverflowError, ZeroDivisionError, ValueError):
             finite = False
         if not finite:  # inputs at the edge of what floats hold (a share of 1e-300, a count of 1e300)
-            given = ", ".join(f"{s.name}={a:.3g}" for s, a in zip(self.inputs, args, strict=True))
+            given = ", ".join(f"{s.name}={a:.3g}" for s, a in zip(inputs, args, strict=True))
             raise InputError(
                 f"{self.name} ({self.meaning}) has no finite value for {given}: check the inputs for a value "
                 "far too small or too large."
             )
-        return Q_(result, parsed_unit(self.unit)[0]) if self.unit else Q_(result, _DIMENSIONLESS)
+        return quantity(result, unit)
+
+
+def _refuse(name: str, x: float) -> None:
+    """What :func:`_plain` says of a plain number a formula cannot take (zero or less, not finite)."""
+    sym = SYMBOLS[name]
+    plain_number(x, f"{name} ({sym.meaning})", allow_zero=sym.allow_zero)
 
 
 #: Public functions' parameter names that stand for a symbol of another name.
@@ -291,20 +367,43 @@ def checked(fn: Callable[..., Any]) -> Callable[..., Any]:
         if name not in _NOT_CHECKED and PARAMETER_SYMBOLS.get(name, name) in SYMBOLS
     ]
     flags = [n for n, p in sig.parameters.items() if p.annotation in _FLAG_ANNOTATIONS or p.annotation is bool]
+    # A fast binding for the usual signature (no positional-only parameters, no *args or **kwargs): the
+    # arguments by name, as inspect's bind gives them; anything it would refuse goes to inspect for its message.
+    params = sig.parameters
+    simple = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) for p in params.values())
+    positional = tuple(n for n, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD)
+    required = frozenset(n for n, p in params.items() if p.default is p.empty)
+    known = frozenset(params)
+
+    def bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
+        if not simple or len(args) > len(positional):
+            return None
+        values = dict(zip(positional, args, strict=False))
+        for k, v in kwargs.items():
+            if k in values or k not in known:
+                return None
+            values[k] = v
+        return values if required.issubset(values) else None
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError as exc:
-            raise InputError(f"{fn.__name__}: {exc}") from None
-        values = bound.arguments
+        values = bind(args, kwargs)
+        if values is None:
+            try:
+                bound = sig.bind(*args, **kwargs)
+            except TypeError as exc:
+                raise InputError(f"{fn.__name__}: {exc}") from None
+            values = bound.arguments
         for name, sym in plan:
-            if values.get(name) is not None:
-                values[name] = check_value(values[name], sym, name)
+            v = values.get(name)
+            if v is not None:
+                values[name] = check_value(v, sym, name)
         for name in flags:
-            if values.get(name) is not None:
-                values[name] = flag(values[name], name)
+            v = values.get(name)
+            if v is not None:
+                values[name] = flag(v, name)
+        if simple:
+            return fn(**values)
         return fn(*bound.args, **bound.kwargs)
 
     return wrapper
@@ -329,7 +428,21 @@ def _plain(value: Any, sym: Symbol) -> float:
             value = value._magnitude * factor
         else:
             value = as_quantity(value, sym.unit, sym.name).to(parsed_unit(sym.unit)[0]).magnitude
+    if type(value) is float and (value >= 0 if sym.allow_zero else value > 0) and value < math.inf:
+        return value  # what plain_number would return, without building its message's name
     return plain_number(value, f"{sym.name} ({sym.meaning})", allow_zero=sym.allow_zero)
+
+
+def si(value: Any, name: str) -> float:
+    """``value`` (a quantity, or a plain number for a count) as the plain float a formula computes with:
+    its magnitude in the unit of the symbol ``name`` (checked as a formula's input is).
+
+    Examples
+    --------
+    >>> si(Q_(3.35, "TB/s"), "bandwidth")
+    3350000000000.0
+    """
+    return _plain(value, SYMBOLS[name])
 
 
 class _Table(Mapping[str, Formula]):

@@ -26,7 +26,7 @@ from llmcourse.planner import (
     usable_memory,
     weight_bytes,
 )
-from llmcourse.units import fmt
+from llmcourse.units import fmt, to
 
 __all__ = [
     "GQAPoint",
@@ -64,7 +64,7 @@ class WeightFit:
     @property
     def free(self) -> pint.Quantity:
         """Usable memory left for the KV cache (negative when the weights do not fit)."""
-        return (self.usable - self.weights).to("GB")
+        return to(self.usable - self.weights, "GB")
 
     def rows(self) -> list[tuple[str, str]]:
         a = self.assumptions
@@ -118,9 +118,9 @@ def weight_fit(
         int(n_gpus),
         str(precision),
         a,
-        wb.to("GB"),
-        mem.to("GB"),
-        total.to("GB"),
+        to(wb, "GB"),
+        to(mem, "GB"),
+        to(total, "GB"),
         need,
         gpus_for_weights(m, g, precision, a),
     )
@@ -177,7 +177,7 @@ class KVPlan:
 
     @property
     def free(self) -> pint.Quantity:
-        return (self.usable - self.weights).to("GB")
+        return to(self.usable - self.weights, "GB")
 
     def rows(self) -> list[tuple[str, str]]:
         rows = [
@@ -187,7 +187,7 @@ class KVPlan:
                 if self.model.attention != "MLA"
                 else "MLA (a compressed latent per layer)",
             ),
-            ("KV per token", f"{fmt(self.kv_per_token, 'KiB')} ({self.kv_per_token.to('B').m:,.0f} B)"),
+            ("KV per token", f"{fmt(self.kv_per_token, 'KiB')} ({to(self.kv_per_token, 'B').m:,.0f} B)"),
             ("KV per sequence", f"{fmt(self.kv_per_sequence, 'GB')} ({fmt(self.kv_per_sequence, 'GiB')})"),
             ("weights", fmt(self.weights, "GB")),
             ("usable memory", fmt(self.usable, "GB")),
@@ -229,8 +229,8 @@ def kv_plan(
         int(context),
         kv_bytes_per_token(m, kv_precision),
         kv_bytes_per_sequence(m, context, kv_precision),
-        w.to("GB"),
-        usable_memory(g, n_gpus, usable_fraction, weights=w, assumptions=a).to("GB"),
+        to(w, "GB"),
+        to(usable_memory(g, n_gpus, usable_fraction, weights=w, assumptions=a), "GB"),
         max_batch(
             m,
             g,

@@ -36,7 +36,7 @@ from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS
 from llmcourse.planner import weight_bytes
-from llmcourse.units import plain_number, seed_number
+from llmcourse.units import plain_number, seed_number, to
 
 __all__ = [
     "ExpertSplit",
@@ -190,14 +190,14 @@ def expert_split(model: Model | str, bytes_per_param: Any = 2) -> ExpertSplit:
     m = model if isinstance(model, Model) else models[model]
     if not m.is_moe:
         raise InputError(f"{m.name} is a dense model: every weight is read at every step.")
-    total = weight_bytes(m, bytes_per_param).to("GB")
+    total = to(weight_bytes(m, bytes_per_param), "GB")
     per = total / m.params
     return ExpertSplit(
         model=m.name,
         total=total,
-        shared=(per * (m.params - m.expert_params)).to("GB"),
-        experts=(per * m.expert_params).to("GB"),
-        active=(per * m.active_params).to("GB"),
+        shared=to(per * (m.params - m.expert_params), "GB"),
+        experts=to(per * m.expert_params, "GB"),
+        active=to(per * m.active_params, "GB"),
     )
 
 

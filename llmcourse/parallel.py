@@ -33,7 +33,8 @@ from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Link, Model, gpus, links, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.units import Q_, parsed_unit, plain_number
+from llmcourse.formulas import si
+from llmcourse.units import Q_, parsed_unit, plain_number, to
 
 # units parsed once (pint parses a unit string at every use)
 _MS, _S, _B = (parsed_unit(u)[0] for u in ("ms", "s", "B"))
@@ -200,6 +201,74 @@ def _comm(m: Model, lay: Layout, tokens: float, a: Assumptions) -> pint.Quantity
     return total
 
 
+# --- the same collectives as plain floats in seconds (the planner's internal path; the formulas above, by value)
+#: A link's alpha-beta terms as plain floats, by the link (its id, the link kept to check it) and the efficiency.
+_LINK_TERMS: dict[int, tuple[Link, Any, dict[str, float]]] = {}
+
+
+def _link_terms_s(lay: Layout, a: Assumptions) -> dict[str, float]:
+    lk, eff = lay.link, a.link_efficiency
+    got = _LINK_TERMS.get(id(lk))
+    if got is not None and got[0] is lk and got[1] == eff and type(got[1]) is type(eff):
+        return got[2]
+    terms = dict(
+        collective_base=si(lk.base, "collective_base"),
+        link_latency=si(lk.latency, "link_latency"),
+        link_bandwidth=si(lk.bandwidth, "link_bandwidth"),
+        link_efficiency=si(eff, "link_efficiency"),
+    )
+    if len(_LINK_TERMS) < 256:  # the catalog's links and a few of a reader's own
+        _LINK_TERMS[id(lk)] = (lk, eff, terms)
+    return terms
+
+
+def _collective_s(kind: str, lay: Layout, n: int, message: float, a: Assumptions) -> float:
+    if n <= 1:
+        return 0.0
+    return F[kind].value(n_gpus=n, message_bytes=message, **_link_terms_s(lay, a))
+
+
+def _message_s(m: Model, tokens: float, a: Assumptions) -> float:
+    return F["activation_message"].value(step_tokens=tokens, hidden=m.hidden, activation_bytes=a.activation_bytes)
+
+
+def comm_seconds(m: Model, lay: Layout, tokens: float, a: Assumptions) -> float:
+    """:func:`decode_comm_time` (and :func:`prefill_comm_time`) in seconds, as a plain float, for a checked
+    model, layout and assumptions: the planner's internal path."""
+    if not a.communication or lay.group == 1:
+        return 0.0
+    tp, dp = lay.tensor_parallel, lay.data_parallel
+    group_tokens = tokens / dp
+    ar_tp = _collective_s("allreduce_time", lay, tp, _message_s(m, group_tokens, a), a)
+    if not m.is_moe:
+        return F["tp_allreduce_time"].value(layers=m.layers, allreduce_latency=ar_tp) if tp > 1 else 0.0
+    dense = m.dense_layers or 0
+    moe_layers = m.layers - dense
+    total = F["attention_allreduce_time"].value(layers=m.layers + dense, allreduce_latency=ar_tp) if tp > 1 else 0.0
+    ep, etp = lay.expert_parallel, lay.expert_tensor_parallel
+    if ep > 1:
+        msg = F["expert_dispatch_message"].value(
+            step_tokens=tokens / lay.group,
+            experts_per_token=m.experts_per_token,
+            hidden=m.hidden,
+            activation_bytes=a.activation_bytes,
+        )
+        a2a = _collective_s("alltoall_time", lay, ep, msg, a)
+        total = total + F["ep_alltoall_time"].value(moe_layers=moe_layers, alltoall_latency=a2a)
+    if etp > 1:
+        ar_e = _collective_s("allreduce_time", lay, etp, _message_s(m, group_tokens, a), a)
+        total = total + F["attention_allreduce_time"].value(layers=moe_layers, allreduce_latency=ar_e)
+    return total
+
+
+def send_seconds(m: Model, lay: Layout, tokens: float, a: Assumptions) -> float | None:
+    """:func:`pipeline_send_time` in seconds as a plain float; None where it is zero (one stage, or no
+    communication)."""
+    if lay.pipeline_parallel == 1 or not a.communication:
+        return None
+    return F["send_time"].value(message_bytes=_message_s(m, tokens / lay.tensor_parallel, a), **_link_terms_s(lay, a))
+
+
 def allreduce_latency(model: Model | str, rep: Any, tokens: float | None = None) -> pint.Quantity:
     """One ring all-reduce of a decode step's activations (``tokens`` sequences, the replica's batch
     by default) over the replica's tensor-parallel group and link, by the alpha-beta formula; zero
@@ -215,7 +284,7 @@ def allreduce_latency(model: Model | str, rep: Any, tokens: float | None = None)
     """
     lay, a, m = rep.layout, rep.assumptions, models[model]
     tokens = rep.batch if tokens is None else tokens
-    return _collective("allreduce_time", lay, lay.tensor_parallel, _message(m, tokens, a), a).to(_US)
+    return to(_collective("allreduce_time", lay, lay.tensor_parallel, _message(m, tokens, a), a), _US)
 
 
 def decode_comm_time(
@@ -234,7 +303,7 @@ def decode_comm_time(
     >>> decode_comm_time("Llama-3.1-70B", one, tokens=4, assumptions="envelope")
     <Quantity(0.0, 'millisecond')>
     """
-    return _comm(models[model], lay, tokens, resolve(assumptions)).to(_MS)
+    return to(_comm(models[model], lay, tokens, resolve(assumptions)), _MS)
 
 
 def prefill_comm_time(
@@ -249,7 +318,7 @@ def prefill_comm_time(
     >>> round(prefill_comm_time("Llama-3.1-70B", one, tokens=8_192).to("ms").m)
     107
     """
-    return _comm(models[model], lay, tokens, resolve(assumptions)).to(_MS)
+    return to(_comm(models[model], lay, tokens, resolve(assumptions)), _MS)
 
 
 def pipeline_send_time(
@@ -260,7 +329,7 @@ def pipeline_send_time(
     m, a = models[model], resolve(assumptions)
     if lay.pipeline_parallel == 1 or not a.communication:
         return Q_(0, _MS)
-    return F["send_time"](message_bytes=_message(m, tokens / lay.tensor_parallel, a), **_link_terms(lay, a)).to(_MS)
+    return to(F["send_time"](message_bytes=_message(m, tokens / lay.tensor_parallel, a), **_link_terms(lay, a)), _MS)
 
 
 def time_per_token_parts(rep: Any) -> dict[str, pint.Quantity]:
@@ -283,14 +352,14 @@ def time_per_token_parts(rep: Any) -> dict[str, pint.Quantity]:
     """
     s = rep._need_step()
     # the memory time splits between weights and KV in proportion to their bytes
-    share_w = float((s.weights_read / (s.weights_read + s.kv_read)).to("").m)
+    share_w = float(to(s.weights_read / (s.weights_read + s.kv_read), "").m)
     memory = s.memory_time
     compute = s.compute_time - memory if s.compute_time > memory else 0 * memory
     return {
-        "weight reads": (share_w * memory).to(_MS),
-        "KV reads": ((1 - share_w) * memory).to(_MS),
-        "compute": compute.to(_MS),
-        "communication": s.comm_time.to(_MS),
-        "overhead": s.overhead_time.to(_MS),
-        "shared prefill": (rep.tpot - s.step_time).to(_MS),
+        "weight reads": to(share_w * memory, _MS),
+        "KV reads": to((1 - share_w) * memory, _MS),
+        "compute": to(compute, _MS),
+        "communication": to(s.comm_time, _MS),
+        "overhead": to(s.overhead_time, _MS),
+        "shared prefill": to(rep.tpot - s.step_time, _MS),
     }

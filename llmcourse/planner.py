@@ -28,9 +28,21 @@ from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model, bytes_per_value, gpus, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.formulas import SYMBOLS, check_value, checked
-from llmcourse.parallel import Layout, decode_comm_time, layout, pipeline_send_time, prefill_comm_time
-from llmcourse.units import HOURS_PER_MONTH, Q_, as_quantity, fmt, parsed_unit, percentile_rank, plain_number
+from llmcourse.formulas import SYMBOLS, check_value, checked, si
+from llmcourse.parallel import Layout, comm_seconds, decode_comm_time, layout, send_seconds
+from llmcourse.units import (
+    HOURS_PER_MONTH,
+    Q_,
+    as_quantity,
+    fmt,
+    in_unit,
+    parsed_unit,
+    percentile_rank,
+    plain_number,
+    quantity,
+    to,
+    ureg,
+)
 
 __all__ = [
     "Brief",
@@ -82,6 +94,7 @@ _USD_H = parsed_unit("USD/hour")[0]
 _GFLOP = parsed_unit("GFLOP")[0]
 _FLOP = parsed_unit("FLOP")[0]
 _B = parsed_unit("B")[0]
+_GIB = parsed_unit("GiB")[0]
 
 
 def largest_batch(meets: Callable[[int], bool], top: int) -> int:
@@ -126,12 +139,87 @@ def _bytes(value: Any, name: str) -> pint.Quantity:
         _number(q.to(B).magnitude, name)
         return q.to(B)
     try:
-        return Q_(bytes_per_value(value), B)
+        return quantity(bytes_per_value(value), _B)
     except InputError as exc:
         raise InputError(f"{name}: {exc}") from None
 
 
 _number = plain_number  # the one check of counts and fractions (llmcourse.units)
+
+# --- the internal path: plain floats in the symbols' units (B, FLOP, s), the formulas by value -----------
+_S_MS = ureg._get_conversion_factor(_S._units, _MS._units)  # pint's factors, as its conversions use them
+_MS_S = ureg._get_conversion_factor(_MS._units, _S._units)
+_BYTES_SI: dict[tuple[type, Any], float] = {}  # bytes per value of a precision name or a number
+
+
+def _bytes_si(value: Any, name: str) -> float:
+    """:func:`_bytes` as a plain float of bytes (a precision name's, or a plain number's, looked up once)."""
+    t = type(value)
+    if t is str or t is int or t is float:
+        key = (t, value)
+        got = _BYTES_SI.get(key)
+        if got is None:
+            got = si(_bytes(value, name), "kv_bytes")  # an unknown name or a bad number raises, with ``name``
+            _BYTES_SI[key] = got
+        return got
+    return si(_bytes(value, name), "kv_bytes")
+
+
+def _weights_si(m: Model, weight_bytes: Any) -> float:
+    """:func:`weight_bytes` in bytes, as a plain float."""
+    return F["weight_bytes"].value(params=m.params, weight_bytes_per_param=_bytes_si(weight_bytes, "bytes_per_param"))
+
+
+def _weights_read_si(m: Model, batch: float, wpp: float) -> float:
+    """:func:`weights_read_per_step` in bytes, as a plain float, for ``wpp`` bytes per weight."""
+    if not m.is_moe:
+        return F["weight_bytes"].value(params=m.params, weight_bytes_per_param=wpp)
+    return F["moe_bytes_read"].value(
+        weight_bytes_per_param=wpp,
+        params=m.params,
+        expert_params=m.expert_params,
+        experts_per_token=m.experts_per_token,
+        experts=m.experts,
+        batch=batch,
+    )
+
+
+def _kv_token_si(m: Model, kv_bytes: Any) -> float:
+    """:func:`kv_bytes_per_token` in bytes, as a plain float."""
+    b = _bytes_si(kv_bytes, "kv_bytes")
+    if m.attention == "MLA":
+        q = F["kv_bytes_per_token_mla"].value(
+            layers=m.layers, kv_lora_rank=m.kv_lora_rank, rope_dim=m.qk_rope_head_dim, kv_bytes=b
+        )
+    else:
+        q = F["kv_bytes_per_token"].value(layers=m.layers, kv_heads=m.kv_heads, head_dim=m.head_dim, kv_bytes=b)
+    return round(q, 6)
+
+
+def _kv_sequence_si(m: Model, context: float, kv_bytes: Any) -> float:
+    """:func:`kv_bytes_per_sequence` in bytes, as a plain float."""
+    ctx = _cached_tokens(m, context)
+    return F["kv_bytes_per_sequence"].value(kv_per_token=_kv_token_si(m, kv_bytes), context=ctx)
+
+
+def _usable_si(g: GPU, n: float, a: Assumptions, weights: float) -> float:
+    """:func:`usable_memory` in bytes, as a plain float, for checked inputs and ``weights`` bytes."""
+    mem = si(g.memory if a.memory_unit == "GB" else quantity(to(g.memory, _GB).m, _GIB), "gpu_memory")
+    if a.memory_rule == "total":
+        return F["usable_memory"].value(n_gpus=n, gpu_memory=mem, usable_fraction=a.memory_fraction)
+    share = F["engine_usable_fraction"].value(
+        weights=weights, kv_free_fraction=a.memory_fraction, n_gpus=n, gpu_memory=mem
+    )
+    # weights beyond the whole memory leave nothing for the KV cache: the usable memory is all of it
+    return F["usable_memory"].value(n_gpus=n, gpu_memory=mem, usable_fraction=min(float(share), 1.0))
+
+
+def _kv_copies(m: Model, n: float, a: Assumptions) -> float:
+    """:func:`kv_copies` for a checked model, GPU count and assumptions."""
+    if not a.kv_replication:
+        return 1.0
+    heads = 1 if m.attention == "MLA" else m.kv_heads
+    return float(F["kv_replication"].value(n_gpus=n, kv_heads=heads))
 
 
 def _check_positions(m: Model, tokens: float, name: str) -> None:
@@ -157,9 +245,8 @@ def _check_weights_fit(m: Model, g: GPU, weight_bytes: Any, gpus_: float, name: 
     """Refuse a deployment whose weights exceed the whole memory of the ``gpus_`` GPUs they are spread
     over (every byte of it, before any share is kept back): such a replica cannot exist, so no step
     or prefill of it has a time. ``name`` is the caller's argument for the GPU count."""
-    w = _weights(m, weight_bytes)
-    total = gpus_ * g.memory
-    if w > total:
+    if _weights_si(m, weight_bytes) > gpus_ * si(g.memory, "gpu_memory"):
+        w, total = _weights(m, weight_bytes), gpus_ * g.memory
         need = gpus_for_weights(m, g, weight_bytes, assumptions)
         where = f"one {g.name}" if gpus_ == 1 else f"{gpus_:g} x {g.name}"
         raise InputError(
@@ -328,7 +415,7 @@ def usable_memory(
     g = _gpu(gpu)
     a = resolve(assumptions).replace(memory_fraction=usable_fraction)
     n = n_gpus
-    mem = g.memory if a.memory_unit == "GB" else Q_(g.memory.to(_GB).m, "GiB")
+    mem = g.memory if a.memory_unit == "GB" else Q_(to(g.memory, _GB).m, "GiB")
     if a.memory_rule == "total":
         return F["usable_memory"](n_gpus=n, gpu_memory=mem, usable_fraction=a.memory_fraction)
     if weights is None:
@@ -395,12 +482,12 @@ class DecodeStep:
 
     @property
     def tokens_per_s_per_user(self) -> pint.Quantity:
-        return (1 / self.step_time).to(_PER_S)
+        return to(1 / self.step_time, _PER_S)
 
     @property
     def throughput(self) -> pint.Quantity:
         """Output tokens per second of the whole batch."""
-        return F["throughput"](batch=self.batch, step_time=self.step_time).to(_PER_S)
+        return to(F["throughput"](batch=self.batch, step_time=self.step_time), _PER_S)
 
 
 @checked
@@ -528,74 +615,90 @@ def decode_step(
         compute_efficiency=compute_efficiency,
         decode_attention_flops=attention_flops,
     )
-    gpus_, ctx, dp, pp = lay.tensor_parallel, context_tokens, lay.data_parallel, lay.pipeline_parallel
-    n = math.ceil(batch / pp)  # sequences in one micro-batch (all of them on one stage)
     precision = compute_precision or matmul_precision(weight_bytes, g, a)
-    w_read = weights_read_per_step(m, n, weight_bytes)
-    kv_seq = kv_bytes_per_sequence(m, ctx, kv_bytes) * kv_copies(m, gpus_, a)  # every copy is read
-    per_param = Q_(a.flops_per_param, _FLOP)
-    f_mm = F["decode_flops_per_token"](flops_per_param=per_param, active_params=m.active_params)
-    f_att = Q_(0, _FLOP)
+    return _decode(m, g, lay, a, batch, context_tokens, weight_bytes, kv_bytes, precision)
+
+
+def _decode(
+    m: Model,
+    g: GPU,
+    lay: Layout,
+    a: Assumptions,
+    batch: float,
+    ctx: float,
+    weight_bytes: Any,
+    kv_bytes: Any,
+    precision: str,
+    step_only: bool = False,
+) -> DecodeStep | float:
+    """:func:`decode_step` once its inputs are checked and its layout is known: the formulas by value, on
+    plain floats in their symbols' units (bytes, FLOPs, seconds), the units attached to the result
+    (``step_only``: only the step's time, in seconds, as a plain float)."""
+    gpus_, dp, pp = lay.tensor_parallel, lay.data_parallel, lay.pipeline_parallel
+    n = math.ceil(batch / pp)  # sequences in one micro-batch (all of them on one stage)
+    wpp = _bytes_si(weight_bytes, "weight_bytes")
+    w_read = _weights_read_si(m, n, wpp)
+    kv_seq = _kv_sequence_si(m, ctx, kv_bytes) * _kv_copies(m, gpus_, a)  # every copy is read
+    per_param = a.flops_per_param
+    f_mm = F["decode_flops_per_token"].value(flops_per_param=per_param, active_params=m.active_params)
+    f_att = 0
     if a.decode_attention_flops:
-        f_att = F["decode_attention_flops"](
+        f_att = F["decode_attention_flops"].value(
             flops_per_param=per_param, layers=m.layers, heads=m.heads, head_dim=m.head_dim, context=ctx
         )
     if dp > 1:  # one attention group's share: its own sequences, the whole attention, 1/D of the experts
-        shared = F["weight_bytes"](
-            params=m.params - m.expert_params, weight_bytes_per_param=_bytes(weight_bytes, "weight_bytes")
-        )
-        w_read = F["dp_bytes_read"](bytes_read=w_read, expert_bytes_read=w_read - shared, data_parallel=dp)
-        kv_seq = F["dp_kv_per_sequence"](kv_per_sequence=kv_seq, data_parallel=dp)
-        f_mm = F["dp_flops_per_token"](flops_per_token=f_mm, data_parallel=dp)
-        if f_att.m > 0:
-            f_att = F["dp_flops_per_token"](flops_per_token=f_att, data_parallel=dp)
+        shared = F["weight_bytes"].value(params=m.params - m.expert_params, weight_bytes_per_param=wpp)
+        w_read = F["dp_bytes_read"].value(bytes_read=w_read, expert_bytes_read=w_read - shared, data_parallel=dp)
+        kv_seq = F["dp_kv_per_sequence"].value(kv_per_sequence=kv_seq, data_parallel=dp)
+        f_mm = F["dp_flops_per_token"].value(flops_per_token=f_mm, data_parallel=dp)
+        if f_att > 0:
+            f_att = F["dp_flops_per_token"].value(flops_per_token=f_att, data_parallel=dp)
+    bandwidth, eta_b = si(g.bandwidth, "bandwidth"), _read_efficiency(weight_bytes, a)
+    peak, eta_f = si(g.peak_flops(precision), "peak_flops"), a.compute_efficiency
     common = dict(batch=n, n_gpus=gpus_)
-    mem_args = dict(
-        bytes_read=w_read,
-        kv_per_sequence=kv_seq,
-        bandwidth=g.bandwidth,
-        bandwidth_efficiency=_read_efficiency(weight_bytes, a),
-    )
-    comp_args = dict(
-        flops_per_token=f_mm + f_att, peak_flops=g.peak_flops(precision), compute_efficiency=a.compute_efficiency
-    )
+    mem_args = dict(bytes_read=w_read, kv_per_sequence=kv_seq, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
+    comp_args = dict(flops_per_token=f_mm + f_att, peak_flops=peak, compute_efficiency=eta_f)
     kernels = None
     if a.step_rule == "max":
-        core = F["decode_step_time"](**common, **mem_args, **comp_args)
+        core = F["decode_step_time"].value(**common, **mem_args, **comp_args)
     else:
-        core = F["decode_step_time_per_op"](
+        core = F["decode_step_time_per_op"].value(
             **common, **mem_args, **comp_args | dict(flops_per_token=f_mm), attention_flops_per_token=f_att
         )
-        roofs = dict(n_gpus=gpus_, bandwidth=g.bandwidth, bandwidth_efficiency=mem_args["bandwidth_efficiency"])
-        w_time = F["weight_read_time"](weights=w_read, **roofs)
-        kv_time = F["weight_read_time"](weights=n * kv_seq, **roofs)
-        comp = dict(n_gpus=gpus_, peak_flops=comp_args["peak_flops"], compute_efficiency=a.compute_efficiency)
-        mm_time = F["decode_compute_time"](batch=n, flops_per_token=f_mm, **comp)
-        att_time = F["decode_compute_time"](batch=n, flops_per_token=f_att, **comp) if f_att.m > 0 else 0 * mm_time
+        roofs = dict(n_gpus=gpus_, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
+        w_time = F["weight_read_time"].value(weights=w_read, **roofs)
+        kv_time = F["weight_read_time"].value(weights=n * kv_seq, **roofs)
+        comp = dict(n_gpus=gpus_, peak_flops=peak, compute_efficiency=eta_f)
+        mm_time = F["decode_compute_time"].value(batch=n, flops_per_token=f_mm, **comp)
+        att_time = F["decode_compute_time"].value(batch=n, flops_per_token=f_att, **comp) if f_att > 0 else 0.0
         kernels = ("compute" if mm_time > w_time else "memory", "compute" if att_time > kv_time else "memory")
-    overhead = Q_(a.step_overhead_ms, _MS)
-    comm = decode_comm_time(m, lay, tokens=n, assumptions=a)
-    step = F["step_with_overhead"](step_time=core, step_overhead=overhead + comm)
+    overhead = a.step_overhead_ms  # ms, as the assumptions give it
+    comm = _S_MS * comm_seconds(m, lay, n, a)  # ms
+    step = F["step_with_overhead"].value(step_time=core, step_overhead=(overhead + comm) * _MS_S)
     if pp > 1:
-        send = pipeline_send_time(m, lay, tokens=n, assumptions=a)
-        step = F["pipeline_token_time"](step_time=step, stages=pp, send_time=send, step_overhead=overhead)
+        send = send_seconds(m, lay, n, a)
+        step = F["pipeline_token_time"].value(
+            step_time=step, stages=pp, send_time=0 if send is None else send, step_overhead=overhead * _MS_S
+        )
         overhead = overhead * pp
-        comm = comm + (pp - 1) * send
+        comm = comm + (pp - 1) * (0 if send is None else send * _S_MS)
+    if step_only:
+        return step
     phi = None
     if m.is_moe:
-        phi = float(F["moe_fraction_touched"](experts_per_token=m.experts_per_token, experts=m.experts, batch=n).m)
+        phi = float(F["moe_fraction_touched"].value(experts_per_token=m.experts_per_token, experts=m.experts, batch=n))
     return DecodeStep(
         batch=int(batch),
-        weights_read=w_read.to(_GB),
-        kv_read=(n * kv_seq).to(_GB),
-        flops=(n * (f_mm + f_att)).to(_GFLOP),
-        memory_time=F["decode_memory_time"](**common, **mem_args).to(_MS),
-        compute_time=F["decode_compute_time"](**common, **comp_args).to(_MS),
-        step_time=step.to(_MS),
+        weights_read=in_unit(w_read, _B, _GB),
+        kv_read=in_unit(n * kv_seq, _B, _GB),
+        flops=in_unit(n * (f_mm + f_att), _FLOP, _GFLOP),
+        memory_time=in_unit(F["decode_memory_time"].value(**common, **mem_args), _S, _MS),
+        compute_time=in_unit(F["decode_compute_time"].value(**common, **comp_args), _S, _MS),
+        step_time=in_unit(step, _S, _MS),
         fraction_of_experts=phi,
         kernel_bounds=kernels,
-        comm_time=comm.to(_MS),
-        overhead_time=overhead.to(_MS),
+        comm_time=quantity(comm, _MS),
+        overhead_time=quantity(overhead, _MS),
         layout=lay,
     )
 
@@ -665,19 +768,38 @@ def prefill(
         compute_efficiency=compute_efficiency,
         prefill_attention=attention,
     )
+    precision = compute_precision or matmul_precision(weight_bytes, g, a)
+    return _prefill(m, g, lay, a, prompt_tokens, prompts, cached_tokens, weight_bytes, precision)
+
+
+def _prefill(
+    m: Model,
+    g: GPU,
+    lay: Layout,
+    a: Assumptions,
+    prompt_tokens: float,
+    prompts: float,
+    cached_tokens: Any,
+    weight_bytes: Any,
+    precision: str,
+    time_only: bool = False,
+) -> Prefill | float:
+    """:func:`prefill` once its inputs are checked and its layout is known: the formulas by value, on plain
+    floats in their symbols' units, the units attached to the result (``time_only``: only its time, in
+    seconds, as a plain float)."""
     t, n, pp = prompt_tokens, prompts, lay.pipeline_parallel
     gpus_ = lay.tensor_parallel if n == 1 else lay.n_gpus  # one prompt: one group; more: every GPU
     cached = _number(cached_tokens, "cached_tokens", allow_zero=True)
     if cached >= t:
         raise InputError(f"cached_tokens ({cached:g}) must be fewer than prompt_tokens ({t:g}): at least one is new.")
-    per_param = Q_(a.flops_per_param, _FLOP)
+    per_param = a.flops_per_param
 
-    def flops_of(tokens: float) -> tuple[pint.Quantity, pint.Quantity]:
+    def flops_of(tokens: float) -> tuple[float, float]:
         if tokens == 0:
-            return Q_(0, _FLOP), Q_(0, _FLOP)
+            return 0, 0
         kw = dict(flops_per_param=per_param, params=m.active_params, prompt_tokens=tokens)
-        linear = F["prefill_flops_linear"](**kw)
-        return linear, F["prefill_flops"](**kw, layers=m.layers, heads=m.heads, head_dim=m.head_dim)
+        linear = F["prefill_flops_linear"].value(**kw)
+        return linear, F["prefill_flops"].value(**kw, layers=m.layers, heads=m.heads, head_dim=m.head_dim)
 
     (lin_t, full_t), (lin_c, full_c) = flops_of(t), flops_of(cached)
     linear, full = lin_t - lin_c, full_t - full_c
@@ -686,30 +808,34 @@ def prefill(
         prompts=n,
         prefill_flops=flops,
         n_gpus=gpus_,
-        peak_flops=g.peak_flops(compute_precision or matmul_precision(weight_bytes, g, a)),
+        peak_flops=si(g.peak_flops(precision), "peak_flops"),
         compute_efficiency=a.compute_efficiency,
     )
     mem = dict(
-        weights=_weights(m, weight_bytes),
+        weights=_weights_si(m, weight_bytes),
         n_gpus=gpus_,
-        bandwidth=g.bandwidth,
+        bandwidth=si(g.bandwidth, "bandwidth"),
         bandwidth_efficiency=a.bandwidth_efficiency,
     )
-    time = F["prefill_time"](**(comp | mem))
-    comm = prefill_comm_time(m, lay, tokens=n * (t - cached), assumptions=a)
+    time = F["prefill_time"].value(**(comp | mem))
+    comm = _S_MS * comm_seconds(m, lay, n * (t - cached), a)  # ms
     if pp > 1 and n == 1:  # through the stages in turn, a send between each two
-        comm = comm + (pp - 1) * pipeline_send_time(m, lay, tokens=t - cached, assumptions=a)
+        send = send_seconds(m, lay, t - cached, a)
+        comm = comm + (pp - 1) * (0 if send is None else send * _S_MS)
     elif pp > 1:  # the stages work at once, each on its layers' collectives, and idle for the bubble
         comm = comm / pp
-        time = F["pipelined_prefill_time"](prefill_time=time, bubble=F["pipeline_bubble"](stages=pp, micro_batches=n))
+        bubble = F["pipeline_bubble"].value(stages=pp, micro_batches=n)
+        time = F["pipelined_prefill_time"].value(prefill_time=time, bubble=bubble)
+    if time_only:
+        return F["step_with_overhead"].value(step_time=time, step_overhead=comm * _MS_S)
     return Prefill(
         prompts=int(n),
-        flops=(n * flops).to(_TFLOP),
-        attention_flops=(n * (full - linear)).to(_TFLOP),
-        compute_time=F["prefill_compute_time"](**comp).to(_MS),
-        memory_time=F["weight_read_time"](**mem).to(_MS),
-        time=F["step_with_overhead"](step_time=time, step_overhead=comm).to(_MS),
-        comm_time=comm.to(_MS),
+        flops=in_unit(n * flops, _FLOP, _TFLOP),
+        attention_flops=in_unit(n * (full - linear), _FLOP, _TFLOP),
+        compute_time=in_unit(F["prefill_compute_time"].value(**comp), _S, _MS),
+        memory_time=in_unit(F["weight_read_time"].value(**mem), _S, _MS),
+        time=in_unit(F["step_with_overhead"].value(step_time=time, step_overhead=comm * _MS_S), _S, _MS),
+        comm_time=quantity(comm, _MS),
     )
 
 
@@ -759,7 +885,7 @@ class Replica:
 
     @property
     def memory_used(self) -> pint.Quantity:
-        return (self.weights + self.batch * self.kv_per_sequence).to(_GB)
+        return to(self.weights + self.batch * self.kv_per_sequence, _GB)
 
     @property
     def decode_throughput(self) -> pint.Quantity:
@@ -777,12 +903,15 @@ class Replica:
         s = self._need_step()
         if not self.counts_prefill:
             return s.throughput
-        return F["cycle_throughput"](
-            batch=self.batch,
-            answer_tokens=self.answer_tokens,
-            prefill_time=self.batch_prefill.time,
-            step_time=s.step_time,
-        ).to(_PER_S)
+        return to(
+            F["cycle_throughput"](
+                batch=self.batch,
+                answer_tokens=self.answer_tokens,
+                prefill_time=self.batch_prefill.time,
+                step_time=s.step_time,
+            ),
+            _PER_S,
+        )
 
     @property
     def prefill_share(self) -> float | None:
@@ -804,32 +933,38 @@ class Replica:
         s = self._need_step()
         if not (self.assumptions.prefill_interference and self.batch_prefill is not None):
             return s.step_time
-        return F["interleaved_tpot"](
-            step_time=s.step_time,
-            prefill_time=self.batch_prefill.time,
-            batch=self.batch,
-            answer_tokens=self.answer_tokens,
-        ).to(_MS)
+        return to(
+            F["interleaved_tpot"](
+                step_time=s.step_time,
+                prefill_time=self.batch_prefill.time,
+                batch=self.batch,
+                answer_tokens=self.answer_tokens,
+            ),
+            _MS,
+        )
 
     @property
     def tokens_per_s_per_user(self) -> pint.Quantity:
-        return (1 / self.tpot).to(_PER_S)
+        return to(1 / self.tpot, _PER_S)
 
     @property
     def ttft(self) -> pint.Quantity:
         """Time to first token with no queue: the assumptions' per-request overhead, then one prompt's prefill."""
         if self.first_prefill is None:
             raise InputError("the time to first token needs the prompt length: give replica(..., prompt_tokens=...).")
-        return F["first_token_time"](
-            request_overhead=Q_(self.assumptions.request_overhead_ms, _MS), prefill_time=self.first_prefill.time
-        ).to(_MS)
+        return to(
+            F["first_token_time"](
+                request_overhead=Q_(self.assumptions.request_overhead_ms, _MS), prefill_time=self.first_prefill.time
+            ),
+            _MS,
+        )
 
     @property
     def requests_per_second(self) -> pint.Quantity:
         """Requests the replica completes per second at full load."""
         if self.answer_tokens is None:
             raise InputError("requests per second needs the answer length: give replica(..., answer_tokens=...).")
-        return (self.throughput / self.answer_tokens).to(_PER_S)
+        return to(self.throughput / self.answer_tokens, _PER_S)
 
     @property
     def cost_per_million_output_tokens(self) -> pint.Quantity | None:
@@ -956,17 +1091,43 @@ def replica(
     shape = dict(
         data_parallel=data_parallel, pipeline_parallel=pipeline_parallel, expert_parallel=expert_parallel, link=link
     )
+    return _replica_of(
+        m, g, a, tensor_parallel, prompt_tokens, answer_tokens, context_tokens, weight_bytes, kv_bytes, price_per_hour,
+        cached_prompt_tokens, shape,
+    )(batch)  # fmt: skip
+
+
+def _replica_of(
+    m: Model,
+    g: GPU,
+    a: Assumptions,
+    tensor_parallel: int,
+    prompt_tokens: float | None,
+    answer_tokens: float | None,
+    context_tokens: float | None,
+    weight_bytes: Any,
+    kv_bytes: Any,
+    price_per_hour: Any,
+    cached_prompt_tokens: float,
+    shape: dict[str, Any],
+) -> Callable[[int | None], Replica]:
+    """:func:`replica` (without speculation) for checked inputs, as a function of the batch: everything that
+    does not depend on the batch (the layout, the memory, the largest batch, the price) worked out once,
+    so that a search over the batch (:func:`plan`) computes only each batch's decode step and prefill."""
     lay = layout(m, g, tensor_parallel=tensor_parallel, **shape)
     tp, n_all = lay.tensor_parallel, lay.n_gpus
     final, p, ans = _workload(a, context_tokens, prompt_tokens, answer_tokens)
     _check_positions(m, final, "context_tokens" if p is None else "prompt_tokens + answer_tokens")
-    w = _weights(m, weight_bytes)
+    # plain floats in bytes from here (the formulas by value); the units are attached to what is returned
+    w = _weights_si(m, weight_bytes)
     if lay.data_parallel > 1:  # each attention group holds everything but the experts
-        w_exp = F["weight_bytes"](params=m.expert_params, weight_bytes_per_param=_bytes(weight_bytes, "weight_bytes"))
-        w = F["dp_weights_held"](weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
-    mem = usable_memory(g, n_all, weights=w, assumptions=a)
-    kv_seq = kv_bytes_per_sequence(m, final, kv_bytes) * kv_copies(m, tp, a)  # the replica's memory for one sequence
-    top = 0 if w >= mem else int(F["max_batch"](usable_memory=mem, weights=w, kv_per_sequence=kv_seq).m)
+        w_exp = F["weight_bytes"].value(
+            params=m.expert_params, weight_bytes_per_param=_bytes_si(weight_bytes, "weight_bytes")
+        )
+        w = F["dp_weights_held"].value(weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
+    mem = _usable_si(g, check_value(n_all, SYMBOLS["n_gpus"], "n_gpus"), a, w)
+    kv_seq = _kv_sequence_si(m, final, kv_bytes) * _kv_copies(m, tp, a)  # the replica's memory for one sequence
+    top = 0 if w >= mem else int(F["max_batch"].value(usable_memory=mem, weights=w, kv_per_sequence=kv_seq))
     price = None
     if price_per_hour is not None or g.price_per_hour is not None:
         price = _price(g, price_per_hour)
@@ -975,9 +1136,9 @@ def replica(
         gpu=g.name,
         tensor_parallel=tp,
         assumptions=a,
-        weights=w.to(_GB),
-        usable_memory=mem.to(_GB),
-        kv_per_sequence=kv_seq.to(_GB),
+        weights=in_unit(w, _B, _GB),
+        usable_memory=in_unit(mem, _B, _GB),
+        kv_per_sequence=in_unit(kv_seq, _B, _GB),
         max_batch=top,
         context_tokens=final,
         matmul=matmul_precision(weight_bytes, g, a),
@@ -992,40 +1153,68 @@ def replica(
     where = f"one {g.name}" if n_all == 1 else f"{n_all} x {g.name}"
     if w >= mem:
         reason = (
-            f"weights {fmt(w, 'GB')} don't fit in the {fmt(mem, 'GB')} usable on {where}: store fewer bytes per "
+            f"weights {fmt(quantity(w, _B), 'GB')} don't fit in the {fmt(quantity(mem, _B), 'GB')} usable on {where}: store fewer bytes per "
             f"weight, use a GPU with more memory, or use tensor_parallel={gpus_for_weights(m, g, weight_bytes, a)}."
         )
-        return Replica(batch=0, reason=reason, **base)
+        return lambda batch, reason=reason: Replica(batch=0, reason=reason, **base)
     if top < 1:
         reason = (
-            f"after {fmt(w, 'GB')} of weights, {fmt(mem - w, 'GB')} is left on {where}: less than one "
-            f"sequence's KV cache ({fmt(kv_seq, 'GB')}); shorten the context, quantize, or add GPUs."
+            f"after {fmt(quantity(w, _B), 'GB')} of weights, {fmt(quantity(mem - w, _B), 'GB')} is left on {where}: "
+            f"less than one sequence's KV cache ({fmt(quantity(kv_seq, _B), 'GB')}); shorten the context, quantize, "
+            "or add GPUs."
         )
-        return Replica(batch=0, reason=reason, **base)
-    b = top if batch is None else int(batch)
-    reason = "fits"
-    if b > top:
-        reason = (
-            f"a batch of {b} needs {fmt(w + b * kv_seq, 'GB')} but {fmt(mem, 'GB')} is usable on {where}: "
-            f"at most {top} sequences of {final:,.0f} tokens fit."
-        )
+        return lambda batch, reason=reason: Replica(batch=0, reason=reason, **base)
     kv_ctx = final if a.kv_read_context == "final" or p is None else p + ans / 2
-    common = dict(n_gpus=tp, weight_bytes=weight_bytes, assumptions=a, **shape)
-    step = decode_step(m, g, batch=b, context_tokens=kv_ctx, kv_bytes=kv_bytes, **common)
-    first = batch_pre = None
-    if p is not None:
-        first = prefill(m, g, p, cached_tokens=cached_prompt_tokens, **common)
-        batch_pre = first if b == 1 else prefill(m, g, p, prompts=b, cached_tokens=cached_prompt_tokens, **common)
-    return Replica(
-        batch=b,
-        step=step,
-        first_prefill=first,
-        batch_prefill=batch_pre,
-        reason=reason,
-        kv_read_tokens=kv_ctx,
-        cached_prompt_tokens=float(cached_prompt_tokens),
-        **base,
-    )
+    # decode_step() and prefill() of this layout, their inputs checked above: the weights must fit the GPUs
+    _check_weights_fit(m, g, weight_bytes, n_all, "n_gpus", a)
+    cp = base["matmul"]
+    one: list[Prefill] = []
+
+    def tpot_ms(batch: int) -> float:
+        """``at(batch).tpot`` in milliseconds, as a plain float: the step and the batch's prefill alone."""
+        step_ms = _S_MS * _decode(m, g, lay, a, batch, kv_ctx, weight_bytes, kv_bytes, cp, step_only=True)
+        if not (a.prefill_interference and p is not None):
+            return step_ms
+        if batch == 1:
+            if not one:
+                one.append(_prefill(m, g, lay, a, p, 1, cached_prompt_tokens, weight_bytes, cp))
+            pre_ms = one[0].time.m
+        else:
+            pre_ms = _S_MS * _prefill(m, g, lay, a, p, batch, cached_prompt_tokens, weight_bytes, cp, time_only=True)
+        tpot = F["interleaved_tpot"].value(
+            step_time=step_ms * _MS_S, prefill_time=pre_ms * _MS_S, batch=batch, answer_tokens=ans
+        )
+        return tpot * _S_MS
+
+    def at(batch: int | None) -> Replica:
+        b = top if batch is None else int(batch)
+        reason = "fits"
+        if b > top:
+            reason = (
+                f"a batch of {b} needs {fmt(quantity(w + b * kv_seq, _B), 'GB')} but {fmt(quantity(mem, _B), 'GB')} is "
+                f"usable on {where}: "
+                f"at most {top} sequences of {final:,.0f} tokens fit."
+            )
+        step = _decode(m, g, lay, a, b, kv_ctx, weight_bytes, kv_bytes, cp)
+        first = batch_pre = None
+        if p is not None:
+            if not one:  # one prompt's prefill does not depend on the batch
+                one.append(_prefill(m, g, lay, a, p, 1, cached_prompt_tokens, weight_bytes, cp))
+            first = one[0]
+            batch_pre = first if b == 1 else _prefill(m, g, lay, a, p, b, cached_prompt_tokens, weight_bytes, cp)
+        return Replica(
+            batch=b,
+            step=step,
+            first_prefill=first,
+            batch_prefill=batch_pre,
+            reason=reason,
+            kv_read_tokens=kv_ctx,
+            cached_prompt_tokens=float(cached_prompt_tokens),
+            **base,
+        )
+
+    at.tpot_ms = tpot_ms  # type: ignore[attr-defined]
+    return at
 
 
 @checked
@@ -1047,7 +1236,7 @@ def gpus_for_weights(
     w = _weights(m, weight_bytes)
     per_gpu = usable_memory(g, 1, weights=w, assumptions=assumptions)
     need = int(F["gpus_for_weights"](weights=w, gpu_memory=per_gpu, usable_fraction=1).m)
-    if (need * per_gpu - w).to("B").m <= 0:  # exactly full: nothing left for the KV cache
+    if to(need * per_gpu - w, "B").m <= 0:  # exactly full: nothing left for the KV cache
         need += 1
     return 2 ** math.ceil(math.log2(need)) if power_of_two else need
 
@@ -1063,7 +1252,7 @@ class ComputeBudget:
     @property
     def idle(self) -> pint.Quantity:
         """What decode leaves of the usable FLOP/s."""
-        return (self.usable - self.decode).to(_PFLOP_S)
+        return to(self.usable - self.decode, _PFLOP_S)
 
     @property
     def prefill_fits(self) -> bool:
@@ -1094,7 +1283,7 @@ def compute_budget(rep: Replica, output_tokens_per_s: pint.Quantity) -> ComputeB
     need = F["prefill_compute_rate"](token_rate=prompts, flops_per_param=per_param, params=m.active_params)
     used = F["prefill_compute_rate"](token_rate=x, flops_per_param=per_param, params=m.active_params)
     usable = rep.tensor_parallel * g.peak_flops(rep.matmul) * a.compute_efficiency
-    return ComputeBudget(prefill=need.to(_PFLOP_S), decode=used.to(_PFLOP_S), usable=usable.to(_PFLOP_S))
+    return ComputeBudget(prefill=to(need, _PFLOP_S), decode=to(used, _PFLOP_S), usable=to(usable, _PFLOP_S))
 
 
 # --- a batch's whole life: prefill then decode ------------------------------------------------------
@@ -1119,7 +1308,7 @@ class RequestCycle:
     def total_time(self) -> pint.Quantity:
         """Prefill of every prompt plus one decode step per answer token."""
         tokens = self.decode.batch * self.answer_tokens
-        return (tokens / self.end_to_end_throughput).to(_S)
+        return to(tokens / self.end_to_end_throughput, _S)
 
     @property
     def throughput(self) -> pint.Quantity:
@@ -1127,12 +1316,15 @@ class RequestCycle:
 
     @property
     def end_to_end_throughput(self) -> pint.Quantity:
-        return F["cycle_throughput"](
-            batch=self.decode.batch,
-            answer_tokens=self.answer_tokens,
-            prefill_time=self.prefill.time,
-            step_time=self.decode.step_time,
-        ).to(_PER_S)
+        return to(
+            F["cycle_throughput"](
+                batch=self.decode.batch,
+                answer_tokens=self.answer_tokens,
+                prefill_time=self.prefill.time,
+                step_time=self.decode.step_time,
+            ),
+            _PER_S,
+        )
 
     @property
     def cost_per_million_output_tokens(self) -> pint.Quantity:
@@ -1214,7 +1406,7 @@ def cost_per_million(price_per_hour: pint.Quantity, tokens_per_s: pint.Quantity,
         price=price_per_hour,
         throughput=tokens_per_s,
     )
-    return (per_token * 1e6).to(_USD)
+    return to(per_token * 1e6, _USD)
 
 
 # --- the whole-table method -------------------------------------------------------------------------
@@ -1250,7 +1442,7 @@ class ServingPlan:
         (430, 15.2)
         """
         if key == "weights_gb":
-            return float(self.weights.to(_GB).m)
+            return float(to(self.weights, _GB).m)
         if key in self.__dataclass_fields__:
             return getattr(self, key)
         raise KeyError(f"{key!r}: a serving plan has {', '.join(['weights_gb', *self.__dataclass_fields__])}")
@@ -1264,7 +1456,7 @@ class ServingPlan:
             f"({self.tokens_per_s_alone.m:.0f} if alone), {self.output_tokens_per_s.m:,.0f} {total}"
         )
         if self.prefill_time is not None:
-            text += f", prefill {self.prefill_time.to('s').m:.2f} s"
+            text += f", prefill {to(self.prefill_time, 's').m:.2f} s"
         if self.cost_per_million_output_tokens is not None:
             text += f", ${self.cost_per_million_output_tokens.m:.2f} per M output tokens at full load"
         return text
@@ -1331,7 +1523,7 @@ def serving_plan(
     if not r.fits:
         why = "don't fit in" if r.weights >= r.usable_memory else "leave no room for one conversation's KV cache in"
         msg = (
-            f"weights {r.weights.to('GB').m:.0f} GB {why} {r.usable_memory.to('GB').m:.0f} GB of usable memory: "
+            f"weights {to(r.weights, 'GB').m:.0f} GB {why} {to(r.usable_memory, 'GB').m:.0f} GB of usable memory: "
             "add GPUs or store fewer bytes per weight."
         )
         return ServingPlan(fits=False, message=msg, **base)
@@ -1351,9 +1543,9 @@ def serving_plan(
         batch=r.batch,
         step_time=r.step.step_time,
         tokens_per_s_per_user=r.tokens_per_s_per_user,
-        tokens_per_s_alone=(1 / alone).to(_PER_S),
+        tokens_per_s_alone=to(1 / alone, _PER_S),
         output_tokens_per_s=r.throughput,
-        prefill_time=None if r.first_prefill is None else r.first_prefill.time.to(_S),
+        prefill_time=None if r.first_prefill is None else to(r.first_prefill.time, _S),
         cost_per_million_output_tokens=r.cost_per_million_output_tokens,
         prefill_counted=r.counts_prefill,
         **base,
@@ -1441,16 +1633,16 @@ def fleet(
     total = n * rep.tensor_parallel
     cost = F["fleet_cost"](gpus=total, price=price, hours=HOURS_PER_MONTH)
     return Fleet(
-        demand=d.to(_PER_S),
+        demand=to(d, _PER_S),
         throughput_per_replica=x,
-        usable_throughput_per_replica=usable.to(_PER_S),
+        usable_throughput_per_replica=to(usable, _PER_S),
         headroom=a.headroom,
         prefill_counted=rep.counts_prefill,
         replicas=n,
         gpus=total,
         price_per_hour=price,
-        monthly_cost=cost.to(_USD),
-        replicas_exact=float((d / usable).to("").m),
+        monthly_cost=to(cost, _USD),
+        replicas_exact=float(to(d / usable, "").m),
     )
 
 
@@ -1493,7 +1685,7 @@ def prefill_pool(
         peak_flops=g.peak_flops(matmul_precision(weight_bytes, g, a)),
         compute_efficiency=a.compute_efficiency,
     )
-    return PrefillPool(compute_rate=rate.to(_PFLOP_S), gpus=int(n.m))
+    return PrefillPool(compute_rate=to(rate, _PFLOP_S), gpus=int(n.m))
 
 
 # --- the design planner ----------------------------------------------------------------------------
@@ -1631,7 +1823,7 @@ class Plan:
         if not self.fits:
             return [("fits", "no"), ("why", self.reason)]
         mark = {True: "\u2713", False: "\u2717"}
-        ms = lambda q: f"{q.to('ms').m:,.1f} ms"  # noqa: E731
+        ms = lambda q: f"{to(q, 'ms').m:,.1f} ms"  # noqa: E731
         from llmcourse.validation import plan_bands  # lazily: validation imports the planner
 
         z, b = self.sizing, self.brief
@@ -1666,7 +1858,7 @@ class Plan:
             *plan_bands(self),
             ("batch (of at most)", f"{self.batch} ({self.max_batch})"),
             ("bottleneck", self.bottleneck),
-            ("requests/s per GPU", f"{self.requests_per_second_per_gpu.to('1/s').m:,.2f}"),
+            ("requests/s per GPU", f"{to(self.requests_per_second_per_gpu, '1/s').m:,.2f}"),
             (
                 "GPUs",
                 f"{self.gpus:,}"
@@ -1677,9 +1869,9 @@ class Plan:
                 ),
             ),
             ("requests in flight", f"{self.in_flight:,.0f}"),
-            ("$ per hour", f"${self.cost_per_hour.to('USD/hour').m:,.2f}"),
-            ("$ per 1,000 requests", f"${self.cost_per_thousand_requests.to('USD').m:,.3f}"),
-            ("$ per million answer tokens", f"${self.cost_per_million_output_tokens.to('USD').m:,.3f}"),
+            ("$ per hour", f"${to(self.cost_per_hour, 'USD/hour').m:,.2f}"),
+            ("$ per 1,000 requests", f"${to(self.cost_per_thousand_requests, 'USD').m:,.3f}"),
+            ("$ per million answer tokens", f"${to(self.cost_per_million_output_tokens, 'USD').m:,.3f}"),
         ]
 
     def __str__(self) -> str:
@@ -1770,7 +1962,7 @@ def plan(
     )
     price = _price(g, price_per_hour)
 
-    def at(b: int | None) -> Replica:
+    def at(b: int | None) -> Replica:  # a speculative replica: the batch search calls replica() each time
         return replica(
             m,
             g,
@@ -1786,6 +1978,13 @@ def plan(
             speculation=speculation,
         )
 
+    if (speculation if speculation is not None else a.speculation) is None:
+        # replica()'s own path, its inputs checked here (a brief's lengths by the Brief): what does not depend on
+        # the batch is worked out once for the search below
+        at = _replica_of(  # type: ignore[assignment]
+            m, g, a, tensor_parallel, brief.prompt_tokens, brief.answer_tokens, None, weight_bytes, kv_bytes, price,
+            cached_prompt_tokens, dict(data_parallel=1, pipeline_parallel=1, expert_parallel=None, link=None),
+        )  # fmt: skip
     top = at(None)
     base = dict(
         model=m.name,
@@ -1799,15 +1998,19 @@ def plan(
     if not top.fits:
         return Plan(fits=False, reason=top.reason, **base)
     # the largest batch whose step meets the target (the step grows with the batch); at least 1
-    batch = max(1, largest_batch(lambda b: at(b).tpot <= brief.tpot_target, top.max_batch))
+    if hasattr(at, "tpot_ms"):  # the time per token alone: the search's one question of each batch
+        tpot_ms, target = at.tpot_ms, brief.tpot_target
+        if type(target) is Q_ and target._units == _MS._units:  # pint compares the magnitudes of one unit
+            meets = lambda b: tpot_ms(b) <= target._magnitude  # noqa: E731
+        else:
+            meets = lambda b: quantity(tpot_ms(b), _MS) <= target  # noqa: E731
+        batch = max(1, largest_batch(meets, top.max_batch))
+    else:
+        batch = max(1, largest_batch(lambda b: at(b).tpot <= brief.tpot_target, top.max_batch))
     r = at(batch)
     s, tp = r.step, r.tensor_parallel
-    ttft = r.ttft
-    replicas = int(
-        F["gpus_for_rate"](
-            request_rate=brief.requests_per_second, headroom=a.headroom, rps_per_gpu=r.requests_per_second
-        ).m
-    )
+    ttft, tpot, rps = r.ttft, r.tpot, r.requests_per_second  # each worked out once
+    replicas = int(F["gpus_for_rate"](request_rate=brief.requests_per_second, headroom=a.headroom, rps_per_gpu=rps).m)
     sizing = None
     if brief.on_percentiles:
         if speculation is not None:
@@ -1837,7 +2040,7 @@ def plan(
         replicas = sizing.replicas
     n = replicas * tp
     in_flight = F["littles_law"](
-        request_rate=brief.requests_per_second, time_in_system=ttft + brief.answer_tokens * r.tpot
+        request_rate=brief.requests_per_second, time_in_system=ttft + brief.answer_tokens * tpot
     ).m
     per_token = F["cost_per_token"](
         n_gpus=n,
@@ -1850,15 +2053,15 @@ def plan(
         reason="fits",
         max_batch=r.max_batch,
         batch=batch,
-        ttft=ttft.to(_MS),
-        tpot=r.tpot.to(_MS),
-        requests_per_second_per_gpu=(r.requests_per_second / tp).to(_PER_S),
+        ttft=to(ttft, _MS),
+        tpot=to(tpot, _MS),
+        requests_per_second_per_gpu=to(rps / tp, _PER_S),
         gpus=n,
         in_flight=float(in_flight),
         price_per_hour=price,
-        cost_per_hour=(n * price).to(_USD_H),
-        cost_per_million_output_tokens=(per_token * 1e6).to(_USD),
-        cost_per_thousand_requests=(per_token * brief.answer_tokens * 1e3).to(_USD),
+        cost_per_hour=to(n * price, _USD_H),
+        cost_per_million_output_tokens=to(per_token * 1e6, _USD),
+        cost_per_thousand_requests=to(per_token * brief.answer_tokens * 1e3, _USD),
         bottleneck=bottleneck,
         step=s,
         replica=r,

@@ -78,7 +78,7 @@ from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, check_value
 from llmcourse.planner import Replica, gpu_of, max_batch, model_of, prefill, replica
-from llmcourse.units import Q_, as_quantity, fmt, percentile_rank, plain_number, seed_number
+from llmcourse.units import Q_, as_quantity, fmt, percentile_rank, plain_number, seed_number, to
 
 __all__ = [
     "LENGTH_CV",
@@ -248,7 +248,7 @@ def _capacity(base: dict[str, Any], prompt_tokens: float, answer_tokens: float) 
     if top.max_batch < 1:
         raise InputError(f"{top.model} on {top.tensor_parallel} x {top.gpu}: {top.reason}")
     b = min(base["batch_cap"], top.max_batch)
-    return _replica_at(base, b, prompt_tokens, answer_tokens).requests_per_second.to("1/s")
+    return to(_replica_at(base, b, prompt_tokens, answer_tokens).requests_per_second, "1/s")
 
 
 def _check_request(prompt_tokens: float, answer_tokens: float, budget: int) -> None:
@@ -317,7 +317,7 @@ def build_replica(
         model=m.name, gpu=g.name, n_gpus=tp, batch_cap=cap, assumptions=a, weight_bytes=weight_bytes, kv_bytes=kv_bytes
     )
     bgrid = _grid(cap)
-    steps = tuple(float(_replica_at(base, b, p, a_).step.step_time.to("s").m) for b in bgrid)
+    steps = tuple(float(to(_replica_at(base, b, p, a_).step.step_time, "s").m) for b in bgrid)
     table = tuple(_interp(b, bgrid, steps) for b in range(cap + 1))
     longest = min(budget, m.max_position or budget)  # no prompt is longer than the model's positions
     pgrid = tuple(sorted(set(map(float, _grid(longest, 32))) | {p}))
@@ -329,8 +329,8 @@ def build_replica(
         batch_grid=bgrid,
         step_grid_s=steps,
         prefill_grid=pgrid,
-        prefill_per_token_s=tuple(float(x.compute_time.to("s").m) / t for x, t in zip(pres, pgrid, strict=True)),
-        weight_read_s=float(pres[0].memory_time.to("s").m),
+        prefill_per_token_s=tuple(float(to(x.compute_time, "s").m) / t for x, t in zip(pres, pgrid, strict=True)),
+        weight_read_s=float(to(pres[0].memory_time, "s").m),
         step_s=table,
         capacity_rps=float(_capacity(base, p, a_).m),
         **base,
@@ -468,7 +468,7 @@ def simulate(
         )
     lam = None
     if rate is not None:
-        lam = as_quantity(rate, "1/s", "rate").to("1/s").m
+        lam = to(as_quantity(rate, "1/s", "rate"), "1/s").m
         plain_number(lam, "rate", at_least=_SLOWEST, why=_SLOWEST_WHY)
     p = check_value(prompt_tokens, SYMBOLS["prompt_tokens"], "prompt_tokens")
     a = check_value(answer_tokens, SYMBOLS["answer_tokens"], "answer_tokens")
@@ -527,7 +527,7 @@ def simulate(
     # read of the weights (ServiceModel.batch_prefill_time)
     full = {x: rep.prefill_compute_time(x) for x in set(pro) | set(cached) if x > 0}
     tok_c = [(full[x] - full.get(c, 0.0)) / (x - c) for x, c in zip(pro, cached, strict=True)]
-    t_req = Q_(rep.assumptions.request_overhead_ms, "ms").to("s").m
+    t_req = to(Q_(rep.assumptions.request_overhead_ms, "ms"), "s").m
     first, finish, busy, batch_area = _run(rep, arrivals, clients, t_req, ans, work, need, tok_c, budget, chunk)
     # the request's fixed overhead (HTTP round trip, tokenising: the assumptions' request_overhead_ms) is spent
     # before it reaches the engine, off the GPU: the engine sees the arrivals a constant later, so every TTFT is that
@@ -726,7 +726,7 @@ def closed_form(rep: ServiceModel, rate: pint.Quantity, prompt_tokens: float, an
     """
     if not isinstance(rep, ServiceModel):
         raise InputError(f"rep must be a ServiceModel: build one with build_replica(...), not {type(rep).__name__}.")
-    lam = as_quantity(rate, "1/s", "rate").to("1/s")
+    lam = to(as_quantity(rate, "1/s", "rate"), "1/s")
     plain_number(lam.m, "rate")
     prompt_tokens = check_value(prompt_tokens, SYMBOLS["prompt_tokens"], "prompt_tokens")
     answer_tokens = check_value(answer_tokens, SYMBOLS["answer_tokens"], "answer_tokens")
@@ -749,7 +749,7 @@ def closed_form(rep: ServiceModel, rate: pint.Quantity, prompt_tokens: float, an
             break
         b = nb
     ttft = F["first_token_time"](request_overhead=Q_(rep.assumptions.request_overhead_ms, "ms"), prefill_time=pre)
-    return ClosedForm(rate=lam, batch=b, ttft=ttft.to("ms"), tpot=Q_(rep.step_time(b) * 1e3, "ms"))
+    return ClosedForm(rate=lam, batch=b, ttft=to(ttft, "ms"), tpot=Q_(rep.step_time(b) * 1e3, "ms"))
 
 
 def load_sweep(
@@ -890,7 +890,7 @@ def size_to_percentiles(
             brief.tpot_percentile is None or tpot <= brief.tpot_target
         )
 
-    fewest = max(1, math.ceil((brief.requests_per_second / svc.capacity(p, a)).to("").m * (1 + 1e-12)))
+    fewest = max(1, math.ceil(to(brief.requests_per_second / svc.capacity(p, a), "").m * (1 + 1e-12)))
     lo, hi = fewest, fewest
     while not meets(hi) and hi < 64 * fewest:
         lo, hi = hi, min(2 * hi, 64 * fewest)

@@ -32,7 +32,7 @@ from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked
 from llmcourse.planner import decode_step, kv_bytes_per_sequence, matmul_precision, prefill, weights_read_per_step
 from llmcourse.planner import weight_bytes as _weight_bytes
-from llmcourse.units import Q_, as_quantity
+from llmcourse.units import Q_, as_quantity, to
 
 __all__ = [
     "RooflinePoint",
@@ -95,9 +95,12 @@ def arithmetic_intensity(flops: pint.Quantity, bytes_moved: pint.Quantity) -> pi
     >>> arithmetic_intensity(Q_(16.06, "GFLOP"), Q_(16.06, "GB"))
     <Quantity(1.0, 'FLOP / byte')>
     """
-    return F["arithmetic_intensity"](
-        flops_done=as_quantity(flops, "FLOP", "flops"), bytes_moved=as_quantity(bytes_moved, "B", "bytes_moved")
-    ).to("FLOP/B")
+    return to(
+        F["arithmetic_intensity"](
+            flops_done=as_quantity(flops, "FLOP", "flops"), bytes_moved=as_quantity(bytes_moved, "B", "bytes_moved")
+        ),
+        "FLOP/B",
+    )
 
 
 @checked
@@ -128,12 +131,15 @@ def ridge_intensity(
     g, a, precision = _roofs(
         gpu, assumptions, bandwidth_efficiency, compute_efficiency, compute_precision, weight_bytes
     )
-    return F["ridge_intensity"](
-        peak_flops=g.peak_flops(precision),
-        bandwidth=g.bandwidth,
-        compute_efficiency=a.compute_efficiency,
-        bandwidth_efficiency=a.bandwidth_efficiency,
-    ).to("FLOP/B")
+    return to(
+        F["ridge_intensity"](
+            peak_flops=g.peak_flops(precision),
+            bandwidth=g.bandwidth,
+            compute_efficiency=a.compute_efficiency,
+            bandwidth_efficiency=a.bandwidth_efficiency,
+        ),
+        "FLOP/B",
+    )
 
 
 @checked
@@ -161,13 +167,16 @@ def attainable_flops(
         gpu, assumptions, bandwidth_efficiency, compute_efficiency, compute_precision, weight_bytes
     )
     i = as_quantity(intensity, "FLOP/B", "intensity")
-    return F["attainable_flops"](
-        peak_flops=g.peak_flops(precision),
-        bandwidth=g.bandwidth,
-        intensity=i,
-        compute_efficiency=a.compute_efficiency,
-        bandwidth_efficiency=a.bandwidth_efficiency,
-    ).to("TFLOP/s")
+    return to(
+        F["attainable_flops"](
+            peak_flops=g.peak_flops(precision),
+            bandwidth=g.bandwidth,
+            intensity=i,
+            compute_efficiency=a.compute_efficiency,
+            bandwidth_efficiency=a.bandwidth_efficiency,
+        ),
+        "TFLOP/s",
+    )
 
 
 @dataclass(frozen=True)
@@ -186,7 +195,7 @@ class RooflinePoint:
     @property
     def achieved(self) -> pint.Quantity:
         """FLOPs done over the step's time."""
-        return (self.flops / self.time).to("TFLOP/s")
+        return to(self.flops / self.time, "TFLOP/s")
 
 
 @checked
@@ -203,7 +212,7 @@ def decode_point(
     """
     s = decode_step(model, gpu, batch=batch, context_tokens=context_tokens, **kwargs)
     return RooflinePoint(
-        f"decode, batch {s.batch}", s.flops.to("GFLOP"), (s.weights_read + s.kv_read).to("GB"), s.step_time
+        f"decode, batch {s.batch}", to(s.flops, "GFLOP"), to(s.weights_read + s.kv_read, "GB"), s.step_time
     )
 
 
@@ -220,7 +229,7 @@ def prefill_point(model: Model | str, gpu: GPU | str, prompt_tokens: float, **kw
     m = _model(model)
     p = prefill(m, gpu, prompt_tokens, **kwargs)
     w = _weight_bytes(m, kwargs.get("weight_bytes", 2))
-    return RooflinePoint(f"prefill, {prompt_tokens:,.0f} tokens", p.flops.to("GFLOP"), w.to("GB"), p.time)
+    return RooflinePoint(f"prefill, {prompt_tokens:,.0f} tokens", to(p.flops, "GFLOP"), to(w, "GB"), p.time)
 
 
 @checked
@@ -249,7 +258,7 @@ def decode_flops_per_token(
         f = f + F["decode_attention_flops"](
             flops_per_param=per_param, layers=m.layers, heads=m.heads, head_dim=m.head_dim, context=context_tokens
         )
-    return f.to("GFLOP")
+    return to(f, "GFLOP")
 
 
 @checked
@@ -358,11 +367,11 @@ def weight_read_ceiling(
         bandwidth=g.bandwidth,
         bandwidth_efficiency=a.bandwidth_efficiency,
     )
-    per_user = F["throughput"](batch=1, step_time=t).to("1/s")
+    per_user = to(F["throughput"](batch=1, step_time=t), "1/s")
     return WeightCeiling(
         batch=int(batch),
-        weights=w.to("GB"),
-        step_time=t.to("ms"),
+        weights=to(w, "GB"),
+        step_time=to(t, "ms"),
         tokens_per_s_per_user=per_user,
-        throughput=F["throughput"](batch=batch, step_time=t).to("1/s"),
+        throughput=to(F["throughput"](batch=batch, step_time=t), "1/s"),
     )

@@ -56,6 +56,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import difflib
+import functools
 import math
 import random
 import statistics
@@ -85,7 +86,7 @@ from llmcourse.planner import (
     usable_memory,
 )
 from llmcourse.planner import weight_bytes as _weight_bytes
-from llmcourse.units import Q_, fmt, plain_number, seed_number
+from llmcourse.units import fmt, parsed_unit, plain_number, quantity, seed_number, to
 
 __all__ = [
     "KINDS",
@@ -166,11 +167,11 @@ def _draft_tokens(value: Any) -> int:
 def _bytes_per(value: Any, name: str) -> pint.Quantity:
     """Bytes per value from a precision name, a number of bytes or a byte quantity."""
     if isinstance(value, pint.Quantity):
-        q = value.to("B")
+        q = to(value, "B")
         plain_number(q.m, name)
         return q
     try:
-        return Q_(bytes_per_value(value), "B")
+        return quantity(bytes_per_value(value), parsed_unit("B")[0])
     except InputError as exc:
         raise InputError(f"{name}: {exc}") from None
 
@@ -185,8 +186,14 @@ def _gpu(gpu: GPU | str) -> GPU:
 
 # --- the draft heads in the data ----------------------------------------------------------------------
 def _read_csv(filename: str) -> list[dict[str, str]]:
+    return [dict(r) for r in _csv_rows(filename)]
+
+
+@functools.cache
+def _csv_rows(filename: str) -> tuple[dict[str, str], ...]:
+    """A data file's rows, read once (the package's data do not change while it runs)."""
     text = resources.files("llmcourse.data").joinpath(filename).read_text(encoding="utf-8")
-    return list(csv.DictReader(text.splitlines()))
+    return tuple(csv.DictReader(text.splitlines()))
 
 
 def _num(text: str) -> float | None:
@@ -390,7 +397,7 @@ class SpeculativeMemory:
 
     def draft_memory(self, batch: int) -> pint.Quantity:
         """The draft's weights plus the KV cache of ``batch`` sequences."""
-        return (self.draft_weights + batch * self.draft_kv_per_sequence).to("GB")
+        return to(self.draft_weights + batch * self.draft_kv_per_sequence, "GB")
 
     def needed(self, batch: int) -> pint.Quantity:
         """Target and draft: weights plus the KV cache of ``batch`` sequences."""
@@ -456,7 +463,7 @@ def speculative_memory(
     draft = spec.draft_for(m)
     held = context_tokens + spec.draft_tokens
     w = _weight_bytes(m, weight_bytes)
-    wd, kd = Q_(0.0, "B"), Q_(0.0, "B")
+    wd, kd = quantity(0.0, parsed_unit("B")[0]), quantity(0.0, parsed_unit("B")[0])
     if draft is not None:
         wd = _weight_bytes(draft, spec.draft_weight_bytes or weight_bytes)
         kd = kv_bytes_per_sequence(draft, held, kv_bytes) * kv_copies(draft, tp, a)
@@ -467,11 +474,11 @@ def speculative_memory(
         top = int(F["max_batch"](usable_memory=usable, weights=w + wd, kv_per_sequence=kv + kd).m)
     plain = max_batch(m, g, context_tokens, n_gpus=tp, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a)
     return SpeculativeMemory(
-        weights=w.to("GB"),
-        draft_weights=wd.to("GB"),
-        kv_per_sequence=kv.to("GB"),
-        draft_kv_per_sequence=kd.to("GB"),
-        usable_memory=usable.to("GB"),
+        weights=to(w, "GB"),
+        draft_weights=to(wd, "GB"),
+        kv_per_sequence=to(kv, "GB"),
+        draft_kv_per_sequence=to(kd, "GB"),
+        usable_memory=to(usable, "GB"),
         max_batch=top,
         plain_max_batch=plain,
         where=_where(g, tp),
@@ -514,7 +521,7 @@ class SpeculativeStep:
     @property
     def tokens_per_s_per_user(self) -> pint.Quantity:
         """Output tokens per second each user sees."""
-        return (1 / self.time_per_token).to("1/s")
+        return to(1 / self.time_per_token, "1/s")
 
     @property
     def plain_throughput(self) -> pint.Quantity:
@@ -537,23 +544,23 @@ class SpeculativeStep:
         def per_token(attr: str) -> pint.Quantity:
             mine = getattr(self.verify, attr)
             if mine is None:  # a step built without it (not by decode_step): nothing to add
-                mine = Q_(0.0, "ms")
+                mine = quantity(0.0, parsed_unit("ms")[0])
             theirs = getattr(d, attr) if d is not None else None
             total = mine + (k * theirs if theirs is not None else 0 * mine)
             return total / tau
 
         return DecodeStep(
             batch=self.batch,
-            weights_read=per_token("weights_read").to("GB"),
-            kv_read=per_token("kv_read").to("GB"),
-            flops=per_token("flops").to("GFLOP"),
-            memory_time=per_token("memory_time").to("ms"),
-            compute_time=per_token("compute_time").to("ms"),
-            step_time=self.time_per_token.to("ms"),
+            weights_read=to(per_token("weights_read"), "GB"),
+            kv_read=to(per_token("kv_read"), "GB"),
+            flops=to(per_token("flops"), "GFLOP"),
+            memory_time=to(per_token("memory_time"), "ms"),
+            compute_time=to(per_token("compute_time"), "ms"),
+            step_time=to(self.time_per_token, "ms"),
             fraction_of_experts=self.verify.fraction_of_experts,
             kernel_bounds=self.verify.kernel_bounds,
-            comm_time=per_token("comm_time").to("ms"),
-            overhead_time=per_token("overhead_time").to("ms"),
+            comm_time=to(per_token("comm_time"), "ms"),
+            overhead_time=to(per_token("overhead_time"), "ms"),
             layout=self.verify.layout,
         )
 
@@ -600,7 +607,7 @@ def _step(
     verify = decode_step(m, g, batch=b * (k + 1), weight_bytes=weight_bytes, kv_bytes=share, **common)
     draft_model = spec.draft_for(m)
     draft = None
-    t_draft = Q_(0.0, "ms")
+    t_draft = quantity(0.0, parsed_unit("ms")[0])
     if draft_model is not None:
         draft = decode_step(
             draft_model, g, batch=b, weight_bytes=spec.draft_weight_bytes or weight_bytes, kv_bytes=kv_bytes, **common
@@ -623,11 +630,11 @@ def _step(
         verify=verify,
         draft=draft,
         expected_tokens=float(tau.m),
-        draft_step_time=t_draft.to("ms"),
-        cycle_time=cycle.to("ms"),
-        time_per_token=F["speculative_token_time"](cycle_time=cycle, expected_tokens=tau).to("ms"),
-        throughput=F["speculative_throughput"](batch=b, expected_tokens=tau, cycle_time=cycle).to("1/s"),
-        speedup=float(speed.to("").m),
+        draft_step_time=to(t_draft, "ms"),
+        cycle_time=to(cycle, "ms"),
+        time_per_token=to(F["speculative_token_time"](cycle_time=cycle, expected_tokens=tau), "ms"),
+        throughput=to(F["speculative_throughput"](batch=b, expected_tokens=tau, cycle_time=cycle), "1/s"),
+        speedup=float(to(speed, "").m),
         memory=mem,
     )
 
@@ -832,8 +839,8 @@ def crossover_estimate(
     kw = dict(context_tokens=context_tokens, n_gpus=tensor_parallel, kv_bytes=kv_bytes, assumptions=a)
     one = decode_step(m, g, batch=1, weight_bytes=weight_bytes, **kw)
     draft = spec.draft_for(m)
-    w_d = k_d = Q_(0.0, "B")
-    o_d = Q_(0.0, "ms")  # an n-gram lookup runs no step on the GPU: no overhead either
+    w_d = k_d = quantity(0.0, parsed_unit("B")[0])
+    o_d = quantity(0.0, parsed_unit("ms")[0])  # an n-gram lookup runs no step on the GPU: no overhead either
     if draft is not None:
         d = decode_step(draft, g, batch=1, weight_bytes=spec.draft_weight_bytes or weight_bytes, **kw)
         w_d, k_d, o_d = d.weights_read, d.kv_read, d.overhead_time
@@ -853,7 +860,7 @@ def crossover_estimate(
         step_overhead=one.overhead_time,
         draft_overhead=o_d,
     )
-    value = float(x.to("").m)
+    value = float(to(x, "").m)
     return value if value > 0 else None
 
 
@@ -897,9 +904,9 @@ def speculative_replica(model: Model | str, gpu: GPU | str, speculation: Specula
         m, g, spec, context_tokens=final, tensor_parallel=tp, weight_bytes=wb, kv_bytes=kvb, assumptions=a
     )
     fields_ |= dict(
-        weights=(mem.weights + mem.draft_weights).to("GB"),
+        weights=to(mem.weights + mem.draft_weights, "GB"),
         usable_memory=mem.usable_memory,
-        kv_per_sequence=(mem.kv_per_sequence + mem.draft_kv_per_sequence).to("GB"),
+        kv_per_sequence=to(mem.kv_per_sequence + mem.draft_kv_per_sequence, "GB"),
         max_batch=mem.max_batch,
     )
     if mem.max_batch < 1:

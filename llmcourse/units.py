@@ -41,10 +41,13 @@ __all__ = [
     "as_quantity",
     "flag",
     "fmt",
+    "in_unit",
     "magnitude_in",
     "parsed_unit",
     "percentile_rank",
+    "quantity",
     "seed_number",
+    "to",
     "ureg",
 ]
 
@@ -80,6 +83,85 @@ def parsed_unit(unit: str) -> tuple[pint.Unit, Any]:
     every conversion, which was most of a calculator's update time)."""
     target = ureg.Unit(unit)
     return target, ureg.get_dimensionality(target)
+
+
+_new = object.__new__
+
+
+def quantity(magnitude: float, units: Any) -> pint.Quantity:
+    """``Q_(magnitude, units)`` for a plain number and a unit of :data:`ureg` (a ``pint.Unit``, or its
+    ``UnitsContainer``), built without pint's checks of what it was given: the hot path of every formula.
+
+    Examples
+    --------
+    >>> quantity(2.0, parsed_unit("GB")[0]) == Q_(2.0, "GB")
+    True
+    """
+    q = _new(Q_)
+    q._magnitude = magnitude
+    q._units = units._units if isinstance(units, pint.Unit) else units
+    return q
+
+
+#: Conversion factors between two units of :data:`ureg` (as pint works them out), by unit pair.
+_TO: dict[tuple[Any, Any], Any] = {}
+
+
+def to(value: pint.Quantity, unit: Any) -> pint.Quantity:
+    """``value.to(unit)`` with the factor between the two units kept once worked out; the same numbers as
+    pint's (the magnitude times pint's own factor, or the magnitude itself in the same unit). ``unit``
+    is a ``pint.Unit`` (:func:`parsed_unit`) or a unit string.
+
+    Examples
+    --------
+    >>> to(Q_(1, "GiB"), parsed_unit("MiB")[0])
+    <Quantity(1024.0, 'mebibyte')>
+    """
+    if type(value) is not Q_:  # another registry's quantity, or anything else with a ``to``
+        return value.to(unit)
+    if isinstance(unit, pint.Unit):
+        dst = unit._units
+    elif isinstance(unit, str):
+        dst = parsed_unit(unit)[0]._units
+    else:  # a quantity or a units container as the unit: pint's own path
+        return value.to(unit)
+    src = value._units
+    if src == dst:
+        return quantity(value._magnitude, dst)
+    key = (src, dst)
+    factor = _TO.get(key)
+    if factor is None:
+        if ureg._validate_and_extract(src) or ureg._validate_and_extract(dst):
+            return value.to(unit)  # an offset unit (degC): pint's own path
+        factor = ureg._get_conversion_factor(src, dst)
+        if isinstance(factor, pint.DimensionalityError):
+            raise factor
+        _TO[key] = factor
+    mag = value._magnitude
+    if type(mag) is not float and type(mag) is not int:
+        return value.to(unit)
+    return quantity(mag * factor, dst)
+
+
+def in_unit(x: float, src: pint.Unit, dst: pint.Unit) -> pint.Quantity:
+    """``Q_(x, src).to(dst)`` for a plain number ``x`` and two multiplicative units of :data:`ureg`, with
+    pint's own factor between them (kept once worked out).
+
+    Examples
+    --------
+    >>> in_unit(0.0125, parsed_unit("s")[0], parsed_unit("ms")[0])
+    <Quantity(12.5, 'millisecond')>
+    """
+    s, d = src._units, dst._units
+    if s == d:
+        return quantity(x, d)
+    factor = _TO.get((s, d))
+    if factor is None:
+        factor = ureg._get_conversion_factor(s, d)
+        if isinstance(factor, pint.DimensionalityError):
+            raise factor
+        _TO[(s, d)] = factor
+    return quantity(x * factor, d)
 
 
 def as_quantity(value: object, unit: str, name: str) -> pint.Quantity:
@@ -153,6 +235,16 @@ def plain_number(
     ...
     llmcourse.errors.InputError: batch must be greater than zero; got 0.
     """
+    t = type(value)
+    if t is float or (t is int and -_BIG < value < _BIG):  # a plain number: the common case, checked at once
+        x = float(value)
+        if (
+            (0 < x < math.inf if not allow_zero else 0 <= x < math.inf)
+            and (not integer or x.is_integer())
+            and (at_least is None or x >= at_least)
+            and (at_most is None or x <= at_most)
+        ):
+            return x
     from llmcourse.errors import InputError
 
     if _is_bool(value):
@@ -186,6 +278,9 @@ def plain_number(
     if at_most is not None and x > at_most:
         raise InputError(f"{name} must be at most {at_most:g}{why}; got {_short(value)}.")
     return x
+
+
+_BIG = 2**53  # ints whose float is exact
 
 
 def _is_bool(value: object) -> bool:
@@ -288,8 +383,21 @@ def fmt(q: pint.Quantity, unit: str | None = None, digits: int = 3) -> str:
     >>> fmt(Q_(4387.2, "1/s"), "1/s", digits=4)
     '4,387 1/s'
     """
-    q = q.to(unit) if unit else q.to_compact()
-    return f"{sig(q.magnitude, digits)} {q.units:~P}"
+    q = to(q, unit) if unit else q.to_compact()
+    return f"{sig(q.magnitude, digits)} {_unit_text(q)}"
+
+
+#: The text of a unit as ``fmt`` writes it (``~P``), by this registry's unit: pint formats a unit anew each time.
+_UNIT_TEXT: dict[Any, str] = {}
+
+
+def _unit_text(q: pint.Quantity) -> str:
+    if type(q) is not Q_:
+        return f"{q.units:~P}"
+    text = _UNIT_TEXT.get(q._units)
+    if text is None:
+        text = _UNIT_TEXT[q._units] = f"{q.units:~P}"
+    return text
 
 
 def sig(x: float, digits: int = 3) -> str:

@@ -56,6 +56,7 @@ from __future__ import annotations
 import bisect
 import csv
 import dataclasses
+import functools
 import inspect
 import json
 import math
@@ -79,7 +80,7 @@ from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, _s, checked, formula
 from llmcourse.planner import Brief, Replica, matmul_precision, plan, replica, usable_memory, weight_bytes
-from llmcourse.units import Q_, parsed_unit, plain_number  # noqa: F401 (the examples use Q_)
+from llmcourse.units import Q_, parsed_unit, plain_number, to  # noqa: F401 (the examples use Q_)
 
 __all__ = [
     "AICONFIGURATOR",
@@ -350,7 +351,7 @@ def engine_usable_fraction(
     w = weight_bytes(row.model, row.weights)
     free = usable_memory(row.gpu, row.tp, kv_free_fraction, weights=w, assumptions=a.replace(memory_rule="free"))
     whole = usable_memory(row.gpu, row.tp, 1, assumptions=a.replace(memory_rule="total"))
-    return float((free / whole).to("").m)
+    return float(to(free / whole, "").m)
 
 
 def predict(
@@ -797,7 +798,7 @@ def kv_share(row: Measurement, *, assumptions: Assumptions | str | None = None) 
     _need_row(row)
     w = weight_bytes(row.model, row.weights)
     mem = usable_memory(row.gpu, row.tp, weights=w, assumptions=assumptions)
-    return float(((mem - w) / mem).to("").m)
+    return float(to((mem - w) / mem, "").m)
 
 
 def family(row: Measurement, *, assumptions: Assumptions | str | None = None) -> str:
@@ -1063,8 +1064,9 @@ ENABLED_LAYOUTS: frozenset[str] = frozenset({"pp", "ep", "attention_dp"})
 LAYOUT_REASON = "needs pipeline/expert/attention-data parallelism"
 
 
+@functools.cache
 def _replica_keywords() -> frozenset[str]:
-    return frozenset(inspect.signature(replica).parameters)
+    return frozenset(inspect.signature(replica).parameters)  # read once: inspect is slow, the signature fixed
 
 
 def layout_gap(row: Measurement) -> str | None:
@@ -1198,8 +1200,8 @@ def closed_loop_ttft(
         concurrency=concurrency,
     )
     wave = F["closed_loop_wave_wait"](wave_share=wave_share, concurrency=concurrency, prefill_time=prefill_time)
-    return F["closed_loop_ttft"](prefill_time=prefill_time, step_time=step_time, prefill_wait=w, wave_wait=wave).to(
-        "ms"
+    return to(
+        F["closed_loop_ttft"](prefill_time=prefill_time, step_time=step_time, prefill_wait=w, wave_wait=wave), "ms"
     )
 
 
@@ -2662,9 +2664,9 @@ class Replan:
 
     def rows(self) -> list[tuple[str, str]]:
         b, r = self.brief, self.setup
-        ms = lambda q: f"{q.to('ms').m:,.0f} ms"  # noqa: E731
+        ms = lambda q: f"{to(q, 'ms').m:,.0f} ms"  # noqa: E731
         what = (
-            f"{b.requests_per_second.to('1/s').m:g} requests/s of {r.isl:,} + {r.osl:,} tokens within "
+            f"{to(b.requests_per_second, '1/s').m:g} requests/s of {r.isl:,} + {r.osl:,} tokens within "
             f"{ms(b.ttft_target)} / {ms(b.tpot_target)}, {r.model} ({r.weights}) on {r.tp} x {r.gpu}"
         )
 

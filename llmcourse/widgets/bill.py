@@ -10,7 +10,7 @@ from llmcourse.assumptions import resolve
 from llmcourse.bill import Bill, bill, default_cost
 from llmcourse.catalog import costs
 from llmcourse.planner import fleet, replica
-from llmcourse.units import Q_, parsed_unit
+from llmcourse.units import Q_, parsed_unit, to
 from llmcourse.widgets import (
     Calculator,
     float_slider,
@@ -116,12 +116,12 @@ def bill_calculator(
             "own": w.Dropdown(options=[("own the GPUs", True), ("rent them", False)], value=own, description="GPUs"),
             "years": float_slider(a.depreciation_years, 1.0, 8.0, 0.5, "Years written off over"),
             "electricity": float_slider(
-                default_cost("electricity").value.to("USD/kWh").m, 0.02, 0.40, 0.005, "Electricity $/kWh"
+                to(default_cost("electricity").value, "USD/kWh").m, 0.02, 0.40, 0.005, "Electricity $/kWh"
             ),
             "pue": float_slider(default_cost("pue").value.m, 1.0, 2.5, 0.02, "PUE"),
-            "api_price": float_slider(costs[_API_DEFAULT].value.to("USD").m, 0.05, 30.0, 0.05, "API $ per M output"),
+            "api_price": float_slider(to(costs[_API_DEFAULT].value, "USD").m, 0.05, 30.0, 0.05, "API $ per M output"),
             "api_input": float_slider(
-                costs[_API_DEFAULT].input_value.to("USD").m, 0.0, 10.0, 0.01, "API $ per M input"
+                to(costs[_API_DEFAULT].input_value, "USD").m, 0.0, 10.0, 0.01, "API $ per M input"
             ),
             "demand": int_box(demand, "Peak output tok/s (0: one replica)"),
         },

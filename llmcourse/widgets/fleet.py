@@ -6,7 +6,7 @@ import ipywidgets as w
 
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.planner import cost_per_million, fleet, replica
-from llmcourse.units import HOURS_PER_MONTH, Q_, fmt
+from llmcourse.units import HOURS_PER_MONTH, Q_, fmt, to
 from llmcourse.widgets import (
     Calculator,
     float_slider,
@@ -55,7 +55,7 @@ def _rows(
     full = cost_per_million(f.price_per_hour, r.throughput, tensor_parallel)
     at_u = F["cost_at_utilisation"](cost_full=full, utilisation=utilisation)
     served = F["tokens_served"](demand=f.demand, utilisation=utilisation, hours=HOURS_PER_MONTH)
-    be = (F["break_even_price"](cost=f.monthly_cost, tokens_served=served) * 1e6).to("USD")
+    be = to(F["break_even_price"](cost=f.monthly_cost, tokens_served=served) * 1e6, "USD")
     s = r.step
     charged = f"prefill charged ({r.prefill_share:.0%} of the time)" if r.counts_prefill else "decode only"
     return [
@@ -68,8 +68,8 @@ def _rows(
         ("headroom kept back", f"{f.headroom_fraction:.0%}"),
         ("replicas (exact)", f"{f.replicas:,} ({f.replicas_exact:,.1f})"),
         ("GPUs", f"{f.gpus:,}"),
-        ("monthly cost, always on", f"${f.monthly_cost.to('USD').m:,.0f}"),
-        ("$ per million output tokens: full load / average", f"${full.m:.2f} / ${at_u.to('USD').m:.2f}"),
+        ("monthly cost, always on", f"${to(f.monthly_cost, 'USD').m:,.0f}"),
+        ("$ per million output tokens: full load / average", f"${full.m:.2f} / ${to(at_u, 'USD').m:.2f}"),
         (
             "break-even API price per million output tokens",
             f"${be.m:.2f} (assumed API: ${api_price:.2f}; {'self-host' if api_price > be.m else 'buy'} is cheaper)",

@@ -22,7 +22,7 @@ from llmcourse.catalog import links, models
 from llmcourse.errors import InputError
 from llmcourse.parallel import allreduce_latency, time_per_token_parts
 from llmcourse.planner import Replica, kv_copies, replica
-from llmcourse.units import fmt
+from llmcourse.units import fmt, to
 from llmcourse.widgets import (
     Calculator,
     gpu_dropdown,
@@ -157,7 +157,7 @@ def parts_bar_svg(
     """
     height, left, right, top, bottom = 300, 52, 150, 30, 44
     plot_h, plot_w = height - top - bottom, width - left - right
-    totals = [sum(p.values()).to("ms").m for _, p, _ in bars if p is not None]
+    totals = [to(sum(p.values()), "ms").m for _, p, _ in bars if p is not None]
     y_max = max(totals, default=1.0) * 1.12 or 1.0
     y = lambda ms: top + plot_h * (1 - ms / y_max)  # noqa: E731
     slot = plot_w / max(len(bars), 1)
@@ -194,7 +194,7 @@ def parts_bar_svg(
             continue
         base = 0.0
         for name, colour in PARTS.items():
-            ms = parts[name].to("ms").m
+            ms = to(parts[name], "ms").m
             if ms <= 0:
                 continue
             out.append(
@@ -234,7 +234,7 @@ class ManyGpus:
     def rows(self) -> list[tuple[str, str]]:
         r, lay = self.replica, self.replica.layout
         lk = lay.link
-        tpot = r.tpot.to("ms")
+        tpot = to(r.tpot, "ms")
         shape = f"{r.n_gpus} x {self.gpu}, tensor parallel {lay.tensor_parallel}"
         if models[self.model].is_moe:
             shape += f", experts split {lay.expert_parallel} ways (expert parallel)"
@@ -243,8 +243,8 @@ class ManyGpus:
             link += f" ({lay.note})"
         out = [("replica", shape), ("link", link), ("time per output token", fmt(tpot, "ms"))]
         for name in PARTS:
-            q = self.parts[name].to("ms")
-            out.append((f"of which {name}", f"{fmt(q, 'ms')} ({(q / tpot).to('').m:.0%})"))
+            q = to(self.parts[name], "ms")
+            out.append((f"of which {name}", f"{fmt(q, 'ms')} ({to(q / tpot, '').m:.0%})"))
         if lay.tensor_parallel > 1:
             out.append(("one all-reduce of the step", fmt(allreduce_latency(self.model, r), "us")))
         out += [
@@ -286,7 +286,7 @@ def many_gpus(
         raise InputError(rep.reason)
     free = _replica(model, gpu, tensor_parallel, expert_parallel, link, assumptions=free_split(a), **kw).tpot
     bars = parts_against_n(model, gpu, expert_parallel=expert_parallel, link=link, assumptions=a, **kw)
-    return ManyGpus(models[model].name, gpu, rep, time_per_token_parts(rep), free.to("ms"), bars)
+    return ManyGpus(models[model].name, gpu, rep, time_per_token_parts(rep), to(free, "ms"), bars)
 
 
 def many_gpus_calculator(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from llmcourse.assumptions import resolve
 from llmcourse.planner import matmul_precision, prefill
-from llmcourse.units import fmt
+from llmcourse.units import fmt, to
 from llmcourse.widgets import (
     Calculator,
     gpu_dropdown,
@@ -29,7 +29,7 @@ def _rows(
     a = resolve(method)
     p = prefill(model, gpu, prompt_tokens, prompts=prompts, n_gpus=n_gpus, weight_bytes=precision, assumptions=a)
     counted = a.prefill_attention
-    share = (p.attention_flops / p.flops).to("").m if counted else 0.0
+    share = to(p.attention_flops / p.flops, "").m if counted else 0.0
     return [
         (
             "method",

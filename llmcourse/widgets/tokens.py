@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.planner import traffic
-from llmcourse.units import Q_, sig
+from llmcourse.units import Q_, sig, to
 from llmcourse.widgets import Calculator, float_slider, int_box, int_slider
 
 __all__ = ["answer_time_calculator", "answer_time_rows", "traffic_calculator", "traffic_rows"]
@@ -27,12 +27,12 @@ def traffic_rows(
     t = traffic(Q_(requests_per_day, "1/day"), prompt_tokens, answer_tokens, peak_factor=peak_factor)
     stream = F["generation_time"](tokens_per_request=answer_tokens, token_rate=Q_(tpot_tokens_per_s, "1/s"))
     return [
-        ("average requests/s", sig(Q_(requests_per_day, "1/day").to("1/s").m, 3)),
-        ("peak requests/s", sig(t.request_rate.to("1/s").m, 3)),
-        ("input tokens/s at peak", f"{t.input_tokens_per_s.to('1/s').m:,.0f}"),
-        ("output tokens/s at peak", f"{t.output_tokens_per_s.to('1/s').m:,.0f}"),
+        ("average requests/s", sig(to(Q_(requests_per_day, "1/day"), "1/s").m, 3)),
+        ("peak requests/s", sig(to(t.request_rate, "1/s").m, 3)),
+        ("input tokens/s at peak", f"{to(t.input_tokens_per_s, '1/s').m:,.0f}"),
+        ("output tokens/s at peak", f"{to(t.output_tokens_per_s, '1/s').m:,.0f}"),
         ("input : output", f"{t.input_tokens_per_s.m / t.output_tokens_per_s.m:.1f} : 1"),
-        ("time to stream one answer", f"{sig(stream.to('s').m, 3)} s"),
+        ("time to stream one answer", f"{sig(to(stream, 's').m, 3)} s"),
     ]
 
 
@@ -76,7 +76,7 @@ def answer_time_rows(characters: int, chars_per_token: float, tokens_per_s: int)
     """
     tokens = F["tokens_from_characters"](characters=characters, chars_per_token=chars_per_token)
     time = F["generation_time"](tokens_per_request=tokens, token_rate=Q_(tokens_per_s, "1/s"))
-    return [("tokens in the answer", sig(tokens.m, 4)), ("time to stream it", f"{sig(time.to('s').m, 3)} s")]
+    return [("tokens in the answer", sig(tokens.m, 4)), ("time to stream it", f"{sig(to(time, 's').m, 3)} s")]
 
 
 def answer_time_calculator(characters: int = 5_000, chars_per_token: float = 4.0, tokens_per_s: int = 50) -> Calculator:

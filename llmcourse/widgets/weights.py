@@ -16,6 +16,7 @@ import ipywidgets as w
 
 from llmcourse.assumptions import resolve
 from llmcourse.memory import WeightFit, weight_fit  # re-exported for old imports
+from llmcourse.units import to
 from llmcourse.widgets import Calculator, float_slider, gpu_dropdown, int_slider, model_dropdown, precision_dropdown
 
 __all__ = ["MEMORY_UNITS", "WeightFit", "memory_bar_svg", "weight_fit", "weights_calculator"]
@@ -43,8 +44,8 @@ def memory_bar_svg(fit: WeightFit, width: int = 640) -> str:
     >>> svg.startswith("<svg") and "145.4 of 144.0 GB usable" in svg
     True
     """
-    total = fit.total.to("GB").m
-    wts, usable = fit.weights.to("GB").m, fit.usable.to("GB").m
+    total = to(fit.total, "GB").m
+    wts, usable = to(fit.weights, "GB").m, to(fit.usable, "GB").m
     left, right, top_y, bar_h = 12, 12, 28, 30
     span = width - left - right
     x_max = max(total, wts) * 1.05
