@@ -242,7 +242,7 @@ class Formula:
         for s in self.inputs:
             low = "0.0 <=" if s.allow_zero else "0.0 <"
             lines += [
-                f"    if not ({low} {s.name} < _INF):",
+                f"    if type({s.name}) is bool or not ({low} {s.name} < _INF):",
                 f"        _refuse({s.name!r}, {s.name})",
                 f"    {s.name} = float({s.name})",
             ]

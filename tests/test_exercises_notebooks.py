@@ -76,8 +76,32 @@ def test_a_statement_stays_prose(monkeypatch):
     exercises()
     ex = exercises("weights")[3]
     words = " ".join(["word"] * 30)
-    monkeypatch.setattr(type(ex), "followup", property(lambda self: f"Is $5 {words} + $3 {words} - 1. # more?"))
+    monkeypatch.setattr(
+        type(ex), "followup", property(lambda self: f"Is $5 {words} + $3 {words} - 1. # more? Take $r_d$ and $2\\,P$.")
+    )
     text = statement(ex.id)
     assert r"\$5" in text and r"\$3" in text and "$5" not in text.replace(r"\$5", "")
+    assert "$r_d$" in text and r"$2\,P$" in text  # inline math is not money
     for line in text.splitlines():
         assert not re.match(r"(?:[-+*>#]|\d+[.)])\s", line), line
+
+
+def test_a_block_keeps_its_options_and_nothing_after_it():
+    exercises()
+    ex = exercises("weights")[0]
+    block = f"```{{exercise}}\n:label: {ex.id}\n:class: hard\n\nold words\n```  \n\nProse after.\n\n```{{code-cell}}\nx = 1\n```\n"
+    out = chapter_text(block)
+    assert (
+        ":class: hard" in out
+        and "old words" not in out
+        and out.endswith("\n\nProse after.\n\n```{code-cell}\nx = 1\n```\n")
+    )
+
+
+@pytest.mark.parametrize("chapter", list(FILES))
+def test_every_exercise_block_is_read(chapter):
+    """An exercise block the generator cannot read (a title, an option before the label) would go stale unseen."""
+    from llmcourse.exercises.notebooks import _BLOCK
+
+    text = (ROOT / "book" / f"{FILES[chapter]}.md").read_text()
+    assert len(_BLOCK.findall(text)) == len(re.findall(r"^`{3,}\{exercise\}", text, flags=re.M))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse import Q_
-from llmcourse.exercises._common import CAPACITY, COURSE, define, pct, pick
+from llmcourse.exercises._common import CAPACITY, COURSE, Story, define, pct, pick
 from llmcourse.units import HOURS_PER_MONTH, fmt
 
 EXERCISES: list = []
@@ -187,8 +187,11 @@ define(
     EXERCISES,
     "fleet_ex5",
     "Loading the weights of a new replica",
-    "An autoscaler starts a new replica of {model} with {precision} weights, read at {rate} GB/s. How long does "
-    "loading the weights take?",
+    Story(
+        "An autoscaler starts a new replica of {model} with {precision_name} weights, read at {rate} GB/s. How long "
+        "does loading the weights take?",
+        lambda v: dict(precision_name=v["precision"].upper()),
+    ),
     "s",
     dict(model="Llama-3.1-405B", precision="fp8", rate=2),
     lambda r: dict(

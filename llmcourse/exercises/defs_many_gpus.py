@@ -12,7 +12,7 @@ preset.
 from __future__ import annotations
 
 import llmcourse as lc
-from llmcourse.exercises._common import COURSE, define, pct, pick, pool
+from llmcourse.exercises._common import COURSE, Story, define, pct, pick, pool
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.parallel import decode_comm_time, layout
 from llmcourse.units import Q_
@@ -284,11 +284,14 @@ define(
     EXERCISES,
     "many_gpus_ex5",
     "The fixed overhead's share at batch 1",
-    "{model} with {precision} weights serves one request on one {gpu}, its KV cache (BF16) read at {context} tokens. "
-    f"By the course's method a decode step reads the weights and the cache at "
-    f"{pct(COURSE.bandwidth_efficiency)} of peak bandwidth, computes at {pct(COURSE.compute_efficiency)} of the "
-    f"peak FLOP/s, takes the slower of the two, and pays a fixed {COURSE.step_overhead_ms:g} ms per step on top "
-    "(kernel launches, scheduling, sampling). What share of the step is that fixed cost?",
+    Story(
+        "{model} with {precision_name} weights serves one request on one {gpu}, its KV cache (BF16) read at {context} tokens. "
+        f"By the course's method a decode step reads the weights and the cache at "
+        f"{pct(COURSE.bandwidth_efficiency)} of peak bandwidth, computes at {pct(COURSE.compute_efficiency)} of the "
+        f"peak FLOP/s, takes the slower of the two, and pays a fixed {COURSE.step_overhead_ms:g} ms per step on top "
+        "(kernel launches, scheduling, sampling). What share of the step is that fixed cost?",
+        lambda v: dict(precision_name=v["precision"].upper()),
+    ),
     "",
     dict(model="Llama-3.1-8B", precision="bf16", gpu="H200 SXM", context=4_096),
     lambda r: (

@@ -144,14 +144,16 @@ def notebook(chapter: str) -> str:
 
 #: An exercise block of a chapter: its label, then its statement up to the closing fence.
 _BLOCK = re.compile(
-    r"^(?P<fence>`{3,})\{exercise\}\n:label: (?P<label>\w+)\n\n?(?P<body>.*?)\n(?P=fence)$", re.M | re.S
+    r"^(?P<fence>`{3,})\{exercise\}[ \t]*\n:label: (?P<label>\w+)[ \t]*\n(?P<opts>(?::\w+:[^\n]*\n)*)\n?"
+    r"(?P<body>.*?)\n(?P=fence)[ \t]*$",
+    re.M | re.S,
 )
 
 
 def statement(exercise_id: str) -> str:
     """The book's statement of an exercise: the story at the book's variant, then its follow-up, wrapped."""
     ex = get(exercise_id)
-    text = " ".join(f"{ex.text(None)} {ex.followup}".split()).replace("$", r"\$")  # a dollar is money, not math
+    text = _MONEY_OR_MATH.sub(lambda m: m[1] or r"\$", " ".join(f"{ex.text(None)} {ex.followup}".split()))
     lines = textwrap.wrap(text, width=100, break_long_words=False, break_on_hyphens=False)
     for i in range(len(lines) - 1, 0, -1):  # a line that starts like a list or a heading would not read as prose
         if _MARKUP_START.match(lines[i]):
@@ -160,6 +162,9 @@ def statement(exercise_id: str) -> str:
             lines[i] = rest
     return "\n".join(line for line in lines if line)
 
+
+#: Inline math (``$r_d$``, ``$2\,P\,T_p$``: no space inside) is kept; any other dollar is money and escaped.
+_MONEY_OR_MATH = re.compile(r"(\$[^\s$]+\$)|\$")
 
 #: What Markdown reads as the start of a list, a heading, a quote or a directive at the start of a line.
 _MARKUP_START = re.compile(r"^(?:[-+*>#]|\d+[.)]|:::|```)(?:\s|$)")
@@ -175,7 +180,7 @@ def chapter_text(text: str) -> str:
         if label not in known:
             return m[0]
         fence = m["fence"]
-        return f"{fence}{{exercise}}\n:label: {label}\n\n{statement(label)}\n{fence}"
+        return f"{fence}{{exercise}}\n:label: {label}\n{m['opts']}\n{statement(label)}\n{fence}"
 
     return _BLOCK.sub(one, text)
 
