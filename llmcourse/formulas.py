@@ -293,11 +293,7 @@ class Formula:
         except (OverflowError, ZeroDivisionError, ValueError):
             finite = False
         if not finite:  # inputs at the edge of what floats hold (a share of 1e-300, a count of 1e300)
-            given = ", ".join(f"{s.name}={a:.3g}" for s, a in zip(inputs, args, strict=True))
-            raise InputError(
-                f"{self.name} ({self.meaning}) has no finite value for {given}: check the inputs for a value "
-                "far too small or too large."
-            )
+            self._not_finite(tuple(args))
         return quantity(result, unit)
 
 
@@ -428,8 +424,6 @@ def _plain(value: Any, sym: Symbol) -> float:
             value = value._magnitude * factor
         else:
             value = as_quantity(value, sym.unit, sym.name).to(parsed_unit(sym.unit)[0]).magnitude
-    if type(value) is float and (value >= 0 if sym.allow_zero else value > 0) and value < math.inf:
-        return value  # what plain_number would return, without building its message's name
     return plain_number(value, f"{sym.name} ({sym.meaning})", allow_zero=sym.allow_zero)
 
 

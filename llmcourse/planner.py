@@ -17,6 +17,7 @@ Each function accepts a catalog name or a :class:`~llmcourse.catalog.Model` /
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -826,15 +827,16 @@ def _prefill(
         comm = comm / pp
         bubble = F["pipeline_bubble"].value(stages=pp, micro_batches=n)
         time = F["pipelined_prefill_time"].value(prefill_time=time, bubble=bubble)
+    total = F["step_with_overhead"].value(step_time=time, step_overhead=comm * _MS_S)
     if time_only:
-        return F["step_with_overhead"].value(step_time=time, step_overhead=comm * _MS_S)
+        return total
     return Prefill(
         prompts=int(n),
         flops=in_unit(n * flops, _FLOP, _TFLOP),
         attention_flops=in_unit(n * (full - linear), _FLOP, _TFLOP),
         compute_time=in_unit(F["prefill_compute_time"].value(**comp), _S, _MS),
         memory_time=in_unit(F["weight_read_time"].value(**mem), _S, _MS),
-        time=in_unit(F["step_with_overhead"].value(step_time=time, step_overhead=comm * _MS_S), _S, _MS),
+        time=in_unit(total, _S, _MS),
         comm_time=quantity(comm, _MS),
     )
 
@@ -1168,7 +1170,11 @@ def _replica_of(
     # decode_step() and prefill() of this layout, their inputs checked above: the weights must fit the GPUs
     _check_weights_fit(m, g, weight_bytes, n_all, "n_gpus", a)
     cp = base["matmul"]
-    one: list[Prefill] = []
+
+    @functools.cache
+    def first_prefill() -> Prefill:
+        """One prompt's prefill: it does not depend on the batch, so it is worked out once."""
+        return _prefill(m, g, lay, a, p, 1, cached_prompt_tokens, weight_bytes, cp)
 
     def tpot_ms(batch: int) -> float:
         """``at(batch).tpot`` in milliseconds, as a plain float: the step and the batch's prefill alone."""
@@ -1176,9 +1182,7 @@ def _replica_of(
         if not (a.prefill_interference and p is not None):
             return step_ms
         if batch == 1:
-            if not one:
-                one.append(_prefill(m, g, lay, a, p, 1, cached_prompt_tokens, weight_bytes, cp))
-            pre_ms = one[0].time.m
+            pre_ms = first_prefill().time.m
         else:
             pre_ms = _S_MS * _prefill(m, g, lay, a, p, batch, cached_prompt_tokens, weight_bytes, cp, time_only=True)
         tpot = F["interleaved_tpot"].value(
@@ -1198,9 +1202,7 @@ def _replica_of(
         step = _decode(m, g, lay, a, b, kv_ctx, weight_bytes, kv_bytes, cp)
         first = batch_pre = None
         if p is not None:
-            if not one:  # one prompt's prefill does not depend on the batch
-                one.append(_prefill(m, g, lay, a, p, 1, cached_prompt_tokens, weight_bytes, cp))
-            first = one[0]
+            first = first_prefill()
             batch_pre = first if b == 1 else _prefill(m, g, lay, a, p, b, cached_prompt_tokens, weight_bytes, cp)
         return Replica(
             batch=b,

@@ -128,19 +128,24 @@ def to(value: pint.Quantity, unit: Any) -> pint.Quantity:
     src = value._units
     if src == dst:
         return quantity(value._magnitude, dst)
-    key = (src, dst)
-    factor = _TO.get(key)
-    if factor is None:
-        if ureg._validate_and_extract(src) or ureg._validate_and_extract(dst):
-            return value.to(unit)  # an offset unit (degC): pint's own path
-        factor = ureg._get_conversion_factor(src, dst)
-        if isinstance(factor, pint.DimensionalityError):
-            raise factor
-        _TO[key] = factor
+    if (src, dst) not in _TO and (ureg._validate_and_extract(src) or ureg._validate_and_extract(dst)):
+        return value.to(unit)  # an offset unit (degC): pint's own path
     mag = value._magnitude
     if type(mag) is not float and type(mag) is not int:
         return value.to(unit)
-    return quantity(mag * factor, dst)
+    return quantity(mag * _factor(src, dst), dst)
+
+
+def _factor(src: Any, dst: Any) -> Any:
+    """pint's conversion factor from the units ``src`` to ``dst`` (containers of multiplicative units), kept
+    once worked out; a :class:`pint.DimensionalityError` if they are of different kinds."""
+    factor = _TO.get((src, dst))
+    if factor is None:
+        factor = ureg._get_conversion_factor(src, dst)
+        if isinstance(factor, pint.DimensionalityError):
+            raise factor
+        _TO[(src, dst)] = factor
+    return factor
 
 
 def in_unit(x: float, src: pint.Unit, dst: pint.Unit) -> pint.Quantity:
@@ -153,15 +158,7 @@ def in_unit(x: float, src: pint.Unit, dst: pint.Unit) -> pint.Quantity:
     <Quantity(12.5, 'millisecond')>
     """
     s, d = src._units, dst._units
-    if s == d:
-        return quantity(x, d)
-    factor = _TO.get((s, d))
-    if factor is None:
-        factor = ureg._get_conversion_factor(s, d)
-        if isinstance(factor, pint.DimensionalityError):
-            raise factor
-        _TO[(s, d)] = factor
-    return quantity(x * factor, d)
+    return quantity(x, d) if s == d else quantity(x * _factor(s, d), d)
 
 
 def as_quantity(value: object, unit: str, name: str) -> pint.Quantity:
