@@ -2367,14 +2367,21 @@ def _sig4(x: float) -> float:
     return float(f"{x:.4g}")
 
 
+def _model_key(metric: str, model: str, generation: str | None = None) -> str:
+    """The key of a model's own family in the table of bands: ``"tpot_ms/model=GLM-5"``, and with a GPU
+    generation ``"tpot_ms/model=GLM-5/Hopper"``."""
+    return f"{metric}/model={model}" + (f"/{generation}" if generation else "")
+
+
 def band_table(ev: Evidence, which: str = BAND_WHICH) -> dict[str, Any]:
     """The table of 80% bands that ``llmcourse/data/bands.json`` holds, from the evidence given: for each
-    metric of :data:`BAND_METRICS`, each metric and architecture, and each metric, architecture and GPU
-    generation, the 10th, 50th and 90th percentiles (4 significant digits) of measured / predicted over
-    the family's rows (predictions ``which``, leave-one-model-out by default) and the row count. A family
-    of fewer than :data:`MIN_BAND_ROWS` rows is left out (a lookup falls back to the wider family); the
-    metric's own family is always kept. ``scripts/make_bands.py`` writes it; the validation chapter checks
-    that the shipped file equals it.
+    metric of :data:`BAND_METRICS`, each metric and architecture, each metric, architecture and GPU
+    generation, each metric and measured model, and each metric, model and GPU generation, the 10th, 50th
+    and 90th percentiles (4 significant digits) of measured / predicted over the family's rows
+    (predictions ``which``, leave-one-model-out by default) and the row count. A family of fewer than
+    :data:`MIN_BAND_ROWS` rows is left out (a lookup falls back to the wider family); the metric's own
+    family is always kept. ``scripts/make_bands.py`` writes it; the validation chapter checks that the
+    shipped file equals it.
 
     Examples
     --------
@@ -2391,7 +2398,8 @@ def band_table(ev: Evidence, which: str = BAND_WHICH) -> dict[str, Any]:
         m = f["metric"]
         if m not in BAND_METRICS:
             continue
-        for key in (m, f"{m}/{f['architecture']}", f"{m}/{f['architecture']}/{f['gpu_generation']}"):
+        arch, gen = f["architecture"], f["gpu_generation"]
+        for key in (m, f"{m}/{arch}", f"{m}/{arch}/{gen}", _model_key(m, f["model"]), _model_key(m, f["model"], gen)):
             groups.setdefault(key, []).append(row.value / p)
     lo, hi = BAND_PERCENTILES
     families = {
@@ -2406,7 +2414,8 @@ def band_table(ev: Evidence, which: str = BAND_WHICH) -> dict[str, Any]:
     }
     return {
         "about": "80% bands of measured / predicted by family (metric, metric/architecture, "
-        "metric/architecture/GPU generation), written by scripts/make_bands.py from "
+        "metric/architecture/GPU generation, metric/model=name, metric/model=name/GPU generation), written by "
+        "scripts/make_bands.py from "
         "llmcourse.validation.evidence(); the validation chapter checks this file against its own evidence.",
         "method": ev.assumptions.name,
         "which": which,
@@ -2434,19 +2443,23 @@ def shipped_bands() -> dict[str, Any]:
 
 def band_for(metric: str, model: Any, gpu: Any, value: Any = 1.0, *, table: dict[str, Any] | None = None) -> Band:
     """An 80% band around a prediction of ``metric`` (``"tpot_ms"`` or ``"ttft_ms"``) for a model on a
-    GPU, from the shipped table (:func:`shipped_bands`, or ``table``): the family of the metric, the
-    model's architecture and the GPU's generation, else of the metric and architecture (fewer than
-    ``min_rows`` measured rows, or a generation not measured), else of the metric alone. ``value`` is
-    the prediction, in ms or as a time quantity (1 by default: the band is then the ratios).
+    GPU, from the shipped table (:func:`shipped_bands`, or ``table``): the narrowest family with at least
+    ``min_rows`` measured rows, of the metric and, in turn, the model itself on the GPU's generation, the
+    model on any GPU, the model's architecture on the GPU's generation, the architecture on any GPU, and
+    the metric alone. A measured model's own rows come first: how far the replica model misses one model
+    (say, an attention it has no term for) is not how far it misses the average of its architecture.
+    ``value`` is the prediction, in ms or as a time quantity (1 by default: the band is then the ratios).
     Standard library only (it runs in the live book).
 
     Examples
     --------
     >>> b = band_for("tpot_ms", "Llama-3.1-70B", "H100 SXM", 20.0)
     >>> b.family, b.low < 20.0 < b.high, b.n > 100
-    ('time per output token, dense models, Hopper GPUs', True, True)
+    ('time per output token, Llama-3.1-70B, Hopper GPUs', True, True)
     >>> band_for("tpot_ms", "Llama-3.1-8B", "A10G").family
-    'time per output token, dense models, all GPUs (fewer than 30 measured Ampere rows)'
+    'time per output token, Llama-3.1-8B, all GPUs (fewer than 30 measured Ampere rows of it)'
+    >>> band_for("tpot_ms", "Mixtral-8x7B", "H100 SXM").family
+    'time per output token, MoE models, Hopper GPUs; Mixtral-8x7B not measured'
     """
     t = shipped_bands() if table is None else table
     if metric not in BAND_METRICS:
@@ -2458,12 +2471,15 @@ def band_for(metric: str, model: Any, gpu: Any, value: Any = 1.0, *, table: dict
 
         value = float(as_quantity(value, "s", "value").to(unit).magnitude)
     v = plain_number(value, "value")
-    name, fams = METRIC_NAMES[metric], t["families"]
-    label = f"{name}, {arch} models"
+    name, fams, few = METRIC_NAMES[metric], t["families"], t["min_rows"]
+    label, who = f"{name}, {arch} models", models[getattr(model, "name", model)].name
+    unmeasured = "" if _model_key(metric, who) in fams else f"; {who} not measured"
     for key, text in (
-        (f"{metric}/{arch}/{gen}", f"{label}, {gen} GPUs"),
-        (f"{metric}/{arch}", f"{label}, all GPUs (fewer than {t['min_rows']} measured {gen} rows)"),
-        (metric, f"{name}, all models and GPUs (fewer than {t['min_rows']} measured {arch} rows)"),
+        (_model_key(metric, who, gen), f"{name}, {who}, {gen} GPUs"),
+        (_model_key(metric, who), f"{name}, {who}, all GPUs (fewer than {few} measured {gen} rows of it)"),
+        (f"{metric}/{arch}/{gen}", f"{label}, {gen} GPUs{unmeasured}"),
+        (f"{metric}/{arch}", f"{label}, all GPUs (fewer than {few} measured {gen} rows){unmeasured}"),
+        (metric, f"{name}, all models and GPUs (fewer than {few} measured {arch} rows){unmeasured}"),
     ):
         if key in fams:
             f = fams[key]
@@ -2878,14 +2894,17 @@ def grid_markdown(ev: Evidence, metric: str, rows: str, cols: str, which: str = 
     return "\n".join(lines)
 
 
-def bands_markdown(table: dict[str, Any]) -> str:
+def bands_markdown(table: dict[str, Any], *, models: bool = False) -> str:
     """The families of a table of bands (:func:`band_table`, :func:`shipped_bands`) as Markdown: the
-    row count and the 10th, 50th and 90th percentiles of measured / predicted."""
+    row count and the 10th, 50th and 90th percentiles of measured / predicted; the families of kinds of
+    model (metric, architecture, GPU generation), or with ``models`` those of each measured model."""
     lo, hi = table["percentiles"]
     head = ["family", "rows", f"{lo}th percentile", "median", f"{hi}th percentile"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for key, f in table["families"].items():
-        name = " / ".join([METRIC_NAMES[key.split("/")[0]], *key.split("/")[1:]])
+        if ("/model=" in key) != models:
+            continue
+        name = " / ".join([METRIC_NAMES[key.split("/")[0]], *key.replace("model=", "").split("/")[1:]])
         lines.append(f"| {name} | {f['n']:,} | {f['low']:.2f} | {f['median']:.2f} | {f['high']:.2f} |")
     return "\n".join(lines)
 

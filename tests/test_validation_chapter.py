@@ -51,12 +51,44 @@ TABLE = _table(
 )
 
 
+MODEL_TABLE = _table(
+    {
+        **{k: (v["n"], v["low"], v["high"]) for k, v in TABLE["families"].items()},
+        "tpot_ms/model=Llama-3.1-8B": (100, 0.7, 1.1),
+        "tpot_ms/model=Llama-3.1-8B/Hopper": (40, 0.95, 1.05),
+    }
+)
+
+
 # --- the band table lookup ----------------------------------------------------------------------------
 def test_band_uses_the_generation_family_when_it_is_in_the_table() -> None:
-    """A dense model on a Hopper GPU gets the dense/Hopper family: 20 ms x 0.9 and x 1.2."""
+    """A dense model on a Hopper GPU gets the dense/Hopper family: 20 ms x 0.9 and x 1.2; the table has no
+    rows of the model itself, and the family says so."""
     b = lcv.band_for("tpot_ms", "Llama-3.1-8B", "H100 SXM", 20.0, table=TABLE)
     assert (b.n, round(b.low, 9), round(b.high, 9)) == (200, 18.0, 24.0)
-    assert b.family == "time per output token, dense models, Hopper GPUs" and b.unit == "ms"
+    assert b.family == "time per output token, dense models, Hopper GPUs; Llama-3.1-8B not measured"
+    assert b.unit == "ms"
+
+
+def test_band_prefers_the_models_own_rows() -> None:
+    """A measured model gets its own family on the GPU's generation (x 0.95 and x 1.05), before its
+    architecture's; on a generation it was not measured on, its own rows on every GPU (x 0.7 and x 1.1)."""
+    b = lcv.band_for("tpot_ms", "Llama-3.1-8B", "H100 SXM", 20.0, table=MODEL_TABLE)
+    assert (b.n, round(b.low, 9), round(b.high, 9)) == (40, 19.0, 21.0)
+    assert b.family == "time per output token, Llama-3.1-8B, Hopper GPUs"
+    w = lcv.band_for("tpot_ms", "Llama 3.1 8B", "B200", 10.0, table=MODEL_TABLE)  # an alias names the same model
+    assert (w.n, round(w.low, 9), round(w.high, 9)) == (100, 7.0, 11.0)
+    assert w.family == "time per output token, Llama-3.1-8B, all GPUs (fewer than 30 measured Blackwell rows of it)"
+    o = lcv.band_for("tpot_ms", "Llama-3.1-70B", "H100 SXM", 20.0, table=MODEL_TABLE)  # another model: its kind's
+    assert (o.n, o.family) == (200, "time per output token, dense models, Hopper GPUs; Llama-3.1-70B not measured")
+
+
+def test_shipped_band_of_a_model_with_an_unmodelled_attention_says_so() -> None:
+    """GLM-5's sparse-attention indexer has no term in the replica model; its measured steps are slower
+    than predicted, so its own band lies above the prediction, where the MoE family's straddles it."""
+    g = lcv.band_for("tpot_ms", "GLM-5", "H200 SXM", 10.0)
+    assert g.family.startswith("time per output token, GLM-5") and g.low > 10.0
+    assert lcv.band_for("tpot_ms", "Kimi-K2.5", "H200 SXM", 10.0).low < 10.0 < g.low
 
 
 def test_band_falls_back_to_the_architecture_then_the_metric() -> None:
@@ -84,7 +116,7 @@ def test_band_text_names_the_count_the_range_and_the_family() -> None:
     t = lcv.band_for("tpot_ms", "Llama-3.1-8B", "H100 SXM", 20.0, table=TABLE).text("time per token")
     assert t == (
         "time per token 20 ms; 80% of 200 measured setups like this one were between 18 and 24 ms "
-        "(family: time per output token, dense models, Hopper GPUs)"
+        "(family: time per output token, dense models, Hopper GPUs; Llama-3.1-8B not measured)"
     )
 
 
@@ -125,15 +157,22 @@ class _Ev:
 
 def test_band_table_percentiles_are_numpys_linear_ones() -> None:
     """30 rows with measured/predicted 1, 2, ..., 30: the 10th percentile sits 2.9 ranks in (3.9), the
-    90th 26.1 ranks in (27.1); the 29 Hopper rows are too few for a family of their own."""
+    90th 26.1 ranks in (27.1); the 29 Hopper rows are too few for a family of their own, and so are
+    the 29 rows of one model, while the 30 of the model beside the one Ada row make one."""
     rows = [_Row(f"r{k}", "tpot_ms", float(k)) for k in range(1, 31)]
     facets = [
-        {"metric": "tpot_ms", "architecture": "dense", "gpu_generation": "Hopper" if k < 30 else "Ada"}
+        {
+            "metric": "tpot_ms",
+            "architecture": "dense",
+            "gpu_generation": "Hopper" if k < 30 else "Ada",
+            "model": "Llama-3.1-8B",
+        }
         for k in range(1, 31)
     ]
     t = lcv.band_table(_Ev(rows, facets, [1.0] * 30))
     assert t["families"]["tpot_ms"] == {"n": 30, "low": 3.9, "median": 15.5, "high": 27.1}
-    assert sorted(t["families"]) == ["tpot_ms", "tpot_ms/dense"]
+    assert t["families"]["tpot_ms/model=Llama-3.1-8B"] == t["families"]["tpot_ms"]
+    assert sorted(t["families"]) == ["tpot_ms", "tpot_ms/dense", "tpot_ms/model=Llama-3.1-8B"]
 
 
 # --- your own benchmark: the command line -----------------------------------------------------------
