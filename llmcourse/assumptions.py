@@ -336,7 +336,8 @@ PRESETS: dict[str, Assumptions] = {
             step_overhead_ms=1.0,
             four_bit_bandwidth_factor=0.6,
             # The median of measured minus predicted time to first token over the 414 measured rows with 1-4
-            # requests in flight (where a request barely queues): 101 ms (chapter Validation).
+            # requests in flight (where a request barely queues): 101 ms; evidence() refits it in every fold with the
+            # wave share, on the times to first token: 100 ms on all rows, 70 to 150 ms by fold (chapter Validation).
             request_overhead_ms=100.0,
             # A closed loop of fixed answer lengths comes back in waves: each request waits behind the prefills of the
             # others of its wave that the engine's decode steps let bunch ahead of it (validation.closed_loop_ttft).

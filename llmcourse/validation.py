@@ -1718,9 +1718,10 @@ class LoadComponents:
         compute_efficiency: float,
         step_overhead_ms: float,
         closed_loop_wave_share: float | None = None,
+        request_overhead_ms: float | None = None,
     ) -> float:
         """Time per output token (ms): the first of :meth:`times`, on its own (what a fit needs most; the wave
-        share changes only the time to first token)."""
+        share and the per-request overhead change only the time to first token)."""
         eb, ef = bandwidth_efficiency, compute_efficiency
         step = max(self.decode_memory_ms / eb, self.decode_compute_ms / ef) + step_overhead_ms + self.step_extra_ms
         if not self.interference:
@@ -1734,15 +1735,15 @@ class LoadComponents:
         compute_efficiency: float,
         step_overhead_ms: float,
         closed_loop_wave_share: float | None = None,
+        request_overhead_ms: float | None = None,
     ) -> tuple:
-        """(time per output token, time to first token, decode step), in ms; the wave share is the
-        configuration's own (the assumptions') when not given, and 1 whatever is given for an engine of
-        :data:`SEPARATE_PREFILL_ENGINES`."""
+        """(time per output token, time to first token, decode step), in ms; the wave share and the
+        per-request overhead are the configuration's own (the assumptions') when not given, and the wave
+        share 1 whatever is given for an engine of :data:`SEPARATE_PREFILL_ENGINES`."""
         first, step, tpot, wait = self.queue(bandwidth_efficiency, compute_efficiency, step_overhead_ms)
         share = self.share(closed_loop_wave_share)
-        ttft = _closed_loop_ttft_ms(
-            first, step, tpot, self.osl, self.concurrency, self.request_overhead_ms, share, wait
-        )
+        over = self.request_overhead_ms if request_overhead_ms is None else request_overhead_ms
+        ttft = _closed_loop_ttft_ms(first, step, tpot, self.osl, self.concurrency, over, share, wait)
         return tpot, ttft, step
 
     def queue(
@@ -1830,13 +1831,16 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
 
 # --- error by family, held out ---------------------------------------------------------------------
 #: The fields of :class:`~llmcourse.assumptions.Assumptions` :func:`evidence` fits, and the grid of each.
-FIT_PARAMETERS = ("bandwidth_efficiency", "compute_efficiency", "step_overhead_ms", "closed_loop_wave_share")
+FIT_PARAMETERS = (
+    "bandwidth_efficiency", "compute_efficiency", "step_overhead_ms", "closed_loop_wave_share", "request_overhead_ms",
+)  # fmt: skip
 FIT_GRIDS: dict[str, tuple[float, ...]] = {
     "bandwidth_efficiency": tuple(round(0.2 + 0.05 * k, 2) for k in range(17)),  # 0.2 to 1
     "compute_efficiency": tuple(round(0.1 + 0.1 * k, 2) for k in range(10)),  # 0.1 to 1
     "step_overhead_ms": tuple(0.25 * k for k in range(21)),  # 0 to 5 ms
     # 0 to 0.48 by 0.02, then 0.5 to 1 by 0.1 (the shares fitted lie between 0.1 and 0.3)
     "closed_loop_wave_share": tuple(round(0.02 * k, 2) for k in range(25)) + tuple(k / 10 for k in range(5, 11)),
+    "request_overhead_ms": tuple(10.0 * k for k in range(31)),  # 0 to 300 ms
 }
 #: The groups :func:`evidence` holds out in turn (fit on the others, predict the group).
 HOLD_OUT = ("model", "gpu", "engine")
@@ -1846,8 +1850,8 @@ FACETS = ("engine", "gpu_generation", "architecture", "metric", "concurrency_ban
 #: request, the assumptions' request_overhead_ms, that the step's efficiencies must not be bent to stand in for).
 FIT_METRICS = ("tpot_ms", "itl_ms")
 #: The metrics each of :data:`FIT_PARAMETERS` is fitted on: the step's parameters on the time per token,
-#: the wave share (which changes nothing else) on the time to first token; none: held at the assumptions'
-#: value. The compute efficiency is held: a decode step is memory-bound, so the time per token barely sees
+#: the wave share and the per-request overhead (which change nothing else) on the time to first token, so
+#: that a held-out fold fits both without its group; none: held at the assumptions' value. The compute efficiency is held: a decode step is memory-bound, so the time per token barely sees
 #: it (fitted on it, it swung between 0.5 and 1 from fold to fold with the time per token barely changed,
 #: halving every prefill), while the times to first token that do see it come close to the course's 0.5
 #: (fitted on them with the wave share: 0.6 on all rows, 0.4 to 0.7 by fold), at which the course's
@@ -1857,6 +1861,7 @@ FIT_OBJECTIVES: dict[str, tuple[str, ...]] = {
     "compute_efficiency": (),
     "step_overhead_ms": FIT_METRICS,
     "closed_loop_wave_share": ("ttft_ms",),
+    "request_overhead_ms": ("ttft_ms",),
 }
 #: A GPU's generation, for the family tables (a GPU not listed is its own family).
 GENERATIONS = {
@@ -1969,6 +1974,11 @@ class _Fitter:
         self.fit_rows = self._rows[FIT_METRICS]
         self._errs: dict[tuple, list[float]] = {}
         self._queue: dict[tuple[float, ...], list[tuple]] = {}
+        self._ttft_base: dict[tuple[float, ...], list[tuple[int, float]]] = {}
+        #: each time-to-first-token row as (its configuration's place in sorted order, ln of its measurement)
+        cfgs = sorted({self.row_cfg[i] for i in self._rows[("ttft_ms",)]})
+        place = {k: j for j, k in enumerate(cfgs)}
+        self._ttft_rows = [(place[self.row_cfg[i]], self.log_meas[i]) for i in self._rows[("ttft_ms",)]]
 
     def _tpot_errors(self, params: tuple[float, ...]) -> list[float]:
         """|ln(predicted / measured)| of the time-per-token rows (the step's parameters alone matter)."""
@@ -1984,25 +1994,30 @@ class _Fitter:
     def _ttft_errors(self, params: tuple[float, ...]) -> list[float]:
         """|ln(predicted / measured)| of the time-to-first-token rows. What the step's parameters give each
         configuration (its prefill, step and queue's wait, and its wave's wait at a share of 1, which the
-        share scales: formula ``closed_loop_wave_wait``) is computed once per step parameters."""
+        share scales: formula ``closed_loop_wave_wait``) is computed once per step parameters, and each
+        configuration's time before the per-request overhead once per step parameters and wave share."""
         key = ("ttft", *params)
         hit = self._errs.get(key)
         if hit is None:
             rows = self._rows[("ttft_ms",)]
-            parts = self._queue.get(params[:3])
-            if parts is None:
-                parts = self._queue[params[:3]] = []
-                for k in sorted({self.row_cfg[i] for i in rows}):
-                    c = self.comps[k]
-                    first, step, _, wait = c.queue(*params[:3])
-                    p = first / 1e3
-                    wave = _wave_s(1.0, c.concurrency, p)
-                    parts.append((k, p, step / 1e3, wait, wave, c.request_overhead_ms, c.separate_prefill))
-            s, f = params[3], _ttft_s
-            log_ttft = dict.fromkeys(range(len(self.comps)), 0.0)
-            for k, p, st, w, wave, r, whole in parts:
-                log_ttft[k] = math.log(f(p, st, w, wave if whole else s * wave) * 1e3 + r)
-            hit = self._errs[key] = [abs(log_ttft[self.row_cfg[i]] - self.log_meas[i]) for i in rows]
+            base = self._ttft_base.get(params[:4])
+            if base is None:
+                parts = self._queue.get(params[:3])
+                if parts is None:
+                    parts = self._queue[params[:3]] = []
+                    for k in sorted({self.row_cfg[i] for i in rows}):
+                        c = self.comps[k]
+                        first, step, _, wait = c.queue(*params[:3])
+                        p = first / 1e3
+                        wave = _wave_s(1.0, c.concurrency, p)
+                        parts.append((k, p, step / 1e3, wait, wave, c.separate_prefill))
+                s, f = params[3], _ttft_s
+                base = self._ttft_base[params[:4]] = [
+                    (k, f(p, st, w, wave if whole else s * wave) * 1e3) for k, p, st, w, wave, whole in parts
+                ]
+            r, log = params[4], math.log
+            log_ttft = [log(t + r) for _, t in base]  # in the configurations' sorted order, as _ttft_rows
+            hit = self._errs[key] = [abs(log_ttft[j] - m) for j, m in self._ttft_rows]
         return hit
 
     def fit_errors(self, params: tuple[float, ...], metrics: tuple[str, ...] = FIT_METRICS) -> list[float]:

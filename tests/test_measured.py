@@ -345,7 +345,7 @@ def _sample_rows(n=24):
     return rows[:: max(1, len(rows) // n)][:n]
 
 
-@pytest.mark.parametrize("params", [None, (0.5, 0.3, 1.0, 0.5), (1.0, 1.0, 0.0, 0.0)])
+@pytest.mark.parametrize("params", [None, (0.5, 0.3, 1.0, 0.5, 30.0), (1.0, 1.0, 0.0, 0.0, 0.0)])
 def test_fast_path_equals_predict(params):
     """load_components(row).times at some parameter values equals predict() under assumptions with those values,
     on a spread of the shipped rows (both metrics)."""
@@ -495,15 +495,17 @@ def _synthetic(params_by_model, metrics=("tpot_ms",)):
 
 @pytest.fixture(scope="module")
 def same():
-    return lcv.evidence(_synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0, 0.14), "Qwen2.5-7B": (0.6, 0.5, 1.0, 0.14)}))
+    return lcv.evidence(
+        _synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0, 0.14, 100.0), "Qwen2.5-7B": (0.6, 0.5, 1.0, 0.14, 100.0)})
+    )
 
 
 def test_fit_recovers_known_parameters():
     """Rows made by the model at 60% bandwidth, 1 ms per step and a wave share of 0.3 (compute at the course's 50%,
-    which the fit holds) are fitted back to those values, the step's on the times per token and the wave share on
-    the times to first token, and every held-out prediction (the other model alone has the same answer) is the
-    measurement."""
-    rows = _synthetic({m: (0.6, 0.5, 1.0, 0.3) for m in ("Llama-3.1-8B", "Qwen2.5-7B")}, ("tpot_ms", "ttft_ms"))
+    which the fit holds) and 40 ms per request are fitted back to those values, the step's on the times per token,
+    the wave share and the per-request overhead on the times to first token, and every held-out prediction (the
+    other model alone has the same answer) is the measurement."""
+    rows = _synthetic({m: (0.6, 0.5, 1.0, 0.3, 40.0) for m in ("Llama-3.1-8B", "Qwen2.5-7B")}, ("tpot_ms", "ttft_ms"))
     same = lcv.evidence(rows)
     assert lcv.FIT_OBJECTIVES["compute_efficiency"] == ()
     assert same.fitted == {
@@ -511,6 +513,7 @@ def test_fit_recovers_known_parameters():
         "compute_efficiency": 0.5,
         "step_overhead_ms": 1.0,
         "closed_loop_wave_share": 0.3,
+        "request_overhead_ms": 40.0,
     }
     for metric in ("tpot_ms", "ttft_ms"):
         s = same.summary("held_out_model", {"metric": metric})
@@ -520,7 +523,9 @@ def test_fit_recovers_known_parameters():
 def test_held_out_fit_never_sees_its_group():
     """Llama-3.1-8B's rows made at 60% bandwidth, Qwen2.5-7B's at 90%: holding out Llama-3.1-8B, the fit sees only
     Qwen2.5-7B's and predicts Llama's rows at 90%, exactly as predict() does there."""
-    ev = lcv.evidence(_synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0, 0.14), "Qwen2.5-7B": (0.9, 0.5, 1.0, 0.14)}))
+    ev = lcv.evidence(
+        _synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0, 0.14, 100.0), "Qwen2.5-7B": (0.9, 0.5, 1.0, 0.14, 100.0)})
+    )
     assert ev.fold_fits["model"]["Llama-3.1-8B"]["bandwidth_efficiency"] == 0.9
     assert ev.fold_fits["model"]["Qwen2.5-7B"]["bandwidth_efficiency"] == 0.6
     a = resolve().replace(bandwidth_efficiency=0.9, compute_efficiency=0.5, step_overhead_ms=1.0)
@@ -540,7 +545,9 @@ def _lin_percentile(xs, q):
 def test_band_is_the_held_out_ratios_of_the_family():
     """The band around 20 ms is 20 ms times the 10th and 90th percentiles of measured / held-out predicted over the
     family's rows; a family too small for MIN_BAND_ROWS widens to the metric alone, and says so."""
-    ev = lcv.evidence(_synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0, 0.14), "Qwen2.5-7B": (0.9, 0.5, 1.0, 0.14)}))
+    ev = lcv.evidence(
+        _synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0, 0.14, 100.0), "Qwen2.5-7B": (0.9, 0.5, 1.0, 0.14, 100.0)})
+    )
     preds = ev.predictions("held_out_model")
     ratios = [r.value / p for r, p in zip(ev.rows, preds, strict=True) if r.metric == "tpot_ms"]
     b = ev.band({"metric": "tpot_ms", "model": "Llama-3.1-8B"}, 20.0)
