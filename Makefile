@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 
-.PHONY: setup lite browser-setup book book-only serve test lint bench exercises clean
+.PHONY: setup lite browser-setup book book-only serve test lint bench exercises formulas-cache clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -50,6 +50,11 @@ test: setup lite browser-setup
 ## Regenerate the auto-checked exercise notebooks (exercises/*.md) from llmcourse/exercises/defs_*.py.
 exercises: setup
 	$(PY) -m llmcourse.exercises.notebooks
+
+## Regenerate llmcourse/formulas_cache.py (SymPy's results and lambdify's code for the formulas) after changing a
+## formula or a derivation; tests/test_formulas_cache.py fails while it is stale.
+formulas-cache: setup
+	$(PY) -m llmcourse.formulas_cache_build
 
 bench: setup
 	$(PY) scripts/benchmark.py

@@ -32,7 +32,7 @@ from typing import Any, Generic, TypeVar
 import pint
 
 from llmcourse.errors import InputError, UnknownNameError
-from llmcourse.units import Q_, as_quantity, plain_number
+from llmcourse.units import Q_, as_quantity, parsed_unit, plain_number, quantity
 
 __all__ = [
     "GPU",
@@ -608,6 +608,11 @@ def _int(text: str) -> int | None:
     return int(float(text)) if text.strip() else None
 
 
+def _q(value: float, unit: str) -> pint.Quantity:
+    """``Q_(value, unit)`` for a data file's number, the unit string parsed once (pint parses it at every call)."""
+    return quantity(value, parsed_unit(unit)[0])
+
+
 def _load_models() -> list[Model]:
     out = []
     ints = (
@@ -651,7 +656,7 @@ def _load_gpus() -> list[GPU]:
 
         def q(col: str, unit: str, row: dict[str, str] = row) -> pint.Quantity | None:
             v = _num(row[col])
-            return None if v is None else Q_(int(v) if v == int(v) else v, unit)
+            return None if v is None else _q(int(v) if v == int(v) else v, unit)
 
         out.append(
             GPU(
@@ -675,7 +680,7 @@ def _load_gpus() -> list[GPU]:
 def _load_links() -> list[Link]:
     def q(text: str, unit: str) -> pint.Quantity:
         v = float(text)
-        return Q_(int(v) if v == int(v) else v, unit)
+        return _q(int(v) if v == int(v) else v, unit)
 
     return [
         Link(
@@ -700,8 +705,8 @@ def _load_hardware_prices(gpu_catalog: Catalog[GPU]) -> list[HardwarePrice]:
         out.append(
             HardwarePrice(
                 name=g.name,
-                gpu_price=Q_(int(float(row["gpu_price_USD"])), "USD"),
-                server_price=Q_(int(float(row["server_price_USD_per_gpu"])), "USD"),
+                gpu_price=_q(int(float(row["gpu_price_USD"])), "USD"),
+                server_price=_q(int(float(row["server_price_USD_per_gpu"])), "USD"),
                 source=row["source"],
                 as_of=row["as_of"],
                 aliases=g.aliases,
@@ -718,12 +723,12 @@ def _load_costs() -> list[Cost]:
             Cost(
                 name=row["name"],
                 kind=row["kind"],
-                value=Q_(v, row["unit"]) if row["unit"] else v,
+                value=_q(v, row["unit"]) if row["unit"] else v,
                 source=row["source"],
                 as_of=row["as_of"],
                 model=row["model"],
                 default=row["default"].strip().lower() == "yes",
-                input_value=Q_(float(row["input_value"]), row["unit"]) if row["input_value"].strip() else None,
+                input_value=_q(float(row["input_value"]), row["unit"]) if row["input_value"].strip() else None,
                 aliases=tuple(a for a in row["aliases"].split(";") if a),
             )
         )

@@ -6,6 +6,12 @@ with :func:`sympy.lambdify`, the first time it is used; nothing else in the pack
 re-types the arithmetic. Calling a formula with quantities checks each input's
 dimension and returns a quantity.
 
+What SymPy works out (``solve``, ``simplify``, ``summation``, ``ceiling``, ``Max``; the code
+``lambdify`` prints) is kept in :mod:`llmcourse.formulas_cache`, generated from the derivations
+here by ``make formulas-cache``: :func:`derived` and :attr:`Formula.numeric` read it when the
+expressions it was generated from are the ones defined now (a digest of them), and work it out
+again otherwise; ``tests/test_formulas_cache.py`` fails while it is stale.
+
 The chapters display ``formula.latex()`` and call the planner, which composes these.
 
 Examples
@@ -21,10 +27,13 @@ Examples
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import functools
+import hashlib
 import inspect
 import math
+import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -33,6 +42,7 @@ from typing import Any
 import pint
 import sympy as sp
 
+from llmcourse import formulas_cache
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.units import Q_, as_quantity, flag, parsed_unit, plain_number, quantity, ureg
 
@@ -43,6 +53,7 @@ __all__ = [
     "Formula",
     "Symbol",
     "checked",
+    "derived",
     "formula",
     "notation_table",
     "si",
@@ -209,9 +220,31 @@ class Formula:
     def numeric(self) -> Callable[..., float]:
         """Plain-float function of the inputs (in their declared units), from ``lambdify``."""
         if self._numeric is None:
-            args = [s.sym for s in self.inputs]
-            self._numeric = sp.lambdify(args, self.expr, modules=["math"])
+            self._numeric = self.positional(*(s.name for s in self.inputs))
         return self._numeric
+
+    def positional(self, *names: str) -> Callable[..., float]:
+        """The plain-float function of the inputs (in their declared units) taking them in the order
+        ``names`` gives (every input once): ``lambdify``'s code, read from :mod:`llmcourse.formulas_cache`
+        when it was generated from this expression, else printed by ``lambdify`` now.
+
+        Examples
+        --------
+        >>> FORMULAS["throughput"].positional("step_time", "batch")(0.02, 64)
+        3200.0
+        """
+        inputs = self.inputs
+        index = {s.name: i for i, s in enumerate(inputs)}
+        if sorted(names) != sorted(index):
+            raise ValueError(f"{self.name} takes {', '.join(sorted(index))}; got {', '.join(names)}.")
+        cached = formulas_cache.NUMERIC.get(self.name) if _USE_CACHE else None
+        if cached is not None and cached[0] == _digest(self.expr, tuple(s.name for s in inputs)):
+            params = ", ".join(f"_a{index[n]}" for n in names)
+            scope = dict(_LAMBDIFY_SCOPE)
+            exec(f"def _lambdifygenerated({params}):\n    return {cached[1]}\n", scope)  # lambdify's code
+            return scope["_lambdifygenerated"]
+        syms = {s.name: s.sym for s in inputs}
+        return sp.lambdify([syms[n] for n in names], self.expr, modules=["math"])
 
     def latex(self) -> str:
         """``target = expr`` as LaTeX, for display in a chapter."""
@@ -439,6 +472,86 @@ def si(value: Any, name: str) -> float:
     return _plain(value, SYMBOLS[name])
 
 
+#: Whether :mod:`llmcourse.formulas_cache` is read: ``LLMCOURSE_FORMULAS_CACHE=0`` works everything out (the generator
+#: runs so, so that the cache follows from the code alone).
+_USE_CACHE = os.environ.get("LLMCOURSE_FORMULAS_CACHE", "1") != "0"
+
+#: What the code ``lambdify(..., modules=["math"])`` prints may name: the math module's names and the builtins.
+_LAMBDIFY_SCOPE: dict[str, Any] = {**vars(math), "__builtins__": builtins}
+
+
+def _digest(*parts: Any) -> str:
+    """A digest of SymPy expressions (and plain values) by their exact form, ``srepr``: the key of a cached result."""
+    return hashlib.sha256(sp.srepr(parts).encode()).hexdigest()[:20]
+
+
+#: The names ``srepr`` writes: SymPy's own, and the pairs of a ``Piecewise``.
+_SREPR_SCOPE: dict[str, Any] = {**vars(sp), "ExprCondPair": sp.functions.elementary.piecewise.ExprCondPair}
+
+
+def exact_repr(value: Any) -> str:
+    """``value`` (a SymPy expression, or a tuple or list of them) as the code that rebuilds it as it stands:
+    each node's class applied to its arguments in the order the node holds them (``srepr`` writes a product's
+    factors in print order), the atoms by ``srepr``. Read back by :func:`derived` with SymPy's evaluation off.
+
+    Examples
+    --------
+    >>> x = sp.Symbol("x")
+    >>> exact_repr(x / 2)
+    "Mul(Rational(1, 2), Symbol('x'))"
+    """
+    if isinstance(value, list):
+        return f"[{', '.join(exact_repr(v) for v in value)}]"
+    if isinstance(value, tuple):
+        return f"({''.join(exact_repr(v) + ', ' for v in value)})"
+    if not value.args:
+        return sp.srepr(value)
+    return f"{type(value).__name__}({', '.join(exact_repr(a) for a in value.args)})"
+
+
+#: Every derivation :func:`derived` was asked for: key -> (digest of its inputs, the function that works it out).
+DERIVATIONS: dict[str, tuple[str, Callable[[], Any]]] = {}
+
+
+def derived(key: str, inputs: tuple[Any, ...], derive: Callable[[], Any]) -> Any:
+    """What ``derive()`` works out with SymPy (an expression, or a tuple of them) from ``inputs`` (the
+    expressions and symbols it starts from): read from :mod:`llmcourse.formulas_cache` when the cache
+    was generated from the same inputs, else worked out now. The derivation stays the source of truth:
+    the cache is generated from it (``make formulas-cache``) and ``tests/test_formulas_cache.py`` checks
+    that every cached result is what ``derive()`` returns now.
+
+    Examples
+    --------
+    >>> x = sp.Symbol("x", positive=True)
+    >>> derived("example_square_root", (x,), lambda: sp.solve(x**2 - 2, x)[0])
+    sqrt(2)
+    """
+    digest = _digest(*inputs)
+    DERIVATIONS[key] = (digest, derive)
+    cached = formulas_cache.DERIVED.get(key) if _USE_CACHE else None
+    if cached is not None and cached[0] == digest:
+        with sp.evaluate(False):  # SymPy's result rebuilt as it stands (exact_repr; checked by the generator)
+            return eval(cached[1], _SREPR_SCOPE)
+    return derive()
+
+
+def _kept(func: Any) -> Callable[..., sp.Expr]:
+    """``func`` (SymPy's ``ceiling``, ``floor``, ``Max``, ``Min``), whose result is read from the cache
+    (:func:`derived`): SymPy evaluates each of these by querying the assumptions of its arguments, which
+    took most of the time of defining the formulas."""
+
+    def apply(*args: Any) -> sp.Expr:
+        args = tuple(sp.sympify(a) for a in args)
+        return derived(f"{func.__name__}:{_digest(*args)[:12]}", args, lambda: func(*args))
+
+    apply.__name__ = apply.__qualname__ = func.__name__
+    apply.__doc__ = f"``sympy.{func.__name__}``, its result kept in :mod:`llmcourse.formulas_cache`."
+    return apply
+
+
+ceiling, floor, Max, Min = (_kept(f) for f in (sp.ceiling, sp.floor, sp.Max, sp.Min))
+
+
 class _Table(Mapping[str, Formula]):
     def __init__(self) -> None:
         self._f: dict[str, Formula] = {}
@@ -455,6 +568,9 @@ class _Table(Mapping[str, Formula]):
         close = difflib.get_close_matches(k, list(self._f), n=3, cutoff=0.5) if isinstance(k, str) else []
         hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
         raise UnknownNameError(f"no formula named {k!r}.{hint} The formulas are listed by list(FORMULAS).")
+
+    def __contains__(self, k: object) -> bool:  # Mapping's would look the name up, "did you mean" and all
+        return isinstance(k, str) and k in self._f
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._f)
@@ -486,7 +602,7 @@ formula(
 formula(
     "gpus_for_weights",
     "n_gpus",
-    sp.ceiling(weights / (gpu_memory * usable_fraction)),
+    ceiling(weights / (gpu_memory * usable_fraction)),
     "fewest GPUs whose usable memory holds the weights",
     "02_weights",
 )
@@ -510,7 +626,7 @@ kv_copies = _s("kv_copies", r"c_{kv}", "", "copies of each KV head a tensor-para
 formula(
     "kv_replication",
     "kv_copies",
-    sp.Max(1, n_gpus / kv_heads),
+    Max(1, n_gpus / kv_heads),
     "copies of the KV cache a replica holds: each of N GPUs keeps at least one KV head",
     "03_kv_cache",
 )
@@ -518,14 +634,14 @@ block_tokens = _s("block_tokens", r"b_{blk}", "", "tokens per block of a paged K
 formula(
     "paged_context",
     "context",
-    sp.ceiling((prompt_tokens + answer_tokens / 2) / block_tokens) * block_tokens,
+    ceiling((prompt_tokens + answer_tokens / 2) / block_tokens) * block_tokens,
     "tokens a paged cache holds for a conversation on average: prompt plus half the answer, in whole blocks",
     "03_kv_cache",
 )
 formula(
     "max_batch",
     "batch",
-    sp.floor((usable_memory - weights) / kv_per_sequence),
+    floor((usable_memory - weights) / kv_per_sequence),
     "sequences whose KV fits beside the weights",
     "03_kv_cache",
 )
@@ -548,9 +664,7 @@ formula(
 )
 formula("decode_memory_time", "step_time", _t_mem, "decode step time if memory were the only limit", "05_decode")
 formula("decode_compute_time", "step_time", _t_comp, "decode step time if compute were the only limit", "05_decode")
-formula(
-    "decode_step_time", "step_time", sp.Max(_t_mem, _t_comp), "decode step time: the slower of the two", "05_decode"
-)
+formula("decode_step_time", "step_time", Max(_t_mem, _t_comp), "decode step time: the slower of the two", "05_decode")
 # The same step as the kernels an engine runs, each the slower of its own bytes and FLOPs, added:
 # the weight matmuls (weights read, matmul FLOPs) then attention (KV read, attention FLOPs).
 attention_flops_per_token = _s(
@@ -568,8 +682,8 @@ _eff_f = n_gpus * peak_flops * compute_efficiency
 formula(
     "decode_step_time_per_op",
     "step_time",
-    sp.Max(bytes_read / _eff_bw, batch * flops_per_token / _eff_f)
-    + sp.Max(batch * kv_per_sequence / _eff_bw, batch * attention_flops_per_token / _eff_f),
+    Max(bytes_read / _eff_bw, batch * flops_per_token / _eff_f)
+    + Max(batch * kv_per_sequence / _eff_bw, batch * attention_flops_per_token / _eff_f),
     "decode step time as two kernels: weight matmuls, then attention, each the slower of bytes and FLOPs",
     "05_decode",
 )
@@ -630,7 +744,7 @@ formula("weight_read_time", "prefill_time", _pre_mem, "time of one read of the w
 formula(
     "prefill_time",
     "prefill_time",
-    sp.Max(_pre_comp, _pre_mem),
+    Max(_pre_comp, _pre_mem),
     "prefill time: the slower of compute and one weight read",
     "06_prefill",
 )
@@ -644,7 +758,7 @@ formula(
 formula(
     "gpus_for_compute",
     "gpus",
-    sp.ceiling(compute_rate / (peak_flops * compute_efficiency)),
+    ceiling(compute_rate / (peak_flops * compute_efficiency)),
     "GPUs for a compute load",
     "06_prefill",
 )
@@ -673,7 +787,7 @@ formula(
     "throughput left after headroom",
     "09_fleet",
 )
-formula("replicas_needed", "replicas", sp.ceiling(demand / throughput), "replicas to meet a demand", "09_fleet")
+formula("replicas_needed", "replicas", ceiling(demand / throughput), "replicas to meet a demand", "09_fleet")
 formula(
     "cost_per_token",
     "cost",
@@ -689,9 +803,7 @@ formula(
     "requests per second one GPU completes",
     "09_fleet",
 )
-formula(
-    "gpus_for_rate", "gpus", sp.ceiling(request_rate * headroom / rps_per_gpu), "GPUs for a request rate", "09_fleet"
-)
+formula("gpus_for_rate", "gpus", ceiling(request_rate * headroom / rps_per_gpu), "GPUs for a request rate", "09_fleet")
 
 
 # --- Roofline (05_decode, 08_batching) -----------------------------------------------------------
@@ -710,18 +822,25 @@ formula(
 formula(
     "attainable_flops",
     "attainable_flops",
-    sp.Min(peak_flops * compute_efficiency, intensity * bandwidth * bandwidth_efficiency),
+    Min(peak_flops * compute_efficiency, intensity * bandwidth * bandwidth_efficiency),
     "roofline: the lower of the compute roof and intensity x bandwidth",
     "05_decode",
 )
 # The crossover batch: solve decode memory time = compute time for the batch (SymPy ``solve``).
 _b_real = sp.Symbol("B_real", positive=True)
-_crossover = sp.solve(sp.Eq(_t_mem.subs(batch, _b_real), _t_comp.subs(batch, _b_real)), _b_real)
-if len(_crossover) != 1:  # pragma: no cover - guards a change of the decode formulas
-    raise RuntimeError(f"expected one crossover batch, got {_crossover}")
-_num, _den = sp.fraction(sp.together(_crossover[0]))
-if _num.could_extract_minus_sign():
-    _num, _den = -_num, sp.expand(-_den)
+
+
+def _crossover_parts() -> tuple[sp.Expr, sp.Expr]:
+    crossover = sp.solve(sp.Eq(_t_mem.subs(batch, _b_real), _t_comp.subs(batch, _b_real)), _b_real)
+    if len(crossover) != 1:  # pragma: no cover - guards a change of the decode formulas
+        raise RuntimeError(f"expected one crossover batch, got {crossover}")
+    num, den = sp.fraction(sp.together(crossover[0]))
+    if num.could_extract_minus_sign():
+        num, den = -num, sp.expand(-den)
+    return num, den
+
+
+_num, _den = derived("crossover_batch", (_t_mem, _t_comp, batch, _b_real), _crossover_parts)
 formula(
     "crossover_batch",
     "batch",
@@ -793,15 +912,20 @@ formula(
 fixed_cost = _s("fixed_cost", r"C_{fix}", "USD", "fixed cost of running a fleet in the time billed (people, on-call)")
 gpu_throughput = _s("gpu_throughput", r"X_{gpu}", "1/s", "output tokens per second one GPU delivers at full load")
 _g_real = sp.Symbol("G_real", positive=True)
-_break_even = sp.solve(
-    sp.Eq(_g_real * price * hours + fixed_cost, api_price * _g_real * gpu_throughput * utilisation * hours), _g_real
-)
-if len(_break_even) != 1:  # pragma: no cover - guards a change of the expressions above
-    raise RuntimeError(f"expected one break-even fleet size, got {_break_even}")
+_own_fleet, _api_bill = _g_real * price * hours + fixed_cost, api_price * _g_real * gpu_throughput * utilisation * hours
+
+
+def _break_even_root() -> sp.Expr:
+    roots = sp.solve(sp.Eq(_own_fleet, _api_bill), _g_real)
+    if len(roots) != 1:  # pragma: no cover - guards a change of the expressions above
+        raise RuntimeError(f"expected one break-even fleet size, got {roots}")
+    return roots[0]
+
+
 formula(
     "break_even_gpus",
     "gpus",
-    _break_even[0],
+    derived("break_even_gpus", (_own_fleet, _api_bill, _g_real), _break_even_root),
     "fleet size above which self-hosting (GPUs plus a fixed cost) is cheaper than an API",
     "09_fleet",
 )

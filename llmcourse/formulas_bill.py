@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from llmcourse.formulas import FORMULAS, SYMBOLS, _s, formula
+from llmcourse.formulas import FORMULAS, SYMBOLS, _s, derived, floor, formula
 
 __all__: list[str] = []
 
@@ -123,7 +123,7 @@ formula(
 formula(
     "gpus_in_power_budget",
     "gpus",
-    sp.floor(power_budget / site_power),
+    floor(power_budget / site_power),
     "GPUs a site's power can feed at a site power per GPU",
     CHAPTER,
 )
@@ -165,15 +165,26 @@ def _solve_for_utilisation(price_expr: sp.Expr) -> sp.Expr:
 formula(
     "break_even_utilisation_rented",
     "utilisation",
-    _solve_for_utilisation(p),
+    derived("break_even_utilisation_rented", (_per_token, p, U, _u_real, p_api), lambda: _solve_for_utilisation(p)),
     "utilisation at which rented GPUs cost per token what an API charges",
     CHAPTER,
 )
 _own_at_u = _own.subs(site_power, _site).subs(gpu_draw, _draw)
-_num, _den = sp.fraction(sp.together(_solve_for_utilisation(_own_at_u)))
-# shown per unit time: N (hardware written off + idle and server electricity) over (what the API pays for the
-# tokens at full load - the electricity that full load adds)
-_num, _den = (sp.collect(sp.expand(e / service_life), [electricity_price], func=sp.factor) for e in (_num, _den))
+
+
+def _owned_parts() -> tuple[sp.Expr, sp.Expr]:
+    """The owned break-even utilisation's numerator and denominator, shown per unit time: N (hardware written off +
+    idle and server electricity) over (what the API pays for the tokens at full load - the electricity that full
+    load adds)."""
+    num, den = sp.fraction(sp.together(_solve_for_utilisation(_own_at_u)))
+    return tuple(sp.collect(sp.expand(e / service_life), [electricity_price], func=sp.factor) for e in (num, den))
+
+
+_num, _den = derived(
+    "break_even_utilisation_owned",
+    (_per_token, p, U, _u_real, p_api, _own_at_u, service_life, electricity_price),
+    _owned_parts,
+)
 formula(
     "break_even_utilisation_owned",
     "utilisation",

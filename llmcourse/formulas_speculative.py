@@ -32,7 +32,7 @@ import functools
 
 import sympy as sp
 
-from llmcourse.formulas import FORMULAS, SYMBOLS, _s, formula
+from llmcourse.formulas import FORMULAS, SYMBOLS, _s, derived, formula
 
 __all__ = ["EXPECTED_TOKENS_SUM", "best_draft_tokens_expression"]
 
@@ -80,7 +80,11 @@ step_time, batch, bytes_read, kv_per_sequence = (_S[n] for n in ("step_time", "b
 # E[tokens] = sum_{i=0}^{k_d} P(prefix >= i) = sum_{i=0}^{k_d} alpha^i.
 _i = sp.Symbol("i", integer=True, nonnegative=True)
 #: The sum as SymPy returns it: a Piecewise whose first branch is alpha = 1 (k_d + 1 tokens).
-EXPECTED_TOKENS_SUM = sp.summation(acceptance**_i, (_i, 0, draft_tokens))
+EXPECTED_TOKENS_SUM = derived(
+    "speculative_expected_tokens_sum",
+    (acceptance, _i, draft_tokens),
+    lambda: sp.summation(acceptance**_i, (_i, 0, draft_tokens)),
+)
 _general = [e for e, cond in EXPECTED_TOKENS_SUM.args if cond == sp.true]
 if len(_general) != 1:  # pragma: no cover - guards a change of SymPy's answer
     raise RuntimeError(f"expected one general branch of the geometric sum, got {EXPECTED_TOKENS_SUM}")
@@ -117,8 +121,13 @@ formula(
 # bytes, and the same per-step overhead) and a draft step a fixed share of it (t_draft = r_d t_step, each
 # time with its own per-step overhead, which is why a draft head far smaller than the target still costs
 # a noticeable r_d): the speed-up depends on alpha, k_d and r_d only.
-_speedup_mb = sp.simplify(_speedup.subs({verify_time: step_time, draft_step_time: draft_cost * step_time}))
-_speedup_mb = _speedup_mb.subs(expected_tokens, _tau)
+_speedup_mb = derived(
+    "speculative_speedup_memory_bound",
+    (_speedup, verify_time, step_time, draft_step_time, draft_cost, expected_tokens, _tau),
+    lambda: sp.simplify(_speedup.subs({verify_time: step_time, draft_step_time: draft_cost * step_time})).subs(
+        expected_tokens, _tau
+    ),
+)
 formula(
     "speculative_speedup_memory_bound",
     "speedup",
@@ -154,23 +163,34 @@ _draft_memory = _stepped(
     draft_overhead,
 )
 _plain_memory = _stepped(_t_mem.subs(batch, _b_real))
-_balance = sp.Eq(expected_tokens * _plain_memory, _verify_compute + draft_tokens * _draft_memory)
-_roots = sp.solve(_balance, _b_real)
-if len(_roots) != 1:  # pragma: no cover - guards a change of the decode formulas
-    raise RuntimeError(f"expected one crossover batch, got {_roots}")
-_num, _den = sp.fraction(sp.together(_roots[0]))
-if _num.could_extract_minus_sign():
-    _num, _den = -_num, sp.expand(-_den)
+_saved, _spent = expected_tokens * _plain_memory, _verify_compute + draft_tokens * _draft_memory
 _flops_side = SYMBOLS["peak_flops"].sym * SYMBOLS["compute_efficiency"].sym
 _bytes_side = SYMBOLS["flops_per_token"].sym * SYMBOLS["bandwidth"].sym * SYMBOLS["bandwidth_efficiency"].sym
+
+
+def _crossover_parts() -> tuple[sp.Expr, sp.Expr]:
+    """The crossover batch's numerator and denominator, each collected for display."""
+    roots = sp.solve(sp.Eq(_saved, _spent), _b_real)
+    if len(roots) != 1:  # pragma: no cover - guards a change of the decode formulas
+        raise RuntimeError(f"expected one crossover batch, got {roots}")
+    num, den = sp.fraction(sp.together(roots[0]))
+    if num.could_extract_minus_sign():
+        num, den = -num, sp.expand(-den)
+    return (
+        sp.factor_terms(sp.collect(sp.expand(num), [_t_over, draft_overhead], func=sp.factor)),
+        sp.collect(sp.expand(den), [_flops_side, _bytes_side], func=sp.factor_terms),
+    )
+
+
+_num, _den = derived(
+    "speculative_crossover_batch",
+    (_saved, _spent, _b_real, _t_over, draft_overhead, _flops_side, _bytes_side),
+    _crossover_parts,
+)
 formula(
     "speculative_crossover_batch",
     "batch",
-    sp.Mul(
-        sp.factor_terms(sp.collect(sp.expand(_num), [_t_over, draft_overhead], func=sp.factor)),
-        sp.Pow(sp.collect(sp.expand(_den), [_flops_side, _bytes_side], func=sp.factor_terms), -1),
-        evaluate=False,
-    ),
+    sp.Mul(_num, sp.Pow(_den, -1), evaluate=False),
     "batch beyond which speculation costs throughput (plain step and draft memory-bound, verification compute-bound)",
     CHAPTER,
 )

@@ -27,7 +27,10 @@ Examples
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
+import sys
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -52,6 +55,27 @@ __all__ = [
 ]
 
 
+def _definitions_file(text: str) -> Path | None:
+    """The registry's definitions written once to a file in the user's cache folder, so that pint's own cache of
+    parsed definitions (``cache_folder``, keyed by the file's content and pint's version) spares the parse, most
+    of the registry's time; ``None`` where there is no lasting disk (Pyodide) or it cannot be written."""
+    if sys.platform == "emscripten" or os.environ.get("LLMCOURSE_UNITS_CACHE", "1") == "0":
+        return None
+    try:
+        import platformdirs  # pint's own dependency, for its cache folder
+
+        digest = hashlib.sha256(f"{pint.__version__}\n{text}".encode()).hexdigest()[:20]
+        path = platformdirs.user_cache_path("llmcourse", appauthor=False) / "pint" / f"units-{digest}.txt"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)  # whole or not at all, whoever writes it at the same time
+        return path
+    except Exception:  # a cache: without it the definitions are parsed as they stand
+        return None
+
+
 def _make_registry() -> pint.UnitRegistry:
     default = Path(pint.__file__).parent / "default_en.txt"
     text = default.read_text(encoding="utf-8")
@@ -60,8 +84,17 @@ def _make_registry() -> pint.UnitRegistry:
         raise RuntimeError("pint's definition of 'bit' changed; update llmcourse/units.py")
     text = text.replace(marker, "\nbit = [information]\n", 1)
     text = text.replace("@import constants_en.txt", (default.parent / "constants_en.txt").read_text(encoding="utf-8"))
-    reg = pint.UnitRegistry(filename=None, autoconvert_offset_to_baseunit=True)
-    reg.load_definitions(text.splitlines())
+    reg = None
+    path = _definitions_file(text)
+    if path is not None:
+        try:
+            reg = pint.UnitRegistry(filename=None, autoconvert_offset_to_baseunit=True, cache_folder=path.parent)
+            reg.load_definitions(path)
+        except Exception:  # a cache file another process is writing, a disk that is full: parse
+            reg = None
+    if reg is None:
+        reg = pint.UnitRegistry(filename=None, autoconvert_offset_to_baseunit=True)
+        reg.load_definitions(text.splitlines())
     reg.define("FLOP = [compute] = _ = flop = FLOPs")
     reg.define("USD = [currency] = _ = dollar = usd")
     reg.formatter.default_format = "~P"

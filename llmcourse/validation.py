@@ -403,7 +403,7 @@ def _scalar(name: str, *args: str):
     syms = {x.name: x.sym for x in f.inputs}
     if sorted(syms) != sorted(args):
         raise ValueError(f"{name} takes {', '.join(sorted(syms))}; got {', '.join(args)}.")
-    return sp.lambdify([syms[a] for a in args], f.expr, modules="math")
+    return f.positional(*args)  # lambdify's code, from the formulas' cache when current
 
 
 #: Output tokens per second of a batch: (batch, answer_tokens, step_time s, prefill_time s) -> 1/s.

@@ -1,0 +1,185 @@
+"""Write :mod:`llmcourse.formulas_cache`, or check it, from the derivations in ``llmcourse/formulas*.py``.
+
+    python -m llmcourse.formulas_cache_build           # (re)write llmcourse/formulas_cache.py (make formulas-cache)
+    python -m llmcourse.formulas_cache_build --check   # list what is stale; exit 1 if anything is
+
+The cache holds what SymPy works out when the package is imported, so that an import does not work it
+out again: the result of every :func:`llmcourse.formulas.derived` derivation (``solve``, ``simplify``,
+``summation``) as ``srepr`` text, and the code ``lambdify`` prints for every formula's numeric function
+(the body of ``def _lambdifygenerated(...)``, the inputs named ``_a0, _a1, ...`` in the order of
+:attr:`~llmcourse.formulas.Formula.inputs`). Each entry is keyed by a digest of the expressions it was
+worked out from; an entry whose digest differs from the expressions of the package now is not used.
+
+Run it in a fresh interpreter after changing a formula or a derivation: the derivations are run here
+again (whatever the cache holds), so the file follows from the code alone. ``lambdify`` names the inputs
+whose names are not Python identifiers ``Dummy_<n>`` by a process-wide counter, and sorts the factors of a
+product by those names: the counter is set to the same value before each formula here, so the printed
+code does not depend on what ran before (the order is that of a counter with as many digits for every input,
+the usual case of a plain ``lambdify`` in a fresh interpreter).
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import io
+import os
+import subprocess
+import sys
+import tokenize
+from pathlib import Path
+from typing import Any
+
+import sympy as sp
+
+import llmcourse  # noqa: F401  (registers every formula and derivation)
+from llmcourse import formulas, formulas_cache
+from llmcourse.formulas import _LAMBDIFY_SCOPE, _SREPR_SCOPE, DERIVATIONS, FORMULAS, Formula, _digest, exact_repr
+
+__all__ = ["build", "main", "stale"]
+
+PATH = Path(formulas_cache.__file__)
+_DUMMY_BASE = 100  # the Dummy counter before each lambdify: names Dummy_101, Dummy_102, ... (the same width)
+
+
+def _derived() -> dict[str, tuple[str, str]]:
+    """key -> (digest of the inputs, srepr of the result worked out now), for every registered derivation."""
+    out = {}
+    for key, (digest, derive) in sorted(DERIVATIONS.items()):
+        result = derive()
+        text = exact_repr(result)
+        with sp.evaluate(False):  # as formulas.derived rebuilds it
+            rebuilt = eval(text, _SREPR_SCOPE)
+        if (
+            exact_repr(rebuilt) != text or sp.srepr(rebuilt) != sp.srepr(result) or rebuilt != result
+        ):  # pragma: no cover
+            raise RuntimeError(f"the srepr of derivation {key!r} does not rebuild the same expression")
+        out[key] = (digest, text)
+    return out
+
+
+def _body(f: Formula) -> str:
+    """The expression ``lambdify`` prints for ``f`` (inputs in :attr:`Formula.inputs` order), inputs renamed
+    ``_a0, _a1, ...``; checked to name only what the runtime scope holds, as lambdify's namespace does."""
+    syms = [s.sym for s in f.inputs]
+    sp.Dummy._count = _DUMMY_BASE
+    fn = sp.lambdify(syms, f.expr, modules=["math"])
+    lines = inspect.getsource(fn).rstrip("\n").split("\n")
+    if len(lines) != 2 or not lines[0].startswith("def _lambdifygenerated(") or not lines[1].startswith("    return "):
+        raise RuntimeError(f"unexpected lambdify code for {f.name}: {lines}")  # pragma: no cover
+    params = [p.strip() for p in lines[0][len("def _lambdifygenerated(") : -len("):")].split(",") if p.strip()]
+    if len(params) != len(syms):  # pragma: no cover
+        raise RuntimeError(f"unexpected lambdify arguments for {f.name}: {params}")
+    rename = {p: f"_a{i}" for i, p in enumerate(params)}
+    text = lines[1][len("    return ") :]
+    body, done = [], 0
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):  # one line: columns are offsets
+        if tok.type == tokenize.NAME and tok.string in rename:
+            body += [text[done : tok.start[1]], rename[tok.string]]
+            done = tok.end[1]
+    body.append(text[done:])
+    for name in fn.__code__.co_names:  # every global the code names is the object lambdify's namespace gives
+        theirs = fn.__globals__.get(name, getattr(builtins, name, None))
+        ours = _LAMBDIFY_SCOPE.get(name, getattr(builtins, name, None))
+        if theirs is None or theirs is not ours:  # pragma: no cover
+            raise RuntimeError(f"lambdify's code for {f.name} names {name!r}, which the runtime scope lacks")
+    return "".join(body)
+
+
+def _numeric() -> dict[str, tuple[str, str]]:
+    """name -> (digest of the expression and input names, lambdify's code), for every formula."""
+    return {name: (_digest(f.expr, tuple(s.name for s in f.inputs)), _body(f)) for name, f in sorted(FORMULAS.items())}
+
+
+def _source(derived: dict[str, tuple[str, str]], numeric: dict[str, tuple[str, str]]) -> str:
+    lines = [
+        '"""What SymPy works out for the formulas, generated by ``python -m llmcourse.formulas_cache_build``',
+        "(``make formulas-cache``) from the derivations in ``llmcourse/formulas*.py``: do not edit.",
+        "",
+        "DERIVED: derivation key -> (digest of its inputs, its result as ``formulas.exact_repr`` writes it).",
+        "NUMERIC: formula name -> (digest of its expression and inputs, the expression lambdify prints, inputs",
+        "``_a0, _a1, ...``).",
+        f"Generated with SymPy {sp.__version__}.",
+        '"""',
+        "",
+        "DERIVED: dict[str, tuple[str, str]] = {",
+        *_entries(derived),
+        "}",
+        "NUMERIC: dict[str, tuple[str, str]] = {",
+        *_entries(numeric),
+        "}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _q(text: str) -> str:
+    """``text`` as a string literal the way ``ruff format`` writes it (double quotes), so the file is format-clean."""
+    r = repr(text)
+    if r.startswith('"'):
+        return r
+    if "'" in text or '"' in text:  # pragma: no cover - srepr writes single quotes only
+        raise RuntimeError(f"cannot quote {text!r} as ruff format would")
+    return f'"{r[1:-1]}"'
+
+
+def _entries(table: dict[str, tuple[str, str]]) -> list[str]:
+    out = []
+    for key, (digest, text) in table.items():
+        one = f"    {_q(key)}: ({_q(digest)}, {_q(text)}),"
+        out += (
+            [one]
+            if len(one) <= 120
+            else [f"    {_q(key)}: (", f"        {_q(digest)},", f"        {_q(text)},", "    ),"]
+        )
+    return out
+
+
+def build() -> str:
+    """The text of :mod:`llmcourse.formulas_cache` as the derivations and formulas give it now (in a Python
+    started with ``LLMCOURSE_FORMULAS_CACHE=0``)."""
+    if formulas._USE_CACHE:  # pragma: no cover
+        raise RuntimeError("run with LLMCOURSE_FORMULAS_CACHE=0: python -m llmcourse.formulas_cache_build")
+    return _source(_derived(), _numeric())
+
+
+def stale() -> list[str]:
+    """What the committed cache holds that differs from what the derivations give now (empty when current);
+    in a Python started with ``LLMCOURSE_FORMULAS_CACHE=0`` (:func:`main` starts one)."""
+    if formulas._USE_CACHE:  # pragma: no cover - the derivations would start from cached results
+        raise RuntimeError("run with LLMCOURSE_FORMULAS_CACHE=0: python -m llmcourse.formulas_cache_build --check")
+    want = {"DERIVED": _derived(), "NUMERIC": _numeric()}
+    have: dict[str, dict[str, Any]] = {"DERIVED": formulas_cache.DERIVED, "NUMERIC": formulas_cache.NUMERIC}
+    out = []
+    for table, entries in want.items():
+        for key in sorted(set(entries) | set(have[table])):
+            if key not in have[table]:
+                out.append(f"{table}[{key!r}] missing")
+            elif key not in entries:
+                out.append(f"{table}[{key!r}] is no longer derived")
+            elif have[table][key][0] != entries[key][0]:
+                out.append(f"{table}[{key!r}] was generated from other expressions (digest)")
+            elif have[table][key][1] != entries[key][1]:
+                out.append(f"{table}[{key!r}] differs from what the derivation gives now")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if formulas._USE_CACHE:  # work everything out from the code alone: again, in a Python that reads no cache
+        env = {**os.environ, "LLMCOURSE_FORMULAS_CACHE": "0"}
+        return subprocess.run([sys.executable, "-m", "llmcourse.formulas_cache_build", *args], env=env).returncode
+    if args == ["--check"]:
+        problems = stale()
+        print("\n".join(problems) if problems else f"{PATH.name} is current")
+        return 1 if problems else 0
+    if args:
+        print(__doc__)
+        return 2
+    PATH.write_text(build(), encoding="utf-8")
+    print(f"wrote {PATH} ({len(formulas.DERIVATIONS)} derivations, {len(FORMULAS)} formulas)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

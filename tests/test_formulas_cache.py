@@ -1,0 +1,80 @@
+"""The formulas' cache (llmcourse/formulas_cache.py): generated from the derivations, read only while current."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sympy as sp
+
+import llmcourse
+from llmcourse import formulas, formulas_cache
+from llmcourse.formulas import FORMULAS
+
+ROOT = Path(llmcourse.__file__).resolve().parents[1]
+
+
+def test_cache_is_what_the_derivations_give():
+    """Every cached SymPy result and lambdify code is what the package works out now (`make formulas-cache`)."""
+    env = {**os.environ, "LLMCOURSE_FORMULAS_CACHE": "0", "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
+    out = subprocess.run(
+        [sys.executable, "-m", "llmcourse.formulas_cache_build", "--check"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
+    assert out.returncode == 0, f"stale: run `make formulas-cache`\n{out.stdout}{out.stderr}"
+
+
+def test_import_read_every_derivation_from_the_cache():
+    """Each derivation the package asked for at import was cached from the same inputs (nothing solved again)."""
+    asked = {k: d for k, (d, _) in formulas.DERIVATIONS.items() if k in formulas_cache.DERIVED}
+    assert len(asked) == len(formulas_cache.DERIVED) >= 7
+    assert all(formulas_cache.DERIVED[k][0] == d for k, d in asked.items())
+
+
+def test_every_formula_has_its_code():
+    """Every registered formula's numeric function comes from the cache, with the digest of its expression."""
+    for name, f in FORMULAS.items():
+        digest = formulas._digest(f.expr, tuple(s.name for s in f.inputs))
+        assert formulas_cache.NUMERIC[name][0] == digest, name
+
+
+def test_a_current_entry_is_read(monkeypatch):
+    """An entry whose digest matches the inputs is what derived() returns (the derivation does not run)."""
+    x = sp.Symbol("x", positive=True)
+    monkeypatch.setattr(formulas, "DERIVATIONS", {})
+    monkeypatch.setitem(formulas_cache.DERIVED, "test_root", (formulas._digest(x), "Integer(7)"))
+    assert formulas.derived("test_root", (x,), lambda: pytest.fail("derived again")) == 7
+
+
+def test_a_stale_entry_is_worked_out_again(monkeypatch):
+    """An entry from other inputs is not used: the derivation runs."""
+    x = sp.Symbol("x", positive=True)
+    monkeypatch.setattr(formulas, "DERIVATIONS", {})
+    monkeypatch.setitem(formulas_cache.DERIVED, "test_root", ("another digest", "Integer(7)"))
+    assert formulas.derived("test_root", (x,), lambda: sp.sqrt(x**2)) == x
+
+
+def test_exact_repr_rebuilds_the_same_expression():
+    """exact_repr, read back with evaluation off, gives the expression as it stands (srepr reorders a product)."""
+    x, y = sp.symbols("x y", positive=True)
+    e = y / x + sp.Max(x, 2 * y)
+    with sp.evaluate(False):
+        back = eval(formulas.exact_repr(e), formulas._SREPR_SCOPE)
+    assert back == e
+    assert back.args == e.args
+
+
+def test_positional_takes_the_order_named():
+    """A formula's plain-float function in another order of its inputs: 64 sequences / 20 ms = 3,200 per s."""
+    f = FORMULAS["throughput"]
+    assert f.positional("batch", "step_time")(64, 0.02) == pytest.approx(3200)
+    assert f.positional("step_time", "batch")(0.02, 64) == pytest.approx(3200)
+    with pytest.raises(ValueError, match="takes batch, step_time"):
+        f.positional("batch")
