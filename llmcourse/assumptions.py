@@ -335,15 +335,15 @@ PRESETS: dict[str, Assumptions] = {
             # on H100, H200 and B200; TensorRT-LLM and vLLM; chapter Many GPUs): every row within 1.25x.
             step_overhead_ms=1.0,
             four_bit_bandwidth_factor=0.6,
-            # The median of measured minus predicted time to first token over the 414 measured rows with 1-4
-            # requests in flight (where a request barely queues): 101 ms; evidence() refits it in every fold with the
-            # wave share, on the times to first token: 100 ms on all rows, 70 to 150 ms by fold (chapter Validation).
+            # The median of measured minus predicted time to first token over the measured rows with 1-4
+            # requests in flight (where a request barely queues); evidence() refits it in every fold with the wave
+            # share, on the times to first token (chapter Validation shows the values).
             request_overhead_ms=100.0,
             # A closed loop of fixed answer lengths comes back in waves: each request waits behind the prefills of the
             # others of its wave that the engine's decode steps let bunch ahead of it (validation.closed_loop_ttft).
-            # Fitted, in the open, to the 2,377 measured times to first token of TensorRT-LLM and vLLM on the 2,820
-            # aggregated aiconfigurator rows at the course's other values (least median |ln(predicted / measured)|,
-            # on validation.FIT_GRIDS): 0.14; refitted by evidence() in every fold, 0.12 to 0.20 (chapter Validation).
+            # Fitted, in the open, to the measured times to first token of TensorRT-LLM and vLLM on the aggregated
+            # aiconfigurator rows at the course's other values (least median |ln(predicted / measured)|, on
+            # validation.FIT_GRIDS): 0.14; refitted by evidence() in every fold (chapter Validation shows the values).
             # SGLang runs each prefill batch on its own (its mixed chunks are off by default): share 1, not fitted.
             closed_loop_wave_share=0.14,
         ),

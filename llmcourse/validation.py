@@ -1270,6 +1270,8 @@ class Loaded:
         out: dict[str, int] = {}
         for sk in self.skipped:
             key = sk.reason.split(" (")[0] if sk.reason.startswith(LAYOUT_REASON) else sk.reason
+            if sk.reason.startswith(REPEAT_REASON.split(" row ")[0]):
+                key = REPEAT_REASON.replace("row {line} ({id})", "an earlier row")
             out[key] = out.get(key, 0) + 1
         return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
@@ -1435,8 +1437,13 @@ def _aic_kv(engine_key: str, weights: str) -> str:
     return "fp8" if engine_key == "trtllm" and weights in ("fp8", "fp4") else "bf16"
 
 
+#: The reason a row repeats an earlier one (aiconfigurator's file publishes some runs twice, under two ids).
+REPEAT_REASON = "the same measurement as row {line} ({id}): the same setup and the same times, published more than once"
+
+
 def _read_aiconfigurator(records: list[dict[str, str]], kv: str | None) -> tuple[list[Measurement], list[Skipped]]:
     rows, skipped = [], []
+    seen: dict[tuple, tuple[int, str]] = {}  # a row's setup and times -> the first row that had them
     for k, r in enumerate(records):
         line, rid = k + 2, (r.get("id") or "").strip()
         try:
@@ -1487,6 +1494,11 @@ def _read_aiconfigurator(records: list[dict[str, str]], kv: str | None) -> tuple
             gap = layout_gap(made[0])
             if gap is not None:
                 raise _RowError(gap)
+            same = (tuple(v for key, v in base.items() if key not in ("source", "notes")), tuple(values.values()))
+            if same in seen:
+                first, first_id = seen[same]
+                raise _RowError(REPEAT_REASON.format(line=first, id=first_id))
+            seen[same] = (line, rid)
             rows += made
         except (_RowError, InputError) as exc:
             skipped.append(Skipped(line, rid, str(exc)))
@@ -1847,15 +1859,15 @@ HOLD_OUT = ("model", "gpu", "engine")
 #: The families an error table is broken down by.
 FACETS = ("engine", "gpu_generation", "architecture", "metric", "concurrency_band", "model", "gpu")
 #: The metrics the step's parameters are fitted on (not the time to first token: it holds a fixed cost per
-#: request, the assumptions' request_overhead_ms, that the step's efficiencies must not be bent to stand in for).
+#: request, request_overhead_ms, fitted on its own, that the step's efficiencies must not be bent to stand in for).
 FIT_METRICS = ("tpot_ms", "itl_ms")
 #: The metrics each of :data:`FIT_PARAMETERS` is fitted on: the step's parameters on the time per token,
 #: the wave share and the per-request overhead (which change nothing else) on the time to first token, so
-#: that a held-out fold fits both without its group; none: held at the assumptions' value. The compute efficiency is held: a decode step is memory-bound, so the time per token barely sees
-#: it (fitted on it, it swung between 0.5 and 1 from fold to fold with the time per token barely changed,
-#: halving every prefill), while the times to first token that do see it come close to the course's 0.5
-#: (fitted on them with the wave share: 0.6 on all rows, 0.4 to 0.7 by fold), at which the course's
-#: request_overhead_ms was fitted.
+#: that a held-out fold fits both without its group; none: held at the assumptions' value. The compute
+#: efficiency is held: a decode step is memory-bound, so the time per token barely sees it (fitted on it, it
+#: swung between 0.5 and 1 from fold to fold with the time per token barely changed, halving every prefill),
+#: while the times to first token that do see it come close to the course's 0.5 (fitted on them with the wave
+#: share: 0.6 on all rows, 0.4 to 0.7 by fold).
 FIT_OBJECTIVES: dict[str, tuple[str, ...]] = {
     "bandwidth_efficiency": FIT_METRICS,
     "compute_efficiency": (),
@@ -1872,6 +1884,10 @@ GENERATIONS = {
 _BANDS = ((4, "1-4"), (16, "5-16"), (64, "17-64"), (256, "65-256"))
 #: Fewest held-out rows a band is drawn from; a family with fewer is widened (see :meth:`Evidence.band`).
 MIN_BAND_ROWS = 30
+#: Fewest rows a measured model's own band is drawn from: fewer than a kind of model needs, because a model's own
+#: rows are more like a setup of it than any kind's; at 20 the 10th and 90th percentiles still lie between its
+#: 2nd and 3rd, and its 18th and 19th, rows.
+MIN_MODEL_BAND_ROWS = 20
 
 
 def concurrency_band(concurrency: int | None) -> str:
@@ -2236,7 +2252,7 @@ def evidence(
     model under ``assumptions`` (the course's by default); fit :data:`FIT_PARAMETERS` on all of them
     (coordinate search on :data:`FIT_GRIDS`, each parameter to the least median ``|ln(predicted /
     measured)|`` of the rows of its :data:`FIT_OBJECTIVES`: the step's on the time per token, the wave
-    share on the time to first token, the compute efficiency held) and again without each model, GPU and
+    share and the per-request overhead on the time to first token, the compute efficiency held) and again without each model, GPU and
     engine in turn, predicting the group held out.
 
     Each distinct configuration calls the replica model once (:func:`load_components`); every
@@ -2394,9 +2410,10 @@ def band_table(ev: Evidence, which: str = BAND_WHICH) -> dict[str, Any]:
     generation, each metric and measured model, and each metric, model and GPU generation, the 10th, 50th
     and 90th percentiles (4 significant digits) of measured / predicted over the family's rows
     (predictions ``which``, leave-one-model-out by default) and the row count. A family of fewer than
-    :data:`MIN_BAND_ROWS` rows is left out (a lookup falls back to the wider family); the metric's own
-    family is always kept. ``scripts/make_bands.py`` writes it; the validation chapter checks that the
-    shipped file equals it.
+    :data:`MIN_BAND_ROWS` rows (a model's own: :data:`MIN_MODEL_BAND_ROWS`) is left out (a lookup falls back
+    to a wider family); the metric's own family is always kept. ``"measured"`` gives, for each metric, every
+    model's row count and the GPU generations it was measured on. ``scripts/make_bands.py`` writes it; the
+    validation chapter checks that the shipped file equals it.
 
     Examples
     --------
@@ -2409,6 +2426,7 @@ def band_table(ev: Evidence, which: str = BAND_WHICH) -> dict[str, Any]:
 
     preds = ev.predictions(which)
     groups: dict[str, list[float]] = {}
+    measured: dict[str, dict[str, dict[str, Any]]] = {}
     for row, f, p in zip(ev.rows, ev.facets, preds, strict=True):
         m = f["metric"]
         if m not in BAND_METRICS:
@@ -2416,6 +2434,9 @@ def band_table(ev: Evidence, which: str = BAND_WHICH) -> dict[str, Any]:
         arch, gen = f["architecture"], f["gpu_generation"]
         for key in (m, f"{m}/{arch}", f"{m}/{arch}/{gen}", _model_key(m, f["model"]), _model_key(m, f["model"], gen)):
             groups.setdefault(key, []).append(row.value / p)
+        seen = measured.setdefault(m, {}).setdefault(f["model"], {"n": 0, "generations": set()})
+        seen["n"] += 1
+        seen["generations"].add(gen)
     lo, hi = BAND_PERCENTILES
     families = {
         k: {
@@ -2425,7 +2446,7 @@ def band_table(ev: Evidence, which: str = BAND_WHICH) -> dict[str, Any]:
             "high": _sig4(percentile(v, hi)),
         }
         for k, v in sorted(groups.items())
-        if len(v) >= MIN_BAND_ROWS or "/" not in k
+        if len(v) >= (MIN_MODEL_BAND_ROWS if "/model=" in k else MIN_BAND_ROWS) or "/" not in k
     }
     return {
         "about": "80% bands of measured / predicted by family (metric, metric/architecture, "
@@ -2436,8 +2457,13 @@ def band_table(ev: Evidence, which: str = BAND_WHICH) -> dict[str, Any]:
         "which": which,
         "percentiles": list(BAND_PERCENTILES),
         "min_rows": MIN_BAND_ROWS,
+        "min_model_rows": MIN_MODEL_BAND_ROWS,
         "rows": len(ev.rows),
         "families": families,
+        "measured": {
+            m: {k: {"n": v["n"], "generations": sorted(v["generations"])} for k, v in sorted(by.items())}
+            for m, by in sorted(measured.items())
+        },
     }
 
 
@@ -2458,11 +2484,13 @@ def shipped_bands() -> dict[str, Any]:
 
 def band_for(metric: str, model: Any, gpu: Any, value: Any = 1.0, *, table: dict[str, Any] | None = None) -> Band:
     """An 80% band around a prediction of ``metric`` (``"tpot_ms"`` or ``"ttft_ms"``) for a model on a
-    GPU, from the shipped table (:func:`shipped_bands`, or ``table``): the narrowest family with at least
-    ``min_rows`` measured rows, of the metric and, in turn, the model itself on the GPU's generation, the
-    model on any GPU, the model's architecture on the GPU's generation, the architecture on any GPU, and
-    the metric alone. A measured model's own rows come first: how far the replica model misses one model
-    (say, an attention it has no term for) is not how far it misses the average of its architecture.
+    GPU, from the shipped table (:func:`shipped_bands`, or ``table``): the first family the table has, of
+    the metric and, in turn, the model itself on the GPU's generation; the model on every GPU it was
+    measured on, if those include the GPU's generation; the model's architecture on the GPU's generation;
+    the architecture on any GPU; the metric alone. A measured model's own rows come first: how far the
+    replica model misses one model (say, an attention it has no term for) is not how far it misses the
+    average of its architecture. But a model's rows from other generations say less about this one than
+    its architecture's rows from this one do, so they are used only where the model was measured here too.
     ``value`` is the prediction, in ms or as a time quantity (1 by default: the band is then the ratios).
     Standard library only (it runs in the live book).
 
@@ -2471,8 +2499,8 @@ def band_for(metric: str, model: Any, gpu: Any, value: Any = 1.0, *, table: dict
     >>> b = band_for("tpot_ms", "Llama-3.1-70B", "H100 SXM", 20.0)
     >>> b.family, b.low < 20.0 < b.high, b.n > 100
     ('time per output token, Llama-3.1-70B, Hopper GPUs', True, True)
-    >>> band_for("tpot_ms", "Llama-3.1-8B", "A10G").family
-    'time per output token, Llama-3.1-8B, all GPUs (fewer than 30 measured Ampere rows of it)'
+    >>> band_for("tpot_ms", "Llama-3.1-8B", "B200").family
+    'time per output token, dense models, Blackwell GPUs; Llama-3.1-8B measured on Hopper GPUs only'
     >>> band_for("tpot_ms", "Mixtral-8x7B", "H100 SXM").family
     'time per output token, MoE models, Hopper GPUs; Mixtral-8x7B not measured'
     """
@@ -2488,13 +2516,22 @@ def band_for(metric: str, model: Any, gpu: Any, value: Any = 1.0, *, table: dict
     v = plain_number(value, "value")
     name, fams, few = METRIC_NAMES[metric], t["families"], t["min_rows"]
     label, who = f"{name}, {arch} models", models[getattr(model, "name", model)].name
-    unmeasured = "" if _model_key(metric, who) in fams else f"; {who} not measured"
+    seen = t.get("measured", {}).get(metric, {}).get(who)
+    gens = seen["generations"] if seen else []
+    on = ", ".join(gens[:-1]) + (" and " if len(gens) > 1 else "") + (gens[-1] if gens else "")
+    own = f"{name}, {who}, {on} GPUs (fewer than {t.get('min_model_rows', few)} measured {gen} rows)"
+    if seen is None:
+        why = f"; {who} not measured"
+    elif gen not in gens:
+        why = f"; {who} measured on {on} GPUs only"
+    else:
+        why = f"; only {seen['n']} measured rows of {who}"
     for key, text in (
         (_model_key(metric, who, gen), f"{name}, {who}, {gen} GPUs"),
-        (_model_key(metric, who), f"{name}, {who}, all GPUs (fewer than {few} measured {gen} rows of it)"),
-        (f"{metric}/{arch}/{gen}", f"{label}, {gen} GPUs{unmeasured}"),
-        (f"{metric}/{arch}", f"{label}, all GPUs (fewer than {few} measured {gen} rows){unmeasured}"),
-        (metric, f"{name}, all models and GPUs (fewer than {few} measured {arch} rows){unmeasured}"),
+        (_model_key(metric, who) if gen in gens else None, own),
+        (f"{metric}/{arch}/{gen}", f"{label}, {gen} GPUs{why}"),
+        (f"{metric}/{arch}", f"{label}, all GPUs (fewer than {few} measured {gen} rows){why}"),
+        (metric, f"{name}, all models and GPUs (fewer than {few} measured {arch} rows){why}"),
     ):
         if key in fams:
             f = fams[key]

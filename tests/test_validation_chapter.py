@@ -51,13 +51,25 @@ TABLE = _table(
 )
 
 
-MODEL_TABLE = _table(
-    {
-        **{k: (v["n"], v["low"], v["high"]) for k, v in TABLE["families"].items()},
-        "tpot_ms/model=Llama-3.1-8B": (100, 0.7, 1.1),
-        "tpot_ms/model=Llama-3.1-8B/Hopper": (40, 0.95, 1.05),
-    }
-)
+MODEL_TABLE = {
+    **_table(
+        {
+            **{k: (v["n"], v["low"], v["high"]) for k, v in TABLE["families"].items()},
+            "tpot_ms/dense/Blackwell": (250, 0.6, 1.6),
+            "tpot_ms/model=Llama-3.1-8B": (100, 0.7, 1.1),
+            "tpot_ms/model=Llama-3.1-8B/Hopper": (40, 0.95, 1.05),
+            "tpot_ms/model=Qwen3-32B": (25, 0.8, 1.3),
+        }
+    ),
+    "min_model_rows": 20,
+    "measured": {
+        "tpot_ms": {
+            "Llama-3.1-8B": {"n": 100, "generations": ["Ampere", "Hopper"]},
+            "Qwen3-32B": {"n": 25, "generations": ["Ada", "Hopper"]},
+            "Llama-3.1-70B": {"n": 12, "generations": ["Hopper"]},
+        }
+    },
+}
 
 
 # --- the band table lookup ----------------------------------------------------------------------------
@@ -72,18 +84,45 @@ def test_band_uses_the_generation_family_when_it_is_in_the_table() -> None:
 
 def test_band_prefers_the_models_own_rows() -> None:
     """A measured model gets its own family on the GPU's generation (x 0.95 and x 1.05), before its
-    architecture's; on a generation it was not measured on, its own rows on every GPU (x 0.7 and x 1.1)."""
+    architecture's; on a generation it was measured on with too few rows there, its own rows on every GPU
+    (x 0.7 and x 1.1), named by their generations, before its architecture on that generation."""
     b = lcv.band_for("tpot_ms", "Llama-3.1-8B", "H100 SXM", 20.0, table=MODEL_TABLE)
     assert (b.n, round(b.low, 9), round(b.high, 9)) == (40, 19.0, 21.0)
     assert b.family == "time per output token, Llama-3.1-8B, Hopper GPUs"
-    w = lcv.band_for("tpot_ms", "Llama 3.1 8B", "B200", 10.0, table=MODEL_TABLE)  # an alias names the same model
+    w = lcv.band_for("tpot_ms", "Llama 3.1 8B", "A10G", 10.0, table=MODEL_TABLE)  # an alias names the same model
     assert (w.n, round(w.low, 9), round(w.high, 9)) == (100, 7.0, 11.0)
-    assert w.family == "time per output token, Llama-3.1-8B, all GPUs (fewer than 30 measured Blackwell rows of it)"
-    o = lcv.band_for("tpot_ms", "Llama-3.1-70B", "H100 SXM", 20.0, table=MODEL_TABLE)  # another model: its kind's
-    assert (o.n, o.family) == (200, "time per output token, dense models, Hopper GPUs; Llama-3.1-70B not measured")
+    assert (
+        w.family == "time per output token, Llama-3.1-8B, Ampere and Hopper GPUs (fewer than 20 measured Ampere rows)"
+    )
 
 
-def test_shipped_band_of_a_model_with_an_unmodelled_attention_says_so() -> None:
+def test_band_of_a_model_not_measured_on_the_generation_is_its_architectures() -> None:
+    """Llama-3.1-8B was measured on Ampere and Hopper only: on a B200 its own rows say less than the dense
+    models' Blackwell rows (x 0.6 and x 1.6), which it gets, and the family says why."""
+    b = lcv.band_for("tpot_ms", "Llama-3.1-8B", "B200", 10.0, table=MODEL_TABLE)
+    assert (b.n, round(b.low, 9), round(b.high, 9)) == (250, 6.0, 16.0)
+    assert b.family == (
+        "time per output token, dense models, Blackwell GPUs; Llama-3.1-8B measured on Ampere and Hopper GPUs only"
+    )
+
+
+def test_band_fallback_says_what_the_model_lacks() -> None:
+    """Each fallback names why the model's own rows were not used: too few rows, other generations, none."""
+    few = lcv.band_for("tpot_ms", "Llama-3.1-70B", "H100 SXM", 20.0, table=MODEL_TABLE)  # 12 rows, under 20
+    assert (few.n, few.family) == (
+        200,
+        "time per output token, dense models, Hopper GPUs; only 12 measured rows of Llama-3.1-70B",
+    )
+    q = lcv.band_for("tpot_ms", "Qwen3-32B", "H100 SXM", 20.0, table=MODEL_TABLE)  # its own 25 rows, Ada and Hopper
+    assert (q.n, round(q.low, 9), round(q.high, 9)) == (25, 16.0, 26.0)
+    moe = lcv.band_for("tpot_ms", "DeepSeek-V3", "B200", 20.0, table=MODEL_TABLE)  # no MoE family: the metric's
+    assert (moe.n, moe.family) == (
+        500,
+        "time per output token, all models and GPUs (fewer than 30 measured MoE rows); DeepSeek-V3 not measured",
+    )
+
+
+def test_shipped_band_of_glm5_lies_above_its_prediction() -> None:
     """GLM-5's sparse-attention indexer has no term in the replica model; its measured steps are slower
     than predicted, so its own band lies above the prediction, where the MoE family's straddles it."""
     g = lcv.band_for("tpot_ms", "GLM-5", "H200 SXM", 10.0)
@@ -121,16 +160,27 @@ def test_band_text_names_the_count_the_range_and_the_family() -> None:
 
 
 def test_shipped_table_counts_add_up() -> None:
-    """Every row is dense or MoE, so the two architectures' counts make the metric's; a generation
-    family never holds more rows than its architecture's; every band is ordered."""
+    """Every row is dense or MoE, so the two architectures' counts make the metric's, and the measured
+    models' counts make it too; a generation family never holds more rows than its architecture's (or its
+    model's), nor fewer than the table's minimum; every band is ordered."""
     t = json.loads(resources.files("llmcourse.data").joinpath("bands.json").read_text(encoding="utf-8"))
-    fams = t["families"]
+    fams, seen = t["families"], t["measured"]
     for m in ("tpot_ms", "ttft_ms"):
         assert fams[f"{m}/dense"]["n"] + fams[f"{m}/MoE"]["n"] == fams[m]["n"]
+        assert sum(v["n"] for v in seen[m].values()) == fams[m]["n"]
         for key, f in fams.items():
             assert f["low"] <= f["median"] <= f["high"]
-            if key.count("/") == 2 and key.startswith(m):
-                assert f["n"] >= t["min_rows"] and f["n"] <= fams[key.rsplit("/", 1)[0]]["n"]
+            if not key.startswith(f"{m}/"):
+                continue
+            if "/model=" in key:
+                name = key.split("=")[1].split("/")[0]
+                assert t["min_model_rows"] <= f["n"] <= seen[m][name]["n"]
+                if key.count("/") == 2:
+                    assert key.rsplit("/", 1)[1] in seen[m][name]["generations"]
+            else:
+                assert f["n"] >= t["min_rows"]
+                if key.count("/") == 2:
+                    assert f["n"] <= fams[key.rsplit("/", 1)[0]]["n"]
 
 
 @dataclass
@@ -157,8 +207,8 @@ class _Ev:
 
 def test_band_table_percentiles_are_numpys_linear_ones() -> None:
     """30 rows with measured/predicted 1, 2, ..., 30: the 10th percentile sits 2.9 ranks in (3.9), the
-    90th 26.1 ranks in (27.1); the 29 Hopper rows are too few for a family of their own, and so are
-    the 29 rows of one model, while the 30 of the model beside the one Ada row make one."""
+    90th 26.1 ranks in (27.1); the 29 Hopper rows are too few for a family of a kind of model, but
+    enough for the model's own on Hopper (20 or more), and the 30 rows make the model's own family."""
     rows = [_Row(f"r{k}", "tpot_ms", float(k)) for k in range(1, 31)]
     facets = [
         {
@@ -172,7 +222,14 @@ def test_band_table_percentiles_are_numpys_linear_ones() -> None:
     t = lcv.band_table(_Ev(rows, facets, [1.0] * 30))
     assert t["families"]["tpot_ms"] == {"n": 30, "low": 3.9, "median": 15.5, "high": 27.1}
     assert t["families"]["tpot_ms/model=Llama-3.1-8B"] == t["families"]["tpot_ms"]
-    assert sorted(t["families"]) == ["tpot_ms", "tpot_ms/dense", "tpot_ms/model=Llama-3.1-8B"]
+    assert sorted(t["families"]) == [
+        "tpot_ms",
+        "tpot_ms/dense",
+        "tpot_ms/model=Llama-3.1-8B",
+        "tpot_ms/model=Llama-3.1-8B/Hopper",
+    ]
+    assert t["families"]["tpot_ms/model=Llama-3.1-8B/Hopper"]["n"] == 29
+    assert t["measured"] == {"tpot_ms": {"Llama-3.1-8B": {"n": 30, "generations": ["Ada", "Hopper"]}}}
 
 
 # --- your own benchmark: the command line -----------------------------------------------------------
