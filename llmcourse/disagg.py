@@ -57,7 +57,7 @@ from llmcourse.planner import (
     Plan,
     Replica,
     _check_positions,
-    decode_step,
+    _decode_steps,
     kv_bytes_per_sequence,
     largest_batch,
     plan,
@@ -396,8 +396,8 @@ def disaggregated(
         weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a_dec, context_tokens=top.kv_read_tokens,
     )  # fmt: skip
 
-    def step_at(b: int) -> pint.Quantity:
-        return decode_step(m, g, batch=b, **shape).step_time
+    # decode_step(m, g, batch=b, **shape).step_time, set up once for the searches
+    step_at = _decode_steps(m, g, **shape, step_time_only=True)
 
     if r_given is None:
         b = max(1, largest_batch(lambda b: step_at(b) <= brief.tpot_target, top.max_batch))

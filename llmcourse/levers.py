@@ -134,10 +134,25 @@ def rank_levers(
     ``plan_kwargs`` (``weight_bytes``, ``kv_bytes``, ``headroom``, ...) describe the baseline; a lever
     overrides only its own setting. Levers that leave the plan unfitted sort last.
     """
+    return _ranked(model, gpu, brief, None, hit_rate, context_fraction, plan_kwargs)
+
+
+def _ranked(
+    model: Model | str,
+    gpu: GPU | str,
+    brief: Brief,
+    base: Plan | None,
+    hit_rate: float,
+    context_fraction: float,
+    plan_kwargs: dict[str, Any],
+) -> list[Lever]:
+    """:func:`rank_levers`, given the baseline ``base`` if the caller has planned it already (the same
+    ``plan(model, gpu, brief, **plan_kwargs)``: the design review's own plan), else planned here."""
     m, g = model_of(model), gpu_of(gpu)
     cf = plain_number(context_fraction, "context_fraction", at_most=1.0)
     hit_rate = _hit_rate(hit_rate)
-    base = plan(m, g, _brief(brief), **plan_kwargs)
+    if base is None:
+        base = plan(m, g, _brief(brief), **plan_kwargs)
     out = []
     if m.attention == "MLA" or m.kv_heads <= 8 or m.heads % 8:
         why = f"{m.name} already has {m.kv_heads} KV heads" if m.attention != "MLA" else f"{m.name} uses MLA"

@@ -31,6 +31,7 @@ from typing import Any
 import pint
 import sympy as sp
 
+from llmcourse._arith import _over, _times
 from llmcourse.catalog import Model, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
@@ -152,13 +153,14 @@ def simulate_fraction_touched(experts: int, k: int, batch: int, *, trials: int =
     _draws(n, b, kk)
     seed_number(seed)
     draw = random.Random(seed).random
+    spans = [e - j for j in range(kk)]  # the j-th draw's choices, E - j (the same ints, worked out once)
     out = []
     for _ in range(n):
         touched = 0
         for _ in range(b):
             untouched = e - touched
-            for j in range(kk):
-                if draw() * (e - j) < untouched:
+            for span in spans:
+                if draw() * span < untouched:
                     untouched -= 1
             touched = e - untouched
             if touched == e:
@@ -191,13 +193,13 @@ def expert_split(model: Model | str, bytes_per_param: Any = 2) -> ExpertSplit:
     if not m.is_moe:
         raise InputError(f"{m.name} is a dense model: every weight is read at every step.")
     total = to(weight_bytes(m, bytes_per_param), "GB")
-    per = total / m.params
+    per = _over(total, m.params)  # pint's arithmetic, on the magnitudes (llmcourse._arith)
     return ExpertSplit(
         model=m.name,
         total=total,
-        shared=to(per * (m.params - m.expert_params), "GB"),
-        experts=to(per * m.expert_params, "GB"),
-        active=to(per * m.active_params, "GB"),
+        shared=to(_times(per, m.params - m.expert_params), "GB"),
+        experts=to(_times(per, m.expert_params), "GB"),
+        active=to(_times(per, m.active_params), "GB"),
     )
 
 

@@ -24,11 +24,13 @@ llmcourse.errors.InputError: tensor_parallel=6 does not divide Llama-3.1-70B's 6
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pint
 
+from llmcourse._arith import _greater, _minus, _plus, _ratio, _times
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Link, Model, gpus, links, models
 from llmcourse.errors import InputError
@@ -232,6 +234,29 @@ def _message_s(m: Model, tokens: float, a: Assumptions) -> float:
     return F["activation_message"].value(step_tokens=tokens, hidden=m.hidden, activation_bytes=a.activation_bytes)
 
 
+def _comm_seconds_of(m: Model, lay: Layout, a: Assumptions) -> Callable[[float], float]:
+    """``lambda tokens: comm_seconds(m, lay, tokens, a)``, for a search that asks it of many token counts: a
+    dense model's all-reduces with the formulas and the model's figures looked up once (the link's terms at
+    the first call, as comm_seconds looks them up), the same floats; a mixture of experts goes to
+    :func:`comm_seconds` itself."""
+    if not a.communication or lay.group == 1:
+        return lambda tokens: 0.0
+    tp, dp = lay.tensor_parallel, lay.data_parallel
+    if m.is_moe or dp != 1 or tp <= 1:  # (layout() gives a dense model one attention group, so tp > 1 here)
+        return lambda tokens: comm_seconds(m, lay, tokens, a)
+    msg_of, ar_of, per_layer = F["activation_message"].value, F["allreduce_time"].value, F["tp_allreduce_time"].value
+    hidden, act, layers = m.hidden, a.activation_bytes, m.layers
+    terms: dict[str, float] = {}
+
+    def of(tokens: float) -> float:
+        if not terms:
+            terms.update(_link_terms_s(lay, a))
+        msg = msg_of(step_tokens=tokens / dp, hidden=hidden, activation_bytes=act)
+        return per_layer(layers=layers, allreduce_latency=ar_of(n_gpus=tp, message_bytes=msg, **terms))
+
+    return of
+
+
 def comm_seconds(m: Model, lay: Layout, tokens: float, a: Assumptions) -> float:
     """:func:`decode_comm_time` (and :func:`prefill_comm_time`) in seconds, as a plain float, for a checked
     model, layout and assumptions: the planner's internal path."""
@@ -351,15 +376,16 @@ def time_per_token_parts(rep: Any) -> dict[str, pint.Quantity]:
     True
     """
     s = rep._need_step()
-    # the memory time splits between weights and KV in proportion to their bytes
-    share_w = float(to(s.weights_read / (s.weights_read + s.kv_read), "").m)
+    # the memory time splits between weights and KV in proportion to their bytes (pint's arithmetic, on the
+    # magnitudes: llmcourse._arith)
+    share_w = _ratio(s.weights_read, _plus(s.weights_read, s.kv_read))
     memory = s.memory_time
-    compute = s.compute_time - memory if s.compute_time > memory else 0 * memory
+    compute = _minus(s.compute_time, memory) if _greater(s.compute_time, memory) else _times(memory, 0)
     return {
-        "weight reads": to(share_w * memory, _MS),
-        "KV reads": to((1 - share_w) * memory, _MS),
+        "weight reads": to(_times(memory, share_w), _MS),
+        "KV reads": to(_times(memory, 1 - share_w), _MS),
         "compute": to(compute, _MS),
         "communication": to(s.comm_time, _MS),
         "overhead": to(s.overhead_time, _MS),
-        "shared prefill": to(rep.tpot - s.step_time, _MS),
+        "shared prefill": to(_minus(rep.tpot, s.step_time), _MS),
     }

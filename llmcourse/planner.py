@@ -25,12 +25,13 @@ from typing import Any
 
 import pint
 
+from llmcourse._arith import _greater, _over, _plus, _times
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model, bytes_per_value, gpus, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, check_value, checked, si
-from llmcourse.parallel import Layout, comm_seconds, decode_comm_time, layout, send_seconds
+from llmcourse.parallel import Layout, _comm_seconds_of, decode_comm_time, layout, send_seconds
 from llmcourse.units import (
     HOURS_PER_MONTH,
     Q_,
@@ -607,6 +608,31 @@ def decode_step(
     >>> round(s.step_time.to(_MS).m, 2), s.bound
     (7.98, 'memory')
     """
+    m, g, lay, a, precision = _decode_inputs(
+        model, gpu, context_tokens, n_gpus, weight_bytes, assumptions, bandwidth_efficiency, compute_efficiency,
+        attention_flops, compute_precision, data_parallel, pipeline_parallel, expert_parallel, link,
+    )  # fmt: skip
+    return _decode(m, g, lay, a, batch, context_tokens, weight_bytes, kv_bytes, precision)
+
+
+def _decode_inputs(
+    model: Model | str,
+    gpu: GPU | str,
+    context_tokens: float,
+    n_gpus: int,
+    weight_bytes: Any,
+    assumptions: Any,
+    bandwidth_efficiency: float | None,
+    compute_efficiency: float | None,
+    attention_flops: bool | None,
+    compute_precision: str | None,
+    data_parallel: int,
+    pipeline_parallel: int,
+    expert_parallel: int | None,
+    link: Any,
+) -> tuple[Model, GPU, Layout, Assumptions, str]:
+    """:func:`decode_step`'s checks of its checked inputs, and what it works out from them: the model, the
+    GPU, the layout, the assumptions and the matmul precision."""
     m, g = _model(model), _gpu(gpu)
     _check_positions(m, context_tokens, "context_tokens")
     degrees = dict(data_parallel=data_parallel, pipeline_parallel=pipeline_parallel, expert_parallel=expert_parallel)
@@ -617,7 +643,64 @@ def decode_step(
         decode_attention_flops=attention_flops,
     )
     precision = compute_precision or matmul_precision(weight_bytes, g, a)
-    return _decode(m, g, lay, a, batch, context_tokens, weight_bytes, kv_bytes, precision)
+    return m, g, lay, a, precision
+
+
+@checked
+def _decoder_of(
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    context_tokens: float,
+    n_gpus: int = 1,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    assumptions: Assumptions | str | None = None,
+    data_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    expert_parallel: int | None = None,
+    link: Any = None,
+) -> Callable[[float, bool], DecodeStep | float]:
+    """:func:`decode_step`'s checks (the same parameters, checked by the same names) and its step as a function
+    of the batch."""
+    m, g, lay, a, precision = _decode_inputs(
+        model, gpu, context_tokens, n_gpus, weight_bytes, assumptions, None, None, None, None, data_parallel,
+        pipeline_parallel, expert_parallel, link,
+    )  # fmt: skip
+    return _decoder(m, g, lay, a, context_tokens, weight_bytes, kv_bytes, precision)
+
+
+def _decode_steps(
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    context_tokens: float,
+    n_gpus: int = 1,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    assumptions: Assumptions | str | None = None,
+    data_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    expert_parallel: int | None = None,
+    link: Any = None,
+    step_time_only: bool = False,
+) -> Callable[[int], Any]:
+    """``lambda b: decode_step(model, gpu, batch=b, ...)`` for a search over the batch (``batch`` a whole
+    number of at least 1): the checks, the layout and the batch-independent terms worked out once, at the first
+    call (so a search that never asks raises nothing), then each batch's step alone; the same steps, to the
+    same floats, as :func:`decode_step` (``step_time_only``: only its ``step_time``, the same quantity)."""
+
+    @functools.cache
+    def setup() -> Callable[[float, bool], DecodeStep | float]:
+        return _decoder_of(
+            model, gpu, context_tokens=context_tokens, n_gpus=n_gpus, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
+            assumptions=assumptions, data_parallel=data_parallel, pipeline_parallel=pipeline_parallel,
+            expert_parallel=expert_parallel, link=link,
+        )  # fmt: skip
+
+    if step_time_only:
+        return lambda batch: in_unit(setup()(batch, True), _S, _MS)  # DecodeStep.step_time, as _decoder sets it
+    return lambda batch: setup()(batch)
 
 
 def _decode(
@@ -635,10 +718,19 @@ def _decode(
     """:func:`decode_step` once its inputs are checked and its layout is known: the formulas by value, on
     plain floats in their symbols' units (bytes, FLOPs, seconds), the units attached to the result
     (``step_only``: only the step's time, in seconds, as a plain float)."""
+    return _decoder(m, g, lay, a, ctx, weight_bytes, kv_bytes, precision)(batch, step_only)
+
+
+def _decoder(
+    m: Model, g: GPU, lay: Layout, a: Assumptions, ctx: float, weight_bytes: Any, kv_bytes: Any, precision: str
+) -> Callable[[float, bool], DecodeStep | float]:
+    """:func:`_decode` as a function of the batch (and ``step_only``): what does not depend on the batch (the
+    KV per sequence, the FLOPs per token, the roofs; a dense model's weights read) worked out once, so that a
+    search over the batch computes only each batch's own terms, in the same order, to the same floats."""
     gpus_, dp, pp = lay.tensor_parallel, lay.data_parallel, lay.pipeline_parallel
-    n = math.ceil(batch / pp)  # sequences in one micro-batch (all of them on one stage)
     wpp = _bytes_si(weight_bytes, "weight_bytes")
-    w_read = _weights_read_si(m, n, wpp)
+    moe = m.is_moe
+    w_dense = None if moe else _weights_read_si(m, 1, wpp)  # a dense model reads all its weights at any batch
     kv_seq = _kv_sequence_si(m, ctx, kv_bytes) * _kv_copies(m, gpus_, a)  # every copy is read
     per_param = a.flops_per_param
     f_mm = F["decode_flops_per_token"].value(flops_per_param=per_param, active_params=m.active_params)
@@ -647,61 +739,86 @@ def _decode(
         f_att = F["decode_attention_flops"].value(
             flops_per_param=per_param, layers=m.layers, heads=m.heads, head_dim=m.head_dim, context=ctx
         )
+    shared = None
     if dp > 1:  # one attention group's share: its own sequences, the whole attention, 1/D of the experts
         shared = F["weight_bytes"].value(params=m.params - m.expert_params, weight_bytes_per_param=wpp)
-        w_read = F["dp_bytes_read"].value(bytes_read=w_read, expert_bytes_read=w_read - shared, data_parallel=dp)
+        if w_dense is not None:
+            w_dense = F["dp_bytes_read"].value(bytes_read=w_dense, expert_bytes_read=w_dense - shared, data_parallel=dp)
         kv_seq = F["dp_kv_per_sequence"].value(kv_per_sequence=kv_seq, data_parallel=dp)
         f_mm = F["dp_flops_per_token"].value(flops_per_token=f_mm, data_parallel=dp)
         if f_att > 0:
             f_att = F["dp_flops_per_token"].value(flops_per_token=f_att, data_parallel=dp)
     bandwidth, eta_b = si(g.bandwidth, "bandwidth"), _read_efficiency(weight_bytes, a)
     peak, eta_f = si(g.peak_flops(precision), "peak_flops"), a.compute_efficiency
-    common = dict(batch=n, n_gpus=gpus_)
-    mem_args = dict(bytes_read=w_read, kv_per_sequence=kv_seq, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
     comp_args = dict(flops_per_token=f_mm + f_att, peak_flops=peak, compute_efficiency=eta_f)
-    kernels = None
-    if a.step_rule == "max":
-        core = F["decode_step_time"].value(**common, **mem_args, **comp_args)
-    else:
-        core = F["decode_step_time_per_op"].value(
-            **common, **mem_args, **comp_args | dict(flops_per_token=f_mm), attention_flops_per_token=f_att
+    overhead_ms = a.step_overhead_ms  # ms, as the assumptions give it
+    comm_of = _comm_seconds_of(m, lay, a)  # comm_seconds(m, lay, ., a)
+    step_time, per_op = F["decode_step_time"].value, F["decode_step_time_per_op"].value
+    with_overhead = F["step_with_overhead"].value
+
+    def at(batch: float, step_only: bool = False) -> DecodeStep | float:
+        n = math.ceil(batch / pp)  # sequences in one micro-batch (all of them on one stage)
+        if w_dense is not None:
+            w_read = w_dense
+        else:
+            w_read = _weights_read_si(m, n, wpp)
+            if dp > 1:
+                w_read = F["dp_bytes_read"].value(
+                    bytes_read=w_read, expert_bytes_read=w_read - shared, data_parallel=dp
+                )
+        mem_args = dict(bytes_read=w_read, kv_per_sequence=kv_seq, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
+        kernels = None
+        if a.step_rule == "max":
+            core = step_time(batch=n, n_gpus=gpus_, **mem_args, **comp_args)
+        else:
+            core = per_op(
+                batch=n,
+                n_gpus=gpus_,
+                **mem_args,
+                **comp_args | dict(flops_per_token=f_mm),
+                attention_flops_per_token=f_att,
+            )
+            roofs = dict(n_gpus=gpus_, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
+            w_time = F["weight_read_time"].value(weights=w_read, **roofs)
+            kv_time = F["weight_read_time"].value(weights=n * kv_seq, **roofs)
+            comp = dict(n_gpus=gpus_, peak_flops=peak, compute_efficiency=eta_f)
+            mm_time = F["decode_compute_time"].value(batch=n, flops_per_token=f_mm, **comp)
+            att_time = F["decode_compute_time"].value(batch=n, flops_per_token=f_att, **comp) if f_att > 0 else 0.0
+            kernels = ("compute" if mm_time > w_time else "memory", "compute" if att_time > kv_time else "memory")
+        overhead = overhead_ms
+        comm = _S_MS * comm_of(n)  # ms
+        step = with_overhead(step_time=core, step_overhead=(overhead + comm) * _MS_S)
+        if pp > 1:
+            send = send_seconds(m, lay, n, a)
+            step = F["pipeline_token_time"].value(
+                step_time=step, stages=pp, send_time=0 if send is None else send, step_overhead=overhead * _MS_S
+            )
+            overhead = overhead * pp
+            comm = comm + (pp - 1) * (0 if send is None else send * _S_MS)
+        if step_only:
+            return step
+        phi = None
+        if moe:
+            phi = float(
+                F["moe_fraction_touched"].value(experts_per_token=m.experts_per_token, experts=m.experts, batch=n)
+            )
+        common = dict(batch=n, n_gpus=gpus_)
+        return DecodeStep(
+            batch=int(batch),
+            weights_read=in_unit(w_read, _B, _GB),
+            kv_read=in_unit(n * kv_seq, _B, _GB),
+            flops=in_unit(n * (f_mm + f_att), _FLOP, _GFLOP),
+            memory_time=in_unit(F["decode_memory_time"].value(**common, **mem_args), _S, _MS),
+            compute_time=in_unit(F["decode_compute_time"].value(**common, **comp_args), _S, _MS),
+            step_time=in_unit(step, _S, _MS),
+            fraction_of_experts=phi,
+            kernel_bounds=kernels,
+            comm_time=quantity(comm, _MS),
+            overhead_time=quantity(overhead, _MS),
+            layout=lay,
         )
-        roofs = dict(n_gpus=gpus_, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
-        w_time = F["weight_read_time"].value(weights=w_read, **roofs)
-        kv_time = F["weight_read_time"].value(weights=n * kv_seq, **roofs)
-        comp = dict(n_gpus=gpus_, peak_flops=peak, compute_efficiency=eta_f)
-        mm_time = F["decode_compute_time"].value(batch=n, flops_per_token=f_mm, **comp)
-        att_time = F["decode_compute_time"].value(batch=n, flops_per_token=f_att, **comp) if f_att > 0 else 0.0
-        kernels = ("compute" if mm_time > w_time else "memory", "compute" if att_time > kv_time else "memory")
-    overhead = a.step_overhead_ms  # ms, as the assumptions give it
-    comm = _S_MS * comm_seconds(m, lay, n, a)  # ms
-    step = F["step_with_overhead"].value(step_time=core, step_overhead=(overhead + comm) * _MS_S)
-    if pp > 1:
-        send = send_seconds(m, lay, n, a)
-        step = F["pipeline_token_time"].value(
-            step_time=step, stages=pp, send_time=0 if send is None else send, step_overhead=overhead * _MS_S
-        )
-        overhead = overhead * pp
-        comm = comm + (pp - 1) * (0 if send is None else send * _S_MS)
-    if step_only:
-        return step
-    phi = None
-    if m.is_moe:
-        phi = float(F["moe_fraction_touched"].value(experts_per_token=m.experts_per_token, experts=m.experts, batch=n))
-    return DecodeStep(
-        batch=int(batch),
-        weights_read=in_unit(w_read, _B, _GB),
-        kv_read=in_unit(n * kv_seq, _B, _GB),
-        flops=in_unit(n * (f_mm + f_att), _FLOP, _GFLOP),
-        memory_time=in_unit(F["decode_memory_time"].value(**common, **mem_args), _S, _MS),
-        compute_time=in_unit(F["decode_compute_time"].value(**common, **comp_args), _S, _MS),
-        step_time=in_unit(step, _S, _MS),
-        fraction_of_experts=phi,
-        kernel_bounds=kernels,
-        comm_time=quantity(comm, _MS),
-        overhead_time=quantity(overhead, _MS),
-        layout=lay,
-    )
+
+    return at
 
 
 # --- prefill ---------------------------------------------------------------------------------------
@@ -788,8 +905,22 @@ def _prefill(
     """:func:`prefill` once its inputs are checked and its layout is known: the formulas by value, on plain
     floats in their symbols' units, the units attached to the result (``time_only``: only its time, in
     seconds, as a plain float)."""
-    t, n, pp = prompt_tokens, prompts, lay.pipeline_parallel
-    gpus_ = lay.tensor_parallel if n == 1 else lay.n_gpus  # one prompt: one group; more: every GPU
+    return _prefiller(m, g, lay, a, prompt_tokens, cached_tokens, weight_bytes, precision)(prompts, time_only)
+
+
+def _prefiller(
+    m: Model,
+    g: GPU,
+    lay: Layout,
+    a: Assumptions,
+    prompt_tokens: float,
+    cached_tokens: Any,
+    weight_bytes: Any,
+    precision: str,
+) -> Callable[[float, bool], Prefill | float]:
+    """:func:`_prefill` as a function of the number of prompts (and ``time_only``): one prompt's FLOPs and the
+    roofs worked out once, each call computing only what the number of prompts changes, to the same floats."""
+    t, pp = prompt_tokens, lay.pipeline_parallel
     cached = _number(cached_tokens, "cached_tokens", allow_zero=True)
     if cached >= t:
         raise InputError(f"cached_tokens ({cached:g}) must be fewer than prompt_tokens ({t:g}): at least one is new.")
@@ -805,40 +936,42 @@ def _prefill(
     (lin_t, full_t), (lin_c, full_c) = flops_of(t), flops_of(cached)
     linear, full = lin_t - lin_c, full_t - full_c
     flops = full if a.prefill_attention else linear
-    comp = dict(
-        prompts=n,
-        prefill_flops=flops,
-        n_gpus=gpus_,
-        peak_flops=si(g.peak_flops(precision), "peak_flops"),
-        compute_efficiency=a.compute_efficiency,
-    )
-    mem = dict(
-        weights=_weights_si(m, weight_bytes),
-        n_gpus=gpus_,
-        bandwidth=si(g.bandwidth, "bandwidth"),
-        bandwidth_efficiency=a.bandwidth_efficiency,
-    )
-    time = F["prefill_time"].value(**(comp | mem))
-    comm = _S_MS * comm_seconds(m, lay, n * (t - cached), a)  # ms
-    if pp > 1 and n == 1:  # through the stages in turn, a send between each two
-        send = send_seconds(m, lay, t - cached, a)
-        comm = comm + (pp - 1) * (0 if send is None else send * _S_MS)
-    elif pp > 1:  # the stages work at once, each on its layers' collectives, and idle for the bubble
-        comm = comm / pp
-        bubble = F["pipeline_bubble"].value(stages=pp, micro_batches=n)
-        time = F["pipelined_prefill_time"].value(prefill_time=time, bubble=bubble)
-    total = F["step_with_overhead"].value(step_time=time, step_overhead=comm * _MS_S)
-    if time_only:
-        return total
-    return Prefill(
-        prompts=int(n),
-        flops=in_unit(n * flops, _FLOP, _TFLOP),
-        attention_flops=in_unit(n * (full - linear), _FLOP, _TFLOP),
-        compute_time=in_unit(F["prefill_compute_time"].value(**comp), _S, _MS),
-        memory_time=in_unit(F["weight_read_time"].value(**mem), _S, _MS),
-        time=in_unit(total, _S, _MS),
-        comm_time=quantity(comm, _MS),
-    )
+    peak = si(g.peak_flops(precision), "peak_flops")
+    weights = _weights_si(m, weight_bytes)
+    bandwidth = si(g.bandwidth, "bandwidth")
+    prefill_time, with_overhead = F["prefill_time"].value, F["step_with_overhead"].value
+    comm_of = _comm_seconds_of(m, lay, a)  # comm_seconds(m, lay, ., a)
+
+    def of(prompts: float, time_only: bool = False) -> Prefill | float:
+        n = prompts
+        gpus_ = lay.tensor_parallel if n == 1 else lay.n_gpus  # one prompt: one group; more: every GPU
+        comp = dict(
+            prompts=n, prefill_flops=flops, n_gpus=gpus_, peak_flops=peak, compute_efficiency=a.compute_efficiency
+        )
+        mem = dict(weights=weights, n_gpus=gpus_, bandwidth=bandwidth, bandwidth_efficiency=a.bandwidth_efficiency)
+        time = prefill_time(**(comp | mem))
+        comm = _S_MS * comm_of(n * (t - cached))  # ms
+        if pp > 1 and n == 1:  # through the stages in turn, a send between each two
+            send = send_seconds(m, lay, t - cached, a)
+            comm = comm + (pp - 1) * (0 if send is None else send * _S_MS)
+        elif pp > 1:  # the stages work at once, each on its layers' collectives, and idle for the bubble
+            comm = comm / pp
+            bubble = F["pipeline_bubble"].value(stages=pp, micro_batches=n)
+            time = F["pipelined_prefill_time"].value(prefill_time=time, bubble=bubble)
+        total = with_overhead(step_time=time, step_overhead=comm * _MS_S)
+        if time_only:
+            return total
+        return Prefill(
+            prompts=int(n),
+            flops=in_unit(n * flops, _FLOP, _TFLOP),
+            attention_flops=in_unit(n * (full - linear), _FLOP, _TFLOP),
+            compute_time=in_unit(F["prefill_compute_time"].value(**comp), _S, _MS),
+            memory_time=in_unit(F["weight_read_time"].value(**mem), _S, _MS),
+            time=in_unit(total, _S, _MS),
+            comm_time=quantity(comm, _MS),
+        )
+
+    return of
 
 
 # --- the replica model ----------------------------------------------------------------------------
@@ -956,7 +1089,8 @@ class Replica:
             raise InputError("the time to first token needs the prompt length: give replica(..., prompt_tokens=...).")
         return to(
             F["first_token_time"](
-                request_overhead=Q_(self.assumptions.request_overhead_ms, _MS), prefill_time=self.first_prefill.time
+                request_overhead=quantity(self.assumptions.request_overhead_ms, _MS),
+                prefill_time=self.first_prefill.time,
             ),
             _MS,
         )
@@ -966,7 +1100,7 @@ class Replica:
         """Requests the replica completes per second at full load."""
         if self.answer_tokens is None:
             raise InputError("requests per second needs the answer length: give replica(..., answer_tokens=...).")
-        return to(self.throughput / self.answer_tokens, _PER_S)
+        return to(_over(self.throughput, self.answer_tokens), _PER_S)
 
     @property
     def cost_per_million_output_tokens(self) -> pint.Quantity | None:
@@ -1158,33 +1292,40 @@ def _replica_of(
             f"weights {fmt(quantity(w, _B), 'GB')} don't fit in the {fmt(quantity(mem, _B), 'GB')} usable on {where}: store fewer bytes per "
             f"weight, use a GPU with more memory, or use tensor_parallel={gpus_for_weights(m, g, weight_bytes, a)}."
         )
-        return lambda batch, reason=reason: Replica(batch=0, reason=reason, **base)
+        return _unfit(base, reason)
     if top < 1:
         reason = (
             f"after {fmt(quantity(w, _B), 'GB')} of weights, {fmt(quantity(mem - w, _B), 'GB')} is left on {where}: "
             f"less than one sequence's KV cache ({fmt(quantity(kv_seq, _B), 'GB')}); shorten the context, quantize, "
             "or add GPUs."
         )
-        return lambda batch, reason=reason: Replica(batch=0, reason=reason, **base)
+        return _unfit(base, reason)
     kv_ctx = final if a.kv_read_context == "final" or p is None else p + ans / 2
     # decode_step() and prefill() of this layout, their inputs checked above: the weights must fit the GPUs
     _check_weights_fit(m, g, weight_bytes, n_all, "n_gpus", a)
     cp = base["matmul"]
 
     @functools.cache
+    def decoder() -> Callable[[float, bool], DecodeStep | float]:
+        """The decode step of this layout as a function of the batch, set up once (at its first use)."""
+        return _decoder(m, g, lay, a, kv_ctx, weight_bytes, kv_bytes, cp)
+
+    @functools.cache
+    def prefiller() -> Callable[[float, bool], Prefill | float]:
+        """The prefill of this layout's prompts as a function of their number, set up once (at its first use)."""
+        return _prefiller(m, g, lay, a, p, cached_prompt_tokens, weight_bytes, cp)
+
+    @functools.cache
     def first_prefill() -> Prefill:
         """One prompt's prefill: it does not depend on the batch, so it is worked out once."""
-        return _prefill(m, g, lay, a, p, 1, cached_prompt_tokens, weight_bytes, cp)
+        return prefiller()(1)
 
     def tpot_ms(batch: int) -> float:
         """``at(batch).tpot`` in milliseconds, as a plain float: the step and the batch's prefill alone."""
-        step_ms = _S_MS * _decode(m, g, lay, a, batch, kv_ctx, weight_bytes, kv_bytes, cp, step_only=True)
+        step_ms = _S_MS * decoder()(batch, True)
         if not (a.prefill_interference and p is not None):
             return step_ms
-        if batch == 1:
-            pre_ms = first_prefill().time.m
-        else:
-            pre_ms = _S_MS * _prefill(m, g, lay, a, p, batch, cached_prompt_tokens, weight_bytes, cp, time_only=True)
+        pre_ms = first_prefill().time.m if batch == 1 else _S_MS * prefiller()(batch, True)
         tpot = F["interleaved_tpot"].value(
             step_time=step_ms * _MS_S, prefill_time=pre_ms * _MS_S, batch=batch, answer_tokens=ans
         )
@@ -1199,11 +1340,11 @@ def _replica_of(
                 f"usable on {where}: "
                 f"at most {top} sequences of {final:,.0f} tokens fit."
             )
-        step = _decode(m, g, lay, a, b, kv_ctx, weight_bytes, kv_bytes, cp)
+        step = decoder()(b)
         first = batch_pre = None
         if p is not None:
             first = first_prefill()
-            batch_pre = first if b == 1 else _prefill(m, g, lay, a, p, b, cached_prompt_tokens, weight_bytes, cp)
+            batch_pre = first if b == 1 else prefiller()(b)
         return Replica(
             batch=b,
             step=step,
@@ -1216,6 +1357,17 @@ def _replica_of(
         )
 
     at.tpot_ms = tpot_ms  # type: ignore[attr-defined]
+    at.base, at.unfit = base, None  # type: ignore[attr-defined]
+    return at
+
+
+def _unfit(base: dict[str, Any], reason: str) -> Callable[[int | None], Replica]:
+    """:func:`_replica_of`'s answer for a replica that cannot serve (``reason``): at any batch, no step."""
+
+    def at(batch: int | None) -> Replica:
+        return Replica(batch=0, reason=reason, **base)
+
+    at.base, at.unfit = base, reason  # type: ignore[attr-defined]
     return at
 
 
@@ -1728,7 +1880,7 @@ class Brief:
         rate = (
             as_quantity(r, "1/s", "requests_per_second")  # another pint registry's quantity is read here too
             if isinstance(r, pint.Quantity)
-            else Q_(_number(r, "requests_per_second"), "1/s")
+            else Q_(_number(r, "requests_per_second"), _PER_S)  # the unit parsed once
         )
         _number(rate.magnitude, "requests_per_second")
         object.__setattr__(self, "requests_per_second", rate)
@@ -1987,18 +2139,23 @@ def plan(
             m, g, a, tensor_parallel, brief.prompt_tokens, brief.answer_tokens, None, weight_bytes, kv_bytes, price,
             cached_prompt_tokens, dict(data_parallel=1, pipeline_parallel=1, expert_parallel=None, link=None),
         )  # fmt: skip
-    top = at(None)
+    got = getattr(at, "base", None)  # replica()'s own path: the figures of the largest batch, without its step
+    if got is None:
+        top = at(None)
+        got, unfit, top_batch = vars(top), None if top.fits else top.reason, top.max_batch
+    else:
+        unfit, top_batch = at.unfit, got["max_batch"]  # type: ignore[attr-defined]
     base = dict(
         model=m.name,
         gpu=g.name,
         brief=brief,
-        weights=top.weights,
-        usable_memory=top.usable_memory,
-        kv_per_request=top.kv_per_sequence,
-        tensor_parallel=top.tensor_parallel,
+        weights=got["weights"],
+        usable_memory=got["usable_memory"],
+        kv_per_request=got["kv_per_sequence"],
+        tensor_parallel=got["tensor_parallel"],
     )
-    if not top.fits:
-        return Plan(fits=False, reason=top.reason, **base)
+    if unfit is not None:
+        return Plan(fits=False, reason=unfit, **base)
     # the largest batch whose step meets the target (the step grows with the batch); at least 1
     if hasattr(at, "tpot_ms"):  # the time per token alone: the search's one question of each batch
         tpot_ms, target = at.tpot_ms, brief.tpot_target
@@ -2006,9 +2163,9 @@ def plan(
             meets = lambda b: tpot_ms(b) <= target._magnitude  # noqa: E731
         else:
             meets = lambda b: quantity(tpot_ms(b), _MS) <= target  # noqa: E731
-        batch = max(1, largest_batch(meets, top.max_batch))
+        batch = max(1, largest_batch(meets, top_batch))
     else:
-        batch = max(1, largest_batch(lambda b: at(b).tpot <= brief.tpot_target, top.max_batch))
+        batch = max(1, largest_batch(lambda b: at(b).tpot <= brief.tpot_target, top_batch))
     r = at(batch)
     s, tp = r.step, r.tensor_parallel
     ttft, tpot, rps = r.ttft, r.tpot, r.requests_per_second  # each worked out once
@@ -2042,14 +2199,16 @@ def plan(
         replicas = sizing.replicas
     n = replicas * tp
     in_flight = F["littles_law"](
-        request_rate=brief.requests_per_second, time_in_system=ttft + brief.answer_tokens * tpot
+        request_rate=brief.requests_per_second, time_in_system=_plus(ttft, _times(tpot, brief.answer_tokens))
     ).m
     per_token = F["cost_per_token"](
         n_gpus=n,
         price=price,
         throughput=F["token_rate"](request_rate=brief.requests_per_second, tokens_per_request=brief.answer_tokens),
     )
-    bottleneck = "compute" if s.bound == "compute" else "KV reads" if s.kv_read > s.weights_read else "weight reads"
+    bottleneck = (
+        "compute" if s.bound == "compute" else "KV reads" if _greater(s.kv_read, s.weights_read) else "weight reads"
+    )
     return Plan(
         fits=True,
         reason="fits",
@@ -2057,13 +2216,13 @@ def plan(
         batch=batch,
         ttft=to(ttft, _MS),
         tpot=to(tpot, _MS),
-        requests_per_second_per_gpu=to(rps / tp, _PER_S),
+        requests_per_second_per_gpu=to(_over(rps, tp), _PER_S),
         gpus=n,
         in_flight=float(in_flight),
         price_per_hour=price,
-        cost_per_hour=to(n * price, _USD_H),
-        cost_per_million_output_tokens=to(per_token * 1e6, _USD),
-        cost_per_thousand_requests=to(per_token * brief.answer_tokens * 1e3, _USD),
+        cost_per_hour=to(_times(price, n), _USD_H),
+        cost_per_million_output_tokens=to(_times(per_token, 1e6), _USD),
+        cost_per_thousand_requests=to(_times(_times(per_token, brief.answer_tokens), 1e3), _USD),
         bottleneck=bottleneck,
         step=s,
         replica=r,

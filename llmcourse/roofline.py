@@ -312,7 +312,11 @@ def crossover_batch(
 
 def first_compute_bound_batch(model: Model | str, gpu: GPU | str, **kwargs: Any) -> int | None:
     """The smallest whole batch whose decode step is compute-bound (``None`` if there is none)."""
-    b = crossover_batch(model, gpu, **kwargs)
+    return _first_compute_bound(crossover_batch(model, gpu, **kwargs))
+
+
+def _first_compute_bound(b: float | None) -> int | None:
+    """:func:`first_compute_bound_batch` from the crossover batch ``b`` (for a caller that has it already)."""
     if b is None:
         return None
     n = max(1, math.ceil(b))

@@ -67,6 +67,7 @@ from typing import Any
 import pint
 
 from llmcourse import formulas_speculative  # noqa: F401 (registers the chapter's symbols and formulas)
+from llmcourse._arith import _greater, _plus, _times
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model, bytes_per_value, gpus, models
 from llmcourse.errors import InputError, UnknownNameError
@@ -75,6 +76,7 @@ from llmcourse.formulas import checked
 from llmcourse.planner import (
     DecodeStep,
     Replica,
+    _decode_steps,
     _read_efficiency,
     decode_step,
     kv_bytes_per_sequence,
@@ -87,6 +89,8 @@ from llmcourse.planner import (
 )
 from llmcourse.planner import weight_bytes as _weight_bytes
 from llmcourse.units import fmt, parsed_unit, plain_number, quantity, seed_number, to
+
+_MS = parsed_unit("ms")[0]
 
 __all__ = [
     "KINDS",
@@ -466,12 +470,13 @@ def speculative_memory(
     wd, kd = quantity(0.0, parsed_unit("B")[0]), quantity(0.0, parsed_unit("B")[0])
     if draft is not None:
         wd = _weight_bytes(draft, spec.draft_weight_bytes or weight_bytes)
-        kd = kv_bytes_per_sequence(draft, held, kv_bytes) * kv_copies(draft, tp, a)
-    kv = kv_bytes_per_sequence(m, held, kv_bytes) * kv_copies(m, tp, a)  # each GPU keeps at least one KV head
-    usable = usable_memory(g, tp, weights=w + wd, assumptions=a)
+        kd = _times(kv_bytes_per_sequence(draft, held, kv_bytes), kv_copies(draft, tp, a))
+    kv = _times(kv_bytes_per_sequence(m, held, kv_bytes), kv_copies(m, tp, a))  # each GPU keeps at least one KV head
+    both = _plus(w, wd)  # pint's arithmetic, on the magnitudes (llmcourse._arith)
+    usable = usable_memory(g, tp, weights=both, assumptions=a)
     top = 0
-    if w + wd < usable:
-        top = int(F["max_batch"](usable_memory=usable, weights=w + wd, kv_per_sequence=kv + kd).m)
+    if _greater(usable, both):
+        top = int(F["max_batch"](usable_memory=usable, weights=both, kv_per_sequence=_plus(kv, kd)).m)
     plain = max_batch(m, g, context_tokens, n_gpus=tp, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a)
     return SpeculativeMemory(
         weights=to(w, "GB"),
@@ -585,6 +590,13 @@ class SpeculativeStep:
         ]
 
 
+@dataclass(frozen=True)
+class _StepTime:
+    """A decode step's time alone (what the speed-up asks of it), for a search over the batch."""
+
+    step_time: pint.Quantity
+
+
 def _step(
     m: Model,
     g: GPU,
@@ -597,24 +609,43 @@ def _step(
     weight_bytes: Any,
     kv_bytes: Any,
     a: Assumptions,
-) -> SpeculativeStep:
-    """The cycle's times from decode_step, whether or not the batch fits (the caller checks)."""
+    steps: dict[str, Any] | None = None,
+    speedup_only: bool = False,
+) -> SpeculativeStep | float:
+    """The cycle's times from decode_step, whether or not the batch fits (the caller checks). ``steps``: a dict
+    that a search over the batch passes to every call, where the three decode steps and the expected tokens are
+    set up once (:func:`llmcourse.planner._decode_steps`: the same steps as decode_step's); ``speedup_only``:
+    only the speed-up (the step's ``speedup``), for a search that asks nothing else."""
     k, b = spec.draft_tokens, int(batch)
     common = dict(context_tokens=context_tokens, n_gpus=tp, assumptions=a)
-    plain = decode_step(m, g, batch=b, weight_bytes=weight_bytes, kv_bytes=kv_bytes, **common)
+
+    def step(name: str, model: Any, batch: int, **kw: Any) -> Any:
+        if steps is None:
+            return decode_step(model, g, batch=batch, **kw, **common)
+        if name not in steps:
+            steps[name] = _decode_steps(model, g, **kw, **common, step_time_only=speedup_only)
+        got = steps[name](batch)
+        return _StepTime(got) if speedup_only else got  # the speed-up needs the steps' times alone
+
+    plain = step("plain", m, b, weight_bytes=weight_bytes, kv_bytes=kv_bytes)
     # b (k + 1) positions: their FLOPs and experts; each charged 1/(k + 1) of its sequence's cache
     share = _bytes_per(kv_bytes, "kv_bytes") / (k + 1)
-    verify = decode_step(m, g, batch=b * (k + 1), weight_bytes=weight_bytes, kv_bytes=share, **common)
+    verify = step("verify", m, b * (k + 1), weight_bytes=weight_bytes, kv_bytes=share)
     draft_model = spec.draft_for(m)
     draft = None
-    t_draft = quantity(0.0, parsed_unit("ms")[0])
+    t_draft = quantity(0.0, _MS)
     if draft_model is not None:
-        draft = decode_step(
-            draft_model, g, batch=b, weight_bytes=spec.draft_weight_bytes or weight_bytes, kv_bytes=kv_bytes, **common
-        )
+        draft = step("draft", draft_model, b, weight_bytes=spec.draft_weight_bytes or weight_bytes, kv_bytes=kv_bytes)
         t_draft = draft.step_time
-    tau = F["speculative_expected_tokens"](acceptance=spec.acceptance, draft_tokens=k)
-    cycle = F["speculative_cycle_time"](verify_time=verify.step_time, draft_tokens=k, draft_step_time=t_draft)
+    if steps is None:
+        tau = F["speculative_expected_tokens"](acceptance=spec.acceptance, draft_tokens=k)
+    else:  # it does not depend on the batch
+        if "tau" not in steps:
+            steps["tau"] = F["speculative_expected_tokens"](acceptance=spec.acceptance, draft_tokens=k)
+        tau = steps["tau"]
+    cycle = None
+    if not speedup_only:
+        cycle = F["speculative_cycle_time"](verify_time=verify.step_time, draft_tokens=k, draft_step_time=t_draft)
     speed = F["speculative_speedup"](
         expected_tokens=tau,
         step_time=plain.step_time,
@@ -622,6 +653,8 @@ def _step(
         draft_tokens=k,
         draft_step_time=t_draft,
     )
+    if speedup_only:
+        return float(to(speed, "").m)
     return SpeculativeStep(
         speculation=spec,
         batch=b,
@@ -773,11 +806,30 @@ def crossover_batch(
     held = context_tokens if fit_context_tokens is None else fit_context_tokens
     kw = dict(tensor_parallel=tensor_parallel, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a)
     mem = speculative_memory(m, g, spec, context_tokens=held, **kw)
+    return _crossover(m, g, spec, mem, context_tokens, top, tensor_parallel, weight_bytes, kv_bytes, a)
+
+
+def _crossover(
+    m: Model,
+    g: GPU,
+    spec: Speculation,
+    mem: SpeculativeMemory,
+    context_tokens: float,
+    top: int | None,
+    tensor_parallel: int,
+    weight_bytes: Any,
+    kv_bytes: Any,
+    a: Assumptions,
+) -> int | None:
+    """:func:`crossover_batch` once the memory is known (``mem``, :func:`speculative_memory` of the same
+    arguments: a caller that has it already, the speculative calculator, passes its own)."""
     if top is None:
         mem.check(1)  # nothing fits: say what to change
         top = mem.max_batch
     top = int(plain_number(top, "top", integer=True))
     tp = int(plain_number(tensor_parallel, "tensor_parallel", integer=True))
+
+    steps: dict[str, Any] = {}  # the decode steps, set up once for the search
 
     def pays(b: int) -> bool:
         s = _step(
@@ -791,8 +843,10 @@ def crossover_batch(
             weight_bytes=weight_bytes,
             kv_bytes=kv_bytes,
             a=a,
+            steps=steps,
+            speedup_only=True,
         )
-        return s.speedup >= 1
+        return s >= 1  # the step's speed-up
 
     last = largest_batch(pays, top)
     return None if last >= top else last + 1

@@ -1854,6 +1854,9 @@ FIT_GRIDS: dict[str, tuple[float, ...]] = {
     "closed_loop_wave_share": tuple(round(0.02 * k, 2) for k in range(25)) + tuple(k / 10 for k in range(5, 11)),
     "request_overhead_ms": tuple(10.0 * k for k in range(31)),  # 0 to 300 ms
 }
+#: The order the coordinate search moves the parameters in: the per-request overhead before the wave share, because
+#: the rows at 1 in flight (no wave) pin the overhead, and a search that moves the share first can stop short of both.
+_FIT_ORDER = sorted(enumerate(FIT_PARAMETERS), key=lambda jp: jp[1] == "closed_loop_wave_share")
 #: The groups :func:`evidence` holds out in turn (fit on the others, predict the group).
 HOLD_OUT = ("model", "gpu", "engine")
 #: The families an error table is broken down by.
@@ -2078,7 +2081,7 @@ class _Fitter:
         cur = list(start)
         for _ in range(8):
             moved = False
-            for j, name in enumerate(FIT_PARAMETERS):
+            for j, name in _FIT_ORDER:
                 metrics = FIT_OBJECTIVES[name]
                 if not idx[metrics]:
                     continue
@@ -2691,14 +2694,14 @@ class OwnBenchmark:
             out.append(("no fit", self.error))
             return out
         out += _listed("not predicted", ev.not_predicted, lambda s: (f"not predicted: {s.id}", s.reason))
-        a, names = ev.assumptions, [p for p in FIT_PARAMETERS if FIT_OBJECTIVES[p]]
+        a, names = ev.assumptions, _refitted(ev)
         for m in ev.metrics():
             out.append((f"{a.name}'s method: {METRIC_NAMES[m]}", _summary_text(ev.summary("predicted", {"metric": m}))))
-        if any(m in FIT_METRICS for m in ev.metrics()):
+        if names:
             fit = ", ".join(f"{p} {ev.fitted[p]:g} ({a.name}'s {getattr(a, p):g})" for p in names)
             out.append(("refitted parameters", fit))
         else:
-            out.append(("refitted parameters", "none: the fit needs time-per-token rows (tpot_ms or itl_ms)"))
+            out.append(("refitted parameters", "none: the fit needs time-per-token or first-token rows"))
         for m in ev.metrics():
             out.append((f"refitted: {METRIC_NAMES[m]}", _summary_text(ev.summary("calibrated", {"metric": m}))))
         for kind, folds in ev.fold_fits.items():
@@ -2752,10 +2755,17 @@ class Replan:
         ]
 
 
+def _refitted(ev: Evidence) -> list[str]:
+    """The parameters of :data:`FIT_PARAMETERS` the rows of ``ev`` refitted: those with a metric of their
+    :data:`FIT_OBJECTIVES` among the rows' (the others keep the assumptions' values)."""
+    have = set(ev.metrics())
+    return [p for p in FIT_PARAMETERS if have & set(FIT_OBJECTIVES[p])]
+
+
 def _replan(loop: Sequence[Measurement], ev: Evidence, brief: Any) -> Replan | None:
     """Plan ``brief`` for the setup with the most rows among ``loop``, before and after the refit (None if the
-    refit did not run, or the setup's layout is more than tensor parallelism)."""
-    if not any(m in FIT_METRICS for m in ev.metrics()):
+    refit fitted nothing, or the setup's layout is more than tensor parallelism)."""
+    if not _refitted(ev):
         return None
     key = lambda r: (r.model, r.gpu, r.tp, r.pp, r.attention_dp, r.ep, r.weights, r.kv, r.isl, r.osl)  # noqa: E731
     counts: dict[tuple, int] = {}
@@ -2830,6 +2840,13 @@ def own_benchmark(
     >>> [k for k, _ in r.rows()]
     ['read', 'skipped: row 3 (B)', "course's method: time per output token", 'refitted parameters', 'refitted: time per output token']
     """
+    return _own_replanned(_own_fitted(source, bounded, assumptions, given), brief)
+
+
+def _own_fitted(source: Loaded | str | Path, bounded: bool, assumptions: Any, given: dict[str, Any]) -> tuple:
+    """What :func:`own_benchmark` works out from the rows alone (read, predicted, refitted), before any brief:
+    (the rows read, the closed-loop rows fitted, the rows not fitted, how many dropped, the evidence or None,
+    why not)."""
     if isinstance(source, Loaded):
         got = source
     elif isinstance(source, Path):
@@ -2850,11 +2867,19 @@ def own_benchmark(
     if bounded and len(loop) > OWN_MAX_ROWS:
         dropped, loop = len(loop) - OWN_MAX_ROWS, loop[:OWN_MAX_ROWS]
     if not loop:
-        return OwnBenchmark(got, None, not_fitted, dropped, "no closed-loop row to predict and fit")
+        return got, loop, not_fitted, dropped, None, "no closed-loop row to predict and fit"
     try:
         ev = evidence(loop, assumptions=assumptions)
     except InputError as exc:
-        return OwnBenchmark(got, None, not_fitted, dropped, str(exc))
+        return got, loop, not_fitted, dropped, None, str(exc)
+    return got, loop, not_fitted, dropped, ev, None
+
+
+def _own_replanned(fitted: tuple, brief: Any) -> OwnBenchmark:
+    """:func:`own_benchmark` from :func:`_own_fitted`'s answer: the brief re-planned, if one is given."""
+    got, loop, not_fitted, dropped, ev, why = fitted
+    if ev is None:
+        return OwnBenchmark(got, None, not_fitted, dropped, why)
     replan = None
     if brief is not None:
         if not isinstance(brief, Brief):

@@ -1,8 +1,9 @@
 """Print the project's performance figures (a benchmark, not a test: it asserts nothing).
 
-    .venv/bin/python scripts/benchmark.py [--skip-build] [--skip-tests]
+    .venv/bin/python scripts/benchmark.py [--skip-build] [--skip-tests] [--only-measured | --only-speed]
 
 Figures: `import llmcourse` beside `import sympy, pint` (fresh interpreters, median of 5);
+`plan()` and `replica()` call time (median and p95 of a few hundred calls of a typical call, after a warm-up);
 calculator update time (median and p95 of recomputing each calculator after one input change);
 book build time from clean and from the execution cache; test time (`scripts/test.sh`).
 """
@@ -66,6 +67,54 @@ def _update_times(calc: object, n: int = 50) -> list[float]:
     return times
 
 
+def _percentiles(times: list[float]) -> tuple[float, float]:
+    """(median, p95) of times in seconds, in ms."""
+    ts = sorted(t * 1e3 for t in times)
+    return statistics.median(ts), ts[int(0.95 * (len(ts) - 1))]
+
+
+def _call_times(fn: object, n: int = 400, warm: int = 50) -> list[float]:
+    """Time n calls of fn() after warm calls (the first calls fill the catalog's and layout's caches)."""
+    for _ in range(warm):
+        fn()  # type: ignore[operator]
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()  # type: ignore[operator]
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def _planner_calls() -> list[tuple[str, object]]:
+    """A typical plan() (the design-review chapter's brief) and replica() (one chat replica)."""
+    from llmcourse.planner import Brief, plan, replica
+    from llmcourse.units import Q_
+
+    brief = Brief(20, 4_000, 400, Q_(1_000, "ms"), Q_(40, "ms"))
+    return [
+        (
+            'plan("Llama-3.1-70B", "H100 SXM", tp 2, fp8)',
+            lambda: plan("Llama-3.1-70B", "H100 SXM", brief, tensor_parallel=2, weight_bytes="fp8"),
+        ),
+        (
+            'replica("Llama-3.1-8B", "H100 SXM", batch 32)',
+            lambda: replica("Llama-3.1-8B", "H100 SXM", batch=32, prompt_tokens=2_000, answer_tokens=300),
+        ),
+    ]
+
+
+def _speed() -> None:
+    """plan()/replica() and every calculator's update time."""
+    print("planner call time (ms, 400 calls each after 50 warm-up calls):")
+    for name, fn in _planner_calls():
+        med, p95 = _percentiles(_call_times(fn))
+        print(f"  {name:45s} median {med:7.2f}  p95 {p95:7.2f}")
+    print("calculator update time (ms, 50 updates each):")
+    for name, calc in _calculators():
+        med, p95 = _percentiles(_update_times(calc))
+        print(f"  {name:45s} median {med:7.2f}  p95 {p95:7.2f}")
+
+
 def _timed(cmd: list[str]) -> float:
     t = time.perf_counter()
     subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -114,20 +163,20 @@ def main() -> None:
     ap.add_argument("--skip-build", action="store_true")
     ap.add_argument("--skip-tests", action="store_true")
     ap.add_argument("--only-measured", action="store_true", help="print only the measured-rows section")
+    ap.add_argument("--only-speed", action="store_true", help="print only the plan() and calculator times")
     args = ap.parse_args()
     if args.only_measured:
         _measured()
+        return
+    if args.only_speed:
+        _speed()
         return
     _measured()
 
     print(f"import sympy, pint : {_fresh_import('import sympy, pint'):.2f} s (median of 5 fresh interpreters)")
     print(f"import llmcourse   : {_fresh_import('import llmcourse'):.2f} s")
 
-    print("calculator update time (ms, 50 updates each):")
-    for name, calc in _calculators():
-        ts = sorted(t * 1e3 for t in _update_times(calc))
-        p95 = ts[int(0.95 * (len(ts) - 1))]
-        print(f"  {name:45s} median {statistics.median(ts):7.2f}  p95 {p95:7.2f}")
+    _speed()
 
     if not args.skip_build:
         for d in ("html", ".jupyter_cache", ".doctrees", "jupyter_execute"):  # keep _build/lite (make lite)

@@ -520,6 +520,24 @@ def test_fit_recovers_known_parameters():
         assert s.median_factor == pytest.approx(1.0) and s.within_2x == 1.0
 
 
+def test_held_out_fold_fits_the_request_overhead_without_its_group():
+    """Llama-3.1-8B's times to first token made at 40 ms per request, Qwen2.5-7B's at 150 ms: each model held out
+    gets the other's overhead, and the cached first-token objective equals the errors of every row at those values."""
+    rows = _synthetic(
+        {"Llama-3.1-8B": (0.6, 0.5, 1.0, 0.14, 40.0), "Qwen2.5-7B": (0.6, 0.5, 1.0, 0.14, 150.0)},
+        ("tpot_ms", "ttft_ms"),
+    )
+    ev = lcv.evidence(rows)
+    assert ev.fold_fits["model"]["Llama-3.1-8B"]["request_overhead_ms"] == 150.0
+    assert ev.fold_fits["model"]["Qwen2.5-7B"]["request_overhead_ms"] == 40.0
+    a = resolve().replace(
+        bandwidth_efficiency=0.6, compute_efficiency=0.5, step_overhead_ms=1.0, request_overhead_ms=150.0
+    )
+    for r, p in zip(ev.rows, ev.predictions("held_out_model"), strict=True):
+        if r.model == "Llama-3.1-8B" and r.metric == "ttft_ms":
+            assert p == pytest.approx(lcv.predict(r, assumptions=a).value, rel=1e-9)
+
+
 def test_held_out_fit_never_sees_its_group():
     """Llama-3.1-8B's rows made at 60% bandwidth, Qwen2.5-7B's at 90%: holding out Llama-3.1-8B, the fit sees only
     Qwen2.5-7B's and predicts Llama's rows at 90%, exactly as predict() does there."""

@@ -379,6 +379,22 @@ def test_rows_slower_than_the_method_re_plan_a_larger_fleet() -> None:
     assert "1,000 + 200 tokens" in rows["re-planned"] and "GPUs" in rows["re-planned, refitted parameters"]
 
 
+def test_refitted_parameters_are_those_the_rows_can_fit() -> None:
+    """Time-per-token rows alone refit the step's parameters and list only those; first-token rows alone
+    refit the wave share and the per-request overhead (which only they shape) and list only those."""
+    tpot = dict(lcv.own_benchmark(HEAD + "\n" + "\n".join(SLOW) + "\n").rows())["refitted parameters"]
+    assert "bandwidth_efficiency" in tpot and "step_overhead_ms" in tpot
+    assert "closed_loop_wave_share" not in tpot and "request_overhead_ms" not in tpot
+    first = [  # 300 ms to the first token where the course's method says about 150 at 1 or 2 in flight
+        f"f{c},H100 SXM,1,Llama-3.1-8B,bf16,bf16,vLLM,1000,200,concurrency,{c},ttft_ms,{t}"
+        for c, t in ((1, 300.0), (2, 305.0), (4, 310.0))
+    ]
+    got = lcv.own_benchmark(HEAD + "\n" + "\n".join(first) + "\n", brief=lc.Brief(5, 1, 1, Q_(2, "s"), Q_(50, "ms")))
+    ttft = dict(got.rows())["refitted parameters"]
+    assert "request_overhead_ms" in ttft and "closed_loop_wave_share" in ttft and "bandwidth_efficiency" not in ttft
+    assert got.evidence.fitted["request_overhead_ms"] > lc.resolve().request_overhead_ms and got.replan is not None
+
+
 def test_cli_re_plans_the_brief_it_is_given(tmp_path, capsys) -> None:
     """validate FILE re-plans the example brief by default, and the one of --rps/--ttft-ms/--tpot-ms."""
     path = _file(tmp_path, SLOW)

@@ -6,12 +6,14 @@ planner and the roofline under the method chosen (an assumptions preset, the cou
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import ipywidgets as w
 
-from llmcourse.assumptions import resolve
+from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.planner import matmul_precision, request_cycle
-from llmcourse.roofline import crossover_batch, first_compute_bound_batch
-from llmcourse.units import Q_, fmt
+from llmcourse.roofline import _first_compute_bound, crossover_batch
+from llmcourse.units import Q_, fmt, parsed_unit
 from llmcourse.widgets import (
     Calculator,
     float_slider,
@@ -24,6 +26,14 @@ from llmcourse.widgets import (
 
 __all__ = ["batching_calculator"]
 
+_USD_H = parsed_unit("USD/hour")[0]  # parsed once: pint parses a unit string anew each time
+
+
+@lru_cache(maxsize=32)
+def _method(method: str, attention_flops: bool) -> Assumptions:
+    """The method with the decode attention FLOPs counted or not (the same for every update that keeps both)."""
+    return resolve(method).replace(decode_attention_flops=attention_flops)
+
 
 def _rows(
     model: str,
@@ -35,14 +45,14 @@ def _rows(
     method: str,
     attention_flops: bool,
 ) -> list[tuple[str, str]]:
-    a = resolve(method).replace(decode_attention_flops=attention_flops)
+    a = _method(method, attention_flops)
     c = request_cycle(
         model,
         gpu,
         batch=batch,
         prompt_tokens=prompt_tokens,
         answer_tokens=answer_tokens,
-        price_per_hour=Q_(price, "USD/hour"),
+        price_per_hour=Q_(price, _USD_H),
         assumptions=a,
     )
     s = c.decode
@@ -55,7 +65,7 @@ def _rows(
         compute_precision=matmul_precision(2, gpu, a),
     )
     x = crossover_batch(model, gpu, **roof)
-    first = first_compute_bound_batch(model, gpu, **roof)
+    first = _first_compute_bound(x)  # first_compute_bound_batch(model, gpu, **roof), from the same crossover
     cross = "none: KV reads grow faster than compute" if x is None else f"{x:,.1f} (compute-bound from {first:,})"
     return [
         ("KV read at (tokens per sequence)", f"{ctx:,.0f}"),

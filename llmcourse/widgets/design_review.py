@@ -13,9 +13,9 @@ from typing import Any
 import ipywidgets as w
 
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.levers import CONTEXT_FRACTION, HIT_RATE, Lever, rank_levers, verdict
+from llmcourse.levers import CONTEXT_FRACTION, HIT_RATE, Lever, _ranked, verdict
 from llmcourse.planner import Brief, Plan, plan
-from llmcourse.units import Q_, fmt
+from llmcourse.units import Q_, fmt, parsed_unit
 from llmcourse.widgets import (
     Calculator,
     float_slider,
@@ -28,6 +28,8 @@ from llmcourse.widgets import (
 )
 
 __all__ = ["DesignReview", "design_review", "design_review_calculator"]
+
+_MS, _USD_H = parsed_unit("ms")[0], parsed_unit("USD/hour")[0]  # parsed once: pint parses a string anew each time
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,8 @@ def design_review(
     (2, 'meets both targets with 2 GPUs; the bottleneck is KV reads.')
     """
     p = plan(model, gpu, brief, **plan_kwargs)
-    levers = rank_levers(model, gpu, brief, hit_rate=hit_rate, context_fraction=context_fraction, **plan_kwargs)
+    # rank_levers(model, gpu, brief, hit_rate=..., context_fraction=..., **plan_kwargs) with its baseline, p, planned once
+    levers = _ranked(model, gpu, brief, p, hit_rate, context_fraction, plan_kwargs)
     return DesignReview(p, verdict(p), levers)
 
 
@@ -111,7 +114,7 @@ def _compute(
     hit_rate: float,
     context_fraction: float,
 ) -> DesignReview:
-    brief = Brief(requests_per_second, prompt_tokens, answer_tokens, Q_(ttft_ms, "ms"), Q_(tpot_ms, "ms"))
+    brief = Brief(requests_per_second, prompt_tokens, answer_tokens, Q_(ttft_ms, _MS), Q_(tpot_ms, _MS))
     return design_review(
         model,
         gpu,
@@ -120,7 +123,7 @@ def _compute(
         context_fraction=context_fraction,
         weight_bytes=weights,
         kv_bytes=kv_cache,
-        price_per_hour=Q_(price, "USD/hour"),
+        price_per_hour=Q_(price, _USD_H),
         tensor_parallel=tensor_parallel,
         assumptions=method,
     )

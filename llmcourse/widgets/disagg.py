@@ -18,7 +18,7 @@ import ipywidgets as w
 from llmcourse.catalog import links
 from llmcourse.disagg import Comparison, disaggregated
 from llmcourse.planner import Brief, plan
-from llmcourse.units import Q_
+from llmcourse.units import Q_, parsed_unit
 from llmcourse.widgets import (
     Calculator,
     float_slider,
@@ -33,6 +33,7 @@ from llmcourse.widgets import (
 __all__ = ["disagg_calculator"]
 
 _SCALE_OUT = "scale-out (between nodes)"
+_MS = parsed_unit("ms")[0]  # parsed once: pint parses a unit string anew each time
 
 
 @functools.lru_cache(maxsize=64)
@@ -43,7 +44,7 @@ def _plan(model: str, gpu: str, given: tuple, tensor_parallel: int, precision: s
 def _brief(given: tuple) -> Brief:
     """A brief from (rate, prompt, answer, TTFT target in ms, TPOT target in ms)."""
     rate, prompt, answer, ttft_ms, tpot_ms = given
-    return Brief(rate, prompt, answer, Q_(ttft_ms, "ms"), Q_(tpot_ms, "ms"))
+    return Brief(rate, prompt, answer, Q_(ttft_ms, _MS), Q_(tpot_ms, _MS))
 
 
 def disagg_calculator(

@@ -17,6 +17,7 @@ from typing import Any
 
 import ipywidgets as w
 
+from llmcourse._arith import _ratio, _total
 from llmcourse.assumptions import resolve
 from llmcourse.catalog import links, models
 from llmcourse.errors import InputError
@@ -125,10 +126,24 @@ def parts_against_n(
     >>> [(n, None if p is None else round(sum(p.values()).to("ms").m, 1)) for n, p, _ in rows]
     [(1, None), (2, 18.5), (4, 10.8), (8, 7.7)]
     """
+    return _parts_against_n(model, gpu, degrees, expert_parallel, link, {}, kw)
+
+
+def _parts_against_n(
+    model: str,
+    gpu: str,
+    degrees: Sequence[int],
+    expert_parallel: int,
+    link: str | None,
+    known: dict[int, Replica],
+    kw: dict[str, Any],
+) -> list[tuple[int, dict[str, Any] | None, str]]:
+    """:func:`parts_against_n`, with the replicas of ``known`` degrees already worked out by the caller (the
+    same :func:`_replica` call: :func:`many_gpus`'s own replica is one of the bars)."""
     out: list[tuple[int, dict[str, Any] | None, str]] = []
     for n in degrees:
         try:
-            rep = _replica(model, gpu, n, expert_parallel, link, **kw)
+            rep = known[n] if n in known else _replica(model, gpu, n, expert_parallel, link, **kw)
         except InputError as exc:
             out.append((n, None, str(exc)))
             continue
@@ -157,7 +172,7 @@ def parts_bar_svg(
     """
     height, left, right, top, bottom = 300, 52, 150, 30, 44
     plot_h, plot_w = height - top - bottom, width - left - right
-    totals = [to(sum(p.values()), "ms").m for _, p, _ in bars if p is not None]
+    totals = [to(_total(p.values()), "ms").m for _, p, _ in bars if p is not None]
     y_max = max(totals, default=1.0) * 1.12 or 1.0
     y = lambda ms: top + plot_h * (1 - ms / y_max)  # noqa: E731
     slot = plot_w / max(len(bars), 1)
@@ -244,7 +259,7 @@ class ManyGpus:
         out = [("replica", shape), ("link", link), ("time per output token", fmt(tpot, "ms"))]
         for name in PARTS:
             q = to(self.parts[name], "ms")
-            out.append((f"of which {name}", f"{fmt(q, 'ms')} ({to(q / tpot, '').m:.0%})"))
+            out.append((f"of which {name}", f"{fmt(q, 'ms')} ({_ratio(q, tpot):.0%})"))
         if lay.tensor_parallel > 1:
             out.append(("one all-reduce of the step", fmt(allreduce_latency(self.model, r), "us")))
         out += [
@@ -285,7 +300,9 @@ def many_gpus(
     if not rep.fits:
         raise InputError(rep.reason)
     free = _replica(model, gpu, tensor_parallel, expert_parallel, link, assumptions=free_split(a), **kw).tpot
-    bars = parts_against_n(model, gpu, expert_parallel=expert_parallel, link=link, assumptions=a, **kw)
+    # parts_against_n(model, gpu, expert_parallel=expert_parallel, link=link, assumptions=a, **kw), whose bar at
+    # this replica's degree is this replica (the same call)
+    bars = _parts_against_n(model, gpu, DEGREES, expert_parallel, link, {tensor_parallel: rep}, dict(kw, assumptions=a))
     return ManyGpus(models[model].name, gpu, rep, time_per_token_parts(rep), to(free, "ms"), bars)
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import ipywidgets as w
 
-from llmcourse.speculative import KINDS, Speculation, crossover_batch, expected_tokens, simulate, speculative_step
+from llmcourse.assumptions import resolve
+from llmcourse.catalog import gpus, models
+from llmcourse.speculative import KINDS, Speculation, _crossover, expected_tokens, simulate, speculative_step
 from llmcourse.units import fmt
 from llmcourse.widgets import (
     Calculator,
@@ -42,8 +44,11 @@ def _rows(
     spec = Speculation(kind, draft_tokens, acceptance, draft_model if kind == "draft model" else None)
     kw = dict(tensor_parallel=tensor_parallel, weight_bytes=precision, assumptions=method)
     s = speculative_step(model, gpu, spec, batch=batch, context_tokens=context_tokens, **kw)
-    x = crossover_batch(model, gpu, spec, context_tokens=context_tokens, **kw)
-    mem = s.memory
+    mem = s.memory  # speculative_memory(model, gpu, spec, context_tokens=context_tokens, **kw), as crossover_batch's
+    # crossover_batch(model, gpu, spec, context_tokens=context_tokens, **kw), from that memory
+    x = _crossover(
+        models[model], gpus[gpu], spec, mem, context_tokens, None, tensor_parallel, precision, 2, resolve(method)
+    )
     stops = f"pays at every batch that fits (up to {mem.max_batch:,})" if x is None else f"{x:,}"
     return [
         *s.rows(),
