@@ -38,6 +38,7 @@ llmcourse.errors.InputError: prefill_gpus=0: a pool needs at least one replica o
 from __future__ import annotations
 
 import csv
+import dataclasses
 import math
 import re
 import statistics
@@ -562,8 +563,9 @@ def measured_rows() -> tuple[tuple[DisaggRow, ...], tuple[tuple[str, str], ...]]
     from llmcourse import validation as v
 
     rows, skipped = [], []
+    seen: dict[DisaggRow, tuple[int, str]] = {}  # a row, its id blanked -> the first row that had it (runs repeat)
     with open(v.AICONFIGURATOR, encoding="utf-8", newline="") as fh:
-        for r in csv.DictReader(fh):
+        for line, r in enumerate(csv.DictReader(fh), start=2):
             if (r.get("mode") or "").strip() != "disagg":
                 continue
             rid = r["id"]
@@ -592,15 +594,19 @@ def measured_rows() -> tuple[tuple[DisaggRow, ...], tuple[tuple[str, str], ...]]
                     )
                     if v._whole(r, f"{s}_pp_size", 1) > 1:
                         raise v._RowError(f"{s} pipeline parallelism is not expressed here")
-                rows.append(
-                    DisaggRow(
-                        id=rid, model=model, gpu=gpu, engine=v._engine(engine, r.get("backend_version") or ""),
-                        weights=weights, kv=kv, isl=isl, osl=osl, concurrency=int(found.group(1)),
-                        **{f"{s}_{k}": x for s, d in side.items() for k, x in d.items() if k != "workers"},
-                        prefill_workers=side["prefill"]["workers"], decode_workers=side["decode"]["workers"],
-                        ttft_ms=v._number(r, "silicon_ttft_ms"), tpot_ms=v._number(r, "silicon_tpot_ms"),
-                    )
+                row = DisaggRow(
+                    id=rid, model=model, gpu=gpu, engine=v._engine(engine, r.get("backend_version") or ""),
+                    weights=weights, kv=kv, isl=isl, osl=osl, concurrency=int(found.group(1)),
+                    **{f"{s}_{k}": x for s, d in side.items() for k, x in d.items() if k != "workers"},
+                    prefill_workers=side["prefill"]["workers"], decode_workers=side["decode"]["workers"],
+                    ttft_ms=v._number(r, "silicon_ttft_ms"), tpot_ms=v._number(r, "silicon_tpot_ms"),
                 )  # fmt: skip
+                same = dataclasses.replace(row, id="")
+                if same in seen:
+                    first_line, first_id = seen[same]
+                    raise v._RowError(v.REPEAT_REASON.format(line=first_line, id=first_id))
+                seen[same] = (line, rid)
+                rows.append(row)
             except (v._RowError, InputError) as exc:
                 skipped.append((rid, str(exc)))
     _ROWS = (tuple(rows), tuple(skipped))
