@@ -1,7 +1,8 @@
 """Rank the levers of a design by re-running the design planner with each one switched on.
 
 Defined in the capstone chapter *Design review* (``book/11_design_review.md``). Every number comes
-from :func:`llmcourse.planner.plan`; the levers are:
+from :func:`llmcourse.planner.plan` (a lever's plan by plan()'s own path, ``planner._lever_plan``, which stops
+at the fields a ranking reads: the same numbers, without the replica plan() also returns); the levers are:
 
 * **GQA with 8 KV heads**: the model with ``kv_heads=8`` (``Model.with_``); nothing changes for a
   model that already has 8 or fewer (or uses MLA).
@@ -39,7 +40,7 @@ import pint
 
 from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
-from llmcourse.planner import Brief, Plan, gpu_of, model_of, plan
+from llmcourse.planner import Brief, Plan, _lever_plan, gpu_of, model_of, plan
 from llmcourse.units import fmt, plain_number
 
 __all__ = ["CONTEXT_FRACTION", "HIT_RATE", "LEVER_NAMES", "Lever", "prefix_cached_plan", "rank_levers", "verdict"]
@@ -96,8 +97,13 @@ def prefix_cached_plan(model: Model | str, gpu: GPU | str, brief: Brief, hit_rat
     >>> round((prefills[0] / prefills[1]).m, 2), p.kv_per_request == full.kv_per_request
     (0.51, True)
     """
+    return _prefix_cached(plan, model, gpu, brief, hit_rate, plan_kwargs)
+
+
+def _prefix_cached(planner: Any, model: Any, gpu: Any, brief: Brief, hit_rate: float, plan_kwargs: dict) -> Any:
+    """:func:`prefix_cached_plan` through ``planner`` (:func:`plan`, or the lever ranking's ``_lever_plan``)."""
     h = _hit_rate(hit_rate)
-    return plan(model, gpu, _brief(brief), cached_prompt_tokens=h * brief.prompt_tokens, **plan_kwargs)
+    return planner(model, gpu, _brief(brief), cached_prompt_tokens=h * brief.prompt_tokens, **plan_kwargs)
 
 
 def _hit_rate(hit_rate: Any) -> float:
@@ -113,7 +119,9 @@ def _brief(brief: Any) -> Brief:
     return brief
 
 
-def _lever(name: str, base: Plan, p: Plan, note: str, applies: bool = True) -> Lever:
+def _lever(name: str, base: Plan, p: Any, note: str, applies: bool = True) -> Lever:
+    """The lever ``name`` from the baseline plan and the lever's (a :class:`Plan`, or the figures of one that
+    ``_lever_plan`` gives: the same fields)."""
     if not p.fits:
         return Lever(name, applies, False, None, None, False, None, None, None, p.reason)
     saved = None if not base.fits else base.gpus - p.gpus
@@ -162,18 +170,24 @@ def _ranked(
             _lever(
                 LEVER_NAMES[0],
                 base,
-                plan(m.with_(kv_heads=8), g, brief, **plan_kwargs),
+                _lever_plan(m.with_(kv_heads=8), g, brief, **plan_kwargs),
                 f"{m.kv_heads} -> 8 KV heads: KV per request / {m.kv_heads // 8}",
             )
         )
     out.append(
         _lever(
-            LEVER_NAMES[1], base, plan(m, g, brief, **{**plan_kwargs, "kv_bytes": "int8"}), "1 byte per cached value"
+            LEVER_NAMES[1],
+            base,
+            _lever_plan(m, g, brief, **{**plan_kwargs, "kv_bytes": "int8"}),
+            "1 byte per cached value",
         )
     )
     out.append(
         _lever(
-            LEVER_NAMES[2], base, plan(m, g, brief, **{**plan_kwargs, "weight_bytes": "int4"}), "half a byte per weight"
+            LEVER_NAMES[2],
+            base,
+            _lever_plan(m, g, brief, **{**plan_kwargs, "weight_bytes": "int4"}),
+            "half a byte per weight",
         )
     )
     short = Brief(
@@ -183,7 +197,7 @@ def _ranked(
         _lever(
             LEVER_NAMES[3],
             base,
-            plan(m, g, short, **plan_kwargs),
+            _lever_plan(m, g, short, **plan_kwargs),
             f"prompt cut to {cf:.0%} ({short.prompt_tokens:,.0f} tokens)",
         )
     )
@@ -191,7 +205,7 @@ def _ranked(
         _lever(
             LEVER_NAMES[4],
             base,
-            prefix_cached_plan(m, g, brief, hit_rate, **plan_kwargs),
+            _prefix_cached(_lever_plan, m, g, brief, hit_rate, plan_kwargs),
             f"{hit_rate:.0%} of prompt tokens cached: less prefill, same KV held",
         )
     )

@@ -21,7 +21,7 @@ import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import pint
 
@@ -37,7 +37,6 @@ from llmcourse.units import (
     Q_,
     as_quantity,
     fmt,
-    in_unit,
     parsed_unit,
     percentile_rank,
     plain_number,
@@ -99,6 +98,36 @@ _B = parsed_unit("B")[0]
 _GIB = parsed_unit("GiB")[0]
 
 
+def _replaced(a: Assumptions, **changes: Any) -> Assumptions:
+    """``a.replace(**changes)``, which returns ``a`` itself when every change is None (an override left out), without
+    its checks of the field names in that case (the callers here pass their own, known, fields)."""
+    for v in changes.values():
+        if v is not None:
+            return a.replace(**changes)
+    return a
+
+
+def _once(make: Callable[[], Any]) -> Callable[[], Any]:
+    """``functools.cache(make)`` for a function of no arguments (its value worked out at the first call, kept;
+    an error not kept), without building functools' wrapper (a few microseconds each, three per replica).
+
+    Examples
+    --------
+    >>> calls = []
+    >>> get = _once(lambda: calls.append(1) or len(calls))
+    >>> get(), get(), calls
+    (1, 1, [1])
+    """
+    got: list[Any] = []
+
+    def get() -> Any:
+        if not got:
+            got.append(make())
+        return got[0]
+
+    return get
+
+
 def largest_batch(meets: Callable[[int], bool], top: int) -> int:
     """The largest batch in 1..``top`` for which ``meets(batch)`` holds, or 0 if even batch 1 fails;
     ``meets`` must hold up to some batch and fail beyond it (as a step-time or speed target does,
@@ -151,6 +180,9 @@ _number = plain_number  # the one check of counts and fractions (llmcourse.units
 # --- the internal path: plain floats in the symbols' units (B, FLOP, s), the formulas by value -----------
 _S_MS = ureg._get_conversion_factor(_S._units, _MS._units)  # pint's factors, as its conversions use them
 _MS_S = ureg._get_conversion_factor(_MS._units, _S._units)
+_B_GB = ureg._get_conversion_factor(_B._units, _GB._units)  # in_unit(x, _B, _GB) is quantity(x * _B_GB, _GB)
+_FLOP_GFLOP = ureg._get_conversion_factor(_FLOP._units, _GFLOP._units)
+_FLOP_TFLOP = ureg._get_conversion_factor(_FLOP._units, _TFLOP._units)
 _BYTES_SI: dict[tuple[type, Any], float] = {}  # bytes per value of a precision name or a number
 
 
@@ -415,7 +447,7 @@ def usable_memory(
     154.6
     """
     g = _gpu(gpu)
-    a = resolve(assumptions).replace(memory_fraction=usable_fraction)
+    a = _replaced(resolve(assumptions), memory_fraction=usable_fraction)
     n = n_gpus
     mem = g.memory if a.memory_unit == "GB" else Q_(to(g.memory, _GB).m, "GiB")
     if a.memory_rule == "total":
@@ -637,7 +669,8 @@ def _decode_inputs(
     _check_positions(m, context_tokens, "context_tokens")
     degrees = dict(data_parallel=data_parallel, pipeline_parallel=pipeline_parallel, expert_parallel=expert_parallel)
     lay = _deployment(m, g, n_gpus, weight_bytes, assumptions, link=link, **degrees)
-    a = resolve(assumptions).replace(
+    a = _replaced(
+        resolve(assumptions),
         bandwidth_efficiency=bandwidth_efficiency,
         compute_efficiency=compute_efficiency,
         decode_attention_flops=attention_flops,
@@ -684,11 +717,13 @@ def _decode_steps(
     expert_parallel: int | None = None,
     link: Any = None,
     step_time_only: bool = False,
-) -> Callable[[int], Any]:
+    both: bool = False,
+) -> Callable[..., Any]:
     """``lambda b: decode_step(model, gpu, batch=b, ...)`` for a search over the batch (``batch`` a whole
     number of at least 1): the checks, the layout and the batch-independent terms worked out once, at the first
     call (so a search that never asks raises nothing), then each batch's step alone; the same steps, to the
-    same floats, as :func:`decode_step` (``step_time_only``: only its ``step_time``, the same quantity)."""
+    same floats, as :func:`decode_step` (``step_time_only``: only its ``step_time``, the same quantity; ``both``:
+    ``lambda b, step_only=False: ...``, the step, or with ``step_only`` its time in seconds as a plain float)."""
 
     @functools.cache
     def setup() -> Callable[[float, bool], DecodeStep | float]:
@@ -698,8 +733,10 @@ def _decode_steps(
             expert_parallel=expert_parallel, link=link,
         )  # fmt: skip
 
+    if both:
+        return lambda batch, step_only=False: setup()(batch, step_only)
     if step_time_only:
-        return lambda batch: in_unit(setup()(batch, True), _S, _MS)  # DecodeStep.step_time, as _decoder sets it
+        return lambda batch: quantity(setup()(batch, True) * _S_MS, _MS._units)  # DecodeStep.step_time
     return lambda batch: setup()(batch)
 
 
@@ -750,7 +787,8 @@ def _decoder(
             f_att = F["dp_flops_per_token"].value(flops_per_token=f_att, data_parallel=dp)
     bandwidth, eta_b = si(g.bandwidth, "bandwidth"), _read_efficiency(weight_bytes, a)
     peak, eta_f = si(g.peak_flops(precision), "peak_flops"), a.compute_efficiency
-    comp_args = dict(flops_per_token=f_mm + f_att, peak_flops=peak, compute_efficiency=eta_f)
+    f_tok = f_mm + f_att
+    comp_args = dict(flops_per_token=f_tok, peak_flops=peak, compute_efficiency=eta_f)
     overhead_ms = a.step_overhead_ms  # ms, as the assumptions give it
     comm_of = _comm_seconds_of(m, lay, a)  # comm_seconds(m, lay, ., a)
     step_time, per_op = F["decode_step_time"].value, F["decode_step_time_per_op"].value
@@ -766,11 +804,14 @@ def _decoder(
                 w_read = F["dp_bytes_read"].value(
                     bytes_read=w_read, expert_bytes_read=w_read - shared, data_parallel=dp
                 )
-        mem_args = dict(bytes_read=w_read, kv_per_sequence=kv_seq, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
         kernels = None
-        if a.step_rule == "max":
-            core = step_time(batch=n, n_gpus=gpus_, **mem_args, **comp_args)
+        if a.step_rule == "max":  # the arguments by name (no dicts to build: the search's hot path)
+            core = step_time(
+                batch=n, n_gpus=gpus_, bytes_read=w_read, kv_per_sequence=kv_seq, bandwidth=bandwidth,
+                bandwidth_efficiency=eta_b, flops_per_token=f_tok, peak_flops=peak, compute_efficiency=eta_f,
+            )  # fmt: skip
         else:
+            mem_args = dict(bytes_read=w_read, kv_per_sequence=kv_seq, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
             core = per_op(
                 batch=n,
                 n_gpus=gpus_,
@@ -797,6 +838,7 @@ def _decoder(
             comm = comm + (pp - 1) * (0 if send is None else send * _S_MS)
         if step_only:
             return step
+        mem_args = dict(bytes_read=w_read, kv_per_sequence=kv_seq, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
         phi = None
         if moe:
             phi = float(
@@ -805,12 +847,12 @@ def _decoder(
         common = dict(batch=n, n_gpus=gpus_)
         return DecodeStep(
             batch=int(batch),
-            weights_read=in_unit(w_read, _B, _GB),
-            kv_read=in_unit(n * kv_seq, _B, _GB),
-            flops=in_unit(n * (f_mm + f_att), _FLOP, _GFLOP),
-            memory_time=in_unit(F["decode_memory_time"].value(**common, **mem_args), _S, _MS),
-            compute_time=in_unit(F["decode_compute_time"].value(**common, **comp_args), _S, _MS),
-            step_time=in_unit(step, _S, _MS),
+            weights_read=quantity(w_read * _B_GB, _GB._units),
+            kv_read=quantity(n * kv_seq * _B_GB, _GB._units),
+            flops=quantity(n * (f_mm + f_att) * _FLOP_GFLOP, _GFLOP._units),
+            memory_time=quantity(F["decode_memory_time"].value(**common, **mem_args) * _S_MS, _MS._units),
+            compute_time=quantity(F["decode_compute_time"].value(**common, **comp_args) * _S_MS, _MS._units),
+            step_time=quantity(step * _S_MS, _MS._units),
             fraction_of_experts=phi,
             kernel_bounds=kernels,
             comm_time=quantity(comm, _MS),
@@ -881,7 +923,8 @@ def prefill(
     _check_positions(m, prompt_tokens, "prompt_tokens")
     degrees = dict(data_parallel=data_parallel, pipeline_parallel=pipeline_parallel, expert_parallel=expert_parallel)
     lay = _deployment(m, g, n_gpus, weight_bytes, assumptions, link=link, **degrees)
-    a = resolve(assumptions).replace(
+    a = _replaced(
+        resolve(assumptions),
         bandwidth_efficiency=bandwidth_efficiency,
         compute_efficiency=compute_efficiency,
         prefill_attention=attention,
@@ -945,11 +988,11 @@ def _prefiller(
     def of(prompts: float, time_only: bool = False) -> Prefill | float:
         n = prompts
         gpus_ = lay.tensor_parallel if n == 1 else lay.n_gpus  # one prompt: one group; more: every GPU
-        comp = dict(
-            prompts=n, prefill_flops=flops, n_gpus=gpus_, peak_flops=peak, compute_efficiency=a.compute_efficiency
-        )
-        mem = dict(weights=weights, n_gpus=gpus_, bandwidth=bandwidth, bandwidth_efficiency=a.bandwidth_efficiency)
-        time = prefill_time(**(comp | mem))
+        eta_f, eta_b = a.compute_efficiency, a.bandwidth_efficiency
+        time = prefill_time(
+            prompts=n, prefill_flops=flops, n_gpus=gpus_, peak_flops=peak, compute_efficiency=eta_f, weights=weights,
+            bandwidth=bandwidth, bandwidth_efficiency=eta_b,
+        )  # fmt: skip
         comm = _S_MS * comm_of(n * (t - cached))  # ms
         if pp > 1 and n == 1:  # through the stages in turn, a send between each two
             send = send_seconds(m, lay, t - cached, a)
@@ -961,13 +1004,15 @@ def _prefiller(
         total = with_overhead(step_time=time, step_overhead=comm * _MS_S)
         if time_only:
             return total
+        comp = dict(prompts=n, prefill_flops=flops, n_gpus=gpus_, peak_flops=peak, compute_efficiency=eta_f)
+        mem = dict(weights=weights, n_gpus=gpus_, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
         return Prefill(
             prompts=int(n),
-            flops=in_unit(n * flops, _FLOP, _TFLOP),
-            attention_flops=in_unit(n * (full - linear), _FLOP, _TFLOP),
-            compute_time=in_unit(F["prefill_compute_time"].value(**comp), _S, _MS),
-            memory_time=in_unit(F["weight_read_time"].value(**mem), _S, _MS),
-            time=in_unit(total, _S, _MS),
+            flops=quantity(n * flops * _FLOP_TFLOP, _TFLOP._units),
+            attention_flops=quantity(n * (full - linear) * _FLOP_TFLOP, _TFLOP._units),
+            compute_time=quantity(F["prefill_compute_time"].value(**comp) * _S_MS, _MS._units),
+            memory_time=quantity(F["weight_read_time"].value(**mem) * _S_MS, _MS._units),
+            time=quantity(total * _S_MS, _MS._units),
             comm_time=quantity(comm, _MS),
         )
 
@@ -1201,7 +1246,8 @@ def replica(
     (4387, 0.32)
     """
     m, g = _model(model), _gpu(gpu)
-    a = resolve(assumptions).replace(
+    a = _replaced(
+        resolve(assumptions),
         bandwidth_efficiency=bandwidth_efficiency,
         compute_efficiency=compute_efficiency,
         memory_fraction=usable_fraction,
@@ -1272,9 +1318,9 @@ def _replica_of(
         gpu=g.name,
         tensor_parallel=tp,
         assumptions=a,
-        weights=in_unit(w, _B, _GB),
-        usable_memory=in_unit(mem, _B, _GB),
-        kv_per_sequence=in_unit(kv_seq, _B, _GB),
+        weights=quantity(w * _B_GB, _GB._units),
+        usable_memory=quantity(mem * _B_GB, _GB._units),
+        kv_per_sequence=quantity(kv_seq * _B_GB, _GB._units),
         max_batch=top,
         context_tokens=final,
         matmul=matmul_precision(weight_bytes, g, a),
@@ -1305,20 +1351,11 @@ def _replica_of(
     _check_weights_fit(m, g, weight_bytes, n_all, "n_gpus", a)
     cp = base["matmul"]
 
-    @functools.cache
-    def decoder() -> Callable[[float, bool], DecodeStep | float]:
-        """The decode step of this layout as a function of the batch, set up once (at its first use)."""
-        return _decoder(m, g, lay, a, kv_ctx, weight_bytes, kv_bytes, cp)
-
-    @functools.cache
-    def prefiller() -> Callable[[float, bool], Prefill | float]:
-        """The prefill of this layout's prompts as a function of their number, set up once (at its first use)."""
-        return _prefiller(m, g, lay, a, p, cached_prompt_tokens, weight_bytes, cp)
-
-    @functools.cache
-    def first_prefill() -> Prefill:
-        """One prompt's prefill: it does not depend on the batch, so it is worked out once."""
-        return prefiller()(1)
+    # the decode step of this layout as a function of the batch, and the prefill of its prompts as a function of
+    # their number, each set up once (at its first use); one prompt's prefill does not depend on the batch
+    decoder = _once(lambda: _decoder(m, g, lay, a, kv_ctx, weight_bytes, kv_bytes, cp))
+    prefiller = _once(lambda: _prefiller(m, g, lay, a, p, cached_prompt_tokens, weight_bytes, cp))
+    first_prefill = _once(lambda: prefiller()(1))
 
     def tpot_ms(batch: int) -> float:
         """``at(batch).tpot`` in milliseconds, as a plain float: the step and the batch's prefill alone."""
@@ -1330,6 +1367,29 @@ def _replica_of(
             step_time=step_ms * _MS_S, prefill_time=pre_ms * _MS_S, batch=batch, answer_tokens=ans
         )
         return tpot * _S_MS
+
+    def figures(batch: int) -> tuple[float, float, float]:
+        """``at(batch)``'s ``ttft`` and ``tpot`` in milliseconds and ``requests_per_second`` in 1/s, as plain
+        floats: the formulas of the replica's properties by value, in the same order, to the same floats (for a
+        prompt and an answer given), without building the replica, its step or its prefills."""
+        first_ms = first_prefill().time._magnitude  # Prefill.time, in ms
+        ttft = F["first_token_time"].value(
+            request_overhead=a.request_overhead_ms * _MS_S, prefill_time=first_ms * _MS_S
+        )
+        step_ms = _S_MS * decoder()(batch, True)  # DecodeStep.step_time, in ms
+        step_s, pre_s = step_ms * _MS_S, _MS_S * (first_ms if batch == 1 else _S_MS * prefiller()(batch, True))
+        tpot_ms = step_ms
+        if a.prefill_interference:  # the batch's prefill between a user's steps
+            tpot_ms = _S_MS * F["interleaved_tpot"].value(
+                step_time=step_s, prefill_time=pre_s, batch=batch, answer_tokens=ans
+            )
+        if a.count_prefill:
+            throughput = F["cycle_throughput"].value(
+                batch=batch, answer_tokens=ans, prefill_time=pre_s, step_time=step_s
+            )
+        else:
+            throughput = F["throughput"].value(batch=batch, step_time=step_s)
+        return _S_MS * ttft, tpot_ms, throughput / ans
 
     def at(batch: int | None) -> Replica:
         b = top if batch is None else int(batch)
@@ -1357,6 +1417,8 @@ def _replica_of(
         )
 
     at.tpot_ms = tpot_ms  # type: ignore[attr-defined]
+    if p is not None:
+        at.figures = figures  # type: ignore[attr-defined]
     at.base, at.unfit = base, None  # type: ignore[attr-defined]
     return at
 
@@ -1828,7 +1890,7 @@ def prefill_pool(
     (99, 200)
     """
     m, g = _model(model), _gpu(gpu)
-    a = resolve(assumptions).replace(compute_efficiency=compute_efficiency)
+    a = _replaced(resolve(assumptions), compute_efficiency=compute_efficiency)
     rate = F["prefill_compute_rate"](
         token_rate=input_tokens_per_s,
         flops_per_param=Q_(a.flops_per_param, _FLOP),
@@ -2097,79 +2159,25 @@ def plan(
     >>> tail.sizing.ttft <= Q_(300, "ms"), tail.gpus > p.gpus
     (True, True)
     """
-    m, g = _model(model), _gpu(gpu)
-    if not isinstance(brief, Brief):
-        raise InputError(
-            "brief must be a Brief(requests_per_second, prompt_tokens, answer_tokens, ttft_target, tpot_target)."
-        )
-    fraction = None
-    if memory_reserve is not None:
-        reserve = _number(memory_reserve, "memory_reserve", allow_zero=True)
-        if reserve >= 1:
-            raise InputError(f"memory_reserve is the fraction of memory held back and must be below 1; got {reserve}.")
-        fraction = 1 - reserve
-    a = resolve(assumptions).replace(
-        memory_fraction=fraction,
-        headroom=headroom,
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
+    m, g, a, price = _plan_inputs(
+        model,
+        gpu,
+        brief,
+        assumptions,
+        memory_reserve,
+        headroom,
+        bandwidth_efficiency,
+        compute_efficiency,
+        price_per_hour,
     )
-    price = _price(g, price_per_hour)
-
-    def at(b: int | None) -> Replica:  # a speculative replica: the batch search calls replica() each time
-        return replica(
-            m,
-            g,
-            tensor_parallel=tensor_parallel,
-            batch=b,
-            prompt_tokens=brief.prompt_tokens,
-            answer_tokens=brief.answer_tokens,
-            weight_bytes=weight_bytes,
-            kv_bytes=kv_bytes,
-            price_per_hour=price,
-            assumptions=a,
-            cached_prompt_tokens=cached_prompt_tokens,
-            speculation=speculation,
-        )
-
-    if (speculation if speculation is not None else a.speculation) is None:
-        # replica()'s own path, its inputs checked here (a brief's lengths by the Brief): what does not depend on
-        # the batch is worked out once for the search below
-        at = _replica_of(  # type: ignore[assignment]
-            m, g, a, tensor_parallel, brief.prompt_tokens, brief.answer_tokens, None, weight_bytes, kv_bytes, price,
-            cached_prompt_tokens, dict(data_parallel=1, pipeline_parallel=1, expert_parallel=None, link=None),
-        )  # fmt: skip
-    got = getattr(at, "base", None)  # replica()'s own path: the figures of the largest batch, without its step
-    if got is None:
-        top = at(None)
-        got, unfit, top_batch = vars(top), None if top.fits else top.reason, top.max_batch
-    else:
-        unfit, top_batch = at.unfit, got["max_batch"]  # type: ignore[attr-defined]
-    base = dict(
-        model=m.name,
-        gpu=g.name,
-        brief=brief,
-        weights=got["weights"],
-        usable_memory=got["usable_memory"],
-        kv_per_request=got["kv_per_sequence"],
-        tensor_parallel=got["tensor_parallel"],
+    got = _planned(
+        m, g, brief, a, price, tensor_parallel, weight_bytes, kv_bytes, cached_prompt_tokens, speculation, True
     )
-    if unfit is not None:
-        return Plan(fits=False, reason=unfit, **base)
-    # the largest batch whose step meets the target (the step grows with the batch); at least 1
-    if hasattr(at, "tpot_ms"):  # the time per token alone: the search's one question of each batch
-        tpot_ms, target = at.tpot_ms, brief.tpot_target
-        if type(target) is Q_ and target._units == _MS._units:  # pint compares the magnitudes of one unit
-            meets = lambda b: tpot_ms(b) <= target._magnitude  # noqa: E731
-        else:
-            meets = lambda b: quantity(tpot_ms(b), _MS) <= target  # noqa: E731
-        batch = max(1, largest_batch(meets, top_batch))
-    else:
-        batch = max(1, largest_batch(lambda b: at(b).tpot <= brief.tpot_target, top_batch))
-    r = at(batch)
+    if got.unfit is not None:
+        return Plan(fits=False, reason=got.unfit, **got.base)
+    r, batch, replicas = got.replica, got.batch, got.replicas
     s, tp = r.step, r.tensor_parallel
-    ttft, tpot, rps = r.ttft, r.tpot, r.requests_per_second  # each worked out once
-    replicas = int(F["gpus_for_rate"](request_rate=brief.requests_per_second, headroom=a.headroom, rps_per_gpu=rps).m)
+    ttft, tpot, rps = got.ttft, got.tpot, got.rps
     sizing = None
     if brief.on_percentiles:
         if speculation is not None:
@@ -2227,5 +2235,201 @@ def plan(
         step=s,
         replica=r,
         sizing=sizing,
-        **base,
+        **got.base,
     )
+
+
+def _plan_inputs(
+    model: Any,
+    gpu: Any,
+    brief: Any,
+    assumptions: Any,
+    memory_reserve: Any,
+    headroom: Any,
+    bandwidth_efficiency: Any,
+    compute_efficiency: Any,
+    price_per_hour: Any,
+) -> tuple[Model, GPU, Assumptions, pint.Quantity]:
+    """:func:`plan`'s checks of its inputs (after ``@checked``'s): the model, the GPU, the assumptions with
+    their overrides, and the price."""
+    m, g = _model(model), _gpu(gpu)
+    if not isinstance(brief, Brief):
+        raise InputError(
+            "brief must be a Brief(requests_per_second, prompt_tokens, answer_tokens, ttft_target, tpot_target)."
+        )
+    fraction = None
+    if memory_reserve is not None:
+        reserve = _number(memory_reserve, "memory_reserve", allow_zero=True)
+        if reserve >= 1:
+            raise InputError(f"memory_reserve is the fraction of memory held back and must be below 1; got {reserve}.")
+        fraction = 1 - reserve
+    a = _replaced(
+        resolve(assumptions),
+        memory_fraction=fraction,
+        headroom=headroom,
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+    )
+    return m, g, a, _price(g, price_per_hour)
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """What :func:`plan` works out before the percentiles and the costs: the replica's figures at the
+    batch it chose (``replica`` itself only when asked for), and the replicas the mean rate needs."""
+
+    base: dict[str, Any]
+    unfit: str | None
+    batch: int = 0
+    replica: Replica | None = None
+    ttft: pint.Quantity | None = None  # ms
+    tpot: pint.Quantity | None = None  # ms
+    rps: pint.Quantity | None = None  # requests per second of one replica
+    replicas: int = 0  # sized on the mean, with the assumptions' headroom
+
+
+def _planned(
+    m: Model,
+    g: GPU,
+    brief: Brief,
+    a: Assumptions,
+    price: pint.Quantity,
+    tensor_parallel: int,
+    weight_bytes: Any,
+    kv_bytes: Any,
+    cached_prompt_tokens: float,
+    speculation: Any,
+    with_replica: bool,
+) -> _Planned:
+    """:func:`plan`'s one path once its inputs are checked (:func:`_plan_inputs`): the replica set up once, the
+    largest batch whose time per token meets the target (at least 1), the replica's time to first token, time
+    per token and requests per second at that batch (as plain floats, the units attached here: the replica
+    itself is built only ``with_replica``, first, as plan() builds it), and the replicas the brief's rate needs."""
+
+    def at(b: int | None) -> Replica:  # a speculative replica: the batch search calls replica() each time
+        return replica(
+            m,
+            g,
+            tensor_parallel=tensor_parallel,
+            batch=b,
+            prompt_tokens=brief.prompt_tokens,
+            answer_tokens=brief.answer_tokens,
+            weight_bytes=weight_bytes,
+            kv_bytes=kv_bytes,
+            price_per_hour=price,
+            assumptions=a,
+            cached_prompt_tokens=cached_prompt_tokens,
+            speculation=speculation,
+        )
+
+    if (speculation if speculation is not None else a.speculation) is None:
+        # replica()'s own path, its inputs checked here (a brief's lengths by the Brief): what does not depend on
+        # the batch is worked out once for the search below
+        at = _replica_of(  # type: ignore[assignment]
+            m, g, a, tensor_parallel, brief.prompt_tokens, brief.answer_tokens, None, weight_bytes, kv_bytes, price,
+            cached_prompt_tokens, dict(data_parallel=1, pipeline_parallel=1, expert_parallel=None, link=None),
+        )  # fmt: skip
+    got = getattr(at, "base", None)  # replica()'s own path: the figures of the largest batch, without its step
+    if got is None:
+        top = at(None)
+        got, unfit, top_batch = vars(top), None if top.fits else top.reason, top.max_batch
+    else:
+        unfit, top_batch = at.unfit, got["max_batch"]  # type: ignore[attr-defined]
+    base = dict(
+        model=m.name,
+        gpu=g.name,
+        brief=brief,
+        weights=got["weights"],
+        usable_memory=got["usable_memory"],
+        kv_per_request=got["kv_per_sequence"],
+        tensor_parallel=got["tensor_parallel"],
+    )
+    if unfit is not None:
+        return _Planned(base, unfit)
+    # the largest batch whose step meets the target (the step grows with the batch); at least 1
+    if hasattr(at, "tpot_ms"):  # the time per token alone: the search's one question of each batch
+        tpot_ms, target = at.tpot_ms, brief.tpot_target
+        if type(target) is Q_ and target._units == _MS._units:  # pint compares the magnitudes of one unit
+            meets = lambda b: tpot_ms(b) <= target._magnitude  # noqa: E731
+        else:
+            meets = lambda b: quantity(tpot_ms(b), _MS) <= target  # noqa: E731
+        batch = max(1, largest_batch(meets, top_batch))
+    else:
+        batch = max(1, largest_batch(lambda b: at(b).tpot <= brief.tpot_target, top_batch))
+    r = at(batch) if with_replica or not hasattr(at, "figures") else None
+    if hasattr(at, "figures"):  # the replica's properties on floats (Replica.ttft, .tpot, .requests_per_second)
+        ttft_ms, tpot_ms_, rps_ = at.figures(batch)
+        ttft, tpot, rps = quantity(ttft_ms, _MS), quantity(tpot_ms_, _MS), quantity(rps_, _PER_S)
+    else:
+        ttft, tpot, rps = r.ttft, r.tpot, r.requests_per_second  # each worked out once
+    replicas = int(F["gpus_for_rate"](request_rate=brief.requests_per_second, headroom=a.headroom, rps_per_gpu=rps).m)
+    return _Planned(base, None, batch, r, ttft, tpot, rps, replicas)
+
+
+@checked
+def _lever_plan(
+    model: Model | str,
+    gpu: GPU | str,
+    brief: Brief,
+    *,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    price_per_hour: Any = None,
+    tensor_parallel: int = 1,
+    assumptions: Assumptions | str | None = None,
+    memory_reserve: float | None = None,
+    headroom: float | None = None,
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
+    cached_prompt_tokens: float = 0,
+    speculation: Any = None,
+    chunk_tokens: int | None = None,
+    prompt_cv: float | None = None,
+    answer_cv: float | None = None,
+    simulated_requests: int = 4_000,
+    seed: int = 0,
+) -> Plan | _LeverFigures:
+    """What a lever ranking reads of :func:`plan` with the same arguments (whether it fits and why, the GPUs,
+    the time to first token and per token, the cost per hour, whether the targets are met), worked out by
+    plan()'s own path (:func:`_planned`) without the replica, its step, the in-flight count or the costs per
+    token: plan() itself for percentile targets (sized through the simulator)."""
+    if isinstance(brief, Brief) and brief.on_percentiles:
+        return plan(
+            model, gpu, brief, weight_bytes=weight_bytes, kv_bytes=kv_bytes, price_per_hour=price_per_hour,
+            tensor_parallel=tensor_parallel, assumptions=assumptions, memory_reserve=memory_reserve,
+            headroom=headroom, bandwidth_efficiency=bandwidth_efficiency, compute_efficiency=compute_efficiency,
+            cached_prompt_tokens=cached_prompt_tokens, speculation=speculation, chunk_tokens=chunk_tokens,
+            prompt_cv=prompt_cv, answer_cv=answer_cv, simulated_requests=simulated_requests, seed=seed,
+        )  # fmt: skip
+    m, g, a, price = _plan_inputs(
+        model,
+        gpu,
+        brief,
+        assumptions,
+        memory_reserve,
+        headroom,
+        bandwidth_efficiency,
+        compute_efficiency,
+        price_per_hour,
+    )
+    got = _planned(
+        m, g, brief, a, price, tensor_parallel, weight_bytes, kv_bytes, cached_prompt_tokens, speculation, False
+    )
+    if got.unfit is not None:
+        return _LeverFigures(False, got.unfit)
+    n = got.replicas * got.base["tensor_parallel"]
+    ttft, tpot = to(got.ttft, _MS), to(got.tpot, _MS)  # as Plan holds them
+    met = bool(ttft <= brief.ttft_target) and bool(tpot <= brief.tpot_target)  # Plan.meets_targets on the mean
+    return _LeverFigures(True, "fits", n, ttft, tpot, to(_times(price, n), _USD_H), met)
+
+
+class _LeverFigures(NamedTuple):
+    """The fields of a :class:`Plan` a lever ranking reads (see :func:`_lever_plan`)."""
+
+    fits: bool
+    reason: str
+    gpus: int | None = None
+    ttft: pint.Quantity | None = None
+    tpot: pint.Quantity | None = None
+    cost_per_hour: pint.Quantity | None = None
+    meets_targets: bool = False

@@ -72,8 +72,10 @@ from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model, bytes_per_value, gpus, models
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.formulas import checked
+from llmcourse.formulas import checked, si
 from llmcourse.planner import (
+    _MS_S,
+    _S,
     DecodeStep,
     Replica,
     _decode_steps,
@@ -88,7 +90,7 @@ from llmcourse.planner import (
     usable_memory,
 )
 from llmcourse.planner import weight_bytes as _weight_bytes
-from llmcourse.units import fmt, parsed_unit, plain_number, quantity, seed_number, to
+from llmcourse.units import fmt, in_unit, parsed_unit, plain_number, quantity, seed_number, to
 
 _MS = parsed_unit("ms")[0]
 
@@ -614,7 +616,8 @@ def _step(
 ) -> SpeculativeStep | float:
     """The cycle's times from decode_step, whether or not the batch fits (the caller checks). ``steps``: a dict
     that a search over the batch passes to every call, where the three decode steps and the expected tokens are
-    set up once (:func:`llmcourse.planner._decode_steps`: the same steps as decode_step's); ``speedup_only``:
+    set up once (:func:`llmcourse.planner._decode_steps`: the same steps as decode_step's; a caller that also
+    searches, the speculative calculator, passes the same dict to its step and its search); ``speedup_only``:
     only the speed-up (the step's ``speedup``), for a search that asks nothing else."""
     k, b = spec.draft_tokens, int(batch)
     common = dict(context_tokens=context_tokens, n_gpus=tp, assumptions=a)
@@ -623,13 +626,15 @@ def _step(
         if steps is None:
             return decode_step(model, g, batch=batch, **kw, **common)
         if name not in steps:
-            steps[name] = _decode_steps(model, g, **kw, **common, step_time_only=speedup_only)
-        got = steps[name](batch)
-        return _StepTime(got) if speedup_only else got  # the speed-up needs the steps' times alone
+            steps[name] = _decode_steps(model, g, **kw, **common, both=True)
+        if speedup_only:  # the speed-up needs the steps' times alone: DecodeStep.step_time, as _decoder sets it
+            return _StepTime(in_unit(steps[name](batch, True), _S, _MS))
+        return steps[name](batch)
 
     plain = step("plain", m, b, weight_bytes=weight_bytes, kv_bytes=kv_bytes)
-    # b (k + 1) positions: their FLOPs and experts; each charged 1/(k + 1) of its sequence's cache
-    share = _bytes_per(kv_bytes, "kv_bytes") / (k + 1)
+    # b (k + 1) positions: their FLOPs and experts; each charged 1/(k + 1) of its sequence's cache (the share is
+    # needed only where the verification's steps are set up)
+    share = None if steps is not None and "verify" in steps else _bytes_per(kv_bytes, "kv_bytes") / (k + 1)
     verify = step("verify", m, b * (k + 1), weight_bytes=weight_bytes, kv_bytes=share)
     draft_model = spec.draft_for(m)
     draft = None
@@ -642,7 +647,19 @@ def _step(
     else:  # it does not depend on the batch
         if "tau" not in steps:
             steps["tau"] = F["speculative_expected_tokens"](acceptance=spec.acceptance, draft_tokens=k)
+            # the plain float the formulas take for it (formulas._plain: a dimensionless quantity's magnitude)
+            steps["tau_value"] = si(steps["tau"], "expected_tokens")
         tau = steps["tau"]
+    if speedup_only and steps is not None:  # the speed-up's formula by value: the times (ms) in s, as a call converts
+        return float(
+            F["speculative_speedup"].value(
+                expected_tokens=steps["tau_value"],
+                step_time=plain.step_time._magnitude * _MS_S,
+                verify_time=verify.step_time._magnitude * _MS_S,
+                draft_tokens=k,
+                draft_step_time=t_draft._magnitude * _MS_S,
+            )
+        )
     cycle = None
     if not speedup_only:
         cycle = F["speculative_cycle_time"](verify_time=verify.step_time, draft_tokens=k, draft_step_time=t_draft)
@@ -707,6 +724,30 @@ def speculative_step(
     ...
     llmcourse.errors.InputError: a batch of 80 needs 163 GB with the draft (8.03 GB of draft weights, 302 MB of draft KV per sequence) but 144 GB is usable on 2 x H100 SXM: at most 61 sequences fit (without the draft, 97). Lower the batch to 61, shorten the context, use a smaller draft, or add GPUs.
     """
+    return _speculative_step(
+        model, gpu, speculation, batch=batch, context_tokens=context_tokens, tensor_parallel=tensor_parallel,
+        weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=assumptions, fit_context_tokens=fit_context_tokens,
+        check_memory=check_memory,
+    )  # fmt: skip
+
+
+def _speculative_step(
+    model: Model | str,
+    gpu: GPU | str,
+    speculation: Speculation,
+    *,
+    batch: int = 1,
+    context_tokens: float,
+    tensor_parallel: int = 1,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    assumptions: Assumptions | str | None = None,
+    fit_context_tokens: float | None = None,
+    check_memory: bool = True,
+    steps: dict[str, Any] | None = None,
+) -> SpeculativeStep:
+    """:func:`speculative_step` for checked inputs, its decode steps set up in ``steps`` (see :func:`_step`) if
+    given (``_shared_step``: with speculative_step's checks, for a caller that then searches with them)."""
     m, g, spec = _model(model), _gpu(gpu), _speculation(speculation)
     a = resolve(assumptions)
     held = context_tokens if fit_context_tokens is None else plain_number(fit_context_tokens, "fit_context_tokens")
@@ -725,7 +766,11 @@ def speculative_step(
         weight_bytes=weight_bytes,
         kv_bytes=kv_bytes,
         a=a,
+        steps=steps,
     )
+
+
+_shared_step = checked(_speculative_step)  # speculative_step(..., steps=...): its checks, its steps kept in steps
 
 
 # --- the best draft length and the batch where speculation stops paying ----------------------------------------
@@ -820,16 +865,18 @@ def _crossover(
     weight_bytes: Any,
     kv_bytes: Any,
     a: Assumptions,
+    steps: dict[str, Any] | None = None,
 ) -> int | None:
     """:func:`crossover_batch` once the memory is known (``mem``, :func:`speculative_memory` of the same
-    arguments: a caller that has it already, the speculative calculator, passes its own)."""
+    arguments: a caller that has it already, the speculative calculator, passes its own, and the decode steps
+    it set up for the same arguments, ``steps``, see :func:`_step`)."""
     if top is None:
         mem.check(1)  # nothing fits: say what to change
         top = mem.max_batch
     top = int(plain_number(top, "top", integer=True))
     tp = int(plain_number(tensor_parallel, "tensor_parallel", integer=True))
 
-    steps: dict[str, Any] = {}  # the decode steps, set up once for the search
+    steps = {} if steps is None else steps  # the decode steps, set up once for the search
 
     def pays(b: int) -> bool:
         s = _step(

@@ -2515,7 +2515,7 @@ def band_for(metric: str, model: Any, gpu: Any, value: Any = 1.0, *, table: dict
     if hasattr(value, "to") and hasattr(value, "magnitude"):
         from llmcourse.units import as_quantity  # a time quantity, in the metric's unit
 
-        value = float(as_quantity(value, "s", "value").to(unit).magnitude)
+        value = float(to(as_quantity(value, "s", "value"), unit).magnitude)  # to(): the unit parsed once
     v = plain_number(value, "value")
     name, fams, few = METRIC_NAMES[metric], t["families"], t["min_rows"]
     label, who = f"{name}, {arch} models", models[getattr(model, "name", model)].name

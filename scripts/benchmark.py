@@ -4,7 +4,8 @@
 
 Figures: `import llmcourse` beside `import sympy, pint` (fresh interpreters, median of 5);
 `plan()` and `replica()` call time (median and p95 of a few hundred calls of a typical call, after a warm-up);
-calculator update time (median and p95 of recomputing each calculator after one input change);
+calculator update time (median and p95 of the successful updates of each calculator, each setting one load or
+length control to a new valid value: UPDATES);
 book build time from clean and from the execution cache; test time (`scripts/test.sh`).
 """
 
@@ -12,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import pkgutil
 import shutil
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,22 +52,71 @@ def _calculators() -> list[tuple[str, object]]:
     return found
 
 
-def _update_times(calc: object, n: int = 50) -> list[float]:
-    """Time calc.update() after toggling the first numeric control up and down."""
+#: Per calculator, the control each update changes and its value at the i-th update: a load or length control (not
+#: the first numeric control, which for several calculators is the GPUs-per-replica slider, where the next value is
+#: usually an error whose fast error path would flatter the figure), a new valid value at every update (so that
+#: no update finds its inputs in a calculator's cache of what does not depend on that control).
+UPDATES: dict[str, tuple[str, Callable[[int], object]]] = {
+    "batching.batching_calculator": ("batch", lambda i: 1 + i),
+    "bill.bill_calculator": ("batch", lambda i: 16 + i),
+    "decode.decode_calculator": ("batch", lambda i: 1 + i),
+    "design_review.design_review_calculator": ("requests_per_second", lambda i: 10.0 + 0.5 * i),
+    "disagg.disagg_calculator": ("requests_per_second", lambda i: 10.0 + 0.5 * i),
+    "first_estimate.serving_plan_calculator": ("prompt", lambda i: 1_000 + 50 * i),
+    "fleet.fleet_calculator": ("demand", lambda i: 100_000 + 1_000 * i),
+    "gqa.gqa_calculator": ("context", lambda i: 8_192 + 512 * i),
+    "kv_cache.kv_calculator": ("context", lambda i: 1_024 + 128 * i),
+    "many_gpus.many_gpus_calculator": ("batch", lambda i: 1 + i),
+    "moe.moe_calculator": ("context", lambda i: 1_024 + 128 * i),  # the routing simulation runs at every update
+    "prefill.prefill_calculator": ("prompt_tokens", lambda i: 1_024 + 64 * i),
+    "queueing.queueing_calculator": ("load", lambda i: 0.5 + 0.008 * i),
+    "speculative.speculative_calculator": ("batch", lambda i: 1 + i),
+    "speculative.speculative_twin_calculator": ("acceptance", lambda i: 0.5 + 0.008 * i),
+    "tokens.answer_time_calculator": ("characters", lambda i: 2_000 + 100 * i),
+    "tokens.traffic_calculator": ("requests_per_day", lambda i: 100_000 + 5_000 * i),
+    "validation.calibration_calculator": ("bandwidth_efficiency", lambda i: 0.5 + 0.005 * i),
+    "validation.own_benchmark_calculator": ("requests_per_second", lambda i: 5 + i),
+    "weights.weights_calculator": ("usable_fraction", lambda i: 0.8 + 0.002 * i),
+}
+#: Calculators that simulate (a queue of requests, the speculative cycle's draws, the routing of tokens to
+#: experts): their update time is the simulation's, aside from the 2 ms goal.
+SIMULATIONS = {"queueing.queueing_calculator", "speculative.speculative_twin_calculator"}
+
+
+def _update_control(name: str, calc: object) -> tuple[str | None, Callable[[int], object]]:
+    """The control an update changes and its value at the i-th update (UPDATES; else the first numeric control,
+    stepped up and down)."""
+    if name in UPDATES:
+        return UPDATES[name]
     controls = calc.controls  # type: ignore[attr-defined]
     key = next(
         (k for k, c in controls.items() if isinstance(c.value, int | float) and not isinstance(c.value, bool)), None
     )
-    times = []
+    if key is None:
+        return None, lambda i: None
+    v = controls[key].value
+    return key, lambda i: v + (i % 2) * (1 if isinstance(v, int) else 0.01)
+
+
+def _update_times(name: str, calc: object, n: int = 50) -> tuple[str, list[float], int]:
+    """(what changes, times of the successful updates, number of updates that were input errors) of n updates,
+    the i-th setting the calculator's update control (:func:`_update_control`) to its i-th value."""
+    key, value = _update_control(name, calc)
+    times, errors = [], 0
     for i in range(n):
         t = time.perf_counter()
         if key is None:
             calc.update()  # type: ignore[attr-defined]
         else:
-            v = controls[key].value
-            calc.set(**{key: v + (1 if i % 2 == 0 else -1) * (1 if isinstance(v, int) else 0.01)})  # type: ignore[attr-defined]
-        times.append(time.perf_counter() - t)
-    return times
+            calc.set(**{key: value(i)})  # type: ignore[attr-defined]
+        dt = time.perf_counter() - t
+        if calc.error:  # type: ignore[attr-defined]
+            errors += 1
+        else:
+            times.append(dt)
+    shown = lambda v: f"{v:,}" if isinstance(v, int) else f"{v:,.4g}"  # noqa: E731
+    what = "update()" if key is None else f"{key} {shown(value(0))} .. {shown(value(n - 1))}"
+    return what, times, errors
 
 
 def _percentiles(times: list[float]) -> tuple[float, float]:
@@ -109,10 +161,14 @@ def _speed() -> None:
     for name, fn in _planner_calls():
         med, p95 = _percentiles(_call_times(fn))
         print(f"  {name:45s} median {med:7.2f}  p95 {p95:7.2f}")
-    print("calculator update time (ms, 50 updates each):")
+    print("calculator update time (ms, 50 updates each, successful updates only; the control each one changes):")
     for name, calc in _calculators():
-        med, p95 = _percentiles(_update_times(calc))
-        print(f"  {name:45s} median {med:7.2f}  p95 {p95:7.2f}")
+        key, times, errors = _update_times(name, calc)
+        med, p95 = _percentiles(times) if times else (math.nan, math.nan)
+        shown = f"median {med:7.2f}  p95 {p95:7.2f}" if times else "no successful update"
+        note = f"; {errors} of 50 updates were input errors, left out" if errors else ""
+        note += "; a simulation" if name in SIMULATIONS else ""
+        print(f"  {name:45s} {shown}  ({key}{note})")
 
 
 def _timed(cmd: list[str]) -> float:

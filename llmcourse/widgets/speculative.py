@@ -12,7 +12,7 @@ import ipywidgets as w
 
 from llmcourse.assumptions import resolve
 from llmcourse.catalog import gpus, models
-from llmcourse.speculative import KINDS, Speculation, _crossover, expected_tokens, simulate, speculative_step
+from llmcourse.speculative import KINDS, Speculation, _crossover, _shared_step, expected_tokens, simulate
 from llmcourse.units import fmt
 from llmcourse.widgets import (
     Calculator,
@@ -43,11 +43,14 @@ def _rows(
 ) -> list[tuple[str, str]]:
     spec = Speculation(kind, draft_tokens, acceptance, draft_model if kind == "draft model" else None)
     kw = dict(tensor_parallel=tensor_parallel, weight_bytes=precision, assumptions=method)
-    s = speculative_step(model, gpu, spec, batch=batch, context_tokens=context_tokens, **kw)
+    steps: dict = {}  # the three decode steps, set up once for the step and the crossover's search
+    s = _shared_step(
+        model, gpu, spec, batch=batch, context_tokens=context_tokens, **kw, steps=steps
+    )  # speculative_step
     mem = s.memory  # speculative_memory(model, gpu, spec, context_tokens=context_tokens, **kw), as crossover_batch's
-    # crossover_batch(model, gpu, spec, context_tokens=context_tokens, **kw), from that memory
+    # crossover_batch(model, gpu, spec, context_tokens=context_tokens, **kw), from that memory and those steps
     x = _crossover(
-        models[model], gpus[gpu], spec, mem, context_tokens, None, tensor_parallel, precision, 2, resolve(method)
+        models[model], gpus[gpu], spec, mem, context_tokens, None, tensor_parallel, precision, 2, resolve(method), steps
     )
     stops = f"pays at every batch that fits (up to {mem.max_batch:,})" if x is None else f"{x:,}"
     return [
