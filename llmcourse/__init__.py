@@ -14,11 +14,10 @@ Examples
 
 from __future__ import annotations
 
-from llmcourse import sources
+from llmcourse import validation  # noqa: F401 (registers chapter 12's formulas; Plan.rows() reads its bands)
 from llmcourse.assumptions import PRESETS, Assumptions, presets_table, resolve
 from llmcourse.bill import Bill, bill
 from llmcourse.catalog import GPU, PRECISIONS, Link, Model, costs, gpus, hardware_prices, links, models
-from llmcourse.disagg import compare, disaggregated, kv_handoff
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS, SYMBOLS
 from llmcourse.planner import (
@@ -48,6 +47,37 @@ from llmcourse.planner import (
 from llmcourse.units import Q_, fmt, ureg
 
 __version__ = "0.1.0"
+
+#: Names imported on first use (PEP 562), from modules that ``import llmcourse`` and ``plan()`` do not need: the
+#: sources' figures (read and checked when loaded) and the disaggregation chapter's functions. ``llmcourse.X``
+#: and ``from llmcourse import X`` give the same objects as an eager import would.
+_LAZY = {
+    "sources": ("llmcourse.sources", None),
+    "compare": ("llmcourse.disagg", "compare"),
+    "disaggregated": ("llmcourse.disagg", "disaggregated"),
+    "kv_handoff": ("llmcourse.disagg", "kv_handoff"),
+}
+#: Submodules an eager import would have left as attributes of the package.
+_LAZY_MODULES = ("disagg", "sources")
+
+
+def __getattr__(name: str) -> object:
+    import importlib
+
+    where = _LAZY.get(name)
+    if where is None:
+        if name in _LAZY_MODULES:
+            return importlib.import_module(f"llmcourse.{name}")
+        raise AttributeError(f"module 'llmcourse' has no attribute {name!r}")
+    module = importlib.import_module(where[0])
+    value = module if where[1] is None else getattr(module, where[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY, *_LAZY_MODULES} - {"_LAZY", "_LAZY_MODULES", "__getattr__", "__dir__"})
+
 
 __all__ = [
     "FORMULAS",

@@ -6,8 +6,8 @@ with :func:`sympy.lambdify`, the first time it is used; nothing else in the pack
 re-types the arithmetic. Calling a formula with quantities checks each input's
 dimension and returns a quantity.
 
-What SymPy works out (``solve``, ``simplify``, ``summation``, ``ceiling``, ``Max``; the code
-``lambdify`` prints) is kept in :mod:`llmcourse.formulas_cache`, generated from the derivations
+What SymPy works out (``solve``, ``simplify``, ``summation``, ``ceiling``, ``Max``; the right-hand sides
+made with :func:`built`; the code ``lambdify`` prints) is kept in :mod:`llmcourse.formulas_cache`, generated from the derivations
 here by ``make formulas-cache``: :func:`derived` and :attr:`Formula.numeric` read it when the
 expressions it was generated from are the ones defined now (a digest of them), and work it out
 again otherwise; ``tests/test_formulas_cache.py`` fails while it is stale.
@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import builtins
 import difflib
+import dis
 import functools
 import hashlib
 import inspect
 import math
 import os
+import types
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -52,6 +54,7 @@ __all__ = [
     "SYMBOLS",
     "Formula",
     "Symbol",
+    "built",
     "checked",
     "derived",
     "formula",
@@ -80,6 +83,7 @@ class Symbol:
 
 
 SYMBOLS: dict[str, Symbol] = {}
+_LATEX: set[str] = set()  # the symbols' LaTeX names, each defined once
 
 
 def _s(
@@ -93,8 +97,9 @@ def _s(
     at_least: float | None = None,
     bound_note: str = "",
 ) -> sp.Symbol:
-    if any(s.latex == latex for s in SYMBOLS.values()):
+    if latex in _LATEX:
         raise ValueError(f"symbol {latex!r} defined twice")
+    _LATEX.add(latex)
     SYMBOLS[name] = Symbol(name, latex, unit, meaning, integer, allow_zero, at_most, at_least, bound_note)
     return SYMBOLS[name].sym
 
@@ -481,8 +486,15 @@ _LAMBDIFY_SCOPE: dict[str, Any] = {**vars(math), "__builtins__": builtins}
 
 
 def _digest(*parts: Any) -> str:
-    """A digest of SymPy expressions (and plain values) by their exact form, ``srepr``: the key of a cached result."""
-    return hashlib.sha256(sp.srepr(parts).encode()).hexdigest()[:20]
+    """A digest of SymPy expressions (and plain values) by their exact form, :func:`exact_repr`: the key of a
+    cached result."""
+    return hashlib.sha256(exact_repr(parts).encode()).hexdigest()[:20]
+
+
+#: exact_repr of each SymPy node written so far (the formulas share their subexpressions; the digests of the
+#: cache's keys write each many times). A Float is written each time: Floats of other precisions compare equal.
+_EXACT: dict[sp.Basic, str] = {}
+_EXACT_TYPE: dict[sp.Basic, type] = {}  # and its class: a node equal to another of another class is written anew
 
 
 #: The names ``srepr`` writes: SymPy's own, and the pairs of a ``Piecewise``.
@@ -504,9 +516,17 @@ def exact_repr(value: Any) -> str:
         return f"[{', '.join(exact_repr(v) for v in value)}]"
     if isinstance(value, tuple):
         return f"({''.join(exact_repr(v) + ', ' for v in value)})"
-    if not value.args:
-        return sp.srepr(value)
-    return f"{type(value).__name__}({', '.join(exact_repr(a) for a in value.args)})"
+    if not isinstance(value, sp.Basic):
+        return repr(value)
+    text = _EXACT.get(value)
+    if text is None or type(value) is not _EXACT_TYPE[value]:
+        if not value.args:
+            text = sp.srepr(value)
+        else:
+            text = f"{type(value).__name__}({', '.join(exact_repr(a) for a in value.args)})"
+        if not isinstance(value, sp.Float):
+            _EXACT[value], _EXACT_TYPE[value] = text, type(value)
+    return text
 
 
 #: Every derivation :func:`derived` was asked for: key -> (digest of its inputs, the function that works it out).
@@ -530,9 +550,89 @@ def derived(key: str, inputs: tuple[Any, ...], derive: Callable[[], Any]) -> Any
     DERIVATIONS[key] = (digest, derive)
     cached = formulas_cache.DERIVED.get(key) if _USE_CACHE else None
     if cached is not None and cached[0] == digest:
-        with sp.evaluate(False):  # SymPy's result rebuilt as it stands (exact_repr; checked by the generator)
-            return eval(cached[1], _SREPR_SCOPE)
+        return _rebuilt(key, cached[1])
     return derive()
+
+
+#: The cached results rebuilt so far: key -> (the text it was rebuilt from, the expression).
+_REBUILT: dict[str, tuple[str, Any]] = {}
+
+
+def _rebuilt(key: str, text: str) -> Any:
+    """SymPy's result ``text`` (:func:`exact_repr`'s) rebuilt as it stands, with SymPy's evaluation off (checked by
+    the generator). Every cached result is rebuilt at the first one asked for: each switch of SymPy's evaluation
+    clears SymPy's cache, which twenty switches, one a derivation, made most of the time of reading them."""
+    if _REBUILT.get(key, ("",))[0] != text:
+        with sp.evaluate(False):
+            for k, (_, t) in formulas_cache.DERIVED.items():
+                if k not in _REBUILT:
+                    _REBUILT[k] = (t, eval(t, _SREPR_SCOPE))
+            if _REBUILT[key][0] != text:
+                _REBUILT[key] = (text, eval(text, _SREPR_SCOPE))
+    return _REBUILT[key][1]
+
+
+def built(key: str, build: Callable[[], Any]) -> Any:
+    """The expression ``build()`` makes with SymPy (a right-hand side whose making queries the assumptions of
+    its symbols: a root, a power with a symbolic exponent, a ``Piecewise``, a substitution), read from
+    :mod:`llmcourse.formulas_cache` while ``build``'s code and the values of the names it reads are the ones
+    the cache was generated from, else made now: a :func:`derived` whose inputs are read off ``build`` itself,
+    so that an edit of the expression is a new digest, never a stale result. A name whose value is not a SymPy
+    expression, a plain value or a module (a table, a function) leaves the result uncached.
+
+    Examples
+    --------
+    >>> x = sp.Symbol("x", positive=True)
+    >>> built("example_root", lambda: sp.sqrt(4 * x**2))
+    2*x
+    """
+    inputs = _read_by(build)
+    return build() if inputs is None else derived(key, inputs, build)
+
+
+_PLAIN = (int, float, str, bool, type(None))
+_VALUE = (sp.Basic, *_PLAIN)
+
+
+def _read_by(fn: Callable[[], Any]) -> tuple[Any, ...] | None:
+    """What ``fn``'s result follows from: its code (the bytecode, constants and names, nested code too) and the
+    value of each global or enclosing name it reads; ``None`` if a value is not one a digest can hold."""
+    code = fn.__code__
+    cells = dict(zip(code.co_freevars, (c.cell_contents for c in fn.__closure__ or ()), strict=True))
+    parts: list[Any] = []
+    todo = [code]
+    while todo:
+        c = todo.pop()
+        parts.append((c.co_code, c.co_names, c.co_varnames, c.co_freevars))
+        for const in c.co_consts:
+            if isinstance(const, type(code)):
+                todo.append(const)
+            elif isinstance(const, _PLAIN) or (isinstance(const, tuple) and all(isinstance(v, _PLAIN) for v in const)):
+                parts.append(const)
+            else:
+                return None
+        for ins in dis.get_instructions(c):
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                name = ins.argval
+                if name in fn.__globals__:
+                    value = fn.__globals__[name]
+                elif hasattr(builtins, name):
+                    value = getattr(builtins, name)
+                else:
+                    return None
+            elif ins.opname in ("LOAD_DEREF", "LOAD_CLOSURE") and ins.argval in cells:
+                name, value = ins.argval, cells[ins.argval]
+            else:
+                continue
+            if isinstance(value, types.ModuleType | types.BuiltinFunctionType):
+                parts.append((name, getattr(value, "__name__", name)))
+            elif callable(value) and getattr(value, "__module__", "").startswith("sympy."):  # sympy's sqrt, Max
+                parts.append((name, f"{value.__module__}.{value.__qualname__}"))
+            elif isinstance(value, _VALUE) or (isinstance(value, tuple) and all(isinstance(v, _VALUE) for v in value)):
+                parts.append((name, value))
+            else:
+                return None
+    return tuple(parts)
 
 
 def _kept(func: Any) -> Callable[..., sp.Expr]:
@@ -763,7 +863,7 @@ formula(
     "06_prefill",
 )
 # --- Mixture of experts ---------------------------------------------------------------------------
-_phi = 1 - (1 - experts_per_token / experts) ** batch
+_phi = built("moe_fraction_touched", lambda: 1 - (1 - experts_per_token / experts) ** batch)
 formula(
     "moe_fraction_touched",
     "fraction_touched",

@@ -44,7 +44,7 @@ from __future__ import annotations
 import sympy as sp
 
 from llmcourse import formulas_parallel  # noqa: F401  (the link symbols and the send this module reuses)
-from llmcourse.formulas import FORMULAS, SYMBOLS, _s, formula
+from llmcourse.formulas import FORMULAS, SYMBOLS, _s, built, formula
 
 __all__: list[str] = []
 
@@ -84,11 +84,12 @@ disagg_ttft = _s("disagg_ttft", r"t_{first,dis}", "s", "time to first token of a
 pool_rate = _s("pool_rate", r"\mu_{pool}", "1/s", "requests per second a pool completes at full load")
 
 # --- the hand-off ---------------------------------------------------------------------------------
+_send, _message_bytes = FORMULAS["send_time"].expr, _sym["message_bytes"]
 formula(
     "kv_handoff_time",
     "kv_handoff",
     # the alpha-beta send of formulas_parallel (one stage to the next), each lane carrying its share of the KV
-    FORMULAS["send_time"].expr.subs(_sym["message_bytes"], kv_per_sequence / kv_lanes),
+    built("kv_handoff_time", lambda: _send.subs(_message_bytes, kv_per_sequence / kv_lanes)),
     "one prompt's KV handed from the prefill to the decode pool (alpha-beta): a fixed cost, one latency, and "
     "the KV bytes over the lanes' bandwidth",
     CHAPTER,
@@ -106,7 +107,7 @@ formula(
 formula(
     "mdc_wait",
     "prefill_queue_wait",
-    _rho ** (sp.sqrt(2 * (_c + 1)) - 1) / (_c * (1 - _rho)) * prefill_time / 2,
+    built("mdc_wait", lambda: _rho ** (sp.sqrt(2 * (_c + 1)) - 1) / (_c * (1 - _rho)) * prefill_time / 2),
     "mean wait for one of c prefill replicas (M/D/c: Poisson arrivals, a fixed prefill time), Sakasegawa's "
     "approximation; exact (Pollaczek-Khinchine) for one replica",
     CHAPTER,

@@ -78,7 +78,7 @@ from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import gpus, models
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.formulas import SYMBOLS, _s, checked, formula
+from llmcourse.formulas import SYMBOLS, _s, built, checked, formula
 from llmcourse.planner import Brief, Replica, matmul_precision, plan, replica, usable_memory, weight_bytes
 from llmcourse.units import Q_, parsed_unit, plain_number, to  # noqa: F401 (the examples use Q_)
 
@@ -1018,9 +1018,12 @@ _formula(
     "prefill_wait",
     # the positive root of W^2 + A W - (n_c - 1) t_pre^2 / 2 = 0, in the form that does not cancel: rationalised
     # where A >= 0 (the root is then small beside A), as it stands where A < 0
-    sp.Piecewise(
-        ((_conc - 1) * _tp**2 / (sp.sqrt(_ahead**2 + 2 * (_conc - 1) * _tp**2) + _ahead), _ahead >= 0),
-        ((sp.sqrt(_ahead**2 + 2 * (_conc - 1) * _tp**2) - _ahead) / 2, True),
+    built(
+        "closed_loop_prefill_wait",
+        lambda: sp.Piecewise(
+            ((_conc - 1) * _tp**2 / (sp.sqrt(_ahead**2 + 2 * (_conc - 1) * _tp**2) + _ahead), _ahead >= 0),
+            ((sp.sqrt(_ahead**2 + 2 * (_conc - 1) * _tp**2) - _ahead) / 2, True),
+        ),
     ),
     "mean wait behind the prefills of the other n_c - 1 requests of a closed loop (Pollaczek-Khinchine for a "
     "fixed prefill time, at the utilisation the closed loop's own cycle gives)",
@@ -1036,7 +1039,7 @@ _formula(
 _formula(
     "closed_loop_ttft",
     "ttft",
-    _tp + _ts / 2 + sp.Max(_wait, _wave),
+    built("closed_loop_ttft", lambda: _tp + _ts / 2 + sp.Max(_wait, _wave)),
     "time to first token at a concurrency: half the decode step under way, the wait (behind the requests' own wave "
     "or the queue's, the longer), then the request's prefill",
 )
