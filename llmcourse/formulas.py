@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import builtins
 import difflib
-import dis
 import functools
 import hashlib
 import inspect
@@ -595,43 +594,37 @@ _VALUE = (sp.Basic, *_PLAIN)
 
 
 def _read_by(fn: Callable[[], Any]) -> tuple[Any, ...] | None:
-    """What ``fn``'s result follows from: its code (the bytecode, constants and names, nested code too) and the
-    value of each global or enclosing name it reads; ``None`` if a value is not one a digest can hold."""
-    code = fn.__code__
-    cells = dict(zip(code.co_freevars, (c.cell_contents for c in fn.__closure__ or ()), strict=True))
-    parts: list[Any] = []
-    todo = [code]
+    """What ``fn``'s result follows from: its source text (the lines that hold it, so that an edit of the
+    expression is a new digest) and the value of each global or enclosing name its code names, by name (the
+    same on every Python version, unlike its bytecode); ``None`` if its source cannot be read or a value is
+    not one a digest can hold."""
+    try:
+        source = inspect.getsource(fn)
+    except (OSError, TypeError):
+        return None
+    cells = dict(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__ or ()), strict=True))
+    names: set[str] = set(cells)
+    todo = [fn.__code__]
     while todo:
         c = todo.pop()
-        parts.append((c.co_code, c.co_names, c.co_varnames, c.co_freevars))
-        for const in c.co_consts:
-            if isinstance(const, type(code)):
-                todo.append(const)
-            elif isinstance(const, _PLAIN) or (isinstance(const, tuple) and all(isinstance(v, _PLAIN) for v in const)):
-                parts.append(const)
-            else:
-                return None
-        for ins in dis.get_instructions(c):
-            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
-                name = ins.argval
-                if name in fn.__globals__:
-                    value = fn.__globals__[name]
-                elif hasattr(builtins, name):
-                    value = getattr(builtins, name)
-                else:
-                    return None
-            elif ins.opname in ("LOAD_DEREF", "LOAD_CLOSURE") and ins.argval in cells:
-                name, value = ins.argval, cells[ins.argval]
-            else:
-                continue
-            if isinstance(value, types.ModuleType | types.BuiltinFunctionType):
-                parts.append((name, getattr(value, "__name__", name)))
-            elif callable(value) and getattr(value, "__module__", "").startswith("sympy."):  # sympy's sqrt, Max
-                parts.append((name, f"{value.__module__}.{value.__qualname__}"))
-            elif isinstance(value, _VALUE) or (isinstance(value, tuple) and all(isinstance(v, _VALUE) for v in value)):
-                parts.append((name, value))
-            else:
-                return None
+        names.update(c.co_names)
+        todo += [k for k in c.co_consts if isinstance(k, type(c))]
+    parts: list[Any] = [source]
+    for name in sorted(names):
+        if name in cells:
+            value = cells[name]
+        elif name in fn.__globals__:
+            value = fn.__globals__[name]
+        else:  # an attribute's name (sp.sqrt's "sqrt") or a builtin: the source says which
+            continue
+        if isinstance(value, types.ModuleType | types.BuiltinFunctionType):
+            parts.append((name, getattr(value, "__name__", name)))
+        elif callable(value) and getattr(value, "__module__", "").startswith("sympy."):  # sympy's sqrt, Max
+            parts.append((name, f"{value.__module__}.{value.__qualname__}"))
+        elif isinstance(value, _VALUE) or (isinstance(value, tuple) and all(isinstance(v, _VALUE) for v in value)):
+            parts.append((name, value))
+        else:
+            return None
     return tuple(parts)
 
 

@@ -65,11 +65,11 @@ DERIVED: dict[str, tuple[str, str]] = {
         "ceiling(Mul(Symbol('W', positive=True), Pow(Symbol('M_{gpu}', positive=True), Integer(-1)), Pow(Symbol('u', positive=True), Integer(-1))))",
     ),
     "closed_loop_prefill_wait": (
-        "c56780bdbc73b94e8c73",
+        "6e864b4ac12f6af90199",
         "Piecewise(ExprCondPair(Mul(Pow(Symbol('t_{pre}', positive=True), Integer(2)), Pow(Add(Symbol('t_{pre}', positive=True), Pow(Add(Pow(Add(Symbol('t_{pre}', positive=True), Mul(Rational(1, 2), Symbol('t_{step}', positive=True)), Mul(Symbol('\\\\tau_{tok}', positive=True), Add(Integer(-1), Symbol('T_{a}', positive=True))), Mul(Integer(-1), Symbol('t_{pre}', positive=True), Add(Integer(-1), Symbol('n_{c}', positive=True, integer=True)))), Integer(2)), Mul(Pow(Symbol('t_{pre}', positive=True), Integer(2)), Add(Integer(-2), Mul(Integer(2), Symbol('n_{c}', positive=True, integer=True))))), Rational(1, 2)), Mul(Rational(1, 2), Symbol('t_{step}', positive=True)), Mul(Symbol('\\\\tau_{tok}', positive=True), Add(Integer(-1), Symbol('T_{a}', positive=True))), Mul(Integer(-1), Symbol('t_{pre}', positive=True), Add(Integer(-1), Symbol('n_{c}', positive=True, integer=True)))), Integer(-1)), Add(Integer(-1), Symbol('n_{c}', positive=True, integer=True))), GreaterThan(Add(Symbol('t_{pre}', positive=True), Mul(Rational(1, 2), Symbol('t_{step}', positive=True)), Mul(Symbol('\\\\tau_{tok}', positive=True), Add(Integer(-1), Symbol('T_{a}', positive=True))), Mul(Integer(-1), Symbol('t_{pre}', positive=True), Add(Integer(-1), Symbol('n_{c}', positive=True, integer=True)))), Integer(0))), ExprCondPair(Add(Mul(Rational(1, 2), Pow(Add(Pow(Add(Symbol('t_{pre}', positive=True), Mul(Rational(1, 2), Symbol('t_{step}', positive=True)), Mul(Symbol('\\\\tau_{tok}', positive=True), Add(Integer(-1), Symbol('T_{a}', positive=True))), Mul(Integer(-1), Symbol('t_{pre}', positive=True), Add(Integer(-1), Symbol('n_{c}', positive=True, integer=True)))), Integer(2)), Mul(Pow(Symbol('t_{pre}', positive=True), Integer(2)), Add(Integer(-2), Mul(Integer(2), Symbol('n_{c}', positive=True, integer=True))))), Rational(1, 2))), Mul(Rational(-1, 2), Symbol('t_{pre}', positive=True)), Mul(Rational(-1, 4), Symbol('t_{step}', positive=True)), Mul(Rational(1, 2), Symbol('t_{pre}', positive=True), Add(Integer(-1), Symbol('n_{c}', positive=True, integer=True))), Mul(Rational(-1, 2), Symbol('\\\\tau_{tok}', positive=True), Add(Integer(-1), Symbol('T_{a}', positive=True)))), true))",
     ),
     "closed_loop_ttft": (
-        "4f2bf0ecad34451bc302",
+        "423f444c658e00a2c168",
         "Add(Symbol('t_{pre}', positive=True), Mul(Rational(1, 2), Symbol('t_{step}', positive=True)), Max(Symbol('W_{pre}', positive=True), Symbol('W_{wave}', positive=True)))",
     ),
     "crossover_batch": (
@@ -85,15 +85,15 @@ DERIVED: dict[str, tuple[str, str]] = {
         "floor(Mul(Symbol('P_{max}', positive=True), Pow(Symbol('P_{site}', positive=True), Integer(-1))))",
     ),
     "kv_handoff_time": (
-        "49976967ae7e35b53b47",
+        "f7de5e687c10ad181726",
         "Add(Symbol('\\\\alpha_{link}', positive=True), Symbol('t_{0}', positive=True), Mul(Symbol('K_{seq}', positive=True), Pow(Symbol('B_{link}', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{link}', positive=True), Integer(-1)), Pow(Symbol('n_{lane}', positive=True, integer=True), Integer(-1))))",
     ),
     "mdc_wait": (
-        "433a0fdd0f3b1b68e3be",
+        "37f870cef3fa185662c0",
         "Mul(Rational(1, 2), Symbol('t_{pre}', positive=True), Pow(Symbol('\\\\rho_{pre}', positive=True), Add(Integer(-1), Pow(Add(Integer(2), Mul(Integer(2), Symbol('c_{pre}', positive=True, integer=True))), Rational(1, 2)))), Pow(Symbol('c_{pre}', positive=True, integer=True), Integer(-1)), Pow(Add(Integer(1), Mul(Integer(-1), Symbol('\\\\rho_{pre}', positive=True))), Integer(-1)))",
     ),
     "moe_fraction_touched": (
-        "57373c6e495af213ede6",
+        "c7133ca596314ae1f664",
         "Add(Integer(1), Mul(Integer(-1), Pow(Add(Integer(1), Mul(Integer(-1), Symbol('k', positive=True, integer=True), Pow(Symbol('E', positive=True, integer=True), Integer(-1)))), Symbol('B', positive=True, integer=True))))",
     ),
     "speculative_crossover_batch": (

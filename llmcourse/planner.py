@@ -1330,6 +1330,8 @@ def _replica_of(
         price_per_hour=price,
         layout=lay,
     )
+    if cached_prompt_tokens:  # checked under plan()'s name (the prefill checks it again as its cached_tokens)
+        _number(cached_prompt_tokens, "cached_prompt_tokens", allow_zero=True)
     if cached_prompt_tokens and p is None:
         raise InputError("cached_prompt_tokens needs prompt_tokens (the cached tokens are part of the prompt).")
     where = f"one {g.name}" if n_all == 1 else f"{n_all} x {g.name}"

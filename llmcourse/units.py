@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import shutil
 import sys
 from functools import cache
 from pathlib import Path
@@ -69,8 +70,11 @@ def _definitions_file(text: str) -> Path | None:
         if not path.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, path)  # whole or not at all, whoever writes it at the same time
+            try:
+                tmp.write_text(text, encoding="utf-8")
+                os.replace(tmp, path)  # whole or not at all, whoever writes it at the same time
+            finally:
+                tmp.unlink(missing_ok=True)
         return path
     except Exception:  # a cache: without it the definitions are parsed as they stand
         return None
@@ -90,8 +94,9 @@ def _make_registry() -> pint.UnitRegistry:
         try:
             reg = pint.UnitRegistry(filename=None, autoconvert_offset_to_baseunit=True, cache_folder=path.parent)
             reg.load_definitions(path)
-        except Exception:  # a cache file another process is writing, a disk that is full: parse
-            reg = None
+        except Exception:  # a cache file another process is writing, a disk that is full, a broken pickle: parse,
+            reg = None  # and drop the cache so that the next import writes it afresh (pint trusts any file it finds)
+            shutil.rmtree(path.parent, ignore_errors=True)
     if reg is None:
         reg = pint.UnitRegistry(filename=None, autoconvert_offset_to_baseunit=True)
         reg.load_definitions(text.splitlines())

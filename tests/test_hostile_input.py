@@ -343,11 +343,11 @@ def test_notebook_time_limit(tmp_path):
     (tmp_path / "one").mkdir()
     start = time.monotonic()
     first = grade(_notebook(tmp_path / "one", cells[:1]), cell_timeout=60, timeout=120)
-    limit = round(time.monotonic() - start + 3)
+    limit = math.ceil(2 * (time.monotonic() - start)) + 3  # twice the first run's time: the second may start slower
     assert [(i, r is not None and r.correct) for i, r in first.rows] == [("tokens_ex2", True)]
     start = time.monotonic()
     g = grade(_notebook(tmp_path, cells), cell_timeout=60, timeout=limit)
-    assert time.monotonic() - start < limit + 15
+    assert time.monotonic() - start < 2 * limit + 30  # stopped, not left running: a generous bound, not a timing
     assert [(i, r is not None and r.correct) for i, r in g.rows] == [("tokens_ex2", True), ("tokens_ex4", False)]
     assert any(f"time limit of {limit:g} s" in e for e in g.errors)
 

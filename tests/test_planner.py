@@ -269,3 +269,27 @@ def test_percentile_targets_with_speculation_are_refused():
     b = Brief(**P99_BRIEF, ttft_target=Q_(1, "s"), ttft_percentile=99)
     with pytest.raises(InputError, match="speculation=None"):
         plan("Llama-3.1-8B", "H100 SXM", b, speculation=Speculation("ngram", 4, 0.7))
+
+
+@pytest.mark.parametrize("method", ["envelope", "lab", "capacity", "planner", "course"])
+@pytest.mark.parametrize(
+    ("model", "gpu", "tp", "weights", "cached"),
+    [
+        ("Llama-3.1-8B", "H100 SXM", 1, "bf16", 0),
+        ("Llama-3.1-70B", "H100 SXM", 4, "fp8", 0),
+        ("Llama-3.1-70B", "H200 SXM", 2, "int4", 1_000),
+        ("Qwen3-30B-A3B", "H200 SXM", 1, "fp8", 500),
+    ],
+)
+def test_plan_figures_are_its_replicas(method, model, gpu, tp, weights, cached):
+    """plan() works its figures out on plain floats; they are its own replica's, exactly (value and unit): the
+    first token, the time per token, and the requests per second per GPU (the replica's over its GPUs)."""
+    brief = Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
+    p = plan(model, gpu, brief, tensor_parallel=tp, weight_bytes=weights, cached_prompt_tokens=cached,
+             assumptions=method)  # fmt: skip
+    r = p.replica
+    for got, want in ((p.ttft, r.ttft), (p.tpot, r.tpot)):
+        assert (got.m, got.units) == (want.m, want.units)
+    per_gpu = r.requests_per_second / r.n_gpus
+    assert p.requests_per_second_per_gpu.units == per_gpu.units
+    assert p.requests_per_second_per_gpu.m == pytest.approx(per_gpu.m, rel=1e-12)
