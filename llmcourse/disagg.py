@@ -601,11 +601,7 @@ def measured_rows() -> tuple[tuple[DisaggRow, ...], tuple[tuple[str, str], ...]]
                     prefill_workers=side["prefill"]["workers"], decode_workers=side["decode"]["workers"],
                     ttft_ms=v._number(r, "silicon_ttft_ms"), tpot_ms=v._number(r, "silicon_tpot_ms"),
                 )  # fmt: skip
-                same = dataclasses.replace(row, id="")
-                if same in seen:
-                    first_line, first_id = seen[same]
-                    raise v._RowError(v.REPEAT_REASON.format(line=first_line, id=first_id))
-                seen[same] = (line, rid)
+                v._first_of(seen, dataclasses.replace(row, id=""), line, rid)
                 rows.append(row)
             except (v._RowError, InputError) as exc:
                 skipped.append((rid, str(exc)))

@@ -1444,6 +1444,15 @@ def _aic_kv(engine_key: str, weights: str) -> str:
 REPEAT_REASON = "the same measurement as row {line} ({id}): the same setup and the same times, published more than once"
 
 
+def _first_of(seen: dict[Any, tuple[int, str]], same: Any, line: int, rid: str) -> None:
+    """Record row ``line`` (id ``rid``) as the first with ``same`` (its setup and times), or raise the
+    :data:`REPEAT_REASON` naming the row that had them first (shared by the aggregated and disaggregated readers)."""
+    if same in seen:
+        first, first_id = seen[same]
+        raise _RowError(REPEAT_REASON.format(line=first, id=first_id))
+    seen[same] = (line, rid)
+
+
 def _read_aiconfigurator(records: list[dict[str, str]], kv: str | None) -> tuple[list[Measurement], list[Skipped]]:
     rows, skipped = [], []
     seen: dict[tuple, tuple[int, str]] = {}  # a row's setup and times -> the first row that had them
@@ -1498,10 +1507,7 @@ def _read_aiconfigurator(records: list[dict[str, str]], kv: str | None) -> tuple
             if gap is not None:
                 raise _RowError(gap)
             same = (tuple(v for key, v in base.items() if key not in ("source", "notes")), tuple(values.values()))
-            if same in seen:
-                first, first_id = seen[same]
-                raise _RowError(REPEAT_REASON.format(line=first, id=first_id))
-            seen[same] = (line, rid)
+            _first_of(seen, same, line, rid)
             rows += made
         except (_RowError, InputError) as exc:
             skipped.append(Skipped(line, rid, str(exc)))
@@ -1737,12 +1743,16 @@ class LoadComponents:
     ) -> float:
         """Time per output token (ms): the first of :meth:`times`, on its own (what a fit needs most; the wave
         share and the per-request overhead change only the time to first token)."""
-        eb, ef = bandwidth_efficiency, compute_efficiency
+        return self._step_tpot(bandwidth_efficiency, compute_efficiency, step_overhead_ms)[1]
+
+    def _step_tpot(self, eb: float, ef: float, step_overhead_ms: float) -> tuple[float, float]:
+        """(decode step, time per output token), in ms, at bandwidth and compute efficiencies ``eb`` and ``ef``:
+        the step plus the other requests' prefills between its steps (formula ``interleaved_tpot``)."""
         step = max(self.decode_memory_ms / eb, self.decode_compute_ms / ef) + step_overhead_ms + self.step_extra_ms
         if not self.interference:
-            return step
+            return step, step
         batch = max(self.batch_prefill_compute_ms / ef, self.batch_prefill_memory_ms / eb) + self.batch_prefill_extra_ms
-        return _tpot_s(step, batch, self.concurrency, self.osl)
+        return step, _tpot_s(step, batch, self.concurrency, self.osl)
 
     def times(
         self,
@@ -1767,14 +1777,8 @@ class LoadComponents:
         """(prefill of one prompt ms, decode step ms, time per output token ms, the queue's wait s: formula
         ``closed_loop_prefill_wait``): what the time to first token takes from the step's parameters."""
         eb, ef = bandwidth_efficiency, compute_efficiency
-        step = max(self.decode_memory_ms / eb, self.decode_compute_ms / ef) + step_overhead_ms + self.step_extra_ms
+        step, tpot = self._step_tpot(eb, ef, step_overhead_ms)
         first = max(self.prefill_compute_ms / ef, self.prefill_memory_ms / eb) + self.prefill_extra_ms
-        tpot = step
-        if self.interference:
-            batch = (
-                max(self.batch_prefill_compute_ms / ef, self.batch_prefill_memory_ms / eb) + self.batch_prefill_extra_ms
-            )
-            tpot = _tpot_s(step, batch, self.concurrency, self.osl)
         return first, step, tpot, _wait_s(first / 1e3, step / 1e3, tpot / 1e3, self.osl, self.concurrency)
 
     def share(self, closed_loop_wave_share: float | None = None) -> float:
@@ -1996,7 +2000,7 @@ class _Fitter:
         self.fit_rows = self._rows[FIT_METRICS]
         self._errs: dict[tuple, list[float]] = {}
         self._queue: dict[tuple[float, ...], list[tuple]] = {}
-        self._ttft_base: dict[tuple[float, ...], list[tuple[int, float]]] = {}
+        self._ttft_base: dict[tuple[float, ...], list[float]] = {}
         #: each time-to-first-token row as (its configuration's place in sorted order, ln of its measurement)
         cfgs = sorted({self.row_cfg[i] for i in self._rows[("ttft_ms",)]})
         place = {k: j for j, k in enumerate(cfgs)}
@@ -2035,10 +2039,10 @@ class _Fitter:
                         parts.append((k, p, step / 1e3, wait, wave, c.separate_prefill))
                 s, f = params[3], _ttft_s
                 base = self._ttft_base[params[:4]] = [
-                    (k, f(p, st, w, wave if whole else s * wave) * 1e3) for k, p, st, w, wave, whole in parts
+                    f(p, st, w, wave if whole else s * wave) * 1e3 for _, p, st, w, wave, whole in parts
                 ]
             r, log = params[4], math.log
-            log_ttft = [log(t + r) for _, t in base]  # in the configurations' sorted order, as _ttft_rows
+            log_ttft = [log(t + r) for t in base]  # in the configurations' sorted order, as _ttft_rows
             hit = self._errs[key] = [abs(log_ttft[j] - m) for j, m in self._ttft_rows]
         return hit
 

@@ -36,7 +36,7 @@ def _fresh_import(stmt: str, runs: int = 5) -> float:
     return statistics.median(times)
 
 
-def _calculators() -> list[tuple[str, object]]:
+def calculators() -> list[tuple[str, object]]:
     """Every zero-argument factory in llmcourse.widgets.* whose name ends in _calculator."""
     import llmcourse.widgets as pkg
 
@@ -165,7 +165,7 @@ def _speed() -> None:
         med, p95 = _percentiles(_call_times(fn))
         print(f"  {name:45s} median {med:7.2f}  p95 {p95:7.2f}")
     print("calculator update time (ms, 50 updates each, successful updates only; the control each one changes):")
-    for name, calc in _calculators():
+    for name, calc in calculators():
         key, times, errors = _update_times(name, calc)
         med, p95 = _percentiles(times) if times else (math.nan, math.nan)
         shown = f"median {med:7.2f}  p95 {p95:7.2f}" if times else "no successful update"

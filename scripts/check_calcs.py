@@ -13,9 +13,7 @@ exactly.
 
 from __future__ import annotations
 
-import importlib
 import pickle
-import pkgutil
 import random
 import re
 import sys
@@ -23,25 +21,12 @@ import time
 from typing import Any
 
 import ipywidgets as w
+from benchmark import calculators  # the same calculators the benchmark times (scripts/ is on the path)
 
 import llmcourse
-import llmcourse.widgets as pkg
 
 WALK = 40  # random changes per calculator after the one-control-at-a-time pass
 SLOW = {"queueing", "speculative_twin"}  # simulations: a shorter walk
-
-
-def calculators() -> list[tuple[str, Any]]:
-    found = []
-    for info in pkgutil.iter_modules(pkg.__path__):
-        mod = importlib.import_module(f"llmcourse.widgets.{info.name}")
-        for name in sorted(dir(mod)):
-            if name.endswith("_calculator") and callable(getattr(mod, name)):
-                try:
-                    found.append((f"{info.name}.{name}", getattr(mod, name)()))
-                except TypeError:
-                    continue
-    return found
 
 
 def candidates(c: Any) -> list[Any]:

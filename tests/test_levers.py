@@ -127,3 +127,13 @@ def test_verdict_says_why():
     p = lc.plan("Llama-3.1-70B", "H100 SXM", lc.Brief(5, 2_000, 300, Q_(2, "s"), Q_(10, "ms")), weight_bytes="fp8")
     v = verdict(p)
     assert not p.meets_targets and v.startswith("misses") and "per token" in v and "weight reads" in v
+
+
+def test_lever_plan_takes_plan_s_arguments():
+    """The lever ranking's plan (planner._lever_plan) mirrors plan()'s signature, so the same arguments get the
+    same checks: a parameter added to plan() must be added there too."""
+    import inspect
+
+    from llmcourse.planner import _lever_plan, plan
+
+    assert list(inspect.signature(_lever_plan).parameters.values()) == list(inspect.signature(plan).parameters.values())
