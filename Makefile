@@ -21,7 +21,7 @@ _vendor/vendor/.installed: package.json package-lock.json scripts/vendor_js.sh
 
 setup: $(VENV)/.installed _vendor/vendor/.installed
 
-## The live calculators' in-browser Python (JupyterLite + Pyodide, served by the book): _build/lite.
+## The live calculators' in-browser Python (Pyodide and the wheels, served by the book): _build/lite.
 ## Downloads the pure-Python wheels once (PyPI); rebuilds only when the package or the config changed.
 lite: setup
 	$(PY) scripts/build_lite.py

@@ -4,16 +4,17 @@ A chapter shows its calculator as a cell whose output is an ipywidgets view. In 
 view is a snapshot: its controls move but nothing recomputes. For each such cell this extension
 
 * marks the snapshot as a snapshot (greyed, inputs disabled, labelled), and adds a "Run live" button
-  above it; the button opens, in the page, a JupyterLite REPL (``lite/repl``) that runs the cell's
-  own code with the real ``llmcourse`` package under Pyodide, entirely in the reader's browser; a
-  status line says "starting" until the live widget is there, then "live";
+  above it; the button runs the cell's own code with the real ``llmcourse`` package under Pyodide in a
+  Web Worker of the page (``static/live_worker.js``; no server, no Jupyter kernel: ``llmcourse._live``
+  connects ipywidgets to the page's widget manager, ``static/live_calculators.js``), in the snapshot's
+  place; a status line says "starting" until the live widget is there, then "live";
 * checks at build time that the live code runs on its own (the cell plus the chapter's earlier
   ``llmcourse`` imports it uses) in a fresh Python that can import only what the browser's Python has
   (the standard library and the wheels of ``scripts/build_lite.py``); a calculator that fails there
   (say, one that draws with matplotlib, which the browser's Python lacks) is labelled as not available
   live, with the reason, instead of offering a button that would fail;
-* copies the live site (built by ``scripts/build_lite.py`` into ``_build/lite``) into ``lite/`` of the
-  HTML output;
+* copies the live runtime (the Pyodide runtime and the wheels, with ``live.json`` naming those to load,
+  built by ``scripts/build_lite.py`` into ``_build/lite``) into ``lite/`` of the HTML output;
 * removes the sphinx-thebe script that Jupyter Book 1.x includes twice though thebe is off (it
   declares ``THEBE_JS_URL`` twice, a console error, and points at a CDN).
 """
@@ -78,8 +79,9 @@ def _is_widget_cell(cell: nodes.Element) -> bool:
     return any(WIDGET_MIME in raw.astext() for raw in cell.findall(nodes.raw))
 
 
-# What the in-browser Python has besides its standard library: the wheels scripts/build_lite.py preloads
-# (import names). The build-time check runs each live cell with every other import blocked.
+# What the in-browser Python has besides its standard library: the import names of the wheels that
+# scripts/build_lite.py ships (LIVE_PACKAGES there; tests/test_live_extension.py keeps the two in step). The
+# build-time check runs each live cell with every other import blocked.
 LITE_MODULES = {
     "llmcourse",
     "sympy",
@@ -92,26 +94,11 @@ LITE_MODULES = {
     "ipywidgets",
     "comm",
     "traitlets",
-    "IPython",
-    "pygments",
-    "jedi",
-    "parso",
-    "decorator",
-    "asttokens",
-    "executing",
-    "matplotlib_inline",
-    "prompt_toolkit",
-    "pure_eval",
-    "six",
-    "stack_data",
-    "wcwidth",
-    "micropip",
-    "piplite",
-    "pyodide_kernel",
-    "ipykernel",
 }
+# Runs the cells as the browser does (llmcourse._live, which stands in for IPython there), each in a fresh
+# namespace, in a Python that can import only the standard library and LITE_MODULES.
 CHECK = """
-import sys
+import json, sys
 allowed = set(sys.stdlib_module_names) | set(sys.argv[1].split(","))
 class OnlyAllowed:  # a module the browser's Python lacks is "not installed" here too
     def __init__(self, finder):
@@ -123,19 +110,24 @@ class OnlyAllowed:  # a module the browser's Python lacks is "not installed" her
     def __getattr__(self, attr):
         return getattr(self.finder, attr)
 sys.meta_path[:] = [OnlyAllowed(f) for f in sys.meta_path]
-exec(compile(sys.stdin.read(), "<live calculator>", "exec"), {"__name__": "__live__"})
+from llmcourse import _live
+_live.install(lambda text, buffers: None)
+for i, code in enumerate(json.loads(sys.stdin.read())):
+    error = _live.run(code, i)
+    if error:
+        sys.exit(error)
 """
 
 
 def live_check(codes: list[str]) -> str | None:
-    """Run the live cells of a page in a fresh Python that can import only what the browser's can.
-    Returns the error, or None."""
+    """Run the live cells of a page, as the browser runs them, in a fresh Python that can import only what
+    the browser's can. Returns the error, or None."""
     import subprocess
     import sys
 
     proc = subprocess.run(
         [sys.executable, "-c", CHECK, ",".join(sorted(LITE_MODULES))],
-        input="\n\n".join(codes),
+        input=json.dumps(codes),
         capture_output=True,
         text=True,
         timeout=300,
@@ -144,6 +136,15 @@ def live_check(codes: list[str]) -> str | None:
     if proc.returncode == 0:
         return None
     return (proc.stderr.strip().splitlines() or ["failed"])[-1]
+
+
+def _download(app: Sphinx) -> str:
+    """What a first live start downloads, from the live runtime's manifest (``live.json``)."""
+    try:
+        manifest = json.loads((Path(app.confdir) / app.config.live_lite_dir / "live.json").read_text())
+    except (OSError, ValueError):
+        return "tens of MB"
+    return f"about {manifest['bytes'] / 1e6:.0f} MB"
 
 
 def _snapshot_note() -> str:
@@ -160,7 +161,6 @@ def add_live_controls(app: Sphinx, doctree: nodes.document, docname: str) -> Non
     if not cells:
         return
     imports: list[tuple[str, set[str]]] = []
-    repl = app.builder.get_relative_uri(docname, "lite/repl/index") if app.builder.format == "html" else ""
     live: list[tuple[nodes.Element, str]] = []
     for cell in cells:
         code = _source(cell)
@@ -192,12 +192,12 @@ def add_live_controls(app: Sphinx, doctree: nodes.document, docname: str) -> Non
             )
         else:
             controls = (
-                f'<div class="llmcourse-live" data-state="snapshot" data-repl="{html.escape(repl)}" '
+                f'<div class="llmcourse-live" data-state="snapshot" '
                 f'data-code="{html.escape(json.dumps(live_code))}" data-note="{html.escape(_snapshot_note())}">'
                 '<button type="button" class="llmcourse-live-run">&#9654; Run live: recompute in your browser</button> '
                 '<span class="llmcourse-live-status">Below: a snapshot computed when the book was built; '
-                "its inputs do not recompute. Run live starts Python in this page (no server; about 45 MB "
-                "and 10&#8211;30 s the first time).</span></div>"
+                f"its inputs do not recompute. Run live starts Python in this page (no server; {_download(app)} "
+                "and 5&#8211;15 s the first time).</span></div>"
             )
         cell.insert(0, nodes.raw("", controls, format="html"))
     logger.verbose("live calculators: %d in %s", len(live), docname)
@@ -235,7 +235,7 @@ def copy_lite(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
     src = Path(app.confdir) / app.config.live_lite_dir
-    if not (src / "repl" / "index.html").exists():
+    if not (src / "live.json").exists():
         logger.info("live calculators: no live site at %s (run scripts/build_lite.py); pages keep their buttons", src)
         return
     dest = Path(app.outdir) / "lite"

@@ -1,24 +1,25 @@
-"""Build the in-browser Python (JupyterLite + Pyodide) that makes the book's calculators live.
+"""Build the in-browser Python that makes the book's calculators live: the Pyodide runtime and the wheels.
 
-    .venv/bin/python scripts/build_lite.py            # wheels (once), lite site -> _build/lite
+    .venv/bin/python scripts/build_lite.py            # wheels (once), live runtime -> _build/lite
     .venv/bin/python scripts/build_lite.py --wheels   # only download the wheels (setup time; needs PyPI)
 
-Everything the live calculators load is served by the book itself, so a reader's browser makes no
+Everything a live calculator loads is served by the book itself, so a reader's browser makes no
 request to any other host:
 
 * the Pyodide runtime comes from the npm package ``pyodide`` (``package.json``; wasm, stdlib and
   ``pyodide-lock.json``, no wheels);
-* the pure-Python wheels the kernel and ``llmcourse`` import (micropip, IPython, jedi, comm, sympy,
-  pint, ipywidgets, ...) are downloaded once with ``pip download`` into ``_build/lite-wheels``, at the
-  versions the Pyodide lock file names (or those pinned below), and ``llmcourse`` itself is built as a
-  wheel from this checkout;
-* each wheel is written into the lock file with its file name and real sha256, and listed in
-  ``loadPyodideOptions.packages`` of ``lite/jupyter-lite.json``, so the kernel preloads them all in
-  parallel from the site and ``import llmcourse`` works with no ``%pip`` cell.
+* the pure-Python wheels ``llmcourse``'s calculators import (sympy, pint, ipywidgets, comm, traitlets
+  and their dependencies; no IPython, no Jupyter kernel: ``llmcourse._live`` stands in for them) are
+  downloaded once with ``pip download`` into ``_build/lite-wheels``, at the versions the Pyodide lock
+  file names (or those pinned below), and ``llmcourse`` itself is built as a wheel from this checkout;
+  each is compiled to CPython 3.14 bytecode once (by Pyodide, in node), so the browser does not;
+* each wheel is written into the lock file with its file name and real sha256, and ``live.json``
+  names the packages a live start loads (in parallel) and their size.
 
-The site (only the REPL app) is written to ``_build/lite``; the book's Sphinx extension
-(``_ext/live_calculators.py``) copies it into ``_build/html/lite``. A second run only rebuilds when an
-input changed (the package sources, the lite config, the wheels or the npm runtime).
+The runtime is written to ``_build/lite`` (``pyodide/`` and ``live.json``); the book's Sphinx extension
+(``_ext/live_calculators.py``) copies it into ``_build/html/lite``, and the page's worker
+(``_ext/static/live_worker.js``) loads it. A second run only rebuilds when an input changed (the package
+sources, this script, the wheels or the npm runtime).
 """
 
 from __future__ import annotations
@@ -34,34 +35,16 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LITE_DIR = ROOT / "lite"
 WHEELS = ROOT / "_build" / "lite-wheels"
 OUT = ROOT / "_build" / "lite"
 PYODIDE_NPM = ROOT / "node_modules" / "pyodide"
 PY = Path(sys.executable)
 
-# Lab extensions installed in the venv (jupytext, for the book's MyST notebooks) that the live REPL
-# does not use; build_site() leaves them out of the site.
-UNUSED_EXTENSIONS = ("jupyterlab-jupytext",)
-
-# Packages the live kernel preloads, named as in the Pyodide lock file. Those already in the
-# upstream lock are downloaded at the lock's version; the rest are pinned here (as in the venv).
+# Packages a live start loads, named as in the Pyodide lock file. Those already in the upstream lock
+# are downloaded at the lock's version; the rest are pinned here (as in the venv). Their import names
+# are _ext/live_calculators.py's LITE_MODULES (tests/test_live_extension.py checks the two agree).
 FROM_LOCK = [
-    "micropip",
-    "ipython",
-    "asttokens",
-    "decorator",
-    "executing",
-    "matplotlib-inline",
-    "prompt-toolkit",
-    "pure-eval",
-    "pygments",
-    "six",
-    "stack-data",
     "traitlets",
-    "wcwidth",
-    "jedi",
-    "parso",
     "sympy",
     "mpmath",
     "typing-extensions",
@@ -74,9 +57,6 @@ PINNED = {
     "flexparser": "0.4",
     "platformdirs": "4.14.9",
 }
-# Shims shipped by jupyterlite-pyodide-kernel itself (its labextension's pypi/ folder).
-KERNEL_WHEELS = ["piplite", "pyodide-kernel", "ipykernel"]
-KERNEL_PYPI = Path(sys.prefix) / "share/jupyter/labextensions/@jupyterlite/pyodide-kernel-extension/static/pypi"
 
 
 def norm(name: str) -> str:
@@ -228,7 +208,6 @@ def inputs_digest() -> str:
             *(ROOT / "llmcourse" / "data").glob("*.csv"),
             *(ROOT / "llmcourse" / "data").glob("*.json"),
             *(ROOT / "llmcourse" / "data").rglob("*.md"),
-            *LITE_DIR.glob("*.json"),
             Path(__file__),
             ROOT / "pyproject.toml",
             PYODIDE_NPM / "package.json",
@@ -245,45 +224,19 @@ def build_site() -> None:
     stamp = OUT / ".inputs-sha256"
     digest = inputs_digest()
     if stamp.exists() and stamp.read_text() == digest:
-        print(f"live site up to date: {OUT}")
+        print(f"live runtime up to date: {OUT}")
         return
     t0 = time.time()
     if OUT.exists():
         shutil.rmtree(OUT)
-    # doit keeps its task state in the working folder; a stale state skips the config merge (and so
-    # silently drops pyodideUrl): build from a private folder, with no state.
-    work = ROOT / "_build" / "lite-work"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    subprocess.run(
-        [
-            str(PY),
-            "-m",
-            "jupyterlite_core",
-            "build",
-            "--lite-dir",
-            str(LITE_DIR),
-            "--output-dir",
-            str(OUT),
-            "--apps",
-            "repl",
-            "--no-sourcemaps",
-            "--no-unused-shared-packages",
-            "--log-level",
-            "WARN",
-        ],
-        check=True,
-        cwd=work,
-    )
     # The Pyodide runtime, served by the site itself.
     pyo = OUT / "pyodide"
-    pyo.mkdir()
-    for f in ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide.js"):
+    pyo.mkdir(parents=True)
+    for f in ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip"):
         shutil.copy2(PYODIDE_NPM / f, pyo / f)
     lock = upstream_lock()
     wheels = [_find_wheel(n, lock["packages"][n]["version"]) for n in FROM_LOCK]
     wheels += [_find_wheel(n, v) for n, v in PINNED.items()]
-    wheels += [_find_wheel(n, folder=KERNEL_PYPI) for n in KERNEL_WHEELS]
     if any(w is None for w in wheels):
         sys.exit("missing wheels: run scripts/build_lite.py --wheels (needs PyPI)")
     # Third-party wheels: compiled once (sourceless) into _build/lite-wheels/pyc; llmcourse: at every
@@ -294,7 +247,7 @@ def build_site() -> None:
     package = build_package_wheel(WHEELS / "pkg")
     jobs.append((package, pyo / package.name, True))
     py_compile(jobs)
-    preload = []
+    packages = []
     for whl in [*wheels, package]:
         shipped = pyo / whl.name
         if whl is not package:
@@ -315,29 +268,14 @@ def build_site() -> None:
             shared_library=False,
         )
         lock["packages"][name] = entry
-        preload.append(name)
+        packages.append(name)
     (pyo / "pyodide-lock.json").write_text(json.dumps(lock))
-    # Preload exactly these (the kernel then skips its own piplite installs of them).
-    cfg_path = OUT / "jupyter-lite.json"
-    cfg = json.loads(cfg_path.read_text())
-    ours = json.loads((LITE_DIR / "jupyter-lite.json").read_text())["jupyter-config-data"]
-    data = cfg["jupyter-config-data"]
-    data["disabledExtensions"] = ours["disabledExtensions"]
-    # Lab extensions the build picks up from the venv that the REPL does not use: leave them out of
-    # the site, so the reader's browser does not download them (jupytext's is 0.2 MB).
-    data["federated_extensions"] = [e for e in data["federated_extensions"] if e["name"] not in UNUSED_EXTENSIONS]
-    for name in UNUSED_EXTENSIONS:
-        shutil.rmtree(OUT / "extensions" / name, ignore_errors=True)
-    plugins = data.setdefault("litePluginSettings", {})
-    for plugin, values in ours["litePluginSettings"].items():
-        plugins.setdefault(plugin, {}).update(values)
-    settings = plugins["@jupyterlite/pyodide-kernel-extension:kernel"]
-    assert settings["pyodideUrl"] == "../pyodide/pyodide.mjs" and settings["disablePyPIFallback"] is True, settings
-    settings["loadPyodideOptions"] = {"packages": preload}
-    cfg_path.write_text(json.dumps(cfg, indent=2))
+    size = sum(f.stat().st_size for f in pyo.iterdir() if f.is_file())
+    imports = sorted({i for n in packages for i in lock["packages"][n]["imports"]})
+    manifest = {"packages": packages, "imports": imports, "bytes": size}
+    (OUT / "live.json").write_text(json.dumps(manifest, indent=1))
     stamp.write_text(digest)
-    size = sum(f.stat().st_size for f in OUT.rglob("*") if f.is_file())
-    print(f"built live site {OUT} in {time.time() - t0:.0f} s: {size / 1e6:.1f} MB, {len(preload)} preloaded wheels")
+    print(f"built the live runtime {OUT} in {time.time() - t0:.0f} s: {size / 1e6:.1f} MB, {len(packages)} wheels")
 
 
 def main() -> None:

@@ -1,23 +1,34 @@
-"""Where the live calculators' start-up time goes, measured in headless chromium, offline.
+"""How fast the live calculators start and recompute, measured in headless chromium, offline.
 
-    .venv/bin/python scripts/measure_live.py [SITE]      # SITE defaults to _build/html
+    .venv/bin/python scripts/measure_live.py [SITE] [--updates N]     # SITE defaults to _build/html
 
-Serves the built book on 127.0.0.1 and, in a blank page of it, runs the same steps the live kernel
-runs, timing each: load the Pyodide runtime, load the preloaded wheels (download and unpack), import
-IPython (the kernel), import sympy, import pint, import llmcourse (which builds the pint registry and
-the SymPy formulas), build a calculator and recompute it. Then it opens a chapter, clicks "Run live"
-and times the first live widget, then a second one on another page in the same browser; and
-prints the site's size and the bytes a first live start downloads. Requests that would leave 127.0.0.1 are blocked and counted.
+Serves the built book on 127.0.0.1 and prints:
+
+* the floor: the bare Pyodide runtime started in a blank page of a fresh browser context (cold cache);
+* the first live calculator: in another fresh context, a chapter is opened and "Run live" clicked; the
+  time from the click to the live widget (the page's own clock, ``data-ready-ms``), its start-up steps
+  (the worker's own clock), and the bytes it downloaded; then a second calculator on another page of the
+  same browser (its files in the browser's cache), from its click;
+* each calculator's recompute on the page's own clock: every calculator the book offers live is run in
+  the first page's live Python (``llmcourseLive.run``), then one of its controls is set N times to a new
+  valid value (the control and values ``scripts/benchmark.py``'s UPDATES uses in CPython), through the
+  widget's model as the control's view does; each time is from the change to the last change of the
+  page (a MutationObserver), once the page has been quiet for 0.4 s.
+
+Requests that would leave 127.0.0.1 are blocked and counted. Figures only: nothing here passes or fails.
 """
 
 from __future__ import annotations
 
+import argparse
 import functools
+import html
 import json
+import re
 import socketserver
+import statistics
 import sys
 import threading
-import time
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
@@ -27,35 +38,43 @@ from serve import CHROMIUM, CHROMIUM_FLAGS, Handler
 
 ROOT = Path(__file__).resolve().parents[1]
 
-STEPS_JS = """async (root) => {
-  const t = [], mark = (name, t0) => t.push([name, (performance.now() - t0) / 1000]);
-  const base = root + '/lite/pyodide/';
-  const cfg = await (await fetch(root + '/lite/jupyter-lite.json')).json();
-  const pkgs = cfg['jupyter-config-data'].litePluginSettings['@jupyterlite/pyodide-kernel-extension:kernel']
-    .loadPyodideOptions.packages;
-  let t0 = performance.now();
-  const { loadPyodide } = await import(base + 'pyodide.mjs');
-  const py = await loadPyodide({ indexURL: base });
-  mark('Pyodide runtime (wasm + stdlib)', t0);
-  t0 = performance.now(); await py.loadPackage(pkgs); mark(`load ${pkgs.length} preloaded wheels`, t0);
-  const steps = [
-    ['import IPython (the kernel)', 'import IPython'],
-    ['import sympy', 'import sympy'],
-    ['import pint', 'import pint'],
-    ['pint registry: pint.UnitRegistry()', 'pint.UnitRegistry()'],
-    ['import llmcourse (its registry, catalogs, formulas)', 'import llmcourse'],
-    ['import ipywidgets', 'import ipywidgets'],
-    ['build the first chapter calculator', 'from llmcourse.widgets.first_estimate import serving_plan_calculator as f\\nc = f()'],
-    ['recompute it (a new prompt length)', 'c.set(prompt=3000)'],
-  ];
-  for (const [name, code] of steps) { t0 = performance.now(); py.runPython(code); mark(name, t0); }
-  return t;
+BARE_PYODIDE_JS = """async (root) => {
+  const t0 = performance.now();
+  const { loadPyodide } = await import(root + '/lite/pyodide/pyodide.mjs');
+  await loadPyodide({ indexURL: root + '/lite/pyodide/' });
+  return (performance.now() - t0) / 1000;
+}"""
+
+# Set a control (found by its description among the page's widget models) to each value in turn; time each
+# from the change to the page's last DOM change, once quiet for `quiet` ms.
+UPDATE_JS = """async ([el, description, values, quiet]) => {
+  const manager = await window.llmcourseLive.manager();
+  const models = await Promise.all(Object.values(manager._models));
+  const out = document.querySelector(el);
+  const mine = new Set([...out.querySelectorAll('[data-model-id]')].map((e) => e.dataset.modelId));
+  const control = models.filter((m) => m.get('description') === description && 'value' in m.attributes).pop();
+  if (!control) return { error: `no control "${description}"` };
+  const times = [];
+  for (const value of values) {
+    let last = null;
+    const obs = new MutationObserver(() => { last = performance.now(); });
+    obs.observe(out, { childList: true, subtree: true, characterData: true, attributes: true });
+    const t0 = performance.now();
+    control.set('value', value);
+    control.save_changes();
+    await new Promise((resolve) => {
+      const check = () => (last !== null && performance.now() - last > quiet) || performance.now() - t0 > 30000
+        ? resolve() : setTimeout(check, 20);
+      setTimeout(check, 20);
+    });
+    obs.disconnect();
+    times.push(last === null ? null : last - t0);
+  }
+  return { times, n: mine.size };
 }"""
 
 
-def main() -> None:
-    site = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "_build" / "html"
-
+def serve(site: Path) -> tuple[socketserver.TCPServer, str, list[int]]:
     served = [0]  # bytes the server sent (a file the browser had cached is not sent again)
 
     class Quiet(Handler):
@@ -69,66 +88,112 @@ def main() -> None:
 
     srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
     threading.Thread(target=srv.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{srv.server_address[1]}"
+    return srv, f"http://127.0.0.1:{srv.server_address[1]}", served
+
+
+def live_cells(site: Path) -> list[tuple[str, str]]:
+    """(page, code) of every calculator the built book offers to run live."""
+    out = []
+    for path in sorted(site.rglob("book/*.html")):
+        text = path.read_text(encoding="utf-8")
+        for code in re.findall(r'<div class="llmcourse-live"[^>]*data-code="([^"]*)"', text):
+            out.append((str(path.relative_to(site)), json.loads(html.unescape(code))))
+    return out
+
+
+def updates() -> dict[str, tuple[str, list[object]]]:
+    """Per calculator factory name: the description of the control benchmark.py changes, and its values."""
+    import benchmark
+
+    out = {}
+    for name, calc in benchmark.calculators():
+        key, value = benchmark._update_control(name, calc)
+        if key is None:
+            continue
+        out[name.split(".")[-1]] = (calc.controls[key].description, value)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("site", nargs="?", default=str(ROOT / "_build" / "html"))
+    ap.add_argument("--updates", type=int, default=20, help="recomputes timed per calculator")
+    args = ap.parse_args()
+    site = Path(args.site)
+    srv, base, served = serve(site)
     external: list[str] = []
     size = sum(f.stat().st_size for f in site.rglob("*") if f.is_file())
     lite = sum(f.stat().st_size for f in (site / "lite").rglob("*") if f.is_file())
-    print(f"site: {size / 1e6:.1f} MB, of which the live site (lite/) {lite / 1e6:.1f} MB")
+    print(f"site: {size / 1e6:.1f} MB, of which the live runtime (lite/) {lite / 1e6:.1f} MB")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
 
         def context():
             c = browser.new_context()
-            c.route(
-                "**/*",
-                lambda r: (
-                    r.continue_() if r.request.url.startswith(base) else (external.append(r.request.url), r.abort())
-                ),
-            )
+            c.on("request", lambda r: None if r.url.startswith((base, "data:", "blob:")) else external.append(r.url))
             return c
 
         page = context().new_page()
         page.goto(f"{base}/book/intro.html")
-        print("start-up steps in a blank page (s):")
-        for name, secs in page.evaluate(STEPS_JS, base):
-            print(f"  {secs:7.2f}  {name}")
-        # Routing requests turns the browser's HTTP cache off (Playwright), so this context only
-        # watches for requests leaving 127.0.0.1 (the machine is offline: they would fail anyway).
-        c = browser.new_context()
-        c.on("request", lambda r: None if r.url.startswith((base, "data:", "blob:")) else external.append(r.url))
-        nbytes: dict[str, int] = {}  # by URL: the service worker sees some responses a second time
+        bare = page.evaluate(BARE_PYODIDE_JS, base)
+        print(f"bare Pyodide start, blank page, cold cache: {bare:.2f} s")
+
+        c = context()
+        nbytes: dict[str, int] = {}
         c.on("response", lambda r: nbytes.__setitem__(r.url.split("?")[0], int(r.headers.get("content-length") or 0)))
 
-        def start_live(path: str) -> tuple[float, str | None]:
-            """Open a chapter, click Run live, wait until its first calculator is live (or fails)."""
+        def start_live(path: str):
             page = c.new_page()
-            t0 = time.monotonic()
-            page.goto(f"{base}/{path}")
+            page.goto(f"{base}/{path}", wait_until="load")
             page.locator(".llmcourse-live-run").first.click()
             page.wait_for_function(
                 "document.querySelector('.llmcourse-live').dataset.state !== 'starting'", timeout=300_000
             )
-            return time.monotonic() - t0, page.locator(".llmcourse-live").first.get_attribute("data-state")
+            root = page.locator(".llmcourse-live").first
+            return page, int(root.get_attribute("data-ready-ms")) / 1000, root.get_attribute("data-state")
 
-        ready, state = start_live("book/00_first_estimate.html")
-        print(
-            f"first live widget after navigation: {ready:.1f} s ({state}); {len(nbytes)} files, "
-            f"{sum(nbytes.values()) / 1e6:.1f} MB downloaded, of which"
-        )
-        kinds = {"Pyodide runtime": "/lite/pyodide/pyodide", "wheels": ".whl", "JupyterLite app (JS, CSS)": "/lite/"}
-        left = dict(nbytes)
-        for kind, key in kinds.items():
-            mine = {u: n for u, n in left.items() if key in u}
-            print(f"  {sum(mine.values()) / 1e6:5.1f} MB  {kind} ({len(mine)} files)")
-            left = {u: n for u, n in left.items() if u not in mine}
-        print(f"  {sum(left.values()) / 1e6:5.1f} MB  the book page itself ({len(left)} files)")
-        # A reader who then starts a calculator on another page: same browser, files in its cache.
+        first, ready, state = start_live("book/00_first_estimate.html")
+        print(f"first live calculator, from its click: {ready:.2f} s ({state}) = {ready / bare:.2f}x the bare start")
+        for name, secs in first.evaluate("window.llmcourseLive.steps"):
+            print(f"  {secs:6.2f} s  {name}")
+        print(f"  downloaded {sum(nbytes.values()) / 1e6:.1f} MB in {len(nbytes)} files")
         served[0] = 0
-        ready, state = start_live("book/10_queueing.html")
+        second, ready2, state2 = start_live("book/10_queueing.html")
         print(
-            f"next live widget, another page, same browser: {ready:.1f} s ({state}); "
-            f"{served[0] / 1e6:.1f} MB sent by the server (the rest from the browser's cache)"
+            f"second live calculator, another page, same browser: {ready2:.2f} s ({state2}) = {ready2 / bare:.2f}x "
+            f"the bare start; the server sent {served[0] / 1e6:.1f} MB (the rest from the browser's cache)"
         )
+        second.close()
+
+        print(f"recompute on the page's clock, change -> last DOM change ({args.updates} per calculator, ms):")
+        plan = updates()
+        for i, (path, code) in enumerate(live_cells(site)):
+            found = re.findall(r"(\w+_calculator)\(", code)
+            if not found or found[-1] not in plan:
+                print(f"  {path}: no update defined for {found}")
+                continue
+            description, value = plan[found[-1]]
+            el = f"live-measure-{i}"
+            err = first.evaluate(
+                """async ([code, id]) => { const el = document.createElement('div'); el.id = id;
+                   document.body.appendChild(el); return await window.llmcourseLive.run(code, el); }""",
+                [code, el],
+            )
+            if err:
+                print(f"  {found[-1]}: failed: {err.splitlines()[-1]}")
+                continue
+            values = [value(k + 1) for k in range(args.updates)]
+            got = first.evaluate(UPDATE_JS, [f"#{el}", description, values, 400])
+            if "error" in got:
+                print(f"  {found[-1]}: {got['error']}")
+                continue
+            times = [t for t in got["times"] if t is not None]
+            p95 = sorted(times)[max(0, round(0.95 * len(times)) - 1)] if times else float("nan")
+            med = statistics.median(times) if times else float("nan")
+            print(
+                f"  {found[-1]:32s} median {med:6.1f}  p95 {p95:6.1f}  ({description!r}; "
+                f"{len(times)}/{len(values)} changed the page)"
+            )
         browser.close()
     print(json.dumps({"requests_leaving_127.0.0.1": len(external)}))
     srv.shutdown()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -57,3 +58,15 @@ def test_every_calculator_runs_with_only_the_browsers_modules() -> None:
         return
     for name, code in codes.items():  # which of them fails, each in a Python of its own
         assert live.live_check([code]) is None, f"{name}: {live.live_check([code])}"
+
+
+def test_the_check_allows_exactly_what_the_live_runtime_ships() -> None:
+    """LITE_MODULES (what the build-time check lets a cell import) are the import names of the wheels
+    scripts/build_lite.py ships (its live.json), so the check neither rejects what the browser has nor
+    passes what it lacks."""
+    manifest = Path(__file__).resolve().parents[1] / "_build" / "lite" / "live.json"
+    if not manifest.exists():
+        pytest.skip("no live runtime built (make lite)")
+    imports = set(json.loads(manifest.read_text())["imports"])
+    assert imports - {"isympy"} == live.LITE_MODULES  # isympy: sympy's console script, imported by nothing
+    assert "IPython" not in imports  # llmcourse._live stands in for it

@@ -1,6 +1,9 @@
-/* Live calculators (see _ext/live_calculators.py): the "Run live" button swaps a calculator's build-time
-   snapshot for a JupyterLite REPL that runs the same cell with the real llmcourse package under Pyodide,
-   in this page, with no server. The status line says "starting" until the live widget is there. */
+/* Live calculators (see _ext/live_calculators.py): "Run live" swaps a calculator's build-time snapshot for the
+   same cell run by the real llmcourse package under Pyodide, in a Web Worker of this page (live_worker.js),
+   with no server and no Jupyter kernel. The page draws the widgets with the same Jupyter widgets HTML manager
+   that draws the snapshots, and talks to Python in the widgets' own messages (llmcourse/_live.py). One Python
+   serves every calculator of a page; each cell runs in a fresh namespace. The status line says "starting"
+   until the live widget is there, then "live". */
 (function () {
   "use strict";
 
@@ -30,6 +33,135 @@
   }, 50);
   setTimeout(() => clearInterval(shimTimer), 60000);
 
+  const WIDGET_MIME = "application/vnd.jupyter.widget-view+json";
+  const contentRoot = () => new URL(document.documentElement.dataset.content_root || "./", document.baseURI);
+  let python = null;  // the page's one live Python: a promise of {worker, manager}, made on the first "Run live"
+  const steps = [];  // [name, seconds] of its start, for the status line and for measurements
+  const runs = new Map();  // run id -> {el, views: [promises], resolve}
+  const comms = new Map();  // comm id -> LiveComm
+  const callbacks = new Map();  // id of a page message -> the widget manager's callbacks for it
+  let nextId = 0;
+
+  const uid = () => `live-${Date.now().toString(36)}-${(nextId++).toString(36)}`;
+  const asBytes = (b) => new Uint8Array(b instanceof ArrayBuffer ? b.slice(0) : b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+
+  /** A widget's comm on the page side (the manager's IClassicComm): its messages go to the worker. */
+  class LiveComm {
+    constructor(worker, commId, targetName) {
+      this.worker = worker;
+      this.comm_id = commId;
+      this.target_name = targetName;
+      this.onMsg = null;
+      this.onClose = null;
+    }
+    open() { return ""; }  // opened by Python: already open
+    send(data, cbs, metadata, buffers) { return this._post("comm_msg", data, cbs, buffers); }
+    close(data, cbs, metadata, buffers) {
+      comms.delete(this.comm_id);
+      return this._post("comm_close", data, cbs, buffers);
+    }
+    on_msg(cb) { this.onMsg = cb; }
+    on_close(cb) { this.onClose = cb; }
+    _post(msgType, data, cbs, buffers) {
+      const msgId = uid();
+      if (cbs) callbacks.set(msgId, cbs);
+      const bufs = (buffers || []).map(asBytes);
+      const text = JSON.stringify({ msg_type: msgType, msg_id: msgId, comm_id: this.comm_id, data: data || {} });
+      this.worker.postMessage({ type: "comm", text, buffers: bufs }, bufs.map((b) => b.buffer));
+      return msgId;
+    }
+  }
+
+  function fromPython(worker, manager, text, buffers) {
+    const msg = JSON.parse(text);
+    const kernelMsg = {
+      header: { msg_type: msg.msg_type }, parent_header: msg.parent_header || {}, metadata: msg.metadata || {},
+      content: { comm_id: msg.comm_id, target_name: msg.target_name, data: msg.data }, buffers: buffers || [],
+    };
+    if (msg.msg_type === "comm_open") {
+      const comm = new LiveComm(worker, msg.comm_id, msg.target_name);
+      comms.set(msg.comm_id, comm);
+      manager.handle_comm_open(comm, kernelMsg).catch((e) => console.error("live calculator:", e));
+    } else if (msg.msg_type === "comm_msg") {
+      const comm = comms.get(msg.comm_id);
+      if (comm && comm.onMsg) comm.onMsg(kernelMsg);
+    } else if (msg.msg_type === "comm_close") {
+      const comm = comms.get(msg.comm_id);
+      comms.delete(msg.comm_id);
+      if (comm && comm.onClose) comm.onClose(kernelMsg);
+    } else if (msg.msg_type === "display") {
+      const run = runs.get(msg.run);
+      if (!run) return;
+      const box = document.createElement("div");
+      box.className = "llmcourse-live-display";
+      run.el.appendChild(box);
+      const view = msg.data[WIDGET_MIME];
+      if (view) {
+        run.views.push(manager.get_model(view.model_id)
+          .then((model) => manager.display_view(manager.create_view(model), box)));
+      } else {
+        const pre = document.createElement("pre");
+        pre.textContent = msg.data["text/plain"] || "";
+        box.appendChild(pre);
+      }
+    }
+  }
+
+  /** The page's live Python, started once (on the first "Run live"); `onStep(name, total)` as it starts. */
+  function startPython(onStep) {
+    if (python) return python;
+    const lite = new URL("lite/", contentRoot()).href;
+    const manager = new Promise((resolve, reject) => {
+      window.require(["@jupyter-widgets/html-manager"], (hm) => resolve(new hm.HTMLManager()), reject);
+    });
+    python = new Promise((resolve, reject) => {
+      const worker = new Worker(new URL("_static/live_worker.js", contentRoot()), { type: "module" });
+      const listeners = [onStep];
+      worker.onerror = (e) => reject(new Error(e.message || "the live Python failed to start"));
+      worker.onmessage = async (ev) => {
+        const m = ev.data;
+        if (m.type === "step") {
+          steps.push([m.name, m.secs]);
+          listeners.forEach((f) => f && f(m.name, m.total));
+        } else if (m.type === "ready") {
+          resolve({ worker, manager: await manager });
+        } else if (m.type === "fatal") {
+          reject(new Error(m.error));
+        } else if (m.type === "py") {
+          fromPython(worker, await manager, m.text, m.buffers);
+        } else if (m.type === "idle") {
+          const cbs = callbacks.get(m.msg_id);
+          callbacks.delete(m.msg_id);
+          const status = cbs && cbs.iopub && cbs.iopub.status;
+          if (status) status({ header: { msg_type: "status" }, parent_header: { msg_id: m.msg_id },
+            content: { execution_state: "idle" } });
+        } else if (m.type === "done") {
+          const run = runs.get(m.run);
+          if (run) Promise.all(run.views).then(() => run.resolve(m.error), (e) => run.resolve(String(e)));
+        }
+      };
+      worker.postMessage({ type: "init", lite });
+    });
+    return python;
+  }
+
+  /** Run a cell's code in the page's live Python and show what it displays in `el`. Resolves to null once its
+      widgets are drawn, or to the error (a traceback) if it failed. */
+  async function run(code, el, onStep) {
+    const { worker } = await startPython(onStep);
+    const id = nextId++;
+    const done = new Promise((resolve) => runs.set(id, { el, views: [], resolve }));
+    worker.postMessage({ type: "run", run: id, code });
+    const error = await done;
+    if (error) {
+      const pre = document.createElement("pre");
+      pre.className = "llmcourse-live-error";
+      pre.textContent = error;
+      el.appendChild(pre);
+    }
+    return error;
+  }
+
   function setStatus(root, state, text) {
     root.dataset.state = state;
     root.querySelector(".llmcourse-live-status").textContent = text;
@@ -40,54 +172,48 @@
     const button = root.querySelector(".llmcourse-live-run");
     button.disabled = true;
     const t0 = performance.now();
-    const params = new URLSearchParams({ kernel: "python", toolbar: "1", showBanner: "0" });
-    params.append("code", JSON.parse(root.dataset.code));
-    const frame = document.createElement("iframe");
-    frame.className = "llmcourse-live-frame";
-    frame.title = "Live calculator (Python running in your browser)";
-    frame.src = root.dataset.repl + "?" + params.toString();
+    const out = document.createElement("div");
+    out.className = "llmcourse-live-output";
     const snapshot = cell.querySelector(".llmcourse-snapshot");
     if (snapshot) {
-      snapshot.before(frame);  // the live calculator takes the snapshot's place
+      snapshot.before(out);  // the live calculator takes the snapshot's place
       snapshot.hidden = true;
     } else {
-      root.after(frame);
+      root.after(out);
     }
     // The package's widgets carry a note for the static page ("... is a snapshot ..."): hide it when live.
     const note = root.dataset.note;
-    const hideNote = (doc) => {
-      if (!note) return;
-      doc.querySelectorAll(".jp-CodeConsole .widget-html").forEach((el) => {
+    if (note) {
+      new MutationObserver(() => out.querySelectorAll(".widget-html").forEach((el) => {
         if (el.textContent.trim() === note) el.style.display = "none";
-      });
-    };
-    frame.addEventListener("load", () => {
-      try {
-        new MutationObserver(() => hideNote(frame.contentDocument))
-          .observe(frame.contentDocument.body, { childList: true, subtree: true });
-      } catch (e) { /* not same-origin */ }
-    });
-    setStatus(root, "starting", "Starting Python in your browser (Pyodide, sympy, pint, llmcourse)\u2026 " +
-      "the calculator appears here when it is ready.");
-    const timer = setInterval(() => {
-      let doc = null;
-      try { doc = frame.contentDocument; } catch (e) { /* not same-origin: cannot watch */ }
-      if (!doc) return;
-      const secs = ((performance.now() - t0) / 1000).toFixed(0);
-      if (doc.querySelector(".jp-CodeConsole .jupyter-widgets .llmcourse-result, .jp-CodeConsole .widget-vbox")) {
+      })).observe(out, { childList: true, subtree: true, characterData: true });
+    }
+    const secs = () => ((performance.now() - t0) / 1000).toFixed(0);
+    let doing = "loading Pyodide and the packages";
+    const show = () => setStatus(root, "starting", `Starting Python in your browser (${doing})\u2026 ${secs()} s`);
+    show();
+    const timer = setInterval(show, 250);
+    const names = { "Python (Pyodide) and the packages": "importing llmcourse",
+      "llmcourse (sympy, pint)": "loading the widgets", ipywidgets: "running the calculator" };
+    run(JSON.parse(root.dataset.code), out, (name) => { doing = names[name] || doing; show(); })
+      .then((error) => {
         clearInterval(timer);
         root.dataset.readyMs = String(Math.round(performance.now() - t0));
-        setStatus(root, "live", `Live: computed in your browser by the llmcourse package (ready after ${secs} s). ` +
-          "Change an input to recompute.");
-        button.textContent = "\u25CF Live";
-      } else if (doc.querySelector('.jp-CodeConsole [data-mime-type="application/vnd.jupyter.stderr"]')) {
+        if (error) {
+          setStatus(root, "error", "The live calculator failed: see the error below.");
+        } else {
+          setStatus(root, "live", `Live: computed in your browser by the llmcourse package (ready after ${secs()} s). ` +
+            "Change an input to recompute.");
+          button.textContent = "\u25CF Live";
+        }
+      }, (e) => {
         clearInterval(timer);
-        setStatus(root, "error", "The live calculator failed to start: see the error below.");
-      } else {
-        setStatus(root, "starting", `Starting Python in your browser (Pyodide, sympy, pint, llmcourse)\u2026 ${secs} s`);
-      }
-    }, 250);
+        setStatus(root, "error", `The live calculator failed to start: ${e.message}`);
+      });
   }
+
+  // For the book's browser tests and measurements: run more cells in this page's live Python.
+  window.llmcourseLive = { run: (code, el) => run(code, el), steps, manager: async () => (await python).manager };
 
   document.addEventListener("click", (ev) => {
     const button = ev.target.closest && ev.target.closest(".llmcourse-live-run");

@@ -5,15 +5,16 @@ request that would leave 127.0.0.1 is blocked (the browser's proxy is a closed p
 127.0.0.1 only) and counted, and every page must load with none of them, no failed request, no HTTP
 error and no script error; equations must be typeset by MathJax and figures loaded.
 
-Each page's "Run live" buttons are clicked too: each must swap its snapshot for the site's live REPL, given
-exactly that cell's code (the REPL is stubbed out there). The slow tests then run every such cell live and
-compare the table the browser computed (the real ``llmcourse`` under Pyodide) with what the same cell
-computes here in CPython; on three chapters they also change an input and compare again (the queueing one
-re-runs its seeded simulation of 10,000 requests in the browser). One live kernel serves them all, as one
-reader's would (starting Pyodide and the kernel is most of a live start): it is started the reader's way, by
-"Run live" on the first chapter, and each cell then runs in it as a console cell of its own, in a fresh
-namespace (``%reset -f``). Each kind of page has one browser context for all tests, so the HTTP cache works
-as for a reader (Playwright's request routing would turn it off).
+Each page's "Run live" buttons are clicked too: each must swap its snapshot for a live area that runs
+exactly that cell's code (the page's Python worker is stubbed out there: it shows the code it was given).
+The slow tests then run every such cell live and compare the table the browser computed (the real
+``llmcourse`` under Pyodide) with what the same cell computes here in CPython; on three chapters they also
+change an input and compare again (the queueing one re-runs its seeded simulation of 10,000 requests in the
+browser). One live Python serves them all, as it serves every calculator of a page for a reader (starting
+Pyodide is most of a live start): it is started the reader's way, by "Run live" on the first chapter, and each
+cell then runs in it (``llmcourseLive.run``, what "Run live" calls) in a fresh namespace, into an area of its
+own. Each kind of page has one browser context for all tests, so the HTTP cache works as for a reader
+(Playwright's request routing would turn it off).
 
 Run after building the book: ``scripts/test.sh`` builds it first. Without a built site or without
 ``/usr/bin/chromium`` these tests are skipped, unless ``LLMCOURSE_REQUIRE_SITE=1`` (set by
@@ -36,7 +37,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -49,9 +49,16 @@ REQUIRED = os.environ.get("LLMCOURSE_REQUIRE_SITE") == "1"
 LIVE_TIMEOUT_MS = 240_000
 #: a closed port on this machine: any request that is not for 127.0.0.1 goes there and fails
 BLACKHOLE_PROXY = {"server": "http://127.0.0.1:9", "bypass": "127.0.0.1"}
-CONSOLE = ".jp-CodeConsole"
-CELLS = ".jp-CodeConsole-content .jp-CodeCell"  # the console's executed cells, in order
-STDERR = '[data-mime-type="application/vnd.jupyter.stderr"]'
+ERROR = ".llmcourse-live-error"  # a live cell's traceback, shown in its place
+# Stands in for the page's Python worker (_ext/static/live_worker.js) where only the page's own logic is checked:
+# it starts at once and shows, as text, the code it is given to run.
+STUB_WORKER = """self.onmessage = (ev) => { const m = ev.data;
+  if (m.type === "init") self.postMessage({ type: "ready" });
+  if (m.type === "run") {
+    const text = JSON.stringify({ msg_type: "display", run: m.run, data: { "text/plain": m.code } });
+    self.postMessage({ type: "py", text, buffers: [] });
+    self.postMessage({ type: "done", run: m.run, error: null });
+  } };"""
 
 pytestmark = pytest.mark.browser
 
@@ -167,32 +174,35 @@ def session(browser: Any, server: str) -> Iterator[tuple[Any, Any, Recorder]]:
         context.close()
 
 
-class LiveConsole:
-    """The live kernel's REPL (JupyterLite console) in the first chapter's page."""
+class LivePage:
+    """The first chapter's page, whose live Python (started by its "Run live") runs every other cell too."""
 
-    def __init__(self, page: Any, frame: Any, ready: float) -> None:
-        self.page, self.frame, self.ready = page, frame, ready
+    def __init__(self, page: Any, ready: float) -> None:
+        self.page, self.ready, self.runs = page, ready, 0
 
     def run(self, code: str, shows: str = "table.llmcourse-result") -> tuple[Any, float]:
-        """Run a live cell's code as a new console cell, in a fresh namespace; wait until it ``shows``."""
+        """Run a live cell's code (a fresh namespace) into an area of its own; wait until it ``shows``."""
         t0 = time.monotonic()
-        before = self.frame.locator(CELLS).count()
-        self.frame.locator(".jp-CodeConsole-input .cm-content").click()
-        self.page.keyboard.insert_text("%reset -f\n" + code)
-        self.page.keyboard.press("Shift+Enter")
-        cell = self.frame.locator(CELLS).nth(before)
-        cell.locator(f"{shows}, {STDERR}").first.wait_for(timeout=120_000)
-        assert cell.locator(STDERR).count() == 0, cell.inner_text()
+        self.runs += 1
+        area = f"live-test-{self.runs}"
+        error = self.page.evaluate(
+            """async ([code, id]) => { const el = document.createElement('div'); el.id = id;
+               document.querySelector('article, main, body').appendChild(el);
+               return await window.llmcourseLive.run(code, el); }""",
+            [code, area],
+        )
+        assert error is None, error
+        cell = self.page.locator(f"#{area}")
+        cell.locator(shows).first.wait_for(timeout=120_000)
         return cell, time.monotonic() - t0
 
 
 @pytest.fixture(scope="session")
-def live(session: tuple[Any, Any, Recorder], server: str) -> Iterator[LiveConsole]:
+def live(session: tuple[Any, Any, Recorder], server: str) -> Iterator[LivePage]:
     """The first calculator of the first chapter, started live the reader's way ("Run live", then wait)."""
     _pages, context, rec = session
     w = rec.current = Watch()
     page = context.new_page()
-    t0 = time.monotonic()
     page.goto(f"{server}/book/00_first_estimate.html", wait_until="load")
     root = page.locator(".llmcourse-live").nth(0)
     root.locator(".llmcourse-live-run").click()
@@ -201,11 +211,11 @@ def live(session: tuple[Any, Any, Recorder], server: str) -> Iterator[LiveConsol
         "document.querySelectorAll('.llmcourse-live')[0].dataset.state !== 'starting'", timeout=LIVE_TIMEOUT_MS
     )
     assert root.get_attribute("data-state") == "live", root.inner_text()
-    ready = time.monotonic() - t0
-    frame = page.frame_locator(".llmcourse-live-frame").nth(0)
-    frame.locator(f"{CONSOLE} table.llmcourse-result").first.wait_for(timeout=30_000)
+    ready = int(root.get_attribute("data-ready-ms")) / 1000  # the page's own clock, from the click
+    page.locator(".llmcourse-live-output table.llmcourse-result").first.wait_for(timeout=30_000)
+    assert page.locator(ERROR).count() == 0
     assert w.clean() == ([], [], []), w.clean()
-    yield LiveConsole(page, frame, ready)
+    yield LivePage(page, ready)
     page.close()
 
 
@@ -227,11 +237,14 @@ def test_site_has_pages() -> None:
     _skip_or_fail()
     found = pages()
     assert "index.html" in found and any(p.startswith("book/") for p in found), found
-    assert (SITE / "lite" / "repl" / "index.html").exists(), "the live site (lite/) is missing from the book"
     assert (SITE / "lite" / "pyodide" / "pyodide.asm.wasm").exists(), "the Pyodide runtime is not served locally"
-    # lab extensions the live REPL does not use are left out of the site (scripts/build_lite.py)
-    assert not (SITE / "lite" / "extensions" / "jupyterlab-jupytext").exists()
-    assert "jupyterlab-jupytext" not in (SITE / "lite" / "jupyter-lite.json").read_text()
+    assert (SITE / "_static" / "live_worker.js").exists(), "the live calculators' worker is missing"
+    # every package a live start loads is served by the site, under the name the lock file gives it
+    manifest = json.loads((SITE / "lite" / "live.json").read_text())
+    lock = json.loads((SITE / "lite" / "pyodide" / "pyodide-lock.json").read_text())["packages"]
+    assert "llmcourse" in manifest["packages"] and "ipywidgets" in manifest["packages"]
+    for name in manifest["packages"]:
+        assert (SITE / "lite" / "pyodide" / lock[name]["file_name"]).exists(), name
     # the icon at the root, for the browser's own /favicon.ico request on the root redirect page
     assert (SITE / "favicon.ico").read_bytes()[:4] == b"\x00\x00\x01\x00"
 
@@ -272,7 +285,7 @@ def test_page_loads_offline(watch: tuple[Any, Watch], server: str, path: str) ->
     if live.count():
         # the build-time snapshot is rendered (by the widgets HTML manager) and marked as such
         page.wait_for_selector(".llmcourse-snapshot .widget-vbox", state="attached", timeout=20_000)
-        page.route("**/lite/repl/**", lambda r: r.fulfill(status=200, content_type="text/html", body="<!doctype html>"))
+        page.route("**/_static/live_worker.js", lambda r: r.fulfill(content_type="text/javascript", body=STUB_WORKER))
         for i in range(live.count()):
             _check_run_live_button(page, live.nth(i))
     # the page names its icon, and the site serves it (so the browser's own /favicon.ico guess is not needed)
@@ -285,25 +298,20 @@ def test_page_loads_offline(watch: tuple[Any, Watch], server: str, path: str) ->
 
 
 def _check_run_live_button(page: Any, root: Any) -> None:
-    """The calculator's "Run live" swaps its snapshot for the site's live REPL, given exactly this cell's code
-    (the REPL is stubbed out here: test_every_calculator_runs_live runs the same code in the live kernel)."""
+    """The calculator's "Run live" puts a live area in its snapshot's place, which runs exactly this cell's code
+    (the page's worker is stubbed out here and shows the code it runs: test_every_calculator_runs_live runs the
+    same code in the real one)."""
     code = json.loads(root.get_attribute("data-code"))
     root.locator(".llmcourse-live-run").click()
-    assert root.get_attribute("data-state") == "starting"
-    src, snapshot_hidden = root.evaluate("""r => {
+    assert root.get_attribute("data-state") in ("starting", "live")  # the stub starts at once
+    page.wait_for_function("r => r.dataset.state !== 'starting'", arg=root.element_handle(), timeout=20_000)
+    assert root.get_attribute("data-state") == "live", root.inner_text()
+    shown, snapshot_hidden = root.evaluate("""r => {
         const cell = r.closest('.llmcourse-live-cell'), snapshot = cell.querySelector('.llmcourse-snapshot');
-        return [cell.querySelector('iframe.llmcourse-live-frame').getAttribute('src'), !snapshot || snapshot.hidden];
+        return [cell.querySelector('.llmcourse-live-output pre').textContent, !snapshot || snapshot.hidden];
     }""")
     assert snapshot_hidden  # the live calculator takes the snapshot's place
-    repl = page.evaluate("(u) => new URL(u, document.baseURI).pathname", root.get_attribute("data-repl"))
-    assert repl == "/lite/repl/index.html", repl
-    url = urlsplit(src)
-    query = parse_qs(url.query)
-    assert (url.path.split("/")[-3:], query["kernel"], query["code"]) == (
-        ["lite", "repl", "index.html"],
-        ["python"],
-        [code],
-    ), src
+    assert shown == code
 
 
 def _result_rows(scope: Any) -> list[tuple[str, str]]:
@@ -330,8 +338,8 @@ def _change_and_read(
     raise AssertionError(f"the live calculator did not show {expected} within {within} s; it shows {rows}")
 
 
-def _text_box(frame: Any, scope: Any, label: str) -> Any:
-    return scope.locator(".widget-text").filter(has=frame.locator("label", has_text=label)).locator("input")
+def _text_box(page: Any, scope: Any, label: str) -> Any:
+    return scope.locator(".widget-text").filter(has=page.locator("label", has_text=label)).locator("input")
 
 
 def calculator_cells() -> list[tuple[str, int, str]]:
@@ -367,15 +375,15 @@ def _without_wall_time(rows: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 @pytest.mark.slow
-def test_live_first_estimate(live: LiveConsole, watch: tuple[Any, Watch], request: pytest.FixtureRequest) -> None:
+def test_live_first_estimate(live: LivePage, watch: tuple[Any, Watch], request: pytest.FixtureRequest) -> None:
     """The first chapter's calculator, started by "Run live", agrees with the package, then recomputes."""
     from llmcourse.widgets import SNAPSHOT_NOTE
     from llmcourse.widgets.first_estimate import serving_plan_calculator
 
     _context, w = watch
-    _timing(request, "first live widget (Run live on book/00_first_estimate.html)", live.ready)
-    frame = live.frame
-    cell = frame.locator(CELLS).nth(0)  # the cell the page's own "Run live" ran
+    _timing(request, "first live widget, from the click (Run live on book/00_first_estimate.html)", live.ready)
+    page = live.page
+    cell = page.locator(".llmcourse-live-output").nth(0)  # the cell the page's own "Run live" ran
     calc = serving_plan_calculator()
     start = list(calc.rows)
     assert _result_rows(cell) == start  # the live start agrees with the package
@@ -383,19 +391,19 @@ def test_live_first_estimate(live: LiveConsole, watch: tuple[Any, Watch], reques
     cell.get_by_text(SNAPSHOT_NOTE).wait_for(state="hidden", timeout=10_000)
     longer = list(calc.set(prompt=4000).rows)  # computed here, by llmcourse in CPython
     assert longer != start
-    box = _text_box(frame, cell, "Prompt tokens")
+    box = _text_box(page, cell, "Prompt tokens")
     _rows, dt = _change_and_read(cell, lambda: (box.fill("4000"), box.press("Enter")), longer)
     _timing(request, "recompute after typing a prompt length", dt)
     int4 = list(calc.set(precision="int4").rows)
     assert int4 != longer
-    select = cell.locator(".widget-dropdown").filter(has=frame.locator("label", has_text="Precision")).locator("select")
+    select = cell.locator(".widget-dropdown").filter(has=page.locator("label", has_text="Precision")).locator("select")
     _rows, dt = _change_and_read(cell, lambda: select.select_option("int4"), int4)
     _timing(request, "recompute after choosing a precision", dt)
     assert w.clean() == ([], [], []), w.clean()
 
 
 @pytest.mark.slow
-def test_live_tokens(live: LiveConsole, watch: tuple[Any, Watch], request: pytest.FixtureRequest) -> None:
+def test_live_tokens(live: LivePage, watch: tuple[Any, Watch], request: pytest.FixtureRequest) -> None:
     from llmcourse.widgets.tokens import traffic_calculator
 
     _context, w = watch
@@ -405,7 +413,7 @@ def test_live_tokens(live: LiveConsole, watch: tuple[Any, Watch], request: pytes
     assert _result_rows(cell) == start
     busier = list(calc.set(requests_per_day=1_234_567).rows)  # computed here, by llmcourse in CPython
     assert busier != start
-    box = _text_box(live.frame, cell, "Requests per day")
+    box = _text_box(live.page, cell, "Requests per day")
     _rows, dt = _change_and_read(cell, lambda: (box.fill("1234567"), box.press("Enter")), busier)
     _timing(request, "recompute after typing requests per day", dt)
     assert w.clean() == ([], [], []), w.clean()
@@ -418,7 +426,7 @@ def test_live_tokens(live: LiveConsole, watch: tuple[Any, Watch], request: pytes
     ids=lambda v: v if isinstance(v, str) and v.endswith(".html") else str(v) if isinstance(v, int) else "",
 )
 def test_every_calculator_runs_live(
-    live: LiveConsole,
+    live: LivePage,
     watch: tuple[Any, Watch],
     server: str,
     path: str,
@@ -443,17 +451,17 @@ def test_every_calculator_runs_live(
     else:  # the estimate drill: the same first question, and the planner's own answer passes
         cell, dt = live.run(code, shows=".widget-html")
         cell.get_by_text(here.problem.text).wait_for(timeout=30_000)
-        box = _text_box(live.frame, cell, "Answer")
+        box = _text_box(live.page, cell, "Answer")
         box.fill(here.problem.answer_text)
         box.press("Enter")
         cell.locator("button", has_text="Check").click()
         cell.get_by_text("Pass:").first.wait_for(timeout=30_000)
-    _timing(request, f"calculator run in the live kernel, {path}#{index}", dt)
+    _timing(request, f"calculator run in the live Python, {path}#{index}", dt)
     assert w.clean() == ([], [], []), w.clean()
 
 
 @pytest.mark.slow
-def test_live_queueing_simulation(live: LiveConsole, watch: tuple[Any, Watch], request: pytest.FixtureRequest) -> None:
+def test_live_queueing_simulation(live: LivePage, watch: tuple[Any, Watch], request: pytest.FixtureRequest) -> None:
     """The queueing calculator simulates 10,000 requests in the browser and gets the same percentiles as
     CPython here for the same seed (the simulation uses only the standard library's seeded random)."""
     from llmcourse.widgets.queueing import queueing_calculator
@@ -465,7 +473,7 @@ def test_live_queueing_simulation(live: LiveConsole, watch: tuple[Any, Watch], r
     assert _without_wall_time(_result_rows(cell)) == start
     longer = list(calc.set(answer_tokens=400).rows)
     assert _without_wall_time(longer) != start
-    box = _text_box(live.frame, cell, "Mean answer tokens")
+    box = _text_box(live.page, cell, "Mean answer tokens")
     _rows, dt = _change_and_read(
         cell, lambda: (box.fill("400"), box.press("Enter")), longer, within=60, key=_without_wall_time
     )

@@ -1,0 +1,223 @@
+"""The live calculators' Python side in the reader's browser: ipywidgets with no Jupyter kernel.
+
+A live calculator in the published book runs its chapter cell with this package under Pyodide, in a
+Web Worker of the page (``_ext/static/live_worker.js``). There is no Jupyter kernel and no IPython:
+starting IPython in the browser costs more than the whole package, and a calculator needs only the
+widgets' messages. This module is what stands in for the kernel:
+
+* :func:`install` gives ``ipywidgets`` what it imports from IPython (``get_ipython``, ``display``,
+  ``clear_output``, ``InteractiveShell``) when IPython is not installed, and makes every widget's
+  comm a :class:`PageComm`, whose messages go to the page's widget manager (the same Jupyter widgets
+  HTML manager that draws the book's snapshots) through one ``post`` function;
+* :func:`run` runs a cell as Jupyter would, in a fresh namespace, and *displays* its last expression:
+  a widget (or a calculator, through its ``_ipython_display_``) becomes a display message naming the
+  widget's model;
+* :func:`receive` hands a message from the page (a control the reader changed) to its widget, as a
+  kernel's comm manager does; the page is told when it has been handled (its manager throttles on it).
+
+The messages are those of the Jupyter widgets protocol (version 2), as JSON text: ``comm_open``,
+``comm_msg`` and ``comm_close`` with ``comm_id``, ``data``, ``metadata`` and, for a message sent while a
+page message is handled, the ``parent_header`` naming it (the page drops the echo of its own change).
+
+Examples
+--------
+In CPython, with a list standing in for the page:
+
+>>> import json
+>>> from llmcourse import _live
+>>> sent = []
+>>> _live.install(lambda text, buffers, out=sent: out.append(json.loads(text)))
+>>> error = _live.run("import ipywidgets as w\\nw.IntSlider(value=3, description='Batch')", run_id=1)
+>>> error is None
+True
+>>> [m["msg_type"] for m in sent][-1]
+'display'
+>>> slider = next(m for m in sent if m.get("data", {}).get("state", {}).get("_model_name") == "IntSliderModel")
+>>> slider["data"]["state"]["value"]
+3
+>>> _live.uninstall()
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import sys
+import traceback
+import types
+import uuid
+from collections.abc import Callable, Sequence
+from typing import Any
+
+#: ``post(json_text, buffers)``: sends one message to the page (set by :func:`install`).
+Post = Callable[[str, Sequence[bytes]], None]
+
+_post: Post | None = None
+_run_id: int | None = None  # the cell being run: its display messages go to its place in the page
+_parent: dict[str, str] | None = None  # the page message being handled (its echo is marked with it)
+
+
+def _send(msg: dict[str, Any], buffers: Sequence[Any] | None = None) -> None:
+    if _post is None:
+        return  # not connected (before install, after uninstall): there is no page to tell
+    if _parent is not None:
+        msg["parent_header"] = _parent
+    _post(json.dumps(msg), [bytes(b) for b in buffers or ()])
+
+
+def display(*objs: Any, **_kwargs: Any) -> None:
+    """Show objects in the page: a widget by its model, anything else as text (IPython's ``display``)."""
+    for obj in objs:
+        show = getattr(obj, "_ipython_display_", None)
+        if callable(show):
+            show()
+            continue
+        bundle = getattr(obj, "_repr_mimebundle_", None)
+        data = bundle() if callable(bundle) else None
+        if isinstance(data, tuple):
+            data = data[0]
+        if not data:
+            data = {"text/plain": repr(obj)}
+        _send({"msg_type": "display", "run": _run_id, "data": data})
+
+
+def clear_output(wait: bool = False) -> None:
+    """IPython's ``clear_output``: nothing to clear in the page (a calculator redraws its own widgets)."""
+
+
+class _NoShell:
+    """Stands in for IPython's ``InteractiveShell`` (only the Output widget's ``append_display_data`` uses it)."""
+
+    @classmethod
+    def instance(cls) -> Any:
+        raise RuntimeError("the live page has no IPython shell: show results in widgets, not an Output widget")
+
+
+def _stub_ipython() -> None:
+    """The part of IPython that ipywidgets imports, when IPython is not installed."""
+    modules = {name: types.ModuleType(name) for name in ("IPython", "IPython.display", "IPython.core")}
+    modules["IPython.core.interactiveshell"] = types.ModuleType("IPython.core.interactiveshell")
+    modules["IPython"].get_ipython = lambda: None  # type: ignore[attr-defined]
+    modules["IPython"].display = modules["IPython.display"]  # type: ignore[attr-defined]
+    modules["IPython"].core = modules["IPython.core"]  # type: ignore[attr-defined]
+    modules["IPython"].__path__ = []  # a package, so that its submodules import
+    modules["IPython.core"].__path__ = []
+    modules["IPython.core"].interactiveshell = modules["IPython.core.interactiveshell"]  # type: ignore[attr-defined]
+    modules["IPython.display"].display = display  # type: ignore[attr-defined]
+    modules["IPython.display"].clear_output = clear_output  # type: ignore[attr-defined]
+    modules["IPython.core.interactiveshell"].InteractiveShell = _NoShell  # type: ignore[attr-defined]
+    sys.modules.update(modules)
+
+
+def _page_comm() -> type:
+    from comm.base_comm import BaseComm
+
+    class PageComm(BaseComm):
+        """A widget's comm whose messages go to the page."""
+
+        def publish_msg(
+            self,
+            msg_type: str,
+            data: dict[str, Any] | None = None,
+            metadata: dict[str, Any] | None = None,
+            buffers: Sequence[Any] | None = None,
+            **keys: Any,
+        ) -> None:
+            msg = {"msg_type": msg_type, "comm_id": self.comm_id, "data": data or {}, "metadata": metadata or {}}
+            msg.update({k: v for k, v in keys.items() if k in ("target_name", "target_module")})
+            _send(msg, buffers)
+
+    return PageComm
+
+
+def install(post: Post) -> None:
+    """Connect ipywidgets to the page: every message goes out through ``post(json_text, buffers)``.
+
+    Call it before the first widget is made. Where IPython is not installed (the browser), the names
+    ipywidgets imports from it are provided here; where it is (CPython), IPython itself is left alone.
+    """
+    global _post
+    _post = post
+    os.environ.setdefault("JUPYTER_WIDGETS_ECHO", "1")
+    try:
+        import IPython  # noqa: F401
+    except ImportError:
+        _stub_ipython()
+    import comm
+
+    page_comm = _page_comm()
+    comm.create_comm = page_comm  # type: ignore[assignment]
+    import ipywidgets
+
+    ipywidgets.register_comm_target()
+
+
+def uninstall() -> None:
+    """Disconnect: widgets made from now on get the ``comm`` package's own comm again (for tests)."""
+    global _post
+    import comm
+
+    _post = None
+    comm.create_comm = comm._create_comm
+
+
+def run(code: str, run_id: int) -> str | None:
+    """Run a cell as Jupyter would (a fresh namespace; its last expression displayed).
+
+    Returns None, or the error as the traceback of the cell's own lines (for the page to show).
+    """
+    global _run_id
+    _run_id = run_id
+    namespace: dict[str, Any] = {"__name__": "__live__"}
+    try:
+        tree = ast.parse(code, "<live calculator>")
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        exec(compile(tree, "<live calculator>", "exec"), namespace)
+        if last is not None:
+            value = eval(compile(ast.Expression(last.value), "<live calculator>", "eval"), namespace)
+            if value is not None:
+                display(value)
+    except Exception as exc:
+        frames = traceback.extract_tb(exc.__traceback__)[1:]  # not this function's own frame
+        return "".join(traceback.format_list(frames) + traceback.format_exception_only(exc)).rstrip()
+    finally:
+        _run_id = None
+    return None
+
+
+def _bytes(buffer: Any) -> bytes:
+    """A buffer from the page as bytes (in Pyodide, a JavaScript typed array arrives as a proxy)."""
+    to_bytes = getattr(buffer, "to_bytes", None)
+    return to_bytes() if callable(to_bytes) else bytes(buffer)
+
+
+def receive(text: str, buffers: Sequence[Any] = ()) -> None:
+    """Hand one message from the page to its widget (a reader's change, or the page closing a comm).
+
+    ``text`` is JSON: ``{"msg_type": "comm_msg" | "comm_close", "msg_id", "comm_id", "data"}``.
+    """
+    global _parent
+    import comm
+
+    msg = json.loads(text)
+    manager = comm.get_comm_manager()
+    target = manager.get_comm(msg["comm_id"])
+    if target is None:
+        return  # a comm already closed on this side
+    _parent = {"msg_id": msg.get("msg_id") or uuid.uuid4().hex}
+    kernel_msg = {
+        "header": {"msg_id": _parent["msg_id"], "msg_type": msg["msg_type"]},
+        "parent_header": {},
+        "metadata": {},
+        "content": {"comm_id": msg["comm_id"], "data": msg.get("data") or {}},
+        "buffers": [memoryview(_bytes(b)) for b in buffers],
+    }
+    try:
+        if msg["msg_type"] == "comm_close":
+            target.handle_close(kernel_msg)
+            manager.unregister_comm(target)
+        else:
+            target.handle_msg(kernel_msg)
+    finally:
+        _parent = None
