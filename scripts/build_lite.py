@@ -14,7 +14,8 @@ request to any other host:
   file names (or those pinned below), and ``llmcourse`` itself is built as a wheel from this checkout;
   each is compiled to CPython 3.14 bytecode once (by Pyodide, in node), so the browser does not;
 * each wheel is written into the lock file with its file name and real sha256, and ``live.json``
-  names the packages a live start loads (in parallel) and their size.
+  names the packages a live start loads (in parallel), those it imports straight from their wheel
+  (ZIPIMPORT), and their size.
 
 The runtime is written to ``_build/lite`` (``pyodide/`` and ``live.json``); the book's Sphinx extension
 (``_ext/live_calculators.py``) copies it into ``_build/html/lite``, and the page's worker
@@ -49,6 +50,11 @@ FROM_LOCK = [
     "mpmath",
     "typing-extensions",
 ]
+# Imported straight from their wheels (zipimport: a module is decompressed when it is first imported), not
+# unpacked into the browser's file system at every start: sympy is most of the wheels' files, and a live
+# calculator imports a part of it. Only packages that read no data files next to their modules qualify
+# (pint and llmcourse do read them).
+ZIPIMPORT = ("sympy", "mpmath")
 PINNED = {
     "comm": "0.2.3",
     "ipywidgets": "8.1.9",
@@ -272,7 +278,12 @@ def build_site() -> None:
     (pyo / "pyodide-lock.json").write_text(json.dumps(lock))
     size = sum(f.stat().st_size for f in pyo.iterdir() if f.is_file())
     imports = sorted({i for n in packages for i in lock["packages"][n]["imports"]})
-    manifest = {"packages": packages, "imports": imports, "bytes": size}
+    manifest = {
+        "packages": [n for n in packages if n not in ZIPIMPORT],
+        "zipimport": [lock["packages"][n]["file_name"] for n in packages if n in ZIPIMPORT],
+        "imports": imports,
+        "bytes": size,
+    }
     (OUT / "live.json").write_text(json.dumps(manifest, indent=1))
     stamp.write_text(digest)
     print(f"built the live runtime {OUT} in {time.time() - t0:.0f} s: {size / 1e6:.1f} MB, {len(packages)} wheels")

@@ -1,6 +1,6 @@
 """How fast the live calculators start and recompute, measured in headless chromium, offline.
 
-    .venv/bin/python scripts/measure_live.py [SITE] [--updates N]     # SITE defaults to _build/html
+    .venv/bin/python scripts/measure_live.py [SITE] [--updates N] [--repeat N]    # SITE: _build/html
 
 Serves the built book on 127.0.0.1 and prints:
 
@@ -8,7 +8,8 @@ Serves the built book on 127.0.0.1 and prints:
 * the first live calculator: in another fresh context, a chapter is opened and "Run live" clicked; the
   time from the click to the live widget (the page's own clock, ``data-ready-ms``), its start-up steps
   (the worker's own clock), and the bytes it downloaded; then a second calculator on another page of the
-  same browser (its files in the browser's cache), from its click;
+  same browser (its files in the browser's cache), from its click. Both are repeated (``--repeat``),
+  alternating with the floor, and the medians compared;
 * each calculator's recompute on the page's own clock: every calculator the book offers live is run in
   the first page's live Python (``llmcourseLive.run``), then one of its controls is set N times to a new
   valid value (the control and values ``scripts/benchmark.py``'s UPDATES uses in CPython), through the
@@ -91,6 +92,11 @@ def serve(site: Path) -> tuple[socketserver.TCPServer, str, list[int]]:
     return srv, f"http://127.0.0.1:{srv.server_address[1]}", served
 
 
+def _count(nbytes: dict[str, int], response) -> None:
+    """Bytes of each response, by URL (a file seen twice is counted once)."""
+    nbytes[response.url.split("?")[0]] = int(response.headers.get("content-length") or 0)
+
+
 def live_cells(site: Path) -> list[tuple[str, str]]:
     """(page, code) of every calculator the built book offers to run live."""
     out = []
@@ -118,6 +124,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("site", nargs="?", default=str(ROOT / "_build" / "html"))
     ap.add_argument("--updates", type=int, default=20, help="recomputes timed per calculator")
+    ap.add_argument("--repeat", type=int, default=3, help="start-ups timed (each in fresh browser contexts)")
     args = ap.parse_args()
     site = Path(args.site)
     srv, base, served = serve(site)
@@ -133,16 +140,7 @@ def main() -> None:
             c.on("request", lambda r: None if r.url.startswith((base, "data:", "blob:")) else external.append(r.url))
             return c
 
-        page = context().new_page()
-        page.goto(f"{base}/book/intro.html")
-        bare = page.evaluate(BARE_PYODIDE_JS, base)
-        print(f"bare Pyodide start, blank page, cold cache: {bare:.2f} s")
-
-        c = context()
-        nbytes: dict[str, int] = {}
-        c.on("response", lambda r: nbytes.__setitem__(r.url.split("?")[0], int(r.headers.get("content-length") or 0)))
-
-        def start_live(path: str):
+        def start_live(c, path: str):
             page = c.new_page()
             page.goto(f"{base}/{path}", wait_until="load")
             page.locator(".llmcourse-live-run").first.click()
@@ -152,18 +150,38 @@ def main() -> None:
             root = page.locator(".llmcourse-live").first
             return page, int(root.get_attribute("data-ready-ms")) / 1000, root.get_attribute("data-state")
 
-        first, ready, state = start_live("book/00_first_estimate.html")
-        print(f"first live calculator, from its click: {ready:.2f} s ({state}) = {ready / bare:.2f}x the bare start")
-        for name, secs in first.evaluate("window.llmcourseLive.steps"):
-            print(f"  {secs:6.2f} s  {name}")
-        print(f"  downloaded {sum(nbytes.values()) / 1e6:.1f} MB in {len(nbytes)} files")
-        served[0] = 0
-        second, ready2, state2 = start_live("book/10_queueing.html")
+        bares, firsts, seconds = [], [], []
+        for rep in range(args.repeat):  # alternated, so that a busy moment of the machine hits both
+            page = context().new_page()
+            page.goto(f"{base}/book/intro.html")
+            bares.append(page.evaluate(BARE_PYODIDE_JS, base))
+            page.context.close()
+            c = context()
+            nbytes: dict[str, int] = {}
+            c.on("response", functools.partial(_count, nbytes))
+            first, ready, state = start_live(c, "book/00_first_estimate.html")
+            firsts.append(ready)
+            steps = first.evaluate("window.llmcourseLive.steps")
+            served[0] = 0
+            second, ready2, state2 = start_live(c, "book/10_queueing.html")
+            seconds.append(ready2)
+            second.close()
+            print(
+                f"run {rep + 1}: bare Pyodide start {bares[-1]:.2f} s (blank page, fresh context); first live "
+                f"calculator {ready:.2f} s from its click ({state}; "
+                + ", ".join(f"{name} {secs:.2f} s" for name, secs in steps)
+                + f"; {sum(nbytes.values()) / 1e6:.1f} MB in {len(nbytes)} files); a second one on another page "
+                f"{ready2:.2f} s ({state2}; the server sent {served[0] / 1e6:.1f} MB)"
+            )
+            if rep < args.repeat - 1:
+                c.close()
+        bare, ready, ready2 = (statistics.median(x) for x in (bares, firsts, seconds))
+        print(f"median of {args.repeat}: bare Pyodide start {bare:.2f} s")
+        print(f"  first live calculator, from its click: {ready:.2f} s = {ready / bare:.2f}x the bare start")
         print(
-            f"second live calculator, another page, same browser: {ready2:.2f} s ({state2}) = {ready2 / bare:.2f}x "
-            f"the bare start; the server sent {served[0] / 1e6:.1f} MB (the rest from the browser's cache)"
+            f"  second live calculator, another page, same browser: {ready2:.2f} s = {ready2 / bare:.2f}x the bare "
+            f"start, {ready2 / ready:.2f}x the first"
         )
-        second.close()
 
         print(f"recompute on the page's clock, change -> last DOM change ({args.updates} per calculator, ms):")
         plan = updates()

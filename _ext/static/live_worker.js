@@ -31,8 +31,16 @@ async function init(lite) {
   const index = new URL("pyodide/", lite).href;
   const manifest = fetch(new URL("live.json", lite)).then((r) => r.json());
   const { loadPyodide } = await import(index + "pyodide.mjs");
-  // The wheels download while the runtime starts (Pyodide's `packages` option).
-  const py = await loadPyodide({ indexURL: index, packages: (await manifest).packages, env: { HOME: "/home/pyodide" } });
+  const { packages, zipimport } = await manifest;
+  // Wheels imported as zip archives (sympy, mpmath): fetched while the runtime starts, put on sys.path as they are.
+  const zips = zipimport.map((name) => fetch(index + name).then((r) => r.arrayBuffer()).then((b) => [name, b]));
+  // The other wheels download while the runtime starts, and are unpacked (Pyodide's `packages` option).
+  const py = await loadPyodide({ indexURL: index, packages, env: { HOME: "/home/pyodide" } });
+  py.FS.mkdirTree("/lib/live");
+  for (const [name, bytes] of await Promise.all(zips)) {
+    py.FS.writeFile("/lib/live/" + name, new Uint8Array(bytes));
+    py.runPython(`import sys; sys.path.insert(0, "/lib/live/${name}")`);
+  }
   step("Python (Pyodide) and the packages");
   py.pyimport("llmcourse");
   step("llmcourse (sympy, pint)");

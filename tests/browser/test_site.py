@@ -245,6 +245,7 @@ def test_site_has_pages() -> None:
     assert "llmcourse" in manifest["packages"] and "ipywidgets" in manifest["packages"]
     for name in manifest["packages"]:
         assert (SITE / "lite" / "pyodide" / lock[name]["file_name"]).exists(), name
+    assert manifest["zipimport"] and all((SITE / "lite" / "pyodide" / f).exists() for f in manifest["zipimport"])
     # the icon at the root, for the browser's own /favicon.ico request on the root redirect page
     assert (SITE / "favicon.ico").read_bytes()[:4] == b"\x00\x00\x01\x00"
 
