@@ -9,7 +9,10 @@
 
   // The Jupyter widgets HTML manager still calls MathJax 2's MathJax.Hub.Queue; the book loads MathJax 3.
   const pending = [];
+  // MathJax 3's delimiters (the book sets no others): $$...$$, \(...\), \[...\]
+  const hasMath = (el) => !el || /\$\$|\\\(|\\\[/.test(el.textContent);
   function typeset(el) {
+    if (!hasMath(el)) return;  // a widget's HTML with no equation (most updates): nothing to typeset
     const MJ = window.MathJax;
     if (MJ && MJ.typesetPromise) MJ.typesetPromise(el ? [el] : undefined).catch(() => {});
     else pending.push(el);
