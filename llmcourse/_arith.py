@@ -53,7 +53,7 @@ def _over(q: Any, x: Any) -> Any:
 
 
 def _same(q: Any, r: Any) -> bool:
-    return _plain_q(q) and _plain_q(r) and q._units == r._units
+    return _plain_q(q) and _plain_q(r) and (q._units is r._units or q._units == r._units)
 
 
 def _plus(q: Any, r: Any) -> Any:
@@ -75,6 +75,13 @@ def _greater(q: Any, r: Any) -> bool:
     if _same(q, r):
         return q._magnitude > r._magnitude
     return bool(q > r)
+
+
+def _at_most(q: Any, r: Any) -> bool:
+    """``q <= r`` for two quantities, as pint compares them."""
+    if _same(q, r):
+        return q._magnitude <= r._magnitude
+    return bool(q <= r)
 
 
 def _ratio(q: Any, r: Any) -> float:

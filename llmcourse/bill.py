@@ -34,6 +34,7 @@ from typing import Any
 
 import pint
 
+from llmcourse._arith import _over, _times
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import Cost, costs, gpus, hardware_prices
 from llmcourse.errors import InputError, UnknownNameError
@@ -79,10 +80,19 @@ def default_cost(kind: str) -> Any:
     >>> default_cost("electricity").name, default_cost("pue").value.m
     ('US industrial average', 1.58)
     """
+    got = _DEFAULT_ROWS.get(kind)
+    if got is not None:
+        return got
     found = [c for c in costs.values() if c.kind == kind and c.default]
     if len(found) != 1:
         raise InputError(f"no default {kind!r} row in costs.csv: kinds with a default are 'electricity' and 'pue'.")
+    _DEFAULT_ROWS[kind] = found[0]
     return found[0]
+
+
+#: The default row of each kind, found once: the catalog is read-only (a look-up by name normalises the name,
+#: so reading every row of costs.csv at each bill was a tenth of a bill's time).
+_DEFAULT_ROWS: dict[str, Cost] = {}
 
 
 def _api_per_output_token(output: pint.Quantity, input_: pint.Quantity, rep: Replica) -> pint.Quantity:
@@ -90,8 +100,8 @@ def _api_per_output_token(output: pint.Quantity, input_: pint.Quantity, rep: Rep
     replica's prompt and answer lengths (formula ``api_price_per_output_token``)."""
     return to(
         F["api_price_per_output_token"](
-            api_output_price=output / _MILLION,
-            api_input_price=input_ / _MILLION,
+            api_output_price=_over(output, _MILLION),
+            api_input_price=_over(input_, _MILLION),
             prompt_tokens=rep.prompt_tokens,
             answer_tokens=rep.answer_tokens,
         ),
@@ -393,7 +403,8 @@ def bill(
             f"{rep.gpu} has no purchase price in hardware_prices.csv: pass gpu_price=Q_(30_000, 'USD') "
             "(and server_price=), or own=False to rent."
         )
-    life = n_years * 12 * HOURS_PER_MONTH  # a year of 12 always-on months (8,760 hours), as the fleet chapter bills
+    # n_years * 12 * HOURS_PER_MONTH: a year of 12 always-on months (8,760 hours), as the fleet chapter bills
+    life = _times(HOURS_PER_MONTH, n_years * 12)
     hardware = dict(gpu_price=c_gpu, server_price=c_srv if c_srv is not None else _NO_USD, service_life=life)
     if c_gpu is not None:
         capital = to(F["capital_rate"](**hardware), _USD_H)
@@ -447,7 +458,7 @@ def bill(
             return share if 0 < share <= 1 else None
 
         out.update(
-            api_price_per_million=to(per_token * _MILLION, _USD),
+            api_price_per_million=to(_times(per_token, _MILLION), _USD),
             api_output_price_per_million=to(p_out, _USD),
             api_input_price_per_million=p_in,
             api_name=api_name,
@@ -472,12 +483,12 @@ def bill(
         utilisation=u,
         own=own,
         throughput=x,
-        tokens_per_s=to(x * u * replicas, _PER_S),
+        tokens_per_s=to(_times(_times(x, u), replicas), _PER_S),
         gpu_power=tdp,
         gpu_draw=draw,
         site_power=site_w,
         site_power_full=site_full,
-        energy_per_million=to(per_tok * _MILLION, _KWH),
+        energy_per_million=to(_times(per_tok, _MILLION), _KWH),
         token_efficiency=to(eff, _PER_J),
         gpus_per_megawatt=per_mw,
         years=n_years,

@@ -48,6 +48,7 @@ from typing import Any
 
 import pint
 
+from llmcourse._arith import _at_most
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Link, Model, gpus, links, models
 from llmcourse.errors import InputError
@@ -59,12 +60,14 @@ from llmcourse.planner import (
     Replica,
     _check_positions,
     _decode_steps,
+    _largest_within,
+    _replica_at,
     kv_bytes_per_sequence,
     largest_batch,
     plan,
     replica,
 )
-from llmcourse.units import Q_, parsed_unit, plain_number, to
+from llmcourse.units import Q_, parsed_unit, plain_number, quantity, to
 
 __all__ = [
     "Comparison",
@@ -213,11 +216,11 @@ class Disaggregated:
 
     @property
     def ttft_met(self) -> bool:
-        return bool(self.ttft <= self.brief.ttft_target)
+        return _at_most(self.ttft, self.brief.ttft_target)
 
     @property
     def tpot_met(self) -> bool:
-        return bool(self.tpot <= self.brief.tpot_target)
+        return _at_most(self.tpot, self.brief.tpot_target)
 
     @property
     def meets_targets(self) -> bool:
@@ -273,6 +276,29 @@ def _refuse_percentiles(brief: Brief, fn: str) -> None:
             "give targets on the mean (ttft_percentile=None, tpot_percentile=None), or use plan() to size "
             "aggregated replicas to percentile targets by simulating their queue."
         )
+
+
+#: The decode pool's assumptions for each of the pool's (its requests arrive prefilled), by the id of the
+#: assumptions (kept beside, to check): Assumptions.replace checks and names the copy, the same copy each time.
+_DECODE_ASSUMPTIONS: dict[int, tuple[Assumptions, Assumptions]] = {}
+
+
+def _decode_assumptions(a: Assumptions) -> Assumptions:
+    """``a.replace(count_prefill=False, prefill_interference=False)``, made once per assumptions object.
+
+    Examples
+    --------
+    >>> from llmcourse.assumptions import resolve
+    >>> _decode_assumptions(resolve("course")).name
+    'course (count_prefill=False, prefill_interference=False)'
+    """
+    got = _DECODE_ASSUMPTIONS.get(id(a))
+    if got is not None and got[0] is a:
+        return got[1]
+    dec = a.replace(count_prefill=False, prefill_interference=False)
+    if len(_DECODE_ASSUMPTIONS) < 256:  # the presets and a few of a reader's own
+        _DECODE_ASSUMPTIONS[id(a)] = (a, dec)
+    return dec
 
 
 def _need_fit(rep: Replica, role: str, keyword: str) -> None:
@@ -335,15 +361,13 @@ def disaggregated(
         expert_parallel=prefill_expert_parallel, batch=1, assumptions=a, **common,
     )  # fmt: skip
     _need_fit(pre, "prefill", "prefill_tensor_parallel")
-    # the decode replica: its requests arrive prefilled, so none of their prefill is charged to it
-    a_dec = a.replace(count_prefill=False, prefill_interference=False)
-
-    def dec_at(b: int | None) -> Replica:
-        return replica(
-            m, g, tensor_parallel=decode_tensor_parallel, data_parallel=decode_data_parallel,
-            expert_parallel=decode_expert_parallel, batch=b, assumptions=a_dec, **common,
-        )  # fmt: skip
-
+    # the decode replica: its requests arrive prefilled, so none of their prefill is charged to it; replica()'s
+    # checks and set-up once, then its largest batch here and the chosen batch below
+    a_dec = _decode_assumptions(a)
+    dec_at = _replica_at(
+        m, g, tensor_parallel=decode_tensor_parallel, data_parallel=decode_data_parallel,
+        expert_parallel=decode_expert_parallel, assumptions=a_dec, **common,
+    )  # fmt: skip
     top = dec_at(None)
     _need_fit(top, "decode", "decode_tensor_parallel")
     n_pre, n_dec = pre.n_gpus, top.n_gpus
@@ -352,7 +376,7 @@ def disaggregated(
 
     t_pre = pre.first_prefill.time
     handoff = kv_handoff(m, p, link=lk, kv_lanes=_kv_lanes(pre, top), kv_bytes=kv_bytes, assumptions=a)
-    overhead = Q_(a.request_overhead_ms, _MS)
+    overhead = quantity(a.request_overhead_ms, _MS)  # Q_(a.request_overhead_ms, _MS), without pint's checks
     lam_s, t_s = float(to(lam, _PER_S).m), float(to(t_pre, _S).m)
     over_s, handoff_s = float(to(overhead, _S).m), float(to(handoff, _S).m)
 
@@ -401,7 +425,13 @@ def disaggregated(
     step_at = _decode_steps(m, g, **shape, step_time_only=True)
 
     if r_given is None:
-        b = max(1, largest_batch(lambda b: step_at(b) <= brief.tpot_target, top.max_batch))
+        target = brief.tpot_target
+        if hasattr(dec_at, "tpot_ms") and type(target) is Q_ and target._units == _MS._units:
+            # the replica's own time per token, in ms: its decode step alone (no prefill charged to it), the same
+            # float as step_at's, compared as pint compares two quantities in ms
+            b = max(1, _largest_within(dec_at.tpot_ms, target._magnitude, top.max_batch))
+        else:
+            b = max(1, largest_batch(lambda b: step_at(b) <= target, top.max_batch))
         dec = dec_at(b)
         r = int(F["gpus_for_rate"](request_rate=lam, headroom=a.headroom, rps_per_gpu=dec.requests_per_second).m)
     else:

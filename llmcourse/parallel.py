@@ -147,12 +147,29 @@ def layout(
             f"data_parallel={dp} splits attention over groups that share experts; {m.name} is dense, so that is "
             f"{dp} separate replicas: size one replica and let the fleet count them."
         )
-    lk = links[link if link is not None else g.link]
+    lk = _link(link if link is not None else g.link)
     note = ""
     if tp * dp > lk.domain:
         note = f"a group of {tp * dp} GPUs is larger than {lk.name} joins ({lk.domain}): its collectives run over {lk.scale_out}"
-        lk = links[lk.scale_out]
+        lk = _link(lk.scale_out)
     return Layout(tp, dp, pp, ep, lk, note)
+
+
+#: The catalog's links by the names they were asked by (the catalog is read-only; a look-up by name normalises
+#: the name with a regular expression, twice per replica).
+_LINKS_BY_NAME: dict[str, Link] = {}
+
+
+def _link(name: Link | str) -> Link:
+    """``links[name]``, a name's entry looked up once."""
+    if type(name) is not str:
+        return links[name]
+    got = _LINKS_BY_NAME.get(name)
+    if got is None:
+        got = links[name]  # an unknown name raises here, as links[] says
+        if len(_LINKS_BY_NAME) < 256:
+            _LINKS_BY_NAME[name] = got
+    return got
 
 
 def _collective(kind: str, lay: Layout, n: int, message: pint.Quantity, a: Assumptions) -> pint.Quantity:

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 import pint
 
-from llmcourse._arith import _greater, _over, _plus, _times
+from llmcourse._arith import _at_most, _greater, _over, _plus, _times
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model, bytes_per_value, gpus, models
 from llmcourse.errors import InputError
@@ -142,6 +142,58 @@ def largest_batch(meets: Callable[[int], bool], top: int) -> int:
     while lo < hi:
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if meets(mid) else (lo, mid - 1)
+    return lo
+
+
+def _largest_within(value: Callable[[int], float], target: float, top: int) -> int:
+    """``largest_batch(lambda b: value(b) <= target, top)`` for a ``value`` that grows with the batch (a step's
+    time, a token's time: the time of a batch grows by its own KV reads or FLOPs, far more than a float's
+    rounding): the same batch, found with fewer calls. The batch lies between the largest batch known to meet
+    the target and the smallest known to miss it; the next call is where the line through the two ends' values
+    crosses the target (a step's time is nearly linear in the batch, so 1, ``top``, the crossing and the batch
+    after it usually settle it), or the middle when the line has not halved the bracket (a kink, where the step
+    turns from memory- to compute-bound).
+
+    Examples
+    --------
+    >>> calls = []
+    >>> step = lambda b: calls.append(b) or 10.0 + 0.37 * b  # 40 ms at a batch of 81.1
+    >>> _largest_within(step, 40.0, 4_096), calls
+    (81, [1, 4096, 81, 82])
+    >>> calls.clear()
+    >>> largest_batch(lambda b: step(b) <= 40.0, 4_096), len(calls)
+    (81, 12)
+    >>> _largest_within(lambda b: 50.0 + b, 40.0, 64), _largest_within(lambda b: float(b), 1e9, 64)
+    (0, 64)
+    """
+    top = int(top)
+    if top < 1:
+        return 0
+    v = value(1)
+    if v > target:
+        return 0
+    lo, f_lo, hi, f_hi = 1, v, top + 1, math.inf  # value(lo) <= target < value(hi); hi = top + 1 is never asked
+    if top > 1:
+        v = value(top)
+        if v <= target:
+            return top
+        hi, f_hi = top, v
+    step = "line"
+    while hi - lo > 1:
+        if step == "line":  # where the line through both ends' values crosses the target, inside the bracket
+            mid = min(max(lo + int((target - f_lo) / (f_hi - f_lo) * (hi - lo)), lo + 1), hi - 1)
+        else:
+            mid = lo + 1 if step == "next" else (lo + hi) // 2
+        width = hi - lo
+        v = value(mid)
+        if v <= target:
+            lo, f_lo = mid, v
+        else:
+            hi, f_hi = mid, v
+        if step == "line":  # met: the batch after it; missed: the line again if it halved the bracket
+            step = "next" if v <= target else "line" if 2 * (hi - lo) <= width else "half"
+        else:
+            step = "half" if step == "next" else "line"
     return lo
 
 
@@ -1245,6 +1297,69 @@ def replica(
     >>> round(e.throughput.m), round(e.cost_per_million_output_tokens.m, 2)
     (4387, 0.32)
     """
+    return _replica_setup(
+        model, gpu, tensor_parallel, prompt_tokens, answer_tokens, context_tokens, weight_bytes, kv_bytes,
+        price_per_hour, assumptions, bandwidth_efficiency, compute_efficiency, usable_fraction, cached_prompt_tokens,
+        speculation, pipeline_parallel, data_parallel, expert_parallel, link,
+    )(batch)  # fmt: skip
+
+
+@checked
+def _replica_at(
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    tensor_parallel: int = 1,
+    prompt_tokens: float | None = None,
+    answer_tokens: float | None = None,
+    context_tokens: float | None = None,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    price_per_hour: Any = None,
+    assumptions: Assumptions | str | None = None,
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
+    usable_fraction: float | None = None,
+    cached_prompt_tokens: float = 0,
+    speculation: Any = None,
+    pipeline_parallel: int = 1,
+    data_parallel: int = 1,
+    expert_parallel: int | None = None,
+    link: Any = None,
+) -> Callable[[int | None], Replica]:
+    """``lambda batch: replica(model, gpu, batch=batch, ...)`` for a caller that asks one replica at several
+    batches (a batch it has checked): :func:`replica`'s checks (the same parameters, checked by the same names)
+    and its set-up done once, here, then each batch's replica by replica()'s own path (for a replica without
+    speculation, the function also has ``tpot_ms``: see :func:`_replica_of`)."""
+    return _replica_setup(
+        model, gpu, tensor_parallel, prompt_tokens, answer_tokens, context_tokens, weight_bytes, kv_bytes,
+        price_per_hour, assumptions, bandwidth_efficiency, compute_efficiency, usable_fraction, cached_prompt_tokens,
+        speculation, pipeline_parallel, data_parallel, expert_parallel, link,
+    )  # fmt: skip
+
+
+def _replica_setup(
+    model: Any,
+    gpu: Any,
+    tensor_parallel: Any,
+    prompt_tokens: Any,
+    answer_tokens: Any,
+    context_tokens: Any,
+    weight_bytes: Any,
+    kv_bytes: Any,
+    price_per_hour: Any,
+    assumptions: Any,
+    bandwidth_efficiency: Any,
+    compute_efficiency: Any,
+    usable_fraction: Any,
+    cached_prompt_tokens: Any,
+    speculation: Any,
+    pipeline_parallel: Any,
+    data_parallel: Any,
+    expert_parallel: Any,
+    link: Any,
+) -> Callable[[int | None], Replica]:
+    """:func:`replica` once ``@checked`` has checked its arguments, as a function of the batch."""
     m, g = _model(model), _gpu(gpu)
     a = _replaced(
         resolve(assumptions),
@@ -1255,28 +1370,33 @@ def replica(
     if (speculation if speculation is not None else a.speculation) is not None:
         from llmcourse.speculative import speculative_replica  # it builds on this function
 
-        return speculative_replica(
-            m,
-            g,
-            speculation if speculation is not None else a.speculation,
-            tensor_parallel=tensor_parallel,
-            batch=batch,
-            prompt_tokens=prompt_tokens,
-            answer_tokens=answer_tokens,
-            context_tokens=context_tokens,
-            weight_bytes=weight_bytes,
-            kv_bytes=kv_bytes,
-            price_per_hour=price_per_hour,
-            assumptions=dataclasses.replace(a, speculation=None),  # replace() ignores None values
-            cached_prompt_tokens=cached_prompt_tokens,
-        )
+        spec = speculation if speculation is not None else a.speculation
+
+        def speculative_at(batch: int | None) -> Replica:
+            return speculative_replica(
+                m,
+                g,
+                spec,
+                tensor_parallel=tensor_parallel,
+                batch=batch,
+                prompt_tokens=prompt_tokens,
+                answer_tokens=answer_tokens,
+                context_tokens=context_tokens,
+                weight_bytes=weight_bytes,
+                kv_bytes=kv_bytes,
+                price_per_hour=price_per_hour,
+                assumptions=dataclasses.replace(a, speculation=None),  # replace() ignores None values
+                cached_prompt_tokens=cached_prompt_tokens,
+            )
+
+        return speculative_at
     shape = dict(
         data_parallel=data_parallel, pipeline_parallel=pipeline_parallel, expert_parallel=expert_parallel, link=link
     )
     return _replica_of(
         m, g, a, tensor_parallel, prompt_tokens, answer_tokens, context_tokens, weight_bytes, kv_bytes, price_per_hour,
         cached_prompt_tokens, shape,
-    )(batch)  # fmt: skip
+    )  # fmt: skip
 
 
 def _replica_of(
@@ -1358,13 +1478,18 @@ def _replica_of(
     decoder = _once(lambda: _decoder(m, g, lay, a, kv_ctx, weight_bytes, kv_bytes, cp))
     prefiller = _once(lambda: _prefiller(m, g, lay, a, p, cached_prompt_tokens, weight_bytes, cp))
     first_prefill = _once(lambda: prefiller()(1))
+    first_ms = _once(lambda: _S_MS * prefiller()(1, True))  # first_prefill().time in ms, without the Prefill
+
+    probed: dict[int, tuple[float, float | None]] = {}  # a batch's step and prefill in ms, as tpot_ms found them
 
     def tpot_ms(batch: int) -> float:
         """``at(batch).tpot`` in milliseconds, as a plain float: the step and the batch's prefill alone."""
         step_ms = _S_MS * decoder()(batch, True)
         if not (a.prefill_interference and p is not None):
+            probed[batch] = (step_ms, None)
             return step_ms
-        pre_ms = first_prefill().time.m if batch == 1 else _S_MS * prefiller()(batch, True)
+        pre_ms = first_ms() if batch == 1 else _S_MS * prefiller()(batch, True)
+        probed[batch] = (step_ms, pre_ms)
         tpot = F["interleaved_tpot"].value(
             step_time=step_ms * _MS_S, prefill_time=pre_ms * _MS_S, batch=batch, answer_tokens=ans
         )
@@ -1374,12 +1499,14 @@ def _replica_of(
         """``at(batch)``'s ``ttft`` and ``tpot`` in milliseconds and ``requests_per_second`` in 1/s, as plain
         floats: the formulas of the replica's properties by value, in the same order, to the same floats (for a
         prompt and an answer given), without building the replica, its step or its prefills."""
-        first_ms = first_prefill().time._magnitude  # Prefill.time, in ms
-        ttft = F["first_token_time"].value(
-            request_overhead=a.request_overhead_ms * _MS_S, prefill_time=first_ms * _MS_S
-        )
-        step_ms = _S_MS * decoder()(batch, True)  # DecodeStep.step_time, in ms
-        step_s, pre_s = step_ms * _MS_S, _MS_S * (first_ms if batch == 1 else _S_MS * prefiller()(batch, True))
+        first = first_ms()  # Prefill.time of one prompt, in ms
+        ttft = F["first_token_time"].value(request_overhead=a.request_overhead_ms * _MS_S, prefill_time=first * _MS_S)
+        step_ms, pre_ms = probed.get(batch) or (None, None)  # the search's own figures of this batch, if it asked
+        if step_ms is None:
+            step_ms = _S_MS * decoder()(batch, True)  # DecodeStep.step_time, in ms
+        if pre_ms is None:
+            pre_ms = first if batch == 1 else _S_MS * prefiller()(batch, True)  # Prefill.time, in ms
+        step_s, pre_s = step_ms * _MS_S, _MS_S * pre_ms
         tpot_ms = step_ms
         if a.prefill_interference:  # the batch's prefill between a user's steps
             tpot_ms = _S_MS * F["interleaved_tpot"].value(
@@ -1624,7 +1751,7 @@ def cost_per_million(price_per_hour: pint.Quantity, tokens_per_s: pint.Quantity,
         price=price_per_hour,
         throughput=tokens_per_s,
     )
-    return to(per_token * 1e6, _USD)
+    return to(_times(per_token, 1e6), _USD)  # pint's product, on the magnitude
 
 
 # --- the whole-table method -------------------------------------------------------------------------
@@ -1944,7 +2071,7 @@ class Brief:
         rate = (
             as_quantity(r, "1/s", "requests_per_second")  # another pint registry's quantity is read here too
             if isinstance(r, pint.Quantity)
-            else Q_(_number(r, "requests_per_second"), _PER_S)  # the unit parsed once
+            else quantity(_number(r, "requests_per_second"), _PER_S)  # Q_(x, _PER_S), without pint's checks
         )
         _number(rate.magnitude, "requests_per_second")
         object.__setattr__(self, "requests_per_second", rate)
@@ -2022,15 +2149,15 @@ class Plan:
         """The time to first token within its target: at its percentile if the brief gives one (simulated), else
         the replica model's (no queue)."""
         if self.fits and self.sizing is not None and self.brief.ttft_percentile is not None:
-            return bool(self.sizing.ttft <= self.brief.ttft_target)
-        return bool(self.fits and self.ttft <= self.brief.ttft_target)
+            return _at_most(self.sizing.ttft, self.brief.ttft_target)
+        return bool(self.fits and _at_most(self.ttft, self.brief.ttft_target))
 
     @property
     def tpot_met(self) -> bool:
         """The time per output token within its target: at its percentile if the brief gives one (simulated)."""
         if self.fits and self.sizing is not None and self.brief.tpot_percentile is not None:
-            return bool(self.sizing.tpot <= self.brief.tpot_target)
-        return bool(self.fits and self.tpot <= self.brief.tpot_target)
+            return _at_most(self.sizing.tpot, self.brief.tpot_target)
+        return bool(self.fits and _at_most(self.tpot, self.brief.tpot_target))
 
     @property
     def meets_targets(self) -> bool:
@@ -2352,10 +2479,9 @@ def _planned(
     if hasattr(at, "tpot_ms"):  # the time per token alone: the search's one question of each batch
         tpot_ms, target = at.tpot_ms, brief.tpot_target
         if type(target) is Q_ and target._units == _MS._units:  # pint compares the magnitudes of one unit
-            meets = lambda b: tpot_ms(b) <= target._magnitude  # noqa: E731
+            batch = max(1, _largest_within(tpot_ms, target._magnitude, top_batch))
         else:
-            meets = lambda b: quantity(tpot_ms(b), _MS) <= target  # noqa: E731
-        batch = max(1, largest_batch(meets, top_batch))
+            batch = max(1, largest_batch(lambda b: quantity(tpot_ms(b), _MS) <= target, top_batch))
     else:
         batch = max(1, largest_batch(lambda b: at(b).tpot <= brief.tpot_target, top_batch))
     r = at(batch) if with_replica or not hasattr(at, "figures") else None
@@ -2421,7 +2547,7 @@ def _lever_plan(
         return _LeverFigures(False, got.unfit)
     n = got.replicas * got.base["tensor_parallel"]
     ttft, tpot = to(got.ttft, _MS), to(got.tpot, _MS)  # as Plan holds them
-    met = bool(ttft <= brief.ttft_target) and bool(tpot <= brief.tpot_target)  # Plan.meets_targets on the mean
+    met = _at_most(ttft, brief.ttft_target) and _at_most(tpot, brief.tpot_target)  # Plan.meets_targets on the mean
     return _LeverFigures(True, "fits", n, ttft, tpot, to(_times(price, n), _USD_H), met)
 
 

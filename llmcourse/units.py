@@ -164,7 +164,7 @@ def to(value: pint.Quantity, unit: Any) -> pint.Quantity:
     else:  # a quantity or a units container as the unit: pint's own path
         return value.to(unit)
     src = value._units
-    if src == dst:
+    if src is dst or src == dst:  # the same container (the common case) needs no comparison
         return quantity(value._magnitude, dst)
     if (src, dst) not in _TO and (ureg._validate_and_extract(src) or ureg._validate_and_extract(dst)):
         return value.to(unit)  # an offset unit (degC): pint's own path

@@ -80,7 +80,7 @@ from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, _s, built, checked, formula
 from llmcourse.planner import Brief, Replica, matmul_precision, plan, replica, usable_memory, weight_bytes
-from llmcourse.units import Q_, parsed_unit, plain_number, to  # noqa: F401 (the examples use Q_)
+from llmcourse.units import Q_, parsed_unit, plain_number, to
 
 __all__ = [
     "AICONFIGURATOR",
@@ -2519,7 +2519,9 @@ def band_for(metric: str, model: Any, gpu: Any, value: Any = 1.0, *, table: dict
         raise InputError(f"metric {metric!r}: bands are drawn for {', '.join(BAND_METRICS)}.")
     arch, gen = architecture(model), gpu_generation(gpu)
     unit = METRICS[metric]
-    if hasattr(value, "to") and hasattr(value, "magnitude"):
+    if type(value) is Q_ and value._units == parsed_unit(unit)[0]._units:  # in the metric's unit already
+        value = float(value._magnitude)  # what the conversion below gives: the magnitude itself
+    elif hasattr(value, "to") and hasattr(value, "magnitude"):
         from llmcourse.units import as_quantity  # a time quantity, in the metric's unit
 
         value = float(to(as_quantity(value, "s", "value"), unit).magnitude)  # to(): the unit parsed once

@@ -1,5 +1,6 @@
 """Dump every field of replica() / plan() / serving_plan() / decode_step() / prefill() / validation predictions
-for a fixed grid of configurations, or compare a dump with the code's results now (a check, not a test).
+and of the disaggregated pools (disaggregated(), compare()), the lever ranking and design review, the many-GPU
+figures and the whole bill (:func:`pool_cases`) for a fixed grid of configurations, or compare a dump with the code's results now (a check, not a test).
 
     PYTHONPATH=<tree> .venv/bin/python scripts/check_same.py dump /tmp/before.pkl
     PYTHONPATH=<tree> .venv/bin/python scripts/check_same.py compare /tmp/before.pkl
@@ -174,7 +175,92 @@ def cases() -> list[tuple[str, tuple, dict]]:
         ("serving_plan", ("Llama-3.1-8B", "H100 SXM", 1, 100), dict(usable_fraction=1.5)),
         ("plan", ("Llama-3.1-8B", "H100 SXM", "brief"), {}),
     ]
-    return out + bad
+    return out + bad + pool_cases()
+
+
+#: Functions of other modules the grid calls (by the name its cases give), besides the planner's own.
+OTHERS = {
+    "disaggregated": ("llmcourse.disagg", "disaggregated"),
+    "compare": ("llmcourse.disagg", "compare"),
+    "rank_levers": ("llmcourse.levers", "rank_levers"),
+    "design_review": ("llmcourse.widgets.design_review", "design_review"),
+    "many_gpus": ("llmcourse.widgets.many_gpus", "many_gpus"),
+    "bill_of": ("check_same", "bill_of"),
+}
+
+
+def bill_of(model: str, gpu: str, rep_kw: tuple, **bill_kw: Any) -> Any:
+    """``bill(replica(model, gpu, **dict(rep_kw)), **bill_kw)``: the whole bill of one replica."""
+    from llmcourse.bill import bill
+
+    return bill(planner.replica(model, gpu, **dict(rep_kw)), **bill_kw)
+
+
+def pool_cases() -> list[tuple[str, tuple, dict]]:
+    """The disaggregated pools (sized and given), their comparison with plan(), and the lever ranking: their own
+    searches over the batch and the pool size; targets in ms and in s (the search's two paths)."""
+    rng = random.Random(1818)
+    out: list[tuple[str, tuple, dict]] = []
+    dense = ["Llama-3.1-8B", "Llama-3.1-70B", "Qwen2.5-72B", "Mistral-7B-v0.1", "Llama-3.1-405B"]
+    links_ = [None, "NVLink 4", "InfiniBand NDR", "PCIe 5 x16"]
+    for _ in range(150):
+        m, g = rng.choice(MODELS), rng.choice(GPUS)
+        (wb, kb), (p, a) = rng.choice(PRECISIONS), rng.choice(LENGTHS)
+        tpot = rng.choice([Q_(rng.choice([20, 40, 80]), "ms"), Q_(0.05, "s"), Q_(35.5, "ms")])
+        brief = planner.Brief(rng.choice([1, 5.5, 20, 150]), p, a, Q_(rng.choice([300, 600, 2_000]), "ms"), tpot)
+        kw = dict(
+            prefill_tensor_parallel=rng.choice(TPS[:4]), decode_tensor_parallel=rng.choice(TPS[:4]),
+            link=rng.choice(links_), weight_bytes=wb, kv_bytes=kb, assumptions=rng.choice(PRESETS),
+        )  # fmt: skip
+        if rng.random() < 0.2:
+            kw["prefill_gpus"] = kw["prefill_tensor_parallel"] * rng.choice([1, 3, 12])
+        if rng.random() < 0.2:
+            kw["decode_gpus"] = kw["decode_tensor_parallel"] * rng.choice([1, 2, 8])
+        out.append(("disaggregated", (m, g, brief), kw))
+    for _ in range(60):
+        m, g = rng.choice(MODELS), rng.choice(GPUS)
+        (wb, kb), (p, a) = rng.choice(PRECISIONS), rng.choice(LENGTHS)
+        brief = planner.Brief(rng.choice([2, 20]), p, a, Q_(rng.choice([0.6, 1]), "s"), Q_(rng.choice([30, 50]), "ms"))
+        kw = dict(tensor_parallel=rng.choice(TPS[:4]), link=rng.choice(links_), weight_bytes=wb, kv_bytes=kb,
+                  assumptions=rng.choice(PRESETS))  # fmt: skip
+        out.append(("compare", (m, g, brief), kw))
+    for _ in range(60):
+        m, g = rng.choice(dense + MODELS), rng.choice(GPUS)
+        (wb, kb), (p, a) = rng.choice(PRECISIONS), rng.choice(LENGTHS)
+        brief = planner.Brief(rng.choice([1, 10, 60]), p, a, Q_(rng.choice([0.5, 1, 3]), "s"),
+                              Q_(rng.choice([25, 40, 100]), "ms"))  # fmt: skip
+        kw = dict(weight_bytes=wb, kv_bytes=kb, tensor_parallel=rng.choice(TPS), assumptions=rng.choice(PRESETS),
+                  hit_rate=rng.choice([0.3, 0.5, 0.8]), context_fraction=rng.choice([0.25, 0.5]))  # fmt: skip
+        out.append(("rank_levers", (m, g, brief), kw))
+        out.append(("design_review", (m, g, brief), kw))
+    for _ in range(80):
+        m, g = rng.choice(MODELS), rng.choice(GPUS)
+        (wb, kb), (p, a) = rng.choice(PRECISIONS), rng.choice(LENGTHS)
+        kw = dict(tensor_parallel=rng.choice(TPS[:4]), batch=rng.choice([1, 4, 32]), prompt_tokens=p,
+                  answer_tokens=a, weight_bytes=rng.choice(["fp8", "bf16", "fp4"]), assumptions=rng.choice(PRESETS),
+                  link=rng.choice([None, "PCIe 5 x16"]), expert_parallel=rng.choice([1, 2, 8]))  # fmt: skip
+        out.append(("many_gpus", (m, g), kw))
+    for _ in range(80):
+        m, g = rng.choice(MODELS), rng.choice(GPUS)
+        (wb, kb), (p, a) = rng.choice(PRECISIONS), rng.choice(LENGTHS)
+        rep_kw = (("tensor_parallel", rng.choice(TPS[:4])), ("batch", rng.choice([4, 32, 100])), ("prompt_tokens", p),
+                  ("answer_tokens", a), ("weight_bytes", wb), ("assumptions", rng.choice(PRESETS)))  # fmt: skip
+        kw: dict[str, Any] = dict(utilisation=rng.choice([0.1, 0.3, 1.0]), own=rng.choice([True, False]))
+        if rng.random() < 0.5:
+            kw.update(years=3.0, electricity_price=Q_(0.12, "USD/kWh"), pue=1.3, api_price_per_million=Q_(0.5, "USD"),
+                      api_input_price_per_million=Q_(0.1, "USD"))  # fmt: skip
+        out.append(("bill_of", (m, g, rep_kw), kw))
+    return out
+
+
+def function(kind: str) -> Any:
+    """The function a case names: the planner's, or one of :data:`OTHERS`."""
+    if kind in OTHERS:
+        import importlib
+
+        mod, name = OTHERS[kind]
+        return getattr(sys.modules[__name__] if mod == "check_same" else importlib.import_module(mod), name)
+    return getattr(planner, kind)
 
 
 def validation_results() -> dict[str, Any]:
@@ -204,7 +290,7 @@ def results() -> dict[str, Any]:
     got = []
     t = time.perf_counter()
     for kind, args, kw in cases():
-        got.append(((kind, repr(args), repr(sorted(kw.items()))), run(getattr(planner, kind), *args, **kw)))
+        got.append(((kind, repr(args), repr(sorted(kw.items()))), run(function(kind), *args, **kw)))
     print(f"{len(got)} planner calls in {time.perf_counter() - t:.1f} s")
     return {"planner": got, **validation_results()}
 

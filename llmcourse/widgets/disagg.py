@@ -82,7 +82,7 @@ def disagg_calculator(
         dis = disaggregated(
             v["model"],
             v["gpu"],
-            _brief(given),
+            agg.brief,  # the brief of these inputs (the plan's own, built once from them)
             prefill_tensor_parallel=v["prefill_tensor_parallel"],
             decode_tensor_parallel=v["decode_tensor_parallel"],
             link=None if v["link"] == _SCALE_OUT else v["link"],

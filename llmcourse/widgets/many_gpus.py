@@ -21,9 +21,10 @@ from llmcourse._arith import _ratio, _total
 from llmcourse.assumptions import resolve
 from llmcourse.catalog import links, models
 from llmcourse.errors import InputError
+from llmcourse.formulas import SYMBOLS, check_value
 from llmcourse.parallel import allreduce_latency, time_per_token_parts
-from llmcourse.planner import Replica, kv_copies, replica
-from llmcourse.units import fmt, to
+from llmcourse.planner import Replica, _replica_at, kv_copies, replica
+from llmcourse.units import fmt, parsed_unit, quantity, to
 from llmcourse.widgets import (
     Calculator,
     gpu_dropdown,
@@ -59,6 +60,7 @@ PARTS = {
 #: The tensor-parallel degrees the bar compares.
 DEGREES = (1, 2, 4, 8)
 _OWN = "the GPU's own"
+_MS = parsed_unit("ms")[0]
 
 
 def free_split(assumptions: Any = None) -> Any:
@@ -71,15 +73,39 @@ def free_split(assumptions: Any = None) -> Any:
     >>> a.communication, a.step_overhead_ms, a.bandwidth_efficiency == resolve().bandwidth_efficiency
     (False, 0.0, True)
     """
-    return resolve(assumptions).replace(communication=False, step_overhead_ms=0.0)
+    a = resolve(assumptions)
+    got = _FREE.get(id(a))
+    if got is not None and got[0] is a:
+        return got[1]
+    free = a.replace(communication=False, step_overhead_ms=0.0)
+    if len(_FREE) < 256:  # the presets and a few of a reader's own
+        _FREE[id(a)] = (a, free)
+    return free
+
+
+#: free_split's answer for each assumptions object, by its id (the object kept beside, to check): the same copy,
+#: made (and checked, and named) once.
+_FREE: dict[int, tuple[Any, Any]] = {}
+
+
+def _shape(model: str, n: int, ep: int, link: str | None) -> dict[str, Any]:
+    shape: dict[str, Any] = dict(tensor_parallel=n, link=link or None)
+    if models[model].is_moe and ep > 1:
+        shape["expert_parallel"] = min(ep, n)
+    return shape
 
 
 def _replica(model: str, gpu: str, n: int, ep: int, link: str | None, **kw: Any) -> Replica:
-    m = models[model]
-    shape: dict[str, Any] = dict(tensor_parallel=n, link=link or None)
-    if m.is_moe and ep > 1:
-        shape["expert_parallel"] = min(ep, n)
-    return replica(model, gpu, **shape, **kw)
+    return replica(model, gpu, **_shape(model, n, ep, link), **kw)
+
+
+def _free_tpot(model: str, gpu: str, n: int, ep: int, link: str | None, batch: int, **kw: Any) -> Any:
+    """``_replica(model, gpu, n, ep, link, batch=batch, **kw).tpot`` (a replica that fits), by replica()'s own
+    path: its time per token alone, without building the replica's step and prefills."""
+    at = _replica_at(model, gpu, **_shape(model, n, ep, link), **kw)
+    if not hasattr(at, "tpot_ms"):  # a speculative replica
+        return at(batch).tpot
+    return quantity(at.tpot_ms(check_value(batch, SYMBOLS["batch"], "batch")), _MS)
 
 
 def expert_load_imbalance(pick_probabilities: Sequence[float], expert_parallel: int) -> float:
@@ -299,7 +325,8 @@ def many_gpus(
     rep = _replica(model, gpu, tensor_parallel, expert_parallel, link, assumptions=a, **kw)
     if not rep.fits:
         raise InputError(rep.reason)
-    free = _replica(model, gpu, tensor_parallel, expert_parallel, link, assumptions=free_split(a), **kw).tpot
+    rest = {k: v for k, v in kw.items() if k != "batch"}
+    free = _free_tpot(model, gpu, tensor_parallel, expert_parallel, link, batch, assumptions=free_split(a), **rest)
     # parts_against_n(model, gpu, expert_parallel=expert_parallel, link=link, assumptions=a, **kw), whose bar at
     # this replica's degree is this replica (the same call)
     bars = _parts_against_n(model, gpu, DEGREES, expert_parallel, link, {tensor_parallel: rep}, dict(kw, assumptions=a))
