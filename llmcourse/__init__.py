@@ -14,7 +14,7 @@ Examples
 
 from __future__ import annotations
 
-from llmcourse import validation  # noqa: F401 (registers chapter 12's formulas; Plan.rows() reads its bands)
+from llmcourse import validation  # noqa: F401 (Plan.rows() reads its bands)
 from llmcourse.assumptions import PRESETS, Assumptions, presets_table, resolve
 from llmcourse.bill import Bill, bill
 from llmcourse.catalog import GPU, PRECISIONS, Link, Model, costs, gpus, hardware_prices, links, models

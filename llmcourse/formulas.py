@@ -12,6 +12,13 @@ here by ``make formulas-cache``: :func:`derived` and :attr:`Formula.numeric` rea
 expressions it was generated from are the ones defined now (a digest of them), and work it out
 again otherwise; ``tests/test_formulas_cache.py`` fails while it is stale.
 
+The expressions themselves are built in *sections* (:func:`_section`: a function holding a module's
+``formula(...)`` calls, its symbols defined outside it). While the cache was generated from the source of
+the modules that define formulas as it stands (:data:`DEFINING`), an import registers every formula from the
+cache's table (name, target, meaning, chapter, inputs; its numeric code) and runs the sections only when an
+expression is first asked for (:attr:`Formula.expr`, :meth:`Formula.latex`): ``import llmcourse`` and the
+planner do no SymPy arithmetic. Any other source runs the sections at import, as written.
+
 The chapters display ``formula.latex()`` and call the planner, which composes these.
 
 Examples
@@ -83,6 +90,9 @@ class Symbol:
 
 SYMBOLS: dict[str, Symbol] = {}
 _LATEX: set[str] = set()  # the symbols' LaTeX names, each defined once
+#: The sections not run yet (in the order their modules defined them), and whether they are running.
+_PENDING: list[Callable[[], None]] = []
+_FILLING = False
 
 
 def _s(
@@ -96,6 +106,8 @@ def _s(
     at_least: float | None = None,
     bound_note: str = "",
 ) -> sp.Symbol:
+    if _FILLING:  # a section's symbol would be missing from SYMBOLS until the section ran
+        raise RuntimeError(f"symbol {name!r} is defined in a section: define it where the module's code runs")
     if latex in _LATEX:
         raise ValueError(f"symbol {latex!r} defined twice")
     _LATEX.add(latex)
@@ -202,11 +214,22 @@ class Formula:
 
     name: str
     target: str
-    expr: sp.Expr
+    _expr: sp.Expr | None = field(repr=False)  # None until its section runs (a formula read from the cache's table)
     meaning: str
     chapter: str
     _numeric: Callable[..., float] | None = field(default=None, repr=False)
     _inputs: tuple[Symbol, ...] | None = field(default=None, repr=False)
+    _cached: bool = field(default=False, repr=False)  # registered from the cache's table: its code is current
+
+    @property
+    def expr(self) -> sp.Expr:
+        """The right-hand side: made by its module's section the first time it is asked for, if the formula was
+        registered from the cache's table (:func:`_section`)."""
+        if self._expr is None:
+            _fill()
+            if self._expr is None:  # pragma: no cover - the table names a formula no section defines
+                raise RuntimeError(f"no section defines formula {self.name!r}: run `make formulas-cache`")
+        return self._expr
 
     @property
     def inputs(self) -> list[Symbol]:
@@ -242,7 +265,7 @@ class Formula:
         if sorted(names) != sorted(index):
             raise ValueError(f"{self.name} takes {', '.join(sorted(index))}; got {', '.join(names)}.")
         cached = formulas_cache.NUMERIC.get(self.name) if _USE_CACHE else None
-        if cached is not None and cached[0] == _digest(self.expr, tuple(s.name for s in inputs)):
+        if cached is not None and (self._cached or cached[0] == _digest(self.expr, tuple(s.name for s in inputs))):
             params = ", ".join(f"_a{index[n]}" for n in names)
             scope = dict(_LAMBDIFY_SCOPE)
             exec(f"def _lambdifygenerated({params}):\n    return {cached[1]}\n", scope)  # lambdify's code
@@ -676,88 +699,188 @@ FORMULAS = _Table()
 
 
 def formula(name: str, target: str, expr: sp.Expr, meaning: str, chapter: str) -> Formula:
-    """Define and register a formula (modules outside this one may add their own)."""
+    """Define and register a formula (modules outside this one may add their own). While the deferred sections
+    run (:func:`_section`), the formula registered from the cache's table gets its expression (checked to be the
+    one the table was made from: the same target, meaning, chapter and inputs)."""
+    if _FILLING:
+        f = FORMULAS._f.get(name)
+        if f is not None and f._expr is None:
+            inputs = {s.sym for s in f._inputs or ()}
+            if (f.target, f.meaning, f.chapter) != (target, meaning, chapter) or inputs != expr.free_symbols:
+                raise RuntimeError(f"formula {name!r} is not the one llmcourse/formulas_cache.py was made from")
+            f._expr = expr
+            return f
     return FORMULAS.add(Formula(name, target, expr, meaning, chapter))
 
 
+#: The modules whose sections (:func:`_section`) define the formulas: while their source text and SymPy's version
+#: are the ones :mod:`llmcourse.formulas_cache` was generated from, the formulas are registered from its table.
+DEFINING = (
+    "formulas",
+    "formulas_bill",
+    "formulas_disagg",
+    "formulas_parallel",
+    "formulas_speculative",
+    "formulas_validation",
+)
+
+
+def _sources_digest() -> str | None:
+    """A digest of SymPy's version and the source of every module of :data:`DEFINING` (read as text, so that it
+    is the same on every Python version); ``None`` if a source cannot be read."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256(sp.__version__.encode())
+    try:
+        for name in DEFINING:
+            with open(os.path.join(here, f"{name}.py"), "rb") as src:
+                h.update(b"\0" + src.read().replace(b"\r\n", b"\n"))
+    except OSError:
+        return None
+    return h.hexdigest()[:20]
+
+
+_SOURCES = _sources_digest()
+#: Whether the formulas are registered from :mod:`llmcourse.formulas_cache`'s table (names, units, inputs, code)
+#: and their expressions made on first use: the import then does no SymPy arithmetic at all.
+_LAZY = _USE_CACHE and _SOURCES is not None and getattr(formulas_cache, "SOURCES", None) == _SOURCES
+
+
+def _section(define: Callable[[], None]) -> Callable[[], None]:
+    """A module's code that builds formulas' expressions with SymPy (``formula(...)`` calls and what they share,
+    never a symbol: symbols are defined where the module's code runs, with :func:`_s`): run now, or, while the
+    cache's table is current (:data:`_LAZY`), the first time an expression is asked for, every deferred section
+    then in the order they were defined (:func:`_fill`)."""
+    if _LAZY:
+        _PENDING.append(define)
+    else:
+        define()
+    return define
+
+
+def _fill() -> None:
+    """Run the deferred sections: every formula registered from the cache's table gets its expression, and the
+    names the sections define (``_t_mem``, ``EXPECTED_TOKENS_SUM``, ...) their values."""
+    global _FILLING
+    if _FILLING:
+        raise RuntimeError("a formula's expression was asked for before the section that defines it ran")
+    _FILLING = True
+    try:
+        while _PENDING:
+            _PENDING[0]()
+            _PENDING.pop(0)
+    finally:
+        _FILLING = False
+
+
+def _deferred_getattr(namespace: dict[str, Any]) -> Callable[[str], Any]:
+    """A module's ``__getattr__`` (PEP 562) for the names its deferred sections define: runs them first (a name
+    no section of the module names is missing at once: IPython's probes of a module run nothing)."""
+    module = namespace["__name__"]
+
+    def __getattr__(name: str) -> Any:
+        if any(d.__module__ == module and name in d.__code__.co_names for d in _PENDING):
+            _fill()
+            if name in namespace:
+                return namespace[name]
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+__getattr__ = _deferred_getattr(globals())
+
+
 # --- Tokens ---------------------------------------------------------------------------------
-formula("peak_request_rate", "request_rate", daily_rate * peak_factor, "peak request rate", "01_tokens")
-formula("token_rate", "token_rate", request_rate * tokens_per_request, "tokens per second from requests", "01_tokens")
-formula("tokens_from_characters", "tokens_per_request", characters / chars_per_token, "tokens in a text", "01_tokens")
-formula(
-    "generation_time", "step_time", tokens_per_request / token_rate, "time to stream T tokens at a rate", "01_tokens"
-)
+
+
+@_section
+def _tokens() -> None:
+    formula("peak_request_rate", "request_rate", daily_rate * peak_factor, "peak request rate", "01_tokens")
+    formula(
+        "token_rate", "token_rate", request_rate * tokens_per_request, "tokens per second from requests", "01_tokens"
+    )
+    formula(
+        "tokens_from_characters", "tokens_per_request", characters / chars_per_token, "tokens in a text", "01_tokens"
+    )
+    formula(
+        "generation_time",
+        "step_time",
+        tokens_per_request / token_rate,
+        "time to stream T tokens at a rate",
+        "01_tokens",
+    )
+
+
 # --- Weights ----------------------------------------------------------------------------------
-formula("weight_bytes", "weights", params * weight_bytes_per_param, "bytes of weights", "02_weights")
-formula(
-    "usable_memory", "usable_memory", n_gpus * gpu_memory * usable_fraction, "memory the server may use", "02_weights"
-)
-formula(
-    "gpus_for_weights",
-    "n_gpus",
-    ceiling(weights / (gpu_memory * usable_fraction)),
-    "fewest GPUs whose usable memory holds the weights",
-    "02_weights",
-)
+
+
+@_section
+def _weights() -> None:
+    formula("weight_bytes", "weights", params * weight_bytes_per_param, "bytes of weights", "02_weights")
+    formula(
+        "usable_memory",
+        "usable_memory",
+        n_gpus * gpu_memory * usable_fraction,
+        "memory the server may use",
+        "02_weights",
+    )
+    formula(
+        "gpus_for_weights",
+        "n_gpus",
+        ceiling(weights / (gpu_memory * usable_fraction)),
+        "fewest GPUs whose usable memory holds the weights",
+        "02_weights",
+    )
+
+
 # --- KV cache -----------------------------------------------------------------------------------
-formula(
-    "kv_bytes_per_token",
-    "kv_per_token",
-    2 * layers * kv_heads * head_dim * kv_bytes,
-    "KV bytes per token (MHA, GQA, MQA)",
-    "03_kv_cache",
-)
-formula(
-    "kv_bytes_per_token_mla",
-    "kv_per_token",
-    layers * (kv_lora_rank + rope_dim) * kv_bytes,
-    "KV bytes per token with multi-head latent attention",
-    "04_gqa",
-)
-formula("kv_bytes_per_sequence", "kv_per_sequence", kv_per_token * context, "KV bytes of one sequence", "03_kv_cache")
 kv_copies = _s("kv_copies", r"c_{kv}", "", "copies of each KV head a tensor-parallel replica keeps")
-formula(
-    "kv_replication",
-    "kv_copies",
-    Max(1, n_gpus / kv_heads),
-    "copies of the KV cache a replica holds: each of N GPUs keeps at least one KV head",
-    "03_kv_cache",
-)
 block_tokens = _s("block_tokens", r"b_{blk}", "", "tokens per block of a paged KV cache", integer=True)
-formula(
-    "paged_context",
-    "context",
-    ceiling((prompt_tokens + answer_tokens / 2) / block_tokens) * block_tokens,
-    "tokens a paged cache holds for a conversation on average: prompt plus half the answer, in whole blocks",
-    "03_kv_cache",
-)
-formula(
-    "max_batch",
-    "batch",
-    floor((usable_memory - weights) / kv_per_sequence),
-    "sequences whose KV fits beside the weights",
-    "03_kv_cache",
-)
+
+
+@_section
+def _kv_cache() -> None:
+    formula(
+        "kv_bytes_per_token",
+        "kv_per_token",
+        2 * layers * kv_heads * head_dim * kv_bytes,
+        "KV bytes per token (MHA, GQA, MQA)",
+        "03_kv_cache",
+    )
+    formula(
+        "kv_bytes_per_token_mla",
+        "kv_per_token",
+        layers * (kv_lora_rank + rope_dim) * kv_bytes,
+        "KV bytes per token with multi-head latent attention",
+        "04_gqa",
+    )
+    formula(
+        "kv_bytes_per_sequence", "kv_per_sequence", kv_per_token * context, "KV bytes of one sequence", "03_kv_cache"
+    )
+    formula(
+        "kv_replication",
+        "kv_copies",
+        Max(1, n_gpus / kv_heads),
+        "copies of the KV cache a replica holds: each of N GPUs keeps at least one KV head",
+        "03_kv_cache",
+    )
+    formula(
+        "paged_context",
+        "context",
+        ceiling((prompt_tokens + answer_tokens / 2) / block_tokens) * block_tokens,
+        "tokens a paged cache holds for a conversation on average: prompt plus half the answer, in whole blocks",
+        "03_kv_cache",
+    )
+    formula(
+        "max_batch",
+        "batch",
+        floor((usable_memory - weights) / kv_per_sequence),
+        "sequences whose KV fits beside the weights",
+        "03_kv_cache",
+    )
+
+
 # --- Decode ---------------------------------------------------------------------------------------
-_t_mem = (bytes_read + batch * kv_per_sequence) / (n_gpus * bandwidth * bandwidth_efficiency)
-_t_comp = batch * flops_per_token / (n_gpus * peak_flops * compute_efficiency)
-formula(
-    "decode_flops_per_token",
-    "flops_per_token",
-    flops_per_param * active_params,
-    "matmul FLOPs per generated token",
-    "05_decode",
-)
-formula(
-    "decode_attention_flops",
-    "flops_per_token",
-    2 * flops_per_param * layers * heads * head_dim * context,
-    "attention FLOPs per generated token at a context (QK and AV)",
-    "05_decode",
-)
-formula("decode_memory_time", "step_time", _t_mem, "decode step time if memory were the only limit", "05_decode")
-formula("decode_compute_time", "step_time", _t_comp, "decode step time if compute were the only limit", "05_decode")
-formula("decode_step_time", "step_time", Max(_t_mem, _t_comp), "decode step time: the slower of the two", "05_decode")
 # The same step as the kernels an engine runs, each the slower of its own bytes and FLOPs, added:
 # the weight matmuls (weights read, matmul FLOPs) then attention (KV read, attention FLOPs).
 attention_flops_per_token = _s(
@@ -770,51 +893,69 @@ attention_flops_per_token = _s(
 step_overhead = _s(
     "step_overhead", r"t_{over}", "s", "fixed time per decode step (launches, scheduling)", allow_zero=True
 )
-_eff_bw = n_gpus * bandwidth * bandwidth_efficiency
-_eff_f = n_gpus * peak_flops * compute_efficiency
-formula(
-    "decode_step_time_per_op",
-    "step_time",
-    Max(bytes_read / _eff_bw, batch * flops_per_token / _eff_f)
-    + Max(batch * kv_per_sequence / _eff_bw, batch * attention_flops_per_token / _eff_f),
-    "decode step time as two kernels: weight matmuls, then attention, each the slower of bytes and FLOPs",
-    "05_decode",
-)
 time_per_token = _s("time_per_token", r"\tau_{tok}", "s", "time between two of a user's output tokens")
-formula(
-    "interleaved_tpot",
-    "time_per_token",
-    step_time + prefill_time * (batch - 1) / (batch * answer_tokens),
-    "time per output token when the prefills of the batch's other requests interrupt its decode steps",
-    "05_decode",
-)
-formula(
-    "step_with_overhead", "step_time", step_time + step_overhead, "a step's time plus its fixed overhead", "05_decode"
-)
 allreduce_latency = _s("allreduce_latency", r"t_{ar}", "s", "time of one tensor-parallel all-reduce", allow_zero=True)
-formula(
-    "tp_allreduce_time",
-    "step_overhead",
-    2 * layers * allreduce_latency,
-    "all-reduce time per decode step of a tensor-parallel replica: two per layer (after attention and the MLP)",
-    "05_decode",
-)
-formula("throughput", "throughput", batch / step_time, "tokens per second of a batch", "05_decode")
+
+
+@_section
+def _decode() -> None:
+    global _t_mem, _t_comp, _eff_bw, _eff_f
+    _t_mem = (bytes_read + batch * kv_per_sequence) / (n_gpus * bandwidth * bandwidth_efficiency)
+    _t_comp = batch * flops_per_token / (n_gpus * peak_flops * compute_efficiency)
+    formula(
+        "decode_flops_per_token",
+        "flops_per_token",
+        flops_per_param * active_params,
+        "matmul FLOPs per generated token",
+        "05_decode",
+    )
+    formula(
+        "decode_attention_flops",
+        "flops_per_token",
+        2 * flops_per_param * layers * heads * head_dim * context,
+        "attention FLOPs per generated token at a context (QK and AV)",
+        "05_decode",
+    )
+    formula("decode_memory_time", "step_time", _t_mem, "decode step time if memory were the only limit", "05_decode")
+    formula("decode_compute_time", "step_time", _t_comp, "decode step time if compute were the only limit", "05_decode")
+    formula(
+        "decode_step_time", "step_time", Max(_t_mem, _t_comp), "decode step time: the slower of the two", "05_decode"
+    )
+    _eff_bw = n_gpus * bandwidth * bandwidth_efficiency
+    _eff_f = n_gpus * peak_flops * compute_efficiency
+    formula(
+        "decode_step_time_per_op",
+        "step_time",
+        Max(bytes_read / _eff_bw, batch * flops_per_token / _eff_f)
+        + Max(batch * kv_per_sequence / _eff_bw, batch * attention_flops_per_token / _eff_f),
+        "decode step time as two kernels: weight matmuls, then attention, each the slower of bytes and FLOPs",
+        "05_decode",
+    )
+    formula(
+        "interleaved_tpot",
+        "time_per_token",
+        step_time + prefill_time * (batch - 1) / (batch * answer_tokens),
+        "time per output token when the prefills of the batch's other requests interrupt its decode steps",
+        "05_decode",
+    )
+    formula(
+        "step_with_overhead",
+        "step_time",
+        step_time + step_overhead,
+        "a step's time plus its fixed overhead",
+        "05_decode",
+    )
+    formula(
+        "tp_allreduce_time",
+        "step_overhead",
+        2 * layers * allreduce_latency,
+        "all-reduce time per decode step of a tensor-parallel replica: two per layer (after attention and the MLP)",
+        "05_decode",
+    )
+    formula("throughput", "throughput", batch / step_time, "tokens per second of a batch", "05_decode")
+
+
 # --- Prefill ---------------------------------------------------------------------------------------
-formula(
-    "prefill_flops_linear",
-    "prefill_flops",
-    flops_per_param * params * prompt_tokens,
-    "prefill FLOPs by the 2-per-parameter rule",
-    "06_prefill",
-)
-formula(
-    "prefill_flops",
-    "prefill_flops",
-    flops_per_param * params * prompt_tokens + flops_per_param * layers * heads * head_dim * prompt_tokens**2,
-    "prefill FLOPs with the causal attention term",
-    "06_prefill",
-)
 request_overhead = _s(
     "request_overhead",
     r"t_{req}",
@@ -823,80 +964,116 @@ request_overhead = _s(
     allow_zero=True,
 )
 first_token_time = _s("first_token_time", r"t_{first}", "s", "time to first token with no queue")
-formula(
-    "first_token_time",
-    "first_token_time",
-    request_overhead + prefill_time,
-    "time to first token with no queue: the request's fixed overhead, then its prefill",
-    "06_prefill",
-)
-_pre_comp = prompts * prefill_flops / (n_gpus * peak_flops * compute_efficiency)
-_pre_mem = weights / (n_gpus * bandwidth * bandwidth_efficiency)
-formula("prefill_compute_time", "prefill_time", _pre_comp, "prefill time if compute were the only limit", "06_prefill")
-formula("weight_read_time", "prefill_time", _pre_mem, "time of one read of the weights", "05_decode")
-formula(
-    "prefill_time",
-    "prefill_time",
-    Max(_pre_comp, _pre_mem),
-    "prefill time: the slower of compute and one weight read",
-    "06_prefill",
-)
-formula(
-    "prefill_compute_rate",
-    "compute_rate",
-    token_rate * flops_per_param * params,
-    "FLOP/s needed to prefill a stream of prompt tokens",
-    "06_prefill",
-)
-formula(
-    "gpus_for_compute",
-    "gpus",
-    ceiling(compute_rate / (peak_flops * compute_efficiency)),
-    "GPUs for a compute load",
-    "06_prefill",
-)
+
+
+@_section
+def _prefill() -> None:
+    global _pre_comp, _pre_mem
+    formula(
+        "prefill_flops_linear",
+        "prefill_flops",
+        flops_per_param * params * prompt_tokens,
+        "prefill FLOPs by the 2-per-parameter rule",
+        "06_prefill",
+    )
+    formula(
+        "prefill_flops",
+        "prefill_flops",
+        flops_per_param * params * prompt_tokens + flops_per_param * layers * heads * head_dim * prompt_tokens**2,
+        "prefill FLOPs with the causal attention term",
+        "06_prefill",
+    )
+    formula(
+        "first_token_time",
+        "first_token_time",
+        request_overhead + prefill_time,
+        "time to first token with no queue: the request's fixed overhead, then its prefill",
+        "06_prefill",
+    )
+    _pre_comp = prompts * prefill_flops / (n_gpus * peak_flops * compute_efficiency)
+    _pre_mem = weights / (n_gpus * bandwidth * bandwidth_efficiency)
+    formula(
+        "prefill_compute_time", "prefill_time", _pre_comp, "prefill time if compute were the only limit", "06_prefill"
+    )
+    formula("weight_read_time", "prefill_time", _pre_mem, "time of one read of the weights", "05_decode")
+    formula(
+        "prefill_time",
+        "prefill_time",
+        Max(_pre_comp, _pre_mem),
+        "prefill time: the slower of compute and one weight read",
+        "06_prefill",
+    )
+    formula(
+        "prefill_compute_rate",
+        "compute_rate",
+        token_rate * flops_per_param * params,
+        "FLOP/s needed to prefill a stream of prompt tokens",
+        "06_prefill",
+    )
+    formula(
+        "gpus_for_compute",
+        "gpus",
+        ceiling(compute_rate / (peak_flops * compute_efficiency)),
+        "GPUs for a compute load",
+        "06_prefill",
+    )
+
+
 # --- Mixture of experts ---------------------------------------------------------------------------
-_phi = built("moe_fraction_touched", lambda: 1 - (1 - experts_per_token / experts) ** batch)
-formula(
-    "moe_fraction_touched",
-    "fraction_touched",
-    _phi,
-    "expected fraction of experts a batch touches (uniform routing)",
-    "07_moe",
-)
-formula(
-    "moe_bytes_read",
-    "bytes_read",
-    weight_bytes_per_param * (params - expert_params) + weight_bytes_per_param * expert_params * _phi,
-    "weight bytes a decode step reads for a MoE model",
-    "07_moe",
-)
+
+
+@_section
+def _moe() -> None:
+    global _phi
+    _phi = built("moe_fraction_touched", lambda: 1 - (1 - experts_per_token / experts) ** batch)
+    formula(
+        "moe_fraction_touched",
+        "fraction_touched",
+        _phi,
+        "expected fraction of experts a batch touches (uniform routing)",
+        "07_moe",
+    )
+    formula(
+        "moe_bytes_read",
+        "bytes_read",
+        weight_bytes_per_param * (params - expert_params) + weight_bytes_per_param * expert_params * _phi,
+        "weight bytes a decode step reads for a MoE model",
+        "07_moe",
+    )
+
+
 # --- Fleets and cost ------------------------------------------------------------------------------
-formula("littles_law", "in_flight", request_rate * time_in_system, "Little's law", "09_fleet")
-formula(
-    "usable_throughput",
-    "throughput",
-    throughput * (1 - headroom_fraction),
-    "throughput left after headroom",
-    "09_fleet",
-)
-formula("replicas_needed", "replicas", ceiling(demand / throughput), "replicas to meet a demand", "09_fleet")
-formula(
-    "cost_per_token",
-    "cost",
-    n_gpus * price / throughput,
-    "cost of one output token (price per hour over tokens per hour)",
-    "09_fleet",
-)
-formula("fleet_cost", "cost", gpus * price * hours, "fleet cost for the hours billed", "09_fleet")
-formula(
-    "rps_per_gpu",
-    "rps_per_gpu",
-    1 / (answer_tokens * step_time / batch + prefill_time),
-    "requests per second one GPU completes",
-    "09_fleet",
-)
-formula("gpus_for_rate", "gpus", ceiling(request_rate * headroom / rps_per_gpu), "GPUs for a request rate", "09_fleet")
+
+
+@_section
+def _fleet() -> None:
+    formula("littles_law", "in_flight", request_rate * time_in_system, "Little's law", "09_fleet")
+    formula(
+        "usable_throughput",
+        "throughput",
+        throughput * (1 - headroom_fraction),
+        "throughput left after headroom",
+        "09_fleet",
+    )
+    formula("replicas_needed", "replicas", ceiling(demand / throughput), "replicas to meet a demand", "09_fleet")
+    formula(
+        "cost_per_token",
+        "cost",
+        n_gpus * price / throughput,
+        "cost of one output token (price per hour over tokens per hour)",
+        "09_fleet",
+    )
+    formula("fleet_cost", "cost", gpus * price * hours, "fleet cost for the hours billed", "09_fleet")
+    formula(
+        "rps_per_gpu",
+        "rps_per_gpu",
+        1 / (answer_tokens * step_time / batch + prefill_time),
+        "requests per second one GPU completes",
+        "09_fleet",
+    )
+    formula(
+        "gpus_for_rate", "gpus", ceiling(request_rate * headroom / rps_per_gpu), "GPUs for a request rate", "09_fleet"
+    )
 
 
 # --- Roofline (05_decode, 08_batching) -----------------------------------------------------------
@@ -904,70 +1081,78 @@ flops_done = _s("flops_done", r"F_{op}", "FLOP", "FLOPs a step or kernel does")
 bytes_moved = _s("bytes_moved", r"Q_{mem}", "B", "bytes a step or kernel moves to or from memory")
 intensity = _s("intensity", "I", "FLOP/B", "arithmetic intensity: FLOPs per byte moved")
 attainable_flops = _s("attainable_flops", r"F_{att}", "FLOP/s", "FLOP/s attainable at an intensity (roofline)")
-formula("arithmetic_intensity", "intensity", flops_done / bytes_moved, "FLOPs per byte moved", "05_decode")
-formula(
-    "ridge_intensity",
-    "intensity",
-    peak_flops * compute_efficiency / (bandwidth * bandwidth_efficiency),
-    "intensity where the memory roof meets the compute roof",
-    "05_decode",
-)
-formula(
-    "attainable_flops",
-    "attainable_flops",
-    Min(peak_flops * compute_efficiency, intensity * bandwidth * bandwidth_efficiency),
-    "roofline: the lower of the compute roof and intensity x bandwidth",
-    "05_decode",
-)
-# The crossover batch: solve decode memory time = compute time for the batch (SymPy ``solve``).
-_b_real = sp.Symbol("B_real", positive=True)
 
 
-def _crossover_parts() -> tuple[sp.Expr, sp.Expr]:
-    crossover = sp.solve(sp.Eq(_t_mem.subs(batch, _b_real), _t_comp.subs(batch, _b_real)), _b_real)
-    if len(crossover) != 1:  # pragma: no cover - guards a change of the decode formulas
-        raise RuntimeError(f"expected one crossover batch, got {crossover}")
-    num, den = sp.fraction(sp.together(crossover[0]))
-    if num.could_extract_minus_sign():
-        num, den = -num, sp.expand(-den)
-    return num, den
+@_section
+def _roofline() -> None:
+    global _b_real, _crossover_parts, _num, _den
+    formula("arithmetic_intensity", "intensity", flops_done / bytes_moved, "FLOPs per byte moved", "05_decode")
+    formula(
+        "ridge_intensity",
+        "intensity",
+        peak_flops * compute_efficiency / (bandwidth * bandwidth_efficiency),
+        "intensity where the memory roof meets the compute roof",
+        "05_decode",
+    )
+    formula(
+        "attainable_flops",
+        "attainable_flops",
+        Min(peak_flops * compute_efficiency, intensity * bandwidth * bandwidth_efficiency),
+        "roofline: the lower of the compute roof and intensity x bandwidth",
+        "05_decode",
+    )
+    # The crossover batch: solve decode memory time = compute time for the batch (SymPy ``solve``).
+    _b_real = sp.Symbol("B_real", positive=True)
 
+    def _crossover_parts() -> tuple[sp.Expr, sp.Expr]:
+        crossover = sp.solve(sp.Eq(_t_mem.subs(batch, _b_real), _t_comp.subs(batch, _b_real)), _b_real)
+        if len(crossover) != 1:  # pragma: no cover - guards a change of the decode formulas
+            raise RuntimeError(f"expected one crossover batch, got {crossover}")
+        num, den = sp.fraction(sp.together(crossover[0]))
+        if num.could_extract_minus_sign():
+            num, den = -num, sp.expand(-den)
+        return num, den
 
-_num, _den = derived("crossover_batch", (_t_mem, _t_comp, batch, _b_real), _crossover_parts)
-formula(
-    "crossover_batch",
-    "batch",
-    sp.Mul(_num, sp.Pow(_den, -1), evaluate=False),
-    "batch at which decode compute time equals memory time (dense model)",
-    "08_batching",
-)
+    _num, _den = derived("crossover_batch", (_t_mem, _t_comp, batch, _b_real), _crossover_parts)
+    formula(
+        "crossover_batch",
+        "batch",
+        sp.Mul(_num, sp.Pow(_den, -1), evaluate=False),
+        "batch at which decode compute time equals memory time (dense model)",
+        "08_batching",
+    )
+
 
 # --- Validation (12_validation) ------------------------------------------------------------------
 prefill_share = _s("prefill_share", r"s_{pre}", "", "share of a batch's cycle spent in prefill")
-formula(
-    "cycle_throughput",
-    "throughput",
-    batch * answer_tokens / (prefill_time + answer_tokens * step_time),
-    "output tokens per second of a batch that prefills together, then decodes its answers",
-    "12_validation",
-)
-formula(
-    "prefill_share",
-    "prefill_share",
-    prefill_time / (prefill_time + answer_tokens * step_time),
-    "share of a batch's cycle spent in prefill",
-    "12_validation",
-)
 kv_free_fraction = _s(
     "kv_free_fraction", r"f_{free}", "", "share of the memory the weights leave that an engine gives the KV cache"
 )
-formula(
-    "engine_usable_fraction",
-    "usable_fraction",
-    (weights + kv_free_fraction * (n_gpus * gpu_memory - weights)) / (n_gpus * gpu_memory),
-    "usable share of memory when the KV cache gets a share of what the weights leave",
-    "12_validation",
-)
+
+
+@_section
+def _validation() -> None:
+    formula(
+        "cycle_throughput",
+        "throughput",
+        batch * answer_tokens / (prefill_time + answer_tokens * step_time),
+        "output tokens per second of a batch that prefills together, then decodes its answers",
+        "12_validation",
+    )
+    formula(
+        "prefill_share",
+        "prefill_share",
+        prefill_time / (prefill_time + answer_tokens * step_time),
+        "share of a batch's cycle spent in prefill",
+        "12_validation",
+    )
+    formula(
+        "engine_usable_fraction",
+        "usable_fraction",
+        (weights + kv_free_fraction * (n_gpus * gpu_memory - weights)) / (n_gpus * gpu_memory),
+        "usable share of memory when the KV cache gets a share of what the weights leave",
+        "12_validation",
+    )
 
 
 # --- Sizing the fleet (09_fleet) -----------------------------------------------------------------
@@ -976,68 +1161,87 @@ tokens_served = _s("tokens_served", r"N_{tok}", "", "output tokens served in the
 api_price = _s("api_price", r"p_{api}", "USD", "price of one output token bought from an API")
 storage_rate = _s("storage_rate", r"\beta_{load}", "B/s", "rate at which a new replica reads its weights in")
 load_time = _s("load_time", r"t_{load}", "s", "time to load a replica's weights")
-formula(
-    "cost_at_utilisation",
-    "cost",
-    cost_full / utilisation,
-    "cost of a unit of work when the fleet is busy a share U of the time it is billed",
-    "09_fleet",
-)
-formula(
-    "tokens_served",
-    "tokens_served",
-    demand * utilisation * hours,
-    "output tokens served: peak demand x average utilisation x time",
-    "09_fleet",
-)
-formula(
-    "break_even_price",
-    "api_price",
-    cost / tokens_served,
-    "API price per token at which self-hosting costs the same",
-    "09_fleet",
-)
-formula(
-    "weight_load_time", "load_time", weights / storage_rate, "time to read the weights into a new replica", "09_fleet"
-)
 # Build or buy with a fixed cost: the fleet size at which G GPUs (plus people) cost what an API charges
 # for the tokens those G GPUs would serve, solved for G.
 fixed_cost = _s("fixed_cost", r"C_{fix}", "USD", "fixed cost of running a fleet in the time billed (people, on-call)")
 gpu_throughput = _s("gpu_throughput", r"X_{gpu}", "1/s", "output tokens per second one GPU delivers at full load")
-_g_real = sp.Symbol("G_real", positive=True)
-_own_fleet, _api_bill = _g_real * price * hours + fixed_cost, api_price * _g_real * gpu_throughput * utilisation * hours
 
 
-def _break_even_root() -> sp.Expr:
-    roots = sp.solve(sp.Eq(_own_fleet, _api_bill), _g_real)
-    if len(roots) != 1:  # pragma: no cover - guards a change of the expressions above
-        raise RuntimeError(f"expected one break-even fleet size, got {roots}")
-    return roots[0]
+@_section
+def _sizing() -> None:
+    global _g_real, _own_fleet, _api_bill, _break_even_root
+    formula(
+        "cost_at_utilisation",
+        "cost",
+        cost_full / utilisation,
+        "cost of a unit of work when the fleet is busy a share U of the time it is billed",
+        "09_fleet",
+    )
+    formula(
+        "tokens_served",
+        "tokens_served",
+        demand * utilisation * hours,
+        "output tokens served: peak demand x average utilisation x time",
+        "09_fleet",
+    )
+    formula(
+        "break_even_price",
+        "api_price",
+        cost / tokens_served,
+        "API price per token at which self-hosting costs the same",
+        "09_fleet",
+    )
+    formula(
+        "weight_load_time",
+        "load_time",
+        weights / storage_rate,
+        "time to read the weights into a new replica",
+        "09_fleet",
+    )
+    _g_real = sp.Symbol("G_real", positive=True)
+    _own_fleet, _api_bill = (
+        _g_real * price * hours + fixed_cost,
+        api_price * _g_real * gpu_throughput * utilisation * hours,
+    )
 
+    def _break_even_root() -> sp.Expr:
+        roots = sp.solve(sp.Eq(_own_fleet, _api_bill), _g_real)
+        if len(roots) != 1:  # pragma: no cover - guards a change of the expressions above
+            raise RuntimeError(f"expected one break-even fleet size, got {roots}")
+        return roots[0]
 
-formula(
-    "break_even_gpus",
-    "gpus",
-    derived("break_even_gpus", (_own_fleet, _api_bill, _g_real), _break_even_root),
-    "fleet size above which self-hosting (GPUs plus a fixed cost) is cheaper than an API",
-    "09_fleet",
-)
+    formula(
+        "break_even_gpus",
+        "gpus",
+        derived("break_even_gpus", (_own_fleet, _api_bill, _g_real), _break_even_root),
+        "fleet size above which self-hosting (GPUs plus a fixed cost) is cheaper than an API",
+        "09_fleet",
+    )
 
 
 # --- Queueing (10_queueing): the single-server queue M/M/1, Poisson arrivals, exponential service ------
-# The chapter's scale of the wait (1 / (1 - rho)) and the closed-form exercises use these.
-_lam, _mu, _t = request_rate, rps_per_gpu, time_in_system
-formula(
-    "mm1_utilisation", "utilisation", _lam / _mu, "utilisation of one server (arrival / service rate)", "10_queueing"
-)
-formula("mm1_time_in_system", "time_in_system", 1 / (_mu - _lam), "mean time in an M/M/1 system", "10_queueing")
-formula(
-    "mm1_max_rate",
-    "request_rate",
-    _mu - 1 / _t,
-    "highest arrival rate whose M/M/1 mean time in system is t_sys",
-    "10_queueing",
-)
+
+
+@_section
+def _queueing() -> None:
+    global _lam, _mu, _t
+    # The chapter's scale of the wait (1 / (1 - rho)) and the closed-form exercises use these.
+    _lam, _mu, _t = request_rate, rps_per_gpu, time_in_system
+    formula(
+        "mm1_utilisation",
+        "utilisation",
+        _lam / _mu,
+        "utilisation of one server (arrival / service rate)",
+        "10_queueing",
+    )
+    formula("mm1_time_in_system", "time_in_system", 1 / (_mu - _lam), "mean time in an M/M/1 system", "10_queueing")
+    formula(
+        "mm1_max_rate",
+        "request_rate",
+        _mu - 1 / _t,
+        "highest arrival rate whose M/M/1 mean time in system is t_sys",
+        "10_queueing",
+    )
 
 
 def dimension_of(expr: sp.Expr) -> pint.util.UnitsContainer:
@@ -1097,4 +1301,24 @@ def notation_table() -> list[tuple[str, str, str, str]]:
 _ = ureg  # the registry every unit string above is read in
 
 # Formulas other modules derive, registered here so that the table never depends on import order.
-from llmcourse import formulas_bill, formulas_disagg, formulas_parallel, formulas_speculative  # noqa: E402,F401
+from llmcourse import (  # noqa: E402,F401
+    formulas_bill,
+    formulas_disagg,
+    formulas_parallel,
+    formulas_speculative,
+    formulas_validation,
+)
+
+if _LAZY:  # the formulas as the cache's table holds them, in the order the sections define them
+    for _name, _target, _meaning, _chapter, _names in formulas_cache.TABLE:
+        FORMULAS.add(
+            Formula(
+                _name,
+                _target,
+                None,
+                _meaning,
+                _chapter,
+                _inputs=tuple(SYMBOLS[n] for n in _names.split()),
+                _cached=True,
+            )
+        )

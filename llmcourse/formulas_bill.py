@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import sympy as sp
 
-from llmcourse.formulas import FORMULAS, SYMBOLS, _s, derived, floor, formula
+from llmcourse.formulas import FORMULAS, SYMBOLS, _deferred_getattr, _s, _section, derived, floor, formula
 
 __all__: list[str] = []
+__getattr__ = _deferred_getattr(globals())  # the names the sections below define, made on first use
 
 CHAPTER = "09_fleet"
 
@@ -94,101 +95,129 @@ _S = {
 U, N, X, p, p_api = (_S[n] for n in ("utilisation", "n_gpus", "throughput", "price", "api_price"))
 
 # --- power and energy -----------------------------------------------------------------------------
-# The GPU idles at f_idle of its rated power and draws f_load of it at full load, in proportion to the
-# utilisation between the two; the server draws f_host of the GPU's rated power whether busy or idle.
-_draw = gpu_power * (idle_fraction + (load_fraction - idle_fraction) * U)
-formula(
-    "gpu_power_draw", "gpu_draw", _draw, "a GPU's average draw: idle share plus the rest in proportion to use", CHAPTER
-)
-_site = pue * (gpu_draw + host_fraction * gpu_power)
-formula("site_power", "site_power", _site, "site power per GPU: (GPU + its server share) x PUE", CHAPTER)
-_energy_tok = N * site_power / (X * U)
-formula(
-    "energy_per_token",
-    "energy_per_token",
-    _energy_tok,
-    "site energy per output token: the replica's N GPUs' site power over the tokens it delivers at U",
-    CHAPTER,
-)
-formula(
-    "token_efficiency",
-    "token_efficiency",
-    X * U / (N * site_power),
-    "output tokens per joule of site energy (tokens per second per watt)",
-    CHAPTER,
-)
-formula(
-    "site_energy", "energy", SYMBOLS["gpus"].sym * site_power * SYMBOLS["hours"].sym, "site energy of G GPUs", CHAPTER
-)
-formula(
-    "gpus_in_power_budget",
-    "gpus",
-    floor(power_budget / site_power),
-    "GPUs a site's power can feed at a site power per GPU",
-    CHAPTER,
-)
+
+
+@_section
+def _power() -> None:
+    global _draw, _site, _energy_tok
+    # The GPU idles at f_idle of its rated power and draws f_load of it at full load, in proportion to the
+    # utilisation between the two; the server draws f_host of the GPU's rated power whether busy or idle.
+    _draw = gpu_power * (idle_fraction + (load_fraction - idle_fraction) * U)
+    formula(
+        "gpu_power_draw",
+        "gpu_draw",
+        _draw,
+        "a GPU's average draw: idle share plus the rest in proportion to use",
+        CHAPTER,
+    )
+    _site = pue * (gpu_draw + host_fraction * gpu_power)
+    formula("site_power", "site_power", _site, "site power per GPU: (GPU + its server share) x PUE", CHAPTER)
+    _energy_tok = N * site_power / (X * U)
+    formula(
+        "energy_per_token",
+        "energy_per_token",
+        _energy_tok,
+        "site energy per output token: the replica's N GPUs' site power over the tokens it delivers at U",
+        CHAPTER,
+    )
+    formula(
+        "token_efficiency",
+        "token_efficiency",
+        X * U / (N * site_power),
+        "output tokens per joule of site energy (tokens per second per watt)",
+        CHAPTER,
+    )
+    formula(
+        "site_energy",
+        "energy",
+        SYMBOLS["gpus"].sym * site_power * SYMBOLS["hours"].sym,
+        "site energy of G GPUs",
+        CHAPTER,
+    )
+    formula(
+        "gpus_in_power_budget",
+        "gpus",
+        floor(power_budget / site_power),
+        "GPUs a site's power can feed at a site power per GPU",
+        CHAPTER,
+    )
+
 
 # --- owning --------------------------------------------------------------------------------------
-_capital = (gpu_price + server_price) / service_life
-_electricity = electricity_price * site_power
-formula("capital_rate", "price", _capital, "owned hardware written off per unit time, per GPU", CHAPTER)
-formula("electricity_rate", "price", _electricity, "electricity per unit time, per GPU at its site power", CHAPTER)
-_own = _capital + _electricity
-formula("owning_price", "price", _own, "owning one GPU per unit time: hardware written off plus electricity", CHAPTER)
+
+
+@_section
+def _owning() -> None:
+    global _capital, _electricity, _own
+    _capital = (gpu_price + server_price) / service_life
+    _electricity = electricity_price * site_power
+    formula("capital_rate", "price", _capital, "owned hardware written off per unit time, per GPU", CHAPTER)
+    formula("electricity_rate", "price", _electricity, "electricity per unit time, per GPU at its site power", CHAPTER)
+    _own = _capital + _electricity
+    formula(
+        "owning_price", "price", _own, "owning one GPU per unit time: hardware written off plus electricity", CHAPTER
+    )
+
 
 # --- what an API charges per output token ----------------------------------------------------------
-# An API bills a request's prompt tokens at p_in and its answer tokens at p_out; a self-hosted replica's cost is
-# per output token, so the API's price is put per output token too: the request's T_p prompt tokens are shared
-# over its T_a answer tokens.
-formula(
-    "api_price_per_output_token",
-    "api_price",
-    api_output_price + api_input_price * _S["prompt_tokens"] / _S["answer_tokens"],
-    "an API's price per output token, its input tokens included: the prompt's T_p tokens shared over T_a answer tokens",
-    CHAPTER,
-)
+
+
+@_section
+def _api_price() -> None:
+    # An API bills a request's prompt tokens at p_in and its answer tokens at p_out; a self-hosted replica's cost is
+    # per output token, so the API's price is put per output token too: the request's T_p prompt tokens are shared
+    # over its T_a answer tokens.
+    formula(
+        "api_price_per_output_token",
+        "api_price",
+        api_output_price + api_input_price * _S["prompt_tokens"] / _S["answer_tokens"],
+        "an API's price per output token, its input tokens included: the prompt's T_p tokens shared over T_a answer tokens",
+        CHAPTER,
+    )
+
 
 # --- break-even utilisations: cost per token at U (fleet chapter) = the API's price per token, for U -----
-_per_token = FORMULAS["cost_at_utilisation"].expr.subs(SYMBOLS["cost_full"].sym, FORMULAS["cost_per_token"].expr)
-_u_real = sp.Symbol("U_real", real=True)  # a real unknown: SymPy keeps the root whatever its sign
 
 
-def _solve_for_utilisation(price_expr: sp.Expr) -> sp.Expr:
-    """U at which ``price_expr`` (a GPU's price per unit time, perhaps depending on U) makes a token cost p_api."""
-    lhs = _per_token.subs(p, price_expr).subs(U, _u_real)
-    roots = sp.solve(sp.Eq(lhs, p_api), _u_real)
-    if len(roots) != 1:  # pragma: no cover - guards a change of the expressions above
-        raise RuntimeError(f"expected one break-even utilisation, got {roots}")
-    return sp.factor_terms(sp.together(roots[0]))
+@_section
+def _break_even() -> None:
+    global _per_token, _u_real, _solve_for_utilisation, _own_at_u, _owned_parts, _num, _den
+    _per_token = FORMULAS["cost_at_utilisation"].expr.subs(SYMBOLS["cost_full"].sym, FORMULAS["cost_per_token"].expr)
+    _u_real = sp.Symbol("U_real", real=True)  # a real unknown: SymPy keeps the root whatever its sign
 
+    def _solve_for_utilisation(price_expr: sp.Expr) -> sp.Expr:
+        """U at which ``price_expr`` (a GPU's price per unit time, perhaps depending on U) makes a token cost p_api."""
+        lhs = _per_token.subs(p, price_expr).subs(U, _u_real)
+        roots = sp.solve(sp.Eq(lhs, p_api), _u_real)
+        if len(roots) != 1:  # pragma: no cover - guards a change of the expressions above
+            raise RuntimeError(f"expected one break-even utilisation, got {roots}")
+        return sp.factor_terms(sp.together(roots[0]))
 
-formula(
-    "break_even_utilisation_rented",
-    "utilisation",
-    derived("break_even_utilisation_rented", (_per_token, p, U, _u_real, p_api), lambda: _solve_for_utilisation(p)),
-    "utilisation at which rented GPUs cost per token what an API charges",
-    CHAPTER,
-)
-_own_at_u = _own.subs(site_power, _site).subs(gpu_draw, _draw)
+    formula(
+        "break_even_utilisation_rented",
+        "utilisation",
+        derived("break_even_utilisation_rented", (_per_token, p, U, _u_real, p_api), lambda: _solve_for_utilisation(p)),
+        "utilisation at which rented GPUs cost per token what an API charges",
+        CHAPTER,
+    )
+    _own_at_u = _own.subs(site_power, _site).subs(gpu_draw, _draw)
 
+    def _owned_parts() -> tuple[sp.Expr, sp.Expr]:
+        """The owned break-even utilisation's numerator and denominator, shown per unit time: N (hardware written off +
+        idle and server electricity) over (what the API pays for the tokens at full load - the electricity that full
+        load adds)."""
+        num, den = sp.fraction(sp.together(_solve_for_utilisation(_own_at_u)))
+        return tuple(sp.collect(sp.expand(e / service_life), [electricity_price], func=sp.factor) for e in (num, den))
 
-def _owned_parts() -> tuple[sp.Expr, sp.Expr]:
-    """The owned break-even utilisation's numerator and denominator, shown per unit time: N (hardware written off +
-    idle and server electricity) over (what the API pays for the tokens at full load - the electricity that full
-    load adds)."""
-    num, den = sp.fraction(sp.together(_solve_for_utilisation(_own_at_u)))
-    return tuple(sp.collect(sp.expand(e / service_life), [electricity_price], func=sp.factor) for e in (num, den))
-
-
-_num, _den = derived(
-    "break_even_utilisation_owned",
-    (_per_token, p, U, _u_real, p_api, _own_at_u, service_life, electricity_price),
-    _owned_parts,
-)
-formula(
-    "break_even_utilisation_owned",
-    "utilisation",
-    sp.Mul(_num, sp.Pow(_den, -1), evaluate=False),
-    "utilisation at which owned GPUs (hardware written off plus electricity) cost per token what an API charges",
-    CHAPTER,
-)
+    _num, _den = derived(
+        "break_even_utilisation_owned",
+        (_per_token, p, U, _u_real, p_api, _own_at_u, service_life, electricity_price),
+        _owned_parts,
+    )
+    formula(
+        "break_even_utilisation_owned",
+        "utilisation",
+        sp.Mul(_num, sp.Pow(_den, -1), evaluate=False),
+        "utilisation at which owned GPUs (hardware written off plus electricity) cost per token what an API charges",
+        CHAPTER,
+    )

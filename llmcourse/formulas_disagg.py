@@ -44,9 +44,10 @@ from __future__ import annotations
 import sympy as sp
 
 from llmcourse import formulas_parallel  # noqa: F401  (the link symbols and the send this module reuses)
-from llmcourse.formulas import FORMULAS, SYMBOLS, _s, built, formula
+from llmcourse.formulas import FORMULAS, SYMBOLS, _deferred_getattr, _s, _section, built, formula
 
 __all__: list[str] = []
+__getattr__ = _deferred_getattr(globals())  # the names the sections below define, made on first use
 
 CHAPTER = "10b_disaggregation"
 _sym = {name: s.sym for name, s in SYMBOLS.items()}
@@ -84,66 +85,82 @@ disagg_ttft = _s("disagg_ttft", r"t_{first,dis}", "s", "time to first token of a
 pool_rate = _s("pool_rate", r"\mu_{pool}", "1/s", "requests per second a pool completes at full load")
 
 # --- the hand-off ---------------------------------------------------------------------------------
-_send, _message_bytes = FORMULAS["send_time"].expr, _sym["message_bytes"]
-formula(
-    "kv_handoff_time",
-    "kv_handoff",
-    # the alpha-beta send of formulas_parallel (one stage to the next), each lane carrying its share of the KV
-    built("kv_handoff_time", lambda: _send.subs(_message_bytes, kv_per_sequence / kv_lanes)),
-    "one prompt's KV handed from the prefill to the decode pool (alpha-beta): a fixed cost, one latency, and "
-    "the KV bytes over the lanes' bandwidth",
-    CHAPTER,
-)
+
+
+@_section
+def _handoff() -> None:
+    global _send, _message_bytes
+    _send, _message_bytes = FORMULAS["send_time"].expr, _sym["message_bytes"]
+    formula(
+        "kv_handoff_time",
+        "kv_handoff",
+        # the alpha-beta send of formulas_parallel (one stage to the next), each lane carrying its share of the KV
+        built("kv_handoff_time", lambda: _send.subs(_message_bytes, kv_per_sequence / kv_lanes)),
+        "one prompt's KV handed from the prefill to the decode pool (alpha-beta): a fixed cost, one latency, and "
+        "the KV bytes over the lanes' bandwidth",
+        CHAPTER,
+    )
+
 
 # --- the prefill pool's queue (M/D/c, Sakasegawa's approximation) ---------------------------------
-_rho, _c = prefill_utilisation, prefill_servers
-formula(
-    "prefill_pool_utilisation",
-    "prefill_utilisation",
-    request_rate * prefill_time / _c,
-    "share of the time the prefill replicas are busy: arrivals x prefill time over the replicas",
-    CHAPTER,
-)
-formula(
-    "mdc_wait",
-    "prefill_queue_wait",
-    built("mdc_wait", lambda: _rho ** (sp.sqrt(2 * (_c + 1)) - 1) / (_c * (1 - _rho)) * prefill_time / 2),
-    "mean wait for one of c prefill replicas (M/D/c: Poisson arrivals, a fixed prefill time), Sakasegawa's "
-    "approximation; exact (Pollaczek-Khinchine) for one replica",
-    CHAPTER,
-)
 # A benchmark's closed loop of n clients with equal prompt and answer lengths starts them together, so they
 # finish together and their next prompts arrive together: waves of n prompts, c at a time. With w = n / c
 # waves the k-th waits (k - 1) prefills; the mean over the waves is (w - 1) / 2 prefills.
 burst_prompts = _s("burst_prompts", r"n_{wave}", "", "prompts that arrive together (a wave)", integer=True)
-formula(
-    "wave_wait",
-    "prefill_queue_wait",
-    (burst_prompts - _c) / (2 * _c) * prefill_time,
-    "mean wait of a wave of n prompts arriving together at c prefill replicas (n at least c; exact when c divides n)",
-    CHAPTER,
-)
-formula(
-    "disagg_ttft",
-    "disagg_ttft",
-    request_overhead + queue_wait + prefill_time + kv_handoff,
-    "time to first token, disaggregated: the request's overhead, its wait for a prefill replica, its prefill, "
-    "and the hand-off of its KV",
-    CHAPTER,
-)
+
+
+@_section
+def _prefill_queue() -> None:
+    global _rho, _c
+    _rho, _c = prefill_utilisation, prefill_servers
+    formula(
+        "prefill_pool_utilisation",
+        "prefill_utilisation",
+        request_rate * prefill_time / _c,
+        "share of the time the prefill replicas are busy: arrivals x prefill time over the replicas",
+        CHAPTER,
+    )
+    formula(
+        "mdc_wait",
+        "prefill_queue_wait",
+        built("mdc_wait", lambda: _rho ** (sp.sqrt(2 * (_c + 1)) - 1) / (_c * (1 - _rho)) * prefill_time / 2),
+        "mean wait for one of c prefill replicas (M/D/c: Poisson arrivals, a fixed prefill time), Sakasegawa's "
+        "approximation; exact (Pollaczek-Khinchine) for one replica",
+        CHAPTER,
+    )
+    formula(
+        "wave_wait",
+        "prefill_queue_wait",
+        (burst_prompts - _c) / (2 * _c) * prefill_time,
+        "mean wait of a wave of n prompts arriving together at c prefill replicas (n at least c; exact when c divides n)",
+        CHAPTER,
+    )
+    formula(
+        "disagg_ttft",
+        "disagg_ttft",
+        request_overhead + queue_wait + prefill_time + kv_handoff,
+        "time to first token, disaggregated: the request's overhead, its wait for a prefill replica, its prefill, "
+        "and the hand-off of its KV",
+        CHAPTER,
+    )
+
 
 # --- what each pool completes ---------------------------------------------------------------------
-formula(
-    "prefill_pool_rate",
-    "pool_rate",
-    _c / prefill_time,
-    "requests per second the prefill pool completes at full load: its replicas over one prefill",
-    CHAPTER,
-)
-formula(
-    "decode_pool_rate",
-    "pool_rate",
-    replicas * batch / (answer_tokens * step_time),
-    "requests per second the decode pool completes at full load: replicas x batch over one answer's decode",
-    CHAPTER,
-)
+
+
+@_section
+def _pools() -> None:
+    formula(
+        "prefill_pool_rate",
+        "pool_rate",
+        _c / prefill_time,
+        "requests per second the prefill pool completes at full load: its replicas over one prefill",
+        CHAPTER,
+    )
+    formula(
+        "decode_pool_rate",
+        "pool_rate",
+        replicas * batch / (answer_tokens * step_time),
+        "requests per second the decode pool completes at full load: replicas x batch over one answer's decode",
+        CHAPTER,
+    )

@@ -40,9 +40,10 @@ from __future__ import annotations
 
 import sympy as sp
 
-from llmcourse.formulas import SYMBOLS, _s, formula
+from llmcourse.formulas import SYMBOLS, _deferred_getattr, _s, _section, formula
 
 __all__: list[str] = []
+__getattr__ = _deferred_getattr(globals())  # the names the sections below define, made on first use
 
 CHAPTER = "08c_many_gpus"
 _sym = {name: s.sym for name, s in SYMBOLS.items()}
@@ -79,112 +80,128 @@ expert_bytes_read = _s("expert_bytes_read", r"B_{exp}", "B", "expert weight byte
 expert_weights = _s("expert_weights", r"W_{exp}", "B", "bytes of the experts' weights", allow_zero=True)
 
 # --- collectives (alpha-beta) ---------------------------------------------------------------------
-_ring_steps = 2 * (n_gpus - 1)
-formula(
-    "activation_message",
-    "message_bytes",
-    step_tokens * hidden * activation_bytes,
-    "bytes of one all-reduce of a step's activations: tokens x hidden size x bytes per value",
-    CHAPTER,
-)
-formula(
-    "allreduce_time",
-    "allreduce_latency",
-    collective_base
-    + _ring_steps * link_latency
-    + _ring_steps / n_gpus * message_bytes / (link_bandwidth * link_efficiency),
-    "ring all-reduce (alpha-beta): a fixed cost, 2(N-1) latency steps, and 2(N-1)/N of the bytes over the link",
-    CHAPTER,
-)
-formula(
-    "alltoall_time",
-    "alltoall_latency",
-    collective_base
-    + (n_gpus - 1) * link_latency
-    + (n_gpus - 1) / n_gpus * message_bytes / (link_bandwidth * link_efficiency),
-    "all-to-all (alpha-beta): a fixed cost, N-1 latency steps, and (N-1)/N of the bytes over the link",
-    CHAPTER,
-)
-formula(
-    "expert_dispatch_message",
-    "message_bytes",
-    step_tokens * experts_per_token * hidden * activation_bytes,
-    "bytes one all-to-all sends: every token to each of its experts (and the same back to combine)",
-    CHAPTER,
-)
-formula(
-    "attention_allreduce_time",
-    "step_overhead",
-    layers * allreduce_latency,
-    "all-reduce time per step of tensor-parallel attention alone: one per layer",
-    CHAPTER,
-)
-formula(
-    "ep_alltoall_time",
-    "step_overhead",
-    2 * moe_layers * alltoall_latency,
-    "all-to-all time per step of expert parallelism: a dispatch and a combine per MoE layer",
-    CHAPTER,
-)
+
+
+@_section
+def _collectives() -> None:
+    global _ring_steps
+    _ring_steps = 2 * (n_gpus - 1)
+    formula(
+        "activation_message",
+        "message_bytes",
+        step_tokens * hidden * activation_bytes,
+        "bytes of one all-reduce of a step's activations: tokens x hidden size x bytes per value",
+        CHAPTER,
+    )
+    formula(
+        "allreduce_time",
+        "allreduce_latency",
+        collective_base
+        + _ring_steps * link_latency
+        + _ring_steps / n_gpus * message_bytes / (link_bandwidth * link_efficiency),
+        "ring all-reduce (alpha-beta): a fixed cost, 2(N-1) latency steps, and 2(N-1)/N of the bytes over the link",
+        CHAPTER,
+    )
+    formula(
+        "alltoall_time",
+        "alltoall_latency",
+        collective_base
+        + (n_gpus - 1) * link_latency
+        + (n_gpus - 1) / n_gpus * message_bytes / (link_bandwidth * link_efficiency),
+        "all-to-all (alpha-beta): a fixed cost, N-1 latency steps, and (N-1)/N of the bytes over the link",
+        CHAPTER,
+    )
+    formula(
+        "expert_dispatch_message",
+        "message_bytes",
+        step_tokens * experts_per_token * hidden * activation_bytes,
+        "bytes one all-to-all sends: every token to each of its experts (and the same back to combine)",
+        CHAPTER,
+    )
+    formula(
+        "attention_allreduce_time",
+        "step_overhead",
+        layers * allreduce_latency,
+        "all-reduce time per step of tensor-parallel attention alone: one per layer",
+        CHAPTER,
+    )
+    formula(
+        "ep_alltoall_time",
+        "step_overhead",
+        2 * moe_layers * alltoall_latency,
+        "all-to-all time per step of expert parallelism: a dispatch and a combine per MoE layer",
+        CHAPTER,
+    )
+
 
 # --- pipeline parallelism -------------------------------------------------------------------------
-formula(
-    "pipeline_bubble",
-    "bubble",
-    (stages - 1) / (micro_batches + stages - 1),
-    "share of a filled-and-drained pipeline's time its stages idle",
-    CHAPTER,
-)
-formula(
-    "send_time",
-    "send_time",
-    collective_base + link_latency + message_bytes / (link_bandwidth * link_efficiency),
-    "one stage handing its activations to the next: a fixed cost, one latency, the bytes over the link",
-    CHAPTER,
-)
-formula(
-    "pipeline_token_time",
-    "time_per_token",
-    step_time + (stages - 1) * (send_time + step_overhead),
-    "time per token through P stages: every layer's step, plus a send and a stage's overhead per boundary",
-    CHAPTER,
-)
-formula(
-    "pipelined_prefill_time",
-    "prefill_time",
-    prefill_time / (1 - bubble),
-    "a batch's prefill on a pipeline: the work spread over every stage, stretched by the bubble",
-    CHAPTER,
-)
+
+
+@_section
+def _pipeline() -> None:
+    formula(
+        "pipeline_bubble",
+        "bubble",
+        (stages - 1) / (micro_batches + stages - 1),
+        "share of a filled-and-drained pipeline's time its stages idle",
+        CHAPTER,
+    )
+    formula(
+        "send_time",
+        "send_time",
+        collective_base + link_latency + message_bytes / (link_bandwidth * link_efficiency),
+        "one stage handing its activations to the next: a fixed cost, one latency, the bytes over the link",
+        CHAPTER,
+    )
+    formula(
+        "pipeline_token_time",
+        "time_per_token",
+        step_time + (stages - 1) * (send_time + step_overhead),
+        "time per token through P stages: every layer's step, plus a send and a stage's overhead per boundary",
+        CHAPTER,
+    )
+    formula(
+        "pipelined_prefill_time",
+        "prefill_time",
+        prefill_time / (1 - bubble),
+        "a batch's prefill on a pipeline: the work spread over every stage, stretched by the bubble",
+        CHAPTER,
+    )
+
 
 # --- attention data parallelism -------------------------------------------------------------------
-formula(
-    "dp_bytes_read",
-    "bytes_read",
-    bytes_read - (1 - 1 / data_parallel) * expert_bytes_read,
-    "weight bytes per attention group per step: the shared weights whole, the experts split D ways",
-    CHAPTER,
-)
-formula(
-    "dp_kv_per_sequence",
-    "kv_per_sequence",
-    kv_per_sequence / data_parallel,
-    "KV read per sequence per GPU group: each group holds 1/D of the sequences",
-    CHAPTER,
-)
-formula(
-    "dp_flops_per_token",
-    "flops_per_token",
-    flops_per_token / data_parallel,
-    "FLOPs per token per GPU group: each group computes 1/D of the tokens",
-    CHAPTER,
-)
-formula(
-    "dp_weights_held",
-    "weights",
-    weights + (data_parallel - 1) * (weights - expert_weights),
-    "weights a replica holds with D attention groups: the experts once, everything else D times",
-    CHAPTER,
-)
+
+
+@_section
+def _data_parallel() -> None:
+    formula(
+        "dp_bytes_read",
+        "bytes_read",
+        bytes_read - (1 - 1 / data_parallel) * expert_bytes_read,
+        "weight bytes per attention group per step: the shared weights whole, the experts split D ways",
+        CHAPTER,
+    )
+    formula(
+        "dp_kv_per_sequence",
+        "kv_per_sequence",
+        kv_per_sequence / data_parallel,
+        "KV read per sequence per GPU group: each group holds 1/D of the sequences",
+        CHAPTER,
+    )
+    formula(
+        "dp_flops_per_token",
+        "flops_per_token",
+        flops_per_token / data_parallel,
+        "FLOPs per token per GPU group: each group computes 1/D of the tokens",
+        CHAPTER,
+    )
+    formula(
+        "dp_weights_held",
+        "weights",
+        weights + (data_parallel - 1) * (weights - expert_weights),
+        "weights a replica holds with D attention groups: the experts once, everything else D times",
+        CHAPTER,
+    )
+
 
 _ = sp  # SymPy builds every expression above

@@ -32,9 +32,10 @@ import functools
 
 import sympy as sp
 
-from llmcourse.formulas import FORMULAS, SYMBOLS, _s, derived, formula
+from llmcourse.formulas import FORMULAS, SYMBOLS, _deferred_getattr, _s, _section, derived, formula
 
 __all__ = ["EXPECTED_TOKENS_SUM", "best_draft_tokens_expression"]
+__getattr__ = _deferred_getattr(globals())  # the names the sections below define, made on first use
 
 CHAPTER = "08b_speculative"
 
@@ -75,125 +76,140 @@ _S = {name: SYMBOLS[name].sym for name in ("step_time", "batch", "bytes_read", "
 step_time, batch, bytes_read, kv_per_sequence = (_S[n] for n in ("step_time", "batch", "bytes_read", "kv_per_sequence"))
 
 # --- expected tokens per verification step: the geometric sum, worked out by SymPy -----------------
-# Position i of the draft (i = 1..k_d) is reached only if the i - 1 before it were accepted; the
-# tokens a step yields are 1 (the target's own token) + the accepted prefix, so
-# E[tokens] = sum_{i=0}^{k_d} P(prefix >= i) = sum_{i=0}^{k_d} alpha^i.
-_i = sp.Symbol("i", integer=True, nonnegative=True)
-#: The sum as SymPy returns it: a Piecewise whose first branch is alpha = 1 (k_d + 1 tokens).
-EXPECTED_TOKENS_SUM = derived(
-    "speculative_expected_tokens_sum",
-    (acceptance, _i, draft_tokens),
-    lambda: sp.summation(acceptance**_i, (_i, 0, draft_tokens)),
-)
-_general = [e for e, cond in EXPECTED_TOKENS_SUM.args if cond == sp.true]
-if len(_general) != 1:  # pragma: no cover - guards a change of SymPy's answer
-    raise RuntimeError(f"expected one general branch of the geometric sum, got {EXPECTED_TOKENS_SUM}")
-_tau = _general[0]  # (1 - alpha^(k_d + 1)) / (1 - alpha), for alpha < 1
-formula(
-    "speculative_expected_tokens",
-    "expected_tokens",
-    _tau,
-    "expected tokens per verification step: the geometric sum of the acceptance",
-    CHAPTER,
-)
-# --- time and speed -----------------------------------------------------------------------------------
-_cycle = verify_time + draft_tokens * draft_step_time
-formula("speculative_cycle_time", "cycle_time", _cycle, "k_d draft steps, then one verification", CHAPTER)
-formula(
-    "speculative_token_time", "token_time", cycle_time / expected_tokens, "time per output token of a user", CHAPTER
-)
-formula(
-    "speculative_throughput",
-    "throughput",
-    batch * expected_tokens / cycle_time,
-    "output tokens per second of a batch with speculation",
-    CHAPTER,
-)
-_speedup = expected_tokens * step_time / _cycle
-formula(
-    "speculative_speedup",
-    "speedup",
-    _speedup,
-    "speed-up over plain decode at the same batch: tau x plain step / (verification + k_d draft steps)",
-    CHAPTER,
-)
-# While decode is memory-bound the verification costs what a plain step does (t_ver = t_step: the same
-# bytes, and the same per-step overhead) and a draft step a fixed share of it (t_draft = r_d t_step, each
-# time with its own per-step overhead, which is why a draft head far smaller than the target still costs
-# a noticeable r_d): the speed-up depends on alpha, k_d and r_d only.
-_speedup_mb = derived(
-    "speculative_speedup_memory_bound",
-    (_speedup, verify_time, step_time, draft_step_time, draft_cost, expected_tokens, _tau),
-    lambda: sp.simplify(_speedup.subs({verify_time: step_time, draft_step_time: draft_cost * step_time})).subs(
-        expected_tokens, _tau
-    ),
-)
-formula(
-    "speculative_speedup_memory_bound",
-    "speedup",
-    _speedup_mb,
-    "speed-up while the verification is memory-bound and a draft step costs r_d of a plain step",
-    CHAPTER,
-)
-
-# --- the crossover batch: beyond it speculation costs throughput ------------------------------------
-# Solve tau x (plain step) = verification + k_d draft steps for the batch, with the plain step and the
-# draft steps memory-bound and the verification compute-bound (k_d + 1 positions per sequence), each
-# time taken from the decode formulas (FORMULAS["decode_memory_time"], ["decode_compute_time"]) plus the
-# fixed time every decode step pays (FORMULAS["step_with_overhead"]): the verification and each draft
-# step are decode steps too, so a cycle pays t_over + k_d t_{over,d} for tau tokens where plain decode
-# pays tau t_over (t_{over,d} = t_over for a draft on the GPU, 0 for an n-gram lookup, which runs no
-# step). With a draft on the GPU that takes (k_d + 1 - tau) t_over off what speculation saves and
-# lowers the crossover batch; an n-gram lookup gains (tau - 1) t_over and raises it.
-_t_mem = FORMULAS["decode_memory_time"].expr
-_t_comp = FORMULAS["decode_compute_time"].expr
-_t_over = SYMBOLS["step_overhead"].sym
-_with_over = FORMULAS["step_with_overhead"].expr  # step_time + step_overhead
 
 
-def _stepped(core: sp.Expr, overhead: sp.Symbol = _t_over) -> sp.Expr:
-    """A decode step's time: ``core`` plus a per-step overhead, by the decode chapter's formula."""
-    return _with_over.subs({step_time: core, _t_over: overhead}, simultaneous=True)
-
-
-_b_real = sp.Symbol("B_real", positive=True)
-_verify_compute = _stepped(_t_comp.subs(batch, (draft_tokens + 1) * _b_real))
-_draft_memory = _stepped(
-    _t_mem.subs({bytes_read: draft_bytes_read, kv_per_sequence: draft_kv_per_sequence, batch: _b_real}),
-    draft_overhead,
-)
-_plain_memory = _stepped(_t_mem.subs(batch, _b_real))
-_saved, _spent = expected_tokens * _plain_memory, _verify_compute + draft_tokens * _draft_memory
-_flops_side = SYMBOLS["peak_flops"].sym * SYMBOLS["compute_efficiency"].sym
-_bytes_side = SYMBOLS["flops_per_token"].sym * SYMBOLS["bandwidth"].sym * SYMBOLS["bandwidth_efficiency"].sym
-
-
-def _crossover_parts() -> tuple[sp.Expr, sp.Expr]:
-    """The crossover batch's numerator and denominator, each collected for display."""
-    roots = sp.solve(sp.Eq(_saved, _spent), _b_real)
-    if len(roots) != 1:  # pragma: no cover - guards a change of the decode formulas
-        raise RuntimeError(f"expected one crossover batch, got {roots}")
-    num, den = sp.fraction(sp.together(roots[0]))
-    if num.could_extract_minus_sign():
-        num, den = -num, sp.expand(-den)
-    return (
-        sp.factor_terms(sp.collect(sp.expand(num), [_t_over, draft_overhead], func=sp.factor)),
-        sp.collect(sp.expand(den), [_flops_side, _bytes_side], func=sp.factor_terms),
+@_section
+def _expected() -> None:
+    global _i, EXPECTED_TOKENS_SUM, _general, _tau
+    # Position i of the draft (i = 1..k_d) is reached only if the i - 1 before it were accepted; the
+    # tokens a step yields are 1 (the target's own token) + the accepted prefix, so
+    # E[tokens] = sum_{i=0}^{k_d} P(prefix >= i) = sum_{i=0}^{k_d} alpha^i.
+    _i = sp.Symbol("i", integer=True, nonnegative=True)
+    #: The sum as SymPy returns it: a Piecewise whose first branch is alpha = 1 (k_d + 1 tokens).
+    EXPECTED_TOKENS_SUM = derived(
+        "speculative_expected_tokens_sum",
+        (acceptance, _i, draft_tokens),
+        lambda: sp.summation(acceptance**_i, (_i, 0, draft_tokens)),
+    )
+    _general = [e for e, cond in EXPECTED_TOKENS_SUM.args if cond == sp.true]
+    if len(_general) != 1:  # pragma: no cover - guards a change of SymPy's answer
+        raise RuntimeError(f"expected one general branch of the geometric sum, got {EXPECTED_TOKENS_SUM}")
+    _tau = _general[0]  # (1 - alpha^(k_d + 1)) / (1 - alpha), for alpha < 1
+    formula(
+        "speculative_expected_tokens",
+        "expected_tokens",
+        _tau,
+        "expected tokens per verification step: the geometric sum of the acceptance",
+        CHAPTER,
     )
 
 
-_num, _den = derived(
-    "speculative_crossover_batch",
-    (_saved, _spent, _b_real, _t_over, draft_overhead, _flops_side, _bytes_side),
-    _crossover_parts,
-)
-formula(
-    "speculative_crossover_batch",
-    "batch",
-    sp.Mul(_num, sp.Pow(_den, -1), evaluate=False),
-    "batch beyond which speculation costs throughput (plain step and draft memory-bound, verification compute-bound)",
-    CHAPTER,
-)
+# --- time and speed -----------------------------------------------------------------------------------
+
+
+@_section
+def _speed() -> None:
+    global _cycle, _speedup, _speedup_mb
+    _cycle = verify_time + draft_tokens * draft_step_time
+    formula("speculative_cycle_time", "cycle_time", _cycle, "k_d draft steps, then one verification", CHAPTER)
+    formula(
+        "speculative_token_time", "token_time", cycle_time / expected_tokens, "time per output token of a user", CHAPTER
+    )
+    formula(
+        "speculative_throughput",
+        "throughput",
+        batch * expected_tokens / cycle_time,
+        "output tokens per second of a batch with speculation",
+        CHAPTER,
+    )
+    _speedup = expected_tokens * step_time / _cycle
+    formula(
+        "speculative_speedup",
+        "speedup",
+        _speedup,
+        "speed-up over plain decode at the same batch: tau x plain step / (verification + k_d draft steps)",
+        CHAPTER,
+    )
+    # While decode is memory-bound the verification costs what a plain step does (t_ver = t_step: the same
+    # bytes, and the same per-step overhead) and a draft step a fixed share of it (t_draft = r_d t_step, each
+    # time with its own per-step overhead, which is why a draft head far smaller than the target still costs
+    # a noticeable r_d): the speed-up depends on alpha, k_d and r_d only.
+    _speedup_mb = derived(
+        "speculative_speedup_memory_bound",
+        (_speedup, verify_time, step_time, draft_step_time, draft_cost, expected_tokens, _tau),
+        lambda: sp.simplify(_speedup.subs({verify_time: step_time, draft_step_time: draft_cost * step_time})).subs(
+            expected_tokens, _tau
+        ),
+    )
+    formula(
+        "speculative_speedup_memory_bound",
+        "speedup",
+        _speedup_mb,
+        "speed-up while the verification is memory-bound and a draft step costs r_d of a plain step",
+        CHAPTER,
+    )
+
+
+# --- the crossover batch: beyond it speculation costs throughput ------------------------------------
+
+
+@_section
+def _crossover() -> None:
+    global _t_mem, _t_comp, _t_over, _with_over, _stepped, _b_real, _verify_compute, _draft_memory, _plain_memory
+    global _saved, _spent, _flops_side, _bytes_side, _crossover_parts, _num, _den
+    # Solve tau x (plain step) = verification + k_d draft steps for the batch, with the plain step and the
+    # draft steps memory-bound and the verification compute-bound (k_d + 1 positions per sequence), each
+    # time taken from the decode formulas (FORMULAS["decode_memory_time"], ["decode_compute_time"]) plus the
+    # fixed time every decode step pays (FORMULAS["step_with_overhead"]): the verification and each draft
+    # step are decode steps too, so a cycle pays t_over + k_d t_{over,d} for tau tokens where plain decode
+    # pays tau t_over (t_{over,d} = t_over for a draft on the GPU, 0 for an n-gram lookup, which runs no
+    # step). With a draft on the GPU that takes (k_d + 1 - tau) t_over off what speculation saves and
+    # lowers the crossover batch; an n-gram lookup gains (tau - 1) t_over and raises it.
+    _t_mem = FORMULAS["decode_memory_time"].expr
+    _t_comp = FORMULAS["decode_compute_time"].expr
+    _t_over = SYMBOLS["step_overhead"].sym
+    _with_over = FORMULAS["step_with_overhead"].expr  # step_time + step_overhead
+
+    def _stepped(core: sp.Expr, overhead: sp.Symbol = _t_over) -> sp.Expr:
+        """A decode step's time: ``core`` plus a per-step overhead, by the decode chapter's formula."""
+        return _with_over.subs({step_time: core, _t_over: overhead}, simultaneous=True)
+
+    _b_real = sp.Symbol("B_real", positive=True)
+    _verify_compute = _stepped(_t_comp.subs(batch, (draft_tokens + 1) * _b_real))
+    _draft_memory = _stepped(
+        _t_mem.subs({bytes_read: draft_bytes_read, kv_per_sequence: draft_kv_per_sequence, batch: _b_real}),
+        draft_overhead,
+    )
+    _plain_memory = _stepped(_t_mem.subs(batch, _b_real))
+    _saved, _spent = expected_tokens * _plain_memory, _verify_compute + draft_tokens * _draft_memory
+    _flops_side = SYMBOLS["peak_flops"].sym * SYMBOLS["compute_efficiency"].sym
+    _bytes_side = SYMBOLS["flops_per_token"].sym * SYMBOLS["bandwidth"].sym * SYMBOLS["bandwidth_efficiency"].sym
+
+    def _crossover_parts() -> tuple[sp.Expr, sp.Expr]:
+        """The crossover batch's numerator and denominator, each collected for display."""
+        roots = sp.solve(sp.Eq(_saved, _spent), _b_real)
+        if len(roots) != 1:  # pragma: no cover - guards a change of the decode formulas
+            raise RuntimeError(f"expected one crossover batch, got {roots}")
+        num, den = sp.fraction(sp.together(roots[0]))
+        if num.could_extract_minus_sign():
+            num, den = -num, sp.expand(-den)
+        return (
+            sp.factor_terms(sp.collect(sp.expand(num), [_t_over, draft_overhead], func=sp.factor)),
+            sp.collect(sp.expand(den), [_flops_side, _bytes_side], func=sp.factor_terms),
+        )
+
+    _num, _den = derived(
+        "speculative_crossover_batch",
+        (_saved, _spent, _b_real, _t_over, draft_overhead, _flops_side, _bytes_side),
+        _crossover_parts,
+    )
+    formula(
+        "speculative_crossover_batch",
+        "batch",
+        sp.Mul(_num, sp.Pow(_den, -1), evaluate=False),
+        "batch beyond which speculation costs throughput (plain step and draft memory-bound, verification compute-bound)",
+        CHAPTER,
+    )
 
 
 @functools.cache
@@ -224,7 +240,7 @@ def best_draft_tokens_expression() -> sp.Expr:
     """
     k_real = sp.Symbol("k_real", positive=True)
     x = sp.Symbol("x", positive=True)  # x = alpha^(k + 1)
-    s = _speedup_mb.subs(draft_tokens, k_real)
+    s = FORMULAS["speculative_speedup_memory_bound"].expr.subs(draft_tokens, k_real)  # the sections run first
     slope = sp.numer(sp.together(sp.diff(s, k_real)))
     in_x = sp.expand(slope.subs(acceptance ** (k_real + 1), x).subs(k_real, sp.log(x) / sp.log(acceptance) - 1))
     roots = sp.solve(in_x, x)

@@ -72,13 +72,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import pint
-import sympy as sp
 
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import gpus, models
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.formulas import SYMBOLS, _s, built, checked, formula
+from llmcourse.formulas import checked
 from llmcourse.planner import Brief, Replica, matmul_precision, plan, replica, usable_memory, weight_bytes
 from llmcourse.units import Q_, parsed_unit, plain_number, to
 
@@ -977,78 +976,8 @@ def validate(rows: Sequence[Measurement] | None = None, *, assumptions: Assumpti
 # ==================================================================================================
 # Measured files at a concurrency: load them, predict them through replica(), error by family
 # ==================================================================================================
-def _symbol(name: str, latex: str, unit: str, meaning: str, **kw: Any) -> sp.Symbol:
-    """A symbol of :data:`llmcourse.formulas.SYMBOLS`, defined here once (a reload finds it there)."""
-    if name in SYMBOLS:
-        return SYMBOLS[name].sym
-    return _s(name, latex, unit, meaning, **kw)
-
-
-def _formula(name: str, target: str, expr: sp.Expr, meaning: str) -> None:
-    if name not in F:
-        formula(name, target, expr, meaning, "12_validation")
-
-
-_conc = _symbol(
-    "concurrency", r"n_{c}", "", "requests in flight in a closed loop (a benchmark's concurrency)", integer=True
-)
-_wait = _symbol(
-    "prefill_wait", r"W_{pre}", "s", "time a new request waits behind the prefills ahead of it", allow_zero=True
-)
-_ttft = _symbol("ttft", r"t_{ttft}", "s", "time to first token")
-_share = _symbol(
-    "wave_share",
-    r"s_{w}",
-    "",
-    "share of the other requests' prefills of a closed loop a new request waits behind, half on average",
-    allow_zero=True,
-    at_most=1,
-)
-_wave = _symbol(
-    "wave_wait", r"W_{wave}", "s", "time a new request waits behind the prefills of its own wave", allow_zero=True
-)
-_tp, _ts, _ta, _tau = (SYMBOLS[n].sym for n in ("prefill_time", "step_time", "answer_tokens", "time_per_token"))
-#: A client's cycle without the wait: its prefill, half a decode step (the step under way when it
-#: arrives), and the rest of its answer at the time per token.
-_cycle = _tp + _ts / 2 + (_ta - 1) * _tau
-#: The cycle less the prefills of the other clients (negative when the prefills alone fill it).
-_ahead = _cycle - (_conc - 1) * _tp
-_formula(
-    "closed_loop_prefill_wait",
-    "prefill_wait",
-    # the positive root of W^2 + A W - (n_c - 1) t_pre^2 / 2 = 0, in the form that does not cancel: rationalised
-    # where A >= 0 (the root is then small beside A), as it stands where A < 0
-    built(
-        "closed_loop_prefill_wait",
-        lambda: sp.Piecewise(
-            ((_conc - 1) * _tp**2 / (sp.sqrt(_ahead**2 + 2 * (_conc - 1) * _tp**2) + _ahead), _ahead >= 0),
-            ((sp.sqrt(_ahead**2 + 2 * (_conc - 1) * _tp**2) - _ahead) / 2, True),
-        ),
-    ),
-    "mean wait behind the prefills of the other n_c - 1 requests of a closed loop (Pollaczek-Khinchine for a "
-    "fixed prefill time, at the utilisation the closed loop's own cycle gives)",
-)
-_formula(
-    "closed_loop_wave_wait",
-    "wave_wait",
-    _share * (_conc - 1) * _tp / 2,
-    "mean wait behind the prefills of a closed loop's wave: a request comes back with the others of its wave, the "
-    "share s_w of whose prefills the decode steps let bunch ahead of it (all of them, s_w = 1, when the decode waits "
-    "every prefill whole), half of them ahead of it on average",
-)
-_formula(
-    "closed_loop_ttft",
-    "ttft",
-    built("closed_loop_ttft", lambda: _tp + _ts / 2 + sp.Max(_wait, _wave)),
-    "time to first token at a concurrency: half the decode step under way, the wait (behind the requests' own wave "
-    "or the queue's, the longer), then the request's prefill",
-)
-_formula(
-    "closed_loop_throughput",
-    "token_rate",
-    _conc * _ta / (_ttft + (_ta - 1) * _tau),
-    "output tokens per second of a closed loop of n_c requests (each: first token, then T_a - 1 more)",
-)
+# The closed loops' symbols and formulas (closed_loop_prefill_wait, closed_loop_wave_wait, closed_loop_ttft,
+# closed_loop_throughput, closed_loop_request_time) are defined in llmcourse/formulas_validation.py.
 _wait_s = _scalar(
     "closed_loop_prefill_wait", "prefill_time", "step_time", "time_per_token", "answer_tokens", "concurrency"
 )
@@ -2362,12 +2291,6 @@ def band(family: Measurement | dict[str, str], value: float, *, evidence_: Evide
 # ==================================================================================================
 # The band on every answer, the chapter's tables, and your own benchmark
 # ==================================================================================================
-_formula(
-    "closed_loop_request_time",
-    "time_in_system",
-    _ttft + (_ta - 1) * _tau,
-    "end-to-end time of one request of a closed loop: its first token, then T_a - 1 more",
-)
 _request_time_s = _scalar("closed_loop_request_time", "ttft", "answer_tokens", "time_per_token")
 
 #: The predictions the shipped bands come from: each model's rows predicted with the parameters fitted

@@ -32,7 +32,8 @@ def test_cache_is_what_the_derivations_give():
 
 
 def test_import_read_every_derivation_from_the_cache():
-    """Each derivation the package asked for at import was cached from the same inputs (nothing solved again)."""
+    """Each derivation the formulas' sections asked for was cached from the same inputs (nothing solved again)."""
+    FORMULAS["crossover_batch"].expr  # noqa: B018 (runs the sections, if the import deferred them)
     asked = {k: d for k, (d, _) in formulas.DERIVATIONS.items() if k in formulas_cache.DERIVED}
     assert len(asked) == len(formulas_cache.DERIVED) >= 7
     assert all(formulas_cache.DERIVED[k][0] == d for k, d in asked.items())
@@ -78,3 +79,30 @@ def test_positional_takes_the_order_named():
     assert f.positional("step_time", "batch")(0.02, 64) == pytest.approx(3200)
     with pytest.raises(ValueError, match="takes batch, step_time"):
         f.positional("batch")
+
+
+def test_import_builds_no_expression():
+    """While the cache is current, `import llmcourse` and a first plan() register the formulas from the cache's
+    table and build no SymPy expression: SymPy's first evaluated sum (which imports sympy.tensor) never runs;
+    the first expression asked for runs every section, and each formula then has the expression and inputs the
+    table named."""
+    code = (
+        "import sys\n"
+        "import llmcourse\n"
+        "from llmcourse import formulas\n"
+        "from llmcourse.units import Q_\n"
+        "llmcourse.plan('Llama-3.1-8B', 'H100 SXM', llmcourse.Brief(10, 2_000, 300, ttft_target=Q_(1, 's'), tpot_target=Q_(50, 'ms')))\n"
+        "print(formulas._LAZY, len(formulas._PENDING) > 0, 'sympy.tensor.tensor' in sys.modules)\n"
+        "table = {f.name: (f.target, f.meaning, [s.name for s in f.inputs]) for f in formulas.FORMULAS.values()}\n"
+        "exprs = {name: f.expr for name, f in formulas.FORMULAS.items()}\n"
+        "print(len(formulas._PENDING), all(e is not None for e in exprs.values()))\n"
+        "print(table == {f.name: (f.target, f.meaning, [s.name for s in f.inputs]) for f in formulas.FORMULAS.values()})\n"
+        "print(formulas.exact_repr(exprs['crossover_batch']))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
+    env.pop("LLMCOURSE_FORMULAS_CACHE", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[:3] == ["True True False", "0 True", "True"]
+    assert lines[3] == formulas.exact_repr(FORMULAS["crossover_batch"].expr)  # the same expression as made here
