@@ -68,6 +68,8 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
+from operator import add, mul, sub
+from random import NV_MAGICCONST
 from typing import Any
 
 import pint
@@ -78,7 +80,18 @@ from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, check_value
 from llmcourse.planner import Replica, gpu_of, max_batch, model_of, prefill, replica
-from llmcourse.units import Q_, as_quantity, fmt, percentile_rank, plain_number, seed_number, to
+from llmcourse.units import (
+    Q_,
+    as_quantity,
+    fmt,
+    in_unit,
+    parsed_unit,
+    percentile_rank,
+    plain_number,
+    quantity,
+    seed_number,
+    to,
+)
 
 __all__ = [
     "LENGTH_CV",
@@ -397,13 +410,118 @@ class SimResult:
 
 def _lengths(rng: random.Random, mean: float, cv: float, n: int, top: int) -> list[int]:
     """``n`` whole lengths, lognormal with this mean and coefficient of variation (fixed if ``cv`` is 0),
-    rounded half to even and held between 1 and ``top``."""
+    rounded half to even and held between 1 and ``top``.
+
+    The draws are ``rng.lognormvariate(mu, sigma)``'s, one after another, with its method (the exponential of
+    Kinderman and Monahan's ratio-of-uniforms normal, ``random.normalvariate``) written out in one loop: the same
+    numbers from the same stream, without two calls per draw (``tests/test_queueing.py`` compares the two).
+    """
     if cv == 0:
         return [min(max(round(mean), 1), top)] * n
     sigma2 = math.log(1 + cv**2)
     mu, sigma = math.log(mean) - sigma2 / 2, math.sqrt(sigma2)
-    draw = rng.lognormvariate
-    return [min(max(round(draw(mu, sigma)), 1), top) for _ in range(n)]
+    rand, log, exp, magic = rng.random, math.log, math.exp, NV_MAGICCONST
+    out = [0] * n
+    for k in range(n):
+        while True:  # random.normalvariate(mu, sigma)
+            u1 = rand()
+            u2 = 1.0 - rand()
+            z = magic * (u1 - 0.5) / u2
+            if z * z / 4.0 <= -log(u2):
+                break
+        x = round(exp(mu + z * sigma))
+        if x < 1:  # min(max(x, 1), top)
+            x = 1
+        out[k] = top if x > top else x
+    return out
+
+
+def _prompts(
+    rng: random.Random, mean: float, cv: float, n: int, top: int, hit: float, resident: int
+) -> tuple[list[int], list[int] | None]:
+    """The prompts' lengths, then (if ``hit``) how many of each one's tokens the prefix cache holds: a share
+    ``hit`` of the prompts find the ``resident`` cached tokens, at most all but their last (None: no cache)."""
+    pro = _lengths(rng, mean, cv, n, top)
+    if hit <= 0:
+        return pro, None
+    draw = rng.random
+    return pro, [min(resident, x - 1) if draw() < hit else 0 for x in pro]
+
+
+def _prefill_costs(
+    rep: ServiceModel, pro: Sequence[int], cached: Sequence[int] | None
+) -> tuple[list[int], list[float], list[float]]:
+    """Per request: the prompt tokens to prefill, their compute time per token, and that time for the whole prompt.
+
+    One table look-up per distinct length: a causal prefill of x tokens is the prefill of its first c plus the
+    rest, so the c cached tokens' hits leave C(x) - C(c), their attention reaching back over the cached ones
+    (:meth:`ServiceModel.prefill_compute_time` is C); a group prefilled together takes the slower of their sum and
+    one read of the weights (:meth:`ServiceModel.batch_prefill_time`)."""
+    grid, ys = rep.prefill_grid, rep.prefill_per_token_s
+    slopes = [(ys[i] - ys[i - 1]) / (grid[i] - grid[i - 1]) for i in range(1, len(grid))]  # as _interp's
+    last = len(grid)
+    full: dict[int, float] = {}
+    for x in {*pro, *(cached or ())} - {0}:  # rep.prefill_compute_time(x), the interpolation written out
+        i = bisect_right(grid, x)
+        if i == 0:
+            full[x] = x * float(ys[0])
+        elif i == last:
+            full[x] = x * float(ys[-1])
+        else:
+            full[x] = x * float(slopes[i - 1] * (x - grid[i - 1]) + ys[i - 1])
+    if cached is None:  # (C(x) - 0) / (x - 0), then times the x tokens, once per length
+        per = {x: c / x for x, c in full.items()}
+        whole = {x: c * x for x, c in per.items()}
+        return list(pro), list(map(per.__getitem__, pro)), list(map(whole.__getitem__, pro))
+    work = list(map(sub, pro, cached))
+    tok_c = [(full[x] - full.get(c, 0.0)) / w for x, c, w in zip(pro, cached, work, strict=True)]
+    return work, tok_c, list(map(mul, tok_c, work))
+
+
+def _open_loop_draws(
+    rep: ServiceModel,
+    seed: int,
+    n: int,
+    answer: tuple[float, float],
+    prompt: tuple[float, float],
+    longest: int,
+    hit: float,
+    resident: int,
+) -> tuple[tuple[float, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[float, ...], tuple[float, ...]]:
+    """What an open loop's run draws and derives from its seed, before the load: each arrival's gap at a rate of
+    1/s (``-log(1 - U)``, ``random.expovariate``'s formula: the gap at rate r is this / r), then the answers'
+    lengths, the prompts' and the prefix cache's hits (:func:`_prompts`), then the prefill work and times
+    (:func:`_prefill_costs`). ``longest`` is the longest sequence the KV memory and the model's positions hold.
+    The same numbers, drawn in the same order, at every load: :func:`_drawn` keeps the last few."""
+    rng = random.Random(seed)
+    rand, log = rng.random, math.log
+    gaps = tuple([-log(1.0 - rand()) for _ in range(n)])
+    ans = _lengths(rng, *answer, n, longest // 2)
+    pro, cached = _prompts(rng, *prompt, n, longest - max(ans), hit, resident)
+    work, tok_c, pre = _prefill_costs(rep, pro, cached)
+    need = list(map(add, work, ans))
+    return gaps, tuple(ans), tuple(work), tuple(need), tuple(tok_c), tuple(pre)
+
+
+#: The last few open-loop draws (:func:`_open_loop_draws`), by their arguments and the prefill table they were
+#: timed by: moving a calculator's load, or sizing a fleet, re-runs the same requests at another rate. Runs of
+#: more than _MOST_KEPT requests are drawn afresh.
+_DRAWN: dict[tuple[Any, ...], Any] = {}
+_KEEP, _MOST_KEPT = 4, 100_000
+
+
+def _drawn(rep: ServiceModel, *args: Any) -> Any:
+    """:func:`_open_loop_draws` of ``args``, kept for the next run with the same arguments and prefill table."""
+    key = (rep.prefill_grid, rep.prefill_per_token_s, *args)
+    if key in _DRAWN:
+        _DRAWN[key] = _DRAWN.pop(key)  # the most recently used last
+        return _DRAWN[key]
+    out = _open_loop_draws(rep, *args)
+    if args[1] <= _MOST_KEPT:
+        _DRAWN[key] = out
+        while len(_DRAWN) > _KEEP:
+            del _DRAWN[next(iter(_DRAWN))]
+    return out
 
 
 def simulate(
@@ -501,46 +619,35 @@ def simulate(
     budget -= resident
     _check_request(p, a, budget)
     positions = model_of(rep.model).max_position or budget  # a sequence is held within the model's positions
-    rng = random.Random(seed)
-    expo = rng.expovariate
+    longest = min(budget, positions)
     if lam is not None:
-        arrivals = list(accumulate(expo(lam) for _ in range(n)))
-        ans = _lengths(rng, a, acv, n, min(budget, positions) // 2)
+        gaps, ans, work, need, tok_c, pre = _drawn(rep, seed, n, (a, acv), (p, pcv), longest, hit, resident)
+        arrivals = list(accumulate([x / lam for x in gaps]))
     else:
-        ans = _lengths(rng, a, acv, n, min(budget, positions) // 2)
+        rng = random.Random(seed)
+        ans = _lengths(rng, a, acv, n, longest // 2)
         # a closed loop's clients start spread over one request's time at the full batch: started together,
         # identical requests would run in lockstep, every prefill queued behind all the others, as no engine shows
         alone = rep.prefill_compute_time(p) + a * rep.step_time(min(clients, rep.batch_cap))
         arrivals = [rng.uniform(0, alone) if j < clients else 0.0 for j in range(n)]
-    pro = _lengths(rng, p, pcv, n, min(budget, positions) - max(ans))
-    # the prefix cache: a hit skips the cached tokens' prefill and holds no KV of its own for them
-    if hit > 0:
-        draw = rng.random
-        cached = [min(resident, x - 1) if draw() < hit else 0 for x in pro]
-    else:
-        cached = [0] * n
-    work = [x - c for x, c in zip(pro, cached, strict=True)]  # prompt tokens to prefill
-    need = [w + y for w, y in zip(work, ans, strict=True)]
-    # each prompt's prefill compute time per token to prefill (one table look-up per distinct length): a causal
-    # prefill of x tokens is the prefill of its first c plus the rest, so the uncached tokens cost C(x) - C(c), their
-    # attention reaching back over the cached ones; a group prefilled together takes the slower of their sum and one
-    # read of the weights (ServiceModel.batch_prefill_time)
-    full = {x: rep.prefill_compute_time(x) for x in set(pro) | set(cached) if x > 0}
-    tok_c = [(full[x] - full.get(c, 0.0)) / (x - c) for x, c in zip(pro, cached, strict=True)]
-    t_req = to(Q_(rep.assumptions.request_overhead_ms, "ms"), "s").m
-    first, finish, busy, batch_area = _run(rep, arrivals, clients, t_req, ans, work, need, tok_c, budget, chunk)
+        pro, cached = _prompts(rng, p, pcv, n, longest - max(ans), hit, resident)
+        work, tok_c, pre = _prefill_costs(rep, pro, cached)
+        need = list(map(add, work, ans))
+    ms, sec, per_s = (parsed_unit(u)[0] for u in ("ms", "s", "1/s"))
+    t_req = in_unit(rep.assumptions.request_overhead_ms, ms, sec).m
+    first, finish, busy, batch_area = _run(rep, arrivals, clients, t_req, ans, need, tok_c, pre, work, budget, chunk)
     # the request's fixed overhead (HTTP round trip, tokenising: the assumptions' request_overhead_ms) is spent
     # before it reaches the engine, off the GPU: the engine sees the arrivals a constant later, so every TTFT is that
     # much longer (times in the system stay the engine's)
-    ttft = tuple([t_req + (f - x) for f, x in zip(first, arrivals, strict=True)])
-    tpot = tuple([(finish[j] - first[j]) / (ans[j] - 1) for j in range(n) if ans[j] > 1])
+    ttft = tuple([t_req + x for x in map(sub, first, arrivals)])
+    tpot = tuple([x / (y - 1) for x, y in zip(map(sub, finish, first), ans, strict=True) if y > 1])
     if not tpot:
         raise InputError(
             f"every simulated answer was one token long (answer_tokens={a:g}, answer_cv={acv:g}), so no request "
             "has a time per output token: give answer_tokens of 2 or more, or a spread (answer_cv > 0)."
         )
     span = max(finish) - min(arrivals)  # a closed loop's first clients arrive in no particular order
-    mean_in_system = math.fsum([f - x for f, x in zip(finish, arrivals, strict=True)]) / n
+    mean_in_system = math.fsum(map(sub, finish, arrivals)) / n
     # Little's law check: arrivals see time averages (Poisson), so the number in the system that
     # each arrival finds estimates L independently of lambda x W. Request i finds the i that arrived
     # before it, less those that finished at or before its arrival (a merge of two sorted lists).
@@ -553,24 +660,28 @@ def simulate(
         seen_total += i - departed
     if lam is None:  # a closed loop: the rate is what the clients achieved
         lam = n / span
-    lam_hat = Q_((n - 1) / (starts[-1] - starts[0]), "1/s") if n > 1 and starts[-1] > starts[0] else Q_(lam, "1/s")
-    little = F["littles_law"](request_rate=lam_hat, time_in_system=Q_(mean_in_system, "s")).m
+    lam_hat = (
+        quantity((n - 1) / (starts[-1] - starts[0]), per_s)
+        if n > 1 and starts[-1] > starts[0]
+        else quantity(lam, per_s)
+    )
+    little = F["littles_law"](request_rate=lam_hat, time_in_system=quantity(mean_in_system, sec)).m
     ttft_sorted, tpot_sorted = sorted(ttft), sorted(tpot)
     return SimResult(
         replica=rep,
-        rate=Q_(lam, "1/s"),
+        rate=quantity(lam, per_s),
         load=float(lam / rep.capacity(p, a).m),
         completed=n,
-        ttft={f"p{q}": Q_(_percentile_sorted(ttft_sorted, q) * 1e3, "ms") for q in PERCENTILES},
-        tpot={f"p{q}": Q_(_percentile_sorted(tpot_sorted, q) * 1e3, "ms") for q in PERCENTILES},
+        ttft={f"p{q}": quantity(_percentile_sorted(ttft_sorted, q) * 1e3, ms) for q in PERCENTILES},
+        tpot={f"p{q}": quantity(_percentile_sorted(tpot_sorted, q) * 1e3, ms) for q in PERCENTILES},
         busy_fraction=float(busy / span),
-        throughput=Q_(sum(ans) / span, "1/s"),
-        request_throughput=Q_(n / span, "1/s"),
+        throughput=quantity(sum(ans) / span, per_s),
+        request_throughput=quantity(n / span, per_s),
         mean_batch=float(batch_area / max(busy, 1e-300)),
         in_system_seen_by_arrivals=seen_total / n,
         littles_law_in_system=float(little),
-        mean_time_in_system=Q_(mean_in_system, "s"),
-        wall_time=Q_((time.perf_counter() - start) * 1e3, "ms"),
+        mean_time_in_system=quantity(mean_in_system, sec),
+        wall_time=quantity((time.perf_counter() - start) * 1e3, ms),
         ttft_s=ttft,
         tpot_s=tpot,
         concurrency=clients,
@@ -585,10 +696,11 @@ def _run(
     arrivals: list[float],
     clients: int | None,
     t_req: float,
-    ans: list[int],
-    work: list[int],
-    need: list[int],
-    tok_c: list[float],
+    ans: Sequence[int],
+    need: Sequence[int],
+    tok_c: Sequence[float],
+    pre: Sequence[float],
+    work: Sequence[int],
     budget: int,
     chunk: int | None,
 ) -> tuple[list[float], list[float], float, float]:
@@ -597,69 +709,75 @@ def _run(
     ``arrivals`` are the engine's arrival times (open loop); with ``clients`` they are filled in as the loop runs:
     the first ``clients`` requests arrive at the times given (spread by :func:`simulate`), and each finish sends the
     next request ``t_req`` later.
+
+    Each pass of the loop is one event: the arrivals up to now join the queue and the queue is admitted; then one
+    prefill iteration, or one mixed iteration of chunks, or as many decode steps of the running batch as pass before
+    the next finish (or the next arrival, if one could start), in one jump: its time is the step's, constant until
+    then. The hot path is written for speed on plain lists (the browser runs it at every change of a calculator):
+    a running sequence is one int on the heap, ``(step at which it finishes) * n + request``, in the order of the
+    pairs it stands for; the open loop's arrivals end with an infinite sentinel.
     """
     n = len(arrivals)
     first = [0.0] * n
     finish = [0.0] * n
     step_s, cap, w_read = rep.step_s, rep.batch_cap, rep.weight_read_s
-    heappush, heappop, ceil, fsum = heapq.heappush, heapq.heappop, math.ceil, math.fsum
+    heappush, heappop, ceil, fsum, inf = heapq.heappush, heapq.heappop, math.ceil, math.fsum, math.inf
     waiting: deque[int] = deque()
     admit, next_waiting = waiting.append, waiting.popleft
     prefilling: deque[int] = deque()  # admitted, prompt not all prefilled yet (first come first served)
+    admitted = prefilling.append
     left = list(work)  # prompt tokens each still has to prefill
-    running: list[tuple[int, int]] = []  # heap of (decode-step count at which it finishes, request)
+    running: list[int] = []  # heap of (decode-step count at which it finishes) * n + request
     pending: list[tuple[float, int]] = []  # a closed loop's next arrivals: a heap of (time, request)
+    closed = clients is not None
     issued = n
+    arr = [*arrivals, inf] if clients is None else []  # the open loop's arrivals, then a sentinel
     if clients is not None:
         issued = min(clients, n)  # requests 0..issued-1 are on their way; the rest wait for a finish
         pending = sorted((arrivals[j], j) for j in range(issued))
     t = busy = batch_area = 0.0
     i = done = 0
     g = used = 0  # decode steps done so far; KV tokens reserved
-
-    def finished(j: int) -> None:
-        nonlocal done, used, issued
-        finish[j] = t
-        used -= need[j]
-        done += 1
-        if clients is not None and issued < n:
-            arrivals[issued] = t + t_req
-            heappush(pending, (t + t_req, issued))
-            issued += 1
-
-    def first_token(j: int) -> None:
-        first[j] = t
-        if ans[j] <= 1:
-            finished(j)
-        else:
-            heappush(running, (g + ans[j] - 1, j))
-
     while done < n:
-        if clients is None:
-            while i < n and arrivals[i] <= t:
-                admit(i)
-                i += 1
-            next_arrival = arrivals[i] if i < n else None
-        else:
+        if closed:
             while pending and pending[0][0] <= t:
                 admit(heappop(pending)[1])
-            next_arrival = pending[0][0] if pending else None
-        if not running and not waiting and not prefilling:
+            next_arrival = pending[0][0] if pending else inf
+        else:
+            while arr[i] <= t:
+                admit(i)
+                i += 1
+            next_arrival = arr[i]
+        b = len(running)
+        if waiting:
+            room = cap - b - len(prefilling)
+            while room > 0 and waiting and used + need[waiting[0]] <= budget:
+                j = next_waiting()
+                used += need[j]
+                admitted(j)
+                room -= 1
+        elif not b and not prefilling:  # idle until the next arrival
             t = next_arrival
             continue
-        room = cap - len(running) - len(prefilling)
-        while waiting and room > 0 and used + need[waiting[0]] <= budget:
-            j = next_waiting()
-            used += need[j]
-            prefilling.append(j)
-            room -= 1
-        b = len(running)
         if prefilling and chunk is None:  # whole prompts, decoding stalls
-            dt = max(fsum([tok_c[j] * work[j] for j in prefilling]), w_read)
+            x = pre[prefilling[0]] if len(prefilling) == 1 else fsum([pre[j] for j in prefilling])
+            dt = x if x >= w_read else w_read  # max(x, w_read)
             t += dt
             busy += dt
-            while prefilling:
-                first_token(prefilling.popleft())
+            for j in prefilling:  # the first token of each
+                first[j] = t
+                y = ans[j]
+                if y > 1:
+                    heappush(running, (g + y - 1) * n + j)
+                    continue
+                finish[j] = t  # a one-token answer is done
+                used -= need[j]
+                done += 1
+                if issued < n:  # a closed loop's client sends its next request
+                    arrivals[issued] = x = t + t_req
+                    heappush(pending, (x, issued))
+                    issued += 1
+            prefilling.clear()
             continue
         if prefilling and chunk - b >= 1:  # one mixed iteration: a token per running sequence, the rest to chunks
             room_t, done_now, compute = chunk - b, [], 0.0
@@ -678,25 +796,56 @@ def _run(
             batch_area += dt * b
             if b:
                 g += 1
-                while running and running[0][0] <= g:
-                    finished(heappop(running)[1])
+                top = (g + 1) * n  # the keys of the sequences that finish at step g or before
+                while running and running[0] < top:
+                    j = heappop(running) % n
+                    finish[j] = t
+                    used -= need[j]
+                    done += 1
+                    if issued < n:
+                        arrivals[issued] = x = t + t_req
+                        heappush(pending, (x, issued))
+                        issued += 1
             for j in done_now:
                 prefilling.popleft()  # the finished ones are the first in line
-                first_token(j)
+                first[j] = t
+                y = ans[j]
+                if y > 1:
+                    heappush(running, (g + y - 1) * n + j)
+                    continue
+                finish[j] = t
+                used -= need[j]
+                done += 1
+                if issued < n:
+                    arrivals[issued] = x = t + t_req
+                    heappush(pending, (x, issued))
+                    issued += 1
             continue
         # decode steps only, as many as pass before the next finish (or the next arrival, if one could start)
         dt = step_s[b]
-        k = running[0][0] - g
         if prefilling:  # a budget all spent on decode tokens: one step, then look again
             k = 1
-        elif not waiting and next_arrival is not None:
-            k = min(k, max(1, ceil((next_arrival - t) / dt)))
-        t += k * dt
-        busy += k * dt
-        batch_area += k * dt * b
+        else:
+            k = running[0] // n - g
+            if not waiting and next_arrival != inf:
+                m = ceil((next_arrival - t) / dt)
+                if m < k:  # k = min(k, max(1, m))
+                    k = m if m > 1 else 1
+        x = k * dt
+        t += x
+        busy += x
+        batch_area += x * b
         g += k
-        while running and running[0][0] <= g:
-            finished(heappop(running)[1])
+        top = (g + 1) * n
+        while running and running[0] < top:
+            j = heappop(running) % n
+            finish[j] = t
+            used -= need[j]
+            done += 1
+            if issued < n:
+                arrivals[issued] = x = t + t_req
+                heappush(pending, (x, issued))
+                issued += 1
     return first, finish, busy, batch_area
 
 

@@ -582,3 +582,72 @@ def test_measured_plot_draws_each_setup_three_ways():
     assert all("(ms)" in a.get_ylabel() for a in axes)
     assert len(axes[0].figure.legends[0].get_texts()) == 9
     plt.close(axes[0].figure)
+
+
+# --- the fast paths give the standard library's numbers --------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("mean", "cv", "top"), [(300, 0.5, 10**6), (2_000, 2.0, 5_000), (1.0, 0.5, 3), (7.6, 3.0, 100), (50, 0.5, 0)]
+)
+def test_lengths_are_the_standard_librarys_lognormal_draws(mean, cv, top):
+    """The written-out lognormal loop draws what ``random.lognormvariate`` draws from the same stream (the mean and
+    spread turned into mu = log(mean) - sigma^2 / 2, sigma^2 = log(1 + cv^2)), rounded and held in [1, top], and
+    leaves the stream where the library leaves it."""
+    import math
+    import random
+
+    from llmcourse.queueing import _lengths
+
+    s2 = math.log(1 + cv**2)
+    mine, theirs = random.Random(11), random.Random(11)
+    want = [min(max(round(theirs.lognormvariate(math.log(mean) - s2 / 2, math.sqrt(s2))), 1), top) for _ in range(400)]
+    assert _lengths(mine, mean, cv, 400, top) == want
+    assert mine.random() == theirs.random()
+
+
+def test_open_loop_draws_are_the_standard_librarys():
+    """An open loop's gaps at 1/s, divided by the rate, are ``random.expovariate(rate)``'s, drawn first from the
+    seed, and its prompts are prefilled whole (no prefix cache): work = prompt, one compute time per prompt."""
+    import random
+    from itertools import accumulate
+
+    from llmcourse.queueing import _open_loop_draws
+
+    rep = build_replica(M, G, prompt_tokens=P, answer_tokens=A)
+    gaps, ans, work, need, tok_c, pre = _open_loop_draws(rep, 5, 300, (A, 0.5), (P, 0.5), 100_000, 0.0, 0)
+    lib = random.Random(5)
+    want = list(accumulate(lib.expovariate(3.5) for _ in range(300)))
+    assert list(accumulate(x / 3.5 for x in gaps)) == want
+    assert need == tuple(w + y for w, y in zip(work, ans, strict=True))
+    assert tok_c == tuple(rep.prefill_compute_time(x) / x for x in work)
+    assert pre == tuple(c * x for c, x in zip(tok_c, work, strict=True))
+
+
+def test_prefix_cached_prefill_costs_are_the_difference_of_two_prefills(rep):
+    """With c of a prompt's x tokens cached, its compute time per token to prefill is (C(x) - C(c)) / (x - c), C
+    the service model's prefill compute time; a prompt without hits costs C(x) / x."""
+    from llmcourse.queueing import _prefill_costs
+
+    pro, cached = [2_000, 1_500, 7, 2_000], [0, 1_000, 6, 1_999]
+    work, tok_c, pre = _prefill_costs(rep, pro, cached)
+    c = rep.prefill_compute_time
+    assert work == [2_000, 500, 1, 1]
+    assert tok_c == [c(2_000) / 2_000, (c(1_500) - c(1_000)) / 500, (c(7) - c(6)) / 1, (c(2_000) - c(1_999)) / 1]
+    assert pre == [t * w for t, w in zip(tok_c, work, strict=True)]
+
+
+def test_kept_draws_change_no_result(rep):
+    """A run whose draws were kept from a run at another load equals the same run drawn afresh."""
+    from llmcourse import queueing
+
+    queueing._DRAWN.clear()
+    run(rep, 0.4, seed=3, requests=2_000)
+    kept = run(rep, 0.8, seed=3, requests=2_000)
+    queueing._DRAWN.clear()
+    fresh = run(rep, 0.8, seed=3, requests=2_000)
+    assert (kept.ttft_s, kept.tpot_s, kept.ttft, kept.busy_fraction) == (
+        fresh.ttft_s,
+        fresh.tpot_s,
+        fresh.ttft,
+        fresh.busy_fraction,
+    )
+    assert len(queueing._DRAWN) <= queueing._KEEP
