@@ -14,7 +14,8 @@ Serves the built book on 127.0.0.1 and prints:
   the first page's live Python (``llmcourseLive.run``), then one of its controls is set N times to a new
   valid value (the control and values ``scripts/benchmark.py``'s UPDATES uses in CPython), through the
   widget's model as the control's view does; each time is from the change to the last change of the
-  page (a MutationObserver), once the page has been quiet for 0.4 s.
+  page (a MutationObserver), once the page has been quiet for 0.4 s; beside it, the part Python took
+  (the worker's clock around handling the change).
 
 Requests that would leave 127.0.0.1 are blocked and counted. Figures only: nothing here passes or fails.
 """
@@ -55,8 +56,9 @@ UPDATE_JS = """async ([el, description, values, quiet]) => {
   const mine = new Set([...out.querySelectorAll('[data-model-id]')].map((e) => e.dataset.modelId));
   const control = models.filter((m) => m.get('description') === description && 'value' in m.attributes).pop();
   if (!control) return { error: `no control "${description}"` };
-  const times = [];
+  const times = [], python = [];
   for (const value of values) {
+    const handled = window.llmcourseLive.pythonMs.length;
     let last = null;
     const obs = new MutationObserver(() => { last = performance.now(); });
     obs.observe(out, { childList: true, subtree: true, characterData: true, attributes: true });
@@ -70,8 +72,9 @@ UPDATE_JS = """async ([el, description, values, quiet]) => {
     });
     obs.disconnect();
     times.push(last === null ? null : last - t0);
+    python.push(window.llmcourseLive.pythonMs.slice(handled).reduce((a, b) => a + b, 0));
   }
-  return { times, n: mine.size };
+  return { times, python, n: mine.size };
 }"""
 
 
@@ -208,9 +211,10 @@ def main() -> None:
             times = [t for t in got["times"] if t is not None]
             p95 = sorted(times)[max(0, round(0.95 * len(times)) - 1)] if times else float("nan")
             med = statistics.median(times) if times else float("nan")
+            py = statistics.median(got["python"])
             print(
-                f"  {found[-1]:32s} median {med:6.1f}  p95 {p95:6.1f}  ({description!r}; "
-                f"{len(times)}/{len(values)} changed the page)"
+                f"  {found[-1]:32s} median {med:6.1f}  p95 {p95:6.1f}  of which Python (median) {py:6.1f}  "
+                f"({description!r}; {len(times)}/{len(values)} changed the page)"
             )
         browser.close()
     print(json.dumps({"requests_leaving_127.0.0.1": len(external)}))

@@ -40,6 +40,7 @@
   const contentRoot = () => new URL(document.documentElement.dataset.content_root || "./", document.baseURI);
   let python = null;  // the page's one live Python: a promise of {worker, manager}, made on the first "Run live"
   const steps = [];  // [name, seconds] of its start, for the status line and for measurements
+  const pythonMs = [];  // how long Python took to handle each of the page's messages (for measurements)
   const runs = new Map();  // run id -> {el, views: [promises], resolve}
   const comms = new Map();  // comm id -> LiveComm
   const callbacks = new Map();  // id of a page message -> the widget manager's callbacks for it
@@ -133,6 +134,7 @@
         } else if (m.type === "py") {
           fromPython(worker, await manager, m.text, m.buffers);
         } else if (m.type === "idle") {
+          pythonMs.push(m.ms);
           const cbs = callbacks.get(m.msg_id);
           callbacks.delete(m.msg_id);
           const status = cbs && cbs.iopub && cbs.iopub.status;
@@ -216,7 +218,8 @@
   }
 
   // For the book's browser tests and measurements: run more cells in this page's live Python.
-  window.llmcourseLive = { run: (code, el) => run(code, el), steps, manager: async () => (await python).manager };
+  window.llmcourseLive = { run: (code, el) => run(code, el), steps, pythonMs,
+    manager: async () => (await python).manager };
 
   document.addEventListener("click", (ev) => {
     const button = ev.target.closest && ev.target.closest(".llmcourse-live-run");

@@ -9,7 +9,7 @@
    worker -> page: {type: "step", name, secs}      a start-up step done (shown while starting; measured)
                    {type: "ready"} | {type: "fatal", error}
                    {type: "py", text, buffers}     a widget or display message from Python (JSON text)
-                   {type: "idle", msg_id}          the page's message `msg_id` has been handled
+                   {type: "idle", msg_id, ms}      the page's message `msg_id` has been handled, in `ms`
                    {type: "done", run, error}      the cell has run (error: its traceback, or null) */
 let live = null;
 let queue = Promise.resolve();
@@ -67,12 +67,14 @@ function handle(msg) {
       return undefined;
     }
     case "comm": {
+      const t0 = performance.now();
       try {
         live.receive(msg.text, msg.buffers || []);
       } catch (e) {
         console.error(e);
       }
-      self.postMessage({ type: "idle", msg_id: JSON.parse(msg.text).msg_id });
+      // ms: how long Python took to handle it (the page keeps the figures, for measurements)
+      self.postMessage({ type: "idle", msg_id: JSON.parse(msg.text).msg_id, ms: performance.now() - t0 });
       return undefined;
     }
     default:
