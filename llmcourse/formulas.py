@@ -19,6 +19,15 @@ cache's table (name, target, meaning, chapter, inputs; its numeric code) and run
 expression is first asked for (:attr:`Formula.expr`, :meth:`Formula.latex`): ``import llmcourse`` and the
 planner do no SymPy arithmetic. Any other source runs the sections at import, as written.
 
+Nor do they import SymPy (half the time of the import otherwise, and of the live book's start): ``sp`` here is
+SymPy imported on the first use of one of its names, a symbol's SymPy object (:attr:`Symbol.sym`) is made when
+first asked for, and a defining module's names that stand for symbols (``batch = _s(...)``; values made of them,
+:func:`_later`, :func:`_symbols`) are taken out of its namespace by ``_defer(globals())``, its last line, until
+something symbolic is first needed: the sections, or the name itself (``from llmcourse.formulas import batch``
+makes them then, through the module's ``__getattr__``). Everything symbolic gives the objects an eager import
+would have; the numeric paths (the formulas' calls, ``@checked``, :func:`si`) read only a symbol's name, unit and
+bounds.
+
 The chapters display ``formula.latex()`` and call the planner, which composes these.
 
 Examples
@@ -38,21 +47,45 @@ import builtins
 import difflib
 import functools
 import hashlib
+import importlib
+import importlib.util
 import inspect
 import math
 import os
+import re
+import sys
 import types
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pint
-import sympy as sp
 
 from llmcourse import formulas_cache
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.units import Q_, as_quantity, flag, parsed_unit, plain_number, quantity, ureg
+
+
+class _OnFirstUse(types.ModuleType):
+    """A module imported on the first use of one of its names (``sp.Symbol``), not where it is named: SymPy's import
+    is half the time of ``import llmcourse``, and while :mod:`llmcourse.formulas_cache` is current the import, the
+    planner and the calculators ask nothing of it. Its names are copied here at that first use; a dunder name
+    imports nothing (introspection asks for ``__wrapped__``, ``__path__``, ...) but is SymPy's once it is imported."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and self.__name__ not in sys.modules:
+            raise AttributeError(f"module {self.__name__!r}, not imported yet, has no attribute {name!r}")
+        module = importlib.import_module(self.__name__)
+        vars(self).update((k, v) for k, v in vars(module).items() if not k.startswith("__"))
+        return getattr(module, name)
+
+
+if TYPE_CHECKING:
+    import sympy as sp
+else:
+    #: SymPy, imported on first use (the modules that define formulas, and :mod:`llmcourse.moe`, take it from here).
+    sp = _OnFirstUse("sympy")
 
 __all__ = [
     "FORMULAS",
@@ -67,6 +100,63 @@ __all__ = [
     "notation_table",
     "si",
 ]
+
+
+#: Whether :mod:`llmcourse.formulas_cache` is read: ``LLMCOURSE_FORMULAS_CACHE=0`` works everything out (the generator
+#: runs so, so that the cache follows from the code alone).
+_USE_CACHE = os.environ.get("LLMCOURSE_FORMULAS_CACHE", "1") != "0"
+
+#: The modules whose sections (:func:`_section`) define the formulas: while their source text and SymPy's version
+#: are the ones :mod:`llmcourse.formulas_cache` was generated from, the formulas are registered from its table.
+DEFINING = (
+    "formulas",
+    "formulas_bill",
+    "formulas_disagg",
+    "formulas_parallel",
+    "formulas_speculative",
+    "formulas_validation",
+)
+
+
+def _sympy_version() -> str:
+    """SymPy's version, read from its ``release.py`` without importing SymPy (unless it is imported already, or laid
+    out otherwise: then its import says).
+
+    Examples
+    --------
+    >>> import sympy
+    >>> _sympy_version() == sympy.__version__
+    True
+    """
+    if "sympy" in sys.modules:
+        return sys.modules["sympy"].__version__
+    try:
+        spec = importlib.util.find_spec("sympy")
+        text = spec.loader.get_data(os.path.join(os.path.dirname(spec.origin), "release.py")).decode()
+        return re.search(r'^__version__ = "([^"]+)"$', text, re.MULTILINE).group(1)
+    except (AttributeError, ImportError, OSError, TypeError, UnicodeDecodeError, ValueError):
+        return importlib.import_module("sympy").__version__
+
+
+def _sources_digest() -> str | None:
+    """A digest of SymPy's version and the source of every module of :data:`DEFINING` (read as text, so that it
+    is the same on every Python version); ``None`` if a source cannot be read."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    h = hashlib.sha256(_sympy_version().encode())
+    try:
+        for name in DEFINING:
+            with open(os.path.join(here, f"{name}.py"), "rb") as src:
+                h.update(b"\0" + src.read().replace(b"\r\n", b"\n"))
+    except OSError:
+        return None
+    return h.hexdigest()[:20]
+
+
+_SOURCES = _sources_digest()
+#: Whether the formulas are registered from :mod:`llmcourse.formulas_cache`'s table (names, units, inputs, code)
+#: and their expressions made on first use: the import then does no SymPy arithmetic at all, and the symbols are made
+#: (SymPy imported) only when something symbolic is first asked for (:func:`_later`).
+_LAZY = _USE_CACHE and _SOURCES is not None and getattr(formulas_cache, "SOURCES", None) == _SOURCES
 
 
 @dataclass(frozen=True)
@@ -106,13 +196,64 @@ def _s(
     at_least: float | None = None,
     bound_note: str = "",
 ) -> sp.Symbol:
+    """Define and register a symbol; its SymPy symbol, or while the cache is current (:data:`_LAZY`) what stands
+    for it until SymPy is first needed (:func:`_later`)."""
     if _FILLING:  # a section's symbol would be missing from SYMBOLS until the section ran
         raise RuntimeError(f"symbol {name!r} is defined in a section: define it where the module's code runs")
     if latex in _LATEX:
         raise ValueError(f"symbol {latex!r} defined twice")
     _LATEX.add(latex)
     SYMBOLS[name] = Symbol(name, latex, unit, meaning, integer, allow_zero, at_most, at_least, bound_note)
-    return SYMBOLS[name].sym
+    return _symbols(name)[0]
+
+
+class _Later:
+    """What a name of a module that defines formulas stands for until SymPy is first needed: a value made of SymPy
+    symbols (a symbol, a table of them), made then by ``make`` (:func:`_later`)."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
+
+    def __repr__(self) -> str:
+        return "<made on SymPy's first use: the module's name is bound by _make_symbols>"
+
+
+#: The names of the defining modules that stand for values made of symbols, taken out of their namespaces until
+#: SymPy is first needed: (namespace, name, what makes the value), in the order the modules defined them.
+_UNMADE: list[tuple[dict[str, Any], str, Callable[[], Any]]] = []
+
+
+def _later(make: Callable[[], Any]) -> Any:
+    """A module-level value of a defining module made of SymPy symbols (``_S = _later(lambda: {...})``): ``make()``
+    now, or, while the cache is current (:data:`_LAZY`), made when SymPy is first needed. The module ends with
+    ``_defer(globals())``, which takes such names out of its namespace; its ``__getattr__``
+    (:func:`_deferred_getattr`) then makes them on first use, so that ``from llmcourse.formulas import batch`` gives
+    the symbol itself, and the sections run with every name bound (:func:`_make_symbols`)."""
+    return _Later(make) if _LAZY else make()
+
+
+def _symbols(*names: str) -> tuple[Any, ...]:
+    """The SymPy symbols of ``names`` (of :data:`SYMBOLS`), as :func:`_later` gives them: for a module's names."""
+    return tuple(_later(lambda n=n: SYMBOLS[n].sym) for n in names)
+
+
+def _defer(namespace: dict[str, Any]) -> None:
+    """The last line of a module that defines formulas: its names that stand for values made of symbols
+    (:func:`_later`) leave its namespace until SymPy is first needed (:func:`_make_symbols`)."""
+    for name, value in list(namespace.items()):
+        if isinstance(value, _Later):
+            del namespace[name]
+            _UNMADE.append((namespace, name, value.make))
+
+
+def _make_symbols() -> None:
+    """Make every deferred value (:func:`_later`: SymPy is imported) and bind it to its name in its module."""
+    while _UNMADE:
+        namespace, name, make = _UNMADE[0]
+        namespace[name] = make()
+        _UNMADE.pop(0)
 
 
 # --- traffic --------------------------------------------------------------------------
@@ -499,10 +640,6 @@ def si(value: Any, name: str) -> float:
     return _plain(value, SYMBOLS[name])
 
 
-#: Whether :mod:`llmcourse.formulas_cache` is read: ``LLMCOURSE_FORMULAS_CACHE=0`` works everything out (the generator
-#: runs so, so that the cache follows from the code alone).
-_USE_CACHE = os.environ.get("LLMCOURSE_FORMULAS_CACHE", "1") != "0"
-
 #: What the code ``lambdify(..., modules=["math"])`` prints may name: the math module's names and the builtins.
 _LAMBDIFY_SCOPE: dict[str, Any] = {**vars(math), "__builtins__": builtins}
 
@@ -519,8 +656,10 @@ _EXACT: dict[sp.Basic, str] = {}
 _EXACT_TYPE: dict[sp.Basic, type] = {}  # and its class: a node equal to another of another class is written anew
 
 
-#: The names ``srepr`` writes: SymPy's own, and the pairs of a ``Piecewise``.
-_SREPR_SCOPE: dict[str, Any] = {**vars(sp), "ExprCondPair": sp.functions.elementary.piecewise.ExprCondPair}
+@functools.cache
+def _srepr_scope() -> dict[str, Any]:
+    """The names ``srepr`` writes: SymPy's own, and the pairs of a ``Piecewise`` (``formulas._SREPR_SCOPE``)."""
+    return {**vars(sp), "ExprCondPair": sp.functions.elementary.piecewise.ExprCondPair}
 
 
 def exact_repr(value: Any) -> str:
@@ -588,9 +727,9 @@ def _rebuilt(key: str, text: str) -> Any:
         with sp.evaluate(False):
             for k, (_, t) in formulas_cache.DERIVED.items():
                 if k not in _REBUILT:
-                    _REBUILT[k] = (t, eval(t, _SREPR_SCOPE))
+                    _REBUILT[k] = (t, eval(t, _srepr_scope()))
             if _REBUILT[key][0] != text:
-                _REBUILT[key] = (text, eval(text, _SREPR_SCOPE))
+                _REBUILT[key] = (text, eval(text, _srepr_scope()))
     return _REBUILT[key][1]
 
 
@@ -613,7 +752,6 @@ def built(key: str, build: Callable[[], Any]) -> Any:
 
 
 _PLAIN = (int, float, str, bool, type(None))
-_VALUE = (sp.Basic, *_PLAIN)
 
 
 def _read_by(fn: Callable[[], Any]) -> tuple[Any, ...] | None:
@@ -633,6 +771,7 @@ def _read_by(fn: Callable[[], Any]) -> tuple[Any, ...] | None:
         names.update(c.co_names)
         todo += [k for k in c.co_consts if isinstance(k, type(c))]
     parts: list[Any] = [source]
+    plain_values = (sp.Basic, *_PLAIN)
     for name in sorted(names):
         if name in cells:
             value = cells[name]
@@ -644,28 +783,31 @@ def _read_by(fn: Callable[[], Any]) -> tuple[Any, ...] | None:
             parts.append((name, getattr(value, "__name__", name)))
         elif callable(value) and getattr(value, "__module__", "").startswith("sympy."):  # sympy's sqrt, Max
             parts.append((name, f"{value.__module__}.{value.__qualname__}"))
-        elif isinstance(value, _VALUE) or (isinstance(value, tuple) and all(isinstance(v, _VALUE) for v in value)):
+        elif isinstance(value, plain_values) or (
+            isinstance(value, tuple) and all(isinstance(v, plain_values) for v in value)
+        ):
             parts.append((name, value))
         else:
             return None
     return tuple(parts)
 
 
-def _kept(func: Any) -> Callable[..., sp.Expr]:
-    """``func`` (SymPy's ``ceiling``, ``floor``, ``Max``, ``Min``), whose result is read from the cache
+def _kept(name: str) -> Callable[..., sp.Expr]:
+    """SymPy's function ``name`` (``ceiling``, ``floor``, ``Max``, ``Min``), whose result is read from the cache
     (:func:`derived`): SymPy evaluates each of these by querying the assumptions of its arguments, which
     took most of the time of defining the formulas."""
 
     def apply(*args: Any) -> sp.Expr:
+        func = getattr(sp, name)
         args = tuple(sp.sympify(a) for a in args)
-        return derived(f"{func.__name__}:{_digest(*args)[:12]}", args, lambda: func(*args))
+        return derived(f"{name}:{_digest(*args)[:12]}", args, lambda: func(*args))
 
-    apply.__name__ = apply.__qualname__ = func.__name__
-    apply.__doc__ = f"``sympy.{func.__name__}``, its result kept in :mod:`llmcourse.formulas_cache`."
+    apply.__name__ = apply.__qualname__ = name
+    apply.__doc__ = f"``sympy.{name}``, its result kept in :mod:`llmcourse.formulas_cache`."
     return apply
 
 
-ceiling, floor, Max, Min = (_kept(f) for f in (sp.ceiling, sp.floor, sp.Max, sp.Min))
+ceiling, floor, Max, Min = (_kept(f) for f in ("ceiling", "floor", "Max", "Min"))
 
 
 class _Table(Mapping[str, Formula]):
@@ -713,38 +855,6 @@ def formula(name: str, target: str, expr: sp.Expr, meaning: str, chapter: str) -
     return FORMULAS.add(Formula(name, target, expr, meaning, chapter))
 
 
-#: The modules whose sections (:func:`_section`) define the formulas: while their source text and SymPy's version
-#: are the ones :mod:`llmcourse.formulas_cache` was generated from, the formulas are registered from its table.
-DEFINING = (
-    "formulas",
-    "formulas_bill",
-    "formulas_disagg",
-    "formulas_parallel",
-    "formulas_speculative",
-    "formulas_validation",
-)
-
-
-def _sources_digest() -> str | None:
-    """A digest of SymPy's version and the source of every module of :data:`DEFINING` (read as text, so that it
-    is the same on every Python version); ``None`` if a source cannot be read."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    h = hashlib.sha256(sp.__version__.encode())
-    try:
-        for name in DEFINING:
-            with open(os.path.join(here, f"{name}.py"), "rb") as src:
-                h.update(b"\0" + src.read().replace(b"\r\n", b"\n"))
-    except OSError:
-        return None
-    return h.hexdigest()[:20]
-
-
-_SOURCES = _sources_digest()
-#: Whether the formulas are registered from :mod:`llmcourse.formulas_cache`'s table (names, units, inputs, code)
-#: and their expressions made on first use: the import then does no SymPy arithmetic at all.
-_LAZY = _USE_CACHE and _SOURCES is not None and getattr(formulas_cache, "SOURCES", None) == _SOURCES
-
-
 def _section(define: Callable[[], None]) -> Callable[[], None]:
     """A module's code that builds formulas' expressions with SymPy (``formula(...)`` calls and what they share,
     never a symbol: symbols are defined where the module's code runs, with :func:`_s`): run now, or, while the
@@ -763,6 +873,10 @@ def _fill() -> None:
     global _FILLING
     if _FILLING:
         raise RuntimeError("a formula's expression was asked for before the section that defines it ran")
+    _make_symbols()
+    for define in _PENDING:
+        if any(isinstance(v, _Later) for v in define.__globals__.values()):
+            raise RuntimeError(f"module {define.__module__} must end with `_defer(globals())`")
     _FILLING = True
     try:
         while _PENDING:
@@ -773,11 +887,15 @@ def _fill() -> None:
 
 
 def _deferred_getattr(namespace: dict[str, Any]) -> Callable[[str], Any]:
-    """A module's ``__getattr__`` (PEP 562) for the names its deferred sections define: runs them first (a name
-    no section of the module names is missing at once: IPython's probes of a module run nothing)."""
+    """A module's ``__getattr__`` (PEP 562) for its symbols not made yet (:func:`_later`: makes them) and the names its
+    deferred sections define (runs them first); a name neither deferred nor named by a section of the module is
+    missing at once (IPython's probes of a module run nothing)."""
     module = namespace["__name__"]
 
     def __getattr__(name: str) -> Any:
+        if any(ns is namespace and n == name for ns, n, _ in _UNMADE):  # a symbol (:func:`_later`)
+            _make_symbols()
+            return namespace[name]
         if any(d.__module__ == module and name in d.__code__.co_names for d in _PENDING):
             _fill()
             if name in namespace:
@@ -787,7 +905,13 @@ def _deferred_getattr(namespace: dict[str, Any]) -> Callable[[str], Any]:
     return __getattr__
 
 
-__getattr__ = _deferred_getattr(globals())
+_module_getattr = _deferred_getattr(globals())
+
+
+def __getattr__(name: str) -> Any:
+    if name == "_SREPR_SCOPE":
+        return _srepr_scope()
+    return _module_getattr(name)
 
 
 # --- Tokens ---------------------------------------------------------------------------------
@@ -1299,6 +1423,7 @@ def notation_table() -> list[tuple[str, str, str, str]]:
 
 
 _ = ureg  # the registry every unit string above is read in
+_defer(globals())  # the symbols above are made when SymPy is first needed
 
 # Formulas other modules derive, registered here so that the table never depends on import order.
 from llmcourse import (  # noqa: E402,F401

@@ -27,9 +27,20 @@ Examples
 
 from __future__ import annotations
 
-import sympy as sp
-
-from llmcourse.formulas import FORMULAS, SYMBOLS, _deferred_getattr, _s, _section, derived, floor, formula
+from llmcourse.formulas import (
+    FORMULAS,
+    SYMBOLS,
+    _defer,
+    _deferred_getattr,
+    _later,
+    _s,
+    _section,
+    _symbols,
+    derived,
+    floor,
+    formula,
+    sp,
+)
 
 __all__: list[str] = []
 __getattr__ = _deferred_getattr(globals())  # the names the sections below define, made on first use
@@ -78,21 +89,23 @@ api_input_price = _s(
 power_budget = _s("power_budget", r"P_{max}", "W", "power a site can deliver")
 energy = _s("energy", r"E_{site}", "J", "site energy in the time billed")
 
-_S = {
-    n: SYMBOLS[n].sym
-    for n in (
-        "utilisation",
-        "n_gpus",
-        "throughput",
-        "price",
-        "api_price",
-        "gpus",
-        "hours",
-        "prompt_tokens",
-        "answer_tokens",
-    )
-}
-U, N, X, p, p_api = (_S[n] for n in ("utilisation", "n_gpus", "throughput", "price", "api_price"))
+_S = _later(
+    lambda: {
+        n: SYMBOLS[n].sym
+        for n in (
+            "utilisation",
+            "n_gpus",
+            "throughput",
+            "price",
+            "api_price",
+            "gpus",
+            "hours",
+            "prompt_tokens",
+            "answer_tokens",
+        )
+    }
+)
+U, N, X, p, p_api = _symbols("utilisation", "n_gpus", "throughput", "price", "api_price")
 
 # --- power and energy -----------------------------------------------------------------------------
 
@@ -221,3 +234,6 @@ def _break_even() -> None:
         "utilisation at which owned GPUs (hardware written off plus electricity) cost per token what an API charges",
         CHAPTER,
     )
+
+
+_defer(globals())  # the symbols above are made when SymPy is first needed

@@ -34,7 +34,7 @@ import sympy as sp
 
 import llmcourse  # noqa: F401  (registers every formula and derivation)
 from llmcourse import formulas, formulas_cache
-from llmcourse.formulas import _LAMBDIFY_SCOPE, _SREPR_SCOPE, DERIVATIONS, FORMULAS, Formula, _digest, exact_repr
+from llmcourse.formulas import _LAMBDIFY_SCOPE, DERIVATIONS, FORMULAS, Formula, _digest, _srepr_scope, exact_repr
 
 __all__ = ["build", "main", "stale"]
 
@@ -49,7 +49,7 @@ def _derived() -> dict[str, tuple[str, str]]:
         result = derive()
         text = exact_repr(result)
         with sp.evaluate(False):  # as formulas.derived rebuilds it
-            rebuilt = eval(text, _SREPR_SCOPE)
+            rebuilt = eval(text, _srepr_scope())
         if (
             exact_repr(rebuilt) != text or sp.srepr(rebuilt) != sp.srepr(result) or rebuilt != result
         ):  # pragma: no cover

@@ -41,24 +41,18 @@ Examples
 
 from __future__ import annotations
 
-import sympy as sp
-
 from llmcourse import formulas_parallel  # noqa: F401  (the link symbols and the send this module reuses)
-from llmcourse.formulas import FORMULAS, SYMBOLS, _deferred_getattr, _s, _section, built, formula
+from llmcourse.formulas import FORMULAS, _defer, _deferred_getattr, _s, _section, _symbols, built, formula, sp
 
 __all__: list[str] = []
 __getattr__ = _deferred_getattr(globals())  # the names the sections below define, made on first use
 
 CHAPTER = "10b_disaggregation"
-_sym = {name: s.sym for name, s in SYMBOLS.items()}
-request_rate, prefill_time, request_overhead = _sym["request_rate"], _sym["prefill_time"], _sym["request_overhead"]
-kv_per_sequence, link_bandwidth, link_efficiency = (
-    _sym["kv_per_sequence"],
-    _sym["link_bandwidth"],
-    _sym["link_efficiency"],
-)
-collective_base, link_latency = _sym["collective_base"], _sym["link_latency"]
-replicas, batch, answer_tokens, step_time = _sym["replicas"], _sym["batch"], _sym["answer_tokens"], _sym["step_time"]
+request_rate, prefill_time, request_overhead = _symbols("request_rate", "prefill_time", "request_overhead")
+kv_per_sequence, link_bandwidth, link_efficiency = _symbols("kv_per_sequence", "link_bandwidth", "link_efficiency")
+collective_base, link_latency = _symbols("collective_base", "link_latency")
+replicas, batch, answer_tokens, step_time = _symbols("replicas", "batch", "answer_tokens", "step_time")
+message_bytes = _symbols("message_bytes")[0]
 
 # --- symbols --------------------------------------------------------------------------------------
 kv_lanes = _s(
@@ -90,7 +84,7 @@ pool_rate = _s("pool_rate", r"\mu_{pool}", "1/s", "requests per second a pool co
 @_section
 def _handoff() -> None:
     global _send, _message_bytes
-    _send, _message_bytes = FORMULAS["send_time"].expr, _sym["message_bytes"]
+    _send, _message_bytes = FORMULAS["send_time"].expr, message_bytes
     formula(
         "kv_handoff_time",
         "kv_handoff",
@@ -164,3 +158,6 @@ def _pools() -> None:
         "requests per second the decode pool completes at full load: replicas x batch over one answer's decode",
         CHAPTER,
     )
+
+
+_defer(globals())  # the symbols above are made when SymPy is first needed

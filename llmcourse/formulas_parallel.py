@@ -38,19 +38,16 @@ Examples
 
 from __future__ import annotations
 
-import sympy as sp
-
-from llmcourse.formulas import SYMBOLS, _deferred_getattr, _s, _section, formula
+from llmcourse.formulas import _defer, _deferred_getattr, _s, _section, _symbols, formula
 
 __all__: list[str] = []
 __getattr__ = _deferred_getattr(globals())  # the names the sections below define, made on first use
 
 CHAPTER = "08c_many_gpus"
-_sym = {name: s.sym for name, s in SYMBOLS.items()}
-n_gpus, layers, batch = _sym["n_gpus"], _sym["layers"], _sym["batch"]
-experts_per_token, step_time, step_overhead = _sym["experts_per_token"], _sym["step_time"], _sym["step_overhead"]
-allreduce_latency, bytes_read, prefill_time = _sym["allreduce_latency"], _sym["bytes_read"], _sym["prefill_time"]
-kv_per_sequence, flops_per_token, weights = _sym["kv_per_sequence"], _sym["flops_per_token"], _sym["weights"]
+n_gpus, layers, batch = _symbols("n_gpus", "layers", "batch")
+experts_per_token, step_time, step_overhead = _symbols("experts_per_token", "step_time", "step_overhead")
+allreduce_latency, bytes_read, prefill_time = _symbols("allreduce_latency", "bytes_read", "prefill_time")
+kv_per_sequence, flops_per_token, weights = _symbols("kv_per_sequence", "flops_per_token", "weights")
 
 # --- symbols --------------------------------------------------------------------------------------
 hidden = _s("hidden", r"d_{model}", "", "hidden size of the model (values per token per layer)", integer=True)
@@ -204,4 +201,4 @@ def _data_parallel() -> None:
     )
 
 
-_ = sp  # SymPy builds every expression above
+_defer(globals())  # the symbols above are made when SymPy is first needed

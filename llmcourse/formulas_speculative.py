@@ -30,9 +30,19 @@ from __future__ import annotations
 
 import functools
 
-import sympy as sp
-
-from llmcourse.formulas import FORMULAS, SYMBOLS, _deferred_getattr, _s, _section, derived, formula
+from llmcourse.formulas import (
+    FORMULAS,
+    SYMBOLS,
+    _defer,
+    _deferred_getattr,
+    _make_symbols,
+    _s,
+    _section,
+    _symbols,
+    derived,
+    formula,
+    sp,
+)
 
 __all__ = ["EXPECTED_TOKENS_SUM", "best_draft_tokens_expression"]
 __getattr__ = _deferred_getattr(globals())  # the names the sections below define, made on first use
@@ -72,8 +82,7 @@ draft_overhead = _s(
     allow_zero=True,
 )
 
-_S = {name: SYMBOLS[name].sym for name in ("step_time", "batch", "bytes_read", "kv_per_sequence")}
-step_time, batch, bytes_read, kv_per_sequence = (_S[n] for n in ("step_time", "batch", "bytes_read", "kv_per_sequence"))
+step_time, batch, bytes_read, kv_per_sequence = _symbols("step_time", "batch", "bytes_read", "kv_per_sequence")
 
 # --- expected tokens per verification step: the geometric sum, worked out by SymPy -----------------
 
@@ -238,6 +247,7 @@ def best_draft_tokens_expression() -> sp.Expr:
     >>> round(float(k.subs({a: 0.8, r: 0.05})), 2)
     7.86
     """
+    _make_symbols()  # this module's symbols (acceptance, draft_tokens), if SymPy was not needed before
     k_real = sp.Symbol("k_real", positive=True)
     x = sp.Symbol("x", positive=True)  # x = alpha^(k + 1)
     s = FORMULAS["speculative_speedup_memory_bound"].expr.subs(draft_tokens, k_real)  # the sections run first
@@ -248,3 +258,6 @@ def best_draft_tokens_expression() -> sp.Expr:
         raise RuntimeError(f"expected one root of the slope, got {roots}")
     lower = roots[0].replace(sp.LambertW, lambda z, *branch: sp.LambertW(z, -1))
     return sp.simplify(sp.expand_log(sp.log(lower), force=True) / sp.log(acceptance) - 1)
+
+
+_defer(globals())  # the symbols above are made when SymPy is first needed

@@ -16,9 +16,7 @@ Examples
 
 from __future__ import annotations
 
-import sympy as sp
-
-from llmcourse.formulas import SYMBOLS, _deferred_getattr, _s, _section, built, formula
+from llmcourse.formulas import _defer, _deferred_getattr, _s, _section, _symbols, built, formula, sp
 
 __all__: list[str] = []
 __getattr__ = _deferred_getattr(globals())  # the names the section below defines, made on first use
@@ -39,7 +37,7 @@ _share = _s(
 _wave = _s(
     "wave_wait", r"W_{wave}", "s", "time a new request waits behind the prefills of its own wave", allow_zero=True
 )
-_tp, _ts, _ta, _tau = (SYMBOLS[n].sym for n in ("prefill_time", "step_time", "answer_tokens", "time_per_token"))
+_tp, _ts, _ta, _tau = _symbols("prefill_time", "step_time", "answer_tokens", "time_per_token")
 
 
 @_section
@@ -97,3 +95,6 @@ def _closed_loop() -> None:
         "end-to-end time of one request of a closed loop: its first token, then T_a - 1 more",
         CHAPTER,
     )
+
+
+_defer(globals())  # the symbols above are made when SymPy is first needed

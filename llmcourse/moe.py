@@ -29,13 +29,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pint
-import sympy as sp
 
 from llmcourse._arith import _over, _times
 from llmcourse.catalog import Model, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.formulas import SYMBOLS
+from llmcourse.formulas import SYMBOLS, sp  # sp: SymPy, imported on first use (the derivation below)
 from llmcourse.planner import weight_bytes
 from llmcourse.units import plain_number, seed_number, to
 

@@ -399,9 +399,9 @@ def _scalar(name: str, *args: str):
     """A formula's expression as a plain-float function of the named inputs (in their declared units),
     positional in the order given."""
     f = F[name]
-    syms = {x.name: x.sym for x in f.inputs}
-    if sorted(syms) != sorted(args):
-        raise ValueError(f"{name} takes {', '.join(sorted(syms))}; got {', '.join(args)}.")
+    names = sorted(x.name for x in f.inputs)
+    if names != sorted(args):
+        raise ValueError(f"{name} takes {', '.join(names)}; got {', '.join(args)}.")
     return f.positional(*args)  # lambdify's code, from the formulas' cache when current
 
 

@@ -163,10 +163,9 @@ def browser(server: str) -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def session(browser: Any, server: str) -> Iterator[tuple[Any, Any, Recorder]]:
     """Two browser contexts, each used by every test that needs it, so the HTTP cache works as for a reader:
-    one for the book's pages (service workers blocked, so that a "Run live" whose REPL is stubbed out stays
-    stubbed: the live site's service worker would otherwise serve it), and one for the live kernel."""
+    one for the book's pages (where "Run live" gets a stubbed worker) and one for the live Python."""
     rec = Recorder(server)
-    contexts = browser.new_context(service_workers="block"), browser.new_context()
+    contexts = browser.new_context(), browser.new_context()
     for context in contexts:
         rec.attach(context)
     yield (*contexts, rec)
@@ -436,7 +435,7 @@ def test_every_calculator_runs_live(
     request: pytest.FixtureRequest,
 ) -> None:
     """Each calculator's cell, run live, shows what llmcourse computes here for the same cell (its page's
-    "Run live" opens the live REPL with this cell: test_page_loads_offline)."""
+    "Run live" runs this cell: test_page_loads_offline)."""
     if not code:
         _skip_or_fail()
         pytest.fail(f"no calculator found in the built book at {SITE}")
