@@ -147,15 +147,6 @@ def _download(app: Sphinx) -> str:
     return f"about {manifest['bytes'] / 1e6:.0f} MB"
 
 
-def _snapshot_note() -> str:
-    """The package's own note under each widget for the static page; the live page hides it."""
-    try:
-        from llmcourse.widgets import SNAPSHOT_NOTE
-    except ImportError:
-        return ""
-    return SNAPSHOT_NOTE
-
-
 def add_live_controls(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     cells = [n for n in doctree.findall(nodes.container) if n.get("nb_element") == "cell_code"]
     if not cells:
@@ -193,7 +184,7 @@ def add_live_controls(app: Sphinx, doctree: nodes.document, docname: str) -> Non
         else:
             controls = (
                 f'<div class="llmcourse-live" data-state="snapshot" '
-                f'data-code="{html.escape(json.dumps(live_code))}" data-note="{html.escape(_snapshot_note())}">'
+                f'data-code="{html.escape(json.dumps(live_code))}">'
                 '<button type="button" class="llmcourse-live-run">&#9654; Run live: recompute in your browser</button> '
                 '<span class="llmcourse-live-status">Below: a snapshot computed when the book was built; '
                 f"its inputs do not recompute. Run live starts Python in this page (no server; {_download(app)} "

@@ -41,7 +41,11 @@ True
 from __future__ import annotations
 
 import ast
+import importlib
+import importlib.abc
 import json
+import linecache
+import logging
 import os
 import sys
 import traceback
@@ -58,12 +62,59 @@ _run_id: int | None = None  # the cell being run: its display messages go to its
 _parent: dict[str, str] | None = None  # the page message being handled (its echo is marked with it)
 
 
+class LazyWheels(importlib.abc.MetaPathFinder):
+    """Fetches a wheel the first time one of its modules is imported, and imports from it as a zip archive.
+
+    ``wheels`` maps a top-level import name to a wheel's file name; ``fetch(file_name)`` gets the wheel and returns
+    the path it was written to. In the browser that is SymPy and mpmath, which no calculator imports: a live start
+    does not download them until something symbolic is used.
+    """
+
+    def __init__(self, fetch: Callable[[str], str], wheels: dict[str, str]) -> None:
+        self.fetch, self.wheels = fetch, dict(wheels)
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        wheel = self.wheels.get(name.partition(".")[0])
+        if wheel is not None:
+            for top in [k for k, v in self.wheels.items() if v == wheel]:  # one fetch per wheel
+                del self.wheels[top]
+            sys.path.insert(0, self.fetch(wheel))
+            importlib.invalidate_caches()
+        return None  # the path finder, after this one, now finds the module in the wheel
+
+
 def _send(msg: dict[str, Any], buffers: Sequence[Any] | None = None) -> None:
     if _post is None:
         return  # not connected (before install, after uninstall): there is no page to tell
     if _parent is not None:
         msg["parent_header"] = _parent
     _post(json.dumps(msg), [bytes(b) for b in buffers or ()])
+
+
+class _PageErrors(logging.Handler):
+    """Sends an error that ipywidgets or the comm package only log (an exception in a widget's callback, say)
+    to the page, which shows it beside the calculator whose message caused it: with no IPython there is no
+    other place it would appear."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info is None:
+            return
+        exc = record.exc_info[1]
+        _send({"msg_type": "error", "text": _cell_traceback(exc) if exc is not None else record.getMessage()})
+
+
+def _cell_traceback(exc: BaseException) -> str:
+    """The traceback of an exception without this module's own frames."""
+    if isinstance(exc, SyntaxError):
+        return "".join(traceback.format_exception_only(exc)).rstrip()
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename != __file__]
+    return "".join(traceback.format_list(frames) + traceback.format_exception_only(exc)).rstrip()
+
+
+_ERRORS = _PageErrors()
 
 
 def display(*objs: Any, **_kwargs: Any) -> None:
@@ -74,7 +125,7 @@ def display(*objs: Any, **_kwargs: Any) -> None:
             show()
             continue
         bundle = getattr(obj, "_repr_mimebundle_", None)
-        data = bundle() if callable(bundle) else None
+        data = bundle(include=None, exclude=None) if callable(bundle) else None
         if isinstance(data, tuple):
             data = data[0]
         if not data:
@@ -126,6 +177,8 @@ def _page_comm() -> type:
         ) -> None:
             msg = {"msg_type": msg_type, "comm_id": self.comm_id, "data": data or {}, "metadata": metadata or {}}
             msg.update({k: v for k, v in keys.items() if k in ("target_name", "target_module")})
+            if msg_type == "comm_open" and _run_id is not None:
+                msg["run"] = _run_id  # the cell that made it: the page shows its errors there
             _send(msg, buffers)
 
     return PageComm
@@ -151,6 +204,8 @@ def install(post: Post) -> None:
     import ipywidgets
 
     ipywidgets.register_comm_target()
+    for name in ("traitlets", "Comm"):  # where ipywidgets' callbacks and the comm package log an exception
+        logging.getLogger(name).addHandler(_ERRORS)
 
 
 def uninstall() -> None:
@@ -160,6 +215,8 @@ def uninstall() -> None:
 
     _post = None
     comm.create_comm = comm._create_comm
+    for name in ("traitlets", "Comm"):
+        logging.getLogger(name).removeHandler(_ERRORS)
 
 
 def run(code: str, run_id: int) -> str | None:
@@ -170,17 +227,18 @@ def run(code: str, run_id: int) -> str | None:
     global _run_id
     _run_id = run_id
     namespace: dict[str, Any] = {"__name__": "__live__"}
+    name = f"<live calculator {run_id}>"
+    linecache.cache[name] = (len(code), None, code.splitlines(keepends=True), name)  # its lines in a traceback
     try:
-        tree = ast.parse(code, "<live calculator>")
+        tree = ast.parse(code, name)
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-        exec(compile(tree, "<live calculator>", "exec"), namespace)
+        exec(compile(tree, name, "exec"), namespace)
         if last is not None:
-            value = eval(compile(ast.Expression(last.value), "<live calculator>", "eval"), namespace)
-            if value is not None:
+            value = eval(compile(ast.Expression(last.value), name, "eval"), namespace)
+            if value is not None and not code.rstrip().endswith(";"):  # a trailing ";" shows nothing, as in Jupyter
                 display(value)
     except Exception as exc:
-        frames = traceback.extract_tb(exc.__traceback__)[1:]  # not this function's own frame
-        return "".join(traceback.format_list(frames) + traceback.format_exception_only(exc)).rstrip()
+        return _cell_traceback(exc)
     finally:
         _run_id = None
     return None
@@ -201,10 +259,6 @@ def receive(text: str, buffers: Sequence[Any] = ()) -> None:
     import comm
 
     msg = json.loads(text)
-    manager = comm.get_comm_manager()
-    target = manager.get_comm(msg["comm_id"])
-    if target is None:
-        return  # a comm already closed on this side
     _parent = {"msg_id": msg.get("msg_id") or uuid.uuid4().hex}
     kernel_msg = {
         "header": {"msg_id": _parent["msg_id"], "msg_type": msg["msg_type"]},
@@ -213,11 +267,11 @@ def receive(text: str, buffers: Sequence[Any] = ()) -> None:
         "content": {"comm_id": msg["comm_id"], "data": msg.get("data") or {}},
         "buffers": [memoryview(_bytes(b)) for b in buffers],
     }
-    try:
+    manager = comm.get_comm_manager()
+    try:  # the comm package's own handlers, as a kernel's: they mark a closed comm, and log a callback's exception
         if msg["msg_type"] == "comm_close":
-            target.handle_close(kernel_msg)
-            manager.unregister_comm(target)
+            manager.comm_close(None, None, kernel_msg)
         else:
-            target.handle_msg(kernel_msg)
+            manager.comm_msg(None, None, kernel_msg)
     finally:
         _parent = None

@@ -130,6 +130,9 @@ def _sympy_version() -> str:
     """
     if "sympy" in sys.modules:
         return sys.modules["sympy"].__version__
+    if os.environ.get("LLMCOURSE_SYMPY_VERSION"):
+        # the browser's live runtime fetches SymPy only when it is first imported, and names the one it ships
+        return os.environ["LLMCOURSE_SYMPY_VERSION"]
     try:
         spec = importlib.util.find_spec("sympy")
         text = spec.loader.get_data(os.path.join(os.path.dirname(spec.origin), "release.py")).decode()

@@ -14,8 +14,8 @@ request to any other host:
   file names (or those pinned below), and ``llmcourse`` itself is built as a wheel from this checkout;
   each is compiled to CPython 3.14 bytecode once (by Pyodide, in node), so the browser does not;
 * each wheel is written into the lock file with its file name and real sha256, and ``live.json``
-  names the packages a live start loads (in parallel), those it imports straight from their wheel
-  (ZIPIMPORT), and their size.
+  names the packages a live start loads (in parallel), those fetched only when first imported and then
+  imported straight from their wheel (ZIPIMPORT: SymPy, which no calculator imports), and their size.
 
 The runtime is written to ``_build/lite`` (``pyodide/`` and ``live.json``); the book's Sphinx extension
 (``_ext/live_calculators.py``) copies it into ``_build/html/lite``, and the page's worker
@@ -50,10 +50,11 @@ FROM_LOCK = [
     "mpmath",
     "typing-extensions",
 ]
-# Imported straight from their wheels (zipimport: a module is decompressed when it is first imported), not
-# unpacked into the browser's file system at every start: sympy is most of the wheels' files, and a live
-# calculator imports a part of it. Only packages that read no data files next to their modules qualify
-# (pint and llmcourse do read them).
+# Fetched only when first imported, and imported straight from their wheels (zipimport: a module is decompressed
+# when it is first imported): no calculator imports SymPy (llmcourse needs it only for the derivations, and its
+# formulas_cache holds the numbers), so a live start does not download it. Only packages that read no data files
+# next to their modules qualify (pint and llmcourse do read them). The worker tells llmcourse the SymPy version
+# shipped (LLMCOURSE_SYMPY_VERSION: the formulas cache's key) so that import llmcourse need not fetch it to ask.
 ZIPIMPORT = ("sympy", "mpmath")
 PINNED = {
     "comm": "0.2.3",
@@ -187,7 +188,7 @@ for src, dst, keep_source in json.loads(jobs):
 
 def py_compile(jobs: list[tuple[Path, Path, bool]]) -> None:
     """Add CPython 3.14 bytecode to wheels (Pyodide compiles it, in node), so the browser does not
-    compile sympy, IPython, ... at every start. ``jobs``: (wheel, output wheel, keep the source)."""
+    compile sympy, pint, ... at every start. ``jobs``: (wheel, output wheel, keep the source)."""
     if not jobs:
         return
     t0 = time.time()
@@ -278,11 +279,14 @@ def build_site() -> None:
     (pyo / "pyodide-lock.json").write_text(json.dumps(lock))
     size = sum(f.stat().st_size for f in pyo.iterdir() if f.is_file())
     imports = sorted({i for n in packages for i in lock["packages"][n]["imports"]})
+    lazy = {top: lock["packages"][n]["file_name"] for n in ZIPIMPORT for top in lock["packages"][n]["imports"]}
     manifest = {
         "packages": [n for n in packages if n not in ZIPIMPORT],
-        "zipimport": [lock["packages"][n]["file_name"] for n in packages if n in ZIPIMPORT],
+        "lazy": lazy,
+        "sympy_version": lock["packages"]["sympy"]["version"],
         "imports": imports,
         "bytes": size,
+        "bytes_at_start": size - sum((pyo / f).stat().st_size for f in set(lazy.values())),
     }
     (OUT / "live.json").write_text(json.dumps(manifest, indent=1))
     stamp.write_text(digest)

@@ -18,7 +18,7 @@ echo "== ruff (lint and format)"
 "$PY/ruff" format --check llmcourse tests scripts _ext
 phase "ruff"
 
-echo "== the book: live site (JupyterLite + Pyodide) and the HTML build, for the browser tests"
+echo "== the book: live runtime (Pyodide and the wheels) and the HTML build, for the browser tests"
 "$PY/python" scripts/build_lite.py
 bash scripts/fresh_cache.sh
 mkdir -p _build && log=_build/book-build.log
@@ -48,7 +48,7 @@ PY
 phase "the notebooks for nbval"
 
 # Two workers, one per core (PYTEST_WORKERS=0: one process). --dist loadfile keeps a file's tests on one worker:
-# a notebook's cells share its kernel, and the browser tests share one live kernel (tests/browser/test_site.py);
+# a notebook's cells share its kernel, and the browser tests share one live Python (tests/browser/test_site.py);
 # tests/browser comes first, so that its file (the longest) starts at once while the other worker takes the rest.
 # nbval checks each cell on the book build's own execution of it, when that is current (tests/conftest.py).
 export MPLBACKEND=Agg  # pytest draws figures off screen; the book build above keeps the kernels' inline plots

@@ -86,3 +86,21 @@ def test_no_name_stands_in_for_a_symbol():
     for module in (importlib.import_module(f"llmcourse.{name}") for name in formulas.DEFINING):
         assert not [n for n, v in vars(module).items() if isinstance(v, formulas._Later)], module.__name__
     assert formulas._UNMADE == []
+
+
+def test_the_live_runtime_names_sympys_version_so_sympy_need_not_be_there(tmp_path):
+    """The browser fetches SymPy only when it is first imported, so it names the version it ships instead
+    (LLMCOURSE_SYMPY_VERSION): with SymPy not even findable, the formulas come from the cache; a wrong version
+    makes the cache stale, and then the formulas are derived afresh (which needs SymPy)."""
+    block = "import sys\nclass No:\n    def find_spec(self, name, path=None, target=None):\n"
+    block += "        if name.split('.')[0] == 'sympy': raise ImportError('no SymPy here')\n"
+    block += "sys.meta_path.insert(0, No())\n"
+    code = block + "from llmcourse import formulas\nprint(formulas._LAZY, 'sympy' in sys.modules)\n"
+    version = formulas._sympy_version()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path]), "LLMCOURSE_SYMPY_VERSION": version}
+    env.pop("LLMCOURSE_FORMULAS_CACHE", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert out.stdout.split() == ["True", "False"], out.stderr
+    env["LLMCOURSE_SYMPY_VERSION"] = "0.0.0"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert out.returncode != 0 and "no SymPy here" in out.stderr  # stale: it tried to derive them

@@ -39,6 +39,19 @@ out["errors"] = [_live.run("1 / 0", 8), _live.run("x = (", 9), _live.run("undefi
 n = len(sent)
 _live.run("40 + 2", 11)
 out["plain"] = sent[n:]
+# a widget's callback that raises: the page is told (ipywidgets alone would only log it, and nobody would see it)
+_live.run("import ipywidgets as w\nbox = w.IntText(value=1)\nbox.observe(lambda change: 1 / 0, names='value')\n"
+          "import builtins\nbuiltins.box = box\nbox", 12)
+import builtins
+n = len(sent)
+_live.receive(json.dumps({"msg_type": "comm_msg", "msg_id": "page-2", "comm_id": builtins.box.comm.comm_id,
+                          "data": {"method": "update", "state": {"value": 2}, "buffer_paths": []}}))
+out["callback"] = sent[n:]
+# the page closes the comm, then Python closes the widget: no second close, no error
+_live.receive(json.dumps({"msg_type": "comm_close", "msg_id": "page-3", "comm_id": builtins.box.comm.comm_id}))
+n = len(sent)
+builtins.box.close()
+out["closed"] = sent[n:]
 out["messages"] = sent
 out["ipython"] = type(sys.modules["IPython"]).__name__, hasattr(sys.modules["IPython"], "__file__")
 print(json.dumps(out))
@@ -87,8 +100,8 @@ def test_a_calculator_runs_and_shows_its_widget_without_ipython(session: dict[st
     assert session["run"] is None
     assert session["ipython"] == ["module", False]  # the stand-in, not IPython itself
     messages = session["messages"]
-    display = [m for m in messages if m["msg_type"] == "display" and m["run"] != 11]  # not the plain value's
-    assert len(display) == 1 and display[0]["run"] == 7
+    display = [m for m in messages if m["msg_type"] == "display" and m["run"] == 7]
+    assert len(display) == 1
     view = display[0]["data"]["application/vnd.jupyter.widget-view+json"]
     opened = {m["comm_id"]: m for m in messages if m["msg_type"] == "comm_open"}
     # the displayed model is the calculator's top box, opened (as the widget protocol wants) before it is shown
@@ -119,10 +132,52 @@ def test_a_change_from_the_page_recomputes_and_is_echoed_to_it(session: dict[str
 def test_a_failing_cell_returns_its_error_for_the_page(session: dict[str, Any]) -> None:
     zero, syntax, missing = session["errors"]  # each cell's own error, for the page to show
     assert zero.splitlines()[-1] == "ZeroDivisionError: division by zero"
-    assert 'File "<live calculator>", line 1' in zero and "_live.py" not in zero  # the cell's lines only
-    assert syntax.splitlines()[-1].startswith("SyntaxError")
+    assert 'File "<live calculator 8>", line 1' in zero and "_live.py" not in zero  # the cell's lines only
+    assert "    1 / 0\n" in zero  # with the line itself
+    assert syntax.splitlines()[-1].startswith("SyntaxError") and "ast.py" not in syntax
     assert missing.splitlines()[-1] == "NameError: name 'undefined_name' is not defined"
+
+
+def test_an_exception_in_a_widget_callback_reaches_the_page(session: dict[str, Any]) -> None:
+    errors = [m for m in session["callback"] if m["msg_type"] == "error"]
+    assert len(errors) == 1 and errors[0]["parent_header"] == {"msg_id": "page-2"}
+    assert errors[0]["text"].splitlines()[-1] == "ZeroDivisionError: division by zero"
+    assert "line 3, in <lambda>" in errors[0]["text"] and "1 / 0" in errors[0]["text"]  # the cell's own line
+
+
+def test_a_comm_the_page_closed_is_closed_here_too(session: dict[str, Any]) -> None:
+    assert session["closed"] == []  # Python's close() of a comm the page closed sends nothing, raises nothing
 
 
 def test_a_plain_value_is_shown_as_text(session: dict[str, Any]) -> None:
     assert session["plain"] == [{"msg_type": "display", "run": 11, "data": {"text/plain": "42"}}]
+
+
+def test_a_lazy_wheel_is_fetched_once_on_first_import(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the browser does for SymPy: nothing until the first import, then one fetch, then a zip import."""
+    import importlib
+    import zipfile
+
+    from llmcourse._live import LazyWheels
+
+    wheel = tmp_path / "lazypkg_demo-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("lazypkg_demo/__init__.py", "from .part import VALUE\n")
+        z.writestr("lazypkg_demo/part.py", "VALUE = 42\n")
+        z.writestr("lazypkg_extra/__init__.py", "")
+    fetched: list[str] = []
+
+    def fetch(name: str) -> str:
+        fetched.append(name)
+        return str(tmp_path / name)
+
+    finder = LazyWheels(fetch, {"lazypkg_demo": wheel.name, "lazypkg_extra": wheel.name})
+    monkeypatch.setattr(sys, "meta_path", [finder, *sys.meta_path])
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    assert fetched == []
+    assert importlib.import_module("lazypkg_demo").VALUE == 42
+    importlib.import_module("lazypkg_extra")  # the same wheel: not fetched again
+    assert fetched == [wheel.name]
+    assert importlib.util.find_spec("lazypkg_absent") is None and fetched == [wheel.name]
+    for name in ("lazypkg_demo", "lazypkg_demo.part", "lazypkg_extra"):
+        sys.modules.pop(name, None)

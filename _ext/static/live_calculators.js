@@ -44,6 +44,9 @@
   const runs = new Map();  // run id -> {el, views: [promises], resolve}
   const comms = new Map();  // comm id -> LiveComm
   const callbacks = new Map();  // id of a page message -> the widget manager's callbacks for it
+  const sentBy = new Map();  // id of a page message -> the comm that sent it (an error it causes is shown there)
+  const areas = new Map();  // comm id -> the live area of the cell that made it
+  const listeners = [];  // onStep functions of the "Run live" buttons waiting for the start
   let nextId = 0;
 
   const uid = () => `live-${Date.now().toString(36)}-${(nextId++).toString(36)}`;
@@ -69,6 +72,7 @@
     _post(msgType, data, cbs, buffers) {
       const msgId = uid();
       if (cbs) callbacks.set(msgId, cbs);
+      sentBy.set(msgId, this.comm_id);
       const bufs = (buffers || []).map(asBytes);
       const text = JSON.stringify({ msg_type: msgType, msg_id: msgId, comm_id: this.comm_id, data: data || {} });
       this.worker.postMessage({ type: "comm", text, buffers: bufs }, bufs.map((b) => b.buffer));
@@ -76,6 +80,17 @@
     }
   }
 
+  function showError(el, text) {
+    let pre = el.querySelector(":scope > .llmcourse-live-error");
+    if (!pre) {
+      pre = document.createElement("pre");
+      pre.className = "llmcourse-live-error";
+      el.appendChild(pre);
+    }
+    pre.textContent = text;
+  }
+
+  /** Handle one message from Python; a promise when the next must wait for it (a model being made). */
   function fromPython(worker, manager, text, buffers) {
     const msg = JSON.parse(text);
     const kernelMsg = {
@@ -85,7 +100,9 @@
     if (msg.msg_type === "comm_open") {
       const comm = new LiveComm(worker, msg.comm_id, msg.target_name);
       comms.set(msg.comm_id, comm);
-      manager.handle_comm_open(comm, kernelMsg).catch((e) => console.error("live calculator:", e));
+      const parent = areas.get(sentBy.get((msg.parent_header || {}).msg_id));
+      areas.set(msg.comm_id, runs.has(msg.run) ? runs.get(msg.run).el : parent);  // the cell's, or its parent's
+      return manager.handle_comm_open(comm, kernelMsg).catch((e) => console.error("live calculator:", e));
     } else if (msg.msg_type === "comm_msg") {
       const comm = comms.get(msg.comm_id);
       if (comm && comm.onMsg) comm.onMsg(kernelMsg);
@@ -93,6 +110,10 @@
       const comm = comms.get(msg.comm_id);
       comms.delete(msg.comm_id);
       if (comm && comm.onClose) comm.onClose(kernelMsg);
+    } else if (msg.msg_type === "error") {  // an exception in a widget's callback: shown by the calculator
+      const el = areas.get(sentBy.get((msg.parent_header || {}).msg_id));
+      console.error("live calculator:", msg.text);
+      if (el) showError(el, msg.text);
     } else if (msg.msg_type === "display") {
       const run = runs.get(msg.run);
       if (!run) return;
@@ -103,40 +124,50 @@
       if (view) {
         run.views.push(manager.get_model(view.model_id)
           .then((model) => manager.display_view(manager.create_view(model), box)));
+        return undefined;
       } else {
         const pre = document.createElement("pre");
         pre.textContent = msg.data["text/plain"] || "";
         box.appendChild(pre);
       }
     }
+    return undefined;
   }
 
-  /** The page's live Python, started once (on the first "Run live"); `onStep(name, total)` as it starts. */
+  /** The page's live Python, started once (on the first "Run live"); `onStep(name, total)` as it starts. A start
+      that failed is forgotten, so that "Run live" can try again. */
   function startPython(onStep) {
+    if (onStep) listeners.push(onStep);
     if (python) return python;
     const lite = new URL("lite/", contentRoot()).href;
     const manager = new Promise((resolve, reject) => {
+      if (!window.require) throw new Error("the page has no widget manager (RequireJS is missing)");
       window.require(["@jupyter-widgets/html-manager"], (hm) => resolve(new hm.HTMLManager()), reject);
     });
     python = new Promise((resolve, reject) => {
+      if (location.protocol === "file:") {
+        throw new Error("a live calculator needs the book served over http: run `make serve` and open its address");
+      }
       const worker = new Worker(new URL("_static/live_worker.js", contentRoot()), { type: "module" });
-      const listeners = [onStep];
       worker.onerror = (e) => reject(new Error(e.message || "the live Python failed to start"));
-      worker.onmessage = async (ev) => {
-        const m = ev.data;
+      manager.catch(reject);
+      // One message at a time, in order: a message waits for the model the one before it is making.
+      let inbox = Promise.resolve();
+      const handle = async (m) => {
         if (m.type === "step") {
           steps.push([m.name, m.secs]);
-          listeners.forEach((f) => f && f(m.name, m.total));
+          listeners.forEach((f) => f(m.name, m.total));
         } else if (m.type === "ready") {
           resolve({ worker, manager: await manager });
         } else if (m.type === "fatal") {
           reject(new Error(m.error));
         } else if (m.type === "py") {
-          fromPython(worker, await manager, m.text, m.buffers);
+          await fromPython(worker, await manager, m.text, m.buffers);
         } else if (m.type === "idle") {
           pythonMs.push(m.ms);
           const cbs = callbacks.get(m.msg_id);
           callbacks.delete(m.msg_id);
+          sentBy.delete(m.msg_id);
           const status = cbs && cbs.iopub && cbs.iopub.status;
           if (status) status({ header: { msg_type: "status" }, parent_header: { msg_id: m.msg_id },
             content: { execution_state: "idle" } });
@@ -145,8 +176,12 @@
           if (run) Promise.all(run.views).then(() => run.resolve(m.error), (e) => run.resolve(String(e)));
         }
       };
+      worker.onmessage = (ev) => {
+        inbox = inbox.then(() => handle(ev.data)).catch((e) => console.error("live calculator:", e));
+      };
       worker.postMessage({ type: "init", lite });
     });
+    python.catch(() => { python = null; listeners.length = 0; });
     return python;
   }
 
@@ -158,12 +193,8 @@
     const done = new Promise((resolve) => runs.set(id, { el, views: [], resolve }));
     worker.postMessage({ type: "run", run: id, code });
     const error = await done;
-    if (error) {
-      const pre = document.createElement("pre");
-      pre.className = "llmcourse-live-error";
-      pre.textContent = error;
-      el.appendChild(pre);
-    }
+    runs.delete(id);
+    if (error) showError(el, error);
     return error;
   }
 
@@ -186,20 +217,13 @@
     } else {
       root.after(out);
     }
-    // The package's widgets carry a note for the static page ("... is a snapshot ..."): hide it when live.
-    const note = root.dataset.note;
-    if (note) {
-      new MutationObserver(() => out.querySelectorAll(".widget-html").forEach((el) => {
-        if (el.textContent.trim() === note) el.style.display = "none";
-      })).observe(out, { childList: true, subtree: true, characterData: true });
-    }
     const secs = () => ((performance.now() - t0) / 1000).toFixed(0);
     let doing = "loading Pyodide and the packages";
     const show = () => setStatus(root, "starting", `Starting Python in your browser (${doing})\u2026 ${secs()} s`);
     show();
     const timer = setInterval(show, 250);
     const names = { "Python (Pyodide) and the packages": "importing llmcourse",
-      "llmcourse (sympy, pint)": "loading the widgets", ipywidgets: "running the calculator" };
+      "llmcourse (pint)": "loading the widgets", ipywidgets: "running the calculator" };
     run(JSON.parse(root.dataset.code), out, (name) => { doing = names[name] || doing; show(); })
       .then((error) => {
         clearInterval(timer);
@@ -211,8 +235,11 @@
             "Change an input to recompute.");
           button.textContent = "\u25CF Live";
         }
-      }, (e) => {
+      }, (e) => {  // it did not start: the snapshot comes back, and the button can try again
         clearInterval(timer);
+        out.remove();
+        if (snapshot) snapshot.hidden = false;
+        button.disabled = false;
         setStatus(root, "error", `The live calculator failed to start: ${e.message}`);
       });
   }

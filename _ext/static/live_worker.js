@@ -8,7 +8,7 @@
                    {type: "comm", text, buffers}   a widget message from the page (JSON text)
    worker -> page: {type: "step", name, secs}      a start-up step done (shown while starting; measured)
                    {type: "ready"} | {type: "fatal", error}
-                   {type: "py", text, buffers}     a widget or display message from Python (JSON text)
+                   {type: "py", text, buffers}     a widget, display or error message from Python (JSON text)
                    {type: "idle", msg_id, ms}      the page's message `msg_id` has been handled, in `ms`
                    {type: "done", run, error}      the cell has run (error: its traceback, or null) */
 let live = null;
@@ -29,22 +29,40 @@ async function init(lite) {
     t = now;
   };
   const index = new URL("pyodide/", lite).href;
-  const manifest = fetch(new URL("live.json", lite)).then((r) => r.json());
+  const manifest = fetch(new URL("live.json", lite)).then((r) => {
+    if (!r.ok) throw new Error(`the live runtime is missing (${r.url}: HTTP ${r.status}): build it with make lite`);
+    return r.json();
+  });
+  manifest.catch(() => {});  // awaited below (after the runtime's import): not an unhandled rejection meanwhile
   const { loadPyodide } = await import(index + "pyodide.mjs");
-  const { packages, zipimport } = await manifest;
-  // Wheels imported as zip archives (sympy, mpmath): fetched while the runtime starts, put on sys.path as they are.
-  const zips = zipimport.map((name) => fetch(index + name).then((r) => r.arrayBuffer()).then((b) => [name, b]));
-  // The other wheels download while the runtime starts, and are unpacked (Pyodide's `packages` option).
-  const py = await loadPyodide({ indexURL: index, packages, env: { HOME: "/home/pyodide" } });
+  const { packages, lazy, sympy_version: sympyVersion } = await manifest;
+  // The wheels download while the runtime starts, and are unpacked (Pyodide's `packages` option).
+  const py = await loadPyodide({
+    indexURL: index, packages, env: { HOME: "/home/pyodide", LLMCOURSE_SYMPY_VERSION: sympyVersion },
+  });
+  // SymPy and mpmath are fetched only if something imports them (llmcourse._live.LazyWheels): a synchronous
+  // request, which a worker may make, and the wheel goes on sys.path as a zip archive.
   py.FS.mkdirTree("/lib/live");
-  for (const [name, bytes] of await Promise.all(zips)) {
-    py.FS.writeFile("/lib/live/" + name, new Uint8Array(bytes));
-    py.runPython(`import sys; sys.path.insert(0, "/lib/live/${name}")`);
-  }
+  const fetchWheel = (name) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open("GET", index + name, false);
+    xhr.responseType = "arraybuffer";
+    xhr.send();
+    if (xhr.status !== 200) throw new Error(`${name}: HTTP ${xhr.status}`);
+    py.FS.writeFile("/lib/live/" + name, new Uint8Array(xhr.response));
+    return "/lib/live/" + name;
+  };
+  // llmcourse._live by its path, so that its finder is in place before the package is imported.
+  live = py.runPython(`
+import importlib.util, sys, sysconfig
+spec = importlib.util.spec_from_file_location("llmcourse._live", sysconfig.get_paths()["purelib"] + "/llmcourse/_live.py")
+module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+module`);
+  py.pyimport("sys").meta_path.insert(0, live.LazyWheels(fetchWheel, py.toPy(lazy)));
   step("Python (Pyodide) and the packages");
   py.pyimport("llmcourse");
-  step("llmcourse (sympy, pint)");
-  live = py.pyimport("llmcourse._live");
+  step("llmcourse (pint)");
   live.install(post);
   step("ipywidgets");
 }
@@ -83,5 +101,5 @@ function handle(msg) {
 }
 
 self.onmessage = (ev) => {
-  queue = queue.then(() => handle(ev.data));
+  queue = queue.then(() => handle(ev.data)).catch((e) => console.error("live worker:", e));
 };

@@ -221,7 +221,7 @@ def live(session: tuple[Any, Any, Recorder], server: str) -> Iterator[LivePage]:
 @pytest.fixture
 def watch(session: tuple[Any, Any, Recorder]) -> Iterator[tuple[Any, Watch]]:
     """The book pages' context and this test's Watch; the pages the test opened are closed after it (the live
-    console's page stays)."""
+    Python's page stays)."""
     pages_context, live_context, rec = session
     keep = set(live_context.pages)
     w = rec.current = Watch()
@@ -244,7 +244,10 @@ def test_site_has_pages() -> None:
     assert "llmcourse" in manifest["packages"] and "ipywidgets" in manifest["packages"]
     for name in manifest["packages"]:
         assert (SITE / "lite" / "pyodide" / lock[name]["file_name"]).exists(), name
-    assert manifest["zipimport"] and all((SITE / "lite" / "pyodide" / f).exists() for f in manifest["zipimport"])
+    # SymPy is fetched only if something imports it (test_sympy_is_fetched_when_imported_live)
+    assert manifest["lazy"]["sympy"] and all(
+        (SITE / "lite" / "pyodide" / f).exists() for f in manifest["lazy"].values()
+    )
     # the icon at the root, for the browser's own /favicon.ico request on the root redirect page
     assert (SITE / "favicon.ico").read_bytes()[:4] == b"\x00\x00\x01\x00"
 
@@ -312,6 +315,25 @@ def _check_run_live_button(page: Any, root: Any) -> None:
     }""")
     assert snapshot_hidden  # the live calculator takes the snapshot's place
     assert shown == code
+
+
+def test_a_live_start_that_fails_gives_the_snapshot_back(watch: tuple[Any, Watch], server: str) -> None:
+    """If the live Python cannot start (here: its runtime is missing), the reader keeps the snapshot, is told
+    why, and can press the button again."""
+    context, w = watch
+    page = context.new_page()
+    page.route("**/lite/live.json", lambda r: r.fulfill(status=404, body="missing"))
+    page.goto(f"{server}/book/00_first_estimate.html", wait_until="load")
+    root = page.locator(".llmcourse-live").first
+    root.locator(".llmcourse-live-run").click()
+    page.wait_for_function("r => r.dataset.state !== 'starting'", arg=root.element_handle(), timeout=60_000)
+    assert root.get_attribute("data-state") == "error"
+    assert "make lite" in root.inner_text()
+    cell = page.locator(".llmcourse-live-cell").first
+    assert cell.locator(".llmcourse-snapshot").first.is_visible()
+    assert cell.locator(".llmcourse-live-output").count() == 0
+    assert root.locator(".llmcourse-live-run").is_enabled()
+    assert w.external == [] and w.errors == [], (w.external, w.errors)
 
 
 def _result_rows(scope: Any) -> list[tuple[str, str]]:
@@ -457,6 +479,35 @@ def test_every_calculator_runs_live(
         cell.locator("button", has_text="Check").click()
         cell.get_by_text("Pass:").first.wait_for(timeout=30_000)
     _timing(request, f"calculator run in the live Python, {path}#{index}", dt)
+    assert w.clean() == ([], [], []), w.clean()
+
+
+@pytest.mark.slow
+def test_an_exception_in_a_live_callback_is_shown_by_its_calculator(live: LivePage, watch: tuple[Any, Watch]) -> None:
+    _context, w = watch
+    code = "import ipywidgets as w\nbox = w.IntText(value=1, description='Breaks')\n"
+    code += "box.observe(lambda change: 1 / 0, names='value')\nbox"
+    cell, _ = live.run(code, shows=".widget-text input")
+    box = cell.locator(".widget-text input")
+    box.fill("2")
+    box.press("Enter")
+    cell.locator(ERROR).wait_for(timeout=30_000)
+    assert cell.locator(ERROR).inner_text().splitlines()[-1] == "ZeroDivisionError: division by zero"
+    assert w.external == [] and w.failed == []
+    # the page's console gets it too (a script error here, by design)
+    assert [e for e in w.errors if not e.startswith("console: live calculator:")] == [], w.errors
+    assert w.errors, "the error was not written to the console"
+
+
+@pytest.mark.slow
+def test_sympy_is_fetched_when_imported_live(live: LivePage, watch: tuple[Any, Watch]) -> None:
+    """No calculator imports SymPy, so a live start does not download it; a cell that does import it gets it then."""
+    _context, w = watch
+    assert not live.page.evaluate(
+        "() => performance.getEntriesByType('resource').some((e) => /sympy-.*[.]whl/.test(e.name))"
+    )
+    cell, _ = live.run("import sympy\nx = sympy.Symbol('x')\nsympy.expand((x + 1) ** 2)", shows="pre")
+    assert cell.locator("pre").inner_text() == "x**2 + 2*x + 1"
     assert w.clean() == ([], [], []), w.clean()
 
 
