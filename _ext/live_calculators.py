@@ -144,7 +144,7 @@ def _download(app: Sphinx) -> str:
         manifest = json.loads((Path(app.confdir) / app.config.live_lite_dir / "live.json").read_text())
     except (OSError, ValueError):
         return "tens of MB"
-    return f"about {manifest['bytes'] / 1e6:.0f} MB"
+    return f"about {manifest.get('bytes_at_start', manifest['bytes']) / 1e6:.0f} MB"
 
 
 def add_live_controls(app: Sphinx, doctree: nodes.document, docname: str) -> None:
