@@ -221,6 +221,7 @@ def uninstall() -> None:
     comm.create_comm = comm._create_comm
     for name in ("traitlets", "Comm"):
         logging.getLogger(name).removeHandler(_ERRORS)
+    gc.unfreeze()
 
 
 def run(code: str, run_id: int) -> str | None:
