@@ -715,7 +715,8 @@ def _run(
     the next finish (or the next arrival, if one could start), in one jump: its time is the step's, constant until
     then. The hot path is written for speed on plain lists (the browser runs it at every change of a calculator):
     a running sequence is one int on the heap, ``(step at which it finishes) * n + request``, in the order of the
-    pairs it stands for; the open loop's arrivals end with an infinite sentinel.
+    pairs it stands for; the open loop's arrivals end with an infinite sentinel. "A sequence finishes" is written out
+    where it happens (three places) rather than called: a call per finished request was a tenth of the loop's time.
     """
     n = len(arrivals)
     first = [0.0] * n

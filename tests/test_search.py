@@ -52,3 +52,15 @@ def test_replica_at_gives_replicas_replica(batch):
     assert _replica_at("Llama-3.1-70B", "H100 SXM", **kw)(batch) == replica(
         "Llama-3.1-70B", "H100 SXM", batch=batch, **kw
     )
+
+
+def test_replica_at_takes_replica_s_arguments_but_the_batch():
+    """planner._replica_at (replica()'s set-up, done once for many batches) mirrors replica()'s signature less
+    ``batch``, so the same arguments get the same checks: a parameter added to replica() must be added there too."""
+    import inspect
+
+    from llmcourse.planner import _replica_at, replica
+
+    mine = list(inspect.signature(_replica_at).parameters.values())
+    theirs = [p for p in inspect.signature(replica).parameters.values() if p.name != "batch"]
+    assert mine == theirs
