@@ -47,7 +47,6 @@ import importlib.abc
 import json
 import linecache
 import logging
-import os
 import sys
 import traceback
 import types
@@ -193,7 +192,6 @@ def install(post: Post) -> None:
     """
     global _post
     _post = post
-    os.environ.setdefault("JUPYTER_WIDGETS_ECHO", "1")
     try:
         import IPython  # noqa: F401
     except ImportError:

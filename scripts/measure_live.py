@@ -53,7 +53,6 @@ UPDATE_JS = """async ([el, description, values, quiet]) => {
   const manager = await window.llmcourseLive.manager();
   const models = await Promise.all(Object.values(manager._models));
   const out = document.querySelector(el);
-  const mine = new Set([...out.querySelectorAll('[data-model-id]')].map((e) => e.dataset.modelId));
   const control = models.filter((m) => m.get('description') === description && 'value' in m.attributes).pop();
   if (!control) return { error: `no control "${description}"` };
   const times = [], python = [];
@@ -74,7 +73,7 @@ UPDATE_JS = """async ([el, description, values, quiet]) => {
     times.push(last === null ? null : last - t0);
     python.push(window.llmcourseLive.pythonMs.slice(handled).reduce((a, b) => a + b, 0));
   }
-  return { times, python, n: mine.size };
+  return { times, python };
 }"""
 
 

@@ -456,3 +456,14 @@ def test_plot_marks_each_crossover():
     markers = [line for line in ax.get_lines() if line.get_marker() == "o"]
     assert len(markers) == 2 and all(list(m.get_ydata()) == [1] for m in markers)
     assert "batch" in ax.get_xlabel() and "speed-up" in ax.get_ylabel()
+
+
+def test_the_unchecked_step_takes_speculative_step_s_arguments_and_its_set_up():
+    """speculative._speculative_step (speculative_step() for checked inputs) mirrors its signature, plus the
+    decode steps a caller set up once: a parameter added to speculative_step() must be added there too."""
+    import inspect
+
+    from llmcourse.speculative import _speculative_step, speculative_step
+
+    mine = [p for p in inspect.signature(_speculative_step).parameters.values() if p.name != "steps"]
+    assert mine == list(inspect.signature(speculative_step).parameters.values())

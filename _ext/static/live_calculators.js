@@ -65,6 +65,7 @@
     send(data, cbs, metadata, buffers) { return this._post("comm_msg", data, cbs, buffers); }
     close(data, cbs, metadata, buffers) {
       comms.delete(this.comm_id);
+      areas.delete(this.comm_id);
       return this._post("comm_close", data, cbs, buffers);
     }
     on_msg(cb) { this.onMsg = cb; }
@@ -75,7 +76,7 @@
       sentBy.set(msgId, this.comm_id);
       const bufs = (buffers || []).map(asBytes);
       const text = JSON.stringify({ msg_type: msgType, msg_id: msgId, comm_id: this.comm_id, data: data || {} });
-      this.worker.postMessage({ type: "comm", text, buffers: bufs }, bufs.map((b) => b.buffer));
+      this.worker.postMessage({ type: "comm", text, msg_id: msgId, buffers: bufs }, bufs.map((b) => b.buffer));
       return msgId;
     }
   }
@@ -109,6 +110,7 @@
     } else if (msg.msg_type === "comm_close") {
       const comm = comms.get(msg.comm_id);
       comms.delete(msg.comm_id);
+      areas.delete(msg.comm_id);
       if (comm && comm.onClose) comm.onClose(kernelMsg);
     } else if (msg.msg_type === "error") {  // an exception in a widget's callback: shown by the calculator
       const el = areas.get(sentBy.get((msg.parent_header || {}).msg_id));
@@ -134,7 +136,7 @@
     return undefined;
   }
 
-  /** The page's live Python, started once (on the first "Run live"); `onStep(name, total)` as it starts. A start
+  /** The page's live Python, started once (on the first "Run live"); `onStep(name)` at each step of its start. A start
       that failed is forgotten, so that "Run live" can try again. */
   function startPython(onStep) {
     if (onStep) listeners.push(onStep);
@@ -156,7 +158,7 @@
       const handle = async (m) => {
         if (m.type === "step") {
           steps.push([m.name, m.secs]);
-          listeners.forEach((f) => f(m.name, m.total));
+          listeners.forEach((f) => f(m.name));
         } else if (m.type === "ready") {
           resolve({ worker, manager: await manager });
         } else if (m.type === "fatal") {

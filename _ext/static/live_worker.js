@@ -5,7 +5,7 @@
 
    page -> worker: {type: "init", lite}            lite: the URL of the book's lite/ folder
                    {type: "run", run, code}        run a cell (a fresh namespace); its display goes to `run`
-                   {type: "comm", text, buffers}   a widget message from the page (JSON text)
+                   {type: "comm", text, msg_id, buffers}   a widget message from the page (JSON text; its id)
    worker -> page: {type: "step", name, secs}      a start-up step done (shown while starting; measured)
                    {type: "ready"} | {type: "fatal", error}
                    {type: "py", text, buffers}     a widget, display or error message from Python (JSON text)
@@ -21,11 +21,10 @@ function post(text, buffers) {
 }
 
 async function init(lite) {
-  const t0 = performance.now();
-  let t = t0;
+  let t = performance.now();
   const step = (name) => {
     const now = performance.now();
-    self.postMessage({ type: "step", name, secs: (now - t) / 1000, total: (now - t0) / 1000 });
+    self.postMessage({ type: "step", name, secs: (now - t) / 1000 });
     t = now;
   };
   const index = new URL("pyodide/", lite).href;
@@ -92,7 +91,7 @@ function handle(msg) {
         console.error(e);
       }
       // ms: how long Python took to handle it (the page keeps the figures, for measurements)
-      self.postMessage({ type: "idle", msg_id: JSON.parse(msg.text).msg_id, ms: performance.now() - t0 });
+      self.postMessage({ type: "idle", msg_id: msg.msg_id, ms: performance.now() - t0 });
       return undefined;
     }
     default:
