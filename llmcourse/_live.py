@@ -184,14 +184,15 @@ def _page_comm() -> type:
     return PageComm
 
 
-def install(post: Post) -> None:
+def install(post: Post | None) -> None:
     """Connect ipywidgets to the page: every message goes out through ``post(json_text, buffers)``.
 
     Call it before the first widget is made. Where IPython is not installed (the browser), the names
     ipywidgets imports from it are provided here; where it is (CPython), IPython itself is left alone.
+    ``post`` may be None and given later to :func:`connect`: the browser takes a memory snapshot of its
+    Python between the two, and a snapshot cannot hold a JavaScript function.
     """
-    global _post
-    _post = post
+    connect(post)
     try:
         import IPython  # noqa: F401
     except ImportError:
@@ -208,6 +209,12 @@ def install(post: Post) -> None:
     # What start-up made (modules, the unit registry, catalogs: most of the heap) is set aside from the cyclic
     # garbage collector, so that a collection during a recompute looks only at what recomputing made.
     gc.freeze()
+
+
+def connect(post: Post | None) -> None:
+    """Send every message from now on through ``post(json_text, buffers)`` (None: to nowhere)."""
+    global _post
+    _post = post
 
 
 def uninstall() -> None:

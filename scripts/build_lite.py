@@ -276,12 +276,17 @@ def build_site() -> None:
         )
         lock["packages"][name] = entry
         packages.append(name)
-    (pyo / "pyodide-lock.json").write_text(json.dumps(lock))
+    lock_text = json.dumps(lock)
+    (pyo / "pyodide-lock.json").write_text(lock_text)
     size = sum(f.stat().st_size for f in pyo.iterdir() if f.is_file())
     imports = sorted({i for n in packages for i in lock["packages"][n]["imports"]})
     lazy = {top: lock["packages"][n]["file_name"] for n in ZIPIMPORT for top in lock["packages"][n]["imports"]}
     manifest = {
         "packages": [n for n in packages if n not in ZIPIMPORT],
+        "wheels": [lock["packages"][n]["file_name"] for n in packages if n not in ZIPIMPORT],
+        # names this build's runtime (the lock holds every shipped wheel's sha256): a reader's browser keeps a
+        # memory snapshot of the started runtime under it, and never restores one from another build
+        "build": hashlib.sha256(lock_text.encode()).hexdigest()[:16],
         "lazy": lazy,
         "sympy_version": lock["packages"]["sympy"]["version"],
         "imports": imports,

@@ -25,7 +25,8 @@ class NoIPython:
 sys.meta_path.insert(0, NoIPython())
 from llmcourse import _live
 sent = []
-_live.install(lambda text, buffers: sent.append(json.loads(text)))
+_live.install(None)  # as the browser does: set up first, connected to the page after its memory snapshot
+_live.connect(lambda text, buffers: sent.append(json.loads(text)))
 out = {"run": _live.run(sys.stdin.read(), 7)}
 opened = {m["comm_id"]: m["data"]["state"] for m in sent if m["msg_type"] == "comm_open"}
 box = next(i for i, s in opened.items() if s.get("description") == "Prompt tokens")

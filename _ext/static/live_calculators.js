@@ -41,6 +41,7 @@
   let python = null;  // the page's one live Python: a promise of {worker, manager}, made on the first "Run live"
   const steps = [];  // [name, seconds] of its start, for the status line and for measurements
   const pythonMs = [];  // how long Python took to handle each of the page's messages (for measurements)
+  const snapshot = { bytes: 0 };  // the size of the runtime's snapshot, once kept for other pages (measurements)
   const runs = new Map();  // run id -> {el, views: [promises], resolve}
   const comms = new Map();  // comm id -> LiveComm
   const callbacks = new Map();  // id of a page message -> the widget manager's callbacks for it
@@ -161,6 +162,8 @@
           listeners.forEach((f) => f(m.name));
         } else if (m.type === "ready") {
           resolve({ worker, manager: await manager });
+        } else if (m.type === "kept") {
+          snapshot.bytes = m.bytes;
         } else if (m.type === "fatal") {
           reject(new Error(m.error));
         } else if (m.type === "py") {
@@ -225,7 +228,9 @@
     show();
     const timer = setInterval(show, 250);
     const names = { "Python (Pyodide) and the packages": "importing llmcourse",
-      "llmcourse (pint)": "loading the widgets", ipywidgets: "running the calculator" };
+      "llmcourse (pint)": "loading the widgets", ipywidgets: "keeping a copy for other pages",
+      "a snapshot for other pages": "running the calculator",
+      "Python and the packages, restored from this browser's snapshot": "running the calculator" };
     run(JSON.parse(root.dataset.code), out, (name) => { doing = names[name] || doing; show(); })
       .then((error) => {
         clearInterval(timer);
@@ -247,7 +252,7 @@
   }
 
   // For the book's browser tests and measurements: run more cells in this page's live Python.
-  window.llmcourseLive = { run: (code, el) => run(code, el), steps, pythonMs,
+  window.llmcourseLive = { run: (code, el) => run(code, el), steps, pythonMs, snapshot,
     manager: async () => (await python).manager };
 
   document.addEventListener("click", (ev) => {

@@ -8,11 +8,36 @@
                    {type: "comm", text, msg_id, buffers}   a widget message from the page (JSON text; its id)
    worker -> page: {type: "step", name, secs}      a start-up step done (shown while starting; measured)
                    {type: "ready"} | {type: "fatal", error}
+                   {type: "kept", bytes}           a snapshot of the started runtime is kept for other pages
                    {type: "py", text, buffers}     a widget, display or error message from Python (JSON text)
                    {type: "idle", msg_id, ms}      the page's message `msg_id` has been handled, in `ms`
                    {type: "done", run, error}      the cell has run (error: its traceback, or null) */
 let live = null;
 let queue = Promise.resolve();
+let saved = null;  // the snapshot taken at this start, to be kept for the next page (see keepSnapshot)
+
+// A started runtime is kept in the browser's Cache Storage as a Pyodide memory snapshot: the Python heap once
+// the packages are imported and the widgets set up, before anything refers to a JavaScript object (a snapshot
+// cannot hold one). Another page of the book restores it instead of starting Python and importing again. It is
+// made in the reader's own browser (nothing extra to download) and kept under the build's name (live.json's
+// "build"), so a rebuilt book never restores an old one. Where there is no Cache Storage (file://) or a restore
+// fails, the runtime starts as usual.
+const CACHE = "llmcourse-live";
+
+async function cachedSnapshot(key) {
+  try {
+    const hit = self.caches && (await (await caches.open(CACHE)).match(key));
+    return hit ? new Uint8Array(await hit.arrayBuffer()) : null;
+  } catch {
+    return null;
+  }
+}
+
+async function keepSnapshot(key, snapshot) {
+  const cache = await caches.open(CACHE);
+  for (const old of await cache.keys()) if (old.url !== key) await cache.delete(old);  // other builds'
+  await cache.put(key, new Response(snapshot, { headers: { "Content-Type": "application/octet-stream" } }));
+}
 
 function post(text, buffers) {
   const bufs = buffers.toJs();  // a Python list of bytes -> Uint8Array copies
@@ -34,11 +59,68 @@ async function init(lite) {
   });
   manifest.catch(() => {});  // awaited below (after the runtime's import): not an unhandled rejection meanwhile
   const { loadPyodide } = await import(index + "pyodide.mjs");
-  const { packages, lazy, sympy_version: sympyVersion } = await manifest;
-  // The wheels download while the runtime starts, and are unpacked (Pyodide's `packages` option).
-  const py = await loadPyodide({
-    indexURL: index, packages, env: { HOME: "/home/pyodide", LLMCOURSE_SYMPY_VERSION: sympyVersion },
-  });
+  const { wheels, lazy, build, sympy_version: sympyVersion } = await manifest;
+  // The wheels download while the runtime starts; they are unpacked into site-packages once it has.
+  const files = wheels.map((name) =>
+    fetch(index + name).then((r) => {
+      if (!r.ok) throw new Error(`${r.url}: HTTP ${r.status}`);
+      return r.arrayBuffer();
+    }),
+  );
+  files.forEach((f) => f.catch(() => {}));  // awaited below
+  const key = new URL(`snapshot/${build}`, lite).href;
+  const options = { indexURL: index, env: { HOME: "/home/pyodide", LLMCOURSE_SYMPY_VERSION: sympyVersion } };
+  const snapshot = await cachedSnapshot(key);
+  let py = null;
+  if (snapshot) {
+    try {
+      const create = (await import(index + "pyodide.asm.mjs")).default;
+      py = await loadPyodide({
+        ...options,
+        _loadSnapshot: snapshot,
+        // The runtime's memory is the module's own, sized for a fresh start: grown to hold the snapshot.
+        createPyodideModule: async (settings) => {
+          const module = await create(settings);
+          if (module.HEAP8.length < snapshot.length) module._free(module._malloc(snapshot.length));
+          return module;
+        },
+      });
+    } catch (e) {
+      console.warn("live: this browser's snapshot of the runtime could not be restored; starting afresh", e);
+      py = null;
+      caches.open(CACHE).then((c) => c.delete(key)).catch(() => {});
+    }
+  }
+  const restored = py !== null;
+  if (!restored) py = await loadPyodide({ ...options, _makeSnapshot: Boolean(self.caches) });
+  const site = py.runPython("import sysconfig; sysconfig.get_paths()['purelib']");
+  for (const f of files) py.unpackArchive(await f, "whl", { extractDir: site });  // (the snapshot holds no files)
+  if (restored) {
+    live = py.pyimport("llmcourse._live");
+    py.runPython("import random; random.seed()");  // not the random state of the page that took the snapshot
+    step("Python and the packages, restored from this browser's snapshot");
+  } else {
+    // llmcourse._live by its path, so that its finder can be put in place before the package is imported.
+    live = py.runPython(`
+import importlib.util, sys, sysconfig
+spec = importlib.util.spec_from_file_location("llmcourse._live", sysconfig.get_paths()["purelib"] + "/llmcourse/_live.py")
+module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+module`);
+    step("Python (Pyodide) and the packages");
+    py.pyimport("llmcourse");
+    step("llmcourse (pint)");
+    live.install(null);
+    step("ipywidgets");
+    if (self.caches) {
+      try {
+        saved = { key, snapshot: py.makeMemorySnapshot() };
+      } catch (e) {
+        console.warn("live: no snapshot of the runtime for other pages", e);
+      }
+      step("a snapshot for other pages");
+    }
+  }
   // SymPy and mpmath are fetched only if something imports them (llmcourse._live.LazyWheels): a synchronous
   // request, which a worker may make, and the wheel goes on sys.path as a zip archive.
   py.FS.mkdirTree("/lib/live");
@@ -51,26 +133,26 @@ async function init(lite) {
     py.FS.writeFile("/lib/live/" + name, new Uint8Array(xhr.response));
     return "/lib/live/" + name;
   };
-  // llmcourse._live by its path, so that its finder is in place before the package is imported.
-  live = py.runPython(`
-import importlib.util, sys, sysconfig
-spec = importlib.util.spec_from_file_location("llmcourse._live", sysconfig.get_paths()["purelib"] + "/llmcourse/_live.py")
-module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-module`);
   py.pyimport("sys").meta_path.insert(0, live.LazyWheels(fetchWheel, py.toPy(lazy)));
-  step("Python (Pyodide) and the packages");
-  py.pyimport("llmcourse");
-  step("llmcourse (pint)");
-  live.install(post);
-  step("ipywidgets");
+  live.connect(post);
 }
 
 function handle(msg) {
   switch (msg.type) {
     case "init":
       return init(msg.lite).then(
-        () => self.postMessage({ type: "ready" }),
+        () => {
+          self.postMessage({ type: "ready" });
+          if (saved) {
+            // kept after "ready" (the reader does not wait for it); the page is told, for measurements
+            const { key, snapshot } = saved;
+            saved = null;
+            keepSnapshot(key, snapshot).then(
+              () => self.postMessage({ type: "kept", bytes: snapshot.length }),
+              (e) => console.warn("live: the runtime's snapshot could not be kept", e),
+            );
+          }
+        },
         (e) => self.postMessage({ type: "fatal", error: String(e && e.stack ? e.stack : e) }),
       );
     case "run": {

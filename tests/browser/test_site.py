@@ -424,6 +424,65 @@ def test_live_first_estimate(live: LivePage, watch: tuple[Any, Watch], request: 
     assert w.clean() == ([], [], []), w.clean()
 
 
+def _start_live_on(context: Any, server: str, path: str) -> tuple[Any, Any, list[list[Any]], float]:
+    """Open ``path`` in ``context``, press its first "Run live" and wait for the start: (page, the cell's live
+    area, the start-up steps, the seconds from the click to the live widget on the page's clock)."""
+    page = context.new_page()
+    page.goto(f"{server}/{path}", wait_until="load")
+    root = page.locator(".llmcourse-live").first
+    root.locator(".llmcourse-live-run").click()
+    page.wait_for_function("r => r.dataset.state !== 'starting'", arg=root.element_handle(), timeout=LIVE_TIMEOUT_MS)
+    assert root.get_attribute("data-state") == "live", root.inner_text()
+    cell = page.locator(".llmcourse-live-output").first
+    cell.locator("table.llmcourse-result").first.wait_for(timeout=30_000)
+    ready = int(root.get_attribute("data-ready-ms")) / 1000
+    return page, cell, page.evaluate("window.llmcourseLive.steps"), ready
+
+
+RESTORED = "restored from this browser's snapshot"  # the start-up step of a restored runtime
+
+
+@pytest.mark.slow
+def test_another_page_starts_from_the_first_pages_snapshot(
+    live: LivePage, watch: tuple[Any, Watch], server: str, request: pytest.FixtureRequest
+) -> None:
+    """The first live start keeps a memory snapshot of its started Python in the browser; a calculator on another
+    page restores it (no new Python start, no imports) and computes what llmcourse computes here."""
+    _context, w = watch
+    live.page.wait_for_function("window.llmcourseLive.snapshot.bytes > 0", timeout=60_000)
+    assert not any(RESTORED in name for name, _secs in live.page.evaluate("window.llmcourseLive.steps"))
+    path = "book/10_queueing.html"
+    code = next(c for p, i, c in calculator_cells() if p == path and i == 0)
+    page, cell, steps, ready = _start_live_on(live.page.context, server, path)
+    _timing(request, f"second live widget, another page, from the click ({path})", ready)
+    assert RESTORED in steps[0][0], steps
+    assert _without_wall_time(_result_rows(cell)) == _without_wall_time(list(_calculator_here(code).rows))
+    assert page.locator(ERROR).count() == 0
+    assert w.clean() == ([], [], []), w.clean()
+
+
+@pytest.mark.slow
+def test_a_snapshot_that_cannot_be_restored_starts_python_afresh(
+    live: LivePage, watch: tuple[Any, Watch], server: str
+) -> None:
+    """A kept snapshot that is damaged is not used: the page starts Python as usual (and keeps a new one)."""
+    _context, w = watch
+    live.page.wait_for_function("window.llmcourseLive.snapshot.bytes > 0", timeout=60_000)
+    damaged = live.page.evaluate("""async () => {
+        const cache = await caches.open('llmcourse-live'), keys = await cache.keys();
+        for (const key of keys) await cache.put(key, new Response(new Uint8Array(1000)));
+        return keys.length; }""")
+    assert damaged == 1
+    path = "book/05_decode.html"
+    code = next(c for p, i, c in calculator_cells() if p == path and i == 0)
+    page, cell, steps, _ready = _start_live_on(live.page.context, server, path)
+    assert not any(RESTORED in name for name, _secs in steps), steps
+    assert _result_rows(cell) == list(_calculator_here(code).rows)
+    assert page.locator(ERROR).count() == 0
+    page.wait_for_function("window.llmcourseLive.snapshot.bytes > 0", timeout=60_000)  # a good one kept again
+    assert w.external == [] and w.failed == [] and w.errors == [], w.clean()
+
+
 @pytest.mark.slow
 def test_live_tokens(live: LivePage, watch: tuple[Any, Watch], request: pytest.FixtureRequest) -> None:
     from llmcourse.widgets.tokens import traffic_calculator
