@@ -10,12 +10,12 @@ Serves the built book on 127.0.0.1 and prints:
   (the worker's own clock), and the bytes it downloaded; then a second calculator on another page of the
   same browser (its files in the browser's cache), from its click. Both are repeated (``--repeat``),
   alternating with the floor, and the medians compared;
-* each calculator's recompute on the page's own clock: every calculator the book offers live is run in
-  the first page's live Python (``llmcourseLive.run``), then one of its controls is set N times to a new
-  valid value (the control and values ``scripts/benchmark.py``'s UPDATES uses in CPython), through the
-  widget's model as the control's view does; each time is from the change to the last change of the
-  page (a MutationObserver), once the page has been quiet for 0.4 s; beside it, the part Python took
-  (the worker's clock around handling the change).
+* each calculator's recompute on the page's own clock: every calculator the book offers live is started on
+  its own page by its own "Run live" (a reader's page, restoring the first page's snapshot), then one of
+  its controls is set N times to a new valid value (the control and values ``scripts/benchmark.py``'s
+  UPDATES uses in CPython), through the widget's model as the control's view does; each time is from the
+  change to the last change of the calculator's live area (a MutationObserver), once it has been quiet for
+  0.4 s; beside it, the part Python took (the worker's clock around handling the change).
 
 Requests that would leave 127.0.0.1 are blocked and counted. Figures only: nothing here passes or fails.
 """
@@ -99,13 +99,13 @@ def _count(nbytes: dict[str, int], response) -> None:
     nbytes[response.url.split("?")[0]] = int(response.headers.get("content-length") or 0)
 
 
-def live_cells(site: Path) -> list[tuple[str, str]]:
-    """(page, code) of every calculator the built book offers to run live."""
+def live_cells(site: Path) -> list[tuple[str, int, str]]:
+    """(page, index on the page, code) of every calculator the built book offers to run live."""
     out = []
     for path in sorted(site.rglob("book/*.html")):
         text = path.read_text(encoding="utf-8")
-        for code in re.findall(r'<div class="llmcourse-live"[^>]*data-code="([^"]*)"', text):
-            out.append((str(path.relative_to(site)), json.loads(html.unescape(code))))
+        codes = re.findall(r'<div class="llmcourse-live"[^>]*data-code="([^"]*)"', text)
+        out += [(str(path.relative_to(site)), i, json.loads(html.unescape(c))) for i, c in enumerate(codes)]
     return out
 
 
@@ -195,23 +195,30 @@ def main() -> None:
 
         print(f"recompute on the page's clock, change -> last DOM change ({args.updates} per calculator, ms):")
         plan = updates()
-        for i, (path, code) in enumerate(live_cells(site)):
+        for path, i, code in live_cells(site):
             found = re.findall(r"(\w+_calculator)\(", code)
             if not found or found[-1] not in plan:
                 print(f"  {path}: no update defined for {found}")
                 continue
             description, value = plan[found[-1]]
-            el = f"live-measure-{i}"
-            err = first.evaluate(
-                """async ([code, id]) => { const el = document.createElement('div'); el.id = id;
-                   document.body.appendChild(el); return await window.llmcourseLive.run(code, el); }""",
-                [code, el],
-            )
-            if err:
-                print(f"  {found[-1]}: failed: {err.splitlines()[-1]}")
+            # on its own page, started by its own "Run live" (from the first page's snapshot), as a reader has it
+            page = c.new_page()
+            page.goto(f"{base}/{path}", wait_until="load")
+            root = page.locator(".llmcourse-live").nth(i)
+            root.locator(".llmcourse-live-run").click()
+            page.wait_for_function("r => r.dataset.state !== 'starting'", arg=root.element_handle(), timeout=300_000)
+            if root.get_attribute("data-state") != "live":
+                print(f"  {found[-1]}: failed: {root.inner_text()[:300]}")
+                page.close()
                 continue
+            el = f"live-measure-{i}"
+            # the calculator's live area (not the cell's code block, whose tabindex the theme sets after a layout)
+            root.evaluate(
+                "(r, id) => { r.closest('.llmcourse-live-cell').querySelector('.llmcourse-live-output').id = id; }", el
+            )
             values = [value(k + 1) for k in range(args.updates)]
-            got = first.evaluate(UPDATE_JS, [f"#{el}", description, values, 400])
+            got = page.evaluate(UPDATE_JS, [f"#{el}", description, values, 400])
+            page.close()
             if "error" in got:
                 print(f"  {found[-1]}: {got['error']}")
                 continue
