@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 WHEELS = ROOT / "_build" / "lite-wheels"
 OUT = ROOT / "_build" / "lite"
 PYODIDE_NPM = ROOT / "node_modules" / "pyodide"
+WORKER = ROOT / "_ext" / "static" / "live_worker.js"  # what sets the runtime up (part of the snapshot's key)
 PY = Path(sys.executable)
 
 # Packages a live start loads, named as in the Pyodide lock file. Those already in the upstream lock
@@ -216,6 +217,7 @@ def inputs_digest() -> str:
             *(ROOT / "llmcourse" / "data").glob("*.json"),
             *(ROOT / "llmcourse" / "data").rglob("*.md"),
             Path(__file__),
+            WORKER,
             ROOT / "pyproject.toml",
             PYODIDE_NPM / "package.json",
             *WHEELS.glob("*.whl"),
@@ -284,9 +286,10 @@ def build_site() -> None:
     manifest = {
         "packages": [n for n in packages if n not in ZIPIMPORT],
         "wheels": [lock["packages"][n]["file_name"] for n in packages if n not in ZIPIMPORT],
-        # names this build's runtime (the lock holds every shipped wheel's sha256): a reader's browser keeps a
-        # memory snapshot of the started runtime under it, and never restores one from another build
-        "build": hashlib.sha256(lock_text.encode()).hexdigest()[:16],
+        # names this build's runtime (the lock holds every shipped wheel's sha256) and the worker that starts it:
+        # a reader's browser keeps a memory snapshot of the started runtime under it, and never restores one
+        # from another build
+        "build": hashlib.sha256(lock_text.encode() + WORKER.read_bytes()).hexdigest()[:16],
         "lazy": lazy,
         "sympy_version": lock["packages"]["sympy"]["version"],
         "imports": imports,

@@ -228,7 +228,7 @@
     show();
     const timer = setInterval(show, 250);
     const names = { "Python (Pyodide) and the packages": "importing llmcourse",
-      "llmcourse (pint)": "loading the widgets", ipywidgets: "keeping a copy for other pages",
+      "llmcourse (pint)": "loading the widgets", ipywidgets: "running the calculator",
       "a snapshot for other pages": "running the calculator",
       "Python and the packages, restored from this browser's snapshot": "running the calculator" };
     run(JSON.parse(root.dataset.code), out, (name) => { doing = names[name] || doing; show(); })

@@ -20,23 +20,57 @@ let saved = null;  // the snapshot taken at this start, to be kept for the next 
 // the packages are imported and the widgets set up, before anything refers to a JavaScript object (a snapshot
 // cannot hold one). Another page of the book restores it instead of starting Python and importing again. It is
 // made in the reader's own browser (nothing extra to download) and kept under the build's name (live.json's
-// "build"), so a rebuilt book never restores an old one. Where there is no Cache Storage (file://) or a restore
-// fails, the runtime starts as usual.
+// "build": a digest of the runtime, the wheels and this worker), so a rebuilt book never restores an old one.
+// Where there is no Cache Storage (a page that is not in a secure context: plain http other than localhost) or a
+// restore fails, the runtime starts as usual.
 const CACHE = "llmcourse-live";
 
-async function cachedSnapshot(key) {
+async function openCache() {
   try {
-    const hit = self.caches && (await (await caches.open(CACHE)).match(key));
+    return self.caches ? await caches.open(CACHE) : null;
+  } catch {
+    return null;  // storage refused (some private modes): no snapshot is taken either
+  }
+}
+
+async function cachedSnapshot(cache, key) {
+  try {
+    const hit = cache && (await cache.match(key));
     return hit ? new Uint8Array(await hit.arrayBuffer()) : null;
   } catch {
     return null;
   }
 }
 
-async function keepSnapshot(key, snapshot) {
-  const cache = await caches.open(CACHE);
+async function keepSnapshot(cache, key, snapshot) {
   for (const old of await cache.keys()) if (old.url !== key) await cache.delete(old);  // other builds'
   await cache.put(key, new Response(snapshot, { headers: { "Content-Type": "application/octet-stream" } }));
+}
+
+async function unpack(py, files) {
+  const site = py.runPython("import sysconfig; sysconfig.get_paths()['purelib']");
+  for (const f of files) py.unpackArchive(await f, "whl", { extractDir: site });
+}
+
+/** Python restored from `snapshot`, its wheels unpacked again (a snapshot holds the heap, not the files):
+    [pyodide, llmcourse._live]. Throws if anything in it fails. */
+async function restore(loadPyodide, index, options, snapshot, files) {
+  const create = (await import(index + "pyodide.asm.mjs")).default;
+  const size = snapshot.length;
+  const py = await loadPyodide({
+    ...options,
+    _loadSnapshot: snapshot,
+    // The runtime's memory is the module's own, sized for a fresh start: grown to hold the snapshot.
+    createPyodideModule: async (settings) => {
+      const module = await create(settings);
+      if (module.HEAP8.length < size) module._emscripten_resize_heap(size);
+      return module;
+    },
+  });
+  await unpack(py, files);
+  const live = py.pyimport("llmcourse._live");
+  py.runPython("import random; random.seed()");  // not the random state of the page that took the snapshot
+  return [py, live];
 }
 
 function post(text, buffers) {
@@ -70,36 +104,23 @@ async function init(lite) {
   files.forEach((f) => f.catch(() => {}));  // awaited below
   const key = new URL(`snapshot/${build}`, lite).href;
   const options = { indexURL: index, env: { HOME: "/home/pyodide", LLMCOURSE_SYMPY_VERSION: sympyVersion } };
-  const snapshot = await cachedSnapshot(key);
+  const cache = await openCache();
+  const snapshot = await cachedSnapshot(cache, key);
   let py = null;
   if (snapshot) {
     try {
-      const create = (await import(index + "pyodide.asm.mjs")).default;
-      py = await loadPyodide({
-        ...options,
-        _loadSnapshot: snapshot,
-        // The runtime's memory is the module's own, sized for a fresh start: grown to hold the snapshot.
-        createPyodideModule: async (settings) => {
-          const module = await create(settings);
-          if (module.HEAP8.length < snapshot.length) module._free(module._malloc(snapshot.length));
-          return module;
-        },
-      });
+      [py, live] = await restore(loadPyodide, index, options, snapshot, files);
+      step("Python and the packages, restored from this browser's snapshot");
     } catch (e) {
       console.warn("live: this browser's snapshot of the runtime could not be restored; starting afresh", e);
       py = null;
-      caches.open(CACHE).then((c) => c.delete(key)).catch(() => {});
+      cache.delete(key).catch(() => {});
     }
+    snapshot.buffer.transfer?.(0);  // its copy is in the runtime's memory now (Pyodide's options still refer to it)
   }
-  const restored = py !== null;
-  if (!restored) py = await loadPyodide({ ...options, _makeSnapshot: Boolean(self.caches) });
-  const site = py.runPython("import sysconfig; sysconfig.get_paths()['purelib']");
-  for (const f of files) py.unpackArchive(await f, "whl", { extractDir: site });  // (the snapshot holds no files)
-  if (restored) {
-    live = py.pyimport("llmcourse._live");
-    py.runPython("import random; random.seed()");  // not the random state of the page that took the snapshot
-    step("Python and the packages, restored from this browser's snapshot");
-  } else {
+  if (py === null) {
+    py = await loadPyodide({ ...options, _makeSnapshot: cache !== null });
+    await unpack(py, files);
     // llmcourse._live by its path, so that its finder can be put in place before the package is imported.
     live = py.runPython(`
 import importlib.util, sys, sysconfig
@@ -112,13 +133,13 @@ module`);
     step("llmcourse (pint)");
     live.install(null);
     step("ipywidgets");
-    if (self.caches) {
+    if (cache !== null) {
       try {
-        saved = { key, snapshot: py.makeMemorySnapshot() };
+        saved = { cache, key, snapshot: py.makeMemorySnapshot() };
+        step("a snapshot for other pages");
       } catch (e) {
         console.warn("live: no snapshot of the runtime for other pages", e);
       }
-      step("a snapshot for other pages");
     }
   }
   // SymPy and mpmath are fetched only if something imports them (llmcourse._live.LazyWheels): a synchronous
@@ -145,9 +166,9 @@ function handle(msg) {
           self.postMessage({ type: "ready" });
           if (saved) {
             // kept after "ready" (the reader does not wait for it); the page is told, for measurements
-            const { key, snapshot } = saved;
+            const { cache, key, snapshot } = saved;
             saved = null;
-            keepSnapshot(key, snapshot).then(
+            keepSnapshot(cache, key, snapshot).then(
               () => self.postMessage({ type: "kept", bytes: snapshot.length }),
               (e) => console.warn("live: the runtime's snapshot could not be kept", e),
             );
