@@ -42,6 +42,7 @@
   const steps = [];  // [name, seconds] of its start, for the status line and for measurements
   const pythonMs = [];  // how long Python took to handle each of the page's messages (for measurements)
   const snapshot = { bytes: 0 };  // the size of the runtime's snapshot, once kept for other pages (measurements)
+  const warnings = [];  // the worker's warnings (a kept snapshot not used), also logged (for tests)
   const runs = new Map();  // run id -> {el, views: [promises], resolve}
   const comms = new Map();  // comm id -> LiveComm
   const callbacks = new Map();  // id of a page message -> the widget manager's callbacks for it
@@ -164,6 +165,9 @@
           resolve({ worker, manager: await manager });
         } else if (m.type === "kept") {
           snapshot.bytes = m.bytes;
+        } else if (m.type === "warning") {
+          warnings.push(m.text);
+          console.warn("live calculator:", m.text);
         } else if (m.type === "fatal") {
           reject(new Error(m.error));
         } else if (m.type === "py") {
@@ -252,7 +256,7 @@
   }
 
   // For the book's browser tests and measurements: run more cells in this page's live Python.
-  window.llmcourseLive = { run: (code, el) => run(code, el), steps, pythonMs, snapshot,
+  window.llmcourseLive = { run: (code, el) => run(code, el), steps, pythonMs, snapshot, warnings,
     manager: async () => (await python).manager };
 
   document.addEventListener("click", (ev) => {

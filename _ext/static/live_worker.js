@@ -9,6 +9,7 @@
    worker -> page: {type: "step", name, secs}      a start-up step done (shown while starting; measured)
                    {type: "ready"} | {type: "fatal", error}
                    {type: "kept", bytes}           a snapshot of the started runtime is kept for other pages
+                   {type: "warning", text}         a kept snapshot was not used (damaged, or failed to restore)
                    {type: "py", text, buffers}     a widget, display or error message from Python (JSON text)
                    {type: "idle", msg_id, ms}      the page's message `msg_id` has been handled, in `ms`
                    {type: "done", run, error}      the cell has run (error: its traceback, or null) */
@@ -33,18 +34,31 @@ async function openCache() {
   }
 }
 
+/** Tells the page (which logs it, and keeps it for tests) something the reader need not act on. */
+const warn = (text) => self.postMessage({ type: "warning", text });
+
+const sha256 = async (bytes) =>
+  Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", bytes)), (b) => b.toString(16).padStart(2, "0")).join("");
+
+/** The kept snapshot, if there is one and its bytes are those kept (a damaged one could hang the restore). */
 async function cachedSnapshot(cache, key) {
   try {
     const hit = cache && (await cache.match(key));
-    return hit ? new Uint8Array(await hit.arrayBuffer()) : null;
+    if (!hit) return null;
+    const snapshot = new Uint8Array(await hit.arrayBuffer());
+    if ((await sha256(snapshot)) === hit.headers.get("X-Snapshot-SHA256")) return snapshot;
+    warn("this browser's snapshot of the runtime is damaged: starting afresh");
+    await cache.delete(key);
   } catch {
-    return null;
+    // unreadable: started afresh
   }
+  return null;
 }
 
 async function keepSnapshot(cache, key, snapshot) {
   for (const old of await cache.keys()) if (old.url !== key) await cache.delete(old);  // other builds'
-  await cache.put(key, new Response(snapshot, { headers: { "Content-Type": "application/octet-stream" } }));
+  const headers = { "Content-Type": "application/octet-stream", "X-Snapshot-SHA256": await sha256(snapshot) };
+  await cache.put(key, new Response(snapshot, { headers }));
 }
 
 async function unpack(py, files) {
@@ -112,7 +126,7 @@ async function init(lite) {
       [py, live] = await restore(loadPyodide, index, options, snapshot, files);
       step("Python and the packages, restored from this browser's snapshot");
     } catch (e) {
-      console.warn("live: this browser's snapshot of the runtime could not be restored; starting afresh", e);
+      warn(`this browser's snapshot of the runtime could not be restored (${e}): starting afresh`);
       py = null;
       cache.delete(key).catch(() => {});
     }

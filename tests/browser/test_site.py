@@ -469,9 +469,9 @@ def test_another_page_starts_from_the_first_pages_snapshot(
 def test_a_snapshot_that_cannot_be_restored_starts_python_afresh(
     live: LivePage, watch: tuple[Any, Watch], server: str
 ) -> None:
-    """A kept snapshot whose heap is damaged (its header intact) is not used: the page starts Python as usual, and a
-    good one is kept again. (Pyodide fails on this damage while restoring; the worker also falls back if Python
-    fails later, while the restored page is set up.)"""
+    """A kept snapshot whose bytes are not those kept (here: a stretch of its heap zeroed, its header intact) is not
+    restored: the page starts Python as usual, and a good one is kept again. (Restoring such a snapshot may fail at
+    any step, or hang: the worker checks its SHA-256 first.)"""
     _context, w = watch
     live.page.wait_for_function("window.llmcourseLive.snapshot.bytes > 0", timeout=60_000)
     damaged = live.page.evaluate("""async () => {
@@ -479,7 +479,7 @@ def test_a_snapshot_that_cannot_be_restored_starts_python_afresh(
         for (const key of keys) {
           const s = new Uint8Array(await (await cache.match(key)).arrayBuffer());
           s.fill(0, 20_000_000, 20_200_000);
-          await cache.put(key, new Response(s));
+          await cache.put(key, new Response(s, { headers: (await cache.match(key)).headers }));
         }
         return keys.length; }""")
     assert damaged == 1
@@ -487,6 +487,7 @@ def test_a_snapshot_that_cannot_be_restored_starts_python_afresh(
     code = next(c for p, i, c in calculator_cells() if p == path and i == 0)
     page, cell, steps, _ready = _start_live_on(live.page.context, server, path)
     assert not any(RESTORED in name for name, _secs in steps), steps
+    assert [w for w in page.evaluate("window.llmcourseLive.warnings") if "damaged" in w], "not refused as damaged"
     assert _result_rows(cell) == list(_calculator_here(code).rows)
     assert page.locator(ERROR).count() == 0
     page.wait_for_function("window.llmcourseLive.snapshot.bytes > 0", timeout=60_000)  # a good one kept again
