@@ -236,6 +236,20 @@ def copy_lite(app: Sphinx, exception: Exception | None) -> None:
     logger.info("live calculators: copied %s -> %s", src, dest)
 
 
+def refresh_static(app: Sphinx, exception: Exception | None) -> None:
+    """Copy this extension's static files (the page's and the worker's scripts) into the site when they changed:
+    Sphinx copies static files only when some page is rebuilt, so an edit of a script alone would leave the
+    built site, and the browser tests run on it, with the old one."""
+    if exception is not None or app.builder.format != "html":
+        return
+    dest = Path(app.outdir) / "_static"
+    for f in STATIC.iterdir():
+        target = dest / f.name
+        if f.is_file() and (not target.exists() or target.read_bytes() != f.read_bytes()):
+            shutil.copy2(f, target)
+            logger.info("live calculators: updated %s", target)
+
+
 def theme_mode(app: Sphinx, config: Any) -> None:
     """Give the theme an explicit colour mode: with none, pydata-sphinx-theme logs a console error
     ("Got invalid theme mode") on every page for a reader who never chose one."""
@@ -248,6 +262,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("doctree-resolved", add_live_controls)
     app.connect("html-page-context", fix_scripts, priority=900)
     app.connect("build-finished", copy_lite)
+    app.connect("build-finished", refresh_static)
     app.connect("config-inited", theme_mode)
     app.add_js_file("live_calculators.js")
     app.add_css_file("live_calculators.css")

@@ -70,3 +70,23 @@ def test_the_check_allows_exactly_what_the_live_runtime_ships() -> None:
     imports = set(json.loads(manifest.read_text())["imports"])
     assert imports - {"isympy"} == live.LITE_MODULES  # isympy: sympy's console script, imported by nothing
     assert "IPython" not in imports  # llmcourse._live stands in for it
+
+
+def test_a_changed_script_reaches_the_built_site_when_no_page_is_rebuilt(tmp_path: Path) -> None:
+    """Sphinx copies static files only when it rebuilds a page: the extension's build-finished step copies its own
+    scripts when they differ from the site's (a stale worker would be what the browser tests run)."""
+    from types import SimpleNamespace
+
+    ext = live
+    static = tmp_path / "_static"
+    static.mkdir()
+    (static / "live_worker.js").write_text("// an old worker")
+    (static / "unrelated.js").write_text("// not the extension's")
+    app = SimpleNamespace(outdir=str(tmp_path), builder=SimpleNamespace(format="html"))
+    ext.refresh_static(app, None)  # type: ignore[arg-type]
+    for f in ext.STATIC.iterdir():
+        assert (static / f.name).read_bytes() == f.read_bytes(), f.name
+    assert (static / "unrelated.js").read_text() == "// not the extension's"
+    (static / "live_worker.js").write_text("// changed")
+    ext.refresh_static(app, RuntimeError("the build failed"))  # a failed build is left as it is
+    assert (static / "live_worker.js").read_text() == "// changed"
