@@ -284,7 +284,6 @@ def build_site() -> None:
     imports = sorted({i for n in packages for i in lock["packages"][n]["imports"]})
     lazy = {top: lock["packages"][n]["file_name"] for n in ZIPIMPORT for top in lock["packages"][n]["imports"]}
     manifest = {
-        "packages": [n for n in packages if n not in ZIPIMPORT],
         "wheels": [lock["packages"][n]["file_name"] for n in packages if n not in ZIPIMPORT],
         # names this build's runtime (the lock holds every shipped wheel's sha256) and the worker that starts it:
         # a reader's browser keeps a memory snapshot of the started runtime under it, and never restores one

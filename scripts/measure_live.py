@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import html
 import json
 import re
 import socketserver
@@ -36,7 +35,7 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 sys.path.insert(0, str(Path(__file__).parent))
-from serve import CHROMIUM, CHROMIUM_FLAGS, Handler
+from serve import CHROMIUM, CHROMIUM_FLAGS, Handler, live_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -99,16 +98,6 @@ def _count(nbytes: dict[str, int], response) -> None:
     nbytes[response.url.split("?")[0]] = int(response.headers.get("content-length") or 0)
 
 
-def live_cells(site: Path) -> list[tuple[str, int, str]]:
-    """(page, index on the page, code) of every calculator the built book offers to run live."""
-    out = []
-    for path in sorted(site.rglob("book/*.html")):
-        text = path.read_text(encoding="utf-8")
-        codes = re.findall(r'<div class="llmcourse-live"[^>]*data-code="([^"]*)"', text)
-        out += [(str(path.relative_to(site)), i, json.loads(html.unescape(c))) for i, c in enumerate(codes)]
-    return out
-
-
 def updates() -> dict[str, tuple[str, list[object]]]:
     """Per calculator factory name: the description of the control benchmark.py changes, and its values."""
     import benchmark
@@ -142,14 +131,13 @@ def main() -> None:
             c.on("request", lambda r: None if r.url.startswith((base, "data:", "blob:")) else external.append(r.url))
             return c
 
-        def start_live(c, path: str):
+        def start_live(c, path: str, i: int = 0):
+            """Open ``path`` and press its ``i``-th "Run live": (page, seconds from the click, state)."""
             page = c.new_page()
             page.goto(f"{base}/{path}", wait_until="load")
-            page.locator(".llmcourse-live-run").first.click()
-            page.wait_for_function(
-                "document.querySelector('.llmcourse-live').dataset.state !== 'starting'", timeout=300_000
-            )
-            root = page.locator(".llmcourse-live").first
+            root = page.locator(".llmcourse-live").nth(i)
+            root.locator(".llmcourse-live-run").click()
+            page.wait_for_function("r => r.dataset.state !== 'starting'", arg=root.element_handle(), timeout=300_000)
             return page, int(root.get_attribute("data-ready-ms")) / 1000, root.get_attribute("data-state")
 
         bares, firsts, seconds = [], [], []
@@ -202,12 +190,9 @@ def main() -> None:
                 continue
             description, value = plan[found[-1]]
             # on its own page, started by its own "Run live" (from the first page's snapshot), as a reader has it
-            page = c.new_page()
-            page.goto(f"{base}/{path}", wait_until="load")
+            page, _ready, state = start_live(c, path, i)
             root = page.locator(".llmcourse-live").nth(i)
-            root.locator(".llmcourse-live-run").click()
-            page.wait_for_function("r => r.dataset.state !== 'starting'", arg=root.element_handle(), timeout=300_000)
-            if root.get_attribute("data-state") != "live":
+            if state != "live":
                 print(f"  {found[-1]}: failed: {root.inner_text()[:300]}")
                 page.close()
                 continue

@@ -10,7 +10,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import html
 import http.server
+import json
+import re
 from pathlib import Path
 
 TYPES = {
@@ -34,6 +37,19 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+
+
+#: a calculator the built book offers to run live: its "Run live" area, with the cell's code (JSON, HTML-escaped)
+LIVE_CELL = re.compile(r'<div class="llmcourse-live"[^>]*data-code="([^"]*)"')
+
+
+def live_cells(site: Path) -> list[tuple[str, int, str]]:
+    """(page, index on the page, code) of every calculator the book built at ``site`` offers to run live."""
+    out = []
+    for path in sorted(site.rglob("*.html")):
+        codes = LIVE_CELL.findall(path.read_text(encoding="utf-8"))
+        out += [(path.relative_to(site).as_posix(), i, json.loads(html.unescape(c))) for i, c in enumerate(codes)]
+    return out
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):

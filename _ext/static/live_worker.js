@@ -127,7 +127,6 @@ async function init(lite) {
       step("Python and the packages, restored from this browser's snapshot");
     } catch (e) {
       warn(`this browser's snapshot of the runtime could not be restored (${e}): starting afresh`);
-      py = null;
       cache.delete(key).catch(() => {});
     }
     snapshot.buffer.transfer?.(0);  // its copy is in the runtime's memory now (Pyodide's options still refer to it)

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import html
 import json
 import os
 import re
@@ -43,7 +42,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("LLMCOURSE_SITE", ROOT / "_build" / "html"))
 sys.path.insert(0, str(ROOT / "scripts"))
-from serve import CHROMIUM, CHROMIUM_FLAGS, Handler  # noqa: E402 (the server `make book` uses, the same flags)
+from serve import CHROMIUM, CHROMIUM_FLAGS, Handler, live_cells  # noqa: E402 (as make book and measure_live)
 
 REQUIRED = os.environ.get("LLMCOURSE_REQUIRE_SITE") == "1"
 LIVE_TIMEOUT_MS = 240_000
@@ -241,9 +240,11 @@ def test_site_has_pages() -> None:
     # every package a live start loads is served by the site, under the name the lock file gives it
     manifest = json.loads((SITE / "lite" / "live.json").read_text())
     lock = json.loads((SITE / "lite" / "pyodide" / "pyodide-lock.json").read_text())["packages"]
-    assert "llmcourse" in manifest["packages"] and "ipywidgets" in manifest["packages"]
-    for name in manifest["packages"]:
-        assert (SITE / "lite" / "pyodide" / lock[name]["file_name"]).exists(), name
+    names = {entry["file_name"]: name for name, entry in lock.items()}
+    assert all(w in names for w in manifest["wheels"]), manifest["wheels"]
+    assert {"llmcourse", "ipywidgets"} <= {names[w] for w in manifest["wheels"]}
+    for wheel in manifest["wheels"]:
+        assert (SITE / "lite" / "pyodide" / wheel).exists(), wheel
     # SymPy is fetched only if something imports it (test_sympy_is_fetched_when_imported_live)
     assert manifest["lazy"]["sympy"] and all(
         (SITE / "lite" / "pyodide" / f).exists() for f in manifest["lazy"].values()
@@ -366,12 +367,7 @@ def _text_box(page: Any, scope: Any, label: str) -> Any:
 
 def calculator_cells() -> list[tuple[str, int, str]]:
     """(page, index on the page, code) of every calculator the built book offers to run live."""
-    out = []
-    for path in pages():
-        source = (SITE / path).read_text(encoding="utf-8")
-        codes = re.findall(r'<div class="llmcourse-live"[^>]*data-code="([^"]*)"', source)
-        out += [(path, i, json.loads(html.unescape(c))) for i, c in enumerate(codes)]
-    return out
+    return live_cells(SITE) if SITE.exists() else []
 
 
 def _cell_code(name: str) -> str:
