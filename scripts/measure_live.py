@@ -1,11 +1,14 @@
 """How fast the live calculators start and recompute, measured in headless chromium, offline.
 
-    .venv/bin/python scripts/measure_live.py [SITE] [--updates N] [--repeat N]    # SITE: _build/html
+    .venv/bin/python scripts/measure_live.py [SITE] [--updates N] [--repeat N] [--private]    # SITE: _build/html
 
-Serves the built book on 127.0.0.1 and prints:
+Serves the built book on 127.0.0.1 and prints the figures below, each browser a fresh profile, as a reader's own
+browser keeps one (its caches on disk), or with ``--private`` fresh contexts of one browser, as private windows,
+where the browser keeps no compiled WebAssembly code between pages (so a restored page's first recomputes run
+before V8 has optimised the runtime's code again):
 
-* the floor: the bare Pyodide runtime started in a blank page of a fresh browser context (cold cache);
-* the first live calculator: in another fresh context, a chapter is opened and "Run live" clicked; the
+* the floor: the bare Pyodide runtime started in a blank page of a fresh browser (cold cache);
+* the first live calculator: in another fresh browser, a chapter is opened and "Run live" clicked; the
   time from the click to the live widget (the page's own clock, ``data-ready-ms``), its start-up steps
   (the worker's own clock), and the bytes it downloaded; then a second calculator on another page of the
   same browser (its files in the browser's cache), from its click. Both are repeated (``--repeat``),
@@ -13,9 +16,10 @@ Serves the built book on 127.0.0.1 and prints:
 * each calculator's recompute on the page's own clock: every calculator the book offers live is started on
   its own page by its own "Run live" (a reader's page, restoring the first page's snapshot), then one of
   its controls is set N times to a new valid value (the control and values ``scripts/benchmark.py``'s
-  UPDATES uses in CPython), through the widget's model as the control's view does; each time is from the
-  change to the last change of the calculator's live area (a MutationObserver), once it has been quiet for
-  0.4 s; beside it, the part Python took (the worker's clock around handling the change).
+  UPDATES uses in CPython), the first ``--pause`` seconds after it went live, through the widget's model as
+  the control's view does; each time is from the change to the last change of the calculator's live area (a
+  MutationObserver), once it has been quiet for 0.4 s; beside it, the part Python took (the worker's clock
+  around handling the change).
 
 Requests that would leave 127.0.0.1 are blocked and counted. Figures only: nothing here passes or fails.
 """
@@ -29,6 +33,7 @@ import re
 import socketserver
 import statistics
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -116,6 +121,18 @@ def main() -> None:
     ap.add_argument("site", nargs="?", default=str(ROOT / "_build" / "html"))
     ap.add_argument("--updates", type=int, default=20, help="recomputes timed per calculator")
     ap.add_argument("--repeat", type=int, default=3, help="start-ups timed (each in fresh browser contexts)")
+    ap.add_argument(
+        "--pause",
+        type=float,
+        default=1.0,
+        help="seconds from a calculator going live to its first change (a reader's hand reaching the control; "
+        "0: at once, while the browser is still optimising the code the start ran)",
+    )
+    ap.add_argument("--only", nargs="*", default=[], help="recompute only the calculators whose names contain one")
+    ap.add_argument("--verbose", action="store_true", help="print each recompute's time and Python's part")
+    ap.add_argument(
+        "--private", action="store_true", help="fresh contexts of one browser, as private windows (see context())"
+    )
     args = ap.parse_args()
     site = Path(args.site)
     srv, base, served = serve(site)
@@ -123,11 +140,19 @@ def main() -> None:
     size = sum(f.stat().st_size for f in site.rglob("*") if f.is_file())
     lite = sum(f.stat().st_size for f in (site / "lite").rglob("*") if f.is_file())
     print(f"site: {size / 1e6:.1f} MB, of which the live runtime (lite/) {lite / 1e6:.1f} MB")
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+    with sync_playwright() as p, tempfile.TemporaryDirectory() as profiles:
+        browser = None if not args.private else p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
 
         def context():
-            c = browser.new_context()
+            """A fresh browser profile, as a reader's own browser keeps it (its caches on disk: the HTTP cache,
+            and V8's cache of the runtime's compiled and optimised WebAssembly code), or with ``--private`` a
+            fresh context of one browser, as a private window (caches in memory; V8 keeps no compiled code)."""
+            if browser is None:
+                c = p.chromium.launch_persistent_context(
+                    tempfile.mkdtemp(dir=profiles), executable_path=CHROMIUM, args=CHROMIUM_FLAGS
+                )
+            else:
+                c = browser.new_context()
             c.on("request", lambda r: None if r.url.startswith((base, "data:", "blob:")) else external.append(r.url))
             return c
 
@@ -188,6 +213,8 @@ def main() -> None:
             if not found or found[-1] not in plan:
                 print(f"  {path}: no update defined for {found}")
                 continue
+            if args.only and not any(name in found[-1] for name in args.only):
+                continue
             description, value = plan[found[-1]]
             # on its own page, started by its own "Run live" (from the first page's snapshot), as a reader has it
             page, _ready, state = start_live(c, path, i)
@@ -202,6 +229,7 @@ def main() -> None:
                 "(r, id) => { r.closest('.llmcourse-live-cell').querySelector('.llmcourse-live-output').id = id; }", el
             )
             values = [value(k + 1) for k in range(args.updates)]
+            page.wait_for_timeout(args.pause * 1000)  # a reader's hand reaching the control
             got = page.evaluate(UPDATE_JS, [f"#{el}", description, values, 400])
             page.close()
             if "error" in got:
@@ -215,7 +243,14 @@ def main() -> None:
                 f"  {found[-1]:32s} median {med:6.1f}  p95 {p95:6.1f}  of which Python (median) {py:6.1f}  "
                 f"({description!r}; {len(times)}/{len(values)} changed the page)"
             )
-        browser.close()
+            if args.verbose:
+                each = zip(got["times"], got["python"], strict=True)  # a time is None where the page did not change
+                print(
+                    "    each (ms, Python):", " ".join(f"{'-' if t is None else f'{t:.0f}'}/{q:.0f}" for t, q in each)
+                )
+        c.close()
+        if browser is not None:
+            browser.close()
     print(json.dumps({"requests_leaving_127.0.0.1": len(external)}))
     srv.shutdown()
 

@@ -53,6 +53,19 @@ _live.receive(json.dumps({"msg_type": "comm_close", "msg_id": "page-3", "comm_id
 n = len(sent)
 builtins.box.close()
 out["closed"] = sent[n:]
+# a calculator the cell shows is warmed before the page shows it live, with its own inputs; one that failed is not
+n = len(sent)
+_live.run("import builtins, ipywidgets as w\nfrom llmcourse.errors import InputError\nfrom llmcourse.widgets import Calculator\n"
+          "builtins.calls = []\n"
+          "def compute(n):\n    builtins.calls.append(n)\n    if n < 0:\n        raise InputError('n < 0')\n"
+          "    return [('n', str(n))]\n"
+          "builtins.compute = compute\n"
+          "Calculator(compute, {'n': w.IntText(value=3)})", 13)
+out["warmed"] = [list(builtins.calls), sent[n:]]
+builtins.calls.clear()
+_live.run("import builtins, ipywidgets as w\nfrom llmcourse.widgets import Calculator\n"
+          "Calculator(builtins.compute, {'n': w.IntText(value=-1)})", 14)
+out["failed"] = list(builtins.calls)
 out["messages"] = sent
 out["ipython"] = type(sys.modules["IPython"]).__name__, hasattr(sys.modules["IPython"], "__file__")
 print(json.dumps(out))
@@ -148,6 +161,20 @@ def test_an_exception_in_a_widget_callback_reaches_the_page(session: dict[str, A
 
 def test_a_comm_the_page_closed_is_closed_here_too(session: dict[str, Any]) -> None:
     assert session["closed"] == []  # Python's close() of a comm the page closed sends nothing, raises nothing
+
+
+def test_a_shown_calculator_is_warmed_with_its_own_inputs_before_it_is_live(session: dict[str, Any]) -> None:
+    from llmcourse._live import WARM_UPDATES
+
+    calls, messages = session["warmed"]
+    assert WARM_UPDATES >= 1 and calls == [3] * (1 + WARM_UPDATES)  # made once, then recomputed; its own value only
+    shown = [i for i, m in enumerate(messages) if m["msg_type"] == "display"]
+    after = messages[shown[0] + 1 :]
+    assert len(shown) == 1 and after  # the same figures: after it is shown, only the warmed control's own value
+    assert [(m["msg_type"], m["data"]) for m in after] == [
+        ("comm_msg", {"method": "echo_update", "state": {"value": 3}, "buffer_paths": []})
+    ]
+    assert session["failed"] == [-1]  # a calculator that cannot compute is not recomputed
 
 
 def test_a_plain_value_is_shown_as_text(session: dict[str, Any]) -> None:
