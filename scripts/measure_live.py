@@ -16,7 +16,7 @@ before V8 has optimised the runtime's code again):
 * each calculator's recompute on the page's own clock: every calculator the book offers live is started on
   its own page by its own "Run live" (a reader's page, restoring the first page's snapshot), then one of
   its controls is set N times to a new valid value (the control and values ``scripts/benchmark.py``'s
-  UPDATES uses in CPython), the first ``--pause`` seconds after it went live, through the widget's model as
+  UPDATES uses in CPython), the first ``--pause`` seconds (0: at once) after it went live, through the widget's model as
   the control's view does; each time is from the change to the last change of the calculator's live area (a
   MutationObserver), once it has been quiet for 0.4 s; beside it, the part Python took (the worker's clock
   around handling the change).
@@ -124,9 +124,9 @@ def main() -> None:
     ap.add_argument(
         "--pause",
         type=float,
-        default=1.0,
+        default=0.0,
         help="seconds from a calculator going live to its first change (a reader's hand reaching the control; "
-        "0: at once, while the browser is still optimising the code the start ran)",
+        "0, the worst case: at once)",
     )
     ap.add_argument("--only", nargs="*", default=[], help="recompute only the calculators whose names contain one")
     ap.add_argument("--verbose", action="store_true", help="print each recompute's time and Python's part")
