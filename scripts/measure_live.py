@@ -120,7 +120,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("site", nargs="?", default=str(ROOT / "_build" / "html"))
     ap.add_argument("--updates", type=int, default=20, help="recomputes timed per calculator")
-    ap.add_argument("--repeat", type=int, default=3, help="start-ups timed (each in fresh browser contexts)")
+    ap.add_argument("--repeat", type=int, default=3, help="start-ups timed (each in fresh browsers)")
     ap.add_argument(
         "--pause",
         type=float,

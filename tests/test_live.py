@@ -55,8 +55,8 @@ builtins.box.close()
 out["closed"] = sent[n:]
 # a calculator the cell shows is warmed before the page shows it live, with its own inputs; one that failed is not
 n = len(sent)
-_live.run("import builtins, ipywidgets as w\nfrom llmcourse.errors import InputError\nfrom llmcourse.widgets import Calculator\n"
-          "builtins.calls = []\n"
+_live.run("import builtins, ipywidgets as w\nfrom llmcourse.errors import InputError\n"
+          "from llmcourse.widgets import Calculator\nbuiltins.calls = []\n"
           "def compute(n):\n    builtins.calls.append(n)\n    if n < 0:\n        raise InputError('n < 0')\n"
           "    return [('n', str(n))]\n"
           "builtins.compute = compute\n"
