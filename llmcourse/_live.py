@@ -261,7 +261,8 @@ WARM_UPDATES = 2
 
 def _warm(value: Any) -> None:
     """Get a calculator the cell displayed ready for the reader's first change, before the page shows it live:
-    recompute it :data:`WARM_UPDATES` times with its own inputs, hand one of its controls its own value as a
+    recompute it :data:`WARM_UPDATES` times with its own inputs (the planner's kept set-ups set aside, so that
+    each recompute runs the code a new input runs), hand one of its controls its own value as a
     message from the page would (the path a reader's change takes), then collect the cell's garbage.
 
     Measured on a page restored from the snapshot (``scripts/measure_live.py``), a reader's first one to three
@@ -271,11 +272,13 @@ def _warm(value: Any) -> None:
     give the same figures, so the page gets nothing new: the control's echo of its own value, and a simulation's
     new wall time.
     """
+    from llmcourse import planner
     from llmcourse.widgets import Calculator
 
     if not isinstance(value, Calculator) or value.error is not None:
         return
     for _ in range(WARM_UPDATES):
+        planner._SETUPS.clear()  # the whole path, as a change of a length or a precision takes it, not the kept one
         value.update()
     control = next(iter(value.controls.values()), None)
     if control is not None and control.comm is not None:

@@ -1399,6 +1399,31 @@ def _replica_setup(
     )  # fmt: skip
 
 
+#: The replicas :func:`_replica_of` has set up, by their inputs (:func:`_setup_key`), oldest first: a calculator
+#: asks for the same few replicas at every update (the design review's five plans, the many-GPUs chart's bars), and
+#: most controls (the request rate, a target, the batch) change none of them. Bounded: the oldest set-up goes first.
+_SETUPS: dict[tuple, tuple[dict[str, Any], Callable[[int | None], Replica]]] = {}
+_SETUPS_KEPT = 256
+
+
+def _setup_key(value: Any) -> Any:
+    """``value`` as a part of a :data:`_SETUPS` key: equal keys for inputs that give the same replica, to the same
+    floats and types. Numbers with their type (4_000 and 4_000.0 print differently); a quantity by its magnitude
+    and units (pint hashes a quantity slowly); a model or assumptions by value (frozen dataclasses of plain fields,
+    so ``Model.with_`` gives an equal key); anything else (a catalog GPU or link: frozen, and slow to hash by value)
+    by identity (the inputs are kept beside the set-up, so that an id is not reused while it is kept)."""
+    t = type(value)
+    if value is None or t is str:
+        return value
+    if t in (int, float, bool):
+        return (t, value)
+    if t is Q_:
+        return (Q_, type(value._magnitude), value._magnitude, value._units)
+    if t is Model or t is Assumptions:
+        return value
+    return (object, id(value))
+
+
 def _replica_of(
     m: Model,
     g: GPU,
@@ -1415,7 +1440,36 @@ def _replica_of(
 ) -> Callable[[int | None], Replica]:
     """:func:`replica` (without speculation) for checked inputs, as a function of the batch: everything that
     does not depend on the batch (the layout, the memory, the largest batch, the price) worked out once,
-    so that a search over the batch (:func:`plan`) computes only each batch's decode step and prefill."""
+    so that a search over the batch (:func:`plan`) computes only each batch's decode step and prefill. The same
+    inputs give the same set-up, kept (:data:`_SETUPS`); an input that is refused is refused each time."""
+    args = dict(locals())  # every input is part of the key (a parameter added above is, with nothing more to do)
+    shape_key = tuple((k, _setup_key(v)) for k, v in sorted(shape.items()))
+    key = (*(_setup_key(v) for k, v in args.items() if k != "shape"), shape_key)
+    kept = _SETUPS.get(key)
+    if kept is not None:
+        return kept[1]
+    at = _replica_set_up(**args)
+    if len(_SETUPS) >= _SETUPS_KEPT:
+        del _SETUPS[next(iter(_SETUPS))]
+    _SETUPS[key] = (args, at)
+    return at
+
+
+def _replica_set_up(
+    m: Model,
+    g: GPU,
+    a: Assumptions,
+    tensor_parallel: int,
+    prompt_tokens: float | None,
+    answer_tokens: float | None,
+    context_tokens: float | None,
+    weight_bytes: Any,
+    kv_bytes: Any,
+    price_per_hour: Any,
+    cached_prompt_tokens: float,
+    shape: dict[str, Any],
+) -> Callable[[int | None], Replica]:
+    """:func:`_replica_of`'s set-up of a replica it has not kept."""
     lay = layout(m, g, tensor_parallel=tensor_parallel, **shape)
     tp, n_all = lay.tensor_parallel, lay.n_gpus
     final, p, ans = _workload(a, context_tokens, prompt_tokens, answer_tokens)
@@ -1480,19 +1534,24 @@ def _replica_of(
     first_prefill = _once(lambda: prefiller()(1))
     first_ms = _once(lambda: _S_MS * prefiller()(1, True))  # first_prefill().time in ms, without the Prefill
 
-    probed: dict[int, tuple[float, float | None]] = {}  # a batch's step and prefill in ms, as tpot_ms found them
+    # a batch's step, prefill and time per token in ms, as tpot_ms found them (kept with the set-up: a search
+    # against another target, or the same one again, asks mostly the same batches)
+    probed: dict[int, tuple[float, float | None, float]] = {}
 
     def tpot_ms(batch: int) -> float:
         """``at(batch).tpot`` in milliseconds, as a plain float: the step and the batch's prefill alone."""
+        known = probed.get(batch)
+        if known is not None:
+            return known[2]
         step_ms = _S_MS * decoder()(batch, True)
         if not (a.prefill_interference and p is not None):
-            probed[batch] = (step_ms, None)
+            probed[batch] = (step_ms, None, step_ms)
             return step_ms
         pre_ms = first_ms() if batch == 1 else _S_MS * prefiller()(batch, True)
-        probed[batch] = (step_ms, pre_ms)
         tpot = F["interleaved_tpot"].value(
             step_time=step_ms * _MS_S, prefill_time=pre_ms * _MS_S, batch=batch, answer_tokens=ans
         )
+        probed[batch] = (step_ms, pre_ms, tpot * _S_MS)
         return tpot * _S_MS
 
     def figures(batch: int) -> tuple[float, float, float]:
@@ -1501,7 +1560,7 @@ def _replica_of(
         prompt and an answer given), without building the replica, its step or its prefills."""
         first = first_ms()  # Prefill.time of one prompt, in ms
         ttft = F["first_token_time"].value(request_overhead=a.request_overhead_ms * _MS_S, prefill_time=first * _MS_S)
-        step_ms, pre_ms = probed.get(batch) or (None, None)  # the search's own figures of this batch, if it asked
+        step_ms, pre_ms, _ = probed.get(batch) or (None, None, None)  # the search's own figures of this batch
         if step_ms is None:
             step_ms = _S_MS * decoder()(batch, True)  # DecodeStep.step_time, in ms
         if pre_ms is None:
@@ -2451,13 +2510,17 @@ def _planned(
             speculation=speculation,
         )
 
+    priced = False  # whether the replica below is to be given the price (a speculative one has it)
     if (speculation if speculation is not None else a.speculation) is None:
         # replica()'s own path, its inputs checked here (a brief's lengths by the Brief): what does not depend on
-        # the batch is worked out once for the search below
+        # the batch is worked out once for the search below. The price is the replica's only: none of the figures
+        # depend on it, so the set-up is that of the catalog's price (kept across prices) and the price is given to
+        # the replica built below
         at = _replica_of(  # type: ignore[assignment]
-            m, g, a, tensor_parallel, brief.prompt_tokens, brief.answer_tokens, None, weight_bytes, kv_bytes, price,
+            m, g, a, tensor_parallel, brief.prompt_tokens, brief.answer_tokens, None, weight_bytes, kv_bytes, None,
             cached_prompt_tokens, dict(data_parallel=1, pipeline_parallel=1, expert_parallel=None, link=None),
         )  # fmt: skip
+        priced = True
     got = getattr(at, "base", None)  # replica()'s own path: the figures of the largest batch, without its step
     if got is None:
         top = at(None)
@@ -2485,6 +2548,8 @@ def _planned(
     else:
         batch = max(1, largest_batch(lambda b: at(b).tpot <= brief.tpot_target, top_batch))
     r = at(batch) if with_replica or not hasattr(at, "figures") else None
+    if r is not None and priced:
+        r = dataclasses.replace(r, price_per_hour=_price(g, price))
     if hasattr(at, "figures"):  # the replica's properties on floats (Replica.ttft, .tpot, .requests_per_second)
         ttft_ms, tpot_ms_, rps_ = at.figures(batch)
         ttft, tpot, rps = quantity(ttft_ms, _MS), quantity(tpot_ms_, _MS), quantity(rps_, _PER_S)

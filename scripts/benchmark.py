@@ -141,14 +141,24 @@ def _call_times(fn: object, n: int = 400, warm: int = 50) -> list[float]:
 
 
 def _planner_calls() -> list[tuple[str, object]]:
-    """A typical plan() (the design-review chapter's brief) and replica() (one chat replica)."""
+    """A typical plan() (the design-review chapter's brief): with a new prompt length at each call, so that no
+    call finds its replica's set-up kept (planner._SETUPS keeps 256; the calls cycle through 1,000 lengths), and
+    the same plan again (its set-up kept, as a calculator's update finds it when its control is not a length);
+    and replica() (one chat replica)."""
     from llmcourse.planner import Brief, plan, replica
     from llmcourse.units import Q_
 
     brief = Brief(20, 4_000, 400, Q_(1_000, "ms"), Q_(40, "ms"))
+    calls = iter(range(10**9))
+
+    def new_prompt() -> object:
+        b = Brief(20, 3_500 + next(calls) % 1_000, 400, brief.ttft_target, brief.tpot_target)  # no unit to parse
+        return plan("Llama-3.1-70B", "H100 SXM", b, tensor_parallel=2, weight_bytes="fp8")
+
     return [
+        ('plan("Llama-3.1-70B", "H100 SXM", tp 2, fp8), a new prompt', new_prompt),
         (
-            'plan("Llama-3.1-70B", "H100 SXM", tp 2, fp8)',
+            'plan("Llama-3.1-70B", "H100 SXM", tp 2, fp8), the same',
             lambda: plan("Llama-3.1-70B", "H100 SXM", brief, tensor_parallel=2, weight_bytes="fp8"),
         ),
         (
@@ -173,6 +183,71 @@ def _speed() -> None:
         note += "; a simulation" if name in SIMULATIONS else ""
         note += f"; {NOTES[name]}" if name in NOTES else ""
         print(f"  {name:45s} {shown}  ({key}{note})")
+
+
+def _control_values(control: object, n: int = 20) -> list[object] | None:
+    """n values a reader might give ``control`` in turn: a slider dragged a step at a time from its value (up, and
+    down past it where the top is near), a number box typed in steps of 5% of its value, a dropdown's options in
+    turn (each asked again later, as a reader going back and forth); None for a control of another kind."""
+    v = getattr(control, "value", None)
+    options = getattr(control, "options", None)
+    if options is not None:
+        opts = [o[1] if isinstance(o, tuple) else o for o in options]
+        return [opts[i % len(opts)] for i in range(1, n + 1)]
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    step = getattr(control, "step", None)
+    if step is None or not hasattr(control, "max"):  # a number box: 5% steps, at least 1 for a whole number
+        step = max(abs(v) * 0.05, 1 if isinstance(v, int) else 1e-9)
+    lo, hi = getattr(control, "min", -math.inf), getattr(control, "max", math.inf)
+    vals, x, sign = [], v, 1
+    for _ in range(n):
+        if not lo <= x + sign * step <= hi:
+            sign = -sign
+        x = x + sign * step
+        vals.append(round(x) if isinstance(v, int) else x)
+    return vals
+
+
+def _every_control(calc: object) -> list[tuple[str, float, float, int]]:
+    """(control, median ms, p95 ms, input errors) of 20 updates of each control (:func:`_control_values`), the
+    others at their values; the control set back after."""
+    out = []
+    for key, control in calc.controls.items():  # type: ignore[attr-defined]
+        vals = _control_values(control)
+        if vals is None:
+            continue
+        before, times, errors = control.value, [], 0
+        for x in vals:
+            t = time.perf_counter()
+            calc.set(**{key: x})  # type: ignore[attr-defined]
+            dt = time.perf_counter() - t
+            if calc.error:  # type: ignore[attr-defined]
+                errors += 1
+            else:
+                times.append(dt)
+        calc.set(**{key: before})  # type: ignore[attr-defined]
+        if times:
+            out.append((key, *_percentiles(times), errors))
+    return out
+
+
+def _controls() -> None:
+    """Every calculator's update time for each of its controls; the slowest control's figures first."""
+    print(
+        "calculator update time for every control (ms, 20 updates per control: a slider dragged step by step, a "
+        "number box in 5% steps, a dropdown's options in turn; successful updates only). Slowest control by p95:"
+    )
+    for name, calc in calculators():
+        if name in SIMULATIONS:
+            continue
+        got = sorted(_every_control(calc), key=lambda r: -r[2])
+        if not got:
+            continue
+        key, med, p95, _ = got[0]
+        over = [k for k, _, p, _ in got if p > 2.0]
+        note = f"; p95 over 2 ms: {', '.join(over)}" if over else "; every control's p95 within 2 ms"
+        print(f"  {name:45s} {key:20s} median {med:7.2f}  p95 {p95:7.2f}  ({len(got)} controls{note})")
 
 
 def _timed(cmd: list[str]) -> float:
@@ -224,12 +299,15 @@ def main() -> None:
     ap.add_argument("--skip-tests", action="store_true")
     ap.add_argument("--only-measured", action="store_true", help="print only the measured-rows section")
     ap.add_argument("--only-speed", action="store_true", help="print only the plan() and calculator times")
+    ap.add_argument("--controls", action="store_true", help="with --only-speed: also every control's update time")
     args = ap.parse_args()
     if args.only_measured:
         _measured()
         return
     if args.only_speed:
         _speed()
+        if args.controls:
+            _controls()
         return
     _measured()
 
@@ -237,6 +315,7 @@ def main() -> None:
     print(f"import llmcourse   : {_fresh_import('import llmcourse'):.2f} s")
 
     _speed()
+    _controls()
 
     if not args.skip_build:
         for d in ("html", ".jupyter_cache", ".doctrees", "jupyter_execute"):  # keep _build/lite (make lite)
