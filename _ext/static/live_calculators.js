@@ -180,6 +180,8 @@
           const status = cbs && cbs.iopub && cbs.iopub.status;
           if (status) status({ header: { msg_type: "status" }, parent_header: { msg_id: m.msg_id },
             content: { execution_state: "idle" } });
+        } else if (m.type === "batch") {  // a recompute's messages, applied in one task (one frame)
+          for (const item of m.items) await handle(item);
         } else if (m.type === "done") {
           const run = runs.get(m.run);
           if (run) Promise.all(run.views).then(() => run.resolve(m.error), (e) => run.resolve(String(e)));

@@ -12,6 +12,8 @@
                    {type: "warning", text}         a kept snapshot was not used (damaged, or failed to restore)
                    {type: "py", text, buffers}     a widget, display or error message from Python (JSON text)
                    {type: "idle", msg_id, ms}      the page's message `msg_id` has been handled, in `ms`
+                   {type: "batch", items}          the "py" messages sent while a page's message was handled,
+                                                   then its "idle": one postMessage, applied in one task
                    {type: "done", run, error}      the cell has run (error: its traceback, or null) */
 let live = null;
 let queue = Promise.resolve();
@@ -87,10 +89,17 @@ async function restore(loadPyodide, index, options, snapshot, files) {
   return [py, live];
 }
 
+// The messages Python sends while it handles one of the page's (a reader's change): sent to the page together,
+// with the "idle" that ends them, in one postMessage. The page then applies a recompute's changes (the result
+// table, a chart, the control's echo) in one task, so they are drawn in one frame, not one frame each.
+let batch = null;
+
 function post(text, buffers) {
   const bufs = buffers.toJs();  // a Python list of bytes -> Uint8Array copies
   buffers.destroy();
-  self.postMessage({ type: "py", text, buffers: bufs }, bufs.map((b) => b.buffer));
+  const msg = { type: "py", text, buffers: bufs };
+  if (batch) batch.push(msg);
+  else self.postMessage(msg, bufs.map((b) => b.buffer));
 }
 
 async function init(lite) {
@@ -201,13 +210,18 @@ function handle(msg) {
     }
     case "comm": {
       const t0 = performance.now();
+      batch = [];
       try {
         live.receive(msg.text, msg.buffers || []);
       } catch (e) {
         console.error(e);
       }
+      const items = batch;
+      batch = null;
       // ms: how long Python took to handle it (the page keeps the figures, for measurements)
-      self.postMessage({ type: "idle", msg_id: msg.msg_id, ms: performance.now() - t0 });
+      items.push({ type: "idle", msg_id: msg.msg_id, ms: performance.now() - t0 });
+      const transfer = items.flatMap((m) => (m.buffers || []).map((b) => b.buffer));
+      self.postMessage({ type: "batch", items }, transfer);
       return undefined;
     }
     default:
