@@ -214,7 +214,21 @@
     root.querySelector(".llmcourse-live-status").textContent = text;
   }
 
+  /** From the first live calculator on, the page's off-screen sections are not rendered (live_calculators.css), so
+      that a recompute lays out and paints what is in view. Each section is given the height it has now (measured
+      all at once: one layout), which it keeps while skipped, so the page does not move. */
+  function skipOffscreen() {
+    const html = document.documentElement;
+    if (html.classList.contains("llmcourse-live-on")) return;
+    const sections = [...document.querySelectorAll(".bd-article section > section")];
+    html.classList.add("llmcourse-live-measure");  // contained as they will be, each still rendered
+    const heights = sections.map((s) => s.getBoundingClientRect().height);
+    sections.forEach((s, i) => { s.style.containIntrinsicSize = `auto ${heights[i]}px`; });
+    html.classList.replace("llmcourse-live-measure", "llmcourse-live-on");
+  }
+
   function start(root) {
+    skipOffscreen();
     const cell = root.closest(".llmcourse-live-cell");
     const button = root.querySelector(".llmcourse-live-run");
     button.disabled = true;

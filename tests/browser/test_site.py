@@ -420,6 +420,35 @@ def test_live_first_estimate(live: LivePage, watch: tuple[Any, Watch], request: 
     assert w.clean() == ([], [], []), w.clean()
 
 
+SECTION_TOPS = """() => [document.documentElement.scrollHeight,
+  ...[...document.querySelectorAll('.bd-article section > section')].map((s) => s.getBoundingClientRect().top + scrollY)]"""
+
+
+def test_a_live_page_skips_its_off_screen_sections_without_moving(live: LivePage, watch: tuple[Any, Watch]) -> None:
+    """Once a calculator is live, the page's sections off screen are not rendered (content-visibility), each held at
+    its own height: scrolling through the page moves no section, and a section's anchor still brings it into view."""
+    page = live.page
+    assert page.evaluate("document.documentElement.classList.contains('llmcourse-live-on')")
+    sections = page.locator(".bd-article section > section")
+    assert sections.count() >= 3
+    assert sections.last.evaluate("s => getComputedStyle(s).contentVisibility") == "auto"
+    before = page.evaluate(SECTION_TOPS)
+    for _ in range(60):  # to the bottom, a wheel's turn at a time, each section drawn as it comes into view
+        page.mouse.wheel(0, 800)
+        page.wait_for_timeout(30)
+    page.wait_for_timeout(200)
+    assert page.evaluate("scrollY + innerHeight >= document.documentElement.scrollHeight - 2")
+    assert page.evaluate(SECTION_TOPS) == pytest.approx(before, abs=1)
+    page.evaluate("window.scrollTo(0, 0)")
+    target = sections.last.get_attribute("id")
+    page.evaluate("id => { location.hash = '#' + id; }", target)
+    page.wait_for_timeout(300)
+    top = page.evaluate("id => document.getElementById(id).getBoundingClientRect().top", target)
+    assert 0 <= top < page.evaluate("innerHeight") / 2
+    page.evaluate("() => { history.replaceState(null, '', location.pathname); window.scrollTo(0, 0); }")
+    assert live.page.locator(ERROR).count() == 0
+
+
 def _start_live_on(context: Any, server: str, path: str) -> tuple[Any, Any, list[list[Any]], float]:
     """Open ``path`` in ``context``, press its first "Run live" and wait for the start: (page, the cell's live
     area, the start-up steps, the seconds from the click to the live widget on the page's clock)."""
