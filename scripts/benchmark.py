@@ -12,6 +12,7 @@ book build time from clean and from the execution cache; test time (`scripts/tes
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import math
 import pkgutil
@@ -185,7 +186,7 @@ def _speed() -> None:
         print(f"  {name:45s} {shown}  ({key}{note})")
 
 
-def _control_values(control: object, n: int = 20) -> list[object] | None:
+def _control_values(control: object, n: int = 40) -> list[object] | None:
     """n values a reader might give ``control`` in turn: a slider dragged a step at a time from its value (up, and
     down past it where the top is near), a number box typed in steps of 5% of its value, a dropdown's options in
     turn (each asked again later, as a reader going back and forth); None for a control of another kind."""
@@ -209,33 +210,60 @@ def _control_values(control: object, n: int = 20) -> list[object] | None:
     return vals
 
 
-def _every_control(calc: object) -> list[tuple[str, float, float, int]]:
-    """(control, median ms, p95 ms, input errors) of 20 updates of each control (:func:`_control_values`), the
-    others at their values; the control set back after."""
+class _Collections:
+    """The time CPython's cyclic garbage collector spends in collections of its older generations (1 and 2) while
+    it is on: the pauses that land in whichever update allocates past a threshold, whatever that update does."""
+
+    def __init__(self) -> None:
+        self.ms, self._t = 0.0, 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if info["generation"] == 0:
+            return
+        if phase == "start":
+            self._t = time.perf_counter()
+        else:
+            self.ms += (time.perf_counter() - self._t) * 1e3
+
+    def __enter__(self) -> _Collections:
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self)
+
+
+def _every_control(calc: object) -> list[tuple[str, float, float, int, int, float]]:
+    """(control, median ms, p95 ms, input errors, updates that ran an older generation's collection, the most one
+    of them spent in it) of 40 updates of each control (:func:`_control_values`), the others at their values; the
+    control set back after."""
     out = []
     for key, control in calc.controls.items():  # type: ignore[attr-defined]
         vals = _control_values(control)
         if vals is None:
             continue
-        before, times, errors = control.value, [], 0
+        before, times, errors, collected = control.value, [], 0, []
         for x in vals:
-            t = time.perf_counter()
-            calc.set(**{key: x})  # type: ignore[attr-defined]
-            dt = time.perf_counter() - t
+            with _Collections() as gcs:
+                t = time.perf_counter()
+                calc.set(**{key: x})  # type: ignore[attr-defined]
+                dt = time.perf_counter() - t
             if calc.error:  # type: ignore[attr-defined]
                 errors += 1
             else:
                 times.append(dt)
+                if gcs.ms:
+                    collected.append(gcs.ms)
         calc.set(**{key: before})  # type: ignore[attr-defined]
         if times:
-            out.append((key, *_percentiles(times), errors))
+            out.append((key, *_percentiles(times), errors, len(collected), max(collected, default=0.0)))
     return out
 
 
 def _controls() -> None:
     """Every calculator's update time for each of its controls; the slowest control's figures first."""
     print(
-        "calculator update time for every control (ms, 20 updates per control: a slider dragged step by step, a "
+        "calculator update time for every control (ms, 40 updates per control: a slider dragged step by step, a "
         "number box in 5% steps, a dropdown's options in turn; successful updates only). Slowest control by p95:"
     )
     for name, calc in calculators():
@@ -244,9 +272,11 @@ def _controls() -> None:
         got = sorted(_every_control(calc), key=lambda r: -r[2])
         if not got:
             continue
-        key, med, p95, _ = got[0]
-        over = [k for k, _, p, _ in got if p > 2.0]
+        key, med, p95, _, collections, gc_ms = got[0]
+        over = [r[0] for r in got if r[2] > 2.0]
         note = f"; p95 over 2 ms: {', '.join(over)}" if over else "; every control's p95 within 2 ms"
+        if collections:
+            note += f"; {collections} of its updates ran an older-generation collection, up to {gc_ms:.1f} ms"
         print(f"  {name:45s} {key:20s} median {med:7.2f}  p95 {p95:7.2f}  ({len(got)} controls{note})")
 
 
