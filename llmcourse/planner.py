@@ -1402,7 +1402,7 @@ def _replica_setup(
 #: The replicas :func:`_replica_of` has set up, by their inputs (:func:`_setup_key`), oldest first: a calculator
 #: asks for the same few replicas at every update (the design review's five plans, the many-GPUs chart's bars), and
 #: most controls (the request rate, a target, the batch) change none of them. Bounded: the oldest set-up goes first.
-_SETUPS: dict[tuple, tuple[dict[str, Any], Callable[[int | None], Replica]]] = {}
+_SETUPS: dict[tuple, tuple[tuple, Callable[[int | None], Replica]]] = {}
 _SETUPS_KEPT = 256
 
 
@@ -1424,6 +1424,29 @@ def _setup_key(value: Any) -> Any:
     return (object, id(value))
 
 
+def _kept(set_up: Callable[..., Callable[[int | None], Replica]]) -> Callable[..., Callable[[int | None], Replica]]:
+    """``set_up``, each of its answers kept in :data:`_SETUPS` by its inputs (given by position; a dict of inputs,
+    a replica's shape, by its items): the same inputs give the kept set-up, and an input that is refused is refused
+    each time (an exception is not kept)."""
+
+    @functools.wraps(set_up)
+    def kept(*args: Any) -> Callable[[int | None], Replica]:
+        key = tuple(
+            tuple((k, _setup_key(x)) for k, x in sorted(v.items())) if type(v) is dict else _setup_key(v) for v in args
+        )
+        got = _SETUPS.get(key)
+        if got is not None:
+            return got[1]
+        at = set_up(*args)
+        if len(_SETUPS) >= _SETUPS_KEPT:
+            del _SETUPS[next(iter(_SETUPS))]
+        _SETUPS[key] = (args, at)  # the inputs kept beside it: an id in the key is not reused while it is kept
+        return at
+
+    return kept
+
+
+@_kept
 def _replica_of(
     m: Model,
     g: GPU,
@@ -1441,35 +1464,7 @@ def _replica_of(
     """:func:`replica` (without speculation) for checked inputs, as a function of the batch: everything that
     does not depend on the batch (the layout, the memory, the largest batch, the price) worked out once,
     so that a search over the batch (:func:`plan`) computes only each batch's decode step and prefill. The same
-    inputs give the same set-up, kept (:data:`_SETUPS`); an input that is refused is refused each time."""
-    args = dict(locals())  # every input is part of the key (a parameter added above is, with nothing more to do)
-    shape_key = tuple((k, _setup_key(v)) for k, v in sorted(shape.items()))
-    key = (*(_setup_key(v) for k, v in args.items() if k != "shape"), shape_key)
-    kept = _SETUPS.get(key)
-    if kept is not None:
-        return kept[1]
-    at = _replica_set_up(**args)
-    if len(_SETUPS) >= _SETUPS_KEPT:
-        del _SETUPS[next(iter(_SETUPS))]
-    _SETUPS[key] = (args, at)
-    return at
-
-
-def _replica_set_up(
-    m: Model,
-    g: GPU,
-    a: Assumptions,
-    tensor_parallel: int,
-    prompt_tokens: float | None,
-    answer_tokens: float | None,
-    context_tokens: float | None,
-    weight_bytes: Any,
-    kv_bytes: Any,
-    price_per_hour: Any,
-    cached_prompt_tokens: float,
-    shape: dict[str, Any],
-) -> Callable[[int | None], Replica]:
-    """:func:`_replica_of`'s set-up of a replica it has not kept."""
+    inputs give the same set-up, kept (:func:`_kept`)."""
     lay = layout(m, g, tensor_parallel=tensor_parallel, **shape)
     tp, n_all = lay.tensor_parallel, lay.n_gpus
     final, p, ans = _workload(a, context_tokens, prompt_tokens, answer_tokens)
