@@ -1399,29 +1399,47 @@ def _replica_setup(
     )  # fmt: skip
 
 
-#: The replicas :func:`_replica_of` has set up, by their inputs (:func:`_setup_key`), oldest first: a calculator
-#: asks for the same few replicas at every update (the design review's five plans, the many-GPUs chart's bars), and
-#: most controls (the request rate, a target, the batch) change none of them. Bounded: the oldest set-up goes first.
+#: The replicas :func:`_replica_of` has set up, by their inputs (:func:`_setup_key`), the least recently used
+#: first: a calculator asks for the same few replicas at every update (the design review's five plans, the many-GPUs
+#: chart's bars), and most controls (the request rate, a target, the batch) change none of them. Bounded: the least
+#: recently used set-up goes first. Not guarded by a lock: a race between threads can only set a replica up twice.
 _SETUPS: dict[tuple, tuple[tuple, Callable[[int | None], Replica]]] = {}
 _SETUPS_KEPT = 256
 
 
 def _setup_key(value: Any) -> Any:
     """``value`` as a part of a :data:`_SETUPS` key: equal keys for inputs that give the same replica, to the same
-    floats and types. Numbers with their type (4_000 and 4_000.0 print differently); a quantity by its magnitude
-    and units (pint hashes a quantity slowly); a model or assumptions by value (frozen dataclasses of plain fields,
-    so ``Model.with_`` gives an equal key); anything else (a catalog GPU or link: frozen, and slow to hash by value)
-    by identity (the inputs are kept beside the set-up, so that an id is not reused while it is kept)."""
+    floats and types. Numbers with their type (4_000 and 4_000.0 print differently); a quantity of a plain number by
+    its magnitude and units (pint hashes a quantity slowly; an array's magnitude is not hashable); a model or
+    assumptions by value (frozen dataclasses of plain fields, so ``Model.with_`` gives an equal key; a model with its
+    aliases, which its equality leaves out); anything else (a catalog GPU or link: frozen, and slow to hash by value)
+    by identity (the inputs are kept beside the set-up, so that an id is not reused while it is kept). Assumptions
+    equal but for a field given as 1 where the other has 1.0 share a set-up: the same figures."""
     t = type(value)
     if value is None or t is str:
         return value
     if t in (int, float, bool):
         return (t, value)
-    if t is Q_:
+    if t is Q_ and type(value._magnitude) in (int, float):
         return (Q_, type(value._magnitude), value._magnitude, value._units)
-    if t is Model or t is Assumptions:
+    if t is Model:  # its aliases are not compared, but a replica's spec keeps them
+        return (value, value.aliases)
+    if t is Assumptions:
         return value
     return (object, id(value))
+
+
+def _own(q: pint.Quantity) -> pint.Quantity:
+    """A new quantity equal to ``q``: a kept set-up's figure given to a caller as its own (pint's in-place
+    operations, such as ``ito``, change a quantity, and must not change the next caller's)."""
+    return quantity(q._magnitude, q._units)
+
+
+def _owned(base: dict[str, Any]) -> dict[str, Any]:
+    """A kept set-up's figures of a replica (``base``), its quantities the caller's own (:func:`_own`); the price is
+    the caller's, or the catalog's, as it was given."""
+    return {**base, "weights": _own(base["weights"]), "usable_memory": _own(base["usable_memory"]),
+            "kv_per_sequence": _own(base["kv_per_sequence"])}  # fmt: skip
 
 
 def _kept(set_up: Callable[..., Callable[[int | None], Replica]]) -> Callable[..., Callable[[int | None], Replica]]:
@@ -1434,14 +1452,13 @@ def _kept(set_up: Callable[..., Callable[[int | None], Replica]]) -> Callable[..
         key = tuple(
             tuple((k, _setup_key(x)) for k, x in sorted(v.items())) if type(v) is dict else _setup_key(v) for v in args
         )
-        got = _SETUPS.get(key)
-        if got is not None:
-            return got[1]
-        at = set_up(*args)
-        if len(_SETUPS) >= _SETUPS_KEPT:
-            del _SETUPS[next(iter(_SETUPS))]
-        _SETUPS[key] = (args, at)  # the inputs kept beside it: an id in the key is not reused while it is kept
-        return at
+        got = _SETUPS.pop(key, None)
+        if got is None:
+            got = (args, set_up(*args))  # the inputs kept beside it: an id in the key is not reused while it is kept
+            while len(_SETUPS) >= _SETUPS_KEPT:  # the least recently used goes
+                _SETUPS.pop(next(iter(_SETUPS), None), None)
+        _SETUPS[key] = got  # the newest, last
+        return got[1]
 
     return kept
 
@@ -1526,8 +1543,7 @@ def _replica_of(
     # their number, each set up once (at its first use); one prompt's prefill does not depend on the batch
     decoder = _once(lambda: _decoder(m, g, lay, a, kv_ctx, weight_bytes, kv_bytes, cp))
     prefiller = _once(lambda: _prefiller(m, g, lay, a, p, cached_prompt_tokens, weight_bytes, cp))
-    first_prefill = _once(lambda: prefiller()(1))
-    first_ms = _once(lambda: _S_MS * prefiller()(1, True))  # first_prefill().time in ms, without the Prefill
+    first_ms = _once(lambda: _S_MS * prefiller()(1, True))  # one prompt's Prefill.time in ms, without the Prefill
 
     # a batch's step, prefill and time per token in ms, as tpot_ms found them (kept with the set-up: a search
     # against another target, or the same one again, asks mostly the same batches)
@@ -1586,7 +1602,7 @@ def _replica_of(
         step = decoder()(b)
         first = batch_pre = None
         if p is not None:
-            first = first_prefill()
+            first = prefiller()(1)  # each replica its own Prefill (the set-up is kept, and shared)
             batch_pre = first if b == 1 else prefiller()(b)
         return Replica(
             batch=b,
@@ -1596,7 +1612,7 @@ def _replica_of(
             reason=reason,
             kv_read_tokens=kv_ctx,
             cached_prompt_tokens=float(cached_prompt_tokens),
-            **base,
+            **_owned(base),
         )
 
     at.tpot_ms = tpot_ms  # type: ignore[attr-defined]
@@ -1610,7 +1626,7 @@ def _unfit(base: dict[str, Any], reason: str) -> Callable[[int | None], Replica]
     """:func:`_replica_of`'s answer for a replica that cannot serve (``reason``): at any batch, no step."""
 
     def at(batch: int | None) -> Replica:
-        return Replica(batch=0, reason=reason, **base)
+        return Replica(batch=0, reason=reason, **_owned(base))
 
     at.base, at.unfit = base, reason  # type: ignore[attr-defined]
     return at
@@ -2526,9 +2542,9 @@ def _planned(
         model=m.name,
         gpu=g.name,
         brief=brief,
-        weights=got["weights"],
-        usable_memory=got["usable_memory"],
-        kv_per_request=got["kv_per_sequence"],
+        weights=_own(got["weights"]),
+        usable_memory=_own(got["usable_memory"]),
+        kv_per_request=_own(got["kv_per_sequence"]),
         tensor_parallel=got["tensor_parallel"],
     )
     if unfit is not None:

@@ -243,18 +243,20 @@ def _every_control(calc: object) -> list[tuple[str, float, float, int, int, floa
         if vals is None:
             continue
         before, times, errors, collected = control.value, [], 0, []
-        for x in vals:
-            with _Collections() as gcs:
-                t = time.perf_counter()
-                calc.set(**{key: x})  # type: ignore[attr-defined]
-                dt = time.perf_counter() - t
-            if calc.error:  # type: ignore[attr-defined]
-                errors += 1
-            else:
-                times.append(dt)
-                if gcs.ms:
-                    collected.append(gcs.ms)
-        calc.set(**{key: before})  # type: ignore[attr-defined]
+        try:
+            for x in vals:
+                with _Collections() as gcs:
+                    t = time.perf_counter()
+                    calc.set(**{key: x})  # type: ignore[attr-defined]
+                    dt = time.perf_counter() - t
+                if calc.error:  # type: ignore[attr-defined]
+                    errors += 1
+                else:
+                    times.append(dt)
+                    if gcs.ms:
+                        collected.append(gcs.ms)
+        finally:
+            calc.set(**{key: before})  # type: ignore[attr-defined]
         if times:
             out.append((key, *_percentiles(times), errors, len(collected), max(collected, default=0.0)))
     return out
@@ -263,8 +265,9 @@ def _every_control(calc: object) -> list[tuple[str, float, float, int, int, floa
 def _controls() -> None:
     """Every calculator's update time for each of its controls; the slowest control's figures first."""
     print(
-        "calculator update time for every control (ms, 40 updates per control: a slider dragged step by step, a "
-        "number box in 5% steps, a dropdown's options in turn; successful updates only). Slowest control by p95:"
+        "calculator update time for every numeric control and dropdown (ms, 40 updates per control: a slider dragged "
+        "step by step, a number box in 5% steps, a dropdown's options in turn; successful updates only; check boxes "
+        "and text areas not changed). Slowest control by p95:"
     )
     for name, calc in calculators():
         if name in SIMULATIONS:
@@ -272,9 +275,10 @@ def _controls() -> None:
         got = sorted(_every_control(calc), key=lambda r: -r[2])
         if not got:
             continue
-        key, med, p95, _, collections, gc_ms = got[0]
+        key, med, p95, errors, collections, gc_ms = got[0]
         over = [r[0] for r in got if r[2] > 2.0]
-        note = f"; p95 over 2 ms: {', '.join(over)}" if over else "; every control's p95 within 2 ms"
+        note = f"; {40 - errors} successful updates" + (f", {errors} input errors left out" if errors else "")
+        note += f"; p95 over 2 ms: {', '.join(over)}" if over else "; every control's p95 within 2 ms"
         if collections:
             note += f"; {collections} of its updates ran an older-generation collection, up to {gc_ms:.1f} ms"
         print(f"  {name:45s} {key:20s} median {med:7.2f}  p95 {p95:7.2f}  ({len(got)} controls{note})")

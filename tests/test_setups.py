@@ -8,30 +8,38 @@ replica worked out on kept set-ups equals the one worked out with none kept, wha
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcourse import planner
+from llmcourse.catalog import models
 from llmcourse.errors import InputError
-from llmcourse.planner import Brief, plan, replica
+from llmcourse.planner import Brief, _setup_key, plan, replica
 from llmcourse.units import Q_
 
 MODELS = ["Llama-3.1-8B", "Llama-3.1-70B", "Qwen2.5-72B", "Mixtral-8x7B"]
 GPUS = ["H100 SXM", "A100 80GB", "H200"]
 
 
-@pytest.fixture
-def fresh(monkeypatch):
-    """A function that runs ``f()`` with no set-up kept before or after (the planner's own path, uncached)."""
+def fresh(f):
+    """``f()`` with no set-up kept (the planner's own path, uncached), the kept ones put back after."""
+    saved = planner._SETUPS
+    planner._SETUPS = {}
+    try:
+        return f()
+    finally:
+        planner._SETUPS = saved
 
-    def run(f):
-        monkeypatch.setattr(planner, "_SETUPS", {})
-        got = f()
-        monkeypatch.setattr(planner, "_SETUPS", {})
-        return got
 
-    return run
+def _outcome(f):
+    """What ``f()`` gives: its value, or the type and message of the input error it raises."""
+    try:
+        return f()
+    except InputError as exc:
+        return (type(exc), str(exc))
 
 
 def _brief(prompt, answer, tpot_ms, rate=10.0):
@@ -51,41 +59,83 @@ def _brief(prompt, answer, tpot_ms, rate=10.0):
 )
 def test_a_plan_on_kept_set_ups_is_the_fresh_plan(model, gpu, tp, prompt, answer, targets, weights, rate):
     """Plans against several per-token targets (a slider dragged), one after another on the same kept set-up,
-    each equal to the plan worked out with nothing kept."""
+    each equal to the plan worked out with nothing kept (or refused alike)."""
     kw = dict(tensor_parallel=tp, weight_bytes=weights)
     for target in targets:
         brief = _brief(prompt, answer, target, rate)
-        try:
-            kept = plan(model, gpu, brief, **kw)
-        except InputError:  # a layout that cannot exist (heads not divisible, weights too big): refused alike
-            saved = planner._SETUPS
-            planner._SETUPS = {}
-            try:
-                with pytest.raises(InputError):
-                    plan(model, gpu, brief, **kw)
-            finally:
-                planner._SETUPS = saved
-            continue
-        saved = planner._SETUPS
-        planner._SETUPS = {}
-        try:
-            assert kept == plan(model, gpu, brief, **kw)
-        finally:
-            planner._SETUPS = saved
+        kept = _outcome(lambda: plan(model, gpu, brief, **kw))  # noqa: B023
+        assert kept == fresh(lambda: _outcome(lambda: plan(model, gpu, brief, **kw)))  # noqa: B023
 
 
-@pytest.mark.parametrize("batch", [None, 1, 40, 10_000])
-def test_a_kept_replica_is_the_fresh_replica(fresh, batch):
+@settings(max_examples=40, deadline=None)
+@given(
+    model=st.sampled_from([*MODELS, "Qwen3-30B-A3B"]),
+    gpu=st.sampled_from(GPUS),
+    tp=st.sampled_from([1, 2, 4]),
+    kv=st.sampled_from([2, "fp8", "int8", 1.5]),
+    method=st.sampled_from(["course", "envelope", "planner", "capacity", "lab"]),
+    lengths=st.sampled_from([(2_000, 300, None), (800, 1_200, None), (None, None, 3_000)]),
+    cached=st.sampled_from([0, 0.0, 500]),
+    link=st.sampled_from([None, "PCIe 5 x16", "NVLink 4"]),
+    batches=st.lists(st.integers(1, 400), min_size=2, max_size=4),
+)
+def test_a_replica_on_a_kept_set_up_is_the_fresh_replica(model, gpu, tp, kv, method, lengths, cached, link, batches):
+    """Replicas of one set-up at several batches (a concurrency slider), each equal to the one worked out with
+    nothing kept: across kv precisions, methods, prompt and answer or a context alone, cached prompt tokens, links."""
+    prompt, answer, context = lengths
+    kw = dict(tensor_parallel=tp, kv_bytes=kv, assumptions=method, link=link, cached_prompt_tokens=cached)
+    kw |= dict(prompt_tokens=prompt, answer_tokens=answer) if context is None else dict(context_tokens=context)
+    for batch in batches:
+        kept = _outcome(lambda: replica(model, gpu, batch=batch, **kw))  # noqa: B023
+        assert kept == fresh(lambda: _outcome(lambda: replica(model, gpu, batch=batch, **kw)))  # noqa: B023
+
+
+def test_the_set_up_is_kept_and_asked_again():
+    """The second of two equal calls finds the first's set-up (the tests above compare figures; this, that they
+    compared a kept set-up, not two fresh ones)."""
     kw = dict(tensor_parallel=2, prompt_tokens=3_000, answer_tokens=500, weight_bytes="fp8")
-    first = replica("Llama-3.1-70B", "H100 SXM", batch=7, **kw)  # sets it up
-    assert first == fresh(lambda: replica("Llama-3.1-70B", "H100 SXM", batch=7, **kw))
-    assert replica("Llama-3.1-70B", "H100 SXM", batch=batch, **kw) == fresh(
-        lambda: replica("Llama-3.1-70B", "H100 SXM", batch=batch, **kw)
-    )
+    made = []
+    original = planner._replica_of.__wrapped__
+
+    def counting(*args):
+        made.append(args)
+        return original(*args)
+
+    wrapped = planner._kept(counting)
+
+    def run():
+        planner._SETUPS = {}
+        saved, planner._replica_of = planner._replica_of, wrapped
+        try:
+            return [replica("Llama-3.1-70B", "H100 SXM", batch=b, **kw) for b in (7, 40, 7)]
+        finally:
+            planner._replica_of = saved
+
+    first, second, again = fresh(run)
+    assert len(made) == 1 and first == again
+    assert second == fresh(lambda: replica("Llama-3.1-70B", "H100 SXM", batch=40, **kw))
 
 
-def test_equal_numbers_of_another_type_give_their_own_replica(fresh):
-    """4,000 and 4,000.0 prompt tokens are equal keys to a dict: each gets the replica its own fresh path gives."""
+def test_keys_tell_apart_what_prints_apart():
+    """Equal inputs that print differently, or differ where equality does not look, are different keys."""
+    assert _setup_key(4_000) != _setup_key(4_000.0) and _setup_key(True) != _setup_key(1)
+    assert _setup_key(Q_(2, "USD/hour")) != _setup_key(Q_(2.0, "USD/hour"))
+    assert _setup_key(Q_(2.0, "USD/hour")) == _setup_key(Q_(2.0, "USD/hour"))  # two objects, one value
+    assert _setup_key(Q_(2.0, "USD/hour")) != _setup_key(Q_(2.0, "USD/minute"))
+    m = models["Llama-3.1-8B"]
+    assert _setup_key(m) == _setup_key(m.with_(kv_heads=m.kv_heads))  # by value: Model.with_ keeps its set-ups
+    assert _setup_key(m) != _setup_key(m.with_(aliases=("another name",)))  # aliases: not in its equality
+
+
+def test_a_quantity_of_an_array_is_keyed_by_identity():
+    np = pytest.importorskip("numpy")
+    price = Q_(np.array(2.0), "USD/hour")
+    assert _setup_key(price) == (object, id(price))
+    r = replica("Llama-3.1-8B", "H100 SXM", batch=4, prompt_tokens=1_000, answer_tokens=100, price_per_hour=price)
+    assert r.price_per_hour is price
+
+
+def test_equal_numbers_of_another_type_give_their_own_replica():
     kw = dict(batch=4, answer_tokens=300)
     for first, then in ((4_000, 4_000.0), (4_000.0, 4_000)):
         replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=first, **kw)
@@ -110,7 +160,21 @@ def test_a_refused_input_is_refused_every_time():
             replica("Llama-3.1-70B", "H100 SXM", batch=4, tensor_parallel=3, prompt_tokens=1_000, answer_tokens=10)
 
 
-def test_a_plan_carries_its_own_price(fresh):
+def test_what_a_caller_changes_in_place_does_not_reach_the_next_caller():
+    """pint changes a quantity in place (``ito``): each plan and replica from a kept set-up has its own."""
+    brief = _brief(2_000, 300, 50)
+    first = plan("Llama-3.1-8B", "H100 SXM", brief)
+    for q in (first.weights, first.usable_memory, first.kv_per_request, first.replica.weights,
+              first.replica.kv_per_sequence):  # fmt: skip
+        q.ito("B")  # the same value, in another unit
+    first.replica.first_prefill.time.ito("s")
+    again = plan("Llama-3.1-8B", "H100 SXM", brief)
+    assert again.weights.units == Q_(1, "GB").units and again.replica.weights.units == Q_(1, "GB").units
+    assert again.replica.first_prefill.time.units == Q_(1, "ms").units
+    assert again == fresh(lambda: plan("Llama-3.1-8B", "H100 SXM", brief))
+
+
+def test_a_plan_carries_its_own_price():
     """The set-up is kept across prices (no figure but the cost depends on one): each plan's replica has its own."""
     brief = _brief(2_000, 300, 50)
     cheap = plan("Llama-3.1-8B", "H100 SXM", brief, price_per_hour=Q_(1, "USD/hour"))
@@ -118,15 +182,41 @@ def test_a_plan_carries_its_own_price(fresh):
     assert cheap.replica.price_per_hour == Q_(1, "USD/hour") and dear.replica.price_per_hour == Q_(4, "USD/hour")
     assert dear.cost_per_hour == 4 * cheap.cost_per_hour
     assert dear == fresh(lambda: plan("Llama-3.1-8B", "H100 SXM", brief, price_per_hour=Q_(4, "USD/hour")))
-    catalog = plan("Llama-3.1-8B", "H100 SXM", brief)
+    catalog = plan("Llama-3.1-8B", "H100 SXM", brief)  # after the two above: their set-up, the catalog's price
     assert catalog == fresh(lambda: plan("Llama-3.1-8B", "H100 SXM", brief))
 
 
-def test_the_set_ups_kept_are_bounded(monkeypatch):
+def test_the_set_ups_kept_are_bounded_the_least_recently_used_going_first(monkeypatch):
     monkeypatch.setattr(planner, "_SETUPS", {})
     monkeypatch.setattr(planner, "_SETUPS_KEPT", 8)
+    ask = lambda prompt: replica("Llama-3.1-8B", "H100 SXM", batch=2, prompt_tokens=prompt, answer_tokens=100)  # noqa: E731
+    ask(999)
     for prompt in range(1_000, 1_020):
-        replica("Llama-3.1-8B", "H100 SXM", batch=2, prompt_tokens=prompt, answer_tokens=100)
+        ask(prompt)
+        ask(999)  # asked at every step (a calculator's other plan): kept throughout
     assert len(planner._SETUPS) == 8
-    newest = replica("Llama-3.1-8B", "H100 SXM", batch=2, prompt_tokens=1_019, answer_tokens=100)
-    assert len(planner._SETUPS) == 8 and newest.prompt_tokens == 1_019
+    assert any(args[4] == 999.0 for args, _ in planner._SETUPS.values())
+
+
+def test_threads_asking_at_once_get_the_fresh_figures(monkeypatch):
+    """No lock: threads racing on the same kept set-ups get the figures a fresh set-up gives, and no error."""
+    monkeypatch.setattr(planner, "_SETUPS_KEPT", 4)
+    want = {p: fresh(lambda p=p: replica("Llama-3.1-8B", "H100 SXM", batch=3, prompt_tokens=p, answer_tokens=50))
+            for p in range(500, 510)}  # fmt: skip
+    errors, wrong = [], []
+
+    def work():
+        try:
+            for _ in range(20):
+                for p, r in want.items():
+                    if replica("Llama-3.1-8B", "H100 SXM", batch=3, prompt_tokens=p, answer_tokens=50) != r:
+                        wrong.append(p)
+        except Exception as exc:  # what would reach a thread's caller
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and wrong == []

@@ -181,7 +181,15 @@
           if (status) status({ header: { msg_type: "status" }, parent_header: { msg_id: m.msg_id },
             content: { execution_state: "idle" } });
         } else if (m.type === "batch") {  // a recompute's messages, applied in one task (one frame)
-          for (const item of m.items) await handle(item);
+          for (const item of m.items) {
+            // each on its own: one that fails must not keep the rest, and never the closing "idle" (without it the
+            // widget manager would hold every later change of the calculator)
+            try {
+              await handle(item);
+            } catch (e) {
+              console.error("live calculator:", e);
+            }
+          }
         } else if (m.type === "done") {
           const run = runs.get(m.run);
           if (run) Promise.all(run.views).then(() => run.resolve(m.error), (e) => run.resolve(String(e)));
@@ -216,19 +224,28 @@
 
   /** From the first live calculator on, the page's off-screen sections are not rendered (live_calculators.css), so
       that a recompute lays out and paints what is in view. Each section is given the height it has now (measured
-      all at once: one layout), which it keeps while skipped, so the page does not move. */
+      all at once: one layout), which it keeps while skipped, so the page does not move; measured again when the
+      window's width changes (the text wraps anew). */
+  let measuredWidth = null;
   function skipOffscreen() {
     const html = document.documentElement;
-    if (html.classList.contains("llmcourse-live-on")) return;
     const sections = [...document.querySelectorAll(".bd-article section > section")];
-    html.classList.add("llmcourse-live-measure");  // contained as they will be, each still rendered
+    html.classList.remove("llmcourse-live-on");
+    html.classList.add("llmcourse-live-measure");  // contained as they will be, each rendered
     const heights = sections.map((s) => s.getBoundingClientRect().height);
     sections.forEach((s, i) => { s.style.containIntrinsicSize = `auto ${heights[i]}px`; });
     html.classList.replace("llmcourse-live-measure", "llmcourse-live-on");
+    if (measuredWidth === null) {
+      let timer = null;
+      window.addEventListener("resize", () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => { if (window.innerWidth !== measuredWidth) skipOffscreen(); }, 200);
+      });
+    }
+    measuredWidth = window.innerWidth;
   }
 
   function start(root) {
-    skipOffscreen();
     const cell = root.closest(".llmcourse-live-cell");
     const button = root.querySelector(".llmcourse-live-run");
     button.disabled = true;
@@ -261,6 +278,7 @@
           setStatus(root, "live", `Live: computed in your browser by the llmcourse package (ready after ${secs()} s). ` +
             "Change an input to recompute.");
           button.textContent = "\u25CF Live";
+          if (measuredWidth === null) skipOffscreen();  // the first live calculator of the page (a failed start: not)
         }
       }, (e) => {  // it did not start: the snapshot comes back, and the button can try again
         clearInterval(timer);
