@@ -562,11 +562,16 @@ class Catalog(Mapping[str, T], Generic[T]):
         self.kind = kind
         self._entries = {e.name: e for e in entries}
         self._index: dict[str, str] = {}
+        self._asked: dict[str, T] = {}  # the entry of each name asked, as asked (a look-up normalises it anew)
         for e in entries:
             for n in (e.name, *e.aliases):
                 self._index[_key(n)] = e.name
 
     def __getitem__(self, name: str) -> T:
+        if type(name) is str:
+            got = self._asked.get(name)
+            if got is not None:
+                return got
         if isinstance(name, Model | GPU | Link | HardwarePrice | Cost):
             if any(isinstance(name, type(e)) for e in self._entries.values()):
                 return name  # type: ignore[return-value]
@@ -583,7 +588,10 @@ class Catalog(Mapping[str, T], Generic[T]):
                 close = list(dict.fromkeys(self._index[k] for k in keys))
             hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
             raise UnknownNameError(f"no {self.kind} named {name!r}.{hint} Known: {', '.join(self._entries)}.")
-        return self._entries[hit]
+        entry = self._entries[hit]
+        if type(name) is str and len(self._asked) < 1_024:  # the catalog is read-only: a name's entry stays
+            self._asked[name] = entry
+        return entry
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._entries)
