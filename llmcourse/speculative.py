@@ -67,29 +67,29 @@ from typing import Any
 import pint
 
 from llmcourse import formulas_speculative  # noqa: F401 (registers the chapter's symbols and formulas)
-from llmcourse._arith import _greater, _plus, _times
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model, bytes_per_value, gpus, models
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
 from llmcourse.planner import (
+    _B_GB,
+    _GB,
     _MS_S,
     _S,
     DecodeStep,
     Replica,
     _decode_steps,
+    _kv_copies,
+    _kv_sequence_si,
     _read_efficiency,
+    _usable_si,
+    _weights_si,
     decode_step,
-    kv_bytes_per_sequence,
-    kv_copies,
     largest_batch,
     matmul_precision,
-    max_batch,
     replica,
-    usable_memory,
 )
-from llmcourse.planner import weight_bytes as _weight_bytes
 from llmcourse.units import fmt, in_unit, parsed_unit, plain_number, quantity, seed_number, to
 
 _MS = parsed_unit("ms")[0]
@@ -468,24 +468,30 @@ def speculative_memory(
     tp = int(tensor_parallel)
     draft = spec.draft_for(m)
     held = context_tokens + spec.draft_tokens
-    w = _weight_bytes(m, weight_bytes)
-    wd, kd = quantity(0.0, parsed_unit("B")[0]), quantity(0.0, parsed_unit("B")[0])
+    # the planner's plain floats in bytes (the formulas by value, as its replica sizes its memory); units at the end
+    w = _weights_si(m, weight_bytes)
+    wd = kd = 0.0
     if draft is not None:
-        wd = _weight_bytes(draft, spec.draft_weight_bytes or weight_bytes)
-        kd = _times(kv_bytes_per_sequence(draft, held, kv_bytes), kv_copies(draft, tp, a))
-    kv = _times(kv_bytes_per_sequence(m, held, kv_bytes), kv_copies(m, tp, a))  # each GPU keeps at least one KV head
-    both = _plus(w, wd)  # pint's arithmetic, on the magnitudes (llmcourse._arith)
-    usable = usable_memory(g, tp, weights=both, assumptions=a)
+        wd = _weights_si(draft, spec.draft_weight_bytes or weight_bytes)
+        kd = _kv_sequence_si(draft, held, kv_bytes) * _kv_copies(draft, tp, a)
+    kv = _kv_sequence_si(m, held, kv_bytes) * _kv_copies(m, tp, a)  # each GPU keeps at least one KV head
+    both = w + wd
+    usable = _usable_si(g, tp, a, both)
     top = 0
-    if _greater(usable, both):
-        top = int(F["max_batch"](usable_memory=usable, weights=both, kv_per_sequence=_plus(kv, kd)).m)
-    plain = max_batch(m, g, context_tokens, n_gpus=tp, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a)
+    if usable > both:
+        top = int(F["max_batch"].value(usable_memory=usable, weights=both, kv_per_sequence=kv + kd))
+    plain = 0  # max_batch() of the target alone
+    usable_plain = _usable_si(g, tp, a, w)
+    if w < usable_plain:
+        kv_plain = _kv_sequence_si(m, context_tokens, kv_bytes) * _kv_copies(m, tp, a)
+        plain = int(F["max_batch"].value(usable_memory=usable_plain, weights=w, kv_per_sequence=kv_plain))
+    gb = lambda x: quantity(x * _B_GB, _GB._units)  # noqa: E731
     return SpeculativeMemory(
-        weights=to(w, "GB"),
-        draft_weights=to(wd, "GB"),
-        kv_per_sequence=to(kv, "GB"),
-        draft_kv_per_sequence=to(kd, "GB"),
-        usable_memory=to(usable, "GB"),
+        weights=gb(w),
+        draft_weights=gb(wd),
+        kv_per_sequence=gb(kv),
+        draft_kv_per_sequence=gb(kd),
+        usable_memory=gb(usable),
         max_batch=top,
         plain_max_batch=plain,
         where=_where(g, tp),

@@ -467,3 +467,31 @@ def test_the_unchecked_step_takes_speculative_step_s_arguments_and_its_set_up():
 
     mine = [p for p in inspect.signature(_speculative_step).parameters.values() if p.name != "steps"]
     assert mine == list(inspect.signature(speculative_step).parameters.values())
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    model=st.sampled_from(["Llama-3.1-8B", "Llama-3.1-70B", "Qwen2.5-72B", "Mixtral-8x7B", "Qwen3-30B-A3B"]),
+    gpu=st.sampled_from(["H100 SXM", "A100 SXM 80GB", "L40S", "H200 SXM"]),
+    tp=st.sampled_from([1, 2, 4]),
+    weights=st.sampled_from([2, "fp8", "int4"]),
+    kv=st.sampled_from([2, "fp8"]),
+    method=st.sampled_from(["course", "envelope", "planner", "capacity", "lab"]),
+    context=st.integers(256, 20_000),
+    k=st.integers(1, 6),
+)
+def test_speculative_memory_is_the_planners_memory(model, gpu, tp, weights, kv, method, context, k):
+    """speculative_memory sizes on the planner's plain floats: without a draft (n-gram), its figures are the public
+    functions' (weights, usable memory, KV per sequence at the context plus the k drafted tokens, the largest batch),
+    and ``plain_max_batch`` is max_batch() of the target alone. (Every model here splits over 1, 2 or 4 GPUs.)"""
+    kw = dict(weight_bytes=weights, kv_bytes=kv, assumptions=method)
+    mem = speculative_memory(model, gpu, Speculation("ngram", k, 0.6), context_tokens=context, tensor_parallel=tp, **kw)
+    w = lc.weight_bytes(model, weights)
+    assert math.isclose(mem.weights.to("B").m, w.to("B").m, rel_tol=1e-12)
+    usable = lc.usable_memory(gpu, tp, weights=w, assumptions=method)
+    assert math.isclose(mem.usable_memory.to("B").m, usable.to("B").m, rel_tol=1e-12)
+    per_seq = lc.kv_bytes_per_sequence(model, context + k, kv) * lc.kv_copies(model, tp, method)
+    assert math.isclose(mem.kv_per_sequence.to("B").m, per_seq.to("B").m, rel_tol=1e-12)
+    assert mem.draft_weights.m == 0 and mem.draft_kv_per_sequence.m == 0
+    assert mem.max_batch == lc.max_batch(model, gpu, context + k, n_gpus=tp, **kw)
+    assert mem.plain_max_batch == lc.max_batch(model, gpu, context, n_gpus=tp, **kw)
