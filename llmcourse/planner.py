@@ -747,7 +747,27 @@ def _decoder_of(
     link: Any = None,
 ) -> Callable[[float, bool], DecodeStep | float]:
     """:func:`decode_step`'s checks (the same parameters, checked by the same names) and its step as a function
-    of the batch."""
+    of the batch (the set-up kept: :func:`_kept`)."""
+    return _decoder_kept(
+        model, gpu, context_tokens, n_gpus, weight_bytes, kv_bytes, assumptions, data_parallel, pipeline_parallel,
+        expert_parallel, link,
+    )  # fmt: skip
+
+
+def _decoder_kept(
+    model: Any,
+    gpu: Any,
+    context_tokens: float,
+    n_gpus: int,
+    weight_bytes: Any,
+    kv_bytes: Any,
+    assumptions: Any,
+    data_parallel: int,
+    pipeline_parallel: int,
+    expert_parallel: int | None,
+    link: Any,
+) -> Callable[[float, bool], DecodeStep | float]:
+    """:func:`_decoder_of` once its arguments are checked (kept by :func:`_kept`, below its definition)."""
     m, g, lay, a, precision = _decode_inputs(
         model, gpu, context_tokens, n_gpus, weight_bytes, assumptions, None, None, None, None, data_parallel,
         pipeline_parallel, expert_parallel, link,
@@ -1442,15 +1462,20 @@ def _owned(base: dict[str, Any]) -> dict[str, Any]:
             "kv_per_sequence": _own(base["kv_per_sequence"])}  # fmt: skip
 
 
-def _kept(set_up: Callable[..., Callable[[int | None], Replica]]) -> Callable[..., Callable[[int | None], Replica]]:
-    """``set_up``, each of its answers kept in :data:`_SETUPS` by its inputs (given by position; a dict of inputs,
-    a replica's shape, by its items): the same inputs give the kept set-up, and an input that is refused is refused
-    each time (an exception is not kept)."""
+def _kept(set_up: Callable[..., Callable[..., Any]]) -> Callable[..., Callable[..., Any]]:
+    """``set_up`` (a replica's, or a decode step's, as a function of the batch), each of its answers kept in
+    :data:`_SETUPS` by the function and its inputs (given by position; a dict of inputs, a replica's shape, by its
+    items): the same inputs give the kept set-up, and an input that is refused is refused each time (an exception is
+    not kept). What a set-up returns must be built anew at each call (a kept set-up is shared)."""
 
     @functools.wraps(set_up)
-    def kept(*args: Any) -> Callable[[int | None], Replica]:
-        key = tuple(
-            tuple((k, _setup_key(x)) for k, x in sorted(v.items())) if type(v) is dict else _setup_key(v) for v in args
+    def kept(*args: Any) -> Callable[..., Any]:
+        key = (
+            set_up,
+            *(
+                tuple((k, _setup_key(x)) for k, x in sorted(v.items())) if type(v) is dict else _setup_key(v)
+                for v in args
+            ),
         )
         got = _SETUPS.pop(key, None)
         if got is None:
@@ -1461,6 +1486,9 @@ def _kept(set_up: Callable[..., Callable[[int | None], Replica]]) -> Callable[..
         return got[1]
 
     return kept
+
+
+_decoder_kept = _kept(_decoder_kept)  # defined above, with decode_step; kept here, where _kept is
 
 
 @_kept

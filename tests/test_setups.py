@@ -220,3 +220,23 @@ def test_threads_asking_at_once_get_the_fresh_figures(monkeypatch):
     for t in threads:
         t.join()
     assert errors == [] and wrong == []
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    model=st.sampled_from([*MODELS, "Qwen3-30B-A3B"]),
+    gpu=st.sampled_from(GPUS),
+    tp=st.sampled_from([1, 2, 4]),
+    kv=st.sampled_from([2, "fp8", 0.4]),
+    method=st.sampled_from(["course", "envelope", "lab"]),
+    context=st.integers(100, 30_000),
+    batches=st.lists(st.integers(1, 300), min_size=2, max_size=4),
+)
+def test_a_decode_step_on_a_kept_set_up_is_decode_steps(model, gpu, tp, kv, method, context, batches):
+    """The decode steps a search asks of a kept set-up (``_decode_steps``, as the speculative calculator asks them)
+    are decode_step()'s own, each time the same set-up is asked again."""
+    kw = dict(context_tokens=context, n_gpus=tp, weight_bytes="fp8", kv_bytes=kv, assumptions=method)
+    for batch in batches:
+        for _ in range(2):  # the second finds the first's set-up
+            got = _outcome(lambda: planner._decode_steps(model, gpu, **kw)(batch))  # noqa: B023
+            assert got == _outcome(lambda: planner.decode_step(model, gpu, batch=batch, **kw))  # noqa: B023
