@@ -51,6 +51,14 @@ def test_numeric_function_equals_the_expression(name, data):
         assume(abs(inner - round(inner)) > 1e-9 * max(1.0, abs(inner)))
     symbolic = float(exact)
     numeric = f.numeric(*[values[s] for s in f.inputs])
+    # near a pole (a crossover's denominator, the difference of two nearly equal terms, close to zero) the value
+    # hangs on the last bits of the inputs: floats and SymPy's decimal Floats then differ, even in sign, and such a
+    # point tests float rounding, not the formula. It is not compared: one input moved by a part in 10^7 moves the
+    # value by more than a part in 10^3.
+    for s in f.inputs:
+        if not s.integer:
+            moved = f.numeric(*[values[t] * (1 - 1e-7) if t is s else values[t] for t in f.inputs])
+            assume(math.isfinite(moved) and abs(moved - numeric) <= 1e-3 * max(abs(numeric), 1e-12))
     assert numeric == pytest.approx(symbolic, rel=1e-9, abs=1e-12)
 
 
