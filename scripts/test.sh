@@ -52,6 +52,7 @@ phase "the notebooks for nbval"
 # tests/browser comes first, so that its file (the longest) starts at once while the other worker takes the rest.
 # nbval checks each cell on the book build's own execution of it, when that is current (tests/conftest.py).
 export MPLBACKEND=Agg  # pytest draws figures off screen; the book build above keeps the kernels' inline plots
+export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}  # the same examples at every run (tests/conftest.py)
 echo "== pytest: unit, property and conformance tests, doctests, nbval, browser (headless chromium)"
 workers=${PYTEST_WORKERS:-2}
 parallel=()
