@@ -277,15 +277,11 @@ def _warm(value: Any) -> None:
 
     if not isinstance(value, Calculator) or value.error is not None:
         return
-    kept = planner._SETUPS
-    try:
-        for _ in range(WARM_UPDATES):
-            # the whole path, as a change of a length or a precision takes it, not the kept set-ups (left as they are
-            # for this page's other calculators)
-            planner._SETUPS = {}
+    for _ in range(WARM_UPDATES):
+        # the whole path, as a change of a length or a precision takes it, not the kept set-ups (left as they are
+        # for this page's other calculators)
+        with planner._set_ups_aside():
             value.update()
-    finally:
-        planner._SETUPS = kept
     control = next(iter(value.controls.values()), None)
     if control is not None and control.comm is not None:
         state = {"value": control.get_state("value")["value"]}

@@ -16,10 +16,11 @@ Each function accepts a catalog name or a :class:`~llmcourse.catalog.Model` /
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -126,6 +127,82 @@ def _once(make: Callable[[], Any]) -> Callable[[], Any]:
         return got[0]
 
     return get
+
+
+#: The replicas :func:`_replica_of` has set up, by their inputs (:func:`_setup_key`), the least recently used
+#: first: a calculator asks for the same few replicas at every update (the design review's five plans, the many-GPUs
+#: chart's bars), and most controls (the request rate, a target, the batch) change none of them. Bounded: the least
+#: recently used set-up goes first. Not guarded by a lock: a race between threads can only set a replica up twice.
+_SETUPS: dict[tuple, tuple[tuple, Callable[[int | None], Replica]]] = {}
+_SETUPS_KEPT = 256
+
+
+def _setup_key(value: Any) -> Any:
+    """``value`` as a part of a :data:`_SETUPS` key: equal keys for inputs that give the same replica, to the same
+    floats and types. Numbers with their type (4_000 and 4_000.0 print differently); a quantity of a plain number by
+    its magnitude and units (pint hashes a quantity slowly; an array's magnitude is not hashable); a model or
+    assumptions by value (frozen dataclasses of plain fields, so ``Model.with_`` gives an equal key; a model with its
+    aliases, which its equality leaves out); anything else (a catalog GPU or link: frozen, and slow to hash by value)
+    by identity (the inputs are kept beside the set-up, so that an id is not reused while it is kept). Assumptions
+    equal but for a field given as 1 where the other has 1.0 share a set-up: the same figures."""
+    t = type(value)
+    if value is None or t is str:
+        return value
+    if t in (int, float, bool):
+        return (t, value)
+    if t is Q_ and type(value._magnitude) in (int, float):
+        return (Q_, type(value._magnitude), value._magnitude, value._units)
+    if t is Model:  # its aliases are not compared, but a replica's spec keeps them
+        return (value, value.aliases)
+    if t is Assumptions:
+        return value
+    return (object, id(value))
+
+
+def _kept(set_up: Callable[..., Callable[..., Any]]) -> Callable[..., Callable[..., Any]]:
+    """``set_up`` (a replica's, or a decode step's, as a function of the batch), each of its answers kept in
+    :data:`_SETUPS` by the function and its inputs (given by position; a dict of inputs, a replica's shape, by its
+    items): the same inputs give the kept set-up, and an input that is refused is refused each time (an exception is
+    not kept). What a set-up returns must be built anew at each call (a kept set-up is shared)."""
+
+    @functools.wraps(set_up)
+    def kept(*args: Any) -> Callable[..., Any]:
+        key = (
+            set_up,
+            *(
+                tuple((k, _setup_key(x)) for k, x in sorted(v.items())) if type(v) is dict else _setup_key(v)
+                for v in args
+            ),
+        )
+        got = _SETUPS.pop(key, None)
+        if got is None:
+            got = (args, set_up(*args))  # the inputs kept beside it: an id in the key is not reused while it is kept
+            while len(_SETUPS) >= _SETUPS_KEPT:  # the least recently used goes
+                _SETUPS.pop(next(iter(_SETUPS), None), None)
+        _SETUPS[key] = got  # the newest, last
+        return got[1]
+
+    return kept
+
+
+@contextlib.contextmanager
+def _set_ups_aside() -> Iterator[None]:
+    """Within the block, no set-up is kept from before and none made in it is kept after: the planner's whole path,
+    as a new input takes it (the live warm-up; tests comparing kept set-ups with fresh ones)."""
+    global _SETUPS
+    kept, _SETUPS = _SETUPS, {}
+    try:
+        yield
+    finally:
+        _SETUPS = kept
+
+
+def _max_batch_si(usable: float, weights: float, kv_per_sequence: float) -> int:
+    """:func:`max_batch` on plain floats in bytes: the sequences whose KV cache fits beside the weights in the usable
+    memory, 0 when the weights alone take it all."""
+    if weights >= usable:
+        return 0
+    return int(F["max_batch"].value(usable_memory=usable, weights=weights, kv_per_sequence=kv_per_sequence))
 
 
 def largest_batch(meets: Callable[[int], bool], top: int) -> int:
@@ -754,6 +831,7 @@ def _decoder_of(
     )  # fmt: skip
 
 
+@_kept
 def _decoder_kept(
     model: Any,
     gpu: Any,
@@ -767,7 +845,7 @@ def _decoder_kept(
     expert_parallel: int | None,
     link: Any,
 ) -> Callable[[float, bool], DecodeStep | float]:
-    """:func:`_decoder_of` once its arguments are checked (kept by :func:`_kept`, below its definition)."""
+    """:func:`_decoder_of` once its arguments are checked."""
     m, g, lay, a, precision = _decode_inputs(
         model, gpu, context_tokens, n_gpus, weight_bytes, assumptions, None, None, None, None, data_parallel,
         pipeline_parallel, expert_parallel, link,
@@ -1419,36 +1497,6 @@ def _replica_setup(
     )  # fmt: skip
 
 
-#: The replicas :func:`_replica_of` has set up, by their inputs (:func:`_setup_key`), the least recently used
-#: first: a calculator asks for the same few replicas at every update (the design review's five plans, the many-GPUs
-#: chart's bars), and most controls (the request rate, a target, the batch) change none of them. Bounded: the least
-#: recently used set-up goes first. Not guarded by a lock: a race between threads can only set a replica up twice.
-_SETUPS: dict[tuple, tuple[tuple, Callable[[int | None], Replica]]] = {}
-_SETUPS_KEPT = 256
-
-
-def _setup_key(value: Any) -> Any:
-    """``value`` as a part of a :data:`_SETUPS` key: equal keys for inputs that give the same replica, to the same
-    floats and types. Numbers with their type (4_000 and 4_000.0 print differently); a quantity of a plain number by
-    its magnitude and units (pint hashes a quantity slowly; an array's magnitude is not hashable); a model or
-    assumptions by value (frozen dataclasses of plain fields, so ``Model.with_`` gives an equal key; a model with its
-    aliases, which its equality leaves out); anything else (a catalog GPU or link: frozen, and slow to hash by value)
-    by identity (the inputs are kept beside the set-up, so that an id is not reused while it is kept). Assumptions
-    equal but for a field given as 1 where the other has 1.0 share a set-up: the same figures."""
-    t = type(value)
-    if value is None or t is str:
-        return value
-    if t in (int, float, bool):
-        return (t, value)
-    if t is Q_ and type(value._magnitude) in (int, float):
-        return (Q_, type(value._magnitude), value._magnitude, value._units)
-    if t is Model:  # its aliases are not compared, but a replica's spec keeps them
-        return (value, value.aliases)
-    if t is Assumptions:
-        return value
-    return (object, id(value))
-
-
 def _own(q: pint.Quantity) -> pint.Quantity:
     """A new quantity equal to ``q``: a kept set-up's figure given to a caller as its own (pint's in-place
     operations, such as ``ito``, change a quantity, and must not change the next caller's)."""
@@ -1460,35 +1508,6 @@ def _owned(base: dict[str, Any]) -> dict[str, Any]:
     the caller's, or the catalog's, as it was given."""
     return {**base, "weights": _own(base["weights"]), "usable_memory": _own(base["usable_memory"]),
             "kv_per_sequence": _own(base["kv_per_sequence"])}  # fmt: skip
-
-
-def _kept(set_up: Callable[..., Callable[..., Any]]) -> Callable[..., Callable[..., Any]]:
-    """``set_up`` (a replica's, or a decode step's, as a function of the batch), each of its answers kept in
-    :data:`_SETUPS` by the function and its inputs (given by position; a dict of inputs, a replica's shape, by its
-    items): the same inputs give the kept set-up, and an input that is refused is refused each time (an exception is
-    not kept). What a set-up returns must be built anew at each call (a kept set-up is shared)."""
-
-    @functools.wraps(set_up)
-    def kept(*args: Any) -> Callable[..., Any]:
-        key = (
-            set_up,
-            *(
-                tuple((k, _setup_key(x)) for k, x in sorted(v.items())) if type(v) is dict else _setup_key(v)
-                for v in args
-            ),
-        )
-        got = _SETUPS.pop(key, None)
-        if got is None:
-            got = (args, set_up(*args))  # the inputs kept beside it: an id in the key is not reused while it is kept
-            while len(_SETUPS) >= _SETUPS_KEPT:  # the least recently used goes
-                _SETUPS.pop(next(iter(_SETUPS), None), None)
-        _SETUPS[key] = got  # the newest, last
-        return got[1]
-
-    return kept
-
-
-_decoder_kept = _kept(_decoder_kept)  # defined above, with decode_step; kept here, where _kept is
 
 
 @_kept
@@ -1523,7 +1542,7 @@ def _replica_of(
         w = F["dp_weights_held"].value(weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
     mem = _usable_si(g, check_value(n_all, SYMBOLS["n_gpus"], "n_gpus"), a, w)
     kv_seq = _kv_sequence_si(m, final, kv_bytes) * _kv_copies(m, tp, a)  # the replica's memory for one sequence
-    top = 0 if w >= mem else int(F["max_batch"].value(usable_memory=mem, weights=w, kv_per_sequence=kv_seq))
+    top = _max_batch_si(mem, w, kv_seq)
     price = None
     if price_per_hour is not None or g.price_per_hour is not None:
         price = _price(g, price_per_hour)

@@ -73,7 +73,7 @@ from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
 from llmcourse.planner import (
-    _B_GB,
+    _B,
     _GB,
     _MS_S,
     _S,
@@ -82,6 +82,7 @@ from llmcourse.planner import (
     _decode_steps,
     _kv_copies,
     _kv_sequence_si,
+    _max_batch_si,
     _read_efficiency,
     _usable_si,
     _weights_si,
@@ -477,23 +478,15 @@ def speculative_memory(
     kv = _kv_sequence_si(m, held, kv_bytes) * _kv_copies(m, tp, a)  # each GPU keeps at least one KV head
     both = w + wd
     usable = _usable_si(g, tp, a, both)
-    top = 0
-    if usable > both:
-        top = int(F["max_batch"].value(usable_memory=usable, weights=both, kv_per_sequence=kv + kd))
-    plain = 0  # max_batch() of the target alone
-    usable_plain = _usable_si(g, tp, a, w)
-    if w < usable_plain:
-        kv_plain = _kv_sequence_si(m, context_tokens, kv_bytes) * _kv_copies(m, tp, a)
-        plain = int(F["max_batch"].value(usable_memory=usable_plain, weights=w, kv_per_sequence=kv_plain))
-    gb = lambda x: quantity(x * _B_GB, _GB._units)  # noqa: E731
+    kv_plain = _kv_sequence_si(m, context_tokens, kv_bytes) * _kv_copies(m, tp, a)
     return SpeculativeMemory(
-        weights=gb(w),
-        draft_weights=gb(wd),
-        kv_per_sequence=gb(kv),
-        draft_kv_per_sequence=gb(kd),
-        usable_memory=gb(usable),
-        max_batch=top,
-        plain_max_batch=plain,
+        weights=in_unit(w, _B, _GB),
+        draft_weights=in_unit(wd, _B, _GB),
+        kv_per_sequence=in_unit(kv, _B, _GB),
+        draft_kv_per_sequence=in_unit(kd, _B, _GB),
+        usable_memory=in_unit(usable, _B, _GB),
+        max_batch=_max_batch_si(usable, both, kv + kd),
+        plain_max_batch=_max_batch_si(_usable_si(g, tp, a, w), w, kv_plain),  # max_batch() of the target alone
         where=_where(g, tp),
     )
 

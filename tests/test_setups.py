@@ -26,12 +26,8 @@ GPUS = ["H100 SXM", "A100 80GB", "H200"]
 
 def fresh(f):
     """``f()`` with no set-up kept (the planner's own path, uncached), the kept ones put back after."""
-    saved = planner._SETUPS
-    planner._SETUPS = {}
-    try:
+    with planner._set_ups_aside():
         return f()
-    finally:
-        planner._SETUPS = saved
 
 
 def _outcome(f):
@@ -103,8 +99,7 @@ def test_the_set_up_is_kept_and_asked_again():
 
     wrapped = planner._kept(counting)
 
-    def run():
-        planner._SETUPS = {}
+    def run():  # (within fresh: no set-up kept from before)
         saved, planner._replica_of = planner._replica_of, wrapped
         try:
             return [replica("Llama-3.1-70B", "H100 SXM", batch=b, **kw) for b in (7, 40, 7)]
