@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/measure_live.py [SITE] [--updates N] [--repeat N] [--private]    # SITE: _build/html
 
-Several minutes with the defaults (3 start-ups, 40 recomputes per calculator).
+About 7 minutes with the defaults (3 start-ups, 40 recomputes per calculator; 6 min 48 s on the 2-core machine).
 
 Serves the built book on 127.0.0.1 and prints the figures below, each browser a fresh profile, as a reader's own
 browser keeps one (its caches on disk), or with ``--private`` fresh contexts of one browser, as private windows,
