@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import functools
 import math
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -132,9 +133,11 @@ def _once(make: Callable[[], Any]) -> Callable[[], Any]:
 #: The replicas :func:`_replica_of` has set up, by their inputs (:func:`_setup_key`), the least recently used
 #: first: a calculator asks for the same few replicas at every update (the design review's five plans, the many-GPUs
 #: chart's bars), and most controls (the request rate, a target, the batch) change none of them. Bounded: the least
-#: recently used set-up goes first. Not guarded by a lock: a race between threads can only set a replica up twice.
+#: recently used set-up goes first. Its reads and writes hold :data:`_SETUPS_LOCK` (a set-up itself is made outside
+#: it: two threads asking for a new one at once may both make it, and get equal figures).
 _SETUPS: dict[tuple, tuple[tuple, Callable[[int | None], Replica]]] = {}
 _SETUPS_KEPT = 256
+_SETUPS_LOCK = threading.Lock()
 
 
 def _setup_key(value: Any) -> Any:
@@ -144,7 +147,8 @@ def _setup_key(value: Any) -> Any:
     assumptions by value (frozen dataclasses of plain fields, so ``Model.with_`` gives an equal key; a model with its
     aliases, which its equality leaves out); anything else (a catalog GPU or link: frozen, and slow to hash by value)
     by identity (the inputs are kept beside the set-up, so that an id is not reused while it is kept). Assumptions
-    equal but for a field given as 1 where the other has 1.0 share a set-up: the same figures."""
+    equal but for a field given as 1 where the other has 1.0 are different keys, as such numbers are: a replica holds
+    the model and the assumptions it was set up with, and a caller must get back what it gave, to the types."""
     t = type(value)
     if value is None or t is str:
         return value
@@ -152,10 +156,9 @@ def _setup_key(value: Any) -> Any:
         return (t, value)
     if t is Q_ and type(value._magnitude) in (int, float):
         return (Q_, type(value._magnitude), value._magnitude, value._units)
-    if t is Model:  # its aliases are not compared, but a replica's spec keeps them
-        return (value, value.aliases)
-    if t is Assumptions:
-        return value
+    if t is Model or t is Assumptions:  # every field (a model's aliases too, which its equality leaves out), typed
+        fields = tuple(value.__dict__.values())
+        return (t, fields, tuple(map(type, fields)))
     return (object, id(value))
 
 
@@ -174,12 +177,16 @@ def _kept(set_up: Callable[..., Callable[..., Any]]) -> Callable[..., Callable[.
                 for v in args
             ),
         )
-        got = _SETUPS.pop(key, None)
-        if got is None:
-            got = (args, set_up(*args))  # the inputs kept beside it: an id in the key is not reused while it is kept
+        with _SETUPS_LOCK:
+            got = _SETUPS.pop(key, None)
+            if got is not None:
+                _SETUPS[key] = got  # the most recently used, last
+                return got[1]
+        got = (args, set_up(*args))  # the inputs kept beside it: an id in the key is not reused while it is kept
+        with _SETUPS_LOCK:
             while len(_SETUPS) >= _SETUPS_KEPT:  # the least recently used goes
-                _SETUPS.pop(next(iter(_SETUPS), None), None)
-        _SETUPS[key] = got  # the newest, last
+                _SETUPS.pop(next(iter(_SETUPS)))
+            _SETUPS[key] = got
         return got[1]
 
     return kept
@@ -188,13 +195,16 @@ def _kept(set_up: Callable[..., Callable[..., Any]]) -> Callable[..., Callable[.
 @contextlib.contextmanager
 def _set_ups_aside() -> Iterator[None]:
     """Within the block, no set-up is kept from before and none made in it is kept after: the planner's whole path,
-    as a new input takes it (the live warm-up; tests comparing kept set-ups with fresh ones)."""
+    as a new input takes it (the live warm-up; tests comparing kept set-ups with fresh ones). It swaps the
+    process's one store: not for blocks on several threads at once (one would put back another's)."""
     global _SETUPS
-    kept, _SETUPS = _SETUPS, {}
+    with _SETUPS_LOCK:
+        kept, _SETUPS = _SETUPS, {}
     try:
         yield
     finally:
-        _SETUPS = kept
+        with _SETUPS_LOCK:
+            _SETUPS = kept
 
 
 def _max_batch_si(usable: float, weights: float, kv_per_sequence: float) -> int:
@@ -426,7 +436,7 @@ def _price(gpu: GPU | str, price_per_hour: Any) -> pint.Quantity:
         if known is None or known.price_per_hour is None:
             name = gpu.name if isinstance(gpu, GPU) else gpu
             raise InputError(f"{name} has no price in the catalog: pass price_per_hour=Q_(2.5, 'USD/hour').")
-        return known.price_per_hour
+        return _own(known.price_per_hour)  # the caller's own: an in-place change must not reach the catalog
     q = as_quantity(price_per_hour, "USD/hour", "price_per_hour")
     _number(q.magnitude, "price_per_hour")
     return q
@@ -1504,10 +1514,12 @@ def _own(q: pint.Quantity) -> pint.Quantity:
 
 
 def _owned(base: dict[str, Any]) -> dict[str, Any]:
-    """A kept set-up's figures of a replica (``base``), its quantities the caller's own (:func:`_own`); the price is
-    the caller's, or the catalog's, as it was given."""
+    """A kept set-up's figures of a replica (``base``), its quantities (the price among them) the caller's own
+    (:func:`_own`)."""
+    price = base["price_per_hour"]
     return {**base, "weights": _own(base["weights"]), "usable_memory": _own(base["usable_memory"]),
-            "kv_per_sequence": _own(base["kv_per_sequence"])}  # fmt: skip
+            "kv_per_sequence": _own(base["kv_per_sequence"]),
+            "price_per_hour": None if price is None else _own(price)}  # fmt: skip
 
 
 @_kept

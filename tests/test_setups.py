@@ -8,6 +8,8 @@ replica worked out on kept set-ups equals the one worked out with none kept, wha
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 import threading
 
 import pytest
@@ -15,7 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcourse import planner
-from llmcourse.catalog import models
+from llmcourse.assumptions import resolve
+from llmcourse.catalog import gpus, models
 from llmcourse.errors import InputError
 from llmcourse.planner import Brief, _setup_key, plan, replica
 from llmcourse.units import Q_
@@ -120,6 +123,19 @@ def test_keys_tell_apart_what_prints_apart():
     m = models["Llama-3.1-8B"]
     assert _setup_key(m) == _setup_key(m.with_(kv_heads=m.kv_heads))  # by value: Model.with_ keeps its set-ups
     assert _setup_key(m) != _setup_key(m.with_(aliases=("another name",)))  # aliases: not in its equality
+    a = resolve("course")  # dataclasses.replace keeps the name (Assumptions.replace would name each apart)
+    assert _setup_key(dataclasses.replace(a, headroom=2)) != _setup_key(dataclasses.replace(a, headroom=2.0))
+    assert _setup_key(dataclasses.replace(a, headroom=2.0)) == _setup_key(dataclasses.replace(a, headroom=2.0))
+
+
+def test_a_replica_holds_the_assumptions_it_was_given_to_the_types():
+    kw = dict(batch=4, prompt_tokens=1_000, answer_tokens=100)
+    for first, then in ((2, 2.0), (2.0, 2)):
+        replica("Llama-3.1-8B", "H100 SXM", assumptions=dataclasses.replace(resolve("course"), headroom=first), **kw)
+        got = replica(
+            "Llama-3.1-8B", "H100 SXM", assumptions=dataclasses.replace(resolve("course"), headroom=then), **kw
+        )
+        assert type(got.assumptions.headroom) is type(then)
 
 
 def test_a_quantity_of_an_array_is_keyed_by_identity():
@@ -127,7 +143,7 @@ def test_a_quantity_of_an_array_is_keyed_by_identity():
     price = Q_(np.array(2.0), "USD/hour")
     assert _setup_key(price) == (object, id(price))
     r = replica("Llama-3.1-8B", "H100 SXM", batch=4, prompt_tokens=1_000, answer_tokens=100, price_per_hour=price)
-    assert r.price_per_hour is price
+    assert r.price_per_hour.units == price.units and float(r.price_per_hour.magnitude) == 2.0
 
 
 def test_equal_numbers_of_another_type_give_their_own_replica():
@@ -163,10 +179,19 @@ def test_what_a_caller_changes_in_place_does_not_reach_the_next_caller():
               first.replica.kv_per_sequence):  # fmt: skip
         q.ito("B")  # the same value, in another unit
     first.replica.first_prefill.time.ito("s")
+    first.price_per_hour.ito("USD/minute")  # the catalog's price, as the plan was given it
+    first.replica.price_per_hour.ito("USD/minute")
     again = plan("Llama-3.1-8B", "H100 SXM", brief)
     assert again.weights.units == Q_(1, "GB").units and again.replica.weights.units == Q_(1, "GB").units
     assert again.replica.first_prefill.time.units == Q_(1, "ms").units
+    assert gpus["H100 SXM"].price_per_hour.units == Q_(1, "USD/hour").units
+    assert again.price_per_hour.units == again.replica.price_per_hour.units == Q_(1, "USD/hour").units
     assert again == fresh(lambda: plan("Llama-3.1-8B", "H100 SXM", brief))
+    kw = dict(batch=4, prompt_tokens=1_000, answer_tokens=100)
+    mine = replica("Llama-3.1-8B", "H100 SXM", price_per_hour=Q_(3.0, "USD/hour"), **kw)
+    mine.price_per_hour.ito("USD/minute")
+    theirs = replica("Llama-3.1-8B", "H100 SXM", price_per_hour=Q_(3.0, "USD/hour"), **kw)  # an equal price: kept
+    assert theirs.price_per_hour.units == Q_(1, "USD/hour").units
 
 
 def test_a_plan_carries_its_own_price():
@@ -194,8 +219,11 @@ def test_the_set_ups_kept_are_bounded_the_least_recently_used_going_first(monkey
 
 
 def test_threads_asking_at_once_get_the_fresh_figures(monkeypatch):
-    """No lock: threads racing on the same kept set-ups get the figures a fresh set-up gives, and no error."""
-    monkeypatch.setattr(planner, "_SETUPS_KEPT", 4)
+    """Threads racing on the same kept set-ups, switched between as often as the interpreter allows, get the figures
+    a fresh set-up gives, and no error."""
+    monkeypatch.setattr(planner, "_SETUPS_KEPT", 2)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
     want = {p: fresh(lambda p=p: replica("Llama-3.1-8B", "H100 SXM", batch=3, prompt_tokens=p, answer_tokens=50))
             for p in range(500, 510)}  # fmt: skip
     errors, wrong = [], []
@@ -209,11 +237,14 @@ def test_threads_asking_at_once_get_the_fresh_figures(monkeypatch):
         except Exception as exc:  # what would reach a thread's caller
             errors.append(exc)
 
-    threads = [threading.Thread(target=work) for _ in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    threads = [threading.Thread(target=work) for _ in range(8)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
     assert errors == [] and wrong == []
 
 
