@@ -14,7 +14,7 @@ import math
 
 import pytest
 import sympy as sp
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import llmcourse as lc
@@ -495,3 +495,37 @@ def test_speculative_memory_is_the_planners_memory(model, gpu, tp, weights, kv, 
     assert mem.draft_weights.m == 0 and mem.draft_kv_per_sequence.m == 0
     assert mem.max_batch == lc.max_batch(model, gpu, context + k, n_gpus=tp, **kw)
     assert mem.plain_max_batch == lc.max_batch(model, gpu, context, n_gpus=tp, **kw)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    model=st.sampled_from(["Llama-3.1-70B", "Qwen2.5-72B"]),
+    gpu=st.sampled_from(["H100 SXM", "A100 SXM 80GB", "H200 SXM"]),
+    tp=st.sampled_from([1, 2, 4]),
+    weights=st.sampled_from([2, "fp8", "int4"]),
+    draft_weights=st.sampled_from([None, 2, "int4"]),
+    kv=st.sampled_from([2, "fp8"]),
+    method=st.sampled_from(["course", "envelope", "planner", "capacity", "lab"]),
+    context=st.integers(256, 20_000),
+    k=st.integers(1, 6),
+)
+def test_speculative_memory_with_a_draft_model_is_the_public_functions(
+    model, gpu, tp, weights, draft_weights, kv, method, context, k
+):
+    """With a draft model, the draft's weights and KV per sequence are the public functions' for the draft (its KV
+    at the context plus the k drafted tokens, each copy a tensor-parallel replica keeps), the usable memory is the
+    GPUs' with both sets of weights, and the largest batch is the sequences whose two caches fit beside them."""
+    draft = "Llama-3.1-8B"
+    spec = Speculation("draft model", k, 0.6, draft, draft_weight_bytes=draft_weights)
+    kw = dict(weight_bytes=weights, kv_bytes=kv, assumptions=method)
+    mem = speculative_memory(model, gpu, spec, context_tokens=context, tensor_parallel=tp, **kw)
+    wd = lc.weight_bytes(draft, draft_weights or weights)
+    assert math.isclose(mem.draft_weights.to("B").m, wd.to("B").m, rel_tol=1e-12)
+    kd = lc.kv_bytes_per_sequence(draft, context + k, kv) * lc.kv_copies(draft, tp, method)
+    assert math.isclose(mem.draft_kv_per_sequence.to("B").m, kd.to("B").m, rel_tol=1e-12)
+    both = lc.weight_bytes(model, weights) + wd
+    usable = lc.usable_memory(gpu, tp, weights=both, assumptions=method)
+    assert math.isclose(mem.usable_memory.to("B").m, usable.to("B").m, rel_tol=1e-12)
+    room = ((usable - both) / (mem.kv_per_sequence + kd)).to("dimensionless").m
+    assume(abs(room - round(room)) > 1e-9 * max(1.0, abs(room)))  # at an edge, float rounding decides the side
+    assert mem.max_batch == max(0, math.floor(room))
