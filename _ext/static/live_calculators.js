@@ -227,22 +227,30 @@
       all at once: one layout), which it keeps while skipped, so the page does not move; measured again when the
       window's width changes (the text wraps anew). */
   let measuredWidth = null;
-  function skipOffscreen() {
+  const frame = () => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)));
+  async function skipOffscreen() {
     const html = document.documentElement;
     const sections = [...document.querySelectorAll(".bd-article section > section")];
+    const again = measuredWidth !== null;
+    measuredWidth = window.innerWidth;
     html.classList.remove("llmcourse-live-on");
     html.classList.add("llmcourse-live-measure");  // contained as they will be, each rendered
+    if (again) {
+      // a section drawn before keeps the height it last had ("auto"), at the old width, over the one given: dropped
+      // ("none" for a rendering update), so that the heights measured now are the ones a skipped section keeps
+      sections.forEach((s) => { s.style.containIntrinsicSize = "none"; });
+      await frame();
+    }
     const heights = sections.map((s) => s.getBoundingClientRect().height);
     sections.forEach((s, i) => { s.style.containIntrinsicSize = `auto ${heights[i]}px`; });
     html.classList.replace("llmcourse-live-measure", "llmcourse-live-on");
-    if (measuredWidth === null) {
+    if (!again) {
       let timer = null;
       window.addEventListener("resize", () => {
         clearTimeout(timer);
         timer = setTimeout(() => { if (window.innerWidth !== measuredWidth) skipOffscreen(); }, 200);
       });
     }
-    measuredWidth = window.innerWidth;
   }
 
   function start(root) {

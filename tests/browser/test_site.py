@@ -449,6 +449,36 @@ def test_a_live_page_skips_its_off_screen_sections_without_moving(live: LivePage
     assert live.page.locator(ERROR).count() == 0
 
 
+def test_a_live_page_measured_again_at_a_new_width_holds_its_sections_where_they_are_drawn(
+    live: LivePage, watch: tuple[Any, Watch]
+) -> None:
+    """At a new window width the text wraps anew: the skipped sections are measured again, and each is held at its
+    new height, not at the one it was last drawn with (content-visibility's remembered size) at the old width."""
+    page = live.page
+    size = page.viewport_size
+    everything_drawn = (
+        "() => { const h = document.documentElement; h.classList.replace('llmcourse-live-on', 'llmcourse-live-measure');"
+        f" const tops = ({SECTION_TOPS})(); h.classList.replace('llmcourse-live-measure', 'llmcourse-live-on');"
+        " return tops; }"
+    )
+    try:
+        for _ in range(60):  # every section drawn at the first width, so each has a remembered height
+            page.mouse.wheel(0, 800)
+            page.wait_for_timeout(20)
+        page.evaluate("window.scrollTo(0, 0)")
+        page.set_viewport_size({"width": size["width"] // 2, "height": size["height"]})
+        page.wait_for_timeout(800)  # the re-measure waits 200 ms for the resizing to stop, then a frame
+        skipped = page.evaluate(SECTION_TOPS)
+        assert skipped == pytest.approx(page.evaluate(everything_drawn), abs=1)
+    finally:
+        page.set_viewport_size(size)
+        page.wait_for_timeout(800)
+        page.evaluate("window.scrollTo(0, 0)")
+        page.wait_for_timeout(200)  # the sections come into view and go out of it at the next frame
+    assert page.evaluate(SECTION_TOPS) == pytest.approx(page.evaluate(everything_drawn), abs=1)
+    assert live.page.locator(ERROR).count() == 0
+
+
 def _start_live_on(context: Any, server: str, path: str) -> tuple[Any, Any, list[list[Any]], float]:
     """Open ``path`` in ``context``, press its first "Run live" and wait for the start: (page, the cell's live
     area, the start-up steps, the seconds from the click to the live widget on the page's clock)."""
