@@ -144,11 +144,11 @@ def _setup_key(value: Any) -> Any:
     """``value`` as a part of a :data:`_SETUPS` key: equal keys for inputs that give the same replica, to the same
     floats and types. Numbers with their type (4_000 and 4_000.0 print differently); a quantity of a plain number by
     its magnitude and units (pint hashes a quantity slowly; an array's magnitude is not hashable); a model or
-    assumptions by value (frozen dataclasses of plain fields, so ``Model.with_`` gives an equal key; a model with its
-    aliases, which its equality leaves out); anything else (a catalog GPU or link: frozen, and slow to hash by value)
-    by identity (the inputs are kept beside the set-up, so that an id is not reused while it is kept). Assumptions
-    equal but for a field given as 1 where the other has 1.0 are different keys, as such numbers are: a replica holds
-    the model and the assumptions it was set up with, and a caller must get back what it gave, to the types."""
+    assumptions by every field with its type (frozen dataclasses of plain fields, so ``Model.with_`` gives an equal
+    key; a model's aliases count, though its equality leaves them out; 1 and 1.0 in a field are different keys, as
+    such numbers are: a replica holds the model and the assumptions it was set up with, and a caller must get back
+    what it gave); anything else (a catalog GPU or link: frozen, and slow to hash by value) by identity (the inputs
+    are kept beside the set-up, so that an id is not reused while it is kept)."""
     t = type(value)
     if value is None or t is str:
         return value
@@ -156,7 +156,7 @@ def _setup_key(value: Any) -> Any:
         return (t, value)
     if t is Q_ and type(value._magnitude) in (int, float):
         return (Q_, type(value._magnitude), value._magnitude, value._units)
-    if t is Model or t is Assumptions:  # every field (a model's aliases too, which its equality leaves out), typed
+    if t is Model or t is Assumptions:
         fields = tuple(value.__dict__.values())
         return (t, fields, tuple(map(type, fields)))
     return (object, id(value))
@@ -2619,7 +2619,7 @@ def _planned(
         batch = max(1, largest_batch(lambda b: at(b).tpot <= brief.tpot_target, top_batch))
     r = at(batch) if with_replica or not hasattr(at, "figures") else None
     if r is not None and priced:
-        r = dataclasses.replace(r, price_per_hour=_price(g, price))
+        r = dataclasses.replace(r, price_per_hour=price)  # checked by _plan_inputs, which gave it
     if hasattr(at, "figures"):  # the replica's properties on floats (Replica.ttft, .tpot, .requests_per_second)
         ttft_ms, tpot_ms_, rps_ = at.figures(batch)
         ttft, tpot, rps = quantity(ttft_ms, _MS), quantity(tpot_ms_, _MS), quantity(rps_, _PER_S)
