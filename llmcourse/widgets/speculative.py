@@ -27,6 +27,10 @@ from llmcourse.widgets import (
 
 __all__ = ["speculative_calculator", "speculative_twin_calculator"]
 
+#: Both calculators' starting scenario: each drafted token accepted with probability 0.7, four drafted per step (a
+#: reader's inputs, not modelling constants).
+ACCEPTANCE, DRAFT_TOKENS = 0.7, 4
+
 
 def _rows(
     model: str,
@@ -68,8 +72,8 @@ def speculative_calculator(
     precision: str = "fp8",
     kind: str = "draft model",
     draft_model: str = "Llama-3.1-8B",
-    acceptance: float = 0.7,
-    draft_tokens: int = 4,
+    acceptance: float = ACCEPTANCE,
+    draft_tokens: int = DRAFT_TOKENS,
     batch: int = 1,
     context_tokens: int = 2_150,
     method: str = "course",
@@ -121,7 +125,7 @@ def _twin_rows(acceptance: float, draft_tokens: int, trials: int, seed: int) -> 
 
 
 def speculative_twin_calculator(
-    acceptance: float = 0.7, draft_tokens: int = 4, trials: int = 20_000, seed: int = 0
+    acceptance: float = ACCEPTANCE, draft_tokens: int = DRAFT_TOKENS, trials: int = 20_000, seed: int = 0
 ) -> Calculator:
     """The Monte-Carlo twin of the accept/reject loop (:func:`llmcourse.speculative.simulate`, standard library
     only) against the closed form.
