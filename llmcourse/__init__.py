@@ -16,34 +16,24 @@ from __future__ import annotations
 
 from llmcourse import validation  # noqa: F401 (Plan.rows() reads its bands)
 from llmcourse.assumptions import PRESETS, Assumptions, presets_table, resolve
-from llmcourse.bill import Bill, bill
 from llmcourse.catalog import GPU, PRECISIONS, Link, Model, costs, gpus, hardware_prices, links, models
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS, SYMBOLS
-from llmcourse.planner import (
-    Brief,
-    Plan,
-    compute_budget,
-    cost_per_million,
-    decode_step,
-    fleet,
+from llmcourse.planner.bill import Bill, bill
+from llmcourse.planner.design import Brief, Plan, plan
+from llmcourse.planner.serving import compute_budget, fleet, prefill_pool, request_cycle, serving_plan, traffic
+from llmcourse.replica.memory import (
     gpus_for_weights,
     kv_bytes_per_sequence,
     kv_bytes_per_token,
     kv_copies,
-    matmul_precision,
     max_batch,
-    plan,
-    prefill,
-    prefill_pool,
-    replica,
-    request_cycle,
-    serving_plan,
-    traffic,
     usable_memory,
     weight_bytes,
-    weights_read_per_step,
 )
+from llmcourse.replica.model import cost_per_million, replica
+from llmcourse.replica.prefill import prefill
+from llmcourse.replica.step import decode_step, matmul_precision, weights_read_per_step
 from llmcourse.units import Q_, fmt, ureg
 
 __version__ = "0.1.0"
@@ -52,13 +42,13 @@ __version__ = "0.1.0"
 #: sources' figures (read and checked when loaded) and the disaggregation chapter's functions. ``llmcourse.X``
 #: and ``from llmcourse import X`` give the same objects as an eager import would.
 _LAZY = {
-    "sources": ("llmcourse.sources", None),
-    "compare": ("llmcourse.disagg", "compare"),
-    "disaggregated": ("llmcourse.disagg", "disaggregated"),
-    "kv_handoff": ("llmcourse.disagg", "kv_handoff"),
+    "sources": ("llmcourse.planner.sources", None),
+    "compare": ("llmcourse.planner.disagg", "compare"),
+    "disaggregated": ("llmcourse.planner.disagg", "disaggregated"),
+    "kv_handoff": ("llmcourse.planner.disagg", "kv_handoff"),
 }
 #: Submodules an eager import would have left as attributes of the package.
-_LAZY_MODULES = ("disagg", "sources")
+_LAZY_MODULES = {"disagg": "llmcourse.planner.disagg", "sources": "llmcourse.planner.sources"}
 
 
 def __getattr__(name: str) -> object:
@@ -67,7 +57,7 @@ def __getattr__(name: str) -> object:
     where = _LAZY.get(name)
     if where is None:
         if name in _LAZY_MODULES:
-            return importlib.import_module(f"llmcourse.{name}")
+            return importlib.import_module(_LAZY_MODULES[name])
         raise AttributeError(f"module 'llmcourse' has no attribute {name!r}")
     module = importlib.import_module(where[0])
     value = module if where[1] is None else getattr(module, where[1])

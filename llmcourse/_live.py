@@ -272,7 +272,7 @@ def _warm(value: Any) -> None:
     give the same figures, so the page gets nothing new: the control's echo of its own value, and a simulation's
     new wall time.
     """
-    from llmcourse import planner
+    from llmcourse.replica import setups
     from llmcourse.widgets import Calculator
 
     if not isinstance(value, Calculator) or value.error is not None:
@@ -280,7 +280,7 @@ def _warm(value: Any) -> None:
     for _ in range(WARM_UPDATES):
         # the whole path, as a change of a length or a precision takes it, not the kept set-ups (left as they are
         # for this page's other calculators)
-        with planner._set_ups_aside():
+        with setups._set_ups_aside():
             value.update()
     control = next(iter(value.controls.values()), None)
     if control is not None and control.comm is not None:

@@ -99,7 +99,7 @@ MEANING: dict[str, str] = {
     "which run between its decode steps",
     "kv_replication": "KV heads are replicated when a replica has more GPUs than KV heads (each GPU keeps at least "
     "one), and MLA's latent is replicated on every GPU",
-    "speculation": "speculative decoding of every deployment (a llmcourse.speculative.Speculation); off by default",
+    "speculation": "speculative decoding of every deployment (a llmcourse.replica.speculative.Speculation); off by default",
     "communication": "a replica of several GPUs pays for its collectives (all-reduces, all-to-alls, pipeline "
     "sends) by the alpha-beta model on its link",
     "link_efficiency": "share of a link's bandwidth a collective reaches",
@@ -231,7 +231,7 @@ class Assumptions:
             )
         if self.speculation is not None and not hasattr(self.speculation, "draft_tokens"):
             raise InputError(
-                f"speculation ({MEANING['speculation']}) must be None or a llmcourse.speculative.Speculation; "
+                f"speculation ({MEANING['speculation']}) must be None or a llmcourse.replica.speculative.Speculation; "
                 f"got {self.speculation!r}."
             )
         if self.headroom < 1:

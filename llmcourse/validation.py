@@ -4,7 +4,7 @@ Used by the chapter *How good is the estimate?* (``book/12_validation.md``).
 
 * :func:`measurements` - the rows of ``llmcourse/data/measurements.csv``, each with its source.
 * :func:`predict` - one row's metric from the row's own fields, the catalog and the one replica
-  model (:func:`llmcourse.planner.replica`), never the measured value, under an assumptions preset
+  model (:func:`llmcourse.replica.model.replica`), never the measured value, under an assumptions preset
   (the course's by default) whose two efficiencies may be overridden.
 * :func:`components` - the same prediction split into the times the two efficiencies divide,
   so that :func:`fit_efficiencies` can search many efficiency pairs quickly.
@@ -25,7 +25,7 @@ The data file keeps every column of the published table (``id``, ``source``, ``g
 T17 and T19 (same runs). GPU and model names resolve in the catalog ("H200", "Mistral-7B" and
 "Llama-3.3-70B" are aliases).
 
-Every row is predicted by one call of :func:`llmcourse.planner.replica` (``tensor_parallel`` = the
+Every row is predicted by one call of :func:`llmcourse.replica.model.replica` (``tensor_parallel`` = the
 row's ``tp``, ``prompt_tokens`` = ``isl``, ``answer_tokens`` = ``osl``, the row's weight and KV
 precisions) under the assumptions given, the course's method by default (stated in the chapter):
 
@@ -37,7 +37,7 @@ precisions) under the assumptions given, the course's method by default (stated 
 * a low-concurrency row (a fixed request rate such as 2 per second) runs a batch of 1: its
   inter-token latency is the replica's decode ``step`` and its time to first token the prefill
   of its one prompt;
-* the matmuls run at the precision :func:`llmcourse.planner.matmul_precision` gives (with the
+* the matmuls run at the precision :func:`llmcourse.replica.step.matmul_precision` gives (with the
   course's method: the weights' own where the GPU has a peak for it, FP8 weights on an H100 at
   FP8 FLOP/s, FP4 on a B200 at FP4, otherwise BF16).
 
@@ -78,7 +78,10 @@ from llmcourse.catalog import gpus, models
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked
-from llmcourse.planner import Brief, Replica, matmul_precision, plan, replica, usable_memory, weight_bytes
+from llmcourse.planner.design import Brief, plan
+from llmcourse.replica.memory import usable_memory, weight_bytes
+from llmcourse.replica.model import Replica, replica
+from llmcourse.replica.step import matmul_precision
 from llmcourse.units import Q_, parsed_unit, plain_number, to
 
 __all__ = [
@@ -336,7 +339,7 @@ def engine_usable_fraction(
     """The share of the GPUs' memory that weights and KV cache use together under an engine's rule
     that gives the KV cache ``kv_free_fraction`` of what the weights leave (TensorRT-LLM's
     ``free_gpu_memory_fraction``): the memory rule ``"free"`` of
-    :func:`llmcourse.planner.usable_memory`, with ``kv_free_fraction`` defaulting to the
+    :func:`llmcourse.replica.memory.usable_memory`, with ``kv_free_fraction`` defaulting to the
     assumptions' ``memory_fraction`` (the course's: 0.9, also the engine's default). Activations
     are ignored. Pass the result to :func:`predict` as ``usable_fraction``.
 
@@ -361,7 +364,7 @@ def predict(
     usable_fraction: float | None = None,
     assumptions: Assumptions | str | None = None,
 ) -> Prediction:
-    """Predict a row's metric with :func:`llmcourse.planner.replica` from the row's own fields
+    """Predict a row's metric with :func:`llmcourse.replica.model.replica` from the row's own fields
     (never its ``value``), under ``assumptions`` (the course's method by default).
 
     The efficiencies and ``usable_fraction`` (the share of the GPUs' memory that weights and KV
@@ -988,9 +991,9 @@ _tpot_s = _scalar("interleaved_tpot", "step_time", "prefill_time", "batch", "ans
 
 
 # --- parallel layouts beyond tensor parallelism -------------------------------------------------
-#: The keyword of :func:`llmcourse.planner.replica` each parallel layout of a row needs.
+#: The keyword of :func:`llmcourse.replica.model.replica` each parallel layout of a row needs.
 LAYOUT_KEYWORDS = {"pp": "pipeline_parallel", "ep": "expert_parallel", "attention_dp": "data_parallel"}
-#: The layouts predictions pass to :func:`~llmcourse.planner.replica` (the others' rows are skipped
+#: The layouts predictions pass to :func:`~llmcourse.replica.model.replica` (the others' rows are skipped
 #: with :data:`LAYOUT_REASON`); switch one on here once ``replica()`` has its keyword.
 ENABLED_LAYOUTS: frozenset[str] = frozenset({"pp", "ep", "attention_dp"})
 LAYOUT_REASON = "needs pipeline/expert/attention-data parallelism"
@@ -1004,7 +1007,7 @@ def _replica_keywords() -> frozenset[str]:
 def layout_gap(row: Measurement) -> str | None:
     """Why the one replica model cannot express a row's parallel layout yet (``None`` if it can): a
     pipeline, expert or attention-data parallel size above 1 whose layout is not switched on in
-    :data:`ENABLED_LAYOUTS`, or whose keyword :func:`~llmcourse.planner.replica` lacks.
+    :data:`ENABLED_LAYOUTS`, or whose keyword :func:`~llmcourse.replica.model.replica` lacks.
 
     Examples
     --------
@@ -1021,7 +1024,7 @@ def layout_gap(row: Measurement) -> str | None:
 
 
 def layout_keywords(row: Measurement) -> dict[str, int]:
-    """The keywords of :func:`~llmcourse.planner.replica` for a row's enabled layouts beyond tensor parallelism."""
+    """The keywords of :func:`~llmcourse.replica.model.replica` for a row's enabled layouts beyond tensor parallelism."""
     return {LAYOUT_KEYWORDS[k]: getattr(row, k) for k in sorted(ENABLED_LAYOUTS) if getattr(row, k) > 1}
 
 
@@ -1147,7 +1150,7 @@ FORMATS = {
     "vllm": "the JSON of `vllm bench serve --save-result` (one result, a list of them, or one per line)",
 }
 DISAGGREGATED_REASON = (
-    "disaggregated: separate prefill and decode pools, predicted by llmcourse.disagg (chapter Disaggregated serving) "
+    "disaggregated: separate prefill and decode pools, predicted by llmcourse.planner.disagg (chapter Disaggregated serving) "
     "where the row gives both pools' workers and batches"
 )
 #: Models whose attention the planner has no term for, with the reason; ``max_context`` (if given)
@@ -1365,7 +1368,7 @@ def _aic_kv(engine_key: str, weights: str) -> str:
     """The KV-cache precision the course assumes for an aiconfigurator row (the file does not give one):
     FP8 where TensorRT-LLM runs FP8 or FP4 weights, else BF16.
     ``engine_key`` is the row's ``backend`` in lower case. Shared by the aggregated rows here and the
-    disaggregated rows of :func:`llmcourse.disagg.measured_rows`."""
+    disaggregated rows of :func:`llmcourse.planner.disagg.measured_rows`."""
     return "fp8" if engine_key == "trtllm" and weights in ("fp8", "fp4") else "bf16"
 
 
@@ -1603,7 +1606,7 @@ def load_measurements(path: str | Path, **given: Any) -> Loaded:
     --------
     >>> got = load_measurements(AICONFIGURATOR)
     >>> got.format, len(got.rows) > 3_000, got.skipped[0].reason.split(" (")[0]
-    ('aiconfigurator', True, 'disaggregated: separate prefill and decode pools, predicted by llmcourse.disagg')
+    ('aiconfigurator', True, 'disaggregated: separate prefill and decode pools, predicted by llmcourse.planner.disagg')
     """
     if isinstance(path, Path) or (isinstance(path, str) and "\n" not in path):
         p = Path(path)
@@ -2161,7 +2164,7 @@ class Evidence:
         :data:`MIN_BAND_ROWS` rows, the most specific facets are dropped (``gpu``, ``model``,
         ``concurrency_band``, ``engine``, ``gpu_generation``, ``architecture``) until there are enough.
         """
-        from llmcourse.queueing import percentile  # the standard library's numerics, as numpy's
+        from llmcourse.simulator.queueing import percentile  # the standard library's numerics, as numpy's
 
         fam = _facets(family) if isinstance(family, Measurement) else dict(family)
         if "metric" not in fam:
@@ -2355,7 +2358,7 @@ def band_table(ev: Evidence, which: str = BAND_WHICH) -> dict[str, Any]:
     >>> sorted(t["families"])  # doctest: +SKIP
     ['tpot_ms', 'tpot_ms/dense', 'tpot_ms/dense/Hopper', 'ttft_ms', 'ttft_ms/dense', 'ttft_ms/dense/Hopper']
     """
-    from llmcourse.queueing import percentile  # the standard library's numerics, as numpy's
+    from llmcourse.simulator.queueing import percentile  # the standard library's numerics, as numpy's
 
     preds = ev.predictions(which)
     groups: dict[str, list[float]] = {}
@@ -2755,7 +2758,7 @@ def own_benchmark(
     on them and hold out each model, GPU and engine that has company (:func:`evidence`). Rows of other
     loads (offline maximum, a fixed rate) are listed as not fitted (:func:`validate` predicts those).
     ``bounded`` fits at most :data:`OWN_MAX_ROWS` measurements (the live calculator's bound). With a
-    :class:`~llmcourse.planner.Brief`, the fleet is re-planned for the setup with the most rows (its
+    :class:`~llmcourse.planner.design.Brief`, the fleet is re-planned for the setup with the most rows (its
     model, GPU, tensor-parallel GPUs, precisions and lengths; the brief's own lengths are replaced by the
     setup's) under the assumptions' parameters and under the refitted ones (:class:`Replan`).
 
@@ -2854,13 +2857,13 @@ def course_csv(rows: Iterable[Measurement]) -> str:
 
 
 def plan_bands(plan: Any) -> list[tuple[str, str]]:
-    """The band rows of a :class:`~llmcourse.planner.Plan` (what ``Plan.rows()`` shows): the time per
+    """The band rows of a :class:`~llmcourse.planner.design.Plan` (what ``Plan.rows()`` shows): the time per
     output token and the time to first token, each with the 80% band of its family (:func:`band_for`);
     none for a plan that does not fit or that was made under another method than the bands'.
 
     Examples
     --------
-    >>> from llmcourse.planner import Brief, plan
+    >>> from llmcourse.planner.design import Brief, plan
     >>> p = plan("Llama-3.1-8B", "H100 SXM", Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms")))
     >>> [k for k, _ in plan_bands(p)]
     ['time per token, 80% band', 'first token, 80% band']

@@ -146,7 +146,8 @@ def _planner_calls() -> list[tuple[str, object]]:
     call finds its replica's set-up kept (planner._SETUPS keeps 256; the calls cycle through 1,000 lengths), and
     the same plan again (its set-up kept, as a calculator's update finds it when its control is not a length);
     and replica() (one chat replica)."""
-    from llmcourse.planner import Brief, plan, replica
+    from llmcourse.planner.design import Brief, plan
+    from llmcourse.replica.model import replica
     from llmcourse.units import Q_
 
     brief = Brief(20, 4_000, 400, Q_(1_000, "ms"), Q_(40, "ms"))

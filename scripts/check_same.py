@@ -22,9 +22,8 @@ from typing import Any
 import pint
 
 import llmcourse
-from llmcourse import planner
 from llmcourse.catalog import GPU, Model
-from llmcourse.speculative import Speculation
+from llmcourse.replica.speculative import Speculation
 from llmcourse.units import Q_
 
 REL = 1e-12
@@ -126,7 +125,7 @@ def cases() -> list[tuple[str, tuple, dict]]:
     for _ in range(250):
         m, g = rng.choice(MODELS), rng.choice(GPUS)
         (wb, kb), (p, a) = rng.choice(PRECISIONS), rng.choice(LENGTHS)
-        brief = planner.Brief(rng.choice([1, 10, 200]), p, a, Q_(rng.choice([0.3, 1, 3]), "s"),
+        brief = llmcourse.Brief(rng.choice([1, 10, 200]), p, a, Q_(rng.choice([0.3, 1, 3]), "s"),
                               Q_(rng.choice([20, 50, 120]), "ms"))  # fmt: skip
         kw = dict(
             weight_bytes=wb, kv_bytes=kb, tensor_parallel=rng.choice(TPS), assumptions=rng.choice(PRESETS),
@@ -180,9 +179,9 @@ def cases() -> list[tuple[str, tuple, dict]]:
 
 #: Functions of other modules the grid calls (by the name its cases give), besides the planner's own.
 OTHERS = {
-    "disaggregated": ("llmcourse.disagg", "disaggregated"),
-    "compare": ("llmcourse.disagg", "compare"),
-    "rank_levers": ("llmcourse.levers", "rank_levers"),
+    "disaggregated": ("llmcourse.planner.disagg", "disaggregated"),
+    "compare": ("llmcourse.planner.disagg", "compare"),
+    "rank_levers": ("llmcourse.planner.levers", "rank_levers"),
     "design_review": ("llmcourse.widgets.design_review", "design_review"),
     "many_gpus": ("llmcourse.widgets.many_gpus", "many_gpus"),
     "bill_of": ("check_same", "bill_of"),
@@ -191,9 +190,9 @@ OTHERS = {
 
 def bill_of(model: str, gpu: str, rep_kw: tuple, **bill_kw: Any) -> Any:
     """``bill(replica(model, gpu, **dict(rep_kw)), **bill_kw)``: the whole bill of one replica."""
-    from llmcourse.bill import bill
+    from llmcourse.planner.bill import bill
 
-    return bill(planner.replica(model, gpu, **dict(rep_kw)), **bill_kw)
+    return bill(llmcourse.replica(model, gpu, **dict(rep_kw)), **bill_kw)
 
 
 def pool_cases() -> list[tuple[str, tuple, dict]]:
@@ -207,7 +206,7 @@ def pool_cases() -> list[tuple[str, tuple, dict]]:
         m, g = rng.choice(MODELS), rng.choice(GPUS)
         (wb, kb), (p, a) = rng.choice(PRECISIONS), rng.choice(LENGTHS)
         tpot = rng.choice([Q_(rng.choice([20, 40, 80]), "ms"), Q_(0.05, "s"), Q_(35.5, "ms")])
-        brief = planner.Brief(rng.choice([1, 5.5, 20, 150]), p, a, Q_(rng.choice([300, 600, 2_000]), "ms"), tpot)
+        brief = llmcourse.Brief(rng.choice([1, 5.5, 20, 150]), p, a, Q_(rng.choice([300, 600, 2_000]), "ms"), tpot)
         kw = dict(
             prefill_tensor_parallel=rng.choice(TPS[:4]), decode_tensor_parallel=rng.choice(TPS[:4]),
             link=rng.choice(links_), weight_bytes=wb, kv_bytes=kb, assumptions=rng.choice(PRESETS),
@@ -220,14 +219,16 @@ def pool_cases() -> list[tuple[str, tuple, dict]]:
     for _ in range(60):
         m, g = rng.choice(MODELS), rng.choice(GPUS)
         (wb, kb), (p, a) = rng.choice(PRECISIONS), rng.choice(LENGTHS)
-        brief = planner.Brief(rng.choice([2, 20]), p, a, Q_(rng.choice([0.6, 1]), "s"), Q_(rng.choice([30, 50]), "ms"))
+        brief = llmcourse.Brief(
+            rng.choice([2, 20]), p, a, Q_(rng.choice([0.6, 1]), "s"), Q_(rng.choice([30, 50]), "ms")
+        )
         kw = dict(tensor_parallel=rng.choice(TPS[:4]), link=rng.choice(links_), weight_bytes=wb, kv_bytes=kb,
                   assumptions=rng.choice(PRESETS))  # fmt: skip
         out.append(("compare", (m, g, brief), kw))
     for _ in range(60):
         m, g = rng.choice(dense + MODELS), rng.choice(GPUS)
         (wb, kb), (p, a) = rng.choice(PRECISIONS), rng.choice(LENGTHS)
-        brief = planner.Brief(rng.choice([1, 10, 60]), p, a, Q_(rng.choice([0.5, 1, 3]), "s"),
+        brief = llmcourse.Brief(rng.choice([1, 10, 60]), p, a, Q_(rng.choice([0.5, 1, 3]), "s"),
                               Q_(rng.choice([25, 40, 100]), "ms"))  # fmt: skip
         kw = dict(weight_bytes=wb, kv_bytes=kb, tensor_parallel=rng.choice(TPS), assumptions=rng.choice(PRESETS),
                   hit_rate=rng.choice([0.3, 0.5, 0.8]), context_fraction=rng.choice([0.25, 0.5]))  # fmt: skip
@@ -260,7 +261,7 @@ def function(kind: str) -> Any:
 
         mod, name = OTHERS[kind]
         return getattr(sys.modules[__name__] if mod == "check_same" else importlib.import_module(mod), name)
-    return getattr(planner, kind)
+    return getattr(llmcourse, kind)
 
 
 def validation_results() -> dict[str, Any]:

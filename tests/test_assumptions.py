@@ -330,7 +330,8 @@ def test_replicated_kv_is_read_by_every_copy():
 
 def test_speculation_is_an_option_of_the_replica_and_of_the_assumptions():
     """Off in every preset; given to replica() or set in the assumptions, the same speculative replica."""
-    from llmcourse.speculative import Speculation, SpeculativeReplica
+    from llmcourse.replica.model import SpeculativeReplica
+    from llmcourse.replica.speculative import Speculation
 
     assert all(p.speculation is None for p in PRESETS.values())
     spec = Speculation("eagle head", 4, 0.7)

@@ -1,4 +1,4 @@
-"""Static batches (``llmcourse.batching``) and the auto-checked twins batching_ex3 / batching_ex5, moe_ex3."""
+"""Static batches (``llmcourse.planner.batching``) and the auto-checked twins batching_ex3 / batching_ex5, moe_ex3."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import pytest
 import sympy as sp
 
 import llmcourse as lc
-from llmcourse.batching import expected_max_length, simulate_static_batch, static_batch_utilisation
 from llmcourse.errors import InputError
 from llmcourse.exercises import check, get, reset
 from llmcourse.exercises.cli import answer_key
-from llmcourse.roofline import crossover_batch
+from llmcourse.planner.batching import expected_max_length, simulate_static_batch, static_batch_utilisation
+from llmcourse.planner.roofline import crossover_batch
 
 
 @pytest.fixture(autouse=True)

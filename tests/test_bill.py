@@ -1,4 +1,4 @@
-"""The whole bill (llmcourse.bill, llmcourse.formulas_bill): energy per token, tokens per megawatt, owning vs
+"""The whole bill (llmcourse.planner.bill, llmcourse.formulas_bill): energy per token, tokens per megawatt, owning vs
 renting vs an API. Expected values by hand arithmetic from the data files' figures: an H100 is rated 700 W
 (gpus.csv), costs $30,000 with a $9,625 server share (hardware_prices.csv) and rents at $2.50 an hour; the
 default site pays $0.0806 per kWh at a PUE of 1.58 (costs.csv); the course's power model idles a GPU at 15% of
@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 import llmcourse as lc
 from llmcourse import Q_
-from llmcourse.bill import bill, default_cost
 from llmcourse.catalog import Cost, HardwarePrice
 from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.planner.bill import bill, default_cost
 
 REP = lc.replica("Llama-3.1-8B", "H100 SXM", batch=64, prompt_tokens=1_000, answer_tokens=300)
 X = REP.throughput.to("1/s").m  # tokens per second at full load, from the one replica model

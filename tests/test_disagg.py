@@ -10,7 +10,10 @@ from hypothesis import strategies as st
 
 import llmcourse as lc
 from llmcourse import Q_
-from llmcourse.disagg import (
+from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.planner.design import Brief
+from llmcourse.planner.disagg import (
     compare,
     disaggregated,
     kv_handoff,
@@ -19,9 +22,8 @@ from llmcourse.disagg import (
     pool_link,
     predict_row,
 )
-from llmcourse.errors import InputError, UnknownNameError
-from llmcourse.formulas import FORMULAS as F
-from llmcourse.planner import Brief, decode_step, replica
+from llmcourse.replica.model import replica
+from llmcourse.replica.step import decode_step
 
 COURSE = lc.resolve()
 BRIEF = Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms"))
@@ -171,7 +173,7 @@ def test_the_verdict_rule(agg, dis, want):
     """Comparison.winner on hand-made deployments: the one that meets both targets on fewer GPUs."""
     from types import SimpleNamespace
 
-    from llmcourse.disagg import Comparison
+    from llmcourse.planner.disagg import Comparison
 
     a, d = (SimpleNamespace(meets_targets=ok, gpus=n) for ok, n in (agg, dis))
     assert Comparison(a, d).winner == want
@@ -204,7 +206,7 @@ def test_a_prompt_beyond_the_models_positions_is_refused():
 def test_kv_lanes_are_one_tensor_parallel_group():
     """A prompt's KV sits on one attention data-parallel rank: a TP2 x DP4 replica (8 GPUs) hands off over 2 lanes,
     and the smaller group of the two sides sets them."""
-    from llmcourse.disagg import _kv_lanes
+    from llmcourse.planner.disagg import _kv_lanes
 
     kw = dict(batch=8, prompt_tokens=1_000, answer_tokens=100, weight_bytes="fp8")
     dp = replica("Qwen3-30B-A3B", "H100 SXM", tensor_parallel=2, data_parallel=4, **kw)

@@ -27,32 +27,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import llmcourse as lc
-from llmcourse import (
-    Q_,
-    batching,
-    catalog,
-    disagg,
-    levers,
-    memory,
-    moe,
-    planner,
-    queueing,
-    roofline,
-    speculative,
-    units,
-    validation,
-)
+from llmcourse import Q_, catalog, units, validation
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS
+from llmcourse.planner import batching, disagg, levers, memory, moe, roofline
+from llmcourse.replica import gpu_of, model_of, speculative
+from llmcourse.simulator import queueing
 
 OTHER = pint.UnitRegistry()
 ROW = validation.measurements()[0]
 BRIEF = lc.Brief(Q_(5, "1/s"), 1_000, 200, Q_(2, "s"), Q_(80, "ms"))
 BRIEF_P99 = lc.Brief(Q_(5, "1/s"), 1_000, 200, Q_(1, "s"), Q_(80, "ms"), ttft_percentile=99)
-REP = planner.replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=1_000, answer_tokens=200)
+REP = lc.replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=1_000, answer_tokens=200)
 SERVICE = queueing.build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=1_000, answer_tokens=200, batch_cap=32)
 SPEC = speculative.Speculation("eagle head", 3, 0.7)
-PLAN = planner.plan("Llama-3.1-8B", "H100 SXM", BRIEF)
+PLAN = lc.plan("Llama-3.1-8B", "H100 SXM", BRIEF)
 
 HOSTILE = st.one_of(
     st.integers(-(10**6), 10**6),
@@ -88,61 +77,61 @@ HOSTILE = st.one_of(
 #: name -> (callable, arguments that work, parameters kept as they are)
 CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
     # planner
-    "traffic": (planner.traffic, dict(requests=Q_(10, "1/s"), prompt_tokens=2_000, answer_tokens=300), ()),
-    "weight_bytes": (planner.weight_bytes, dict(model="Llama-3.1-8B", bytes_per_param=2), ()),
-    "kv_bytes_per_token": (planner.kv_bytes_per_token, dict(model="Qwen2.5-72B", kv_bytes=2), ()),
+    "traffic": (lc.traffic, dict(requests=Q_(10, "1/s"), prompt_tokens=2_000, answer_tokens=300), ()),
+    "weight_bytes": (lc.weight_bytes, dict(model="Llama-3.1-8B", bytes_per_param=2), ()),
+    "kv_bytes_per_token": (lc.kv_bytes_per_token, dict(model="Qwen2.5-72B", kv_bytes=2), ()),
     "kv_bytes_per_sequence": (
-        planner.kv_bytes_per_sequence,
+        lc.kv_bytes_per_sequence,
         dict(model="Mistral-7B-v0.1", context_tokens=8_000),
         (),
     ),
-    "kv_copies": (planner.kv_copies, dict(model="Llama-3.1-70B", n_gpus=8), ()),
-    "usable_memory": (planner.usable_memory, dict(gpu="H100 SXM", n_gpus=2), ()),
-    "max_batch": (planner.max_batch, dict(model="Llama-3.1-8B", gpu="H100 SXM", context_tokens=2_560), ()),
-    "weights_read_per_step": (planner.weights_read_per_step, dict(model="Qwen3-30B-A3B", batch=8), ()),
-    "matmul_precision": (planner.matmul_precision, dict(weight_bytes="fp8", gpu="H100 SXM"), ()),
+    "kv_copies": (lc.kv_copies, dict(model="Llama-3.1-70B", n_gpus=8), ()),
+    "usable_memory": (lc.usable_memory, dict(gpu="H100 SXM", n_gpus=2), ()),
+    "max_batch": (lc.max_batch, dict(model="Llama-3.1-8B", gpu="H100 SXM", context_tokens=2_560), ()),
+    "weights_read_per_step": (lc.weights_read_per_step, dict(model="Qwen3-30B-A3B", batch=8), ()),
+    "matmul_precision": (lc.matmul_precision, dict(weight_bytes="fp8", gpu="H100 SXM"), ()),
     "decode_step": (
-        planner.decode_step,
+        lc.decode_step,
         dict(model="Llama-3.1-8B", gpu="H100 SXM", batch=8, context_tokens=2_304),
         (),
     ),
     "decode_step_moe": (
-        planner.decode_step,
+        lc.decode_step,
         dict(model="Mixtral-8x7B", gpu="H200 SXM", batch=4, context_tokens=4_000, n_gpus=2),
         (),
     ),
-    "prefill": (planner.prefill, dict(model="Llama-3.1-8B", gpu="H100 SXM", prompt_tokens=2_048), ()),
+    "prefill": (lc.prefill, dict(model="Llama-3.1-8B", gpu="H100 SXM", prompt_tokens=2_048), ()),
     "replica": (
-        planner.replica,
+        lc.replica,
         dict(model="Llama-3.1-8B", gpu="H100 SXM", prompt_tokens=2_000, answer_tokens=300),
         (),
     ),
-    "gpus_for_weights": (planner.gpus_for_weights, dict(model="Llama-3.1-70B", gpu="H100 SXM"), ()),
-    "compute_budget": (planner.compute_budget, dict(rep=REP, output_tokens_per_s=Q_(10_000, "1/s")), ()),
+    "gpus_for_weights": (lc.gpus_for_weights, dict(model="Llama-3.1-70B", gpu="H100 SXM"), ()),
+    "compute_budget": (lc.compute_budget, dict(rep=REP, output_tokens_per_s=Q_(10_000, "1/s")), ()),
     "request_cycle": (
-        planner.request_cycle,
+        lc.request_cycle,
         dict(model="Llama-3.1-8B", gpu="H100 SXM", batch=4, prompt_tokens=256, answer_tokens=64),
         (),
     ),
     "cost_per_million": (
-        planner.cost_per_million,
+        lc.cost_per_million,
         dict(price_per_hour=Q_(3, "USD/hour"), tokens_per_s=Q_(1_000, "1/s")),
         (),
     ),
     "serving_plan": (
-        planner.serving_plan,
+        lc.serving_plan,
         dict(model="Llama-3.1-8B", gpu="H100 SXM", n_gpus=1, context_tokens=2_300, prompt_tokens=2_000),
         (),
     ),
-    "fleet": (planner.fleet, dict(demand=Q_(50_000, "1/s"), rep=REP), ()),
+    "fleet": (lc.fleet, dict(demand=Q_(50_000, "1/s"), rep=REP), ()),
     "bill": (lc.bill, dict(rep=REP, utilisation=0.5), ()),
     "bill_fleet": (
         lc.bill,
-        dict(rep=REP, utilisation=0.3, fleet=planner.fleet(Q_(50_000, "1/s"), REP), own=False, years=5),
+        dict(rep=REP, utilisation=0.3, fleet=lc.fleet(Q_(50_000, "1/s"), REP), own=False, years=5),
         (),
     ),
     "prefill_pool": (
-        planner.prefill_pool,
+        lc.prefill_pool,
         dict(input_tokens_per_s=Q_(100_000, "1/s"), model="Llama-3.1-8B", gpu="H100 SXM"),
         (),
     ),
@@ -157,7 +146,7 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
         ),
         (),
     ),
-    "plan": (planner.plan, dict(model="Llama-3.1-8B", gpu="H100 SXM", brief=BRIEF), ()),
+    "plan": (lc.plan, dict(model="Llama-3.1-8B", gpu="H100 SXM", brief=BRIEF), ()),
     "Brief_percentiles": (
         lc.Brief,
         dict(
@@ -171,8 +160,8 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
         ),
         (),
     ),
-    "model_of": (planner.model_of, dict(model="llama 3.1 8b"), ()),
-    "gpu_of": (planner.gpu_of, dict(gpu="h100"), ()),
+    "model_of": (model_of, dict(model="llama 3.1 8b"), ()),
+    "gpu_of": (gpu_of, dict(gpu="h100"), ()),
     # memory
     "weight_fit": (memory.weight_fit, dict(model="Qwen2.5-72B", precision="bf16", gpu="H100 SXM", n_gpus=2), ()),
     "without_gqa": (memory.without_gqa, dict(model="Llama-3.1-70B"), ()),
@@ -258,7 +247,7 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
         ("requests", "replica", "model", "gpu"),
     ),
     "plan_p99": (
-        planner.plan,
+        lc.plan,
         dict(model="Llama-3.1-8B", gpu="H100 SXM", brief=BRIEF_P99, simulated_requests=200),
         ("simulated_requests",),
     ),
@@ -447,14 +436,14 @@ def test_estimates_refuse_or_answer_deployments(model, gpu, tp, context):
     """Any model, GPU, degree and context: decode_step answers with a finite time, or refuses a deployment that
     cannot exist (weights beyond the GPUs' memory, a context beyond the model's positions)."""
     try:
-        s = planner.decode_step(model, gpu, n_gpus=tp, context_tokens=context)
+        s = lc.decode_step(model, gpu, n_gpus=tp, context_tokens=context)
     except InputError as exc:
         m, g = lc.models[model], lc.gpus[gpu]
         if "positions" in str(exc):
             assert context > m.max_position
         elif "do not fit" in str(exc):
             assert m.params * 2 > tp * g.memory.to("B").m
-        else:  # a degree the model's heads cannot be split over (llmcourse.parallel.layout)
+        else:  # a degree the model's heads cannot be split over (llmcourse.replica.parallel.layout)
             assert "divide" in str(exc), exc
         return
     assert math.isfinite(s.step_time.to("ms").m) and s.step_time.m > 0

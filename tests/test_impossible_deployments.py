@@ -14,9 +14,11 @@ import pint
 import pytest
 
 import llmcourse as lc
-from llmcourse import Q_, batching, catalog, levers, planner, queueing, roofline
+from llmcourse import Q_, catalog
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS
+from llmcourse.planner import batching, levers, roofline
+from llmcourse.simulator import queueing
 
 TOY = dict(name="toy", params=1e9, layers=16, hidden=2048, heads=16, kv_heads=4)
 
@@ -25,41 +27,41 @@ TOY = dict(name="toy", params=1e9, layers=16, hidden=2048, heads=16, kv_heads=4)
 def test_decode_step_refuses_weights_beyond_the_gpus_memory():
     """812 GB of weights on one 24 GB L4: refused, naming n_gpus and how many GPUs would hold them."""
     with pytest.raises(InputError, match=r"do not fit in the 24.0 GB of one L4: give n_gpus="):
-        planner.decode_step("Llama-3.1-405B", "L4", batch=8, context_tokens=2_000)
+        lc.decode_step("Llama-3.1-405B", "L4", batch=8, context_tokens=2_000)
 
 
 def test_prefill_refuses_weights_beyond_the_gpus_memory():
     """The prefill of a replica that cannot exist has no time."""
     with pytest.raises(InputError, match="do not fit"):
-        planner.prefill("Llama-3.1-405B", "L4", 2_000)
+        lc.prefill("Llama-3.1-405B", "L4", 2_000)
 
 
 def test_request_cycle_refuses_weights_beyond_the_gpus_memory():
     """request_cycle names its own argument, n_gpus."""
     with pytest.raises(InputError, match="give n_gpus="):
-        planner.request_cycle("Llama-3.1-405B", "L4", batch=8, prompt_tokens=2_000, answer_tokens=100)
+        lc.request_cycle("Llama-3.1-405B", "L4", batch=8, prompt_tokens=2_000, answer_tokens=100)
 
 
 def test_fleet_refuses_a_replica_that_does_not_fit():
     """A fleet of replicas whose weights do not fit is not sized."""
-    r = planner.replica("Llama-3.1-405B", "L4", batch=8, context_tokens=2_000, assumptions="envelope")
+    r = lc.replica("Llama-3.1-405B", "L4", batch=8, context_tokens=2_000, assumptions="envelope")
     assert not r.fits
     with pytest.raises(InputError, match="do not fit"):
-        planner.fleet(Q_(1_000, "1/s"), r)
+        lc.fleet(Q_(1_000, "1/s"), r)
 
 
 def test_context_beyond_the_models_positions_is_refused():
     """A 1,000,000-token context on Llama 3.1 8B (131,072 positions) is refused by the estimates."""
     with pytest.raises(InputError, match=r"beyond the 131,072 positions of Llama-3.1-8B"):
-        planner.decode_step("Llama-3.1-8B", "H200 SXM", context_tokens=1_000_000)
+        lc.decode_step("Llama-3.1-8B", "H200 SXM", context_tokens=1_000_000)
     with pytest.raises(InputError, match=r"prompt_tokens .* beyond"):
-        planner.prefill("Llama-3.1-8B", "H200 SXM", 1_000_000)
+        lc.prefill("Llama-3.1-8B", "H200 SXM", 1_000_000)
 
 
 def test_memory_arithmetic_answers_for_any_length():
     """The KV cache of a length beyond the positions is still arithmetic (the lab's 32k table on Llama 2 7B):
     2 x 32 layers x 32 KV heads x 128 x 2 B = 512 KiB per token, x 33,280 tokens."""
-    kv = planner.kv_bytes_per_sequence("Llama-2-7B", 33_280)
+    kv = lc.kv_bytes_per_sequence("Llama-2-7B", 33_280)
     assert kv.to("B").m == pytest.approx(524_288 * 33_280)
 
 
@@ -67,13 +69,13 @@ def test_memory_arithmetic_answers_for_any_length():
 def test_context_under_one_token_is_refused(context):
     """max_batch(..., 1e-12) no longer returns 4 x 10^17 conversations."""
     with pytest.raises(InputError, match="context_tokens must be"):
-        planner.max_batch("Llama-3.1-8B", "H100 SXM", context)
+        lc.max_batch("Llama-3.1-8B", "H100 SXM", context)
 
 
 def test_absurd_tensor_parallel_degree_is_refused():
     """Past 1,024 GPUs (the link catalog's largest domain) a degree is refused, the bound stated."""
     with pytest.raises(InputError, match=r"tensor_parallel must be at most 1024 GPUs \(the largest domain"):
-        planner.replica("Llama-3.1-8B", "H100 SXM", tensor_parallel=1e20, context_tokens=2_000, assumptions="envelope")
+        lc.replica("Llama-3.1-8B", "H100 SXM", tensor_parallel=1e20, context_tokens=2_000, assumptions="envelope")
 
 
 def test_cli_refuses_an_absurd_degree(capsys):
@@ -116,7 +118,7 @@ def test_hf_config_without_sliding_window_has_no_window():
     }
     m = catalog.Model.from_hf_config(cfg, name="Qwen2-like")
     assert m.sliding_window is None and m.sliding_window_layers is None
-    assert planner.kv_bytes_per_sequence(m, 8_192).to("B").m == 57_344 * 8_192
+    assert lc.kv_bytes_per_sequence(m, 8_192).to("B").m == 57_344 * 8_192
 
 
 def test_quantity_of_another_registry_is_read_by_its_unit():
@@ -130,9 +132,9 @@ def test_quantity_of_another_registry_is_read_by_its_unit():
 # --- plausible input that crashed ----------------------------------------------------------------------------------
 def test_compute_precision_none_uses_the_assumptions():
     """compute_precision=None is the default rule, not an AttributeError; a non-name is refused."""
-    assert planner.decode_step("Llama-3.1-8B", "H100 SXM", context_tokens=2_000, compute_precision=None).step_time.m > 0
+    assert lc.decode_step("Llama-3.1-8B", "H100 SXM", context_tokens=2_000, compute_precision=None).step_time.m > 0
     with pytest.raises(InputError, match="compute precision must be a name"):
-        planner.decode_step("Llama-3.1-8B", "H100 SXM", context_tokens=2_000, compute_precision=8)
+        lc.decode_step("Llama-3.1-8B", "H100 SXM", context_tokens=2_000, compute_precision=8)
 
 
 def test_numbers_as_text_are_refused_with_the_number_to_pass():
@@ -161,16 +163,16 @@ def test_unknown_formula_gets_did_you_mean():
 def test_a_flag_is_a_bool(value):
     """attention_flops="False" no longer turns attention on: text and numbers are refused as flags."""
     with pytest.raises(InputError, match="attention_flops is a flag"):
-        planner.decode_step("Llama-3.1-8B", "H100 SXM", context_tokens=2_000, attention_flops=value)
+        lc.decode_step("Llama-3.1-8B", "H100 SXM", context_tokens=2_000, attention_flops=value)
 
 
 def test_numpy_bool_is_a_flag_and_not_a_number():
     """numpy.bool_ is accepted as a flag (as bool) and refused as a number (as bool is)."""
-    on = planner.decode_step("Llama-3.1-8B", "H100 SXM", context_tokens=2_000, attention_flops=np.True_)
-    plain = planner.decode_step("Llama-3.1-8B", "H100 SXM", context_tokens=2_000, attention_flops=True)
+    on = lc.decode_step("Llama-3.1-8B", "H100 SXM", context_tokens=2_000, attention_flops=np.True_)
+    plain = lc.decode_step("Llama-3.1-8B", "H100 SXM", context_tokens=2_000, attention_flops=True)
     assert on.flops == plain.flops
     with pytest.raises(InputError, match="batch is a number, not a flag"):
-        planner.decode_step("Llama-3.1-8B", "H100 SXM", batch=np.True_, context_tokens=2_000)
+        lc.decode_step("Llama-3.1-8B", "H100 SXM", batch=np.True_, context_tokens=2_000)
 
 
 def test_static_batch_utilisation_of_a_large_batch():

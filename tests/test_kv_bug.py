@@ -83,6 +83,6 @@ def test_mla_is_the_latent():
 
 def test_demonstration_of_the_bug_function():
     """The chapter's deliberately wrong formula gives 2 x 32 x 4,096 x 2 = 512 KiB for Llama 3.1 8B."""
-    from llmcourse.memory import hidden_size_kv_bytes_per_token
+    from llmcourse.planner.memory import hidden_size_kv_bytes_per_token
 
     assert hidden_size_kv_bytes_per_token("Llama-3.1-8B").to("B").m == 524_288

@@ -1,12 +1,12 @@
 """The lever ranking's own path through the planner (``planner._lever_plan``) gives exactly the fields of
-:func:`llmcourse.planner.plan` that a ranking reads: one path (``planner._planned``), two callers."""
+:func:`llmcourse.planner.design.plan` that a ranking reads: one path (``planner._planned``), two callers."""
 
 from __future__ import annotations
 
 import pytest
 
-from llmcourse.planner import Brief, _lever_plan, plan
-from llmcourse.speculative import Speculation
+from llmcourse.planner.design import Brief, _lever_plan, plan
+from llmcourse.replica.speculative import Speculation
 from llmcourse.units import Q_
 
 FIELDS = ("fits", "reason", "gpus", "ttft", "tpot", "cost_per_hour", "meets_targets")

@@ -10,7 +10,7 @@ import pytest
 import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.errors import InputError
-from llmcourse.levers import LEVER_NAMES, prefix_cached_plan, rank_levers, verdict
+from llmcourse.planner.levers import LEVER_NAMES, prefix_cached_plan, rank_levers, verdict
 
 BRIEF = lc.Brief(20, 3_600, 400, Q_(1, "s"), Q_(40, "ms"))  # within Llama 2 13B's 4,096 positions
 
@@ -134,6 +134,6 @@ def test_lever_plan_takes_plan_s_arguments():
     same checks: a parameter added to plan() must be added there too."""
     import inspect
 
-    from llmcourse.planner import _lever_plan, plan
+    from llmcourse.planner.design import _lever_plan, plan
 
     assert list(inspect.signature(_lever_plan).parameters.values()) == list(inspect.signature(plan).parameters.values())

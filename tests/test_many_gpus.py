@@ -11,7 +11,7 @@ import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.errors import InputError
 from llmcourse.exercises import check, get, reset
-from llmcourse.moe import hot_cold_pick_probabilities
+from llmcourse.planner.moe import hot_cold_pick_probabilities
 from llmcourse.plots.many_gpus import error_summary, llama70_measured, predicted_tpot
 from llmcourse.widgets.many_gpus import (
     allreduce_latency,

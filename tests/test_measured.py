@@ -11,11 +11,11 @@ import pytest
 import sympy as sp
 
 import llmcourse.validation as lcv
-from llmcourse import queueing
 from llmcourse.assumptions import resolve
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS, SYMBOLS, dimension_of
-from llmcourse.planner import replica
+from llmcourse.replica.model import replica
+from llmcourse.simulator import queueing
 from llmcourse.units import Q_, ureg
 
 COURSE_HEAD = "id,gpu,tp,model,weights,kv,engine,isl,osl,load_kind,concurrency,metric,value"

@@ -7,7 +7,15 @@ from hypothesis import strategies as st
 
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS
-from llmcourse.moe import derive_fraction_touched, expert_split, fraction_touched, simulate_fraction_touched
+from llmcourse.planner.moe import (
+    derive_fraction_touched,
+    expert_split,
+    fraction_touched,
+    fraction_touched_skewed,
+    hot_cold_pick_probabilities,
+    simulate_fraction_touched,
+    simulate_fraction_touched_skewed,
+)
 
 
 @pytest.mark.parametrize(("experts", "k", "batch"), [(128, 8, 32), (8, 2, 4), (256, 8, 64), (8, 2, 16), (64, 6, 3)])
@@ -99,11 +107,6 @@ def test_simulation_rejects_bad_seed(seed):
 
 
 # --- skewed routing (moe_ex3) ------------------------------------------------------------------------------------
-from llmcourse.moe import (  # noqa: E402
-    fraction_touched_skewed,
-    hot_cold_pick_probabilities,
-    simulate_fraction_touched_skewed,
-)
 
 
 def test_skewed_uniform_is_the_uniform_formula():

@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 import llmcourse as lc
 from llmcourse.assumptions import DEFAULT
 from llmcourse.errors import InputError, UnknownNameError
-from llmcourse.parallel import decode_comm_time, layout, pipeline_send_time, prefill_comm_time, time_per_token_parts
+from llmcourse.replica.parallel import (
+    decode_comm_time,
+    layout,
+    pipeline_send_time,
+    prefill_comm_time,
+    time_per_token_parts,
+)
 from llmcourse.units import Q_
 
 QUIET = DEFAULT.replace(communication=False)

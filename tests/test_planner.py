@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.errors import InputError, UnknownNameError
-from llmcourse.planner import Brief, largest_batch, plan
-from llmcourse.speculative import Speculation
+from llmcourse.planner.design import Brief, plan
+from llmcourse.replica.memory import largest_batch
+from llmcourse.replica.speculative import Speculation
 
 MODELS = ["Llama-3.1-8B", "Qwen2.5-7B", "Mistral-7B-v0.1", "Qwen3-30B-A3B", "Llama-2-7B"]
 
@@ -229,7 +230,7 @@ def test_p99_target_is_met_with_more_gpus_than_the_mean(p99_plan):
 
 def test_p99_plan_is_the_fewest_replicas(p99_plan):
     """One replica fewer than the plan misses the p99 target when simulated the same way (same seed and size)."""
-    from llmcourse.queueing import build_replica, simulate
+    from llmcourse.simulator.queueing import build_replica, simulate
 
     z = p99_plan.sizing
     assert z.replicas > 1  # the brief needs more than one replica, so one fewer is a fleet

@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-from llmcourse.memory import without_gqa
+from llmcourse.planner.memory import without_gqa
 from llmcourse.plots.gqa import kv_heads_sweep
 from llmcourse.plots.kv_cache import batch_vs_context, kv_vs_context
 from llmcourse.plots.tokens import stream_time

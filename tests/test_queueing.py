@@ -18,7 +18,7 @@ import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS
-from llmcourse.queueing import (
+from llmcourse.simulator.queueing import (
     ServiceModel,
     _interp,
     at_load,
@@ -304,7 +304,7 @@ def test_imports_and_runs_without_numpy():
 
         sys.meta_path.insert(0, NoNumpy())
         from llmcourse import Q_
-        from llmcourse.queueing import simulate
+        from llmcourse.simulator.queueing import simulate
         from llmcourse.widgets.queueing import queueing_calculator
 
         r = simulate("Llama-3.1-8B", "H100 SXM", rate=Q_(4, "1/s"), prompt_tokens=2_000, answer_tokens=300,
@@ -501,7 +501,7 @@ def test_percentile_outside_the_open_range_is_refused(rep, q):
 # --- the simulator against measured closed loops ----------------------------------------------------------------
 @pytest.fixture(scope="module")
 def measured_points():
-    from llmcourse.queueing import MEASURED_SETUPS, against_measured
+    from llmcourse.simulator.queueing import MEASURED_SETUPS, against_measured
 
     return [p for setup in MEASURED_SETUPS for p in against_measured(setup)]
 
@@ -575,7 +575,7 @@ def test_measured_plot_draws_each_setup_three_ways():
     import matplotlib.pyplot as plt
 
     from llmcourse.plots.queueing import measured_vs_simulated
-    from llmcourse.queueing import MEASURED_SETUPS, against_measured
+    from llmcourse.simulator.queueing import MEASURED_SETUPS, against_measured
 
     axes = measured_vs_simulated({str(s): against_measured(s) for s in MEASURED_SETUPS})
     assert [a.get_xscale() for a in axes] == ["log", "log"] and [a.get_yscale() for a in axes] == ["log", "log"]
@@ -595,7 +595,7 @@ def test_lengths_are_the_standard_librarys_lognormal_draws(mean, cv, top):
     import math
     import random
 
-    from llmcourse.queueing import _lengths
+    from llmcourse.simulator.queueing import _lengths
 
     s2 = math.log(1 + cv**2)
     mine, theirs = random.Random(11), random.Random(11)
@@ -610,7 +610,7 @@ def test_open_loop_draws_are_the_standard_librarys():
     import random
     from itertools import accumulate
 
-    from llmcourse.queueing import _open_loop_draws
+    from llmcourse.simulator.queueing import _open_loop_draws
 
     rep = build_replica(M, G, prompt_tokens=P, answer_tokens=A)
     gaps, ans, work, need, tok_c, pre = _open_loop_draws(rep, 5, 300, (A, 0.5), (P, 0.5), 100_000, 0.0, 0)
@@ -625,7 +625,7 @@ def test_open_loop_draws_are_the_standard_librarys():
 def test_prefix_cached_prefill_costs_are_the_difference_of_two_prefills(rep):
     """With c of a prompt's x tokens cached, its compute time per token to prefill is (C(x) - C(c)) / (x - c), C
     the service model's prefill compute time; a prompt without hits costs C(x) / x."""
-    from llmcourse.queueing import _prefill_costs
+    from llmcourse.simulator.queueing import _prefill_costs
 
     pro, cached = [2_000, 1_500, 7, 2_000], [0, 1_000, 6, 1_999]
     work, tok_c, pre = _prefill_costs(rep, pro, cached)
@@ -637,7 +637,7 @@ def test_prefix_cached_prefill_costs_are_the_difference_of_two_prefills(rep):
 
 def test_kept_draws_change_no_result(rep):
     """A run whose draws were kept from a run at another load equals the same run drawn afresh."""
-    from llmcourse import queueing
+    from llmcourse.simulator import queueing
 
     queueing._DRAWN.clear()
     run(rep, 0.4, seed=3, requests=2_000)

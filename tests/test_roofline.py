@@ -7,8 +7,7 @@ from hypothesis import strategies as st
 from llmcourse.assumptions import resolve
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS
-from llmcourse.planner import decode_step
-from llmcourse.roofline import (
+from llmcourse.planner.roofline import (
     arithmetic_intensity,
     attainable_flops,
     crossover_batch,
@@ -19,6 +18,7 @@ from llmcourse.roofline import (
     ridge_intensity,
     weight_read_ceiling,
 )
+from llmcourse.replica.step import decode_step
 from llmcourse.units import Q_
 
 

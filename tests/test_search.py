@@ -9,7 +9,8 @@ import random
 
 import pytest
 
-from llmcourse.planner import _largest_within, _replica_at, replica
+from llmcourse.replica.memory import _largest_within
+from llmcourse.replica.model import _replica_at, replica
 
 
 def _scan(value, target, top):
@@ -59,7 +60,7 @@ def test_replica_at_takes_replica_s_arguments_but_the_batch():
     ``batch``, so the same arguments get the same checks: a parameter added to replica() must be added there too."""
     import inspect
 
-    from llmcourse.planner import _replica_at, replica
+    from llmcourse.replica.model import _replica_at, replica
 
     mine = list(inspect.signature(_replica_at).parameters.values())
     theirs = [p for p in inspect.signature(replica).parameters.values() if p.name != "batch"]

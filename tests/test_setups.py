@@ -1,6 +1,6 @@
-"""The replica set-ups the planner keeps (planner._SETUPS): a kept set-up gives what a fresh one gives.
+"""The replica set-ups the planner keeps (setups._SETUPS): a kept set-up gives what a fresh one gives.
 
-A calculator asks for the same few replicas at every update, so ``planner._replica_of`` keeps each set-up (the
+A calculator asks for the same few replicas at every update, so ``replica_model._replica_of`` keeps each set-up (the
 layout, the memory, the largest batch, the decode step and prefill as functions of the batch, and the times per
 token a batch search has asked) by its inputs. These tests check that keeping changes no figure: a plan or a
 replica worked out on kept set-ups equals the one worked out with none kept, whatever was asked before.
@@ -16,11 +16,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmcourse import planner
 from llmcourse.assumptions import resolve
 from llmcourse.catalog import gpus, models
 from llmcourse.errors import InputError
-from llmcourse.planner import Brief, _setup_key, plan, replica
+from llmcourse.planner.design import Brief, plan
+from llmcourse.replica import model as replica_model
+from llmcourse.replica import setups
+from llmcourse.replica import step as replica_step
+from llmcourse.replica.model import replica
+from llmcourse.replica.setups import _setup_key
 from llmcourse.units import Q_
 
 MODELS = ["Llama-3.1-8B", "Llama-3.1-70B", "Qwen2.5-72B", "Mixtral-8x7B"]
@@ -29,7 +33,7 @@ GPUS = ["H100 SXM", "A100 80GB", "H200"]
 
 def fresh(f):
     """``f()`` with no set-up kept (the planner's own path, uncached), the kept ones put back after."""
-    with planner._set_ups_aside():
+    with setups._set_ups_aside():
         return f()
 
 
@@ -94,20 +98,20 @@ def test_the_set_up_is_kept_and_asked_again():
     compared a kept set-up, not two fresh ones)."""
     kw = dict(tensor_parallel=2, prompt_tokens=3_000, answer_tokens=500, weight_bytes="fp8")
     made = []
-    original = planner._replica_of.__wrapped__
+    original = replica_model._replica_of.__wrapped__
 
     def counting(*args):
         made.append(args)
         return original(*args)
 
-    wrapped = planner._kept(counting)
+    wrapped = setups._kept(counting)
 
     def run():  # (within fresh: no set-up kept from before)
-        saved, planner._replica_of = planner._replica_of, wrapped
+        saved, replica_model._replica_of = replica_model._replica_of, wrapped
         try:
             return [replica("Llama-3.1-70B", "H100 SXM", batch=b, **kw) for b in (7, 40, 7)]
         finally:
-            planner._replica_of = saved
+            replica_model._replica_of = saved
 
     first, second, again = fresh(run)
     assert len(made) == 1 and first == again
@@ -207,21 +211,21 @@ def test_a_plan_carries_its_own_price():
 
 
 def test_the_set_ups_kept_are_bounded_the_least_recently_used_going_first(monkeypatch):
-    monkeypatch.setattr(planner, "_SETUPS", {})
-    monkeypatch.setattr(planner, "_SETUPS_KEPT", 8)
+    monkeypatch.setattr(setups, "_SETUPS", {})
+    monkeypatch.setattr(setups, "_SETUPS_KEPT", 8)
     ask = lambda prompt: replica("Llama-3.1-8B", "H100 SXM", batch=2, prompt_tokens=prompt, answer_tokens=100)  # noqa: E731
     ask(999)
     for prompt in range(1_000, 1_020):
         ask(prompt)
         ask(999)  # asked at every step (a calculator's other plan): kept throughout
-    assert len(planner._SETUPS) == 8
-    assert any(args[4] == 999.0 for args, _ in planner._SETUPS.values())
+    assert len(setups._SETUPS) == 8
+    assert any(args[4] == 999.0 for args, _ in setups._SETUPS.values())
 
 
 def test_threads_asking_at_once_get_the_fresh_figures(monkeypatch):
     """Threads racing on the same kept set-ups, switched between as often as the interpreter allows, get the figures
     a fresh set-up gives, and no error."""
-    monkeypatch.setattr(planner, "_SETUPS_KEPT", 2)
+    monkeypatch.setattr(setups, "_SETUPS_KEPT", 2)
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     want = {p: fresh(lambda p=p: replica("Llama-3.1-8B", "H100 SXM", batch=3, prompt_tokens=p, answer_tokens=50))
@@ -264,5 +268,5 @@ def test_a_decode_step_on_a_kept_set_up_is_decode_steps(model, gpu, tp, kv, meth
     kw = dict(context_tokens=context, n_gpus=tp, weight_bytes="fp8", kv_bytes=kv, assumptions=method)
     for batch in batches:
         for _ in range(2):  # the second finds the first's set-up
-            got = _outcome(lambda: planner._decode_steps(model, gpu, **kw)(batch))  # noqa: B023
-            assert got == _outcome(lambda: planner.decode_step(model, gpu, batch=batch, **kw))  # noqa: B023
+            got = _outcome(lambda: replica_step._decode_steps(model, gpu, **kw)(batch))  # noqa: B023
+            assert got == _outcome(lambda: replica_step.decode_step(model, gpu, batch=batch, **kw))  # noqa: B023

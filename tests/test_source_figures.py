@@ -15,7 +15,7 @@ import pytest
 import llmcourse as lc
 from llmcourse.assumptions import PRESETS
 from llmcourse.errors import InputError, UnknownNameError
-from llmcourse.sources import FIGURES, SOURCES, Figure, figure
+from llmcourse.planner.sources import FIGURES, SOURCES, Figure, figure
 
 ROOT = Path(__file__).resolve().parents[1]
 SEEDS = ROOT.parent / "shared" / "seeds"
@@ -284,5 +284,5 @@ def test_the_figures_load_with_only_the_browsers_modules():
     """The module imports and computes a figure in a Python with no numpy (the live book's)."""
     sys.path.insert(0, str(ROOT / "_ext"))
     live = pytest.importorskip("live_calculators")
-    code = "from llmcourse.sources import figure\nassert figure('capacity-gpus').reproduces()"
+    code = "from llmcourse.planner.sources import figure\nassert figure('capacity-gpus').reproduces()"
     assert live.live_check([code]) is None

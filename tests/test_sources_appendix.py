@@ -25,7 +25,7 @@ SEED_FILE = re.compile(r"\b00\d_[0-9a-f]{16}\b|seeds/")
 
 
 def printed(value, tolerance) -> str:
-    """A figure the way the data file says the source rounds it (independent of llmcourse.sources)."""
+    """A figure the way the data file says the source rounds it (independent of llmcourse.planner.sources)."""
     if value is None or isinstance(value, bool):
         return {None: "none", True: "yes", False: "no"}[value]
     if isinstance(value, str):

@@ -22,7 +22,9 @@ from llmcourse import Q_
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS, dimension_of
 from llmcourse.formulas_speculative import EXPECTED_TOKENS_SUM, best_draft_tokens_expression
-from llmcourse.speculative import (
+from llmcourse.replica import Replica
+from llmcourse.replica.model import speculative_replica
+from llmcourse.replica.speculative import (
     Speculation,
     acceptance_from_length,
     best_draft_tokens,
@@ -33,7 +35,6 @@ from llmcourse.speculative import (
     published,
     simulate,
     speculative_memory,
-    speculative_replica,
     speculative_step,
 )
 
@@ -279,7 +280,7 @@ def test_speculative_replica_is_a_replica_the_fleet_takes():
     the draft's weights count in the memory used; fleet() sizes it."""
     kw = dict(tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300, weight_bytes="fp8")
     r = speculative_replica("Llama-3.1-70B", "H100 SXM", EAGLE8, **kw)
-    assert isinstance(r, lc.planner.Replica) and r.fits
+    assert isinstance(r, Replica) and r.fits
     assert r.step.step_time == r.speculative.time_per_token
     assert r.max_batch == r.batch and r.memory_used <= r.usable_memory
     assert r.weights.to("GB").m == pytest.approx(70.554 + 1.4)
@@ -463,7 +464,7 @@ def test_the_unchecked_step_takes_speculative_step_s_arguments_and_its_set_up():
     decode steps a caller set up once: a parameter added to speculative_step() must be added there too."""
     import inspect
 
-    from llmcourse.speculative import _speculative_step, speculative_step
+    from llmcourse.replica.speculative import _speculative_step, speculative_step
 
     mine = [p for p in inspect.signature(_speculative_step).parameters.values() if p.name != "steps"]
     assert mine == list(inspect.signature(speculative_step).parameters.values())

@@ -2,7 +2,7 @@
 
 ``batching_ex2`` .. ``batching_ex6`` follow the chapter's exercises of the same labels (their numeric part:
 ``batching_ex3`` asks for the ratio that decides whether Llama 2 7B has a crossover at all, ``batching_ex5`` for a
-static batch's share of useful slot-steps, :func:`llmcourse.batching.static_batch_utilisation`); the chapter's
+static batch's share of useful slot-steps, :func:`llmcourse.planner.batching.static_batch_utilisation`); the chapter's
 ``batching_ex1`` is a derivation and has no auto-checked version.
 ``batching_ex7`` .. ``batching_ex10`` are extra, on the interactive lab's set-up.
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse import Q_
-from llmcourse.batching import static_batch_utilisation
 from llmcourse.exercises._common import COURSE, LAB, define, pct, pick, pool
-from llmcourse.planner import largest_batch
+from llmcourse.planner.batching import static_batch_utilisation
+from llmcourse.replica.memory import largest_batch
 
 EXERCISES: list = []
 
@@ -181,7 +181,7 @@ define(
         f"KV-read time = context x KV per token / ({COURSE.bandwidth_efficiency:g} x bandwidth); compute time = "
         f"{COURSE.flops_per_param:g} x parameters / ({COURSE.compute_efficiency:g} x peak FLOP/s). The ratio is the "
         "first over the second.",
-        "Below 1 the crossover is at a finite batch (llmcourse.roofline.crossover_batch); at 1 or above, "
+        "Below 1 the crossover is at a finite batch (llmcourse.planner.roofline.crossover_batch); at 1 or above, "
         "each extra sequence adds more memory time than compute time, so decode stays memory-bound at any batch "
         "(crossover_batch returns None).",
     ),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.exercises._common import COURSE, define, fp8_ok, pct, pick, pool
-from llmcourse.planner import largest_batch
+from llmcourse.replica.memory import largest_batch
 from llmcourse.units import fmt
 
 EXERCISES: list = []

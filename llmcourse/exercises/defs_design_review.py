@@ -113,7 +113,7 @@ define(
 
 
 def _cached(v):
-    from llmcourse.levers import prefix_cached_plan
+    from llmcourse.planner.levers import prefix_cached_plan
 
     return prefix_cached_plan(
         "Llama-3.1-70B", "H100 SXM", _docs_brief(v), v["hit"], weight_bytes="fp8", tensor_parallel=2
@@ -135,7 +135,7 @@ define(
         "The prefill FLOPs are the whole prompt's less those of its cached prefix.",
         "Less prefill between a user's steps allows a larger batch within the per-token target; then requests/s "
         "per replica = batch / (the batch's uncached prefill + answer x step), and GPUs as in the plan.",
-        "llmcourse.levers.prefix_cached_plan(...) does it.",
+        "llmcourse.planner.levers.prefix_cached_plan(...) does it.",
     ),
     integer=True,
     bare_ok=True,

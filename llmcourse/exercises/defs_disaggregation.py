@@ -12,9 +12,9 @@ from __future__ import annotations
 import random
 
 import llmcourse as lc
-from llmcourse.disagg import kv_handoff
 from llmcourse.exercises._common import COURSE, GQA_MODELS, define, pct, pick
 from llmcourse.formulas import FORMULAS as F
+from llmcourse.planner.disagg import kv_handoff
 from llmcourse.units import Q_
 
 EXERCISES: list = []
@@ -22,7 +22,7 @@ EXERCISES: list = []
 #: The method the notebook says these exercises follow (shown above its first exercise).
 NOTEBOOK_METHOD = """
 **The method.** Every exercise is the course's method; each story gives the link's figures from the catalog
-(`lc.links`). `llmcourse.disagg` has the building blocks (`kv_handoff`, `disaggregated`, `compare`) and
+(`lc.links`). `llmcourse.planner.disagg` has the building blocks (`kv_handoff`, `disaggregated`, `compare`) and
 `lc.FORMULAS` the formulas (`kv_handoff_time`, `prefill_pool_utilisation`, `mdc_wait`, `disagg_ttft`,
 `decode_pool_rate`); the chapter shows how to use them.
 """

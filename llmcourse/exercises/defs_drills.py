@@ -34,17 +34,16 @@ import pint
 from llmcourse.assumptions import resolve
 from llmcourse.catalog import gpus, models
 from llmcourse.exercises.engine import Exercise
-from llmcourse.planner import (
-    decode_step,
-    fleet,
+from llmcourse.planner.serving import fleet, traffic
+from llmcourse.replica.memory import (
     gpus_for_weights,
     kv_bytes_per_sequence,
     kv_bytes_per_token,
     max_batch,
-    replica,
-    traffic,
     weight_bytes,
 )
+from llmcourse.replica.model import replica
+from llmcourse.replica.step import decode_step
 from llmcourse.units import Q_, sig
 
 __all__ = ["DRILLS", "FACTOR", "KINDS", "SLIPS_2X", "shown"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import llmcourse as lc
 from llmcourse.exercises._common import COURSE, Story, define, pct, pick, pool
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.parallel import decode_comm_time, layout
+from llmcourse.replica.parallel import decode_comm_time, layout
 from llmcourse.units import Q_
 
 EXERCISES: list = []
@@ -22,7 +22,7 @@ EXERCISES: list = []
 #: The method the notebook says these exercises follow (shown above its first exercise).
 NOTEBOOK_METHOD = """
 **The method.** Every exercise is the course's method; each story gives the link's figures from the catalog
-(`lc.links`). `llmcourse.parallel` has the building blocks (`layout`, `decode_comm_time`, `time_per_token_parts`)
+(`lc.links`). `llmcourse.replica.parallel` has the building blocks (`layout`, `decode_comm_time`, `time_per_token_parts`)
 and `lc.FORMULAS` the alpha-beta formulas (`allreduce_time`, `alltoall_time`, `pipeline_bubble`); the chapter shows
 how to use them.
 """

@@ -1,7 +1,7 @@
 """Exercises for *Mixture-of-experts routing* (``book/07_moe.md``): experts touched and bytes per step.
 
 ``moe_ex1`` .. ``moe_ex3``, ``moe_ex5`` and ``moe_ex6`` follow the chapter's exercises of the same labels (their
-numeric part; ``moe_ex3`` is skewed routing, checked with :func:`llmcourse.moe.fraction_touched_skewed`); the
+numeric part; ``moe_ex3`` is skewed routing, checked with :func:`llmcourse.planner.moe.fraction_touched_skewed`); the
 chapter's ``moe_ex4`` (a simulation's variance) is an open question and has no auto-checked version.
 ``moe_ex7`` .. ``moe_ex9`` are extra. The step times are the course's method (the default); the stories state its
 efficiencies, formatted from ``lc.resolve()``.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse.exercises._common import COURSE, define, pct, pick
-from llmcourse.moe import fraction_touched_skewed, hot_cold_pick_probabilities
+from llmcourse.planner.moe import fraction_touched_skewed, hot_cold_pick_probabilities
 
 EXERCISES: list = []
 

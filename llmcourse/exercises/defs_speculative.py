@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse.exercises._common import COURSE, define, pct, pick
-from llmcourse.speculative import (
+from llmcourse.replica.speculative import (
     Speculation,
     acceptance_from_length,
     best_draft_tokens,

@@ -7,9 +7,10 @@ from typing import Any
 import numpy as np
 
 from llmcourse.assumptions import Assumptions, resolve
-from llmcourse.planner import matmul_precision, replica
+from llmcourse.planner.roofline import crossover_batch
 from llmcourse.plots import new_figure
-from llmcourse.roofline import crossover_batch
+from llmcourse.replica.model import replica
+from llmcourse.replica.step import matmul_precision
 
 __all__ = ["step_and_throughput"]
 

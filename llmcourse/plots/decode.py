@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 
 from llmcourse.assumptions import Assumptions, resolve
-from llmcourse.planner import matmul_precision
+from llmcourse.planner.roofline import attainable_flops, decode_point, prefill_point, ridge_intensity
 from llmcourse.plots import new_figure
-from llmcourse.roofline import attainable_flops, decode_point, prefill_point, ridge_intensity
+from llmcourse.replica.step import matmul_precision
 from llmcourse.units import Q_
 
 __all__ = ["roofline"]

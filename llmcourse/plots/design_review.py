@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmcourse.levers import Lever
-from llmcourse.planner import Plan
+from llmcourse.planner.design import Plan
+from llmcourse.planner.levers import Lever
 from llmcourse.plots import new_figure
 
 __all__ = ["lever_bars"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmcourse.planner import max_batch
 from llmcourse.plots import mark_point, new_figure
+from llmcourse.replica.memory import max_batch
 
 __all__ = ["batch_vs_gpus"]
 

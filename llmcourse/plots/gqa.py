@@ -6,9 +6,9 @@ from typing import Any
 
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import models
-from llmcourse.memory import kv_head_options
-from llmcourse.planner import kv_bytes_per_token, max_batch
+from llmcourse.planner.memory import kv_head_options
 from llmcourse.plots import mark_point, new_figure
+from llmcourse.replica.memory import kv_bytes_per_token, max_batch
 
 __all__ = ["kv_heads_sweep"]
 

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from llmcourse.assumptions import Assumptions, resolve
-from llmcourse.planner import kv_bytes_per_sequence, max_batch
 from llmcourse.plots import mark_point, new_figure
+from llmcourse.replica.memory import kv_bytes_per_sequence, max_batch
 
 __all__ = ["batch_vs_context", "kv_vs_context"]
 

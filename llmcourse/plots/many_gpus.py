@@ -3,7 +3,7 @@
 The measured rows are Llama-3.1-70B's aggregated rows of ``llmcourse/data/aiconfigurator-silicon.csv``
 (NVIDIA's aiconfigurator silicon sample: TensorRT-LLM and vLLM on H100, H200 and B200, tensor-parallel
 1 to 8, FP8 and FP4 weights), read with the standard library's ``csv`` module; every prediction is
-:func:`llmcourse.planner.replica`'s time per output token for the same deployment and load.
+:func:`llmcourse.replica.replica`'s time per output token for the same deployment and load.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import pint
 
 from llmcourse.assumptions import resolve
 from llmcourse.catalog import gpus
-from llmcourse.planner import replica
 from llmcourse.plots import new_figure
+from llmcourse.replica.model import replica
 from llmcourse.units import Q_
 
 __all__ = [

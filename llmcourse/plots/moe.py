@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from llmcourse.catalog import models
-from llmcourse.moe import fraction_touched, simulate_fraction_touched
+from llmcourse.planner.moe import fraction_touched, simulate_fraction_touched
 from llmcourse.plots import new_figure
 
 __all__ = ["fraction_vs_batch"]

@@ -7,7 +7,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
-from llmcourse.queueing import PERCENTILES, ClosedForm, LoopPoint, SimResult
+from llmcourse.simulator.queueing import PERCENTILES, ClosedForm, LoopPoint, SimResult
 
 __all__ = ["measured_vs_simulated", "percentiles_vs_load"]
 

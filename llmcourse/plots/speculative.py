@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from llmcourse.plots import new_figure
-from llmcourse.speculative import Speculation, crossover_batch, speculative_memory, speculative_step
+from llmcourse.replica.speculative import Speculation, crossover_batch, speculative_memory, speculative_step
 
 __all__ = ["speedup_against_batch"]
 
@@ -24,7 +24,7 @@ def speedup_against_batch(
     **kw: Any,
 ) -> Any:
     """Speed-up over plain decode (per user and per GPU: the batch is the same) against the batch, one line per
-    draft length (the rest of ``speculation`` kept), from :func:`llmcourse.speculative.speculative_step`. Each
+    draft length (the rest of ``speculation`` kept), from :func:`llmcourse.replica.speculative.speculative_step`. Each
     line's crossover (the first batch where speculation costs throughput) is marked and named in the legend,
     and the batches beyond what fits in memory with the draft (at the draft length of ``speculation``) are
     shaded."""

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from llmcourse.assumptions import Assumptions, resolve
-from llmcourse.planner import usable_memory, weight_bytes
 from llmcourse.plots import mark_point, new_figure
+from llmcourse.replica.memory import usable_memory, weight_bytes
 
 __all__ = ["weights_by_precision"]
 

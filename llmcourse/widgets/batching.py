@@ -11,8 +11,9 @@ from functools import lru_cache
 import ipywidgets as w
 
 from llmcourse.assumptions import Assumptions, resolve
-from llmcourse.planner import matmul_precision, request_cycle
-from llmcourse.roofline import _first_compute_bound, crossover_batch
+from llmcourse.planner.roofline import _first_compute_bound, crossover_batch
+from llmcourse.planner.serving import request_cycle
+from llmcourse.replica.step import matmul_precision
 from llmcourse.units import Q_, fmt, parsed_unit
 from llmcourse.widgets import (
     Calculator,

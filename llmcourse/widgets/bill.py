@@ -7,9 +7,10 @@ import functools
 import ipywidgets as w
 
 from llmcourse.assumptions import resolve
-from llmcourse.bill import Bill, bill, default_cost
 from llmcourse.catalog import costs
-from llmcourse.planner import fleet, replica
+from llmcourse.planner.bill import Bill, bill, default_cost
+from llmcourse.planner.serving import fleet
+from llmcourse.replica.model import replica
 from llmcourse.units import Q_, parsed_unit, to
 from llmcourse.widgets import (
     Calculator,

@@ -9,8 +9,9 @@ from __future__ import annotations
 import ipywidgets as w
 
 from llmcourse.assumptions import resolve
-from llmcourse.planner import decode_step, matmul_precision, max_batch, usable_memory, weight_bytes
-from llmcourse.roofline import arithmetic_intensity, ridge_intensity
+from llmcourse.planner.roofline import arithmetic_intensity, ridge_intensity
+from llmcourse.replica.memory import max_batch, usable_memory, weight_bytes
+from llmcourse.replica.step import decode_step, matmul_precision
 from llmcourse.units import fmt
 from llmcourse.widgets import (
     Calculator,

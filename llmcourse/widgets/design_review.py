@@ -1,7 +1,7 @@
 """The capstone calculator of the chapter *Design review* (``book/11_design_review.md``).
 
-Every number comes from :func:`llmcourse.planner.plan` (directly, or through
-:func:`llmcourse.levers.rank_levers`, which re-runs it); the few rows that restate a plan's
+Every number comes from :func:`llmcourse.planner.design.plan` (directly, or through
+:func:`llmcourse.planner.levers.rank_levers`, which re-runs it); the few rows that restate a plan's
 fields in another form (tokens per second, how long the answer streams) use the registered formulas.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 import ipywidgets as w
 
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.levers import CONTEXT_FRACTION, HIT_RATE, Lever, _ranked, verdict
-from llmcourse.planner import Brief, Plan, plan
+from llmcourse.planner.design import Brief, Plan, plan
+from llmcourse.planner.levers import CONTEXT_FRACTION, HIT_RATE, Lever, _ranked, verdict
 from llmcourse.units import Q_, fmt, parsed_unit
 from llmcourse.widgets import (
     Calculator,

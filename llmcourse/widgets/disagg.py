@@ -1,8 +1,8 @@
 """The calculator of the chapter *Disaggregated serving* (``book/10b_disaggregation.md``).
 
 A brief (rate, prompt, answer, the two targets), a model, a GPU and the replica shapes -> the
-aggregated plan (:func:`llmcourse.planner.plan`) beside a prefill pool and a decode pool sized for
-the same targets (:func:`llmcourse.disagg.compare`): each one's GPUs and times, the pieces of the
+aggregated plan (:func:`llmcourse.planner.design.plan`) beside a prefill pool and a decode pool sized for
+the same targets (:func:`llmcourse.planner.disagg.compare`): each one's GPUs and times, the pieces of the
 disaggregated time to first token (the wait for a prefill replica, the prefill, the KV hand-off over
 the link between the pools), and which needs fewer GPUs. The aggregated plan is cached on its inputs,
 so moving a control of the disaggregated side alone re-sizes only the pools.
@@ -16,8 +16,8 @@ from typing import Any
 import ipywidgets as w
 
 from llmcourse.catalog import links
-from llmcourse.disagg import Comparison, disaggregated
-from llmcourse.planner import Brief, plan
+from llmcourse.planner.design import Brief, plan
+from llmcourse.planner.disagg import Comparison, disaggregated
 from llmcourse.units import Q_, parsed_unit
 from llmcourse.widgets import (
     Calculator,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from llmcourse.planner import serving_plan
+from llmcourse.planner.serving import serving_plan
 from llmcourse.units import fmt
 from llmcourse.widgets import (
     Calculator,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import ipywidgets as w
 
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.planner import cost_per_million, fleet, replica
+from llmcourse.planner.serving import fleet
+from llmcourse.replica.model import cost_per_million, replica
 from llmcourse.units import HOURS_PER_MONTH, Q_, fmt, to
 from llmcourse.widgets import (
     Calculator,

@@ -7,12 +7,7 @@ cache per token and the number of sequences that fit.
 from __future__ import annotations
 
 from llmcourse.catalog import models
-from llmcourse.memory import (  # re-exported for old imports
-    GQAPoint,
-    gqa_point,
-    hidden_size_kv_bytes_per_token,
-    kv_head_options,
-)
+from llmcourse.planner.memory import GQAPoint, gqa_point, hidden_size_kv_bytes_per_token, kv_head_options
 from llmcourse.widgets import Calculator, gpu_dropdown, int_box, int_slider, model_dropdown, preset_dropdown
 
 __all__ = ["GQAPoint", "gqa_calculator", "gqa_point", "hidden_size_kv_bytes_per_token", "kv_head_options"]

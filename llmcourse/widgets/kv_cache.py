@@ -6,7 +6,7 @@ sequences fit beside the weights (reserved for the whole context, or paged).
 
 from __future__ import annotations
 
-from llmcourse.memory import KVPlan, kv_plan, paged_context, without_gqa  # re-exported for old imports
+from llmcourse.planner.memory import KVPlan, kv_plan, paged_context, without_gqa  # re-exported for old imports
 from llmcourse.widgets import (
     Calculator,
     gpu_dropdown,

@@ -3,7 +3,7 @@
 Model, GPU, link, tensor-parallel degree (and expert-parallel degree for a mixture of experts),
 precision, concurrency and request lengths -> the time per output token split into what it is
 spent on (weight reads, KV reads, compute, communication, overhead, the other requests' prefills),
-from :func:`llmcourse.planner.replica` and :func:`llmcourse.parallel.time_per_token_parts`, with a
+from :func:`llmcourse.replica.replica` and :func:`llmcourse.replica.parallel.time_per_token_parts`, with a
 stacked bar of the same split on 1, 2, 4 and 8 GPUs. The bar is plain SVG text, so it draws the same
 in the book's snapshot and in the live (Pyodide) calculator, which has no matplotlib.
 """
@@ -17,13 +17,14 @@ from typing import Any
 
 import ipywidgets as w
 
-from llmcourse._arith import _ratio, _total
+from llmcourse.arith import _ratio, _total
 from llmcourse.assumptions import resolve
 from llmcourse.catalog import links, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import SYMBOLS, check_value
-from llmcourse.parallel import allreduce_latency, time_per_token_parts
-from llmcourse.planner import Replica, _replica_at, kv_copies, replica
+from llmcourse.replica.memory import kv_copies
+from llmcourse.replica.model import Replica, _replica_at, replica
+from llmcourse.replica.parallel import allreduce_latency, time_per_token_parts
 from llmcourse.units import fmt, parsed_unit, quantity, to
 from llmcourse.widgets import (
     Calculator,
@@ -112,12 +113,12 @@ def expert_load_imbalance(pick_probabilities: Sequence[float], expert_parallel: 
     """How much more work the busiest GPU gets than the average one when the experts are split over
     ``expert_parallel`` GPUs in order (experts 0 .. E/N - 1 on the first, and so on) and a token picks
     expert i with probability ``pick_probabilities[i]`` (the MoE chapter's skewed routing,
-    :func:`llmcourse.moe.hot_cold_pick_probabilities`): a GPU's expected tokens are the sum of its
+    :func:`llmcourse.planner.moe.hot_cold_pick_probabilities`): a GPU's expected tokens are the sum of its
     experts' probabilities, and every all-to-all waits for the busiest GPU. 1 with uniform routing.
 
     Examples
     --------
-    >>> from llmcourse.moe import hot_cold_pick_probabilities
+    >>> from llmcourse.planner.moe import hot_cold_pick_probabilities
     >>> expert_load_imbalance([8 / 256] * 256, 8)
     1.0
     >>> round(expert_load_imbalance(hot_cold_pick_probabilities(256, 8, hot=16, hot_share=0.5), 8), 2)
@@ -142,7 +143,7 @@ def parts_against_n(
     **kw: Any,
 ) -> list[tuple[int, dict[str, Any] | None, str]]:
     """(GPUs, the parts of the time per token or None, why not) for each tensor-parallel degree:
-    the same replica as :func:`llmcourse.planner.replica` with ``**kw`` (batch, lengths,
+    the same replica as :func:`llmcourse.replica.replica` with ``**kw`` (batch, lengths,
     precision, assumptions), the experts of a MoE model split ``min(expert_parallel, N)`` ways.
 
     Examples

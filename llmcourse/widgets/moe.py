@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from llmcourse.catalog import models
-from llmcourse.moe import expert_split, fraction_touched, simulate_fraction_touched
-from llmcourse.planner import decode_step
+from llmcourse.planner.moe import expert_split, fraction_touched, simulate_fraction_touched
+from llmcourse.replica.step import decode_step
 from llmcourse.units import fmt
 from llmcourse.widgets import (
     Calculator,

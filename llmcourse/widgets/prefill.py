@@ -8,7 +8,8 @@ attention term.
 from __future__ import annotations
 
 from llmcourse.assumptions import resolve
-from llmcourse.planner import matmul_precision, prefill
+from llmcourse.replica.prefill import prefill
+from llmcourse.replica.step import matmul_precision
 from llmcourse.units import fmt, to
 from llmcourse.widgets import (
     Calculator,

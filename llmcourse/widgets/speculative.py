@@ -12,7 +12,7 @@ import ipywidgets as w
 
 from llmcourse.assumptions import resolve
 from llmcourse.catalog import gpus, models
-from llmcourse.speculative import KINDS, Speculation, _crossover, _shared_step, expected_tokens, simulate
+from llmcourse.replica.speculative import KINDS, Speculation, _crossover, _shared_step, expected_tokens, simulate
 from llmcourse.units import fmt
 from llmcourse.widgets import (
     Calculator,
@@ -127,7 +127,7 @@ def _twin_rows(acceptance: float, draft_tokens: int, trials: int, seed: int) -> 
 def speculative_twin_calculator(
     acceptance: float = ACCEPTANCE, draft_tokens: int = DRAFT_TOKENS, trials: int = 20_000, seed: int = 0
 ) -> Calculator:
-    """The Monte-Carlo twin of the accept/reject loop (:func:`llmcourse.speculative.simulate`, standard library
+    """The Monte-Carlo twin of the accept/reject loop (:func:`llmcourse.replica.speculative.simulate`, standard library
     only) against the closed form.
 
     Examples

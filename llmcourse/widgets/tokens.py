@@ -7,7 +7,7 @@ an answer's length in characters to tokens and to the time it takes to stream.
 from __future__ import annotations
 
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.planner import traffic
+from llmcourse.planner.serving import traffic
 from llmcourse.units import Q_, sig, to
 from llmcourse.widgets import Calculator, float_slider, int_box, int_slider
 

@@ -15,7 +15,7 @@ from functools import cache, lru_cache
 
 import ipywidgets as w
 
-from llmcourse.planner import Brief
+from llmcourse.planner.design import Brief
 from llmcourse.units import Q_, parsed_unit
 from llmcourse.validation import (
     REPLAN_EXAMPLE,

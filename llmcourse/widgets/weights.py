@@ -15,7 +15,7 @@ import math
 import ipywidgets as w
 
 from llmcourse.assumptions import resolve
-from llmcourse.memory import WeightFit, weight_fit  # re-exported for old imports
+from llmcourse.planner.memory import WeightFit, weight_fit  # re-exported for old imports
 from llmcourse.units import to
 from llmcourse.widgets import Calculator, float_slider, gpu_dropdown, int_slider, model_dropdown, precision_dropdown
 

@@ -1,7 +1,7 @@
 """The whole bill of a replica or a fleet: energy per token, tokens per megawatt, owning vs renting, and an API.
 
 Chapter *Sizing the fleet* (``book/09_fleet.md``, section "The whole bill"). Every throughput comes from the
-replica model (:func:`llmcourse.planner.replica`, and :func:`~llmcourse.planner.fleet` for a fleet); the
+replica model (:func:`llmcourse.replica.replica`, and :func:`~llmcourse.planner.serving.fleet` for a fleet); the
 power model's constants (a GPU's idle and full-load share of its rated power, the server's share, the years
 hardware is written off over) are fields of :class:`~llmcourse.assumptions.Assumptions`; the site figures
 (electricity price, PUE), the hardware prices and the API prices are sourced, dated rows of
@@ -34,13 +34,14 @@ from typing import Any
 
 import pint
 
-from llmcourse._arith import _over, _times
+from llmcourse.arith import _over, _times
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import Cost, costs, gpus, hardware_prices
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked
-from llmcourse.planner import Fleet, Replica, cost_per_million
+from llmcourse.planner.serving import Fleet
+from llmcourse.replica.model import Replica, cost_per_million
 from llmcourse.units import HOURS_PER_MONTH, Q_, as_quantity, parsed_unit, plain_number, to
 
 __all__ = ["Bill", "bill", "default_cost"]

@@ -6,8 +6,8 @@ weights; the experts of a MoE model are split over all of them), times ``pipelin
 stages (each holding a slice of the layers). :func:`layout` checks such a shape against the model
 and the link; :func:`decode_comm_time` and :func:`prefill_comm_time` price the collectives of a
 step by the alpha-beta formulas of :mod:`llmcourse.formulas_parallel`. The planner's
-:func:`~llmcourse.planner.decode_step`, :func:`~llmcourse.planner.prefill` and
-:func:`~llmcourse.planner.replica` build on them; nothing here computes a serving figure.
+:func:`~llmcourse.replica.step.decode_step`, :func:`~llmcourse.replica.prefill.prefill` and
+:func:`~llmcourse.replica.replica` build on them; nothing here computes a serving figure.
 
 Examples
 --------
@@ -30,7 +30,7 @@ from typing import Any
 
 import pint
 
-from llmcourse._arith import _greater, _minus, _plus, _ratio, _times
+from llmcourse.arith import _greater, _minus, _plus, _ratio, _times
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Link, Model, gpus, links, models
 from llmcourse.errors import InputError
@@ -318,7 +318,7 @@ def allreduce_latency(model: Model | str, rep: Any, tokens: float | None = None)
 
     Examples
     --------
-    >>> from llmcourse.planner import replica
+    >>> from llmcourse.replica.model import replica
     >>> r = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=8, batch=4, prompt_tokens=1_024,
     ...             answer_tokens=1_024, weight_bytes="fp8")
     >>> round(allreduce_latency("Llama-3.1-70B", r).to("us").m, 2)
@@ -383,7 +383,7 @@ def time_per_token_parts(rep: Any) -> dict[str, pint.Quantity]:
 
     Examples
     --------
-    >>> from llmcourse.planner import replica
+    >>> from llmcourse.replica.model import replica
     >>> r = replica("Llama-3.1-70B", "B200", tensor_parallel=8, batch=4, prompt_tokens=1_024,
     ...             answer_tokens=1_024, weight_bytes="fp8")
     >>> parts = time_per_token_parts(r)
@@ -394,7 +394,7 @@ def time_per_token_parts(rep: Any) -> dict[str, pint.Quantity]:
     """
     s = rep._need_step()
     # the memory time splits between weights and KV in proportion to their bytes (pint's arithmetic, on the
-    # magnitudes: llmcourse._arith)
+    # magnitudes: llmcourse.arith)
     share_w = _ratio(s.weights_read, _plus(s.weights_read, s.kv_read))
     memory = s.memory_time
     compute = _minus(s.compute_time, memory) if _greater(s.compute_time, memory) else _times(memory, 0)

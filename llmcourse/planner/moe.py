@@ -30,12 +30,12 @@ from typing import Any
 
 import pint
 
-from llmcourse._arith import _over, _times
+from llmcourse.arith import _over, _times
 from llmcourse.catalog import Model, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, sp  # sp: SymPy, imported on first use (the derivation below)
-from llmcourse.planner import weight_bytes
+from llmcourse.replica.memory import weight_bytes
 from llmcourse.units import plain_number, seed_number, to
 
 __all__ = [
@@ -192,7 +192,7 @@ def expert_split(model: Model | str, bytes_per_param: Any = 2) -> ExpertSplit:
     if not m.is_moe:
         raise InputError(f"{m.name} is a dense model: every weight is read at every step.")
     total = to(weight_bytes(m, bytes_per_param), "GB")
-    per = _over(total, m.params)  # pint's arithmetic, on the magnitudes (llmcourse._arith)
+    per = _over(total, m.params)  # pint's arithmetic, on the magnitudes (llmcourse.arith)
     return ExpertSplit(
         model=m.name,
         total=total,

@@ -1,7 +1,7 @@
 """Rank the levers of a design by re-running the design planner with each one switched on.
 
 Defined in the capstone chapter *Design review* (``book/11_design_review.md``). Every number comes
-from :func:`llmcourse.planner.plan` (a lever's plan by plan()'s own path, ``planner._lever_plan``, which stops
+from :func:`llmcourse.planner.design.plan` (a lever's plan by plan()'s own path, ``planner._lever_plan``, which stops
 at the fields a ranking reads: the same numbers, without the replica plan() also returns); the levers are:
 
 * **GQA with 8 KV heads**: the model with ``kv_heads=8`` (``Model.with_``); nothing changes for a
@@ -16,7 +16,7 @@ at the fields a ranking reads: the same numbers, without the replica plan() also
   the full prompt; only the prefill shrinks, to that of the ``(1 - h)`` of the prompt that is new
   (its tokens still attend to the cached ones): the time to first token, the prefills between a
   user's steps and, where the assumptions charge prefill, each batch's share of the replica's time.
-  It is :func:`llmcourse.planner.plan` with ``cached_prompt_tokens``. (Prefix blocks shared by many
+  It is :func:`llmcourse.planner.design.plan` with ``cached_prompt_tokens``. (Prefix blocks shared by many
   requests are stored once in a paged cache, which would also save memory; that is not counted.)
 
 The headroom, the efficiencies and whether prefill is charged are those of the plan's
@@ -24,7 +24,7 @@ assumptions (``assumptions=`` among the plan keywords; the course's method by de
 
 Examples
 --------
->>> from llmcourse.planner import Brief
+>>> from llmcourse.planner.design import Brief
 >>> from llmcourse.units import Q_
 >>> b = Brief(20, 3_600, 400, Q_(1, "s"), Q_(40, "ms"))  # within Llama 2 13B's 4,096 positions
 >>> [(x.name, x.gpus) for x in rank_levers("Llama-2-13B", "H100 SXM", b)][:2]
@@ -40,7 +40,8 @@ import pint
 
 from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
-from llmcourse.planner import Brief, Plan, _lever_plan, gpu_of, model_of, plan
+from llmcourse.planner.design import Brief, Plan, _lever_plan, plan
+from llmcourse.replica.base import gpu_of, model_of
 from llmcourse.units import fmt, plain_number
 
 __all__ = ["CONTEXT_FRACTION", "HIT_RATE", "LEVER_NAMES", "Lever", "prefix_cached_plan", "rank_levers", "verdict"]

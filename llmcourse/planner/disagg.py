@@ -8,21 +8,21 @@ each phase its own pool: ``x`` GPUs of prefill replicas that only prefill (one p
 shaped for compute), ``y`` GPUs of decode replicas that only decode (a large batch, shaped for
 memory), and a link between the pools that carries each prompt's KV cache from one to the other.
 
-Every time here comes from the one replica model (:func:`llmcourse.planner.replica`): a prefill
+Every time here comes from the one replica model (:func:`llmcourse.replica.replica`): a prefill
 replica's prefill of one prompt, a decode replica's step at its batch with no prefill charged to
 it (``count_prefill`` and ``prefill_interference`` off: its requests arrive prefilled). The pools
 are joined by the formulas of :mod:`llmcourse.formulas_disagg`: the KV hand-off over the link
 (alpha-beta), the wait for a free prefill replica (M/D/c, Sakasegawa's approximation) and the time
 to first token, their sum with the request's overhead.
 
-:func:`disaggregated` sizes the two pools for a :class:`~llmcourse.planner.Brief` (or evaluates
-given ones); :func:`compare` puts it beside the aggregated :func:`~llmcourse.planner.plan` at the
+:func:`disaggregated` sizes the two pools for a :class:`~llmcourse.planner.design.Brief` (or evaluates
+given ones); :func:`compare` puts it beside the aggregated :func:`~llmcourse.planner.design.plan` at the
 same targets; :func:`measured_rows` and :func:`predict_row` express the disaggregated rows of the
 aiconfigurator file through the same model.
 
 Examples
 --------
->>> from llmcourse.planner import Brief
+>>> from llmcourse.planner.design import Brief
 >>> from llmcourse.units import Q_
 >>> b = Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms"))
 >>> d = disaggregated("Llama-3.1-70B", "H100 SXM", b, prefill_tensor_parallel=4, decode_tensor_parallel=4,
@@ -48,25 +48,17 @@ from typing import Any
 
 import pint
 
-from llmcourse._arith import _at_most
+from llmcourse.arith import _at_most
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Link, Model, gpus, links, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked
-from llmcourse.planner import (
-    Brief,
-    Plan,
-    Replica,
-    _check_positions,
-    _decode_steps,
-    _largest_within,
-    _replica_at,
-    kv_bytes_per_sequence,
-    largest_batch,
-    plan,
-    replica,
-)
+from llmcourse.planner.design import Brief, Plan, plan
+from llmcourse.replica.base import _check_positions
+from llmcourse.replica.memory import _largest_within, kv_bytes_per_sequence, largest_batch
+from llmcourse.replica.model import Replica, _replica_at, replica
+from llmcourse.replica.step import _decode_steps
 from llmcourse.units import Q_, parsed_unit, plain_number, quantity, to
 
 __all__ = [
@@ -337,7 +329,7 @@ def disaggregated(
 
     Examples
     --------
-    >>> from llmcourse.planner import Brief
+    >>> from llmcourse.planner.design import Brief
     >>> from llmcourse.units import Q_
     >>> b = Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms"))
     >>> d = disaggregated("Llama-3.1-70B", "H100 SXM", b, prefill_tensor_parallel=4, decode_tensor_parallel=4,
@@ -520,13 +512,13 @@ def compare(
     kv_bytes: Any = 2,
     assumptions: Assumptions | str | None = None,
 ) -> Comparison:
-    """The aggregated :func:`~llmcourse.planner.plan` (replicas of ``tensor_parallel`` GPUs) beside
+    """The aggregated :func:`~llmcourse.planner.design.plan` (replicas of ``tensor_parallel`` GPUs) beside
     :func:`disaggregated` (pools of ``prefill_tensor_parallel`` and ``decode_tensor_parallel`` GPUs
     per replica, ``tensor_parallel`` by default) at the same brief, GPU and assumptions.
 
     Examples
     --------
-    >>> from llmcourse.planner import Brief
+    >>> from llmcourse.planner.design import Brief
     >>> from llmcourse.units import Q_
     >>> c = compare("Llama-3.1-70B", "H100 SXM", Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms")),
     ...             tensor_parallel=4, weight_bytes="fp8")

@@ -256,7 +256,7 @@ class Model:
         ``num_experts_per_tok``, ``moe_intermediate_size``, ``n_shared_experts``,
         ``first_k_dense_replace``) and the MLA fields (``kv_lora_rank``,
         ``qk_rope_head_dim``). The parameter count is computed from the shapes
-        (:func:`llmcourse.params.count_params`) unless ``params`` is given.
+        (:func:`llmcourse.catalog.params.count_params`) unless ``params`` is given.
 
         Examples
         --------
@@ -266,7 +266,7 @@ class Model:
         >>> m.head_dim, m.kv_heads, round(m.params / 1e9, 3)
         (128, 8, 8.03)
         """
-        from llmcourse.params import count_params
+        from llmcourse.catalog.params import count_params
 
         if isinstance(config, str | Path):
             path = Path(config)
@@ -492,7 +492,7 @@ class Cost:
     (``kind="electricity"``, USD/kWh), a site's power usage effectiveness (``"pue"``, a plain number, at
     least 1) or an API's prices for a model (``"api"``): ``value``, USD per million output tokens, and
     ``input_value``, USD per million input (prompt) tokens (zero for a price that is all-in per output
-    token; only api rows have one). ``default`` marks the row :func:`llmcourse.bill.bill` uses when none
+    token; only api rows have one). ``default`` marks the row :func:`llmcourse.planner.bill.bill` uses when none
     is given.
 
     Examples

@@ -12,7 +12,7 @@ tokens (:func:`expected_tokens`; the sum is worked out by SymPy in
 speed-up over plain decode at the same batch is ``S = tau x t_step / (t_ver + k t_draft)``: per user,
 and, since the batch is the same, per GPU.
 
-Every time comes from :func:`llmcourse.planner.decode_step`:
+Every time comes from :func:`llmcourse.replica.step.decode_step`:
 
 * the plain step: ``decode_step(batch=B)``;
 * the verification: the same step with the FLOPs (and, for a mixture of experts, the experts
@@ -72,25 +72,9 @@ from llmcourse.catalog import GPU, Model, bytes_per_value, gpus, models
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
-from llmcourse.planner import (
-    _B,
-    _GB,
-    _MS_S,
-    _S,
-    DecodeStep,
-    Replica,
-    _decode_steps,
-    _kv_copies,
-    _kv_sequence_si,
-    _max_batch_si,
-    _read_efficiency,
-    _usable_si,
-    _weights_si,
-    decode_step,
-    largest_batch,
-    matmul_precision,
-    replica,
-)
+from llmcourse.replica.base import _B, _GB, _MS_S, _S
+from llmcourse.replica.memory import _kv_copies, _kv_sequence_si, _max_batch_si, _usable_si, _weights_si, largest_batch
+from llmcourse.replica.step import DecodeStep, _decode_steps, _read_efficiency, decode_step, matmul_precision
 from llmcourse.units import fmt, in_unit, parsed_unit, plain_number, quantity, seed_number, to
 
 _MS = parsed_unit("ms")[0]
@@ -102,7 +86,6 @@ __all__ = [
     "Speculation",
     "SpeculationRun",
     "SpeculativeMemory",
-    "SpeculativeReplica",
     "SpeculativeStep",
     "acceptance_from_length",
     "best_draft_tokens",
@@ -113,7 +96,6 @@ __all__ = [
     "published",
     "simulate",
     "speculative_memory",
-    "speculative_replica",
     "speculative_step",
 ]
 
@@ -138,7 +120,7 @@ def _acceptance(value: Any) -> float:
         hint = f" A percentage? Write {a / 100:g} for {a:g}%." if 1 < a <= 100 else ""
         raise InputError(
             f"{what} must be at least 0 and below 1; got {value!r}.{hint} At 1 every draft token would be "
-            "accepted forever; use a measured rate (llmcourse.speculative.published() lists some)."
+            "accepted forever; use a measured rate (llmcourse.replica.speculative.published() lists some)."
         )
     return a
 
@@ -353,7 +335,7 @@ def expected_tokens(acceptance: float, draft_tokens: int) -> float:
     >>> expected_tokens(1.0, 4)
     Traceback (most recent call last):
     ...
-    llmcourse.errors.InputError: acceptance (alpha, the chance the target accepts each draft token) must be at least 0 and below 1; got 1.0. At 1 every draft token would be accepted forever; use a measured rate (llmcourse.speculative.published() lists some).
+    llmcourse.errors.InputError: acceptance (alpha, the chance the target accepts each draft token) must be at least 0 and below 1; got 1.0. At 1 every draft token would be accepted forever; use a measured rate (llmcourse.replica.speculative.published() lists some).
     """
     a, k = _acceptance(acceptance), _draft_tokens(draft_tokens)
     tau = float(F["speculative_expected_tokens"](acceptance=a, draft_tokens=k).m)
@@ -452,7 +434,7 @@ def speculative_memory(
 ) -> SpeculativeMemory:
     """The target's and the draft's weights, their KV caches per sequence (sized at
     ``context_tokens`` + k: the draft's tokens sit in the cache until they are checked; each copy a
-    tensor-parallel replica keeps counted, :func:`~llmcourse.planner.kv_copies`) and the
+    tensor-parallel replica keeps counted, :func:`~llmcourse.replica.memory.kv_copies`) and the
     largest batch whose caches fit beside both sets of weights in the usable memory of the
     assumptions.
 
@@ -506,7 +488,7 @@ class SpeculativeStep:
     """One speculative cycle of a batch: ``k`` draft steps, then a verification over ``k + 1`` positions
     per sequence, against the plain decode step of the same batch.
 
-    ``verify`` is a :class:`~llmcourse.planner.DecodeStep` whose ``batch`` counts positions
+    ``verify`` is a :class:`~llmcourse.replica.step.DecodeStep` whose ``batch`` counts positions
     (``batch x (k + 1)``); ``draft`` is one draft step (None for n-gram).
     """
 
@@ -615,7 +597,7 @@ def _step(
 ) -> SpeculativeStep | float:
     """The cycle's times from decode_step, whether or not the batch fits (the caller checks). ``steps``: a dict
     that a search over the batch passes to every call, where the three decode steps and the expected tokens are
-    set up once (:func:`llmcourse.planner._decode_steps`: the same steps as decode_step's; a caller that also
+    set up once (:func:`llmcourse.replica.step._decode_steps`: the same steps as decode_step's; a caller that also
     searches, the speculative calculator, passes the same dict to its step and its search); ``speedup_only``:
     only the speed-up (the step's ``speedup``), for a search that asks nothing else."""
     k, b = spec.draft_tokens, int(batch)
@@ -704,7 +686,7 @@ def speculative_step(
     check_memory: bool = True,
 ) -> SpeculativeStep:
     """One speculative cycle of ``batch`` sequences whose KV caches are read at ``context_tokens``,
-    against plain decode, all from :func:`~llmcourse.planner.decode_step` under ``assumptions`` (the
+    against plain decode, all from :func:`~llmcourse.replica.step.decode_step` under ``assumptions`` (the
     course's by default): the time per output token, tokens per second per user and in all, and the
     speed-up. The batch must fit with the draft's weights and KV cache (:func:`speculative_memory`,
     sized at ``fit_context_tokens``, by default ``context_tokens``: the replica model passes the
@@ -962,64 +944,6 @@ def crossover_estimate(
     )
     value = float(to(x, "").m)
     return value if value > 0 else None
-
-
-# --- in the replica model ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SpeculativeReplica(Replica):
-    """A :class:`~llmcourse.planner.Replica` whose decode step is the speculative cycle per output
-    token (:meth:`SpeculativeStep.per_token_step`), whose weights and KV cache per sequence include
-    the draft's, and whose largest batch is the one that fits with the draft. Its throughput, time per
-    token, requests per second and cost follow from the replica model; ``fleet()`` takes it as it
-    takes any replica. ``speculative`` holds the cycle's detail."""
-
-    speculation: Speculation | None = None
-    speculative: SpeculativeStep | None = field(default=None, repr=False)
-
-
-def speculative_replica(model: Model | str, gpu: GPU | str, speculation: Speculation, **kw: Any) -> SpeculativeReplica:
-    """:func:`llmcourse.planner.replica` for a deployment that speculates: the same keywords
-    (``tensor_parallel``, ``batch``, ``prompt_tokens``, ``answer_tokens``, ...), with the draft's
-    weights and KV cache in memory (``batch=None`` gives the largest batch that fits with them) and
-    each decode step replaced by the speculative cycle per output token, at the context the
-    assumptions read the KV cache at.
-
-    Examples
-    --------
-    >>> kw = dict(tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300, weight_bytes="fp8")
-    >>> plain = replica("Llama-3.1-70B", "H100 SXM", **kw)
-    >>> spec = speculative_replica("Llama-3.1-70B", "H100 SXM", Speculation("eagle head", 4, 0.7), **kw)
-    >>> (plain.batch, round(plain.tokens_per_s_per_user.m)), (spec.batch, round(spec.tokens_per_s_per_user.m))
-    ((97, 12), (94, 15))
-    """
-    spec = _speculation(speculation)
-    m, g = _model(model), _gpu(gpu)
-    base = replica(m, g, **kw)
-    fields_ = {f.name: getattr(base, f.name) for f in dataclasses.fields(Replica)}
-    if base.step is None and base.max_batch < 1 and base.weights >= base.usable_memory:
-        return SpeculativeReplica(**fields_, speculation=spec)  # the target's weights alone do not fit
-    a, tp, final = base.assumptions, base.tensor_parallel, base.context_tokens
-    wb, kvb = kw.get("weight_bytes", 2), kw.get("kv_bytes", 2)
-    mem = speculative_memory(
-        m, g, spec, context_tokens=final, tensor_parallel=tp, weight_bytes=wb, kv_bytes=kvb, assumptions=a
-    )
-    fields_ |= dict(
-        weights=to(mem.weights + mem.draft_weights, "GB"),
-        usable_memory=mem.usable_memory,
-        kv_per_sequence=to(mem.kv_per_sequence + mem.draft_kv_per_sequence, "GB"),
-        max_batch=mem.max_batch,
-    )
-    if mem.max_batch < 1:
-        fields_ |= dict(batch=0, step=None, first_prefill=None, batch_prefill=None, reason=mem.reason(1))
-        return SpeculativeReplica(**fields_, speculation=spec)
-    b = kw.get("batch") or mem.max_batch
-    if b != base.batch:
-        base = replica(m, g, **(kw | {"batch": b}))
-        fields_ |= {f: getattr(base, f) for f in ("batch", "step", "first_prefill", "batch_prefill")}
-    kv_ctx = base.kv_read_tokens  # the context the replica model reads each KV cache at
-    s = _step(m, g, spec, mem, batch=b, context_tokens=kv_ctx, tp=tp, weight_bytes=wb, kv_bytes=kvb, a=a)
-    fields_ |= dict(step=s.per_token_step(), reason="fits" if b <= mem.max_batch else mem.reason(b))
-    return SpeculativeReplica(**fields_, speculation=spec, speculative=s)
 
 
 # --- the Monte-Carlo twin ----------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from llmcourse.catalog import GPU, Model, gpus, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked
-from llmcourse.planner import (
+from llmcourse.replica.memory import (
     gpus_for_weights,
     kv_bytes_per_sequence,
     kv_bytes_per_token,

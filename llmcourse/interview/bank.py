@@ -70,26 +70,21 @@ from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model, bytes_per_value, gpus, models
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.planner import (
-    compute_budget,
-    cost_per_million,
-    decode_step,
-    fleet,
+from llmcourse.planner.roofline import decode_flops_per_token, ridge_intensity, weight_read_ceiling
+from llmcourse.planner.serving import compute_budget, fleet, prefill_pool, request_cycle, serving_plan, traffic
+from llmcourse.replica import speculative, speculative_replica
+from llmcourse.replica.memory import (
     gpus_for_weights,
     kv_bytes_per_sequence,
     kv_bytes_per_token,
-    matmul_precision,
     max_batch,
-    prefill,
-    prefill_pool,
-    replica,
-    request_cycle,
-    serving_plan,
-    traffic,
     usable_memory,
     weight_bytes,
 )
-from llmcourse.roofline import decode_flops_per_token, ridge_intensity, weight_read_ceiling
+from llmcourse.replica.model import cost_per_million, replica
+from llmcourse.replica.parallel import allreduce_latency, time_per_token_parts
+from llmcourse.replica.prefill import prefill
+from llmcourse.replica.step import decode_step, matmul_precision
 from llmcourse.units import HOURS_PER_MONTH, Q_, sig
 
 __all__ = [
@@ -1021,9 +1016,7 @@ def _pushback() -> dict[str, Any]:
 
 # --- speculative decoding (book/08b_speculative.md) ---------------------------------------------------------------
 def _spec() -> Any:
-    """The speculative-decoding module, imported when a question needs it (its formulas are solved at import)."""
-    from llmcourse import speculative
-
+    """The speculative-decoding module."""
     return speculative
 
 
@@ -1113,8 +1106,8 @@ def _spec_fleet() -> dict[str, Any]:
     draft, head = sp.Speculation("draft model", 4, 0.7, "Llama-3.1-8B"), sp.Speculation("eagle head", 4, 0.7)
     reps = {
         "plain": replica("Llama-3.1-70B", "H100 SXM", **kw),
-        "draft": sp.speculative_replica("Llama-3.1-70B", "H100 SXM", draft, **kw),
-        "head": sp.speculative_replica("Llama-3.1-70B", "H100 SXM", head, **kw),
+        "draft": speculative_replica("Llama-3.1-70B", "H100 SXM", draft, **kw),
+        "head": speculative_replica("Llama-3.1-70B", "H100 SXM", head, **kw),
     }
     demand = Q_(10_000, "1/s")
     out: dict[str, Any] = dict(
@@ -1144,16 +1137,12 @@ def _spec_fleet() -> dict[str, Any]:
 # --- many GPUs (book/08c_many_gpus.md) -----------------------------------------------------------------------------
 def _many_gpus_parts(gpu: str, n: int, **kw: Any) -> tuple[Any, dict[str, Any]]:
     """A replica of Llama 3.1 70B on ``n`` x ``gpu`` and its time per token split into parts."""
-    from llmcourse.parallel import time_per_token_parts
-
     r = replica("Llama-3.1-70B", gpu, tensor_parallel=n, weight_bytes="fp8", **kw)
     return r, time_per_token_parts(r)
 
 
 @_worked("tp8_not_8x")
 def _tp8_not_8x() -> dict[str, Any]:
-    from llmcourse.widgets.many_gpus import allreduce_latency
-
     kw = dict(batch=4, prompt_tokens=1_024, answer_tokens=8_192)
     r1, _ = _many_gpus_parts("B200", 1, **kw)
     r8, p8 = _many_gpus_parts("B200", 8, **kw)
@@ -1174,8 +1163,6 @@ def _tp8_not_8x() -> dict[str, Any]:
 
 @_worked("nvlink_or_pcie")
 def _nvlink_or_pcie() -> dict[str, Any]:
-    from llmcourse.widgets.many_gpus import allreduce_latency
-
     kw = dict(batch=16, prompt_tokens=1_024, answer_tokens=1_024)
     (rs, ps), (rp, pp) = (_many_gpus_parts(g, 4, **kw) for g in ("H100 SXM", "H100 PCIe"))
     return dict(

@@ -12,7 +12,7 @@ The model (stated once, used everywhere):
   lengths are drawn from a lognormal distribution with the given means and coefficient of
   variation (``cv=0``: every request the same length).
 * **Admission control by KV memory.** The replica's KV budget in tokens is
-  :func:`~llmcourse.planner.max_batch` at a context of one token (free memory / KV per token,
+  :func:`~llmcourse.replica.memory.max_batch` at a context of one token (free memory / KV per token,
   under the assumptions' memory rule).
   A waiting request is admitted, first come first served, when its prompt + answer tokens fit in
   what is left of that budget and the batch is below ``batch_cap`` (an engine's "max sequences").
@@ -23,16 +23,16 @@ The model (stated once, used everywhere):
   gives each request one more token.
 * **Service times come from the one replica model.** Once per run (:func:`build_replica`, a
   :class:`ServiceModel`) the decode step is tabulated against the batch: the step of
-  :func:`llmcourse.planner.replica` at that batch for the mean request, which reads the KV cache
+  :func:`llmcourse.replica.replica` at that batch for the mean request, which reads the KV cache
   at the context the assumptions say (the course's method: the average, prompt + answer / 2, as
-  :func:`~llmcourse.planner.plan` does), interpolated linearly between table points (exact for a
+  :func:`~llmcourse.planner.design.plan` does), interpolated linearly between table points (exact for a
   dense model whose step stays memory-bound or compute-bound, since it is then linear in the
   batch). A prompt's prefill compute time per token is tabulated against its length
-  (:func:`~llmcourse.planner.prefill` under the same assumptions; linear in the length, so the
+  (:func:`~llmcourse.replica.prefill.prefill` under the same assumptions; linear in the length, so the
   interpolation is exact, also with the course's causal attention term, which is quadratic in
   each prompt's length: prompts are timed one by one), and a group of prompts prefilled together
   takes the slower of their compute times added and one read of the weights, the rule of
-  :func:`~llmcourse.planner.prefill`. The capacity is the replica's requests per second at the
+  :func:`~llmcourse.replica.prefill.prefill`. The capacity is the replica's requests per second at the
   largest batch the memory and the batch cap allow.
 * **Assumptions.** :func:`build_replica` (and :func:`simulate`, :func:`load_sweep` through it)
   takes ``assumptions=`` (a preset name or an :class:`~llmcourse.assumptions.Assumptions`; the
@@ -79,7 +79,10 @@ from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, check_value
-from llmcourse.planner import Replica, gpu_of, max_batch, model_of, prefill, replica
+from llmcourse.replica.base import gpu_of, model_of
+from llmcourse.replica.memory import max_batch
+from llmcourse.replica.model import Replica, replica
+from llmcourse.replica.prefill import prefill
 from llmcourse.units import (
     Q_,
     as_quantity,
@@ -99,6 +102,7 @@ __all__ = [
     "PERCENTILES",
     "ClosedForm",
     "LoopPoint",
+    "PercentileSizing",
     "ServiceModel",
     "SimResult",
     "against_measured",
@@ -126,6 +130,30 @@ _MOST_CV, _CV_WHY = 100.0, " (a spread past 100 times the mean leaves floating p
 
 # The single-server queue (M/M/1) forms the chapter and its exercises use are registered in
 # llmcourse.formulas (mm1_utilisation, mm1_time_in_system, mm1_max_rate) with every other formula.
+
+
+@dataclass(frozen=True)
+class PercentileSizing:
+    """How :func:`plan` sized a brief with percentile targets: by simulating one replica's queue
+    (:func:`simulate`) at the rate each of ``replicas`` replicas receives, and what the
+    fleet sized on the mean would have given at the same percentiles."""
+
+    ttft_percentile: float | None
+    tpot_percentile: float | None
+    replicas: int
+    ttft: pint.Quantity  # at ttft_percentile (p99 if that is None), simulated at the chosen fleet
+    tpot: pint.Quantity  # at tpot_percentile (p99 if that is None)
+    mean_replicas: int  # the fleet sized on the mean (with the assumptions' headroom)
+    mean_ttft: pint.Quantity  # what that fleet gives at the same percentiles
+    mean_tpot: pint.Quantity
+    met: bool  # both percentile targets met (False: none of the fleets tried meets them)
+    requests: int
+    seed: int
+    chunk_tokens: int | None
+
+    def label(self, metric: str) -> str:
+        q = self.ttft_percentile if metric == "ttft" else self.tpot_percentile
+        return f"p{q if q is not None else 99:g}"
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -181,7 +209,7 @@ def _interp(x: float, xs: Sequence[float], ys: Sequence[float]) -> float:
 @dataclass(frozen=True)
 class ServiceModel:
     """The service times of one replica for a simulation run, tabulated once from the one replica
-    model (:func:`llmcourse.planner.replica`): decode step time against batch, each prompt's prefill
+    model (:func:`llmcourse.replica.replica`): decode step time against batch, each prompt's prefill
     compute time against its length, one read of the weights, and the capacity."""
 
     model: str
@@ -214,7 +242,7 @@ class ServiceModel:
 
     def prefill_time(self, prompt_tokens: float, prompts: int = 1) -> float:
         """Prefill time in seconds of ``prompts`` prompts of ``prompt_tokens`` tokens processed together:
-        the slower of their compute time and one read of the weights (:func:`llmcourse.planner.prefill`)."""
+        the slower of their compute time and one read of the weights (:func:`llmcourse.replica.prefill.prefill`)."""
         return max(prompts * self.prefill_compute_time(prompt_tokens), self.weight_read_s)
 
     def batch_prefill_time(self, prompt_lengths: Sequence[float]) -> float:
@@ -234,7 +262,7 @@ class ServiceModel:
         return _capacity(self._base(), p, a)
 
     def _base(self) -> dict[str, Any]:
-        """What :func:`llmcourse.planner.replica` needs besides the lengths and the batch."""
+        """What :func:`llmcourse.replica.replica` needs besides the lengths and the batch."""
         keys = ("model", "gpu", "n_gpus", "batch_cap", "assumptions", "weight_bytes", "kv_bytes")
         return {k: getattr(self, k) for k in keys}
 
@@ -302,7 +330,7 @@ def build_replica(
 
     The step table runs from batch 1 to ``batch_cap`` (at most the KV budget, one token each); the
     prefill table from 1 token to the longest prompt there can be: the KV budget, capped at the model's
-    ``max_position`` (a context beyond it is refused by :func:`~llmcourse.planner.prefill`; Llama 3.1 8B
+    ``max_position`` (a context beyond it is refused by :func:`~llmcourse.replica.prefill.prefill`; Llama 3.1 8B
     on an H100 holds 426,788 tokens of KV but has 131,072 positions).
 
     Examples
@@ -988,7 +1016,7 @@ def size_to_percentiles(
     seed: int = 0,
 ) -> Any:
     """The fewest replicas whose simulated percentiles meet a brief's percentile targets (the sizing behind
-    :func:`llmcourse.planner.plan` for ``Brief(..., ttft_percentile=..., tpot_percentile=...)``).
+    :func:`llmcourse.planner.design.plan` for ``Brief(..., ttft_percentile=..., tpot_percentile=...)``).
 
     One replica (``tensor_parallel`` GPUs, its batch capped at ``batch``) is simulated at the rate each of N
     replicas receives, ``brief.requests_per_second / N``, from the fewest that keep up (the rate over one
@@ -997,7 +1025,6 @@ def size_to_percentiles(
     up to 64 times the smallest meets the targets (a target below what one request takes alone), the sizing says
     so (``met=False``) and keeps the fleet sized on the mean.
     """
-    from llmcourse.planner import PercentileSizing  # the planner imports this function lazily too
 
     p, a = brief.prompt_tokens, brief.answer_tokens
     svc = build_replica(

@@ -17,7 +17,7 @@ number.
 
 An entry's computation is data, never code: ``call`` names a public function of ``llmcourse``
 (``"serving_plan"``), a formula (``"FORMULAS.replicas_needed"``), a function of
-``llmcourse.roofline`` or ``llmcourse.moe`` (``"roofline.crossover_batch"``) or a small scenario
+``llmcourse.planner.roofline`` or ``llmcourse.planner.moe`` (``"roofline.crossover_batch"``) or a small scenario
 of this module (``"scenario.step_traffic"``); ``args`` and ``kwargs`` are JSON values, where
 ``{"Q": [value, unit]}`` is a quantity, ``{"call": ..., "args": ..., "kwargs": ..., "get": ...}`` a
 nested call, ``{"model": name, "with": {...}}`` a catalog model (optionally changed),
@@ -27,7 +27,7 @@ multiplier. The preset goes to every call whose signature has an ``assumptions``
 
 Examples
 --------
->>> from llmcourse.sources import FIGURES, figure
+>>> from llmcourse.planner.sources import FIGURES, figure
 >>> f = figure("envelope-table-72b-fp8-throughput")
 >>> f.source, f.preset, f.expected, f.unit
 ('000', 'envelope', 4387, '1/s')
@@ -115,7 +115,7 @@ def step_traffic(model: Any, gpu: Any, *, assumptions: Any = None, **replica_kwa
     >>> round(t.bytes.to("GB").m), round(t.bandwidth.m, 1)
     (121, 4.7)
     """
-    from llmcourse.planner import replica
+    from llmcourse.replica.model import replica
 
     step = replica(model, gpu, assumptions=assumptions, **replica_kwargs).step
     if step is None:
@@ -133,7 +133,7 @@ def memory_for_kv(
     >>> memory_for_kv("H100 SXM", 2, Q_(140, "GB"), usable_fraction=1.0)
     <Quantity(20.0, 'gigabyte')>
     """
-    from llmcourse.planner import usable_memory
+    from llmcourse.replica.memory import usable_memory
 
     return (usable_memory(gpu, n_gpus, usable_fraction, weights=weights, assumptions=assumptions) - weights).to("GB")
 
@@ -168,7 +168,7 @@ def _function(name: Any) -> Any:
             return SCENARIOS[tail]
         choices = [f"scenario.{k}" for k in SCENARIOS]
     elif head in _MODULES:
-        module = importlib.import_module(f"llmcourse.{head}")
+        module = importlib.import_module(f"llmcourse.planner.{head}")
         choices = [f"{head}.{n}" for n in module.__all__ if inspect.isfunction(getattr(module, n))]
         if name in choices:
             return getattr(module, tail)

@@ -1,0 +1,539 @@
+"""The design planner: a :class:`Brief` in, the cheapest :class:`Plan` that meets it out (the capstone)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import pint
+
+from llmcourse.arith import _at_most, _greater, _over, _plus, _times
+from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.catalog import GPU, Model
+from llmcourse.errors import InputError
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.formulas import SYMBOLS, check_value, checked
+from llmcourse.replica.base import _MS, _PER_S, _USD, _USD_H, _gpu, _model, _number, _own, _price, _replaced
+from llmcourse.replica.memory import _largest_within, largest_batch
+from llmcourse.replica.model import Replica, _replica_of, replica
+from llmcourse.replica.step import DecodeStep
+from llmcourse.simulator.queueing import PercentileSizing, size_to_percentiles
+from llmcourse.units import (
+    Q_,
+    as_quantity,
+    percentile_rank,
+    quantity,
+    to,
+)
+
+
+# --- the design planner ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Brief:
+    """What a product asks of the serving system.
+
+    ``requests_per_second`` may be a plain number (per second, as the name says) or a rate
+    quantity; the targets must carry time units.
+
+    Examples
+    --------
+    >>> Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms")).tpot_target
+    <Quantity(50, 'millisecond')>
+    >>> Brief(10, 2_000, 300, 1.0, Q_(50, "ms"))
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: ttft_target needs a unit: write Q_(1.0, 's') (or any unit of [time], such as s or ms), not the bare number 1.0.
+    """
+
+    requests_per_second: Any
+    prompt_tokens: float
+    answer_tokens: float
+    ttft_target: pint.Quantity
+    tpot_target: pint.Quantity
+    #: The percentile each target is for (99: "p99 within the target"); None: the target is for the mean request
+    #: with no queue, the replica model's figure. A percentile target is sized through the queueing simulator.
+    ttft_percentile: float | None = None
+    tpot_percentile: float | None = None
+
+    @property
+    def on_percentiles(self) -> bool:
+        """Whether a target is for a percentile (then :func:`plan` sizes through the simulator)."""
+        return self.ttft_percentile is not None or self.tpot_percentile is not None
+
+    def __post_init__(self) -> None:
+        r = self.requests_per_second
+        rate = (
+            as_quantity(r, "1/s", "requests_per_second")  # another pint registry's quantity is read here too
+            if isinstance(r, pint.Quantity)
+            else quantity(_number(r, "requests_per_second"), _PER_S)  # Q_(x, _PER_S), without pint's checks
+        )
+        _number(rate.magnitude, "requests_per_second")
+        object.__setattr__(self, "requests_per_second", rate)
+        for name in ("prompt_tokens", "answer_tokens"):  # at least one token each, as every estimate asks
+            object.__setattr__(self, name, check_value(getattr(self, name), SYMBOLS[name], name))
+        for name in ("ttft_target", "tpot_target"):
+            q = as_quantity(getattr(self, name), "s", name)
+            _number(q.magnitude, name)
+            object.__setattr__(self, name, q)
+        for name in ("ttft_percentile", "tpot_percentile"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, percentile_rank(getattr(self, name), name))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The design planner's answer for one brief on one GPU type (see :func:`plan`)."""
+
+    model: str
+    gpu: str
+    brief: Brief
+    fits: bool
+    reason: str
+    weights: pint.Quantity
+    usable_memory: pint.Quantity
+    kv_per_request: pint.Quantity
+    tensor_parallel: int = 1
+    max_batch: int = 0
+    batch: int = 0
+    ttft: pint.Quantity | None = None
+    tpot: pint.Quantity | None = None
+    requests_per_second_per_gpu: pint.Quantity | None = None
+    gpus: int | None = None
+    in_flight: float | None = None
+    price_per_hour: pint.Quantity | None = None
+    cost_per_hour: pint.Quantity | None = None
+    cost_per_million_output_tokens: pint.Quantity | None = None
+    cost_per_thousand_requests: pint.Quantity | None = None
+    bottleneck: str | None = None
+    step: DecodeStep | None = field(default=None, repr=False)
+    replica: Replica | None = field(default=None, repr=False)
+    sizing: PercentileSizing | None = None  # set when the brief's targets are percentiles
+
+    @property
+    def throughput(self) -> pint.Quantity | None:
+        """Output tokens per second of one replica at full load (the replica model's)."""
+        return None if self.replica is None else self.replica.throughput
+
+    @property
+    def ttft_met(self) -> bool:
+        """The time to first token within its target: at its percentile if the brief gives one (simulated), else
+        the replica model's (no queue)."""
+        if self.fits and self.sizing is not None and self.brief.ttft_percentile is not None:
+            return _at_most(self.sizing.ttft, self.brief.ttft_target)
+        return bool(self.fits and _at_most(self.ttft, self.brief.ttft_target))
+
+    @property
+    def tpot_met(self) -> bool:
+        """The time per output token within its target: at its percentile if the brief gives one (simulated)."""
+        if self.fits and self.sizing is not None and self.brief.tpot_percentile is not None:
+            return _at_most(self.sizing.tpot, self.brief.tpot_target)
+        return bool(self.fits and _at_most(self.tpot, self.brief.tpot_target))
+
+    @property
+    def meets_targets(self) -> bool:
+        return self.ttft_met and self.tpot_met
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, value) rows for a review table."""
+        if not self.fits:
+            return [("fits", "no"), ("why", self.reason)]
+        mark = {True: "\u2713", False: "\u2717"}
+        ms = lambda q: f"{to(q, 'ms').m:,.1f} ms"  # noqa: E731
+        from llmcourse.validation import plan_bands  # lazily: validation imports the planner
+
+        z, b = self.sizing, self.brief
+        if z is None:
+            speed = [
+                ("time to first token", f"{ms(self.ttft)} (target {ms(b.ttft_target)}) {mark[self.ttft_met]}"),
+                ("time per output token", f"{ms(self.tpot)} (target {ms(b.tpot_target)}) {mark[self.tpot_met]}"),
+            ]
+        else:
+            on_mean = lambda q: "" if q is not None else ", the mean with no queue"  # noqa: E731
+            ttft = ms(z.ttft) if b.ttft_percentile is not None else ms(self.ttft)
+            tpot = ms(z.tpot) if b.tpot_percentile is not None else ms(self.tpot)
+            tl = z.label("ttft") if b.ttft_percentile is not None else "mean"
+            pl = z.label("tpot") if b.tpot_percentile is not None else "mean"
+            speed = [
+                (
+                    f"time to first token, {tl}",
+                    f"{ttft} (target {ms(b.ttft_target)}{on_mean(b.ttft_percentile)}) {mark[self.ttft_met]}",
+                ),
+                (
+                    f"time per output token, {pl}",
+                    f"{tpot} (target {ms(b.tpot_target)}{on_mean(b.tpot_percentile)}) {mark[self.tpot_met]}",
+                ),
+                (
+                    "sized on the mean instead",
+                    f"{z.mean_replicas * self.tensor_parallel:,} GPUs: {z.label('ttft')} TTFT {ms(z.mean_ttft)}, "
+                    f"{z.label('tpot')} TPOT {ms(z.mean_tpot)}",
+                ),
+            ]
+        return [
+            *speed,
+            *plan_bands(self),
+            ("batch (of at most)", f"{self.batch} ({self.max_batch})"),
+            ("bottleneck", self.bottleneck),
+            ("requests/s per GPU", f"{to(self.requests_per_second_per_gpu, '1/s').m:,.2f}"),
+            (
+                "GPUs",
+                f"{self.gpus:,}"
+                + (
+                    f" ({self.gpus // self.tensor_parallel} x {self.tensor_parallel})"
+                    if self.tensor_parallel > 1
+                    else ""
+                ),
+            ),
+            ("requests in flight", f"{self.in_flight:,.0f}"),
+            ("$ per hour", f"${to(self.cost_per_hour, 'USD/hour').m:,.2f}"),
+            ("$ per 1,000 requests", f"${to(self.cost_per_thousand_requests, 'USD').m:,.3f}"),
+            ("$ per million answer tokens", f"${to(self.cost_per_million_output_tokens, 'USD').m:,.3f}"),
+        ]
+
+    def __str__(self) -> str:
+        return "\n".join(f"{k:>28}: {v}" for k, v in self.rows())
+
+    def _repr_html_(self) -> str:
+        import html  # the band rows carry text from the data files
+
+        body = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
+            for k, v in self.rows()
+        )
+        return f"<table><caption>{self.model} on {self.gpu}</caption>{body}</table>"
+
+
+@checked
+def plan(
+    model: Model | str,
+    gpu: GPU | str,
+    brief: Brief,
+    *,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    price_per_hour: Any = None,
+    tensor_parallel: int = 1,
+    assumptions: Assumptions | str | None = None,
+    memory_reserve: float | None = None,
+    headroom: float | None = None,
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
+    cached_prompt_tokens: float = 0,
+    speculation: Any = None,
+    chunk_tokens: int | None = None,
+    prompt_cv: float | None = None,
+    answer_cv: float | None = None,
+    simulated_requests: int = 4_000,
+    seed: int = 0,
+) -> Plan:
+    """Design a fleet of replicas of ``tensor_parallel`` GPUs for a brief, through :func:`replica`.
+
+    Each request's KV is sized for prompt + answer. The batch is the largest that fits and keeps
+    the time per token within its target (a batch of 1 if none does; the plan then reports the
+    target unmet); under the course's method that time includes the prefills of the requests that
+    join the batch between a user's steps. The time to first token is one prompt's prefill (of its
+    uncached part, with ``cached_prompt_tokens`` in a prefix cache). Requests per second per
+    replica come from the replica's throughput (with each request's prefill charged under the
+    course's and the planner's assumptions); replicas = ceil(rate x headroom / that); in flight
+    by Little's law; cost per million answer tokens = GPUs x price per hour / answer tokens per
+    hour. ``memory_reserve`` (the share of memory held back), ``headroom`` and the efficiencies
+    override the assumptions; the six-step planner's method is ``assumptions="planner"``.
+
+    **Percentile targets** (``Brief(..., ttft_percentile=99)``): the queue decides a percentile, so the plan
+    simulates it (:func:`llmcourse.simulator.queueing.simulate`, ``simulated_requests`` Poisson arrivals with ``seed``,
+    lengths spread by ``prompt_cv``/``answer_cv``, prompts prefilled whole or in chunks of ``chunk_tokens``, the
+    cached prompt tokens as a prefix every request hits). Each replica, its batch capped at the plan's, takes an
+    equal share of the traffic (a random router: a least-loaded one does a little better); the fewest replicas
+    whose simulated percentiles meet the targets are the plan (no headroom on top: the queue is modelled, not
+    allowed for), and ``plan.sizing`` says what the fleet sized on the mean would have given.
+
+    Examples
+    --------
+    >>> b = Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
+    >>> p = plan("Llama-3.1-8B", "H100 SXM", b)
+    >>> p.fits, p.meets_targets, p.bottleneck, p.gpus, p.batch
+    (True, True, 'KV reads', 2, 123)
+    >>> plan("Llama-3.1-8B", "H100 SXM", b, assumptions="planner").gpus
+    1
+    >>> tail = plan("Llama-3.1-8B", "H100 SXM", Brief(10, 2_000, 300, Q_(300, "ms"), Q_(50, "ms"), ttft_percentile=99))
+    >>> tail.sizing.ttft <= Q_(300, "ms"), tail.gpus > p.gpus
+    (True, True)
+    """
+    m, g, a, price = _plan_inputs(
+        model,
+        gpu,
+        brief,
+        assumptions,
+        memory_reserve,
+        headroom,
+        bandwidth_efficiency,
+        compute_efficiency,
+        price_per_hour,
+    )
+    got = _planned(
+        m, g, brief, a, price, tensor_parallel, weight_bytes, kv_bytes, cached_prompt_tokens, speculation, True
+    )
+    if got.unfit is not None:
+        return Plan(fits=False, reason=got.unfit, **got.base)
+    r, batch, replicas = got.replica, got.batch, got.replicas
+    s, tp = r.step, r.tensor_parallel
+    ttft, tpot, rps = got.ttft, got.tpot, got.rps
+    sizing = None
+    if brief.on_percentiles:
+        if speculation is not None:
+            raise InputError(
+                "percentile targets are sized by simulating the queue, which does not model speculative decoding: "
+                "give speculation=None, or targets on the mean (ttft_percentile=None, tpot_percentile=None)."
+            )
+
+        sizing = size_to_percentiles(
+            m,
+            g,
+            brief,
+            batch=batch,
+            mean_replicas=replicas,
+            tensor_parallel=tp,
+            weight_bytes=weight_bytes,
+            kv_bytes=kv_bytes,
+            assumptions=a,
+            cached_prompt_tokens=cached_prompt_tokens,
+            chunk_tokens=chunk_tokens,
+            prompt_cv=prompt_cv,
+            answer_cv=answer_cv,
+            requests=simulated_requests,
+            seed=seed,
+        )
+        replicas = sizing.replicas
+    n = replicas * tp
+    in_flight = F["littles_law"](
+        request_rate=brief.requests_per_second, time_in_system=_plus(ttft, _times(tpot, brief.answer_tokens))
+    ).m
+    per_token = F["cost_per_token"](
+        n_gpus=n,
+        price=price,
+        throughput=F["token_rate"](request_rate=brief.requests_per_second, tokens_per_request=brief.answer_tokens),
+    )
+    bottleneck = (
+        "compute" if s.bound == "compute" else "KV reads" if _greater(s.kv_read, s.weights_read) else "weight reads"
+    )
+    return Plan(
+        fits=True,
+        reason="fits",
+        max_batch=r.max_batch,
+        batch=batch,
+        ttft=to(ttft, _MS),
+        tpot=to(tpot, _MS),
+        requests_per_second_per_gpu=to(_over(rps, tp), _PER_S),
+        gpus=n,
+        in_flight=float(in_flight),
+        price_per_hour=price,
+        cost_per_hour=to(_times(price, n), _USD_H),
+        cost_per_million_output_tokens=to(_times(per_token, 1e6), _USD),
+        cost_per_thousand_requests=to(_times(_times(per_token, brief.answer_tokens), 1e3), _USD),
+        bottleneck=bottleneck,
+        step=s,
+        replica=r,
+        sizing=sizing,
+        **got.base,
+    )
+
+
+def _plan_inputs(
+    model: Any,
+    gpu: Any,
+    brief: Any,
+    assumptions: Any,
+    memory_reserve: Any,
+    headroom: Any,
+    bandwidth_efficiency: Any,
+    compute_efficiency: Any,
+    price_per_hour: Any,
+) -> tuple[Model, GPU, Assumptions, pint.Quantity]:
+    """:func:`plan`'s checks of its inputs (after ``@checked``'s): the model, the GPU, the assumptions with
+    their overrides, and the price."""
+    m, g = _model(model), _gpu(gpu)
+    if not isinstance(brief, Brief):
+        raise InputError(
+            "brief must be a Brief(requests_per_second, prompt_tokens, answer_tokens, ttft_target, tpot_target)."
+        )
+    fraction = None
+    if memory_reserve is not None:
+        reserve = _number(memory_reserve, "memory_reserve", allow_zero=True)
+        if reserve >= 1:
+            raise InputError(f"memory_reserve is the fraction of memory held back and must be below 1; got {reserve}.")
+        fraction = 1 - reserve
+    a = _replaced(
+        resolve(assumptions),
+        memory_fraction=fraction,
+        headroom=headroom,
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+    )
+    return m, g, a, _price(g, price_per_hour)
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """What :func:`plan` works out before the percentiles and the costs: the replica's figures at the
+    batch it chose (``replica`` itself only when asked for), and the replicas the mean rate needs."""
+
+    base: dict[str, Any]
+    unfit: str | None
+    batch: int = 0
+    replica: Replica | None = None
+    ttft: pint.Quantity | None = None  # ms
+    tpot: pint.Quantity | None = None  # ms
+    rps: pint.Quantity | None = None  # requests per second of one replica
+    replicas: int = 0  # sized on the mean, with the assumptions' headroom
+
+
+def _planned(
+    m: Model,
+    g: GPU,
+    brief: Brief,
+    a: Assumptions,
+    price: pint.Quantity,
+    tensor_parallel: int,
+    weight_bytes: Any,
+    kv_bytes: Any,
+    cached_prompt_tokens: float,
+    speculation: Any,
+    with_replica: bool,
+) -> _Planned:
+    """:func:`plan`'s one path once its inputs are checked (:func:`_plan_inputs`): the replica set up once, the
+    largest batch whose time per token meets the target (at least 1), the replica's time to first token, time
+    per token and requests per second at that batch (as plain floats, the units attached here: the replica
+    itself is built only ``with_replica``, first, as plan() builds it), and the replicas the brief's rate needs."""
+
+    def at(b: int | None) -> Replica:  # a speculative replica: the batch search calls replica() each time
+        return replica(
+            m,
+            g,
+            tensor_parallel=tensor_parallel,
+            batch=b,
+            prompt_tokens=brief.prompt_tokens,
+            answer_tokens=brief.answer_tokens,
+            weight_bytes=weight_bytes,
+            kv_bytes=kv_bytes,
+            price_per_hour=price,
+            assumptions=a,
+            cached_prompt_tokens=cached_prompt_tokens,
+            speculation=speculation,
+        )
+
+    priced = False  # whether the replica below is to be given the price (a speculative one has it)
+    if (speculation if speculation is not None else a.speculation) is None:
+        # replica()'s own path, its inputs checked here (a brief's lengths by the Brief): what does not depend on
+        # the batch is worked out once for the search below. The price is the replica's only: none of the figures
+        # depend on it, so the set-up is that of the catalog's price (kept across prices) and the price is given to
+        # the replica built below
+        at = _replica_of(  # type: ignore[assignment]
+            m, g, a, tensor_parallel, brief.prompt_tokens, brief.answer_tokens, None, weight_bytes, kv_bytes, None,
+            cached_prompt_tokens, dict(data_parallel=1, pipeline_parallel=1, expert_parallel=None, link=None),
+        )  # fmt: skip
+        priced = True
+    got = getattr(at, "base", None)  # replica()'s own path: the figures of the largest batch, without its step
+    if got is None:
+        top = at(None)
+        got, unfit, top_batch = vars(top), None if top.fits else top.reason, top.max_batch
+    else:
+        unfit, top_batch = at.unfit, got["max_batch"]  # type: ignore[attr-defined]
+    base = dict(
+        model=m.name,
+        gpu=g.name,
+        brief=brief,
+        weights=_own(got["weights"]),
+        usable_memory=_own(got["usable_memory"]),
+        kv_per_request=_own(got["kv_per_sequence"]),
+        tensor_parallel=got["tensor_parallel"],
+    )
+    if unfit is not None:
+        return _Planned(base, unfit)
+    # the largest batch whose step meets the target (the step grows with the batch); at least 1
+    if hasattr(at, "tpot_ms"):  # the time per token alone: the search's one question of each batch
+        tpot_ms, target = at.tpot_ms, brief.tpot_target
+        if type(target) is Q_ and target._units == _MS._units:  # pint compares the magnitudes of one unit
+            batch = max(1, _largest_within(tpot_ms, target._magnitude, top_batch))
+        else:
+            batch = max(1, largest_batch(lambda b: quantity(tpot_ms(b), _MS) <= target, top_batch))
+    else:
+        batch = max(1, largest_batch(lambda b: at(b).tpot <= brief.tpot_target, top_batch))
+    r = at(batch) if with_replica or not hasattr(at, "figures") else None
+    if r is not None and priced:
+        r = dataclasses.replace(r, price_per_hour=price)  # checked by _plan_inputs, which gave it
+    if hasattr(at, "figures"):  # the replica's properties on floats (Replica.ttft, .tpot, .requests_per_second)
+        ttft_ms, tpot_ms_, rps_ = at.figures(batch)
+        ttft, tpot, rps = quantity(ttft_ms, _MS), quantity(tpot_ms_, _MS), quantity(rps_, _PER_S)
+    else:
+        ttft, tpot, rps = r.ttft, r.tpot, r.requests_per_second  # each worked out once
+    replicas = int(F["gpus_for_rate"](request_rate=brief.requests_per_second, headroom=a.headroom, rps_per_gpu=rps).m)
+    return _Planned(base, None, batch, r, ttft, tpot, rps, replicas)
+
+
+@checked
+def _lever_plan(
+    model: Model | str,
+    gpu: GPU | str,
+    brief: Brief,
+    *,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    price_per_hour: Any = None,
+    tensor_parallel: int = 1,
+    assumptions: Assumptions | str | None = None,
+    memory_reserve: float | None = None,
+    headroom: float | None = None,
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
+    cached_prompt_tokens: float = 0,
+    speculation: Any = None,
+    chunk_tokens: int | None = None,
+    prompt_cv: float | None = None,
+    answer_cv: float | None = None,
+    simulated_requests: int = 4_000,
+    seed: int = 0,
+) -> Plan | _LeverFigures:
+    """What a lever ranking reads of :func:`plan` with the same arguments (whether it fits and why, the GPUs,
+    the time to first token and per token, the cost per hour, whether the targets are met), worked out by
+    plan()'s own path (:func:`_planned`) without the replica, its step, the in-flight count or the costs per
+    token: plan() itself for percentile targets (sized through the simulator)."""
+    if isinstance(brief, Brief) and brief.on_percentiles:
+        return plan(
+            model, gpu, brief, weight_bytes=weight_bytes, kv_bytes=kv_bytes, price_per_hour=price_per_hour,
+            tensor_parallel=tensor_parallel, assumptions=assumptions, memory_reserve=memory_reserve,
+            headroom=headroom, bandwidth_efficiency=bandwidth_efficiency, compute_efficiency=compute_efficiency,
+            cached_prompt_tokens=cached_prompt_tokens, speculation=speculation, chunk_tokens=chunk_tokens,
+            prompt_cv=prompt_cv, answer_cv=answer_cv, simulated_requests=simulated_requests, seed=seed,
+        )  # fmt: skip
+    m, g, a, price = _plan_inputs(
+        model,
+        gpu,
+        brief,
+        assumptions,
+        memory_reserve,
+        headroom,
+        bandwidth_efficiency,
+        compute_efficiency,
+        price_per_hour,
+    )
+    got = _planned(
+        m, g, brief, a, price, tensor_parallel, weight_bytes, kv_bytes, cached_prompt_tokens, speculation, False
+    )
+    if got.unfit is not None:
+        return _LeverFigures(False, got.unfit)
+    n = got.replicas * got.base["tensor_parallel"]
+    ttft, tpot = to(got.ttft, _MS), to(got.tpot, _MS)  # as Plan holds them
+    met = _at_most(ttft, brief.ttft_target) and _at_most(tpot, brief.tpot_target)  # Plan.meets_targets on the mean
+    return _LeverFigures(True, "fits", n, ttft, tpot, to(_times(price, n), _USD_H), met)
+
+
+class _LeverFigures(NamedTuple):
+    """The fields of a :class:`Plan` a lever ranking reads (see :func:`_lever_plan`)."""
+
+    fits: bool
+    reason: str
+    gpus: int | None = None
+    ttft: pint.Quantity | None = None
+    tpot: pint.Quantity | None = None
+    cost_per_hour: pint.Quantity | None = None
+    meets_targets: bool = False

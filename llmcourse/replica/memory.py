@@ -1,0 +1,368 @@
+"""A replica's memory: the weights, the KV cache per token and per sequence, the memory a GPU lends, and the
+largest batch that fits (chapters *Weights*, *KV cache*)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import pint
+
+from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.catalog import GPU, Model
+from llmcourse.errors import InputError
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.formulas import checked, si
+from llmcourse.replica.base import _GB, _GIB, B, _bytes, _gpu, _model, _number, _replaced
+from llmcourse.replica.parallel import Layout, layout
+from llmcourse.units import (
+    Q_,
+    fmt,
+    quantity,
+    to,
+)
+
+
+def _max_batch_si(usable: float, weights: float, kv_per_sequence: float) -> int:
+    """:func:`max_batch` on plain floats in bytes: the sequences whose KV cache fits beside the weights in the usable
+    memory, 0 when the weights alone take it all."""
+    if weights >= usable:
+        return 0
+    return int(F["max_batch"].value(usable_memory=usable, weights=weights, kv_per_sequence=kv_per_sequence))
+
+
+def largest_batch(meets: Callable[[int], bool], top: int) -> int:
+    """The largest batch in 1..``top`` for which ``meets(batch)`` holds, or 0 if even batch 1 fails;
+    ``meets`` must hold up to some batch and fail beyond it (as a step-time or speed target does,
+    since the step grows with the batch). Bisection: about log2(top) calls.
+
+    Examples
+    --------
+    >>> largest_batch(lambda b: b * b <= 50, 4_096), largest_batch(lambda b: False, 64)
+    (7, 0)
+    """
+    lo, hi = 0, int(top)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if meets(mid) else (lo, mid - 1)
+    return lo
+
+
+def _largest_within(value: Callable[[int], float], target: float, top: int) -> int:
+    """``largest_batch(lambda b: value(b) <= target, top)`` for a ``value`` that grows with the batch (a step's
+    time, a token's time: the time of a batch grows by its own KV reads or FLOPs, far more than a float's
+    rounding): the same batch, found with fewer calls. The batch lies between the largest batch known to meet
+    the target and the smallest known to miss it; the next call is where the line through the two ends' values
+    crosses the target (a step's time is nearly linear in the batch, so 1, ``top``, the crossing and the batch
+    after it usually settle it), or the middle when the line has not halved the bracket (a kink, where the step
+    turns from memory- to compute-bound).
+
+    Examples
+    --------
+    >>> calls = []
+    >>> step = lambda b: calls.append(b) or 10.0 + 0.37 * b  # 40 ms at a batch of 81.1
+    >>> _largest_within(step, 40.0, 4_096), calls
+    (81, [1, 4096, 81, 82])
+    >>> calls.clear()
+    >>> largest_batch(lambda b: step(b) <= 40.0, 4_096), len(calls)
+    (81, 12)
+    >>> _largest_within(lambda b: 50.0 + b, 40.0, 64), _largest_within(lambda b: float(b), 1e9, 64)
+    (0, 64)
+    """
+    top = int(top)
+    if top < 1:
+        return 0
+    v = value(1)
+    if v > target:
+        return 0
+    lo, f_lo, hi, f_hi = 1, v, top + 1, math.inf  # value(lo) <= target < value(hi); hi = top + 1 is never asked
+    if top > 1:
+        v = value(top)
+        if v <= target:
+            return top
+        hi, f_hi = top, v
+    step = "line"
+    while hi - lo > 1:
+        if step == "line":  # where the line through both ends' values crosses the target, inside the bracket
+            mid = min(max(lo + int((target - f_lo) / (f_hi - f_lo) * (hi - lo)), lo + 1), hi - 1)
+        else:
+            mid = lo + 1 if step == "next" else (lo + hi) // 2
+        width = hi - lo
+        v = value(mid)
+        if v <= target:
+            lo, f_lo = mid, v
+        else:
+            hi, f_hi = mid, v
+        if step == "line":  # met: the batch after it; missed: the line again if it halved the bracket
+            step = "next" if v <= target else "line" if 2 * (hi - lo) <= width else "half"
+        else:
+            step = "half" if step == "next" else "line"
+    return lo
+
+
+_BYTES_SI: dict[tuple[type, Any], float] = {}  # bytes per value of a precision name or a number
+
+
+def _bytes_si(value: Any, name: str) -> float:
+    """:func:`_bytes` as a plain float of bytes (a precision name's, or a plain number's, looked up once)."""
+    t = type(value)
+    if t is str or t is int or t is float:
+        key = (t, value)
+        got = _BYTES_SI.get(key)
+        if got is None:
+            got = si(_bytes(value, name), "kv_bytes")  # an unknown name or a bad number raises, with ``name``
+            _BYTES_SI[key] = got
+        return got
+    return si(_bytes(value, name), "kv_bytes")
+
+
+def _weights_si(m: Model, weight_bytes: Any) -> float:
+    """:func:`weight_bytes` in bytes, as a plain float."""
+    return F["weight_bytes"].value(params=m.params, weight_bytes_per_param=_bytes_si(weight_bytes, "bytes_per_param"))
+
+
+def _weights_read_si(m: Model, batch: float, wpp: float) -> float:
+    """:func:`weights_read_per_step` in bytes, as a plain float, for ``wpp`` bytes per weight."""
+    if not m.is_moe:
+        return F["weight_bytes"].value(params=m.params, weight_bytes_per_param=wpp)
+    return F["moe_bytes_read"].value(
+        weight_bytes_per_param=wpp,
+        params=m.params,
+        expert_params=m.expert_params,
+        experts_per_token=m.experts_per_token,
+        experts=m.experts,
+        batch=batch,
+    )
+
+
+def _kv_token_si(m: Model, kv_bytes: Any) -> float:
+    """:func:`kv_bytes_per_token` in bytes, as a plain float."""
+    b = _bytes_si(kv_bytes, "kv_bytes")
+    if m.attention == "MLA":
+        q = F["kv_bytes_per_token_mla"].value(
+            layers=m.layers, kv_lora_rank=m.kv_lora_rank, rope_dim=m.qk_rope_head_dim, kv_bytes=b
+        )
+    else:
+        q = F["kv_bytes_per_token"].value(layers=m.layers, kv_heads=m.kv_heads, head_dim=m.head_dim, kv_bytes=b)
+    return round(q, 6)
+
+
+def _kv_sequence_si(m: Model, context: float, kv_bytes: Any) -> float:
+    """:func:`kv_bytes_per_sequence` in bytes, as a plain float."""
+    ctx = _cached_tokens(m, context)
+    return F["kv_bytes_per_sequence"].value(kv_per_token=_kv_token_si(m, kv_bytes), context=ctx)
+
+
+def _usable_si(g: GPU, n: float, a: Assumptions, weights: float) -> float:
+    """:func:`usable_memory` in bytes, as a plain float, for checked inputs and ``weights`` bytes."""
+    mem = si(g.memory if a.memory_unit == "GB" else quantity(to(g.memory, _GB).m, _GIB), "gpu_memory")
+    if a.memory_rule == "total":
+        return F["usable_memory"].value(n_gpus=n, gpu_memory=mem, usable_fraction=a.memory_fraction)
+    share = F["engine_usable_fraction"].value(
+        weights=weights, kv_free_fraction=a.memory_fraction, n_gpus=n, gpu_memory=mem
+    )
+    # weights beyond the whole memory leave nothing for the KV cache: the usable memory is all of it
+    return F["usable_memory"].value(n_gpus=n, gpu_memory=mem, usable_fraction=min(float(share), 1.0))
+
+
+def _kv_copies(m: Model, n: float, a: Assumptions) -> float:
+    """:func:`kv_copies` for a checked model, GPU count and assumptions."""
+    if not a.kv_replication:
+        return 1.0
+    heads = 1 if m.attention == "MLA" else m.kv_heads
+    return float(F["kv_replication"].value(n_gpus=n, kv_heads=heads))
+
+
+def _deployment(m: Model, g: GPU, n_gpus: int, weight_bytes: Any, assumptions: Any, **degrees: Any) -> Layout:
+    """The layout of a step's GPUs (``n_gpus`` per tensor-parallel group and the other ``degrees``,
+    checked by :func:`llmcourse.replica.parallel.layout`), refused if the weights do not fit in all of them."""
+    lay = layout(m, g, tensor_parallel=n_gpus, **degrees)
+    _check_weights_fit(m, g, weight_bytes, lay.n_gpus, "n_gpus", assumptions)
+    return lay
+
+
+def _check_weights_fit(m: Model, g: GPU, weight_bytes: Any, gpus_: float, name: str, assumptions: Any) -> None:
+    """Refuse a deployment whose weights exceed the whole memory of the ``gpus_`` GPUs they are spread
+    over (every byte of it, before any share is kept back): such a replica cannot exist, so no step
+    or prefill of it has a time. ``name`` is the caller's argument for the GPU count."""
+    if _weights_si(m, weight_bytes) > gpus_ * si(g.memory, "gpu_memory"):
+        w, total = _weights(m, weight_bytes), gpus_ * g.memory
+        need = gpus_for_weights(m, g, weight_bytes, assumptions)
+        where = f"one {g.name}" if gpus_ == 1 else f"{gpus_:g} x {g.name}"
+        raise InputError(
+            f"{m.name}'s weights ({fmt(w, 'GB')}) do not fit in the {fmt(total, 'GB')} of {where}: give "
+            f"{name}={need} (the GPUs whose usable memory holds them), store fewer bytes per weight "
+            "(weight_bytes='fp8' or 'int4'), or pick a GPU with more memory."
+        )
+
+
+# --- memory ---------------------------------------------------------------------------------
+@checked
+def weight_bytes(model: Model | str, bytes_per_param: Any = 2) -> pint.Quantity:
+    """Bytes of a model's weights: parameters x bytes per parameter.
+
+    Examples
+    --------
+    >>> weight_bytes("Llama-3.1-8B").to(_GB)
+    <Quantity(16.06, 'gigabyte')>
+    >>> weight_bytes("Qwen2.5-72B", "fp8").to(_GB)
+    <Quantity(72.7, 'gigabyte')>
+    """
+    m = _model(model)
+    return F["weight_bytes"](params=m.params, weight_bytes_per_param=_bytes(bytes_per_param, "bytes_per_param"))
+
+
+_weights = weight_bytes  # the function, for bodies whose ``weight_bytes`` parameter shadows its name
+
+
+@checked
+def kv_bytes_per_token(model: Model | str, kv_bytes: Any = 2) -> pint.Quantity:
+    """KV cache bytes per token: 2 x layers x KV heads x head dim x bytes (MLA: the latent).
+
+    Uses ``kv_heads`` and ``head_dim`` from the config, never ``hidden``: the classic bug.
+
+    Examples
+    --------
+    >>> kv_bytes_per_token("Qwen2.5-72B").to("KiB")
+    <Quantity(320.0, 'kibibyte')>
+    >>> kv_bytes_per_token("DeepSeek-V3").to("B")
+    <Quantity(70272.0, 'byte')>
+    """
+    m = _model(model)
+    b = _bytes(kv_bytes, "kv_bytes")
+    if m.attention == "MLA":
+        q = F["kv_bytes_per_token_mla"](
+            layers=m.layers, kv_lora_rank=m.kv_lora_rank, rope_dim=m.qk_rope_head_dim, kv_bytes=b
+        )
+    else:
+        q = F["kv_bytes_per_token"](layers=m.layers, kv_heads=m.kv_heads, head_dim=m.head_dim, kv_bytes=b)
+    return Q_(round(q.to(B).m, 6), B)
+
+
+def _cached_tokens(m: Model, context: float) -> float:
+    """Tokens cached per layer on average: sliding-window layers keep at most the window."""
+    if not m.sliding_window:
+        return context
+    n_win = m.sliding_window_layers if m.sliding_window_layers is not None else m.layers
+    return ((m.layers - n_win) * context + n_win * min(context, m.sliding_window)) / m.layers
+
+
+@checked
+def kv_bytes_per_sequence(model: Model | str, context_tokens: float, kv_bytes: Any = 2) -> pint.Quantity:
+    """KV cache bytes of one sequence of ``context_tokens`` tokens (sliding windows capped).
+
+    Examples
+    --------
+    >>> kv_bytes_per_sequence("Qwen2.5-72B", 2_300).to(_GB)
+    <Quantity(0.753664, 'gigabyte')>
+    >>> kv_bytes_per_sequence("Llama-3.1-8B", 32_768).to("GiB")
+    <Quantity(4.0, 'gibibyte')>
+    """
+    m = _model(model)
+    ctx = _cached_tokens(m, context_tokens)
+    return F["kv_bytes_per_sequence"](kv_per_token=kv_bytes_per_token(m, kv_bytes), context=ctx)
+
+
+def kv_copies(model: Model | str, n_gpus: int = 1, assumptions: Assumptions | str | None = None) -> float:
+    """How many times a replica of ``n_gpus`` GPUs stores each sequence's KV cache: tensor
+    parallelism splits the KV heads, but every GPU keeps at least one, so past ``kv_heads`` GPUs
+    the heads are replicated; MLA's single latent is replicated on every GPU. 1 when the
+    assumptions leave replication out (the sources' methods).
+
+    Examples
+    --------
+    >>> kv_copies("Llama-3.1-70B", 8), kv_copies("Llama-3.1-70B", 16), kv_copies("DeepSeek-V3", 8)
+    (1.0, 2.0, 8.0)
+    """
+    m, n = _model(model), _number(n_gpus, "n_gpus", integer=True)
+    if not resolve(assumptions).kv_replication:
+        return 1.0
+    heads = 1 if m.attention == "MLA" else m.kv_heads
+    return float(F["kv_replication"](n_gpus=n, kv_heads=heads).m)
+
+
+@checked
+def usable_memory(
+    gpu: GPU | str,
+    n_gpus: int = 1,
+    usable_fraction: float | None = None,
+    *,
+    weights: pint.Quantity | None = None,
+    assumptions: Assumptions | str | None = None,
+) -> pint.Quantity:
+    """Memory a server may use for weights and KV cache on ``n_gpus`` GPUs, by the assumptions'
+    memory rule: a share of the total (``"total"``), or the ``weights`` plus a share of what they
+    leave (``"free"``); the GPU's memory read as datasheet GB or as the HBM's GiB.
+    ``usable_fraction`` overrides the assumptions' ``memory_fraction``.
+
+    Examples
+    --------
+    >>> usable_memory("H100 SXM", 2).to(_GB)
+    <Quantity(144.0, 'gigabyte')>
+    >>> round(usable_memory("H100 SXM", 2, assumptions=resolve().replace(memory_unit="GiB")).to(_GB).m, 1)
+    154.6
+    """
+    g = _gpu(gpu)
+    a = _replaced(resolve(assumptions), memory_fraction=usable_fraction)
+    n = n_gpus
+    mem = g.memory if a.memory_unit == "GB" else Q_(to(g.memory, _GB).m, "GiB")
+    if a.memory_rule == "total":
+        return F["usable_memory"](n_gpus=n, gpu_memory=mem, usable_fraction=a.memory_fraction)
+    if weights is None:
+        raise InputError(f"the memory rule 'free' of assumptions {a.name!r} needs the weights' bytes (weights=...).")
+    share = F["engine_usable_fraction"](weights=weights, kv_free_fraction=a.memory_fraction, n_gpus=n, gpu_memory=mem)
+    # weights beyond the whole memory leave nothing for the KV cache: the usable memory is all of it
+    return F["usable_memory"](n_gpus=n, gpu_memory=mem, usable_fraction=min(float(share.m), 1.0))
+
+
+@checked
+def max_batch(
+    model: Model | str,
+    gpu: GPU | str,
+    context_tokens: float,
+    *,
+    n_gpus: int = 1,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    usable_fraction: float | None = None,
+    assumptions: Assumptions | str | None = None,
+) -> int:
+    """Conversations whose KV cache fits beside the weights (0 if the weights alone do not fit).
+
+    Examples
+    --------
+    >>> max_batch("Llama-3.1-8B", "H100 SXM", 2_048 + 512)
+    166
+    """
+    m, g = _model(model), _gpu(gpu)
+    w = _weights(m, weight_bytes)
+    mem = usable_memory(g, n_gpus, usable_fraction, weights=w, assumptions=assumptions)
+    if w >= mem:
+        return 0
+    kv = kv_bytes_per_sequence(m, context_tokens, kv_bytes) * kv_copies(m, n_gpus, assumptions)
+    return int(F["max_batch"](usable_memory=mem, weights=w, kv_per_sequence=kv).m)
+
+
+@checked
+def gpus_for_weights(
+    model: Model | str, gpu: GPU | str, weight_bytes: Any = 2, assumptions: Any = None, *, power_of_two: bool = True
+) -> int:
+    """The tensor-parallel degree a model's weights need: the fewest GPUs, rounded up to a power of
+    two (tensor parallelism splits attention heads, so engines take 1, 2, 4 or 8), whose usable
+    memory holds more than the weights; ``power_of_two=False`` gives the fewest GPUs unrounded.
+
+    Examples
+    --------
+    >>> gpus_for_weights("Llama-3.1-70B", "H100 SXM"), gpus_for_weights("Llama-3.1-70B", "H100 SXM", "fp8")
+    (2, 1)
+    >>> gpus_for_weights("Llama-3.1-405B", "H100 SXM"), gpus_for_weights("Llama-3.1-405B", "H100 SXM", power_of_two=False)
+    (16, 12)
+    """
+    m, g = _model(model), _gpu(gpu)
+    w = _weights(m, weight_bytes)
+    per_gpu = usable_memory(g, 1, weights=w, assumptions=assumptions)
+    need = int(F["gpus_for_weights"](weights=w, gpu_memory=per_gpu, usable_fraction=1).m)
+    if to(need * per_gpu - w, "B").m <= 0:  # exactly full: nothing left for the KV cache
+        need += 1
+    return 2 ** math.ceil(math.log2(need)) if power_of_two else need

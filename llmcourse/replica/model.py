@@ -1,0 +1,636 @@
+"""THE model of one replica: the batch that fits, its decode step, prefill, throughput and cost; :func:`replica`
+is the one front door (a plain or a speculative replica)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pint
+
+from llmcourse.arith import _over, _times
+from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.catalog import GPU, Model
+from llmcourse.errors import InputError
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.formulas import SYMBOLS, check_value, checked
+from llmcourse.replica.base import (
+    _B,
+    _B_GB,
+    _GB,
+    _MS,
+    _MS_S,
+    _PER_S,
+    _S_MS,
+    _USD,
+    _check_positions,
+    _gpu,
+    _model,
+    _number,
+    _once,
+    _own,
+    _price,
+    _replaced,
+)
+from llmcourse.replica.memory import (
+    _bytes_si,
+    _check_weights_fit,
+    _kv_copies,
+    _kv_sequence_si,
+    _max_batch_si,
+    _usable_si,
+    _weights_si,
+    gpus_for_weights,
+)
+from llmcourse.replica.parallel import Layout, layout
+from llmcourse.replica.prefill import Prefill, _prefiller
+from llmcourse.replica.setups import _kept
+from llmcourse.replica.speculative import Speculation, SpeculativeStep, _speculation, _step, speculative_memory
+from llmcourse.replica.step import DecodeStep, _decoder, matmul_precision
+from llmcourse.units import (
+    fmt,
+    quantity,
+    to,
+)
+
+
+# --- the replica model ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Replica:
+    """The one model of a replica: ``tensor_parallel`` GPUs serving ``batch`` requests at a time.
+
+    Every serving figure of the package comes from here (see :func:`replica`): whether the
+    weights and the batch's KV cache fit, the largest batch, one decode step and what bounds it,
+    the prefill of one prompt (the time to first token with no queue) and of the batch's prompts,
+    the throughput (prefill charged or not, by the assumptions), requests per second and cost.
+    """
+
+    model: str
+    gpu: str
+    tensor_parallel: int
+    assumptions: Assumptions = field(repr=False)
+    weights: pint.Quantity
+    usable_memory: pint.Quantity
+    kv_per_sequence: pint.Quantity
+    max_batch: int
+    batch: int
+    context_tokens: float
+    matmul: str = "bf16"
+    prompt_tokens: float | None = None
+    answer_tokens: float | None = None
+    kv_read_tokens: float | None = None
+    cached_prompt_tokens: float = 0
+    spec: Model | None = field(default=None, repr=False, compare=False)
+    step: DecodeStep | None = field(default=None, repr=False)
+    first_prefill: Prefill | None = field(default=None, repr=False)
+    batch_prefill: Prefill | None = field(default=None, repr=False)
+    price_per_hour: pint.Quantity | None = None
+    reason: str = "fits"
+    layout: Layout | None = field(default=None, repr=False)
+
+    @property
+    def n_gpus(self) -> int:
+        """GPUs of the replica: tensor x attention data x pipeline parallel."""
+        return self.tensor_parallel if self.layout is None else self.layout.n_gpus
+
+    @property
+    def fits(self) -> bool:
+        """The weights and the KV cache of ``batch`` sequences at their final context fit."""
+        return bool(self.step is not None and 1 <= self.batch <= self.max_batch)
+
+    @property
+    def memory_used(self) -> pint.Quantity:
+        return to(self.weights + self.batch * self.kv_per_sequence, _GB)
+
+    @property
+    def decode_throughput(self) -> pint.Quantity:
+        """Output tokens per second while the replica only decodes (prefill not charged)."""
+        return self._need_step().throughput
+
+    @property
+    def counts_prefill(self) -> bool:
+        return self.assumptions.count_prefill and self.batch_prefill is not None
+
+    @property
+    def throughput(self) -> pint.Quantity:
+        """Output tokens per second: with prefill charged (``count_prefill``), the batch's prompts
+        are prefilled and its answers decoded in turn (the cycle); otherwise decode steps only."""
+        s = self._need_step()
+        if not self.counts_prefill:
+            return s.throughput
+        return to(
+            F["cycle_throughput"](
+                batch=self.batch,
+                answer_tokens=self.answer_tokens,
+                prefill_time=self.batch_prefill.time,
+                step_time=s.step_time,
+            ),
+            _PER_S,
+        )
+
+    @property
+    def prefill_share(self) -> float | None:
+        """Share of the cycle spent prefilling (None when prefill is not charged)."""
+        if not self.counts_prefill:
+            return None
+        return float(
+            F["prefill_share"](
+                answer_tokens=self.answer_tokens,
+                prefill_time=self.batch_prefill.time,
+                step_time=self._need_step().step_time,
+            ).m
+        )
+
+    @property
+    def tpot(self) -> pint.Quantity:
+        """Time per output token a user sees: one decode step, plus (with ``prefill_interference``)
+        its share of the other requests' prefills that run between its steps."""
+        s = self._need_step()
+        if not (self.assumptions.prefill_interference and self.batch_prefill is not None):
+            return s.step_time
+        return to(
+            F["interleaved_tpot"](
+                step_time=s.step_time,
+                prefill_time=self.batch_prefill.time,
+                batch=self.batch,
+                answer_tokens=self.answer_tokens,
+            ),
+            _MS,
+        )
+
+    @property
+    def tokens_per_s_per_user(self) -> pint.Quantity:
+        return to(1 / self.tpot, _PER_S)
+
+    @property
+    def ttft(self) -> pint.Quantity:
+        """Time to first token with no queue: the assumptions' per-request overhead, then one prompt's prefill."""
+        if self.first_prefill is None:
+            raise InputError("the time to first token needs the prompt length: give replica(..., prompt_tokens=...).")
+        return to(
+            F["first_token_time"](
+                request_overhead=quantity(self.assumptions.request_overhead_ms, _MS),
+                prefill_time=self.first_prefill.time,
+            ),
+            _MS,
+        )
+
+    @property
+    def requests_per_second(self) -> pint.Quantity:
+        """Requests the replica completes per second at full load."""
+        if self.answer_tokens is None:
+            raise InputError("requests per second needs the answer length: give replica(..., answer_tokens=...).")
+        return to(_over(self.throughput, self.answer_tokens), _PER_S)
+
+    @property
+    def cost_per_million_output_tokens(self) -> pint.Quantity | None:
+        if self.price_per_hour is None:
+            return None
+        return cost_per_million(self.price_per_hour, self.throughput, self.n_gpus)
+
+    def _need_step(self) -> DecodeStep:
+        if self.step is None:
+            raise InputError(f"{self.model} on {self.n_gpus} x {self.gpu}: {self.reason}")
+        return self.step
+
+
+def _workload(
+    a: Assumptions, context_tokens: Any, prompt_tokens: Any, answer_tokens: Any
+) -> tuple[float, float | None, float | None]:
+    """(final context, prompt, answer) from what was given; both lengths are needed by a method
+    that charges prefill or reads the KV cache at the average context."""
+    p, ans = prompt_tokens, answer_tokens  # checked by the caller (replica)
+    if p is not None and ans is not None:
+        final = p + ans
+        if context_tokens is not None and context_tokens != final:
+            raise InputError(
+                f"context_tokens ({context_tokens}) must equal prompt_tokens + answer_tokens ({final:g}); give one or the other."
+            )
+        return final, p, ans
+    if context_tokens is None:
+        raise InputError("give prompt_tokens and answer_tokens (or context_tokens, the final length of a sequence).")
+    final = context_tokens
+    if p is not None:
+        if p >= final:
+            raise InputError(
+                f"prompt_tokens ({p:g}) must be less than context_tokens ({final:g}), which includes the answer."
+            )
+        return final, p, final - p
+    if a.count_prefill or a.kv_read_context == "average":
+        raise InputError(
+            f"assumptions {a.name!r} charge prefill and read the KV cache at the average context, so they need "
+            "prompt_tokens and answer_tokens, not only context_tokens; give both, or name a method that works "
+            "from the context alone (assumptions='envelope' or 'capacity')."
+        )
+    return final, None, None
+
+
+@checked
+def replica(
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    tensor_parallel: int = 1,
+    batch: int | None = None,
+    prompt_tokens: float | None = None,
+    answer_tokens: float | None = None,
+    context_tokens: float | None = None,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    price_per_hour: Any = None,
+    assumptions: Assumptions | str | None = None,
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
+    usable_fraction: float | None = None,
+    cached_prompt_tokens: float = 0,
+    speculation: Any = None,
+    pipeline_parallel: int = 1,
+    data_parallel: int = 1,
+    expert_parallel: int | None = None,
+    link: Any = None,
+) -> Replica:
+    """The one replica model: ``tensor_parallel`` GPUs serving ``batch`` requests of
+    ``prompt_tokens`` in and ``answer_tokens`` out (the largest batch that fits if ``batch`` is
+    None), under ``assumptions`` (the course's by default; the efficiencies and the memory share
+    may be overridden one by one).
+
+    ``context_tokens`` is the final length of a sequence; a method that neither charges prefill
+    nor reads the KV cache at the average context (``"envelope"``, ``"capacity"``) may be given
+    that alone. ``price_per_hour`` defaults to the catalog's price of the GPU, if it has one.
+    ``cached_prompt_tokens`` of each prompt found in a prefix cache are not prefilled again (their
+    KV is still held for the request: the memory and the batch are the full prompt's).
+    ``speculation`` (a :class:`llmcourse.replica.speculative.Speculation`; by default the assumptions',
+    off in every preset) makes the deployment speculate: the draft's weights and KV count in memory
+    and each decode step is the speculative cycle per output token
+    (:func:`llmcourse.replica.model.speculative_replica`).
+
+    A replica may span ``tensor_parallel`` x ``data_parallel`` x ``pipeline_parallel`` GPUs
+    (:func:`llmcourse.replica.parallel.layout`; ``expert_parallel`` splits a MoE model's experts), its
+    collectives on ``link`` (the GPU's own by default): see :func:`decode_step`. With several
+    attention groups each holds the attention weights whole, so the weights held grow.
+
+    Examples
+    --------
+    >>> r = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300,
+    ...             weight_bytes="fp8")
+    >>> r.batch, round(r.step.step_time.to(_MS).m, 1), round(r.throughput.m), r.fits
+    (94, 32.3, 1123, True)
+    >>> e = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, context_tokens=2_300, weight_bytes="fp8",
+    ...             assumptions="envelope")
+    >>> round(e.throughput.m), round(e.cost_per_million_output_tokens.m, 2)
+    (4387, 0.32)
+    """
+    return _replica_setup(
+        model, gpu, tensor_parallel, prompt_tokens, answer_tokens, context_tokens, weight_bytes, kv_bytes,
+        price_per_hour, assumptions, bandwidth_efficiency, compute_efficiency, usable_fraction, cached_prompt_tokens,
+        speculation, pipeline_parallel, data_parallel, expert_parallel, link,
+    )(batch)  # fmt: skip
+
+
+@checked
+def _replica_at(
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    tensor_parallel: int = 1,
+    prompt_tokens: float | None = None,
+    answer_tokens: float | None = None,
+    context_tokens: float | None = None,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    price_per_hour: Any = None,
+    assumptions: Assumptions | str | None = None,
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
+    usable_fraction: float | None = None,
+    cached_prompt_tokens: float = 0,
+    speculation: Any = None,
+    pipeline_parallel: int = 1,
+    data_parallel: int = 1,
+    expert_parallel: int | None = None,
+    link: Any = None,
+) -> Callable[[int | None], Replica]:
+    """``lambda batch: replica(model, gpu, batch=batch, ...)`` for a caller that asks one replica at several
+    batches (a batch it has checked): :func:`replica`'s checks (the same parameters, checked by the same names)
+    and its set-up done once, here, then each batch's replica by replica()'s own path (for a replica without
+    speculation, the function also has ``tpot_ms``: see :func:`_replica_of`)."""
+    return _replica_setup(
+        model, gpu, tensor_parallel, prompt_tokens, answer_tokens, context_tokens, weight_bytes, kv_bytes,
+        price_per_hour, assumptions, bandwidth_efficiency, compute_efficiency, usable_fraction, cached_prompt_tokens,
+        speculation, pipeline_parallel, data_parallel, expert_parallel, link,
+    )  # fmt: skip
+
+
+def _replica_setup(
+    model: Any,
+    gpu: Any,
+    tensor_parallel: Any,
+    prompt_tokens: Any,
+    answer_tokens: Any,
+    context_tokens: Any,
+    weight_bytes: Any,
+    kv_bytes: Any,
+    price_per_hour: Any,
+    assumptions: Any,
+    bandwidth_efficiency: Any,
+    compute_efficiency: Any,
+    usable_fraction: Any,
+    cached_prompt_tokens: Any,
+    speculation: Any,
+    pipeline_parallel: Any,
+    data_parallel: Any,
+    expert_parallel: Any,
+    link: Any,
+) -> Callable[[int | None], Replica]:
+    """:func:`replica` once ``@checked`` has checked its arguments, as a function of the batch."""
+    m, g = _model(model), _gpu(gpu)
+    a = _replaced(
+        resolve(assumptions),
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+        memory_fraction=usable_fraction,
+    )
+    if (speculation if speculation is not None else a.speculation) is not None:
+        spec = speculation if speculation is not None else a.speculation
+
+        def speculative_at(batch: int | None) -> Replica:
+            return speculative_replica(
+                m,
+                g,
+                spec,
+                tensor_parallel=tensor_parallel,
+                batch=batch,
+                prompt_tokens=prompt_tokens,
+                answer_tokens=answer_tokens,
+                context_tokens=context_tokens,
+                weight_bytes=weight_bytes,
+                kv_bytes=kv_bytes,
+                price_per_hour=price_per_hour,
+                assumptions=dataclasses.replace(a, speculation=None),  # replace() ignores None values
+                cached_prompt_tokens=cached_prompt_tokens,
+            )
+
+        return speculative_at
+    shape = dict(
+        data_parallel=data_parallel, pipeline_parallel=pipeline_parallel, expert_parallel=expert_parallel, link=link
+    )
+    return _replica_of(
+        m, g, a, tensor_parallel, prompt_tokens, answer_tokens, context_tokens, weight_bytes, kv_bytes, price_per_hour,
+        cached_prompt_tokens, shape,
+    )  # fmt: skip
+
+
+def _owned(base: dict[str, Any]) -> dict[str, Any]:
+    """A kept set-up's figures of a replica (``base``), its quantities (the price among them) the caller's own
+    (:func:`_own`)."""
+    price = base["price_per_hour"]
+    return {**base, "weights": _own(base["weights"]), "usable_memory": _own(base["usable_memory"]),
+            "kv_per_sequence": _own(base["kv_per_sequence"]),
+            "price_per_hour": None if price is None else _own(price)}  # fmt: skip
+
+
+@_kept
+def _replica_of(
+    m: Model,
+    g: GPU,
+    a: Assumptions,
+    tensor_parallel: int,
+    prompt_tokens: float | None,
+    answer_tokens: float | None,
+    context_tokens: float | None,
+    weight_bytes: Any,
+    kv_bytes: Any,
+    price_per_hour: Any,
+    cached_prompt_tokens: float,
+    shape: dict[str, Any],
+) -> Callable[[int | None], Replica]:
+    """:func:`replica` (without speculation) for checked inputs, as a function of the batch: everything that
+    does not depend on the batch (the layout, the memory, the largest batch, the price) worked out once,
+    so that a search over the batch (:func:`plan`) computes only each batch's decode step and prefill. The same
+    inputs give the same set-up, kept (:func:`_kept`)."""
+    lay = layout(m, g, tensor_parallel=tensor_parallel, **shape)
+    tp, n_all = lay.tensor_parallel, lay.n_gpus
+    final, p, ans = _workload(a, context_tokens, prompt_tokens, answer_tokens)
+    _check_positions(m, final, "context_tokens" if p is None else "prompt_tokens + answer_tokens")
+    # plain floats in bytes from here (the formulas by value); the units are attached to what is returned
+    w = _weights_si(m, weight_bytes)
+    if lay.data_parallel > 1:  # each attention group holds everything but the experts
+        w_exp = F["weight_bytes"].value(
+            params=m.expert_params, weight_bytes_per_param=_bytes_si(weight_bytes, "weight_bytes")
+        )
+        w = F["dp_weights_held"].value(weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
+    mem = _usable_si(g, check_value(n_all, SYMBOLS["n_gpus"], "n_gpus"), a, w)
+    kv_seq = _kv_sequence_si(m, final, kv_bytes) * _kv_copies(m, tp, a)  # the replica's memory for one sequence
+    top = _max_batch_si(mem, w, kv_seq)
+    price = None
+    if price_per_hour is not None or g.price_per_hour is not None:
+        price = _price(g, price_per_hour)
+    base = dict(
+        model=m.name,
+        gpu=g.name,
+        tensor_parallel=tp,
+        assumptions=a,
+        weights=quantity(w * _B_GB, _GB._units),
+        usable_memory=quantity(mem * _B_GB, _GB._units),
+        kv_per_sequence=quantity(kv_seq * _B_GB, _GB._units),
+        max_batch=top,
+        context_tokens=final,
+        matmul=matmul_precision(weight_bytes, g, a),
+        spec=m,
+        prompt_tokens=p,
+        answer_tokens=ans,
+        price_per_hour=price,
+        layout=lay,
+    )
+    if cached_prompt_tokens:  # checked under plan()'s name (the prefill checks it again as its cached_tokens)
+        _number(cached_prompt_tokens, "cached_prompt_tokens", allow_zero=True)
+    if cached_prompt_tokens and p is None:
+        raise InputError("cached_prompt_tokens needs prompt_tokens (the cached tokens are part of the prompt).")
+    where = f"one {g.name}" if n_all == 1 else f"{n_all} x {g.name}"
+    if w >= mem:
+        reason = (
+            f"weights {fmt(quantity(w, _B), 'GB')} don't fit in the {fmt(quantity(mem, _B), 'GB')} usable on {where}: store fewer bytes per "
+            f"weight, use a GPU with more memory, or use tensor_parallel={gpus_for_weights(m, g, weight_bytes, a)}."
+        )
+        return _unfit(base, reason)
+    if top < 1:
+        reason = (
+            f"after {fmt(quantity(w, _B), 'GB')} of weights, {fmt(quantity(mem - w, _B), 'GB')} is left on {where}: "
+            f"less than one sequence's KV cache ({fmt(quantity(kv_seq, _B), 'GB')}); shorten the context, quantize, "
+            "or add GPUs."
+        )
+        return _unfit(base, reason)
+    kv_ctx = final if a.kv_read_context == "final" or p is None else p + ans / 2
+    # decode_step() and prefill() of this layout, their inputs checked above: the weights must fit the GPUs
+    _check_weights_fit(m, g, weight_bytes, n_all, "n_gpus", a)
+    cp = base["matmul"]
+
+    # the decode step of this layout as a function of the batch, and the prefill of its prompts as a function of
+    # their number, each set up once (at its first use); one prompt's prefill does not depend on the batch
+    decoder = _once(lambda: _decoder(m, g, lay, a, kv_ctx, weight_bytes, kv_bytes, cp))
+    prefiller = _once(lambda: _prefiller(m, g, lay, a, p, cached_prompt_tokens, weight_bytes, cp))
+    first_ms = _once(lambda: _S_MS * prefiller()(1, True))  # one prompt's Prefill.time in ms, without the Prefill
+
+    # a batch's step, prefill and time per token in ms, as tpot_ms found them (kept with the set-up: a search
+    # against another target, or the same one again, asks mostly the same batches)
+    probed: dict[int, tuple[float, float | None, float]] = {}
+
+    def tpot_ms(batch: int) -> float:
+        """``at(batch).tpot`` in milliseconds, as a plain float: the step and the batch's prefill alone."""
+        known = probed.get(batch)
+        if known is not None:
+            return known[2]
+        step_ms = _S_MS * decoder()(batch, True)
+        if not (a.prefill_interference and p is not None):
+            probed[batch] = (step_ms, None, step_ms)
+            return step_ms
+        pre_ms = first_ms() if batch == 1 else _S_MS * prefiller()(batch, True)
+        tpot = F["interleaved_tpot"].value(
+            step_time=step_ms * _MS_S, prefill_time=pre_ms * _MS_S, batch=batch, answer_tokens=ans
+        )
+        probed[batch] = (step_ms, pre_ms, tpot * _S_MS)
+        return tpot * _S_MS
+
+    def figures(batch: int) -> tuple[float, float, float]:
+        """``at(batch)``'s ``ttft`` and ``tpot`` in milliseconds and ``requests_per_second`` in 1/s, as plain
+        floats: the formulas of the replica's properties by value, in the same order, to the same floats (for a
+        prompt and an answer given), without building the replica, its step or its prefills."""
+        first = first_ms()  # Prefill.time of one prompt, in ms
+        ttft = F["first_token_time"].value(request_overhead=a.request_overhead_ms * _MS_S, prefill_time=first * _MS_S)
+        step_ms, pre_ms, _ = probed.get(batch) or (None, None, None)  # the search's own figures of this batch
+        if step_ms is None:
+            step_ms = _S_MS * decoder()(batch, True)  # DecodeStep.step_time, in ms
+        if pre_ms is None:
+            pre_ms = first if batch == 1 else _S_MS * prefiller()(batch, True)  # Prefill.time, in ms
+        step_s, pre_s = step_ms * _MS_S, _MS_S * pre_ms
+        tpot_ms = step_ms
+        if a.prefill_interference:  # the batch's prefill between a user's steps
+            tpot_ms = _S_MS * F["interleaved_tpot"].value(
+                step_time=step_s, prefill_time=pre_s, batch=batch, answer_tokens=ans
+            )
+        if a.count_prefill:
+            throughput = F["cycle_throughput"].value(
+                batch=batch, answer_tokens=ans, prefill_time=pre_s, step_time=step_s
+            )
+        else:
+            throughput = F["throughput"].value(batch=batch, step_time=step_s)
+        return _S_MS * ttft, tpot_ms, throughput / ans
+
+    def at(batch: int | None) -> Replica:
+        b = top if batch is None else int(batch)
+        reason = "fits"
+        if b > top:
+            reason = (
+                f"a batch of {b} needs {fmt(quantity(w + b * kv_seq, _B), 'GB')} but {fmt(quantity(mem, _B), 'GB')} is "
+                f"usable on {where}: "
+                f"at most {top} sequences of {final:,.0f} tokens fit."
+            )
+        step = decoder()(b)
+        first = batch_pre = None
+        if p is not None:
+            first = prefiller()(1)  # each replica its own Prefill (the set-up is kept, and shared)
+            batch_pre = first if b == 1 else prefiller()(b)
+        return Replica(
+            batch=b,
+            step=step,
+            first_prefill=first,
+            batch_prefill=batch_pre,
+            reason=reason,
+            kv_read_tokens=kv_ctx,
+            cached_prompt_tokens=float(cached_prompt_tokens),
+            **_owned(base),
+        )
+
+    at.tpot_ms = tpot_ms  # type: ignore[attr-defined]
+    if p is not None:
+        at.figures = figures  # type: ignore[attr-defined]
+    at.base, at.unfit = base, None  # type: ignore[attr-defined]
+    return at
+
+
+def _unfit(base: dict[str, Any], reason: str) -> Callable[[int | None], Replica]:
+    """:func:`_replica_of`'s answer for a replica that cannot serve (``reason``): at any batch, no step."""
+
+    def at(batch: int | None) -> Replica:
+        return Replica(batch=0, reason=reason, **_owned(base))
+
+    at.base, at.unfit = base, reason  # type: ignore[attr-defined]
+    return at
+
+
+@checked
+def cost_per_million(price_per_hour: pint.Quantity, tokens_per_s: pint.Quantity, n_gpus: int = 1) -> pint.Quantity:
+    """Dollars per million tokens for ``n_gpus`` GPUs producing ``tokens_per_s`` at full load.
+
+    Examples
+    --------
+    >>> from llmcourse.units import Q_
+    >>> cost_per_million(Q_(2.5, "USD/hour"), Q_(4387, "1/s"), n_gpus=2)  # doctest: +ELLIPSIS
+    <Quantity(0.3165..., 'USD')>
+    """
+    per_token = F["cost_per_token"](
+        n_gpus=n_gpus,
+        price=price_per_hour,
+        throughput=tokens_per_s,
+    )
+    return to(_times(per_token, 1e6), _USD)  # pint's product, on the magnitude
+
+
+# --- in the replica model ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SpeculativeReplica(Replica):
+    """A :class:`~llmcourse.replica.model.Replica` whose decode step is the speculative cycle per output
+    token (:meth:`SpeculativeStep.per_token_step`), whose weights and KV cache per sequence include
+    the draft's, and whose largest batch is the one that fits with the draft. Its throughput, time per
+    token, requests per second and cost follow from the replica model; ``fleet()`` takes it as it
+    takes any replica. ``speculative`` holds the cycle's detail."""
+
+    speculation: Speculation | None = None
+    speculative: SpeculativeStep | None = field(default=None, repr=False)
+
+
+def speculative_replica(model: Model | str, gpu: GPU | str, speculation: Speculation, **kw: Any) -> SpeculativeReplica:
+    """:func:`llmcourse.replica.replica` for a deployment that speculates: the same keywords
+    (``tensor_parallel``, ``batch``, ``prompt_tokens``, ``answer_tokens``, ...), with the draft's
+    weights and KV cache in memory (``batch=None`` gives the largest batch that fits with them) and
+    each decode step replaced by the speculative cycle per output token, at the context the
+    assumptions read the KV cache at.
+
+    Examples
+    --------
+    >>> kw = dict(tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300, weight_bytes="fp8")
+    >>> plain = replica("Llama-3.1-70B", "H100 SXM", **kw)
+    >>> spec = speculative_replica("Llama-3.1-70B", "H100 SXM", Speculation("eagle head", 4, 0.7), **kw)
+    >>> (plain.batch, round(plain.tokens_per_s_per_user.m)), (spec.batch, round(spec.tokens_per_s_per_user.m))
+    ((97, 12), (94, 15))
+    """
+    spec = _speculation(speculation)
+    m, g = _model(model), _gpu(gpu)
+    base = replica(m, g, **kw)
+    fields_ = {f.name: getattr(base, f.name) for f in dataclasses.fields(Replica)}
+    if base.step is None and base.max_batch < 1 and base.weights >= base.usable_memory:
+        return SpeculativeReplica(**fields_, speculation=spec)  # the target's weights alone do not fit
+    a, tp, final = base.assumptions, base.tensor_parallel, base.context_tokens
+    wb, kvb = kw.get("weight_bytes", 2), kw.get("kv_bytes", 2)
+    mem = speculative_memory(
+        m, g, spec, context_tokens=final, tensor_parallel=tp, weight_bytes=wb, kv_bytes=kvb, assumptions=a
+    )
+    fields_ |= dict(
+        weights=to(mem.weights + mem.draft_weights, "GB"),
+        usable_memory=mem.usable_memory,
+        kv_per_sequence=to(mem.kv_per_sequence + mem.draft_kv_per_sequence, "GB"),
+        max_batch=mem.max_batch,
+    )
+    if mem.max_batch < 1:
+        fields_ |= dict(batch=0, step=None, first_prefill=None, batch_prefill=None, reason=mem.reason(1))
+        return SpeculativeReplica(**fields_, speculation=spec)
+    b = kw.get("batch") or mem.max_batch
+    if b != base.batch:
+        base = replica(m, g, **(kw | {"batch": b}))
+        fields_ |= {f: getattr(base, f) for f in ("batch", "step", "first_prefill", "batch_prefill")}
+    kv_ctx = base.kv_read_tokens  # the context the replica model reads each KV cache at
+    s = _step(m, g, spec, mem, batch=b, context_tokens=kv_ctx, tp=tp, weight_bytes=wb, kv_bytes=kvb, a=a)
+    fields_ |= dict(step=s.per_token_step(), reason="fits" if b <= mem.max_batch else mem.reason(b))
+    return SpeculativeReplica(**fields_, speculation=spec, speculative=s)

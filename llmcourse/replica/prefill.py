@@ -1,0 +1,189 @@
+"""Prefill: the time to read a prompt and make its KV cache (chapter *Prefill*)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pint
+
+from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.catalog import GPU, Model
+from llmcourse.errors import InputError
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.formulas import checked, si
+from llmcourse.replica.base import (
+    _FLOP_TFLOP,
+    _MS,
+    _MS_S,
+    _S_MS,
+    _TFLOP,
+    _check_positions,
+    _gpu,
+    _model,
+    _number,
+    _replaced,
+)
+from llmcourse.replica.memory import _deployment, _weights_si
+from llmcourse.replica.parallel import Layout, _comm_seconds_of, send_seconds
+from llmcourse.replica.step import matmul_precision
+from llmcourse.units import (
+    quantity,
+)
+
+
+# --- prefill ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Prefill:
+    """Prefill of ``prompts`` prompts of ``prompt_tokens`` tokens, processed together."""
+
+    prompts: int
+    flops: pint.Quantity
+    attention_flops: pint.Quantity
+    compute_time: pint.Quantity
+    memory_time: pint.Quantity
+    time: pint.Quantity
+    comm_time: pint.Quantity | None = None
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute_time >= self.memory_time else "memory"
+
+
+@checked
+def prefill(
+    model: Model | str,
+    gpu: GPU | str,
+    prompt_tokens: float,
+    *,
+    prompts: int = 1,
+    n_gpus: int = 1,
+    weight_bytes: Any = 2,
+    compute_efficiency: float | None = None,
+    bandwidth_efficiency: float | None = None,
+    attention: bool | None = None,
+    compute_precision: str | None = None,
+    cached_tokens: float = 0,
+    assumptions: Assumptions | str | None = None,
+    data_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    expert_parallel: int | None = None,
+    link: Any = None,
+) -> Prefill:
+    """Prefill time: the slower of the FLOPs (``flops_per_param`` per active parameter per token,
+    plus the causal attention term if the assumptions count it) and one read of the weights.
+    With ``cached_tokens`` of the prompt already in a prefix cache, only the rest is computed: the
+    FLOPs of the whole prompt less those of its cached prefix (the new tokens still attend to it).
+    Keyword arguments left at ``None`` come from ``assumptions``.
+
+    On several GPUs (``n_gpus`` per tensor-parallel group, and the other degrees as in
+    :func:`decode_step`): one prompt runs on one group, through the stages one after the other;
+    several prompts spread over every GPU, a pipeline's stages idling for its bubble. With
+    ``communication`` in the assumptions, the prompt tokens' collectives are added (at prefill their
+    bytes, not their latency, are what counts).
+
+    Examples
+    --------
+    >>> p = prefill("Llama-3.1-8B", "H100 SXM", 2_048)
+    >>> round(p.compute_time.to(_MS).m, 1), round(p.memory_time.to(_MS).m, 1), p.bound
+    (68.7, 6.8, 'compute')
+    """
+    m, g = _model(model), _gpu(gpu)
+    _check_positions(m, prompt_tokens, "prompt_tokens")
+    degrees = dict(data_parallel=data_parallel, pipeline_parallel=pipeline_parallel, expert_parallel=expert_parallel)
+    lay = _deployment(m, g, n_gpus, weight_bytes, assumptions, link=link, **degrees)
+    a = _replaced(
+        resolve(assumptions),
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+        prefill_attention=attention,
+    )
+    precision = compute_precision or matmul_precision(weight_bytes, g, a)
+    return _prefill(m, g, lay, a, prompt_tokens, prompts, cached_tokens, weight_bytes, precision)
+
+
+def _prefill(
+    m: Model,
+    g: GPU,
+    lay: Layout,
+    a: Assumptions,
+    prompt_tokens: float,
+    prompts: float,
+    cached_tokens: Any,
+    weight_bytes: Any,
+    precision: str,
+    time_only: bool = False,
+) -> Prefill | float:
+    """:func:`prefill` once its inputs are checked and its layout is known: the formulas by value, on plain
+    floats in their symbols' units, the units attached to the result (``time_only``: only its time, in
+    seconds, as a plain float)."""
+    return _prefiller(m, g, lay, a, prompt_tokens, cached_tokens, weight_bytes, precision)(prompts, time_only)
+
+
+def _prefiller(
+    m: Model,
+    g: GPU,
+    lay: Layout,
+    a: Assumptions,
+    prompt_tokens: float,
+    cached_tokens: Any,
+    weight_bytes: Any,
+    precision: str,
+) -> Callable[[float, bool], Prefill | float]:
+    """:func:`_prefill` as a function of the number of prompts (and ``time_only``): one prompt's FLOPs and the
+    roofs worked out once, each call computing only what the number of prompts changes, to the same floats."""
+    t, pp = prompt_tokens, lay.pipeline_parallel
+    cached = _number(cached_tokens, "cached_tokens", allow_zero=True)
+    if cached >= t:
+        raise InputError(f"cached_tokens ({cached:g}) must be fewer than prompt_tokens ({t:g}): at least one is new.")
+    per_param = a.flops_per_param
+
+    def flops_of(tokens: float) -> tuple[float, float]:
+        if tokens == 0:
+            return 0, 0
+        kw = dict(flops_per_param=per_param, params=m.active_params, prompt_tokens=tokens)
+        linear = F["prefill_flops_linear"].value(**kw)
+        return linear, F["prefill_flops"].value(**kw, layers=m.layers, heads=m.heads, head_dim=m.head_dim)
+
+    (lin_t, full_t), (lin_c, full_c) = flops_of(t), flops_of(cached)
+    linear, full = lin_t - lin_c, full_t - full_c
+    flops = full if a.prefill_attention else linear
+    peak = si(g.peak_flops(precision), "peak_flops")
+    weights = _weights_si(m, weight_bytes)
+    bandwidth = si(g.bandwidth, "bandwidth")
+    prefill_time, with_overhead = F["prefill_time"].value, F["step_with_overhead"].value
+    comm_of = _comm_seconds_of(m, lay, a)  # comm_seconds(m, lay, ., a)
+
+    def of(prompts: float, time_only: bool = False) -> Prefill | float:
+        n = prompts
+        gpus_ = lay.tensor_parallel if n == 1 else lay.n_gpus  # one prompt: one group; more: every GPU
+        eta_f, eta_b = a.compute_efficiency, a.bandwidth_efficiency
+        time = prefill_time(
+            prompts=n, prefill_flops=flops, n_gpus=gpus_, peak_flops=peak, compute_efficiency=eta_f, weights=weights,
+            bandwidth=bandwidth, bandwidth_efficiency=eta_b,
+        )  # fmt: skip
+        comm = _S_MS * comm_of(n * (t - cached))  # ms
+        if pp > 1 and n == 1:  # through the stages in turn, a send between each two
+            send = send_seconds(m, lay, t - cached, a)
+            comm = comm + (pp - 1) * (0 if send is None else send * _S_MS)
+        elif pp > 1:  # the stages work at once, each on its layers' collectives, and idle for the bubble
+            comm = comm / pp
+            bubble = F["pipeline_bubble"].value(stages=pp, micro_batches=n)
+            time = F["pipelined_prefill_time"].value(prefill_time=time, bubble=bubble)
+        total = with_overhead(step_time=time, step_overhead=comm * _MS_S)
+        if time_only:
+            return total
+        comp = dict(prompts=n, prefill_flops=flops, n_gpus=gpus_, peak_flops=peak, compute_efficiency=eta_f)
+        mem = dict(weights=weights, n_gpus=gpus_, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
+        return Prefill(
+            prompts=int(n),
+            flops=quantity(n * flops * _FLOP_TFLOP, _TFLOP._units),
+            attention_flops=quantity(n * (full - linear) * _FLOP_TFLOP, _TFLOP._units),
+            compute_time=quantity(F["prefill_compute_time"].value(**comp) * _S_MS, _MS._units),
+            memory_time=quantity(F["weight_read_time"].value(**mem) * _S_MS, _MS._units),
+            time=quantity(total * _S_MS, _MS._units),
+            comm_time=quantity(comm, _MS),
+        )
+
+    return of

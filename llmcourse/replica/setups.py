@@ -1,0 +1,99 @@
+"""The kept set-ups of replicas and decode steps, by their inputs (most recently used, bounded, thread-safe)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from llmcourse.assumptions import Assumptions
+from llmcourse.catalog import Model
+from llmcourse.units import (
+    Q_,
+)
+
+if TYPE_CHECKING:
+    from llmcourse.replica.model import Replica
+
+
+#: The replicas :func:`_replica_of` has set up, by their inputs (:func:`_setup_key`), the least recently used
+#: first: a calculator asks for the same few replicas at every update (the design review's five plans, the many-GPUs
+#: chart's bars), and most controls (the request rate, a target, the batch) change none of them. Bounded: the least
+#: recently used set-up goes first. Its reads and writes hold :data:`_SETUPS_LOCK` (a set-up itself is made outside
+#: it: two threads asking for a new one at once may both make it, and get equal figures).
+_SETUPS: dict[tuple, tuple[tuple, Callable[[int | None], Replica]]] = {}
+
+
+_SETUPS_KEPT = 256
+
+
+_SETUPS_LOCK = threading.Lock()
+
+
+def _setup_key(value: Any) -> Any:
+    """``value`` as a part of a :data:`_SETUPS` key: equal keys for inputs that give the same replica, to the same
+    floats and types. Numbers with their type (4_000 and 4_000.0 print differently); a quantity of a plain number by
+    its magnitude and units (pint hashes a quantity slowly; an array's magnitude is not hashable); a model or
+    assumptions by every field with its type (frozen dataclasses of plain fields, so ``Model.with_`` gives an equal
+    key; a model's aliases count, though its equality leaves them out; 1 and 1.0 in a field are different keys, as
+    such numbers are: a replica holds the model and the assumptions it was set up with, and a caller must get back
+    what it gave); anything else (a catalog GPU or link: frozen, and slow to hash by value) by identity (the inputs
+    are kept beside the set-up, so that an id is not reused while it is kept)."""
+    t = type(value)
+    if value is None or t is str:
+        return value
+    if t in (int, float, bool):
+        return (t, value)
+    if t is Q_ and type(value._magnitude) in (int, float):
+        return (Q_, type(value._magnitude), value._magnitude, value._units)
+    if t is Model or t is Assumptions:
+        fields = tuple(value.__dict__.values())
+        return (t, fields, tuple(map(type, fields)))
+    return (object, id(value))
+
+
+def _kept(set_up: Callable[..., Callable[..., Any]]) -> Callable[..., Callable[..., Any]]:
+    """``set_up`` (a replica's, or a decode step's, as a function of the batch), each of its answers kept in
+    :data:`_SETUPS` by the function and its inputs (given by position; a dict of inputs, a replica's shape, by its
+    items): the same inputs give the kept set-up, and an input that is refused is refused each time (an exception is
+    not kept). What a set-up returns must be built anew at each call (a kept set-up is shared)."""
+
+    @functools.wraps(set_up)
+    def kept(*args: Any) -> Callable[..., Any]:
+        key = (
+            set_up,
+            *(
+                tuple((k, _setup_key(x)) for k, x in sorted(v.items())) if type(v) is dict else _setup_key(v)
+                for v in args
+            ),
+        )
+        with _SETUPS_LOCK:
+            got = _SETUPS.pop(key, None)
+            if got is not None:
+                _SETUPS[key] = got  # the most recently used, last
+                return got[1]
+        got = (args, set_up(*args))  # the inputs kept beside it: an id in the key is not reused while it is kept
+        with _SETUPS_LOCK:
+            while len(_SETUPS) >= _SETUPS_KEPT:  # the least recently used goes
+                _SETUPS.pop(next(iter(_SETUPS)))
+            _SETUPS[key] = got
+        return got[1]
+
+    return kept
+
+
+@contextlib.contextmanager
+def _set_ups_aside() -> Iterator[None]:
+    """Within the block, no set-up is kept from before and none made in it is kept after: the planner's whole path,
+    as a new input takes it (the live warm-up; tests comparing kept set-ups with fresh ones). It swaps the
+    process's one store: not for blocks on several threads at once (one would put back another's)."""
+    global _SETUPS
+    with _SETUPS_LOCK:
+        kept, _SETUPS = _SETUPS, {}
+    try:
+        yield
+    finally:
+        with _SETUPS_LOCK:
+            _SETUPS = kept

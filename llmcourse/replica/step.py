@@ -1,0 +1,435 @@
+"""The decode step: what a replica reads, computes and sends to produce one token per sequence (chapter *Decode*)."""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pint
+
+from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.catalog import GPU, Model, bytes_per_value
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.formulas import checked, si
+from llmcourse.replica.base import (
+    _B_GB,
+    _FLOP_GFLOP,
+    _GB,
+    _GFLOP,
+    _MS,
+    _MS_S,
+    _PER_S,
+    _S_MS,
+    _bytes,
+    _check_positions,
+    _gpu,
+    _model,
+    _replaced,
+)
+from llmcourse.replica.memory import _bytes_si, _deployment, _kv_copies, _kv_sequence_si, _weights_read_si
+from llmcourse.replica.parallel import Layout, _comm_seconds_of, send_seconds
+from llmcourse.replica.setups import _kept
+from llmcourse.units import (
+    quantity,
+    to,
+)
+
+
+# --- decode -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DecodeStep:
+    """One decode step of a batch: bytes moved, FLOPs done, and the time each would take."""
+
+    batch: int
+    weights_read: pint.Quantity
+    kv_read: pint.Quantity
+    flops: pint.Quantity
+    memory_time: pint.Quantity
+    compute_time: pint.Quantity
+    step_time: pint.Quantity
+    fraction_of_experts: float | None
+    kernel_bounds: tuple[str, str] | None = None
+    comm_time: pint.Quantity | None = None
+    overhead_time: pint.Quantity | None = None
+    layout: Layout | None = field(default=None, repr=False)
+
+    @property
+    def bound(self) -> str:
+        """``"memory"`` or ``"compute"``: which limit sets the step time. With the per-operation step
+        rule it is ``"compute"`` as soon as one kernel (the weight matmuls or attention) is
+        compute-bound, since that kernel's time then grows with the batch."""
+        if self.kernel_bounds is not None:
+            return "compute" if "compute" in self.kernel_bounds else "memory"
+        return "compute" if self.compute_time > self.memory_time else "memory"
+
+    @property
+    def tokens_per_s_per_user(self) -> pint.Quantity:
+        return to(1 / self.step_time, _PER_S)
+
+    @property
+    def throughput(self) -> pint.Quantity:
+        """Output tokens per second of the whole batch."""
+        return to(F["throughput"](batch=self.batch, step_time=self.step_time), _PER_S)
+
+
+@checked
+def weights_read_per_step(model: Model | str, batch: int = 1, weight_bytes: Any = 2) -> pint.Quantity:
+    """Weight bytes one decode step reads: all of them for a dense model; for a MoE model the
+    shared weights plus the expected fraction of experts that ``batch`` tokens touch.
+
+    Examples
+    --------
+    >>> weights_read_per_step("Llama-3.1-8B").to(_GB)
+    <Quantity(16.06, 'gigabyte')>
+    >>> round(weights_read_per_step("Qwen3-30B-A3B", 1).to(_GB).m, 2)
+    6.7
+    """
+    m = _model(model)
+    b = _bytes(weight_bytes, "weight_bytes")
+    n = batch
+    if not m.is_moe:
+        return F["weight_bytes"](params=m.params, weight_bytes_per_param=b)
+    return F["moe_bytes_read"](
+        weight_bytes_per_param=b,
+        params=m.params,
+        expert_params=m.expert_params,
+        experts_per_token=m.experts_per_token,
+        experts=m.experts,
+        batch=n,
+    )
+
+
+@checked
+def matmul_precision(weight_bytes: Any, gpu: GPU | str, assumptions: Assumptions | str | None = None) -> str:
+    """The precision the matrix multiplications run at, by the assumptions' ``matmul_precision``
+    rule: ``"weights"`` runs FP8 (1-byte) weights at FP8 and FP4 (half-byte) weights at FP4 where
+    the GPU has a peak FLOP/s figure for it, else BF16; ``"bf16"`` always runs BF16.
+
+    Examples
+    --------
+    >>> matmul_precision("fp8", "H100 SXM"), matmul_precision("fp8", "A100 SXM 80GB")
+    ('fp8', 'bf16')
+    >>> matmul_precision("fp4", "B200"), matmul_precision("fp8", "H100 SXM", "envelope")
+    ('fp4', 'bf16')
+    >>> matmul_precision("int4", "B200"), matmul_precision(1, "H100 SXM")  # INT4 is weight-only: BF16 matmuls
+    ('bf16', 'fp8')
+    """
+    g = _gpu(gpu)
+    if resolve(assumptions).matmul_precision == "bf16":
+        return "bf16"
+    if isinstance(weight_bytes, str):
+        # by name: integer formats are weight-only (W8A16, W4A16): widened to 16 bits to multiply
+        name = weight_bytes.lower()
+        _bytes(name, "weight_bytes")  # an unknown name is refused here
+        wanted = {"fp8": "fp8", "fp4": "fp4"}.get(name, "bf16")
+    else:  # a number of bytes: 1 byte is read as FP8, anything else as 16-bit arithmetic
+        wanted = "fp8" if _bytes(weight_bytes, "weight_bytes").m == bytes_per_value("fp8") else "bf16"
+    if wanted == "fp8" and g.fp8_flops is not None:
+        return "fp8"
+    if wanted == "fp4" and g.fp4_flops is not None:
+        return "fp4"
+    return "bf16"
+
+
+def _four_bit(weight_bytes: Any) -> bool:
+    """4-bit weights: FP4, INT4, MXFP4, or a number of bytes per weight under 0.75 (half a byte plus
+    its group scales, e.g. 0.53 B for INT4 with a 16-bit scale per 64 weights)."""
+    if isinstance(weight_bytes, str):
+        return bytes_per_value(weight_bytes.lower()) < 0.75
+    return _bytes(weight_bytes, "weight_bytes").m < 0.75
+
+
+def _read_efficiency(weight_bytes: Any, a: Assumptions) -> float:
+    """The bandwidth efficiency a decode step reaches: the assumptions', times their 4-bit factor
+    for 4-bit weights."""
+    return a.bandwidth_efficiency * (a.four_bit_bandwidth_factor if _four_bit(weight_bytes) else 1.0)
+
+
+@checked
+def decode_step(
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    batch: int = 1,
+    context_tokens: float,
+    n_gpus: int = 1,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
+    attention_flops: bool | None = None,
+    compute_precision: str | None = None,
+    assumptions: Assumptions | str | None = None,
+    data_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    expert_parallel: int | None = None,
+    link: Any = None,
+) -> DecodeStep:
+    """Time of one decode step of ``batch`` sequences, each reading its KV at ``context_tokens``.
+
+    Bytes: the weights (a MoE model: the experts the batch touches) plus every sequence's KV
+    cache. FLOPs: ``flops_per_param`` per active parameter per sequence, plus the attention FLOPs
+    at that context if the assumptions count them. The step rule of the assumptions combines the
+    two: the slower of the totals (``"max"``), or the weight matmuls and attention as separate
+    kernels whose times add (``"sum"``); then the per-step overhead is added. Keyword arguments
+    left at ``None`` come from ``assumptions`` (the course's by default); ``compute_precision``
+    names the matmul precision outright (``"bf16"``, ``"fp8"``, ``"fp4"``).
+
+    On several GPUs (:func:`llmcourse.replica.parallel.layout`): ``n_gpus`` is the tensor-parallel degree
+    of a group, ``data_parallel`` the attention groups (each with its own ``batch / data_parallel``
+    sequences; the experts split over all), ``pipeline_parallel`` the stages (the batch goes
+    through in that many micro-batches, so a token's time is one micro-batch's pass through every
+    layer plus a send and an overhead per stage boundary). With ``communication`` in the
+    assumptions the step pays its collectives on ``link`` (the GPU's own by default).
+
+    Examples
+    --------
+    >>> s = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_048 + 256)
+    >>> round(s.step_time.to(_MS).m, 2), s.bound
+    (7.98, 'memory')
+    """
+    m, g, lay, a, precision = _decode_inputs(
+        model, gpu, context_tokens, n_gpus, weight_bytes, assumptions, bandwidth_efficiency, compute_efficiency,
+        attention_flops, compute_precision, data_parallel, pipeline_parallel, expert_parallel, link,
+    )  # fmt: skip
+    return _decode(m, g, lay, a, batch, context_tokens, weight_bytes, kv_bytes, precision)
+
+
+def _decode_inputs(
+    model: Model | str,
+    gpu: GPU | str,
+    context_tokens: float,
+    n_gpus: int,
+    weight_bytes: Any,
+    assumptions: Any,
+    bandwidth_efficiency: float | None,
+    compute_efficiency: float | None,
+    attention_flops: bool | None,
+    compute_precision: str | None,
+    data_parallel: int,
+    pipeline_parallel: int,
+    expert_parallel: int | None,
+    link: Any,
+) -> tuple[Model, GPU, Layout, Assumptions, str]:
+    """:func:`decode_step`'s checks of its checked inputs, and what it works out from them: the model, the
+    GPU, the layout, the assumptions and the matmul precision."""
+    m, g = _model(model), _gpu(gpu)
+    _check_positions(m, context_tokens, "context_tokens")
+    degrees = dict(data_parallel=data_parallel, pipeline_parallel=pipeline_parallel, expert_parallel=expert_parallel)
+    lay = _deployment(m, g, n_gpus, weight_bytes, assumptions, link=link, **degrees)
+    a = _replaced(
+        resolve(assumptions),
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+        decode_attention_flops=attention_flops,
+    )
+    precision = compute_precision or matmul_precision(weight_bytes, g, a)
+    return m, g, lay, a, precision
+
+
+@checked
+def _decoder_of(
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    context_tokens: float,
+    n_gpus: int = 1,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    assumptions: Assumptions | str | None = None,
+    data_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    expert_parallel: int | None = None,
+    link: Any = None,
+) -> Callable[[float, bool], DecodeStep | float]:
+    """:func:`decode_step`'s checks (the same parameters, checked by the same names) and its step as a function
+    of the batch (the set-up kept: :func:`_kept`)."""
+    return _decoder_kept(
+        model, gpu, context_tokens, n_gpus, weight_bytes, kv_bytes, assumptions, data_parallel, pipeline_parallel,
+        expert_parallel, link,
+    )  # fmt: skip
+
+
+@_kept
+def _decoder_kept(
+    model: Any,
+    gpu: Any,
+    context_tokens: float,
+    n_gpus: int,
+    weight_bytes: Any,
+    kv_bytes: Any,
+    assumptions: Any,
+    data_parallel: int,
+    pipeline_parallel: int,
+    expert_parallel: int | None,
+    link: Any,
+) -> Callable[[float, bool], DecodeStep | float]:
+    """:func:`_decoder_of` once its arguments are checked."""
+    m, g, lay, a, precision = _decode_inputs(
+        model, gpu, context_tokens, n_gpus, weight_bytes, assumptions, None, None, None, None, data_parallel,
+        pipeline_parallel, expert_parallel, link,
+    )  # fmt: skip
+    return _decoder(m, g, lay, a, context_tokens, weight_bytes, kv_bytes, precision)
+
+
+def _decode_steps(
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    context_tokens: float,
+    n_gpus: int = 1,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    assumptions: Assumptions | str | None = None,
+    data_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    expert_parallel: int | None = None,
+    link: Any = None,
+    step_time_only: bool = False,
+    both: bool = False,
+) -> Callable[..., Any]:
+    """``lambda b: decode_step(model, gpu, batch=b, ...)`` for a search over the batch (``batch`` a whole
+    number of at least 1): the checks, the layout and the batch-independent terms worked out once, at the first
+    call (so a search that never asks raises nothing), then each batch's step alone; the same steps, to the
+    same floats, as :func:`decode_step` (``step_time_only``: only its ``step_time``, the same quantity; ``both``:
+    ``lambda b, step_only=False: ...``, the step, or with ``step_only`` its time in seconds as a plain float)."""
+
+    @functools.cache
+    def setup() -> Callable[[float, bool], DecodeStep | float]:
+        return _decoder_of(
+            model, gpu, context_tokens=context_tokens, n_gpus=n_gpus, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
+            assumptions=assumptions, data_parallel=data_parallel, pipeline_parallel=pipeline_parallel,
+            expert_parallel=expert_parallel, link=link,
+        )  # fmt: skip
+
+    if both:
+        return lambda batch, step_only=False: setup()(batch, step_only)
+    if step_time_only:
+        return lambda batch: quantity(setup()(batch, True) * _S_MS, _MS._units)  # DecodeStep.step_time
+    return lambda batch: setup()(batch)
+
+
+def _decode(
+    m: Model,
+    g: GPU,
+    lay: Layout,
+    a: Assumptions,
+    batch: float,
+    ctx: float,
+    weight_bytes: Any,
+    kv_bytes: Any,
+    precision: str,
+    step_only: bool = False,
+) -> DecodeStep | float:
+    """:func:`decode_step` once its inputs are checked and its layout is known: the formulas by value, on
+    plain floats in their symbols' units (bytes, FLOPs, seconds), the units attached to the result
+    (``step_only``: only the step's time, in seconds, as a plain float)."""
+    return _decoder(m, g, lay, a, ctx, weight_bytes, kv_bytes, precision)(batch, step_only)
+
+
+def _decoder(
+    m: Model, g: GPU, lay: Layout, a: Assumptions, ctx: float, weight_bytes: Any, kv_bytes: Any, precision: str
+) -> Callable[[float, bool], DecodeStep | float]:
+    """:func:`_decode` as a function of the batch (and ``step_only``): what does not depend on the batch (the
+    KV per sequence, the FLOPs per token, the roofs; a dense model's weights read) worked out once, so that a
+    search over the batch computes only each batch's own terms, in the same order, to the same floats."""
+    gpus_, dp, pp = lay.tensor_parallel, lay.data_parallel, lay.pipeline_parallel
+    wpp = _bytes_si(weight_bytes, "weight_bytes")
+    moe = m.is_moe
+    w_dense = None if moe else _weights_read_si(m, 1, wpp)  # a dense model reads all its weights at any batch
+    kv_seq = _kv_sequence_si(m, ctx, kv_bytes) * _kv_copies(m, gpus_, a)  # every copy is read
+    per_param = a.flops_per_param
+    f_mm = F["decode_flops_per_token"].value(flops_per_param=per_param, active_params=m.active_params)
+    f_att = 0
+    if a.decode_attention_flops:
+        f_att = F["decode_attention_flops"].value(
+            flops_per_param=per_param, layers=m.layers, heads=m.heads, head_dim=m.head_dim, context=ctx
+        )
+    shared = None
+    if dp > 1:  # one attention group's share: its own sequences, the whole attention, 1/D of the experts
+        shared = F["weight_bytes"].value(params=m.params - m.expert_params, weight_bytes_per_param=wpp)
+        if w_dense is not None:
+            w_dense = F["dp_bytes_read"].value(bytes_read=w_dense, expert_bytes_read=w_dense - shared, data_parallel=dp)
+        kv_seq = F["dp_kv_per_sequence"].value(kv_per_sequence=kv_seq, data_parallel=dp)
+        f_mm = F["dp_flops_per_token"].value(flops_per_token=f_mm, data_parallel=dp)
+        if f_att > 0:
+            f_att = F["dp_flops_per_token"].value(flops_per_token=f_att, data_parallel=dp)
+    bandwidth, eta_b = si(g.bandwidth, "bandwidth"), _read_efficiency(weight_bytes, a)
+    peak, eta_f = si(g.peak_flops(precision), "peak_flops"), a.compute_efficiency
+    f_tok = f_mm + f_att
+    comp_args = dict(flops_per_token=f_tok, peak_flops=peak, compute_efficiency=eta_f)
+    overhead_ms = a.step_overhead_ms  # ms, as the assumptions give it
+    comm_of = _comm_seconds_of(m, lay, a)  # comm_seconds(m, lay, ., a)
+    step_time, per_op = F["decode_step_time"].value, F["decode_step_time_per_op"].value
+    with_overhead = F["step_with_overhead"].value
+
+    def at(batch: float, step_only: bool = False) -> DecodeStep | float:
+        n = math.ceil(batch / pp)  # sequences in one micro-batch (all of them on one stage)
+        if w_dense is not None:
+            w_read = w_dense
+        else:
+            w_read = _weights_read_si(m, n, wpp)
+            if dp > 1:
+                w_read = F["dp_bytes_read"].value(
+                    bytes_read=w_read, expert_bytes_read=w_read - shared, data_parallel=dp
+                )
+        kernels = None
+        if a.step_rule == "max":  # the arguments by name (no dicts to build: the search's hot path)
+            core = step_time(
+                batch=n, n_gpus=gpus_, bytes_read=w_read, kv_per_sequence=kv_seq, bandwidth=bandwidth,
+                bandwidth_efficiency=eta_b, flops_per_token=f_tok, peak_flops=peak, compute_efficiency=eta_f,
+            )  # fmt: skip
+        else:
+            mem_args = dict(bytes_read=w_read, kv_per_sequence=kv_seq, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
+            core = per_op(
+                batch=n,
+                n_gpus=gpus_,
+                **mem_args,
+                **comp_args | dict(flops_per_token=f_mm),
+                attention_flops_per_token=f_att,
+            )
+            roofs = dict(n_gpus=gpus_, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
+            w_time = F["weight_read_time"].value(weights=w_read, **roofs)
+            kv_time = F["weight_read_time"].value(weights=n * kv_seq, **roofs)
+            comp = dict(n_gpus=gpus_, peak_flops=peak, compute_efficiency=eta_f)
+            mm_time = F["decode_compute_time"].value(batch=n, flops_per_token=f_mm, **comp)
+            att_time = F["decode_compute_time"].value(batch=n, flops_per_token=f_att, **comp) if f_att > 0 else 0.0
+            kernels = ("compute" if mm_time > w_time else "memory", "compute" if att_time > kv_time else "memory")
+        overhead = overhead_ms
+        comm = _S_MS * comm_of(n)  # ms
+        step = with_overhead(step_time=core, step_overhead=(overhead + comm) * _MS_S)
+        if pp > 1:
+            send = send_seconds(m, lay, n, a)
+            step = F["pipeline_token_time"].value(
+                step_time=step, stages=pp, send_time=0 if send is None else send, step_overhead=overhead * _MS_S
+            )
+            overhead = overhead * pp
+            comm = comm + (pp - 1) * (0 if send is None else send * _S_MS)
+        if step_only:
+            return step
+        mem_args = dict(bytes_read=w_read, kv_per_sequence=kv_seq, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
+        phi = None
+        if moe:
+            phi = float(
+                F["moe_fraction_touched"].value(experts_per_token=m.experts_per_token, experts=m.experts, batch=n)
+            )
+        common = dict(batch=n, n_gpus=gpus_)
+        return DecodeStep(
+            batch=int(batch),
+            weights_read=quantity(w_read * _B_GB, _GB._units),
+            kv_read=quantity(n * kv_seq * _B_GB, _GB._units),
+            flops=quantity(n * (f_mm + f_att) * _FLOP_GFLOP, _GFLOP._units),
+            memory_time=quantity(F["decode_memory_time"].value(**common, **mem_args) * _S_MS, _MS._units),
+            compute_time=quantity(F["decode_compute_time"].value(**common, **comp_args) * _S_MS, _MS._units),
+            step_time=quantity(step * _S_MS, _MS._units),
+            fraction_of_experts=phi,
+            kernel_bounds=kernels,
+            comm_time=quantity(comm, _MS),
+            overhead_time=quantity(overhead, _MS),
+            layout=lay,
+        )
+
+    return at
