@@ -51,10 +51,10 @@ test: setup lite browser-setup
 exercises: setup
 	$(PY) -m llmcourse.exercises.notebooks
 
-## Regenerate llmcourse/formulas_cache.py (SymPy's results and lambdify's code for the formulas) after changing a
+## Regenerate llmcourse/formulas/cache.py (SymPy's results and lambdify's code for the formulas) after changing a
 ## formula or a derivation; tests/test_formulas_cache.py fails while it is stale.
 formulas-cache: setup
-	$(PY) -m llmcourse.formulas_cache_build
+	$(PY) scripts/build_formulas_cache.py
 
 bench: setup
 	$(PY) scripts/benchmark.py

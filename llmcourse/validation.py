@@ -980,7 +980,7 @@ def validate(rows: Sequence[Measurement] | None = None, *, assumptions: Assumpti
 # Measured files at a concurrency: load them, predict them through replica(), error by family
 # ==================================================================================================
 # The closed loops' symbols and formulas (closed_loop_prefill_wait, closed_loop_wave_wait, closed_loop_ttft,
-# closed_loop_throughput, closed_loop_request_time) are defined in llmcourse/formulas_validation.py.
+# closed_loop_throughput, closed_loop_request_time) are defined in llmcourse/formulas/validation.py.
 _wait_s = _scalar(
     "closed_loop_prefill_wait", "prefill_time", "step_time", "time_per_token", "answer_tokens", "concurrency"
 )

@@ -53,7 +53,7 @@ FROM_LOCK = [
 ]
 # Fetched only when first imported, and imported straight from their wheels (zipimport: a module is decompressed
 # when it is first imported): no calculator imports SymPy (llmcourse needs it only for the derivations, and its
-# formulas_cache holds the numbers), so a live start does not download it. Only packages that read no data files
+# formulas.cache holds the numbers), so a live start does not download it. Only packages that read no data files
 # next to their modules qualify (pint and llmcourse do read them). The worker tells llmcourse the SymPy version
 # shipped (LLMCOURSE_SYMPY_VERSION: the formulas cache's key) so that import llmcourse need not fetch it to ask.
 ZIPIMPORT = ("sympy", "mpmath")

@@ -38,7 +38,7 @@ LAYERS: list[set[str]] = [
     {"interview", "exercises"},
     {"widgets", "plots", "_live", "__main__"},
 ]
-GENERATED = {"llmcourse.formulas.cache", "llmcourse.formulas_cache"}
+GENERATED = {"llmcourse.formulas.cache"}
 
 
 def module_name(path: Path) -> str:

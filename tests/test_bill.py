@@ -1,4 +1,4 @@
-"""The whole bill (llmcourse.planner.bill, llmcourse.formulas_bill): energy per token, tokens per megawatt, owning vs
+"""The whole bill (llmcourse.planner.bill, llmcourse.formulas.bill): energy per token, tokens per megawatt, owning vs
 renting vs an API. Expected values by hand arithmetic from the data files' figures: an H100 is rated 700 W
 (gpus.csv), costs $30,000 with a $9,625 server share (hardware_prices.csv) and rents at $2.50 an hour; the
 default site pays $0.0806 per kWh at a PUE of 1.58 (costs.csv); the course's power model idles a GPU at 15% of

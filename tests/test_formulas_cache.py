@@ -1,4 +1,4 @@
-"""The formulas' cache (llmcourse/formulas_cache.py): generated from the derivations, read only while current."""
+"""The formulas' cache (llmcourse/formulas/cache.py): generated from the derivations, read only while current."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ import pytest
 import sympy as sp
 
 import llmcourse
-from llmcourse import formulas, formulas_cache
-from llmcourse.formulas import FORMULAS
+from llmcourse.formulas import FORMULAS, cache, core
 
 ROOT = Path(llmcourse.__file__).resolve().parents[1]
 
@@ -21,7 +20,7 @@ def test_cache_is_what_the_derivations_give():
     """Every cached SymPy result and lambdify code is what the package works out now (`make formulas-cache`)."""
     env = {**os.environ, "LLMCOURSE_FORMULAS_CACHE": "0", "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
     out = subprocess.run(
-        [sys.executable, "-m", "llmcourse.formulas_cache_build", "--check"],
+        [sys.executable, "scripts/build_formulas_cache.py", "--check"],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -34,32 +33,32 @@ def test_cache_is_what_the_derivations_give():
 def test_import_read_every_derivation_from_the_cache():
     """Each derivation the formulas' sections asked for was cached from the same inputs (nothing solved again)."""
     FORMULAS["crossover_batch"].expr  # noqa: B018 (runs the sections, if the import deferred them)
-    asked = {k: d for k, (d, _) in formulas.DERIVATIONS.items() if k in formulas_cache.DERIVED}
-    assert len(asked) == len(formulas_cache.DERIVED) >= 7
-    assert all(formulas_cache.DERIVED[k][0] == d for k, d in asked.items())
+    asked = {k: d for k, (d, _) in core.DERIVATIONS.items() if k in cache.DERIVED}
+    assert len(asked) == len(cache.DERIVED) >= 7
+    assert all(cache.DERIVED[k][0] == d for k, d in asked.items())
 
 
 def test_every_formula_has_its_code():
     """Every registered formula's numeric function comes from the cache, with the digest of its expression."""
     for name, f in FORMULAS.items():
-        digest = formulas._digest(f.expr, tuple(s.name for s in f.inputs))
-        assert formulas_cache.NUMERIC[name][0] == digest, name
+        digest = core.digest(f.expr, tuple(s.name for s in f.inputs))
+        assert cache.NUMERIC[name][0] == digest, name
 
 
 def test_a_current_entry_is_read(monkeypatch):
     """An entry whose digest matches the inputs is what derived() returns (the derivation does not run)."""
     x = sp.Symbol("x", positive=True)
-    monkeypatch.setattr(formulas, "DERIVATIONS", {})
-    monkeypatch.setitem(formulas_cache.DERIVED, "test_root", (formulas._digest(x), "Integer(7)"))
-    assert formulas.derived("test_root", (x,), lambda: pytest.fail("derived again")) == 7
+    monkeypatch.setattr(core, "DERIVATIONS", {})
+    monkeypatch.setitem(cache.DERIVED, "test_root", (core.digest(x), "Integer(7)"))
+    assert core.derived("test_root", (x,), lambda: pytest.fail("derived again")) == 7
 
 
 def test_a_stale_entry_is_worked_out_again(monkeypatch):
     """An entry from other inputs is not used: the derivation runs."""
     x = sp.Symbol("x", positive=True)
-    monkeypatch.setattr(formulas, "DERIVATIONS", {})
-    monkeypatch.setitem(formulas_cache.DERIVED, "test_root", ("another digest", "Integer(7)"))
-    assert formulas.derived("test_root", (x,), lambda: sp.sqrt(x**2)) == x
+    monkeypatch.setattr(core, "DERIVATIONS", {})
+    monkeypatch.setitem(cache.DERIVED, "test_root", ("another digest", "Integer(7)"))
+    assert core.derived("test_root", (x,), lambda: sp.sqrt(x**2)) == x
 
 
 def test_exact_repr_rebuilds_the_same_expression():
@@ -67,7 +66,7 @@ def test_exact_repr_rebuilds_the_same_expression():
     x, y = sp.symbols("x y", positive=True)
     e = y / x + sp.Max(x, 2 * y)
     with sp.evaluate(False):
-        back = eval(formulas.exact_repr(e), formulas._SREPR_SCOPE)
+        back = eval(core.exact_repr(e), core.srepr_scope())
     assert back == e
     assert back.args == e.args
 
@@ -89,15 +88,15 @@ def test_import_builds_no_expression():
     code = (
         "import sys\n"
         "import llmcourse\n"
-        "from llmcourse import formulas\n"
+        "from llmcourse.formulas import core\n"
         "from llmcourse.units import Q_\n"
         "llmcourse.plan('Llama-3.1-8B', 'H100 SXM', llmcourse.Brief(10, 2_000, 300, ttft_target=Q_(1, 's'), tpot_target=Q_(50, 'ms')))\n"
-        "print(formulas._LAZY, len(formulas._PENDING) > 0, 'sympy.tensor.tensor' in sys.modules)\n"
-        "table = {f.name: (f.target, f.meaning, [s.name for s in f.inputs]) for f in formulas.FORMULAS.values()}\n"
-        "exprs = {name: f.expr for name, f in formulas.FORMULAS.items()}\n"
-        "print(len(formulas._PENDING), all(e is not None for e in exprs.values()))\n"
-        "print(table == {f.name: (f.target, f.meaning, [s.name for s in f.inputs]) for f in formulas.FORMULAS.values()})\n"
-        "print(formulas.exact_repr(exprs['crossover_batch']))\n"
+        "print(core._LAZY, len(core._PENDING) > 0, 'sympy.tensor.tensor' in sys.modules)\n"
+        "table = {f.name: (f.target, f.meaning, [s.name for s in f.inputs]) for f in core.FORMULAS.values()}\n"
+        "exprs = {name: f.expr for name, f in core.FORMULAS.items()}\n"
+        "print(len(core._PENDING), all(e is not None for e in exprs.values()))\n"
+        "print(table == {f.name: (f.target, f.meaning, [s.name for s in f.inputs]) for f in core.FORMULAS.values()})\n"
+        "print(core.exact_repr(exprs['crossover_batch']))\n"
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
     env.pop("LLMCOURSE_FORMULAS_CACHE", None)
@@ -105,4 +104,4 @@ def test_import_builds_no_expression():
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[:3] == ["True True False", "0 True", "True"]
-    assert lines[3] == formulas.exact_repr(FORMULAS["crossover_batch"].expr)  # the same expression as made here
+    assert lines[3] == core.exact_repr(FORMULAS["crossover_batch"].expr)  # the same expression as made here

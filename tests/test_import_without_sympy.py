@@ -12,7 +12,7 @@ import zipfile
 from pathlib import Path
 
 import llmcourse
-from llmcourse import formulas, formulas_cache
+from llmcourse.formulas import cache, core
 
 ROOT = Path(llmcourse.__file__).resolve().parents[1]
 
@@ -49,9 +49,9 @@ def test_import_plan_and_calculators_do_not_import_sympy():
         "                    break\n"
         "print(built >= 15, 'sympy' in sys.modules)\n"
         "from llmcourse.formulas import batch\n"
-        "from llmcourse import formulas_parallel, formulas_speculative\n"
-        "print('sympy' in sys.modules, batch is lc.SYMBOLS['batch'].sym is formulas_parallel.batch)\n"
-        "print(batch in lc.FORMULAS['throughput'].expr.free_symbols, formulas_speculative.batch is batch)\n"
+        "from llmcourse.formulas import parallel, speculative\n"
+        "print('sympy' in sys.modules, batch is lc.SYMBOLS['batch'].sym is parallel.batch)\n"
+        "print(batch in lc.FORMULAS['throughput'].expr.free_symbols, speculative.batch is batch)\n"
     )
     assert _run(code) == ["False", "True False", "True True", "True True"]
 
@@ -62,7 +62,7 @@ def test_a_section_or_latex_imports_sympy_on_first_use():
         "import sys\n"
         "import llmcourse as lc\n"
         "print('sympy' in sys.modules, lc.FORMULAS['kv_bytes_per_token'].latex())\n"
-        "from llmcourse.formulas_speculative import EXPECTED_TOKENS_SUM\n"
+        "from llmcourse.formulas.speculative import EXPECTED_TOKENS_SUM\n"
         "print(type(EXPECTED_TOKENS_SUM).__name__)\n"
     )
     assert _run(code) == ["False \\kappa = 2 H_{kv} L b_{kv} d_{head}", "Piecewise"]
@@ -74,18 +74,18 @@ def test_sympys_version_is_read_without_importing_it(tmp_path):
     wheel = tmp_path / "sympy.whl"
     with zipfile.ZipFile(wheel, "w") as z:
         z.writestr("sympy/__init__.py", "raise ImportError('SymPy was imported')\n")
-        z.writestr("sympy/release.py", f'__version__ = "{formulas._sympy_version()}"\n')
-    code = "import sys\nfrom llmcourse import formulas\nprint(formulas._sympy_version(), formulas._LAZY)\n"
-    assert formulas_cache.SOURCES == formulas._SOURCES
-    assert _run(code, str(wheel)) == [f"{formulas._sympy_version()} True"]
+        z.writestr("sympy/release.py", f'__version__ = "{core._sympy_version()}"\n')
+    code = "import sys\nfrom llmcourse.formulas import core\nprint(core._sympy_version(), core._LAZY)\n"
+    assert cache.SOURCES == core.SOURCES
+    assert _run(code, str(wheel)) == [f"{core._sympy_version()} True"]
 
 
 def test_no_name_stands_in_for_a_symbol():
     """Every defining module's names are its values once SymPy is needed: nothing is left standing for a symbol."""
-    formulas.FORMULAS["throughput"].expr  # noqa: B018 (makes the symbols and runs the sections)
-    for module in (importlib.import_module(f"llmcourse.{name}") for name in formulas.DEFINING):
-        assert not [n for n, v in vars(module).items() if isinstance(v, formulas._Later)], module.__name__
-    assert formulas._UNMADE == []
+    core.FORMULAS["throughput"].expr  # noqa: B018 (makes the symbols and runs the sections)
+    for module in (importlib.import_module(f"llmcourse.{name}") for name in core.DEFINING):
+        assert not [n for n, v in vars(module).items() if isinstance(v, core._Later)], module.__name__
+    assert core._UNMADE == []
 
 
 def test_the_live_runtime_names_sympys_version_so_sympy_need_not_be_there(tmp_path):
@@ -95,8 +95,8 @@ def test_the_live_runtime_names_sympys_version_so_sympy_need_not_be_there(tmp_pa
     block = "import sys\nclass No:\n    def find_spec(self, name, path=None, target=None):\n"
     block += "        if name.split('.')[0] == 'sympy': raise ImportError('no SymPy here')\n"
     block += "sys.meta_path.insert(0, No())\n"
-    code = block + "from llmcourse import formulas\nprint(formulas._LAZY, 'sympy' in sys.modules)\n"
-    version = formulas._sympy_version()
+    code = block + "from llmcourse.formulas import core\nprint(core._LAZY, 'sympy' in sys.modules)\n"
+    version = core._sympy_version()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path]), "LLMCOURSE_SYMPY_VERSION": version}
     env.pop("LLMCOURSE_FORMULAS_CACHE", None)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)

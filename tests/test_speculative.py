@@ -1,4 +1,4 @@
-"""Speculative decoding (llmcourse.speculative, llmcourse.formulas_speculative).
+"""Speculative decoding (llmcourse.speculative, llmcourse.formulas.speculative).
 
 Expected values are hand arithmetic written out here, never output of the code under test. The course's method
 on an H100: 3.35 TB/s x 0.7 = 2.345 TB/s, 989 TFLOP/s x 0.5 = 494.5 TFLOP/s (BF16), 1,979 x 0.5 = 989.5 (FP8).
@@ -21,7 +21,7 @@ import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS, dimension_of
-from llmcourse.formulas_speculative import EXPECTED_TOKENS_SUM, best_draft_tokens_expression
+from llmcourse.formulas.speculative import EXPECTED_TOKENS_SUM, best_draft_tokens_expression
 from llmcourse.replica import Replica
 from llmcourse.replica.model import speculative_replica
 from llmcourse.replica.speculative import (

@@ -6,7 +6,7 @@ power model's constants (a GPU's idle and full-load share of its rated power, th
 hardware is written off over) are fields of :class:`~llmcourse.assumptions.Assumptions`; the site figures
 (electricity price, PUE), the hardware prices and the API prices are sourced, dated rows of
 ``llmcourse/data/costs.csv`` and ``hardware_prices.csv``; every figure is computed by a formula of
-:mod:`llmcourse.formulas_bill` or of the fleet chapter. Standard library only: it runs live in the book.
+:mod:`llmcourse.formulas.bill` or of the fleet chapter. Standard library only: it runs live in the book.
 
 Examples
 --------

@@ -11,7 +11,7 @@ memory), and a link between the pools that carries each prompt's KV cache from o
 Every time here comes from the one replica model (:func:`llmcourse.replica.replica`): a prefill
 replica's prefill of one prompt, a decode replica's step at its batch with no prefill charged to
 it (``count_prefill`` and ``prefill_interference`` off: its requests arrive prefilled). The pools
-are joined by the formulas of :mod:`llmcourse.formulas_disagg`: the KV hand-off over the link
+are joined by the formulas of :mod:`llmcourse.formulas.disagg`: the KV hand-off over the link
 (alpha-beta), the wait for a free prefill replica (M/D/c, Sakasegawa's approximation) and the time
 to first token, their sum with the request's overhead.
 
@@ -82,7 +82,7 @@ _MOST_REPLICAS = 100_000
 
 
 def _float(name: str, *args: str):
-    """A formula of :mod:`llmcourse.formulas_disagg` as a plain-float function of the named inputs
+    """A formula of :mod:`llmcourse.formulas.disagg` as a plain-float function of the named inputs
     (in their declared units, SI), positional in the order given."""
     from llmcourse.validation import _scalar  # the package's one lambdify helper
 

@@ -5,7 +5,7 @@ A replica is ``tensor_parallel`` GPUs per group (splitting every layer's heads a
 weights; the experts of a MoE model are split over all of them), times ``pipeline_parallel``
 stages (each holding a slice of the layers). :func:`layout` checks such a shape against the model
 and the link; :func:`decode_comm_time` and :func:`prefill_comm_time` price the collectives of a
-step by the alpha-beta formulas of :mod:`llmcourse.formulas_parallel`. The planner's
+step by the alpha-beta formulas of :mod:`llmcourse.formulas.parallel`. The planner's
 :func:`~llmcourse.replica.step.decode_step`, :func:`~llmcourse.replica.prefill.prefill` and
 :func:`~llmcourse.replica.replica` build on them; nothing here computes a serving figure.
 

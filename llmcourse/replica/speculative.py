@@ -8,7 +8,7 @@ yields on average
     tau = 1 + alpha + ... + alpha^k = (1 - alpha^(k+1)) / (1 - alpha)
 
 tokens (:func:`expected_tokens`; the sum is worked out by SymPy in
-:mod:`llmcourse.formulas_speculative`). A cycle costs one verification plus ``k`` draft steps, so the
+:mod:`llmcourse.formulas.speculative`). A cycle costs one verification plus ``k`` draft steps, so the
 speed-up over plain decode at the same batch is ``S = tau x t_step / (t_ver + k t_draft)``: per user,
 and, since the batch is the same, per GPU.
 
@@ -66,7 +66,6 @@ from typing import Any
 
 import pint
 
-from llmcourse import formulas_speculative  # noqa: F401 (registers the chapter's symbols and formulas)
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model, bytes_per_value, gpus, models
 from llmcourse.errors import InputError, UnknownNameError
@@ -628,7 +627,7 @@ def _step(
     else:  # it does not depend on the batch
         if "tau" not in steps:
             steps["tau"] = F["speculative_expected_tokens"](acceptance=spec.acceptance, draft_tokens=k)
-            # the plain float the formulas take for it (formulas._plain: a dimensionless quantity's magnitude)
+            # the plain float the formulas take for it (formulas.core._plain: a dimensionless quantity's magnitude)
             steps["tau_value"] = si(steps["tau"], "expected_tokens")
         tau = steps["tau"]
     if speedup_only and steps is not None:  # the speed-up's formula by value: the times (ms) in s, as a call converts
@@ -781,7 +780,7 @@ def best_draft_tokens(
     and the peak is where the next token's gain no longer covers its cost. Where the verification is
     memory-bound and a draft step costs a fixed share of a plain step (each with its per-step
     overhead), SymPy solves for the peak
-    (:func:`llmcourse.formulas_speculative.best_draft_tokens_expression`).
+    (:func:`llmcourse.formulas.speculative.best_draft_tokens_expression`).
 
     Examples
     --------

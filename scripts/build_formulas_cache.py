@@ -1,7 +1,7 @@
-"""Write :mod:`llmcourse.formulas_cache`, or check it, from the derivations in ``llmcourse/formulas*.py``.
+"""Write :mod:`llmcourse.formulas.cache`, or check it, from the derivations in ``llmcourse/formulas/``.
 
-    python -m llmcourse.formulas_cache_build           # (re)write llmcourse/formulas_cache.py (make formulas-cache)
-    python -m llmcourse.formulas_cache_build --check   # list what is stale; exit 1 if anything is
+    python scripts/build_formulas_cache.py           # (re)write llmcourse/formulas/cache.py (make formulas-cache)
+    python scripts/build_formulas_cache.py --check   # list what is stale; exit 1 if anything is
 
 The cache holds what SymPy works out when the package is imported, so that an import does not work it
 out again: the result of every :func:`llmcourse.formulas.derived` derivation (``solve``, ``simplify``,
@@ -11,8 +11,9 @@ out again: the result of every :func:`llmcourse.formulas.derived` derivation (``
 worked out from; an entry whose digest differs from the expressions of the package now is not used.
 
 Run it in a fresh interpreter after changing a formula or a derivation: the derivations are run here
-again (whatever the cache holds), so the file follows from the code alone. ``lambdify`` names the inputs
-whose names are not Python identifiers ``Dummy_<n>`` by a process-wide counter, and sorts the factors of a
+again (whatever the cache holds), so the file follows from the code alone; it reads and writes the package of
+the checkout it sits in (put first on ``sys.path``). ``lambdify`` names the inputs whose names are not Python
+identifiers ``Dummy_<n>`` by a process-wide counter, and sorts the factors of a
 product by those names: the counter is set to the same value before each formula here, so the printed
 code does not depend on what ran before (the order is that of a counter with as many digits for every input,
 the usual case of a plain ``lambdify`` in a fresh interpreter).
@@ -32,29 +33,40 @@ from typing import Any
 
 import sympy as sp
 
-import llmcourse  # noqa: F401  (registers every formula and derivation)
-from llmcourse import formulas, formulas_cache
-from llmcourse.formulas import _LAMBDIFY_SCOPE, DERIVATIONS, FORMULAS, Formula, _digest, _srepr_scope, exact_repr
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this checkout's package, whatever the environment has installed
+
+import llmcourse  # noqa: E402,F401  (registers every formula and derivation)
+from llmcourse.formulas import cache, core  # noqa: E402
+from llmcourse.formulas.core import (  # noqa: E402
+    DERIVATIONS,
+    FORMULAS,
+    LAMBDIFY_SCOPE,
+    Formula,
+    digest,
+    exact_repr,
+    srepr_scope,
+)
 
 __all__ = ["build", "main", "stale"]
 
-PATH = Path(formulas_cache.__file__)
+PATH = Path(cache.__file__)
 _DUMMY_BASE = 100  # the Dummy counter before each lambdify: names Dummy_101, Dummy_102, ... (the same width)
 
 
 def _derived() -> dict[str, tuple[str, str]]:
     """key -> (digest of the inputs, srepr of the result worked out now), for every registered derivation."""
     out = {}
-    for key, (digest, derive) in sorted(DERIVATIONS.items()):
+    for key, (key_digest, derive) in sorted(DERIVATIONS.items()):
         result = derive()
         text = exact_repr(result)
-        with sp.evaluate(False):  # as formulas.derived rebuilds it
-            rebuilt = eval(text, _srepr_scope())
+        with sp.evaluate(False):  # as core.derived rebuilds it
+            rebuilt = eval(text, srepr_scope())
         if (
             exact_repr(rebuilt) != text or sp.srepr(rebuilt) != sp.srepr(result) or rebuilt != result
         ):  # pragma: no cover
             raise RuntimeError(f"the srepr of derivation {key!r} does not rebuild the same expression")
-        out[key] = (digest, text)
+        out[key] = (key_digest, text)
     return out
 
 
@@ -80,7 +92,7 @@ def _body(f: Formula) -> str:
     body.append(text[done:])
     for name in fn.__code__.co_names:  # every global the code names is the object lambdify's namespace gives
         theirs = fn.__globals__.get(name, getattr(builtins, name, None))
-        ours = _LAMBDIFY_SCOPE.get(name, getattr(builtins, name, None))
+        ours = LAMBDIFY_SCOPE.get(name, getattr(builtins, name, None))
         if theirs is None or theirs is not ours:  # pragma: no cover
             raise RuntimeError(f"lambdify's code for {f.name} names {name!r}, which the runtime scope lacks")
     return "".join(body)
@@ -88,7 +100,7 @@ def _body(f: Formula) -> str:
 
 def _numeric() -> dict[str, tuple[str, str]]:
     """name -> (digest of the expression and input names, lambdify's code), for every formula."""
-    return {name: (_digest(f.expr, tuple(s.name for s in f.inputs)), _body(f)) for name, f in sorted(FORMULAS.items())}
+    return {name: (digest(f.expr, tuple(s.name for s in f.inputs)), _body(f)) for name, f in sorted(FORMULAS.items())}
 
 
 def _table() -> list[tuple[str, str, str, str, str]]:
@@ -112,14 +124,14 @@ def _source(
     table: list[tuple[str, str, str, str, str]],
 ) -> str:
     lines = [
-        '"""What SymPy works out for the formulas, generated by ``python -m llmcourse.formulas_cache_build``',
-        "(``make formulas-cache``) from the derivations in ``llmcourse/formulas*.py``: do not edit.",
+        '"""What SymPy works out for the formulas, generated by ``python scripts/build_formulas_cache.py``',
+        "(``make formulas-cache``) from the derivations in ``llmcourse/formulas/``: do not edit.",
         "",
-        "DERIVED: derivation key -> (digest of its inputs, its result as ``formulas.exact_repr`` writes it).",
+        "DERIVED: derivation key -> (digest of its inputs, its result as ``formulas.core.exact_repr`` writes it).",
         "NUMERIC: formula name -> (digest of its expression and inputs, the expression lambdify prints, inputs",
         "``_a0, _a1, ...``).",
         "SOURCES: digest of SymPy's version and the source of the modules that define the formulas",
-        "(``formulas.DEFINING``); while it is theirs now, the formulas are registered from TABLE: (name, target,",
+        "(``formulas.core.DEFINING``); while it is theirs now, the formulas are registered from TABLE: (name, target,",
         "meaning, chapter, input names joined by spaces), in the order of registration, their expressions made",
         "on first use.",
         f"Generated with SymPy {sp.__version__}.",
@@ -131,7 +143,7 @@ def _source(
         "NUMERIC: dict[str, tuple[str, str]] = {",
         *_entries(numeric),
         "}",
-        f"SOURCES = {_q(formulas._SOURCES or '')}",
+        f"SOURCES = {_q(core.SOURCES or '')}",
         "TABLE: tuple[tuple[str, str, str, str, str], ...] = (",
         *_table_entries(table),
         ")",
@@ -152,22 +164,22 @@ def _q(text: str) -> str:
 
 def _entries(table: dict[str, tuple[str, str]]) -> list[str]:
     out = []
-    for key, (digest, text) in table.items():
-        one = f"    {_q(key)}: ({_q(digest)}, {_q(text)}),"
+    for key, (key_digest, text) in table.items():
+        one = f"    {_q(key)}: ({_q(key_digest)}, {_q(text)}),"
         out += (
             [one]
             if len(one) <= 120
-            else [f"    {_q(key)}: (", f"        {_q(digest)},", f"        {_q(text)},", "    ),"]
+            else [f"    {_q(key)}: (", f"        {_q(key_digest)},", f"        {_q(text)},", "    ),"]
         )
     return out
 
 
 def build() -> str:
-    """The text of :mod:`llmcourse.formulas_cache` as the derivations and formulas give it now (in a Python
+    """The text of :mod:`llmcourse.formulas.cache` as the derivations and formulas give it now (in a Python
     started with ``LLMCOURSE_FORMULAS_CACHE=0``)."""
-    if formulas._USE_CACHE:  # pragma: no cover
-        raise RuntimeError("run with LLMCOURSE_FORMULAS_CACHE=0: python -m llmcourse.formulas_cache_build")
-    if formulas._SOURCES is None:  # pragma: no cover
+    if core.USE_CACHE:  # pragma: no cover
+        raise RuntimeError("run with LLMCOURSE_FORMULAS_CACHE=0: python scripts/build_formulas_cache.py")
+    if core.SOURCES is None:  # pragma: no cover
         raise RuntimeError("the sources of the modules that define the formulas cannot be read")
     return _source(_derived(), _numeric(), _table())
 
@@ -175,10 +187,10 @@ def build() -> str:
 def stale() -> list[str]:
     """What the committed cache holds that differs from what the derivations give now (empty when current);
     in a Python started with ``LLMCOURSE_FORMULAS_CACHE=0`` (:func:`main` starts one)."""
-    if formulas._USE_CACHE:  # pragma: no cover - the derivations would start from cached results
-        raise RuntimeError("run with LLMCOURSE_FORMULAS_CACHE=0: python -m llmcourse.formulas_cache_build --check")
+    if core.USE_CACHE:  # pragma: no cover - the derivations would start from cached results
+        raise RuntimeError("run with LLMCOURSE_FORMULAS_CACHE=0: python scripts/build_formulas_cache.py --check")
     want = {"DERIVED": _derived(), "NUMERIC": _numeric()}
-    have: dict[str, dict[str, Any]] = {"DERIVED": formulas_cache.DERIVED, "NUMERIC": formulas_cache.NUMERIC}
+    have: dict[str, dict[str, Any]] = {"DERIVED": cache.DERIVED, "NUMERIC": cache.NUMERIC}
     out = []
     for table, entries in want.items():
         for key in sorted(set(entries) | set(have[table])):
@@ -190,18 +202,18 @@ def stale() -> list[str]:
                 out.append(f"{table}[{key!r}] was generated from other expressions (digest)")
             elif have[table][key][1] != entries[key][1]:
                 out.append(f"{table}[{key!r}] differs from what the derivation gives now")
-    if getattr(formulas_cache, "SOURCES", None) != formulas._SOURCES:
-        out.append("SOURCES: the modules that define the formulas (formulas.DEFINING) changed")
-    if [tuple(t) for t in getattr(formulas_cache, "TABLE", ())] != _table():
+    if getattr(cache, "SOURCES", None) != core.SOURCES:
+        out.append("SOURCES: the modules that define the formulas (formulas.core.DEFINING) changed")
+    if [tuple(t) for t in getattr(cache, "TABLE", ())] != _table():
         out.append("TABLE differs from the formulas registered now")
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if formulas._USE_CACHE:  # work everything out from the code alone: again, in a Python that reads no cache
+    if core.USE_CACHE:  # work everything out from the code alone: again, in a Python that reads no cache
         env = {**os.environ, "LLMCOURSE_FORMULAS_CACHE": "0"}
-        return subprocess.run([sys.executable, "-m", "llmcourse.formulas_cache_build", *args], env=env).returncode
+        return subprocess.run([sys.executable, str(Path(__file__).resolve()), *args], env=env).returncode
     if args == ["--check"]:
         problems = stale()
         print("\n".join(problems) if problems else f"{PATH.name} is current")
@@ -210,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__)
         return 2
     PATH.write_text(build(), encoding="utf-8")
-    print(f"wrote {PATH} ({len(formulas.DERIVATIONS)} derivations, {len(FORMULAS)} formulas)")
+    print(f"wrote {PATH} ({len(DERIVATIONS)} derivations, {len(FORMULAS)} formulas)")
     return 0
 
 

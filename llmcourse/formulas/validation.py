@@ -3,8 +3,8 @@ SymPy expression: a benchmark's clients each send a request, wait for its answer
 request waits behind the prefills of the others (:func:`llmcourse.validation.closed_loop_ttft` uses them).
 
 The symbols and formulas are registered in :data:`llmcourse.formulas.SYMBOLS` and
-:data:`~llmcourse.formulas.FORMULAS` when this module is imported (``llmcourse.formulas`` imports it
-as one of its last lines).
+:data:`~llmcourse.formulas.FORMULAS` when this module is imported (``llmcourse.formulas`` imports it, with every
+topic module, after :mod:`~llmcourse.formulas.core`).
 
 Examples
 --------
@@ -16,7 +16,8 @@ Examples
 
 from __future__ import annotations
 
-from llmcourse.formulas import _defer, _deferred_getattr, _s, _section, _symbols, built, formula, sp
+from llmcourse.formulas import serving  # noqa: F401  (the symbols taken by name below are defined there first)
+from llmcourse.formulas.core import _defer, _deferred_getattr, _s, _section, _symbols, built, formula, sp
 
 __all__: list[str] = []
 __getattr__ = _deferred_getattr(globals())  # the names the section below defines, made on first use

@@ -22,8 +22,8 @@ sequences and a whole copy of the attention weights, while the experts are split
 the KV cache is not replicated, the attention weights are.
 
 The symbols and formulas are registered in :data:`llmcourse.formulas.SYMBOLS` and
-:data:`~llmcourse.formulas.FORMULAS` when this module is imported (``llmcourse.formulas`` imports it
-as one of its last lines).
+:data:`~llmcourse.formulas.FORMULAS` when this module is imported (``llmcourse.formulas`` imports it, with every
+topic module, after :mod:`~llmcourse.formulas.core`).
 
 Examples
 --------
@@ -38,7 +38,8 @@ Examples
 
 from __future__ import annotations
 
-from llmcourse.formulas import _defer, _deferred_getattr, _s, _section, _symbols, formula
+from llmcourse.formulas import serving  # noqa: F401  (the symbols taken by name below are defined there first)
+from llmcourse.formulas.core import _defer, _deferred_getattr, _s, _section, _symbols, formula
 
 __all__: list[str] = []
 __getattr__ = _deferred_getattr(globals())  # the names the sections below define, made on first use

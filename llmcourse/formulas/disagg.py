@@ -22,8 +22,8 @@ with ``c_a^2 = 1`` (Poisson arrivals) and ``c_s^2 = 0`` (a fixed prefill time) i
 one server it is exactly the Pollaczek-Khinchine mean wait of M/D/1, ``rho t / (2 (1 - rho))``.
 
 The symbols and formulas are registered in :data:`llmcourse.formulas.SYMBOLS` and
-:data:`~llmcourse.formulas.FORMULAS` when this module is imported (``llmcourse.formulas`` imports it
-as one of its last lines).
+:data:`~llmcourse.formulas.FORMULAS` when this module is imported (``llmcourse.formulas`` imports it, with every
+topic module, after :mod:`~llmcourse.formulas.core`).
 
 Examples
 --------
@@ -41,8 +41,8 @@ Examples
 
 from __future__ import annotations
 
-from llmcourse import formulas_parallel  # noqa: F401  (the link symbols and the send this module reuses)
-from llmcourse.formulas import FORMULAS, _defer, _deferred_getattr, _s, _section, _symbols, built, formula, sp
+from llmcourse.formulas import parallel, serving  # noqa: F401  (the symbols taken by name below, defined there first)
+from llmcourse.formulas.core import FORMULAS, _defer, _deferred_getattr, _s, _section, _symbols, built, formula, sp
 
 __all__: list[str] = []
 __getattr__ = _deferred_getattr(globals())  # the names the sections below define, made on first use
@@ -88,7 +88,7 @@ def _handoff() -> None:
     formula(
         "kv_handoff_time",
         "kv_handoff",
-        # the alpha-beta send of formulas_parallel (one stage to the next), each lane carrying its share of the KV
+        # the alpha-beta send of formulas.parallel (one stage to the next), each lane carrying its share of the KV
         built("kv_handoff_time", lambda: _send.subs(_message_bytes, kv_per_sequence / kv_lanes)),
         "one prompt's KV handed from the prefill to the decode pool (alpha-beta): a fixed cost, one latency, and "
         "the KV bytes over the lanes' bandwidth",

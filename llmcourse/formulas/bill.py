@@ -11,8 +11,8 @@ which owning (or renting) costs what an API charges is solved from them by SymPy
 the API's price put per output token with its input tokens included (``api_price_per_output_token``).
 
 The symbols and formulas are registered in :data:`llmcourse.formulas.SYMBOLS` and
-:data:`~llmcourse.formulas.FORMULAS` when this module is imported, which ``llmcourse.formulas`` does as its
-last line.
+:data:`~llmcourse.formulas.FORMULAS` when this module is imported (``llmcourse.formulas`` imports it, with every
+topic module, after :mod:`~llmcourse.formulas.core`).
 
 Examples
 --------
@@ -27,7 +27,8 @@ Examples
 
 from __future__ import annotations
 
-from llmcourse.formulas import (
+from llmcourse.formulas import serving  # noqa: F401  (the symbols taken by name below are defined there first)
+from llmcourse.formulas.core import (
     FORMULAS,
     SYMBOLS,
     _defer,

@@ -1,44 +1,13 @@
-"""The course's formulas, each written once as a SymPy expression.
+"""The framework of the course's formulas: symbols, formulas, their registry, and what keeps SymPy off the import.
 
-Each :class:`Formula` holds a SymPy expression over named symbols, the unit of every
-input and of the result. Its numeric function is derived from the expression once,
-with :func:`sympy.lambdify`, the first time it is used; nothing else in the package
-re-types the arithmetic. Calling a formula with quantities checks each input's
-dimension and returns a quantity.
-
-What SymPy works out (``solve``, ``simplify``, ``summation``, ``ceiling``, ``Max``; the right-hand sides
-made with :func:`built`; the code ``lambdify`` prints) is kept in :mod:`llmcourse.formulas_cache`, generated from the derivations
-here by ``make formulas-cache``: :func:`derived` and :attr:`Formula.numeric` read it when the
-expressions it was generated from are the ones defined now (a digest of them), and work it out
-again otherwise; ``tests/test_formulas_cache.py`` fails while it is stale.
-
-The expressions themselves are built in *sections* (:func:`_section`: a function holding a module's
-``formula(...)`` calls, its symbols defined outside it). While the cache was generated from the source of
-the modules that define formulas as it stands (:data:`DEFINING`), an import registers every formula from the
-cache's table (name, target, meaning, chapter, inputs; its numeric code) and runs the sections only when an
-expression is first asked for (:attr:`Formula.expr`, :meth:`Formula.latex`): ``import llmcourse`` and the
-planner do no SymPy arithmetic. Any other source runs the sections at import, as written.
-
-Nor do they import SymPy (half the time of the import otherwise, and of the live book's start): ``sp`` here is
-SymPy imported on the first use of one of its names, a symbol's SymPy object (:attr:`Symbol.sym`) is made when
-first asked for, and a defining module's names that stand for symbols (``batch = _s(...)``; values made of them,
-:func:`_later`, :func:`_symbols`) are taken out of its namespace by ``_defer(globals())``, its last line, until
-something symbolic is first needed: the sections, or the name itself (``from llmcourse.formulas import batch``
-makes them then, through the module's ``__getattr__``). Everything symbolic gives the objects an eager import
-would have; the numeric paths (the formulas' calls, ``@checked``, :func:`si`) read only a symbol's name, unit and
-bounds.
-
-The chapters display ``formula.latex()`` and call the planner, which composes these.
-
-Examples
---------
->>> from llmcourse.formulas import FORMULAS
->>> from llmcourse.units import Q_
->>> f = FORMULAS["kv_bytes_per_token"]
->>> f.latex()
-'\\\\kappa = 2 H_{kv} L b_{kv} d_{head}'
->>> f(layers=80, kv_heads=8, head_dim=128, kv_bytes=Q_(2, "B")).to("KiB")
-<Quantity(320.0, 'kibibyte')>
+:class:`Symbol` (a named quantity with its unit and bounds, registered in :data:`SYMBOLS` by :func:`_s`),
+:class:`Formula` (``target = expr`` over those symbols, registered in :data:`FORMULAS` by :func:`formula`; its
+numeric function is ``lambdify``'s code), :func:`checked`, :func:`check_value` and :func:`si` (arguments checked
+by the symbols they are named after), :func:`derived` and :func:`built` (what SymPy works out, read from
+:mod:`llmcourse.formulas.cache` while current), the sections (:func:`_section`) and the deferred symbols
+(:func:`_later`, :func:`_defer`) of the modules that define formulas, and :func:`dimension_of`. The design is
+described in :mod:`llmcourse.formulas`, which imports this module and then the topic modules that define the
+formulas; this one imports none of them.
 """
 
 from __future__ import annotations
@@ -62,14 +31,14 @@ from typing import TYPE_CHECKING, Any
 
 import pint
 
-from llmcourse import formulas_cache
 from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.formulas import cache
 from llmcourse.units import Q_, as_quantity, flag, parsed_unit, plain_number, quantity, ureg
 
 
 class _OnFirstUse(types.ModuleType):
     """A module imported on the first use of one of its names (``sp.Symbol``), not where it is named: SymPy's import
-    is half the time of ``import llmcourse``, and while :mod:`llmcourse.formulas_cache` is current the import, the
+    is half the time of ``import llmcourse``, and while :mod:`llmcourse.formulas.cache` is current the import, the
     planner and the calculators ask nothing of it. Its names are copied here at that first use; a dunder name
     imports nothing (introspection asks for ``__wrapped__``, ``__path__``, ...) but is SymPy's once it is imported."""
 
@@ -88,33 +57,52 @@ else:
     sp = _OnFirstUse("sympy")
 
 __all__ = [
+    "DEFINING",
+    "DERIVATIONS",
     "FORMULAS",
+    "LAMBDIFY_SCOPE",
     "PARAMETER_SYMBOLS",
+    "SOURCES",
     "SYMBOLS",
+    "USE_CACHE",
     "Formula",
+    "Max",
+    "Min",
     "Symbol",
     "built",
+    "ceiling",
+    "check_value",
     "checked",
     "derived",
+    "digest",
+    "dimension_of",
+    "exact_repr",
+    "floor",
     "formula",
     "notation_table",
     "si",
+    "sp",
+    "srepr_scope",
 ]
 
 
-#: Whether :mod:`llmcourse.formulas_cache` is read: ``LLMCOURSE_FORMULAS_CACHE=0`` works everything out (the generator
+#: Whether :mod:`llmcourse.formulas.cache` is read: ``LLMCOURSE_FORMULAS_CACHE=0`` works everything out (the generator
 #: runs so, so that the cache follows from the code alone).
-_USE_CACHE = os.environ.get("LLMCOURSE_FORMULAS_CACHE", "1") != "0"
+USE_CACHE = os.environ.get("LLMCOURSE_FORMULAS_CACHE", "1") != "0"
 
-#: The modules whose sections (:func:`_section`) define the formulas: while their source text and SymPy's version
-#: are the ones :mod:`llmcourse.formulas_cache` was generated from, the formulas are registered from its table.
+#: The modules (under ``llmcourse``) the formulas follow from: the package, whose imports set the order they are
+#: registered in, this framework, and the topic modules whose sections (:func:`_section`) define them. While their
+#: source text and SymPy's version are the ones :mod:`llmcourse.formulas.cache` was generated from, the formulas are
+#: registered from its table.
 DEFINING = (
     "formulas",
-    "formulas_bill",
-    "formulas_disagg",
-    "formulas_parallel",
-    "formulas_speculative",
-    "formulas_validation",
+    "formulas.core",
+    "formulas.serving",
+    "formulas.bill",
+    "formulas.parallel",
+    "formulas.disagg",
+    "formulas.speculative",
+    "formulas.validation",
 )
 
 
@@ -144,22 +132,24 @@ def _sympy_version() -> str:
 def _sources_digest() -> str | None:
     """A digest of SymPy's version and the source of every module of :data:`DEFINING` (read as text, so that it
     is the same on every Python version); ``None`` if a source cannot be read."""
-    here = os.path.dirname(os.path.abspath(__file__))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # llmcourse/
     h = hashlib.sha256(_sympy_version().encode())
     try:
         for name in DEFINING:
-            with open(os.path.join(here, f"{name}.py"), "rb") as src:
+            path = os.path.join(package, *name.split("."))
+            with open(os.path.join(path, "__init__.py") if os.path.isdir(path) else f"{path}.py", "rb") as src:
                 h.update(b"\0" + src.read().replace(b"\r\n", b"\n"))
     except OSError:
         return None
     return h.hexdigest()[:20]
 
 
-_SOURCES = _sources_digest()
-#: Whether the formulas are registered from :mod:`llmcourse.formulas_cache`'s table (names, units, inputs, code)
+#: The digest of the defining modules now (:func:`_sources_digest`): the cache is current while its own is this one.
+SOURCES = _sources_digest()
+#: Whether the formulas are registered from :mod:`llmcourse.formulas.cache`'s table (names, units, inputs, code)
 #: and their expressions made on first use: the import then does no SymPy arithmetic at all, and the symbols are made
 #: (SymPy imported) only when something symbolic is first asked for (:func:`_later`).
-_LAZY = _USE_CACHE and _SOURCES is not None and getattr(formulas_cache, "SOURCES", None) == _SOURCES
+_LAZY = USE_CACHE and SOURCES is not None and getattr(cache, "SOURCES", None) == SOURCES
 
 
 @dataclass(frozen=True)
@@ -259,85 +249,6 @@ def _make_symbols() -> None:
         _UNMADE.pop(0)
 
 
-# --- traffic --------------------------------------------------------------------------
-daily_rate = _s("daily_rate", r"\lambda_{day}", "1/s", "average request rate over a day")
-peak_factor = _s("peak_factor", r"f_{peak}", "", "peak-hour rate over the daily average")
-request_rate = _s("request_rate", r"\lambda", "1/s", "request arrival rate")
-_TOKEN = " (a token)"  # token counts given to an estimate: less than one token is no sequence at all
-tokens_per_request = _s(
-    "tokens_per_request", r"T", "", "tokens per request (prompt or answer)", at_least=1, bound_note=_TOKEN
-)
-characters = _s("characters", r"C", "", "characters of text")
-chars_per_token = _s("chars_per_token", r"c_{tok}", "", "characters per token (about 4 in English)")
-token_rate = _s("token_rate", r"\lambda_{tok}", "1/s", "tokens per second")
-# --- model shape ------------------------------------------------------------------------
-params = _s("params", "P", "", "parameters (total)")
-active_params = _s("active_params", r"P_{act}", "", "parameters used per token")
-expert_params = _s("expert_params", r"P_{exp}", "", "parameters in routed experts", allow_zero=True)
-layers = _s("layers", "L", "", "transformer layers", integer=True)
-heads = _s("heads", "H", "", "query heads", integer=True)
-kv_heads = _s("kv_heads", r"H_{kv}", "", "key/value heads", integer=True)
-head_dim = _s("head_dim", r"d_{head}", "", "dimension of one head", integer=True)
-kv_lora_rank = _s("kv_lora_rank", r"r_{kv}", "", "MLA latent width (kv_lora_rank)", integer=True)
-rope_dim = _s("rope_dim", r"d_{rope}", "", "MLA rotary key width (qk_rope_head_dim)", integer=True)
-experts = _s("experts", "E", "", "routed experts per layer", integer=True)
-experts_per_token = _s("experts_per_token", "k", "", "experts each token picks", integer=True)
-# --- precision and memory ---------------------------------------------------------------
-weight_bytes_per_param = _s("weight_bytes_per_param", r"b_{w}", "B", "bytes per weight")
-kv_bytes = _s("kv_bytes", r"b_{kv}", "B", "bytes per cached value")
-weights = _s("weights", "W", "B", "weight bytes")
-kv_per_token = _s("kv_per_token", r"\kappa", "B", "KV cache bytes per token")
-context = _s("context", r"T_{ctx}", "", "tokens in a sequence's context", at_least=1, bound_note=_TOKEN)
-kv_per_sequence = _s("kv_per_sequence", r"K_{seq}", "B", "KV cache bytes per sequence")
-#: The most GPUs one copy of a model may be split over: the largest domain in the link catalog (an InfiniBand
-#: fabric of 1,024 GPUs, llmcourse/data/links.csv); a larger tensor-parallel degree is no deployment.
-n_gpus = _s(
-    "n_gpus",
-    "N",
-    "",
-    "GPUs holding one copy of the model",
-    integer=True,
-    at_most=1024,
-    bound_note=" GPUs (the largest domain in the link catalog: a 1,024-GPU InfiniBand fabric)",
-)
-gpu_memory = _s("gpu_memory", r"M_{gpu}", "B", "memory of one GPU")
-usable_fraction = _s("usable_fraction", "u", "", "fraction of memory the server may use", at_most=1)
-usable_memory = _s("usable_memory", "M", "B", "usable memory of the replica")
-batch = _s("batch", "B", "", "sequences decoded together", integer=True)
-# --- speed --------------------------------------------------------------------------------
-bandwidth = _s("bandwidth", r"\beta", "B/s", "memory bandwidth of one GPU")
-peak_flops = _s("peak_flops", r"F", "FLOP/s", "peak dense FLOP/s of one GPU")
-bandwidth_efficiency = _s("bandwidth_efficiency", r"\eta_{\beta}", "", "fraction of peak bandwidth reached", at_most=1)
-compute_efficiency = _s("compute_efficiency", r"\eta_{F}", "", "fraction of peak FLOP/s reached", at_most=1)
-bytes_read = _s("bytes_read", r"W_{read}", "B", "weight bytes read per decode step")
-flops_per_token = _s("flops_per_token", r"F_{tok}", "FLOP", "FLOPs per sequence per decode step")
-flops_per_param = _s("flops_per_param", r"c_{F}", "FLOP", "FLOPs per parameter per token (2: multiply and add)")
-step_time = _s("step_time", r"t_{step}", "s", "time of one decode step")
-prompt_tokens = _s("prompt_tokens", r"T_{p}", "", "prompt tokens", at_least=1, bound_note=_TOKEN)
-answer_tokens = _s("answer_tokens", r"T_{a}", "", "answer (output) tokens", at_least=1, bound_note=_TOKEN)
-prompts = _s("prompts", r"B_{p}", "", "prompts prefilled together", integer=True)
-prefill_flops = _s("prefill_flops", r"F_{pre}", "FLOP", "FLOPs to prefill one prompt")
-prefill_time = _s("prefill_time", r"t_{pre}", "s", "time to prefill")
-# --- fleets and money ---------------------------------------------------------------------
-throughput = _s("throughput", "X", "1/s", "output tokens per second")
-demand = _s("demand", "D", "1/s", "output tokens per second demanded")
-headroom = _s("headroom", "h", "", "capacity multiplier kept for bursts and prefill")
-headroom_fraction = _s(
-    "headroom_fraction", r"h_{f}", "", "fraction of throughput kept back as headroom", allow_zero=True
-)
-replicas = _s("replicas", "R", "", "replicas", integer=True)
-price = _s("price", "p", "USD/s", "price of one GPU per unit time (given per hour)")
-hours = _s("hours", r"t_{bill}", "s", "time billed")
-utilisation = _s("utilisation", "U", "", "average utilisation of the fleet")
-time_in_system = _s("time_in_system", r"t_{sys}", "s", "time a request spends in the system")
-in_flight = _s("in_flight", r"N_{flight}", "", "requests in flight")
-rps_per_gpu = _s("rps_per_gpu", r"r_{gpu}", "1/s", "requests per second one GPU completes")
-gpus = _s("gpus", "G", "", "GPUs in the fleet", integer=True)
-cost = _s("cost", r"C_{USD}", "USD", "cost in dollars")
-fraction_touched = _s("fraction_touched", r"\phi", "", "fraction of experts a step touches")
-compute_rate = _s("compute_rate", r"\Phi", "FLOP/s", "FLOP/s demanded")
-
-
 @dataclass
 class Formula:
     """One formula: ``target = expr`` with the unit of every symbol.
@@ -396,7 +307,7 @@ class Formula:
 
     def positional(self, *names: str) -> Callable[..., float]:
         """The plain-float function of the inputs (in their declared units) taking them in the order
-        ``names`` gives (every input once): ``lambdify``'s code, read from :mod:`llmcourse.formulas_cache`
+        ``names`` gives (every input once): ``lambdify``'s code, read from :mod:`llmcourse.formulas.cache`
         when it was generated from this expression, else printed by ``lambdify`` now.
 
         Examples
@@ -408,10 +319,10 @@ class Formula:
         index = {s.name: i for i, s in enumerate(inputs)}
         if sorted(names) != sorted(index):
             raise ValueError(f"{self.name} takes {', '.join(sorted(index))}; got {', '.join(names)}.")
-        cached = formulas_cache.NUMERIC.get(self.name) if _USE_CACHE else None
-        if cached is not None and (self._cached or cached[0] == _digest(self.expr, tuple(s.name for s in inputs))):
+        cached = cache.NUMERIC.get(self.name) if USE_CACHE else None
+        if cached is not None and (self._cached or cached[0] == digest(self.expr, tuple(s.name for s in inputs))):
             params = ", ".join(f"_a{index[n]}" for n in names)
-            scope = dict(_LAMBDIFY_SCOPE)
+            scope = dict(LAMBDIFY_SCOPE)
             exec(f"def _lambdifygenerated({params}):\n    return {cached[1]}\n", scope)  # lambdify's code
             return scope["_lambdifygenerated"]
         syms = {s.name: s.sym for s in inputs}
@@ -644,10 +555,10 @@ def si(value: Any, name: str) -> float:
 
 
 #: What the code ``lambdify(..., modules=["math"])`` prints may name: the math module's names and the builtins.
-_LAMBDIFY_SCOPE: dict[str, Any] = {**vars(math), "__builtins__": builtins}
+LAMBDIFY_SCOPE: dict[str, Any] = {**vars(math), "__builtins__": builtins}
 
 
-def _digest(*parts: Any) -> str:
+def digest(*parts: Any) -> str:
     """A digest of SymPy expressions (and plain values) by their exact form, :func:`exact_repr`: the key of a
     cached result."""
     return hashlib.sha256(exact_repr(parts).encode()).hexdigest()[:20]
@@ -660,8 +571,9 @@ _EXACT_TYPE: dict[sp.Basic, type] = {}  # and its class: a node equal to another
 
 
 @functools.cache
-def _srepr_scope() -> dict[str, Any]:
-    """The names ``srepr`` writes: SymPy's own, and the pairs of a ``Piecewise`` (``formulas._SREPR_SCOPE``)."""
+def srepr_scope() -> dict[str, Any]:
+    """The names ``srepr`` writes, to read back what :func:`exact_repr` writes: SymPy's own, and the pairs of a
+    ``Piecewise``."""
     return {**vars(sp), "ExprCondPair": sp.functions.elementary.piecewise.ExprCondPair}
 
 
@@ -699,7 +611,7 @@ DERIVATIONS: dict[str, tuple[str, Callable[[], Any]]] = {}
 
 def derived(key: str, inputs: tuple[Any, ...], derive: Callable[[], Any]) -> Any:
     """What ``derive()`` works out with SymPy (an expression, or a tuple of them) from ``inputs`` (the
-    expressions and symbols it starts from): read from :mod:`llmcourse.formulas_cache` when the cache
+    expressions and symbols it starts from): read from :mod:`llmcourse.formulas.cache` when the cache
     was generated from the same inputs, else worked out now. The derivation stays the source of truth:
     the cache is generated from it (``make formulas-cache``) and ``tests/test_formulas_cache.py`` checks
     that every cached result is what ``derive()`` returns now.
@@ -710,10 +622,10 @@ def derived(key: str, inputs: tuple[Any, ...], derive: Callable[[], Any]) -> Any
     >>> derived("example_square_root", (x,), lambda: sp.solve(x**2 - 2, x)[0])
     sqrt(2)
     """
-    digest = _digest(*inputs)
-    DERIVATIONS[key] = (digest, derive)
-    cached = formulas_cache.DERIVED.get(key) if _USE_CACHE else None
-    if cached is not None and cached[0] == digest:
+    inputs_digest = digest(*inputs)
+    DERIVATIONS[key] = (inputs_digest, derive)
+    cached = cache.DERIVED.get(key) if USE_CACHE else None
+    if cached is not None and cached[0] == inputs_digest:
         return _rebuilt(key, cached[1])
     return derive()
 
@@ -728,18 +640,18 @@ def _rebuilt(key: str, text: str) -> Any:
     clears SymPy's cache, which twenty switches, one a derivation, made most of the time of reading them."""
     if _REBUILT.get(key, ("",))[0] != text:
         with sp.evaluate(False):
-            for k, (_, t) in formulas_cache.DERIVED.items():
+            for k, (_, t) in cache.DERIVED.items():
                 if k not in _REBUILT:
-                    _REBUILT[k] = (t, eval(t, _srepr_scope()))
+                    _REBUILT[k] = (t, eval(t, srepr_scope()))
             if _REBUILT[key][0] != text:
-                _REBUILT[key] = (text, eval(text, _srepr_scope()))
+                _REBUILT[key] = (text, eval(text, srepr_scope()))
     return _REBUILT[key][1]
 
 
 def built(key: str, build: Callable[[], Any]) -> Any:
     """The expression ``build()`` makes with SymPy (a right-hand side whose making queries the assumptions of
     its symbols: a root, a power with a symbolic exponent, a ``Piecewise``, a substitution), read from
-    :mod:`llmcourse.formulas_cache` while ``build``'s code and the values of the names it reads are the ones
+    :mod:`llmcourse.formulas.cache` while ``build``'s code and the values of the names it reads are the ones
     the cache was generated from, else made now: a :func:`derived` whose inputs are read off ``build`` itself,
     so that an edit of the expression is a new digest, never a stale result. A name whose value is not a SymPy
     expression, a plain value or a module (a table, a function) leaves the result uncached.
@@ -803,10 +715,10 @@ def _kept(name: str) -> Callable[..., sp.Expr]:
     def apply(*args: Any) -> sp.Expr:
         func = getattr(sp, name)
         args = tuple(sp.sympify(a) for a in args)
-        return derived(f"{name}:{_digest(*args)[:12]}", args, lambda: func(*args))
+        return derived(f"{name}:{digest(*args)[:12]}", args, lambda: func(*args))
 
     apply.__name__ = apply.__qualname__ = name
-    apply.__doc__ = f"``sympy.{name}``, its result kept in :mod:`llmcourse.formulas_cache`."
+    apply.__doc__ = f"``sympy.{name}``, its result kept in :mod:`llmcourse.formulas.cache`."
     return apply
 
 
@@ -844,15 +756,15 @@ FORMULAS = _Table()
 
 
 def formula(name: str, target: str, expr: sp.Expr, meaning: str, chapter: str) -> Formula:
-    """Define and register a formula (modules outside this one may add their own). While the deferred sections
-    run (:func:`_section`), the formula registered from the cache's table gets its expression (checked to be the
-    one the table was made from: the same target, meaning, chapter and inputs)."""
+    """Define and register a formula (the topic modules call it; any module may add its own). While the deferred
+    sections run (:func:`_section`), the formula registered from the cache's table gets its expression (checked to
+    be the one the table was made from: the same target, meaning, chapter and inputs)."""
     if _FILLING:
         f = FORMULAS._f.get(name)
         if f is not None and f._expr is None:
             inputs = {s.sym for s in f._inputs or ()}
             if (f.target, f.meaning, f.chapter) != (target, meaning, chapter) or inputs != expr.free_symbols:
-                raise RuntimeError(f"formula {name!r} is not the one llmcourse/formulas_cache.py was made from")
+                raise RuntimeError(f"formula {name!r} is not the one llmcourse/formulas/cache.py was made from")
             f._expr = expr
             return f
     return FORMULAS.add(Formula(name, target, expr, meaning, chapter))
@@ -906,469 +818,6 @@ def _deferred_getattr(namespace: dict[str, Any]) -> Callable[[str], Any]:
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__
-
-
-_module_getattr = _deferred_getattr(globals())
-
-
-def __getattr__(name: str) -> Any:
-    if name == "_SREPR_SCOPE":
-        return _srepr_scope()
-    return _module_getattr(name)
-
-
-# --- Tokens ---------------------------------------------------------------------------------
-
-
-@_section
-def _tokens() -> None:
-    formula("peak_request_rate", "request_rate", daily_rate * peak_factor, "peak request rate", "01_tokens")
-    formula(
-        "token_rate", "token_rate", request_rate * tokens_per_request, "tokens per second from requests", "01_tokens"
-    )
-    formula(
-        "tokens_from_characters", "tokens_per_request", characters / chars_per_token, "tokens in a text", "01_tokens"
-    )
-    formula(
-        "generation_time",
-        "step_time",
-        tokens_per_request / token_rate,
-        "time to stream T tokens at a rate",
-        "01_tokens",
-    )
-
-
-# --- Weights ----------------------------------------------------------------------------------
-
-
-@_section
-def _weights() -> None:
-    formula("weight_bytes", "weights", params * weight_bytes_per_param, "bytes of weights", "02_weights")
-    formula(
-        "usable_memory",
-        "usable_memory",
-        n_gpus * gpu_memory * usable_fraction,
-        "memory the server may use",
-        "02_weights",
-    )
-    formula(
-        "gpus_for_weights",
-        "n_gpus",
-        ceiling(weights / (gpu_memory * usable_fraction)),
-        "fewest GPUs whose usable memory holds the weights",
-        "02_weights",
-    )
-
-
-# --- KV cache -----------------------------------------------------------------------------------
-kv_copies = _s("kv_copies", r"c_{kv}", "", "copies of each KV head a tensor-parallel replica keeps")
-block_tokens = _s("block_tokens", r"b_{blk}", "", "tokens per block of a paged KV cache", integer=True)
-
-
-@_section
-def _kv_cache() -> None:
-    formula(
-        "kv_bytes_per_token",
-        "kv_per_token",
-        2 * layers * kv_heads * head_dim * kv_bytes,
-        "KV bytes per token (MHA, GQA, MQA)",
-        "03_kv_cache",
-    )
-    formula(
-        "kv_bytes_per_token_mla",
-        "kv_per_token",
-        layers * (kv_lora_rank + rope_dim) * kv_bytes,
-        "KV bytes per token with multi-head latent attention",
-        "04_gqa",
-    )
-    formula(
-        "kv_bytes_per_sequence", "kv_per_sequence", kv_per_token * context, "KV bytes of one sequence", "03_kv_cache"
-    )
-    formula(
-        "kv_replication",
-        "kv_copies",
-        Max(1, n_gpus / kv_heads),
-        "copies of the KV cache a replica holds: each of N GPUs keeps at least one KV head",
-        "03_kv_cache",
-    )
-    formula(
-        "paged_context",
-        "context",
-        ceiling((prompt_tokens + answer_tokens / 2) / block_tokens) * block_tokens,
-        "tokens a paged cache holds for a conversation on average: prompt plus half the answer, in whole blocks",
-        "03_kv_cache",
-    )
-    formula(
-        "max_batch",
-        "batch",
-        floor((usable_memory - weights) / kv_per_sequence),
-        "sequences whose KV fits beside the weights",
-        "03_kv_cache",
-    )
-
-
-# --- Decode ---------------------------------------------------------------------------------------
-# The same step as the kernels an engine runs, each the slower of its own bytes and FLOPs, added:
-# the weight matmuls (weights read, matmul FLOPs) then attention (KV read, attention FLOPs).
-attention_flops_per_token = _s(
-    "attention_flops_per_token",
-    r"F_{attn}",
-    "FLOP",
-    "attention FLOPs per sequence per decode step (0 if not counted)",
-    allow_zero=True,
-)
-step_overhead = _s(
-    "step_overhead", r"t_{over}", "s", "fixed time per decode step (launches, scheduling)", allow_zero=True
-)
-time_per_token = _s("time_per_token", r"\tau_{tok}", "s", "time between two of a user's output tokens")
-allreduce_latency = _s("allreduce_latency", r"t_{ar}", "s", "time of one tensor-parallel all-reduce", allow_zero=True)
-
-
-@_section
-def _decode() -> None:
-    global _t_mem, _t_comp, _eff_bw, _eff_f
-    _t_mem = (bytes_read + batch * kv_per_sequence) / (n_gpus * bandwidth * bandwidth_efficiency)
-    _t_comp = batch * flops_per_token / (n_gpus * peak_flops * compute_efficiency)
-    formula(
-        "decode_flops_per_token",
-        "flops_per_token",
-        flops_per_param * active_params,
-        "matmul FLOPs per generated token",
-        "05_decode",
-    )
-    formula(
-        "decode_attention_flops",
-        "flops_per_token",
-        2 * flops_per_param * layers * heads * head_dim * context,
-        "attention FLOPs per generated token at a context (QK and AV)",
-        "05_decode",
-    )
-    formula("decode_memory_time", "step_time", _t_mem, "decode step time if memory were the only limit", "05_decode")
-    formula("decode_compute_time", "step_time", _t_comp, "decode step time if compute were the only limit", "05_decode")
-    formula(
-        "decode_step_time", "step_time", Max(_t_mem, _t_comp), "decode step time: the slower of the two", "05_decode"
-    )
-    _eff_bw = n_gpus * bandwidth * bandwidth_efficiency
-    _eff_f = n_gpus * peak_flops * compute_efficiency
-    formula(
-        "decode_step_time_per_op",
-        "step_time",
-        Max(bytes_read / _eff_bw, batch * flops_per_token / _eff_f)
-        + Max(batch * kv_per_sequence / _eff_bw, batch * attention_flops_per_token / _eff_f),
-        "decode step time as two kernels: weight matmuls, then attention, each the slower of bytes and FLOPs",
-        "05_decode",
-    )
-    formula(
-        "interleaved_tpot",
-        "time_per_token",
-        step_time + prefill_time * (batch - 1) / (batch * answer_tokens),
-        "time per output token when the prefills of the batch's other requests interrupt its decode steps",
-        "05_decode",
-    )
-    formula(
-        "step_with_overhead",
-        "step_time",
-        step_time + step_overhead,
-        "a step's time plus its fixed overhead",
-        "05_decode",
-    )
-    formula(
-        "tp_allreduce_time",
-        "step_overhead",
-        2 * layers * allreduce_latency,
-        "all-reduce time per decode step of a tensor-parallel replica: two per layer (after attention and the MLP)",
-        "05_decode",
-    )
-    formula("throughput", "throughput", batch / step_time, "tokens per second of a batch", "05_decode")
-
-
-# --- Prefill ---------------------------------------------------------------------------------------
-request_overhead = _s(
-    "request_overhead",
-    r"t_{req}",
-    "s",
-    "fixed time a request spends besides its prefill before its first token",
-    allow_zero=True,
-)
-first_token_time = _s("first_token_time", r"t_{first}", "s", "time to first token with no queue")
-
-
-@_section
-def _prefill() -> None:
-    global _pre_comp, _pre_mem
-    formula(
-        "prefill_flops_linear",
-        "prefill_flops",
-        flops_per_param * params * prompt_tokens,
-        "prefill FLOPs by the 2-per-parameter rule",
-        "06_prefill",
-    )
-    formula(
-        "prefill_flops",
-        "prefill_flops",
-        flops_per_param * params * prompt_tokens + flops_per_param * layers * heads * head_dim * prompt_tokens**2,
-        "prefill FLOPs with the causal attention term",
-        "06_prefill",
-    )
-    formula(
-        "first_token_time",
-        "first_token_time",
-        request_overhead + prefill_time,
-        "time to first token with no queue: the request's fixed overhead, then its prefill",
-        "06_prefill",
-    )
-    _pre_comp = prompts * prefill_flops / (n_gpus * peak_flops * compute_efficiency)
-    _pre_mem = weights / (n_gpus * bandwidth * bandwidth_efficiency)
-    formula(
-        "prefill_compute_time", "prefill_time", _pre_comp, "prefill time if compute were the only limit", "06_prefill"
-    )
-    formula("weight_read_time", "prefill_time", _pre_mem, "time of one read of the weights", "05_decode")
-    formula(
-        "prefill_time",
-        "prefill_time",
-        Max(_pre_comp, _pre_mem),
-        "prefill time: the slower of compute and one weight read",
-        "06_prefill",
-    )
-    formula(
-        "prefill_compute_rate",
-        "compute_rate",
-        token_rate * flops_per_param * params,
-        "FLOP/s needed to prefill a stream of prompt tokens",
-        "06_prefill",
-    )
-    formula(
-        "gpus_for_compute",
-        "gpus",
-        ceiling(compute_rate / (peak_flops * compute_efficiency)),
-        "GPUs for a compute load",
-        "06_prefill",
-    )
-
-
-# --- Mixture of experts ---------------------------------------------------------------------------
-
-
-@_section
-def _moe() -> None:
-    global _phi
-    _phi = built("moe_fraction_touched", lambda: 1 - (1 - experts_per_token / experts) ** batch)
-    formula(
-        "moe_fraction_touched",
-        "fraction_touched",
-        _phi,
-        "expected fraction of experts a batch touches (uniform routing)",
-        "07_moe",
-    )
-    formula(
-        "moe_bytes_read",
-        "bytes_read",
-        weight_bytes_per_param * (params - expert_params) + weight_bytes_per_param * expert_params * _phi,
-        "weight bytes a decode step reads for a MoE model",
-        "07_moe",
-    )
-
-
-# --- Fleets and cost ------------------------------------------------------------------------------
-
-
-@_section
-def _fleet() -> None:
-    formula("littles_law", "in_flight", request_rate * time_in_system, "Little's law", "09_fleet")
-    formula(
-        "usable_throughput",
-        "throughput",
-        throughput * (1 - headroom_fraction),
-        "throughput left after headroom",
-        "09_fleet",
-    )
-    formula("replicas_needed", "replicas", ceiling(demand / throughput), "replicas to meet a demand", "09_fleet")
-    formula(
-        "cost_per_token",
-        "cost",
-        n_gpus * price / throughput,
-        "cost of one output token (price per hour over tokens per hour)",
-        "09_fleet",
-    )
-    formula("fleet_cost", "cost", gpus * price * hours, "fleet cost for the hours billed", "09_fleet")
-    formula(
-        "rps_per_gpu",
-        "rps_per_gpu",
-        1 / (answer_tokens * step_time / batch + prefill_time),
-        "requests per second one GPU completes",
-        "09_fleet",
-    )
-    formula(
-        "gpus_for_rate", "gpus", ceiling(request_rate * headroom / rps_per_gpu), "GPUs for a request rate", "09_fleet"
-    )
-
-
-# --- Roofline (05_decode, 08_batching) -----------------------------------------------------------
-flops_done = _s("flops_done", r"F_{op}", "FLOP", "FLOPs a step or kernel does")
-bytes_moved = _s("bytes_moved", r"Q_{mem}", "B", "bytes a step or kernel moves to or from memory")
-intensity = _s("intensity", "I", "FLOP/B", "arithmetic intensity: FLOPs per byte moved")
-attainable_flops = _s("attainable_flops", r"F_{att}", "FLOP/s", "FLOP/s attainable at an intensity (roofline)")
-
-
-@_section
-def _roofline() -> None:
-    global _b_real, _crossover_parts, _num, _den
-    formula("arithmetic_intensity", "intensity", flops_done / bytes_moved, "FLOPs per byte moved", "05_decode")
-    formula(
-        "ridge_intensity",
-        "intensity",
-        peak_flops * compute_efficiency / (bandwidth * bandwidth_efficiency),
-        "intensity where the memory roof meets the compute roof",
-        "05_decode",
-    )
-    formula(
-        "attainable_flops",
-        "attainable_flops",
-        Min(peak_flops * compute_efficiency, intensity * bandwidth * bandwidth_efficiency),
-        "roofline: the lower of the compute roof and intensity x bandwidth",
-        "05_decode",
-    )
-    # The crossover batch: solve decode memory time = compute time for the batch (SymPy ``solve``).
-    _b_real = sp.Symbol("B_real", positive=True)
-
-    def _crossover_parts() -> tuple[sp.Expr, sp.Expr]:
-        crossover = sp.solve(sp.Eq(_t_mem.subs(batch, _b_real), _t_comp.subs(batch, _b_real)), _b_real)
-        if len(crossover) != 1:  # pragma: no cover - guards a change of the decode formulas
-            raise RuntimeError(f"expected one crossover batch, got {crossover}")
-        num, den = sp.fraction(sp.together(crossover[0]))
-        if num.could_extract_minus_sign():
-            num, den = -num, sp.expand(-den)
-        return num, den
-
-    _num, _den = derived("crossover_batch", (_t_mem, _t_comp, batch, _b_real), _crossover_parts)
-    formula(
-        "crossover_batch",
-        "batch",
-        sp.Mul(_num, sp.Pow(_den, -1), evaluate=False),
-        "batch at which decode compute time equals memory time (dense model)",
-        "08_batching",
-    )
-
-
-# --- Validation (12_validation) ------------------------------------------------------------------
-prefill_share = _s("prefill_share", r"s_{pre}", "", "share of a batch's cycle spent in prefill")
-kv_free_fraction = _s(
-    "kv_free_fraction", r"f_{free}", "", "share of the memory the weights leave that an engine gives the KV cache"
-)
-
-
-@_section
-def _validation() -> None:
-    formula(
-        "cycle_throughput",
-        "throughput",
-        batch * answer_tokens / (prefill_time + answer_tokens * step_time),
-        "output tokens per second of a batch that prefills together, then decodes its answers",
-        "12_validation",
-    )
-    formula(
-        "prefill_share",
-        "prefill_share",
-        prefill_time / (prefill_time + answer_tokens * step_time),
-        "share of a batch's cycle spent in prefill",
-        "12_validation",
-    )
-    formula(
-        "engine_usable_fraction",
-        "usable_fraction",
-        (weights + kv_free_fraction * (n_gpus * gpu_memory - weights)) / (n_gpus * gpu_memory),
-        "usable share of memory when the KV cache gets a share of what the weights leave",
-        "12_validation",
-    )
-
-
-# --- Sizing the fleet (09_fleet) -----------------------------------------------------------------
-cost_full = _s("cost_full", r"C_{full}", "USD", "cost of a unit of work at full utilisation")
-tokens_served = _s("tokens_served", r"N_{tok}", "", "output tokens served in the time billed")
-api_price = _s("api_price", r"p_{api}", "USD", "price of one output token bought from an API")
-storage_rate = _s("storage_rate", r"\beta_{load}", "B/s", "rate at which a new replica reads its weights in")
-load_time = _s("load_time", r"t_{load}", "s", "time to load a replica's weights")
-# Build or buy with a fixed cost: the fleet size at which G GPUs (plus people) cost what an API charges
-# for the tokens those G GPUs would serve, solved for G.
-fixed_cost = _s("fixed_cost", r"C_{fix}", "USD", "fixed cost of running a fleet in the time billed (people, on-call)")
-gpu_throughput = _s("gpu_throughput", r"X_{gpu}", "1/s", "output tokens per second one GPU delivers at full load")
-
-
-@_section
-def _sizing() -> None:
-    global _g_real, _own_fleet, _api_bill, _break_even_root
-    formula(
-        "cost_at_utilisation",
-        "cost",
-        cost_full / utilisation,
-        "cost of a unit of work when the fleet is busy a share U of the time it is billed",
-        "09_fleet",
-    )
-    formula(
-        "tokens_served",
-        "tokens_served",
-        demand * utilisation * hours,
-        "output tokens served: peak demand x average utilisation x time",
-        "09_fleet",
-    )
-    formula(
-        "break_even_price",
-        "api_price",
-        cost / tokens_served,
-        "API price per token at which self-hosting costs the same",
-        "09_fleet",
-    )
-    formula(
-        "weight_load_time",
-        "load_time",
-        weights / storage_rate,
-        "time to read the weights into a new replica",
-        "09_fleet",
-    )
-    _g_real = sp.Symbol("G_real", positive=True)
-    _own_fleet, _api_bill = (
-        _g_real * price * hours + fixed_cost,
-        api_price * _g_real * gpu_throughput * utilisation * hours,
-    )
-
-    def _break_even_root() -> sp.Expr:
-        roots = sp.solve(sp.Eq(_own_fleet, _api_bill), _g_real)
-        if len(roots) != 1:  # pragma: no cover - guards a change of the expressions above
-            raise RuntimeError(f"expected one break-even fleet size, got {roots}")
-        return roots[0]
-
-    formula(
-        "break_even_gpus",
-        "gpus",
-        derived("break_even_gpus", (_own_fleet, _api_bill, _g_real), _break_even_root),
-        "fleet size above which self-hosting (GPUs plus a fixed cost) is cheaper than an API",
-        "09_fleet",
-    )
-
-
-# --- Queueing (10_queueing): the single-server queue M/M/1, Poisson arrivals, exponential service ------
-
-
-@_section
-def _queueing() -> None:
-    global _lam, _mu, _t
-    # The chapter's scale of the wait (1 / (1 - rho)) and the closed-form exercises use these.
-    _lam, _mu, _t = request_rate, rps_per_gpu, time_in_system
-    formula(
-        "mm1_utilisation",
-        "utilisation",
-        _lam / _mu,
-        "utilisation of one server (arrival / service rate)",
-        "10_queueing",
-    )
-    formula("mm1_time_in_system", "time_in_system", 1 / (_mu - _lam), "mean time in an M/M/1 system", "10_queueing")
-    formula(
-        "mm1_max_rate",
-        "request_rate",
-        _mu - 1 / _t,
-        "highest arrival rate whose M/M/1 mean time in system is t_sys",
-        "10_queueing",
-    )
 
 
 def dimension_of(expr: sp.Expr) -> pint.util.UnitsContainer:
@@ -1425,28 +874,15 @@ def notation_table() -> list[tuple[str, str, str, str]]:
     return [(f"${s.latex}$", s.name, s.unit or "-", s.meaning) for s in SYMBOLS.values()]
 
 
-_ = ureg  # the registry every unit string above is read in
-_defer(globals())  # the symbols above are made when SymPy is first needed
-
-# Formulas other modules derive, registered here so that the table never depends on import order.
-from llmcourse import (  # noqa: E402,F401
-    formulas_bill,
-    formulas_disagg,
-    formulas_parallel,
-    formulas_speculative,
-    formulas_validation,
-)
-
-if _LAZY:  # the formulas as the cache's table holds them, in the order the sections define them
-    for _name, _target, _meaning, _chapter, _names in formulas_cache.TABLE:
+def _register_cached() -> None:
+    """While the cache is current (:data:`_LAZY`), register every formula from its table (name, target, meaning,
+    chapter, inputs), in the order the sections define them, their expressions made on first use: called by
+    :mod:`llmcourse.formulas` once every topic module is imported (each has defined its symbols by then)."""
+    if not _LAZY:
+        return
+    for name, target, meaning, chapter, names in cache.TABLE:
         FORMULAS.add(
             Formula(
-                _name,
-                _target,
-                None,
-                _meaning,
-                _chapter,
-                _inputs=tuple(SYMBOLS[n] for n in _names.split()),
-                _cached=True,
+                name, target, None, meaning, chapter, _inputs=tuple(SYMBOLS[n] for n in names.split()), _cached=True
             )
         )

@@ -6,16 +6,16 @@ sequence and keeps the longest accepted prefix plus one token of its own. With e
 accepted with probability ``alpha``, independently, the tokens a verification step yields are
 ``1 + (accepted prefix)``, whose expectation is the geometric sum ``sum_{i=0}^{k_d} alpha^i``:
 SymPy's :func:`~sympy.summation` works it out here (it is not typed). The rest follows from the
-decode formulas of :mod:`llmcourse.formulas`: the crossover batch (where speculation stops paying)
+decode formulas of :mod:`llmcourse.formulas.serving`: the crossover batch (where speculation stops paying)
 is solved from ``decode_memory_time``, ``decode_compute_time`` and ``step_with_overhead`` (each draft
 and verification step is a decode step and pays the fixed overhead) with ``sympy.solve``, and the best
 number of draft tokens, where the draft's cost is a fixed share of a memory-bound step, by solving
 d S / d k_d = 0 (a Lambert W; :func:`best_draft_tokens_expression`).
 
 The symbols and formulas are registered in :data:`llmcourse.formulas.SYMBOLS` and
-:data:`~llmcourse.formulas.FORMULAS` when this module is imported. It is meant to be imported by
-``llmcourse.formulas`` itself, as its last line, so that the registry does not depend on who imports
-what first; :mod:`llmcourse.speculative` imports it too.
+:data:`~llmcourse.formulas.FORMULAS` when this module is imported. ``llmcourse.formulas`` imports it
+itself, with every topic module, so that the registry does not depend on who imports what first;
+:mod:`llmcourse.speculative` imports it too.
 
 Examples
 --------
@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import functools
 
-from llmcourse.formulas import (
+from llmcourse.formulas import serving  # noqa: F401  (the symbols taken by name below are defined there first)
+from llmcourse.formulas.core import (
     FORMULAS,
     SYMBOLS,
     _defer,
