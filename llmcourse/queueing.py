@@ -80,6 +80,8 @@ from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, check_value
 from llmcourse.planner import Replica, gpu_of, max_batch, model_of, prefill, replica
+from llmcourse.stats import percentile
+from llmcourse.stats import sorted_percentile as _percentile_sorted
 from llmcourse.units import (
     Q_,
     as_quantity,
@@ -126,43 +128,6 @@ _MOST_CV, _CV_WHY = 100.0, " (a spread past 100 times the mean leaves floating p
 
 # The single-server queue (M/M/1) forms the chapter and its exercises use are registered in
 # llmcourse.formulas (mm1_utilisation, mm1_time_in_system, mm1_max_rate) with every other formula.
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile of ``values`` by linear interpolation between the two nearest ranks
-    (numpy's default ``"linear"`` method): position ``(n - 1) * q / 100`` on the sorted values.
-
-    Examples
-    --------
-    >>> percentile([4, 1, 3, 2], 50), round(percentile([1, 2, 3, 4], 99), 12), percentile([7], 95)
-    (2.5, 3.97, 7.0)
-    """
-    q = plain_number(q, "q (the percentile)", allow_zero=True, at_most=100)
-    try:
-        xs = [_finite(x) for x in values]
-    except TypeError:
-        raise InputError(f"values must be a sequence of numbers; got {type(values).__name__}.") from None
-    if not xs:
-        raise InputError("the percentile of no values is undefined.")
-    return _percentile_sorted(sorted(xs), q)
-
-
-def _finite(x: Any) -> float:
-    """A finite number of any sign (refused otherwise, as the number helpers say)."""
-    if isinstance(x, float) and math.isfinite(x):
-        return x
-    if isinstance(x, int) and not isinstance(x, bool) and -(2**1000) < x < 0:
-        return float(x)
-    return plain_number(x, "values", allow_zero=True)
-
-
-def _percentile_sorted(xs: Sequence[float], q: float) -> float:
-    pos = q / 100 * (len(xs) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    a, b, t = float(xs[lo]), float(xs[hi]), pos - lo
-    # numpy's lerp: from the nearer end, so a percentile never leaves [a, b] by rounding
-    return a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)
 
 
 def _interp(x: float, xs: Sequence[float], ys: Sequence[float]) -> float:

@@ -79,6 +79,7 @@ from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked
 from llmcourse.planner import Brief, Replica, matmul_precision, plan, replica, usable_memory, weight_bytes
+from llmcourse.stats import percentile  # the standard library's numerics, as numpy's
 from llmcourse.units import Q_, parsed_unit, plain_number, to
 
 __all__ = [
@@ -2161,8 +2162,6 @@ class Evidence:
         :data:`MIN_BAND_ROWS` rows, the most specific facets are dropped (``gpu``, ``model``,
         ``concurrency_band``, ``engine``, ``gpu_generation``, ``architecture``) until there are enough.
         """
-        from llmcourse.queueing import percentile  # the standard library's numerics, as numpy's
-
         fam = _facets(family) if isinstance(family, Measurement) else dict(family)
         if "metric" not in fam:
             raise InputError(f"a band needs the metric in the family (one of {', '.join(METRICS)}).")
@@ -2355,8 +2354,6 @@ def band_table(ev: Evidence, which: str = BAND_WHICH) -> dict[str, Any]:
     >>> sorted(t["families"])  # doctest: +SKIP
     ['tpot_ms', 'tpot_ms/dense', 'tpot_ms/dense/Hopper', 'ttft_ms', 'ttft_ms/dense', 'ttft_ms/dense/Hopper']
     """
-    from llmcourse.queueing import percentile  # the standard library's numerics, as numpy's
-
     preds = ev.predictions(which)
     groups: dict[str, list[float]] = {}
     measured: dict[str, dict[str, dict[str, Any]]] = {}
