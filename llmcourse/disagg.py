@@ -92,9 +92,9 @@ _MOST_REPLICAS = 100_000
 def _float(name: str, *args: str):
     """A formula of :mod:`llmcourse.formulas_disagg` as a plain-float function of the named inputs
     (in their declared units, SI), positional in the order given."""
-    from llmcourse.validation import _scalar  # the package's one lambdify helper
+    from llmcourse.validation.prediction import scalar  # the package's one lambdify helper
 
-    return _scalar(name, *args)
+    return scalar(name, *args)
 
 
 # plain-float forms, for the closed-loop fixed point (hundreds of evaluations per row)
@@ -585,12 +585,12 @@ def measured_rows() -> tuple[tuple[DisaggRow, ...], tuple[tuple[str, str], ...]]
     """The disaggregated rows of ``llmcourse/data/aiconfigurator-silicon.csv`` the catalog can
     express, and (id, reason) for the others (cached). Rows that do not give the pools' worker
     counts and batches are left out: the split of the load over the pools is then unknown.
-    The columns are read by :mod:`llmcourse.validation`'s cell readers (the same names, precisions
+    The columns are read by :mod:`llmcourse.validation.measured`'s cell readers (the same names, precisions
     and KV rule as its aggregated rows)."""
     global _ROWS
     if _ROWS is not None:
         return _ROWS
-    from llmcourse import validation as v
+    from llmcourse.validation import measured as v
 
     rows, skipped = [], []
     seen: dict[DisaggRow, tuple[int, str]] = {}  # a row, its id blanked -> the first row that had it (runs repeat)
@@ -600,40 +600,40 @@ def measured_rows() -> tuple[tuple[DisaggRow, ...], tuple[tuple[str, str], ...]]
                 continue
             rid = r["id"]
             try:
-                model, gpu = v._model_name(v._cell(r, "model_path")), v._gpu_name(v._cell(r, "system"))
-                isl, osl = v._whole(r, "isl"), v._whole(r, "osl")
-                v._context_gap(model, isl, osl)
+                model, gpu = v.model_name(v.cell(r, "model_path")), v.gpu_name(v.cell(r, "system"))
+                isl, osl = v.whole(r, "isl"), v.whole(r, "osl")
+                v.context_gap(model, isl, osl)
                 if not (r.get("prefill_num_workers") or "").strip() or not (r.get("decode_batch_size") or "").strip():
-                    raise v._RowError("the pools' worker counts and batches are not given")
+                    raise v.RowError("the pools' worker counts and batches are not given")
                 found = _CONC.search(r.get("silicon_data_source") or "")
                 if not found:
-                    raise v._RowError("no silicon_concurrency in silicon_data_source")
-                weights, _ = v._aic_weights(r, model)
-                engine = v._cell(r, "backend").lower()
-                kv = v._aic_kv(engine, weights)
+                    raise v.RowError("no silicon_concurrency in silicon_data_source")
+                weights, _ = v.aic_weights(r, model)
+                engine = v.cell(r, "backend").lower()
+                kv = v.aic_kv(engine, weights)
                 moe = models[model].is_moe
                 side = {}
                 for s in ("prefill", "decode"):
-                    ep = v._whole(r, f"{s}_moe_ep_size", 1) if moe else 1
+                    ep = v.whole(r, f"{s}_moe_ep_size", 1) if moe else 1
                     side[s] = dict(
-                        workers=v._whole(r, f"{s}_num_workers"),
-                        tp=v._whole(r, f"{s}_tp_size"),
-                        dp=v._whole(r, f"{s}_attention_dp_size", 1),
+                        workers=v.whole(r, f"{s}_num_workers"),
+                        tp=v.whole(r, f"{s}_tp_size"),
+                        dp=v.whole(r, f"{s}_attention_dp_size", 1),
                         ep=ep,
-                        batch=v._whole(r, f"{s}_batch_size"),
+                        batch=v.whole(r, f"{s}_batch_size"),
                     )
-                    if v._whole(r, f"{s}_pp_size", 1) > 1:
-                        raise v._RowError(f"{s} pipeline parallelism is not expressed here")
+                    if v.whole(r, f"{s}_pp_size", 1) > 1:
+                        raise v.RowError(f"{s} pipeline parallelism is not expressed here")
                 row = DisaggRow(
-                    id=rid, model=model, gpu=gpu, engine=v._engine(engine, r.get("backend_version") or ""),
+                    id=rid, model=model, gpu=gpu, engine=v.engine_name(engine, r.get("backend_version") or ""),
                     weights=weights, kv=kv, isl=isl, osl=osl, concurrency=int(found.group(1)),
                     **{f"{s}_{k}": x for s, d in side.items() for k, x in d.items() if k != "workers"},
                     prefill_workers=side["prefill"]["workers"], decode_workers=side["decode"]["workers"],
-                    ttft_ms=v._number(r, "silicon_ttft_ms"), tpot_ms=v._number(r, "silicon_tpot_ms"),
+                    ttft_ms=v.number(r, "silicon_ttft_ms"), tpot_ms=v.number(r, "silicon_tpot_ms"),
                 )  # fmt: skip
-                v._first_of(seen, dataclasses.replace(row, id=""), line, rid)
+                v.first_of(seen, dataclasses.replace(row, id=""), line, rid)
                 rows.append(row)
-            except (v._RowError, InputError) as exc:
+            except (v.RowError, InputError) as exc:
                 skipped.append((rid, str(exc)))
     _ROWS = (tuple(rows), tuple(skipped))
     return _ROWS

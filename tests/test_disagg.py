@@ -214,10 +214,10 @@ def test_kv_lanes_are_one_tensor_parallel_group():
 
 def test_measured_rows_take_the_kv_precision_rule_of_the_aggregated_rows():
     """FP8 KV where TensorRT-LLM runs FP8 or FP4 weights, else BF16, as the validation chapter's rows."""
-    from llmcourse.validation import _aic_kv
+    from llmcourse.validation.measured import aic_kv
 
-    assert (_aic_kv("trtllm", "fp8"), _aic_kv("trtllm", "fp4"), _aic_kv("trtllm", "bf16")) == ("fp8", "fp8", "bf16")
-    assert _aic_kv("vllm", "fp8") == _aic_kv("sglang", "fp4") == "bf16"
+    assert (aic_kv("trtllm", "fp8"), aic_kv("trtllm", "fp4"), aic_kv("trtllm", "bf16")) == ("fp8", "fp8", "bf16")
+    assert aic_kv("vllm", "fp8") == aic_kv("sglang", "fp4") == "bf16"
     rows = measured_rows()[0]
     assert all(
         r.kv == ("fp8" if r.engine.startswith("TensorRT-LLM") and r.weights in ("fp8", "fp4") else "bf16") for r in rows
