@@ -37,10 +37,8 @@ llmcourse.errors.InputError: prefill_gpus=0: a pool needs at least one replica o
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import math
-import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -577,7 +575,6 @@ class DisaggRow:
     tpot_ms: float
 
 
-_CONC = re.compile(r"silicon_concurrency=(\d+)")
 _ROWS: tuple[tuple[DisaggRow, ...], tuple[tuple[str, str], ...]] | None = None
 
 
@@ -594,47 +591,46 @@ def measured_rows() -> tuple[tuple[DisaggRow, ...], tuple[tuple[str, str], ...]]
 
     rows, skipped = [], []
     seen: dict[DisaggRow, tuple[int, str]] = {}  # a row, its id blanked -> the first row that had it (runs repeat)
-    with open(v.AICONFIGURATOR, encoding="utf-8", newline="") as fh:
-        for line, r in enumerate(csv.DictReader(fh), start=2):
-            if (r.get("mode") or "").strip() != "disagg":
-                continue
-            rid = r["id"]
-            try:
-                model, gpu = v.model_name(v.cell(r, "model_path")), v.gpu_name(v.cell(r, "system"))
-                isl, osl = v.whole(r, "isl"), v.whole(r, "osl")
-                v.context_gap(model, isl, osl)
-                if not (r.get("prefill_num_workers") or "").strip() or not (r.get("decode_batch_size") or "").strip():
-                    raise v.RowError("the pools' worker counts and batches are not given")
-                found = _CONC.search(r.get("silicon_data_source") or "")
-                if not found:
-                    raise v.RowError("no silicon_concurrency in silicon_data_source")
-                weights, _ = v.aic_weights(r, model)
-                engine = v.cell(r, "backend").lower()
-                kv = v.aic_kv(engine, weights)
-                moe = models[model].is_moe
-                side = {}
-                for s in ("prefill", "decode"):
-                    ep = v.whole(r, f"{s}_moe_ep_size", 1) if moe else 1
-                    side[s] = dict(
-                        workers=v.whole(r, f"{s}_num_workers"),
-                        tp=v.whole(r, f"{s}_tp_size"),
-                        dp=v.whole(r, f"{s}_attention_dp_size", 1),
-                        ep=ep,
-                        batch=v.whole(r, f"{s}_batch_size"),
-                    )
-                    if v.whole(r, f"{s}_pp_size", 1) > 1:
-                        raise v.RowError(f"{s} pipeline parallelism is not expressed here")
-                row = DisaggRow(
-                    id=rid, model=model, gpu=gpu, engine=v.engine_name(engine, r.get("backend_version") or ""),
-                    weights=weights, kv=kv, isl=isl, osl=osl, concurrency=int(found.group(1)),
-                    **{f"{s}_{k}": x for s, d in side.items() for k, x in d.items() if k != "workers"},
-                    prefill_workers=side["prefill"]["workers"], decode_workers=side["decode"]["workers"],
-                    ttft_ms=v.number(r, "silicon_ttft_ms"), tpot_ms=v.number(r, "silicon_tpot_ms"),
-                )  # fmt: skip
-                v.first_of(seen, dataclasses.replace(row, id=""), line, rid)
-                rows.append(row)
-            except (v.RowError, InputError) as exc:
-                skipped.append((rid, str(exc)))
+    for line, r in enumerate(v.aiconfigurator_records(), start=2):
+        if (r.get("mode") or "").strip() != "disagg":
+            continue
+        rid = r["id"]
+        try:
+            model, gpu = v.model_name(v.cell(r, "model_path")), v.gpu_name(v.cell(r, "system"))
+            isl, osl = v.whole(r, "isl"), v.whole(r, "osl")
+            v.context_gap(model, isl, osl)
+            if not (r.get("prefill_num_workers") or "").strip() or not (r.get("decode_batch_size") or "").strip():
+                raise v.RowError("the pools' worker counts and batches are not given")
+            concurrency = v.silicon_concurrency(r)
+            if concurrency is None:
+                raise v.RowError("no silicon_concurrency in silicon_data_source")
+            weights, _ = v.aic_weights(r, model)
+            engine = v.cell(r, "backend").lower()
+            kv = v.aic_kv(engine, weights)
+            moe = models[model].is_moe
+            side = {}
+            for s in ("prefill", "decode"):
+                ep = v.whole(r, f"{s}_moe_ep_size", 1) if moe else 1
+                side[s] = dict(
+                    workers=v.whole(r, f"{s}_num_workers"),
+                    tp=v.whole(r, f"{s}_tp_size"),
+                    dp=v.whole(r, f"{s}_attention_dp_size", 1),
+                    ep=ep,
+                    batch=v.whole(r, f"{s}_batch_size"),
+                )
+                if v.whole(r, f"{s}_pp_size", 1) > 1:
+                    raise v.RowError(f"{s} pipeline parallelism is not expressed here")
+            row = DisaggRow(
+                id=rid, model=model, gpu=gpu, engine=v.engine_name(engine, r.get("backend_version") or ""),
+                weights=weights, kv=kv, isl=isl, osl=osl, concurrency=concurrency,
+                **{f"{s}_{k}": x for s, d in side.items() for k, x in d.items() if k != "workers"},
+                prefill_workers=side["prefill"]["workers"], decode_workers=side["decode"]["workers"],
+                ttft_ms=v.number(r, "silicon_ttft_ms"), tpot_ms=v.number(r, "silicon_tpot_ms"),
+            )  # fmt: skip
+            v.first_of(seen, dataclasses.replace(row, id=""), line, rid)
+            rows.append(row)
+        except (v.RowError, InputError) as exc:
+            skipped.append((rid, str(exc)))
     _ROWS = (tuple(rows), tuple(skipped))
     return _ROWS
 

@@ -9,7 +9,8 @@
 * the cell readers (:func:`cell`, :func:`number`, :func:`whole`, :func:`model_name`, :func:`gpu_name`,
   :func:`context_gap`, :func:`aic_weights`, :func:`aic_kv`, :func:`first_of`) raise :class:`RowError` with the
   reason a row cannot be expressed. The disaggregated rows of :func:`llmcourse.disagg.measured_rows` are read by
-  the same ones.
+  the same ones, from the one reader of the shipped aiconfigurator file (:func:`aiconfigurator_records`,
+  :func:`silicon_concurrency`).
 
 The data file keeps every column of the published table (``id``, ``source``, ``gpu``, ``n_gpus``,
 ``tp``, ``model``, ``weights``, ``kv``, ``engine``, ``isl``, ``osl``, ``load``, ``metric``, ``value``,
@@ -662,6 +663,21 @@ def load_measurements(path: str | Path, **given: Any) -> Loaded:
 
 #: The measured rows shipped with the package (ai-dynamo/aiconfigurator, Apache-2.0; see llmcourse/data/README.md).
 AICONFIGURATOR = Path(str(resources.files("llmcourse.data").joinpath("aiconfigurator-silicon.csv")))
+
+
+def aiconfigurator_records() -> list[dict[str, str]]:
+    """The rows of the shipped aiconfigurator file (:data:`AICONFIGURATOR`), one dict of its columns per row
+    (record ``k`` is the file's row ``k + 2``): the one reader of the file's rows, for the disaggregated rows of
+    :func:`llmcourse.disagg.measured_rows` and the figures of :mod:`llmcourse.plots.many_gpus` (the aggregated
+    rows are read by :func:`silicon`, through :func:`load_measurements` like any measured file).
+
+    Examples
+    --------
+    >>> rows = aiconfigurator_records()
+    >>> len(rows) > 4_000, rows[0]["id"] == silicon().rows[0].id.split(":")[0]
+    (True, True)
+    """
+    return list(csv.DictReader(AICONFIGURATOR.read_text(encoding="utf-8").splitlines()))
 
 
 def silicon() -> Loaded:
