@@ -14,7 +14,6 @@ Examples
 
 from __future__ import annotations
 
-from llmcourse import validation  # noqa: F401 (Plan.rows() reads its bands)
 from llmcourse.assumptions import PRESETS, Assumptions, presets_table, resolve
 from llmcourse.catalog import GPU, PRECISIONS, Link, Model, costs, gpus, hardware_prices, links, models
 from llmcourse.errors import InputError, UnknownNameError

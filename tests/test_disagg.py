@@ -17,13 +17,11 @@ from llmcourse.planner.disagg import (
     compare,
     disaggregated,
     kv_handoff,
-    measured_factors,
-    measured_rows,
     pool_link,
-    predict_row,
 )
 from llmcourse.replica.model import replica
 from llmcourse.replica.step import decode_step
+from llmcourse.validation.disagg import measured_factors, measured_rows, predict_row
 
 COURSE = lc.resolve()
 BRIEF = Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms"))
@@ -206,7 +204,7 @@ def test_a_prompt_beyond_the_models_positions_is_refused():
 def test_kv_lanes_are_one_tensor_parallel_group():
     """A prompt's KV sits on one attention data-parallel rank: a TP2 x DP4 replica (8 GPUs) hands off over 2 lanes,
     and the smaller group of the two sides sets them."""
-    from llmcourse.planner.disagg import _kv_lanes
+    from llmcourse.planner.disagg import kv_lanes as _kv_lanes
 
     kw = dict(batch=8, prompt_tokens=1_000, answer_tokens=100, weight_bytes="fp8")
     dp = replica("Qwen3-30B-A3B", "H100 SXM", tensor_parallel=2, data_parallel=4, **kw)
@@ -216,10 +214,10 @@ def test_kv_lanes_are_one_tensor_parallel_group():
 
 def test_measured_rows_take_the_kv_precision_rule_of_the_aggregated_rows():
     """FP8 KV where TensorRT-LLM runs FP8 or FP4 weights, else BF16, as the validation chapter's rows."""
-    from llmcourse.validation import _aic_kv
+    from llmcourse.validation.measured import aic_kv
 
-    assert (_aic_kv("trtllm", "fp8"), _aic_kv("trtllm", "fp4"), _aic_kv("trtllm", "bf16")) == ("fp8", "fp8", "bf16")
-    assert _aic_kv("vllm", "fp8") == _aic_kv("sglang", "fp4") == "bf16"
+    assert (aic_kv("trtllm", "fp8"), aic_kv("trtllm", "fp4"), aic_kv("trtllm", "bf16")) == ("fp8", "fp8", "bf16")
+    assert aic_kv("vllm", "fp8") == aic_kv("sglang", "fp4") == "bf16"
     rows = measured_rows()[0]
     assert all(
         r.kv == ("fp8" if r.engine.startswith("TensorRT-LLM") and r.weights in ("fp8", "fp4") else "bf16") for r in rows

@@ -17,6 +17,7 @@ from llmcourse.formulas import FORMULAS, SYMBOLS, dimension_of
 from llmcourse.replica.model import replica
 from llmcourse.simulator import queueing
 from llmcourse.units import Q_, ureg
+from llmcourse.validation import measured  # the module whose layout_gap() reads ENABLED_LAYOUTS
 
 COURSE_HEAD = "id,gpu,tp,model,weights,kv,engine,isl,osl,load_kind,concurrency,metric,value"
 GOOD = "A,H100,1,Llama-3.1-8B,bf16,bf16,vLLM 0.9,1000,200,concurrency,8,tpot_ms,9.5"
@@ -203,7 +204,7 @@ def test_missing_column_is_a_reason_per_row():
 def test_a_layout_switched_off_is_a_reason(change, reason, monkeypatch):
     """With a layout switched off, its rows are skipped with the reason; switched on (as shipped), they are read."""
     assert len(parse_aic(aic_row(), aic_row(**change)).rows) == 4  # two rows, two metrics each
-    monkeypatch.setattr(lcv, "ENABLED_LAYOUTS", frozenset())
+    monkeypatch.setattr(measured, "ENABLED_LAYOUTS", frozenset())
     got = parse_aic(aic_row(), aic_row(**change))
     (sk,) = got.skipped
     assert sk.line == 3 and sk.id == "x1" and reason in sk.reason, sk.reason
@@ -285,10 +286,10 @@ def test_shipped_file_accounts_for_every_row():
 # --- the parallel layouts: one switch -----------------------------------------------------------------------
 def test_layouts_switch_on_only_where_replica_has_the_keyword(monkeypatch):
     """A row needing expert parallelism is skipped until the layout is enabled AND replica() takes its keyword."""
-    monkeypatch.setattr(lcv, "ENABLED_LAYOUTS", frozenset())
+    monkeypatch.setattr(measured, "ENABLED_LAYOUTS", frozenset())
     row = parse_aic(aic_row(model_path="MiniMaxAI/MiniMax-M2.5", moe_ep_size="4")).skipped
     assert row and lcv.LAYOUT_REASON in row[0].reason
-    monkeypatch.setattr(lcv, "ENABLED_LAYOUTS", frozenset({"ep"}))
+    monkeypatch.setattr(measured, "ENABLED_LAYOUTS", frozenset({"ep"}))
     got = parse_aic(aic_row(model_path="MiniMaxAI/MiniMax-M2.5", moe_ep_size="4"))
     has = "expert_parallel" in inspect.signature(replica).parameters
     assert bool(got.rows) == has and bool(got.skipped) == (not has)

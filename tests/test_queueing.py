@@ -501,7 +501,7 @@ def test_percentile_outside_the_open_range_is_refused(rep, q):
 # --- the simulator against measured closed loops ----------------------------------------------------------------
 @pytest.fixture(scope="module")
 def measured_points():
-    from llmcourse.simulator.queueing import MEASURED_SETUPS, against_measured
+    from llmcourse.validation.simulated import MEASURED_SETUPS, against_measured
 
     return [p for setup in MEASURED_SETUPS for p in against_measured(setup)]
 
@@ -575,7 +575,7 @@ def test_measured_plot_draws_each_setup_three_ways():
     import matplotlib.pyplot as plt
 
     from llmcourse.plots.queueing import measured_vs_simulated
-    from llmcourse.simulator.queueing import MEASURED_SETUPS, against_measured
+    from llmcourse.validation.simulated import MEASURED_SETUPS, against_measured
 
     axes = measured_vs_simulated({str(s): against_measured(s) for s in MEASURED_SETUPS})
     assert [a.get_xscale() for a in axes] == ["log", "log"] and [a.get_yscale() for a in axes] == ["log", "log"]

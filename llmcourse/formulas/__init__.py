@@ -80,6 +80,7 @@ from llmcourse.formulas.core import (  # noqa: F401  (the framework's names, as 
     floor,
     formula,
     notation_table,
+    scalar,
     si,
     sp,
 )
@@ -95,6 +96,7 @@ __all__ = [
     "derived",
     "formula",
     "notation_table",
+    "scalar",
     "si",
 ]
 

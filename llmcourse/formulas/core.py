@@ -542,6 +542,23 @@ def _plain(value: Any, sym: Symbol) -> float:
     return plain_number(value, f"{sym.name} ({sym.meaning})", allow_zero=sym.allow_zero)
 
 
+def scalar(name: str, *args: str) -> Callable[..., float]:
+    """A formula as a plain-float function of the named inputs (in their declared units, SI), positional in the
+    order given: lambdify's code, from the formulas' cache when current. The inputs must be the formula's own.
+
+    Examples
+    --------
+    >>> f = scalar("throughput", "batch", "step_time")
+    >>> f(64, 0.032)
+    2000.0
+    """
+    f = FORMULAS[name]
+    names = sorted(x.name for x in f.inputs)
+    if names != sorted(args):
+        raise ValueError(f"{name} takes {', '.join(names)}; got {', '.join(args)}.")
+    return f.positional(*args)
+
+
 def si(value: Any, name: str) -> float:
     """``value`` (a quantity, or a plain number for a count) as the plain float a formula computes with:
     its magnitude in the unit of the symbol ``name`` (checked as a formula's input is).

@@ -10,6 +10,7 @@ import pint
 
 from llmcourse.arith import _at_most, _greater, _over, _plus, _times
 from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.bands import plan_bands
 from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
@@ -140,8 +141,6 @@ class Plan:
             return [("fits", "no"), ("why", self.reason)]
         mark = {True: "\u2713", False: "\u2717"}
         ms = lambda q: f"{to(q, 'ms').m:,.1f} ms"  # noqa: E731
-        from llmcourse.validation import plan_bands  # lazily: validation imports the planner
-
         z, b = self.sizing, self.brief
         if z is None:
             speed = [

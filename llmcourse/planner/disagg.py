@@ -17,7 +17,7 @@ to first token, their sum with the request's overhead.
 
 :func:`disaggregated` sizes the two pools for a :class:`~llmcourse.planner.design.Brief` (or evaluates
 given ones); :func:`compare` puts it beside the aggregated :func:`~llmcourse.planner.design.plan` at the
-same targets; :func:`measured_rows` and :func:`predict_row` express the disaggregated rows of the
+same targets; :func:`llmcourse.validation.disagg.measured_rows` and :func:`~llmcourse.validation.disagg.predict_row` express the disaggregated rows of the
 aiconfigurator file through the same model.
 
 Examples
@@ -37,12 +37,7 @@ llmcourse.errors.InputError: prefill_gpus=0: a pool needs at least one replica o
 
 from __future__ import annotations
 
-import csv
-import dataclasses
 import math
-import re
-import statistics
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,7 +48,7 @@ from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Link, Model, gpus, links, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.formulas import checked
+from llmcourse.formulas import checked, scalar
 from llmcourse.planner.design import Brief, Plan, plan
 from llmcourse.replica.base import _check_positions
 from llmcourse.replica.memory import _largest_within, kv_bytes_per_sequence, largest_batch
@@ -63,17 +58,12 @@ from llmcourse.units import Q_, parsed_unit, plain_number, quantity, to
 
 __all__ = [
     "Comparison",
-    "DisaggRow",
     "Disaggregated",
     "Pool",
-    "RowPrediction",
     "compare",
     "disaggregated",
     "kv_handoff",
-    "measured_factors",
-    "measured_rows",
     "pool_link",
-    "predict_row",
 ]
 
 _MS, _S, _PER_S = (parsed_unit(u)[0] for u in ("ms", "s", "1/s"))
@@ -81,19 +71,11 @@ _MS, _S, _PER_S = (parsed_unit(u)[0] for u in ("ms", "s", "1/s"))
 _MOST_REPLICAS = 100_000
 
 
-def _float(name: str, *args: str):
-    """A formula of :mod:`llmcourse.formulas.disagg` as a plain-float function of the named inputs
-    (in their declared units, SI), positional in the order given."""
-    from llmcourse.validation import _scalar  # the package's one lambdify helper
-
-    return _scalar(name, *args)
-
-
 # plain-float forms, for the closed-loop fixed point (hundreds of evaluations per row)
-_wait_f = _float("mdc_wait", "prefill_utilisation", "prefill_servers", "prefill_time")
-_rho_f = _float("prefill_pool_utilisation", "request_rate", "prefill_time", "prefill_servers")
-_wave_f = _float("wave_wait", "burst_prompts", "prefill_servers", "prefill_time")
-_ttft_f = _float("disagg_ttft", "request_overhead", "prefill_queue_wait", "prefill_time", "kv_handoff")
+wait_f = scalar("mdc_wait", "prefill_utilisation", "prefill_servers", "prefill_time")
+rho_f = scalar("prefill_pool_utilisation", "request_rate", "prefill_time", "prefill_servers")
+wave_f = scalar("wave_wait", "burst_prompts", "prefill_servers", "prefill_time")
+ttft_f = scalar("disagg_ttft", "request_overhead", "prefill_queue_wait", "prefill_time", "kv_handoff")
 
 
 def pool_link(gpu: GPU | str, link: Link | str | None = None) -> Link:
@@ -144,7 +126,7 @@ def kv_handoff(
     )
 
 
-def _kv_lanes(pre: Replica, dec: Replica) -> int:
+def kv_lanes(pre: Replica, dec: Replica) -> int:
     """The links one prompt's KV cache crosses in parallel: one per GPU of the tensor-parallel group that
     holds it, on the side with fewer. A prompt's KV sits on one attention data-parallel rank (and its
     tensor-parallel group), so the other ranks' GPUs, and the expert-parallel ones, carry none of it."""
@@ -293,7 +275,7 @@ def _decode_assumptions(a: Assumptions) -> Assumptions:
     return dec
 
 
-def _need_fit(rep: Replica, role: str, keyword: str) -> None:
+def need_fit(rep: Replica, role: str, keyword: str) -> None:
     if not rep.fits:
         raise InputError(f"the {role} replica does not fit: {rep.reason.rstrip('.')} (change {keyword}, or quantize).")
 
@@ -352,7 +334,7 @@ def disaggregated(
         m, g, tensor_parallel=prefill_tensor_parallel, data_parallel=prefill_data_parallel,
         expert_parallel=prefill_expert_parallel, batch=1, assumptions=a, **common,
     )  # fmt: skip
-    _need_fit(pre, "prefill", "prefill_tensor_parallel")
+    need_fit(pre, "prefill", "prefill_tensor_parallel")
     # the decode replica: its requests arrive prefilled, so none of their prefill is charged to it; replica()'s
     # checks and set-up once, then its largest batch here and the chosen batch below
     a_dec = _decode_assumptions(a)
@@ -361,20 +343,20 @@ def disaggregated(
         expert_parallel=decode_expert_parallel, assumptions=a_dec, **common,
     )  # fmt: skip
     top = dec_at(None)
-    _need_fit(top, "decode", "decode_tensor_parallel")
+    need_fit(top, "decode", "decode_tensor_parallel")
     n_pre, n_dec = pre.n_gpus, top.n_gpus
     c_given = _pool_size(prefill_gpus, "prefill_gpus", n_pre)
     r_given = _pool_size(decode_gpus, "decode_gpus", n_dec)
 
     t_pre = pre.first_prefill.time
-    handoff = kv_handoff(m, p, link=lk, kv_lanes=_kv_lanes(pre, top), kv_bytes=kv_bytes, assumptions=a)
+    handoff = kv_handoff(m, p, link=lk, kv_lanes=kv_lanes(pre, top), kv_bytes=kv_bytes, assumptions=a)
     overhead = quantity(a.request_overhead_ms, _MS)  # Q_(a.request_overhead_ms, _MS), without pint's checks
     lam_s, t_s = float(to(lam, _PER_S).m), float(to(t_pre, _S).m)
     over_s, handoff_s = float(to(overhead, _S).m), float(to(handoff, _S).m)
 
     def ttft_s(c: int, wait: float | None = None) -> float:
-        wait = _wait_f(_rho_f(lam_s, t_s, c), c, t_s) if wait is None else wait
-        return _ttft_f(over_s, wait, t_s, handoff_s)
+        wait = wait_f(rho_f(lam_s, t_s, c), c, t_s) if wait is None else wait
+        return ttft_f(over_s, wait, t_s, handoff_s)
 
     if c_given is None:
         # at least the headroom over the rate (and a stable queue), then the fewest that meet the target
@@ -538,241 +520,3 @@ def compare(
         link=link, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=assumptions,
     )  # fmt: skip
     return Comparison(agg, dis)
-
-
-# --- the measured disaggregated rows ---------------------------------------------------------------
-@dataclass(frozen=True)
-class DisaggRow:
-    """One disaggregated row of aiconfigurator's silicon file: ``concurrency`` requests in flight
-    over ``prefill_workers`` prefill replicas and ``decode_workers`` decode replicas."""
-
-    id: str
-    model: str
-    gpu: str
-    engine: str
-    weights: str
-    kv: str
-    isl: int
-    osl: int
-    concurrency: int
-    prefill_workers: int
-    prefill_tp: int
-    prefill_dp: int
-    prefill_ep: int
-    prefill_batch: int
-    decode_workers: int
-    decode_tp: int
-    decode_dp: int
-    decode_ep: int
-    decode_batch: int
-    ttft_ms: float
-    tpot_ms: float
-
-
-_CONC = re.compile(r"silicon_concurrency=(\d+)")
-_ROWS: tuple[tuple[DisaggRow, ...], tuple[tuple[str, str], ...]] | None = None
-
-
-def measured_rows() -> tuple[tuple[DisaggRow, ...], tuple[tuple[str, str], ...]]:
-    """The disaggregated rows of ``llmcourse/data/aiconfigurator-silicon.csv`` the catalog can
-    express, and (id, reason) for the others (cached). Rows that do not give the pools' worker
-    counts and batches are left out: the split of the load over the pools is then unknown.
-    The columns are read by :mod:`llmcourse.validation`'s cell readers (the same names, precisions
-    and KV rule as its aggregated rows)."""
-    global _ROWS
-    if _ROWS is not None:
-        return _ROWS
-    from llmcourse import validation as v
-
-    rows, skipped = [], []
-    seen: dict[DisaggRow, tuple[int, str]] = {}  # a row, its id blanked -> the first row that had it (runs repeat)
-    with open(v.AICONFIGURATOR, encoding="utf-8", newline="") as fh:
-        for line, r in enumerate(csv.DictReader(fh), start=2):
-            if (r.get("mode") or "").strip() != "disagg":
-                continue
-            rid = r["id"]
-            try:
-                model, gpu = v._model_name(v._cell(r, "model_path")), v._gpu_name(v._cell(r, "system"))
-                isl, osl = v._whole(r, "isl"), v._whole(r, "osl")
-                v._context_gap(model, isl, osl)
-                if not (r.get("prefill_num_workers") or "").strip() or not (r.get("decode_batch_size") or "").strip():
-                    raise v._RowError("the pools' worker counts and batches are not given")
-                found = _CONC.search(r.get("silicon_data_source") or "")
-                if not found:
-                    raise v._RowError("no silicon_concurrency in silicon_data_source")
-                weights, _ = v._aic_weights(r, model)
-                engine = v._cell(r, "backend").lower()
-                kv = v._aic_kv(engine, weights)
-                moe = models[model].is_moe
-                side = {}
-                for s in ("prefill", "decode"):
-                    ep = v._whole(r, f"{s}_moe_ep_size", 1) if moe else 1
-                    side[s] = dict(
-                        workers=v._whole(r, f"{s}_num_workers"),
-                        tp=v._whole(r, f"{s}_tp_size"),
-                        dp=v._whole(r, f"{s}_attention_dp_size", 1),
-                        ep=ep,
-                        batch=v._whole(r, f"{s}_batch_size"),
-                    )
-                    if v._whole(r, f"{s}_pp_size", 1) > 1:
-                        raise v._RowError(f"{s} pipeline parallelism is not expressed here")
-                row = DisaggRow(
-                    id=rid, model=model, gpu=gpu, engine=v._engine(engine, r.get("backend_version") or ""),
-                    weights=weights, kv=kv, isl=isl, osl=osl, concurrency=int(found.group(1)),
-                    **{f"{s}_{k}": x for s, d in side.items() for k, x in d.items() if k != "workers"},
-                    prefill_workers=side["prefill"]["workers"], decode_workers=side["decode"]["workers"],
-                    ttft_ms=v._number(r, "silicon_ttft_ms"), tpot_ms=v._number(r, "silicon_tpot_ms"),
-                )  # fmt: skip
-                v._first_of(seen, dataclasses.replace(row, id=""), line, rid)
-                rows.append(row)
-            except (v._RowError, InputError) as exc:
-                skipped.append((rid, str(exc)))
-    _ROWS = (tuple(rows), tuple(skipped))
-    return _ROWS
-
-
-@dataclass(frozen=True)
-class RowPrediction:
-    """A measured row's predicted and measured times (ms), with the pieces of the prediction."""
-
-    row: DisaggRow
-    ttft_ms: float
-    tpot_ms: float
-    prefill_ms: float
-    handoff_ms: float
-    wait_ms: float
-    wave_ms: float
-    utilisation: float
-    arrivals: str = "waves"
-
-    @property
-    def ttft_factor(self) -> float:
-        """Predicted over measured time to first token."""
-        return self.ttft_ms / self.row.ttft_ms
-
-    @property
-    def tpot_factor(self) -> float:
-        return self.tpot_ms / self.row.tpot_ms
-
-
-def predict_row(
-    row: DisaggRow,
-    *,
-    link: Link | str | None = None,
-    arrivals: str = "waves",
-    assumptions: Assumptions | str | None = None,
-) -> RowPrediction:
-    """Time to first token and time per token of a measured disaggregated row, through the replica
-    model and the formulas of this module.
-
-    Decode: each of the row's decode replicas runs its ``decode_batch`` per attention group; the
-    time per token is that replica's step (no prefill charged). Prefill: each prefill replica takes
-    ``prefill_batch`` prompts per attention group at once, so the pool is ``workers x batch x dp``
-    servers of one pass's time. The benchmark is a closed loop of ``concurrency`` requests, so the
-    arrival rate is the concurrency over a request's cycle (its time to first token, then
-    ``osl - 1`` tokens): the time to first token is the fixed point of the ``disagg_ttft`` formula
-    with the M/D/c wait at that rate, found by bisection (the wait grows without end as the
-    prefill pool fills, so the root is bracketed). With ``arrivals="waves"`` (the default) the wait
-    is at least that of a wave of ``concurrency`` prompts arriving together (formula ``wave_wait``):
-    the benchmark starts its clients together, and with equal lengths they stay in step, so their
-    prompts arrive in waves, not one by one; ``arrivals="poisson"`` keeps the M/D/c wait alone.
-
-    Examples
-    --------
-    >>> rows, _ = measured_rows()
-    >>> p = predict_row(rows[0])
-    >>> p.ttft_ms > p.prefill_ms > 0 and p.tpot_ms > 0
-    True
-    """
-    if arrivals not in ("waves", "poisson"):
-        raise InputError(f"arrivals={arrivals!r}: use 'waves' (a closed loop in step) or 'poisson'.")
-    a = resolve(assumptions)
-    m, g = models[row.model], gpus[row.gpu]
-    lk = pool_link(g, link)
-    common = dict(prompt_tokens=row.isl, answer_tokens=row.osl, weight_bytes=row.weights, kv_bytes=row.kv)
-    k = row.prefill_batch * row.prefill_dp
-    pre = replica(
-        m, g, tensor_parallel=row.prefill_tp, data_parallel=row.prefill_dp,
-        expert_parallel=row.prefill_ep if row.prefill_ep > 1 else None, batch=k, assumptions=a, **common,
-    )  # fmt: skip
-    _need_fit(pre, "prefill", "the row's prefill layout")
-    a_dec = a.replace(count_prefill=False, prefill_interference=False)
-    dec = replica(
-        m, g, tensor_parallel=row.decode_tp, data_parallel=row.decode_dp,
-        expert_parallel=row.decode_ep if row.decode_ep > 1 else None,
-        batch=row.decode_batch * row.decode_dp, assumptions=a_dec, **common,
-    )  # fmt: skip
-    _need_fit(dec, "decode", "the row's decode layout")
-    t_pass = float(to(pre.batch_prefill.time, _S).m)
-    tpot = float(to(dec.tpot, _S).m)
-    handoff = to(kv_handoff(m, row.isl, link=lk, kv_lanes=_kv_lanes(pre, dec), kv_bytes=row.kv, assumptions=a), _S)
-    over_s = float(to(Q_(a.request_overhead_ms, _MS), _S).m)
-
-    def ttft_at(wait: float) -> float:
-        return _ttft_f(over_s, wait, t_pass, float(handoff.m))
-
-    c, n = row.prefill_workers * k, row.concurrency
-    rest = (row.osl - 1) * tpot  # the cycle after the first token
-    wave = _wave_f(n, c, t_pass) if arrivals == "waves" and n > c else 0.0
-
-    def wait(ttft: float) -> float:
-        rho = _rho_f(n / (ttft + rest), t_pass, c)
-        return math.inf if rho >= 1 else max(wave, _wait_f(rho, c, t_pass))
-
-    lo = ttft_at(0.0)
-    hi = lo + 2 * n * t_pass / c  # there the pool is at most half busy, and the wait is below t_pass / c
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if ttft_at(wait(mid)) > mid else (lo, mid)
-    ttft = hi
-    w = wait(ttft)
-    return RowPrediction(
-        row=row,
-        ttft_ms=ttft * 1e3,
-        tpot_ms=tpot * 1e3,
-        prefill_ms=t_pass * 1e3,
-        handoff_ms=float(handoff.m) * 1e3,
-        wait_ms=w * 1e3,
-        wave_ms=wave * 1e3,
-        utilisation=_rho_f(n / (ttft + rest), t_pass, c),
-        arrivals=arrivals,
-    )
-
-
-def _within_2x(factors: Sequence[float]) -> float:
-    return sum(1 for f in factors if 0.5 <= f <= 2) / len(factors)
-
-
-def measured_factors(
-    rows: Sequence[DisaggRow] | None = None,
-    *,
-    arrivals: str = "waves",
-    assumptions: Assumptions | str | None = None,
-) -> list[tuple[str, int, float, float, float, float]]:
-    """By GPU, then all rows: (GPU, rows, median predicted/measured time to first token, share of
-    those within 2x, the same two for the time per token). Rows whose layout does not fit are left
-    out (:func:`measured_rows` gives the rest).
-
-    Examples
-    --------
-    >>> table = measured_factors()
-    >>> table[-1][0], table[-1][1] > 100
-    ('all', True)
-    """
-    rows = measured_rows()[0] if rows is None else rows
-    preds = []
-    for r in rows:
-        try:
-            preds.append(predict_row(r, arrivals=arrivals, assumptions=assumptions))
-        except InputError:
-            continue
-    out = []
-    by_gpu: dict[str, list[RowPrediction]] = {}
-    for p in preds:
-        by_gpu.setdefault(p.row.gpu, []).append(p)
-    for name, ps in [*sorted(by_gpu.items()), ("all", preds)]:
-        ft, fp = [p.ttft_factor for p in ps], [p.tpot_factor for p in ps]
-        out.append(
-            (name, len(ps), statistics.median(ft), _within_2x(ft), statistics.median(fp), _within_2x(fp))
-        )  # fmt: skip
-    return out

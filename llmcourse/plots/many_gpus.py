@@ -8,13 +8,10 @@ The measured rows are Llama-3.1-70B's aggregated rows of ``llmcourse/data/aiconf
 
 from __future__ import annotations
 
-import csv
 import math
-import re
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 import pint
@@ -24,6 +21,7 @@ from llmcourse.catalog import gpus
 from llmcourse.plots import new_figure
 from llmcourse.replica.model import replica
 from llmcourse.units import Q_
+from llmcourse.validation.measured import aiconfigurator_records, silicon_concurrency
 
 __all__ = [
     "ENGINES",
@@ -61,8 +59,8 @@ class MeasuredRow:
 
 
 def _concurrency(row: dict[str, str]) -> int:
-    found = re.search(r"silicon_concurrency=(\d+)", row["silicon_data_source"])
-    return int(found.group(1)) if found else int(row["batch_size"]) * int(row["attention_dp_size"] or 1)
+    c = silicon_concurrency(row)
+    return c if c is not None else int(row["batch_size"]) * int(row["attention_dp_size"] or 1)
 
 
 def llama70_measured(concurrency: int | None = 4) -> list[MeasuredRow]:
@@ -75,9 +73,8 @@ def llama70_measured(concurrency: int | None = 4) -> list[MeasuredRow]:
     >>> len(rows), sorted({r.gpu for r in rows}), sorted({r.tensor_parallel for r in rows})
     (81, ['B200', 'H100 SXM', 'H200 SXM'], [1, 2, 4, 8])
     """
-    text = resources.files("llmcourse.data").joinpath("aiconfigurator-silicon.csv").read_text(encoding="utf-8")
     out = []
-    for r in csv.DictReader(text.splitlines()):
+    for r in aiconfigurator_records():
         if not r["model_path"].endswith(MODEL) or r["mode"] != "agg":
             continue
         if int(r["pp_size"] or 1) != 1 or int(r["attention_dp_size"] or 1) != 1:

@@ -3,14 +3,11 @@ closed forms, and sizing a fleet to percentiles."""
 
 from llmcourse.simulator.queueing import (
     LENGTH_CV,
-    MEASURED_SETUPS,
     PERCENTILES,
     ClosedForm,
-    LoopPoint,
     PercentileSizing,
     ServiceModel,
     SimResult,
-    against_measured,
     at_load,
     build_replica,
     closed_form,
@@ -24,14 +21,11 @@ from llmcourse.simulator.queueing import (
 
 __all__ = [
     "LENGTH_CV",
-    "MEASURED_SETUPS",
     "PERCENTILES",
     "ClosedForm",
-    "LoopPoint",
     "PercentileSizing",
     "ServiceModel",
     "SimResult",
-    "against_measured",
     "at_load",
     "build_replica",
     "closed_form",

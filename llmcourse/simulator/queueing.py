@@ -83,6 +83,8 @@ from llmcourse.replica.base import gpu_of, model_of
 from llmcourse.replica.memory import max_batch
 from llmcourse.replica.model import Replica, replica
 from llmcourse.replica.prefill import prefill
+from llmcourse.stats import percentile
+from llmcourse.stats import sorted_percentile as _percentile_sorted
 from llmcourse.units import (
     Q_,
     as_quantity,
@@ -98,14 +100,11 @@ from llmcourse.units import (
 
 __all__ = [
     "LENGTH_CV",
-    "MEASURED_SETUPS",
     "PERCENTILES",
     "ClosedForm",
-    "LoopPoint",
     "PercentileSizing",
     "ServiceModel",
     "SimResult",
-    "against_measured",
     "at_load",
     "build_replica",
     "closed_form",
@@ -154,43 +153,6 @@ class PercentileSizing:
     def label(self, metric: str) -> str:
         q = self.ttft_percentile if metric == "ttft" else self.tpot_percentile
         return f"p{q if q is not None else 99:g}"
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q``-th percentile of ``values`` by linear interpolation between the two nearest ranks
-    (numpy's default ``"linear"`` method): position ``(n - 1) * q / 100`` on the sorted values.
-
-    Examples
-    --------
-    >>> percentile([4, 1, 3, 2], 50), round(percentile([1, 2, 3, 4], 99), 12), percentile([7], 95)
-    (2.5, 3.97, 7.0)
-    """
-    q = plain_number(q, "q (the percentile)", allow_zero=True, at_most=100)
-    try:
-        xs = [_finite(x) for x in values]
-    except TypeError:
-        raise InputError(f"values must be a sequence of numbers; got {type(values).__name__}.") from None
-    if not xs:
-        raise InputError("the percentile of no values is undefined.")
-    return _percentile_sorted(sorted(xs), q)
-
-
-def _finite(x: Any) -> float:
-    """A finite number of any sign (refused otherwise, as the number helpers say)."""
-    if isinstance(x, float) and math.isfinite(x):
-        return x
-    if isinstance(x, int) and not isinstance(x, bool) and -(2**1000) < x < 0:
-        return float(x)
-    return plain_number(x, "values", allow_zero=True)
-
-
-def _percentile_sorted(xs: Sequence[float], q: float) -> float:
-    pos = q / 100 * (len(xs) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    a, b, t = float(xs[lo]), float(xs[hi]), pos - lo
-    # numpy's lerp: from the nearer end, so a percentile never leaves [a, b] by rounding
-    return a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)
 
 
 def _interp(x: float, xs: Sequence[float], ys: Sequence[float]) -> float:
@@ -1093,84 +1055,3 @@ def size_to_percentiles(
         seed=int(seed),
         chunk_tokens=chunk_tokens,
     )
-
-
-# --- the simulator against measured closed loops ------------------------------------------------------------------
-#: Setups of the measured file with time to first token and time per token at five or six concurrencies each:
-#: (model, GPU, engine, weights, tensor-parallel GPUs, prompt tokens, answer tokens). One per engine and GPU kind.
-MEASURED_SETUPS = (
-    ("Llama-3.1-70B", "H200 SXM", "vLLM", "fp8", 4, 8192, 1024),
-    ("Llama-3.1-70B", "H200 SXM", "TensorRT-LLM", "fp8", 8, 1024, 1024),
-    ("Llama-3.1-70B", "B200", "TensorRT-LLM", "fp8", 2, 8192, 1024),
-)
-#: The token budget per iteration the measured engines ran with (vLLM's ``max_num_batched_tokens`` and
-#: TensorRT-LLM's ``max_num_tokens``, both 8,192 in the measured configurations' defaults).
-MEASURED_CHUNK_TOKENS = 8_192
-
-
-@dataclass(frozen=True)
-class LoopPoint:
-    """One concurrency of a measured setup: measured, simulated (mean over the run) and the closed form's (ms)."""
-
-    concurrency: int
-    measured_ttft: float
-    simulated_ttft: float
-    closed_form_ttft: float
-    measured_tpot: float
-    simulated_tpot: float
-    model_tpot: float
-
-
-def against_measured(
-    setup: Sequence[Any], *, chunk_tokens: int | None = MEASURED_CHUNK_TOKENS, seed: int = 0
-) -> list[LoopPoint]:
-    """Simulate one measured setup (a row of :data:`MEASURED_SETUPS`) at each concurrency it was measured at, as
-    a closed loop of fixed lengths, beside the measured means and the closed forms of
-    :func:`llmcourse.validation.predict`.
-
-    Examples
-    --------
-    >>> pts = against_measured(MEASURED_SETUPS[0])
-    >>> [p.concurrency for p in pts]
-    [4, 8, 16, 32, 64]
-    """
-    from llmcourse.validation import predict, silicon  # lazily: the validation module reads the data files
-
-    model, gpu, engine, weights, tp, isl, osl = setup
-    rows = [
-        r
-        for r in silicon().rows
-        if (r.model, r.gpu, r.engine, r.weights, r.tp, r.isl, r.osl) == (model, gpu, engine, weights, tp, isl, osl)
-        and r.pp == r.attention_dp == r.ep == 1
-        and r.metric in ("ttft_ms", "tpot_ms")
-    ]
-    if not rows:
-        raise InputError(f"no measured closed-loop rows for {setup!r}: pick one of MEASURED_SETUPS.")
-    by: dict[int, dict[str, tuple[float, float]]] = {}
-    for r in rows:
-        by.setdefault(r.concurrency, {})[r.metric] = (r.value, predict(r).value)
-    svc = build_replica(
-        model, gpu, prompt_tokens=isl, answer_tokens=osl, n_gpus=tp, weight_bytes=weights, kv_bytes=rows[0].kv
-    )
-    out = []
-    for c in sorted(by):
-        if len(by[c]) < 2:
-            continue
-        run = simulate(
-            model,
-            gpu,
-            concurrency=c,
-            prompt_tokens=isl,
-            answer_tokens=osl,
-            requests=max(400, 10 * c),
-            prompt_cv=0,
-            answer_cv=0,
-            seed=seed,
-            chunk_tokens=chunk_tokens,
-            replica=svc,
-        )
-        (mt, ct), (mp, pp) = by[c]["ttft_ms"], by[c]["tpot_ms"]
-        sim_t = math.fsum(run.ttft_s) / len(run.ttft_s) * 1e3
-        sim_p = math.fsum(run.tpot_s) / len(run.tpot_s) * 1e3
-        out.append(LoopPoint(c, mt, sim_t, ct, mp, sim_p, pp))
-    return out

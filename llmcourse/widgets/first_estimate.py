@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from llmcourse.bands import band_for, shipped_bands
 from llmcourse.planner.serving import serving_plan
 from llmcourse.units import fmt
 from llmcourse.widgets import (
@@ -36,8 +37,6 @@ def _rows(
     ]
     if p.cost_per_million_output_tokens is not None:
         rows.append(("$ per million output tokens", f"{p.cost_per_million_output_tokens.m:.2f}"))
-    from llmcourse.validation import band_for, shipped_bands  # lazily (a heavier import)
-
     if method == shipped_bands()["method"]:  # the measured band of the course's time per token
         band = band_for("tpot_ms", model, gpu, 1 / p.tokens_per_s_per_user)
         rows.append(("time per token, 80% band", band.text("time per token")))

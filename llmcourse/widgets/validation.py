@@ -21,12 +21,11 @@ from llmcourse.validation import (
     REPLAN_EXAMPLE,
     Dataset,
     OwnBenchmark,
-    _own_fitted,
-    _own_replanned,
     dataset,
     error_stats,
     predict,
 )
+from llmcourse.validation.own import own_fitted, own_replanned
 from llmcourse.widgets import Calculator, float_slider, int_box
 
 __all__ = ["EXAMPLE_ROWS", "calibration_calculator", "own_benchmark_calculator"]
@@ -117,12 +116,12 @@ c0:tpot,H200 SXM,2,Llama-3.1-70B,fp8,bf16,vLLM,1024,1024,concurrency,0,tpot_ms,1
 def _fitted(text: str) -> tuple:
     """The pasted rows read, predicted and refitted (:func:`llmcourse.validation.own_benchmark` before its
     brief): they depend on the text alone, so a change of the brief's controls only re-plans."""
-    return _own_fitted(text, True, None, {})
+    return own_fitted(text, True, None, {})
 
 
 def _own(text: str, requests_per_second: int, ttft_ms: int, tpot_ms: int) -> OwnBenchmark:
     brief = Brief(requests_per_second, 1, 1, Q_(ttft_ms, _MS), Q_(tpot_ms, _MS))  # lengths: the setup's
-    return _own_replanned(_fitted(text), brief)  # own_benchmark(text, bounded=True, brief=brief)
+    return own_replanned(_fitted(text), brief)  # own_benchmark(text, bounded=True, brief=brief)
 
 
 def own_benchmark_calculator(text: str = EXAMPLE_ROWS) -> Calculator:

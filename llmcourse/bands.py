@@ -1,0 +1,282 @@
+"""The bands on the course's answers: the table of 80% bands shipped in ``llmcourse/data/bands.json``, read.
+
+A band says how far measured serving results landed from the one replica model's predictions, over a family of
+setups like the one asked about (chapter *How good is the estimate?*, ``book/12_validation.md``).
+:func:`llmcourse.validation.band_table` writes the table from the held-out evidence (``scripts/make_bands.py``);
+this module only reads it (:func:`shipped_bands`, :func:`band_for`), so that a plan (:func:`plan_bands`, what
+``Plan.rows()`` shows) and the first-estimate calculator draw a band without importing the validation package.
+
+It also holds what the table and the validation share: the metrics and their units, the table's constants, and
+the families rows are grouped by (a GPU's generation, a model's architecture, the concurrency and replica-size
+bands).
+
+Standard library only (with the catalog and the units): it runs in the live book.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from llmcourse.catalog import gpus, models
+from llmcourse.errors import InputError
+from llmcourse.units import Q_, as_quantity, parsed_unit, plain_number, to
+
+__all__ = [
+    "BANDS_FILE",
+    "BAND_METRICS",
+    "BAND_PERCENTILES",
+    "BAND_WHICH",
+    "GENERATIONS",
+    "METRICS",
+    "METRIC_NAMES",
+    "MIN_BAND_ROWS",
+    "MIN_MODEL_BAND_ROWS",
+    "Band",
+    "architecture",
+    "band_for",
+    "concurrency_band",
+    "gpu_generation",
+    "gpus_band",
+    "in_reading_order",
+    "model_key",
+    "plan_bands",
+    "shipped_bands",
+]
+
+
+#: The metrics a row may report, and their units.
+METRICS = {"output_tokens_per_s": "1/s", "itl_ms": "ms", "ttft_ms": "ms", "tpot_ms": "ms"}
+#: What each metric is, in words.
+METRIC_NAMES = {
+    "output_tokens_per_s": "output tokens per second",
+    "itl_ms": "inter-token latency",
+    "ttft_ms": "time to first token",
+    "tpot_ms": "time per output token",
+}
+
+#: The predictions the shipped bands come from: each model's rows predicted with the parameters fitted
+#: without that model (leave one model out), so that a band says how far a model not yet measured lands.
+BAND_WHICH = "held_out_model"
+#: The metrics bands are drawn for (those of the closed-loop rows), and the band's percentiles.
+BAND_METRICS = ("tpot_ms", "ttft_ms")
+BAND_PERCENTILES = (10, 90)
+#: The shipped table of bands, in ``llmcourse/data`` (written by ``scripts/make_bands.py``).
+BANDS_FILE = "bands.json"
+
+#: Fewest held-out rows a band is drawn from; a family with fewer is widened (see
+#: :meth:`llmcourse.validation.Evidence.band`).
+MIN_BAND_ROWS = 30
+#: Fewest rows a measured model's own band is drawn from: fewer than a kind of model needs, because a model's own
+#: rows are more like a setup of it than any kind's; at 20 the 10th and 90th percentiles still lie between its
+#: 2nd and 3rd, and its 18th and 19th, rows.
+MIN_MODEL_BAND_ROWS = 20
+
+#: A GPU's generation, for the family tables (a GPU not listed is its own family).
+GENERATIONS = {
+    "H100 SXM": "Hopper", "H100 PCIe": "Hopper", "H200 SXM": "Hopper", "B200": "Blackwell", "GB200": "Blackwell",
+    "B300": "Blackwell Ultra", "GB300": "Blackwell Ultra", "A100 SXM 80GB": "Ampere", "A100 SXM 40GB": "Ampere",
+    "A10G": "Ampere", "L4": "Ada", "L40S": "Ada", "RTX 4090": "Ada", "MI300X": "CDNA 3", "MI325X": "CDNA 3",
+}  # fmt: skip
+#: The concurrency families: the most requests in flight of each, and its label (above the last: ``"257+"``).
+_BANDS = ((4, "1-4"), (16, "5-16"), (64, "17-64"), (256, "65-256"))
+
+
+@dataclass(frozen=True)
+class Band:
+    """An 80% band around a predicted value from the held-out errors of a family of measured rows."""
+
+    value: float
+    low: float
+    high: float
+    n: int
+    family: str
+    unit: str = ""
+
+    def text(self, what: str = "prediction") -> str:
+        """One line: the value, then the band and the family it comes from.
+
+        Examples
+        --------
+        >>> Band(21.2, 17.04, 27.4, 212, "time per output token, dense models, Hopper GPUs", "ms").text("time per token")
+        'time per token 21 ms; 80% of 212 measured setups like this one were between 17 and 27 ms (family: time per output token, dense models, Hopper GPUs)'
+        """
+        u = f" {self.unit}" if self.unit else ""
+        return (
+            f"{what} {_figure(self.value)}{u}; 80% of {self.n:,} measured setups like this one were between "
+            f"{_figure(self.low)} and {_figure(self.high)}{u} (family: {self.family})"
+        )
+
+
+def _figure(x: float) -> str:
+    """A figure as a reader reads it: whole numbers from 10 up (with thousands separators), else two
+    significant digits, never an exponent.
+
+    Examples
+    --------
+    >>> _figure(21.2), _figure(1234.5), _figure(8.46), _figure(0.0123)
+    ('21', '1,234', '8.5', '0.012')
+    """
+    x = float(x)
+    if not math.isfinite(x) or x == 0 or abs(x) >= 10:
+        return f"{x:,.0f}"
+    return f"{x:,.{max(0, 1 - math.floor(math.log10(abs(x))))}f}"
+
+
+def gpu_generation(gpu: Any) -> str:
+    """A GPU's generation, the family the bands and tables use (a GPU not in :data:`GENERATIONS` is
+    its own family).
+
+    Examples
+    --------
+    >>> gpu_generation("H200"), gpu_generation("B300"), gpu_generation("A10G")
+    ('Hopper', 'Blackwell Ultra', 'Ampere')
+    """
+    name = gpus[getattr(gpu, "name", gpu)].name
+    return GENERATIONS.get(name, name)
+
+
+def architecture(model: Any) -> str:
+    """``"MoE"`` for a mixture-of-experts model, else ``"dense"``.
+
+    Examples
+    --------
+    >>> architecture("Llama-3.1-8B"), architecture("DeepSeek-V3")
+    ('dense', 'MoE')
+    """
+    return "MoE" if models[getattr(model, "name", model)].is_moe else "dense"
+
+
+def concurrency_band(concurrency: int | None) -> str:
+    """The concurrency family of a row: ``"1-4"``, ``"5-16"``, ``"17-64"``, ``"65-256"`` or ``"257+"``."""
+    if concurrency is None:
+        return "n/a"
+    return next((label for top, label in _BANDS if concurrency <= top), "257+")
+
+
+def gpus_band(n_gpus: int) -> str:
+    """The replica-size family of a row: ``"1 GPU"``, ``"2 GPUs"``, ``"4 GPUs"``, ``"8 GPUs"`` or ``"9+ GPUs"``.
+
+    Examples
+    --------
+    >>> gpus_band(1), gpus_band(4), gpus_band(16)
+    ('1 GPU', '4 GPUs', '9+ GPUs')
+    """
+    if n_gpus == 1:
+        return "1 GPU"
+    return f"{n_gpus} GPUs" if n_gpus in (2, 4, 8) else ("9+ GPUs" if n_gpus > 8 else f"{n_gpus} GPUs")
+
+
+def in_reading_order(facet: str, values: Iterable[str]) -> list[str]:
+    """A facet's values in reading order: concurrency bands from the lowest, anything else sorted."""
+    if facet == "concurrency_band":
+        order = [b for _, b in _BANDS] + ["257+", "n/a"]
+        return sorted(values, key=lambda v: order.index(v) if v in order else len(order))
+    return sorted(values)
+
+
+def model_key(metric: str, model: str, generation: str | None = None) -> str:
+    """The key of a model's own family in the table of bands: ``"tpot_ms/model=GLM-5"``, and with a GPU
+    generation ``"tpot_ms/model=GLM-5/Hopper"``."""
+    return f"{metric}/model={model}" + (f"/{generation}" if generation else "")
+
+
+_SHIPPED_BANDS: dict[str, Any] | None = None
+
+
+def shipped_bands() -> dict[str, Any]:
+    """The table of bands shipped in ``llmcourse/data/bands.json`` (read once)."""
+    global _SHIPPED_BANDS
+    if _SHIPPED_BANDS is None:
+        try:
+            text = resources.files("llmcourse.data").joinpath(BANDS_FILE).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(f"llmcourse/data/{BANDS_FILE} is missing: run scripts/make_bands.py.") from None
+        _SHIPPED_BANDS = json.loads(text)
+    return _SHIPPED_BANDS
+
+
+def band_for(metric: str, model: Any, gpu: Any, value: Any = 1.0, *, table: dict[str, Any] | None = None) -> Band:
+    """An 80% band around a prediction of ``metric`` (``"tpot_ms"`` or ``"ttft_ms"``) for a model on a
+    GPU, from the shipped table (:func:`shipped_bands`, or ``table``): the first family the table has, of
+    the metric and, in turn, the model itself on the GPU's generation; the model on every GPU it was
+    measured on, if those include the GPU's generation; the model's architecture on the GPU's generation;
+    the architecture on any GPU; the metric alone. A measured model's own rows come first: how far the
+    replica model misses one model (say, an attention it has no term for) is not how far it misses the
+    average of its architecture. But a model's rows from other generations say less about this one than
+    its architecture's rows from this one do, so they are used only where the model was measured here too.
+    ``value`` is the prediction, in ms or as a time quantity (1 by default: the band is then the ratios).
+    Standard library only (it runs in the live book).
+
+    Examples
+    --------
+    >>> b = band_for("tpot_ms", "Llama-3.1-70B", "H100 SXM", 20.0)
+    >>> b.family, b.low < 20.0 < b.high, b.n > 100
+    ('time per output token, Llama-3.1-70B, Hopper GPUs', True, True)
+    >>> band_for("tpot_ms", "Llama-3.1-8B", "B200").family
+    'time per output token, dense models, Blackwell GPUs; Llama-3.1-8B measured on Hopper GPUs only'
+    >>> band_for("tpot_ms", "Mixtral-8x7B", "H100 SXM").family
+    'time per output token, MoE models, Hopper GPUs; Mixtral-8x7B not measured'
+    """
+    t = shipped_bands() if table is None else table
+    if metric not in BAND_METRICS:
+        raise InputError(f"metric {metric!r}: bands are drawn for {', '.join(BAND_METRICS)}.")
+    arch, gen = architecture(model), gpu_generation(gpu)
+    unit = METRICS[metric]
+    if type(value) is Q_ and value._units == parsed_unit(unit)[0]._units:  # in the metric's unit already
+        value = float(value._magnitude)  # what the conversion below gives: the magnitude itself
+    elif hasattr(value, "to") and hasattr(value, "magnitude"):
+        value = float(to(as_quantity(value, "s", "value"), unit).magnitude)  # to(): the unit parsed once
+    v = plain_number(value, "value")
+    name, fams, few = METRIC_NAMES[metric], t["families"], t["min_rows"]
+    label, who = f"{name}, {arch} models", models[getattr(model, "name", model)].name
+    seen = t.get("measured", {}).get(metric, {}).get(who)
+    gens = seen["generations"] if seen else []
+    on = ", ".join(gens[:-1]) + (" and " if len(gens) > 1 else "") + (gens[-1] if gens else "")
+    own = f"{name}, {who}, {on} GPUs (fewer than {t.get('min_model_rows', few)} measured {gen} rows)"
+    if seen is None:
+        why = f"; {who} not measured"
+    elif gen not in gens:
+        why = f"; {who} measured on {on} GPUs only"
+    else:
+        why = f"; only {seen['n']} measured rows of {who}"
+    for key, text in (
+        (model_key(metric, who, gen), f"{name}, {who}, {gen} GPUs"),
+        (model_key(metric, who) if gen in gens else None, own),
+        (f"{metric}/{arch}/{gen}", f"{label}, {gen} GPUs{why}"),
+        (f"{metric}/{arch}", f"{label}, all GPUs (fewer than {few} measured {gen} rows){why}"),
+        (metric, f"{name}, all models and GPUs (fewer than {few} measured {arch} rows){why}"),
+    ):
+        if key in fams:
+            f = fams[key]
+            return Band(v, v * f["low"], v * f["high"], int(f["n"]), text, unit)
+    raise InputError(f"the table of bands has no family of {metric}: run scripts/make_bands.py.")
+
+
+def plan_bands(plan: Any) -> list[tuple[str, str]]:
+    """The band rows of a :class:`~llmcourse.planner.Plan` (what ``Plan.rows()`` shows): the time per
+    output token and the time to first token, each with the 80% band of its family (:func:`band_for`);
+    none for a plan that does not fit or that was made under another method than the bands'.
+
+    Examples
+    --------
+    >>> from llmcourse.planner import Brief, plan
+    >>> p = plan("Llama-3.1-8B", "H100 SXM", Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms")))
+    >>> [k for k, _ in plan_bands(p)]
+    ['time per token, 80% band', 'first token, 80% band']
+    >>> plan_bands(plan("Llama-3.1-8B", "H100 SXM", Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms")), assumptions="planner"))
+    []
+    """
+    if not plan.fits or plan.replica is None or plan.replica.assumptions.name != shipped_bands()["method"]:
+        return []
+    out = []
+    for metric, value, label, what in (
+        ("tpot_ms", plan.tpot, "time per token, 80% band", "time per token"),
+        ("ttft_ms", plan.ttft, "first token, 80% band", "time to first token"),
+    ):
+        out.append((label, band_for(metric, plan.model, plan.gpu, value).text(what)))
+    return out

@@ -1,0 +1,723 @@
+"""The measured rows: the published tables shipped with the package, and the readers of measured files.
+
+* :func:`measurements` - the rows of ``llmcourse/data/measurements.csv``, each with its source.
+* :func:`load_measurements`, :func:`parse_measurements` - a measured file, or text, in any of :data:`FORMATS` (the
+  course's CSV, aiconfigurator's silicon CSV, the JSON of ``vllm bench serve``): the rows the course can express
+  and, row by row, why not the others (:class:`Loaded`, :class:`Skipped`); :func:`silicon` - the aiconfigurator
+  rows shipped with the package; :func:`course_csv` writes rows back in the course's format.
+* :func:`layout_gap` - whether the one replica model can express a row's parallel layout yet.
+* the cell readers (:func:`cell`, :func:`number`, :func:`whole`, :func:`model_name`, :func:`gpu_name`,
+  :func:`context_gap`, :func:`aic_weights`, :func:`aic_kv`, :func:`first_of`) raise :class:`RowError` with the
+  reason a row cannot be expressed. The disaggregated rows of :func:`llmcourse.validation.disagg.measured_rows` are read by
+  the same ones, from the one reader of the shipped aiconfigurator file (:func:`aiconfigurator_records`,
+  :func:`silicon_concurrency`).
+
+The data file keeps every column of the published table (``id``, ``source``, ``gpu``, ``n_gpus``,
+``tp``, ``model``, ``weights``, ``kv``, ``engine``, ``isl``, ``osl``, ``load``, ``metric``, ``value``,
+``unit``, ``notes``) with each source written out in full, and adds ``load_kind``
+(``offline_max``; ``online_unbounded`` for "QPS INF"; ``online_rate`` for a fixed rate) and
+``request_rate_per_s``. Rows T25 and T26 are the times to first token given in the notes of
+T17 and T19 (same runs). GPU and model names resolve in the catalog ("H200", "Mistral-7B" and
+"Llama-3.3-70B" are aliases).
+
+Examples
+--------
+>>> rows = measurements()
+>>> len(rows), rows[0].id, rows[0].model
+(26, 'T1', 'Llama-3.1-8B')
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import inspect
+import json
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from llmcourse.bands import METRICS
+from llmcourse.catalog import gpus, models
+from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.replica.model import replica
+
+#: How a row loaded the replica: the largest batch (offline, or online with no rate limit), a fixed
+#: request rate, or a closed loop of ``concurrency`` requests in flight (a benchmark's concurrency).
+LOAD_KINDS = ("offline_max", "online_unbounded", "online_rate", "concurrency")
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One published measurement (a row of ``measurements.csv``)."""
+
+    id: str
+    source: str
+    gpu: str
+    n_gpus: int
+    tp: int
+    model: str
+    weights: str
+    kv: str
+    engine: str
+    isl: int
+    osl: int
+    load: str
+    load_kind: str
+    metric: str
+    value: float
+    unit: str
+    notes: str = ""
+    concurrency: int | None = None
+    pp: int = 1
+    attention_dp: int = 1
+    ep: int = 1
+
+    def __post_init__(self) -> None:
+        if self.metric not in METRICS:
+            raise InputError(f"row {self.id}: metric {self.metric!r} unknown; use one of {', '.join(METRICS)}.")
+        if self.load_kind not in LOAD_KINDS:
+            raise InputError(
+                f"row {self.id}: load_kind {self.load_kind!r} unknown; use one of {', '.join(LOAD_KINDS)}."
+            )
+        for name in ("tp", "pp", "attention_dp", "ep"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise InputError(f"row {self.id}: {name} must be a whole number of at least 1; got {v!r}.")
+        if self.n_gpus != self.tp * self.pp * self.attention_dp:
+            raise InputError(
+                f"row {self.id}: n_gpus ({self.n_gpus}) must equal tp x pp x attention_dp "
+                f"({self.tp} x {self.pp} x {self.attention_dp}) (one replica per row)."
+            )
+        if self.load_kind == "concurrency":
+            c = self.concurrency
+            if isinstance(c, bool) or not isinstance(c, int) or c < 1:
+                raise InputError(
+                    f"row {self.id}: a closed-loop row needs a concurrency of at least 1 request in flight; got {c!r}."
+                )
+
+
+def measurements() -> list[Measurement]:
+    """The published measurements shipped with the package, in file order."""
+    text = resources.files("llmcourse.data").joinpath("measurements.csv").read_text(encoding="utf-8")
+    out = []
+    for r in csv.DictReader(text.splitlines()):
+        out.append(
+            Measurement(
+                id=r["id"],
+                source=r["source"],
+                gpu=r["gpu"],
+                n_gpus=int(r["n_gpus"]),
+                tp=int(r["tp"]),
+                model=r["model"],
+                weights=r["weights"],
+                kv=r["kv"],
+                engine=r["engine"],
+                isl=int(r["isl"]),
+                osl=int(r["osl"]),
+                load=r["load"],
+                load_kind=r["load_kind"],
+                metric=r["metric"],
+                value=float(r["value"]),
+                unit=r["unit"],
+                notes=r["notes"],
+            )
+        )
+    return out
+
+
+# --- parallel layouts beyond tensor parallelism -------------------------------------------------
+#: The keyword of :func:`llmcourse.replica.model.replica` each parallel layout of a row needs.
+LAYOUT_KEYWORDS = {"pp": "pipeline_parallel", "ep": "expert_parallel", "attention_dp": "data_parallel"}
+#: The layouts predictions pass to :func:`~llmcourse.replica.model.replica` (the others' rows are skipped
+#: with :data:`LAYOUT_REASON`); switch one on here once ``replica()`` has its keyword.
+ENABLED_LAYOUTS: frozenset[str] = frozenset({"pp", "ep", "attention_dp"})
+LAYOUT_REASON = "needs pipeline/expert/attention-data parallelism"
+
+
+@functools.cache
+def _replica_keywords() -> frozenset[str]:
+    return frozenset(inspect.signature(replica).parameters)  # read once: inspect is slow, the signature fixed
+
+
+def layout_gap(row: Measurement) -> str | None:
+    """Why the one replica model cannot express a row's parallel layout yet (``None`` if it can): a
+    pipeline, expert or attention-data parallel size above 1 whose layout is not switched on in
+    :data:`ENABLED_LAYOUTS`, or whose keyword :func:`~llmcourse.replica.model.replica` lacks.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> r = measurements()[0]
+    >>> layout_gap(r) is None, layout_gap(dataclasses.replace(r, ep=8))
+    (True, None)
+    """
+    need = [k for k in LAYOUT_KEYWORDS if getattr(row, k) > 1]
+    have = _replica_keywords()
+    missing = [k for k in need if k not in ENABLED_LAYOUTS or LAYOUT_KEYWORDS[k] not in have]
+    if not missing:
+        return None
+    return f"{LAYOUT_REASON} ({', '.join(f'{k}={getattr(row, k)}' for k in need)})"
+
+
+def layout_keywords(row: Measurement) -> dict[str, int]:
+    """The keywords of :func:`~llmcourse.replica.model.replica` for a row's enabled layouts beyond tensor parallelism."""
+    return {LAYOUT_KEYWORDS[k]: getattr(row, k) for k in sorted(ENABLED_LAYOUTS) if getattr(row, k) > 1}
+
+
+# --- reading measured files -----------------------------------------------------------------------
+#: The formats :func:`load_measurements` reads, for its messages.
+FORMATS = {
+    "course": "the course's CSV (the columns of llmcourse/data/measurements.csv: id, gpu, tp, model, weights, kv, "
+    "engine, isl, osl, load_kind, metric, value; and concurrency, pp, attention_dp, ep for a closed loop)",
+    "aiconfigurator": "aiconfigurator's silicon CSV (model_path, system, backend, isl, osl, tp_size, ..., "
+    "silicon_ttft_ms, silicon_tpot_ms)",
+    "vllm": "the JSON of `vllm bench serve --save-result` (one result, a list of them, or one per line)",
+}
+DISAGGREGATED_REASON = (
+    "disaggregated: separate prefill and decode pools, predicted by llmcourse.planner.disagg (chapter Disaggregated serving) "
+    "where the row gives both pools' workers and batches"
+)
+#: Models whose attention the planner has no term for, with the reason; ``max_context`` (if given)
+#: is the longest context at which the catalog's row is still exact (GLM-5's sparse attention picks
+#: 2,048 past tokens, so it attends to all of them up to there).
+ARCHITECTURE_GAPS: dict[str, tuple[str, int | None]] = {
+    "Qwen3.5-397B-A17B": (
+        "hybrid linear attention (45 of 60 layers are Gated DeltaNet, a fixed recurrent state per sequence): "
+        "the planner has no term for it",
+        None,
+    ),
+    "GLM-5": (
+        "DeepSeek sparse attention (each query attends to 2,048 selected past tokens) at a context above 2,048 "
+        "tokens: the planner has no term for it",
+        2_048,
+    ),
+}
+#: aiconfigurator's quantization modes as the course's precisions.
+_QUANT = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4", "int4_wo": "int4", "bf16": "bf16", "fp16": "fp16"}
+_PRECISION = {"fp8": "fp8", "fp4": "fp4", "int4": "int4", "bf16": "bf16", "fp16": "fp16", "int8": "int8"}
+_ENGINES = {"trtllm": "TensorRT-LLM", "tensorrt-llm": "TensorRT-LLM", "sglang": "SGLang", "vllm": "vLLM"}
+_COURSE_REQUIRED = ("id", "gpu", "tp", "model", "weights", "kv", "engine", "isl", "osl", "load_kind", "metric", "value")
+_AIC_REQUIRED = (
+    "id", "backend", "model_path", "system", "mode", "isl", "osl", "tp_size", "pp_size", "attention_dp_size",
+    "moe_ep_size", "silicon_ttft_ms", "silicon_tpot_ms",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A row of a measured file that the course cannot express, with where it is and why."""
+
+    line: int
+    id: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"row {self.line}" + (f" ({self.id})" if self.id else "") + f": {self.reason}"
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """What :func:`load_measurements` read: the rows it can express and, separately, those it cannot."""
+
+    format: str
+    rows: tuple[Measurement, ...]
+    skipped: tuple[Skipped, ...]
+    source: str = ""
+
+    def reasons(self) -> dict[str, int]:
+        """How many rows were skipped for each reason (the text before any parenthesis or colon detail)."""
+        out: dict[str, int] = {}
+        for sk in self.skipped:
+            key = sk.reason.split(" (")[0] if sk.reason.startswith(LAYOUT_REASON) else sk.reason
+            if sk.reason.startswith(REPEAT_REASON.split(" row ")[0]):
+                key = REPEAT_REASON.replace("row {line} ({id})", "an earlier row")
+            out[key] = out.get(key, 0) + 1
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+    def report(self) -> str:
+        """One line per skipped row, after a count of what was read."""
+        head = f"{self.source or 'input'} ({FORMATS[self.format].split(' (')[0]}): {len(self.rows)} measurements read"
+        return "\n".join([head + f", {len(self.skipped)} rows skipped", *map(str, self.skipped)])
+
+
+class RowError(Exception):
+    """A reason a row cannot be expressed (caught per row, by the readers here and by
+    :func:`llmcourse.validation.disagg.measured_rows`; never reaches the caller)."""
+
+
+def cell(r: dict[str, Any], col: str) -> str:
+    if col not in r or r[col] is None:
+        raise RowError(f"missing column {col!r}")
+    text = str(r[col]).strip()
+    if not text:
+        raise RowError(f"column {col!r} is empty")
+    return text
+
+
+def number(r: dict[str, Any], col: str) -> float:
+    text = cell(r, col)
+    try:
+        x = float(text)
+    except ValueError:
+        raise RowError(f"column {col!r}: {text!r} is not a number") from None
+    if not math.isfinite(x) or x <= 0:
+        raise RowError(f"column {col!r} must be a number above zero; got {text}")
+    return x
+
+
+def whole(r: dict[str, Any], col: str, default: int | None = None) -> int:
+    if default is not None and (col not in r or r[col] is None or not str(r[col]).strip()):
+        return default
+    text = cell(r, col)
+    try:
+        x = float(text)
+    except ValueError:
+        raise RowError(f"column {col!r}: {text!r} is not a whole number") from None
+    if x != int(x):
+        raise RowError(f"column {col!r}: {text!r} is not a whole number")
+    if x < 1:
+        what = "requests in flight" if "concurrency" in col or col == "batch_size" else "a size"
+        raise RowError(f"column {col!r} must be at least 1 ({what}); got {text}")
+    return int(x)
+
+
+def model_name(text: str) -> str:
+    """A catalog model name from a file's model field (a Hugging Face id such as
+    ``nvidia/DeepSeek-R1-NVFP4``: the organisation and a quantization suffix dropped)."""
+    name = text.strip().rstrip("/").split("/")[-1]
+    for suffix in ("-NVFP4", "-FP8", "-FP4", "-AWQ", "-GPTQ", "-INT4"):
+        if name.upper().endswith(suffix):
+            name = name[: -len(suffix)]
+    if name in ARCHITECTURE_GAPS and ARCHITECTURE_GAPS[name][1] is None:
+        raise RowError(f"{name}: {ARCHITECTURE_GAPS[name][0]}")
+    try:
+        return models[name].name
+    except UnknownNameError as exc:
+        raise RowError(str(exc).split(" Known:")[0]) from None
+
+
+def gpu_name(text: str) -> str:
+    try:
+        return gpus[text.strip()].name
+    except UnknownNameError as exc:
+        raise RowError(str(exc).split(" Known:")[0]) from None
+
+
+def _precision(text: str, col: str) -> str:
+    key = text.strip().lower()
+    if key in _QUANT:
+        return _QUANT[key]
+    if key in _PRECISION:
+        return _PRECISION[key]
+    raise RowError(f"column {col!r}: precision {text!r} unknown; use one of {', '.join(sorted(_PRECISION))}")
+
+
+def context_gap(model: str, isl: int, osl: int) -> None:
+    gap = ARCHITECTURE_GAPS.get(model)
+    if gap is not None and gap[1] is not None and isl + osl > gap[1]:
+        raise RowError(f"{model}: {gap[0]}")
+
+
+def engine_name(text: str, version: str = "") -> str:
+    name = _ENGINES.get(text.strip().lower(), text.strip())
+    return f"{name} {version.strip()}".strip()
+
+
+def _read_course(records: list[dict[str, str]]) -> tuple[list[Measurement], list[Skipped]]:
+    rows, skipped = [], []
+    for k, r in enumerate(records):
+        line, rid = k + 2, (r.get("id") or "").strip()
+        try:
+            for col in _COURSE_REQUIRED:
+                cell(r, col)
+            metric, kind = cell(r, "metric"), cell(r, "load_kind")
+            if metric not in METRICS:
+                raise RowError(f"metric {metric!r} unknown; use one of {', '.join(METRICS)}")
+            if kind not in LOAD_KINDS:
+                raise RowError(f"load_kind {kind!r} unknown; use one of {', '.join(LOAD_KINDS)}")
+            model, gpu = model_name(cell(r, "model")), gpu_name(cell(r, "gpu"))
+            tp, pp = whole(r, "tp"), whole(r, "pp", 1)
+            dp, ep = whole(r, "attention_dp", 1), whole(r, "ep", 1)
+            isl, osl = whole(r, "isl"), whole(r, "osl")
+            context_gap(model, isl, osl)
+            conc = whole(r, "concurrency") if kind == "concurrency" else None
+            m = Measurement(
+                id=rid,
+                source=(r.get("source") or "").strip(),
+                gpu=gpu,
+                n_gpus=whole(r, "n_gpus", tp * pp * dp),
+                tp=tp,
+                model=model,
+                weights=_precision(cell(r, "weights"), "weights"),
+                kv=_precision(cell(r, "kv"), "kv"),
+                engine=cell(r, "engine"),
+                isl=isl,
+                osl=osl,
+                load=(r.get("load") or "").strip(),
+                load_kind=kind,
+                metric=metric,
+                value=number(r, "value"),
+                unit=(r.get("unit") or "").strip() or METRICS[metric],
+                notes=(r.get("notes") or "").strip(),
+                concurrency=conc,
+                pp=pp,
+                attention_dp=dp,
+                ep=ep,
+            )
+            gap = layout_gap(m)
+            if gap is not None:
+                raise RowError(gap)
+            rows.append(m)
+        except (RowError, InputError) as exc:
+            skipped.append(Skipped(line, rid, str(exc).removeprefix(f"row {rid}: ")))
+    return rows, skipped
+
+
+_CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
+
+
+def silicon_concurrency(record: dict[str, Any]) -> int | None:
+    """The requests in flight an aiconfigurator row was measured at: the ``silicon_concurrency=N`` of its
+    ``silicon_data_source`` (None where that does not say it; the readers then take the batch).
+
+    Examples
+    --------
+    >>> silicon_concurrency({"silicon_data_source": "... silicon_concurrency=64"}), silicon_concurrency({})
+    (64, None)
+    """
+    found = _CONCURRENCY.search(record.get("silicon_data_source") or "")
+    return int(found.group(1)) if found else None
+
+
+def aic_weights(r: dict[str, str], model: str) -> tuple[str, str]:
+    """(weights, note) of an aiconfigurator row: the GEMM quantization (the experts' for a MoE model,
+    whose weights are mostly experts), else the precision column, else the checkpoint's own."""
+    moe = models[model].is_moe
+    for col in ("moe_quant_mode", "gemm_quant_mode") if moe else ("gemm_quant_mode",):
+        if (r.get(col) or "").strip():
+            return _precision(r[col], col), ""
+    if (r.get("precision") or "").strip():
+        return _precision(r["precision"], "precision"), ""
+    own = models[model].weight_dtype
+    return own, f"precision not given: the checkpoint's own ({own})"
+
+
+def aic_kv(engine_key: str, weights: str) -> str:
+    """The KV-cache precision the course assumes for an aiconfigurator row (the file does not give one):
+    FP8 where TensorRT-LLM runs FP8 or FP4 weights, else BF16.
+    ``engine_key`` is the row's ``backend`` in lower case. Shared by the aggregated rows here and the
+    disaggregated rows of :func:`llmcourse.validation.disagg.measured_rows`."""
+    return "fp8" if engine_key == "trtllm" and weights in ("fp8", "fp4") else "bf16"
+
+
+#: The reason a row repeats an earlier one (aiconfigurator's file publishes some runs twice, under two ids).
+REPEAT_REASON = "the same measurement as row {line} ({id}): the same setup and the same times, published more than once"
+
+
+def first_of(seen: dict[Any, tuple[int, str]], same: Any, line: int, rid: str) -> None:
+    """Record row ``line`` (id ``rid``) as the first with ``same`` (its setup and times), or raise the
+    :data:`REPEAT_REASON` naming the row that had them first (shared by the aggregated and disaggregated readers)."""
+    if same in seen:
+        first, first_id = seen[same]
+        raise RowError(REPEAT_REASON.format(line=first, id=first_id))
+    seen[same] = (line, rid)
+
+
+def _read_aiconfigurator(records: list[dict[str, str]], kv: str | None) -> tuple[list[Measurement], list[Skipped]]:
+    rows, skipped = [], []
+    seen: dict[tuple, tuple[int, str]] = {}  # a row's setup and times -> the first row that had them
+    for k, r in enumerate(records):
+        line, rid = k + 2, (r.get("id") or "").strip()
+        try:
+            for col in _AIC_REQUIRED:
+                if col not in r:
+                    raise RowError(f"missing column {col!r}")
+            if cell(r, "mode") == "disagg":
+                raise RowError(DISAGGREGATED_REASON)
+            model, gpu = model_name(cell(r, "model_path")), gpu_name(cell(r, "system"))
+            isl, osl = whole(r, "isl"), whole(r, "osl")
+            context_gap(model, isl, osl)
+            tp, pp, dp = whole(r, "tp_size"), whole(r, "pp_size", 1), whole(r, "attention_dp_size", 1)
+            ep = 1
+            if models[model].is_moe and (r.get("moe_ep_size") or "").strip() not in ("", "0"):
+                ep = whole(r, "moe_ep_size")
+            found = _CONCURRENCY.search(r.get("silicon_data_source") or "")
+            if found:
+                conc = int(found.group(1))
+                if conc < 1:
+                    raise RowError(f"silicon_concurrency must be at least 1 request in flight; got {conc}")
+            else:
+                conc = whole(r, "batch_size") * dp
+            weights, note = aic_weights(r, model)
+            engine_key = cell(r, "backend").lower()
+            kv_ = kv or aic_kv(engine_key, weights)
+            values = {"ttft_ms": number(r, "silicon_ttft_ms"), "tpot_ms": number(r, "silicon_tpot_ms")}
+            base = dict(
+                source=f"ai-dynamo/aiconfigurator silicon_sample.csv @095f58a: {rid}",
+                gpu=gpu,
+                n_gpus=tp * pp * dp,
+                tp=tp,
+                model=model,
+                weights=weights,
+                kv=kv_,
+                engine=engine_name(engine_key, r.get("backend_version") or ""),
+                isl=isl,
+                osl=osl,
+                load=f"concurrency {conc}",
+                load_kind="concurrency",
+                unit="ms",
+                notes=note,
+                concurrency=conc,
+                pp=pp,
+                attention_dp=dp,
+                ep=ep,
+            )
+            made = [Measurement(id=f"{rid}:{m.split('_')[0]}", metric=m, value=v, **base) for m, v in values.items()]
+            gap = layout_gap(made[0])
+            if gap is not None:
+                raise RowError(gap)
+            same = (tuple(v for key, v in base.items() if key not in ("source", "notes")), tuple(values.values()))
+            first_of(seen, same, line, rid)
+            rows += made
+        except (RowError, InputError) as exc:
+            skipped.append(Skipped(line, rid, str(exc)))
+    return rows, skipped
+
+
+def _json_records(text: str) -> list[Any]:
+    text = text.strip()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        try:  # --append-result writes one JSON object per line
+            data = [json.loads(x) for x in text.splitlines() if x.strip()]
+        except json.JSONDecodeError as exc:
+            raise InputError(f"the text starts like JSON but is not valid JSON ({exc}).") from None
+    return data if isinstance(data, list) else [data]
+
+
+def _is_vllm(rec: Any) -> bool:
+    return isinstance(rec, dict) and any(k in rec for k in ("mean_tpot_ms", "mean_ttft_ms", "output_throughput"))
+
+
+def _read_vllm(records: list[Any], given: dict[str, Any]) -> tuple[list[Measurement], list[Skipped]]:
+    """``vllm bench serve --save-result`` results. The JSON names the model, the lengths (through
+    its token totals) and the concurrency; the GPU, the tensor-parallel size and the precisions come
+    from ``--metadata gpu=... tp=... weights=... kv=...`` keys in the JSON or from the keywords of
+    :func:`load_measurements`."""
+    rows, skipped = [], []
+    metrics = {"mean_ttft_ms": "ttft_ms", "mean_tpot_ms": "tpot_ms", "mean_itl_ms": "itl_ms"}
+    for k, rec in enumerate(records):
+        line = k + 1
+        rid = f"vllm#{line}"
+        try:
+            if not _is_vllm(rec):
+                raise RowError("not a vllm bench serve result (no mean_tpot_ms, mean_ttft_ms or output_throughput)")
+            r = {**{k_: v for k_, v in given.items() if v is not None}, **rec}
+
+            def pick(*keys: str, r: dict[str, Any] = r) -> Any:
+                return next((r[x] for x in keys if r.get(x) not in (None, "")), None)
+
+            model = model_name(str(pick("model_id", "model") or ""))
+            gpu_text = pick("gpu")
+            if gpu_text is None:
+                raise RowError(
+                    "no GPU named: give load_measurements(..., gpu='H100') or run vllm bench serve with "
+                    "--metadata gpu=H100"
+                )
+            gpu = gpu_name(str(gpu_text))
+            rate = r.get("request_rate", "inf")
+            conc = r.get("max_concurrency")
+            if conc is None:
+                if str(rate) != "inf":
+                    raise RowError(
+                        f"an open-loop request rate ({rate}/s) without --max-concurrency: the queueing simulator "
+                        "predicts that, not this closed-loop model; rerun with --max-concurrency"
+                    )
+                raise RowError(
+                    "no --max-concurrency and an unlimited request rate: a burst of every prompt at once, not a "
+                    "steady concurrency; rerun with --max-concurrency"
+                )
+            conc = whole({"max_concurrency": conc}, "max_concurrency")
+            tp = whole({"tp": pick("tensor_parallel_size", "tensor_parallel", "tp") or 1}, "tp")
+            done = number({"completed": r.get("completed")}, "completed")
+            isl = pick("random_input_len", "input_len") or round(number(r, "total_input_tokens") / done)
+            osl = pick("random_output_len", "output_len") or round(number(r, "total_output_tokens") / done)
+            isl, osl = whole({"isl": isl}, "isl"), whole({"osl": osl}, "osl")
+            context_gap(model, isl, osl)
+            w = pick("weights", "dtype", "quantization")
+            weights = _precision(str(w), "weights") if w is not None else models[model].weight_dtype
+            kv_text = str(pick("kv", "kv_cache_dtype") or "auto")
+            kv_ = "bf16" if kv_text.lower() == "auto" else _precision(kv_text, "kv")
+            base = dict(
+                source=f"vllm bench serve result {line}" + (f" ({r['date']})" if r.get("date") else ""),
+                gpu=gpu,
+                n_gpus=tp,
+                tp=tp,
+                model=model,
+                weights=weights,
+                kv=kv_,
+                engine=engine_name(str(pick("engine") or "vllm"), str(pick("engine_version") or "")),
+                isl=isl,
+                osl=osl,
+                load=f"concurrency {conc}",
+                load_kind="concurrency",
+                notes="" if w is not None else f"precision not given: the checkpoint's own ({weights})",
+                concurrency=conc,
+            )
+            made = [
+                Measurement(id=f"{rid}:{m.split('_')[0]}", metric=m, value=number(r, key), unit="ms", **base)
+                for key, m in metrics.items()
+                if r.get(key) not in (None, "")
+            ]
+            if r.get("output_throughput") not in (None, ""):
+                made.append(
+                    Measurement(
+                        id=f"{rid}:throughput",
+                        metric="output_tokens_per_s",
+                        value=number(r, "output_throughput"),
+                        unit="1/s",
+                        **base,
+                    )
+                )
+            rows += made
+        except (RowError, InputError) as exc:
+            skipped.append(Skipped(line, rid, str(exc)))
+    return rows, skipped
+
+
+def parse_measurements(
+    text: str,
+    *,
+    source: str = "pasted text",
+    gpu: str | None = None,
+    tensor_parallel: int | None = None,
+    weights: str | None = None,
+    kv: str | None = None,
+    engine: str | None = None,
+) -> Loaded:
+    """Read measured rows from text in any of :data:`FORMATS` (what the live calculator is pasted).
+
+    The keywords fill what a format does not say: the GPU, tensor-parallel size, precisions and
+    engine of a ``vllm bench serve`` result (its ``--metadata`` keys win), and ``kv`` the KV-cache
+    precision of aiconfigurator rows, which the file does not give (by default FP8 for TensorRT-LLM
+    with FP8 or FP4 weights, whose quantized checkpoints store the cache in FP8, else BF16, the
+    engines' default).
+
+    Examples
+    --------
+    >>> head = "id,gpu,tp,model,weights,kv,engine,isl,osl,load_kind,concurrency,metric,value"
+    >>> got = parse_measurements(head + "\\nA,H100,1,Llama-3.1-8B,bf16,bf16,vLLM,1000,100,concurrency,8,tpot_ms,9.5"
+    ...                          "\\nB,H100,1,Llama-3.1-8B,bf16,bf16,vLLM,1000,100,concurrency,0,tpot_ms,9.5")
+    >>> got.format, [r.id for r in got.rows], [str(s) for s in got.skipped]
+    ('course', ['A'], ["row 3 (B): column 'concurrency' must be at least 1 (requests in flight); got 0"])
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"{source} is empty: give {', '.join(FORMATS.values())}.")
+    body = text.lstrip("\ufeff").strip()
+    if body[:1] in "[{":
+        recs = _json_records(body)
+        if recs and all(_is_vllm(x) for x in recs[:1]):
+            given = dict(gpu=gpu, tp=tensor_parallel, weights=weights, kv=kv, engine=engine)
+            rows, skipped = _read_vllm(recs, given)
+            return Loaded("vllm", tuple(rows), tuple(skipped), source)
+    else:
+        reader = csv.DictReader(body.splitlines())
+        head = set(reader.fieldnames or ())
+        if {"silicon_tpot_ms", "model_path"} <= head or {"silicon_ttft_ms", "model_path"} <= head:
+            rows, skipped = _read_aiconfigurator(list(reader), kv)
+            return Loaded("aiconfigurator", tuple(rows), tuple(skipped), source)
+        if {"metric", "value"} <= head:
+            rows, skipped = _read_course(list(reader))
+            return Loaded("course", tuple(rows), tuple(skipped), source)
+    raise InputError(f"{source}: not a format this package reads; it reads {'; '.join(FORMATS.values())}.")
+
+
+def load_measurements(path: str | Path, **given: Any) -> Loaded:
+    """Read a measured file in any of :data:`FORMATS`: the rows the course can express, and each row it
+    cannot with its row number and the reason (a missing column, an unknown model or GPU with a
+    "did you mean", text where a number belongs, a concurrency of 0, a disaggregated run, a parallel
+    layout or an architecture the planner has no term for). See :func:`parse_measurements` for the
+    keywords.
+
+    Examples
+    --------
+    >>> got = load_measurements(AICONFIGURATOR)
+    >>> got.format, len(got.rows) > 3_000, got.skipped[0].reason.split(" (")[0]
+    ('aiconfigurator', True, 'disaggregated: separate prefill and decode pools, predicted by llmcourse.planner.disagg')
+    """
+    if isinstance(path, Path) or (isinstance(path, str) and "\n" not in path):
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(f"no file at {str(p)!r}: give the path to a measured CSV or vllm JSON.") from None
+        return parse_measurements(text, source=p.name, **given)
+    raise InputError("load_measurements takes a path; for text, use parse_measurements(text).")
+
+
+#: The measured rows shipped with the package (ai-dynamo/aiconfigurator, Apache-2.0; see llmcourse/data/README.md).
+AICONFIGURATOR = Path(str(resources.files("llmcourse.data").joinpath("aiconfigurator-silicon.csv")))
+
+
+def aiconfigurator_records() -> list[dict[str, str]]:
+    """The rows of the shipped aiconfigurator file (:data:`AICONFIGURATOR`), one dict of its columns per row
+    (record ``k`` is the file's row ``k + 2``): the one reader of the file's rows, for the disaggregated rows of
+    :func:`llmcourse.validation.disagg.measured_rows` and the figures of :mod:`llmcourse.plots.many_gpus` (the aggregated
+    rows are read by :func:`silicon`, through :func:`load_measurements` like any measured file).
+
+    Examples
+    --------
+    >>> rows = aiconfigurator_records()
+    >>> len(rows) > 4_000, rows[0]["id"] == silicon().rows[0].id.split(":")[0]
+    (True, True)
+    """
+    return list(csv.DictReader(AICONFIGURATOR.read_text(encoding="utf-8").splitlines()))
+
+
+def silicon() -> Loaded:
+    """The aiconfigurator rows shipped with the package, read by :func:`load_measurements` (cached)."""
+    global _SILICON
+    if _SILICON is None:
+        _SILICON = load_measurements(AICONFIGURATOR)
+    return _SILICON
+
+
+_SILICON: Loaded | None = None
+
+#: The columns :func:`course_csv` writes (the course's format, closed-loop columns included).
+COURSE_COLUMNS = (
+    "id", "source", "gpu", "n_gpus", "tp", "pp", "attention_dp", "ep", "model", "weights", "kv", "engine", "isl",
+    "osl", "load", "load_kind", "concurrency", "metric", "value", "unit", "notes",
+)  # fmt: skip
+
+
+def course_csv(rows: Iterable[Measurement]) -> str:
+    """Measurements as text in the course's CSV format (what :func:`parse_measurements` reads back): a
+    way to turn rows of any format read into one file of the course's, and to write an example.
+
+    Examples
+    --------
+    >>> rows = measurements()[:2]
+    >>> text = course_csv(rows)
+    >>> text.splitlines()[0].split(",")[:5], [r.id for r in parse_measurements(text).rows]
+    (['id', 'source', 'gpu', 'n_gpus', 'tp'], ['T1', 'T2'])
+    """
+    import io
+
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow(COURSE_COLUMNS)
+    for r in rows:
+        out.writerow(
+            [
+                "" if getattr(r, c) is None else f"{getattr(r, c):g}" if c == "value" else getattr(r, c)
+                for c in COURSE_COLUMNS
+            ]
+        )
+    return buf.getvalue()

@@ -1,0 +1,624 @@
+"""Predicting a measured row: its metric from the row's own fields, the catalog and the one replica model.
+
+* :func:`predict` - one row's metric from the row's own fields, the catalog and the one replica
+  model (:func:`llmcourse.replica.model.replica`), never the measured value, under an assumptions preset
+  (the course's by default) whose two efficiencies may be overridden.
+* :func:`components` - the same prediction split into the times the two efficiencies divide,
+  so that :func:`~llmcourse.validation.fit_efficiencies` can search many efficiency pairs quickly;
+  :func:`load_components` the same for a closed-loop row (what :func:`~llmcourse.validation.evidence` fits).
+* :func:`closed_loop_ttft`, :func:`wave_share` - the time to first token of a closed loop of requests.
+* :func:`kv_share`, :func:`family` - the group a row's discussion belongs to.
+* :func:`scalar` - a formula as a plain-float function of its inputs (the package's one lambdify helper; the
+  closed loops' forms here, ``throughput_s``, ``wave_s``, ``ttft_s``, ``loop_rate_s``, are the fits' too).
+
+Every row is predicted by one call of :func:`llmcourse.replica.model.replica` (``tensor_parallel`` = the
+row's ``tp``, ``prompt_tokens`` = ``isl``, ``answer_tokens`` = ``osl``, the row's weight and KV
+precisions) under the assumptions given, the course's method by default (stated in the chapter):
+
+* an offline-maximum row (and an online row with unlimited request rate) runs the largest batch
+  whose KV cache fits at ``isl + osl`` tokens; its output tokens per second are the replica's
+  ``throughput`` (with the course's method: the batch prefills its prompts together, with the
+  attention term, then decodes ``osl`` steps reading the KV cache at the average context
+  ``isl + osl / 2``, and the cycle is charged);
+* a low-concurrency row (a fixed request rate such as 2 per second) runs a batch of 1: its
+  inter-token latency is the replica's decode ``step`` and its time to first token the prefill
+  of its one prompt;
+* the matmuls run at the precision :func:`llmcourse.replica.step.matmul_precision` gives (with the
+  course's method: the weights' own where the GPU has a peak for it, FP8 weights on an H100 at
+  FP8 FLOP/s, FP4 on a B200 at FP4, otherwise BF16);
+* a closed-loop row (``concurrency`` requests in flight) runs a batch of the concurrency: its time per
+  output token is the step plus the other requests' prefills, its time to first token :func:`closed_loop_ttft`.
+
+Examples
+--------
+>>> from llmcourse.validation import measurements
+>>> p = predict(measurements()[0])
+>>> p.batch, p.compute_precision
+(3812, 'fp8')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pint
+
+from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.catalog import models
+from llmcourse.errors import InputError
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.formulas import checked, scalar
+from llmcourse.replica.memory import usable_memory, weight_bytes
+from llmcourse.replica.model import Replica, replica
+from llmcourse.replica.step import matmul_precision
+from llmcourse.units import parsed_unit, to
+from llmcourse.validation.measured import Measurement, layout_gap, layout_keywords
+
+_MS, _PER_S = parsed_unit("ms")[0], parsed_unit("1/s")[0]  # parsed once: pint re-parses a string unit each time
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """A row's predicted metric and the pieces it came from."""
+
+    id: str
+    metric: str
+    value: float
+    unit: str
+    batch: int
+    compute_precision: str
+    step_time_ms: float | None
+    prefill_time_ms: float | None
+    prefill_share: float | None
+    bound: str
+
+    def rows(self) -> list[tuple[str, str]]:
+        out = [
+            ("predicted", f"{self.value:,.1f} {self.unit}"),
+            ("batch", f"{self.batch:,}"),
+            ("compute precision", self.compute_precision),
+            ("decode bound", self.bound),
+        ]
+        if self.step_time_ms is not None:
+            out.append(("decode step", f"{self.step_time_ms:.2f} ms"))
+        if self.prefill_time_ms is not None:
+            out.append(("prefill", f"{self.prefill_time_ms:,.1f} ms"))
+        if self.prefill_share is not None:
+            out.append(("prefill share of the cycle", f"{self.prefill_share:.0%}"))
+        return out
+
+
+def _assumptions(
+    assumptions: Assumptions | str | None,
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
+    usable_fraction: float | None = None,
+) -> Assumptions:
+    """The assumptions of a prediction: a preset (the course's by default) with the overrides given
+    (checked by :class:`~llmcourse.assumptions.Assumptions`; ``usable_fraction`` is its ``memory_fraction``)."""
+    return resolve(assumptions).replace(
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+        memory_fraction=usable_fraction,
+    )
+
+
+def _replica(row: Measurement, a: Assumptions) -> Replica:
+    """The one replica model of a row: its GPUs, precisions and lengths; a batch of 1 at a fixed
+    request rate, the concurrency in a closed loop, otherwise the largest batch that fits."""
+    gap = layout_gap(row)
+    if gap is not None:
+        raise InputError(f"row {row.id}: {gap}")
+    batch = {"online_rate": 1, "concurrency": row.concurrency}.get(row.load_kind)
+    r = replica(
+        row.model,
+        row.gpu,
+        tensor_parallel=row.tp,
+        batch=batch,
+        prompt_tokens=row.isl,
+        answer_tokens=row.osl,
+        weight_bytes=row.weights,
+        kv_bytes=row.kv,
+        assumptions=a,
+        **layout_keywords(row),
+    )
+    if not r.fits:
+        raise InputError(f"row {row.id}: {r.reason}")
+    return r
+
+
+def engine_usable_fraction(
+    row: Measurement, kv_free_fraction: float | None = None, *, assumptions: Assumptions | str | None = None
+) -> float:
+    """The share of the GPUs' memory that weights and KV cache use together under an engine's rule
+    that gives the KV cache ``kv_free_fraction`` of what the weights leave (TensorRT-LLM's
+    ``free_gpu_memory_fraction``): the memory rule ``"free"`` of
+    :func:`llmcourse.replica.memory.usable_memory`, with ``kv_free_fraction`` defaulting to the
+    assumptions' ``memory_fraction`` (the course's: 0.9, also the engine's default). Activations
+    are ignored. Pass the result to :func:`predict` as ``usable_fraction``.
+
+    Examples
+    --------
+    >>> from llmcourse.validation import measurements
+    >>> r = measurements()[7]
+    >>> r.id, round(engine_usable_fraction(r), 4)
+    ('T8', 0.9882)
+    """
+    a = resolve(assumptions)
+    w = weight_bytes(row.model, row.weights)
+    free = usable_memory(row.gpu, row.tp, kv_free_fraction, weights=w, assumptions=a.replace(memory_rule="free"))
+    whole = usable_memory(row.gpu, row.tp, 1, assumptions=a.replace(memory_rule="total"))
+    return float(to(free / whole, "").m)
+
+
+def predict(
+    row: Measurement,
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
+    *,
+    usable_fraction: float | None = None,
+    assumptions: Assumptions | str | None = None,
+) -> Prediction:
+    """Predict a row's metric with :func:`llmcourse.replica.model.replica` from the row's own fields
+    (never its ``value``), under ``assumptions`` (the course's method by default).
+
+    The efficiencies and ``usable_fraction`` (the share of the GPUs' memory that weights and KV
+    cache may use) override the assumptions' own; :func:`engine_usable_fraction` gives the
+    engine's memory rule as a ``usable_fraction``.
+
+    Examples
+    --------
+    >>> from llmcourse.validation import measurements
+    >>> r = measurements()[16]
+    >>> r.id, r.metric, round(predict(r).value, 2)
+    ('T17', 'itl_ms', 7.88)
+    """
+    _need_row(row)
+    a = _assumptions(assumptions, bandwidth_efficiency, compute_efficiency, usable_fraction)
+    rep = _replica(row, a)
+    cp = matmul_precision(row.weights, row.gpu, a)
+    if row.load_kind == "concurrency":
+        return _predict_closed_loop(row, rep, cp)
+    s, pre = rep.step, rep.batch_prefill
+    if row.metric == "output_tokens_per_s":
+        pre_ms = float(pre.time.m_as(_MS)) if rep.counts_prefill else None
+        value = float(rep.throughput.m_as(_PER_S))
+        step_ms = float(s.step_time.m_as(_MS))
+        return Prediction(
+            row.id, row.metric, value, row.unit, rep.batch, cp, step_ms, pre_ms, rep.prefill_share, s.bound
+        )
+    if row.metric == "itl_ms":
+        step_ms = float(s.step_time.m_as(_MS))
+        return Prediction(row.id, row.metric, step_ms, row.unit, rep.batch, cp, step_ms, None, None, s.bound)
+    pre_ms = float(pre.time.m_as(_MS))
+    return Prediction(row.id, row.metric, pre_ms, row.unit, rep.batch, cp, None, pre_ms, None, pre.bound)
+
+
+#: Output tokens per second of a batch: (batch, answer_tokens, step_time s, prefill_time s) -> 1/s (also the
+#: published tables' fit's, in fit.py).
+throughput_s = scalar("cycle_throughput", "batch", "answer_tokens", "step_time", "prefill_time")
+#: Output tokens per second of a batch that only decodes: (batch, step_time s) -> 1/s.
+_decode_throughput = scalar("throughput", "batch", "step_time")
+
+
+@dataclass(frozen=True)
+class Components:
+    """A row's prediction as times at 100% efficiency (ms), which the efficiencies divide.
+
+    The replica model's decode step (step rule ``"max"``) is the slower of a memory time (over the
+    bandwidth efficiency) and a compute time (over the compute efficiency), plus a fixed
+    ``step_overhead_ms``; its prefill is the slower of a compute and a memory time. Holding the
+    four times at efficiency 1 lets a fit try thousands of efficiency pairs without calling the
+    replica model again; :meth:`value` agrees with :func:`predict` under the same assumptions
+    (the tests check it). ``counts_prefill`` says whether a throughput row charges the prefill
+    (the cycle) or counts decode steps only.
+    """
+
+    id: str
+    metric: str
+    batch: int
+    osl: int
+    decode_memory_ms: float
+    decode_compute_ms: float
+    prefill_compute_ms: float
+    prefill_memory_ms: float
+    step_overhead_ms: float = 0.0
+    counts_prefill: bool = True
+    prefill_extra_ms: float = 0.0
+
+    def __post_init__(self) -> None:
+        times = (self.decode_memory_ms, self.decode_compute_ms, self.prefill_compute_ms, self.prefill_memory_ms)
+        if not all(t > 0 and math.isfinite(t) for t in times):
+            raise InputError(f"row {self.id}: the four times at 100% efficiency must be finite and above zero.")
+        if not (self.step_overhead_ms >= 0 and math.isfinite(self.step_overhead_ms)):
+            raise InputError(f"row {self.id}: the step overhead must be finite and 0 or more.")
+
+    def value(self, bandwidth_efficiency: float, compute_efficiency: float) -> float:
+        """The metric at the given efficiencies.
+
+        Examples
+        --------
+        >>> c = Components("x", "itl_ms", 1, 100, 7.0, 0.1, 50.0, 7.0)
+        >>> c.value(0.7, 0.5), c.value(0.7, 0.001)
+        (10.0, 100.0)
+        """
+        eb, ef = float(bandwidth_efficiency), float(compute_efficiency)
+        step = max(self.decode_memory_ms / eb, self.decode_compute_ms / ef) + self.step_overhead_ms
+        pre = max(self.prefill_compute_ms / ef, self.prefill_memory_ms / eb) + self.prefill_extra_ms
+        if self.metric == "itl_ms":
+            return step
+        if self.metric == "ttft_ms":
+            return pre
+        if not self.counts_prefill:
+            return _decode_throughput(self.batch, step / 1000.0)
+        return throughput_s(self.batch, self.osl, step / 1000.0, pre / 1000.0)
+
+
+def components(
+    row: Measurement, *, usable_fraction: float | None = None, assumptions: Assumptions | str | None = None
+) -> Components:
+    """The times of :func:`predict` at 100% bandwidth and compute efficiency: the same replica
+    model under the same assumptions, with both efficiencies set to 1.
+
+    Examples
+    --------
+    >>> from llmcourse.validation import measurements
+    >>> c, a = components(measurements()[16]), resolve()
+    >>> round(c.value(a.bandwidth_efficiency, a.compute_efficiency), 2), round(c.value(1, 1), 2)
+    (7.88, 5.82)
+    """
+    _need_row(row)
+    a = _assumptions(assumptions, usable_fraction=usable_fraction)
+    if row.load_kind == "concurrency":
+        raise InputError(
+            f"row {row.id}: components() holds the published tables' rows; a closed-loop row is split by "
+            "load_components() (what evidence() uses)."
+        )
+    if a.step_rule != "max":
+        raise InputError(
+            f"components() splits a step into one memory and one compute time (step rule 'max'); assumptions "
+            f"{a.name!r} use step rule {a.step_rule!r}: predict each efficiency pair with predict() instead."
+        )
+    rep = _replica(row, a.replace(bandwidth_efficiency=1.0, compute_efficiency=1.0))
+    s, pre = rep.step, rep.batch_prefill
+    return Components(
+        row.id,
+        row.metric,
+        rep.batch,
+        row.osl,
+        float((s.memory_time).m_as(_MS)),
+        float((s.compute_time).m_as(_MS)),
+        float(pre.compute_time.m_as(_MS)),
+        float(pre.memory_time.m_as(_MS)),
+        # the fixed time the step adds (per-step overhead, all-reduces), as the replica model gives it
+        step_overhead_ms=float((s.step_time - max(s.memory_time, s.compute_time)).m_as(_MS)),
+        counts_prefill=rep.counts_prefill,
+        # the fixed time a prefill adds (its collectives), as the replica model gives it
+        prefill_extra_ms=float((pre.time - max(pre.compute_time, pre.memory_time)).m_as(_MS)),
+    )
+
+
+def _need_row(row: Any) -> None:
+    """Refuse anything but a :class:`Measurement` where a measured row is expected."""
+    fields = ("id", "model", "gpu", "tp", "weights", "kv", "isl", "osl", "metric", "load_kind")
+    if not isinstance(row, Measurement) and not all(hasattr(row, f) for f in fields):
+        raise InputError(
+            f"a measured row must be a llmcourse.validation.Measurement (from measurements() or load_measurements()); "
+            f"got {type(row).__name__}."
+        )
+
+
+#: Below this share of usable memory left for the KV cache, a row is "KV-starved".
+KV_STARVED_SHARE = 0.10
+
+
+def kv_share(row: Measurement, *, assumptions: Assumptions | str | None = None) -> float:
+    """Share of the usable memory (by the assumptions' memory rule, the course's by default) that
+    the weights leave for the KV cache.
+
+    Examples
+    --------
+    >>> from llmcourse.validation import measurements
+    >>> r = measurements()[7]
+    >>> r.id, round(kv_share(r), 3)
+    ('T8', 0.02)
+    """
+    _need_row(row)
+    w = weight_bytes(row.model, row.weights)
+    mem = usable_memory(row.gpu, row.tp, weights=w, assumptions=assumptions)
+    return float(to((mem - w) / mem, "").m)
+
+
+def family(row: Measurement, *, assumptions: Assumptions | str | None = None) -> str:
+    """The group a row's discussion belongs to, from its fields and the catalog: ``"latency"``
+    (ITL, TTFT), ``"MoE"`` (a mixture-of-experts model's throughput), ``"KV-starved"`` (a dense
+    model whose weights leave under :data:`KV_STARVED_SHARE` of usable memory for the cache, so
+    a small error in the memory accounting changes the batch several-fold) or ``"dense"``.
+
+    Examples
+    --------
+    >>> from llmcourse.validation import measurements
+    >>> [family(r) for r in measurements() if r.id in ("T3", "T8", "T15", "T17")]
+    ['dense', 'KV-starved', 'MoE', 'latency']
+    """
+    if row.metric != "output_tokens_per_s":
+        return "latency"
+    if models[row.model].is_moe:
+        return "MoE"
+    return "KV-starved" if kv_share(row, assumptions=assumptions) < KV_STARVED_SHARE else "dense"
+
+
+# --- prediction of a closed-loop row ----------------------------------------------------------------
+# The closed loops' symbols and formulas (closed_loop_prefill_wait, closed_loop_wave_wait, closed_loop_ttft,
+# closed_loop_throughput, closed_loop_request_time) are defined in llmcourse/formulas_validation.py; here as
+# plain floats of times in s (wave_s, ttft_s and loop_rate_s are also the closed-loop fit's, in held_out.py).
+_wait_s = scalar(
+    "closed_loop_prefill_wait", "prefill_time", "step_time", "time_per_token", "answer_tokens", "concurrency"
+)
+wave_s = scalar("closed_loop_wave_wait", "wave_share", "concurrency", "prefill_time")
+ttft_s = scalar("closed_loop_ttft", "prefill_time", "step_time", "prefill_wait", "wave_wait")
+loop_rate_s = scalar("closed_loop_throughput", "concurrency", "answer_tokens", "ttft", "time_per_token")
+_tpot_s = scalar("interleaved_tpot", "step_time", "prefill_time", "batch", "answer_tokens")
+
+
+def _predict_closed_loop(row: Measurement, rep: Replica, cp: str) -> Prediction:
+    """A closed-loop row's metric from its replica at a batch of the concurrency (see :func:`predict`).
+    A concurrency above the largest batch whose KV fits at the final context is still predicted at
+    that batch (engines page the cache in as sequences grow); :func:`kv_over_capacity` says which."""
+    if rep.step is None:
+        raise InputError(f"row {row.id}: {rep.reason}")
+    s = rep.step
+    step_ms, tpot_ms = float(s.step_time.m_as(_MS)), float(rep.tpot.m_as(_MS))
+    pre_ms = float(rep.first_prefill.time.m_as(_MS))
+    overhead = rep.assumptions.request_overhead_ms
+    share = wave_share(row, assumptions=rep.assumptions)
+    ttft_ms = _closed_loop_ttft_ms(pre_ms, step_ms, tpot_ms, row.osl, row.concurrency, overhead, share)
+    value = {"tpot_ms": tpot_ms, "itl_ms": tpot_ms, "ttft_ms": ttft_ms}.get(row.metric)
+    if value is None:  # output tokens per second
+        value = loop_rate_s(row.concurrency, row.osl, ttft_ms / 1e3, tpot_ms / 1e3)
+    return Prediction(row.id, row.metric, value, row.unit, rep.batch, cp, step_ms, pre_ms, None, s.bound)
+
+
+def _closed_loop_ttft_ms(
+    pre_ms: float,
+    step_ms: float,
+    tpot_ms: float,
+    osl: float,
+    n: int,
+    request_overhead_ms: float,
+    share: float,
+    wait_s: float | None = None,
+) -> float:
+    """Time to first token (ms) of :data:`closed_loop_ttft` with its waits (the queue's, ``wait_s`` when
+    already known, and the wave's at the share ``share``), plus the request's fixed overhead (the
+    assumptions' ``request_overhead_ms``: spent before the request reaches the engine), from times in ms."""
+    p, s, t = pre_ms / 1e3, step_ms / 1e3, tpot_ms / 1e3
+    w = _wait_s(p, s, t, osl, n) if wait_s is None else wait_s
+    return ttft_s(p, s, w, wave_s(share, n, p)) * 1e3 + request_overhead_ms
+
+
+#: Engines whose default scheduler runs a batch of prefills on its own, between decode steps, so that every
+#: decoding request waits each prefill whole: a closed loop's waves stay whole (wave share 1, not fitted).
+#: SGLang: chunked prefill, but its mixed chunks (``--enable-mixed-chunk``) are off by default. vLLM and
+#: TensorRT-LLM put prefill chunks into the decode steps (in-flight batching): their share is the assumptions'
+#: ``closed_loop_wave_share``.
+SEPARATE_PREFILL_ENGINES = ("SGLang",)
+
+
+def wave_share(row: Measurement, *, assumptions: Assumptions | str | None = None) -> float:
+    """The wave share of a closed-loop row (formula ``closed_loop_wave_wait``): 1 for an engine of
+    :data:`SEPARATE_PREFILL_ENGINES`, else the assumptions' ``closed_loop_wave_share`` (the course's by default).
+
+    Examples
+    --------
+    >>> from llmcourse.validation import silicon
+    >>> rows = silicon().rows
+    >>> [wave_share(next(r for r in rows if r.engine.startswith(e))) for e in ("SGLang", "vLLM", "TensorRT-LLM")]
+    [1.0, 0.14, 0.14]
+    """
+    if row.engine.split(" ")[0] in SEPARATE_PREFILL_ENGINES:
+        return 1.0
+    return float(resolve(assumptions).closed_loop_wave_share)
+
+
+@checked
+def closed_loop_ttft(
+    prefill_time: pint.Quantity,
+    step_time: pint.Quantity,
+    time_per_token: pint.Quantity,
+    answer_tokens: float,
+    concurrency: int,
+    wave_share: float = 0.0,
+) -> pint.Quantity:
+    """Mean time to first token of a closed loop of ``concurrency`` requests in flight (formulas
+    ``closed_loop_prefill_wait``, ``closed_loop_wave_wait`` and ``closed_loop_ttft``).
+
+    A new request arrives while a decode step is under way (it waits half a step on average), then
+    waits behind the prompts of the other ``n_c - 1`` requests being prefilled, then is prefilled.
+    Two waits, of which the longer counts:
+
+    * the queue's, for arrivals spread at random: the Pollaczek-Khinchine mean for a fixed service
+      time ``t_pre`` at utilisation ``rho = (n_c - 1) t_pre / (cycle + W)``, the share of time the
+      other clients keep the prefill busy when each client's cycle is its prefill, half a step,
+      ``T_a - 1`` tokens and the wait: ``W = rho t_pre / (2 (1 - rho))`` is a quadratic in ``W``,
+      whose positive root is the formula. One request alone never waits; when the prompts alone fill
+      the cycle, ``W`` tends to the other requests' prefills, ``(n_c - 1) t_pre`` less the rest of
+      the cycle. ``tests/test_measured.py`` checks it against the queueing simulator.
+    * the wave's: a benchmark starts its ``n_c`` requests together and, with answers of one length,
+      they come back together. The k-th of a wave is prefilled after the k - 1 before it; while it
+      decodes, each later prefill holds its steps by ``s_w t_pre`` (``s_w`` = ``wave_share``: 1 when the
+      engine runs each prefill on its own, less when it puts prefill chunks into the decode steps), so
+      the next wave comes back bunched by ``s_w t_pre`` a request, and the k-th waits
+      ``(k - 1) s_w t_pre``: a mean of ``s_w (n_c - 1) t_pre / 2``, the same wave after wave.
+
+    Examples
+    --------
+    >>> from llmcourse.units import Q_
+    >>> round(closed_loop_ttft(Q_(40, "ms"), Q_(20, "ms"), Q_(22, "ms"), 1_000, 1).to("ms").m, 3)
+    50.0
+    >>> round(closed_loop_ttft(Q_(40, "ms"), Q_(20, "ms"), Q_(22, "ms"), 1_000, 64).to("ms").m, 1)
+    52.6
+    >>> round(closed_loop_ttft(Q_(40, "ms"), Q_(20, "ms"), Q_(22, "ms"), 1_000, 64, 0.5).to("ms").m, 1)
+    680.0
+    """
+    w = F["closed_loop_prefill_wait"](
+        prefill_time=prefill_time,
+        step_time=step_time,
+        time_per_token=time_per_token,
+        answer_tokens=answer_tokens,
+        concurrency=concurrency,
+    )
+    wave = F["closed_loop_wave_wait"](wave_share=wave_share, concurrency=concurrency, prefill_time=prefill_time)
+    return to(
+        F["closed_loop_ttft"](prefill_time=prefill_time, step_time=step_time, prefill_wait=w, wave_wait=wave), "ms"
+    )
+
+
+# --- the fast path of a closed-loop row ---------------------------------------------------------
+@dataclass(frozen=True)
+class LoadComponents:
+    """A closed-loop configuration's replica model as times at 100% efficiency (ms), so that a fit
+    can try many values of :data:`~llmcourse.validation.FIT_PARAMETERS` without calling the replica model again.
+
+    The replica model's decode step (step rule ``"max"``) is the slower of a memory time (over the
+    bandwidth efficiency) and a compute time (over the compute efficiency), plus the assumptions'
+    ``step_overhead_ms``, plus what else the model adds to a step (``step_extra_ms``: its
+    collectives); a prefill is the slower of a compute and a memory time plus its collectives. The
+    time per token is the step plus the other requests' prefills (formula ``interleaved_tpot``), the
+    time to first token :func:`closed_loop_ttft`. :meth:`times` agrees with :func:`predict` under
+    the same assumptions (``tests/test_measured.py`` checks it).
+    """
+
+    concurrency: int
+    osl: int
+    decode_memory_ms: float
+    decode_compute_ms: float
+    step_extra_ms: float
+    batch_prefill_compute_ms: float
+    batch_prefill_memory_ms: float
+    batch_prefill_extra_ms: float
+    prefill_compute_ms: float
+    prefill_memory_ms: float
+    prefill_extra_ms: float
+    interference: bool
+    fits: bool = True
+    request_overhead_ms: float = 0.0
+    closed_loop_wave_share: float = 0.0
+    separate_prefill: bool = False
+
+    def tpot(
+        self,
+        bandwidth_efficiency: float,
+        compute_efficiency: float,
+        step_overhead_ms: float,
+        closed_loop_wave_share: float | None = None,
+        request_overhead_ms: float | None = None,
+    ) -> float:
+        """Time per output token (ms): the first of :meth:`times`, on its own (what a fit needs most; the wave
+        share and the per-request overhead change only the time to first token)."""
+        return self._step_tpot(bandwidth_efficiency, compute_efficiency, step_overhead_ms)[1]
+
+    def _step_tpot(self, eb: float, ef: float, step_overhead_ms: float) -> tuple[float, float]:
+        """(decode step, time per output token), in ms, at bandwidth and compute efficiencies ``eb`` and ``ef``:
+        the step plus the other requests' prefills between its steps (formula ``interleaved_tpot``)."""
+        step = max(self.decode_memory_ms / eb, self.decode_compute_ms / ef) + step_overhead_ms + self.step_extra_ms
+        if not self.interference:
+            return step, step
+        batch = max(self.batch_prefill_compute_ms / ef, self.batch_prefill_memory_ms / eb) + self.batch_prefill_extra_ms
+        return step, _tpot_s(step, batch, self.concurrency, self.osl)
+
+    def times(
+        self,
+        bandwidth_efficiency: float,
+        compute_efficiency: float,
+        step_overhead_ms: float,
+        closed_loop_wave_share: float | None = None,
+        request_overhead_ms: float | None = None,
+    ) -> tuple:
+        """(time per output token, time to first token, decode step), in ms; the wave share and the
+        per-request overhead are the configuration's own (the assumptions') when not given, and the wave
+        share 1 whatever is given for an engine of :data:`SEPARATE_PREFILL_ENGINES`."""
+        first, step, tpot, wait = self.queue(bandwidth_efficiency, compute_efficiency, step_overhead_ms)
+        share = self.share(closed_loop_wave_share)
+        over = self.request_overhead_ms if request_overhead_ms is None else request_overhead_ms
+        ttft = _closed_loop_ttft_ms(first, step, tpot, self.osl, self.concurrency, over, share, wait)
+        return tpot, ttft, step
+
+    def queue(
+        self, bandwidth_efficiency: float, compute_efficiency: float, step_overhead_ms: float
+    ) -> tuple[float, float, float, float]:
+        """(prefill of one prompt ms, decode step ms, time per output token ms, the queue's wait s: formula
+        ``closed_loop_prefill_wait``): what the time to first token takes from the step's parameters."""
+        eb, ef = bandwidth_efficiency, compute_efficiency
+        step, tpot = self._step_tpot(eb, ef, step_overhead_ms)
+        first = max(self.prefill_compute_ms / ef, self.prefill_memory_ms / eb) + self.prefill_extra_ms
+        return first, step, tpot, _wait_s(first / 1e3, step / 1e3, tpot / 1e3, self.osl, self.concurrency)
+
+    def share(self, closed_loop_wave_share: float | None = None) -> float:
+        """The wave share of the configuration's time to first token (see :meth:`times`)."""
+        if self.separate_prefill:
+            return 1.0
+        return self.closed_loop_wave_share if closed_loop_wave_share is None else closed_loop_wave_share
+
+
+def config_key(row: Measurement) -> tuple:
+    return (
+        row.model, row.gpu, row.tp, row.pp, row.attention_dp, row.ep, row.weights, row.kv, row.isl, row.osl,
+        row.concurrency, row.engine.split(" ")[0] in SEPARATE_PREFILL_ENGINES,
+    )  # fmt: skip
+
+
+def load_components(row: Measurement, *, assumptions: Assumptions | str | None = None) -> LoadComponents:
+    """The :class:`LoadComponents` of a closed-loop row: one call of the replica model at 100% of both
+    peaks under ``assumptions`` (the course's by default). Raises :class:`InputError` with the
+    replica model's reason if the weights leave no room for one sequence; a concurrency above the
+    largest batch whose KV fits at the final context is split at that batch, with ``fits`` False.
+
+    Examples
+    --------
+    >>> from llmcourse.validation import silicon
+    >>> row = next(r for r in silicon().rows if r.metric == "tpot_ms" and r.model == "Llama-3.1-70B")
+    >>> c, a = load_components(row), resolve()
+    >>> tpot, ttft, step = c.times(a.bandwidth_efficiency, a.compute_efficiency, a.step_overhead_ms)
+    >>> abs(tpot - predict(row).value) < 1e-9
+    True
+    """
+    a = resolve(assumptions)
+    if row.load_kind != "concurrency":
+        raise InputError(f"row {row.id}: load_components() splits closed-loop rows; use components() for this one.")
+    if a.step_rule != "max":
+        raise InputError(
+            f"load_components() splits a step into one memory and one compute time (step rule 'max'); assumptions "
+            f"{a.name!r} use step rule {a.step_rule!r}: predict each row with predict() instead."
+        )
+    rep = _replica(row, a.replace(bandwidth_efficiency=1.0, compute_efficiency=1.0))
+    if rep.step is None:
+        raise InputError(f"row {row.id}: {rep.reason}")
+    s, first, batch = rep.step, rep.first_prefill, rep.batch_prefill
+
+    def ms(q: pint.Quantity) -> float:
+        return float(q.m_as(_MS))
+
+    def extra(p: Any) -> float:
+        return ms(p.time) - max(ms(p.compute_time), ms(p.memory_time))
+
+    return LoadComponents(
+        concurrency=int(row.concurrency),
+        osl=row.osl,
+        decode_memory_ms=ms(s.memory_time),
+        decode_compute_ms=ms(s.compute_time),
+        step_extra_ms=ms(s.step_time) - max(ms(s.memory_time), ms(s.compute_time)) - a.step_overhead_ms,
+        batch_prefill_compute_ms=ms(batch.compute_time),
+        batch_prefill_memory_ms=ms(batch.memory_time),
+        batch_prefill_extra_ms=extra(batch),
+        prefill_compute_ms=ms(first.compute_time),
+        prefill_memory_ms=ms(first.memory_time),
+        prefill_extra_ms=extra(first),
+        interference=bool(a.prefill_interference and batch is not None),
+        fits=rep.fits,
+        request_overhead_ms=a.request_overhead_ms,
+        closed_loop_wave_share=a.closed_loop_wave_share,
+        separate_prefill=row.engine.split(" ")[0] in SEPARATE_PREFILL_ENGINES,
+    )
