@@ -18,6 +18,10 @@ echo "== ruff (lint and format)"
 "$PY/ruff" format --check llmcourse tests scripts _ext
 phase "ruff"
 
+echo "== the floors of the package (import-linter: .importlinter)"
+"$PY/lint-imports" --no-cache
+phase "lint-imports"
+
 echo "== the book: live runtime (Pyodide and the wheels) and the HTML build, for the browser tests"
 "$PY/python" scripts/build_lite.py
 bash scripts/fresh_cache.sh
