@@ -1,8 +1,8 @@
 """The published figures of speculative methods (EAGLE heads, MTP blocks, draft models, n-gram lookup): acceptance
-rates, acceptance lengths, speed-ups and crossovers, each with its source (``llmcourse/data/speculative_acceptance.csv``,
-read by :func:`llmcourse.catalog.drafts.acceptance_rows`), and the per-token acceptance rate each implies
-(:func:`llmcourse.replica.speculative.acceptance_from_length`): the rates to feed
-:class:`~llmcourse.replica.speculative.Speculation`.
+rates, acceptance lengths, speed-ups and crossovers, each with its source
+(``llmcourse/data/speculative_acceptance.csv``, read by :func:`llmcourse.catalog.drafts.acceptance_rows`), and the
+per-token acceptance rate each implies (:func:`llmcourse.replica.speculative.acceptance_from_length`): the rates to
+feed :class:`~llmcourse.replica.speculative.Speculation`.
 
 Defined in the chapter *Speculative decoding* (``book/08b_speculative.md``).
 
@@ -62,8 +62,8 @@ class Published:
 
 
 def published(kind: str | None = None, *, figure: str | None = None, domain: str | None = None) -> list[Published]:
-    """The published figures, optionally of one kind of draft (:data:`~llmcourse.catalog.drafts.KINDS`), one ``figure`` and one
-    ``domain`` (``"chat"``, ``"code"``, ``"math"``, ``"mixed"``, ``"summarization"``).
+    """The published figures, optionally of one kind of draft (:data:`~llmcourse.catalog.drafts.KINDS`), one
+    ``figure`` and one ``domain`` (``"chat"``, ``"code"``, ``"math"``, ``"mixed"``, ``"summarization"``).
 
     Examples
     --------

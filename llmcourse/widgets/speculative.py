@@ -129,8 +129,8 @@ def _twin_rows(acceptance: float, draft_tokens: int, trials: int, seed: int) -> 
 def speculative_twin_calculator(
     acceptance: float = ACCEPTANCE, draft_tokens: int = DRAFT_TOKENS, trials: int = 20_000, seed: int = 0
 ) -> Calculator:
-    """The Monte-Carlo twin of the accept/reject loop (:func:`llmcourse.simulator.speculative.simulate`, standard library
-    only) against the closed form.
+    """The Monte-Carlo twin of the accept/reject loop (:func:`llmcourse.simulator.speculative.simulate`, standard
+    library only) against the closed form.
 
     Examples
     --------
