@@ -706,7 +706,7 @@ def _spec_tau(alpha, k):
 
 def _spec_draft(target, kind, draft):
     """The draft's catalog entry: a model of the catalog, or the EAGLE head of the target in the data."""
-    from llmcourse.replica.speculative import drafts
+    from llmcourse.catalog.drafts import drafts
 
     if kind == "draft model":
         return _m(draft)
@@ -778,7 +778,7 @@ def _spec_memory(v):
 
 @solution("speculative_ex6")
 def _spec_mtp(v):
-    from llmcourse.replica.speculative import drafts
+    from llmcourse.catalog.drafts import drafts
 
     m, mtp = _m("DeepSeek-V3"), drafts()["DeepSeek-V3 MTP"]
     per_byte, per_flop = _spec_times("H200 SXM", 8, "fp8")

@@ -33,6 +33,7 @@ from llmcourse.formulas import FORMULAS
 from llmcourse.planner import batching, disagg, levers, memory, moe, roofline
 from llmcourse.replica import gpu_of, model_of, speculative
 from llmcourse.simulator import queueing
+from llmcourse.simulator import speculative as speculative_twin
 
 OTHER = pint.UnitRegistry()
 ROW = validation.measurements()[0]
@@ -291,7 +292,7 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
     "expected_tokens": (speculative.expected_tokens, dict(acceptance=0.8, draft_tokens=4), ()),
     "acceptance_from_length": (speculative.acceptance_from_length, dict(length=3.3, draft_tokens=4), ()),
     "speculative_simulate": (
-        speculative.simulate,
+        speculative_twin.simulate,
         dict(acceptance=0.7, draft_tokens=3, trials=200),
         ("trials",),
     ),

@@ -1,4 +1,5 @@
-"""Speculative decoding (llmcourse.speculative, llmcourse.formulas.speculative).
+"""Speculative decoding (llmcourse.replica.speculative and .acceptance, llmcourse.catalog.drafts,
+llmcourse.planner.speculation, llmcourse.simulator.speculative, llmcourse.formulas.speculative).
 
 Expected values are hand arithmetic written out here, never output of the code under test. The course's method
 on an H100: 3.35 TB/s x 0.7 = 2.345 TB/s, 989 TFLOP/s x 0.5 = 494.5 TFLOP/s (BF16), 1,979 x 0.5 = 989.5 (FP8).
@@ -19,24 +20,22 @@ from hypothesis import strategies as st
 
 import llmcourse as lc
 from llmcourse import Q_
+from llmcourse.catalog.drafts import drafts
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS, dimension_of
 from llmcourse.formulas.speculative import EXPECTED_TOKENS_SUM, best_draft_tokens_expression
+from llmcourse.planner.speculation import best_draft_tokens, crossover_batch, crossover_estimate
 from llmcourse.replica import Replica
+from llmcourse.replica.acceptance import published
 from llmcourse.replica.model import speculative_replica
 from llmcourse.replica.speculative import (
     Speculation,
     acceptance_from_length,
-    best_draft_tokens,
-    crossover_batch,
-    crossover_estimate,
-    drafts,
     expected_tokens,
-    published,
-    simulate,
     speculative_memory,
     speculative_step,
 )
+from llmcourse.simulator.speculative import simulate
 
 BW, BF16 = 3.35e12 * 0.7, 989e12 * 0.5  # the course's share of an H100's bandwidth and BF16 FLOP/s
 OVER = 1e-3  # the course's fixed time per decode step (s)
@@ -461,13 +460,15 @@ def test_plot_marks_each_crossover():
 
 def test_the_unchecked_step_takes_speculative_step_s_arguments_and_its_set_up():
     """speculative._speculative_step (speculative_step() for checked inputs) mirrors its signature, plus the
-    decode steps a caller set up once: a parameter added to speculative_step() must be added there too."""
+    decode steps a caller set up once: a parameter added to speculative_step() must be added there too, and to
+    shared_speculative_step() (the same with its checks, for the calculator), whose signature is the unchecked one."""
     import inspect
 
-    from llmcourse.replica.speculative import _speculative_step, speculative_step
+    from llmcourse.replica.speculative import _speculative_step, shared_speculative_step, speculative_step
 
     mine = [p for p in inspect.signature(_speculative_step).parameters.values() if p.name != "steps"]
     assert mine == list(inspect.signature(speculative_step).parameters.values())
+    assert inspect.signature(shared_speculative_step) == inspect.signature(_speculative_step)
 
 
 @settings(max_examples=60, deadline=None)

@@ -10,15 +10,14 @@ method); each story that gives an efficiency names the method.
 from __future__ import annotations
 
 import llmcourse as lc
+from llmcourse.catalog.drafts import drafts
 from llmcourse.exercises._common import COURSE, define, pct, pick
+from llmcourse.planner.speculation import best_draft_tokens, crossover_batch
+from llmcourse.replica.acceptance import published
 from llmcourse.replica.speculative import (
     Speculation,
     acceptance_from_length,
-    best_draft_tokens,
-    crossover_batch,
-    drafts,
     expected_tokens,
-    published,
     speculative_memory,
     speculative_step,
 )

@@ -72,7 +72,9 @@ from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.planner.roofline import decode_flops_per_token, ridge_intensity, weight_read_ceiling
 from llmcourse.planner.serving import compute_budget, fleet, prefill_pool, request_cycle, serving_plan, traffic
+from llmcourse.planner.speculation import crossover_batch, crossover_estimate
 from llmcourse.replica import speculative, speculative_replica
+from llmcourse.replica.acceptance import published
 from llmcourse.replica.memory import (
     gpus_for_weights,
     kv_bytes_per_sequence,
@@ -1062,8 +1064,8 @@ def _spec_crossover() -> dict[str, Any]:
         positions=spec.draft_tokens + 1,
         batch=batch,
         tau=s.expected_tokens,
-        cross=sp.crossover_batch("Llama-3.1-8B", "H100 SXM", spec, context_tokens=ctx),
-        estimate=sp.crossover_estimate("Llama-3.1-8B", "H100 SXM", spec, context_tokens=ctx),
+        cross=crossover_batch("Llama-3.1-8B", "H100 SXM", spec, context_tokens=ctx),
+        estimate=crossover_estimate("Llama-3.1-8B", "H100 SXM", spec, context_tokens=ctx),
         speedup=s.speedup,
         x=_per_s(s.throughput),
         x_plain=_per_s(s.plain_throughput),
@@ -1081,7 +1083,7 @@ def _spec_mtp() -> dict[str, Any]:
     spec = sp.Speculation("mtp", 1, 0.85)
     kw = dict(context_tokens=2_150, tensor_parallel=8, weight_bytes="fp8")
     one, full = (sp.speculative_step("DeepSeek-V3", "H200 SXM", spec, batch=b, **kw) for b in (1, 256))
-    row = next(r for r in sp.published("mtp", figure="speedup") if r.target == "DeepSeek-V3")
+    row = next(r for r in published("mtp", figure="speedup") if r.target == "DeepSeek-V3")
     return dict(
         alpha=spec.acceptance,
         tau=one.expected_tokens,

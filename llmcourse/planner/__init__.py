@@ -1,6 +1,7 @@
 """Planning on the replica model: the design planner (:func:`plan`), the serving figures and the fleet; in their own
 modules, the chapters' planners built on them (``bill``, ``disagg``, ``levers``, ``memory``, ``moe``,
-``roofline``, ``batching``, ``sources``). Every serving figure comes from :func:`llmcourse.replica.replica`.
+``roofline``, ``batching``, ``speculation``, ``sources``). Every serving figure comes from
+:func:`llmcourse.replica.replica`.
 """
 
 from llmcourse.planner.design import (

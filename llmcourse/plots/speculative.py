@@ -7,8 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from llmcourse.planner.speculation import crossover_batch
 from llmcourse.plots import new_figure
-from llmcourse.replica.speculative import Speculation, crossover_batch, speculative_memory, speculative_step
+from llmcourse.replica.speculative import Speculation, speculative_memory, speculative_step
 
 __all__ = ["speedup_against_batch"]
 

@@ -10,6 +10,7 @@ validation, widgets, exercises) asks it. Its modules, each building on those bef
 * :mod:`~llmcourse.replica.step` - the decode step;
 * :mod:`~llmcourse.replica.prefill` - prefill;
 * :mod:`~llmcourse.replica.speculative` - a draft and its verification cycle;
+* :mod:`~llmcourse.replica.acceptance` - the published acceptance figures and the rates they imply;
 * :mod:`~llmcourse.replica.model` - :func:`replica`, the one front door (plain or speculative).
 """
 

@@ -47,7 +47,13 @@ from llmcourse.replica.memory import (
 from llmcourse.replica.parallel import Layout, layout
 from llmcourse.replica.prefill import Prefill, _prefiller
 from llmcourse.replica.setups import _kept
-from llmcourse.replica.speculative import Speculation, SpeculativeStep, _speculation, _step, speculative_memory
+from llmcourse.replica.speculative import (
+    Speculation,
+    SpeculativeStep,
+    speculation_of,
+    speculative_cycle,
+    speculative_memory,
+)
 from llmcourse.replica.step import DecodeStep, _decoder, matmul_precision
 from llmcourse.units import (
     fmt,
@@ -606,7 +612,7 @@ def speculative_replica(model: Model | str, gpu: GPU | str, speculation: Specula
     >>> (plain.batch, round(plain.tokens_per_s_per_user.m)), (spec.batch, round(spec.tokens_per_s_per_user.m))
     ((97, 12), (94, 15))
     """
-    spec = _speculation(speculation)
+    spec = speculation_of(speculation)
     m, g = _model(model), _gpu(gpu)
     base = replica(m, g, **kw)
     fields_ = {f.name: getattr(base, f.name) for f in dataclasses.fields(Replica)}
@@ -631,6 +637,6 @@ def speculative_replica(model: Model | str, gpu: GPU | str, speculation: Specula
         base = replica(m, g, **(kw | {"batch": b}))
         fields_ |= {f: getattr(base, f) for f in ("batch", "step", "first_prefill", "batch_prefill")}
     kv_ctx = base.kv_read_tokens  # the context the replica model reads each KV cache at
-    s = _step(m, g, spec, mem, batch=b, context_tokens=kv_ctx, tp=tp, weight_bytes=wb, kv_bytes=kvb, a=a)
+    s = speculative_cycle(m, g, spec, mem, batch=b, context_tokens=kv_ctx, tp=tp, weight_bytes=wb, kv_bytes=kvb, a=a)
     fields_ |= dict(step=s.per_token_step(), reason="fits" if b <= mem.max_batch else mem.reason(b))
     return SpeculativeReplica(**fields_, speculation=spec, speculative=s)

@@ -22,7 +22,7 @@ Every time comes from :func:`llmcourse.replica.step.decode_step`:
   exactly ``B`` sequences' (the step rule, the attention FLOPs at the context, the collectives of
   ``B (k + 1)`` tokens and the per-step overhead are then the planner's own);
 * a draft step: ``decode_step`` of the draft model (a smaller model, an EAGLE head or an MTP block,
-  :data:`KINDS`) at batch ``B``; an n-gram lookup costs no GPU time.
+  :data:`llmcourse.catalog.drafts.KINDS`) at batch ``B``; an n-gram lookup costs no GPU time.
 
 Each draft step and the verification are decode steps, so each pays the assumptions' fixed per-step
 overhead (``step_overhead_ms``, 1 ms under the course's method) and, on several GPUs, its own
@@ -31,13 +31,15 @@ collectives: a cycle pays the overhead ``k + 1`` times for ``tau`` tokens where 
 
 While decode is memory-bound the verification costs about what a plain step does and speculation
 pays ``tau`` over the draft's cost; once the batch makes the verification compute-bound it pays
-``k + 1`` times the FLOPs for ``tau`` tokens, and beyond :func:`crossover_batch` speculation costs
+``k + 1`` times the FLOPs for ``tau`` tokens, and beyond a crossover batch speculation costs
 throughput. The draft's weights and KV cache share the GPUs' memory with the target's
 (:func:`speculative_memory`), so fewer sequences fit.
 
-:func:`simulate` is a seeded Monte-Carlo twin of the accept/reject loop (standard library only: it
-runs in the browser); :func:`published` reads the acceptance figures of EAGLE heads, MTP blocks,
-draft models and n-gram lookup from ``llmcourse/data/speculative_acceptance.csv``, each with its source.
+Built on this model, elsewhere: the draft heads and the kinds of draft are catalog data
+(:mod:`llmcourse.catalog.drafts`); the published acceptance figures, each with the rate it implies, are
+:mod:`llmcourse.replica.acceptance`; the best draft length and the crossover batch (searched, and SymPy's closed
+form) are planning decisions (:mod:`llmcourse.planner.speculation`); the seeded Monte-Carlo twin of the
+accept/reject loop is :mod:`llmcourse.simulator.speculative`.
 
 Defined in the chapter *Speculative decoding* (``book/08b_speculative.md``).
 
@@ -53,63 +55,59 @@ Examples
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import difflib
-import functools
 import math
-import random
-import statistics
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
 import pint
 
 from llmcourse.assumptions import Assumptions, resolve
-from llmcourse.catalog import GPU, Model, bytes_per_value, gpus, models
+from llmcourse.catalog import GPU, Model, bytes_per_value, models
+from llmcourse.catalog.drafts import KINDS, draft_heads, drafts
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
-from llmcourse.replica.base import _B, _GB, _MS_S, _S
-from llmcourse.replica.memory import _kv_copies, _kv_sequence_si, _max_batch_si, _usable_si, _weights_si, largest_batch
-from llmcourse.replica.step import DecodeStep, _decode_steps, _read_efficiency, decode_step, matmul_precision
-from llmcourse.units import fmt, in_unit, parsed_unit, plain_number, quantity, seed_number, to
+from llmcourse.replica.base import _B, _GB, _MS_S, _S, gpu_of, model_of
+from llmcourse.replica.memory import _kv_copies, _kv_sequence_si, _max_batch_si, _usable_si, _weights_si
+from llmcourse.replica.step import DecodeStep, _decode_steps, decode_step
+from llmcourse.units import fmt, in_unit, parsed_unit, plain_number, quantity, to
 
 _MS = parsed_unit("ms")[0]
 
 __all__ = [
-    "KINDS",
-    "BestDraft",
-    "Published",
+    "MAX_DRAFT_TOKENS",
     "Speculation",
-    "SpeculationRun",
     "SpeculativeMemory",
     "SpeculativeStep",
     "acceptance_from_length",
-    "best_draft_tokens",
-    "crossover_batch",
-    "crossover_estimate",
-    "drafts",
+    "acceptance_of",
+    "draft_tokens_of",
     "expected_tokens",
-    "published",
-    "simulate",
+    "shared_speculative_step",
+    "speculation_of",
+    "speculative_cycle",
     "speculative_memory",
     "speculative_step",
 ]
 
-#: The kinds of draft, and what each costs.
-KINDS: dict[str, str] = {
-    "draft model": "a smaller model of the same tokenizer: its own weights and a KV cache of all its layers",
-    "eagle head": "a one-layer head on the target's hidden states (EAGLE): small weights, one layer of KV cache",
-    "mtp": "the model's own multi-token-prediction block (DeepSeek-V3): one layer of weights and KV cache",
-    "ngram": "a look-up of the last few tokens in the prompt and the answer so far: no weights, no cache, no GPU time",
-}
-
 
 # --- input checks ------------------------------------------------------------------------------------
-def _acceptance(value: Any) -> float:
-    """The per-token acceptance rate, a fraction in [0, 1)."""
+def acceptance_of(value: Any) -> float:
+    """The per-token acceptance rate ``value`` (alpha) checked: a plain fraction in [0, 1), else an
+    :class:`~llmcourse.errors.InputError` that says what to give (the check of every function here that takes an
+    acceptance rate, the Monte-Carlo twin's too).
+
+    Examples
+    --------
+    >>> acceptance_of(0.7), acceptance_of(0)
+    (0.7, 0.0)
+    >>> acceptance_of(70)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: acceptance (alpha, the chance the target accepts each draft token) must be at least 0 and below 1; got 70. A percentage? Write 0.7 for 70%. At 1 every draft token would be accepted forever; use a measured rate (llmcourse.replica.acceptance.published() lists some).
+    """
     what = "acceptance (alpha, the chance the target accepts each draft token)"
     try:
         a = plain_number(value, what, allow_zero=True)
@@ -119,7 +117,7 @@ def _acceptance(value: Any) -> float:
         hint = f" A percentage? Write {a / 100:g} for {a:g}%." if 1 < a <= 100 else ""
         raise InputError(
             f"{what} must be at least 0 and below 1; got {value!r}.{hint} At 1 every draft token would be "
-            "accepted forever; use a measured rate (llmcourse.replica.speculative.published() lists some)."
+            "accepted forever; use a measured rate (llmcourse.replica.acceptance.published() lists some)."
         )
     return a
 
@@ -128,8 +126,20 @@ def _acceptance(value: Any) -> float:
 MAX_DRAFT_TOKENS = 64
 
 
-def _draft_tokens(value: Any) -> int:
-    """The number of tokens the draft proposes per verification step: a whole number, 1 or more."""
+def draft_tokens_of(value: Any) -> int:
+    """The number of tokens the draft proposes per verification step (k) checked: a whole number from 1 to
+    :data:`MAX_DRAFT_TOKENS`, else an :class:`~llmcourse.errors.InputError` that says what to give (the check of
+    every function here that takes a draft length, the planner's searches and the Monte-Carlo twin's too).
+
+    Examples
+    --------
+    >>> draft_tokens_of(4), draft_tokens_of(4.0)
+    (4, 4)
+    >>> draft_tokens_of(2.5)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: draft_tokens (k, the tokens the draft proposes per verification step) must be a whole number; got 2.5. Round it: draft_tokens=2.
+    """
     what = "draft_tokens (k, the tokens the draft proposes per verification step)"
     if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) > MAX_DRAFT_TOKENS:
         if value < 1:
@@ -162,62 +172,6 @@ def _bytes_per(value: Any, name: str) -> pint.Quantity:
         return quantity(bytes_per_value(value), parsed_unit("B")[0])
     except InputError as exc:
         raise InputError(f"{name}: {exc}") from None
-
-
-def _model(model: Model | str) -> Model:
-    return model if isinstance(model, Model) else models[model]
-
-
-def _gpu(gpu: GPU | str) -> GPU:
-    return gpu if isinstance(gpu, GPU) else gpus[gpu]
-
-
-# --- the draft heads in the data ----------------------------------------------------------------------
-def _read_csv(filename: str) -> list[dict[str, str]]:
-    return [dict(r) for r in _csv_rows(filename)]
-
-
-@functools.cache
-def _csv_rows(filename: str) -> tuple[dict[str, str], ...]:
-    """A data file's rows, read once (the package's data do not change while it runs)."""
-    text = resources.files("llmcourse.data").joinpath(filename).read_text(encoding="utf-8")
-    return tuple(csv.DictReader(text.splitlines()))
-
-
-def _num(text: str) -> float | None:
-    return float(text) if text.strip() else None
-
-
-def drafts() -> dict[str, Model]:
-    """The EAGLE heads and MTP blocks of ``llmcourse/data/speculative_drafts.csv``, each a
-    :class:`~llmcourse.catalog.Model` with its target's attention shape, its own layer count and
-    parameters (its ``source`` says where they come from).
-
-    Examples
-    --------
-    >>> d = drafts()["EAGLE-3 Llama-3.1-8B"]
-    >>> d.layers, d.params, d.kv_heads
-    (1, 425000000.0, 8)
-    """
-    out = {}
-    for row in _read_csv("speculative_drafts.csv"):
-        target = models[row["target"]]
-        changes: dict[str, Any] = dict(
-            name=row["name"], layers=int(row["layers"]), params=float(row["params"]), source=row["source"]
-        )
-        if target.is_moe:
-            changes |= dict(active_params=_num(row["active_params"]), dense_layers=0)
-        out[row["name"]] = target.with_(**changes)
-    return out
-
-
-_DRAFT_ROWS: dict[str, tuple[str, str]] = {}  # name -> (kind, target), read once
-
-
-def _draft_rows() -> dict[str, tuple[str, str]]:
-    if not _DRAFT_ROWS:
-        _DRAFT_ROWS.update({r["name"]: (r["kind"], r["target"]) for r in _read_csv("speculative_drafts.csv")})
-    return _DRAFT_ROWS
 
 
 # --- what a deployment speculates with -------------------------------------------------------------------
@@ -257,8 +211,8 @@ class Speculation:
             close = difflib.get_close_matches(str(self.kind), list(KINDS), n=1, cutoff=0.3)
             hint = f" Did you mean {close[0]!r}?" if close else ""
             raise InputError(f"unknown kind of draft {self.kind!r}.{hint} Kinds: {', '.join(map(repr, KINDS))}.")
-        object.__setattr__(self, "draft_tokens", _draft_tokens(self.draft_tokens))
-        object.__setattr__(self, "acceptance", _acceptance(self.acceptance))
+        object.__setattr__(self, "draft_tokens", draft_tokens_of(self.draft_tokens))
+        object.__setattr__(self, "acceptance", acceptance_of(self.acceptance))
         if self.kind == "ngram" and self.draft_model is not None:
             raise InputError("an n-gram lookup has no draft model: leave draft_model=None (or pick another kind).")
         if self.kind == "draft model" and self.draft_model is None:
@@ -283,12 +237,12 @@ class Speculation:
 
     def draft_for(self, target: Model | str) -> Model | None:
         """The draft model for ``target`` (None for n-gram), checked to be smaller than the target."""
-        t = _model(target)
+        t = model_of(target)
         if self.kind == "ngram":
             return None
         d = self.draft_model
         if d is None:
-            found = [n for n, (kind, tgt) in _draft_rows().items() if kind == self.kind and tgt == t.name]
+            found = [n for n, (kind, tgt) in draft_heads().items() if kind == self.kind and tgt == t.name]
             if not found:
                 raise InputError(
                     f"no {self.kind} for {t.name} in llmcourse/data/speculative_drafts.csv: give draft_model=Model(...) "
@@ -296,7 +250,7 @@ class Speculation:
                 )
             d = found[0]
         if isinstance(d, str):
-            rows = _draft_rows()
+            rows = draft_heads()
             if d in rows:
                 kind, tgt = rows[d]
                 if tgt != t.name:
@@ -334,9 +288,9 @@ def expected_tokens(acceptance: float, draft_tokens: int) -> float:
     >>> expected_tokens(1.0, 4)
     Traceback (most recent call last):
     ...
-    llmcourse.errors.InputError: acceptance (alpha, the chance the target accepts each draft token) must be at least 0 and below 1; got 1.0. At 1 every draft token would be accepted forever; use a measured rate (llmcourse.replica.speculative.published() lists some).
+    llmcourse.errors.InputError: acceptance (alpha, the chance the target accepts each draft token) must be at least 0 and below 1; got 1.0. At 1 every draft token would be accepted forever; use a measured rate (llmcourse.replica.acceptance.published() lists some).
     """
-    a, k = _acceptance(acceptance), _draft_tokens(draft_tokens)
+    a, k = acceptance_of(acceptance), draft_tokens_of(draft_tokens)
     tau = float(F["speculative_expected_tokens"](acceptance=a, draft_tokens=k).m)
     return float(f"{tau:.12g}")
 
@@ -356,7 +310,7 @@ def acceptance_from_length(length: float, draft_tokens: int) -> float:
     ...
     llmcourse.errors.InputError: an acceptance length of 5.2 is impossible with 4 draft tokens: it is at least 1 and below 5 (k + 1).
     """
-    k = _draft_tokens(draft_tokens)
+    k = draft_tokens_of(draft_tokens)
     n = plain_number(length, "length (tokens per verification step)")
     if not 1 <= n < k + 1:
         raise InputError(
@@ -444,8 +398,8 @@ def speculative_memory(
     >>> m.plain_max_batch, m.max_batch, fmt(m.draft_memory(m.max_batch), "GB")
     (97, 61, '26.5 GB')
     """
-    m, g = _model(model), _gpu(gpu)
-    spec = _speculation(speculation)
+    m, g = model_of(model), gpu_of(gpu)
+    spec = speculation_of(speculation)
     a = resolve(assumptions)
     tp = int(tensor_parallel)
     draft = spec.draft_for(m)
@@ -472,7 +426,20 @@ def speculative_memory(
     )
 
 
-def _speculation(value: Any) -> Speculation:
+def speculation_of(value: Any) -> Speculation:
+    """``value`` checked to be a :class:`Speculation` (the check of every function that takes a deployment's
+    draft, the replica model's and the planner's too), else an :class:`~llmcourse.errors.InputError` that shows
+    how to make one.
+
+    Examples
+    --------
+    >>> speculation_of(Speculation("eagle head", 4, 0.7)).draft_tokens
+    4
+    >>> speculation_of("eagle head")
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: speculation must be a Speculation(kind, draft_tokens, acceptance, draft_model=None), e.g. Speculation('eagle head', 4, 0.7).
+    """
     if not isinstance(value, Speculation):
         raise InputError(
             "speculation must be a Speculation(kind, draft_tokens, acceptance, draft_model=None), e.g. "
@@ -579,7 +546,7 @@ class _StepTime:
     step_time: pint.Quantity
 
 
-def _step(
+def speculative_cycle(
     m: Model,
     g: GPU,
     spec: Speculation,
@@ -594,11 +561,22 @@ def _step(
     steps: dict[str, Any] | None = None,
     speedup_only: bool = False,
 ) -> SpeculativeStep | float:
-    """The cycle's times from decode_step, whether or not the batch fits (the caller checks). ``steps``: a dict
-    that a search over the batch passes to every call, where the three decode steps and the expected tokens are
-    set up once (:func:`llmcourse.replica.step._decode_steps`: the same steps as decode_step's; a caller that also
-    searches, the speculative calculator, passes the same dict to its step and its search); ``speedup_only``:
-    only the speed-up (the step's ``speedup``), for a search that asks nothing else."""
+    """The speculative cycle of ``batch`` sequences for checked inputs (the catalog's ``m`` and ``g``, ``tp`` GPUs,
+    the resolved assumptions ``a``, the draft's memory ``mem``: :func:`speculative_memory` of the same arguments),
+    whether or not the batch fits (the caller checks): what :func:`speculative_step`, the replica model and the
+    planner's crossover search compute. ``steps``: a dict a search over the batch passes to every call, where the
+    three decode steps and the expected tokens are set up once (the same steps as decode_step's, by
+    :func:`llmcourse.replica.step._decode_steps`); ``speedup_only``: the speed-up alone, a float.
+
+    Examples
+    --------
+    >>> m, g, spec = model_of("Llama-3.1-8B"), gpu_of("H100 SXM"), Speculation("eagle head", 4, 0.7)
+    >>> kw = dict(context_tokens=2_150, tp=1, weight_bytes=2, kv_bytes=2, a=resolve())
+    >>> s = speculative_cycle(m, g, spec, speculative_memory(m, g, spec, context_tokens=2_150), batch=1, **kw)
+    >>> fast = speculative_cycle(m, g, spec, s.memory, batch=1, **kw, steps={}, speedup_only=True)
+    >>> round(s.speedup, 2), fast == s.speedup
+    (1.64, True)
+    """
     k, b = spec.draft_tokens, int(batch)
     common = dict(context_tokens=context_tokens, n_gpus=tp, assumptions=a)
 
@@ -726,16 +704,16 @@ def _speculative_step(
     check_memory: bool = True,
     steps: dict[str, Any] | None = None,
 ) -> SpeculativeStep:
-    """:func:`speculative_step` for checked inputs, its decode steps set up in ``steps`` (see :func:`_step`) if
-    given (``_shared_step``: with speculative_step's checks, for a caller that then searches with them)."""
-    m, g, spec = _model(model), _gpu(gpu), _speculation(speculation)
+    """:func:`speculative_step` for checked inputs, its decode steps set up in ``steps`` (see
+    :func:`speculative_cycle`) if given (:func:`shared_speculative_step`: with speculative_step's checks)."""
+    m, g, spec = model_of(model), gpu_of(gpu), speculation_of(speculation)
     a = resolve(assumptions)
     held = context_tokens if fit_context_tokens is None else plain_number(fit_context_tokens, "fit_context_tokens")
     kw = dict(tensor_parallel=tensor_parallel, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a)
     mem = speculative_memory(m, g, spec, context_tokens=held, **kw)
     if check_memory:
         mem.check(int(batch))
-    return _step(
+    return speculative_cycle(
         m,
         g,
         spec,
@@ -750,321 +728,38 @@ def _speculative_step(
     )
 
 
-_shared_step = checked(_speculative_step)  # speculative_step(..., steps=...): its checks, its steps kept in steps
-
-
-# --- the best draft length and the batch where speculation stops paying ----------------------------------------
-@dataclass(frozen=True)
-class BestDraft:
-    """The draft length with the largest speed-up, and the speed-up of every length tried."""
-
-    draft_tokens: int
-    speedup: float
-    speedups: dict[int, float]
-
-
-def best_draft_tokens(
+@checked
+def shared_speculative_step(
     model: Model | str,
     gpu: GPU | str,
     speculation: Speculation,
     *,
     batch: int = 1,
     context_tokens: float,
-    max_draft_tokens: int = 16,
-    **kw: Any,
-) -> BestDraft:
-    """The number of draft tokens (1 .. ``max_draft_tokens``) that maximises the speed-up at this
-    batch, by trying each with :func:`speculative_step` (the rest of ``speculation`` kept). Each token
-    more adds ``alpha^k`` to the expected tokens, less and less, and costs one draft step (and, once
-    the verification is compute-bound, a position's FLOPs): the speed-up rises, peaks, then falls,
-    and the peak is where the next token's gain no longer covers its cost. Where the verification is
-    memory-bound and a draft step costs a fixed share of a plain step (each with its per-step
-    overhead), SymPy solves for the peak
-    (:func:`llmcourse.formulas.speculative.best_draft_tokens_expression`).
-
-    Examples
-    --------
-    >>> b = best_draft_tokens("Llama-3.1-70B", "H100 SXM", Speculation("draft model", 4, 0.8, "Llama-3.1-8B"),
-    ...                       context_tokens=2_150, tensor_parallel=2, weight_bytes="fp8")
-    >>> b.draft_tokens, round(b.speedup, 2)
-    (4, 1.93)
-    """
-    spec = _speculation(speculation)
-    top = _draft_tokens(max_draft_tokens)
-    speedups = {
-        k: speculative_step(
-            model, gpu, spec.with_(draft_tokens=k), batch=batch, context_tokens=context_tokens, **kw
-        ).speedup
-        for k in range(1, top + 1)
-    }
-    best = max(speedups, key=lambda k: (speedups[k], -k))
-    return BestDraft(best, speedups[best], speedups)
-
-
-def crossover_batch(
-    model: Model | str,
-    gpu: GPU | str,
-    speculation: Speculation,
-    *,
-    context_tokens: float,
-    top: int | None = None,
     tensor_parallel: int = 1,
     weight_bytes: Any = 2,
     kv_bytes: Any = 2,
     assumptions: Assumptions | str | None = None,
     fit_context_tokens: float | None = None,
-) -> int | None:
-    """The first batch at which speculation costs throughput (speed-up below 1), searched up to ``top``;
-    None if it pays at every batch up to there, 1 if it never pays. By default ``top`` is the largest
-    batch that fits with the draft (:func:`speculative_memory`, sized at ``fit_context_tokens``); a
-    larger ``top`` asks about speed alone, as if memory allowed those batches. Bisection on the
-    speed-up, which falls as the batch grows once the verification turns compute-bound (about
-    log2(top) steps).
-
-    Examples
-    --------
-    >>> crossover_batch("Llama-3.1-8B", "H100 SXM", Speculation("eagle head", 4, 0.7), context_tokens=288)
-    128
-    """
-    m, g, spec = _model(model), _gpu(gpu), _speculation(speculation)
-    a = resolve(assumptions)
-    held = context_tokens if fit_context_tokens is None else fit_context_tokens
-    kw = dict(tensor_parallel=tensor_parallel, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a)
-    mem = speculative_memory(m, g, spec, context_tokens=held, **kw)
-    return _crossover(m, g, spec, mem, context_tokens, top, tensor_parallel, weight_bytes, kv_bytes, a)
-
-
-def _crossover(
-    m: Model,
-    g: GPU,
-    spec: Speculation,
-    mem: SpeculativeMemory,
-    context_tokens: float,
-    top: int | None,
-    tensor_parallel: int,
-    weight_bytes: Any,
-    kv_bytes: Any,
-    a: Assumptions,
+    check_memory: bool = True,
     steps: dict[str, Any] | None = None,
-) -> int | None:
-    """:func:`crossover_batch` once the memory is known (``mem``, :func:`speculative_memory` of the same
-    arguments: a caller that has it already, the speculative calculator, passes its own, and the decode steps
-    it set up for the same arguments, ``steps``, see :func:`_step`)."""
-    if top is None:
-        mem.check(1)  # nothing fits: say what to change
-        top = mem.max_batch
-    top = int(plain_number(top, "top", integer=True))
-    tp = int(plain_number(tensor_parallel, "tensor_parallel", integer=True))
-
-    steps = {} if steps is None else steps  # the decode steps, set up once for the search
-
-    def pays(b: int) -> bool:
-        s = _step(
-            m,
-            g,
-            spec,
-            mem,
-            batch=b,
-            context_tokens=context_tokens,
-            tp=tp,
-            weight_bytes=weight_bytes,
-            kv_bytes=kv_bytes,
-            a=a,
-            steps=steps,
-            speedup_only=True,
-        )
-        return s >= 1  # the step's speed-up
-
-    last = largest_batch(pays, top)
-    return None if last >= top else last + 1
-
-
-def crossover_estimate(
-    model: Model | str,
-    gpu: GPU | str,
-    speculation: Speculation,
-    *,
-    context_tokens: float,
-    tensor_parallel: int = 1,
-    weight_bytes: Any = 2,
-    kv_bytes: Any = 2,
-    assumptions: Assumptions | str | None = None,
-) -> float | None:
-    """The crossover batch from the closed form ``FORMULAS["speculative_crossover_batch"]`` (SymPy's
-    solution of tau x plain step = verification + k draft steps, with the plain step and the draft
-    memory-bound, the verification compute-bound, and every one of those steps paying the
-    assumptions' fixed per-step overhead; an n-gram lookup, which runs no step, pays none), with the
-    figures of a batch-1 decode step of the target and of the draft; None where the formula has no
-    positive root. It holds for a dense target under the slower-of-totals step rule, on one GPU or
-    without communication (a tensor-parallel replica's collectives, whose time grows with the tokens
-    of each step, are not in it), and only where those regimes hold at the root;
-    :func:`crossover_batch` searches the full model.
+) -> SpeculativeStep:
+    """:func:`speculative_step`, with its checks, whose decode steps are set up in ``steps`` (a dict, empty at
+    first) and kept there for a caller that then searches over the batch with the same arguments: the speculative
+    calculator passes the same dict to :func:`llmcourse.planner.speculation.crossover_search`, so the step and the
+    crossover share one set-up (see :func:`speculative_cycle`). The same step, to the same floats, as
+    :func:`speculative_step`.
 
     Examples
     --------
-    >>> round(crossover_estimate("Llama-3.1-8B", "H100 SXM", Speculation("eagle head", 4, 0.7), context_tokens=288), 1)
-    127.9
-    >>> round(crossover_estimate("Llama-3.1-8B", "H100 SXM", Speculation("eagle head", 4, 0.7), context_tokens=288,
-    ...                          assumptions=resolve().replace(step_overhead_ms=0)), 1)  # without the 1 ms a step
-    146.5
-    >>> round(crossover_estimate("Llama-3.1-8B", "H100 SXM", Speculation("ngram", 3, 0.6), context_tokens=288), 1)
-    169.5
+    >>> steps = {}
+    >>> s = shared_speculative_step("Llama-3.1-8B", "H100 SXM", Speculation("eagle head", 4, 0.7),
+    ...                             context_tokens=2_150, steps=steps)
+    >>> round(s.speedup, 2), sorted(steps)
+    (1.64, ['draft', 'plain', 'tau', 'tau_value', 'verify'])
     """
-    m, g, spec = _model(model), _gpu(gpu), _speculation(speculation)
-    a = resolve(assumptions)
-    if m.is_moe:
-        raise InputError(
-            f"{m.name} is a mixture of experts, whose weight reads grow with the batch: the closed form assumes a "
-            "dense model. Use crossover_batch(...), which searches the full model."
-        )
-    kw = dict(context_tokens=context_tokens, n_gpus=tensor_parallel, kv_bytes=kv_bytes, assumptions=a)
-    one = decode_step(m, g, batch=1, weight_bytes=weight_bytes, **kw)
-    draft = spec.draft_for(m)
-    w_d = k_d = quantity(0.0, parsed_unit("B")[0])
-    o_d = quantity(0.0, parsed_unit("ms")[0])  # an n-gram lookup runs no step on the GPU: no overhead either
-    if draft is not None:
-        d = decode_step(draft, g, batch=1, weight_bytes=spec.draft_weight_bytes or weight_bytes, **kw)
-        w_d, k_d, o_d = d.weights_read, d.kv_read, d.overhead_time
-    x = F["speculative_crossover_batch"](
-        expected_tokens=spec.expected_tokens,
-        draft_tokens=spec.draft_tokens,
-        bytes_read=one.weights_read,
-        kv_per_sequence=one.kv_read,
-        draft_bytes_read=w_d,
-        draft_kv_per_sequence=k_d,
-        flops_per_token=one.flops,
-        n_gpus=tensor_parallel,
-        bandwidth=g.bandwidth,
-        bandwidth_efficiency=_read_efficiency(weight_bytes, a),
-        peak_flops=g.peak_flops(matmul_precision(weight_bytes, g, a)),
-        compute_efficiency=a.compute_efficiency,
-        step_overhead=one.overhead_time,
-        draft_overhead=o_d,
-    )
-    value = float(to(x, "").m)
-    return value if value > 0 else None
-
-
-# --- the Monte-Carlo twin ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SpeculationRun:
-    """A simulated run of verification steps: the mean tokens per step, its standard error, and how
-    many steps yielded 1, 2, ..., k + 1 tokens."""
-
-    acceptance: float
-    draft_tokens: int
-    trials: int
-    mean_tokens: float
-    std_error: float
-    counts: tuple[int, ...]
-
-    @property
-    def expected(self) -> float:
-        """The closed form for the same acceptance and draft length."""
-        return expected_tokens(self.acceptance, self.draft_tokens)
-
-
-def simulate(acceptance: float, draft_tokens: int, *, trials: int = 20_000, seed: int = 0) -> SpeculationRun:
-    """Run ``trials`` verification steps of the accept/reject loop with ``random.Random(seed)`` (standard
-    library only, so it runs in the browser): the target checks the draft's tokens in order, each accepted
-    with probability ``acceptance``; the first rejection ends the step, whose tokens are the accepted ones
-    plus the target's own (its correction, or a bonus token when all ``draft_tokens`` were accepted).
-
-    Examples
-    --------
-    >>> r = simulate(0.7, 4, trials=100_000, seed=1)
-    >>> abs(r.mean_tokens / r.expected - 1) < 0.01, r.counts[0] + r.counts[-1] < r.trials
-    (True, True)
-    """
-    a, k = _acceptance(acceptance), _draft_tokens(draft_tokens)
-    n = int(plain_number(trials, "trials", integer=True))
-    rng = random.Random(seed_number(seed))
-    counts = [0] * (k + 1)
-    tokens = []
-    for _ in range(n):
-        accepted = 0
-        while accepted < k and rng.random() < a:
-            accepted += 1
-        counts[accepted] += 1
-        tokens.append(accepted + 1)
-    se = statistics.stdev(tokens) / math.sqrt(n) if n > 1 else float("inf")
-    return SpeculationRun(a, k, n, statistics.fmean(tokens), se, tuple(counts))
-
-
-# --- published acceptance ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Published:
-    """One published figure of a speculative method (a row of ``speculative_acceptance.csv``).
-
-    ``figure`` is ``"acceptance_rate"`` (per drafted token), ``"acceptance_length"`` (tokens per
-    verification step, the target's own token included), ``"speedup"``, ``"slowdown"`` or
-    ``"crossover_concurrency"``; ``value_high`` is the top of a range (None for a single figure).
-    """
-
-    method: str
-    kind: str
-    target: str
-    draft: str
-    benchmark: str
-    domain: str
-    draft_tokens: int | None
-    figure: str
-    value: float
-    value_high: float | None
-    note: str
-    source: str
-
-    @property
-    def implied_acceptance(self) -> float | None:
-        """The per-token acceptance rate the figure implies (independent positions): the rate itself, or
-        the rate whose expected tokens at the row's draft length is the acceptance length; None otherwise."""
-        if self.figure == "acceptance_rate":
-            return self.value
-        if self.figure == "acceptance_length" and self.draft_tokens is not None:
-            return acceptance_from_length(self.value, self.draft_tokens)
-        return None
-
-    def shown(self) -> str:
-        """The value as published: ``2.65``, ``0.85-0.90``."""
-        return f"{self.value:g}" if self.value_high is None else f"{self.value:g}-{self.value_high:g}"
-
-
-def published(kind: str | None = None, *, figure: str | None = None, domain: str | None = None) -> list[Published]:
-    """The published figures, optionally of one kind of draft (:data:`KINDS`), one ``figure`` and one
-    ``domain`` (``"chat"``, ``"code"``, ``"math"``, ``"mixed"``, ``"summarization"``).
-
-    Examples
-    --------
-    >>> [(r.draft_tokens, r.value) for r in published("eagle head", domain="code") if r.target == "gpt-oss-20b"]
-    [(3, 2.65), (7, 3.03), (3, 3.02), (7, 3.94)]
-    >>> round(published("mtp", figure="acceptance_length")[0].implied_acceptance, 3)
-    0.707
-    """
-    if kind is not None and kind not in KINDS:
-        raise InputError(f"unknown kind of draft {kind!r}; kinds: {', '.join(map(repr, KINDS))}.")
-    rows = []
-    for r in _read_csv("speculative_acceptance.csv"):
-        k = _num(r["draft_tokens"])
-        rows.append(
-            Published(
-                method=r["method"],
-                kind=r["kind"],
-                target=r["target"],
-                draft=r["draft"],
-                benchmark=r["benchmark"],
-                domain=r["domain"],
-                draft_tokens=None if k is None else int(k),
-                figure=r["figure"],
-                value=float(r["value"]),
-                value_high=_num(r["value_high"]),
-                note=r["note"],
-                source=r["source"],
-            )
-        )
-    return [
-        r
-        for r in rows
-        if (kind is None or r.kind == kind)
-        and (figure is None or r.figure == figure)
-        and (domain is None or r.domain == domain)
-    ]
+    return _speculative_step(
+        model, gpu, speculation, batch=batch, context_tokens=context_tokens, tensor_parallel=tensor_parallel,
+        weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=assumptions, fit_context_tokens=fit_context_tokens,
+        check_memory=check_memory, steps=steps,
+    )  # fmt: skip

@@ -142,9 +142,17 @@ def _four_bit(weight_bytes: Any) -> bool:
     return _bytes(weight_bytes, "weight_bytes").m < 0.75
 
 
-def _read_efficiency(weight_bytes: Any, a: Assumptions) -> float:
+def read_efficiency(weight_bytes: Any, a: Assumptions) -> float:
     """The bandwidth efficiency a decode step reaches: the assumptions', times their 4-bit factor
-    for 4-bit weights."""
+    for 4-bit weights.
+
+    Examples
+    --------
+    >>> from llmcourse.assumptions import resolve
+    >>> a = resolve().replace(four_bit_bandwidth_factor=0.6)
+    >>> read_efficiency("fp8", a), round(read_efficiency("int4", a), 2)
+    (0.7, 0.42)
+    """
     return a.bandwidth_efficiency * (a.four_bit_bandwidth_factor if _four_bit(weight_bytes) else 1.0)
 
 
@@ -357,7 +365,7 @@ def _decoder(
         f_mm = F["dp_flops_per_token"].value(flops_per_token=f_mm, data_parallel=dp)
         if f_att > 0:
             f_att = F["dp_flops_per_token"].value(flops_per_token=f_att, data_parallel=dp)
-    bandwidth, eta_b = si(g.bandwidth, "bandwidth"), _read_efficiency(weight_bytes, a)
+    bandwidth, eta_b = si(g.bandwidth, "bandwidth"), read_efficiency(weight_bytes, a)
     peak, eta_f = si(g.peak_flops(precision), "peak_flops"), a.compute_efficiency
     f_tok = f_mm + f_att
     comp_args = dict(flops_per_token=f_tok, peak_flops=peak, compute_efficiency=eta_f)

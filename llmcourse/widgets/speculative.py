@@ -2,8 +2,9 @@
 
 Model, GPU, kind of draft, acceptance rate, draft length and batch -> time per output token, tokens
 per second per user and in all, the speed-up over plain decode, the batch at which speculation stops
-paying and the draft's memory, all from :mod:`llmcourse.speculative` under the method chosen (an
-assumptions preset, the course's by default).
+paying and the draft's memory, all from :mod:`llmcourse.replica.speculative` and :mod:`llmcourse.planner.speculation`
+under the method chosen (an assumptions preset, the course's by default); the accept/reject loop simulated by
+:mod:`llmcourse.simulator.speculative`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,10 @@ import ipywidgets as w
 
 from llmcourse.assumptions import resolve
 from llmcourse.catalog import gpus, models
-from llmcourse.replica.speculative import KINDS, Speculation, _crossover, _shared_step, expected_tokens, simulate
+from llmcourse.catalog.drafts import KINDS
+from llmcourse.planner.speculation import crossover_search
+from llmcourse.replica.speculative import Speculation, expected_tokens, shared_speculative_step
+from llmcourse.simulator.speculative import simulate
 from llmcourse.units import fmt
 from llmcourse.widgets import (
     Calculator,
@@ -48,12 +52,10 @@ def _rows(
     spec = Speculation(kind, draft_tokens, acceptance, draft_model if kind == "draft model" else None)
     kw = dict(tensor_parallel=tensor_parallel, weight_bytes=precision, assumptions=method)
     steps: dict = {}  # the three decode steps, set up once for the step and the crossover's search
-    s = _shared_step(
-        model, gpu, spec, batch=batch, context_tokens=context_tokens, **kw, steps=steps
-    )  # speculative_step
+    s = shared_speculative_step(model, gpu, spec, batch=batch, context_tokens=context_tokens, **kw, steps=steps)
     mem = s.memory  # speculative_memory(model, gpu, spec, context_tokens=context_tokens, **kw), as crossover_batch's
     # crossover_batch(model, gpu, spec, context_tokens=context_tokens, **kw), from that memory and those steps
-    x = _crossover(
+    x = crossover_search(
         models[model], gpus[gpu], spec, mem, context_tokens, None, tensor_parallel, precision, 2, resolve(method), steps
     )
     stops = f"pays at every batch that fits (up to {mem.max_batch:,})" if x is None else f"{x:,}"
@@ -127,8 +129,8 @@ def _twin_rows(acceptance: float, draft_tokens: int, trials: int, seed: int) -> 
 def speculative_twin_calculator(
     acceptance: float = ACCEPTANCE, draft_tokens: int = DRAFT_TOKENS, trials: int = 20_000, seed: int = 0
 ) -> Calculator:
-    """The Monte-Carlo twin of the accept/reject loop (:func:`llmcourse.replica.speculative.simulate`, standard library
-    only) against the closed form.
+    """The Monte-Carlo twin of the accept/reject loop (:func:`llmcourse.simulator.speculative.simulate`, standard
+    library only) against the closed form.
 
     Examples
     --------
