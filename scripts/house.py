@@ -159,10 +159,8 @@ def is_parent_package(a: str, b: str) -> bool:
     return b.startswith(a + ".")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--verbose", action="store_true", help="list every offender")
-    args = parser.parse_args()
+def measure() -> dict[str, list[str]]:
+    """Every count of the house, as the offenders' list (a cycle, an import, a module, a function, ...)."""
     mods = modules()
     imps = imports(mods)
 
@@ -232,19 +230,25 @@ def main() -> int:
                 if count > 12:
                     wide.append(f"{mod}.{node.name} ({count} parameters)")
 
-    found = cycles(graph)
+    return {
+        "import cycles (imports inside functions count)": [" -> ".join(c) for c in cycles(graph)],
+        "upward imports": upward,
+        "hand-written modules over 900 lines": big,
+        "private names taken across packages": private,
+        "public callables over 12 parameters": wide,
+        "functions over 100 lines": long_funcs,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--verbose", action="store_true", help="list every offender")
+    args = parser.parse_args()
+    mods = modules()
     lines = sum(p.read_text().count("\n") for p in mods.values())
-    report = [
-        ("modules", f"{len(mods)} ({lines:,} lines)", []),
-        ("import cycles (imports inside functions count)", len(found), [" -> ".join(c) for c in found]),
-        ("upward imports", len(upward), upward),
-        ("hand-written modules over 900 lines", len(big), big),
-        ("private names taken across packages", len(private), private),
-        ("public callables over 12 parameters", len(wide), wide),
-        ("functions over 100 lines", len(long_funcs), long_funcs),
-    ]
-    for label, value, rows in report:
-        print(f"{label}: {value}")
+    print(f"modules: {len(mods)} ({lines:,} lines)")
+    for label, rows in measure().items():
+        print(f"{label}: {len(rows)}")
         if args.verbose:
             for r in rows:
                 print(f"    {r}")
