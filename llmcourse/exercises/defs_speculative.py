@@ -28,7 +28,7 @@ EXERCISES: list = []
 NOTEBOOK_METHOD = """
 **The method.** Every exercise is the course's method (each story states its efficiencies, the fixed
 overhead every decode step pays, draft and verification steps included, and the all-reduces on several GPUs). Draft tokens are
-accepted independently, each with the story's probability. `llmcourse.speculative` has the building blocks
+accepted independently, each with the story's probability. `llmcourse.replica.speculative` has the building blocks
 (`expected_tokens`, `Speculation`, `speculative_step`, `speculative_memory`); the chapter shows how to use them.
 """
 #: What a student's own variant changes (the notebook's instructions).

@@ -14,8 +14,7 @@ d S / d k_d = 0 (a Lambert W; :func:`best_draft_tokens_expression`).
 
 The symbols and formulas are registered in :data:`llmcourse.formulas.SYMBOLS` and
 :data:`~llmcourse.formulas.FORMULAS` when this module is imported. ``llmcourse.formulas`` imports it
-itself, with every topic module, so that the registry does not depend on who imports what first;
-:mod:`llmcourse.speculative` imports it too.
+itself, with every topic module, so that the registry does not depend on who imports what first.
 
 Examples
 --------
