@@ -44,7 +44,16 @@ from llmcourse.planner.design import Brief, Plan, _lever_plan, plan
 from llmcourse.replica.base import gpu_of, model_of
 from llmcourse.units import fmt, plain_number
 
-__all__ = ["CONTEXT_FRACTION", "HIT_RATE", "LEVER_NAMES", "Lever", "prefix_cached_plan", "rank_levers", "verdict"]
+__all__ = [
+    "CONTEXT_FRACTION",
+    "HIT_RATE",
+    "LEVER_NAMES",
+    "Lever",
+    "prefix_cached_plan",
+    "rank_levers",
+    "rank_levers_against",
+    "verdict",
+]
 
 LEVER_NAMES = ("GQA, 8 KV heads", "INT8 KV cache", "INT4 weights", "shorter contexts", "prefix caching")
 #: The levers' settings when none are given (a scenario of the review, not a modelling constant):
@@ -143,10 +152,10 @@ def rank_levers(
     ``plan_kwargs`` (``weight_bytes``, ``kv_bytes``, ``headroom``, ...) describe the baseline; a lever
     overrides only its own setting. Levers that leave the plan unfitted sort last.
     """
-    return _ranked(model, gpu, brief, None, hit_rate, context_fraction, plan_kwargs)
+    return rank_levers_against(model, gpu, brief, None, hit_rate, context_fraction, plan_kwargs)
 
 
-def _ranked(
+def rank_levers_against(
     model: Model | str,
     gpu: GPU | str,
     brief: Brief,
@@ -156,7 +165,21 @@ def _ranked(
     plan_kwargs: dict[str, Any],
 ) -> list[Lever]:
     """:func:`rank_levers`, given the baseline ``base`` if the caller has planned it already (the same
-    ``plan(model, gpu, brief, **plan_kwargs)``: the design review's own plan), else planned here."""
+    ``plan(model, gpu, brief, **plan_kwargs)``: the design review's own plan), else planned here.
+
+    ``hit_rate``, ``context_fraction`` and ``plan_kwargs`` (a dict of :func:`plan`'s keywords) are
+    :func:`rank_levers`'s, given as they are.
+
+    Examples
+    --------
+    >>> from llmcourse.planner.design import Brief
+    >>> from llmcourse.units import Q_
+    >>> b = Brief(20, 3_600, 400, Q_(1, "s"), Q_(40, "ms"))
+    >>> base = plan("Llama-2-13B", "H100 SXM", b)
+    >>> levers = rank_levers_against("Llama-2-13B", "H100 SXM", b, base, HIT_RATE, CONTEXT_FRACTION, {})
+    >>> [(x.name, x.gpus) for x in levers][:2]
+    [('GQA, 8 KV heads', 12), ('shorter contexts', 15)]
+    """
     m, g = model_of(model), gpu_of(gpu)
     cf = plain_number(context_fraction, "context_fraction", at_most=1.0)
     hit_rate = _hit_rate(hit_rate)

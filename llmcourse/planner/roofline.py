@@ -45,6 +45,7 @@ __all__ = [
     "decode_flops_per_token",
     "decode_point",
     "first_compute_bound_batch",
+    "first_compute_bound_from",
     "prefill_point",
     "ridge_intensity",
     "weight_read_ceiling",
@@ -314,11 +315,18 @@ def crossover_batch(
 
 def first_compute_bound_batch(model: Model | str, gpu: GPU | str, **kwargs: Any) -> int | None:
     """The smallest whole batch whose decode step is compute-bound (``None`` if there is none)."""
-    return _first_compute_bound(crossover_batch(model, gpu, **kwargs))
+    return first_compute_bound_from(crossover_batch(model, gpu, **kwargs))
 
 
-def _first_compute_bound(b: float | None) -> int | None:
-    """:func:`first_compute_bound_batch` from the crossover batch ``b`` (for a caller that has it already)."""
+def first_compute_bound_from(b: float | None) -> int | None:
+    """:func:`first_compute_bound_batch` from the crossover batch ``b`` (for a caller that has it already):
+    the smallest whole batch above ``b`` (at least 1), ``None`` where there is no crossover.
+
+    Examples
+    --------
+    >>> first_compute_bound_from(57.3), first_compute_bound_from(64.0), first_compute_bound_from(None)
+    (58, 65, None)
+    """
     if b is None:
         return None
     n = max(1, math.ceil(b))

@@ -11,7 +11,7 @@ from functools import lru_cache
 import ipywidgets as w
 
 from llmcourse.assumptions import Assumptions, resolve
-from llmcourse.planner.roofline import _first_compute_bound, crossover_batch
+from llmcourse.planner.roofline import crossover_batch, first_compute_bound_from
 from llmcourse.planner.serving import request_cycle
 from llmcourse.replica.step import matmul_precision
 from llmcourse.units import Q_, fmt, parsed_unit
@@ -66,7 +66,7 @@ def _rows(
         compute_precision=matmul_precision(2, gpu, a),
     )
     x = crossover_batch(model, gpu, **roof)
-    first = _first_compute_bound(x)  # first_compute_bound_batch(model, gpu, **roof), from the same crossover
+    first = first_compute_bound_from(x)  # first_compute_bound_batch(model, gpu, **roof), from the same crossover
     cross = "none: KV reads grow faster than compute" if x is None else f"{x:,.1f} (compute-bound from {first:,})"
     return [
         ("KV read at (tokens per sequence)", f"{ctx:,.0f}"),

@@ -14,7 +14,7 @@ import ipywidgets as w
 
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.planner.design import Brief, Plan, plan
-from llmcourse.planner.levers import CONTEXT_FRACTION, HIT_RATE, Lever, _ranked, verdict
+from llmcourse.planner.levers import CONTEXT_FRACTION, HIT_RATE, Lever, rank_levers_against, verdict
 from llmcourse.units import Q_, fmt, parsed_unit
 from llmcourse.widgets import (
     Calculator,
@@ -94,7 +94,7 @@ def design_review(
     """
     p = plan(model, gpu, brief, **plan_kwargs)
     # rank_levers(model, gpu, brief, hit_rate=..., context_fraction=..., **plan_kwargs) with its baseline, p, planned once
-    levers = _ranked(model, gpu, brief, p, hit_rate, context_fraction, plan_kwargs)
+    levers = rank_levers_against(model, gpu, brief, p, hit_rate, context_fraction, plan_kwargs)
     return DesignReview(p, verdict(p), levers)
 
 

@@ -52,8 +52,10 @@ import ipywidgets as w
 import pint
 
 from llmcourse.errors import InputError
+from llmcourse.exercises.answers import AnswerRefused, show_value
+from llmcourse.exercises.answers import read_answer as read_checked
 from llmcourse.exercises.defs_drills import DRILLS, FACTOR, KINDS, SLIPS_2X, shown
-from llmcourse.exercises.engine import Exercise, _read, _Refused, _show, check
+from llmcourse.exercises.engine import Exercise, check
 from llmcourse.units import Q_, sig
 
 __all__ = [
@@ -112,7 +114,7 @@ class Verdict:
 # --- dealing ------------------------------------------------------------------------------------------
 def _fill(template: str, variant: dict[str, Any]) -> str:
     """A story or a hint with the variant's givens, as the engine prints them."""
-    return template.format(**{k: _show(x) for k, x in variant.items()})
+    return template.format(**{k: show_value(x) for k, x in variant.items()})
 
 
 def deal_problem(rng: random.Random, kinds: Sequence[str] = KINDS) -> Problem:
@@ -152,8 +154,8 @@ def _verdict(ex: Exercise, typed: str, unit: str) -> tuple[Any, pint.Quantity]:
     if result.status not in ("correct", "wrong"):
         raise DrillInputError(_typed(result.message.removeprefix("Not yet: "), unit))
     try:
-        q, _ = _read(raw, ex.unit)  # as the checker read it
-    except _Refused as why:  # pragma: no cover - the checker has just read it
+        q, _ = read_checked(raw, ex.unit)  # as the checker read it
+    except AnswerRefused as why:  # pragma: no cover - the checker has just read it
         raise DrillInputError(_typed(str(why), unit)) from None
     if not float(q.m) > 0:
         raise DrillInputError(f"the answer must be a positive number; got {raw!r}.")

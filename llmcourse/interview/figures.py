@@ -1,0 +1,83 @@
+"""What the interview track's computed figures share: the sources' assumptions, the system-design
+lesson's 70B model, the full-memory read time, and rates and shares as plain numbers for prose.
+
+Used by the worked answers (:mod:`llmcourse.interview.worked` and its siblings) and by the sheet of
+numbers (:mod:`llmcourse.interview.sheet`).
+
+Examples
+--------
+>>> from llmcourse.units import Q_
+>>> per_s(Q_(20, "ms")), pct(0.7)
+(50.0, 70.0)
+"""
+
+from __future__ import annotations
+
+import pint
+
+from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.catalog import GPU, Model, gpus, models
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.units import Q_
+
+__all__ = ["CAPACITY", "COURSE", "ENVELOPE", "LAB", "pct", "per_s", "read_time", "seed004_model"]
+
+#: The assumptions the worked answers use (see :mod:`llmcourse.assumptions`): each source's own
+#: method where a question reproduces its worked example, the course's (``None``) elsewhere.
+ENVELOPE, LAB, CAPACITY, COURSE = "envelope", "lab", "capacity", None
+
+
+def seed004_model() -> Model:
+    """The system-design lesson's "70B-class model": 70 billion parameters, 80 layers, 64 query
+    heads, 8 KV heads (source 004).
+
+    Examples
+    --------
+    >>> m = seed004_model()
+    >>> m.name, m.params, m.layers
+    ('70B-class', 70000000000.0, 80)
+    """
+    return models["Llama-3.1-70B"].with_(name="70B-class", params=70e9, active_params=70e9)
+
+
+def read_time(
+    memory: pint.Quantity, gpu: GPU | str, n_gpus: int = 1, *, assumptions: Assumptions | str | None = None
+) -> pint.Quantity:
+    """Time to read ``memory`` bytes once at the assumptions' share of the bandwidth (the step of a
+    GPU whose batch fills its usable memory).
+
+    Examples
+    --------
+    >>> round(read_time(Q_(67, "GB"), "H100 SXM", assumptions=ENVELOPE).m, 1)
+    20.0
+    """
+    g = gpus[gpu] if isinstance(gpu, str) else gpu
+    return F["weight_read_time"](
+        weights=memory,
+        n_gpus=n_gpus,
+        bandwidth=g.bandwidth,
+        bandwidth_efficiency=resolve(assumptions).bandwidth_efficiency,
+    ).to("ms")
+
+
+def per_s(rate: pint.Quantity) -> float:
+    """A rate (or the inverse of a step time) as a plain number per second.
+
+    Examples
+    --------
+    >>> per_s(Q_(3, "1/ms")), per_s(Q_(0.5, "s"))
+    (3000.0, 2.0)
+    """
+    q = rate if rate.dimensionality == Q_(1, "1/s").dimensionality else 1 / rate
+    return float(q.to("1/s").m)
+
+
+def pct(share: float) -> float:
+    """A share as a percentage for prose (seven tenths -> 70).
+
+    Examples
+    --------
+    >>> pct(0.25)
+    25.0
+    """
+    return 100 * share

@@ -1,0 +1,526 @@
+"""The worked answers of the interview chapter's bank (``book/14_interview_questions.md``): L4, L5 and Staff+.
+
+One function for each question of ``llmcourse/data/interview/01_l4.md``, ``02_l5.md`` and
+``03_staff.md``, registered under the question's id (:func:`~llmcourse.interview.questions.register_worked`):
+it computes every number of the question's answers with the planner and returns them by the names its
+templates use. A question that reproduces a source text's worked example computes it under that
+source's assumptions (``"envelope"``, ``"lab"``, ``"capacity"``, see :mod:`llmcourse.assumptions`);
+where the source's method leaves out something that changes the answer (prefill, the bandwidth real
+kernels reach), the worked answer gives the course's figure beside it, computed with the default. An
+answer that builds on another question's numbers calls that question's function.
+
+Examples
+--------
+>>> from llmcourse.interview import QUESTIONS
+>>> QUESTIONS["kv_per_token"].numbers()["kv72"]
+<Quantity(320.0, 'kibibyte')>
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pint
+
+from llmcourse.assumptions import resolve
+from llmcourse.catalog import bytes_per_value, gpus, models
+from llmcourse.formulas import FORMULAS as F
+from llmcourse.interview.figures import CAPACITY, COURSE, ENVELOPE, LAB, pct, per_s, read_time, seed004_model
+from llmcourse.interview.questions import register_worked
+from llmcourse.planner.roofline import weight_read_ceiling
+from llmcourse.planner.serving import compute_budget, fleet, prefill_pool, request_cycle, serving_plan, traffic
+from llmcourse.replica.memory import (
+    gpus_for_weights,
+    kv_bytes_per_sequence,
+    kv_bytes_per_token,
+    max_batch,
+    usable_memory,
+    weight_bytes,
+)
+from llmcourse.replica.model import replica
+from llmcourse.replica.prefill import prefill
+from llmcourse.replica.step import decode_step, matmul_precision
+from llmcourse.units import HOURS_PER_MONTH, Q_
+
+__all__ = ["MIN_REPLICAS"]
+
+#: Replicas a service runs at the least, so that one failure or deployment does not take it down
+#: (the back-of-the-envelope method's "at least two replicas").
+MIN_REPLICAS = 2
+
+
+# --- L4: one number, right, with its unit ------------------------------------------------------------------
+@register_worked("weights_fit")
+def _weights_fit() -> dict[str, Any]:
+    a, g = resolve(ENVELOPE), gpus["H100 SXM"]
+    w16, w8 = weight_bytes("Qwen2.5-72B", "bf16").to("GB"), weight_bytes("Qwen2.5-72B", "fp8").to("GB")
+    mem2 = usable_memory(g, 2, assumptions=a).to("GB")
+    return dict(
+        w16=w16,
+        w8=w8,
+        per_gpu=usable_memory(g, assumptions=a).to("GB"),
+        mem_pct=pct(a.memory_fraction),
+        reserve_pct=pct(1 - a.memory_fraction),
+        n16=gpus_for_weights("Qwen2.5-72B", g, "bf16", assumptions=a, power_of_two=False),
+        tp16=gpus_for_weights("Qwen2.5-72B", g, "bf16", assumptions=a),
+        n8=gpus_for_weights("Qwen2.5-72B", g, "fp8", assumptions=a),
+        mem2=mem2,
+        miss=(w16 - mem2).to("GB"),
+    )
+
+
+@register_worked("kv_per_token")
+def _kv_per_token() -> dict[str, Any]:
+    kv72, kv7 = kv_bytes_per_token("Qwen2.5-72B"), kv_bytes_per_token("Qwen2.5-7B")
+    m = models["Qwen2.5-72B"]
+    mha = kv_bytes_per_token(m.with_(kv_heads=m.heads))
+    return dict(
+        kv72=kv72.to("KiB"), kv7=kv7.to("KiB"), b72=int(kv72.to("B").m), b7=int(kv7.to("B").m), mha72=mha.to("MiB")
+    )
+
+
+@register_worked("kv_context")
+def _kv_context() -> dict[str, Any]:
+    short = kv_bytes_per_sequence("Qwen2.5-72B", 2_300).to("GB")
+    long = kv_bytes_per_sequence("Qwen2.5-72B", 32_768)
+    use = usable_memory("H100 SXM", assumptions=ENVELOPE).to("GB")
+    return dict(
+        kvtok=kv_bytes_per_token("Qwen2.5-72B").to("KiB"),
+        kv2300=short,
+        kv32k=long.to("GiB"),
+        kv32k_gb=long.to("GB"),
+        usable=use,
+        share32k=float((long / use).to("").m * 100),
+    )
+
+
+@register_worked("traffic")
+def _traffic() -> dict[str, Any]:
+    t = traffic(Q_(200_000, "1/day"), 2_000, 300, peak_factor=3)
+    avg = traffic(Q_(200_000, "1/day"), 2_000, 300).request_rate
+    return dict(
+        avg=float(avg.to("1/s").m),
+        rps=float(t.request_rate.to("1/s").m),
+        tin=float(t.input_tokens_per_s.to("1/s").m),
+        tout=float(t.output_tokens_per_s.to("1/s").m),
+    )
+
+
+@register_worked("single_stream")
+def _single_stream() -> dict[str, Any]:
+    m = seed004_model()
+    one = weight_read_ceiling(m, "H100 SXM", assumptions=ENVELOPE)
+    two = weight_read_ceiling(m, "H100 SXM", n_gpus=2, assumptions=ENVELOPE)
+    real = weight_read_ceiling(m, "H100 SXM", n_gpus=2, assumptions=COURSE)
+    return dict(
+        w=one.weights,
+        t1=one.step_time,
+        t2=two.step_time,
+        r1=per_s(one.tokens_per_s_per_user),
+        r2=per_s(two.tokens_per_s_per_user),
+        r2_70=per_s(real.tokens_per_s_per_user),
+        bw_pct=pct(resolve(COURSE).bandwidth_efficiency),
+    )
+
+
+@register_worked("memory_bound")
+def _memory_bound() -> dict[str, Any]:
+    a = resolve(LAB)
+    s = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_304, assumptions=a)
+    l4 = decode_step("Llama-3.1-8B", "L4", batch=1, context_tokens=2_304, assumptions=a)
+    return dict(
+        w=s.weights_read,
+        kv=s.kv_read.to("GB"),
+        flops=s.flops,
+        mem=s.memory_time,
+        comp=s.compute_time,
+        ratio=float((s.memory_time / s.compute_time).to("").m),
+        rate=per_s(s.step_time),
+        l4=l4.step_time,
+        bw_pct=pct(a.bandwidth_efficiency),
+        fl_pct=pct(a.compute_efficiency),
+        eta_b=a.bandwidth_efficiency,
+        eta_c=a.compute_efficiency,
+        fpp=a.flops_per_param,
+    )
+
+
+@register_worked("prefill_time")
+def _prefill_time() -> dict[str, Any]:
+    a = resolve(ENVELOPE)
+    kw = dict(n_gpus=2, weight_bytes="fp8")
+    p = prefill("Qwen2.5-72B", "H100 SXM", 2_000, assumptions=a, **kw)
+    course = prefill("Qwen2.5-72B", "H100 SXM", 2_000, assumptions=COURSE, **kw)
+    return dict(
+        flops=p.flops,
+        rate=(p.flops / p.compute_time).to("PFLOP/s"),
+        t=p.time.to("s"),
+        mem=p.memory_time,
+        w=weight_bytes("Qwen2.5-72B", "fp8").to("GB"),
+        fl_pct=pct(a.compute_efficiency),
+        eta_c=a.compute_efficiency,
+        fpp=a.flops_per_param,
+        t_course=course.time.to("s"),
+        comm_course=course.comm_time,
+    )
+
+
+# --- L5: chain numbers into a decision ------------------------------------------------------------------------
+@register_worked("max_batch")
+def _max_batch() -> dict[str, Any]:
+    a = resolve(ENVELOPE)
+    p = serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8", assumptions=a)
+    c = replica(
+        "Qwen2.5-72B", "H100 SXM", tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300, weight_bytes="fp8"
+    )
+    return dict(
+        kvtok=kv_bytes_per_token("Qwen2.5-72B").to("KiB"),
+        mem=p.usable_memory,
+        mem_pct=pct(a.memory_fraction),
+        mem_frac=a.memory_fraction,
+        w=p.weights,
+        free=(p.usable_memory - p.weights).to("GB"),
+        kv=p.kv_per_sequence,
+        batch=p.batch,
+        user=per_s(p.tokens_per_s_per_user),
+        read=(p.weights + p.batch * p.kv_per_sequence).to("GB"),
+        user_step=per_s(c.step.tokens_per_s_per_user),
+        user_course=per_s(c.tokens_per_s_per_user),
+        bw_pct=pct(c.assumptions.bandwidth_efficiency),
+        o=c.step.overhead_time,
+        comm=c.step.comm_time,
+        others=c.batch - 1,
+    )
+
+
+@register_worked("full_gpu_step")
+def _full_gpu_step() -> dict[str, Any]:
+    a = resolve(ENVELOPE)
+    mem = usable_memory("H100 SXM", assumptions=a).to("GB")
+    step = read_time(mem, "H100 SXM", assumptions=a)
+    course = read_time(mem, "H100 SXM", assumptions=COURSE)
+    p7 = serving_plan("Qwen2.5-7B", "H100 SXM", 1, 2_300, assumptions=a)
+    p72 = serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8", assumptions=a)
+    return dict(
+        mem=mem,
+        mem_frac=a.memory_fraction,
+        step=step,
+        rate=per_s(step),
+        b7=p7.batch,
+        b72=p72.batch,
+        u7=per_s(p7.tokens_per_s_per_user),
+        u72=per_s(p72.tokens_per_s_per_user),
+        h200=read_time(usable_memory("H200 SXM", assumptions=a), "H200 SXM", assumptions=a),
+        b200=read_time(usable_memory("B200", assumptions=a), "B200", assumptions=a),
+        step_course=course,
+        rate_course=per_s(course),
+        bw_pct=pct(resolve(COURSE).bandwidth_efficiency),
+    )
+
+
+@register_worked("batching")
+def _batching() -> dict[str, Any]:
+    m = seed004_model()
+    c = {b: weight_read_ceiling(m, "H100 SXM", batch=b, assumptions=ENVELOPE) for b in (1, 8, 32, 128, 256)}
+    x = {f"x{b}": round(per_s(c[b].throughput)) for b in (8, 32, 128, 256)}
+    b = max_batch(m, "H100 SXM", 4_000, n_gpus=2, usable_fraction=1)  # the source counts all 160 GB as usable
+    return dict(
+        w=c[1].weights, t=c[1].step_time, r1=per_s(c[1].tokens_per_s_per_user), x1=per_s(c[1].throughput), b=b, **x
+    )
+
+
+@register_worked("kv_limit")
+def _kv_limit() -> dict[str, Any]:
+    m = seed004_model()
+    mha = m.with_(kv_heads=m.heads)
+    w = weight_bytes(m).to("GB")
+    every = dict(n_gpus=2, usable_fraction=1)  # the source counts all 160 GB as usable
+    return dict(
+        mha_tok=kv_bytes_per_token(mha).to("MB"),
+        mha_seq=kv_bytes_per_sequence(mha, 4_000).to("GB"),
+        gqa_tok=kv_bytes_per_token(m).to("MB"),
+        gqa_kib=kv_bytes_per_token(m).to("KiB"),
+        gqa_seq=kv_bytes_per_sequence(m, 4_000).to("GB"),
+        w=w,
+        free=(usable_memory("H100 SXM", 2, 1) - w).to("GB"),
+        b_gqa=max_batch(m, "H100 SXM", 4_000, **every),
+        b_mha=max_batch(mha, "H100 SXM", 4_000, **every),
+    )
+
+
+@register_worked("long_context")
+def _long_context() -> dict[str, Any]:
+    short = replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_048, answer_tokens=512)
+    long = replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=32_768, answer_tokens=512)
+    return dict(
+        kvtok=kv_bytes_per_token("Llama-3.1-8B").to("KiB"),
+        kv32k=kv_bytes_per_sequence("Llama-3.1-8B", 32_768).to("GiB"),
+        kv_short=short.kv_per_sequence,
+        kv_long=long.kv_per_sequence,
+        b_short=short.batch,
+        b_long=long.batch,
+        x_short=per_s(short.throughput),
+        x_long=per_s(long.throughput),
+        c_short=short.cost_per_million_output_tokens,
+        c_long=long.cost_per_million_output_tokens,
+        ratio=float((long.cost_per_million_output_tokens / short.cost_per_million_output_tokens).to("").m),
+        share_short=pct(short.prefill_share),
+        share_long=pct(long.prefill_share),
+    )
+
+
+@register_worked("gqa")
+def _gqa() -> dict[str, Any]:
+    a = resolve(LAB)
+    kv2, kv3 = kv_bytes_per_token("Llama-2-7B"), kv_bytes_per_token("Llama-3.1-8B")
+    return dict(
+        kv2=kv2.to("KiB"),
+        kv3=kv3.to("KiB"),
+        ratio=float((kv2 / kv3).to("").m),
+        b2=max_batch("Llama-2-7B", "H100 SXM", 33_280, assumptions=a),
+        b3=max_batch("Llama-3.1-8B", "H100 SXM", 33_280, assumptions=a),
+        mem_pct=pct(a.memory_fraction),
+    )
+
+
+@register_worked("quantization")
+def _quantization() -> dict[str, Any]:
+    a = resolve(LAB)
+    kw = dict(batch=1, context_tokens=2_304, assumptions=a)
+    s16 = decode_step("Llama-3.1-8B", "H100 SXM", **kw)
+    s4 = decode_step("Llama-3.1-8B", "H100 SXM", weight_bytes="int4", **kw)
+    # 4-bit values plus one FP16 scale per group of 128 weights
+    scale = Q_(bytes_per_value("int4"), "B") + Q_(bytes_per_value("fp16"), "B") / 128
+    s4s = decode_step("Llama-3.1-8B", "H100 SXM", weight_bytes=scale, **kw)
+    return dict(
+        w16=s16.weights_read,
+        w4=s4.weights_read,
+        kv=s16.kv_read,
+        t16=s16.step_time,
+        t4=s4.step_time,
+        t4s=s4s.step_time,
+        scale=scale,
+        bw_pct=pct(a.bandwidth_efficiency),
+        eta_b=a.bandwidth_efficiency,
+    )
+
+
+@register_worked("batch_cost")
+def _batch_cost() -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for b in (1, 64):
+        c = request_cycle(
+            "Llama-3.1-8B",
+            "H100 SXM",
+            batch=b,
+            prompt_tokens=256,
+            answer_tokens=64,
+            price_per_hour=Q_(3, "USD/hour"),
+            assumptions=LAB,
+        )
+        out |= {f"t{b}": c.decode.step_time, f"x{b}": per_s(c.throughput), f"c{b}": c.cost_per_million_output_tokens}
+    return out
+
+
+@register_worked("cost_per_million")
+def _cost_per_million() -> dict[str, Any]:
+    a = resolve(ENVELOPE)
+    util = 0.3  # the question's given: the fleet is busy 30% of the hours it is billed
+    p = serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8", assumptions=a)
+    p7 = serving_plan("Qwen2.5-7B", "H100 SXM", 1, 2_300, assumptions=a)
+    work = dict(prompt_tokens=2_000, answer_tokens=300)
+    c = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, weight_bytes="fp8", assumptions=COURSE, **work)
+    c7 = replica("Qwen2.5-7B", "H100 SXM", assumptions=COURSE, **work)
+
+    def at_util(cost: pint.Quantity) -> pint.Quantity:
+        return F["cost_at_utilisation"](cost_full=cost, utilisation=util).to("USD")
+
+    return dict(
+        x=per_s(p.output_tokens_per_s),
+        c=p.cost_per_million_output_tokens,
+        c30=at_util(p.cost_per_million_output_tokens),
+        x7=per_s(p7.output_tokens_per_s),
+        c7=p7.cost_per_million_output_tokens,
+        util=util,
+        util_pct=pct(util),
+        x_course=per_s(c.throughput),
+        c_course=c.cost_per_million_output_tokens,
+        c30_course=at_util(c.cost_per_million_output_tokens),
+        x7_course=per_s(c7.throughput),
+        c7_course=c7.cost_per_million_output_tokens,
+        ratio7=float((c.cost_per_million_output_tokens / c7.cost_per_million_output_tokens).to("").m),
+        share_course=pct(c.prefill_share),
+        bw_pct=pct(c.assumptions.bandwidth_efficiency),
+        o=c.step.overhead_time,
+    )
+
+
+@register_worked("scale_traffic")
+def _scale_traffic() -> dict[str, Any]:
+    t = traffic(Q_(200_000, "1/day"), 2_000, 300, peak_factor=3)
+    t10 = traffic(Q_(2_000_000, "1/day"), 2_000, 300, peak_factor=3)
+    shape = dict(tensor_parallel=2, weight_bytes="fp8")
+    env = replica("Qwen2.5-72B", "H100 SXM", context_tokens=2_300, assumptions=ENVELOPE, **shape)
+    course = replica("Qwen2.5-72B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300, assumptions=COURSE, **shape)
+    e1, e10 = fleet(t.output_tokens_per_s, env), fleet(t10.output_tokens_per_s, env)
+    c1, c10 = fleet(t.output_tokens_per_s, course), fleet(t10.output_tokens_per_s, course)
+    r1, r1c = max(MIN_REPLICAS, e1.replicas), max(MIN_REPLICAS, c1.replicas)
+    return dict(
+        tout=per_s(t.output_tokens_per_s),
+        tout10=per_s(t10.output_tokens_per_s),
+        x=per_s(env.throughput),
+        exact1=e1.replicas_exact,
+        exact=e10.replicas_exact,
+        r1=r1,
+        g1=r1 * env.tensor_parallel,
+        r10=e10.replicas,
+        g10=e10.gpus,
+        x_course=per_s(course.throughput),
+        h_course=c10.headroom,
+        exact1_course=c1.replicas_exact,
+        r1_course=r1c,
+        g1_course=r1c * course.tensor_parallel,
+        exact_course=c10.replicas_exact,
+        r10_course=c10.replicas,
+        g10_course=c10.gpus,
+        bw_pct=pct(course.assumptions.bandwidth_efficiency),
+        o=course.step.overhead_time,
+    )
+
+
+@register_worked("littles_law")
+def _littles_law() -> dict[str, Any]:
+    rate = traffic(Q_(1.5e9, "1/day"), 1, 1).request_rate.to("1/s")
+    t = F["generation_time"](tokens_per_request=1_250, token_rate=Q_(50, "1/s")).to("s")
+    n = float(F["littles_law"](request_rate=rate, time_in_system=t).m)
+    g = _huge_fleet()["g2000"]
+    return dict(rps=float(rate.m), t=t, n=n, gpus=g, per_gpu=n / g)
+
+
+@register_worked("h200")
+def _h200() -> dict[str, Any]:
+    work = dict(prompt_tokens=2_000, answer_tokens=400, weight_bytes="fp8", assumptions=COURSE)
+    a = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, **work)
+    b = replica("Llama-3.1-70B", "H200 SXM", **work)
+    return dict(
+        w=a.weights,
+        kv=a.kv_per_sequence,
+        mem_h100=a.usable_memory,
+        mem_h200=b.usable_memory,
+        b_h100=a.batch,
+        b_h200=b.batch,
+        u_h100=per_s(a.tokens_per_s_per_user),
+        u_h200=per_s(b.tokens_per_s_per_user),
+        x_h100=per_s(a.throughput),
+        x_h200=per_s(b.throughput),
+        c_h100=a.cost_per_million_output_tokens,
+        c_h200=b.cost_per_million_output_tokens,
+        bw_pct=pct(a.assumptions.bandwidth_efficiency),
+        o=a.step.overhead_time,
+        comm=a.step.comm_time,
+    )
+
+
+# --- Staff+: the whole system, assumptions stated ---------------------------------------------------------------
+@register_worked("roofline_fleet")
+def _roofline_fleet() -> dict[str, Any]:
+    a, g, prompt, answer = resolve(CAPACITY), gpus["H100 SXM"], 2_000, 400
+    shape = dict(tensor_parallel=2, batch=64, weight_bytes="fp8")
+    r = replica("Llama-3.1-70B", g, context_tokens=prompt + answer, assumptions=a, **shape)
+    demand = F["token_rate"](request_rate=Q_(350, "1/s"), tokens_per_request=answer).to("1/s")
+    f = fleet(demand, r)
+    # does decode's idle compute hold the prefill the capacity method leaves out? (per replica, at the usable rate)
+    budget = compute_budget(
+        replica("Llama-3.1-70B", g, prompt_tokens=prompt, answer_tokens=answer, assumptions=a, **shape),
+        f.usable_throughput_per_replica,
+    )
+    need, roof, used = budget.prefill, budget.usable, budget.decode
+    c = replica("Llama-3.1-70B", g, prompt_tokens=prompt, answer_tokens=answer, assumptions=COURSE, **shape)
+    fc = fleet(demand, c)
+    return dict(
+        demand=per_s(demand),
+        kvtok=kv_bytes_per_token("Llama-3.1-70B").to("KiB"),
+        hours=HOURS_PER_MONTH,
+        left1=(g.memory - weight_bytes("Llama-3.1-70B", "fp8")).to("GB"),
+        w=r.weights,
+        kv=r.kv_per_sequence,
+        read=(r.step.weights_read + r.step.kv_read).to("GB"),
+        step=r.step.step_time,
+        comp=r.step.compute_time,
+        user=per_s(r.tokens_per_s_per_user),
+        x=per_s(r.throughput),
+        used=r.memory_used,
+        mem=r.usable_memory,
+        usable=per_s(f.usable_throughput_per_replica),
+        exact=f.replicas_exact,
+        replicas=f.replicas,
+        gpus=f.gpus,
+        cost=f.monthly_cost,
+        naive=int(F["replicas_needed"](demand=demand, throughput=r.throughput).m),
+        bw_pct=pct(a.bandwidth_efficiency),
+        eta_b=a.bandwidth_efficiency,
+        hf_pct=pct(a.headroom_fraction),
+        need=need,
+        roof=roof,
+        used_flops=used,
+        idle=budget.idle,
+        x_course=per_s(c.throughput),
+        share_course=pct(c.prefill_share),
+        h_course=fc.headroom,
+        replicas_course=fc.replicas,
+        gpus_course=fc.gpus,
+        cost_course=fc.monthly_cost,
+        o=c.step.overhead_time,
+    )
+
+
+@register_worked("prefill_pool")
+def _prefill_pool() -> dict[str, Any]:
+    a, g = resolve(CAPACITY), gpus["H100 SXM"]
+    p = prefill_pool(Q_(700_000, "1/s"), "Llama-3.1-70B", g, assumptions=a)
+    half = prefill_pool(Q_(350_000, "1/s"), "Llama-3.1-70B", g, assumptions=a)
+    fl = _roofline_fleet()
+    return dict(
+        rate=p.compute_rate,
+        gpus=p.gpus,
+        gpus_cached=half.gpus,
+        per_gpu=(g.peak_flops(matmul_precision(2, g, a)) * a.compute_efficiency).to("PFLOP/s"),
+        fl_pct=pct(a.compute_efficiency),
+        fpp=a.flops_per_param,
+        gpus_capacity=fl["gpus"],
+        **{k: fl[k] for k in ("hf_pct", "need", "idle", "roof", "used_flops", "usable", "gpus_course")},
+    )
+
+
+@register_worked("huge_fleet")
+def _huge_fleet() -> dict[str, Any]:
+    tok = int(F["tokens_from_characters"](characters=5_000, chars_per_token=4).m)
+    t = traffic(Q_(1.5e9, "1/day"), 1, tok)
+    g = {
+        f"g{x}": int(F["replicas_needed"](demand=t.output_tokens_per_s, throughput=Q_(x, "1/s")).m)
+        for x in (1_000, 2_000, 4_000)
+    }
+    return dict(rps=float(t.request_rate.to("1/s").m), tok=tok, demand=float(t.output_tokens_per_s.to("1/s").m), **g)
+
+
+@register_worked("moe")
+def _moe() -> dict[str, Any]:
+    kw = dict(context_tokens=2_304, assumptions=LAB)
+    s1 = decode_step("Qwen3-30B-A3B", "H100 SXM", batch=1, **kw)
+    s32 = decode_step("Qwen3-30B-A3B", "H100 SXM", batch=32, **kw)
+    s8 = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, **kw)
+    return dict(
+        w=weight_bytes("Qwen3-30B-A3B").to("GB"),
+        w1=s1.weights_read,
+        w32=s32.weights_read,
+        t1=s1.step_time,
+        t32=s32.step_time,
+        t8=s8.step_time,
+        phi=100 * s32.fraction_of_experts,
+    )
+
+
+@register_worked("pushback")
+def _pushback() -> dict[str, Any]:
+    a, b = _kv_limit(), _single_stream()
+    return {k: a[k] for k in ("mha_seq", "gqa_seq", "b_gqa", "b_mha")} | {k: b[k] for k in ("w", "r1", "r2")}
