@@ -17,8 +17,24 @@ from llmcourse.bands import METRIC_NAMES
 from llmcourse.errors import InputError
 from llmcourse.planner import Brief, plan
 from llmcourse.units import to
-from llmcourse.validation.held_out import FIT_OBJECTIVES, FIT_PARAMETERS, Evidence, Summary, evidence, reason_kind
-from llmcourse.validation.measured import FORMATS, Loaded, Measurement, Skipped, load_measurements, parse_measurements
+from llmcourse.validation.held_out import (
+    FIT_GRIDS,
+    FIT_OBJECTIVES,
+    FIT_PARAMETERS,
+    Evidence,
+    Summary,
+    evidence,
+    reason_kind,
+)
+from llmcourse.validation.measured import (
+    FORMATS,
+    Loaded,
+    Measurement,
+    Skipped,
+    escaped,
+    load_measurements,
+    parse_measurements,
+)
 
 #: The most measurements :func:`own_benchmark` fits when asked to bound its work (the live calculator).
 OWN_MAX_ROWS = 600
@@ -47,11 +63,17 @@ class OwnBenchmark:
     replan: Replan | None = None
 
     def rows(self) -> list[tuple[str, str]]:
-        """(label, text) rows: the per-row report, then the errors and the refit."""
+        """(label, text) rows: the per-row report, then the errors and the refit; the text a file gave (ids,
+        names, reasons) escaped (:func:`~llmcourse.validation.measured.escaped`)."""
+        return [(escaped(k), escaped(v)) for k, v in self._rows()]
+
+    def _rows(self) -> list[tuple[str, str]]:
         got = self.loaded
         head = FORMATS[got.format].split(" (")[0]
         n = len(got.skipped)
         out = [("read", f"{head}: {len(got.rows):,} measurements, {n:,} row{'' if n == 1 else 's'} skipped")]
+        if got.stopped:
+            out.append(("stopped", got.stopped))
         out += _listed(
             "skipped", got.skipped, lambda s: (f"skipped: row {s.line}" + (f" ({s.id})" if s.id else ""), s.reason)
         )
@@ -74,6 +96,7 @@ class OwnBenchmark:
         if names:
             fit = ", ".join(f"{p} {ev.fitted[p]:g} ({a.name}'s {getattr(a, p):g})" for p in names)
             out.append(("refitted parameters", fit))
+            out += [("refit on a bound", text) for text in on_bound(ev.fitted, names)]
         else:
             out.append(("refitted parameters", "none: the fit needs time-per-token or first-token rows"))
         for m in ev.metrics():
@@ -127,6 +150,28 @@ class Replan:
             (f"re-planned, {name}'s parameters", one(self.before)),
             ("re-planned, refitted parameters", one(self.after)),
         ]
+
+
+def on_bound(fitted: dict[str, float], names: Sequence[str]) -> list[str]:
+    """A line for each parameter of ``names`` whose fitted value sits on the lowest or highest value of its
+    :data:`~llmcourse.validation.held_out.FIT_GRIDS` grid: the rows would have it further out than the grid
+    goes, so the value is a bound of the search, not a fit.
+
+    Examples
+    --------
+    >>> on_bound({"bandwidth_efficiency": 1.0, "step_overhead_ms": 1.75}, ["bandwidth_efficiency", "step_overhead_ms"])
+    ['bandwidth_efficiency 1 is the highest value of its grid (0.2 to 1): the rows would have it higher, so it is a bound of the search, not a fit (rows far from the method, or a term the method lacks)']
+    """
+    out = []
+    for p in names:
+        grid, v = FIT_GRIDS[p], fitted[p]
+        if v in (grid[0], grid[-1]):
+            end, way = ("highest", "higher") if v == grid[-1] else ("lowest", "lower")
+            out.append(
+                f"{p} {v:g} is the {end} value of its grid ({grid[0]:g} to {grid[-1]:g}): the rows would have it "
+                f"{way}, so it is a bound of the search, not a fit (rows far from the method, or a term the method lacks)"
+            )
+    return out
 
 
 def _refitted(ev: Evidence) -> list[str]:
