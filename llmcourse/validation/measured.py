@@ -300,9 +300,14 @@ def number(r: dict[str, Any], col: str) -> float:
         raise RowError(f"column {col!r}: {_cut(text)!r} is not a number") from None
     if not math.isfinite(x) or x <= 0:
         raise RowError(f"column {col!r} must be a number above zero; got {_shown(text)}")
+    if not LEAST_NUMBER <= x <= MOST_NUMBER:
+        raise RowError(f"column {col!r} must be from {LEAST_NUMBER:g} to {MOST_NUMBER:g}; got {_shown(text)}")
     return x
 
 
+#: The range of a measured number (a time in ms, a rate, a count): outside it, ratios and logarithms of predicted over
+#: measured leave the floats (a time of 5e-324 ms, the smallest float, is no measurement).
+LEAST_NUMBER, MOST_NUMBER = 1e-9, 1e12
 #: The largest whole number a measured file's column may hold (a count of tokens, requests or GPUs), and the
 #: largest parallel size (:data:`SIZE_COLUMNS`: a replica of at most 1,024 GPUs along any one axis, the
 #: planner's bound on ``tensor_parallel``).
@@ -1064,11 +1069,14 @@ def load_measurements(path: str | Path, **given: Any) -> Loaded:
     p = Path(path)
     try:
         with _open(p) as stream:
-            return _read_text(_Text(stream, p.name, decoded=True), p.name, given)
-    except UnicodeError as exc:  # a UTF-16 or UTF-32 file cut short, or with a half of a pair of surrogates
-        raise InputError(
-            f"{escaped(p.name)}: not {exc.encoding if hasattr(exc, 'encoding') else 'valid'} text ({type(exc).__name__}): save the file as UTF-8."
-        ) from None
+            try:
+                return _read_text(_Text(stream, p.name, decoded=True), p.name, given)
+            except UnicodeDecodeError as exc:  # UTF-16 or UTF-32 (after its byte-order mark) cut short, or broken
+                enc = stream.encoding.upper()
+                raise InputError(
+                    f"{escaped(p.name)}: not valid {enc} text ({exc.reason}; it starts with {enc}'s byte-order mark): "
+                    "save the file as UTF-8."
+                ) from None
     except OSError as exc:
         raise InputError(f"cannot read {escaped(repr(str(p)))}: {exc.strerror or type(exc).__name__}.") from None
 

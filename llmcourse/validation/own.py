@@ -61,6 +61,8 @@ class OwnBenchmark:
     dropped: int = 0
     error: str = ""
     replan: Replan | None = None
+    #: Why the brief could not be re-planned for the most-measured setup ('' where it was, or none was asked).
+    replan_error: str = ""
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, text) rows: the per-row report, then the errors and the refit; the text a file gave (ids,
@@ -108,6 +110,8 @@ class OwnBenchmark:
                     out.append((f"refitted without each {kind}: {METRIC_NAMES[m]}", _summary_text(s)))
         if self.replan is not None:
             out += self.replan.rows()
+        elif self.replan_error:
+            out.append(("not re-planned", self.replan_error))
         return out
 
     def text(self) -> str:
@@ -183,7 +187,8 @@ def _refitted(ev: Evidence) -> list[str]:
 
 def _replan(loop: Sequence[Measurement], ev: Evidence, brief: Any) -> Replan | None:
     """Plan ``brief`` for the setup with the most rows among ``loop``, before and after the refit (None if the
-    refit fitted nothing, or the setup's layout is more than tensor parallelism)."""
+    refit fitted nothing, or the setup's layout is more than tensor parallelism); an :class:`InputError` where the
+    planner cannot plan that setup (its rows not predicted either)."""
     if not _refitted(ev):
         return None
     key = lambda r: (r.model, r.gpu, r.tp, r.pp, r.attention_dp, r.ep, r.weights, r.kv, r.isl, r.osl)  # noqa: E731
@@ -297,5 +302,9 @@ def own_replanned(fitted: tuple, brief: Any) -> OwnBenchmark:
     if brief is not None:
         if not isinstance(brief, Brief):
             raise InputError(f"brief must be a llmcourse.Brief (or None); got {type(brief).__name__}.")
-        replan = _replan(loop, ev, brief)
+        try:
+            replan = _replan(loop, ev, brief)
+        except InputError as exc:  # a setup the planner cannot take (a tensor-parallel size, a length past the context)
+            why = f"the setup with the most rows cannot be planned: {exc}"
+            return OwnBenchmark(got, ev, not_fitted, dropped, replan_error=why)
     return OwnBenchmark(got, ev, not_fitted, dropped, replan=replan)
