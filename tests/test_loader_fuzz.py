@@ -361,6 +361,8 @@ def test_text_from_a_file_is_escaped() -> None:
     got = lcv.parse_measurements(course(id=f"A{ESC}\u202e", tp="0"))
     text = str(got.skipped[0]) + got.report()
     assert "\x1b" not in text and "\\x1b[2J" in text and "\\u202e" in text
+    (long,) = lcv.parse_measurements(course(id="i" * 10_000, tp="0")).skipped
+    assert len(str(long)) < 250 and "(10,000 characters)" in str(long)
 
 
 # --- model names ----------------------------------------------------------------------------------------------------

@@ -221,7 +221,9 @@ class Skipped:
 
     def __str__(self) -> str:
         """The row, its id and the reason, the file's text escaped (:func:`escaped`)."""
-        return escaped(f"row {self.line}" + (f" ({_cut(self.id)})" if self.id else "") + f": {self.reason}")
+        return escaped(
+            f"row {self.line}" + (f" ({shortened(self.id, ID_SHOWN)})" if self.id else "") + f": {self.reason}"
+        )
 
 
 @dataclass(frozen=True)
@@ -289,7 +291,7 @@ def cell(r: dict[str, Any], col: str) -> str:
 
 def _shown(text: str) -> str:
     """A cell's text for a reason: cut to a readable length (:func:`_cut`), non-printable characters escaped."""
-    return escaped(_cut(text))
+    return escaped(shortened(text))
 
 
 def number(r: dict[str, Any], col: str) -> float:
@@ -297,7 +299,7 @@ def number(r: dict[str, Any], col: str) -> float:
     try:
         x = float(text)
     except ValueError:
-        raise RowError(f"column {col!r}: {_cut(text)!r} is not a number") from None
+        raise RowError(f"column {col!r}: {shortened(text)!r} is not a number") from None
     if not math.isfinite(x) or x <= 0:
         raise RowError(f"column {col!r} must be a number above zero; got {_shown(text)}")
     if not LEAST_NUMBER <= x <= MOST_NUMBER:
@@ -326,11 +328,11 @@ def whole(r: dict[str, Any], col: str, default: int | None = None) -> int:
     try:
         x = float(text)
     except ValueError:
-        raise RowError(f"column {col!r}: {_cut(text)!r} is not a whole number") from None
+        raise RowError(f"column {col!r}: {shortened(text)!r} is not a whole number") from None
     if not math.isfinite(x):
         raise RowError(f"column {col!r} must be a whole number; got {_shown(text)}")
     if x != int(x):
-        raise RowError(f"column {col!r}: {_cut(text)!r} is not a whole number")
+        raise RowError(f"column {col!r}: {shortened(text)!r} is not a whole number")
     if x < 1:
         what = "requests in flight" if "concurrency" in col or col == "batch_size" else "a size"
         raise RowError(f"column {col!r} must be at least 1 ({what}); got {_shown(text)}")
@@ -340,8 +342,13 @@ def whole(r: dict[str, Any], col: str, default: int | None = None) -> int:
     return int(x)
 
 
-def _cut(text: str, most: int = 40) -> str:
-    """Text cut to ``most`` characters for a message (the rest counted)."""
+#: The most characters of a row's id a message shows (the rest counted).
+ID_SHOWN = 100
+
+
+def shortened(text: str, most: int = 40) -> str:
+    """Text cut to about ``most`` characters for a message (the rest counted): a file's cell, or a row's id
+    (:data:`ID_SHOWN`)."""
     return text if len(text) <= most else f"{text[: most // 2]}...{text[-8:]} ({len(text):,} characters)"
 
 
@@ -643,14 +650,16 @@ def _read_vllm(records: list[Any], given: dict[str, Any]) -> tuple[list[Measurem
             kv_ = "bf16" if kv_text.lower() == "auto" else _precision(kv_text, "kv")
             date = pick("date")
             base = dict(
-                source=f"vllm bench serve result {line}" + (f" ({_cut(str(date))})" if date else ""),
+                source=f"vllm bench serve result {line}" + (f" ({shortened(str(date))})" if date else ""),
                 gpu=gpu,
                 n_gpus=tp,
                 tp=tp,
                 model=model,
                 weights=weights,
                 kv=kv_,
-                engine=engine_name(_cut(str(pick("engine") or "vllm")), _cut(str(pick("engine_version") or ""))),
+                engine=engine_name(
+                    shortened(str(pick("engine") or "vllm")), shortened(str(pick("engine_version") or ""))
+                ),
                 isl=isl,
                 osl=osl,
                 load=f"concurrency {conc}",
@@ -774,7 +783,7 @@ def _too_long(source: str, row: int, line: str, header: list[str], what: str) ->
             continue
         field += 1
         if field > MAX_CELL:
-            name = repr(_cut(header[col])) if col < len(header) else f"{col + 1} (past the header's)"
+            name = repr(shortened(header[col])) if col < len(header) else f"{col + 1} (past the header's)"
             return (
                 f"{escaped(source)}: row {row:,}, column {escaped(name)}: a cell longer than {_size(MAX_CELL)}, the "
                 "most read; a measured file's cells are short (a name, a number): trim it."
@@ -868,7 +877,7 @@ class _Rows:
             for k, v in r.items():
                 cells = [v] if isinstance(v, str) else v if isinstance(v, list) else []  # a list: cells past the header
                 if any(len(x) > MAX_CELL for x in cells):
-                    col = repr(_cut(k)) if isinstance(k, str) else f"{len(self.header) + 1} (past the header's)"
+                    col = repr(shortened(k)) if isinstance(k, str) else f"{len(self.header) + 1} (past the header's)"
                     raise InputError(
                         f"{escaped(self.text.source)}: row {n + 2:,}, column {escaped(col)}: a cell longer than "
                         f"{_size(MAX_CELL)}, the most read; a measured file's cells are short (a name, a number): trim it."
@@ -928,7 +937,7 @@ def check_given(given: dict[str, Any], names: dict[str, str] | None = None) -> d
             out[key] = int(plain_number(value, name, integer=True, at_least=1, at_most=MOST_SIZE, why=why))
             continue
         if not isinstance(value, str) or not value.strip():
-            raise InputError(f"{name} must be a name; got {_cut(repr(value))}.")
+            raise InputError(f"{name} must be a name; got {shortened(repr(value))}.")
         try:
             if key == "gpu":
                 out[key] = gpu_name(value)
@@ -937,11 +946,13 @@ def check_given(given: dict[str, Any], names: dict[str, str] | None = None) -> d
             elif key in ("weights", "kv"):
                 key_ = value.strip().lower()
                 if key_ not in _QUANT and key_ not in _PRECISION:
-                    raise RowError(f"precision {_cut(value)!r} unknown; use one of {', '.join(sorted(_PRECISION))}")
+                    raise RowError(
+                        f"precision {shortened(value)!r} unknown; use one of {', '.join(sorted(_PRECISION))}"
+                    )
                 out[key] = _precision(value, key)
             else:
                 if len(value) > MOST_NAME or not value.isprintable():
-                    raise RowError(f"{_cut(value)!r} is not an engine's name (such as 'vLLM 0.11')")
+                    raise RowError(f"{shortened(value)!r} is not an engine's name (such as 'vLLM 0.11')")
                 out[key] = value.strip()
         except RowError as exc:
             text = str(exc)

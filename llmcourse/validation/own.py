@@ -28,12 +28,14 @@ from llmcourse.validation.held_out import (
 )
 from llmcourse.validation.measured import (
     FORMATS,
+    ID_SHOWN,
     Loaded,
     Measurement,
     Skipped,
     escaped,
     load_measurements,
     parse_measurements,
+    shortened,
 )
 
 #: The most measurements :func:`own_benchmark` fits when asked to bound its work (the live calculator).
@@ -77,9 +79,11 @@ class OwnBenchmark:
         if got.stopped:
             out.append(("stopped", got.stopped))
         out += _listed(
-            "skipped", got.skipped, lambda s: (f"skipped: row {s.line}" + (f" ({s.id})" if s.id else ""), s.reason)
+            "skipped",
+            got.skipped,
+            lambda s: (f"skipped: row {s.line}" + (f" ({shortened(s.id, ID_SHOWN)})" if s.id else ""), s.reason),
         )
-        out += _listed("not fitted", self.not_fitted, lambda s: (f"not fitted: {s.id}", s.reason))
+        out += _listed("not fitted", self.not_fitted, lambda s: (f"not fitted: {shortened(s.id, ID_SHOWN)}", s.reason))
         if self.dropped:
             out.append(
                 (
@@ -91,7 +95,9 @@ class OwnBenchmark:
         if ev is None:
             out.append(("no fit", self.error))
             return out
-        out += _listed("not predicted", ev.not_predicted, lambda s: (f"not predicted: {s.id}", s.reason))
+        out += _listed(
+            "not predicted", ev.not_predicted, lambda s: (f"not predicted: {shortened(s.id, ID_SHOWN)}", s.reason)
+        )
         a, names = ev.assumptions, _refitted(ev)
         for m in ev.metrics():
             out.append((f"{a.name}'s method: {METRIC_NAMES[m]}", _summary_text(ev.summary("predicted", {"metric": m}))))
