@@ -351,9 +351,26 @@ def test_text_past_the_size_limit(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(measured, "MAX_BYTES", 4_096)
     row = ",".join(COURSE_ROW) + "\n"
     got = lcv.load_measurements(write(tmp_path, (",".join(COURSE_COLS) + "\n" + row * 500).encode()))
-    assert 0 < len(got.rows) < 100 and "read the first 4 KiB" in got.stopped
+    assert 0 < len(got.rows) < 100 and "lines (4 KiB) of the file" in got.stopped
     with pytest.raises(InputError, match="more than 4 KiB of JSON"):
         lcv.load_measurements(write(tmp_path, json.dumps([VLLM] * 100).encode(), "bench.json"))
+
+
+def test_json_of_one_long_line_is_read(tmp_path: Path) -> None:
+    """A result saved with --save-detailed (every request's times) is one line of megabytes: read, not refused as a
+    CSV line would be."""
+    rec = VLLM | {"itls": [20.5] * 200_000}
+    assert len(json.dumps(rec)) > measured.MAX_LINE
+    assert len(lcv.load_measurements(write(tmp_path, json.dumps(rec).encode(), "b.json")).rows) == 4
+
+
+def test_blank_lines_past_the_line_limit(tmp_path: Path, monkeypatch) -> None:
+    """Millions of blank lines cost no more than MAX_LINES lines: before the header, a refusal; after it, a stop."""
+    monkeypatch.setattr(measured, "MAX_LINES", 1_000)
+    with pytest.raises(InputError, match="has only blank lines in its first 1,001 lines"):
+        lcv.load_measurements(write(tmp_path, b"\n" * 100_000))
+    got = lcv.load_measurements(write(tmp_path, course().encode() + b"\n" * 100_000 + course().encode()))
+    assert len(got.rows) == 1 and "read the first 1,000 lines" in got.stopped
 
 
 def test_text_from_a_file_is_escaped() -> None:
@@ -363,6 +380,16 @@ def test_text_from_a_file_is_escaped() -> None:
     assert "\x1b" not in text and "\\x1b[2J" in text and "\\u202e" in text
     (long,) = lcv.parse_measurements(course(id="i" * 10_000, tp="0")).skipped
     assert len(str(long)) < 250 and "(10,000 characters)" in str(long)
+
+
+def test_vllm_metadata_wins_over_the_keywords() -> None:
+    """--metadata tp=2 and gpu=H100 in the JSON win over tensor_parallel=4 and gpu='B200' given; the keywords fill
+    what the JSON does not say."""
+    got = lcv.parse_measurements(json.dumps(VLLM), tensor_parallel=4, gpu="B200")
+    assert {(r.tp, r.gpu) for r in got.rows} == {(2, "H100 SXM")}
+    bare = {k: v for k, v in VLLM.items() if k not in ("tp", "gpu")}
+    got = lcv.parse_measurements(json.dumps(bare), tensor_parallel=4, gpu="B200")
+    assert {(r.tp, r.gpu) for r in got.rows} == {(4, "B200")}
 
 
 # --- model names ----------------------------------------------------------------------------------------------------

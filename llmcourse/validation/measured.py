@@ -5,6 +5,10 @@
   course's CSV, aiconfigurator's silicon CSV, the JSON of ``vllm bench serve``): the rows the course can express
   and, row by row, why not the others (:class:`Loaded`, :class:`Skipped`); :func:`silicon` - the aiconfigurator
   rows shipped with the package; :func:`course_csv` writes rows back in the course's format.
+* the bounds of a measured file (:data:`MAX_ROWS` rows read, :data:`MAX_CELL` characters a cell, :data:`MAX_BYTES` of
+  JSON, :data:`MAX_DEPTH` levels of nesting; whole numbers to :data:`MOST_WHOLE`, parallel sizes to :data:`MOST_SIZE`)
+  and :func:`escaped`, how a file's text is shown (no control character reaches a terminal raw);
+  :func:`check_given` checks the keywords that fill what a file does not say (``model=`` among them).
 * :func:`layout_gap` - whether the one replica model can express a row's parallel layout yet.
 * the cell readers (:func:`cell`, :func:`number`, :func:`whole`, :func:`model_name`, :func:`gpu_name`,
   :func:`context_gap`, :func:`aic_weights`, :func:`aic_kv`, :func:`first_of`) raise :class:`RowError` with the
@@ -290,7 +294,7 @@ def cell(r: dict[str, Any], col: str) -> str:
 
 
 def _shown(text: str) -> str:
-    """A cell's text for a reason: cut to a readable length (:func:`_cut`), non-printable characters escaped."""
+    """A cell's text for a reason: cut to a readable length (:func:`shortened`), non-printable characters escaped."""
     return escaped(shortened(text))
 
 
@@ -360,8 +364,8 @@ QUANT_SUFFIXES = ("-NVFP4", "-FP8", "-FP4", "-AWQ", "-GPTQ", "-INT4")
 
 def model_name(text: str) -> str:
     """A catalog model name from a file's model field (a Hugging Face id such as
-    ``nvidia/DeepSeek-R1-NVFP4``: a quantization suffix dropped here; the organisation, ``-Instruct`` and
-    ``-Chat`` by the catalog's look-up, :meth:`llmcourse.catalog.Catalog.__getitem__`)."""
+    ``nvidia/DeepSeek-R1-NVFP4``: the organisation and a quantization suffix dropped here; a leading ``Meta-`` and
+    ``-Instruct``, ``-Chat``, ``-hf`` by the model catalog's look-up, :meth:`llmcourse.catalog.Catalog.__getitem__`)."""
     if len(text) > MOST_NAME:
         raise RowError(f"a model name of {len(text):,} characters: not a model name")
     name = text.strip().rstrip("/")
@@ -596,7 +600,8 @@ def _read_vllm(records: list[Any], given: dict[str, Any]) -> tuple[list[Measurem
     :func:`load_measurements`; the keyword ``model`` (``--model``) names the model in place of the JSON's."""
     rows, skipped = [], []
     metrics = {"mean_ttft_ms": "ttft_ms", "mean_tpot_ms": "tpot_ms", "mean_itl_ms": "itl_ms"}
-    filled = {k: v for k, v in given.items() if v is not None and k != "model"}
+    keys = {"tensor_parallel": "tp"}  # a keyword under its --metadata key, which the JSON's own overrides
+    filled = {keys.get(k, k): v for k, v in given.items() if v is not None and k != "model"}
     for k, rec in enumerate(records):
         line = k + 1
         rid = f"vllm#{line}"
@@ -695,6 +700,9 @@ MAX_ROWS = 20_000
 #: The most text read from one file: a CSV stops at the end of the row that crosses it (and says so); a JSON document
 #: longer than this is refused (it cannot be read in part). A vllm bench result is a few kilobytes.
 MAX_BYTES = 32 * 2**20
+#: The most lines read from one file (a CSV's blank lines and the lines of its quoted cells count): a file of
+#: millions of blank lines stops here, in a fraction of a second.
+MAX_LINES = 50 * MAX_ROWS
 #: The longest cell of a CSV (the csv module's own default limit): a longer one refuses the file with its row and column.
 MAX_CELL = 128 * 2**10
 #: The longest line of a CSV (a row of several long cells); a longer one refuses the file with its row.
@@ -736,22 +744,29 @@ class _Text:
                     "UTF-8 text (a binary file, or text saved as Latin-1 or Windows-1252?): save the file as UTF-8."
                 )
 
-    def readline(self) -> str:
-        """The next line ('' at the end), its length checked."""
+    def readline(self, *, check: bool = True) -> str:
+        """The next line ('' at the end), of at most :data:`MAX_LINE` characters: a longer one refuses the text
+        (with ``check``), or is its first :data:`MAX_LINE` + 1 characters (without: JSON's lines may be long)."""
         line = self.stream.readline(MAX_LINE + 1)
         if not line:
             return ""
         self.lines += 1
         self._check(line, self.lines)
+        if check:
+            self.too_long(line)
+        self.chars += len(line)
+        return line
+
+    def too_long(self, line: str) -> None:
+        """Refuse a CSV line longer than :data:`MAX_LINE`, naming the row and the column of any cell over
+        :data:`MAX_CELL` in it."""
         if len(line) > MAX_LINE:
             raise InputError(
                 _too_long(self.source, self.row, line, self.header, f"a line longer than {_size(MAX_LINE)}")
             )
-        self.chars += len(line)
-        return line
 
     def __iter__(self) -> Iterator[str]:
-        while self.chars < MAX_BYTES:
+        while self.chars < MAX_BYTES and self.lines < MAX_LINES:
             line = self.readline()
             if not line:
                 return
@@ -894,8 +909,9 @@ class _Rows:
             )
         if self.text.stopped:
             return (
-                f"{self.text.source}: read the first {_size(MAX_BYTES)} of the file, the most read from one file; the "
-                "rest was not read: split the file to validate the rest."
+                f"{self.text.source}: read the first {self.text.lines:,} lines ({_size(self.text.chars)}) of the file, "
+                f"the most read from one file ({MAX_LINES:,} lines, {_size(MAX_BYTES)}); the rest was not read: split "
+                "the file to validate the rest."
             )
         return ""
 
@@ -962,11 +978,17 @@ def check_given(given: dict[str, Any], names: dict[str, str] | None = None) -> d
 
 def _read_text(text: _Text, source: str, given: dict[str, Any]) -> Loaded:
     """The rows of a measured text stream, in whichever of :data:`FORMATS` it is."""
-    first = ""
-    while not first.strip():
-        first = text.readline()
+    while True:
+        first = text.readline(check=False)
         if not first:
             raise InputError(f"{escaped(source)} is empty: give {', '.join(FORMATS.values())}.")
+        if first.strip():
+            break
+        if text.chars > MAX_BYTES or text.lines > MAX_LINES:
+            raise InputError(
+                f"{escaped(source)} has only blank lines in its first {text.lines:,} lines: give "
+                f"{', '.join(FORMATS.values())}."
+            )
     first = first.lstrip("\ufeff").lstrip()
     if first[:1] in "[{":
         recs = _json_records(first + text.rest(), source)
@@ -979,6 +1001,7 @@ def _read_text(text: _Text, source: str, given: dict[str, Any]) -> Loaded:
             )
             return Loaded("vllm", tuple(rows), tuple(skipped), source, stopped if more else "")
     else:
+        text.too_long(first)
         records = _Rows(text, first)
         head = set(records.header)
         if {"silicon_tpot_ms", "model_path"} <= head or {"silicon_ttft_ms", "model_path"} <= head:
@@ -1074,7 +1097,9 @@ def load_measurements(path: str | Path, **given: Any) -> Loaded:
     >>> got.format, len(got.rows) > 3_000, got.skipped[0].reason.split(" (")[0]
     ('aiconfigurator', True, 'disaggregated: separate prefill and decode pools, predicted by llmcourse.planner.disagg')
     """
-    if not (isinstance(path, Path) or (isinstance(path, str) and "\n" not in path and path.strip())):
+    if isinstance(path, str) and not path.strip():
+        raise InputError("no path given: give the path to a measured CSV or vllm JSON.")
+    if not (isinstance(path, Path) or (isinstance(path, str) and "\n" not in path)):
         raise InputError("load_measurements takes a path; for text, use parse_measurements(text).")
     given = check_given(given)
     p = Path(path)
