@@ -1,12 +1,16 @@
 """Command line: ``python -m llmcourse plan ...``, ``python -m llmcourse validate FILE`` and ``python -m llmcourse check NOTEBOOK``.
 
-``validate FILE [--gpu G] [--tp N] [--weights P] [--kv P] [--engine E] [--method M] [--rps R]
+``validate FILE [--model M] [--gpu G] [--tp N] [--weights P] [--kv P] [--engine E] [--method M] [--rps R]
 [--ttft-ms T] [--tpot-ms T]`` reads measured rows (the course's CSV, aiconfigurator's CSV or
-``vllm bench serve --save-result`` JSON; the options fill what a vLLM result does not say) and prints
-the rows read and skipped with the reasons, the error of the course's method on them, the parameters
-refitted on them, the error of the refit, and the fleet for a brief (``--rps`` requests per second within
+``vllm bench serve --save-result`` JSON; the options fill what a vLLM result does not say, ``--model`` names
+the model of every row in place of the file's) and prints the rows read and skipped with the reasons, the
+error of the course's method on them, the parameters refitted on them (with a note for any on a bound of its
+grid), the error of the refit, and the fleet for a brief (``--rps`` requests per second within
 the two targets; the example of :data:`llmcourse.validation.REPLAN_EXAMPLE` by default) re-planned for
-the most-measured setup before and after the refit (:func:`llmcourse.validation.own_benchmark`).
+the most-measured setup before and after the refit (:func:`llmcourse.validation.own_benchmark`). The file's
+text is printed escaped (no control character reaches the terminal); at most
+:data:`llmcourse.validation.measured.MAX_ROWS` rows are read. Exit status: 0, 1 when no row was read (the
+reasons summarised on stderr), 2 for a flag or a file refused (one line on stderr naming the flag, or saying why).
 
 ``check NOTEBOOK [--seed S] [--cell-timeout T] [--timeout T]`` grades a notebook, each cell in its own
 process limited to ``--cell-timeout`` seconds and the whole notebook to ``--timeout`` seconds
@@ -27,6 +31,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from typing import Any
 
 from llmcourse.errors import InputError, UnknownNameError
 
@@ -53,14 +58,43 @@ def _plan(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    """Check the flags (each error names its flag), read the file, print the report; 1 if no row was read."""
     import llmcourse as lc
     from llmcourse.validation import load_measurements, own_benchmark
+    from llmcourse.validation.measured import GIVEN_FLAGS, check_given, escaped
 
     given = {"gpu": args.gpu, "tensor_parallel": args.tp, "weights": args.weights, "kv": args.kv, "engine": args.engine}
-    got = load_measurements(args.file, **{k: v for k, v in given.items() if v is not None})
+    given = check_given({**given, "model": args.model}, GIVEN_FLAGS)
+    try:
+        method = lc.resolve(args.method)
+    except UnknownNameError as exc:
+        raise InputError(f"--method: {exc}") from None
     brief = lc.Brief(args.rps, 1, 1, lc.Q_(args.ttft_ms, "ms"), lc.Q_(args.tpot_ms, "ms"))  # lengths: the setup's
-    print(own_benchmark(got, assumptions=args.method, brief=brief).text())
+    got = load_measurements(args.file, **{k: v for k, v in given.items() if v is not None})
+    print(escaped(own_benchmark(got, assumptions=method, brief=brief).text()))
+    if not got.rows:
+        print(f"error: {escaped(_nothing_read(got))}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _nothing_read(got: Any) -> str:
+    """The line for a file of which no row was read: the reasons the rows were skipped for (the three most
+    frequent), and the flag that names what a file does not (where a reason does not say it already)."""
+    name = got.source or "the file"
+    if not got.skipped:
+        return f"nothing read from {name}: no row under its header."
+    kinds = list(got.reasons().items())
+    said = "; ".join(f"{n:,} x {reason.rstrip('.')}" for reason, n in kinds[:3])
+    more = f"; and {len(kinds) - 3:,} other reasons" if len(kinds) > 3 else ""
+    hints = [flag for words, flag in _HINTS if any(r.startswith(words) and flag not in r for r, _ in kinds)]
+    hint = f" (give {' or '.join(hints)} to name what the file does not)" if hints else ""
+    n = len(got.skipped)
+    return f"nothing read from {name}: {n:,} row{'' if n == 1 else 's'} skipped: {said}{more}{hint}."
+
+
+#: The reasons a row is skipped that a flag of validate answers.
+_HINTS = (("no model named", "--model"), ("no GPU named", "--gpu"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     v = sub.add_parser("validate", help="your own benchmark: read a measured file, the course's error, the refit")
     v.add_argument("file", help="a measured CSV (the course's or aiconfigurator's) or vllm bench JSON")
+    v.add_argument("--model", help="the model of every row, in place of the file's (a name, or a Hugging Face id)")
     v.add_argument("--gpu", help="the GPU of a vllm bench result (its metadata wins)")
     v.add_argument("--tp", type=int, help="the tensor-parallel size of a vllm bench result")
     v.add_argument("--weights", help="the weight precision of a vllm bench result")
@@ -114,10 +149,10 @@ def main(argv: list[str] | None = None) -> int:
         return {"plan": _plan, "validate": _validate}[args.command](args)
     except (InputError, UnknownNameError) as exc:
         message = str(exc)
-        if args.command == "plan":  # name the flag the user typed, not the function's argument
-            for name, flag in _PLAN_FLAGS.items():
-                message = re.sub(rf"\b{name}\b", flag, message)
-        print(f"error: {message}", file=sys.stderr)
+        flags = _PLAN_FLAGS if args.command == "plan" else _VALIDATE_FLAGS
+        for name, flag in flags.items():  # name the flag the user typed, not the function's argument
+            message = re.sub(rf"\b{name}\b", flag, message)
+        print(f"error: {escaped(message)}", file=sys.stderr)
         return 2
 
 
@@ -132,6 +167,17 @@ _PLAN_FLAGS = {
     "weight_bytes": "--weights",
     "kv_bytes": "--kv",
 }
+
+#: The validate command's flags that set an argument of Brief (the others are checked by
+#: :func:`llmcourse.validation.measured.check_given`, which names the flag itself).
+_VALIDATE_FLAGS = {"requests_per_second": "--rps", "ttft_target": "--ttft-ms", "tpot_target": "--tpot-ms"}
+
+
+def escaped(text: str) -> str:
+    """``text`` with its non-printable characters escaped (:func:`llmcourse.validation.measured.escaped`)."""
+    from llmcourse.validation.measured import escaped as escape
+
+    return escape(text)
 
 
 if __name__ == "__main__":

@@ -555,6 +555,18 @@ def _key(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+def _model_key(name: str) -> str:
+    """The key of a model's name as a checkpoint spells it: a Hugging Face organisation (``meta-llama/``), a leading
+    ``Meta-`` and the tuning suffixes ``-Instruct``, ``-Chat``, ``-hf`` dropped (the same shape as the base model)."""
+    key = _key(name.rsplit("/", 1)[-1]).removeprefix("meta")
+    while key.endswith(_TUNED):
+        key = next(key.removesuffix(s) for s in _TUNED if key.endswith(s))
+    return key
+
+
+_TUNED = ("instruct", "chat", "hf")
+
+
 class Catalog(Mapping[str, T], Generic[T]):
     """A read-only mapping from name to entry, forgiving about case, spaces and dashes."""
 
@@ -581,6 +593,8 @@ class Catalog(Mapping[str, T], Generic[T]):
                 f"{self.kind} names are strings such as {next(iter(self._entries))!r}, not {name!r}."
             )
         hit = self._index.get(_key(name))
+        if hit is None and self.kind == "model":  # a checkpoint's name: meta-llama/Llama-3.1-70B-Instruct
+            hit = self._index.get(_model_key(name))
         if hit is None:
             close = difflib.get_close_matches(name, list(self._entries), n=3, cutoff=0.4)
             if not close:

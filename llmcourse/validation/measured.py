@@ -5,6 +5,10 @@
   course's CSV, aiconfigurator's silicon CSV, the JSON of ``vllm bench serve``): the rows the course can express
   and, row by row, why not the others (:class:`Loaded`, :class:`Skipped`); :func:`silicon` - the aiconfigurator
   rows shipped with the package; :func:`course_csv` writes rows back in the course's format.
+* the bounds of a measured file (:data:`MAX_ROWS` rows read, :data:`MAX_CELL` characters a cell, :data:`MAX_BYTES` of
+  JSON, :data:`MAX_DEPTH` levels of nesting; whole numbers to :data:`MOST_WHOLE`, parallel sizes to :data:`MOST_SIZE`)
+  and :func:`escaped`, how a file's text is shown (no control character reaches a terminal raw);
+  :func:`check_given` checks the keywords that fill what a file does not say (``model=`` among them).
 * :func:`layout_gap` - whether the one replica model can express a row's parallel layout yet.
 * the cell readers (:func:`cell`, :func:`number`, :func:`whole`, :func:`model_name`, :func:`gpu_name`,
   :func:`context_gap`, :func:`aic_weights`, :func:`aic_kv`, :func:`first_of`) raise :class:`RowError` with the
@@ -29,22 +33,25 @@ Examples
 
 from __future__ import annotations
 
+import codecs
 import csv
 import functools
 import inspect
+import io
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from llmcourse.bands import METRICS
 from llmcourse.catalog import gpus, models
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.replica.model import replica
+from llmcourse.units import plain_number
 
 #: How a row loaded the replica: the largest batch (offline, or online with no rate limit), a fixed
 #: request rate, or a closed loop of ``concurrency`` requests in flight (a benchmark's concurrency).
@@ -217,7 +224,10 @@ class Skipped:
     reason: str
 
     def __str__(self) -> str:
-        return f"row {self.line}" + (f" ({self.id})" if self.id else "") + f": {self.reason}"
+        """The row, its id and the reason, the file's text escaped (:func:`escaped`)."""
+        return escaped(
+            f"row {self.line}" + (f" ({shortened(self.id, ID_SHOWN)})" if self.id else "") + f": {self.reason}"
+        )
 
 
 @dataclass(frozen=True)
@@ -228,6 +238,8 @@ class Loaded:
     rows: tuple[Measurement, ...]
     skipped: tuple[Skipped, ...]
     source: str = ""
+    #: Where reading stopped short of the end of the file, the line saying so (:data:`MAX_ROWS`, :data:`MAX_BYTES`).
+    stopped: str = ""
 
     def reasons(self) -> dict[str, int]:
         """How many rows were skipped for each reason (the text before any parenthesis or colon detail)."""
@@ -242,7 +254,26 @@ class Loaded:
     def report(self) -> str:
         """One line per skipped row, after a count of what was read."""
         head = f"{self.source or 'input'} ({FORMATS[self.format].split(' (')[0]}): {len(self.rows)} measurements read"
-        return "\n".join([head + f", {len(self.skipped)} rows skipped", *map(str, self.skipped)])
+        lines = [escaped(head) + f", {len(self.skipped)} rows skipped", *map(str, self.skipped)]
+        return "\n".join(lines + ([escaped(self.stopped)] if self.stopped else []))
+
+
+def escaped(text: str) -> str:
+    """``text`` with every character that is not printable written as its Python escape (``\\x1b``, ``\\u202e``),
+    line breaks kept: the control characters, escape sequences and direction overrides a file may hold never reach
+    a terminal raw.
+
+    Examples
+    --------
+    >>> escaped("id\\x1b[2J\\u202eok\\nnext")
+    'id\\\\x1b[2J\\\\u202eok\\nnext'
+    """
+    if text.isprintable():
+        return text
+    return "\n".join(
+        line if line.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
+        for line in text.split("\n")
+    )
 
 
 class RowError(Exception):
@@ -253,10 +284,18 @@ class RowError(Exception):
 def cell(r: dict[str, Any], col: str) -> str:
     if col not in r or r[col] is None:
         raise RowError(f"missing column {col!r}")
-    text = str(r[col]).strip()
+    value = r[col]
+    if isinstance(value, dict | list):  # a JSON object or array where a value belongs
+        raise RowError(f"column {col!r} is a JSON {'object' if isinstance(value, dict) else 'array'}, not a value")
+    text = str(value).strip()
     if not text:
         raise RowError(f"column {col!r} is empty")
     return text
+
+
+def _shown(text: str) -> str:
+    """A cell's text for a reason: cut to a readable length (:func:`shortened`), non-printable characters escaped."""
+    return escaped(shortened(text))
 
 
 def number(r: dict[str, Any], col: str) -> float:
@@ -264,10 +303,26 @@ def number(r: dict[str, Any], col: str) -> float:
     try:
         x = float(text)
     except ValueError:
-        raise RowError(f"column {col!r}: {text!r} is not a number") from None
+        raise RowError(f"column {col!r}: {shortened(text)!r} is not a number") from None
     if not math.isfinite(x) or x <= 0:
-        raise RowError(f"column {col!r} must be a number above zero; got {text}")
+        raise RowError(f"column {col!r} must be a number above zero; got {_shown(text)}")
+    if not LEAST_NUMBER <= x <= MOST_NUMBER:
+        raise RowError(f"column {col!r} must be from {LEAST_NUMBER:g} to {MOST_NUMBER:g}; got {_shown(text)}")
     return x
+
+
+#: The range of a measured number (a time in ms, a rate, a count): outside it, ratios and logarithms of predicted over
+#: measured leave the floats (a time of 5e-324 ms, the smallest float, is no measurement).
+LEAST_NUMBER, MOST_NUMBER = 1e-9, 1e12
+#: The largest whole number a measured file's column may hold (a count of tokens, requests or GPUs), and the
+#: largest parallel size (:data:`SIZE_COLUMNS`: a replica of at most 1,024 GPUs along any one axis, the
+#: planner's bound on ``tensor_parallel``).
+MOST_WHOLE = 10**9
+MOST_SIZE = 1_024
+#: The columns :func:`whole` bounds by :data:`MOST_SIZE` (the parallel sizes of the three formats).
+SIZE_COLUMNS = frozenset(
+    {"tp", "pp", "attention_dp", "ep", "tp_size", "pp_size", "attention_dp_size", "moe_ep_size", "n_gpus"}
+)
 
 
 def whole(r: dict[str, Any], col: str, default: int | None = None) -> int:
@@ -277,22 +332,47 @@ def whole(r: dict[str, Any], col: str, default: int | None = None) -> int:
     try:
         x = float(text)
     except ValueError:
-        raise RowError(f"column {col!r}: {text!r} is not a whole number") from None
+        raise RowError(f"column {col!r}: {shortened(text)!r} is not a whole number") from None
+    if not math.isfinite(x):
+        raise RowError(f"column {col!r} must be a whole number; got {_shown(text)}")
     if x != int(x):
-        raise RowError(f"column {col!r}: {text!r} is not a whole number")
+        raise RowError(f"column {col!r}: {shortened(text)!r} is not a whole number")
     if x < 1:
         what = "requests in flight" if "concurrency" in col or col == "batch_size" else "a size"
-        raise RowError(f"column {col!r} must be at least 1 ({what}); got {text}")
+        raise RowError(f"column {col!r} must be at least 1 ({what}); got {_shown(text)}")
+    most = MOST_SIZE if col in SIZE_COLUMNS else MOST_WHOLE
+    if x > most:
+        raise RowError(f"column {col!r} must be at most {most:,}; got {_shown(text)}")
     return int(x)
+
+
+#: The most characters of a row's id a message shows (the rest counted).
+ID_SHOWN = 100
+
+
+def shortened(text: str, most: int = 40) -> str:
+    """Text cut to about ``most`` characters for a message (the rest counted): a file's cell, or a row's id
+    (:data:`ID_SHOWN`)."""
+    return text if len(text) <= most else f"{text[: most // 2]}...{text[-8:]} ({len(text):,} characters)"
+
+
+#: The longest model or GPU name a file's cell may give (longer text is named by its length, not looked up).
+MOST_NAME = 200
+#: Suffixes of a Hugging Face checkpoint's name that say its quantization, not its shape (dropped by :func:`model_name`).
+QUANT_SUFFIXES = ("-NVFP4", "-FP8", "-FP4", "-AWQ", "-GPTQ", "-INT4")
 
 
 def model_name(text: str) -> str:
     """A catalog model name from a file's model field (a Hugging Face id such as
-    ``nvidia/DeepSeek-R1-NVFP4``: the organisation and a quantization suffix dropped)."""
-    name = text.strip().rstrip("/").split("/")[-1]
-    for suffix in ("-NVFP4", "-FP8", "-FP4", "-AWQ", "-GPTQ", "-INT4"):
+    ``nvidia/DeepSeek-R1-NVFP4``: the organisation and a quantization suffix dropped here; a leading ``Meta-`` and
+    ``-Instruct``, ``-Chat``, ``-hf`` by the model catalog's look-up, :meth:`llmcourse.catalog.Catalog.__getitem__`)."""
+    if len(text) > MOST_NAME:
+        raise RowError(f"a model name of {len(text):,} characters: not a model name")
+    name = text.strip().rstrip("/")
+    for suffix in QUANT_SUFFIXES:
         if name.upper().endswith(suffix):
             name = name[: -len(suffix)]
+    name = name.split("/")[-1]
     if name in ARCHITECTURE_GAPS and ARCHITECTURE_GAPS[name][1] is None:
         raise RowError(f"{name}: {ARCHITECTURE_GAPS[name][0]}")
     try:
@@ -302,6 +382,8 @@ def model_name(text: str) -> str:
 
 
 def gpu_name(text: str) -> str:
+    if len(text) > MOST_NAME:
+        raise RowError(f"a GPU name of {len(text):,} characters: not a GPU name")
     try:
         return gpus[text.strip()].name
     except UnknownNameError as exc:
@@ -328,19 +410,23 @@ def engine_name(text: str, version: str = "") -> str:
     return f"{name} {version.strip()}".strip()
 
 
-def _read_course(records: list[dict[str, str]]) -> tuple[list[Measurement], list[Skipped]]:
+def _read_course(
+    records: Iterable[dict[str, str]], model_: str | None = None
+) -> tuple[list[Measurement], list[Skipped]]:
+    """The course's CSV; ``model_`` (a catalog name) in place of each row's model."""
     rows, skipped = [], []
     for k, r in enumerate(records):
         line, rid = k + 2, (r.get("id") or "").strip()
         try:
             for col in _COURSE_REQUIRED:
-                cell(r, col)
+                if not (col == "model" and model_):
+                    cell(r, col)
             metric, kind = cell(r, "metric"), cell(r, "load_kind")
             if metric not in METRICS:
                 raise RowError(f"metric {metric!r} unknown; use one of {', '.join(METRICS)}")
             if kind not in LOAD_KINDS:
                 raise RowError(f"load_kind {kind!r} unknown; use one of {', '.join(LOAD_KINDS)}")
-            model, gpu = model_name(cell(r, "model")), gpu_name(cell(r, "gpu"))
+            model, gpu = model_ or model_name(cell(r, "model")), gpu_name(cell(r, "gpu"))
             tp, pp = whole(r, "tp"), whole(r, "pp", 1)
             dp, ep = whole(r, "attention_dp", 1), whole(r, "ep", 1)
             isl, osl = whole(r, "isl"), whole(r, "osl")
@@ -428,18 +514,22 @@ def first_of(seen: dict[Any, tuple[int, str]], same: Any, line: int, rid: str) -
     seen[same] = (line, rid)
 
 
-def _read_aiconfigurator(records: list[dict[str, str]], kv: str | None) -> tuple[list[Measurement], list[Skipped]]:
+def _read_aiconfigurator(
+    records: Iterable[dict[str, str]], kv: str | None, model_: str | None = None
+) -> tuple[list[Measurement], list[Skipped]]:
+    """aiconfigurator's silicon CSV; ``kv`` the KV-cache precision of every row (else :func:`aic_kv`), ``model_`` (a
+    catalog name) in place of each row's ``model_path``."""
     rows, skipped = [], []
     seen: dict[tuple, tuple[int, str]] = {}  # a row's setup and times -> the first row that had them
     for k, r in enumerate(records):
         line, rid = k + 2, (r.get("id") or "").strip()
         try:
             for col in _AIC_REQUIRED:
-                if col not in r:
+                if col not in r and not (col == "model_path" and model_):
                     raise RowError(f"missing column {col!r}")
             if cell(r, "mode") == "disagg":
                 raise RowError(DISAGGREGATED_REASON)
-            model, gpu = model_name(cell(r, "model_path")), gpu_name(cell(r, "system"))
+            model, gpu = model_ or model_name(cell(r, "model_path")), gpu_name(cell(r, "system"))
             isl, osl = whole(r, "isl"), whole(r, "osl")
             context_gap(model, isl, osl)
             tp, pp, dp = whole(r, "tp_size"), whole(r, "pp_size", 1), whole(r, "attention_dp_size", 1)
@@ -448,6 +538,8 @@ def _read_aiconfigurator(records: list[dict[str, str]], kv: str | None) -> tuple
                 ep = whole(r, "moe_ep_size")
             found = _CONCURRENCY.search(r.get("silicon_data_source") or "")
             if found:
+                if len(found.group(1)) > len(str(MOST_WHOLE)):
+                    raise RowError(f"silicon_concurrency must be at most {MOST_WHOLE:,}; got {_shown(found.group(1))}")
                 conc = int(found.group(1))
                 if conc < 1:
                     raise RowError(f"silicon_concurrency must be at least 1 request in flight; got {conc}")
@@ -489,80 +581,90 @@ def _read_aiconfigurator(records: list[dict[str, str]], kv: str | None) -> tuple
     return rows, skipped
 
 
-def _json_records(text: str) -> list[Any]:
-    text = text.strip()
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        try:  # --append-result writes one JSON object per line
-            data = [json.loads(x) for x in text.splitlines() if x.strip()]
-        except json.JSONDecodeError as exc:
-            raise InputError(f"the text starts like JSON but is not valid JSON ({exc}).") from None
-    return data if isinstance(data, list) else [data]
-
-
 def _is_vllm(rec: Any) -> bool:
     return isinstance(rec, dict) and any(k in rec for k in ("mean_tpot_ms", "mean_ttft_ms", "output_throughput"))
+
+
+def _scalar(r: dict[str, Any], key: str) -> Any:
+    """The value of a JSON key (None if absent or empty); an array or object there is a :class:`RowError`."""
+    v = r.get(key)
+    if isinstance(v, dict | list):
+        raise RowError(f"{key!r} is a JSON {'object' if isinstance(v, dict) else 'array'}, not a value")
+    return None if v == "" else v
 
 
 def _read_vllm(records: list[Any], given: dict[str, Any]) -> tuple[list[Measurement], list[Skipped]]:
     """``vllm bench serve --save-result`` results. The JSON names the model, the lengths (through
     its token totals) and the concurrency; the GPU, the tensor-parallel size and the precisions come
     from ``--metadata gpu=... tp=... weights=... kv=...`` keys in the JSON or from the keywords of
-    :func:`load_measurements`."""
+    :func:`load_measurements`; the keyword ``model`` (``--model``) names the model in place of the JSON's."""
     rows, skipped = [], []
     metrics = {"mean_ttft_ms": "ttft_ms", "mean_tpot_ms": "tpot_ms", "mean_itl_ms": "itl_ms"}
+    keys = {"tensor_parallel": "tp"}  # a keyword under its --metadata key, which the JSON's own overrides
+    filled = {keys.get(k, k): v for k, v in given.items() if v is not None and k != "model"}
     for k, rec in enumerate(records):
         line = k + 1
         rid = f"vllm#{line}"
         try:
             if not _is_vllm(rec):
                 raise RowError("not a vllm bench serve result (no mean_tpot_ms, mean_ttft_ms or output_throughput)")
-            r = {**{k_: v for k_, v in given.items() if v is not None}, **rec}
+            r = {**filled, **rec}
 
             def pick(*keys: str, r: dict[str, Any] = r) -> Any:
-                return next((r[x] for x in keys if r.get(x) not in (None, "")), None)
+                return next((v for v in (_scalar(r, x) for x in keys) if v is not None), None)
 
-            model = model_name(str(pick("model_id", "model") or ""))
+            if given.get("model"):
+                model = given["model"]
+            else:
+                named = pick("model_id", "model")
+                if named is None:
+                    raise RowError("no model named: give --model (model= to load_measurements)")
+                model = model_name(str(named))
             gpu_text = pick("gpu")
             if gpu_text is None:
                 raise RowError(
-                    "no GPU named: give load_measurements(..., gpu='H100') or run vllm bench serve with "
+                    "no GPU named: give --gpu H100 (gpu='H100' to load_measurements) or run vllm bench serve with "
                     "--metadata gpu=H100"
                 )
             gpu = gpu_name(str(gpu_text))
-            rate = r.get("request_rate", "inf")
-            conc = r.get("max_concurrency")
+            rate, conc = pick("request_rate"), _scalar(r, "max_concurrency")
             if conc is None:
-                if str(rate) != "inf":
+                if rate is not None and str(rate) != "inf":
                     raise RowError(
-                        f"an open-loop request rate ({rate}/s) without --max-concurrency: the queueing simulator "
-                        "predicts that, not this closed-loop model; rerun with --max-concurrency"
+                        f"an open-loop request rate ({_shown(str(rate))}/s) without --max-concurrency: the queueing "
+                        "simulator predicts that, not this closed-loop model; rerun with --max-concurrency"
                     )
                 raise RowError(
                     "no --max-concurrency and an unlimited request rate: a burst of every prompt at once, not a "
                     "steady concurrency; rerun with --max-concurrency"
                 )
             conc = whole({"max_concurrency": conc}, "max_concurrency")
-            tp = whole({"tp": pick("tensor_parallel_size", "tensor_parallel", "tp") or 1}, "tp")
-            done = number({"completed": r.get("completed")}, "completed")
-            isl = pick("random_input_len", "input_len") or round(number(r, "total_input_tokens") / done)
-            osl = pick("random_output_len", "output_len") or round(number(r, "total_output_tokens") / done)
+            tp_text = pick("tensor_parallel_size", "tensor_parallel", "tp")
+            tp = 1 if tp_text is None else whole({"tp": tp_text}, "tp")
+            done = number({"completed": _scalar(r, "completed")}, "completed")
+            isl, osl = pick("random_input_len", "input_len"), pick("random_output_len", "output_len")
+            if isl is None:
+                isl = round(number(r, "total_input_tokens") / done)
+            if osl is None:
+                osl = round(number(r, "total_output_tokens") / done)
             isl, osl = whole({"isl": isl}, "isl"), whole({"osl": osl}, "osl")
             context_gap(model, isl, osl)
             w = pick("weights", "dtype", "quantization")
             weights = _precision(str(w), "weights") if w is not None else models[model].weight_dtype
             kv_text = str(pick("kv", "kv_cache_dtype") or "auto")
             kv_ = "bf16" if kv_text.lower() == "auto" else _precision(kv_text, "kv")
+            date = pick("date")
             base = dict(
-                source=f"vllm bench serve result {line}" + (f" ({r['date']})" if r.get("date") else ""),
+                source=f"vllm bench serve result {line}" + (f" ({shortened(str(date))})" if date else ""),
                 gpu=gpu,
                 n_gpus=tp,
                 tp=tp,
                 model=model,
                 weights=weights,
                 kv=kv_,
-                engine=engine_name(str(pick("engine") or "vllm"), str(pick("engine_version") or "")),
+                engine=engine_name(
+                    shortened(str(pick("engine") or "vllm")), shortened(str(pick("engine_version") or ""))
+                ),
                 isl=isl,
                 osl=osl,
                 load=f"concurrency {conc}",
@@ -573,9 +675,9 @@ def _read_vllm(records: list[Any], given: dict[str, Any]) -> tuple[list[Measurem
             made = [
                 Measurement(id=f"{rid}:{m.split('_')[0]}", metric=m, value=number(r, key), unit="ms", **base)
                 for key, m in metrics.items()
-                if r.get(key) not in (None, "")
+                if _scalar(r, key) is not None
             ]
-            if r.get("output_throughput") not in (None, ""):
+            if _scalar(r, "output_throughput") is not None:
                 made.append(
                     Measurement(
                         id=f"{rid}:throughput",
@@ -591,6 +693,326 @@ def _read_vllm(records: list[Any], given: dict[str, Any]) -> tuple[list[Measurem
     return rows, skipped
 
 
+# --- reading a file or text within bounds -------------------------------------------------------------
+#: The most rows of a measured file read (the rest is left unread, and :attr:`Loaded.stopped` says so): a fit over
+#: 20,000 rows takes seconds; a million rows would take minutes and gigabytes.
+MAX_ROWS = 20_000
+#: The most text read from one file: a CSV stops at the end of the row that crosses it (and says so); a JSON document
+#: longer than this is refused (it cannot be read in part). A vllm bench result is a few kilobytes.
+MAX_BYTES = 32 * 2**20
+#: The most lines read from one file (a CSV's blank lines and the lines of its quoted cells count): a file of
+#: millions of blank lines stops here, in a fraction of a second.
+MAX_LINES = 50 * MAX_ROWS
+#: The longest cell of a CSV (the csv module's own default limit): a longer one refuses the file with its row and column.
+MAX_CELL = 128 * 2**10
+#: The longest line of a CSV (a row of several long cells); a longer one refuses the file with its row.
+MAX_LINE = 2**20
+#: The deepest nesting of JSON arrays and objects read (a vllm bench result nests two levels).
+MAX_DEPTH = 64
+#: The most digits of a whole number in JSON read as a number (a longer one is kept as text, and refused as a count).
+_MAX_DIGITS = 40
+_UNDECODED = re.compile("[\udc80-\udcff]")  # the bytes that did not decode (surrogateescape)
+_BOMS = (  # byte-order marks, longest first (UTF-32's little-endian mark begins with UTF-16's)
+    (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"),
+)  # fmt: skip
+
+
+def _size(n: int) -> str:
+    return f"{n // 2**20:,} MiB" if n >= 2**20 else f"{n // 2**10:,} KiB"
+
+
+class _Text:
+    """A text stream read in bounded pieces: lines of at most :data:`MAX_LINE` characters, at most
+    :data:`MAX_BYTES` characters in all; text that did not decode is refused with its line."""
+
+    def __init__(self, stream: IO[str], source: str, *, decoded: bool) -> None:
+        self.stream, self.source, self.decoded = stream, source, decoded
+        self.lines = 0  # physical lines read
+        self.chars = 0
+        self.stopped = False  # MAX_BYTES reached before the end
+        self.row = 1  # the row being read (the header is row 1), for messages
+        self.header: list[str] = []
+
+    def _check(self, text: str, line: int) -> None:
+        if self.decoded:
+            bad = _UNDECODED.search(text)
+            if bad is not None:
+                line += text.count("\n", 0, bad.start())
+                raise InputError(
+                    f"{self.source}: line {line:,} holds the byte {ord(bad.group()) - 0xDC00:#04x}, which is not "
+                    "UTF-8 text (a binary file, or text saved as Latin-1 or Windows-1252?): save the file as UTF-8."
+                )
+
+    def readline(self, *, check: bool = True) -> str:
+        """The next line ('' at the end), of at most :data:`MAX_LINE` characters: a longer one refuses the text
+        (with ``check``), or is its first :data:`MAX_LINE` + 1 characters (without: JSON's lines may be long)."""
+        line = self.stream.readline(MAX_LINE + 1)
+        if not line:
+            return ""
+        self.lines += 1
+        self._check(line, self.lines)
+        if check:
+            self.too_long(line)
+        self.chars += len(line)
+        return line
+
+    def too_long(self, line: str) -> None:
+        """Refuse a CSV line longer than :data:`MAX_LINE`, naming the row and the column of any cell over
+        :data:`MAX_CELL` in it."""
+        if len(line) > MAX_LINE:
+            raise InputError(
+                _too_long(self.source, self.row, line, self.header, f"a line longer than {_size(MAX_LINE)}")
+            )
+
+    def __iter__(self) -> Iterator[str]:
+        while self.chars < MAX_BYTES and self.lines < MAX_LINES:
+            line = self.readline()
+            if not line:
+                return
+            yield line
+        self.stopped = bool(self.stream.read(1))
+
+    def rest(self) -> str:
+        """The rest of the text, refused past :data:`MAX_BYTES`."""
+        text = self.stream.read(MAX_BYTES + 1 - self.chars)
+        self._check(text, self.lines + 1)
+        self.chars += len(text)
+        if self.chars > MAX_BYTES:
+            raise InputError(
+                f"{self.source}: more than {_size(MAX_BYTES)} of JSON, the most read (a vllm bench result is a few "
+                "kilobytes; --save-detailed adds every request's times): save the results without it, or split them."
+            )
+        return text
+
+
+def _too_long(source: str, row: int, line: str, header: list[str], what: str) -> str:
+    """The message for row ``row`` holding a cell longer than :data:`MAX_CELL` (or a line longer than
+    :data:`MAX_LINE`), naming the column where the line read shows it."""
+    col, field, quoted = 0, 0, False
+    for c in line:  # the fields of the line so far, with the csv module's default dialect
+        if c == '"':
+            quoted = not quoted
+        elif c == "," and not quoted:
+            col, field = col + 1, 0
+            continue
+        field += 1
+        if field > MAX_CELL:
+            name = repr(shortened(header[col])) if col < len(header) else f"{col + 1} (past the header's)"
+            return (
+                f"{escaped(source)}: row {row:,}, column {escaped(name)}: a cell longer than {_size(MAX_CELL)}, the "
+                "most read; a measured file's cells are short (a name, a number): trim it."
+            )
+    return f"{escaped(source)}: row {row:,}: {what}, the most read; a measured file's rows are short: trim it."
+
+
+def _json_int(text: str) -> int | str:
+    """A JSON whole number, kept as its text past :data:`_MAX_DIGITS` digits (Python refuses to read more than 4,300
+    digits as an int; the readers refuse a count past :data:`MOST_WHOLE`, naming the text)."""
+    return int(text) if len(text) <= _MAX_DIGITS else text
+
+
+def _depth(data: Any) -> int:
+    """How deeply JSON arrays and objects nest in ``data`` (without recursion), stopping past :data:`MAX_DEPTH`."""
+    deepest, todo = 0, [(data, 1)]
+    while todo:
+        x, d = todo.pop()
+        if isinstance(x, dict | list):
+            deepest = max(deepest, d)
+            if d > MAX_DEPTH:
+                break
+            todo.extend((v, d + 1) for v in (x.values() if isinstance(x, dict) else x))
+    return deepest
+
+
+def _json_records(text: str, source: str) -> list[Any]:
+    def load(part: str) -> Any:
+        try:
+            return json.loads(part, parse_int=_json_int)
+        except RecursionError:
+            raise InputError(
+                f"{escaped(source)}: JSON nested deeper than Python's reader allows; a vllm bench result nests two "
+                "levels."
+            ) from None
+
+    text = text.strip()
+    try:
+        data = load(text)
+    except json.JSONDecodeError:
+        try:  # --append-result writes one JSON object per line
+            data = [load(x) for x in text.splitlines() if x.strip()]
+        except json.JSONDecodeError as exc:
+            raise InputError(f"the text starts like JSON but is not valid JSON ({exc}).") from None
+    if _depth(data) > MAX_DEPTH:
+        raise InputError(
+            f"{escaped(source)}: JSON nested more than {MAX_DEPTH} levels deep; a vllm bench result nests two levels."
+        )
+    return data if isinstance(data, list) else [data]
+
+
+class _Rows:
+    """The records of a CSV read from a :class:`_Text`: at most :data:`MAX_ROWS`, each cell at most :data:`MAX_CELL`
+    characters; a cell or line too long refuses the file with its row and column (the row is the record's, the
+    header row 1, as the readers number them)."""
+
+    def __init__(self, text: _Text, first: str) -> None:
+        self.text = text
+        self.more = False  # rows left unread past MAX_ROWS
+        self._last = first
+        lines = self._lines(first)
+        self.reader = csv.DictReader(lines)
+        self.header = [str(h) for h in self._guard(lambda: self.reader.fieldnames) or ()]
+        text.header = self.header
+
+    def _lines(self, first: str) -> Iterator[str]:
+        self._last = first
+        yield first
+        for line in self.text:
+            self._last = line
+            yield line
+
+    def _guard(self, read: Any) -> Any:
+        try:
+            return read()
+        except csv.Error as exc:
+            if "field larger than field limit" in str(exc):
+                raise InputError(_too_long(self.text.source, self.text.row, self._last, self.header, "")) from None
+            raise InputError(f"{escaped(self.text.source)}: row {self.text.row:,} is not CSV ({exc}).") from None
+
+    def __iter__(self) -> Iterator[dict[str, str]]:
+        n = 0
+        while True:
+            self.text.row = n + 2
+            r = self._guard(lambda: next(self.reader, None))
+            if r is None:
+                return
+            if n == MAX_ROWS:
+                self.more = True
+                return
+            for k, v in r.items():
+                cells = [v] if isinstance(v, str) else v if isinstance(v, list) else []  # a list: cells past the header
+                if any(len(x) > MAX_CELL for x in cells):
+                    col = repr(shortened(k)) if isinstance(k, str) else f"{len(self.header) + 1} (past the header's)"
+                    raise InputError(
+                        f"{escaped(self.text.source)}: row {n + 2:,}, column {escaped(col)}: a cell longer than "
+                        f"{_size(MAX_CELL)}, the most read; a measured file's cells are short (a name, a number): trim it."
+                    )
+            n += 1
+            yield r
+
+    def stopped(self) -> str:
+        """The line saying where reading stopped short of the end of the file ('' where it did not)."""
+        if self.more:
+            return (
+                f"{self.text.source}: read the first {MAX_ROWS:,} rows, the most read from one file; the rest was not "
+                "read: split the file to validate the rest."
+            )
+        if self.text.stopped:
+            return (
+                f"{self.text.source}: read the first {self.text.lines:,} lines ({_size(self.text.chars)}) of the file, "
+                f"the most read from one file ({MAX_LINES:,} lines, {_size(MAX_BYTES)}); the rest was not read: split "
+                "the file to validate the rest."
+            )
+        return ""
+
+
+#: The keywords of :func:`parse_measurements` that fill what a file does not say, and the flag of
+#: ``python -m llmcourse validate`` that sets each (its messages name the flag).
+GIVEN_FLAGS = {
+    "gpu": "--gpu", "tensor_parallel": "--tp", "weights": "--weights", "kv": "--kv", "engine": "--engine",
+    "model": "--model",
+}  # fmt: skip
+
+
+def check_given(given: dict[str, Any], names: dict[str, str] | None = None) -> dict[str, Any]:
+    """The keywords of :func:`parse_measurements` (:data:`GIVEN_FLAGS`) checked, names in the catalog's spelling:
+    an :class:`InputError` names the keyword, or ``names[keyword]`` (the command line passes :data:`GIVEN_FLAGS`, so
+    that a message names the flag typed).
+
+    Examples
+    --------
+    >>> check_given({"gpu": "h100", "model": "meta-llama/Llama-3.1-70B-Instruct", "weights": "FP8"})
+    {'gpu': 'H100 SXM', 'model': 'Llama-3.1-70B', 'weights': 'fp8'}
+    >>> check_given({"tensor_parallel": 0}, GIVEN_FLAGS)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: --tp must be greater than zero; got 0.
+    """
+    out: dict[str, Any] = {}
+    for key, value in given.items():
+        if key not in GIVEN_FLAGS:
+            raise InputError(
+                f"no keyword {key!r}: the keywords that fill what a file does not say are {', '.join(GIVEN_FLAGS)}."
+            )
+        name = (names or {}).get(key, key)
+        if value is None:
+            out[key] = None
+            continue
+        if key == "tensor_parallel":
+            why = " (GPUs per replica)"
+            out[key] = int(plain_number(value, name, integer=True, at_least=1, at_most=MOST_SIZE, why=why))
+            continue
+        if not isinstance(value, str) or not value.strip():
+            raise InputError(f"{name} must be a name; got {shortened(repr(value))}.")
+        try:
+            if key == "gpu":
+                out[key] = gpu_name(value)
+            elif key == "model":
+                out[key] = model_name(value)
+            elif key in ("weights", "kv"):
+                key_ = value.strip().lower()
+                if key_ not in _QUANT and key_ not in _PRECISION:
+                    raise RowError(
+                        f"precision {shortened(value)!r} unknown; use one of {', '.join(sorted(_PRECISION))}"
+                    )
+                out[key] = _precision(value, key)
+            else:
+                if len(value) > MOST_NAME or not value.isprintable():
+                    raise RowError(f"{shortened(value)!r} is not an engine's name (such as 'vLLM 0.11')")
+                out[key] = value.strip()
+        except RowError as exc:
+            text = str(exc)
+            raise InputError(f"{name}: {text}" + ("" if text.endswith((".", "?")) else ".")) from None
+    return out
+
+
+def _read_text(text: _Text, source: str, given: dict[str, Any]) -> Loaded:
+    """The rows of a measured text stream, in whichever of :data:`FORMATS` it is."""
+    while True:
+        first = text.readline(check=False)
+        if not first:
+            raise InputError(f"{escaped(source)} is empty: give {', '.join(FORMATS.values())}.")
+        if first.strip():
+            break
+        if text.chars > MAX_BYTES or text.lines > MAX_LINES:
+            raise InputError(
+                f"{escaped(source)} has only blank lines in its first {text.lines:,} lines: give "
+                f"{', '.join(FORMATS.values())}."
+            )
+    first = first.lstrip("\ufeff").lstrip()
+    if first[:1] in "[{":
+        recs = _json_records(first + text.rest(), source)
+        if recs and _is_vllm(recs[0]):
+            more = len(recs) > MAX_ROWS
+            rows, skipped = _read_vllm(recs[:MAX_ROWS], given)
+            stopped = (
+                f"{source}: read the first {MAX_ROWS:,} results, the most read from one file; the rest was not "
+                "read: split the file to validate the rest."
+            )
+            return Loaded("vllm", tuple(rows), tuple(skipped), source, stopped if more else "")
+    else:
+        text.too_long(first)
+        records = _Rows(text, first)
+        head = set(records.header)
+        if {"silicon_tpot_ms", "model_path"} <= head or {"silicon_ttft_ms", "model_path"} <= head:
+            rows, skipped = _read_aiconfigurator(records, given.get("kv"), given.get("model"))
+            return Loaded("aiconfigurator", tuple(rows), tuple(skipped), source, records.stopped())
+        if {"metric", "value"} <= head:
+            rows, skipped = _read_course(records, given.get("model"))
+            return Loaded("course", tuple(rows), tuple(skipped), source, records.stopped())
+    raise InputError(f"{escaped(source)}: not a format this package reads; it reads {'; '.join(FORMATS.values())}.")
+
+
 def parse_measurements(
     text: str,
     *,
@@ -600,6 +1022,7 @@ def parse_measurements(
     weights: str | None = None,
     kv: str | None = None,
     engine: str | None = None,
+    model: str | None = None,
 ) -> Loaded:
     """Read measured rows from text in any of :data:`FORMATS` (what the live calculator is pasted).
 
@@ -607,7 +1030,13 @@ def parse_measurements(
     engine of a ``vllm bench serve`` result (its ``--metadata`` keys win), and ``kv`` the KV-cache
     precision of aiconfigurator rows, which the file does not give (by default FP8 for TensorRT-LLM
     with FP8 or FP4 weights, whose quantized checkpoints store the cache in FP8, else BF16, the
-    engines' default).
+    engines' default). ``model`` names the model of every row, in place of the file's (a name of the
+    catalog, or a Hugging Face id: its organisation, ``-Instruct`` and a quantization suffix are dropped).
+    Each keyword is checked first (:func:`check_given`).
+
+    At most :data:`MAX_ROWS` rows are read (:attr:`Loaded.stopped` says where reading stopped); a CSV cell longer
+    than :data:`MAX_CELL`, a JSON document longer than :data:`MAX_BYTES` or nested deeper than :data:`MAX_DEPTH`
+    refuses the text with an :class:`InputError` saying where.
 
     Examples
     --------
@@ -617,25 +1046,38 @@ def parse_measurements(
     >>> got.format, [r.id for r in got.rows], [str(s) for s in got.skipped]
     ('course', ['A'], ["row 3 (B): column 'concurrency' must be at least 1 (requests in flight); got 0"])
     """
+    given = check_given(
+        dict(gpu=gpu, tensor_parallel=tensor_parallel, weights=weights, kv=kv, engine=engine, model=model)
+    )
     if not isinstance(text, str) or not text.strip():
-        raise InputError(f"{source} is empty: give {', '.join(FORMATS.values())}.")
-    body = text.lstrip("\ufeff").strip()
-    if body[:1] in "[{":
-        recs = _json_records(body)
-        if recs and all(_is_vllm(x) for x in recs[:1]):
-            given = dict(gpu=gpu, tp=tensor_parallel, weights=weights, kv=kv, engine=engine)
-            rows, skipped = _read_vllm(recs, given)
-            return Loaded("vllm", tuple(rows), tuple(skipped), source)
-    else:
-        reader = csv.DictReader(body.splitlines())
-        head = set(reader.fieldnames or ())
-        if {"silicon_tpot_ms", "model_path"} <= head or {"silicon_ttft_ms", "model_path"} <= head:
-            rows, skipped = _read_aiconfigurator(list(reader), kv)
-            return Loaded("aiconfigurator", tuple(rows), tuple(skipped), source)
-        if {"metric", "value"} <= head:
-            rows, skipped = _read_course(list(reader))
-            return Loaded("course", tuple(rows), tuple(skipped), source)
-    raise InputError(f"{source}: not a format this package reads; it reads {'; '.join(FORMATS.values())}.")
+        raise InputError(f"{escaped(str(source))} is empty: give {', '.join(FORMATS.values())}.")
+    return _read_text(_Text(io.StringIO(text, newline=None), source, decoded=False), source, given)
+
+
+def _open(p: Path) -> IO[str]:
+    """A measured file opened as text: UTF-8 (its byte-order mark dropped), or UTF-16 or UTF-32 with a byte-order
+    mark; a binary file, a folder or a path with no file refused with a line saying so."""
+    where = escaped(repr(str(p)))
+    if p.is_dir():
+        raise InputError(f"{where} is a folder: give the path to a measured file (a CSV, or a vllm bench JSON) in it.")
+    try:
+        raw = open(p, "rb")  # noqa: SIM115 - the caller closes the text stream, which closes this
+    except FileNotFoundError:
+        raise InputError(f"no file at {where}: give the path to a measured CSV or vllm JSON.") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {where}: {exc.strerror or type(exc).__name__}.") from None
+    try:
+        head = raw.peek(4096)[:4096]
+        encoding = next((enc for bom, enc in _BOMS if head.startswith(bom)), "utf-8")
+        if encoding == "utf-8" and b"\x00" in head:
+            raise InputError(
+                f"{where} is a binary file (or UTF-16 text without a byte-order mark), not a measured CSV or JSON: "
+                "give the text file (save it as UTF-8)."
+            )
+        return io.TextIOWrapper(raw, encoding=encoding, errors="surrogateescape", newline=None)
+    except BaseException:
+        raw.close()
+        raise
 
 
 def load_measurements(path: str | Path, **given: Any) -> Loaded:
@@ -643,7 +1085,11 @@ def load_measurements(path: str | Path, **given: Any) -> Loaded:
     cannot with its row number and the reason (a missing column, an unknown model or GPU with a
     "did you mean", text where a number belongs, a concurrency of 0, a disaggregated run, a parallel
     layout or an architecture the planner has no term for). See :func:`parse_measurements` for the
-    keywords.
+    keywords and the limits.
+
+    The file is read as a stream (a CSV row by row, up to :data:`MAX_ROWS` rows), as UTF-8 or as UTF-16 or UTF-32
+    with a byte-order mark; a folder, a binary file, text in another encoding (the line of the first byte that is
+    not UTF-8 named) or a missing file is refused with an :class:`InputError`.
 
     Examples
     --------
@@ -651,14 +1097,24 @@ def load_measurements(path: str | Path, **given: Any) -> Loaded:
     >>> got.format, len(got.rows) > 3_000, got.skipped[0].reason.split(" (")[0]
     ('aiconfigurator', True, 'disaggregated: separate prefill and decode pools, predicted by llmcourse.planner.disagg')
     """
-    if isinstance(path, Path) or (isinstance(path, str) and "\n" not in path):
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InputError(f"no file at {str(p)!r}: give the path to a measured CSV or vllm JSON.") from None
-        return parse_measurements(text, source=p.name, **given)
-    raise InputError("load_measurements takes a path; for text, use parse_measurements(text).")
+    if isinstance(path, str) and not path.strip():
+        raise InputError("no path given: give the path to a measured CSV or vllm JSON.")
+    if not (isinstance(path, Path) or (isinstance(path, str) and "\n" not in path)):
+        raise InputError("load_measurements takes a path; for text, use parse_measurements(text).")
+    given = check_given(given)
+    p = Path(path)
+    try:
+        with _open(p) as stream:
+            try:
+                return _read_text(_Text(stream, p.name, decoded=True), p.name, given)
+            except UnicodeDecodeError as exc:  # UTF-16 or UTF-32 (after its byte-order mark) cut short, or broken
+                enc = stream.encoding.upper()
+                raise InputError(
+                    f"{escaped(p.name)}: not valid {enc} text ({exc.reason}; it starts with {enc}'s byte-order mark): "
+                    "save the file as UTF-8."
+                ) from None
+    except OSError as exc:
+        raise InputError(f"cannot read {escaped(repr(str(p)))}: {exc.strerror or type(exc).__name__}.") from None
 
 
 #: The measured rows shipped with the package (ai-dynamo/aiconfigurator, Apache-2.0; see llmcourse/data/README.md).

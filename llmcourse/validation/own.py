@@ -17,8 +17,26 @@ from llmcourse.bands import METRIC_NAMES
 from llmcourse.errors import InputError
 from llmcourse.planner import Brief, plan
 from llmcourse.units import to
-from llmcourse.validation.held_out import FIT_OBJECTIVES, FIT_PARAMETERS, Evidence, Summary, evidence, reason_kind
-from llmcourse.validation.measured import FORMATS, Loaded, Measurement, Skipped, load_measurements, parse_measurements
+from llmcourse.validation.held_out import (
+    FIT_GRIDS,
+    FIT_OBJECTIVES,
+    FIT_PARAMETERS,
+    Evidence,
+    Summary,
+    evidence,
+    reason_kind,
+)
+from llmcourse.validation.measured import (
+    FORMATS,
+    ID_SHOWN,
+    Loaded,
+    Measurement,
+    Skipped,
+    escaped,
+    load_measurements,
+    parse_measurements,
+    shortened,
+)
 
 #: The most measurements :func:`own_benchmark` fits when asked to bound its work (the live calculator).
 OWN_MAX_ROWS = 600
@@ -45,17 +63,27 @@ class OwnBenchmark:
     dropped: int = 0
     error: str = ""
     replan: Replan | None = None
+    #: Why the brief could not be re-planned for the most-measured setup ('' where it was, or none was asked).
+    replan_error: str = ""
 
     def rows(self) -> list[tuple[str, str]]:
-        """(label, text) rows: the per-row report, then the errors and the refit."""
+        """(label, text) rows: the per-row report, then the errors and the refit; the text a file gave (ids,
+        names, reasons) escaped (:func:`~llmcourse.validation.measured.escaped`)."""
+        return [(escaped(k), escaped(v)) for k, v in self._rows()]
+
+    def _rows(self) -> list[tuple[str, str]]:
         got = self.loaded
         head = FORMATS[got.format].split(" (")[0]
         n = len(got.skipped)
         out = [("read", f"{head}: {len(got.rows):,} measurements, {n:,} row{'' if n == 1 else 's'} skipped")]
+        if got.stopped:
+            out.append(("stopped", got.stopped))
         out += _listed(
-            "skipped", got.skipped, lambda s: (f"skipped: row {s.line}" + (f" ({s.id})" if s.id else ""), s.reason)
+            "skipped",
+            got.skipped,
+            lambda s: (f"skipped: row {s.line}" + (f" ({shortened(s.id, ID_SHOWN)})" if s.id else ""), s.reason),
         )
-        out += _listed("not fitted", self.not_fitted, lambda s: (f"not fitted: {s.id}", s.reason))
+        out += _listed("not fitted", self.not_fitted, lambda s: (f"not fitted: {shortened(s.id, ID_SHOWN)}", s.reason))
         if self.dropped:
             out.append(
                 (
@@ -67,13 +95,16 @@ class OwnBenchmark:
         if ev is None:
             out.append(("no fit", self.error))
             return out
-        out += _listed("not predicted", ev.not_predicted, lambda s: (f"not predicted: {s.id}", s.reason))
+        out += _listed(
+            "not predicted", ev.not_predicted, lambda s: (f"not predicted: {shortened(s.id, ID_SHOWN)}", s.reason)
+        )
         a, names = ev.assumptions, _refitted(ev)
         for m in ev.metrics():
             out.append((f"{a.name}'s method: {METRIC_NAMES[m]}", _summary_text(ev.summary("predicted", {"metric": m}))))
         if names:
             fit = ", ".join(f"{p} {ev.fitted[p]:g} ({a.name}'s {getattr(a, p):g})" for p in names)
             out.append(("refitted parameters", fit))
+            out += [("refit on a bound", text) for text in on_bound(ev.fitted, names)]
         else:
             out.append(("refitted parameters", "none: the fit needs time-per-token or first-token rows"))
         for m in ev.metrics():
@@ -85,6 +116,8 @@ class OwnBenchmark:
                     out.append((f"refitted without each {kind}: {METRIC_NAMES[m]}", _summary_text(s)))
         if self.replan is not None:
             out += self.replan.rows()
+        elif self.replan_error:
+            out.append(("not re-planned", self.replan_error))
         return out
 
     def text(self) -> str:
@@ -129,6 +162,28 @@ class Replan:
         ]
 
 
+def on_bound(fitted: dict[str, float], names: Sequence[str]) -> list[str]:
+    """A line for each parameter of ``names`` whose fitted value sits on the lowest or highest value of its
+    :data:`~llmcourse.validation.held_out.FIT_GRIDS` grid: the rows would have it further out than the grid
+    goes, so the value is a bound of the search, not a fit.
+
+    Examples
+    --------
+    >>> on_bound({"bandwidth_efficiency": 1.0, "step_overhead_ms": 1.75}, ["bandwidth_efficiency", "step_overhead_ms"])
+    ['bandwidth_efficiency 1 is the highest value of its grid (0.2 to 1): the rows would have it higher, so it is a bound of the search, not a fit (rows far from the method, or a term the method lacks)']
+    """
+    out = []
+    for p in names:
+        grid, v = FIT_GRIDS[p], fitted[p]
+        if v in (grid[0], grid[-1]):
+            end, way = ("highest", "higher") if v == grid[-1] else ("lowest", "lower")
+            out.append(
+                f"{p} {v:g} is the {end} value of its grid ({grid[0]:g} to {grid[-1]:g}): the rows would have it "
+                f"{way}, so it is a bound of the search, not a fit (rows far from the method, or a term the method lacks)"
+            )
+    return out
+
+
 def _refitted(ev: Evidence) -> list[str]:
     """The parameters of :data:`FIT_PARAMETERS` the rows of ``ev`` refitted: those with a metric of their
     :data:`FIT_OBJECTIVES` among the rows' (the others keep the assumptions' values)."""
@@ -138,7 +193,8 @@ def _refitted(ev: Evidence) -> list[str]:
 
 def _replan(loop: Sequence[Measurement], ev: Evidence, brief: Any) -> Replan | None:
     """Plan ``brief`` for the setup with the most rows among ``loop``, before and after the refit (None if the
-    refit fitted nothing, or the setup's layout is more than tensor parallelism)."""
+    refit fitted nothing, or the setup's layout is more than tensor parallelism); an :class:`InputError` where the
+    planner cannot plan that setup (its rows not predicted either)."""
     if not _refitted(ev):
         return None
     key = lambda r: (r.model, r.gpu, r.tp, r.pp, r.attention_dp, r.ep, r.weights, r.kv, r.isl, r.osl)  # noqa: E731
@@ -252,5 +308,9 @@ def own_replanned(fitted: tuple, brief: Any) -> OwnBenchmark:
     if brief is not None:
         if not isinstance(brief, Brief):
             raise InputError(f"brief must be a llmcourse.Brief (or None); got {type(brief).__name__}.")
-        replan = _replan(loop, ev, brief)
+        try:
+            replan = _replan(loop, ev, brief)
+        except InputError as exc:  # a setup the planner cannot take (a tensor-parallel size, a length past the context)
+            why = f"the setup with the most rows cannot be planned: {exc}"
+            return OwnBenchmark(got, ev, not_fitted, dropped, replan_error=why)
     return OwnBenchmark(got, ev, not_fitted, dropped, replan=replan)
