@@ -120,6 +120,10 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _cut(text: str, most: int = 80) -> str:
+    return text if len(text) <= most else text[: most - 3] + "..."
+
+
 def _whole(cfg: Mapping[str, Any], key: str, where: str) -> int | None:
     """The field ``key`` as an int (``None`` when absent or null), or an InputError that names it."""
     value = cfg.get(key)
@@ -177,15 +181,16 @@ def _load(path: Path, where: str) -> Any:
             raise InputError(f"{where} is not a regular file: give the path to a config.json.")
         with path.open("rb") as f:
             data = f.read(MAX_CONFIG_BYTES + 1)
-    except FileNotFoundError:
-        hint = " (to pass the JSON text itself, give json.loads(text))" if str(path).lstrip()[:1] in "{[" else ""
-        raise InputError(f"no config file at {str(path)!r}: give the path to a config.json{hint}.") from None
     except IsADirectoryError:
         raise InputError(f"{where} is a folder: give the path to the config.json file inside it.") from None
     except InputError:
         raise
-    except (OSError, ValueError) as exc:  # no permission, a name too long, a null byte in the path
-        raise InputError(f"{where} cannot be read ({type(exc).__name__}: {exc}).") from None
+    except (OSError, ValueError) as exc:  # none there, no permission, a name too long, a null byte in the path
+        text = str(path).lstrip()
+        hint = " (to pass the JSON text itself, give json.loads(text))" if text[:1] in ("{", "[") else ""
+        if isinstance(exc, FileNotFoundError):
+            raise InputError(f"no config file at {_cut(str(path))!r}: give the path to a config.json{hint}.") from None
+        raise InputError(f"{where} cannot be read ({type(exc).__name__}: {_cut(str(exc))}){hint}.") from None
     if len(data) > MAX_CONFIG_BYTES:
         raise InputError(
             f"{where} is over {MAX_CONFIG_BYTES:,} bytes, the most read: a config.json is a few kilobytes. Is it the "
@@ -201,6 +206,10 @@ def _load(path: Path, where: str) -> Any:
         raise InputError(f"{where} is not a config.json: its JSON is nested too deeply to read.") from None
     except ValueError as exc:  # an integer of thousands of digits
         raise InputError(f"{where} cannot be read as a config.json ({exc}).") from None
+
+
+def _positive_int(value: Any) -> bool:
+    return type(value) is int and 0 < value < 10**12
 
 
 def _refuse_unsupported(cfg: Mapping[str, Any], where: str) -> None:
@@ -222,9 +231,10 @@ def _refuse_unsupported(cfg: Mapping[str, Any], where: str) -> None:
     model_type = cfg.get("model_type") or ""
     if chunk is not None or model_type.startswith("llama4"):
         field = "attention_chunk_size" if chunk is not None else "model_type"
+        size = f"{chunk:,}" if _positive_int(chunk) else "8,192"
         raise InputError(
-            f"{where}: {field}: Llama 4 attends within chunks of {_show(chunk or 8192)} tokens in three layers "
-            f"of every four (the others attend to the whole context), {_CANNOT}."
+            f"{where}: {field}: Llama 4 attends within chunks of {size} tokens in three layers of every four (the "
+            f"others attend to the whole context), {_CANNOT}."
         )
     for key in _INDEXER:
         if cfg.get(key) is not None:
@@ -242,11 +252,11 @@ def _refuse_unsupported(cfg: Mapping[str, Any], where: str) -> None:
             continue  # MiniMax: 1 is softmax (full) attention in every layer
         if key == "full_attention_interval" and (types is not None or (type(value) is int and value == 1)):
             continue  # layer_types (checked above) lists the layers; an interval of 1 is all full attention
+        every = f"one layer in {value:,}" if _positive_int(value) else "some layers"
         what = {
-            "full_attention_interval": f"only one layer in {_show(value)} is full attention; the others are "
-            "linear-attention layers",
+            "full_attention_interval": f"only {every} is full attention; the others are linear-attention layers",
             "attn_type_list": "its layers of type 0 are linear (lightning) attention",
-            "attn_layer_period": f"one layer in {_show(value)} is attention; the others are Mamba (state-space) layers",
+            "attn_layer_period": f"{every} is attention; the others are Mamba (state-space) layers",
             "hybrid_override_pattern": f"the pattern {_show(value)} marks Mamba ('M') layers beside attention ('*')",
         }.get(key, "this config interleaves attention with state-space (Mamba) or other non-attention layers")
         raise InputError(f"{where}: {key}: {what}, {_CANNOT}.")
@@ -291,7 +301,7 @@ def read_config(config: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str,
             path = Path(config)
         except (TypeError, ValueError) as exc:
             raise InputError(f"from_hf_config: {config!r} is not a path ({exc}).") from None
-        where = f"config file {str(path)!r}"
+        where = f"config file {_cut(str(path))!r}"
         config = _load(path, where)
         if not isinstance(config, dict):
             raise InputError(f"{where} must hold a JSON object ({{...}}), not {_show(config)}.")
