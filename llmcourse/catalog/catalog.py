@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import csv
 import difflib
-import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -250,13 +249,23 @@ class Model:
     ) -> Model:
         """Build a model from a Hugging Face ``config.json`` (a path or the parsed dict).
 
-        Reads ``head_dim`` when present (else ``hidden_size / num_attention_heads``),
-        ``num_key_value_heads`` (GQA; absent means one KV head per query head), the MoE
-        fields (``num_local_experts``/``num_experts``/``n_routed_experts``,
-        ``num_experts_per_tok``, ``moe_intermediate_size``, ``n_shared_experts``,
-        ``first_k_dense_replace``) and the MLA fields (``kv_lora_rank``,
-        ``qk_rope_head_dim``). The parameter count is computed from the shapes
+        Reads ``head_dim`` when present (else ``hidden_size / num_attention_heads``; an MLA model's is
+        ``v_head_dim``), ``num_key_value_heads`` (GQA; absent means one KV head per query head), the MoE
+        fields (``num_local_experts``/``num_experts``/``n_routed_experts``, ``num_experts_per_tok``,
+        ``moe_intermediate_size``, ``n_shared_experts`` or ``shared_expert_intermediate_size``, and the dense
+        layers: ``first_k_dense_replace``, ``moe_layer_freq``, ``decoder_sparse_step``, ``mlp_only_layers``),
+        the MLA fields (``kv_lora_rank``, ``qk_rope_head_dim``, ``qk_nope_head_dim``, ``v_head_dim``) and the
+        sliding window (``sliding_window`` and the layers it applies to: ``layer_types``,
+        ``sliding_window_pattern``, ``max_window_layers``, ``use_sliding_window``). A multimodal config's
+        ``text_config`` is read (the text model only). The parameter count is computed from the shapes
         (:func:`llmcourse.catalog.params.count_params`) unless ``params`` is given.
+
+        Every field is checked (:func:`llmcourse.catalog.params.read_config`): a number given as text, a
+        flag where a number goes, a zero or an implausibly large count, a boolean spelled ``"false"``,
+        head counts that do not divide, MLA fields missing, a file that is not a config.json: each raises
+        :class:`~llmcourse.errors.InputError` naming the field. A config with layers the package cannot
+        model yet (linear-attention or state-space layers, Llama 4's chunked attention, DeepSeek-V3.2's
+        sparse-attention indexer) is refused the same way, never read as all full attention.
 
         Examples
         --------
@@ -265,24 +274,16 @@ class Model:
         >>> m = Model.from_hf_config(cfg, name="Llama-3.1-8B")
         >>> m.head_dim, m.kv_heads, round(m.params / 1e9, 3)
         (128, 8, 8.03)
+        >>> Model.from_hf_config(cfg | {"num_attention_heads": 0})
+        Traceback (most recent call last):
+        ...
+        llmcourse.errors.InputError: config.json: num_attention_heads must be at least 1; got 0.
         """
-        from llmcourse.catalog.params import count_params
+        from llmcourse.catalog.params import count_params, dense_layer_count, read_config, sliding_window_layers
 
-        if isinstance(config, str | Path):
-            path = Path(config)
-            try:
-                config = json.loads(path.read_text(encoding="utf-8"))
-            except FileNotFoundError:
-                raise InputError(f"no config file at {str(path)!r}: give the path to a config.json.") from None
-            except json.JSONDecodeError as exc:
-                raise InputError(f"{str(path)!r} is not valid JSON ({exc}).") from None
-        if not isinstance(config, Mapping):
-            raise InputError("from_hf_config needs a path to config.json or the parsed dict.")
-        cfg = dict(config.get("text_config", {}) | dict(config)) if "text_config" in config else dict(config)
-        required = ("num_hidden_layers", "hidden_size", "num_attention_heads")
-        missing = [k for k in required if k not in cfg]
-        if missing:
-            raise InputError(f"config.json lacks {', '.join(missing)}: is this a decoder-only transformer's config?")
+        if name is not None and not isinstance(name, str):
+            raise InputError(f"from_hf_config: name must be text such as 'my-model', not {name!r}.")
+        cfg = read_config(config)
 
         def get(*keys: str) -> Any:
             for k in keys:
@@ -290,36 +291,41 @@ class Model:
                     return cfg[k]
             return None
 
+        experts = get("num_local_experts", "num_experts", "n_routed_experts")
+        mla = get("kv_lora_rank") is not None
+        moe_inter = get("moe_intermediate_size") or (get("intermediate_size") if experts else None)
+        shared = get("n_shared_experts")
+        shared_size = get("shared_expert_intermediate_size", "shared_intermediate_size")
+        if experts and shared is None and shared_size is not None and moe_inter and shared_size % moe_inter == 0:
+            shared = shared_size // moe_inter  # Qwen-MoE's shared expert, in routed experts' sizes
+        window, window_layers = sliding_window_layers(cfg)
         shape: dict[str, Any] = dict(
             layers=cfg["num_hidden_layers"],
             hidden=cfg["hidden_size"],
             heads=cfg["num_attention_heads"],
             kv_heads=get("num_key_value_heads"),
-            head_dim=get("head_dim"),
+            head_dim=get("head_dim") or (get("v_head_dim") if mla else None),
             intermediate=get("intermediate_size"),
-            moe_intermediate=get("moe_intermediate_size"),
+            moe_intermediate=moe_inter,
             vocab=get("vocab_size"),
-            experts=get("num_local_experts", "num_experts", "n_routed_experts"),
+            experts=experts,
             experts_per_token=get("num_experts_per_tok", "experts_per_token"),
-            shared_experts=get("n_shared_experts"),
-            dense_layers=get("first_k_dense_replace"),
+            shared_experts=shared if experts else None,
+            dense_layers=dense_layer_count(cfg),
             kv_lora_rank=get("kv_lora_rank"),
-            qk_rope_head_dim=get("qk_rope_head_dim") if get("kv_lora_rank") is not None else None,
+            qk_rope_head_dim=get("qk_rope_head_dim") if mla else None,
             max_position=get("max_position_embeddings"),
-            sliding_window=get("sliding_window") if cfg.get("use_sliding_window", True) is not False else None,
+            sliding_window=window,
+            sliding_window_layers=window_layers,
         )
-        if shape["experts"] is not None and shape["moe_intermediate"] is None:
-            shape["moe_intermediate"] = shape["intermediate"]
-        if shape["sliding_window"] is not None:
-            types = cfg.get("layer_types")
-            n_window = sum(t == "sliding_attention" for t in types) if types else shape["layers"]
-            shape["sliding_window_layers"] = n_window
         total, active = count_params(cfg)
         model_name = name or cfg.get("_name_or_path") or cfg.get("model_type") or "custom"
+        if not isinstance(model_name, str):
+            raise InputError(f"config.json: _name_or_path must be text, not {model_name!r}; or give name=.")
         return cls(
             name=model_name,
             params=params if params is not None else total,
-            active_params=active_params if active_params is not None else (active if shape["experts"] else None),
+            active_params=active_params if active_params is not None else (active if experts else None),
             source="config.json",
             **shape,
         )

@@ -1,18 +1,490 @@
-"""Count a transformer's parameters from its Hugging Face config.
+"""Read a transformer's Hugging Face config: check its fields, find its layer pattern, count its parameters.
 
 Covers the families in the catalog: Llama/Mistral/Qwen2 (GQA, optional QKV bias),
-Mixtral/Qwen3-MoE/gpt-oss (routed experts), and DeepSeek-V3 (MLA, shared experts,
-leading dense layers). Norm weights are counted; small biases of gpt-oss experts are not.
+Mixtral/Qwen3-MoE/gpt-oss (routed experts), DeepSeek-V3 (MLA, shared experts,
+leading dense layers), Qwen2-MoE's shared expert of its own size, and sliding-window layers
+(every layer, gpt-oss's ``layer_types``, Gemma's ``sliding_window_pattern``, Qwen2's
+``max_window_layers``). Norm weights are counted; small biases of gpt-oss experts are not.
+
+:func:`read_config` is the one gate: every field the estimates read is checked (a whole number in a
+plausible range, or a strict JSON boolean), and a config whose layers the package cannot model
+(linear-attention, state-space or recurrent layers, Llama 4's chunked attention, DeepSeek-V3.2's
+sparse-attention indexer) is refused with an :class:`~llmcourse.errors.InputError` that names the
+field, rather than read as if every layer were full attention.
 
 Defined in the chapter *Weights* (``book/02_weights.md``).
 """
 
 from __future__ import annotations
 
+import json
+import math
+import numbers
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-__all__ = ["count_params"]
+from llmcourse.errors import InputError
+
+__all__ = ["MAX_CONFIG_BYTES", "count_params", "dense_layer_count", "read_config", "sliding_window_layers"]
+
+#: The largest config.json read (a published one is a few kilobytes; one listing every layer, well under 1 MB).
+MAX_CONFIG_BYTES = 10_000_000
+
+_ANY = 10**12  # no model has a count this large: the bound of a field with no tighter one
+
+#: The whole-number fields read, each with its least and greatest accepted value. The greatest are far beyond any
+#: published model (the largest have about 130 layers, hidden 25,000, 512 experts, a vocabulary of 262,000 and
+#: a context of 10 million tokens): a value above one is a typo, and would only overflow the arithmetic.
+_WHOLE: dict[str, tuple[int, int]] = {
+    "num_hidden_layers": (1, 10_000),
+    "hidden_size": (1, 1_000_000),
+    "num_attention_heads": (1, 100_000),
+    "num_key_value_heads": (1, 100_000),
+    "head_dim": (1, 100_000),
+    "intermediate_size": (1, 10_000_000),
+    "intermediate_size_mlp": (1, 10_000_000),
+    "moe_intermediate_size": (1, 10_000_000),
+    "shared_expert_intermediate_size": (0, 10_000_000),
+    "shared_intermediate_size": (0, 10_000_000),
+    "vocab_size": (1, 100_000_000),
+    "num_local_experts": (1, 1_000_000),
+    "num_experts": (1, 1_000_000),
+    "n_routed_experts": (1, 1_000_000),
+    "num_experts_per_tok": (1, 1_000_000),
+    "experts_per_token": (1, 1_000_000),
+    "n_shared_experts": (0, 10_000),
+    "first_k_dense_replace": (0, 10_000),
+    "moe_layer_freq": (1, 10_000),
+    "decoder_sparse_step": (1, 10_000),
+    "kv_lora_rank": (1, 1_000_000),
+    "q_lora_rank": (1, 1_000_000),
+    "qk_nope_head_dim": (0, 100_000),
+    "qk_rope_head_dim": (1, 100_000),
+    "v_head_dim": (1, 100_000),
+    "max_position_embeddings": (1, 10_000_000_000),
+    "sliding_window": (1, 10_000_000_000),
+    "max_window_layers": (0, 10_000),
+    "sliding_window_pattern": (1, 10_000),
+}
+_FLAGS = ("use_sliding_window", "tie_word_embeddings", "attention_bias")
+_REQUIRED = ("num_hidden_layers", "hidden_size", "num_attention_heads")
+_EXPERTS = ("num_local_experts", "num_experts", "n_routed_experts")
+_PER_TOKEN = ("num_experts_per_tok", "experts_per_token")
+_MLA = ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+_LAYER_TYPES = ("full_attention", "sliding_attention")  # the layers the package models
+
+#: Model types whose Transformers code sets a window pattern the config may not spell out: ``(i + 1) % p``
+#: is nonzero for a sliding-window layer ``i`` (Gemma 2 alternates; Gemma 3 has 5 local then 1 global).
+_DEFAULT_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "cohere2": 4}
+
+#: Model types whose layers are not all attention layers (state-space, linear-attention, recurrent or
+#: convolution layers), for configs that do not list their layers in ``layer_types``.
+_HYBRID_TYPES = frozenset((
+    "mamba", "mamba2", "falcon_mamba", "jamba", "zamba", "zamba2", "bamba", "falcon_h1", "nemotron_h",
+    "granitemoehybrid", "recurrent_gemma", "lfm2", "lfm2_moe", "qwen3_next", "qwen3_5", "qwen3_5_text",
+    "qwen3_5_moe", "qwen3_5_moe_text", "rwkv", "xlstm", "kimi_linear",
+))  # fmt: skip
+#: Fields that only a config with state-space or linear-attention layers has.
+_HYBRID_FIELDS = (
+    "attn_layer_period",
+    "attn_layer_offset",
+    "hybrid_override_pattern",
+    "layers_block_type",
+    "block_types",
+    "attn_layer_indices",
+    "linear_attn_config",
+    "full_attention_interval",
+    "attn_type_list",
+)
+_HYBRID_PREFIXES = ("mamba_", "ssm_", "linear_num_", "linear_conv_", "linear_key_", "linear_value_")
+_INDEXER = ("index_topk", "index_n_heads", "index_head_dim")
+
+_CANNOT = (
+    "which this package cannot model yet (it models full-attention and sliding-window attention layers only, and "
+    "reading the others as full attention would misstate both the cache and the parameter count): use a model whose "
+    "every layer is one of those"
+)
+
+
+def _show(value: Any) -> str:
+    """``value`` as JSON spells it (``"4096"``, ``true``, ``NaN``), cut to a readable length."""
+    try:
+        text = json.dumps(value)
+    except Exception:  # not JSON (a set, an object), or an integer too long to print
+        try:
+            text = repr(value)
+        except Exception:
+            return f"a {type(value).__name__}"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _cut(text: str, most: int = 80) -> str:
+    return text if len(text) <= most else text[: most - 3] + "..."
+
+
+def _whole(cfg: Mapping[str, Any], key: str, where: str) -> int | None:
+    """The field ``key`` as an int (``None`` when absent or null), or an InputError that names it."""
+    value = cfg.get(key)
+    if value is None:
+        return None
+    least, most = _WHOLE[key]
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        raise InputError(f"{where}: {key} is a number, not {_show(value)}: write it as a number, not a flag.")
+    if isinstance(value, str | bytes):
+        try:
+            spelled = float(value)
+            example = f"{int(spelled)}" if spelled.is_integer() and abs(spelled) < 1e18 else "4096"
+        except (ValueError, OverflowError):
+            example = "4096"
+        raise InputError(
+            f'{where}: {key} must be a number, not text: write "{key}": {example} (no quotes), not "{key}": '
+            f"{_show(value)}."
+        )
+    if not isinstance(value, numbers.Real):
+        raise InputError(f"{where}: {key} must be a whole number, not {_show(value)}.")
+    if isinstance(value, numbers.Integral):
+        n = int(value)
+    else:
+        x = float(value)
+        if not math.isfinite(x):
+            raise InputError(f"{where}: {key} must be a finite whole number, not {_show(value)}.")
+        if not x.is_integer():
+            raise InputError(f"{where}: {key} must be a whole number; got {_show(value)}.")
+        n = int(x)
+    if n < least:
+        raise InputError(f"{where}: {key} must be at least {least}; got {n}.")
+    if n > most:
+        shown = str(n) if n < 10**30 else f"about 10^{int(n.bit_length() * math.log10(2))}"
+        raise InputError(
+            f"{where}: {key} must be at most {most:,} (far beyond any published model: is it a typo?); got {shown}."
+        )
+    return n
+
+
+def _flag(cfg: Mapping[str, Any], key: str, where: str) -> bool | None:
+    """The field ``key`` as a strict JSON boolean (``None`` when absent or null): ``"false"`` is refused."""
+    value = cfg.get(key)
+    if value is None or value is True or value is False:
+        return value
+    what = "the text" if isinstance(value, str) else "the value"
+    raise InputError(f"{where}: {key} must be true or false (a JSON boolean, no quotes), not {what} {_show(value)}.")
+
+
+def _load(path: Path, where: str) -> Any:
+    """The parsed JSON of a config file, or an InputError that says what is wrong with the file."""
+    try:
+        if path.is_dir():
+            raise IsADirectoryError
+        if path.exists() and not path.is_file():  # a device or a pipe, which could be read for ever
+            raise InputError(f"{where} is not a regular file: give the path to a config.json.")
+        with path.open("rb") as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)
+    except IsADirectoryError:
+        raise InputError(f"{where} is a folder: give the path to the config.json file inside it.") from None
+    except InputError:
+        raise
+    except (OSError, ValueError) as exc:  # none there, no permission, a name too long, a null byte in the path
+        text = str(path).lstrip()
+        hint = " (to pass the JSON text itself, give json.loads(text))" if text[:1] in ("{", "[") else ""
+        if isinstance(exc, FileNotFoundError):
+            raise InputError(f"no config file at {_cut(str(path))!r}: give the path to a config.json{hint}.") from None
+        raise InputError(f"{where} cannot be read ({type(exc).__name__}: {_cut(str(exc))}){hint}.") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise InputError(
+            f"{where} is over {MAX_CONFIG_BYTES:,} bytes, the most read: a config.json is a few kilobytes. Is it the "
+            "right file (not the weights)?"
+        )
+    try:
+        return json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(f"{where} is not UTF-8 text: is it a config.json?") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{where} is not valid JSON ({exc}).") from None
+    except RecursionError:
+        raise InputError(f"{where} is not a config.json: its JSON is nested too deeply to read.") from None
+    except ValueError as exc:  # an integer of thousands of digits
+        raise InputError(f"{where} cannot be read as a config.json ({exc}).") from None
+
+
+def _positive_int(value: Any) -> bool:
+    return type(value) is int and 0 < value < 10**12
+
+
+def _refuse_unsupported(cfg: Mapping[str, Any], where: str) -> None:
+    """An InputError naming the field when the config's layers are ones the package cannot model."""
+    types = cfg.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+            raise InputError(
+                f'{where}: layer_types must be a list of layer names such as ["sliding_attention", "full_attention"]; '
+                f"got {_show(types)}."
+            )
+        other = [t for t in types if t not in _LAYER_TYPES]
+        if other:
+            kind = max(dict.fromkeys(other), key=other.count)
+            raise InputError(
+                f"{where}: layer_types: {other.count(kind)} of {len(types)} layers are {kind!r}, {_CANNOT}."
+            )
+    chunk = cfg.get("attention_chunk_size")
+    model_type = cfg.get("model_type") or ""
+    if chunk is not None or model_type.startswith("llama4"):
+        field = "attention_chunk_size" if chunk is not None else "model_type"
+        size = f"{chunk:,}" if _positive_int(chunk) else "8,192"
+        raise InputError(
+            f"{where}: {field}: Llama 4 attends within chunks of {size} tokens in three layers of every four (the "
+            f"others attend to the whole context), {_CANNOT}."
+        )
+    for key in _INDEXER:
+        if cfg.get(key) is not None:
+            raise InputError(
+                f"{where}: {key}: this config has a DeepSeek-V3.2-style sparse-attention indexer (each query attends "
+                f"to index_topk selected past tokens), which this package cannot model yet. To estimate it as "
+                "dense MLA, as the catalog's GLM-5 does (exact up to index_topk tokens of context, leaving out the "
+                "indexer's weights and keys), remove index_topk, index_n_heads and index_head_dim from the config."
+            )
+    for key in _HYBRID_FIELDS:
+        value = cfg.get(key)
+        if value is None:
+            continue
+        if key == "attn_type_list" and isinstance(value, list) and all(type(v) is int and v == 1 for v in value):
+            continue  # MiniMax: 1 is softmax (full) attention in every layer
+        if key == "full_attention_interval" and (types is not None or (type(value) is int and value == 1)):
+            continue  # layer_types (checked above) lists the layers; an interval of 1 is all full attention
+        every = f"one layer in {value:,}" if _positive_int(value) else "some layers"
+        what = {
+            "full_attention_interval": f"only {every} is full attention; the others are linear-attention layers",
+            "attn_type_list": "its layers of type 0 are linear (lightning) attention",
+            "attn_layer_period": f"{every} is attention; the others are Mamba (state-space) layers",
+            "hybrid_override_pattern": f"the pattern {_show(value)} marks Mamba ('M') layers beside attention ('*')",
+        }.get(key, "this config interleaves attention with state-space (Mamba) or other non-attention layers")
+        raise InputError(f"{where}: {key}: {what}, {_CANNOT}.")
+    for key in cfg:
+        if isinstance(key, str) and key.startswith(_HYBRID_PREFIXES):
+            raise InputError(
+                f"{where}: {key}: this config has state-space (Mamba) or linear-attention layers, {_CANNOT}."
+            )
+    if types is None and model_type in _HYBRID_TYPES:
+        raise InputError(
+            f"{where}: model_type {model_type!r} has state-space, linear-attention, recurrent or convolution layers "
+            f"beside (or instead of) attention, {_CANNOT}."
+        )
+
+
+def read_config(config: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str, Any]:
+    """A Hugging Face config, checked: the fields the estimates read, each a whole number or a boolean.
+
+    ``config`` is a path to ``config.json`` or the parsed dict. A multimodal config's ``text_config``
+    is merged over its top level (the text model's fields win; two different values of a field the
+    estimates read are refused). Every malformed field, and every layer pattern the package cannot
+    model, raises :class:`~llmcourse.errors.InputError` naming the field. Reading the result again
+    gives the same dict.
+
+    Examples
+    --------
+    >>> read_config({"num_hidden_layers": 32, "hidden_size": 4096.0, "num_attention_heads": 32})["hidden_size"]
+    4096
+    >>> read_config({"num_hidden_layers": 32, "hidden_size": "4096", "num_attention_heads": 32})
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: config.json: hidden_size must be a number, not text: write "hidden_size": 4096 (no quotes), not "hidden_size": "4096".
+    >>> read_config({"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
+    ...              "layer_types": ["linear_attention"] * 3 + ["full_attention"]})
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: config.json: layer_types: 3 of 4 layers are 'linear_attention', which this package cannot model yet ...
+    """
+    where = "config.json"
+    if isinstance(config, str | os.PathLike):
+        try:
+            path = Path(config)
+        except (TypeError, ValueError) as exc:
+            raise InputError(f"from_hf_config: {config!r} is not a path ({exc}).") from None
+        where = f"config file {_cut(str(path))!r}"
+        config = _load(path, where)
+        if not isinstance(config, dict):
+            raise InputError(f"{where} must hold a JSON object ({{...}}), not {_show(config)}.")
+    if not isinstance(config, Mapping):
+        raise InputError(
+            f"from_hf_config needs a path to config.json or the parsed dict (a mapping), not {_show(config)}."
+        )
+    cfg = dict(config)
+    text = cfg.pop("text_config", None)
+    if text is not None:
+        if not isinstance(text, Mapping):
+            raise InputError(
+                f"{where}: text_config must be a JSON object holding the text model's fields, not {_show(text)}."
+            )
+        for key in (*_WHOLE, *_FLAGS):
+            top, inner = cfg.get(key), text.get(key)
+            if top is not None and inner is not None and not _same(top, inner):
+                raise InputError(
+                    f"{where}: {key} is {_show(top)} at the top level but {_show(inner)} in text_config: which is "
+                    "the text model's? Remove the wrong one."
+                )
+        name = cfg.get("_name_or_path")
+        cfg = {**cfg, **{k: v for k, v in text.items() if k != "text_config"}}
+        if name is not None:
+            cfg["_name_or_path"] = name
+    model_type = cfg.get("model_type")
+    if model_type is not None and not isinstance(model_type, str):
+        raise InputError(f'{where}: model_type must be text such as "llama", not {_show(model_type)}.')
+    _refuse_unsupported(cfg, where)
+    missing = [k for k in _REQUIRED if cfg.get(k) is None]
+    if missing:
+        raise InputError(f"{where} lacks {', '.join(missing)}: is this a decoder-only transformer's config?")
+    for key in _WHOLE:
+        if key in cfg:
+            cfg[key] = _whole(cfg, key, where)
+    for key in _FLAGS:
+        _flag(cfg, key, where)
+    _check_shape(cfg, where)
+    return cfg
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two values of a field agree (``1`` and ``true`` do not)."""
+    try:
+        return (type(a) is bool) == (type(b) is bool) and bool(a == b)
+    except Exception:  # a value whose comparison fails
+        return False
+
+
+def _first(cfg: Mapping[str, Any], keys: tuple[str, ...], where: str) -> int | None:
+    """The first of the synonym fields ``keys`` given; two that disagree are refused."""
+    given = [(k, cfg[k]) for k in keys if cfg.get(k) is not None]
+    if len({v for _, v in given}) > 1:
+        raise InputError(f"{where}: {' and '.join(f'{k} ({v})' for k, v in given)} disagree: give one.")
+    return given[0][1] if given else None
+
+
+def _check_shape(cfg: dict[str, Any], where: str) -> None:
+    """Fields that must agree with each other, checked in the config's own terms."""
+    layers, h, heads = cfg["num_hidden_layers"], cfg["hidden_size"], cfg["num_attention_heads"]
+    kv_heads = cfg.get("num_key_value_heads") or heads
+    mla = cfg.get("kv_lora_rank") is not None
+    if mla:
+        missing = [k for k in _MLA if cfg.get(k) is None]
+        if missing:
+            raise InputError(
+                f"{where}: kv_lora_rank is given (multi-head latent attention, as in DeepSeek-V3) but "
+                f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not: an MLA config needs all of "
+                f"{', '.join(_MLA)}."
+            )
+    elif cfg.get("head_dim") is None and h % heads:
+        raise InputError(
+            f"{where}: hidden_size ({h}) is not a multiple of num_attention_heads ({heads}): correct one, or give "
+            "head_dim."
+        )
+    if kv_heads > heads:
+        raise InputError(f"{where}: num_key_value_heads ({kv_heads}) cannot exceed num_attention_heads ({heads}).")
+    if heads % kv_heads:
+        raise InputError(
+            f"{where}: num_attention_heads ({heads}) must be a multiple of num_key_value_heads ({kv_heads}): each "
+            "KV head serves a whole group of query heads."
+        )
+    experts = _first(cfg, _EXPERTS, where)
+    k = _first(cfg, _PER_TOKEN, where)
+    if (experts is None) != (k is None):
+        raise InputError(
+            f"{where}: a mixture-of-experts config needs both an expert count ({', '.join(_EXPERTS)}) and "
+            f"{' or '.join(_PER_TOKEN)}; this one gives only {'the count' if k is None else 'the experts per token'}."
+        )
+    if experts is not None and k >= experts:
+        raise InputError(
+            f"{where}: num_experts_per_tok ({k}) must be fewer than the experts ({experts}): a model whose every "
+            "token uses every expert is dense."
+        )
+    first = cfg.get("first_k_dense_replace")
+    if first is not None and first > layers:
+        raise InputError(f"{where}: first_k_dense_replace ({first}) cannot exceed num_hidden_layers ({layers}).")
+    only = cfg.get("mlp_only_layers")
+    if only is not None and (
+        not isinstance(only, list)
+        or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < layers for i in only)
+    ):
+        raise InputError(
+            f"{where}: mlp_only_layers must be a list of layer indices from 0 to {layers - 1} (num_hidden_layers "
+            f"- 1); got {_show(only)}."
+        )
+    types = cfg.get("layer_types")
+    if types is not None and len(types) != layers:
+        raise InputError(
+            f"{where}: layer_types lists {len(types)} layers but num_hidden_layers is {layers}: give one entry a layer."
+        )
+    sliding_window_layers(cfg, where=where)
+
+
+def sliding_window_layers(cfg: Mapping[str, Any], *, where: str = "config.json") -> tuple[int | None, int | None]:
+    """``(sliding_window, how many layers use it)`` of a checked config, as Transformers reads it; ``(None, None)``
+    when no layer has a window.
+
+    ``layer_types`` lists the layers when present; otherwise ``sliding_window_pattern`` p (Gemma 3, Cohere 2:
+    layer ``i`` is global when ``i + 1`` is a multiple of p; Gemma 2 alternates, p = 2, and Gemma 3 defaults
+    to 6), then Qwen2's ``max_window_layers`` (layers from that index on use the window, and only with
+    ``use_sliding_window`` true); else the window applies to every layer.
+
+    Examples
+    --------
+    >>> cfg = {"num_hidden_layers": 62, "hidden_size": 5376, "num_attention_heads": 32, "head_dim": 128,
+    ...        "num_key_value_heads": 16, "sliding_window": 1024, "sliding_window_pattern": 6}
+    >>> sliding_window_layers(read_config(cfg))
+    (1024, 52)
+    """
+    layers = cfg["num_hidden_layers"]
+    model_type = cfg.get("model_type") or ""
+    use = _flag(cfg, "use_sliding_window", where)
+    if use is None:
+        use = not model_type.startswith("qwen")  # Qwen's configs switch the window on; the others set it or not
+    window = cfg.get("sliding_window") if use else None
+    types = cfg.get("layer_types")
+    if types is not None:
+        n = sum(t == "sliding_attention" for t in types)
+        if n and window is None:
+            raise InputError(
+                f"{where}: layer_types lists {n} 'sliding_attention' layers but the config has no sliding_window"
+                + (" (use_sliding_window is false)" if cfg.get("use_sliding_window") is False else "")
+                + ": give the window's length in tokens."
+            )
+    elif window is None:
+        n = 0
+    elif cfg.get("sliding_window_pattern") is not None or model_type in _DEFAULT_PATTERN:
+        p = cfg.get("sliding_window_pattern") or _DEFAULT_PATTERN[model_type]
+        n = layers - layers // p
+    elif cfg.get("max_window_layers") is not None:
+        n = max(0, layers - cfg["max_window_layers"])
+    else:
+        n = layers
+    return (window, n) if n else (None, None)
+
+
+def dense_layer_count(cfg: Mapping[str, Any]) -> int | None:
+    """How many layers of a checked mixture-of-experts config have a dense MLP instead of experts; ``None`` for a
+    dense model, or for one whose every layer has experts and no ``first_k_dense_replace`` says so.
+
+    DeepSeek's ``first_k_dense_replace`` and ``moe_layer_freq``, Qwen-MoE's ``decoder_sparse_step`` and
+    ``mlp_only_layers``, read as Transformers reads them.
+
+    Examples
+    --------
+    >>> cfg = {"num_hidden_layers": 24, "hidden_size": 2048, "num_attention_heads": 16, "intermediate_size": 5632,
+    ...        "num_experts": 60, "num_experts_per_tok": 4, "mlp_only_layers": [0, 1], "decoder_sparse_step": 2}
+    >>> dense_layer_count(read_config(cfg))
+    13
+    """
+    if _first(cfg, _EXPERTS, "config.json") is None:
+        return None
+    keys = ("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers")
+    if all(cfg.get(k) is None for k in keys):
+        return None
+    first = cfg.get("first_k_dense_replace") or 0
+    freq = cfg.get("moe_layer_freq") or 1
+    step = cfg.get("decoder_sparse_step") or 1
+    only = set(cfg.get("mlp_only_layers") or ())
+    layers = cfg["num_hidden_layers"]
+    moe = sum(i >= first and i % freq == 0 and (i + 1) % step == 0 and i not in only for i in range(layers))
+    return layers - moe if layers > moe or cfg.get("first_k_dense_replace") is not None else None
 
 
 def _attention(cfg: Mapping[str, Any]) -> int:
@@ -27,17 +499,19 @@ def _attention(cfg: Mapping[str, Any]) -> int:
         return q + kv + heads * v * h
     d = cfg.get("head_dim") or h // heads
     kv_heads = cfg.get("num_key_value_heads") or heads
-    qkv_bias = cfg.get("attention_bias", cfg.get("model_type") == "qwen2")
+    qkv_bias = cfg.get("attention_bias")
+    if qkv_bias is None:
+        qkv_bias = cfg.get("model_type") == "qwen2"
     n = h * heads * d + 2 * h * kv_heads * d + heads * d * h
     if qkv_bias:
         n += heads * d + 2 * kv_heads * d + (h if cfg.get("model_type") == "gpt_oss" else 0)
-    if cfg.get("model_type", "").startswith("qwen3"):
+    if (cfg.get("model_type") or "").startswith("qwen3"):
         n += 2 * d  # q_norm and k_norm
     return n
 
 
-def count_params(cfg: Mapping[str, Any]) -> tuple[float, float]:
-    """Total and active (per-token) parameter counts from a config dict.
+def count_params(cfg: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[float, float]:
+    """Total and active (per-token) parameter counts from a config (checked first by :func:`read_config`).
 
     Examples
     --------
@@ -47,16 +521,20 @@ def count_params(cfg: Mapping[str, Any]) -> tuple[float, float]:
     >>> round(total / 1e9, 3), total == active
     (8.03, True)
     """
+    cfg = read_config(cfg)
     h = cfg["hidden_size"]
     layers = cfg["num_hidden_layers"]
     vocab = cfg.get("vocab_size") or 0
-    experts = cfg.get("num_local_experts") or cfg.get("num_experts") or cfg.get("n_routed_experts")
-    k = cfg.get("num_experts_per_tok") or cfg.get("experts_per_token") or 0
-    dense_layers = (cfg.get("first_k_dense_replace") or 0) if experts else layers
+    experts = _first(cfg, _EXPERTS, "config.json")
+    k = _first(cfg, _PER_TOKEN, "config.json") or 0
+    dense_layers = (dense_layer_count(cfg) or 0) if experts else layers
     moe_layers = layers - dense_layers
     inter = cfg.get("intermediate_size") or 0
     moe_inter = cfg.get("moe_intermediate_size") or inter
-    shared = cfg.get("n_shared_experts") or 0
+    shared = (cfg.get("n_shared_experts") or 0) * 3 * h * moe_inter
+    shared += 3 * h * (cfg.get("shared_intermediate_size") or 0)
+    if cfg.get("shared_expert_intermediate_size"):  # Qwen-MoE: one shared expert of its own size, and its gate
+        shared += 3 * h * cfg["shared_expert_intermediate_size"] + h
 
     embed = vocab * h * (1 if cfg.get("tie_word_embeddings") else 2)
     per_layer_fixed = _attention(cfg) + 2 * h
@@ -65,6 +543,6 @@ def count_params(cfg: Mapping[str, Any]) -> tuple[float, float]:
     active = total
     if experts:
         router = h * experts
-        total += moe_layers * (experts * expert + shared * expert + router)
-        active += moe_layers * (k * expert + shared * expert + router)
+        total += moe_layers * (experts * expert + shared + router)
+        active += moe_layers * (k * expert + shared + router)
     return float(total), float(active)
