@@ -27,19 +27,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import llmcourse as lc
-from llmcourse import Q_, catalog, units, validation
+from llmcourse import Q_, catalog, simulator, units, validation
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS
 from llmcourse.planner import batching, disagg, levers, memory, moe, roofline
 from llmcourse.replica import gpu_of, model_of, speculative
-from llmcourse.simulator import queueing
 
 OTHER = pint.UnitRegistry()
 ROW = validation.measurements()[0]
 BRIEF = lc.Brief(Q_(5, "1/s"), 1_000, 200, Q_(2, "s"), Q_(80, "ms"))
 BRIEF_P99 = lc.Brief(Q_(5, "1/s"), 1_000, 200, Q_(1, "s"), Q_(80, "ms"), ttft_percentile=99)
 REP = lc.replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=1_000, answer_tokens=200)
-SERVICE = queueing.build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=1_000, answer_tokens=200, batch_cap=32)
+SERVICE = simulator.build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=1_000, answer_tokens=200, batch_cap=32)
 SPEC = speculative.Speculation("eagle head", 3, 0.7)
 PLAN = lc.plan("Llama-3.1-8B", "H100 SXM", BRIEF)
 
@@ -198,14 +197,14 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
         ("trials",),
     ),
     # queueing
-    "percentile": (queueing.percentile, dict(values=[4, 1, 3, 2], q=50), ()),
+    "percentile": (simulator.percentile, dict(values=[4, 1, 3, 2], q=50), ()),
     "closed_form": (
-        queueing.closed_form,
+        simulator.closed_form,
         dict(rep=SERVICE, rate=Q_(1, "1/s"), prompt_tokens=1_000, answer_tokens=200),
         (),
     ),
     "simulate": (
-        queueing.simulate,
+        simulator.simulate,
         dict(
             model="Llama-3.1-8B",
             gpu="H100 SXM",
@@ -218,7 +217,7 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
         ("requests", "replica", "model", "gpu"),
     ),
     "simulate_chunked_cached": (
-        queueing.simulate,
+        simulator.simulate,
         dict(
             model="Llama-3.1-8B",
             gpu="H100 SXM",
@@ -234,7 +233,7 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
         ("requests", "replica", "model", "gpu"),
     ),
     "simulate_closed_loop": (
-        queueing.simulate,
+        simulator.simulate,
         dict(
             model="Llama-3.1-8B",
             gpu="H100 SXM",
@@ -255,7 +254,7 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
     "disaggregated": (disagg.disaggregated, dict(model="Llama-3.1-8B", gpu="H100 SXM", brief=BRIEF), ()),
     "compare": (disagg.compare, dict(model="Llama-3.1-8B", gpu="H100 SXM", brief=BRIEF), ()),
     "at_load": (
-        queueing.at_load,
+        simulator.at_load,
         dict(rep=SERVICE, load=0.5, prompt_tokens=1_000, answer_tokens=200, requests=100),
         ("requests",),
     ),

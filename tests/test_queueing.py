@@ -18,9 +18,8 @@ import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS
-from llmcourse.simulator.queueing import (
+from llmcourse.simulator import (
     ServiceModel,
-    _interp,
     at_load,
     build_replica,
     closed_form,
@@ -29,6 +28,7 @@ from llmcourse.simulator.queueing import (
     percentile,
     simulate,
 )
+from llmcourse.simulator.service import _interp
 
 M, G, P, A = "Llama-3.1-8B", "H100 SXM", 2_000, 300
 KV_TOKEN = 2 * 32 * 8 * 128 * 2  # bytes of KV per token of Llama-3.1-8B in BF16: 128 KiB
@@ -304,7 +304,7 @@ def test_imports_and_runs_without_numpy():
 
         sys.meta_path.insert(0, NoNumpy())
         from llmcourse import Q_
-        from llmcourse.simulator.queueing import simulate
+        from llmcourse.simulator import simulate
         from llmcourse.widgets.queueing import queueing_calculator
 
         r = simulate("Llama-3.1-8B", "H100 SXM", rate=Q_(4, "1/s"), prompt_tokens=2_000, answer_tokens=300,
@@ -595,7 +595,7 @@ def test_lengths_are_the_standard_librarys_lognormal_draws(mean, cv, top):
     import math
     import random
 
-    from llmcourse.simulator.queueing import _lengths
+    from llmcourse.simulator.workload import _lengths
 
     s2 = math.log(1 + cv**2)
     mine, theirs = random.Random(11), random.Random(11)
@@ -610,7 +610,7 @@ def test_open_loop_draws_are_the_standard_librarys():
     import random
     from itertools import accumulate
 
-    from llmcourse.simulator.queueing import _open_loop_draws
+    from llmcourse.simulator.workload import _open_loop_draws
 
     rep = build_replica(M, G, prompt_tokens=P, answer_tokens=A)
     gaps, ans, work, need, tok_c, pre = _open_loop_draws(rep, 5, 300, (A, 0.5), (P, 0.5), 100_000, 0.0, 0)
@@ -625,7 +625,7 @@ def test_open_loop_draws_are_the_standard_librarys():
 def test_prefix_cached_prefill_costs_are_the_difference_of_two_prefills(rep):
     """With c of a prompt's x tokens cached, its compute time per token to prefill is (C(x) - C(c)) / (x - c), C
     the service model's prefill compute time; a prompt without hits costs C(x) / x."""
-    from llmcourse.simulator.queueing import _prefill_costs
+    from llmcourse.simulator.workload import _prefill_costs
 
     pro, cached = [2_000, 1_500, 7, 2_000], [0, 1_000, 6, 1_999]
     work, tok_c, pre = _prefill_costs(rep, pro, cached)
@@ -637,12 +637,12 @@ def test_prefix_cached_prefill_costs_are_the_difference_of_two_prefills(rep):
 
 def test_kept_draws_change_no_result(rep):
     """A run whose draws were kept from a run at another load equals the same run drawn afresh."""
-    from llmcourse.simulator import queueing
+    from llmcourse.simulator import workload  # the module whose draws are kept (_drawn reads its _DRAWN)
 
-    queueing._DRAWN.clear()
+    workload._DRAWN.clear()
     run(rep, 0.4, seed=3, requests=2_000)
     kept = run(rep, 0.8, seed=3, requests=2_000)
-    queueing._DRAWN.clear()
+    workload._DRAWN.clear()
     fresh = run(rep, 0.8, seed=3, requests=2_000)
     assert (kept.ttft_s, kept.tpot_s, kept.ttft, kept.busy_fraction) == (
         fresh.ttft_s,
@@ -650,4 +650,4 @@ def test_kept_draws_change_no_result(rep):
         fresh.ttft,
         fresh.busy_fraction,
     )
-    assert len(queueing._DRAWN) <= queueing._KEEP
+    assert len(workload._DRAWN) <= workload._KEEP

@@ -17,7 +17,7 @@ from llmcourse.planner.levers import rank_levers
 from llmcourse.plots.design_review import lever_bars
 from llmcourse.plots.fleet import cost_vs_utilisation, gpus_vs_throughput
 from llmcourse.plots.queueing import percentiles_vs_load
-from llmcourse.simulator.queueing import knee, load_sweep
+from llmcourse.simulator import knee, load_sweep
 from llmcourse.widgets.design_review import design_review_calculator
 from llmcourse.widgets.fleet import fleet_calculator
 from llmcourse.widgets.queueing import queueing_calculator

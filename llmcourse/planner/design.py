@@ -19,7 +19,7 @@ from llmcourse.replica.base import _MS, _PER_S, _USD, _USD_H, _gpu, _model, _num
 from llmcourse.replica.memory import _largest_within, largest_batch
 from llmcourse.replica.model import Replica, _replica_of, replica
 from llmcourse.replica.step import DecodeStep
-from llmcourse.simulator.queueing import PercentileSizing, size_to_percentiles
+from llmcourse.simulator import PercentileSizing, size_to_percentiles
 from llmcourse.units import (
     Q_,
     as_quantity,
@@ -239,7 +239,7 @@ def plan(
     override the assumptions; the six-step planner's method is ``assumptions="planner"``.
 
     **Percentile targets** (``Brief(..., ttft_percentile=99)``): the queue decides a percentile, so the plan
-    simulates it (:func:`llmcourse.simulator.queueing.simulate`, ``simulated_requests`` Poisson arrivals with ``seed``,
+    simulates it (:func:`llmcourse.simulator.simulate`, ``simulated_requests`` Poisson arrivals with ``seed``,
     lengths spread by ``prompt_cv``/``answer_cv``, prompts prefilled whole or in chunks of ``chunk_tokens``, the
     cached prompt tokens as a prefix every request hits). Each replica, its batch capped at the plan's, takes an
     equal share of the traffic (a random router: a least-loaded one does a little better); the fewest replicas

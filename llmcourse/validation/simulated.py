@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmcourse.errors import InputError
-from llmcourse.simulator.queueing import build_replica, simulate
+from llmcourse.simulator import build_replica, simulate
 from llmcourse.validation.measured import silicon
 from llmcourse.validation.prediction import predict
 

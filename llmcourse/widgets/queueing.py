@@ -7,7 +7,7 @@ from functools import lru_cache
 
 import ipywidgets as w
 
-from llmcourse.simulator.queueing import LENGTH_CV, ClosedForm, ServiceModel, SimResult, at_load, build_replica
+from llmcourse.simulator import LENGTH_CV, ClosedForm, ServiceModel, SimResult, at_load, build_replica
 from llmcourse.units import fmt
 from llmcourse.widgets import Calculator, float_slider, gpu_dropdown, int_box, int_slider, model_dropdown
 
