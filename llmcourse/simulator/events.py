@@ -36,38 +36,31 @@ def _event_loop(
     """The event loop: first-token and finish times of every request, busy time and batch x time.
 
     ``arrivals`` are the engine's arrival times (open loop); with ``clients`` they are filled in as the loop runs:
-    the first ``clients`` requests arrive at the times given (spread by :func:`simulate`), and each finish sends the
-    next request ``t_req`` later.
+    the first ``clients`` requests arrive at the times given, and each finish sends the next request ``t_req`` later.
 
-    Each pass of the loop is one event: the arrivals up to now join the queue and the queue is admitted; then one
-    prefill iteration, or one mixed iteration of chunks, or as many decode steps of the running batch as pass before
-    the next finish (or the next arrival, if one could start), in one jump: its time is the step's, constant until
-    then. The hot path is written for speed on plain lists (the browser runs it at every change of a calculator):
-    a running sequence is one int on the heap, ``(step at which it finishes) * n + request``, in the order of the
-    pairs it stands for; the open loop's arrivals end with an infinite sentinel. "A sequence finishes" is written out
-    where it happens (three places) rather than called: a call per finished request was a tenth of the loop's time.
+    Each pass is one event: the arrivals up to now join the queue and the queue is admitted; then one prefill
+    iteration, or one mixed iteration of chunks, or as many decode steps of the running batch as pass before the next
+    finish (or the next arrival, if one could start), in one jump (the step's time is constant until then); then the
+    sequences that finished leave. Written for speed on plain lists and locals, with no call per event (the browser
+    runs it at every change of a calculator): a running sequence is one int on the heap, ``(decode step at which it
+    finishes) * n + request`` (a one-token answer finishes at its first token: at the step count of its prefill),
+    and the open loop's arrivals end with an infinite sentinel.
     """
     n = len(arrivals)
-    first = [0.0] * n
-    finish = [0.0] * n
+    first, finish = [0.0] * n, [0.0] * n
     step_s, cap, w_read = rep.step_s, rep.batch_cap, rep.weight_read_s
     heappush, heappop, ceil, fsum, inf = heapq.heappush, heapq.heappop, math.ceil, math.fsum, math.inf
-    waiting: deque[int] = deque()
-    admit, next_waiting = waiting.append, waiting.popleft
+    waiting: deque[int] = deque()  # arrived, not admitted
     prefilling: deque[int] = deque()  # admitted, prompt not all prefilled yet (first come first served)
-    admitted = prefilling.append
+    admit, next_waiting, admitted = waiting.append, waiting.popleft, prefilling.append
     left = list(work)  # prompt tokens each still has to prefill
     running: list[int] = []  # heap of (decode-step count at which it finishes) * n + request
-    pending: list[tuple[float, int]] = []  # a closed loop's next arrivals: a heap of (time, request)
     closed = clients is not None
-    issued = n
-    arr = [*arrivals, inf] if clients is None else []  # the open loop's arrivals, then a sentinel
-    if clients is not None:
-        issued = min(clients, n)  # requests 0..issued-1 are on their way; the rest wait for a finish
-        pending = sorted((arrivals[j], j) for j in range(issued))
+    issued = min(clients, n) if closed else n  # requests 0..issued-1 are on their way; the rest wait for a finish
+    pending = sorted((arrivals[j], j) for j in range(issued)) if closed else []  # a closed loop's: (time, request)
+    arr = [] if closed else [*arrivals, inf]  # the open loop's arrivals, then a sentinel
     t = busy = batch_area = 0.0
-    i = done = 0
-    g = used = 0  # decode steps done so far; KV tokens reserved
+    i = done = g = used = 0  # next open-loop arrival; requests done; decode steps so far; KV tokens reserved
     while done < n:
         if closed:
             while pending and pending[0][0] <= t:
@@ -89,90 +82,53 @@ def _event_loop(
         elif not b and not prefilling:  # idle until the next arrival
             t = next_arrival
             continue
-        if prefilling and chunk is None:  # whole prompts, decoding stalls
+        if prefilling and chunk is None:  # whole prompts, decoding stalls: the first token of each
             x = pre[prefilling[0]] if len(prefilling) == 1 else fsum([pre[j] for j in prefilling])
             dt = x if x >= w_read else w_read  # max(x, w_read)
             t += dt
             busy += dt
-            for j in prefilling:  # the first token of each
-                first[j] = t
-                y = ans[j]
-                if y > 1:
-                    heappush(running, (g + y - 1) * n + j)
-                    continue
-                finish[j] = t  # a one-token answer is done
-                used -= need[j]
-                done += 1
-                if issued < n:  # a closed loop's client sends its next request
-                    arrivals[issued] = x = t + t_req
-                    heappush(pending, (x, issued))
-                    issued += 1
-            prefilling.clear()
-            continue
-        if prefilling and chunk - b >= 1:  # one mixed iteration: a token per running sequence, the rest to chunks
-            room_t, done_now, compute = chunk - b, [], 0.0
             for j in prefilling:
-                c = min(left[j], room_t)
+                first[j] = t
+                heappush(running, (g + ans[j] - 1) * n + j)
+            prefilling.clear()
+        elif prefilling and chunk - b >= 1:  # one mixed iteration: a token per running sequence, the rest to chunks
+            room_t, ready, compute = chunk - b, 0, 0.0
+            for j in prefilling:
+                c = left[j] if left[j] < room_t else room_t
                 compute += c * tok_c[j]
                 left[j] -= c
                 room_t -= c
-                if left[j] == 0:
-                    done_now.append(j)
+                ready += left[j] == 0
                 if room_t == 0:
                     break
             dt = step_s[b] + compute if b else max(compute, w_read)
             t += dt
             busy += dt
             batch_area += dt * b
-            if b:
-                g += 1
-                top = (g + 1) * n  # the keys of the sequences that finish at step g or before
-                while running and running[0] < top:
-                    j = heappop(running) % n
-                    finish[j] = t
-                    used -= need[j]
-                    done += 1
-                    if issued < n:
-                        arrivals[issued] = x = t + t_req
-                        heappush(pending, (x, issued))
-                        issued += 1
-            for j in done_now:
-                prefilling.popleft()  # the finished ones are the first in line
+            g += b > 0
+            for _ in range(ready):  # the prompts prefilled to the end are the first in line: their first token
+                j = prefilling.popleft()
                 first[j] = t
-                y = ans[j]
-                if y > 1:
-                    heappush(running, (g + y - 1) * n + j)
-                    continue
-                finish[j] = t
-                used -= need[j]
-                done += 1
-                if issued < n:
-                    arrivals[issued] = x = t + t_req
-                    heappush(pending, (x, issued))
-                    issued += 1
-            continue
-        # decode steps only, as many as pass before the next finish (or the next arrival, if one could start)
-        dt = step_s[b]
-        if prefilling:  # a budget all spent on decode tokens: one step, then look again
-            k = 1
-        else:
-            k = running[0] // n - g
-            if not waiting and next_arrival != inf:
+                heappush(running, (g + ans[j] - 1) * n + j)
+        else:  # decode steps only, as many as pass before the next finish (or the next arrival, if one could start)
+            dt = step_s[b]
+            k = 1 if prefilling else running[0] // n - g  # a budget all spent on decode tokens: one step, look again
+            if not prefilling and not waiting and next_arrival != inf:
                 m = ceil((next_arrival - t) / dt)
                 if m < k:  # k = min(k, max(1, m))
                     k = m if m > 1 else 1
-        x = k * dt
-        t += x
-        busy += x
-        batch_area += x * b
-        g += k
-        top = (g + 1) * n
+            x = k * dt
+            t += x
+            busy += x
+            batch_area += x * b
+            g += k
+        top = (g + 1) * n  # the keys of the sequences that finish at step g or before
         while running and running[0] < top:
             j = heappop(running) % n
             finish[j] = t
             used -= need[j]
             done += 1
-            if issued < n:
+            if issued < n:  # a closed loop's client sends its next request
                 arrivals[issued] = x = t + t_req
                 heappush(pending, (x, issued))
                 issued += 1
