@@ -39,6 +39,17 @@ BRIEF = lc.Brief(Q_(5, "1/s"), 1_000, 200, Q_(2, "s"), Q_(80, "ms"))
 BRIEF_P99 = lc.Brief(Q_(5, "1/s"), 1_000, 200, Q_(1, "s"), Q_(80, "ms"), ttft_percentile=99)
 REP = lc.replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=1_000, answer_tokens=200)
 SERVICE = simulator.build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=1_000, answer_tokens=200, batch_cap=32)
+
+
+def _simulate_scheduled(chunk_tokens: Any, prefix_hit_rate: Any, prefix_tokens: Any) -> Any:
+    """A short open-loop run of SERVICE under Scheduler(chunk_tokens, prefix_hit_rate, prefix_tokens)."""
+    scheduler = simulator.Scheduler(chunk_tokens, prefix_hit_rate=prefix_hit_rate, prefix_tokens=prefix_tokens)
+    return simulator.simulate(
+        "Llama-3.1-8B", "H100 SXM", rate=Q_(5, "1/s"), prompt_tokens=1_000, answer_tokens=200, requests=100,
+        scheduler=scheduler, replica=SERVICE,
+    )  # fmt: skip
+
+
 SPEC = speculative.Speculation("eagle head", 3, 0.7)
 PLAN = lc.plan("Llama-3.1-8B", "H100 SXM", BRIEF)
 
@@ -225,12 +236,15 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
             prompt_tokens=1_000,
             answer_tokens=200,
             requests=100,
-            chunk_tokens=512,
-            prefix_hit_rate=0.5,
-            prefix_tokens=300,
+            scheduler=simulator.Scheduler(chunk_tokens=512, prefix_hit_rate=0.5, prefix_tokens=300),
             replica=SERVICE,
         ),
         ("requests", "replica", "model", "gpu"),
+    ),
+    "simulate_scheduled": (  # each of the scheduler's fields through a run (the KV the prefix holds, the chunks)
+        _simulate_scheduled,
+        dict(chunk_tokens=512, prefix_hit_rate=0.5, prefix_tokens=300),
+        (),
     ),
     "simulate_closed_loop": (
         simulator.simulate,

@@ -17,7 +17,7 @@ import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.exercises._common import define, pick
 from llmcourse.formulas import FORMULAS
-from llmcourse.simulator import build_replica, simulate  # also registers the M/M/1 formulas used below
+from llmcourse.simulator import Scheduler, build_replica, simulate  # also registers the M/M/1 formulas used below
 
 EXERCISES: list = []
 
@@ -230,7 +230,7 @@ def _chunked_alone(v):
         requests=1,
         prompt_cv=0,
         answer_cv=0,
-        chunk_tokens=v["chunk"],
+        scheduler=Scheduler(chunk_tokens=v["chunk"]),
         replica=_service(v["model"], v["gpu"]),
     )
     return r.ttft["p50"] - Q_(_COURSE.request_overhead_ms, "ms")

@@ -7,7 +7,8 @@ One module per idea, each importing only those before it:
   (:func:`build_replica`, a :class:`ServiceModel`);
 - :mod:`~llmcourse.simulator.workload`: the requests a run draws (lengths, arrivals, prefix-cache hits, prefill
   costs);
-- :mod:`~llmcourse.simulator.events`: the discrete-event engine (admission by KV memory, prefill, decode);
+- :mod:`~llmcourse.simulator.events`: the discrete-event engine (admission by KV memory, prefill, decode) and how
+  it schedules (:class:`Scheduler`: whole prompts or chunks, a prefix cache);
 - :mod:`~llmcourse.simulator.run`: :func:`simulate`, the front door, and what a run measured (:class:`SimResult`);
 - :mod:`~llmcourse.simulator.closed_form`: the averages-only estimate beside a run (:func:`closed_form`);
 - :mod:`~llmcourse.simulator.sweep`: runs across loads (:func:`at_load`, :func:`load_sweep`, :func:`knee`);
@@ -16,6 +17,7 @@ One module per idea, each importing only those before it:
 """
 
 from llmcourse.simulator.closed_form import ClosedForm, closed_form
+from llmcourse.simulator.events import Scheduler
 from llmcourse.simulator.run import PERCENTILES, SimResult, simulate
 from llmcourse.simulator.service import ServiceModel, build_replica
 from llmcourse.simulator.sizing import PercentileSizing, size_to_percentiles
@@ -29,6 +31,7 @@ __all__ = [
     "PERCENTILES",
     "ClosedForm",
     "PercentileSizing",
+    "Scheduler",
     "ServiceModel",
     "SimResult",
     "at_load",

@@ -61,11 +61,9 @@ Examples
 from __future__ import annotations
 
 import math
-import random
 import time
 from dataclasses import dataclass, field
-from itertools import accumulate
-from operator import add, sub
+from operator import sub
 from typing import Any
 
 import pint
@@ -75,9 +73,9 @@ from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, check_value
 from llmcourse.replica.base import model_of
-from llmcourse.simulator.events import _event_loop
+from llmcourse.simulator.events import Scheduler, _event_loop
 from llmcourse.simulator.service import ServiceModel, _check_request, build_replica
-from llmcourse.simulator.workload import LENGTH_CV, _drawn, _lengths, _prefill_costs, _prompts
+from llmcourse.simulator.workload import LENGTH_CV, _closed_loop, _open_loop, _Requests
 from llmcourse.stats import sorted_percentile as _percentile_sorted
 from llmcourse.units import (
     Q_,
@@ -100,6 +98,8 @@ PERCENTILES = (50, 95, 99)
 _MOST_REQUESTS, _MOST_WHY = 1_000_000, " (a larger run takes minutes; the percentiles settle long before)"
 _SLOWEST, _SLOWEST_WHY = 1e-9, " per second (about one request in 30 years)"
 _MOST_CV, _CV_WHY = 100.0, " (a spread past 100 times the mean leaves floating point in the lognormal)"
+_MS_UNIT, _S_UNIT, _PER_S_UNIT = (parsed_unit(u)[0] for u in ("ms", "s", "1/s"))  # parsed once, not per run
+_WHOLE_PROMPTS = Scheduler()  # the default: whole prompts, no prefix cache
 
 
 @dataclass(frozen=True)
@@ -172,9 +172,7 @@ def simulate(
     prompt_cv: float = LENGTH_CV,
     answer_cv: float = LENGTH_CV,
     concurrency: int | None = None,
-    chunk_tokens: int | None = None,
-    prefix_hit_rate: float = 0.0,
-    prefix_tokens: float = 0,
+    scheduler: Scheduler | None = None,
     replica: ServiceModel | None = None,
     **replica_kwargs: Any,
 ) -> SimResult:
@@ -189,13 +187,9 @@ def simulate(
     ``answer_tokens`` are the means of the length distributions; ``*_cv`` their coefficients of
     variation (0: fixed).
 
-    The scheduler: ``chunk_tokens=None`` prefills newly admitted prompts whole while decoding stalls;
-    ``chunk_tokens=T`` gives every iteration a budget of ``T`` tokens, one per running sequence first and
-    the rest to prompt chunks, first come first served (vLLM's ``max_num_batched_tokens``, SGLang's
-    chunked prefill size); a mixed iteration takes the decode step of its running batch plus its chunks'
-    compute. A prefix cache: a share ``prefix_hit_rate`` of requests find their first ``prefix_tokens``
-    tokens cached (at most all but the prompt's last token, which is computed to give the first answer
-    token); those tokens are not prefilled, and their KV is held once for everyone, not per request.
+    ``scheduler`` is how the engine schedules (:class:`~llmcourse.simulator.events.Scheduler`: whole prompts or a
+    token budget per iteration, ``chunk_tokens``; a prefix cache, ``prefix_hit_rate`` and ``prefix_tokens``); by
+    default whole prompts and no prefix cache.
 
     ``replica`` reuses the service model of :func:`build_replica` (otherwise one is built from
     ``replica_kwargs``: ``assumptions=``, ``n_gpus=``, ...). The same seed gives the same result.
@@ -206,7 +200,7 @@ def simulate(
     >>> whole = simulate("Llama-3.1-8B", "H100 SXM", concurrency=8, prompt_tokens=2_000, answer_tokens=300,
     ...                  requests=400, replica=rep)
     >>> chunked = simulate("Llama-3.1-8B", "H100 SXM", concurrency=8, prompt_tokens=2_000, answer_tokens=300,
-    ...                    requests=400, replica=rep, chunk_tokens=512)
+    ...                    requests=400, replica=rep, scheduler=Scheduler(chunk_tokens=512))
     >>> chunked.tpot["p99"] < whole.tpot["p99"]  # chunks no longer stall a running answer for a whole prompt
     True
     >>> simulate("Llama-3.1-8B", "H100 SXM", rate=2.0, prompt_tokens=2_000, answer_tokens=300)
@@ -215,6 +209,42 @@ def simulate(
     llmcourse.errors.InputError: rate needs a unit: write Q_(2.0, '1/s') (or any unit of 1 / [time], such as 1/s or 1/day), not the bare number 2.0.
     """
     start = time.perf_counter()
+    run = _checked_run(rate, concurrency, prompt_tokens, answer_tokens, requests, prompt_cv, answer_cv, scheduler)
+    seed_number(seed)
+    rep = replica or build_replica(model, gpu, prompt_tokens=run.p, answer_tokens=run.a, **replica_kwargs)
+    budget, longest = _kv_room(rep, run)
+    reqs = _requests_of(rep, run, seed, longest)
+    t_req = in_unit(rep.assumptions.request_overhead_ms, _MS_UNIT, _S_UNIT).m
+    first, finish, busy, batch_area = _event_loop(rep, reqs, run.clients, t_req, budget, run.scheduler.chunk_tokens)
+    return _measured(rep, run, reqs, (first, finish, busy, batch_area), t_req, start)
+
+
+@dataclass(frozen=True)
+class _Run:
+    """A simulation's inputs, checked: the load (``rate`` per second, or ``clients`` in a closed loop), the mean
+    prompt and answer lengths and their spreads, the number of requests, and the scheduler."""
+
+    rate: float | None
+    clients: int | None
+    p: float
+    a: float
+    n: int
+    pcv: float
+    acv: float
+    scheduler: Scheduler
+
+
+def _checked_run(
+    rate: Any,
+    concurrency: Any,
+    prompt_tokens: Any,
+    answer_tokens: Any,
+    requests: Any,
+    prompt_cv: Any,
+    answer_cv: Any,
+    scheduler: Any,
+) -> _Run:
+    """:func:`simulate`'s inputs checked, in the order of its signature, each refusal naming what to change."""
     if (rate is None) == (concurrency is None):
         raise InputError(
             "give the load one way: rate=Q_(..., '1/s') for Poisson arrivals, or concurrency=N for N clients that "
@@ -232,98 +262,105 @@ def simulate(
         clients = int(plain_number(concurrency, "concurrency", integer=True, at_most=_MOST_REQUESTS, why=_MOST_WHY))
     pcv = plain_number(prompt_cv, "prompt_cv", allow_zero=True, at_most=_MOST_CV, why=_CV_WHY)
     acv = plain_number(answer_cv, "answer_cv", allow_zero=True, at_most=_MOST_CV, why=_CV_WHY)
-    chunk = None
-    if chunk_tokens is not None:
-        why = ": each iteration must make progress on a prompt (engines use 512 to 16,384)"
-        chunk = int(plain_number(chunk_tokens, "chunk_tokens", integer=True, at_least=1, why=why))
-    hit = plain_number(prefix_hit_rate, "prefix_hit_rate", allow_zero=True, at_most=1, why=" (a share of requests)")
-    shared = plain_number(prefix_tokens, "prefix_tokens", allow_zero=True)
-    if hit > 0 and shared < 1:
+    if scheduler is None:
+        scheduler = _WHOLE_PROMPTS
+    elif not isinstance(scheduler, Scheduler):
         raise InputError(
-            f"prefix_hit_rate={hit:g} needs the cached prefix's length: give prefix_tokens (the system prompt's "
-            "tokens, say), or prefix_hit_rate=0."
+            "scheduler must be a Scheduler(chunk_tokens=..., prefix_hit_rate=..., prefix_tokens=...), or None for "
+            f"whole prompts and no prefix cache; got {type(scheduler).__name__}."
         )
-    seed_number(seed)
-    rep = replica or build_replica(model, gpu, prompt_tokens=p, answer_tokens=a, **replica_kwargs)
+    return _Run(lam, clients, p, a, n, pcv, acv, scheduler)
+
+
+def _kv_room(rep: ServiceModel, run: _Run) -> tuple[int, int]:
+    """The KV tokens the requests share (the budget less the cached prefix, held once), and the longest sequence
+    one may hold (within that and the model's positions); refused if the prefix or one mean request does not fit."""
     budget = rep.kv_budget_tokens
-    resident = math.ceil(shared) if hit > 0 else 0  # the shared prefix's KV, held once
+    resident = run.scheduler.resident_tokens
     if resident >= budget:
         raise InputError(
             f"the cached prefix of {resident:,} tokens fills the replica's KV memory ({budget:,} tokens): "
             "shorten it or add memory."
         )
     budget -= resident
-    _check_request(p, a, budget)
+    _check_request(run.p, run.a, budget)
     positions = model_of(rep.model).max_position or budget  # a sequence is held within the model's positions
-    longest = min(budget, positions)
-    if lam is not None:
-        gaps, ans, work, need, tok_c, pre = _drawn(rep, seed, n, (a, acv), (p, pcv), longest, hit, resident)
-        arrivals = list(accumulate([x / lam for x in gaps]))
-    else:
-        rng = random.Random(seed)
-        ans = _lengths(rng, a, acv, n, longest // 2)
-        # a closed loop's clients start spread over one request's time at the full batch: started together,
-        # identical requests would run in lockstep, every prefill queued behind all the others, as no engine shows
-        alone = rep.prefill_compute_time(p) + a * rep.step_time(min(clients, rep.batch_cap))
-        arrivals = [rng.uniform(0, alone) if j < clients else 0.0 for j in range(n)]
-        pro, cached = _prompts(rng, p, pcv, n, longest - max(ans), hit, resident)
-        work, tok_c, pre = _prefill_costs(rep, pro, cached)
-        need = list(map(add, work, ans))
-    ms, sec, per_s = (parsed_unit(u)[0] for u in ("ms", "s", "1/s"))
-    t_req = in_unit(rep.assumptions.request_overhead_ms, ms, sec).m
-    first, finish, busy, batch_area = _event_loop(
-        rep, arrivals, clients, t_req, ans, need, tok_c, pre, work, budget, chunk
-    )
-    # the request's fixed overhead (HTTP round trip, tokenising: the assumptions' request_overhead_ms) is spent
-    # before it reaches the engine, off the GPU: the engine sees the arrivals a constant later, so every TTFT is that
-    # much longer (times in the system stay the engine's)
-    ttft = tuple([t_req + x for x in map(sub, first, arrivals)])
-    tpot = tuple([x / (y - 1) for x, y in zip(map(sub, finish, first), ans, strict=True) if y > 1])
-    if not tpot:
-        raise InputError(
-            f"every simulated answer was one token long (answer_tokens={a:g}, answer_cv={acv:g}), so no request "
-            "has a time per output token: give answer_tokens of 2 or more, or a spread (answer_cv > 0)."
-        )
-    span = max(finish) - min(arrivals)  # a closed loop's first clients arrive in no particular order
-    mean_in_system = math.fsum(map(sub, finish, arrivals)) / n
-    # Little's law check: arrivals see time averages (Poisson), so the number in the system that
-    # each arrival finds estimates L independently of lambda x W. Request i finds the i that arrived
-    # before it, less those that finished at or before its arrival (a merge of two sorted lists).
-    ends = sorted(finish)
-    starts = sorted(arrivals)
+    return budget, min(budget, positions)
+
+
+def _requests_of(rep: ServiceModel, run: _Run, seed: int, longest: int) -> _Requests:
+    """The run's requests drawn from ``seed``: Poisson arrivals at the rate, or a closed loop's clients."""
+    s = run.scheduler
+    draws = (rep, seed, run.n, (run.a, run.acv), (run.p, run.pcv), longest, s.prefix_hit_rate, s.resident_tokens)
+    if run.rate is not None:
+        return _open_loop(*draws, run.rate)
+    assert run.clients is not None
+    return _closed_loop(*draws, run.clients)
+
+
+def _seen_by_arrivals(arrivals: list[float], finish: list[float]) -> tuple[float, list[float]]:
+    """The mean number in the system each arrival finds (with the arrival times sorted): request i finds the i that
+    arrived before it, less those that finished at or before its arrival (a merge of two sorted lists). Arrivals see
+    time averages (Poisson), so this estimates L independently of lambda x W: the check on Little's law."""
+    n = len(arrivals)
+    ends, starts = sorted(finish), sorted(arrivals)
     departed = seen_total = 0
     for i, x in enumerate(starts):
         while departed < n and ends[departed] <= x:
             departed += 1
         seen_total += i - departed
-    if lam is None:  # a closed loop: the rate is what the clients achieved
-        lam = n / span
-    lam_hat = (
-        quantity((n - 1) / (starts[-1] - starts[0]), per_s)
-        if n > 1 and starts[-1] > starts[0]
-        else quantity(lam, per_s)
-    )
-    little = F["littles_law"](request_rate=lam_hat, time_in_system=quantity(mean_in_system, sec)).m
+    return seen_total / n, starts
+
+
+def _measured(
+    rep: ServiceModel,
+    run: _Run,
+    reqs: _Requests,
+    timeline: tuple[list[float], list[float], float, float],
+    t_req: float,
+    start: float,
+) -> SimResult:
+    """What the run measured, from the engine's first-token and finish times, busy time and batch x time.
+
+    The request's fixed overhead (HTTP round trip, tokenising: the assumptions' request_overhead_ms) is spent before
+    it reaches the engine, off the GPU: the engine sees the arrivals a constant later, so every TTFT is that much
+    longer (times in the system stay the engine's)."""
+    first, finish, busy, batch_area = timeline
+    arrivals, ans, n = reqs.arrivals, reqs.ans, run.n
+    ttft = tuple([t_req + x for x in map(sub, first, arrivals)])
+    tpot = tuple([x / (y - 1) for x, y in zip(map(sub, finish, first), ans, strict=True) if y > 1])
+    if not tpot:
+        raise InputError(
+            f"every simulated answer was one token long (answer_tokens={run.a:g}, answer_cv={run.acv:g}), so no "
+            "request has a time per output token: give answer_tokens of 2 or more, or a spread (answer_cv > 0)."
+        )
+    span = max(finish) - min(arrivals)  # a closed loop's first clients arrive in no particular order
+    mean_in_system = math.fsum(map(sub, finish, arrivals)) / n
+    seen, starts = _seen_by_arrivals(arrivals, finish)
+    lam = n / span if run.rate is None else run.rate  # a closed loop: the rate is what the clients achieved
+    lam_hat = (n - 1) / (starts[-1] - starts[0]) if n > 1 and starts[-1] > starts[0] else lam
+    in_system = quantity(mean_in_system, _S_UNIT)
+    little = F["littles_law"](request_rate=quantity(lam_hat, _PER_S_UNIT), time_in_system=in_system).m
     ttft_sorted, tpot_sorted = sorted(ttft), sorted(tpot)
     return SimResult(
         replica=rep,
-        rate=quantity(lam, per_s),
-        load=float(lam / rep.capacity(p, a).m),
+        rate=quantity(lam, _PER_S_UNIT),
+        load=float(lam / rep.capacity(run.p, run.a).m),
         completed=n,
-        ttft={f"p{q}": quantity(_percentile_sorted(ttft_sorted, q) * 1e3, ms) for q in PERCENTILES},
-        tpot={f"p{q}": quantity(_percentile_sorted(tpot_sorted, q) * 1e3, ms) for q in PERCENTILES},
+        ttft={f"p{q}": quantity(_percentile_sorted(ttft_sorted, q) * 1e3, _MS_UNIT) for q in PERCENTILES},
+        tpot={f"p{q}": quantity(_percentile_sorted(tpot_sorted, q) * 1e3, _MS_UNIT) for q in PERCENTILES},
         busy_fraction=float(busy / span),
-        throughput=quantity(sum(ans) / span, per_s),
-        request_throughput=quantity(n / span, per_s),
+        throughput=quantity(sum(ans) / span, _PER_S_UNIT),
+        request_throughput=quantity(n / span, _PER_S_UNIT),
         mean_batch=float(batch_area / max(busy, 1e-300)),
-        in_system_seen_by_arrivals=seen_total / n,
+        in_system_seen_by_arrivals=seen,
         littles_law_in_system=float(little),
-        mean_time_in_system=quantity(mean_in_system, sec),
-        wall_time=quantity((time.perf_counter() - start) * 1e3, ms),
+        mean_time_in_system=in_system,
+        wall_time=quantity((time.perf_counter() - start) * 1e3, _MS_UNIT),
         ttft_s=ttft,
         tpot_s=tpot,
-        concurrency=clients,
-        chunk_tokens=chunk,
-        prefix_hit_rate=hit,
-        prefill_tokens=sum(work),
+        concurrency=run.clients,
+        chunk_tokens=run.scheduler.chunk_tokens,
+        prefix_hit_rate=run.scheduler.prefix_hit_rate,
+        prefill_tokens=sum(reqs.work),
     )

@@ -11,6 +11,7 @@ import pint
 
 from llmcourse.assumptions import Assumptions
 from llmcourse.catalog import GPU, Model
+from llmcourse.simulator.events import Scheduler
 from llmcourse.simulator.run import simulate
 from llmcourse.simulator.service import build_replica
 from llmcourse.simulator.workload import LENGTH_CV
@@ -92,11 +93,9 @@ def size_to_percentiles(
         seed=seed,
         prompt_cv=LENGTH_CV if prompt_cv is None else prompt_cv,
         answer_cv=LENGTH_CV if answer_cv is None else answer_cv,
-        chunk_tokens=chunk_tokens,
+        scheduler=Scheduler(chunk_tokens, prefix_hit_rate=1.0 if cached > 0 else 0.0, prefix_tokens=cached),
         replica=svc,
     )
-    if cached > 0:
-        run |= dict(prefix_hit_rate=1.0, prefix_tokens=cached)
     qt = 99.0 if brief.ttft_percentile is None else brief.ttft_percentile
     qp = 99.0 if brief.tpot_percentile is None else brief.tpot_percentile
     seen: dict[int, tuple[pint.Quantity, pint.Quantity]] = {}

@@ -8,6 +8,7 @@ from typing import Any
 from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
 from llmcourse.simulator.closed_form import ClosedForm, closed_form
+from llmcourse.simulator.events import Scheduler
 from llmcourse.simulator.run import SimResult, simulate
 from llmcourse.simulator.service import ServiceModel, build_replica
 from llmcourse.simulator.workload import LENGTH_CV
@@ -45,12 +46,11 @@ def at_load(
     seed: int = 0,
     prompt_cv: float = LENGTH_CV,
     answer_cv: float = LENGTH_CV,
-    chunk_tokens: int | None = None,
-    prefix_hit_rate: float = 0.0,
-    prefix_tokens: float = 0,
+    scheduler: Scheduler | None = None,
 ) -> tuple[SimResult, ClosedForm]:
     """Simulate one replica's tables at ``load`` (arrival rate / :meth:`ServiceModel.capacity`), beside
-    the closed form at the same rate: one point of :func:`load_sweep`, and the chapter's calculator."""
+    the closed form at the same rate: one point of :func:`load_sweep`, and the chapter's calculator
+    (``scheduler`` as :func:`~llmcourse.simulator.run.simulate` takes it)."""
     if not isinstance(rep, ServiceModel):
         raise InputError(f"rep must be a ServiceModel: build one with build_replica(...), not {type(rep).__name__}.")
     rate = plain_number(load, "load") * rep.capacity(prompt_tokens, answer_tokens)
@@ -64,9 +64,7 @@ def at_load(
         seed=seed,
         prompt_cv=prompt_cv,
         answer_cv=answer_cv,
-        chunk_tokens=chunk_tokens,
-        prefix_hit_rate=prefix_hit_rate,
-        prefix_tokens=prefix_tokens,
+        scheduler=scheduler,
         replica=rep,
     )
     return sim, closed_form(rep, rate, prompt_tokens, answer_tokens)

@@ -14,6 +14,8 @@ import math
 import random
 from bisect import bisect_right
 from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import accumulate
 from operator import add, mul, sub
 from random import NV_MAGICCONST
 from typing import Any
@@ -142,3 +144,59 @@ def _drawn(rep: ServiceModel, *args: Any) -> Any:
         while len(_DRAWN) > _KEEP:
             del _DRAWN[next(iter(_DRAWN))]
     return out
+
+
+@dataclass(frozen=True)
+class _Requests:
+    """A run's requests, in order: the engine's arrival times (a closed loop's past its first clients are filled in
+    as the run goes), each answer's length, the prompt tokens it prefills (the prefix cache's hits skip theirs), the
+    KV tokens it reserves (those and its answer), and its prefill compute time per token and in all (s)."""
+
+    arrivals: list[float]
+    ans: Sequence[int]
+    work: Sequence[int]
+    need: Sequence[int]
+    tok_c: Sequence[float]
+    pre: Sequence[float]
+
+
+def _open_loop(
+    rep: ServiceModel,
+    seed: int,
+    n: int,
+    answer: tuple[float, float],
+    prompt: tuple[float, float],
+    longest: int,
+    hit: float,
+    resident: int,
+    rate: float,
+) -> _Requests:
+    """Poisson arrivals at ``rate`` per second: the kept draws of :func:`_drawn`, their gaps divided by the rate."""
+    gaps, ans, work, need, tok_c, pre = _drawn(rep, seed, n, answer, prompt, longest, hit, resident)
+    return _Requests(list(accumulate([x / rate for x in gaps])), ans, work, need, tok_c, pre)
+
+
+def _closed_loop(
+    rep: ServiceModel,
+    seed: int,
+    n: int,
+    answer: tuple[float, float],
+    prompt: tuple[float, float],
+    longest: int,
+    hit: float,
+    resident: int,
+    clients: int,
+) -> _Requests:
+    """A closed loop of ``clients``: the answers' lengths, then the first clients' arrival times, then the prompts.
+
+    The clients start spread at random over one request's time at the full batch (its prefill and its answer):
+    started together, identical requests would run in lockstep, every prefill queued behind all the others, as no
+    engine shows. The later requests' arrival times are the engine's to fill in (0 until then)."""
+    rng = random.Random(seed)
+    (a, acv), (p, pcv) = answer, prompt
+    ans = _lengths(rng, a, acv, n, longest // 2)
+    alone = rep.prefill_compute_time(p) + a * rep.step_time(min(clients, rep.batch_cap))
+    arrivals = [rng.uniform(0, alone) if j < clients else 0.0 for j in range(n)]
+    pro, cached = _prompts(rng, p, pcv, n, longest - max(ans), hit, resident)
+    work, tok_c, pre = _prefill_costs(rep, pro, cached)
+    return _Requests(arrivals, ans, work, list(map(add, work, ans)), tok_c, pre)
