@@ -19,7 +19,7 @@ from llmcourse.replica.base import _MS, _PER_S, _USD, _USD_H, _gpu, _model, _num
 from llmcourse.replica.memory import _largest_within, largest_batch
 from llmcourse.replica.model import Replica, _replica_of, replica
 from llmcourse.replica.step import DecodeStep
-from llmcourse.simulator import PercentileSizing, size_to_percentiles
+from llmcourse.simulator import PercentileSizing, build_replica, size_to_percentiles
 from llmcourse.units import (
     Q_,
     as_quantity,
@@ -285,16 +285,21 @@ def plan(
                 "give speculation=None, or targets on the mean (ttft_percentile=None, tpot_percentile=None)."
             )
 
-        sizing = size_to_percentiles(
+        service = build_replica(
             m,
             g,
-            brief,
-            batch=batch,
-            mean_replicas=replicas,
-            tensor_parallel=tp,
+            prompt_tokens=brief.prompt_tokens,
+            answer_tokens=brief.answer_tokens,
+            n_gpus=tp,
             weight_bytes=weight_bytes,
             kv_bytes=kv_bytes,
+            batch_cap=batch,
             assumptions=a,
+        )
+        sizing = size_to_percentiles(
+            service,
+            brief,
+            mean_replicas=replicas,
             cached_prompt_tokens=cached_prompt_tokens,
             chunk_tokens=chunk_tokens,
             prompt_cv=prompt_cv,
