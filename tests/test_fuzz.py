@@ -31,6 +31,7 @@ from llmcourse import Q_, catalog, simulator, units, validation
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS
 from llmcourse.planner import batching, disagg, levers, memory, moe, roofline
+from llmcourse.planner.bill import Site
 from llmcourse.replica import gpu_of, model_of, speculative
 
 OTHER = pint.UnitRegistry()
@@ -135,6 +136,7 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
     ),
     "fleet": (lc.fleet, dict(demand=Q_(50_000, "1/s"), rep=REP), ()),
     "bill": (lc.bill, dict(rep=REP, utilisation=0.5), ()),
+    "bill_site": (Site, dict(electricity_price=Q_(0.12, "USD/kWh"), pue=1.3), ()),
     "bill_fleet": (
         lc.bill,
         dict(rep=REP, utilisation=0.3, fleet=lc.fleet(Q_(50_000, "1/s"), REP), own=False, years=5),
