@@ -51,6 +51,16 @@ def _simulate_scheduled(chunk_tokens: Any, prefix_hit_rate: Any, prefix_tokens: 
     )  # fmt: skip
 
 
+def _disaggregated_moe(
+    prefill_data_parallel: Any, prefill_expert_parallel: Any, decode_data_parallel: Any, decode_expert_parallel: Any
+) -> Any:
+    """disaggregated() of a mixture of experts whose pools are laid out as MoeLayout(...) of these says."""
+    layout = disagg.MoeLayout(
+        prefill_data_parallel, prefill_expert_parallel, decode_data_parallel, decode_expert_parallel
+    )
+    return disagg.disaggregated("Qwen3-30B-A3B", "H100 SXM", BRIEF, moe_layout=layout)
+
+
 SPEC = speculative.Speculation("eagle head", 3, 0.7)
 PLAN = lc.plan("Llama-3.1-8B", "H100 SXM", BRIEF)
 
@@ -268,6 +278,11 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
     ),
     "kv_handoff": (disagg.kv_handoff, dict(model="Llama-3.1-70B", prompt_tokens=2_000, link="InfiniBand NDR"), ()),
     "disaggregated": (disagg.disaggregated, dict(model="Llama-3.1-8B", gpu="H100 SXM", brief=BRIEF), ()),
+    "disaggregated_moe": (  # each of the pools' attention groups and expert ranks through the sizing
+        _disaggregated_moe,
+        dict(prefill_data_parallel=2, prefill_expert_parallel=None, decode_data_parallel=2, decode_expert_parallel=2),
+        (),
+    ),
     "compare": (disagg.compare, dict(model="Llama-3.1-8B", gpu="H100 SXM", brief=BRIEF), ()),
     "at_load": (
         simulator.at_load,
