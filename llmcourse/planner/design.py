@@ -285,17 +285,8 @@ def plan(
                 "give speculation=None, or targets on the mean (ttft_percentile=None, tpot_percentile=None)."
             )
 
-        service = build_replica(
-            m,
-            g,
-            prompt_tokens=brief.prompt_tokens,
-            answer_tokens=brief.answer_tokens,
-            n_gpus=tp,
-            weight_bytes=weight_bytes,
-            kv_bytes=kv_bytes,
-            batch_cap=batch,
-            assumptions=a,
-        )
+        service = build_replica(m, g, prompt_tokens=brief.prompt_tokens, answer_tokens=brief.answer_tokens, n_gpus=tp,
+                                weight_bytes=weight_bytes, kv_bytes=kv_bytes, batch_cap=batch, assumptions=a)  # fmt: skip
         sizing = size_to_percentiles(
             service,
             brief,
