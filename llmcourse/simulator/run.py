@@ -8,7 +8,8 @@ arrive at random and wait for each other, so the tail (p95, p99) becomes visible
 
 The model (stated once, used everywhere):
 
-* Requests arrive as a Poisson process (exponential gaps) at ``rate``; prompt and answer
+* Requests arrive as a Poisson process (exponential gaps) at ``rate`` (or, with ``concurrency``, from a closed
+  loop of clients); prompt and answer
   lengths are drawn from a lognormal distribution with the given means and coefficient of
   variation (``cv=0``: every request the same length).
 * **Admission control by KV memory.** The replica's KV budget in tokens is
@@ -20,7 +21,8 @@ The model (stated once, used everywhere):
 * **Iterations.** When requests were admitted, the next iteration prefills all their prompts
   together (decoding stalls meanwhile, as in an engine without chunked prefill); it produces each
   one's first token. Otherwise the iteration is one decode step of the whole running batch and
-  gives each request one more token.
+  gives each request one more token. A :class:`~llmcourse.simulator.events.Scheduler` with a token budget mixes
+  prompt chunks into the decode steps instead, and a prefix cache skips the cached tokens' prefill.
 * **Service times come from the one replica model.** Once per run (:func:`build_replica`, a
   :class:`ServiceModel`) the decode step is tabulated against the batch: the step of
   :func:`llmcourse.replica.replica` at that batch for the mean request, which reads the KV cache
