@@ -4,7 +4,7 @@
   :func:`sorted_percentile` the same of values already sorted (what a simulator's many percentiles of one run
   share: one sort).
 
-The simulator (:mod:`llmcourse.simulator.queueing`) and the validation's bands use them; a ground floor, so that neither
+The simulator (:mod:`llmcourse.simulator`) and the validation's bands use them; a ground floor, so that neither
 imports the other for its numerics.
 """
 

@@ -189,9 +189,15 @@ OTHERS = {
 
 
 def bill_of(model: str, gpu: str, rep_kw: tuple, **bill_kw: Any) -> Any:
-    """``bill(replica(model, gpu, **dict(rep_kw)), **bill_kw)``: the whole bill of one replica."""
-    from llmcourse.planner.bill import bill
+    """``bill(replica(model, gpu, **dict(rep_kw)), **bill_kw)``: the whole bill of one replica (the site's figures
+    given as a Site, the API's prices as a Cost row named "given", as the bill takes them)."""
+    from llmcourse.planner.bill import Site, bill
 
+    if "electricity_price" in bill_kw or "pue" in bill_kw:
+        bill_kw["site"] = Site(electricity_price=bill_kw.pop("electricity_price", None), pue=bill_kw.pop("pue", None))
+    if "api_price_per_million" in bill_kw:
+        out, inp = bill_kw.pop("api_price_per_million"), bill_kw.pop("api_input_price_per_million", None)
+        bill_kw["api"] = llmcourse.catalog.Cost("given", kind="api", value=out, input_value=inp)
     return bill(llmcourse.replica(model, gpu, **dict(rep_kw)), **bill_kw)
 
 

@@ -17,7 +17,7 @@ import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.catalog import Cost, HardwarePrice
 from llmcourse.errors import InputError, UnknownNameError
-from llmcourse.planner.bill import bill, default_cost
+from llmcourse.planner.bill import Site, bill, default_cost
 
 REP = lc.replica("Llama-3.1-8B", "H100 SXM", batch=64, prompt_tokens=1_000, answer_tokens=300)
 X = REP.throughput.to("1/s").m  # tokens per second at full load, from the one replica model
@@ -26,6 +26,11 @@ REP70 = lc.replica(
 )
 X70 = REP70.throughput.to("1/s").m
 HOURS_A_YEAR = 365 * 24
+
+
+def api_at(output, input_=None):
+    """An API's prices per million output (and input) tokens, as a row of costs.csv is written ("given")."""
+    return Cost("given", kind="api", value=Q_(output, "USD"), input_value=None if input_ is None else Q_(input_, "USD"))
 
 
 def _site_w(u):
@@ -76,17 +81,17 @@ def test_owning_and_renting_per_hour_and_per_million_by_hand():
 def test_break_even_utilisation_rented_by_hand():
     """An API charging twice the full-load rental cost per token breaks even with renting at 50%."""
     full = 2.50 / (X * 3_600) * 1e6
-    b = bill(REP, utilisation=0.3, api_price_per_million=Q_(2 * full, "USD"), own=False)
+    b = bill(REP, utilisation=0.3, api=api_at(2 * full), own=False)
     assert b.break_even_rented == pytest.approx(0.5)
     assert b.cheaper == "the API"  # at 30% renting costs 1 / 0.3 > 2 times its full-load cost
-    assert bill(REP, utilisation=0.6, api_price_per_million=Q_(2 * full, "USD"), own=False).cheaper == "renting"
+    assert bill(REP, utilisation=0.6, api=api_at(2 * full), own=False).cheaper == "renting"
 
 
 def test_break_even_utilisation_owned_makes_owning_cost_the_api_price():
     """At the owned break-even U*, the hand cost per million, (capital + electricity at U*) x 1e6 / (3,600 X U*),
     is the API's price."""
     api = 0.25  # above the full-load owning cost per million of this replica (about $0.10), so U* is below 1
-    b = bill(REP, utilisation=0.5, api_price_per_million=Q_(api, "USD"))
+    b = bill(REP, utilisation=0.5, api=api_at(api))
     u = b.break_even_owned
     assert 0 < u < 1
     per_hour = 39_625 / (4 * HOURS_A_YEAR) + _site_w(u) / 1_000 * 0.0806
@@ -96,7 +101,7 @@ def test_break_even_utilisation_owned_makes_owning_cost_the_api_price():
 
 def test_an_api_cheaper_than_full_load_has_no_break_even():
     """An API below the full-load cost: no utilisation up to 100% pays, owning or renting."""
-    b = bill(REP, utilisation=1, api_price_per_million=Q_(0.001, "USD"))
+    b = bill(REP, utilisation=1, api=api_at(0.001))
     assert b.break_even_owned is None and b.break_even_rented is None and b.cheaper == "the API"
     assert "never" in dict(b.rows())["break-even utilisation against the API: owning / renting"]
 
@@ -120,12 +125,10 @@ def test_the_api_price_includes_its_input_tokens_by_hand():
     assert deep.api_price_per_million.to("USD").m == pytest.approx(1.05)
     assert gate.api_price_per_million.to("USD").m == pytest.approx(2.05)
     assert bill(REP70, utilisation=0.3).api_name == "DeepInfra Llama-3.1-70B"  # the cheaper of the two
-    given = bill(
-        REP70, utilisation=0.3, api_price_per_million=Q_(0.40, "USD"), api_input_price_per_million=Q_(0.13, "USD")
-    )
+    given = bill(REP70, utilisation=0.3, api=api_at(0.40, 0.13))
     assert given.api_price_per_million.to("USD").m == pytest.approx(1.05) and given.api_name == "given"
     # an output price alone is all-in: no input tokens are added to it
-    assert bill(REP70, utilisation=0.3, api_price_per_million=Q_(0.40, "USD")).api_price_per_million == Q_(0.4, "USD")
+    assert bill(REP70, utilisation=0.3, api=api_at(0.40)).api_price_per_million == Q_(0.4, "USD")
     assert bill(REP70, utilisation=0.3, api="illustrative API").api_price_per_million.to("USD").m == pytest.approx(5)
 
 
@@ -137,14 +140,18 @@ def test_the_break_even_is_against_the_price_with_input_included():
     b = bill(REP70, utilisation=0.3, api="aigateway 70B", own=False)
     assert 0 < full / 2.05 < 1 < full / 0.60
     assert b.break_even_rented == pytest.approx(full / 2.05)
-    assert bill(REP70, utilisation=0.3, api_price_per_million=Q_(0.60, "USD"), own=False).break_even_rented is None
+    assert bill(REP70, utilisation=0.3, api=api_at(0.60), own=False).break_even_rented is None
 
 
 def test_site_figures_default_to_the_marked_rows_and_can_be_given():
     """US industrial electricity and the industry-average PUE by default; Virginia and a hyperscale PUE on request."""
     b = bill(REP, utilisation=0.5)
     assert (b.electricity_name, b.pue_name, b.pue) == ("US industrial average", "industry average", 1.58)
-    v = bill(REP, utilisation=0.5, electricity_price=lc.costs["Virginia"].value, pue=lc.costs["hyperscale"].value.m)
+    v = bill(
+        REP,
+        utilisation=0.5,
+        site=Site(electricity_price=lc.costs["Virginia"].value, pue=lc.costs["hyperscale"].value.m),
+    )
     assert v.site_power.to("W").m == pytest.approx((700 * (0.15 + 0.85 * 0.5) + 350) * 1.1)
     assert v.electricity_per_hour.to("USD/hour").m == pytest.approx(v.site_power.to("kW").m * 0.0892)
 
@@ -203,22 +210,12 @@ def test_more_years_never_raise_the_owning_cost_per_hour(y1, y2, u):
         (dict(utilisation="0.3"), "not text"),
         (dict(years=0), "years must be greater than zero"),
         (dict(years=-4), "years must be greater than zero"),
-        (dict(electricity_price=Q_(-0.1, "USD/kWh")), "electricity_price must be greater than zero"),
-        (dict(electricity_price=Q_(0, "USD/kWh")), "electricity_price must be greater than zero"),
-        (dict(electricity_price=0.08), "electricity_price needs a unit"),
-        (dict(pue=0.9), "pue must be at least 1"),
         (dict(gpu_price=Q_(-30_000, "USD")), "gpu_price must be greater than zero"),
         (dict(server_price=Q_(-1, "USD")), "server_price must be zero or more"),
         (dict(price_per_hour=Q_(-2.5, "USD/hour")), "price_per_hour must be greater than zero"),
-        (dict(api_price_per_million=Q_(-0.4, "USD")), "api_price_per_million must be greater than zero"),
-        (
-            dict(api_price_per_million=Q_(0.4, "USD"), api_input_price_per_million=Q_(-0.1, "USD")),
-            "api_input_price_per_million must be zero or more",
-        ),
-        (dict(api_input_price_per_million=Q_(0.1, "USD")), "needs api_price_per_million="),
-        (dict(api="DeepInfra 8B", api_price_per_million=Q_(0.4, "USD")), "not both"),
         (dict(api="US industrial"), "name an api row"),
-        (dict(electricity_price=0.08), r"write Q_\(0.08, 'USD/kWh'\)"),
+        (dict(api=lc.costs["US industrial"]), "name an api row"),
+        (dict(site=dict(pue=1.3)), "site must be a Site"),
         (dict(price_per_hour=2.5), r"write Q_\(2.5, 'USD/hour'\)"),
         (dict(gpu_power=Q_(0, "W")), "gpu_power must be greater than zero"),
         (dict(gpu_power=Q_(-700, "W")), "gpu_power must be greater than zero"),
@@ -229,6 +226,34 @@ def test_bad_input_says_what_to_change(change, words):
     """Each bad argument gets an InputError naming it and what it must be."""
     with pytest.raises(InputError, match=words):
         bill(REP, **{"utilisation": 0.5, **change})
+
+
+@pytest.mark.parametrize(
+    ("site", "words"),
+    [
+        (dict(electricity_price=Q_(-0.1, "USD/kWh")), "electricity_price must be greater than zero"),
+        (dict(electricity_price=Q_(0, "USD/kWh")), "electricity_price must be greater than zero"),
+        (dict(electricity_price=0.08), "electricity_price needs a unit"),
+        (dict(electricity_price=0.08), r"write Q_\(0.08, 'USD/kWh'\)"),
+        (dict(electricity_price=Q_(0.08, "USD")), "electricity_price"),
+        (dict(pue=0.9), "pue must be at least 1"),
+        (dict(pue="1.3"), "not text"),
+    ],
+)
+def test_a_bad_site_says_what_to_change(site, words):
+    """Each bad figure of the site gets an InputError naming it and what it must be."""
+    with pytest.raises(InputError, match=words):
+        Site(**site)
+
+
+@pytest.mark.parametrize(
+    ("prices", "words"),
+    [((-0.4, None), "value must be greater than zero"), ((0.4, -0.1), "input_value must be zero or more")],
+)
+def test_bad_api_prices_say_what_to_change(prices, words):
+    """An API's prices written as a row of costs.csv are checked as the file's rows are."""
+    with pytest.raises(InputError, match=words):
+        bill(REP, utilisation=0.5, api=api_at(*prices))
 
 
 def test_a_gpu_without_a_price_needs_one():

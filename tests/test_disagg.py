@@ -14,6 +14,7 @@ from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.planner.design import Brief
 from llmcourse.planner.disagg import (
+    MoeLayout,
     compare,
     disaggregated,
     kv_handoff,
@@ -210,6 +211,22 @@ def test_kv_lanes_are_one_tensor_parallel_group():
     dp = replica("Qwen3-30B-A3B", "H100 SXM", tensor_parallel=2, data_parallel=4, **kw)
     tp4 = replica("Qwen3-30B-A3B", "H100 SXM", tensor_parallel=4, **kw)
     assert dp.n_gpus == 8 and _kv_lanes(dp, tp4) == _kv_lanes(tp4, dp) == 2 and _kv_lanes(tp4, tp4) == 4
+
+
+def test_moe_layout_shapes_each_pool():
+    """A mixture of experts spread over attention groups: prefill replicas of TP1 x DP2 (2 GPUs, the experts split
+    over both: EP2) and decode replicas of TP1 x DP4 (EP4); each pool's replica is replica()'s of that shape, and a
+    dense model refuses a data-parallel pool with replica()'s message."""
+    b = Brief(5, 1_000, 200, Q_(2, "s"), Q_(80, "ms"))
+    d = disaggregated("Qwen3-30B-A3B", "H100 SXM", b, moe_layout=MoeLayout(2, None, 4, None))
+    assert (d.prefill.shape, d.decode.shape) == ("TP1 DP2 EP2", "TP1 DP4 EP4")
+    assert (d.prefill.gpus_per_replica, d.decode.gpus_per_replica) == (2, 4)
+    want = replica("Qwen3-30B-A3B", "H100 SXM", data_parallel=4, batch=d.batch, prompt_tokens=1_000, answer_tokens=200)
+    assert d.decode.replica.layout == want.layout
+    with pytest.raises(InputError, match="data_parallel=2 splits attention"):
+        disaggregated("Llama-3.1-8B", "H100 SXM", b, moe_layout=MoeLayout(prefill_data_parallel=2))
+    with pytest.raises(InputError, match="moe_layout must be a MoeLayout"):
+        disaggregated("Qwen3-30B-A3B", "H100 SXM", b, moe_layout={"decode_data_parallel": 4})
 
 
 def test_measured_rows_take_the_kv_precision_rule_of_the_aggregated_rows():

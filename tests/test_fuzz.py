@@ -27,12 +27,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import llmcourse as lc
-from llmcourse import Q_, catalog, units, validation
+from llmcourse import Q_, catalog, simulator, units, validation
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS
 from llmcourse.planner import batching, disagg, levers, memory, moe, roofline
+from llmcourse.planner.bill import Site
 from llmcourse.replica import gpu_of, model_of, speculative
-from llmcourse.simulator import queueing
 from llmcourse.simulator import speculative as speculative_twin
 
 OTHER = pint.UnitRegistry()
@@ -40,7 +40,28 @@ ROW = validation.measurements()[0]
 BRIEF = lc.Brief(Q_(5, "1/s"), 1_000, 200, Q_(2, "s"), Q_(80, "ms"))
 BRIEF_P99 = lc.Brief(Q_(5, "1/s"), 1_000, 200, Q_(1, "s"), Q_(80, "ms"), ttft_percentile=99)
 REP = lc.replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=1_000, answer_tokens=200)
-SERVICE = queueing.build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=1_000, answer_tokens=200, batch_cap=32)
+SERVICE = simulator.build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=1_000, answer_tokens=200, batch_cap=32)
+
+
+def _simulate_scheduled(chunk_tokens: Any, prefix_hit_rate: Any, prefix_tokens: Any) -> Any:
+    """A short open-loop run of SERVICE under Scheduler(chunk_tokens, prefix_hit_rate, prefix_tokens)."""
+    scheduler = simulator.Scheduler(chunk_tokens, prefix_hit_rate=prefix_hit_rate, prefix_tokens=prefix_tokens)
+    return simulator.simulate(
+        "Llama-3.1-8B", "H100 SXM", rate=Q_(5, "1/s"), prompt_tokens=1_000, answer_tokens=200, requests=100,
+        scheduler=scheduler, replica=SERVICE,
+    )  # fmt: skip
+
+
+def _disaggregated_moe(
+    prefill_data_parallel: Any, prefill_expert_parallel: Any, decode_data_parallel: Any, decode_expert_parallel: Any
+) -> Any:
+    """disaggregated() of a mixture of experts whose pools are laid out as MoeLayout(...) of these says."""
+    layout = disagg.MoeLayout(
+        prefill_data_parallel, prefill_expert_parallel, decode_data_parallel, decode_expert_parallel
+    )
+    return disagg.disaggregated("Qwen3-30B-A3B", "H100 SXM", BRIEF, moe_layout=layout)
+
+
 SPEC = speculative.Speculation("eagle head", 3, 0.7)
 PLAN = lc.plan("Llama-3.1-8B", "H100 SXM", BRIEF)
 
@@ -126,6 +147,7 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
     ),
     "fleet": (lc.fleet, dict(demand=Q_(50_000, "1/s"), rep=REP), ()),
     "bill": (lc.bill, dict(rep=REP, utilisation=0.5), ()),
+    "bill_site": (Site, dict(electricity_price=Q_(0.12, "USD/kWh"), pue=1.3), ()),
     "bill_fleet": (
         lc.bill,
         dict(rep=REP, utilisation=0.3, fleet=lc.fleet(Q_(50_000, "1/s"), REP), own=False, years=5),
@@ -199,14 +221,14 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
         ("trials",),
     ),
     # queueing
-    "percentile": (queueing.percentile, dict(values=[4, 1, 3, 2], q=50), ()),
+    "percentile": (simulator.percentile, dict(values=[4, 1, 3, 2], q=50), ()),
     "closed_form": (
-        queueing.closed_form,
+        simulator.closed_form,
         dict(rep=SERVICE, rate=Q_(1, "1/s"), prompt_tokens=1_000, answer_tokens=200),
         (),
     ),
     "simulate": (
-        queueing.simulate,
+        simulator.simulate,
         dict(
             model="Llama-3.1-8B",
             gpu="H100 SXM",
@@ -219,7 +241,7 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
         ("requests", "replica", "model", "gpu"),
     ),
     "simulate_chunked_cached": (
-        queueing.simulate,
+        simulator.simulate,
         dict(
             model="Llama-3.1-8B",
             gpu="H100 SXM",
@@ -227,15 +249,18 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
             prompt_tokens=1_000,
             answer_tokens=200,
             requests=100,
-            chunk_tokens=512,
-            prefix_hit_rate=0.5,
-            prefix_tokens=300,
+            scheduler=simulator.Scheduler(chunk_tokens=512, prefix_hit_rate=0.5, prefix_tokens=300),
             replica=SERVICE,
         ),
         ("requests", "replica", "model", "gpu"),
     ),
+    "simulate_scheduled": (  # each of the scheduler's fields through a run (the KV the prefix holds, the chunks)
+        _simulate_scheduled,
+        dict(chunk_tokens=512, prefix_hit_rate=0.5, prefix_tokens=300),
+        (),
+    ),
     "simulate_closed_loop": (
-        queueing.simulate,
+        simulator.simulate,
         dict(
             model="Llama-3.1-8B",
             gpu="H100 SXM",
@@ -254,9 +279,14 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
     ),
     "kv_handoff": (disagg.kv_handoff, dict(model="Llama-3.1-70B", prompt_tokens=2_000, link="InfiniBand NDR"), ()),
     "disaggregated": (disagg.disaggregated, dict(model="Llama-3.1-8B", gpu="H100 SXM", brief=BRIEF), ()),
+    "disaggregated_moe": (  # each of the pools' attention groups and expert ranks through the sizing
+        _disaggregated_moe,
+        dict(prefill_data_parallel=2, prefill_expert_parallel=None, decode_data_parallel=2, decode_expert_parallel=2),
+        (),
+    ),
     "compare": (disagg.compare, dict(model="Llama-3.1-8B", gpu="H100 SXM", brief=BRIEF), ()),
     "at_load": (
-        queueing.at_load,
+        simulator.at_load,
         dict(rep=SERVICE, load=0.5, prompt_tokens=1_000, answer_tokens=200, requests=100),
         ("requests",),
     ),

@@ -14,11 +14,10 @@ import pint
 import pytest
 
 import llmcourse as lc
-from llmcourse import Q_, catalog
+from llmcourse import Q_, catalog, simulator
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS
 from llmcourse.planner import batching, levers, roofline
-from llmcourse.simulator import queueing
 
 TOY = dict(name="toy", params=1e9, layers=16, hidden=2048, heads=16, kv_heads=4)
 
@@ -148,9 +147,9 @@ def test_numbers_as_text_are_refused_with_the_number_to_pass():
 
 def test_closed_form_refuses_empty_requests():
     """closed_form(rep, rate, 0, 0) is refused (it divided by zero)."""
-    rep = queueing.build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=1_000, answer_tokens=200, batch_cap=16)
+    rep = simulator.build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=1_000, answer_tokens=200, batch_cap=16)
     with pytest.raises(InputError, match="prompt_tokens must be greater than zero"):
-        queueing.closed_form(rep, Q_(1, "1/s"), 0, 0)
+        simulator.closed_form(rep, Q_(1, "1/s"), 0, 0)
 
 
 def test_unknown_formula_gets_did_you_mean():
@@ -194,7 +193,7 @@ def test_exact_and_float_sums_agree_at_the_boundary():
 def test_one_token_answers_have_no_time_per_token():
     """simulate(answer_tokens=1, answer_cv=0) is refused instead of returning NaN percentiles."""
     with pytest.raises(InputError, match="no request has a time per output token"):
-        queueing.simulate(
+        simulator.simulate(
             "Llama-3.1-8B", "H100 SXM", rate=Q_(1, "1/s"), prompt_tokens=500, answer_tokens=1, answer_cv=0, requests=50
         )
 
@@ -204,6 +203,6 @@ def test_simulation_sizes_are_bounded():
     with pytest.raises(InputError, match="at most 10,000,000 draws"):
         batching.simulate_static_batch(100_000, 512, trials=2_000)
     with pytest.raises(InputError, match="requests must be at most 1e\\+06"):
-        queueing.simulate(
+        simulator.simulate(
             "Llama-3.1-8B", "H100 SXM", rate=Q_(1, "1/s"), prompt_tokens=500, answer_tokens=50, requests=10**7
         )

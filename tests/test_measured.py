@@ -11,11 +11,11 @@ import pytest
 import sympy as sp
 
 import llmcourse.validation as lcv
+from llmcourse import simulator
 from llmcourse.assumptions import resolve
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS, SYMBOLS, dimension_of
 from llmcourse.replica.model import replica
-from llmcourse.simulator import queueing
 from llmcourse.units import Q_, ureg
 from llmcourse.validation import measured  # the module whose layout_gap() reads ENABLED_LAYOUTS
 
@@ -369,8 +369,8 @@ def test_fast_path_equals_predict(params):
 
 # --- the closed form of the time to first token ---------------------------------------------------------------
 def _service(step_ms, pre_ms, isl, osl, cap=512):
-    """A queueing.ServiceModel with a fixed decode step and a fixed prefill time per prompt."""
-    return queueing.ServiceModel(
+    """A simulator.ServiceModel with a fixed decode step and a fixed prefill time per prompt."""
+    return simulator.ServiceModel(
         model="Llama-3.1-8B",  # a name only: every service time below is given
         gpu="H100 SXM",
         n_gpus=1,
@@ -401,7 +401,7 @@ def test_closed_form_ttft_matches_the_simulator(step, pre, isl, osl, n):
     for _ in range(3):  # the time per token and the rate settle together
         ttft = lcv.closed_loop_ttft(Q_(tp, "s"), Q_(s, "s"), Q_(tau, "s"), osl, n).to("s").m
         rate = n / (ttft + (osl - 1) * tau)
-        sim = queueing.simulate(
+        sim = simulator.simulate(
             "Llama-3.1-8B", "H100 SXM", rate=Q_(rate, "1/s"), prompt_tokens=isl, answer_tokens=osl, requests=3000, seed=3,
             prompt_cv=0, answer_cv=0, replica=rep,
         )  # fmt: skip

@@ -230,7 +230,7 @@ def test_p99_target_is_met_with_more_gpus_than_the_mean(p99_plan):
 
 def test_p99_plan_is_the_fewest_replicas(p99_plan):
     """One replica fewer than the plan misses the p99 target when simulated the same way (same seed and size)."""
-    from llmcourse.simulator.queueing import build_replica, simulate
+    from llmcourse.simulator import build_replica, simulate
 
     z = p99_plan.sizing
     assert z.replicas > 1  # the brief needs more than one replica, so one fewer is a fleet

@@ -18,9 +18,9 @@ import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS
-from llmcourse.simulator.queueing import (
+from llmcourse.simulator import (
+    Scheduler,
     ServiceModel,
-    _interp,
     at_load,
     build_replica,
     closed_form,
@@ -29,6 +29,7 @@ from llmcourse.simulator.queueing import (
     percentile,
     simulate,
 )
+from llmcourse.simulator.service import _interp
 
 M, G, P, A = "Llama-3.1-8B", "H100 SXM", 2_000, 300
 KV_TOKEN = 2 * 32 * 8 * 128 * 2  # bytes of KV per token of Llama-3.1-8B in BF16: 128 KiB
@@ -304,7 +305,7 @@ def test_imports_and_runs_without_numpy():
 
         sys.meta_path.insert(0, NoNumpy())
         from llmcourse import Q_
-        from llmcourse.simulator.queueing import simulate
+        from llmcourse.simulator import simulate
         from llmcourse.widgets.queueing import queueing_calculator
 
         r = simulate("Llama-3.1-8B", "H100 SXM", rate=Q_(4, "1/s"), prompt_tokens=2_000, answer_tokens=300,
@@ -354,11 +355,11 @@ def toy(step_ms=10.0, per_token_ms=0.02, weight_read_ms=1.0, budget=10**9, cap=5
     )
 
 
-def lonely(service, prompt=1_000, answer=100, **kw):
-    """Requests so far apart (one per 1,000 s) that none waits for another."""
+def lonely(service, prompt=1_000, answer=100, **scheduler):
+    """Requests so far apart (one per 1,000 s) that none waits for another, scheduled by ``Scheduler(**scheduler)``."""
     return simulate(
         M, G, rate=Q_(0.001, "1/s"), prompt_tokens=prompt, answer_tokens=answer, requests=20, prompt_cv=0,
-        answer_cv=0, replica=service, **kw,
+        answer_cv=0, replica=service, scheduler=Scheduler(**scheduler),
     )  # fmt: skip
 
 
@@ -399,7 +400,7 @@ def test_mixed_iteration_by_hand():
         prompt_cv=0,
         answer_cv=0,
         replica=toy(),
-        chunk_tokens=600,
+        scheduler=Scheduler(chunk_tokens=600),
     )  # fmt: skip  (a billion per second: both arrive within a nanosecond of 0)
     assert sorted(x * 1e3 for x in r.ttft_s) == pytest.approx([24.0, 60.0], rel=1e-6)
 
@@ -441,7 +442,9 @@ def test_prefix_hits_free_memory_for_a_larger_batch():
     up with, the mean batch is well above 9."""
     kw = dict(rate=Q_(1_000, "1/s"), prompt_tokens=1_000, answer_tokens=100, requests=400, prompt_cv=0, answer_cv=0)
     plain = simulate(M, G, replica=toy(budget=10_000), **kw)
-    cached = simulate(M, G, replica=toy(budget=10_000), prefix_hit_rate=1.0, prefix_tokens=900, **kw)
+    cached = simulate(
+        M, G, replica=toy(budget=10_000), scheduler=Scheduler(prefix_hit_rate=1.0, prefix_tokens=900), **kw
+    )
     assert plain.mean_batch <= 9 < 20 < cached.mean_batch <= 45
 
 
@@ -450,7 +453,7 @@ def test_half_the_requests_hit():
     5 standard deviations, 2,000 x 0.5 +- 112), so the run prefills about 2,000 x 1,000 - 1,000 x 900 tokens."""
     r = simulate(
         M, G, rate=Q_(1, "1/s"), prompt_tokens=1_000, answer_tokens=100, requests=2_000, prompt_cv=0, answer_cv=0,
-        replica=toy(), prefix_hit_rate=0.5, prefix_tokens=900, seed=4,
+        replica=toy(), scheduler=Scheduler(prefix_hit_rate=0.5, prefix_tokens=900), seed=4,
     )  # fmt: skip
     hits = (2_000 * 1_000 - r.prefill_tokens) / 900
     assert abs(hits - 1_000) <= 5 * (2_000 * 0.25) ** 0.5
@@ -458,15 +461,15 @@ def test_half_the_requests_hit():
 
 def test_chunked_runs_repeat():
     """The same seed gives the same chunked, prefix-cached run."""
-    kw = dict(rate=Q_(30, "1/s"), prompt_tokens=1_000, answer_tokens=100, requests=300, chunk_tokens=512)
-    one = simulate(M, G, replica=toy(), prefix_hit_rate=0.3, prefix_tokens=200, seed=9, **kw)
-    two = simulate(M, G, replica=toy(), prefix_hit_rate=0.3, prefix_tokens=200, seed=9, **kw)
+    kw = dict(rate=Q_(30, "1/s"), prompt_tokens=1_000, answer_tokens=100, requests=300)
+    one = simulate(M, G, replica=toy(), scheduler=Scheduler(512, prefix_hit_rate=0.3, prefix_tokens=200), seed=9, **kw)
+    two = simulate(M, G, replica=toy(), scheduler=Scheduler(512, prefix_hit_rate=0.3, prefix_tokens=200), seed=9, **kw)
     assert one.ttft_s == two.ttft_s and one.tpot_s == two.tpot_s
 
 
 def test_chunked_littles_law(rep):
     """Little's law holds with chunked prefill as without: what arrivals see matches rate x time in the system."""
-    r = run(rep, 0.7, chunk_tokens=2_048, requests=5_000)
+    r = run(rep, 0.7, scheduler=Scheduler(chunk_tokens=2_048), requests=5_000)
     assert r.in_system_seen_by_arrivals == pytest.approx(r.littles_law_in_system, rel=0.05)
 
 
@@ -478,13 +481,25 @@ def test_chunked_littles_law(rep):
         (dict(prefix_hit_rate=-0.1, prefix_tokens=10), "prefix_hit_rate"),
         (dict(prefix_hit_rate=1.5, prefix_tokens=10), "prefix_hit_rate"),
         (dict(prefix_hit_rate=0.5), "prefix_tokens"),
-        (dict(prefix_hit_rate=1.0, prefix_tokens=10**10), "fills the replica's KV memory"),
+    ],
+)
+def test_scheduler_bad_input(kwargs, words):
+    """Each bad scheduler input is refused with a message that names what to change."""
+    with pytest.raises(InputError, match=words):
+        Scheduler(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        (dict(scheduler=Scheduler(prefix_hit_rate=1.0, prefix_tokens=10**10)), "fills the replica's KV memory"),
+        (dict(scheduler=dict(chunk_tokens=512)), "must be a Scheduler"),
         (dict(concurrency=4), "one way"),
         (dict(concurrency=0, rate=None), "concurrency"),
     ],
 )
-def test_scheduler_bad_input(rep, kwargs, words):
-    """Each bad scheduler input is refused with a message that names what to change."""
+def test_simulation_bad_input(rep, kwargs, words):
+    """A scheduler the replica cannot hold, or a load given two ways or none, is refused naming what to change."""
     kw = dict(rate=Q_(1, "1/s"), prompt_tokens=P, answer_tokens=A, requests=10, replica=rep) | kwargs
     with pytest.raises(InputError, match=words):
         simulate(M, G, **kw)
@@ -540,7 +555,7 @@ def test_closed_loop_times_are_never_negative(clients, cv, chunk):
     plus the overhead, and every request completes."""
     r = simulate(
         M, G, concurrency=clients, prompt_tokens=1_000, answer_tokens=100, requests=200, prompt_cv=cv, answer_cv=cv,
-        chunk_tokens=chunk, replica=toy(overhead_ms=5.0), seed=clients,
+        scheduler=Scheduler(chunk_tokens=chunk), replica=toy(overhead_ms=5.0), seed=clients,
     )  # fmt: skip
     assert r.completed == 200 and min(r.ttft_s) >= 0.005 - 1e-12 and min(r.tpot_s) > 0
     assert 0 < r.busy_fraction <= 1 + 1e-9  # the span starts at the earliest arrival, whichever client it is
@@ -552,7 +567,7 @@ def test_cached_prefix_still_pays_the_attention_over_it(rep):
     than a quarter of the whole prompt's compute."""
     r = simulate(
         M, G, rate=Q_(1e-3, "1/s"), prompt_tokens=2_000, answer_tokens=2, requests=3, prompt_cv=0, answer_cv=0,
-        replica=rep, prefix_hit_rate=1.0, prefix_tokens=1_500,
+        replica=rep, scheduler=Scheduler(prefix_hit_rate=1.0, prefix_tokens=1_500),
     )  # fmt: skip
     whole, head = lc.prefill(M, G, 2_000).compute_time, lc.prefill(M, G, 1_500).compute_time
     assert (r.ttft["p50"] - Q_(REQUEST_S, "s")).to("s").m == pytest.approx((whole - head).to("s").m, rel=1e-3)
@@ -595,7 +610,7 @@ def test_lengths_are_the_standard_librarys_lognormal_draws(mean, cv, top):
     import math
     import random
 
-    from llmcourse.simulator.queueing import _lengths
+    from llmcourse.simulator.workload import _lengths
 
     s2 = math.log(1 + cv**2)
     mine, theirs = random.Random(11), random.Random(11)
@@ -610,7 +625,7 @@ def test_open_loop_draws_are_the_standard_librarys():
     import random
     from itertools import accumulate
 
-    from llmcourse.simulator.queueing import _open_loop_draws
+    from llmcourse.simulator.workload import _open_loop_draws
 
     rep = build_replica(M, G, prompt_tokens=P, answer_tokens=A)
     gaps, ans, work, need, tok_c, pre = _open_loop_draws(rep, 5, 300, (A, 0.5), (P, 0.5), 100_000, 0.0, 0)
@@ -625,7 +640,7 @@ def test_open_loop_draws_are_the_standard_librarys():
 def test_prefix_cached_prefill_costs_are_the_difference_of_two_prefills(rep):
     """With c of a prompt's x tokens cached, its compute time per token to prefill is (C(x) - C(c)) / (x - c), C
     the service model's prefill compute time; a prompt without hits costs C(x) / x."""
-    from llmcourse.simulator.queueing import _prefill_costs
+    from llmcourse.simulator.workload import _prefill_costs
 
     pro, cached = [2_000, 1_500, 7, 2_000], [0, 1_000, 6, 1_999]
     work, tok_c, pre = _prefill_costs(rep, pro, cached)
@@ -637,12 +652,12 @@ def test_prefix_cached_prefill_costs_are_the_difference_of_two_prefills(rep):
 
 def test_kept_draws_change_no_result(rep):
     """A run whose draws were kept from a run at another load equals the same run drawn afresh."""
-    from llmcourse.simulator import queueing
+    from llmcourse.simulator import workload  # the module whose draws are kept (_drawn reads its _DRAWN)
 
-    queueing._DRAWN.clear()
+    workload._DRAWN.clear()
     run(rep, 0.4, seed=3, requests=2_000)
     kept = run(rep, 0.8, seed=3, requests=2_000)
-    queueing._DRAWN.clear()
+    workload._DRAWN.clear()
     fresh = run(rep, 0.8, seed=3, requests=2_000)
     assert (kept.ttft_s, kept.tpot_s, kept.ttft, kept.busy_fraction) == (
         fresh.ttft_s,
@@ -650,4 +665,4 @@ def test_kept_draws_change_no_result(rep):
         fresh.ttft,
         fresh.busy_fraction,
     )
-    assert len(queueing._DRAWN) <= queueing._KEEP
+    assert len(workload._DRAWN) <= workload._KEEP

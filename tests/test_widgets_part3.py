@@ -13,11 +13,12 @@ import pytest
 
 import llmcourse as lc
 from llmcourse import Q_
+from llmcourse.planner.design import Brief
 from llmcourse.planner.levers import rank_levers
 from llmcourse.plots.design_review import lever_bars
 from llmcourse.plots.fleet import cost_vs_utilisation, gpus_vs_throughput
 from llmcourse.plots.queueing import percentiles_vs_load
-from llmcourse.simulator.queueing import knee, load_sweep
+from llmcourse.simulator import knee, load_sweep
 from llmcourse.widgets.design_review import design_review_calculator
 from llmcourse.widgets.fleet import fleet_calculator
 from llmcourse.widgets.queueing import queueing_calculator
@@ -60,7 +61,7 @@ def test_review_more_traffic_more_gpus(review):
 
 def test_review_cannot_meet_a_10_ms_token_target():
     """70B FP8 on one H100 reads 70.6 GB a step: 70.6 / (0.7 x 3,350 GB/s) = 30 ms > 10 ms even at a batch of 1."""
-    c = design_review_calculator(tensor_parallel=1, tpot_ms=10.0, ttft_ms=2_000.0)
+    c = design_review_calculator(tensor_parallel=1, brief=Brief(20.0, 4_000, 400, Q_(2_000.0, "ms"), Q_(10.0, "ms")))
     assert row(c, "review: time per output token").endswith("\u2717")
     v = row(c, "verdict")
     assert v.startswith("misses its targets") and "batch of 1" in v and "weight reads" in v
@@ -69,7 +70,7 @@ def test_review_cannot_meet_a_10_ms_token_target():
 def test_review_slow_prefill_says_why():
     """A 32,000-token prompt on 70B FP8 (2 H100s): (2 x 70.6e9 x 32,000 + 2 x 80 x 64 x 128 x 32,000^2)
     / (0.5 x 2 x 1,979e12) = 2.96 s > 1 s."""
-    c = design_review_calculator(prompt_tokens=32_000, ttft_ms=1_000.0)
+    c = design_review_calculator(brief=Brief(20.0, 32_000, 400, Q_(1_000.0, "ms"), Q_(40.0, "ms")))
     assert row(c, "review: time to first token").endswith("\u2717")
     assert "prefill of 32,000 prompt tokens" in row(c, "verdict")
 
@@ -88,15 +89,24 @@ def test_review_small_model_one_gpu():
     kw = dict(
         model="Llama-3.1-8B",
         tensor_parallel=1,
-        requests_per_second=10.0,
-        prompt_tokens=2_000,
-        answer_tokens=300,
-        tpot_ms=50.0,
+        brief=Brief(10.0, 2_000, 300, Q_(1_000.0, "ms"), Q_(50.0, "ms")),
         weights="bf16",
     )
     c = design_review_calculator(method="planner", **kw)
     assert row(c, "review: GPUs") == "1" and "1 GPU;" in row(c, "verdict")
     assert row(design_review_calculator(**kw), "review: GPUs") == "2"
+
+
+def test_review_starts_at_the_briefs_numbers():
+    """The controls start at the brief's rate, lengths and targets (in ms); a brief with percentile targets is refused
+    (the calculator plans on the mean)."""
+    c = design_review_calculator(brief=Brief(Q_(36, "1/minute"), 1_500, 250, Q_(0.8, "s"), Q_(30, "ms")))
+    shown = {
+        k: c.controls[k].value for k in ("requests_per_second", "prompt_tokens", "answer_tokens", "ttft_ms", "tpot_ms")
+    }
+    assert shown == dict(requests_per_second=0.6, prompt_tokens=1_500, answer_tokens=250, ttft_ms=800.0, tpot_ms=30.0)
+    with pytest.raises(lc.InputError, match="targets on the mean"):
+        design_review_calculator(brief=Brief(20, 4_000, 400, Q_(1, "s"), Q_(40, "ms"), ttft_percentile=99))
 
 
 def test_review_bad_input_is_a_message(review):

@@ -3,9 +3,9 @@
 One replica is modelled as a single server with Poisson arrivals and exponential service (M/M/1):
 utilisation rho = lambda / mu, mean time in system W = 1 / (mu - lambda), and Little's law N = lambda W.
 ``queueing_ex3`` and ``queueing_ex4`` follow the chapter's exercises of those labels (the replica's capacity
-and the load on another GPU, from :mod:`llmcourse.simulator.queueing`); the chapter's others run its simulator and are
+and the load on another GPU, from :mod:`llmcourse.simulator`); the chapter's others run its simulator and are
 open questions. ``queueing_ex7`` .. ``queueing_ex12`` are the M/M/1 closed forms, registered by
-:mod:`llmcourse.simulator.queueing` with :func:`llmcourse.formulas.formula` (section *10_queueing*). The replica's
+:mod:`llmcourse.simulator` with :func:`llmcourse.formulas.formula` (section *10_queueing*). The replica's
 numbers are the course's method (the package's default assumptions).
 """
 
@@ -17,7 +17,7 @@ import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.exercises._common import define, pick
 from llmcourse.formulas import FORMULAS
-from llmcourse.simulator.queueing import build_replica, simulate  # also registers the M/M/1 formulas used below
+from llmcourse.simulator import Scheduler, build_replica, simulate  # also registers the M/M/1 formulas used below
 
 EXERCISES: list = []
 
@@ -230,7 +230,7 @@ def _chunked_alone(v):
         requests=1,
         prompt_cv=0,
         answer_cv=0,
-        chunk_tokens=v["chunk"],
+        scheduler=Scheduler(chunk_tokens=v["chunk"]),
         replica=_service(v["model"], v["gpu"]),
     )
     return r.ttft["p50"] - Q_(_COURSE.request_overhead_ms, "ms")

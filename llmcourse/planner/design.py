@@ -19,7 +19,7 @@ from llmcourse.replica.base import _MS, _PER_S, _USD, _USD_H, _gpu, _model, _num
 from llmcourse.replica.memory import _largest_within, largest_batch
 from llmcourse.replica.model import Replica, _replica_of, replica
 from llmcourse.replica.step import DecodeStep
-from llmcourse.simulator.queueing import PercentileSizing, size_to_percentiles
+from llmcourse.simulator import PercentileSizing, build_replica, size_to_percentiles
 from llmcourse.units import (
     Q_,
     as_quantity,
@@ -239,7 +239,7 @@ def plan(
     override the assumptions; the six-step planner's method is ``assumptions="planner"``.
 
     **Percentile targets** (``Brief(..., ttft_percentile=99)``): the queue decides a percentile, so the plan
-    simulates it (:func:`llmcourse.simulator.queueing.simulate`, ``simulated_requests`` Poisson arrivals with ``seed``,
+    simulates it (:func:`llmcourse.simulator.simulate`, ``simulated_requests`` Poisson arrivals with ``seed``,
     lengths spread by ``prompt_cv``/``answer_cv``, prompts prefilled whole or in chunks of ``chunk_tokens``, the
     cached prompt tokens as a prefix every request hits). Each replica, its batch capped at the plan's, takes an
     equal share of the traffic (a random router: a least-loaded one does a little better); the fewest replicas
@@ -285,16 +285,12 @@ def plan(
                 "give speculation=None, or targets on the mean (ttft_percentile=None, tpot_percentile=None)."
             )
 
+        service = build_replica(m, g, prompt_tokens=brief.prompt_tokens, answer_tokens=brief.answer_tokens, n_gpus=tp,
+                                weight_bytes=weight_bytes, kv_bytes=kv_bytes, batch_cap=batch, assumptions=a)  # fmt: skip
         sizing = size_to_percentiles(
-            m,
-            g,
+            service,
             brief,
-            batch=batch,
             mean_replicas=replicas,
-            tensor_parallel=tp,
-            weight_bytes=weight_bytes,
-            kv_bytes=kv_bytes,
-            assumptions=a,
             cached_prompt_tokens=cached_prompt_tokens,
             chunk_tokens=chunk_tokens,
             prompt_cv=prompt_cv,

@@ -59,6 +59,7 @@ from llmcourse.units import Q_, parsed_unit, plain_number, quantity, to
 __all__ = [
     "Comparison",
     "Disaggregated",
+    "MoeLayout",
     "Pool",
     "compare",
     "disaggregated",
@@ -280,6 +281,28 @@ def need_fit(rep: Replica, role: str, keyword: str) -> None:
         raise InputError(f"the {role} replica does not fit: {rep.reason.rstrip('.')} (change {keyword}, or quantize).")
 
 
+@dataclass(frozen=True)
+class MoeLayout:
+    """How each pool's replicas spread a mixture of experts beyond tensor parallelism: attention data-parallel
+    groups and expert-parallel ranks (as :func:`llmcourse.replica.replica` takes them: ``expert_parallel`` None is
+    1 with one attention group, the whole group with several). A dense model keeps the default, one group and no
+    expert parallelism, in both pools.
+
+    Examples
+    --------
+    >>> MoeLayout(decode_data_parallel=8).decode_expert_parallel is None
+    True
+    """
+
+    prefill_data_parallel: int = 1
+    prefill_expert_parallel: int | None = None
+    decode_data_parallel: int = 1
+    decode_expert_parallel: int | None = None
+
+
+_NO_EXPERT_SPREAD = MoeLayout()
+
+
 @checked
 def disaggregated(
     model: Model | str,
@@ -290,16 +313,14 @@ def disaggregated(
     decode_gpus: int | None = None,
     prefill_tensor_parallel: int = 1,
     decode_tensor_parallel: int = 1,
-    prefill_data_parallel: int = 1,
-    decode_data_parallel: int = 1,
-    prefill_expert_parallel: int | None = None,
-    decode_expert_parallel: int | None = None,
+    moe_layout: MoeLayout | None = None,
     link: Link | str | None = None,
     weight_bytes: Any = 2,
     kv_bytes: Any = 2,
     assumptions: Assumptions | str | None = None,
 ) -> Disaggregated:
-    """A prefill pool and a decode pool for ``brief``, each of replicas of its own shape.
+    """A prefill pool and a decode pool for ``brief``, each of replicas of its own shape (``*_tensor_parallel``
+    GPUs each, and for a mixture of experts the attention groups and expert ranks of ``moe_layout``).
 
     The prefill pool's replicas prefill one prompt at a time; the smallest pool with the
     assumptions' headroom over the arrival rate whose time to first token (request overhead, the
@@ -325,110 +346,31 @@ def disaggregated(
             "brief must be a Brief(requests_per_second, prompt_tokens, answer_tokens, ttft_target, tpot_target)."
         )
     _refuse_percentiles(brief, "disaggregated")
+    moe = _moe_layout(moe_layout)
     a = resolve(assumptions)
     lk = pool_link(g, link)
-    lam, p, ans = brief.requests_per_second, brief.prompt_tokens, brief.answer_tokens
-    common = dict(prompt_tokens=p, answer_tokens=ans, weight_bytes=weight_bytes, kv_bytes=kv_bytes)
-    # the prefill replica: one prompt at a time, timed by the replica model
-    pre = replica(
-        m, g, tensor_parallel=prefill_tensor_parallel, data_parallel=prefill_data_parallel,
-        expert_parallel=prefill_expert_parallel, batch=1, assumptions=a, **common,
+    common = dict(
+        prompt_tokens=brief.prompt_tokens, answer_tokens=brief.answer_tokens, weight_bytes=weight_bytes,
+        kv_bytes=kv_bytes,
     )  # fmt: skip
-    need_fit(pre, "prefill", "prefill_tensor_parallel")
-    # the decode replica: its requests arrive prefilled, so none of their prefill is charged to it; replica()'s
-    # checks and set-up once, then its largest batch here and the chosen batch below
+    pre = _prefill_replica(m, g, prefill_tensor_parallel, moe, a, common)
     a_dec = _decode_assumptions(a)
-    dec_at = _replica_at(
-        m, g, tensor_parallel=decode_tensor_parallel, data_parallel=decode_data_parallel,
-        expert_parallel=decode_expert_parallel, assumptions=a_dec, **common,
-    )  # fmt: skip
-    top = dec_at(None)
-    need_fit(top, "decode", "decode_tensor_parallel")
-    n_pre, n_dec = pre.n_gpus, top.n_gpus
-    c_given = _pool_size(prefill_gpus, "prefill_gpus", n_pre)
-    r_given = _pool_size(decode_gpus, "decode_gpus", n_dec)
-
-    t_pre = pre.first_prefill.time
-    handoff = kv_handoff(m, p, link=lk, kv_lanes=kv_lanes(pre, top), kv_bytes=kv_bytes, assumptions=a)
-    overhead = quantity(a.request_overhead_ms, _MS)  # Q_(a.request_overhead_ms, _MS), without pint's checks
-    lam_s, t_s = float(to(lam, _PER_S).m), float(to(t_pre, _S).m)
-    over_s, handoff_s = float(to(overhead, _S).m), float(to(handoff, _S).m)
-
-    def ttft_s(c: int, wait: float | None = None) -> float:
-        wait = wait_f(rho_f(lam_s, t_s, c), c, t_s) if wait is None else wait
-        return ttft_f(over_s, wait, t_s, handoff_s)
-
-    if c_given is None:
-        # at least the headroom over the rate (and a stable queue), then the fewest that meet the target
-        c_min = int(F["gpus_for_rate"](request_rate=lam, headroom=a.headroom, rps_per_gpu=1 / t_pre).m)
-        c_min = max(c_min, math.floor(lam_s * t_s) + 1)
-        target = float(to(brief.ttft_target, _S).m)
-        c = c_min
-        if ttft_s(c) > target and ttft_s(c, 0.0) < target:
-            lo, hi = c, c
-            while ttft_s(hi) > target and hi < _MOST_REPLICAS:
-                lo, hi = hi, min(2 * hi, _MOST_REPLICAS)
-            while hi - lo > 1:  # the wait falls as replicas are added
-                mid = (lo + hi) // 2
-                lo, hi = (mid, hi) if ttft_s(mid) > target else (lo, mid)
-            c = hi
-    else:
-        c = c_given
-    rho = float(F["prefill_pool_utilisation"](request_rate=lam, prefill_time=t_pre, prefill_servers=c).m)
-    if rho >= 1:
-        need = math.floor(lam_s * t_s) + 1
-        raise InputError(
-            f"prefill_gpus={c * n_pre}: {c} prefill replica{'s' if c > 1 else ''} would be busy {rho:.0%} of the time "
-            f"({lam_s:g} prompts/s of {to(t_pre, _MS).m:,.0f} ms each), so the queue grows without end; "
-            f"give at least {need * n_pre} GPUs."
-        )
-    wait = F["mdc_wait"](prefill_utilisation=rho, prefill_servers=c, prefill_time=t_pre)
-    ttft = F["disagg_ttft"](request_overhead=overhead, prefill_queue_wait=wait, prefill_time=t_pre, kv_handoff=handoff)
-
-    # the decode pool
-    def pool_rate(r: int, rep: Replica) -> pint.Quantity:
-        return F["decode_pool_rate"](replicas=r, batch=rep.batch, answer_tokens=ans, step_time=rep.tpot)
-
-    # the search runs on the replica's own decode step (its time per token, with no prefill charged)
-    shape = dict(
-        n_gpus=top.tensor_parallel, data_parallel=decode_data_parallel, expert_parallel=decode_expert_parallel,
-        weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a_dec, context_tokens=top.kv_read_tokens,
-    )  # fmt: skip
-
-    # decode_step(m, g, batch=b, **shape).step_time, set up once for the searches
-    step_at = _decode_steps(m, g, **shape, step_time_only=True)
-
-    if r_given is None:
-        target = brief.tpot_target
-        if hasattr(dec_at, "tpot_ms") and type(target) is Q_ and target._units == _MS._units:
-            # the replica's own time per token, in ms: its decode step alone (no prefill charged to it), the same
-            # float as step_at's, compared as pint compares two quantities in ms
-            b = max(1, _largest_within(dec_at.tpot_ms, target._magnitude, top.max_batch))
-        else:
-            b = max(1, largest_batch(lambda b: step_at(b) <= target, top.max_batch))
-        dec = dec_at(b)
-        r = int(F["gpus_for_rate"](request_rate=lam, headroom=a.headroom, rps_per_gpu=dec.requests_per_second).m)
-    else:
-        r = r_given
-        if pool_rate(r, top) < lam:
-            full = pool_rate(1, top)
-            need = math.ceil(float(to(lam / full, "").m))
-            raise InputError(
-                f"decode_gpus={r * n_dec}: {r} decode replica{'s' if r > 1 else ''} at their largest batch "
-                f"({top.batch}) complete {to(pool_rate(r, top), _PER_S).m:,.2f} requests/s, fewer than the "
-                f"{lam_s:g} asked; give at least {need * n_dec} GPUs."
-            )
-        # the smallest batch that keeps up with the rate (the batch the traffic fills)
-        rate_at = lambda b: F["decode_pool_rate"](replicas=r, batch=b, answer_tokens=ans, step_time=step_at(b))  # noqa: E731
-        dec = dec_at(1 + largest_batch(lambda b: rate_at(b) < lam, top.max_batch))
+    dec_at, top = _decode_replicas(m, g, decode_tensor_parallel, moe, a_dec, common)
+    c_given = _pool_size(prefill_gpus, "prefill_gpus", pre.n_gpus)
+    r_given = _pool_size(decode_gpus, "decode_gpus", top.n_gpus)
+    handoff = kv_handoff(m, brief.prompt_tokens, link=lk, kv_lanes=kv_lanes(pre, top), kv_bytes=kv_bytes, assumptions=a)
+    prefill = _PrefillPool(brief, pre, handoff, a)
+    c, rho, wait, ttft = prefill.sized(c_given)
+    decode = _DecodePool(m, g, brief, dec_at, top, a_dec)
+    r, dec = decode.sized(r_given, moe, weight_bytes, kv_bytes)
     return Disaggregated(
         model=m.name,
         gpu=g.name,
         brief=brief,
-        prefill=Pool("prefill", c, pre, to(F["prefill_pool_rate"](prefill_servers=c, prefill_time=t_pre), _PER_S)),
-        decode=Pool("decode", r, dec, to(pool_rate(r, dec), _PER_S)),
+        prefill=Pool("prefill", c, pre, prefill.rate(c)),
+        decode=Pool("decode", r, dec, to(decode.pool_rate(r, dec), _PER_S)),
         link=lk,
-        prefill_time=to(t_pre, _MS),
+        prefill_time=to(prefill.t_pre, _MS),
         kv_handoff=handoff,
         queue_wait=to(wait, _MS),
         utilisation=rho,
@@ -436,6 +378,151 @@ def disaggregated(
         tpot=to(dec.tpot, _MS),
         sized=c_given is None and r_given is None,
     )
+
+
+def _prefill_replica(
+    m: Model, g: GPU, tensor_parallel: Any, moe: MoeLayout, a: Assumptions, common: dict[str, Any]
+) -> Replica:
+    """The prefill pool's replica: one prompt at a time, timed by the replica model; refused if it does not fit."""
+    pre = replica(
+        m, g, tensor_parallel=tensor_parallel, data_parallel=moe.prefill_data_parallel,
+        expert_parallel=moe.prefill_expert_parallel, batch=1, assumptions=a, **common,
+    )  # fmt: skip
+    need_fit(pre, "prefill", "prefill_tensor_parallel")
+    return pre
+
+
+def _decode_replicas(
+    m: Model, g: GPU, tensor_parallel: Any, moe: MoeLayout, a_dec: Assumptions, common: dict[str, Any]
+) -> tuple[Any, Replica]:
+    """The decode pool's replica at any batch (its requests arrive prefilled, so none of their prefill is charged to
+    it: replica()'s checks and set-up once), and at its largest; refused if it does not fit."""
+    dec_at = _replica_at(
+        m, g, tensor_parallel=tensor_parallel, data_parallel=moe.decode_data_parallel,
+        expert_parallel=moe.decode_expert_parallel, assumptions=a_dec, **common,
+    )  # fmt: skip
+    top = dec_at(None)
+    need_fit(top, "decode", "decode_tensor_parallel")
+    return dec_at, top
+
+
+def _moe_layout(moe_layout: Any) -> MoeLayout:
+    if moe_layout is None:
+        return _NO_EXPERT_SPREAD
+    if not isinstance(moe_layout, MoeLayout):
+        raise InputError(
+            "moe_layout must be a MoeLayout(prefill_data_parallel=..., decode_data_parallel=..., ...), or None for "
+            f"one attention group and no expert parallelism in either pool; got {type(moe_layout).__name__}."
+        )
+    return moe_layout
+
+
+class _PrefillPool:
+    """The prefill pool of a brief: its replicas prefill one prompt each, the prompts wait for a free one (M/D/c),
+    and each hands its KV cache to the decode pool. Plain floats in seconds for the search (hundreds of pools)."""
+
+    def __init__(self, brief: Brief, pre: Replica, handoff: pint.Quantity, a: Assumptions) -> None:
+        self.brief, self.n_pre, self.headroom = brief, pre.n_gpus, a.headroom
+        self.lam, self.t_pre, self.handoff = brief.requests_per_second, pre.first_prefill.time, handoff
+        self.overhead = quantity(a.request_overhead_ms, _MS)  # Q_(a.request_overhead_ms, _MS), without pint's checks
+        self.lam_s, self.t_s = float(to(self.lam, _PER_S).m), float(to(self.t_pre, _S).m)
+        self.over_s, self.handoff_s = float(to(self.overhead, _S).m), float(to(handoff, _S).m)
+
+    def ttft_s(self, c: int, wait: float | None = None) -> float:
+        """The time to first token with ``c`` replicas (s), the queue's wait ``wait`` if given."""
+        wait = wait_f(rho_f(self.lam_s, self.t_s, c), c, self.t_s) if wait is None else wait
+        return ttft_f(self.over_s, wait, self.t_s, self.handoff_s)
+
+    def fewest(self) -> int:
+        """At least the headroom over the rate (and a stable queue), then the fewest that meet the target."""
+        c_min = int(F["gpus_for_rate"](request_rate=self.lam, headroom=self.headroom, rps_per_gpu=1 / self.t_pre).m)
+        c = max(c_min, math.floor(self.lam_s * self.t_s) + 1)
+        target = float(to(self.brief.ttft_target, _S).m)
+        if self.ttft_s(c) > target and self.ttft_s(c, 0.0) < target:
+            lo, hi = c, c
+            while self.ttft_s(hi) > target and hi < _MOST_REPLICAS:
+                lo, hi = hi, min(2 * hi, _MOST_REPLICAS)
+            while hi - lo > 1:  # the wait falls as replicas are added
+                mid = (lo + hi) // 2
+                lo, hi = (mid, hi) if self.ttft_s(mid) > target else (lo, mid)
+            c = hi
+        return c
+
+    def sized(self, c_given: int | None) -> tuple[int, float, pint.Quantity, pint.Quantity]:
+        """(replicas, utilisation, the queue's mean wait, the time to first token): ``c_given`` replicas, else the
+        fewest; refused if they would be busy all the time."""
+        c = self.fewest() if c_given is None else c_given
+        rho = float(F["prefill_pool_utilisation"](request_rate=self.lam, prefill_time=self.t_pre, prefill_servers=c).m)
+        if rho >= 1:
+            need, n_pre = math.floor(self.lam_s * self.t_s) + 1, self.n_pre
+            raise InputError(
+                f"prefill_gpus={c * n_pre}: {c} prefill replica{'s' if c > 1 else ''} would be busy {rho:.0%} of the "
+                f"time ({self.lam_s:g} prompts/s of {to(self.t_pre, _MS).m:,.0f} ms each), so the queue grows "
+                f"without end; give at least {need * n_pre} GPUs."
+            )
+        wait = F["mdc_wait"](prefill_utilisation=rho, prefill_servers=c, prefill_time=self.t_pre)
+        ttft = F["disagg_ttft"](
+            request_overhead=self.overhead, prefill_queue_wait=wait, prefill_time=self.t_pre, kv_handoff=self.handoff
+        )
+        return c, rho, wait, ttft
+
+    def rate(self, c: int) -> pint.Quantity:
+        """Prompts per second ``c`` replicas prefill at full load."""
+        return to(F["prefill_pool_rate"](prefill_servers=c, prefill_time=self.t_pre), _PER_S)
+
+
+class _DecodePool:
+    """The decode pool of a brief: replicas of one shape decoding their batch, with no prefill charged to them."""
+
+    def __init__(self, m: Model, g: GPU, brief: Brief, dec_at: Any, top: Replica, a_dec: Assumptions) -> None:
+        self.m, self.g, self.brief, self.dec_at, self.top, self.a_dec = m, g, brief, dec_at, top, a_dec
+
+    def pool_rate(self, r: int, rep: Replica) -> pint.Quantity:
+        return F["decode_pool_rate"](
+            replicas=r, batch=rep.batch, answer_tokens=self.brief.answer_tokens, step_time=rep.tpot
+        )
+
+    def sized(self, r_given: int | None, moe: MoeLayout, weight_bytes: Any, kv_bytes: Any) -> tuple[int, Replica]:
+        """(replicas, the replica at its batch): the largest batch that meets the time per token and the fewest
+        replicas for the rate, or ``r_given`` replicas at the smallest batch that keeps up with the rate."""
+        top, lam = self.top, self.brief.requests_per_second
+        # the search runs on the replica's own decode step (its time per token, with no prefill charged):
+        # decode_step(m, g, batch=b, **shape).step_time, set up once for the searches
+        step_at = _decode_steps(
+            self.m, self.g, n_gpus=top.tensor_parallel, data_parallel=moe.decode_data_parallel,
+            expert_parallel=moe.decode_expert_parallel, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
+            assumptions=self.a_dec, context_tokens=top.kv_read_tokens, step_time_only=True,
+        )  # fmt: skip
+        if r_given is None:
+            dec = self.dec_at(self._batch_for_target(step_at))
+            r = int(
+                F["gpus_for_rate"](
+                    request_rate=lam, headroom=self.a_dec.headroom, rps_per_gpu=dec.requests_per_second
+                ).m
+            )
+            return r, dec
+        r = r_given
+        if self.pool_rate(r, top) < lam:
+            n_dec = top.n_gpus
+            need = math.ceil(float(to(lam / self.pool_rate(1, top), "").m))
+            raise InputError(
+                f"decode_gpus={r * n_dec}: {r} decode replica{'s' if r > 1 else ''} at their largest batch "
+                f"({top.batch}) complete {to(self.pool_rate(r, top), _PER_S).m:,.2f} requests/s, fewer than the "
+                f"{float(to(lam, _PER_S).m):g} asked; give at least {need * n_dec} GPUs."
+            )
+        # the smallest batch that keeps up with the rate (the batch the traffic fills)
+        ans = self.brief.answer_tokens
+        rate_at = lambda b: F["decode_pool_rate"](replicas=r, batch=b, answer_tokens=ans, step_time=step_at(b))  # noqa: E731
+        return r, self.dec_at(1 + largest_batch(lambda b: rate_at(b) < lam, top.max_batch))
+
+    def _batch_for_target(self, step_at: Any) -> int:
+        """The largest batch whose time per token meets the brief's target."""
+        target, top = self.brief.tpot_target, self.top
+        if hasattr(self.dec_at, "tpot_ms") and type(target) is Q_ and target._units == _MS._units:
+            # the replica's own time per token, in ms: its decode step alone (no prefill charged to it), the same
+            # float as step_at's, compared as pint compares two quantities in ms
+            return max(1, _largest_within(self.dec_at.tpot_ms, target._magnitude, top.max_batch))
+        return max(1, largest_batch(lambda b: step_at(b) <= target, top.max_batch))
 
 
 # --- aggregated against disaggregated --------------------------------------------------------------

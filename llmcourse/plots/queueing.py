@@ -7,7 +7,7 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
-from llmcourse.simulator.queueing import PERCENTILES, ClosedForm, SimResult
+from llmcourse.simulator import PERCENTILES, ClosedForm, SimResult
 from llmcourse.validation.simulated import LoopPoint
 
 __all__ = ["measured_vs_simulated", "percentiles_vs_load"]

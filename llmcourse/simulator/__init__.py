@@ -1,29 +1,37 @@
 """The discrete-event simulation of a replica's queue (continuous batching, chunked prefill, prefix caching), its
-closed forms, and sizing a fleet to percentiles."""
+closed forms, and sizing a fleet to percentiles.
 
-from llmcourse.simulator.queueing import (
-    LENGTH_CV,
-    PERCENTILES,
-    ClosedForm,
-    PercentileSizing,
-    ServiceModel,
-    SimResult,
-    at_load,
-    build_replica,
-    closed_form,
-    knee,
-    load_sweep,
-    percentile,
-    percentile_rank,
-    simulate,
-    size_to_percentiles,
-)
+One module per idea, each importing only those before it:
+
+- :mod:`~llmcourse.simulator.service`: one replica's service times, tabulated once from the replica model
+  (:func:`build_replica`, a :class:`ServiceModel`);
+- :mod:`~llmcourse.simulator.workload`: the requests a run draws (lengths, arrivals, prefix-cache hits, prefill
+  costs);
+- :mod:`~llmcourse.simulator.events`: the discrete-event engine (admission by KV memory, prefill, decode) and how
+  it schedules (:class:`Scheduler`: whole prompts or chunks, a prefix cache);
+- :mod:`~llmcourse.simulator.run`: :func:`simulate`, the front door, and what a run measured (:class:`SimResult`);
+- :mod:`~llmcourse.simulator.closed_form`: the averages-only estimate beside a run (:func:`closed_form`);
+- :mod:`~llmcourse.simulator.sweep`: runs across loads (:func:`at_load`, :func:`load_sweep`, :func:`knee`);
+- :mod:`~llmcourse.simulator.sizing`: the fewest replicas that meet percentile targets
+  (:func:`size_to_percentiles`).
+"""
+
+from llmcourse.simulator.closed_form import ClosedForm, closed_form
+from llmcourse.simulator.events import Scheduler
+from llmcourse.simulator.run import PERCENTILES, SimResult, simulate
+from llmcourse.simulator.service import ServiceModel, build_replica
+from llmcourse.simulator.sizing import PercentileSizing, size_to_percentiles
+from llmcourse.simulator.sweep import at_load, knee, load_sweep
+from llmcourse.simulator.workload import LENGTH_CV
+from llmcourse.stats import percentile
+from llmcourse.units import percentile_rank
 
 __all__ = [
     "LENGTH_CV",
     "PERCENTILES",
     "ClosedForm",
     "PercentileSizing",
+    "Scheduler",
     "ServiceModel",
     "SimResult",
     "at_load",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmcourse.errors import InputError
-from llmcourse.simulator.queueing import build_replica, simulate
+from llmcourse.simulator import Scheduler, build_replica, simulate
 from llmcourse.validation.measured import silicon
 from llmcourse.validation.prediction import predict
 
@@ -83,7 +83,7 @@ def against_measured(
             prompt_cv=0,
             answer_cv=0,
             seed=seed,
-            chunk_tokens=chunk_tokens,
+            scheduler=Scheduler(chunk_tokens=chunk_tokens),
             replica=svc,
         )
         (mt, ct), (mp, pp) = by[c]["ttft_ms"], by[c]["tpot_ms"]

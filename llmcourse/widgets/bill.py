@@ -7,8 +7,8 @@ import functools
 import ipywidgets as w
 
 from llmcourse.assumptions import resolve
-from llmcourse.catalog import costs
-from llmcourse.planner.bill import Bill, bill, default_cost
+from llmcourse.catalog import Cost, costs
+from llmcourse.planner.bill import Bill, Site, bill, default_cost
 from llmcourse.planner.serving import fleet
 from llmcourse.replica.model import replica
 from llmcourse.units import Q_, parsed_unit, to
@@ -70,10 +70,8 @@ def _compute(
         fleet=f,
         own=own,
         years=years,
-        electricity_price=Q_(electricity, _USD_KWH),
-        pue=pue,
-        api_price_per_million=Q_(api_price, _USD),
-        api_input_price_per_million=Q_(api_input, _USD),
+        site=Site(electricity_price=Q_(electricity, _USD_KWH), pue=pue),
+        api=Cost("given", kind="api", value=Q_(api_price, _USD), input_value=Q_(api_input, _USD)),
     )
 
 

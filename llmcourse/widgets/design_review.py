@@ -12,10 +12,11 @@ from typing import Any
 
 import ipywidgets as w
 
+from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.planner.design import Brief, Plan, plan
 from llmcourse.planner.levers import CONTEXT_FRACTION, HIT_RATE, Lever, rank_levers_against, verdict
-from llmcourse.units import Q_, fmt, parsed_unit
+from llmcourse.units import Q_, fmt, parsed_unit, to
 from llmcourse.widgets import (
     Calculator,
     float_slider,
@@ -27,9 +28,9 @@ from llmcourse.widgets import (
     preset_dropdown,
 )
 
-__all__ = ["DesignReview", "design_review", "design_review_calculator"]
+__all__ = ["REVIEW_BRIEF", "DesignReview", "brief_controls", "design_review", "design_review_calculator"]
 
-_MS, _USD_H = parsed_unit("ms")[0], parsed_unit("USD/hour")[0]  # parsed once: pint parses a string anew each time
+_MS, _USD_H, _PER_S = (parsed_unit(u)[0] for u in ("ms", "USD/hour", "1/s"))  # parsed once, not at each use
 
 
 @dataclass(frozen=True)
@@ -129,15 +130,16 @@ def _compute(
     )
 
 
+#: The brief the capstone calculator starts at: 20 requests/s (peak) of 4,000 prompt and 400 answer tokens, a first
+#: token within 1 s and a token every 40 ms (targets on the mean).
+REVIEW_BRIEF = Brief(20.0, 4_000, 400, Q_(1_000.0, _MS), Q_(40.0, _MS))
+
+
 def design_review_calculator(
     model: str = "Llama-3.1-70B",
     gpu: str = "H100 SXM",
     tensor_parallel: int = 2,
-    requests_per_second: float = 20.0,
-    prompt_tokens: int = 4_000,
-    answer_tokens: int = 400,
-    ttft_ms: float = 1_000.0,
-    tpot_ms: float = 40.0,
+    brief: Brief = REVIEW_BRIEF,
     price: float = 2.5,
     weights: str = "fp8",
     kv_cache: str = "bf16",
@@ -145,14 +147,18 @@ def design_review_calculator(
     hit_rate: float = HIT_RATE,
     context_fraction: float = CONTEXT_FRACTION,
 ) -> Calculator:
-    """The whole estimate for a brief: review table, verdict and ranked levers.
+    """The whole estimate for a brief: review table, verdict and ranked levers. The controls start at ``brief``'s
+    rate, lengths and targets (on the mean: the calculator plans on the mean).
 
     Examples
     --------
     >>> c = design_review_calculator()
     >>> dict(c.rows)["review: GPUs"], dict(c.set(method="planner").rows)["review: GPUs"]
     ('42 (21 x 2)', '24 (12 x 2)')
+    >>> dict(design_review_calculator(brief=Brief(2, 4_000, 400, Q_(1, "s"), Q_(40, "ms"))).rows)["review: GPUs"]
+    '6 (3 x 2)'
     """
+    rate, prompt, answer, ttft_ms, tpot_ms = brief_controls(brief)
     return Calculator(
         _compute,
         {
@@ -160,14 +166,14 @@ def design_review_calculator(
             "gpu": gpu_dropdown(gpu),
             "tensor_parallel": int_slider(tensor_parallel, 1, 8, description="GPUs per replica (TP)"),
             "requests_per_second": w.BoundedFloatText(
-                value=requests_per_second,
+                value=rate,
                 min=0.001,
                 max=1e7,
                 description="Requests/s (peak)",
                 style={"description_width": "initial"},
             ),
-            "prompt_tokens": int_box(prompt_tokens, "Prompt tokens"),
-            "answer_tokens": int_box(answer_tokens, "Answer tokens"),
+            "prompt_tokens": int_box(prompt, "Prompt tokens"),
+            "answer_tokens": int_box(answer, "Answer tokens"),
             "ttft_ms": float_slider(ttft_ms, 50.0, 10_000.0, 50.0, "TTFT target (ms)"),
             "tpot_ms": float_slider(tpot_ms, 5.0, 200.0, 1.0, "Per-token target (ms)"),
             "price": float_slider(price, 0.25, 10.0, 0.25, "$ per GPU-hour"),
@@ -179,3 +185,25 @@ def design_review_calculator(
         },
         title="Design review",
     )
+
+
+def brief_controls(brief: Brief) -> tuple[float, int, int, float, float]:
+    """A brief as a calculator's controls start: (requests per second, prompt tokens, answer tokens, TTFT target in
+    ms, TPOT target in ms); a brief with percentile targets is refused (a calculator plans on the mean).
+
+    Examples
+    --------
+    >>> brief_controls(Brief(20, 2_000, 300, Q_(0.6, "s"), Q_(40, "ms")))
+    (20.0, 2000, 300, 600.0, 40.0)
+    """
+    if not isinstance(brief, Brief):
+        raise InputError(f"brief must be a Brief(requests_per_second, prompt_tokens, answer_tokens, ttft_target, "
+                         f"tpot_target); got {type(brief).__name__}.")  # fmt: skip
+    if brief.on_percentiles:
+        raise InputError(
+            "the calculator plans for targets on the mean: give a Brief without ttft_percentile and tpot_percentile "
+            "(plan() sizes for percentile targets)."
+        )
+    rate = float(to(brief.requests_per_second, _PER_S).m)
+    ttft, tpot = float(to(brief.ttft_target, _MS).m), float(to(brief.tpot_target, _MS).m)
+    return rate, round(brief.prompt_tokens), round(brief.answer_tokens), ttft, tpot

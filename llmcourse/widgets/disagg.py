@@ -29,8 +29,9 @@ from llmcourse.widgets import (
     precision_dropdown,
     preset_dropdown,
 )
+from llmcourse.widgets.design_review import brief_controls
 
-__all__ = ["disagg_calculator"]
+__all__ = ["DISAGG_BRIEF", "disagg_calculator"]
 
 _SCALE_OUT = "scale-out (between nodes)"
 _MS = parsed_unit("ms")[0]  # parsed once: pint parses a unit string anew each time
@@ -47,14 +48,15 @@ def _brief(given: tuple) -> Brief:
     return Brief(rate, prompt, answer, Q_(ttft_ms, _MS), Q_(tpot_ms, _MS))
 
 
+#: The brief the calculator starts at (the chapter's): 20 requests/s of 2,000 prompt and 300 answer tokens, a first
+#: token within 600 ms and a token every 40 ms.
+DISAGG_BRIEF = Brief(20.0, 2_000, 300, Q_(600, _MS), Q_(40, _MS))
+
+
 def disagg_calculator(
     model: str = "Llama-3.1-70B",
     gpu: str = "H100 SXM",
-    requests_per_second: float = 20.0,
-    prompt_tokens: int = 2_000,
-    answer_tokens: int = 300,
-    ttft_ms: int = 600,
-    tpot_ms: int = 40,
+    brief: Brief = DISAGG_BRIEF,
     tensor_parallel: int = 4,
     prefill_tensor_parallel: int = 4,
     decode_tensor_parallel: int = 4,
@@ -62,7 +64,8 @@ def disagg_calculator(
     precision: str = "fp8",
     method: str = "course",
 ) -> Calculator:
-    """Aggregated against disaggregated for one brief: the GPUs each needs to meet both targets.
+    """Aggregated against disaggregated for one brief: the GPUs each needs to meet both targets (the controls start
+    at ``brief``'s rate, lengths and targets, on the mean).
 
     Examples
     --------
@@ -75,6 +78,7 @@ def disagg_calculator(
     >>> c.set(prefill_tensor_parallel=3).error[:40]
     'tensor_parallel=3 does not divide Llama-'
     """
+    rate, prompt, answer, ttft_ms, tpot_ms = brief_controls(brief)
 
     def compute(**v: Any) -> Comparison:
         given = (v["requests_per_second"], v["prompt_tokens"], v["answer_tokens"], v["ttft_ms"], v["tpot_ms"])
@@ -96,11 +100,11 @@ def disagg_calculator(
         {
             "model": model_dropdown(model),
             "gpu": gpu_dropdown(gpu),
-            "requests_per_second": float_slider(requests_per_second, 0.5, 200.0, 0.5, description="Requests/s"),
-            "prompt_tokens": int_box(prompt_tokens, "Prompt (tokens)"),
-            "answer_tokens": int_box(answer_tokens, "Answer (tokens)"),
-            "ttft_ms": int_box(ttft_ms, "TTFT target (ms)"),
-            "tpot_ms": int_box(tpot_ms, "TPOT target (ms)"),
+            "requests_per_second": float_slider(rate, 0.5, 200.0, 0.5, description="Requests/s"),
+            "prompt_tokens": int_box(prompt, "Prompt (tokens)"),
+            "answer_tokens": int_box(answer, "Answer (tokens)"),
+            "ttft_ms": int_box(round(ttft_ms), "TTFT target (ms)"),
+            "tpot_ms": int_box(round(tpot_ms), "TPOT target (ms)"),
             "tensor_parallel": int_slider(tensor_parallel, 1, 8, description="Aggregated TP"),
             "prefill_tensor_parallel": int_slider(prefill_tensor_parallel, 1, 8, description="Prefill TP"),
             "decode_tensor_parallel": int_slider(decode_tensor_parallel, 1, 8, description="Decode TP"),

@@ -7,7 +7,7 @@ from functools import lru_cache
 
 import ipywidgets as w
 
-from llmcourse.simulator.queueing import LENGTH_CV, ClosedForm, ServiceModel, SimResult, at_load, build_replica
+from llmcourse.simulator import LENGTH_CV, ClosedForm, Scheduler, ServiceModel, SimResult, at_load, build_replica
 from llmcourse.units import fmt
 from llmcourse.widgets import Calculator, float_slider, gpu_dropdown, int_box, int_slider, model_dropdown
 
@@ -62,9 +62,9 @@ def _rows(
         seed=seed,
         prompt_cv=cv,
         answer_cv=cv,
-        chunk_tokens=chunk or None,
-        prefix_hit_rate=hit_rate,
-        prefix_tokens=prefix_tokens if hit_rate > 0 else 0,
+        scheduler=Scheduler(
+            chunk or None, prefix_hit_rate=hit_rate, prefix_tokens=prefix_tokens if hit_rate > 0 else 0
+        ),
     )
     return _Result(sim, closed)
 

@@ -1,0 +1,178 @@
+"""The discrete-event engine of the simulation: one replica doing continuous batching, as vLLM v1 and SGLang
+schedule (:class:`Scheduler`: whole prompts or a token budget per iteration, and a prefix cache).
+
+A waiting request is admitted, first come first served, when its prompt + answer tokens fit in what is left of the
+replica's KV budget and the batch is below the engine's cap; its KV is reserved for the whole answer at admission
+and freed when it finishes. An iteration then prefills the admitted prompts whole (decoding stalls meanwhile), or
+with a token budget per iteration runs one mixed iteration (a token per running sequence, the rest to prompt
+chunks, first come first served), or decodes the running batch. Times come from the service model's tables.
+
+The loop (:func:`_event_loop`) is written for speed on plain lists and locals, with no call per event (the browser
+runs it at every change of a calculator). Each pass is one event: the arrivals up to now join the queue and the
+queue is admitted; then one prefill iteration, or one mixed iteration of chunks, or as many decode steps of the
+running batch as pass before the next finish (or the next arrival, if one could start), in one jump (the step's time
+is constant until then); then the sequences that finished leave. A running sequence is one int on a heap,
+``(decode step at which it finishes) * n + request`` (a one-token answer finishes with its first token, at the step
+count of its prefill); the open loop's arrivals end with an infinite sentinel.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass
+
+from llmcourse.errors import InputError
+from llmcourse.simulator.service import ServiceModel
+from llmcourse.simulator.workload import _Requests
+from llmcourse.units import plain_number
+
+__all__ = ["Scheduler"]
+
+_CHUNK_WHY = ": each iteration must make progress on a prompt (engines use 512 to 16,384)"
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """How the engine schedules a replica's iterations, as vLLM v1 and SGLang do.
+
+    ``chunk_tokens=None`` prefills newly admitted prompts whole while decoding stalls; ``chunk_tokens=T`` gives every
+    iteration a budget of ``T`` tokens, one per running sequence first and the rest to prompt chunks, first come
+    first served (vLLM's ``max_num_batched_tokens``, SGLang's chunked prefill size); a mixed iteration takes the
+    decode step of its running batch plus its chunks' compute. A prefix cache: a share ``prefix_hit_rate`` of
+    requests find their first ``prefix_tokens`` tokens cached (at most all but the prompt's last token, which is
+    computed to give the first answer token); those tokens are not prefilled, and their KV is held once for
+    everyone, not per request.
+
+    Examples
+    --------
+    >>> Scheduler(chunk_tokens=512, prefix_hit_rate=0.5, prefix_tokens=1_000)
+    Scheduler(chunk_tokens=512, prefix_hit_rate=0.5, prefix_tokens=1000.0)
+    >>> Scheduler(prefix_hit_rate=0.5)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: prefix_hit_rate=0.5 needs the cached prefix's length: give prefix_tokens (the system prompt's tokens, say), or prefix_hit_rate=0.
+    """
+
+    chunk_tokens: int | None = None
+    prefix_hit_rate: float = 0.0
+    prefix_tokens: float = 0
+
+    def __post_init__(self) -> None:
+        if self.chunk_tokens is not None:
+            chunk = int(plain_number(self.chunk_tokens, "chunk_tokens", integer=True, at_least=1, why=_CHUNK_WHY))
+            object.__setattr__(self, "chunk_tokens", chunk)
+        why = " (a share of requests)"
+        hit = plain_number(self.prefix_hit_rate, "prefix_hit_rate", allow_zero=True, at_most=1, why=why)
+        shared = plain_number(self.prefix_tokens, "prefix_tokens", allow_zero=True)
+        if hit > 0 and shared < 1:
+            raise InputError(
+                f"prefix_hit_rate={hit:g} needs the cached prefix's length: give prefix_tokens (the system prompt's "
+                "tokens, say), or prefix_hit_rate=0."
+            )
+        object.__setattr__(self, "prefix_hit_rate", hit)
+        object.__setattr__(self, "prefix_tokens", shared)
+
+    @property
+    def resident_tokens(self) -> int:
+        """The cached prefix's KV tokens, held once for every request (none without hits)."""
+        return math.ceil(self.prefix_tokens) if self.prefix_hit_rate > 0 else 0
+
+
+def _event_loop(
+    rep: ServiceModel, reqs: _Requests, clients: int | None, t_req: float, budget: int, chunk: int | None
+) -> tuple[list[float], list[float], float, float]:
+    """First-token and finish times of every request, busy time and batch x time (see the module notes).
+
+    ``reqs.arrivals`` are the engine's arrival times (open loop); with ``clients`` they are filled in as the loop
+    runs: the first ``clients`` requests arrive at the times given, and each finish sends the next ``t_req`` later.
+    """
+    arrivals, ans, need, tok_c, pre = reqs.arrivals, reqs.ans, reqs.need, reqs.tok_c, reqs.pre
+    n = len(arrivals)
+    first, finish = [0.0] * n, [0.0] * n
+    step_s, cap, w_read = rep.step_s, rep.batch_cap, rep.weight_read_s
+    heappush, heappop, ceil, fsum, inf = heapq.heappush, heapq.heappop, math.ceil, math.fsum, math.inf
+    waiting: deque[int] = deque()  # arrived, not admitted
+    prefilling: deque[int] = deque()  # admitted, prompt not all prefilled yet (first come first served)
+    admit, next_waiting, admitted = waiting.append, waiting.popleft, prefilling.append
+    left = list(reqs.work)  # prompt tokens each still has to prefill
+    running: list[int] = []  # heap of (decode-step count at which it finishes) * n + request
+    closed = clients is not None
+    issued = min(clients, n) if closed else n  # requests 0..issued-1 are on their way; the rest wait for a finish
+    pending = sorted((arrivals[j], j) for j in range(issued)) if closed else []  # a closed loop's: (time, request)
+    arr = [] if closed else [*arrivals, inf]  # the open loop's arrivals, then a sentinel
+    t = busy = batch_area = 0.0
+    i = done = g = used = 0  # next open-loop arrival; requests done; decode steps so far; KV tokens reserved
+    while done < n:
+        if closed:
+            while pending and pending[0][0] <= t:
+                admit(heappop(pending)[1])
+            next_arrival = pending[0][0] if pending else inf
+        else:
+            while arr[i] <= t:
+                admit(i)
+                i += 1
+            next_arrival = arr[i]
+        b = len(running)
+        if waiting:
+            room = cap - b - len(prefilling)
+            while room > 0 and waiting and used + need[waiting[0]] <= budget:
+                j = next_waiting()
+                used += need[j]
+                admitted(j)
+                room -= 1
+        elif not b and not prefilling:  # idle until the next arrival
+            t = next_arrival
+            continue
+        if prefilling and chunk is None:  # whole prompts, decoding stalls: the first token of each
+            x = pre[prefilling[0]] if len(prefilling) == 1 else fsum([pre[j] for j in prefilling])
+            dt = x if x >= w_read else w_read  # max(x, w_read)
+            t += dt
+            busy += dt
+            for j in prefilling:
+                first[j] = t
+                heappush(running, (g + ans[j] - 1) * n + j)
+            prefilling.clear()
+        elif prefilling and chunk - b >= 1:  # one mixed iteration: a token per running sequence, the rest to chunks
+            room_t, ready, compute = chunk - b, 0, 0.0
+            for j in prefilling:
+                c = left[j] if left[j] < room_t else room_t
+                compute += c * tok_c[j]
+                left[j] -= c
+                room_t -= c
+                ready += left[j] == 0
+                if room_t == 0:
+                    break
+            dt = step_s[b] + compute if b else max(compute, w_read)
+            t += dt
+            busy += dt
+            batch_area += dt * b
+            g += b > 0
+            for _ in range(ready):  # the prompts prefilled to the end are the first in line: their first token
+                j = prefilling.popleft()
+                first[j] = t
+                heappush(running, (g + ans[j] - 1) * n + j)
+        else:  # decode steps only, as many as pass before the next finish (or the next arrival, if one could start)
+            dt = step_s[b]
+            k = 1 if prefilling else running[0] // n - g  # a budget all spent on decode tokens: one step, look again
+            if not prefilling and not waiting and next_arrival != inf:
+                m = ceil((next_arrival - t) / dt)
+                if m < k:  # k = min(k, max(1, m))
+                    k = m if m > 1 else 1
+            x = k * dt
+            t += x
+            busy += x
+            batch_area += x * b
+            g += k
+        top = (g + 1) * n  # the keys of the sequences that finish at step g or before
+        while running and running[0] < top:
+            j = heappop(running) % n
+            finish[j] = t
+            used -= need[j]
+            done += 1
+            if issued < n:  # a closed loop's client sends its next request
+                arrivals[issued] = x = t + t_req
+                heappush(pending, (x, issued))
+                issued += 1
+    return first, finish, busy, batch_area

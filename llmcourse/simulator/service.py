@@ -1,0 +1,217 @@
+"""One replica's service times for a simulation run, tabulated once from the one replica model.
+
+:func:`build_replica` asks :func:`llmcourse.replica.replica` for the decode step at a grid of batches (for the mean
+request, the KV cache read at the context the assumptions say) and :func:`~llmcourse.replica.prefill.prefill` for a
+prompt's compute time at a grid of lengths, and keeps them in a :class:`ServiceModel`: the simulation reads its
+tables, interpolated linearly between their points (exact for a dense model whose step stays memory-bound or
+compute-bound, and for the prefill's compute per token, linear in the length). The capacity is the replica's
+requests per second at the largest batch the memory and the batch cap allow. No modelling constant is set here:
+they come from ``assumptions=`` (the course's method by default; the efficiencies and the usable memory share may
+be overridden one by one).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pint
+
+from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.catalog import GPU, Model
+from llmcourse.errors import InputError
+from llmcourse.replica.base import gpu_of, model_of
+from llmcourse.replica.memory import max_batch
+from llmcourse.replica.model import Replica, replica
+from llmcourse.replica.prefill import prefill
+from llmcourse.units import Q_, plain_number, to
+
+__all__ = ["ServiceModel", "build_replica"]
+
+
+def _interp(x: float, xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Piecewise-linear interpolation of the table ``(xs, ys)`` (``xs`` increasing) at ``x``, held at
+    the end values outside it: ``np.interp`` for one point."""
+    i = bisect_right(xs, x)
+    if i == 0:
+        return float(ys[0])
+    if i == len(xs):
+        return float(ys[-1])
+    j = i - 1
+    slope = (ys[i] - ys[j]) / (xs[i] - xs[j])
+    return float(slope * (x - xs[j]) + ys[j])
+
+
+@dataclass(frozen=True)
+class ServiceModel:
+    """The service times of one replica for a simulation run, tabulated once from the one replica
+    model (:func:`llmcourse.replica.replica`): decode step time against batch, each prompt's prefill
+    compute time against its length, one read of the weights, and the capacity."""
+
+    model: str
+    gpu: str
+    n_gpus: int
+    prompt_tokens: float
+    answer_tokens: float
+    kv_budget_tokens: int
+    batch_cap: int
+    assumptions: Assumptions = field(repr=False)
+    weight_bytes: Any = field(repr=False)
+    kv_bytes: Any = field(repr=False)
+    batch_grid: tuple[int, ...] = field(repr=False)
+    step_grid_s: tuple[float, ...] = field(repr=False)
+    prefill_grid: tuple[float, ...] = field(repr=False)
+    prefill_per_token_s: tuple[float, ...] = field(repr=False)  # one prompt's compute time / its length
+    weight_read_s: float = field(repr=False)
+    step_s: tuple[float, ...] = field(repr=False)  # step time in s for batch 0..batch_cap (index 0 unused)
+    capacity_rps: float = field(repr=False)  # the replica's requests per second for the mean request
+
+    def step_time(self, batch: int) -> float:
+        """Decode step time in seconds for ``batch`` sequences (from the table)."""
+        return float(self.step_s[batch])
+
+    def prefill_compute_time(self, prompt_tokens: float) -> float:
+        """Compute time in seconds of one prompt of ``prompt_tokens`` tokens: its length times the compute
+        time per token, interpolated in the table (exact for the replica model's prefill, whose FLOPs are a
+        linear term plus, if charged, an attention term quadratic in the length)."""
+        return prompt_tokens * _interp(prompt_tokens, self.prefill_grid, self.prefill_per_token_s)
+
+    def prefill_time(self, prompt_tokens: float, prompts: int = 1) -> float:
+        """Prefill time in seconds of ``prompts`` prompts of ``prompt_tokens`` tokens processed together:
+        the slower of their compute time and one read of the weights (:func:`llmcourse.replica.prefill.prefill`)."""
+        return max(prompts * self.prefill_compute_time(prompt_tokens), self.weight_read_s)
+
+    def batch_prefill_time(self, prompt_lengths: Sequence[float]) -> float:
+        """Prefill time in seconds of prompts of these lengths processed together: the slower of their
+        compute times added and one read of the weights."""
+        return max(math.fsum([self.prefill_compute_time(x) for x in prompt_lengths]), self.weight_read_s)
+
+    def capacity(self, prompt_tokens: float | None = None, answer_tokens: float | None = None) -> pint.Quantity:
+        """Most requests per second the replica completes when every request is the mean size: the
+        replica model's ``requests_per_second`` at the largest batch the KV memory and the batch cap
+        allow (for the course's method, the batch's prompts prefilled together, then its answers
+        decoded). By default for the lengths the tables were built for."""
+        p = self.prompt_tokens if prompt_tokens is None else plain_number(prompt_tokens, "prompt_tokens")
+        a = self.answer_tokens if answer_tokens is None else plain_number(answer_tokens, "answer_tokens")
+        if (p, a) == (self.prompt_tokens, self.answer_tokens):
+            return Q_(self.capacity_rps, "1/s")
+        return _capacity(self._base(), p, a)
+
+    def _base(self) -> dict[str, Any]:
+        """What :func:`llmcourse.replica.replica` needs besides the lengths and the batch."""
+        keys = ("model", "gpu", "n_gpus", "batch_cap", "assumptions", "weight_bytes", "kv_bytes")
+        return {k: getattr(self, k) for k in keys}
+
+
+def _replica_at(base: dict[str, Any], batch: int | None, prompt_tokens: float, answer_tokens: float) -> Replica:
+    """The one replica model of a service model's ``base`` for these lengths, at ``batch`` (the largest
+    that fits if None)."""
+    return replica(
+        base["model"],
+        base["gpu"],
+        tensor_parallel=base["n_gpus"],
+        batch=batch,
+        prompt_tokens=prompt_tokens,
+        answer_tokens=answer_tokens,
+        weight_bytes=base["weight_bytes"],
+        kv_bytes=base["kv_bytes"],
+        assumptions=base["assumptions"],
+    )
+
+
+def _capacity(base: dict[str, Any], prompt_tokens: float, answer_tokens: float) -> pint.Quantity:
+    """Requests per second of the replica at the largest batch that fits and the cap allows."""
+    top = _replica_at(base, None, prompt_tokens, answer_tokens)
+    if top.max_batch < 1:
+        raise InputError(f"{top.model} on {top.tensor_parallel} x {top.gpu}: {top.reason}")
+    b = min(base["batch_cap"], top.max_batch)
+    return to(_replica_at(base, b, prompt_tokens, answer_tokens).requests_per_second, "1/s")
+
+
+def _check_request(prompt_tokens: float, answer_tokens: float, budget: int) -> None:
+    if prompt_tokens + answer_tokens > budget:
+        raise InputError(
+            f"one request of {prompt_tokens + answer_tokens:,.0f} tokens needs more KV than the replica holds "
+            f"({budget:,} tokens): shorten the context or add memory."
+        )
+
+
+def _grid(top: int, points: int = 24) -> tuple[int, ...]:
+    """About ``points`` whole numbers from 1 to ``top``, evenly spaced on a log scale (no repeats)."""
+    top = max(top, 1)
+    step = math.log10(top) / (points - 1)
+    xs = [10 ** (k * step) for k in range(points)]
+    xs[0], xs[-1] = 1.0, float(top)
+    return tuple(sorted({round(x) for x in xs}))
+
+
+def build_replica(
+    model: Model | str,
+    gpu: GPU | str,
+    *,
+    prompt_tokens: float,
+    answer_tokens: float,
+    n_gpus: int = 1,
+    weight_bytes: Any = 2,
+    kv_bytes: Any = 2,
+    batch_cap: int = 256,
+    assumptions: Assumptions | str | None = None,
+    bandwidth_efficiency: float | None = None,
+    compute_efficiency: float | None = None,
+    usable_fraction: float | None = None,
+) -> ServiceModel:
+    """Tabulate one replica's service times from the one replica model (once per run), under
+    ``assumptions`` (the course's method by default; the efficiencies and the usable memory share
+    override it one by one).
+
+    The step table runs from batch 1 to ``batch_cap`` (at most the KV budget, one token each); the
+    prefill table from 1 token to the longest prompt there can be: the KV budget, capped at the model's
+    ``max_position`` (a context beyond it is refused by :func:`~llmcourse.replica.prefill.prefill`; Llama 3.1 8B
+    on an H100 holds 426,788 tokens of KV but has 131,072 positions).
+
+    Examples
+    --------
+    >>> rep = build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300)
+    >>> rep.kv_budget_tokens, rep.batch_cap, rep.assumptions.name, rep.prefill_grid[-1]
+    (426788, 256, 'course', 131072.0)
+    """
+    m, g = model_of(model), gpu_of(gpu)
+    p = plain_number(prompt_tokens, "prompt_tokens")
+    a_ = plain_number(answer_tokens, "answer_tokens")
+    cap = int(plain_number(batch_cap, "batch_cap", integer=True))
+    tp = int(plain_number(n_gpus, "n_gpus", integer=True))
+    a = resolve(assumptions).replace(
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+        memory_fraction=usable_fraction,
+    )
+    budget = max_batch(m, g, 1, n_gpus=tp, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a)
+    if budget < 1:
+        raise InputError(f"{m.name} does not fit on {tp} x {g.name}: add GPUs or store fewer bytes per weight.")
+    _check_request(p, a_, budget)
+    cap = min(cap, budget)  # a batch beyond the KV budget (one token each) never runs: no table for it
+    base = dict(
+        model=m.name, gpu=g.name, n_gpus=tp, batch_cap=cap, assumptions=a, weight_bytes=weight_bytes, kv_bytes=kv_bytes
+    )
+    bgrid = _grid(cap)
+    steps = tuple(float(to(_replica_at(base, b, p, a_).step.step_time, "s").m) for b in bgrid)
+    table = tuple(_interp(b, bgrid, steps) for b in range(cap + 1))
+    longest = min(budget, m.max_position or budget)  # no prompt is longer than the model's positions
+    pgrid = tuple(sorted(set(map(float, _grid(longest, 32))) | {p}))
+    pres = [prefill(m, g, t, n_gpus=tp, weight_bytes=weight_bytes, assumptions=a) for t in pgrid]
+    return ServiceModel(
+        prompt_tokens=p,
+        answer_tokens=a_,
+        kv_budget_tokens=int(budget),
+        batch_grid=bgrid,
+        step_grid_s=steps,
+        prefill_grid=pgrid,
+        prefill_per_token_s=tuple(float(to(x.compute_time, "s").m) / t for x, t in zip(pres, pgrid, strict=True)),
+        weight_read_s=float(to(pres[0].memory_time, "s").m),
+        step_s=table,
+        capacity_rps=float(_capacity(base, p, a_).m),
+        **base,
+    )
