@@ -15,7 +15,7 @@ from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, check_value, checked
-from llmcourse.replica.base import _MS, _PER_S, _USD, _USD_H, _gpu, _model, _number, _own, _price, _replaced
+from llmcourse.replica.base import _MS, _PER_S, _USD, _USD_H, _gpu, _model, _number, _own, _price
 from llmcourse.replica.memory import _largest_within, largest_batch
 from llmcourse.replica.model import Replica, _replica_of, replica
 from llmcourse.replica.step import DecodeStep
@@ -213,10 +213,6 @@ def plan(
     price_per_hour: Any = None,
     tensor_parallel: int = 1,
     assumptions: Assumptions | str | None = None,
-    memory_reserve: float | None = None,
-    headroom: float | None = None,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
     cached_prompt_tokens: float = 0,
     speculation: Any = None,
     chunk_tokens: int | None = None,
@@ -235,8 +231,9 @@ def plan(
     replica come from the replica's throughput (with each request's prefill charged under the
     course's and the planner's assumptions); replicas = ceil(rate x headroom / that); in flight
     by Little's law; cost per million answer tokens = GPUs x price per hour / answer tokens per
-    hour. ``memory_reserve`` (the share of memory held back), ``headroom`` and the efficiencies
-    override the assumptions; the six-step planner's method is ``assumptions="planner"``.
+    hour. The memory share, the headroom and the efficiencies are the assumptions' (a what-if:
+    ``assumptions=resolve("course").replace(headroom=1.5)``); the six-step planner's method is
+    ``assumptions="planner"``.
 
     **Percentile targets** (``Brief(..., ttft_percentile=99)``): the queue decides a percentile, so the plan
     simulates it (:func:`llmcourse.simulator.queueing.simulate`, ``simulated_requests`` Poisson arrivals with ``seed``,
@@ -258,17 +255,7 @@ def plan(
     >>> tail.sizing.ttft <= Q_(300, "ms"), tail.gpus > p.gpus
     (True, True)
     """
-    m, g, a, price = _plan_inputs(
-        model,
-        gpu,
-        brief,
-        assumptions,
-        memory_reserve,
-        headroom,
-        bandwidth_efficiency,
-        compute_efficiency,
-        price_per_hour,
-    )
+    m, g, a, price = _plan_inputs(model, gpu, brief, assumptions, price_per_hour)
     got = _planned(
         m, g, brief, a, price, tensor_parallel, weight_bytes, kv_bytes, cached_prompt_tokens, speculation, True
     )
@@ -342,33 +329,16 @@ def _plan_inputs(
     gpu: Any,
     brief: Any,
     assumptions: Any,
-    memory_reserve: Any,
-    headroom: Any,
-    bandwidth_efficiency: Any,
-    compute_efficiency: Any,
     price_per_hour: Any,
 ) -> tuple[Model, GPU, Assumptions, pint.Quantity]:
-    """:func:`plan`'s checks of its inputs (after ``@checked``'s): the model, the GPU, the assumptions with
-    their overrides, and the price."""
+    """:func:`plan`'s checks of its inputs (after ``@checked``'s): the model, the GPU, the assumptions and the
+    price."""
     m, g = _model(model), _gpu(gpu)
     if not isinstance(brief, Brief):
         raise InputError(
             "brief must be a Brief(requests_per_second, prompt_tokens, answer_tokens, ttft_target, tpot_target)."
         )
-    fraction = None
-    if memory_reserve is not None:
-        reserve = _number(memory_reserve, "memory_reserve", allow_zero=True)
-        if reserve >= 1:
-            raise InputError(f"memory_reserve is the fraction of memory held back and must be below 1; got {reserve}.")
-        fraction = 1 - reserve
-    a = _replaced(
-        resolve(assumptions),
-        memory_fraction=fraction,
-        headroom=headroom,
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-    )
-    return m, g, a, _price(g, price_per_hour)
+    return m, g, resolve(assumptions), _price(g, price_per_hour)
 
 
 @dataclass(frozen=True)
@@ -480,10 +450,6 @@ def _lever_plan(
     price_per_hour: Any = None,
     tensor_parallel: int = 1,
     assumptions: Assumptions | str | None = None,
-    memory_reserve: float | None = None,
-    headroom: float | None = None,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
     cached_prompt_tokens: float = 0,
     speculation: Any = None,
     chunk_tokens: int | None = None,
@@ -499,22 +465,11 @@ def _lever_plan(
     if isinstance(brief, Brief) and brief.on_percentiles:
         return plan(
             model, gpu, brief, weight_bytes=weight_bytes, kv_bytes=kv_bytes, price_per_hour=price_per_hour,
-            tensor_parallel=tensor_parallel, assumptions=assumptions, memory_reserve=memory_reserve,
-            headroom=headroom, bandwidth_efficiency=bandwidth_efficiency, compute_efficiency=compute_efficiency,
-            cached_prompt_tokens=cached_prompt_tokens, speculation=speculation, chunk_tokens=chunk_tokens,
-            prompt_cv=prompt_cv, answer_cv=answer_cv, simulated_requests=simulated_requests, seed=seed,
+            tensor_parallel=tensor_parallel, assumptions=assumptions, cached_prompt_tokens=cached_prompt_tokens,
+            speculation=speculation, chunk_tokens=chunk_tokens, prompt_cv=prompt_cv, answer_cv=answer_cv,
+            simulated_requests=simulated_requests, seed=seed,
         )  # fmt: skip
-    m, g, a, price = _plan_inputs(
-        model,
-        gpu,
-        brief,
-        assumptions,
-        memory_reserve,
-        headroom,
-        bandwidth_efficiency,
-        compute_efficiency,
-        price_per_hour,
-    )
+    m, g, a, price = _plan_inputs(model, gpu, brief, assumptions, price_per_hour)
     got = _planned(
         m, g, brief, a, price, tensor_parallel, weight_bytes, kv_bytes, cached_prompt_tokens, speculation, False
     )

@@ -26,7 +26,6 @@ from llmcourse.replica.base import (
     _model,
     _number,
     _price,
-    _replaced,
 )
 from llmcourse.replica.memory import _check_weights_fit
 from llmcourse.replica.model import Replica, cost_per_million, replica
@@ -185,8 +184,6 @@ def request_cycle(
     weight_bytes: Any = 2,
     kv_bytes: Any = 2,
     assumptions: Assumptions | str | None = None,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
 ) -> RequestCycle:
     """Prefill ``batch`` prompts together, then decode ``answer_tokens`` steps: the cycle of
     :func:`replica` for that batch, whether or not its KV cache fits.
@@ -213,8 +210,6 @@ def request_cycle(
         kv_bytes=kv_bytes,
         price_per_hour=price_per_hour,
         assumptions=assumptions,
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
     )
     r._need_step()
     if r.price_per_hour is None:
@@ -294,9 +289,6 @@ def serving_plan(
     prompt_tokens: float | None = None,
     price_per_hour: Any = None,
     assumptions: Assumptions | str | None = None,
-    usable_fraction: float | None = None,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
 ) -> ServingPlan:
     """Fill the GPUs' free memory with conversations of ``context_tokens`` and time one decode step:
     the table of the first worked example, from :func:`replica` with the largest batch.
@@ -327,9 +319,6 @@ def serving_plan(
         kv_bytes=kv_bytes,
         price_per_hour=price_per_hour,
         assumptions=assumptions,
-        usable_fraction=usable_fraction,
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
     )
     base = dict(
         model=r.model,
@@ -481,7 +470,6 @@ def prefill_pool(
     gpu: GPU | str,
     *,
     weight_bytes: Any = 2,
-    compute_efficiency: float | None = None,
     assumptions: Assumptions | str | None = None,
 ) -> PrefillPool:
     """FLOP/s to prefill a stream of prompt tokens (``flops_per_param`` per active parameter) and
@@ -494,7 +482,7 @@ def prefill_pool(
     (99, 200)
     """
     m, g = _model(model), _gpu(gpu)
-    a = _replaced(resolve(assumptions), compute_efficiency=compute_efficiency)
+    a = resolve(assumptions)
     rate = F["prefill_compute_rate"](
         token_rate=input_tokens_per_s,
         flops_per_param=Q_(a.flops_per_param, _FLOP),

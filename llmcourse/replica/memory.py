@@ -14,7 +14,7 @@ from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
-from llmcourse.replica.base import _GB, _GIB, B, _bytes, _gpu, _model, _number, _replaced
+from llmcourse.replica.base import _GB, _GIB, B, _bytes, _gpu, _model, _number
 from llmcourse.replica.parallel import Layout, layout
 from llmcourse.units import (
     Q_,
@@ -286,15 +286,14 @@ def kv_copies(model: Model | str, n_gpus: int = 1, assumptions: Assumptions | st
 def usable_memory(
     gpu: GPU | str,
     n_gpus: int = 1,
-    usable_fraction: float | None = None,
     *,
     weights: pint.Quantity | None = None,
     assumptions: Assumptions | str | None = None,
 ) -> pint.Quantity:
     """Memory a server may use for weights and KV cache on ``n_gpus`` GPUs, by the assumptions'
     memory rule: a share of the total (``"total"``), or the ``weights`` plus a share of what they
-    leave (``"free"``); the GPU's memory read as datasheet GB or as the HBM's GiB.
-    ``usable_fraction`` overrides the assumptions' ``memory_fraction``.
+    leave (``"free"``), that share being the assumptions' ``memory_fraction``; the GPU's memory read as
+    datasheet GB or as the HBM's GiB.
 
     Examples
     --------
@@ -304,7 +303,7 @@ def usable_memory(
     154.6
     """
     g = _gpu(gpu)
-    a = _replaced(resolve(assumptions), memory_fraction=usable_fraction)
+    a = resolve(assumptions)
     n = n_gpus
     mem = g.memory if a.memory_unit == "GB" else Q_(to(g.memory, _GB).m, "GiB")
     if a.memory_rule == "total":
@@ -325,7 +324,6 @@ def max_batch(
     n_gpus: int = 1,
     weight_bytes: Any = 2,
     kv_bytes: Any = 2,
-    usable_fraction: float | None = None,
     assumptions: Assumptions | str | None = None,
 ) -> int:
     """Conversations whose KV cache fits beside the weights (0 if the weights alone do not fit).
@@ -337,7 +335,7 @@ def max_batch(
     """
     m, g = _model(model), _gpu(gpu)
     w = _weights(m, weight_bytes)
-    mem = usable_memory(g, n_gpus, usable_fraction, weights=w, assumptions=assumptions)
+    mem = usable_memory(g, n_gpus, weights=w, assumptions=assumptions)
     if w >= mem:
         return 0
     kv = kv_bytes_per_sequence(m, context_tokens, kv_bytes) * kv_copies(m, n_gpus, assumptions)

@@ -32,7 +32,6 @@ from llmcourse.replica.base import (
     _once,
     _own,
     _price,
-    _replaced,
 )
 from llmcourse.replica.memory import (
     _bytes_si,
@@ -241,9 +240,6 @@ def replica(
     kv_bytes: Any = 2,
     price_per_hour: Any = None,
     assumptions: Assumptions | str | None = None,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
-    usable_fraction: float | None = None,
     cached_prompt_tokens: float = 0,
     speculation: Any = None,
     pipeline_parallel: int = 1,
@@ -253,8 +249,8 @@ def replica(
 ) -> Replica:
     """The one replica model: ``tensor_parallel`` GPUs serving ``batch`` requests of
     ``prompt_tokens`` in and ``answer_tokens`` out (the largest batch that fits if ``batch`` is
-    None), under ``assumptions`` (the course's by default; the efficiencies and the memory share
-    may be overridden one by one).
+    None), under ``assumptions`` (the course's by default; a what-if changes them:
+    ``assumptions=resolve("course").replace(bandwidth_efficiency=0.8)``).
 
     ``context_tokens`` is the final length of a sequence; a method that neither charges prefill
     nor reads the KV cache at the average context (``"envelope"``, ``"capacity"``) may be given
@@ -284,8 +280,8 @@ def replica(
     """
     return _replica_setup(
         model, gpu, tensor_parallel, prompt_tokens, answer_tokens, context_tokens, weight_bytes, kv_bytes,
-        price_per_hour, assumptions, bandwidth_efficiency, compute_efficiency, usable_fraction, cached_prompt_tokens,
-        speculation, pipeline_parallel, data_parallel, expert_parallel, link,
+        price_per_hour, assumptions, cached_prompt_tokens, speculation, pipeline_parallel, data_parallel,
+        expert_parallel, link,
     )(batch)  # fmt: skip
 
 
@@ -302,9 +298,6 @@ def _replica_at(
     kv_bytes: Any = 2,
     price_per_hour: Any = None,
     assumptions: Assumptions | str | None = None,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
-    usable_fraction: float | None = None,
     cached_prompt_tokens: float = 0,
     speculation: Any = None,
     pipeline_parallel: int = 1,
@@ -318,8 +311,8 @@ def _replica_at(
     speculation, the function also has ``tpot_ms``: see :func:`_replica_of`)."""
     return _replica_setup(
         model, gpu, tensor_parallel, prompt_tokens, answer_tokens, context_tokens, weight_bytes, kv_bytes,
-        price_per_hour, assumptions, bandwidth_efficiency, compute_efficiency, usable_fraction, cached_prompt_tokens,
-        speculation, pipeline_parallel, data_parallel, expert_parallel, link,
+        price_per_hour, assumptions, cached_prompt_tokens, speculation, pipeline_parallel, data_parallel,
+        expert_parallel, link,
     )  # fmt: skip
 
 
@@ -334,9 +327,6 @@ def _replica_setup(
     kv_bytes: Any,
     price_per_hour: Any,
     assumptions: Any,
-    bandwidth_efficiency: Any,
-    compute_efficiency: Any,
-    usable_fraction: Any,
     cached_prompt_tokens: Any,
     speculation: Any,
     pipeline_parallel: Any,
@@ -346,12 +336,7 @@ def _replica_setup(
 ) -> Callable[[int | None], Replica]:
     """:func:`replica` once ``@checked`` has checked its arguments, as a function of the batch."""
     m, g = _model(model), _gpu(gpu)
-    a = _replaced(
-        resolve(assumptions),
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-        memory_fraction=usable_fraction,
-    )
+    a = resolve(assumptions)
     if (speculation if speculation is not None else a.speculation) is not None:
         spec = speculation if speculation is not None else a.speculation
 

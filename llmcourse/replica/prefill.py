@@ -60,8 +60,6 @@ def prefill(
     prompts: int = 1,
     n_gpus: int = 1,
     weight_bytes: Any = 2,
-    compute_efficiency: float | None = None,
-    bandwidth_efficiency: float | None = None,
     attention: bool | None = None,
     compute_precision: str | None = None,
     cached_tokens: float = 0,
@@ -93,12 +91,7 @@ def prefill(
     _check_positions(m, prompt_tokens, "prompt_tokens")
     degrees = dict(data_parallel=data_parallel, pipeline_parallel=pipeline_parallel, expert_parallel=expert_parallel)
     lay = _deployment(m, g, n_gpus, weight_bytes, assumptions, link=link, **degrees)
-    a = _replaced(
-        resolve(assumptions),
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-        prefill_attention=attention,
-    )
+    a = _replaced(resolve(assumptions), prefill_attention=attention)
     precision = compute_precision or matmul_precision(weight_bytes, g, a)
     return _prefill(m, g, lay, a, prompt_tokens, prompts, cached_tokens, weight_bytes, precision)
 

@@ -158,8 +158,6 @@ def decode_step(
     n_gpus: int = 1,
     weight_bytes: Any = 2,
     kv_bytes: Any = 2,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
     attention_flops: bool | None = None,
     compute_precision: str | None = None,
     assumptions: Assumptions | str | None = None,
@@ -192,8 +190,8 @@ def decode_step(
     (7.98, 'memory')
     """
     m, g, lay, a, precision = _decode_inputs(
-        model, gpu, context_tokens, n_gpus, weight_bytes, assumptions, bandwidth_efficiency, compute_efficiency,
-        attention_flops, compute_precision, data_parallel, pipeline_parallel, expert_parallel, link,
+        model, gpu, context_tokens, n_gpus, weight_bytes, assumptions, attention_flops, compute_precision,
+        data_parallel, pipeline_parallel, expert_parallel, link,
     )  # fmt: skip
     return _decode(m, g, lay, a, batch, context_tokens, weight_bytes, kv_bytes, precision)
 
@@ -205,8 +203,6 @@ def _decode_inputs(
     n_gpus: int,
     weight_bytes: Any,
     assumptions: Any,
-    bandwidth_efficiency: float | None,
-    compute_efficiency: float | None,
     attention_flops: bool | None,
     compute_precision: str | None,
     data_parallel: int,
@@ -220,12 +216,7 @@ def _decode_inputs(
     _check_positions(m, context_tokens, "context_tokens")
     degrees = dict(data_parallel=data_parallel, pipeline_parallel=pipeline_parallel, expert_parallel=expert_parallel)
     lay = _deployment(m, g, n_gpus, weight_bytes, assumptions, link=link, **degrees)
-    a = _replaced(
-        resolve(assumptions),
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-        decode_attention_flops=attention_flops,
-    )
+    a = _replaced(resolve(assumptions), decode_attention_flops=attention_flops)
     precision = compute_precision or matmul_precision(weight_bytes, g, a)
     return m, g, lay, a, precision
 
@@ -269,8 +260,8 @@ def _decoder_kept(
 ) -> Callable[[float, bool], DecodeStep | float]:
     """:func:`_decoder_of` once its arguments are checked."""
     m, g, lay, a, precision = _decode_inputs(
-        model, gpu, context_tokens, n_gpus, weight_bytes, assumptions, None, None, None, None, data_parallel,
-        pipeline_parallel, expert_parallel, link,
+        model, gpu, context_tokens, n_gpus, weight_bytes, assumptions, None, None, data_parallel, pipeline_parallel,
+        expert_parallel, link,
     )  # fmt: skip
     return _decoder(m, g, lay, a, context_tokens, weight_bytes, kv_bytes, precision)
 

@@ -36,8 +36,8 @@ The model (stated once, used everywhere):
   largest batch the memory and the batch cap allow.
 * **Assumptions.** :func:`build_replica` (and :func:`simulate`, :func:`load_sweep` through it)
   takes ``assumptions=`` (a preset name or an :class:`~llmcourse.assumptions.Assumptions`; the
-  course's method by default), and the efficiencies and the usable memory share may be
-  overridden one by one; no modelling constant is set here.
+  course's method by default; a what-if is a changed object,
+  ``assumptions=resolve("course").replace(bandwidth_efficiency=0.8)``); no modelling constant is set here.
 
 The single-server queue's closed forms (M/M/1: utilisation, mean time in the system, the highest
 rate for a mean-time target) are registered as formulas ``mm1_*`` (chapter section *10_queueing*).
@@ -282,13 +282,9 @@ def build_replica(
     kv_bytes: Any = 2,
     batch_cap: int = 256,
     assumptions: Assumptions | str | None = None,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
-    usable_fraction: float | None = None,
 ) -> ServiceModel:
     """Tabulate one replica's service times from the one replica model (once per run), under
-    ``assumptions`` (the course's method by default; the efficiencies and the usable memory share
-    override it one by one).
+    ``assumptions`` (the course's method by default).
 
     The step table runs from batch 1 to ``batch_cap`` (at most the KV budget, one token each); the
     prefill table from 1 token to the longest prompt there can be: the KV budget, capped at the model's
@@ -306,11 +302,7 @@ def build_replica(
     a_ = plain_number(answer_tokens, "answer_tokens")
     cap = int(plain_number(batch_cap, "batch_cap", integer=True))
     tp = int(plain_number(n_gpus, "n_gpus", integer=True))
-    a = resolve(assumptions).replace(
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-        memory_fraction=usable_fraction,
-    )
+    a = resolve(assumptions)
     budget = max_batch(m, g, 1, n_gpus=tp, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a)
     if budget < 1:
         raise InputError(f"{m.name} does not fit on {tp} x {g.name}: add GPUs or store fewer bytes per weight.")
