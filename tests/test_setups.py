@@ -219,7 +219,7 @@ def test_the_set_ups_kept_are_bounded_the_least_recently_used_going_first(monkey
         ask(prompt)
         ask(999)  # asked at every step (a calculator's other plan): kept throughout
     assert len(setups._SETUPS) == 8
-    assert any(args[4] == 999.0 for args, _ in setups._SETUPS.values())
+    assert any(args[1].prompt_tokens == 999 for args, _ in setups._SETUPS.values())  # (deployment, workload, ...)
 
 
 def test_threads_asking_at_once_get_the_fresh_figures(monkeypatch):

@@ -16,6 +16,7 @@ from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, check_value, checked
 from llmcourse.replica.base import _MS, _PER_S, _USD, _USD_H, _gpu, _model, _number, _own, _price
+from llmcourse.replica.deployment import Deployment, Workload
 from llmcourse.replica.memory import _largest_within, largest_batch
 from llmcourse.replica.model import Replica, _replica_of, replica
 from llmcourse.replica.step import DecodeStep
@@ -396,10 +397,9 @@ def _planned(
         # the batch is worked out once for the search below. The price is the replica's only: none of the figures
         # depend on it, so the set-up is that of the catalog's price (kept across prices) and the price is given to
         # the replica built below
-        at = _replica_of(  # type: ignore[assignment]
-            m, g, a, tensor_parallel, brief.prompt_tokens, brief.answer_tokens, None, weight_bytes, kv_bytes, None,
-            cached_prompt_tokens, dict(data_parallel=1, pipeline_parallel=1, expert_parallel=None, link=None),
-        )  # fmt: skip
+        deployment = Deployment(m, g, tensor_parallel, weight_bytes=weight_bytes, kv_bytes=kv_bytes)
+        workload = Workload(brief.prompt_tokens, brief.answer_tokens, cached_prompt_tokens=cached_prompt_tokens)
+        at = _replica_of(deployment, workload, a, None)  # type: ignore[assignment]
         priced = True
     got = getattr(at, "base", None)  # replica()'s own path: the figures of the largest batch, without its step
     if got is None:

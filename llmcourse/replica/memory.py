@@ -15,6 +15,7 @@ from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
 from llmcourse.replica.base import _GB, _GIB, B, _bytes, _gpu, _model, _number
+from llmcourse.replica.deployment import Deployment
 from llmcourse.replica.parallel import Layout, layout
 from llmcourse.units import (
     Q_,
@@ -174,11 +175,13 @@ def _kv_copies(m: Model, n: float, a: Assumptions) -> float:
     return float(F["kv_replication"].value(n_gpus=n, kv_heads=heads))
 
 
-def _deployment(m: Model, g: GPU, n_gpus: int, weight_bytes: Any, assumptions: Any, **degrees: Any) -> Layout:
-    """The layout of a step's GPUs (``n_gpus`` per tensor-parallel group and the other ``degrees``,
+def _fitted_layout(d: Deployment, assumptions: Any) -> Layout:
+    """The layout of a step's GPUs (``d.tensor_parallel`` per group, given as ``n_gpus``, and the other degrees,
     checked by :func:`llmcourse.replica.parallel.layout`), refused if the weights do not fit in all of them."""
-    lay = layout(m, g, tensor_parallel=n_gpus, **degrees)
-    _check_weights_fit(m, g, weight_bytes, lay.n_gpus, "n_gpus", assumptions)
+    m, g = d.model, d.gpu
+    lay = layout(m, g, tensor_parallel=d.tensor_parallel, data_parallel=d.data_parallel,
+                 pipeline_parallel=d.pipeline_parallel, expert_parallel=d.expert_parallel, link=d.link)  # fmt: skip
+    _check_weights_fit(m, g, d.weight_bytes, lay.n_gpus, "n_gpus", assumptions)
     return lay
 
 

@@ -32,7 +32,10 @@ from llmcourse.replica.base import (
     _once,
     _own,
     _price,
+    gpu_of,
+    model_of,
 )
+from llmcourse.replica.deployment import Deployment, Workload
 from llmcourse.replica.memory import (
     _bytes_si,
     _check_weights_fit,
@@ -278,11 +281,35 @@ def replica(
     >>> round(e.throughput.m), round(e.cost_per_million_output_tokens.m, 2)
     (4387, 0.32)
     """
-    return _replica_setup(
-        model, gpu, tensor_parallel, prompt_tokens, answer_tokens, context_tokens, weight_bytes, kv_bytes,
-        price_per_hour, assumptions, cached_prompt_tokens, speculation, pipeline_parallel, data_parallel,
-        expert_parallel, link,
-    )(batch)  # fmt: skip
+    deployment, workload = _objects(
+        model, gpu, tensor_parallel, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes, kv_bytes,
+        speculation, prompt_tokens, answer_tokens, context_tokens, cached_prompt_tokens,
+    )  # fmt: skip
+    return _replica_setup(deployment, workload, resolve(assumptions), price_per_hour)(batch)
+
+
+def _objects(
+    model: Any,
+    gpu: Any,
+    tensor_parallel: Any,
+    pipeline_parallel: Any,
+    data_parallel: Any,
+    expert_parallel: Any,
+    link: Any,
+    weight_bytes: Any,
+    kv_bytes: Any,
+    speculation: Any,
+    prompt_tokens: Any,
+    answer_tokens: Any,
+    context_tokens: Any,
+    cached_prompt_tokens: Any,
+) -> tuple[Deployment, Workload]:
+    """The :class:`Deployment` and the :class:`Workload` (at no batch) of :func:`replica`'s checked keywords."""
+    deployment = Deployment(
+        model_of(model), gpu_of(gpu), tensor_parallel, pipeline_parallel, data_parallel, expert_parallel, link,
+        weight_bytes, kv_bytes, speculation,
+    )  # fmt: skip
+    return deployment, Workload(prompt_tokens, answer_tokens, context_tokens, cached_prompt_tokens)
 
 
 @checked
@@ -309,62 +336,32 @@ def _replica_at(
     batches (a batch it has checked): :func:`replica`'s checks (the same parameters, checked by the same names)
     and its set-up done once, here, then each batch's replica by replica()'s own path (for a replica without
     speculation, the function also has ``tpot_ms``: see :func:`_replica_of`)."""
-    return _replica_setup(
-        model, gpu, tensor_parallel, prompt_tokens, answer_tokens, context_tokens, weight_bytes, kv_bytes,
-        price_per_hour, assumptions, cached_prompt_tokens, speculation, pipeline_parallel, data_parallel,
-        expert_parallel, link,
+    deployment, workload = _objects(
+        model, gpu, tensor_parallel, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes, kv_bytes,
+        speculation, prompt_tokens, answer_tokens, context_tokens, cached_prompt_tokens,
     )  # fmt: skip
+    return _replica_setup(deployment, workload, resolve(assumptions), price_per_hour)
 
 
 def _replica_setup(
-    model: Any,
-    gpu: Any,
-    tensor_parallel: Any,
-    prompt_tokens: Any,
-    answer_tokens: Any,
-    context_tokens: Any,
-    weight_bytes: Any,
-    kv_bytes: Any,
-    price_per_hour: Any,
-    assumptions: Any,
-    cached_prompt_tokens: Any,
-    speculation: Any,
-    pipeline_parallel: Any,
-    data_parallel: Any,
-    expert_parallel: Any,
-    link: Any,
+    deployment: Deployment, workload: Workload, a: Assumptions, price_per_hour: Any
 ) -> Callable[[int | None], Replica]:
-    """:func:`replica` once ``@checked`` has checked its arguments, as a function of the batch."""
-    m, g = _model(model), _gpu(gpu)
-    a = resolve(assumptions)
-    if (speculation if speculation is not None else a.speculation) is not None:
-        spec = speculation if speculation is not None else a.speculation
+    """:func:`replica` once ``@checked`` has checked its arguments, as a function of the batch: the kept set-up
+    (:func:`_replica_of`), or for a deployment that speculates (its own speculation, or the assumptions'), the
+    speculative replica at each batch."""
+    d = deployment
+    spec = d.speculation if d.speculation is not None else a.speculation
+    if spec is None:
+        return _replica_of(d, workload, a, price_per_hour)
+    # the target's replica: one tensor-parallel group (the speculative cycle reads no other degree), no speculation
+    plain = Deployment(d.model, d.gpu, d.tensor_parallel, weight_bytes=d.weight_bytes, kv_bytes=d.kv_bytes)
+    a_plain = dataclasses.replace(a, speculation=None)  # Assumptions.replace() ignores None values
 
-        def speculative_at(batch: int | None) -> Replica:
-            return speculative_replica(
-                m,
-                g,
-                spec,
-                tensor_parallel=tensor_parallel,
-                batch=batch,
-                prompt_tokens=prompt_tokens,
-                answer_tokens=answer_tokens,
-                context_tokens=context_tokens,
-                weight_bytes=weight_bytes,
-                kv_bytes=kv_bytes,
-                price_per_hour=price_per_hour,
-                assumptions=dataclasses.replace(a, speculation=None),  # replace() ignores None values
-                cached_prompt_tokens=cached_prompt_tokens,
-            )
+    def speculative_at(batch: int | None) -> Replica:
+        plain_at = _replica_of(plain, workload, a_plain, price_per_hour)
+        return _speculative(plain_at, d.model, d.gpu, _speculation(spec), batch, d.weight_bytes, d.kv_bytes)
 
-        return speculative_at
-    shape = dict(
-        data_parallel=data_parallel, pipeline_parallel=pipeline_parallel, expert_parallel=expert_parallel, link=link
-    )
-    return _replica_of(
-        m, g, a, tensor_parallel, prompt_tokens, answer_tokens, context_tokens, weight_bytes, kv_bytes, price_per_hour,
-        cached_prompt_tokens, shape,
-    )  # fmt: skip
+    return speculative_at
 
 
 def _owned(base: dict[str, Any]) -> dict[str, Any]:
@@ -378,26 +375,18 @@ def _owned(base: dict[str, Any]) -> dict[str, Any]:
 
 @_kept
 def _replica_of(
-    m: Model,
-    g: GPU,
-    a: Assumptions,
-    tensor_parallel: int,
-    prompt_tokens: float | None,
-    answer_tokens: float | None,
-    context_tokens: float | None,
-    weight_bytes: Any,
-    kv_bytes: Any,
-    price_per_hour: Any,
-    cached_prompt_tokens: float,
-    shape: dict[str, Any],
+    deployment: Deployment, workload: Workload, a: Assumptions, price_per_hour: Any
 ) -> Callable[[int | None], Replica]:
-    """:func:`replica` (without speculation) for checked inputs, as a function of the batch: everything that
-    does not depend on the batch (the layout, the memory, the largest batch, the price) worked out once,
-    so that a search over the batch (:func:`plan`) computes only each batch's decode step and prefill. The same
-    inputs give the same set-up, kept (:func:`_kept`)."""
-    lay = layout(m, g, tensor_parallel=tensor_parallel, **shape)
+    """:func:`replica` (without speculation) for checked inputs, as a function of the batch (the workload's own
+    batch is not read): everything that does not depend on the batch (the layout, the memory, the largest batch,
+    the price) worked out once, so that a search over the batch (:func:`plan`) computes only each batch's decode
+    step and prefill. The same inputs give the same set-up, kept (:func:`_kept`)."""
+    d, m, g = deployment, deployment.model, deployment.gpu
+    weight_bytes, kv_bytes, cached_prompt_tokens = d.weight_bytes, d.kv_bytes, workload.cached_prompt_tokens
+    lay = layout(m, g, tensor_parallel=d.tensor_parallel, data_parallel=d.data_parallel,
+                 pipeline_parallel=d.pipeline_parallel, expert_parallel=d.expert_parallel, link=d.link)  # fmt: skip
     tp, n_all = lay.tensor_parallel, lay.n_gpus
-    final, p, ans = _workload(a, context_tokens, prompt_tokens, answer_tokens)
+    final, p, ans = _workload(a, workload.context_tokens, workload.prompt_tokens, workload.answer_tokens)
     _check_positions(m, final, "context_tokens" if p is None else "prompt_tokens + answer_tokens")
     # plain floats in bytes from here (the formulas by value); the units are attached to what is returned
     w = _weights_si(m, weight_bytes)
@@ -454,8 +443,8 @@ def _replica_of(
 
     # the decode step of this layout as a function of the batch, and the prefill of its prompts as a function of
     # their number, each set up once (at its first use); one prompt's prefill does not depend on the batch
-    decoder = _once(lambda: _decoder(m, g, lay, a, kv_ctx, weight_bytes, kv_bytes, cp))
-    prefiller = _once(lambda: _prefiller(m, g, lay, a, p, cached_prompt_tokens, weight_bytes, cp))
+    decoder = _once(lambda: _decoder(d, lay, a, kv_ctx, cp))
+    prefiller = _once(lambda: _prefiller(d, lay, a, p, cached_prompt_tokens, cp))
     first_ms = _once(lambda: _S_MS * prefiller()(1, True))  # one prompt's Prefill.time in ms, without the Prefill
 
     # a batch's step, prefill and time per token in ms, as tpot_ms found them (kept with the set-up: a search
@@ -593,12 +582,29 @@ def speculative_replica(model: Model | str, gpu: GPU | str, speculation: Specula
     """
     spec = _speculation(speculation)
     m, g = _model(model), _gpu(gpu)
-    base = replica(m, g, **kw)
+
+    def plain_at(batch: int | None) -> Replica:
+        return replica(m, g, **(kw | {"batch": batch}))
+
+    return _speculative(plain_at, m, g, spec, kw.get("batch"), kw.get("weight_bytes", 2), kw.get("kv_bytes", 2))
+
+
+def _speculative(
+    plain_at: Callable[[int | None], Replica],
+    m: Model,
+    g: GPU,
+    spec: Speculation,
+    batch: int | None,
+    wb: Any,
+    kvb: Any,
+) -> SpeculativeReplica:
+    """:func:`speculative_replica` from the target's replica at a batch (``plain_at``), for ``batch`` (None: the
+    largest that fits with the draft) and the target's weight and KV precisions."""
+    base = plain_at(batch)
     fields_ = {f.name: getattr(base, f.name) for f in dataclasses.fields(Replica)}
     if base.step is None and base.max_batch < 1 and base.weights >= base.usable_memory:
         return SpeculativeReplica(**fields_, speculation=spec)  # the target's weights alone do not fit
     a, tp, final = base.assumptions, base.tensor_parallel, base.context_tokens
-    wb, kvb = kw.get("weight_bytes", 2), kw.get("kv_bytes", 2)
     mem = speculative_memory(
         m, g, spec, context_tokens=final, tensor_parallel=tp, weight_bytes=wb, kv_bytes=kvb, assumptions=a
     )
@@ -611,9 +617,9 @@ def speculative_replica(model: Model | str, gpu: GPU | str, speculation: Specula
     if mem.max_batch < 1:
         fields_ |= dict(batch=0, step=None, first_prefill=None, batch_prefill=None, reason=mem.reason(1))
         return SpeculativeReplica(**fields_, speculation=spec)
-    b = kw.get("batch") or mem.max_batch
+    b = batch or mem.max_batch
     if b != base.batch:
-        base = replica(m, g, **(kw | {"batch": b}))
+        base = plain_at(b)
         fields_ |= {f: getattr(base, f) for f in ("batch", "step", "first_prefill", "batch_prefill")}
     kv_ctx = base.kv_read_tokens  # the context the replica model reads each KV cache at
     s = _step(m, g, spec, mem, batch=b, context_tokens=kv_ctx, tp=tp, weight_bytes=wb, kv_bytes=kvb, a=a)

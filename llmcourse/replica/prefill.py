@@ -20,12 +20,13 @@ from llmcourse.replica.base import (
     _S_MS,
     _TFLOP,
     _check_positions,
-    _gpu,
-    _model,
     _number,
     _replaced,
+    gpu_of,
+    model_of,
 )
-from llmcourse.replica.memory import _deployment, _weights_si
+from llmcourse.replica.deployment import Deployment
+from llmcourse.replica.memory import _fitted_layout, _weights_si
 from llmcourse.replica.parallel import Layout, _comm_seconds_of, send_seconds
 from llmcourse.replica.step import matmul_precision
 from llmcourse.units import (
@@ -87,45 +88,24 @@ def prefill(
     >>> round(p.compute_time.to(_MS).m, 1), round(p.memory_time.to(_MS).m, 1), p.bound
     (68.7, 6.8, 'compute')
     """
-    m, g = _model(model), _gpu(gpu)
-    _check_positions(m, prompt_tokens, "prompt_tokens")
-    degrees = dict(data_parallel=data_parallel, pipeline_parallel=pipeline_parallel, expert_parallel=expert_parallel)
-    lay = _deployment(m, g, n_gpus, weight_bytes, assumptions, link=link, **degrees)
+    d = Deployment(
+        model_of(model), gpu_of(gpu), n_gpus, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes
+    )
+    _check_positions(d.model, prompt_tokens, "prompt_tokens")
+    lay = _fitted_layout(d, assumptions)
     a = _replaced(resolve(assumptions), prefill_attention=attention)
-    precision = compute_precision or matmul_precision(weight_bytes, g, a)
-    return _prefill(m, g, lay, a, prompt_tokens, prompts, cached_tokens, weight_bytes, precision)
-
-
-def _prefill(
-    m: Model,
-    g: GPU,
-    lay: Layout,
-    a: Assumptions,
-    prompt_tokens: float,
-    prompts: float,
-    cached_tokens: Any,
-    weight_bytes: Any,
-    precision: str,
-    time_only: bool = False,
-) -> Prefill | float:
-    """:func:`prefill` once its inputs are checked and its layout is known: the formulas by value, on plain
-    floats in their symbols' units, the units attached to the result (``time_only``: only its time, in
-    seconds, as a plain float)."""
-    return _prefiller(m, g, lay, a, prompt_tokens, cached_tokens, weight_bytes, precision)(prompts, time_only)
+    precision = compute_precision or matmul_precision(weight_bytes, d.gpu, a)
+    return _prefiller(d, lay, a, prompt_tokens, cached_tokens, precision)(prompts)
 
 
 def _prefiller(
-    m: Model,
-    g: GPU,
-    lay: Layout,
-    a: Assumptions,
-    prompt_tokens: float,
-    cached_tokens: Any,
-    weight_bytes: Any,
-    precision: str,
+    d: Deployment, lay: Layout, a: Assumptions, prompt_tokens: float, cached_tokens: Any, precision: str
 ) -> Callable[[float, bool], Prefill | float]:
-    """:func:`_prefill` as a function of the number of prompts (and ``time_only``): one prompt's FLOPs and the
-    roofs worked out once, each call computing only what the number of prompts changes, to the same floats."""
+    """:func:`prefill` of ``d`` on its layout ``lay`` (checked) as a function of the number of prompts (and
+    ``time_only``: only its time, in seconds, as a plain float): the formulas by value, on plain floats in their
+    symbols' units, the units attached to the result; one prompt's FLOPs and the roofs worked out once, each call
+    computing only what the number of prompts changes, to the same floats."""
+    m, g, weight_bytes = d.model, d.gpu, d.weight_bytes
     t, pp = prompt_tokens, lay.pipeline_parallel
     cached = _number(cached_tokens, "cached_tokens", allow_zero=True)
     if cached >= t:

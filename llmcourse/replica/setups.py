@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from llmcourse.assumptions import Assumptions
 from llmcourse.catalog import Model
+from llmcourse.replica.deployment import Deployment, Workload
 from llmcourse.units import (
     Q_,
 )
@@ -39,8 +40,10 @@ def _setup_key(value: Any) -> Any:
     assumptions by every field with its type (frozen dataclasses of plain fields, so ``Model.with_`` gives an equal
     key; a model's aliases count, though its equality leaves them out; 1 and 1.0 in a field are different keys, as
     such numbers are: a replica holds the model and the assumptions it was set up with, and a caller must get back
-    what it gave); anything else (a catalog GPU or link: frozen, and slow to hash by value) by identity (the inputs
-    are kept beside the set-up, so that an id is not reused while it is kept)."""
+    what it gave); a :class:`~llmcourse.replica.deployment.Deployment` or a
+    :class:`~llmcourse.replica.deployment.Workload` by the keys of its fields (a workload's but its batch: a set-up
+    serves every batch); anything else (a catalog GPU or link: frozen, and slow to hash by value) by identity (the
+    inputs are kept beside the set-up, so that an id is not reused while it is kept)."""
     t = type(value)
     if value is None or t is str:
         return value
@@ -51,24 +54,23 @@ def _setup_key(value: Any) -> Any:
     if t is Model or t is Assumptions:
         fields = tuple(value.__dict__.values())
         return (t, fields, tuple(map(type, fields)))
+    if t is Deployment:
+        return (t, *map(_setup_key, value.__dict__.values()))
+    if t is Workload:
+        return (t, *map(_setup_key, (value.prompt_tokens, value.answer_tokens, value.context_tokens,
+                                     value.cached_prompt_tokens)))  # fmt: skip
     return (object, id(value))
 
 
 def _kept(set_up: Callable[..., Callable[..., Any]]) -> Callable[..., Callable[..., Any]]:
     """``set_up`` (a replica's, or a decode step's, as a function of the batch), each of its answers kept in
-    :data:`_SETUPS` by the function and its inputs (given by position; a dict of inputs, a replica's shape, by its
-    items): the same inputs give the kept set-up, and an input that is refused is refused each time (an exception is
+    :data:`_SETUPS` by the function and its inputs (given by position: a deployment, a workload, the assumptions,
+    ...): the same inputs give the kept set-up, and an input that is refused is refused each time (an exception is
     not kept). What a set-up returns must be built anew at each call (a kept set-up is shared)."""
 
     @functools.wraps(set_up)
     def kept(*args: Any) -> Callable[..., Any]:
-        key = (
-            set_up,
-            *(
-                tuple((k, _setup_key(x)) for k, x in sorted(v.items())) if type(v) is dict else _setup_key(v)
-                for v in args
-            ),
-        )
+        key = (set_up, *map(_setup_key, args))
         with _SETUPS_LOCK:
             got = _SETUPS.pop(key, None)
             if got is not None:

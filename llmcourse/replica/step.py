@@ -28,8 +28,11 @@ from llmcourse.replica.base import (
     _gpu,
     _model,
     _replaced,
+    gpu_of,
+    model_of,
 )
-from llmcourse.replica.memory import _bytes_si, _deployment, _kv_copies, _kv_sequence_si, _weights_read_si
+from llmcourse.replica.deployment import Deployment, Workload
+from llmcourse.replica.memory import _bytes_si, _fitted_layout, _kv_copies, _kv_sequence_si, _weights_read_si
 from llmcourse.replica.parallel import Layout, _comm_seconds_of, send_seconds
 from llmcourse.replica.setups import _kept
 from llmcourse.units import (
@@ -189,36 +192,24 @@ def decode_step(
     >>> round(s.step_time.to(_MS).m, 2), s.bound
     (7.98, 'memory')
     """
-    m, g, lay, a, precision = _decode_inputs(
-        model, gpu, context_tokens, n_gpus, weight_bytes, assumptions, attention_flops, compute_precision,
-        data_parallel, pipeline_parallel, expert_parallel, link,
+    d = Deployment(
+        model_of(model), gpu_of(gpu), n_gpus, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes,
+        kv_bytes,
     )  # fmt: skip
-    return _decode(m, g, lay, a, batch, context_tokens, weight_bytes, kv_bytes, precision)
+    lay, a, precision = _decode_inputs(d, context_tokens, assumptions, attention_flops, compute_precision)
+    return _decoder(d, lay, a, context_tokens, precision)(batch)
 
 
 def _decode_inputs(
-    model: Model | str,
-    gpu: GPU | str,
-    context_tokens: float,
-    n_gpus: int,
-    weight_bytes: Any,
-    assumptions: Any,
-    attention_flops: bool | None,
-    compute_precision: str | None,
-    data_parallel: int,
-    pipeline_parallel: int,
-    expert_parallel: int | None,
-    link: Any,
-) -> tuple[Model, GPU, Layout, Assumptions, str]:
-    """:func:`decode_step`'s checks of its checked inputs, and what it works out from them: the model, the
-    GPU, the layout, the assumptions and the matmul precision."""
-    m, g = _model(model), _gpu(gpu)
-    _check_positions(m, context_tokens, "context_tokens")
-    degrees = dict(data_parallel=data_parallel, pipeline_parallel=pipeline_parallel, expert_parallel=expert_parallel)
-    lay = _deployment(m, g, n_gpus, weight_bytes, assumptions, link=link, **degrees)
+    d: Deployment, context_tokens: float, assumptions: Any, attention_flops: bool | None, compute_precision: str | None
+) -> tuple[Layout, Assumptions, str]:
+    """:func:`decode_step`'s checks of its checked inputs, and what it works out from them: the layout, the
+    assumptions and the matmul precision."""
+    _check_positions(d.model, context_tokens, "context_tokens")
+    lay = _fitted_layout(d, assumptions)
     a = _replaced(resolve(assumptions), decode_attention_flops=attention_flops)
-    precision = compute_precision or matmul_precision(weight_bytes, g, a)
-    return m, g, lay, a, precision
+    precision = compute_precision or matmul_precision(d.weight_bytes, d.gpu, a)
+    return lay, a, precision
 
 
 @checked
@@ -238,32 +229,20 @@ def _decoder_of(
 ) -> Callable[[float, bool], DecodeStep | float]:
     """:func:`decode_step`'s checks (the same parameters, checked by the same names) and its step as a function
     of the batch (the set-up kept: :func:`_kept`)."""
-    return _decoder_kept(
-        model, gpu, context_tokens, n_gpus, weight_bytes, kv_bytes, assumptions, data_parallel, pipeline_parallel,
-        expert_parallel, link,
+    d = Deployment(
+        model_of(model), gpu_of(gpu), n_gpus, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes,
+        kv_bytes,
     )  # fmt: skip
+    return _decoder_kept(d, Workload(context_tokens=context_tokens), assumptions)
 
 
 @_kept
-def _decoder_kept(
-    model: Any,
-    gpu: Any,
-    context_tokens: float,
-    n_gpus: int,
-    weight_bytes: Any,
-    kv_bytes: Any,
-    assumptions: Any,
-    data_parallel: int,
-    pipeline_parallel: int,
-    expert_parallel: int | None,
-    link: Any,
-) -> Callable[[float, bool], DecodeStep | float]:
-    """:func:`_decoder_of` once its arguments are checked."""
-    m, g, lay, a, precision = _decode_inputs(
-        model, gpu, context_tokens, n_gpus, weight_bytes, assumptions, None, None, data_parallel, pipeline_parallel,
-        expert_parallel, link,
-    )  # fmt: skip
-    return _decoder(m, g, lay, a, context_tokens, weight_bytes, kv_bytes, precision)
+def _decoder_kept(d: Deployment, workload: Workload, assumptions: Any) -> Callable[[float, bool], DecodeStep | float]:
+    """:func:`_decoder_of` once its arguments are checked: the decode step of ``d`` reading each KV cache at the
+    workload's context."""
+    ctx = workload.context_tokens
+    lay, a, precision = _decode_inputs(d, ctx, assumptions, None, None)
+    return _decoder(d, lay, a, ctx, precision)
 
 
 def _decode_steps(
@@ -303,30 +282,16 @@ def _decode_steps(
     return lambda batch: setup()(batch)
 
 
-def _decode(
-    m: Model,
-    g: GPU,
-    lay: Layout,
-    a: Assumptions,
-    batch: float,
-    ctx: float,
-    weight_bytes: Any,
-    kv_bytes: Any,
-    precision: str,
-    step_only: bool = False,
-) -> DecodeStep | float:
-    """:func:`decode_step` once its inputs are checked and its layout is known: the formulas by value, on
-    plain floats in their symbols' units (bytes, FLOPs, seconds), the units attached to the result
-    (``step_only``: only the step's time, in seconds, as a plain float)."""
-    return _decoder(m, g, lay, a, ctx, weight_bytes, kv_bytes, precision)(batch, step_only)
-
-
 def _decoder(
-    m: Model, g: GPU, lay: Layout, a: Assumptions, ctx: float, weight_bytes: Any, kv_bytes: Any, precision: str
+    d: Deployment, lay: Layout, a: Assumptions, ctx: float, precision: str
 ) -> Callable[[float, bool], DecodeStep | float]:
-    """:func:`_decode` as a function of the batch (and ``step_only``): what does not depend on the batch (the
-    KV per sequence, the FLOPs per token, the roofs; a dense model's weights read) worked out once, so that a
-    search over the batch computes only each batch's own terms, in the same order, to the same floats."""
+    """:func:`decode_step` of ``d`` on its layout ``lay`` (checked), each KV cache read at ``ctx`` tokens, as a
+    function of the batch (and ``step_only``: only the step's time, in seconds, as a plain float): the formulas by
+    value, on plain floats in their symbols' units (bytes, FLOPs, seconds), the units attached to the result. What
+    does not depend on the batch (the KV per sequence, the FLOPs per token, the roofs; a dense model's weights read)
+    is worked out once, so that a search over the batch computes only each batch's own terms, in the same order, to
+    the same floats."""
+    m, g, weight_bytes, kv_bytes = d.model, d.gpu, d.weight_bytes, d.kv_bytes
     gpus_, dp, pp = lay.tensor_parallel, lay.data_parallel, lay.pipeline_parallel
     wpp = _bytes_si(weight_bytes, "weight_bytes")
     moe = m.is_moe
