@@ -33,7 +33,7 @@ GPUS = ["H100 SXM", "A100 80GB", "H200"]
 
 def fresh(f):
     """``f()`` with no set-up kept (the planner's own path, uncached), the kept ones put back after."""
-    with setups._set_ups_aside():
+    with setups.set_ups_aside():
         return f()
 
 
@@ -263,10 +263,10 @@ def test_threads_asking_at_once_get_the_fresh_figures(monkeypatch):
     batches=st.lists(st.integers(1, 300), min_size=2, max_size=4),
 )
 def test_a_decode_step_on_a_kept_set_up_is_decode_steps(model, gpu, tp, kv, method, context, batches):
-    """The decode steps a search asks of a kept set-up (``_decode_steps``, as the speculative calculator asks them)
+    """The decode steps a search asks of a kept set-up (``decode_steps``, as the speculative calculator asks them)
     are decode_step()'s own, each time the same set-up is asked again."""
     kw = dict(context_tokens=context, n_gpus=tp, weight_bytes="fp8", kv_bytes=kv, assumptions=method)
     for batch in batches:
         for _ in range(2):  # the second finds the first's set-up
-            got = _outcome(lambda: replica_step._decode_steps(model, gpu, **kw)(batch))  # noqa: B023
+            got = _outcome(lambda: replica_step.decode_steps(model, gpu, **kw)(batch))  # noqa: B023
             assert got == _outcome(lambda: replica_step.decode_step(model, gpu, batch=batch, **kw))  # noqa: B023

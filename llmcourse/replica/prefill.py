@@ -13,23 +13,15 @@ from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
-from llmcourse.replica.base import (
-    _FLOP_TFLOP,
-    _MS,
-    _MS_S,
-    _S_MS,
-    _TFLOP,
-    _check_positions,
-    _number,
-    _replaced,
-    gpu_of,
-    model_of,
-)
+from llmcourse.replica.base import _FLOP_TFLOP, _MS_S, _S_MS, _replaced, check_positions, gpu_of, model_of
 from llmcourse.replica.deployment import Deployment
 from llmcourse.replica.memory import _fitted_layout, _weights_si
 from llmcourse.replica.parallel import Layout, _comm_seconds_of, send_seconds
 from llmcourse.replica.step import matmul_precision
 from llmcourse.units import (
+    MS,
+    TFLOP,
+    plain_number,
     quantity,
 )
 
@@ -85,13 +77,13 @@ def prefill(
     Examples
     --------
     >>> p = prefill("Llama-3.1-8B", "H100 SXM", 2_048)
-    >>> round(p.compute_time.to(_MS).m, 1), round(p.memory_time.to(_MS).m, 1), p.bound
+    >>> round(p.compute_time.to(MS).m, 1), round(p.memory_time.to(MS).m, 1), p.bound
     (68.7, 6.8, 'compute')
     """
     d = Deployment(
         model_of(model), gpu_of(gpu), n_gpus, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes
     )
-    _check_positions(d.model, prompt_tokens, "prompt_tokens")
+    check_positions(d.model, prompt_tokens, "prompt_tokens")
     lay = _fitted_layout(d, assumptions)
     a = _replaced(resolve(assumptions), prefill_attention=attention)
     precision = compute_precision or matmul_precision(weight_bytes, d.gpu, a)
@@ -107,7 +99,7 @@ def _prefiller(
     computing only what the number of prompts changes, to the same floats."""
     m, g, weight_bytes = d.model, d.gpu, d.weight_bytes
     t, pp = prompt_tokens, lay.pipeline_parallel
-    cached = _number(cached_tokens, "cached_tokens", allow_zero=True)
+    cached = plain_number(cached_tokens, "cached_tokens", allow_zero=True)
     if cached >= t:
         raise InputError(f"cached_tokens ({cached:g}) must be fewer than prompt_tokens ({t:g}): at least one is new.")
     per_param = a.flops_per_param
@@ -151,12 +143,12 @@ def _prefiller(
         mem = dict(weights=weights, n_gpus=gpus_, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
         return Prefill(
             prompts=int(n),
-            flops=quantity(n * flops * _FLOP_TFLOP, _TFLOP._units),
-            attention_flops=quantity(n * (full - linear) * _FLOP_TFLOP, _TFLOP._units),
-            compute_time=quantity(F["prefill_compute_time"].value(**comp) * _S_MS, _MS._units),
-            memory_time=quantity(F["weight_read_time"].value(**mem) * _S_MS, _MS._units),
-            time=quantity(total * _S_MS, _MS._units),
-            comm_time=quantity(comm, _MS),
+            flops=quantity(n * flops * _FLOP_TFLOP, TFLOP._units),
+            attention_flops=quantity(n * (full - linear) * _FLOP_TFLOP, TFLOP._units),
+            compute_time=quantity(F["prefill_compute_time"].value(**comp) * _S_MS, MS._units),
+            memory_time=quantity(F["weight_read_time"].value(**mem) * _S_MS, MS._units),
+            time=quantity(total * _S_MS, MS._units),
+            comm_time=quantity(comm, MS),
         )
 
     return of

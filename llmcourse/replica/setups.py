@@ -87,10 +87,19 @@ def _kept(set_up: Callable[..., Callable[..., Any]]) -> Callable[..., Callable[.
 
 
 @contextlib.contextmanager
-def _set_ups_aside() -> Iterator[None]:
+def set_ups_aside() -> Iterator[None]:
     """Within the block, no set-up is kept from before and none made in it is kept after: the planner's whole path,
     as a new input takes it (the live warm-up; tests comparing kept set-ups with fresh ones). It swaps the
-    process's one store: not for blocks on several threads at once (one would put back another's)."""
+    process's one store: not for blocks on several threads at once (one would put back another's).
+
+    Examples
+    --------
+    >>> from llmcourse.replica.model import replica
+    >>> with set_ups_aside():
+    ...     fresh = replica("Llama-3.1-8B", "H100 SXM", batch=4, prompt_tokens=1_000, answer_tokens=100)
+    >>> fresh == replica("Llama-3.1-8B", "H100 SXM", batch=4, prompt_tokens=1_000, answer_tokens=100)
+    True
+    """
     global _SETUPS
     with _SETUPS_LOCK:
         kept, _SETUPS = _SETUPS, {}

@@ -71,9 +71,12 @@ from llmcourse.catalog import GPU, Model, bytes_per_value, gpus, models
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
-from llmcourse.replica.base import _B, _GB, _MS_S, _S
+from llmcourse.replica.base import _MS_S
 from llmcourse.replica.memory import _kv_copies, _kv_sequence_si, _max_batch_si, _usable_si, _weights_si, largest_batch
-from llmcourse.replica.step import DecodeStep, _decode_steps, _read_efficiency, decode_step, matmul_precision
+from llmcourse.replica.step import DecodeStep, _read_efficiency, decode_step, decode_steps, matmul_precision
+from llmcourse.units import BYTE as _B  # the package's parsed units, by this module's names for them
+from llmcourse.units import GB as _GB
+from llmcourse.units import S as _S
 from llmcourse.units import fmt, in_unit, parsed_unit, plain_number, quantity, seed_number, to
 
 _MS = parsed_unit("ms")[0]
@@ -596,7 +599,7 @@ def _step(
 ) -> SpeculativeStep | float:
     """The cycle's times from decode_step, whether or not the batch fits (the caller checks). ``steps``: a dict
     that a search over the batch passes to every call, where the three decode steps and the expected tokens are
-    set up once (:func:`llmcourse.replica.step._decode_steps`: the same steps as decode_step's; a caller that also
+    set up once (:func:`llmcourse.replica.step.decode_steps`: the same steps as decode_step's; a caller that also
     searches, the speculative calculator, passes the same dict to its step and its search); ``speedup_only``:
     only the speed-up (the step's ``speedup``), for a search that asks nothing else."""
     k, b = spec.draft_tokens, int(batch)
@@ -606,7 +609,7 @@ def _step(
         if steps is None:
             return decode_step(model, g, batch=batch, **kw, **common)
         if name not in steps:
-            steps[name] = _decode_steps(model, g, **kw, **common, both=True)
+            steps[name] = decode_steps(model, g, **kw, **common, both=True)
         if speedup_only:  # the speed-up needs the steps' times alone: DecodeStep.step_time, as _decoder sets it
             return _StepTime(in_unit(steps[name](batch, True), _S, _MS))
         return steps[name](batch)
