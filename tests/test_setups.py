@@ -1,6 +1,6 @@
 """The replica set-ups the planner keeps (setups._SETUPS): a kept set-up gives what a fresh one gives.
 
-A calculator asks for the same few replicas at every update, so ``replica_model._replica_of`` keeps each set-up (the
+A calculator asks for the same few replicas at every update, so ``replica_model.setup_of`` keeps each set-up (the
 layout, the memory, the largest batch, the decode step and prefill as functions of the batch, and the times per
 token a batch search has asked) by its inputs. These tests check that keeping changes no figure: a plan or a
 replica worked out on kept set-ups equals the one worked out with none kept, whatever was asked before.
@@ -93,25 +93,23 @@ def test_a_replica_on_a_kept_set_up_is_the_fresh_replica(model, gpu, tp, kv, met
         assert kept == fresh(lambda: _outcome(lambda: replica(model, gpu, batch=batch, **kw)))  # noqa: B023
 
 
-def test_the_set_up_is_kept_and_asked_again():
+def test_the_set_up_is_kept_and_asked_again(monkeypatch):
     """The second of two equal calls finds the first's set-up (the tests above compare figures; this, that they
     compared a kept set-up, not two fresh ones)."""
     kw = dict(tensor_parallel=2, prompt_tokens=3_000, answer_tokens=500, weight_bytes="fp8")
     made = []
-    original = replica_model._replica_of.__wrapped__
 
-    def counting(*args):
-        made.append(args)
-        return original(*args)
-
-    wrapped = setups._kept(counting)
+    class Counting(replica_model.ReplicaSetup):
+        def __init__(self, *args):
+            made.append(args)
+            super().__init__(*args)
 
     def run():  # (within fresh: no set-up kept from before)
-        saved, replica_model._replica_of = replica_model._replica_of, wrapped
+        monkeypatch.setattr(replica_model, "ReplicaSetup", Counting)
         try:
             return [replica("Llama-3.1-70B", "H100 SXM", batch=b, **kw) for b in (7, 40, 7)]
         finally:
-            replica_model._replica_of = saved
+            monkeypatch.undo()
 
     first, second, again = fresh(run)
     assert len(made) == 1 and first == again

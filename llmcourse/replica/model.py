@@ -30,7 +30,7 @@ from llmcourse.replica.memory import (
 )
 from llmcourse.replica.parallel import Layout, layout
 from llmcourse.replica.prefill import Prefill, _prefiller
-from llmcourse.replica.setups import _kept
+from llmcourse.replica.setups import _keep, _kept, _key
 from llmcourse.replica.speculative import Speculation, SpeculativeStep, _speculation, _step, speculative_memory
 from llmcourse.replica.step import DecodeStep, _decoder, matmul_precision
 from llmcourse.units import (
@@ -580,10 +580,13 @@ def setup_of(
     return SpeculativeSetup(d, workload, assumptions, price_per_hour)
 
 
-@_kept
 def _replica_of(deployment: Deployment, workload: Workload, a: Assumptions, price_per_hour: Any) -> ReplicaSetup:
-    """The :class:`ReplicaSetup` of these inputs, kept (:func:`_kept`): the same inputs give the same set-up."""
-    return ReplicaSetup(deployment, workload, a, price_per_hour)
+    """The :class:`ReplicaSetup` of these inputs, kept (:mod:`~llmcourse.replica.setups`): the same inputs give the
+    same set-up."""
+    inputs = (deployment, workload, a, price_per_hour)
+    key = _key(ReplicaSetup, inputs)
+    got = _kept(key)
+    return got if got is not None else _keep(key, inputs, ReplicaSetup(*inputs))
 
 
 @checked

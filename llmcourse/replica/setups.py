@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import threading
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import Any
 
 from llmcourse.assumptions import Assumptions
 from llmcourse.catalog import Model
@@ -15,16 +14,12 @@ from llmcourse.units import (
     Q_,
 )
 
-if TYPE_CHECKING:
-    from llmcourse.replica.model import Replica
-
-
-#: The replicas :func:`_replica_of` has set up, by their inputs (:func:`_setup_key`), the least recently used
+#: The replicas (and decode steps) set up, by their kind and inputs (:func:`_key`), the least recently used
 #: first: a calculator asks for the same few replicas at every update (the design review's five plans, the many-GPUs
 #: chart's bars), and most controls (the request rate, a target, the batch) change none of them. Bounded: the least
 #: recently used set-up goes first. Its reads and writes hold :data:`_SETUPS_LOCK` (a set-up itself is made outside
 #: it: two threads asking for a new one at once may both make it, and get equal figures).
-_SETUPS: dict[tuple, tuple[tuple, Callable[[int | None], Replica]]] = {}
+_SETUPS: dict[tuple, tuple[tuple, Any]] = {}
 
 
 _SETUPS_KEPT = 256
@@ -62,28 +57,33 @@ def _setup_key(value: Any) -> Any:
     return (object, id(value))
 
 
-def _kept(set_up: Callable[..., Callable[..., Any]]) -> Callable[..., Callable[..., Any]]:
-    """``set_up`` (a replica's, or a decode step's, as a function of the batch), each of its answers kept in
-    :data:`_SETUPS` by the function and its inputs (given by position: a deployment, a workload, the assumptions,
-    ...): the same inputs give the kept set-up, and an input that is refused is refused each time (an exception is
-    not kept). What a set-up returns must be built anew at each call (a kept set-up is shared)."""
+def _key(kind: Any, inputs: tuple) -> tuple:
+    """The :data:`_SETUPS` key of the set-up ``kind`` (a class, or a name) of ``inputs`` (given by position: a
+    deployment, a workload, the assumptions, ...)."""
+    return (kind, *map(_setup_key, inputs))
 
-    @functools.wraps(set_up)
-    def kept(*args: Any) -> Callable[..., Any]:
-        key = (set_up, *map(_setup_key, args))
-        with _SETUPS_LOCK:
-            got = _SETUPS.pop(key, None)
-            if got is not None:
-                _SETUPS[key] = got  # the most recently used, last
-                return got[1]
-        got = (args, set_up(*args))  # the inputs kept beside it: an id in the key is not reused while it is kept
-        with _SETUPS_LOCK:
-            while len(_SETUPS) >= _SETUPS_KEPT:  # the least recently used goes
-                _SETUPS.pop(next(iter(_SETUPS)))
-            _SETUPS[key] = got
+
+def _kept(key: tuple) -> Any:
+    """The set-up kept under ``key`` (:func:`_key`), made the most recently used, or None. A caller asks here, and
+    if it gets None makes the set-up itself and gives it to :func:`_keep`: the store never calls back into the
+    modules that keep their set-ups in it (the same inputs give the kept set-up; an input that is refused is refused
+    each time, as no exception is kept). A kept set-up is shared: what it returns must be built anew at each call."""
+    with _SETUPS_LOCK:
+        got = _SETUPS.pop(key, None)
+        if got is None:
+            return None
+        _SETUPS[key] = got  # the most recently used, last
         return got[1]
 
-    return kept
+
+def _keep(key: tuple, inputs: tuple, set_up: Any) -> Any:
+    """Keep ``set_up`` (of ``inputs``) under ``key``, the least recently used set-up going when the store is full;
+    ``set_up`` itself back. The inputs are kept beside it, so that an id in the key is not reused while it is kept."""
+    with _SETUPS_LOCK:
+        while len(_SETUPS) >= _SETUPS_KEPT:  # the least recently used goes
+            _SETUPS.pop(next(iter(_SETUPS)))
+        _SETUPS[key] = (inputs, set_up)
+    return set_up
 
 
 @contextlib.contextmanager

@@ -28,7 +28,7 @@ from llmcourse.replica.base import (
 from llmcourse.replica.deployment import Deployment, Workload
 from llmcourse.replica.memory import _bytes_si, _fitted_layout, _kv_copies, _kv_sequence_si, _weights_read_si
 from llmcourse.replica.parallel import Layout, _comm_seconds_of, send_seconds
-from llmcourse.replica.setups import _kept
+from llmcourse.replica.setups import _keep, _kept, _key
 from llmcourse.units import (
     GB,
     GFLOP,
@@ -226,7 +226,7 @@ def _decoder_of(
     link: Any = None,
 ) -> Callable[[float, bool], DecodeStep | float]:
     """:func:`decode_step`'s checks (the same parameters, checked by the same names) and its step as a function
-    of the batch (the set-up kept: :func:`_kept`)."""
+    of the batch (the set-up kept: :mod:`~llmcourse.replica.setups`)."""
     d = Deployment(
         model_of(model), gpu_of(gpu), n_gpus, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes,
         kv_bytes,
@@ -234,13 +234,17 @@ def _decoder_of(
     return _decoder_kept(d, Workload(context_tokens=context_tokens), assumptions)
 
 
-@_kept
 def _decoder_kept(d: Deployment, workload: Workload, assumptions: Any) -> Callable[[float, bool], DecodeStep | float]:
     """:func:`_decoder_of` once its arguments are checked: the decode step of ``d`` reading each KV cache at the
-    workload's context."""
+    workload's context, kept (:mod:`~llmcourse.replica.setups`)."""
+    inputs = (d, workload, assumptions)
+    key = _key(_Decoder, inputs)
+    got = _kept(key)
+    if got is not None:
+        return got
     ctx = workload.context_tokens
     lay, a, precision = _decode_inputs(d, ctx, assumptions, None, None)
-    return _decoder(d, lay, a, ctx, precision)
+    return _keep(key, inputs, _decoder(d, lay, a, ctx, precision))
 
 
 def decode_steps(
