@@ -280,7 +280,7 @@ def _warm(value: Any) -> None:
     for _ in range(WARM_UPDATES):
         # the whole path, as a change of a length or a precision takes it, not the kept set-ups (left as they are
         # for this page's other calculators)
-        with setups._set_ups_aside():
+        with setups.set_ups_aside():
             value.update()
     control = next(iter(value.controls.values()), None)
     if control is not None and control.comm is not None:

@@ -9,9 +9,9 @@ else is pint's own operation. Standard library and the package's units only (it 
 Examples
 --------
 >>> from llmcourse.units import Q_
->>> _times(Q_(2.0, "ms"), 3), _plus(Q_(1.5, "GB"), Q_(2.5, "GB")), _ratio(Q_(1, "GB"), Q_(4, "GB"))
+>>> times(Q_(2.0, "ms"), 3), plus(Q_(1.5, "GB"), Q_(2.5, "GB")), ratio(Q_(1, "GB"), Q_(4, "GB"))
 (<Quantity(6.0, 'millisecond')>, <Quantity(4.0, 'gigabyte')>, 0.25)
->>> _plus(Q_(1, "s"), Q_(500, "ms"))  # other units: pint's own sum
+>>> plus(Q_(1, "s"), Q_(500, "ms"))  # other units: pint's own sum
 <Quantity(1.5, 'second')>
 """
 
@@ -38,14 +38,14 @@ def _number(x: Any) -> bool:
     return type(x) is float or type(x) is int
 
 
-def _times(q: Any, x: Any) -> Any:
+def times(q: Any, x: Any) -> Any:
     """``q * x`` (or ``x * q``) for a quantity ``q`` and a plain number ``x``, as pint computes it."""
     if _number(x) and _plain_q(q):
         return quantity(q._magnitude * x, q._units)
     return q * x
 
 
-def _over(q: Any, x: Any) -> Any:
+def over(q: Any, x: Any) -> Any:
     """``q / x`` for a quantity ``q`` and a plain number ``x``, as pint computes it."""
     if _number(x) and x != 0 and _plain_q(q):
         return quantity(q._magnitude / x, q._units)
@@ -56,42 +56,42 @@ def _same(q: Any, r: Any) -> bool:
     return _plain_q(q) and _plain_q(r) and (q._units is r._units or q._units == r._units)
 
 
-def _plus(q: Any, r: Any) -> Any:
+def plus(q: Any, r: Any) -> Any:
     """``q + r`` for two quantities, as pint computes it."""
     if _same(q, r):
         return quantity(q._magnitude + r._magnitude, q._units)
     return q + r
 
 
-def _minus(q: Any, r: Any) -> Any:
+def minus(q: Any, r: Any) -> Any:
     """``q - r`` for two quantities, as pint computes it."""
     if _same(q, r):
         return quantity(q._magnitude - r._magnitude, q._units)
     return q - r
 
 
-def _greater(q: Any, r: Any) -> bool:
+def greater(q: Any, r: Any) -> bool:
     """``q > r`` for two quantities, as pint compares them."""
     if _same(q, r):
         return q._magnitude > r._magnitude
     return bool(q > r)
 
 
-def _at_most(q: Any, r: Any) -> bool:
+def at_most(q: Any, r: Any) -> bool:
     """``q <= r`` for two quantities, as pint compares them."""
     if _same(q, r):
         return q._magnitude <= r._magnitude
     return bool(q <= r)
 
 
-def _ratio(q: Any, r: Any) -> float:
+def ratio(q: Any, r: Any) -> float:
     """``float(to(q / r, "").m)``: the plain ratio of two quantities of one kind, as pint works it out."""
     if _same(q, r) and r._magnitude != 0:
         return float(q._magnitude / r._magnitude)
     return float(to(q / r, "").m)
 
 
-def _total(qs: Any) -> Any:
+def total(qs: Any) -> Any:
     """``sum(qs)`` of quantities, as pint adds them (from the int 0, left to right)."""
     qs = list(qs)
     if qs and all(_plain_q(q) for q in qs) and all(q._units == qs[0]._units for q in qs):

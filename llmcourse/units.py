@@ -39,9 +39,21 @@ from typing import Any
 import pint
 
 __all__ = [
+    "BYTE",
+    "FLOP",
+    "GB",
+    "GFLOP",
+    "GIB",
     "HOURS_PER_MONTH",
+    "MS",
+    "PER_S",
+    "PFLOP_S",
     "Q_",
+    "TFLOP",
+    "USD",
+    "USD_H",
     "Quantity",
+    "S",
     "as_quantity",
     "flag",
     "fmt",
@@ -121,6 +133,14 @@ def parsed_unit(unit: str) -> tuple[pint.Unit, Any]:
     every conversion, which was most of a calculator's update time)."""
     target = ureg.Unit(unit)
     return target, ureg.get_dimensionality(target)
+
+
+#: The units the estimates convert to most, parsed once (:func:`parsed_unit`): ``to(q, MS)``, ``quantity(x, GB)``
+#: and ``q.m_as(PER_S)`` skip pint's parse of a unit string.
+MS, S, PER_S, BYTE, GB, GIB, FLOP, GFLOP, TFLOP, PFLOP_S, USD, USD_H = (
+    parsed_unit(u)[0]
+    for u in ("ms", "s", "1/s", "B", "GB", "GiB", "FLOP", "GFLOP", "TFLOP", "PFLOP/s", "USD", "USD/hour")
+)
 
 
 _new = object.__new__

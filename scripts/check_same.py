@@ -260,6 +260,36 @@ def pool_cases() -> list[tuple[str, tuple, dict]]:
     return out
 
 
+#: The loose keywords the grid's cases kept from before they became fields of the assumptions: (keyword, field,
+#: the field's value from the keyword's), in the order the old call applied them (the order names a variant).
+LOOSE = {
+    "plan": (
+        ("memory_reserve", "memory_fraction", lambda reserve: 1 - reserve),
+        ("headroom", "headroom", None),
+        ("bandwidth_efficiency", "bandwidth_efficiency", None),
+        ("compute_efficiency", "compute_efficiency", None),
+    ),
+    "*": (
+        ("bandwidth_efficiency", "bandwidth_efficiency", None),
+        ("compute_efficiency", "compute_efficiency", None),
+        ("usable_fraction", "memory_fraction", None),
+    ),
+}
+
+
+def assumed(kind: str, kw: dict) -> dict:
+    """A case's keywords with its loose ones (:data:`LOOSE`) given as what they are now, a what-if of the
+    assumptions: ``assumptions=resolve(preset).replace(...)``, the same inputs (the case's key is unchanged)."""
+    changes, rest = {}, dict(kw)
+    for name, field, value in LOOSE.get(kind, LOOSE["*"]):
+        if name in rest:
+            x = rest.pop(name)
+            changes[field] = x if value is None else value(x)
+    if changes:
+        rest["assumptions"] = llmcourse.resolve(rest.get("assumptions")).replace(**changes)
+    return rest
+
+
 def function(kind: str) -> Any:
     """The function a case names: the planner's, or one of :data:`OTHERS`."""
     if kind in OTHERS:
@@ -297,7 +327,8 @@ def results() -> dict[str, Any]:
     got = []
     t = time.perf_counter()
     for kind, args, kw in cases():
-        got.append(((kind, repr(args), repr(sorted(kw.items()))), run(function(kind), *args, **kw)))
+        call = lambda kind=kind, args=args, **k: function(kind)(*args, **assumed(kind, k))  # noqa: E731
+        got.append(((kind, repr(args), repr(sorted(kw.items()))), run(call, **kw)))
     print(f"{len(got)} planner calls in {time.perf_counter() - t:.1f} s")
     return {"planner": got, **validation_results()}
 

@@ -136,7 +136,9 @@ def test_serving_plan_plan_and_replica_agree(preset, model, gpu, tp, wb, prompt,
     )
     s = lc.serving_plan(model, gpu, tp, prompt + answer, prompt_tokens=prompt, weight_bytes=wb, assumptions=preset)
     brief = lc.Brief(1, prompt, answer, **LOOSE)
-    p = lc.plan(model, gpu, brief, tensor_parallel=tp, weight_bytes=wb, headroom=1, assumptions=preset)
+    p = lc.plan(
+        model, gpu, brief, tensor_parallel=tp, weight_bytes=wb, assumptions=lc.resolve(preset).replace(headroom=1)
+    )
     assert s.batch == p.batch == r.batch
     assert s.output_tokens_per_s.m == pytest.approx(r.throughput.m, rel=1e-12)
     assert p.throughput.m == pytest.approx(r.throughput.m, rel=1e-12)

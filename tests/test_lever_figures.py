@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from llmcourse.assumptions import resolve
 from llmcourse.planner.design import Brief, _lever_plan, plan
 from llmcourse.replica.speculative import Speculation
 from llmcourse.units import Q_
@@ -20,7 +21,11 @@ CASES = [
         "Qwen3-30B-A3B",
         "H200 SXM",
         Brief(50, 2_000, 300, Q_(1, "s"), Q_(50, "ms")),
-        dict(cached_prompt_tokens=1_000, headroom=1.5, price_per_hour=Q_(60, "USD/day")),
+        dict(
+            cached_prompt_tokens=1_000,
+            assumptions=resolve().replace(headroom=1.5),
+            price_per_hour=Q_(60, "USD/day"),
+        ),
     ),
     (
         "Llama-3.1-70B",
@@ -44,7 +49,7 @@ def test_lever_plan_reads_what_plan_gives(model: str, gpu: str, brief: Brief, kw
 
 def test_lever_plan_refuses_what_plan_refuses() -> None:
     brief = Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
-    for kw in (dict(tensor_parallel=3), dict(memory_reserve=1.5), dict(weight_bytes="fp3")):
+    for kw in (dict(tensor_parallel=3), dict(assumptions="curse"), dict(weight_bytes="fp3")):
         with pytest.raises(Exception) as want:
             plan("Llama-3.1-70B", "H100 SXM", brief, **kw)
         with pytest.raises(type(want.value)) as got:

@@ -100,7 +100,8 @@ def test_plan_cost_arithmetic():
         (lambda: lc.kv_bytes_per_sequence("Qwen2.5-72B", math.nan), "finite"),
         (lambda: lc.kv_bytes_per_sequence("Qwen2.5-72B", 0), "greater than zero"),
         (lambda: lc.serving_plan("Qwen2.5-72B", "H100 SXM", 1.5, 2_000), "whole number"),
-        (lambda: lc.serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_000, usable_fraction=1.5), "at most 1"),
+        (lambda: lc.serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_000,
+                                 assumptions=lc.resolve().replace(memory_fraction=1.5)), "at most 1"),
         (lambda: lc.decode_step("Llama-3.1-8B", "H100 SXM", batch=0, context_tokens=10), "batch must be greater"),
         (lambda: lc.traffic(200_000, 2_000, 300), "needs a unit"),
         (lambda: lc.traffic(Q_(2, "GB"), 2_000, 300), r"1 / \[time\]"),
@@ -114,8 +115,8 @@ def test_plan_cost_arithmetic():
         (lambda: lc.Brief(-1, 2_000, 300, Q_(1, "s"), Q_(50, "ms")), "greater than zero"),
         (lambda: lc.Brief(1, 2_000, 300, Q_(1, "s"), Q_(50, "GB")), r"\[time\]"),
         (lambda: lc.plan("Llama-3.1-8B", "H100 SXM", "fast please"), "Brief"),
-        (lambda: lc.plan("Llama-3.1-8B", "H100 SXM", lc.Brief(1, 1, 1, Q_(1, "s"), Q_(1, "s")), headroom=0.5),
-         "at least 1"),
+        (lambda: lc.plan("Llama-3.1-8B", "H100 SXM", lc.Brief(1, 1, 1, Q_(1, "s"), Q_(1, "s")),
+                         assumptions=lc.resolve().replace(headroom=0.5)), "at least 1"),
     ],
 )  # fmt: skip
 def test_bad_input_gets_a_clear_error(call, message):

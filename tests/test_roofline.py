@@ -41,11 +41,14 @@ def test_intensity_units_and_bad_input():
 
 
 def test_efficiency_must_be_a_fraction():
-    """An efficiency above 1 or at 0 is an input error."""
-    with pytest.raises(InputError):
-        ridge_intensity("H100 SXM", bandwidth_efficiency=1.5)
-    with pytest.raises(InputError):
-        ridge_intensity("H100 SXM", compute_efficiency=0)
+    """An efficiency above 1 or at 0 is an input error (of the assumptions a what-if builds); the roofline takes no
+    loose efficiency."""
+    with pytest.raises(InputError, match="bandwidth_efficiency"):
+        ridge_intensity("H100 SXM", assumptions=resolve().replace(bandwidth_efficiency=1.5))
+    with pytest.raises(InputError, match="compute_efficiency"):
+        ridge_intensity("H100 SXM", assumptions=resolve().replace(compute_efficiency=0))
+    with pytest.raises(InputError, match="unexpected keyword argument 'bandwidth_efficiency'"):
+        ridge_intensity("H100 SXM", bandwidth_efficiency=0.5)
 
 
 def test_decode_batch_one_is_about_one_flop_per_byte():

@@ -1,6 +1,6 @@
 """The replica set-ups the planner keeps (setups._SETUPS): a kept set-up gives what a fresh one gives.
 
-A calculator asks for the same few replicas at every update, so ``replica_model._replica_of`` keeps each set-up (the
+A calculator asks for the same few replicas at every update, so ``replica_model.setup_of`` keeps each set-up (the
 layout, the memory, the largest batch, the decode step and prefill as functions of the batch, and the times per
 token a batch search has asked) by its inputs. These tests check that keeping changes no figure: a plan or a
 replica worked out on kept set-ups equals the one worked out with none kept, whatever was asked before.
@@ -33,7 +33,7 @@ GPUS = ["H100 SXM", "A100 80GB", "H200"]
 
 def fresh(f):
     """``f()`` with no set-up kept (the planner's own path, uncached), the kept ones put back after."""
-    with setups._set_ups_aside():
+    with setups.set_ups_aside():
         return f()
 
 
@@ -93,25 +93,23 @@ def test_a_replica_on_a_kept_set_up_is_the_fresh_replica(model, gpu, tp, kv, met
         assert kept == fresh(lambda: _outcome(lambda: replica(model, gpu, batch=batch, **kw)))  # noqa: B023
 
 
-def test_the_set_up_is_kept_and_asked_again():
+def test_the_set_up_is_kept_and_asked_again(monkeypatch):
     """The second of two equal calls finds the first's set-up (the tests above compare figures; this, that they
     compared a kept set-up, not two fresh ones)."""
     kw = dict(tensor_parallel=2, prompt_tokens=3_000, answer_tokens=500, weight_bytes="fp8")
     made = []
-    original = replica_model._replica_of.__wrapped__
 
-    def counting(*args):
-        made.append(args)
-        return original(*args)
-
-    wrapped = setups._kept(counting)
+    class Counting(replica_model.ReplicaSetup):
+        def __init__(self, *args):
+            made.append(args)
+            super().__init__(*args)
 
     def run():  # (within fresh: no set-up kept from before)
-        saved, replica_model._replica_of = replica_model._replica_of, wrapped
+        monkeypatch.setattr(replica_model, "ReplicaSetup", Counting)
         try:
             return [replica("Llama-3.1-70B", "H100 SXM", batch=b, **kw) for b in (7, 40, 7)]
         finally:
-            replica_model._replica_of = saved
+            monkeypatch.undo()
 
     first, second, again = fresh(run)
     assert len(made) == 1 and first == again
@@ -219,7 +217,7 @@ def test_the_set_ups_kept_are_bounded_the_least_recently_used_going_first(monkey
         ask(prompt)
         ask(999)  # asked at every step (a calculator's other plan): kept throughout
     assert len(setups._SETUPS) == 8
-    assert any(args[4] == 999.0 for args, _ in setups._SETUPS.values())
+    assert any(args[1].prompt_tokens == 999 for args, _ in setups._SETUPS.values())  # (deployment, workload, ...)
 
 
 def test_threads_asking_at_once_get_the_fresh_figures(monkeypatch):
@@ -263,10 +261,10 @@ def test_threads_asking_at_once_get_the_fresh_figures(monkeypatch):
     batches=st.lists(st.integers(1, 300), min_size=2, max_size=4),
 )
 def test_a_decode_step_on_a_kept_set_up_is_decode_steps(model, gpu, tp, kv, method, context, batches):
-    """The decode steps a search asks of a kept set-up (``_decode_steps``, as the speculative calculator asks them)
+    """The decode steps a search asks of a kept set-up (``decode_steps``, as the speculative calculator asks them)
     are decode_step()'s own, each time the same set-up is asked again."""
     kw = dict(context_tokens=context, n_gpus=tp, weight_bytes="fp8", kv_bytes=kv, assumptions=method)
     for batch in batches:
         for _ in range(2):  # the second finds the first's set-up
-            got = _outcome(lambda: replica_step._decode_steps(model, gpu, **kw)(batch))  # noqa: B023
+            got = _outcome(lambda: replica_step.decode_steps(model, gpu, **kw)(batch))  # noqa: B023
             assert got == _outcome(lambda: replica_step.decode_step(model, gpu, batch=batch, **kw))  # noqa: B023

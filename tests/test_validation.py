@@ -34,6 +34,13 @@ matplotlib.use("Agg")
 ROWS = {r.id: r for r in measurements()}
 THROUGHPUT = [i for i, r in ROWS.items() if r.metric == "output_tokens_per_s"]
 COURSE = lc.resolve("course")
+
+
+def at(eb, ef, a=COURSE):
+    """The assumptions ``a`` at the efficiencies ``eb`` (bandwidth) and ``ef`` (compute): a what-if."""
+    return a.replace(bandwidth_efficiency=eb, compute_efficiency=ef)
+
+
 #: Other assumptions the fast path must follow: a fixed cost per step, decode-only throughput with the KV
 #: read at the final context (the back-of-the-envelope method), the engine's memory rule, BF16 matmuls.
 OTHERS = {
@@ -154,7 +161,7 @@ def test_engine_memory_rule_by_hand():
     assumptions' memory rule "free"; another share of what the weights leave, 0.8, from the assumptions."""
     assert engine_usable_fraction(ROWS["T8"]) == pytest.approx((70.554e9 + 0.9 * (80e9 - 70.554e9)) / 80e9)
     batch = math.floor(0.9 * (80e9 - 70.554e9) / (2 * 80 * 8 * 128 * 2176))
-    by_share = predict(ROWS["T8"], usable_fraction=engine_usable_fraction(ROWS["T8"]))
+    by_share = predict(ROWS["T8"], assumptions=COURSE.replace(memory_fraction=engine_usable_fraction(ROWS["T8"])))
     by_rule = predict(ROWS["T8"], assumptions=OTHERS["free"])
     assert by_share.batch == by_rule.batch == batch
     assert by_share.value == pytest.approx(by_rule.value, rel=1e-9)
@@ -182,22 +189,26 @@ def test_the_default_is_the_courses_method():
     assert (COURSE.bandwidth_efficiency, COURSE.compute_efficiency) == (0.7, 0.5)
     for rid in ("T3", "T17", "T25"):
         r = ROWS[rid]
-        assert predict(r).value == predict(r, assumptions="course").value == predict(r, 0.7, 0.5).value
+        assert predict(r).value == predict(r, assumptions="course").value == predict(r, assumptions=at(0.7, 0.5)).value
 
 
 def test_efficiencies_override_the_assumptions():
-    """An efficiency passed to predict is the same as the assumptions' own set to it."""
+    """A what-if of the efficiencies is the assumptions' own set to them (the one way to give them): it changes
+    the prediction, and equal assumptions give the same; predict() takes no loose efficiencies."""
     r = ROWS["T3"]
     a = COURSE.replace(bandwidth_efficiency=0.9, compute_efficiency=0.4)
-    assert predict(r, 0.9, 0.4).value == predict(r, assumptions=a).value != predict(r).value
+    assert predict(r, assumptions=at(0.9, 0.4)).value == predict(r, assumptions=a).value != predict(r).value
+    with pytest.raises(TypeError):
+        predict(r, 0.9, 0.4)
 
 
 def test_bad_efficiency_is_refused():
-    """An efficiency above 1 or a usable share of 0 is refused with a message naming it."""
+    """An efficiency above 1 or a usable share of 0 is refused, by the assumptions a what-if builds, with a message
+    naming it."""
     with pytest.raises(InputError, match="bandwidth_efficiency"):
-        predict(ROWS["T17"], 1.2)
+        predict(ROWS["T17"], assumptions=COURSE.replace(bandwidth_efficiency=1.2))
     with pytest.raises(InputError, match="memory_fraction"):
-        predict(ROWS["T17"], usable_fraction=0)
+        predict(ROWS["T17"], assumptions=COURSE.replace(memory_fraction=0))
 
 
 @pytest.mark.parametrize("rid", THROUGHPUT)
@@ -209,7 +220,7 @@ def test_one_replica_model_one_answer(rid):
     rep = lc.replica(r.model, r.gpu, tensor_parallel=r.tp, prompt_tokens=r.isl, answer_tokens=r.osl, **kw)
     sp = lc.serving_plan(r.model, r.gpu, r.tp, r.isl + r.osl, prompt_tokens=r.isl, **kw)
     brief = lc.Brief(1, r.isl, r.osl, Q_(1, "hour"), Q_(1, "hour"))
-    p = lc.plan(r.model, r.gpu, brief, tensor_parallel=r.tp, headroom=1, **kw)
+    p = lc.plan(r.model, r.gpu, brief, tensor_parallel=r.tp, assumptions=COURSE.replace(headroom=1), **kw)
     x = predict(r).value
     assert rep.throughput.to("1/s").m == pytest.approx(x, rel=1e-12)
     assert sp.output_tokens_per_s.to("1/s").m == pytest.approx(x, rel=1e-12)
@@ -232,7 +243,7 @@ def test_components_equal_predict_at_the_courses_efficiencies(rid):
     c, r = components(ROWS[rid]), ROWS[rid]
     assert c.value(0.7, 0.5) == pytest.approx(predict(r).value, rel=1e-9)
     for eb, ef in ((1.0, 1.0), (0.3, 0.9)):
-        assert c.value(eb, ef) == pytest.approx(predict(r, eb, ef).value, rel=1e-9)
+        assert c.value(eb, ef) == pytest.approx(predict(r, assumptions=at(eb, ef)).value, rel=1e-9)
 
 
 @pytest.mark.parametrize("name", list(OTHERS))
@@ -243,7 +254,7 @@ def test_components_follow_other_assumptions(name):
     for r in ROWS.values():
         c = components(r, assumptions=a)
         for eb, ef in ((a.bandwidth_efficiency, a.compute_efficiency), (0.4, 0.8)):
-            assert c.value(eb, ef) == pytest.approx(predict(r, eb, ef, assumptions=a).value, rel=1e-9), r.id
+            assert c.value(eb, ef) == pytest.approx(predict(r, assumptions=at(eb, ef, a)).value, rel=1e-9), r.id
 
 
 def test_components_refuse_a_step_they_cannot_split():
@@ -264,7 +275,9 @@ def test_overhead_adds_to_each_step_by_hand():
 @given(eb=st.floats(0.05, 1.0), ef=st.floats(0.05, 1.0), rid=st.sampled_from(list(ROWS)))
 def test_fast_path_equals_the_planner(eb, ef, rid):
     """The fit's rescaled times give the same prediction as calling the planner at those efficiencies."""
-    assert components(ROWS[rid]).value(eb, ef) == pytest.approx(predict(ROWS[rid], eb, ef).value, rel=1e-9)
+    assert components(ROWS[rid]).value(eb, ef) == pytest.approx(
+        predict(ROWS[rid], assumptions=at(eb, ef)).value, rel=1e-9
+    )
 
 
 # --- fit and statistics ---------------------------------------------------------------------------------
@@ -326,7 +339,9 @@ def test_calibrated_predictions_use_the_fitted_factors(v):
     """Each calibrated prediction is the planner's prediction at the fitted efficiencies."""
     f = v.fit
     for r, c in zip(v.rows, v.calibrated, strict=True):
-        assert c == pytest.approx(predict(r, f.bandwidth_efficiency, f.compute_efficiency).value, rel=1e-9)
+        assert c == pytest.approx(
+            predict(r, assumptions=at(f.bandwidth_efficiency, f.compute_efficiency)).value, rel=1e-9
+        )
 
 
 def test_held_out_fit_never_saw_its_row(v):
@@ -336,7 +351,9 @@ def test_held_out_fit_never_saw_its_row(v):
     i = 7
     rest = [c for j, c in enumerate(v.comps) if j != i]
     f = fit_efficiencies(rest, [r.value for j, r in enumerate(v.rows) if j != i])
-    assert v.held_out[i] == pytest.approx(predict(v.rows[i], f.bandwidth_efficiency, f.compute_efficiency).value)
+    assert v.held_out[i] == pytest.approx(
+        predict(v.rows[i], assumptions=at(f.bandwidth_efficiency, f.compute_efficiency)).value
+    )
 
 
 @pytest.mark.parametrize("held", ["T3", "T8", "T15", "T17", "T25"])
@@ -419,7 +436,7 @@ def test_dataset_predicts_like_the_planner():
     d = dataset()
     assert d.ids == list(ROWS) and d.measured == [r.value for r in ROWS.values()]
     for p, r in zip(d.at(0.8, 0.4), ROWS.values(), strict=True):
-        assert p == pytest.approx(predict(r, 0.8, 0.4).value, rel=1e-9)
+        assert p == pytest.approx(predict(r, assumptions=at(0.8, 0.4)).value, rel=1e-9)
 
 
 def test_fit_recovers_known_factors():
@@ -464,7 +481,7 @@ def test_calculator_shows_the_row_and_responds_to_the_sliders():
     before = float(dict(c.rows)["predicted / measured"])
     after = float(dict(c.set(bandwidth_efficiency=0.9).rows)["predicted / measured"])
     assert after < before
-    assert after == pytest.approx(predict(ROWS["T17"], 0.9, 0.5).value / 8.0, abs=0.005)
+    assert after == pytest.approx(predict(ROWS["T17"], assumptions=at(0.9, 0.5)).value / 8.0, abs=0.005)
 
 
 NO_NUMPY = """

@@ -31,8 +31,10 @@ def _eff(v):
 
 
 def _step(v, **kw):
-    kw = {"context_tokens": v["context"], "bandwidth_efficiency": v["eff"]} | kw
-    return lc.decode_step(v["model"], v["gpu"], **kw)
+    """The decode step of the story, at the share of the bandwidth it gives (``eff``): a what-if of the
+    assumptions (the course's, or those given)."""
+    a = lc.resolve(kw.pop("assumptions", None)).replace(bandwidth_efficiency=v["eff"])
+    return lc.decode_step(v["model"], v["gpu"], **({"context_tokens": v["context"], "assumptions": a} | kw))
 
 
 _STEP_HINTS = (

@@ -151,7 +151,9 @@ define(
         kv_heads=pick(r, (4, 8, 16)),
         context=pick(r, range(1_000, 8_001, 500)),
     ),
-    lambda v: lc.max_batch(_toy(v), "H100 SXM", v["context"], n_gpus=2, usable_fraction=1.0),
+    lambda v: lc.max_batch(
+        _toy(v), "H100 SXM", v["context"], n_gpus=2, assumptions=lc.resolve().replace(memory_fraction=1.0)
+    ),
     (
         "Free memory = 2 x 80 GB - parameters x 2 bytes.",
         "KV per sequence = 2 x {layers} x {kv_heads} x 128 x 2 bytes x {context}; divide and round down.",

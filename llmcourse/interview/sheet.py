@@ -92,7 +92,8 @@ def sheet(assumptions: Assumptions | str | None = None) -> dict[str, Any]:
     out["h100_step_rate"] = per_s(out["h100_step"])
     out["h100_step_course"] = read_time(usable_memory(h100, assumptions=a), h100, assumptions=a)
     out["h100_step_course_rate"] = per_s(out["h100_step_course"])
-    out["ridge"] = ridge_intensity(h100, bandwidth_efficiency=1, compute_efficiency=1)  # the datasheet's peaks
+    datasheet = resolve().replace(bandwidth_efficiency=1.0, compute_efficiency=1.0)  # the datasheet's peaks
+    out["ridge"] = ridge_intensity(h100, assumptions=datasheet)
     out["ridge_course"] = ridge_intensity(h100, assumptions=a)
     out["weight_rows"] = [
         (

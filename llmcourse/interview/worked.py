@@ -223,7 +223,8 @@ def _batching() -> dict[str, Any]:
     m = seed004_model()
     c = {b: weight_read_ceiling(m, "H100 SXM", batch=b, assumptions=ENVELOPE) for b in (1, 8, 32, 128, 256)}
     x = {f"x{b}": round(per_s(c[b].throughput)) for b in (8, 32, 128, 256)}
-    b = max_batch(m, "H100 SXM", 4_000, n_gpus=2, usable_fraction=1)  # the source counts all 160 GB as usable
+    whole = resolve().replace(memory_fraction=1)  # the source counts all 160 GB as usable
+    b = max_batch(m, "H100 SXM", 4_000, n_gpus=2, assumptions=whole)
     return dict(
         w=c[1].weights, t=c[1].step_time, r1=per_s(c[1].tokens_per_s_per_user), x1=per_s(c[1].throughput), b=b, **x
     )
@@ -234,7 +235,7 @@ def _kv_limit() -> dict[str, Any]:
     m = seed004_model()
     mha = m.with_(kv_heads=m.heads)
     w = weight_bytes(m).to("GB")
-    every = dict(n_gpus=2, usable_fraction=1)  # the source counts all 160 GB as usable
+    every = dict(n_gpus=2, assumptions=resolve().replace(memory_fraction=1))  # the source counts all 160 GB as usable
     return dict(
         mha_tok=kv_bytes_per_token(mha).to("MB"),
         mha_seq=kv_bytes_per_sequence(mha, 4_000).to("GB"),
@@ -242,7 +243,7 @@ def _kv_limit() -> dict[str, Any]:
         gqa_kib=kv_bytes_per_token(m).to("KiB"),
         gqa_seq=kv_bytes_per_sequence(m, 4_000).to("GB"),
         w=w,
-        free=(usable_memory("H100 SXM", 2, 1) - w).to("GB"),
+        free=(usable_memory("H100 SXM", 2, assumptions=every["assumptions"]) - w).to("GB"),
         b_gqa=max_batch(m, "H100 SXM", 4_000, **every),
         b_mha=max_batch(mha, "H100 SXM", 4_000, **every),
     )

@@ -35,7 +35,7 @@ from typing import Any
 
 import pint
 
-from llmcourse.arith import _over, _times
+from llmcourse.arith import over, times
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import Cost, costs, gpus, hardware_prices
 from llmcourse.errors import InputError, UnknownNameError
@@ -104,8 +104,8 @@ def _api_per_output_token(output: pint.Quantity, input_: pint.Quantity, rep: Rep
     replica's prompt and answer lengths (formula ``api_price_per_output_token``)."""
     return to(
         F["api_price_per_output_token"](
-            api_output_price=_over(output, _MILLION),
-            api_input_price=_over(input_, _MILLION),
+            api_output_price=over(output, _MILLION),
+            api_input_price=over(input_, _MILLION),
             prompt_tokens=rep.prompt_tokens,
             answer_tokens=rep.answer_tokens,
         ),
@@ -490,7 +490,7 @@ class _Billing:
         if c_gpu is None:
             return None
         # n_years * 12 * HOURS_PER_MONTH: a year of 12 always-on months (8,760 hours), as the fleet chapter bills
-        life = _times(HOURS_PER_MONTH, n_years * 12)
+        life = times(HOURS_PER_MONTH, n_years * 12)
         hardware = dict(gpu_price=c_gpu, server_price=c_srv if c_srv is not None else _NO_USD, service_life=life)
         site = dict(electricity_price=self.price_e, site_power=self.site_w)
         capital = to(F["capital_rate"](**hardware), _USD_H)
@@ -520,7 +520,7 @@ class _Billing:
         p_in = _NO_USD if p_in is None else to(p_in, _USD)
         per_token = _api_per_output_token(p_out, p_in, self.rep)
         self.out.update(
-            api_price_per_million=to(_times(per_token, _MILLION), _USD),
+            api_price_per_million=to(times(per_token, _MILLION), _USD),
             api_output_price_per_million=to(p_out, _USD),
             api_input_price_per_million=p_in,
             api_name=prices[2],
@@ -558,12 +558,12 @@ class _Billing:
             utilisation=u,
             own=own,
             throughput=x,
-            tokens_per_s=to(_times(_times(x, u), self.replicas), _PER_S),
+            tokens_per_s=to(times(times(x, u), self.replicas), _PER_S),
             gpu_power=self.tdp,
             gpu_draw=self.draw,
             site_power=site_w,
             site_power_full=self.site_full,
-            energy_per_million=to(_times(per_tok, _MILLION), _KWH),
+            energy_per_million=to(times(per_tok, _MILLION), _KWH),
             token_efficiency=to(eff, _PER_J),
             gpus_per_megawatt=int(F["gpus_in_power_budget"](power_budget=_MW, site_power=self.site_full).m),
             years=n_years,

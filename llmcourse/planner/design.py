@@ -8,22 +8,28 @@ from typing import Any, NamedTuple
 
 import pint
 
-from llmcourse.arith import _at_most, _greater, _over, _plus, _times
+from llmcourse.arith import at_most, greater, over, plus, times
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.bands import plan_bands
 from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, check_value, checked
-from llmcourse.replica.base import _MS, _PER_S, _USD, _USD_H, _gpu, _model, _number, _own, _price, _replaced
-from llmcourse.replica.memory import _largest_within, largest_batch
-from llmcourse.replica.model import Replica, _replica_of, replica
+from llmcourse.replica.base import gpu_of, model_of, own_quantity, price_of
+from llmcourse.replica.deployment import Deployment, Workload
+from llmcourse.replica.memory import largest_batch, largest_within
+from llmcourse.replica.model import Replica, ReplicaSetup, SpeculativeSetup, setup_of
 from llmcourse.replica.step import DecodeStep
 from llmcourse.simulator import PercentileSizing, build_replica, size_to_percentiles
 from llmcourse.units import (
+    MS,
+    PER_S,
     Q_,
+    USD,
+    USD_H,
     as_quantity,
     percentile_rank,
+    plain_number,
     quantity,
     to,
 )
@@ -67,15 +73,15 @@ class Brief:
         rate = (
             as_quantity(r, "1/s", "requests_per_second")  # another pint registry's quantity is read here too
             if isinstance(r, pint.Quantity)
-            else quantity(_number(r, "requests_per_second"), _PER_S)  # Q_(x, _PER_S), without pint's checks
+            else quantity(plain_number(r, "requests_per_second"), PER_S)  # Q_(x, PER_S), without pint's checks
         )
-        _number(rate.magnitude, "requests_per_second")
+        plain_number(rate.magnitude, "requests_per_second")
         object.__setattr__(self, "requests_per_second", rate)
         for name in ("prompt_tokens", "answer_tokens"):  # at least one token each, as every estimate asks
             object.__setattr__(self, name, check_value(getattr(self, name), SYMBOLS[name], name))
         for name in ("ttft_target", "tpot_target"):
             q = as_quantity(getattr(self, name), "s", name)
-            _number(q.magnitude, name)
+            plain_number(q.magnitude, name)
             object.__setattr__(self, name, q)
         for name in ("ttft_percentile", "tpot_percentile"):
             if getattr(self, name) is not None:
@@ -121,15 +127,15 @@ class Plan:
         """The time to first token within its target: at its percentile if the brief gives one (simulated), else
         the replica model's (no queue)."""
         if self.fits and self.sizing is not None and self.brief.ttft_percentile is not None:
-            return _at_most(self.sizing.ttft, self.brief.ttft_target)
-        return bool(self.fits and _at_most(self.ttft, self.brief.ttft_target))
+            return at_most(self.sizing.ttft, self.brief.ttft_target)
+        return bool(self.fits and at_most(self.ttft, self.brief.ttft_target))
 
     @property
     def tpot_met(self) -> bool:
         """The time per output token within its target: at its percentile if the brief gives one (simulated)."""
         if self.fits and self.sizing is not None and self.brief.tpot_percentile is not None:
-            return _at_most(self.sizing.tpot, self.brief.tpot_target)
-        return bool(self.fits and _at_most(self.tpot, self.brief.tpot_target))
+            return at_most(self.sizing.tpot, self.brief.tpot_target)
+        return bool(self.fits and at_most(self.tpot, self.brief.tpot_target))
 
     @property
     def meets_targets(self) -> bool:
@@ -213,10 +219,6 @@ def plan(
     price_per_hour: Any = None,
     tensor_parallel: int = 1,
     assumptions: Assumptions | str | None = None,
-    memory_reserve: float | None = None,
-    headroom: float | None = None,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
     cached_prompt_tokens: float = 0,
     speculation: Any = None,
     chunk_tokens: int | None = None,
@@ -235,8 +237,9 @@ def plan(
     replica come from the replica's throughput (with each request's prefill charged under the
     course's and the planner's assumptions); replicas = ceil(rate x headroom / that); in flight
     by Little's law; cost per million answer tokens = GPUs x price per hour / answer tokens per
-    hour. ``memory_reserve`` (the share of memory held back), ``headroom`` and the efficiencies
-    override the assumptions; the six-step planner's method is ``assumptions="planner"``.
+    hour. The memory share, the headroom and the efficiencies are the assumptions' (a what-if:
+    ``assumptions=resolve("course").replace(headroom=1.5)``); the six-step planner's method is
+    ``assumptions="planner"``.
 
     **Percentile targets** (``Brief(..., ttft_percentile=99)``): the queue decides a percentile, so the plan
     simulates it (:func:`llmcourse.simulator.simulate`, ``simulated_requests`` Poisson arrivals with ``seed``,
@@ -258,79 +261,19 @@ def plan(
     >>> tail.sizing.ttft <= Q_(300, "ms"), tail.gpus > p.gpus
     (True, True)
     """
-    m, g, a, price = _plan_inputs(
-        model,
-        gpu,
-        brief,
-        assumptions,
-        memory_reserve,
-        headroom,
-        bandwidth_efficiency,
-        compute_efficiency,
-        price_per_hour,
-    )
-    got = _planned(
-        m, g, brief, a, price, tensor_parallel, weight_bytes, kv_bytes, cached_prompt_tokens, speculation, True
-    )
+    d, w, a, price = _plan_inputs(
+        model, gpu, brief, assumptions, price_per_hour, tensor_parallel, weight_bytes, kv_bytes, speculation,
+        cached_prompt_tokens,
+    )  # fmt: skip
+    got = _planned(d, w, brief, a, price, True)
     if got.unfit is not None:
         return Plan(fits=False, reason=got.unfit, **got.base)
-    r, batch, replicas = got.replica, got.batch, got.replicas
-    s, tp = r.step, r.tensor_parallel
-    ttft, tpot, rps = got.ttft, got.tpot, got.rps
     sizing = None
     if brief.on_percentiles:
-        if speculation is not None:
-            raise InputError(
-                "percentile targets are sized by simulating the queue, which does not model speculative decoding: "
-                "give speculation=None, or targets on the mean (ttft_percentile=None, tpot_percentile=None)."
-            )
-
-        service = build_replica(m, g, prompt_tokens=brief.prompt_tokens, answer_tokens=brief.answer_tokens, n_gpus=tp,
-                                weight_bytes=weight_bytes, kv_bytes=kv_bytes, batch_cap=batch, assumptions=a)  # fmt: skip
-        sizing = size_to_percentiles(
-            service,
-            brief,
-            mean_replicas=replicas,
-            cached_prompt_tokens=cached_prompt_tokens,
-            chunk_tokens=chunk_tokens,
-            prompt_cv=prompt_cv,
-            answer_cv=answer_cv,
-            requests=simulated_requests,
-            seed=seed,
+        sizing = _sized_on_percentiles(
+            d, w, brief, a, got, chunk_tokens, prompt_cv, answer_cv, simulated_requests, seed
         )
-        replicas = sizing.replicas
-    n = replicas * tp
-    in_flight = F["littles_law"](
-        request_rate=brief.requests_per_second, time_in_system=_plus(ttft, _times(tpot, brief.answer_tokens))
-    ).m
-    per_token = F["cost_per_token"](
-        n_gpus=n,
-        price=price,
-        throughput=F["token_rate"](request_rate=brief.requests_per_second, tokens_per_request=brief.answer_tokens),
-    )
-    bottleneck = (
-        "compute" if s.bound == "compute" else "KV reads" if _greater(s.kv_read, s.weights_read) else "weight reads"
-    )
-    return Plan(
-        fits=True,
-        reason="fits",
-        max_batch=r.max_batch,
-        batch=batch,
-        ttft=to(ttft, _MS),
-        tpot=to(tpot, _MS),
-        requests_per_second_per_gpu=to(_over(rps, tp), _PER_S),
-        gpus=n,
-        in_flight=float(in_flight),
-        price_per_hour=price,
-        cost_per_hour=to(_times(price, n), _USD_H),
-        cost_per_million_output_tokens=to(_times(per_token, 1e6), _USD),
-        cost_per_thousand_requests=to(_times(_times(per_token, brief.answer_tokens), 1e3), _USD),
-        bottleneck=bottleneck,
-        step=s,
-        replica=r,
-        sizing=sizing,
-        **got.base,
-    )
+    return _plan_of(brief, price, got, sizing)
 
 
 def _plan_inputs(
@@ -338,33 +281,23 @@ def _plan_inputs(
     gpu: Any,
     brief: Any,
     assumptions: Any,
-    memory_reserve: Any,
-    headroom: Any,
-    bandwidth_efficiency: Any,
-    compute_efficiency: Any,
     price_per_hour: Any,
-) -> tuple[Model, GPU, Assumptions, pint.Quantity]:
-    """:func:`plan`'s checks of its inputs (after ``@checked``'s): the model, the GPU, the assumptions with
-    their overrides, and the price."""
-    m, g = _model(model), _gpu(gpu)
+    tensor_parallel: Any,
+    weight_bytes: Any,
+    kv_bytes: Any,
+    speculation: Any,
+    cached_prompt_tokens: Any,
+) -> tuple[Deployment, Workload, Assumptions, pint.Quantity]:
+    """:func:`plan`'s checks of its inputs (after ``@checked``'s), and what they are: the deployment, the workload
+    (the brief's lengths, at no batch), the assumptions and the price."""
+    m, g = model_of(model), gpu_of(gpu)
     if not isinstance(brief, Brief):
         raise InputError(
             "brief must be a Brief(requests_per_second, prompt_tokens, answer_tokens, ttft_target, tpot_target)."
         )
-    fraction = None
-    if memory_reserve is not None:
-        reserve = _number(memory_reserve, "memory_reserve", allow_zero=True)
-        if reserve >= 1:
-            raise InputError(f"memory_reserve is the fraction of memory held back and must be below 1; got {reserve}.")
-        fraction = 1 - reserve
-    a = _replaced(
-        resolve(assumptions),
-        memory_fraction=fraction,
-        headroom=headroom,
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-    )
-    return m, g, a, _price(g, price_per_hour)
+    a, price = resolve(assumptions), price_of(g, price_per_hour)
+    d = Deployment(m, g, tensor_parallel, weight_bytes=weight_bytes, kv_bytes=kv_bytes, speculation=speculation)
+    return d, Workload(brief.prompt_tokens, brief.answer_tokens, cached_prompt_tokens=cached_prompt_tokens), a, price
 
 
 @dataclass(frozen=True)
@@ -383,86 +316,131 @@ class _Planned:
 
 
 def _planned(
-    m: Model,
-    g: GPU,
-    brief: Brief,
-    a: Assumptions,
-    price: pint.Quantity,
-    tensor_parallel: int,
-    weight_bytes: Any,
-    kv_bytes: Any,
-    cached_prompt_tokens: float,
-    speculation: Any,
-    with_replica: bool,
+    d: Deployment, w: Workload, brief: Brief, a: Assumptions, price: pint.Quantity, with_replica: bool
 ) -> _Planned:
     """:func:`plan`'s one path once its inputs are checked (:func:`_plan_inputs`): the replica set up once, the
     largest batch whose time per token meets the target (at least 1), the replica's time to first token, time
     per token and requests per second at that batch (as plain floats, the units attached here: the replica
     itself is built only ``with_replica``, first, as plan() builds it), and the replicas the brief's rate needs."""
-
-    def at(b: int | None) -> Replica:  # a speculative replica: the batch search calls replica() each time
-        return replica(
-            m,
-            g,
-            tensor_parallel=tensor_parallel,
-            batch=b,
-            prompt_tokens=brief.prompt_tokens,
-            answer_tokens=brief.answer_tokens,
-            weight_bytes=weight_bytes,
-            kv_bytes=kv_bytes,
-            price_per_hour=price,
-            assumptions=a,
-            cached_prompt_tokens=cached_prompt_tokens,
-            speculation=speculation,
-        )
-
-    priced = False  # whether the replica below is to be given the price (a speculative one has it)
-    if (speculation if speculation is not None else a.speculation) is None:
-        # replica()'s own path, its inputs checked here (a brief's lengths by the Brief): what does not depend on
-        # the batch is worked out once for the search below. The price is the replica's only: none of the figures
-        # depend on it, so the set-up is that of the catalog's price (kept across prices) and the price is given to
-        # the replica built below
-        at = _replica_of(  # type: ignore[assignment]
-            m, g, a, tensor_parallel, brief.prompt_tokens, brief.answer_tokens, None, weight_bytes, kv_bytes, None,
-            cached_prompt_tokens, dict(data_parallel=1, pipeline_parallel=1, expert_parallel=None, link=None),
-        )  # fmt: skip
-        priced = True
-    got = getattr(at, "base", None)  # replica()'s own path: the figures of the largest batch, without its step
-    if got is None:
-        top = at(None)
-        got, unfit, top_batch = vars(top), None if top.fits else top.reason, top.max_batch
+    # replica()'s own set-up, its inputs checked here (a brief's lengths by the Brief): what does not depend on the
+    # batch is worked out once for the search below. Without speculation the price is the replica's only: none of
+    # the figures depend on it, so the set-up is that of the catalog's price (kept across prices) and the price is
+    # given to the replica built below; a speculative replica is built with it, at each batch the search asks
+    plain = (d.speculation if d.speculation is not None else a.speculation) is None
+    setup = setup_of(d, w, a, None if plain else price)
+    if isinstance(setup, ReplicaSetup):
+        got, unfit, top_batch = setup.base, setup.unfit, setup.max_batch
     else:
-        unfit, top_batch = at.unfit, got["max_batch"]  # type: ignore[attr-defined]
+        top = setup.at(None)
+        got, unfit, top_batch = vars(top), None if top.fits else top.reason, top.max_batch
     base = dict(
-        model=m.name,
-        gpu=g.name,
+        model=d.model.name,
+        gpu=d.gpu.name,
         brief=brief,
-        weights=_own(got["weights"]),
-        usable_memory=_own(got["usable_memory"]),
-        kv_per_request=_own(got["kv_per_sequence"]),
+        weights=own_quantity(got["weights"]),
+        usable_memory=own_quantity(got["usable_memory"]),
+        kv_per_request=own_quantity(got["kv_per_sequence"]),
         tensor_parallel=got["tensor_parallel"],
     )
     if unfit is not None:
         return _Planned(base, unfit)
-    # the largest batch whose step meets the target (the step grows with the batch); at least 1
-    if hasattr(at, "tpot_ms"):  # the time per token alone: the search's one question of each batch
-        tpot_ms, target = at.tpot_ms, brief.tpot_target
-        if type(target) is Q_ and target._units == _MS._units:  # pint compares the magnitudes of one unit
-            batch = max(1, _largest_within(tpot_ms, target._magnitude, top_batch))
-        else:
-            batch = max(1, largest_batch(lambda b: quantity(tpot_ms(b), _MS) <= target, top_batch))
-    else:
-        batch = max(1, largest_batch(lambda b: at(b).tpot <= brief.tpot_target, top_batch))
-    r = at(batch) if with_replica or not hasattr(at, "figures") else None
-    if r is not None and priced:
+    batch = _batch_within(setup, brief.tpot_target, top_batch)
+    r = setup.at(batch) if with_replica or not plain else None
+    if r is not None and plain:
         r = dataclasses.replace(r, price_per_hour=price)  # checked by _plan_inputs, which gave it
-    if hasattr(at, "figures"):  # the replica's properties on floats (Replica.ttft, .tpot, .requests_per_second)
-        ttft_ms, tpot_ms_, rps_ = at.figures(batch)
-        ttft, tpot, rps = quantity(ttft_ms, _MS), quantity(tpot_ms_, _MS), quantity(rps_, _PER_S)
+    if plain:  # the replica's properties on floats (Replica.ttft, .tpot, .requests_per_second)
+        ttft_ms, tpot_ms, rps_ = setup.figures(batch)
+        ttft, tpot, rps = quantity(ttft_ms, MS), quantity(tpot_ms, MS), quantity(rps_, PER_S)
     else:
         ttft, tpot, rps = r.ttft, r.tpot, r.requests_per_second  # each worked out once
     replicas = int(F["gpus_for_rate"](request_rate=brief.requests_per_second, headroom=a.headroom, rps_per_gpu=rps).m)
     return _Planned(base, None, batch, r, ttft, tpot, rps, replicas)
+
+
+def _batch_within(setup: ReplicaSetup | SpeculativeSetup, target: pint.Quantity, top: int) -> int:
+    """The largest batch, up to ``top``, whose time per token meets ``target`` (the step grows with the batch);
+    at least 1."""
+    if isinstance(setup, ReplicaSetup):  # the time per token alone: the search's one question of each batch
+        tpot_ms = setup.tpot_ms
+        if type(target) is Q_ and target._units == MS._units:  # pint compares the magnitudes of one unit
+            return max(1, largest_within(tpot_ms, target._magnitude, top))
+        return max(1, largest_batch(lambda b: quantity(tpot_ms(b), MS) <= target, top))
+    return max(1, largest_batch(lambda b: setup.at(b).tpot <= target, top))
+
+
+def _sized_on_percentiles(
+    d: Deployment,
+    w: Workload,
+    brief: Brief,
+    a: Assumptions,
+    got: _Planned,
+    chunk_tokens: int | None,
+    prompt_cv: float | None,
+    answer_cv: float | None,
+    requests: int,
+    seed: int,
+) -> PercentileSizing:
+    """The fewest replicas whose simulated percentiles meet the brief's targets (:func:`plan`, percentile targets)."""
+    if d.speculation is not None:
+        raise InputError(
+            "percentile targets are sized by simulating the queue, which does not model speculative decoding: "
+            "give speculation=None, or targets on the mean (ttft_percentile=None, tpot_percentile=None)."
+        )
+    service = build_replica(
+        d.model, d.gpu, prompt_tokens=brief.prompt_tokens, answer_tokens=brief.answer_tokens,
+        n_gpus=got.replica.tensor_parallel, weight_bytes=d.weight_bytes, kv_bytes=d.kv_bytes, batch_cap=got.batch,
+        assumptions=a,
+    )  # fmt: skip
+    return size_to_percentiles(
+        service,
+        brief,
+        mean_replicas=got.replicas,
+        cached_prompt_tokens=w.cached_prompt_tokens,
+        chunk_tokens=chunk_tokens,
+        prompt_cv=prompt_cv,
+        answer_cv=answer_cv,
+        requests=requests,
+        seed=seed,
+    )
+
+
+def _plan_of(brief: Brief, price: pint.Quantity, got: _Planned, sizing: PercentileSizing | None) -> Plan:
+    """The :class:`Plan` of a replica that fits (``got``): the fleet on the mean rate, or on the percentiles
+    (``sizing``), and what it costs."""
+    r, batch, ttft, tpot, rps = got.replica, got.batch, got.ttft, got.tpot, got.rps
+    s, tp = r.step, r.tensor_parallel
+    n = (got.replicas if sizing is None else sizing.replicas) * tp
+    in_flight = F["littles_law"](
+        request_rate=brief.requests_per_second, time_in_system=plus(ttft, times(tpot, brief.answer_tokens))
+    ).m
+    per_token = F["cost_per_token"](
+        n_gpus=n,
+        price=price,
+        throughput=F["token_rate"](request_rate=brief.requests_per_second, tokens_per_request=brief.answer_tokens),
+    )
+    bottleneck = (
+        "compute" if s.bound == "compute" else "KV reads" if greater(s.kv_read, s.weights_read) else "weight reads"
+    )
+    return Plan(
+        fits=True,
+        reason="fits",
+        max_batch=r.max_batch,
+        batch=batch,
+        ttft=to(ttft, MS),
+        tpot=to(tpot, MS),
+        requests_per_second_per_gpu=to(over(rps, tp), PER_S),
+        gpus=n,
+        in_flight=float(in_flight),
+        price_per_hour=price,
+        cost_per_hour=to(times(price, n), USD_H),
+        cost_per_million_output_tokens=to(times(per_token, 1e6), USD),
+        cost_per_thousand_requests=to(times(times(per_token, brief.answer_tokens), 1e3), USD),
+        bottleneck=bottleneck,
+        step=s,
+        replica=r,
+        sizing=sizing,
+        **got.base,
+    )
 
 
 @checked
@@ -476,10 +454,6 @@ def _lever_plan(
     price_per_hour: Any = None,
     tensor_parallel: int = 1,
     assumptions: Assumptions | str | None = None,
-    memory_reserve: float | None = None,
-    headroom: float | None = None,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
     cached_prompt_tokens: float = 0,
     speculation: Any = None,
     chunk_tokens: int | None = None,
@@ -495,31 +469,21 @@ def _lever_plan(
     if isinstance(brief, Brief) and brief.on_percentiles:
         return plan(
             model, gpu, brief, weight_bytes=weight_bytes, kv_bytes=kv_bytes, price_per_hour=price_per_hour,
-            tensor_parallel=tensor_parallel, assumptions=assumptions, memory_reserve=memory_reserve,
-            headroom=headroom, bandwidth_efficiency=bandwidth_efficiency, compute_efficiency=compute_efficiency,
-            cached_prompt_tokens=cached_prompt_tokens, speculation=speculation, chunk_tokens=chunk_tokens,
-            prompt_cv=prompt_cv, answer_cv=answer_cv, simulated_requests=simulated_requests, seed=seed,
+            tensor_parallel=tensor_parallel, assumptions=assumptions, cached_prompt_tokens=cached_prompt_tokens,
+            speculation=speculation, chunk_tokens=chunk_tokens, prompt_cv=prompt_cv, answer_cv=answer_cv,
+            simulated_requests=simulated_requests, seed=seed,
         )  # fmt: skip
-    m, g, a, price = _plan_inputs(
-        model,
-        gpu,
-        brief,
-        assumptions,
-        memory_reserve,
-        headroom,
-        bandwidth_efficiency,
-        compute_efficiency,
-        price_per_hour,
-    )
-    got = _planned(
-        m, g, brief, a, price, tensor_parallel, weight_bytes, kv_bytes, cached_prompt_tokens, speculation, False
-    )
+    d, w, a, price = _plan_inputs(
+        model, gpu, brief, assumptions, price_per_hour, tensor_parallel, weight_bytes, kv_bytes, speculation,
+        cached_prompt_tokens,
+    )  # fmt: skip
+    got = _planned(d, w, brief, a, price, False)
     if got.unfit is not None:
         return _LeverFigures(False, got.unfit)
     n = got.replicas * got.base["tensor_parallel"]
-    ttft, tpot = to(got.ttft, _MS), to(got.tpot, _MS)  # as Plan holds them
-    met = _at_most(ttft, brief.ttft_target) and _at_most(tpot, brief.tpot_target)  # Plan.meets_targets on the mean
-    return _LeverFigures(True, "fits", n, ttft, tpot, to(_times(price, n), _USD_H), met)
+    ttft, tpot = to(got.ttft, MS), to(got.tpot, MS)  # as Plan holds them
+    met = at_most(ttft, brief.ttft_target) and at_most(tpot, brief.tpot_target)  # Plan.meets_targets on the mean
+    return _LeverFigures(True, "fits", n, ttft, tpot, to(times(price, n), USD_H), met)
 
 
 class _LeverFigures(NamedTuple):

@@ -43,17 +43,17 @@ from typing import Any
 
 import pint
 
-from llmcourse.arith import _at_most
+from llmcourse.arith import at_most
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Link, Model, gpus, links, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, scalar
 from llmcourse.planner.design import Brief, Plan, plan
-from llmcourse.replica.base import _check_positions
-from llmcourse.replica.memory import _largest_within, kv_bytes_per_sequence, largest_batch
-from llmcourse.replica.model import Replica, _replica_at, replica
-from llmcourse.replica.step import _decode_steps
+from llmcourse.replica.base import check_positions
+from llmcourse.replica.memory import kv_bytes_per_sequence, largest_batch, largest_within
+from llmcourse.replica.model import Replica, replica, replica_setup
+from llmcourse.replica.step import decode_steps
 from llmcourse.units import Q_, parsed_unit, plain_number, quantity, to
 
 __all__ = [
@@ -113,7 +113,7 @@ def kv_handoff(
     """
     a, lk, m = resolve(assumptions), links[link], models[model]
     kv = kv_bytes_per_sequence(m, prompt_tokens, kv_bytes)
-    _check_positions(m, prompt_tokens, "prompt_tokens")  # no deployment holds a longer prompt to hand off
+    check_positions(m, prompt_tokens, "prompt_tokens")  # no deployment holds a longer prompt to hand off
     return to(
         F["kv_handoff_time"](
             collective_base=lk.base,
@@ -191,11 +191,11 @@ class Disaggregated:
 
     @property
     def ttft_met(self) -> bool:
-        return _at_most(self.ttft, self.brief.ttft_target)
+        return at_most(self.ttft, self.brief.ttft_target)
 
     @property
     def tpot_met(self) -> bool:
-        return _at_most(self.tpot, self.brief.tpot_target)
+        return at_most(self.tpot, self.brief.tpot_target)
 
     @property
     def meets_targets(self) -> bool:
@@ -397,7 +397,7 @@ def _decode_replicas(
 ) -> tuple[Any, Replica]:
     """The decode pool's replica at any batch (its requests arrive prefilled, so none of their prefill is charged to
     it: replica()'s checks and set-up once), and at its largest; refused if it does not fit."""
-    dec_at = _replica_at(
+    dec_at = replica_setup(
         m, g, tensor_parallel=tensor_parallel, data_parallel=moe.decode_data_parallel,
         expert_parallel=moe.decode_expert_parallel, assumptions=a_dec, **common,
     )  # fmt: skip
@@ -488,7 +488,7 @@ class _DecodePool:
         top, lam = self.top, self.brief.requests_per_second
         # the search runs on the replica's own decode step (its time per token, with no prefill charged):
         # decode_step(m, g, batch=b, **shape).step_time, set up once for the searches
-        step_at = _decode_steps(
+        step_at = decode_steps(
             self.m, self.g, n_gpus=top.tensor_parallel, data_parallel=moe.decode_data_parallel,
             expert_parallel=moe.decode_expert_parallel, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
             assumptions=self.a_dec, context_tokens=top.kv_read_tokens, step_time_only=True,
@@ -521,7 +521,7 @@ class _DecodePool:
         if hasattr(self.dec_at, "tpot_ms") and type(target) is Q_ and target._units == _MS._units:
             # the replica's own time per token, in ms: its decode step alone (no prefill charged to it), the same
             # float as step_at's, compared as pint compares two quantities in ms
-            return max(1, _largest_within(self.dec_at.tpot_ms, target._magnitude, top.max_batch))
+            return max(1, largest_within(self.dec_at.tpot_ms, target._magnitude, top.max_batch))
         return max(1, largest_batch(lambda b: step_at(b) <= target, top.max_batch))
 
 

@@ -149,7 +149,7 @@ def rank_levers(
 ) -> list[Lever]:
     """Re-run :func:`plan` with each lever on its own; sorted by GPUs saved (most first).
 
-    ``plan_kwargs`` (``weight_bytes``, ``kv_bytes``, ``headroom``, ...) describe the baseline; a lever
+    ``plan_kwargs`` (``weight_bytes``, ``kv_bytes``, ``assumptions``, ...) describe the baseline; a lever
     overrides only its own setting. Levers that leave the plan unfitted sort last.
     """
     return rank_levers_against(model, gpu, brief, None, hit_rate, context_fraction, plan_kwargs)

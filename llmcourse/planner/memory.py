@@ -88,12 +88,11 @@ def weight_fit(
     precision: Any = "bf16",
     gpu: GPU | str = "H100 SXM",
     n_gpus: int = 1,
-    usable_fraction: float | None = None,
     *,
     assumptions: Assumptions | str | None = None,
 ) -> WeightFit:
     """Weights, usable memory and the GPU counts for one model, precision and GPU, under
-    ``assumptions`` (the course's by default; ``usable_fraction`` overrides its memory share).
+    ``assumptions`` (the course's by default).
 
     Examples
     --------
@@ -107,10 +106,10 @@ def weight_fit(
     """
     m = model if isinstance(model, Model) else models[model]
     g = gpu if isinstance(gpu, GPU) else gpus[gpu]
-    a = resolve(assumptions).replace(memory_fraction=usable_fraction)
+    a = resolve(assumptions)
     wb = weight_bytes(m, precision)
     mem = usable_memory(g, n_gpus, weights=wb, assumptions=a)
-    total = usable_memory(g, n_gpus, 1.0, weights=wb, assumptions=a.replace(memory_rule="total"))
+    total = usable_memory(g, n_gpus, weights=wb, assumptions=a.replace(memory_rule="total", memory_fraction=1.0))
     need = gpus_for_weights(m, g, precision, a, power_of_two=False)
     return WeightFit(
         m,
@@ -205,12 +204,11 @@ def kv_plan(
     n_gpus: int = 1,
     kv_precision: Any = "bf16",
     weight_precision: Any = "bf16",
-    usable_fraction: float | None = None,
     *,
     assumptions: Assumptions | str | None = None,
 ) -> KVPlan:
     """KV per token and per sequence, and the batch that fits, for one model and context, under
-    ``assumptions`` (the course's by default; ``usable_fraction`` overrides its memory share).
+    ``assumptions`` (the course's by default).
 
     Examples
     --------
@@ -230,7 +228,7 @@ def kv_plan(
         kv_bytes_per_token(m, kv_precision),
         kv_bytes_per_sequence(m, context, kv_precision),
         to(w, "GB"),
-        to(usable_memory(g, n_gpus, usable_fraction, weights=w, assumptions=a), "GB"),
+        to(usable_memory(g, n_gpus, weights=w, assumptions=a), "GB"),
         max_batch(
             m,
             g,
@@ -238,7 +236,6 @@ def kv_plan(
             n_gpus=n_gpus,
             weight_bytes=weight_precision,
             kv_bytes=kv_precision,
-            usable_fraction=usable_fraction,
             assumptions=a,
         ),
     )

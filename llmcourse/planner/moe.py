@@ -30,7 +30,7 @@ from typing import Any
 
 import pint
 
-from llmcourse.arith import _over, _times
+from llmcourse.arith import over, times
 from llmcourse.catalog import Model, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
@@ -192,13 +192,13 @@ def expert_split(model: Model | str, bytes_per_param: Any = 2) -> ExpertSplit:
     if not m.is_moe:
         raise InputError(f"{m.name} is a dense model: every weight is read at every step.")
     total = to(weight_bytes(m, bytes_per_param), "GB")
-    per = _over(total, m.params)  # pint's arithmetic, on the magnitudes (llmcourse.arith)
+    per = over(total, m.params)  # pint's arithmetic, on the magnitudes (llmcourse.arith)
     return ExpertSplit(
         model=m.name,
         total=total,
-        shared=to(_times(per, m.params - m.expert_params), "GB"),
-        experts=to(_times(per, m.expert_params), "GB"),
-        active=to(_times(per, m.active_params), "GB"),
+        shared=to(times(per, m.params - m.expert_params), "GB"),
+        experts=to(times(per, m.expert_params), "GB"),
+        active=to(times(per, m.active_params), "GB"),
     )
 
 

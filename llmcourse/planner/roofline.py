@@ -27,7 +27,6 @@ import pint
 
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model, gpus, models
-from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked
 from llmcourse.replica.memory import kv_bytes_per_sequence
@@ -60,32 +59,12 @@ def _gpu(gpu: GPU | str) -> GPU:
     return gpu if isinstance(gpu, GPU) else gpus[gpu]
 
 
-def _eff(value: Any, name: str) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a number between 0 and 1, not {value!r}.") from None
-    if not (0 < x <= 1):
-        raise InputError(f"{name} is a fraction of the peak and must be in (0, 1]; got {value!r}.")
-    return x
-
-
 def _roofs(
-    gpu: GPU | str,
-    assumptions: Assumptions | str | None,
-    bandwidth_efficiency: float | None,
-    compute_efficiency: float | None,
-    compute_precision: str | None,
-    weight_bytes: Any,
+    gpu: GPU | str, assumptions: Assumptions | str | None, compute_precision: str | None, weight_bytes: Any
 ) -> tuple[GPU, Assumptions, str]:
-    """The GPU, the assumptions with the overrides applied, and the matmul precision."""
+    """The GPU, the assumptions and the matmul precision."""
     g = _gpu(gpu)
-    a = resolve(assumptions).replace(
-        bandwidth_efficiency=None
-        if bandwidth_efficiency is None
-        else _eff(bandwidth_efficiency, "bandwidth_efficiency"),
-        compute_efficiency=None if compute_efficiency is None else _eff(compute_efficiency, "compute_efficiency"),
-    )
+    a = resolve(assumptions)
     return g, a, compute_precision or matmul_precision(weight_bytes, g, a)
 
 
@@ -110,30 +89,26 @@ def arithmetic_intensity(flops: pint.Quantity, bytes_moved: pint.Quantity) -> pi
 def ridge_intensity(
     gpu: GPU | str,
     *,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
     compute_precision: str | None = None,
     weight_bytes: Any = 2,
     assumptions: Assumptions | str | None = None,
 ) -> pint.Quantity:
     """The intensity where the memory roof meets the compute roof: below it a step is memory-bound.
 
-    The efficiencies come from ``assumptions`` (the course's by default) unless given; the compute
-    roof is the peak at the precision the matmuls of ``weight_bytes`` weights run at under those
+    The efficiencies come from ``assumptions`` (the course's by default); the compute roof is the peak at the precision the matmuls of ``weight_bytes`` weights run at under those
     assumptions (BF16 for BF16 weights), or at ``compute_precision`` if named.
 
     Examples
     --------
     >>> round(ridge_intensity("H100 SXM").m)
     211
-    >>> round(ridge_intensity("H100 SXM", bandwidth_efficiency=1, compute_efficiency=1).m)  # the datasheet's
+    >>> peaks = resolve().replace(bandwidth_efficiency=1, compute_efficiency=1)  # the datasheet's peaks
+    >>> round(ridge_intensity("H100 SXM", assumptions=peaks).m)
     295
     >>> round(ridge_intensity("H100 SXM", weight_bytes="fp8").m)  # FP8 matmuls: twice the compute roof
     422
     """
-    g, a, precision = _roofs(
-        gpu, assumptions, bandwidth_efficiency, compute_efficiency, compute_precision, weight_bytes
-    )
+    g, a, precision = _roofs(gpu, assumptions, compute_precision, weight_bytes)
     return to(
         F["ridge_intensity"](
             peak_flops=g.peak_flops(precision),
@@ -150,8 +125,6 @@ def attainable_flops(
     gpu: GPU | str,
     intensity: Any,
     *,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
     compute_precision: str | None = None,
     weight_bytes: Any = 2,
     assumptions: Assumptions | str | None = None,
@@ -166,9 +139,7 @@ def attainable_flops(
     >>> attainable_flops("H100 SXM", Q_(1000, "FLOP/B")).to("TFLOP/s")
     <Quantity(494.5, 'teraFLOP / second')>
     """
-    g, a, precision = _roofs(
-        gpu, assumptions, bandwidth_efficiency, compute_efficiency, compute_precision, weight_bytes
-    )
+    g, a, precision = _roofs(gpu, assumptions, compute_precision, weight_bytes)
     i = as_quantity(intensity, "FLOP/B", "intensity")
     return to(
         F["attainable_flops"](
@@ -274,8 +245,6 @@ def crossover_batch(
     n_gpus: int = 1,
     weight_bytes: Any = 2,
     kv_bytes: Any = 2,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
     compute_precision: str | None = None,
     assumptions: Assumptions | str | None = None,
 ) -> float | None:
@@ -284,14 +253,12 @@ def crossover_batch(
 
     ``context_tokens`` is the context each sequence's KV is read at. The efficiencies, the FLOPs
     per parameter, whether attention FLOPs count and the matmul precision come from
-    ``assumptions`` (the course's by default) unless given. ``n_gpus`` cancels: it divides both
-    times. For a mixture-of-experts model the weights read depend on the batch; the solution is
+    ``assumptions`` (the course's by default), the last two unless given (``attention_flops``,
+    ``compute_precision``). ``n_gpus`` cancels: it divides both times. For a mixture-of-experts model the weights read depend on the batch; the solution is
     iterated to a fixed point.
     """
     m = _model(model)
-    g, a, precision = _roofs(
-        gpu, assumptions, bandwidth_efficiency, compute_efficiency, compute_precision, weight_bytes
-    )
+    g, a, precision = _roofs(gpu, assumptions, compute_precision, weight_bytes)
     kv = kv_bytes_per_sequence(m, context_tokens, kv_bytes)
     f_tok = decode_flops_per_token(m, context_tokens, attention_flops=attention_flops, assumptions=a)
     args = dict(
@@ -352,7 +319,6 @@ def weight_read_ceiling(
     batch: int = 1,
     n_gpus: int = 1,
     weight_bytes: Any = 2,
-    bandwidth_efficiency: float | None = None,
     assumptions: Assumptions | str | None = None,
 ) -> WeightCeiling:
     """Speed if a decode step only read the weights (no KV cache, no compute limit): the ceiling
@@ -369,11 +335,7 @@ def weight_read_ceiling(
     146
     """
     m, g = _model(model), _gpu(gpu)
-    a = resolve(assumptions).replace(
-        bandwidth_efficiency=None
-        if bandwidth_efficiency is None
-        else _eff(bandwidth_efficiency, "bandwidth_efficiency")
-    )
+    a = resolve(assumptions)
     w = _weight_bytes(m, weight_bytes)
     t = F["weight_read_time"](
         weights=w,

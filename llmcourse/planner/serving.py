@@ -13,30 +13,24 @@ from llmcourse.catalog import GPU, Model, gpus
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked
-from llmcourse.replica.base import (
-    _FLOP,
-    _GB,
-    _MS,
-    _PER_S,
-    _PFLOP_S,
-    _S,
-    _USD,
-    _check_positions,
-    _gpu,
-    _model,
-    _number,
-    _price,
-    _replaced,
-)
-from llmcourse.replica.memory import _check_weights_fit
+from llmcourse.replica.base import check_positions, gpu_of, model_of, price_of
+from llmcourse.replica.memory import check_weights_fit
 from llmcourse.replica.model import Replica, cost_per_million, replica
 from llmcourse.replica.parallel import decode_comm_time
 from llmcourse.replica.prefill import Prefill
 from llmcourse.replica.step import DecodeStep, matmul_precision, weights_read_per_step
 from llmcourse.units import (
+    FLOP,
+    GB,
     HOURS_PER_MONTH,
+    MS,
+    PER_S,
+    PFLOP_S,
     Q_,
+    USD,
+    S,
     as_quantity,
+    plain_number,
     to,
 )
 
@@ -67,7 +61,7 @@ def traffic(requests: Any, prompt_tokens: float, answer_tokens: float, *, peak_f
     Examples
     --------
     >>> t = traffic(Q_(200_000, "1/day"), 2_000, 300, peak_factor=3)
-    >>> round(t.request_rate.to(_PER_S).m, 1), round(t.output_tokens_per_s.m)
+    >>> round(t.request_rate.to(PER_S).m, 1), round(t.output_tokens_per_s.m)
     (6.9, 2083)
     """
     peak = F["peak_request_rate"](daily_rate=requests, peak_factor=peak_factor)
@@ -89,7 +83,7 @@ class ComputeBudget:
     @property
     def idle(self) -> pint.Quantity:
         """What decode leaves of the usable FLOP/s."""
-        return to(self.usable - self.decode, _PFLOP_S)
+        return to(self.usable - self.decode, PFLOP_S)
 
     @property
     def prefill_fits(self) -> bool:
@@ -108,19 +102,19 @@ def compute_budget(rep: Replica, output_tokens_per_s: pint.Quantity) -> ComputeB
     >>> r = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, batch=64, prompt_tokens=2_000, answer_tokens=400,
     ...             weight_bytes="fp8", assumptions="capacity")
     >>> b = compute_budget(r, Q_(1_728, "1/s"))
-    >>> round(b.prefill.to(_PFLOP_S).m, 2), round(b.idle.to(_PFLOP_S).m, 2), b.prefill_fits
+    >>> round(b.prefill.to(PFLOP_S).m, 2), round(b.idle.to(PFLOP_S).m, 2), b.prefill_fits
     (1.22, 0.75, False)
     """
     if not isinstance(rep, Replica) or rep.spec is None or rep.answer_tokens is None:
         raise InputError("compute_budget needs a Replica built with prompt_tokens and answer_tokens.")
     x = as_quantity(output_tokens_per_s, "1/s", "output_tokens_per_s")
     a, m, g = rep.assumptions, rep.spec, gpus.get(rep.gpu)
-    per_param = Q_(a.flops_per_param, _FLOP)
+    per_param = Q_(a.flops_per_param, FLOP)
     prompts = F["token_rate"](request_rate=x / rep.answer_tokens, tokens_per_request=rep.prompt_tokens)
     need = F["prefill_compute_rate"](token_rate=prompts, flops_per_param=per_param, params=m.active_params)
     used = F["prefill_compute_rate"](token_rate=x, flops_per_param=per_param, params=m.active_params)
     usable = rep.tensor_parallel * g.peak_flops(rep.matmul) * a.compute_efficiency
-    return ComputeBudget(prefill=to(need, _PFLOP_S), decode=to(used, _PFLOP_S), usable=to(usable, _PFLOP_S))
+    return ComputeBudget(prefill=to(need, PFLOP_S), decode=to(used, PFLOP_S), usable=to(usable, PFLOP_S))
 
 
 # --- a batch's whole life: prefill then decode ------------------------------------------------------
@@ -145,7 +139,7 @@ class RequestCycle:
     def total_time(self) -> pint.Quantity:
         """Prefill of every prompt plus one decode step per answer token."""
         tokens = self.decode.batch * self.answer_tokens
-        return to(tokens / self.end_to_end_throughput, _S)
+        return to(tokens / self.end_to_end_throughput, S)
 
     @property
     def throughput(self) -> pint.Quantity:
@@ -160,7 +154,7 @@ class RequestCycle:
                 prefill_time=self.prefill.time,
                 step_time=self.decode.step_time,
             ),
-            _PER_S,
+            PER_S,
         )
 
     @property
@@ -185,8 +179,6 @@ def request_cycle(
     weight_bytes: Any = 2,
     kv_bytes: Any = 2,
     assumptions: Assumptions | str | None = None,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
 ) -> RequestCycle:
     """Prefill ``batch`` prompts together, then decode ``answer_tokens`` steps: the cycle of
     :func:`replica` for that batch, whether or not its KV cache fits.
@@ -198,10 +190,10 @@ def request_cycle(
     >>> round(c.cost_per_million_output_tokens.m, 2)
     6.66
     """
-    a = _number(answer_tokens, "answer_tokens", integer=True)
-    m, g = _model(model), _gpu(gpu)
-    _check_positions(m, prompt_tokens + a, "prompt_tokens + answer_tokens")
-    _check_weights_fit(m, g, weight_bytes, n_gpus, "n_gpus", assumptions)
+    a = plain_number(answer_tokens, "answer_tokens", integer=True)
+    m, g = model_of(model), gpu_of(gpu)
+    check_positions(m, prompt_tokens + a, "prompt_tokens + answer_tokens")
+    check_weights_fit(m, g, weight_bytes, n_gpus, "n_gpus", assumptions)
     r = replica(
         m,
         g,
@@ -213,12 +205,10 @@ def request_cycle(
         kv_bytes=kv_bytes,
         price_per_hour=price_per_hour,
         assumptions=assumptions,
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
     )
     r._need_step()
     if r.price_per_hour is None:
-        _price(r.gpu, None)  # raises: no price in the catalog
+        price_of(r.gpu, None)  # raises: no price in the catalog
     return RequestCycle(
         decode=r.step,
         prefill=r.batch_prefill,
@@ -262,7 +252,7 @@ class ServingPlan:
         (430, 15.2)
         """
         if key == "weights_gb":
-            return float(to(self.weights, _GB).m)
+            return float(to(self.weights, GB).m)
         if key in self.__dataclass_fields__:
             return getattr(self, key)
         raise KeyError(f"{key!r}: a serving plan has {', '.join(['weights_gb', *self.__dataclass_fields__])}")
@@ -294,9 +284,6 @@ def serving_plan(
     prompt_tokens: float | None = None,
     price_per_hour: Any = None,
     assumptions: Assumptions | str | None = None,
-    usable_fraction: float | None = None,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
 ) -> ServingPlan:
     """Fill the GPUs' free memory with conversations of ``context_tokens`` and time one decode step:
     the table of the first worked example, from :func:`replica` with the largest batch.
@@ -327,9 +314,6 @@ def serving_plan(
         kv_bytes=kv_bytes,
         price_per_hour=price_per_hour,
         assumptions=assumptions,
-        usable_fraction=usable_fraction,
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
     )
     base = dict(
         model=r.model,
@@ -347,7 +331,7 @@ def serving_plan(
             "add GPUs or store fewer bytes per weight."
         )
         return ServingPlan(fits=False, message=msg, **base)
-    a, m, g = r.assumptions, _model(model), _gpu(gpu)
+    a, m, g = r.assumptions, model_of(model), gpu_of(gpu)
     alone = F["step_with_overhead"](
         step_time=F["weight_read_time"](
             weights=weights_read_per_step(m, 1, weight_bytes),
@@ -355,7 +339,7 @@ def serving_plan(
             bandwidth=g.bandwidth,
             bandwidth_efficiency=a.bandwidth_efficiency,
         ),
-        step_overhead=Q_(a.step_overhead_ms, _MS) + decode_comm_time(m, r.layout, tokens=1, assumptions=a),
+        step_overhead=Q_(a.step_overhead_ms, MS) + decode_comm_time(m, r.layout, tokens=1, assumptions=a),
     )
     return ServingPlan(
         fits=True,
@@ -363,9 +347,9 @@ def serving_plan(
         batch=r.batch,
         step_time=r.step.step_time,
         tokens_per_s_per_user=r.tokens_per_s_per_user,
-        tokens_per_s_alone=to(1 / alone, _PER_S),
+        tokens_per_s_alone=to(1 / alone, PER_S),
         output_tokens_per_s=r.throughput,
-        prefill_time=None if r.first_prefill is None else to(r.first_prefill.time, _S),
+        prefill_time=None if r.first_prefill is None else to(r.first_prefill.time, S),
         cost_per_million_output_tokens=r.cost_per_million_output_tokens,
         prefill_counted=r.counts_prefill,
         **base,
@@ -420,7 +404,7 @@ def fleet(
     >>> r = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, batch=64, context_tokens=2_400,
     ...             weight_bytes="fp8", assumptions="capacity")
     >>> f = fleet(Q_(140_000, "1/s"), r)
-    >>> f.replicas, f.gpus, round(f.monthly_cost.to(_USD).m, -3)
+    >>> f.replicas, f.gpus, round(f.monthly_cost.to(USD).m, -3)
     (81, 162, 296000.0)
     """
     if not isinstance(rep, Replica):
@@ -449,19 +433,19 @@ def fleet(
     x = rep.throughput
     usable = F["usable_throughput"](throughput=x, headroom_fraction=a.headroom_fraction)
     n = int(F["replicas_needed"](demand=d, throughput=usable).m)
-    price = _price(rep.gpu, price_per_hour if price_per_hour is not None else rep.price_per_hour)
+    price = price_of(rep.gpu, price_per_hour if price_per_hour is not None else rep.price_per_hour)
     total = n * rep.tensor_parallel
     cost = F["fleet_cost"](gpus=total, price=price, hours=HOURS_PER_MONTH)
     return Fleet(
-        demand=to(d, _PER_S),
+        demand=to(d, PER_S),
         throughput_per_replica=x,
-        usable_throughput_per_replica=to(usable, _PER_S),
+        usable_throughput_per_replica=to(usable, PER_S),
         headroom=a.headroom,
         prefill_counted=rep.counts_prefill,
         replicas=n,
         gpus=total,
         price_per_hour=price,
-        monthly_cost=to(cost, _USD),
+        monthly_cost=to(cost, USD),
         replicas_exact=float(to(d / usable, "").m),
     )
 
@@ -481,7 +465,6 @@ def prefill_pool(
     gpu: GPU | str,
     *,
     weight_bytes: Any = 2,
-    compute_efficiency: float | None = None,
     assumptions: Assumptions | str | None = None,
 ) -> PrefillPool:
     """FLOP/s to prefill a stream of prompt tokens (``flops_per_param`` per active parameter) and
@@ -490,14 +473,14 @@ def prefill_pool(
     Examples
     --------
     >>> p = prefill_pool(Q_(700_000, "1/s"), "Llama-3.1-70B", "H100 SXM")
-    >>> round(p.compute_rate.to(_PFLOP_S).m), p.gpus
+    >>> round(p.compute_rate.to(PFLOP_S).m), p.gpus
     (99, 200)
     """
-    m, g = _model(model), _gpu(gpu)
-    a = _replaced(resolve(assumptions), compute_efficiency=compute_efficiency)
+    m, g = model_of(model), gpu_of(gpu)
+    a = resolve(assumptions)
     rate = F["prefill_compute_rate"](
         token_rate=input_tokens_per_s,
-        flops_per_param=Q_(a.flops_per_param, _FLOP),
+        flops_per_param=Q_(a.flops_per_param, FLOP),
         params=m.active_params,
     )
     n = F["gpus_for_compute"](
@@ -505,4 +488,4 @@ def prefill_pool(
         peak_flops=g.peak_flops(matmul_precision(weight_bytes, g, a)),
         compute_efficiency=a.compute_efficiency,
     )
-    return PrefillPool(compute_rate=to(rate, _PFLOP_S), gpus=int(n.m))
+    return PrefillPool(compute_rate=to(rate, PFLOP_S), gpus=int(n.m))

@@ -23,7 +23,9 @@ of this module (``"scenario.step_traffic"``); ``args`` and ``kwargs`` are JSON v
 nested call, ``{"model": name, "with": {...}}`` a catalog model (optionally changed),
 ``{"gpu": name, "get": "bandwidth"}`` a catalog GPU and ``{"assumption": field}`` a field of the
 entry's preset; ``get`` is a dotted attribute path into the result and ``times`` a plain
-multiplier. The preset goes to every call whose signature has an ``assumptions`` parameter.
+multiplier. The preset goes to every call whose signature has an ``assumptions`` parameter, changed by
+the entry's ``what_if`` if it has one (fields of the assumptions, ``{"memory_fraction": 1.0}``: a text that
+counts all of a GPU's memory).
 
 Examples
 --------
@@ -83,6 +85,7 @@ _FIELDS = {
     "erratum_tolerance",
     "derivation",
     "hand",
+    "what_if",
 }
 _REQUIRED = ("id", "source", "preset", "call", "expected", "unit")
 _ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -123,19 +126,18 @@ def step_traffic(model: Any, gpu: Any, *, assumptions: Any = None, **replica_kwa
     return StepTraffic(bytes=(step.weights_read + step.kv_read).to("GB"), time=step.step_time)
 
 
-def memory_for_kv(
-    gpu: Any, n_gpus: int, weights: pint.Quantity, *, usable_fraction: float | None = None, assumptions: Any = None
-) -> pint.Quantity:
+def memory_for_kv(gpu: Any, n_gpus: int, weights: pint.Quantity, *, assumptions: Any = None) -> pint.Quantity:
     """What the usable memory of ``n_gpus`` GPUs leaves for the KV cache after ``weights``.
 
     Examples
     --------
-    >>> memory_for_kv("H100 SXM", 2, Q_(140, "GB"), usable_fraction=1.0)
+    >>> from llmcourse.assumptions import resolve
+    >>> memory_for_kv("H100 SXM", 2, Q_(140, "GB"), assumptions=resolve().replace(memory_fraction=1.0))
     <Quantity(20.0, 'gigabyte')>
     """
     from llmcourse.replica.memory import usable_memory
 
-    return (usable_memory(gpu, n_gpus, usable_fraction, weights=weights, assumptions=assumptions) - weights).to("GB")
+    return (usable_memory(gpu, n_gpus, weights=weights, assumptions=assumptions) - weights).to("GB")
 
 
 #: Named scenario functions an entry may call as ``"scenario.<name>"``.
@@ -255,7 +257,7 @@ def _check_call(spec: dict, where: str) -> None:
         _check_value(a, where)
 
 
-def _value(v: Any, preset: str, where: str) -> Any:
+def _value(v: Any, preset: Any, where: str) -> Any:
     if isinstance(v, list):
         return [_value(x, preset, where) for x in v]
     if not isinstance(v, dict):
@@ -281,7 +283,7 @@ def _value(v: Any, preset: str, where: str) -> Any:
     return getattr(a, v["assumption"])
 
 
-def _run(spec: dict, preset: str, where: str) -> Any:
+def _run(spec: dict, preset: Any, where: str) -> Any:
     fn = _function(spec["call"])
     args = [_value(a, preset, where) for a in spec.get("args", [])]
     kwargs = {k: _value(a, preset, where) for k, a in spec.get("kwargs", {}).items()}
@@ -359,6 +361,7 @@ class Figure:
     erratum_tolerance: dict | None = None
     derivation: str | None = None
     hand: dict | None = None
+    what_if: dict | None = None
 
     @classmethod
     def from_dict(cls, entry: dict) -> Figure:
@@ -378,7 +381,14 @@ class Figure:
             raise InputError(f"{where}: source must be one of {', '.join(SOURCES)}; got {entry['source']!r}.")
         from llmcourse.assumptions import resolve
 
-        resolve(entry["preset"])  # an unknown preset: UnknownNameError with "did you mean"
+        preset = resolve(entry["preset"])  # an unknown preset: UnknownNameError with "did you mean"
+        what_if = entry.get("what_if")
+        if what_if is not None:
+            if not isinstance(what_if, dict) or not what_if:
+                raise InputError(
+                    f"{where}: 'what_if' is an object of assumption fields, e.g. {{\"memory_fraction\": 1.0}}."
+                )
+            preset.replace(**what_if)  # an unknown field or a bad value: InputError naming it
         _check_call(entry, where)
         if entry["source"] == "course":
             if not entry.get("derivation"):
@@ -417,7 +427,10 @@ class Figure:
         """The value the package gives now, in :attr:`unit`, under the figure's preset."""
         where = f"source figure {self.id!r}"
         spec = {"call": self.call, "args": list(self.args), "kwargs": self.kwargs, "get": self.get, "times": self.times}
-        value = _run(spec, self.preset, where)
+        from llmcourse.assumptions import resolve
+
+        preset = self.preset if self.what_if is None else resolve(self.preset).replace(**self.what_if)
+        value = _run(spec, preset, where)
         return _in_unit(value, self.unit, where)
 
     def problems(self, value: Any = _UNSET) -> list[str]:

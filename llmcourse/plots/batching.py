@@ -62,9 +62,8 @@ def step_and_throughput(
         gpu,
         context_tokens=ctx,
         attention_flops=a.decode_attention_flops,
-        bandwidth_efficiency=a.bandwidth_efficiency,
-        compute_efficiency=a.compute_efficiency,
         compute_precision=matmul_precision(2, gpu, a),
+        assumptions=a,
     )
     if x is not None and x <= max_batch:
         ax.axvline(x, ls="--", color="black")

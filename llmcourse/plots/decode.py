@@ -29,11 +29,7 @@ def roofline(
     course's by default), with decode steps at ``batches`` and one prefill of ``prompt_tokens``
     marked where they sit."""
     a = resolve(assumptions)
-    eff = dict(
-        bandwidth_efficiency=a.bandwidth_efficiency,
-        compute_efficiency=a.compute_efficiency,
-        compute_precision=matmul_precision(weight_bytes, gpu, a),
-    )
+    eff = dict(compute_precision=matmul_precision(weight_bytes, gpu, a), assumptions=a)
     _fig, ax = new_figure()
     xs = np.logspace(-1, 4.2, 200)
     ys = [attainable_flops(gpu, Q_(x, "FLOP/B"), **eff).to("TFLOP/s").m for x in xs]

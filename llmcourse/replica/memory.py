@@ -14,11 +14,15 @@ from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
-from llmcourse.replica.base import _GB, _GIB, B, _bytes, _gpu, _model, _number, _replaced
+from llmcourse.replica.base import B, _bytes, gpu_of, model_of
+from llmcourse.replica.deployment import Deployment
 from llmcourse.replica.parallel import Layout, layout
 from llmcourse.units import (
+    GB,
+    GIB,
     Q_,
     fmt,
+    plain_number,
     quantity,
     to,
 )
@@ -49,7 +53,7 @@ def largest_batch(meets: Callable[[int], bool], top: int) -> int:
     return lo
 
 
-def _largest_within(value: Callable[[int], float], target: float, top: int) -> int:
+def largest_within(value: Callable[[int], float], target: float, top: int) -> int:
     """``largest_batch(lambda b: value(b) <= target, top)`` for a ``value`` that grows with the batch (a step's
     time, a token's time: the time of a batch grows by its own KV reads or FLOPs, far more than a float's
     rounding): the same batch, found with fewer calls. The batch lies between the largest batch known to meet
@@ -62,12 +66,12 @@ def _largest_within(value: Callable[[int], float], target: float, top: int) -> i
     --------
     >>> calls = []
     >>> step = lambda b: calls.append(b) or 10.0 + 0.37 * b  # 40 ms at a batch of 81.1
-    >>> _largest_within(step, 40.0, 4_096), calls
+    >>> largest_within(step, 40.0, 4_096), calls
     (81, [1, 4096, 81, 82])
     >>> calls.clear()
     >>> largest_batch(lambda b: step(b) <= 40.0, 4_096), len(calls)
     (81, 12)
-    >>> _largest_within(lambda b: 50.0 + b, 40.0, 64), _largest_within(lambda b: float(b), 1e9, 64)
+    >>> largest_within(lambda b: 50.0 + b, 40.0, 64), largest_within(lambda b: float(b), 1e9, 64)
     (0, 64)
     """
     top = int(top)
@@ -156,7 +160,7 @@ def _kv_sequence_si(m: Model, context: float, kv_bytes: Any) -> float:
 
 def _usable_si(g: GPU, n: float, a: Assumptions, weights: float) -> float:
     """:func:`usable_memory` in bytes, as a plain float, for checked inputs and ``weights`` bytes."""
-    mem = si(g.memory if a.memory_unit == "GB" else quantity(to(g.memory, _GB).m, _GIB), "gpu_memory")
+    mem = si(g.memory if a.memory_unit == "GB" else quantity(to(g.memory, GB).m, GIB), "gpu_memory")
     if a.memory_rule == "total":
         return F["usable_memory"].value(n_gpus=n, gpu_memory=mem, usable_fraction=a.memory_fraction)
     share = F["engine_usable_fraction"].value(
@@ -174,18 +178,28 @@ def _kv_copies(m: Model, n: float, a: Assumptions) -> float:
     return float(F["kv_replication"].value(n_gpus=n, kv_heads=heads))
 
 
-def _deployment(m: Model, g: GPU, n_gpus: int, weight_bytes: Any, assumptions: Any, **degrees: Any) -> Layout:
-    """The layout of a step's GPUs (``n_gpus`` per tensor-parallel group and the other ``degrees``,
+def _fitted_layout(d: Deployment, assumptions: Any) -> Layout:
+    """The layout of a step's GPUs (``d.tensor_parallel`` per group, given as ``n_gpus``, and the other degrees,
     checked by :func:`llmcourse.replica.parallel.layout`), refused if the weights do not fit in all of them."""
-    lay = layout(m, g, tensor_parallel=n_gpus, **degrees)
-    _check_weights_fit(m, g, weight_bytes, lay.n_gpus, "n_gpus", assumptions)
+    m, g = d.model, d.gpu
+    lay = layout(m, g, tensor_parallel=d.tensor_parallel, data_parallel=d.data_parallel,
+                 pipeline_parallel=d.pipeline_parallel, expert_parallel=d.expert_parallel, link=d.link)  # fmt: skip
+    check_weights_fit(m, g, d.weight_bytes, lay.n_gpus, "n_gpus", assumptions)
     return lay
 
 
-def _check_weights_fit(m: Model, g: GPU, weight_bytes: Any, gpus_: float, name: str, assumptions: Any) -> None:
+def check_weights_fit(m: Model, g: GPU, weight_bytes: Any, gpus_: float, name: str, assumptions: Any) -> None:
     """Refuse a deployment whose weights exceed the whole memory of the ``gpus_`` GPUs they are spread
     over (every byte of it, before any share is kept back): such a replica cannot exist, so no step
-    or prefill of it has a time. ``name`` is the caller's argument for the GPU count."""
+    or prefill of it has a time. ``name`` is the caller's argument for the GPU count.
+
+    Examples
+    --------
+    >>> check_weights_fit(model_of("Llama-3.1-70B"), gpu_of("H100 SXM"), 2, 1, "n_gpus", None)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: Llama-3.1-70B's weights (141 GB) do not fit in the 80.0 GB of one H100 SXM: give n_gpus=2 (the GPUs whose usable memory holds them), store fewer bytes per weight (weight_bytes='fp8' or 'int4'), or pick a GPU with more memory.
+    """
     if _weights_si(m, weight_bytes) > gpus_ * si(g.memory, "gpu_memory"):
         w, total = _weights(m, weight_bytes), gpus_ * g.memory
         need = gpus_for_weights(m, g, weight_bytes, assumptions)
@@ -204,12 +218,12 @@ def weight_bytes(model: Model | str, bytes_per_param: Any = 2) -> pint.Quantity:
 
     Examples
     --------
-    >>> weight_bytes("Llama-3.1-8B").to(_GB)
+    >>> weight_bytes("Llama-3.1-8B").to(GB)
     <Quantity(16.06, 'gigabyte')>
-    >>> weight_bytes("Qwen2.5-72B", "fp8").to(_GB)
+    >>> weight_bytes("Qwen2.5-72B", "fp8").to(GB)
     <Quantity(72.7, 'gigabyte')>
     """
-    m = _model(model)
+    m = model_of(model)
     return F["weight_bytes"](params=m.params, weight_bytes_per_param=_bytes(bytes_per_param, "bytes_per_param"))
 
 
@@ -229,7 +243,7 @@ def kv_bytes_per_token(model: Model | str, kv_bytes: Any = 2) -> pint.Quantity:
     >>> kv_bytes_per_token("DeepSeek-V3").to("B")
     <Quantity(70272.0, 'byte')>
     """
-    m = _model(model)
+    m = model_of(model)
     b = _bytes(kv_bytes, "kv_bytes")
     if m.attention == "MLA":
         q = F["kv_bytes_per_token_mla"](
@@ -254,12 +268,12 @@ def kv_bytes_per_sequence(model: Model | str, context_tokens: float, kv_bytes: A
 
     Examples
     --------
-    >>> kv_bytes_per_sequence("Qwen2.5-72B", 2_300).to(_GB)
+    >>> kv_bytes_per_sequence("Qwen2.5-72B", 2_300).to(GB)
     <Quantity(0.753664, 'gigabyte')>
     >>> kv_bytes_per_sequence("Llama-3.1-8B", 32_768).to("GiB")
     <Quantity(4.0, 'gibibyte')>
     """
-    m = _model(model)
+    m = model_of(model)
     ctx = _cached_tokens(m, context_tokens)
     return F["kv_bytes_per_sequence"](kv_per_token=kv_bytes_per_token(m, kv_bytes), context=ctx)
 
@@ -275,7 +289,7 @@ def kv_copies(model: Model | str, n_gpus: int = 1, assumptions: Assumptions | st
     >>> kv_copies("Llama-3.1-70B", 8), kv_copies("Llama-3.1-70B", 16), kv_copies("DeepSeek-V3", 8)
     (1.0, 2.0, 8.0)
     """
-    m, n = _model(model), _number(n_gpus, "n_gpus", integer=True)
+    m, n = model_of(model), plain_number(n_gpus, "n_gpus", integer=True)
     if not resolve(assumptions).kv_replication:
         return 1.0
     heads = 1 if m.attention == "MLA" else m.kv_heads
@@ -286,27 +300,26 @@ def kv_copies(model: Model | str, n_gpus: int = 1, assumptions: Assumptions | st
 def usable_memory(
     gpu: GPU | str,
     n_gpus: int = 1,
-    usable_fraction: float | None = None,
     *,
     weights: pint.Quantity | None = None,
     assumptions: Assumptions | str | None = None,
 ) -> pint.Quantity:
     """Memory a server may use for weights and KV cache on ``n_gpus`` GPUs, by the assumptions'
     memory rule: a share of the total (``"total"``), or the ``weights`` plus a share of what they
-    leave (``"free"``); the GPU's memory read as datasheet GB or as the HBM's GiB.
-    ``usable_fraction`` overrides the assumptions' ``memory_fraction``.
+    leave (``"free"``), that share being the assumptions' ``memory_fraction``; the GPU's memory read as
+    datasheet GB or as the HBM's GiB.
 
     Examples
     --------
-    >>> usable_memory("H100 SXM", 2).to(_GB)
+    >>> usable_memory("H100 SXM", 2).to(GB)
     <Quantity(144.0, 'gigabyte')>
-    >>> round(usable_memory("H100 SXM", 2, assumptions=resolve().replace(memory_unit="GiB")).to(_GB).m, 1)
+    >>> round(usable_memory("H100 SXM", 2, assumptions=resolve().replace(memory_unit="GiB")).to(GB).m, 1)
     154.6
     """
-    g = _gpu(gpu)
-    a = _replaced(resolve(assumptions), memory_fraction=usable_fraction)
+    g = gpu_of(gpu)
+    a = resolve(assumptions)
     n = n_gpus
-    mem = g.memory if a.memory_unit == "GB" else Q_(to(g.memory, _GB).m, "GiB")
+    mem = g.memory if a.memory_unit == "GB" else Q_(to(g.memory, GB).m, "GiB")
     if a.memory_rule == "total":
         return F["usable_memory"](n_gpus=n, gpu_memory=mem, usable_fraction=a.memory_fraction)
     if weights is None:
@@ -325,7 +338,6 @@ def max_batch(
     n_gpus: int = 1,
     weight_bytes: Any = 2,
     kv_bytes: Any = 2,
-    usable_fraction: float | None = None,
     assumptions: Assumptions | str | None = None,
 ) -> int:
     """Conversations whose KV cache fits beside the weights (0 if the weights alone do not fit).
@@ -335,9 +347,9 @@ def max_batch(
     >>> max_batch("Llama-3.1-8B", "H100 SXM", 2_048 + 512)
     166
     """
-    m, g = _model(model), _gpu(gpu)
+    m, g = model_of(model), gpu_of(gpu)
     w = _weights(m, weight_bytes)
-    mem = usable_memory(g, n_gpus, usable_fraction, weights=w, assumptions=assumptions)
+    mem = usable_memory(g, n_gpus, weights=w, assumptions=assumptions)
     if w >= mem:
         return 0
     kv = kv_bytes_per_sequence(m, context_tokens, kv_bytes) * kv_copies(m, n_gpus, assumptions)
@@ -359,7 +371,7 @@ def gpus_for_weights(
     >>> gpus_for_weights("Llama-3.1-405B", "H100 SXM"), gpus_for_weights("Llama-3.1-405B", "H100 SXM", power_of_two=False)
     (16, 12)
     """
-    m, g = _model(model), _gpu(gpu)
+    m, g = model_of(model), gpu_of(gpu)
     w = _weights(m, weight_bytes)
     per_gpu = usable_memory(g, 1, weights=w, assumptions=assumptions)
     need = int(F["gpus_for_weights"](weights=w, gpu_memory=per_gpu, usable_fraction=1).m)

@@ -10,43 +10,27 @@ from typing import Any
 
 import pint
 
-from llmcourse.arith import _over, _times
+from llmcourse.arith import over, times
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, check_value, checked
-from llmcourse.replica.base import (
-    _B,
-    _B_GB,
-    _GB,
-    _MS,
-    _MS_S,
-    _PER_S,
-    _S_MS,
-    _USD,
-    _check_positions,
-    _gpu,
-    _model,
-    _number,
-    _once,
-    _own,
-    _price,
-    _replaced,
-)
+from llmcourse.replica.base import _B_GB, _MS_S, _S_MS, _once, check_positions, gpu_of, model_of, own_quantity, price_of
+from llmcourse.replica.deployment import Deployment, Workload
 from llmcourse.replica.memory import (
     _bytes_si,
-    _check_weights_fit,
     _kv_copies,
     _kv_sequence_si,
     _max_batch_si,
     _usable_si,
     _weights_si,
+    check_weights_fit,
     gpus_for_weights,
 )
 from llmcourse.replica.parallel import Layout, layout
 from llmcourse.replica.prefill import Prefill, _prefiller
-from llmcourse.replica.setups import _kept
+from llmcourse.replica.setups import _keep, _kept, _key
 from llmcourse.replica.speculative import (
     Speculation,
     SpeculativeStep,
@@ -56,13 +40,21 @@ from llmcourse.replica.speculative import (
 )
 from llmcourse.replica.step import DecodeStep, _decoder, matmul_precision
 from llmcourse.units import (
+    BYTE,
+    GB,
+    MS,
+    PER_S,
+    USD,
     fmt,
+    plain_number,
     quantity,
     to,
 )
 
-
 # --- the replica model ----------------------------------------------------------------------------
+_NO_PROMPT = "the time to first token needs the prompt length: give replica(..., prompt_tokens=...)."
+
+
 @dataclass(frozen=True)
 class Replica:
     """The one model of a replica: ``tensor_parallel`` GPUs serving ``batch`` requests at a time.
@@ -108,7 +100,7 @@ class Replica:
 
     @property
     def memory_used(self) -> pint.Quantity:
-        return to(self.weights + self.batch * self.kv_per_sequence, _GB)
+        return to(self.weights + self.batch * self.kv_per_sequence, GB)
 
     @property
     def decode_throughput(self) -> pint.Quantity:
@@ -133,7 +125,7 @@ class Replica:
                 prefill_time=self.batch_prefill.time,
                 step_time=s.step_time,
             ),
-            _PER_S,
+            PER_S,
         )
 
     @property
@@ -163,24 +155,24 @@ class Replica:
                 batch=self.batch,
                 answer_tokens=self.answer_tokens,
             ),
-            _MS,
+            MS,
         )
 
     @property
     def tokens_per_s_per_user(self) -> pint.Quantity:
-        return to(1 / self.tpot, _PER_S)
+        return to(1 / self.tpot, PER_S)
 
     @property
     def ttft(self) -> pint.Quantity:
         """Time to first token with no queue: the assumptions' per-request overhead, then one prompt's prefill."""
         if self.first_prefill is None:
-            raise InputError("the time to first token needs the prompt length: give replica(..., prompt_tokens=...).")
+            raise InputError(_NO_PROMPT)
         return to(
             F["first_token_time"](
-                request_overhead=quantity(self.assumptions.request_overhead_ms, _MS),
+                request_overhead=quantity(self.assumptions.request_overhead_ms, MS),
                 prefill_time=self.first_prefill.time,
             ),
-            _MS,
+            MS,
         )
 
     @property
@@ -188,7 +180,7 @@ class Replica:
         """Requests the replica completes per second at full load."""
         if self.answer_tokens is None:
             raise InputError("requests per second needs the answer length: give replica(..., answer_tokens=...).")
-        return to(_over(self.throughput, self.answer_tokens), _PER_S)
+        return to(over(self.throughput, self.answer_tokens), PER_S)
 
     @property
     def cost_per_million_output_tokens(self) -> pint.Quantity | None:
@@ -247,9 +239,6 @@ def replica(
     kv_bytes: Any = 2,
     price_per_hour: Any = None,
     assumptions: Assumptions | str | None = None,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
-    usable_fraction: float | None = None,
     cached_prompt_tokens: float = 0,
     speculation: Any = None,
     pipeline_parallel: int = 1,
@@ -259,8 +248,8 @@ def replica(
 ) -> Replica:
     """The one replica model: ``tensor_parallel`` GPUs serving ``batch`` requests of
     ``prompt_tokens`` in and ``answer_tokens`` out (the largest batch that fits if ``batch`` is
-    None), under ``assumptions`` (the course's by default; the efficiencies and the memory share
-    may be overridden one by one).
+    None), under ``assumptions`` (the course's by default; a what-if changes them:
+    ``assumptions=resolve("course").replace(bandwidth_efficiency=0.8)``).
 
     ``context_tokens`` is the final length of a sequence; a method that neither charges prefill
     nor reads the KV cache at the average context (``"envelope"``, ``"capacity"``) may be given
@@ -281,22 +270,46 @@ def replica(
     --------
     >>> r = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300,
     ...             weight_bytes="fp8")
-    >>> r.batch, round(r.step.step_time.to(_MS).m, 1), round(r.throughput.m), r.fits
+    >>> r.batch, round(r.step.step_time.to(MS).m, 1), round(r.throughput.m), r.fits
     (94, 32.3, 1123, True)
     >>> e = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, context_tokens=2_300, weight_bytes="fp8",
     ...             assumptions="envelope")
     >>> round(e.throughput.m), round(e.cost_per_million_output_tokens.m, 2)
     (4387, 0.32)
     """
-    return _replica_setup(
-        model, gpu, tensor_parallel, prompt_tokens, answer_tokens, context_tokens, weight_bytes, kv_bytes,
-        price_per_hour, assumptions, bandwidth_efficiency, compute_efficiency, usable_fraction, cached_prompt_tokens,
-        speculation, pipeline_parallel, data_parallel, expert_parallel, link,
-    )(batch)  # fmt: skip
+    deployment, workload = _objects(
+        model, gpu, tensor_parallel, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes, kv_bytes,
+        speculation, prompt_tokens, answer_tokens, context_tokens, cached_prompt_tokens,
+    )  # fmt: skip
+    return setup_of(deployment, workload, resolve(assumptions), price_per_hour).at(batch)
+
+
+def _objects(
+    model: Any,
+    gpu: Any,
+    tensor_parallel: Any,
+    pipeline_parallel: Any,
+    data_parallel: Any,
+    expert_parallel: Any,
+    link: Any,
+    weight_bytes: Any,
+    kv_bytes: Any,
+    speculation: Any,
+    prompt_tokens: Any,
+    answer_tokens: Any,
+    context_tokens: Any,
+    cached_prompt_tokens: Any,
+) -> tuple[Deployment, Workload]:
+    """The :class:`Deployment` and the :class:`Workload` (at no batch) of :func:`replica`'s checked keywords."""
+    deployment = Deployment(
+        model_of(model), gpu_of(gpu), tensor_parallel, pipeline_parallel, data_parallel, expert_parallel, link,
+        weight_bytes, kv_bytes, speculation,
+    )  # fmt: skip
+    return deployment, Workload(prompt_tokens, answer_tokens, context_tokens, cached_prompt_tokens)
 
 
 @checked
-def _replica_at(
+def replica_setup(
     model: Model | str,
     gpu: GPU | str,
     *,
@@ -308,9 +321,6 @@ def _replica_at(
     kv_bytes: Any = 2,
     price_per_hour: Any = None,
     assumptions: Assumptions | str | None = None,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
-    usable_fraction: float | None = None,
     cached_prompt_tokens: float = 0,
     speculation: Any = None,
     pipeline_parallel: int = 1,
@@ -318,198 +328,191 @@ def _replica_at(
     expert_parallel: int | None = None,
     link: Any = None,
 ) -> Callable[[int | None], Replica]:
-    """``lambda batch: replica(model, gpu, batch=batch, ...)`` for a caller that asks one replica at several
-    batches (a batch it has checked): :func:`replica`'s checks (the same parameters, checked by the same names)
-    and its set-up done once, here, then each batch's replica by replica()'s own path (for a replica without
-    speculation, the function also has ``tpot_ms``: see :func:`_replica_of`)."""
-    return _replica_setup(
-        model, gpu, tensor_parallel, prompt_tokens, answer_tokens, context_tokens, weight_bytes, kv_bytes,
-        price_per_hour, assumptions, bandwidth_efficiency, compute_efficiency, usable_fraction, cached_prompt_tokens,
-        speculation, pipeline_parallel, data_parallel, expert_parallel, link,
+    """The set-up of ``replica(model, gpu, batch=..., ...)`` for a caller that asks one replica at several
+    batches (batches it has checked): :func:`replica`'s checks (the same parameters, checked by the same names)
+    and its set-up done once, here (:func:`setup_of`), then each batch's replica by replica()'s own path,
+    ``setup.at(batch)``; a replica without speculation (a :class:`ReplicaSetup`) also gives its time per token
+    alone, ``setup.tpot_ms(batch)``.
+
+    Examples
+    --------
+    >>> s = replica_setup("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300,
+    ...                   weight_bytes="fp8")
+    >>> s.at(None).batch, s.at(16).batch, round(s.tpot_ms(16), 1) == round(s.at(16).tpot.m, 1)
+    (97, 16, True)
+    """
+    deployment, workload = _objects(
+        model, gpu, tensor_parallel, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes, kv_bytes,
+        speculation, prompt_tokens, answer_tokens, context_tokens, cached_prompt_tokens,
     )  # fmt: skip
-
-
-def _replica_setup(
-    model: Any,
-    gpu: Any,
-    tensor_parallel: Any,
-    prompt_tokens: Any,
-    answer_tokens: Any,
-    context_tokens: Any,
-    weight_bytes: Any,
-    kv_bytes: Any,
-    price_per_hour: Any,
-    assumptions: Any,
-    bandwidth_efficiency: Any,
-    compute_efficiency: Any,
-    usable_fraction: Any,
-    cached_prompt_tokens: Any,
-    speculation: Any,
-    pipeline_parallel: Any,
-    data_parallel: Any,
-    expert_parallel: Any,
-    link: Any,
-) -> Callable[[int | None], Replica]:
-    """:func:`replica` once ``@checked`` has checked its arguments, as a function of the batch."""
-    m, g = _model(model), _gpu(gpu)
-    a = _replaced(
-        resolve(assumptions),
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-        memory_fraction=usable_fraction,
-    )
-    if (speculation if speculation is not None else a.speculation) is not None:
-        spec = speculation if speculation is not None else a.speculation
-
-        def speculative_at(batch: int | None) -> Replica:
-            return speculative_replica(
-                m,
-                g,
-                spec,
-                tensor_parallel=tensor_parallel,
-                batch=batch,
-                prompt_tokens=prompt_tokens,
-                answer_tokens=answer_tokens,
-                context_tokens=context_tokens,
-                weight_bytes=weight_bytes,
-                kv_bytes=kv_bytes,
-                price_per_hour=price_per_hour,
-                assumptions=dataclasses.replace(a, speculation=None),  # replace() ignores None values
-                cached_prompt_tokens=cached_prompt_tokens,
-            )
-
-        return speculative_at
-    shape = dict(
-        data_parallel=data_parallel, pipeline_parallel=pipeline_parallel, expert_parallel=expert_parallel, link=link
-    )
-    return _replica_of(
-        m, g, a, tensor_parallel, prompt_tokens, answer_tokens, context_tokens, weight_bytes, kv_bytes, price_per_hour,
-        cached_prompt_tokens, shape,
-    )  # fmt: skip
+    return setup_of(deployment, workload, resolve(assumptions), price_per_hour)
 
 
 def _owned(base: dict[str, Any]) -> dict[str, Any]:
     """A kept set-up's figures of a replica (``base``), its quantities (the price among them) the caller's own
-    (:func:`_own`)."""
+    (:func:`own_quantity`)."""
     price = base["price_per_hour"]
-    return {**base, "weights": _own(base["weights"]), "usable_memory": _own(base["usable_memory"]),
-            "kv_per_sequence": _own(base["kv_per_sequence"]),
-            "price_per_hour": None if price is None else _own(price)}  # fmt: skip
+    return {**base, "weights": own_quantity(base["weights"]), "usable_memory": own_quantity(base["usable_memory"]),
+            "kv_per_sequence": own_quantity(base["kv_per_sequence"]),
+            "price_per_hour": None if price is None else own_quantity(price)}  # fmt: skip
 
 
-@_kept
-def _replica_of(
-    m: Model,
-    g: GPU,
-    a: Assumptions,
-    tensor_parallel: int,
-    prompt_tokens: float | None,
-    answer_tokens: float | None,
-    context_tokens: float | None,
-    weight_bytes: Any,
-    kv_bytes: Any,
-    price_per_hour: Any,
-    cached_prompt_tokens: float,
-    shape: dict[str, Any],
-) -> Callable[[int | None], Replica]:
-    """:func:`replica` (without speculation) for checked inputs, as a function of the batch: everything that
-    does not depend on the batch (the layout, the memory, the largest batch, the price) worked out once,
-    so that a search over the batch (:func:`plan`) computes only each batch's decode step and prefill. The same
-    inputs give the same set-up, kept (:func:`_kept`)."""
-    lay = layout(m, g, tensor_parallel=tensor_parallel, **shape)
-    tp, n_all = lay.tensor_parallel, lay.n_gpus
-    final, p, ans = _workload(a, context_tokens, prompt_tokens, answer_tokens)
-    _check_positions(m, final, "context_tokens" if p is None else "prompt_tokens + answer_tokens")
-    # plain floats in bytes from here (the formulas by value); the units are attached to what is returned
-    w = _weights_si(m, weight_bytes)
-    if lay.data_parallel > 1:  # each attention group holds everything but the experts
-        w_exp = F["weight_bytes"].value(
-            params=m.expert_params, weight_bytes_per_param=_bytes_si(weight_bytes, "weight_bytes")
+class ReplicaSetup:
+    """The set-up of one replica without speculation (a :class:`Deployment` serving a :class:`Workload` under
+    :class:`~llmcourse.assumptions.Assumptions`, its inputs checked): everything that does not depend on the
+    batch (the layout, the memory, the largest batch, the price) worked out once, so that a search over the batch
+    (:func:`~llmcourse.planner.design.plan`) computes only each batch's decode step and prefill. :meth:`at` gives
+    the replica at a batch (``setup(batch)`` too), :meth:`tpot_ms` and :meth:`figures` its time per token and its
+    other figures as plain floats, without building it. The workload's own batch is not read. Built by
+    :func:`setup_of`, which keeps it (the same inputs give the same set-up: a kept set-up is shared, so each
+    replica it gives has quantities of its own).
+
+    Examples
+    --------
+    >>> from llmcourse.assumptions import resolve
+    >>> d, w = Deployment("Llama-3.1-8B", "H100 SXM"), Workload(prompt_tokens=2_000, answer_tokens=300)
+    >>> s = setup_of(d, w, resolve())
+    >>> s.max_batch, s.at(16).batch, round(s.tpot_ms(16), 2) == round(s.at(16).tpot.to(MS).m, 2)
+    (185, 16, True)
+    """
+
+    def __init__(self, deployment: Deployment, workload: Workload, a: Assumptions, price_per_hour: Any) -> None:
+        d, m, g = deployment, deployment.model, deployment.gpu
+        self.deployment, self.workload, self.assumptions = deployment, workload, a
+        lay = layout(m, g, tensor_parallel=d.tensor_parallel, data_parallel=d.data_parallel,
+                     pipeline_parallel=d.pipeline_parallel, expert_parallel=d.expert_parallel, link=d.link)  # fmt: skip
+        self.layout = lay
+        final, p, ans = _workload(a, workload.context_tokens, workload.prompt_tokens, workload.answer_tokens)
+        check_positions(m, final, "context_tokens" if p is None else "prompt_tokens + answer_tokens")
+        self._final, self._prompt, self._answer = final, p, ans
+        # plain floats in bytes from here (the formulas by value); the units are attached to what is returned
+        w, mem, kv_seq = self._w, self._mem, self._kv_seq = _memory_si(d, lay, a, final)
+        self.max_batch = top = _max_batch_si(mem, w, kv_seq)
+        price = None
+        if price_per_hour is not None or g.price_per_hour is not None:
+            price = price_of(g, price_per_hour)
+        #: The replica's figures that do not depend on the batch (:class:`Replica`'s fields, the caller's own copies
+        #: by :func:`_owned`).
+        self.base = dict(
+            model=m.name, gpu=g.name, tensor_parallel=lay.tensor_parallel, assumptions=a,
+            weights=quantity(w * _B_GB, GB._units), usable_memory=quantity(mem * _B_GB, GB._units),
+            kv_per_sequence=quantity(kv_seq * _B_GB, GB._units), max_batch=top, context_tokens=final,
+            matmul=matmul_precision(d.weight_bytes, g, a), spec=m, prompt_tokens=p, answer_tokens=ans,
+            price_per_hour=price, layout=lay,
+        )  # fmt: skip
+        cached = workload.cached_prompt_tokens
+        if cached:  # checked under plan()'s name (the prefill checks it again as its cached_tokens)
+            plain_number(cached, "cached_prompt_tokens", allow_zero=True)
+        if cached and p is None:
+            raise InputError("cached_prompt_tokens needs prompt_tokens (the cached tokens are part of the prompt).")
+        n_all = lay.n_gpus
+        self._where = f"one {g.name}" if n_all == 1 else f"{n_all} x {g.name}"
+        #: Why the replica cannot serve (its weights, or one sequence beside them, do not fit), or None.
+        self.unfit = self._unfit_reason()
+        if self.unfit is not None:
+            return
+        self._kv_ctx = final if a.kv_read_context == "final" or p is None else p + ans / 2
+        # decode_step() and prefill() of this layout, their inputs checked above: the weights must fit the GPUs
+        check_weights_fit(m, g, d.weight_bytes, n_all, "n_gpus", a)
+        cp = self.base["matmul"]
+        # the decode step of this layout as a function of the batch, and the prefill of its prompts as a function
+        # of their number, each set up once (at its first use); one prompt's prefill does not depend on the batch
+        self._decoder = _once(lambda: _decoder(d, lay, a, self._kv_ctx, cp))
+        self._prefiller = _once(lambda: _prefiller(d, lay, a, p, cached, cp))
+        self._first_ms = _once(lambda: _S_MS * self._prefiller()(1, True))  # one prompt's Prefill.time in ms
+        # a batch's step, prefill and time per token in ms, as tpot_ms found them (kept with the set-up: a search
+        # against another target, or the same one again, asks mostly the same batches)
+        self._probed: dict[int, tuple[float, float | None, float]] = {}
+
+    def _unfit_reason(self) -> str | None:
+        w, mem, kv_seq, where, m, g = (
+            self._w,
+            self._mem,
+            self._kv_seq,
+            self._where,
+            self.deployment.model,
+            self.deployment.gpu,
         )
-        w = F["dp_weights_held"].value(weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
-    mem = _usable_si(g, check_value(n_all, SYMBOLS["n_gpus"], "n_gpus"), a, w)
-    kv_seq = _kv_sequence_si(m, final, kv_bytes) * _kv_copies(m, tp, a)  # the replica's memory for one sequence
-    top = _max_batch_si(mem, w, kv_seq)
-    price = None
-    if price_per_hour is not None or g.price_per_hour is not None:
-        price = _price(g, price_per_hour)
-    base = dict(
-        model=m.name,
-        gpu=g.name,
-        tensor_parallel=tp,
-        assumptions=a,
-        weights=quantity(w * _B_GB, _GB._units),
-        usable_memory=quantity(mem * _B_GB, _GB._units),
-        kv_per_sequence=quantity(kv_seq * _B_GB, _GB._units),
-        max_batch=top,
-        context_tokens=final,
-        matmul=matmul_precision(weight_bytes, g, a),
-        spec=m,
-        prompt_tokens=p,
-        answer_tokens=ans,
-        price_per_hour=price,
-        layout=lay,
-    )
-    if cached_prompt_tokens:  # checked under plan()'s name (the prefill checks it again as its cached_tokens)
-        _number(cached_prompt_tokens, "cached_prompt_tokens", allow_zero=True)
-    if cached_prompt_tokens and p is None:
-        raise InputError("cached_prompt_tokens needs prompt_tokens (the cached tokens are part of the prompt).")
-    where = f"one {g.name}" if n_all == 1 else f"{n_all} x {g.name}"
-    if w >= mem:
-        reason = (
-            f"weights {fmt(quantity(w, _B), 'GB')} don't fit in the {fmt(quantity(mem, _B), 'GB')} usable on {where}: store fewer bytes per "
-            f"weight, use a GPU with more memory, or use tensor_parallel={gpus_for_weights(m, g, weight_bytes, a)}."
+        if w >= mem:
+            need = gpus_for_weights(m, g, self.deployment.weight_bytes, self.assumptions)
+            return (
+                f"weights {fmt(quantity(w, BYTE), 'GB')} don't fit in the {fmt(quantity(mem, BYTE), 'GB')} usable on "
+                f"{where}: store fewer bytes per weight, use a GPU with more memory, or use tensor_parallel={need}."
+            )
+        if self.max_batch < 1:
+            return (
+                f"after {fmt(quantity(w, BYTE), 'GB')} of weights, {fmt(quantity(mem - w, BYTE), 'GB')} is left on "
+                f"{where}: less than one sequence's KV cache ({fmt(quantity(kv_seq, BYTE), 'GB')}); shorten the "
+                "context, quantize, or add GPUs."
+            )
+        return None
+
+    def at(self, batch: int | None) -> Replica:
+        """The replica at ``batch`` (a whole number it has checked; None: the largest batch that fits)."""
+        if self.unfit is not None:  # at any batch, no step
+            return Replica(batch=0, reason=self.unfit, **_owned(self.base))
+        top = self.max_batch
+        b = top if batch is None else int(batch)
+        reason = "fits"
+        if b > top:
+            reason = (
+                f"a batch of {b} needs {fmt(quantity(self._w + b * self._kv_seq, BYTE), 'GB')} but "
+                f"{fmt(quantity(self._mem, BYTE), 'GB')} is usable on {self._where}: "
+                f"at most {top} sequences of {self._final:,.0f} tokens fit."
+            )
+        step = self._decoder()(b)
+        first = batch_pre = None
+        if self._prompt is not None:
+            first = self._prefiller()(1)  # each replica its own Prefill (the set-up is kept, and shared)
+            batch_pre = first if b == 1 else self._prefiller()(b)
+        return Replica(
+            batch=b,
+            step=step,
+            first_prefill=first,
+            batch_prefill=batch_pre,
+            reason=reason,
+            kv_read_tokens=self._kv_ctx,
+            cached_prompt_tokens=float(self.workload.cached_prompt_tokens),
+            **_owned(self.base),
         )
-        return _unfit(base, reason)
-    if top < 1:
-        reason = (
-            f"after {fmt(quantity(w, _B), 'GB')} of weights, {fmt(quantity(mem - w, _B), 'GB')} is left on {where}: "
-            f"less than one sequence's KV cache ({fmt(quantity(kv_seq, _B), 'GB')}); shorten the context, quantize, "
-            "or add GPUs."
-        )
-        return _unfit(base, reason)
-    kv_ctx = final if a.kv_read_context == "final" or p is None else p + ans / 2
-    # decode_step() and prefill() of this layout, their inputs checked above: the weights must fit the GPUs
-    _check_weights_fit(m, g, weight_bytes, n_all, "n_gpus", a)
-    cp = base["matmul"]
 
-    # the decode step of this layout as a function of the batch, and the prefill of its prompts as a function of
-    # their number, each set up once (at its first use); one prompt's prefill does not depend on the batch
-    decoder = _once(lambda: _decoder(m, g, lay, a, kv_ctx, weight_bytes, kv_bytes, cp))
-    prefiller = _once(lambda: _prefiller(m, g, lay, a, p, cached_prompt_tokens, weight_bytes, cp))
-    first_ms = _once(lambda: _S_MS * prefiller()(1, True))  # one prompt's Prefill.time in ms, without the Prefill
+    __call__ = at
 
-    # a batch's step, prefill and time per token in ms, as tpot_ms found them (kept with the set-up: a search
-    # against another target, or the same one again, asks mostly the same batches)
-    probed: dict[int, tuple[float, float | None, float]] = {}
-
-    def tpot_ms(batch: int) -> float:
+    def tpot_ms(self, batch: int) -> float:
         """``at(batch).tpot`` in milliseconds, as a plain float: the step and the batch's prefill alone."""
-        known = probed.get(batch)
+        known = self._probed.get(batch)
         if known is not None:
             return known[2]
-        step_ms = _S_MS * decoder()(batch, True)
+        if self.unfit is not None:
+            self.at(batch)._need_step()  # raises: no step
+        a, p = self.assumptions, self._prompt
+        step_ms = _S_MS * self._decoder()(batch, True)
         if not (a.prefill_interference and p is not None):
-            probed[batch] = (step_ms, None, step_ms)
+            self._probed[batch] = (step_ms, None, step_ms)
             return step_ms
-        pre_ms = first_ms() if batch == 1 else _S_MS * prefiller()(batch, True)
+        pre_ms = self._first_ms() if batch == 1 else _S_MS * self._prefiller()(batch, True)
         tpot = F["interleaved_tpot"].value(
-            step_time=step_ms * _MS_S, prefill_time=pre_ms * _MS_S, batch=batch, answer_tokens=ans
+            step_time=step_ms * _MS_S, prefill_time=pre_ms * _MS_S, batch=batch, answer_tokens=self._answer
         )
-        probed[batch] = (step_ms, pre_ms, tpot * _S_MS)
+        self._probed[batch] = (step_ms, pre_ms, tpot * _S_MS)
         return tpot * _S_MS
 
-    def figures(batch: int) -> tuple[float, float, float]:
+    def figures(self, batch: int) -> tuple[float, float, float]:
         """``at(batch)``'s ``ttft`` and ``tpot`` in milliseconds and ``requests_per_second`` in 1/s, as plain
         floats: the formulas of the replica's properties by value, in the same order, to the same floats (for a
         prompt and an answer given), without building the replica, its step or its prefills."""
-        first = first_ms()  # Prefill.time of one prompt, in ms
+        if self.unfit is not None:
+            self.at(batch)._need_step()  # raises: no step
+        if self._prompt is None:
+            raise InputError(_NO_PROMPT)
+        a, ans = self.assumptions, self._answer
+        first = self._first_ms()  # Prefill.time of one prompt, in ms
         ttft = F["first_token_time"].value(request_overhead=a.request_overhead_ms * _MS_S, prefill_time=first * _MS_S)
-        step_ms, pre_ms, _ = probed.get(batch) or (None, None, None)  # the search's own figures of this batch
+        step_ms, pre_ms, _ = self._probed.get(batch) or (None, None, None)  # the search's own figures of this batch
         if step_ms is None:
-            step_ms = _S_MS * decoder()(batch, True)  # DecodeStep.step_time, in ms
+            step_ms = _S_MS * self._decoder()(batch, True)  # DecodeStep.step_time, in ms
         if pre_ms is None:
-            pre_ms = first if batch == 1 else _S_MS * prefiller()(batch, True)  # Prefill.time, in ms
+            pre_ms = first if batch == 1 else _S_MS * self._prefiller()(batch, True)  # Prefill.time, in ms
         step_s, pre_s = step_ms * _MS_S, _MS_S * pre_ms
         tpot_ms = step_ms
         if a.prefill_interference:  # the batch's prefill between a user's steps
@@ -524,46 +527,72 @@ def _replica_of(
             throughput = F["throughput"].value(batch=batch, step_time=step_s)
         return _S_MS * ttft, tpot_ms, throughput / ans
 
-    def at(batch: int | None) -> Replica:
-        b = top if batch is None else int(batch)
-        reason = "fits"
-        if b > top:
-            reason = (
-                f"a batch of {b} needs {fmt(quantity(w + b * kv_seq, _B), 'GB')} but {fmt(quantity(mem, _B), 'GB')} is "
-                f"usable on {where}: "
-                f"at most {top} sequences of {final:,.0f} tokens fit."
-            )
-        step = decoder()(b)
-        first = batch_pre = None
-        if p is not None:
-            first = prefiller()(1)  # each replica its own Prefill (the set-up is kept, and shared)
-            batch_pre = first if b == 1 else prefiller()(b)
-        return Replica(
-            batch=b,
-            step=step,
-            first_prefill=first,
-            batch_prefill=batch_pre,
-            reason=reason,
-            kv_read_tokens=kv_ctx,
-            cached_prompt_tokens=float(cached_prompt_tokens),
-            **_owned(base),
+
+def _memory_si(d: Deployment, lay: Layout, a: Assumptions, final: float) -> tuple[float, float, float]:
+    """(weights held, usable memory, KV cache of one sequence of ``final`` tokens) of a replica of ``d`` on its
+    layout, in bytes, as plain floats."""
+    m, g = d.model, d.gpu
+    w = _weights_si(m, d.weight_bytes)
+    if lay.data_parallel > 1:  # each attention group holds everything but the experts
+        w_exp = F["weight_bytes"].value(
+            params=m.expert_params, weight_bytes_per_param=_bytes_si(d.weight_bytes, "weight_bytes")
         )
-
-    at.tpot_ms = tpot_ms  # type: ignore[attr-defined]
-    if p is not None:
-        at.figures = figures  # type: ignore[attr-defined]
-    at.base, at.unfit = base, None  # type: ignore[attr-defined]
-    return at
+        w = F["dp_weights_held"].value(weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
+    mem = _usable_si(g, check_value(lay.n_gpus, SYMBOLS["n_gpus"], "n_gpus"), a, w)
+    kv_seq = _kv_sequence_si(m, final, d.kv_bytes) * _kv_copies(m, lay.tensor_parallel, a)  # every copy held
+    return w, mem, kv_seq
 
 
-def _unfit(base: dict[str, Any], reason: str) -> Callable[[int | None], Replica]:
-    """:func:`_replica_of`'s answer for a replica that cannot serve (``reason``): at any batch, no step."""
+class SpeculativeSetup:
+    """The set-up of a replica that speculates: the speculative replica at each batch (:meth:`at`, or
+    ``setup(batch)``), from the target's own set-up (one tensor-parallel group, without speculation)."""
 
-    def at(batch: int | None) -> Replica:
-        return Replica(batch=0, reason=reason, **_owned(base))
+    def __init__(self, deployment: Deployment, workload: Workload, a: Assumptions, price_per_hour: Any) -> None:
+        d = self.deployment = deployment
+        self.workload, self.assumptions = workload, a
+        self._spec = d.speculation if d.speculation is not None else a.speculation
+        # the target's replica: one tensor-parallel group (the speculative cycle reads no other degree)
+        self._plain = Deployment(d.model, d.gpu, d.tensor_parallel, weight_bytes=d.weight_bytes, kv_bytes=d.kv_bytes)
+        self._a_plain = dataclasses.replace(a, speculation=None)  # Assumptions.replace() ignores None values
+        self._price = price_per_hour
 
-    at.base, at.unfit = base, reason  # type: ignore[attr-defined]
-    return at
+    def at(self, batch: int | None) -> Replica:
+        """The speculative replica at ``batch`` (None: the largest that fits with the draft)."""
+        d = self.deployment
+        plain_at = _replica_of(self._plain, self.workload, self._a_plain, self._price)
+        return _speculative(plain_at, d.model, d.gpu, speculation_of(self._spec), batch, d.weight_bytes, d.kv_bytes)
+
+    __call__ = at
+
+
+def setup_of(
+    deployment: Deployment, workload: Workload, assumptions: Assumptions, price_per_hour: Any = None
+) -> ReplicaSetup | SpeculativeSetup:
+    """The set-up of a replica (its inputs checked, as :func:`replica` checks them): a kept
+    :class:`ReplicaSetup`, or for a deployment that speculates (its own speculation, or the assumptions'), a
+    :class:`SpeculativeSetup`.
+
+    Examples
+    --------
+    >>> from llmcourse.assumptions import resolve
+    >>> w = Workload(prompt_tokens=2_000, answer_tokens=300)
+    >>> s = setup_of(Deployment("Llama-3.1-8B", "H100 SXM"), w, resolve())
+    >>> s is setup_of(Deployment("Llama-3.1-8B", "H100 SXM"), w, resolve()), type(s).__name__
+    (True, 'ReplicaSetup')
+    """
+    d = deployment
+    if (d.speculation if d.speculation is not None else assumptions.speculation) is None:
+        return _replica_of(d, workload, assumptions, price_per_hour)
+    return SpeculativeSetup(d, workload, assumptions, price_per_hour)
+
+
+def _replica_of(deployment: Deployment, workload: Workload, a: Assumptions, price_per_hour: Any) -> ReplicaSetup:
+    """The :class:`ReplicaSetup` of these inputs, kept (:mod:`~llmcourse.replica.setups`): the same inputs give the
+    same set-up."""
+    inputs = (deployment, workload, a, price_per_hour)
+    key = _key(ReplicaSetup, inputs)
+    got = _kept(key)
+    return got if got is not None else _keep(key, inputs, ReplicaSetup(*inputs))
 
 
 @checked
@@ -581,7 +610,7 @@ def cost_per_million(price_per_hour: pint.Quantity, tokens_per_s: pint.Quantity,
         price=price_per_hour,
         throughput=tokens_per_s,
     )
-    return to(_times(per_token, 1e6), _USD)  # pint's product, on the magnitude
+    return to(times(per_token, 1e6), USD)  # pint's product, on the magnitude
 
 
 # --- in the replica model ----------------------------------------------------------------------------------
@@ -613,13 +642,30 @@ def speculative_replica(model: Model | str, gpu: GPU | str, speculation: Specula
     ((97, 12), (94, 15))
     """
     spec = speculation_of(speculation)
-    m, g = _model(model), _gpu(gpu)
-    base = replica(m, g, **kw)
+    m, g = model_of(model), gpu_of(gpu)
+
+    def plain_at(batch: int | None) -> Replica:
+        return replica(m, g, **(kw | {"batch": batch}))
+
+    return _speculative(plain_at, m, g, spec, kw.get("batch"), kw.get("weight_bytes", 2), kw.get("kv_bytes", 2))
+
+
+def _speculative(
+    plain_at: Callable[[int | None], Replica],
+    m: Model,
+    g: GPU,
+    spec: Speculation,
+    batch: int | None,
+    wb: Any,
+    kvb: Any,
+) -> SpeculativeReplica:
+    """:func:`speculative_replica` from the target's replica at a batch (``plain_at``), for ``batch`` (None: the
+    largest that fits with the draft) and the target's weight and KV precisions."""
+    base = plain_at(batch)
     fields_ = {f.name: getattr(base, f.name) for f in dataclasses.fields(Replica)}
     if base.step is None and base.max_batch < 1 and base.weights >= base.usable_memory:
         return SpeculativeReplica(**fields_, speculation=spec)  # the target's weights alone do not fit
     a, tp, final = base.assumptions, base.tensor_parallel, base.context_tokens
-    wb, kvb = kw.get("weight_bytes", 2), kw.get("kv_bytes", 2)
     mem = speculative_memory(
         m, g, spec, context_tokens=final, tensor_parallel=tp, weight_bytes=wb, kv_bytes=kvb, assumptions=a
     )
@@ -632,9 +678,9 @@ def speculative_replica(model: Model | str, gpu: GPU | str, speculation: Specula
     if mem.max_batch < 1:
         fields_ |= dict(batch=0, step=None, first_prefill=None, batch_prefill=None, reason=mem.reason(1))
         return SpeculativeReplica(**fields_, speculation=spec)
-    b = kw.get("batch") or mem.max_batch
+    b = batch or mem.max_batch
     if b != base.batch:
-        base = replica(m, g, **(kw | {"batch": b}))
+        base = plain_at(b)
         fields_ |= {f: getattr(base, f) for f in ("batch", "step", "first_prefill", "batch_prefill")}
     kv_ctx = base.kv_read_tokens  # the context the replica model reads each KV cache at
     s = speculative_cycle(m, g, spec, mem, batch=b, context_tokens=kv_ctx, tp=tp, weight_bytes=wb, kv_bytes=kvb, a=a)

@@ -30,7 +30,7 @@ from typing import Any
 
 import pint
 
-from llmcourse.arith import _greater, _minus, _plus, _ratio, _times
+from llmcourse.arith import greater, minus, plus, ratio, times
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Link, Model, gpus, links, models
 from llmcourse.errors import InputError
@@ -395,14 +395,14 @@ def time_per_token_parts(rep: Any) -> dict[str, pint.Quantity]:
     s = rep._need_step()
     # the memory time splits between weights and KV in proportion to their bytes (pint's arithmetic, on the
     # magnitudes: llmcourse.arith)
-    share_w = _ratio(s.weights_read, _plus(s.weights_read, s.kv_read))
+    share_w = ratio(s.weights_read, plus(s.weights_read, s.kv_read))
     memory = s.memory_time
-    compute = _minus(s.compute_time, memory) if _greater(s.compute_time, memory) else _times(memory, 0)
+    compute = minus(s.compute_time, memory) if greater(s.compute_time, memory) else times(memory, 0)
     return {
-        "weight reads": to(_times(memory, share_w), _MS),
-        "KV reads": to(_times(memory, 1 - share_w), _MS),
+        "weight reads": to(times(memory, share_w), _MS),
+        "KV reads": to(times(memory, 1 - share_w), _MS),
         "compute": to(compute, _MS),
         "communication": to(s.comm_time, _MS),
         "overhead": to(s.overhead_time, _MS),
-        "shared prefill": to(_minus(rep.tpot, s.step_time), _MS),
+        "shared prefill": to(minus(rep.tpot, s.step_time), _MS),
     }

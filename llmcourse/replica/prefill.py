@@ -13,22 +13,15 @@ from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
-from llmcourse.replica.base import (
-    _FLOP_TFLOP,
-    _MS,
-    _MS_S,
-    _S_MS,
-    _TFLOP,
-    _check_positions,
-    _gpu,
-    _model,
-    _number,
-    _replaced,
-)
-from llmcourse.replica.memory import _deployment, _weights_si
+from llmcourse.replica.base import _FLOP_TFLOP, _MS_S, _S_MS, _replaced, check_positions, gpu_of, model_of
+from llmcourse.replica.deployment import Deployment
+from llmcourse.replica.memory import _fitted_layout, _weights_si
 from llmcourse.replica.parallel import Layout, _comm_seconds_of, send_seconds
 from llmcourse.replica.step import matmul_precision
 from llmcourse.units import (
+    MS,
+    TFLOP,
+    plain_number,
     quantity,
 )
 
@@ -60,8 +53,6 @@ def prefill(
     prompts: int = 1,
     n_gpus: int = 1,
     weight_bytes: Any = 2,
-    compute_efficiency: float | None = None,
-    bandwidth_efficiency: float | None = None,
     attention: bool | None = None,
     compute_precision: str | None = None,
     cached_tokens: float = 0,
@@ -86,55 +77,29 @@ def prefill(
     Examples
     --------
     >>> p = prefill("Llama-3.1-8B", "H100 SXM", 2_048)
-    >>> round(p.compute_time.to(_MS).m, 1), round(p.memory_time.to(_MS).m, 1), p.bound
+    >>> round(p.compute_time.to(MS).m, 1), round(p.memory_time.to(MS).m, 1), p.bound
     (68.7, 6.8, 'compute')
     """
-    m, g = _model(model), _gpu(gpu)
-    _check_positions(m, prompt_tokens, "prompt_tokens")
-    degrees = dict(data_parallel=data_parallel, pipeline_parallel=pipeline_parallel, expert_parallel=expert_parallel)
-    lay = _deployment(m, g, n_gpus, weight_bytes, assumptions, link=link, **degrees)
-    a = _replaced(
-        resolve(assumptions),
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-        prefill_attention=attention,
+    d = Deployment(
+        model_of(model), gpu_of(gpu), n_gpus, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes
     )
-    precision = compute_precision or matmul_precision(weight_bytes, g, a)
-    return _prefill(m, g, lay, a, prompt_tokens, prompts, cached_tokens, weight_bytes, precision)
-
-
-def _prefill(
-    m: Model,
-    g: GPU,
-    lay: Layout,
-    a: Assumptions,
-    prompt_tokens: float,
-    prompts: float,
-    cached_tokens: Any,
-    weight_bytes: Any,
-    precision: str,
-    time_only: bool = False,
-) -> Prefill | float:
-    """:func:`prefill` once its inputs are checked and its layout is known: the formulas by value, on plain
-    floats in their symbols' units, the units attached to the result (``time_only``: only its time, in
-    seconds, as a plain float)."""
-    return _prefiller(m, g, lay, a, prompt_tokens, cached_tokens, weight_bytes, precision)(prompts, time_only)
+    check_positions(d.model, prompt_tokens, "prompt_tokens")
+    lay = _fitted_layout(d, assumptions)
+    a = _replaced(resolve(assumptions), prefill_attention=attention)
+    precision = compute_precision or matmul_precision(weight_bytes, d.gpu, a)
+    return _prefiller(d, lay, a, prompt_tokens, cached_tokens, precision)(prompts)
 
 
 def _prefiller(
-    m: Model,
-    g: GPU,
-    lay: Layout,
-    a: Assumptions,
-    prompt_tokens: float,
-    cached_tokens: Any,
-    weight_bytes: Any,
-    precision: str,
+    d: Deployment, lay: Layout, a: Assumptions, prompt_tokens: float, cached_tokens: Any, precision: str
 ) -> Callable[[float, bool], Prefill | float]:
-    """:func:`_prefill` as a function of the number of prompts (and ``time_only``): one prompt's FLOPs and the
-    roofs worked out once, each call computing only what the number of prompts changes, to the same floats."""
+    """:func:`prefill` of ``d`` on its layout ``lay`` (checked) as a function of the number of prompts (and
+    ``time_only``: only its time, in seconds, as a plain float): the formulas by value, on plain floats in their
+    symbols' units, the units attached to the result; one prompt's FLOPs and the roofs worked out once, each call
+    computing only what the number of prompts changes, to the same floats."""
+    m, g, weight_bytes = d.model, d.gpu, d.weight_bytes
     t, pp = prompt_tokens, lay.pipeline_parallel
-    cached = _number(cached_tokens, "cached_tokens", allow_zero=True)
+    cached = plain_number(cached_tokens, "cached_tokens", allow_zero=True)
     if cached >= t:
         raise InputError(f"cached_tokens ({cached:g}) must be fewer than prompt_tokens ({t:g}): at least one is new.")
     per_param = a.flops_per_param
@@ -178,12 +143,12 @@ def _prefiller(
         mem = dict(weights=weights, n_gpus=gpus_, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
         return Prefill(
             prompts=int(n),
-            flops=quantity(n * flops * _FLOP_TFLOP, _TFLOP._units),
-            attention_flops=quantity(n * (full - linear) * _FLOP_TFLOP, _TFLOP._units),
-            compute_time=quantity(F["prefill_compute_time"].value(**comp) * _S_MS, _MS._units),
-            memory_time=quantity(F["weight_read_time"].value(**mem) * _S_MS, _MS._units),
-            time=quantity(total * _S_MS, _MS._units),
-            comm_time=quantity(comm, _MS),
+            flops=quantity(n * flops * _FLOP_TFLOP, TFLOP._units),
+            attention_flops=quantity(n * (full - linear) * _FLOP_TFLOP, TFLOP._units),
+            compute_time=quantity(F["prefill_compute_time"].value(**comp) * _S_MS, MS._units),
+            memory_time=quantity(F["weight_read_time"].value(**mem) * _S_MS, MS._units),
+            time=quantity(total * _S_MS, MS._units),
+            comm_time=quantity(comm, MS),
         )
 
     return of

@@ -69,9 +69,12 @@ from llmcourse.catalog.drafts import KINDS, draft_heads, drafts
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
-from llmcourse.replica.base import _B, _GB, _MS_S, _S, gpu_of, model_of
+from llmcourse.replica.base import _MS_S, gpu_of, model_of
 from llmcourse.replica.memory import _kv_copies, _kv_sequence_si, _max_batch_si, _usable_si, _weights_si
-from llmcourse.replica.step import DecodeStep, _decode_steps, decode_step
+from llmcourse.replica.step import DecodeStep, decode_step, decode_steps
+from llmcourse.units import BYTE as _B  # the package's parsed units, by this module's names for them
+from llmcourse.units import GB as _GB
+from llmcourse.units import S as _S
 from llmcourse.units import fmt, in_unit, parsed_unit, plain_number, quantity, to
 
 _MS = parsed_unit("ms")[0]
@@ -566,7 +569,7 @@ def speculative_cycle(
     whether or not the batch fits (the caller checks): what :func:`speculative_step`, the replica model and the
     planner's crossover search compute. ``steps``: a dict a search over the batch passes to every call, where the
     three decode steps and the expected tokens are set up once (the same steps as decode_step's, by
-    :func:`llmcourse.replica.step._decode_steps`); ``speedup_only``: the speed-up alone, a float.
+    :func:`llmcourse.replica.step.decode_steps`); ``speedup_only``: the speed-up alone, a float.
 
     Examples
     --------
@@ -584,7 +587,7 @@ def speculative_cycle(
         if steps is None:
             return decode_step(model, g, batch=batch, **kw, **common)
         if name not in steps:
-            steps[name] = _decode_steps(model, g, **kw, **common, both=True)
+            steps[name] = decode_steps(model, g, **kw, **common, both=True)
         if speedup_only:  # the speed-up needs the steps' times alone: DecodeStep.step_time, as _decoder sets it
             return _StepTime(in_unit(steps[name](batch, True), _S, _MS))
         return steps[name](batch)

@@ -17,22 +17,23 @@ from llmcourse.formulas import checked, si
 from llmcourse.replica.base import (
     _B_GB,
     _FLOP_GFLOP,
-    _GB,
-    _GFLOP,
-    _MS,
     _MS_S,
-    _PER_S,
     _S_MS,
     _bytes,
-    _check_positions,
-    _gpu,
-    _model,
     _replaced,
+    check_positions,
+    gpu_of,
+    model_of,
 )
-from llmcourse.replica.memory import _bytes_si, _deployment, _kv_copies, _kv_sequence_si, _weights_read_si
+from llmcourse.replica.deployment import Deployment, Workload
+from llmcourse.replica.memory import _bytes_si, _fitted_layout, _kv_copies, _kv_sequence_si, _weights_read_si
 from llmcourse.replica.parallel import Layout, _comm_seconds_of, send_seconds
-from llmcourse.replica.setups import _kept
+from llmcourse.replica.setups import _keep, _kept, _key
 from llmcourse.units import (
+    GB,
+    GFLOP,
+    MS,
+    PER_S,
     quantity,
     to,
 )
@@ -67,12 +68,12 @@ class DecodeStep:
 
     @property
     def tokens_per_s_per_user(self) -> pint.Quantity:
-        return to(1 / self.step_time, _PER_S)
+        return to(1 / self.step_time, PER_S)
 
     @property
     def throughput(self) -> pint.Quantity:
         """Output tokens per second of the whole batch."""
-        return to(F["throughput"](batch=self.batch, step_time=self.step_time), _PER_S)
+        return to(F["throughput"](batch=self.batch, step_time=self.step_time), PER_S)
 
 
 @checked
@@ -82,12 +83,12 @@ def weights_read_per_step(model: Model | str, batch: int = 1, weight_bytes: Any 
 
     Examples
     --------
-    >>> weights_read_per_step("Llama-3.1-8B").to(_GB)
+    >>> weights_read_per_step("Llama-3.1-8B").to(GB)
     <Quantity(16.06, 'gigabyte')>
-    >>> round(weights_read_per_step("Qwen3-30B-A3B", 1).to(_GB).m, 2)
+    >>> round(weights_read_per_step("Qwen3-30B-A3B", 1).to(GB).m, 2)
     6.7
     """
-    m = _model(model)
+    m = model_of(model)
     b = _bytes(weight_bytes, "weight_bytes")
     n = batch
     if not m.is_moe:
@@ -117,7 +118,7 @@ def matmul_precision(weight_bytes: Any, gpu: GPU | str, assumptions: Assumptions
     >>> matmul_precision("int4", "B200"), matmul_precision(1, "H100 SXM")  # INT4 is weight-only: BF16 matmuls
     ('bf16', 'fp8')
     """
-    g = _gpu(gpu)
+    g = gpu_of(gpu)
     if resolve(assumptions).matmul_precision == "bf16":
         return "bf16"
     if isinstance(weight_bytes, str):
@@ -166,8 +167,6 @@ def decode_step(
     n_gpus: int = 1,
     weight_bytes: Any = 2,
     kv_bytes: Any = 2,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
     attention_flops: bool | None = None,
     compute_precision: str | None = None,
     assumptions: Assumptions | str | None = None,
@@ -196,46 +195,27 @@ def decode_step(
     Examples
     --------
     >>> s = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_048 + 256)
-    >>> round(s.step_time.to(_MS).m, 2), s.bound
+    >>> round(s.step_time.to(MS).m, 2), s.bound
     (7.98, 'memory')
     """
-    m, g, lay, a, precision = _decode_inputs(
-        model, gpu, context_tokens, n_gpus, weight_bytes, assumptions, bandwidth_efficiency, compute_efficiency,
-        attention_flops, compute_precision, data_parallel, pipeline_parallel, expert_parallel, link,
+    d = Deployment(
+        model_of(model), gpu_of(gpu), n_gpus, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes,
+        kv_bytes,
     )  # fmt: skip
-    return _decode(m, g, lay, a, batch, context_tokens, weight_bytes, kv_bytes, precision)
+    lay, a, precision = _decode_inputs(d, context_tokens, assumptions, attention_flops, compute_precision)
+    return _decoder(d, lay, a, context_tokens, precision)(batch)
 
 
 def _decode_inputs(
-    model: Model | str,
-    gpu: GPU | str,
-    context_tokens: float,
-    n_gpus: int,
-    weight_bytes: Any,
-    assumptions: Any,
-    bandwidth_efficiency: float | None,
-    compute_efficiency: float | None,
-    attention_flops: bool | None,
-    compute_precision: str | None,
-    data_parallel: int,
-    pipeline_parallel: int,
-    expert_parallel: int | None,
-    link: Any,
-) -> tuple[Model, GPU, Layout, Assumptions, str]:
-    """:func:`decode_step`'s checks of its checked inputs, and what it works out from them: the model, the
-    GPU, the layout, the assumptions and the matmul precision."""
-    m, g = _model(model), _gpu(gpu)
-    _check_positions(m, context_tokens, "context_tokens")
-    degrees = dict(data_parallel=data_parallel, pipeline_parallel=pipeline_parallel, expert_parallel=expert_parallel)
-    lay = _deployment(m, g, n_gpus, weight_bytes, assumptions, link=link, **degrees)
-    a = _replaced(
-        resolve(assumptions),
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-        decode_attention_flops=attention_flops,
-    )
-    precision = compute_precision or matmul_precision(weight_bytes, g, a)
-    return m, g, lay, a, precision
+    d: Deployment, context_tokens: float, assumptions: Any, attention_flops: bool | None, compute_precision: str | None
+) -> tuple[Layout, Assumptions, str]:
+    """:func:`decode_step`'s checks of its checked inputs, and what it works out from them: the layout, the
+    assumptions and the matmul precision."""
+    check_positions(d.model, context_tokens, "context_tokens")
+    lay = _fitted_layout(d, assumptions)
+    a = _replaced(resolve(assumptions), decode_attention_flops=attention_flops)
+    precision = compute_precision or matmul_precision(d.weight_bytes, d.gpu, a)
+    return lay, a, precision
 
 
 @checked
@@ -254,36 +234,28 @@ def _decoder_of(
     link: Any = None,
 ) -> Callable[[float, bool], DecodeStep | float]:
     """:func:`decode_step`'s checks (the same parameters, checked by the same names) and its step as a function
-    of the batch (the set-up kept: :func:`_kept`)."""
-    return _decoder_kept(
-        model, gpu, context_tokens, n_gpus, weight_bytes, kv_bytes, assumptions, data_parallel, pipeline_parallel,
-        expert_parallel, link,
+    of the batch (the set-up kept: :mod:`~llmcourse.replica.setups`)."""
+    d = Deployment(
+        model_of(model), gpu_of(gpu), n_gpus, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes,
+        kv_bytes,
     )  # fmt: skip
+    return _decoder_kept(d, Workload(context_tokens=context_tokens), assumptions)
 
 
-@_kept
-def _decoder_kept(
-    model: Any,
-    gpu: Any,
-    context_tokens: float,
-    n_gpus: int,
-    weight_bytes: Any,
-    kv_bytes: Any,
-    assumptions: Any,
-    data_parallel: int,
-    pipeline_parallel: int,
-    expert_parallel: int | None,
-    link: Any,
-) -> Callable[[float, bool], DecodeStep | float]:
-    """:func:`_decoder_of` once its arguments are checked."""
-    m, g, lay, a, precision = _decode_inputs(
-        model, gpu, context_tokens, n_gpus, weight_bytes, assumptions, None, None, None, None, data_parallel,
-        pipeline_parallel, expert_parallel, link,
-    )  # fmt: skip
-    return _decoder(m, g, lay, a, context_tokens, weight_bytes, kv_bytes, precision)
+def _decoder_kept(d: Deployment, workload: Workload, assumptions: Any) -> Callable[[float, bool], DecodeStep | float]:
+    """:func:`_decoder_of` once its arguments are checked: the decode step of ``d`` reading each KV cache at the
+    workload's context, kept (:mod:`~llmcourse.replica.setups`)."""
+    inputs = (d, workload, assumptions)
+    key = _key(_Decoder, inputs)
+    got = _kept(key)
+    if got is not None:
+        return got
+    ctx = workload.context_tokens
+    lay, a, precision = _decode_inputs(d, ctx, assumptions, None, None)
+    return _keep(key, inputs, _decoder(d, lay, a, ctx, precision))
 
 
-def _decode_steps(
+def decode_steps(
     model: Model | str,
     gpu: GPU | str,
     *,
@@ -303,7 +275,14 @@ def _decode_steps(
     number of at least 1): the checks, the layout and the batch-independent terms worked out once, at the first
     call (so a search that never asks raises nothing), then each batch's step alone; the same steps, to the
     same floats, as :func:`decode_step` (``step_time_only``: only its ``step_time``, the same quantity; ``both``:
-    ``lambda b, step_only=False: ...``, the step, or with ``step_only`` its time in seconds as a plain float)."""
+    ``lambda b, step_only=False: ...``, the step, or with ``step_only`` its time in seconds as a plain float).
+
+    Examples
+    --------
+    >>> steps = decode_steps("Llama-3.1-8B", "H100 SXM", context_tokens=2_304)
+    >>> steps(8) == decode_step("Llama-3.1-8B", "H100 SXM", batch=8, context_tokens=2_304)
+    True
+    """
 
     @functools.cache
     def setup() -> Callable[[float, bool], DecodeStep | float]:
@@ -316,128 +295,144 @@ def _decode_steps(
     if both:
         return lambda batch, step_only=False: setup()(batch, step_only)
     if step_time_only:
-        return lambda batch: quantity(setup()(batch, True) * _S_MS, _MS._units)  # DecodeStep.step_time
+        return lambda batch: quantity(setup()(batch, True) * _S_MS, MS._units)  # DecodeStep.step_time
     return lambda batch: setup()(batch)
 
 
-def _decode(
-    m: Model,
-    g: GPU,
-    lay: Layout,
-    a: Assumptions,
-    batch: float,
-    ctx: float,
-    weight_bytes: Any,
-    kv_bytes: Any,
-    precision: str,
-    step_only: bool = False,
-) -> DecodeStep | float:
-    """:func:`decode_step` once its inputs are checked and its layout is known: the formulas by value, on
-    plain floats in their symbols' units (bytes, FLOPs, seconds), the units attached to the result
-    (``step_only``: only the step's time, in seconds, as a plain float)."""
-    return _decoder(m, g, lay, a, ctx, weight_bytes, kv_bytes, precision)(batch, step_only)
-
-
 def _decoder(
-    m: Model, g: GPU, lay: Layout, a: Assumptions, ctx: float, weight_bytes: Any, kv_bytes: Any, precision: str
+    d: Deployment, lay: Layout, a: Assumptions, ctx: float, precision: str
 ) -> Callable[[float, bool], DecodeStep | float]:
-    """:func:`_decode` as a function of the batch (and ``step_only``): what does not depend on the batch (the
-    KV per sequence, the FLOPs per token, the roofs; a dense model's weights read) worked out once, so that a
-    search over the batch computes only each batch's own terms, in the same order, to the same floats."""
-    gpus_, dp, pp = lay.tensor_parallel, lay.data_parallel, lay.pipeline_parallel
-    wpp = _bytes_si(weight_bytes, "weight_bytes")
-    moe = m.is_moe
-    w_dense = None if moe else _weights_read_si(m, 1, wpp)  # a dense model reads all its weights at any batch
-    kv_seq = _kv_sequence_si(m, ctx, kv_bytes) * _kv_copies(m, gpus_, a)  # every copy is read
-    per_param = a.flops_per_param
-    f_mm = F["decode_flops_per_token"].value(flops_per_param=per_param, active_params=m.active_params)
-    f_att = 0
-    if a.decode_attention_flops:
-        f_att = F["decode_attention_flops"].value(
-            flops_per_param=per_param, layers=m.layers, heads=m.heads, head_dim=m.head_dim, context=ctx
-        )
-    shared = None
-    if dp > 1:  # one attention group's share: its own sequences, the whole attention, 1/D of the experts
-        shared = F["weight_bytes"].value(params=m.params - m.expert_params, weight_bytes_per_param=wpp)
-        if w_dense is not None:
-            w_dense = F["dp_bytes_read"].value(bytes_read=w_dense, expert_bytes_read=w_dense - shared, data_parallel=dp)
-        kv_seq = F["dp_kv_per_sequence"].value(kv_per_sequence=kv_seq, data_parallel=dp)
-        f_mm = F["dp_flops_per_token"].value(flops_per_token=f_mm, data_parallel=dp)
-        if f_att > 0:
-            f_att = F["dp_flops_per_token"].value(flops_per_token=f_att, data_parallel=dp)
-    bandwidth, eta_b = si(g.bandwidth, "bandwidth"), read_efficiency(weight_bytes, a)
-    peak, eta_f = si(g.peak_flops(precision), "peak_flops"), a.compute_efficiency
-    f_tok = f_mm + f_att
-    comp_args = dict(flops_per_token=f_tok, peak_flops=peak, compute_efficiency=eta_f)
-    overhead_ms = a.step_overhead_ms  # ms, as the assumptions give it
-    comm_of = _comm_seconds_of(m, lay, a)  # comm_seconds(m, lay, ., a)
-    step_time, per_op = F["decode_step_time"].value, F["decode_step_time_per_op"].value
-    with_overhead = F["step_with_overhead"].value
+    """:func:`decode_step` of ``d`` on its layout ``lay`` (checked), each KV cache read at ``ctx`` tokens, as a
+    function of the batch (and ``step_only``): a :class:`_Decoder`."""
+    return _Decoder(d, lay, a, ctx, precision)
 
-    def at(batch: float, step_only: bool = False) -> DecodeStep | float:
-        n = math.ceil(batch / pp)  # sequences in one micro-batch (all of them on one stage)
-        if w_dense is not None:
-            w_read = w_dense
-        else:
-            w_read = _weights_read_si(m, n, wpp)
-            if dp > 1:
-                w_read = F["dp_bytes_read"].value(
-                    bytes_read=w_read, expert_bytes_read=w_read - shared, data_parallel=dp
-                )
-        kernels = None
-        if a.step_rule == "max":  # the arguments by name (no dicts to build: the search's hot path)
-            core = step_time(
-                batch=n, n_gpus=gpus_, bytes_read=w_read, kv_per_sequence=kv_seq, bandwidth=bandwidth,
-                bandwidth_efficiency=eta_b, flops_per_token=f_tok, peak_flops=peak, compute_efficiency=eta_f,
-            )  # fmt: skip
-        else:
-            mem_args = dict(bytes_read=w_read, kv_per_sequence=kv_seq, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
-            core = per_op(
-                batch=n,
-                n_gpus=gpus_,
-                **mem_args,
-                **comp_args | dict(flops_per_token=f_mm),
-                attention_flops_per_token=f_att,
+
+class _Decoder:
+    """:func:`decode_step` of a deployment on its layout (checked) as a function of the batch, ``decoder(batch)``
+    (``decoder(batch, True)``: only the step's time, in seconds, as a plain float): the formulas by value, on plain
+    floats in their symbols' units (bytes, FLOPs, seconds), the units attached to the result. What does not depend
+    on the batch (the KV per sequence, the FLOPs per token, the roofs; a dense model's weights read) is worked out
+    once, here, so that a search over the batch computes only each batch's own terms, in the same order, to the same
+    floats."""
+
+    def __init__(self, d: Deployment, lay: Layout, a: Assumptions, ctx: float, precision: str) -> None:
+        m, g = self.m, self.g = d.model, d.gpu
+        self.lay, self.a = lay, a
+        gpus_, dp = self.gpus, self.dp = lay.tensor_parallel, lay.data_parallel
+        self.pp = lay.pipeline_parallel
+        wpp = self.wpp = _bytes_si(d.weight_bytes, "weight_bytes")
+        w_dense = None if m.is_moe else _weights_read_si(m, 1, wpp)  # a dense model reads all its weights, any batch
+        kv_seq = _kv_sequence_si(m, ctx, d.kv_bytes) * _kv_copies(m, gpus_, a)  # every copy is read
+        per_param = a.flops_per_param
+        f_mm = F["decode_flops_per_token"].value(flops_per_param=per_param, active_params=m.active_params)
+        f_att = 0
+        if a.decode_attention_flops:
+            f_att = F["decode_attention_flops"].value(
+                flops_per_param=per_param, layers=m.layers, heads=m.heads, head_dim=m.head_dim, context=ctx
             )
-            roofs = dict(n_gpus=gpus_, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
-            w_time = F["weight_read_time"].value(weights=w_read, **roofs)
-            kv_time = F["weight_read_time"].value(weights=n * kv_seq, **roofs)
-            comp = dict(n_gpus=gpus_, peak_flops=peak, compute_efficiency=eta_f)
-            mm_time = F["decode_compute_time"].value(batch=n, flops_per_token=f_mm, **comp)
-            att_time = F["decode_compute_time"].value(batch=n, flops_per_token=f_att, **comp) if f_att > 0 else 0.0
-            kernels = ("compute" if mm_time > w_time else "memory", "compute" if att_time > kv_time else "memory")
-        overhead = overhead_ms
-        comm = _S_MS * comm_of(n)  # ms
-        step = with_overhead(step_time=core, step_overhead=(overhead + comm) * _MS_S)
+        self.shared = None
+        if dp > 1:  # one attention group's share: its own sequences, the whole attention, 1/D of the experts
+            shared = self.shared = F["weight_bytes"].value(
+                params=m.params - m.expert_params, weight_bytes_per_param=wpp
+            )
+            if w_dense is not None:
+                w_dense = F["dp_bytes_read"].value(
+                    bytes_read=w_dense, expert_bytes_read=w_dense - shared, data_parallel=dp
+                )
+            kv_seq = F["dp_kv_per_sequence"].value(kv_per_sequence=kv_seq, data_parallel=dp)
+            f_mm = F["dp_flops_per_token"].value(flops_per_token=f_mm, data_parallel=dp)
+            if f_att > 0:
+                f_att = F["dp_flops_per_token"].value(flops_per_token=f_att, data_parallel=dp)
+        self.w_dense, self.kv_seq, self.f_mm, self.f_att = w_dense, kv_seq, f_mm, f_att
+        self.bandwidth, self.eta_b = si(g.bandwidth, "bandwidth"), read_efficiency(d.weight_bytes, a)
+        self.peak, self.eta_f = si(g.peak_flops(precision), "peak_flops"), a.compute_efficiency
+        self.f_tok = f_mm + f_att
+        self.comm_of = _comm_seconds_of(m, lay, a)  # comm_seconds(m, lay, ., a)
+
+    def __call__(self, batch: float, step_only: bool = False) -> DecodeStep | float:
+        n = math.ceil(batch / self.pp)  # sequences in one micro-batch (all of them on one stage)
+        w_read = self._weights_read(n)
+        core, kernels = self._core(n, w_read)
+        step, comm, overhead = self._overheads(n, core)
+        if step_only:
+            return step
+        return self._step(batch, n, w_read, step, comm, overhead, kernels)
+
+    def _weights_read(self, n: int) -> float:
+        """The weight bytes one micro-batch of ``n`` sequences reads (a MoE model: the experts they touch)."""
+        if self.w_dense is not None:
+            return self.w_dense
+        w_read = _weights_read_si(self.m, n, self.wpp)
+        if self.dp > 1:
+            w_read = F["dp_bytes_read"].value(
+                bytes_read=w_read, expert_bytes_read=w_read - self.shared, data_parallel=self.dp
+            )
+        return w_read
+
+    def _core(self, n: int, w_read: float) -> tuple[float, tuple[str, str] | None]:
+        """The step's time before its overheads, by the assumptions' step rule, and (rule ``"sum"``) what bounds
+        each kernel."""
+        if self.a.step_rule == "max":  # the arguments by name (no dicts to build: the search's hot path)
+            core = F["decode_step_time"].value(
+                batch=n, n_gpus=self.gpus, bytes_read=w_read, kv_per_sequence=self.kv_seq, bandwidth=self.bandwidth,
+                bandwidth_efficiency=self.eta_b, flops_per_token=self.f_tok, peak_flops=self.peak,
+                compute_efficiency=self.eta_f,
+            )  # fmt: skip
+            return core, None
+        f_mm, f_att = self.f_mm, self.f_att
+        roofs = dict(n_gpus=self.gpus, bandwidth=self.bandwidth, bandwidth_efficiency=self.eta_b)
+        comp = dict(n_gpus=self.gpus, peak_flops=self.peak, compute_efficiency=self.eta_f)
+        core = F["decode_step_time_per_op"].value(
+            batch=n, bytes_read=w_read, kv_per_sequence=self.kv_seq, flops_per_token=f_mm,
+            attention_flops_per_token=f_att, **roofs, peak_flops=self.peak, compute_efficiency=self.eta_f,
+        )  # fmt: skip
+        w_time = F["weight_read_time"].value(weights=w_read, **roofs)
+        kv_time = F["weight_read_time"].value(weights=n * self.kv_seq, **roofs)
+        mm_time = F["decode_compute_time"].value(batch=n, flops_per_token=f_mm, **comp)
+        att_time = F["decode_compute_time"].value(batch=n, flops_per_token=f_att, **comp) if f_att > 0 else 0.0
+        return core, ("compute" if mm_time > w_time else "memory", "compute" if att_time > kv_time else "memory")
+
+    def _overheads(self, n: int, core: float) -> tuple[float, float, float]:
+        """(the step's time in s, its collectives in ms, its fixed overhead in ms): the assumptions' per-step
+        overhead and the collectives added; through ``pp`` stages, a micro-batch's pass through them all."""
+        overhead, pp = self.a.step_overhead_ms, self.pp  # ms, as the assumptions give it
+        comm = _S_MS * self.comm_of(n)  # ms
+        step = F["step_with_overhead"].value(step_time=core, step_overhead=(overhead + comm) * _MS_S)
         if pp > 1:
-            send = send_seconds(m, lay, n, a)
+            send = send_seconds(self.m, self.lay, n, self.a)
             step = F["pipeline_token_time"].value(
                 step_time=step, stages=pp, send_time=0 if send is None else send, step_overhead=overhead * _MS_S
             )
             overhead = overhead * pp
             comm = comm + (pp - 1) * (0 if send is None else send * _S_MS)
-        if step_only:
-            return step
-        mem_args = dict(bytes_read=w_read, kv_per_sequence=kv_seq, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
+        return step, comm, overhead
+
+    def _step(
+        self, batch: float, n: int, w_read: float, step: float, comm: float, overhead: float, kernels: Any
+    ) -> DecodeStep:
+        """The :class:`DecodeStep` of ``batch`` sequences, its times and bytes as quantities."""
+        m, kv_seq = self.m, self.kv_seq
+        mem_args = dict(
+            bytes_read=w_read, kv_per_sequence=kv_seq, bandwidth=self.bandwidth, bandwidth_efficiency=self.eta_b
+        )
+        comp_args = dict(flops_per_token=self.f_tok, peak_flops=self.peak, compute_efficiency=self.eta_f)
         phi = None
-        if moe:
+        if m.is_moe:
             phi = float(
                 F["moe_fraction_touched"].value(experts_per_token=m.experts_per_token, experts=m.experts, batch=n)
             )
-        common = dict(batch=n, n_gpus=gpus_)
+        common = dict(batch=n, n_gpus=self.gpus)
         return DecodeStep(
             batch=int(batch),
-            weights_read=quantity(w_read * _B_GB, _GB._units),
-            kv_read=quantity(n * kv_seq * _B_GB, _GB._units),
-            flops=quantity(n * (f_mm + f_att) * _FLOP_GFLOP, _GFLOP._units),
-            memory_time=quantity(F["decode_memory_time"].value(**common, **mem_args) * _S_MS, _MS._units),
-            compute_time=quantity(F["decode_compute_time"].value(**common, **comp_args) * _S_MS, _MS._units),
-            step_time=quantity(step * _S_MS, _MS._units),
+            weights_read=quantity(w_read * _B_GB, GB._units),
+            kv_read=quantity(n * kv_seq * _B_GB, GB._units),
+            flops=quantity(n * (self.f_mm + self.f_att) * _FLOP_GFLOP, GFLOP._units),
+            memory_time=quantity(F["decode_memory_time"].value(**common, **mem_args) * _S_MS, MS._units),
+            compute_time=quantity(F["decode_compute_time"].value(**common, **comp_args) * _S_MS, MS._units),
+            step_time=quantity(step * _S_MS, MS._units),
             fraction_of_experts=phi,
             kernel_bounds=kernels,
-            comm_time=quantity(comm, _MS),
-            overhead_time=quantity(overhead, _MS),
-            layout=lay,
+            comm_time=quantity(comm, MS),
+            overhead_time=quantity(overhead, MS),
+            layout=self.lay,
         )
-
-    return at

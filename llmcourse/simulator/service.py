@@ -159,13 +159,10 @@ def build_replica(
     kv_bytes: Any = 2,
     batch_cap: int = 256,
     assumptions: Assumptions | str | None = None,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
-    usable_fraction: float | None = None,
 ) -> ServiceModel:
     """Tabulate one replica's service times from the one replica model (once per run), under
-    ``assumptions`` (the course's method by default; the efficiencies and the usable memory share
-    override it one by one).
+    ``assumptions`` (the course's method by default; a what-if is a changed object,
+    ``assumptions=resolve("course").replace(bandwidth_efficiency=0.8)``).
 
     The step table runs from batch 1 to ``batch_cap`` (at most the KV budget, one token each); the
     prefill table from 1 token to the longest prompt there can be: the KV budget, capped at the model's
@@ -183,11 +180,7 @@ def build_replica(
     a_ = plain_number(answer_tokens, "answer_tokens")
     cap = int(plain_number(batch_cap, "batch_cap", integer=True))
     tp = int(plain_number(n_gpus, "n_gpus", integer=True))
-    a = resolve(assumptions).replace(
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-        memory_fraction=usable_fraction,
-    )
+    a = resolve(assumptions)
     budget = max_batch(m, g, 1, n_gpus=tp, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a)
     if budget < 1:
         raise InputError(f"{m.name} does not fit on {tp} x {g.name}: add GPUs or store fewer bytes per weight.")

@@ -2,7 +2,7 @@
 
 * :func:`predict` - one row's metric from the row's own fields, the catalog and the one replica
   model (:func:`llmcourse.replica.model.replica`), never the measured value, under an assumptions preset
-  (the course's by default) whose two efficiencies may be overridden.
+  (the course's by default, or a what-if of it: ``resolve().replace(bandwidth_efficiency=0.8)``).
 * :func:`components` - the same prediction split into the times the two efficiencies divide,
   so that :func:`~llmcourse.validation.fit_efficiencies` can search many efficiency pairs quickly;
   :func:`load_components` the same for a closed-loop row (what :func:`~llmcourse.validation.evidence` fits).
@@ -90,21 +90,6 @@ class Prediction:
         return out
 
 
-def _assumptions(
-    assumptions: Assumptions | str | None,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
-    usable_fraction: float | None = None,
-) -> Assumptions:
-    """The assumptions of a prediction: a preset (the course's by default) with the overrides given
-    (checked by :class:`~llmcourse.assumptions.Assumptions`; ``usable_fraction`` is its ``memory_fraction``)."""
-    return resolve(assumptions).replace(
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-        memory_fraction=usable_fraction,
-    )
-
-
 def _replica(row: Measurement, a: Assumptions) -> Replica:
     """The one replica model of a row: its GPUs, precisions and lengths; a batch of 1 at a fixed
     request rate, the concurrency in a closed loop, otherwise the largest batch that fits."""
@@ -137,7 +122,8 @@ def engine_usable_fraction(
     ``free_gpu_memory_fraction``): the memory rule ``"free"`` of
     :func:`llmcourse.replica.memory.usable_memory`, with ``kv_free_fraction`` defaulting to the
     assumptions' ``memory_fraction`` (the course's: 0.9, also the engine's default). Activations
-    are ignored. Pass the result to :func:`predict` as ``usable_fraction``.
+    are ignored. Pass the result to :func:`predict` as the assumptions' ``memory_fraction``
+    (``assumptions=resolve().replace(memory_fraction=engine_usable_fraction(row))``).
 
     Examples
     --------
@@ -148,25 +134,19 @@ def engine_usable_fraction(
     """
     a = resolve(assumptions)
     w = weight_bytes(row.model, row.weights)
-    free = usable_memory(row.gpu, row.tp, kv_free_fraction, weights=w, assumptions=a.replace(memory_rule="free"))
-    whole = usable_memory(row.gpu, row.tp, 1, assumptions=a.replace(memory_rule="total"))
+    free_rule = a.replace(memory_rule="free", memory_fraction=kv_free_fraction)
+    free = usable_memory(row.gpu, row.tp, weights=w, assumptions=free_rule)
+    whole = usable_memory(row.gpu, row.tp, assumptions=a.replace(memory_rule="total", memory_fraction=1))
     return float(to(free / whole, "").m)
 
 
-def predict(
-    row: Measurement,
-    bandwidth_efficiency: float | None = None,
-    compute_efficiency: float | None = None,
-    *,
-    usable_fraction: float | None = None,
-    assumptions: Assumptions | str | None = None,
-) -> Prediction:
+def predict(row: Measurement, *, assumptions: Assumptions | str | None = None) -> Prediction:
     """Predict a row's metric with :func:`llmcourse.replica.model.replica` from the row's own fields
     (never its ``value``), under ``assumptions`` (the course's method by default).
 
-    The efficiencies and ``usable_fraction`` (the share of the GPUs' memory that weights and KV
-    cache may use) override the assumptions' own; :func:`engine_usable_fraction` gives the
-    engine's memory rule as a ``usable_fraction``.
+    A what-if of the efficiencies or of the memory share is a change of the assumptions
+    (``assumptions=resolve().replace(bandwidth_efficiency=0.8, compute_efficiency=0.4)``);
+    :func:`engine_usable_fraction` gives the engine's memory rule as a ``memory_fraction``.
 
     Examples
     --------
@@ -176,7 +156,7 @@ def predict(
     ('T17', 'itl_ms', 7.88)
     """
     _need_row(row)
-    a = _assumptions(assumptions, bandwidth_efficiency, compute_efficiency, usable_fraction)
+    a = resolve(assumptions)
     rep = _replica(row, a)
     cp = matmul_precision(row.weights, row.gpu, a)
     if row.load_kind == "concurrency":
@@ -256,9 +236,7 @@ class Components:
         return throughput_s(self.batch, self.osl, step / 1000.0, pre / 1000.0)
 
 
-def components(
-    row: Measurement, *, usable_fraction: float | None = None, assumptions: Assumptions | str | None = None
-) -> Components:
+def components(row: Measurement, *, assumptions: Assumptions | str | None = None) -> Components:
     """The times of :func:`predict` at 100% bandwidth and compute efficiency: the same replica
     model under the same assumptions, with both efficiencies set to 1.
 
@@ -270,7 +248,7 @@ def components(
     (7.88, 5.82)
     """
     _need_row(row)
-    a = _assumptions(assumptions, usable_fraction=usable_fraction)
+    a = resolve(assumptions)
     if row.load_kind == "concurrency":
         raise InputError(
             f"row {row.id}: components() holds the published tables' rows; a closed-loop row is split by "

@@ -61,9 +61,8 @@ def _rows(
     roof = dict(
         context_tokens=ctx,
         attention_flops=a.decode_attention_flops,
-        bandwidth_efficiency=a.bandwidth_efficiency,
-        compute_efficiency=a.compute_efficiency,
         compute_precision=matmul_precision(2, gpu, a),
+        assumptions=a,
     )
     x = crossover_batch(model, gpu, **roof)
     first = first_compute_bound_from(x)  # first_compute_bound_batch(model, gpu, **roof), from the same crossover

@@ -49,12 +49,7 @@ def _rows(
     top = max_batch(model, gpu, context, n_gpus=n_gpus, weight_bytes=precision, assumptions=a)
     i = arithmetic_intensity(s.flops, s.weights_read + s.kv_read)
     mm = matmul_precision(precision, gpu, a)
-    ridge = ridge_intensity(
-        gpu,
-        bandwidth_efficiency=a.bandwidth_efficiency,
-        compute_efficiency=a.compute_efficiency,
-        compute_precision=mm,
-    )
+    ridge = ridge_intensity(gpu, compute_precision=mm, assumptions=a)
     bound = f"{s.bound}-bound"
     if a.step_rule == "sum" and s.step_time > s.memory_time:  # a kernel waits on its FLOPs: the matmuls
         bound = "matmuls compute-bound"

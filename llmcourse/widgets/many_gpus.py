@@ -17,13 +17,13 @@ from typing import Any
 
 import ipywidgets as w
 
-from llmcourse.arith import _ratio, _total
+from llmcourse.arith import ratio, total
 from llmcourse.assumptions import resolve
 from llmcourse.catalog import links, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import SYMBOLS, check_value
 from llmcourse.replica.memory import kv_copies
-from llmcourse.replica.model import Replica, _replica_at, replica
+from llmcourse.replica.model import Replica, ReplicaSetup, replica, replica_setup
 from llmcourse.replica.parallel import allreduce_latency, time_per_token_parts
 from llmcourse.units import fmt, parsed_unit, quantity, to
 from llmcourse.widgets import (
@@ -103,8 +103,8 @@ def _replica(model: str, gpu: str, n: int, ep: int, link: str | None, **kw: Any)
 def _free_tpot(model: str, gpu: str, n: int, ep: int, link: str | None, batch: int, **kw: Any) -> Any:
     """``_replica(model, gpu, n, ep, link, batch=batch, **kw).tpot`` (a replica that fits), by replica()'s own
     path: its time per token alone, without building the replica's step and prefills."""
-    at = _replica_at(model, gpu, **_shape(model, n, ep, link), **kw)
-    if not hasattr(at, "tpot_ms"):  # a speculative replica
+    at = replica_setup(model, gpu, **_shape(model, n, ep, link), **kw)
+    if not isinstance(at, ReplicaSetup) or at.unfit is not None:  # a speculative replica, or one that cannot serve
         return at(batch).tpot
     return quantity(at.tpot_ms(check_value(batch, SYMBOLS["batch"], "batch")), _MS)
 
@@ -199,7 +199,7 @@ def parts_bar_svg(
     """
     height, left, right, top, bottom = 300, 52, 150, 30, 44
     plot_h, plot_w = height - top - bottom, width - left - right
-    totals = [to(_total(p.values()), "ms").m for _, p, _ in bars if p is not None]
+    totals = [to(total(p.values()), "ms").m for _, p, _ in bars if p is not None]
     y_max = max(totals, default=1.0) * 1.12 or 1.0
     y = lambda ms: top + plot_h * (1 - ms / y_max)  # noqa: E731
     slot = plot_w / max(len(bars), 1)
@@ -286,7 +286,7 @@ class ManyGpus:
         out = [("replica", shape), ("link", link), ("time per output token", fmt(tpot, "ms"))]
         for name in PARTS:
             q = to(self.parts[name], "ms")
-            out.append((f"of which {name}", f"{fmt(q, 'ms')} ({_ratio(q, tpot):.0%})"))
+            out.append((f"of which {name}", f"{fmt(q, 'ms')} ({ratio(q, tpot):.0%})"))
         if lay.tensor_parallel > 1:
             out.append(("one all-reduce of the step", fmt(allreduce_latency(self.model, r), "us")))
         out += [

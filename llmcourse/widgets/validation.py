@@ -47,7 +47,8 @@ def _label(v: Dataset, i: int) -> str:
 def _rows(row: str, bandwidth_efficiency: float, compute_efficiency: float) -> list[tuple[str, str]]:
     v = _data()
     r = next(x for x in v.rows if x.id == row)
-    p = predict(r, bandwidth_efficiency, compute_efficiency, assumptions=v.assumptions)
+    a = v.assumptions.replace(bandwidth_efficiency=bandwidth_efficiency, compute_efficiency=compute_efficiency)
+    p = predict(r, assumptions=a)
     unit = "tok/s" if r.metric == "output_tokens_per_s" else "ms"
     fmt = (lambda x: f"{x:,.0f} {unit}") if unit == "tok/s" else (lambda x: f"{x:.2f} {unit}")
     s = error_stats(v.at(bandwidth_efficiency, compute_efficiency), v.measured, v.ids)

@@ -1,0 +1,80 @@
+"""What a replica is and what it serves, each in one frozen object: a :class:`Deployment` (a model on GPUs, its
+degrees of parallelism, its link, its precisions, its speculation) and a :class:`Workload` (the lengths of its
+requests, their cached prefix, the batch).
+
+The friendly keyword calls at the edge (:func:`~llmcourse.replica.replica`, :func:`~llmcourse.replica.decode_step`,
+:func:`~llmcourse.replica.prefill`, :func:`~llmcourse.planner.design.plan`) check their arguments and build these
+once; everything inside (the kept set-ups, the decode step and prefill of a layout) takes the objects. Their
+fields are what was given, checked by the edge that built them; a name of the catalog is looked up here.
+
+Examples
+--------
+>>> d = Deployment("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, weight_bytes="fp8")
+>>> d.model.name, d.gpu.name, d.tensor_parallel, d.weight_bytes
+('Llama-3.1-70B', 'H100 SXM', 2, 'fp8')
+>>> Workload(prompt_tokens=2_000, answer_tokens=300, batch=64).at(None)
+Workload(prompt_tokens=2000, answer_tokens=300, context_tokens=None, cached_prompt_tokens=0, batch=None)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from llmcourse.catalog import GPU, Model, gpus, models
+
+if TYPE_CHECKING:
+    from llmcourse.catalog import Link
+    from llmcourse.replica.speculative import Speculation
+
+__all__ = ["Deployment", "Workload"]
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A model on GPUs: ``tensor_parallel`` GPUs per group, ``data_parallel`` attention groups, ``pipeline_parallel``
+    stages, the experts of a MoE model split over ``expert_parallel`` GPUs (None: over all of them), collectives on
+    ``link`` (None: the GPU's own), weights and KV cache stored at ``weight_bytes`` and ``kv_bytes`` per value (a
+    precision name, a number of bytes, or a byte quantity), and ``speculation`` (a
+    :class:`~llmcourse.replica.speculative.Speculation`; None: the assumptions' own, off in every preset).
+
+    ``model`` and ``gpu`` may be given by their catalog names; the object holds the catalog's entries.
+    """
+
+    model: Model
+    gpu: GPU
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    data_parallel: int = 1
+    expert_parallel: int | None = None
+    link: Link | str | None = None
+    weight_bytes: Any = 2
+    kv_bytes: Any = 2
+    speculation: Speculation | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, Model):
+            object.__setattr__(self, "model", models[self.model])  # an unknown name: "did you mean"
+        if not isinstance(self.gpu, GPU):
+            object.__setattr__(self, "gpu", gpus[self.gpu])
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What a replica serves: requests of ``prompt_tokens`` in and ``answer_tokens`` out, or of a final length
+    ``context_tokens`` (a method that neither charges prefill nor reads the KV cache at the average context may be
+    given that alone), ``cached_prompt_tokens`` of each prompt found in a prefix cache, ``batch`` of them at a time
+    (None: the largest batch that fits).
+
+    A replica's set-up serves every batch: it is of the workload at no batch (:meth:`at`).
+    """
+
+    prompt_tokens: float | None = None
+    answer_tokens: float | None = None
+    context_tokens: float | None = None
+    cached_prompt_tokens: float = 0
+    batch: int | None = None
+
+    def at(self, batch: int | None) -> Workload:
+        """The same requests at another batch."""
+        return Workload(self.prompt_tokens, self.answer_tokens, self.context_tokens, self.cached_prompt_tokens, batch)
