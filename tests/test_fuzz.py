@@ -274,8 +274,8 @@ CASES: dict[str, tuple[Any, dict[str, Any], tuple[str, ...]]] = {
     ),
     "plan_p99": (
         lc.plan,
-        dict(model="Llama-3.1-8B", gpu="H100 SXM", brief=BRIEF_P99, simulated_requests=200),
-        ("simulated_requests",),
+        dict(model="Llama-3.1-8B", gpu="H100 SXM", brief=BRIEF_P99, simulation=simulator.SizingRun(requests=200)),
+        ("simulation",),
     ),
     "kv_handoff": (disagg.kv_handoff, dict(model="Llama-3.1-70B", prompt_tokens=2_000, link="InfiniBand NDR"), ()),
     "disaggregated": (disagg.disaggregated, dict(model="Llama-3.1-8B", gpu="H100 SXM", brief=BRIEF), ()),

@@ -75,15 +75,14 @@ from llmcourse.formulas.core import (  # noqa: F401  (the framework's names, as 
     check_value,
     checked,
     derived,
-    dimension_of,
     exact_repr,
     floor,
     formula,
-    notation_table,
     scalar,
     si,
     sp,
 )
+from llmcourse.formulas.dimensions import dimension_of, notation_table
 
 __all__ = [
     "FORMULAS",
@@ -94,6 +93,7 @@ __all__ = [
     "built",
     "checked",
     "derived",
+    "dimension_of",
     "formula",
     "notation_table",
     "scalar",

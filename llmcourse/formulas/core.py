@@ -33,7 +33,7 @@ import pint
 
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import cache
-from llmcourse.units import Q_, as_quantity, flag, parsed_unit, plain_number, quantity, ureg
+from llmcourse.units import as_quantity, flag, parsed_unit, plain_number, quantity, ureg
 
 
 class _OnFirstUse(types.ModuleType):
@@ -75,11 +75,9 @@ __all__ = [
     "checked",
     "derived",
     "digest",
-    "dimension_of",
     "exact_repr",
     "floor",
     "formula",
-    "notation_table",
     "si",
     "sp",
     "srepr_scope",
@@ -565,6 +563,7 @@ def si(value: Any, name: str) -> float:
 
     Examples
     --------
+    >>> from llmcourse.units import Q_
     >>> si(Q_(3.35, "TB/s"), "bandwidth")
     3350000000000.0
     """
@@ -835,60 +834,6 @@ def _deferred_getattr(namespace: dict[str, Any]) -> Callable[[str], Any]:
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__
-
-
-def dimension_of(expr: sp.Expr) -> pint.util.UnitsContainer:
-    """The physical dimension of ``expr`` from its symbols' units; raises if terms disagree.
-
-    Sums, ``Max``, comparisons and the branches of a ``Piecewise`` need all their terms in one
-    dimension; ``floor`` and ``ceiling`` keep their argument's; exponents must be plain numbers.
-
-    Examples
-    --------
-    >>> dimension_of(FORMULAS["decode_step_time"].expr)
-    <UnitsContainer({'[time]': 1.0})>
-    """
-    by_sym = {s.sym: s for s in SYMBOLS.values()}
-    none = Q_(1).dimensionality
-    if expr in by_sym:
-        return Q_(1, by_sym[expr].unit).dimensionality
-    if expr.is_number:
-        return none
-    if isinstance(expr, sp.Mul):
-        out = none
-        for a in expr.args:
-            out = out * dimension_of(a)
-        return out
-    if isinstance(expr, sp.Pow):
-        base, exp = expr.args
-        if dimension_of(exp) != none or not exp.is_number:
-            if dimension_of(base) != none:
-                raise pint.DimensionalityError(
-                    str(base), str(exp), extra_msg=": a dimensioned base needs a numeric exponent"
-                )
-            return dimension_of(base)
-        return dimension_of(base) ** float(exp)
-    if isinstance(expr, sp.Add | sp.Max | sp.Min):
-        dims = {dimension_of(a) for a in expr.args}
-        if len(dims) > 1:
-            raise pint.DimensionalityError(*[str(d) for d in list(dims)[:2]], extra_msg=f" in {expr}")
-        return dims.pop()
-    if isinstance(expr, sp.floor | sp.ceiling):
-        return dimension_of(expr.args[0])
-    if isinstance(expr, sp.Piecewise):  # every branch in one dimension; each condition within itself
-        for _branch, cond in expr.args:
-            if isinstance(cond, sp.core.relational.Relational):
-                dimension_of(cond.lhs - cond.rhs)
-        dims = {dimension_of(branch) for branch, _ in expr.args}
-        if len(dims) > 1:
-            raise pint.DimensionalityError(*[str(d) for d in list(dims)[:2]], extra_msg=f" in {expr}")
-        return dims.pop()
-    raise TypeError(f"dimension_of cannot handle {type(expr).__name__}")
-
-
-def notation_table() -> list[tuple[str, str, str, str]]:
-    """Rows of (symbol in LaTeX, Python name, unit, meaning) for the book's notation tables."""
-    return [(f"${s.latex}$", s.name, s.unit or "-", s.meaning) for s in SYMBOLS.values()]
 
 
 def _register_cached() -> None:

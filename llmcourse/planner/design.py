@@ -20,7 +20,7 @@ from llmcourse.replica.deployment import Deployment, Workload
 from llmcourse.replica.memory import largest_batch, largest_within
 from llmcourse.replica.model import Replica, ReplicaSetup, SpeculativeSetup, setup_of
 from llmcourse.replica.step import DecodeStep
-from llmcourse.simulator import PercentileSizing, build_replica, size_to_percentiles
+from llmcourse.simulator import PercentileSizing, SizingRun, build_replica, size_to_percentiles
 from llmcourse.units import (
     MS,
     PER_S,
@@ -221,11 +221,7 @@ def plan(
     assumptions: Assumptions | str | None = None,
     cached_prompt_tokens: float = 0,
     speculation: Any = None,
-    chunk_tokens: int | None = None,
-    prompt_cv: float | None = None,
-    answer_cv: float | None = None,
-    simulated_requests: int = 4_000,
-    seed: int = 0,
+    simulation: SizingRun | None = None,
 ) -> Plan:
     """Design a fleet of replicas of ``tensor_parallel`` GPUs for a brief, through :func:`replica`.
 
@@ -242,9 +238,9 @@ def plan(
     ``assumptions="planner"``.
 
     **Percentile targets** (``Brief(..., ttft_percentile=99)``): the queue decides a percentile, so the plan
-    simulates it (:func:`llmcourse.simulator.simulate`, ``simulated_requests`` Poisson arrivals with ``seed``,
-    lengths spread by ``prompt_cv``/``answer_cv``, prompts prefilled whole or in chunks of ``chunk_tokens``, the
-    cached prompt tokens as a prefix every request hits). Each replica, its batch capped at the plan's, takes an
+    simulates it (:func:`llmcourse.simulator.simulate`, as ``simulation`` says: a
+    :class:`~llmcourse.simulator.SizingRun`, by default 4,000 Poisson arrivals, lengths spread by the simulator's
+    default, prompts prefilled whole; the cached prompt tokens as a prefix every request hits). Each replica, its batch capped at the plan's, takes an
     equal share of the traffic (a random router: a least-loaded one does a little better); the fewest replicas
     whose simulated percentiles meet the targets are the plan (no headroom on top: the queue is modelled, not
     allowed for), and ``plan.sizing`` says what the fleet sized on the mean would have given.
@@ -270,9 +266,7 @@ def plan(
         return Plan(fits=False, reason=got.unfit, **got.base)
     sizing = None
     if brief.on_percentiles:
-        sizing = _sized_on_percentiles(
-            d, w, brief, a, got, chunk_tokens, prompt_cv, answer_cv, simulated_requests, seed
-        )
+        sizing = _sized_on_percentiles(d, w, brief, a, got, simulation or SizingRun())
     return _plan_of(brief, price, got, sizing)
 
 
@@ -374,11 +368,7 @@ def _sized_on_percentiles(
     brief: Brief,
     a: Assumptions,
     got: _Planned,
-    chunk_tokens: int | None,
-    prompt_cv: float | None,
-    answer_cv: float | None,
-    requests: int,
-    seed: int,
+    run: SizingRun,
 ) -> PercentileSizing:
     """The fewest replicas whose simulated percentiles meet the brief's targets (:func:`plan`, percentile targets)."""
     if d.speculation is not None:
@@ -396,11 +386,11 @@ def _sized_on_percentiles(
         brief,
         mean_replicas=got.replicas,
         cached_prompt_tokens=w.cached_prompt_tokens,
-        chunk_tokens=chunk_tokens,
-        prompt_cv=prompt_cv,
-        answer_cv=answer_cv,
-        requests=requests,
-        seed=seed,
+        chunk_tokens=run.chunk_tokens,
+        prompt_cv=run.prompt_cv,
+        answer_cv=run.answer_cv,
+        requests=run.requests,
+        seed=run.seed,
     )
 
 
@@ -456,11 +446,7 @@ def _lever_plan(
     assumptions: Assumptions | str | None = None,
     cached_prompt_tokens: float = 0,
     speculation: Any = None,
-    chunk_tokens: int | None = None,
-    prompt_cv: float | None = None,
-    answer_cv: float | None = None,
-    simulated_requests: int = 4_000,
-    seed: int = 0,
+    simulation: SizingRun | None = None,
 ) -> Plan | _LeverFigures:
     """What a lever ranking reads of :func:`plan` with the same arguments (whether it fits and why, the GPUs,
     the time to first token and per token, the cost per hour, whether the targets are met), worked out by
@@ -470,8 +456,7 @@ def _lever_plan(
         return plan(
             model, gpu, brief, weight_bytes=weight_bytes, kv_bytes=kv_bytes, price_per_hour=price_per_hour,
             tensor_parallel=tensor_parallel, assumptions=assumptions, cached_prompt_tokens=cached_prompt_tokens,
-            speculation=speculation, chunk_tokens=chunk_tokens, prompt_cv=prompt_cv, answer_cv=answer_cv,
-            simulated_requests=simulated_requests, seed=seed,
+            speculation=speculation, simulation=simulation,
         )  # fmt: skip
     d, w, a, price = _plan_inputs(
         model, gpu, brief, assumptions, price_per_hour, tensor_parallel, weight_bytes, kv_bytes, speculation,

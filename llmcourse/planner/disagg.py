@@ -491,7 +491,7 @@ class _DecodePool:
         step_at = decode_steps(
             self.m, self.g, n_gpus=top.tensor_parallel, data_parallel=moe.decode_data_parallel,
             expert_parallel=moe.decode_expert_parallel, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
-            assumptions=self.a_dec, context_tokens=top.kv_read_tokens, step_time_only=True,
+            assumptions=self.a_dec, context_tokens=top.kv_read_tokens, gives="step_time",
         )  # fmt: skip
         if r_given is None:
             dec = self.dec_at(self._batch_for_target(step_at))

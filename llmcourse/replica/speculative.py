@@ -587,7 +587,7 @@ def speculative_cycle(
         if steps is None:
             return decode_step(model, g, batch=batch, **kw, **common)
         if name not in steps:
-            steps[name] = decode_steps(model, g, **kw, **common, both=True)
+            steps[name] = decode_steps(model, g, **kw, **common, gives="either")
         if speedup_only:  # the speed-up needs the steps' times alone: DecodeStep.step_time, as _decoder sets it
             return _StepTime(in_unit(steps[name](batch, True), _S, _MS))
         return steps[name](batch)

@@ -12,6 +12,7 @@ import pint
 
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model, bytes_per_value
+from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
 from llmcourse.replica.base import (
@@ -268,14 +269,14 @@ def decode_steps(
     pipeline_parallel: int = 1,
     expert_parallel: int | None = None,
     link: Any = None,
-    step_time_only: bool = False,
-    both: bool = False,
+    gives: str = "step",
 ) -> Callable[..., Any]:
     """``lambda b: decode_step(model, gpu, batch=b, ...)`` for a search over the batch (``batch`` a whole
     number of at least 1): the checks, the layout and the batch-independent terms worked out once, at the first
     call (so a search that never asks raises nothing), then each batch's step alone; the same steps, to the
-    same floats, as :func:`decode_step` (``step_time_only``: only its ``step_time``, the same quantity; ``both``:
-    ``lambda b, step_only=False: ...``, the step, or with ``step_only`` its time in seconds as a plain float).
+    same floats, as :func:`decode_step`. ``gives``: ``"step"`` (the :class:`DecodeStep`), ``"step_time"`` (only its
+    ``step_time``, the same quantity) or ``"either"`` (``lambda b, step_only=False: ...``, the step, or with
+    ``step_only`` its time in seconds as a plain float).
 
     Examples
     --------
@@ -292,10 +293,12 @@ def decode_steps(
             expert_parallel=expert_parallel, link=link,
         )  # fmt: skip
 
-    if both:
+    if gives == "either":
         return lambda batch, step_only=False: setup()(batch, step_only)
-    if step_time_only:
+    if gives == "step_time":
         return lambda batch: quantity(setup()(batch, True) * _S_MS, MS._units)  # DecodeStep.step_time
+    if gives != "step":
+        raise InputError(f"gives={gives!r}: use 'step', 'step_time' or 'either'.")
     return lambda batch: setup()(batch)
 
 

@@ -20,7 +20,7 @@ from llmcourse.simulator.closed_form import ClosedForm, closed_form
 from llmcourse.simulator.events import Scheduler
 from llmcourse.simulator.run import PERCENTILES, SimResult, simulate
 from llmcourse.simulator.service import ServiceModel, build_replica
-from llmcourse.simulator.sizing import PercentileSizing, size_to_percentiles
+from llmcourse.simulator.sizing import PercentileSizing, SizingRun, size_to_percentiles
 from llmcourse.simulator.sweep import at_load, knee, load_sweep
 from llmcourse.simulator.workload import LENGTH_CV
 from llmcourse.stats import percentile
@@ -34,6 +34,7 @@ __all__ = [
     "Scheduler",
     "ServiceModel",
     "SimResult",
+    "SizingRun",
     "at_load",
     "build_replica",
     "closed_form",

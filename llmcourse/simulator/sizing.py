@@ -16,7 +16,27 @@ from llmcourse.simulator.service import ServiceModel
 from llmcourse.simulator.workload import LENGTH_CV
 from llmcourse.units import plain_number, to
 
-__all__ = ["PercentileSizing", "size_to_percentiles"]
+__all__ = ["PercentileSizing", "SizingRun", "size_to_percentiles"]
+
+
+@dataclass(frozen=True)
+class SizingRun:
+    """How a plan with percentile targets simulates its queue (:func:`size_to_percentiles`): ``requests`` Poisson
+    arrivals drawn with ``seed``, lengths spread by ``prompt_cv`` and ``answer_cv`` (None: the simulator's
+    :data:`~llmcourse.simulator.workload.LENGTH_CV`), prompts prefilled whole (``chunk_tokens=None``) or in chunks of
+    ``chunk_tokens``. The simulator checks each field, by its name, when it runs.
+
+    Examples
+    --------
+    >>> SizingRun(requests=1_000).requests, SizingRun().seed
+    (1000, 0)
+    """
+
+    chunk_tokens: int | None = None
+    prompt_cv: float | None = None
+    answer_cv: float | None = None
+    requests: int = 4_000
+    seed: int = 0
 
 
 @dataclass(frozen=True)
