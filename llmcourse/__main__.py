@@ -9,7 +9,7 @@ grid), the error of the refit, and the fleet for a brief (``--rps`` requests per
 the two targets; the example of :data:`llmcourse.validation.REPLAN_EXAMPLE` by default) re-planned for
 the most-measured setup before and after the refit (:func:`llmcourse.validation.own_benchmark`). The file's
 text is printed escaped (no control character reaches the terminal); at most
-:data:`llmcourse.validation.measured.MAX_ROWS` rows are read. Exit status: 0, 1 when no row was read (the
+:data:`llmcourse.validation.bounded.MAX_ROWS` rows are read. Exit status: 0, 1 when no row was read (the
 reasons summarised on stderr), 2 for a flag or a file refused (one line on stderr naming the flag, or saying why).
 
 ``check NOTEBOOK [--seed S] [--cell-timeout T] [--timeout T]`` grades a notebook, each cell in its own
@@ -61,7 +61,7 @@ def _validate(args: argparse.Namespace) -> int:
     """Check the flags (each error names its flag), read the file, print the report; 1 if no row was read."""
     import llmcourse as lc
     from llmcourse.validation import load_measurements, own_benchmark
-    from llmcourse.validation.measured import GIVEN_FLAGS, check_given, escaped
+    from llmcourse.validation.cells import GIVEN_FLAGS, check_given, escaped
 
     given = {"gpu": args.gpu, "tensor_parallel": args.tp, "weights": args.weights, "kv": args.kv, "engine": args.engine}
     given = check_given({**given, "model": args.model}, GIVEN_FLAGS)
@@ -169,13 +169,13 @@ _PLAN_FLAGS = {
 }
 
 #: The validate command's flags that set an argument of Brief (the others are checked by
-#: :func:`llmcourse.validation.measured.check_given`, which names the flag itself).
+#: :func:`llmcourse.validation.cells.check_given`, which names the flag itself).
 _VALIDATE_FLAGS = {"requests_per_second": "--rps", "ttft_target": "--ttft-ms", "tpot_target": "--tpot-ms"}
 
 
 def escaped(text: str) -> str:
-    """``text`` with its non-printable characters escaped (:func:`llmcourse.validation.measured.escaped`)."""
-    from llmcourse.validation.measured import escaped as escape
+    """``text`` with its non-printable characters escaped (:func:`llmcourse.validation.cells.escaped`)."""
+    from llmcourse.validation.cells import escaped as escape
 
     return escape(text)
 

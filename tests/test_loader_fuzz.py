@@ -26,7 +26,7 @@ import llmcourse.validation as lcv
 from llmcourse import Q_, Brief, models
 from llmcourse.__main__ import main
 from llmcourse.errors import InputError
-from llmcourse.validation import measured
+from llmcourse.validation import bounded
 
 COURSE_COLS, COURSE_ROW, AIC_COLS, AIC_ROW = csv.reader(
     [
@@ -305,7 +305,7 @@ def test_folder_and_missing_file_are_refused(tmp_path: Path) -> None:
         lcv.load_measurements(tmp_path / "none.csv")
 
 
-@pytest.mark.parametrize("size", [measured.MAX_CELL + 1, 3 * measured.MAX_LINE])
+@pytest.mark.parametrize("size", [bounded.MAX_CELL + 1, 3 * bounded.MAX_LINE])
 @pytest.mark.parametrize("quoted", [False, True])
 def test_cell_over_128_kib_is_refused_with_row_and_column(tmp_path: Path, size: int, quoted: bool) -> None:
     """A cell over 128 KiB (in a line under the line limit, or one of 3 MiB) names its row and column."""
@@ -331,7 +331,7 @@ def test_deeply_nested_json_is_refused(depth: int, says: str) -> None:
 def test_rows_past_the_limit_are_not_read_and_the_file_streams(tmp_path: Path, monkeypatch) -> None:
     """A file of 40,000 rows under a limit of 50 rows: the first 50 read, a line says so, and the reading holds far
     less than the file in memory (it is a stream)."""
-    monkeypatch.setattr(measured, "MAX_ROWS", 50)
+    monkeypatch.setattr(bounded, "MAX_ROWS", 50)
     row = ",".join(COURSE_ROW) + "\n"
     path = write(tmp_path, (",".join(COURSE_COLS) + "\n" + row * 40_000).encode())
     tracemalloc.start()
@@ -348,7 +348,7 @@ def test_rows_past_the_limit_are_not_read_and_the_file_streams(tmp_path: Path, m
 
 def test_text_past_the_size_limit(tmp_path: Path, monkeypatch) -> None:
     """Past MAX_BYTES a CSV stops at a row's end with a line saying so; a JSON document is refused."""
-    monkeypatch.setattr(measured, "MAX_BYTES", 4_096)
+    monkeypatch.setattr(bounded, "MAX_BYTES", 4_096)
     row = ",".join(COURSE_ROW) + "\n"
     got = lcv.load_measurements(write(tmp_path, (",".join(COURSE_COLS) + "\n" + row * 500).encode()))
     assert 0 < len(got.rows) < 100 and "lines (4 KiB) of the file" in got.stopped
@@ -360,13 +360,13 @@ def test_json_of_one_long_line_is_read(tmp_path: Path) -> None:
     """A result saved with --save-detailed (every request's times) is one line of megabytes: read, not refused as a
     CSV line would be."""
     rec = VLLM | {"itls": [20.5] * 200_000}
-    assert len(json.dumps(rec)) > measured.MAX_LINE
+    assert len(json.dumps(rec)) > bounded.MAX_LINE
     assert len(lcv.load_measurements(write(tmp_path, json.dumps(rec).encode(), "b.json")).rows) == 4
 
 
 def test_blank_lines_past_the_line_limit(tmp_path: Path, monkeypatch) -> None:
     """Millions of blank lines cost no more than MAX_LINES lines: before the header, a refusal; after it, a stop."""
-    monkeypatch.setattr(measured, "MAX_LINES", 1_000)
+    monkeypatch.setattr(bounded, "MAX_LINES", 1_000)
     with pytest.raises(InputError, match="has only blank lines in its first 1,001 lines"):
         lcv.load_measurements(write(tmp_path, b"\n" * 100_000))
     got = lcv.load_measurements(write(tmp_path, course().encode() + b"\n" * 100_000 + course().encode()))
@@ -500,7 +500,7 @@ HOSTILE_FILES = {
     "binary": bytes(range(256)),
     "latin-1": course(engine="caf\u00e9").encode("latin-1"),
     "utf-16, no mark": course().encode("utf-16-le"),
-    "big cell": course(engine="x" * (measured.MAX_CELL + 1)).encode(),
+    "big cell": course(engine="x" * (bounded.MAX_CELL + 1)).encode(),
     "deep JSON": b"[" * 50_000 + b"]" * 50_000,
     "broken JSON": b'{"mean_tpot_ms": 1',
     "not a format": f"name,age\n{ESC},3\n".encode(),

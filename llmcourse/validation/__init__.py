@@ -50,6 +50,7 @@ from llmcourse.bands import (
     plan_bands,
     shipped_bands,
 )
+from llmcourse.validation.cells import ARCHITECTURE_GAPS
 from llmcourse.validation.fit import (
     GRID,
     Dataset,
@@ -80,7 +81,6 @@ from llmcourse.validation.held_out import (
 )
 from llmcourse.validation.measured import (
     AICONFIGURATOR,
-    ARCHITECTURE_GAPS,
     COURSE_COLUMNS,
     DISAGGREGATED_REASON,
     ENABLED_LAYOUTS,

@@ -15,6 +15,7 @@ from llmcourse.errors import InputError
 from llmcourse.planner.disagg import kv_handoff, kv_lanes, need_fit, pool_link, rho_f, ttft_f, wait_f, wave_f
 from llmcourse.replica import replica
 from llmcourse.units import Q_, parsed_unit, to
+from llmcourse.validation import cells as c
 from llmcourse.validation import measured as v
 
 __all__ = ["DisaggRow", "RowPrediction", "measured_factors", "measured_rows", "predict_row"]
@@ -71,40 +72,40 @@ def measured_rows() -> tuple[tuple[DisaggRow, ...], tuple[tuple[str, str], ...]]
             continue
         rid = r["id"]
         try:
-            model, gpu = v.model_name(v.cell(r, "model_path")), v.gpu_name(v.cell(r, "system"))
-            isl, osl = v.whole(r, "isl"), v.whole(r, "osl")
-            v.context_gap(model, isl, osl)
+            model, gpu = c.model_name(c.cell(r, "model_path")), c.gpu_name(c.cell(r, "system"))
+            isl, osl = c.whole(r, "isl"), c.whole(r, "osl")
+            c.context_gap(model, isl, osl)
             if not (r.get("prefill_num_workers") or "").strip() or not (r.get("decode_batch_size") or "").strip():
-                raise v.RowError("the pools' worker counts and batches are not given")
+                raise c.RowError("the pools' worker counts and batches are not given")
             concurrency = v.silicon_concurrency(r)
             if concurrency is None:
-                raise v.RowError("no silicon_concurrency in silicon_data_source")
+                raise c.RowError("no silicon_concurrency in silicon_data_source")
             weights, _ = v.aic_weights(r, model)
-            engine = v.cell(r, "backend").lower()
+            engine = c.cell(r, "backend").lower()
             kv = v.aic_kv(engine, weights)
             moe = models[model].is_moe
             side = {}
             for s in ("prefill", "decode"):
-                ep = v.whole(r, f"{s}_moe_ep_size", 1) if moe else 1
+                ep = c.whole(r, f"{s}_moe_ep_size", 1) if moe else 1
                 side[s] = dict(
-                    workers=v.whole(r, f"{s}_num_workers"),
-                    tp=v.whole(r, f"{s}_tp_size"),
-                    dp=v.whole(r, f"{s}_attention_dp_size", 1),
+                    workers=c.whole(r, f"{s}_num_workers"),
+                    tp=c.whole(r, f"{s}_tp_size"),
+                    dp=c.whole(r, f"{s}_attention_dp_size", 1),
                     ep=ep,
-                    batch=v.whole(r, f"{s}_batch_size"),
+                    batch=c.whole(r, f"{s}_batch_size"),
                 )
-                if v.whole(r, f"{s}_pp_size", 1) > 1:
-                    raise v.RowError(f"{s} pipeline parallelism is not expressed here")
+                if c.whole(r, f"{s}_pp_size", 1) > 1:
+                    raise c.RowError(f"{s} pipeline parallelism is not expressed here")
             row = DisaggRow(
                 id=rid, model=model, gpu=gpu, engine=v.engine_name(engine, r.get("backend_version") or ""),
                 weights=weights, kv=kv, isl=isl, osl=osl, concurrency=concurrency,
                 **{f"{s}_{k}": x for s, d in side.items() for k, x in d.items() if k != "workers"},
                 prefill_workers=side["prefill"]["workers"], decode_workers=side["decode"]["workers"],
-                ttft_ms=v.number(r, "silicon_ttft_ms"), tpot_ms=v.number(r, "silicon_tpot_ms"),
+                ttft_ms=c.number(r, "silicon_ttft_ms"), tpot_ms=c.number(r, "silicon_tpot_ms"),
             )  # fmt: skip
             v.first_of(seen, dataclasses.replace(row, id=""), line, rid)
             rows.append(row)
-        except (v.RowError, InputError) as exc:
+        except (c.RowError, InputError) as exc:
             skipped.append((rid, str(exc)))
     _ROWS = (tuple(rows), tuple(skipped))
     return _ROWS

@@ -5,14 +5,12 @@
   course's CSV, aiconfigurator's silicon CSV, the JSON of ``vllm bench serve``): the rows the course can express
   and, row by row, why not the others (:class:`Loaded`, :class:`Skipped`); :func:`silicon` - the aiconfigurator
   rows shipped with the package; :func:`course_csv` writes rows back in the course's format.
-* the bounds of a measured file (:data:`MAX_ROWS` rows read, :data:`MAX_CELL` characters a cell, :data:`MAX_BYTES` of
-  JSON, :data:`MAX_DEPTH` levels of nesting; whole numbers to :data:`MOST_WHOLE`, parallel sizes to :data:`MOST_SIZE`)
-  and :func:`escaped`, how a file's text is shown (no control character reaches a terminal raw);
-  :func:`check_given` checks the keywords that fill what a file does not say (``model=`` among them).
+* a file is read within the bounds of :mod:`~llmcourse.validation.bounded`, and each cell by the readers of
+  :mod:`~llmcourse.validation.cells` (which also say how a file's text is shown, and check the keywords that fill
+  what a file does not say).
 * :func:`layout_gap` - whether the one replica model can express a row's parallel layout yet.
-* the cell readers (:func:`cell`, :func:`number`, :func:`whole`, :func:`model_name`, :func:`gpu_name`,
-  :func:`context_gap`, :func:`aic_weights`, :func:`aic_kv`, :func:`first_of`) raise :class:`RowError` with the
-  reason a row cannot be expressed. The disaggregated rows of :func:`llmcourse.validation.disagg.measured_rows` are read by
+* the aiconfigurator cell readers (:func:`aic_weights`, :func:`aic_kv`, :func:`first_of`) raise
+  :class:`~llmcourse.validation.cells.RowError` with the reason a row cannot be expressed. The disaggregated rows of :func:`llmcourse.validation.disagg.measured_rows` are read by
   the same ones, from the one reader of the shipped aiconfigurator file (:func:`aiconfigurator_records`,
   :func:`silicon_concurrency`).
 
@@ -33,25 +31,40 @@ Examples
 
 from __future__ import annotations
 
-import codecs
 import csv
 import functools
 import inspect
 import io
-import json
-import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from llmcourse.bands import METRICS
-from llmcourse.catalog import gpus, models
-from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.catalog import models
+from llmcourse.errors import InputError
 from llmcourse.replica.model import replica
-from llmcourse.units import plain_number
+from llmcourse.validation import bounded
+from llmcourse.validation.bounded import BoundedRows, BoundedText, json_records, open_text
+from llmcourse.validation.cells import (
+    ID_SHOWN,
+    MOST_WHOLE,
+    RowError,
+    cell,
+    check_given,
+    context_gap,
+    engine_name,
+    escaped,
+    gpu_name,
+    model_name,
+    number,
+    precision_name,
+    shortened,
+    shown,
+    whole,
+)
 
 #: How a row loaded the replica: the largest batch (offline, or online with no rate limit), a fixed
 #: request rate, or a closed loop of ``concurrency`` requests in flight (a benchmark's concurrency).
@@ -140,9 +153,13 @@ def measurements() -> list[Measurement]:
 # --- parallel layouts beyond tensor parallelism -------------------------------------------------
 #: The keyword of :func:`llmcourse.replica.model.replica` each parallel layout of a row needs.
 LAYOUT_KEYWORDS = {"pp": "pipeline_parallel", "ep": "expert_parallel", "attention_dp": "data_parallel"}
+
+
 #: The layouts predictions pass to :func:`~llmcourse.replica.model.replica` (the others' rows are skipped
 #: with :data:`LAYOUT_REASON`); switch one on here once ``replica()`` has its keyword.
 ENABLED_LAYOUTS: frozenset[str] = frozenset({"pp", "ep", "attention_dp"})
+
+
 LAYOUT_REASON = "needs pipeline/expert/attention-data parallelism"
 
 
@@ -185,30 +202,17 @@ FORMATS = {
     "silicon_ttft_ms, silicon_tpot_ms)",
     "vllm": "the JSON of `vllm bench serve --save-result` (one result, a list of them, or one per line)",
 }
+
+
 DISAGGREGATED_REASON = (
     "disaggregated: separate prefill and decode pools, predicted by llmcourse.planner.disagg (chapter Disaggregated serving) "
     "where the row gives both pools' workers and batches"
 )
-#: Models whose attention the planner has no term for, with the reason; ``max_context`` (if given)
-#: is the longest context at which the catalog's row is still exact (GLM-5's sparse attention picks
-#: 2,048 past tokens, so it attends to all of them up to there).
-ARCHITECTURE_GAPS: dict[str, tuple[str, int | None]] = {
-    "Qwen3.5-397B-A17B": (
-        "hybrid linear attention (45 of 60 layers are Gated DeltaNet, a fixed recurrent state per sequence): "
-        "the planner has no term for it",
-        None,
-    ),
-    "GLM-5": (
-        "DeepSeek sparse attention (each query attends to 2,048 selected past tokens) at a context above 2,048 "
-        "tokens: the planner has no term for it",
-        2_048,
-    ),
-}
-#: aiconfigurator's quantization modes as the course's precisions.
-_QUANT = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4", "int4_wo": "int4", "bf16": "bf16", "fp16": "fp16"}
-_PRECISION = {"fp8": "fp8", "fp4": "fp4", "int4": "int4", "bf16": "bf16", "fp16": "fp16", "int8": "int8"}
-_ENGINES = {"trtllm": "TensorRT-LLM", "tensorrt-llm": "TensorRT-LLM", "sglang": "SGLang", "vllm": "vLLM"}
+
+
 _COURSE_REQUIRED = ("id", "gpu", "tp", "model", "weights", "kv", "engine", "isl", "osl", "load_kind", "metric", "value")
+
+
 _AIC_REQUIRED = (
     "id", "backend", "model_path", "system", "mode", "isl", "osl", "tp_size", "pp_size", "attention_dp_size",
     "moe_ep_size", "silicon_ttft_ms", "silicon_tpot_ms",
@@ -258,158 +262,6 @@ class Loaded:
         return "\n".join(lines + ([escaped(self.stopped)] if self.stopped else []))
 
 
-def escaped(text: str) -> str:
-    """``text`` with every character that is not printable written as its Python escape (``\\x1b``, ``\\u202e``),
-    line breaks kept: the control characters, escape sequences and direction overrides a file may hold never reach
-    a terminal raw.
-
-    Examples
-    --------
-    >>> escaped("id\\x1b[2J\\u202eok\\nnext")
-    'id\\\\x1b[2J\\\\u202eok\\nnext'
-    """
-    if text.isprintable():
-        return text
-    return "\n".join(
-        line if line.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)
-        for line in text.split("\n")
-    )
-
-
-class RowError(Exception):
-    """A reason a row cannot be expressed (caught per row, by the readers here and by
-    :func:`llmcourse.validation.disagg.measured_rows`; never reaches the caller)."""
-
-
-def cell(r: dict[str, Any], col: str) -> str:
-    if col not in r or r[col] is None:
-        raise RowError(f"missing column {col!r}")
-    value = r[col]
-    if isinstance(value, dict | list):  # a JSON object or array where a value belongs
-        raise RowError(f"column {col!r} is a JSON {'object' if isinstance(value, dict) else 'array'}, not a value")
-    text = str(value).strip()
-    if not text:
-        raise RowError(f"column {col!r} is empty")
-    return text
-
-
-def _shown(text: str) -> str:
-    """A cell's text for a reason: cut to a readable length (:func:`shortened`), non-printable characters escaped."""
-    return escaped(shortened(text))
-
-
-def number(r: dict[str, Any], col: str) -> float:
-    text = cell(r, col)
-    try:
-        x = float(text)
-    except ValueError:
-        raise RowError(f"column {col!r}: {shortened(text)!r} is not a number") from None
-    if not math.isfinite(x) or x <= 0:
-        raise RowError(f"column {col!r} must be a number above zero; got {_shown(text)}")
-    if not LEAST_NUMBER <= x <= MOST_NUMBER:
-        raise RowError(f"column {col!r} must be from {LEAST_NUMBER:g} to {MOST_NUMBER:g}; got {_shown(text)}")
-    return x
-
-
-#: The range of a measured number (a time in ms, a rate, a count): outside it, ratios and logarithms of predicted over
-#: measured leave the floats (a time of 5e-324 ms, the smallest float, is no measurement).
-LEAST_NUMBER, MOST_NUMBER = 1e-9, 1e12
-#: The largest whole number a measured file's column may hold (a count of tokens, requests or GPUs), and the
-#: largest parallel size (:data:`SIZE_COLUMNS`: a replica of at most 1,024 GPUs along any one axis, the
-#: planner's bound on ``tensor_parallel``).
-MOST_WHOLE = 10**9
-MOST_SIZE = 1_024
-#: The columns :func:`whole` bounds by :data:`MOST_SIZE` (the parallel sizes of the three formats).
-SIZE_COLUMNS = frozenset(
-    {"tp", "pp", "attention_dp", "ep", "tp_size", "pp_size", "attention_dp_size", "moe_ep_size", "n_gpus"}
-)
-
-
-def whole(r: dict[str, Any], col: str, default: int | None = None) -> int:
-    if default is not None and (col not in r or r[col] is None or not str(r[col]).strip()):
-        return default
-    text = cell(r, col)
-    try:
-        x = float(text)
-    except ValueError:
-        raise RowError(f"column {col!r}: {shortened(text)!r} is not a whole number") from None
-    if not math.isfinite(x):
-        raise RowError(f"column {col!r} must be a whole number; got {_shown(text)}")
-    if x != int(x):
-        raise RowError(f"column {col!r}: {shortened(text)!r} is not a whole number")
-    if x < 1:
-        what = "requests in flight" if "concurrency" in col or col == "batch_size" else "a size"
-        raise RowError(f"column {col!r} must be at least 1 ({what}); got {_shown(text)}")
-    most = MOST_SIZE if col in SIZE_COLUMNS else MOST_WHOLE
-    if x > most:
-        raise RowError(f"column {col!r} must be at most {most:,}; got {_shown(text)}")
-    return int(x)
-
-
-#: The most characters of a row's id a message shows (the rest counted).
-ID_SHOWN = 100
-
-
-def shortened(text: str, most: int = 40) -> str:
-    """Text cut to about ``most`` characters for a message (the rest counted): a file's cell, or a row's id
-    (:data:`ID_SHOWN`)."""
-    return text if len(text) <= most else f"{text[: most // 2]}...{text[-8:]} ({len(text):,} characters)"
-
-
-#: The longest model or GPU name a file's cell may give (longer text is named by its length, not looked up).
-MOST_NAME = 200
-#: Suffixes of a Hugging Face checkpoint's name that say its quantization, not its shape (dropped by :func:`model_name`).
-QUANT_SUFFIXES = ("-NVFP4", "-FP8", "-FP4", "-AWQ", "-GPTQ", "-INT4")
-
-
-def model_name(text: str) -> str:
-    """A catalog model name from a file's model field (a Hugging Face id such as
-    ``nvidia/DeepSeek-R1-NVFP4``: the organisation and a quantization suffix dropped here; a leading ``Meta-`` and
-    ``-Instruct``, ``-Chat``, ``-hf`` by the model catalog's look-up, :meth:`llmcourse.catalog.Catalog.__getitem__`)."""
-    if len(text) > MOST_NAME:
-        raise RowError(f"a model name of {len(text):,} characters: not a model name")
-    name = text.strip().rstrip("/")
-    for suffix in QUANT_SUFFIXES:
-        if name.upper().endswith(suffix):
-            name = name[: -len(suffix)]
-    name = name.split("/")[-1]
-    if name in ARCHITECTURE_GAPS and ARCHITECTURE_GAPS[name][1] is None:
-        raise RowError(f"{name}: {ARCHITECTURE_GAPS[name][0]}")
-    try:
-        return models[name].name
-    except UnknownNameError as exc:
-        raise RowError(str(exc).split(" Known:")[0]) from None
-
-
-def gpu_name(text: str) -> str:
-    if len(text) > MOST_NAME:
-        raise RowError(f"a GPU name of {len(text):,} characters: not a GPU name")
-    try:
-        return gpus[text.strip()].name
-    except UnknownNameError as exc:
-        raise RowError(str(exc).split(" Known:")[0]) from None
-
-
-def _precision(text: str, col: str) -> str:
-    key = text.strip().lower()
-    if key in _QUANT:
-        return _QUANT[key]
-    if key in _PRECISION:
-        return _PRECISION[key]
-    raise RowError(f"column {col!r}: precision {text!r} unknown; use one of {', '.join(sorted(_PRECISION))}")
-
-
-def context_gap(model: str, isl: int, osl: int) -> None:
-    gap = ARCHITECTURE_GAPS.get(model)
-    if gap is not None and gap[1] is not None and isl + osl > gap[1]:
-        raise RowError(f"{model}: {gap[0]}")
-
-
-def engine_name(text: str, version: str = "") -> str:
-    name = _ENGINES.get(text.strip().lower(), text.strip())
-    return f"{name} {version.strip()}".strip()
-
-
 def _read_course(
     records: Iterable[dict[str, str]], model_: str | None = None
 ) -> tuple[list[Measurement], list[Skipped]]:
@@ -439,8 +291,8 @@ def _read_course(
                 n_gpus=whole(r, "n_gpus", tp * pp * dp),
                 tp=tp,
                 model=model,
-                weights=_precision(cell(r, "weights"), "weights"),
-                kv=_precision(cell(r, "kv"), "kv"),
+                weights=precision_name(cell(r, "weights"), "weights"),
+                kv=precision_name(cell(r, "kv"), "kv"),
                 engine=cell(r, "engine"),
                 isl=isl,
                 osl=osl,
@@ -486,9 +338,9 @@ def aic_weights(r: dict[str, str], model: str) -> tuple[str, str]:
     moe = models[model].is_moe
     for col in ("moe_quant_mode", "gemm_quant_mode") if moe else ("gemm_quant_mode",):
         if (r.get(col) or "").strip():
-            return _precision(r[col], col), ""
+            return precision_name(r[col], col), ""
     if (r.get("precision") or "").strip():
-        return _precision(r["precision"], "precision"), ""
+        return precision_name(r["precision"], "precision"), ""
     own = models[model].weight_dtype
     return own, f"precision not given: the checkpoint's own ({own})"
 
@@ -539,7 +391,7 @@ def _read_aiconfigurator(
             found = _CONCURRENCY.search(r.get("silicon_data_source") or "")
             if found:
                 if len(found.group(1)) > len(str(MOST_WHOLE)):
-                    raise RowError(f"silicon_concurrency must be at most {MOST_WHOLE:,}; got {_shown(found.group(1))}")
+                    raise RowError(f"silicon_concurrency must be at most {MOST_WHOLE:,}; got {shown(found.group(1))}")
                 conc = int(found.group(1))
                 if conc < 1:
                     raise RowError(f"silicon_concurrency must be at least 1 request in flight; got {conc}")
@@ -631,7 +483,7 @@ def _read_vllm(records: list[Any], given: dict[str, Any]) -> tuple[list[Measurem
             if conc is None:
                 if rate is not None and str(rate) != "inf":
                     raise RowError(
-                        f"an open-loop request rate ({_shown(str(rate))}/s) without --max-concurrency: the queueing "
+                        f"an open-loop request rate ({shown(str(rate))}/s) without --max-concurrency: the queueing "
                         "simulator predicts that, not this closed-loop model; rerun with --max-concurrency"
                     )
                 raise RowError(
@@ -650,9 +502,9 @@ def _read_vllm(records: list[Any], given: dict[str, Any]) -> tuple[list[Measurem
             isl, osl = whole({"isl": isl}, "isl"), whole({"osl": osl}, "osl")
             context_gap(model, isl, osl)
             w = pick("weights", "dtype", "quantization")
-            weights = _precision(str(w), "weights") if w is not None else models[model].weight_dtype
+            weights = precision_name(str(w), "weights") if w is not None else models[model].weight_dtype
             kv_text = str(pick("kv", "kv_cache_dtype") or "auto")
-            kv_ = "bf16" if kv_text.lower() == "auto" else _precision(kv_text, "kv")
+            kv_ = "bf16" if kv_text.lower() == "auto" else precision_name(kv_text, "kv")
             date = pick("date")
             base = dict(
                 source=f"vllm bench serve result {line}" + (f" ({shortened(str(date))})" if date else ""),
@@ -693,290 +545,7 @@ def _read_vllm(records: list[Any], given: dict[str, Any]) -> tuple[list[Measurem
     return rows, skipped
 
 
-# --- reading a file or text within bounds -------------------------------------------------------------
-#: The most rows of a measured file read (the rest is left unread, and :attr:`Loaded.stopped` says so): a fit over
-#: 20,000 rows takes seconds; a million rows would take minutes and gigabytes.
-MAX_ROWS = 20_000
-#: The most text read from one file: a CSV stops at the end of the row that crosses it (and says so); a JSON document
-#: longer than this is refused (it cannot be read in part). A vllm bench result is a few kilobytes.
-MAX_BYTES = 32 * 2**20
-#: The most lines read from one file (a CSV's blank lines and the lines of its quoted cells count): a file of
-#: millions of blank lines stops here, in a fraction of a second.
-MAX_LINES = 50 * MAX_ROWS
-#: The longest cell of a CSV (the csv module's own default limit): a longer one refuses the file with its row and column.
-MAX_CELL = 128 * 2**10
-#: The longest line of a CSV (a row of several long cells); a longer one refuses the file with its row.
-MAX_LINE = 2**20
-#: The deepest nesting of JSON arrays and objects read (a vllm bench result nests two levels).
-MAX_DEPTH = 64
-#: The most digits of a whole number in JSON read as a number (a longer one is kept as text, and refused as a count).
-_MAX_DIGITS = 40
-_UNDECODED = re.compile("[\udc80-\udcff]")  # the bytes that did not decode (surrogateescape)
-_BOMS = (  # byte-order marks, longest first (UTF-32's little-endian mark begins with UTF-16's)
-    (codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"),
-)  # fmt: skip
-
-
-def _size(n: int) -> str:
-    return f"{n // 2**20:,} MiB" if n >= 2**20 else f"{n // 2**10:,} KiB"
-
-
-class _Text:
-    """A text stream read in bounded pieces: lines of at most :data:`MAX_LINE` characters, at most
-    :data:`MAX_BYTES` characters in all; text that did not decode is refused with its line."""
-
-    def __init__(self, stream: IO[str], source: str, *, decoded: bool) -> None:
-        self.stream, self.source, self.decoded = stream, source, decoded
-        self.lines = 0  # physical lines read
-        self.chars = 0
-        self.stopped = False  # MAX_BYTES reached before the end
-        self.row = 1  # the row being read (the header is row 1), for messages
-        self.header: list[str] = []
-
-    def _check(self, text: str, line: int) -> None:
-        if self.decoded:
-            bad = _UNDECODED.search(text)
-            if bad is not None:
-                line += text.count("\n", 0, bad.start())
-                raise InputError(
-                    f"{self.source}: line {line:,} holds the byte {ord(bad.group()) - 0xDC00:#04x}, which is not "
-                    "UTF-8 text (a binary file, or text saved as Latin-1 or Windows-1252?): save the file as UTF-8."
-                )
-
-    def readline(self, *, check: bool = True) -> str:
-        """The next line ('' at the end), of at most :data:`MAX_LINE` characters: a longer one refuses the text
-        (with ``check``), or is its first :data:`MAX_LINE` + 1 characters (without: JSON's lines may be long)."""
-        line = self.stream.readline(MAX_LINE + 1)
-        if not line:
-            return ""
-        self.lines += 1
-        self._check(line, self.lines)
-        if check:
-            self.too_long(line)
-        self.chars += len(line)
-        return line
-
-    def too_long(self, line: str) -> None:
-        """Refuse a CSV line longer than :data:`MAX_LINE`, naming the row and the column of any cell over
-        :data:`MAX_CELL` in it."""
-        if len(line) > MAX_LINE:
-            raise InputError(
-                _too_long(self.source, self.row, line, self.header, f"a line longer than {_size(MAX_LINE)}")
-            )
-
-    def __iter__(self) -> Iterator[str]:
-        while self.chars < MAX_BYTES and self.lines < MAX_LINES:
-            line = self.readline()
-            if not line:
-                return
-            yield line
-        self.stopped = bool(self.stream.read(1))
-
-    def rest(self) -> str:
-        """The rest of the text, refused past :data:`MAX_BYTES`."""
-        text = self.stream.read(MAX_BYTES + 1 - self.chars)
-        self._check(text, self.lines + 1)
-        self.chars += len(text)
-        if self.chars > MAX_BYTES:
-            raise InputError(
-                f"{self.source}: more than {_size(MAX_BYTES)} of JSON, the most read (a vllm bench result is a few "
-                "kilobytes; --save-detailed adds every request's times): save the results without it, or split them."
-            )
-        return text
-
-
-def _too_long(source: str, row: int, line: str, header: list[str], what: str) -> str:
-    """The message for row ``row`` holding a cell longer than :data:`MAX_CELL` (or a line longer than
-    :data:`MAX_LINE`), naming the column where the line read shows it."""
-    col, field, quoted = 0, 0, False
-    for c in line:  # the fields of the line so far, with the csv module's default dialect
-        if c == '"':
-            quoted = not quoted
-        elif c == "," and not quoted:
-            col, field = col + 1, 0
-            continue
-        field += 1
-        if field > MAX_CELL:
-            name = repr(shortened(header[col])) if col < len(header) else f"{col + 1} (past the header's)"
-            return (
-                f"{escaped(source)}: row {row:,}, column {escaped(name)}: a cell longer than {_size(MAX_CELL)}, the "
-                "most read; a measured file's cells are short (a name, a number): trim it."
-            )
-    return f"{escaped(source)}: row {row:,}: {what}, the most read; a measured file's rows are short: trim it."
-
-
-def _json_int(text: str) -> int | str:
-    """A JSON whole number, kept as its text past :data:`_MAX_DIGITS` digits (Python refuses to read more than 4,300
-    digits as an int; the readers refuse a count past :data:`MOST_WHOLE`, naming the text)."""
-    return int(text) if len(text) <= _MAX_DIGITS else text
-
-
-def _depth(data: Any) -> int:
-    """How deeply JSON arrays and objects nest in ``data`` (without recursion), stopping past :data:`MAX_DEPTH`."""
-    deepest, todo = 0, [(data, 1)]
-    while todo:
-        x, d = todo.pop()
-        if isinstance(x, dict | list):
-            deepest = max(deepest, d)
-            if d > MAX_DEPTH:
-                break
-            todo.extend((v, d + 1) for v in (x.values() if isinstance(x, dict) else x))
-    return deepest
-
-
-def _json_records(text: str, source: str) -> list[Any]:
-    def load(part: str) -> Any:
-        try:
-            return json.loads(part, parse_int=_json_int)
-        except RecursionError:
-            raise InputError(
-                f"{escaped(source)}: JSON nested deeper than Python's reader allows; a vllm bench result nests two "
-                "levels."
-            ) from None
-
-    text = text.strip()
-    try:
-        data = load(text)
-    except json.JSONDecodeError:
-        try:  # --append-result writes one JSON object per line
-            data = [load(x) for x in text.splitlines() if x.strip()]
-        except json.JSONDecodeError as exc:
-            raise InputError(f"the text starts like JSON but is not valid JSON ({exc}).") from None
-    if _depth(data) > MAX_DEPTH:
-        raise InputError(
-            f"{escaped(source)}: JSON nested more than {MAX_DEPTH} levels deep; a vllm bench result nests two levels."
-        )
-    return data if isinstance(data, list) else [data]
-
-
-class _Rows:
-    """The records of a CSV read from a :class:`_Text`: at most :data:`MAX_ROWS`, each cell at most :data:`MAX_CELL`
-    characters; a cell or line too long refuses the file with its row and column (the row is the record's, the
-    header row 1, as the readers number them)."""
-
-    def __init__(self, text: _Text, first: str) -> None:
-        self.text = text
-        self.more = False  # rows left unread past MAX_ROWS
-        self._last = first
-        lines = self._lines(first)
-        self.reader = csv.DictReader(lines)
-        self.header = [str(h) for h in self._guard(lambda: self.reader.fieldnames) or ()]
-        text.header = self.header
-
-    def _lines(self, first: str) -> Iterator[str]:
-        self._last = first
-        yield first
-        for line in self.text:
-            self._last = line
-            yield line
-
-    def _guard(self, read: Any) -> Any:
-        try:
-            return read()
-        except csv.Error as exc:
-            if "field larger than field limit" in str(exc):
-                raise InputError(_too_long(self.text.source, self.text.row, self._last, self.header, "")) from None
-            raise InputError(f"{escaped(self.text.source)}: row {self.text.row:,} is not CSV ({exc}).") from None
-
-    def __iter__(self) -> Iterator[dict[str, str]]:
-        n = 0
-        while True:
-            self.text.row = n + 2
-            r = self._guard(lambda: next(self.reader, None))
-            if r is None:
-                return
-            if n == MAX_ROWS:
-                self.more = True
-                return
-            for k, v in r.items():
-                cells = [v] if isinstance(v, str) else v if isinstance(v, list) else []  # a list: cells past the header
-                if any(len(x) > MAX_CELL for x in cells):
-                    col = repr(shortened(k)) if isinstance(k, str) else f"{len(self.header) + 1} (past the header's)"
-                    raise InputError(
-                        f"{escaped(self.text.source)}: row {n + 2:,}, column {escaped(col)}: a cell longer than "
-                        f"{_size(MAX_CELL)}, the most read; a measured file's cells are short (a name, a number): trim it."
-                    )
-            n += 1
-            yield r
-
-    def stopped(self) -> str:
-        """The line saying where reading stopped short of the end of the file ('' where it did not)."""
-        if self.more:
-            return (
-                f"{self.text.source}: read the first {MAX_ROWS:,} rows, the most read from one file; the rest was not "
-                "read: split the file to validate the rest."
-            )
-        if self.text.stopped:
-            return (
-                f"{self.text.source}: read the first {self.text.lines:,} lines ({_size(self.text.chars)}) of the file, "
-                f"the most read from one file ({MAX_LINES:,} lines, {_size(MAX_BYTES)}); the rest was not read: split "
-                "the file to validate the rest."
-            )
-        return ""
-
-
-#: The keywords of :func:`parse_measurements` that fill what a file does not say, and the flag of
-#: ``python -m llmcourse validate`` that sets each (its messages name the flag).
-GIVEN_FLAGS = {
-    "gpu": "--gpu", "tensor_parallel": "--tp", "weights": "--weights", "kv": "--kv", "engine": "--engine",
-    "model": "--model",
-}  # fmt: skip
-
-
-def check_given(given: dict[str, Any], names: dict[str, str] | None = None) -> dict[str, Any]:
-    """The keywords of :func:`parse_measurements` (:data:`GIVEN_FLAGS`) checked, names in the catalog's spelling:
-    an :class:`InputError` names the keyword, or ``names[keyword]`` (the command line passes :data:`GIVEN_FLAGS`, so
-    that a message names the flag typed).
-
-    Examples
-    --------
-    >>> check_given({"gpu": "h100", "model": "meta-llama/Llama-3.1-70B-Instruct", "weights": "FP8"})
-    {'gpu': 'H100 SXM', 'model': 'Llama-3.1-70B', 'weights': 'fp8'}
-    >>> check_given({"tensor_parallel": 0}, GIVEN_FLAGS)
-    Traceback (most recent call last):
-    ...
-    llmcourse.errors.InputError: --tp must be greater than zero; got 0.
-    """
-    out: dict[str, Any] = {}
-    for key, value in given.items():
-        if key not in GIVEN_FLAGS:
-            raise InputError(
-                f"no keyword {key!r}: the keywords that fill what a file does not say are {', '.join(GIVEN_FLAGS)}."
-            )
-        name = (names or {}).get(key, key)
-        if value is None:
-            out[key] = None
-            continue
-        if key == "tensor_parallel":
-            why = " (GPUs per replica)"
-            out[key] = int(plain_number(value, name, integer=True, at_least=1, at_most=MOST_SIZE, why=why))
-            continue
-        if not isinstance(value, str) or not value.strip():
-            raise InputError(f"{name} must be a name; got {shortened(repr(value))}.")
-        try:
-            if key == "gpu":
-                out[key] = gpu_name(value)
-            elif key == "model":
-                out[key] = model_name(value)
-            elif key in ("weights", "kv"):
-                key_ = value.strip().lower()
-                if key_ not in _QUANT and key_ not in _PRECISION:
-                    raise RowError(
-                        f"precision {shortened(value)!r} unknown; use one of {', '.join(sorted(_PRECISION))}"
-                    )
-                out[key] = _precision(value, key)
-            else:
-                if len(value) > MOST_NAME or not value.isprintable():
-                    raise RowError(f"{shortened(value)!r} is not an engine's name (such as 'vLLM 0.11')")
-                out[key] = value.strip()
-        except RowError as exc:
-            text = str(exc)
-            raise InputError(f"{name}: {text}" + ("" if text.endswith((".", "?")) else ".")) from None
-    return out
-
-
-def _read_text(text: _Text, source: str, given: dict[str, Any]) -> Loaded:
+def _read_text(text: BoundedText, source: str, given: dict[str, Any]) -> Loaded:
     """The rows of a measured text stream, in whichever of :data:`FORMATS` it is."""
     while True:
         first = text.readline(check=False)
@@ -984,25 +553,25 @@ def _read_text(text: _Text, source: str, given: dict[str, Any]) -> Loaded:
             raise InputError(f"{escaped(source)} is empty: give {', '.join(FORMATS.values())}.")
         if first.strip():
             break
-        if text.chars > MAX_BYTES or text.lines > MAX_LINES:
+        if text.chars > bounded.MAX_BYTES or text.lines > bounded.MAX_LINES:
             raise InputError(
                 f"{escaped(source)} has only blank lines in its first {text.lines:,} lines: give "
                 f"{', '.join(FORMATS.values())}."
             )
     first = first.lstrip("\ufeff").lstrip()
     if first[:1] in "[{":
-        recs = _json_records(first + text.rest(), source)
+        recs = json_records(first + text.rest(), source)
         if recs and _is_vllm(recs[0]):
-            more = len(recs) > MAX_ROWS
-            rows, skipped = _read_vllm(recs[:MAX_ROWS], given)
+            more = len(recs) > bounded.MAX_ROWS
+            rows, skipped = _read_vllm(recs[: bounded.MAX_ROWS], given)
             stopped = (
-                f"{source}: read the first {MAX_ROWS:,} results, the most read from one file; the rest was not "
+                f"{source}: read the first {bounded.MAX_ROWS:,} results, the most read from one file; the rest was not "
                 "read: split the file to validate the rest."
             )
             return Loaded("vllm", tuple(rows), tuple(skipped), source, stopped if more else "")
     else:
         text.too_long(first)
-        records = _Rows(text, first)
+        records = BoundedRows(text, first)
         head = set(records.header)
         if {"silicon_tpot_ms", "model_path"} <= head or {"silicon_ttft_ms", "model_path"} <= head:
             rows, skipped = _read_aiconfigurator(records, given.get("kv"), given.get("model"))
@@ -1051,33 +620,7 @@ def parse_measurements(
     )
     if not isinstance(text, str) or not text.strip():
         raise InputError(f"{escaped(str(source))} is empty: give {', '.join(FORMATS.values())}.")
-    return _read_text(_Text(io.StringIO(text, newline=None), source, decoded=False), source, given)
-
-
-def _open(p: Path) -> IO[str]:
-    """A measured file opened as text: UTF-8 (its byte-order mark dropped), or UTF-16 or UTF-32 with a byte-order
-    mark; a binary file, a folder or a path with no file refused with a line saying so."""
-    where = escaped(repr(str(p)))
-    if p.is_dir():
-        raise InputError(f"{where} is a folder: give the path to a measured file (a CSV, or a vllm bench JSON) in it.")
-    try:
-        raw = open(p, "rb")  # noqa: SIM115 - the caller closes the text stream, which closes this
-    except FileNotFoundError:
-        raise InputError(f"no file at {where}: give the path to a measured CSV or vllm JSON.") from None
-    except OSError as exc:
-        raise InputError(f"cannot read {where}: {exc.strerror or type(exc).__name__}.") from None
-    try:
-        head = raw.peek(4096)[:4096]
-        encoding = next((enc for bom, enc in _BOMS if head.startswith(bom)), "utf-8")
-        if encoding == "utf-8" and b"\x00" in head:
-            raise InputError(
-                f"{where} is a binary file (or UTF-16 text without a byte-order mark), not a measured CSV or JSON: "
-                "give the text file (save it as UTF-8)."
-            )
-        return io.TextIOWrapper(raw, encoding=encoding, errors="surrogateescape", newline=None)
-    except BaseException:
-        raw.close()
-        raise
+    return _read_text(BoundedText(io.StringIO(text, newline=None), source, decoded=False), source, given)
 
 
 def load_measurements(path: str | Path, **given: Any) -> Loaded:
@@ -1104,9 +647,9 @@ def load_measurements(path: str | Path, **given: Any) -> Loaded:
     given = check_given(given)
     p = Path(path)
     try:
-        with _open(p) as stream:
+        with open_text(p) as stream:
             try:
-                return _read_text(_Text(stream, p.name, decoded=True), p.name, given)
+                return _read_text(BoundedText(stream, p.name, decoded=True), p.name, given)
             except UnicodeDecodeError as exc:  # UTF-16 or UTF-32 (after its byte-order mark) cut short, or broken
                 enc = stream.encoding.upper()
                 raise InputError(
@@ -1145,6 +688,7 @@ def silicon() -> Loaded:
 
 
 _SILICON: Loaded | None = None
+
 
 #: The columns :func:`course_csv` writes (the course's format, closed-loop columns included).
 COURSE_COLUMNS = (

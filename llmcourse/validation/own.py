@@ -17,6 +17,7 @@ from llmcourse.bands import METRIC_NAMES
 from llmcourse.errors import InputError
 from llmcourse.planner import Brief, plan
 from llmcourse.units import to
+from llmcourse.validation.cells import ID_SHOWN, escaped, shortened
 from llmcourse.validation.held_out import (
     FIT_GRIDS,
     FIT_OBJECTIVES,
@@ -26,17 +27,7 @@ from llmcourse.validation.held_out import (
     evidence,
     reason_kind,
 )
-from llmcourse.validation.measured import (
-    FORMATS,
-    ID_SHOWN,
-    Loaded,
-    Measurement,
-    Skipped,
-    escaped,
-    load_measurements,
-    parse_measurements,
-    shortened,
-)
+from llmcourse.validation.measured import FORMATS, Loaded, Measurement, Skipped, load_measurements, parse_measurements
 
 #: The most measurements :func:`own_benchmark` fits when asked to bound its work (the live calculator).
 OWN_MAX_ROWS = 600
@@ -68,7 +59,7 @@ class OwnBenchmark:
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, text) rows: the per-row report, then the errors and the refit; the text a file gave (ids,
-        names, reasons) escaped (:func:`~llmcourse.validation.measured.escaped`)."""
+        names, reasons) escaped (:func:`~llmcourse.validation.cells.escaped`)."""
         return [(escaped(k), escaped(v)) for k, v in self._rows()]
 
     def _rows(self) -> list[tuple[str, str]]:
