@@ -48,7 +48,7 @@ from nbclient.exceptions import CellTimeoutError
 
 _LONGEST = 1 << 20  # bytes: a longer line on the pipe is dropped, a longer ZeroMQ frame refused
 _QUEUED = 64  # ZeroMQ messages the grader's sockets queue (IOPub drops the rest; the grader keeps none)
-_IOPUB_WAIT = 1  # seconds nbclient waits for a cell's last IOPub message after its reply (none is used)
+_IOPUB_WAIT = 0  # seconds nbclient waits for a cell's IOPub messages after its reply: none is used
 _KERNEL_ARGS = ["--HistoryManager.hist_file=:memory:", "--IPKernelApp.capture_fd_output=False"]
 _QUIET = logging.getLogger("llmcourse.grader")
 _QUIET.addHandler(logging.NullHandler())
@@ -168,7 +168,9 @@ class _Kernel:
             kernel_name="llmcourse-grader",
             kernel_spec_manager=_Specs(),
             context=self.context,
-            connection_file=os.path.join(workdir, f"kernel-{id(self)}.json"),
+            connection_file=os.path.join(workdir, "kernel.json"),
+            # Unix sockets in the grader's own folder: no TCP port to race for, none another user can reach
+            **({"transport": "ipc", "ip": os.path.join(workdir, "kernel")} if os.name == "posix" else {}),
         )
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell()])
         self.client = _Client(nb, km=self.km, allow_errors=True, record_timing=False, log=_QUIET)

@@ -190,9 +190,11 @@ class _Cells:
 
     def run(self, n: int, source: str) -> None:
         """Run code cell ``n``; report how it ended (``error``: None, ``"timeout"`` or one line)."""
+        import _sitebuiltins
         import builtins
 
-        builtins.input = _no_input  # ipykernel puts its own back before each cell
+        builtins.input = _no_input  # ipykernel puts its own back before each cell, IPython hides exit() and quit()
+        builtins.exit, builtins.quit = (_sitebuiltins.Quitter(name, "Ctrl-D (i.e. EOF)") for name in ("exit", "quit"))
         filename = f"<cell {n}>"
         error = None
         try:
