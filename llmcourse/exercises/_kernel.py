@@ -296,9 +296,10 @@ class _Kernel:
         with contextlib.suppress(Exception):
             if self.km.has_kernel:
                 await self.km.shutdown_kernel(now=True)
-        if self.pgid is not None:
+        if self.pgid is not None:  # (once: the group's number may be another's later)
             with contextlib.suppress(OSError):
                 os.killpg(self.pgid, 9)
+            self.pgid = None
         with contextlib.suppress(Exception):
             if self.client.kc is not None:
                 self.client.kc.stop_channels()

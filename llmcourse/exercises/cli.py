@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import concurrent.futures
+import contextlib
 import json
 import os
 import re
@@ -340,13 +341,27 @@ async def _execute(path: Path, sources: list[str], tally: _Tally, job: dict) -> 
 
 
 def _sync(coro: Any) -> Any:
-    """Run a coroutine to its end from synchronous code, even where an event loop already runs (Jupyter)."""
+    """Run a coroutine to its end from synchronous code, in a thread of its own where an event loop already
+    runs (a teacher's Jupyter notebook; interrupting the caller then cancels the coroutine)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
+    running: list[asyncio.Task] = []
+
+    async def main() -> Any:
+        running.append(asyncio.current_task())
+        return await coro
+
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+        future = pool.submit(asyncio.run, main())
+        try:
+            return future.result()
+        except BaseException:
+            if running:
+                with contextlib.suppress(RuntimeError):  # (its loop may be closed already)
+                    running[0].get_loop().call_soon_threadsafe(running[0].cancel)
+            raise
 
 
 def _score(
