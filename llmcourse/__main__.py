@@ -8,8 +8,8 @@ refitted on them, the error of the refit, and the fleet for a brief (``--rps`` r
 the two targets; the example of :data:`llmcourse.validation.REPLAN_EXAMPLE` by default) re-planned for
 the most-measured setup before and after the refit (:func:`llmcourse.validation.own_benchmark`).
 
-``check NOTEBOOK [--seed S] [--cell-timeout T] [--timeout T]`` grades a notebook, each cell in its own
-process limited to ``--cell-timeout`` seconds and the whole notebook to ``--timeout`` seconds
+``check NOTEBOOK [--seed S] [--cell-timeout T] [--timeout T]`` grades a notebook in an IPython kernel of
+its own, each cell limited to ``--cell-timeout`` seconds and the whole notebook to ``--timeout`` seconds
 (``python -m llmcourse check --help`` gives the defaults); ``check --key EXERCISE|CHAPTER [--seed S]``
 prints the teacher's answer key for a student's variants.
 
