@@ -143,7 +143,7 @@ class _Cells:
             pass
         self._dumps = json.JSONEncoder(ensure_ascii=True).encode
         self._timeout = float(cell_timeout)
-        self._in_cell = self._armed = False  # a cell's time is counted; a time-out may strike now
+        self._armed = self._late = False  # a time-out may strike now; one came while it could not
         self.namespace: dict[str, Any] = {"__name__": "__main__"}
         if forced:
             engine._GRADING_SEED = engine._seed_text(seed)
@@ -161,6 +161,9 @@ class _Cells:
             pass
         finally:
             self._armed = armed
+        if armed and self._late:  # the time-out that came meanwhile
+            self._late = False
+            raise _CellTimeout
 
     def _observe(self, exercise_id: Any, answer: Any, seed: str | None) -> None:
         eid = exercise_id if type(exercise_id) is str and len(exercise_id) <= 100 else engine._text(exercise_id)
@@ -171,23 +174,23 @@ class _Cells:
         self._send(kind="check", id=eid, answer=engine._portable(answer, unit), seed=seed)
 
     def _alarm(self, signum: int, frame: Any) -> None:
-        import signal
-
-        if not self._in_cell:
-            return
-        signal.setitimer(signal.ITIMER_REAL, 0.1)  # again soon, if this one is swallowed or comes mid-message
         if self._armed:
             raise _CellTimeout
+        self._late = True  # in the middle of a message: struck once it is sent
 
     def _limit(self, seconds: float) -> None:
-        """Stop the cell with :class:`_CellTimeout` after ``seconds`` (0: no limit any more)."""
+        """Stop the cell with :class:`_CellTimeout` after ``seconds`` (0: no limit any more). The timer strikes
+        once: a cell that swallows the time-out is the grader's to stop."""
         import signal
 
         if not hasattr(signal, "setitimer"):  # pragma: no cover - then only the grader's limit holds
             return
-        signal.signal(signal.SIGALRM, self._alarm)
-        self._in_cell = self._armed = seconds > 0
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        self._armed = self._late = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        if seconds > 0:
+            signal.signal(signal.SIGALRM, self._alarm)
+            self._armed = True
+            signal.setitimer(signal.ITIMER_REAL, seconds)
 
     def run(self, n: int, source: str) -> None:
         """Run code cell ``n``; report how it ended (``error``: None, ``"timeout"`` or one line)."""
@@ -216,6 +219,7 @@ class _Cells:
                     self._limit(0)
         except _CellTimeout:  # the limit struck while the cell's exception was being described
             error = error or "timeout"
+        self._armed = False  # (if a strike came before its limit was lifted)
         self._send(kind="end", error=error)
 
 
