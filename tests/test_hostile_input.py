@@ -458,8 +458,13 @@ def test_a_kernel_that_does_not_start_is_reported(tmp_path, monkeypatch):
 
 
 def test_grade_where_an_event_loop_runs(tmp_path):
-    """grade() works where an event loop already runs (as in a teacher's Jupyter notebook)."""
-    nb = _notebook(tmp_path, ["from llmcourse.exercises import check\ncheck('tokens_ex2', 6.667)"])
+    """grade() works where an event loop already runs (as in a teacher's Jupyter notebook), and a cell may run
+    one of its own as in plain Python (the kernel's loop is not the cell's)."""
+    cells = [
+        "import asyncio\nfrom llmcourse.exercises import check",
+        "check('tokens_ex2', asyncio.run(asyncio.sleep(0, 6.667)))",
+    ]
+    nb = _notebook(tmp_path, cells)
 
     async def graded():
         return grade(nb, cell_timeout=30)

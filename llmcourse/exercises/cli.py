@@ -195,20 +195,24 @@ class _Cells:
     def run(self, n: int, source: str) -> None:
         """Run code cell ``n``; report how it ended (``error``: None, ``"timeout"`` or one line)."""
         import _sitebuiltins
+        import asyncio
         import builtins
 
         builtins.input = _no_input  # ipykernel puts its own back before each cell, IPython hides exit() and quit()
         builtins.exit, builtins.quit = (_sitebuiltins.Quitter(name, "Ctrl-D (i.e. EOF)") for name in ("exit", "quit"))
         filename = f"<cell {n}>"
         error = None
+        kernels_loop = asyncio._get_running_loop()
         try:
             try:
                 code = compile(source, filename, "exec")
+                asyncio._set_running_loop(None)  # the cell's code runs as in plain Python: asyncio.run() works
                 self._limit(self._timeout)
                 try:
                     exec(code, self.namespace)
                 finally:
                     self._limit(0)
+                    asyncio._set_running_loop(kernels_loop)
             except _CellTimeout:
                 error = "timeout"
             except BaseException as exc:  # a cell may raise anything
