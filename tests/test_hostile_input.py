@@ -458,10 +458,11 @@ def test_a_kernel_that_does_not_start_is_reported(tmp_path, monkeypatch):
 
 
 def test_grade_where_an_event_loop_runs(tmp_path):
-    """grade() works where an event loop already runs (as in a teacher's Jupyter notebook), and a cell may run
-    one of its own as in plain Python (the kernel's loop is not the cell's)."""
+    """grade() works where an event loop already runs (as in a teacher's Jupyter notebook), and the cells run
+    as in plain Python: a cell may run an event loop of its own (the kernel's is not the cell's), and its
+    command line is empty (not the kernel's)."""
     cells = [
-        "import asyncio\nfrom llmcourse.exercises import check",
+        "import argparse, asyncio\nfrom llmcourse.exercises import check\nargparse.ArgumentParser().parse_args()",
         "check('tokens_ex2', asyncio.run(asyncio.sleep(0, 6.667)))",
     ]
     nb = _notebook(tmp_path, cells)

@@ -133,6 +133,7 @@ class _Cells:
         null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 0)  # descriptors 1 and 2 already go nowhere: the kernel was started so
         os.close(null)
+        sys.argv = [""]  # not the kernel's command line (a cell's argparse sees none, as in the worker's python -c)
         sys.stdin = open(os.devnull)  # noqa: SIM115 (the notebook's, for the kernel's life)
         sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
         try:
