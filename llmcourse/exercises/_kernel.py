@@ -293,13 +293,16 @@ class _Kernel:
         for task in asyncio.all_tasks():  # nbclient's pollers of a cell that timed out
             if task is not asyncio.current_task():
                 task.cancel()
-        with contextlib.suppress(Exception):
-            if self.km.has_kernel:
-                await self.km.shutdown_kernel(now=True)
-        if self.pgid is not None:  # (once: the group's number may be another's later)
+        if self.pgid is not None:  # once: the group's number may be another's later
             with contextlib.suppress(OSError):
                 os.killpg(self.pgid, 9)
             self.pgid = None
+        with contextlib.suppress(Exception):
+            if self.process is not None:
+                self.process.wait(timeout=5)  # at once (jupyter_client would poll every 0.1 s)
+        with contextlib.suppress(Exception):
+            if self.km.has_kernel:  # jupyter_client's own kill and clean-up (a kernel it started but we did not see)
+                await self.km.shutdown_kernel(now=True)
         with contextlib.suppress(Exception):
             if self.client.kc is not None:
                 self.client.kc.stop_channels()
