@@ -1,25 +1,32 @@
 """The grader's notebook runner: a notebook's cells executed in an IPython kernel that nbclient drives.
 
 :func:`llmcourse.exercises.cli.grade` imports this module when it runs a notebook (nbclient takes half a
-second to import). One :class:`_Kernel` is one kernel: jupyter_client starts it (this Python, its
-output and input nowhere, in a session of its own, in the notebook's folder), nbclient sends it each cell
-and waits for the reply within the cell's time limit, and sees it die; it is killed at the end. The
-cells do not run as the notebook wrote them: each is a call of the grader's runner in the kernel
-(:class:`llmcourse.exercises.cli._Cells`, made by a first, set-up cell), which runs the notebook's
-source in a namespace of its own under a time limit and reports each ``check(...)`` call and how the
-cell ended as JSON lines on a pipe whose write end the kernel got when it started. Why not the cells
-as they are, with nbclient's own error replies and outputs:
+second to import). One :class:`_Kernel` is one kernel: jupyter_client starts it (ipykernel in this Python,
+its input and output nowhere, in a session of its own, in the notebook's folder, on Unix sockets in a
+folder of the grader's), nbclient sends it each cell, waits for the reply within the cell's time limit and
+sees the kernel die; it is killed at the end, with whatever it started.
 
-* an exception whose message cannot be printed breaks ipykernel's reply (it calls ``str`` on it
-  unguarded), while the runner describes any exception safely;
-* an answer checked just before ``os._exit()`` is on the pipe (written before the call returns), not
-  in an IOPub message the kernel had no time to send;
-* ``exit()``, ``input()`` and IPython's output would behave unlike the worker process this replaced
-  (ipykernel's ``exit()`` stops the kernel after the cell; ``input()`` raises
-  ``StdinNotImplementedError``), and a cell's output would travel to the grader, which keeps none.
+What nbclient does not do, and the grader keeps from the worker process this replaced (so that every
+guarantee of tests/test_hostile_input.py holds):
 
-What a cell still sends over ZeroMQ (``display(...)``, or messages it makes itself) is never kept
-(:class:`_Client`), and a frame over :data:`_LONGEST` bytes is refused by the grader's sockets.
+* The cells do not run as the notebook wrote them: each is a call of the grader's runner in the kernel
+  (:class:`llmcourse.exercises.cli._Cells`, made by a first, set-up cell), which runs the notebook's source
+  in a namespace of its own under a time limit (SIGALRM) and reports each ``check(...)`` call and how the
+  cell ended as JSON lines on a pipe whose write end the kernel got when it started. With the cells as
+  they are, ipykernel's error reply calls ``str`` on the exception unguarded (a message that cannot be
+  printed), an answer checked just before ``os._exit()`` would be lost with the IOPub messages the kernel
+  had no time to send, ``exit()`` would stop the kernel and ``input()`` raise ``StdinNotImplementedError``,
+  and the grade would rest on messages a cell can send as well as the grader (``display(...)``).
+* A cell that does not stop: nbclient's ``interrupt_on_timeout`` interrupts again and again a cell that
+  ignores the interrupt (a hang), and after its ``CellTimeoutError`` it leaves a task reading IOPub; the
+  grader gives the runner :data:`llmcourse.exercises.cli._GRACE` more seconds, then kills the kernel.
+* The whole notebook's time limit (nbclient has none): each cell's limit is at most what is left of it, and
+  so is the kernel's start.
+* After a crash (nbclient's ``DeadKernelError``) or a kill, a new kernel runs again the cells that had
+  succeeded, then goes on (:func:`llmcourse.exercises.cli._execute`).
+
+What a cell still sends over ZeroMQ is never kept (:class:`_Client`): a frame over :data:`_LONGEST` bytes is
+refused by the grader's sockets, which queue at most :data:`_QUEUED` messages.
 """
 
 from __future__ import annotations
