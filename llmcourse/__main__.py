@@ -12,8 +12,8 @@ text is printed escaped (no control character reaches the terminal); at most
 :data:`llmcourse.validation.bounded.MAX_ROWS` rows are read. Exit status: 0, 1 when no row was read (the
 reasons summarised on stderr), 2 for a flag or a file refused (one line on stderr naming the flag, or saying why).
 
-``check NOTEBOOK [--seed S] [--cell-timeout T] [--timeout T]`` grades a notebook, each cell in its own
-process limited to ``--cell-timeout`` seconds and the whole notebook to ``--timeout`` seconds
+``check NOTEBOOK [--seed S] [--cell-timeout T] [--timeout T]`` grades a notebook in an IPython kernel of
+its own, each cell limited to ``--cell-timeout`` seconds and the whole notebook to ``--timeout`` seconds
 (``python -m llmcourse check --help`` gives the defaults); ``check --key EXERCISE|CHAPTER [--seed S]``
 prints the teacher's answer key for a student's variants.
 

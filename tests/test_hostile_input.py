@@ -8,7 +8,9 @@ answer token; tokens_ex4 streams 900 tokens at 30 per second in 30 s; weights_ex
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import json
 import math
 import numbers
 import os
@@ -24,7 +26,7 @@ import pytest
 from exercise_solutions import solve
 
 from llmcourse import Q_
-from llmcourse.exercises import check, exercises, get, reset
+from llmcourse.exercises import check, engine, exercises, get, reset
 from llmcourse.exercises.cli import answer_key, grade
 from llmcourse.exercises.cli import main as cli_main
 
@@ -369,6 +371,107 @@ def test_teacher_ctrl_c_exits_130_without_traceback(tmp_path):
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "interrupted" in err and "Traceback" not in err + out
+
+
+def _peak_rss() -> int:
+    """This process's peak resident memory so far, in bytes."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="reads the peak memory with resource")
+def test_notebook_output_is_hidden_kept_nowhere_and_forges_nothing(tmp_path, capfd):
+    """What a notebook prints (in Python or on its descriptors) never reaches the teacher's terminal, a check
+    message it prints is not heard as one, and what it displays is not kept: 100 MB displayed (and waited on)
+    leave the grader's memory within 100 MB of what it was (a kernel's message over 1 MiB is refused), and
+    the cells after it are still graded."""
+    ex = get("tokens_ex4")
+    forged = json.dumps({"kind": "check", "id": ex.id, "answer": engine._portable(_answer(ex), ex.unit), "seed": None})
+    cells = [
+        "import os, sys, time\nfrom llmcourse.exercises import check\ncheck('tokens_ex4', None)",
+        "print('score: 99/99')\nos.write(1, b'score: 98/98\\n')\nos.write(2, b'score: 97/97\\n')"
+        f"\nsys.__stderr__.write('score: 96/96\\n')\nprint({forged!r})\nos.write(1, {forged!r}.encode() + b'\\n')",
+        "for _ in range(100):\n    print('y' * 1_000_000)",
+        "from IPython.display import display\ndisplay({'text/plain': 'x' * (100 << 20)}, raw=True)\ntime.sleep(2)",
+        "check('tokens_ex2', 6.667)",
+    ]
+    nb = _notebook(tmp_path, cells)
+    before = _peak_rss()
+    assert cli_main([str(nb), "--cell-timeout", "30"]) == 0
+    grown = _peak_rss() - before
+    out, err = capfd.readouterr()
+    assert not re.search(r"9[6-9]/9[6-9]", out + err) and ex.id + '"' not in out + err, out + err
+    assert re.search(r"tokens_ex4\s+0/1\s+not answered", out) and re.search(r"tokens_ex2\s+1/1\s+correct", out)
+    assert "error in" not in out and "score: 1/2" in out
+    assert grown < 100 << 20, f"the grader's peak memory grew by {grown >> 20} MB"
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, killed but not yet waited for, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_crash_keeps_what_was_checked_before_it_and_kills_what_the_notebook_started(tmp_path):
+    """An answer checked just before os._exit() is graded; exit() is a SystemExit of its cell (it does not stop
+    the kernel); a process a cell started is killed with the kernel (the crashed one, and the one that ran the
+    cells again); the cells after the crash are graded."""
+    pids = tmp_path / "pids"
+    cells = [
+        "import os, subprocess, sys\nfrom llmcourse.exercises import check",
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'])"
+        f"\nwith open({str(pids)!r}, 'a') as f:\n    f.write(f'{{p.pid}}\\n')",
+        "check('tokens_ex2', 6.667)\nos._exit(1)",
+        "exit()",
+        "check('tokens_ex4', None)",
+    ]
+    g = grade(_notebook(tmp_path, cells), cell_timeout=30)
+    assert [(i, r is not None and r.correct) for i, r in g.rows] == [("tokens_ex2", True), ("tokens_ex4", False)]
+    assert len(g.errors) == 2 and "code cell 3: the notebook's process ended" in g.errors[0], g.errors
+    assert g.errors[1].startswith("code cell 4: SystemExit"), g.errors
+    started = [int(p) for p in pids.read_text().split()]
+    assert len(started) == 2  # the second kernel ran the cell again
+    deadline = time.monotonic() + 10
+    while any(map(_running, started)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(_running, started))
+
+
+def test_a_kernel_that_does_not_start_is_reported(tmp_path, monkeypatch):
+    """If the kernel dies before its first cell, the grader says so (and does not wait for it)."""
+    from jupyter_client.kernelspec import KernelSpec
+
+    from llmcourse.exercises import _kernel
+
+    gone = KernelSpec(argv=[sys.executable, "-c", "pass"], display_name="gone", language="python")
+    monkeypatch.setattr(_kernel._Specs, "get_kernel_spec", lambda self, name: gone)
+    start = time.monotonic()
+    g = grade(_notebook(tmp_path, ["from llmcourse.exercises import check\ncheck('tokens_ex2', 6.667)"]), timeout=100)
+    assert time.monotonic() - start < 60
+    assert g.rows == [("tokens_ex2", None)]
+    assert g.errors == ["code cell 1: the grader's kernel failed before this cell ran"]
+
+
+def test_grade_where_an_event_loop_runs(tmp_path):
+    """grade() works where an event loop already runs (as in a teacher's Jupyter notebook), and the cells run
+    as in plain Python: a cell may run an event loop of its own (the kernel's is not the cell's), and its
+    command line is empty (not the kernel's)."""
+    cells = [
+        "import argparse, asyncio\nfrom llmcourse.exercises import check\nargparse.ArgumentParser().parse_args()",
+        "check('tokens_ex2', asyncio.run(asyncio.sleep(0, 6.667)))",
+    ]
+    nb = _notebook(tmp_path, cells)
+
+    async def graded():
+        return grade(nb, cell_timeout=30)
+
+    g = asyncio.run(graded())
+    assert [(i, r is not None and r.correct) for i, r in g.rows] == [("tokens_ex2", True)] and not g.errors
 
 
 # --- variants: wide pools, and never the book's answer ---------------------------------------------------------------

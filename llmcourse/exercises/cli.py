@@ -1,8 +1,9 @@
 """Grade a completed exercise notebook from the shell: ``python -m llmcourse check NOTEBOOK [--seed S]``.
 
-The notebook (``.ipynb`` or a MyST ``.md`` notebook) is executed cell by cell in a process of its own
-(a *worker*), its output hidden and its standard input empty. The worker reports each ``check(...)``
-call it sees (the exercise id and the answer, as a number and a unit); the grader checks those answers
+The notebook (``.ipynb`` or a MyST ``.md`` notebook) is executed cell by cell in an IPython kernel of its
+own, which nbclient starts and drives (:mod:`llmcourse.exercises._kernel`); the cells' output is hidden and
+their standard input empty. The grader's runner in the kernel reports each ``check(...)`` call it sees (the
+exercise id and the answer, as a number and a unit) on a pipe of its own; the grader checks those answers
 itself, in its own process, so nothing a cell does to the checker's state changes a score. The last
 answer per exercise is scored.
 
@@ -12,7 +13,7 @@ answer per exercise is scored.
 * A cell that fails in any way (an exception, even one whose message cannot be printed,
   ``KeyboardInterrupt``, ``SystemExit``, ``os._exit``, a crash, reading standard input, deep
   recursion) is reported for that cell, and the other cells are still graded (after a crash a new
-  worker re-runs the cells that had succeeded, then goes on).
+  kernel re-runs the cells that had succeeded, then goes on).
 * Each cell may run :data:`CELL_TIMEOUT` seconds (``--cell-timeout``), the whole notebook
   :data:`NOTEBOOK_TIMEOUT` seconds (``--timeout``).
 * A notebook with no ``check(...)`` call says "no exercises found" and exits with status 1; an
@@ -42,14 +43,14 @@ score: 0/2
 from __future__ import annotations
 
 import argparse
+import asyncio
+import concurrent.futures
+import contextlib
 import json
 import os
 import re
-import selectors
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,11 +63,10 @@ __all__ = ["CELL_TIMEOUT", "NOTEBOOK_TIMEOUT", "Grading", "answer_key", "grade",
 
 #: Seconds one cell may run before the grader stops it (``--cell-timeout``).
 CELL_TIMEOUT = 30.0
-#: Seconds a whole notebook may run, the worker's start included (``--timeout``).
+#: Seconds a whole notebook may run, the kernel's start included (``--timeout``).
 NOTEBOOK_TIMEOUT = 300.0
-_GRACE = 2.0  # after a cell's limit, the seconds the worker has to stop it itself before it is killed
-_MAX_WORKERS = 6  # workers started for one notebook (one, plus one after each crash or hang)
-_LONGEST_LINE = 1 << 20
+_GRACE = 2.0  # after a cell's limit, the seconds the kernel has to stop it itself before it is killed
+_MAX_KERNELS = 6  # kernels started for one notebook (one, plus one after each crash or hang)
 _MOST_IDS = 1_000  # distinct exercise ids recorded for one notebook
 
 _CHECK_CALL = re.compile(r"""\bcheck\(\s*["']([A-Za-z0-9_]+)["']""")
@@ -85,9 +85,9 @@ def _runnable(source: str) -> str:
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
 
 
-# --- the worker: runs the notebook's cells in its own process ---------------------------------------------
+# --- inside the notebook's kernel: the grader's runner -----------------------------------------------------
 class _CellTimeout(BaseException):
-    """Raised in the worker when a cell passes its time limit."""
+    """Raised in the kernel when a cell passes its time limit."""
 
 
 def _describe(exc: BaseException, filename: str) -> str:
@@ -114,166 +114,118 @@ def _describe(exc: BaseException, filename: str) -> str:
     return f"{name}: {text}" + (f" (line {line})" if line else "")
 
 
-def _worker() -> None:
-    """Run the cells a grader sends on standard input; report on the descriptor that was standard output."""
-    import signal
+def _no_input(prompt: Any = "") -> str:
+    """``input()`` in a graded cell: its standard input is empty."""
+    raise EOFError("EOF when reading a line")
 
-    write, dumps = os.write, json.JSONEncoder(ensure_ascii=True).encode
-    job = json.loads(sys.stdin.buffer.read())
-    out = os.dup(1)
-    null = os.open(os.devnull, os.O_RDWR)
-    for fd in (0, 1, 2):  # the notebook's input is empty and its output goes nowhere
-        os.dup2(null, fd)
-    try:
-        import resource
 
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    except Exception:  # pragma: no cover - not on every platform
-        pass
-    timed = hasattr(signal, "setitimer")
-    mask = getattr(signal, "pthread_sigmask", None)
+class _Cells:
+    """The grader's runner inside the notebook's kernel, made by the grader's set-up cell (see
+    :mod:`llmcourse.exercises._kernel`): runs one cell at a time (:meth:`run`) in a namespace of its own,
+    under ``cell_timeout`` seconds, its standard input empty and its output going nowhere, and reports each
+    ``check(...)`` call and how each cell ended as JSON lines on descriptor ``fd``, the pipe the grader gave
+    the kernel (which no output of the notebook reaches). With ``forced``, every answer is checked on student
+    ``seed``'s variant, whatever the notebook does."""
 
-    def send(**msg: Any) -> None:
+    def __init__(self, fd: int, seed: str | None, forced: bool, cell_timeout: float) -> None:
+        self._out = os.dup(fd)  # not inherited by the processes a cell starts
+        os.close(fd)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 0)  # descriptors 1 and 2 already go nowhere: the kernel was started so
+        os.close(null)
+        sys.argv = [""]  # not the kernel's command line (a cell's argparse sees none, as in the worker's python -c)
+        sys.stdin = open(os.devnull)  # noqa: SIM115 (the notebook's, for the kernel's life)
+        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115
         try:
-            data = (dumps(msg) + "\n").encode()
-        except Exception:
-            return
-        if timed and mask:
-            mask(signal.SIG_BLOCK, {signal.SIGALRM})
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        except Exception:  # pragma: no cover - not on every platform
+            pass
+        self._dumps = json.JSONEncoder(ensure_ascii=True).encode
+        self._timeout = float(cell_timeout)
+        self._armed = self._late = False  # a time-out may strike now; one came while it could not
+        self.namespace: dict[str, Any] = {"__name__": "__main__"}
+        if forced:
+            engine._GRADING_SEED = engine._seed_text(seed)
+        engine._OBSERVER = self._observe
+
+    def _send(self, **msg: Any) -> None:
+        armed, self._armed = self._armed, False  # a time-out waits until the message is whole
         try:
+            data = (self._dumps(msg) + "\n").encode()
             while data:
-                data = data[write(out, data) :]
-        except OSError:
+                data = data[os.write(self._out, data) :]
+        except OSError:  # the grader is gone, or a cell closed the pipe
             os._exit(3)
+        except Exception:  # a message that cannot be written as JSON: not sent
+            pass
         finally:
-            if timed and mask:
-                mask(signal.SIG_UNBLOCK, {signal.SIGALRM})
+            self._armed = armed
+        if armed and self._late:  # the time-out that came meanwhile
+            self._late = False
+            raise _CellTimeout
 
-    def alarm(signum: int, frame: Any) -> None:
-        raise _CellTimeout
-
-    def limit(seconds: float) -> None:
-        if timed:
-            signal.signal(signal.SIGALRM, alarm)
-            signal.setitimer(signal.ITIMER_REAL, seconds)
-
-    start, cell_timeout = int(job["start"]), float(job["cell_timeout"])
-    current = [0]
-    if job["forced"]:
-        engine._GRADING_SEED = engine._seed_text(job["seed"])
-
-    def observe(exercise_id: Any, answer: Any, seed: str | None) -> None:
-        if current[0] < start:  # a cell re-run after a crash: its checks were reported the first time
-            return
+    def _observe(self, exercise_id: Any, answer: Any, seed: str | None) -> None:
         eid = exercise_id if type(exercise_id) is str and len(exercise_id) <= 100 else engine._text(exercise_id)
         try:
             unit = engine.get(eid).unit
         except Exception:
             unit = ""
-        send(kind="check", cell=current[0], id=eid, answer=engine._portable(answer, unit), seed=seed)
+        self._send(kind="check", id=eid, answer=engine._portable(answer, unit), seed=seed)
 
-    engine._OBSERVER = observe
-    namespace: dict[str, Any] = {"__name__": "__main__"}
-    for n, source in job["cells"]:
-        current[0] = n
-        send(kind="start", cell=n)
+    def _alarm(self, signum: int, frame: Any) -> None:
+        if self._armed:
+            raise _CellTimeout
+        self._late = True  # in the middle of a message: struck once it is sent
+
+    def _limit(self, seconds: float) -> None:
+        """Stop the cell with :class:`_CellTimeout` after ``seconds`` (0: no limit any more). The timer strikes
+        once: a cell that swallows the time-out is the grader's to stop."""
+        import signal
+
+        if not hasattr(signal, "setitimer"):  # pragma: no cover - then only the grader's limit holds
+            return
+        self._armed = self._late = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        if seconds > 0:
+            signal.signal(signal.SIGALRM, self._alarm)
+            self._armed = True
+            signal.setitimer(signal.ITIMER_REAL, seconds)
+
+    def run(self, n: int, source: str) -> None:
+        """Run code cell ``n``; report how it ended (``error``: None, ``"timeout"`` or one line)."""
+        import _sitebuiltins
+        import asyncio
+        import builtins
+
+        builtins.input = _no_input  # ipykernel puts its own back before each cell, IPython hides exit() and quit()
+        builtins.exit, builtins.quit = (_sitebuiltins.Quitter(name, "Ctrl-D (i.e. EOF)") for name in ("exit", "quit"))
         filename = f"<cell {n}>"
         error = None
+        kernels_loop = asyncio._get_running_loop()
         try:
             try:
-                code = compile(_runnable(source), filename, "exec")
-                limit(cell_timeout)
+                code = compile(source, filename, "exec")
+                asyncio._set_running_loop(None)  # the cell's code runs as in plain Python: asyncio.run() works
+                self._limit(self._timeout)
                 try:
-                    exec(code, namespace)
+                    exec(code, self.namespace)
                 finally:
-                    limit(0)
+                    self._limit(0)
+                    asyncio._set_running_loop(kernels_loop)
             except _CellTimeout:
                 error = "timeout"
             except BaseException as exc:  # a cell may raise anything
-                limit(1)
+                self._limit(1)
                 try:
                     error = _describe(exc, filename)
                 finally:
-                    limit(0)
+                    self._limit(0)
         except _CellTimeout:  # the limit struck while the cell's exception was being described
             error = error or "timeout"
-        send(kind="end", cell=n, error=error)
-    send(kind="done")
-    os._exit(0)  # no exit handlers or threads of the notebook's
-
-
-_WORKER = "import sys; sys.path.insert(0, {root!r}); from llmcourse.exercises.cli import _worker; _worker()"
-
-
-def _messages(path: Path, job: dict, deadline: float, cell_timeout: float) -> Iterator[dict]:
-    """Start a worker on ``job`` and yield its messages, then one ``{"kind": "timeout", "limit": "cell" |
-    "notebook"}`` or ``{"kind": "exit", "status": N}`` if it does not finish. The worker is killed at the end."""
-    root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "MPLBACKEND": "Agg", "PYTHONIOENCODING": "utf-8"}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _WORKER.format(root=root)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd=path.resolve().parent,
-        env=env,
-        start_new_session=os.name == "posix",
-    )
-    try:
-        try:
-            proc.stdin.write(json.dumps(job).encode())
-            proc.stdin.close()
-        except OSError:
-            pass
-        fd = proc.stdout.fileno()
-        sel = selectors.DefaultSelector()
-        sel.register(fd, selectors.EVENT_READ)
-        buf = b""
-        cell_deadline = None
-        while True:
-            now = time.monotonic()
-            end = min(deadline, cell_deadline) if cell_deadline is not None else deadline
-            if now >= end:
-                yield {"kind": "timeout", "limit": "notebook" if end == deadline else "cell"}
-                return
-            if not sel.select(end - now):
-                continue
-            chunk = os.read(fd, 65_536)
-            if not chunk:
-                try:
-                    status = proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    status = None
-                yield {"kind": "exit", "status": status}
-                return
-            buf += chunk
-            *lines, buf = buf.split(b"\n")
-            if len(buf) > _LONGEST_LINE:
-                buf = b""
-            for line in lines:
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    continue
-                if not isinstance(msg, dict) or not isinstance(msg.get("kind"), str):
-                    continue
-                if msg["kind"] == "start":
-                    cell_deadline = time.monotonic() + cell_timeout + _GRACE
-                elif msg["kind"] == "end":
-                    cell_deadline = None
-                yield msg
-                if msg["kind"] == "done":
-                    return
-    finally:
-        try:
-            if os.name == "posix":
-                os.killpg(proc.pid, 9)
-            else:  # pragma: no cover
-                proc.kill()
-        except (OSError, ProcessLookupError):
-            pass
-        proc.wait()
-        proc.stdout.close()
+        self._armed = False  # (if a strike came before its limit was lifted)
+        self._send(kind="end", error=error)
 
 
 # --- the grader ---------------------------------------------------------------------------------------------
@@ -306,89 +258,127 @@ class Grading:
         return f"variants chosen in the notebook: {names}; no --seed given"
 
 
-def grade(
-    path: str | Path,
-    seed: Any = None,
-    *,
-    cell_timeout: float = CELL_TIMEOUT,
-    timeout: float = NOTEBOOK_TIMEOUT,
-) -> Grading:
-    """Execute a notebook in a worker process and grade the answers its ``check`` calls gave (see the module)."""
-    path = Path(path)
-    sources = _cells(path)
-    forced = seed is not None
-    seed_text = engine._seed_text(seed) if forced else None
-    deadline = time.monotonic() + timeout
-    errors: dict[int, str] = {}
-    ok: list[int] = []  # cells that ran without error, re-run by a new worker after a crash
-    answers: dict[str, tuple[Any, str | None]] = {}
-    seen: list[str] = []
-    first, workers = 1, 0
-    if not any("check" in s for s in sources):  # no check(...) anywhere: nothing to grade, nothing to run
-        first = len(sources) + 1
-    while first <= len(sources):
-        if workers == _MAX_WORKERS:
-            errors[first] = f"not run: the notebook's process failed {workers} times"
-            break
-        workers += 1
-        todo = [n for n in ok if n < first] + list(range(first, len(sources) + 1))
-        job = {
-            "cells": [[n, sources[n - 1]] for n in todo],
-            "start": first,
-            "seed": seed_text,
-            "forced": forced,
-            "cell_timeout": cell_timeout,
-        }
-        current = None
-        for msg in _messages(path, job, deadline, cell_timeout):
-            kind, cell = msg["kind"], msg.get("cell")
-            if kind == "start" and type(cell) is int:
-                current = cell
-            elif kind == "check" and type(cell) is int and cell >= first and type(msg.get("id")) is str:
-                s, eid = msg.get("seed"), msg["id"]
-                if eid not in answers:
-                    if len(answers) >= _MOST_IDS:  # a loop checking made-up ids: keep the first ones
-                        continue
-                    seen.append(eid)
-                answers[eid] = (msg.get("answer"), s if type(s) is str else None)
-            elif kind == "end" and type(cell) is int and cell >= first:
-                err = msg.get("error")
-                if err is None:
-                    ok.append(cell)
-                else:
-                    errors[cell] = (
-                        f"stopped after {cell_timeout:g} s, the time limit of a cell (--cell-timeout): an endless loop?"
-                        if err == "timeout"
-                        else engine._text(err, 300)
-                    )
-                first = cell + 1
-            elif kind == "done":
-                first = len(sources) + 1
-            elif kind == "timeout" and msg.get("limit") == "notebook":
-                where = current if current is not None and current >= first else first
-                errors[where] = f"stopped: the notebook's time limit of {timeout:g} s was reached (--timeout)"
-                if where < len(sources):
-                    errors[where + 1] = f"cells {where + 1} to {len(sources)} not run (the notebook's time limit)"
-                first = len(sources) + 1
-            elif kind in ("timeout", "exit"):
-                if current is None or current < first:  # the worker failed before reaching the notebook's cells
-                    errors[first] = "the grader's worker process failed before this cell ran"
-                    first = len(sources) + 1 if current is None else first
-                elif kind == "timeout":
-                    errors[current] = (
-                        f"stopped after {cell_timeout:g} s, the time limit of a cell (--cell-timeout), "
-                        "and did not stop when asked: an endless loop?"
-                    )
-                    first = current + 1
-                else:
-                    status = msg.get("status")
-                    errors[current] = (
-                        f"the notebook's process ended during this cell (exit status {status}): os._exit(), "
-                        "a crash, or too little memory"
-                    )
-                    first = current + 1
-    ids = list(dict.fromkeys([m for s in sources for m in _CHECK_CALL.findall(s)] + seen))
-    notes = []
+@dataclass
+class _Tally:
+    """What a notebook's ``count`` code cells did, as the kernels that ran them tell it (see
+    :class:`llmcourse.exercises._kernel._Kernel`): the next cell to run (``first``), the cells that ran
+    without error (``ok``: a new kernel runs them again after a crash, unheard), an error line per failed
+    cell, and the last answer (with the variant it was checked on) per exercise, in the order first heard."""
+
+    count: int
+    cell_timeout: float
+    timeout: float
+    first: int = 1
+    current: int | None = None  # the cell the present kernel runs (None: it has not reached one)
+    ok: list[int] = field(default_factory=list)
+    errors: dict[int, str] = field(default_factory=dict)
+    answers: dict[str, tuple[Any, str | None]] = field(default_factory=dict)
+    seen: list[str] = field(default_factory=list)
+
+    def start(self, cell: int) -> None:
+        self.current = cell
+
+    def check(self, cell: int, msg: dict) -> None:
+        """A ``check(...)`` call in ``cell``: ``msg`` has the exercise ``id``, the ``answer`` and the ``seed``."""
+        eid, s = msg.get("id"), msg.get("seed")
+        if cell < self.first or type(eid) is not str:  # a cell run again after a crash: heard the first time
+            return
+        if eid not in self.answers:
+            if len(self.answers) >= _MOST_IDS:  # a loop checking made-up ids: keep the first ones
+                return
+            self.seen.append(eid)
+        self.answers[eid] = (msg.get("answer"), s if type(s) is str else None)
+
+    def end(self, cell: int, error: str | None) -> None:
+        """``cell`` ran to its end: ``error`` None, ``"timeout"`` (the runner stopped it) or one line."""
+        if cell < self.first:
+            return
+        if error is None:
+            self.ok.append(cell)
+        elif error == "timeout":
+            self.errors[cell] = (
+                f"stopped after {self.cell_timeout:g} s, the time limit of a cell (--cell-timeout): an endless loop?"
+            )
+        else:
+            self.errors[cell] = engine._text(error, 300)
+        self.first = cell + 1
+
+    def stopped(self, how: str, status: int | None) -> None:
+        """The kernel is done: ``"done"`` (no cell left), ``"notebook"`` (the notebook's time limit),
+        ``"timeout"`` (a cell did not stop at its limit) or ``"exit"`` (it died, with ``status``, or never
+        started)."""
+        count, current = self.count, self.current
+        if how == "done":
+            self.first = count + 1
+        elif how == "notebook":
+            where = current if current is not None and current >= self.first else self.first
+            self.errors[where] = f"stopped: the notebook's time limit of {self.timeout:g} s was reached (--timeout)"
+            if where < count:
+                self.errors[where + 1] = f"cells {where + 1} to {count} not run (the notebook's time limit)"
+            self.first = count + 1
+        elif current is None or current < self.first:  # the kernel failed before it reached the notebook's cells
+            self.errors[self.first] = "the grader's kernel failed before this cell ran"
+            self.first = count + 1 if current is None else self.first
+        elif how == "timeout":
+            self.errors[current] = (
+                f"stopped after {self.cell_timeout:g} s, the time limit of a cell (--cell-timeout), "
+                "and did not stop when asked: an endless loop?"
+            )
+            self.first = current + 1
+        else:
+            self.errors[current] = (
+                f"the notebook's process ended during this cell (exit status {status}): os._exit(), "
+                "a crash, or too little memory"
+            )
+            self.first = current + 1
+
+
+async def _execute(path: Path, sources: list[str], tally: _Tally, job: dict) -> None:
+    """Run the notebook's cells in a kernel, and in a new one after each crash or hang (running again the
+    cells that had succeeded), until every cell is accounted for."""
+    from llmcourse.exercises import _kernel  # nbclient takes half a second to import
+
+    kernels = 0
+    while tally.first <= tally.count:
+        if kernels == _MAX_KERNELS:
+            tally.errors[tally.first] = f"not run: the notebook's process failed {kernels} times"
+            return
+        kernels += 1
+        tally.current = None
+        todo = [n for n in tally.ok if n < tally.first] + list(range(tally.first, tally.count + 1))
+        await _kernel.run(path, [(n, _runnable(sources[n - 1])) for n in todo], tally, job)
+
+
+def _sync(coro: Any) -> Any:
+    """Run a coroutine to its end from synchronous code, in a thread of its own where an event loop already
+    runs (a teacher's Jupyter notebook; interrupting the caller then cancels the coroutine)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    running: list[asyncio.Task] = []
+
+    async def main() -> Any:
+        running.append(asyncio.current_task())
+        return await coro
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        future = pool.submit(asyncio.run, main())
+        try:
+            return future.result()
+        except BaseException:
+            if running:
+                with contextlib.suppress(RuntimeError):  # (its loop may be closed already)
+                    running[0].get_loop().call_soon_threadsafe(running[0].cancel)
+            raise
+
+
+def _score(
+    ids: list[str], answers: dict[str, tuple[Any, str | None]], seed_text: str | None, forced: bool
+) -> tuple[list[tuple[str, engine.Result | None]], list[str | None], list[str]]:
+    """Check the answers heard, in a session of the grader's own (nothing a notebook did to its own counts):
+    the rows, the variants graded and a note per id that names no exercise."""
+    notes: list[str] = []
     rows: list[tuple[str, engine.Result | None]] = []
     variants: list[str | None] = []
     saved = engine._SESSION, engine._GRADING_SEED, engine._OBSERVER
@@ -409,7 +399,28 @@ def grade(
             rows.append((eid, engine.check(eid, engine._from_portable(answer), seed=graded)))
     finally:
         engine._SESSION, engine._GRADING_SEED, engine._OBSERVER = saved
-    lines = [f"code cell {n}: {e}" for n, e in sorted(errors.items())]
+    return rows, variants, notes
+
+
+def grade(
+    path: str | Path,
+    seed: Any = None,
+    *,
+    cell_timeout: float = CELL_TIMEOUT,
+    timeout: float = NOTEBOOK_TIMEOUT,
+) -> Grading:
+    """Execute a notebook in a kernel of its own and grade the answers its ``check`` calls gave (see the module)."""
+    path = Path(path)
+    sources = _cells(path)
+    forced = seed is not None
+    seed_text = engine._seed_text(seed) if forced else None
+    tally = _Tally(len(sources), cell_timeout, timeout)
+    job = {"deadline": time.monotonic() + timeout, "cell_timeout": cell_timeout, "grace": _GRACE}
+    if any("check" in s for s in sources):  # no check(...) anywhere: nothing to grade, nothing to run
+        _sync(_execute(path, sources, tally, {**job, "seed": seed_text, "forced": forced}))
+    ids = list(dict.fromkeys([m for s in sources for m in _CHECK_CALL.findall(s)] + tally.seen))
+    rows, variants, notes = _score(ids, tally.answers, seed_text, forced)
+    lines = [f"code cell {n}: {e}" for n, e in sorted(tally.errors.items())]
     return Grading(rows, lines + notes, variants, seed_text, forced)
 
 
