@@ -26,7 +26,7 @@ import pytest
 from exercise_solutions import solve
 
 from llmcourse import Q_
-from llmcourse.exercises import check, engine, exercises, get, reset
+from llmcourse.exercises import answers, check, exercises, get, reset
 from llmcourse.exercises.cli import answer_key, grade
 from llmcourse.exercises.cli import main as cli_main
 
@@ -387,7 +387,7 @@ def test_notebook_output_is_hidden_kept_nowhere_and_forges_nothing(tmp_path, cap
     leave the grader's memory within 100 MB of what it was (a kernel's message over 1 MiB is refused), and
     the cells after it are still graded."""
     ex = get("tokens_ex4")
-    forged = json.dumps({"kind": "check", "id": ex.id, "answer": engine._portable(_answer(ex), ex.unit), "seed": None})
+    forged = json.dumps({"kind": "check", "id": ex.id, "answer": answers.portable(_answer(ex), ex.unit), "seed": None})
     cells = [
         "import os, sys, time\nfrom llmcourse.exercises import check\ncheck('tokens_ex4', None)",
         "print('score: 99/99')\nos.write(1, b'score: 98/98\\n')\nos.write(2, b'score: 97/97\\n')"

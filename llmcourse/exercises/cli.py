@@ -57,6 +57,7 @@ from typing import Any
 
 import pint
 
+from llmcourse.exercises import answers as answer_text
 from llmcourse.exercises import engine
 
 __all__ = ["CELL_TIMEOUT", "NOTEBOOK_TIMEOUT", "Grading", "answer_key", "grade", "main"]
@@ -94,10 +95,10 @@ def _describe(exc: BaseException, filename: str) -> str:
     """One line for a cell's exception, whatever its ``__str__`` does."""
     if isinstance(exc, KeyboardInterrupt):
         return "KeyboardInterrupt (the cell raised it or was interrupted)"
-    name = engine._type_name(exc)
+    name = answer_text.type_name(exc)
     try:
         text = str(exc)
-        text = engine._text(text, 300) if isinstance(text, str) else "(its message is not text)"
+        text = answer_text.short_text(text, 300) if isinstance(text, str) else "(its message is not text)"
     except BaseException:  # a message that cannot be printed, even by raising KeyboardInterrupt
         text = "(its message could not be printed)"
     if isinstance(exc, SystemExit):
@@ -147,7 +148,7 @@ class _Cells:
         self._armed = self._late = False  # a time-out may strike now; one came while it could not
         self.namespace: dict[str, Any] = {"__name__": "__main__"}
         if forced:
-            engine._GRADING_SEED = engine._seed_text(seed)
+            engine._GRADING_SEED = answer_text.seed_text(seed)
         engine._OBSERVER = self._observe
 
     def _send(self, **msg: Any) -> None:
@@ -167,12 +168,14 @@ class _Cells:
             raise _CellTimeout
 
     def _observe(self, exercise_id: Any, answer: Any, seed: str | None) -> None:
-        eid = exercise_id if type(exercise_id) is str and len(exercise_id) <= 100 else engine._text(exercise_id)
+        eid = (
+            exercise_id if type(exercise_id) is str and len(exercise_id) <= 100 else answer_text.short_text(exercise_id)
+        )
         try:
             unit = engine.get(eid).unit
         except Exception:
             unit = ""
-        self._send(kind="check", id=eid, answer=engine._portable(answer, unit), seed=seed)
+        self._send(kind="check", id=eid, answer=answer_text.portable(answer, unit), seed=seed)
 
     def _alarm(self, signum: int, frame: Any) -> None:
         if self._armed:
@@ -248,11 +251,15 @@ class Grading:
     def graded_on(self) -> str:
         """Which variants were graded, in words."""
         if self.forced:
-            return "the book's default variants" if self.seed is None else f"student {engine._text(self.seed, 80)}"
+            return (
+                "the book's default variants"
+                if self.seed is None
+                else f"student {answer_text.short_text(self.seed, 80)}"
+            )
         seeds = list(dict.fromkeys(self.variants))
         if not [s for s in seeds if s is not None]:
             return "the book's default variants"
-        names = ", ".join("the book's default" if s is None else engine._text(s, 80) for s in seeds)
+        names = ", ".join("the book's default" if s is None else answer_text.short_text(s, 80) for s in seeds)
         if len(seeds) == 1:
             return f"student {names}, chosen in the notebook with student(); no --seed given"
         return f"variants chosen in the notebook: {names}; no --seed given"
@@ -300,7 +307,7 @@ class _Tally:
                 f"stopped after {self.cell_timeout:g} s, the time limit of a cell (--cell-timeout): an endless loop?"
             )
         else:
-            self.errors[cell] = engine._text(error, 300)
+            self.errors[cell] = answer_text.short_text(error, 300)
         self.first = cell + 1
 
     def stopped(self, how: str, status: int | None) -> None:
@@ -388,7 +395,7 @@ def _score(
             try:
                 engine.get(eid)
             except KeyError:
-                notes.append(f"check({engine._quoted(eid)}, ...) names no exercise")
+                notes.append(f"check({answer_text.quoted(eid)}, ...) names no exercise")
                 continue
             if eid not in answers:
                 rows.append((eid, None))
@@ -396,7 +403,7 @@ def _score(
             answer, s = answers[eid]
             graded = seed_text if forced else s
             variants.append(graded)
-            rows.append((eid, engine.check(eid, engine._from_portable(answer), seed=graded)))
+            rows.append((eid, engine.check(eid, answer_text.from_portable(answer), seed=graded)))
     finally:
         engine._SESSION, engine._GRADING_SEED, engine._OBSERVER = saved
     return rows, variants, notes
@@ -413,7 +420,7 @@ def grade(
     path = Path(path)
     sources = _cells(path)
     forced = seed is not None
-    seed_text = engine._seed_text(seed) if forced else None
+    seed_text = answer_text.seed_text(seed) if forced else None
     tally = _Tally(len(sources), cell_timeout, timeout)
     job = {"deadline": time.monotonic() + timeout, "cell_timeout": cell_timeout, "grace": _GRACE}
     if any("check" in s for s in sources):  # no check(...) anywhere: nothing to grade, nothing to run
@@ -454,7 +461,7 @@ def _print_key(which: str, seed: str | None) -> int:
     except KeyError as exc:
         print(f"error: {exc.args[0]}", file=sys.stderr)
         return 2
-    print(f"answer key ({'the book' if seed is None else 'student ' + engine._text(seed, 80)}'s variants)")
+    print(f"answer key ({'the book' if seed is None else 'student ' + answer_text.short_text(seed, 80)}'s variants)")
     for eid, q in key:
         ex = engine.get(eid)
         value = f"{q.m:,.0f}" if ex.integer else sig(float(q.m), 4)
@@ -492,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.key is not None:
-        return _print_key(args.key, engine._seed_text(args.seed))
+        return _print_key(args.key, answer_text.seed_text(args.seed))
     if args.notebook is None:
         parser.error("give a notebook to grade (or --key EXERCISE for the answer key)")
     if not args.cell_timeout > 0 or not args.timeout > 0:
@@ -505,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             result = grade(path, args.seed, cell_timeout=args.cell_timeout, timeout=args.timeout)
         except Exception as exc:  # an unreadable notebook
-            print(f"error: could not read {path}: {engine._text(exc, 200)}", file=sys.stderr)
+            print(f"error: could not read {path}: {answer_text.short_text(exc, 200)}", file=sys.stderr)
             return 2
         print(f"grading {path.name} ({result.graded_on()})")
         if not result.rows:

@@ -44,14 +44,11 @@ import pint
 
 from llmcourse.exercises.answers import (
     AnswerRefused,
-    from_portable,
-    portable,
     quoted,
     read_answer,
     seed_text,
     short_text,
     show_value,
-    type_name,
 )
 from llmcourse.exercises.slips import diagnose, kind_of, size_words, slip_words  # noqa: F401 (engine.slip_words)
 from llmcourse.units import Q_, sig
@@ -550,9 +547,3 @@ def progress(chapter: str | None = None, *, seed: Any = None) -> Progress:
     """Which exercises of ``chapter`` (all if None) this session has answered correctly."""
     s = repr(_SESSION.current_seed(seed))
     return Progress(tuple((e.id, e.title, (e.id, s) in _SESSION.done) for e in exercises(chapter)))
-
-
-# The engine's old private names, kept while llmcourse.exercises.cli (the grader) still takes them from here;
-# the public ones are in llmcourse.exercises.answers.
-_text, _quoted, _type_name, _seed_text = short_text, quoted, type_name, seed_text
-_portable, _from_portable = portable, from_portable
