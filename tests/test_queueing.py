@@ -668,3 +668,25 @@ def test_kept_draws_change_no_result(rep):
         fresh.busy_fraction,
     )
     assert len(workload._DRAWN) <= workload._KEEP
+
+
+@pytest.mark.parametrize("given_replica", [True, False])
+@pytest.mark.parametrize("old", ["chunk_tokens", "prefix_hit_rate", "prefix_tokens"])
+def test_a_loose_scheduler_keyword_is_refused_saying_where_it_goes(old, given_replica):
+    """The scheduler's settings are one Scheduler: given loose, with or without replica=, they are refused (never
+    dropped beside a given service model, never failing deep in build_replica)."""
+    kw = dict(rate=Q_(1, "1/s"), prompt_tokens=1_000, answer_tokens=100, requests=50)
+    if given_replica:
+        kw["replica"] = toy()
+    with pytest.raises(InputError, match=rf"{old}= is a field of the scheduler now: give scheduler=Scheduler\("):
+        simulate(M, G, **kw, **{old: 1})
+
+
+def test_a_service_model_keyword_beside_a_given_replica_is_refused():
+    """A given service model already holds its assumptions and GPUs: more of them beside it is refused, not ignored;
+    a keyword neither takes names what simulate() takes."""
+    kw = dict(rate=Q_(1, "1/s"), prompt_tokens=1_000, answer_tokens=100, requests=50)
+    with pytest.raises(InputError, match="assumptions beside replica="):
+        simulate(M, G, **kw, replica=toy(), assumptions="lab")
+    with pytest.raises(InputError, match="simulate\\(\\) takes no heads=: besides its own, it takes n_gpus"):
+        simulate(M, G, **kw, heads=8)

@@ -62,6 +62,7 @@ Examples
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 from dataclasses import dataclass, field
@@ -213,12 +214,46 @@ def simulate(
     start = time.perf_counter()
     run = _checked_run(rate, concurrency, prompt_tokens, answer_tokens, requests, prompt_cv, answer_cv, scheduler)
     seed_number(seed)
-    rep = replica or build_replica(model, gpu, prompt_tokens=run.p, answer_tokens=run.a, **replica_kwargs)
+    rep = _service_of(model, gpu, run, replica, replica_kwargs)
     budget, longest = _kv_room(rep, run)
     reqs = _requests_of(rep, run, seed, longest)
     t_req = in_unit(rep.assumptions.request_overhead_ms, _MS_UNIT, _S_UNIT).m
     first, finish, busy, batch_area = _event_loop(rep, reqs, run.clients, t_req, budget, run.scheduler.chunk_tokens)
     return _measured(rep, run, reqs, (first, finish, busy, batch_area), t_req, start)
+
+
+#: What :class:`~llmcourse.simulator.events.Scheduler` holds: given to :func:`simulate` loose, refused with where it
+#: goes now (a keyword the service model does not take would otherwise fail deep in it, or be dropped beside
+#: ``replica=``).
+_SCHEDULER_KEYWORDS = ("chunk_tokens", "prefix_hit_rate", "prefix_tokens")
+
+
+def _service_of(model: Any, gpu: Any, run: _Run, replica: ServiceModel | None, kw: dict[str, Any]) -> ServiceModel:
+    """The service model a simulation runs on: ``replica`` as given, or :func:`build_replica` of the keywords ``kw``
+    (its own, by name); a keyword it does not take, or one beside ``replica``, is refused saying where it goes."""
+    loose = [k for k in _SCHEDULER_KEYWORDS if k in kw]
+    if loose:
+        raise InputError(
+            f"{loose[0]}= is a field of the scheduler now: give scheduler=Scheduler({loose[0]}=...) to simulate()."
+        )
+    takes = [
+        k
+        for k in inspect.signature(build_replica).parameters
+        if k not in ("model", "gpu", "prompt_tokens", "answer_tokens")
+    ]
+    unknown = sorted(set(kw) - set(takes))
+    if unknown:
+        raise InputError(
+            f"simulate() takes no {unknown[0]}=: besides its own, it takes {', '.join(takes)} (or replica=)."
+        )
+    if replica is None:
+        return build_replica(model, gpu, prompt_tokens=run.p, answer_tokens=run.a, **kw)
+    if kw:
+        raise InputError(
+            f"{', '.join(sorted(kw))} beside replica=: give them to build_replica(), which made the service model "
+            "(a simulation of a given service model cannot change it)."
+        )
+    return replica
 
 
 @dataclass(frozen=True)
