@@ -268,3 +268,19 @@ def test_a_decode_step_on_a_kept_set_up_is_decode_steps(model, gpu, tp, kv, meth
         for _ in range(2):  # the second finds the first's set-up
             got = _outcome(lambda: replica_step.decode_steps(model, gpu, **kw)(batch))  # noqa: B023
             assert got == _outcome(lambda: replica_step.decode_step(model, gpu, batch=batch, **kw))  # noqa: B023
+
+
+def test_a_kept_set_up_cannot_be_changed_by_a_caller():
+    """A set-up is shared by every caller with equal inputs: its public attributes and its base figures are
+    read-only, so no caller's change reaches the next caller's replica or plan (the review found max_batch and base
+    writable: a later replica() of equal inputs then held batch 3)."""
+    from llmcourse.replica import replica_setup
+
+    kw = dict(tensor_parallel=2, prompt_tokens=3_000, answer_tokens=500, weight_bytes="fp8")
+    s = replica_setup("Llama-3.1-70B", "H100 SXM", **kw)
+    top = s.at(None).batch
+    with pytest.raises(AttributeError, match="read-only: a kept set-up is shared"):
+        s.max_batch = 3
+    with pytest.raises(TypeError):
+        s.base["max_batch"] = 3
+    assert replica("Llama-3.1-70B", "H100 SXM", **kw).batch == top > 3

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import pint
@@ -357,7 +358,22 @@ def _owned(base: dict[str, Any]) -> dict[str, Any]:
             "price_per_hour": None if price is None else own_quantity(price)}  # fmt: skip
 
 
-class ReplicaSetup:
+class _Shared:
+    """A kept set-up, shared by every caller with equal inputs: its public attributes are set once, while it is
+    made, and never after (a caller's change would reach the next caller's replicas and plans)."""
+
+    _sealed = False
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self._sealed and not name.startswith("_"):
+            raise AttributeError(
+                f"{type(self).__name__}.{name} is read-only: a kept set-up is shared by every caller with the same "
+                "inputs (ask replica() or setup_of() for another)."
+            )
+        object.__setattr__(self, name, value)
+
+
+class ReplicaSetup(_Shared):
     """The set-up of one replica without speculation (a :class:`Deployment` serving a :class:`Workload` under
     :class:`~llmcourse.assumptions.Assumptions`, its inputs checked): everything that does not depend on the
     batch (the layout, the memory, the largest batch, the price) worked out once, so that a search over the batch
@@ -393,13 +409,13 @@ class ReplicaSetup:
             price = price_of(g, price_per_hour)
         #: The replica's figures that do not depend on the batch (:class:`Replica`'s fields, the caller's own copies
         #: by :func:`_owned`).
-        self.base = dict(
+        self.base = MappingProxyType(dict(
             model=m.name, gpu=g.name, tensor_parallel=lay.tensor_parallel, assumptions=a,
             weights=quantity(w * _B_GB, GB._units), usable_memory=quantity(mem * _B_GB, GB._units),
             kv_per_sequence=quantity(kv_seq * _B_GB, GB._units), max_batch=top, context_tokens=final,
             matmul=matmul_precision(d.weight_bytes, g, a), spec=m, prompt_tokens=p, answer_tokens=ans,
             price_per_hour=price, layout=lay,
-        )  # fmt: skip
+        ))  # fmt: skip
         cached = workload.cached_prompt_tokens
         if cached:  # checked under plan()'s name (the prefill checks it again as its cached_tokens)
             plain_number(cached, "cached_prompt_tokens", allow_zero=True)
@@ -410,6 +426,7 @@ class ReplicaSetup:
         #: Why the replica cannot serve (its weights, or one sequence beside them, do not fit), or None.
         self.unfit = self._unfit_reason()
         if self.unfit is not None:
+            self._sealed = True
             return
         self._kv_ctx = final if a.kv_read_context == "final" or p is None else p + ans / 2
         # decode_step() and prefill() of this layout, their inputs checked above: the weights must fit the GPUs
@@ -423,6 +440,7 @@ class ReplicaSetup:
         # a batch's step, prefill and time per token in ms, as tpot_ms found them (kept with the set-up: a search
         # against another target, or the same one again, asks mostly the same batches)
         self._probed: dict[int, tuple[float, float | None, float]] = {}
+        self._sealed = True
 
     def _unfit_reason(self) -> str | None:
         w, mem, kv_seq, where, m, g = (
@@ -543,7 +561,7 @@ def _memory_si(d: Deployment, lay: Layout, a: Assumptions, final: float) -> tupl
     return w, mem, kv_seq
 
 
-class SpeculativeSetup:
+class SpeculativeSetup(_Shared):
     """The set-up of a replica that speculates: the speculative replica at each batch (:meth:`at`, or
     ``setup(batch)``), from the target's own set-up (one tensor-parallel group, without speculation)."""
 
@@ -555,6 +573,7 @@ class SpeculativeSetup:
         self._plain = Deployment(d.model, d.gpu, d.tensor_parallel, weight_bytes=d.weight_bytes, kv_bytes=d.kv_bytes)
         self._a_plain = dataclasses.replace(a, speculation=None)  # Assumptions.replace() ignores None values
         self._price = price_per_hour
+        self._sealed = True
 
     def at(self, batch: int | None) -> Replica:
         """The speculative replica at ``batch`` (None: the largest that fits with the draft)."""
