@@ -690,3 +690,29 @@ def test_a_service_model_keyword_beside_a_given_replica_is_refused():
         simulate(M, G, **kw, replica=toy(), assumptions="lab")
     with pytest.raises(InputError, match="simulate\\(\\) takes no heads=: besides its own, it takes n_gpus"):
         simulate(M, G, **kw, heads=8)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("requests", 0, "requests"),
+        ("requests", 2_000_000, "requests"),
+        ("seed", 1.5, "seed"),
+        ("chunk_tokens", 0, "chunk_tokens"),
+        ("prompt_cv", -1, "prompt_cv"),
+        ("answer_cv", float("nan"), "answer_cv"),
+    ],
+)
+def test_a_sizing_run_is_checked_when_it_is_described(field, value, says):
+    """A percentile plan's simulation settings are refused when they are written down, naming the field (not only
+    later, if a brief's targets happen to be percentiles)."""
+    from llmcourse.simulator import SizingRun
+
+    with pytest.raises(InputError, match=says):
+        SizingRun(**{field: value})
+
+
+def test_plan_refuses_a_simulation_that_is_not_a_sizing_run():
+    brief = lc.Brief(Q_(5, "1/s"), 1_000, 200, Q_(2, "s"), Q_(80, "ms"))
+    with pytest.raises(InputError, match="simulation must be a SizingRun"):
+        lc.plan(M, G, brief, simulation={"requests": 10})

@@ -257,6 +257,11 @@ def plan(
     >>> tail.sizing.ttft <= Q_(300, "ms"), tail.gpus > p.gpus
     (True, True)
     """
+    if simulation is not None and not isinstance(simulation, SizingRun):
+        raise InputError(
+            "simulation must be a SizingRun (llmcourse.simulator.SizingRun(requests=..., seed=...)), "
+            f"not {type(simulation).__name__}."
+        )
     d, w, a, price = _plan_inputs(
         model, gpu, brief, assumptions, price_per_hour, tensor_parallel, weight_bytes, kv_bytes, speculation,
         cached_prompt_tokens,

@@ -98,9 +98,9 @@ __all__ = ["PERCENTILES", "SimResult", "simulate"]
 PERCENTILES = (50, 95, 99)
 #: Bounds on a simulation's size (not modelling constants): past a million requests a run takes minutes, and
 #: below one request per 30 years the arrival times leave floating point.
-_MOST_REQUESTS, _MOST_WHY = 1_000_000, " (a larger run takes minutes; the percentiles settle long before)"
+MOST_REQUESTS, MOST_REQUESTS_WHY = 1_000_000, " (a larger run takes minutes; the percentiles settle long before)"
 _SLOWEST, _SLOWEST_WHY = 1e-9, " per second (about one request in 30 years)"
-_MOST_CV, _CV_WHY = 100.0, " (a spread past 100 times the mean leaves floating point in the lognormal)"
+MOST_CV, MOST_CV_WHY = 100.0, " (a spread past 100 times the mean leaves floating point in the lognormal)"
 _MS_UNIT, _S_UNIT, _PER_S_UNIT = (parsed_unit(u)[0] for u in ("ms", "s", "1/s"))  # parsed once, not per run
 _WHOLE_PROMPTS = Scheduler()  # the default: whole prompts, no prefix cache
 
@@ -293,12 +293,14 @@ def _checked_run(
         plain_number(lam, "rate", at_least=_SLOWEST, why=_SLOWEST_WHY)
     p = check_value(prompt_tokens, SYMBOLS["prompt_tokens"], "prompt_tokens")
     a = check_value(answer_tokens, SYMBOLS["answer_tokens"], "answer_tokens")
-    n = int(plain_number(requests, "requests", integer=True, at_most=_MOST_REQUESTS, why=_MOST_WHY))
+    n = int(plain_number(requests, "requests", integer=True, at_most=MOST_REQUESTS, why=MOST_REQUESTS_WHY))
     clients = None
     if concurrency is not None:
-        clients = int(plain_number(concurrency, "concurrency", integer=True, at_most=_MOST_REQUESTS, why=_MOST_WHY))
-    pcv = plain_number(prompt_cv, "prompt_cv", allow_zero=True, at_most=_MOST_CV, why=_CV_WHY)
-    acv = plain_number(answer_cv, "answer_cv", allow_zero=True, at_most=_MOST_CV, why=_CV_WHY)
+        clients = int(
+            plain_number(concurrency, "concurrency", integer=True, at_most=MOST_REQUESTS, why=MOST_REQUESTS_WHY)
+        )
+    pcv = plain_number(prompt_cv, "prompt_cv", allow_zero=True, at_most=MOST_CV, why=MOST_CV_WHY)
+    acv = plain_number(answer_cv, "answer_cv", allow_zero=True, at_most=MOST_CV, why=MOST_CV_WHY)
     if scheduler is None:
         scheduler = _WHOLE_PROMPTS
     elif not isinstance(scheduler, Scheduler):

@@ -11,10 +11,10 @@ import pint
 
 from llmcourse.errors import InputError
 from llmcourse.simulator.events import Scheduler
-from llmcourse.simulator.run import simulate
+from llmcourse.simulator.run import MOST_CV, MOST_CV_WHY, MOST_REQUESTS, MOST_REQUESTS_WHY, simulate
 from llmcourse.simulator.service import ServiceModel
 from llmcourse.simulator.workload import LENGTH_CV
-from llmcourse.units import plain_number, to
+from llmcourse.units import plain_number, seed_number, to
 
 __all__ = ["PercentileSizing", "SizingRun", "size_to_percentiles"]
 
@@ -37,6 +37,16 @@ class SizingRun:
     answer_cv: float | None = None
     requests: int = 4_000
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        """Each field checked when the run is described, by the simulator's own bounds and names."""
+        if self.chunk_tokens is not None:
+            Scheduler(self.chunk_tokens)  # the scheduler's check of a chunk, by the same name
+        for name in ("prompt_cv", "answer_cv"):
+            if getattr(self, name) is not None:
+                plain_number(getattr(self, name), name, allow_zero=True, at_most=MOST_CV, why=MOST_CV_WHY)
+        plain_number(self.requests, "requests", integer=True, at_most=MOST_REQUESTS, why=MOST_REQUESTS_WHY)
+        seed_number(self.seed)
 
 
 @dataclass(frozen=True)
