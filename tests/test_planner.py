@@ -295,3 +295,20 @@ def test_plan_figures_are_its_replicas(method, model, gpu, tp, weights, cached):
     per_gpu = r.requests_per_second / r.n_gpus
     assert p.requests_per_second_per_gpu.units == per_gpu.units
     assert p.requests_per_second_per_gpu.m == pytest.approx(per_gpu.m, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        (lambda: lc.replica("Llama-3.1-8B", "H100 SXM", context_tokens=1_000, bandwidth_efficiency=0.5),
+         r"replica\(\) takes no bandwidth_efficiency= now: .*replace\(bandwidth_efficiency=...\)"),
+        (lambda: lc.decode_step("Llama-3.1-8B", "H100 SXM", context_tokens=1_000, usable_fraction=0.5),
+         r"decode_step\(\) takes no usable_fraction= now: .*memory_fraction"),
+        (lambda: lc.plan("Llama-3.1-8B", "H100 SXM", lc.Brief(1, 100, 100, Q_(1, "s"), Q_(50, "ms")), seed=3),
+         r"plan\(\) takes no seed= now: .*SizingRun\(seed=...\)"),
+    ],
+)  # fmt: skip
+def test_a_keyword_that_moved_says_where_it_went(call, says):
+    """A keyword the functions took before the package was built in rooms is answered with where it went."""
+    with pytest.raises(InputError, match=says):
+        call()

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import pint
 
-from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.errors import MOVED_KEYWORDS, InputError, UnknownNameError
 from llmcourse.formulas import cache
 from llmcourse.units import as_quantity, flag, parsed_unit, plain_number, quantity, ureg
 
@@ -501,6 +501,9 @@ def checked(fn: Callable[..., Any]) -> Callable[..., Any]:
             try:
                 bound = sig.bind(*args, **kwargs)
             except TypeError as exc:
+                moved = [k for k in kwargs if k not in known and k in MOVED_KEYWORDS]
+                if moved:
+                    raise InputError(f"{fn.__name__}() takes no {moved[0]}= now: {MOVED_KEYWORDS[moved[0]]}.") from None
                 raise InputError(f"{fn.__name__}: {exc}") from None
             values = bound.arguments
         for name, sym in plan:
