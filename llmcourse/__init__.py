@@ -31,7 +31,7 @@ from llmcourse.replica.memory import (
     weight_bytes,
 )
 from llmcourse.replica.model import cost_per_million, replica
-from llmcourse.replica.prefill import prefill
+from llmcourse.replica.prefilling import prefill
 from llmcourse.replica.step import decode_step, matmul_precision, weights_read_per_step
 from llmcourse.units import Q_, fmt, ureg
 

@@ -61,3 +61,27 @@ def test_the_counter_sees_a_cycle_an_upward_import_and_a_private_name(house, tmp
     assert got["import cycles (imports inside functions count)"] == ["llmcourse.replica.a -> llmcourse.replica.b"]
     assert got["upward imports"] == ["llmcourse.replica.b:2 imports llmcourse.planner.c"]
     assert got["private names taken across packages"] == ["llmcourse.replica.b:2 takes llmcourse.planner.c._g"]
+
+
+def test_no_package_hides_one_of_its_modules():
+    """A name a package exports must not hide a module of the package (``import llmcourse.x.y as m`` would give the
+    function, and a monkeypatch of ``llmcourse.x.y.name`` would miss): the one exception is ``llmcourse.replica``, the
+    folder of the replica model and the function ``lc.replica()`` both, said in README."""
+    import importlib
+    import pkgutil
+
+    import llmcourse
+
+    hidden = []
+
+    def walk(pkg):
+        for info in pkgutil.iter_modules(pkg.__path__):
+            full = f"{pkg.__name__}.{info.name}"
+            module = importlib.import_module(full)
+            if getattr(pkg, info.name, module) is not module and full != "llmcourse.replica":
+                hidden.append(full)
+            if info.ispkg:
+                walk(module)
+
+    walk(llmcourse)
+    assert hidden == []

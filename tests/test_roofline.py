@@ -47,7 +47,7 @@ def test_efficiency_must_be_a_fraction():
         ridge_intensity("H100 SXM", assumptions=resolve().replace(bandwidth_efficiency=1.5))
     with pytest.raises(InputError, match="compute_efficiency"):
         ridge_intensity("H100 SXM", assumptions=resolve().replace(compute_efficiency=0))
-    with pytest.raises(InputError, match="unexpected keyword argument 'bandwidth_efficiency'"):
+    with pytest.raises(InputError, match=r"takes no bandwidth_efficiency= now: .*replace\(bandwidth_efficiency="):
         ridge_intensity("H100 SXM", bandwidth_efficiency=0.5)
 
 

@@ -5,10 +5,11 @@ In rooms: :mod:`~llmcourse.interview.questions` (the :class:`Question` type, rea
 (:mod:`~llmcourse.interview.worked`, :mod:`~llmcourse.interview.worked_speculative`,
 :mod:`~llmcourse.interview.worked_many_gpus`, on the helpers of :mod:`~llmcourse.interview.figures`),
 :mod:`~llmcourse.interview.bank` (:data:`QUESTIONS`, the questions with their worked answers) and
-:mod:`~llmcourse.interview.sheet` (the sheet of numbers).
+:mod:`~llmcourse.interview.numbers_sheet` (the sheet of numbers).
 """
 
 from llmcourse.interview.bank import QUESTIONS
+from llmcourse.interview.numbers_sheet import SHEET_GPUS, SHEET_MODELS, sheet, sheet_tables
 from llmcourse.interview.questions import (
     LEVELS,
     PARTS,
@@ -18,7 +19,6 @@ from llmcourse.interview.questions import (
     load_questions,
     parse_questions,
 )
-from llmcourse.interview.sheet import SHEET_GPUS, SHEET_MODELS, sheet, sheet_tables
 from llmcourse.interview.templates import CATALOG_NAMES, num
 from llmcourse.interview.worked import MIN_REPLICAS
 

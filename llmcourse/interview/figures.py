@@ -2,7 +2,7 @@
 lesson's 70B model, the full-memory read time, and rates and shares as plain numbers for prose.
 
 Used by the worked answers (:mod:`llmcourse.interview.worked` and its siblings) and by the sheet of
-numbers (:mod:`llmcourse.interview.sheet`).
+numbers (:mod:`llmcourse.interview.numbers_sheet`).
 
 Examples
 --------

@@ -38,7 +38,7 @@ from llmcourse.replica.memory import (
     weight_bytes,
 )
 from llmcourse.replica.model import replica
-from llmcourse.replica.prefill import prefill
+from llmcourse.replica.prefilling import prefill
 from llmcourse.replica.step import decode_step, matmul_precision
 from llmcourse.units import HOURS_PER_MONTH, Q_
 

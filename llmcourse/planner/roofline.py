@@ -31,7 +31,7 @@ from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked
 from llmcourse.replica.memory import kv_bytes_per_sequence
 from llmcourse.replica.memory import weight_bytes as _weight_bytes
-from llmcourse.replica.prefill import prefill
+from llmcourse.replica.prefilling import prefill
 from llmcourse.replica.step import decode_step, matmul_precision, weights_read_per_step
 from llmcourse.units import Q_, as_quantity, to
 

@@ -17,7 +17,7 @@ from llmcourse.replica.base import check_positions, gpu_of, model_of, price_of
 from llmcourse.replica.memory import check_weights_fit
 from llmcourse.replica.model import Replica, cost_per_million, replica
 from llmcourse.replica.parallel import decode_comm_time
-from llmcourse.replica.prefill import Prefill
+from llmcourse.replica.prefilling import Prefill
 from llmcourse.replica.step import DecodeStep, matmul_precision, weights_read_per_step
 from llmcourse.units import (
     FLOP,

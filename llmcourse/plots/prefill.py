@@ -8,7 +8,7 @@ import numpy as np
 
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.plots import mark_point, new_figure
-from llmcourse.replica.prefill import prefill
+from llmcourse.replica.prefilling import prefill
 from llmcourse.replica.step import matmul_precision
 
 __all__ = ["ttft_vs_prompt"]

@@ -10,7 +10,7 @@ validation, widgets, exercises) asks it. Its modules, each building on those bef
 * :mod:`~llmcourse.replica.memory` - weights, KV cache, usable memory, the largest batch;
 * :mod:`~llmcourse.replica.parallel` - a replica's shape over GPUs and what its GPUs pay to talk;
 * :mod:`~llmcourse.replica.step` - the decode step;
-* :mod:`~llmcourse.replica.prefill` - prefill;
+* :mod:`~llmcourse.replica.prefilling` - prefill;
 * :mod:`~llmcourse.replica.speculative` - a draft and its verification cycle;
 * :mod:`~llmcourse.replica.acceptance` - the published acceptance figures and the rates they imply;
 * :mod:`~llmcourse.replica.model` - :func:`replica`, the one front door (plain or speculative), and the set-up of
@@ -57,7 +57,7 @@ from llmcourse.replica.parallel import (
     pipeline_send_time,
     prefill_comm_time,
 )
-from llmcourse.replica.prefill import (
+from llmcourse.replica.prefilling import (
     Prefill,
     prefill,
 )

@@ -30,7 +30,7 @@ from llmcourse.replica.memory import (
     gpus_for_weights,
 )
 from llmcourse.replica.parallel import Layout, layout
-from llmcourse.replica.prefill import Prefill, _prefiller
+from llmcourse.replica.prefilling import Prefill, _prefiller
 from llmcourse.replica.setups import _keep, _kept, _key
 from llmcourse.replica.speculative import (
     Speculation,

@@ -6,7 +6,7 @@ weights; the experts of a MoE model are split over all of them), times ``pipelin
 stages (each holding a slice of the layers). :func:`layout` checks such a shape against the model
 and the link; :func:`decode_comm_time` and :func:`prefill_comm_time` price the collectives of a
 step by the alpha-beta formulas of :mod:`llmcourse.formulas.parallel`. The planner's
-:func:`~llmcourse.replica.step.decode_step`, :func:`~llmcourse.replica.prefill.prefill` and
+:func:`~llmcourse.replica.step.decode_step`, :func:`~llmcourse.replica.prefilling.prefill` and
 :func:`~llmcourse.replica.replica` build on them; nothing here computes a serving figure.
 
 Examples

@@ -10,13 +10,13 @@ One module per idea, each importing only those before it:
 - :mod:`~llmcourse.simulator.events`: the discrete-event engine (admission by KV memory, prefill, decode) and how
   it schedules (:class:`Scheduler`: whole prompts or chunks, a prefix cache);
 - :mod:`~llmcourse.simulator.run`: :func:`simulate`, the front door, and what a run measured (:class:`SimResult`);
-- :mod:`~llmcourse.simulator.closed_form`: the averages-only estimate beside a run (:func:`closed_form`);
+- :mod:`~llmcourse.simulator.closed_forms`: the averages-only estimate beside a run (:func:`closed_form`);
 - :mod:`~llmcourse.simulator.sweep`: runs across loads (:func:`at_load`, :func:`load_sweep`, :func:`knee`);
 - :mod:`~llmcourse.simulator.sizing`: the fewest replicas that meet percentile targets
   (:func:`size_to_percentiles`).
 """
 
-from llmcourse.simulator.closed_form import ClosedForm, closed_form
+from llmcourse.simulator.closed_forms import ClosedForm, closed_form
 from llmcourse.simulator.events import Scheduler
 from llmcourse.simulator.run import PERCENTILES, SimResult, simulate
 from llmcourse.simulator.service import ServiceModel, build_replica

@@ -30,11 +30,11 @@ The model (stated once, used everywhere):
   :func:`~llmcourse.planner.design.plan` does), interpolated linearly between table points (exact for a
   dense model whose step stays memory-bound or compute-bound, since it is then linear in the
   batch). A prompt's prefill compute time per token is tabulated against its length
-  (:func:`~llmcourse.replica.prefill.prefill` under the same assumptions; linear in the length, so the
+  (:func:`~llmcourse.replica.prefilling.prefill` under the same assumptions; linear in the length, so the
   interpolation is exact, also with the course's causal attention term, which is quadratic in
   each prompt's length: prompts are timed one by one), and a group of prompts prefilled together
   takes the slower of their compute times added and one read of the weights, the rule of
-  :func:`~llmcourse.replica.prefill.prefill`. The capacity is the replica's requests per second at the
+  :func:`~llmcourse.replica.prefilling.prefill`. The capacity is the replica's requests per second at the
   largest batch the memory and the batch cap allow.
 * **Assumptions.** :func:`build_replica` (and :func:`simulate`, :func:`load_sweep` through it)
   takes ``assumptions=`` (a preset name or an :class:`~llmcourse.assumptions.Assumptions`; the
@@ -43,7 +43,7 @@ The model (stated once, used everywhere):
 
 The single-server queue's closed forms (M/M/1: utilisation, mean time in the system, the highest
 rate for a mean-time target) are registered as formulas ``mm1_*`` (chapter section *10_queueing*);
-:mod:`llmcourse.simulator.closed_form` puts the averages-only estimate beside a run.
+:mod:`llmcourse.simulator.closed_forms` puts the averages-only estimate beside a run.
 
 * **The request's fixed overhead.** The assumptions' ``request_overhead_ms`` (the HTTP round trip,
   tokenising; 100 ms under the course's method, 0 under the sources' presets) is spent before a

@@ -1,7 +1,7 @@
 """One replica's service times for a simulation run, tabulated once from the one replica model.
 
 :func:`build_replica` asks :func:`llmcourse.replica.replica` for the decode step at a grid of batches (for the mean
-request, the KV cache read at the context the assumptions say) and :func:`~llmcourse.replica.prefill.prefill` for a
+request, the KV cache read at the context the assumptions say) and :func:`~llmcourse.replica.prefilling.prefill` for a
 prompt's compute time at a grid of lengths, and keeps them in a :class:`ServiceModel`: the simulation reads its
 tables, interpolated linearly between their points (exact for a dense model whose step stays memory-bound or
 compute-bound, and for the prefill's compute per token, linear in the length). The capacity is the replica's
@@ -26,7 +26,7 @@ from llmcourse.errors import InputError
 from llmcourse.replica.base import gpu_of, model_of
 from llmcourse.replica.memory import max_batch
 from llmcourse.replica.model import Replica, replica
-from llmcourse.replica.prefill import prefill
+from llmcourse.replica.prefilling import prefill
 from llmcourse.units import Q_, plain_number, to
 
 __all__ = ["ServiceModel", "build_replica"]
@@ -81,7 +81,7 @@ class ServiceModel:
 
     def prefill_time(self, prompt_tokens: float, prompts: int = 1) -> float:
         """Prefill time in seconds of ``prompts`` prompts of ``prompt_tokens`` tokens processed together:
-        the slower of their compute time and one read of the weights (:func:`llmcourse.replica.prefill.prefill`)."""
+        the slower of their compute time and one read of the weights (:func:`llmcourse.replica.prefilling.prefill`)."""
         return max(prompts * self.prefill_compute_time(prompt_tokens), self.weight_read_s)
 
     def batch_prefill_time(self, prompt_lengths: Sequence[float]) -> float:
@@ -166,7 +166,7 @@ def build_replica(
 
     The step table runs from batch 1 to ``batch_cap`` (at most the KV budget, one token each); the
     prefill table from 1 token to the longest prompt there can be: the KV budget, capped at the model's
-    ``max_position`` (a context beyond it is refused by :func:`~llmcourse.replica.prefill.prefill`; Llama 3.1 8B
+    ``max_position`` (a context beyond it is refused by :func:`~llmcourse.replica.prefilling.prefill`; Llama 3.1 8B
     on an H100 holds 426,788 tokens of KV but has 131,072 positions).
 
     Examples

@@ -7,7 +7,7 @@ from typing import Any
 
 from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
-from llmcourse.simulator.closed_form import ClosedForm, closed_form
+from llmcourse.simulator.closed_forms import ClosedForm, closed_form
 from llmcourse.simulator.events import Scheduler
 from llmcourse.simulator.run import SimResult, simulate
 from llmcourse.simulator.service import ServiceModel, build_replica

@@ -8,7 +8,7 @@ attention term.
 from __future__ import annotations
 
 from llmcourse.assumptions import resolve
-from llmcourse.replica.prefill import prefill
+from llmcourse.replica.prefilling import prefill
 from llmcourse.replica.step import matmul_precision
 from llmcourse.units import fmt, to
 from llmcourse.widgets import (
