@@ -143,7 +143,7 @@ def _call_times(fn: object, n: int = 400, warm: int = 50) -> list[float]:
 
 def _planner_calls() -> list[tuple[str, object]]:
     """A typical plan() (the design-review chapter's brief): with a new prompt length at each call, so that no
-    call finds its replica's set-up kept (planner._SETUPS keeps 256; the calls cycle through 1,000 lengths), and
+    call finds its replica's set-up kept (llmcourse.replica.setups keeps 256; the calls cycle through 1,000 lengths), and
     the same plan again (its set-up kept, as a calculator's update finds it when its control is not a length);
     and replica() (one chat replica)."""
     from llmcourse.planner.design import Brief, plan

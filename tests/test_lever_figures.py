@@ -1,5 +1,5 @@
-"""The lever ranking's own path through the planner (``planner._lever_plan``) gives exactly the fields of
-:func:`llmcourse.planner.design.plan` that a ranking reads: one path (``planner._planned``), two callers."""
+"""The lever ranking's own path through the planner (``llmcourse.planner.design._lever_plan``) gives exactly the fields of
+:func:`llmcourse.planner.design.plan` that a ranking reads: one path (``llmcourse.planner.design._planned``), two callers."""
 
 from __future__ import annotations
 

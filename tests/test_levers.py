@@ -130,7 +130,7 @@ def test_verdict_says_why():
 
 
 def test_lever_plan_takes_plan_s_arguments():
-    """The lever ranking's plan (planner._lever_plan) mirrors plan()'s signature, so the same arguments get the
+    """The lever ranking's plan (llmcourse.planner.design._lever_plan) mirrors plan()'s signature, so the same arguments get the
     same checks: a parameter added to plan() must be added there too."""
     import inspect
 

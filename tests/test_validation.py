@@ -194,10 +194,12 @@ def test_the_default_is_the_courses_method():
 
 def test_efficiencies_override_the_assumptions():
     """A what-if of the efficiencies is the assumptions' own set to them (the one way to give them): it changes
-    the prediction, and equal assumptions give the same; predict() takes no loose efficiencies."""
+    the prediction to what the row's components give at those efficiencies (worked out apart from predict's path),
+    and predict() takes no loose efficiencies."""
     r = ROWS["T3"]
-    a = COURSE.replace(bandwidth_efficiency=0.9, compute_efficiency=0.4)
-    assert predict(r, assumptions=at(0.9, 0.4)).value == predict(r, assumptions=a).value != predict(r).value
+    what_if = predict(r, assumptions=COURSE.replace(bandwidth_efficiency=0.9, compute_efficiency=0.4)).value
+    assert what_if == pytest.approx(components(r).value(0.9, 0.4), rel=1e-9)
+    assert what_if != pytest.approx(predict(r).value, rel=1e-3)
     with pytest.raises(TypeError):
         predict(r, 0.9, 0.4)
 

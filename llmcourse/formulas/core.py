@@ -53,7 +53,7 @@ class _OnFirstUse(types.ModuleType):
 if TYPE_CHECKING:
     import sympy as sp
 else:
-    #: SymPy, imported on first use (the modules that define formulas, and :mod:`llmcourse.moe`, take it from here).
+    #: SymPy, imported on first use (the modules that define formulas, and :mod:`llmcourse.planner.moe`, take it from here).
     sp = _OnFirstUse("sympy")
 
 __all__ = [

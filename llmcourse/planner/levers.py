@@ -1,7 +1,7 @@
 """Rank the levers of a design by re-running the design planner with each one switched on.
 
 Defined in the capstone chapter *Design review* (``book/11_design_review.md``). Every number comes
-from :func:`llmcourse.planner.design.plan` (a lever's plan by plan()'s own path, ``planner._lever_plan``, which stops
+from :func:`llmcourse.planner.design.plan` (a lever's plan by plan()'s own path, ``llmcourse.planner.design._lever_plan``, which stops
 at the fields a ranking reads: the same numbers, without the replica plan() also returns); the levers are:
 
 * **GQA with 8 KV heads**: the model with ``kv_heads=8`` (``Model.with_``); nothing changes for a

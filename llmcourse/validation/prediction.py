@@ -330,7 +330,7 @@ def family(row: Measurement, *, assumptions: Assumptions | str | None = None) ->
 
 # --- prediction of a closed-loop row ----------------------------------------------------------------
 # The closed loops' symbols and formulas (closed_loop_prefill_wait, closed_loop_wave_wait, closed_loop_ttft,
-# closed_loop_throughput, closed_loop_request_time) are defined in llmcourse/formulas_validation.py; here as
+# closed_loop_throughput, closed_loop_request_time) are defined in llmcourse/formulas/validation.py; here as
 # plain floats of times in s (wave_s, ttft_s and loop_rate_s are also the closed-loop fit's, in held_out.py).
 _wait_s = scalar(
     "closed_loop_prefill_wait", "prefill_time", "step_time", "time_per_token", "answer_tokens", "concurrency"
