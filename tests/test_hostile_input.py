@@ -446,10 +446,10 @@ def test_a_kernel_that_does_not_start_is_reported(tmp_path, monkeypatch):
     """If the kernel dies before its first cell, the grader says so (and does not wait for it)."""
     from jupyter_client.kernelspec import KernelSpec
 
-    from llmcourse.exercises import _kernel
+    from llmcourse.exercises import kernel
 
     gone = KernelSpec(argv=[sys.executable, "-c", "pass"], display_name="gone", language="python")
-    monkeypatch.setattr(_kernel._Specs, "get_kernel_spec", lambda self, name: gone)
+    monkeypatch.setattr(kernel._Specs, "get_kernel_spec", lambda self, name: gone)
     start = time.monotonic()
     g = grade(_notebook(tmp_path, ["from llmcourse.exercises import check\ncheck('tokens_ex2', 6.667)"]), timeout=100)
     assert time.monotonic() - start < 60

@@ -1,4 +1,4 @@
-"""The lever ranking's own path through the planner (``llmcourse.planner.design._lever_plan``) gives exactly the fields of
+"""The lever ranking's own path through the planner (``llmcourse.planner.design.lever_plan``) gives exactly the fields of
 :func:`llmcourse.planner.design.plan` that a ranking reads: one path (``llmcourse.planner.design._planned``), two callers."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from llmcourse.assumptions import resolve
-from llmcourse.planner.design import Brief, _lever_plan, plan
+from llmcourse.planner.design import Brief, lever_plan, plan
 from llmcourse.replica.speculative import Speculation
 from llmcourse.units import Q_
 
@@ -39,7 +39,7 @@ CASES = [
 
 @pytest.mark.parametrize(("model", "gpu", "brief", "kw"), CASES)
 def test_lever_plan_reads_what_plan_gives(model: str, gpu: str, brief: Brief, kw: dict) -> None:
-    full, figures = plan(model, gpu, brief, **kw), _lever_plan(model, gpu, brief, **kw)
+    full, figures = plan(model, gpu, brief, **kw), lever_plan(model, gpu, brief, **kw)
     for name in FIELDS:
         got, want = getattr(figures, name), getattr(full, name)
         assert type(got) is type(want) and got == want, name
@@ -53,5 +53,5 @@ def test_lever_plan_refuses_what_plan_refuses() -> None:
         with pytest.raises(Exception) as want:
             plan("Llama-3.1-70B", "H100 SXM", brief, **kw)
         with pytest.raises(type(want.value)) as got:
-            _lever_plan("Llama-3.1-70B", "H100 SXM", brief, **kw)
+            lever_plan("Llama-3.1-70B", "H100 SXM", brief, **kw)
         assert str(got.value) == str(want.value)

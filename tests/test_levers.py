@@ -130,10 +130,10 @@ def test_verdict_says_why():
 
 
 def test_lever_plan_takes_plan_s_arguments():
-    """The lever ranking's plan (llmcourse.planner.design._lever_plan) mirrors plan()'s signature, so the same arguments get the
+    """The lever ranking's plan (llmcourse.planner.design.lever_plan) mirrors plan()'s signature, so the same arguments get the
     same checks: a parameter added to plan() must be added there too."""
     import inspect
 
-    from llmcourse.planner.design import _lever_plan, plan
+    from llmcourse.planner.design import lever_plan, plan
 
-    assert list(inspect.signature(_lever_plan).parameters.values()) == list(inspect.signature(plan).parameters.values())
+    assert list(inspect.signature(lever_plan).parameters.values()) == list(inspect.signature(plan).parameters.values())

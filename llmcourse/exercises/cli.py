@@ -1,7 +1,7 @@
 """Grade a completed exercise notebook from the shell: ``python -m llmcourse check NOTEBOOK [--seed S]``.
 
 The notebook (``.ipynb`` or a MyST ``.md`` notebook) is executed cell by cell in an IPython kernel of its
-own, which nbclient starts and drives (:mod:`llmcourse.exercises._kernel`); the cells' output is hidden and
+own, which nbclient starts and drives (:mod:`llmcourse.exercises.kernel`); the cells' output is hidden and
 their standard input empty. The grader's runner in the kernel reports each ``check(...)`` call it sees (the
 exercise id and the answer, as a number and a unit) on a pipe of its own; the grader checks those answers
 itself, in its own process, so nothing a cell does to the checker's state changes a score. The last
@@ -122,7 +122,7 @@ def _no_input(prompt: Any = "") -> str:
 
 class _Cells:
     """The grader's runner inside the notebook's kernel, made by the grader's set-up cell (see
-    :mod:`llmcourse.exercises._kernel`): runs one cell at a time (:meth:`run`) in a namespace of its own,
+    :mod:`llmcourse.exercises.kernel`): runs one cell at a time (:meth:`run`) in a namespace of its own,
     under ``cell_timeout`` seconds, its standard input empty and its output going nowhere, and reports each
     ``check(...)`` call and how each cell ended as JSON lines on descriptor ``fd``, the pipe the grader gave
     the kernel (which no output of the notebook reaches). With ``forced``, every answer is checked on student
@@ -147,9 +147,7 @@ class _Cells:
         self._timeout = float(cell_timeout)
         self._armed = self._late = False  # a time-out may strike now; one came while it could not
         self.namespace: dict[str, Any] = {"__name__": "__main__"}
-        if forced:
-            engine._GRADING_SEED = answer_text.seed_text(seed)
-        engine._OBSERVER = self._observe
+        engine.grade_as(answer_text.seed_text(seed) if forced else None, self._observe)
 
     def _send(self, **msg: Any) -> None:
         armed, self._armed = self._armed, False  # a time-out waits until the message is whole
@@ -268,7 +266,7 @@ class Grading:
 @dataclass
 class _Tally:
     """What a notebook's ``count`` code cells did, as the kernels that ran them tell it (see
-    :class:`llmcourse.exercises._kernel._Kernel`): the next cell to run (``first``), the cells that ran
+    :class:`llmcourse.exercises.kernel.Kernel`): the next cell to run (``first``), the cells that ran
     without error (``ok``: a new kernel runs them again after a crash, unheard), an error line per failed
     cell, and the last answer (with the variant it was checked on) per exercise, in the order first heard."""
 
@@ -343,7 +341,7 @@ class _Tally:
 async def _execute(path: Path, sources: list[str], tally: _Tally, job: dict) -> None:
     """Run the notebook's cells in a kernel, and in a new one after each crash or hang (running again the
     cells that had succeeded), until every cell is accounted for."""
-    from llmcourse.exercises import _kernel  # nbclient takes half a second to import
+    from llmcourse.exercises import kernel  # nbclient takes half a second to import
 
     kernels = 0
     while tally.first <= tally.count:
@@ -353,7 +351,7 @@ async def _execute(path: Path, sources: list[str], tally: _Tally, job: dict) -> 
         kernels += 1
         tally.current = None
         todo = [n for n in tally.ok if n < tally.first] + list(range(tally.first, tally.count + 1))
-        await _kernel.run(path, [(n, _runnable(sources[n - 1])) for n in todo], tally, job)
+        await kernel.run(path, [(n, _runnable(sources[n - 1])) for n in todo], tally, job)
 
 
 def _sync(coro: Any) -> Any:
@@ -388,9 +386,7 @@ def _score(
     notes: list[str] = []
     rows: list[tuple[str, engine.Result | None]] = []
     variants: list[str | None] = []
-    saved = engine._SESSION, engine._GRADING_SEED, engine._OBSERVER
-    engine._SESSION, engine._GRADING_SEED, engine._OBSERVER = engine._Session(), engine._UNSET, None
-    try:
+    with engine.own_session():
         for eid in ids:
             try:
                 engine.get(eid)
@@ -404,8 +400,6 @@ def _score(
             graded = seed_text if forced else s
             variants.append(graded)
             rows.append((eid, engine.check(eid, answer_text.from_portable(answer), seed=graded)))
-    finally:
-        engine._SESSION, engine._GRADING_SEED, engine._OBSERVER = saved
     return rows, variants, notes
 
 
@@ -440,7 +434,7 @@ def answer_key(which: str | None = None, seed: Any = None) -> list[tuple[str, pi
         found = engine.exercises(which)
     else:
         found = [engine.get(which)]
-    return [(ex.id, engine._expected(ex, ex.variant(seed))) for ex in found]
+    return [(ex.id, engine.expected_answer(ex, ex.variant(seed))) for ex in found]
 
 
 def _line(exercise_id: str, result: engine.Result | None) -> str:

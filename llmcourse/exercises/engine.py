@@ -36,7 +36,7 @@ import hashlib
 import html
 import math
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,9 +156,9 @@ class Exercise:
         first = dict(self.vary(rng))
         v = first
         try:
-            book = _expected(self, dict(self.default))
+            book = expected_answer(self, dict(self.default))
             for _ in range(_REDRAWS):
-                if not _passes(self, book, _expected(self, v)):
+                if not _passes(self, book, expected_answer(self, v)):
                     return v
                 v = dict(self.vary(rng))
         except Exception:  # pragma: no cover - an answer that cannot be computed is the checker's to report
@@ -195,7 +195,7 @@ def _close(ex: Exercise, got: float, exp: float) -> bool:
     return abs(got - exp) <= ex.tolerance * abs(exp)
 
 
-def _expected(ex: Exercise, variant: dict[str, Any]) -> pint.Quantity:
+def expected_answer(ex: Exercise, variant: dict[str, Any]) -> pint.Quantity:
     """The expected answer for these givens, in the exercise's unit (computed once per session, then
     remembered). The checker's and the teacher's, not the student's."""
     key = (ex.id, repr(sorted(variant.items())))
@@ -277,6 +277,29 @@ class _Session:
 
 
 _SESSION = _Session()
+
+
+def grade_as(seed: str | None, observer: Callable[[Any, Any, str | None], None]) -> None:
+    """In the process a grader runs a notebook in: every :func:`check` calls ``observer(exercise_id, answer,
+    seed)``, and with ``seed`` (the student id the teacher gave, as :func:`~llmcourse.exercises.answers.seed_text`
+    writes it) every variant is that student's, whatever the notebook's :func:`student` says."""
+    global _GRADING_SEED, _OBSERVER
+    if seed is not None:
+        _GRADING_SEED = seed
+    _OBSERVER = observer
+
+
+@contextlib.contextmanager
+def own_session() -> Iterator[None]:
+    """A session of its own while the block runs (no student, no answers, no grading seed, no observer), the one
+    before it after: the grader checks the answers it heard so, and nothing a notebook did counts."""
+    global _SESSION, _GRADING_SEED, _OBSERVER
+    saved = _SESSION, _GRADING_SEED, _OBSERVER
+    _SESSION, _GRADING_SEED, _OBSERVER = _Session(), _UNSET, None
+    try:
+        yield
+    finally:
+        _SESSION, _GRADING_SEED, _OBSERVER = saved
 
 
 def student(seed: Any = None) -> str:
@@ -398,7 +421,7 @@ def _check(exercise_id: Any, answer: Any, seed: Any) -> Result:
         return Result(ex.id, "blank", "Not answered yet.", expected_unit=unit_words)
     try:
         variant = ex.variant(s)
-        expected = _expected(ex, variant)
+        expected = expected_answer(ex, variant)
     except Exception as exc:  # pragma: no cover - an exercise definition bug, not the student's
         return Result(ex.id, "invalid", f"this variant could not be computed ({short_text(exc)}); tell the teacher.")
 

@@ -23,7 +23,7 @@ the derivations by ``make formulas-cache`` (``scripts/build_formulas_cache.py``)
 :attr:`Formula.numeric` read it when the expressions it was generated from are the ones defined now (a digest of
 them), and work it out again otherwise; ``tests/test_formulas_cache.py`` fails while it is stale.
 
-The expressions themselves are built in *sections* (``core._section``: a function holding a module's
+The expressions themselves are built in *sections* (``core.section``: a function holding a module's
 ``formula(...)`` calls, its symbols defined outside it). While the cache was generated from the source of
 the modules that define formulas as it stands (:data:`~llmcourse.formulas.core.DEFINING`), an import registers
 every formula from the cache's table (name, target, meaning, chapter, inputs; its numeric code) and runs the
@@ -33,8 +33,8 @@ written.
 
 Nor do they import SymPy (half the time of the import otherwise, and of the live book's start): ``sp`` here is
 SymPy imported on the first use of one of its names, a symbol's SymPy object (:attr:`Symbol.sym`) is made when
-first asked for, and a defining module's names that stand for symbols (``batch = _s(...)``; values made of them,
-``_later``, ``_symbols``) are taken out of its namespace by ``_defer(globals())``, its last line, until
+first asked for, and a defining module's names that stand for symbols (``batch = symbol(...)``; values made of them,
+``later``, ``symbols``) are taken out of its namespace by ``defer(globals())``, its last line, until
 something symbolic is first needed: the sections, or the name itself (``from llmcourse.formulas import batch``
 makes them then, through the module's ``__getattr__``). Everything symbolic gives the objects an eager import
 would have; the numeric paths (the formulas' calls, ``@checked``, :func:`si`) read only a symbol's name, unit and

@@ -31,26 +31,26 @@ from llmcourse.formulas import serving  # noqa: F401  (the symbols taken by name
 from llmcourse.formulas.core import (
     FORMULAS,
     SYMBOLS,
-    _defer,
-    _deferred_getattr,
-    _later,
-    _s,
-    _section,
-    _symbols,
+    defer,
+    deferred_getattr,
     derived,
     floor,
     formula,
+    later,
+    section,
     sp,
+    symbol,
+    symbols,
 )
 
 __all__: list[str] = []
-__getattr__ = _deferred_getattr(globals())  # the names the sections below define, made on first use
+__getattr__ = deferred_getattr(globals())  # the names the sections below define, made on first use
 
 CHAPTER = "09_fleet"
 
 # --- symbols --------------------------------------------------------------------------------------
-gpu_power = _s("gpu_power", r"P_{TDP}", "W", "rated power of one GPU (its TDP, the catalog's power)")
-idle_fraction = _s(
+gpu_power = symbol("gpu_power", r"P_{TDP}", "W", "rated power of one GPU (its TDP, the catalog's power)")
+idle_fraction = symbol(
     "gpu_idle_power_fraction",
     r"f_{idle}",
     "",
@@ -58,39 +58,39 @@ idle_fraction = _s(
     allow_zero=True,
     at_most=1,
 )
-load_fraction = _s(
+load_fraction = symbol(
     "gpu_load_power_fraction", r"f_{load}", "", "share of its rated power a GPU draws at full load", at_most=1
 )
-host_fraction = _s(
+host_fraction = symbol(
     "host_power_fraction",
     r"f_{host}",
     "",
     "the server's draw per GPU (CPUs, NICs, fans) as a share of the GPU's rated power",
     allow_zero=True,
 )
-pue = _s(
+pue = symbol(
     "pue", r"\mathrm{PUE}", "", "power usage effectiveness: site power over IT power (cooling, losses)", at_least=1
 )
-gpu_draw = _s("gpu_draw", r"P_{gpu}", "W", "average power one GPU draws at a utilisation")
-site_power = _s("site_power", r"P_{site}", "W", "site power per GPU: the GPU, its share of the server, times PUE")
-energy_per_token = _s("energy_per_token", r"E_{tok}", "J", "site energy per output token")
-token_efficiency = _s(
+gpu_draw = symbol("gpu_draw", r"P_{gpu}", "W", "average power one GPU draws at a utilisation")
+site_power = symbol("site_power", r"P_{site}", "W", "site power per GPU: the GPU, its share of the server, times PUE")
+energy_per_token = symbol("energy_per_token", r"E_{tok}", "J", "site energy per output token")
+token_efficiency = symbol(
     "token_efficiency", r"\eta_{tok}", "1/J", "output tokens per unit of site energy (tokens/s per watt)"
 )
-gpu_price = _s("gpu_price", r"C_{gpu}", "USD", "purchase price of one GPU")
-server_price = _s(
+gpu_price = symbol("gpu_price", r"C_{gpu}", "USD", "purchase price of one GPU")
+server_price = symbol(
     "server_price", r"C_{srv}", "USD", "the server's price per GPU (host, NICs, chassis share)", allow_zero=True
 )
-service_life = _s("service_life", r"t_{life}", "s", "time owned hardware is written off over (straight line)")
-electricity_price = _s("electricity_price", r"c_{e}", "USD/J", "price of electricity (given per kWh)")
-api_output_price = _s("api_output_price", r"p_{out}", "USD", "an API's list price of one output token")
-api_input_price = _s(
+service_life = symbol("service_life", r"t_{life}", "s", "time owned hardware is written off over (straight line)")
+electricity_price = symbol("electricity_price", r"c_{e}", "USD/J", "price of electricity (given per kWh)")
+api_output_price = symbol("api_output_price", r"p_{out}", "USD", "an API's list price of one output token")
+api_input_price = symbol(
     "api_input_price", r"p_{in}", "USD", "an API's list price of one input (prompt) token", allow_zero=True
 )
-power_budget = _s("power_budget", r"P_{max}", "W", "power a site can deliver")
-energy = _s("energy", r"E_{site}", "J", "site energy in the time billed")
+power_budget = symbol("power_budget", r"P_{max}", "W", "power a site can deliver")
+energy = symbol("energy", r"E_{site}", "J", "site energy in the time billed")
 
-_S = _later(
+_S = later(
     lambda: {
         n: SYMBOLS[n].sym
         for n in (
@@ -106,12 +106,12 @@ _S = _later(
         )
     }
 )
-U, N, X, p, p_api = _symbols("utilisation", "n_gpus", "throughput", "price", "api_price")
+U, N, X, p, p_api = symbols("utilisation", "n_gpus", "throughput", "price", "api_price")
 
 # --- power and energy -----------------------------------------------------------------------------
 
 
-@_section
+@section
 def _power() -> None:
     global _draw, _site, _energy_tok
     # The GPU idles at f_idle of its rated power and draws f_load of it at full load, in proportion to the
@@ -160,7 +160,7 @@ def _power() -> None:
 # --- owning --------------------------------------------------------------------------------------
 
 
-@_section
+@section
 def _owning() -> None:
     global _capital, _electricity, _own
     _capital = (gpu_price + server_price) / service_life
@@ -176,7 +176,7 @@ def _owning() -> None:
 # --- what an API charges per output token ----------------------------------------------------------
 
 
-@_section
+@section
 def _api_price() -> None:
     # An API bills a request's prompt tokens at p_in and its answer tokens at p_out; a self-hosted replica's cost is
     # per output token, so the API's price is put per output token too: the request's T_p prompt tokens are shared
@@ -193,7 +193,7 @@ def _api_price() -> None:
 # --- break-even utilisations: cost per token at U (fleet chapter) = the API's price per token, for U -----
 
 
-@_section
+@section
 def _break_even() -> None:
     global _per_token, _u_real, _solve_for_utilisation, _own_at_u, _owned_parts, _num, _den
     _per_token = FORMULAS["cost_at_utilisation"].expr.subs(SYMBOLS["cost_full"].sym, FORMULAS["cost_per_token"].expr)
@@ -237,4 +237,4 @@ def _break_even() -> None:
     )
 
 
-_defer(globals())  # the symbols above are made when SymPy is first needed
+defer(globals())  # the symbols above are made when SymPy is first needed

@@ -1,11 +1,11 @@
 """The framework of the course's formulas: symbols, formulas, their registry, and what keeps SymPy off the import.
 
-:class:`Symbol` (a named quantity with its unit and bounds, registered in :data:`SYMBOLS` by :func:`_s`),
+:class:`Symbol` (a named quantity with its unit and bounds, registered in :data:`SYMBOLS` by :func:`symbol`),
 :class:`Formula` (``target = expr`` over those symbols, registered in :data:`FORMULAS` by :func:`formula`; its
 numeric function is ``lambdify``'s code), :func:`checked`, :func:`check_value` and :func:`si` (arguments checked
 by the symbols they are named after), :func:`derived` and :func:`built` (what SymPy works out, read from
-:mod:`llmcourse.formulas.cache` while current), the sections (:func:`_section`) and the deferred symbols
-(:func:`_later`, :func:`_defer`) of the modules that define formulas, and :func:`dimension_of`. The design is
+:mod:`llmcourse.formulas.cache` while current), the sections (:func:`section`) and the deferred symbols
+(:func:`later`, :func:`defer`) of the modules that define formulas, and :func:`dimension_of`. The design is
 described in :mod:`llmcourse.formulas`, which imports this module and then the topic modules that define the
 formulas; this one imports none of them.
 """
@@ -89,7 +89,7 @@ __all__ = [
 USE_CACHE = os.environ.get("LLMCOURSE_FORMULAS_CACHE", "1") != "0"
 
 #: The modules (under ``llmcourse``) the formulas follow from: the package, whose imports set the order they are
-#: registered in, this framework, and the topic modules whose sections (:func:`_section`) define them. While their
+#: registered in, this framework, and the topic modules whose sections (:func:`section`) define them. While their
 #: source text and SymPy's version are the ones :mod:`llmcourse.formulas.cache` was generated from, the formulas are
 #: registered from its table.
 DEFINING = (
@@ -146,7 +146,7 @@ def _sources_digest() -> str | None:
 SOURCES = _sources_digest()
 #: Whether the formulas are registered from :mod:`llmcourse.formulas.cache`'s table (names, units, inputs, code)
 #: and their expressions made on first use: the import then does no SymPy arithmetic at all, and the symbols are made
-#: (SymPy imported) only when something symbolic is first asked for (:func:`_later`).
+#: (SymPy imported) only when something symbolic is first asked for (:func:`later`).
 _LAZY = USE_CACHE and SOURCES is not None and getattr(cache, "SOURCES", None) == SOURCES
 
 
@@ -176,7 +176,7 @@ _PENDING: list[Callable[[], None]] = []
 _FILLING = False
 
 
-def _s(
+def symbol(
     name: str,
     latex: str,
     unit: str,
@@ -188,19 +188,19 @@ def _s(
     bound_note: str = "",
 ) -> sp.Symbol:
     """Define and register a symbol; its SymPy symbol, or while the cache is current (:data:`_LAZY`) what stands
-    for it until SymPy is first needed (:func:`_later`)."""
+    for it until SymPy is first needed (:func:`later`)."""
     if _FILLING:  # a section's symbol would be missing from SYMBOLS until the section ran
         raise RuntimeError(f"symbol {name!r} is defined in a section: define it where the module's code runs")
     if latex in _LATEX:
         raise ValueError(f"symbol {latex!r} defined twice")
     _LATEX.add(latex)
     SYMBOLS[name] = Symbol(name, latex, unit, meaning, integer, allow_zero, at_most, at_least, bound_note)
-    return _symbols(name)[0]
+    return symbols(name)[0]
 
 
 class _Later:
     """What a name of a module that defines formulas stands for until SymPy is first needed: a value made of SymPy
-    symbols (a symbol, a table of them), made then by ``make`` (:func:`_later`)."""
+    symbols (a symbol, a table of them), made then by ``make`` (:func:`later`)."""
 
     __slots__ = ("make",)
 
@@ -208,7 +208,7 @@ class _Later:
         self.make = make
 
     def __repr__(self) -> str:
-        return "<made on SymPy's first use: the module's name is bound by _make_symbols>"
+        return "<made on SymPy's first use: the module's name is bound by make_symbols>"
 
 
 #: The names of the defining modules that stand for values made of symbols, taken out of their namespaces until
@@ -216,31 +216,31 @@ class _Later:
 _UNMADE: list[tuple[dict[str, Any], str, Callable[[], Any]]] = []
 
 
-def _later(make: Callable[[], Any]) -> Any:
-    """A module-level value of a defining module made of SymPy symbols (``_S = _later(lambda: {...})``): ``make()``
+def later(make: Callable[[], Any]) -> Any:
+    """A module-level value of a defining module made of SymPy symbols (``_S = later(lambda: {...})``): ``make()``
     now, or, while the cache is current (:data:`_LAZY`), made when SymPy is first needed. The module ends with
-    ``_defer(globals())``, which takes such names out of its namespace; its ``__getattr__``
-    (:func:`_deferred_getattr`) then makes them on first use, so that ``from llmcourse.formulas import batch`` gives
-    the symbol itself, and the sections run with every name bound (:func:`_make_symbols`)."""
+    ``defer(globals())``, which takes such names out of its namespace; its ``__getattr__``
+    (:func:`deferred_getattr`) then makes them on first use, so that ``from llmcourse.formulas import batch`` gives
+    the symbol itself, and the sections run with every name bound (:func:`make_symbols`)."""
     return _Later(make) if _LAZY else make()
 
 
-def _symbols(*names: str) -> tuple[Any, ...]:
-    """The SymPy symbols of ``names`` (of :data:`SYMBOLS`), as :func:`_later` gives them: for a module's names."""
-    return tuple(_later(lambda n=n: SYMBOLS[n].sym) for n in names)
+def symbols(*names: str) -> tuple[Any, ...]:
+    """The SymPy symbols of ``names`` (of :data:`SYMBOLS`), as :func:`later` gives them: for a module's names."""
+    return tuple(later(lambda n=n: SYMBOLS[n].sym) for n in names)
 
 
-def _defer(namespace: dict[str, Any]) -> None:
+def defer(namespace: dict[str, Any]) -> None:
     """The last line of a module that defines formulas: its names that stand for values made of symbols
-    (:func:`_later`) leave its namespace until SymPy is first needed (:func:`_make_symbols`)."""
+    (:func:`later`) leave its namespace until SymPy is first needed (:func:`make_symbols`)."""
     for name, value in list(namespace.items()):
         if isinstance(value, _Later):
             del namespace[name]
             _UNMADE.append((namespace, name, value.make))
 
 
-def _make_symbols() -> None:
-    """Make every deferred value (:func:`_later`: SymPy is imported) and bind it to its name in its module."""
+def make_symbols() -> None:
+    """Make every deferred value (:func:`later`: SymPy is imported) and bind it to its name in its module."""
     while _UNMADE:
         namespace, name, make = _UNMADE[0]
         namespace[name] = make()
@@ -277,7 +277,7 @@ class Formula:
     @property
     def expr(self) -> sp.Expr:
         """The right-hand side: made by its module's section the first time it is asked for, if the formula was
-        registered from the cache's table (:func:`_section`)."""
+        registered from the cache's table (:func:`section`)."""
         if self._expr is None:
             _fill()
             if self._expr is None:  # pragma: no cover - the table names a formula no section defines
@@ -776,7 +776,7 @@ FORMULAS = _Table()
 
 def formula(name: str, target: str, expr: sp.Expr, meaning: str, chapter: str) -> Formula:
     """Define and register a formula (the topic modules call it; any module may add its own). While the deferred
-    sections run (:func:`_section`), the formula registered from the cache's table gets its expression (checked to
+    sections run (:func:`section`), the formula registered from the cache's table gets its expression (checked to
     be the one the table was made from: the same target, meaning, chapter and inputs)."""
     if _FILLING:
         f = FORMULAS._f.get(name)
@@ -789,9 +789,9 @@ def formula(name: str, target: str, expr: sp.Expr, meaning: str, chapter: str) -
     return FORMULAS.add(Formula(name, target, expr, meaning, chapter))
 
 
-def _section(define: Callable[[], None]) -> Callable[[], None]:
+def section(define: Callable[[], None]) -> Callable[[], None]:
     """A module's code that builds formulas' expressions with SymPy (``formula(...)`` calls and what they share,
-    never a symbol: symbols are defined where the module's code runs, with :func:`_s`): run now, or, while the
+    never a symbol: symbols are defined where the module's code runs, with :func:`symbol`): run now, or, while the
     cache's table is current (:data:`_LAZY`), the first time an expression is asked for, every deferred section
     then in the order they were defined (:func:`_fill`)."""
     if _LAZY:
@@ -807,10 +807,10 @@ def _fill() -> None:
     global _FILLING
     if _FILLING:
         raise RuntimeError("a formula's expression was asked for before the section that defines it ran")
-    _make_symbols()
+    make_symbols()
     for define in _PENDING:
         if any(isinstance(v, _Later) for v in define.__globals__.values()):
-            raise RuntimeError(f"module {define.__module__} must end with `_defer(globals())`")
+            raise RuntimeError(f"module {define.__module__} must end with `defer(globals())`")
     _FILLING = True
     try:
         while _PENDING:
@@ -820,15 +820,15 @@ def _fill() -> None:
         _FILLING = False
 
 
-def _deferred_getattr(namespace: dict[str, Any]) -> Callable[[str], Any]:
-    """A module's ``__getattr__`` (PEP 562) for its symbols not made yet (:func:`_later`: makes them) and the names its
+def deferred_getattr(namespace: dict[str, Any]) -> Callable[[str], Any]:
+    """A module's ``__getattr__`` (PEP 562) for its symbols not made yet (:func:`later`: makes them) and the names its
     deferred sections define (runs them first); a name neither deferred nor named by a section of the module is
     missing at once (IPython's probes of a module run nothing)."""
     module = namespace["__name__"]
 
     def __getattr__(name: str) -> Any:
-        if any(ns is namespace and n == name for ns, n, _ in _UNMADE):  # a symbol (:func:`_later`)
-            _make_symbols()
+        if any(ns is namespace and n == name for ns, n, _ in _UNMADE):  # a symbol (:func:`later`)
+            make_symbols()
             return namespace[name]
         if any(d.__module__ == module and name in d.__code__.co_names for d in _PENDING):
             _fill()

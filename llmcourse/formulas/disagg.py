@@ -42,31 +42,33 @@ Examples
 from __future__ import annotations
 
 from llmcourse.formulas import parallel, serving  # noqa: F401  (the symbols taken by name below, defined there first)
-from llmcourse.formulas.core import FORMULAS, _defer, _deferred_getattr, _s, _section, _symbols, built, formula, sp
+from llmcourse.formulas.core import FORMULAS, built, defer, deferred_getattr, formula, section, sp, symbol, symbols
 
 __all__: list[str] = []
-__getattr__ = _deferred_getattr(globals())  # the names the sections below define, made on first use
+__getattr__ = deferred_getattr(globals())  # the names the sections below define, made on first use
 
 CHAPTER = "10b_disaggregation"
-request_rate, prefill_time, request_overhead = _symbols("request_rate", "prefill_time", "request_overhead")
-kv_per_sequence, link_bandwidth, link_efficiency = _symbols("kv_per_sequence", "link_bandwidth", "link_efficiency")
-collective_base, link_latency = _symbols("collective_base", "link_latency")
-replicas, batch, answer_tokens, step_time = _symbols("replicas", "batch", "answer_tokens", "step_time")
-message_bytes = _symbols("message_bytes")[0]
+request_rate, prefill_time, request_overhead = symbols("request_rate", "prefill_time", "request_overhead")
+kv_per_sequence, link_bandwidth, link_efficiency = symbols("kv_per_sequence", "link_bandwidth", "link_efficiency")
+collective_base, link_latency = symbols("collective_base", "link_latency")
+replicas, batch, answer_tokens, step_time = symbols("replicas", "batch", "answer_tokens", "step_time")
+message_bytes = symbols("message_bytes")[0]
 
 # --- symbols --------------------------------------------------------------------------------------
-kv_lanes = _s(
+kv_lanes = symbol(
     "kv_lanes",
     r"n_{lane}",
     "",
     "links that carry one prompt's KV between the pools at once (one per GPU of the smaller replica)",
     integer=True,
 )
-kv_handoff = _s("kv_handoff", r"t_{kv}", "s", "time to hand one prompt's KV cache from the prefill to the decode pool")
-prefill_servers = _s(
+kv_handoff = symbol(
+    "kv_handoff", r"t_{kv}", "s", "time to hand one prompt's KV cache from the prefill to the decode pool"
+)
+prefill_servers = symbol(
     "prefill_servers", r"c_{pre}", "", "prompts the prefill pool prefills at once (its replicas)", integer=True
 )
-prefill_utilisation = _s(
+prefill_utilisation = symbol(
     "prefill_utilisation",
     r"\rho_{pre}",
     "",
@@ -74,14 +76,14 @@ prefill_utilisation = _s(
     at_most=1,
     bound_note=" (at or above 1 the queue grows without end)",
 )
-queue_wait = _s("prefill_queue_wait", r"W_{q,pre}", "s", "mean wait for a free prefill replica", allow_zero=True)
-disagg_ttft = _s("disagg_ttft", r"t_{first,dis}", "s", "time to first token of a disaggregated deployment")
-pool_rate = _s("pool_rate", r"\mu_{pool}", "1/s", "requests per second a pool completes at full load")
+queue_wait = symbol("prefill_queue_wait", r"W_{q,pre}", "s", "mean wait for a free prefill replica", allow_zero=True)
+disagg_ttft = symbol("disagg_ttft", r"t_{first,dis}", "s", "time to first token of a disaggregated deployment")
+pool_rate = symbol("pool_rate", r"\mu_{pool}", "1/s", "requests per second a pool completes at full load")
 
 # --- the hand-off ---------------------------------------------------------------------------------
 
 
-@_section
+@section
 def _handoff() -> None:
     global _send, _message_bytes
     _send, _message_bytes = FORMULAS["send_time"].expr, message_bytes
@@ -100,10 +102,10 @@ def _handoff() -> None:
 # A benchmark's closed loop of n clients with equal prompt and answer lengths starts them together, so they
 # finish together and their next prompts arrive together: waves of n prompts, c at a time. With w = n / c
 # waves the k-th waits (k - 1) prefills; the mean over the waves is (w - 1) / 2 prefills.
-burst_prompts = _s("burst_prompts", r"n_{wave}", "", "prompts that arrive together (a wave)", integer=True)
+burst_prompts = symbol("burst_prompts", r"n_{wave}", "", "prompts that arrive together (a wave)", integer=True)
 
 
-@_section
+@section
 def _prefill_queue() -> None:
     global _rho, _c
     _rho, _c = prefill_utilisation, prefill_servers
@@ -142,7 +144,7 @@ def _prefill_queue() -> None:
 # --- what each pool completes ---------------------------------------------------------------------
 
 
-@_section
+@section
 def _pools() -> None:
     formula(
         "prefill_pool_rate",
@@ -160,4 +162,4 @@ def _pools() -> None:
     )
 
 
-_defer(globals())  # the symbols above are made when SymPy is first needed
+defer(globals())  # the symbols above are made when SymPy is first needed

@@ -39,48 +39,54 @@ Examples
 from __future__ import annotations
 
 from llmcourse.formulas import serving  # noqa: F401  (the symbols taken by name below are defined there first)
-from llmcourse.formulas.core import _defer, _deferred_getattr, _s, _section, _symbols, formula
+from llmcourse.formulas.core import defer, deferred_getattr, formula, section, symbol, symbols
 
 __all__: list[str] = []
-__getattr__ = _deferred_getattr(globals())  # the names the sections below define, made on first use
+__getattr__ = deferred_getattr(globals())  # the names the sections below define, made on first use
 
 CHAPTER = "08c_many_gpus"
-n_gpus, layers, batch = _symbols("n_gpus", "layers", "batch")
-experts_per_token, step_time, step_overhead = _symbols("experts_per_token", "step_time", "step_overhead")
-allreduce_latency, bytes_read, prefill_time = _symbols("allreduce_latency", "bytes_read", "prefill_time")
-kv_per_sequence, flops_per_token, weights = _symbols("kv_per_sequence", "flops_per_token", "weights")
+n_gpus, layers, batch = symbols("n_gpus", "layers", "batch")
+experts_per_token, step_time, step_overhead = symbols("experts_per_token", "step_time", "step_overhead")
+allreduce_latency, bytes_read, prefill_time = symbols("allreduce_latency", "bytes_read", "prefill_time")
+kv_per_sequence, flops_per_token, weights = symbols("kv_per_sequence", "flops_per_token", "weights")
 
 # --- symbols --------------------------------------------------------------------------------------
-hidden = _s("hidden", r"d_{model}", "", "hidden size of the model (values per token per layer)", integer=True)
-activation_bytes = _s("activation_bytes", r"b_{act}", "B", "bytes per activation value sent between GPUs")
-step_tokens = _s("step_tokens", r"n_{tok}", "", "tokens a step sends between GPUs (the batch at decode)")
-message_bytes = _s("message_bytes", r"S_{msg}", "B", "bytes of one collective's message, per GPU")
-link_bandwidth = _s("link_bandwidth", r"B_{link}", "B/s", "link bandwidth per GPU and direction")
-link_efficiency = _s(
+hidden = symbol("hidden", r"d_{model}", "", "hidden size of the model (values per token per layer)", integer=True)
+activation_bytes = symbol("activation_bytes", r"b_{act}", "B", "bytes per activation value sent between GPUs")
+step_tokens = symbol("step_tokens", r"n_{tok}", "", "tokens a step sends between GPUs (the batch at decode)")
+message_bytes = symbol("message_bytes", r"S_{msg}", "B", "bytes of one collective's message, per GPU")
+link_bandwidth = symbol("link_bandwidth", r"B_{link}", "B/s", "link bandwidth per GPU and direction")
+link_efficiency = symbol(
     "link_efficiency", r"\eta_{link}", "", "share of the link bandwidth a collective reaches", at_most=1
 )
-link_latency = _s("link_latency", r"\alpha_{link}", "s", "latency of one step of a ring collective", allow_zero=True)
-collective_base = _s("collective_base", r"t_{0}", "s", "fixed cost of one collective", allow_zero=True)
-alltoall_latency = _s("alltoall_latency", r"t_{a2a}", "s", "time of one expert-parallel all-to-all")
-moe_layers = _s("moe_layers", r"L_{moe}", "", "layers whose MLP is a mixture of experts", integer=True)
-stages = _s("stages", r"N_{pp}", "", "pipeline stages", integer=True)
-micro_batches = _s("micro_batches", r"m_{pp}", "", "micro-batches in flight through a pipeline", integer=True)
-bubble = _s("bubble", r"\beta_{pp}", "", "share of a pipeline's time its stages idle", allow_zero=True)
-send_time = _s("send_time", r"t_{send}", "s", "time to send activations from one stage to the next", allow_zero=True)
-data_parallel = _s(
+link_latency = symbol(
+    "link_latency", r"\alpha_{link}", "s", "latency of one step of a ring collective", allow_zero=True
+)
+collective_base = symbol("collective_base", r"t_{0}", "s", "fixed cost of one collective", allow_zero=True)
+alltoall_latency = symbol("alltoall_latency", r"t_{a2a}", "s", "time of one expert-parallel all-to-all")
+moe_layers = symbol("moe_layers", r"L_{moe}", "", "layers whose MLP is a mixture of experts", integer=True)
+stages = symbol("stages", r"N_{pp}", "", "pipeline stages", integer=True)
+micro_batches = symbol("micro_batches", r"m_{pp}", "", "micro-batches in flight through a pipeline", integer=True)
+bubble = symbol("bubble", r"\beta_{pp}", "", "share of a pipeline's time its stages idle", allow_zero=True)
+send_time = symbol(
+    "send_time", r"t_{send}", "s", "time to send activations from one stage to the next", allow_zero=True
+)
+data_parallel = symbol(
     "data_parallel",
     r"N_{dp}",
     "",
     "attention data-parallel groups (each its own sequences and attention)",
     integer=True,
 )
-expert_bytes_read = _s("expert_bytes_read", r"B_{exp}", "B", "expert weight bytes a decode step reads", allow_zero=True)
-expert_weights = _s("expert_weights", r"W_{exp}", "B", "bytes of the experts' weights", allow_zero=True)
+expert_bytes_read = symbol(
+    "expert_bytes_read", r"B_{exp}", "B", "expert weight bytes a decode step reads", allow_zero=True
+)
+expert_weights = symbol("expert_weights", r"W_{exp}", "B", "bytes of the experts' weights", allow_zero=True)
 
 # --- collectives (alpha-beta) ---------------------------------------------------------------------
 
 
-@_section
+@section
 def _collectives() -> None:
     global _ring_steps
     _ring_steps = 2 * (n_gpus - 1)
@@ -135,7 +141,7 @@ def _collectives() -> None:
 # --- pipeline parallelism -------------------------------------------------------------------------
 
 
-@_section
+@section
 def _pipeline() -> None:
     formula(
         "pipeline_bubble",
@@ -170,7 +176,7 @@ def _pipeline() -> None:
 # --- attention data parallelism -------------------------------------------------------------------
 
 
-@_section
+@section
 def _data_parallel() -> None:
     formula(
         "dp_bytes_read",
@@ -202,4 +208,4 @@ def _data_parallel() -> None:
     )
 
 
-_defer(globals())  # the symbols above are made when SymPy is first needed
+defer(globals())  # the symbols above are made when SymPy is first needed

@@ -4,7 +4,7 @@ Tokens and traffic (01), weights (02), the KV cache (03, 04), the decode step (0
 experts (07), the roofline and the crossover batch (05, 08), fleets, cost and sizing (09), the single-server
 queue (10) and the engine's cycle (12): the symbols every other topic module takes by name (``batch``,
 ``step_time``, ...; defined here first, as :mod:`llmcourse.formulas` imports this module first) and the
-sections that define their formulas. The framework (:func:`formula`, :func:`_s`, :func:`_section`) is
+sections that define their formulas. The framework (:func:`formula`, :func:`symbol`, :func:`section`) is
 :mod:`llmcourse.formulas.core`'s.
 
 Examples
@@ -20,54 +20,54 @@ from __future__ import annotations
 from llmcourse.formulas.core import (
     Max,
     Min,
-    _defer,
-    _deferred_getattr,
-    _s,
-    _section,
     built,
     ceiling,
+    defer,
+    deferred_getattr,
     derived,
     floor,
     formula,
+    section,
     sp,
+    symbol,
 )
 
 __all__: list[str] = []
-__getattr__ = _deferred_getattr(globals())  # the symbols and the names the sections below define, made on first use
+__getattr__ = deferred_getattr(globals())  # the symbols and the names the sections below define, made on first use
 
 # --- traffic --------------------------------------------------------------------------
-daily_rate = _s("daily_rate", r"\lambda_{day}", "1/s", "average request rate over a day")
-peak_factor = _s("peak_factor", r"f_{peak}", "", "peak-hour rate over the daily average")
-request_rate = _s("request_rate", r"\lambda", "1/s", "request arrival rate")
+daily_rate = symbol("daily_rate", r"\lambda_{day}", "1/s", "average request rate over a day")
+peak_factor = symbol("peak_factor", r"f_{peak}", "", "peak-hour rate over the daily average")
+request_rate = symbol("request_rate", r"\lambda", "1/s", "request arrival rate")
 _TOKEN = " (a token)"  # token counts given to an estimate: less than one token is no sequence at all
-tokens_per_request = _s(
+tokens_per_request = symbol(
     "tokens_per_request", r"T", "", "tokens per request (prompt or answer)", at_least=1, bound_note=_TOKEN
 )
-characters = _s("characters", r"C", "", "characters of text")
-chars_per_token = _s("chars_per_token", r"c_{tok}", "", "characters per token (about 4 in English)")
-token_rate = _s("token_rate", r"\lambda_{tok}", "1/s", "tokens per second")
+characters = symbol("characters", r"C", "", "characters of text")
+chars_per_token = symbol("chars_per_token", r"c_{tok}", "", "characters per token (about 4 in English)")
+token_rate = symbol("token_rate", r"\lambda_{tok}", "1/s", "tokens per second")
 # --- model shape ------------------------------------------------------------------------
-params = _s("params", "P", "", "parameters (total)")
-active_params = _s("active_params", r"P_{act}", "", "parameters used per token")
-expert_params = _s("expert_params", r"P_{exp}", "", "parameters in routed experts", allow_zero=True)
-layers = _s("layers", "L", "", "transformer layers", integer=True)
-heads = _s("heads", "H", "", "query heads", integer=True)
-kv_heads = _s("kv_heads", r"H_{kv}", "", "key/value heads", integer=True)
-head_dim = _s("head_dim", r"d_{head}", "", "dimension of one head", integer=True)
-kv_lora_rank = _s("kv_lora_rank", r"r_{kv}", "", "MLA latent width (kv_lora_rank)", integer=True)
-rope_dim = _s("rope_dim", r"d_{rope}", "", "MLA rotary key width (qk_rope_head_dim)", integer=True)
-experts = _s("experts", "E", "", "routed experts per layer", integer=True)
-experts_per_token = _s("experts_per_token", "k", "", "experts each token picks", integer=True)
+params = symbol("params", "P", "", "parameters (total)")
+active_params = symbol("active_params", r"P_{act}", "", "parameters used per token")
+expert_params = symbol("expert_params", r"P_{exp}", "", "parameters in routed experts", allow_zero=True)
+layers = symbol("layers", "L", "", "transformer layers", integer=True)
+heads = symbol("heads", "H", "", "query heads", integer=True)
+kv_heads = symbol("kv_heads", r"H_{kv}", "", "key/value heads", integer=True)
+head_dim = symbol("head_dim", r"d_{head}", "", "dimension of one head", integer=True)
+kv_lora_rank = symbol("kv_lora_rank", r"r_{kv}", "", "MLA latent width (kv_lora_rank)", integer=True)
+rope_dim = symbol("rope_dim", r"d_{rope}", "", "MLA rotary key width (qk_rope_head_dim)", integer=True)
+experts = symbol("experts", "E", "", "routed experts per layer", integer=True)
+experts_per_token = symbol("experts_per_token", "k", "", "experts each token picks", integer=True)
 # --- precision and memory ---------------------------------------------------------------
-weight_bytes_per_param = _s("weight_bytes_per_param", r"b_{w}", "B", "bytes per weight")
-kv_bytes = _s("kv_bytes", r"b_{kv}", "B", "bytes per cached value")
-weights = _s("weights", "W", "B", "weight bytes")
-kv_per_token = _s("kv_per_token", r"\kappa", "B", "KV cache bytes per token")
-context = _s("context", r"T_{ctx}", "", "tokens in a sequence's context", at_least=1, bound_note=_TOKEN)
-kv_per_sequence = _s("kv_per_sequence", r"K_{seq}", "B", "KV cache bytes per sequence")
+weight_bytes_per_param = symbol("weight_bytes_per_param", r"b_{w}", "B", "bytes per weight")
+kv_bytes = symbol("kv_bytes", r"b_{kv}", "B", "bytes per cached value")
+weights = symbol("weights", "W", "B", "weight bytes")
+kv_per_token = symbol("kv_per_token", r"\kappa", "B", "KV cache bytes per token")
+context = symbol("context", r"T_{ctx}", "", "tokens in a sequence's context", at_least=1, bound_note=_TOKEN)
+kv_per_sequence = symbol("kv_per_sequence", r"K_{seq}", "B", "KV cache bytes per sequence")
 #: The most GPUs one copy of a model may be split over: the largest domain in the link catalog (an InfiniBand
 #: fabric of 1,024 GPUs, llmcourse/data/links.csv); a larger tensor-parallel degree is no deployment.
-n_gpus = _s(
+n_gpus = symbol(
     "n_gpus",
     "N",
     "",
@@ -76,48 +76,50 @@ n_gpus = _s(
     at_most=1024,
     bound_note=" GPUs (the largest domain in the link catalog: a 1,024-GPU InfiniBand fabric)",
 )
-gpu_memory = _s("gpu_memory", r"M_{gpu}", "B", "memory of one GPU")
-usable_fraction = _s("usable_fraction", "u", "", "fraction of memory the server may use", at_most=1)
-usable_memory = _s("usable_memory", "M", "B", "usable memory of the replica")
-batch = _s("batch", "B", "", "sequences decoded together", integer=True)
+gpu_memory = symbol("gpu_memory", r"M_{gpu}", "B", "memory of one GPU")
+usable_fraction = symbol("usable_fraction", "u", "", "fraction of memory the server may use", at_most=1)
+usable_memory = symbol("usable_memory", "M", "B", "usable memory of the replica")
+batch = symbol("batch", "B", "", "sequences decoded together", integer=True)
 # --- speed --------------------------------------------------------------------------------
-bandwidth = _s("bandwidth", r"\beta", "B/s", "memory bandwidth of one GPU")
-peak_flops = _s("peak_flops", r"F", "FLOP/s", "peak dense FLOP/s of one GPU")
-bandwidth_efficiency = _s("bandwidth_efficiency", r"\eta_{\beta}", "", "fraction of peak bandwidth reached", at_most=1)
-compute_efficiency = _s("compute_efficiency", r"\eta_{F}", "", "fraction of peak FLOP/s reached", at_most=1)
-bytes_read = _s("bytes_read", r"W_{read}", "B", "weight bytes read per decode step")
-flops_per_token = _s("flops_per_token", r"F_{tok}", "FLOP", "FLOPs per sequence per decode step")
-flops_per_param = _s("flops_per_param", r"c_{F}", "FLOP", "FLOPs per parameter per token (2: multiply and add)")
-step_time = _s("step_time", r"t_{step}", "s", "time of one decode step")
-prompt_tokens = _s("prompt_tokens", r"T_{p}", "", "prompt tokens", at_least=1, bound_note=_TOKEN)
-answer_tokens = _s("answer_tokens", r"T_{a}", "", "answer (output) tokens", at_least=1, bound_note=_TOKEN)
-prompts = _s("prompts", r"B_{p}", "", "prompts prefilled together", integer=True)
-prefill_flops = _s("prefill_flops", r"F_{pre}", "FLOP", "FLOPs to prefill one prompt")
-prefill_time = _s("prefill_time", r"t_{pre}", "s", "time to prefill")
+bandwidth = symbol("bandwidth", r"\beta", "B/s", "memory bandwidth of one GPU")
+peak_flops = symbol("peak_flops", r"F", "FLOP/s", "peak dense FLOP/s of one GPU")
+bandwidth_efficiency = symbol(
+    "bandwidth_efficiency", r"\eta_{\beta}", "", "fraction of peak bandwidth reached", at_most=1
+)
+compute_efficiency = symbol("compute_efficiency", r"\eta_{F}", "", "fraction of peak FLOP/s reached", at_most=1)
+bytes_read = symbol("bytes_read", r"W_{read}", "B", "weight bytes read per decode step")
+flops_per_token = symbol("flops_per_token", r"F_{tok}", "FLOP", "FLOPs per sequence per decode step")
+flops_per_param = symbol("flops_per_param", r"c_{F}", "FLOP", "FLOPs per parameter per token (2: multiply and add)")
+step_time = symbol("step_time", r"t_{step}", "s", "time of one decode step")
+prompt_tokens = symbol("prompt_tokens", r"T_{p}", "", "prompt tokens", at_least=1, bound_note=_TOKEN)
+answer_tokens = symbol("answer_tokens", r"T_{a}", "", "answer (output) tokens", at_least=1, bound_note=_TOKEN)
+prompts = symbol("prompts", r"B_{p}", "", "prompts prefilled together", integer=True)
+prefill_flops = symbol("prefill_flops", r"F_{pre}", "FLOP", "FLOPs to prefill one prompt")
+prefill_time = symbol("prefill_time", r"t_{pre}", "s", "time to prefill")
 # --- fleets and money ---------------------------------------------------------------------
-throughput = _s("throughput", "X", "1/s", "output tokens per second")
-demand = _s("demand", "D", "1/s", "output tokens per second demanded")
-headroom = _s("headroom", "h", "", "capacity multiplier kept for bursts and prefill")
-headroom_fraction = _s(
+throughput = symbol("throughput", "X", "1/s", "output tokens per second")
+demand = symbol("demand", "D", "1/s", "output tokens per second demanded")
+headroom = symbol("headroom", "h", "", "capacity multiplier kept for bursts and prefill")
+headroom_fraction = symbol(
     "headroom_fraction", r"h_{f}", "", "fraction of throughput kept back as headroom", allow_zero=True
 )
-replicas = _s("replicas", "R", "", "replicas", integer=True)
-price = _s("price", "p", "USD/s", "price of one GPU per unit time (given per hour)")
-hours = _s("hours", r"t_{bill}", "s", "time billed")
-utilisation = _s("utilisation", "U", "", "average utilisation of the fleet")
-time_in_system = _s("time_in_system", r"t_{sys}", "s", "time a request spends in the system")
-in_flight = _s("in_flight", r"N_{flight}", "", "requests in flight")
-rps_per_gpu = _s("rps_per_gpu", r"r_{gpu}", "1/s", "requests per second one GPU completes")
-gpus = _s("gpus", "G", "", "GPUs in the fleet", integer=True)
-cost = _s("cost", r"C_{USD}", "USD", "cost in dollars")
-fraction_touched = _s("fraction_touched", r"\phi", "", "fraction of experts a step touches")
-compute_rate = _s("compute_rate", r"\Phi", "FLOP/s", "FLOP/s demanded")
+replicas = symbol("replicas", "R", "", "replicas", integer=True)
+price = symbol("price", "p", "USD/s", "price of one GPU per unit time (given per hour)")
+hours = symbol("hours", r"t_{bill}", "s", "time billed")
+utilisation = symbol("utilisation", "U", "", "average utilisation of the fleet")
+time_in_system = symbol("time_in_system", r"t_{sys}", "s", "time a request spends in the system")
+in_flight = symbol("in_flight", r"N_{flight}", "", "requests in flight")
+rps_per_gpu = symbol("rps_per_gpu", r"r_{gpu}", "1/s", "requests per second one GPU completes")
+gpus = symbol("gpus", "G", "", "GPUs in the fleet", integer=True)
+cost = symbol("cost", r"C_{USD}", "USD", "cost in dollars")
+fraction_touched = symbol("fraction_touched", r"\phi", "", "fraction of experts a step touches")
+compute_rate = symbol("compute_rate", r"\Phi", "FLOP/s", "FLOP/s demanded")
 
 
 # --- Tokens ---------------------------------------------------------------------------------
 
 
-@_section
+@section
 def _tokens() -> None:
     formula("peak_request_rate", "request_rate", daily_rate * peak_factor, "peak request rate", "01_tokens")
     formula(
@@ -138,7 +140,7 @@ def _tokens() -> None:
 # --- Weights ----------------------------------------------------------------------------------
 
 
-@_section
+@section
 def _weights() -> None:
     formula("weight_bytes", "weights", params * weight_bytes_per_param, "bytes of weights", "02_weights")
     formula(
@@ -158,11 +160,11 @@ def _weights() -> None:
 
 
 # --- KV cache -----------------------------------------------------------------------------------
-kv_copies = _s("kv_copies", r"c_{kv}", "", "copies of each KV head a tensor-parallel replica keeps")
-block_tokens = _s("block_tokens", r"b_{blk}", "", "tokens per block of a paged KV cache", integer=True)
+kv_copies = symbol("kv_copies", r"c_{kv}", "", "copies of each KV head a tensor-parallel replica keeps")
+block_tokens = symbol("block_tokens", r"b_{blk}", "", "tokens per block of a paged KV cache", integer=True)
 
 
-@_section
+@section
 def _kv_cache() -> None:
     formula(
         "kv_bytes_per_token",
@@ -207,21 +209,23 @@ def _kv_cache() -> None:
 # --- Decode ---------------------------------------------------------------------------------------
 # The same step as the kernels an engine runs, each the slower of its own bytes and FLOPs, added:
 # the weight matmuls (weights read, matmul FLOPs) then attention (KV read, attention FLOPs).
-attention_flops_per_token = _s(
+attention_flops_per_token = symbol(
     "attention_flops_per_token",
     r"F_{attn}",
     "FLOP",
     "attention FLOPs per sequence per decode step (0 if not counted)",
     allow_zero=True,
 )
-step_overhead = _s(
+step_overhead = symbol(
     "step_overhead", r"t_{over}", "s", "fixed time per decode step (launches, scheduling)", allow_zero=True
 )
-time_per_token = _s("time_per_token", r"\tau_{tok}", "s", "time between two of a user's output tokens")
-allreduce_latency = _s("allreduce_latency", r"t_{ar}", "s", "time of one tensor-parallel all-reduce", allow_zero=True)
+time_per_token = symbol("time_per_token", r"\tau_{tok}", "s", "time between two of a user's output tokens")
+allreduce_latency = symbol(
+    "allreduce_latency", r"t_{ar}", "s", "time of one tensor-parallel all-reduce", allow_zero=True
+)
 
 
-@_section
+@section
 def _decode() -> None:
     global _t_mem, _t_comp, _eff_bw, _eff_f
     _t_mem = (bytes_read + batch * kv_per_sequence) / (n_gpus * bandwidth * bandwidth_efficiency)
@@ -280,17 +284,17 @@ def _decode() -> None:
 
 
 # --- Prefill ---------------------------------------------------------------------------------------
-request_overhead = _s(
+request_overhead = symbol(
     "request_overhead",
     r"t_{req}",
     "s",
     "fixed time a request spends besides its prefill before its first token",
     allow_zero=True,
 )
-first_token_time = _s("first_token_time", r"t_{first}", "s", "time to first token with no queue")
+first_token_time = symbol("first_token_time", r"t_{first}", "s", "time to first token with no queue")
 
 
-@_section
+@section
 def _prefill() -> None:
     global _pre_comp, _pre_mem
     formula(
@@ -346,7 +350,7 @@ def _prefill() -> None:
 # --- Mixture of experts ---------------------------------------------------------------------------
 
 
-@_section
+@section
 def _moe() -> None:
     global _phi
     _phi = built("moe_fraction_touched", lambda: 1 - (1 - experts_per_token / experts) ** batch)
@@ -369,7 +373,7 @@ def _moe() -> None:
 # --- Fleets and cost ------------------------------------------------------------------------------
 
 
-@_section
+@section
 def _fleet() -> None:
     formula("littles_law", "in_flight", request_rate * time_in_system, "Little's law", "09_fleet")
     formula(
@@ -401,13 +405,13 @@ def _fleet() -> None:
 
 
 # --- Roofline (05_decode, 08_batching) -----------------------------------------------------------
-flops_done = _s("flops_done", r"F_{op}", "FLOP", "FLOPs a step or kernel does")
-bytes_moved = _s("bytes_moved", r"Q_{mem}", "B", "bytes a step or kernel moves to or from memory")
-intensity = _s("intensity", "I", "FLOP/B", "arithmetic intensity: FLOPs per byte moved")
-attainable_flops = _s("attainable_flops", r"F_{att}", "FLOP/s", "FLOP/s attainable at an intensity (roofline)")
+flops_done = symbol("flops_done", r"F_{op}", "FLOP", "FLOPs a step or kernel does")
+bytes_moved = symbol("bytes_moved", r"Q_{mem}", "B", "bytes a step or kernel moves to or from memory")
+intensity = symbol("intensity", "I", "FLOP/B", "arithmetic intensity: FLOPs per byte moved")
+attainable_flops = symbol("attainable_flops", r"F_{att}", "FLOP/s", "FLOP/s attainable at an intensity (roofline)")
 
 
-@_section
+@section
 def _roofline() -> None:
     global _b_real, _crossover_parts, _num, _den
     formula("arithmetic_intensity", "intensity", flops_done / bytes_moved, "FLOPs per byte moved", "05_decode")
@@ -448,13 +452,13 @@ def _roofline() -> None:
 
 
 # --- Validation (12_validation) ------------------------------------------------------------------
-prefill_share = _s("prefill_share", r"s_{pre}", "", "share of a batch's cycle spent in prefill")
-kv_free_fraction = _s(
+prefill_share = symbol("prefill_share", r"s_{pre}", "", "share of a batch's cycle spent in prefill")
+kv_free_fraction = symbol(
     "kv_free_fraction", r"f_{free}", "", "share of the memory the weights leave that an engine gives the KV cache"
 )
 
 
-@_section
+@section
 def _validation() -> None:
     formula(
         "cycle_throughput",
@@ -480,18 +484,20 @@ def _validation() -> None:
 
 
 # --- Sizing the fleet (09_fleet) -----------------------------------------------------------------
-cost_full = _s("cost_full", r"C_{full}", "USD", "cost of a unit of work at full utilisation")
-tokens_served = _s("tokens_served", r"N_{tok}", "", "output tokens served in the time billed")
-api_price = _s("api_price", r"p_{api}", "USD", "price of one output token bought from an API")
-storage_rate = _s("storage_rate", r"\beta_{load}", "B/s", "rate at which a new replica reads its weights in")
-load_time = _s("load_time", r"t_{load}", "s", "time to load a replica's weights")
+cost_full = symbol("cost_full", r"C_{full}", "USD", "cost of a unit of work at full utilisation")
+tokens_served = symbol("tokens_served", r"N_{tok}", "", "output tokens served in the time billed")
+api_price = symbol("api_price", r"p_{api}", "USD", "price of one output token bought from an API")
+storage_rate = symbol("storage_rate", r"\beta_{load}", "B/s", "rate at which a new replica reads its weights in")
+load_time = symbol("load_time", r"t_{load}", "s", "time to load a replica's weights")
 # Build or buy with a fixed cost: the fleet size at which G GPUs (plus people) cost what an API charges
 # for the tokens those G GPUs would serve, solved for G.
-fixed_cost = _s("fixed_cost", r"C_{fix}", "USD", "fixed cost of running a fleet in the time billed (people, on-call)")
-gpu_throughput = _s("gpu_throughput", r"X_{gpu}", "1/s", "output tokens per second one GPU delivers at full load")
+fixed_cost = symbol(
+    "fixed_cost", r"C_{fix}", "USD", "fixed cost of running a fleet in the time billed (people, on-call)"
+)
+gpu_throughput = symbol("gpu_throughput", r"X_{gpu}", "1/s", "output tokens per second one GPU delivers at full load")
 
 
-@_section
+@section
 def _sizing() -> None:
     global _g_real, _own_fleet, _api_bill, _break_even_root
     formula(
@@ -546,7 +552,7 @@ def _sizing() -> None:
 # --- Queueing (10_queueing): the single-server queue M/M/1, Poisson arrivals, exponential service ------
 
 
-@_section
+@section
 def _queueing() -> None:
     global _lam, _mu, _t
     # The chapter's scale of the wait (1 / (1 - rho)) and the closed-form exercises use these.
@@ -568,4 +574,4 @@ def _queueing() -> None:
     )
 
 
-_defer(globals())  # the symbols above are made when SymPy is first needed
+defer(globals())  # the symbols above are made when SymPy is first needed

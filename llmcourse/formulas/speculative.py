@@ -33,24 +33,24 @@ from llmcourse.formulas import serving  # noqa: F401  (the symbols taken by name
 from llmcourse.formulas.core import (
     FORMULAS,
     SYMBOLS,
-    _defer,
-    _deferred_getattr,
-    _make_symbols,
-    _s,
-    _section,
-    _symbols,
+    defer,
+    deferred_getattr,
     derived,
     formula,
+    make_symbols,
+    section,
     sp,
+    symbol,
+    symbols,
 )
 
 __all__ = ["EXPECTED_TOKENS_SUM", "best_draft_tokens_expression"]
-__getattr__ = _deferred_getattr(globals())  # the names the sections below define, made on first use
+__getattr__ = deferred_getattr(globals())  # the names the sections below define, made on first use
 
 CHAPTER = "08b_speculative"
 
 # --- symbols --------------------------------------------------------------------------------------
-acceptance = _s(
+acceptance = symbol(
     "acceptance",
     r"\alpha",
     "",
@@ -58,23 +58,29 @@ acceptance = _s(
     allow_zero=True,
     at_most=1,
 )
-draft_tokens = _s("draft_tokens", r"k_{d}", "", "tokens the draft proposes per verification step", integer=True)
-expected_tokens = _s("expected_tokens", r"\tau", "", "expected tokens per verification step (the acceptance length)")
-verify_time = _s(
+draft_tokens = symbol("draft_tokens", r"k_{d}", "", "tokens the draft proposes per verification step", integer=True)
+expected_tokens = symbol(
+    "expected_tokens", r"\tau", "", "expected tokens per verification step (the acceptance length)"
+)
+verify_time = symbol(
     "verify_time", r"t_{ver}", "s", "time of a verification step: the target over k_d + 1 positions per sequence"
 )
-draft_step_time = _s(
+draft_step_time = symbol(
     "draft_step_time", r"t_{draft}", "s", "time of one draft step (zero for an n-gram lookup)", allow_zero=True
 )
-cycle_time = _s("cycle_time", r"t_{cyc}", "s", "time of one speculative cycle: k_d draft steps, then a verification")
-token_time = _s("token_time", r"t_{tok}", "s", "time per output token of a sequence, with speculation")
-speedup = _s("speedup", "S", "", "speed-up over plain decode at the same batch (per user and per GPU)")
-draft_cost = _s("draft_cost", r"r_{d}", "", "a draft step's time over the target's decode step time", allow_zero=True)
-draft_bytes_read = _s("draft_bytes_read", r"W_{draft}", "B", "weight bytes one draft step reads", allow_zero=True)
-draft_kv_per_sequence = _s(
+cycle_time = symbol(
+    "cycle_time", r"t_{cyc}", "s", "time of one speculative cycle: k_d draft steps, then a verification"
+)
+token_time = symbol("token_time", r"t_{tok}", "s", "time per output token of a sequence, with speculation")
+speedup = symbol("speedup", "S", "", "speed-up over plain decode at the same batch (per user and per GPU)")
+draft_cost = symbol(
+    "draft_cost", r"r_{d}", "", "a draft step's time over the target's decode step time", allow_zero=True
+)
+draft_bytes_read = symbol("draft_bytes_read", r"W_{draft}", "B", "weight bytes one draft step reads", allow_zero=True)
+draft_kv_per_sequence = symbol(
     "draft_kv_per_sequence", r"K_{draft}", "B", "draft KV cache bytes per sequence", allow_zero=True
 )
-draft_overhead = _s(
+draft_overhead = symbol(
     "draft_overhead",
     r"t_{over,d}",
     "s",
@@ -82,12 +88,12 @@ draft_overhead = _s(
     allow_zero=True,
 )
 
-step_time, batch, bytes_read, kv_per_sequence = _symbols("step_time", "batch", "bytes_read", "kv_per_sequence")
+step_time, batch, bytes_read, kv_per_sequence = symbols("step_time", "batch", "bytes_read", "kv_per_sequence")
 
 # --- expected tokens per verification step: the geometric sum, worked out by SymPy -----------------
 
 
-@_section
+@section
 def _expected() -> None:
     global _i, EXPECTED_TOKENS_SUM, _general, _tau
     # Position i of the draft (i = 1..k_d) is reached only if the i - 1 before it were accepted; the
@@ -116,7 +122,7 @@ def _expected() -> None:
 # --- time and speed -----------------------------------------------------------------------------------
 
 
-@_section
+@section
 def _speed() -> None:
     global _cycle, _speedup, _speedup_mb
     _cycle = verify_time + draft_tokens * draft_step_time
@@ -162,7 +168,7 @@ def _speed() -> None:
 # --- the crossover batch: beyond it speculation costs throughput ------------------------------------
 
 
-@_section
+@section
 def _crossover() -> None:
     global _t_mem, _t_comp, _t_over, _with_over, _stepped, _b_real, _verify_compute, _draft_memory, _plain_memory
     global _saved, _spent, _flops_side, _bytes_side, _crossover_parts, _num, _den
@@ -247,7 +253,7 @@ def best_draft_tokens_expression() -> sp.Expr:
     >>> round(float(k.subs({a: 0.8, r: 0.05})), 2)
     7.86
     """
-    _make_symbols()  # this module's symbols (acceptance, draft_tokens), if SymPy was not needed before
+    make_symbols()  # this module's symbols (acceptance, draft_tokens), if SymPy was not needed before
     k_real = sp.Symbol("k_real", positive=True)
     x = sp.Symbol("x", positive=True)  # x = alpha^(k + 1)
     s = FORMULAS["speculative_speedup_memory_bound"].expr.subs(draft_tokens, k_real)  # the sections run first
@@ -260,4 +266,4 @@ def best_draft_tokens_expression() -> sp.Expr:
     return sp.simplify(sp.expand_log(sp.log(lower), force=True) / sp.log(acceptance) - 1)
 
 
-_defer(globals())  # the symbols above are made when SymPy is first needed
+defer(globals())  # the symbols above are made when SymPy is first needed

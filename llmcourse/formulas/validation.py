@@ -17,17 +17,21 @@ Examples
 from __future__ import annotations
 
 from llmcourse.formulas import serving  # noqa: F401  (the symbols taken by name below are defined there first)
-from llmcourse.formulas.core import _defer, _deferred_getattr, _s, _section, _symbols, built, formula, sp
+from llmcourse.formulas.core import built, defer, deferred_getattr, formula, section, sp, symbol, symbols
 
 __all__: list[str] = []
-__getattr__ = _deferred_getattr(globals())  # the names the section below defines, made on first use
+__getattr__ = deferred_getattr(globals())  # the names the section below defines, made on first use
 
 CHAPTER = "12_validation"
 
-_conc = _s("concurrency", r"n_{c}", "", "requests in flight in a closed loop (a benchmark's concurrency)", integer=True)
-_wait = _s("prefill_wait", r"W_{pre}", "s", "time a new request waits behind the prefills ahead of it", allow_zero=True)
-_ttft = _s("ttft", r"t_{ttft}", "s", "time to first token")
-_share = _s(
+_conc = symbol(
+    "concurrency", r"n_{c}", "", "requests in flight in a closed loop (a benchmark's concurrency)", integer=True
+)
+_wait = symbol(
+    "prefill_wait", r"W_{pre}", "s", "time a new request waits behind the prefills ahead of it", allow_zero=True
+)
+_ttft = symbol("ttft", r"t_{ttft}", "s", "time to first token")
+_share = symbol(
     "wave_share",
     r"s_{w}",
     "",
@@ -35,13 +39,13 @@ _share = _s(
     allow_zero=True,
     at_most=1,
 )
-_wave = _s(
+_wave = symbol(
     "wave_wait", r"W_{wave}", "s", "time a new request waits behind the prefills of its own wave", allow_zero=True
 )
-_tp, _ts, _ta, _tau = _symbols("prefill_time", "step_time", "answer_tokens", "time_per_token")
+_tp, _ts, _ta, _tau = symbols("prefill_time", "step_time", "answer_tokens", "time_per_token")
 
 
-@_section
+@section
 def _closed_loop() -> None:
     global _cycle, _ahead
     #: A client's cycle without the wait: its prefill, half a decode step (the step under way when it
@@ -98,4 +102,4 @@ def _closed_loop() -> None:
     )
 
 
-_defer(globals())  # the symbols above are made when SymPy is first needed
+defer(globals())  # the symbols above are made when SymPy is first needed

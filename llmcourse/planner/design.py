@@ -439,7 +439,7 @@ def _plan_of(brief: Brief, price: pint.Quantity, got: _Planned, sizing: Percenti
 
 
 @checked
-def _lever_plan(
+def lever_plan(
     model: Model | str,
     gpu: GPU | str,
     brief: Brief,
@@ -477,7 +477,7 @@ def _lever_plan(
 
 
 class _LeverFigures(NamedTuple):
-    """The fields of a :class:`Plan` a lever ranking reads (see :func:`_lever_plan`)."""
+    """The fields of a :class:`Plan` a lever ranking reads (see :func:`lever_plan`)."""
 
     fits: bool
     reason: str

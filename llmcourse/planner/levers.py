@@ -1,7 +1,7 @@
 """Rank the levers of a design by re-running the design planner with each one switched on.
 
 Defined in the capstone chapter *Design review* (``book/11_design_review.md``). Every number comes
-from :func:`llmcourse.planner.design.plan` (a lever's plan by plan()'s own path, ``llmcourse.planner.design._lever_plan``, which stops
+from :func:`llmcourse.planner.design.plan` (a lever's plan by plan()'s own path, ``llmcourse.planner.design.lever_plan``, which stops
 at the fields a ranking reads: the same numbers, without the replica plan() also returns); the levers are:
 
 * **GQA with 8 KV heads**: the model with ``kv_heads=8`` (``Model.with_``); nothing changes for a
@@ -40,7 +40,7 @@ import pint
 
 from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
-from llmcourse.planner.design import Brief, Plan, _lever_plan, plan
+from llmcourse.planner.design import Brief, Plan, lever_plan, plan
 from llmcourse.replica.base import gpu_of, model_of
 from llmcourse.units import fmt, plain_number
 
@@ -111,7 +111,7 @@ def prefix_cached_plan(model: Model | str, gpu: GPU | str, brief: Brief, hit_rat
 
 
 def _prefix_cached(planner: Any, model: Any, gpu: Any, brief: Brief, hit_rate: float, plan_kwargs: dict) -> Any:
-    """:func:`prefix_cached_plan` through ``planner`` (:func:`plan`, or the lever ranking's ``_lever_plan``)."""
+    """:func:`prefix_cached_plan` through ``planner`` (:func:`plan`, or the lever ranking's ``lever_plan``)."""
     h = _hit_rate(hit_rate)
     return planner(model, gpu, _brief(brief), cached_prompt_tokens=h * brief.prompt_tokens, **plan_kwargs)
 
@@ -131,7 +131,7 @@ def _brief(brief: Any) -> Brief:
 
 def _lever(name: str, base: Plan, p: Any, note: str, applies: bool = True) -> Lever:
     """The lever ``name`` from the baseline plan and the lever's (a :class:`Plan`, or the figures of one that
-    ``_lever_plan`` gives: the same fields)."""
+    ``lever_plan`` gives: the same fields)."""
     if not p.fits:
         return Lever(name, applies, False, None, None, False, None, None, None, p.reason)
     saved = None if not base.fits else base.gpus - p.gpus
@@ -194,7 +194,7 @@ def rank_levers_against(
             _lever(
                 LEVER_NAMES[0],
                 base,
-                _lever_plan(m.with_(kv_heads=8), g, brief, **plan_kwargs),
+                lever_plan(m.with_(kv_heads=8), g, brief, **plan_kwargs),
                 f"{m.kv_heads} -> 8 KV heads: KV per request / {m.kv_heads // 8}",
             )
         )
@@ -202,7 +202,7 @@ def rank_levers_against(
         _lever(
             LEVER_NAMES[1],
             base,
-            _lever_plan(m, g, brief, **{**plan_kwargs, "kv_bytes": "int8"}),
+            lever_plan(m, g, brief, **{**plan_kwargs, "kv_bytes": "int8"}),
             "1 byte per cached value",
         )
     )
@@ -210,7 +210,7 @@ def rank_levers_against(
         _lever(
             LEVER_NAMES[2],
             base,
-            _lever_plan(m, g, brief, **{**plan_kwargs, "weight_bytes": "int4"}),
+            lever_plan(m, g, brief, **{**plan_kwargs, "weight_bytes": "int4"}),
             "half a byte per weight",
         )
     )
@@ -221,7 +221,7 @@ def rank_levers_against(
         _lever(
             LEVER_NAMES[3],
             base,
-            _lever_plan(m, g, short, **plan_kwargs),
+            lever_plan(m, g, short, **plan_kwargs),
             f"prompt cut to {cf:.0%} ({short.prompt_tokens:,.0f} tokens)",
         )
     )
@@ -229,7 +229,7 @@ def rank_levers_against(
         _lever(
             LEVER_NAMES[4],
             base,
-            _prefix_cached(_lever_plan, m, g, brief, hit_rate, plan_kwargs),
+            _prefix_cached(lever_plan, m, g, brief, hit_rate, plan_kwargs),
             f"{hit_rate:.0%} of prompt tokens cached: less prefill, same KV held",
         )
     )

@@ -16,7 +16,7 @@ from llmcourse.units import BYTE, FLOP, GB, GFLOP, MS, TFLOP, S, as_quantity, pl
 B = "B"  # bytes
 
 
-def _replaced(a: Assumptions, **changes: Any) -> Assumptions:
+def replaced(a: Assumptions, **changes: Any) -> Assumptions:
     """``a.replace(**changes)``, which returns ``a`` itself when every change is None (an override left out), without
     its checks of the field names in that case (the callers here pass their own, known, fields)."""
     for v in changes.values():
@@ -25,14 +25,14 @@ def _replaced(a: Assumptions, **changes: Any) -> Assumptions:
     return a
 
 
-def _once(make: Callable[[], Any]) -> Callable[[], Any]:
+def once(make: Callable[[], Any]) -> Callable[[], Any]:
     """``functools.cache(make)`` for a function of no arguments (its value worked out at the first call, kept;
     an error not kept), without building functools' wrapper (a few microseconds each, three per replica).
 
     Examples
     --------
     >>> calls = []
-    >>> get = _once(lambda: calls.append(1) or len(calls))
+    >>> get = once(lambda: calls.append(1) or len(calls))
     >>> get(), get(), calls
     (1, 1, [1])
     """
@@ -61,7 +61,7 @@ def gpu_of(gpu: GPU | str) -> GPU:
     return gpus[gpu]
 
 
-def _bytes(value: Any, name: str) -> pint.Quantity:
+def bytes_of(value: Any, name: str) -> pint.Quantity:
     """Bytes per value from a precision name, a plain number of bytes, or a byte quantity."""
     if isinstance(value, pint.Quantity):
         q = as_quantity(value, B, name)
@@ -74,19 +74,21 @@ def _bytes(value: Any, name: str) -> pint.Quantity:
 
 
 # --- the internal path: plain floats in the symbols' units (B, FLOP, s), the formulas by value -----------
-_S_MS = ureg._get_conversion_factor(S._units, MS._units)  # pint's factors, as its conversions use them
+S_TO_MS = ureg._get_conversion_factor(S._units, MS._units)  # pint's factors, as its conversions use them
 
 
-_MS_S = ureg._get_conversion_factor(MS._units, S._units)
+MS_TO_S = ureg._get_conversion_factor(MS._units, S._units)
 
 
-_B_GB = ureg._get_conversion_factor(BYTE._units, GB._units)  # in_unit(x, BYTE, GB) is quantity(x * _B_GB, GB)
+BYTES_TO_GB = ureg._get_conversion_factor(
+    BYTE._units, GB._units
+)  # in_unit(x, BYTE, GB) is quantity(x * BYTES_TO_GB, GB)
 
 
-_FLOP_GFLOP = ureg._get_conversion_factor(FLOP._units, GFLOP._units)
+FLOP_TO_GFLOP = ureg._get_conversion_factor(FLOP._units, GFLOP._units)
 
 
-_FLOP_TFLOP = ureg._get_conversion_factor(FLOP._units, TFLOP._units)
+FLOP_TO_TFLOP = ureg._get_conversion_factor(FLOP._units, TFLOP._units)
 
 
 def check_positions(m: Model, tokens: float, name: str) -> None:

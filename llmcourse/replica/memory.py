@@ -14,7 +14,7 @@ from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
-from llmcourse.replica.base import B, _bytes, gpu_of, model_of
+from llmcourse.replica.base import B, bytes_of, gpu_of, model_of
 from llmcourse.replica.deployment import Deployment
 from llmcourse.replica.parallel import Layout, layout
 from llmcourse.units import (
@@ -28,7 +28,7 @@ from llmcourse.units import (
 )
 
 
-def _max_batch_si(usable: float, weights: float, kv_per_sequence: float) -> int:
+def max_batch_si(usable: float, weights: float, kv_per_sequence: float) -> int:
     """:func:`max_batch` on plain floats in bytes: the sequences whose KV cache fits beside the weights in the usable
     memory, 0 when the weights alone take it all."""
     if weights >= usable:
@@ -108,25 +108,25 @@ def largest_within(value: Callable[[int], float], target: float, top: int) -> in
 _BYTES_SI: dict[tuple[type, Any], float] = {}  # bytes per value of a precision name or a number
 
 
-def _bytes_si(value: Any, name: str) -> float:
-    """:func:`_bytes` as a plain float of bytes (a precision name's, or a plain number's, looked up once)."""
+def bytes_si(value: Any, name: str) -> float:
+    """:func:`bytes_of` as a plain float of bytes (a precision name's, or a plain number's, looked up once)."""
     t = type(value)
     if t is str or t is int or t is float:
         key = (t, value)
         got = _BYTES_SI.get(key)
         if got is None:
-            got = si(_bytes(value, name), "kv_bytes")  # an unknown name or a bad number raises, with ``name``
+            got = si(bytes_of(value, name), "kv_bytes")  # an unknown name or a bad number raises, with ``name``
             _BYTES_SI[key] = got
         return got
-    return si(_bytes(value, name), "kv_bytes")
+    return si(bytes_of(value, name), "kv_bytes")
 
 
-def _weights_si(m: Model, weight_bytes: Any) -> float:
+def weights_si(m: Model, weight_bytes: Any) -> float:
     """:func:`weight_bytes` in bytes, as a plain float."""
-    return F["weight_bytes"].value(params=m.params, weight_bytes_per_param=_bytes_si(weight_bytes, "bytes_per_param"))
+    return F["weight_bytes"].value(params=m.params, weight_bytes_per_param=bytes_si(weight_bytes, "bytes_per_param"))
 
 
-def _weights_read_si(m: Model, batch: float, wpp: float) -> float:
+def weights_read_si(m: Model, batch: float, wpp: float) -> float:
     """:func:`weights_read_per_step` in bytes, as a plain float, for ``wpp`` bytes per weight."""
     if not m.is_moe:
         return F["weight_bytes"].value(params=m.params, weight_bytes_per_param=wpp)
@@ -142,7 +142,7 @@ def _weights_read_si(m: Model, batch: float, wpp: float) -> float:
 
 def _kv_token_si(m: Model, kv_bytes: Any) -> float:
     """:func:`kv_bytes_per_token` in bytes, as a plain float."""
-    b = _bytes_si(kv_bytes, "kv_bytes")
+    b = bytes_si(kv_bytes, "kv_bytes")
     if m.attention == "MLA":
         q = F["kv_bytes_per_token_mla"].value(
             layers=m.layers, kv_lora_rank=m.kv_lora_rank, rope_dim=m.qk_rope_head_dim, kv_bytes=b
@@ -152,13 +152,13 @@ def _kv_token_si(m: Model, kv_bytes: Any) -> float:
     return round(q, 6)
 
 
-def _kv_sequence_si(m: Model, context: float, kv_bytes: Any) -> float:
+def kv_sequence_si(m: Model, context: float, kv_bytes: Any) -> float:
     """:func:`kv_bytes_per_sequence` in bytes, as a plain float."""
     ctx = _cached_tokens(m, context)
     return F["kv_bytes_per_sequence"].value(kv_per_token=_kv_token_si(m, kv_bytes), context=ctx)
 
 
-def _usable_si(g: GPU, n: float, a: Assumptions, weights: float) -> float:
+def usable_si(g: GPU, n: float, a: Assumptions, weights: float) -> float:
     """:func:`usable_memory` in bytes, as a plain float, for checked inputs and ``weights`` bytes."""
     mem = si(g.memory if a.memory_unit == "GB" else quantity(to(g.memory, GB).m, GIB), "gpu_memory")
     if a.memory_rule == "total":
@@ -170,7 +170,7 @@ def _usable_si(g: GPU, n: float, a: Assumptions, weights: float) -> float:
     return F["usable_memory"].value(n_gpus=n, gpu_memory=mem, usable_fraction=min(float(share), 1.0))
 
 
-def _kv_copies(m: Model, n: float, a: Assumptions) -> float:
+def kv_copies_si(m: Model, n: float, a: Assumptions) -> float:
     """:func:`kv_copies` for a checked model, GPU count and assumptions."""
     if not a.kv_replication:
         return 1.0
@@ -178,7 +178,7 @@ def _kv_copies(m: Model, n: float, a: Assumptions) -> float:
     return float(F["kv_replication"].value(n_gpus=n, kv_heads=heads))
 
 
-def _fitted_layout(d: Deployment, assumptions: Any) -> Layout:
+def fitted_layout(d: Deployment, assumptions: Any) -> Layout:
     """The layout of a step's GPUs (``d.tensor_parallel`` per group, given as ``n_gpus``, and the other degrees,
     checked by :func:`llmcourse.replica.parallel.layout`), refused if the weights do not fit in all of them."""
     m, g = d.model, d.gpu
@@ -200,7 +200,7 @@ def check_weights_fit(m: Model, g: GPU, weight_bytes: Any, gpus_: float, name: s
     ...
     llmcourse.errors.InputError: Llama-3.1-70B's weights (141 GB) do not fit in the 80.0 GB of one H100 SXM: give n_gpus=2 (the GPUs whose usable memory holds them), store fewer bytes per weight (weight_bytes='fp8' or 'int4'), or pick a GPU with more memory.
     """
-    if _weights_si(m, weight_bytes) > gpus_ * si(g.memory, "gpu_memory"):
+    if weights_si(m, weight_bytes) > gpus_ * si(g.memory, "gpu_memory"):
         w, total = _weights(m, weight_bytes), gpus_ * g.memory
         need = gpus_for_weights(m, g, weight_bytes, assumptions)
         where = f"one {g.name}" if gpus_ == 1 else f"{gpus_:g} x {g.name}"
@@ -224,7 +224,7 @@ def weight_bytes(model: Model | str, bytes_per_param: Any = 2) -> pint.Quantity:
     <Quantity(72.7, 'gigabyte')>
     """
     m = model_of(model)
-    return F["weight_bytes"](params=m.params, weight_bytes_per_param=_bytes(bytes_per_param, "bytes_per_param"))
+    return F["weight_bytes"](params=m.params, weight_bytes_per_param=bytes_of(bytes_per_param, "bytes_per_param"))
 
 
 _weights = weight_bytes  # the function, for bodies whose ``weight_bytes`` parameter shadows its name
@@ -244,7 +244,7 @@ def kv_bytes_per_token(model: Model | str, kv_bytes: Any = 2) -> pint.Quantity:
     <Quantity(70272.0, 'byte')>
     """
     m = model_of(model)
-    b = _bytes(kv_bytes, "kv_bytes")
+    b = bytes_of(kv_bytes, "kv_bytes")
     if m.attention == "MLA":
         q = F["kv_bytes_per_token_mla"](
             layers=m.layers, kv_lora_rank=m.kv_lora_rank, rope_dim=m.qk_rope_head_dim, kv_bytes=b

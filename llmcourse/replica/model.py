@@ -17,21 +17,31 @@ from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, check_value, checked
-from llmcourse.replica.base import _B_GB, _MS_S, _S_MS, _once, check_positions, gpu_of, model_of, own_quantity, price_of
+from llmcourse.replica.base import (
+    BYTES_TO_GB,
+    MS_TO_S,
+    S_TO_MS,
+    check_positions,
+    gpu_of,
+    model_of,
+    once,
+    own_quantity,
+    price_of,
+)
 from llmcourse.replica.deployment import Deployment, Workload
 from llmcourse.replica.memory import (
-    _bytes_si,
-    _kv_copies,
-    _kv_sequence_si,
-    _max_batch_si,
-    _usable_si,
-    _weights_si,
+    bytes_si,
     check_weights_fit,
     gpus_for_weights,
+    kv_copies_si,
+    kv_sequence_si,
+    max_batch_si,
+    usable_si,
+    weights_si,
 )
 from llmcourse.replica.parallel import Layout, layout
-from llmcourse.replica.prefilling import Prefill, _prefiller
-from llmcourse.replica.setups import _keep, _kept, _key
+from llmcourse.replica.prefilling import Prefill, prefiller
+from llmcourse.replica.setups import keep_set_up, kept_set_up, set_up_key
 from llmcourse.replica.speculative import (
     Speculation,
     SpeculativeStep,
@@ -39,7 +49,7 @@ from llmcourse.replica.speculative import (
     speculative_cycle,
     speculative_memory,
 )
-from llmcourse.replica.step import DecodeStep, _decoder, matmul_precision
+from llmcourse.replica.step import DecodeStep, decoder, matmul_precision
 from llmcourse.units import (
     BYTE,
     GB,
@@ -403,7 +413,7 @@ class ReplicaSetup(_Shared):
         self._final, self._prompt, self._answer = final, p, ans
         # plain floats in bytes from here (the formulas by value); the units are attached to what is returned
         w, mem, kv_seq = self._w, self._mem, self._kv_seq = _memory_si(d, lay, a, final)
-        self.max_batch = top = _max_batch_si(mem, w, kv_seq)
+        self.max_batch = top = max_batch_si(mem, w, kv_seq)
         price = None
         if price_per_hour is not None or g.price_per_hour is not None:
             price = price_of(g, price_per_hour)
@@ -411,8 +421,8 @@ class ReplicaSetup(_Shared):
         #: by :func:`_owned`).
         self.base = MappingProxyType(dict(
             model=m.name, gpu=g.name, tensor_parallel=lay.tensor_parallel, assumptions=a,
-            weights=quantity(w * _B_GB, GB._units), usable_memory=quantity(mem * _B_GB, GB._units),
-            kv_per_sequence=quantity(kv_seq * _B_GB, GB._units), max_batch=top, context_tokens=final,
+            weights=quantity(w * BYTES_TO_GB, GB._units), usable_memory=quantity(mem * BYTES_TO_GB, GB._units),
+            kv_per_sequence=quantity(kv_seq * BYTES_TO_GB, GB._units), max_batch=top, context_tokens=final,
             matmul=matmul_precision(d.weight_bytes, g, a), spec=m, prompt_tokens=p, answer_tokens=ans,
             price_per_hour=price, layout=lay,
         ))  # fmt: skip
@@ -434,9 +444,9 @@ class ReplicaSetup(_Shared):
         cp = self.base["matmul"]
         # the decode step of this layout as a function of the batch, and the prefill of its prompts as a function
         # of their number, each set up once (at its first use); one prompt's prefill does not depend on the batch
-        self._decoder = _once(lambda: _decoder(d, lay, a, self._kv_ctx, cp))
-        self._prefiller = _once(lambda: _prefiller(d, lay, a, p, cached, cp))
-        self._first_ms = _once(lambda: _S_MS * self._prefiller()(1, True))  # one prompt's Prefill.time in ms
+        self._decoder = once(lambda: decoder(d, lay, a, self._kv_ctx, cp))
+        self._prefiller = once(lambda: prefiller(d, lay, a, p, cached, cp))
+        self._first_ms = once(lambda: S_TO_MS * self._prefiller()(1, True))  # one prompt's Prefill.time in ms
         # a batch's step, prefill and time per token in ms, as tpot_ms found them (kept with the set-up: a search
         # against another target, or the same one again, asks mostly the same batches)
         self._probed: dict[int, tuple[float, float | None, float]] = {}
@@ -504,16 +514,16 @@ class ReplicaSetup(_Shared):
         if self.unfit is not None:
             self.at(batch)._need_step()  # raises: no step
         a, p = self.assumptions, self._prompt
-        step_ms = _S_MS * self._decoder()(batch, True)
+        step_ms = S_TO_MS * self._decoder()(batch, True)
         if not (a.prefill_interference and p is not None):
             self._probed[batch] = (step_ms, None, step_ms)
             return step_ms
-        pre_ms = self._first_ms() if batch == 1 else _S_MS * self._prefiller()(batch, True)
+        pre_ms = self._first_ms() if batch == 1 else S_TO_MS * self._prefiller()(batch, True)
         tpot = F["interleaved_tpot"].value(
-            step_time=step_ms * _MS_S, prefill_time=pre_ms * _MS_S, batch=batch, answer_tokens=self._answer
+            step_time=step_ms * MS_TO_S, prefill_time=pre_ms * MS_TO_S, batch=batch, answer_tokens=self._answer
         )
-        self._probed[batch] = (step_ms, pre_ms, tpot * _S_MS)
-        return tpot * _S_MS
+        self._probed[batch] = (step_ms, pre_ms, tpot * S_TO_MS)
+        return tpot * S_TO_MS
 
     def figures(self, batch: int) -> tuple[float, float, float]:
         """``at(batch)``'s ``ttft`` and ``tpot`` in milliseconds and ``requests_per_second`` in 1/s, as plain
@@ -525,16 +535,18 @@ class ReplicaSetup(_Shared):
             raise InputError(_NO_PROMPT)
         a, ans = self.assumptions, self._answer
         first = self._first_ms()  # Prefill.time of one prompt, in ms
-        ttft = F["first_token_time"].value(request_overhead=a.request_overhead_ms * _MS_S, prefill_time=first * _MS_S)
+        ttft = F["first_token_time"].value(
+            request_overhead=a.request_overhead_ms * MS_TO_S, prefill_time=first * MS_TO_S
+        )
         step_ms, pre_ms, _ = self._probed.get(batch) or (None, None, None)  # the search's own figures of this batch
         if step_ms is None:
-            step_ms = _S_MS * self._decoder()(batch, True)  # DecodeStep.step_time, in ms
+            step_ms = S_TO_MS * self._decoder()(batch, True)  # DecodeStep.step_time, in ms
         if pre_ms is None:
-            pre_ms = first if batch == 1 else _S_MS * self._prefiller()(batch, True)  # Prefill.time, in ms
-        step_s, pre_s = step_ms * _MS_S, _MS_S * pre_ms
+            pre_ms = first if batch == 1 else S_TO_MS * self._prefiller()(batch, True)  # Prefill.time, in ms
+        step_s, pre_s = step_ms * MS_TO_S, MS_TO_S * pre_ms
         tpot_ms = step_ms
         if a.prefill_interference:  # the batch's prefill between a user's steps
-            tpot_ms = _S_MS * F["interleaved_tpot"].value(
+            tpot_ms = S_TO_MS * F["interleaved_tpot"].value(
                 step_time=step_s, prefill_time=pre_s, batch=batch, answer_tokens=ans
             )
         if a.count_prefill:
@@ -543,21 +555,21 @@ class ReplicaSetup(_Shared):
             )
         else:
             throughput = F["throughput"].value(batch=batch, step_time=step_s)
-        return _S_MS * ttft, tpot_ms, throughput / ans
+        return S_TO_MS * ttft, tpot_ms, throughput / ans
 
 
 def _memory_si(d: Deployment, lay: Layout, a: Assumptions, final: float) -> tuple[float, float, float]:
     """(weights held, usable memory, KV cache of one sequence of ``final`` tokens) of a replica of ``d`` on its
     layout, in bytes, as plain floats."""
     m, g = d.model, d.gpu
-    w = _weights_si(m, d.weight_bytes)
+    w = weights_si(m, d.weight_bytes)
     if lay.data_parallel > 1:  # each attention group holds everything but the experts
         w_exp = F["weight_bytes"].value(
-            params=m.expert_params, weight_bytes_per_param=_bytes_si(d.weight_bytes, "weight_bytes")
+            params=m.expert_params, weight_bytes_per_param=bytes_si(d.weight_bytes, "weight_bytes")
         )
         w = F["dp_weights_held"].value(weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
-    mem = _usable_si(g, check_value(lay.n_gpus, SYMBOLS["n_gpus"], "n_gpus"), a, w)
-    kv_seq = _kv_sequence_si(m, final, d.kv_bytes) * _kv_copies(m, lay.tensor_parallel, a)  # every copy held
+    mem = usable_si(g, check_value(lay.n_gpus, SYMBOLS["n_gpus"], "n_gpus"), a, w)
+    kv_seq = kv_sequence_si(m, final, d.kv_bytes) * kv_copies_si(m, lay.tensor_parallel, a)  # every copy held
     return w, mem, kv_seq
 
 
@@ -609,9 +621,9 @@ def _replica_of(deployment: Deployment, workload: Workload, a: Assumptions, pric
     """The :class:`ReplicaSetup` of these inputs, kept (:mod:`~llmcourse.replica.setups`): the same inputs give the
     same set-up."""
     inputs = (deployment, workload, a, price_per_hour)
-    key = _key(ReplicaSetup, inputs)
-    got = _kept(key)
-    return got if got is not None else _keep(key, inputs, ReplicaSetup(*inputs))
+    key = set_up_key(ReplicaSetup, inputs)
+    got = kept_set_up(key)
+    return got if got is not None else keep_set_up(key, inputs, ReplicaSetup(*inputs))
 
 
 @checked

@@ -251,7 +251,7 @@ def _message_s(m: Model, tokens: float, a: Assumptions) -> float:
     return F["activation_message"].value(step_tokens=tokens, hidden=m.hidden, activation_bytes=a.activation_bytes)
 
 
-def _comm_seconds_of(m: Model, lay: Layout, a: Assumptions) -> Callable[[float], float]:
+def comm_seconds_of(m: Model, lay: Layout, a: Assumptions) -> Callable[[float], float]:
     """``lambda tokens: comm_seconds(m, lay, tokens, a)``, for a search that asks it of many token counts: a
     dense model's all-reduces with the formulas and the model's figures looked up once (the link's terms at
     the first call, as comm_seconds looks them up), the same floats; a mixture of experts goes to

@@ -13,10 +13,10 @@ from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
-from llmcourse.replica.base import _FLOP_TFLOP, _MS_S, _S_MS, _replaced, check_positions, gpu_of, model_of
+from llmcourse.replica.base import FLOP_TO_TFLOP, MS_TO_S, S_TO_MS, check_positions, gpu_of, model_of, replaced
 from llmcourse.replica.deployment import Deployment
-from llmcourse.replica.memory import _fitted_layout, _weights_si
-from llmcourse.replica.parallel import Layout, _comm_seconds_of, send_seconds
+from llmcourse.replica.memory import fitted_layout, weights_si
+from llmcourse.replica.parallel import Layout, comm_seconds_of, send_seconds
 from llmcourse.replica.step import matmul_precision
 from llmcourse.units import (
     MS,
@@ -84,13 +84,13 @@ def prefill(
         model_of(model), gpu_of(gpu), n_gpus, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes
     )
     check_positions(d.model, prompt_tokens, "prompt_tokens")
-    lay = _fitted_layout(d, assumptions)
-    a = _replaced(resolve(assumptions), prefill_attention=attention)
+    lay = fitted_layout(d, assumptions)
+    a = replaced(resolve(assumptions), prefill_attention=attention)
     precision = compute_precision or matmul_precision(weight_bytes, d.gpu, a)
-    return _prefiller(d, lay, a, prompt_tokens, cached_tokens, precision)(prompts)
+    return prefiller(d, lay, a, prompt_tokens, cached_tokens, precision)(prompts)
 
 
-def _prefiller(
+def prefiller(
     d: Deployment, lay: Layout, a: Assumptions, prompt_tokens: float, cached_tokens: Any, precision: str
 ) -> Callable[[float, bool], Prefill | float]:
     """:func:`prefill` of ``d`` on its layout ``lay`` (checked) as a function of the number of prompts (and
@@ -115,10 +115,10 @@ def _prefiller(
     linear, full = lin_t - lin_c, full_t - full_c
     flops = full if a.prefill_attention else linear
     peak = si(g.peak_flops(precision), "peak_flops")
-    weights = _weights_si(m, weight_bytes)
+    weights = weights_si(m, weight_bytes)
     bandwidth = si(g.bandwidth, "bandwidth")
     prefill_time, with_overhead = F["prefill_time"].value, F["step_with_overhead"].value
-    comm_of = _comm_seconds_of(m, lay, a)  # comm_seconds(m, lay, ., a)
+    comm_of = comm_seconds_of(m, lay, a)  # comm_seconds(m, lay, ., a)
 
     def of(prompts: float, time_only: bool = False) -> Prefill | float:
         n = prompts
@@ -128,26 +128,26 @@ def _prefiller(
             prompts=n, prefill_flops=flops, n_gpus=gpus_, peak_flops=peak, compute_efficiency=eta_f, weights=weights,
             bandwidth=bandwidth, bandwidth_efficiency=eta_b,
         )  # fmt: skip
-        comm = _S_MS * comm_of(n * (t - cached))  # ms
+        comm = S_TO_MS * comm_of(n * (t - cached))  # ms
         if pp > 1 and n == 1:  # through the stages in turn, a send between each two
             send = send_seconds(m, lay, t - cached, a)
-            comm = comm + (pp - 1) * (0 if send is None else send * _S_MS)
+            comm = comm + (pp - 1) * (0 if send is None else send * S_TO_MS)
         elif pp > 1:  # the stages work at once, each on its layers' collectives, and idle for the bubble
             comm = comm / pp
             bubble = F["pipeline_bubble"].value(stages=pp, micro_batches=n)
             time = F["pipelined_prefill_time"].value(prefill_time=time, bubble=bubble)
-        total = with_overhead(step_time=time, step_overhead=comm * _MS_S)
+        total = with_overhead(step_time=time, step_overhead=comm * MS_TO_S)
         if time_only:
             return total
         comp = dict(prompts=n, prefill_flops=flops, n_gpus=gpus_, peak_flops=peak, compute_efficiency=eta_f)
         mem = dict(weights=weights, n_gpus=gpus_, bandwidth=bandwidth, bandwidth_efficiency=eta_b)
         return Prefill(
             prompts=int(n),
-            flops=quantity(n * flops * _FLOP_TFLOP, TFLOP._units),
-            attention_flops=quantity(n * (full - linear) * _FLOP_TFLOP, TFLOP._units),
-            compute_time=quantity(F["prefill_compute_time"].value(**comp) * _S_MS, MS._units),
-            memory_time=quantity(F["weight_read_time"].value(**mem) * _S_MS, MS._units),
-            time=quantity(total * _S_MS, MS._units),
+            flops=quantity(n * flops * FLOP_TO_TFLOP, TFLOP._units),
+            attention_flops=quantity(n * (full - linear) * FLOP_TO_TFLOP, TFLOP._units),
+            compute_time=quantity(F["prefill_compute_time"].value(**comp) * S_TO_MS, MS._units),
+            memory_time=quantity(F["weight_read_time"].value(**mem) * S_TO_MS, MS._units),
+            time=quantity(total * S_TO_MS, MS._units),
             comm_time=quantity(comm, MS),
         )
 

@@ -14,7 +14,7 @@ from llmcourse.units import (
     Q_,
 )
 
-#: The replicas (and decode steps) set up, by their kind and inputs (:func:`_key`), the least recently used
+#: The replicas (and decode steps) set up, by their kind and inputs (:func:`set_up_key`), the least recently used
 #: first: a calculator asks for the same few replicas at every update (the design review's five plans, the many-GPUs
 #: chart's bars), and most controls (the request rate, a target, the batch) change none of them. Bounded: the least
 #: recently used set-up goes first. Its reads and writes hold :data:`_SETUPS_LOCK` (a set-up itself is made outside
@@ -57,15 +57,15 @@ def _setup_key(value: Any) -> Any:
     return (object, id(value))
 
 
-def _key(kind: Any, inputs: tuple) -> tuple:
+def set_up_key(kind: Any, inputs: tuple) -> tuple:
     """The :data:`_SETUPS` key of the set-up ``kind`` (a class, or a name) of ``inputs`` (given by position: a
     deployment, a workload, the assumptions, ...)."""
     return (kind, *map(_setup_key, inputs))
 
 
-def _kept(key: tuple) -> Any:
-    """The set-up kept under ``key`` (:func:`_key`), made the most recently used, or None. A caller asks here, and
-    if it gets None makes the set-up itself and gives it to :func:`_keep`: the store never calls back into the
+def kept_set_up(key: tuple) -> Any:
+    """The set-up kept under ``key`` (:func:`set_up_key`), made the most recently used, or None. A caller asks here, and
+    if it gets None makes the set-up itself and gives it to :func:`keep_set_up`: the store never calls back into the
     modules that keep their set-ups in it (the same inputs give the kept set-up; an input that is refused is refused
     each time, as no exception is kept). A kept set-up is shared: what it returns must be built anew at each call."""
     with _SETUPS_LOCK:
@@ -76,7 +76,7 @@ def _kept(key: tuple) -> Any:
         return got[1]
 
 
-def _keep(key: tuple, inputs: tuple, set_up: Any) -> Any:
+def keep_set_up(key: tuple, inputs: tuple, set_up: Any) -> Any:
     """Keep ``set_up`` (of ``inputs``) under ``key``, the least recently used set-up going when the store is full;
     ``set_up`` itself back. The inputs are kept beside it, so that an id in the key is not reused while it is kept."""
     with _SETUPS_LOCK:

@@ -69,8 +69,8 @@ from llmcourse.catalog.drafts import KINDS, draft_heads, drafts
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
-from llmcourse.replica.base import _MS_S, gpu_of, model_of
-from llmcourse.replica.memory import _kv_copies, _kv_sequence_si, _max_batch_si, _usable_si, _weights_si
+from llmcourse.replica.base import MS_TO_S, gpu_of, model_of
+from llmcourse.replica.memory import kv_copies_si, kv_sequence_si, max_batch_si, usable_si, weights_si
 from llmcourse.replica.step import DecodeStep, decode_step, decode_steps
 from llmcourse.units import BYTE as _B  # the package's parsed units, by this module's names for them
 from llmcourse.units import GB as _GB
@@ -408,23 +408,23 @@ def speculative_memory(
     draft = spec.draft_for(m)
     held = context_tokens + spec.draft_tokens
     # the planner's plain floats in bytes (the formulas by value, as its replica sizes its memory); units at the end
-    w = _weights_si(m, weight_bytes)
+    w = weights_si(m, weight_bytes)
     wd = kd = 0.0
     if draft is not None:
-        wd = _weights_si(draft, spec.draft_weight_bytes or weight_bytes)
-        kd = _kv_sequence_si(draft, held, kv_bytes) * _kv_copies(draft, tp, a)
-    kv = _kv_sequence_si(m, held, kv_bytes) * _kv_copies(m, tp, a)  # each GPU keeps at least one KV head
+        wd = weights_si(draft, spec.draft_weight_bytes or weight_bytes)
+        kd = kv_sequence_si(draft, held, kv_bytes) * kv_copies_si(draft, tp, a)
+    kv = kv_sequence_si(m, held, kv_bytes) * kv_copies_si(m, tp, a)  # each GPU keeps at least one KV head
     both = w + wd
-    usable = _usable_si(g, tp, a, both)
-    kv_plain = _kv_sequence_si(m, context_tokens, kv_bytes) * _kv_copies(m, tp, a)
+    usable = usable_si(g, tp, a, both)
+    kv_plain = kv_sequence_si(m, context_tokens, kv_bytes) * kv_copies_si(m, tp, a)
     return SpeculativeMemory(
         weights=in_unit(w, _B, _GB),
         draft_weights=in_unit(wd, _B, _GB),
         kv_per_sequence=in_unit(kv, _B, _GB),
         draft_kv_per_sequence=in_unit(kd, _B, _GB),
         usable_memory=in_unit(usable, _B, _GB),
-        max_batch=_max_batch_si(usable, both, kv + kd),
-        plain_max_batch=_max_batch_si(_usable_si(g, tp, a, w), w, kv_plain),  # max_batch() of the target alone
+        max_batch=max_batch_si(usable, both, kv + kd),
+        plain_max_batch=max_batch_si(usable_si(g, tp, a, w), w, kv_plain),  # max_batch() of the target alone
         where=_where(g, tp),
     )
 
@@ -588,7 +588,7 @@ def speculative_cycle(
             return decode_step(model, g, batch=batch, **kw, **common)
         if name not in steps:
             steps[name] = decode_steps(model, g, **kw, **common, gives="either")
-        if speedup_only:  # the speed-up needs the steps' times alone: DecodeStep.step_time, as _decoder sets it
+        if speedup_only:  # the speed-up needs the steps' times alone: DecodeStep.step_time, as decoder sets it
             return _StepTime(in_unit(steps[name](batch, True), _S, _MS))
         return steps[name](batch)
 
@@ -615,10 +615,10 @@ def speculative_cycle(
         return float(
             F["speculative_speedup"].value(
                 expected_tokens=steps["tau_value"],
-                step_time=plain.step_time._magnitude * _MS_S,
-                verify_time=verify.step_time._magnitude * _MS_S,
+                step_time=plain.step_time._magnitude * MS_TO_S,
+                verify_time=verify.step_time._magnitude * MS_TO_S,
                 draft_tokens=k,
-                draft_step_time=t_draft._magnitude * _MS_S,
+                draft_step_time=t_draft._magnitude * MS_TO_S,
             )
         )
     cycle = None

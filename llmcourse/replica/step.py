@@ -16,20 +16,20 @@ from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
 from llmcourse.replica.base import (
-    _B_GB,
-    _FLOP_GFLOP,
-    _MS_S,
-    _S_MS,
-    _bytes,
-    _replaced,
+    BYTES_TO_GB,
+    FLOP_TO_GFLOP,
+    MS_TO_S,
+    S_TO_MS,
+    bytes_of,
     check_positions,
     gpu_of,
     model_of,
+    replaced,
 )
 from llmcourse.replica.deployment import Deployment, Workload
-from llmcourse.replica.memory import _bytes_si, _fitted_layout, _kv_copies, _kv_sequence_si, _weights_read_si
-from llmcourse.replica.parallel import Layout, _comm_seconds_of, send_seconds
-from llmcourse.replica.setups import _keep, _kept, _key
+from llmcourse.replica.memory import bytes_si, fitted_layout, kv_copies_si, kv_sequence_si, weights_read_si
+from llmcourse.replica.parallel import Layout, comm_seconds_of, send_seconds
+from llmcourse.replica.setups import keep_set_up, kept_set_up, set_up_key
 from llmcourse.units import (
     GB,
     GFLOP,
@@ -90,7 +90,7 @@ def weights_read_per_step(model: Model | str, batch: int = 1, weight_bytes: Any 
     6.7
     """
     m = model_of(model)
-    b = _bytes(weight_bytes, "weight_bytes")
+    b = bytes_of(weight_bytes, "weight_bytes")
     n = batch
     if not m.is_moe:
         return F["weight_bytes"](params=m.params, weight_bytes_per_param=b)
@@ -125,10 +125,10 @@ def matmul_precision(weight_bytes: Any, gpu: GPU | str, assumptions: Assumptions
     if isinstance(weight_bytes, str):
         # by name: integer formats are weight-only (W8A16, W4A16): widened to 16 bits to multiply
         name = weight_bytes.lower()
-        _bytes(name, "weight_bytes")  # an unknown name is refused here
+        bytes_of(name, "weight_bytes")  # an unknown name is refused here
         wanted = {"fp8": "fp8", "fp4": "fp4"}.get(name, "bf16")
     else:  # a number of bytes: 1 byte is read as FP8, anything else as 16-bit arithmetic
-        wanted = "fp8" if _bytes(weight_bytes, "weight_bytes").m == bytes_per_value("fp8") else "bf16"
+        wanted = "fp8" if bytes_of(weight_bytes, "weight_bytes").m == bytes_per_value("fp8") else "bf16"
     if wanted == "fp8" and g.fp8_flops is not None:
         return "fp8"
     if wanted == "fp4" and g.fp4_flops is not None:
@@ -141,7 +141,7 @@ def _four_bit(weight_bytes: Any) -> bool:
     its group scales, e.g. 0.53 B for INT4 with a 16-bit scale per 64 weights)."""
     if isinstance(weight_bytes, str):
         return bytes_per_value(weight_bytes.lower()) < 0.75
-    return _bytes(weight_bytes, "weight_bytes").m < 0.75
+    return bytes_of(weight_bytes, "weight_bytes").m < 0.75
 
 
 def read_efficiency(weight_bytes: Any, a: Assumptions) -> float:
@@ -204,7 +204,7 @@ def decode_step(
         kv_bytes,
     )  # fmt: skip
     lay, a, precision = _decode_inputs(d, context_tokens, assumptions, attention_flops, compute_precision)
-    return _decoder(d, lay, a, context_tokens, precision)(batch)
+    return decoder(d, lay, a, context_tokens, precision)(batch)
 
 
 def _decode_inputs(
@@ -213,8 +213,8 @@ def _decode_inputs(
     """:func:`decode_step`'s checks of its checked inputs, and what it works out from them: the layout, the
     assumptions and the matmul precision."""
     check_positions(d.model, context_tokens, "context_tokens")
-    lay = _fitted_layout(d, assumptions)
-    a = _replaced(resolve(assumptions), decode_attention_flops=attention_flops)
+    lay = fitted_layout(d, assumptions)
+    a = replaced(resolve(assumptions), decode_attention_flops=attention_flops)
     precision = compute_precision or matmul_precision(d.weight_bytes, d.gpu, a)
     return lay, a, precision
 
@@ -247,13 +247,13 @@ def _decoder_kept(d: Deployment, workload: Workload, assumptions: Any) -> Callab
     """:func:`_decoder_of` once its arguments are checked: the decode step of ``d`` reading each KV cache at the
     workload's context, kept (:mod:`~llmcourse.replica.setups`)."""
     inputs = (d, workload, assumptions)
-    key = _key(_Decoder, inputs)
-    got = _kept(key)
+    key = set_up_key(_Decoder, inputs)
+    got = kept_set_up(key)
     if got is not None:
         return got
     ctx = workload.context_tokens
     lay, a, precision = _decode_inputs(d, ctx, assumptions, None, None)
-    return _keep(key, inputs, _decoder(d, lay, a, ctx, precision))
+    return keep_set_up(key, inputs, decoder(d, lay, a, ctx, precision))
 
 
 def decode_steps(
@@ -296,13 +296,13 @@ def decode_steps(
     if gives == "either":
         return lambda batch, step_only=False: setup()(batch, step_only)
     if gives == "step_time":
-        return lambda batch: quantity(setup()(batch, True) * _S_MS, MS._units)  # DecodeStep.step_time
+        return lambda batch: quantity(setup()(batch, True) * S_TO_MS, MS._units)  # DecodeStep.step_time
     if gives != "step":
         raise InputError(f"gives={gives!r}: use 'step', 'step_time' or 'either'.")
     return lambda batch: setup()(batch)
 
 
-def _decoder(
+def decoder(
     d: Deployment, lay: Layout, a: Assumptions, ctx: float, precision: str
 ) -> Callable[[float, bool], DecodeStep | float]:
     """:func:`decode_step` of ``d`` on its layout ``lay`` (checked), each KV cache read at ``ctx`` tokens, as a
@@ -323,9 +323,9 @@ class _Decoder:
         self.lay, self.a = lay, a
         gpus_, dp = self.gpus, self.dp = lay.tensor_parallel, lay.data_parallel
         self.pp = lay.pipeline_parallel
-        wpp = self.wpp = _bytes_si(d.weight_bytes, "weight_bytes")
-        w_dense = None if m.is_moe else _weights_read_si(m, 1, wpp)  # a dense model reads all its weights, any batch
-        kv_seq = _kv_sequence_si(m, ctx, d.kv_bytes) * _kv_copies(m, gpus_, a)  # every copy is read
+        wpp = self.wpp = bytes_si(d.weight_bytes, "weight_bytes")
+        w_dense = None if m.is_moe else weights_read_si(m, 1, wpp)  # a dense model reads all its weights, any batch
+        kv_seq = kv_sequence_si(m, ctx, d.kv_bytes) * kv_copies_si(m, gpus_, a)  # every copy is read
         per_param = a.flops_per_param
         f_mm = F["decode_flops_per_token"].value(flops_per_param=per_param, active_params=m.active_params)
         f_att = 0
@@ -350,7 +350,7 @@ class _Decoder:
         self.bandwidth, self.eta_b = si(g.bandwidth, "bandwidth"), read_efficiency(d.weight_bytes, a)
         self.peak, self.eta_f = si(g.peak_flops(precision), "peak_flops"), a.compute_efficiency
         self.f_tok = f_mm + f_att
-        self.comm_of = _comm_seconds_of(m, lay, a)  # comm_seconds(m, lay, ., a)
+        self.comm_of = comm_seconds_of(m, lay, a)  # comm_seconds(m, lay, ., a)
 
     def __call__(self, batch: float, step_only: bool = False) -> DecodeStep | float:
         n = math.ceil(batch / self.pp)  # sequences in one micro-batch (all of them on one stage)
@@ -365,7 +365,7 @@ class _Decoder:
         """The weight bytes one micro-batch of ``n`` sequences reads (a MoE model: the experts they touch)."""
         if self.w_dense is not None:
             return self.w_dense
-        w_read = _weights_read_si(self.m, n, self.wpp)
+        w_read = weights_read_si(self.m, n, self.wpp)
         if self.dp > 1:
             w_read = F["dp_bytes_read"].value(
                 bytes_read=w_read, expert_bytes_read=w_read - self.shared, data_parallel=self.dp
@@ -399,15 +399,15 @@ class _Decoder:
         """(the step's time in s, its collectives in ms, its fixed overhead in ms): the assumptions' per-step
         overhead and the collectives added; through ``pp`` stages, a micro-batch's pass through them all."""
         overhead, pp = self.a.step_overhead_ms, self.pp  # ms, as the assumptions give it
-        comm = _S_MS * self.comm_of(n)  # ms
-        step = F["step_with_overhead"].value(step_time=core, step_overhead=(overhead + comm) * _MS_S)
+        comm = S_TO_MS * self.comm_of(n)  # ms
+        step = F["step_with_overhead"].value(step_time=core, step_overhead=(overhead + comm) * MS_TO_S)
         if pp > 1:
             send = send_seconds(self.m, self.lay, n, self.a)
             step = F["pipeline_token_time"].value(
-                step_time=step, stages=pp, send_time=0 if send is None else send, step_overhead=overhead * _MS_S
+                step_time=step, stages=pp, send_time=0 if send is None else send, step_overhead=overhead * MS_TO_S
             )
             overhead = overhead * pp
-            comm = comm + (pp - 1) * (0 if send is None else send * _S_MS)
+            comm = comm + (pp - 1) * (0 if send is None else send * S_TO_MS)
         return step, comm, overhead
 
     def _step(
@@ -427,12 +427,12 @@ class _Decoder:
         common = dict(batch=n, n_gpus=self.gpus)
         return DecodeStep(
             batch=int(batch),
-            weights_read=quantity(w_read * _B_GB, GB._units),
-            kv_read=quantity(n * kv_seq * _B_GB, GB._units),
-            flops=quantity(n * (self.f_mm + self.f_att) * _FLOP_GFLOP, GFLOP._units),
-            memory_time=quantity(F["decode_memory_time"].value(**common, **mem_args) * _S_MS, MS._units),
-            compute_time=quantity(F["decode_compute_time"].value(**common, **comp_args) * _S_MS, MS._units),
-            step_time=quantity(step * _S_MS, MS._units),
+            weights_read=quantity(w_read * BYTES_TO_GB, GB._units),
+            kv_read=quantity(n * kv_seq * BYTES_TO_GB, GB._units),
+            flops=quantity(n * (self.f_mm + self.f_att) * FLOP_TO_GFLOP, GFLOP._units),
+            memory_time=quantity(F["decode_memory_time"].value(**common, **mem_args) * S_TO_MS, MS._units),
+            compute_time=quantity(F["decode_compute_time"].value(**common, **comp_args) * S_TO_MS, MS._units),
+            step_time=quantity(step * S_TO_MS, MS._units),
             fraction_of_experts=phi,
             kernel_bounds=kernels,
             comm_time=quantity(comm, MS),

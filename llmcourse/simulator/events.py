@@ -7,7 +7,7 @@ and freed when it finishes. An iteration then prefills the admitted prompts whol
 with a token budget per iteration runs one mixed iteration (a token per running sequence, the rest to prompt
 chunks, first come first served), or decodes the running batch. Times come from the service model's tables.
 
-The loop (:func:`_event_loop`) is written for speed on plain lists and locals, with no call per event (the browser
+The loop (:func:`event_loop`) is written for speed on plain lists and locals, with no call per event (the browser
 runs it at every change of a calculator). Each pass is one event: the arrivals up to now join the queue and the
 queue is admitted; then one prefill iteration, or one mixed iteration of chunks, or as many decode steps of the
 running batch as pass before the next finish (or the next arrival, if one could start), in one jump (the step's time
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from llmcourse.errors import InputError
 from llmcourse.simulator.service import ServiceModel
-from llmcourse.simulator.workload import _Requests
+from llmcourse.simulator.workload import Requests
 from llmcourse.units import plain_number
 
 __all__ = ["Scheduler"]
@@ -80,8 +80,8 @@ class Scheduler:
         return math.ceil(self.prefix_tokens) if self.prefix_hit_rate > 0 else 0
 
 
-def _event_loop(
-    rep: ServiceModel, reqs: _Requests, clients: int | None, t_req: float, budget: int, chunk: int | None
+def event_loop(
+    rep: ServiceModel, reqs: Requests, clients: int | None, t_req: float, budget: int, chunk: int | None
 ) -> tuple[list[float], list[float], float, float]:
     """First-token and finish times of every request, busy time and batch x time (see the module notes).
 

@@ -76,9 +76,9 @@ from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, check_value
 from llmcourse.replica.base import model_of
-from llmcourse.simulator.events import Scheduler, _event_loop
-from llmcourse.simulator.service import ServiceModel, _check_request, build_replica
-from llmcourse.simulator.workload import LENGTH_CV, _closed_loop, _open_loop, _Requests
+from llmcourse.simulator.events import Scheduler, event_loop
+from llmcourse.simulator.service import ServiceModel, build_replica, check_request
+from llmcourse.simulator.workload import LENGTH_CV, Requests, closed_loop, open_loop
 from llmcourse.stats import sorted_percentile as _percentile_sorted
 from llmcourse.units import (
     Q_,
@@ -218,7 +218,7 @@ def simulate(
     budget, longest = _kv_room(rep, run)
     reqs = _requests_of(rep, run, seed, longest)
     t_req = in_unit(rep.assumptions.request_overhead_ms, _MS_UNIT, _S_UNIT).m
-    first, finish, busy, batch_area = _event_loop(rep, reqs, run.clients, t_req, budget, run.scheduler.chunk_tokens)
+    first, finish, busy, batch_area = event_loop(rep, reqs, run.clients, t_req, budget, run.scheduler.chunk_tokens)
     return _measured(rep, run, reqs, (first, finish, busy, batch_area), t_req, start)
 
 
@@ -322,19 +322,19 @@ def _kv_room(rep: ServiceModel, run: _Run) -> tuple[int, int]:
             "shorten it or add memory."
         )
     budget -= resident
-    _check_request(run.p, run.a, budget)
+    check_request(run.p, run.a, budget)
     positions = model_of(rep.model).max_position or budget  # a sequence is held within the model's positions
     return budget, min(budget, positions)
 
 
-def _requests_of(rep: ServiceModel, run: _Run, seed: int, longest: int) -> _Requests:
+def _requests_of(rep: ServiceModel, run: _Run, seed: int, longest: int) -> Requests:
     """The run's requests drawn from ``seed``: Poisson arrivals at the rate, or a closed loop's clients."""
     s = run.scheduler
     draws = (rep, seed, run.n, (run.a, run.acv), (run.p, run.pcv), longest, s.prefix_hit_rate, s.resident_tokens)
     if run.rate is not None:
-        return _open_loop(*draws, run.rate)
+        return open_loop(*draws, run.rate)
     assert run.clients is not None
-    return _closed_loop(*draws, run.clients)
+    return closed_loop(*draws, run.clients)
 
 
 def _seen_by_arrivals(arrivals: list[float], finish: list[float]) -> tuple[float, list[float]]:
@@ -354,7 +354,7 @@ def _seen_by_arrivals(arrivals: list[float], finish: list[float]) -> tuple[float
 def _measured(
     rep: ServiceModel,
     run: _Run,
-    reqs: _Requests,
+    reqs: Requests,
     timeline: tuple[list[float], list[float], float, float],
     t_req: float,
     start: float,

@@ -131,7 +131,7 @@ def _capacity(base: dict[str, Any], prompt_tokens: float, answer_tokens: float) 
     return to(_replica_at(base, b, prompt_tokens, answer_tokens).requests_per_second, "1/s")
 
 
-def _check_request(prompt_tokens: float, answer_tokens: float, budget: int) -> None:
+def check_request(prompt_tokens: float, answer_tokens: float, budget: int) -> None:
     if prompt_tokens + answer_tokens > budget:
         raise InputError(
             f"one request of {prompt_tokens + answer_tokens:,.0f} tokens needs more KV than the replica holds "
@@ -184,7 +184,7 @@ def build_replica(
     budget = max_batch(m, g, 1, n_gpus=tp, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=a)
     if budget < 1:
         raise InputError(f"{m.name} does not fit on {tp} x {g.name}: add GPUs or store fewer bytes per weight.")
-    _check_request(p, a_, budget)
+    check_request(p, a_, budget)
     cap = min(cap, budget)  # a batch beyond the KV budget (one token each) never runs: no table for it
     base = dict(
         model=m.name, gpu=g.name, n_gpus=tp, batch_cap=cap, assumptions=a, weight_bytes=weight_bytes, kv_bytes=kv_bytes

@@ -147,7 +147,7 @@ def _drawn(rep: ServiceModel, *args: Any) -> Any:
 
 
 @dataclass(frozen=True)
-class _Requests:
+class Requests:
     """A run's requests, in order: the engine's arrival times (a closed loop's past its first clients are filled in
     as the run goes), each answer's length, the prompt tokens it prefills (the prefix cache's hits skip theirs), the
     KV tokens it reserves (those and its answer), and its prefill compute time per token and in all (s)."""
@@ -160,7 +160,7 @@ class _Requests:
     pre: Sequence[float]
 
 
-def _open_loop(
+def open_loop(
     rep: ServiceModel,
     seed: int,
     n: int,
@@ -170,13 +170,13 @@ def _open_loop(
     hit: float,
     resident: int,
     rate: float,
-) -> _Requests:
+) -> Requests:
     """Poisson arrivals at ``rate`` per second: the kept draws of :func:`_drawn`, their gaps divided by the rate."""
     gaps, ans, work, need, tok_c, pre = _drawn(rep, seed, n, answer, prompt, longest, hit, resident)
-    return _Requests(list(accumulate([x / rate for x in gaps])), ans, work, need, tok_c, pre)
+    return Requests(list(accumulate([x / rate for x in gaps])), ans, work, need, tok_c, pre)
 
 
-def _closed_loop(
+def closed_loop(
     rep: ServiceModel,
     seed: int,
     n: int,
@@ -186,7 +186,7 @@ def _closed_loop(
     hit: float,
     resident: int,
     clients: int,
-) -> _Requests:
+) -> Requests:
     """A closed loop of ``clients``: the answers' lengths, then the first clients' arrival times, then the prompts.
 
     The clients start spread at random over one request's time at the full batch (its prefill and its answer):
@@ -199,4 +199,4 @@ def _closed_loop(
     arrivals = [rng.uniform(0, alone) if j < clients else 0.0 for j in range(n)]
     pro, cached = _prompts(rng, p, pcv, n, longest - max(ans), hit, resident)
     work, tok_c, pre = _prefill_costs(rep, pro, cached)
-    return _Requests(arrivals, ans, work, list(map(add, work, ans)), tok_c, pre)
+    return Requests(arrivals, ans, work, list(map(add, work, ans)), tok_c, pre)

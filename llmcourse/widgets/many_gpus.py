@@ -35,7 +35,7 @@ from llmcourse.widgets import (
     precision_dropdown,
     preset_dropdown,
 )
-from llmcourse.widgets.weights import _ticks
+from llmcourse.widgets.weights import ticks
 
 __all__ = [
     "PARTS",
@@ -212,7 +212,7 @@ def parts_bar_svg(
         f'<line x1="{left}" x2="{left}" y1="{top}" y2="{top + plot_h}" stroke="#555"/>',
         f'<line x1="{left}" x2="{left + plot_w}" y1="{top + plot_h}" y2="{top + plot_h}" stroke="#555"/>',
     ]
-    for t in _ticks(y_max):
+    for t in ticks(y_max):
         out.append(f'<line x1="{left - 4}" x2="{left}" y1="{y(t):.2f}" y2="{y(t):.2f}" stroke="#555"/>')
         out.append(f'<text x="{left - 7}" y="{y(t) + 3.5:.2f}" text-anchor="end" font-size="10">{t:,.4g}</text>')
     out.append(

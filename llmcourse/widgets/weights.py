@@ -25,7 +25,7 @@ __all__ = ["MEMORY_UNITS", "WeightFit", "memory_bar_svg", "weight_fit", "weights
 MEMORY_UNITS = (("datasheet GB", "GB"), ("HBM GiB (as PyTorch sees it)", "GiB"))
 
 
-def _ticks(top: float, target: int = 5) -> list[float]:
+def ticks(top: float, target: int = 5) -> list[float]:
     """Round tick values (1, 2 or 5 times a power of ten apart) from 0 up to ``top``."""
     raw = top / target
     power = 10 ** math.floor(math.log10(raw))
@@ -74,7 +74,7 @@ def memory_bar_svg(fit: WeightFit, width: int = 640) -> str:
     )
     axis_y = top_y + bar_h + 6
     out.append(f'<line x1="{left}" x2="{left + span}" y1="{axis_y}" y2="{axis_y}" stroke="#555"/>')
-    for t in _ticks(x_max):
+    for t in ticks(x_max):
         out.append(f'<line x1="{x(t):.2f}" x2="{x(t):.2f}" y1="{axis_y}" y2="{axis_y + 4}" stroke="#555"/>')
         out.append(f'<text x="{x(t):.2f}" y="{axis_y + 15}" text-anchor="middle" font-size="10">{t:,.0f}</text>')
     out.append(

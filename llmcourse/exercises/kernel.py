@@ -1,7 +1,7 @@
 """The grader's notebook runner: a notebook's cells executed in an IPython kernel that nbclient drives.
 
 :func:`llmcourse.exercises.cli.grade` imports this module when it runs a notebook (nbclient takes half a
-second to import). One :class:`_Kernel` is one kernel: jupyter_client starts it (ipykernel in this Python,
+second to import). One :class:`Kernel` is one kernel: jupyter_client starts it (ipykernel in this Python,
 its input and output nowhere, in a session of its own, in the notebook's folder, on Unix sockets in a
 folder of the grader's), nbclient sends it each cell, waits for the reply within the cell's time limit and
 sees the kernel die; it is killed at the end, with whatever it started.
@@ -158,7 +158,7 @@ class _Pipe:
                     os.close(fd)
 
 
-class _Kernel:
+class Kernel:
     """One kernel running cells of one notebook for the grader (see the module); ``tally`` hears what
     happens: ``start(n)``, ``check(n, msg)``, ``end(n, error)``, ``stopped(kind, status)``."""
 
@@ -318,6 +318,6 @@ class _Kernel:
 
 
 async def run(path: Path, cells: list[tuple[int, str]], tally: Any, job: dict) -> None:
-    """Run ``cells`` of the notebook at ``path`` in one new kernel (see :class:`_Kernel`)."""
+    """Run ``cells`` of the notebook at ``path`` in one new kernel (see :class:`Kernel`)."""
     with tempfile.TemporaryDirectory(prefix="llmcourse-grade-") as workdir:
-        await _Kernel(path, tally, job, workdir).run(cells)
+        await Kernel(path, tally, job, workdir).run(cells)
