@@ -24,20 +24,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "llmcourse"
 
-# Floors, lowest first: a module may import from its own floor's other packages only where
-# ``.importlinter`` allows it, and from any floor below. A name not listed is the top floor.
-LAYERS: list[set[str]] = [
-    {"errors", "units", "arith"},
-    {"stats", "assumptions"},
-    {"catalog", "formulas", "bands"},
-    {"replica"},
-    {"simulator"},
-    {"planner"},
-    {"validation"},
-    {""},  # the package's own __init__: the facade ``import llmcourse`` gives
-    {"interview", "exercises"},
-    {"widgets", "plots", "_live", "__main__"},
-]
+
+# Floors, lowest first, as .importlinter states them (its layers contract, top first); the package's own __init__ (the
+# facade ``import llmcourse`` gives) sits below the checks and notebooks that import it and above all it imports.
+def _floors() -> list[set[str]]:
+    text = (ROOT / ".importlinter").read_text()
+    block = text.split("layers =", 1)[1].split("\n\n", 1)[0]
+    floors = []
+    for line in block.strip().splitlines():
+        rooms = {r.strip().removeprefix("llmcourse.") for r in line.replace(":", "|").split("|") if r.strip()}
+        floors.append(rooms)
+    floors.reverse()
+    top = floors.index(next(f for f in floors if "interview" in f))
+    floors.insert(top, {""})
+    return floors
+
+
+LAYERS: list[set[str]] = _floors()
 GENERATED = {"llmcourse.formulas.cache"}
 
 
@@ -154,11 +157,6 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-def is_parent_package(a: str, b: str) -> bool:
-    """``llmcourse.replica`` importing ``llmcourse.replica.step`` (its own ``__init__`` re-exporting)."""
-    return b.startswith(a + ".")
-
-
 def measure() -> dict[str, list[str]]:
     """Every count of the house, as the offenders' list (a cycle, an import, a module, a function, ...)."""
     mods = modules()
@@ -167,20 +165,21 @@ def measure() -> dict[str, list[str]]:
     graph: dict[str, set[str]] = defaultdict(set)
     upward: list[str] = []
     private: list[str] = []
+    inside: list[str] = []
     for mod, rows in imps.items():
         for target, names, line in rows:
             dest = owner(target, mods)
             if dest is None or dest == mod:
                 continue
-            # a package's __init__ re-exporting its own modules is not an edge back into itself
-            if (not is_parent_package(mod, dest) and not is_parent_package(dest, mod)) or is_parent_package(mod, dest):
-                graph[mod].add(dest)
+            # every edge counts: a package's __init__ importing its modules, and a module importing names from its
+            # own package's __init__ (a circle through the __init__ when it imports that module back)
+            graph[mod].add(dest)
             if floor_of(dest) > floor_of(mod):
                 upward.append(f"{mod}:{line} imports {dest}")
-            if package_of(dest) != package_of(mod) or package_of(mod) == "":
-                for n in names:
-                    if n.startswith("_") and not n.startswith("__"):
-                        private.append(f"{mod}:{line} takes {dest}.{n}")
+            for n in names:
+                if n.startswith("_") and not n.startswith("__"):
+                    where = private if package_of(dest) != package_of(mod) or package_of(mod) == "" else inside
+                    where.append(f"{mod}:{line} takes {dest}.{n}")
 
     # ``module._x`` attribute reads across packages
     for mod, path in mods.items():
@@ -206,8 +205,10 @@ def measure() -> dict[str, list[str]]:
                 and not node.attr.startswith("__")
             ):
                 dest = aliases[node.value.id]
-                if package_of(dest) != package_of(mod) or package_of(mod) == "":
-                    private.append(f"{mod}:{node.lineno} reads {dest}.{node.attr}")
+                if dest == mod:
+                    continue
+                where = private if package_of(dest) != package_of(mod) or package_of(mod) == "" else inside
+                where.append(f"{mod}:{node.lineno} reads {dest}.{node.attr}")
 
     big: list[str] = []
     long_funcs: list[str] = []
@@ -235,6 +236,7 @@ def measure() -> dict[str, list[str]]:
         "upward imports": upward,
         "hand-written modules over 900 lines": big,
         "private names taken across packages": private,
+        "private names taken across modules inside a package": inside,
         "public callables over 12 parameters": wide,
         "functions over 100 lines": long_funcs,
     }

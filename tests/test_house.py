@@ -35,6 +35,7 @@ def counts(house):
         ("upward imports", 0),
         ("hand-written modules over 900 lines", 0),
         ("private names taken across packages", 10),
+        ("private names taken across modules inside a package", 0),
         ("public callables over 12 parameters", 5),
         ("functions over 100 lines", 0),
     ],
@@ -61,6 +62,26 @@ def test_the_counter_sees_a_cycle_an_upward_import_and_a_private_name(house, tmp
     assert got["import cycles (imports inside functions count)"] == ["llmcourse.replica.a -> llmcourse.replica.b"]
     assert got["upward imports"] == ["llmcourse.replica.b:2 imports llmcourse.planner.c"]
     assert got["private names taken across packages"] == ["llmcourse.replica.b:2 takes llmcourse.planner.c._g"]
+
+
+def test_the_counter_sees_a_circle_through_a_package_init_and_a_private_name_inside_a_package(
+    house, tmp_path, monkeypatch
+):
+    """A module importing a name from its own package's __init__, which imports that module back, is a circle; a
+    private name one module takes from its sibling is counted too."""
+    pkg = tmp_path / "llmcourse"
+    (pkg / "replica").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "replica" / "__init__.py").write_text("from llmcourse.replica.a import f\n")
+    (pkg / "replica" / "a.py").write_text("from llmcourse.replica import g\nfrom llmcourse.replica.b import _h\n")
+    (pkg / "replica" / "b.py").write_text("def _h():\n    pass\n")
+    monkeypatch.setattr(house, "ROOT", tmp_path)
+    monkeypatch.setattr(house, "PACKAGE", pkg)
+    got = house.measure()
+    assert got["import cycles (imports inside functions count)"] == ["llmcourse.replica -> llmcourse.replica.a"]
+    assert got["private names taken across modules inside a package"] == [
+        "llmcourse.replica.a:2 takes llmcourse.replica.b._h"
+    ]
 
 
 def test_no_package_hides_one_of_its_modules():

@@ -100,7 +100,7 @@ __all__ = [
     "si",
 ]
 
-core._register_cached()  # while the cache is current: every formula, from its table (the topic modules are in)
+core.register_cached()  # while the cache is current: every formula, from its table (the topic modules are in)
 
 
 def __getattr__(name: str) -> Any:

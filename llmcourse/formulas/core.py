@@ -839,7 +839,7 @@ def deferred_getattr(namespace: dict[str, Any]) -> Callable[[str], Any]:
     return __getattr__
 
 
-def _register_cached() -> None:
+def register_cached() -> None:
     """While the cache is current (:data:`_LAZY`), register every formula from its table (name, target, meaning,
     chapter, inputs), in the order the sections define them, their expressions made on first use: called by
     :mod:`llmcourse.formulas` once every topic module is imported (each has defined its symbols by then)."""
