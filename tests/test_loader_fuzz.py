@@ -521,3 +521,15 @@ def test_cli_hostile_files(tmp_path: Path, capsys, name: str) -> None:
 def test_cli_folder(tmp_path: Path, capsys) -> None:
     code, _, err = run(capsys, ["validate", str(tmp_path)])
     assert code == 2 and "is a folder" in err
+
+
+def test_a_file_name_cannot_split_the_stop_line(tmp_path: Path, monkeypatch) -> None:
+    """The line saying where reading stopped names the file on one line: a line break in the name is shown escaped,
+    never as a second line that reads as the package's own (found by the review)."""
+    monkeypatch.setattr(bounded, "MAX_ROWS", 5)
+    row = ",".join(COURSE_ROW) + "\n"
+    path = tmp_path / "bench\nall rows read.csv"
+    path.write_bytes((",".join(COURSE_COLS) + "\n" + row * 20).encode())
+    got = lcv.load_measurements(path)
+    assert "read the first 5 rows" in got.stopped and "\n" not in got.stopped
+    assert "\\n" in got.stopped and "\n" not in got.report().split("\n")[-1]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from llmcourse.errors import InputError
-from llmcourse.validation.cells import escaped, shortened
+from llmcourse.validation.cells import escaped, one_line, shortened
 
 # --- reading a file or text within bounds -------------------------------------------------------------
 #: The most rows of a measured file read (the rest is left unread, and :attr:`Loaded.stopped` says so): a fit over
@@ -244,12 +244,12 @@ class BoundedRows:
         """The line saying where reading stopped short of the end of the file ('' where it did not)."""
         if self.more:
             return (
-                f"{self.text.source}: read the first {MAX_ROWS:,} rows, the most read from one file; the rest was not "
+                f"{one_line(self.text.source)}: read the first {MAX_ROWS:,} rows, the most read from one file; the rest was not "
                 "read: split the file to validate the rest."
             )
         if self.text.stopped:
             return (
-                f"{self.text.source}: read the first {self.text.lines:,} lines ({_size(self.text.chars)}) of the file, "
+                f"{one_line(self.text.source)}: read the first {self.text.lines:,} lines ({_size(self.text.chars)}) of the file, "
                 f"the most read from one file ({MAX_LINES:,} lines, {_size(MAX_BYTES)}); the rest was not read: split "
                 "the file to validate the rest."
             )

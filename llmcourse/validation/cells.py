@@ -59,6 +59,18 @@ def escaped(text: str) -> str:
     )
 
 
+def one_line(text: str) -> str:
+    """:func:`escaped`, its line breaks escaped too: a name from a file (a path, an id) inside a line of the
+    package's own, which no line break in it may split into a line that reads as the package's.
+
+    Examples
+    --------
+    >>> one_line("bench.json\\nall rows read")
+    'bench.json\\\\nall rows read'
+    """
+    return escaped(text).replace("\n", "\\n")
+
+
 class RowError(Exception):
     """A reason a row cannot be expressed (caught per row, by the readers here and by
     :func:`llmcourse.validation.disagg.measured_rows`; never reaches the caller)."""

@@ -60,6 +60,7 @@ from llmcourse.validation.cells import (
     gpu_name,
     model_name,
     number,
+    one_line,
     precision_name,
     shortened,
     shown,
@@ -565,7 +566,8 @@ def _read_text(text: BoundedText, source: str, given: dict[str, Any]) -> Loaded:
             more = len(recs) > bounded.MAX_ROWS
             rows, skipped = _read_vllm(recs[: bounded.MAX_ROWS], given)
             stopped = (
-                f"{source}: read the first {bounded.MAX_ROWS:,} results, the most read from one file; the rest was not "
+                f"{one_line(source)}: read the first {bounded.MAX_ROWS:,} results, the most read from one file; the rest "
+                "was not "
                 "read: split the file to validate the rest."
             )
             return Loaded("vllm", tuple(rows), tuple(skipped), source, stopped if more else "")
