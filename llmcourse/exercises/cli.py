@@ -47,6 +47,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import json
+import math
 import os
 import re
 import sys
@@ -60,15 +61,21 @@ import pint
 from llmcourse.exercises import answers as answer_text
 from llmcourse.exercises import engine
 
-__all__ = ["CELL_TIMEOUT", "NOTEBOOK_TIMEOUT", "Grading", "answer_key", "grade", "main"]
+__all__ = ["CELL_TIMEOUT", "MEMORY", "NOTEBOOK_TIMEOUT", "Grading", "answer_key", "grade", "main"]
 
 #: Seconds one cell may run before the grader stops it (``--cell-timeout``).
 CELL_TIMEOUT = 30.0
 #: Seconds a whole notebook may run, the kernel's start included (``--timeout``).
 NOTEBOOK_TIMEOUT = 300.0
+#: Bytes of address space the notebook's kernel (and each process it starts) may use (``--memory``, in GiB).
+MEMORY = 4 << 30
 _GRACE = 2.0  # after a cell's limit, the seconds the kernel has to stop it itself before it is killed
 _MAX_KERNELS = 6  # kernels started for one notebook (one, plus one after each crash or hang)
 _MOST_IDS = 1_000  # distinct exercise ids recorded for one notebook
+_TEXT_SENT = 10_000  # characters of a text answer (stripped) the runner sends the grader
+_INT_BITS = 100_000  # bits of an int answer the runner sends (a longer one is sent as 2**_INT_BITS: too large anyway)
+_WIDEST = 200  # characters of a printed report line (a longer one ends in ...)
+_UNREAD = "the grader could not read this answer; give a number, e.g. Q_(value, unit)."
 
 _CHECK_CALL = re.compile(r"""\bcheck\(\s*["']([A-Za-z0-9_]+)["']""")
 
@@ -113,6 +120,38 @@ def _describe(exc: BaseException, filename: str) -> str:
     except Exception:
         line = None
     return f"{name}: {text}" + (f" (line {line})" if line else "")
+
+
+def _wire(answer: Any, unit: str) -> Any:
+    """The answer as the runner sends it to the grader (JSON), for the grader to read and check itself: a text
+    stripped as the checker strips it (its first :data:`_TEXT_SENT` characters), an ``int`` in hexadecimal (the
+    grader rebuilds it, and says itself if it is too large), anything else as
+    :func:`~llmcourse.exercises.answers.portable` writes it; the reason the kernel gives for refusing an answer
+    is not sent (the grader gives its own: a notebook could write any)."""
+    if isinstance(answer, str):
+        return {"text": str.__getitem__(answer, slice(None)).strip()[:_TEXT_SENT]}
+    if type(answer) is int:
+        n = answer if answer.bit_length() <= _INT_BITS else (1 << _INT_BITS) * (1 if answer > 0 else -1)
+        return {"int": format(n, "x")}
+    sent = answer_text.portable(answer, unit)
+    return {"refused": True} if isinstance(sent, dict) and "refused" in sent else sent
+
+
+def _unwire(obj: Any) -> Any:
+    """The answer :func:`_wire` sent, rebuilt in the grader (whatever the message held): ``None``, a text, an
+    int, a quantity, or an :class:`~llmcourse.exercises.answers.UnreadableAnswer` with the grader's own reason."""
+    if isinstance(obj, dict) and len(obj) == 1:
+        (kind, value), *_ = obj.items()
+        if kind == "int" and type(value) is str and 0 < len(value) <= _INT_BITS // 4 + 2:
+            try:
+                return int(value, 16)
+            except ValueError:
+                pass
+        if kind == "text" and type(value) is str:
+            return value[:_TEXT_SENT]
+        if kind in ("int", "text", "refused"):
+            return answer_text.UnreadableAnswer(_UNREAD)
+    return answer_text.from_portable(obj)
 
 
 def _no_input(prompt: Any = "") -> str:
@@ -173,7 +212,7 @@ class _Cells:
             unit = engine.get(eid).unit
         except Exception:
             unit = ""
-        self._send(kind="check", id=eid, answer=answer_text.portable(answer, unit), seed=seed)
+        self._send(kind="check", id=eid, answer=_wire(answer, unit), seed=seed)
 
     def _alarm(self, signum: int, frame: Any) -> None:
         if self._armed:
@@ -399,8 +438,20 @@ def _score(
             answer, s = answers[eid]
             graded = seed_text if forced else s
             variants.append(graded)
-            rows.append((eid, engine.check(eid, answer_text.from_portable(answer), seed=graded)))
+            rows.append((eid, engine.check(eid, _unwire(answer), seed=graded)))
     return rows, variants, notes
+
+
+def _load_checker() -> None:
+    """Import every exercise definition and every module the checker uses now, before any cell runs: the grade
+    is computed with these (a notebook that rewrites the package's files on disk changes nothing)."""
+    import difflib  # noqa: F401 (engine.get's suggestions)
+
+    with engine.own_session():
+        for ex in engine.exercises():
+            engine.expected_answer(ex, ex.variant(None))
+            for answer in (None, "1", _unwire({"int": "1"}), _unwire({"refused": True})):
+                engine.check(ex.id, answer)
 
 
 def grade(
@@ -409,14 +460,17 @@ def grade(
     *,
     cell_timeout: float = CELL_TIMEOUT,
     timeout: float = NOTEBOOK_TIMEOUT,
+    memory: int = MEMORY,
 ) -> Grading:
-    """Execute a notebook in a kernel of its own and grade the answers its ``check`` calls gave (see the module)."""
+    """Execute a notebook in a kernel of its own (its address space at most ``memory`` bytes) and grade the
+    answers its ``check`` calls gave (see the module)."""
     path = Path(path)
     sources = _cells(path)
     forced = seed is not None
     seed_text = answer_text.seed_text(seed) if forced else None
     tally = _Tally(len(sources), cell_timeout, timeout)
-    job = {"deadline": time.monotonic() + timeout, "cell_timeout": cell_timeout, "grace": _GRACE}
+    _load_checker()
+    job = {"deadline": time.monotonic() + timeout, "cell_timeout": cell_timeout, "grace": _GRACE, "memory": memory}
     if any("check" in s for s in sources):  # no check(...) anywhere: nothing to grade, nothing to run
         _sync(_execute(path, sources, tally, {**job, "seed": seed_text, "forced": forced}))
     ids = list(dict.fromkeys([m for s in sources for m in _CHECK_CALL.findall(s)] + tally.seen))
@@ -435,6 +489,41 @@ def answer_key(which: str | None = None, seed: Any = None) -> list[tuple[str, pi
     else:
         found = [engine.get(which)]
     return [(ex.id, engine.expected_answer(ex, ex.variant(seed))) for ex in found]
+
+
+def _shown(line: str) -> str:
+    """A report line as printed: characters that do not print as ``?``, at most :data:`_WIDEST` characters."""
+    return answer_text.short_text(line, _WIDEST)
+
+
+def _seconds(flag: str) -> Any:
+    """The argparse type of a time flag: a finite, positive number of seconds, or an error naming ``flag``."""
+
+    def read(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(
+                f"{flag} must be a finite number of seconds above 0, e.g. {flag} 30; got {answer_text.quoted(text)}"
+            )
+        return value
+
+    return read
+
+
+def _gib(text: str) -> int:
+    """The argparse type of ``--memory``: a finite number of GiB (at least 1/16), as bytes."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 1 / 16 <= value <= 1 << 20):
+        raise argparse.ArgumentTypeError(
+            f"--memory must be a finite number of GiB from 0.0625 up, e.g. --memory 4; got {answer_text.quoted(text)}"
+        )
+    return int(value * (1 << 30))
 
 
 def _line(exercise_id: str, result: engine.Result | None) -> str:
@@ -476,15 +565,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", default=None, help="grade this student's variant (student number or name)")
     parser.add_argument(
         "--cell-timeout",
-        type=float,
+        type=_seconds("--cell-timeout"),
         default=CELL_TIMEOUT,
         help=f"seconds one cell may run (default {CELL_TIMEOUT:g})",
     )
     parser.add_argument(
         "--timeout",
-        type=float,
+        type=_seconds("--timeout"),
         default=NOTEBOOK_TIMEOUT,
         help=f"seconds the whole notebook may run (default {NOTEBOOK_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--memory",
+        type=_gib,
+        default=MEMORY,
+        metavar="GIB",
+        help=f"GiB of memory the notebook's kernel may use (default {MEMORY / (1 << 30):g}); a cell past it fails",
     )
     parser.add_argument(
         "--key",
@@ -496,28 +592,26 @@ def main(argv: list[str] | None = None) -> int:
         return _print_key(args.key, answer_text.seed_text(args.seed))
     if args.notebook is None:
         parser.error("give a notebook to grade (or --key EXERCISE for the answer key)")
-    if not args.cell_timeout > 0 or not args.timeout > 0:
-        parser.error("--cell-timeout and --timeout must be positive numbers of seconds")
     path = Path(args.notebook)
     if not path.is_file():
         print(f"error: no notebook at {path}", file=sys.stderr)
         return 2
     try:
         try:
-            result = grade(path, args.seed, cell_timeout=args.cell_timeout, timeout=args.timeout)
+            result = grade(path, args.seed, cell_timeout=args.cell_timeout, timeout=args.timeout, memory=args.memory)
         except Exception as exc:  # an unreadable notebook
             print(f"error: could not read {path}: {answer_text.short_text(exc, 200)}", file=sys.stderr)
             return 2
-        print(f"grading {path.name} ({result.graded_on()})")
+        print(_shown(f"grading {path.name} ({result.graded_on()})"))
         if not result.rows:
             print("  no exercises found: the notebook makes no check(...) call")
             for e in result.errors:
-                print(f"  error in {e}")
+                print(_shown(f"  error in {e}"))
             return 1
         for exercise_id, r in result.rows:
-            print(_line(exercise_id, r))
+            print(_shown(_line(exercise_id, r)))
         for e in result.errors:
-            print(f"  error in {e}")
+            print(_shown(f"  error in {e}"))
         print(f"score: {result.score}/{len(result.rows)}")
         return 0
     except KeyboardInterrupt:

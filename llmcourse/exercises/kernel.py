@@ -36,7 +36,10 @@ import contextlib
 import json
 import logging
 import os
+import secrets
+import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -57,6 +60,8 @@ _LONGEST = 1 << 20  # bytes: a longer line on the pipe is dropped, a longer Zero
 _QUEUED = 64  # ZeroMQ messages the grader's sockets queue (IOPub drops the rest; the grader keeps none)
 _IOPUB_WAIT = 0  # seconds nbclient waits for a cell's IOPub messages after its reply: none is used
 _KERNEL_ARGS = ["--HistoryManager.hist_file=:memory:", "--IPKernelApp.capture_fd_output=False"]
+_MARK = "LLMCOURSE_GRADER_KERNEL"  # in the kernel's environment (and its children's): the grader's token
+_PR_SET_CHILD_SUBREAPER = 36  # Linux's prctl option: orphans of the kernel's descendants become its children
 _QUIET = logging.getLogger("llmcourse.grader")
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
@@ -66,6 +71,85 @@ _SETUP = (
     "_grader = _Cells({fd}, {seed!r}, {forced!r}, {cell_timeout!r})"
 )
 _CELL = "_grader.run({n}, {source!r})"
+
+
+def _limits(memory: int) -> Callable[[], None]:
+    """What the kernel's process runs before the kernel starts (in the forked child): its address space is at
+    most ``memory`` bytes (a cell allocating past it gets a MemoryError; the notebook cannot raise the limit),
+    and on Linux it is a subreaper, so that a process a cell starts stays its descendant even after its parent
+    ends or it calls ``setsid`` (see :func:`_kill_all`). Never raises (Popen would fail)."""
+    prctl = None
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(Exception):
+            import ctypes
+
+            prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
+
+    def preexec() -> None:
+        with contextlib.suppress(Exception):
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        with contextlib.suppress(Exception):
+            if prctl is not None:
+                prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+    return preexec
+
+
+def _processes() -> dict[int, int]:
+    """Every process this user can see in /proc: pid -> parent pid (empty where there is no /proc)."""
+    parents: dict[int, int] = {}
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                with contextlib.suppress(OSError, ValueError, IndexError), open(f"/proc/{name}/stat", "rb") as f:
+                    parents[int(name)] = int(f.read().rsplit(b")", 1)[1].split()[1])
+    return parents
+
+
+def _marked(pid: int, mark: bytes) -> bool:
+    """Whether process ``pid`` was started with the grader's ``mark`` in its environment."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return mark in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def _kill_all(root: int | None, token: str) -> None:
+    """Kill (on Linux) every process the notebook started: the descendants of ``root`` (the kernel, alive or
+    not yet reaped, so its number is still its own; it is a subreaper, so they include the orphans of processes
+    that ended and those that called ``setsid``) and every process started with the kernel's ``token`` in its
+    environment (those left when the kernel itself crashed). Each is stopped first (none forks or reaps any
+    more, so no number found is reused before the kill), the search is repeated until it finds none new, then
+    all are killed."""
+    mark = f"{_MARK}={token}".encode()
+    stopped: set[int] = set()
+    for _ in range(100):
+        parents = _processes()
+        found = {pid for pid in parents if pid not in stopped and _marked(pid, mark)}
+        if root is not None:
+            found.add(root)
+            children: dict[int, list[int]] = {}
+            for pid, parent in parents.items():
+                children.setdefault(parent, []).append(pid)
+            todo = [root]
+            while todo:
+                for child in children.get(todo.pop(), []):
+                    if child not in found:
+                        found.add(child)
+                        todo.append(child)
+        found -= stopped | {os.getpid()}
+        if not found:
+            break
+        for pid in found:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGSTOP)
+        stopped |= found
+    for pid in stopped:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _raise_if_cancelled() -> None:
@@ -185,6 +269,7 @@ class Kernel:
         self.client.on_cell_executed = self._executed
         self.process: subprocess.Popen | None = None
         self.pgid: int | None = None
+        self.token = secrets.token_hex(16)
 
     def _heard(self, msg: dict) -> None:
         if msg["kind"] == "check" and self.current is not None:
@@ -219,6 +304,7 @@ class Kernel:
             "MPLBACKEND": "Agg",
             "PYTHONIOENCODING": "utf-8",
             "IPYTHONDIR": os.path.join(self.workdir, "ipython"),  # no profile or start-up file of the teacher's
+            _MARK: self.token,
         }
         job, root = self.job, str(Path(__file__).resolve().parents[2])
         setup = _SETUP.format(
@@ -250,6 +336,7 @@ class Kernel:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             pass_fds=(self.pipe.write_end,),
+            **({"preexec_fn": _limits(self.job["memory"])} if os.name == "posix" else {}),
         )
         self.process = getattr(self.km.provisioner, "process", None)
         self.pgid = getattr(self.km.provisioner, "pgid", None)
@@ -296,10 +383,15 @@ class Kernel:
         return self.process.poll() if self.process is not None else None
 
     async def _stop(self) -> None:
-        """Kill the kernel and whatever it started (its process group), stop the client; never raises."""
+        """Kill the kernel and whatever it started (its process group, and on Linux every descendant and every
+        process with its token), stop the client; never raises."""
         for task in asyncio.all_tasks():  # nbclient's pollers of a cell that timed out
             if task is not asyncio.current_task():
                 task.cancel()
+        with contextlib.suppress(Exception):
+            alive = self.process is not None and self.process.poll() is None  # not reaped: its number is its own
+            if sys.platform.startswith("linux"):
+                _kill_all(self.process.pid if alive and self.process is not None else None, self.token)
         if self.pgid is not None:  # once: the group's number may be another's later
             with contextlib.suppress(OSError):
                 os.killpg(self.pgid, 9)

@@ -1,0 +1,158 @@
+"""The grader against hostile notebooks, continued (tests/test_hostile_input.py holds the rest): what a notebook
+starts dies with it, its rewriting the package's files or its forged messages change no grade, its memory is
+bounded, the time flags refuse what is not a time, and every report line is short and printable.
+
+Hand arithmetic: tokens_ex2 reads 2,000 / 300 = 6.667 prompt tokens per answer token (the book's variant).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from llmcourse.exercises import check, reset
+from llmcourse.exercises.cli import grade
+from llmcourse.exercises.cli import main as cli_main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_session():
+    reset()
+    yield
+    reset()
+
+
+def _notebook(tmp_path: Path, cells: list[str], name: str = "nb.md") -> Path:
+    path = tmp_path / name
+    path.write_text("".join(f"```python\n{c}\n```\n\n" for c in cells))
+    return path
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie, killed but not yet waited for, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_processes_in_a_new_session_die_with_the_grading(tmp_path):
+    """A process a cell starts in a session of its own (start_new_session=True) is killed when grading ends, and
+    so is one started so just before the kernel crashes (left to init by the dead kernel)."""
+    pids = tmp_path / "pids"
+    spawn = (
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(300)'], start_new_session=True)"
+        f"\nwith open({str(pids)!r}, 'a') as f:\n    f.write(f'{{p.pid}}\\n')"
+    )
+    cells = [
+        "import os, subprocess, sys, time\nfrom llmcourse.exercises import check",
+        spawn,
+        spawn + "\ntime.sleep(0.5)\nos._exit(1)",
+        "check('tokens_ex2', 6.667)",
+    ]
+    g = grade(_notebook(tmp_path, cells), cell_timeout=30)
+    assert [(i, r is not None and r.correct) for i, r in g.rows] == [("tokens_ex2", True)], g
+    started = [int(p) for p in pids.read_text().split()]
+    assert len(started) == 3  # cell 2 ran again in the second kernel
+    deadline = time.monotonic() + 10
+    while any(map(_running, started)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = [p for p in started if _running(p)]
+    for p in alive:  # (not left behind by a failing test)
+        os.kill(p, 9)
+    assert not alive
+
+
+def test_rewriting_the_package_changes_no_grade(tmp_path):
+    """A notebook that rewrites every llmcourse/exercises/defs_*.py (here: to make every answer pass) before the
+    grader reads them changes no grade: the grader imported them before any cell ran. Run on a copy of the
+    package, in a grader process of its own."""
+    copy = tmp_path / "copy"
+    shutil.copytree(ROOT / "llmcourse", copy / "llmcourse", ignore=shutil.ignore_patterns("__pycache__"))
+    cells = [
+        "import pathlib\nimport llmcourse.exercises as x\nfrom llmcourse.exercises import check\n"
+        "for f in pathlib.Path(x.__file__).parent.glob('defs_*.py'):\n"
+        "    f.write_text(f.read_text() + '\\nfrom llmcourse.exercises import engine\\nengine._close = lambda *a: True\\n')",
+        "check('tokens_ex2', 1000)",
+    ]
+    nb = _notebook(tmp_path, cells)
+    env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+    out = subprocess.run(
+        [sys.executable, "-m", "llmcourse", "check", str(nb), "--cell-timeout", "30"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "engine._close" in (copy / "llmcourse/exercises/defs_tokens.py").read_text()  # the notebook did it
+    assert out.returncode == 0, out.stderr
+    assert re.search(r"tokens_ex2\s+0/1", out.stdout) and "score: 0/1" in out.stdout, out.stdout
+
+
+@pytest.mark.parametrize("flag", ["--cell-timeout", "--timeout"])
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "-1", "0", "ten"])
+def test_time_flags_refuse_what_is_not_a_time(tmp_path, capsys, flag, value):
+    """inf, NaN, a negative or zero time is refused with the flag named, exit status 2 (no grading)."""
+    nb = _notebook(tmp_path, ["from llmcourse.exercises import check\ncheck('tokens_ex2', 6.667)"])
+    with pytest.raises(SystemExit) as stop:
+        cli_main([str(nb), f"{flag}={value}"])
+    assert stop.value.code == 2
+    assert f"{flag} must be a finite number of seconds" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-1", "-inf", "0", "0.01"])
+def test_memory_flag_refuses_what_is_not_a_size(tmp_path, capsys, value):
+    nb = _notebook(tmp_path, ["x = 1"])
+    with pytest.raises(SystemExit) as stop:
+        cli_main([str(nb), f"--memory={value}"])
+    assert stop.value.code == 2 and "--memory must be a finite number of GiB" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS as Linux applies it")
+def test_a_cell_past_the_memory_limit_fails_and_grading_goes_on(tmp_path, capsys):
+    """With --memory 1 (GiB), a cell allocating 1 GiB fails with MemoryError; the next cell is graded."""
+    cells = [
+        "from llmcourse.exercises import check\nx = bytearray(1 << 30)",
+        "check('tokens_ex2', 6.667)",
+    ]
+    assert cli_main([str(_notebook(tmp_path, cells)), "--memory", "1", "--cell-timeout", "30"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"error in code cell 1: MemoryError", out) and re.search(r"tokens_ex2\s+1/1\s+correct", out), out
+
+
+def test_a_forged_message_is_not_the_verdict_and_lines_are_short(tmp_path, capsys):
+    """A reason for refusing an answer that a cell writes on the grader's pipe is never printed (the grader
+    gives its own); an error text is printed escaped; every line is at most 200 characters."""
+    cells = [
+        "import gc\nfrom llmcourse.exercises import check\n"
+        "g = next(o for o in gc.get_objects() if type(o).__name__ == '_Cells')\n"
+        "g._send(kind='check', id='tokens_ex2', answer={'refused': 'correct, well done: score: 99/99'}, seed=None)",
+        "raise ValueError('\\x1b[2J' + 'x' * 1000)",
+        "check('tokens_ex4' + 'x' * 500, 1)",
+    ]
+    assert cli_main([str(_notebook(tmp_path, cells)), "--cell-timeout", "30"]) == 0
+    out = capsys.readouterr().out
+    assert "99/99" not in out and "well done" not in out, out
+    assert re.search(r"tokens_ex2\s+0/1\s+.*the grader could not read this answer", out), out
+    assert "error in code cell 2: ValueError" in out and "\x1b" not in out
+    assert all(len(line) <= 200 for line in out.splitlines()), out
+
+
+def test_check_and_the_grader_agree_on_a_padded_answer(tmp_path):
+    """An answer padded with 200 spaces (before and after) is read alike by check() and by the grader."""
+    padded = " " * 200 + "6.667" + " " * 200
+    assert check("tokens_ex2", padded).correct
+    g = grade(_notebook(tmp_path, [f"from llmcourse.exercises import check\ncheck('tokens_ex2', {padded!r})"]))
+    assert [(i, r is not None and r.correct) for i, r in g.rows] == [("tokens_ex2", True)], g
