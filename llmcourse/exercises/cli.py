@@ -15,7 +15,9 @@ answer per exercise is scored.
   recursion) is reported for that cell, and the other cells are still graded (after a crash a new
   kernel re-runs the cells that had succeeded, then goes on).
 * Each cell may run :data:`CELL_TIMEOUT` seconds (``--cell-timeout``), the whole notebook
-  :data:`NOTEBOOK_TIMEOUT` seconds (``--timeout``).
+  :data:`NOTEBOOK_TIMEOUT` seconds (``--timeout``); the kernel and each process it starts may use
+  :data:`MEMORY` bytes (``--memory`` GiB; past it a cell fails with MemoryError), and every process the
+  notebook started is killed when grading ends. Report lines are printable and at most 200 characters.
 * A notebook with no ``check(...)`` call says "no exercises found" and exits with status 1; an
   unreadable notebook exits with 2, an interrupted run (Ctrl-C) with 130.
 
