@@ -236,13 +236,22 @@ def exercises(chapter: str | None = None) -> list[Exercise]:
     return sorted(found, key=lambda e: (order.index(e.chapter) if e.chapter in order else 99, e.number))
 
 
+def _id_key(text: str) -> str:
+    """An exercise id or a chapter as typed, in the registry's spelling: lower case, no surrounding spaces,
+    spaces and hyphens read as underscores (``"KV-Cache Ex1 "`` is ``"kv_cache_ex1"``); a text longer than
+    any id is left as it is."""
+    if len(text) > 200:
+        return text
+    return "_".join(text.lower().replace("-", " ").replace("_", " ").split())
+
+
 def get(exercise_id: str) -> Exercise:
-    """The exercise with this id; a KeyError that suggests close ids if there is none (also for an id
-    that is not a string)."""
+    """The exercise with this id (case, surrounding spaces and hyphens for underscores do not matter: see
+    :func:`_id_key`); a KeyError that suggests close ids if there is none (also for an id that is not a string)."""
     shown = quoted(exercise_id)
     if not isinstance(exercise_id, str):
         raise KeyError(f"no exercise {shown}: an exercise id is a string such as 'kv_cache_ex1'.")
-    key = str.__getitem__(exercise_id, slice(None))
+    key = _id_key(str.__getitem__(exercise_id, slice(None)))
     if "_ex" in key and len(key) <= 100:
         _load(key.rsplit("_ex", 1)[0])
     if key in _REGISTRY:
@@ -387,14 +396,24 @@ def _diagnose(ratio: float, ex: Exercise, variant: dict[str, Any], kind: str) ->
     return diagnose(ratio, kind, ex.tolerance, specific())
 
 
-def check(exercise_id: str, answer: Any, *, seed: Any = None) -> Result:
-    """Check ``answer`` for an exercise. Never raises, whatever the id and the answer; see :class:`Result`.
+def check(exercise_id: Any = _UNSET, answer: Any = _UNSET, *, seed: Any = None) -> Result:
+    """Check ``answer`` for an exercise. Never raises, whatever the id and the answer (or none); see :class:`Result`.
 
     ``seed`` (a student number or name) picks that student's variant; without it the session's
     student (see :func:`student`) or the book's default variant is used. ``exercise_id`` may also be
-    an :class:`Exercise` that is not registered (a drill's dealt question).
+    an :class:`Exercise` that is not registered (a drill's dealt question). Without an answer (``check(id)``)
+    the result says what the exercise asks and how to give one.
     """
     try:
+        if exercise_id is _UNSET:
+            return Result(
+                "(no exercise)",
+                "unknown",
+                "check(exercise_id, answer) checks an answer: name the exercise and give your answer, e.g. "
+                "check('kv_cache_ex1', Q_(number, 'KiB')); progress() lists the exercises.",
+            )
+        if answer is _UNSET:
+            return _no_answer(exercise_id, seed)
         return _check(exercise_id, answer, seed)
     except KeyboardInterrupt:
         raise
@@ -404,6 +423,22 @@ def check(exercise_id: str, answer: Any, *, seed: Any = None) -> Result:
             "invalid",
             "Not yet: reading this answer raised an error; give a number, e.g. Q_(value, unit).",
         )
+
+
+def _no_answer(exercise_id: Any, seed: Any) -> Result:
+    """``check(exercise_id)`` with no answer: what the exercise asks and how to answer (nothing is recorded)."""
+    try:
+        ex = exercise_id if isinstance(exercise_id, Exercise) else get(exercise_id)
+    except KeyError as exc:
+        return Result(short_text(exercise_id), "unknown", str(exc.args[0]))
+    story = Story(ex.id, ex.title, ex.text(_SESSION.current_seed(seed)), ex.unit, ex.bare_ok)
+    return Result(
+        ex.id,
+        "blank",
+        f"No answer given: {ex.id} ({ex.title}) asks: {story.text} {story._answer_line()} "
+        f"Then check({ex.id!r}, your_answer).",
+        expected_unit=ex.unit or "a plain number",
+    )
 
 
 def _check(exercise_id: Any, answer: Any, seed: Any) -> Result:
@@ -543,15 +578,19 @@ _MARK_DONE, _MARK_OPEN = "\u2713", "\u2026"
 
 @dataclass(frozen=True)
 class Progress:
-    """Done / not done for the exercises of a chapter (see :func:`progress`)."""
+    """Done / not done for the exercises of a chapter (see :func:`progress`); ``message`` says why there are no
+    rows (a chapter that is not one of the book's)."""
 
     rows: tuple[tuple[str, str, bool], ...]
+    message: str = ""
 
     @property
     def done(self) -> int:
         return sum(d for _, _, d in self.rows)
 
     def __str__(self) -> str:
+        if self.message:
+            return self.message
         lines = [f"{'done' if d else 'not done':>8}  {i}  {t}" for i, t, d in self.rows]
         return "\n".join([*lines, f"{self.done} of {len(self.rows)} done"])
 
@@ -559,6 +598,8 @@ class Progress:
         return str(self)
 
     def _repr_html_(self) -> str:
+        if self.message:
+            return f"<p>{html.escape(self.message)}</p>"
         body = "".join(
             f"<tr><td>{_MARK_DONE if d else _MARK_OPEN}</td><td><code>{i}</code></td><td>{html.escape(t)}</td></tr>"
             for i, t, d in self.rows
@@ -566,7 +607,27 @@ class Progress:
         return f"<table>{body}</table><p>{self.done} of {len(self.rows)} done</p>"
 
 
-def progress(chapter: str | None = None, *, seed: Any = None) -> Progress:
-    """Which exercises of ``chapter`` (all if None) this session has answered correctly."""
+def progress(chapter: Any = None, *, seed: Any = None) -> Progress:
+    """Which exercises of ``chapter`` (all if None) this session has answered correctly. Never raises: a
+    chapter is named as text (case, surrounding spaces and hyphens for underscores do not matter), and one that
+    is not the book's gets a message with the close names."""
+    key = None
+    if chapter is not None:
+        if not isinstance(chapter, str):
+            return Progress(
+                (),
+                f"progress(chapter) takes one chapter's name as text, e.g. progress('kv_cache'), or nothing for "
+                f"every chapter; you gave {quoted(chapter)}.",
+            )
+        key = _id_key(str.__getitem__(chapter, slice(None))) or None
+        if key is not None and key not in CHAPTERS:
+            import difflib
+
+            close = difflib.get_close_matches(key.rsplit("_ex", 1)[0], list(CHAPTERS), n=3, cutoff=0.5)
+            return Progress(
+                (),
+                f"no chapter {quoted(chapter)}"
+                + (f"; did you mean {', '.join(close)}?" if close else f"; the chapters are {', '.join(CHAPTERS)}."),
+            )
     s = repr(_SESSION.current_seed(seed))
-    return Progress(tuple((e.id, e.title, (e.id, s) in _SESSION.done) for e in exercises(chapter)))
+    return Progress(tuple((e.id, e.title, (e.id, s) in _SESSION.done) for e in exercises(key)))

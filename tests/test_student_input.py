@@ -1,0 +1,80 @@
+"""What a student types gets a right answer: a check without an answer, ids and chapters as typed, student ids,
+slips named only where the answer fits them, and the answer that counts (the best, as progress() says).
+
+Expected values are hand arithmetic: Llama 3.1 70B caches 2 x 80 layers x 8 KV heads x 128 x 2 bytes = 320 KiB per
+token (kv_cache_ex1).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from llmcourse import Q_
+from llmcourse.exercises import check, progress, reset
+
+
+@pytest.fixture(autouse=True)
+def _fresh_session():
+    reset()
+    yield
+    reset()
+
+
+# --- 1. a check without an answer ----------------------------------------------------------------------------
+def test_check_without_an_answer_says_what_the_exercise_asks():
+    """check(id) alone neither raises nor counts: it tells what the exercise asks and how to answer."""
+    r = check("kv_cache_ex1")
+    assert r.status == "blank" and not r.correct
+    assert "How many bytes of KV cache" in r.message and "check('kv_cache_ex1', your_answer)" in r.message
+    assert "Q_(number, 'KiB')" in r.message and "320" not in r.message
+    assert "not done  kv_cache_ex1" in str(progress("kv_cache"))
+
+
+def test_check_without_anything_says_how_to_use_it():
+    """check() with nothing names the call to make."""
+    r = check()
+    assert r.status == "unknown" and "check(exercise_id, answer)" in r.message
+
+
+def test_check_of_an_unknown_id_without_an_answer():
+    r = check("kv_cahce_ex1")
+    assert r.status == "unknown" and "did you mean kv_cache_ex1" in r.message
+
+
+# --- 2. ids and chapters as typed ------------------------------------------------------------------------------
+@pytest.mark.parametrize("typed", ["KV_Cache_Ex1 ", " kv-cache-ex1", "kv cache ex1", "KV_CACHE_EX1"])
+def test_an_exercise_id_as_typed_is_found(typed):
+    """Case, surrounding spaces and hyphens or spaces for underscores do not matter."""
+    r = check(typed, Q_(320, "KiB"))
+    assert r.correct and r.exercise_id == "kv_cache_ex1"
+    assert "1 of 6 done" in str(progress("kv_cache"))
+
+
+@pytest.mark.parametrize("typed", ["kv-cache", "KV_Cache", " kv cache "])
+def test_a_chapter_as_typed_is_found(typed):
+    p = progress(typed)
+    assert len(p.rows) == 6 and str(p).endswith("0 of 6 done")
+
+
+@pytest.mark.parametrize(
+    ("typed", "close"), [("kv-cash", "kv_cache"), ("batchin", "batching"), ("kv_cache_ex1", "kv_cache")]
+)
+def test_an_unknown_chapter_gets_did_you_mean(typed, close):
+    """An unknown chapter is not "0 of 0 done": it gets the close names."""
+    p = progress(typed)
+    assert p.rows == () and f"did you mean {close}" in str(p) and "0 of 0" not in str(p)
+    assert f"did you mean {close}" in p._repr_html_()
+
+
+def test_an_unknown_chapter_with_no_close_name_lists_the_chapters():
+    assert "the chapters are first_estimate, tokens" in str(progress("zzzzzz"))
+
+
+@pytest.mark.parametrize("given", [["kv_cache"], 3, ("kv_cache",), {"kv_cache": 1}, b"kv_cache"])
+def test_progress_of_a_non_text_says_what_it_takes(given):
+    p = progress(given)
+    assert p.rows == () and "progress(chapter) takes one chapter's name as text" in str(p)
+
+
+def test_progress_of_everything_still_lists_every_chapter():
+    assert len(progress().rows) == len(progress("").rows) > 50
