@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from llmcourse import Q_
-from llmcourse.exercises import check, progress, reset
+from llmcourse.exercises import check, progress, reset, student, variant_of
+from llmcourse.exercises.answers import seed_text
 
 
 @pytest.fixture(autouse=True)
@@ -78,3 +79,33 @@ def test_progress_of_a_non_text_says_what_it_takes(given):
 
 def test_progress_of_everything_still_lists_every_chapter():
     assert len(progress().rows) == len(progress("").rows) > 50
+
+
+# --- 3. one student, however the id is typed -------------------------------------------------------------------
+@pytest.mark.parametrize("typed", ["Alice", " alice", "ALICE ", "\talice\n"])
+def test_a_student_id_as_typed_is_one_student(typed):
+    """Case and surrounding spaces do not make another student: the same variants, in student() and seed=."""
+    assert seed_text(typed) == "alice"
+    assert variant_of("kv_cache_ex1", typed) == variant_of("kv_cache_ex1", "alice")
+    student(typed)
+    assert variant_of("tokens_ex4") == variant_of("tokens_ex4", "alice")
+
+
+@pytest.mark.parametrize(
+    ("seed", "kv_cache_ex1", "tokens_ex4"),
+    [
+        ("alice", {"model": "Qwen3-30B-A3B", "kv": "an FP32"}, {"tokens": 750, "rate": 125}),
+        ("bob", {"model": "Llama-2-13B", "kv": "an INT4"}, {"tokens": 2400, "rate": 130}),
+        ("s1234567", {"model": "Llama-2-13B", "kv": "an FP8"}, {"tokens": 1850, "rate": 120}),
+        (1234567, {"model": "Qwen3-235B-A22B", "kv": "an INT4"}, {"tokens": 2000, "rate": 90}),
+    ],
+)
+def test_ids_already_written_plainly_keep_their_variants(seed, kv_cache_ex1, tokens_ex4):
+    """The variants the ids the tests use had before ids were normalised (pinned from that version)."""
+    assert variant_of("kv_cache_ex1", seed) == kv_cache_ex1 and variant_of("tokens_ex4", seed) == tokens_ex4
+
+
+@pytest.mark.parametrize("blank", ["", "   ", None])
+def test_a_blank_student_id_is_the_book(blank):
+    assert seed_text(blank) is None and variant_of("kv_cache_ex1", blank) == variant_of("kv_cache_ex1")
+    assert student(blank) == "Using the book's default variants."
