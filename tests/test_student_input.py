@@ -109,3 +109,33 @@ def test_ids_already_written_plainly_keep_their_variants(seed, kv_cache_ex1, tok
 def test_a_blank_student_id_is_the_book(blank):
     assert seed_text(blank) is None and variant_of("kv_cache_ex1", blank) == variant_of("kv_cache_ex1")
     assert student(blank) == "Using the book's default variants."
+
+
+# --- 4. a slip named only where the answer fits it, never with its exact factor -------------------------------
+@pytest.mark.parametrize(("answer", "way"), [(Q_(312, "KiB"), "too small"), (Q_(336, "KiB"), "too large")])
+def test_a_near_miss_in_the_expected_unit_is_not_a_prefix_slip(answer, way):
+    """312 KiB (2.5% low) and 336 KiB (5% high) against 320 KiB are near misses, not KiB vs kB or MiB vs MB."""
+    r = check("kv_cache_ex1", answer)
+    assert r.status == "wrong" and r.message == f"Not yet: {way}, but within 10%."
+    assert r.hint is not None and "KV per token" in r.hint and "slip" not in r.hint
+
+
+@pytest.mark.parametrize(
+    ("answer", "words", "compare"),
+    [
+        (Q_(320, "kB"), "KiB vs kB?", "1 KiB = 1,024 bytes, 1 kB = 1,000 bytes"),
+        (Q_(327_680 * 1.024, "B"), "KiB vs kB?", "1 KiB = 1,024 bytes"),
+        (Q_(320, "Kibit"), "bits vs bytes?", "1 byte (B) = 8 bits (b)"),
+        (Q_(320, "MiB"), "KiB vs kB, and a unit prefix?", "1 MiB = 1,024 KiB"),
+    ],
+)
+def test_a_slip_is_named_without_its_factor_and_its_hint_says_what_to_compare(answer, words, compare):
+    r = check("kv_cache_ex1", answer)
+    assert r.status == "wrong" and f"({words})" in r.message
+    assert "factor" not in r.message and "1.024" not in r.message and "1,024" not in r.message
+    assert r.hints == (r.hint,) and r.hint is not None and compare in r.hint and "KV per token" not in r.hint
+
+
+def test_a_time_slip_hint_names_the_units():
+    r = check("tokens_ex4", Q_(30, "ms"))
+    assert "(check the unit prefix: ms vs s?)" in r.message and "1 s = 1,000 ms" in (r.hint or "")

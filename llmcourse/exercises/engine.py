@@ -50,7 +50,7 @@ from llmcourse.exercises.answers import (
     short_text,
     show_value,
 )
-from llmcourse.exercises.slips import diagnose, kind_of, size_words, slip_words  # noqa: F401 (engine.slip_words)
+from llmcourse.exercises.slips import diagnosis, kind_of, size_words, slip_words  # noqa: F401 (engine.slip_words)
 from llmcourse.units import Q_, sig
 
 __all__ = [
@@ -384,16 +384,18 @@ class Result:
 
 
 # --- checking an answer ---------------------------------------------------------------------------------
-def _diagnose(ratio: float, ex: Exercise, variant: dict[str, Any], kind: str) -> str:
-    """:func:`~llmcourse.exercises.slips.diagnose` with this exercise's own slips (its ``mistakes`` for the
-    variant, and half the answer where it counts keys and values)."""
+def _diagnose(
+    ratio: float, ex: Exercise, variant: dict[str, Any], given: pint.Quantity, expected: pint.Quantity
+) -> tuple[str, str | None]:
+    """:func:`~llmcourse.exercises.slips.diagnosis` with this exercise's own slips (its ``mistakes`` for the
+    variant, and half the answer where it counts keys and values): the words and the slip's hint (or None)."""
 
     def specific() -> Iterable[tuple[float, str]]:
         yield from ex.mistakes(variant) if ex.mistakes else ()
         if ex.kv:
             yield (1 / 2, "did you count keys and values?")
 
-    return diagnose(ratio, kind, ex.tolerance, specific())
+    return diagnosis(ratio, kind_of(expected), ex.tolerance, specific(), given=given, expected=expected)
 
 
 def check(exercise_id: Any = _UNSET, answer: Any = _UNSET, *, seed: Any = None) -> Result:
@@ -460,9 +462,13 @@ def _check(exercise_id: Any, answer: Any, seed: Any) -> Result:
     except Exception as exc:  # pragma: no cover - an exercise definition bug, not the student's
         return Result(ex.id, "invalid", f"this variant could not be computed ({short_text(exc)}); tell the teacher.")
 
-    def wrong(status: str, message: str) -> Result:
+    def wrong(status: str, message: str, slip: str | None = None) -> Result:
+        """A wrong answer: its try counted, and the next of the exercise's hints, or ``slip``'s own hint (what
+        to compare after the slip named) instead."""
         n = _SESSION.tries.get(key, 0) + 1
         _SESSION.tries[key] = n
+        if slip is not None:
+            return Result(ex.id, status, message, expected_unit=unit_words, hint=slip, hints=(slip,), tries=n)
         shown = tuple(
             h.format(**{k: show_value(x) for k, x in variant.items()}) for h in ex.hints[: min(n, len(ex.hints))]
         )
@@ -534,7 +540,8 @@ def _check(exercise_id: Any, answer: Any, seed: Any) -> Result:
                     "the direction the question needs.",
                 )
             return wrong("wrong", f"Not yet: {'too many' if off > 0 else 'too few'}: {size_words(ratio)}.")
-    return wrong("wrong", f"Not yet: {_diagnose(ratio, ex, variant, kind_of(expected))}.")
+    words, slip = _diagnose(ratio, ex, variant, given, expected)
+    return wrong("wrong", f"Not yet: {words}.", slip)
 
 
 # --- presenting exercises and progress ----------------------------------------------------------------------
