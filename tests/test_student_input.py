@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from llmcourse import Q_
-from llmcourse.exercises import check, progress, reset, student, variant_of
+from llmcourse.exercises import best_answers, best_of, check, progress, reset, student, variant_of
 from llmcourse.exercises.answers import seed_text
 
 
@@ -139,3 +139,57 @@ def test_a_slip_is_named_without_its_factor_and_its_hint_says_what_to_compare(an
 def test_a_time_slip_hint_names_the_units():
     r = check("tokens_ex4", Q_(30, "ms"))
     assert "(check the unit prefix: ms vs s?)" in r.message and "1 s = 1,000 ms" in (r.hint or "")
+
+
+# --- 5. the answer that counts: the best, as progress() says -------------------------------------------------
+def test_a_later_experiment_does_not_undo_a_solved_exercise():
+    """Right, then an experiment: progress() says done, and the answer that counts is the right one."""
+    assert check("kv_cache_ex1", Q_(320, "KiB")).correct
+    assert not check("kv_cache_ex1", Q_(1, "KiB")).correct
+    assert "    done  kv_cache_ex1" in str(progress("kv_cache"))
+    answer, result = best_answers()["kv_cache_ex1"]
+    assert answer == Q_(320, "KiB") and result.correct
+
+
+def test_the_last_answer_counts_until_one_is_right_and_a_blank_erases_nothing():
+    check("kv_cache_ex1", Q_(1, "KiB"))
+    check("kv_cache_ex1", Q_(2, "KiB"))
+    check("kv_cache_ex1", None)
+    check("kv_cache_ex1")  # no answer at all: what the exercise asks, nothing recorded
+    answer, result = best_answers()["kv_cache_ex1"]
+    assert answer == Q_(2, "KiB") and result.status == "wrong"
+    check("tokens_ex4", None)
+    assert best_answers()["tokens_ex4"][1].status == "blank"
+    assert "kv_cache_ex2" not in best_answers()
+
+
+def test_answers_count_per_student():
+    """An answer counts for the variants it was checked on: the book's, or a student's."""
+    check("kv_cache_ex1", Q_(320, "KiB"))
+    student("Alice")
+    assert "kv_cache_ex1" not in best_answers() and "not done  kv_cache_ex1" in str(progress("kv_cache"))
+    assert best_answers(seed=None)["kv_cache_ex1"][1].correct
+    assert best_answers(seed=" ALICE") == best_answers() == {}
+
+
+@pytest.mark.parametrize("order", [(0, 1, 2, 1), (2, 2, 1), (1, 0), (2,), (0, 0, 2, 0), (1, 1)])
+def test_progress_and_the_answers_that_count_agree(order):
+    """Whatever the order of tries, progress() says done exactly where the answer that counts is correct, and
+    best_of (the grader's) picks that same answer from the same tries."""
+    answers = [Q_(320, "KiB"), Q_(1, "KiB"), "320 kB"]
+    for i in order:
+        check("kv_cache_ex1", answers[i])
+    answer, result = best_answers()["kv_cache_ex1"]
+    assert result.correct == ("    done  kv_cache_ex1" in str(progress("kv_cache"))) == (0 in order)
+    assert answer == (answers[0] if 0 in order else answers[order[-1]])
+    picked = best_of("kv_cache_ex1", [(answers[i], None) for i in order])
+    assert picked is not None and picked[0] == answer and picked[1] is None and picked[2].correct == result.correct
+
+
+def test_best_of_checks_on_each_tries_variant_and_leaves_the_session_alone():
+    assert best_of("kv_cache_ex1", []) is None
+    check("tokens_ex4", Q_(1, "s"))
+    before = best_answers()
+    picked = best_of("kv_cache_ex1", [(Q_(320, "KiB"), "alice"), (Q_(1, "KiB"), None), (Q_(320, "KiB"), None)])
+    assert picked is not None and picked[1] is None and picked[2].correct  # 320 KiB is not alice's answer
+    assert best_answers() == before and "kv_cache_ex1" not in best_answers()

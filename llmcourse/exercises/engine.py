@@ -58,6 +58,8 @@ __all__ = [
     "Exercise",
     "Progress",
     "Result",
+    "best_answers",
+    "best_of",
     "check",
     "exercises",
     "get",
@@ -277,6 +279,8 @@ class _Session:
     seed: str | None = None
     tries: dict[tuple[str, str], int] = field(default_factory=dict)
     done: set[tuple[str, str]] = field(default_factory=set)
+    #: Per (exercise id, repr(seed)): the answer that counts and its result (see :func:`best_answers`).
+    best: dict[tuple[str, str], tuple[Any, Result]] = field(default_factory=dict)
 
     def current_seed(self, seed: Any = None) -> str | None:
         if _GRADING_SEED is not _UNSET:
@@ -416,7 +420,10 @@ def check(exercise_id: Any = _UNSET, answer: Any = _UNSET, *, seed: Any = None) 
             )
         if answer is _UNSET:
             return _no_answer(exercise_id, seed)
-        return _check(exercise_id, answer, seed)
+        result = _check(exercise_id, answer, seed)
+        if result.status != "unknown":
+            _record((result.exercise_id, repr(_SESSION.current_seed(seed))), answer, result)
+        return result
     except KeyboardInterrupt:
         raise
     except BaseException:  # a hostile answer's methods may raise anything, even SystemExit
@@ -425,6 +432,60 @@ def check(exercise_id: Any = _UNSET, answer: Any = _UNSET, *, seed: Any = None) 
             "invalid",
             "Not yet: reading this answer raised an error; give a number, e.g. Q_(value, unit).",
         )
+
+
+#: The most (exercise, student) pairs a session keeps the answer that counts for (a loop over made-up seeds).
+_MOST_BEST = 10_000
+
+
+def _counts_over(old: Result | None, new: Result) -> bool:
+    """Whether ``new`` is the answer that counts rather than ``old``: a correct answer, once given, stays; else the
+    last answer given (a blank one only where there was none)."""
+    if old is None:
+        return True
+    return not old.correct and new.status != "blank"
+
+
+def _record(key: tuple[str, str], answer: Any, result: Result) -> None:
+    old = _SESSION.best.get(key)
+    if (old is not None or len(_SESSION.best) < _MOST_BEST) and _counts_over(old[1] if old else None, result):
+        _SESSION.best[key] = (answer, result)
+
+
+def best_answers(*, seed: Any = _UNSET) -> dict[str, tuple[Any, Result]]:
+    """The answer that counts for each exercise checked in this session, with its result: the first correct answer
+    if one was given (a later wrong try does not undo it), else the last answer given (a later ``check(id, None)``
+    does not erase an answer). Exactly the exercises :func:`progress` says are done have a correct result here.
+
+    ``seed`` picks the student whose variants the answers were checked on (default: the session's, see
+    :func:`student`; ``None``: the book's default variants).
+
+    Examples
+    --------
+    >>> from llmcourse import Q_
+    >>> reset()
+    >>> check("kv_cache_ex1", Q_(320, "KiB")).correct, check("kv_cache_ex1", Q_(1, "KiB")).correct
+    (True, False)
+    >>> answer, result = best_answers()["kv_cache_ex1"]
+    >>> answer, result.correct
+    (<Quantity(320, 'kibibyte')>, True)
+    """
+    s = repr(_SESSION.current_seed() if seed is _UNSET else seed_text(seed))
+    return {eid: best for (eid, k), best in _SESSION.best.items() if k == s}
+
+
+def best_of(exercise_id: Any, tries: Iterable[tuple[Any, Any]]) -> tuple[Any, Any, Result] | None:
+    """The answer that counts among ``tries`` (``(answer, seed)`` pairs, in the order they were checked), by the
+    rule of :func:`best_answers` and :func:`progress`: ``(answer, seed, result)`` of the first correct one, else of
+    the last one; None if there are none. Each is checked in a session of its own (nothing of this session's
+    changes): what a grader calls with the answers it heard a notebook check for one exercise."""
+    found: tuple[Any, Any, Result] | None = None
+    with own_session():
+        for answer, seed in tries:
+            result = check(exercise_id, answer, seed=seed)
+            if _counts_over(found[2] if found else None, result):
+                found = (answer, seed, result)
+    return found
 
 
 def _no_answer(exercise_id: Any, seed: Any) -> Result:
@@ -615,7 +676,8 @@ class Progress:
 
 
 def progress(chapter: Any = None, *, seed: Any = None) -> Progress:
-    """Which exercises of ``chapter`` (all if None) this session has answered correctly. Never raises: a
+    """Which exercises of ``chapter`` (all if None) this session has answered correctly (the answers that count,
+    see :func:`best_answers`: a correct answer once given stays done). Never raises: a
     chapter is named as text (case, surrounding spaces and hyphens for underscores do not matter), and one that
     is not the book's gets a message with the close names."""
     key = None
@@ -637,4 +699,9 @@ def progress(chapter: Any = None, *, seed: Any = None) -> Progress:
                 + (f"; did you mean {', '.join(close)}?" if close else f"; the chapters are {', '.join(CHAPTERS)}."),
             )
     s = repr(_SESSION.current_seed(seed))
-    return Progress(tuple((e.id, e.title, (e.id, s) in _SESSION.done) for e in exercises(key)))
+
+    def done(eid: str) -> bool:
+        best = _SESSION.best.get((eid, s))
+        return best is not None and best[1].correct
+
+    return Progress(tuple((e.id, e.title, done(e.id)) for e in exercises(key)))
