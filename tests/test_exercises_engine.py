@@ -68,15 +68,17 @@ def test_quantity_from_another_registry_is_read():
     ],
 )
 def test_known_mistakes_are_diagnosed(exercise, answer, words):
-    """A known slip gets its factor and a diagnosis."""
+    """A known slip gets a diagnosis, with a coarse size (never its exact factor), and a hint that follows it."""
     r = check(exercise, answer)
-    assert r.status == "wrong" and words in r.message and "by a factor of" in r.message
+    assert r.status == "wrong" and words in r.message and "by a factor of" not in r.message
+    assert re.search(r"(about [\d,]+x too (large|small)|too (large|small), but within 10%) \(", r.message), r.message
+    assert r.hint is not None and words in r.hint and r.hints == (r.hint,)
 
 
 def test_factor_two_without_keys_and_values_is_plain():
-    """Where keys and values are not the point, a factor of 2 is reported without that diagnosis."""
+    """Where keys and values are not the point, a factor of 2 is reported (coarsely) without that diagnosis."""
     r = check("tokens_ex4", Q_(60, "s"))
-    assert "by a factor of 2" in r.message and "keys and values" not in r.message
+    assert "about 2x too large" in r.message and "keys and values" not in r.message
 
 
 def test_far_off_answer_says_how_far():

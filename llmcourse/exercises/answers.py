@@ -106,18 +106,23 @@ def type_name(x: Any) -> str:
 
 
 def seed_text(seed: Any) -> str | None:
-    """A student id as the text its variants are drawn from (``None`` or ``""``: no student).
+    """A student id as the text its variants are drawn from (``None``, ``""`` or blanks: no student), the one
+    reading of a student id: the notebook's :func:`~llmcourse.exercises.engine.student` and the grader's ``--seed``
+    both go through it. Text is read without its surrounding spaces and in lower case, so ``"Alice"``,
+    ``" alice "`` and ``"alice"`` are one student; an id already so written is kept as it is (its variants do
+    not change).
 
     Examples
     --------
     >>> seed_text(1234567), seed_text("s1234567"), seed_text(""), seed_text(None)
     ('1234567', 's1234567', None, None)
+    >>> seed_text(" Alice "), seed_text("S1234567"), seed_text("   ")
+    ('alice', 's1234567', None)
     """
     if seed is None:
         return None
     if isinstance(seed, str):
-        s = str.__getitem__(seed, slice(None))
-        return s or None
+        return _id_text(str.__getitem__(seed, slice(None)))
     if isinstance(seed, bool):
         return str(bool(seed))
     if isinstance(seed, int):
@@ -131,12 +136,17 @@ def seed_text(seed: Any) -> str | None:
     try:
         s = str(seed)
         if isinstance(s, str):
-            return str.__getitem__(s, slice(None)) or None
+            return _id_text(str.__getitem__(s, slice(None)))
     except KeyboardInterrupt:
         raise
     except BaseException:
         pass
     return short_text(seed, 200)
+
+
+def _id_text(s: str) -> str | None:
+    """A student id's text without its surrounding spaces, in lower case (None if nothing is left)."""
+    return s.strip().lower() or None
 
 
 # --- a given in a story -------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ from llmcourse.exercises.answers import (
     short_text,
     show_value,
 )
-from llmcourse.exercises.slips import diagnose, kind_of, size_words, slip_words  # noqa: F401 (engine.slip_words)
+from llmcourse.exercises.slips import diagnosis, kind_of, size_words, slip_words  # noqa: F401 (engine.slip_words)
 from llmcourse.units import Q_, sig
 
 __all__ = [
@@ -58,6 +58,8 @@ __all__ = [
     "Exercise",
     "Progress",
     "Result",
+    "best_answers",
+    "best_of",
     "check",
     "exercises",
     "get",
@@ -236,13 +238,22 @@ def exercises(chapter: str | None = None) -> list[Exercise]:
     return sorted(found, key=lambda e: (order.index(e.chapter) if e.chapter in order else 99, e.number))
 
 
+def _id_key(text: str) -> str:
+    """An exercise id or a chapter as typed, in the registry's spelling: lower case, no surrounding spaces,
+    spaces and hyphens read as underscores (``"KV-Cache Ex1 "`` is ``"kv_cache_ex1"``); a text longer than
+    any id is left as it is."""
+    if len(text) > 200:
+        return text
+    return "_".join(text.lower().replace("-", " ").replace("_", " ").split())
+
+
 def get(exercise_id: str) -> Exercise:
-    """The exercise with this id; a KeyError that suggests close ids if there is none (also for an id
-    that is not a string)."""
+    """The exercise with this id (case, surrounding spaces and hyphens for underscores do not matter: see
+    :func:`_id_key`); a KeyError that suggests close ids if there is none (also for an id that is not a string)."""
     shown = quoted(exercise_id)
     if not isinstance(exercise_id, str):
         raise KeyError(f"no exercise {shown}: an exercise id is a string such as 'kv_cache_ex1'.")
-    key = str.__getitem__(exercise_id, slice(None))
+    key = _id_key(str.__getitem__(exercise_id, slice(None)))
     if "_ex" in key and len(key) <= 100:
         _load(key.rsplit("_ex", 1)[0])
     if key in _REGISTRY:
@@ -268,6 +279,8 @@ class _Session:
     seed: str | None = None
     tries: dict[tuple[str, str], int] = field(default_factory=dict)
     done: set[tuple[str, str]] = field(default_factory=set)
+    #: Per (exercise id, repr(seed)): the answer that counts and its result (see :func:`best_answers`).
+    best: dict[tuple[str, str], tuple[Any, Result]] = field(default_factory=dict)
 
     def current_seed(self, seed: Any = None) -> str | None:
         if _GRADING_SEED is not _UNSET:
@@ -375,27 +388,42 @@ class Result:
 
 
 # --- checking an answer ---------------------------------------------------------------------------------
-def _diagnose(ratio: float, ex: Exercise, variant: dict[str, Any], kind: str) -> str:
-    """:func:`~llmcourse.exercises.slips.diagnose` with this exercise's own slips (its ``mistakes`` for the
-    variant, and half the answer where it counts keys and values)."""
+def _diagnose(
+    ratio: float, ex: Exercise, variant: dict[str, Any], given: pint.Quantity, expected: pint.Quantity
+) -> tuple[str, str | None]:
+    """:func:`~llmcourse.exercises.slips.diagnosis` with this exercise's own slips (its ``mistakes`` for the
+    variant, and half the answer where it counts keys and values): the words and the slip's hint (or None)."""
 
     def specific() -> Iterable[tuple[float, str]]:
         yield from ex.mistakes(variant) if ex.mistakes else ()
         if ex.kv:
             yield (1 / 2, "did you count keys and values?")
 
-    return diagnose(ratio, kind, ex.tolerance, specific())
+    return diagnosis(ratio, kind_of(expected), ex.tolerance, specific(), given=given, expected=expected)
 
 
-def check(exercise_id: str, answer: Any, *, seed: Any = None) -> Result:
-    """Check ``answer`` for an exercise. Never raises, whatever the id and the answer; see :class:`Result`.
+def check(exercise_id: Any = _UNSET, answer: Any = _UNSET, *, seed: Any = None) -> Result:
+    """Check ``answer`` for an exercise. Never raises, whatever the id and the answer (or none); see :class:`Result`.
 
     ``seed`` (a student number or name) picks that student's variant; without it the session's
     student (see :func:`student`) or the book's default variant is used. ``exercise_id`` may also be
-    an :class:`Exercise` that is not registered (a drill's dealt question).
+    an :class:`Exercise` that is not registered (a drill's dealt question). Without an answer (``check(id)``)
+    the result says what the exercise asks and how to give one.
     """
     try:
-        return _check(exercise_id, answer, seed)
+        if exercise_id is _UNSET:
+            return Result(
+                "(no exercise)",
+                "unknown",
+                "check(exercise_id, answer) checks an answer: name the exercise and give your answer, e.g. "
+                "check('kv_cache_ex1', Q_(number, 'KiB')); progress() lists the exercises.",
+            )
+        if answer is _UNSET:
+            return _no_answer(exercise_id, seed)
+        result = _check(exercise_id, answer, seed)
+        if result.status != "unknown":
+            _record((result.exercise_id, repr(_SESSION.current_seed(seed))), answer, result)
+        return result
     except KeyboardInterrupt:
         raise
     except BaseException:  # a hostile answer's methods may raise anything, even SystemExit
@@ -404,6 +432,76 @@ def check(exercise_id: str, answer: Any, *, seed: Any = None) -> Result:
             "invalid",
             "Not yet: reading this answer raised an error; give a number, e.g. Q_(value, unit).",
         )
+
+
+#: The most (exercise, student) pairs a session keeps the answer that counts for (a loop over made-up seeds).
+_MOST_BEST = 10_000
+
+
+def _counts_over(old: Result | None, new: Result) -> bool:
+    """Whether ``new`` is the answer that counts rather than ``old``: a correct answer, once given, stays; else the
+    last answer given (a blank one only where there was none)."""
+    if old is None:
+        return True
+    return not old.correct and new.status != "blank"
+
+
+def _record(key: tuple[str, str], answer: Any, result: Result) -> None:
+    old = _SESSION.best.get(key)
+    if (old is not None or len(_SESSION.best) < _MOST_BEST) and _counts_over(old[1] if old else None, result):
+        _SESSION.best[key] = (answer, result)
+
+
+def best_answers(*, seed: Any = _UNSET) -> dict[str, tuple[Any, Result]]:
+    """The answer that counts for each exercise checked in this session, with its result: the first correct answer
+    if one was given (a later wrong try does not undo it), else the last answer given (a later ``check(id, None)``
+    does not erase an answer). Exactly the exercises :func:`progress` says are done have a correct result here.
+
+    ``seed`` picks the student whose variants the answers were checked on (default: the session's, see
+    :func:`student`; ``None``: the book's default variants).
+
+    Examples
+    --------
+    >>> from llmcourse import Q_
+    >>> reset()
+    >>> check("kv_cache_ex1", Q_(320, "KiB")).correct, check("kv_cache_ex1", Q_(1, "KiB")).correct
+    (True, False)
+    >>> answer, result = best_answers()["kv_cache_ex1"]
+    >>> answer, result.correct
+    (<Quantity(320, 'kibibyte')>, True)
+    """
+    s = repr(_SESSION.current_seed() if seed is _UNSET else seed_text(seed))
+    return {eid: best for (eid, k), best in _SESSION.best.items() if k == s}
+
+
+def best_of(exercise_id: Any, tries: Iterable[tuple[Any, Any]]) -> tuple[Any, Any, Result] | None:
+    """The answer that counts among ``tries`` (``(answer, seed)`` pairs, in the order they were checked), by the
+    rule of :func:`best_answers` and :func:`progress`: ``(answer, seed, result)`` of the first correct one, else of
+    the last one; None if there are none. Each is checked in a session of its own (nothing of this session's
+    changes): what a grader calls with the answers it heard a notebook check for one exercise."""
+    found: tuple[Any, Any, Result] | None = None
+    with own_session():
+        for answer, seed in tries:
+            result = check(exercise_id, answer, seed=seed)
+            if _counts_over(found[2] if found else None, result):
+                found = (answer, seed, result)
+    return found
+
+
+def _no_answer(exercise_id: Any, seed: Any) -> Result:
+    """``check(exercise_id)`` with no answer: what the exercise asks and how to answer (nothing is recorded)."""
+    try:
+        ex = exercise_id if isinstance(exercise_id, Exercise) else get(exercise_id)
+    except KeyError as exc:
+        return Result(short_text(exercise_id), "unknown", str(exc.args[0]))
+    story = Story(ex.id, ex.title, ex.text(_SESSION.current_seed(seed)), ex.unit, ex.bare_ok)
+    return Result(
+        ex.id,
+        "blank",
+        f"No answer given: {ex.id} ({ex.title}) asks: {story.text} {story._answer_line()} "
+        f"Then check({ex.id!r}, your_answer).",
+        expected_unit=ex.unit or "a plain number",
+    )
 
 
 def _check(exercise_id: Any, answer: Any, seed: Any) -> Result:
@@ -425,9 +523,13 @@ def _check(exercise_id: Any, answer: Any, seed: Any) -> Result:
     except Exception as exc:  # pragma: no cover - an exercise definition bug, not the student's
         return Result(ex.id, "invalid", f"this variant could not be computed ({short_text(exc)}); tell the teacher.")
 
-    def wrong(status: str, message: str) -> Result:
+    def wrong(status: str, message: str, slip: str | None = None) -> Result:
+        """A wrong answer: its try counted, and the next of the exercise's hints, or ``slip``'s own hint (what
+        to compare after the slip named) instead."""
         n = _SESSION.tries.get(key, 0) + 1
         _SESSION.tries[key] = n
+        if slip is not None:
+            return Result(ex.id, status, message, expected_unit=unit_words, hint=slip, hints=(slip,), tries=n)
         shown = tuple(
             h.format(**{k: show_value(x) for k, x in variant.items()}) for h in ex.hints[: min(n, len(ex.hints))]
         )
@@ -499,7 +601,8 @@ def _check(exercise_id: Any, answer: Any, seed: Any) -> Result:
                     "the direction the question needs.",
                 )
             return wrong("wrong", f"Not yet: {'too many' if off > 0 else 'too few'}: {size_words(ratio)}.")
-    return wrong("wrong", f"Not yet: {_diagnose(ratio, ex, variant, kind_of(expected))}.")
+    words, slip = _diagnose(ratio, ex, variant, given, expected)
+    return wrong("wrong", f"Not yet: {words}.", slip)
 
 
 # --- presenting exercises and progress ----------------------------------------------------------------------
@@ -543,15 +646,19 @@ _MARK_DONE, _MARK_OPEN = "\u2713", "\u2026"
 
 @dataclass(frozen=True)
 class Progress:
-    """Done / not done for the exercises of a chapter (see :func:`progress`)."""
+    """Done / not done for the exercises of a chapter (see :func:`progress`); ``message`` says why there are no
+    rows (a chapter that is not one of the book's)."""
 
     rows: tuple[tuple[str, str, bool], ...]
+    message: str = ""
 
     @property
     def done(self) -> int:
         return sum(d for _, _, d in self.rows)
 
     def __str__(self) -> str:
+        if self.message:
+            return self.message
         lines = [f"{'done' if d else 'not done':>8}  {i}  {t}" for i, t, d in self.rows]
         return "\n".join([*lines, f"{self.done} of {len(self.rows)} done"])
 
@@ -559,6 +666,8 @@ class Progress:
         return str(self)
 
     def _repr_html_(self) -> str:
+        if self.message:
+            return f"<p>{html.escape(self.message)}</p>"
         body = "".join(
             f"<tr><td>{_MARK_DONE if d else _MARK_OPEN}</td><td><code>{i}</code></td><td>{html.escape(t)}</td></tr>"
             for i, t, d in self.rows
@@ -566,7 +675,33 @@ class Progress:
         return f"<table>{body}</table><p>{self.done} of {len(self.rows)} done</p>"
 
 
-def progress(chapter: str | None = None, *, seed: Any = None) -> Progress:
-    """Which exercises of ``chapter`` (all if None) this session has answered correctly."""
+def progress(chapter: Any = None, *, seed: Any = None) -> Progress:
+    """Which exercises of ``chapter`` (all if None) this session has answered correctly (the answers that count,
+    see :func:`best_answers`: a correct answer once given stays done). Never raises: a
+    chapter is named as text (case, surrounding spaces and hyphens for underscores do not matter), and one that
+    is not the book's gets a message with the close names."""
+    key = None
+    if chapter is not None:
+        if not isinstance(chapter, str):
+            return Progress(
+                (),
+                f"progress(chapter) takes one chapter's name as text, e.g. progress('kv_cache'), or nothing for "
+                f"every chapter; you gave {quoted(chapter)}.",
+            )
+        key = _id_key(str.__getitem__(chapter, slice(None))) or None
+        if key is not None and key not in CHAPTERS:
+            import difflib
+
+            close = difflib.get_close_matches(key.rsplit("_ex", 1)[0], list(CHAPTERS), n=3, cutoff=0.5)
+            return Progress(
+                (),
+                f"no chapter {quoted(chapter)}"
+                + (f"; did you mean {', '.join(close)}?" if close else f"; the chapters are {', '.join(CHAPTERS)}."),
+            )
     s = repr(_SESSION.current_seed(seed))
-    return Progress(tuple((e.id, e.title, (e.id, s) in _SESSION.done) for e in exercises(chapter)))
+
+    def done(eid: str) -> bool:
+        best = _SESSION.best.get((eid, s))
+        return best is not None and best[1].correct
+
+    return Progress(tuple((e.id, e.title, done(e.id)) for e in exercises(key)))

@@ -3,15 +3,23 @@
 An answer's *kind* is the expected answer's dimension (:func:`kind_of`: bytes, bandwidth, time, rate,
 money, a count, FLOPs, ...), and each kind invites its own slips (:data:`SLIPS`: KiB vs kB and bits vs
 bytes for bytes, ms vs s for a time, per second vs per minute for a rate, per token vs per million for
-money, a percentage for a count). :func:`diagnose` names the slip behind an answer ``ratio`` times the
-right one, else its direction and a coarse size (:func:`size_words`, never the exact ratio);
+money, a percentage for a count). :func:`diagnose` gives the direction and a coarse size of an answer
+``ratio`` times the right one (:func:`size_words`, never the exact ratio, nor a slip's exact factor) and names
+the slip it fits, if one does; :func:`diagnosis` adds the hint that follows that slip (which units to compare);
 :func:`slip_words` is the slip alone, shared by the exercise checker and the interview drills.
+
+A slip is named only when the ratio matches its factor within the exercise's tolerance and is nearer that
+factor than the right answer. The binary vs decimal prefix slips (KiB vs kB, MiB vs MB, ..., factors within 10%
+of 1) are named only when the answer and the expected one are not written in the same family of prefixes: an
+answer in KiB a few percent off an expected one in KiB is a near miss, not a KiB vs kB slip.
 
 Examples
 --------
 >>> from llmcourse.units import Q_
 >>> diagnose(1 / 1.024, kind_of(Q_(320, "KiB")), 0.01)
-'too small by a factor of 1.024 (KiB vs kB?)'
+'too small, but within 10% (KiB vs kB?)'
+>>> diagnose(0.975, "bytes", 0.01, given=Q_(312, "KiB"), expected=Q_(320, "KiB"))
+'too small, but within 10%'
 >>> diagnose(3.2, "bytes", 0.01)
 'about 3x too large'
 """
@@ -23,7 +31,7 @@ from collections.abc import Iterable
 
 import pint
 
-__all__ = ["SLIPS", "diagnose", "kind_of", "size_words", "slip_words"]
+__all__ = ["SLIPS", "diagnose", "diagnosis", "kind_of", "prefix_family", "size_words", "slip_hint", "slip_words"]
 
 _PREFIX = "check the unit prefix (k, M, G, T)"
 _BYTE_SLIPS: list[tuple[float, str]] = [
@@ -181,29 +189,143 @@ def size_words(ratio: float) -> str:
     return f"about {about:,.0f}x {way}"
 
 
-def diagnose(ratio: float, kind: str, tolerance: float, specific: Iterable[tuple[float, str]] = ()) -> str:
-    """Words for an answer ``ratio`` times the expected one: a known slip of this exercise (``specific``:
-    (factor, words) pairs, each slip giving ``factor`` times the answer, in that direction only) or of the
-    answer's ``kind`` (a key of :data:`SLIPS`), else the direction and a coarse size. ``tolerance`` (at
-    least 0.2%) says how close the ratio must come to a slip's factor.
+#: The binary vs decimal prefix slips (factors within 10% of 1): named only across families (see :func:`diagnose`).
+_FAMILY_SLIPS = frozenset(words for _, words in _BYTE_SLIPS[:4])
+_BINARY = ("kibi", "mebi", "gibi", "tebi", "pebi", "exbi")
+_DECIMAL = ("kilo", "mega", "giga", "tera", "peta", "exa")
+
+
+def prefix_family(quantity: pint.Quantity | None) -> str | None:
+    """``"binary"`` when a quantity's byte or bit units all have binary prefixes (KiB, MiB, ...), ``"decimal"`` when
+    they all have decimal ones (kB, MB, ...), None otherwise (plain bytes, a mix, no bytes at all).
+
+    Examples
+    --------
+    >>> from llmcourse.units import Q_
+    >>> prefix_family(Q_(1, "KiB")), prefix_family(Q_(1, "GB/s")), prefix_family(Q_(1, "B")), prefix_family(Q_(1, "s"))
+    ('binary', 'decimal', None, None)
+    """
+    if quantity is None:
+        return None
+    try:
+        names = [str(name) for name, _ in quantity.unit_items()]
+    except Exception:
+        return None
+    found = set()
+    for name in names:
+        stem = name.removesuffix("byte") if name.endswith("byte") else name.removesuffix("bit")
+        if stem == name:
+            continue
+        found.add("binary" if stem in _BINARY else "decimal" if stem in _DECIMAL else None)
+    return found.pop() if len(found) == 1 else None
+
+
+#: What to compare after each slip: the hint that follows it (units, or the step it names).
+_HINTS: dict[str, str] = {
+    "KiB vs kB?": "compare the units: 1 KiB = 1,024 bytes, 1 kB = 1,000 bytes; is your number in the unit you wrote?",
+    "MiB vs MB?": "compare the units: 1 MiB = 1,024 x 1,024 = 1,048,576 bytes, 1 MB = 1,000,000 bytes.",
+    "GiB vs GB?": "compare the units: 1 GiB = 1,024^3 = 1,073,741,824 bytes, 1 GB = 10^9 bytes.",
+    "TiB vs TB?": "compare the units: 1 TiB = 1,024^4 bytes, 1 TB = 10^12 bytes.",
+    "bits vs bytes?": "compare the units: 1 byte (B) = 8 bits (b); a precision in bits is a size in bytes / 8.",
+    "bits vs bytes, and a unit prefix?": "compare the units: 1 byte (B) = 8 bits (b), and k = 1,000, M = 10^6, G = 10^9.",
+    "KiB vs kB, and a unit prefix?": "compare the units: 1 KiB = 1,024 bytes, 1 MiB = 1,024 KiB, and k = 1,000.",
+    _PREFIX: "compare the prefixes: k = 10^3, M = 10^6, G = 10^9, T = 10^12; is your number in the unit you wrote?",
+    _ANY_PREFIX: "compare the prefixes: k = 10^3, M = 10^6, G = 10^9, and 1 s = 1,000 ms.",
+    "check the unit prefix: ms vs s?": "compare the units: 1 s = 1,000 ms; is your number in the unit you wrote?",
+    "check the unit prefix: µs vs s?": "compare the units: 1 s = 1,000,000 µs.",
+    "check the unit prefix: ns vs s?": "compare the units: 1 s = 10^9 ns.",
+    "seconds vs minutes?": "compare the units: 1 minute = 60 s.",
+    "seconds vs hours?": "compare the units: 1 hour = 3,600 s.",
+    "seconds vs days?": "compare the units: 1 day = 86,400 s.",
+    "ms vs minutes?": "compare the units: 1 minute = 60,000 ms.",
+    "per second vs per minute?": "compare the units: a rate per minute is 60 times the same rate per second.",
+    "per second vs per hour?": "compare the units: a rate per hour is 3,600 times the same rate per second.",
+    "per second vs per day?": "compare the units: a rate per day is 86,400 times the same rate per second.",
+    "per minute vs per hour?": "compare the units: a rate per hour is 60 times the same rate per minute.",
+    "per hour vs per month (730 hours)?": "compare the units: a month of serving is 730 hours.",
+    "per hour vs per day?": "compare the units: a day is 24 hours.",
+    "per day vs per month?": "compare the units: a month is about 30 days.",
+    "dollars vs cents?": "compare the units: 1 dollar = 100 cents.",
+    "a fraction vs a percentage?": "compare: a fraction of 0.25 is 25%; give the answer in the form the exercise asks.",
+}
+
+
+def slip_hint(words: str) -> str:
+    """The hint that follows a slip named by ``words`` (from :data:`SLIPS` or an exercise's own): which units to
+    compare, or for an exercise's own slip, the step to look at again.
+
+    Examples
+    --------
+    >>> slip_hint("KiB vs kB?")
+    'Your answer looks like a slip (KiB vs kB?): compare the units: 1 KiB = 1,024 bytes, 1 kB = 1,000 bytes; is your number in the unit you wrote?'
+    """
+    compare = _HINTS.get(words)
+    if compare is None:
+        compare = "look again at the step it names." if words.endswith("?") else "compare the units it names."
+    return f"Your answer looks like a slip ({words}): {compare}"
+
+
+def _fits(ratio: float, factor: float, tol: float) -> bool:
+    """Whether ``ratio`` matches ``factor`` within ``tol`` and lies nearer that factor than the right answer (1)."""
+    return abs(ratio / factor - 1) <= tol and abs(math.log(ratio / factor)) < abs(math.log(ratio)) / 2
+
+
+def diagnosis(
+    ratio: float,
+    kind: str,
+    tolerance: float,
+    specific: Iterable[tuple[float, str]] = (),
+    *,
+    given: pint.Quantity | None = None,
+    expected: pint.Quantity | None = None,
+) -> tuple[str, str | None]:
+    """Words for an answer ``ratio`` times the expected one, and the hint that follows a slip named (None if no
+    slip is named). The words are the direction and a coarse size (:func:`size_words`, never the exact ratio nor
+    a slip's exact factor), with the slip the ratio fits, if one does: a known slip of this exercise
+    (``specific``: (factor, words) pairs, each slip giving ``factor`` times the answer, in that direction only),
+    else one of the answer's ``kind`` (a key of :data:`SLIPS`). A slip fits when the ratio matches its factor
+    within ``tolerance`` (at least 0.2%) and lies nearer that factor than 1; a binary vs decimal prefix slip
+    also needs ``given`` and ``expected`` not both written in one family of prefixes (:func:`prefix_family`).
+
+    Examples
+    --------
+    >>> diagnosis(8.0, "bytes", 0.01)
+    ('about 8x too large (bits vs bytes?)', 'Your answer looks like a slip (bits vs bytes?): compare the units: 1 byte (B) = 8 bits (b); a precision in bits is a size in bytes / 8.')
+    >>> diagnosis(1.3, "bytes", 0.01)
+    ('too large by 10% to 50%', None)
+    """
+    if not ratio > 0 or not math.isfinite(ratio):
+        return "the sign or the value is off: the answer is a positive quantity", None
+    tol = max(tolerance, 0.002)
+    size = size_words(ratio)
+    for factor, words in specific:  # a specific slip gives factor x the answer, in that direction only
+        if factor > 0 and abs(factor - 1) >= 2 * tol and _fits(ratio, factor, tol):
+            return f"{size} ({words})", slip_hint(words)
+    same_family = prefix_family(given) is not None and prefix_family(given) == prefix_family(expected)
+    for factor, words in SLIPS[kind]:
+        if same_family and words in _FAMILY_SLIPS:
+            continue
+        if any(_fits(ratio, f, tol) for f in (factor, 1 / factor)):
+            return f"{size} ({words})", slip_hint(words)
+    return size, None
+
+
+def diagnose(
+    ratio: float,
+    kind: str,
+    tolerance: float,
+    specific: Iterable[tuple[float, str]] = (),
+    *,
+    given: pint.Quantity | None = None,
+    expected: pint.Quantity | None = None,
+) -> str:
+    """The words of :func:`diagnosis`: the direction, a coarse size and the slip the ratio fits, if one does.
 
     Examples
     --------
     >>> diagnose(0.5, "bytes", 0.01, [(0.5, "did you count keys and values?")])
-    'too small by a factor of 2 (did you count keys and values?)'
+    'about 2x too small (did you count keys and values?)'
     >>> diagnose(60, "rate", 0.01), diagnose(-1, "time", 0.01)
-    ('too large by a factor of 60 (per second vs per minute?)', 'the sign or the value is off: the answer is a positive quantity')
+    ('about 60x too large (per second vs per minute?)', 'the sign or the value is off: the answer is a positive quantity')
     """
-    if ratio <= 0:
-        return "the sign or the value is off: the answer is a positive quantity"
-    specific = list(specific)
-    tol = max(tolerance, 0.002)
-    for factor, words in specific:  # a specific slip gives factor x the answer, in that direction only
-        if factor > 0 and abs(factor - 1) >= 2 * tol and abs(ratio / factor - 1) <= tol:
-            return f"{'too large' if factor > 1 else 'too small'} by a factor of {_factor_words(max(factor, 1 / factor))} ({words})"
-    factor, words = _slip(ratio, tol, SLIPS[kind])
-    if words:
-        return f"{'too large' if ratio > 1 else 'too small'} by a factor of {_factor_words(factor)} ({words})"
-    if abs(ratio - 2) <= tol or abs(ratio - 1 / 2) <= tol:
-        return f"{'too large' if ratio > 1 else 'too small'} by a factor of 2"
-    return size_words(ratio)
+    return diagnosis(ratio, kind, tolerance, specific, given=given, expected=expected)[0]
