@@ -156,3 +156,30 @@ def test_check_and_the_grader_agree_on_a_padded_answer(tmp_path):
     assert check("tokens_ex2", padded).correct
     g = grade(_notebook(tmp_path, [f"from llmcourse.exercises import check\ncheck('tokens_ex2', {padded!r})"]))
     assert [(i, r is not None and r.correct) for i, r in g.rows] == [("tokens_ex2", True)], g
+
+
+def test_a_later_experiment_does_not_undo_a_solved_exercise(tmp_path, capsys):
+    """The grade takes each exercise's answer that counts as progress() says: the first right one (a wrong try
+    after it, an experiment, changes nothing); an exercise never solved is graded on its last try."""
+    cells = [
+        "from llmcourse.exercises import check, progress",
+        "check('tokens_ex2', 6.667)",
+        "check('tokens_ex2', 1.0)  # an experiment after solving it",
+        "check('tokens_ex4', 1.0)\ncheck('tokens_ex4', 2.0)",
+    ]
+    assert cli_main([str(_notebook(tmp_path, cells)), "--cell-timeout", "30"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"tokens_ex2\s+1/1\s+correct", out), out
+    assert re.search(r"tokens_ex4\s+0/1", out), out
+
+
+def test_a_student_chosen_in_the_notebook_other_than_the_seed_is_said(tmp_path, capsys):
+    """--seed decides the variants; a notebook whose student() names someone else is graded as --seed, with a line
+    saying so (ids are compared as the checker reads them: case and spaces do not matter)."""
+    cells = ["from llmcourse.exercises import check, student\nstudent('bob')", "check('tokens_ex2', 6.667)"]
+    assert cli_main([str(_notebook(tmp_path, cells)), "--seed", "alice", "--cell-timeout", "30"]) == 0
+    out = capsys.readouterr().out
+    assert "the notebook chose student bob with student(), not --seed alice" in out, out
+    same = ["from llmcourse.exercises import check, student\nstudent(' Alice ')", "check('tokens_ex2', 6.667)"]
+    assert cli_main([str(_notebook(tmp_path, same, "same.md")), "--seed", "ALICE", "--cell-timeout", "30"]) == 0
+    assert "the notebook chose student" not in capsys.readouterr().out

@@ -74,6 +74,8 @@ MEMORY = 4 << 30
 _GRACE = 2.0  # after a cell's limit, the seconds the kernel has to stop it itself before it is killed
 _MAX_KERNELS = 6  # kernels started for one notebook (one, plus one after each crash or hang)
 _MOST_IDS = 1_000  # distinct exercise ids recorded for one notebook
+#: The tries of one exercise the grader keeps (the first half and the latest ones): a loop of checks stays bounded.
+_MOST_TRIES = 100
 _TEXT_SENT = 10_000  # characters of a text answer (stripped) the runner sends the grader
 _INT_BITS = 100_000  # bits of an int answer the runner sends (a longer one is sent as 2**_INT_BITS: too large anyway)
 _WIDEST = 200  # characters of a printed report line (a longer one ends in ...)
@@ -214,7 +216,7 @@ class _Cells:
             unit = engine.get(eid).unit
         except Exception:
             unit = ""
-        self._send(kind="check", id=eid, answer=_wire(answer, unit), seed=seed)
+        self._send(kind="check", id=eid, answer=_wire(answer, unit), seed=seed, chosen=engine.notebook_student())
 
     def _alarm(self, signum: int, frame: Any) -> None:
         if self._armed:
@@ -309,7 +311,8 @@ class _Tally:
     """What a notebook's ``count`` code cells did, as the kernels that ran them tell it (see
     :class:`llmcourse.exercises.kernel.Kernel`): the next cell to run (``first``), the cells that ran
     without error (``ok``: a new kernel runs them again after a crash, unheard), an error line per failed
-    cell, and the last answer (with the variant it was checked on) per exercise, in the order first heard."""
+    cell, and every answer checked (with the variant it was checked on) per exercise, in the order first heard
+    (:data:`_MOST_TRIES` of them at the most)."""
 
     count: int
     cell_timeout: float
@@ -318,8 +321,9 @@ class _Tally:
     current: int | None = None  # the cell the present kernel runs (None: it has not reached one)
     ok: list[int] = field(default_factory=list)
     errors: dict[int, str] = field(default_factory=dict)
-    answers: dict[str, tuple[Any, str | None]] = field(default_factory=dict)
+    answers: dict[str, list[tuple[Any, str | None]]] = field(default_factory=dict)
     seen: list[str] = field(default_factory=list)
+    chosen: set[str] = field(default_factory=set)  # the students the notebook's student() chose (a few at most)
 
     def start(self, cell: int) -> None:
         self.current = cell
@@ -333,7 +337,13 @@ class _Tally:
             if len(self.answers) >= _MOST_IDS:  # a loop checking made-up ids: keep the first ones
                 return
             self.seen.append(eid)
-        self.answers[eid] = (msg.get("answer"), s if type(s) is str else None)
+        chosen = msg.get("chosen")
+        if type(chosen) is str and len(self.chosen) < 3:
+            self.chosen.add(answer_text.short_text(chosen, 40))
+        tries = self.answers.setdefault(eid, [])
+        if len(tries) >= _MOST_TRIES:  # a loop checking one exercise: keep the first tries and the latest ones
+            del tries[_MOST_TRIES // 2]
+        tries.append((msg.get("answer"), s if type(s) is str else None))
 
     def end(self, cell: int, error: str | None) -> None:
         """``cell`` ran to its end: ``error`` None, ``"timeout"`` (the runner stopped it) or one line."""
@@ -420,13 +430,27 @@ def _sync(coro: Any) -> Any:
 
 
 def _score(
-    ids: list[str], answers: dict[str, tuple[Any, str | None]], seed_text: str | None, forced: bool
+    ids: list[str],
+    answers: dict[str, list[tuple[Any, str | None]]],
+    seed_text: str | None,
+    forced: bool,
+    tally_chosen: set[str] = frozenset(),
 ) -> tuple[list[tuple[str, engine.Result | None]], list[str | None], list[str]]:
-    """Check the answers heard, in a session of the grader's own (nothing a notebook did to its own counts):
-    the rows, the variants graded and a note per id that names no exercise."""
+    """Check the answers heard, in a session of the grader's own (nothing a notebook did to its own counts): of
+    each exercise's tries, the one that counts as :func:`~llmcourse.exercises.engine.progress` says (the first
+    right one, else the last; :func:`~llmcourse.exercises.engine.best_of`), so a later experiment does not undo a
+    solved exercise. The rows, the variants graded and a note per id that names no exercise."""
     notes: list[str] = []
     rows: list[tuple[str, engine.Result | None]] = []
     variants: list[str | None] = []
+    if forced:
+        chosen = sorted(c for c in tally_chosen if c != seed_text)
+        if chosen:
+            names = ", ".join(answer_text.short_text(c, 40) for c in chosen[:3])
+            notes.append(
+                f"the notebook chose student {names} with student(), not --seed {answer_text.short_text(seed_text, 40)}"
+                ": graded as --seed (check that the id is the student's)"
+            )
     with engine.own_session():
         for eid in ids:
             try:
@@ -437,10 +461,10 @@ def _score(
             if eid not in answers:
                 rows.append((eid, None))
                 continue
-            answer, s = answers[eid]
-            graded = seed_text if forced else s
+            tries = [(_unwire(answer), seed_text if forced else s) for answer, s in answers[eid]]
+            _, graded, result = engine.best_of(eid, tries)
             variants.append(graded)
-            rows.append((eid, engine.check(eid, _unwire(answer), seed=graded)))
+            rows.append((eid, result))
     return rows, variants, notes
 
 
@@ -476,7 +500,7 @@ def grade(
     if any("check" in s for s in sources):  # no check(...) anywhere: nothing to grade, nothing to run
         _sync(_execute(path, sources, tally, {**job, "seed": seed_text, "forced": forced}))
     ids = list(dict.fromkeys([m for s in sources for m in _CHECK_CALL.findall(s)] + tally.seen))
-    rows, variants, notes = _score(ids, tally.answers, seed_text, forced)
+    rows, variants, notes = _score(ids, tally.answers, seed_text, forced, tally.chosen)
     lines = [f"code cell {n}: {e}" for n, e in sorted(tally.errors.items())]
     return Grading(rows, lines + notes, variants, seed_text, forced)
 

@@ -302,6 +302,12 @@ def grade_as(seed: str | None, observer: Callable[[Any, Any, str | None], None])
     _OBSERVER = observer
 
 
+def notebook_student() -> str | None:
+    """The student this session's :func:`student` chose (None: the book's variants), whatever a grader imposes:
+    the grader says so when it differs from the ``--seed`` it grades by."""
+    return _SESSION.seed
+
+
 @contextlib.contextmanager
 def own_session() -> Iterator[None]:
     """A session of its own while the block runs (no student, no answers, no grading seed, no observer), the one
