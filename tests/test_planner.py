@@ -312,3 +312,36 @@ def test_a_keyword_that_moved_says_where_it_went(call, says):
     """A keyword the functions took before the package was built in rooms is answered with where it went."""
     with pytest.raises(InputError, match=says):
         call()
+
+
+# --- a plan prints for any model and GPU that can exist (issue "What users type gets a right answer") ---------------
+def _mi355x(**kw: object) -> lc.GPU:
+    return lc.GPU(
+        "MI355X", memory=Q_(288, "GB"), bandwidth=Q_(8, "TB/s"), flops=Q_(2300, "TFLOP/s"),
+        price_per_hour=Q_(3, "USD/hour"), **kw,
+    )  # fmt: skip
+
+
+def test_plan_of_a_hand_made_gpu_prints_with_the_nearest_family_labelled():
+    b = lc.Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
+    text = str(lc.plan("Llama-3.1-8B", _mi355x(), b))
+    assert "not measured: nearest family" in text and "MI355X (not in the catalog" in text
+
+
+def test_plan_of_a_model_from_a_hf_config_prints_with_the_nearest_family_labelled():
+    cfg = {
+        "architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32, "vocab_size": 128256,
+    }  # fmt: skip
+    m = lc.Model.from_hf_config(cfg, name="my-llama")
+    text = str(lc.plan(m, "H100 SXM", lc.Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))))
+    assert "dense models, Hopper GPUs; not measured: nearest family for my-llama (not in the catalog)" in text
+
+
+def test_a_hand_made_gpu_without_a_link_is_one_gpu_per_replica():
+    b = lc.Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
+    assert _mi355x().link is None
+    with pytest.raises(InputError, match=r"names no link.*tensor_parallel=2.*link=") as e:
+        lc.plan("Llama-3.1-70B", _mi355x(), b, tensor_parallel=2)
+    assert "MI355X" in str(e.value)
+    assert lc.plan("Llama-3.1-70B", _mi355x(link="Infinity Fabric MI300X"), b, tensor_parallel=2).fits

@@ -116,6 +116,11 @@ class Plan:
     step: DecodeStep | None = field(default=None, repr=False)
     replica: Replica | None = field(default=None, repr=False)
     sizing: PercentileSizing | None = None  # set when the brief's targets are percentiles
+    #: The model and the GPU planned for, as given (a hand-made GPU, a model from a Hugging Face config): what the
+    #: bands' family is drawn for.
+    specs: tuple[Model, GPU] | None = field(default=None, repr=False, compare=False)
+    #: How the tensor-parallel degree was chosen, when plan() searched for it (``tensor_parallel="auto"``).
+    tensor_parallel_choice: str | None = None
 
     @property
     def throughput(self) -> pint.Quantity | None:
@@ -340,6 +345,7 @@ def _planned(
         usable_memory=own_quantity(got["usable_memory"]),
         kv_per_request=own_quantity(got["kv_per_sequence"]),
         tensor_parallel=got["tensor_parallel"],
+        specs=(d.model, d.gpu),
     )
     if unfit is not None:
         return _Planned(base, unfit)
