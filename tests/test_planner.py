@@ -12,6 +12,7 @@ from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.planner.design import Brief, plan
 from llmcourse.replica.memory import largest_batch
 from llmcourse.replica.speculative import Speculation
+from llmcourse.simulator import SizingRun
 
 MODELS = ["Llama-3.1-8B", "Qwen2.5-7B", "Mistral-7B-v0.1", "Qwen3-30B-A3B", "Llama-2-7B"]
 
@@ -345,3 +346,30 @@ def test_a_hand_made_gpu_without_a_link_is_one_gpu_per_replica():
         lc.plan("Llama-3.1-70B", _mi355x(), b, tensor_parallel=2)
     assert "MI355X" in str(e.value)
     assert lc.plan("Llama-3.1-70B", _mi355x(link="Infinity Fabric MI300X"), b, tensor_parallel=2).fits
+
+
+def test_tensor_parallel_auto_is_the_cheapest_size_that_meets_the_brief():
+    b = lc.Brief(2, 2_000, 300, Q_(1, "s"), Q_(30, "ms"))
+    got = lc.plan("Llama-3.1-70B", "H100 SXM", b, tensor_parallel="auto")
+    each = [lc.plan("Llama-3.1-70B", "H100 SXM", b, tensor_parallel=n) for n in (2, 4, 8)]
+    met = [p for p in each if p.meets_targets]
+    assert got.meets_targets and got.cost_per_hour == min(p.cost_per_hour for p in met)
+    assert got.tensor_parallel == min(p.tensor_parallel for p in met if p.cost_per_hour == got.cost_per_hour)
+    assert got.tensor_parallel_choice.startswith("auto: the cheapest of 1, 2, 4, 8") and "1: does not fit" in str(got)
+    with pytest.raises(InputError, match="tensor_parallel must be a number"):
+        lc.plan("Llama-3.1-70B", "H100 SXM", b, tensor_parallel="automatic")
+
+
+def test_a_fleet_planned_above_85_percent_of_capacity_warns():
+    b = lc.Brief(16, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
+    busy = lc.plan("Llama-3.1-8B", "H100 SXM", b, assumptions=lc.resolve("course").replace(headroom=1.0))
+    load = 16 / (busy.requests_per_second_per_gpu.to("1/s").m * busy.gpus)
+    assert load > 0.85 and f"runs at {load:.0%} of its full-load capacity" in str(busy)
+    assert "full-load capacity" not in str(lc.plan("Llama-3.1-8B", "H100 SXM", b))
+
+
+def test_a_p99_time_per_token_below_the_mean_is_explained():
+    b = lc.Brief(10, 2_000, 300, Q_(300, "ms"), Q_(50, "ms"), ttft_percentile=99, tpot_percentile=99)
+    p = lc.plan("Llama-3.1-8B", "H100 SXM", b, simulation=SizingRun(requests=500))
+    assert p.sizing.tpot < p.tpot
+    assert "is below the mean" in str(p) and "simulated queue" in str(p) and f"planned batch of {p.batch}" in str(p)
