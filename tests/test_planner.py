@@ -12,7 +12,7 @@ from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.planner.design import Brief, plan
 from llmcourse.replica.memory import largest_batch
 from llmcourse.replica.speculative import Speculation
-from llmcourse.simulator import SizingRun
+from llmcourse.simulator import Scheduler, SizingRun, simulate
 
 MODELS = ["Llama-3.1-8B", "Qwen2.5-7B", "Mistral-7B-v0.1", "Qwen3-30B-A3B", "Llama-2-7B"]
 
@@ -373,3 +373,18 @@ def test_a_p99_time_per_token_below_the_mean_is_explained():
     p = lc.plan("Llama-3.1-8B", "H100 SXM", b, simulation=SizingRun(requests=500))
     assert p.sizing.tpot < p.tpot
     assert "is below the mean" in str(p) and "simulated queue" in str(p) and f"planned batch of {p.batch}" in str(p)
+
+
+def test_a_percentile_plan_of_tiny_chunks_is_refused_by_its_work_not_run_for_minutes():
+    import time
+
+    b = Brief(10, 2_000, 300, Q_(300, "ms"), Q_(50, "ms"), ttft_percentile=99)
+    start = time.perf_counter()
+    with pytest.raises(InputError, match=r"chunk_tokens=1 with 4,000 requests .* bound of 5,000,000.*chunk_tokens=2"):
+        plan("Llama-3.1-8B", "H100 SXM", b, simulation=SizingRun(chunk_tokens=1))
+    with pytest.raises(InputError, match=r"prefill chunks to simulate"):
+        simulate(
+            "Llama-3.1-8B", "H100 SXM", rate=Q_(5, "1/s"), prompt_tokens=2_000, answer_tokens=300,
+            scheduler=Scheduler(chunk_tokens=1),
+        )  # fmt: skip
+    assert time.perf_counter() - start < 5
