@@ -364,7 +364,7 @@ def test_a_fleet_planned_above_85_percent_of_capacity_warns():
     b = lc.Brief(16, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
     busy = lc.plan("Llama-3.1-8B", "H100 SXM", b, assumptions=lc.resolve("course").replace(headroom=1.0))
     load = 16 / (busy.requests_per_second_per_gpu.to("1/s").m * busy.gpus)
-    assert load > 0.85 and f"runs at {load:.0%} of its full-load capacity" in str(busy)
+    assert load > 0.85 and f"runs at {load:.1%} of its full-load capacity" in str(busy)
     assert "full-load capacity" not in str(lc.plan("Llama-3.1-8B", "H100 SXM", b))
 
 

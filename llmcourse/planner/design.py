@@ -226,7 +226,7 @@ class Plan:
             out.append(
                 (
                     "warning",
-                    f"the fleet runs at {busy:.0%} of its full-load capacity (above {BUSY_WARNING:.0%}): a burst "
+                    f"the fleet runs at {busy:.1%} of its full-load capacity (above {BUSY_WARNING:.0%}): a burst "
                     "queues; size on percentile targets (ttft_percentile=99) or add headroom",
                 )
             )
