@@ -545,7 +545,7 @@ def lever_plan(
     weight_bytes: Any = 2,
     kv_bytes: Any = 2,
     price_per_hour: Any = None,
-    tensor_parallel: int = 1,
+    tensor_parallel: int | Literal["auto"] = 1,
     assumptions: Assumptions | str | None = None,
     cached_prompt_tokens: float = 0,
     speculation: Any = None,
@@ -554,8 +554,8 @@ def lever_plan(
     """What a lever ranking reads of :func:`plan` with the same arguments (whether it fits and why, the GPUs,
     the time to first token and per token, the cost per hour, whether the targets are met), worked out by
     plan()'s own path (:func:`_planned`) without the replica, its step, the in-flight count or the costs per
-    token: plan() itself for percentile targets (sized through the simulator)."""
-    if isinstance(brief, Brief) and brief.on_percentiles:
+    token: plan() itself for percentile targets (sized through the simulator) and for ``tensor_parallel="auto"``."""
+    if (isinstance(brief, Brief) and brief.on_percentiles) or type(tensor_parallel) is str:  # "auto": plan()'s search
         return plan(
             model, gpu, brief, weight_bytes=weight_bytes, kv_bytes=kv_bytes, price_per_hour=price_per_hour,
             tensor_parallel=tensor_parallel, assumptions=assumptions, cached_prompt_tokens=cached_prompt_tokens,
