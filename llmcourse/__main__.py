@@ -42,19 +42,43 @@ def _plan(args: argparse.Namespace) -> int:
     import llmcourse as lc
     from llmcourse.units import Q_
 
-    brief = lc.Brief(args.rps, args.prompt, args.answer, Q_(args.ttft_ms, "ms"), Q_(args.tpot_ms, "ms"))
+    brief = lc.Brief(
+        args.rps, args.prompt, args.answer, Q_(args.ttft_ms, "ms"), Q_(args.tpot_ms, "ms"),
+        ttft_percentile=args.ttft_p, tpot_percentile=args.tpot_p,
+    )  # fmt: skip
     p = lc.plan(
         args.model,
         args.gpu,
         brief,
         weight_bytes=args.weights,
         kv_bytes=args.kv,
-        tensor_parallel=args.tp,
+        tensor_parallel=_tp(args.tp),
         assumptions=args.method,
+        price_per_hour=None if args.price is None else Q_(args.price, "USD/hour"),
     )
     print(f"{p.model} on {p.gpu} ({lc.resolve(args.method).summary})")
     print(p)
     return 0
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, a refused flag said on one line (``error: argument --rps: invalid float value: 'x'``)."""
+
+    def error(self, message: str) -> Any:
+        print(f"error: {escaped(message)} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _tp(text: str) -> Any:
+    """``--tp``: ``auto`` (the cheapest replica size, :func:`llmcourse.plan`'s search), or the number typed (checked,
+    and refused naming ``--tp``, by plan())."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        x = float(text)
+    except ValueError:
+        return text  # plan() refuses text, naming tensor_parallel (--tp here)
+    return int(x) if x.is_integer() else x
 
 
 def _validate(args: argparse.Namespace) -> int:
@@ -107,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             print("the exercise checker is not installed", file=sys.stderr)
             return 2
         return check_main(argv[1:])
-    parser = argparse.ArgumentParser(prog="python -m llmcourse", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="python -m llmcourse", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("plan", help="size a fleet for a brief (the design planner)")
     p.add_argument("--model", required=True)
@@ -119,7 +143,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tpot-ms", type=float, required=True, help="time-per-output-token target in ms")
     p.add_argument("--weights", default="bf16", help="weight precision (bf16, fp8, int8, int4)")
     p.add_argument("--kv", default="bf16", help="KV cache precision")
-    p.add_argument("--tp", type=int, default=1, help="GPUs per replica (tensor parallel, 1 to 1024)")
+    p.add_argument(
+        "--tp", default="1", help="GPUs per replica (tensor parallel, 1 to 1024), or auto: the cheapest of 1, 2, 4, 8"
+    )
+    p.add_argument("--price", type=float, help="USD per GPU-hour (the catalog's price by default)")
+    p.add_argument("--ttft-p", type=float, help="the percentile the TTFT target is for (e.g. 99; the mean by default)")
+    p.add_argument("--tpot-p", type=float, help="the percentile the TPOT target is for (e.g. 99; the mean by default)")
     p.add_argument(
         "--method",
         default="course",
@@ -144,7 +173,10 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--rps", type=float, default=ex["requests_per_second"], help="requests per second to re-plan")
     v.add_argument("--ttft-ms", type=float, default=ex["ttft_ms"], help="the re-plan's time-to-first-token target")
     v.add_argument("--tpot-ms", type=float, default=ex["tpot_ms"], help="the re-plan's time-per-token target")
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0), or a flag refused (2: one line on stderr, said by _Parser)
+        return exc.code if isinstance(exc.code, int) else 2
     try:
         return {"plan": _plan, "validate": _validate}[args.command](args)
     except (InputError, UnknownNameError) as exc:
@@ -165,7 +197,11 @@ _PLAN_FLAGS = {
     "ttft_target": "--ttft-ms",
     "tpot_target": "--tpot-ms",
     "weight_bytes": "--weights",
+    "bytes_per_param": "--weights",
     "kv_bytes": "--kv",
+    "price_per_hour": "--price",
+    "ttft_percentile": "--ttft-p",
+    "tpot_percentile": "--tpot-p",
 }
 
 #: The validate command's flags that set an argument of Brief (the others are checked by

@@ -23,7 +23,7 @@ from importlib import resources
 from typing import Any
 
 from llmcourse.catalog import gpus, models
-from llmcourse.errors import InputError
+from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.units import Q_, as_quantity, parsed_unit, plain_number, to
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "gpus_band",
     "in_reading_order",
     "model_key",
+    "nearest_catalog_gpu",
     "plan_bands",
     "shipped_bands",
 ]
@@ -140,6 +141,40 @@ def gpu_generation(gpu: Any) -> str:
     return GENERATIONS.get(name, name)
 
 
+def nearest_catalog_gpu(gpu: Any) -> str:
+    """The catalog GPU of a generation in :data:`GENERATIONS` whose datasheet is nearest a GPU's: the least sum
+    of squared log ratios of the memory bandwidth and the dense BF16 FLOP/s (the two figures a replica's step
+    runs on). What the bands of a GPU outside the catalog (a hand-made :class:`~llmcourse.catalog.GPU`) are
+    drawn from: the nearest family, never a measured one.
+
+    Examples
+    --------
+    >>> from llmcourse.catalog import GPU
+    >>> from llmcourse.units import Q_
+    >>> nearest_catalog_gpu(GPU("MI355X", memory=Q_(288, "GB"), bandwidth=Q_(8, "TB/s"), flops=Q_(2300, "TFLOP/s")))
+    'B300'
+    """
+    bw, fl = (float(to(gpu.bandwidth, "TB/s").magnitude), float(to(gpu.flops, "TFLOP/s").magnitude))
+
+    def distance(g: Any) -> float:
+        gb, gf = float(to(g.bandwidth, "TB/s").magnitude), float(to(g.flops, "TFLOP/s").magnitude)
+        return math.log(bw / gb) ** 2 + math.log(fl / gf) ** 2
+
+    return min((g for g in gpus.values() if g.name in GENERATIONS), key=distance).name
+
+
+def _in_catalog(table: Any, thing: Any) -> Any | None:
+    """The catalog's entry of a name or of an object of the catalog's (by its name and equal to the entry), else
+    None (a model from ``Model.from_hf_config``, a hand-made GPU): what its bands are looked up under."""
+    if isinstance(thing, str):
+        return table[thing]  # an unknown name raises, as the catalog's look-up says
+    try:
+        got = table[str(thing.name)]
+    except UnknownNameError:
+        return None
+    return got if got is thing or got == thing else None  # the catalog's name on other figures: not the measured one
+
+
 def architecture(model: Any) -> str:
     """``"MoE"`` for a mixture-of-experts model, else ``"dense"``.
 
@@ -225,7 +260,10 @@ def band_for(metric: str, model: Any, gpu: Any, value: Any = 1.0, *, table: dict
     t = shipped_bands() if table is None else table
     if metric not in BAND_METRICS:
         raise InputError(f"metric {metric!r}: bands are drawn for {', '.join(BAND_METRICS)}.")
-    arch, gen = architecture(model), gpu_generation(gpu)
+    known_model, known_gpu = _in_catalog(models, model), _in_catalog(gpus, gpu)
+    arch = architecture(model) if known_model is not None else ("MoE" if model.is_moe else "dense")
+    near = None if known_gpu is not None else nearest_catalog_gpu(gpu)
+    gen = gpu_generation(known_gpu if near is None else near)
     unit = METRICS[metric]
     if type(value) is Q_ and value._units == parsed_unit(unit)[0]._units:  # in the metric's unit already
         value = float(value._magnitude)  # what the conversion below gives: the magnitude itself
@@ -233,12 +271,18 @@ def band_for(metric: str, model: Any, gpu: Any, value: Any = 1.0, *, table: dict
         value = float(to(as_quantity(value, "s", "value"), unit).magnitude)  # to(): the unit parsed once
     v = plain_number(value, "value")
     name, fams, few = METRIC_NAMES[metric], t["families"], t["min_rows"]
-    label, who = f"{name}, {arch} models", models[getattr(model, "name", model)].name
-    seen = t.get("measured", {}).get(metric, {}).get(who)
+    label = f"{name}, {arch} models"
+    who = known_model.name if known_model is not None else str(model.name)
+    seen = t.get("measured", {}).get(metric, {}).get(who) if known_model is not None else None
     gens = seen["generations"] if seen else []
     on = ", ".join(gens[:-1]) + (" and " if len(gens) > 1 else "") + (gens[-1] if gens else "")
     own = f"{name}, {who}, {on} GPUs (fewer than {t.get('min_model_rows', few)} measured {gen} rows)"
-    if seen is None:
+    if near is not None or known_model is None:  # outside the catalog: the nearest family, said so
+        out = [f"{who} (not in the catalog)" if known_model is None else who]
+        if near is not None:
+            out.append(f"{getattr(gpu, 'name', gpu)} (not in the catalog; its datasheet is nearest the {near}'s)")
+        why = f"; not measured: nearest family for {' on '.join(out)}"
+    elif seen is None:
         why = f"; {who} not measured"
     elif gen not in gens:
         why = f"; {who} measured on {on} GPUs only"
@@ -253,6 +297,8 @@ def band_for(metric: str, model: Any, gpu: Any, value: Any = 1.0, *, table: dict
     ):
         if key in fams:
             f = fams[key]
+            if (near is not None or known_model is None) and why not in text:
+                text += why  # the model's own rows, on the generation nearest a GPU outside the catalog
             return Band(v, v * f["low"], v * f["high"], int(f["n"]), text, unit)
     raise InputError(f"the table of bands has no family of {metric}: run scripts/make_bands.py.")
 
@@ -278,5 +324,6 @@ def plan_bands(plan: Any) -> list[tuple[str, str]]:
         ("tpot_ms", plan.tpot, "time per token, 80% band", "time per token"),
         ("ttft_ms", plan.ttft, "first token, 80% band", "time to first token"),
     ):
-        out.append((label, band_for(metric, plan.model, plan.gpu, value).text(what)))
+        model, gpu = plan.specs if plan.specs is not None else (plan.model, plan.gpu)  # a hand-made one's own
+        out.append((label, band_for(metric, model, gpu, value).text(what)))
     return out

@@ -83,3 +83,46 @@ def test_plan_errors_name_the_flag_typed(capsys):
     assert main(argv.split()) == 2
     err = capsys.readouterr().err
     assert "--tp must be at most 1024" in err and "tensor_parallel" not in err
+
+
+_BRIEF = "plan --model Llama-3.1-8B --gpu H100 --rps 10 --prompt 2000 --answer 300 --ttft-ms 1000 --tpot-ms 50"
+
+
+def _refused(capsys, extra: str) -> str:
+    assert main([*_BRIEF.split(), *extra.split()]) == 2
+    got = capsys.readouterr()
+    assert got.out == "" and got.err.count("\n") == 1  # one line, no traceback
+    return got.err
+
+
+def test_every_plan_flag_error_names_the_flag(capsys):
+    """Each flag refused names the flag typed, never plan()'s parameter."""
+    for extra, flag, param in (
+        ("--weights fp9", "--weights", "bytes_per_param"),
+        ("--rps nan", "--rps", "requests_per_second"),
+        ("--price -1", "--price", "price_per_hour"),
+        ("--ttft-p 100", "--ttft-p", "ttft_percentile"),
+        ("--tpot-p 0", "--tpot-p", "tpot_percentile"),
+        ("--tp x", "--tp", "tensor_parallel"),
+    ):
+        err = _refused(capsys, extra)
+        assert flag in err and param not in err, err
+
+
+def test_a_flag_argparse_refuses_is_one_line(capsys):
+    assert "argument --tpot-p: invalid float value" in _refused(capsys, "--tpot-p abc")
+
+
+def test_plan_prints_tp_price_and_percentiles(capsys):
+    """--tp auto says the replica size chosen and why; --price is the $/GPU-hour behind "$ per hour"; --ttft-p."""
+    assert main([*_BRIEF.split(), "--tp", "auto", "--price", "2", "--ttft-p", "99"]) == 0
+    out = capsys.readouterr().out
+    assert "tensor parallel: 1 GPU per replica; auto: the cheapest of 1, 2, 4, 8 GPUs per replica" in out
+    assert "(2 GPUs x $2.00 per GPU-hour)" in out and "time to first token, p99" in out
+
+
+def test_plan_always_prints_the_tensor_parallel_degree(capsys):
+    assert main([*_BRIEF.split(), "--tp", "2"]) == 0
+    assert "tensor parallel: 2 GPUs per replica" in capsys.readouterr().out
+    assert main(_BRIEF.split()) == 0
+    assert "tensor parallel: 1 GPU per replica" in capsys.readouterr().out

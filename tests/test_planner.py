@@ -12,6 +12,7 @@ from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.planner.design import Brief, plan
 from llmcourse.replica.memory import largest_batch
 from llmcourse.replica.speculative import Speculation
+from llmcourse.simulator import Scheduler, SizingRun, simulate
 
 MODELS = ["Llama-3.1-8B", "Qwen2.5-7B", "Mistral-7B-v0.1", "Qwen3-30B-A3B", "Llama-2-7B"]
 
@@ -312,3 +313,78 @@ def test_a_keyword_that_moved_says_where_it_went(call, says):
     """A keyword the functions took before the package was built in rooms is answered with where it went."""
     with pytest.raises(InputError, match=says):
         call()
+
+
+# --- a plan prints for any model and GPU that can exist (issue "What users type gets a right answer") ---------------
+def _mi355x(**kw: object) -> lc.GPU:
+    return lc.GPU(
+        "MI355X", memory=Q_(288, "GB"), bandwidth=Q_(8, "TB/s"), flops=Q_(2300, "TFLOP/s"),
+        price_per_hour=Q_(3, "USD/hour"), **kw,
+    )  # fmt: skip
+
+
+def test_plan_of_a_hand_made_gpu_prints_with_the_nearest_family_labelled():
+    b = lc.Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
+    text = str(lc.plan("Llama-3.1-8B", _mi355x(), b))
+    assert "not measured: nearest family" in text and "MI355X (not in the catalog" in text
+
+
+def test_plan_of_a_model_from_a_hf_config_prints_with_the_nearest_family_labelled():
+    cfg = {
+        "architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32, "vocab_size": 128256,
+    }  # fmt: skip
+    m = lc.Model.from_hf_config(cfg, name="my-llama")
+    text = str(lc.plan(m, "H100 SXM", lc.Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))))
+    assert "dense models, Hopper GPUs; not measured: nearest family for my-llama (not in the catalog)" in text
+
+
+def test_a_hand_made_gpu_without_a_link_is_one_gpu_per_replica():
+    b = lc.Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
+    assert _mi355x().link is None
+    with pytest.raises(InputError, match=r"names no link.*tensor_parallel=2.*link=") as e:
+        lc.plan("Llama-3.1-70B", _mi355x(), b, tensor_parallel=2)
+    assert "MI355X" in str(e.value)
+    assert lc.plan("Llama-3.1-70B", _mi355x(link="Infinity Fabric MI300X"), b, tensor_parallel=2).fits
+
+
+def test_tensor_parallel_auto_is_the_cheapest_size_that_meets_the_brief():
+    b = lc.Brief(2, 2_000, 300, Q_(1, "s"), Q_(30, "ms"))
+    got = lc.plan("Llama-3.1-70B", "H100 SXM", b, tensor_parallel="auto")
+    each = [lc.plan("Llama-3.1-70B", "H100 SXM", b, tensor_parallel=n) for n in (2, 4, 8)]
+    met = [p for p in each if p.meets_targets]
+    assert got.meets_targets and got.cost_per_hour == min(p.cost_per_hour for p in met)
+    assert got.tensor_parallel == min(p.tensor_parallel for p in met if p.cost_per_hour == got.cost_per_hour)
+    assert got.tensor_parallel_choice.startswith("auto: the cheapest of 1, 2, 4, 8") and "1: does not fit" in str(got)
+    with pytest.raises(InputError, match="tensor_parallel must be a number"):
+        lc.plan("Llama-3.1-70B", "H100 SXM", b, tensor_parallel="automatic")
+
+
+def test_a_fleet_planned_above_85_percent_of_capacity_warns():
+    b = lc.Brief(16, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
+    busy = lc.plan("Llama-3.1-8B", "H100 SXM", b, assumptions=lc.resolve("course").replace(headroom=1.0))
+    load = 16 / (busy.requests_per_second_per_gpu.to("1/s").m * busy.gpus)
+    assert load > 0.85 and f"runs at {load:.1%} of its full-load capacity" in str(busy)
+    assert "full-load capacity" not in str(lc.plan("Llama-3.1-8B", "H100 SXM", b))
+
+
+def test_a_p99_time_per_token_below_the_mean_is_explained():
+    b = lc.Brief(10, 2_000, 300, Q_(300, "ms"), Q_(50, "ms"), ttft_percentile=99, tpot_percentile=99)
+    p = lc.plan("Llama-3.1-8B", "H100 SXM", b, simulation=SizingRun(requests=500))
+    assert p.sizing.tpot < p.tpot
+    assert "is below the mean" in str(p) and "simulated queue" in str(p) and f"planned batch of {p.batch}" in str(p)
+
+
+def test_a_percentile_plan_of_tiny_chunks_is_refused_by_its_work_not_run_for_minutes():
+    import time
+
+    b = Brief(10, 2_000, 300, Q_(300, "ms"), Q_(50, "ms"), ttft_percentile=99)
+    start = time.perf_counter()
+    with pytest.raises(InputError, match=r"chunk_tokens=1 with 4,000 requests .* bound of 5,000,000.*chunk_tokens=2"):
+        plan("Llama-3.1-8B", "H100 SXM", b, simulation=SizingRun(chunk_tokens=1))
+    with pytest.raises(InputError, match=r"prefill chunks to simulate"):
+        simulate(
+            "Llama-3.1-8B", "H100 SXM", rate=Q_(5, "1/s"), prompt_tokens=2_000, answer_tokens=300,
+            scheduler=Scheduler(chunk_tokens=1),
+        )  # fmt: skip
+    assert time.perf_counter() - start < 5

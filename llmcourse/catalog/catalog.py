@@ -340,6 +340,8 @@ class GPU:
     >>> g = GPU("mine", memory=Q_(24, "GB"), bandwidth=Q_(1, "TB/s"), flops=Q_(165, "TFLOP/s"))
     >>> g.memory.to("GiB").m  # doctest: +ELLIPSIS
     22.35...
+    >>> g.link is None, g.with_(link="PCIe 5 x16").link  # no link named: a replica of it is one GPU
+    (True, 'PCIe 5 x16')
     >>> GPU("bad", memory=24, bandwidth=Q_(1, "TB/s"), flops=Q_(165, "TFLOP/s"))
     Traceback (most recent call last):
     ...
@@ -357,7 +359,9 @@ class GPU:
     price_source: str = ""
     source: str = "user-defined"
     aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
-    link: str = "NVLink 4"
+    #: The link its GPUs talk over (a name in ``links``, or a :class:`Link`); None (a hand-made GPU that names
+    #: none): a replica of it is one GPU, and a tensor-parallel one is refused, naming ``link``.
+    link: str | Link | None = None
 
     def __post_init__(self) -> None:
         units = {

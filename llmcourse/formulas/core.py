@@ -455,7 +455,8 @@ def checked(fn: Callable[..., Any]) -> Callable[..., Any]:
     :data:`SYMBOLS` (or mapped to one in :data:`PARAMETER_SYMBOLS`) is checked as :func:`check_value`
     says, and a parameter annotated ``bool`` is a flag (:func:`llmcourse.units.flag`: ``True`` or
     ``False``, numpy's ``bool_`` too; text such as ``"False"`` is refused). A ``None`` value, an
-    optional input left out, is passed through.
+    optional input left out, is passed through, and so is the word ``"auto"`` for a parameter annotated
+    ``... | Literal["auto"]`` (a search the function does itself).
 
     Examples
     --------
@@ -476,6 +477,8 @@ def checked(fn: Callable[..., Any]) -> Callable[..., Any]:
         if name not in _NOT_CHECKED and PARAMETER_SYMBOLS.get(name, name) in SYMBOLS
     ]
     flags = [n for n, p in sig.parameters.items() if p.annotation in _FLAG_ANNOTATIONS or p.annotation is bool]
+    # a parameter annotated with Literal["auto"] takes the word "auto" (a search the function does) besides a number
+    auto = frozenset(n for n, p in sig.parameters.items() if "Literal['auto']" in str(p.annotation).replace('"', "'"))
     # A fast binding for the usual signature (no positional-only parameters, no *args or **kwargs): the
     # arguments by name, as inspect's bind gives them; anything it would refuse goes to inspect for its message.
     params = sig.parameters
@@ -508,7 +511,7 @@ def checked(fn: Callable[..., Any]) -> Callable[..., Any]:
             values = bound.arguments
         for name, sym in plan:
             v = values.get(name)
-            if v is not None:
+            if v is not None and not (name in auto and type(v) is str and v == "auto"):
                 values[name] = check_value(v, sym, name)
         for name in flags:
             v = values.get(name)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import pint
 
@@ -88,6 +89,11 @@ class Brief:
                 object.__setattr__(self, name, percentile_rank(getattr(self, name), name))
 
 
+#: The share of a fleet's full-load capacity above which a plan prints a warning (a reading threshold, not a
+#: modelling constant: no figure depends on it).
+BUSY_WARNING = 0.85
+
+
 @dataclass(frozen=True)
 class Plan:
     """The design planner's answer for one brief on one GPU type (see :func:`plan`)."""
@@ -116,6 +122,11 @@ class Plan:
     step: DecodeStep | None = field(default=None, repr=False)
     replica: Replica | None = field(default=None, repr=False)
     sizing: PercentileSizing | None = None  # set when the brief's targets are percentiles
+    #: The model and the GPU planned for, as given (a hand-made GPU, a model from a Hugging Face config): what the
+    #: bands' family is drawn for.
+    specs: tuple[Model, GPU] | None = field(default=None, repr=False, compare=False)
+    #: How the tensor-parallel degree was chosen, when plan() searched for it (``tensor_parallel="auto"``).
+    tensor_parallel_choice: str | None = None
 
     @property
     def throughput(self) -> pint.Quantity | None:
@@ -143,8 +154,12 @@ class Plan:
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) rows for a review table."""
+        tp = self.tensor_parallel
+        shape = f"{tp} GPU{'s' if tp > 1 else ''} per replica" + (
+            f"; {self.tensor_parallel_choice}" if self.tensor_parallel_choice else ""
+        )
         if not self.fits:
-            return [("fits", "no"), ("why", self.reason)]
+            return [("fits", "no"), ("why", self.reason), ("tensor parallel", shape)]
         mark = {True: "\u2713", False: "\u2717"}
         ms = lambda q: f"{to(q, 'ms').m:,.1f} ms"  # noqa: E731
         z, b = self.sizing, self.brief
@@ -189,11 +204,44 @@ class Plan:
                     else ""
                 ),
             ),
+            ("tensor parallel", shape),
             ("requests in flight", f"{self.in_flight:,.0f}"),
-            ("$ per hour", f"${to(self.cost_per_hour, 'USD/hour').m:,.2f}"),
+            (
+                "$ per hour",
+                f"${to(self.cost_per_hour, 'USD/hour').m:,.2f} "
+                f"({self.gpus:,} GPUs x ${to(self.price_per_hour, 'USD/hour').m:,.2f} per GPU-hour)",
+            ),
             ("$ per 1,000 requests", f"${to(self.cost_per_thousand_requests, 'USD').m:,.3f}"),
             ("$ per million answer tokens", f"${to(self.cost_per_million_output_tokens, 'USD').m:,.3f}"),
+            *self._warnings(),
         ]
+
+    def _warnings(self) -> list[tuple[str, str]]:
+        """The warning rows: a fleet planned to run above :data:`BUSY_WARNING` of its full-load capacity, and a
+        percentile time per token below the mean one (and why it can be)."""
+        out = []
+        capacity = to(self.requests_per_second_per_gpu, "1/s").m * self.gpus
+        busy = to(self.brief.requests_per_second, "1/s").m / capacity if capacity > 0 else math.inf
+        if busy > BUSY_WARNING:
+            out.append(
+                (
+                    "warning",
+                    f"the fleet runs at {busy:.1%} of its full-load capacity (above {BUSY_WARNING:.0%}): a burst "
+                    "queues; size on percentile targets (ttft_percentile=99) or add headroom",
+                )
+            )
+        z = self.sizing
+        if z is not None and self.brief.tpot_percentile is not None and to(z.tpot, "ms").m < to(self.tpot, "ms").m:
+            out.append(
+                (
+                    "note",
+                    f"the {z.label('tpot')} time per token ({to(z.tpot, 'ms').m:,.1f} ms) is below the mean "
+                    f"({to(self.tpot, 'ms').m:,.1f} ms): the percentile comes from the simulated queue, where a "
+                    f"replica's batch is rarely full; the mean is the replica model's at the planned batch of "
+                    f"{self.batch}",
+                )
+            )
+        return out
 
     def __str__(self) -> str:
         return "\n".join(f"{k:>28}: {v}" for k, v in self.rows())
@@ -217,7 +265,7 @@ def plan(
     weight_bytes: Any = 2,
     kv_bytes: Any = 2,
     price_per_hour: Any = None,
-    tensor_parallel: int = 1,
+    tensor_parallel: int | Literal["auto"] = 1,
     assumptions: Assumptions | str | None = None,
     cached_prompt_tokens: float = 0,
     speculation: Any = None,
@@ -256,12 +304,27 @@ def plan(
     >>> tail = plan("Llama-3.1-8B", "H100 SXM", Brief(10, 2_000, 300, Q_(300, "ms"), Q_(50, "ms"), ttft_percentile=99))
     >>> tail.sizing.ttft <= Q_(300, "ms"), tail.gpus > p.gpus
     (True, True)
+
+    **The replica size** (``tensor_parallel="auto"``): the plan of each of :data:`TP_CHOICES` GPUs per replica
+    (those the model's heads and the GPU's link allow), and the cheapest per hour of those that meet the brief
+    (of those that fit, if none does; fewer GPUs per replica on a tie); ``plan.tensor_parallel_choice`` says
+    which was chosen and why.
+
+    >>> big = plan("Llama-3.1-70B", "H100 SXM", Brief(2, 2_000, 300, Q_(1, "s"), Q_(30, "ms")), tensor_parallel="auto")
+    >>> big.tensor_parallel, big.tensor_parallel_choice.split(":")[0]
+    (4, 'auto')
     """
     if simulation is not None and not isinstance(simulation, SizingRun):
         raise InputError(
             "simulation must be a SizingRun (llmcourse.simulator.SizingRun(requests=..., seed=...)), "
             f"not {type(simulation).__name__}."
         )
+    if type(tensor_parallel) is str:  # "auto", as @checked lets through: the cheapest replica size
+        return _plan_auto(
+            model, gpu, brief, weight_bytes=weight_bytes, kv_bytes=kv_bytes, price_per_hour=price_per_hour,
+            assumptions=assumptions, cached_prompt_tokens=cached_prompt_tokens, speculation=speculation,
+            simulation=simulation,
+        )  # fmt: skip
     d, w, a, price = _plan_inputs(
         model, gpu, brief, assumptions, price_per_hour, tensor_parallel, weight_bytes, kv_bytes, speculation,
         cached_prompt_tokens,
@@ -273,6 +336,40 @@ def plan(
     if brief.on_percentiles:
         sizing = _sized_on_percentiles(d, w, brief, a, got, simulation or SizingRun())
     return _plan_of(brief, price, got, sizing)
+
+
+#: The replica sizes ``tensor_parallel="auto"`` tries (GPUs per replica, one NVLink board at most).
+TP_CHOICES = (1, 2, 4, 8)
+
+
+def _plan_auto(model: Any, gpu: Any, brief: Any, **kw: Any) -> Plan:
+    """:func:`plan` with ``tensor_parallel="auto"``: the plan of each size of :data:`TP_CHOICES`, and the cheapest
+    per hour that meets the brief (else that fits), with ``tensor_parallel_choice`` saying why."""
+    plans: list[Plan] = []
+    said: list[str] = []
+    for tp in TP_CHOICES:
+        try:
+            p = plan(model, gpu, brief, tensor_parallel=tp, **kw)
+        except InputError as exc:
+            if tp == 1:  # one GPU is always a shape: an error here is the inputs', not the size's
+                raise
+            said.append(f"{tp}: {str(exc).split(';')[0].rstrip('.')}")
+            continue
+        plans.append(p)
+        cost = f"${to(p.cost_per_hour, 'USD/hour').m:,.2f}/hour" if p.fits else "does not fit"
+        said.append(f"{tp}: {cost}" + ("" if not p.fits or p.meets_targets else ", misses a target"))
+    fits = [p for p in plans if p.fits]
+    met = [p for p in fits if p.meets_targets]
+    sizes = ", ".join(map(str, TP_CHOICES))
+    pool, why = (
+        (met, f"the cheapest of {sizes} GPUs per replica that meets the brief")
+        if met
+        else (fits, f"none of {sizes} GPUs per replica meets the brief: the cheapest that fits")
+        if fits
+        else (plans[-1:], f"none of {sizes} GPUs per replica fits: the largest tried")
+    )
+    best = min(pool, key=lambda p: (to(p.cost_per_hour, "USD/hour").m, p.tensor_parallel) if p.fits else (0, 0))
+    return dataclasses.replace(best, tensor_parallel_choice=f"auto: {why} ({'; '.join(said)})")
 
 
 def _plan_inputs(
@@ -340,6 +437,7 @@ def _planned(
         usable_memory=own_quantity(got["usable_memory"]),
         kv_per_request=own_quantity(got["kv_per_sequence"]),
         tensor_parallel=got["tensor_parallel"],
+        specs=(d.model, d.gpu),
     )
     if unfit is not None:
         return _Planned(base, unfit)
@@ -447,7 +545,7 @@ def lever_plan(
     weight_bytes: Any = 2,
     kv_bytes: Any = 2,
     price_per_hour: Any = None,
-    tensor_parallel: int = 1,
+    tensor_parallel: int | Literal["auto"] = 1,
     assumptions: Assumptions | str | None = None,
     cached_prompt_tokens: float = 0,
     speculation: Any = None,
@@ -456,8 +554,8 @@ def lever_plan(
     """What a lever ranking reads of :func:`plan` with the same arguments (whether it fits and why, the GPUs,
     the time to first token and per token, the cost per hour, whether the targets are met), worked out by
     plan()'s own path (:func:`_planned`) without the replica, its step, the in-flight count or the costs per
-    token: plan() itself for percentile targets (sized through the simulator)."""
-    if isinstance(brief, Brief) and brief.on_percentiles:
+    token: plan() itself for percentile targets (sized through the simulator) and for ``tensor_parallel="auto"``."""
+    if (isinstance(brief, Brief) and brief.on_percentiles) or type(tensor_parallel) is str:  # "auto": plan()'s search
         return plan(
             model, gpu, brief, weight_bytes=weight_bytes, kv_bytes=kv_bytes, price_per_hour=price_per_hour,
             tensor_parallel=tensor_parallel, assumptions=assumptions, cached_prompt_tokens=cached_prompt_tokens,

@@ -54,7 +54,7 @@ class Layout:
     data_parallel: int
     pipeline_parallel: int
     expert_parallel: int
-    link: Link
+    link: Link | None  # None: one GPU of a hand-made GPU that names no link (nothing to talk over)
     note: str = ""
 
     @property
@@ -147,6 +147,15 @@ def layout(
             f"data_parallel={dp} splits attention over groups that share experts; {m.name} is dense, so that is "
             f"{dp} separate replicas: size one replica and let the fleet count them."
         )
+    if link is None and g.link is None:  # a hand-made GPU that names no link: one GPU only
+        if tp * dp * pp > 1:
+            asked = ", ".join(f"{k}={v}" for k, v in (("tensor_parallel", tp), ("data_parallel", dp),
+                                                      ("pipeline_parallel", pp)) if v > 1)  # fmt: skip
+            raise InputError(
+                f"GPU {g.name!r} names no link, so a replica of it is one GPU; {asked} needs one: give the GPU "
+                f"a link (GPU(..., link=...): one of {', '.join(links)}, or a Link), or use tensor_parallel=1."
+            )
+        return Layout(tp, dp, pp, ep, None, "")
     lk = _link(link if link is not None else g.link)
     note = ""
     if tp * dp > lk.domain:

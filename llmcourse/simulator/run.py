@@ -99,6 +99,10 @@ PERCENTILES = (50, 95, 99)
 #: Bounds on a simulation's size (not modelling constants): past a million requests a run takes minutes, and
 #: below one request per 30 years the arrival times leave floating point.
 MOST_REQUESTS, MOST_REQUESTS_WHY = 1_000_000, " (a larger run takes minutes; the percentiles settle long before)"
+#: The most prefill chunks a run may schedule (requests x uncached prompt tokens / ``chunk_tokens``): each is an
+#: iteration of the event loop, about half a microsecond; past this a run takes more than seconds (a percentile
+#: plan runs several), and the percentiles settle long before. A run past it is refused, saying what to change.
+MOST_CHUNK_STEPS = 5_000_000
 _SLOWEST, _SLOWEST_WHY = 1e-9, " per second (about one request in 30 years)"
 MOST_CV, MOST_CV_WHY = 100.0, " (a spread past 100 times the mean leaves floating point in the lognormal)"
 _MS_UNIT, _S_UNIT, _PER_S_UNIT = (parsed_unit(u)[0] for u in ("ms", "s", "1/s"))  # parsed once, not per run
@@ -308,7 +312,36 @@ def _checked_run(
             "scheduler must be a Scheduler(chunk_tokens=..., prefix_hit_rate=..., prefix_tokens=...), or None for "
             f"whole prompts and no prefix cache; got {type(scheduler).__name__}."
         )
+    _check_work(n, p, scheduler)
     return _Run(lam, clients, p, a, n, pcv, acv, scheduler)
+
+
+def _check_work(n: int, p: float, scheduler: Scheduler) -> None:
+    """Refuse a run of more prefill chunks than :data:`MOST_CHUNK_STEPS` (the work, not only the request count),
+    saying the bound and what to change.
+
+    Examples
+    --------
+    >>> _check_work(4_000, 2_000, Scheduler(chunk_tokens=1))
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: chunk_tokens=1 with 4,000 requests of 2,000 uncached prompt tokens is about 8,000,000 prefill chunks to simulate, past the simulator's bound of 5,000,000 (a run of seconds): give chunk_tokens=2 or more, or requests=2,500 or fewer.
+    """
+    c = scheduler.chunk_tokens
+    if c is None:
+        return
+    uncached = max(1.0, p - scheduler.prefix_hit_rate * scheduler.prefix_tokens)  # the mean prompt's chunked part
+    chunks = n * math.ceil(uncached / c)
+    if chunks > MOST_CHUNK_STEPS:
+        fewer = max(1, MOST_CHUNK_STEPS // math.ceil(uncached / c))
+        wider = math.ceil(n * uncached / MOST_CHUNK_STEPS)
+        while n * math.ceil(uncached / wider) > MOST_CHUNK_STEPS:  # the ceiling's rounding: a step or two more
+            wider += 1
+        raise InputError(
+            f"chunk_tokens={c:,} with {n:,} requests of {uncached:,.0f} uncached prompt tokens is about {chunks:,} "
+            f"prefill chunks to simulate, past the simulator's bound of {MOST_CHUNK_STEPS:,} (a run of seconds): "
+            f"give chunk_tokens={wider:,} or more, or requests={fewer:,} or fewer."
+        )
 
 
 def _kv_room(rep: ServiceModel, run: _Run) -> tuple[int, int]:
