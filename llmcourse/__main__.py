@@ -65,7 +65,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse's parser, a refused flag said on one line (``error: argument --rps: invalid float value: 'x'``)."""
 
     def error(self, message: str) -> Any:
-        print(f"error: {escaped(message)} (see {self.prog} --help)", file=sys.stderr)
+        print(f"error: {_said(message)} (see {self.prog} --help)", file=sys.stderr)
         raise SystemExit(2)
 
 
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         flags = _PLAN_FLAGS if args.command == "plan" else _VALIDATE_FLAGS
         for name, flag in flags.items():  # name the flag the user typed, not the function's argument
             message = re.sub(rf"\b{name}\b", flag, message)
-        print(f"error: {escaped(message)}", file=sys.stderr)
+        print(f"error: {_said(message)}", file=sys.stderr)
         return 2
 
 
@@ -214,6 +214,26 @@ def escaped(text: str) -> str:
     from llmcourse.validation.cells import escaped as escape
 
     return escape(text)
+
+
+def _said(message: str) -> str:
+    """An error message as one printed line: escaped (its line breaks too), each word of more than
+    :data:`_LONGEST_WORD` characters (a value typed, a huge number written out) cut and its length said, and the
+    line cut at :data:`_WIDEST` characters.
+
+    Examples
+    --------
+    >>> _said("no GPU named '" + "9" * 5000 + "'")
+    "no GPU named '9999999999999999999...9999999' (5,002 characters)"
+    """
+    from llmcourse.validation.cells import one_line, shortened
+
+    line = re.sub(rf"\S{{{_LONGEST_WORD + 1},}}", lambda m: shortened(m.group()), one_line(message))
+    return shortened(line, _WIDEST)
+
+
+#: The longest word of an error message printed whole, and the longest error line (:func:`_said`).
+_LONGEST_WORD, _WIDEST = 60, 300
 
 
 if __name__ == "__main__":

@@ -161,7 +161,7 @@ class Plan:
         if not self.fits:
             return [("fits", "no"), ("why", self.reason), ("tensor parallel", shape)]
         mark = {True: "\u2713", False: "\u2717"}
-        ms = lambda q: f"{to(q, 'ms').m:,.1f} ms"  # noqa: E731
+        ms = lambda q: f"{x:,.1f} ms" if abs(x := to(q, "ms").m) < 1e9 else f"{x:.3g} ms"  # noqa: E731 (1e+308, not 309 digits)
         z, b = self.sizing, self.brief
         if z is None:
             speed = [

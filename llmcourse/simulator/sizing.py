@@ -171,8 +171,8 @@ class _Fleets:
         )
 
     def fewest_meeting(self) -> tuple[int, bool]:
-        """The fewest replicas that meet the targets, from the fewest that keep up (doubling, then halving the gap),
-        and whether any fleet up to 64 times that meets them."""
+        """The fewest replicas that meet the targets, from the fewest that keep up (doubling, then halving the gap,
+        to one replica in 10**9), and whether any fleet up to 64 times that meets them."""
         b, svc = self.brief, self.service
         load = to(b.requests_per_second / svc.capacity(b.prompt_tokens, b.answer_tokens), "").m  # on one replica
         fewest = max(1, math.ceil(load * (1 + 1e-12)))
@@ -181,7 +181,8 @@ class _Fleets:
             lo, hi = hi, min(2 * hi, 64 * fewest)
         met = self.meets(hi)
         if met and hi > lo:
-            while hi - lo > 1:  # meets(hi) and not meets(lo)
+            # meets(hi) and not meets(lo); to one replica in 10**9 (a fleet of 1e300 replicas takes 40 steps, not 1,000)
+            while hi - lo > max(1, lo // 10**9):
                 mid = (lo + hi) // 2
                 lo, hi = (lo, mid) if self.meets(mid) else (mid, hi)
         elif met:

@@ -133,7 +133,11 @@ class Replan:
 
     def rows(self) -> list[tuple[str, str]]:
         b, r = self.brief, self.setup
-        ms = lambda q: f"{to(q, 'ms').m:,.0f} ms"  # noqa: E731
+
+        def ms(q: Any) -> str:  # 2,000 ms; a target of 1e308 ms as 1e+308 ms, not its 309 digits
+            x = to(q, "ms").m
+            return f"{x:,.0f} ms" if abs(x) < 1e9 else f"{x:.3g} ms"
+
         what = (
             f"{to(b.requests_per_second, '1/s').m:g} requests/s of {r.isl:,} + {r.osl:,} tokens within "
             f"{ms(b.ttft_target)} / {ms(b.tpot_target)}, {r.model} ({r.weights}) on {r.tp} x {r.gpu}"
