@@ -183,3 +183,16 @@ def test_a_student_chosen_in_the_notebook_other_than_the_seed_is_said(tmp_path, 
     same = ["from llmcourse.exercises import check, student\nstudent(' Alice ')", "check('tokens_ex2', 6.667)"]
     assert cli_main([str(_notebook(tmp_path, same, "same.md")), "--seed", "ALICE", "--cell-timeout", "30"]) == 0
     assert "the notebook chose student" not in capsys.readouterr().out
+
+
+def test_an_id_typed_otherwise_is_graded_as_its_exercise(tmp_path, capsys):
+    """check() reads ids as typed (case, spaces, hyphens); so does the grade: the tries of 'Tokens-Ex2' and
+    'tokens_ex2' are one exercise, solved once, and a padded id is its exercise (found by the review: 1/3)."""
+    cells = [
+        "from llmcourse.exercises import check",
+        "check('tokens_ex2', 6.667)\ncheck('Tokens-Ex2', 1.0)\ncheck('tokens_ex4 ', 1.0)",
+    ]
+    assert cli_main([str(_notebook(tmp_path, cells)), "--cell-timeout", "30"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"tokens_ex2\s+1/1\s+correct", out) and re.search(r"score: 1/2", out), out
+    assert "Tokens-Ex2" not in out and re.search(r"^\s+tokens_ex4\s+0/1", out, re.M), out

@@ -193,3 +193,21 @@ def test_best_of_checks_on_each_tries_variant_and_leaves_the_session_alone():
     picked = best_of("kv_cache_ex1", [(Q_(320, "KiB"), "alice"), (Q_(1, "KiB"), None), (Q_(320, "KiB"), None)])
     assert picked is not None and picked[1] is None and picked[2].correct  # 320 KiB is not alice's answer
     assert best_answers() == before and "kv_cache_ex1" not in best_answers()
+
+
+@pytest.mark.parametrize(
+    ("given", "expected", "words"),
+    [
+        (Q_(327.68, "KiB"), Q_(320, "KiB"), "KiB vs kB?"),  # 327,680 B / 1,000, written in KiB
+        (Q_(14.9, "GB"), Q_(16.0, "GB"), "GiB vs GB?"),  # 16e9 B / 2^30, written in GB
+    ],
+)
+def test_the_other_familys_arithmetic_in_this_familys_unit_is_the_slip(given, expected, words):
+    """Within one family of prefixes the slip is still named in the direction it goes (the review found the
+    commonest KiB vs kB slip, dividing by 1,000 and writing KiB, reported as a near miss)."""
+    from llmcourse.exercises.slips import diagnose
+
+    ratio = float((given / expected).to("").m)
+    assert diagnose(ratio, "bytes", 0.01, given=given, expected=expected).endswith(f"({words})")
+    back = 1 / ratio  # the same distance the other way is a near miss, not the slip
+    assert "(" not in diagnose(back, "bytes", 0.01, given=given, expected=expected)

@@ -306,6 +306,15 @@ class Grading:
         return f"variants chosen in the notebook: {names}; no --seed given"
 
 
+def _exercise_id(typed: str) -> str:
+    """An exercise id as the checker reads it (case, spaces and hyphens do not matter: ``'Tokens-Ex2 '`` is
+    ``tokens_ex2``), so the tries of one exercise are graded as one; an id that names no exercise, as typed."""
+    try:
+        return engine.get(typed).id
+    except KeyError:
+        return typed
+
+
 @dataclass
 class _Tally:
     """What a notebook's ``count`` code cells did, as the kernels that ran them tell it (see
@@ -333,13 +342,14 @@ class _Tally:
         eid, s = msg.get("id"), msg.get("seed")
         if cell < self.first or type(eid) is not str:  # a cell run again after a crash: heard the first time
             return
+        eid = _exercise_id(eid)
         if eid not in self.answers:
             if len(self.answers) >= _MOST_IDS:  # a loop checking made-up ids: keep the first ones
                 return
             self.seen.append(eid)
         chosen = msg.get("chosen")
-        if type(chosen) is str and len(self.chosen) < 3:
-            self.chosen.add(answer_text.short_text(chosen, 40))
+        if type(chosen) is str and len(chosen) <= 1_000 and len(self.chosen) < 3:
+            self.chosen.add(chosen)
         tries = self.answers.setdefault(eid, [])
         if len(tries) >= _MOST_TRIES:  # a loop checking one exercise: keep the first tries and the latest ones
             del tries[_MOST_TRIES // 2]
@@ -499,7 +509,7 @@ def grade(
     job = {"deadline": time.monotonic() + timeout, "cell_timeout": cell_timeout, "grace": _GRACE, "memory": memory}
     if any("check" in s for s in sources):  # no check(...) anywhere: nothing to grade, nothing to run
         _sync(_execute(path, sources, tally, {**job, "seed": seed_text, "forced": forced}))
-    ids = list(dict.fromkeys([m for s in sources for m in _CHECK_CALL.findall(s)] + tally.seen))
+    ids = list(dict.fromkeys([_exercise_id(m) for s in sources for m in _CHECK_CALL.findall(s)] + tally.seen))
     rows, variants, notes = _score(ids, tally.answers, seed_text, forced, tally.chosen)
     lines = [f"code cell {n}: {e}" for n, e in sorted(tally.errors.items())]
     return Grading(rows, lines + notes, variants, seed_text, forced)

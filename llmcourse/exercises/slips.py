@@ -10,8 +10,9 @@ the slip it fits, if one does; :func:`diagnosis` adds the hint that follows that
 
 A slip is named only when the ratio matches its factor within the exercise's tolerance and is nearer that
 factor than the right answer. The binary vs decimal prefix slips (KiB vs kB, MiB vs MB, ..., factors within 10%
-of 1) are named only when the answer and the expected one are not written in the same family of prefixes: an
-answer in KiB a few percent off an expected one in KiB is a near miss, not a KiB vs kB slip.
+of 1), when the answer and the expected one are written in the same family of prefixes, are named only in the
+direction that slip goes: an answer in KiB 2.4% above an expected one in KiB was divided by 1,000 where 1,024 was
+due (KiB vs kB); 2.4% below it is a near miss. In GB, the slip gives a smaller number (divided by 2^30).
 
 Examples
 --------
@@ -20,6 +21,8 @@ Examples
 'too small, but within 10% (KiB vs kB?)'
 >>> diagnose(0.975, "bytes", 0.01, given=Q_(312, "KiB"), expected=Q_(320, "KiB"))
 'too small, but within 10%'
+>>> diagnose(1.024, "bytes", 0.01, given=Q_(327.68, "KiB"), expected=Q_(320, "KiB"))
+'too large, but within 10% (KiB vs kB?)'
 >>> diagnose(3.2, "bytes", 0.01)
 'about 3x too large'
 """
@@ -195,6 +198,21 @@ _BINARY = ("kibi", "mebi", "gibi", "tebi", "pebi", "exbi")
 _DECIMAL = ("kilo", "mega", "giga", "tera", "peta", "exa")
 
 
+def _prefix_power(quantity: pint.Quantity | None) -> int | None:
+    """The power of 1,000 (or 1,024) of a quantity's byte or bit prefix: 1 for kB or KiB, 2 for MB or MiB, ...;
+    None without one."""
+    try:
+        names = [str(name) for name, _ in quantity.unit_items()]
+    except Exception:
+        return None
+    for name in names:
+        stem = name.removesuffix("byte") if name.endswith("byte") else name.removesuffix("bit")
+        for family in (_BINARY, _DECIMAL):
+            if stem in family:
+                return family.index(stem) + 1
+    return None
+
+
 def prefix_family(quantity: pint.Quantity | None) -> str | None:
     """``"binary"`` when a quantity's byte or bit units all have binary prefixes (KiB, MiB, ...), ``"decimal"`` when
     they all have decimal ones (kB, MB, ...), None otherwise (plain bytes, a mix, no bytes at all).
@@ -284,8 +302,9 @@ def diagnosis(
     a slip's exact factor), with the slip the ratio fits, if one does: a known slip of this exercise
     (``specific``: (factor, words) pairs, each slip giving ``factor`` times the answer, in that direction only),
     else one of the answer's ``kind`` (a key of :data:`SLIPS`). A slip fits when the ratio matches its factor
-    within ``tolerance`` (at least 0.2%) and lies nearer that factor than 1; a binary vs decimal prefix slip
-    also needs ``given`` and ``expected`` not both written in one family of prefixes (:func:`prefix_family`).
+    within ``tolerance`` (at least 0.2%) and lies nearer that factor than 1; where ``given`` and ``expected`` are
+    written in one family of prefixes (:func:`prefix_family`), a binary vs decimal prefix slip is named only in the
+    direction the other family's arithmetic goes (a larger number in a binary unit, a smaller one in a decimal).
 
     Examples
     --------
@@ -302,8 +321,18 @@ def diagnosis(
         if factor > 0 and abs(factor - 1) >= 2 * tol and _fits(ratio, factor, tol):
             return f"{size} ({words})", slip_hint(words)
     same_family = prefix_family(given) is not None and prefix_family(given) == prefix_family(expected)
+    family = prefix_family(expected) if same_family else None
+    power = _prefix_power(expected) if family is not None else None
     for factor, words in SLIPS[kind]:
-        if same_family and words in _FAMILY_SLIPS:
+        if family is not None and words in _FAMILY_SLIPS:
+            # one family of prefixes: the slip is the other family's arithmetic under this family's unit, at this
+            # unit's prefix (dividing by 1,000s for a binary unit gives a larger number, by 1,024s for a decimal
+            # unit a smaller one)
+            up = max(factor, 1 / factor)
+            if power is None or round(math.log(up) / math.log(1.024)) != power:
+                continue
+            if _fits(ratio, up if family == "binary" else 1 / up, tol):
+                return f"{size} ({words})", slip_hint(words)
             continue
         if any(_fits(ratio, f, tol) for f in (factor, 1 / factor)):
             return f"{size} ({words})", slip_hint(words)

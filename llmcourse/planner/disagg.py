@@ -88,8 +88,15 @@ def pool_link(gpu: GPU | str, link: Link | str | None = None) -> Link:
     >>> pool_link("H100 SXM").name, pool_link("H100 SXM", "NVLink 4").name
     ('InfiniBand NDR', 'NVLink 4')
     """
-    g = gpus[gpu]
-    return links[link] if link is not None else links[links[g.link].scale_out]
+    if link is not None:
+        return link if isinstance(link, Link) else links[link]
+    g = gpu if isinstance(gpu, GPU) else gpus[gpu]
+    if g.link is None:
+        raise InputError(
+            f"{g.name} names no link, so the pools' hand-off link is unknown: give link= (a catalog name such as "
+            "'InfiniBand NDR', or a Link), or build the GPU with its link."
+        )
+    return links[links[g.link].scale_out] if isinstance(g.link, str) else links[g.link.scale_out]
 
 
 @checked
