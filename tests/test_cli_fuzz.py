@@ -74,7 +74,7 @@ def _well_formed(rc: object, out: str, err: str, widest: int = 400) -> None:
             assert len(line) <= widest, (len(line), line[:300])
 
 
-def _run(argv: list[str], capsys) -> None:
+def _run(argv: list[str], capsys) -> tuple[int, str]:
     try:
         rc = main(argv)
     except SystemExit as exc:
@@ -83,6 +83,7 @@ def _run(argv: list[str], capsys) -> None:
     _well_formed(rc, out, err)
     if rc == 2:  # a flag refused: one line that says so
         assert err.strip() and len(err.strip().splitlines()) == 1, err
+    return rc, err
 
 
 @st.composite
@@ -153,14 +154,14 @@ def test_each_flag_each_hostile_value(command, course_csv, capsys):
             _run([*head, *sum({**base, flag: value}.items(), ())], capsys)
 
 
-#: Found by the fuzz, not fixed yet: --price 1e308 plans "$inf per hour (2 GPUs x $100,000,...,000.00 per GPU-hour)",
-#: a line of 474 characters (plan() takes a price whose fleet costs more than a float holds).
-OPEN = {("--price", "1e308")}
+#: Pairs the loop above leaves to their own test (none now: --price 1e308 planned "$inf per hour", found by the fuzz).
+OPEN: set[tuple[str, str]] = set()
 
 
-@pytest.mark.xfail(strict=True, reason="--price 1e308: an infinite cost, the price written out with its 309 digits")
 def test_a_price_past_any_bill_is_refused(capsys):
-    _run(["plan", *sum({**PLAN, "--price": "1e308"}.items(), ())], capsys)
+    """A price no GPU-hour costs is refused naming --price (it planned an infinite bill, its 309 digits printed)."""
+    code, err = _run(["plan", *sum({**PLAN, "--price": "1e308"}.items(), ())], capsys)
+    assert code == 2 and "--price" in err and "at most" in err, err
 
 
 @pytest.mark.parametrize(

@@ -382,7 +382,7 @@ def test_a_gpu_without_a_link_needs_the_pools_link_named():
     """A hand-made GPU names no link: the pools' hand-off link is asked for, naming link=, and given it the pools
     are sized (the review found a bare 'link names are strings' error)."""
     mine = lc.gpus["H100 SXM"].with_(name="MyGPU", link=None)
-    with pytest.raises(InputError, match="MyGPU names no link.*give link="):
+    with pytest.raises(InputError, match=r"MyGPU names no link.*give link="):
         disaggregated("Llama-3.1-8B", mine, BRIEF)
     d = disaggregated("Llama-3.1-8B", mine, BRIEF, link="InfiniBand NDR")
     assert d.prefill.gpus >= 1 and d.decode.gpus >= 1

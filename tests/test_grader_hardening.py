@@ -112,7 +112,7 @@ def test_time_flags_refuse_what_is_not_a_time(tmp_path, capsys, flag, value):
     assert f"{flag} must be a finite number of seconds" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("value", ["inf", "nan", "-1", "-inf", "0", "0.01"])
+@pytest.mark.parametrize("value", ["inf", "nan", "-1", "-inf", "0", "0.01", "0.5"])
 def test_memory_flag_refuses_what_is_not_a_size(tmp_path, capsys, value):
     nb = _notebook(tmp_path, ["x = 1"])
     with pytest.raises(SystemExit) as stop:
@@ -196,3 +196,17 @@ def test_an_id_typed_otherwise_is_graded_as_its_exercise(tmp_path, capsys):
     out = capsys.readouterr().out
     assert re.search(r"tokens_ex2\s+1/1\s+correct", out) and re.search(r"score: 1/2", out), out
     assert "Tokens-Ex2" not in out and re.search(r"^\s+tokens_ex4\s+0/1", out, re.M), out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS as Linux applies it")
+def test_a_numerical_notebook_runs_under_the_default_memory_limit(tmp_path, capsys):
+    """numpy, matplotlib and SymPy import and compute under the default --memory (their threads held to one, so a
+    machine of many cores does not spend the address space on thread stacks: the review's concern)."""
+    cells = [
+        "import numpy as np, matplotlib.pyplot as plt, sympy\nfrom llmcourse.exercises import check\n"
+        "a = np.ones((500, 500)); b = a @ a; plt.plot([1, 2]); sympy.symbols('x')",
+        "import os\nassert os.environ['OPENBLAS_NUM_THREADS'] == '1'\ncheck('tokens_ex2', 6.667)",
+    ]
+    assert cli_main([str(_notebook(tmp_path, cells)), "--cell-timeout", "60"]) == 0
+    out = capsys.readouterr().out
+    assert "error in code cell" not in out and re.search(r"tokens_ex2\s+1/1\s+correct", out), out

@@ -550,14 +550,16 @@ def _seconds(flag: str) -> Any:
 
 
 def _gib(text: str) -> int:
-    """The argparse type of ``--memory``: a finite number of GiB (at least 1/16), as bytes."""
+    """The argparse type of ``--memory``: a finite number of GiB (at least 1: a kernel alone takes about 0.7 GiB of
+    address space, and below 1 it could not start), as bytes."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and 1 / 16 <= value <= 1 << 20):
+    if not (math.isfinite(value) and 1 <= value <= 1 << 20):
         raise argparse.ArgumentTypeError(
-            f"--memory must be a finite number of GiB from 0.0625 up, e.g. --memory 4; got {answer_text.quoted(text)}"
+            f"--memory must be a finite number of GiB from 1 up (a kernel alone takes about 0.7), e.g. --memory 4; "
+            f"got {answer_text.quoted(text)}"
         )
     return int(value * (1 << 30))
 

@@ -304,6 +304,12 @@ class Kernel:
             "MPLBACKEND": "Agg",
             "PYTHONIOENCODING": "utf-8",
             "IPYTHONDIR": os.path.join(self.workdir, "ipython"),  # no profile or start-up file of the teacher's
+            # one thread for the numerical libraries and few malloc arenas: under the address-space limit
+            # (--memory), each thread's stack and buffers count, and OpenBLAS starts one per core at import
+            "OPENBLAS_NUM_THREADS": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "MALLOC_ARENA_MAX": "2",
             _MARK: self.token,
         }
         job, root = self.job, str(Path(__file__).resolve().parents[2])

@@ -209,7 +209,8 @@ class Plan:
             (
                 "$ per hour",
                 f"${to(self.cost_per_hour, 'USD/hour').m:,.2f} "
-                f"({self.gpus:,} GPUs x ${to(self.price_per_hour, 'USD/hour').m:,.2f} per GPU-hour)",
+                f"({self.gpus:,} GPU{'s' if self.gpus != 1 else ''} x ${to(self.price_per_hour, 'USD/hour').m:,.2f} "
+                "per GPU-hour)",
             ),
             ("$ per 1,000 requests", f"${to(self.cost_per_thousand_requests, 'USD').m:,.3f}"),
             ("$ per million answer tokens", f"${to(self.cost_per_million_output_tokens, 'USD').m:,.3f}"),
@@ -223,11 +224,15 @@ class Plan:
         capacity = to(self.requests_per_second_per_gpu, "1/s").m * self.gpus
         busy = to(self.brief.requests_per_second, "1/s").m / capacity if capacity > 0 else math.inf
         if busy > BUSY_WARNING:
+            advice = (
+                "the percentiles above are simulated at this load; a burst above the brief's rate queues further"
+                if self.sizing is not None
+                else "a burst queues; size on percentile targets (ttft_percentile=99) or add headroom"
+            )
             out.append(
                 (
                     "warning",
-                    f"the fleet runs at {busy:.1%} of its full-load capacity (above {BUSY_WARNING:.0%}): a burst "
-                    "queues; size on percentile targets (ttft_percentile=99) or add headroom",
+                    f"the fleet runs at {busy:.1%} of its full-load capacity (above {BUSY_WARNING:.0%}): {advice}",
                 )
             )
         z = self.sizing

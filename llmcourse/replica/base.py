@@ -110,6 +110,11 @@ def check_positions(m: Model, tokens: float, name: str) -> None:
         )
 
 
+#: The most a GPU-hour may be priced at (USD): a bound on what is typed, far above any rental or owned hour (a
+#: fleet's bill at a float's largest price is infinite), not a modelling constant.
+MOST_PRICE_PER_HOUR = 1e6
+
+
 def price_of(gpu: GPU | str, price_per_hour: Any) -> pint.Quantity:
     """The price given (checked), else the catalog's price of ``gpu`` (a GPU or the name of one), as the caller's own.
 
@@ -127,6 +132,7 @@ def price_of(gpu: GPU | str, price_per_hour: Any) -> pint.Quantity:
         return own_quantity(known.price_per_hour)  # the caller's own: an in-place change must not reach the catalog
     q = as_quantity(price_per_hour, "USD/hour", "price_per_hour")
     plain_number(q.magnitude, "price_per_hour")
+    plain_number(q.to("USD/hour").magnitude, "price_per_hour", at_most=MOST_PRICE_PER_HOUR, why=" USD per GPU-hour")
     return q
 
 
