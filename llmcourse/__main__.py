@@ -233,7 +233,7 @@ def _said(message: str) -> str:
 
 
 #: The longest word of an error message printed whole, and the longest error line (:func:`_said`).
-_LONGEST_WORD, _WIDEST = 60, 300
+_LONGEST_WORD, _WIDEST = 60, 600  # the widest: the package's own longest refusal (the formats it reads) whole
 
 
 if __name__ == "__main__":
