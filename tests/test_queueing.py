@@ -716,3 +716,18 @@ def test_plan_refuses_a_simulation_that_is_not_a_sizing_run():
     brief = lc.Brief(Q_(5, "1/s"), 1_000, 200, Q_(2, "s"), Q_(80, "ms"))
     with pytest.raises(InputError, match="simulation must be a SizingRun"):
         lc.plan(M, G, brief, simulation={"requests": 10})
+
+
+def test_a_percentile_plan_for_the_readers_own_gpu_and_model():
+    """A hand-made GPU and a model the catalog lacks are simulated as themselves (the service model looked them up
+    by name, and a percentile plan for either failed: found by the review)."""
+    from llmcourse.simulator import SizingRun
+
+    brief = lc.Brief(Q_(5, "1/s"), 1_000, 200, Q_(2, "s"), Q_(80, "ms"), ttft_percentile=99)
+    run = SizingRun(requests=300)
+    mine_gpu = lc.gpus[G].with_(name="MyGPU")
+    mine_model = lc.models[M].with_(name="my-llama")
+    catalog_plan = lc.plan(M, G, brief, simulation=run)
+    for model, gpu in ((M, mine_gpu), (mine_model, G)):
+        p = lc.plan(model, gpu, brief, simulation=run)
+        assert p.gpus == catalog_plan.gpus and p.sizing.ttft == catalog_plan.sizing.ttft

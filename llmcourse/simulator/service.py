@@ -21,7 +21,7 @@ from typing import Any
 import pint
 
 from llmcourse.assumptions import Assumptions, resolve
-from llmcourse.catalog import GPU, Model
+from llmcourse.catalog import GPU, Model, gpus, models
 from llmcourse.errors import InputError
 from llmcourse.replica.base import gpu_of, model_of
 from llmcourse.replica.memory import max_batch
@@ -51,8 +51,8 @@ class ServiceModel:
     model (:func:`llmcourse.replica.replica`): decode step time against batch, each prompt's prefill
     compute time against its length, one read of the weights, and the capacity."""
 
-    model: str
-    gpu: str
+    model: str | Model  # a catalog model by its name; one of the reader's own (not in the catalog) itself
+    gpu: str | GPU
     n_gpus: int
     prompt_tokens: float
     answer_tokens: float
@@ -186,9 +186,12 @@ def build_replica(
         raise InputError(f"{m.name} does not fit on {tp} x {g.name}: add GPUs or store fewer bytes per weight.")
     check_request(p, a_, budget)
     cap = min(cap, budget)  # a batch beyond the KV budget (one token each) never runs: no table for it
+    # a catalog model or GPU by its name (as the service model shows it), one of the reader's own by itself (a
+    # config read from a file, a hand-made GPU: no name would find it again)
     base = dict(
-        model=m.name, gpu=g.name, n_gpus=tp, batch_cap=cap, assumptions=a, weight_bytes=weight_bytes, kv_bytes=kv_bytes
-    )
+        model=m.name if models.get(m.name) is m else m, gpu=g.name if gpus.get(g.name) is g else g, n_gpus=tp,
+        batch_cap=cap, assumptions=a, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
+    )  # fmt: skip
     bgrid = _grid(cap)
     steps = tuple(float(to(_replica_at(base, b, p, a_).step.step_time, "s").m) for b in bgrid)
     table = tuple(_interp(b, bgrid, steps) for b in range(cap + 1))
