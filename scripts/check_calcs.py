@@ -121,6 +121,12 @@ def main() -> None:
     print(f"compared {states} states of {len(before)} calculators: {len(diffs)} differences")
     for d in diffs[:30]:
         print("  ", d)
+    by_calculator: dict[str, int] = {}
+    for d in diffs:
+        name = d.split(" ", 1)[0].rstrip(":")
+        by_calculator[name] = by_calculator.get(name, 0) + 1
+    for name, n in sorted(by_calculator.items()):
+        print(f"   {name}: {n} differences")
     sys.exit(1 if diffs else 0)
 
 
