@@ -72,10 +72,7 @@ from llmcourse.formulas import checked, si
 from llmcourse.replica.base import MS_TO_S, gpu_of, model_of
 from llmcourse.replica.memory import kv_copies_si, kv_sequence_si, max_batch_si, usable_si, weights_si
 from llmcourse.replica.step import DecodeStep, decode_step, decode_steps
-from llmcourse.units import BYTE as _B  # the package's parsed units, by this module's names for them
-from llmcourse.units import GB as _GB
-from llmcourse.units import S as _S
-from llmcourse.units import fmt, in_unit, parsed_unit, plain_number, quantity, to
+from llmcourse.units import BYTE, GB, S, fmt, in_unit, parsed_unit, plain_number, quantity, to
 
 _MS = parsed_unit("ms")[0]
 
@@ -418,11 +415,11 @@ def speculative_memory(
     usable = usable_si(g, tp, a, both)
     kv_plain = kv_sequence_si(m, context_tokens, kv_bytes) * kv_copies_si(m, tp, a)
     return SpeculativeMemory(
-        weights=in_unit(w, _B, _GB),
-        draft_weights=in_unit(wd, _B, _GB),
-        kv_per_sequence=in_unit(kv, _B, _GB),
-        draft_kv_per_sequence=in_unit(kd, _B, _GB),
-        usable_memory=in_unit(usable, _B, _GB),
+        weights=in_unit(w, BYTE, GB),
+        draft_weights=in_unit(wd, BYTE, GB),
+        kv_per_sequence=in_unit(kv, BYTE, GB),
+        draft_kv_per_sequence=in_unit(kd, BYTE, GB),
+        usable_memory=in_unit(usable, BYTE, GB),
         max_batch=max_batch_si(usable, both, kv + kd),
         plain_max_batch=max_batch_si(usable_si(g, tp, a, w), w, kv_plain),  # max_batch() of the target alone
         where=_where(g, tp),
@@ -589,7 +586,7 @@ def speculative_cycle(
         if name not in steps:
             steps[name] = decode_steps(model, g, **kw, **common, gives="either")
         if speedup_only:  # the speed-up needs the steps' times alone: DecodeStep.step_time, as decoder sets it
-            return _StepTime(in_unit(steps[name](batch, True), _S, _MS))
+            return _StepTime(in_unit(steps[name](batch, True), S, _MS))
         return steps[name](batch)
 
     plain = step("plain", m, b, weight_bytes=weight_bytes, kv_bytes=kv_bytes)

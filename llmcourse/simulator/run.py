@@ -79,7 +79,7 @@ from llmcourse.replica.base import model_of
 from llmcourse.simulator.events import Scheduler, event_loop
 from llmcourse.simulator.service import ServiceModel, build_replica, check_request
 from llmcourse.simulator.workload import LENGTH_CV, Requests, closed_loop, open_loop
-from llmcourse.stats import sorted_percentile as _percentile_sorted
+from llmcourse.stats import sorted_percentile
 from llmcourse.units import (
     Q_,
     as_quantity,
@@ -147,7 +147,7 @@ class SimResult:
         values = {"ttft": self.ttft_s, "tpot": self.tpot_s}
         if metric not in values:
             raise InputError(f"metric must be 'ttft' or 'tpot'; got {metric!r}.")
-        return Q_(_percentile_sorted(sorted(values[metric]), percentile_rank(q)) * 1e3, "ms")
+        return Q_(sorted_percentile(sorted(values[metric]), percentile_rank(q)) * 1e3, "ms")
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) rows for a calculator."""
@@ -230,6 +230,12 @@ def simulate(
 #: goes now (a keyword the service model does not take would otherwise fail deep in it, or be dropped beside
 #: ``replica=``).
 _SCHEDULER_KEYWORDS = ("chunk_tokens", "prefix_hit_rate", "prefix_tokens")
+#: The keywords :func:`simulate` passes on to :func:`build_replica` (its own, read once from its signature).
+_BUILD_KEYWORDS = tuple(
+    k
+    for k in inspect.signature(build_replica).parameters
+    if k not in ("model", "gpu", "prompt_tokens", "answer_tokens")
+)
 
 
 def _service_of(model: Any, gpu: Any, run: _Run, replica: ServiceModel | None, kw: dict[str, Any]) -> ServiceModel:
@@ -240,15 +246,10 @@ def _service_of(model: Any, gpu: Any, run: _Run, replica: ServiceModel | None, k
         raise InputError(
             f"{loose[0]}= is a field of the scheduler now: give scheduler=Scheduler({loose[0]}=...) to simulate()."
         )
-    takes = [
-        k
-        for k in inspect.signature(build_replica).parameters
-        if k not in ("model", "gpu", "prompt_tokens", "answer_tokens")
-    ]
-    unknown = sorted(set(kw) - set(takes))
+    unknown = sorted(set(kw) - set(_BUILD_KEYWORDS))
     if unknown:
         raise InputError(
-            f"simulate() takes no {unknown[0]}=: besides its own, it takes {', '.join(takes)} (or replica=)."
+            f"simulate() takes no {unknown[0]}=: besides its own, it takes {', '.join(_BUILD_KEYWORDS)} (or replica=)."
         )
     if replica is None:
         return build_replica(model, gpu, prompt_tokens=run.p, answer_tokens=run.a, **kw)
@@ -419,8 +420,8 @@ def _measured(
         rate=quantity(lam, _PER_S_UNIT),
         load=float(lam / rep.capacity(run.p, run.a).m),
         completed=n,
-        ttft={f"p{q}": quantity(_percentile_sorted(ttft_sorted, q) * 1e3, _MS_UNIT) for q in PERCENTILES},
-        tpot={f"p{q}": quantity(_percentile_sorted(tpot_sorted, q) * 1e3, _MS_UNIT) for q in PERCENTILES},
+        ttft={f"p{q}": quantity(sorted_percentile(ttft_sorted, q) * 1e3, _MS_UNIT) for q in PERCENTILES},
+        tpot={f"p{q}": quantity(sorted_percentile(tpot_sorted, q) * 1e3, _MS_UNIT) for q in PERCENTILES},
         busy_fraction=float(busy / span),
         throughput=quantity(sum(ans) / span, _PER_S_UNIT),
         request_throughput=quantity(n / span, _PER_S_UNIT),
