@@ -388,3 +388,11 @@ def test_a_percentile_plan_of_tiny_chunks_is_refused_by_its_work_not_run_for_min
             scheduler=Scheduler(chunk_tokens=1),
         )  # fmt: skip
     assert time.perf_counter() - start < 5
+
+
+def test_a_keyword_is_said_to_have_moved_only_by_the_functions_it_left():
+    """plan()'s seed= went into SizingRun; replica() never took a seed, so its refusal says only that (the hint
+    would send a reader of replica() to a percentile plan's settings)."""
+    with pytest.raises(InputError, match="unexpected keyword argument 'seed'") as refused:
+        lc.replica("Llama-3.1-8B", "H100 SXM", context_tokens=1_000, seed=3)
+    assert "SizingRun" not in str(refused.value)

@@ -504,9 +504,10 @@ def checked(fn: Callable[..., Any]) -> Callable[..., Any]:
             try:
                 bound = sig.bind(*args, **kwargs)
             except TypeError as exc:
-                moved = [k for k in kwargs if k not in known and k in MOVED_KEYWORDS]
-                if moved:
-                    raise InputError(f"{fn.__name__}() takes no {moved[0]}= now: {MOVED_KEYWORDS[moved[0]]}.") from None
+                for k in kwargs:
+                    left, went = MOVED_KEYWORDS.get(k, ((), ""))
+                    if k not in known and (left is None or fn.__name__ in left):
+                        raise InputError(f"{fn.__name__}() takes no {k}= now: {went}.") from None
                 raise InputError(f"{fn.__name__}: {exc}") from None
             values = bound.arguments
         for name, sym in plan:
