@@ -36,6 +36,47 @@ def max_batch_si(usable: float, weights: float, kv_per_sequence: float) -> int:
     return int(F["max_batch"].value(usable_memory=usable, weights=weights, kv_per_sequence=kv_per_sequence))
 
 
+def admitted_batch_si(
+    usable: float, weights: float, kv_final: float, kv_mean: float, kv_growth: float, spreads: float
+) -> int:
+    """The batch an engine that pages its KV cache admits (assumptions' admission ``"blocks"``), on plain floats in
+    bytes: the largest ``B`` whose conversations, staggered, hold the KV of formula ``kv_in_use`` (the mean
+    ``B K_mean`` plus ``spreads`` spreads ``K_ans sqrt(B / 12)``, never more than ``B`` at their final length
+    ``kv_final``) beside the weights; never fewer than the batch that fits at the final length (:func:`max_batch_si`),
+    0 when not one conversation fits at its final length.
+
+    ``K_mean`` is one conversation's KV at its prompt and half its answer, ``K_ans`` what its answer adds: each of
+    ``B`` conversations at a uniform point of its answer holds a share ``U`` of it, of mean 1/2 and variance 1/12.
+
+    Examples
+    --------
+    >>> admitted_batch_si(100.0, 20.0, 4.0, 3.0, 2.0, 0.0)  # the mean alone: 80 / 3
+    26
+    >>> admitted_batch_si(100.0, 20.0, 4.0, 3.0, 2.0, 2.0)  # 3 B + 4 sqrt(B / 12) <= 80: B = 24 (72 + 5.66)
+    24
+    >>> admitted_batch_si(100.0, 20.0, 4.0, 3.0, 2.0, 50.0), max_batch_si(100.0, 20.0, 4.0)  # never below the static
+    (20, 20)
+    """
+    static = max_batch_si(usable, weights, kv_final)
+    if static < 1:
+        return static
+    room, b = usable - weights, spreads * kv_growth / math.sqrt(12)
+
+    def held(n: int) -> float:
+        return F["kv_in_use"].value(
+            batch=n, kv_per_sequence=kv_final, kv_mean=kv_mean, kv_growth=kv_growth, admission_spreads=spreads
+        )
+
+    # the root of kv_mean x^2 + b x = room in x = sqrt(B), a start the formula then checks either way
+    x = (-b + math.sqrt(b * b + 4 * kv_mean * room)) / (2 * kv_mean)
+    n = max(static, int(x * x))
+    while held(n + 1) <= room:
+        n += 1
+    while n > static and held(n) > room:
+        n -= 1
+    return n
+
+
 def largest_batch(meets: Callable[[int], bool], top: int) -> int:
     """The largest batch in 1..``top`` for which ``meets(batch)`` holds, or 0 if even batch 1 fails;
     ``meets`` must hold up to some batch and fail beyond it (as a step-time or speed target does,

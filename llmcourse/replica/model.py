@@ -30,6 +30,7 @@ from llmcourse.replica.base import (
 )
 from llmcourse.replica.deployment import Deployment, Workload
 from llmcourse.replica.memory import (
+    admitted_batch_si,
     bytes_si,
     check_weights_fit,
     gpus_for_weights,
@@ -40,7 +41,7 @@ from llmcourse.replica.memory import (
     weights_si,
 )
 from llmcourse.replica.parallel import Layout, layout
-from llmcourse.replica.prefilling import Prefill, prefiller
+from llmcourse.replica.prefilling import Prefill, prefiller, prompt_chunks, separate_prefill_s
 from llmcourse.replica.setups import keep_set_up, kept_set_up, set_up_key
 from llmcourse.replica.speculative import (
     Speculation,
@@ -49,7 +50,7 @@ from llmcourse.replica.speculative import (
     speculative_cycle,
     speculative_memory,
 )
-from llmcourse.replica.step import DecodeStep, decoder, matmul_precision
+from llmcourse.replica.step import DecodeStep, EngineStep, decoder, matmul_precision
 from llmcourse.units import (
     BYTE,
     GB,
@@ -98,6 +99,9 @@ class Replica:
     price_per_hour: pint.Quantity | None = None
     reason: str = "fits"
     layout: Layout | None = field(default=None, repr=False)
+    engine: str = "vLLM"
+    engine_step: EngineStep | None = field(default=None, repr=False)
+    kv_in_use: pint.Quantity | None = field(default=None, repr=False)
 
     @property
     def n_gpus(self) -> int:
@@ -111,7 +115,10 @@ class Replica:
 
     @property
     def memory_used(self) -> pint.Quantity:
-        return to(self.weights + self.batch * self.kv_per_sequence, GB)
+        """The weights and the batch's KV cache: at their final length, or (admission ``"blocks"``) the KV the
+        staggered conversations hold (formula ``kv_in_use``)."""
+        kv = self.batch * self.kv_per_sequence if self.kv_in_use is None else self.kv_in_use
+        return to(self.weights + kv, GB)
 
     @property
     def decode_throughput(self) -> pint.Quantity:
@@ -127,6 +134,8 @@ class Replica:
         """Output tokens per second: with prefill charged (``count_prefill``), the batch's prompts
         are prefilled and its answers decoded in turn (the cycle); otherwise decode steps only."""
         s = self._need_step()
+        if self.engine_step is not None:
+            return self.engine_step.throughput
         if not self.counts_prefill:
             return s.throughput
         return to(
@@ -141,7 +150,10 @@ class Replica:
 
     @property
     def prefill_share(self) -> float | None:
-        """Share of the cycle spent prefilling (None when prefill is not charged)."""
+        """Share of the cycle spent prefilling (None when prefill is not charged); under an engine's scheduler,
+        the share of a user's time per token the prompts take (:attr:`EngineStep.prefill_share`)."""
+        if self.engine_step is not None:
+            return self.engine_step.prefill_share
         if not self.counts_prefill:
             return None
         return float(
@@ -155,8 +167,11 @@ class Replica:
     @property
     def tpot(self) -> pint.Quantity:
         """Time per output token a user sees: one decode step, plus (with ``prefill_interference``)
-        its share of the other requests' prefills that run between its steps."""
+        its share of the other requests' prefills that run between its steps; under an engine's scheduler
+        (assumptions' ``prefill_schedule`` ``"engine"``), the step the engine runs (:class:`EngineStep`)."""
         s = self._need_step()
+        if self.engine_step is not None:
+            return self.engine_step.time_per_token
         if not (self.assumptions.prefill_interference and self.batch_prefill is not None):
             return s.step_time
         return to(
@@ -178,11 +193,9 @@ class Replica:
         """Time to first token with no queue: the assumptions' per-request overhead, then one prompt's prefill."""
         if self.first_prefill is None:
             raise InputError(_NO_PROMPT)
+        pre = self.first_prefill.time if self.engine_step is None else self.engine_step.first_token_prefill
         return to(
-            F["first_token_time"](
-                request_overhead=quantity(self.assumptions.request_overhead_ms, MS),
-                prefill_time=self.first_prefill.time,
-            ),
+            F["first_token_time"](request_overhead=quantity(self.assumptions.request_overhead_ms, MS), prefill_time=pre),
             MS,
         )
 
@@ -256,6 +269,10 @@ def replica(
     data_parallel: int = 1,
     expert_parallel: int | None = None,
     link: Any = None,
+    engine: str | None = None,
+    max_batched_tokens: int | None = None,
+    mixed_prefill: bool | None = None,
+    max_running: int | None = None,
 ) -> Replica:
     """The one replica model: ``tensor_parallel`` GPUs serving ``batch`` requests of
     ``prompt_tokens`` in and ``answer_tokens`` out (the largest batch that fits if ``batch`` is
@@ -277,6 +294,15 @@ def replica(
     collectives on ``link`` (the GPU's own by default): see :func:`decode_step`. With several
     attention groups each holds the attention weights whole, so the weights held grow.
 
+    ``engine`` (``"vLLM"`` by default, ``"SGLang"``, ``"TensorRT-LLM"``, ``"llama.cpp"``) and its scheduler settings
+    (``max_batched_tokens``, ``mixed_prefill``, ``max_running``; None: the engine's defaults,
+    :mod:`~llmcourse.replica.scheduler`) set, under the course's assumptions (``prefill_schedule`` ``"engine"``),
+    the steps the replica runs: a step carries its decode tokens and a prompt chunk within the token budget, or
+    separate prefill batches pause decoding; the time per token, the throughput and the first token follow from those
+    steps (:class:`~llmcourse.replica.step.EngineStep`), and the batch is capped at ``max_running``. With admission
+    ``"blocks"`` (the course's) the largest batch is the one whose staggered conversations fit (formula
+    ``kv_in_use``), not all at their final length.
+
     Examples
     --------
     >>> r = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300,
@@ -291,6 +317,7 @@ def replica(
     deployment, workload = _objects(
         model, gpu, tensor_parallel, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes, kv_bytes,
         speculation, prompt_tokens, answer_tokens, context_tokens, cached_prompt_tokens,
+        (engine, max_batched_tokens, mixed_prefill, max_running),
     )  # fmt: skip
     return setup_of(deployment, workload, resolve(assumptions), price_per_hour).at(batch)
 
@@ -310,11 +337,13 @@ def _objects(
     answer_tokens: Any,
     context_tokens: Any,
     cached_prompt_tokens: Any,
+    engine: tuple[Any, Any, Any, Any] = (None, None, None, None),
 ) -> tuple[Deployment, Workload]:
-    """The :class:`Deployment` and the :class:`Workload` (at no batch) of :func:`replica`'s checked keywords."""
+    """The :class:`Deployment` and the :class:`Workload` (at no batch) of :func:`replica`'s checked keywords
+    (``engine``: the engine's name and its scheduler settings, as :class:`Deployment` takes them)."""
     deployment = Deployment(
         model_of(model), gpu_of(gpu), tensor_parallel, pipeline_parallel, data_parallel, expert_parallel, link,
-        weight_bytes, kv_bytes, speculation,
+        weight_bytes, kv_bytes, speculation, *engine,
     )  # fmt: skip
     return deployment, Workload(prompt_tokens, answer_tokens, context_tokens, cached_prompt_tokens)
 
@@ -338,6 +367,10 @@ def replica_setup(
     data_parallel: int = 1,
     expert_parallel: int | None = None,
     link: Any = None,
+    engine: str | None = None,
+    max_batched_tokens: int | None = None,
+    mixed_prefill: bool | None = None,
+    max_running: int | None = None,
 ) -> Callable[[int | None], Replica]:
     """The set-up of ``replica(model, gpu, batch=..., ...)`` for a caller that asks one replica at several
     batches (batches it has checked): :func:`replica`'s checks (the same parameters, checked by the same names)
@@ -355,6 +388,7 @@ def replica_setup(
     deployment, workload = _objects(
         model, gpu, tensor_parallel, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes, kv_bytes,
         speculation, prompt_tokens, answer_tokens, context_tokens, cached_prompt_tokens,
+        (engine, max_batched_tokens, mixed_prefill, max_running),
     )  # fmt: skip
     return setup_of(deployment, workload, resolve(assumptions), price_per_hour)
 
@@ -413,7 +447,19 @@ class ReplicaSetup(_Shared):
         self._final, self._prompt, self._answer = final, p, ans
         # plain floats in bytes from here (the formulas by value); the units are attached to what is returned
         w, mem, kv_seq = self._w, self._mem, self._kv_seq = _memory_si(d, lay, a, final)
-        self.max_batch = top = max_batch_si(mem, w, kv_seq)
+        self._admitted = None  # (KV of a conversation on average, KV its answer adds), bytes: admission "blocks"
+        if a.admission == "blocks" and p is not None:
+            copies = kv_seq / kv_sequence_si(m, final, d.kv_bytes)  # the copies _memory_si counted
+            mean = kv_sequence_si(m, p + ans / 2, d.kv_bytes) * copies
+            self._admitted = (mean, kv_seq - kv_sequence_si(m, p, d.kv_bytes) * copies)
+            top = admitted_batch_si(mem, w, kv_seq, *self._admitted, a.admission_spreads)
+        else:
+            top = max_batch_si(mem, w, kv_seq)
+        self._engine = a.prefill_schedule == "engine" and p is not None
+        self._sched = d.scheduler
+        if self._engine and self._sched.max_running is not None and top > 0:
+            top = min(top, self._sched.max_running)  # the engine runs no more, whatever fits
+        self.max_batch = top
         price = None
         if price_per_hour is not None or g.price_per_hour is not None:
             price = price_of(g, price_per_hour)
@@ -424,7 +470,7 @@ class ReplicaSetup(_Shared):
             weights=quantity(w * BYTES_TO_GB, GB._units), usable_memory=quantity(mem * BYTES_TO_GB, GB._units),
             kv_per_sequence=quantity(kv_seq * BYTES_TO_GB, GB._units), max_batch=top, context_tokens=final,
             matmul=matmul_precision(d.weight_bytes, g, a), spec=m, prompt_tokens=p, answer_tokens=ans,
-            price_per_hour=price, layout=lay,
+            price_per_hour=price, layout=lay, engine=d.engine,
         ))  # fmt: skip
         cached = workload.cached_prompt_tokens
         if cached:  # checked under plan()'s name (the prefill checks it again as its cached_tokens)
@@ -447,6 +493,8 @@ class ReplicaSetup(_Shared):
         self._decoder = once(lambda: decoder(d, lay, a, self._kv_ctx, cp))
         self._prefiller = once(lambda: prefiller(d, lay, a, p, cached, cp))
         self._first_ms = once(lambda: S_TO_MS * self._prefiller()(1, True))  # one prompt's Prefill.time in ms
+        self._chunks: dict[int, list[tuple[float, float, float]]] = {}  # a prompt's chunks, by the room a step leaves
+        self._engine_at: dict[int, tuple[float, float, float, float, float | None, float, float]] = {}
         # a batch's step, prefill and time per token in ms, as tpot_ms found them (kept with the set-up: a search
         # against another target, or the same one again, asks mostly the same batches)
         self._probed: dict[int, tuple[float, float | None, float]] = {}
@@ -483,11 +531,7 @@ class ReplicaSetup(_Shared):
         b = top if batch is None else int(batch)
         reason = "fits"
         if b > top:
-            reason = (
-                f"a batch of {b} needs {fmt(quantity(self._w + b * self._kv_seq, BYTE), 'GB')} but "
-                f"{fmt(quantity(self._mem, BYTE), 'GB')} is usable on {self._where}: "
-                f"at most {top} sequences of {self._final:,.0f} tokens fit."
-            )
+            reason = self._over(b)
         step = self._decoder()(b)
         first = batch_pre = None
         if self._prompt is not None:
@@ -501,8 +545,81 @@ class ReplicaSetup(_Shared):
             reason=reason,
             kv_read_tokens=self._kv_ctx,
             cached_prompt_tokens=float(self.workload.cached_prompt_tokens),
+            engine_step=self._engine_step(b) if self._engine else None,
+            kv_in_use=None if self._admitted is None else quantity(self._held(b) * BYTES_TO_GB, GB._units),
             **_owned(self.base),
         )
+
+    def _held(self, b: int) -> float:
+        """Bytes of KV ``b`` conversations hold (formula ``kv_in_use``; at their final length without admission
+        ``"blocks"``)."""
+        if self._admitted is None:
+            return b * self._kv_seq
+        mean, growth = self._admitted
+        return F["kv_in_use"].value(batch=b, kv_per_sequence=self._kv_seq, kv_mean=mean, kv_growth=growth,
+                                    admission_spreads=self.assumptions.admission_spreads)  # fmt: skip
+
+    def _over(self, b: int) -> str:
+        """Why a batch of ``b`` is more than the replica runs: its KV cache, or the engine's cap."""
+        cap = self._sched.max_running if self._engine else None
+        if cap is not None and b > cap and self._w + self._held(b) <= self._mem:
+            return f"a batch of {b} is more than the {cap:,} requests {self._sched.engine} runs at once (max_running)."
+        held = "staggered conversations" if self._admitted is not None else f"sequences of {self._final:,.0f} tokens"
+        return (
+            f"a batch of {b} needs {fmt(quantity(self._w + self._held(b), BYTE), 'GB')} but "
+            f"{fmt(quantity(self._mem, BYTE), 'GB')} is usable on {self._where}: at most {self.max_batch} {held} fit."
+        )
+
+    def _engine_figures(self, b: int) -> tuple[float, float, float, float, float | None, float, float]:
+        """The engine's steps at a batch of ``b`` (see :class:`EngineStep`), in seconds and 1/s as plain floats:
+        (decoding, chunk tokens, time per token, the first token's prefill, the cycle's prefill batches or None,
+        output tokens per second, the decode step alone)."""
+        got = self._engine_at.get(b)
+        if got is not None:
+            return got
+        sc, ans, dec = self._sched, self._answer, self._decoder()
+        new = self._prompt - float(self.workload.cached_prompt_tokens)  # the prompt tokens to compute
+        alone = dec(b, True)  # the decode step without prompts
+        if sc.mixed_prefill:  # vLLM, TensorRT-LLM, llama.cpp: prompt chunks ride in the decode steps
+            n = F["decoding_batch"].value(batch=b, token_budget=sc.token_budget, answer_tokens=ans, prompt_tokens=new)
+            c = F["steady_chunk_tokens"].value(batch=n, prompt_tokens=new, answer_tokens=ans)
+            chunks = self._chunks_of(sc.token_budget - n)
+            att = sum(k * f for k, f, _ in chunks) / new  # attention FLOPs per prompt token, over the whole prompt
+            kv = c / new * sum(r for _, _, r in chunks)  # the earlier KV a step's chunks read
+            tpot = dec.mixed(n, c, att, kv)[0]
+            first = sum(dec.mixed(b - 1, k, f, r)[0] for k, f, r in self._chunks_of(sc.token_budget - (b - 1)))
+            got = (n, c, tpot, first, None, F["throughput"].value(batch=n, step_time=tpot), alone)
+        else:  # SGLang without mixed chunks: prefill batches of their own pause every decoding request
+            over = self.assumptions.step_overhead_ms * MS_TO_S
+            cycle = separate_prefill_s(self._prefiller(), b, new, sc.token_budget, over)
+            first = separate_prefill_s(self._prefiller(), 1, new, sc.token_budget, over)
+            tpot = F["interleaved_tpot"].value(step_time=alone, prefill_time=cycle, batch=b, answer_tokens=ans)
+            rate = F["cycle_throughput"].value(batch=b, answer_tokens=ans, prefill_time=cycle, step_time=alone)
+            got = (b, 0.0, tpot, first, cycle, rate, alone)
+        self._engine_at[b] = got
+        return got
+
+    def _chunks_of(self, room: float) -> list[tuple[float, float, float]]:
+        """The prompt's chunks when a step leaves ``room`` tokens beside its decode tokens (at least 1)."""
+        r = max(1, int(room))
+        got = self._chunks.get(r)
+        if got is None:
+            d, a = self.deployment, self.assumptions
+            got = self._chunks[r] = prompt_chunks(d, self.layout, a, self._prompt, self.workload.cached_prompt_tokens, r)
+        return got
+
+    def _engine_step(self, b: int) -> EngineStep:
+        """The :class:`EngineStep` of a batch of ``b``, its times as quantities."""
+        n, c, tpot, first, cycle, rate, alone = self._engine_figures(b)
+        sc = self._sched
+
+        def ms(t: float) -> pint.Quantity:
+            return quantity(t * S_TO_MS, MS._units)
+
+        return EngineStep(
+            sc.engine, sc.mixed_prefill, sc.token_budget, n, c, ms(tpot), ms(first), quantity(rate, PER_S._units),
+            None if cycle is None else ms(cycle), ms(alone),
+        )  # fmt: skip
 
     __call__ = at
 
@@ -514,6 +631,8 @@ class ReplicaSetup(_Shared):
         if self.unfit is not None:
             self.at(batch)._need_step()  # raises: no step
         a, p = self.assumptions, self._prompt
+        if self._engine:
+            return S_TO_MS * self._engine_figures(batch)[2]
         step_ms = S_TO_MS * self._decoder()(batch, True)
         if not (a.prefill_interference and p is not None):
             self._probed[batch] = (step_ms, None, step_ms)
@@ -534,6 +653,10 @@ class ReplicaSetup(_Shared):
         if self._prompt is None:
             raise InputError(_NO_PROMPT)
         a, ans = self.assumptions, self._answer
+        if self._engine:  # the engine's steps (Replica.ttft, tpot and requests_per_second by their formulas)
+            _, _, tpot, first_s, _, rate, _ = self._engine_figures(batch)
+            ttft = F["first_token_time"].value(request_overhead=a.request_overhead_ms * MS_TO_S, prefill_time=first_s)
+            return S_TO_MS * ttft, S_TO_MS * tpot, rate / ans
         first = self._first_ms()  # Prefill.time of one prompt, in ms
         ttft = F["first_token_time"].value(
             request_overhead=a.request_overhead_ms * MS_TO_S, prefill_time=first * MS_TO_S

@@ -77,6 +77,34 @@ class DecodeStep:
         return to(F["throughput"](batch=self.batch, step_time=self.step_time), PER_S)
 
 
+@dataclass(frozen=True)
+class EngineStep:
+    """What an engine's scheduler makes of a batch (assumptions' ``prefill_schedule`` ``"engine"``): the requests a
+    step decodes (``decoding``: all of them unless the token budget binds) and the prompt tokens it carries besides
+    (``chunk_tokens``, 0 when the engine runs prefill batches of their own); the time between a user's tokens
+    (``time_per_token``), the time the prompt of a new request takes to its first token at this batch
+    (``first_token_prefill``: its chunks, each a step shared with the others' decode tokens), the batch's prefill
+    batches of one cycle (``cycle_prefill``: only for an engine that pauses decoding for them) and the output tokens
+    per second (``throughput``)."""
+
+    engine: str
+    mixed_prefill: bool
+    token_budget: int
+    decoding: float
+    chunk_tokens: float
+    time_per_token: pint.Quantity
+    first_token_prefill: pint.Quantity
+    throughput: pint.Quantity
+    cycle_prefill: pint.Quantity | None = None
+    decode_only: pint.Quantity | None = None
+
+    @property
+    def prefill_share(self) -> float:
+        """Share of a user's time per token the prompts take: what a mixed step's chunk adds to the decode step
+        alone (``decode_only``), or the separate prefill batches that pause it."""
+        return float((1 - self.decode_only / self.time_per_token).m_as(""))
+
+
 @checked
 def weights_read_per_step(model: Model | str, batch: int = 1, weight_bytes: Any = 2) -> pint.Quantity:
     """Weight bytes one decode step reads: all of them for a dense model; for a MoE model the
@@ -360,6 +388,38 @@ class _Decoder:
         if step_only:
             return step
         return self._step(batch, n, w_read, step, comm, overhead, kernels)
+
+    def mixed(self, batch: float, chunk: float, chunk_attention: float, chunk_kv: float) -> tuple[float, float, float]:
+        """A step of an engine that mixes a prompt chunk into its decode steps: ``batch`` decode tokens and ``chunk``
+        prompt tokens (each with ``chunk_attention`` attention FLOPs; the chunk reads ``chunk_kv`` bytes of its
+        prompt's earlier KV) in one forward pass, the weights read once (a MoE model: the experts all its tokens
+        touch), its collectives those of all its tokens (formula ``mixed_step_time``, or ``mixed_step_time_per_op``
+        under the step rule ``"sum"``). (the step's time, its memory time, its compute time), in seconds; the fixed
+        overheads and collectives are in the first alone.
+
+        vLLM's ``Scheduler.schedule`` (``vllm/v1/core/sched/scheduler.py``) and TensorRT-LLM's in-flight batching run
+        such steps: the prompt tokens and the decode tokens go through the matmuls as one batch of tokens, and
+        attention runs each sequence over its own KV (FlashAttention's varlen kernels, FlashInfer's batch prefill).
+        """
+        pp, dp = self.pp, self.dp
+        n, c = batch / pp, chunk / pp  # one micro-batch's tokens (all of them on one stage)
+        tokens = n + c
+        w_read = self._weights_read(max(1, math.ceil(tokens)))
+        att, kv = chunk_attention, chunk_kv
+        if dp > 1:
+            kv = F["dp_kv_per_sequence"].value(kv_per_sequence=kv, data_parallel=dp)
+            att = F["dp_flops_per_token"].value(flops_per_token=att, data_parallel=dp) if att > 0 else 0.0
+        roofs = dict(n_gpus=self.gpus, bandwidth=self.bandwidth, bandwidth_efficiency=self.eta_b)
+        comp = dict(n_gpus=self.gpus, peak_flops=self.peak, compute_efficiency=self.eta_f)
+        terms = dict(batch=n, chunk_tokens=c, flops_per_token=self.f_mm, attention_flops_per_token=self.f_att,
+                     chunk_attention_flops=att, bytes_read=w_read, kv_per_sequence=self.kv_seq, chunk_kv_read=kv)  # fmt: skip
+        rule = "mixed_step_time" if self.a.step_rule == "max" else "mixed_step_time_per_op"
+        core = F[rule].value(**terms, **roofs, peak_flops=self.peak, compute_efficiency=self.eta_f)
+        memory = F["weight_read_time"].value(weights=w_read + n * self.kv_seq + kv, **roofs)
+        flops = tokens * self.f_mm + n * self.f_att + c * att  # the FLOPs of the formula's compute term
+        compute = F["decode_compute_time"].value(batch=1, flops_per_token=flops, **comp)
+        step, _, _ = self._overheads(tokens, core)
+        return step, memory, compute
 
     def _weights_read(self, n: int) -> float:
         """The weight bytes one micro-batch of ``n`` sequences reads (a MoE model: the experts they touch)."""
