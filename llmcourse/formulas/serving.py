@@ -312,24 +312,15 @@ def _decode() -> None:
         "05_decode",
     )
     formula("throughput", "throughput", batch / step_time, "tokens per second of a batch", "05_decode")
-    _mix_f = (batch + chunk_tokens) * flops_per_token + batch * attention_flops_per_token
     formula(
         "mixed_step_time",
-        "step_time",
-        Max((bytes_read + batch * kv_per_sequence + chunk_kv_read) / _eff_bw,
-            (_mix_f + chunk_tokens * chunk_attention_flops) / _eff_f),
-        "a step of decode tokens and a prompt chunk: the weights read once with every KV read, against the matmul "
-        "FLOPs of every token and the attention FLOPs of each, the slower of the two",
-        "06_prefill",
-    )  # fmt: skip
-    formula(
-        "mixed_step_time_per_op",
         "step_time",
         Max(bytes_read / _eff_bw, (batch + chunk_tokens) * flops_per_token / _eff_f)
         + Max((batch * kv_per_sequence + chunk_kv_read) / _eff_bw,
               (batch * attention_flops_per_token + chunk_tokens * chunk_attention_flops) / _eff_f),
-        "a step of decode tokens and a prompt chunk as two kernels: the weight matmuls of every token, then "
-        "attention (every KV read, every token's attention FLOPs), each the slower of bytes and FLOPs",
+        "a step of decode tokens and a prompt chunk as its kernels run: the weight matmuls of every token (the "
+        "weights read once), then attention (every KV read, every token's attention FLOPs), each the slower of its "
+        "bytes and FLOPs",
         "06_prefill",
     )  # fmt: skip
     formula(

@@ -4,6 +4,7 @@ is the one front door (a plain or a speculative replica)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -598,6 +599,27 @@ class ReplicaSetup(_Shared):
             got = (b, 0.0, tpot, first, cycle, rate, alone)
         self._engine_at[b] = got
         return got
+
+    def engine_parts(self, b: int) -> dict[str, Any]:
+        """The engine's steps at a batch of ``b`` in parts (seconds), for a caller that re-weighs the efficiencies
+        (validation's fits): with mixed prefill, ``"step"`` (the steady step's time, memory time and compute time) and
+        ``"first"`` (the same of each step of a new prompt's chunks); with separate prefill batches, ``"passes"`` and
+        ``"pass"`` (the forward passes of the batch's prefill and one pass's :class:`Prefill`), ``"first_passes"`` and
+        ``"first_pass"`` (the same for one prompt). Empty when the replica does not run an engine's steps."""
+        if not self._engine:
+            return {}
+        sc, ans, dec = self._sched, self._answer, self._decoder()
+        new = self._prompt - float(self.workload.cached_prompt_tokens)
+        if sc.mixed_prefill:
+            n, c = self._engine_figures(b)[:2]
+            chunks = self._chunks_of(sc.token_budget - n)
+            att = sum(k * f for k, f, _ in chunks) / new
+            kv = c / new * sum(r for _, _, r in chunks)
+            first = [dec.mixed(b - 1, k, f, r) for k, f, r in self._chunks_of(sc.token_budget - (b - 1))]
+            return {"step": dec.mixed(n, c, att, kv), "first": first}
+        passes, first_passes = math.ceil(b * new / sc.token_budget), math.ceil(new / sc.token_budget)
+        pre = self._prefiller()
+        return {"passes": passes, "pass": pre(b / passes), "first_passes": first_passes, "first_pass": pre(1 / first_passes)}
 
     def _chunks_of(self, room: float) -> list[tuple[float, float, float]]:
         """The prompt's chunks when a step leaves ``room`` tokens beside its decode tokens (at least 1)."""

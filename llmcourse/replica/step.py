@@ -389,13 +389,16 @@ class _Decoder:
             return step
         return self._step(batch, n, w_read, step, comm, overhead, kernels)
 
-    def mixed(self, batch: float, chunk: float, chunk_attention: float, chunk_kv: float) -> tuple[float, float, float]:
+    def mixed(
+        self, batch: float, chunk: float, chunk_attention: float, chunk_kv: float
+    ) -> tuple[float, tuple[float, float], tuple[float, float]]:
         """A step of an engine that mixes a prompt chunk into its decode steps: ``batch`` decode tokens and ``chunk``
         prompt tokens (each with ``chunk_attention`` attention FLOPs; the chunk reads ``chunk_kv`` bytes of its
         prompt's earlier KV) in one forward pass, the weights read once (a MoE model: the experts all its tokens
-        touch), its collectives those of all its tokens (formula ``mixed_step_time``, or ``mixed_step_time_per_op``
-        under the step rule ``"sum"``). (the step's time, its memory time, its compute time), in seconds; the fixed
-        overheads and collectives are in the first alone.
+        touch), its collectives those of all its tokens (formula ``mixed_step_time``: the weight matmuls of all its
+        tokens, then attention, each kernel the slower of its bytes and FLOPs, whatever the decode step's rule).
+        (the step's time, (the matmuls' memory time, attention's), (the matmuls' compute time, attention's)), in
+        seconds; the fixed overheads and collectives are in the first alone.
 
         vLLM's ``Scheduler.schedule`` (``vllm/v1/core/sched/scheduler.py``) and TensorRT-LLM's in-flight batching run
         such steps: the prompt tokens and the decode tokens go through the matmuls as one batch of tokens, and
@@ -407,17 +410,17 @@ class _Decoder:
         w_read = self._weights_read(max(1, math.ceil(tokens)))
         att, kv = chunk_attention, chunk_kv
         if dp > 1:
-            kv = F["dp_kv_per_sequence"].value(kv_per_sequence=kv, data_parallel=dp)
+            kv = F["dp_kv_per_sequence"].value(kv_per_sequence=kv, data_parallel=dp) if kv > 0 else 0.0
             att = F["dp_flops_per_token"].value(flops_per_token=att, data_parallel=dp) if att > 0 else 0.0
         roofs = dict(n_gpus=self.gpus, bandwidth=self.bandwidth, bandwidth_efficiency=self.eta_b)
         comp = dict(n_gpus=self.gpus, peak_flops=self.peak, compute_efficiency=self.eta_f)
         terms = dict(batch=n, chunk_tokens=c, flops_per_token=self.f_mm, attention_flops_per_token=self.f_att,
                      chunk_attention_flops=att, bytes_read=w_read, kv_per_sequence=self.kv_seq, chunk_kv_read=kv)  # fmt: skip
-        rule = "mixed_step_time" if self.a.step_rule == "max" else "mixed_step_time_per_op"
-        core = F[rule].value(**terms, **roofs, peak_flops=self.peak, compute_efficiency=self.eta_f)
-        memory = F["weight_read_time"].value(weights=w_read + n * self.kv_seq + kv, **roofs)
-        flops = tokens * self.f_mm + n * self.f_att + c * att  # the FLOPs of the formula's compute term
-        compute = F["decode_compute_time"].value(batch=1, flops_per_token=flops, **comp)
+        core = F["mixed_step_time"].value(**terms, **roofs, peak_flops=self.peak, compute_efficiency=self.eta_f)
+        memory = (F["weight_read_time"].value(weights=w_read, **roofs),
+                  F["weight_read_time"].value(weights=n * self.kv_seq + kv, **roofs))  # fmt: skip
+        compute = (F["decode_compute_time"].value(batch=tokens, flops_per_token=self.f_mm, **comp),
+                   F["decode_compute_time"].value(batch=1, flops_per_token=n * self.f_att + c * att, **comp))  # fmt: skip
         step, _, _ = self._overheads(tokens, core)
         return step, memory, compute
 
