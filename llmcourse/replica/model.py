@@ -309,7 +309,7 @@ def replica(
     >>> r = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300,
     ...             weight_bytes="fp8")
     >>> r.batch, round(r.step.step_time.to(MS).m, 1), round(r.throughput.m), r.fits
-    (94, 32.3, 1123, True)
+    (100, 33.2, 1267, True)
     >>> e = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, context_tokens=2_300, weight_bytes="fp8",
     ...             assumptions="envelope")
     >>> round(e.throughput.m), round(e.cost_per_million_output_tokens.m, 2)
@@ -384,7 +384,7 @@ def replica_setup(
     >>> s = replica_setup("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300,
     ...                   weight_bytes="fp8")
     >>> s.at(None).batch, s.at(16).batch, round(s.tpot_ms(16), 1) == round(s.at(16).tpot.m, 1)
-    (97, 16, True)
+    (103, 16, True)
     """
     deployment, workload = _objects(
         model, gpu, tensor_parallel, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes, kv_bytes,
@@ -434,7 +434,7 @@ class ReplicaSetup(_Shared):
     >>> d, w = Deployment("Llama-3.1-8B", "H100 SXM"), Workload(prompt_tokens=2_000, answer_tokens=300)
     >>> s = setup_of(d, w, resolve())
     >>> s.max_batch, s.at(16).batch, round(s.tpot_ms(16), 2) == round(s.at(16).tpot.to(MS).m, 2)
-    (185, 16, True)
+    (197, 16, True)
     """
 
     def __init__(self, deployment: Deployment, workload: Workload, a: Assumptions, price_per_hour: Any) -> None:
@@ -815,7 +815,7 @@ def speculative_replica(model: Model | str, gpu: GPU | str, speculation: Specula
     >>> plain = replica("Llama-3.1-70B", "H100 SXM", **kw)
     >>> spec = speculative_replica("Llama-3.1-70B", "H100 SXM", Speculation("eagle head", 4, 0.7), **kw)
     >>> (plain.batch, round(plain.tokens_per_s_per_user.m)), (spec.batch, round(spec.tokens_per_s_per_user.m))
-    ((97, 12), (94, 15))
+    ((103, 13), (94, 13))
     """
     spec = speculation_of(speculation)
     m, g = model_of(model), gpu_of(gpu)

@@ -92,6 +92,11 @@ class Prediction:
         return out
 
 
+#: The cap on running requests of a published table's maximum-throughput run: none (the run set its engine's cap to
+#: what fits, as such benchmarks do), only the KV cache decides.
+_NO_CAP = 1_000_000
+
+
 def row_engine(row: Measurement) -> str | None:
     """The engine a row ran on, as :mod:`llmcourse.replica.scheduler` names it (None: one it does not know, run as
     the default engine)."""
@@ -118,6 +123,8 @@ def _setup_replica(row: Measurement, a: Assumptions) -> tuple[Any, Replica]:
         tensor_parallel=row.tp, prompt_tokens=row.isl, answer_tokens=row.osl, weight_bytes=row.weights,
         kv_bytes=row.kv, assumptions=a, engine=row_engine(row), **layout_keywords(row),
     )  # fmt: skip
+    if row.load_kind != "concurrency":  # a published maximum ran the engine at what fits (its cap set for the run)
+        kw["max_running"] = _NO_CAP
     setup = replica_setup(row.model, row.gpu, **kw)
     top = setup.at(None)
     if top.step is None or top.max_batch < 1:
