@@ -43,8 +43,10 @@ def main() -> None:
                     if g.n >= 20:
                         groups.append((g.median_factor, k, v, g.n, g.median_ratio))
             groups.sort(reverse=True)
-            print("   worst groups >= 20 rows: " + "; ".join(
-                f"{k} {v} {f:.2f} (ratio {r:.2f}, n {n})" for f, k, v, n, r in groups[:5]))
+            print(
+                "   worst groups >= 20 rows: "
+                + "; ".join(f"{k} {v} {f:.2f} (ratio {r:.2f}, n {n})" for f, k, v, n, r in groups[:5])
+            )
 
 
 if __name__ == "__main__":

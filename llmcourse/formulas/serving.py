@@ -164,7 +164,9 @@ kv_copies = symbol("kv_copies", r"c_{kv}", "", "copies of each KV head a tensor-
 block_tokens = symbol("block_tokens", r"b_{blk}", "", "tokens per block of a paged KV cache", integer=True)
 # Admission on the KV blocks in use (vLLM's KVCacheManager, SGLang's token pool): conversations started at different
 # times each hold their prompt and the part of their answer written so far, a uniform share of it.
-kv_mean = symbol("kv_mean", r"K_{mean}", "B", "KV bytes a conversation holds on average: its prompt and half its answer")
+kv_mean = symbol(
+    "kv_mean", r"K_{mean}", "B", "KV bytes a conversation holds on average: its prompt and half its answer"
+)
 kv_growth = symbol("kv_growth", r"K_{ans}", "B", "KV bytes a conversation's answer adds", allow_zero=True)
 admission_spreads = symbol(
     "admission_spreads", r"z_{adm}", "", "spreads of the KV in use above its mean a batch is sized to hold",
@@ -243,13 +245,19 @@ allreduce_latency = symbol(
 )
 # A step of an engine that mixes prompt chunks into its decode steps (vLLM, TensorRT-LLM, llama.cpp): the decode
 # tokens and a chunk of prompt tokens in one forward pass, the weights read once.
-chunk_tokens = symbol("chunk_tokens", r"c_{ch}", "", "prompt tokens a step carries besides its decode tokens", allow_zero=True)
+chunk_tokens = symbol(
+    "chunk_tokens", r"c_{ch}", "", "prompt tokens a step carries besides its decode tokens", allow_zero=True
+)
 chunk_attention_flops = symbol(
     "chunk_attention_flops", r"F_{ch}", "FLOP", "attention FLOPs per prompt token of a chunk (QK and AV over its prefix)",
     allow_zero=True,
 )  # fmt: skip
 chunk_kv_read = symbol(
-    "chunk_kv_read", r"K_{ch}", "B", "KV bytes a step's prompt chunk reads (its prompt's earlier tokens)", allow_zero=True
+    "chunk_kv_read",
+    r"K_{ch}",
+    "B",
+    "KV bytes a step's prompt chunk reads (its prompt's earlier tokens)",
+    allow_zero=True,
 )
 token_budget = symbol(
     "token_budget", r"C_{tok}", "", "tokens one engine step may carry: prompt chunks and decode tokens", integer=True

@@ -196,7 +196,9 @@ class Replica:
             raise InputError(_NO_PROMPT)
         pre = self.first_prefill.time if self.engine_step is None else self.engine_step.first_token_prefill
         return to(
-            F["first_token_time"](request_overhead=quantity(self.assumptions.request_overhead_ms, MS), prefill_time=pre),
+            F["first_token_time"](
+                request_overhead=quantity(self.assumptions.request_overhead_ms, MS), prefill_time=pre
+            ),
             MS,
         )
 
@@ -608,7 +610,7 @@ class ReplicaSetup(_Shared):
         ``"first_pass"`` (the same for one prompt). Empty when the replica does not run an engine's steps."""
         if not self._engine:
             return {}
-        sc, ans, dec = self._sched, self._answer, self._decoder()
+        sc, dec = self._sched, self._decoder()
         new = self._prompt - float(self.workload.cached_prompt_tokens)
         if sc.mixed_prefill:
             n, c = self._engine_figures(b)[:2]
@@ -619,7 +621,12 @@ class ReplicaSetup(_Shared):
             return {"step": dec.mixed(n, c, att, kv), "first": first}
         passes, first_passes = math.ceil(b * new / sc.token_budget), math.ceil(new / sc.token_budget)
         pre = self._prefiller()
-        return {"passes": passes, "pass": pre(b / passes), "first_passes": first_passes, "first_pass": pre(1 / first_passes)}
+        return {
+            "passes": passes,
+            "pass": pre(b / passes),
+            "first_passes": first_passes,
+            "first_pass": pre(1 / first_passes),
+        }
 
     def _chunks_of(self, room: float) -> list[tuple[float, float, float]]:
         """The prompt's chunks when a step leaves ``room`` tokens beside its decode tokens (at least 1)."""
@@ -627,7 +634,9 @@ class ReplicaSetup(_Shared):
         got = self._chunks.get(r)
         if got is None:
             d, a = self.deployment, self.assumptions
-            got = self._chunks[r] = prompt_chunks(d, self.layout, a, self._prompt, self.workload.cached_prompt_tokens, r)
+            got = self._chunks[r] = prompt_chunks(
+                d, self.layout, a, self._prompt, self.workload.cached_prompt_tokens, r
+            )
         return got
 
     def _engine_step(self, b: int) -> EngineStep:

@@ -137,13 +137,15 @@ def engine_name(name: Any) -> str:
     def key(s: str) -> str:
         return "".join(ch for ch in s.lower() if ch.isalnum())
 
-    aliases = {key(n): n for n in ENGINES} | {"trtllm": "TensorRT-LLM", "tensorrt": "TensorRT-LLM", "llamacpp": "llama.cpp"}
+    aliases = {key(n): n for n in ENGINES} | {
+        "trtllm": "TensorRT-LLM",
+        "tensorrt": "TensorRT-LLM",
+        "llamacpp": "llama.cpp",
+    }
     got = aliases.get(key(name))
     if got is not None:
         return got
-    close = difflib.get_close_matches(name, list(ENGINES), n=1, cutoff=0.4) or difflib.get_close_matches(
-        key(name), list(aliases), n=1, cutoff=0.4
-    )
+    close = difflib.get_close_matches(key(name), list(aliases), n=1, cutoff=0.4)  # spelled as the keys are
     hint = f" Did you mean {aliases.get(close[0], close[0])!r}?" if close else ""
     raise UnknownNameError(f"no engine named {name!r}.{hint} Known: {', '.join(ENGINES)}.")
 
@@ -154,7 +156,9 @@ def _whole(value: Any, field: str, what: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value < 1:
-        raise InputError(f"{field} ({what}) must be a whole number of at least 1, or None for the engine's default; got {value!r}.")
+        raise InputError(
+            f"{field} ({what}) must be a whole number of at least 1, or None for the engine's default; got {value!r}."
+        )
     return int(value)
 
 
@@ -204,7 +208,11 @@ def scheduler_of(
     """
     e = ENGINES[engine_name(engine)]
     g = gpu if isinstance(gpu, GPU) else gpus[gpu]
-    budget = _whole(max_batched_tokens, "max_batched_tokens", "the tokens one engine step may carry: prompt chunks and decode tokens")
+    budget = _whole(
+        max_batched_tokens,
+        "max_batched_tokens",
+        "the tokens one engine step may carry: prompt chunks and decode tokens",
+    )
     cap = _whole(max_running, "max_running", "the most requests an engine runs at once")
     if mixed_prefill is not None and not isinstance(mixed_prefill, bool):
         raise InputError(f"mixed_prefill must be True, False or None (the engine's default); got {mixed_prefill!r}.")

@@ -669,7 +669,9 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
 
     if "step" in parts:  # an engine that mixes prompt chunks into its decode steps: the step is the mixed one
         engine = dict(
-            interference=False, mixed_step=kernels(*parts["step"]), first_chunks=tuple(kernels(*f) for f in parts["first"])
+            interference=False,
+            mixed_step=kernels(*parts["step"]),
+            first_chunks=tuple(kernels(*f) for f in parts["first"]),
         )
     elif parts:  # separate prefill batches, each pass paying the step overhead
         batch, first = parts["pass"], parts["first_pass"]
