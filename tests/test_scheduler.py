@@ -70,11 +70,19 @@ def test_mixed_step_by_hand():
     # 1e15 FLOP/s (0.2 ms): 10 ms; attention: 8 decodes x 0.1 GB of KV + 0.4 GB of the chunk's prefix = 1.2 GB
     # (1.2 ms) against 92 prompt tokens x 1e9 attention FLOPs (0.092 ms): 1.2 ms. The step: 11.2 ms.
     t = F["mixed_step_time"].value(
-        batch=8, chunk_tokens=92, flops_per_token=2e9, attention_flops_per_token=0.0, chunk_attention_flops=1e9,
+        decode_tokens=8, chunk_tokens=92, flops_per_token=2e9, attention_flops_per_token=0.0, chunk_attention_flops=1e9,
         bytes_read=10e9, kv_per_sequence=0.1e9, chunk_kv_read=0.4e9, n_gpus=1, bandwidth=1e12,
         bandwidth_efficiency=1.0, peak_flops=1e15, compute_efficiency=1.0,
     )  # fmt: skip
     assert t == pytest.approx(0.0112)
+    # a first chunk on an idle replica (no decode tokens): the weights' 10 ms against 92 x 2e9 FLOPs (0.184 ms), then
+    # the chunk's 0.4 GB of prefix (0.4 ms) against its 0.092 ms of attention FLOPs: 10.4 ms
+    alone = F["mixed_step_time"].value(
+        decode_tokens=0, chunk_tokens=92, flops_per_token=2e9, attention_flops_per_token=0.0, chunk_attention_flops=1e9,
+        bytes_read=10e9, kv_per_sequence=0.1e9, chunk_kv_read=0.4e9, n_gpus=1, bandwidth=1e12,
+        bandwidth_efficiency=1.0, peak_flops=1e15, compute_efficiency=1.0,
+    )  # fmt: skip
+    assert alone == pytest.approx(0.0104)
     # a steady batch of 64 with 1,000-token prompts and 100-token answers carries 64 x 1000 / 100 = 640 prompt
     # tokens a step; a budget of 512 binds: 512 x 100 / 1100 = 46.5 requests decode a step
     assert F["steady_chunk_tokens"].value(batch=64, prompt_tokens=1_000, answer_tokens=100) == 640
@@ -95,6 +103,14 @@ def test_mixed_engine_hides_prefill_that_a_separate_one_pays():
     assert s.engine_step.chunk_tokens == 0
     # every engine step is at least the decode step alone
     assert v.tpot >= v.step.step_time and s.tpot >= s.step.step_time
+
+
+def test_a_batch_of_one_has_a_first_token():
+    # one request on an idle vLLM replica: its prompt's chunks run with no other decode tokens beside them (a batch
+    # of 1 was refused: "batch must be greater than zero"), and its first token waits for them
+    r = replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=1_000, answer_tokens=200, batch=1)
+    assert r.fits and r.engine_step.first_token_prefill > 0 * r.tpot
+    assert r.ttft > r.engine_step.first_token_prefill
 
 
 def test_engine_cap_limits_the_batch():

@@ -245,6 +245,9 @@ allreduce_latency = symbol(
 )
 # A step of an engine that mixes prompt chunks into its decode steps (vLLM, TensorRT-LLM, llama.cpp): the decode
 # tokens and a chunk of prompt tokens in one forward pass, the weights read once.
+decode_tokens = symbol(
+    "decode_tokens", r"n_{dec}", "", "requests a mixed step decodes (0: a step of a prompt chunk alone)", allow_zero=True
+)
 chunk_tokens = symbol(
     "chunk_tokens", r"c_{ch}", "", "prompt tokens a step carries besides its decode tokens", allow_zero=True
 )
@@ -323,9 +326,9 @@ def _decode() -> None:
     formula(
         "mixed_step_time",
         "step_time",
-        Max(bytes_read / _eff_bw, (batch + chunk_tokens) * flops_per_token / _eff_f)
-        + Max((batch * kv_per_sequence + chunk_kv_read) / _eff_bw,
-              (batch * attention_flops_per_token + chunk_tokens * chunk_attention_flops) / _eff_f),
+        Max(bytes_read / _eff_bw, (decode_tokens + chunk_tokens) * flops_per_token / _eff_f)
+        + Max((decode_tokens * kv_per_sequence + chunk_kv_read) / _eff_bw,
+              (decode_tokens * attention_flops_per_token + chunk_tokens * chunk_attention_flops) / _eff_f),
         "a step of decode tokens and a prompt chunk as its kernels run: the weight matmuls of every token (the "
         "weights read once), then attention (every KV read, every token's attention FLOPs), each the slower of its "
         "bytes and FLOPs",

@@ -392,7 +392,8 @@ class _Decoder:
     def mixed(
         self, batch: float, chunk: float, chunk_attention: float, chunk_kv: float
     ) -> tuple[float, tuple[float, float], tuple[float, float]]:
-        """A step of an engine that mixes a prompt chunk into its decode steps: ``batch`` decode tokens and ``chunk``
+        """A step of an engine that mixes a prompt chunk into its decode steps: ``batch`` decode tokens (0: the chunk
+        alone, as a new request's first chunk on an idle replica) and ``chunk``
         prompt tokens (each with ``chunk_attention`` attention FLOPs; the chunk reads ``chunk_kv`` bytes of its
         prompt's earlier KV) in one forward pass, the weights read once (a MoE model: the experts all its tokens
         touch), its collectives those of all its tokens (formula ``mixed_step_time``: the weight matmuls of all its
@@ -414,13 +415,14 @@ class _Decoder:
             att = F["dp_flops_per_token"].value(flops_per_token=att, data_parallel=dp) if att > 0 else 0.0
         roofs = dict(n_gpus=self.gpus, bandwidth=self.bandwidth, bandwidth_efficiency=self.eta_b)
         comp = dict(n_gpus=self.gpus, peak_flops=self.peak, compute_efficiency=self.eta_f)
-        terms = dict(batch=n, chunk_tokens=c, flops_per_token=self.f_mm, attention_flops_per_token=self.f_att,
+        terms = dict(decode_tokens=n, chunk_tokens=c, flops_per_token=self.f_mm, attention_flops_per_token=self.f_att,
                      chunk_attention_flops=att, bytes_read=w_read, kv_per_sequence=self.kv_seq, chunk_kv_read=kv)  # fmt: skip
         core = F["mixed_step_time"].value(**terms, **roofs, peak_flops=self.peak, compute_efficiency=self.eta_f)
-        memory = (F["weight_read_time"].value(weights=w_read, **roofs),
-                  F["weight_read_time"].value(weights=n * self.kv_seq + kv, **roofs))  # fmt: skip
-        compute = (F["decode_compute_time"].value(batch=tokens, flops_per_token=self.f_mm, **comp),
-                   F["decode_compute_time"].value(batch=1, flops_per_token=n * self.f_att + c * att, **comp))  # fmt: skip
+        kv_read, att_flops = n * self.kv_seq + kv, n * self.f_att + c * att  # 0 for a first chunk alone
+        att_mem = F["weight_read_time"].value(weights=kv_read, **roofs) if kv_read > 0 else 0.0
+        att_comp = F["decode_compute_time"].value(batch=1, flops_per_token=att_flops, **comp) if att_flops > 0 else 0.0
+        memory = (F["weight_read_time"].value(weights=w_read, **roofs), att_mem)
+        compute = (F["decode_compute_time"].value(batch=tokens, flops_per_token=self.f_mm, **comp), att_comp)
         step, _, _ = self._overheads(tokens, core)
         return step, memory, compute
 
