@@ -130,3 +130,25 @@ def test_queue_beyond_the_cap_by_hand():
     # no more in flight than run: the closed loop's own wait only
     assert queued_wait_s(0.04, 0.02, 0.022, 1_000, 16, 32) == pytest.approx(_wait_s(0.04, 0.02, 0.022, 1_000, 16))
     assert math.isfinite(queued_wait_s(0.04, 0.02, 0.022, 1_000, 128, 32))
+
+
+def test_plan_runs_under_the_engine_named():
+    from llmcourse import Brief, EngineSettings, Q_, plan
+
+    b = Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
+    v = plan("Llama-3.1-8B", "H100 SXM", b)
+    assert v.engine.startswith("vLLM (8,192 tokens a step, prompt chunks mixed into decode steps")
+    assert "engine: vLLM" in str(v)
+    s = plan("Llama-3.1-8B", "H100 SXM", b, engine="SGLang")
+    assert s.engine == "SGLang (8,192 tokens a step, separate prefill batches)"
+    # SGLang with its mixed chunks on runs the steps vLLM runs (the same budget; no cap binds at this batch)
+    m = plan("Llama-3.1-8B", "H100 SXM", b, engine=EngineSettings("SGLang", mixed_prefill=True))
+    assert (m.batch, m.tpot) == (v.batch, v.tpot) and m.batch != s.batch
+    # a cap on running requests caps the plan's batch
+    assert plan("Llama-3.1-8B", "H100 SXM", b, engine=EngineSettings(max_running=16)).batch == 16
+    # a source's method does not model the scheduler, and says so
+    assert "not modelled" in plan("Llama-3.1-8B", "H100 SXM", b, assumptions="planner").engine
+    with pytest.raises(UnknownNameError, match="Did you mean 'TensorRT-LLM'"):
+        plan("Llama-3.1-8B", "H100 SXM", b, engine="tensort-llm")
+    with pytest.raises(InputError, match="engine must be an engine's name"):
+        plan("Llama-3.1-8B", "H100 SXM", b, engine=2)

@@ -48,7 +48,16 @@ from llmcourse.catalog import GPU, gpus
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.units import GIB, to
 
-__all__ = ["DEFAULT_ENGINE", "ENGINES", "Engine", "Scheduler", "engine_name", "scheduler_of"]
+__all__ = [
+    "DEFAULT_ENGINE",
+    "ENGINES",
+    "Engine",
+    "EngineSettings",
+    "Scheduler",
+    "engine_name",
+    "engine_settings",
+    "scheduler_of",
+]
 
 #: The engine a replica runs under when none is named.
 DEFAULT_ENGINE = "vLLM"
@@ -208,6 +217,19 @@ def scheduler_of(
     """
     e = ENGINES[engine_name(engine)]
     g = gpu if isinstance(gpu, GPU) else gpus[gpu]
+    budget, mixed_prefill, cap = _settings(max_batched_tokens, mixed_prefill, max_running)
+    return Scheduler(
+        e.name,
+        e.budget(g) if budget is None else budget,
+        e.mixed_prefill if mixed_prefill is None else mixed_prefill,
+        e.max_running(g) if cap is None else cap,
+    )
+
+
+def _settings(
+    max_batched_tokens: Any, mixed_prefill: Any, max_running: Any
+) -> tuple[int | None, bool | None, int | None]:
+    """The scheduler settings given, checked (each None: the engine's default), each refused by its field's name."""
     budget = _whole(
         max_batched_tokens,
         "max_batched_tokens",
@@ -216,9 +238,72 @@ def scheduler_of(
     cap = _whole(max_running, "max_running", "the most requests an engine runs at once")
     if mixed_prefill is not None and not isinstance(mixed_prefill, bool):
         raise InputError(f"mixed_prefill must be True, False or None (the engine's default); got {mixed_prefill!r}.")
-    return Scheduler(
-        e.name,
-        e.budget(g) if budget is None else budget,
-        e.mixed_prefill if mixed_prefill is None else mixed_prefill,
-        e.max_running(g) if cap is None else cap,
+    return budget, mixed_prefill, cap
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """An engine and the scheduler settings a caller chose, before a GPU is known (each setting None: the engine's
+    default on the GPU): what :func:`~llmcourse.planner.plan` takes as its ``engine`` besides a plain name, and the
+    command line builds from ``--engine``, ``--max-batched-tokens``, ``--prefill`` and ``--max-running``. The name
+    is spelled as :data:`ENGINES` spells it (an unknown one gets "did you mean"), the settings are checked as
+    :func:`scheduler_of` checks them.
+
+    Examples
+    --------
+    >>> EngineSettings("sglang", mixed_prefill=True)
+    EngineSettings(engine='SGLang', max_batched_tokens=None, mixed_prefill=True, max_running=None)
+    >>> EngineSettings(max_running=0)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: max_running (the most requests an engine runs at once) must be a whole number of at least 1, or None for the engine's default; got 0.
+    """
+
+    engine: str | None = None
+    max_batched_tokens: int | None = None
+    mixed_prefill: bool | None = None
+    max_running: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "engine", engine_name(self.engine))
+        budget, mixed, cap = _settings(self.max_batched_tokens, self.mixed_prefill, self.max_running)
+        object.__setattr__(self, "max_batched_tokens", budget)
+        object.__setattr__(self, "max_running", cap)
+
+    def on(self, gpu: GPU | str) -> Scheduler:
+        """The :class:`Scheduler` these settings give on ``gpu``.
+
+        Examples
+        --------
+        >>> EngineSettings("SGLang").on("B200").token_budget
+        16384
+        """
+        return scheduler_of(
+            self.engine,
+            gpu,
+            max_batched_tokens=self.max_batched_tokens,
+            mixed_prefill=self.mixed_prefill,
+            max_running=self.max_running,
+        )
+
+
+def engine_settings(value: Any) -> EngineSettings:
+    """An ``engine`` argument as :class:`EngineSettings`: None (the default engine), an engine's name, or the
+    settings themselves.
+
+    Examples
+    --------
+    >>> engine_settings("trt-llm").engine, engine_settings(None).engine
+    ('TensorRT-LLM', 'vLLM')
+    >>> engine_settings(3)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: engine must be an engine's name (vLLM, SGLang, TensorRT-LLM, llama.cpp) or EngineSettings(...); got int.
+    """
+    if isinstance(value, EngineSettings):
+        return value
+    if value is None or isinstance(value, str):
+        return EngineSettings(value)
+    raise InputError(
+        f"engine must be an engine's name ({', '.join(ENGINES)}) or EngineSettings(...); got {type(value).__name__}."
     )
