@@ -133,7 +133,7 @@ def test_queue_beyond_the_cap_by_hand():
 
 
 def test_plan_runs_under_the_engine_named():
-    from llmcourse import Brief, EngineSettings, Q_, plan
+    from llmcourse import Q_, Brief, EngineSettings, plan
 
     b = Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
     v = plan("Llama-3.1-8B", "H100 SXM", b)

@@ -246,7 +246,11 @@ allreduce_latency = symbol(
 # A step of an engine that mixes prompt chunks into its decode steps (vLLM, TensorRT-LLM, llama.cpp): the decode
 # tokens and a chunk of prompt tokens in one forward pass, the weights read once.
 decode_tokens = symbol(
-    "decode_tokens", r"n_{dec}", "", "requests a mixed step decodes (0: a step of a prompt chunk alone)", allow_zero=True
+    "decode_tokens",
+    r"n_{dec}",
+    "",
+    "requests a mixed step decodes (0: a step of a prompt chunk alone)",
+    allow_zero=True,
 )
 chunk_tokens = symbol(
     "chunk_tokens", r"c_{ch}", "", "prompt tokens a step carries besides its decode tokens", allow_zero=True

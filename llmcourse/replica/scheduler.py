@@ -266,7 +266,7 @@ class EngineSettings:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "engine", engine_name(self.engine))
-        budget, mixed, cap = _settings(self.max_batched_tokens, self.mixed_prefill, self.max_running)
+        budget, _, cap = _settings(self.max_batched_tokens, self.mixed_prefill, self.max_running)
         object.__setattr__(self, "max_batched_tokens", budget)
         object.__setattr__(self, "max_running", cap)
 
