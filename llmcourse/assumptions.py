@@ -83,7 +83,9 @@ CHOICES: dict[str, dict[str, str]] = {
         "prefill_interference, to every user's time per token)",
         "engine": "the engine's scheduler: a step carries decode tokens and a prompt chunk within the engine's token "
         "budget (vLLM, TensorRT-LLM, llama.cpp), or prefill batches of their own pause decoding (SGLang without mixed "
-        "chunks); the time per token, the throughput and the first token follow from those steps",
+        "chunks); the time per token, the throughput and the first token follow from those steps (a replica whose "
+        "requests arrive prefilled, count_prefill and prefill_interference off as in a disaggregated decode pool, "
+        "runs decode steps alone under the engine's cap)",
     },
     "kv_read_context": {
         "average": "each decode step reads a sequence's KV at its average context (prompt + answer / 2)",

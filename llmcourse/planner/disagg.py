@@ -599,7 +599,7 @@ def compare(
     >>> c = compare("Llama-3.1-70B", "H100 SXM", Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms")),
     ...             tensor_parallel=4, weight_bytes="fp8")
     >>> c.aggregated.gpus, c.disaggregated.gpus, c.winner
-    (20, 16, 'disaggregated')
+    (16, 16, 'aggregated')
     """
     if isinstance(brief, Brief):
         _refuse_percentiles(brief, "compare")

@@ -300,7 +300,7 @@ def serving_plan(
     ...                    assumptions="envelope"))
     batch 94, 47 tok/s per user (92 if alone), 4,387 tok/s total, prefill 0.29 s, $0.32 per M output tokens at full load
     >>> print(serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8", prompt_tokens=2_000))
-    batch 94, 12 tok/s per user (57 if alone), 1,123 tok/s total with prefill, prefill 0.17 s, $1.24 per M output tokens at full load
+    batch 100, 13 tok/s per user (57 if alone), 1,267 tok/s total with prefill, prefill 0.17 s, $1.10 per M output tokens at full load
     >>> print(serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, assumptions="envelope"))
     weights 145 GB don't fit in 144 GB of usable memory: add GPUs or store fewer bytes per weight.
     """

@@ -77,6 +77,40 @@ def admitted_batch_si(
     return n
 
 
+def admission_si(
+    a: Assumptions,
+    usable: float,
+    weights: float,
+    kv_final: float,
+    kv_at: Callable[[float], float],
+    prompt: float | None,
+    answer: float,
+) -> tuple[int, tuple[float, float] | None]:
+    """The batch a replica admits under the assumptions' ``admission``, on plain floats in bytes, and the KV it is
+    admitted on: every replica's one rule (the plain one, :class:`~llmcourse.replica.model.ReplicaSetup`, and the
+    speculative one, :func:`~llmcourse.replica.speculative.speculative_memory`, call it).
+
+    ``kv_final`` is one conversation's KV at its final length (every copy the replica keeps, a draft's too) and
+    ``kv_at(t)`` the same at ``t`` tokens of its prompt and answer. Admission ``"final"``, or no prompt length
+    known: the largest batch at the final length (:func:`max_batch_si`), and None. Admission ``"blocks"``: the
+    batch of :func:`admitted_batch_si` on the conversation's mean (its prompt and half its answer) and what its
+    answer adds, and those two.
+
+    Examples
+    --------
+    >>> from llmcourse.assumptions import resolve
+    >>> kv = lambda t: 1e6 * t  # 1 MB a token
+    >>> admission_si(resolve("lab"), 100e9, 20e9, kv(2_300), kv, 2_000, 300)  # 80 GB / 2.3 GB
+    (34, None)
+    >>> admission_si(resolve("course"), 100e9, 20e9, kv(2_300), kv, 2_000, 300)  # 2.15 B + 0.6 sqrt(B / 12) <= 80
+    (36, (2150000000.0, 300000000.0))
+    """
+    if a.admission != "blocks" or prompt is None:
+        return max_batch_si(usable, weights, kv_final), None
+    admitted = (kv_at(prompt + answer / 2), kv_final - kv_at(prompt))
+    return admitted_batch_si(usable, weights, kv_final, *admitted, a.admission_spreads), admitted
+
+
 def largest_batch(meets: Callable[[int], bool], top: int) -> int:
     """The largest batch in 1..``top`` for which ``meets(batch)`` holds, or 0 if even batch 1 fails;
     ``meets`` must hold up to some batch and fail beyond it (as a step-time or speed target does,

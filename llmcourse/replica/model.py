@@ -31,13 +31,12 @@ from llmcourse.replica.base import (
 )
 from llmcourse.replica.deployment import Deployment, Workload
 from llmcourse.replica.memory import (
-    admitted_batch_si,
+    admission_si,
     bytes_si,
     check_weights_fit,
     gpus_for_weights,
     kv_copies_si,
     kv_sequence_si,
-    max_batch_si,
     usable_si,
     weights_si,
 )
@@ -450,17 +449,18 @@ class ReplicaSetup(_Shared):
         self._final, self._prompt, self._answer = final, p, ans
         # plain floats in bytes from here (the formulas by value); the units are attached to what is returned
         w, mem, kv_seq = self._w, self._mem, self._kv_seq = _memory_si(d, lay, a, final)
-        self._admitted = None  # (KV of a conversation on average, KV its answer adds), bytes: admission "blocks"
-        if a.admission == "blocks" and p is not None:
-            copies = kv_seq / kv_sequence_si(m, final, d.kv_bytes)  # the copies _memory_si counted
-            mean = kv_sequence_si(m, p + ans / 2, d.kv_bytes) * copies
-            self._admitted = (mean, kv_seq - kv_sequence_si(m, p, d.kv_bytes) * copies)
-            top = admitted_batch_si(mem, w, kv_seq, *self._admitted, a.admission_spreads)
-        else:
-            top = max_batch_si(mem, w, kv_seq)
-        self._engine = a.prefill_schedule == "engine" and p is not None
+        # the batch admitted, and (admission "blocks") the KV of a conversation on average and what its answer adds,
+        # each with the copies _memory_si counted
+        top, self._admitted = admission_si(
+            a, mem, w, kv_seq, lambda t: kv_sequence_si(m, t, d.kv_bytes) * kv_seq / kv_sequence_si(m, final, d.kv_bytes),
+            p, ans,
+        )  # fmt: skip
+        engine = a.prefill_schedule == "engine" and p is not None
+        # the engine's steps carry prompts only where the prompts are prefilled: a replica whose requests arrive
+        # prefilled (count_prefill and prefill_interference off, a disaggregated decode pool's) decodes alone
+        self._engine = engine and (a.count_prefill or a.prefill_interference)
         self._sched = d.scheduler
-        if self._engine and self._sched.max_running is not None and top > 0:
+        if engine and self._sched.max_running is not None and top > 0:
             top = min(top, self._sched.max_running)  # the engine runs no more, whatever fits
         self.max_batch = top
         price = None
@@ -564,7 +564,7 @@ class ReplicaSetup(_Shared):
 
     def _over(self, b: int) -> str:
         """Why a batch of ``b`` is more than the replica runs: its KV cache, or the engine's cap."""
-        cap = self._sched.max_running if self._engine else None
+        cap = self._sched.max_running if self.assumptions.prefill_schedule == "engine" else None
         if cap is not None and b > cap and self._w + self._held(b) <= self._mem:
             return f"a batch of {b} is more than the {cap:,} requests {self._sched.engine} runs at once (max_running)."
         held = "staggered conversations" if self._admitted is not None else f"sequences of {self._final:,.0f} tokens"
@@ -824,7 +824,7 @@ def speculative_replica(model: Model | str, gpu: GPU | str, speculation: Specula
     >>> plain = replica("Llama-3.1-70B", "H100 SXM", **kw)
     >>> spec = speculative_replica("Llama-3.1-70B", "H100 SXM", Speculation("eagle head", 4, 0.7), **kw)
     >>> (plain.batch, round(plain.tokens_per_s_per_user.m)), (spec.batch, round(spec.tokens_per_s_per_user.m))
-    ((103, 13), (94, 13))
+    ((103, 13), (100, 13))
     """
     spec = speculation_of(speculation)
     m, g = model_of(model), gpu_of(gpu)
@@ -852,8 +852,9 @@ def _speculative(
         return SpeculativeReplica(**fields_, speculation=spec)  # the target's weights alone do not fit
     a, tp, final = base.assumptions, base.tensor_parallel, base.context_tokens
     mem = speculative_memory(
-        m, g, spec, context_tokens=final, tensor_parallel=tp, weight_bytes=wb, kv_bytes=kvb, assumptions=a
-    )
+        m, g, spec, context_tokens=final, tensor_parallel=tp, weight_bytes=wb, kv_bytes=kvb, assumptions=a,
+        prompt_tokens=base.prompt_tokens,
+    )  # fmt: skip
     fields_ |= dict(
         weights=to(mem.weights + mem.draft_weights, "GB"),
         usable_memory=mem.usable_memory,
