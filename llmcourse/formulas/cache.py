@@ -12,17 +12,17 @@ Generated with SymPy 1.14.0.
 """
 
 DERIVED: dict[str, tuple[str, str]] = {
+    "Max:0c17e3c45ae7": (
+        "0c17e3c45ae725908873",
+        "Max(Mul(Pow(Symbol('\\\\beta', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{\\\\beta}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1)), Add(Symbol('K_{ch}', positive=True), Mul(Symbol('K_{seq}', positive=True), Symbol('n_{dec}', positive=True)))), Mul(Pow(Symbol('F', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{F}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1)), Add(Mul(Symbol('F_{attn}', positive=True), Symbol('n_{dec}', positive=True)), Mul(Symbol('F_{ch}', positive=True), Symbol('c_{ch}', positive=True)))))",
+    ),
+    "Max:71eb96e677fa": (
+        "71eb96e677fa0005d684",
+        "Max(Mul(Symbol('W_{read}', positive=True), Pow(Symbol('\\\\beta', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{\\\\beta}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1))), Mul(Symbol('F_{tok}', positive=True), Pow(Symbol('F', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{F}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1)), Add(Symbol('c_{ch}', positive=True), Symbol('n_{dec}', positive=True))))",
+    ),
     "Max:83f67ebb5176": (
         "83f67ebb5176c94c7d88",
         "Max(Mul(Symbol('W_{read}', positive=True), Pow(Symbol('\\\\beta', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{\\\\beta}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1))), Mul(Symbol('F_{tok}', positive=True), Symbol('B', positive=True, integer=True), Pow(Symbol('F', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{F}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1))))",
-    ),
-    "Max:855aa933243e": (
-        "855aa933243e7980febc",
-        "Max(Mul(Symbol('W_{read}', positive=True), Pow(Symbol('\\\\beta', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{\\\\beta}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1))), Mul(Symbol('F_{tok}', positive=True), Pow(Symbol('F', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{F}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1)), Add(Symbol('c_{ch}', positive=True), Symbol('B', positive=True, integer=True))))",
-    ),
-    "Max:927b40823dc0": (
-        "927b40823dc0453bc60e",
-        "Max(Mul(Pow(Symbol('\\\\beta', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{\\\\beta}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1)), Add(Symbol('K_{ch}', positive=True), Mul(Symbol('K_{seq}', positive=True), Symbol('B', positive=True, integer=True)))), Mul(Pow(Symbol('F', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{F}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1)), Add(Mul(Symbol('F_{attn}', positive=True), Symbol('B', positive=True, integer=True)), Mul(Symbol('F_{ch}', positive=True), Symbol('c_{ch}', positive=True)))))",
     ),
     "Max:ac91a7aab948": (
         "ac91a7aab94825a9e44e",
@@ -198,8 +198,8 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "max_batch": ("4106baf3bef11406169b", "floor((_a1 - _a2)/_a0)"),
     "mdc_wait": ("b02de0471c8d12b984ff", "(1/2)*_a1*_a2**(sqrt(2*_a0 + 2) - 1)/(_a0*(1 - _a2))"),
     "mixed_step_time": (
-        "29f064dd855c258e444b",
-        "max(_a4/(_a2*_a1*_a11), _a9*(_a3 + _a7)/(_a8*_a12*_a11)) + max((_a3*_a10 + _a6)/(_a2*_a1*_a11), (_a3*_a0 + _a7*_a5)/(_a8*_a12*_a11))",
+        "ed1030bbdff625209ff1",
+        "max(_a3/(_a2*_a1*_a11), _a9*(_a8 + _a6)/(_a7*_a12*_a11)) + max((_a8*_a10 + _a5)/(_a2*_a1*_a11), (_a8*_a0 + _a6*_a4)/(_a7*_a12*_a11))",
     ),
     "mm1_max_rate": ("1a27e42f92e0229942b8", "_a0 - 1/_a1"),
     "mm1_time_in_system": ("792c028c898d11becbc5", "1/(_a1 - _a0)"),
@@ -251,7 +251,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "weight_load_time": ("59110f7dd398648bf73c", "_a1/_a0"),
     "weight_read_time": ("1a3b6cc497f53320b20b", "_a3/(_a1*_a0*_a2)"),
 }
-SOURCES = "4b539659663e096fafba"
+SOURCES = "66d64e090c4d2ca4433c"
 TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ("peak_request_rate", "request_rate", "peak request rate", "01_tokens", "daily_rate peak_factor"),
     ("token_rate", "token_rate", "tokens per second from requests", "01_tokens", "request_rate tokens_per_request"),
@@ -378,7 +378,7 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "step_time",
         "a step of decode tokens and a prompt chunk as its kernels run: the weight matmuls of every token (the weights read once), then attention (every KV read, every token's attention FLOPs), each the slower of its bytes and FLOPs",
         "06_prefill",
-        "attention_flops_per_token bandwidth bandwidth_efficiency batch bytes_read chunk_attention_flops chunk_kv_read chunk_tokens compute_efficiency flops_per_token kv_per_sequence n_gpus peak_flops",
+        "attention_flops_per_token bandwidth bandwidth_efficiency bytes_read chunk_attention_flops chunk_kv_read chunk_tokens compute_efficiency decode_tokens flops_per_token kv_per_sequence n_gpus peak_flops",
     ),
     (
         "decoding_batch",
