@@ -290,18 +290,21 @@ class _Fitter:
         pos = self._pos[metrics]
         return [pos[i] for i in rows if i in pos]
 
-    def fit(self, rows: Sequence[int], start: tuple[float, ...]) -> tuple[float, ...]:
+    def fit(
+        self, rows: Sequence[int], start: tuple[float, ...], only: tuple[str, ...] | None = None
+    ) -> tuple[float, ...]:
         """Coordinate search on the grids from ``start``: each parameter in turn takes the grid value of
         least median ``|ln(predicted / measured)|`` over those of ``rows`` whose metric is in its
         :data:`FIT_OBJECTIVES`, until none moves (ties keep the current value, then the first grid value);
-        a parameter with no objective, or none of whose rows is among ``rows``, keeps its start."""
+        a parameter with no objective, or none of whose rows is among ``rows``, keeps its start; so does one not
+        in ``only`` (when given)."""
         idx = {m: self.positions(rows, m) if m else [] for m in set(FIT_OBJECTIVES.values())}
         cur = list(start)
         for _ in range(8):
             moved = False
             for j, name in _FIT_ORDER:
                 metrics = FIT_OBJECTIVES[name]
-                if not idx[metrics]:
+                if not idx[metrics] or (only is not None and name not in only):
                     continue
                 best, best_v = cur[j], self.objective(tuple(cur), idx[metrics], metrics)
                 for v in FIT_GRIDS[name]:
@@ -427,6 +430,7 @@ def evidence(
     assumptions: Assumptions | str | None = None,
     hold_out: Sequence[str] = HOLD_OUT,
     client: str = CLIENT_MODEL,
+    steps_from: Evidence | None = None,
 ) -> Evidence:
     """Predict closed-loop rows (the shipped aiconfigurator rows by default) with the one replica
     model under ``assumptions`` (the course's by default); fit :data:`FIT_PARAMETERS` on all of them
@@ -438,6 +442,9 @@ def evidence(
     every chapter uses, by default; :func:`client_alternatives` compares the others). The (model, GPU, engine)
     folds (33 on the shipped rows) start their search from the fit on every row (a warm start: each leaves out a
     few percent of the rows, so the search moves a step or two); the others start from the assumptions' values.
+    ``steps_from``: an evidence of the same rows and assumptions whose fits of the step's parameters (those fitted
+    on the time per token, which the client model does not change, so that their search ends where it ended
+    there) are taken as they are, fold by fold; only the parameters fitted on the time to first token are searched.
 
     Each distinct configuration calls the replica model once (:func:`load_components`); every
     prediction at a parameter value is computed once and shared by the fits. Rows the replica model
@@ -478,7 +485,12 @@ def evidence(
 
     start = tuple(snap(v, FIT_GRIDS[p]) for v, p in zip(own, FIT_PARAMETERS, strict=True))
     everything = list(range(len(kept)))
-    best = fitter.fit(everything, start)
+    ttft_only = tuple(p for p in FIT_PARAMETERS if FIT_OBJECTIVES[p] == ("ttft_ms",)) if steps_from else None
+
+    def given(fit: dict[str, float] | None, fallback: tuple[float, ...]) -> tuple[float, ...]:
+        return fallback if fit is None else tuple(fit[p] for p in FIT_PARAMETERS)
+
+    best = fitter.fit(everything, given(steps_from and steps_from.fitted, start), ttft_only)
     facets = tuple(_facets(r) for r in kept)
     held: dict[str, tuple[float, ...]] = {}
     fold_fits: dict[str, dict[str, dict[str, float]]] = {}
@@ -487,7 +499,10 @@ def evidence(
         fold_fits[kind] = {}
         warm = best if kind == "group" else start
         for g, (train, test) in folds(facets, kind).items():
-            p = fitter.fit(train, warm) if train else start
+            known = steps_from.fold_fits.get(kind, {}).get(g) if steps_from else None
+            if steps_from is not None and known is None:
+                raise InputError(f"steps_from has no fold of {kind} {g!r}: give an evidence of the same rows.")
+            p = fitter.fit(train, given(known, warm), ttft_only) if train else start
             fold_fits[kind][g] = dict(zip(FIT_PARAMETERS, p, strict=True))
             preds = fitter.at(p)[0]
             for i in test:
@@ -669,9 +684,7 @@ def coverage(ev: Evidence, kind: str = "group") -> dict[str, Coverage]:
         for m, (n, k) in tally.items():
             if n:
                 counts[m].append((g, n, k))
-    return {
-        m: Coverage(m, sum(n for _, n, _ in c), sum(k for _, _, k in c), tuple(c)) for m, c in counts.items() if c
-    }
+    return {m: Coverage(m, sum(n for _, n, _ in c), sum(k for _, _, k in c), tuple(c)) for m, c in counts.items() if c}
 
 
 @dataclass(frozen=True)
@@ -685,17 +698,28 @@ class ClientAlternative:
 
 
 def client_alternatives(
-    rows: Sequence[Measurement] | Loaded | None = None, *, assumptions: Assumptions | str | None = None
+    rows: Sequence[Measurement] | Loaded | None = None,
+    *,
+    assumptions: Assumptions | str | None = None,
+    base: Evidence | None = None,
 ) -> list[ClientAlternative]:
     """Each client model of :data:`~llmcourse.validation.client.CLIENT_MODELS` judged on the same rows (the
     shipped ones by default): the evidence under it held out by (model, GPU, engine) group (its parameters,
     the wave share included where it has one, refitted in every fold), the time to first token's held-out
     :class:`Summary` and the coverage of its bands (:func:`coverage`). The client model of the course,
-    :data:`~llmcourse.validation.client.CLIENT_MODEL`, is the one of least held-out median factor.
+    :data:`~llmcourse.validation.client.CLIENT_MODEL`, is the one of least held-out median factor. ``base``: an
+    evidence of the same rows and assumptions already held out by group (its client model's entry is read from
+    it, not computed again, and the others take its fits of the step's parameters: ``steps_from`` of
+    :func:`evidence`).
     """
+    if base is None or "group" not in base.held_out:
+        base = evidence(rows, assumptions=assumptions, hold_out=("group",))
     out = []
     for name in CLIENT_MODELS:
-        ev = evidence(rows, assumptions=assumptions, hold_out=("group",), client=name)
+        if base.client == name:
+            ev = base
+        else:
+            ev = evidence(rows, assumptions=assumptions, hold_out=("group",), client=name, steps_from=base)
         s = ev.summary("held_out_group", {"metric": "ttft_ms"})
         out.append(ClientAlternative(name, s, coverage(ev)["ttft_ms"], ev.fitted["closed_loop_wave_share"]))
     return out
