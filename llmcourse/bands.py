@@ -121,8 +121,8 @@ class Band:
         --------
         >>> Band(21.2, 17.04, 27.4, 212, "time per output token, dense models, Hopper GPUs", "ms").text("time per token")
         'time per token 21 ms; 80% of 212 measured setups like this one were between 17 and 27 ms (family: time per output token, dense models, Hopper GPUs)'
-        >>> Band(172.0, 82.0, 137.0, 300, "time to first token, MoE models, Hopper GPUs", "ms", 0.62).text("first token")
-        'first token 172 ms by the model, 107 ms corrected (measured setups like this one ran 0.62x the model\'s figure); 80% of 300 measured setups like this one were between 82 and 137 ms (family: time to first token, MoE models, Hopper GPUs)'
+        >>> print(Band(172.0, 82.0, 137.0, 300, "time to first token, MoE models, Hopper GPUs", "ms", 0.62).text("first token"))
+        first token 172 ms by the model, 107 ms corrected (measured setups like this one ran 0.62x the model's figure); 80% of 300 measured setups like this one were between 82 and 137 ms (family: time to first token, MoE models, Hopper GPUs)
         """
         u = f" {self.unit}" if self.unit else ""
         head = f"{what} {_figure(self.value)}{u}"
@@ -275,7 +275,7 @@ def band_for(metric: str, model: Any, gpu: Any, value: Any = 1.0, *, table: dict
     --------
     >>> b = band_for("tpot_ms", "Llama-3.1-70B", "H100 SXM", 20.0)
     >>> b.family, b.low < 20.0 < b.high, b.n > 100
-    ('time per output token, dense models, Hopper GPUs; Llama-3.1-70B measured on Hopper GPUs', True, True)
+    ('time per output token, dense models, Hopper GPUs; Llama-3.1-70B measured on Blackwell and Hopper GPUs', True, True)
     >>> band_for("tpot_ms", "Llama-3.1-8B", "B200").family
     'time per output token, dense models, Blackwell GPUs; Llama-3.1-8B measured on Hopper GPUs only'
     >>> band_for("tpot_ms", "Mixtral-8x7B", "H100 SXM").family
