@@ -76,6 +76,23 @@ def test_monte_carlo_twin_agrees_within_one_percent():
     assert sum(r.counts) == r.trials
 
 
+def test_monte_carlo_twin_times_a_cycle_with_the_overhead_once():
+    """The twin's speed-up is the step's cycle time over its simulated tokens, against the plain step: Llama 3.1 8B +
+    EAGLE-3 head, k = 3, alpha = 0.75, batch 1, 2,150 tokens: the cycle is 7.9688 + 3 x 0.39623 = 9.1575 ms (the
+    1 ms once); S = mean x 7.9688 / 9.1575, within 1% of 2.379 (tau = 2.734375). A step of another speculation is
+    refused."""
+    spec = Speculation("eagle head", 3, 0.75)
+    step = speculative_step("Llama-3.1-8B", "H100 SXM", spec, context_tokens=2_150)
+    r = simulate(0.75, 3, trials=100_000, seed=11)
+    plain = (16.06e9 + 131_072 * 2_150) / BW + OVER
+    cycle = plain + 3 * ((0.85e9 + 4_096 * 2_150) / BW + HEAD_OVER)
+    assert r.time_per_token(step).to("s").m == pytest.approx(cycle / r.mean_tokens, rel=1e-6)
+    assert r.speedup(step) == pytest.approx(r.mean_tokens * plain / cycle, rel=1e-6)
+    assert abs(r.speedup(step) / (2.734375 * plain / cycle) - 1) < 0.01
+    with pytest.raises(InputError, match="same speculation"):
+        simulate(0.7, 3, trials=100, seed=1).speedup(step)
+
+
 def test_monte_carlo_is_seeded():
     """Same seed, same run; another seed, another run."""
     assert simulate(0.6, 3, trials=500, seed=7) == simulate(0.6, 3, trials=500, seed=7)
