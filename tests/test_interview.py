@@ -407,7 +407,11 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "draft": (SPEC_DRAFT * 1e3, "ms", 1e-6),
         "cycle": ((SPEC_VERIFY + 4 * SPEC_DRAFT) * 1e3, "ms", 1e-6),
         "draft_over": (DRAFT_MODEL_OVER * 1e3, "ms", 1e-12),
-        "speedup": (3.3616 * SPEC_PLAIN / (SPEC_VERIFY + 4 * SPEC_DRAFT), "", 1e-6),  # 2.199 (1.934 at 1 ms a draft step)
+        "speedup": (
+            3.3616 * SPEC_PLAIN / (SPEC_VERIFY + 4 * SPEC_DRAFT),
+            "",
+            1e-6,
+        ),  # 2.199 (1.934 at 1 ms a draft step)
     },
     "spec_crossover": {  # see SPEC_X and the batch-200 times below
         "tau": (2.7731, "", 1e-12),

@@ -244,7 +244,7 @@ def test_draft_overhead_fields_refuse_bad_values():
         lc.resolve().replace(draft_step_overhead_ms=-0.01)
     with pytest.raises(InputError, match="draft_model_step_overhead_ms"):
         lc.resolve().replace(draft_model_step_overhead_ms=float("nan"))
-    with pytest.raises(InputError, match="speculative_overhead.*Did you mean 'per_cycle'"):
+    with pytest.raises(InputError, match=r"speculative_overhead.*Did you mean 'per_cycle'"):
         lc.resolve().replace(speculative_overhead="per cycle")
 
 
@@ -341,7 +341,7 @@ def test_best_draft_tokens_by_hand():
     plain = (16.06e9 + 131_072 * 2_150) / BW + OVER
     for a, over, best in ((None, HEAD_OVER, 6), (PER_STEP, OVER, 3)):
         r = ((0.85e9 + 4_096 * 2_150) / BW + over) / plain
-        by_hand = max(range(1, 17), key=lambda k: _tau(0.7, k) / (1 + k * r))  # noqa: B023
+        by_hand = max(range(1, 17), key=lambda k: _tau(0.7, k) / (1 + k * r))
         b = best_draft_tokens("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=2_150, assumptions=a)
         assert by_hand == best and b.draft_tokens == by_hand
         assert b.speedup == pytest.approx(_tau(0.7, by_hand) / (1 + by_hand * r), rel=1e-6)

@@ -98,10 +98,10 @@ __all__ = [
     "SpeculativeStep",
     "acceptance_from_length",
     "acceptance_of",
+    "draft_step_overhead",
     "draft_tokens_of",
     "expected_tokens",
     "shared_speculative_step",
-    "draft_step_overhead",
     "speculation_of",
     "speculative_cycle",
     "speculative_memory",
@@ -642,12 +642,11 @@ def speculative_cycle(
     # needed only where the verification's steps are set up)
     share = None if steps is not None and "verify" in steps else _bytes_per(kv_bytes, "kv_bytes") / (k + 1)
     verify = step("verify", m, b * (k + 1), weight_bytes=weight_bytes, kv_bytes=share)
-    draft_model = spec.draft_for(m)
+    draft_model, wd = spec.draft_for(m), spec.draft_weight_bytes or weight_bytes
     draft = None
     t_draft = quantity(0.0, _MS)
-    if draft_model is not None:  # a decode step of the draft, with the draft step's fixed cost (draft_step_overhead)
-        a_d = _draft_assumptions(a, spec) if steps is None or "draft" not in steps else a
-        wd = spec.draft_weight_bytes or weight_bytes
+    if draft_model is not None:  # a decode step of the draft, with a draft step's fixed cost (draft_step_overhead)
+        a_d = a if steps and "draft" in steps else _draft_assumptions(a, spec)  # set up once in a search
         draft = step("draft", draft_model, b, a_d, weight_bytes=wd, kv_bytes=kv_bytes)
         t_draft = draft.step_time
     if steps is None:

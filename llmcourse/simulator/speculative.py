@@ -28,7 +28,6 @@ import math
 import random
 import statistics
 from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
 
 from llmcourse.errors import InputError
