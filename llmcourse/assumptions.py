@@ -72,6 +72,13 @@ CHOICES: dict[str, dict[str, str]] = {
         "sum": "a decode step adds its kernels' times: the weight matmuls (slower of weight reads and their "
         "FLOPs) plus attention (slower of KV reads and attention FLOPs)",
     },
+    "speculative_overhead": {
+        "per_step": "every draft step is a decode step of its own and pays the per-step overhead (step_overhead_ms), "
+        "as the verification does",
+        "per_cycle": "a speculative cycle pays the per-step overhead once, with its verification; each draft step runs "
+        "inside the same engine step (a captured graph) and pays only a launch-scale cost: draft_step_overhead_ms for "
+        "an EAGLE head or an MTP block, draft_model_step_overhead_ms for a separate draft model",
+    },
     "kv_read_context": {
         "average": "each decode step reads a sequence's KV at its average context (prompt + answer / 2)",
         "final": "each decode step reads a sequence's KV at its final context (prompt + answer)",
@@ -95,6 +102,12 @@ MEANING: dict[str, str] = {
     "headroom": "capacity multiplier a fleet is sized with (1.3 = 30% more than the demand)",
     "flops_per_param": "FLOPs per parameter per token (a multiply and an add)",
     "step_overhead_ms": "fixed time per decode step for kernel launches and scheduling (ms)",
+    "speculative_overhead": "how often a speculative cycle pays the per-step overhead: every draft step, or once "
+    "per cycle",
+    "draft_step_overhead_ms": "fixed time per draft step of an EAGLE head or an MTP block run inside the engine's "
+    "step, under rule speculative_overhead 'per_cycle' (ms): a graph launch and the sampling between draft steps",
+    "draft_model_step_overhead_ms": "fixed time per draft step of a separate draft model, under rule "
+    "speculative_overhead 'per_cycle' (ms): its own graph of all its layers, launched once per draft step",
     "prefill_interference": "a user's time per token includes the prefills of the other requests of its batch, "
     "which run between its decode steps",
     "kv_replication": "KV heads are replicated when a replica has more GPUs than KV heads (each GPU keeps at least "
@@ -157,6 +170,9 @@ class Assumptions:
     headroom: float = 1.3
     flops_per_param: float = 2.0
     step_overhead_ms: float = 0.0
+    speculative_overhead: str = "per_step"
+    draft_step_overhead_ms: float = 0.0
+    draft_model_step_overhead_ms: float = 0.0
     prefill_interference: bool = True
     communication: bool = True
     link_efficiency: float = 0.8
@@ -252,10 +268,9 @@ class Assumptions:
             raise InputError(
                 f"activation_bytes ({MEANING['activation_bytes']}) must be above 0; got {self.activation_bytes!r}."
             )
-        if self.step_overhead_ms < 0:
-            raise InputError(
-                f"step_overhead_ms ({MEANING['step_overhead_ms']}) must be 0 or more; got {self.step_overhead_ms!r}."
-            )
+        for name in ("step_overhead_ms", "draft_step_overhead_ms", "draft_model_step_overhead_ms"):
+            if getattr(self, name) < 0:
+                raise InputError(f"{name} ({MEANING[name]}) must be 0 or more; got {getattr(self, name)!r}.")
 
     def replace(self, **changes: Any) -> Assumptions:
         """A copy with some fields changed (``None`` values are ignored), named after the change."""
@@ -334,6 +349,20 @@ PRESETS: dict[str, Assumptions] = {
             # Fitted, in the open, to the 81 measured Llama-3.1-70B rows at concurrency 4 (tensor-parallel 1-8
             # on H100, H200 and B200; TensorRT-LLM and vLLM; chapter Many GPUs): every row within 1.25x.
             step_overhead_ms=1.0,
+            # Engines run a speculative cycle's draft steps inside one engine step: vLLM V1's proposer
+            # (SpecDecodeBaseProposer.propose, vllm/v1/spec_decode/eagle.py; EagleProposer and DraftModelProposer
+            # share it) loops over the k draft forwards in the model runner's step, each a CUDA-graph replay; SGLang's
+            # EAGLEWorker captures the speculative_num_steps draft forwards in one graph
+            # (EAGLEDraftCudaGraphRunner, python/sglang/srt/speculative/eagle_draft_cuda_graph_runner.py);
+            # TensorRT-LLM's one-model EAGLE-3 / MTP puts the drafter in the target's model code and launches the whole
+            # drafting loop as a single CUDA graph. The scheduler's overhead is paid once per cycle, with the
+            # verification; a draft step pays its reads and FLOPs and a launch-scale cost. Not fitted (no measured rows
+            # isolate it): a few tens of microseconds for a head or an MTP block (one small graph plus the argmax and
+            # input update between steps), more for a separate draft model (its own graph of all its layers, and in
+            # TensorRT-LLM's two-model mode a draft forward the executor launches per step).
+            speculative_overhead="per_cycle",
+            draft_step_overhead_ms=0.03,
+            draft_model_step_overhead_ms=0.1,
             four_bit_bandwidth_factor=0.6,
             # The median of measured minus predicted time to first token over the measured rows with 1-4
             # requests in flight (where a request barely queues); evidence() refits it in every fold with the wave
