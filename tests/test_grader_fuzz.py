@@ -277,6 +277,7 @@ def _battery(tmp_path: Path) -> tuple[list[list[tuple[str, str]]], Path]:
     return _deal(cases), pids
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", range(NOTEBOOKS))
 def test_hostile_notebooks_are_graded_and_leave_nothing(tmp_path, capsys, index):
     books, pids = _battery(tmp_path)
