@@ -304,7 +304,9 @@ class Model:
         layers: ``first_k_dense_replace``, ``moe_layer_freq``, ``decoder_sparse_step``, ``mlp_only_layers``),
         the MLA fields (``kv_lora_rank``, ``qk_rope_head_dim``, ``qk_nope_head_dim``, ``v_head_dim``) and the
         sliding window (``sliding_window`` and the layers it applies to: ``layer_types``,
-        ``sliding_window_pattern``, ``max_window_layers``, ``use_sliding_window``). A multimodal config's
+        ``sliding_window_pattern``, ``max_window_layers``, ``use_sliding_window``) and the other layer types
+        (:func:`llmcourse.catalog.params.layer_pattern`: Llama 4's chunked attention, Qwen3-Next / Qwen3.5 Gated
+        DeltaNet and MiniMax lightning linear attention, DeepSeek-V3.2 / GLM-5's sparse-attention indexer). A multimodal config's
         ``text_config`` is read (the text model only). The parameter count is computed from the shapes
         (:func:`llmcourse.catalog.params.count_params`) unless ``params`` is given.
 
@@ -312,8 +314,8 @@ class Model:
         flag where a number goes, a zero or an implausibly large count, a boolean spelled ``"false"``,
         head counts that do not divide, MLA fields missing, a file that is not a config.json: each raises
         :class:`~llmcourse.errors.InputError` naming the field. A config with layers the package cannot
-        model yet (linear-attention or state-space layers, Llama 4's chunked attention, DeepSeek-V3.2's
-        sparse-attention indexer) is refused the same way, never read as all full attention.
+        model yet (state-space or recurrent layers, a layer type it does not know) is refused the same way,
+        never read as all full attention.
 
         Examples
         --------
@@ -327,7 +329,13 @@ class Model:
         ...
         llmcourse.errors.InputError: config.json: num_attention_heads must be at least 1; got 0.
         """
-        from llmcourse.catalog.params import count_params, dense_layer_count, read_config, sliding_window_layers
+        from llmcourse.catalog.params import (
+            count_params,
+            dense_layer_count,
+            layer_pattern,
+            read_config,
+            sliding_window_layers,
+        )
 
         if name is not None and not isinstance(name, str):
             raise InputError(f"from_hf_config: name must be text such as 'my-model', not {name!r}.")
@@ -365,6 +373,7 @@ class Model:
             max_position=get("max_position_embeddings"),
             sliding_window=window,
             sliding_window_layers=window_layers,
+            **layer_pattern(cfg),
         )
         total, active = count_params(cfg)
         model_name = name or cfg.get("_name_or_path") or cfg.get("model_type") or "custom"
