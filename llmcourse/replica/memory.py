@@ -265,7 +265,7 @@ def kv_bytes_per_sequence(model: Model | str, context_tokens: float, kv_bytes: A
     """
     m = model_of(model)
     b = si(bytes_of(kv_bytes, "kv_bytes"), "kv_bytes")
-    return Q_(kv_held_si(m, context_tokens, b), B)
+    return Q_(kv_held_si(m, plain_number(context_tokens, "context_tokens"), b), B)  # None is no context
 
 
 def kv_copies(model: Model | str, n_gpus: int = 1, assumptions: Assumptions | str | None = None) -> float:
