@@ -214,8 +214,6 @@ def test_a_layout_switched_off_is_a_reason(change, reason, monkeypatch):
     ("change", "reason"),
     [
         (dict(mode="disagg"), lcv.DISAGGREGATED_REASON),
-        (dict(model_path="Qwen/Qwen3.5-397B-A17B"), "hybrid linear attention"),
-        (dict(model_path="zhipuai/GLM-5", isl="8192"), "DeepSeek sparse attention"),
         (dict(silicon_tpot_ms="n/a"), "column 'silicon_tpot_ms': 'n/a' is not a number"),
         (dict(silicon_data_source="x; silicon_concurrency=0"), "at least 1 request in flight; got 0"),
         (dict(system="h300_sxm"), "no GPU named 'h300_sxm'"),
@@ -233,6 +231,27 @@ def test_glm5_within_its_full_attention_context_is_read():
     """GLM-5 at 1,024 + 1,024 tokens attends to every past token (2,048 selected): the MLA row is exact there."""
     got = parse_aic(aic_row(model_path="zhipuai/GLM-5", moe_ep_size="1"))
     assert not got.skipped and {r.model for r in got.rows} == {"GLM-5"}
+
+
+@pytest.mark.parametrize(
+    ("change", "model"),
+    [
+        (
+            dict(model_path="Qwen/Qwen3.5-397B-A17B", moe_ep_size="1", tp_size="8"),
+            "Qwen3.5-397B-A17B",
+        ),  # linear-attention layers
+        (
+            dict(model_path="zhipuai/GLM-5", isl="8192", moe_ep_size="1", tp_size="8"),
+            "GLM-5",
+        ),  # sparse attention past 2,048
+    ],
+)
+def test_hybrid_and_sparse_attention_rows_are_read_and_predicted(change, model):
+    """Rows of a model with linear-attention or sparse-attention layers are read and predicted, not skipped."""
+    got = parse_aic(aic_row(**change))
+    assert not got.skipped and {r.model for r in got.rows} == {model}
+    for r in got.rows:
+        assert lcv.predict(r).value > 0
 
 
 @pytest.mark.parametrize(

@@ -129,6 +129,19 @@ class Model:
     max_position: int | None = None
     sliding_window: int | None = None
     sliding_window_layers: int | None = None
+    qk_nope_head_dim: int | None = None
+    attention_chunk: int | None = None
+    chunked_layers: int | None = None
+    linear_layers: int | None = None
+    linear_key_heads: int | None = None
+    linear_value_heads: int | None = None
+    linear_key_dim: int | None = None
+    linear_value_dim: int | None = None
+    linear_conv: int | None = None
+    linear_state_bytes: float | None = None
+    index_topk: int | None = None
+    index_heads: int | None = None
+    index_head_dim: int | None = None
     weight_dtype: str = "bf16"
     source: str = "user-defined"
     aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
@@ -169,13 +182,18 @@ class Model:
             "qk_rope_head_dim",
             "max_position",
             "sliding_window",
+            *_LAYER_SHAPES,
         )
         for attr in optional:
             if getattr(self, attr) is not None:
                 fix(attr, getattr(self, attr))
-        for attr in ("shared_experts", "dense_layers", "sliding_window_layers"):
+        for attr in ("shared_experts", "dense_layers", "sliding_window_layers", "chunked_layers", "linear_layers",
+                     "linear_conv"):  # fmt: skip
             if getattr(self, attr) is not None:
                 fix(attr, getattr(self, attr), allow_zero=True)
+        if self.linear_state_bytes is not None:
+            fix("linear_state_bytes", self.linear_state_bytes, float)
+        _check_layer_types(self, where)
         if self.kv_heads > self.heads:
             raise InputError(f"{where}: kv_heads ({self.kv_heads}) cannot exceed heads ({self.heads}).")
         if self.heads % self.kv_heads:
@@ -206,6 +224,36 @@ class Model:
         if self.kv_heads == self.heads:
             return "MHA"
         return "MQA" if self.kv_heads == 1 else "GQA"
+
+    @property
+    def layer_types(self) -> dict[str, int]:
+        """How many layers of each type: ``"full"`` attention (every past token; a sparse model's MLA layers, which
+        keep every token and attend to ``index_topk`` of them, are ``"sparse"``), ``"sliding"`` (the last
+        ``sliding_window`` tokens), ``"chunked"`` (the current ``attention_chunk``) and ``"linear"`` (a fixed state).
+
+        Examples
+        --------
+        >>> from llmcourse import models
+        >>> models["gpt-oss-120b"].layer_types
+        {'full': 18, 'sliding': 18, 'chunked': 0, 'linear': 0, 'sparse': 0}
+        """
+        win = (
+            (self.sliding_window_layers if self.sliding_window_layers is not None else self.layers)
+            if (self.sliding_window)
+            else 0
+        )
+        chunked, linear = self.chunked_layers or 0, self.linear_layers or 0
+        rest = self.layers - win - chunked - linear
+        sparse = rest if self.index_topk is not None else 0
+        return {"full": rest - sparse, "sliding": win, "chunked": chunked, "linear": linear, "sparse": sparse}
+
+    @property
+    def qk_head_dim(self) -> int:
+        """The width of one head's query-key dot product: ``head_dim``, or MLA's ``qk_nope_head_dim`` (the
+        ``head_dim`` when not given) plus ``qk_rope_head_dim`` (DeepSeek-V3: 128 + 64 = 192)."""
+        if self.kv_lora_rank is None:
+            return self.head_dim
+        return (self.qk_nope_head_dim or self.head_dim) + self.qk_rope_head_dim
 
     @property
     def is_moe(self) -> bool:
@@ -256,7 +304,9 @@ class Model:
         layers: ``first_k_dense_replace``, ``moe_layer_freq``, ``decoder_sparse_step``, ``mlp_only_layers``),
         the MLA fields (``kv_lora_rank``, ``qk_rope_head_dim``, ``qk_nope_head_dim``, ``v_head_dim``) and the
         sliding window (``sliding_window`` and the layers it applies to: ``layer_types``,
-        ``sliding_window_pattern``, ``max_window_layers``, ``use_sliding_window``). A multimodal config's
+        ``sliding_window_pattern``, ``max_window_layers``, ``use_sliding_window``) and the other layer types
+        (:func:`llmcourse.catalog.params.layer_pattern`: Llama 4's chunked attention, Qwen3-Next / Qwen3.5 Gated
+        DeltaNet and MiniMax lightning linear attention, DeepSeek-V3.2 / GLM-5's sparse-attention indexer). A multimodal config's
         ``text_config`` is read (the text model only). The parameter count is computed from the shapes
         (:func:`llmcourse.catalog.params.count_params`) unless ``params`` is given.
 
@@ -264,8 +314,8 @@ class Model:
         flag where a number goes, a zero or an implausibly large count, a boolean spelled ``"false"``,
         head counts that do not divide, MLA fields missing, a file that is not a config.json: each raises
         :class:`~llmcourse.errors.InputError` naming the field. A config with layers the package cannot
-        model yet (linear-attention or state-space layers, Llama 4's chunked attention, DeepSeek-V3.2's
-        sparse-attention indexer) is refused the same way, never read as all full attention.
+        model yet (state-space or recurrent layers, a layer type it does not know) is refused the same way,
+        never read as all full attention.
 
         Examples
         --------
@@ -279,7 +329,13 @@ class Model:
         ...
         llmcourse.errors.InputError: config.json: num_attention_heads must be at least 1; got 0.
         """
-        from llmcourse.catalog.params import count_params, dense_layer_count, read_config, sliding_window_layers
+        from llmcourse.catalog.params import (
+            count_params,
+            dense_layer_count,
+            layer_pattern,
+            read_config,
+            sliding_window_layers,
+        )
 
         if name is not None and not isinstance(name, str):
             raise InputError(f"from_hf_config: name must be text such as 'my-model', not {name!r}.")
@@ -317,6 +373,7 @@ class Model:
             max_position=get("max_position_embeddings"),
             sliding_window=window,
             sliding_window_layers=window_layers,
+            **layer_pattern(cfg),
         )
         total, active = count_params(cfg)
         model_name = name or cfg.get("_name_or_path") or cfg.get("model_type") or "custom"
@@ -558,6 +615,33 @@ class Cost:
         object.__setattr__(self, "input_value", inp)
 
 
+#: The fields of a model's layer types besides the sliding window (each a whole number when given).
+_LAYER_SHAPES = ("qk_nope_head_dim", "attention_chunk", "linear_key_heads", "linear_value_heads", "linear_key_dim",
+                 "linear_value_dim", "index_topk", "index_heads", "index_head_dim")  # fmt: skip
+_LINEAR = ("linear_key_heads", "linear_value_heads", "linear_key_dim", "linear_value_dim", "linear_conv")
+_INDEXER = ("index_topk", "index_heads", "index_head_dim")
+
+
+def _check_layer_types(m: Model, where: str) -> None:
+    """The layer-type fields of a model, checked together: each type's layers need its shape, and the types' layers
+    cannot outnumber the model's."""
+    counts = {"sliding_window_layers": m.sliding_window_layers if m.sliding_window else 0,
+              "chunked_layers": m.chunked_layers or 0, "linear_layers": m.linear_layers or 0}  # fmt: skip
+    if sum(counts.values()) > m.layers:
+        given = " + ".join(f"{k} ({v})" for k, v in counts.items() if v)
+        raise InputError(f"{where}: {given} cannot exceed layers ({m.layers}).")
+    if bool(m.chunked_layers) != (m.attention_chunk is not None):
+        raise InputError(f"{where}: chunked attention needs both attention_chunk (tokens) and chunked_layers.")
+    if m.linear_layers:
+        missing = [k for k in _LINEAR if getattr(m, k) is None]
+        if missing:
+            raise InputError(f"{where}: linear_layers ({m.linear_layers}) needs {', '.join(missing)}.")
+    if len({getattr(m, k) is None for k in _INDEXER}) > 1:
+        raise InputError(f"{where}: a sparse-attention indexer needs all of {', '.join(_INDEXER)}.")
+    if m.qk_nope_head_dim is not None and m.kv_lora_rank is None:
+        raise InputError(f"{where}: qk_nope_head_dim is an MLA field: give kv_lora_rank and qk_rope_head_dim too.")
+
+
 T = TypeVar("T", Model, GPU, Link, HardwarePrice, Cost)
 
 
@@ -666,8 +750,13 @@ def _load_models() -> list[Model]:
         "sliding_window",
         "sliding_window_layers",
     )
+    layers = {row["name"]: row for row in _read_csv("model_layers.csv")}
     for row in _read_csv("models.csv"):
         kwargs: dict[str, Any] = {k: _int(row[k]) for k in ints}
+        shape = layers.pop(row["name"], None)  # the layer types of the models whose layers differ
+        if shape is not None:
+            kwargs |= {k: _int(v) for k, v in shape.items() if k not in ("name", "source", "linear_state_bytes")}
+            kwargs["linear_state_bytes"] = _num(shape["linear_state_bytes"])
         out.append(
             Model(
                 name=row["name"],
@@ -679,6 +768,8 @@ def _load_models() -> list[Model]:
                 **kwargs,
             )
         )
+    if layers:  # a data-file slip, caught at import
+        raise InputError(f"model_layers.csv names models that models.csv lacks: {', '.join(layers)}.")
     return out
 
 

@@ -32,9 +32,33 @@ DERIVED: dict[str, tuple[str, str]] = {
         "fab223cbe1ecbc7d1a98",
         "Max(Mul(Symbol('F_{attn}', positive=True), Symbol('B', positive=True, integer=True), Pow(Symbol('F', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{F}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1))), Mul(Symbol('K_{seq}', positive=True), Symbol('B', positive=True, integer=True), Pow(Symbol('\\\\beta', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{\\\\beta}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1))))",
     ),
+    "Min:1de6dc93315f": (
+        "1de6dc93315fa21dddd6",
+        "Min(Symbol('T_{ctx}', positive=True), Symbol('c', positive=True, integer=True))",
+    ),
+    "Min:23cbc76f257c": (
+        "23cbc76f257cc4dbad99",
+        "Min(Symbol('T_{p}', positive=True), Symbol('k_{top}', positive=True, integer=True))",
+    ),
     "Min:7b1267786bba": (
         "7b1267786bba6d82d9da",
         "Min(Mul(Symbol('F', positive=True), Symbol('\\\\eta_{F}', positive=True)), Mul(Symbol('I', positive=True), Symbol('\\\\beta', positive=True), Symbol('\\\\eta_{\\\\beta}', positive=True)))",
+    ),
+    "Min:870eb49381c6": (
+        "870eb49381c6d3dc6889",
+        "Min(Symbol('T_{ctx}', positive=True), Symbol('w', positive=True, integer=True))",
+    ),
+    "Min:c74172afb56c": (
+        "c74172afb56c7f393526",
+        "Min(Symbol('T_{p}', positive=True), Symbol('w', positive=True, integer=True))",
+    ),
+    "Min:d29e60bb27d9": (
+        "d29e60bb27d9b164dfdc",
+        "Min(Symbol('T_{p}', positive=True), Symbol('c', positive=True, integer=True))",
+    ),
+    "Min:ec2f99e84ac6": (
+        "ec2f99e84ac65a0bbbff",
+        "Min(Symbol('T_{ctx}', positive=True), Symbol('k_{top}', positive=True, integer=True))",
     ),
     "break_even_gpus": (
         "118dafcd5ddfab6763b1",
@@ -142,6 +166,10 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "crossover_batch": ("b938eee9bdd50d877ff5", "_a3*_a2*_a6/(_a1*_a0*_a4 - _a3*_a5*_a6)"),
     "cycle_throughput": ("6e228be2cf22c322bfd2", "_a1*_a0/(_a3*_a0 + _a2)"),
     "decode_attention_flops": ("26539a311ce453bfcb87", "2*_a2*_a1*_a0*_a3*_a4"),
+    "decode_attention_flops_by_layer_type": (
+        "34dd7389afbaaaf0f26c",
+        "3*_a12*_a11*_a2*_a8*_a13 + _a4*_a2*_a1*_a9*_a5 + _a2*_a3*(_a16 + _a14)*(_a1*_a7 + _a10*min(_a1, _a17) + _a9*min(_a15, _a1) + _a6*min(_a1, _a0))",
+    ),
     "decode_compute_time": ("973b81a4f2cd2c2b723d", "_a0*_a2/(_a1*_a4*_a3)"),
     "decode_flops_per_token": ("7f525394f566f1a956ff", "_a1*_a0"),
     "decode_memory_time": ("3b4af65d509f436dccd7", "(_a2*_a4 + _a3)/(_a1*_a0*_a5)"),
@@ -170,11 +198,17 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "gpus_for_weights": ("0d46825628e3b054524b", "ceil(_a2/(_a0*_a1))"),
     "gpus_in_power_budget": ("648375ed2d6e54375687", "floor(_a0/_a1)"),
     "interleaved_tpot": ("6f138c3c6ff7f045fea8", "_a3 + _a2*(_a1 - 1)/(_a1*_a0)"),
+    "kv_bytes_by_layer_type": (
+        "c4cf7da37a92673dc68c",
+        "_a5*min(_a1, _a8) + _a4*min(_a7, _a1) + _a3*_a1 + _a2*min(_a1, _a0) + _a6",
+    ),
     "kv_bytes_per_sequence": ("b8d118c1ddb16d307518", "_a1*_a0"),
     "kv_bytes_per_token": ("785a38bcdc06bfa03bb1", "2*_a0*_a1*_a2*_a3"),
     "kv_bytes_per_token_mla": ("fa4467fb0703057c3748", "_a0*_a2*(_a1 + _a3)"),
+    "kv_bytes_per_token_widths": ("5156035b67a7479813b2", "_a0*_a1*_a2*(_a4 + _a3)"),
     "kv_handoff_time": ("a7c1dc13ab6cc298c3d2", "_a0 + _a5 + _a2/(_a1*_a4*_a3)"),
     "kv_replication": ("0bb1b9ccd2de6b9829b1", "max(1, _a1/_a0)"),
+    "linear_state_bytes": ("8068f114ce8845c4c055", "_a2*(_a5*_a3*_a7*_a6 + _a0*_a1*(_a5*_a6 + 2*_a3*_a4))"),
     "littles_law": ("cd68be0484e756e7057d", "_a1*_a0"),
     "max_batch": ("4106baf3bef11406169b", "floor((_a1 - _a2)/_a0)"),
     "mdc_wait": ("b02de0471c8d12b984ff", "(1/2)*_a1*_a2**(sqrt(2*_a0 + 2) - 1)/(_a0*(1 - _a2))"),
@@ -189,6 +223,10 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "pipeline_bubble": ("5627cb919003aeb56e56", "(_a1 - 1)/(_a0 + _a1 - 1)"),
     "pipeline_token_time": ("226aa0d1a29eb200b344", "_a3 + (_a0 + _a2)*(_a1 - 1)"),
     "pipelined_prefill_time": ("8f5f1de092ff31132022", "_a1/(1 - _a0)"),
+    "prefill_attention_flops": (
+        "f50f3e57a9d9a4e32377",
+        "3*_a11*_a10*_a1*_a13*_a7*_a12 + (1/2)*_a3*_a1*_a13**2*_a8*_a4 + _a1*_a2*(_a16 + _a14)*((1/2)*_a13**2*_a6 + (1/2)*_a13*_a5*min(_a13, _a0) + _a9*(_a13*min(_a13, _a17) - 1/2*min(_a13, _a17)**2) + _a8*(_a13*min(_a15, _a13) - 1/2*min(_a15, _a13)**2))",
+    ),
     "prefill_compute_rate": ("ac9c711e2f7abb4c7cd0", "_a0*_a2*_a1"),
     "prefill_compute_time": ("68a73d3bf9fb1da16d5b", "_a3*_a4/(_a0*_a2*_a1)"),
     "prefill_flops": ("d905cc347d144748b4e1", "_a1*_a0*_a5**2*_a2*_a3 + _a0*_a5*_a4"),
@@ -227,7 +265,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "weight_load_time": ("59110f7dd398648bf73c", "_a1/_a0"),
     "weight_read_time": ("1a3b6cc497f53320b20b", "_a3/(_a1*_a0*_a2)"),
 }
-SOURCES = "6617ac90db0d5aa31675"
+SOURCES = "ee4697a2cd720d16a4d0"
 TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ("peak_request_rate", "request_rate", "peak request rate", "01_tokens", "daily_rate peak_factor"),
     ("token_rate", "token_rate", "tokens per second from requests", "01_tokens", "request_rate tokens_per_request"),
@@ -277,6 +315,41 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "sequences whose KV fits beside the weights",
         "03_kv_cache",
         "kv_per_sequence usable_memory weights",
+    ),
+    (
+        "kv_bytes_by_layer_type",
+        "kv_per_sequence",
+        "KV bytes of one sequence by layer type: full layers keep every token, sliding-window layers the last w, chunked layers at most a chunk, sparse layers' selected tokens at most k, linear layers a fixed state",
+        "03_kv_cache",
+        "chunk context kv_chunk_per_token kv_full_per_token kv_selected_per_token kv_window_per_token linear_state top_k_tokens window",
+    ),
+    (
+        "linear_state_bytes",
+        "linear_state",
+        "state of one sequence in the linear-attention layers: the convolution's last tokens of q, k and v, and one key-by-value matrix per value head",
+        "03_kv_cache",
+        "conv_tokens kv_bytes layers_linear linear_key_dim linear_key_heads linear_value_dim linear_value_heads state_bytes",
+    ),
+    (
+        "kv_bytes_per_token_widths",
+        "kv_per_token",
+        "KV bytes per token when keys and values differ in width (MLA's keys and values expanded per head)",
+        "04_gqa",
+        "kv_bytes kv_heads layers qk_dim v_dim",
+    ),
+    (
+        "decode_attention_flops_by_layer_type",
+        "flops_per_token",
+        "attention FLOPs per generated token by layer type: QK and AV over the tokens each layer attends to, the indexer's scores over every past token, and three products with each linear layer's state",
+        "05_decode",
+        "chunk context flops_per_param heads index_dim index_heads layers_chunk layers_full layers_linear layers_sparse layers_window linear_key_dim linear_value_dim linear_value_heads qk_dim top_k_tokens v_dim window",
+    ),
+    (
+        "prefill_attention_flops",
+        "prefill_flops",
+        "attention FLOPs of a causal prefill by layer type: QK and AV over the pairs of tokens each layer attends to, the indexer's scores over all earlier tokens, and three products with each linear layer's state",
+        "06_prefill",
+        "chunk flops_per_param heads index_dim index_heads layers_chunk layers_full layers_linear layers_sparse layers_window linear_key_dim linear_value_dim linear_value_heads prompt_tokens qk_dim top_k_tokens v_dim window",
     ),
     (
         "decode_flops_per_token",

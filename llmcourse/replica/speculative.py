@@ -425,11 +425,11 @@ def speculative_memory(
     wd = kd = 0.0
     if draft is not None:
         wd = weights_si(draft, spec.draft_weight_bytes or weight_bytes)
-        kd = kv_sequence_si(draft, held, kv_bytes) * kv_copies_si(draft, tp, a)
-    kv = kv_sequence_si(m, held, kv_bytes) * kv_copies_si(m, tp, a)  # each GPU keeps at least one KV head
+        kd = kv_sequence_si(draft, held, kv_bytes, kv_copies_si(draft, tp, a))
+    kv = kv_sequence_si(m, held, kv_bytes, kv_copies_si(m, tp, a))  # each GPU keeps at least one KV head
     both = w + wd
     usable = usable_si(g, tp, a, both)
-    kv_plain = kv_sequence_si(m, context_tokens, kv_bytes) * kv_copies_si(m, tp, a)
+    kv_plain = kv_sequence_si(m, context_tokens, kv_bytes, kv_copies_si(m, tp, a))
     return SpeculativeMemory(
         weights=in_unit(w, BYTE, GB),
         draft_weights=in_unit(wd, BYTE, GB),
