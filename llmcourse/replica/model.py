@@ -670,7 +670,7 @@ def speculative_replica(model: Model | str, gpu: GPU | str, speculation: Specula
     >>> plain = replica("Llama-3.1-70B", "H100 SXM", **kw)
     >>> spec = speculative_replica("Llama-3.1-70B", "H100 SXM", Speculation("eagle head", 4, 0.7), **kw)
     >>> (plain.batch, round(plain.tokens_per_s_per_user.m)), (spec.batch, round(spec.tokens_per_s_per_user.m))
-    ((97, 12), (94, 15))
+    ((97, 12), (94, 16))
     """
     spec = speculation_of(speculation)
     m, g = model_of(model), gpu_of(gpu)
