@@ -62,7 +62,7 @@ class Scheduler:
     >>> Scheduler(chunk_tokens=0)
     Traceback (most recent call last):
     ...
-    llmcourse.errors.InputError: chunk_tokens must be at least 1; got 0: each iteration must make progress on a prompt (engines use 512 to 16,384).
+    llmcourse.errors.InputError: chunk_tokens must be greater than zero; got 0.
     >>> Scheduler(prefix_hit_rate=0.5)
     Traceback (most recent call last):
     ...
