@@ -144,7 +144,11 @@ def test_plan_says_its_router():
 @pytest.mark.parametrize(
     ("make", "error", "words"),
     [
-        (lambda: Fleet(4, "least_load"), UnknownNameError, r"no router named 'least_load'\. Did you mean 'least_loaded'"),
+        (
+            lambda: Fleet(4, "least_load"),
+            UnknownNameError,
+            r"no router named 'least_load'\. Did you mean 'least_loaded'",
+        ),
         (lambda: SizingRun(router="power_of_2"), UnknownNameError, "Did you mean 'power_of_two'"),
         (lambda: Fleet(0), InputError, "replicas"),
         (lambda: Scheduler(chunk_tokens=0), InputError, "chunk_tokens"),

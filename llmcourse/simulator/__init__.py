@@ -31,11 +31,11 @@ from llmcourse.units import percentile_rank
 
 __all__ = [
     "ENGINE_BUDGET",
-    "ROUTERS",
-    "Fleet",
     "LENGTH_CV",
     "PERCENTILES",
+    "ROUTERS",
     "ClosedForm",
+    "Fleet",
     "PercentileSizing",
     "Scheduler",
     "ServiceModel",
@@ -43,8 +43,8 @@ __all__ = [
     "SizingRun",
     "at_load",
     "build_replica",
-    "engine_chunk_tokens",
     "closed_form",
+    "engine_chunk_tokens",
     "knee",
     "load_sweep",
     "percentile",

@@ -39,7 +39,7 @@ import random
 from collections import deque
 from dataclasses import dataclass
 
-from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.errors import UnknownNameError
 from llmcourse.simulator.service import ServiceModel
 from llmcourse.simulator.workload import Requests
 from llmcourse.units import plain_number

@@ -18,11 +18,14 @@ The model (stated once, used everywhere):
   A waiting request is admitted, first come first served, when its prompt + answer tokens fit in
   what is left of that budget and the batch is below ``batch_cap`` (an engine's "max sequences").
   Its KV is reserved for the whole answer at admission and freed when it finishes.
-* **Iterations.** When requests were admitted, the next iteration prefills all their prompts
-  together (decoding stalls meanwhile, as in an engine without chunked prefill); it produces each
-  one's first token. Otherwise the iteration is one decode step of the whole running batch and
-  gives each request one more token. A :class:`~llmcourse.simulator.events.Scheduler` with a token budget mixes
-  prompt chunks into the decode steps instead, and a prefix cache skips the cached tokens' prefill.
+* **Iterations.** Each iteration has the engine's token budget (a
+  :class:`~llmcourse.simulator.events.Scheduler`; by default :func:`~llmcourse.simulator.service.engine_chunk_tokens`,
+  8,192 tokens under the course's method, as vLLM, SGLang and TensorRT-LLM default to on H100-class GPUs): one token
+  per running request, the rest to the admitted prompts' chunks, first come first served. With ``chunk_tokens=None``
+  (the sources' presets) the next iteration after an admission prefills all the admitted prompts together while
+  decoding stalls; it produces each one's first token. Otherwise the iteration is one decode step of the whole
+  running batch. A prefix cache skips the cached tokens' prefill; a :class:`~llmcourse.simulator.fleet.Fleet` runs
+  several replicas behind a router.
 * **Service times come from the one replica model.** Once per run (:func:`build_replica`, a
   :class:`ServiceModel`) the decode step is tabulated against the batch: the step of
   :func:`llmcourse.replica.replica` at that batch for the mean request, which reads the KV cache
