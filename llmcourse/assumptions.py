@@ -122,6 +122,9 @@ MEANING: dict[str, str] = {
     "closed_loop_wave_share": "share of the other requests' prefills of a closed loop a new request waits behind, half "
     "of them on average (the loop's requests come back in waves), in an engine that mixes prefills into its decode "
     "steps; an engine that runs each prefill on its own waits behind all of them (share 1)",
+    "prefill_chunk_tokens": "tokens one engine iteration may process in the queueing simulator, decode tokens first "
+    "and then prompt chunks (vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size, TensorRT-LLM's "
+    "max_num_tokens); None: prompts prefilled whole while decoding waits",
     "four_bit_bandwidth_factor": "share of the bandwidth efficiency a decode step keeps with 4-bit weights (FP4, "
     "INT4: the kernels also read block scales and dequantise)",
     "gpu_idle_power_fraction": "share of its rated power (TDP) a GPU draws while it holds a model but serves nothing",
@@ -180,6 +183,7 @@ class Assumptions:
     four_bit_bandwidth_factor: float = 1.0
     request_overhead_ms: float = 0.0
     closed_loop_wave_share: float = 0.0
+    prefill_chunk_tokens: int | None = None
     kv_replication: bool = True
     speculation: Any = None
     # The whole bill (chapter Sizing the fleet). Course assumptions, each beside its evidence:
@@ -263,6 +267,12 @@ class Assumptions:
             raise InputError(
                 f"closed_loop_wave_share ({MEANING['closed_loop_wave_share']}) must be from 0 to 1; "
                 f"got {self.closed_loop_wave_share!r}."
+            )
+        chunk = self.prefill_chunk_tokens
+        if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
+            raise InputError(
+                f"prefill_chunk_tokens ({MEANING['prefill_chunk_tokens']}) must be a whole number of tokens, 1 or "
+                f"more (engines use 512 to 16,384), or None for whole prompts; got {chunk!r}."
             )
         if self.activation_bytes <= 0:
             raise InputError(
@@ -375,6 +385,13 @@ PRESETS: dict[str, Assumptions] = {
             # validation.FIT_GRIDS): 0.14; refitted by evidence() in every fold (chapter Validation shows the values).
             # SGLang runs each prefill batch on its own (its mixed chunks are off by default): share 1, not fitted.
             closed_loop_wave_share=0.14,
+            # The engines' default token budget per iteration on H100-class GPUs, which the queueing simulator
+            # schedules by: vLLM's max_num_batched_tokens for its OpenAI server on a GPU of 70 GiB or more
+            # (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults: 8,192; 2,048 on smaller GPUs and A100),
+            # SGLang's chunked_prefill_size (python/sglang/srt/server_args.py, ServerArgs: 8,192 on 80-160 GB GPUs,
+            # 2,048 / 4,096 on smaller ones, 16,384 on larger), TensorRT-LLM's max_num_tokens (BuildConfig: 8,192).
+            # The sources' presets prefill whole prompts (None), as their figures were made.
+            prefill_chunk_tokens=8_192,
         ),
     )
 }

@@ -414,7 +414,9 @@ def _service(step_ms, pre_ms, isl, osl, cap=512):
 def test_closed_form_ttft_matches_the_simulator(step, pre, isl, osl, n):
     """The closed form's mean time to first token is within 10% of the queueing simulator's (Poisson arrivals at
     the rate the closed loop gives, fixed lengths, the simulator's own time per token) at prefill loads up to 0.4.
-    (Above that the simulator, which prefills arrivals in groups, waits longer: 20-30% at 0.6-0.7.)"""
+    (Above that the simulator, which prefills arrivals in groups, waits longer: 20-30% at 0.6-0.7.) The simulator
+    prefills whole prompts here, the queue the closed form describes (its default, the engine's token budget, adds a
+    decode step to each prompt's iteration)."""
     rep, tp, s = _service(step, pre, isl, osl), pre / 1e3, step / 1e3
     tau = s + tp * (n - 1) / osl
     for _ in range(3):  # the time per token and the rate settle together
@@ -422,7 +424,7 @@ def test_closed_form_ttft_matches_the_simulator(step, pre, isl, osl, n):
         rate = n / (ttft + (osl - 1) * tau)
         sim = simulator.simulate(
             "Llama-3.1-8B", "H100 SXM", rate=Q_(rate, "1/s"), prompt_tokens=isl, answer_tokens=osl, requests=3000, seed=3,
-            prompt_cv=0, answer_cv=0, replica=rep,
+            prompt_cv=0, answer_cv=0, replica=rep, scheduler=simulator.Scheduler(None),
         )  # fmt: skip
         tau = statistics.fmean(sim.tpot_s)
     assert rate * tp <= 0.4
