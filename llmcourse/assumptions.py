@@ -72,6 +72,20 @@ CHOICES: dict[str, dict[str, str]] = {
         "sum": "a decode step adds its kernels' times: the weight matmuls (slower of weight reads and their "
         "FLOPs) plus attention (slower of KV reads and attention FLOPs)",
     },
+    "allreduce_algorithm": {
+        "ring": "every all-reduce is a ring over the link: 2(N-1) latency steps and 2(N-1)/N of the bytes (NCCL's "
+        "ring, the alpha-beta model)",
+        "engine": "the engines' own kernels inside an NVLink domain, the fastest of one-shot, two-shot and the ring "
+        "(vLLM custom_all_reduce, TensorRT-LLM's AUTO strategy); across nodes a hierarchical all-reduce (in each node, "
+        "then between nodes)",
+    },
+    "expert_dispatch": {
+        "per_expert": "an all-to-all sends a token once to each of its k experts, at the activation precision, "
+        "both ways",
+        "per_gpu": "an all-to-all sends a token once to each GPU that holds one of its experts (DeepEP, "
+        "pplx-kernels, TensorRT-LLM wide-EP), within the router's expert groups, at dispatch_bytes per value; the "
+        "combine returns one sum per GPU at the activation precision",
+    },
     "kv_read_context": {
         "average": "each decode step reads a sequence's KV at its average context (prompt + answer / 2)",
         "final": "each decode step reads a sequence's KV at its final context (prompt + answer)",
@@ -104,6 +118,12 @@ MEANING: dict[str, str] = {
     "sends) by the alpha-beta model on its link",
     "link_efficiency": "share of a link's bandwidth a collective reaches",
     "activation_bytes": "bytes per activation value the GPUs exchange (BF16: 2)",
+    "allreduce_algorithm": "which all-reduce a collective of a tensor-parallel group runs",
+    "engine_allreduce_us": "fixed cost of an engine's own all-reduce kernel (one-shot, two-shot): its launch and "
+    "flag exchange, in microseconds",
+    "expert_dispatch": "what the expert-parallel all-to-all sends",
+    "dispatch_bytes": "bytes per activation value an expert dispatch sends (rule 'per_gpu'; FP8 with one FP32 scale "
+    "per 128 values: 1 + 4/128)",
     "request_overhead_ms": "fixed time each request spends besides its prefill before its first token: the HTTP "
     "round trip, tokenising, scheduling (ms)",
     "closed_loop_wave_share": "share of the other requests' prefills of a closed loop a new request waits behind, half "
@@ -161,6 +181,10 @@ class Assumptions:
     communication: bool = True
     link_efficiency: float = 0.8
     activation_bytes: float = 2.0
+    allreduce_algorithm: str = "ring"
+    engine_allreduce_us: float = 3.5
+    expert_dispatch: str = "per_expert"
+    dispatch_bytes: float = 1.03125
     four_bit_bandwidth_factor: float = 1.0
     request_overhead_ms: float = 0.0
     closed_loop_wave_share: float = 0.0
@@ -248,6 +272,12 @@ class Assumptions:
                 f"closed_loop_wave_share ({MEANING['closed_loop_wave_share']}) must be from 0 to 1; "
                 f"got {self.closed_loop_wave_share!r}."
             )
+        if self.engine_allreduce_us < 0:
+            raise InputError(
+                f"engine_allreduce_us ({MEANING['engine_allreduce_us']}) must be 0 or more; got {self.engine_allreduce_us!r}."
+            )
+        if self.dispatch_bytes <= 0:
+            raise InputError(f"dispatch_bytes ({MEANING['dispatch_bytes']}) must be above 0; got {self.dispatch_bytes!r}.")
         if self.activation_bytes <= 0:
             raise InputError(
                 f"activation_bytes ({MEANING['activation_bytes']}) must be above 0; got {self.activation_bytes!r}."
@@ -346,6 +376,16 @@ PRESETS: dict[str, Assumptions] = {
             # validation.FIT_GRIDS): 0.14; refitted by evidence() in every fold (chapter Validation shows the values).
             # SGLang runs each prefill batch on its own (its mixed chunks are off by default): share 1, not fitted.
             closed_loop_wave_share=0.14,
+            # The engines' collectives (chapter Many GPUs): vLLM's custom_all_reduce, TensorRT-LLM's AllReduce AUTO and
+            # FlashInfer's trtllm_allreduce_fusion at decode, NCCL across nodes. 3.5 us: aiconfigurator's measured
+            # custom all-reduce of a few kilobytes with CUDA graphs, 4.3-4.5 us on 2 and 8 H100s (vLLM 0.14), 3.5 us
+            # (TensorRT-LLM 1.2) and 4.8 us on 8 B200s, less the link's one flag latency (0.8-1.2 us).
+            allreduce_algorithm="engine",
+            engine_allreduce_us=3.5,
+            # DeepEP's dispatch in FP8 (its README: "FP8 dispatching and BF16 combining"), pplx-kernels and TensorRT-LLM
+            # wide-EP: a token once per destination GPU.
+            expert_dispatch="per_gpu",
+            dispatch_bytes=1.03125,
         ),
     )
 }

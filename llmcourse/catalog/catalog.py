@@ -129,6 +129,8 @@ class Model:
     max_position: int | None = None
     sliding_window: int | None = None
     sliding_window_layers: int | None = None
+    expert_groups: int | None = None
+    topk_groups: int | None = None
     weight_dtype: str = "bf16"
     source: str = "user-defined"
     aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
@@ -195,8 +197,31 @@ class Model:
             )
         if self.dense_layers is not None and self.dense_layers > self.layers:
             raise InputError(f"{where}: dense_layers ({self.dense_layers}) cannot exceed layers ({self.layers}).")
+        self._check_groups(where)
         if (self.kv_lora_rank is None) != (self.qk_rope_head_dim is None):
             raise InputError(f"{where}: an MLA model needs both kv_lora_rank and qk_rope_head_dim.")
+
+    def _check_groups(self, where: str) -> None:
+        """The router's expert groups (DeepSeek-V3's ``n_group`` 8, ``topk_group`` 4): whole numbers, for a mixture of
+        experts, the groups dividing the experts and the groups a token may use at most the groups."""
+        g, t = self.expert_groups, self.topk_groups
+        if g is None and t is None:
+            return
+        for attr, v in (("expert_groups", g), ("topk_groups", t)):
+            if v is not None:
+                object.__setattr__(self, attr, _count(v, attr))
+        g, t = self.expert_groups or 1, self.topk_groups or 1
+        if self.experts is None:
+            raise InputError(f"{where}: expert_groups and topk_groups route experts; a dense model leaves them out.")
+        if self.experts % g:
+            raise InputError(f"{where}: expert_groups ({g}) must divide the experts ({self.experts}).")
+        if t > g:
+            raise InputError(f"{where}: topk_groups ({t}) cannot exceed expert_groups ({g}).")
+        if t * self.experts // g < self.experts_per_token:
+            raise InputError(
+                f"{where}: topk_groups ({t}) of expert_groups ({g}) hold {t * self.experts // g} experts, fewer than "
+                f"experts_per_token ({self.experts_per_token}): raise topk_groups."
+            )
 
     @property
     def attention(self) -> str:
@@ -252,7 +277,7 @@ class Model:
         Reads ``head_dim`` when present (else ``hidden_size / num_attention_heads``; an MLA model's is
         ``v_head_dim``), ``num_key_value_heads`` (GQA; absent means one KV head per query head), the MoE
         fields (``num_local_experts``/``num_experts``/``n_routed_experts``, ``num_experts_per_tok``,
-        ``moe_intermediate_size``, ``n_shared_experts`` or ``shared_expert_intermediate_size``, and the dense
+        ``moe_intermediate_size``, the router's groups (``n_group``, ``topk_group``), ``n_shared_experts`` or ``shared_expert_intermediate_size``, and the dense
         layers: ``first_k_dense_replace``, ``moe_layer_freq``, ``decoder_sparse_step``, ``mlp_only_layers``),
         the MLA fields (``kv_lora_rank``, ``qk_rope_head_dim``, ``qk_nope_head_dim``, ``v_head_dim``) and the
         sliding window (``sliding_window`` and the layers it applies to: ``layer_types``,
@@ -317,6 +342,8 @@ class Model:
             max_position=get("max_position_embeddings"),
             sliding_window=window,
             sliding_window_layers=window_layers,
+            expert_groups=get("n_group") if experts else None,  # DeepSeek-V3's group-limited router
+            topk_groups=get("topk_group") if experts else None,
         )
         total, active = count_params(cfg)
         model_name = name or cfg.get("_name_or_path") or cfg.get("model_type") or "custom"
@@ -416,6 +443,10 @@ class Link:
     ``domain`` is the most GPUs one such link joins (an NVLink board: 8; an NVL72 rack: 72);
     ``kind`` is ``"scale-up"`` (inside a node or rack) or ``"scale-out"`` (between nodes);
     ``scale_out`` names the link a group larger than ``domain`` falls back to between nodes.
+    ``peer_kernels`` says whether each GPU can read and write its peers' memory over the link at full speed, so
+    that the engines' own all-reduce kernels run on it (vLLM's ``custom_all_reduce`` needs a fully connected NVLink
+    or xGMI board beyond two GPUs; TensorRT-LLM's ONESHOT / TWOSHOT need NVLink peer access): NVLink and Infinity
+    Fabric yes, PCIe and the scale-out links no (their all-reduce is NCCL's ring).
 
     Examples
     --------
@@ -438,8 +469,11 @@ class Link:
     scale_out: str = "InfiniBand NDR"
     source: str = "user-defined"
     aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    peer_kernels: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.peer_kernels, bool):
+            raise InputError(f"link {self.name!r}: peer_kernels must be True or False; got {self.peer_kernels!r}.")
         for attr, unit in (("bandwidth", "GB/s"), ("latency", "us"), ("base", "us")):
             try:
                 q = as_quantity(getattr(self, attr), unit, attr)
@@ -667,7 +701,8 @@ def _load_models() -> list[Model]:
         "sliding_window_layers",
     )
     for row in _read_csv("models.csv"):
-        kwargs: dict[str, Any] = {k: _int(row[k]) for k in ints}
+        row = {**row, "expert_groups": row.get("expert_groups") or "", "topk_groups": row.get("topk_groups") or ""}
+        kwargs: dict[str, Any] = {k: _int(row[k]) for k in (*ints, "expert_groups", "topk_groups")}
         out.append(
             Model(
                 name=row["name"],
@@ -725,6 +760,7 @@ def _load_links() -> list[Link]:
             scale_out=row["scale_out"],
             source=row["source"],
             aliases=tuple(a for a in row["aliases"].split(";") if a),
+            peer_kernels=row["peer_kernels"].strip().lower() == "yes",
         )
         for row in _read_csv("links.csv")
     ]

@@ -56,6 +56,8 @@ _WHOLE: dict[str, tuple[int, int]] = {
     "experts_per_token": (1, 1_000_000),
     "n_shared_experts": (0, 10_000),
     "first_k_dense_replace": (0, 10_000),
+    "n_group": (1, 1_000_000),
+    "topk_group": (1, 1_000_000),
     "moe_layer_freq": (1, 10_000),
     "decoder_sparse_step": (1, 10_000),
     "kv_lora_rank": (1, 1_000_000),
