@@ -277,7 +277,9 @@ class Assumptions:
                 f"engine_allreduce_us ({MEANING['engine_allreduce_us']}) must be 0 or more; got {self.engine_allreduce_us!r}."
             )
         if self.dispatch_bytes <= 0:
-            raise InputError(f"dispatch_bytes ({MEANING['dispatch_bytes']}) must be above 0; got {self.dispatch_bytes!r}.")
+            raise InputError(
+                f"dispatch_bytes ({MEANING['dispatch_bytes']}) must be above 0; got {self.dispatch_bytes!r}."
+            )
         if self.activation_bytes <= 0:
             raise InputError(
                 f"activation_bytes ({MEANING['activation_bytes']}) must be above 0; got {self.activation_bytes!r}."
@@ -380,7 +382,12 @@ PRESETS: dict[str, Assumptions] = {
             # FlashInfer's trtllm_allreduce_fusion at decode, NCCL across nodes. 3.5 us: aiconfigurator's measured
             # custom all-reduce of a few kilobytes with CUDA graphs, 4.3-4.5 us on 2 and 8 H100s (vLLM 0.14), 3.5 us
             # (TensorRT-LLM 1.2) and 4.8 us on 8 B200s, less the link's one flag latency (0.8-1.2 us).
-            allreduce_algorithm="engine",
+            # Kept on the ring for now: with the engines' kernels the step loses the 2-3 ms of ring latency that
+            # stood in for the per-layer costs the step does not count yet (kernel floors at small per-GPU shapes),
+            # and the 81 measured Llama-3.1-70B rows at concurrency 4 fall from 81 to 46 within 1.25x (median
+            # predicted / measured 0.98 -> 0.84; rows on 4 or more GPUs 0.91 -> 0.75). allreduce_algorithm="engine"
+            # gives the engines' all-reduce; it becomes the course's once the step counts those floors.
+            allreduce_algorithm="ring",
             engine_allreduce_us=3.5,
             # DeepEP's dispatch in FP8 (its README: "FP8 dispatching and BF16 combining"), pplx-kernels and TensorRT-LLM
             # wide-EP: a token once per destination GPU.

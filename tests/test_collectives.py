@@ -29,6 +29,7 @@ from llmcourse.replica.parallel import (
 )
 
 COURSE = resolve("course")
+ENGINE = COURSE.replace(allreduce_algorithm="engine")  # the engines' kernels (the course keeps the ring for now)
 RING = COURSE.replace(allreduce_algorithm="ring")
 ETA_B = 0.8 * 450e9  # NVLink 4 at the course's link efficiency, bytes per second
 US = 1e-6
@@ -47,7 +48,7 @@ def test_oneshot_of_eight_gpus_by_hand():
     s = 16 * 1024
     # engine cost + one flag latency + (N-1) S over the link: 3.5 + 0.8 us + 7 x 16,384 / 360e9 s = 4.62 us
     hand = 3.5 * US + 0.8 * US + 7 * s / ETA_B
-    name, t = allreduce_seconds(lay, 8, s, COURSE)
+    name, t = allreduce_seconds(lay, 8, s, ENGINE)
     assert name == "one-shot" and t == pytest.approx(hand, rel=1e-12)
     assert 4.5 * US < t < 4.7 * US
 
@@ -58,7 +59,7 @@ def test_twoshot_by_hand():
     # two passes of (engine cost + latency) + 2(N-1)/N S: 2 x 4.3 us + 1.75 x 1,048,576 / 360e9 s = 13.70 us
     hand = 2 * (3.5 + 0.8) * US + 14 / 8 * s / ETA_B
     oneshot = 4.3 * US + 7 * s / ETA_B  # 24.7 us: the one-shot reads 4x the bytes
-    name, t = allreduce_seconds(lay, 8, s, COURSE)
+    name, t = allreduce_seconds(lay, 8, s, ENGINE)
     assert name == "two-shot" and t == pytest.approx(hand, rel=1e-12) and t < oneshot
 
 
@@ -66,7 +67,7 @@ def test_two_gpus_always_oneshot():
     lay = layout("Llama-3.1-70B", "H100 SXM", tensor_parallel=2)
     # with 2 GPUs both read S once: one-shot's single pass wins at every size (vLLM: one-shot for world size 2)
     for s in (1024, 1024**2, 64 * 1024**2):
-        assert allreduce_seconds(lay, 2, s, COURSE)[0] == "one-shot"
+        assert allreduce_seconds(lay, 2, s, ENGINE)[0] == "one-shot"
 
 
 def test_hierarchical_by_hand():
@@ -77,7 +78,7 @@ def test_hierarchical_by_hand():
     # + 2 x 1/2 x (S / 8) over InfiniBand at 0.8 x 50 GB/s
     hand = 5 * US + 2 * 0.8 * US + 2 * 7 / 8 * s / ETA_B + 2 * 2.5 * US + (s / 8) / (0.8 * 50e9)
     ring_ib = 5 * US + 30 * 2.5 * US + 30 / 16 * s / (0.8 * 50e9)  # the old flat ring over InfiniBand
-    name, t = allreduce_seconds(lay, 16, s, COURSE)
+    name, t = allreduce_seconds(lay, 16, s, ENGINE)
     assert name == "hierarchical" and t == pytest.approx(hand, rel=1e-12)
     assert allreduce_seconds(lay, 16, s, RING) == ("ring", pytest.approx(ring_ib, rel=1e-12))
     assert t < ring_ib / 5
@@ -85,13 +86,13 @@ def test_hierarchical_by_hand():
 
 def test_pcie_keeps_the_ring():
     lay = layout("Llama-3.1-70B", "H100 SXM", tensor_parallel=4, link="PCIe 5 x16")
-    assert allreduce_seconds(lay, 4, 64 * 1024, COURSE)[0] == "ring"
+    assert allreduce_seconds(lay, 4, 64 * 1024, ENGINE)[0] == "ring"
 
 
 @pytest.mark.parametrize("gpu", ["H100 SXM", "B200"])
 def test_tp8_small_message_near_tp2(gpu):
     """The issue's target: TP8's small-message all-reduce within 1.6x of TP2's on NVLink (it was 2.4x)."""
-    kw = dict(batch=1, prompt_tokens=1_024, answer_tokens=1_024, weight_bytes="fp8")
+    kw = dict(batch=1, prompt_tokens=1_024, answer_tokens=1_024, weight_bytes="fp8", assumptions=ENGINE)
     r2 = lc.replica("Llama-3.1-70B", gpu, tensor_parallel=2, **kw)
     r8 = lc.replica("Llama-3.1-70B", gpu, tensor_parallel=8, **kw)
     assert allreduce_algorithm("Llama-3.1-70B", r8) == "one-shot"
@@ -105,7 +106,7 @@ def test_source_presets_keep_the_ring_and_the_old_dispatch():
     for name in ("envelope", "lab", "capacity", "planner"):
         a = resolve(name)
         assert a.allreduce_algorithm == "ring" and a.expert_dispatch == "per_expert"
-    assert COURSE.allreduce_algorithm == "engine" and COURSE.expert_dispatch == "per_gpu"
+    assert COURSE.expert_dispatch == "per_gpu"
 
 
 # --- the GPUs a token is dispatched to --------------------------------------------------------------------------
@@ -180,7 +181,7 @@ def test_group_fields_from_a_config_and_bad_input():
         Model.from_hf_config(cfg | {"topk_group": 5}, name="bad")
     with pytest.raises(InputError, match="expert_groups"):
         Model.from_hf_config(cfg | {"n_group": 3}, name="bad")
-    with pytest.raises(InputError, match="allreduce_algorithm.*Did you mean 'ring'"):
+    with pytest.raises(InputError, match=r"allreduce_algorithm.*Did you mean 'ring'"):
         COURSE.replace(allreduce_algorithm="rings")
     with pytest.raises(InputError, match="dispatch_bytes"):
         COURSE.replace(dispatch_bytes=0.0)

@@ -209,18 +209,26 @@ class Model:
             return
         for attr, v in (("expert_groups", g), ("topk_groups", t)):
             if v is not None:
-                object.__setattr__(self, attr, _count(v, attr))
+                try:
+                    object.__setattr__(self, attr, _count(v, attr))
+                except InputError as exc:
+                    raise InputError(f"{where}: {exc}") from None
         g, t = self.expert_groups or 1, self.topk_groups or 1
         if self.experts is None:
             raise InputError(f"{where}: expert_groups and topk_groups route experts; a dense model leaves them out.")
         if self.experts % g:
-            raise InputError(f"{where}: expert_groups ({g}) must divide the experts ({self.experts}).")
+            raise InputError(
+                f"{where}: expert_groups (a config's n_group: {g}) must divide the experts ({self.experts})."
+            )
         if t > g:
-            raise InputError(f"{where}: topk_groups ({t}) cannot exceed expert_groups ({g}).")
+            raise InputError(
+                f"{where}: topk_groups (a config's topk_group: {t}) cannot exceed expert_groups (n_group: {g})."
+            )
         if t * self.experts // g < self.experts_per_token:
             raise InputError(
-                f"{where}: topk_groups ({t}) of expert_groups ({g}) hold {t * self.experts // g} experts, fewer than "
-                f"experts_per_token ({self.experts_per_token}): raise topk_groups."
+                f"{where}: topk_groups (a config's topk_group: {t}) of expert_groups (n_group: {g}) hold "
+                f"{t * self.experts // g} experts, fewer than experts_per_token ({self.experts_per_token}): raise "
+                "topk_groups."
             )
 
     @property

@@ -80,14 +80,21 @@ data_parallel = symbol(
     integer=True,
 )
 engine_allreduce_base = symbol(
-    "engine_allreduce_base", r"t_{0,e}", "s", "fixed cost of an engine's own all-reduce kernel (launch and flags)",
+    "engine_allreduce_base",
+    r"t_{0,e}",
+    "s",
+    "fixed cost of an engine's own all-reduce kernel (launch and flags)",
     allow_zero=True,
 )
 node_gpus = symbol("node_gpus", r"N_{node}", "", "GPUs of a group inside one node (one scale-up domain)", integer=True)
 nodes = symbol("nodes", r"N_{nodes}", "", "nodes a group spans", integer=True)
 out_bandwidth = symbol("out_bandwidth", r"B_{out}", "B/s", "scale-out link bandwidth per GPU and direction")
-out_latency = symbol("out_latency", r"\alpha_{out}", "s", "latency of one step over the scale-out link", allow_zero=True)
-out_base = symbol("out_base", r"t_{0,out}", "s", "fixed cost of one collective over the scale-out link", allow_zero=True)
+out_latency = symbol(
+    "out_latency", r"\alpha_{out}", "s", "latency of one step over the scale-out link", allow_zero=True
+)
+out_base = symbol(
+    "out_base", r"t_{0,out}", "s", "fixed cost of one collective over the scale-out link", allow_zero=True
+)
 ep_gpus = symbol("ep_gpus", r"N_{ep}", "", "GPUs the routed experts are split over (expert parallelism)", integer=True)
 expert_groups = symbol(
     "expert_groups", r"n_{grp}", "", "groups the router splits the experts into (n_group; 1: no groups)", integer=True

@@ -338,7 +338,11 @@ def dispatch_gpus(m: Model, expert_parallel: int) -> float:
     if expert_parallel % g:
         g, t = 1, 1
     return F["dispatch_gpus"].value(
-        ep_gpus=expert_parallel, experts=m.experts, experts_per_token=m.experts_per_token, expert_groups=g, topk_groups=t
+        ep_gpus=expert_parallel,
+        experts=m.experts,
+        experts_per_token=m.experts_per_token,
+        expert_groups=g,
+        topk_groups=t,
     )
 
 
@@ -348,13 +352,20 @@ def _dispatch_s(m: Model, lay: Layout, tokens: float, a: Assumptions) -> float:
     per_gpu = tokens / lay.group  # each GPU dispatches its share of the tokens to their experts
     if a.expert_dispatch == "per_expert":
         msg = F["expert_dispatch_message"].value(
-            step_tokens=per_gpu, experts_per_token=m.experts_per_token, hidden=m.hidden, activation_bytes=a.activation_bytes
+            step_tokens=per_gpu,
+            experts_per_token=m.experts_per_token,
+            hidden=m.hidden,
+            activation_bytes=a.activation_bytes,
         )
         a2a = _collective_s("alltoall_time", lay, ep, msg, a)
         return F["ep_alltoall_time"].value(moe_layers=moe_layers, alltoall_latency=a2a)
     d = dispatch_gpus(m, ep)
-    out = F["dedup_dispatch_message"].value(step_tokens=per_gpu, dispatch_gpus=d, hidden=m.hidden, dispatch_bytes=a.dispatch_bytes)
-    back = F["dedup_combine_message"].value(step_tokens=per_gpu, dispatch_gpus=d, hidden=m.hidden, activation_bytes=a.activation_bytes)
+    out = F["dedup_dispatch_message"].value(
+        step_tokens=per_gpu, dispatch_gpus=d, hidden=m.hidden, dispatch_bytes=a.dispatch_bytes
+    )
+    back = F["dedup_combine_message"].value(
+        step_tokens=per_gpu, dispatch_gpus=d, hidden=m.hidden, activation_bytes=a.activation_bytes
+    )
     return F["ep_dispatch_combine_time"].value(
         moe_layers=moe_layers,
         dispatch_time=_collective_s("alltoall_time", lay, ep, out, a),
