@@ -14,7 +14,10 @@ Examples
 >>> lay = layout("Llama-3.1-70B", "H100 SXM", tensor_parallel=8)
 >>> lay.n_gpus, lay.link.name
 (8, 'NVLink 4')
->>> round(decode_comm_time("Llama-3.1-70B", lay, tokens=4).to("ms").m, 2)  # 160 one-shot all-reduces
+>>> round(decode_comm_time("Llama-3.1-70B", lay, tokens=4).to("ms").m, 2)  # 160 ring all-reduces
+2.56
+>>> engine = resolve("course").replace(allreduce_algorithm="engine")
+>>> round(decode_comm_time("Llama-3.1-70B", lay, tokens=4, assumptions=engine).to("ms").m, 2)  # 160 one-shots
 0.89
 >>> layout("Llama-3.1-70B", "H100 SXM", tensor_parallel=6)
 Traceback (most recent call last):
@@ -270,7 +273,7 @@ def allreduce_seconds(lay: Layout, n: int, message: float, a: Assumptions) -> tu
 
     Examples
     --------
-    >>> a = resolve("course")
+    >>> a = resolve("course").replace(allreduce_algorithm="engine")
     >>> lay = layout("Llama-3.1-70B", "H100 SXM", tensor_parallel=8)
     >>> name, t = allreduce_seconds(lay, 8, 16_384, a)
     >>> name, round(t * 1e6, 2)
@@ -435,11 +438,12 @@ def allreduce_latency(model: Model | str, rep: Any, tokens: float | None = None)
     >>> r = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=8, batch=4, prompt_tokens=1_024,
     ...             answer_tokens=1_024, weight_bytes="fp8")
     >>> round(allreduce_latency("Llama-3.1-70B", r).to("us").m, 2), allreduce_algorithm("Llama-3.1-70B", r)
+    (16.02, 'ring')
+    >>> engine = r.assumptions.replace(allreduce_algorithm="engine")
+    >>> e = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=8, batch=4, prompt_tokens=1_024,
+    ...             answer_tokens=1_024, weight_bytes="fp8", assumptions=engine)
+    >>> round(allreduce_latency("Llama-3.1-70B", e).to("us").m, 2), allreduce_algorithm("Llama-3.1-70B", e)
     (5.57, 'one-shot')
-    >>> ring = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=8, batch=4, prompt_tokens=1_024,
-    ...                answer_tokens=1_024, weight_bytes="fp8", assumptions=r.assumptions.replace(allreduce_algorithm="ring"))
-    >>> round(allreduce_latency("Llama-3.1-70B", ring).to("us").m, 2)
-    16.02
     """
     lay, a, m = rep.layout, rep.assumptions, models[model]
     tokens = rep.batch if tokens is None else tokens
@@ -467,7 +471,10 @@ def collectives(model: Model | str, rep: Any) -> str:
     >>> from llmcourse.replica.model import replica
     >>> r = replica("Llama-3.1-70B", "B200", tensor_parallel=8, batch=4, prompt_tokens=1_024, answer_tokens=1_024)
     >>> collectives("Llama-3.1-70B", r)
-    'one-shot all-reduce of 64 KiB over 8 GPUs on NVLink 5'
+    'ring all-reduce of 64 KiB over 8 GPUs on NVLink 5'
+    >>> ds = replica("DeepSeek-V3", "H200 SXM", data_parallel=8, batch=64, prompt_tokens=1_024, answer_tokens=1_024)
+    >>> collectives("DeepSeek-V3", ds)
+    'dispatch to 3.6 of 8 GPUs per token (1.03125 B a value), combine at 2 B'
     """
     lay, a, m = rep.layout, rep.assumptions, models[model]
     if not a.communication or lay.group == 1 or lay.link is None:
@@ -503,11 +510,11 @@ def decode_comm_time(
     Examples
     --------
     >>> one = layout("Llama-3.1-70B", "B200", tensor_parallel=8)
-    >>> round(decode_comm_time("Llama-3.1-70B", one, tokens=4).to("ms").m, 2)  # one-shot all-reduces
-    0.86
-    >>> ring = resolve("course").replace(allreduce_algorithm="ring")
-    >>> round(decode_comm_time("Llama-3.1-70B", one, tokens=4, assumptions=ring).to("ms").m, 2)
+    >>> round(decode_comm_time("Llama-3.1-70B", one, tokens=4).to("ms").m, 2)  # ring all-reduces
     4.03
+    >>> engine = resolve("course").replace(allreduce_algorithm="engine")
+    >>> round(decode_comm_time("Llama-3.1-70B", one, tokens=4, assumptions=engine).to("ms").m, 2)  # one-shots
+    0.86
     >>> decode_comm_time("Llama-3.1-70B", one, tokens=4, assumptions="envelope")
     <Quantity(0.0, 'millisecond')>
     """
@@ -523,8 +530,8 @@ def prefill_comm_time(
     Examples
     --------
     >>> one = layout("Llama-3.1-70B", "H100 SXM", tensor_parallel=8)
-    >>> round(prefill_comm_time("Llama-3.1-70B", one, tokens=8_192).to("ms").m)  # two-shot, 128 MiB each
-    106
+    >>> round(prefill_comm_time("Llama-3.1-70B", one, tokens=8_192).to("ms").m)  # rings of 128 MiB
+    107
     """
     return to(_comm(models[model], lay, tokens, resolve(assumptions)), _MS)
 
@@ -561,9 +568,9 @@ def time_per_token_parts(rep: Any) -> Parts:
     ...             answer_tokens=1_024, weight_bytes="fp8")
     >>> parts = time_per_token_parts(r)
     >>> {k: round(v.to("ms").m, 2) for k, v in parts.items()}
-    {'weight reads': 1.64, 'KV reads': 0.05, 'compute': 0.0, 'communication': 0.86, 'overhead': 1.0, 'shared prefill': 0.04}
+    {'weight reads': 1.64, 'KV reads': 0.05, 'compute': 0.0, 'communication': 4.03, 'overhead': 1.0, 'shared prefill': 0.05}
     >>> parts.collectives
-    'one-shot all-reduce of 64 KiB over 8 GPUs on NVLink 5'
+    'ring all-reduce of 64 KiB over 8 GPUs on NVLink 5'
     >>> round(sum(parts.values()).to("ms").m, 2) == round(r.tpot.to("ms").m, 2)
     True
     """
