@@ -79,6 +79,20 @@ CHOICES: dict[str, dict[str, str]] = {
         "inside the same engine step (a captured graph) and pays only a launch-scale cost: draft_step_overhead_ms for "
         "an EAGLE head or an MTP block, draft_model_step_overhead_ms for a separate draft model",
     },
+    "allreduce_algorithm": {
+        "ring": "every all-reduce is a ring over the link: 2(N-1) latency steps and 2(N-1)/N of the bytes (NCCL's "
+        "ring, the alpha-beta model)",
+        "engine": "the engines' own kernels inside an NVLink domain, the fastest of one-shot, two-shot and the ring "
+        "(vLLM custom_all_reduce, TensorRT-LLM's AUTO strategy); across nodes a hierarchical all-reduce (in each node, "
+        "then between nodes)",
+    },
+    "expert_dispatch": {
+        "per_expert": "an all-to-all sends a token once to each of its k experts, at the activation precision, "
+        "both ways",
+        "per_gpu": "an all-to-all sends a token once to each GPU that holds one of its experts (DeepEP, "
+        "pplx-kernels, TensorRT-LLM wide-EP), within the router's expert groups, at dispatch_bytes per value; the "
+        "combine returns one sum per GPU at the activation precision",
+    },
     "kv_read_context": {
         "average": "each decode step reads a sequence's KV at its average context (prompt + answer / 2)",
         "final": "each decode step reads a sequence's KV at its final context (prompt + answer)",
@@ -117,6 +131,12 @@ MEANING: dict[str, str] = {
     "sends) by the alpha-beta model on its link",
     "link_efficiency": "share of a link's bandwidth a collective reaches",
     "activation_bytes": "bytes per activation value the GPUs exchange (BF16: 2)",
+    "allreduce_algorithm": "which all-reduce a collective of a tensor-parallel group runs",
+    "engine_allreduce_us": "fixed cost of an engine's own all-reduce kernel (one-shot, two-shot): its launch and "
+    "flag exchange, in microseconds",
+    "expert_dispatch": "what the expert-parallel all-to-all sends",
+    "dispatch_bytes": "bytes per activation value an expert dispatch sends (rule 'per_gpu'; FP8 with one FP32 scale "
+    "per 128 values: 1 + 4/128)",
     "request_overhead_ms": "fixed time each request spends besides its prefill before its first token: the HTTP "
     "round trip, tokenising, scheduling (ms)",
     "closed_loop_wave_share": "share of the other requests' prefills of a closed loop a new request waits behind, half "
@@ -180,6 +200,10 @@ class Assumptions:
     communication: bool = True
     link_efficiency: float = 0.8
     activation_bytes: float = 2.0
+    allreduce_algorithm: str = "ring"
+    engine_allreduce_us: float = 3.5
+    expert_dispatch: str = "per_expert"
+    dispatch_bytes: float = 1.03125
     four_bit_bandwidth_factor: float = 1.0
     request_overhead_ms: float = 0.0
     closed_loop_wave_share: float = 0.0
@@ -273,6 +297,14 @@ class Assumptions:
             raise InputError(
                 f"prefill_chunk_tokens ({MEANING['prefill_chunk_tokens']}) must be a whole number of tokens, 1 or "
                 f"more (engines use 512 to 16,384), or None for whole prompts; got {chunk!r}."
+            )
+        if self.engine_allreduce_us < 0:
+            raise InputError(
+                f"engine_allreduce_us ({MEANING['engine_allreduce_us']}) must be 0 or more; got {self.engine_allreduce_us!r}."
+            )
+        if self.dispatch_bytes <= 0:
+            raise InputError(
+                f"dispatch_bytes ({MEANING['dispatch_bytes']}) must be above 0; got {self.dispatch_bytes!r}."
             )
         if self.activation_bytes <= 0:
             raise InputError(
@@ -392,6 +424,21 @@ PRESETS: dict[str, Assumptions] = {
             # 2,048 / 4,096 on smaller ones, 16,384 on larger), TensorRT-LLM's max_num_tokens (BuildConfig: 8,192).
             # The sources' presets prefill whole prompts (None), as their figures were made.
             prefill_chunk_tokens=8_192,
+            # The engines' collectives (chapter Many GPUs): vLLM's custom_all_reduce, TensorRT-LLM's AllReduce AUTO and
+            # FlashInfer's trtllm_allreduce_fusion at decode, NCCL across nodes. 3.5 us: aiconfigurator's measured
+            # custom all-reduce of a few kilobytes with CUDA graphs, 4.3-4.5 us on 2 and 8 H100s (vLLM 0.14), 3.5 us
+            # (TensorRT-LLM 1.2) and 4.8 us on 8 B200s, less the link's one flag latency (0.8-1.2 us).
+            # Kept on the ring for now: with the engines' kernels the step loses the 2-3 ms of ring latency that
+            # stood in for the per-layer costs the step does not count yet (kernel floors at small per-GPU shapes),
+            # and the 81 measured Llama-3.1-70B rows at concurrency 4 fall from 81 to 46 within 1.25x (median
+            # predicted / measured 0.98 -> 0.84; rows on 4 or more GPUs 0.91 -> 0.75). allreduce_algorithm="engine"
+            # gives the engines' all-reduce; it becomes the course's once the step counts those floors.
+            allreduce_algorithm="ring",
+            engine_allreduce_us=3.5,
+            # DeepEP's dispatch in FP8 (its README: "FP8 dispatching and BF16 combining"), pplx-kernels and TensorRT-LLM
+            # wide-EP: a token once per destination GPU.
+            expert_dispatch="per_gpu",
+            dispatch_bytes=1.03125,
         ),
     )
 }

@@ -34,6 +34,7 @@ __all__ = [
     "count_params",
     "dense_layer_count",
     "layer_pattern",
+    "model_shape",
     "read_config",
     "sliding_window_layers",
 ]
@@ -65,6 +66,8 @@ _WHOLE: dict[str, tuple[int, int]] = {
     "experts_per_token": (1, 1_000_000),
     "n_shared_experts": (0, 10_000),
     "first_k_dense_replace": (0, 10_000),
+    "n_group": (1, 1_000_000),
+    "topk_group": (1, 1_000_000),
     "moe_layer_freq": (1, 10_000),
     "decoder_sparse_step": (1, 10_000),
     "interleave_moe_layer_step": (1, 10_000),
@@ -680,3 +683,55 @@ def count_params(cfg: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[float
         total += moe_layers * (experts * expert + shared + router)
         active += moe_layers * (k * expert + shared + router)
     return float(total), float(active)
+
+
+def model_shape(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a :class:`~llmcourse.catalog.Model` that a checked config (:func:`read_config`) gives: its
+    shapes, experts, MLA, sliding window and other layer types (:func:`layer_pattern`) and the router's groups.
+
+    Examples
+    --------
+    >>> cfg = read_config({"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+    ...                    "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256})
+    >>> shape = model_shape(cfg)
+    >>> shape["layers"], shape["kv_heads"], shape["experts"]
+    (32, 8, None)
+    """
+
+    def get(*keys: str) -> Any:
+        for k in keys:
+            if cfg.get(k) is not None:
+                return cfg[k]
+        return None
+
+    experts = get("num_local_experts", "num_experts", "n_routed_experts")
+    mla = get("kv_lora_rank") is not None
+    moe_inter = get("moe_intermediate_size") or (get("intermediate_size") if experts else None)
+    shared = get("n_shared_experts")
+    shared_size = get("shared_expert_intermediate_size", "shared_intermediate_size")
+    if experts and shared is None and shared_size is not None and moe_inter and shared_size % moe_inter == 0:
+        shared = shared_size // moe_inter  # Qwen-MoE's shared expert, in routed experts' sizes
+    window, window_layers = sliding_window_layers(cfg)
+    shape: dict[str, Any] = dict(
+        layers=cfg["num_hidden_layers"],
+        hidden=cfg["hidden_size"],
+        heads=cfg["num_attention_heads"],
+        kv_heads=get("num_key_value_heads"),
+        head_dim=get("head_dim") or (get("v_head_dim") if mla else None),
+        intermediate=get("intermediate_size"),
+        moe_intermediate=moe_inter,
+        vocab=get("vocab_size"),
+        experts=experts,
+        experts_per_token=get("num_experts_per_tok", "experts_per_token"),
+        shared_experts=shared if experts else None,
+        dense_layers=dense_layer_count(cfg),
+        kv_lora_rank=get("kv_lora_rank"),
+        qk_rope_head_dim=get("qk_rope_head_dim") if mla else None,
+        max_position=get("max_position_embeddings"),
+        sliding_window=window,
+        sliding_window_layers=window_layers,
+        **layer_pattern(cfg),
+        expert_groups=get("n_group") if experts else None,  # DeepSeek-V3's group-limited router
+        topk_groups=get("topk_group") if experts else None,
+    )
+    return shape

@@ -179,7 +179,13 @@ NUMERIC: dict[str, tuple[str, str]] = {
         "1ea5c1a9a1cff023b4fa",
         "max(_a4/(_a2*_a1*_a8), _a3*_a6/(_a5*_a9*_a8)) + max(_a3*_a7/(_a2*_a1*_a8), _a3*_a0/(_a5*_a9*_a8))",
     ),
+    "dedup_combine_message": ("7359a67272ccbb5c3828", "_a3*_a2*_a0*_a1"),
+    "dedup_dispatch_message": ("96204182f92b14df0b33", "_a3*_a2*_a0*_a1"),
     "disagg_ttft": ("5e03f63fed2af99647b3", "_a3 + _a2 + _a0 + _a1"),
+    "dispatch_gpus": (
+        "f65a2385c3ba26b74733",
+        "_a4*_a0*(1 - ((0) if (_a3 > -_a2/_a0 + _a4*_a2/_a1) else (exp(-lgamma(1 + _a4*_a2/_a1) + lgamma(1 - _a2/_a0 + _a4*_a2/_a1) + lgamma(-_a3 + 1 + _a4*_a2/_a1) - lgamma(-_a3 + 1 - _a2/_a0 + _a4*_a2/_a1)))))/_a1",
+    ),
     "dp_bytes_read": ("6e08d04e864a460a45cd", "_a0 - _a2*(1 - 1/_a1)"),
     "dp_flops_per_token": ("6bdc60dc694a75d57cfc", "_a1/_a0"),
     "dp_kv_per_sequence": ("38864b4f6aafc6833069", "_a1/_a0"),
@@ -188,6 +194,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "energy_per_token": ("8e3a6082226ce342c759", "_a1*_a0/(_a3*_a2)"),
     "engine_usable_fraction": ("31308fc77fdcfa431e1d", "(_a1*(_a0*_a2 - _a3) + _a3)/(_a0*_a2)"),
     "ep_alltoall_time": ("d56aac0151aa9035e4e9", "2*_a0*_a1"),
+    "ep_dispatch_combine_time": ("fbd5eff5fea7335ac8a4", "_a2*(_a1 + _a0)"),
     "expert_dispatch_message": ("3a9c03c851e993bc6e75", "_a3*_a2*_a0*_a1"),
     "first_token_time": ("0dd7b992e4f5182dcf16", "_a1 + _a0"),
     "fleet_cost": ("bf633a1c97d77a61c134", "_a1*_a0*_a2"),
@@ -197,6 +204,10 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "gpus_for_rate": ("f18284e8b37453150766", "ceil(_a1*_a0/_a2)"),
     "gpus_for_weights": ("0d46825628e3b054524b", "ceil(_a2/(_a0*_a1))"),
     "gpus_in_power_budget": ("648375ed2d6e54375687", "floor(_a0/_a1)"),
+    "hierarchical_allreduce_time": (
+        "2658f138cd5eb6248f83",
+        "_a7 + _a8*(2*_a5 - 2) + 2*_a2 + _a3*(2*_a4 - 2)/(_a1*_a4*_a0) + _a3*(2*_a5 - 2)/(_a1*_a4*_a5*_a6)",
+    ),
     "interleaved_tpot": ("6f138c3c6ff7f045fea8", "_a3 + _a2*(_a1 - 1)/(_a1*_a0)"),
     "kv_bytes_by_layer_type": (
         "c4cf7da37a92673dc68c",
@@ -217,6 +228,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "mm1_utilisation": ("95b2685210474ff3ccd9", "_a0/_a1"),
     "moe_bytes_read": ("87402ee3fe421ba867ad", "_a5*_a1*(1 - (1 - _a3/_a2)**_a0) + _a5*(-_a1 + _a4)"),
     "moe_fraction_touched": ("ad153f2f3e3a06aee7b5", "1 - (1 - _a2/_a1)**_a0"),
+    "oneshot_allreduce_time": ("da8dfd2570b86b78cfb4", "_a0 + _a3 + _a4*(_a5 - 1)/(_a2*_a1)"),
     "owning_price": ("1247418af696d1e27940", "_a0*_a4 + (_a2 + _a1)/_a3"),
     "paged_context": ("f188af4effa292426462", "_a1*ceil((_a2 + (1/2)*_a0)/_a1)"),
     "peak_request_rate": ("d6e654b629ea07c92db4", "_a1*_a0"),
@@ -258,6 +270,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "tokens_from_characters": ("2d6c2bdbe5026671b35a", "_a0/_a1"),
     "tokens_served": ("9b804bb1a84ebcde6870", "_a0*_a1*_a2"),
     "tp_allreduce_time": ("45ce042b8c854576addc", "2*_a0*_a1"),
+    "twoshot_allreduce_time": ("9674d3bfb56633b18291", "2*_a0 + 2*_a3 + _a4*(2*_a5 - 2)/(_a2*_a1*_a5)"),
     "usable_memory": ("b9915400c1f97415cb1f", "_a0*_a1*_a2"),
     "usable_throughput": ("b0d346fd0cdc657db546", "_a1*(1 - _a0)"),
     "wave_wait": ("ccc4abea12a4feae427a", "(1/2)*_a2*(_a0 - _a1)/_a1"),
@@ -265,7 +278,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "weight_load_time": ("59110f7dd398648bf73c", "_a1/_a0"),
     "weight_read_time": ("1a3b6cc497f53320b20b", "_a3/(_a1*_a0*_a2)"),
 }
-SOURCES = "ee4697a2cd720d16a4d0"
+SOURCES = "909cd2af1fff5f150836"
 TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ("peak_request_rate", "request_rate", "peak request rate", "01_tokens", "daily_rate peak_factor"),
     ("token_rate", "token_rate", "tokens per second from requests", "01_tokens", "request_rate tokens_per_request"),
@@ -710,6 +723,55 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "all-to-all time per step of expert parallelism: a dispatch and a combine per MoE layer",
         "08c_many_gpus",
         "alltoall_latency moe_layers",
+    ),
+    (
+        "oneshot_allreduce_time",
+        "allreduce_latency",
+        "one-shot all-reduce: a fixed cost, one flag latency, each GPU reads the whole message from its N-1 peers",
+        "08c_many_gpus",
+        "engine_allreduce_base link_bandwidth link_efficiency link_latency message_bytes n_gpus",
+    ),
+    (
+        "twoshot_allreduce_time",
+        "allreduce_latency",
+        "two-shot all-reduce: a reduce-scatter and an all-gather (2(N-1)/N of the bytes), each a fixed cost and a latency",
+        "08c_many_gpus",
+        "engine_allreduce_base link_bandwidth link_efficiency link_latency message_bytes n_gpus",
+    ),
+    (
+        "hierarchical_allreduce_time",
+        "allreduce_latency",
+        "all-reduce across nodes: reduce-scatter in each node, all-reduce of the slices between nodes, all-gather",
+        "08c_many_gpus",
+        "link_bandwidth link_efficiency link_latency message_bytes node_gpus nodes out_bandwidth out_base out_latency",
+    ),
+    (
+        "dispatch_gpus",
+        "dispatch_gpus",
+        "expected GPUs a token is sent to: each GPU of its allowed groups, unless none of its k experts is there",
+        "08c_many_gpus",
+        "ep_gpus expert_groups experts experts_per_token topk_groups",
+    ),
+    (
+        "dedup_dispatch_message",
+        "message_bytes",
+        "bytes one GPU dispatches: every token once to each GPU that holds one of its experts",
+        "08c_many_gpus",
+        "dispatch_bytes dispatch_gpus hidden step_tokens",
+    ),
+    (
+        "dedup_combine_message",
+        "message_bytes",
+        "bytes one GPU gets back: each GPU's experts' outputs summed there, once per token and GPU",
+        "08c_many_gpus",
+        "activation_bytes dispatch_gpus hidden step_tokens",
+    ),
+    (
+        "ep_dispatch_combine_time",
+        "step_overhead",
+        "all-to-all time per step of expert parallelism: a dispatch and a combine per MoE layer",
+        "08c_many_gpus",
+        "combine_time dispatch_time moe_layers",
     ),
     (
         "pipeline_bubble",
