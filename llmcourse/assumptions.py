@@ -87,6 +87,27 @@ CHOICES: dict[str, dict[str, str]] = {
         "requests arrive prefilled, count_prefill and prefill_interference off as in a disaggregated decode pool, "
         "runs decode steps alone under the engine's cap)",
     },
+    "speculative_overhead": {
+        "per_step": "every draft step is a decode step of its own and pays the per-step overhead (step_overhead_ms), "
+        "as the verification does",
+        "per_cycle": "a speculative cycle pays the per-step overhead once, with its verification; each draft step runs "
+        "inside the same engine step (a captured graph) and pays only a launch-scale cost: draft_step_overhead_ms for "
+        "an EAGLE head or an MTP block, draft_model_step_overhead_ms for a separate draft model",
+    },
+    "allreduce_algorithm": {
+        "ring": "every all-reduce is a ring over the link: 2(N-1) latency steps and 2(N-1)/N of the bytes (NCCL's "
+        "ring, the alpha-beta model)",
+        "engine": "the engines' own kernels inside an NVLink domain, the fastest of one-shot, two-shot and the ring "
+        "(vLLM custom_all_reduce, TensorRT-LLM's AUTO strategy); across nodes a hierarchical all-reduce (in each node, "
+        "then between nodes)",
+    },
+    "expert_dispatch": {
+        "per_expert": "an all-to-all sends a token once to each of its k experts, at the activation precision, "
+        "both ways",
+        "per_gpu": "an all-to-all sends a token once to each GPU that holds one of its experts (DeepEP, "
+        "pplx-kernels, TensorRT-LLM wide-EP), within the router's expert groups, at dispatch_bytes per value; the "
+        "combine returns one sum per GPU at the activation precision",
+    },
     "kv_read_context": {
         "average": "each decode step reads a sequence's KV at its average context (prompt + answer / 2)",
         "final": "each decode step reads a sequence's KV at its final context (prompt + answer)",
@@ -115,6 +136,12 @@ MEANING: dict[str, str] = {
     "headroom": "capacity multiplier a fleet is sized with (1.3 = 30% more than the demand)",
     "flops_per_param": "FLOPs per parameter per token (a multiply and an add)",
     "step_overhead_ms": "fixed time per decode step for kernel launches and scheduling (ms)",
+    "speculative_overhead": "how often a speculative cycle pays the per-step overhead: every draft step, or once "
+    "per cycle",
+    "draft_step_overhead_ms": "fixed time per draft step of an EAGLE head or an MTP block run inside the engine's "
+    "step, under rule speculative_overhead 'per_cycle' (ms): a graph launch and the sampling between draft steps",
+    "draft_model_step_overhead_ms": "fixed time per draft step of a separate draft model, under rule "
+    "speculative_overhead 'per_cycle' (ms): its own graph of all its layers, launched once per draft step",
     "prefill_interference": "a user's time per token includes the prefills of the other requests of its batch, "
     "which run between its decode steps",
     "kv_replication": "KV heads are replicated when a replica has more GPUs than KV heads (each GPU keeps at least "
@@ -124,11 +151,20 @@ MEANING: dict[str, str] = {
     "sends) by the alpha-beta model on its link",
     "link_efficiency": "share of a link's bandwidth a collective reaches",
     "activation_bytes": "bytes per activation value the GPUs exchange (BF16: 2)",
+    "allreduce_algorithm": "which all-reduce a collective of a tensor-parallel group runs",
+    "engine_allreduce_us": "fixed cost of an engine's own all-reduce kernel (one-shot, two-shot): its launch and "
+    "flag exchange, in microseconds",
+    "expert_dispatch": "what the expert-parallel all-to-all sends",
+    "dispatch_bytes": "bytes per activation value an expert dispatch sends (rule 'per_gpu'; FP8 with one FP32 scale "
+    "per 128 values: 1 + 4/128)",
     "request_overhead_ms": "fixed time each request spends besides its prefill before its first token: the HTTP "
     "round trip, tokenising, scheduling (ms)",
     "closed_loop_wave_share": "share of the other requests' prefills of a closed loop a new request waits behind, half "
     "of them on average (the loop's requests come back in waves), in an engine that mixes prefills into its decode "
     "steps; an engine that runs each prefill on its own waits behind all of them (share 1)",
+    "prefill_chunk_tokens": "tokens one engine iteration may process in the queueing simulator, decode tokens first "
+    "and then prompt chunks (vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size, TensorRT-LLM's "
+    "max_num_tokens); None: prompts prefilled whole while decoding waits",
     "four_bit_bandwidth_factor": "share of the bandwidth efficiency a decode step keeps with 4-bit weights (FP4, "
     "INT4: the kernels also read block scales and dequantise)",
     "gpu_idle_power_fraction": "share of its rated power (TDP) a GPU draws while it holds a model but serves nothing",
@@ -180,13 +216,21 @@ class Assumptions:
     headroom: float = 1.3
     flops_per_param: float = 2.0
     step_overhead_ms: float = 0.0
+    speculative_overhead: str = "per_step"
+    draft_step_overhead_ms: float = 0.0
+    draft_model_step_overhead_ms: float = 0.0
     prefill_interference: bool = True
     communication: bool = True
     link_efficiency: float = 0.8
     activation_bytes: float = 2.0
+    allreduce_algorithm: str = "ring"
+    engine_allreduce_us: float = 3.5
+    expert_dispatch: str = "per_expert"
+    dispatch_bytes: float = 1.03125
     four_bit_bandwidth_factor: float = 1.0
     request_overhead_ms: float = 0.0
     closed_loop_wave_share: float = 0.0
+    prefill_chunk_tokens: int | None = None
     kv_replication: bool = True
     speculation: Any = None
     # The whole bill (chapter Sizing the fleet). Course assumptions, each beside its evidence:
@@ -275,14 +319,27 @@ class Assumptions:
             raise InputError(
                 f"admission_spreads ({MEANING['admission_spreads']}) must be 0 or more; got {self.admission_spreads!r}."
             )
+        chunk = self.prefill_chunk_tokens
+        if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
+            raise InputError(
+                f"prefill_chunk_tokens ({MEANING['prefill_chunk_tokens']}) must be a whole number of tokens, 1 or "
+                f"more (engines use 512 to 16,384), or None for whole prompts; got {chunk!r}."
+            )
+        if self.engine_allreduce_us < 0:
+            raise InputError(
+                f"engine_allreduce_us ({MEANING['engine_allreduce_us']}) must be 0 or more; got {self.engine_allreduce_us!r}."
+            )
+        if self.dispatch_bytes <= 0:
+            raise InputError(
+                f"dispatch_bytes ({MEANING['dispatch_bytes']}) must be above 0; got {self.dispatch_bytes!r}."
+            )
         if self.activation_bytes <= 0:
             raise InputError(
                 f"activation_bytes ({MEANING['activation_bytes']}) must be above 0; got {self.activation_bytes!r}."
             )
-        if self.step_overhead_ms < 0:
-            raise InputError(
-                f"step_overhead_ms ({MEANING['step_overhead_ms']}) must be 0 or more; got {self.step_overhead_ms!r}."
-            )
+        for name in ("step_overhead_ms", "draft_step_overhead_ms", "draft_model_step_overhead_ms"):
+            if getattr(self, name) < 0:
+                raise InputError(f"{name} ({MEANING[name]}) must be 0 or more; got {getattr(self, name)!r}.")
 
     def replace(self, **changes: Any) -> Assumptions:
         """A copy with some fields changed (``None`` values are ignored), named after the change."""
@@ -361,6 +418,20 @@ PRESETS: dict[str, Assumptions] = {
             # Fitted, in the open, to the 81 measured Llama-3.1-70B rows at concurrency 4 (tensor-parallel 1-8
             # on H100, H200 and B200; TensorRT-LLM and vLLM; chapter Many GPUs): every row within 1.25x.
             step_overhead_ms=1.0,
+            # Engines run a speculative cycle's draft steps inside one engine step: vLLM V1's proposer
+            # (SpecDecodeBaseProposer.propose, vllm/v1/spec_decode/eagle.py; EagleProposer and DraftModelProposer
+            # share it) loops over the k draft forwards in the model runner's step, each a CUDA-graph replay; SGLang's
+            # EAGLEWorker captures the speculative_num_steps draft forwards in one graph
+            # (EAGLEDraftCudaGraphRunner, python/sglang/srt/speculative/eagle_draft_cuda_graph_runner.py);
+            # TensorRT-LLM's one-model EAGLE-3 / MTP puts the drafter in the target's model code and launches the whole
+            # drafting loop as a single CUDA graph. The scheduler's overhead is paid once per cycle, with the
+            # verification; a draft step pays its reads and FLOPs and a launch-scale cost. Not fitted (no measured rows
+            # isolate it): a few tens of microseconds for a head or an MTP block (one small graph plus the argmax and
+            # input update between steps), more for a separate draft model (its own graph of all its layers, and in
+            # TensorRT-LLM's two-model mode a draft forward the executor launches per step).
+            speculative_overhead="per_cycle",
+            draft_step_overhead_ms=0.03,
+            draft_model_step_overhead_ms=0.1,
             four_bit_bandwidth_factor=0.6,
             # The median of measured minus predicted time to first token over the measured rows with 1-4
             # requests in flight (where a request barely queues); evidence() refits it in every fold with the wave
@@ -377,6 +448,28 @@ PRESETS: dict[str, Assumptions] = {
             # schedulers run (llmcourse.replica.scheduler names each engine's defaults and where they are set).
             admission="blocks",
             prefill_schedule="engine",
+            # The engines' default token budget per iteration on H100-class GPUs, which the queueing simulator
+            # schedules by: vLLM's max_num_batched_tokens for its OpenAI server on a GPU of 70 GiB or more
+            # (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults: 8,192; 2,048 on smaller GPUs and A100),
+            # SGLang's chunked_prefill_size (python/sglang/srt/server_args.py, ServerArgs: 8,192 on 80-160 GB GPUs,
+            # 2,048 / 4,096 on smaller ones, 16,384 on larger), TensorRT-LLM's max_num_tokens (BuildConfig: 8,192).
+            # The sources' presets prefill whole prompts (None), as their figures were made.
+            prefill_chunk_tokens=8_192,
+            # The engines' collectives (chapter Many GPUs): vLLM's custom_all_reduce, TensorRT-LLM's AllReduce AUTO and
+            # FlashInfer's trtllm_allreduce_fusion at decode, NCCL across nodes. 3.5 us: aiconfigurator's measured
+            # custom all-reduce of a few kilobytes with CUDA graphs, 4.3-4.5 us on 2 and 8 H100s (vLLM 0.14), 3.5 us
+            # (TensorRT-LLM 1.2) and 4.8 us on 8 B200s, less the link's one flag latency (0.8-1.2 us).
+            # Kept on the ring for now: with the engines' kernels the step loses the 2-3 ms of ring latency that
+            # stood in for the per-layer costs the step does not count yet (kernel floors at small per-GPU shapes),
+            # and the 81 measured Llama-3.1-70B rows at concurrency 4 fall from 81 to 46 within 1.25x (median
+            # predicted / measured 0.98 -> 0.84; rows on 4 or more GPUs 0.91 -> 0.75). allreduce_algorithm="engine"
+            # gives the engines' all-reduce; it becomes the course's once the step counts those floors.
+            allreduce_algorithm="ring",
+            engine_allreduce_us=3.5,
+            # DeepEP's dispatch in FP8 (its README: "FP8 dispatching and BF16 combining"), pplx-kernels and TensorRT-LLM
+            # wide-EP: a token once per destination GPU.
+            expert_dispatch="per_gpu",
+            dispatch_bytes=1.03125,
         ),
     )
 }

@@ -60,9 +60,13 @@ METRIC_NAMES = {
     "tpot_ms": "time per output token",
 }
 
-#: The predictions the shipped bands come from: each model's rows predicted with the parameters fitted
-#: without that model (leave one model out), so that a band says how far a model not yet measured lands.
-BAND_WHICH = "held_out_model"
+#: The predictions the shipped bands come from: each (model, GPU, engine) group's rows predicted with the parameters
+#: fitted without that group (leave one group out), so that a band says how far a setup not yet measured lands; the
+#: validation chapter measures the bands' coverage on the same folds (``llmcourse.validation.coverage``).
+BAND_WHICH = "held_out_group"
+#: Where a family's median measured / predicted lies outside this range, a band's text shows the figure corrected
+#: by that median beside the model's own (the band is around the corrected one, not the model's).
+CORRECTED_OUTSIDE = (0.8, 1.25)
 #: The metrics bands are drawn for (those of the closed-loop rows), and the band's percentiles.
 BAND_METRICS = ("tpot_ms", "ttft_ms")
 BAND_PERCENTILES = (10, 90)
@@ -72,9 +76,9 @@ BANDS_FILE = "bands.json"
 #: Fewest held-out rows a band is drawn from; a family with fewer is widened (see
 #: :meth:`llmcourse.validation.Evidence.band`).
 MIN_BAND_ROWS = 30
-#: Fewest rows a measured model's own band is drawn from: fewer than a kind of model needs, because a model's own
-#: rows are more like a setup of it than any kind's; at 20 the 10th and 90th percentiles still lie between its
-#: 2nd and 3rd, and its 18th and 19th, rows.
+#: Fewest rows a model's own family would need. The bands no longer draw on a model's own rows: held out by
+#: (model, GPU, engine) group, a band from the model's other groups held 57% of the time-per-token rows, one from
+#: its architecture on the GPU's generation 77% (the validation chapter); kept for the tables that name it.
 MIN_MODEL_BAND_ROWS = 20
 
 #: A GPU's generation, for the family tables (a GPU not listed is its own family).
@@ -97,18 +101,38 @@ class Band:
     n: int
     family: str
     unit: str = ""
+    median: float = 1.0
+
+    @property
+    def corrected(self) -> float:
+        """The value times the family's median measured / predicted: where the family's setups landed."""
+        return self.value * self.median
+
+    @property
+    def needs_correction(self) -> bool:
+        """Whether the family's median measured / predicted lies outside :data:`CORRECTED_OUTSIDE`."""
+        return not CORRECTED_OUTSIDE[0] <= self.median <= CORRECTED_OUTSIDE[1]
 
     def text(self, what: str = "prediction") -> str:
-        """One line: the value, then the band and the family it comes from.
+        """One line: the value (and, where the family's median measured / predicted is far from 1, the corrected
+        figure, which the band is around), then the band and the family it comes from.
 
         Examples
         --------
         >>> Band(21.2, 17.04, 27.4, 212, "time per output token, dense models, Hopper GPUs", "ms").text("time per token")
         'time per token 21 ms; 80% of 212 measured setups like this one were between 17 and 27 ms (family: time per output token, dense models, Hopper GPUs)'
+        >>> print(Band(172.0, 82.0, 137.0, 300, "time to first token, MoE models, Hopper GPUs", "ms", 0.62).text("first token"))
+        first token 172 ms by the model, 107 ms corrected (measured setups like this one ran 0.62x the model's figure); 80% of 300 measured setups like this one were between 82 and 137 ms (family: time to first token, MoE models, Hopper GPUs)
         """
         u = f" {self.unit}" if self.unit else ""
+        head = f"{what} {_figure(self.value)}{u}"
+        if self.needs_correction:
+            head += (
+                f" by the model, {_figure(self.corrected)}{u} corrected (measured setups like this one ran "
+                f"{self.median:.2f}x the model's figure)"
+            )
         return (
-            f"{what} {_figure(self.value)}{u}; 80% of {self.n:,} measured setups like this one were between "
+            f"{head}; 80% of {self.n:,} measured setups like this one were between "
             f"{_figure(self.low)} and {_figure(self.high)}{u} (family: {self.family})"
         )
 
@@ -238,20 +262,20 @@ def shipped_bands() -> dict[str, Any]:
 def band_for(metric: str, model: Any, gpu: Any, value: Any = 1.0, *, table: dict[str, Any] | None = None) -> Band:
     """An 80% band around a prediction of ``metric`` (``"tpot_ms"`` or ``"ttft_ms"``) for a model on a
     GPU, from the shipped table (:func:`shipped_bands`, or ``table``): the first family the table has, of
-    the metric and, in turn, the model itself on the GPU's generation; the model on every GPU it was
-    measured on, if those include the GPU's generation; the model's architecture on the GPU's generation;
-    the architecture on any GPU; the metric alone. A measured model's own rows come first: how far the
-    replica model misses one model (say, an attention it has no term for) is not how far it misses the
-    average of its architecture. But a model's rows from other generations say less about this one than
-    its architecture's rows from this one do, so they are used only where the model was measured here too.
-    ``value`` is the prediction, in ms or as a time quantity (1 by default: the band is then the ratios).
+    the metric and, in turn, the model's architecture on the GPU's generation; the architecture on any GPU;
+    the metric alone. A model's own rows are not a family of their own: held out by (model, GPU, engine)
+    group, the spread of a model's rows on its other GPUs and engines is narrower than how far a new pairing
+    lands (the validation chapter's coverage); the family says what was measured of the model. A model or a GPU
+    outside the catalog (``Model.from_hf_config``, a hand-made ``GPU``) gets the nearest family, labelled
+    "not measured". ``value`` is the prediction, in ms or as a time quantity (1 by default: the band is then
+    the ratios); the band carries the family's median measured / predicted (:attr:`Band.corrected`).
     Standard library only (it runs in the live book).
 
     Examples
     --------
     >>> b = band_for("tpot_ms", "Llama-3.1-70B", "H100 SXM", 20.0)
     >>> b.family, b.low < 20.0 < b.high, b.n > 100
-    ('time per output token, Llama-3.1-70B, Hopper GPUs', True, True)
+    ('time per output token, dense models, Hopper GPUs; Llama-3.1-70B measured on Blackwell and Hopper GPUs', True, True)
     >>> band_for("tpot_ms", "Llama-3.1-8B", "B200").family
     'time per output token, dense models, Blackwell GPUs; Llama-3.1-8B measured on Hopper GPUs only'
     >>> band_for("tpot_ms", "Mixtral-8x7B", "H100 SXM").family
@@ -276,7 +300,6 @@ def band_for(metric: str, model: Any, gpu: Any, value: Any = 1.0, *, table: dict
     seen = t.get("measured", {}).get(metric, {}).get(who) if known_model is not None else None
     gens = seen["generations"] if seen else []
     on = ", ".join(gens[:-1]) + (" and " if len(gens) > 1 else "") + (gens[-1] if gens else "")
-    own = f"{name}, {who}, {on} GPUs (fewer than {t.get('min_model_rows', few)} measured {gen} rows)"
     if near is not None or known_model is None:  # outside the catalog: the nearest family, said so
         out = [f"{who} (not in the catalog)" if known_model is None else who]
         if near is not None:
@@ -287,19 +310,16 @@ def band_for(metric: str, model: Any, gpu: Any, value: Any = 1.0, *, table: dict
     elif gen not in gens:
         why = f"; {who} measured on {on} GPUs only"
     else:
-        why = f"; only {seen['n']} measured rows of {who}"
+        why = f"; {who} measured on {on} GPUs"
     for key, text in (
-        (model_key(metric, who, gen), f"{name}, {who}, {gen} GPUs"),
-        (model_key(metric, who) if gen in gens else None, own),
         (f"{metric}/{arch}/{gen}", f"{label}, {gen} GPUs{why}"),
         (f"{metric}/{arch}", f"{label}, all GPUs (fewer than {few} measured {gen} rows){why}"),
         (metric, f"{name}, all models and GPUs (fewer than {few} measured {arch} rows){why}"),
     ):
         if key in fams:
             f = fams[key]
-            if (near is not None or known_model is None) and why not in text:
-                text += why  # the model's own rows, on the generation nearest a GPU outside the catalog
-            return Band(v, v * f["low"], v * f["high"], int(f["n"]), text, unit)
+            med = float(f.get("median", 1.0))
+            return Band(v, v * f["low"], v * f["high"], int(f["n"]), text, unit, med)
     raise InputError(f"the table of bands has no family of {metric}: run scripts/make_bands.py.")
 
 

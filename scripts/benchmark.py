@@ -309,7 +309,10 @@ def _measured() -> None:
     print(f"  fitted on all rows: {ev.fitted}")
     for kind, fits in ev.fold_fits.items():
         print(f"  held out by {kind}: " + "; ".join(f"{g} {tuple(f.values())}" for g, f in fits.items()))
-    for which in ("predicted", "calibrated", "held_out_model", "held_out_gpu", "held_out_engine"):
+    print("  not predicted, by reason (every other row counts in every statistic):")
+    for reason, n in lcv.not_predicted_reasons(ev).items():
+        print(f"    {n:5,}: {reason}")
+    for which in ("predicted", "calibrated", *(f"held_out_{k}" for k in ev.held_out)):
         for metric in ("tpot_ms", "ttft_ms"):
             idx = {"metric": metric}
             s = ev.summary(which, idx)
@@ -326,6 +329,37 @@ def _measured() -> None:
             )
     print(ev.markdown("predicted"))
     print(ev.markdown("held_out_model", by=("metric", "model", "gpu", "engine")))
+    _groups(lcv, ev)
+
+
+def _groups(lcv: object, ev: object) -> None:
+    """Leave one (model, GPU, engine) group out: the median factors overall and per group of 20+ rows, the bands'
+    coverage per metric (pooled and by fold), and the client models' held-out errors (the targets of issue 34)."""
+    t = time.perf_counter()
+    cov = lcv.coverage(ev)
+    cov_s = time.perf_counter() - t
+    n_groups = len(lcv.folds(ev.facets, "group"))
+    print(f"leave one (model, GPU, engine) group out: {n_groups} folds (warm-started from the fit on every row)")
+    for metric in ("tpot_ms", "ttft_ms"):
+        s = ev.summary("held_out_group", {"metric": metric})
+        rows = lcv.tables.groups_table(ev, metric)
+        worst = rows[0] if rows else ["-", "0", "-", "-"]
+        print(
+            f"  {metric}: median factor {s.median_factor:.3f} over {s.n:,} rows; {len(rows)} groups of 20+ rows, "
+            f"worst {worst[0]} ({worst[3]}, {worst[1]} rows)"
+        )
+    for metric, c in cov.items():
+        lo, q1, med, q3, hi = c.spread()
+        print(
+            f"  coverage of the 80% band, {metric}: {c.share:.1%} of {c.rows:,} held-out rows; folds of 20+ rows "
+            f"{lo:.0%} / {q1:.0%} / {med:.0%} / {q3:.0%} / {hi:.0%} (least / quartiles / most) ({cov_s:.1f} s)"
+        )
+    for metric in ("tpot_ms", "ttft_ms"):
+        print(lcv.tables.groups_markdown(ev, metric))
+    t = time.perf_counter()
+    alts = lcv.client_alternatives(base=ev)
+    print(f"client models, held out by group ({time.perf_counter() - t:.1f} s):")
+    print(lcv.tables.client_markdown(alts))
 
 
 def main() -> None:

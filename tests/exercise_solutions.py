@@ -728,14 +728,20 @@ def _spec_allreduces(layers, n, gpu, tokens, hidden):
     return 2 * layers * _ring_allreduce(_g(gpu).link, n, tokens * hidden * COURSE.activation_bytes)
 
 
-def _spec_dense(model, gpu, n, bytes_per_weight, precision):
+def _spec_overhead_ms(kind):
+    """The course's fixed time (ms) of a draft step, run inside the verification's engine step (the 1 ms is paid once
+    per cycle): a separate draft model's, or an EAGLE head's / an MTP block's."""
+    return COURSE.draft_model_step_overhead_ms if kind == "draft model" else COURSE.draft_step_overhead_ms
+
+
+def _spec_dense(model, gpu, n, bytes_per_weight, precision, overhead_ms=None):
     """A dense model's decode step on n GPUs: time(batch, positions per sequence, context), the slower of its bytes
-    (weights once, the batch's caches) and its FLOPs (2 per parameter per position), plus the course's fixed
-    overhead of a step and the all-reduces of every position's activations (a draft step is a decode step too)."""
+    (weights once, the batch's caches) and its FLOPs (2 per parameter per position), plus a fixed time (the course's
+    overhead of a step, or ``overhead_ms`` for a draft step) and the all-reduces of every position's activations."""
     m = model if not isinstance(model, str) else _m(model)
     per_byte, per_flop = _spec_times(gpu, n, precision)
     weights, kv = m.params * bytes_per_weight, _kv_tok(m).to("B").m
-    overhead = COURSE.step_overhead_ms / 1e3
+    overhead = (COURSE.step_overhead_ms if overhead_ms is None else overhead_ms) / 1e3
 
     def time(batch, positions, context):
         core = max((weights + batch * kv * context) * per_byte, batch * positions * 2 * m.params * per_flop)
@@ -748,7 +754,8 @@ def _spec_speedup(v, batch=1, k=None):
     """tau x plain step / (verification + k draft steps), for the 70B pairs of the exercises (FP8 weights)."""
     k = v["k"] if k is None else k
     target = _spec_dense(v["target"], v["gpu"], v["tp"], 1, "fp8")
-    draft = _spec_dense(_spec_draft(v["target"], v["kind"], v["draft"]), v["gpu"], v["tp"], 1, "fp8")
+    d = _spec_draft(v["target"], v["kind"], v["draft"])
+    draft = _spec_dense(d, v["gpu"], v["tp"], 1, "fp8", _spec_overhead_ms(v["kind"]))
     plain, ctx = target(batch, 1, v["context"]), v["context"]
     return _spec_tau(v["alpha"], k) * plain / (target(batch, k + 1, ctx) + k * draft(batch, 1, ctx))
 
@@ -762,7 +769,8 @@ solution("speculative_ex3")(lambda v: max(_spec_speedup(v, k=k) for k in range(1
 def _spec_crossover(v):
     target = _spec_dense("Llama-3.1-8B", v["gpu"], 1, 2, "bf16")
     head = _spec_draft("Llama-3.1-8B", v["kind"], None)
-    draft = _spec_dense(head, v["gpu"], 1, 2, "bf16") if head is not None else (lambda *_: 0.0)
+    over = _spec_overhead_ms(v["kind"])
+    draft = _spec_dense(head, v["gpu"], 1, 2, "bf16", over) if head is not None else (lambda *_: 0.0)
     k, ctx, tau = v["k"], v["context"], _spec_tau(v["alpha"], v["k"])
     batch = 1
     while tau * target(batch, 1, ctx) >= target(batch, k + 1, ctx) + k * draft(batch, 1, ctx):
@@ -791,12 +799,13 @@ def _spec_mtp(v):
         return (model.params - model.expert_params) + model.expert_params * touched
 
     b, ctx = v["batch"], v["context"]
-    # each a decode step: + the fixed overhead, + an all-reduce after every layer's attention and MoE over 8 GPUs
+    # + the fixed overhead (the verification's 1 ms, the MTP step's launch), + an all-reduce after every layer's
+    # attention and MoE over 8 GPUs
     fixed = COURSE.step_overhead_ms / 1e3
     verify = max((read(m, 2 * b) + b * kv * ctx) * per_byte, 2 * b * 2 * m.active_params * per_flop)
     verify += fixed + _spec_allreduces(m.layers, 8, "H200 SXM", 2 * b, m.hidden)
     draft = max((read(mtp, b) + b * kv_mtp * ctx) * per_byte, b * 2 * mtp.active_params * per_flop)
-    draft += fixed + _spec_allreduces(mtp.layers, 8, "H200 SXM", b, mtp.hidden)
+    draft += _spec_overhead_ms("mtp") / 1e3 + _spec_allreduces(mtp.layers, 8, "H200 SXM", b, mtp.hidden)
     return Q_((1 + v["alpha"]) / (verify + draft), "1/s")
 
 

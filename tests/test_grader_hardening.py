@@ -210,3 +210,25 @@ def test_a_numerical_notebook_runs_under_the_default_memory_limit(tmp_path, caps
     assert cli_main([str(_notebook(tmp_path, cells)), "--cell-timeout", "60"]) == 0
     out = capsys.readouterr().out
     assert "error in code cell" not in out and re.search(r"tokens_ex2\s+1/1\s+correct", out), out
+
+
+def test_the_first_right_try_is_kept_past_the_cap_and_every_try_is_heard(tmp_path, capsys):
+    """The grader keeps 100 tries of an exercise (the first 50 and the latest ones) and always the first right one:
+    here try 61 of 261 (60 wrong ones before it, 200 after) is the right one, and it is graded 1/1 as progress() in
+    the notebook says. check(id) with no answer is heard (0/1, with what to do); after a right answer it changes
+    nothing. A text of 25,000 characters is refused with its true length (the runner sends the grader only the
+    first 10,000 characters of none: only the length)."""
+    cells = [
+        "from llmcourse.exercises import check, progress",
+        "for _ in range(60):\n    check('tokens_ex2', 1.0)\ncheck('tokens_ex2', 6.667)\n"
+        "for i in range(200):\n    check('tokens_ex2', 2.0 + i)\nassert progress('tokens').rows[1][2]",
+        "check('tokens_ex4')\ncheck('kv_cache_ex1', 'x' * 25_000)",
+        "check('tokens_ex2')",
+    ]
+    assert cli_main([str(_notebook(tmp_path, cells)), "--cell-timeout", "60"]) == 0
+    out = capsys.readouterr().out
+    assert "error in code cell" not in out, out
+    assert re.search(r"tokens_ex2\s+1/1\s+correct", out), out
+    assert re.search(r"tokens_ex4\s+0/1\s+checked without an answer: give it as check\('tokens_ex4', ", out), out
+    assert re.search(r"kv_cache_ex1\s+0/1\s+Not yet: got a string of 25,000 characters", out), out
+    assert "score: 1/3" in out, out

@@ -127,7 +127,8 @@ QWEN35_397B = {
         "vocab_size": 248320, "max_position_embeddings": 262144, "full_attention_interval": 4,
         "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 15, "linear_num_key_heads": 16,
         "linear_num_value_heads": 64, "linear_conv_kernel_dim": 4, "mlp_only_layers": [],
-        "tie_word_embeddings": False,
+        "tie_word_embeddings": False, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+        "attn_output_gate": True, "mamba_ssm_dtype": "float32",
     },
 }  # fmt: skip
 QWEN3_NEXT = {  # the same hybrid, as the configs that give only full_attention_interval spell it
@@ -253,37 +254,62 @@ def test_qwen_moe_shared_expert_and_dense_layers_are_counted():
 @pytest.mark.parametrize(
     ("config", "fields", "words"),
     [
-        (QWEN35_397B, ["layer_types"], "45 of 60 layers are 'linear_attention'"),
-        (QWEN3_NEXT, ["full_attention_interval"], "one layer in 4 is full attention"),
         (JAMBA, ["attn_layer_period"], "Mamba"),
         ({k: v for k, v in JAMBA.items() if not k.startswith("attn_")}, ["mamba_d_state"], "Mamba"),
         ({k: v for k, v in JAMBA.items() if not k.startswith(("attn_", "mamba_"))}, ["model_type", "jamba"], ""),
-        (LLAMA_4_SCOUT, ["attention_chunk_size"], "chunks of 8,192 tokens"),
-        (LLAMA_4_SCOUT | {"text_config": LLAMA_4_SCOUT["text_config"] | {"attention_chunk_size": None}},
-         ["model_type"], "Llama 4"),
-        (DEEPSEEK_V32, ["index_topk"], "remove index_topk, index_n_heads and index_head_dim"),
-        (GLM_5_WITH_INDEXER, ["index_topk"], "sparse-attention indexer"),
-        (LLAMA | {"layer_types": ["chunked_attention"] * 24 + ["full_attention"] * 8}, ["layer_types"],
-         "24 of 32 layers are 'chunked_attention'"),
+        (LLAMA | {"layer_types": ["mamba"] * 24 + ["full_attention"] * 8}, ["layer_types"],
+         "24 of 32 layers are 'mamba'"),
         (LLAMA | {"hybrid_override_pattern": "M-M-M*-" * 4}, ["hybrid_override_pattern"], "Mamba"),
-        (LLAMA | {"attn_type_list": [0] * 7 + [1]}, ["attn_type_list"], "linear"),
         ({"model_type": "mamba", "num_hidden_layers": 64, "hidden_size": 2560, "vocab_size": 50280}, ["model_type"],
          "state-space"),
+        ({k: v for k, v in QWEN3_NEXT.items() if k != "full_attention_interval"}, ["model_type", "qwen3_next"], ""),
     ],
 )  # fmt: skip
 def test_unsupported_layer_pattern_is_refused(config, fields, words):
     """A hybrid or otherwise unmodelled layer pattern is refused naming its field, never read as all full attention."""
     message = _refused(config, *fields)
     assert words in message
-    if "index_topk" not in fields:
-        assert "cannot model yet" in message and "use a model whose every layer" in message
+    assert "cannot model yet" in message and "use a model whose every layer" in message
 
 
-def test_indexer_advice_gives_the_catalog_glm5():
-    """Following the indexer message (remove the three index fields) gives the catalog's GLM-5 approximation."""
-    _refused(GLM_5_WITH_INDEXER, "index_topk")
-    cut = {k: v for k, v in GLM_5_WITH_INDEXER.items() if not k.startswith("index_")}
-    assert Model.from_hf_config(cut).params == pytest.approx(models["GLM-5"].params, rel=0.005)
+@pytest.mark.parametrize(
+    ("config", "fields"),
+    [
+        (QWEN3_NEXT | {"linear_conv_kernel_dim": None}, ["linear_conv_kernel_dim", "Gated DeltaNet"]),
+        ({**QWEN35_397B, "text_config": {k: v for k, v in QWEN35_397B["text_config"].items()
+                                         if k != "linear_key_head_dim"}}, ["linear_key_head_dim", "45"]),
+        (GLM_5 | {"index_topk": 2048}, ["index_topk", "index_n_heads", "index_head_dim"]),
+        (LLAMA | {"index_topk": 2048, "index_n_heads": 8, "index_head_dim": 64}, ["index_topk", "kv_lora_rank"]),
+        (LLAMA | {"layer_types": ["chunked_attention"] * 24 + ["full_attention"] * 8},
+         ["chunked_attention", "attention_chunk_size"]),
+        (LLAMA | {"attention_chunk_size": 8192, "no_rope_layers": [1, 0]}, ["no_rope_layers"]),
+        (LLAMA | {"attn_type_list": [0, 2] * 16}, ["attn_type_list"]),
+        (QWEN3_NEXT | {"mamba_ssm_dtype": "int8"}, ["mamba_ssm_dtype"]),
+        (LLAMA | {"sliding_window": 4096, "attention_chunk_size": 8192, "model_type": "llama4_text"},
+         ["sliding_window", "attention_chunk_size", "num_hidden_layers"]),
+    ],
+)  # fmt: skip
+def test_incomplete_layer_pattern_names_the_field(config, fields):
+    """A layer type the package models, given without the fields its cache needs, is refused naming them."""
+    _refused(config, *fields)
+
+
+def test_sparse_and_hybrid_configs_read_their_layer_types():
+    """GLM-5's indexer, Qwen3.5's Gated DeltaNet layers and Llama 4's chunks are read, with the published counts:
+    GLM-5 744 B (the catalog's 743.9 B), Qwen3.5 396.3 B / 17.35 B active, Llama 4 Scout 107.8 B / 17.2 B (text),
+    Qwen3-Next-80B-A3B 80 B (reference/models-more.md and the model cards)."""
+    glm = Model.from_hf_config(GLM_5_WITH_INDEXER)
+    assert (glm.index_topk, glm.index_heads, glm.index_head_dim, glm.qk_nope_head_dim) == (2048, 32, 128, 192)
+    assert glm.params == pytest.approx(models["GLM-5"].params, rel=0.001)
+    qwen = Model.from_hf_config(QWEN35_397B)
+    assert qwen.layer_types == {"full": 15, "sliding": 0, "chunked": 0, "linear": 45, "sparse": 0}
+    assert (qwen.linear_value_heads, qwen.linear_conv, qwen.linear_state_bytes) == (64, 3, 4.0)
+    assert qwen.params == pytest.approx(396.3e9, rel=0.001) and qwen.active_params == pytest.approx(17.35e9, rel=0.001)
+    scout = Model.from_hf_config(LLAMA_4_SCOUT)
+    assert (scout.attention_chunk, scout.chunked_layers) == (8192, 36)  # every 4th layer (NoPE) is global
+    assert scout.params == pytest.approx(107.8e9, rel=0.001) and scout.active_params == pytest.approx(17.2e9, rel=0.002)
+    nxt = Model.from_hf_config(QWEN3_NEXT)
+    assert nxt.linear_layers == 36 and nxt.params == pytest.approx(80e9, rel=0.01)
 
 
 def test_all_full_attention_patterns_are_read():

@@ -111,21 +111,23 @@ H200_TPOT = H200_STEP + 70 / 71 * 71 * _prefill_flops(70.554e9, 80, 64, 128, 2_0
 # (70.554e9 + 327,680 x 2,150) B / 4.69 TB/s = 15.1937 ms, + 1 ms, + 160 all-reduces of 1 x 8,192 x 2 B (6.1455 us
 # each: 0.98328 ms) = 17.1770 ms; the verification of 5 positions is memory-bound and reads the same bytes, its
 # all-reduces carry 5 tokens (6.3276 us each: 1.01242 ms) = 17.2061 ms; the FP8 8B draft (8.03e9 + 131,072 x 2,150) /
-# 4.69 TB/s = 1.77224 ms, + 1 ms, + 64 all-reduces of 4,096 x 2 B (6.1228 us: 0.39186 ms) = 3.16410 ms.
+# 4.69 TB/s = 1.77224 ms, + 0.1 ms (a separate draft model's step inside the cycle's engine step: the 1 ms is paid
+# once per cycle, with the verification), + 64 all-reduces of 4,096 x 2 B (6.1228 us: 0.39186 ms) = 2.26410 ms.
+DRAFT_MODEL_OVER, HEAD_OVER = 0.1e-3, 0.03e-3  # the course's fixed time per draft step: a draft model, a head (s)
 SPEC_PLAIN = (70.554e9 + 327_680 * 2_150) / (2 * H100_BW) + OVERHEAD + _allreduces(80, 1)
 SPEC_VERIFY = (70.554e9 + 327_680 * 2_150) / (2 * H100_BW) + OVERHEAD + _allreduces(80, 5)
-SPEC_DRAFT = (8.03e9 + 131_072 * 2_150) / (2 * H100_BW) + OVERHEAD + _allreduces(32, 1, hidden=4_096)
+SPEC_DRAFT = (8.03e9 + 131_072 * 2_150) / (2 * H100_BW) + DRAFT_MODEL_OVER + _allreduces(32, 1, hidden=4_096)
 # Llama 3.1 8B + its EAGLE-3 head (0.425e9 parameters, 4,096 B of KV per token) at 288 tokens, k = 4, alpha = 0.7, on
-# one H100 (no all-reduces), every step + 1 ms (o): tau ((W + B K) / D + o) = 5 B F / C + o + 4 ((W_d + B K_d) / D + o),
-# solved for B. At batch 200: plain (16.06e9 + 200 x 131,072 x 288) / 2.345 TB/s = 10.068 ms + 1 ms; verification
-# 200 x 5 x 16.06e9 / 494.5 TFLOP/s = 32.477 ms + 1 ms; head (0.85e9 + 200 x 4,096 x 288) / 2.345 TB/s = 0.46308 ms
-# + 1 ms.
-SPEC_X = ((2.7731 * 16.06e9 - 4 * 0.85e9) / H100_BW - (5 - 2.7731) * OVERHEAD) / (
+# one H100 (no all-reduces), the plain step and the verification + 1 ms (o), each head step + 0.03 ms (o_d):
+# tau ((W + B K) / D + o) = 5 B F / C + o + 4 ((W_d + B K_d) / D + o_d), solved for B. At batch 200: plain
+# (16.06e9 + 200 x 131,072 x 288) / 2.345 TB/s = 10.068 ms + 1 ms; verification 200 x 5 x 16.06e9 / 494.5 TFLOP/s =
+# 32.477 ms + 1 ms; head (0.85e9 + 200 x 4,096 x 288) / 2.345 TB/s = 0.46308 ms + 0.03 ms.
+SPEC_X = ((2.7731 * 16.06e9 - 4 * 0.85e9) / H100_BW + (2.7731 - 1) * OVERHEAD - 4 * HEAD_OVER) / (
     5 * 16.06e9 / H100_BF16 + (4 * 4_096 * 288 - 2.7731 * 131_072 * 288) / H100_BW
 )
 SPEC_P200 = (16.06e9 + 200 * 131_072 * 288) / H100_BW + OVERHEAD
 SPEC_V200 = 200 * 5 * 16.06e9 / H100_BF16 + OVERHEAD
-SPEC_D200 = (0.85e9 + 200 * 4_096 * 288) / H100_BW + OVERHEAD
+SPEC_D200 = (0.85e9 + 200 * 4_096 * 288) / H100_BW + HEAD_OVER
 
 
 def _moe_read(params: float, active: float, tokens: int) -> float:
@@ -137,23 +139,25 @@ def _moe_read(params: float, active: float, tokens: int) -> float:
 
 # DeepSeek-V3 FP8 on 8 x H200 (8 x 4.8 x 0.7 = 26.88 TB/s), cache read at 2,150 tokens, MLA's 70,272 B per token kept
 # on all 8 GPUs; MTP block 11.61e9 / 0.688e9 parameters, one layer: 1,152 B per token (x 8). The FLOPs never bind.
-# Every step + 1 ms, and, tensor-parallel over 8 GPUs on NVLink 4 (the experts split like matrices), an all-reduce
+# Every step of the model + 1 ms, the MTP block's + 0.03 ms (it runs inside the verification's engine step), and,
+# tensor-parallel over 8 GPUs on NVLink 4 (the experts split like matrices), an all-reduce
 # after each layer's attention and after each layer's MLP or MoE: 2 x 61 for the model, 2 for the MTP block, each
 # of the step's tokens' 7,168 x 2 B of activations (the verification's: 2 per sequence).
 _DS_BW, _DS_KV, _MTP_KV = 8 * 4.8e12 * 0.7, 8 * 70_272 * 2_150, 8 * 1_152 * 2_150
 
 
-def _ds(layers: int, tokens: int) -> float:
-    """A DeepSeek-V3 step's fixed part: the 1 ms and the all-reduces of ``tokens`` tokens over ``layers`` layers."""
-    return OVERHEAD + _allreduces(layers, tokens, hidden=7_168, n=8)
+def _ds(layers: int, tokens: int, overhead: float = OVERHEAD) -> float:
+    """A DeepSeek-V3 step's fixed part: the 1 ms (or ``overhead``) and the all-reduces of ``tokens`` tokens over
+    ``layers`` layers."""
+    return overhead + _allreduces(layers, tokens, hidden=7_168, n=8)
 
 
 MTP_PLAIN1 = (_moe_read(671e9, 37e9, 1) + _DS_KV) / _DS_BW + _ds(61, 1)
 MTP_VER1 = (_moe_read(671e9, 37e9, 2) + _DS_KV) / _DS_BW + _ds(61, 2)
-MTP_MTP1 = (_moe_read(11.61e9, 0.688e9, 1) + _MTP_KV) / _DS_BW + _ds(1, 1)
+MTP_MTP1 = (_moe_read(11.61e9, 0.688e9, 1) + _MTP_KV) / _DS_BW + _ds(1, 1, HEAD_OVER)
 MTP_PLAIN256 = (_moe_read(671e9, 37e9, 256) + 256 * _DS_KV) / _DS_BW + _ds(61, 256)
 MTP_VER256 = (_moe_read(671e9, 37e9, 512) + 256 * _DS_KV) / _DS_BW + _ds(61, 512)
-MTP_MTP256 = (_moe_read(11.61e9, 0.688e9, 256) + 256 * _MTP_KV) / _DS_BW + _ds(1, 256)
+MTP_MTP256 = (_moe_read(11.61e9, 0.688e9, 256) + 256 * _MTP_KV) / _DS_BW + _ds(1, 256, HEAD_OVER)
 
 
 def _per_million(usd_per_hour: float, tokens_per_s: float) -> float:
@@ -402,22 +406,28 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "verify": (SPEC_VERIFY * 1e3, "ms", 1e-6),
         "draft": (SPEC_DRAFT * 1e3, "ms", 1e-6),
         "cycle": ((SPEC_VERIFY + 4 * SPEC_DRAFT) * 1e3, "ms", 1e-6),
-        "speedup": (3.3616 * SPEC_PLAIN / (SPEC_VERIFY + 4 * SPEC_DRAFT), "", 1e-6),  # 1.9336
+        "draft_over": (DRAFT_MODEL_OVER * 1e3, "ms", 1e-12),
+        "speedup": (
+            3.3616 * SPEC_PLAIN / (SPEC_VERIFY + 4 * SPEC_DRAFT),
+            "",
+            1e-6,
+        ),  # 2.199 (1.934 at 1 ms a draft step)
     },
     "spec_crossover": {  # see SPEC_X and the batch-200 times below
         "tau": (2.7731, "", 1e-12),
         "estimate": (SPEC_X, "", 1e-6),
         "cross": (math.ceil(SPEC_X), "", 0),
-        "speedup": (2.7731 * SPEC_P200 / (SPEC_V200 + 4 * SPEC_D200), "", 1e-6),  # 0.7804
+        "speedup": (2.7731 * SPEC_P200 / (SPEC_V200 + 4 * SPEC_D200), "", 1e-6),  # 0.8664 (0.7804 at 1 ms a head step)
+        "draft_over": (HEAD_OVER * 1e3, "ms", 1e-12),
         "fit_long": (189, "", 0),
     },
     "spec_mtp": {  # see MTP_* below
         "tau": (1.85, "", 1e-12),
         "w_plain1": (37.0, "GB", 1e-9),
         "w_ver1": (56.8125, "GB", 1e-6),
-        "s1": (1.85 * MTP_PLAIN1 / (MTP_VER1 + MTP_MTP1), "", 1e-6),  # 1.307
+        "s1": (1.85 * MTP_PLAIN1 / (MTP_VER1 + MTP_MTP1), "", 1e-6),  # 1.552 (1.307 at 1 ms an MTP step)
         "fixed1": (_ds(61, 1) * 1e3, "ms", 1e-6),
-        "s256": (1.85 * MTP_PLAIN256 / (MTP_VER256 + MTP_MTP256), "", 1e-6),  # 1.692
+        "s256": (1.85 * MTP_PLAIN256 / (MTP_VER256 + MTP_MTP256), "", 1e-6),  # 1.729 (1.692 at 1 ms an MTP step)
     },
     "spec_fleet": {  # 70B FP8 on 2 x H100, 2,300 tokens: (144 - 70.554) / 0.753664 = 97.45; with the 8B draft
         # (144 - 78.584) / (2,304 x 458,752 B) = 61.89; with the head (144 - 71.954) / (2,304 x 331,776 B) = 94.25

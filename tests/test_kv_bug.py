@@ -25,8 +25,9 @@ def test_kv_is_not_from_hidden_size(name):
     """For every GQA model: KV/token = 2 L H_kv d_head b, and not 2 L hidden b."""
     m = lc.models[name]
     got = lc.kv_bytes_per_token(m).to("B").m
-    assert got == 2 * m.layers * m.kv_heads * m.head_dim * 2
-    assert got != 2 * m.layers * m.hidden * 2
+    kept = m.layers - (m.linear_layers or 0)  # a linear-attention layer keeps a fixed state, not each token
+    assert got == 2 * kept * m.kv_heads * m.head_dim * 2
+    assert got != 2 * kept * m.hidden * 2
 
 
 @pytest.mark.parametrize(

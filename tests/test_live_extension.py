@@ -90,3 +90,27 @@ def test_a_changed_script_reaches_the_built_site_when_no_page_is_rebuilt(tmp_pat
     (static / "live_worker.js").write_text("// changed")
     ext.refresh_static(app, RuntimeError("the build failed"))  # a failed build is left as it is
     assert (static / "live_worker.js").read_text() == "// changed"
+
+
+def test_the_exercise_pages_answer_box_checks_live_with_only_the_browsers_modules() -> None:
+    """The answer box of the exercise pages (the cell exercises/*.md hold) builds in a Python that has only what
+    the browser's has, and a reader's typing and click, sent as the page's widget manager sends them, check the
+    answer: 320 KiB is kv_cache_ex1's (2 x 80 layers x 8 KV heads x 128 x 2 bytes = 327,680 B = 320 KiB)."""
+    from llmcourse.exercises.notebooks import notebook
+
+    cell = 'from llmcourse.widgets.exercises import answer_box\n\nanswer_box("kv_cache")'
+    assert cell in notebook("kv_cache")
+    click = (
+        "import json\nfrom llmcourse import _live\nfrom llmcourse.widgets.exercises import answer_box\n"
+        "box = answer_box('kv_cache')\n"
+        "def page(widget, data):\n"
+        "    _live.receive(json.dumps({'msg_type': 'comm_msg', 'msg_id': 'p', 'comm_id': widget.comm.comm_id, "
+        "'data': data}))\n"
+        "page(box.answer, {'method': 'update', 'state': {'value': '320'}, 'buffer_paths': []})\n"
+        "page(box.button, {'method': 'custom', 'content': {'event': 'click'}})\n"
+        "assert 'Correct' in box.feedback.value, box.feedback.value\n"
+        "page(box.unit, {'method': 'update', 'state': {'value': 'kB'}, 'buffer_paths': []})\n"
+        "page(box.button, {'method': 'custom', 'content': {'event': 'click'}})\n"
+        "assert 'KiB vs kB' in box.feedback.value, box.feedback.value\n"
+    )
+    assert live.live_check([cell.replace("\n\n", "\n"), click]) is None

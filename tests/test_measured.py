@@ -214,8 +214,6 @@ def test_a_layout_switched_off_is_a_reason(change, reason, monkeypatch):
     ("change", "reason"),
     [
         (dict(mode="disagg"), lcv.DISAGGREGATED_REASON),
-        (dict(model_path="Qwen/Qwen3.5-397B-A17B"), "hybrid linear attention"),
-        (dict(model_path="zhipuai/GLM-5", isl="8192"), "DeepSeek sparse attention"),
         (dict(silicon_tpot_ms="n/a"), "column 'silicon_tpot_ms': 'n/a' is not a number"),
         (dict(silicon_data_source="x; silicon_concurrency=0"), "at least 1 request in flight; got 0"),
         (dict(system="h300_sxm"), "no GPU named 'h300_sxm'"),
@@ -233,6 +231,27 @@ def test_glm5_within_its_full_attention_context_is_read():
     """GLM-5 at 1,024 + 1,024 tokens attends to every past token (2,048 selected): the MLA row is exact there."""
     got = parse_aic(aic_row(model_path="zhipuai/GLM-5", moe_ep_size="1"))
     assert not got.skipped and {r.model for r in got.rows} == {"GLM-5"}
+
+
+@pytest.mark.parametrize(
+    ("change", "model"),
+    [
+        (
+            dict(model_path="Qwen/Qwen3.5-397B-A17B", moe_ep_size="1", tp_size="8"),
+            "Qwen3.5-397B-A17B",
+        ),  # linear-attention layers
+        (
+            dict(model_path="zhipuai/GLM-5", isl="8192", moe_ep_size="1", tp_size="8"),
+            "GLM-5",
+        ),  # sparse attention past 2,048
+    ],
+)
+def test_hybrid_and_sparse_attention_rows_are_read_and_predicted(change, model):
+    """Rows of a model with linear-attention or sparse-attention layers are read and predicted, not skipped."""
+    got = parse_aic(aic_row(**change))
+    assert not got.skipped and {r.model for r in got.rows} == {model}
+    for r in got.rows:
+        assert lcv.predict(r).value > 0
 
 
 @pytest.mark.parametrize(
@@ -395,7 +414,9 @@ def _service(step_ms, pre_ms, isl, osl, cap=512):
 def test_closed_form_ttft_matches_the_simulator(step, pre, isl, osl, n):
     """The closed form's mean time to first token is within 10% of the queueing simulator's (Poisson arrivals at
     the rate the closed loop gives, fixed lengths, the simulator's own time per token) at prefill loads up to 0.4.
-    (Above that the simulator, which prefills arrivals in groups, waits longer: 20-30% at 0.6-0.7.)"""
+    (Above that the simulator, which prefills arrivals in groups, waits longer: 20-30% at 0.6-0.7.) The simulator
+    prefills whole prompts here, the queue the closed form describes (its default, the engine's token budget, adds a
+    decode step to each prompt's iteration)."""
     rep, tp, s = _service(step, pre, isl, osl), pre / 1e3, step / 1e3
     tau = s + tp * (n - 1) / osl
     for _ in range(3):  # the time per token and the rate settle together
@@ -403,7 +424,7 @@ def test_closed_form_ttft_matches_the_simulator(step, pre, isl, osl, n):
         rate = n / (ttft + (osl - 1) * tau)
         sim = simulator.simulate(
             "Llama-3.1-8B", "H100 SXM", rate=Q_(rate, "1/s"), prompt_tokens=isl, answer_tokens=osl, requests=3000, seed=3,
-            prompt_cv=0, answer_cv=0, replica=rep,
+            prompt_cv=0, answer_cv=0, replica=rep, scheduler=simulator.Scheduler(None),
         )  # fmt: skip
         tau = statistics.fmean(sim.tpot_s)
     assert rate * tp <= 0.4

@@ -129,6 +129,21 @@ class Model:
     max_position: int | None = None
     sliding_window: int | None = None
     sliding_window_layers: int | None = None
+    qk_nope_head_dim: int | None = None
+    attention_chunk: int | None = None
+    chunked_layers: int | None = None
+    linear_layers: int | None = None
+    linear_key_heads: int | None = None
+    linear_value_heads: int | None = None
+    linear_key_dim: int | None = None
+    linear_value_dim: int | None = None
+    linear_conv: int | None = None
+    linear_state_bytes: float | None = None
+    index_topk: int | None = None
+    index_heads: int | None = None
+    index_head_dim: int | None = None
+    expert_groups: int | None = None
+    topk_groups: int | None = None
     weight_dtype: str = "bf16"
     source: str = "user-defined"
     aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
@@ -169,13 +184,18 @@ class Model:
             "qk_rope_head_dim",
             "max_position",
             "sliding_window",
+            *_LAYER_SHAPES,
         )
         for attr in optional:
             if getattr(self, attr) is not None:
                 fix(attr, getattr(self, attr))
-        for attr in ("shared_experts", "dense_layers", "sliding_window_layers"):
+        for attr in ("shared_experts", "dense_layers", "sliding_window_layers", "chunked_layers", "linear_layers",
+                     "linear_conv"):  # fmt: skip
             if getattr(self, attr) is not None:
                 fix(attr, getattr(self, attr), allow_zero=True)
+        if self.linear_state_bytes is not None:
+            fix("linear_state_bytes", self.linear_state_bytes, float)
+        _check_layer_types(self, where)
         if self.kv_heads > self.heads:
             raise InputError(f"{where}: kv_heads ({self.kv_heads}) cannot exceed heads ({self.heads}).")
         if self.heads % self.kv_heads:
@@ -195,8 +215,39 @@ class Model:
             )
         if self.dense_layers is not None and self.dense_layers > self.layers:
             raise InputError(f"{where}: dense_layers ({self.dense_layers}) cannot exceed layers ({self.layers}).")
+        self._check_groups(where)
         if (self.kv_lora_rank is None) != (self.qk_rope_head_dim is None):
             raise InputError(f"{where}: an MLA model needs both kv_lora_rank and qk_rope_head_dim.")
+
+    def _check_groups(self, where: str) -> None:
+        """The router's expert groups (DeepSeek-V3's ``n_group`` 8, ``topk_group`` 4): whole numbers, for a mixture of
+        experts, the groups dividing the experts and the groups a token may use at most the groups."""
+        g, t = self.expert_groups, self.topk_groups
+        if g is None and t is None:
+            return
+        for attr, v in (("expert_groups", g), ("topk_groups", t)):
+            if v is not None:
+                try:
+                    object.__setattr__(self, attr, _count(v, attr))
+                except InputError as exc:
+                    raise InputError(f"{where}: {exc}") from None
+        g, t = self.expert_groups or 1, self.topk_groups or 1
+        if self.experts is None:
+            raise InputError(f"{where}: expert_groups and topk_groups route experts; a dense model leaves them out.")
+        if self.experts % g:
+            raise InputError(
+                f"{where}: expert_groups (a config's n_group: {g}) must divide the experts ({self.experts})."
+            )
+        if t > g:
+            raise InputError(
+                f"{where}: topk_groups (a config's topk_group: {t}) cannot exceed expert_groups (n_group: {g})."
+            )
+        if t * self.experts // g < self.experts_per_token:
+            raise InputError(
+                f"{where}: topk_groups (a config's topk_group: {t}) of expert_groups (n_group: {g}) hold "
+                f"{t * self.experts // g} experts, fewer than experts_per_token ({self.experts_per_token}): raise "
+                "topk_groups."
+            )
 
     @property
     def attention(self) -> str:
@@ -206,6 +257,36 @@ class Model:
         if self.kv_heads == self.heads:
             return "MHA"
         return "MQA" if self.kv_heads == 1 else "GQA"
+
+    @property
+    def layer_types(self) -> dict[str, int]:
+        """How many layers of each type: ``"full"`` attention (every past token; a sparse model's MLA layers, which
+        keep every token and attend to ``index_topk`` of them, are ``"sparse"``), ``"sliding"`` (the last
+        ``sliding_window`` tokens), ``"chunked"`` (the current ``attention_chunk``) and ``"linear"`` (a fixed state).
+
+        Examples
+        --------
+        >>> from llmcourse import models
+        >>> models["gpt-oss-120b"].layer_types
+        {'full': 18, 'sliding': 18, 'chunked': 0, 'linear': 0, 'sparse': 0}
+        """
+        win = (
+            (self.sliding_window_layers if self.sliding_window_layers is not None else self.layers)
+            if (self.sliding_window)
+            else 0
+        )
+        chunked, linear = self.chunked_layers or 0, self.linear_layers or 0
+        rest = self.layers - win - chunked - linear
+        sparse = rest if self.index_topk is not None else 0
+        return {"full": rest - sparse, "sliding": win, "chunked": chunked, "linear": linear, "sparse": sparse}
+
+    @property
+    def qk_head_dim(self) -> int:
+        """The width of one head's query-key dot product: ``head_dim``, or MLA's ``qk_nope_head_dim`` (the
+        ``head_dim`` when not given) plus ``qk_rope_head_dim`` (DeepSeek-V3: 128 + 64 = 192)."""
+        if self.kv_lora_rank is None:
+            return self.head_dim
+        return (self.qk_nope_head_dim or self.head_dim) + self.qk_rope_head_dim
 
     @property
     def is_moe(self) -> bool:
@@ -252,11 +333,13 @@ class Model:
         Reads ``head_dim`` when present (else ``hidden_size / num_attention_heads``; an MLA model's is
         ``v_head_dim``), ``num_key_value_heads`` (GQA; absent means one KV head per query head), the MoE
         fields (``num_local_experts``/``num_experts``/``n_routed_experts``, ``num_experts_per_tok``,
-        ``moe_intermediate_size``, ``n_shared_experts`` or ``shared_expert_intermediate_size``, and the dense
+        ``moe_intermediate_size``, the router's groups (``n_group``, ``topk_group``), ``n_shared_experts`` or ``shared_expert_intermediate_size``, and the dense
         layers: ``first_k_dense_replace``, ``moe_layer_freq``, ``decoder_sparse_step``, ``mlp_only_layers``),
         the MLA fields (``kv_lora_rank``, ``qk_rope_head_dim``, ``qk_nope_head_dim``, ``v_head_dim``) and the
         sliding window (``sliding_window`` and the layers it applies to: ``layer_types``,
-        ``sliding_window_pattern``, ``max_window_layers``, ``use_sliding_window``). A multimodal config's
+        ``sliding_window_pattern``, ``max_window_layers``, ``use_sliding_window``) and the other layer types
+        (:func:`llmcourse.catalog.params.layer_pattern`: Llama 4's chunked attention, Qwen3-Next / Qwen3.5 Gated
+        DeltaNet and MiniMax lightning linear attention, DeepSeek-V3.2 / GLM-5's sparse-attention indexer). A multimodal config's
         ``text_config`` is read (the text model only). The parameter count is computed from the shapes
         (:func:`llmcourse.catalog.params.count_params`) unless ``params`` is given.
 
@@ -264,8 +347,8 @@ class Model:
         flag where a number goes, a zero or an implausibly large count, a boolean spelled ``"false"``,
         head counts that do not divide, MLA fields missing, a file that is not a config.json: each raises
         :class:`~llmcourse.errors.InputError` naming the field. A config with layers the package cannot
-        model yet (linear-attention or state-space layers, Llama 4's chunked attention, DeepSeek-V3.2's
-        sparse-attention indexer) is refused the same way, never read as all full attention.
+        model yet (state-space or recurrent layers, a layer type it does not know) is refused the same way,
+        never read as all full attention.
 
         Examples
         --------
@@ -279,45 +362,13 @@ class Model:
         ...
         llmcourse.errors.InputError: config.json: num_attention_heads must be at least 1; got 0.
         """
-        from llmcourse.catalog.params import count_params, dense_layer_count, read_config, sliding_window_layers
+        from llmcourse.catalog.params import count_params, model_shape, read_config
 
         if name is not None and not isinstance(name, str):
             raise InputError(f"from_hf_config: name must be text such as 'my-model', not {name!r}.")
         cfg = read_config(config)
-
-        def get(*keys: str) -> Any:
-            for k in keys:
-                if cfg.get(k) is not None:
-                    return cfg[k]
-            return None
-
-        experts = get("num_local_experts", "num_experts", "n_routed_experts")
-        mla = get("kv_lora_rank") is not None
-        moe_inter = get("moe_intermediate_size") or (get("intermediate_size") if experts else None)
-        shared = get("n_shared_experts")
-        shared_size = get("shared_expert_intermediate_size", "shared_intermediate_size")
-        if experts and shared is None and shared_size is not None and moe_inter and shared_size % moe_inter == 0:
-            shared = shared_size // moe_inter  # Qwen-MoE's shared expert, in routed experts' sizes
-        window, window_layers = sliding_window_layers(cfg)
-        shape: dict[str, Any] = dict(
-            layers=cfg["num_hidden_layers"],
-            hidden=cfg["hidden_size"],
-            heads=cfg["num_attention_heads"],
-            kv_heads=get("num_key_value_heads"),
-            head_dim=get("head_dim") or (get("v_head_dim") if mla else None),
-            intermediate=get("intermediate_size"),
-            moe_intermediate=moe_inter,
-            vocab=get("vocab_size"),
-            experts=experts,
-            experts_per_token=get("num_experts_per_tok", "experts_per_token"),
-            shared_experts=shared if experts else None,
-            dense_layers=dense_layer_count(cfg),
-            kv_lora_rank=get("kv_lora_rank"),
-            qk_rope_head_dim=get("qk_rope_head_dim") if mla else None,
-            max_position=get("max_position_embeddings"),
-            sliding_window=window,
-            sliding_window_layers=window_layers,
-        )
+        shape = model_shape(cfg)
+        experts = shape["experts"]
         total, active = count_params(cfg)
         model_name = name or cfg.get("_name_or_path") or cfg.get("model_type") or "custom"
         if not isinstance(model_name, str):
@@ -416,6 +467,10 @@ class Link:
     ``domain`` is the most GPUs one such link joins (an NVLink board: 8; an NVL72 rack: 72);
     ``kind`` is ``"scale-up"`` (inside a node or rack) or ``"scale-out"`` (between nodes);
     ``scale_out`` names the link a group larger than ``domain`` falls back to between nodes.
+    ``peer_kernels`` says whether each GPU can read and write its peers' memory over the link at full speed, so
+    that the engines' own all-reduce kernels run on it (vLLM's ``custom_all_reduce`` needs a fully connected NVLink
+    or xGMI board beyond two GPUs; TensorRT-LLM's ONESHOT / TWOSHOT need NVLink peer access): NVLink and Infinity
+    Fabric yes, PCIe and the scale-out links no (their all-reduce is NCCL's ring).
 
     Examples
     --------
@@ -438,8 +493,11 @@ class Link:
     scale_out: str = "InfiniBand NDR"
     source: str = "user-defined"
     aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    peer_kernels: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.peer_kernels, bool):
+            raise InputError(f"link {self.name!r}: peer_kernels must be True or False; got {self.peer_kernels!r}.")
         for attr, unit in (("bandwidth", "GB/s"), ("latency", "us"), ("base", "us")):
             try:
                 q = as_quantity(getattr(self, attr), unit, attr)
@@ -558,6 +616,33 @@ class Cost:
         object.__setattr__(self, "input_value", inp)
 
 
+#: The fields of a model's layer types besides the sliding window (each a whole number when given).
+_LAYER_SHAPES = ("qk_nope_head_dim", "attention_chunk", "linear_key_heads", "linear_value_heads", "linear_key_dim",
+                 "linear_value_dim", "index_topk", "index_heads", "index_head_dim")  # fmt: skip
+_LINEAR = ("linear_key_heads", "linear_value_heads", "linear_key_dim", "linear_value_dim", "linear_conv")
+_INDEXER = ("index_topk", "index_heads", "index_head_dim")
+
+
+def _check_layer_types(m: Model, where: str) -> None:
+    """The layer-type fields of a model, checked together: each type's layers need its shape, and the types' layers
+    cannot outnumber the model's."""
+    counts = {"sliding_window_layers": m.sliding_window_layers if m.sliding_window else 0,
+              "chunked_layers": m.chunked_layers or 0, "linear_layers": m.linear_layers or 0}  # fmt: skip
+    if sum(counts.values()) > m.layers:
+        given = " + ".join(f"{k} ({v})" for k, v in counts.items() if v)
+        raise InputError(f"{where}: {given} cannot exceed layers ({m.layers}).")
+    if bool(m.chunked_layers) != (m.attention_chunk is not None):
+        raise InputError(f"{where}: chunked attention needs both attention_chunk (tokens) and chunked_layers.")
+    if m.linear_layers:
+        missing = [k for k in _LINEAR if getattr(m, k) is None]
+        if missing:
+            raise InputError(f"{where}: linear_layers ({m.linear_layers}) needs {', '.join(missing)}.")
+    if len({getattr(m, k) is None for k in _INDEXER}) > 1:
+        raise InputError(f"{where}: a sparse-attention indexer needs all of {', '.join(_INDEXER)}.")
+    if m.qk_nope_head_dim is not None and m.kv_lora_rank is None:
+        raise InputError(f"{where}: qk_nope_head_dim is an MLA field: give kv_lora_rank and qk_rope_head_dim too.")
+
+
 T = TypeVar("T", Model, GPU, Link, HardwarePrice, Cost)
 
 
@@ -666,8 +751,14 @@ def _load_models() -> list[Model]:
         "sliding_window",
         "sliding_window_layers",
     )
+    layers = {row["name"]: row for row in _read_csv("model_layers.csv")}
     for row in _read_csv("models.csv"):
-        kwargs: dict[str, Any] = {k: _int(row[k]) for k in ints}
+        row = {**row, "expert_groups": row.get("expert_groups") or "", "topk_groups": row.get("topk_groups") or ""}
+        kwargs: dict[str, Any] = {k: _int(row[k]) for k in (*ints, "expert_groups", "topk_groups")}
+        shape = layers.pop(row["name"], None)  # the layer types of the models whose layers differ
+        if shape is not None:
+            kwargs |= {k: _int(v) for k, v in shape.items() if k not in ("name", "source", "linear_state_bytes")}
+            kwargs["linear_state_bytes"] = _num(shape["linear_state_bytes"])
         out.append(
             Model(
                 name=row["name"],
@@ -679,6 +770,8 @@ def _load_models() -> list[Model]:
                 **kwargs,
             )
         )
+    if layers:  # a data-file slip, caught at import
+        raise InputError(f"model_layers.csv names models that models.csv lacks: {', '.join(layers)}.")
     return out
 
 
@@ -725,6 +818,7 @@ def _load_links() -> list[Link]:
             scale_out=row["scale_out"],
             source=row["source"],
             aliases=tuple(a for a in row["aliases"].split(";") if a),
+            peer_kernels=row["peer_kernels"].strip().lower() == "yes",
         )
         for row in _read_csv("links.csv")
     ]

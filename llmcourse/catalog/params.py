@@ -4,12 +4,14 @@ Covers the families in the catalog: Llama/Mistral/Qwen2 (GQA, optional QKV bias)
 Mixtral/Qwen3-MoE/gpt-oss (routed experts), DeepSeek-V3 (MLA, shared experts,
 leading dense layers), Qwen2-MoE's shared expert of its own size, and sliding-window layers
 (every layer, gpt-oss's ``layer_types``, Gemma's ``sliding_window_pattern``, Qwen2's
-``max_window_layers``). Norm weights are counted; small biases of gpt-oss experts are not.
+``max_window_layers``), and the other layer types (:func:`layer_pattern`: Llama 4's chunked attention and its
+shared expert, Qwen3-Next / Qwen3.5 Gated DeltaNet and MiniMax lightning linear attention, DeepSeek-V3.2 / GLM-5's
+sparse-attention indexer). Norm weights are counted; small biases of gpt-oss experts are not.
 
 :func:`read_config` is the one gate: every field the estimates read is checked (a whole number in a
 plausible range, or a strict JSON boolean), and a config whose layers the package cannot model
-(linear-attention, state-space or recurrent layers, Llama 4's chunked attention, DeepSeek-V3.2's
-sparse-attention indexer) is refused with an :class:`~llmcourse.errors.InputError` that names the
+(state-space or recurrent layers, a layer type it does not know, or a modelled type whose shape fields are
+missing) is refused with an :class:`~llmcourse.errors.InputError` that names the
 field, rather than read as if every layer were full attention.
 
 Defined in the chapter *Weights* (``book/02_weights.md``).
@@ -27,7 +29,15 @@ from typing import Any
 
 from llmcourse.errors import InputError
 
-__all__ = ["MAX_CONFIG_BYTES", "count_params", "dense_layer_count", "read_config", "sliding_window_layers"]
+__all__ = [
+    "MAX_CONFIG_BYTES",
+    "count_params",
+    "dense_layer_count",
+    "layer_pattern",
+    "model_shape",
+    "read_config",
+    "sliding_window_layers",
+]
 
 #: The largest config.json read (a published one is a few kilobytes; one listing every layer, well under 1 MB).
 MAX_CONFIG_BYTES = 10_000_000
@@ -56,8 +66,11 @@ _WHOLE: dict[str, tuple[int, int]] = {
     "experts_per_token": (1, 1_000_000),
     "n_shared_experts": (0, 10_000),
     "first_k_dense_replace": (0, 10_000),
+    "n_group": (1, 1_000_000),
+    "topk_group": (1, 1_000_000),
     "moe_layer_freq": (1, 10_000),
     "decoder_sparse_step": (1, 10_000),
+    "interleave_moe_layer_step": (1, 10_000),
     "kv_lora_rank": (1, 1_000_000),
     "q_lora_rank": (1, 1_000_000),
     "qk_nope_head_dim": (0, 100_000),
@@ -67,25 +80,42 @@ _WHOLE: dict[str, tuple[int, int]] = {
     "sliding_window": (1, 10_000_000_000),
     "max_window_layers": (0, 10_000),
     "sliding_window_pattern": (1, 10_000),
+    "attention_chunk_size": (1, 10_000_000_000),
+    "no_rope_layer_interval": (1, 10_000),
+    "full_attention_interval": (1, 10_000),
+    "linear_num_key_heads": (1, 100_000),
+    "linear_num_value_heads": (1, 100_000),
+    "linear_key_head_dim": (1, 100_000),
+    "linear_value_head_dim": (1, 100_000),
+    "linear_conv_kernel_dim": (1, 10_000),
+    "index_topk": (1, 10_000_000_000),
+    "index_n_heads": (1, 100_000),
+    "index_head_dim": (1, 100_000),
 }
 _FLAGS = ("use_sliding_window", "tie_word_embeddings", "attention_bias")
 _REQUIRED = ("num_hidden_layers", "hidden_size", "num_attention_heads")
 _EXPERTS = ("num_local_experts", "num_experts", "n_routed_experts")
 _PER_TOKEN = ("num_experts_per_tok", "experts_per_token")
 _MLA = ("qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
-_LAYER_TYPES = ("full_attention", "sliding_attention")  # the layers the package models
+_LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")  # those modelled
+#: A Gated DeltaNet layer's shape (Qwen3-Next, Qwen3.5): the fields that must all be given with its layers.
+_GDN = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+        "linear_conv_kernel_dim")  # fmt: skip
+#: Bytes per value of a linear-attention state's dtype (``mamba_ssm_dtype``), as the configs spell it.
+_STATE_DTYPES = {"float32": 4.0, "float16": 2.0, "bfloat16": 2.0}
 
 #: Model types whose Transformers code sets a window pattern the config may not spell out: ``(i + 1) % p``
 #: is nonzero for a sliding-window layer ``i`` (Gemma 2 alternates; Gemma 3 has 5 local then 1 global).
 _DEFAULT_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "cohere2": 4}
 
-#: Model types whose layers are not all attention layers (state-space, linear-attention, recurrent or
-#: convolution layers), for configs that do not list their layers in ``layer_types``.
+#: Model types whose layers are not all attention layers (state-space, recurrent or convolution layers, or linear
+#: attention the package does not read), for configs that do not list their layers in ``layer_types``.
 _HYBRID_TYPES = frozenset((
     "mamba", "mamba2", "falcon_mamba", "jamba", "zamba", "zamba2", "bamba", "falcon_h1", "nemotron_h",
-    "granitemoehybrid", "recurrent_gemma", "lfm2", "lfm2_moe", "qwen3_next", "qwen3_5", "qwen3_5_text",
-    "qwen3_5_moe", "qwen3_5_moe_text", "rwkv", "xlstm", "kimi_linear",
+    "granitemoehybrid", "recurrent_gemma", "lfm2", "lfm2_moe", "rwkv", "xlstm", "kimi_linear",
 ))  # fmt: skip
+#: Model types with Gated DeltaNet layers, read from ``layer_types`` or ``full_attention_interval``.
+_GDN_TYPES = frozenset(("qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"))
 #: Fields that only a config with state-space or linear-attention layers has.
 _HYBRID_FIELDS = (
     "attn_layer_period",
@@ -95,16 +125,14 @@ _HYBRID_FIELDS = (
     "block_types",
     "attn_layer_indices",
     "linear_attn_config",
-    "full_attention_interval",
-    "attn_type_list",
 )
-_HYBRID_PREFIXES = ("mamba_", "ssm_", "linear_num_", "linear_conv_", "linear_key_", "linear_value_")
+_HYBRID_PREFIXES = ("ssm_",)
 _INDEXER = ("index_topk", "index_n_heads", "index_head_dim")
 
 _CANNOT = (
-    "which this package cannot model yet (it models full-attention and sliding-window attention layers only, and "
-    "reading the others as full attention would misstate both the cache and the parameter count): use a model whose "
-    "every layer is one of those"
+    "which this package cannot model yet (it models full-attention, sliding-window, chunked, Gated DeltaNet and "
+    "lightning linear-attention, and DeepSeek-style sparse-attention layers, and reading the others as full attention "
+    "would misstate both the cache and the parameter count): use a model whose every layer is one of those"
 )
 
 
@@ -227,45 +255,31 @@ def _refuse_unsupported(cfg: Mapping[str, Any], where: str) -> None:
             raise InputError(
                 f"{where}: layer_types: {other.count(kind)} of {len(types)} layers are {kind!r}, {_CANNOT}."
             )
-    chunk = cfg.get("attention_chunk_size")
     model_type = cfg.get("model_type") or ""
-    if chunk is not None or model_type.startswith("llama4"):
-        field = "attention_chunk_size" if chunk is not None else "model_type"
-        size = f"{chunk:,}" if _positive_int(chunk) else "8,192"
-        raise InputError(
-            f"{where}: {field}: Llama 4 attends within chunks of {size} tokens in three layers of every four (the "
-            f"others attend to the whole context), {_CANNOT}."
-        )
-    for key in _INDEXER:
-        if cfg.get(key) is not None:
-            raise InputError(
-                f"{where}: {key}: this config has a DeepSeek-V3.2-style sparse-attention indexer (each query attends "
-                f"to index_topk selected past tokens), which this package cannot model yet. To estimate it as "
-                "dense MLA, as the catalog's GLM-5 does (exact up to index_topk tokens of context, leaving out the "
-                "indexer's weights and keys), remove index_topk, index_n_heads and index_head_dim from the config."
-            )
     for key in _HYBRID_FIELDS:
         value = cfg.get(key)
         if value is None:
             continue
-        if key == "attn_type_list" and isinstance(value, list) and all(type(v) is int and v == 1 for v in value):
-            continue  # MiniMax: 1 is softmax (full) attention in every layer
-        if key == "full_attention_interval" and (types is not None or (type(value) is int and value == 1)):
-            continue  # layer_types (checked above) lists the layers; an interval of 1 is all full attention
         every = f"one layer in {value:,}" if _positive_int(value) else "some layers"
         what = {
-            "full_attention_interval": f"only {every} is full attention; the others are linear-attention layers",
-            "attn_type_list": "its layers of type 0 are linear (lightning) attention",
             "attn_layer_period": f"{every} is attention; the others are Mamba (state-space) layers",
             "hybrid_override_pattern": f"the pattern {_show(value)} marks Mamba ('M') layers beside attention ('*')",
         }.get(key, "this config interleaves attention with state-space (Mamba) or other non-attention layers")
         raise InputError(f"{where}: {key}: {what}, {_CANNOT}.")
+    kinds = cfg.get("attn_type_list")
+    if kinds is not None and (not isinstance(kinds, list) or any(type(v) is not int or v not in (0, 1) for v in kinds)):
+        raise InputError(
+            f"{where}: attn_type_list must list 0 (linear, lightning attention) or 1 (softmax attention) for each "
+            f"layer; got {_show(kinds)}."
+        )
+    mamba_layers = cfg.get("layers_block_type") is not None or any(
+        isinstance(k, str) and k.startswith("mamba_") and k != "mamba_ssm_dtype" for k in cfg
+    )
     for key in cfg:
-        if isinstance(key, str) and key.startswith(_HYBRID_PREFIXES):
-            raise InputError(
-                f"{where}: {key}: this config has state-space (Mamba) or linear-attention layers, {_CANNOT}."
-            )
-    if types is None and model_type in _HYBRID_TYPES:
+        if isinstance(key, str) and (key.startswith(_HYBRID_PREFIXES) or (mamba_layers and key.startswith("mamba_"))):
+            raise InputError(f"{where}: {key}: this config has state-space (Mamba) layers, {_CANNOT}.")
+    listed = types is not None or cfg.get("full_attention_interval") is not None
+    if not listed and (model_type in _HYBRID_TYPES or model_type in _GDN_TYPES):
         raise InputError(
             f"{where}: model_type {model_type!r} has state-space, linear-attention, recurrent or convolution layers "
             f"beside (or instead of) attention, {_CANNOT}."
@@ -290,10 +304,10 @@ def read_config(config: str | os.PathLike[str] | Mapping[str, Any]) -> dict[str,
     ...
     llmcourse.errors.InputError: config.json: hidden_size must be a number, not text: write "hidden_size": 4096 (no quotes), not "hidden_size": "4096".
     >>> read_config({"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4,
-    ...              "layer_types": ["linear_attention"] * 3 + ["full_attention"]})
+    ...              "layer_types": ["mamba"] * 3 + ["full_attention"]})
     Traceback (most recent call last):
     ...
-    llmcourse.errors.InputError: config.json: layer_types: 3 of 4 layers are 'linear_attention', which this package cannot model yet ...
+    llmcourse.errors.InputError: config.json: layer_types: 3 of 4 layers are 'mamba', which this package cannot model yet ...
     """
     where = "config.json"
     if isinstance(config, str | os.PathLike):
@@ -414,6 +428,101 @@ def _check_shape(cfg: dict[str, Any], where: str) -> None:
             f"{where}: layer_types lists {len(types)} layers but num_hidden_layers is {layers}: give one entry a layer."
         )
     sliding_window_layers(cfg, where=where)
+    layer_pattern(cfg, where=where)
+
+
+def layer_pattern(cfg: Mapping[str, Any], *, where: str = "config.json") -> dict[str, Any]:
+    """The layer types of a checked config besides the sliding window, as :class:`~llmcourse.catalog.Model` fields:
+    chunked attention (Llama 4), linear attention (Gated DeltaNet, MiniMax's lightning attention), a sparse-attention
+    indexer (DeepSeek-V3.2, GLM-5) and MLA's key width (``qk_nope_head_dim``); empty for a config with none.
+
+    Read as Transformers reads them: ``layer_types`` lists the layers (``"chunked_attention"``,
+    ``"linear_attention"``); otherwise ``full_attention_interval`` f (Qwen3-Next: layer ``i`` is full attention when
+    ``i + 1`` is a multiple of f, the others Gated DeltaNet), MiniMax's ``attn_type_list`` (0: lightning attention),
+    and Llama 4's ``attention_chunk_size`` (8,192 when not given) in its RoPE layers: ``no_rope_layers`` (1: RoPE)
+    or, when empty, every layer but each ``no_rope_layer_interval``-th (4). A Gated DeltaNet layer needs all of
+    ``linear_num_key_heads``, ``linear_num_value_heads``, ``linear_key_head_dim``, ``linear_value_head_dim`` and
+    ``linear_conv_kernel_dim``: one missing is an :class:`~llmcourse.errors.InputError` that names it.
+
+    Examples
+    --------
+    >>> cfg = {"num_hidden_layers": 48, "hidden_size": 2048, "num_attention_heads": 16, "head_dim": 256,
+    ...        "num_key_value_heads": 2, "model_type": "qwen3_next", "full_attention_interval": 4,
+    ...        "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_key_head_dim": 128,
+    ...        "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4}
+    >>> layer_pattern(read_config(cfg))["linear_layers"]
+    36
+    """
+    layers, types = cfg["num_hidden_layers"], cfg.get("layer_types")
+    model_type = cfg.get("model_type") or ""
+    out: dict[str, Any] = {}
+    if cfg.get("kv_lora_rank") is not None and cfg.get("qk_nope_head_dim"):
+        out["qk_nope_head_dim"] = cfg["qk_nope_head_dim"]
+    given = [k for k in _INDEXER if cfg.get(k) is not None]
+    if given:
+        missing = [k for k in _INDEXER if cfg.get(k) is None]
+        if missing or cfg.get("kv_lora_rank") is None:
+            need = ", ".join(missing) if missing else "kv_lora_rank (the indexer selects tokens of an MLA cache)"
+            raise InputError(f"{where}: {given[0]}: a sparse-attention indexer needs {need} too.")
+        out |= dict(
+            index_topk=cfg["index_topk"], index_heads=cfg["index_n_heads"], index_head_dim=cfg["index_head_dim"]
+        )
+    chunk = cfg.get("attention_chunk_size") or (8_192 if model_type.startswith("llama4") else None)
+    if types is not None:
+        chunked = sum(t == "chunked_attention" for t in types)
+        linear = sum(t == "linear_attention" for t in types)
+    else:
+        rope = cfg.get("no_rope_layers")
+        if chunk is None:
+            chunked = 0
+        elif isinstance(rope, list) and rope:
+            if len(rope) != layers or any(type(v) is not int or v not in (0, 1) for v in rope):
+                raise InputError(f"{where}: no_rope_layers must list 0 or 1 for each of the {layers} layers.")
+            chunked = sum(rope)
+        else:
+            chunked = layers - layers // (cfg.get("no_rope_layer_interval") or 4)
+        interval, kinds = cfg.get("full_attention_interval"), cfg.get("attn_type_list")
+        linear = (layers - layers // interval) if interval else (kinds.count(0) if kinds else 0)
+    n_win = sliding_window_layers(cfg, where=where)[1] or 0
+    if n_win + chunked + linear > layers:
+        raise InputError(
+            f"{where}: sliding_window ({n_win} layers), attention_chunk_size ({chunked} layers) and linear attention "
+            f"({linear} layers) together cover more than num_hidden_layers ({layers}): each layer has one type."
+        )
+    if chunked:
+        if chunk is None:
+            raise InputError(
+                f"{where}: layer_types lists {chunked} 'chunked_attention' layers: give attention_chunk_size."
+            )
+        out |= dict(attention_chunk=chunk, chunked_layers=chunked)
+    if linear:
+        out |= _linear_shape(cfg, linear, where)
+    return out
+
+
+def _linear_shape(cfg: Mapping[str, Any], linear: int, where: str) -> dict[str, Any]:
+    """The Model fields of ``linear`` linear-attention layers: Gated DeltaNet's, or lightning attention's (MiniMax:
+    the attention heads' shape, a key-by-value state per head, no convolution)."""
+    if cfg.get("attn_type_list") is not None and cfg.get("layer_types") is None:
+        d = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+        heads = cfg["num_attention_heads"]
+        shape = dict(linear_key_heads=heads, linear_value_heads=heads, linear_key_dim=d, linear_value_dim=d,
+                     linear_conv=0)  # fmt: skip
+    else:
+        missing = [k for k in _GDN if cfg.get(k) is None]
+        if missing:
+            raise InputError(
+                f"{where}: {missing[0]}: this config has {linear} linear-attention (Gated DeltaNet) layers, whose "
+                f"state needs {', '.join(_GDN)}; {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+                "missing."
+            )
+        shape = dict(linear_key_heads=cfg["linear_num_key_heads"], linear_value_heads=cfg["linear_num_value_heads"],
+                     linear_key_dim=cfg["linear_key_head_dim"], linear_value_dim=cfg["linear_value_head_dim"],
+                     linear_conv=cfg["linear_conv_kernel_dim"] - 1)  # fmt: skip
+    dtype = cfg.get("mamba_ssm_dtype")
+    if dtype is not None and (not isinstance(dtype, str) or dtype not in _STATE_DTYPES):
+        raise InputError(f"{where}: mamba_ssm_dtype must be one of {', '.join(_STATE_DTYPES)}; got {_show(dtype)}.")
+    return shape | dict(linear_layers=linear, linear_state_bytes=_STATE_DTYPES.get(dtype))
 
 
 def sliding_window_layers(cfg: Mapping[str, Any], *, where: str = "config.json") -> tuple[int | None, int | None]:
@@ -475,12 +584,13 @@ def dense_layer_count(cfg: Mapping[str, Any]) -> int | None:
     """
     if _first(cfg, _EXPERTS, "config.json") is None:
         return None
-    keys = ("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "mlp_only_layers")
+    keys = ("first_k_dense_replace", "moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step",
+            "mlp_only_layers")  # fmt: skip
     if all(cfg.get(k) is None for k in keys):
         return None
     first = cfg.get("first_k_dense_replace") or 0
     freq = cfg.get("moe_layer_freq") or 1
-    step = cfg.get("decoder_sparse_step") or 1
+    step = cfg.get("decoder_sparse_step") or cfg.get("interleave_moe_layer_step") or 1  # Llama 4's is the same
     only = set(cfg.get("mlp_only_layers") or ())
     layers = cfg["num_hidden_layers"]
     moe = sum(i >= first and i % freq == 0 and (i + 1) % step == 0 and i not in only for i in range(layers))
@@ -503,10 +613,35 @@ def _attention(cfg: Mapping[str, Any]) -> int:
     if qkv_bias is None:
         qkv_bias = cfg.get("model_type") == "qwen2"
     n = h * heads * d + 2 * h * kv_heads * d + heads * d * h
+    if cfg.get("attn_output_gate"):  # Qwen3-Next, Qwen3.5: q_proj gives a gate per query value too
+        n += h * heads * d
     if qkv_bias:
         n += heads * d + 2 * kv_heads * d + (h if cfg.get("model_type") == "gpt_oss" else 0)
     if (cfg.get("model_type") or "").startswith("qwen3"):
         n += 2 * d  # q_norm and k_norm
+    return n
+
+
+def _attention_by_type(cfg: Mapping[str, Any]) -> int:
+    """Attention parameters of all layers, each by its type: softmax attention (``_attention``), a linear-attention
+    layer (Gated DeltaNet's projections, convolution, gates and norm; lightning attention's q, k, v, output gate and
+    o), and a sparse-attention indexer's query and key projections, key norm and head weights in every layer."""
+    pattern = layer_pattern(cfg)
+    layers, h = cfg["num_hidden_layers"], cfg["hidden_size"]
+    linear = pattern.get("linear_layers", 0)
+    n = (layers - linear) * _attention(cfg)
+    if linear and pattern["linear_conv"] == 0:  # lightning attention: softmax attention's projections and a gate
+        heads, d = pattern["linear_value_heads"], pattern["linear_value_dim"]
+        n += linear * (4 * h * heads * d + heads * d)
+    elif linear:
+        hk, hv = pattern["linear_key_heads"], pattern["linear_value_heads"]
+        dk, dv, kernel = pattern["linear_key_dim"], pattern["linear_value_dim"], pattern["linear_conv"] + 1
+        conv = 2 * hk * dk + hv * dv
+        n += linear * (h * (conv + hv * dv) + h * 2 * hv + conv * kernel + 2 * hv + dv + hv * dv * h)
+    if "index_topk" in pattern:
+        hi, di = pattern["index_heads"], pattern["index_head_dim"]
+        q_in = cfg.get("q_lora_rank") or h
+        n += layers * (q_in * hi * di + h * di + 2 * di + h * hi)
     return n
 
 
@@ -527,22 +662,76 @@ def count_params(cfg: str | os.PathLike[str] | Mapping[str, Any]) -> tuple[float
     vocab = cfg.get("vocab_size") or 0
     experts = _first(cfg, _EXPERTS, "config.json")
     k = _first(cfg, _PER_TOKEN, "config.json") or 0
+    llama4 = (cfg.get("model_type") or "").startswith("llama4")
     dense_layers = (dense_layer_count(cfg) or 0) if experts else layers
     moe_layers = layers - dense_layers
     inter = cfg.get("intermediate_size") or 0
     moe_inter = cfg.get("moe_intermediate_size") or inter
-    shared = (cfg.get("n_shared_experts") or 0) * 3 * h * moe_inter
+    if llama4:  # experts of intermediate_size; dense layers (if any) of intermediate_size_mlp
+        inter = cfg.get("intermediate_size_mlp") or inter
+    shared = (cfg.get("n_shared_experts") or (1 if llama4 else 0)) * 3 * h * moe_inter  # Llama 4: one shared
     shared += 3 * h * (cfg.get("shared_intermediate_size") or 0)
     if cfg.get("shared_expert_intermediate_size"):  # Qwen-MoE: one shared expert of its own size, and its gate
         shared += 3 * h * cfg["shared_expert_intermediate_size"] + h
 
     embed = vocab * h * (1 if cfg.get("tie_word_embeddings") else 2)
-    per_layer_fixed = _attention(cfg) + 2 * h
     expert = 3 * h * moe_inter
-    total = embed + h + layers * per_layer_fixed + dense_layers * 3 * h * inter
+    total = embed + h + _attention_by_type(cfg) + layers * 2 * h + dense_layers * 3 * h * inter
     active = total
     if experts:
         router = h * experts
         total += moe_layers * (experts * expert + shared + router)
         active += moe_layers * (k * expert + shared + router)
     return float(total), float(active)
+
+
+def model_shape(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a :class:`~llmcourse.catalog.Model` that a checked config (:func:`read_config`) gives: its
+    shapes, experts, MLA, sliding window and other layer types (:func:`layer_pattern`) and the router's groups.
+
+    Examples
+    --------
+    >>> cfg = read_config({"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+    ...                    "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256})
+    >>> shape = model_shape(cfg)
+    >>> shape["layers"], shape["kv_heads"], shape["experts"]
+    (32, 8, None)
+    """
+
+    def get(*keys: str) -> Any:
+        for k in keys:
+            if cfg.get(k) is not None:
+                return cfg[k]
+        return None
+
+    experts = get("num_local_experts", "num_experts", "n_routed_experts")
+    mla = get("kv_lora_rank") is not None
+    moe_inter = get("moe_intermediate_size") or (get("intermediate_size") if experts else None)
+    shared = get("n_shared_experts")
+    shared_size = get("shared_expert_intermediate_size", "shared_intermediate_size")
+    if experts and shared is None and shared_size is not None and moe_inter and shared_size % moe_inter == 0:
+        shared = shared_size // moe_inter  # Qwen-MoE's shared expert, in routed experts' sizes
+    window, window_layers = sliding_window_layers(cfg)
+    shape: dict[str, Any] = dict(
+        layers=cfg["num_hidden_layers"],
+        hidden=cfg["hidden_size"],
+        heads=cfg["num_attention_heads"],
+        kv_heads=get("num_key_value_heads"),
+        head_dim=get("head_dim") or (get("v_head_dim") if mla else None),
+        intermediate=get("intermediate_size"),
+        moe_intermediate=moe_inter,
+        vocab=get("vocab_size"),
+        experts=experts,
+        experts_per_token=get("num_experts_per_tok", "experts_per_token"),
+        shared_experts=shared if experts else None,
+        dense_layers=dense_layer_count(cfg),
+        kv_lora_rank=get("kv_lora_rank"),
+        qk_rope_head_dim=get("qk_rope_head_dim") if mla else None,
+        max_position=get("max_position_embeddings"),
+        sliding_window=window,
+        sliding_window_layers=window_layers,
+        **layer_pattern(cfg),
+        expert_groups=get("n_group") if experts else None,  # DeepSeek-V3's group-limited router
+        topk_groups=get("topk_group") if experts else None,
+    )
+    return shape

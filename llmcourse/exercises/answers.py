@@ -39,6 +39,7 @@ __all__ = [
     "AnswerRefused",
     "UnreadableAnswer",
     "from_portable",
+    "long_text",
     "portable",
     "quoted",
     "read_answer",
@@ -222,6 +223,21 @@ def _unit_of_text(text: str) -> pint.Unit:
         ) from None
 
 
+def long_text(length: int, unit: str) -> str:
+    """Why a text answer of ``length`` characters (stripped; more than one number takes) is refused, for an
+    exercise in ``unit``: the checker's words, and the grader's for a text it was told only the length of.
+
+    Examples
+    --------
+    >>> long_text(250_000, "KiB")
+    "got a string of 250,000 characters; give one number with a unit, e.g. Q_(1, 'KiB')."
+    """
+    example = f"Q_(1, {unit!r})" if unit else "1.5"
+    return f"got a string of {length:,} characters; give one number" + (
+        f" with a unit, e.g. {example}." if unit else "."
+    )
+
+
 def _read_text(answer: str, unit: str) -> tuple[pint.Quantity, pint.Quantity | None]:
     """A string answer as (quantity, the quantity read with a decimal comma or None)."""
     text = str.__getitem__(answer, slice(None)).strip()
@@ -229,10 +245,7 @@ def _read_text(answer: str, unit: str) -> tuple[pint.Quantity, pint.Quantity | N
     if not text:
         raise AnswerRefused("got an empty string; give a number.")
     if len(text) > _LONGEST_TEXT:
-        raise AnswerRefused(
-            f"got a string of {len(text):,} characters; give one number"
-            + (f" with a unit, e.g. {example}." if unit else ".")
-        )
+        raise AnswerRefused(long_text(len(text), unit))
     m = _NUMBER.fullmatch(text)
     if not m:
         raise AnswerRefused(f"could not read {short_text(answer)!r} as a number with a unit; write e.g. {example}.")

@@ -4,8 +4,10 @@ The notebook (``.ipynb`` or a MyST ``.md`` notebook) is executed cell by cell in
 own, which nbclient starts and drives (:mod:`llmcourse.exercises.kernel`); the cells' output is hidden and
 their standard input empty. The grader's runner in the kernel reports each ``check(...)`` call it sees (the
 exercise id and the answer, as a number and a unit) on a pipe of its own; the grader checks those answers
-itself, in its own process, so nothing a cell does to the checker's state changes a score. The last
-answer per exercise is scored.
+itself, in its own process, so nothing a cell does to the checker's state changes a score. Each exercise is
+scored on the answer that counts as ``progress()`` says: its first right answer, else its last one (a later
+experiment does not undo a solved exercise, however many tries follow); ``check(id)`` with no answer is heard as
+a try without an answer (0/1, saying so).
 
 * ``--seed S`` grades student S's variant, whatever the notebook does with ``student(...)`` or
   ``reset()``; without it, each answer is graded on the variant the notebook had chosen when it
@@ -128,12 +130,16 @@ def _describe(exc: BaseException, filename: str) -> str:
 
 def _wire(answer: Any, unit: str) -> Any:
     """The answer as the runner sends it to the grader (JSON), for the grader to read and check itself: a text
-    stripped as the checker strips it (its first :data:`_TEXT_SENT` characters), an ``int`` in hexadecimal (the
-    grader rebuilds it, and says itself if it is too large), anything else as
-    :func:`~llmcourse.exercises.answers.portable` writes it; the reason the kernel gives for refusing an answer
-    is not sent (the grader gives its own: a notebook could write any)."""
+    stripped as the checker strips it (over :data:`_TEXT_SENT` characters, only its length: the checker refuses it
+    whatever it says), an ``int`` in hexadecimal (the grader rebuilds it, and says itself if it is too large), no
+    answer at all (``check(id)``) as such, anything else as :func:`~llmcourse.exercises.answers.portable` writes
+    it; the reason the kernel gives for refusing an answer is not sent (the grader gives its own: a notebook could
+    write any)."""
+    if answer is engine.NO_ANSWER:
+        return {"missing": True}
     if isinstance(answer, str):
-        return {"text": str.__getitem__(answer, slice(None)).strip()[:_TEXT_SENT]}
+        text = str.__getitem__(answer, slice(None)).strip()
+        return {"text": text} if len(text) <= _TEXT_SENT else {"length": len(text)}
     if type(answer) is int:
         n = answer if answer.bit_length() <= _INT_BITS else (1 << _INT_BITS) * (1 if answer > 0 else -1)
         return {"int": format(n, "x")}
@@ -141,19 +147,27 @@ def _wire(answer: Any, unit: str) -> Any:
     return {"refused": True} if isinstance(sent, dict) and "refused" in sent else sent
 
 
-def _unwire(obj: Any) -> Any:
+def _unwire(obj: Any, unit: str = "") -> Any:
     """The answer :func:`_wire` sent, rebuilt in the grader (whatever the message held): ``None``, a text, an
-    int, a quantity, or an :class:`~llmcourse.exercises.answers.UnreadableAnswer` with the grader's own reason."""
+    int, a quantity, :data:`~llmcourse.exercises.engine.NO_ANSWER`, or an
+    :class:`~llmcourse.exercises.answers.UnreadableAnswer` with the grader's own reason (for a long text, the
+    checker's, with its true length: ``unit`` is the exercise's, for the example it gives)."""
     if isinstance(obj, dict) and len(obj) == 1:
         (kind, value), *_ = obj.items()
+        if kind == "missing" and value is True:
+            return engine.NO_ANSWER
+        if kind == "length" and type(value) is int and _TEXT_SENT < value < 1 << 62:
+            return answer_text.UnreadableAnswer(answer_text.long_text(value, unit))
         if kind == "int" and type(value) is str and 0 < len(value) <= _INT_BITS // 4 + 2:
             try:
                 return int(value, 16)
             except ValueError:
                 pass
         if kind == "text" and type(value) is str:
-            return value[:_TEXT_SENT]
-        if kind in ("int", "text", "refused"):
+            if len(value) <= _TEXT_SENT:
+                return value
+            return answer_text.UnreadableAnswer(answer_text.long_text(len(value.strip()), unit))
+        if kind in ("int", "text", "refused", "missing", "length"):
             return answer_text.UnreadableAnswer(_UNREAD)
     return answer_text.from_portable(obj)
 
@@ -321,7 +335,8 @@ class _Tally:
     :class:`llmcourse.exercises.kernel.Kernel`): the next cell to run (``first``), the cells that ran
     without error (``ok``: a new kernel runs them again after a crash, unheard), an error line per failed
     cell, and every answer checked (with the variant it was checked on) per exercise, in the order first heard
-    (:data:`_MOST_TRIES` of them at the most)."""
+    (:data:`_MOST_TRIES` of them at the most: the first half and the latest ones, and always the first right one,
+    which is the one that counts; ``seed`` and ``forced`` say which variant a try is checked on to know)."""
 
     count: int
     cell_timeout: float
@@ -333,6 +348,10 @@ class _Tally:
     answers: dict[str, list[tuple[Any, str | None]]] = field(default_factory=dict)
     seen: list[str] = field(default_factory=list)
     chosen: set[str] = field(default_factory=set)  # the students the notebook's student() chose (a few at most)
+    seed: str | None = None
+    forced: bool = False
+    solved: set[str] = field(default_factory=set)  # exercises whose first right try is kept: later ones never count
+    wrong: set[str] = field(default_factory=set)  # tries (as sent) found wrong when dropped (a few thousand at most)
 
     def start(self, cell: int) -> None:
         self.current = cell
@@ -351,9 +370,32 @@ class _Tally:
         if type(chosen) is str and len(chosen) <= 1_000 and len(self.chosen) < 3:
             self.chosen.add(chosen)
         tries = self.answers.setdefault(eid, [])
+        if eid in self.solved:  # its first right try is kept: a later one never counts (engine.best_of)
+            return
         if len(tries) >= _MOST_TRIES:  # a loop checking one exercise: keep the first tries and the latest ones
-            del tries[_MOST_TRIES // 2]
+            dropped = tries.pop(_MOST_TRIES // 2)
+            if self._right(eid, dropped):  # ... and the first right one, whatever comes after
+                tries[_MOST_TRIES // 2 :] = [dropped]
+                self.solved.add(eid)
+                return
         tries.append((msg.get("answer"), s if type(s) is str else None))
+
+    def _right(self, eid: str, tried: tuple[Any, str | None]) -> bool:
+        """Whether a try (as heard) is right: checked as :func:`_score` checks it, in a session of the grader's."""
+        key = json.dumps([eid, tried], sort_keys=True, default=str)
+        if key in self.wrong:
+            return False
+        answer, s = tried
+        try:
+            unit = engine.get(eid).unit
+        except KeyError:
+            return False
+        found = engine.best_of(eid, [(_unwire(answer, unit), self.seed if self.forced else s)])
+        if found is not None and found[2].correct:
+            return True
+        if len(self.wrong) < 4_096:
+            self.wrong.add(key)
+        return False
 
     def end(self, cell: int, error: str | None) -> None:
         """``cell`` ran to its end: ``error`` None, ``"timeout"`` (the runner stopped it) or one line."""
@@ -471,7 +513,8 @@ def _score(
             if eid not in answers:
                 rows.append((eid, None))
                 continue
-            tries = [(_unwire(answer), seed_text if forced else s) for answer, s in answers[eid]]
+            unit = engine.get(eid).unit
+            tries = [(_unwire(answer, unit), seed_text if forced else s) for answer, s in answers[eid]]
             _, graded, result = engine.best_of(eid, tries)
             variants.append(graded)
             rows.append((eid, result))
@@ -486,7 +529,7 @@ def _load_checker() -> None:
     with engine.own_session():
         for ex in engine.exercises():
             engine.expected_answer(ex, ex.variant(None))
-            for answer in (None, "1", _unwire({"int": "1"}), _unwire({"refused": True})):
+            for answer in (None, "1", _unwire({"int": "1"}), _unwire({"refused": True}), engine.NO_ANSWER):
                 engine.check(ex.id, answer)
 
 
@@ -504,7 +547,7 @@ def grade(
     sources = _cells(path)
     forced = seed is not None
     seed_text = answer_text.seed_text(seed) if forced else None
-    tally = _Tally(len(sources), cell_timeout, timeout)
+    tally = _Tally(len(sources), cell_timeout, timeout, seed=seed_text, forced=forced)
     _load_checker()
     job = {"deadline": time.monotonic() + timeout, "cell_timeout": cell_timeout, "grace": _GRACE, "memory": memory}
     if any("check" in s for s in sources):  # no check(...) anywhere: nothing to grade, nothing to run
@@ -569,6 +612,8 @@ def _line(exercise_id: str, result: engine.Result | None) -> str:
         return f"  {exercise_id}  0/1  not run (its cell did not reach check)"
     if result.correct:
         return f"  {exercise_id}  1/1  correct"
+    if result.status == "blank" and result.message.startswith("No answer given"):
+        return f"  {exercise_id}  0/1  checked without an answer: give it as check({exercise_id!r}, your_answer)"
     if result.status == "blank":
         return f"  {exercise_id}  0/1  not answered"
     return f"  {exercise_id}  0/1  {result.message}"

@@ -27,7 +27,8 @@ EXERCISES: list = []
 #: The method the notebook says these exercises follow (shown above its first exercise).
 NOTEBOOK_METHOD = """
 **The method.** Every exercise is the course's method (each story states its efficiencies, the fixed
-overhead every decode step pays, draft and verification steps included, and the all-reduces on several GPUs). Draft tokens are
+overhead a cycle pays once with its verification, the smaller fixed cost of each draft step run inside that engine
+step, and the all-reduces on several GPUs). Draft tokens are
 accepted independently, each with the story's probability. `llmcourse.replica.speculative` has the building blocks
 (`expected_tokens`, `Speculation`, `speculative_step`, `speculative_memory`); the chapter shows how to use them.
 """
@@ -38,10 +39,14 @@ VARIES = "a different model, GPU, acceptance rate or draft"
 _ETAS = (
     f"the course's method: {pct(COURSE.bandwidth_efficiency)} of peak bandwidth, "
     f"{pct(COURSE.compute_efficiency)} of the peak FLOP/s at the weights' precision, a fixed "
-    f"{COURSE.step_overhead_ms:g} ms per decode step (the verification and every draft step alike) and, on several "
+    f"{COURSE.step_overhead_ms:g} ms per decode step, paid once per speculative cycle with the verification (each "
+    f"draft step runs inside that engine step and pays {COURSE.draft_step_overhead_ms:g} ms for an EAGLE head or an "
+    f"MTP block, {COURSE.draft_model_step_overhead_ms:g} ms for a separate draft model) and, on several "
     "GPUs, two ring all-reduces per layer of each step's activations over NVLink (chapter *Many GPUs*)"
 )
 _OVER = f"{COURSE.step_overhead_ms:g} ms"
+_HEAD_OVER = f"{COURSE.draft_step_overhead_ms:g} ms"
+_MODEL_OVER = f"{COURSE.draft_model_step_overhead_ms:g} ms"
 #: The target and draft pairs of the stories: (target, GPU, GPUs, kind, draft model or None).
 PAIRS = (
     ("Llama-3.1-70B", "H100 SXM", 2, "draft model", "Llama-3.1-8B"),
@@ -148,8 +153,9 @@ define(
         "(on more than one GPU) 2 x layers all-reduces of one token's activations. At batch 1 the verification of {k} + 1 "
         "positions reads the same bytes and is still memory-bound: it costs a plain step (its all-reduces carry "
         "{k} + 1 tokens, a hair more).",
-        f"A draft step reads the draft's weights and its own KV cache the same way, and pays its own {_OVER} and "
-        "all-reduces (its own layers). A cycle is the verification plus {k} draft steps.",
+        "A draft step reads the draft's weights and its own KV cache the same way, and pays its all-reduces (its own "
+        f"layers) and, inside the cycle's engine step, {_MODEL_OVER} (a draft model) or {_HEAD_OVER} (an EAGLE head) "
+        "instead of a step's overhead. A cycle is the verification plus {k} draft steps.",
         "Speed-up = (1 + {alpha} + ... + {alpha}^{k}) x plain step / (verification + {k} x draft step).",
     ),
     bare_ok=True,
@@ -184,7 +190,8 @@ define(
     _best,
     (
         "At batch 1 the verification costs about a plain step whatever the draft length, so the speed-up is "
-        f"tau(k) / (1 + k r), with r a draft step's time over a plain step's (each with its {_OVER} of overhead).",
+        "tau(k) / (1 + k r), with r a draft step's time over a plain step's (the plain step with its "
+        f"{_OVER} of overhead, the draft step with its {_MODEL_OVER} or {_HEAD_OVER}).",
         "Each extra token adds {alpha}^k to tau, less and less, and r to the cost: try k = 1, 2, ... and keep the "
         "best (or solve dS/dk = 0 and check the whole numbers either side); the answer is that best speed-up.",
     ),
@@ -235,7 +242,7 @@ define(
         f"Plain step: the slower of (weights + B KV caches) / ({COURSE.bandwidth_efficiency:g} x bandwidth) and B x "
         f"{COURSE.flops_per_param:g} x parameters / ({COURSE.compute_efficiency:g} x peak FLOP/s), + {_OVER}. "
         "The verification reads the same bytes but does the FLOPs of {k} + 1 positions per sequence, + "
-        f"{_OVER}; each head step costs its reads + {_OVER} (an n-gram lookup costs nothing).",
+        f"{_OVER}; each head step costs its reads + {_HEAD_OVER} (an n-gram lookup costs nothing).",
         "Speculation pays while (1 + {alpha} + ... + {alpha}^{k}) x plain step > verification + {k} draft steps. "
         "While the verification is memory-bound it always pays; it stops once its FLOPs outgrow the bytes.",
         "Setting the two sides equal with the plain step memory-bound and the verification compute-bound gives "
@@ -316,7 +323,7 @@ define(
         "weights plus the experts that many tokens touch (1 - (1 - 8/256)^tokens of them), and the {batch} caches, "
         f"8 copies of each; + {_OVER}, + 2 x {lc.models['DeepSeek-V3'].layers} all-reduces of the 2 x {{batch}} tokens' activations over 8 GPUs.",
         "An MTP step reads the block's shared weights and the experts {batch} tokens touch, and its one-layer cache; "
-        f"+ {_OVER}, + 2 all-reduces (one layer).",
+        f"+ {_HEAD_OVER} (inside the verification's engine step), + 2 all-reduces (one layer).",
         "Time per token = (verification + MTP step) / (1 + {alpha}); the user's speed is one over that.",
     ),
     tolerance=0.02,

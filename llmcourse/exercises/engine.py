@@ -55,6 +55,7 @@ from llmcourse.units import Q_, sig
 
 __all__ = [
     "CHAPTERS",
+    "NO_ANSWER",
     "Exercise",
     "Progress",
     "Result",
@@ -267,6 +268,9 @@ def get(exercise_id: str) -> Exercise:
 
 # --- session state ------------------------------------------------------------------------------------
 _UNSET = object()
+#: The answer of ``check(exercise_id)`` called with none: what a grader hears then, and gives :func:`check` (or
+#: :func:`best_of`) to score that try: a result "blank" that says what the exercise asks, scored 0.
+NO_ANSWER: Any = _UNSET
 #: The student id a grader imposes on this process (see :mod:`llmcourse.exercises.cli`); :func:`reset`
 #: and :func:`student` do not change it.
 _GRADING_SEED: Any = _UNSET
@@ -425,6 +429,9 @@ def check(exercise_id: Any = _UNSET, answer: Any = _UNSET, *, seed: Any = None) 
                 "check('kv_cache_ex1', Q_(number, 'KiB')); progress() lists the exercises.",
             )
         if answer is _UNSET:
+            if _OBSERVER is not None:  # a grader hears the try, as an attempt without an answer
+                with contextlib.suppress(Exception):
+                    _OBSERVER(exercise_id, NO_ANSWER, _SESSION.current_seed(seed))
             return _no_answer(exercise_id, seed)
         result = _check(exercise_id, answer, seed)
         if result.status != "unknown":

@@ -41,6 +41,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -62,6 +63,7 @@ _IOPUB_WAIT = 0  # seconds nbclient waits for a cell's IOPub messages after its 
 _KERNEL_ARGS = ["--HistoryManager.hist_file=:memory:", "--IPKernelApp.capture_fd_output=False"]
 _MARK = "LLMCOURSE_GRADER_KERNEL"  # in the kernel's environment (and its children's): the grader's token
 _PR_SET_CHILD_SUBREAPER = 36  # Linux's prctl option: orphans of the kernel's descendants become its children
+_PR_GET_CHILD_SUBREAPER = 37
 _QUIET = logging.getLogger("llmcourse.grader")
 _QUIET.addHandler(logging.NullHandler())
 _QUIET.propagate = False
@@ -150,6 +152,104 @@ def _kill_all(root: int | None, token: str) -> None:
     for pid in stopped:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
+
+
+def _prctl() -> Any:
+    """Linux's ``prctl`` (None elsewhere, or where it cannot be found)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except Exception:  # pragma: no cover - a libc without prctl
+        return None
+
+
+_REAPING = threading.Lock()
+_reapers = [0, 0]  # the graders in this process that are running a kernel; the subreaper flag before the first
+
+
+class _Orphans:
+    """While a kernel runs, the grader's own process is a subreaper (on Linux): a process the notebook started is
+    the kernel's descendant while the kernel lives (the kernel is a subreaper too, see :func:`_limits`), and when
+    the kernel dies first (a crash, ``os._exit``, a kill), its orphans become the grader's children instead of
+    init's, whatever they did meanwhile (a new session, an empty environment, so no token). :meth:`sweep` kills
+    them, with their descendants, and reaps them.
+
+    Which children are the notebook's: those that were not the grader's when the kernel started and whose session
+    is not the grader's (the kernel runs in a session of its own, and no process can join another session again;
+    a process another thread of the grader starts meanwhile stays in the grader's session, and is left alone,
+    unless it was started in a new session too). Elsewhere than Linux there is no subreaper and no sweep."""
+
+    def __init__(self) -> None:
+        self.prctl = _prctl()
+        self.before: set[int] = set()
+
+    def __enter__(self) -> _Orphans:
+        if self.prctl is None:
+            return self
+        self.before = set(_children_of(os.getpid()))
+        with _REAPING:
+            if _reapers[0] == 0:
+                import ctypes
+
+                flag = ctypes.c_int(0)
+                with contextlib.suppress(Exception):
+                    self.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0)
+                _reapers[1] = flag.value
+                with contextlib.suppress(Exception):
+                    self.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+            _reapers[0] += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.prctl is None:
+            return
+        with _REAPING:
+            _reapers[0] -= 1
+            if _reapers[0] == 0:
+                with contextlib.suppress(Exception):
+                    self.prctl(_PR_SET_CHILD_SUBREAPER, _reapers[1], 0, 0, 0)
+
+    def sweep(self, token: str) -> None:
+        """Kill and reap the notebook's processes that became the grader's children (see the class); never
+        raises. Call it once the kernel itself is gone and reaped."""
+        if self.prctl is None:
+            return
+        with contextlib.suppress(Exception):
+            session = os.getsid(0)
+            for _ in range(100):
+                found = [
+                    pid for pid, sid in _children_of(os.getpid()).items() if pid not in self.before and sid != session
+                ]
+                if not found:
+                    return
+                for pid in found:
+                    _kill_all(pid, token)  # it and its descendants, stopped first, then killed
+                deadline = time.monotonic() + 5
+                for pid in found:
+                    while time.monotonic() < deadline:
+                        try:
+                            if os.waitpid(pid, os.WNOHANG)[0] != 0:
+                                break
+                        except ChildProcessError:
+                            break
+                        time.sleep(0.01)
+
+
+def _children_of(parent: int) -> dict[int, int]:
+    """The processes whose parent is ``parent`` (zombies included): pid -> session (empty where there is no
+    /proc)."""
+    found: dict[int, int] = {}
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc"):
+            if name.isdigit():
+                with contextlib.suppress(OSError, ValueError, IndexError), open(f"/proc/{name}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                    if int(fields[1]) == parent:
+                        found[int(name)] = int(fields[3])
+    return found
 
 
 def _raise_if_cancelled() -> None:
@@ -270,6 +370,7 @@ class Kernel:
         self.process: subprocess.Popen | None = None
         self.pgid: int | None = None
         self.token = secrets.token_hex(16)
+        self.orphans = _Orphans()
 
     def _heard(self, msg: dict) -> None:
         if msg["kind"] == "check" and self.current is not None:
@@ -285,6 +386,10 @@ class Kernel:
 
     async def run(self, cells: list[tuple[int, str]]) -> None:
         """Start the kernel, run ``cells`` (number, source) in it, and kill it, whatever happens."""
+        with self.orphans:
+            await self._run(cells)
+
+    async def _run(self, cells: list[tuple[int, str]]) -> None:
         try:
             if await self._start():
                 for n, source in cells:
@@ -405,6 +510,7 @@ class Kernel:
         with contextlib.suppress(Exception):
             if self.process is not None:
                 self.process.wait(timeout=5)  # at once (jupyter_client would poll every 0.1 s)
+        self.orphans.sweep(self.token)  # what the kernel left when it died first (its orphans are the grader's now)
         with contextlib.suppress(Exception):
             if self.km.has_kernel:  # jupyter_client's own kill and clean-up (a kernel it started but we did not see)
                 await self.km.shutdown_kernel(now=True)

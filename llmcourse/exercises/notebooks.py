@@ -98,6 +98,21 @@ student(None)  # your student number or name, e.g. student("s1234567")
 """
 
 
+_BOX = """## Check in the browser
+
+In the HTML book, **Run live** above the box below starts Python in the page: pick an exercise, type your answer
+and its unit, and **Check**. It is the same checker as `check` (on your student id's variants if you give one);
+nothing is saved, and nothing there is graded. In Jupyter, answer in each exercise's own cell below: those are
+what a teacher grades.
+
+```{{code-cell}} ipython3
+from llmcourse.widgets.exercises import answer_box
+
+answer_box("{chapter}")
+```
+"""
+
+
 def _answer_hint(ex: Exercise) -> str:
     """The comment on a blank answer line: what kind of answer the checker reads."""
     if not ex.unit:
@@ -137,6 +152,7 @@ def notebook(chapter: str) -> str:
     if method:
         parts.append(method.strip() + "\n")
     parts.append(_SETUP)
+    parts.append(_BOX.format(chapter=chapter))
     parts += [_exercise(ex) for ex in items]
     parts.append(f'## Progress\n\n```{{code-cell}} ipython3\nprogress("{chapter}")\n```\n')
     return "\n".join(parts)

@@ -15,7 +15,7 @@ def dimension_of(expr: sp.Expr) -> pint.util.UnitsContainer:
     """The physical dimension of ``expr`` from its symbols' units; raises if terms disagree.
 
     Sums, ``Max``, comparisons and the branches of a ``Piecewise`` need all their terms in one
-    dimension; ``floor`` and ``ceiling`` keep their argument's; exponents must be plain numbers.
+    dimension; ``floor`` and ``ceiling`` keep their argument's; exponents, ``exp`` and ``lgamma`` take plain numbers.
 
     Examples
     --------
@@ -58,6 +58,12 @@ def dimension_of(expr: sp.Expr) -> pint.util.UnitsContainer:
         if len(dims) > 1:
             raise pint.DimensionalityError(*[str(d) for d in list(dims)[:2]], extra_msg=f" in {expr}")
         return dims.pop()
+    if isinstance(expr, sp.exp) or (isinstance(expr, sp.Function) and type(expr).__name__ == "lgamma"):
+        # exp and ln Gamma take and give plain numbers (the dispatch formula's binomials)
+        for a in expr.args:
+            if dimension_of(a) != none:
+                raise pint.DimensionalityError(str(a), "dimensionless", extra_msg=f" in {expr}")
+        return none
     raise TypeError(f"dimension_of cannot handle {type(expr).__name__}")
 
 

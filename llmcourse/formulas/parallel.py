@@ -39,7 +39,7 @@ Examples
 from __future__ import annotations
 
 from llmcourse.formulas import serving  # noqa: F401  (the symbols taken by name below are defined there first)
-from llmcourse.formulas.core import defer, deferred_getattr, formula, section, symbol, symbols
+from llmcourse.formulas.core import defer, deferred_getattr, formula, section, sp, symbol, symbols
 
 __all__: list[str] = []
 __getattr__ = deferred_getattr(globals())  # the names the sections below define, made on first use
@@ -47,6 +47,7 @@ __getattr__ = deferred_getattr(globals())  # the names the sections below define
 CHAPTER = "08c_many_gpus"
 n_gpus, layers, batch = symbols("n_gpus", "layers", "batch")
 experts_per_token, step_time, step_overhead = symbols("experts_per_token", "step_time", "step_overhead")
+experts = symbols("experts")[0]
 allreduce_latency, bytes_read, prefill_time = symbols("allreduce_latency", "bytes_read", "prefill_time")
 kv_per_sequence, flops_per_token, weights = symbols("kv_per_sequence", "flops_per_token", "weights")
 
@@ -78,6 +79,33 @@ data_parallel = symbol(
     "attention data-parallel groups (each its own sequences and attention)",
     integer=True,
 )
+engine_allreduce_base = symbol(
+    "engine_allreduce_base",
+    r"t_{0,e}",
+    "s",
+    "fixed cost of an engine's own all-reduce kernel (launch and flags)",
+    allow_zero=True,
+)
+node_gpus = symbol("node_gpus", r"N_{node}", "", "GPUs of a group inside one node (one scale-up domain)", integer=True)
+nodes = symbol("nodes", r"N_{nodes}", "", "nodes a group spans", integer=True)
+out_bandwidth = symbol("out_bandwidth", r"B_{out}", "B/s", "scale-out link bandwidth per GPU and direction")
+out_latency = symbol(
+    "out_latency", r"\alpha_{out}", "s", "latency of one step over the scale-out link", allow_zero=True
+)
+out_base = symbol(
+    "out_base", r"t_{0,out}", "s", "fixed cost of one collective over the scale-out link", allow_zero=True
+)
+ep_gpus = symbol("ep_gpus", r"N_{ep}", "", "GPUs the routed experts are split over (expert parallelism)", integer=True)
+expert_groups = symbol(
+    "expert_groups", r"n_{grp}", "", "groups the router splits the experts into (n_group; 1: no groups)", integer=True
+)
+topk_groups = symbol(
+    "topk_groups", r"k_{grp}", "", "groups a token's experts may come from (topk_group; 1: no groups)", integer=True
+)
+dispatch_gpus = symbol("dispatch_gpus", r"D_{tok}", "", "expected GPUs one token is sent to (its experts' GPUs)")
+dispatch_bytes = symbol("dispatch_bytes", r"b_{disp}", "B", "bytes per activation value a dispatch sends (FP8: 1)")
+dispatch_time = symbol("dispatch_time", r"t_{disp}", "s", "time of one expert dispatch (all-to-all)")
+combine_time = symbol("combine_time", r"t_{comb}", "s", "time of one expert combine (all-to-all back)")
 expert_bytes_read = symbol(
     "expert_bytes_read", r"B_{exp}", "B", "expert weight bytes a decode step reads", allow_zero=True
 )
@@ -133,6 +161,110 @@ def _collectives() -> None:
         "ep_alltoall_time",
         "step_overhead",
         2 * moe_layers * alltoall_latency,
+        "all-to-all time per step of expert parallelism: a dispatch and a combine per MoE layer",
+        CHAPTER,
+    )
+
+
+# --- the engines' all-reduce kernels and the all-reduce across nodes ------------------------------------------
+
+
+@section
+def _engine_collectives() -> None:
+    bytes_over_link = message_bytes / (link_bandwidth * link_efficiency)
+    # One-shot (vLLM cross_device_reduce_1stage, TensorRT-LLM ONESHOT, FlashInfer trtllm_allreduce_fusion at <= 128
+    # tokens): every GPU raises a flag in its peers' memory (one latency), then reads the whole message from each of
+    # its N - 1 peers over NVLink and adds them: (N - 1) S bytes arrive at each GPU.
+    formula(
+        "oneshot_allreduce_time",
+        "allreduce_latency",
+        engine_allreduce_base + link_latency + (n_gpus - 1) * bytes_over_link,
+        "one-shot all-reduce: a fixed cost, one flag latency, each GPU reads the whole message from its N-1 peers",
+        CHAPTER,
+    )
+    # Two-shot (vLLM cross_device_reduce_2stage, TensorRT-LLM TWOSHOT): a reduce-scatter (each GPU reads its 1/N
+    # slice from the N - 1 peers and sums it into a buffer), a release/acquire barrier, then an all-gather of the
+    # summed slices: 2(N-1)/N S, in two passes that each pay the fixed cost and a flag latency. With the one-shot
+    # above this puts the switch where the engines put it: on 8 H100s at 3.5e-6 s x 360 GB/s / (7 - 7/4) = 240 kB
+    # (vLLM: 256 KiB; TensorRT-LLM's table: 16 to 32 tokens of 8,192 BF16 values, 256-512 KiB), and it gives 19 us
+    # for 2 MiB on 8 H100s (measured: vLLM 20.9 us, TensorRT-LLM 28.3 us).
+    formula(
+        "twoshot_allreduce_time",
+        "allreduce_latency",
+        2 * (engine_allreduce_base + link_latency) + 2 * (n_gpus - 1) / n_gpus * bytes_over_link,
+        "two-shot all-reduce: a reduce-scatter and an all-gather (2(N-1)/N of the bytes), each a fixed cost and a latency",
+        CHAPTER,
+    )
+    # Across nodes (NCCL's hierarchical rings and trees): a reduce-scatter inside each node over the scale-up link,
+    # an all-reduce of each GPU's 1/N_node slice between the nodes over the scale-out link (every GPU its own NIC,
+    # the N_node slices in parallel), then an all-gather inside each node.
+    formula(
+        "hierarchical_allreduce_time",
+        "allreduce_latency",
+        out_base
+        + 2 * link_latency
+        + 2 * (node_gpus - 1) / node_gpus * bytes_over_link
+        + 2 * (nodes - 1) * out_latency
+        + 2 * (nodes - 1) / nodes * message_bytes / node_gpus / (out_bandwidth * link_efficiency),
+        "all-reduce across nodes: reduce-scatter in each node, all-reduce of the slices between nodes, all-gather",
+        CHAPTER,
+    )
+
+
+# --- expert dispatch: one copy of a token per GPU it goes to --------------------------------------------------
+
+
+def _lgamma(x: sp.Expr) -> sp.Expr:
+    """ln Gamma(x), printed by lambdify as the math module's lgamma: the binomials of the dispatch formula stay
+    finite for hundreds of experts (Gamma(257) overflows a float)."""
+    return sp.Function("lgamma")(x)
+
+
+@section
+def _dispatch() -> None:
+    # A token picks k of the E_t = k_grp E / n_grp experts of its allowed groups (every expert when n_grp = 1),
+    # at random. A GPU holding E / N_ep of them (its groups split over N_ep / n_grp GPUs, N_ep >= n_grp) is missed
+    # with the probability C(E_t - E/N_ep, k) / C(E_t, k) when its group is allowed, always when it is not. Summed
+    # over the N_ep GPUs: the expected number of GPUs a token is sent to.
+    allowed = topk_groups * experts / expert_groups
+    held = experts / ep_gpus
+    miss = sp.Piecewise(
+        (0, allowed - held < experts_per_token),
+        (
+            sp.exp(
+                _lgamma(allowed - held + 1)
+                + _lgamma(allowed - experts_per_token + 1)
+                - _lgamma(allowed + 1)
+                - _lgamma(allowed - held - experts_per_token + 1)
+            ),
+            True,
+        ),
+    )
+    formula(
+        "dispatch_gpus",
+        "dispatch_gpus",
+        ep_gpus * topk_groups / expert_groups * (1 - miss),
+        "expected GPUs a token is sent to: each GPU of its allowed groups, unless none of its k experts is there",
+        CHAPTER,
+    )
+    formula(
+        "dedup_dispatch_message",
+        "message_bytes",
+        step_tokens * dispatch_gpus * hidden * dispatch_bytes,
+        "bytes one GPU dispatches: every token once to each GPU that holds one of its experts",
+        CHAPTER,
+    )
+    formula(
+        "dedup_combine_message",
+        "message_bytes",
+        step_tokens * dispatch_gpus * hidden * activation_bytes,
+        "bytes one GPU gets back: each GPU's experts' outputs summed there, once per token and GPU",
+        CHAPTER,
+    )
+    formula(
+        "ep_dispatch_combine_time",
+        "step_overhead",
+        moe_layers * (dispatch_time + combine_time),
         "all-to-all time per step of expert parallelism: a dispatch and a combine per MoE layer",
         CHAPTER,
     )

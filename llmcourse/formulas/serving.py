@@ -226,6 +226,121 @@ def _kv_cache() -> None:
     )
 
 
+# --- KV cache by layer type ---------------------------------------------------------------------
+# A model's layers need not all be full attention: each layer type keeps (and a decode step reads) its own count
+# of tokens, as engines keep each type in its own pool (vLLM's hybrid KV-cache manager, vllm/v1/kv_cache_interface.py:
+# FullAttentionSpec, SlidingWindowSpec, ChunkedLocalAttentionSpec, MambaSpec; SGLang's SWA and hybrid linear pools).
+_ZERO_OK = dict(allow_zero=True)
+kv_full_per_token = symbol(
+    "kv_full_per_token", r"\kappa_{full}", "B", "KV bytes per token of the layers that keep every token", **_ZERO_OK
+)
+kv_window_per_token = symbol(
+    "kv_window_per_token", r"\kappa_{win}", "B", "KV bytes per token of the sliding-window layers", **_ZERO_OK
+)
+kv_chunk_per_token = symbol(
+    "kv_chunk_per_token", r"\kappa_{chunk}", "B", "KV bytes per token of the chunked-attention layers", **_ZERO_OK
+)
+kv_selected_per_token = symbol(
+    "kv_selected_per_token",
+    r"\kappa_{sel}",
+    "B",
+    "KV bytes per token of the sparse layers' selected tokens",
+    **_ZERO_OK,
+)
+linear_state = symbol(
+    "linear_state", r"S_{lin}", "B", "bytes of the linear-attention layers' state of one sequence", **_ZERO_OK
+)
+window = symbol("window", "w", "", "tokens a sliding-window layer keeps", integer=True)
+chunk = symbol("chunk", "c", "", "tokens of a chunked-attention layer's chunk", integer=True)
+top_k_tokens = symbol("top_k_tokens", r"k_{top}", "", "past tokens a sparse-attention query attends to", integer=True)
+layers_full = symbol("layers_full", r"L_{full}", "", "layers attending to every past token", integer=True, **_ZERO_OK)
+layers_window = symbol("layers_window", r"L_{win}", "", "sliding-window layers", integer=True, **_ZERO_OK)
+layers_chunk = symbol("layers_chunk", r"L_{chunk}", "", "chunked-attention layers", integer=True, **_ZERO_OK)
+layers_sparse = symbol("layers_sparse", r"L_{sp}", "", "sparse-attention layers", integer=True, **_ZERO_OK)
+layers_linear = symbol("layers_linear", r"L_{lin}", "", "linear-attention layers", integer=True, **_ZERO_OK)
+qk_dim = symbol("qk_dim", r"d_{qk}", "", "width of one head's query-key dot product", integer=True)
+v_dim = symbol("v_dim", r"d_{v}", "", "width of one head's values", integer=True)
+index_heads = symbol("index_heads", r"H_{idx}", "", "heads of a sparse-attention indexer", integer=True, **_ZERO_OK)
+index_dim = symbol("index_dim", r"d_{idx}", "", "head width of a sparse-attention indexer", integer=True)
+linear_key_heads = symbol("linear_key_heads", r"H_{lk}", "", "key heads of a linear-attention layer", integer=True)
+linear_value_heads = symbol(
+    "linear_value_heads", r"H_{lv}", "", "value heads of a linear-attention layer", integer=True
+)
+linear_key_dim = symbol("linear_key_dim", r"d_{lk}", "", "key head width of a linear-attention layer", integer=True)
+linear_value_dim = symbol(
+    "linear_value_dim", r"d_{lv}", "", "value head width of a linear-attention layer", integer=True
+)
+conv_tokens = symbol(
+    "conv_tokens", r"c_{conv}", "", "past tokens a linear-attention layer's convolution keeps", integer=True, **_ZERO_OK
+)
+state_bytes = symbol("state_bytes", r"b_{state}", "B", "bytes per value of a linear-attention layer's state")
+
+
+@section
+def _kv_by_layer_type() -> None:
+    m_w, m_c, m_k = Min(context, window), Min(context, chunk), Min(context, top_k_tokens)
+    formula(
+        "kv_bytes_by_layer_type",
+        "kv_per_sequence",
+        kv_full_per_token * context
+        + kv_window_per_token * m_w
+        + kv_chunk_per_token * m_c
+        + kv_selected_per_token * m_k
+        + linear_state,
+        "KV bytes of one sequence by layer type: full layers keep every token, sliding-window layers the last w, "
+        "chunked layers at most a chunk, sparse layers' selected tokens at most k, linear layers a fixed state",
+        "03_kv_cache",
+    )
+    formula(
+        "linear_state_bytes",
+        "linear_state",
+        layers_linear
+        * (
+            conv_tokens * (2 * linear_key_heads * linear_key_dim + linear_value_heads * linear_value_dim) * kv_bytes
+            + linear_value_heads * linear_key_dim * linear_value_dim * state_bytes
+        ),
+        "state of one sequence in the linear-attention layers: the convolution's last tokens of q, k and v, and "
+        "one key-by-value matrix per value head",
+        "03_kv_cache",
+    )
+    formula(
+        "kv_bytes_per_token_widths",
+        "kv_per_token",
+        layers * kv_heads * (qk_dim + v_dim) * kv_bytes,
+        "KV bytes per token when keys and values differ in width (MLA's keys and values expanded per head)",
+        "04_gqa",
+    )
+    _attended = layers_full * context + layers_window * m_w + layers_chunk * m_c + layers_sparse * m_k
+    formula(
+        "decode_attention_flops_by_layer_type",
+        "flops_per_token",
+        flops_per_param * heads * (qk_dim + v_dim) * _attended
+        + flops_per_param * index_heads * index_dim * layers_sparse * context
+        + 3 * flops_per_param * layers_linear * linear_value_heads * linear_key_dim * linear_value_dim,
+        "attention FLOPs per generated token by layer type: QK and AV over the tokens each layer attends to, the "
+        "indexer's scores over every past token, and three products with each linear layer's state",
+        "05_decode",
+    )
+    t = prompt_tokens
+    p_w, p_c, p_k = Min(t, window), Min(t, chunk), Min(t, top_k_tokens)
+    _pairs = (
+        layers_full * t**2 / 2
+        + layers_window * (p_w * t - p_w**2 / 2)
+        + layers_chunk * p_c * t / 2
+        + layers_sparse * (p_k * t - p_k**2 / 2)
+    )
+    formula(
+        "prefill_attention_flops",
+        "prefill_flops",
+        flops_per_param * heads * (qk_dim + v_dim) * _pairs
+        + flops_per_param * index_heads * index_dim * layers_sparse * t**2 / 2
+        + 3 * flops_per_param * layers_linear * linear_value_heads * linear_key_dim * linear_value_dim * t,
+        "attention FLOPs of a causal prefill by layer type: QK and AV over the pairs of tokens each layer attends "
+        "to, the indexer's scores over all earlier tokens, and three products with each linear layer's state",
+        "06_prefill",
+    )
+
+
 # --- Decode ---------------------------------------------------------------------------------------
 # The same step as the kernels an engine runs, each the slower of its own bytes and FLOPs, added:
 # the weight matmuls (weights read, matmul FLOPs) then attention (KV read, attention FLOPs).

@@ -7,8 +7,8 @@ accepted with probability ``alpha``, independently, the tokens a verification st
 ``1 + (accepted prefix)``, whose expectation is the geometric sum ``sum_{i=0}^{k_d} alpha^i``:
 SymPy's :func:`~sympy.summation` works it out here (it is not typed). The rest follows from the
 decode formulas of :mod:`llmcourse.formulas.serving`: the crossover batch (where speculation stops paying)
-is solved from ``decode_memory_time``, ``decode_compute_time`` and ``step_with_overhead`` (each draft
-and verification step is a decode step and pays the fixed overhead) with ``sympy.solve``, and the best
+is solved from ``decode_memory_time``, ``decode_compute_time`` and ``step_with_overhead`` (the verification
+pays a decode step's fixed overhead, each draft step a fixed cost of its own) with ``sympy.solve``, and the best
 number of draft tokens, where the draft's cost is a fixed share of a memory-bound step, by solving
 d S / d k_d = 0 (a Lambert W; :func:`best_draft_tokens_expression`).
 
@@ -84,7 +84,8 @@ draft_overhead = symbol(
     "draft_overhead",
     r"t_{over,d}",
     "s",
-    "fixed time per draft step: a decode step's overhead for a draft run on the GPU, zero for an n-gram lookup",
+    "fixed time per draft step: a launch-scale cost where the engine runs the draft steps inside its step (the "
+    "per-step overhead where each is a step of its own), zero for an n-gram lookup",
     allow_zero=True,
 )
 
@@ -146,9 +147,10 @@ def _speed() -> None:
         CHAPTER,
     )
     # While decode is memory-bound the verification costs what a plain step does (t_ver = t_step: the same
-    # bytes, and the same per-step overhead) and a draft step a fixed share of it (t_draft = r_d t_step, each
-    # time with its own per-step overhead, which is why a draft head far smaller than the target still costs
-    # a noticeable r_d): the speed-up depends on alpha, k_d and r_d only.
+    # bytes, and the same per-step overhead) and a draft step a fixed share of it (t_draft = r_d t_step, its
+    # own fixed cost included: a launch-scale cost where the engine runs the draft inside its step, the full
+    # per-step overhead where each draft step is a step of its own): the speed-up depends on alpha, k_d and
+    # r_d only.
     _speedup_mb = derived(
         "speculative_speedup_memory_bound",
         (_speedup, verify_time, step_time, draft_step_time, draft_cost, expected_tokens, _tau),
@@ -175,11 +177,12 @@ def _crossover() -> None:
     # Solve tau x (plain step) = verification + k_d draft steps for the batch, with the plain step and the
     # draft steps memory-bound and the verification compute-bound (k_d + 1 positions per sequence), each
     # time taken from the decode formulas (FORMULAS["decode_memory_time"], ["decode_compute_time"]) plus the
-    # fixed time every decode step pays (FORMULAS["step_with_overhead"]): the verification and each draft
-    # step are decode steps too, so a cycle pays t_over + k_d t_{over,d} for tau tokens where plain decode
-    # pays tau t_over (t_{over,d} = t_over for a draft on the GPU, 0 for an n-gram lookup, which runs no
-    # step). With a draft on the GPU that takes (k_d + 1 - tau) t_over off what speculation saves and
-    # lowers the crossover batch; an n-gram lookup gains (tau - 1) t_over and raises it.
+    # fixed time every decode step pays (FORMULAS["step_with_overhead"]): a cycle pays t_over (with its
+    # verification) + k_d t_{over,d} (its draft steps) for tau tokens where plain decode pays tau t_over.
+    # Engines run the draft steps inside the verification's engine step, so t_{over,d} is a launch-scale cost
+    # and the cycle saves (tau - 1) t_over - k_d t_{over,d}, which raises the crossover batch; where each draft
+    # step is a decode step of its own (t_{over,d} = t_over) the cycle loses (k_d + 1 - tau) t_over and the
+    # crossover falls; an n-gram lookup (t_{over,d} = 0) gains (tau - 1) t_over.
     _t_mem = FORMULAS["decode_memory_time"].expr
     _t_comp = FORMULAS["decode_compute_time"].expr
     _t_over = SYMBOLS["step_overhead"].sym
@@ -242,9 +245,10 @@ def best_draft_tokens_expression() -> sp.Expr:
 
     The per-step overhead (``step_overhead_ms`` of the assumptions) keeps the form: a memory-bound
     verification pays it as a plain step does, so t_ver = t_step still holds, and r_d is a draft
-    step's time *with* its overhead over a plain step's with its own (under the course's 1 ms a step,
-    Llama 3.1 8B's EAGLE-3 head at 2,150 tokens costs r_d = 1.366 / 7.969 = 0.171 of a plain step, not
-    0.366 / 6.969 = 0.053: the best draft is shorter).
+    step's time *with* its own fixed cost over a plain step's with its overhead (under the course's
+    method, 1 ms a step and 0.03 ms a head step, Llama 3.1 8B's EAGLE-3 head at 2,150 tokens costs
+    r_d = 0.396 / 7.969 = 0.050 of a plain step; were each draft step to pay the full 1 ms, 1.366 / 7.969 =
+    0.171, and the best draft would be shorter).
 
     Examples
     --------

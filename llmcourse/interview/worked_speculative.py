@@ -46,6 +46,7 @@ def _spec_expected() -> dict[str, Any]:
         plain_read=s.plain.memory_time,
         plain_comm=s.plain.comm_time,
         over=s.plain.overhead_time,
+        draft_over=s.draft.overhead_time,
         verify=s.verify.step_time,
         draft=s.draft_step_time,
         draft_read=s.draft.memory_time,
@@ -78,6 +79,7 @@ def _spec_crossover() -> dict[str, Any]:
         verify=s.verify.step_time,
         draft=s.draft_step_time,
         over=s.plain.overhead_time,
+        draft_over=s.draft.overhead_time,
         fit_long=speculative.speculative_memory("Llama-3.1-8B", "H100 SXM", spec, context_tokens=2_150).max_batch,
     )
 

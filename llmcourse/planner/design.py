@@ -186,6 +186,7 @@ class Plan:
                     f"time per output token, {pl}",
                     f"{tpot} (target {ms(b.tpot_target)}{on_mean(b.tpot_percentile)}) {mark[self.tpot_met]}",
                 ),
+                ("percentile sizing simulated", z.describe()),
                 (
                     "sized on the mean instead",
                     f"{z.mean_replicas * self.tensor_parallel:,} GPUs: {z.label('ttft')} TTFT {ms(z.mean_ttft)}, "
@@ -304,8 +305,9 @@ def plan(
     **Percentile targets** (``Brief(..., ttft_percentile=99)``): the queue decides a percentile, so the plan
     simulates it (:func:`llmcourse.simulator.simulate`, as ``simulation`` says: a
     :class:`~llmcourse.simulator.SizingRun`, by default 4,000 Poisson arrivals, lengths spread by the simulator's
-    default, prompts prefilled whole; the cached prompt tokens as a prefix every request hits). Each replica, its batch capped at the plan's, takes an
-    equal share of the traffic (a random router: a least-loaded one does a little better); the fewest replicas
+    default, the engine's token budget per iteration; the cached prompt tokens as a prefix every request hits). The
+    replicas, each batch capped at the plan's, share the traffic through the run's router (least loaded by default;
+    ``SizingRun(router="random")`` is an upper bound on the wait; the output says which); the fewest replicas
     whose simulated percentiles meet the targets are the plan (no headroom on top: the queue is modelled, not
     allowed for), and ``plan.sizing`` says what the fleet sized on the mean would have given.
 
@@ -544,6 +546,7 @@ def _sized_on_percentiles(
         answer_cv=run.answer_cv,
         requests=run.requests,
         seed=run.seed,
+        router=run.router,
     )
 
 

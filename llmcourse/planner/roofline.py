@@ -29,6 +29,7 @@ from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model, gpus, models
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked
+from llmcourse.replica.attention import decode_attention_flops_si
 from llmcourse.replica.memory import kv_bytes_per_sequence
 from llmcourse.replica.memory import weight_bytes as _weight_bytes
 from llmcourse.replica.prefilling import prefill
@@ -229,9 +230,7 @@ def decode_flops_per_token(
     per_param = Q_(a.flops_per_param, "FLOP")
     f = F["decode_flops_per_token"](flops_per_param=per_param, active_params=m.active_params)
     if a.decode_attention_flops:
-        f = f + F["decode_attention_flops"](
-            flops_per_param=per_param, layers=m.layers, heads=m.heads, head_dim=m.head_dim, context=context_tokens
-        )
+        f = f + Q_(decode_attention_flops_si(m, context_tokens, a.flops_per_param), "FLOP")  # by layer type
     return to(f, "GFLOP")
 
 

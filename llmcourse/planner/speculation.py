@@ -13,9 +13,9 @@ Examples
 --------
 >>> spec = Speculation("eagle head", 4, 0.7)
 >>> crossover_batch("Llama-3.1-8B", "H100 SXM", spec, context_tokens=288)
-128
+161
 >>> best_draft_tokens("Llama-3.1-8B", "H100 SXM", spec, context_tokens=288, max_draft_tokens=8).draft_tokens
-3
+6
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from llmcourse.replica.memory import largest_batch
 from llmcourse.replica.speculative import (
     Speculation,
     SpeculativeMemory,
+    draft_step_overhead,
     draft_tokens_of,
     speculation_of,
     speculative_cycle,
@@ -78,7 +79,7 @@ def best_draft_tokens(
     >>> b = best_draft_tokens("Llama-3.1-70B", "H100 SXM", Speculation("draft model", 4, 0.8, "Llama-3.1-8B"),
     ...                       context_tokens=2_150, tensor_parallel=2, weight_bytes="fp8")
     >>> b.draft_tokens, round(b.speedup, 2)
-    (4, 1.93)
+    (5, 2.22)
     """
     spec = speculation_of(speculation)
     top = draft_tokens_of(max_draft_tokens)
@@ -116,7 +117,7 @@ def crossover_batch(
     Examples
     --------
     >>> crossover_batch("Llama-3.1-8B", "H100 SXM", Speculation("eagle head", 4, 0.7), context_tokens=288)
-    128
+    161
     """
     m, g, spec = model_of(model), gpu_of(gpu), speculation_of(speculation)
     a = resolve(assumptions)
@@ -154,7 +155,7 @@ def crossover_search(
     >>> s = shared_speculative_step("Llama-3.1-8B", "H100 SXM", spec, context_tokens=288, steps=steps)
     >>> crossover_search(model_of("Llama-3.1-8B"), gpu_of("H100 SXM"), spec, s.memory, 288, None, 1, 2, 2,
     ...                  resolve(), steps)
-    128
+    161
     """
     if top is None:
         mem.check(1)  # nothing fits: say what to change
@@ -198,8 +199,9 @@ def crossover_estimate(
 ) -> float | None:
     """The crossover batch from the closed form ``FORMULAS["speculative_crossover_batch"]`` (SymPy's
     solution of tau x plain step = verification + k draft steps, with the plain step and the draft
-    memory-bound, the verification compute-bound, and every one of those steps paying the
-    assumptions' fixed per-step overhead; an n-gram lookup, which runs no step, pays none), with the
+    memory-bound, the verification compute-bound, the verification and the plain step paying the
+    assumptions' fixed per-step overhead and each draft step its own fixed cost,
+    :func:`~llmcourse.replica.speculative.draft_step_overhead`), with the
     figures of a batch-1 decode step of the target and of the draft; None where the formula has no
     positive root. It holds for a dense target under the slower-of-totals step rule, on one GPU or
     without communication (a tensor-parallel replica's collectives, whose time grows with the tokens
@@ -208,11 +210,15 @@ def crossover_estimate(
 
     Examples
     --------
-    >>> round(crossover_estimate("Llama-3.1-8B", "H100 SXM", Speculation("eagle head", 4, 0.7), context_tokens=288), 1)
-    127.9
-    >>> round(crossover_estimate("Llama-3.1-8B", "H100 SXM", Speculation("eagle head", 4, 0.7), context_tokens=288,
-    ...                          assumptions=resolve().replace(step_overhead_ms=0)), 1)  # without the 1 ms a step
+    >>> e = Speculation("eagle head", 4, 0.7)
+    >>> round(crossover_estimate("Llama-3.1-8B", "H100 SXM", e, context_tokens=288), 1)
+    160.3
+    >>> round(crossover_estimate("Llama-3.1-8B", "H100 SXM", e, context_tokens=288,  # without any fixed cost
+    ...                          assumptions=resolve().replace(step_overhead_ms=0, draft_step_overhead_ms=0)), 1)
     146.5
+    >>> round(crossover_estimate("Llama-3.1-8B", "H100 SXM", e, context_tokens=288,  # each head step pays 1 ms
+    ...                          assumptions=resolve().replace(speculative_overhead="per_step")), 1)
+    127.9
     >>> round(crossover_estimate("Llama-3.1-8B", "H100 SXM", Speculation("ngram", 3, 0.6), context_tokens=288), 1)
     169.5
     """
@@ -227,10 +233,11 @@ def crossover_estimate(
     one = decode_step(m, g, batch=1, weight_bytes=weight_bytes, **kw)
     draft = spec.draft_for(m)
     w_d = k_d = quantity(0.0, parsed_unit("B")[0])
-    o_d = quantity(0.0, parsed_unit("ms")[0])  # an n-gram lookup runs no step on the GPU: no overhead either
+    # a draft step's fixed cost by the assumptions' rule (0 for an n-gram lookup, which runs no step on the GPU)
+    o_d = quantity(draft_step_overhead(a, spec), parsed_unit("ms")[0])
     if draft is not None:
         d = decode_step(draft, g, batch=1, weight_bytes=spec.draft_weight_bytes or weight_bytes, **kw)
-        w_d, k_d, o_d = d.weights_read, d.kv_read, d.overhead_time
+        w_d, k_d = d.weights_read, d.kv_read
     x = F["speculative_crossover_batch"](
         expected_tokens=spec.expected_tokens,
         draft_tokens=spec.draft_tokens,

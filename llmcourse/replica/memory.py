@@ -14,6 +14,7 @@ from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
+from llmcourse.replica.attention import kv_held_si, kv_read_si, kv_token_si
 from llmcourse.replica.base import B, bytes_of, gpu_of, model_of
 from llmcourse.replica.deployment import Deployment
 from llmcourse.replica.parallel import Layout, layout
@@ -215,22 +216,17 @@ def weights_read_si(m: Model, batch: float, wpp: float) -> float:
     )
 
 
-def _kv_token_si(m: Model, kv_bytes: Any) -> float:
-    """:func:`kv_bytes_per_token` in bytes, as a plain float."""
-    b = bytes_si(kv_bytes, "kv_bytes")
-    if m.attention == "MLA":
-        q = F["kv_bytes_per_token_mla"].value(
-            layers=m.layers, kv_lora_rank=m.kv_lora_rank, rope_dim=m.qk_rope_head_dim, kv_bytes=b
-        )
-    else:
-        q = F["kv_bytes_per_token"].value(layers=m.layers, kv_heads=m.kv_heads, head_dim=m.head_dim, kv_bytes=b)
-    return round(q, 6)
+def kv_sequence_si(m: Model, context: float, kv_bytes: Any, copies: float = 1.0) -> float:
+    """:func:`kv_bytes_per_sequence` in bytes, as a plain float, with ``copies`` of the attention layers' cache
+    (:func:`kv_copies`; a linear-attention state splits with its heads)."""
+    return kv_held_si(m, context, bytes_si(kv_bytes, "kv_bytes"), copies)
 
 
-def kv_sequence_si(m: Model, context: float, kv_bytes: Any) -> float:
-    """:func:`kv_bytes_per_sequence` in bytes, as a plain float."""
-    ctx = _cached_tokens(m, context)
-    return F["kv_bytes_per_sequence"].value(kv_per_token=_kv_token_si(m, kv_bytes), context=ctx)
+def kv_read_sequence_si(m: Model, context: float, kv_bytes: Any, copies: float = 1.0) -> float:
+    """The KV bytes a decode step reads for one sequence at ``context`` tokens, as a plain float: what it holds,
+    except that a sparse-attention layer reads the latents of only the tokens its indexer selects
+    (:func:`llmcourse.replica.attention.kv_read_si`)."""
+    return kv_read_si(m, context, bytes_si(kv_bytes, "kv_bytes"), copies)
 
 
 def usable_si(g: GPU, n: float, a: Assumptions, weights: float) -> float:
@@ -307,7 +303,9 @@ _weights = weight_bytes  # the function, for bodies whose ``weight_bytes`` param
 
 @checked
 def kv_bytes_per_token(model: Model | str, kv_bytes: Any = 2) -> pint.Quantity:
-    """KV cache bytes per token: 2 x layers x KV heads x head dim x bytes (MLA: the latent).
+    """KV cache bytes one token adds: 2 x layers x KV heads x head dim x bytes (MLA: the latent), over the layers
+    that keep tokens (a linear-attention layer keeps a fixed state instead, :func:`kv_bytes_per_sequence`; a
+    sparse-attention layer adds its indexer's key).
 
     Uses ``kv_heads`` and ``head_dim`` from the config, never ``hidden``: the classic bug.
 
@@ -317,29 +315,19 @@ def kv_bytes_per_token(model: Model | str, kv_bytes: Any = 2) -> pint.Quantity:
     <Quantity(320.0, 'kibibyte')>
     >>> kv_bytes_per_token("DeepSeek-V3").to("B")
     <Quantity(70272.0, 'byte')>
+    >>> kv_bytes_per_token("Qwen3.5-397B-A17B").to("B")  # its 15 full-attention layers: 15 x 2 x 2 x 256 x 2 B
+    <Quantity(30720.0, 'byte')>
     """
     m = model_of(model)
     b = bytes_of(kv_bytes, "kv_bytes")
-    if m.attention == "MLA":
-        q = F["kv_bytes_per_token_mla"](
-            layers=m.layers, kv_lora_rank=m.kv_lora_rank, rope_dim=m.qk_rope_head_dim, kv_bytes=b
-        )
-    else:
-        q = F["kv_bytes_per_token"](layers=m.layers, kv_heads=m.kv_heads, head_dim=m.head_dim, kv_bytes=b)
-    return Q_(round(q.to(B).m, 6), B)
-
-
-def _cached_tokens(m: Model, context: float) -> float:
-    """Tokens cached per layer on average: sliding-window layers keep at most the window."""
-    if not m.sliding_window:
-        return context
-    n_win = m.sliding_window_layers if m.sliding_window_layers is not None else m.layers
-    return ((m.layers - n_win) * context + n_win * min(context, m.sliding_window)) / m.layers
+    return Q_(round(kv_token_si(m, si(b, "kv_bytes")), 6), B)
 
 
 @checked
 def kv_bytes_per_sequence(model: Model | str, context_tokens: float, kv_bytes: Any = 2) -> pint.Quantity:
-    """KV cache bytes of one sequence of ``context_tokens`` tokens (sliding windows capped).
+    """KV cache bytes of one sequence of ``context_tokens`` tokens, summed over its layer types (formula
+    ``kv_bytes_by_layer_type``): full layers keep every token, sliding-window layers at most the window, chunked
+    layers at most a chunk, linear-attention layers a fixed state (:mod:`llmcourse.replica.attention`).
 
     Examples
     --------
@@ -347,10 +335,12 @@ def kv_bytes_per_sequence(model: Model | str, context_tokens: float, kv_bytes: A
     <Quantity(0.753664, 'gigabyte')>
     >>> kv_bytes_per_sequence("Llama-3.1-8B", 32_768).to("GiB")
     <Quantity(4.0, 'gibibyte')>
+    >>> kv_bytes_per_sequence("gpt-oss-120b", 8_192).to(GB)  # 18 x 2,048 B x 8,192 + 18 x 2,048 B x 128
+    <Quantity(0.30670848, 'gigabyte')>
     """
     m = model_of(model)
-    ctx = _cached_tokens(m, context_tokens)
-    return F["kv_bytes_per_sequence"](kv_per_token=kv_bytes_per_token(m, kv_bytes), context=ctx)
+    b = si(bytes_of(kv_bytes, "kv_bytes"), "kv_bytes")
+    return Q_(kv_held_si(m, plain_number(context_tokens, "context_tokens"), b), B)  # None is no context
 
 
 def kv_copies(model: Model | str, n_gpus: int = 1, assumptions: Assumptions | str | None = None) -> float:
@@ -427,7 +417,8 @@ def max_batch(
     mem = usable_memory(g, n_gpus, weights=w, assumptions=assumptions)
     if w >= mem:
         return 0
-    kv = kv_bytes_per_sequence(m, context_tokens, kv_bytes) * kv_copies(m, n_gpus, assumptions)
+    copies = kv_copies(m, n_gpus, assumptions)  # of the attention layers' cache; a linear state splits
+    kv = Q_(kv_sequence_si(m, context_tokens, kv_bytes, copies), B)
     return int(F["max_batch"](usable_memory=mem, weights=w, kv_per_sequence=kv).m)
 
 

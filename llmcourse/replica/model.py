@@ -723,7 +723,7 @@ def _memory_si(d: Deployment, lay: Layout, a: Assumptions, final: float) -> tupl
         )
         w = F["dp_weights_held"].value(weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
     mem = usable_si(g, check_value(lay.n_gpus, SYMBOLS["n_gpus"], "n_gpus"), a, w)
-    kv_seq = kv_sequence_si(m, final, d.kv_bytes) * kv_copies_si(m, lay.tensor_parallel, a)  # every copy held
+    kv_seq = kv_sequence_si(m, final, d.kv_bytes, kv_copies_si(m, lay.tensor_parallel, a))  # every copy held
     return w, mem, kv_seq
 
 

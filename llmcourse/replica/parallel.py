@@ -14,8 +14,11 @@ Examples
 >>> lay = layout("Llama-3.1-70B", "H100 SXM", tensor_parallel=8)
 >>> lay.n_gpus, lay.link.name
 (8, 'NVLink 4')
->>> round(decode_comm_time("Llama-3.1-70B", lay, tokens=4).to("ms").m, 2)
+>>> round(decode_comm_time("Llama-3.1-70B", lay, tokens=4).to("ms").m, 2)  # 160 ring all-reduces
 2.56
+>>> engine = resolve("course").replace(allreduce_algorithm="engine")
+>>> round(decode_comm_time("Llama-3.1-70B", lay, tokens=4, assumptions=engine).to("ms").m, 2)  # 160 one-shots
+0.89
 >>> layout("Llama-3.1-70B", "H100 SXM", tensor_parallel=6)
 Traceback (most recent call last):
 ...
@@ -41,7 +44,20 @@ from llmcourse.units import Q_, parsed_unit, plain_number, to
 # units parsed once (pint parses a unit string at every use)
 _MS, _S, _B = (parsed_unit(u)[0] for u in ("ms", "s", "B"))
 
-__all__ = ["Layout", "allreduce_latency", "decode_comm_time", "layout", "pipeline_send_time", "prefill_comm_time"]
+__all__ = [
+    "Layout",
+    "Parts",
+    "allreduce_algorithm",
+    "allreduce_latency",
+    "allreduce_seconds",
+    "collectives",
+    "decode_comm_time",
+    "dispatch_gpus",
+    "layout",
+    "pipeline_send_time",
+    "prefill_comm_time",
+    "time_per_token_parts",
+]
 
 
 @dataclass(frozen=True)
@@ -56,6 +72,7 @@ class Layout:
     expert_parallel: int
     link: Link | None  # None: one GPU of a hand-made GPU that names no link (nothing to talk over)
     note: str = ""
+    node_link: Link | None = None  # the GPUs' own link inside each node, when the group spans nodes over ``link``
 
     @property
     def n_gpus(self) -> int:
@@ -157,11 +174,11 @@ def layout(
             )
         return Layout(tp, dp, pp, ep, None, "")
     lk = _link(link if link is not None else g.link)
-    note = ""
+    note, node = "", None
     if tp * dp > lk.domain:
         note = f"a group of {tp * dp} GPUs is larger than {lk.name} joins ({lk.domain}): its collectives run over {lk.scale_out}"
-        lk = _link(lk.scale_out)
-    return Layout(tp, dp, pp, ep, lk, note)
+        lk, node = _link(lk.scale_out), lk
+    return Layout(tp, dp, pp, ep, lk, note, node)
 
 
 #: The catalog's links by the names they were asked by (the catalog is read-only; a look-up by name normalises
@@ -201,32 +218,7 @@ def _message(m: Model, tokens: float, a: Assumptions) -> pint.Quantity:
 
 def _comm(m: Model, lay: Layout, tokens: float, a: Assumptions) -> pint.Quantity:
     """Collective time of one pass of ``tokens`` tokens (all groups together) through every layer."""
-    zero = Q_(0, _S)
-    if not a.communication or lay.group == 1:
-        return zero
-    tp, dp = lay.tensor_parallel, lay.data_parallel
-    group_tokens = tokens / dp  # each attention group's own tokens
-    ar_tp = _collective("allreduce_time", lay, tp, _message(m, group_tokens, a), a)
-    if not m.is_moe:  # after attention and after the MLP, every layer
-        return F["tp_allreduce_time"](layers=m.layers, allreduce_latency=ar_tp) if tp > 1 else zero
-    dense = m.dense_layers or 0
-    moe_layers = m.layers - dense
-    total = F["attention_allreduce_time"](layers=m.layers + dense, allreduce_latency=ar_tp) if tp > 1 else zero
-    ep, etp = lay.expert_parallel, lay.expert_tensor_parallel
-    if ep > 1:
-        per_gpu = tokens / lay.group  # each GPU dispatches its share of the tokens to their experts
-        msg = F["expert_dispatch_message"](
-            step_tokens=per_gpu,
-            experts_per_token=m.experts_per_token,
-            hidden=m.hidden,
-            activation_bytes=Q_(a.activation_bytes, _B),
-        )
-        a2a = _collective("alltoall_time", lay, ep, msg, a)
-        total = total + F["ep_alltoall_time"](moe_layers=moe_layers, alltoall_latency=a2a)
-    if etp > 1:  # experts split like matrices: an all-reduce after each MoE layer
-        ar_e = _collective("allreduce_time", lay, etp, _message(m, group_tokens, a), a)
-        total = total + F["attention_allreduce_time"](layers=moe_layers, allreduce_latency=ar_e)
-    return total
+    return Q_(comm_seconds(m, lay, tokens, a), _S)
 
 
 # --- the same collectives as plain floats in seconds (the planner's internal path; the formulas above, by value)
@@ -234,8 +226,8 @@ def _comm(m: Model, lay: Layout, tokens: float, a: Assumptions) -> pint.Quantity
 _LINK_TERMS: dict[int, tuple[Link, Any, dict[str, float]]] = {}
 
 
-def _link_terms_s(lay: Layout, a: Assumptions) -> dict[str, float]:
-    lk, eff = lay.link, a.link_efficiency
+def _link_terms_s(lk: Link, a: Assumptions) -> dict[str, float]:
+    eff = a.link_efficiency
     got = _LINK_TERMS.get(id(lk))
     if got is not None and got[0] is lk and got[1] == eff and type(got[1]) is type(eff):
         return got[2]
@@ -253,32 +245,152 @@ def _link_terms_s(lay: Layout, a: Assumptions) -> dict[str, float]:
 def _collective_s(kind: str, lay: Layout, n: int, message: float, a: Assumptions) -> float:
     if n <= 1:
         return 0.0
-    return F[kind].value(n_gpus=n, message_bytes=message, **_link_terms_s(lay, a))
+    return F[kind].value(n_gpus=n, message_bytes=message, **_link_terms_s(_a2a_link(lay, n, a), a))
+
+
+def _a2a_link(lay: Layout, n: int, a: Assumptions) -> Link:
+    """The link an all-to-all of ``n`` GPUs runs on: the layout's, or, with the engines' dispatch (rule
+    ``'per_gpu'``), the node's own link when the ``n`` GPUs fit in one node of a group that spans several (DeepEP's
+    intranode kernels run over NVLink)."""
+    node = lay.node_link
+    if node is not None and a.expert_dispatch == "per_gpu" and n <= node.domain:
+        return node
+    return lay.link
+
+
+def allreduce_seconds(lay: Layout, n: int, message: float, a: Assumptions) -> tuple[str, float]:
+    """``(algorithm, seconds)`` of one all-reduce of ``message`` bytes over ``n`` GPUs of the layout.
+
+    Under ``allreduce_algorithm='ring'`` it is the ring on the layout's link. Under ``'engine'`` it is what the
+    engines run: inside one node, on a link whose GPUs read each other's memory (``Link.peer_kernels``), the fastest
+    of the one-shot, the two-shot and the ring, as TensorRT-LLM's ``AllReduceStrategy.AUTO`` picks from its measured
+    table (``selectStrategyLookUpTable`` in ``customAllReduceUtils.h``) and vLLM's ``CustomAllreduce::allreduce``
+    by size (``csrc/custom_all_reduce.cuh``: one-shot for two GPUs, or below 512 KiB on up to four and 256 KiB on up
+    to eight, two-shot above; NCCL beyond its 8 MiB buffer, ``custom_all_reduce.py``); FlashInfer's
+    ``trtllm_allreduce_fusion`` goes one-shot up to 128 tokens. The ring elsewhere (PCIe, where vLLM turns its kernel
+    off beyond two GPUs). A group spread over several nodes reduces hierarchically (NCCL): inside each node on its
+    link, between the nodes on the scale-out link.
+
+    Examples
+    --------
+    >>> a = resolve("course").replace(allreduce_algorithm="engine")
+    >>> lay = layout("Llama-3.1-70B", "H100 SXM", tensor_parallel=8)
+    >>> name, t = allreduce_seconds(lay, 8, 16_384, a)
+    >>> name, round(t * 1e6, 2)
+    ('one-shot', 4.62)
+    >>> allreduce_seconds(lay, 8, 16_384, a.replace(allreduce_algorithm="ring"))[0]
+    'ring'
+    """
+    if n <= 1:
+        return "none", 0.0
+    node = lay.node_link
+    if a.allreduce_algorithm == "ring":
+        return "ring", F["allreduce_time"].value(n_gpus=n, message_bytes=message, **_link_terms_s(lay.link, a))
+    if node is not None and n > node.domain:  # across nodes: hierarchical
+        nodes = -(-n // node.domain)
+        inner, outer = _link_terms_s(node, a), _link_terms_s(lay.link, a)
+        t = F["hierarchical_allreduce_time"].value(
+            out_base=outer["collective_base"],
+            link_latency=inner["link_latency"],
+            node_gpus=-(-n // nodes),
+            link_bandwidth=inner["link_bandwidth"],
+            link_efficiency=inner["link_efficiency"],
+            nodes=nodes,
+            out_latency=outer["link_latency"],
+            message_bytes=message,
+            out_bandwidth=outer["link_bandwidth"],
+        )
+        return "hierarchical", t
+    lk = node if node is not None else lay.link  # a group inside one node runs on the node's link
+    terms = _link_terms_s(lk, a)
+    options = {"ring": F["allreduce_time"].value(n_gpus=n, message_bytes=message, **terms)}
+    if lk.peer_kernels:
+        engine = dict(
+            engine_allreduce_base=a.engine_allreduce_us * 1e-6,
+            link_latency=terms["link_latency"],
+            n_gpus=n,
+            message_bytes=message,
+            link_bandwidth=terms["link_bandwidth"],
+            link_efficiency=terms["link_efficiency"],
+        )
+        options["one-shot"] = F["oneshot_allreduce_time"].value(**engine)
+        options["two-shot"] = F["twoshot_allreduce_time"].value(**engine)
+    name = min(options, key=options.__getitem__)
+    return name, options[name]
 
 
 def _message_s(m: Model, tokens: float, a: Assumptions) -> float:
     return F["activation_message"].value(step_tokens=tokens, hidden=m.hidden, activation_bytes=a.activation_bytes)
 
 
+def dispatch_gpus(m: Model, expert_parallel: int) -> float:
+    """Expected GPUs one token of ``m`` is sent to with its experts split ``expert_parallel`` ways (the
+    ``dispatch_gpus`` formula): each GPU that holds at least one of its ``k`` experts, the experts picked at random
+    within the router's groups (``topk_groups`` of ``expert_groups``). The groups count where each GPU holds at most
+    one group's experts (``expert_parallel`` a multiple of the groups); a GPU holding several groups is counted as
+    if the router had none (an upper bound).
+
+    Examples
+    --------
+    >>> round(dispatch_gpus(models["DeepSeek-V3"], 8), 2)  # 4 of 8 groups, one per GPU: at most 4
+    3.63
+    >>> round(dispatch_gpus(models["Kimi-K2.5"], 8), 2)  # no groups: up to 8
+    5.28
+    """
+    g, t = m.expert_groups or 1, m.topk_groups or 1
+    if expert_parallel % g:
+        g, t = 1, 1
+    return F["dispatch_gpus"].value(
+        ep_gpus=expert_parallel,
+        experts=m.experts,
+        experts_per_token=m.experts_per_token,
+        expert_groups=g,
+        topk_groups=t,
+    )
+
+
+def _dispatch_s(m: Model, lay: Layout, tokens: float, a: Assumptions) -> float:
+    """Expert-parallel all-to-all time of one pass of ``tokens`` tokens through the MoE layers."""
+    ep, moe_layers = lay.expert_parallel, m.layers - (m.dense_layers or 0)
+    per_gpu = tokens / lay.group  # each GPU dispatches its share of the tokens to their experts
+    if a.expert_dispatch == "per_expert":
+        msg = F["expert_dispatch_message"].value(
+            step_tokens=per_gpu,
+            experts_per_token=m.experts_per_token,
+            hidden=m.hidden,
+            activation_bytes=a.activation_bytes,
+        )
+        a2a = _collective_s("alltoall_time", lay, ep, msg, a)
+        return F["ep_alltoall_time"].value(moe_layers=moe_layers, alltoall_latency=a2a)
+    d = dispatch_gpus(m, ep)
+    out = F["dedup_dispatch_message"].value(
+        step_tokens=per_gpu, dispatch_gpus=d, hidden=m.hidden, dispatch_bytes=a.dispatch_bytes
+    )
+    back = F["dedup_combine_message"].value(
+        step_tokens=per_gpu, dispatch_gpus=d, hidden=m.hidden, activation_bytes=a.activation_bytes
+    )
+    return F["ep_dispatch_combine_time"].value(
+        moe_layers=moe_layers,
+        dispatch_time=_collective_s("alltoall_time", lay, ep, out, a),
+        combine_time=_collective_s("alltoall_time", lay, ep, back, a),
+    )
+
+
 def comm_seconds_of(m: Model, lay: Layout, a: Assumptions) -> Callable[[float], float]:
     """``lambda tokens: comm_seconds(m, lay, tokens, a)``, for a search that asks it of many token counts: a
-    dense model's all-reduces with the formulas and the model's figures looked up once (the link's terms at
-    the first call, as comm_seconds looks them up), the same floats; a mixture of experts goes to
-    :func:`comm_seconds` itself."""
+    dense model's all-reduces with the model's figures looked up once, the same floats; a mixture of experts goes
+    to :func:`comm_seconds` itself."""
     if not a.communication or lay.group == 1:
         return lambda tokens: 0.0
     tp, dp = lay.tensor_parallel, lay.data_parallel
     if m.is_moe or dp != 1 or tp <= 1:  # (layout() gives a dense model one attention group, so tp > 1 here)
         return lambda tokens: comm_seconds(m, lay, tokens, a)
-    msg_of, ar_of, per_layer = F["activation_message"].value, F["allreduce_time"].value, F["tp_allreduce_time"].value
+    msg_of, per_layer = F["activation_message"].value, F["tp_allreduce_time"].value
     hidden, act, layers = m.hidden, a.activation_bytes, m.layers
-    terms: dict[str, float] = {}
 
     def of(tokens: float) -> float:
-        if not terms:
-            terms.update(_link_terms_s(lay, a))
-        msg = msg_of(step_tokens=tokens / dp, hidden=hidden, activation_bytes=act)
-        return per_layer(layers=layers, allreduce_latency=ar_of(n_gpus=tp, message_bytes=msg, **terms))
+        msg = msg_of(step_tokens=tokens, hidden=hidden, activation_bytes=act)
+        return per_layer(layers=layers, allreduce_latency=allreduce_seconds(lay, tp, msg, a)[1])
 
     return of
 
@@ -290,7 +402,7 @@ def comm_seconds(m: Model, lay: Layout, tokens: float, a: Assumptions) -> float:
         return 0.0
     tp, dp = lay.tensor_parallel, lay.data_parallel
     group_tokens = tokens / dp
-    ar_tp = _collective_s("allreduce_time", lay, tp, _message_s(m, group_tokens, a), a)
+    ar_tp = allreduce_seconds(lay, tp, _message_s(m, group_tokens, a), a)[1]
     if not m.is_moe:
         return F["tp_allreduce_time"].value(layers=m.layers, allreduce_latency=ar_tp) if tp > 1 else 0.0
     dense = m.dense_layers or 0
@@ -298,16 +410,9 @@ def comm_seconds(m: Model, lay: Layout, tokens: float, a: Assumptions) -> float:
     total = F["attention_allreduce_time"].value(layers=m.layers + dense, allreduce_latency=ar_tp) if tp > 1 else 0.0
     ep, etp = lay.expert_parallel, lay.expert_tensor_parallel
     if ep > 1:
-        msg = F["expert_dispatch_message"].value(
-            step_tokens=tokens / lay.group,
-            experts_per_token=m.experts_per_token,
-            hidden=m.hidden,
-            activation_bytes=a.activation_bytes,
-        )
-        a2a = _collective_s("alltoall_time", lay, ep, msg, a)
-        total = total + F["ep_alltoall_time"].value(moe_layers=moe_layers, alltoall_latency=a2a)
+        total = total + _dispatch_s(m, lay, tokens, a)
     if etp > 1:
-        ar_e = _collective_s("allreduce_time", lay, etp, _message_s(m, group_tokens, a), a)
+        ar_e = allreduce_seconds(lay, etp, _message_s(m, group_tokens, a), a)[1]
         total = total + F["attention_allreduce_time"].value(layers=moe_layers, allreduce_latency=ar_e)
     return total
 
@@ -317,25 +422,81 @@ def send_seconds(m: Model, lay: Layout, tokens: float, a: Assumptions) -> float 
     communication)."""
     if lay.pipeline_parallel == 1 or not a.communication:
         return None
-    return F["send_time"].value(message_bytes=_message_s(m, tokens / lay.tensor_parallel, a), **_link_terms_s(lay, a))
+    return F["send_time"].value(
+        message_bytes=_message_s(m, tokens / lay.tensor_parallel, a), **_link_terms_s(lay.link, a)
+    )
 
 
 def allreduce_latency(model: Model | str, rep: Any, tokens: float | None = None) -> pint.Quantity:
-    """One ring all-reduce of a decode step's activations (``tokens`` sequences, the replica's batch
-    by default) over the replica's tensor-parallel group and link, by the alpha-beta formula; zero
-    on one GPU.
+    """One all-reduce of a decode step's activations (``tokens`` sequences, the replica's batch by default)
+    over the replica's tensor-parallel group, by the algorithm its assumptions pick (:func:`allreduce_seconds`;
+    :func:`allreduce_algorithm` names it); zero on one GPU.
 
     Examples
     --------
     >>> from llmcourse.replica.model import replica
     >>> r = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=8, batch=4, prompt_tokens=1_024,
     ...             answer_tokens=1_024, weight_bytes="fp8")
-    >>> round(allreduce_latency("Llama-3.1-70B", r).to("us").m, 2)
-    16.02
+    >>> round(allreduce_latency("Llama-3.1-70B", r).to("us").m, 2), allreduce_algorithm("Llama-3.1-70B", r)
+    (16.02, 'ring')
+    >>> engine = r.assumptions.replace(allreduce_algorithm="engine")
+    >>> e = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=8, batch=4, prompt_tokens=1_024,
+    ...             answer_tokens=1_024, weight_bytes="fp8", assumptions=engine)
+    >>> round(allreduce_latency("Llama-3.1-70B", e).to("us").m, 2), allreduce_algorithm("Llama-3.1-70B", e)
+    (5.57, 'one-shot')
     """
     lay, a, m = rep.layout, rep.assumptions, models[model]
     tokens = rep.batch if tokens is None else tokens
-    return to(_collective("allreduce_time", lay, lay.tensor_parallel, _message(m, tokens, a), a), _US)
+    if lay.tensor_parallel <= 1 or lay.link is None:
+        return Q_(0.0, _US)
+    return to(Q_(allreduce_seconds(lay, lay.tensor_parallel, _message_s(m, tokens, a), a)[1], _S), _US)
+
+
+def allreduce_algorithm(model: Model | str, rep: Any, tokens: float | None = None) -> str:
+    """The name of the all-reduce :func:`allreduce_latency` times: ``'ring'``, ``'one-shot'``, ``'two-shot'``,
+    ``'hierarchical'``, or ``'none'`` on one GPU."""
+    lay, a, m = rep.layout, rep.assumptions, models[model]
+    tokens = rep.batch if tokens is None else tokens
+    if lay.tensor_parallel <= 1 or lay.link is None:
+        return "none"
+    return allreduce_seconds(lay, lay.tensor_parallel, _message_s(m, tokens, a), a)[0]
+
+
+def collectives(model: Model | str, rep: Any) -> str:
+    """What a replica's decode step talks with, in words: the all-reduce's algorithm and link, and the expert
+    dispatch; empty when its GPUs do not talk.
+
+    Examples
+    --------
+    >>> from llmcourse.replica.model import replica
+    >>> r = replica("Llama-3.1-70B", "B200", tensor_parallel=8, batch=4, prompt_tokens=1_024, answer_tokens=1_024)
+    >>> collectives("Llama-3.1-70B", r)
+    'ring all-reduce of 64 KiB over 8 GPUs on NVLink 5'
+    >>> ds = replica("DeepSeek-V3", "H200 SXM", data_parallel=8, batch=64, prompt_tokens=1_024, answer_tokens=1_024)
+    >>> collectives("DeepSeek-V3", ds)
+    'dispatch to 3.6 of 8 GPUs per token (1.03125 B a value), combine at 2 B'
+    """
+    lay, a, m = rep.layout, rep.assumptions, models[model]
+    if not a.communication or lay.group == 1 or lay.link is None:
+        return ""
+    out = []
+    tp = lay.tensor_parallel
+    if tp > 1:
+        msg = _message_s(m, rep.batch / lay.data_parallel, a)
+        name = allreduce_seconds(lay, tp, msg, a)[0]
+        where = lay.link.name if name in ("ring", "hierarchical") or lay.node_link is None else lay.node_link.name
+        if name == "hierarchical":
+            where = f"{lay.node_link.name} then {lay.link.name}"
+        out.append(f"{name} all-reduce of {msg / 1024:,.0f} KiB over {tp} GPUs on {where}")
+    if lay.expert_parallel > 1:
+        if a.expert_dispatch == "per_gpu":
+            out.append(
+                f"dispatch to {dispatch_gpus(m, lay.expert_parallel):.1f} of {lay.expert_parallel} GPUs per token "
+                f"({a.dispatch_bytes:g} B a value), combine at {a.activation_bytes:g} B"
+            )
+        else:
+            out.append(f"all-to-all to each of {m.experts_per_token} experts per token over {lay.expert_parallel} GPUs")
+    return "; ".join(out)
 
 
 def decode_comm_time(
@@ -349,8 +510,11 @@ def decode_comm_time(
     Examples
     --------
     >>> one = layout("Llama-3.1-70B", "B200", tensor_parallel=8)
-    >>> round(decode_comm_time("Llama-3.1-70B", one, tokens=4).to("ms").m, 2)
+    >>> round(decode_comm_time("Llama-3.1-70B", one, tokens=4).to("ms").m, 2)  # ring all-reduces
     4.03
+    >>> engine = resolve("course").replace(allreduce_algorithm="engine")
+    >>> round(decode_comm_time("Llama-3.1-70B", one, tokens=4, assumptions=engine).to("ms").m, 2)  # one-shots
+    0.86
     >>> decode_comm_time("Llama-3.1-70B", one, tokens=4, assumptions="envelope")
     <Quantity(0.0, 'millisecond')>
     """
@@ -366,7 +530,7 @@ def prefill_comm_time(
     Examples
     --------
     >>> one = layout("Llama-3.1-70B", "H100 SXM", tensor_parallel=8)
-    >>> round(prefill_comm_time("Llama-3.1-70B", one, tokens=8_192).to("ms").m)
+    >>> round(prefill_comm_time("Llama-3.1-70B", one, tokens=8_192).to("ms").m)  # rings of 128 MiB
     107
     """
     return to(_comm(models[model], lay, tokens, resolve(assumptions)), _MS)
@@ -383,7 +547,14 @@ def pipeline_send_time(
     return to(F["send_time"](message_bytes=_message(m, tokens / lay.tensor_parallel, a), **_link_terms(lay, a)), _MS)
 
 
-def time_per_token_parts(rep: Any) -> dict[str, pint.Quantity]:
+class Parts(dict):
+    """A replica's time per token by part (a dict of name -> time), with ``collectives``: what its GPUs talk
+    with (:func:`collectives`), said wherever the parts are printed."""
+
+    collectives: str = ""
+
+
+def time_per_token_parts(rep: Any) -> Parts:
     """A replica's time per token split into what it is spent on: reading the weights, reading
     the KV cache, compute beyond the memory time (zero while a step is memory-bound), the
     collectives, the fixed overhead, and the other requests' prefills that share the steps. The
@@ -398,6 +569,8 @@ def time_per_token_parts(rep: Any) -> dict[str, pint.Quantity]:
     >>> parts = time_per_token_parts(r)
     >>> {k: round(v.to("ms").m, 2) for k, v in parts.items()}
     {'weight reads': 1.64, 'KV reads': 0.05, 'compute': 0.0, 'communication': 4.03, 'overhead': 1.0, 'shared prefill': 0.03}
+    >>> parts.collectives
+    'ring all-reduce of 64 KiB over 8 GPUs on NVLink 5'
     >>> round(sum(parts.values()).to("ms").m, 2) == round(r.tpot.to("ms").m, 2)
     True
     """
@@ -407,11 +580,15 @@ def time_per_token_parts(rep: Any) -> dict[str, pint.Quantity]:
     share_w = ratio(s.weights_read, plus(s.weights_read, s.kv_read))
     memory = s.memory_time
     compute = minus(s.compute_time, memory) if greater(s.compute_time, memory) else times(memory, 0)
-    return {
-        "weight reads": to(times(memory, share_w), _MS),
-        "KV reads": to(times(memory, 1 - share_w), _MS),
-        "compute": to(compute, _MS),
-        "communication": to(s.comm_time, _MS),
-        "overhead": to(s.overhead_time, _MS),
-        "shared prefill": to(minus(rep.tpot, s.step_time), _MS),
-    }
+    parts = Parts(
+        {
+            "weight reads": to(times(memory, share_w), _MS),
+            "KV reads": to(times(memory, 1 - share_w), _MS),
+            "compute": to(compute, _MS),
+            "communication": to(s.comm_time, _MS),
+            "overhead": to(s.overhead_time, _MS),
+            "shared prefill": to(minus(rep.tpot, s.step_time), _MS),
+        }
+    )
+    parts.collectives = collectives(rep.model, rep) if hasattr(rep, "model") else ""
+    return parts

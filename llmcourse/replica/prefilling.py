@@ -14,6 +14,7 @@ from llmcourse.catalog import GPU, Model
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
+from llmcourse.replica.attention import prefill_attention_flops_si
 from llmcourse.replica.base import FLOP_TO_TFLOP, MS_TO_S, S_TO_MS, check_positions, gpu_of, model_of, replaced
 from llmcourse.replica.deployment import Deployment
 from llmcourse.replica.memory import fitted_layout, kv_copies_si, kv_sequence_si, weights_si
@@ -108,9 +109,10 @@ def prefiller(
     def flops_of(tokens: float) -> tuple[float, float]:
         if tokens == 0:
             return 0, 0
-        kw = dict(flops_per_param=per_param, params=m.active_params, prompt_tokens=tokens)
-        linear = F["prefill_flops_linear"].value(**kw)
-        return linear, F["prefill_flops"].value(**kw, layers=m.layers, heads=m.heads, head_dim=m.head_dim)
+        linear = F["prefill_flops_linear"].value(
+            flops_per_param=per_param, params=m.active_params, prompt_tokens=tokens
+        )
+        return linear, linear + prefill_attention_flops_si(m, tokens, per_param)  # attention by layer type
 
     (lin_t, full_t), (lin_c, full_c) = flops_of(t), flops_of(cached)
     linear, full = lin_t - lin_c, full_t - full_c

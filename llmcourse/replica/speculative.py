@@ -24,10 +24,25 @@ Every time comes from :func:`llmcourse.replica.step.decode_step`:
 * a draft step: ``decode_step`` of the draft model (a smaller model, an EAGLE head or an MTP block,
   :data:`llmcourse.catalog.drafts.KINDS`) at batch ``B``; an n-gram lookup costs no GPU time.
 
-Each draft step and the verification are decode steps, so each pays the assumptions' fixed per-step
-overhead (``step_overhead_ms``, 1 ms under the course's method) and, on several GPUs, its own
-collectives: a cycle pays the overhead ``k + 1`` times for ``tau`` tokens where plain decode pays it
-``tau`` times, which is why even a tiny draft head costs a noticeable share of a plain step.
+The verification is a decode step and pays the assumptions' fixed per-step overhead (``step_overhead_ms``,
+1 ms under the course's method). What a draft step pays besides its reads, FLOPs and (on several GPUs) its
+collectives is the assumptions' rule ``speculative_overhead`` (:func:`draft_step_overhead`):
+
+* ``"per_cycle"`` (the course's method, as engines run it): the k draft forwards run inside the same engine
+  step as the verification, so the scheduler's overhead is paid once per cycle and each draft step pays a
+  launch-scale cost only (``draft_step_overhead_ms`` for an EAGLE head or an MTP block,
+  ``draft_model_step_overhead_ms`` for a separate draft model). vLLM V1's ``SpecDecodeBaseProposer.propose``
+  (``vllm/v1/spec_decode/eagle.py``; ``EagleProposer`` and ``DraftModelProposer`` in ``draft_model.py`` share it)
+  loops over the draft forwards in the model runner's step, each a CUDA-graph replay; SGLang's ``EAGLEWorker``
+  (``python/sglang/srt/speculative/eagle_worker.py``) captures its ``speculative_num_steps`` draft forwards in one
+  graph (``EAGLEDraftCudaGraphRunner``); TensorRT-LLM's one-model EAGLE-3 and MTP insert the drafter into the
+  target's model code and launch the whole drafting loop as a single CUDA graph, while its two-model mode runs
+  the draft model's forwards from the executor, one per draft step (the dearer draft-model cost).
+* ``"per_step"`` (the sources' presets, whose overhead is 0 anyway): every draft step is a decode step of its
+  own and pays the full ``step_overhead_ms``, so a cycle pays it ``k + 1`` times for ``tau`` tokens.
+
+Under ``"per_cycle"`` a cycle pays the overhead once for ``tau`` tokens where plain decode pays it ``tau``
+times: speculation saves overhead as well as reads.
 
 While decode is memory-bound the verification costs about what a plain step does and speculation
 pays ``tau`` over the draft's cost; once the batch makes the verification compute-bound it pays
@@ -50,7 +65,7 @@ Examples
 >>> s = speculative_step("Llama-3.1-70B", "H100 SXM", Speculation("draft model", 4, 0.8, "Llama-3.1-8B"),
 ...                      batch=1, context_tokens=2_150, tensor_parallel=2, weight_bytes="fp8")
 >>> round(s.speedup, 2), s.verify.bound
-(1.93, 'memory')
+(2.2, 'memory')
 """
 
 from __future__ import annotations
@@ -83,6 +98,7 @@ __all__ = [
     "SpeculativeStep",
     "acceptance_from_length",
     "acceptance_of",
+    "draft_step_overhead",
     "draft_tokens_of",
     "expected_tokens",
     "shared_speculative_step",
@@ -411,19 +427,19 @@ def speculative_memory(
     wd = kd = 0.0
     if draft is not None:
         wd = weights_si(draft, spec.draft_weight_bytes or weight_bytes)
-        kd = kv_sequence_si(draft, held, kv_bytes) * kv_copies_si(draft, tp, a)
-    kv = kv_sequence_si(m, held, kv_bytes) * kv_copies_si(m, tp, a)  # each GPU keeps at least one KV head
+        kd = kv_sequence_si(draft, held, kv_bytes, kv_copies_si(draft, tp, a))
+    kv = kv_sequence_si(m, held, kv_bytes, kv_copies_si(m, tp, a))  # each GPU keeps at least one KV head
     both = w + wd
     usable = usable_si(g, tp, a, both)
-    kv_plain = kv_sequence_si(m, context_tokens, kv_bytes) * kv_copies_si(m, tp, a)
+    kv_plain = kv_sequence_si(m, context_tokens, kv_bytes, kv_copies_si(m, tp, a))
     answer = None if prompt_tokens is None else context_tokens - prompt_tokens
 
     def kv_at(t: float) -> float:  # target and draft at t tokens, the k drafted tokens held besides
-        d = kv_sequence_si(draft, t + spec.draft_tokens, kv_bytes) * kv_copies_si(draft, tp, a) if draft else 0.0
-        return kv_sequence_si(m, t + spec.draft_tokens, kv_bytes) * kv_copies_si(m, tp, a) + d
+        d = kv_sequence_si(draft, t + spec.draft_tokens, kv_bytes, kv_copies_si(draft, tp, a)) if draft else 0.0
+        return kv_sequence_si(m, t + spec.draft_tokens, kv_bytes, kv_copies_si(m, tp, a)) + d
 
     def plain_at(t: float) -> float:
-        return kv_sequence_si(m, t, kv_bytes) * kv_copies_si(m, tp, a)
+        return kv_sequence_si(m, t, kv_bytes, kv_copies_si(m, tp, a))
 
     return SpeculativeMemory(
         weights=in_unit(w, BYTE, GB),
@@ -457,6 +473,38 @@ def speculation_of(value: Any) -> Speculation:
             "Speculation('eagle head', 4, 0.7)."
         )
     return value
+
+
+def draft_step_overhead(assumptions: Assumptions | str | None, speculation: Speculation) -> float:
+    """The fixed time (ms) each draft step of ``speculation`` pays besides its reads, FLOPs and collectives, by the
+    assumptions' rule ``speculative_overhead``: ``"per_step"``, the per-step overhead of a decode step
+    (``step_overhead_ms``); ``"per_cycle"``, the launch-scale cost of a draft step run inside the engine's step
+    (``draft_step_overhead_ms`` for an EAGLE head or an MTP block, ``draft_model_step_overhead_ms`` for a separate
+    draft model). An n-gram lookup runs no step on the GPU: 0 either way.
+
+    Examples
+    --------
+    >>> head, draft = Speculation("eagle head", 3, 0.75), Speculation("draft model", 3, 0.75, "Llama-3.1-8B")
+    >>> draft_step_overhead("course", head), draft_step_overhead("course", draft)
+    (0.03, 0.1)
+    >>> draft_step_overhead(resolve().replace(speculative_overhead="per_step"), head)  # the full 1 ms a step
+    1.0
+    >>> draft_step_overhead("course", Speculation("ngram", 3, 0.6)), draft_step_overhead("lab", head)
+    (0.0, 0.0)
+    """
+    a, spec = resolve(assumptions), speculation_of(speculation)
+    if spec.kind == "ngram":
+        return 0.0
+    if a.speculative_overhead == "per_step":
+        return a.step_overhead_ms
+    return a.draft_model_step_overhead_ms if spec.kind == "draft model" else a.draft_step_overhead_ms
+
+
+def _draft_assumptions(a: Assumptions, spec: Speculation) -> Assumptions:
+    """The assumptions a draft step is timed under: ``a`` with its per-step overhead set to the draft step's
+    (:func:`draft_step_overhead`), so that the draft's :class:`~llmcourse.replica.step.DecodeStep` carries it as
+    its ``overhead_time``."""
+    return a.replace(step_overhead_ms=draft_step_overhead(a, spec))
 
 
 # --- the speculative step ------------------------------------------------------------------------------------
@@ -501,8 +549,8 @@ class SpeculativeStep:
     def per_token_step(self) -> DecodeStep:
         """The cycle as an average decode step per output token: every time, byte and FLOP of the cycle
         (verification + k draft steps) over the expected tokens, ``step_time`` the time per output token;
-        the collectives and the fixed overhead too (the verification's and each draft step's, each a
-        decode step). It is what :func:`speculative_replica` puts in place of a replica's decode step."""
+        the collectives and the fixed overhead too (the verification's and each draft step's,
+        :func:`draft_step_overhead`). It is what :func:`speculative_replica` puts in place of a replica's decode step."""
         k, tau = self.speculation.draft_tokens, self.expected_tokens
         d = self.draft
 
@@ -586,16 +634,16 @@ def speculative_cycle(
     >>> s = speculative_cycle(m, g, spec, speculative_memory(m, g, spec, context_tokens=2_150), batch=1, **kw)
     >>> fast = speculative_cycle(m, g, spec, s.memory, batch=1, **kw, steps={}, speedup_only=True)
     >>> round(s.speedup, 2), fast == s.speedup
-    (1.64, True)
+    (2.31, True)
     """
     k, b = spec.draft_tokens, int(batch)
-    common = dict(context_tokens=context_tokens, n_gpus=tp, assumptions=a)
+    common = dict(context_tokens=context_tokens, n_gpus=tp)
 
-    def step(name: str, model: Any, batch: int, **kw: Any) -> Any:
+    def step(name: str, model: Any, batch: int, assumptions: Assumptions = a, **kw: Any) -> Any:
         if steps is None:
-            return decode_step(model, g, batch=batch, **kw, **common)
+            return decode_step(model, g, batch=batch, **kw, **common, assumptions=assumptions)
         if name not in steps:
-            steps[name] = decode_steps(model, g, **kw, **common, gives="either")
+            steps[name] = decode_steps(model, g, **kw, **common, assumptions=assumptions, gives="either")
         if speedup_only:  # the speed-up needs the steps' times alone: DecodeStep.step_time, as decoder sets it
             return _StepTime(in_unit(steps[name](batch, True), S, _MS))
         return steps[name](batch)
@@ -605,11 +653,12 @@ def speculative_cycle(
     # needed only where the verification's steps are set up)
     share = None if steps is not None and "verify" in steps else _bytes_per(kv_bytes, "kv_bytes") / (k + 1)
     verify = step("verify", m, b * (k + 1), weight_bytes=weight_bytes, kv_bytes=share)
-    draft_model = spec.draft_for(m)
+    draft_model, wd = spec.draft_for(m), spec.draft_weight_bytes or weight_bytes
     draft = None
     t_draft = quantity(0.0, _MS)
-    if draft_model is not None:
-        draft = step("draft", draft_model, b, weight_bytes=spec.draft_weight_bytes or weight_bytes, kv_bytes=kv_bytes)
+    if draft_model is not None:  # a decode step of the draft, with a draft step's fixed cost (draft_step_overhead)
+        a_d = a if steps and "draft" in steps else _draft_assumptions(a, spec)  # set up once in a search
+        draft = step("draft", draft_model, b, a_d, weight_bytes=wd, kv_bytes=kv_bytes)
         t_draft = draft.step_time
     if steps is None:
         tau = F["speculative_expected_tokens"](acceptance=spec.acceptance, draft_tokens=k)
@@ -686,7 +735,7 @@ def speculative_step(
     >>> s = speculative_step("Llama-3.1-8B", "H100 SXM", Speculation("eagle head", 4, 0.7), batch=1,
     ...                      context_tokens=2_150)
     >>> round(s.expected_tokens, 4), round(s.speedup, 2), fmt(s.time_per_token, "ms")
-    (2.7731, 1.64, '4.84 ms')
+    (2.7731, 2.31, '3.45 ms')
     >>> speculative_step("Llama-3.1-70B", "H100 SXM", Speculation("draft model", 4, 0.7, "Llama-3.1-8B"),
     ...                  batch=80, context_tokens=2_300, tensor_parallel=2, weight_bytes="fp8")
     Traceback (most recent call last):
@@ -767,7 +816,7 @@ def shared_speculative_step(
     >>> s = shared_speculative_step("Llama-3.1-8B", "H100 SXM", Speculation("eagle head", 4, 0.7),
     ...                             context_tokens=2_150, steps=steps)
     >>> round(s.speedup, 2), sorted(steps)
-    (1.64, ['draft', 'plain', 'tau', 'tau_value', 'verify'])
+    (2.31, ['draft', 'plain', 'tau', 'tau_value', 'verify'])
     """
     return _speculative_step(
         model, gpu, speculation, batch=batch, context_tokens=context_tokens, tensor_parallel=tensor_parallel,

@@ -15,6 +15,7 @@ from llmcourse.catalog import GPU, Model, bytes_per_value
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
+from llmcourse.replica.attention import decode_attention_flops_si
 from llmcourse.replica.base import (
     BYTES_TO_GB,
     FLOP_TO_GFLOP,
@@ -27,7 +28,7 @@ from llmcourse.replica.base import (
     replaced,
 )
 from llmcourse.replica.deployment import Deployment, Workload
-from llmcourse.replica.memory import bytes_si, fitted_layout, kv_copies_si, kv_sequence_si, weights_read_si
+from llmcourse.replica.memory import bytes_si, fitted_layout, kv_copies_si, kv_read_sequence_si, weights_read_si
 from llmcourse.replica.parallel import Layout, comm_seconds_of, send_seconds
 from llmcourse.replica.setups import keep_set_up, kept_set_up, set_up_key
 from llmcourse.units import (
@@ -353,14 +354,12 @@ class _Decoder:
         self.pp = lay.pipeline_parallel
         wpp = self.wpp = bytes_si(d.weight_bytes, "weight_bytes")
         w_dense = None if m.is_moe else weights_read_si(m, 1, wpp)  # a dense model reads all its weights, any batch
-        kv_seq = kv_sequence_si(m, ctx, d.kv_bytes) * kv_copies_si(m, gpus_, a)  # every copy is read
+        kv_seq = kv_read_sequence_si(m, ctx, d.kv_bytes, kv_copies_si(m, gpus_, a))  # every copy is read
         per_param = a.flops_per_param
         f_mm = F["decode_flops_per_token"].value(flops_per_param=per_param, active_params=m.active_params)
         f_att = 0
         if a.decode_attention_flops:
-            f_att = F["decode_attention_flops"].value(
-                flops_per_param=per_param, layers=m.layers, heads=m.heads, head_dim=m.head_dim, context=ctx
-            )
+            f_att = decode_attention_flops_si(m, ctx, per_param)  # by layer type
         self.shared = None
         if dp > 1:  # one attention group's share: its own sequences, the whole attention, 1/D of the experts
             shared = self.shared = F["weight_bytes"].value(

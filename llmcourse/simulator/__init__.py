@@ -9,6 +9,8 @@ One module per idea, each importing only those before it:
   costs);
 - :mod:`~llmcourse.simulator.events`: the discrete-event engine (admission by KV memory, prefill, decode) and how
   it schedules (:class:`Scheduler`: whole prompts or chunks, a prefix cache);
+- :mod:`~llmcourse.simulator.fleet`: a fleet of replicas behind a router (:class:`Fleet`: random, least loaded,
+  power of two, prefix-aware, ...);
 - :mod:`~llmcourse.simulator.run`: :func:`simulate`, the front door, and what a run measured (:class:`SimResult`);
 - :mod:`~llmcourse.simulator.closed_forms`: the averages-only estimate beside a run (:func:`closed_form`);
 - :mod:`~llmcourse.simulator.sweep`: runs across loads (:func:`at_load`, :func:`load_sweep`, :func:`knee`);
@@ -17,9 +19,10 @@ One module per idea, each importing only those before it:
 """
 
 from llmcourse.simulator.closed_forms import ClosedForm, closed_form
-from llmcourse.simulator.events import Scheduler
+from llmcourse.simulator.events import ENGINE_BUDGET, Scheduler
+from llmcourse.simulator.fleet import ROUTERS, Fleet
 from llmcourse.simulator.run import PERCENTILES, SimResult, simulate
-from llmcourse.simulator.service import ServiceModel, build_replica
+from llmcourse.simulator.service import ServiceModel, build_replica, engine_chunk_tokens
 from llmcourse.simulator.sizing import PercentileSizing, SizingRun, size_to_percentiles
 from llmcourse.simulator.sweep import at_load, knee, load_sweep
 from llmcourse.simulator.workload import LENGTH_CV
@@ -27,9 +30,12 @@ from llmcourse.stats import percentile
 from llmcourse.units import percentile_rank
 
 __all__ = [
+    "ENGINE_BUDGET",
     "LENGTH_CV",
     "PERCENTILES",
+    "ROUTERS",
     "ClosedForm",
+    "Fleet",
     "PercentileSizing",
     "Scheduler",
     "ServiceModel",
@@ -38,6 +44,7 @@ __all__ = [
     "at_load",
     "build_replica",
     "closed_form",
+    "engine_chunk_tokens",
     "knee",
     "load_sweep",
     "percentile",

@@ -24,11 +24,16 @@ from collections import deque
 from dataclasses import dataclass
 
 from llmcourse.errors import InputError
-from llmcourse.simulator.service import ServiceModel
+from llmcourse.simulator.service import ServiceModel, engine_chunk_tokens
 from llmcourse.simulator.workload import Requests
 from llmcourse.units import plain_number
 
-__all__ = ["Scheduler"]
+__all__ = ["ENGINE_BUDGET", "Scheduler"]
+
+#: ``Scheduler(chunk_tokens=ENGINE_BUDGET)``, the default: the engine's token budget per iteration
+#: (:func:`~llmcourse.simulator.service.engine_chunk_tokens`: 8,192 under the course's method, whole prompts under the
+#: sources' presets).
+ENGINE_BUDGET = "engine"
 
 _CHUNK_WHY = ": each iteration must make progress on a prompt (engines use 512 to 16,384)"
 
@@ -37,8 +42,11 @@ _CHUNK_WHY = ": each iteration must make progress on a prompt (engines use 512 t
 class Scheduler:
     """How the engine schedules a replica's iterations, as vLLM v1 and SGLang do.
 
-    ``chunk_tokens=None`` prefills newly admitted prompts whole while decoding stalls; ``chunk_tokens=T`` gives every
-    iteration a budget of ``T`` tokens, one per running sequence first and the rest to prompt chunks, first come
+    ``chunk_tokens="engine"`` (the default) schedules by the engine's budget
+    (:func:`~llmcourse.simulator.service.engine_chunk_tokens`: 8,192 tokens under the course's method, as vLLM,
+    SGLang and TensorRT-LLM default to on H100-class GPUs; whole prompts under the sources' presets).
+    ``chunk_tokens=None`` prefills newly admitted prompts whole while decoding stalls (no engine does this by default
+    today); ``chunk_tokens=T`` gives every iteration a budget of ``T`` tokens, one per running sequence first and the rest to prompt chunks, first come
     first served (vLLM's ``max_num_batched_tokens``, SGLang's chunked prefill size); a mixed iteration takes the
     decode step of its running batch plus its chunks' compute. A prefix cache: a share ``prefix_hit_rate`` of
     requests find their first ``prefix_tokens`` tokens cached (at most all but the prompt's last token, which is
@@ -49,18 +57,30 @@ class Scheduler:
     --------
     >>> Scheduler(chunk_tokens=512, prefix_hit_rate=0.5, prefix_tokens=1_000)
     Scheduler(chunk_tokens=512, prefix_hit_rate=0.5, prefix_tokens=1000.0)
+    >>> Scheduler().chunk_tokens
+    'engine'
+    >>> Scheduler(chunk_tokens=0)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: chunk_tokens must be greater than zero; got 0.
     >>> Scheduler(prefix_hit_rate=0.5)
     Traceback (most recent call last):
     ...
     llmcourse.errors.InputError: prefix_hit_rate=0.5 needs the cached prefix's length: give prefix_tokens (the system prompt's tokens, say), or prefix_hit_rate=0.
     """
 
-    chunk_tokens: int | None = None
+    chunk_tokens: int | str | None = ENGINE_BUDGET
     prefix_hit_rate: float = 0.0
     prefix_tokens: float = 0
 
     def __post_init__(self) -> None:
-        if self.chunk_tokens is not None:
+        if isinstance(self.chunk_tokens, str):
+            if self.chunk_tokens != ENGINE_BUDGET:
+                raise InputError(
+                    f"chunk_tokens={self.chunk_tokens!r}: give a number of tokens per iteration, "
+                    f"{ENGINE_BUDGET!r} for the engine's budget, or None for whole prompts."
+                )
+        elif self.chunk_tokens is not None:
             chunk = int(plain_number(self.chunk_tokens, "chunk_tokens", integer=True, at_least=1, why=_CHUNK_WHY))
             object.__setattr__(self, "chunk_tokens", chunk)
         why = " (a share of requests)"
@@ -73,6 +93,13 @@ class Scheduler:
             )
         object.__setattr__(self, "prefix_hit_rate", hit)
         object.__setattr__(self, "prefix_tokens", shared)
+
+    def for_replica(self, service: ServiceModel) -> Scheduler:
+        """This scheduler with the engine's budget made a number (or None) for ``service``'s replica
+        (:func:`~llmcourse.simulator.service.engine_chunk_tokens`); itself if its budget is already one."""
+        if self.chunk_tokens != ENGINE_BUDGET:
+            return self
+        return Scheduler(engine_chunk_tokens(service), self.prefix_hit_rate, self.prefix_tokens)
 
     @property
     def resident_tokens(self) -> int:

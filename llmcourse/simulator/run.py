@@ -18,11 +18,14 @@ The model (stated once, used everywhere):
   A waiting request is admitted, first come first served, when its prompt + answer tokens fit in
   what is left of that budget and the batch is below ``batch_cap`` (an engine's "max sequences").
   Its KV is reserved for the whole answer at admission and freed when it finishes.
-* **Iterations.** When requests were admitted, the next iteration prefills all their prompts
-  together (decoding stalls meanwhile, as in an engine without chunked prefill); it produces each
-  one's first token. Otherwise the iteration is one decode step of the whole running batch and
-  gives each request one more token. A :class:`~llmcourse.simulator.events.Scheduler` with a token budget mixes
-  prompt chunks into the decode steps instead, and a prefix cache skips the cached tokens' prefill.
+* **Iterations.** Each iteration has the engine's token budget (a
+  :class:`~llmcourse.simulator.events.Scheduler`; by default :func:`~llmcourse.simulator.service.engine_chunk_tokens`,
+  8,192 tokens under the course's method, as vLLM, SGLang and TensorRT-LLM default to on H100-class GPUs): one token
+  per running request, the rest to the admitted prompts' chunks, first come first served. With ``chunk_tokens=None``
+  (the sources' presets) the next iteration after an admission prefills all the admitted prompts together while
+  decoding stalls; it produces each one's first token. Otherwise the iteration is one decode step of the whole
+  running batch. A prefix cache skips the cached tokens' prefill; a :class:`~llmcourse.simulator.fleet.Fleet` runs
+  several replicas behind a router.
 * **Service times come from the one replica model.** Once per run (:func:`build_replica`, a
   :class:`ServiceModel`) the decode step is tabulated against the batch: the step of
   :func:`llmcourse.replica.replica` at that batch for the mean request, which reads the KV cache
@@ -62,6 +65,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import time
@@ -76,9 +80,10 @@ from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, check_value
 from llmcourse.replica.base import model_of
-from llmcourse.simulator.events import Scheduler, event_loop
+from llmcourse.simulator.events import ENGINE_BUDGET, Scheduler, event_loop
+from llmcourse.simulator.fleet import Fleet, fleet_loop
 from llmcourse.simulator.service import ServiceModel, build_replica, check_request
-from llmcourse.simulator.workload import LENGTH_CV, Requests, closed_loop, open_loop
+from llmcourse.simulator.workload import LENGTH_CV, Requests, closed_loop, grouped_open_loop, open_loop
 from llmcourse.stats import sorted_percentile
 from llmcourse.units import (
     Q_,
@@ -106,7 +111,7 @@ MOST_CHUNK_STEPS = 5_000_000
 _SLOWEST, _SLOWEST_WHY = 1e-9, " per second (about one request in 30 years)"
 MOST_CV, MOST_CV_WHY = 100.0, " (a spread past 100 times the mean leaves floating point in the lognormal)"
 _MS_UNIT, _S_UNIT, _PER_S_UNIT = (parsed_unit(u)[0] for u in ("ms", "s", "1/s"))  # parsed once, not per run
-_WHOLE_PROMPTS = Scheduler()  # the default: whole prompts, no prefix cache
+_ENGINE_SCHEDULER = Scheduler()  # the default: the engine's token budget per iteration, no prefix cache
 
 
 @dataclass(frozen=True)
@@ -133,6 +138,7 @@ class SimResult:
     chunk_tokens: int | None = None  # the scheduler's token budget per iteration (None: whole prompts)
     prefix_hit_rate: float = 0.0
     prefill_tokens: int = 0  # prompt tokens actually prefilled (the prefix cache's hits skip theirs)
+    fleet: Fleet | None = None  # the replicas and their router (None: one replica)
 
     def at(self, metric: str, q: float) -> pint.Quantity:
         """The ``q``-th percentile (0 < q < 100) of ``"ttft"`` or ``"tpot"`` over the run's requests, in ms.
@@ -152,6 +158,8 @@ class SimResult:
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) rows for a calculator."""
         out = [("load (arrival rate / capacity)", f"{self.load:.2f}")]
+        if self.fleet is not None:
+            out.append(("fleet", self.fleet.label()))
         out += [(f"TTFT p{q}", fmt(self.ttft[f"p{q}"], "ms")) for q in PERCENTILES]
         out += [(f"TPOT p{q}", fmt(self.tpot[f"p{q}"], "ms")) for q in PERCENTILES]
         out += [
@@ -181,6 +189,7 @@ def simulate(
     concurrency: int | None = None,
     scheduler: Scheduler | None = None,
     replica: ServiceModel | None = None,
+    fleet: Fleet | None = None,
     **replica_kwargs: Any,
 ) -> SimResult:
     """Simulate ``requests`` requests on one replica; see the module notes.
@@ -196,7 +205,12 @@ def simulate(
 
     ``scheduler`` is how the engine schedules (:class:`~llmcourse.simulator.events.Scheduler`: whole prompts or a
     token budget per iteration, ``chunk_tokens``; a prefix cache, ``prefix_hit_rate`` and ``prefix_tokens``); by
-    default whole prompts and no prefix cache.
+    default the engine's token budget (:func:`~llmcourse.simulator.service.engine_chunk_tokens`: 8,192 under the
+    course's method, whole prompts under the sources' presets) and no prefix cache.
+
+    ``fleet`` (:class:`~llmcourse.simulator.fleet.Fleet`) serves an open loop of ``rate`` requests per second on that
+    many replicas behind a router (least loaded, power of two, prefix-aware, ...); by default one replica. The load is
+    then the rate over the fleet's capacity.
 
     ``replica`` reuses the service model of :func:`build_replica` (otherwise one is built from
     ``replica_kwargs``: ``assumptions=``, ``n_gpus=``, ...). The same seed gives the same result.
@@ -219,11 +233,50 @@ def simulate(
     run = _checked_run(rate, concurrency, prompt_tokens, answer_tokens, requests, prompt_cv, answer_cv, scheduler)
     seed_number(seed)
     rep = _service_of(model, gpu, run, replica, replica_kwargs)
-    budget, longest = _kv_room(rep, run)
-    reqs = _requests_of(rep, run, seed, longest)
+    if run.scheduler.chunk_tokens == ENGINE_BUDGET:
+        run = dataclasses.replace(run, scheduler=run.scheduler.for_replica(rep))
+        _check_work(run.n, run.p, run.scheduler)
     t_req = in_unit(rep.assumptions.request_overhead_ms, _MS_UNIT, _S_UNIT).m
-    first, finish, busy, batch_area = event_loop(rep, reqs, run.clients, t_req, budget, run.scheduler.chunk_tokens)
-    return _measured(rep, run, reqs, (first, finish, busy, batch_area), t_req, start)
+    if fleet is None:
+        budget, longest = _kv_room(rep, run)
+        reqs = _requests_of(rep, run, seed, longest)
+        timeline = event_loop(rep, reqs, run.clients, t_req, budget, run.scheduler.chunk_tokens)
+        return _measured(rep, run, reqs, timeline, t_req, start)
+    reqs, timeline = _fleet_run(rep, run, seed, fleet)
+    return _measured(rep, run, reqs, timeline, t_req, start, fleet)
+
+
+def _fleet_run(
+    rep: ServiceModel, run: _Run, seed: int, fleet: Fleet
+) -> tuple[Requests, tuple[list[float], list[float], float, float]]:
+    """An open loop served by ``fleet`` (:func:`~llmcourse.simulator.fleet.fleet_loop`): its requests as they arrive
+    (their prefixes not yet found) and the fleet's timeline. Each replica sets aside KV for every shared prefix."""
+    if not isinstance(fleet, Fleet):
+        raise InputError(f"fleet must be a Fleet(replicas=..., router=...), or None for one replica; got {fleet!r}.")
+    if run.rate is None:
+        raise InputError(
+            "a fleet is simulated under an open loop: give rate=Q_(..., '1/s') for the fleet's traffic, not "
+            "concurrency= (a closed loop's clients each wait for their own answer, whatever the router does)."
+        )
+    s = run.scheduler
+    per_group = s.resident_tokens
+    groups = fleet.prefix_groups if per_group else 0
+    budget, longest = _kv_room(rep, dataclasses.replace(run, scheduler=_held(s, groups)))
+    draws = (rep, seed, run.n, (run.a, run.acv), (run.p, run.pcv), longest, s.prefix_hit_rate, per_group, run.rate)
+    if not groups:
+        reqs = open_loop(*draws)
+        *timeline, _ = fleet_loop(rep, reqs, fleet, budget, s.chunk_tokens)
+        return reqs, (timeline[0], timeline[1], timeline[2], timeline[3])
+    grouped = grouped_open_loop(*draws, groups)
+    *timeline, work = fleet_loop(rep, grouped.miss, fleet, budget, s.chunk_tokens, grouped.hit, grouped.group)
+    return dataclasses.replace(grouped.miss, work=work), (timeline[0], timeline[1], timeline[2], timeline[3])
+
+
+def _held(scheduler: Scheduler, groups: int) -> Scheduler:
+    """A scheduler whose one cached prefix stands for the ``groups`` prefixes each replica sets aside KV for."""
+    if groups <= 1:
+        return scheduler
+    return Scheduler(scheduler.chunk_tokens, scheduler.prefix_hit_rate, scheduler.resident_tokens * groups)
 
 
 #: What :class:`~llmcourse.simulator.events.Scheduler` holds: given to :func:`simulate` loose, refused with where it
@@ -307,11 +360,11 @@ def _checked_run(
     pcv = plain_number(prompt_cv, "prompt_cv", allow_zero=True, at_most=MOST_CV, why=MOST_CV_WHY)
     acv = plain_number(answer_cv, "answer_cv", allow_zero=True, at_most=MOST_CV, why=MOST_CV_WHY)
     if scheduler is None:
-        scheduler = _WHOLE_PROMPTS
+        scheduler = _ENGINE_SCHEDULER
     elif not isinstance(scheduler, Scheduler):
         raise InputError(
             "scheduler must be a Scheduler(chunk_tokens=..., prefix_hit_rate=..., prefix_tokens=...), or None for "
-            f"whole prompts and no prefix cache; got {type(scheduler).__name__}."
+            f"the engine's token budget and no prefix cache; got {type(scheduler).__name__}."
         )
     _check_work(n, p, scheduler)
     return _Run(lam, clients, p, a, n, pcv, acv, scheduler)
@@ -329,7 +382,7 @@ def _check_work(n: int, p: float, scheduler: Scheduler) -> None:
     llmcourse.errors.InputError: chunk_tokens=1 with 4,000 requests of 2,000 uncached prompt tokens is about 8,000,000 prefill chunks to simulate, past the simulator's bound of 5,000,000 (a run of seconds): give chunk_tokens=2 or more, or requests=2,500 or fewer.
     """
     c = scheduler.chunk_tokens
-    if c is None:
+    if not isinstance(c, int):  # whole prompts, or the engine's budget (checked once the replica says it)
         return
     uncached = max(1.0, p - scheduler.prefix_hit_rate * scheduler.prefix_tokens)  # the mean prompt's chunked part
     chunks = n * math.ceil(uncached / c)
@@ -392,6 +445,7 @@ def _measured(
     timeline: tuple[list[float], list[float], float, float],
     t_req: float,
     start: float,
+    fleet: Fleet | None = None,
 ) -> SimResult:
     """What the run measured, from the engine's first-token and finish times, busy time and batch x time.
 
@@ -400,6 +454,7 @@ def _measured(
     longer (times in the system stay the engine's)."""
     first, finish, busy, batch_area = timeline
     arrivals, ans, n = reqs.arrivals, reqs.ans, run.n
+    replicas = 1 if fleet is None else fleet.replicas
     ttft = tuple([t_req + x for x in map(sub, first, arrivals)])
     tpot = tuple([x / (y - 1) for x, y in zip(map(sub, finish, first), ans, strict=True) if y > 1])
     if not tpot:
@@ -418,11 +473,11 @@ def _measured(
     return SimResult(
         replica=rep,
         rate=quantity(lam, _PER_S_UNIT),
-        load=float(lam / rep.capacity(run.p, run.a).m),
+        load=float(lam / (replicas * rep.capacity(run.p, run.a).m)),
         completed=n,
         ttft={f"p{q}": quantity(sorted_percentile(ttft_sorted, q) * 1e3, _MS_UNIT) for q in PERCENTILES},
         tpot={f"p{q}": quantity(sorted_percentile(tpot_sorted, q) * 1e3, _MS_UNIT) for q in PERCENTILES},
-        busy_fraction=float(busy / span),
+        busy_fraction=float(busy / (span * replicas)),
         throughput=quantity(sum(ans) / span, _PER_S_UNIT),
         request_throughput=quantity(n / span, _PER_S_UNIT),
         mean_batch=float(batch_area / max(busy, 1e-300)),
@@ -436,4 +491,5 @@ def _measured(
         chunk_tokens=run.scheduler.chunk_tokens,
         prefix_hit_rate=run.scheduler.prefix_hit_rate,
         prefill_tokens=sum(reqs.work),
+        fleet=fleet,
     )

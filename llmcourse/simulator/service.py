@@ -29,7 +29,7 @@ from llmcourse.replica.model import Replica, replica
 from llmcourse.replica.prefilling import prefill
 from llmcourse.units import Q_, plain_number, to
 
-__all__ = ["ServiceModel", "build_replica"]
+__all__ = ["ServiceModel", "build_replica", "engine_chunk_tokens"]
 
 
 def _interp(x: float, xs: Sequence[float], ys: Sequence[float]) -> float:
@@ -129,6 +129,26 @@ def _capacity(base: dict[str, Any], prompt_tokens: float, answer_tokens: float) 
         raise InputError(f"{top.model} on {top.tensor_parallel} x {top.gpu}: {top.reason}")
     b = min(base["batch_cap"], top.max_batch)
     return to(_replica_at(base, b, prompt_tokens, answer_tokens).requests_per_second, "1/s")
+
+
+def engine_chunk_tokens(service: ServiceModel) -> int | None:
+    """The token budget of one engine iteration on this replica, which a simulation schedules by when its scheduler
+    says ``chunk_tokens="engine"`` (the default): decode tokens first, then prompt chunks. ``None``: prompts are
+    prefilled whole.
+
+    The one place the budget is read: today from the assumptions (``prefill_chunk_tokens``: 8,192 under the course's
+    method, the engines' default on H100-class GPUs; whole prompts under the sources' presets); this is the seam where
+    it will come from the deployment's engine and its scheduler settings.
+
+    Examples
+    --------
+    >>> engine_chunk_tokens(build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300))
+    8192
+    >>> print(engine_chunk_tokens(build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300,
+    ...                                         assumptions="lab")))
+    None
+    """
+    return service.assumptions.prefill_chunk_tokens
 
 
 def check_request(prompt_tokens: float, answer_tokens: float, budget: int) -> None:

@@ -10,7 +10,8 @@ from typing import Any
 import pint
 
 from llmcourse.errors import InputError
-from llmcourse.simulator.events import Scheduler
+from llmcourse.simulator.events import ENGINE_BUDGET, Scheduler
+from llmcourse.simulator.fleet import MOST_REPLICAS, Fleet
 from llmcourse.simulator.run import MOST_CV, MOST_CV_WHY, MOST_REQUESTS, MOST_REQUESTS_WHY, simulate
 from llmcourse.simulator.service import ServiceModel
 from llmcourse.simulator.workload import LENGTH_CV
@@ -23,25 +24,33 @@ __all__ = ["PercentileSizing", "SizingRun", "size_to_percentiles"]
 class SizingRun:
     """How a plan with percentile targets simulates its queue (:func:`size_to_percentiles`): ``requests`` Poisson
     arrivals drawn with ``seed``, lengths spread by ``prompt_cv`` and ``answer_cv`` (None: the simulator's
-    :data:`~llmcourse.simulator.workload.LENGTH_CV`), prompts prefilled whole (``chunk_tokens=None``) or in chunks of
-    ``chunk_tokens``. The simulator checks each field, by its name, when it runs.
+    :data:`~llmcourse.simulator.workload.LENGTH_CV`), the engine's token budget per iteration
+    (``chunk_tokens="engine"``: :func:`~llmcourse.simulator.service.engine_chunk_tokens`), chunks of ``chunk_tokens``,
+    or whole prompts (``None``); the fleet's requests sent to its replicas by ``router``
+    (:data:`~llmcourse.simulator.fleet.ROUTERS`: ``"least_loaded"`` by default, as the open-source routers balance;
+    ``"random"`` is an upper bound on the wait). The simulator checks each field, by its name, when it runs.
 
     Examples
     --------
-    >>> SizingRun(requests=1_000).requests, SizingRun().seed
-    (1000, 0)
+    >>> SizingRun(requests=1_000).requests, SizingRun().seed, SizingRun().router
+    (1000, 0, 'least_loaded')
+    >>> SizingRun(router="jsq")
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.UnknownNameError: no router named 'jsq'. Known: random, round_robin, least_loaded, least_kv, power_of_two, prefix_aware.
     """
 
-    chunk_tokens: int | None = None
+    chunk_tokens: int | str | None = ENGINE_BUDGET
     prompt_cv: float | None = None
     answer_cv: float | None = None
     requests: int = 4_000
     seed: int = 0
+    router: str = "least_loaded"
 
     def __post_init__(self) -> None:
         """Each field checked when the run is described, by the simulator's own bounds and names."""
-        if self.chunk_tokens is not None:
-            Scheduler(self.chunk_tokens)  # the scheduler's check of a chunk, by the same name
+        Scheduler(self.chunk_tokens)  # the scheduler's check of a chunk, by the same name
+        Fleet(1, self.router)  # the fleet's check of a router's name
         for name in ("prompt_cv", "answer_cv"):
             if getattr(self, name) is not None:
                 plain_number(getattr(self, name), name, allow_zero=True, at_most=MOST_CV, why=MOST_CV_WHY)
@@ -66,7 +75,14 @@ class PercentileSizing:
     met: bool  # both percentile targets met (False: none of the fleets tried meets them)
     requests: int
     seed: int
-    chunk_tokens: int | None
+    chunk_tokens: int | None  # the token budget per iteration the replicas ran (None: whole prompts)
+    router: str = "least_loaded"
+
+    def describe(self) -> str:
+        """How the queue was simulated, in words (a plan's output says it)."""
+        chunks = "whole prompts" if self.chunk_tokens is None else f"prompts in chunks of {self.chunk_tokens:,} tokens"
+        bound = ", an upper bound on the wait" if self.router == "random" else ""
+        return f"router {self.router}{bound}; {chunks}; {self.requests:,} requests, seed {self.seed}"
 
     def label(self, metric: str) -> str:
         q = self.ttft_percentile if metric == "ttft" else self.tpot_percentile
@@ -79,18 +95,20 @@ def size_to_percentiles(
     *,
     mean_replicas: int,
     cached_prompt_tokens: float = 0,
-    chunk_tokens: int | None = None,
+    chunk_tokens: int | str | None = ENGINE_BUDGET,
     prompt_cv: float | None = None,
     answer_cv: float | None = None,
     requests: int = 4_000,
     seed: int = 0,
+    router: str = "least_loaded",
 ) -> PercentileSizing:
     """The fewest replicas whose simulated percentiles meet a brief's percentile targets (the sizing behind
     :func:`llmcourse.planner.design.plan` for ``Brief(..., ttft_percentile=..., tpot_percentile=...)``).
 
-    One replica, ``service`` (:func:`~llmcourse.simulator.service.build_replica` at the brief's lengths, its batch
-    capped at the plan's), is simulated at the rate each of N replicas receives, ``brief.requests_per_second / N``,
-    from the fewest that keep up (the rate over one replica's capacity, rounded up), doubling until the targets are
+    N replicas of ``service`` (:func:`~llmcourse.simulator.service.build_replica` at the brief's lengths, its batch
+    capped at the plan's) are simulated behind ``router`` (:class:`~llmcourse.simulator.fleet.Fleet`; with
+    ``"random"``, one replica at the rate each of N receives, ``brief.requests_per_second / N``: a Poisson stream split
+    at random is that, an upper bound on the wait), from the fewest that keep up (the rate over one replica's capacity, rounded up), doubling until the targets are
     met, then halving the gap (the percentiles fall as N grows). ``mean_replicas`` is the fleet sized on the mean,
     simulated too for comparison. If no fleet up to 64 times the smallest meets the targets (a target below what one
     request takes alone), the sizing says so (``met=False``) and keeps the fleet sized on the mean. Every request
@@ -105,17 +123,24 @@ def size_to_percentiles(
     >>> brief = Brief(30, 2_000, 300, Q_(400, "ms"), Q_(50, "ms"), ttft_percentile=99)
     >>> service = build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300, batch_cap=64)
     >>> z = size_to_percentiles(service, brief, mean_replicas=4, requests=1_000)
-    >>> z.met, z.ttft <= brief.ttft_target, z.label("ttft")
-    (True, True, 'p99')
+    >>> z.met, z.ttft <= brief.ttft_target, z.label("ttft"), z.router
+    (True, True, 'p99', 'least_loaded')
+    >>> worst = size_to_percentiles(service, brief, mean_replicas=4, requests=1_000, router="random")
+    >>> worst.replicas >= z.replicas
+    True
     """
     if not isinstance(service, ServiceModel):
         raise InputError(
             f"service must be a ServiceModel: build one with build_replica(...), not {type(service).__name__}."
         )
     cached = plain_number(cached_prompt_tokens, "cached_prompt_tokens", allow_zero=True)
+    scheduler = Scheduler(chunk_tokens, prefix_hit_rate=1.0 if cached > 0 else 0.0, prefix_tokens=cached)
+    scheduler = scheduler.for_replica(service)
+    Fleet(1, router)  # the router's name checked before any run
     fleets = _Fleets(
         service,
         brief,
+        router,
         dict(
             prompt_tokens=brief.prompt_tokens,
             answer_tokens=brief.answer_tokens,
@@ -123,7 +148,7 @@ def size_to_percentiles(
             seed=seed,
             prompt_cv=LENGTH_CV if prompt_cv is None else prompt_cv,
             answer_cv=LENGTH_CV if answer_cv is None else answer_cv,
-            scheduler=Scheduler(chunk_tokens, prefix_hit_rate=1.0 if cached > 0 else 0.0, prefix_tokens=cached),
+            scheduler=scheduler,
             replica=service,
         ),
     )
@@ -141,16 +166,18 @@ def size_to_percentiles(
         met=met,
         requests=int(requests),
         seed=int(seed),
-        chunk_tokens=chunk_tokens,
+        chunk_tokens=scheduler.chunk_tokens,  # type: ignore[arg-type]  (a number or None once for_replica ran)
+        router=router,
     )
 
 
 class _Fleets:
-    """One replica simulated at the rate each of ``n`` replicas receives, each fleet size once: its percentiles
-    (the brief's, p99 where a target is on the mean), and whether they meet the brief's percentile targets."""
+    """``n`` replicas behind the router simulated (one replica at 1/n of the traffic for the random router), each
+    fleet size once: its percentiles (the brief's, p99 where a target is on the mean), and whether they meet the
+    brief's percentile targets."""
 
-    def __init__(self, service: ServiceModel, brief: Any, run: dict[str, Any]) -> None:
-        self.service, self.brief, self.run = service, brief, run
+    def __init__(self, service: ServiceModel, brief: Any, router: str, run: dict[str, Any]) -> None:
+        self.service, self.brief, self.router, self.run = service, brief, router, run
         self.q_ttft = 99.0 if brief.ttft_percentile is None else brief.ttft_percentile
         self.q_tpot = 99.0 if brief.tpot_percentile is None else brief.tpot_percentile
         self.seen: dict[int, tuple[pint.Quantity, pint.Quantity]] = {}
@@ -158,10 +185,25 @@ class _Fleets:
     def at(self, n: int) -> tuple[pint.Quantity, pint.Quantity]:
         """(TTFT, TPOT) at the brief's percentiles with ``n`` replicas."""
         if n not in self.seen:
-            svc = self.service
-            r = simulate(svc.model, svc.gpu, rate=self.brief.requests_per_second / n, **self.run)
+            svc, rate = self.service, self.brief.requests_per_second
+            if self.router == "random":  # a Poisson stream split at random: one replica at its share
+                r = simulate(svc.model, svc.gpu, rate=rate / n, **self.run)
+            else:
+                r = simulate(svc.model, svc.gpu, rate=rate, fleet=self._fleet(n), **self.run)
             self.seen[n] = (r.at("ttft", self.q_ttft), r.at("tpot", self.q_tpot))
         return self.seen[n]
+
+    def _fleet(self, n: int) -> Fleet:
+        """``n`` replicas behind the router; past as many replicas as requests, the least-loaded routers send every
+        request to an idle replica, as they do with that many (so that many are simulated)."""
+        if self.router in ("least_loaded", "least_kv"):
+            n = min(n, self.run["requests"])
+        if n > MOST_REPLICAS:
+            raise InputError(
+                f"sizing with router={self.router!r} reached {n:,} replicas, past the {MOST_REPLICAS:,} a fleet "
+                "simulation runs: give router='least_loaded' (or 'random'), or a smaller brief."
+            )
+        return Fleet(n, self.router)
 
     def meets(self, n: int) -> bool:
         ttft, tpot = self.at(n)

@@ -200,3 +200,44 @@ def closed_loop(
     pro, cached = _prompts(rng, p, pcv, n, longest - max(ans), hit, resident)
     work, tok_c, pre = _prefill_costs(rep, pro, cached)
     return Requests(arrivals, ans, work, list(map(add, work, ans)), tok_c, pre)
+
+
+@dataclass(frozen=True)
+class GroupedRequests:
+    """An open loop's requests for a fleet whose prompts start with one of a few shared prefixes: ``miss`` as if no
+    replica held a request's prefix, ``hit`` as if its replica did (the prefix's tokens not prefilled, nor reserved:
+    the replica holds them once), and each request's prefix ``group`` (-1: none)."""
+
+    miss: Requests
+    hit: Requests
+    group: list[int]
+
+
+def grouped_open_loop(
+    rep: ServiceModel,
+    seed: int,
+    n: int,
+    answer: tuple[float, float],
+    prompt: tuple[float, float],
+    longest: int,
+    share: float,
+    prefix: int,
+    rate: float,
+    groups: int,
+) -> GroupedRequests:
+    """:func:`open_loop`'s requests, the same draws in the same order (a share ``share`` of them carry a prefix of
+    ``prefix`` tokens), each carrier given one of ``groups`` prefixes, uniformly, from a stream of its own (``seed``
+    and "groups"): the lengths and arrivals are those of the run without groups."""
+    rng = random.Random(seed)
+    rand, log = rng.random, math.log
+    gaps = [-log(1.0 - rand()) for _ in range(n)]
+    ans = _lengths(rng, *answer, n, longest // 2)
+    pro, cached = _prompts(rng, *prompt, n, longest - max(ans), share, prefix)
+    arrivals = list(accumulate([x / rate for x in gaps]))
+    work, tok_c, pre = _prefill_costs(rep, pro, cached)
+    hit = Requests(arrivals, ans, work, list(map(add, work, ans)), tok_c, pre)
+    work, tok_c, pre = _prefill_costs(rep, pro, None)
+    miss = Requests(list(arrivals), ans, work, list(map(add, work, ans)), tok_c, pre)
+    pick = random.Random(f"{seed} groups").randrange
+    group = [pick(groups) if c > 0 else -1 for c in cached or [0] * n]
+    return GroupedRequests(miss, hit, group)

@@ -10,8 +10,10 @@ Used by the chapter *How good is the estimate?* (``book/12_validation.md``). One
   :func:`load_components`), so that a fit can try many values quickly.
 * :mod:`~llmcourse.validation.fit` - the published tables: two global efficiencies fitted by least squares in log
   space, and the error held out (:func:`fit_efficiencies`, :func:`leave_one_out`, :func:`validate`).
-* :mod:`~llmcourse.validation.held_out` - the closed-loop evidence: the parameters fitted, each model, GPU and engine
-  held out, the errors by family (:func:`evidence`), and the 80% bands drawn from them (:func:`band_table`).
+* :mod:`~llmcourse.validation.client` - the one closed-loop client model (:func:`client_wave_share`).
+* :mod:`~llmcourse.validation.held_out` - the closed-loop evidence: the parameters fitted, each model, GPU, engine and
+  (model, GPU, engine) group held out (:func:`folds`), the errors by family (:func:`evidence`), the 80% bands drawn
+  from them (:func:`band_table`) and their coverage fold by fold (:func:`coverage`).
 * :mod:`~llmcourse.validation.own` - the reader's own benchmark, refitted and re-planned (:func:`own_benchmark`).
 * :mod:`~llmcourse.validation.tables` - the chapter's tables (:func:`held_out_markdown`, :func:`compare_methods`, ...).
 
@@ -51,6 +53,7 @@ from llmcourse.bands import (
     shipped_bands,
 )
 from llmcourse.validation.cells import ARCHITECTURE_GAPS
+from llmcourse.validation.client import CLIENT_MODEL, CLIENT_MODELS, client_wave_share
 from llmcourse.validation.fit import (
     GRID,
     Dataset,
@@ -71,11 +74,17 @@ from llmcourse.validation.held_out import (
     FIT_PARAMETERS,
     HOLD_OUT,
     SUMMARY_HEAD,
+    ClientAlternative,
+    Coverage,
     Evidence,
     Summary,
     band,
     band_table,
+    client_alternatives,
+    coverage,
     evidence,
+    folds,
+    group_name,
     not_predicted_reasons,
     summarize,
 )
@@ -134,6 +143,8 @@ __all__ = [
     "BAND_METRICS",
     "BAND_PERCENTILES",
     "BAND_WHICH",
+    "CLIENT_MODEL",
+    "CLIENT_MODELS",
     "COURSE_COLUMNS",
     "DISAGGREGATED_REASON",
     "ENABLED_LAYOUTS",
@@ -161,7 +172,9 @@ __all__ = [
     "SEPARATE_PREFILL_ENGINES",
     "SUMMARY_HEAD",
     "Band",
+    "ClientAlternative",
     "Components",
+    "Coverage",
     "Dataset",
     "ErrorStats",
     "Evidence",
@@ -180,11 +193,14 @@ __all__ = [
     "band_for",
     "band_table",
     "bands_markdown",
+    "client_alternatives",
+    "client_wave_share",
     "closed_loop_ttft",
     "compare_methods",
     "components",
     "concurrency_band",
     "course_csv",
+    "coverage",
     "dataset",
     "end_to_end",
     "engine_usable_fraction",
@@ -192,9 +208,11 @@ __all__ = [
     "evidence",
     "family",
     "fit_efficiencies",
+    "folds",
     "gpu_generation",
     "gpus_band",
     "grid_markdown",
+    "group_name",
     "held_out_markdown",
     "held_out_table",
     "kv_share",

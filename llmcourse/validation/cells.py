@@ -14,21 +14,10 @@ from llmcourse.catalog import gpus, models
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.units import plain_number
 
-#: Models whose attention the planner has no term for, with the reason; ``max_context`` (if given)
-#: is the longest context at which the catalog's row is still exact (GLM-5's sparse attention picks
-#: 2,048 past tokens, so it attends to all of them up to there).
-ARCHITECTURE_GAPS: dict[str, tuple[str, int | None]] = {
-    "Qwen3.5-397B-A17B": (
-        "hybrid linear attention (45 of 60 layers are Gated DeltaNet, a fixed recurrent state per sequence): "
-        "the planner has no term for it",
-        None,
-    ),
-    "GLM-5": (
-        "DeepSeek sparse attention (each query attends to 2,048 selected past tokens) at a context above 2,048 "
-        "tokens: the planner has no term for it",
-        2_048,
-    ),
-}
+#: Models whose attention the planner has no term for, with the reason; ``max_context`` (if given) is the longest
+#: context at which the catalog's row is still exact. None now: Qwen3.5's linear-attention layers and GLM-5's sparse
+#: attention are layer types of the replica model (:mod:`llmcourse.replica.attention`), so their rows are predicted.
+ARCHITECTURE_GAPS: dict[str, tuple[str, int | None]] = {}
 
 
 #: aiconfigurator's quantization modes as the course's precisions.

@@ -17,6 +17,7 @@ from llmcourse.replica import replica
 from llmcourse.units import Q_, parsed_unit, to
 from llmcourse.validation import cells as c
 from llmcourse.validation import measured as v
+from llmcourse.validation.client import CLIENT_MODEL, client_wave_share
 
 __all__ = ["DisaggRow", "RowPrediction", "measured_factors", "measured_rows", "predict_row"]
 
@@ -123,7 +124,7 @@ class RowPrediction:
     wait_ms: float
     wave_ms: float
     utilisation: float
-    arrivals: str = "waves"
+    arrivals: str | None = None
 
     @property
     def ttft_factor(self) -> float:
@@ -139,7 +140,7 @@ def predict_row(
     row: DisaggRow,
     *,
     link: Link | str | None = None,
-    arrivals: str = "waves",
+    arrivals: str | None = None,
     assumptions: Assumptions | str | None = None,
 ) -> RowPrediction:
     """Time to first token and time per token of a measured disaggregated row, through the replica
@@ -152,10 +153,12 @@ def predict_row(
     arrival rate is the concurrency over a request's cycle (its time to first token, then
     ``osl - 1`` tokens): the time to first token is the fixed point of the ``disagg_ttft`` formula
     with the M/D/c wait at that rate, found by bisection (the wait grows without end as the
-    prefill pool fills, so the root is bracketed). With ``arrivals="waves"`` (the default) the wait
-    is at least that of a wave of ``concurrency`` prompts arriving together (formula ``wave_wait``):
-    the benchmark starts its clients together, and with equal lengths they stay in step, so their
-    prompts arrive in waves, not one by one; ``arrivals="poisson"`` keeps the M/D/c wait alone.
+    prefill pool fills, so the root is bracketed). The clients follow the one closed-loop client model
+    (:func:`llmcourse.validation.client.client_wave_share`, ``arrivals=None``, the default): the benchmark starts
+    its clients together and they come back in waves; a prefill pool runs its prefills on their own, so the wave
+    stays whole (share 1) and the wait is at least that of a wave of ``concurrency`` prompts arriving together
+    (formula ``wave_wait``) times the share. ``arrivals="waves"`` takes the whole wave whatever the client model,
+    ``arrivals="poisson"`` keeps the M/D/c wait alone (clients spread out).
 
     Examples
     --------
@@ -164,8 +167,10 @@ def predict_row(
     >>> p.ttft_ms > p.prefill_ms > 0 and p.tpot_ms > 0
     True
     """
-    if arrivals not in ("waves", "poisson"):
-        raise InputError(f"arrivals={arrivals!r}: use 'waves' (a closed loop in step) or 'poisson'.")
+    if arrivals not in (None, "waves", "poisson"):
+        raise InputError(
+            f"arrivals={arrivals!r}: use None (the client model), 'waves' (a closed loop in step) or 'poisson'."
+        )
     a = resolve(assumptions)
     m, g = models[row.model], gpus[row.gpu]
     lk = pool_link(g, link)
@@ -193,7 +198,9 @@ def predict_row(
 
     c, n = row.prefill_workers * k, row.concurrency
     rest = (row.osl - 1) * tpot  # the cycle after the first token
-    wave = wave_f(n, c, t_pass) if arrivals == "waves" and n > c else 0.0
+    client = {None: CLIENT_MODEL, "waves": "lockstep", "poisson": "spread"}[arrivals]
+    share = client_wave_share(True, a.closed_loop_wave_share, client)  # a prefill pool prefills on its own
+    wave = share * wave_f(n, c, t_pass) if n > c else 0.0
 
     def wait(ttft: float) -> float:
         rho = rho_f(n / (ttft + rest), t_pass, c)
@@ -226,7 +233,7 @@ def _within_2x(factors: Sequence[float]) -> float:
 def measured_factors(
     rows: Sequence[DisaggRow] | None = None,
     *,
-    arrivals: str = "waves",
+    arrivals: str | None = None,
     assumptions: Assumptions | str | None = None,
 ) -> list[tuple[str, int, float, float, float, float]]:
     """By GPU, then all rows: (GPU, rows, median predicted/measured time to first token, share of

@@ -16,7 +16,7 @@ import operator
 import re
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,13 +31,14 @@ from llmcourse.bands import (
     MIN_BAND_ROWS,
     MIN_MODEL_BAND_ROWS,
     Band,
+    band_for,
     concurrency_band,
     in_reading_order,
-    model_key,
 )
 from llmcourse.catalog import models
 from llmcourse.errors import InputError
 from llmcourse.stats import percentile  # the standard library's numerics, as numpy's
+from llmcourse.validation.client import CLIENT_MODEL, CLIENT_MODELS, client_wave_share
 from llmcourse.validation.measured import Loaded, Measurement, Skipped, silicon
 from llmcourse.validation.prediction import (
     LoadComponents,
@@ -63,10 +64,11 @@ FIT_GRIDS: dict[str, tuple[float, ...]] = {
 #: The order the coordinate search moves the parameters in: the per-request overhead before the wave share, because
 #: the rows at 1 in flight (no wave) pin the overhead, and a search that moves the share first can stop short of both.
 _FIT_ORDER = sorted(enumerate(FIT_PARAMETERS), key=lambda jp: jp[1] == "closed_loop_wave_share")
-#: The groups :func:`evidence` holds out in turn (fit on the others, predict the group).
-HOLD_OUT = ("model", "gpu", "engine")
-#: The families an error table is broken down by.
-FACETS = ("engine", "gpu_generation", "architecture", "metric", "concurrency_band", "model", "gpu")
+#: The groups :func:`evidence` holds out in turn (fit on the others, predict the group): each model, each GPU,
+#: each engine, and each (model, GPU, engine) group (``"group"``: what the coverage of the bands is measured on).
+HOLD_OUT = ("model", "gpu", "engine", "group")
+#: The families an error table is broken down by (``"group"``: a model on a GPU under an engine).
+FACETS = ("engine", "gpu_generation", "architecture", "metric", "concurrency_band", "model", "gpu", "group")
 #: The metrics the step's parameters are fitted on (not the time to first token: it holds a fixed cost per
 #: request, request_overhead_ms, fitted on its own, that the step's efficiencies must not be bent to stand in for).
 FIT_METRICS = ("tpot_ms", "itl_ms")
@@ -95,7 +97,31 @@ def _facets(row: Measurement) -> dict[str, str]:
         "concurrency_band": concurrency_band(row.concurrency),
         "model": row.model,
         "gpu": row.gpu,
+        "group": group_name(row),
     }
+
+
+def group_name(row: Measurement) -> str:
+    """A row's (model, GPU, engine) group, as the folds and tables name it: ``"Llama-3.1-70B / H200 SXM / vLLM"``."""
+    return f"{row.model} / {row.gpu} / {row.engine.split(' ')[0]}"
+
+
+def folds(facets: Sequence[dict[str, str]], kind: str) -> dict[str, tuple[list[int], list[int]]]:
+    """The held-out folds of ``kind`` (a facet of :data:`FACETS`: ``"group"`` for (model, GPU, engine)): for each
+    value of it among the rows' ``facets``, (the rows fitted on: every row of another value, the rows held out:
+    every row of this one). Every row is held out in exactly one fold, and no fold fits on a row it holds out.
+
+    Examples
+    --------
+    >>> folds([{"model": "a"}, {"model": "b"}, {"model": "a"}], "model")
+    {'a': ([1], [0, 2]), 'b': ([0, 2], [1])}
+    """
+    if kind not in FACETS:
+        raise InputError(f"hold_out names {kind!r}; use facets of {', '.join(FACETS)}.")
+    out: dict[str, tuple[list[int], list[int]]] = {}
+    for g in sorted({f[kind] for f in facets}):
+        out[g] = ([i for i, f in enumerate(facets) if f[kind] != g], [i for i, f in enumerate(facets) if f[kind] == g])
+    return out
 
 
 @dataclass(frozen=True)
@@ -156,8 +182,14 @@ class _Fitter:
     """Every row's prediction at any value of the fitted parameters, from one :class:`LoadComponents`
     per distinct configuration, cached per parameter value; and the coordinate search."""
 
-    def __init__(self, comps: Sequence[LoadComponents], row_cfg: Sequence[int], rows: Sequence[Measurement]):
-        self.comps, self.row_cfg = list(comps), list(row_cfg)
+    def __init__(
+        self,
+        comps: Sequence[LoadComponents],
+        row_cfg: Sequence[int],
+        rows: Sequence[Measurement],
+        client: str = CLIENT_MODEL,
+    ):
+        self.comps, self.row_cfg, self.client = list(comps), list(row_cfg), client
         self.metric = [r.metric for r in rows]
         self.log_meas = [math.log(r.value) for r in rows]
         self.cache: dict[tuple[float, ...], tuple[list[float], list[float]]] = {}
@@ -208,9 +240,9 @@ class _Fitter:
                         p = first / 1e3
                         wave = wave_s(1.0, c.concurrency, p)
                         parts.append((k, p, step / 1e3, wait, wave, c.separate_prefill))
-                s, f = params[3], ttft_s
+                s, f, share = params[3], ttft_s, client_wave_share
                 base = self._ttft_base[params[:4]] = [
-                    f(p, st, w, wave if whole else s * wave) * 1e3 for _, p, st, w, wave, whole in parts
+                    f(p, st, w, share(whole, s, self.client) * wave) * 1e3 for _, p, st, w, wave, whole in parts
                 ]
             r, log = params[4], math.log
             log_ttft = [log(t + r) for t in base]  # in the configurations' sorted order, as _ttft_rows
@@ -225,10 +257,10 @@ class _Fitter:
         """(predictions, |ln(predicted / measured)|) of every row at ``params`` (in :data:`FIT_PARAMETERS` order)."""
         hit = self.cache.get(params)
         if hit is None:
-            times = [c.times(*params) for c in self.comps]
+            times = [self._times(c, params) for c in self.comps]
             preds = []
             for k, metric in zip(self.row_cfg, self.metric, strict=True):
-                tpot, ttft, _ = times[k]
+                tpot, ttft = times[k]
                 if metric == "ttft_ms":
                     preds.append(ttft)
                 elif metric == "output_tokens_per_s":
@@ -240,6 +272,14 @@ class _Fitter:
             hit = self.cache[params] = (preds, errs)
         return hit
 
+    def _times(self, c: LoadComponents, params: tuple[float, ...]) -> tuple[float, float]:
+        """(time per output token, time to first token) in ms of a configuration at ``params``, its wave share
+        from the fitter's client model (:func:`~llmcourse.validation.client.client_wave_share`)."""
+        first, step, tpot, wait = c.queue(*params[:3])
+        p = first / 1e3
+        share = client_wave_share(c.separate_prefill, params[3], self.client)
+        return tpot, ttft_s(p, step / 1e3, wait, wave_s(share, c.concurrency, p)) * 1e3 + params[4]
+
     def objective(self, params: tuple[float, ...], idx: Sequence[int], metrics: tuple[str, ...] = FIT_METRICS) -> float:
         """Median |ln(predicted / measured)| over the positions ``idx`` of the rows ``metrics`` counts."""
         errs = self.fit_errors(params, metrics)
@@ -250,18 +290,21 @@ class _Fitter:
         pos = self._pos[metrics]
         return [pos[i] for i in rows if i in pos]
 
-    def fit(self, rows: Sequence[int], start: tuple[float, ...]) -> tuple[float, ...]:
+    def fit(
+        self, rows: Sequence[int], start: tuple[float, ...], only: tuple[str, ...] | None = None
+    ) -> tuple[float, ...]:
         """Coordinate search on the grids from ``start``: each parameter in turn takes the grid value of
         least median ``|ln(predicted / measured)|`` over those of ``rows`` whose metric is in its
         :data:`FIT_OBJECTIVES`, until none moves (ties keep the current value, then the first grid value);
-        a parameter with no objective, or none of whose rows is among ``rows``, keeps its start."""
+        a parameter with no objective, or none of whose rows is among ``rows``, keeps its start; so does one not
+        in ``only`` (when given)."""
         idx = {m: self.positions(rows, m) if m else [] for m in set(FIT_OBJECTIVES.values())}
         cur = list(start)
         for _ in range(8):
             moved = False
             for j, name in _FIT_ORDER:
                 metrics = FIT_OBJECTIVES[name]
-                if not idx[metrics]:
+                if not idx[metrics] or (only is not None and name not in only):
                     continue
                 best, best_v = cur[j], self.objective(tuple(cur), idx[metrics], metrics)
                 for v in FIT_GRIDS[name]:
@@ -291,6 +334,7 @@ class Evidence:
     facets: tuple[dict[str, str], ...]
     not_predicted: tuple[Skipped, ...]
     seconds: dict[str, float]
+    client: str = CLIENT_MODEL
 
     def predictions(self, which: str = "predicted") -> tuple[float, ...]:
         """``"predicted"`` (the assumptions' own parameters), ``"calibrated"`` (fitted on every row) or
@@ -366,7 +410,7 @@ class Evidence:
         if "metric" not in fam:
             raise InputError(f"a band needs the metric in the family (one of {', '.join(METRICS)}).")
         preds = self.predictions(which)
-        order = ["gpu", "model", "concurrency_band", "engine", "gpu_generation", "architecture"]
+        order = ["group", "gpu", "model", "concurrency_band", "engine", "gpu_generation", "architecture"]
         while True:
             idx = self.indices(fam)
             if len(idx) >= MIN_BAND_ROWS or set(fam) == {"metric"}:
@@ -385,13 +429,22 @@ def evidence(
     *,
     assumptions: Assumptions | str | None = None,
     hold_out: Sequence[str] = HOLD_OUT,
+    client: str = CLIENT_MODEL,
+    steps_from: Evidence | None = None,
 ) -> Evidence:
     """Predict closed-loop rows (the shipped aiconfigurator rows by default) with the one replica
     model under ``assumptions`` (the course's by default); fit :data:`FIT_PARAMETERS` on all of them
     (coordinate search on :data:`FIT_GRIDS`, each parameter to the least median ``|ln(predicted /
     measured)|`` of the rows of its :data:`FIT_OBJECTIVES`: the step's on the time per token, the wave
-    share and the per-request overhead on the time to first token, the compute efficiency held) and again without each model, GPU and
-    engine in turn, predicting the group held out.
+    share and the per-request overhead on the time to first token, the compute efficiency held) and again without
+    each model, GPU, engine and (model, GPU, engine) group in turn (:func:`folds`), predicting the group held out.
+    The time to first token reads the closed loop with the client model ``client`` (:data:`CLIENT_MODEL`, the one
+    every chapter uses, by default; :func:`client_alternatives` compares the others). The (model, GPU, engine)
+    folds (33 on the shipped rows) start their search from the fit on every row (a warm start: each leaves out a
+    few percent of the rows, so the search moves a step or two); the others start from the assumptions' values.
+    ``steps_from``: an evidence of the same rows and assumptions whose fits of the step's parameters (those fitted
+    on the time per token, which the client model does not change, so that their search ends where it ended
+    there) are taken as they are, fold by fold; only the parameters fitted on the time to first token are searched.
 
     Each distinct configuration calls the replica model once (:func:`load_components`); every
     prediction at a parameter value is computed once and shared by the fits. Rows the replica model
@@ -399,6 +452,7 @@ def evidence(
     """
     t0 = time.perf_counter()
     a = resolve(assumptions)
+    client_wave_share(False, 0.0, client)  # an unknown client model is refused here, with its name
     if rows is None:
         rows = silicon()
     src = rows.rows if isinstance(rows, Loaded) else tuple(rows)
@@ -422,7 +476,7 @@ def evidence(
     if not kept:
         raise InputError("no row could be predicted: " + (str(skipped[0]) if skipped else "no closed-loop rows given"))
     t1 = time.perf_counter()
-    fitter = _Fitter(comps, row_cfg, kept)
+    fitter = _Fitter(comps, row_cfg, kept, client)
     own = tuple(float(getattr(a, p)) for p in FIT_PARAMETERS)
     predicted = fitter.at(own)[0]
 
@@ -431,20 +485,25 @@ def evidence(
 
     start = tuple(snap(v, FIT_GRIDS[p]) for v, p in zip(own, FIT_PARAMETERS, strict=True))
     everything = list(range(len(kept)))
-    best = fitter.fit(everything, start)
+    ttft_only = tuple(p for p in FIT_PARAMETERS if FIT_OBJECTIVES[p] == ("ttft_ms",)) if steps_from else None
+
+    def given(fit: dict[str, float] | None, fallback: tuple[float, ...]) -> tuple[float, ...]:
+        return fallback if fit is None else tuple(fit[p] for p in FIT_PARAMETERS)
+
+    best = fitter.fit(everything, given(steps_from and steps_from.fitted, start), ttft_only)
     facets = tuple(_facets(r) for r in kept)
     held: dict[str, tuple[float, ...]] = {}
-    folds: dict[str, dict[str, dict[str, float]]] = {}
+    fold_fits: dict[str, dict[str, dict[str, float]]] = {}
     for kind in hold_out:
-        if kind not in FACETS:
-            raise InputError(f"hold_out names {kind!r}; use facets of {', '.join(FACETS)}.")
         out = [math.nan] * len(kept)
-        folds[kind] = {}
-        for g in sorted({f[kind] for f in facets}):
-            train = [i for i, f in enumerate(facets) if f[kind] != g]
-            test = [i for i, f in enumerate(facets) if f[kind] == g]
-            p = fitter.fit(train, start) if train else start
-            folds[kind][g] = dict(zip(FIT_PARAMETERS, p, strict=True))
+        fold_fits[kind] = {}
+        warm = best if kind == "group" else start
+        for g, (train, test) in folds(facets, kind).items():
+            known = steps_from.fold_fits.get(kind, {}).get(g) if steps_from else None
+            if steps_from is not None and known is None:
+                raise InputError(f"steps_from has no fold of {kind} {g!r}: give an evidence of the same rows.")
+            p = fitter.fit(train, given(known, warm), ttft_only) if train else start
+            fold_fits[kind][g] = dict(zip(FIT_PARAMETERS, p, strict=True))
             preds = fitter.at(p)[0]
             for i in test:
                 out[i] = preds[i]
@@ -457,10 +516,11 @@ def evidence(
         fitted=dict(zip(FIT_PARAMETERS, best, strict=True)),
         calibrated=tuple(fitter.at(best)[0]),
         held_out=held,
-        fold_fits=folds,
+        fold_fits=fold_fits,
         facets=facets,
         not_predicted=tuple(skipped),
         seconds={"components": t1 - t0, "fits": t2 - t1, "configurations": float(len(comps))},
+        client=client,
     )
 
 
@@ -493,14 +553,13 @@ def _sig4(x: float) -> float:
 
 def band_table(ev: Evidence, which: str = BAND_WHICH) -> dict[str, Any]:
     """The table of 80% bands that ``llmcourse/data/bands.json`` holds, from the evidence given: for each
-    metric of :data:`BAND_METRICS`, each metric and architecture, each metric, architecture and GPU
-    generation, each metric and measured model, and each metric, model and GPU generation, the 10th, 50th
-    and 90th percentiles (4 significant digits) of measured / predicted over the family's rows
-    (predictions ``which``, leave-one-model-out by default) and the row count. A family of fewer than
-    :data:`MIN_BAND_ROWS` rows (a model's own: :data:`MIN_MODEL_BAND_ROWS`) is left out (a lookup falls back
-    to a wider family); the metric's own family is always kept. ``"measured"`` gives, for each metric, every
-    model's row count and the GPU generations it was measured on. ``scripts/make_bands.py`` writes it; the
-    validation chapter checks that the shipped file equals it.
+    metric of :data:`BAND_METRICS`, each metric and architecture, and each metric, architecture and GPU
+    generation, the 10th, 50th and 90th percentiles (4 significant digits) of measured / predicted over the
+    family's rows (predictions ``which``, leave-one-(model, GPU, engine)-group-out by default) and the row count.
+    A family of fewer than :data:`MIN_BAND_ROWS` rows is left out (a lookup falls back to a wider family); the
+    metric's own family is always kept. ``"measured"`` gives, for each metric, every model's row count and the
+    GPU generations it was measured on (what a band's label says of the model). ``scripts/make_bands.py`` writes
+    it; the validation chapter checks that the shipped file equals it.
 
     Examples
     --------
@@ -509,47 +568,161 @@ def band_table(ev: Evidence, which: str = BAND_WHICH) -> dict[str, Any]:
     >>> sorted(t["families"])  # doctest: +SKIP
     ['tpot_ms', 'tpot_ms/dense', 'tpot_ms/dense/Hopper', 'ttft_ms', 'ttft_ms/dense', 'ttft_ms/dense/Hopper']
     """
-    preds = ev.predictions(which)
-    groups: dict[str, list[float]] = {}
-    measured: dict[str, dict[str, dict[str, Any]]] = {}
-    for row, f, p in zip(ev.rows, ev.facets, preds, strict=True):
-        m = f["metric"]
-        if m not in BAND_METRICS:
-            continue
-        arch, gen = f["architecture"], f["gpu_generation"]
-        for key in (m, f"{m}/{arch}", f"{m}/{arch}/{gen}", model_key(m, f["model"]), model_key(m, f["model"], gen)):
-            groups.setdefault(key, []).append(row.value / p)
-        seen = measured.setdefault(m, {}).setdefault(f["model"], {"n": 0, "generations": set()})
-        seen["n"] += 1
-        seen["generations"].add(gen)
-    lo, hi = BAND_PERCENTILES
-    families = {
-        k: {
-            "n": len(v),
-            "low": _sig4(percentile(v, lo)),
-            "median": _sig4(statistics.median(v)),
-            "high": _sig4(percentile(v, hi)),
-        }
-        for k, v in sorted(groups.items())
-        if len(v) >= (MIN_MODEL_BAND_ROWS if "/model=" in k else MIN_BAND_ROWS) or "/" not in k
-    }
+    families, measured = _ratio_families(ev, ev.predictions(which), range(len(ev.rows)))
     return {
         "about": "80% bands of measured / predicted by family (metric, metric/architecture, "
-        "metric/architecture/GPU generation, metric/model=name, metric/model=name/GPU generation), written by "
-        "scripts/make_bands.py from "
+        "metric/architecture/GPU generation), written by scripts/make_bands.py from "
         "llmcourse.validation.evidence(); the validation chapter checks this file against its own evidence.",
         "method": ev.assumptions.name,
         "which": which,
         "percentiles": list(BAND_PERCENTILES),
         "min_rows": MIN_BAND_ROWS,
-        "min_model_rows": MIN_MODEL_BAND_ROWS,
         "rows": len(ev.rows),
         "families": families,
-        "measured": {
-            m: {k: {"n": v["n"], "generations": sorted(v["generations"])} for k, v in sorted(by.items())}
-            for m, by in sorted(measured.items())
-        },
+        "measured": measured,
     }
+
+
+def _ratio_families(ev: Evidence, preds: Sequence[float], keep: Iterable[int]) -> tuple[dict, dict]:
+    """The ``"families"`` and ``"measured"`` entries of :func:`band_table` from the rows ``keep`` of ``ev`` and
+    the predictions ``preds`` (what :func:`coverage` builds again in each fold, from the other folds' rows)."""
+    groups: dict[str, list[float]] = {}
+    measured: dict[str, dict[str, dict[str, Any]]] = {}
+    rows, facets = ev.rows, ev.facets
+    for i in keep:
+        f = facets[i]
+        m = f["metric"]
+        if m not in BAND_METRICS:
+            continue
+        ratio = rows[i].value / preds[i]
+        arch, gen = f["architecture"], f["gpu_generation"]
+        for key in (m, f"{m}/{arch}", f"{m}/{arch}/{gen}"):
+            groups.setdefault(key, []).append(ratio)
+        seen = measured.setdefault(m, {}).setdefault(f["model"], {"n": 0, "generations": set()})
+        seen["n"] += 1
+        seen["generations"].add(gen)
+    lo, hi = BAND_PERCENTILES
+    families = {}
+    for k, v in sorted(groups.items()):
+        if len(v) >= MIN_BAND_ROWS or "/" not in k:
+            v.sort()
+            families[k] = {
+                "n": len(v),
+                "low": _sig4(percentile(v, lo)),
+                "median": _sig4(statistics.median(v)),
+                "high": _sig4(percentile(v, hi)),
+            }
+    seen_out = {
+        m: {k: {"n": v["n"], "generations": sorted(v["generations"])} for k, v in sorted(by.items())}
+        for m, by in sorted(measured.items())
+    }
+    return families, seen_out
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How many held-out rows of one metric fell inside their 80% band, pooled and fold by fold.
+
+    ``folds`` holds, for each fold (a (model, GPU, engine) group by default), its name, its rows of the metric and
+    how many of them fell inside the band (:func:`coverage`).
+    """
+
+    metric: str
+    rows: int
+    inside: int
+    folds: tuple[tuple[str, int, int], ...]
+
+    @property
+    def share(self) -> float:
+        """The share of all the held-out rows inside their band (pooled over the folds)."""
+        return self.inside / self.rows if self.rows else math.nan
+
+    def fold_shares(self, min_rows: int = 1) -> list[float]:
+        """Each fold's share inside, of the folds with at least ``min_rows`` rows of the metric."""
+        return [k / n for _, n, k in self.folds if n >= max(1, min_rows)]
+
+    def spread(self, min_rows: int = 20) -> tuple[float, float, float, float, float]:
+        """(least, 25th percentile, median, 75th percentile, most) of the folds' shares inside, over the folds
+        with at least ``min_rows`` rows of the metric (a fold of a few rows is all in or all out)."""
+        v = sorted(self.fold_shares(min_rows))
+        if not v:
+            raise InputError(f"no fold has {min_rows} rows of {self.metric}: lower min_rows.")
+        return v[0], percentile(v, 25), statistics.median(v), percentile(v, 75), v[-1]
+
+
+def coverage(ev: Evidence, kind: str = "group") -> dict[str, Coverage]:
+    """The coverage of the 80% bands, per metric of :data:`BAND_METRICS`: in each fold of ``kind`` (each
+    (model, GPU, engine) group by default, :func:`folds`), the fold's rows predicted with the parameters fitted
+    without the fold (``held_out_<kind>``), each given the band a plan would print
+    (:func:`llmcourse.bands.band_for`: the model's own family, its architecture on the GPU's generation, ...),
+    drawn from a table of bands built as :func:`band_table` builds the shipped one but from the other folds' rows
+    only (their measured / held-out predicted); the share of the fold's rows inside their band. The other folds'
+    held-out predictions come from fits that saw this fold's rows (a full nesting would refit every pair of
+    folds); the band never sees them.
+
+    Examples
+    --------
+    >>> rows = [r for r in silicon().rows if r.model == "Llama-3.1-70B" and r.gpu == "H200 SXM"]  # doctest: +SKIP
+    >>> c = coverage(evidence(rows, hold_out=("group",)))  # doctest: +SKIP
+    >>> sorted(c), 0 <= c["ttft_ms"].share <= 1  # doctest: +SKIP
+    (['tpot_ms', 'ttft_ms'], True)
+    """
+    preds = ev.predictions(f"held_out_{kind}")
+    counts: dict[str, list[tuple[str, int, int]]] = {m: [] for m in BAND_METRICS}
+    for g, (train, test) in folds(ev.facets, kind).items():
+        families, measured = _ratio_families(ev, preds, train)
+        table = {"families": families, "min_rows": MIN_BAND_ROWS, "min_model_rows": MIN_MODEL_BAND_ROWS}
+        table["measured"] = measured
+        tally = {m: [0, 0] for m in BAND_METRICS}
+        for i in test:
+            row = ev.rows[i]
+            if row.metric not in tally or row.metric not in families:
+                continue
+            b = band_for(row.metric, row.model, row.gpu, preds[i], table=table)
+            tally[row.metric][0] += 1
+            tally[row.metric][1] += b.low <= row.value <= b.high
+        for m, (n, k) in tally.items():
+            if n:
+                counts[m].append((g, n, k))
+    return {m: Coverage(m, sum(n for _, n, _ in c), sum(k for _, _, k in c), tuple(c)) for m, c in counts.items() if c}
+
+
+@dataclass(frozen=True)
+class ClientAlternative:
+    """One client model's held-out error on the time to first token, and its band's coverage."""
+
+    client: str
+    summary: Summary
+    coverage: Coverage
+    wave_share: float
+
+
+def client_alternatives(
+    rows: Sequence[Measurement] | Loaded | None = None,
+    *,
+    assumptions: Assumptions | str | None = None,
+    base: Evidence | None = None,
+) -> list[ClientAlternative]:
+    """Each client model of :data:`~llmcourse.validation.client.CLIENT_MODELS` judged on the same rows (the
+    shipped ones by default): the evidence under it held out by (model, GPU, engine) group (its parameters,
+    the wave share included where it has one, refitted in every fold), the time to first token's held-out
+    :class:`Summary` and the coverage of its bands (:func:`coverage`). The client model of the course,
+    :data:`~llmcourse.validation.client.CLIENT_MODEL`, is the one of least held-out median factor. ``base``: an
+    evidence of the same rows and assumptions already held out by group (its client model's entry is read from
+    it, not computed again, and the others take its fits of the step's parameters: ``steps_from`` of
+    :func:`evidence`).
+    """
+    if base is None or "group" not in base.held_out:
+        base = evidence(rows, assumptions=assumptions, hold_out=("group",))
+    out = []
+    for name in CLIENT_MODELS:
+        if base.client == name:
+            ev = base
+        else:
+            ev = evidence(rows, assumptions=assumptions, hold_out=("group",), client=name, steps_from=base)
+        s = ev.summary("held_out_group", {"metric": "ttft_ms"})
+        out.append(ClientAlternative(name, s, coverage(ev)["ttft_ms"], ev.fitted["closed_loop_wave_share"]))
+    return out
 
 
 #: How :func:`not_predicted_reasons` names the replica model's reasons.

@@ -229,8 +229,8 @@ class Skipped:
     reason: str
 
     def __str__(self) -> str:
-        """The row, its id and the reason, the file's text escaped (:func:`escaped`)."""
-        return escaped(
+        """The row, its id and the reason on one line, the file's text escaped, its line breaks too (:func:`one_line`)."""
+        return one_line(
             f"row {self.line}" + (f" ({shortened(self.id, ID_SHOWN)})" if self.id else "") + f": {self.reason}"
         )
 

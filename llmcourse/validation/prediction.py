@@ -55,6 +55,7 @@ from llmcourse.replica.model import Replica, replica_setup
 from llmcourse.replica.scheduler import engine_name
 from llmcourse.replica.step import matmul_precision
 from llmcourse.units import parsed_unit, to
+from llmcourse.validation.client import client_wave_share
 from llmcourse.validation.measured import Measurement, layout_gap, layout_keywords
 
 _MS, _PER_S = parsed_unit("ms")[0], parsed_unit("1/s")[0]
@@ -434,8 +435,9 @@ SEPARATE_PREFILL_ENGINES = ("SGLang",)
 
 
 def wave_share(row: Measurement, *, assumptions: Assumptions | str | None = None) -> float:
-    """The wave share of a closed-loop row (formula ``closed_loop_wave_wait``): 1 for an engine of
-    :data:`SEPARATE_PREFILL_ENGINES`, else the assumptions' ``closed_loop_wave_share`` (the course's by default).
+    """The wave share of a closed-loop row (formula ``closed_loop_wave_wait``) under the one client model
+    (:func:`llmcourse.validation.client.client_wave_share`): 1 for an engine of :data:`SEPARATE_PREFILL_ENGINES`,
+    else the assumptions' ``closed_loop_wave_share`` (the course's by default).
 
     Examples
     --------
@@ -444,9 +446,8 @@ def wave_share(row: Measurement, *, assumptions: Assumptions | str | None = None
     >>> [wave_share(next(r for r in rows if r.engine.startswith(e))) for e in ("SGLang", "vLLM", "TensorRT-LLM")]
     [1.0, 0.14, 0.14]
     """
-    if row.engine.split(" ")[0] in SEPARATE_PREFILL_ENGINES:
-        return 1.0
-    return float(resolve(assumptions).closed_loop_wave_share)
+    separate = row.engine.split(" ")[0] in SEPARATE_PREFILL_ENGINES
+    return client_wave_share(separate, resolve(assumptions).closed_loop_wave_share)
 
 
 @checked
@@ -606,9 +607,8 @@ class LoadComponents:
 
     def share(self, closed_loop_wave_share: float | None = None) -> float:
         """The wave share of the configuration's time to first token (see :meth:`times`)."""
-        if self.separate_prefill:
-            return 1.0
-        return self.closed_loop_wave_share if closed_loop_wave_share is None else closed_loop_wave_share
+        fitted = self.closed_loop_wave_share if closed_loop_wave_share is None else closed_loop_wave_share
+        return client_wave_share(self.separate_prefill, fitted)
 
 
 def _kernels_ms(k: tuple[float, ...], eb: float, ef: float, step_overhead_ms: float) -> float:

@@ -11,7 +11,17 @@ from llmcourse.assumptions import MEANING, Assumptions, resolve
 from llmcourse.bands import METRIC_NAMES, MIN_BAND_ROWS, gpus_band, in_reading_order
 from llmcourse.errors import InputError
 from llmcourse.formulas import scalar
-from llmcourse.validation.held_out import FIT_OBJECTIVES, FIT_PARAMETERS, SUMMARY_HEAD, Evidence, Summary, summarize
+from llmcourse.validation.client import CLIENT_MODEL, CLIENT_MODELS
+from llmcourse.validation.held_out import (
+    FIT_OBJECTIVES,
+    FIT_PARAMETERS,
+    SUMMARY_HEAD,
+    ClientAlternative,
+    Coverage,
+    Evidence,
+    Summary,
+    summarize,
+)
 from llmcourse.validation.prediction import config_key, predict
 
 _request_time_s = scalar("closed_loop_request_time", "ttft", "answer_tokens", "time_per_token")
@@ -181,3 +191,71 @@ def compare_methods(
         for value in sorted({fam(i, facet) for i in idx}, key=lambda v: (len(v), v)):
             out.append([facet, value, *cells([i for i in idx if fam(i, facet) == value])])
     return out
+
+
+#: Fewest rows of a metric a (model, GPU, engine) group needs to be listed on its own in :func:`groups_table`.
+MIN_GROUP_ROWS = 20
+
+
+def groups_table(ev: Evidence, metric: str, min_rows: int = MIN_GROUP_ROWS) -> list[list[str]]:
+    """One row per (model, GPU, engine) group with at least ``min_rows`` rows of ``metric``, worst first:
+    the group, its rows, its median measured / predicted and its median factor, each row predicted with the
+    parameters fitted without its group (``held_out_group``)."""
+    out = []
+    for g in _evidence_groups(ev, "group", metric):
+        s = ev.summary("held_out_group", {"metric": metric, "group": g})
+        if s.n >= min_rows:
+            out.append((s.median_factor, [g, f"{s.n:,}", f"{s.median_ratio:.2f}", f"{s.median_factor:.2f}"]))
+    return [r for _, r in sorted(out, key=lambda x: -x[0])]
+
+
+def groups_markdown(ev: Evidence, metric: str, min_rows: int = MIN_GROUP_ROWS) -> str:
+    """:func:`groups_table` as Markdown."""
+    head = ["model / GPU / engine", "rows", "median measured/predicted", "median factor"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in groups_table(ev, metric, min_rows)])
+
+
+def coverage_table(cov: dict[str, Coverage], min_rows: int = MIN_GROUP_ROWS) -> list[list[str]]:
+    """One row per metric: the held-out rows, the share inside their 80% band pooled over the folds, and the
+    spread of the folds' shares (least, quartiles, most, over the folds of at least ``min_rows`` rows)."""
+    out = []
+    for m, c in cov.items():
+        lo, q1, med, q3, hi = c.spread(min_rows)
+        n_folds = len(c.fold_shares(min_rows))
+        out.append(
+            [
+                METRIC_NAMES[m],
+                f"{c.rows:,}",
+                f"{c.share:.0%}",
+                f"{n_folds} of {len(c.folds)}",
+                f"{q1:.0%} / {med:.0%} / {q3:.0%}",
+                f"{lo:.0%} to {hi:.0%}",
+            ]
+        )
+    return out
+
+
+def coverage_markdown(cov: dict[str, Coverage], min_rows: int = MIN_GROUP_ROWS) -> str:
+    """:func:`coverage_table` as Markdown."""
+    head = [
+        "metric", "held-out rows", "inside the 80% band", f"folds of {min_rows}+ rows",
+        "by fold: 25th / median / 75th", "least to most",
+    ]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in coverage_table(cov, min_rows)])
+
+
+def client_markdown(alts: Sequence[ClientAlternative]) -> str:
+    """The client models side by side (:func:`~llmcourse.validation.client_alternatives`): what each says, the
+    time to first token's held-out median measured / predicted and median factor, and its band's coverage; the
+    course's (:data:`~llmcourse.validation.client.CLIENT_MODEL`) marked."""
+    head = ["client model", "what it says", "median measured/predicted", "median factor", "inside the 80% band"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for a in alts:
+        name = f"**{a.client}** (the course's)" if a.client == CLIENT_MODEL else a.client
+        lines.append(
+            f"| {name} | {CLIENT_MODELS[a.client]} | {a.summary.median_ratio:.2f} | {a.summary.median_factor:.2f} "
+            f"| {a.coverage.share:.0%} |"
+        )
+    return "\n".join(lines)

@@ -76,13 +76,14 @@ def queueing_calculator(
     answer_tokens: int = 300,
     load: float = 0.8,
     cv: float = LENGTH_CV,
-    chunk: int = 0,
+    chunk: int = 8_192,
     hit_rate: float = 0.0,
     prefix_tokens: int = 1_000,
     requests: int = 10_000,
     seed: int = 0,
 ) -> Calculator:
-    """Model, GPU, request shape, load and scheduler (whole prompts or a token budget; a prefix cache) ->
+    """Model, GPU, request shape, load and scheduler (a token budget per iteration, the engines' 8,192 by default, or
+    whole prompts; a prefix cache) ->
     simulated TTFT and TPOT percentiles beside the closed form.
 
     Examples

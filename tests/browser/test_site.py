@@ -596,6 +596,20 @@ def test_every_calculator_runs_live(
             bar = cell.locator("svg.llmcourse-memory-bar").last
             bar.wait_for(timeout=10_000)
             assert bar.get_attribute("aria-label") in here.widget.children[-1].value
+    elif type(here).__name__ == "AnswerBox":  # an exercise page's answer box: the checker's verdict, live
+        cell, dt = live.run(code, shows=".widget-button")
+        box = _text_box(live.page, cell, "Answer")
+        # a wrong answer: the same feedback as the same box gives here, in CPython
+        verdict = here.check("1")
+        box.fill("1")
+        box.press("Enter")
+        cell.locator("button", has_text="Check").click()
+        cell.get_by_text(verdict.message).first.wait_for(timeout=30_000)
+        if 'answer_box("kv_cache")' in code:  # the right one: 2 x 80 layers x 8 KV heads x 128 x 2 B = 320 KiB
+            box.fill("320")
+            box.press("Enter")
+            cell.locator("button", has_text="Check").click()
+            cell.get_by_text("Correct (within 1.0%).").first.wait_for(timeout=30_000)
     else:  # the estimate drill: the same first question, and the planner's own answer passes
         cell, dt = live.run(code, shows=".widget-html")
         cell.get_by_text(here.problem.text).wait_for(timeout=30_000)
