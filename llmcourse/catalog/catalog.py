@@ -30,6 +30,14 @@ from typing import Any, Generic, TypeVar
 
 import pint
 
+from llmcourse.catalog.precision import (
+    GROUPS,
+    PRECISIONS,
+    bytes_per_value,
+    checkpoint_text,
+    parse_precisions,
+    precision_name,
+)
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.units import Q_, as_quantity, parsed_unit, plain_number, quantity
 
@@ -49,37 +57,6 @@ __all__ = [
     "models",
 ]
 
-#: Bytes per stored value for the precisions the course uses. INT4 and FP4 are half a byte;
-#: the 4-bit formats' per-group scales are not included (see the decode chapter).
-PRECISIONS: dict[str, float] = {
-    "fp32": 4.0,
-    "bf16": 2.0,
-    "fp16": 2.0,
-    "fp8": 1.0,
-    "int8": 1.0,
-    "int4": 0.5,
-    "fp4": 0.5,
-    "mxfp4": 0.5,
-}
-
-
-def bytes_per_value(precision: str | float | int) -> float:
-    """Bytes per stored value for a precision name (``"bf16"``) or a number of bytes.
-
-    Examples
-    --------
-    >>> bytes_per_value("fp8"), bytes_per_value(2), bytes_per_value("INT4")
-    (1.0, 2.0, 0.5)
-    """
-    if isinstance(precision, bool):
-        raise InputError(f"precision must be a name such as 'bf16' or a number of bytes, not {precision!r}.")
-    if isinstance(precision, int | float) or type(precision).__module__ == "numpy":
-        return _positive(precision, "bytes per value")
-    if isinstance(precision, str) and precision.lower() in PRECISIONS:
-        return PRECISIONS[precision.lower()]
-    names = ", ".join(PRECISIONS)
-    raise InputError(f"unknown precision {precision!r}: use one of {names}, or a number of bytes such as 2.")
-
 
 def _positive(value: Any, name: str, *, allow_zero: bool = False) -> float:
     return plain_number(value, name, allow_zero=allow_zero)
@@ -97,6 +74,12 @@ class Model:
     the parameters one token uses (equal to ``params`` for a dense model). ``head_dim``
     defaults to ``hidden // heads`` and ``kv_heads`` to ``heads`` (no GQA), as in the
     Hugging Face configs.
+
+    ``weight_dtype`` is the published checkpoint's precision (a name of
+    :data:`~llmcourse.catalog.precision.PRECISION_TABLE`), of its routed experts where ``weight_dtypes`` gives other
+    groups another (gpt-oss: ``weight_dtype="mxfp4"``, ``weight_dtypes={"attention": "bf16", ...}``); a per-group text
+    such as ``weight_dtype="experts=mxfp4 other=bf16"`` gives both. ``tied_embeddings``: the output head is the
+    embedding matrix (counted once).
 
     Examples
     --------
@@ -130,6 +113,8 @@ class Model:
     sliding_window: int | None = None
     sliding_window_layers: int | None = None
     weight_dtype: str = "bf16"
+    weight_dtypes: tuple[tuple[str, str], ...] = ()
+    tied_embeddings: bool = False
     source: str = "user-defined"
     aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
@@ -197,6 +182,60 @@ class Model:
             raise InputError(f"{where}: dense_layers ({self.dense_layers}) cannot exceed layers ({self.layers}).")
         if (self.kv_lora_rank is None) != (self.qk_rope_head_dim is None):
             raise InputError(f"{where}: an MLA model needs both kv_lora_rank and qk_rope_head_dim.")
+        self._check_precisions(where)
+
+    def _check_precisions(self, where: str) -> None:
+        """``weight_dtype`` and ``weight_dtypes`` checked and in their one spelling: the table's names, the groups
+        that differ from ``weight_dtype`` in :data:`~llmcourse.catalog.precision.GROUPS` order (a per-group text
+        given as ``weight_dtype`` is split into both)."""
+        try:
+            if not isinstance(self.weight_dtype, str):
+                raise InputError(f"weight_dtype must be a precision name such as 'bf16', not {self.weight_dtype!r}.")
+            given = parse_precisions(self.weight_dtype, "weight_dtype")
+            extra = self.weight_dtypes
+            if isinstance(extra, Mapping):
+                extra = tuple(extra.items())
+            if not isinstance(extra, tuple | list) or not all(
+                isinstance(e, tuple | list) and len(e) == 2 for e in extra
+            ):
+                raise InputError(
+                    f"weight_dtypes must map tensor groups to precisions, e.g. {{'experts': 'mxfp4'}}, not {extra!r}."
+                )
+            for group, name in parse_precisions(dict(extra), "weight_dtypes").items():
+                if group in given:
+                    raise InputError(f"weight_dtypes: tensor group {group!r} is also given in weight_dtype.")
+                given[group] = name
+            rest = given.get("other", "bf16")
+            groups = {g: given.get(g, rest) for g in GROUPS}
+            if any(not isinstance(v, str) for v in groups.values()):
+                raise InputError("a checkpoint's precisions are names such as 'bf16', not numbers of bytes.")
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
+        main = groups["experts"] if "experts" in given else rest
+        object.__setattr__(self, "weight_dtype", main)
+        object.__setattr__(self, "weight_dtypes", tuple((g, v) for g, v in groups.items() if v != main))
+        object.__setattr__(self, "tied_embeddings", bool(self.tied_embeddings))
+
+    @property
+    def checkpoint(self) -> dict[str, str]:
+        """The published checkpoint's precision of each tensor group (:data:`~llmcourse.catalog.precision.GROUPS`):
+        ``weight_dtype``, except the groups ``weight_dtypes`` names. The estimates store the weights at it unless
+        given ``weight_bytes``.
+
+        Examples
+        --------
+        >>> from llmcourse import models
+        >>> models["gpt-oss-120b"].checkpoint["experts"], models["gpt-oss-120b"].checkpoint["attention"]
+        ('mxfp4', 'bf16')
+        >>> models["gpt-oss-120b"].checkpoint_text, models["Llama-3.1-8B"].checkpoint_text
+        ('experts=mxfp4 other=bf16', 'bf16')
+        """
+        return {g: dict(self.weight_dtypes).get(g, self.weight_dtype) for g in GROUPS}
+
+    @property
+    def checkpoint_text(self) -> str:
+        """:attr:`checkpoint` in one line (``"experts=mxfp4 other=bf16"``; one name when every group agrees)."""
+        return checkpoint_text(self.checkpoint)
 
     @property
     def attention(self) -> str:
