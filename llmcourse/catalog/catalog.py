@@ -36,7 +36,6 @@ from llmcourse.catalog.precision import (
     bytes_per_value,
     checkpoint_text,
     parse_precisions,
-    precision_name,
 )
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.units import Q_, as_quantity, parsed_unit, plain_number, quantity

@@ -47,6 +47,7 @@ __all__ = [
     "param_groups",
     "parse_precisions",
     "per_group",
+    "precision_label",
     "precision_name",
     "precisions_text",
 ]
@@ -251,6 +252,31 @@ def checkpoint_text(groups: Mapping[str, Any]) -> str:
     named = [f"{g}={groups[g]:g}" if not isinstance(groups[g], str) else f"{g}={groups[g]}" for g in GROUPS
              if g in groups and groups[g] != common]  # fmt: skip
     return " ".join([*named, f"other={common}"]) if named else str(common)
+
+
+def precision_label(m: Model, weight_bytes: Any = None) -> str:
+    """How ``m``'s weights are stored at ``weight_bytes``, in one line for a printout: the groups' precisions
+    (:func:`checkpoint_text`), said to be the checkpoint's when ``weight_bytes`` is None.
+
+    Examples
+    --------
+    >>> from llmcourse import models
+    >>> precision_label(models["gpt-oss-120b"]), precision_label(models["gpt-oss-120b"], "FP8"), precision_label(
+    ...     models["Llama-3.1-8B"], 2)
+    ("experts=mxfp4 other=bf16 (the checkpoint's)", 'fp8', '2 B per weight')
+    """
+    groups = group_precisions(m, weight_bytes)
+    if all(isinstance(v, str) for v in groups.values()):
+        text = checkpoint_text(groups)
+    else:
+        values = set(map(str, groups.values()))
+        one = next(iter(groups.values()))
+        text = (
+            f"{one:g} B per weight"
+            if len(values) == 1 and isinstance(one, int | float)
+            else (str(one) if len(values) == 1 else " ".join(f"{g}={v}" for g, v in groups.items()))
+        )
+    return f"{text} (the checkpoint's)" if weight_bytes is None else text
 
 
 def group_precisions(m: Model, weight_bytes: Any = None) -> dict[str, Any]:

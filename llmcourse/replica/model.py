@@ -14,6 +14,7 @@ import pint
 from llmcourse.arith import over, times
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model
+from llmcourse.catalog.precision import precision_label
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, check_value, checked
@@ -87,6 +88,8 @@ class Replica:
     batch: int
     context_tokens: float
     matmul: str = "bf16"
+    #: How the weights are stored: each tensor group's precision, "(the checkpoint's)" when none was given.
+    weight_precision: str | None = None
     prompt_tokens: float | None = None
     answer_tokens: float | None = None
     kv_read_tokens: float | None = None
@@ -423,7 +426,7 @@ class ReplicaSetup(_Shared):
             model=m.name, gpu=g.name, tensor_parallel=lay.tensor_parallel, assumptions=a,
             weights=quantity(w * BYTES_TO_GB, GB._units), usable_memory=quantity(mem * BYTES_TO_GB, GB._units),
             kv_per_sequence=quantity(kv_seq * BYTES_TO_GB, GB._units), max_batch=top, context_tokens=final,
-            matmul=matmul_precision(d.weight_bytes, g, a, m), spec=m, prompt_tokens=p, answer_tokens=ans,
+            matmul=matmul_precision(d.weight_bytes, g, a, m), weight_precision=precision_label(m, d.weight_bytes), spec=m, prompt_tokens=p, answer_tokens=ans,
             price_per_hour=price, layout=lay,
         ))  # fmt: skip
         cached = workload.cached_prompt_tokens
