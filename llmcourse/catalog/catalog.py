@@ -35,6 +35,7 @@ from llmcourse.catalog.precision import (
     PRECISIONS,
     bytes_per_value,
     checkpoint_text,
+    number_text,
     parse_precisions,
 )
 from llmcourse.errors import InputError, UnknownNameError
@@ -205,9 +206,7 @@ class Model:
                     raise InputError(f"weight_dtypes: tensor group {group!r} is also given in weight_dtype.")
                 given[group] = name
             rest = given.get("other", "bf16")
-            groups = {g: given.get(g, rest) for g in GROUPS}
-            if any(not isinstance(v, str) for v in groups.values()):
-                raise InputError("a checkpoint's precisions are names such as 'bf16', not numbers of bytes.")
+            groups = {g: v if isinstance(v, str) else f"{v!r}" for g in GROUPS for v in [given.get(g, rest)]}
         except InputError as exc:
             raise InputError(f"{where}: {exc}") from None
         main = groups["experts"] if "experts" in given else rest
@@ -216,7 +215,7 @@ class Model:
         object.__setattr__(self, "tied_embeddings", bool(self.tied_embeddings))
 
     @property
-    def checkpoint(self) -> dict[str, str]:
+    def checkpoint(self) -> dict[str, str | float]:
         """The published checkpoint's precision of each tensor group (:data:`~llmcourse.catalog.precision.GROUPS`):
         ``weight_dtype``, except the groups ``weight_dtypes`` names. The estimates store the weights at it unless
         given ``weight_bytes``.
@@ -229,7 +228,8 @@ class Model:
         >>> models["gpt-oss-120b"].checkpoint_text, models["Llama-3.1-8B"].checkpoint_text
         ('experts=mxfp4 other=bf16', 'bf16')
         """
-        return {g: dict(self.weight_dtypes).get(g, self.weight_dtype) for g in GROUPS}
+        own = {g: dict(self.weight_dtypes).get(g, self.weight_dtype) for g in GROUPS}
+        return {g: float(v) if number_text(v) else v for g, v in own.items()}  # a number of bytes, kept as text
 
     @property
     def checkpoint_text(self) -> str:
@@ -295,7 +295,11 @@ class Model:
         the MLA fields (``kv_lora_rank``, ``qk_rope_head_dim``, ``qk_nope_head_dim``, ``v_head_dim``) and the
         sliding window (``sliding_window`` and the layers it applies to: ``layer_types``,
         ``sliding_window_pattern``, ``max_window_layers``, ``use_sliding_window``). A multimodal config's
-        ``text_config`` is read (the text model only). The parameter count is computed from the shapes
+        ``text_config`` is read (the text model only). The checkpoint's precision per tensor group comes from
+        ``quantization_config`` (``quant_method`` fp8 with its ``weight_block_size``, mxfp4, compressed-tensors, awq,
+        gptq, modelopt; the layers it leaves out: ``modules_to_not_convert``, ``ignored_layers``, ``ignore``) and
+        ``torch_dtype`` (:func:`llmcourse.catalog.quantization.checkpoint_precisions`); ``tie_word_embeddings``
+        counts the output head once. The parameter count is computed from the shapes
         (:func:`llmcourse.catalog.params.count_params`) unless ``params`` is given.
 
         Every field is checked (:func:`llmcourse.catalog.params.read_config`): a number given as text, a
@@ -318,6 +322,7 @@ class Model:
         llmcourse.errors.InputError: config.json: num_attention_heads must be at least 1; got 0.
         """
         from llmcourse.catalog.params import count_params, dense_layer_count, read_config, sliding_window_layers
+        from llmcourse.catalog.quantization import checkpoint_precisions
 
         if name is not None and not isinstance(name, str):
             raise InputError(f"from_hf_config: name must be text such as 'my-model', not {name!r}.")
@@ -356,6 +361,8 @@ class Model:
             sliding_window=window,
             sliding_window_layers=window_layers,
         )
+        shape["weight_dtype"] = checkpoint_precisions(cfg)
+        shape["tied_embeddings"] = bool(cfg.get("tie_word_embeddings"))
         total, active = count_params(cfg)
         model_name = name or cfg.get("_name_or_path") or cfg.get("model_type") or "custom"
         if not isinstance(model_name, str):

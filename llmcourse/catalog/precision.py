@@ -44,6 +44,7 @@ __all__ = [
     "checkpoint_text",
     "compute_of",
     "group_precisions",
+    "number_text",
     "param_groups",
     "parse_precisions",
     "per_group",
@@ -198,7 +199,7 @@ def parse_precisions(spec: str | Mapping[str, Any], where: str = "weight_bytes")
         try:
             out[key] = (
                 precision_name(value)
-                if isinstance(value, str) and not _number(value)
+                if isinstance(value, str) and not number_text(value)
                 else bytes_per_value(float(value) if isinstance(value, str) else value)
             )
         except InputError as exc:
@@ -206,7 +207,8 @@ def parse_precisions(spec: str | Mapping[str, Any], where: str = "weight_bytes")
     return out
 
 
-def _number(text: str) -> bool:
+def number_text(text: str) -> bool:
+    """Whether ``text`` spells a number (a number of bytes in a per-group text)."""
     try:
         float(text)
     except ValueError:
