@@ -179,11 +179,13 @@ def matmul_precision(
 def _largest_matmul_group(m: Model, weight_bytes: Any) -> Any:
     """The precision of the tensor group of ``m`` (stored at the per-group ``weight_bytes``) holding most of a token's
     matmul parameters: the routed experts count ``experts_per_token / experts`` of theirs, the embeddings none."""
+    names = group_precisions(m, weight_bytes)
+    if len(set(map(repr, names.values()))) == 1:
+        return names["experts"]
     params = param_groups(m)
     if m.is_moe:
         params["experts"] *= m.experts_per_token / m.experts
     params["embeddings"] = 0.0
-    names = group_precisions(m, weight_bytes)
     return names[max(params, key=params.__getitem__)]
 
 
@@ -195,8 +197,9 @@ def _four_bit(weight_bytes: Any, m: Model | None = None) -> bool:
         if m is None:
             return False
         names = group_precisions(m, weight_bytes)
-        sizes = {g: p * bytes_per_value(names[g]) if isinstance(names[g], str) else 0.0
-                 for g, p in param_groups(m).items()}  # fmt: skip
+        if len(set(map(repr, names.values()))) == 1:
+            return _four_bit(names["experts"])
+        sizes = {g: p * bytes_of(names[g], "weight_bytes").m for g, p in param_groups(m).items()}
         weight_bytes = names[max(sizes, key=sizes.__getitem__)]
     if isinstance(weight_bytes, str):
         return bytes_per_value(weight_bytes.lower()) < 0.75
