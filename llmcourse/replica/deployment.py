@@ -18,10 +18,12 @@ Workload(prompt_tokens=2000, answer_tokens=300, context_tokens=None, cached_prom
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from llmcourse.catalog import GPU, Model, gpus, models
+from llmcourse.catalog.precision import precisions_text
 
 if TYPE_CHECKING:
     from llmcourse.catalog import Link
@@ -35,7 +37,8 @@ class Deployment:
     """A model on GPUs: ``tensor_parallel`` GPUs per group, ``data_parallel`` attention groups, ``pipeline_parallel``
     stages, the experts of a MoE model split over ``expert_parallel`` GPUs (None: over all of them), collectives on
     ``link`` (None: the GPU's own), weights and KV cache stored at ``weight_bytes`` and ``kv_bytes`` per value (a
-    precision name, a number of bytes, or a byte quantity), and ``speculation`` (a
+    precision name, a number of bytes, or a byte quantity; ``weight_bytes`` None: the model's checkpoint precision,
+    per tensor group, or a per-group mapping such as ``{"experts": "nvfp4", "other": "bf16"}``, kept as text), and ``speculation`` (a
     :class:`~llmcourse.replica.speculative.Speculation`; None: the assumptions' own, off in every preset).
 
     ``model`` and ``gpu`` may be given by their catalog names; the object holds the catalog's entries.
@@ -48,7 +51,7 @@ class Deployment:
     data_parallel: int = 1
     expert_parallel: int | None = None
     link: Link | str | None = None
-    weight_bytes: Any = 2
+    weight_bytes: Any = None
     kv_bytes: Any = 2
     speculation: Speculation | None = None
 
@@ -57,6 +60,8 @@ class Deployment:
             object.__setattr__(self, "model", models[self.model])  # an unknown name: "did you mean"
         if not isinstance(self.gpu, GPU):
             object.__setattr__(self, "gpu", gpus[self.gpu])
+        if isinstance(self.weight_bytes, Mapping):  # per tensor group: as text, a key of the kept set-ups
+            object.__setattr__(self, "weight_bytes", precisions_text(self.weight_bytes))
 
 
 @dataclass(frozen=True)
