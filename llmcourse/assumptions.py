@@ -63,8 +63,10 @@ CHOICES: dict[str, dict[str, str]] = {
         "GiB": "the HBM's binary size (an 80 GB GPU has 80 GiB = 85.9 x 10^9 bytes)",
     },
     "matmul_precision": {
-        "weights": "matmuls run at the weights' floating-point precision (FP8, FP4) where the GPU has a peak "
-        "for it, else BF16; integer weights (INT8, INT4) are weight-only and multiply at BF16",
+        "weights": "matmuls run at the precision the weights' format multiplies at, where the GPU has a peak for "
+        "it, else BF16: FP8 and W8A8 at FP8, NVFP4 (W4A4) at FP4; weight-only formats (INT8, INT4, W4A16 as GPTQ "
+        "and AWQ run on Marlin, MXFP4 as engines run gpt-oss) multiply at BF16; a checkpoint whose tensor groups "
+        "differ, at the precision of the group holding most of a token's matmul parameters",
         "bf16": "matmuls always run at BF16",
     },
     "step_rule": {

@@ -30,6 +30,15 @@ from typing import Any, Generic, TypeVar
 
 import pint
 
+from llmcourse.catalog.layers import LAYER_SHAPES, check_layer_types
+from llmcourse.catalog.precision import (
+    GROUPS,
+    PRECISIONS,
+    bytes_per_value,
+    checkpoint_text,
+    number_text,
+    parse_precisions,
+)
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.units import Q_, as_quantity, parsed_unit, plain_number, quantity
 
@@ -49,37 +58,6 @@ __all__ = [
     "models",
 ]
 
-#: Bytes per stored value for the precisions the course uses. INT4 and FP4 are half a byte;
-#: the 4-bit formats' per-group scales are not included (see the decode chapter).
-PRECISIONS: dict[str, float] = {
-    "fp32": 4.0,
-    "bf16": 2.0,
-    "fp16": 2.0,
-    "fp8": 1.0,
-    "int8": 1.0,
-    "int4": 0.5,
-    "fp4": 0.5,
-    "mxfp4": 0.5,
-}
-
-
-def bytes_per_value(precision: str | float | int) -> float:
-    """Bytes per stored value for a precision name (``"bf16"``) or a number of bytes.
-
-    Examples
-    --------
-    >>> bytes_per_value("fp8"), bytes_per_value(2), bytes_per_value("INT4")
-    (1.0, 2.0, 0.5)
-    """
-    if isinstance(precision, bool):
-        raise InputError(f"precision must be a name such as 'bf16' or a number of bytes, not {precision!r}.")
-    if isinstance(precision, int | float) or type(precision).__module__ == "numpy":
-        return _positive(precision, "bytes per value")
-    if isinstance(precision, str) and precision.lower() in PRECISIONS:
-        return PRECISIONS[precision.lower()]
-    names = ", ".join(PRECISIONS)
-    raise InputError(f"unknown precision {precision!r}: use one of {names}, or a number of bytes such as 2.")
-
 
 def _positive(value: Any, name: str, *, allow_zero: bool = False) -> float:
     return plain_number(value, name, allow_zero=allow_zero)
@@ -97,6 +75,12 @@ class Model:
     the parameters one token uses (equal to ``params`` for a dense model). ``head_dim``
     defaults to ``hidden // heads`` and ``kv_heads`` to ``heads`` (no GQA), as in the
     Hugging Face configs.
+
+    ``weight_dtype`` is the published checkpoint's precision (a name of
+    :data:`~llmcourse.catalog.precision.PRECISION_TABLE`), of its routed experts where ``weight_dtypes`` gives other
+    groups another (gpt-oss: ``weight_dtype="mxfp4"``, ``weight_dtypes={"attention": "bf16", ...}``); a per-group text
+    such as ``weight_dtype="experts=mxfp4 other=bf16"`` gives both. ``tied_embeddings``: the output head is the
+    embedding matrix (counted once).
 
     Examples
     --------
@@ -145,6 +129,8 @@ class Model:
     expert_groups: int | None = None
     topk_groups: int | None = None
     weight_dtype: str = "bf16"
+    weight_dtypes: tuple[tuple[str, str], ...] = ()
+    tied_embeddings: bool = False
     source: str = "user-defined"
     aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
@@ -184,7 +170,7 @@ class Model:
             "qk_rope_head_dim",
             "max_position",
             "sliding_window",
-            *_LAYER_SHAPES,
+            *LAYER_SHAPES,
         )
         for attr in optional:
             if getattr(self, attr) is not None:
@@ -195,7 +181,7 @@ class Model:
                 fix(attr, getattr(self, attr), allow_zero=True)
         if self.linear_state_bytes is not None:
             fix("linear_state_bytes", self.linear_state_bytes, float)
-        _check_layer_types(self, where)
+        check_layer_types(self, where)
         if self.kv_heads > self.heads:
             raise InputError(f"{where}: kv_heads ({self.kv_heads}) cannot exceed heads ({self.heads}).")
         if self.heads % self.kv_heads:
@@ -218,6 +204,59 @@ class Model:
         self._check_groups(where)
         if (self.kv_lora_rank is None) != (self.qk_rope_head_dim is None):
             raise InputError(f"{where}: an MLA model needs both kv_lora_rank and qk_rope_head_dim.")
+        self._check_precisions(where)
+
+    def _check_precisions(self, where: str) -> None:
+        """``weight_dtype`` and ``weight_dtypes`` checked and in their one spelling: the table's names, the groups
+        that differ from ``weight_dtype`` in :data:`~llmcourse.catalog.precision.GROUPS` order (a per-group text
+        given as ``weight_dtype`` is split into both)."""
+        try:
+            if not isinstance(self.weight_dtype, str):
+                raise InputError(f"weight_dtype must be a precision name such as 'bf16', not {self.weight_dtype!r}.")
+            given = parse_precisions(self.weight_dtype, "weight_dtype")
+            extra = self.weight_dtypes
+            if isinstance(extra, Mapping):
+                extra = tuple(extra.items())
+            if not isinstance(extra, tuple | list) or not all(
+                isinstance(e, tuple | list) and len(e) == 2 for e in extra
+            ):
+                raise InputError(
+                    f"weight_dtypes must map tensor groups to precisions, e.g. {{'experts': 'mxfp4'}}, not {extra!r}."
+                )
+            for group, name in parse_precisions(dict(extra), "weight_dtypes").items():
+                if group in given:
+                    raise InputError(f"weight_dtypes: tensor group {group!r} is also given in weight_dtype.")
+                given[group] = name
+            rest = given.get("other", "bf16")
+            groups = {g: v if isinstance(v, str) else f"{v!r}" for g in GROUPS for v in [given.get(g, rest)]}
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}") from None
+        main = groups["experts"] if "experts" in given else rest
+        object.__setattr__(self, "weight_dtype", main)
+        object.__setattr__(self, "weight_dtypes", tuple((g, v) for g, v in groups.items() if v != main))
+        object.__setattr__(self, "tied_embeddings", bool(self.tied_embeddings))
+
+    @property
+    def checkpoint(self) -> dict[str, str | float]:
+        """The published checkpoint's precision of each tensor group (:data:`~llmcourse.catalog.precision.GROUPS`):
+        ``weight_dtype``, except the groups ``weight_dtypes`` names. The estimates store the weights at it unless
+        given ``weight_bytes``.
+
+        Examples
+        --------
+        >>> from llmcourse import models
+        >>> models["gpt-oss-120b"].checkpoint["experts"], models["gpt-oss-120b"].checkpoint["attention"]
+        ('mxfp4', 'bf16')
+        >>> models["gpt-oss-120b"].checkpoint_text, models["Llama-3.1-8B"].checkpoint_text
+        ('experts=mxfp4 other=bf16', 'bf16')
+        """
+        own = {g: dict(self.weight_dtypes).get(g, self.weight_dtype) for g in GROUPS}
+        return {g: float(v) if number_text(v) else v for g, v in own.items()}  # a number of bytes, kept as text
+
+    @property
+    def checkpoint_text(self) -> str:
+        """:attr:`checkpoint` in one line (``"experts=mxfp4 other=bf16"``; one name when every group agrees)."""
+        return checkpoint_text(self.checkpoint)
 
     def _check_groups(self, where: str) -> None:
         """The router's expert groups (DeepSeek-V3's ``n_group`` 8, ``topk_group`` 4): whole numbers, for a mixture of
@@ -340,7 +379,11 @@ class Model:
         ``sliding_window_pattern``, ``max_window_layers``, ``use_sliding_window``) and the other layer types
         (:func:`llmcourse.catalog.params.layer_pattern`: Llama 4's chunked attention, Qwen3-Next / Qwen3.5 Gated
         DeltaNet and MiniMax lightning linear attention, DeepSeek-V3.2 / GLM-5's sparse-attention indexer). A multimodal config's
-        ``text_config`` is read (the text model only). The parameter count is computed from the shapes
+        ``text_config`` is read (the text model only). The checkpoint's precision per tensor group comes from
+        ``quantization_config`` (``quant_method`` fp8 with its ``weight_block_size``, mxfp4, compressed-tensors, awq,
+        gptq, modelopt; the layers it leaves out: ``modules_to_not_convert``, ``ignored_layers``, ``ignore``) and
+        ``torch_dtype`` (:func:`llmcourse.catalog.quantization.checkpoint_precisions`); ``tie_word_embeddings``
+        counts the output head once. The parameter count is computed from the shapes
         (:func:`llmcourse.catalog.params.count_params`) unless ``params`` is given.
 
         Every field is checked (:func:`llmcourse.catalog.params.read_config`): a number given as text, a
@@ -363,12 +406,15 @@ class Model:
         llmcourse.errors.InputError: config.json: num_attention_heads must be at least 1; got 0.
         """
         from llmcourse.catalog.params import count_params, model_shape, read_config
+        from llmcourse.catalog.quantization import checkpoint_precisions
 
         if name is not None and not isinstance(name, str):
             raise InputError(f"from_hf_config: name must be text such as 'my-model', not {name!r}.")
         cfg = read_config(config)
         shape = model_shape(cfg)
         experts = shape["experts"]
+        shape["weight_dtype"] = checkpoint_precisions(cfg)
+        shape["tied_embeddings"] = bool(cfg.get("tie_word_embeddings"))
         total, active = count_params(cfg)
         model_name = name or cfg.get("_name_or_path") or cfg.get("model_type") or "custom"
         if not isinstance(model_name, str):
@@ -614,33 +660,6 @@ class Cost:
         except InputError as exc:
             raise InputError(f"{where}: {exc}") from None
         object.__setattr__(self, "input_value", inp)
-
-
-#: The fields of a model's layer types besides the sliding window (each a whole number when given).
-_LAYER_SHAPES = ("qk_nope_head_dim", "attention_chunk", "linear_key_heads", "linear_value_heads", "linear_key_dim",
-                 "linear_value_dim", "index_topk", "index_heads", "index_head_dim")  # fmt: skip
-_LINEAR = ("linear_key_heads", "linear_value_heads", "linear_key_dim", "linear_value_dim", "linear_conv")
-_INDEXER = ("index_topk", "index_heads", "index_head_dim")
-
-
-def _check_layer_types(m: Model, where: str) -> None:
-    """The layer-type fields of a model, checked together: each type's layers need its shape, and the types' layers
-    cannot outnumber the model's."""
-    counts = {"sliding_window_layers": m.sliding_window_layers if m.sliding_window else 0,
-              "chunked_layers": m.chunked_layers or 0, "linear_layers": m.linear_layers or 0}  # fmt: skip
-    if sum(counts.values()) > m.layers:
-        given = " + ".join(f"{k} ({v})" for k, v in counts.items() if v)
-        raise InputError(f"{where}: {given} cannot exceed layers ({m.layers}).")
-    if bool(m.chunked_layers) != (m.attention_chunk is not None):
-        raise InputError(f"{where}: chunked attention needs both attention_chunk (tokens) and chunked_layers.")
-    if m.linear_layers:
-        missing = [k for k in _LINEAR if getattr(m, k) is None]
-        if missing:
-            raise InputError(f"{where}: linear_layers ({m.linear_layers}) needs {', '.join(missing)}.")
-    if len({getattr(m, k) is None for k in _INDEXER}) > 1:
-        raise InputError(f"{where}: a sparse-attention indexer needs all of {', '.join(_INDEXER)}.")
-    if m.qk_nope_head_dim is not None and m.kv_lora_rank is None:
-        raise InputError(f"{where}: qk_nope_head_dim is an MLA field: give kv_lora_rank and qk_rope_head_dim too.")
 
 
 T = TypeVar("T", Model, GPU, Link, HardwarePrice, Cost)

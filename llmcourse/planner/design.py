@@ -30,6 +30,7 @@ from llmcourse.units import (
     USD,
     USD_H,
     as_quantity,
+    fmt,
     percentile_rank,
     plain_number,
     quantity,
@@ -108,6 +109,8 @@ class Plan:
     usable_memory: pint.Quantity
     kv_per_request: pint.Quantity
     tensor_parallel: int = 1
+    #: How the weights are stored (each tensor group's precision; "(the checkpoint's)" when none was given).
+    weight_precision: str | None = None
     max_batch: int = 0
     batch: int = 0
     ttft: pint.Quantity | None = None
@@ -196,6 +199,7 @@ class Plan:
         return [
             *speed,
             *plan_bands(self),
+            ("weights", f"{fmt(self.weights, 'GB')}" + (f", {self.weight_precision}" if self.weight_precision else "")),
             ("batch (of at most)", f"{self.batch} ({self.max_batch})"),
             ("bottleneck", self.bottleneck),
             ("requests/s per GPU", f"{to(self.requests_per_second_per_gpu, '1/s').m:,.2f}"),
@@ -272,7 +276,7 @@ def plan(
     gpu: GPU | str,
     brief: Brief,
     *,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     kv_bytes: Any = 2,
     price_per_hour: Any = None,
     tensor_parallel: int | Literal["auto"] = 1,
@@ -470,6 +474,7 @@ def _planned(
         usable_memory=own_quantity(got["usable_memory"]),
         kv_per_request=own_quantity(got["kv_per_sequence"]),
         tensor_parallel=got["tensor_parallel"],
+        weight_precision=got.get("weight_precision"),
         specs=(d.model, d.gpu),
         engine=engine_said(d, a),
     )
@@ -595,7 +600,7 @@ def lever_plan(
     gpu: GPU | str,
     brief: Brief,
     *,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     kv_bytes: Any = 2,
     price_per_hour: Any = None,
     tensor_parallel: int | Literal["auto"] = 1,

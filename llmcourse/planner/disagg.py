@@ -322,7 +322,7 @@ def disaggregated(
     decode_tensor_parallel: int = 1,
     moe_layout: MoeLayout | None = None,
     link: Link | str | None = None,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     kv_bytes: Any = 2,
     assumptions: Assumptions | str | None = None,
 ) -> Disaggregated:
@@ -584,7 +584,7 @@ def compare(
     prefill_tensor_parallel: int | None = None,
     decode_tensor_parallel: int | None = None,
     link: Link | str | None = None,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     kv_bytes: Any = 2,
     assumptions: Assumptions | str | None = None,
 ) -> Comparison:

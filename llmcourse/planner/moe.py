@@ -35,8 +35,8 @@ from llmcourse.catalog import Model, models
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, sp  # sp: SymPy, imported on first use (the derivation below)
-from llmcourse.replica.memory import weight_bytes
-from llmcourse.units import plain_number, seed_number, to
+from llmcourse.replica.memory import weight_bytes, weight_parts_si, weight_split_si
+from llmcourse.units import BYTE, plain_number, quantity, seed_number, to
 
 __all__ = [
     "ExpertSplit",
@@ -179,18 +179,31 @@ class ExpertSplit:
     active: pint.Quantity
 
 
-def expert_split(model: Model | str, bytes_per_param: Any = 2) -> ExpertSplit:
-    """Split a MoE model's weights into shared and routed-expert bytes.
+def expert_split(model: Model | str, bytes_per_param: Any = None) -> ExpertSplit:
+    """Split a MoE model's weights into shared and routed-expert bytes, stored at ``bytes_per_param`` (None: the
+    model's checkpoint precision, per tensor group; or one precision, or a per-group mapping).
 
     Examples
     --------
     >>> s = expert_split("Qwen3-30B-A3B")
     >>> round(s.total.to("GB").m, 2), round(s.shared.to("GB").m, 2), round(s.experts.to("GB").m, 2)
     (61.06, 3.08, 57.98)
+    >>> s = expert_split("gpt-oss-120b")  # the checkpoint: MXFP4 experts, BF16 attention and embeddings
+    >>> round(s.shared.to("GB").m, 2), round(s.experts.to("GB").m, 2)
+    (4.68, 60.91)
     """
     m = model if isinstance(model, Model) else models[model]
     if not m.is_moe:
         raise InputError(f"{m.name} is a dense model: every weight is read at every step.")
+    if isinstance(weight_split_si(m, bytes_per_param), tuple):  # tensor groups at different precisions
+        shared, experts = (quantity(x, BYTE) for x in weight_parts_si(m, bytes_per_param))
+        return ExpertSplit(
+            model=m.name,
+            total=to(shared + experts, "GB"),
+            shared=to(shared, "GB"),
+            experts=to(experts, "GB"),
+            active=to(shared + experts * (m.experts_per_token / m.experts), "GB"),
+        )
     total = to(weight_bytes(m, bytes_per_param), "GB")
     per = over(total, m.params)  # pint's arithmetic, on the magnitudes (llmcourse.arith)
     return ExpertSplit(

@@ -61,12 +61,16 @@ def _gpu(gpu: GPU | str) -> GPU:
 
 
 def _roofs(
-    gpu: GPU | str, assumptions: Assumptions | str | None, compute_precision: str | None, weight_bytes: Any
+    gpu: GPU | str,
+    assumptions: Assumptions | str | None,
+    compute_precision: str | None,
+    weight_bytes: Any,
+    model: Model | None = None,
 ) -> tuple[GPU, Assumptions, str]:
-    """The GPU, the assumptions and the matmul precision."""
+    """The GPU, the assumptions and the matmul precision (of ``model``'s checkpoint where ``weight_bytes`` is None)."""
     g = _gpu(gpu)
     a = resolve(assumptions)
-    return g, a, compute_precision or matmul_precision(weight_bytes, g, a)
+    return g, a, compute_precision or matmul_precision(weight_bytes, g, a, model)
 
 
 @checked
@@ -203,7 +207,7 @@ def prefill_point(model: Model | str, gpu: GPU | str, prompt_tokens: float, **kw
     """
     m = _model(model)
     p = prefill(m, gpu, prompt_tokens, **kwargs)
-    w = _weight_bytes(m, kwargs.get("weight_bytes", 2))
+    w = _weight_bytes(m, kwargs.get("weight_bytes"))
     return RooflinePoint(f"prefill, {prompt_tokens:,.0f} tokens", to(p.flops, "GFLOP"), to(w, "GB"), p.time)
 
 
@@ -242,7 +246,7 @@ def crossover_batch(
     context_tokens: float,
     attention_flops: bool | None = None,
     n_gpus: int = 1,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     kv_bytes: Any = 2,
     compute_precision: str | None = None,
     assumptions: Assumptions | str | None = None,
@@ -257,7 +261,7 @@ def crossover_batch(
     iterated to a fixed point.
     """
     m = _model(model)
-    g, a, precision = _roofs(gpu, assumptions, compute_precision, weight_bytes)
+    g, a, precision = _roofs(gpu, assumptions, compute_precision, weight_bytes, m)
     kv = kv_bytes_per_sequence(m, context_tokens, kv_bytes)
     f_tok = decode_flops_per_token(m, context_tokens, attention_flops=attention_flops, assumptions=a)
     args = dict(
@@ -317,7 +321,7 @@ def weight_read_ceiling(
     *,
     batch: int = 1,
     n_gpus: int = 1,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     assumptions: Assumptions | str | None = None,
 ) -> WeightCeiling:
     """Speed if a decode step only read the weights (no KV cache, no compute limit): the ceiling

@@ -176,7 +176,7 @@ def request_cycle(
     answer_tokens: float,
     price_per_hour: Any = None,
     n_gpus: int = 1,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     kv_bytes: Any = 2,
     assumptions: Assumptions | str | None = None,
 ) -> RequestCycle:
@@ -279,7 +279,7 @@ def serving_plan(
     n_gpus: int,
     context_tokens: float,
     *,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     kv_bytes: Any = 2,
     prompt_tokens: float | None = None,
     price_per_hour: Any = None,
@@ -464,7 +464,7 @@ def prefill_pool(
     model: Model | str,
     gpu: GPU | str,
     *,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     assumptions: Assumptions | str | None = None,
 ) -> PrefillPool:
     """FLOP/s to prefill a stream of prompt tokens (``flops_per_param`` per active parameter) and
@@ -485,7 +485,7 @@ def prefill_pool(
     )
     n = F["gpus_for_compute"](
         compute_rate=rate,
-        peak_flops=g.peak_flops(matmul_precision(weight_bytes, g, a)),
+        peak_flops=g.peak_flops(matmul_precision(weight_bytes, g, a, m)),
         compute_efficiency=a.compute_efficiency,
     )
     return PrefillPool(compute_rate=to(rate, PFLOP_S), gpus=int(n.m))

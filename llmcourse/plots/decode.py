@@ -22,14 +22,14 @@ def roofline(
     context_tokens: float = 2_304,
     batches: tuple[int, ...] = (1, 64),
     prompt_tokens: float = 2_048,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     assumptions: Assumptions | str | None = None,
 ) -> Any:
     """Attainable FLOP/s against arithmetic intensity at the efficiencies of ``assumptions`` (the
     course's by default), with decode steps at ``batches`` and one prefill of ``prompt_tokens``
     marked where they sit."""
     a = resolve(assumptions)
-    eff = dict(compute_precision=matmul_precision(weight_bytes, gpu, a), assumptions=a)
+    eff = dict(compute_precision=matmul_precision(weight_bytes, gpu, a, model), assumptions=a)
     _fig, ax = new_figure()
     xs = np.logspace(-1, 4.2, 200)
     ys = [attainable_flops(gpu, Q_(x, "FLOP/B"), **eff).to("TFLOP/s").m for x in xs]

@@ -10,7 +10,7 @@ from llmcourse.replica.memory import max_batch
 __all__ = ["batch_vs_gpus"]
 
 
-def batch_vs_gpus(model: str, gpu: str, *, context_tokens: float, weight_bytes: Any = 2, max_gpus: int = 8) -> Any:
+def batch_vs_gpus(model: str, gpu: str, *, context_tokens: float, weight_bytes: Any = None, max_gpus: int = 8) -> Any:
     """Conversations that fit against the number of GPUs; marks two GPUs."""
     ns = list(range(1, max_gpus + 1))
     batches = [max_batch(model, gpu, context_tokens, n_gpus=n, weight_bytes=weight_bytes) for n in ns]

@@ -19,7 +19,7 @@ def batch_vs_context(
     gpu: str = "H100 SXM",
     *,
     n_gpus: int = 1,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     min_context: int = 256,
     max_context: int = 131_072,
     mark: tuple[Any, int] | None = None,

@@ -20,7 +20,7 @@ def ttft_vs_prompt(
     *,
     max_tokens: int = 32_768,
     mark: int = 2_048,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     assumptions: Assumptions | str | None = None,
 ) -> Any:
     """Prefill time of one prompt against its length, with and without the causal attention term,
@@ -37,7 +37,7 @@ def ttft_vs_prompt(
     mark_point(ax, mark, y, f"{mark:,} tokens: {y:.0f} ms")
     ax.set_xlabel("prompt tokens")
     ax.set_ylabel("time to first token (ms)")
-    peak = matmul_precision(weight_bytes, gpu, a).upper()
+    peak = matmul_precision(weight_bytes, gpu, a, model).upper()
     ax.set_title(f"{model} on {gpu}, one prompt, {a.compute_efficiency:.0%} of the {peak} peak")
     ax.legend(fontsize=8)
     return ax

@@ -22,10 +22,12 @@ Workload(prompt_tokens=2000, answer_tokens=300, context_tokens=None, cached_prom
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from llmcourse.catalog import GPU, Model, gpus, models
+from llmcourse.catalog.precision import precisions_text
 from llmcourse.replica.scheduler import Scheduler, engine_name, scheduler_of
 
 if TYPE_CHECKING:
@@ -40,8 +42,10 @@ class Deployment:
     """A model on GPUs: ``tensor_parallel`` GPUs per group, ``data_parallel`` attention groups, ``pipeline_parallel``
     stages, the experts of a MoE model split over ``expert_parallel`` GPUs (None: over all of them), collectives on
     ``link`` (None: the GPU's own), weights and KV cache stored at ``weight_bytes`` and ``kv_bytes`` per value (a
-    precision name, a number of bytes, or a byte quantity), and ``speculation`` (a
-    :class:`~llmcourse.replica.speculative.Speculation`; None: the assumptions' own, off in every preset), under
+    precision name, a number of bytes, or a byte quantity; ``weight_bytes`` None: the model's checkpoint precision,
+    per tensor group, or a per-group mapping such as ``{"experts": "nvfp4", "other": "bf16"}``, kept as text), and
+    ``speculation`` (a :class:`~llmcourse.replica.speculative.Speculation`; None: the assumptions' own, off in every
+    preset), under
     ``engine`` (``"vLLM"`` by default, ``"SGLang"``, ``"TensorRT-LLM"``, ``"llama.cpp"``; an unknown name gets "did
     you mean") with its scheduler settings: ``max_batched_tokens`` (the tokens one step may carry, prompt chunks and
     decode tokens together), ``mixed_prefill`` (prompt chunks ride in the decode steps, or run as prefill batches of
@@ -58,7 +62,7 @@ class Deployment:
     data_parallel: int = 1
     expert_parallel: int | None = None
     link: Link | str | None = None
-    weight_bytes: Any = 2
+    weight_bytes: Any = None
     kv_bytes: Any = 2
     speculation: Speculation | None = None
     engine: str | None = None
@@ -71,6 +75,8 @@ class Deployment:
             object.__setattr__(self, "model", models[self.model])  # an unknown name: "did you mean"
         if not isinstance(self.gpu, GPU):
             object.__setattr__(self, "gpu", gpus[self.gpu])
+        if isinstance(self.weight_bytes, Mapping):  # per tensor group: as text, a key of the kept set-ups
+            object.__setattr__(self, "weight_bytes", precisions_text(self.weight_bytes))
         object.__setattr__(self, "engine", engine_name(self.engine))  # None: the default engine, said by name
         self.scheduler  # noqa: B018  (the settings checked here, each refused by its field's name)
 

@@ -11,6 +11,7 @@ import pint
 
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model
+from llmcourse.catalog.precision import group_precisions, param_groups, per_group
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
@@ -19,6 +20,7 @@ from llmcourse.replica.base import B, bytes_of, gpu_of, model_of
 from llmcourse.replica.deployment import Deployment
 from llmcourse.replica.parallel import Layout, layout
 from llmcourse.units import (
+    BYTE,
     GB,
     GIB,
     Q_,
@@ -197,13 +199,57 @@ def bytes_si(value: Any, name: str) -> float:
     return si(bytes_of(value, name), "kv_bytes")
 
 
+def weight_split_si(m: Model, weight_bytes: Any) -> float | tuple[float, float]:
+    """Bytes per weight (a plain float) where every weight of ``m`` is stored at one precision; else, for a checkpoint
+    whose tensor groups differ (``weight_bytes`` None: the model's own, :attr:`Model.checkpoint`; or a per-group
+    mapping), the bytes of the weights every token uses (all but the routed experts) and of the routed experts:
+    each group's parameters (:func:`llmcourse.catalog.precision.param_groups`) at its bytes per value."""
+    if not per_group(weight_bytes):
+        return bytes_si(weight_bytes, "weight_bytes")
+    names = group_precisions(m, weight_bytes)
+    per = {g: bytes_si(v, "weight_bytes") for g, v in names.items()}
+    if len(set(per.values())) == 1:
+        return per["experts"]
+    params = param_groups(m)
+    sized = {g: F["weight_bytes"].value(params=params[g], weight_bytes_per_param=per[g]) if params[g] else 0.0
+             for g in per}  # fmt: skip
+    return sum(v for g, v in sized.items() if g != "experts"), sized["experts"]
+
+
+def weight_parts_si(m: Model, weight_bytes: Any) -> tuple[float, float]:
+    """(bytes of all but the routed experts, bytes of the routed experts) of ``m``'s weights at ``weight_bytes``
+    (:func:`weight_split_si`), as plain floats."""
+    split = weight_split_si(m, weight_bytes)
+    if isinstance(split, tuple):
+        return split
+    shared = F["weight_bytes"].value(params=m.params - m.expert_params, weight_bytes_per_param=split)
+    return shared, F["weight_bytes"].value(params=m.expert_params, weight_bytes_per_param=split)
+
+
 def weights_si(m: Model, weight_bytes: Any) -> float:
     """:func:`weight_bytes` in bytes, as a plain float."""
-    return F["weight_bytes"].value(params=m.params, weight_bytes_per_param=bytes_si(weight_bytes, "bytes_per_param"))
+    split = weight_split_si(m, weight_bytes)
+    if isinstance(split, tuple):
+        return split[0] + split[1]
+    return F["weight_bytes"].value(params=m.params, weight_bytes_per_param=split)
 
 
-def weights_read_si(m: Model, batch: float, wpp: float) -> float:
-    """:func:`weights_read_per_step` in bytes, as a plain float, for ``wpp`` bytes per weight."""
+def weights_read_si(m: Model, batch: float, wpp: float | tuple[float, float]) -> float:
+    """:func:`weights_read_per_step` in bytes, as a plain float, for ``wpp`` bytes per weight, or (a checkpoint whose
+    groups differ) ``wpp`` = :func:`weight_split_si`'s bytes of the shared weights and of the routed experts: the MoE
+    formula counting bytes (one byte per "parameter") instead of parameters."""
+    if isinstance(wpp, tuple):
+        shared, experts = wpp
+        if not m.is_moe:
+            return shared + experts
+        return F["moe_bytes_read"].value(
+            weight_bytes_per_param=1.0,
+            params=shared + experts,
+            expert_params=experts,
+            experts_per_token=m.experts_per_token,
+            experts=m.experts,
+            batch=batch,
+        )
     if not m.is_moe:
         return F["weight_bytes"].value(params=m.params, weight_bytes_per_param=wpp)
     return F["moe_bytes_read"].value(
@@ -284,8 +330,13 @@ def check_weights_fit(m: Model, g: GPU, weight_bytes: Any, gpus_: float, name: s
 
 # --- memory ---------------------------------------------------------------------------------
 @checked
-def weight_bytes(model: Model | str, bytes_per_param: Any = 2) -> pint.Quantity:
-    """Bytes of a model's weights: parameters x bytes per parameter.
+def weight_bytes(model: Model | str, bytes_per_param: Any = None) -> pint.Quantity:
+    """Bytes of a model's weights: parameters x bytes per parameter, at the model's checkpoint precision by default
+    (``bytes_per_param=None``: :attr:`Model.checkpoint`, per tensor group: gpt-oss's experts in MXFP4, 4.25 bits
+    with their scales, and the rest in BF16; DeepSeek-V3's FP8 in 128 x 128 blocks with their FP32 scales, and its
+    embeddings in BF16). One precision (``"fp8"``, ``2``, ``Q_(1, "B")``) stores every weight at it; a per-group
+    mapping (``{"experts": "nvfp4", "other": "bf16"}``, or the text ``"experts=nvfp4 other=bf16"``) stores the groups
+    it names at theirs (``other``: the groups not named; without it, those keep the checkpoint's).
 
     Examples
     --------
@@ -293,8 +344,17 @@ def weight_bytes(model: Model | str, bytes_per_param: Any = 2) -> pint.Quantity:
     <Quantity(16.06, 'gigabyte')>
     >>> weight_bytes("Qwen2.5-72B", "fp8").to(GB)
     <Quantity(72.7, 'gigabyte')>
+    >>> round(weight_bytes("gpt-oss-120b").to(GB).m, 1), round(weight_bytes("gpt-oss-120b", "bf16").to(GB).m)
+    (65.6, 234)
+    >>> round(weight_bytes("gpt-oss-120b", {"experts": "nvfp4"}).to(GB).m, 1)
+    69.2
     """
     m = model_of(model)
+    if per_group(bytes_per_param):
+        split = weight_split_si(m, bytes_per_param)
+        if isinstance(split, tuple):
+            return quantity(split[0] + split[1], BYTE)
+        return F["weight_bytes"](params=m.params, weight_bytes_per_param=quantity(split, BYTE))
     return F["weight_bytes"](params=m.params, weight_bytes_per_param=bytes_of(bytes_per_param, "bytes_per_param"))
 
 
@@ -401,7 +461,7 @@ def max_batch(
     context_tokens: float,
     *,
     n_gpus: int = 1,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     kv_bytes: Any = 2,
     assumptions: Assumptions | str | None = None,
 ) -> int:
@@ -424,7 +484,7 @@ def max_batch(
 
 @checked
 def gpus_for_weights(
-    model: Model | str, gpu: GPU | str, weight_bytes: Any = 2, assumptions: Any = None, *, power_of_two: bool = True
+    model: Model | str, gpu: GPU | str, weight_bytes: Any = None, assumptions: Any = None, *, power_of_two: bool = True
 ) -> int:
     """The tensor-parallel degree a model's weights need: the fewest GPUs, rounded up to a power of
     two (tensor parallelism splits attention heads, so engines take 1, 2, 4 or 8), whose usable

@@ -15,6 +15,7 @@ import pint
 from llmcourse.arith import over, times
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model
+from llmcourse.catalog.precision import precision_label
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, check_value, checked
@@ -32,12 +33,12 @@ from llmcourse.replica.base import (
 from llmcourse.replica.deployment import Deployment, Workload
 from llmcourse.replica.memory import (
     admission_si,
-    bytes_si,
     check_weights_fit,
     gpus_for_weights,
     kv_copies_si,
     kv_sequence_si,
     usable_si,
+    weight_parts_si,
     weights_si,
 )
 from llmcourse.replica.parallel import Layout, layout
@@ -88,6 +89,8 @@ class Replica:
     batch: int
     context_tokens: float
     matmul: str = "bf16"
+    #: How the weights are stored: each tensor group's precision, "(the checkpoint's)" when none was given.
+    weight_precision: str | None = None
     prompt_tokens: float | None = None
     answer_tokens: float | None = None
     kv_read_tokens: float | None = None
@@ -261,7 +264,7 @@ def replica(
     prompt_tokens: float | None = None,
     answer_tokens: float | None = None,
     context_tokens: float | None = None,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     kv_bytes: Any = 2,
     price_per_hour: Any = None,
     assumptions: Assumptions | str | None = None,
@@ -359,7 +362,7 @@ def replica_setup(
     prompt_tokens: float | None = None,
     answer_tokens: float | None = None,
     context_tokens: float | None = None,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     kv_bytes: Any = 2,
     price_per_hour: Any = None,
     assumptions: Assumptions | str | None = None,
@@ -472,8 +475,8 @@ class ReplicaSetup(_Shared):
             model=m.name, gpu=g.name, tensor_parallel=lay.tensor_parallel, assumptions=a,
             weights=quantity(w * BYTES_TO_GB, GB._units), usable_memory=quantity(mem * BYTES_TO_GB, GB._units),
             kv_per_sequence=quantity(kv_seq * BYTES_TO_GB, GB._units), max_batch=top, context_tokens=final,
-            matmul=matmul_precision(d.weight_bytes, g, a), spec=m, prompt_tokens=p, answer_tokens=ans,
-            price_per_hour=price, layout=lay, engine=d.engine,
+            matmul=matmul_precision(d.weight_bytes, g, a, m), weight_precision=precision_label(m, d.weight_bytes),
+            spec=m, prompt_tokens=p, answer_tokens=ans, price_per_hour=price, layout=lay, engine=d.engine,
         ))  # fmt: skip
         cached = workload.cached_prompt_tokens
         if cached:  # checked under plan()'s name (the prefill checks it again as its cached_tokens)
@@ -718,9 +721,7 @@ def _memory_si(d: Deployment, lay: Layout, a: Assumptions, final: float) -> tupl
     m, g = d.model, d.gpu
     w = weights_si(m, d.weight_bytes)
     if lay.data_parallel > 1:  # each attention group holds everything but the experts
-        w_exp = F["weight_bytes"].value(
-            params=m.expert_params, weight_bytes_per_param=bytes_si(d.weight_bytes, "weight_bytes")
-        )
+        w_exp = weight_parts_si(m, d.weight_bytes)[1]
         w = F["dp_weights_held"].value(weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
     mem = usable_si(g, check_value(lay.n_gpus, SYMBOLS["n_gpus"], "n_gpus"), a, w)
     kv_seq = kv_sequence_si(m, final, d.kv_bytes, kv_copies_si(m, lay.tensor_parallel, a))  # every copy held
@@ -832,7 +833,7 @@ def speculative_replica(model: Model | str, gpu: GPU | str, speculation: Specula
     def plain_at(batch: int | None) -> Replica:
         return replica(m, g, **(kw | {"batch": batch}))
 
-    return _speculative(plain_at, m, g, spec, kw.get("batch"), kw.get("weight_bytes", 2), kw.get("kv_bytes", 2))
+    return _speculative(plain_at, m, g, spec, kw.get("batch"), kw.get("weight_bytes"), kw.get("kv_bytes", 2))
 
 
 def _speculative(

@@ -54,7 +54,7 @@ def prefill(
     *,
     prompts: int = 1,
     n_gpus: int = 1,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     attention: bool | None = None,
     compute_precision: str | None = None,
     cached_tokens: float = 0,
@@ -88,7 +88,7 @@ def prefill(
     check_positions(d.model, prompt_tokens, "prompt_tokens")
     lay = fitted_layout(d, assumptions)
     a = replaced(resolve(assumptions), prefill_attention=attention)
-    precision = compute_precision or matmul_precision(weight_bytes, d.gpu, a)
+    precision = compute_precision or matmul_precision(weight_bytes, d.gpu, a, d.model)
     return prefiller(d, lay, a, prompt_tokens, cached_tokens, precision)(prompts)
 
 

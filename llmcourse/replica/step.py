@@ -12,6 +12,7 @@ import pint
 
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model, bytes_per_value
+from llmcourse.catalog.precision import compute_of, group_precisions, param_groups, per_group
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
@@ -28,10 +29,18 @@ from llmcourse.replica.base import (
     replaced,
 )
 from llmcourse.replica.deployment import Deployment, Workload
-from llmcourse.replica.memory import bytes_si, fitted_layout, kv_copies_si, kv_read_sequence_si, weights_read_si
+from llmcourse.replica.memory import (
+    fitted_layout,
+    kv_copies_si,
+    kv_read_sequence_si,
+    weight_parts_si,
+    weight_split_si,
+    weights_read_si,
+)
 from llmcourse.replica.parallel import Layout, comm_seconds_of, send_seconds
 from llmcourse.replica.setups import keep_set_up, kept_set_up, set_up_key
 from llmcourse.units import (
+    BYTE,
     GB,
     GFLOP,
     MS,
@@ -107,9 +116,10 @@ class EngineStep:
 
 
 @checked
-def weights_read_per_step(model: Model | str, batch: int = 1, weight_bytes: Any = 2) -> pint.Quantity:
+def weights_read_per_step(model: Model | str, batch: int = 1, weight_bytes: Any = None) -> pint.Quantity:
     """Weight bytes one decode step reads: all of them for a dense model; for a MoE model the
-    shared weights plus the expected fraction of experts that ``batch`` tokens touch.
+    shared weights plus the expected fraction of experts that ``batch`` tokens touch. The weights are
+    stored at ``weight_bytes`` (None: the model's checkpoint precision, per tensor group).
 
     Examples
     --------
@@ -117,8 +127,12 @@ def weights_read_per_step(model: Model | str, batch: int = 1, weight_bytes: Any 
     <Quantity(16.06, 'gigabyte')>
     >>> round(weights_read_per_step("Qwen3-30B-A3B", 1).to(GB).m, 2)
     6.7
+    >>> round(weights_read_per_step("gpt-oss-120b", 1).to(GB).m, 2)  # 4 of 128 MXFP4 experts, the rest BF16
+    6.58
     """
     m = model_of(model)
+    if per_group(weight_bytes):
+        return quantity(weights_read_si(m, batch, weight_split_si(m, weight_bytes)), BYTE)
     b = bytes_of(weight_bytes, "weight_bytes")
     n = batch
     if not m.is_moe:
@@ -134,10 +148,29 @@ def weights_read_per_step(model: Model | str, batch: int = 1, weight_bytes: Any 
 
 
 @checked
-def matmul_precision(weight_bytes: Any, gpu: GPU | str, assumptions: Assumptions | str | None = None) -> str:
-    """The precision the matrix multiplications run at, by the assumptions' ``matmul_precision``
-    rule: ``"weights"`` runs FP8 (1-byte) weights at FP8 and FP4 (half-byte) weights at FP4 where
-    the GPU has a peak FLOP/s figure for it, else BF16; ``"bf16"`` always runs BF16.
+def matmul_precision(
+    weight_bytes: Any, gpu: GPU | str, assumptions: Assumptions | str | None = None, model: Model | str | None = None
+) -> str:
+    """The precision the matrix multiplications run at, by the assumptions' ``matmul_precision`` rule: ``"bf16"``
+    always runs BF16; ``"weights"`` runs each format at the precision its kernels multiply in
+    (:attr:`llmcourse.catalog.precision.Precision.compute`) where the GPU has a peak FLOP/s figure for it, else BF16:
+
+    - FP8 (W8A8; DeepSeek's 128 x 128 blocks too) at the FP8 peak (Hopper and later): vLLM's ``Fp8LinearMethod``
+      and TensorRT-LLM's FP8 recipes quantize the activations to FP8;
+    - NVFP4 (W4A4, and the bare ``"fp4"``) at the FP4 peak (Blackwell): TensorRT-LLM's NVFP4 recipe and vLLM's
+      ``ModelOptNvFp4`` / compressed-tensors W4A4 quantize the activations to FP4; on a GPU without an FP4 peak vLLM
+      falls back to weight-only FP4 (Marlin), at BF16;
+    - weight-only formats at BF16: INT8 (W8A16), INT4, W4A16 (GPTQ, AWQ: vLLM's Marlin kernels widen each weight to
+      16 bits), and MXFP4 as engines run gpt-oss by default: vLLM's ``Mxfp4MoEMethod`` multiplies BF16 activations
+      on Hopper (triton_kernels ``matmul_ogs`` or Marlin) and on Blackwell (FlashInfer's TRT-LLM MoE,
+      ``SM100_FI_MXFP4_BF16``; MXFP8 activations only with ``VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1``).
+      TensorRT-LLM runs gpt-oss with MXFP8 activations on Blackwell (its TRTLLM MoE backend): that is
+      ``compute_precision="fp8"``, given outright.
+
+    A number of bytes is read as FP8 at 1 byte, else as 16-bit arithmetic. A checkpoint whose groups differ
+    (``weight_bytes`` None: ``model``'s own; or a per-group mapping) multiplies at the precision of the group holding
+    most of a token's matmul parameters (the routed experts at ``experts_per_token / experts`` of theirs; the
+    embeddings are a look-up, not a matmul): gpt-oss's experts (MXFP4: BF16), DeepSeek-V3's FP8.
 
     Examples
     --------
@@ -147,15 +180,22 @@ def matmul_precision(weight_bytes: Any, gpu: GPU | str, assumptions: Assumptions
     ('fp4', 'bf16')
     >>> matmul_precision("int4", "B200"), matmul_precision(1, "H100 SXM")  # INT4 is weight-only: BF16 matmuls
     ('bf16', 'fp8')
+    >>> matmul_precision("nvfp4", "B200"), matmul_precision("nvfp4", "H100 SXM"), matmul_precision("mxfp4", "B200")
+    ('fp4', 'bf16', 'bf16')
+    >>> matmul_precision(None, "B200", model="gpt-oss-120b"), matmul_precision(None, "B200", model="DeepSeek-V3")
+    ('bf16', 'fp8')
     """
     g = gpu_of(gpu)
+    if per_group(weight_bytes):
+        if model is None:
+            raise InputError(
+                f"matmul_precision: weight_bytes={weight_bytes!r} reads a model's tensor groups: give model= as well."
+            )
+        weight_bytes = _largest_matmul_group(model_of(model), weight_bytes)
     if resolve(assumptions).matmul_precision == "bf16":
         return "bf16"
     if isinstance(weight_bytes, str):
-        # by name: integer formats are weight-only (W8A16, W4A16): widened to 16 bits to multiply
-        name = weight_bytes.lower()
-        bytes_of(name, "weight_bytes")  # an unknown name is refused here
-        wanted = {"fp8": "fp8", "fp4": "fp4"}.get(name, "bf16")
+        wanted = compute_of(weight_bytes)  # an unknown name is refused here, with "did you mean"
     else:  # a number of bytes: 1 byte is read as FP8, anything else as 16-bit arithmetic
         wanted = "fp8" if bytes_of(weight_bytes, "weight_bytes").m == bytes_per_value("fp8") else "bf16"
     if wanted == "fp8" and g.fp8_flops is not None:
@@ -165,17 +205,39 @@ def matmul_precision(weight_bytes: Any, gpu: GPU | str, assumptions: Assumptions
     return "bf16"
 
 
-def _four_bit(weight_bytes: Any) -> bool:
-    """4-bit weights: FP4, INT4, MXFP4, or a number of bytes per weight under 0.75 (half a byte plus
-    its group scales, e.g. 0.53 B for INT4 with a 16-bit scale per 64 weights)."""
+def _largest_matmul_group(m: Model, weight_bytes: Any) -> Any:
+    """The precision of the tensor group of ``m`` (stored at the per-group ``weight_bytes``) holding most of a token's
+    matmul parameters: the routed experts count ``experts_per_token / experts`` of theirs, the embeddings none."""
+    names = group_precisions(m, weight_bytes)
+    if len(set(map(repr, names.values()))) == 1:
+        return names["experts"]
+    params = param_groups(m)
+    if m.is_moe:
+        params["experts"] *= m.experts_per_token / m.experts
+    params["embeddings"] = 0.0
+    return names[max(params, key=params.__getitem__)]
+
+
+def _four_bit(weight_bytes: Any, m: Model | None = None) -> bool:
+    """4-bit weights: FP4, INT4, MXFP4, NVFP4, W4A16, or a number of bytes per weight under 0.75 (half a byte plus
+    its group scales, e.g. 0.53 B for INT4 with a 16-bit scale per 64 weights). A checkpoint whose groups differ:
+    the group holding most of its bytes (gpt-oss's and Kimi-K2.5's experts)."""
+    if per_group(weight_bytes):
+        if m is None:
+            return False
+        names = group_precisions(m, weight_bytes)
+        if len(set(map(repr, names.values()))) == 1:
+            return _four_bit(names["experts"])
+        sizes = {g: p * bytes_of(names[g], "weight_bytes").m for g, p in param_groups(m).items()}
+        weight_bytes = names[max(sizes, key=sizes.__getitem__)]
     if isinstance(weight_bytes, str):
         return bytes_per_value(weight_bytes.lower()) < 0.75
     return bytes_of(weight_bytes, "weight_bytes").m < 0.75
 
 
-def read_efficiency(weight_bytes: Any, a: Assumptions) -> float:
+def read_efficiency(weight_bytes: Any, a: Assumptions, model: Model | None = None) -> float:
     """The bandwidth efficiency a decode step reaches: the assumptions', times their 4-bit factor
-    for 4-bit weights.
+    for 4-bit weights (``weight_bytes`` per tensor group, or None for the checkpoint's: ``model``'s largest group).
 
     Examples
     --------
@@ -184,7 +246,7 @@ def read_efficiency(weight_bytes: Any, a: Assumptions) -> float:
     >>> read_efficiency("fp8", a), round(read_efficiency("int4", a), 2)
     (0.7, 0.42)
     """
-    return a.bandwidth_efficiency * (a.four_bit_bandwidth_factor if _four_bit(weight_bytes) else 1.0)
+    return a.bandwidth_efficiency * (a.four_bit_bandwidth_factor if _four_bit(weight_bytes, model) else 1.0)
 
 
 @checked
@@ -195,7 +257,7 @@ def decode_step(
     batch: int = 1,
     context_tokens: float,
     n_gpus: int = 1,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     kv_bytes: Any = 2,
     attention_flops: bool | None = None,
     compute_precision: str | None = None,
@@ -244,7 +306,7 @@ def _decode_inputs(
     check_positions(d.model, context_tokens, "context_tokens")
     lay = fitted_layout(d, assumptions)
     a = replaced(resolve(assumptions), decode_attention_flops=attention_flops)
-    precision = compute_precision or matmul_precision(d.weight_bytes, d.gpu, a)
+    precision = compute_precision or matmul_precision(d.weight_bytes, d.gpu, a, d.model)
     return lay, a, precision
 
 
@@ -255,7 +317,7 @@ def _decoder_of(
     *,
     context_tokens: float,
     n_gpus: int = 1,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     kv_bytes: Any = 2,
     assumptions: Assumptions | str | None = None,
     data_parallel: int = 1,
@@ -291,7 +353,7 @@ def decode_steps(
     *,
     context_tokens: float,
     n_gpus: int = 1,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     kv_bytes: Any = 2,
     assumptions: Assumptions | str | None = None,
     data_parallel: int = 1,
@@ -352,7 +414,7 @@ class _Decoder:
         self.lay, self.a = lay, a
         gpus_, dp = self.gpus, self.dp = lay.tensor_parallel, lay.data_parallel
         self.pp = lay.pipeline_parallel
-        wpp = self.wpp = bytes_si(d.weight_bytes, "weight_bytes")
+        wpp = self.wpp = weight_split_si(m, d.weight_bytes)
         w_dense = None if m.is_moe else weights_read_si(m, 1, wpp)  # a dense model reads all its weights, any batch
         kv_seq = kv_read_sequence_si(m, ctx, d.kv_bytes, kv_copies_si(m, gpus_, a))  # every copy is read
         per_param = a.flops_per_param
@@ -362,9 +424,7 @@ class _Decoder:
             f_att = decode_attention_flops_si(m, ctx, per_param)  # by layer type
         self.shared = None
         if dp > 1:  # one attention group's share: its own sequences, the whole attention, 1/D of the experts
-            shared = self.shared = F["weight_bytes"].value(
-                params=m.params - m.expert_params, weight_bytes_per_param=wpp
-            )
+            shared = self.shared = weight_parts_si(m, d.weight_bytes)[0]
             if w_dense is not None:
                 w_dense = F["dp_bytes_read"].value(
                     bytes_read=w_dense, expert_bytes_read=w_dense - shared, data_parallel=dp
@@ -374,7 +434,7 @@ class _Decoder:
             if f_att > 0:
                 f_att = F["dp_flops_per_token"].value(flops_per_token=f_att, data_parallel=dp)
         self.w_dense, self.kv_seq, self.f_mm, self.f_att = w_dense, kv_seq, f_mm, f_att
-        self.bandwidth, self.eta_b = si(g.bandwidth, "bandwidth"), read_efficiency(d.weight_bytes, a)
+        self.bandwidth, self.eta_b = si(g.bandwidth, "bandwidth"), read_efficiency(d.weight_bytes, a, m)
         self.peak, self.eta_f = si(g.peak_flops(precision), "peak_flops"), a.compute_efficiency
         self.f_tok = f_mm + f_att
         self.comm_of = comm_seconds_of(m, lay, a)  # comm_seconds(m, lay, ., a)

@@ -175,7 +175,7 @@ def build_replica(
     prompt_tokens: float,
     answer_tokens: float,
     n_gpus: int = 1,
-    weight_bytes: Any = 2,
+    weight_bytes: Any = None,
     kv_bytes: Any = 2,
     batch_cap: int = 256,
     assumptions: Assumptions | str | None = None,
