@@ -215,7 +215,10 @@ class Components:
     four times at efficiency 1 lets a fit try thousands of efficiency pairs without calling the
     replica model again; :meth:`value` agrees with :func:`predict` under the same assumptions
     (the tests check it). ``counts_prefill`` says whether a throughput row charges the prefill
-    (the cycle) or counts decode steps only.
+    (the cycle) or counts decode steps only. Under an engine's scheduler (the course's
+    ``prefill_schedule`` ``"engine"``) a throughput row is the engine's picture, as the replica model
+    gives it (:meth:`~llmcourse.replica.model.ReplicaSetup.engine_parts`): the steady mixed step's kernels
+    (``mixed_step``) and the requests it decodes, or the cycle with the batch's prefill in passes of its own.
     """
 
     id: str
@@ -229,6 +232,15 @@ class Components:
     step_overhead_ms: float = 0.0
     counts_prefill: bool = True
     prefill_extra_ms: float = 0.0
+    #: an engine that mixes prompt chunks into its decode steps (formula ``mixed_step_time``): its steady step's
+    #: kernels at 100% efficiency (as :attr:`LoadComponents.mixed_step`, the step's fixed time in the last) and the
+    #: requests a step decodes (formula ``decoding_batch``); a throughput row is then ``decoding`` tokens a step
+    mixed_step: tuple[float, ...] = ()
+    decoding: float = 0.0
+    #: an engine that runs prefill batches of their own: the forward passes of the batch's prefill (each the
+    #: prefill times above, plus the assumptions' step overhead ``pass_overhead_ms``); 0: one, no overhead
+    prefill_passes: int = 0
+    pass_overhead_ms: float = 0.0
 
     def __post_init__(self) -> None:
         times = (self.decode_memory_ms, self.decode_compute_ms, self.prefill_compute_ms, self.prefill_memory_ms)
@@ -253,6 +265,10 @@ class Components:
             return step
         if self.metric == "ttft_ms":
             return pre
+        if self.mixed_step:  # the engine's steady mixed step, its decoding requests' tokens each step
+            return _decode_throughput(self.decoding, _kernels_ms(self.mixed_step, eb, ef, 0.0) / 1000.0)
+        if self.prefill_passes:  # the batch's prompts in passes of their own, each paying the step overhead
+            pre = self.prefill_passes * (pre + self.pass_overhead_ms)
         if not self.counts_prefill:
             return _decode_throughput(self.batch, step / 1000.0)
         return throughput_s(self.batch, self.osl, step / 1000.0, pre / 1000.0)
@@ -281,8 +297,16 @@ def components(row: Measurement, *, assumptions: Assumptions | str | None = None
             f"components() splits a step into one memory and one compute time (step rule 'max'); assumptions "
             f"{a.name!r} use step rule {a.step_rule!r}: predict each efficiency pair with predict() instead."
         )
-    rep = _replica(row, a.replace(bandwidth_efficiency=1.0, compute_efficiency=1.0))
+    setup, rep = _setup_replica(row, a.replace(bandwidth_efficiency=1.0, compute_efficiency=1.0))
     s, pre = rep.step, rep.batch_prefill
+    engine: dict[str, Any] = {}
+    if row.metric == "output_tokens_per_s":  # a throughput row runs the engine's steps (an ITL or TTFT row: batch 1)
+        parts = setup.engine_parts(rep.batch)
+        if "step" in parts:  # prompt chunks in the decode steps: the steady mixed step, its fixed time included
+            engine = dict(mixed_step=_kernels(*parts["step"], 0.0), decoding=float(rep.engine_step.decoding))
+        elif parts:  # separate prefill batches: one pass's times, paid once a pass
+            pre = parts["pass"]
+            engine = dict(prefill_passes=parts["passes"], pass_overhead_ms=a.step_overhead_ms, counts_prefill=True)
     return Components(
         row.id,
         row.metric,
@@ -294,9 +318,10 @@ def components(row: Measurement, *, assumptions: Assumptions | str | None = None
         float(pre.memory_time.m_as(_MS)),
         # the fixed time the step adds (per-step overhead, all-reduces), as the replica model gives it
         step_overhead_ms=float((s.step_time - max(s.memory_time, s.compute_time)).m_as(_MS)),
-        counts_prefill=rep.counts_prefill,
+        counts_prefill=engine.pop("counts_prefill", rep.counts_prefill),
         # the fixed time a prefill adds (its collectives), as the replica model gives it
         prefill_extra_ms=float((pre.time - max(pre.compute_time, pre.memory_time)).m_as(_MS)),
+        **engine,
     )
 
 
@@ -611,6 +636,14 @@ class LoadComponents:
         return client_wave_share(self.separate_prefill, fitted)
 
 
+def _kernels(t: float, m: tuple[float, float], c: tuple[float, float], step_overhead_ms: float) -> tuple[float, ...]:
+    """A mixed step of :meth:`~llmcourse.replica.model.ReplicaSetup.engine_parts` (its time, its kernels' memory
+    times and compute times, in s) as kernels in ms: (matmuls' memory, their compute, attention's memory, its
+    compute, what else the step adds less ``step_overhead_ms``)."""
+    extra = t - max(m[0], c[0]) - max(m[1], c[1]) - step_overhead_ms * _MS_TO_S
+    return tuple(x * 1e3 for x in (m[0], c[0], m[1], c[1], extra))
+
+
 def _kernels_ms(k: tuple[float, ...], eb: float, ef: float, step_overhead_ms: float) -> float:
     """A mixed step's time (ms) from its kernels at 100% efficiency (:attr:`LoadComponents.mixed_step`)."""
     wm, wc, am, ac, extra = k
@@ -663,9 +696,7 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
     engine: dict[str, Any] = {}
 
     def kernels(t: float, m: tuple[float, float], c: tuple[float, float]) -> tuple[float, ...]:
-        """A mixed step's kernels in ms (matmuls' memory and compute, attention's), and what else it adds."""
-        extra = t - max(m[0], c[0]) - max(m[1], c[1]) - a.step_overhead_ms * _MS_TO_S
-        return tuple(x * 1e3 for x in (m[0], c[0], m[1], c[1], extra))
+        return _kernels(t, m, c, a.step_overhead_ms)
 
     if "step" in parts:  # an engine that mixes prompt chunks into its decode steps: the step is the mixed one
         engine = dict(
