@@ -320,7 +320,7 @@ def plan(
     >>> b = Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
     >>> p = plan("Llama-3.1-8B", "H100 SXM", b)
     >>> p.fits, p.meets_targets, p.bottleneck, p.gpus, p.batch
-    (True, True, 'KV reads', 2, 132)
+    (True, True, 'compute', 2, 132)
     >>> p.engine
     'vLLM (8,192 tokens a step, prompt chunks mixed into decode steps, at most 1,024 running)'
     >>> sg = plan("Llama-3.1-8B", "H100 SXM", b, engine="sglang")
@@ -569,9 +569,13 @@ def _plan_of(brief: Brief, price: pint.Quantity, got: _Planned, sizing: Percenti
         price=price,
         throughput=F["token_rate"](request_rate=brief.requests_per_second, tokens_per_request=brief.answer_tokens),
     )
-    bottleneck = (
-        "compute" if s.bound == "compute" else "KV reads" if greater(s.kv_read, s.weights_read) else "weight reads"
-    )
+    # what bounds the step the engine runs: its mixed step (prompt chunks beside the decode tokens), else the decode
+    # step's own (no engine's steps, or an engine that pauses decoding for prefill batches)
+    bottleneck = None if r.engine_step is None else r.engine_step.bound
+    if bottleneck is None:
+        bottleneck = (
+            "compute" if s.bound == "compute" else "KV reads" if greater(s.kv_read, s.weights_read) else "weight reads"
+        )
     return Plan(
         fits=True,
         reason="fits",

@@ -616,12 +616,8 @@ class ReplicaSetup(_Shared):
         sc, dec = self._sched, self._decoder()
         new = self._prompt - float(self.workload.cached_prompt_tokens)
         if sc.mixed_prefill:
-            n, c = self._engine_figures(b)[:2]
-            chunks = self._chunks_of(sc.token_budget - n)
-            att = sum(k * f for k, f, _ in chunks) / new
-            kv = c / new * sum(r for _, _, r in chunks)
             first = [dec.mixed(b - 1, k, f, r) for k, f, r in self._chunks_of(sc.token_budget - (b - 1))]
-            return {"step": dec.mixed(n, c, att, kv), "first": first}
+            return {"step": self._steady_step(b), "first": first}
         passes, first_passes = math.ceil(b * new / sc.token_budget), math.ceil(new / sc.token_budget)
         pre = self._prefiller()
         return {
@@ -630,6 +626,16 @@ class ReplicaSetup(_Shared):
             "first_passes": first_passes,
             "first_pass": pre(1 / first_passes),
         }
+
+    def _steady_step(self, b: int) -> tuple[float, tuple[float, float], tuple[float, float]]:
+        """The steady mixed step of a batch of ``b`` (an engine that mixes prompt chunks into its decode steps): its
+        time, its kernels' memory times and compute times, in seconds (the decoder's ``mixed``)."""
+        new = self._prompt - float(self.workload.cached_prompt_tokens)
+        n, c = self._engine_figures(b)[:2]
+        chunks = self._chunks_of(self._sched.token_budget - n)
+        att = sum(k * f for k, f, _ in chunks) / new
+        kv = c / new * sum(r for _, _, r in chunks)
+        return self._decoder().mixed(n, c, att, kv)
 
     def _chunks_of(self, room: float) -> list[tuple[float, float, float]]:
         """The prompt's chunks when a step leaves ``room`` tokens beside its decode tokens (at least 1)."""
@@ -646,13 +652,17 @@ class ReplicaSetup(_Shared):
         """The :class:`EngineStep` of a batch of ``b``, its times as quantities."""
         n, c, tpot, first, cycle, rate, alone = self._engine_figures(b)
         sc = self._sched
+        bound = None
+        if sc.mixed_prefill:  # what bounds the mixed step the engine runs: a kernel at its FLOPs, else the larger read
+            _, (wm, am), (wc, ac) = self._steady_step(b)
+            bound = "compute" if wc > wm or ac > am else "KV reads" if am > wm else "weight reads"
 
         def ms(t: float) -> pint.Quantity:
             return quantity(t * S_TO_MS, MS._units)
 
         return EngineStep(
             sc.engine, sc.mixed_prefill, sc.token_budget, n, c, ms(tpot), ms(first), quantity(rate, PER_S._units),
-            None if cycle is None else ms(cycle), ms(alone),
+            None if cycle is None else ms(cycle), ms(alone), bound,
         )  # fmt: skip
 
     __call__ = at

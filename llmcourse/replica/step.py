@@ -95,7 +95,9 @@ class EngineStep:
     (``time_per_token``), the time the prompt of a new request takes to its first token at this batch
     (``first_token_prefill``: its chunks, each a step shared with the others' decode tokens), the batch's prefill
     batches of one cycle (``cycle_prefill``: only for an engine that pauses decoding for them) and the output tokens
-    per second (``throughput``)."""
+    per second (``throughput``). ``bound`` names what bounds the mixed step the engine runs (``"compute"`` when a
+    kernel runs at its FLOPs, else ``"KV reads"`` or ``"weight reads"``, the larger); None for an engine that pauses
+    decoding for prefill batches (its decode steps are the decode step's own, :attr:`DecodeStep.bound`)."""
 
     engine: str
     mixed_prefill: bool
@@ -107,6 +109,7 @@ class EngineStep:
     throughput: pint.Quantity
     cycle_prefill: pint.Quantity | None = None
     decode_only: pint.Quantity | None = None
+    bound: str | None = None
 
     @property
     def prefill_share(self) -> float:
