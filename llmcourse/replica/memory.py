@@ -61,7 +61,7 @@ def admitted_batch_si(
     (20, 20)
     """
     static = max_batch_si(usable, weights, kv_final)
-    if static < 1:
+    if static < 1 or kv_mean <= 0:  # (a mean that underflows to 0 bytes: the batch at the final length)
         return static
     room, b = usable - weights, spreads * kv_growth / math.sqrt(12)
 

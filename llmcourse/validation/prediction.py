@@ -34,7 +34,7 @@ Examples
 >>> from llmcourse.validation import measurements
 >>> p = predict(measurements()[0])
 >>> p.batch, p.compute_precision
-(3812, 'fp8')
+(5056, 'fp8')
 """
 
 from __future__ import annotations
