@@ -835,7 +835,7 @@ def speculative_replica(model: Model | str, gpu: GPU | str, speculation: Specula
     >>> plain = replica("Llama-3.1-70B", "H100 SXM", **kw)
     >>> spec = speculative_replica("Llama-3.1-70B", "H100 SXM", Speculation("eagle head", 4, 0.7), **kw)
     >>> (plain.batch, round(plain.tokens_per_s_per_user.m)), (spec.batch, round(spec.tokens_per_s_per_user.m))
-    ((103, 13), (100, 13))
+    ((103, 13), (100, 15))
     """
     spec = speculation_of(speculation)
     m, g = model_of(model), gpu_of(gpu)
@@ -881,5 +881,8 @@ def _speculative(
         fields_ |= {f: getattr(base, f) for f in ("batch", "step", "first_prefill", "batch_prefill")}
     kv_ctx = base.kv_read_tokens  # the context the replica model reads each KV cache at
     s = speculative_cycle(m, g, spec, mem, batch=b, context_tokens=kv_ctx, tp=tp, weight_bytes=wb, kv_bytes=kvb, a=a)
-    fields_ |= dict(step=s.per_token_step(), reason="fits" if b <= mem.max_batch else mem.reason(b))
+    # the speculative cycle is the step: the plain replica's engine steps (no draft in them) are not carried over,
+    # and the KV held is the target's and the draft's, admitted as the plain replica's is
+    fields_ |= dict(step=s.per_token_step(), reason="fits" if b <= mem.max_batch else mem.reason(b),
+                    engine_step=None, kv_in_use=mem.kv_in_use(b))  # fmt: skip
     return SpeculativeReplica(**fields_, speculation=spec, speculative=s)

@@ -352,6 +352,21 @@ class SpeculativeMemory:
     max_batch: int
     plain_max_batch: int
     where: str
+    #: with admission "blocks": (a conversation's KV on average, what its answer adds), target and draft together,
+    #: in bytes, as :func:`~llmcourse.replica.memory.admission_si` admitted the batch on them; None: at the final length
+    admitted: tuple[float, float] | None = None
+    admission_spreads: float = 0.0
+
+    def kv_in_use(self, batch: int) -> pint.Quantity:
+        """The KV cache (target and draft) ``batch`` conversations hold: staggered (formula ``kv_in_use``) when
+        admitted on the blocks in use, else all at their final length."""
+        final = float(to(self.kv_per_sequence + self.draft_kv_per_sequence, BYTE).m)
+        if self.admitted is None:
+            return in_unit(batch * final, BYTE, GB)
+        mean, growth = self.admitted
+        held = F["kv_in_use"].value(batch=batch, kv_per_sequence=final, kv_mean=mean, kv_growth=growth,
+                                    admission_spreads=self.admission_spreads)  # fmt: skip
+        return in_unit(held, BYTE, GB)
 
     def draft_memory(self, batch: int) -> pint.Quantity:
         """The draft's weights plus the KV cache of ``batch`` sequences."""
@@ -441,15 +456,19 @@ def speculative_memory(
     def plain_at(t: float) -> float:
         return kv_sequence_si(m, t, kv_bytes, kv_copies_si(m, tp, a))
 
+    admitted = admission_si(a, usable, both, kv + kd, kv_at, prompt_tokens, answer)
+
     return SpeculativeMemory(
         weights=in_unit(w, BYTE, GB),
         draft_weights=in_unit(wd, BYTE, GB),
         kv_per_sequence=in_unit(kv, BYTE, GB),
         draft_kv_per_sequence=in_unit(kd, BYTE, GB),
         usable_memory=in_unit(usable, BYTE, GB),
-        max_batch=admission_si(a, usable, both, kv + kd, kv_at, prompt_tokens, answer)[0],
+        max_batch=admitted[0],
         plain_max_batch=admission_si(a, usable_si(g, tp, a, w), w, kv_plain, plain_at, prompt_tokens, answer)[0],
         where=_where(g, tp),
+        admitted=admitted[1],
+        admission_spreads=a.admission_spreads,
     )
 
 
