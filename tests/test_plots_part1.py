@@ -51,6 +51,18 @@ def test_batch_vs_context_marks_166():
     assert "166 at 2,560 tokens" in marked_texts(ax)
 
 
+def test_batch_vs_context_stops_each_line_at_its_context_limit():
+    """Llama 2 7B's config allows 4,096 positions (max_position_embeddings), Llama 3.1 8B's 131,072: the first
+    line ends at 4,096 (with its label saying so), the second runs to the axis's 131,072; 4,096 tokens x 512 KiB
+    (2 x 32 layers x 32 heads x 128 x 2 B) = 2.147 GB each, (72 - 13.48) GB / 2.147 GB = 27 at the end."""
+    ax = batch_vs_context(["Llama-2-7B", "Llama-3.1-8B"])
+    lines = {ln.get_label(): ln for ln in ax.get_lines() if not ln.get_label().startswith("_")}
+    assert set(lines) == {"Llama-2-7B (to 4,096)", "Llama-3.1-8B"}
+    assert max(lines["Llama-2-7B (to 4,096)"].get_xdata()) == 4_096
+    assert lines["Llama-2-7B (to 4,096)"].get_ydata()[-1] == 27
+    assert max(lines["Llama-3.1-8B"].get_xdata()) == 131_072
+
+
 def test_kv_vs_context_bars():
     """The MHA table's bars are labelled 2.62, 10.5, 83.9, 336 GB (2,621,440 B x context)."""
     ax = kv_vs_context([without_gqa("Llama-3.1-70B")])
