@@ -69,8 +69,22 @@ class BookFigure(Figure):
         return data, {"image/png": {"alt": self.alt}}
 
 
+def _show_with_alt() -> None:
+    """In IPython, show a BookFigure as its own PNG, with its alt text. (The inline backend registers a PNG printer
+    for every matplotlib figure, which IPython prefers to a figure's own ``_repr_mimebundle_``; one registered for
+    the subclass comes first.)"""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover (IPython is installed with the book)
+        return
+    shell = get_ipython()
+    if shell is not None:
+        shell.display_formatter.formatters["image/png"].for_type(BookFigure, lambda fig: (fig.png(), {"alt": fig.alt}))
+
+
 def new_figure(width: float = WIDTH, height: float = 3.4) -> tuple[Any, Any]:
     """A figure and axes in the book's style (call :func:`finish` on them when drawn)."""
+    _show_with_alt()
     fig, ax = plt.subplots(figsize=(width, height), layout="constrained", FigureClass=BookFigure)
     ax.grid(True, alpha=0.3)
     return fig, ax
@@ -78,6 +92,7 @@ def new_figure(width: float = WIDTH, height: float = 3.4) -> tuple[Any, Any]:
 
 def new_panels(nrows: int, ncols: int, width: float = WIDTH, height: float = 3.4, **kwargs: Any) -> tuple[Any, Any]:
     """A figure of several panels in the book's style (stacked in one column reads on a phone)."""
+    _show_with_alt()
     return plt.subplots(nrows, ncols, figsize=(width, height), layout="constrained", FigureClass=BookFigure, **kwargs)
 
 

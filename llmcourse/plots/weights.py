@@ -28,7 +28,7 @@ def weights_by_precision(
     ``mark`` = (model, precision) marks one bar.
     """
     a = resolve(assumptions)
-    fig, ax = new_figure(WIDTH, 2.6 + 0.6 * len(names))
+    fig, ax = new_figure(WIDTH, 3.2 + 0.6 * len(names))
     height = 0.8 / len(precisions)
     for j, p in enumerate(precisions):
         ys = [i + j * height for i in range(len(names))]
