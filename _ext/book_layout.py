@@ -52,14 +52,17 @@ def png_text(path: Path) -> dict[str, str]:
     return out
 
 
-def describe_figures(app: Sphinx, doctree: nodes.document) -> None:
-    """Give each figure drawn by a code cell the alt text its PNG carries, and a link to its full size."""
-    docname = app.env.docname
+def describe_figures(app: Sphinx, doctree: nodes.document, docname: str) -> None:
+    """Give each figure drawn by a code cell the alt text its PNG carries, and a link to its full size. (At
+    ``doctree-resolved``: myst-nb turns an output into an image in a post-transform, after ``doctree-read``.)"""
     for image in doctree.findall(nodes.image):
         uri = image.get("uri", "")
         if not uri.endswith(".png") or "://" in uri:
             continue
-        text = png_text(Path(app.env.relfn2path(uri, docname)[1]))
+        # where Sphinx found it (relative to the source directory), else the URI as myst-nb wrote it
+        found = [str(image.get("candidates", {}).get("*", "")), uri, app.env.relfn2path(uri, docname)[1]]
+        path = next((p for p in (Path(app.srcdir, f) for f in found if f) if p.is_file()), None)
+        text = png_text(path) if path else {}
         if text.get("Description"):
             image["alt"] = text["Description"]
             image["classes"].append("llmcourse-figure")
@@ -72,7 +75,7 @@ def add_static(app: Sphinx, config: Any) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    app.connect("doctree-read", describe_figures)
+    app.connect("doctree-resolved", describe_figures)
     app.connect("config-inited", add_static)
     app.add_css_file("book_layout.css")
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
