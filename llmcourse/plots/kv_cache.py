@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from llmcourse.assumptions import Assumptions, resolve
-from llmcourse.plots import mark_point, new_figure
+from llmcourse.plots import finish, mark_point, new_figure
 from llmcourse.replica.base import model_of
 from llmcourse.replica.memory import kv_bytes_per_sequence, max_batch
 
@@ -56,7 +56,9 @@ def batch_vs_context(
     usable = f"{a.memory_fraction:.0%} of memory usable" + (" (read as GiB)" if a.memory_unit == "GiB" else "")
     ax.set_title(f"{n_gpus} x {gpu}, {usable}, BF16 weights and cache", fontsize=10)
     ax.legend(fontsize=8)
-    return ax
+    return finish(
+        ax, "How many sequences fit in memory as the context per sequence grows, one line per model (log scales)."
+    )
 
 
 def kv_vs_context(
@@ -84,4 +86,4 @@ def kv_vs_context(
     ax.set_xlabel("context (tokens)")
     ax.set_ylabel("KV cache of one sequence (GB, log scale)")
     ax.legend(fontsize=8)
-    return ax
+    return finish(ax, "The KV cache of one sequence at each context length, as bars per model (log scale).")
