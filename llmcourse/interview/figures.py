@@ -22,9 +22,10 @@ import pint
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model, gpus, models
 from llmcourse.formulas import FORMULAS as F
+from llmcourse.replica.model import replica
 from llmcourse.units import Q_
 
-__all__ = ["CAPACITY", "COURSE", "ENVELOPE", "LAB", "PEAK_FACTOR", "draw", "pct", "per_s", "read_time", "seed004_model"]
+__all__ = ["CAPACITY", "COURSE", "ENVELOPE", "LAB", "PEAK_FACTOR", "draw", "pct", "per_gpu_rate", "per_s", "read_time", "seed004_model"]
 
 #: The assumptions the worked answers use (see :mod:`llmcourse.assumptions`): each source's own
 #: method where a question reproduces its worked example, the course's (``None``) elsewhere.
@@ -106,3 +107,24 @@ def draw(variant: int, **choices: tuple[Any, Sequence[Any]]) -> dict[str, Any]:
     if variant == 0:
         return {k: book for k, (book, _) in choices.items()}
     return {k: random.Random(f"{variant}|{k}").choice(list(alts)) for k, (_, alts) in choices.items()}
+
+
+def per_gpu_rate(model: str, n_gpus: int, weights: str, prompt_tokens: int, answer_tokens: int) -> float:
+    """Answer tokens per second one H100 makes as its share of a replica of ``n_gpus`` at full load, by the
+    course's method: what "a GPU makes about 2,000 tokens/s" means for a given model.
+
+    Examples
+    --------
+    >>> per_gpu_rate("Llama-3.1-8B", 1, "bf16", 1_000, 1_250) > per_gpu_rate("Llama-3.1-70B", 2, "fp8", 1_000, 1_250)
+    True
+    """
+    r = replica(
+        model,
+        "H100 SXM",
+        tensor_parallel=n_gpus,
+        weight_bytes=weights,
+        prompt_tokens=prompt_tokens,
+        answer_tokens=answer_tokens,
+        assumptions=COURSE,
+    )
+    return per_s(r.throughput) / n_gpus

@@ -32,6 +32,7 @@ from llmcourse.interview.figures import (
     LAB,
     PEAK_FACTOR,
     pct,
+    per_gpu_rate,
     per_s,
     read_time,
     seed004_model,
@@ -561,13 +562,7 @@ def _huge_fleet() -> dict[str, Any]:
     # whose 2,000 tokens/s? one H100's share of a replica at full load, answers of `tok` tokens; the prompt is not
     # given: the answer states 1,000 tokens
     prompt = 1_000
-    per_gpu = {
-        name: replica(
-            name, "H100 SXM", tensor_parallel=n, weight_bytes=w, prompt_tokens=prompt, answer_tokens=tok, assumptions=COURSE
-        )
-        for name, n, w in (("Llama-3.1-8B", 1, "bf16"), ("Llama-3.1-70B", 2, "fp8"))
-    }
-    x8, x70 = (per_s(r.throughput) / r.tensor_parallel for r in per_gpu.values())
+    x8, x70 = per_gpu_rate("Llama-3.1-8B", 1, "bf16", prompt, tok), per_gpu_rate("Llama-3.1-70B", 2, "fp8", prompt, tok)
     g70 = int(F["replicas_needed"](demand=peak * h, throughput=Q_(x70, "1/s")).m)
     return dict(
         rps=float(t.request_rate.to("1/s").m),
