@@ -227,11 +227,10 @@ def _cost_capped(variant: int = 0) -> dict[str, Any]:
 
 
 # --- ttft: the first token of one prompt ---------------------------------------------------------------------------
-def _ttft(variant: int, n: int | None = None, **change: Any) -> dict[str, Any]:
+def _ttft(variant: int, **change: Any) -> dict[str, Any]:
     g = _setup(variant)
-    r = _rep(g | ({} if n is None else {"n": n}), batch=1, **change)
+    r = _rep(g, batch=1, **change)
     return _givens(g) | dict(
-        n2=2 * g["n"],
         ttft=r.ttft.to("ms"),
         cached=change.get("cached", 0),
         flops=F["prefill_compute_rate"](
@@ -254,12 +253,6 @@ def _ttft_32k(variant: int = 0) -> dict[str, Any]:
 def _ttft_cached(variant: int = 0) -> dict[str, Any]:
     long = _setup(variant)["long"]
     return _ttft(variant, prompt=long, cached=long // 2)
-
-
-@register_worked("ttft_tp")
-def _ttft_tp(variant: int = 0) -> dict[str, Any]:
-    g = _setup(variant)
-    return _ttft(variant, prompt=g["long"], cached=g["long"] // 2, n=2 * g["n"])
 
 
 # --- kv: the cache of one conversation -----------------------------------------------------------------------------
