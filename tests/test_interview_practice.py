@@ -7,6 +7,7 @@ questions' own text states (a follow-up's `moves`); never output of the code und
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import math
 
@@ -74,7 +75,7 @@ def test_each_follow_up_moves_its_figure_the_way_it_says(cid: str) -> None:
     """For every variant both steps have, the `moves` figure of a follow-up is above (up) or below (down) the step
     before's."""
     qs = QUESTIONS.chains()[cid]
-    for prev, q in zip(qs, qs[1:]):
+    for prev, q in itertools.pairwise(qs):
         fig, way = q.moves
         variants = range(24) if prev.varies and q.varies else [0]
         for v in variants:
@@ -126,7 +127,11 @@ def test_leitner_schedule_by_hand() -> None:
 def test_the_daily_set_deals_due_cards_first_then_new_ones() -> None:
     today = dt.date(2026, 2, 1)
     p = Progress(
-        cards={"traffic": Card(2, "2026-01-30"), "kv_context": Card(1, "2026-01-31"), "weights_fit": Card(3, "2026-03-01")}
+        cards={
+            "traffic": Card(2, "2026-01-30"),
+            "kv_context": Card(1, "2026-01-31"),
+            "weights_fit": Card(3, "2026-03-01"),
+        }
     )
     got = [q.id for q in daily_set(p, today, 4)]
     assert got[:2] == ["traffic", "kv_context"]  # overdue longest first; weights_fit is not due
@@ -155,7 +160,10 @@ def test_progress_round_trip(tmp_path) -> None:
         ("not json", "not a JSON progress file"),
         ('{"cards": {}}', "not an interview progress file"),
         ('{"format": "llmcourse-interview-progress", "version": 9, "cards": {}, "topics": {}}', "version 9"),
-        ('{"format": "llmcourse-interview-progress", "version": 1, "cards": {"x": {"box": 9}}, "topics": {}}', "cannot"),
+        (
+            '{"format": "llmcourse-interview-progress", "version": 1, "cards": {"x": {"box": 9}}, "topics": {}}',
+            "cannot",
+        ),
         ("[1, 2]", "not an interview progress file"),
     ],
 )

@@ -25,7 +25,19 @@ from llmcourse.formulas import FORMULAS as F
 from llmcourse.replica.model import replica
 from llmcourse.units import Q_
 
-__all__ = ["CAPACITY", "COURSE", "ENVELOPE", "LAB", "PEAK_FACTOR", "draw", "pct", "per_gpu_rate", "per_s", "read_time", "seed004_model"]
+__all__ = [
+    "CAPACITY",
+    "COURSE",
+    "ENVELOPE",
+    "LAB",
+    "PEAK_FACTOR",
+    "draw",
+    "pct",
+    "per_gpu_rate",
+    "per_s",
+    "read_time",
+    "seed004_model",
+]
 
 #: The assumptions the worked answers use (see :mod:`llmcourse.assumptions`): each source's own
 #: method where a question reproduces its worked example, the course's (``None``) elsewhere.

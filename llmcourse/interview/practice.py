@@ -177,7 +177,7 @@ def load_progress(path: str | os.PathLike[str]) -> Progress:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _refuse(p, f"is not a JSON progress file ({type(exc).__name__})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise _refuse(p, f"is not an interview progress file (no \"format\": \"{FORMAT}\")")
+        raise _refuse(p, f'is not an interview progress file (no "format": "{FORMAT}")')
     if data.get("version") != VERSION:
         raise _refuse(p, f"is version {data.get('version')!r} of the format; this version reads {VERSION}")
     try:
@@ -211,7 +211,12 @@ def _gradable(bank: Mapping[str, Question], topic: str | None = None) -> list[Qu
 
 
 def daily_set(
-    progress: Progress, today: dt.date, n: int = 10, *, bank: Mapping[str, Question] = QUESTIONS, topic: str | None = None
+    progress: Progress,
+    today: dt.date,
+    n: int = 10,
+    *,
+    bank: Mapping[str, Question] = QUESTIONS,
+    topic: str | None = None,
 ) -> list[Question]:
     """Today's cards: the due ones first (the longest overdue, then the lowest box), then new ones in bank order."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
@@ -333,7 +338,9 @@ def mock_session(
             break
         r = grade(q, line.strip(), variant)
         s[0] += r.correct
-        say(f"{r.message} The worked answer: {answer_text(q, variant)}.\nA strong answer: {q.render('strong', variant=variant)}")
+        say(
+            f"{r.message} The worked answer: {answer_text(q, variant)}.\nA strong answer: {q.render('strong', variant=variant)}"
+        )
     say(f"Time taken: {(clock() - start) / 60:.1f} minutes.\n" + competency_table(score))
     return score
 

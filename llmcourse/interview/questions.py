@@ -47,7 +47,7 @@ whose function takes none has only the book's variant.
 
 Examples
 --------
->>> text = "## q1\\nlevel: L5 · topic: cost\\n\\n### A title\\n" + "".join(
+>>> text = "## q1\\nlevel: L5 · topic: cost · kind: concept\\n\\n### A title\\n" + "".join(
 ...     f"#### {p}\\n{p}: {{x}} on {{H100.memory}}\\n" for p in PARTS)
 >>> [q] = load_questions({"one.md": text}, {"q1": lambda: {"x": 3}})
 >>> q.level, q.render("strong")
@@ -148,7 +148,9 @@ class Question:
         if self.kind not in KINDS:
             raise InputError(f"question {self.id!r}: kind must be one of {', '.join(KINDS)}, not {self.kind!r}.")
         if self.kind != "concept" and self.key is None:
-            raise InputError(f"question {self.id!r}: a {self.kind} question names the figure it is graded on (key: ...).")
+            raise InputError(
+                f"question {self.id!r}: a {self.kind} question names the figure it is graded on (key: ...)."
+            )
 
     @property
     def varies(self) -> bool:
@@ -336,13 +338,17 @@ def _chain_meta(where: str, out: dict[str, Any]) -> dict[str, Any]:
             raise InputError(f"{where}: step must be a whole number from 1, not {out['step']!r}.")
         meta["step"] = int(out["step"])
         if (meta["step"] > 1) != ("moves" in out):
-            raise InputError(f"{where}: a follow-up (step 2 on) says what moves ('moves: gpus up'); a first step does not.")
+            raise InputError(
+                f"{where}: a follow-up (step 2 on) says what moves ('moves: gpus up'); a first step does not."
+            )
     elif "moves" in out:
         raise InputError(f"{where}: 'moves' belongs to a follow-up of a chain (give chain and step).")
     if "moves" in out:
         figure, _, direction = out["moves"].partition(" ")
         if not _ID.fullmatch(figure) or direction not in DIRECTIONS:
-            raise InputError(f"{where}: moves must read 'FIGURE up' or 'FIGURE down' (e.g. 'moves: gpus up'), not {out['moves']!r}.")
+            raise InputError(
+                f"{where}: moves must read 'FIGURE up' or 'FIGURE down' (e.g. 'moves: gpus up'), not {out['moves']!r}."
+            )
         meta["moves"] = (figure, direction)
     return meta
 

@@ -429,7 +429,9 @@ def _littles_law() -> dict[str, Any]:
     t = F["generation_time"](tokens_per_request=1_250, token_rate=Q_(50, "1/s")).to("s")
     n = float(F["littles_law"](request_rate=rate, time_in_system=t).m)
     g = _huge_fleet()["g_peak"]  # the fleet sized on the peak, with headroom
-    return dict(rps=float(rate.m), t=t, n=n, peak=PEAK_FACTOR, n_peak=n * PEAK_FACTOR, gpus=g, per_gpu=n * PEAK_FACTOR / g)
+    return dict(
+        rps=float(rate.m), t=t, n=n, peak=PEAK_FACTOR, n_peak=n * PEAK_FACTOR, gpus=g, per_gpu=n * PEAK_FACTOR / g
+    )
 
 
 @register_worked("h200")
@@ -455,8 +457,9 @@ def _h200() -> dict[str, Any]:
         comm=a.step.comm_time,
         # the cost per million scales with the price: the H200's price at which it matches the pair
         price_ratio=float((gpus["H200 SXM"].price_per_hour / gpus["H100 SXM"].price_per_hour).to("").m),
-        breakeven=(gpus["H200 SXM"].price_per_hour * a.cost_per_million_output_tokens / b.cost_per_million_output_tokens)
-        .to("USD/hour"),
+        breakeven=(
+            gpus["H200 SXM"].price_per_hour * a.cost_per_million_output_tokens / b.cost_per_million_output_tokens
+        ).to("USD/hour"),
     )
 
 
@@ -543,7 +546,10 @@ def _prefill_pool() -> dict[str, Any]:
         fl_pct=pct(a.compute_efficiency),
         fpp=a.flops_per_param,
         gpus_capacity=fl["gpus"],
-        **{k: fl[k] for k in ("hf_pct", "need", "idle", "roof", "used_flops", "usable", "gpus_course", "idle8", "fits8")},
+        **{
+            k: fl[k]
+            for k in ("hf_pct", "need", "idle", "roof", "used_flops", "usable", "gpus_course", "idle8", "fits8")
+        },
     )
 
 

@@ -235,7 +235,9 @@ def _ttft(variant: int, **change: Any) -> dict[str, Any]:
         cached=change.get("cached", 0),
         flops=F["prefill_compute_rate"](
             token_rate=Q_(1, "1/s"), flops_per_param=Q_(2, "FLOP"), params=models[g["model"]].params
-        ).to("GFLOP/s").m,
+        )
+        .to("GFLOP/s")
+        .m,
     )
 
 
@@ -377,7 +379,13 @@ def _fleet350_triple() -> dict[str, Any]:
 def _fleet350_bf16() -> dict[str, Any]:
     out = _fleet350(3 * 350, "bf16", batch=None)
     four = replica(
-        "Llama-3.1-70B", "H100 SXM", tensor_parallel=4, batch=64, prompt_tokens=2_000, answer_tokens=400, weight_bytes="bf16"
+        "Llama-3.1-70B",
+        "H100 SXM",
+        tensor_parallel=4,
+        batch=64,
+        prompt_tokens=2_000,
+        answer_tokens=400,
+        weight_bytes="bf16",
     )
     demand = Q_(out["demand"], "1/s")
     return out | dict(gpus_tp4=fleet(demand, four).gpus, user4=per_s(four.tokens_per_s_per_user))
