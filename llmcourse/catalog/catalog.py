@@ -732,6 +732,7 @@ def _load_models() -> list[Model]:
                 weight_dtype=row["weight_dtype"],
                 source=row["source"],
                 aliases=tuple(a for a in row["aliases"].split(";") if a),
+                tied_embeddings=(row.get("tied_embeddings") or "").strip().lower() == "yes",
                 **kwargs,
             )
         )
