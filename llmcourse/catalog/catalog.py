@@ -836,6 +836,8 @@ costs: Catalog[Cost] = Catalog("cost", _load_costs())
 _defaults = {k: [c.name for c in costs.values() if c.kind == k and c.default] for k in ("electricity", "pue")}
 if any(len(v) != 1 for v in _defaults.values()):  # a data-file slip, caught at import
     raise InputError(f"costs.csv must mark one default row of each kind (electricity, pue); got {_defaults}.")
-_unknown_links = sorted(({g.link for g in gpus.values() if g.link} | {k.scale_out for k in links.values()}) - set(links))
+_unknown_links = sorted(
+    ({g.link for g in gpus.values() if g.link} | {k.scale_out for k in links.values()}) - set(links)
+)
 if _unknown_links:  # a data-file slip, caught at import
     raise InputError(f"gpus.csv or links.csv names links that links.csv lacks: {', '.join(_unknown_links)}.")

@@ -165,8 +165,12 @@ def precision_name(name: str) -> str:
     key = PRECISION_ALIASES.get(key, key)
     if key in PRECISION_TABLE:
         return key
-    known = ", ".join(k for k in PRECISION_TABLE if k not in GGUF_TABLE) + "; also " + ", ".join(
-        k for k in PRECISION_ALIASES if PRECISION_ALIASES[k] not in GGUF_TABLE) + "; GGUF types such as q4_k_m, q8_0"
+    known = (
+        ", ".join(k for k in PRECISION_TABLE if k not in GGUF_TABLE)
+        + "; also "
+        + ", ".join(k for k in PRECISION_ALIASES if PRECISION_ALIASES[k] not in GGUF_TABLE)
+        + "; GGUF types such as q4_k_m, q8_0"
+    )
     hint = _did_you_mean(key, list(PRECISION_TABLE) + list(PRECISION_ALIASES))
     raise InputError(f"unknown precision {name!r}: {hint}Use a name ({known}) or a number of bytes such as 2.")
 

@@ -202,6 +202,7 @@ FORMATS = {
     "aiconfigurator": "aiconfigurator's silicon CSV (model_path, system, backend, isl, osl, tp_size, ..., "
     "silicon_ttft_ms, silicon_tpot_ms)",
     "vllm": "the JSON of `vllm bench serve --save-result` (one result, a list of them, or one per line)",
+    "llama-bench": "llama.cpp's `llama-bench -o json` / `-o jsonl` / `-o csv` (model_filename, n_prompt, n_gen, avg_ts)",
 }
 
 
@@ -562,6 +563,16 @@ def _read_text(text: BoundedText, source: str, given: dict[str, Any]) -> Loaded:
     first = first.lstrip("\ufeff").lstrip()
     if first[:1] in "[{":
         recs = json_records(first + text.rest(), source)
+        from llmcourse.validation.llama_bench import is_llama_bench, read_llama_bench
+
+        if recs and is_llama_bench(recs[0]):
+            rows, skipped = read_llama_bench(recs[: bounded.MAX_ROWS], given)
+            more = (
+                f"{one_line(source)}: read the first {bounded.MAX_ROWS:,} results; split the file to validate the rest."
+            )
+            return Loaded(
+                "llama-bench", tuple(rows), tuple(skipped), source, more if len(recs) > bounded.MAX_ROWS else ""
+            )
         if recs and _is_vllm(recs[0]):
             more = len(recs) > bounded.MAX_ROWS
             rows, skipped = _read_vllm(recs[: bounded.MAX_ROWS], given)
@@ -575,6 +586,11 @@ def _read_text(text: BoundedText, source: str, given: dict[str, Any]) -> Loaded:
         text.too_long(first)
         records = BoundedRows(text, first)
         head = set(records.header)
+        from llmcourse.validation.llama_bench import LLAMA_BENCH_KEYS, read_llama_bench
+
+        if head >= LLAMA_BENCH_KEYS:
+            rows, skipped = read_llama_bench(records, given, first_line=2)
+            return Loaded("llama-bench", tuple(rows), tuple(skipped), source, records.stopped())
         if {"silicon_tpot_ms", "model_path"} <= head or {"silicon_ttft_ms", "model_path"} <= head:
             rows, skipped = _read_aiconfigurator(records, given.get("kv"), given.get("model"))
             return Loaded("aiconfigurator", tuple(rows), tuple(skipped), source, records.stopped())
