@@ -54,7 +54,7 @@ def test_weights_beyond_the_memory_are_refused_clearly():
     r = replica("Qwen3-8B", "TPU v5e", prompt_tokens=1000, answer_tokens=200)
     assert not r.fits
     with pytest.raises(InputError, match="don't fit"):
-        r.tpot
+        _ = r.tpot
 
 
 @pytest.mark.parametrize("name", NEW_MODELS)
@@ -112,7 +112,7 @@ def test_names_people_type(typed, name):
 
 
 def test_unknown_names_get_did_you_mean():
-    with pytest.raises(UnknownNameError, match="Did you mean.*MI355X"):
+    with pytest.raises(UnknownNameError, match=r"Did you mean.*MI355X"):
         lc.gpus["MI355"]  # an alias: found
         lc.gpus["MI356X"]
     with pytest.raises(UnknownNameError, match="Did you mean"):

@@ -41,7 +41,7 @@ from llmcourse.catalog.precision import (
 )
 from llmcourse.catalog.prices import Cost, HardwarePrice
 from llmcourse.errors import InputError, UnknownNameError
-from llmcourse.units import as_quantity, parsed_unit, plain_number, quantity
+from llmcourse.units import Q_, as_quantity, parsed_unit, plain_number, quantity  # noqa: F401 (Q_: the doctests)
 
 __all__ = [
     "GPU",

@@ -133,7 +133,7 @@ def read_llama_bench(
                     value=value,
                     unit="ms",
                     concurrency=1,
-                )  # fmt: skip
+                )
             )
         except (RowError, InputError) as exc:
             skipped.append(Skipped(line, rid, str(exc)))
