@@ -80,12 +80,12 @@ def _model_of(filename: str) -> str:
 
 def read_llama_bench(
     records: Iterable[dict[str, Any]], given: dict[str, Any], first_line: int = 1
-) -> tuple[list[Any], list[Any]]:
-    """llama-bench records as (rows, skipped) in the course's :class:`Measurement`; ``given`` the keywords of
+) -> tuple[list[dict[str, Any]], list[tuple[int, str, str]]]:
+    """llama-bench records as (rows, skipped): each row the fields of a
+    :class:`~llmcourse.validation.measured.Measurement`, each skipped row (line, id, reason); ``given`` the keywords of
     :func:`~llmcourse.validation.measured.parse_measurements` (``gpu``, ``model``, ``weights``, ``kv``, ``engine``)."""
-    from llmcourse.validation.measured import Measurement, Skipped
-
-    rows, skipped = [], []
+    rows: list[dict[str, Any]] = []
+    skipped: list[tuple[int, str, str]] = []
     for k, r in enumerate(records):
         line = k + first_line
         rid = f"llama-bench#{line}"
@@ -115,7 +115,7 @@ def read_llama_bench(
             metric, value = ("tpot_ms", 1000 / rate) if n_gen else ("ttft_ms", 1000 * n_prompt / rate)
             build = shortened(str(r.get("build_commit") or ""))
             rows.append(
-                Measurement(
+                dict(
                     id=f"{rid}:{metric.split('_')[0]}",
                     source=f"llama-bench result {line}" + (f" (build {build})" if build else ""),
                     gpu=gpu,
@@ -136,5 +136,5 @@ def read_llama_bench(
                 )
             )
         except (RowError, InputError) as exc:
-            skipped.append(Skipped(line, rid, str(exc)))
+            skipped.append((line, rid, str(exc)))
     return rows, skipped
