@@ -1,5 +1,9 @@
 """Command line: ``python -m llmcourse plan ...``, ``python -m llmcourse validate FILE`` and ``python -m llmcourse check NOTEBOOK``.
 
+``drill --progress FILE [--n N] [--today YYYY-MM-DD] [--topic T]`` deals today's interview cards (Leitner boxes,
+:mod:`llmcourse.interview.practice`), one answer a line from stdin, and saves the progress; ``mock [--minutes M]
+[--chain C] [--seed S]`` runs a timed mock interview; ``bank`` prints the bank's counts.
+
 ``validate FILE [--model M] [--gpu G] [--tp N] [--weights P] [--kv P] [--engine E] [--method M] [--rps R]
 [--ttft-ms T] [--tpot-ms T]`` reads measured rows (the course's CSV, aiconfigurator's CSV or
 ``vllm bench serve --save-result`` JSON; the options fill what a vLLM result does not say, ``--model`` names
@@ -134,6 +138,55 @@ def _nothing_read(got: Any) -> str:
 _HINTS = (("no model named", "--model"), ("no GPU named", "--gpu"))
 
 
+def _date(text: str) -> Any:
+    """``--today``: a date written YYYY-MM-DD (argparse names the flag when this refuses it)."""
+    import datetime as dt
+
+    return dt.date.fromisoformat(text)
+
+
+def _drill(args: argparse.Namespace) -> int:
+    """Today's cards from stdin, graded; the progress file read first (refused whole if unreadable), saved after."""
+    import datetime as dt
+
+    from llmcourse.interview.practice import drill_session, load_progress, save_progress
+
+    progress = load_progress(args.progress)
+    drill_session(sys.stdin, progress, args.today or dt.date.today(), args.n, topic=args.topic)
+    save_progress(progress, args.progress)
+    return 0
+
+
+def _mock(args: argparse.Namespace) -> int:
+    import time
+
+    from llmcourse.interview.practice import mock_session
+
+    mock_session(sys.stdin, time.monotonic, minutes=args.minutes, chain=args.chain, seed=args.seed)
+    return 0
+
+
+def _bank(args: argparse.Namespace) -> int:
+    from llmcourse.interview.practice import report, report_text
+
+    print(report_text(report()))
+    return 0
+
+
+def _practice_parsers(sub: Any) -> None:
+    """The drill, mock and bank commands' flags."""
+    d = sub.add_parser("drill", help="spaced practice with the interview bank: today's cards, answers from stdin")
+    d.add_argument("--progress", required=True, help="the JSON file your progress is kept in (made if absent)")
+    d.add_argument("--n", type=int, default=10, help="cards a day (due ones first, then new ones)")
+    d.add_argument("--today", type=_date, help="the date to schedule by, YYYY-MM-DD (today by default)")
+    d.add_argument("--topic", help="only this competency (a question topic)")
+    m = sub.add_parser("mock", help="a timed mock interview: a design or Staff+ question, then its follow-ups")
+    m.add_argument("--minutes", type=float, default=20, help="the time limit in minutes")
+    m.add_argument("--chain", help="the chain to ask (one is drawn by default)")
+    m.add_argument("--seed", type=int, default=0, help="picks the chain and its variant")
+    sub.add_parser("bank", help="the interview bank's counts: questions by kind, level and topic, chains, variants")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -191,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--kv", help="the KV cache precision (aiconfigurator and vllm files do not say)")
     v.add_argument("--engine", help="the engine of a vllm bench result")
     v.add_argument("--method", default="course", help="assumptions preset (course by default)")
+    _practice_parsers(sub)
     from llmcourse.validation import REPLAN_EXAMPLE as ex
 
     v.add_argument("--rps", type=float, default=ex["requests_per_second"], help="requests per second to re-plan")
@@ -201,10 +255,11 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help (0), or a flag refused (2: one line on stderr, said by _Parser)
         return exc.code if isinstance(exc.code, int) else 2
     try:
-        return {"plan": _plan, "validate": _validate}[args.command](args)
+        commands = {"plan": _plan, "validate": _validate, "drill": _drill, "mock": _mock, "bank": _bank}
+        return commands[args.command](args)
     except (InputError, UnknownNameError) as exc:
         message = str(exc)
-        flags = _PLAN_FLAGS if args.command == "plan" else _VALIDATE_FLAGS
+        flags = {"plan": _PLAN_FLAGS, "validate": _VALIDATE_FLAGS}.get(args.command, {})
         for name, flag in flags.items():  # name the flag the user typed, not the function's argument
             message = re.sub(rf"\b{name}\b", flag, message)
         print(f"error: {_said(message)}", file=sys.stderr)

@@ -35,7 +35,7 @@ def _floors() -> list[set[str]]:
         rooms = {r.strip().removeprefix("llmcourse.") for r in line.replace(":", "|").split("|") if r.strip()}
         floors.append(rooms)
     floors.reverse()
-    top = floors.index(next(f for f in floors if "interview" in f))
+    top = min(i for i, f in enumerate(floors) if f & {"interview", "exercises"})  # below the lower of the two
     floors.insert(top, {""})
     return floors
 

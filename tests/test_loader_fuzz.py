@@ -184,10 +184,35 @@ def test_fuzz_vllm_json(text: str) -> None:
     answered(lambda: lcv.parse_measurements(text, gpu="H100"))
 
 
+LB_COLS, LB_ROW = csv.reader(
+    [
+        "build_commit,gpu_info,model_filename,model_type,n_prompt,n_gen,n_depth,avg_ts,stddev_ts",
+        "3469684,RTX 5090,Qwen3-8B-Q4_K_M.gguf,qwen3 8B Q4_K - Medium,0,128,0,125.0,1.2",
+    ]
+)
+LB_JSON = dict(zip(LB_COLS, LB_ROW, strict=True))
+
+
+@FUZZ
+@given(csv_file(LB_COLS, LB_ROW))
+def test_fuzz_llama_bench_csv(text: str) -> None:
+    """llama-bench's CSV, hostile: rows or one InputError line."""
+    answered(lambda: lcv.parse_measurements(text))
+
+
+@FUZZ
+@given(st.lists(st.dictionaries(st.sampled_from(sorted(LB_JSON)), JSON_VALUE, max_size=3), min_size=1, max_size=3))
+def test_fuzz_llama_bench_json(changes: list[dict]) -> None:
+    """llama-bench's JSON with keys set to hostile JSON values: rows or one InputError line."""
+    text = json.dumps([{**LB_JSON, **c} for c in changes])
+    answered(lambda: lcv.parse_measurements(text))
+
+
 GOOD_FILES = [
     csv_text(COURSE_COLS, [COURSE_ROW]),
     csv_text(AIC_COLS, [AIC_ROW]),
     json.dumps(VLLM),
+    csv_text(LB_COLS, [LB_ROW]),
 ]
 
 

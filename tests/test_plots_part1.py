@@ -51,6 +51,18 @@ def test_batch_vs_context_marks_166():
     assert "166 at 2,560 tokens" in marked_texts(ax)
 
 
+def test_batch_vs_context_stops_each_line_at_its_context_limit():
+    """Llama 2 7B's config allows 4,096 positions (max_position_embeddings), Llama 3.1 8B's 131,072: the first
+    line ends at 4,096 (with its label saying so), the second runs to the axis's 131,072; 4,096 tokens x 512 KiB
+    (2 x 32 layers x 32 heads x 128 x 2 B) = 2.147 GB each, (72 - 13.48) GB / 2.147 GB = 27 at the end."""
+    ax = batch_vs_context(["Llama-2-7B", "Llama-3.1-8B"])
+    lines = {ln.get_label(): ln for ln in ax.get_lines() if not ln.get_label().startswith("_")}
+    assert set(lines) == {"Llama-2-7B (to 4,096)", "Llama-3.1-8B"}
+    assert max(lines["Llama-2-7B (to 4,096)"].get_xdata()) == 4_096
+    assert lines["Llama-2-7B (to 4,096)"].get_ydata()[-1] == 27
+    assert max(lines["Llama-3.1-8B"].get_xdata()) == 131_072
+
+
 def test_kv_vs_context_bars():
     """The MHA table's bars are labelled 2.62, 10.5, 83.9, 336 GB (2,621,440 B x context)."""
     ax = kv_vs_context([without_gqa("Llama-3.1-70B")])
@@ -94,3 +106,20 @@ def test_step_and_throughput_marks_the_lab_crossover_and_draws_the_per_op_sum():
     lines = {ln.get_label(): ln.get_ydata() for ln in ax.get_lines()}
     assert all(s >= m - 1e-9 for s, m in zip(lines["step time, per-op sum"], lines["step time"], strict=True))
     assert lines["step time, per-op sum"][-1] > lines["step time"][-1]  # the matmuls are compute-bound at 512
+
+
+def test_a_figure_reads_on_a_phone_and_says_what_it_shows():
+    """Every text of a 5.4-inch figure is raised to 9.5 px in a 358-px phone column: the saved PNG is 5.4 in + two
+    0.1-in pads = 5.6 in wide, so the font is 9.5 x 5.6 x 72 / 358 = 10.70 pt = 14.86 px at 100 dpi; the PNG's
+    text chunks carry that size and the alt text, which starts with the figure's lead sentence."""
+    import io
+
+    from PIL import Image
+
+    ax = batch_vs_context(["Llama-3.1-8B", "Llama-2-7B"], mark=("Llama-3.1-8B", 2_560))
+    fig = ax.get_figure(root=True)
+    text = Image.open(io.BytesIO(fig.png())).text
+    assert float(text["llmcourse-min-font-px"]) == pytest.approx(14.86, abs=0.02)
+    assert text["Description"] == fig.alt
+    assert fig.alt.startswith("How many sequences fit in memory") and "166 at 2,560 tokens" in fig.alt
+    assert not fig.alt.endswith(".png")

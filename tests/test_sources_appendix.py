@@ -77,13 +77,17 @@ def tables_in(text: str, glued: dict) -> list[str]:
 
 
 def test_page_is_the_appendix_part_after_the_interview_track():
-    """_toc.yml: an unnumbered Appendix part holding the page, after Interview track, before Exercises."""
+    """_toc.yml: an unnumbered Appendix part holding the page (then the references), after Interview track, before
+    Exercises."""
     parts = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))["parts"]
     captions = [p["caption"] for p in parts]
     appendix = parts[captions.index("Appendix")]
     assert captions.index("Appendix") == captions.index("Interview track") + 1
     assert captions.index("Exercises") == captions.index("Appendix") + 1
-    assert appendix["numbered"] is False and appendix["chapters"] == [{"file": "book/16_sources"}]
+    assert appendix["numbered"] is False and appendix["chapters"] == [
+        {"file": "book/16_sources"},
+        {"file": "book/references"},
+    ]
 
 
 def test_page_has_its_label_title_and_a_section_per_source(page):

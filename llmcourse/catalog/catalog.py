@@ -39,8 +39,9 @@ from llmcourse.catalog.precision import (
     number_text,
     parse_precisions,
 )
+from llmcourse.catalog.prices import Cost, HardwarePrice
 from llmcourse.errors import InputError, UnknownNameError
-from llmcourse.units import Q_, as_quantity, parsed_unit, plain_number, quantity
+from llmcourse.units import Q_, as_quantity, parsed_unit, plain_number, quantity  # noqa: F401 (Q_: the doctests)
 
 __all__ = [
     "GPU",
@@ -459,6 +460,11 @@ class GPU:
     #: The link its GPUs talk over (a name in ``links``, or a :class:`Link`); None (a hand-made GPU that names
     #: none): a replica of it is one GPU, and a tensor-parallel one is refused, naming ``link``.
     link: str | Link | None = None
+    #: A unified-memory machine (Apple M-series): the share of the system's memory its GPU may use (macOS's default
+    #: wired limit), in (0, 1]. Given, ``memory`` is the system's memory and becomes what the GPU may use,
+    #: ``unified_memory`` keeping the system's; None (a GPU with its own memory): ``memory`` is all the GPU's.
+    memory_share: float | None = None
+    unified_memory: pint.Quantity | None = None
 
     def __post_init__(self) -> None:
         units = {
@@ -480,6 +486,35 @@ class GPU:
             except InputError as exc:
                 raise InputError(f"GPU {self.name!r}: {exc}") from None
             object.__setattr__(self, attr, q)
+        self._share_memory()
+
+    def _share_memory(self) -> None:
+        """``memory`` as the GPU's share of a unified memory (:attr:`memory_share`), checked."""
+        share, total = self.memory_share, self.unified_memory
+        if share is None:
+            if total is not None:
+                raise InputError(f"GPU {self.name!r}: unified_memory needs memory_share, the share the GPU may use.")
+            return
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+            raise InputError(
+                f"GPU {self.name!r}: memory_share (the share of a unified memory the GPU may use) must be a number "
+                f"in (0, 1], such as 0.75; got {share!r}."
+            )
+        if total is None:  # memory given as the system's: the GPU's is its share
+            object.__setattr__(self, "unified_memory", self.memory)
+            object.__setattr__(self, "memory", self.memory * share)
+            return
+        try:
+            total = as_quantity(total, "GB", "unified_memory")
+            _positive(total.magnitude, "unified_memory")
+        except InputError as exc:
+            raise InputError(f"GPU {self.name!r}: {exc}") from None
+        object.__setattr__(self, "unified_memory", total)
+        if abs((self.memory - total * share).to("GB").m) > 1e-9 * total.to("GB").m:
+            raise InputError(
+                f"GPU {self.name!r}: memory ({self.memory:~P}) is not memory_share ({share:g}) x unified_memory "
+                f"({total:~P}); give the system's memory as memory and leave unified_memory out."
+            )
 
     def peak_flops(self, precision: str = "bf16") -> pint.Quantity:
         """Peak dense FLOP/s at a compute precision (``"bf16"``, ``"fp8"`` or ``"fp4"``).
@@ -501,7 +536,19 @@ class GPU:
         return value
 
     def with_(self, **changes: Any) -> GPU:
-        """A copy with some fields changed, e.g. ``gpu.with_(price_per_hour=Q_(3, "USD/hour"))``."""
+        """A copy with some fields changed, e.g. ``gpu.with_(price_per_hour=Q_(3, "USD/hour"))``; on a unified-memory
+        machine ``memory`` is the system's and ``memory_share`` the GPU's share of it, as when made.
+
+        Examples
+        --------
+        >>> from llmcourse import gpus
+        >>> m = gpus["M3 Ultra"]
+        >>> m.unified_memory, m.memory, m.with_(memory_share=1).memory
+        (<Quantity(256, 'gigabyte')>, <Quantity(192.0, 'gigabyte')>, <Quantity(256, 'gigabyte')>)
+        """
+        if self.memory_share is not None and ({"memory", "memory_share"} & set(changes)):
+            changes.setdefault("memory", self.unified_memory)
+            changes["unified_memory"] = None  # re-derived from the system's memory and the share
         return replace(self, **changes)
 
 
@@ -559,107 +606,6 @@ class Link:
             )
         if self.kind not in ("scale-up", "scale-out"):
             raise InputError(f"link {self.name!r}: kind must be 'scale-up' or 'scale-out'; got {self.kind!r}.")
-
-
-@dataclass(frozen=True)
-class HardwarePrice:
-    """What one GPU of a kind costs to buy: the GPU itself and its share of the server around it (host CPUs,
-    memory, NICs, chassis), both per GPU, with the source and the date of each figure
-    (``llmcourse/data/hardware_prices.csv``; the whole-bill section of the fleet chapter).
-
-    Examples
-    --------
-    >>> from llmcourse import hardware_prices
-    >>> p = hardware_prices["H100"]
-    >>> p.name, p.gpu_price, p.server_price
-    ('H100 SXM', <Quantity(30000, 'USD')>, <Quantity(9625, 'USD')>)
-    >>> HardwarePrice("mine", gpu_price=Q_(-1, "USD"), server_price=Q_(0, "USD"))
-    Traceback (most recent call last):
-    ...
-    llmcourse.errors.InputError: hardware price 'mine': gpu_price must be greater than zero; got -1.
-    """
-
-    name: str
-    gpu_price: pint.Quantity
-    server_price: pint.Quantity
-    source: str = "user-defined"
-    as_of: str = ""
-    aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        for attr in ("gpu_price", "server_price"):
-            try:
-                q = as_quantity(getattr(self, attr), "USD", attr)
-                _positive(q.magnitude, attr, allow_zero=attr == "server_price")
-            except InputError as exc:
-                raise InputError(f"hardware price {self.name!r}: {exc}") from None
-            object.__setattr__(self, attr, q)
-
-
-#: The kinds of row of ``costs.csv`` and the unit of each kind's value.
-COST_KINDS: dict[str, str] = {"electricity": "USD/kWh", "pue": "", "api": "USD"}
-
-
-@dataclass(frozen=True)
-class Cost:
-    """One sourced, dated figure of the bill (``llmcourse/data/costs.csv``): an electricity price
-    (``kind="electricity"``, USD/kWh), a site's power usage effectiveness (``"pue"``, a plain number, at
-    least 1) or an API's prices for a model (``"api"``): ``value``, USD per million output tokens, and
-    ``input_value``, USD per million input (prompt) tokens (zero for a price that is all-in per output
-    token; only api rows have one). ``default`` marks the row :func:`llmcourse.planner.bill.bill` uses when none
-    is given.
-
-    Examples
-    --------
-    >>> from llmcourse import costs
-    >>> costs["US industrial average"].value
-    <Quantity(0.0806, 'USD / kilowatt_hour')>
-    >>> costs["industry average"].value, costs["DeepInfra 70B"].model
-    (<Quantity(1.58, 'dimensionless')>, 'Llama-3.1-70B')
-    >>> costs["DeepInfra 70B"].value, costs["DeepInfra 70B"].input_value
-    (<Quantity(0.4, 'USD')>, <Quantity(0.13, 'USD')>)
-    >>> Cost("site", kind="pue", value=0.9, source="mine")
-    Traceback (most recent call last):
-    ...
-    llmcourse.errors.InputError: cost 'site': a PUE (site power over IT power) is at least 1; got 0.9.
-    """
-
-    name: str
-    kind: str
-    value: Any
-    source: str = "user-defined"
-    as_of: str = ""
-    model: str = ""
-    default: bool = False
-    input_value: Any = None
-    aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
-
-    def __post_init__(self) -> None:
-        where = f"cost {self.name!r}"
-        if self.kind not in COST_KINDS:
-            raise InputError(f"{where}: kind must be one of {', '.join(map(repr, COST_KINDS))}; got {self.kind!r}.")
-        unit = COST_KINDS[self.kind]
-        try:
-            if unit:
-                q = as_quantity(self.value, unit, "value")
-                _positive(q.magnitude, "value")
-            else:
-                q = Q_(plain_number(self.value, "value"), "")
-        except InputError as exc:
-            raise InputError(f"{where}: {exc}") from None
-        if self.kind == "pue" and q.m < 1:
-            raise InputError(f"{where}: a PUE (site power over IT power) is at least 1; got {q.m:g}.")
-        object.__setattr__(self, "value", q)
-        if self.kind != "api":
-            if self.input_value is not None:
-                raise InputError(f"{where}: only an api row has an input_value (a price per million input tokens).")
-            return
-        try:  # an API's price per million input tokens: none given is an all-in price per output token
-            inp = as_quantity(Q_(0, "USD") if self.input_value is None else self.input_value, "USD", "input_value")
-            _positive(inp.magnitude, "input_value", allow_zero=True)
-        except InputError as exc:
-            raise InputError(f"{where}: {exc}") from None
-        object.__setattr__(self, "input_value", inp)
 
 
 T = TypeVar("T", Model, GPU, Link, HardwarePrice, Cost)
@@ -786,6 +732,7 @@ def _load_models() -> list[Model]:
                 weight_dtype=row["weight_dtype"],
                 source=row["source"],
                 aliases=tuple(a for a in row["aliases"].split(";") if a),
+                tied_embeddings=(row.get("tied_embeddings") or "").strip().lower() == "yes",
                 **kwargs,
             )
         )
@@ -815,7 +762,8 @@ def _load_gpus() -> list[GPU]:
                 price_source=row["price_source"],
                 source=row["source"],
                 aliases=tuple(a for a in row["aliases"].split(";") if a),
-                link=row["link"],
+                link=row["link"] or None,  # none: a machine of one GPU
+                memory_share=_num(row["gpu_memory_share"]),
             )
         )
     return out
@@ -888,6 +836,8 @@ costs: Catalog[Cost] = Catalog("cost", _load_costs())
 _defaults = {k: [c.name for c in costs.values() if c.kind == k and c.default] for k in ("electricity", "pue")}
 if any(len(v) != 1 for v in _defaults.values()):  # a data-file slip, caught at import
     raise InputError(f"costs.csv must mark one default row of each kind (electricity, pue); got {_defaults}.")
-_unknown_links = sorted(({g.link for g in gpus.values()} | {k.scale_out for k in links.values()}) - set(links))
+_unknown_links = sorted(
+    ({g.link for g in gpus.values() if g.link} | {k.scale_out for k in links.values()}) - set(links)
+)
 if _unknown_links:  # a data-file slip, caught at import
     raise InputError(f"gpus.csv or links.csv names links that links.csv lacks: {', '.join(_unknown_links)}.")

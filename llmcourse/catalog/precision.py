@@ -17,7 +17,9 @@ Examples
 >>> bytes_per_value("nfp4")
 Traceback (most recent call last):
 ...
-llmcourse.errors.InputError: unknown precision 'nfp4': did you mean 'nvfp4' or 'fp4'? Use a name (bf16, fp16, fp32, fp8, fp8_block, int8, int4, fp4, mxfp4, nvfp4, w4a16, awq, w4a16_g32; also fp8_e4m3, w8a8, w4a4, gptq) or a number of bytes such as 2.
+llmcourse.errors.InputError: unknown precision 'nfp4': did you mean 'nvfp4' or 'fp4'? Use a name (bf16, fp16, fp32, fp8, fp8_block, int8, int4, fp4, mxfp4, nvfp4, w4a16, awq, w4a16_g32; also fp8_e4m3, w8a8, w4a4, gptq; GGUF types such as q4_k_m, q8_0) or a number of bytes such as 2.
+>>> bytes_per_value("Q4_K") * 8, bytes_per_value("Q8_0") * 8, bytes_per_value("IQ4_XS") * 8
+(4.5, 8.5, 4.25)
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from llmcourse.catalog.catalog import Model
 
 __all__ = [
+    "GGUF_TABLE",
     "GROUPS",
     "PRECISIONS",
     "PRECISION_ALIASES",
@@ -85,6 +88,50 @@ PRECISION_TABLE: dict[str, Precision] = {
     "w4a16_g32": Precision((4 + 16 / 32) / 8, "bf16", "INT4 + a 16-bit scale per 32 values (Kimi-K2.5's experts)"),
 }
 
+
+def _gguf(block_bytes: int, block_weights: int, about: str) -> Precision:
+    """A llama.cpp (GGUF) block type: ``block_bytes`` per block of ``block_weights`` weights, its scales included;
+    llama.cpp dequantizes it to multiply, so its matmuls run at the 16-bit rate (``compute`` ``"bf16"``)."""
+    return Precision(block_bytes / block_weights, "bf16", f"GGUF {about}: {block_bytes} bytes per {block_weights} "
+                     f"weights = {8 * block_bytes / block_weights:g} bits per weight")  # fmt: skip
+
+
+#: llama.cpp's GGUF quantization types, in bytes per weight with their scales: each block type's size from the block
+#: structs of ggml's ``ggml-common.h`` (``block_q4_0`` ... ``block_iq4_xs``, each checked by a ``static_assert`` on
+#: its ``sizeof``; 32 weights per block for the legacy types and IQ4_NL, ``QK_K`` = 256 for the k- and i-quants).
+#: Q4_K_M, Q5_K_M and Q3_K_M are not block types but llama.cpp ``quantize``'s mixes (``LLAMA_FTYPE_MOSTLY_Q4_K_M``:
+#: most tensors Q4_K, half of the attention V and FFN down tensors Q6_K); their figure is the effective bits per
+#: weight llama.cpp's loader prints for a dense model (``model size = ... (4.89 BPW)``), a course figure within the
+#: 4.8-4.9 range of dense 7-8B models: a mixture of experts' file, its experts mostly Q4_K, reports less (Mixtral
+#: 8x7B Q4_K_M: 4.53 BPW, llama.cpp issue #5206). Pass the file's own size as ``weight_bytes`` where you have it.
+GGUF_TABLE: dict[str, Precision] = {
+    "q4_0": _gguf(18, 32, "Q4_0 (a 16-bit scale per 32 4-bit weights)"),
+    "q4_1": _gguf(20, 32, "Q4_1 (a 16-bit scale and minimum per 32 4-bit weights)"),
+    "q5_0": _gguf(22, 32, "Q5_0"),
+    "q5_1": _gguf(24, 32, "Q5_1"),
+    "q8_0": _gguf(34, 32, "Q8_0 (a 16-bit scale per 32 8-bit weights)"),
+    "q2_k": _gguf(84, 256, "Q2_K"),
+    "q3_k": _gguf(110, 256, "Q3_K"),
+    "q4_k": _gguf(144, 256, "Q4_K (super-blocks of 256 with 6-bit sub-block scales)"),
+    "q5_k": _gguf(176, 256, "Q5_K"),
+    "q6_k": _gguf(210, 256, "Q6_K"),
+    "iq1_s": _gguf(50, 256, "IQ1_S"),
+    "iq2_xxs": _gguf(66, 256, "IQ2_XXS"),
+    "iq2_xs": _gguf(74, 256, "IQ2_XS"),
+    "iq2_s": _gguf(82, 256, "IQ2_S"),
+    "iq3_xxs": _gguf(98, 256, "IQ3_XXS"),
+    "iq3_s": _gguf(110, 256, "IQ3_S"),
+    "iq4_nl": _gguf(18, 32, "IQ4_NL"),
+    "iq4_xs": _gguf(136, 256, "IQ4_XS"),
+    "q3_k_m": Precision(3.91 / 8, "bf16", "GGUF Q3_K_M mix (Q3_K, some tensors Q4_K/Q5_K): about 3.91 bits per "
+                        "weight for a dense model (course figure)"),
+    "q4_k_m": Precision(4.89 / 8, "bf16", "GGUF Q4_K_M mix (Q4_K, some tensors Q6_K): about 4.89 bits per weight "
+                        "for a dense model (course figure)"),
+    "q5_k_m": Precision(5.70 / 8, "bf16", "GGUF Q5_K_M mix (Q5_K, some tensors Q6_K): about 5.70 bits per weight "
+                        "for a dense model (course figure)"),
+}  # fmt: skip
+PRECISION_TABLE.update(GGUF_TABLE)
+
 #: Other names users type, each for a name of :data:`PRECISION_TABLE`.
 PRECISION_ALIASES: dict[str, str] = {"fp8_e4m3": "fp8", "w8a8": "fp8", "w4a4": "nvfp4", "gptq": "w4a16"}
 
@@ -118,7 +165,12 @@ def precision_name(name: str) -> str:
     key = PRECISION_ALIASES.get(key, key)
     if key in PRECISION_TABLE:
         return key
-    known = ", ".join(PRECISION_TABLE) + "; also " + ", ".join(PRECISION_ALIASES)
+    known = (
+        ", ".join(k for k in PRECISION_TABLE if k not in GGUF_TABLE)
+        + "; also "
+        + ", ".join(k for k in PRECISION_ALIASES if PRECISION_ALIASES[k] not in GGUF_TABLE)
+        + "; GGUF types such as q4_k_m, q8_0"
+    )
     hint = _did_you_mean(key, list(PRECISION_TABLE) + list(PRECISION_ALIASES))
     raise InputError(f"unknown precision {name!r}: {hint}Use a name ({known}) or a number of bytes such as 2.")
 

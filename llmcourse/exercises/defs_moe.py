@@ -79,7 +79,7 @@ define(
         )
     ],
     followup="What is it at a batch of one and of sixty-four, and how many bytes of weights does a step read at "
-    "each of the three batches in MXFP4 (half a byte per weight)?",
+    "each of the three batches at half a byte per weight (MXFP4 with its scales left out)?",
 )
 
 

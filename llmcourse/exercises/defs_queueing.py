@@ -1,7 +1,9 @@
 """Exercises for *Queueing* (``book/10_queueing.md``): the closed forms behind the simulation.
 
-One replica is modelled as a single server with Poisson arrivals and exponential service (M/M/1):
-utilisation rho = lambda / mu, mean time in system W = 1 / (mu - lambda), and Little's law N = lambda W.
+``queueing_ex7`` .. ``queueing_ex11`` are a generic first-come-first-served single server with Poisson arrivals and
+exponential service (M/M/1: one request served at a time, as a single-threaded service runs; not an LLM replica, which
+serves a batch at once and is closer to M/G/c with c the batch, see the chapter's derivation): utilisation
+rho = lambda / mu, mean time in system W = 1 / (mu - lambda), and Little's law N = lambda W.
 ``queueing_ex3`` and ``queueing_ex4`` follow the chapter's exercises of those labels (the replica's capacity
 and the load on another GPU, from :mod:`llmcourse.simulator`); the chapter's others run its simulator and are
 open questions. ``queueing_ex7`` .. ``queueing_ex12`` are the M/M/1 closed forms, registered by
@@ -111,15 +113,16 @@ def _w(v):
 
 
 _STORY = (
-    "A replica of a translation service completes requests at {mu} per second on average when busy "
-    "(exponential service times); requests arrive at random (Poisson) at {lam} per second. "
+    "A single server (first come, first served, one request at a time: a generic queue, not a batching LLM "
+    "replica) completes requests at {mu} per second on average when busy (exponential service times); requests "
+    "arrive at random (Poisson) at {lam} per second. "
 )
 
 define(
     EXERCISES,
     "queueing_ex7",
     "Utilisation",
-    _STORY + "What fraction of the time is the replica busy?",
+    _STORY + "What fraction of the time is the server busy?",
     "",
     dict(mu=10, lam=8),
     _rates,
@@ -181,8 +184,10 @@ define(
     EXERCISES,
     "queueing_ex11",
     "The highest rate a latency target allows",
-    "A replica completes {mu} requests per second when busy. The product promises a mean time in system of at "
-    "most {target} s. Under the M/M/1 model, what is the highest arrival rate the replica may take?",
+    "A single server (first come, first served, one request at a time, with random arrivals and exponential "
+    "service times: the M/M/1 queue, not a batching LLM replica) completes {mu} requests per second when busy. "
+    "The service promises a mean time in system of at most {target} s. What is the highest arrival rate the "
+    "server may take?",
     "1/s",
     dict(mu=10, target=0.5),
     _vary_target,

@@ -11,7 +11,7 @@ order, which is the bank's order (:func:`load_questions`, parsed with the standa
 :func:`parse_questions`). A question there reads::
 
     ## weights_fit
-    level: L4 · topic: memory · source: 000
+    level: L4 · topic: memory · source: 000 · kind: numeric · key: n16
 
     ### Do the weights fit?
 
@@ -21,8 +21,12 @@ order, which is the bank's order (:func:`load_questions`, parsed with the standa
     #### weak
     ...
 
-``## id`` opens a question; the next line gives its ``level`` (a key of :data:`LEVELS`), ``topic``
-and ``source`` (keys of :data:`SOURCES`, several joined by commas); ``### title`` is its title, and
+``## id`` opens a question; the next line gives its ``level`` (a key of :data:`LEVELS`), ``topic``,
+``source`` (keys of :data:`SOURCES`, several joined by commas), ``kind`` (one of :data:`KINDS`) and,
+where they apply: ``key`` (the figure an answer is graded on: every numeric question and design prompt
+has one), ``chain`` and ``step`` (the chain it belongs to and its place there, from 1) and, for a
+follow-up (step 2 on), ``moves`` (``moves: gpus up``: which figure the changed given moves, and which
+way, against the step before; a test checks it). ``### title`` is its title, and
 ``#### prompt``, ``weak``, ``good``, ``strong`` and ``answer`` its five templates, each once. Text
 before the first question is a note for the reader of the file. The lines of a paragraph are
 joined by one space, as Markdown does; paragraphs are kept apart by a blank line. A template's
@@ -36,9 +40,14 @@ level or source, and a field that is neither a catalog entry nor a well-formed n
 function does not return is refused, naming the question and the field, when its numbers are
 computed.
 
+A ``worked()`` function may take ``variant`` (an int; 0 is the book's givens): it then draws other
+models, GPUs and loads from the catalog for that seed (:func:`llmcourse.interview.figures.draw`), and the
+question's prompt names its givens by field. :meth:`Question.numbers` passes the variant on; a question
+whose function takes none has only the book's variant.
+
 Examples
 --------
->>> text = "## q1\\nlevel: L5 · topic: cost\\n\\n### A title\\n" + "".join(
+>>> text = "## q1\\nlevel: L5 · topic: cost · kind: concept\\n\\n### A title\\n" + "".join(
 ...     f"#### {p}\\n{p}: {{x}} on {{H100.memory}}\\n" for p in PARTS)
 >>> [q] = load_questions({"one.md": text}, {"q1": lambda: {"x": 3}})
 >>> q.level, q.render("strong")
@@ -47,6 +56,7 @@ Examples
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -57,6 +67,7 @@ from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.interview.templates import CATALOG_NAMES, check_fields, fields, fill
 
 __all__ = [
+    "KINDS",
     "LEVELS",
     "PARTS",
     "SOURCES",
@@ -75,6 +86,17 @@ LEVELS: dict[str, str] = {
     "L5": "chains the numbers into a decision and names the bottleneck",
     "Staff+": "sizes the whole system, states the assumptions, and says which one moves the answer most",
 }
+
+#: What a question asks for: a number computed (graded on its ``key`` figure), an explanation, or a design
+#: (an open brief, whose key figures are graded too).
+KINDS: dict[str, str] = {
+    "numeric": "a figure, computed and graded within a factor",
+    "concept": "an explanation: the rubric is the grade",
+    "design": "an open brief: requirements, estimate, architecture, bottleneck, levers, failure modes",
+}
+
+#: The directions a follow-up's ``moves`` may state.
+DIRECTIONS = ("up", "down")
 
 #: The texts the questions' figures come from, as the chapter names them.
 SOURCES: dict[str, str] = {
@@ -110,25 +132,59 @@ class Question:
     good: str
     strong: str
     answer: str
-    worked: Callable[[], dict[str, Any]]
+    worked: Callable[..., dict[str, Any]]
     source: str = SOURCES["course"]
+    kind: str = "concept"
+    chain: str | None = None
+    step: int | None = None
+    #: For a follow-up: (figure, "up" or "down") against the step before.
+    moves: tuple[str, str] | None = None
+    #: The figure an answer is graded on (numeric questions and design prompts).
+    key: str | None = None
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
             raise InputError(f"question {self.id!r}: level must be one of {', '.join(LEVELS)}, not {self.level!r}.")
+        if self.kind not in KINDS:
+            raise InputError(f"question {self.id!r}: kind must be one of {', '.join(KINDS)}, not {self.kind!r}.")
+        if self.kind != "concept" and self.key is None:
+            raise InputError(
+                f"question {self.id!r}: a {self.kind} question names the figure it is graded on (key: ...)."
+            )
 
-    def numbers(self) -> dict[str, Any]:
-        """Every number of the worked answer, computed now with the planner.
+    @property
+    def varies(self) -> bool:
+        """Whether the worked function draws variants (takes ``variant``)."""
+        try:
+            return "variant" in inspect.signature(self.worked).parameters
+        except (TypeError, ValueError):  # a builtin such as dict
+            return False
 
-        Refuses (:class:`InputError`) a template field that is neither one of them nor a catalog entry."""
-        vals = self.worked()
+    def numbers(self, variant: int = 0) -> dict[str, Any]:
+        """Every number of the worked answer for ``variant`` (0: the book's givens), computed now with the planner.
+
+        Refuses (:class:`InputError`) a variant that is not a whole number >= 0, a variant other than 0 for a
+        question without variants, and a template field (or the ``key`` or ``moves`` figure) that is neither one
+        of the numbers nor a catalog entry."""
+        if isinstance(variant, bool) or not isinstance(variant, int) or variant < 0:
+            raise InputError(f"question {self.id!r}: variant must be a whole number >= 0, not {variant!r}.")
+        if variant and not self.varies:
+            raise InputError(f"question {self.id!r} has only the book's variant (0); its worked() takes no variant.")
+        vals = self.worked(variant=variant) if self.varies else self.worked()
         missing = sorted(self.fields() - set(vals) - set(CATALOG_NAMES))
+        missing += [f for f in (self.key, self.moves[0] if self.moves else None) if f is not None and f not in vals]
         if missing:
             raise InputError(
                 f"question {self.id!r}: template field {{{missing[0]}}} is neither a number its worked() function "
                 f"returns nor a catalog entry ({', '.join(CATALOG_NAMES)}); it returns {', '.join(sorted(vals))}."
             )
         return vals
+
+    def key_figure(self, variant: int = 0) -> Any:
+        """The figure an answer is graded on, for ``variant``."""
+        if self.key is None:
+            raise InputError(f"question {self.id!r} is a {self.kind} question: it has no figure to grade.")
+        return self.numbers(variant)[self.key]
 
     def fields(self) -> set[str]:
         """Names the templates use (each a key of :meth:`numbers` or of :data:`CATALOG_NAMES`)."""
@@ -137,16 +193,16 @@ class Question:
             names |= fields(text)
         return names
 
-    def render(self, part: str = "answer", values: Mapping[str, Any] | None = None) -> str:
+    def render(self, part: str = "answer", values: Mapping[str, Any] | None = None, variant: int = 0) -> str:
         """Fill one template (``"prompt"``, ``"weak"``, ``"good"``, ``"strong"`` or ``"answer"``)."""
         if part not in PARTS:
             raise InputError(f"part must be prompt, weak, good, strong or answer; got {part!r}.")
-        vals = self.numbers() if values is None else values
+        vals = self.numbers(variant) if values is None else values
         return fill(getattr(self, part), vals)
 
-    def markdown(self) -> dict[str, str]:
+    def markdown(self, variant: int = 0) -> dict[str, str]:
         """All five parts rendered with one computation of the numbers."""
-        vals = self.numbers()
+        vals = self.numbers(variant)
         return {p: self.render(p, vals) for p in PARTS}
 
 
@@ -165,6 +221,21 @@ class QuestionBank(Mapping[str, Question]):
         self._q: dict[str, Question] = {}
         for q in questions:
             self.add(q)
+        self.chains()  # refuses a chain whose steps are not 1, 2, ... each once
+
+    def chains(self) -> dict[str, list[Question]]:
+        """The chains, by id in the order they first appear, each its questions in step order; refuses a chain
+        whose steps are not 1, 2, ..., each once, and a first step with ``moves``."""
+        out: dict[str, list[Question]] = {}
+        for q in self._q.values():
+            if q.chain is not None:
+                out.setdefault(q.chain, []).append(q)
+        for cid, qs in out.items():
+            qs.sort(key=lambda q: q.step or 0)
+            steps = [q.step for q in qs]
+            if steps != list(range(1, len(qs) + 1)):
+                raise InputError(f"chain {cid!r}: steps {steps}; number them 1, 2, ... each once.")
+        return out
 
     def add(self, q: Question) -> Question:
         """Add ``q``; refuses a second question with its id."""
@@ -187,17 +258,17 @@ class QuestionBank(Mapping[str, Question]):
 
 
 #: Each question's ``worked()`` function, by question id (the text of the question is data).
-_WORKED: dict[str, Callable[[], dict[str, Any]]] = {}
+_WORKED: dict[str, Callable[..., dict[str, Any]]] = {}
 
 
-def register_worked(qid: str) -> Callable[[Callable[[], dict[str, Any]]], Callable[[], dict[str, Any]]]:
+def register_worked(qid: str) -> Callable[[Callable[..., dict[str, Any]]], Callable[..., dict[str, Any]]]:
     """A decorator: register the function as the computation (``worked()``) of the data question ``qid``.
 
     :func:`load_questions` pairs each question of the data files with its function; a second function
     for one id is refused. The bank's functions are in :mod:`llmcourse.interview.worked` and its siblings.
     """
 
-    def deco(fn: Callable[[], dict[str, Any]]) -> Callable[[], dict[str, Any]]:
+    def deco(fn: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
         if qid in _WORKED:
             raise InputError(f"question {qid!r}: two worked() functions")
         _WORKED[qid] = fn
@@ -223,15 +294,20 @@ def _paragraphs(lines: list[str]) -> str:
     return "\n\n".join(paras)
 
 
-def _meta(where: str, line: str) -> dict[str, str]:
-    """The ``level: L4 · topic: memory · source: 000`` line as a dict, or InputError."""
-    out: dict[str, str] = {}
+#: The keys of a question's header line, in the order a data file gives them.
+_META_KEYS = ("level", "topic", "source", "kind", "key", "chain", "step", "moves")
+
+
+def _meta(where: str, line: str) -> dict[str, Any]:
+    """The ``level: L4 · topic: memory · source: 000 · kind: numeric ...`` line as a dict, or InputError."""
+    out: dict[str, Any] = {}
     for item in line.split(" · "):
         key, sep, value = item.partition(":")
         key, value = key.strip(), value.strip()
-        if not sep or key not in ("level", "topic", "source") or not value or key in out:
+        if not sep or key not in _META_KEYS or not value or key in out:
             raise InputError(
-                f"{where}: the line after the id must read 'level: L4 · topic: ... · source: 000', each key once; "
+                f"{where}: the line after the id must read 'level: L4 · topic: ... · source: 000 · kind: numeric' (then key, "
+                f"chain, step, moves where they apply), each key once; "
                 f"got {line!r}."
             )
         out[key] = value
@@ -242,21 +318,54 @@ def _meta(where: str, line: str) -> dict[str, str]:
     if unknown:
         raise InputError(f"{where}: unknown source {unknown[0]!r}; known: {', '.join(SOURCES)}.")
     out["source"] = " and ".join(SOURCES[c] for c in codes)
-    return out
+    return out | _chain_meta(where, out)
 
 
-def parse_questions(text: str, name: str = "<text>") -> list[dict[str, str]]:
+def _chain_meta(where: str, out: dict[str, Any]) -> dict[str, Any]:
+    """The header's kind, key, chain, step and moves, checked (InputError naming ``where``)."""
+    kind = out.get("kind")
+    if kind not in KINDS:
+        raise InputError(f"{where}: give its kind, one of {', '.join(KINDS)} ('kind: numeric'); got {kind!r}.")
+    if "key" in out and not _ID.fullmatch(out["key"]):
+        raise InputError(f"{where}: key {out['key']!r} is not a figure's name (lower case, digits and _).")
+    if ("chain" in out) != ("step" in out):
+        raise InputError(f"{where}: a question of a chain gives both 'chain: ID' and 'step: N'.")
+    meta: dict[str, Any] = {}
+    if "chain" in out:
+        if not _ID.fullmatch(out["chain"]):
+            raise InputError(f"{where}: chain {out['chain']!r}: a chain id is lower case, digits and _.")
+        if not out["step"].isdigit() or int(out["step"]) < 1:
+            raise InputError(f"{where}: step must be a whole number from 1, not {out['step']!r}.")
+        meta["step"] = int(out["step"])
+        if (meta["step"] > 1) != ("moves" in out):
+            raise InputError(
+                f"{where}: a follow-up (step 2 on) says what moves ('moves: gpus up'); a first step does not."
+            )
+    elif "moves" in out:
+        raise InputError(f"{where}: 'moves' belongs to a follow-up of a chain (give chain and step).")
+    if "moves" in out:
+        figure, _, direction = out["moves"].partition(" ")
+        if not _ID.fullmatch(figure) or direction not in DIRECTIONS:
+            raise InputError(
+                f"{where}: moves must read 'FIGURE up' or 'FIGURE down' (e.g. 'moves: gpus up'), not {out['moves']!r}."
+            )
+        meta["moves"] = (figure, direction)
+    return meta
+
+
+def parse_questions(text: str, name: str = "<text>") -> list[dict[str, Any]]:
     """The questions of one data file as dicts (id, level, topic, source, title and the five parts).
 
     Examples
     --------
     >>> text = "## q1\\nlevel: L4 · topic: memory\\n\\n### A title\\n" + "".join(
     ...     f"#### {p}\\n{p} of {{x}}\\n" for p in PARTS)
+    >>> text = text.replace("memory", "memory · kind: concept")
     >>> q = parse_questions(text)[0]
     >>> q["id"], q["title"], q["source"], q["answer"]
     ('q1', 'A title', "the course's own arithmetic", 'answer of {x}')
     """
-    out: list[dict[str, str]] = []
+    out: list[dict[str, Any]] = []
     cur: dict[str, Any] | None = None
     part: str | None = None
 
@@ -321,7 +430,7 @@ def parse_questions(text: str, name: str = "<text>") -> list[dict[str, str]]:
 
 
 def load_questions(
-    texts: Mapping[str, str] | None = None, worked: Mapping[str, Callable[[], dict[str, Any]]] | None = None
+    texts: Mapping[str, str] | None = None, worked: Mapping[str, Callable[..., dict[str, Any]]] | None = None
 ) -> list[Question]:
     """The bank's questions from its data files (``texts``: file name -> text, read in name order; by
     default ``llmcourse/data/interview/*.md``), each with its ``worked()`` function (by default the

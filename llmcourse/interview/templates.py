@@ -58,6 +58,8 @@ def num(value: Any, digits: int = 3, *, escape: bool = True) -> str:
     --------
     >>> num(Q_(327_680, "B").to("KiB")), num(10_851), num(23.93), num(Q_(0.29431, "s"), 2), num(Q_(80.0, "GB"))
     ('320 KiB', '10,851', '23.9', '0.29 s', '80 GB')
+    >>> num("Llama-3.1-70B")
+    'Llama-3.1-70B'
     """
     if isinstance(value, pint.Quantity):
         dollar = "\\$" if escape else "$"  # a bare $ opens math in MyST
@@ -66,7 +68,7 @@ def num(value: Any, digits: int = 3, *, escape: bool = True) -> str:
         if value.dimensionality == _USD_PER_HOUR.dimensionality:
             return f"{dollar}{float(value.to('USD/hour').m):.2f}/h"
         return f"{_digits(float(value.m), digits)} {value.units:~P}".strip()
-    if isinstance(value, bool):
+    if isinstance(value, (bool, str)):  # a given named in words: a model, a GPU, a precision
         return str(value)
     if isinstance(value, _Bare):
         return f"{float(value):g}"

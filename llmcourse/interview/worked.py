@@ -25,7 +25,18 @@ import pint
 from llmcourse.assumptions import resolve
 from llmcourse.catalog import bytes_per_value, gpus, models
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.interview.figures import CAPACITY, COURSE, ENVELOPE, LAB, pct, per_s, read_time, seed004_model
+from llmcourse.interview.figures import (
+    CAPACITY,
+    COURSE,
+    ENVELOPE,
+    LAB,
+    PEAK_FACTOR,
+    pct,
+    per_gpu_rate,
+    per_s,
+    read_time,
+    seed004_model,
+)
 from llmcourse.interview.questions import register_worked
 from llmcourse.planner.roofline import weight_read_ceiling
 from llmcourse.planner.serving import compute_budget, fleet, prefill_pool, request_cycle, serving_plan, traffic
@@ -293,6 +304,16 @@ def _quantization() -> dict[str, Any]:
     # 4-bit values plus one FP16 scale per group of 128 weights
     scale = Q_(bytes_per_value("int4"), "B") + Q_(bytes_per_value("fp16"), "B") / 128
     s4s = decode_step("Llama-3.1-8B", "H100 SXM", weight_bytes=scale, **kw)
+    # the course's method: W4A16 (GPTQ) reads its scales and multiplies at BF16; FP8 (W8A8) at the FP8 peak
+    course = {
+        (w, b): decode_step("Llama-3.1-8B", "H100 SXM", batch=b, context_tokens=2_304, weight_bytes=w)
+        for w in ("bf16", "w4a16", "fp8")
+        for b in (1, 64)
+    }
+
+    def speedup(w: str, b: int) -> float:
+        return float((course["bf16", b].step_time / course[w, b].step_time).to("").m)
+
     return dict(
         w16=s16.weights_read,
         w4=s4.weights_read,
@@ -303,6 +324,13 @@ def _quantization() -> dict[str, Any]:
         scale=scale,
         bw_pct=pct(a.bandwidth_efficiency),
         eta_b=a.bandwidth_efficiency,
+        bw_course=pct(resolve(COURSE).bandwidth_efficiency),
+        **{f"c{w}_{b}": course[w, b].step_time for w in ("bf16", "w4a16", "fp8") for b in (1, 64)},
+        comp4_64=course["w4a16", 64].compute_time,
+        speedup1=speedup("w4a16", 1),
+        speedup64=speedup("w4a16", 64),
+        fp8_1=speedup("fp8", 1),
+        fp8_64=speedup("fp8", 64),
     )
 
 
@@ -319,7 +347,13 @@ def _batch_cost() -> dict[str, Any]:
             price_per_hour=Q_(3, "USD/hour"),
             assumptions=LAB,
         )
-        out |= {f"t{b}": c.decode.step_time, f"x{b}": per_s(c.throughput), f"c{b}": c.cost_per_million_output_tokens}
+        out |= {
+            f"t{b}": c.decode.step_time,
+            f"x{b}": per_s(c.throughput),  # decode steps only
+            f"cd{b}": c.decode_only_cost_per_million,  # the price of those decode-only tokens
+            f"xe{b}": per_s(c.end_to_end_throughput),  # prefill and decode: what a GPU-hour buys
+            f"c{b}": c.cost_per_million_output_tokens,  # the price of those
+        }
     return out
 
 
@@ -394,8 +428,10 @@ def _littles_law() -> dict[str, Any]:
     rate = traffic(Q_(1.5e9, "1/day"), 1, 1).request_rate.to("1/s")
     t = F["generation_time"](tokens_per_request=1_250, token_rate=Q_(50, "1/s")).to("s")
     n = float(F["littles_law"](request_rate=rate, time_in_system=t).m)
-    g = _huge_fleet()["g2000"]
-    return dict(rps=float(rate.m), t=t, n=n, gpus=g, per_gpu=n / g)
+    g = _huge_fleet()["g_peak"]  # the fleet sized on the peak, with headroom
+    return dict(
+        rps=float(rate.m), t=t, n=n, peak=PEAK_FACTOR, n_peak=n * PEAK_FACTOR, gpus=g, per_gpu=n * PEAK_FACTOR / g
+    )
 
 
 @register_worked("h200")
@@ -419,6 +455,11 @@ def _h200() -> dict[str, Any]:
         bw_pct=pct(a.assumptions.bandwidth_efficiency),
         o=a.step.overhead_time,
         comm=a.step.comm_time,
+        # the cost per million scales with the price: the H200's price at which it matches the pair
+        price_ratio=float((gpus["H200 SXM"].price_per_hour / gpus["H100 SXM"].price_per_hour).to("").m),
+        breakeven=(
+            gpus["H200 SXM"].price_per_hour * a.cost_per_million_output_tokens / b.cost_per_million_output_tokens
+        ).to("USD/hour"),
     )
 
 
@@ -436,6 +477,13 @@ def _roofline_fleet() -> dict[str, Any]:
         f.usable_throughput_per_replica,
     )
     need, roof, used = budget.prefill, budget.usable, budget.decode
+    # the same check with the matmuls at the FP8 peak the model's weights multiply in (the capacity method
+    # itself counts BF16 compute)
+    a8 = a.replace(matmul_precision="weights")
+    budget8 = compute_budget(
+        replica("Llama-3.1-70B", g, prompt_tokens=prompt, answer_tokens=answer, assumptions=a8, **shape),
+        f.usable_throughput_per_replica,
+    )
     c = replica("Llama-3.1-70B", g, prompt_tokens=prompt, answer_tokens=answer, assumptions=COURSE, **shape)
     fc = fleet(demand, c)
     return dict(
@@ -465,6 +513,9 @@ def _roofline_fleet() -> dict[str, Any]:
         roof=roof,
         used_flops=used,
         idle=budget.idle,
+        roof8=budget8.usable,
+        idle8=budget8.idle,
+        fits8="holds" if budget8.prefill_fits else "does not hold",
         x_course=per_s(c.throughput),
         share_course=pct(c.prefill_share),
         h_course=fc.headroom,
@@ -480,8 +531,14 @@ def _prefill_pool() -> dict[str, Any]:
     a, g = resolve(CAPACITY), gpus["H100 SXM"]
     p = prefill_pool(Q_(700_000, "1/s"), "Llama-3.1-70B", g, assumptions=a)
     half = prefill_pool(Q_(350_000, "1/s"), "Llama-3.1-70B", g, assumptions=a)
+    a8 = a.replace(matmul_precision="weights")  # the FP8 model's matmuls at the FP8 peak
+    p8 = prefill_pool(Q_(700_000, "1/s"), "Llama-3.1-70B", g, weight_bytes="fp8", assumptions=a8)
+    half8 = prefill_pool(Q_(350_000, "1/s"), "Llama-3.1-70B", g, weight_bytes="fp8", assumptions=a8)
     fl = _roofline_fleet()
     return dict(
+        gpus_fp8=p8.gpus,
+        gpus_cached8=half8.gpus,
+        per_gpu8=(g.peak_flops(matmul_precision("fp8", g, a8)) * a.compute_efficiency).to("PFLOP/s"),
         rate=p.compute_rate,
         gpus=p.gpus,
         gpus_cached=half.gpus,
@@ -489,7 +546,10 @@ def _prefill_pool() -> dict[str, Any]:
         fl_pct=pct(a.compute_efficiency),
         fpp=a.flops_per_param,
         gpus_capacity=fl["gpus"],
-        **{k: fl[k] for k in ("hf_pct", "need", "idle", "roof", "used_flops", "usable", "gpus_course")},
+        **{
+            k: fl[k]
+            for k in ("hf_pct", "need", "idle", "roof", "used_flops", "usable", "gpus_course", "idle8", "fits8")
+        },
     )
 
 
@@ -501,7 +561,29 @@ def _huge_fleet() -> dict[str, Any]:
         f"g{x}": int(F["replicas_needed"](demand=t.output_tokens_per_s, throughput=Q_(x, "1/s")).m)
         for x in (1_000, 2_000, 4_000)
     }
-    return dict(rps=float(t.request_rate.to("1/s").m), tok=tok, demand=float(t.output_tokens_per_s.to("1/s").m), **g)
+    # sized on the peak hour, with the course's headroom: a fleet sized on the daily mean queues every afternoon
+    h = resolve(COURSE).headroom
+    peak = traffic(Q_(1.5e9, "1/day"), 1, tok, peak_factor=PEAK_FACTOR).output_tokens_per_s
+    g_peak = int(F["replicas_needed"](demand=peak * h, throughput=Q_(2_000, "1/s")).m)
+    # whose 2,000 tokens/s? one H100's share of a replica at full load, answers of `tok` tokens; the prompt is not
+    # given: the answer states 1,000 tokens
+    prompt = 1_000
+    x8, x70 = per_gpu_rate("Llama-3.1-8B", 1, "bf16", prompt, tok), per_gpu_rate("Llama-3.1-70B", 2, "fp8", prompt, tok)
+    g70 = int(F["replicas_needed"](demand=peak * h, throughput=Q_(x70, "1/s")).m)
+    return dict(
+        rps=float(t.request_rate.to("1/s").m),
+        tok=tok,
+        demand=float(t.output_tokens_per_s.to("1/s").m),
+        peak=PEAK_FACTOR,
+        demand_peak=float(peak.to("1/s").m),
+        headroom=h,
+        g_peak=g_peak,
+        x8=x8,
+        x70=x70,
+        g70=g70,
+        prompt=prompt,
+        **g,
+    )
 
 
 @register_worked("moe")

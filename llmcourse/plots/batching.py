@@ -8,7 +8,7 @@ import numpy as np
 
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.planner.roofline import crossover_batch
-from llmcourse.plots import new_figure
+from llmcourse.plots import finish, new_figure
 from llmcourse.replica.model import replica
 from llmcourse.replica.step import matmul_precision
 
@@ -70,4 +70,7 @@ def step_and_throughput(
         ax.annotate(f"crossover {x:,.1f}", (x, ax.get_ylim()[1] * 0.9), textcoords="offset points", xytext=(-70, 0))
     ax.set_title(f"{model} on {gpu}, {prompt_tokens:,.0f} in / {answer_tokens:,.0f} out")
     ax.legend(loc="upper left", fontsize=8)
-    return ax
+    return finish(
+        ax,
+        "Time per output token (left axis) and the whole batch's output tokens per second (right axis) against the number of concurrent requests.",
+    )

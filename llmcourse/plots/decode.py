@@ -8,7 +8,7 @@ import numpy as np
 
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.planner.roofline import attainable_flops, decode_point, prefill_point, ridge_intensity
-from llmcourse.plots import new_figure
+from llmcourse.plots import finish, new_figure
 from llmcourse.replica.step import matmul_precision
 from llmcourse.units import Q_
 
@@ -48,12 +48,15 @@ def roofline(
             f"{p.label}\n{x:,.0f} FLOP/B, {y:,.0f} TFLOP/s",
             (x, y),
             textcoords="offset points",
-            xytext=(6, -22),
+            xytext=(-6, -30) if x > ridge else (6, -22),  # right of the ridge: the label to the left of its point
+            ha="right" if x > ridge else "left",
             color=colour,
             fontsize=8,
         )
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
     ax.set_ylabel("attainable FLOP/s (TFLOP/s)")
-    ax.set_title(f"{model} on {gpu}")
-    ax.legend(loc="upper left", fontsize=8)
-    return ax
+    ax.set_title(f"{model} on {gpu}, {label}")  # in the title: a legend would cover the points on a phone
+    return finish(
+        ax,
+        "A roofline (log-log): attainable FLOP/s against arithmetic intensity, with decode steps and a prefill marked where they sit.",
+    )

@@ -6,7 +6,7 @@ from typing import Any
 
 from llmcourse.planner.design import Plan
 from llmcourse.planner.levers import Lever
-from llmcourse.plots import new_figure
+from llmcourse.plots import finish, new_figure
 
 __all__ = ["lever_bars"]
 
@@ -30,4 +30,7 @@ def lever_bars(base: Plan, levers: list[Lever]) -> Any:
         )
     ax.set_xlabel("GPUs for the brief (green: targets met)")
     ax.set_title(f"{base.model} on {base.gpu}: one lever at a time")
-    return ax
+    return finish(
+        ax,
+        "GPUs the brief needs with one lever applied at a time, as horizontal bars (green where the targets are met).",
+    )

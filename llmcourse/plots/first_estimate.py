@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmcourse.plots import mark_point, new_figure
+from llmcourse.plots import finish, mark_point, new_figure
 from llmcourse.replica.memory import max_batch
 
 __all__ = ["batch_vs_gpus"]
@@ -20,4 +20,4 @@ def batch_vs_gpus(model: str, gpu: str, *, context_tokens: float, weight_bytes: 
     ax.set_ylabel("conversations that fit (batch)")
     ax.set_title(f"{model} on {gpu}, {context_tokens:,.0f}-token conversations")
     mark_point(ax, 2, batches[1], f"{batches[1]} on 2 GPUs")
-    return ax
+    return finish(ax, "Conversations that fit in memory against the number of GPUs holding one copy of the model.")

@@ -8,7 +8,7 @@ import numpy as np
 import pint
 
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.plots import mark_point, new_figure
+from llmcourse.plots import finish, mark_point, new_figure
 from llmcourse.units import Q_
 
 __all__ = ["cost_vs_utilisation", "gpus_vs_throughput"]
@@ -26,7 +26,10 @@ def cost_vs_utilisation(cost_full: pint.Quantity, *, mark: float = 0.3, label: s
     ax.set_title(label or "GPUs bill by the hour, busy or idle")
     y = F["cost_at_utilisation"](cost_full=cost_full, utilisation=mark).to("USD").m
     mark_point(ax, mark * 100, y, f"${y:.3f} at {mark:.0%} ({1 / mark:.1f}x)")
-    return ax
+    return finish(
+        ax,
+        "Cost per million output tokens against the fleet's average utilisation: GPUs bill by the hour, so the cost falls as one over the utilisation.",
+    )
 
 
 def gpus_vs_throughput(
@@ -42,4 +45,4 @@ def gpus_vs_throughput(
     ax.set_title(f"{demand.to('1/s').m / 1e6:.1f} M output tokens per second")
     y = F["replicas_needed"](demand=demand, throughput=Q_(mark, "1/s")).m
     mark_point(ax, mark, y, f"{y:,.0f} GPUs at {mark:,.0f} tok/s")
-    return ax
+    return finish(ax, "GPUs needed for the demand against the output tokens per second each GPU serves.")

@@ -7,7 +7,7 @@ from typing import Any
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import models
 from llmcourse.planner.memory import kv_head_options
-from llmcourse.plots import mark_point, new_figure
+from llmcourse.plots import finish, mark_point, new_figure
 from llmcourse.replica.memory import kv_bytes_per_token, max_batch
 
 __all__ = ["kv_heads_sweep"]
@@ -38,4 +38,7 @@ def kv_heads_sweep(
     i = ks.index(orig.kv_heads)
     mark_point(ax2, pos[i], batch[i], f"{orig.kv_heads} KV heads: {batch[i]} fit")
     ax.set_title(f"{model} on one {gpu}, BF16", fontsize=10)
-    return ax
+    return finish(
+        ax,
+        "KV cache per token (left axis) and sequences that fit (right axis) as the number of KV heads goes from one (MQA) to the number of query heads (MHA).",
+    )

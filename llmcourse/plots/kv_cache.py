@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from llmcourse.assumptions import Assumptions, resolve
-from llmcourse.plots import mark_point, new_figure
+from llmcourse.plots import finish, mark_point, new_figure
+from llmcourse.replica.base import model_of
 from llmcourse.replica.memory import kv_bytes_per_sequence, max_batch
 
 __all__ = ["batch_vs_context", "kv_vs_context"]
@@ -26,7 +27,8 @@ def batch_vs_context(
     assumptions: Assumptions | str | None = None,
 ) -> Any:
     """Sequences that fit beside the weights against the context length (log-log), one line per model,
-    the usable memory by ``assumptions`` (the course's by default).
+    the usable memory by ``assumptions`` (the course's by default). Each line stops at its model's context limit
+    (``max_position``, where it ends in a dot; a model without one runs to ``max_context``): past it the model serves no sequence at all.
 
     ``mark`` = (model, context) marks one point.
     """
@@ -35,10 +37,14 @@ def batch_vs_context(
     _fig, ax = new_figure()
     ctx = np.unique(np.geomspace(min_context, max_context, 60).astype(int))
     for n in names:
-        label = n if isinstance(n, str) else n.name
-        b = np.array([max_batch(n, gpu, c, **fit) for c in ctx], dtype=float)
+        m = model_of(n)
+        limit = min(m.max_position or max_context, max_context)
+        upto = np.append(ctx[ctx < limit], limit)  # no point past the model's context limit
+        b = np.array([max_batch(m, gpu, int(c), **fit) for c in upto], dtype=float)
         b[b == 0] = np.nan  # nothing fits: leave a gap on the log axis
-        ax.plot(ctx, b, label=label)
+        (line,) = ax.plot(upto, b, label=f"{m.name} (to {m.max_position:,})" if limit < max_context else m.name)
+        if limit < max_context:
+            ax.plot(upto[-1:], b[-1:], "o", color=line.get_color(), ms=4)
     if mark is not None:
         m, c = mark
         b = max_batch(m, gpu, c, **fit)
@@ -50,7 +56,9 @@ def batch_vs_context(
     usable = f"{a.memory_fraction:.0%} of memory usable" + (" (read as GiB)" if a.memory_unit == "GiB" else "")
     ax.set_title(f"{n_gpus} x {gpu}, {usable}, BF16 weights and cache", fontsize=10)
     ax.legend(fontsize=8)
-    return ax
+    return finish(
+        ax, "How many sequences fit in memory as the context per sequence grows, one line per model (log scales)."
+    )
 
 
 def kv_vs_context(
@@ -78,4 +86,4 @@ def kv_vs_context(
     ax.set_xlabel("context (tokens)")
     ax.set_ylabel("KV cache of one sequence (GB, log scale)")
     ax.legend(fontsize=8)
-    return ax
+    return finish(ax, "The KV cache of one sequence at each context length, as bars per model (log scale).")

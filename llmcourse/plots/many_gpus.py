@@ -18,7 +18,7 @@ import pint
 
 from llmcourse.assumptions import resolve
 from llmcourse.catalog import gpus
-from llmcourse.plots import new_figure
+from llmcourse.plots import finish, new_figure, new_panels
 from llmcourse.replica.model import replica
 from llmcourse.units import Q_
 from llmcourse.validation.measured import aiconfigurator_records, silicon_concurrency
@@ -169,8 +169,6 @@ def tpot_against_tp(
     the course's replica model (solid), the GPUs splitting the model for free (dashed: ``free``, the
     course's method without communication and overhead by default), and the measured rows as points
     (one marker per engine). Returns the axes."""
-    import matplotlib.pyplot as plt
-
     from llmcourse.widgets.many_gpus import free_split
 
     free = free_split() if free is None else free
@@ -179,7 +177,7 @@ def tpot_against_tp(
         for r in llama70_measured(concurrency)
         if r.precision == precision and r.prompt_tokens == prompt_tokens and r.answer_tokens == answer_tokens
     ]
-    fig, axes = plt.subplots(1, len(gpu_names), figsize=(9.6, 3.4), sharey=True, layout="constrained")
+    fig, axes = new_panels(1, len(gpu_names), width=9.6, height=3.4, sharey=True)
     for ax, g in zip(axes, gpu_names, strict=True):
         ax.grid(True, alpha=0.3)
         for label, a, style in (("course's model", None, "-"), ("GPUs talking for free", free, "--")):
@@ -214,7 +212,8 @@ def tpot_against_tp(
         f"{MODEL}, {precision.upper()}, {concurrency} requests in flight, {prompt_tokens:,} in / {answer_tokens:,} out",
         fontsize=10,
     )
-    return axes
+    lead = "Time per output token against the tensor-parallel degree, one panel per GPU: the course's model, the same with GPUs talking for free, and the measured rows."
+    return finish(axes, lead)
 
 
 def tpot_against_concurrency(
@@ -264,4 +263,5 @@ def tpot_against_concurrency(
     ax.set_ylim(bottom=0)
     ax.set_title(f"{MODEL} on {gpu}, {precision.upper()}, {prompt_tokens:,} in / {answer_tokens:,} out", fontsize=10)
     ax.legend(fontsize=7)
-    return ax
+    lead = "Time per output token against the number of requests in flight, one line per tensor-parallel degree, with the measured rows as points."
+    return finish(ax, lead)

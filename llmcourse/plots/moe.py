@@ -6,7 +6,7 @@ from typing import Any
 
 from llmcourse.catalog import models
 from llmcourse.planner.moe import fraction_touched, simulate_fraction_touched
-from llmcourse.plots import new_figure
+from llmcourse.plots import finish, new_figure
 
 __all__ = ["fraction_vs_batch"]
 
@@ -33,4 +33,7 @@ def fraction_vs_batch(
     ax.set_ylim(0, 1.05)
     ax.set_title("1 - (1 - k/E)^B (lines) and Monte Carlo (dots)")
     ax.legend(fontsize=8)
-    return ax
+    return finish(
+        ax,
+        "The fraction of a layer's experts a decode batch touches against the batch size, the formula as lines and a Monte Carlo draw as dots.",
+    )

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from llmcourse.assumptions import Assumptions, resolve
-from llmcourse.plots import mark_point, new_figure
+from llmcourse.plots import finish, mark_point, new_figure
 from llmcourse.replica.prefilling import prefill
 from llmcourse.replica.step import matmul_precision
 
@@ -40,4 +40,4 @@ def ttft_vs_prompt(
     peak = matmul_precision(weight_bytes, gpu, a, model).upper()
     ax.set_title(f"{model} on {gpu}, one prompt, {a.compute_efficiency:.0%} of the {peak} peak")
     ax.legend(fontsize=8)
-    return ax
+    return finish(ax, "Time to first token against the prompt's length, with and without the causal attention term.")

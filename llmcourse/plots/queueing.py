@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import matplotlib.pyplot as plt
-
+from llmcourse.plots import finish, new_panels
 from llmcourse.simulator import PERCENTILES, ClosedForm, SimResult
 from llmcourse.validation.simulated import LoopPoint
 
@@ -15,7 +14,7 @@ __all__ = ["measured_vs_simulated", "percentiles_vs_load"]
 
 def percentiles_vs_load(sweep: list[tuple[SimResult, ClosedForm]], *, knee_load: float | None = None) -> Any:
     """TTFT and TPOT percentiles (simulated) against load, the closed form dashed, the knee marked."""
-    _fig, axes = plt.subplots(1, 2, figsize=(9.6, 3.8), layout="constrained")
+    _fig, axes = new_panels(2, 1, height=6.4)  # stacked: each panel reads on a phone
     loads = [r.load * 100 for r, _ in sweep]
     for ax, key, title in ((axes[0], "ttft", "time to first token"), (axes[1], "tpot", "time per output token")):
         for q in PERCENTILES:
@@ -37,7 +36,8 @@ def percentiles_vs_load(sweep: list[tuple[SimResult, ClosedForm]], *, knee_load:
                 color="crimson",
             )
     axes[0].legend(loc="upper left")
-    return axes
+    lead = "Simulated percentiles of the time to first token (top) and time per output token (bottom) against load, the closed form dashed (log scale)."
+    return finish(axes, lead)
 
 
 def measured_vs_simulated(curves: dict[str, list[LoopPoint]]) -> Any:
@@ -49,7 +49,7 @@ def measured_vs_simulated(curves: dict[str, list[LoopPoint]]) -> Any:
         lead = round(v / 10 ** math.floor(math.log10(v)), 6) if v > 0 else 0
         return f"{v:g}" if lead in (2, 5) else ""
 
-    fig, axes = plt.subplots(1, 2, figsize=(9.6, 4.6), layout="constrained")
+    fig, axes = new_panels(2, 1, height=7.4)  # stacked: each panel reads on a phone
     panels = (
         (axes[0], "ttft", "closed_form_ttft", "time to first token (ms)"),
         (axes[1], "tpot", "model_tpot", "time per output token (ms)"),
@@ -72,5 +72,6 @@ def measured_vs_simulated(curves: dict[str, list[LoopPoint]]) -> Any:
             ax.set_ylabel(ylabel)
             ax.grid(True, alpha=0.3, which="both")
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=7, frameon=False)
-    return axes
+    fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=7, frameon=False)
+    lead = "Measured time to first token (top) and time per output token (bottom) against concurrency, as points over the simulated curves (solid) and the closed form (dotted), one colour per setup."
+    return finish(axes, lead)

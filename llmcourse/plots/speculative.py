@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from llmcourse.planner.speculation import crossover_batch
-from llmcourse.plots import new_figure
+from llmcourse.plots import finish, new_figure
 from llmcourse.replica.speculative import Speculation, speculative_memory, speculative_step
 
 __all__ = ["speedup_against_batch"]
@@ -54,4 +54,4 @@ def speedup_against_batch(
     ax.set_ylabel("speed-up over plain decode (x)")
     ax.set_title(f"{model} on {gpu}, {speculation.kind}, acceptance {speculation.acceptance:g}", fontsize=10)
     ax.legend(loc="lower left", fontsize=7)
-    return ax
+    return finish(ax, "Speed-up of speculative decoding over plain decode against the number of concurrent requests.")

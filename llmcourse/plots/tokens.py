@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.plots import mark_point, new_figure
+from llmcourse.plots import finish, mark_point, new_figure
 from llmcourse.units import Q_
 
 __all__ = ["stream_time"]
@@ -43,4 +43,6 @@ def stream_time(
     ax.set_ylabel("time to stream the answer (s)")
     ax.set_ylim(0, max_tokens / min(speeds) * 1.05)
     ax.legend(fontsize=8)
-    return ax
+    return finish(
+        ax, "The time to stream an answer against its length, one line per streaming speed, a reader's pace dashed."
+    )

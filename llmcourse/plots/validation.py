@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from llmcourse.plots import finish, new_panels
 from llmcourse.validation import METRIC_NAMES, METRICS, Evidence, Validation, family
 
 __all__ = ["ENGINE_COLORS", "evidence_scatter", "predicted_vs_measured", "ratios", "scatter_data"]
@@ -59,7 +59,7 @@ def predicted_vs_measured(v: Validation, which: str = "default", *, label_outsid
     preds = {"default": [p.value for p in v.default], "calibrated": list(v.calibrated), "held_out": list(v.held_out)}[
         which
     ]
-    _fig, axes = plt.subplots(1, 2, figsize=(9.6, 4.2), layout="constrained", gridspec_kw={"width_ratios": [3, 2]})
+    _fig, axes = new_panels(1, 2, width=9.6, height=4.2, gridspec_kw={"width_ratios": [3, 2]})
     for ax, is_tput, unit in ((axes[0], True, "output tok/s"), (axes[1], False, "ms")):
         keep = [i for i, r in enumerate(v.rows) if (r.metric == "output_tokens_per_s") == is_tput]
         xs = [v.rows[i].value for i in keep]
@@ -69,7 +69,8 @@ def predicted_vs_measured(v: Validation, which: str = "default", *, label_outsid
         _panel(ax, xs, ys, [family(v.rows[i]) for i in keep], ids, unit, out if label_outside else set())
         ax.set_title("throughput rows" if is_tput else "latency rows (ITL, TTFT)")
     axes[0].legend(loc="upper left", fontsize=8)
-    return axes
+    lead = "Predicted against measured (log-log) for the throughput rows (left) and the latency rows (right), the diagonal and a band of a factor of 2 drawn."
+    return finish(axes, lead)
 
 
 def _method(v: Validation) -> str:
@@ -80,7 +81,7 @@ def _method(v: Validation) -> str:
 def ratios(v: Validation) -> Any:
     """Predicted / measured for every row: by the validation's assumptions (the course's method unless
     others were given), calibrated and held out."""
-    _fig, ax = plt.subplots(figsize=(9.6, 3.8), layout="constrained")
+    _fig, ax = new_panels(1, 1, width=9.6, height=3.8)
     x = np.arange(len(v.rows))
     series = (
         (_method(v), [p.value for p in v.default], "o"),
@@ -101,7 +102,10 @@ def ratios(v: Validation) -> Any:
     ax.set_xlabel("row of the measurements table")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, ncols=4, loc="upper left")
-    return ax
+    return finish(
+        ax,
+        "Predicted over measured for every row of the measurements table (log scale), the band within a factor of 2 shaded.",
+    )
 
 
 #: The colour of each engine in :func:`evidence_scatter` (another engine gets grey).
@@ -131,7 +135,7 @@ def evidence_scatter(
     """Predicted against measured on log-log axes, one panel per metric, the points coloured by engine,
     the diagonal and the lines of a factor of 2 either way drawn. ``mark`` (metric -> (measured,
     predicted, label)) rings and labels the point the text discusses."""
-    _fig, axes = plt.subplots(1, len(metrics), figsize=(5.2 * len(metrics), 4.6), layout="constrained", squeeze=False)
+    _fig, axes = new_panels(1, len(metrics), width=5.2 * len(metrics), height=4.6, squeeze=False)
     for ax, metric in zip(axes[0], metrics, strict=True):
         data = scatter_data(ev, metric, which)
         every = [v for xs, ys in data.values() for v in xs + ys]
@@ -163,4 +167,5 @@ def evidence_scatter(
         ax.set_title(f"{METRIC_NAMES[metric]}, {sum(len(xs) for xs, _ in data.values()):,} rows")
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(loc="upper left", fontsize=8, markerscale=2)
-    return axes[0]
+    lead = "Predicted against measured (log-log), one panel per metric, one colour per engine, the diagonal and a factor of 2 either way drawn."
+    return finish(axes[0], lead)

@@ -131,7 +131,7 @@ def layout(
     >>> layout("Llama-3.1-8B", "H100 SXM", link="NVlink 9")
     Traceback (most recent call last):
     ...
-    llmcourse.errors.UnknownNameError: no link named 'NVlink 9'. Did you mean 'NVLink 5', 'NVLink 4', 'NVLink 3'? Known: NVLink 3, NVLink 4, NVLink 5, NVLink 5 NVL72, PCIe 3 x16, PCIe 4 x16, PCIe 5 x16, Infinity Fabric MI300X, InfiniBand HDR, InfiniBand NDR, InfiniBand XDR.
+    llmcourse.errors.UnknownNameError: no link named 'NVlink 9'. Did you mean 'NVLink 5', 'NVLink 4', 'NVLink 3'? Known: NVLink 3, NVLink 4, NVLink 5, NVLink 5 NVL72, PCIe 3 x16, PCIe 4 x16, PCIe 5 x16, Infinity Fabric MI300X, InfiniBand HDR, InfiniBand NDR, InfiniBand XDR, Infinity Fabric MI355X, NVLink 4 bridge, PCIe 5 x8, Gaudi 3 RoCE, Gaudi 3 RoCE scale-out, ICI v5e, ICI v6e, ICI v7, NeuronLink v3, Ethernet 400G RoCE.
     """
     m, g = models[model], gpus[gpu]
     tp = _degree(tensor_parallel, "tensor_parallel")

@@ -66,6 +66,7 @@ from llmcourse.validation.cells import (
     shown,
     whole,
 )
+from llmcourse.validation.llama_bench import LLAMA_BENCH_KEYS, is_llama_bench, read_llama_bench
 
 #: How a row loaded the replica: the largest batch (offline, or online with no rate limit), a fixed
 #: request rate, or a closed loop of ``concurrency`` requests in flight (a benchmark's concurrency).
@@ -202,6 +203,7 @@ FORMATS = {
     "aiconfigurator": "aiconfigurator's silicon CSV (model_path, system, backend, isl, osl, tp_size, ..., "
     "silicon_ttft_ms, silicon_tpot_ms)",
     "vllm": "the JSON of `vllm bench serve --save-result` (one result, a list of them, or one per line)",
+    "llama-bench": "llama.cpp's `llama-bench -o json` / `-o jsonl` / `-o csv` (model_filename, n_prompt, n_gen, avg_ts)",
 }
 
 
@@ -546,6 +548,18 @@ def _read_vllm(records: list[Any], given: dict[str, Any]) -> tuple[list[Measurem
     return rows, skipped
 
 
+def _llama_rows(fields: list[dict[str, Any]], skips: list[tuple[int, str, str]]) -> tuple[list[Any], list[Any]]:
+    """The rows :func:`~llmcourse.validation.llama_bench.read_llama_bench` read, as :class:`Measurement` and
+    :class:`Skipped` (a row the Measurement refuses is skipped with its reason)."""
+    rows, skipped = [], [Skipped(*s) for s in skips]
+    for f in fields:
+        try:
+            rows.append(Measurement(**f))
+        except InputError as exc:
+            skipped.append(Skipped(0, f["id"], str(exc)))
+    return rows, skipped
+
+
 def _read_text(text: BoundedText, source: str, given: dict[str, Any]) -> Loaded:
     """The rows of a measured text stream, in whichever of :data:`FORMATS` it is."""
     while True:
@@ -562,6 +576,14 @@ def _read_text(text: BoundedText, source: str, given: dict[str, Any]) -> Loaded:
     first = first.lstrip("\ufeff").lstrip()
     if first[:1] in "[{":
         recs = json_records(first + text.rest(), source)
+        if recs and is_llama_bench(recs[0]):
+            rows, skipped = _llama_rows(*read_llama_bench(recs[: bounded.MAX_ROWS], given))
+            more = (
+                f"{one_line(source)}: read the first {bounded.MAX_ROWS:,} results; split the file to validate the rest."
+            )
+            return Loaded(
+                "llama-bench", tuple(rows), tuple(skipped), source, more if len(recs) > bounded.MAX_ROWS else ""
+            )
         if recs and _is_vllm(recs[0]):
             more = len(recs) > bounded.MAX_ROWS
             rows, skipped = _read_vllm(recs[: bounded.MAX_ROWS], given)
@@ -575,6 +597,9 @@ def _read_text(text: BoundedText, source: str, given: dict[str, Any]) -> Loaded:
         text.too_long(first)
         records = BoundedRows(text, first)
         head = set(records.header)
+        if head >= LLAMA_BENCH_KEYS:
+            rows, skipped = _llama_rows(*read_llama_bench(records, given, first_line=2))
+            return Loaded("llama-bench", tuple(rows), tuple(skipped), source, records.stopped())
         if {"silicon_tpot_ms", "model_path"} <= head or {"silicon_ttft_ms", "model_path"} <= head:
             rows, skipped = _read_aiconfigurator(records, given.get("kv"), given.get("model"))
             return Loaded("aiconfigurator", tuple(rows), tuple(skipped), source, records.stopped())

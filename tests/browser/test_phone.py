@@ -1,0 +1,100 @@
+"""The built book on a phone (390 x 844) and on a desktop (1280 px), in headless chromium (as tests/browser/test_site.py:
+the site of ``$LLMCOURSE_SITE`` or ``_build/html``, served on 127.0.0.1; skipped without a built site or chromium).
+
+On a phone, for every chapter page: the page itself never scrolls sideways (a wide table or equation scrolls inside its
+own box); code and outputs wrap (no box of code scrolls sideways, so no number is cut at its edge); every image has an
+alt text that says what it shows (not its file path); every figure's text reads at 9 px or more, from the smallest font
+the figure was drawn with (its PNG says, ``llmcourse.plots``) scaled by the width it is shown at, unless the figure is
+wider than a phone figure (several panels side by side) and a tap opens it at full size. On a desktop, code does not
+scroll sideways either. One browser, every page in one loop.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_site import ROOT, SITE, _skip_or_fail, browser, pages, server  # noqa: F401 (fixtures)
+
+sys.path.insert(0, str(ROOT / "_ext"))
+from book_layout import png_text
+
+pytestmark = pytest.mark.browser
+
+READABLE_PX = 9.0
+#: a figure drawn wider than this (px) may rely on its zoom link (tap: the full-size image) instead
+WIDE_PX = 700
+MIN_FONT_KEY = "llmcourse-min-font-px"
+LOOK = """() => {
+  const W = innerWidth;
+  const scrolls = sel => [...document.querySelectorAll(sel)].filter(e => e.scrollWidth > e.clientWidth + 1)
+      .map(e => e.textContent.trim().slice(0, 60));
+  return {
+    scrollWidth: document.documentElement.scrollWidth, innerWidth: W,
+    code: scrolls('.bd-article div.highlight pre, .bd-article .cell_output pre'),
+    imgs: [...document.querySelectorAll('.bd-article img')].map(i => ({
+      src: i.getAttribute('src'), alt: i.getAttribute('alt') || '', shown: i.getBoundingClientRect().width,
+      natural: i.naturalWidth, zoom: !!i.closest('a.image-reference, a[href$=".png"]') })),
+  }; }"""
+
+
+def chapters() -> list[str]:
+    return [p for p in pages() if p.startswith(("book/", "exercises/"))]
+
+
+def _open(page: Any, url: str) -> dict[str, Any]:
+    page.goto(url, wait_until="load")
+    page.wait_for_load_state("networkidle")
+    if page.locator(".math").count():
+        page.wait_for_selector("mjx-container", state="attached", timeout=20_000)
+    return page.evaluate(LOOK)
+
+
+def _is_path(alt: str) -> bool:
+    return not alt.strip() or "_images/" in alt or bool(re.search(r"\.(png|svg|jpe?g|gif)$", alt.strip()))
+
+
+def test_chapters_read_on_a_phone(browser: Any, server: str) -> None:  # noqa: F811 (fixtures)
+    _skip_or_fail()
+    problems: list[str] = []
+    sizes: list[str] = []
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    for path in chapters():
+        r = _open(page, f"{server}/{path}")
+        if r["scrollWidth"] > r["innerWidth"] + 1:
+            problems.append(f"{path}: the page scrolls sideways ({r['scrollWidth']} px > {r['innerWidth']})")
+        problems += [f"{path}: code scrolls sideways at 390 px: {c!r}" for c in r["code"]]
+        for img in r["imgs"]:
+            if _is_path(img["alt"]):
+                problems.append(f"{path}: an image's alt text is its file path or empty: {img['alt']!r}")
+            text = png_text(SITE / Path(path).parent / img["src"])
+            if MIN_FONT_KEY not in text or not img["natural"]:
+                problems.append(f"{path}: {img['src']} does not say the font size it was drawn with")
+                continue
+            shown = float(text[MIN_FONT_KEY]) * img["shown"] / img["natural"]
+            sizes.append(f"{path}: {img['src'].rsplit('/', 1)[-1][:10]} {shown:.1f} px")
+            if shown < READABLE_PX and not (img["natural"] > WIDE_PX and img["zoom"]):
+                problems.append(f"{path}: figure text {shown:.1f} px at 390 px (< {READABLE_PX}): {img['src']}")
+            if not img["zoom"]:
+                problems.append(f"{path}: figure without a link to its full size: {img['src']}")
+    context.close()
+    print("\n".join(sizes))
+    assert not problems, "\n".join(problems)
+
+
+def test_code_does_not_scroll_on_a_desktop(browser: Any, server: str) -> None:  # noqa: F811 (fixtures)
+    _skip_or_fail()
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    problems = []
+    for path in chapters():
+        r = _open(page, f"{server}/{path}")
+        problems += [f"{path}: code scrolls sideways at 1280 px: {c!r}" for c in r["code"]]
+        if r["scrollWidth"] > r["innerWidth"] + 1:
+            problems.append(f"{path}: the page scrolls sideways at 1280 px")
+    context.close()
+    assert not problems, "\n".join(problems)
