@@ -130,8 +130,10 @@ class ServiceModel:
     @property
     def blocks(self) -> bool:
         """Whether requests are admitted on the KV blocks in use (their prompt and the tokens decoded so far), as
-        vLLM's and SGLang's paged caches are, rather than each reserving its final length."""
-        return self.assumptions.admission == "blocks"
+        vLLM's and SGLang's paged caches are, rather than each reserving its final length. A service model set by hand
+        (no admitted batch from the replica) reserves final lengths. The simulator does not preempt: the replica's
+        admitted batch leaves the room the answers grow into (``admission_spreads`` spreads above the mean)."""
+        return self.assumptions.admission == "blocks" and self.admitted_batch is not None
 
     def first_token_time(self, prompt_tokens: float) -> float:
         """Seconds from a lone request's admission to its first token: its prompt in chunks of the engine's budget,
