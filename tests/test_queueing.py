@@ -155,8 +155,10 @@ def test_capacity_is_the_replicas_requests_per_second(rep):
     assert rep.capacity(P, A).to("1/s").m == pytest.approx(r.requests_per_second.to("1/s").m, rel=1e-12)
     chunk = 197 * P / A
     matmuls = max(8.030e9 * 2 / (3.35e12 * 0.7), (197 + chunk) * 2 * 8.030e9 / (989e12 * 0.5))
-    attention = max(197 * (P + A / 2) * KV_TOKEN / (3.35e12 * 0.7),
-                    (197 * 2 * 2 * 32 * 32 * 128 * (P + A / 2) + chunk * 2 * 32 * 32 * 128 * P) / (989e12 * 0.5))
+    attention = max(
+        197 * (P + A / 2) * KV_TOKEN / (3.35e12 * 0.7),
+        (197 * 2 * 2 * 32 * 32 * 128 * (P + A / 2) + chunk * 2 * 32 * 32 * 128 * P) / (989e12 * 0.5),
+    )
     step = matmuls + attention + 1e-3
     assert abs(step * 1e3 - 73.72) < 0.01
     assert rep.capacity().to("1/s").m == pytest.approx(197 / step / A, rel=1e-6)
@@ -649,7 +651,7 @@ def test_open_loop_draws_are_the_standard_librarys():
     from llmcourse.simulator.workload import _open_loop_draws
 
     rep = build_replica(M, G, prompt_tokens=P, answer_tokens=A)
-    gaps, ans, work, need, tok_c, pre, cached = _open_loop_draws(rep, 5, 300, (A, 0.5), (P, 0.5), 100_000, 0.0, 0)
+    gaps, ans, work, need, tok_c, pre, _ = _open_loop_draws(rep, 5, 300, (A, 0.5), (P, 0.5), 100_000, 0.0, 0)
     lib = random.Random(5)
     want = list(accumulate(lib.expovariate(3.5) for _ in range(300)))
     assert list(accumulate(x / 3.5 for x in gaps)) == want

@@ -185,10 +185,8 @@ def event_loop(
                 ready += left[j] == 0
                 if room_t == 0:
                     break
-            if mixed is not None:  # the engine's step: decode tokens and chunks in one pass, the weights read once
-                dt = mixed(b, tuple(parts))
-            else:
-                dt = step_s[b] + compute if b else max(compute, w_read)
+            # the engine's step (decode tokens and chunks in one pass, the weights read once), or a hand-set model's sum
+            dt = mixed(b, tuple(parts)) if mixed is not None else step_s[b] + compute if b else max(compute, w_read)
             t += dt
             busy += dt
             batch_area += dt * b

@@ -71,7 +71,7 @@ class MixedSteps:
         key = (start, k)
         got = self._terms.get(key)
         if got is None:
-            (n, att, kv), = prompt_chunks(self._d, self._lay, self._a, start + k, start, k)
+            ((n, att, kv),) = prompt_chunks(self._d, self._lay, self._a, start + k, start, k)
             got = self._terms[key] = (n * att, kv)
         return got
 

@@ -122,7 +122,15 @@ def _open_loop_draws(
     pro, cached = _prompts(rng, *prompt, n, longest - max(ans), hit, resident)
     work, tok_c, pre = _prefill_costs(rep, pro, cached)
     need = list(map(add, work, ans))
-    return gaps, tuple(ans), tuple(work), tuple(need), tuple(tok_c), tuple(pre), None if cached is None else tuple(cached)
+    return (
+        gaps,
+        tuple(ans),
+        tuple(work),
+        tuple(need),
+        tuple(tok_c),
+        tuple(pre),
+        None if cached is None else tuple(cached),
+    )
 
 
 #: The last few open-loop draws (:func:`_open_loop_draws`), by their arguments and the prefill table they were
