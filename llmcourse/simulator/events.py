@@ -107,6 +107,47 @@ class Scheduler:
         return math.ceil(self.prefix_tokens) if self.prefix_hit_rate > 0 else 0
 
 
+def _start(
+    j: int, t: float, g: int, first: list[float], running: list[int], ans: list[int], began: list[int], blocks: bool
+) -> int:
+    """Request ``j`` gets its first token at ``t`` (decode step ``g``) and joins the running heap, keyed by the step at
+    which it finishes; on blocks in use, its first step is kept, and returned to be added to the running offset."""
+    n = len(first)
+    first[j] = t
+    heapq.heappush(running, (g + ans[j] - 1) * n + j)
+    if blocks:
+        began[j] = g - 1
+        return g - 1
+    return 0
+
+
+def _fill_chunks(
+    prefilling: deque[int],
+    left: list[int],
+    room: int,
+    tok_c: list[float],
+    skip: list[int],
+    work: list[int],
+    by_hand: bool,
+) -> tuple[int, float, list[tuple[int, int]]]:
+    """One iteration's prompt chunks, first come first served within ``room`` tokens: how many prompts it ends, and
+    either their compute (a hand-set service model: ``by_hand``) or each chunk's (offset, tokens) for the engine's step.
+    ``left`` (each prompt's tokens still to prefill) is updated in place."""
+    ready, compute, parts = 0, 0.0, []
+    for j in prefilling:
+        c = left[j] if left[j] < room else room
+        if by_hand:
+            compute += c * tok_c[j]
+        else:
+            parts.append((skip[j] + work[j] - left[j], c))
+        left[j] -= c
+        room -= c
+        ready += left[j] == 0
+        if room == 0:
+            break
+    return ready, compute, parts
+
+
 def event_loop(
     rep: ServiceModel, reqs: Requests, clients: int | None, t_req: float, budget: int, chunk: int | None
 ) -> tuple[list[float], list[float], float, float]:
@@ -166,25 +207,10 @@ def event_loop(
             t += dt
             busy += dt
             for j in prefilling:
-                first[j] = t
-                heappush(running, (g + ans[j] - 1) * n + j)
-                if blocks:
-                    began[j] = g - 1
-                    off += g - 1
+                off += _start(j, t, g, first, running, ans, began, blocks)
             prefilling.clear()
         elif prefilling and chunk - b >= 1:  # one mixed iteration: a token per running sequence, the rest to chunks
-            room_t, ready, compute, parts = chunk - b, 0, 0.0, []
-            for j in prefilling:
-                c = left[j] if left[j] < room_t else room_t
-                if mixed is None:
-                    compute += c * tok_c[j]
-                else:
-                    parts.append((skip[j] + reqs.work[j] - left[j], c))
-                left[j] -= c
-                room_t -= c
-                ready += left[j] == 0
-                if room_t == 0:
-                    break
+            ready, compute, parts = _fill_chunks(prefilling, left, chunk - b, tok_c, skip, reqs.work, mixed is None)
             # the engine's step (decode tokens and chunks in one pass, the weights read once), or a hand-set model's sum
             dt = mixed(b, tuple(parts)) if mixed is not None else step_s[b] + compute if b else max(compute, w_read)
             t += dt
@@ -192,12 +218,7 @@ def event_loop(
             batch_area += dt * b
             g += b > 0
             for _ in range(ready):  # the prompts prefilled to the end are the first in line: their first token
-                j = prefilling.popleft()
-                first[j] = t
-                heappush(running, (g + ans[j] - 1) * n + j)
-                if blocks:
-                    began[j] = g - 1
-                    off += g - 1
+                off += _start(prefilling.popleft(), t, g, first, running, ans, began, blocks)
         else:  # decode steps only, as many as pass before the next finish (or the next arrival, if one could start)
             dt = step_s[b]
             k = 1 if prefilling else running[0] // n - g  # a budget all spent on decode tokens: one step, look again
