@@ -877,19 +877,24 @@ def _mg_overhead(v):
 
 @solution("many_gpus_ex6")
 def _mg_tpot(v):
+    # vLLM's mixed step: every request's decode token and c x prompt / answer prompt tokens (a prompt for each answer
+    # finished, so that c stay running), the FP8 weights read once. The story keeps the budget from binding and each
+    # prompt whole in one step (no earlier KV to read), so a prompt token's attention is the causal term of its
+    # prompt's FLOPs (2 x layers x heads x head dim x prompt^2) over its prompt tokens. A user's token comes once a step.
     m, g, n, c = _m("Llama-3.1-70B"), _g(v["gpu"]), v["n"], v["c"]
     p, a = v["prompt"], v["answer"]
+    assert c * (p + a) / a <= v["budget"] and p <= v["budget"] - c  # as the story says
+    chunk = c * p / a
+    tokens = c + chunk
     weights = m.params * 1  # FP8
+    bw = n * COURSE.bandwidth_efficiency * g.bandwidth.to("B/s").m
     fp8 = n * COURSE.compute_efficiency * g.peak_flops("fp8").to("FLOP/s").m
-    link = g.link
+    kv = _kv_tok(m).to("B").m * (p + a / 2)  # one request's cache at the average context (n <= 8 KV heads: 1 copy)
 
-    def allreduces(tokens):  # two per layer, each of the tokens' activations
-        return 0.0 if n == 1 else 2 * m.layers * _ring_allreduce(link, n, tokens * m.hidden * 2)
+    def allreduces(t):  # two per layer, each of the step's tokens' activations
+        return 0.0 if n == 1 else 2 * m.layers * _ring_allreduce(g.link, n, t * m.hidden * 2)
 
-    kv = _kv_tok(m).to("B").m * (p + a / 2)  # the cache read at the average context
-    memory = _mg_memory_time(m, v["gpu"], n, weights, c * kv)
-    step = max(memory, c * 2 * m.params / fp8) + COURSE.step_overhead_ms / 1e3 + allreduces(c)
-    flops = 2 * m.params * p + 2 * m.layers * m.heads * m.head_dim * p**2  # one prompt, causal attention counted
-    prefill = max(weights / (n * COURSE.bandwidth_efficiency * g.bandwidth.to("B/s").m), c * flops / fp8)
-    prefill += allreduces(c * p)
-    return Q_(step + prefill * (c - 1) / (c * a), "s").to("ms")
+    matmuls = max(weights / bw, tokens * 2 * m.params / fp8)
+    attention = max(c * kv / bw, chunk * 2 * m.layers * m.heads * m.head_dim * p / fp8)
+    step = matmuls + attention + COURSE.step_overhead_ms / 1e3 + allreduces(tokens)
+    return Q_(step, "s").to("ms")
