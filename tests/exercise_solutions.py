@@ -527,19 +527,28 @@ solution("fleet_ex13")(
 
 # --- queueing ------------------------------------------------------------------------------------------------------------
 def _replica_rps(model, gpu, prompt, answer):
-    # the course's replica: as many requests as the KV memory holds (at most 256); the batch's prompts prefilled
-    # together (attention term included), then its answers decoded, every KV read at the average context, each
-    # decode step the slower of its bytes and its FLOPs plus the course's fixed overhead (one GPU: no collectives)
+    # the course's replica under vLLM: the batch admitted on the KV blocks in use (B conversations hold on average
+    # B x (prompt + answer/2) tokens of KV, spread answer x sqrt(B/12); the mean plus 2 spreads must fit, at most 256
+    # and never fewer than fit at their final length), then the steady engine step: B decode tokens and B x prompt /
+    # answer prompt tokens (the story's prompts fit in one step), the weights read once, the running requests' KV
+    # read at the average context against the prompt tokens' causal attention (2 x layers x heads x head dim x
+    # prompt FLOPs each on average), plus the fixed overhead (one GPU: no collectives). B tokens a step.
     m, g = _m(model), _g(gpu)
-    free = _usable(gpu) - m.params * Q_(2, "B")
-    batch = min(256, math.floor((free / (_kv_tok(m) * (prompt + answer))).to("").m))
-    reads = (m.params * Q_(2, "B") + batch * _kv_tok(m) * (prompt + answer / 2)) / (
-        COURSE.bandwidth_efficiency * g.bandwidth
-    )
-    flops = batch * TWO_FLOP * m.params / (COURSE.compute_efficiency * g.peak_flops("bf16"))
-    step = max(reads.to("ms"), flops.to("ms")) + Q_(COURSE.step_overhead_ms, "ms")
-    pre = _pre_time(model, gpu, prompt, prompts=batch)
-    return batch / (pre + answer * step)
+    kv = _kv_tok(m).to("B").m
+    free = (_usable(gpu) - m.params * Q_(2, "B")).to("B").m
+
+    def held(b):
+        return min(b * kv * (prompt + answer), b * kv * (prompt + answer / 2) + 2 * kv * answer * math.sqrt(b / 12))
+
+    batch = min(256, max(b for b in range(1, 2_000) if held(b) <= free))
+    chunk = batch * prompt / answer
+    assert batch + chunk <= 8_192 and prompt <= 8_192 - batch  # the budget does not bind, no prompt is split
+    bw = COURSE.bandwidth_efficiency * g.bandwidth.to("B/s").m
+    flops = COURSE.compute_efficiency * g.peak_flops("bf16").to("FLOP/s").m
+    matmuls = max(m.params * 2 / bw, (batch + chunk) * 2 * m.params / flops)
+    attention = max(batch * kv * (prompt + answer / 2) / bw, chunk * 2 * m.layers * m.heads * m.head_dim * prompt / flops)
+    step = matmuls + attention + COURSE.step_overhead_ms / 1e3
+    return Q_(batch / (step * answer), "1/s")
 
 
 solution("queueing_ex3")(lambda v: _replica_rps(v["model"], v["gpu"], v["prompt"], v["answer"]))
