@@ -668,20 +668,53 @@ def _review(v):
 
 
 solution("design_review_ex7")(lambda v: _kv_tok(v["model"]) * (v["prompt"] + v["answer"]))
-solution("design_review_ex8")(
-    lambda v: math.floor(
-        ((_usable(v["gpu"]) - lc.weight_bytes(v["model"])) / (_kv_tok(v["model"]) * (v["prompt"] + v["answer"])))
-        .to("")
-        .m
-    )
-)
+def _admitted(free, kv, prompt, answer):
+    """The batch vLLM admits on the KV blocks in use: B staggered conversations hold B x kv x (prompt + answer/2) on
+    average (each its prompt and a uniform share of its answer) with a spread kv x answer x sqrt(B/12); the largest
+    B whose mean plus 2 spreads (never more than all at their final length) fits in ``free`` bytes."""
+
+    def held(b):
+        return min(b * kv * (prompt + answer), b * kv * (prompt + answer / 2) + 2 * kv * answer * math.sqrt(b / 12))
+
+    b = 0
+    while held(b + 1) <= free:
+        b += 1
+    return b
+
+
+@solution("design_review_ex8")
+def _dr_admitted(v):
+    # BF16 weights on one GPU; no more than vLLM's cap on running requests, which the story states (the engine's
+    # defaults: 1,024 on a GPU of 70 GiB or more that is not an A100, else 256)
+    free = (_usable(v["gpu"]) - lc.weight_bytes(v["model"])).to("B").m
+    big = _g(v["gpu"]).memory.to("GiB").m >= 70 and not v["gpu"].startswith("A100")
+    return min(1_024 if big else 256, _admitted(free, _kv_tok(v["model"]).to("B").m, v["prompt"], v["answer"]))
 
 
 @solution("design_review_ex9")
 def _dr_ttft(v):
-    # the course's fixed time per request, then one BF16 prompt by the course's method: the FLOPs with the attention
-    # term, or one read of the weights (one GPU: no all-reduces)
-    return Q_(COURSE.request_overhead_ms, "ms") + _pre_time(v["model"], v["gpu"], v["prompt"]).to("ms")
+    # the course's fixed time per request, then the engine steps that carry the new prompt beside the plan's other
+    # B - 1 requests' decode tokens (B is the story's given: the plan's batch). A step leaves budget - (B - 1) tokens
+    # for the prompt (vLLM: 8,192 on a GPU of 70 GiB or more that is not an A100, else 2,048); each chunk attends to
+    # the prompt up to its end (the causal term 2 x layers x heads x head dim x t^2 at its end less at its start) and
+    # reads its earlier tokens' KV; the running requests' KV is read at the average context. BF16 on one GPU.
+    m, g = _m(v["model"]), _g(v["gpu"])
+    p, others = v["prompt"], _review(v).batch - 1
+    big = g.memory.to("GiB").m >= 70 and not v["gpu"].startswith("A100")
+    room = (8_192 if big else 2_048) - others
+    kv, w = _kv_tok(m).to("B").m, lc.weight_bytes(m).to("B").m
+    bw = COURSE.bandwidth_efficiency * g.bandwidth.to("B/s").m
+    flops = COURSE.compute_efficiency * g.peak_flops("bf16").to("FLOP/s").m
+    causal = 2 * m.layers * m.heads * m.head_dim
+    total, start = COURSE.request_overhead_ms / 1e3, 0
+    while start < p:
+        k = min(room, p - start)
+        matmuls = max(w / bw, (others + k) * 2 * m.params / flops)
+        reads = (others * kv * (p + v["answer"] / 2) + kv * start) / bw
+        attention = max(reads, causal * ((start + k) ** 2 - start**2) / flops)
+        total += matmuls + attention + COURSE.step_overhead_ms / 1e3
+        start += k
+    return Q_(total, "s").to("ms")
 
 
 solution("design_review_ex10")(lambda v: _review(v).gpus)
