@@ -622,43 +622,36 @@ solution("design_review_ex2")(lambda v: _docs(v, tpot=v["tight"]).gpus)
 
 @solution("design_review_ex3")
 def _dr_prefix(v):
-    # Llama 3.1 70B in FP8 (KV in BF16) on two H100s; the memory limit on the batch is the full prompt's (the cached
-    # KV is held)
+    # Llama 3.1 70B in FP8 (KV in BF16) on two H100s under vLLM (8,192 tokens a step). The batch is admitted on the
+    # full prompt's KV (the cached prefix is held), then the plan's search: the largest admitted batch whose engine
+    # step meets the per-token target. A steady step decodes B tokens and carries B x new / answer prompt tokens
+    # (new: the uncached part, which fits in one step), each attending to its whole prompt (the causal term at the
+    # prompt's end less that at the cached prefix's, over the new tokens) and reading the cached prefix's KV once per
+    # prompt; the requests' KV read at the average context; the FP8 weights read once; 1 ms and the all-reduces of
+    # the step's tokens.
     m, g = _m("Llama-3.1-70B"), _g("H100 SXM")
     prompt, answer = v["prompt"], v["answer"]
-    weights = m.params * Q_(1, "B")
-    most = math.floor(((_usable("H100 SXM", 2) - weights) / (_kv_tok(m) * (prompt + answer))).to("").m)
-
-    def flops(tokens):
-        return F["prefill_flops"](
-            flops_per_param=TWO_FLOP,
-            params=m.active_params,
-            prompt_tokens=tokens,
-            layers=m.layers,
-            heads=m.heads,
-            head_dim=m.head_dim,
-        )
-
     cached = prompt * v["hit_pct"] / 100
-    new = flops(prompt) - flops(cached)  # the new tokens, attending to the cached ones
-    bw, fp8 = 2 * COURSE.bandwidth_efficiency * g.bandwidth, 2 * COURSE.compute_efficiency * g.peak_flops("fp8")
-    weight_read = (weights / bw).to("s")
+    new = prompt - cached
+    kv, weights = _kv_tok(m).to("B").m, m.params * 1.0
+    most = min(1_024, _admitted((_usable("H100 SXM", 2) - Q_(weights, "B")).to("B").m, kv, prompt, answer))
+    bw = 2 * COURSE.bandwidth_efficiency * g.bandwidth.to("B/s").m
+    fp8 = 2 * COURSE.compute_efficiency * g.peak_flops("fp8").to("FLOP/s").m
+    causal = 2 * m.layers * m.heads * m.head_dim
 
-    def prefill(b):  # b uncached prompt parts together: FP8 matmuls on two H100s, or one read of the FP8 weights,
-        # then the all-reduces of their new tokens
-        return max((b * new / fp8).to("s"), weight_read) + _tp_allreduces(m.name, g.name, 2, b * (prompt - cached))
+    def step(b):  # seconds of the steady engine step at a batch of b
+        chunk = b * new / answer
+        assert b + chunk <= 8_192 and new <= 8_192 - b  # the budget does not bind; a prompt's new part is one chunk
+        matmuls = max(weights / bw, (b + chunk) * 2 * m.params / fp8)
+        reads = b * kv * (prompt + answer / 2) + chunk / new * kv * cached
+        attention = max(reads / bw, chunk * causal * (prompt**2 - cached**2) / new / fp8)
+        allreduces = 2 * m.layers * _ring_allreduce(g.link, 2, (b + chunk) * m.hidden * 2)
+        return matmuls + attention + COURSE.step_overhead_ms / 1e3 + allreduces
 
-    def step(b):  # the weights and b caches at the average context, or the FP8 matmuls; 1 ms; the all-reduces
-        reads = (weights + b * _kv_tok(m) * (prompt + answer / 2)) / bw
-        return max(reads, b * TWO_FLOP * m.params / fp8).to("ms") + _course_extras(m.name, g.name, 2, b)
-
-    def tpot(b):  # a step plus the other requests' new prompt tokens prefilled between a user's steps
-        return step(b) + prefill(b) * (b - 1) / (b * answer)
-
-    ok = [b for b in range(1, most + 1) if tpot(b) <= Q_(v["tpot"], "ms")]
+    ok = [b for b in range(1, most + 1) if step(b) * 1e3 <= v["tpot"]]
     b = max(ok) if ok else 1
-    per_replica = b / (prefill(b) + answer * step(b))  # requests per second, prefill charged
-    return math.ceil((Q_(v["rps"], "1/s") * COURSE.headroom / per_replica).to("").m) * 2
+    per_replica = b / (answer * step(b))  # requests per second: b tokens a step
+    return math.ceil(v["rps"] * COURSE.headroom / per_replica) * 2
 
 
 # --- design review ---------------------------------------------------------------------------------------------------------
