@@ -633,22 +633,24 @@ def test_sheet_gives_the_course_figures_beside_the_datasheet() -> None:
 
 
 def test_the_162_h100_answer_gives_the_course_figure_and_why() -> None:
-    """The capacity-planning answer states 162 H100s, the course's 302, and the reason: prefill needs
-    about 1.2 PFLOP/s per replica where decode leaves about 0.74 idle (numbers by hand in EXPECTED)."""
+    """The capacity-planning answer states the source's 162 H100s under its preset, the course's 240 beside it (the
+    engine's mixed steps, by hand in EXPECTED: 120 replicas), and the reason: prefill needs about 1.2 PFLOP/s per
+    replica where decode leaves about 0.74 idle at BF16, and the prompts mixed into the steps make them
+    compute-bound."""
     for part in ("strong", "answer"):
         text = QUESTIONS["roofline_fleet"].render(part)
-        assert "162" in text and "302 H100s" in text
-        assert "1.2 PFLOP/s" in text and "0.74 PFLOP/s" in text
-    assert "302 H100s" in QUESTIONS["prefill_pool"].render("answer")
+        assert "162" in text and "240 H100s" in text and "302" not in text
+        assert "1.2 PFLOP/s" in text and "0.74 PFLOP/s" in text and "compute-bound" in text
+    assert "240 H100s" in QUESTIONS["prefill_pool"].render("answer")
 
 
 def test_source_figures_are_shown_with_the_courses_where_they_differ() -> None:
-    """$0.32/M (envelope) beside $1.24/M (course); 10 GPUs beside 50; 0.29 s (BF16 matmuls) beside 0.17 s (FP8
-    matmuls, the attention term and the all-reduces; figures by hand in EXPECTED)."""
+    """$0.32/M (envelope) beside $1.10/M (course, the engine's mixed steps); 10 GPUs beside 44; 0.29 s (BF16
+    matmuls) beside 0.17 s (FP8 matmuls, the attention term and the all-reduces; figures by hand in EXPECTED)."""
     cost = QUESTIONS["cost_per_million"].render("answer")
-    assert "\\$0.317" in cost and "\\$1.24" in cost
+    assert "\\$0.317" in cost and "\\$1.10" in cost
     scale = QUESTIONS["scale_traffic"].render("answer")
-    assert "10 GPUs" in scale and "50 GPUs" in scale
+    assert "10 GPUs" in scale and "44 GPUs" in scale
     ttft = QUESTIONS["prefill_time"].render("answer")
     assert "0.294 s" in ttft and "0.17 s" in ttft
 
@@ -769,9 +771,9 @@ def test_staff_fleets_are_sized_on_the_peak() -> None:
 
 
 def test_h200_states_the_prices_and_the_break_even() -> None:
-    """The H200 answer states the price ratio and the H200 price that breaks even ($2.97/h, EXPECTED by hand)."""
+    """The H200 answer states the price ratio and the H200 price that breaks even ($2.98/h, EXPECTED by hand)."""
     text = QUESTIONS["h200"].render("strong")
-    assert "\\$3.50/h" in text and "\\$2.50/h" in text and "\\$2.97/h" in text
+    assert "\\$3.50/h" in text and "\\$2.50/h" in text and "\\$2.98/h" in text
 
 
 def test_prefill_is_counted_at_the_fp8_peak_for_the_fp8_model() -> None:
