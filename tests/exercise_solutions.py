@@ -546,7 +546,9 @@ def _replica_rps(model, gpu, prompt, answer):
     bw = COURSE.bandwidth_efficiency * g.bandwidth.to("B/s").m
     flops = COURSE.compute_efficiency * g.peak_flops("bf16").to("FLOP/s").m
     matmuls = max(m.params * 2 / bw, (batch + chunk) * 2 * m.params / flops)
-    attention = max(batch * kv * (prompt + answer / 2) / bw, chunk * 2 * m.layers * m.heads * m.head_dim * prompt / flops)
+    attention = max(
+        batch * kv * (prompt + answer / 2) / bw, chunk * 2 * m.layers * m.heads * m.head_dim * prompt / flops
+    )
     step = matmuls + attention + COURSE.step_overhead_ms / 1e3
     return Q_(batch / (step * answer), "1/s")
 
@@ -661,6 +663,8 @@ def _review(v):
 
 
 solution("design_review_ex7")(lambda v: _kv_tok(v["model"]) * (v["prompt"] + v["answer"]))
+
+
 def _admitted(free, kv, prompt, answer):
     """The batch vLLM admits on the KV blocks in use: B staggered conversations hold B x kv x (prompt + answer/2) on
     average (each its prompt and a uniform share of its answer) with a spread kv x answer x sqrt(B/12); the largest

@@ -275,8 +275,7 @@ define(
     lambda v: _plan(v).gpus,
     (
         *_STEP,
-        "Requests/s per GPU = batch / (answer x step); GPUs = rate x "
-        f"{COURSE.headroom:g} / that, rounded up.",
+        f"Requests/s per GPU = batch / (answer x step); GPUs = rate x {COURSE.headroom:g} / that, rounded up.",
     ),
     integer=True,
     bare_ok=True,
