@@ -565,12 +565,14 @@ solution("queueing_ex4")(
 
 @solution("queueing_ex13")
 def _chunks_alone(v):
-    # each iteration: the slower of its chunk's compute (at the whole prompt's compute per token) and a weight read
+    # each iteration: the slower of its chunk's compute (at the whole prompt's compute per token) and a weight read,
+    # plus the engine's fixed cost of a step (the course's 1 ms: an iteration is an engine step like any other)
     per_token = lc.prefill(v["model"], v["gpu"], v["prompt"]).compute_time / v["prompt"]
     read = lc.prefill(v["model"], v["gpu"], 1).memory_time
     full, last = divmod(v["prompt"], v["chunk"])
     sizes = [v["chunk"]] * full + ([last] if last else [])
-    return sum((max((c * per_token).to("ms"), read.to("ms")) for c in sizes), Q_(0, "ms"))
+    step = Q_(lc.resolve("course").step_overhead_ms, "ms")
+    return sum((max((c * per_token).to("ms"), read.to("ms")) + step for c in sizes), Q_(0, "ms"))
 
 
 @solution("queueing_ex14")

@@ -256,7 +256,8 @@ define(
     "An idle replica of {model} (BF16) on one {gpu}, the course's method ("
     f"{_COURSE.compute_efficiency:.0%} of the BF16 peak, {_COURSE.bandwidth_efficiency:.0%} of peak bandwidth), "
     "prefills in chunks: each iteration processes at most {chunk} prompt tokens, and takes the slower of its "
-    "chunk's compute and one read of the weights. A prompt of {prompt} tokens arrives alone. How long does its "
+    f"chunk's compute and one read of the weights, plus the engine's fixed {_COURSE.step_overhead_ms:g} ms per "
+    "iteration (scheduling and launches). A prompt of {prompt} tokens arrives alone. How long does its "
     "prefill take, from its first chunk to its first token? (Charge each prompt token at the whole prompt's "
     "compute per token: 2 FLOPs per parameter plus the causal attention term averaged over the prompt.)",
     "ms",
@@ -265,14 +266,17 @@ define(
         model=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B", "Qwen3-32B")),
         gpu=pick(r, ("H100 SXM", "H200 SXM", "B200")),
         prompt=pick(r, range(1_000, 16_001, 250)),
-        chunk=pick(r, (128, 256, 512, 1_024, 2_048)),
+        # chunks of 512 tokens or more: each full chunk is compute-bound on these models and GPUs, where the
+        # statement's charge (the prompt's average compute per token) is the engine step's, attention included
+        chunk=pick(r, (512, 768, 1_024, 2_048)),
     ),
     _chunked_alone,
     (
         "Chunks: {prompt} / {chunk}, rounded up; all full except the last.",
         "Compute per token = lc.prefill(model, gpu, {prompt}).compute_time / {prompt}; one read of the weights = "
         "lc.prefill(model, gpu, 1).memory_time.",
-        "Each iteration: max(its tokens x compute per token, one read of the weights); add them up.",
+        "Each iteration: max(its tokens x compute per token, one read of the weights), plus "
+        f"{_COURSE.step_overhead_ms:g} ms; add them up.",
     ),
     tolerance=0.02,
 )
