@@ -11,6 +11,7 @@ from __future__ import annotations
 import llmcourse as lc
 from llmcourse import Q_
 from llmcourse.exercises._common import COURSE, define, pct, pick
+from llmcourse.replica.scheduler import scheduler_of
 from llmcourse.units import fmt
 
 EXERCISES: list = []
@@ -18,9 +19,13 @@ EXERCISES: list = []
 #: The method the notebook says these exercises follow (shown above its first exercise).
 NOTEBOOK_METHOD = """
 **The method.** Every exercise is the course's method, `lc.plan`'s default: efficiencies below the datasheet
-peaks, matrix multiplications at the weights' precision, each batch's prefill charged to the replica, and
-headroom on the request rate. Each story states the figures.
+peaks, matrix multiplications at the weights' precision, the batch admitted on the KV blocks in use, the engine's
+steps (new prompts in chunks beside the decode tokens), and headroom on the request rate. Each story states the
+figures.
 """
+
+#: The tokens a step of vLLM carries on an H100 or H200 (its default engine there).
+_BUDGET = scheduler_of(None, "H100 SXM").token_budget
 
 #: The course's method as a design review states it (``lc.plan``'s default).
 _METHOD = (
@@ -30,9 +35,13 @@ _METHOD = (
     "at the weights' precision (FP8 on a GPU with an FP8 peak, else BF16), a fixed "
     f"{COURSE.step_overhead_ms:g} ms per decode step, on a replica of several GPUs two all-reduces per layer (of "
     "the step's or the prompts' activations, over the GPUs' link: the chapter Many GPUs), "
-    f"{COURSE.request_overhead_ms:g} ms per request before its prefill, prefill with its attention term, each "
-    "batch's prefill charged to the replica's time and to each user's time per token (the other requests' prompts "
-    f"are prefilled between its decode steps), and {COURSE.headroom:g}x headroom on the request rate. "
+    f"{COURSE.request_overhead_ms:g} ms per request before its prefill, prefill with its attention term, the "
+    "batch admitted on the KV blocks in use (each conversation its prompt and half its answer on average, plus "
+    f"{COURSE.admission_spreads:g} spreads), vLLM's steps (each decodes every running request and carries, to keep "
+    "the batch full, batch x prompt / answer tokens of new prompts, within "
+    f"{_BUDGET:,} tokens a step; the weights read "
+    "once and multiplied by every token; a user gets one token a step), and "
+    f"{COURSE.headroom:g}x headroom on the request rate. "
 )
 
 DOCS = dict(rps=20, prompt=4_000, answer=400, ttft=1_000, tpot=40)
@@ -62,7 +71,7 @@ _DOCS_HINTS = (
     "lc.plan('Llama-3.1-70B', gpu, lc.Brief(...), weight_bytes='fp8', tensor_parallel=...) runs the whole review.",
     f"GPUs = replicas x GPUs per replica; replicas = rate x {COURSE.headroom:g} / requests per second per replica, "
     "rounded up.",
-    "Requests per second per replica = batch / (prefill of the batch's prompts + answer tokens x step time).",
+    "Requests per second per replica = batch / (answer tokens x step time), the step carrying its prompt chunks.",
 )
 
 define(
@@ -241,7 +250,7 @@ define(
     lambda v: _plan(v).gpus,
     (
         *_STEP,
-        "Requests/s per GPU = batch / (prefill of the batch's prompts + answer x step); GPUs = rate x "
+        "Requests/s per GPU = batch / (answer x step), the step carrying its prompt chunks; GPUs = rate x "
         f"{COURSE.headroom:g} / that, rounded up.",
     ),
     integer=True,
