@@ -175,7 +175,9 @@ def _setup(model_text: Any, gpu_text: Any, given: dict[str, Any]) -> dict[str, A
 def _rows(rid: str, source: str, base: dict[str, Any], values: dict[str, float | None]) -> list[dict[str, Any]]:
     """One row of fields per metric measured (none measured is a :class:`RowError`)."""
     made = [
-        dict(id=f"{rid}:{m.split('_')[0]}", source=source, metric=m, value=v, unit="1/s" if m[0] == "o" else "ms", **base)
+        dict(
+            id=f"{rid}:{m.split('_')[0]}", source=source, metric=m, value=v, unit="1/s" if m[0] == "o" else "ms", **base
+        )
         for m, v in values.items()
         if v is not None
     ]
@@ -265,7 +267,9 @@ def _strategy_load(strategy: Any, given: dict[str, Any]) -> tuple[str, str, int 
         return "throughput (every request at once)", "online_unbounded", None
     if kind in ("constant", "poisson", "async"):
         return _load(strategy.get("max_concurrency"), strategy.get("rate"), {}, "the strategy's rate")
-    raise RowError(f"strategy {shown(kind)!r} unknown; GuideLLM's are synchronous, concurrent, throughput, constant, poisson")
+    raise RowError(
+        f"strategy {shown(kind)!r} unknown; GuideLLM's are synchronous, concurrent, throughput, constant, poisson"
+    )
 
 
 def _mean(metrics: dict[str, Any], key: str) -> float | None:

@@ -576,7 +576,9 @@ def _exported(recs: list[Any], source: str, given: dict[str, Any]) -> Loaded:
     if is_guidellm(recs[0]):
         n = len(recs[0]["benchmarks"])
         rows, skipped = _llama_rows(*read_guidellm(recs[0], given, bounded.MAX_ROWS))
-        more = f"{one_line(source)}: read the first {bounded.MAX_ROWS:,} benchmarks; split the file to validate the rest."
+        more = (
+            f"{one_line(source)}: read the first {bounded.MAX_ROWS:,} benchmarks; split the file to validate the rest."
+        )
         return Loaded("guidellm", tuple(rows), tuple(skipped), source, more if n > bounded.MAX_ROWS else "")
     rows, skipped = _llama_rows(*read_aiperf(recs[: bounded.MAX_ROWS], given))
     more = f"{one_line(source)}: read the first {bounded.MAX_ROWS:,} exports; split the file to validate the rest."
