@@ -108,7 +108,7 @@ def _dig(r: Any, *path: str) -> Any:
 
 def _value(x: Any, what: str) -> float:
     """A positive finite number from a JSON value (a number, or text of one), refused naming ``what``."""
-    if isinstance(x, bool) or isinstance(x, dict | list):
+    if isinstance(x, bool | dict | list):
         raise RowError(f"{what} is not a number")
     return number({what: x}, what)
 

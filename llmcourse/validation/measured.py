@@ -47,6 +47,14 @@ from llmcourse.catalog import models
 from llmcourse.errors import InputError
 from llmcourse.replica.model import replica
 from llmcourse.validation import bounded
+from llmcourse.validation.bench_exports import (
+    is_aiperf,
+    is_aiperf_csv,
+    is_guidellm,
+    read_aiperf,
+    read_aiperf_csv,
+    read_guidellm,
+)
 from llmcourse.validation.bounded import BoundedRows, BoundedText, json_records, open_text
 from llmcourse.validation.cells import (
     ID_SHOWN,
@@ -65,14 +73,6 @@ from llmcourse.validation.cells import (
     shortened,
     shown,
     whole,
-)
-from llmcourse.validation.bench_exports import (
-    is_aiperf,
-    is_aiperf_csv,
-    is_guidellm,
-    read_aiperf,
-    read_aiperf_csv,
-    read_guidellm,
 )
 from llmcourse.validation.llama_bench import LLAMA_BENCH_KEYS, is_llama_bench, read_llama_bench
 

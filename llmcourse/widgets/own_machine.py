@@ -46,7 +46,7 @@ def own_machine_calculator(
         {
             "model": model_dropdown(model),
             "gpu": gpu_dropdown(gpu, machines, description="Machine"),
-            "gguf": w.Dropdown(options=sorted(GGUF_TABLE) + ["bf16"], value=gguf, description="GGUF type"),
+            "gguf": w.Dropdown(options=[*sorted(GGUF_TABLE), "bf16"], value=gguf, description="GGUF type"),
             "context": int_box(context, "Context tokens"),
             "method": preset_dropdown(method),
         },
