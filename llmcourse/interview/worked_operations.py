@@ -26,7 +26,7 @@ import math
 from typing import Any
 
 from llmcourse.bands import band_for
-from llmcourse.catalog import gpus, models
+from llmcourse.catalog import gpus
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.interview.figures import PEAK_FACTOR, draw, per_s
 from llmcourse.interview.questions import register_worked
@@ -118,7 +118,7 @@ def _ms(x: Any) -> Any:
 
 # --- queue: one replica as the load rises -----------------------------------------------------------------------------
 def _queue(variant: int, load_times: float = 1.0, replicas: int = 1) -> dict[str, Any]:
-    g = _setup_once(variant)
+    g = ops_setup(variant)
     svc = _service(g)
     cap = svc.capacity()
     load = g["load"] * load_times
@@ -144,10 +144,6 @@ def _queue(variant: int, load_times: float = 1.0, replicas: int = 1) -> dict[str
         tail=float((r.ttft["p99"] / Q_(alone, "ms")).to("").m),
         k=replicas,
     )
-
-
-def _setup_once(variant: int) -> dict[str, Any]:
-    return ops_setup(variant)
 
 
 @register_worked("q_calm")
