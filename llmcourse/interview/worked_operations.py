@@ -726,23 +726,23 @@ def _val_band(variant: int = 0) -> dict[str, Any]:
 
 # --- concepts ----------------------------------------------------------------------------------------------------------
 @register_worked("c_omission")
-def _c_omission() -> dict[str, Any]:
-    return _bm_omission(0)
+def _c_omission(variant: int = 0) -> dict[str, Any]:
+    return _bm_omission(variant)
 
 
 @register_worked("c_kv_routing")
-def _c_kv_routing() -> dict[str, Any]:
-    return _prefix(0) | {"ttft_cached": _prefix(0, cached=True)["ttft"]}
+def _c_kv_routing(variant: int = 0) -> dict[str, Any]:
+    return _prefix(variant) | {"ttft_cached": _prefix(variant, cached=True)["ttft"]}
 
 
 @register_worked("c_preemption")
-def _c_preemption() -> dict[str, Any]:
-    return _offload(0)
+def _c_preemption(variant: int = 0) -> dict[str, Any]:
+    return _offload(variant)
 
 
 @register_worked("c_goodput")
-def _c_goodput() -> dict[str, Any]:
-    calm, busy = _goodput(0), _goodput(0, busy=True)
+def _c_goodput(variant: int = 0) -> dict[str, Any]:
+    calm, busy = _goodput(variant), _goodput(variant, busy=True)
     return dict(
         slo=calm["slo"],
         calm_pct=calm["good_pct"],
