@@ -611,11 +611,14 @@ def test_chapter_asks_every_question_in_the_bank() -> None:
 
     text = (Path(__file__).parent.parent / "book" / "14_interview_questions.md").read_text(encoding="utf-8")
     titles = [line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("### Question ")]
-    # the chains' questions (llmcourse/data/interview/06_chains.md) are rendered together, chain by chain
-    chained = {q.id for q in QUESTIONS.values() if q.worked.__module__ == "llmcourse.interview.worked_chains"}
+    # the chains' questions (llmcourse/data/interview/06_chains.md) are rendered together, chain by chain; the operations
+    # questions (07_operations.md) in their chains and, outside one, in their own section
+    together = ("llmcourse.interview.worked_chains", "llmcourse.interview.worked_operations")
+    chained = {q.id for q in QUESTIONS.values() if q.worked.__module__ in together}
     by_level = [q for level in LEVELS for q in QUESTIONS.values() if q.level == level and q.id not in chained]
     assert titles == [q.title for q in by_level]
     assert "```{glue:md} iq_chains" in text and "for cid, qs in QUESTIONS.chains().items()" in text
+    assert "```{glue:md} iq_operations" in text
     for q in by_level:
         for part in ("prompt", "levels", "answer"):
             assert f"```{{glue:md}} iq_{q.id}_{part}" in text, (q.id, part)

@@ -24,7 +24,13 @@ True
 from __future__ import annotations
 
 # Importing the worked answers registers each question's worked() function before the bank is read.
-from llmcourse.interview import worked, worked_chains, worked_many_gpus, worked_speculative  # noqa: F401
+from llmcourse.interview import (  # noqa: F401
+    worked,
+    worked_chains,
+    worked_many_gpus,
+    worked_operations,
+    worked_speculative,
+)
 from llmcourse.interview.questions import QuestionBank, load_questions
 
 __all__ = ["QUESTIONS"]
