@@ -344,11 +344,11 @@ def _data_parallel() -> None:
 intermediate = symbol("intermediate", r"d_{ff}", "", "width of a dense MLP's hidden layer (intermediate_size)", integer=True)
 lora_rank = symbol("lora_rank", r"r_{lora}", "", "rank of a LoRA adapter's two low-rank matrices", integer=True)
 lora_params = symbol("lora_params", r"P_{lora}", "", "parameters of one LoRA adapter")
+heads, kv_heads, head_dim = symbols("heads", "kv_heads", "head_dim")
 
 
 @section
 def _adapters() -> None:
-    heads, kv_heads, head_dim = symbols("heads", "kv_heads", "head_dim")
     formula(
         "lora_adapter_params",
         "lora_params",
