@@ -341,7 +341,9 @@ def _data_parallel() -> None:
 
 
 # --- multi-LoRA adapters --------------------------------------------------------------------------
-intermediate = symbol("intermediate", r"d_{ff}", "", "width of a dense MLP's hidden layer (intermediate_size)", integer=True)
+intermediate = symbol(
+    "intermediate", r"d_{ff}", "", "width of a dense MLP's hidden layer (intermediate_size)", integer=True
+)
 lora_rank = symbol("lora_rank", r"r_{lora}", "", "rank of a LoRA adapter's two low-rank matrices", integer=True)
 lora_params = symbol("lora_params", r"P_{lora}", "", "parameters of one LoRA adapter")
 heads, kv_heads, head_dim = symbols("heads", "kv_heads", "head_dim")

@@ -379,12 +379,14 @@ _TYPES = ("Gemma-3-27B", "Qwen3.5-397B-A17B", "gpt-oss-120b", "Llama-4-Scout-17B
 
 @register_worked("lc_types")
 def _lc_types(variant: int = 0) -> dict[str, Any]:
-    g = draw(variant, model=("Qwen3.5-397B-A17B", _TYPES), ctx=(131_072, (8_192, 12_000, 16_384, 20_000, 24_000, 32_768, 48_000, 65_536, 100_000, 131_072)))
+    g = draw(
+        variant,
+        model=("Qwen3.5-397B-A17B", _TYPES),
+        ctx=(131_072, (8_192, 12_000, 16_384, 20_000, 24_000, 32_768, 48_000, 65_536, 100_000, 131_072)),
+    )
     full = kv_bytes_per_sequence("Llama-3.1-70B", g["ctx"])
     kv = kv_bytes_per_sequence(g["model"], g["ctx"])
-    return g | dict(
-        full=full.to("GB"), kv=kv.to("GB"), ratio=float((full / kv).to("").m), kind=_kind(g["model"])
-    )
+    return g | dict(full=full.to("GB"), kv=kv.to("GB"), ratio=float((full / kv).to("").m), kind=_kind(g["model"]))
 
 
 @register_worked("dsa_read")
@@ -440,9 +442,7 @@ def _fp4_setup(variant: int) -> dict[str, Any]:
     )
     tokens = g["prompt"] + g["answer"]
     g["n"] = next(
-        n
-        for n in (1, 2, 4, 8)
-        if max_batch(g["model"], "H100 SXM", tokens, n_gpus=n, weight_bytes="fp8") >= g["batch"]
+        n for n in (1, 2, 4, 8) if max_batch(g["model"], "H100 SXM", tokens, n_gpus=n, weight_bytes="fp8") >= g["batch"]
     )
     return g
 
@@ -759,9 +759,7 @@ def _rl_long(variant: int = 0) -> dict[str, Any]:
 
 @register_worked("c_structured")
 def _c_structured() -> dict[str, Any]:
-    r = replica(
-        "Llama-3.1-8B", "H100 SXM", batch=64, prompt_tokens=1_000, answer_tokens=300, weight_bytes="fp8"
-    )
+    r = replica("Llama-3.1-8B", "H100 SXM", batch=64, prompt_tokens=1_000, answer_tokens=300, weight_bytes="fp8")
     return dict(step=_ms(r.step.step_time), batch=r.batch, per_seq=(r.step.step_time / r.batch).to("us"))
 
 
