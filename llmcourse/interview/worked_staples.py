@@ -374,7 +374,7 @@ def _ctx_fp8(variant: int = 0) -> dict[str, Any]:
     return _ctx(variant, True, "fp8")
 
 
-_TYPES = ("Gemma-3-27B", "Qwen3.5-397B-A17B", "gpt-oss-120b", "Llama-4-Scout-17B-16E", "MiniMax-M2.5")
+_TYPES = ("Gemma-3-27B", "Qwen3.5-397B-A17B", "gpt-oss-120b", "Llama-4-Scout-17B-16E", "DeepSeek-V3.2")
 
 
 @register_worked("lc_types")
