@@ -105,7 +105,7 @@ def _validate(args: argparse.Namespace) -> int:
     from llmcourse.validation.cells import GIVEN_FLAGS, check_given, escaped
 
     given = {"gpu": args.gpu, "tensor_parallel": args.tp, "weights": args.weights, "kv": args.kv, "engine": args.engine}
-    given = check_given({**given, "model": args.model}, GIVEN_FLAGS)
+    given = check_given({**given, "model": args.model, "concurrency": args.concurrency}, GIVEN_FLAGS)
     try:
         method = lc.resolve(args.method)
     except UnknownNameError as exc:
@@ -243,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     v.add_argument("--weights", help="the weight precision of a vllm bench result")
     v.add_argument("--kv", help="the KV cache precision (aiconfigurator and vllm files do not say)")
     v.add_argument("--engine", help="the engine of a vllm bench result")
+    v.add_argument("--concurrency", type=float, help="requests in flight (an AIPerf or GenAI-Perf CSV does not say)")
     v.add_argument("--method", default="course", help="assumptions preset (course by default)")
     _practice_parsers(sub)
     from llmcourse.validation import REPLAN_EXAMPLE as ex

@@ -68,6 +68,7 @@ UPDATES: dict[str, tuple[str, Callable[[int], object]]] = {
     "gqa.gqa_calculator": ("context", lambda i: 8_192 + 512 * i),
     "kv_cache.kv_calculator": ("context", lambda i: 1_024 + 128 * i),
     "many_gpus.many_gpus_calculator": ("batch", lambda i: 1 + i),
+    "own_machine.own_machine_calculator": ("context", lambda i: 4_096 + 128 * i),
     "moe.moe_calculator": ("context", lambda i: 1_024 + 128 * i),  # the routing simulation runs at every update
     "prefill.prefill_calculator": ("prompt_tokens", lambda i: 1_024 + 64 * i),
     "queueing.queueing_calculator": ("load", lambda i: 0.5 + 0.008 * i),

@@ -1,5 +1,7 @@
-"""llama-bench's JSON and CSV (llama.cpp ``tools/llama-bench/README.md``, "Output formats") read into the course's
-measured rows. The fixtures under tests/data are written from that README's examples, with this course's models."""
+"""llama-bench's JSON and CSV (llama.cpp ``tools/llama-bench/README.md``, "Output formats"), AIPerf / GenAI-Perf
+profile exports (ai-dynamo/aiperf ``docs/tutorials/working-with-profile-exports.md``) and GuideLLM's benchmarks JSON
+(vllm-project/guidellm ``docs/guides/outputs.md``) read into the course's measured rows. The fixtures under
+tests/data are written from those documents' examples, with this course's models."""
 
 from __future__ import annotations
 
@@ -53,3 +55,86 @@ def test_llama_bench_jsonl_and_bad_values():
 def test_llama_bench_refuses_an_unknown_model_keyword():
     with pytest.raises(InputError):
         lcv.load_measurements(DATA / "llama_bench.json", gpu="RTX 5090", model="Qwen3-9B")
+
+
+def test_aiperf_json_is_a_closed_loop_of_its_concurrency():
+    got = lcv.load_measurements(DATA / "aiperf_profile_export.json", gpu="H100")
+    assert got.format == "aiperf" and not got.skipped
+    # the fixture's avg of each statistic, read as it stands; the lengths from input/output_sequence_length
+    assert [(r.metric, r.value) for r in got.rows] == [
+        ("ttft_ms", 41.3),
+        ("tpot_ms", 9.98),
+        ("output_tokens_per_s", 780.2),
+    ]
+    r = got.rows[0]
+    assert (r.model, r.gpu, r.isl, r.osl) == ("Llama-3.1-8B", "H100 SXM", 1000, 200)
+    assert (r.load_kind, r.concurrency) == ("concurrency", 8)  # input_config.loadgen.concurrency
+
+
+def test_aiperf_json_gpu_from_telemetry_not_in_the_catalog_says_so():
+    got = lcv.load_measurements(DATA / "aiperf_profile_export.json")  # telemetry: "NVIDIA H100 80GB HBM3"
+    assert not got.rows and "GPU" in got.skipped[0].reason
+
+
+def test_genai_perf_json_at_a_request_rate_is_open_loop():
+    got = lcv.load_measurements(DATA / "genai_perf_profile_export.json", gpu="H100")
+    assert {r.load_kind for r in got.rows} == {"online_rate"}
+    assert all(r.concurrency is None and "2/s" in r.load for r in got.rows)
+    assert (got.rows[0].isl, got.rows[0].osl, got.rows[0].model) == (550, 250, "Llama-3.1-8B")
+
+
+def test_aiperf_csv_needs_the_keywords_the_file_lacks():
+    got = lcv.load_measurements(DATA / "aiperf_profile_export.csv", gpu="H100", model="Llama-3.1-8B", concurrency=8)
+    assert got.format == "aiperf-csv"
+    # "Time to First Token (ms)" avg 41.30; "Inter Token Latency (ms)" 9.98; the Metric,Value section's 780.20
+    assert [(r.metric, r.value, r.concurrency) for r in got.rows] == [
+        ("ttft_ms", 41.3, 8),
+        ("tpot_ms", 9.98, 8),
+        ("output_tokens_per_s", 780.2, 8),
+    ]
+    bare = lcv.load_measurements(DATA / "aiperf_profile_export.csv", gpu="H100", model="Llama-3.1-8B")
+    assert not bare.rows and "--concurrency" in bare.skipped[0].reason
+    assert "--model" in lcv.load_measurements(DATA / "aiperf_profile_export.csv").skipped[0].reason
+
+
+def test_guidellm_strategies_become_load_kinds():
+    got = lcv.load_measurements(DATA / "guidellm_benchmarks.json", gpu="RTX 5090")
+    assert got.format == "guidellm"
+    kinds = {r.id.split(":")[0]: (r.load_kind, r.concurrency) for r in got.rows}
+    assert kinds == {
+        "guidellm#1": ("concurrency", 1),  # synchronous: one request at a time
+        "guidellm#2": ("concurrency", 16),  # concurrent, streams 16
+        "guidellm#3": ("online_rate", None),  # constant, rate 4.5
+        "guidellm#4": ("online_unbounded", None),  # throughput
+    }
+    tpot = next(r for r in got.rows if r.id == "guidellm#1:tpot")
+    assert tpot.value == 13.4 and (tpot.isl, tpot.osl, tpot.model) == (512, 128, "Qwen3-8B")  # inter_token_latency_ms
+    assert "teleport" in got.skipped[0].reason and got.skipped[0].line == 5
+
+
+@pytest.mark.parametrize(
+    "text, says",
+    [
+        (
+            '{"time_to_first_token": {"unit": "s", "avg": 0.04}, "input_config": {"concurrency": 2, "synthetic_input_tokens_mean": 9, "output_tokens_mean": 9}}',
+            "ms",
+        ),
+        (
+            '{"inter_token_latency": {"avg": 9}, "time_to_first_token": 40, "input_config": {"concurrency": 2, "synthetic_input_tokens_mean": 9, "output_tokens_mean": 9}}',
+            "statistics",
+        ),
+        (
+            '{"benchmarks": [{"metrics": {}, "config": {"strategy": {"type_": "concurrent", "streams": 0}}}]}',
+            "at least 1",
+        ),
+        ('{"benchmarks": [7]}', "GuideLLM benchmark"),
+    ],
+)
+def test_bad_exports_are_row_reasons(text: str, says: str):
+    got = lcv.parse_measurements(text, gpu="H100", model="Llama-3.1-8B")
+    assert not got.rows and says in got.skipped[0].reason, got.skipped
+
+
+def test_concurrency_keyword_is_checked():
+    with pytest.raises(InputError, match="concurrency"):
+        lcv.parse_measurements("x", concurrency=0)

@@ -477,6 +477,22 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "w_s": (70.554e9 / (4 * 0.7 * 3.35e12) * 1e3, "ms", 1e-9),
         "w_p": (70.554e9 / (4 * 0.7 * 2.0e12) * 1e3, "ms", 1e-9),
     },
+    # --- the 2026 staples (08_staples.md) with the book's variant only
+    "pr_gptoss": {  # MXFP4: 4 bits + an 8-bit scale per 32 = 4.25; the model card's checkpoint: 60.8 GiB = 65.3 GB
+        "bits": (4.25, "", 0),
+        "w": (60.8 * 2**30 / 1e9, "GB", 0.01),
+    },
+    "c_pp_tp": {"ib": (50, "GB/s", 1e-12), "nv": (450, "GB/s", 1e-12)},  # NDR 400 Gb/s; NVLink 4 900 GB/s both ways
+    "c_dp_attention": {  # DeepSeek-V3: 576 values x 2 B x 61 layers = 70,272 B a token x 2,400 tokens, once (DP) or x 8
+        "kv_dp": (70_272 * 2_400 / 1e6, "MB", 1e-9),
+        "kv_tp": (8 * 70_272 * 2_400 / 1e6, "MB", 1e-9),
+    },
+    "c_cp": {  # Llama 4 Scout: 12 of 48 layers full attention, 36 chunked at 8,192; 2 x 8 KV heads x 128 x 2 B a layer
+        "kv": ((12 * 1_048_576 + 36 * 8_192) * 2 * 8 * 128 * 2 / 1e9, "GB", 1e-9),
+        "tokens": (1_048_576, "", 0),
+    },
+    "c_chunk": {"chunk": (8_192, "", 0), "chunks": (4, "", 0)},  # ceil(32,000 / 8,192) = 4
+    "c_structured": {"batch": (64, "", 0)},  # the given batch
 }
 
 
@@ -610,11 +626,19 @@ def test_chapter_asks_every_question_in_the_bank() -> None:
 
     text = (Path(__file__).parent.parent / "book" / "14_interview_questions.md").read_text(encoding="utf-8")
     titles = [line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("### Question ")]
-    # the chains' questions (llmcourse/data/interview/06_chains.md) are rendered together, chain by chain
-    chained = {q.id for q in QUESTIONS.values() if q.worked.__module__ == "llmcourse.interview.worked_chains"}
+    # the chains' questions (llmcourse/data/interview/06_chains.md) are rendered together, chain by chain; the operations
+    # questions (07_operations.md) in their chains and, outside one, in their own section; the 2026 staples'
+    # (08_staples.md) in their own section, by topic and chain
+    together = {
+        "llmcourse.interview.worked_chains",
+        "llmcourse.interview.worked_operations",
+        "llmcourse.interview.worked_staples",
+    }
+    chained = {q.id for q in QUESTIONS.values() if q.worked.__module__ in together}
     by_level = [q for level in LEVELS for q in QUESTIONS.values() if q.level == level and q.id not in chained]
     assert titles == [q.title for q in by_level]
     assert "```{glue:md} iq_chains" in text and "for cid, qs in QUESTIONS.chains().items()" in text
+    assert "```{glue:md} iq_operations" in text and "```{glue:md} iq_staples" in text
     for q in by_level:
         for part in ("prompt", "levels", "answer"):
             assert f"```{{glue:md}} iq_{q.id}_{part}" in text, (q.id, part)

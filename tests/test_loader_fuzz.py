@@ -208,11 +208,73 @@ def test_fuzz_llama_bench_json(changes: list[dict]) -> None:
     answered(lambda: lcv.parse_measurements(text))
 
 
+AIPERF = {
+    "time_to_first_token": {"unit": "ms", "avg": 41.3, "p99": 66.1},
+    "inter_token_latency": {"unit": "ms", "avg": 9.98},
+    "output_token_throughput": {"unit": "tokens/sec", "avg": 780.2},
+    "input_sequence_length": {"unit": "tokens", "avg": 1000.0},
+    "output_sequence_length": {"unit": "tokens", "avg": 200.0},
+    "input_config": {"endpoint": {"model_names": ["meta-llama/Llama-3.1-8B-Instruct"]}, "loadgen": {"concurrency": 8}},
+}
+GUIDELLM_BENCH = {
+    "config": {"strategy": {"type_": "concurrent", "streams": 16}, "backend": {"model": "Qwen/Qwen3-8B"}},
+    "metrics": {
+        "time_to_first_token_ms": {"successful": {"mean": 61.5}},
+        "inter_token_latency_ms": {"successful": {"mean": 16.9}},
+        "prompt_token_count": {"successful": {"mean": 512.0}},
+        "output_token_count": {"successful": {"mean": 128.0}},
+    },
+}
+AIPERF_CSV = (
+    "Metric,avg,min,max,p50,p99\nTime to First Token (ms),41.3,30,70,39.8,66.1\nInter Token Latency (ms),9.98,9.6,10.8,"
+    "9.95,10.61\nInput Sequence Length (tokens),1000,1000,1000,1000,1000\nOutput Sequence Length (tokens),200,200,200,"
+    "200,200\n\nMetric,Value\nOutput Token Throughput (tokens/sec),780.2\n"
+)
+
+
+@FUZZ
+@given(st.dictionaries(st.sampled_from(sorted(AIPERF)), JSON_VALUE, max_size=3), JSON_VALUE)
+def test_fuzz_aiperf_json(change: dict, config: object) -> None:
+    """An AIPerf / GenAI-Perf export with statistics and its input_config set to hostile JSON: rows or one line."""
+    text = json.dumps(
+        {**AIPERF, **change, "input_config": config if change.get("input_config") else AIPERF["input_config"]}
+    )
+    answered(lambda: lcv.parse_measurements(text, gpu="H100"))
+
+
+@FUZZ
+@given(
+    st.lists(
+        st.dictionaries(st.sampled_from(["config", "metrics", "args", "worker"]), JSON_VALUE, max_size=2), max_size=3
+    ),
+    st.dictionaries(st.sampled_from(sorted(GUIDELLM_BENCH["metrics"])), JSON_VALUE, max_size=2),
+)
+def test_fuzz_guidellm_json(changes: list[dict], metrics: dict) -> None:
+    """GuideLLM benchmarks with keys and metrics set to hostile JSON values: rows or one InputError line."""
+    benches = [{**GUIDELLM_BENCH, **c} for c in changes] + [
+        {**GUIDELLM_BENCH, "metrics": {**GUIDELLM_BENCH["metrics"], **metrics}}
+    ]
+    answered(lambda: lcv.parse_measurements(json.dumps({"benchmarks": benches}), gpu="RTX 5090"))
+
+
+@FUZZ
+@given(st.lists(st.tuples(st.integers(min_value=0, max_value=12), CELL), max_size=4))
+def test_fuzz_aiperf_csv(cuts: list[tuple[int, str]]) -> None:
+    """An AIPerf CSV with hostile text spliced into its lines: rows or one InputError line."""
+    lines = AIPERF_CSV.split("\n")
+    for where, junk in cuts:
+        lines[where % len(lines)] += junk
+    answered(lambda: lcv.parse_measurements("\n".join(lines), gpu="H100", model="Llama-3.1-8B", concurrency=4))
+
+
 GOOD_FILES = [
     csv_text(COURSE_COLS, [COURSE_ROW]),
     csv_text(AIC_COLS, [AIC_ROW]),
     json.dumps(VLLM),
     csv_text(LB_COLS, [LB_ROW]),
+    json.dumps(AIPERF),
+    json.dumps({"benchmarks": [GUIDELLM_BENCH]}),
+    AIPERF_CSV,
 ]
 
 

@@ -240,6 +240,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "kv_replication": ("0bb1b9ccd2de6b9829b1", "max(1, _a1/_a0)"),
     "linear_state_bytes": ("8068f114ce8845c4c055", "_a2*(_a5*_a3*_a7*_a6 + _a0*_a1*(_a5*_a6 + 2*_a3*_a4))"),
     "littles_law": ("cd68be0484e756e7057d", "_a1*_a0"),
+    "lora_adapter_params": ("bc50172e74fc7396c201", "_a6*_a5*(7*_a2 + 2*_a0*_a4 + 2*_a0*_a1 + 3*_a3)"),
     "max_batch": ("4106baf3bef11406169b", "floor((_a1 - _a2)/_a0)"),
     "mdc_wait": ("b02de0471c8d12b984ff", "(1/2)*_a1*_a2**(sqrt(2*_a0 + 2) - 1)/(_a0*(1 - _a2))"),
     "mixed_step_time": (
@@ -302,7 +303,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "weight_load_time": ("59110f7dd398648bf73c", "_a1/_a0"),
     "weight_read_time": ("1a3b6cc497f53320b20b", "_a3/(_a1*_a0*_a2)"),
 }
-SOURCES = "09c6f4d5a920a76726b4"
+SOURCES = "49eefb0bb2c62a873989"
 TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ("peak_request_rate", "request_rate", "peak request rate", "01_tokens", "daily_rate peak_factor"),
     ("token_rate", "token_rate", "tokens per second from requests", "01_tokens", "request_rate tokens_per_request"),
@@ -880,6 +881,13 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "weights a replica holds with D attention groups: the experts once, everything else D times",
         "08c_many_gpus",
         "data_parallel expert_weights weights",
+    ),
+    (
+        "lora_adapter_params",
+        "lora_params",
+        "parameters of a LoRA adapter on every linear layer of a dense transformer (q, k, v, o, gate, up, down): each adapted d_in x d_out matrix adds r (d_in + d_out)",
+        "14_interview_questions",
+        "head_dim heads hidden intermediate kv_heads layers lora_rank",
     ),
     (
         "kv_handoff_time",

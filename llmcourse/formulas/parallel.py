@@ -340,4 +340,25 @@ def _data_parallel() -> None:
     )
 
 
+# --- multi-LoRA adapters --------------------------------------------------------------------------
+intermediate = symbol(
+    "intermediate", r"d_{ff}", "", "width of a dense MLP's hidden layer (intermediate_size)", integer=True
+)
+lora_rank = symbol("lora_rank", r"r_{lora}", "", "rank of a LoRA adapter's two low-rank matrices", integer=True)
+lora_params = symbol("lora_params", r"P_{lora}", "", "parameters of one LoRA adapter")
+heads, kv_heads, head_dim = symbols("heads", "kv_heads", "head_dim")
+
+
+@section
+def _adapters() -> None:
+    formula(
+        "lora_adapter_params",
+        "lora_params",
+        layers * lora_rank * (7 * hidden + 2 * heads * head_dim + 2 * kv_heads * head_dim + 3 * intermediate),
+        "parameters of a LoRA adapter on every linear layer of a dense transformer (q, k, v, o, gate, up, down): "
+        "each adapted d_in x d_out matrix adds r (d_in + d_out)",
+        "14_interview_questions",
+    )
+
+
 defer(globals())  # the symbols above are made when SymPy is first needed

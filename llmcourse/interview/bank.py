@@ -4,7 +4,8 @@
 each read by :func:`~llmcourse.interview.questions.load_questions` and paired with the ``worked()``
 function that computes its numbers: those of the interview chapter's levels in
 :mod:`llmcourse.interview.worked`, the speculative-decoding and many-GPU chapters' in
-:mod:`llmcourse.interview.worked_speculative` and :mod:`llmcourse.interview.worked_many_gpus`. The
+:mod:`llmcourse.interview.worked_speculative` and :mod:`llmcourse.interview.worked_many_gpus`, the 2026 staples' in
+:mod:`llmcourse.interview.worked_staples`. The
 format of the data files is in :mod:`llmcourse.interview.questions`.
 
 Defined in the chapters *Interview questions* (``book/14_interview_questions.md``), *Speculative
@@ -24,7 +25,14 @@ True
 from __future__ import annotations
 
 # Importing the worked answers registers each question's worked() function before the bank is read.
-from llmcourse.interview import worked, worked_chains, worked_many_gpus, worked_speculative  # noqa: F401
+from llmcourse.interview import (  # noqa: F401
+    worked,
+    worked_chains,
+    worked_many_gpus,
+    worked_operations,
+    worked_speculative,
+    worked_staples,
+)
 from llmcourse.interview.questions import QuestionBank, load_questions
 
 __all__ = ["QUESTIONS"]

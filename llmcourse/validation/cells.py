@@ -206,7 +206,7 @@ def engine_name(text: str, version: str = "") -> str:
 #: ``python -m llmcourse validate`` that sets each (its messages name the flag).
 GIVEN_FLAGS = {
     "gpu": "--gpu", "tensor_parallel": "--tp", "weights": "--weights", "kv": "--kv", "engine": "--engine",
-    "model": "--model",
+    "model": "--model", "concurrency": "--concurrency",
 }  # fmt: skip
 
 
@@ -237,6 +237,10 @@ def check_given(given: dict[str, Any], names: dict[str, str] | None = None) -> d
         if key == "tensor_parallel":
             why = " (GPUs per replica)"
             out[key] = int(plain_number(value, name, integer=True, at_least=1, at_most=MOST_SIZE, why=why))
+            continue
+        if key == "concurrency":
+            why = " (requests in flight)"
+            out[key] = int(plain_number(value, name, integer=True, at_least=1, at_most=MOST_WHOLE, why=why))
             continue
         if not isinstance(value, str) or not value.strip():
             raise InputError(f"{name} must be a name; got {shortened(repr(value))}.")

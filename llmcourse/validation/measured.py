@@ -47,6 +47,14 @@ from llmcourse.catalog import models
 from llmcourse.errors import InputError
 from llmcourse.replica.model import replica
 from llmcourse.validation import bounded
+from llmcourse.validation.bench_exports import (
+    is_aiperf,
+    is_aiperf_csv,
+    is_guidellm,
+    read_aiperf,
+    read_aiperf_csv,
+    read_guidellm,
+)
 from llmcourse.validation.bounded import BoundedRows, BoundedText, json_records, open_text
 from llmcourse.validation.cells import (
     ID_SHOWN,
@@ -204,6 +212,9 @@ FORMATS = {
     "silicon_ttft_ms, silicon_tpot_ms)",
     "vllm": "the JSON of `vllm bench serve --save-result` (one result, a list of them, or one per line)",
     "llama-bench": "llama.cpp's `llama-bench -o json` / `-o jsonl` / `-o csv` (model_filename, n_prompt, n_gen, avg_ts)",
+    "aiperf": "AIPerf's or GenAI-Perf's profile_export_*.json (time_to_first_token, inter_token_latency, input_config)",
+    "aiperf-csv": "AIPerf's or GenAI-Perf's profile_export_*.csv (Metric,avg,...; give --model, --gpu, --concurrency)",
+    "guidellm": "GuideLLM's benchmarks JSON (benchmarks with their strategy and metrics)",
 }
 
 
@@ -560,6 +571,20 @@ def _llama_rows(fields: list[dict[str, Any]], skips: list[tuple[int, str, str]])
     return rows, skipped
 
 
+def _exported(recs: list[Any], source: str, given: dict[str, Any]) -> Loaded:
+    """The rows of AIPerf / GenAI-Perf profile exports or of a GuideLLM report (its first :data:`MAX_ROWS` benchmarks)."""
+    if is_guidellm(recs[0]):
+        n = len(recs[0]["benchmarks"])
+        rows, skipped = _llama_rows(*read_guidellm(recs[0], given, bounded.MAX_ROWS))
+        more = (
+            f"{one_line(source)}: read the first {bounded.MAX_ROWS:,} benchmarks; split the file to validate the rest."
+        )
+        return Loaded("guidellm", tuple(rows), tuple(skipped), source, more if n > bounded.MAX_ROWS else "")
+    rows, skipped = _llama_rows(*read_aiperf(recs[: bounded.MAX_ROWS], given))
+    more = f"{one_line(source)}: read the first {bounded.MAX_ROWS:,} exports; split the file to validate the rest."
+    return Loaded("aiperf", tuple(rows), tuple(skipped), source, more if len(recs) > bounded.MAX_ROWS else "")
+
+
 def _read_text(text: BoundedText, source: str, given: dict[str, Any]) -> Loaded:
     """The rows of a measured text stream, in whichever of :data:`FORMATS` it is."""
     while True:
@@ -584,6 +609,8 @@ def _read_text(text: BoundedText, source: str, given: dict[str, Any]) -> Loaded:
             return Loaded(
                 "llama-bench", tuple(rows), tuple(skipped), source, more if len(recs) > bounded.MAX_ROWS else ""
             )
+        if recs and (is_aiperf(recs[0]) or is_guidellm(recs[0])):
+            return _exported(recs, source, given)
         if recs and _is_vllm(recs[0]):
             more = len(recs) > bounded.MAX_ROWS
             rows, skipped = _read_vllm(recs[: bounded.MAX_ROWS], given)
@@ -600,6 +627,9 @@ def _read_text(text: BoundedText, source: str, given: dict[str, Any]) -> Loaded:
         if head >= LLAMA_BENCH_KEYS:
             rows, skipped = _llama_rows(*read_llama_bench(records, given, first_line=2))
             return Loaded("llama-bench", tuple(rows), tuple(skipped), source, records.stopped())
+        if is_aiperf_csv(records.header):
+            rows, skipped = _llama_rows(*read_aiperf_csv(records, given))
+            return Loaded("aiperf-csv", tuple(rows), tuple(skipped), source, records.stopped())
         if {"silicon_tpot_ms", "model_path"} <= head or {"silicon_ttft_ms", "model_path"} <= head:
             rows, skipped = _read_aiconfigurator(records, given.get("kv"), given.get("model"))
             return Loaded("aiconfigurator", tuple(rows), tuple(skipped), source, records.stopped())
@@ -619,6 +649,7 @@ def parse_measurements(
     kv: str | None = None,
     engine: str | None = None,
     model: str | None = None,
+    concurrency: int | None = None,
 ) -> Loaded:
     """Read measured rows from text in any of :data:`FORMATS` (what the live calculator is pasted).
 
@@ -628,6 +659,7 @@ def parse_measurements(
     with FP8 or FP4 weights, whose quantized checkpoints store the cache in FP8, else BF16, the
     engines' default). ``model`` names the model of every row, in place of the file's (a name of the
     catalog, or a Hugging Face id: its organisation, ``-Instruct`` and a quantization suffix are dropped).
+    ``concurrency`` gives the requests in flight of an AIPerf / GenAI-Perf CSV, which does not say it.
     Each keyword is checked first (:func:`check_given`).
 
     At most :data:`MAX_ROWS` rows are read (:attr:`Loaded.stopped` says where reading stopped); a CSV cell longer
@@ -643,7 +675,15 @@ def parse_measurements(
     ('course', ['A'], ["row 3 (B): column 'concurrency' must be at least 1 (requests in flight); got 0"])
     """
     given = check_given(
-        dict(gpu=gpu, tensor_parallel=tensor_parallel, weights=weights, kv=kv, engine=engine, model=model)
+        dict(
+            gpu=gpu,
+            tensor_parallel=tensor_parallel,
+            weights=weights,
+            kv=kv,
+            engine=engine,
+            model=model,
+            concurrency=concurrency,
+        )
     )
     if not isinstance(text, str) or not text.strip():
         raise InputError(f"{escaped(str(source))} is empty: give {', '.join(FORMATS.values())}.")

@@ -1,0 +1,174 @@
+"""One model on your own machine (a laptop's unified memory, a desktop GPU), one person typing: will it fit, how fast
+will it type, how long a context, how long until the first token. Every figure is the one replica model's
+(:func:`~llmcourse.replica.model.replica`) at a batch of one, under the assumptions given (the course's by default).
+
+Defined in the chapter *On your own machine* (``book/17_own_machine.md``).
+
+Examples
+--------
+>>> m = own_machine("Llama-3.1-8B", "RTX 5090", "q4_k_m", context=8_192)
+>>> m.fits, round(m.weight_bytes.to("GB").m, 2), round(m.bound_tokens_per_s)
+(True, 4.91, 365)
+>>> own_machine("Llama-3.1-8B", "RTX 5090", "q4_km")
+Traceback (most recent call last):
+...
+llmcourse.errors.UnknownNameError: unknown GGUF type 'q4_km': did you mean 'q4_k_m' or 'q4_k' or 'q5_k_m'? GGUF types: iq1_s, iq2_s, iq2_xs, iq2_xxs, iq3_s, iq3_xxs, iq4_nl, iq4_xs, q2_k, q3_k, q3_k_m, q4_0, q4_1, q4_k, q4_k_m, q5_0, q5_1, q5_k, q5_k_m, q6_k, q8_0 (or bf16, fp16).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any
+
+import pint
+
+from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.catalog import gpus, models
+from llmcourse.catalog.precision import GGUF_TABLE
+from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.replica.memory import weight_bytes as weights_of
+from llmcourse.replica.model import replica
+from llmcourse.units import Q_
+
+__all__ = ["OwnMachine", "gguf_type", "longest_context", "own_machine"]
+
+#: The unquantized types a GGUF file may also hold (llama.cpp's F16 and BF16).
+PLAIN = ("bf16", "fp16")
+
+
+def gguf_type(name: Any) -> str:
+    """A GGUF type's name in the catalog's spelling (``"Q4_K_M"`` -> ``"q4_k_m"``), or an
+    :class:`~llmcourse.errors.UnknownNameError` with the closest names.
+
+    Examples
+    --------
+    >>> gguf_type("Q8_0"), gguf_type(" f16 ")
+    ('q8_0', 'fp16')
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise InputError(f"a GGUF type must be a name such as 'Q4_K_M'; got {name!r}.")
+    key = name.strip().lower().replace("-", "_")
+    key = {"f16": "fp16", "f32": "fp32"}.get(key, key)
+    if key in GGUF_TABLE or key in PLAIN:
+        return key
+    known = sorted(GGUF_TABLE)
+    near = difflib.get_close_matches(key, known + list(PLAIN), n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(repr(n) for n in near)}? " if near else ""
+    raise UnknownNameError(f"unknown GGUF type {name.strip()!r}: {hint}GGUF types: {', '.join(known)} (or bf16, fp16).")
+
+
+@dataclass(frozen=True)
+class OwnMachine:
+    """The answers for one model on one machine at one context, for one person (a batch of one)."""
+
+    model: str
+    gpu: str
+    weights: str
+    context: int
+    #: Whether the weights and the context's KV cache fit in what the GPU may use; if not, why (:attr:`reason`).
+    fits: bool
+    reason: str
+    weight_bytes: pint.Quantity
+    kv_bytes: pint.Quantity
+    #: The memory the GPU may use (a unified-memory machine: its share of the system's) and what the replica keeps
+    #: for weights and KV cache of it (the assumptions' memory share).
+    gpu_memory: pint.Quantity
+    usable: pint.Quantity
+    #: Tokens per second typing at this context (None if it does not fit), and the bound at 100% of the bandwidth
+    #: with the weights alone read once per token.
+    tokens_per_s: float | None
+    bound_tokens_per_s: float
+    #: The time to read the prompt of ``context`` tokens before the first token (None if it does not fit).
+    first_token_s: float | None
+    #: The longest context of one sequence that fits (0 if the weights alone do not), at most the model's positions.
+    longest_context: int
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, value) rows for a calculator."""
+        g = gpus[self.gpu]
+        mem = f"{self.gpu_memory.to('GB').m:,.1f} GB"
+        if g.memory_share is not None:
+            mem += f" ({g.memory_share:.0%} of {g.unified_memory.to('GB').m:,.0f} GB unified memory)"
+        fit = "yes" if self.fits else f"no: {self.reason}"
+        out = [
+            ("fits", fit),
+            ("weights", f"{self.weight_bytes.to('GB').m:,.2f} GB ({self.weights.upper()})"),
+            (f"KV cache at {self.context:,} tokens", f"{self.kv_bytes.to('GB').m:,.2f} GB"),
+            ("memory the GPU may use", mem),
+            ("bound: bandwidth / weight bytes", f"{self.bound_tokens_per_s:,.0f} tokens/s"),
+        ]
+        if self.tokens_per_s is not None and self.first_token_s is not None:
+            out += [
+                ("typing speed", f"{self.tokens_per_s:,.1f} tokens/s"),
+                (f"first token after a {self.context:,}-token prompt", f"{self.first_token_s:,.2f} s"),
+            ]
+        out.append(("longest context that fits", f"{self.longest_context:,} tokens"))
+        return out
+
+
+def _fits(model: str, gpu: str, weights: str, n: int, a: Assumptions) -> bool:
+    return replica(model, gpu, batch=1, prompt_tokens=n, answer_tokens=1, weight_bytes=weights, assumptions=a).fits
+
+
+def longest_context(model: str, gpu: str, weights: str, assumptions: Assumptions | str | None = None) -> int:
+    """The longest context of one sequence whose KV cache fits beside the weights (a bisection on the one replica
+    model's fit, so sliding-window layers, which keep only their window, count as they hold): at most the model's
+    positions; 0 if even one token does not fit.
+
+    Examples
+    --------
+    >>> longest_context("Llama-3.1-8B", "RTX 5090", "q4_k_m")
+    131072
+    """
+    a = resolve(assumptions)
+    top = int(models[model].max_position)
+    if _fits(model, gpu, weights, top - 1, a):
+        return top
+    if not _fits(model, gpu, weights, 1, a):
+        return 0
+    lo, hi = 1, top - 1  # fits at lo, not at hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if _fits(model, gpu, weights, mid, a) else (lo, mid)
+    return lo + 1  # the prompt and the one answer token
+
+
+def own_machine(
+    model: str,
+    gpu: str,
+    weights: str = "q4_k_m",
+    context: int = 8_192,
+    *,
+    assumptions: Assumptions | str | None = None,
+) -> OwnMachine:
+    """One model on one machine for one person: whether ``weights`` (a GGUF type) and a ``context``-token KV cache
+    fit, the typing speed at that context, the first token's time after a ``context``-token prompt, and the longest
+    context that fits. Names the catalog lacks get a "did you mean".
+    """
+    a = resolve(assumptions)
+    m, g, w = models[model].name, gpus[gpu].name, gguf_type(weights)
+    if isinstance(context, bool) or not isinstance(context, int) or context < 2:
+        raise InputError(f"context must be a whole number of tokens, at least 2; got {context!r}.")
+    top = int(models[m].max_position)
+    if context > top:
+        raise InputError(f"context ({context:,} tokens) is beyond the {top:,} positions of {m}: give at most {top:,}.")
+    r = replica(m, g, batch=1, prompt_tokens=context - 1, answer_tokens=1, weight_bytes=w, assumptions=a)
+    wb = weights_of(m, w)
+    bound = float((gpus[g].bandwidth / wb).to("1/s").m)
+    return OwnMachine(
+        model=m,
+        gpu=g,
+        weights=w,
+        context=context,
+        fits=r.fits,
+        reason="" if r.fits else r.reason,
+        weight_bytes=wb.to("GB"),
+        kv_bytes=r.kv_per_sequence.to("GB") if r.kv_per_sequence is not None else Q_(0, "GB"),
+        gpu_memory=gpus[g].memory.to("GB"),
+        usable=r.usable_memory.to("GB"),
+        tokens_per_s=float((1 / r.tpot).to("1/s").m) if r.fits else None,
+        bound_tokens_per_s=bound,
+        first_token_s=float(r.first_prefill.time.to("s").m) if r.fits else None,
+        longest_context=longest_context(m, g, w, a),
+    )
