@@ -314,7 +314,7 @@ def _said(message: str) -> str:
 
 
 #: The longest word of an error message printed whole, and the longest error line (:func:`_said`).
-_LONGEST_WORD, _WIDEST = 60, 600  # the widest: the package's own longest refusal (the formats it reads) whole
+_LONGEST_WORD, _WIDEST = 60, 1_000  # the widest: the package's own longest refusal (the formats it reads) whole
 
 
 if __name__ == "__main__":

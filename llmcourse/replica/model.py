@@ -463,8 +463,12 @@ class ReplicaSetup(_Shared):
         # prefilled (count_prefill and prefill_interference off, a disaggregated decode pool's) decodes alone
         self._engine = engine and (a.count_prefill or a.prefill_interference)
         self._sched = d.scheduler
-        if engine and self._sched.max_running is not None and top > 0:
-            top = min(top, self._sched.max_running)  # the engine runs no more, whatever fits
+        # the engine's cap on running requests is per scheduler, and each data-parallel attention group runs its own
+        # (vLLM starts an engine core per data-parallel rank, each with its max_num_seqs; TensorRT-LLM's attention DP
+        # ranks each batch up to max_batch_size)
+        self._cap = None if self._sched.max_running is None else self._sched.max_running * lay.data_parallel
+        if engine and self._cap is not None and top > 0:
+            top = min(top, self._cap)  # the engine runs no more, whatever fits
         self.max_batch = top
         price = None
         if price_per_hour is not None or g.price_per_hour is not None:
@@ -567,7 +571,7 @@ class ReplicaSetup(_Shared):
 
     def _over(self, b: int) -> str:
         """Why a batch of ``b`` is more than the replica runs: its KV cache, or the engine's cap."""
-        cap = self._sched.max_running if self.assumptions.prefill_schedule == "engine" else None
+        cap = self._cap if self.assumptions.prefill_schedule == "engine" else None
         if cap is not None and b > cap and self._w + self._held(b) <= self._mem:
             return f"a batch of {b} is more than the {cap:,} requests {self._sched.engine} runs at once (max_running)."
         held = "staggered conversations" if self._admitted is not None else f"sequences of {self._final:,.0f} tokens"
@@ -587,13 +591,17 @@ class ReplicaSetup(_Shared):
         new = self._prompt - float(self.workload.cached_prompt_tokens)  # the prompt tokens to compute
         alone = dec(b, True)  # the decode step without prompts
         if sc.mixed_prefill:  # vLLM, TensorRT-LLM, llama.cpp: prompt chunks ride in the decode steps
-            n = F["decoding_batch"].value(batch=b, token_budget=sc.token_budget, answer_tokens=ans, prompt_tokens=new)
+            # each data-parallel attention group runs its own scheduler with its own budget, in step with the others
+            dp = 1 if self.layout is None else self.layout.data_parallel
+            budget = sc.token_budget * dp
+            n = F["decoding_batch"].value(batch=b, token_budget=budget, answer_tokens=ans, prompt_tokens=new)
             c = F["steady_chunk_tokens"].value(batch=n, prompt_tokens=new, answer_tokens=ans)
-            chunks = self._chunks_of(sc.token_budget - n)
+            chunks = self._chunks_of(sc.token_budget - n / dp)
             att = sum(k * f for k, f, _ in chunks) / new  # attention FLOPs per prompt token, over the whole prompt
             kv = c / new * sum(r for _, _, r in chunks)  # the earlier KV a step's chunks read
             tpot = dec.mixed(n, c, att, kv)[0]
-            first = sum(dec.mixed(b - 1, k, f, r)[0] for k, f, r in self._chunks_of(sc.token_budget - (b - 1)))
+            # a new prompt is chunked by its own group's budget, beside that group's decode tokens
+            first = sum(dec.mixed(b - 1, k, f, r)[0] for k, f, r in self._chunks_of(sc.token_budget - (b - 1) / dp))
             got = (n, c, tpot, first, None, F["throughput"].value(batch=n, step_time=tpot), alone)
         else:  # SGLang without mixed chunks: prefill batches of their own pause every decoding request
             over = self.assumptions.step_overhead_ms * MS_TO_S
