@@ -32,6 +32,7 @@ from llmcourse.replica.memory import (
 )
 from llmcourse.replica.model import cost_per_million, replica
 from llmcourse.replica.prefilling import prefill
+from llmcourse.replica.scheduler import EngineSettings
 from llmcourse.replica.step import decode_step, matmul_precision, weights_read_per_step
 from llmcourse.units import Q_, fmt, ureg
 
@@ -78,6 +79,7 @@ __all__ = [
     "Assumptions",
     "Bill",
     "Brief",
+    "EngineSettings",
     "InputError",
     "Link",
     "Model",

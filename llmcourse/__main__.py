@@ -16,6 +16,11 @@ text is printed escaped (no control character reaches the terminal); at most
 :data:`llmcourse.validation.bounded.MAX_ROWS` rows are read. Exit status: 0, 1 when no row was read (the
 reasons summarised on stderr), 2 for a flag or a file refused (one line on stderr naming the flag, or saying why).
 
+``plan --model M --gpu G --rps R --prompt P --answer A --ttft-ms T --tpot-ms T [--engine E]
+[--max-batched-tokens N] [--prefill mixed|separate] [--max-running N] ...`` plans a fleet for a brief
+(:func:`llmcourse.plan`) under the engine named (vLLM by default; an unknown name gets "did you mean") and says
+which engine and scheduler it planned for.
+
 ``check NOTEBOOK [--seed S] [--cell-timeout T] [--timeout T]`` grades a notebook in an IPython kernel of
 its own, each cell limited to ``--cell-timeout`` seconds and the whole notebook to ``--timeout`` seconds
 (``python -m llmcourse check --help`` gives the defaults); ``check --key EXERCISE|CHAPTER [--seed S]``
@@ -25,7 +30,9 @@ Examples
 --------
 >>> main(["plan", "--model", "Llama-3.1-8B", "--gpu", "H100 SXM", "--rps", "10", "--prompt", "2000",
 ...       "--answer", "300", "--ttft-ms", "1000", "--tpot-ms", "50"])  # doctest: +ELLIPSIS
-Llama-3.1-8B on H100 SXM
+Llama-3.1-8B on H100 SXM (the course's ...)
+...
+                      engine: vLLM (8,192 tokens a step, prompt chunks mixed into decode steps, at most 1,024 running)
 ...
 0
 """
@@ -59,6 +66,12 @@ def _plan(args: argparse.Namespace) -> int:
         tensor_parallel=_tp(args.tp),
         assumptions=args.method,
         price_per_hour=None if args.price is None else Q_(args.price, "USD/hour"),
+        engine=lc.EngineSettings(
+            args.engine,
+            max_batched_tokens=args.max_batched_tokens,
+            mixed_prefill=None if args.prefill is None else args.prefill == "mixed",
+            max_running=args.max_running,
+        ),
     )
     print(f"{p.model} on {p.gpu} ({lc.resolve(args.method).summary})")
     print(p)
@@ -207,6 +220,16 @@ def main(argv: list[str] | None = None) -> int:
         default="course",
         help="assumptions preset: course (default), envelope, lab, capacity or planner",
     )
+    p.add_argument("--engine", help="the serving engine: vLLM (default), SGLang, TensorRT-LLM or llama.cpp")
+    p.add_argument(
+        "--max-batched-tokens", type=int, help="tokens one engine step may carry (the engine's default on the GPU)"
+    )
+    p.add_argument(
+        "--prefill",
+        choices=("mixed", "separate"),
+        help="prompt chunks mixed into decode steps, or prefill batches of their own (the engine's default)",
+    )
+    p.add_argument("--max-running", type=int, help="the most requests the engine runs at once (its default)")
     sub.add_parser(
         "check",
         help="grade an exercise notebook: check NOTEBOOK [--seed S] [--cell-timeout T] [--timeout T] "
@@ -258,6 +281,8 @@ _PLAN_FLAGS = {
     "price_per_hour": "--price",
     "ttft_percentile": "--ttft-p",
     "tpot_percentile": "--tpot-p",
+    "max_batched_tokens": "--max-batched-tokens",
+    "max_running": "--max-running",
 }
 
 #: The validate command's flags that set an argument of Brief (the others are checked by
@@ -289,7 +314,7 @@ def _said(message: str) -> str:
 
 
 #: The longest word of an error message printed whole, and the longest error line (:func:`_said`).
-_LONGEST_WORD, _WIDEST = 60, 600  # the widest: the package's own longest refusal (the formats it reads) whole
+_LONGEST_WORD, _WIDEST = 60, 1_000  # the widest: the package's own longest refusal (the formats it reads) whole
 
 
 if __name__ == "__main__":

@@ -74,6 +74,21 @@ CHOICES: dict[str, dict[str, str]] = {
         "sum": "a decode step adds its kernels' times: the weight matmuls (slower of weight reads and their "
         "FLOPs) plus attention (slower of KV reads and attention FLOPs)",
     },
+    "admission": {
+        "final": "a batch is admitted as if every conversation held its final length (a static batch)",
+        "blocks": "a batch is admitted on the KV blocks in use, as vLLM and SGLang page the cache: staggered "
+        "conversations hold their prompt and half their answer on average, spread T_a sqrt(B / 12) over the batch; "
+        "the mean plus admission_spreads spreads must fit",
+    },
+    "prefill_schedule": {
+        "added": "each request's prefill time is added to the decode steps (to the throughput's cycle and, with "
+        "prefill_interference, to every user's time per token)",
+        "engine": "the engine's scheduler: a step carries decode tokens and a prompt chunk within the engine's token "
+        "budget (vLLM, TensorRT-LLM, llama.cpp), or prefill batches of their own pause decoding (SGLang without mixed "
+        "chunks); the time per token, the throughput and the first token follow from those steps (a replica whose "
+        "requests arrive prefilled, count_prefill and prefill_interference off as in a disaggregated decode pool, "
+        "runs decode steps alone under the engine's cap)",
+    },
     "speculative_overhead": {
         "per_step": "every draft step is a decode step of its own and pays the per-step overhead (step_overhead_ms), "
         "as the verification does",
@@ -113,6 +128,11 @@ MEANING: dict[str, str] = {
     "step_rule": "how a decode step combines memory and compute time",
     "decode_attention_flops": "decode counts attention FLOPs (QK and AV) besides the matmuls",
     "prefill_attention": "prefill counts the causal attention term (quadratic in the prompt)",
+    "admission": "how the batch a replica admits is sized",
+    "admission_spreads": "with admission 'blocks': spreads of the KV in use above its mean that a batch is sized to "
+    "hold (2: the staggered conversations of a full batch outgrow the cache about 2% of the time, a normal's upper "
+    "tail; the engine then preempts one and recomputes it later)",
+    "prefill_schedule": "how prefill shares the GPUs with decoding",
     "kv_read_context": "the context at which a decode step reads each sequence's KV cache",
     "count_prefill": "throughput and cost charge each request's prefill to the replica",
     "headroom": "capacity multiplier a fleet is sized with (1.3 = 30% more than the demand)",
@@ -191,6 +211,9 @@ class Assumptions:
     decode_attention_flops: bool = False
     prefill_attention: bool = True
     kv_read_context: str = "average"
+    admission: str = "final"
+    admission_spreads: float = 2.0
+    prefill_schedule: str = "added"
     count_prefill: bool = True
     headroom: float = 1.3
     flops_per_param: float = 2.0
@@ -293,6 +316,10 @@ class Assumptions:
             raise InputError(
                 f"closed_loop_wave_share ({MEANING['closed_loop_wave_share']}) must be from 0 to 1; "
                 f"got {self.closed_loop_wave_share!r}."
+            )
+        if self.admission_spreads < 0:
+            raise InputError(
+                f"admission_spreads ({MEANING['admission_spreads']}) must be 0 or more; got {self.admission_spreads!r}."
             )
         chunk = self.prefill_chunk_tokens
         if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
@@ -419,6 +446,10 @@ PRESETS: dict[str, Assumptions] = {
             # validation.FIT_GRIDS): 0.14; refitted by evidence() in every fold (chapter Validation shows the values).
             # SGLang runs each prefill batch on its own (its mixed chunks are off by default): share 1, not fitted.
             closed_loop_wave_share=0.14,
+            # The engines' own picture (chapter Prefill): admission on the KV blocks in use, and the steps their
+            # schedulers run (llmcourse.replica.scheduler names each engine's defaults and where they are set).
+            admission="blocks",
+            prefill_schedule="engine",
             # The engines' default token budget per iteration on H100-class GPUs, which the queueing simulator
             # schedules by: vLLM's max_num_batched_tokens for its OpenAI server on a GPU of 70 GiB or more
             # (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults: 8,192; 2,048 on smaller GPUs and A100),

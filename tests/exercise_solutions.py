@@ -527,19 +527,30 @@ solution("fleet_ex13")(
 
 # --- queueing ------------------------------------------------------------------------------------------------------------
 def _replica_rps(model, gpu, prompt, answer):
-    # the course's replica: as many requests as the KV memory holds (at most 256); the batch's prompts prefilled
-    # together (attention term included), then its answers decoded, every KV read at the average context, each
-    # decode step the slower of its bytes and its FLOPs plus the course's fixed overhead (one GPU: no collectives)
+    # the course's replica under vLLM: the batch admitted on the KV blocks in use (B conversations hold on average
+    # B x (prompt + answer/2) tokens of KV, spread answer x sqrt(B/12); the mean plus 2 spreads must fit, at most 256
+    # and never fewer than fit at their final length), then the steady engine step: B decode tokens and B x prompt /
+    # answer prompt tokens (the story's prompts fit in one step), the weights read once, the running requests' KV
+    # read at the average context against the prompt tokens' causal attention (2 x layers x heads x head dim x
+    # prompt FLOPs each on average), plus the fixed overhead (one GPU: no collectives). B tokens a step.
     m, g = _m(model), _g(gpu)
-    free = _usable(gpu) - m.params * Q_(2, "B")
-    batch = min(256, math.floor((free / (_kv_tok(m) * (prompt + answer))).to("").m))
-    reads = (m.params * Q_(2, "B") + batch * _kv_tok(m) * (prompt + answer / 2)) / (
-        COURSE.bandwidth_efficiency * g.bandwidth
+    kv = _kv_tok(m).to("B").m
+    free = (_usable(gpu) - m.params * Q_(2, "B")).to("B").m
+
+    def held(b):
+        return min(b * kv * (prompt + answer), b * kv * (prompt + answer / 2) + 2 * kv * answer * math.sqrt(b / 12))
+
+    batch = min(256, max(b for b in range(1, 2_000) if held(b) <= free))
+    chunk = batch * prompt / answer
+    assert batch + chunk <= 8_192 and prompt <= 8_192 - batch  # the budget does not bind, no prompt is split
+    bw = COURSE.bandwidth_efficiency * g.bandwidth.to("B/s").m
+    flops = COURSE.compute_efficiency * g.peak_flops("bf16").to("FLOP/s").m
+    matmuls = max(m.params * 2 / bw, (batch + chunk) * 2 * m.params / flops)
+    attention = max(
+        batch * kv * (prompt + answer / 2) / bw, chunk * 2 * m.layers * m.heads * m.head_dim * prompt / flops
     )
-    flops = batch * TWO_FLOP * m.params / (COURSE.compute_efficiency * g.peak_flops("bf16"))
-    step = max(reads.to("ms"), flops.to("ms")) + Q_(COURSE.step_overhead_ms, "ms")
-    pre = _pre_time(model, gpu, prompt, prompts=batch)
-    return batch / (pre + answer * step)
+    step = matmuls + attention + COURSE.step_overhead_ms / 1e3
+    return Q_(batch / (step * answer), "1/s")
 
 
 solution("queueing_ex3")(lambda v: _replica_rps(v["model"], v["gpu"], v["prompt"], v["answer"]))
@@ -554,12 +565,14 @@ solution("queueing_ex4")(
 
 @solution("queueing_ex13")
 def _chunks_alone(v):
-    # each iteration: the slower of its chunk's compute (at the whole prompt's compute per token) and a weight read
+    # each iteration: the slower of its chunk's compute (at the whole prompt's compute per token) and a weight read,
+    # plus the engine's fixed cost of a step (the course's 1 ms: an iteration is an engine step like any other)
     per_token = lc.prefill(v["model"], v["gpu"], v["prompt"]).compute_time / v["prompt"]
     read = lc.prefill(v["model"], v["gpu"], 1).memory_time
     full, last = divmod(v["prompt"], v["chunk"])
     sizes = [v["chunk"]] * full + ([last] if last else [])
-    return sum((max((c * per_token).to("ms"), read.to("ms")) for c in sizes), Q_(0, "ms"))
+    step = Q_(lc.resolve("course").step_overhead_ms, "ms")
+    return sum((max((c * per_token).to("ms"), read.to("ms")) + step for c in sizes), Q_(0, "ms"))
 
 
 @solution("queueing_ex14")
@@ -613,43 +626,36 @@ solution("design_review_ex2")(lambda v: _docs(v, tpot=v["tight"]).gpus)
 
 @solution("design_review_ex3")
 def _dr_prefix(v):
-    # Llama 3.1 70B in FP8 (KV in BF16) on two H100s; the memory limit on the batch is the full prompt's (the cached
-    # KV is held)
+    # Llama 3.1 70B in FP8 (KV in BF16) on two H100s under vLLM (8,192 tokens a step). The batch is admitted on the
+    # full prompt's KV (the cached prefix is held), then the plan's search: the largest admitted batch whose engine
+    # step meets the per-token target. A steady step decodes B tokens and carries B x new / answer prompt tokens
+    # (new: the uncached part, which fits in one step), each attending to its whole prompt (the causal term at the
+    # prompt's end less that at the cached prefix's, over the new tokens) and reading the cached prefix's KV once per
+    # prompt; the requests' KV read at the average context; the FP8 weights read once; 1 ms and the all-reduces of
+    # the step's tokens.
     m, g = _m("Llama-3.1-70B"), _g("H100 SXM")
     prompt, answer = v["prompt"], v["answer"]
-    weights = m.params * Q_(1, "B")
-    most = math.floor(((_usable("H100 SXM", 2) - weights) / (_kv_tok(m) * (prompt + answer))).to("").m)
-
-    def flops(tokens):
-        return F["prefill_flops"](
-            flops_per_param=TWO_FLOP,
-            params=m.active_params,
-            prompt_tokens=tokens,
-            layers=m.layers,
-            heads=m.heads,
-            head_dim=m.head_dim,
-        )
-
     cached = prompt * v["hit_pct"] / 100
-    new = flops(prompt) - flops(cached)  # the new tokens, attending to the cached ones
-    bw, fp8 = 2 * COURSE.bandwidth_efficiency * g.bandwidth, 2 * COURSE.compute_efficiency * g.peak_flops("fp8")
-    weight_read = (weights / bw).to("s")
+    new = prompt - cached
+    kv, weights = _kv_tok(m).to("B").m, m.params * 1.0
+    most = min(1_024, _admitted((_usable("H100 SXM", 2) - Q_(weights, "B")).to("B").m, kv, prompt, answer))
+    bw = 2 * COURSE.bandwidth_efficiency * g.bandwidth.to("B/s").m
+    fp8 = 2 * COURSE.compute_efficiency * g.peak_flops("fp8").to("FLOP/s").m
+    causal = 2 * m.layers * m.heads * m.head_dim
 
-    def prefill(b):  # b uncached prompt parts together: FP8 matmuls on two H100s, or one read of the FP8 weights,
-        # then the all-reduces of their new tokens
-        return max((b * new / fp8).to("s"), weight_read) + _tp_allreduces(m.name, g.name, 2, b * (prompt - cached))
+    def step(b):  # seconds of the steady engine step at a batch of b
+        chunk = b * new / answer
+        assert b + chunk <= 8_192 and new <= 8_192 - b  # the budget does not bind; a prompt's new part is one chunk
+        matmuls = max(weights / bw, (b + chunk) * 2 * m.params / fp8)
+        reads = b * kv * (prompt + answer / 2) + chunk / new * kv * cached
+        attention = max(reads / bw, chunk * causal * (prompt**2 - cached**2) / new / fp8)
+        allreduces = 2 * m.layers * _ring_allreduce(g.link, 2, (b + chunk) * m.hidden * 2)
+        return matmuls + attention + COURSE.step_overhead_ms / 1e3 + allreduces
 
-    def step(b):  # the weights and b caches at the average context, or the FP8 matmuls; 1 ms; the all-reduces
-        reads = (weights + b * _kv_tok(m) * (prompt + answer / 2)) / bw
-        return max(reads, b * TWO_FLOP * m.params / fp8).to("ms") + _course_extras(m.name, g.name, 2, b)
-
-    def tpot(b):  # a step plus the other requests' new prompt tokens prefilled between a user's steps
-        return step(b) + prefill(b) * (b - 1) / (b * answer)
-
-    ok = [b for b in range(1, most + 1) if tpot(b) <= Q_(v["tpot"], "ms")]
+    ok = [b for b in range(1, most + 1) if step(b) * 1e3 <= v["tpot"]]
     b = max(ok) if ok else 1
-    per_replica = b / (prefill(b) + answer * step(b))  # requests per second, prefill charged
-    return math.ceil((Q_(v["rps"], "1/s") * COURSE.headroom / per_replica).to("").m) * 2
+    per_replica = b / (answer * step(b))  # requests per second: b tokens a step
+    return math.ceil(v["rps"] * COURSE.headroom / per_replica) * 2
 
 
 # --- design review ---------------------------------------------------------------------------------------------------------
@@ -659,20 +665,55 @@ def _review(v):
 
 
 solution("design_review_ex7")(lambda v: _kv_tok(v["model"]) * (v["prompt"] + v["answer"]))
-solution("design_review_ex8")(
-    lambda v: math.floor(
-        ((_usable(v["gpu"]) - lc.weight_bytes(v["model"])) / (_kv_tok(v["model"]) * (v["prompt"] + v["answer"])))
-        .to("")
-        .m
-    )
-)
+
+
+def _admitted(free, kv, prompt, answer):
+    """The batch vLLM admits on the KV blocks in use: B staggered conversations hold B x kv x (prompt + answer/2) on
+    average (each its prompt and a uniform share of its answer) with a spread kv x answer x sqrt(B/12); the largest
+    B whose mean plus 2 spreads (never more than all at their final length) fits in ``free`` bytes."""
+
+    def held(b):
+        return min(b * kv * (prompt + answer), b * kv * (prompt + answer / 2) + 2 * kv * answer * math.sqrt(b / 12))
+
+    b = 0
+    while held(b + 1) <= free:
+        b += 1
+    return b
+
+
+@solution("design_review_ex8")
+def _dr_admitted(v):
+    # BF16 weights on one GPU; no more than vLLM's cap on running requests, which the story states (the engine's
+    # defaults: 1,024 on a GPU of 70 GiB or more that is not an A100, else 256)
+    free = (_usable(v["gpu"]) - lc.weight_bytes(v["model"])).to("B").m
+    big = _g(v["gpu"]).memory.to("GiB").m >= 70 and not v["gpu"].startswith("A100")
+    return min(1_024 if big else 256, _admitted(free, _kv_tok(v["model"]).to("B").m, v["prompt"], v["answer"]))
 
 
 @solution("design_review_ex9")
 def _dr_ttft(v):
-    # the course's fixed time per request, then one BF16 prompt by the course's method: the FLOPs with the attention
-    # term, or one read of the weights (one GPU: no all-reduces)
-    return Q_(COURSE.request_overhead_ms, "ms") + _pre_time(v["model"], v["gpu"], v["prompt"]).to("ms")
+    # the course's fixed time per request, then the engine steps that carry the new prompt beside the plan's other
+    # B - 1 requests' decode tokens (B is the story's given: the plan's batch). A step leaves budget - (B - 1) tokens
+    # for the prompt (vLLM: 8,192 on a GPU of 70 GiB or more that is not an A100, else 2,048); each chunk attends to
+    # the prompt up to its end (the causal term 2 x layers x heads x head dim x t^2 at its end less at its start) and
+    # reads its earlier tokens' KV; the running requests' KV is read at the average context. BF16 on one GPU.
+    m, g = _m(v["model"]), _g(v["gpu"])
+    p, others = v["prompt"], _review(v).batch - 1
+    big = g.memory.to("GiB").m >= 70 and not v["gpu"].startswith("A100")
+    room = (8_192 if big else 2_048) - others
+    kv, w = _kv_tok(m).to("B").m, lc.weight_bytes(m).to("B").m
+    bw = COURSE.bandwidth_efficiency * g.bandwidth.to("B/s").m
+    flops = COURSE.compute_efficiency * g.peak_flops("bf16").to("FLOP/s").m
+    causal = 2 * m.layers * m.heads * m.head_dim
+    total, start = COURSE.request_overhead_ms / 1e3, 0
+    while start < p:
+        k = min(room, p - start)
+        matmuls = max(w / bw, (others + k) * 2 * m.params / flops)
+        reads = (others * kv * (p + v["answer"] / 2) + kv * start) / bw
+        attention = max(reads, causal * ((start + k) ** 2 - start**2) / flops)
+        total += matmuls + attention + COURSE.step_overhead_ms / 1e3
+        start += k
+    return Q_(total, "s").to("ms")
 
 
 solution("design_review_ex10")(lambda v: _review(v).gpus)
@@ -877,19 +918,24 @@ def _mg_overhead(v):
 
 @solution("many_gpus_ex6")
 def _mg_tpot(v):
+    # vLLM's mixed step: every request's decode token and c x prompt / answer prompt tokens (a prompt for each answer
+    # finished, so that c stay running), the FP8 weights read once. The story keeps the budget from binding and each
+    # prompt whole in one step (no earlier KV to read), so a prompt token's attention is the causal term of its
+    # prompt's FLOPs (2 x layers x heads x head dim x prompt^2) over its prompt tokens. A user's token comes once a step.
     m, g, n, c = _m("Llama-3.1-70B"), _g(v["gpu"]), v["n"], v["c"]
     p, a = v["prompt"], v["answer"]
+    assert c * (p + a) / a <= v["budget"] and p <= v["budget"] - c  # as the story says
+    chunk = c * p / a
+    tokens = c + chunk
     weights = m.params * 1  # FP8
+    bw = n * COURSE.bandwidth_efficiency * g.bandwidth.to("B/s").m
     fp8 = n * COURSE.compute_efficiency * g.peak_flops("fp8").to("FLOP/s").m
-    link = g.link
+    kv = _kv_tok(m).to("B").m * (p + a / 2)  # one request's cache at the average context (n <= 8 KV heads: 1 copy)
 
-    def allreduces(tokens):  # two per layer, each of the tokens' activations
-        return 0.0 if n == 1 else 2 * m.layers * _ring_allreduce(link, n, tokens * m.hidden * 2)
+    def allreduces(t):  # two per layer, each of the step's tokens' activations
+        return 0.0 if n == 1 else 2 * m.layers * _ring_allreduce(g.link, n, t * m.hidden * 2)
 
-    kv = _kv_tok(m).to("B").m * (p + a / 2)  # the cache read at the average context
-    memory = _mg_memory_time(m, v["gpu"], n, weights, c * kv)
-    step = max(memory, c * 2 * m.params / fp8) + COURSE.step_overhead_ms / 1e3 + allreduces(c)
-    flops = 2 * m.params * p + 2 * m.layers * m.heads * m.head_dim * p**2  # one prompt, causal attention counted
-    prefill = max(weights / (n * COURSE.bandwidth_efficiency * g.bandwidth.to("B/s").m), c * flops / fp8)
-    prefill += allreduces(c * p)
-    return Q_(step + prefill * (c - 1) / (c * a), "s").to("ms")
+    matmuls = max(weights / bw, tokens * 2 * m.params / fp8)
+    attention = max(c * kv / bw, chunk * 2 * m.layers * m.heads * m.head_dim * p / fp8)
+    step = matmuls + attention + COURSE.step_overhead_ms / 1e3 + allreduces(tokens)
+    return Q_(step, "s").to("ms")

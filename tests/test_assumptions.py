@@ -88,24 +88,39 @@ def _allreduces(layers, tokens, hidden=8_192, n=2):
     return 2 * layers * (4.5e-6 + 2 * (n - 1) * 0.8e-6 + 2 * (n - 1) / n * tokens * hidden * 2 / (0.8 * 450e9))
 
 
+def _ch1_engine_step(batch):
+    """Seconds of chapter 1's engine step (Qwen2.5-72B FP8 on 2 x H100 SXM, 2,000 in / 300 out, vLLM): ``batch``
+    decode tokens and batch x 2,000 / 300 prompt tokens (a prompt for every answer finished; the 8,192-token budget
+    does not bind), the weight matmuls of all of them (72.7 GB read at 0.7 x 6.7 TB/s, or 2 x 72.7e9 FLOPs a token
+    at 2 x 1,979 TFLOP/s x 0.5), then attention (the decodes' KV at 2,150 tokens x 327,680 B, or the chunk's
+    attention 2 x 80 x 64 x 128 x 2,000 FLOPs a prompt token), plus 1 ms and 160 all-reduces of all its tokens."""
+    chunk = batch * 2_000 / 300
+    bw, flops = 0.7 * 2 * 3.35e12, 2 * 1_979e12 * 0.5
+    matmuls = max(72.7e9 / bw, (batch + chunk) * 2 * 72.7e9 / flops)
+    attention = max(batch * 2_150 * 327_680 / bw, chunk * 2 * 80 * 64 * 128 * 2_000 / flops)
+    return matmuls + attention + 1e-3 + _allreduces(80, batch + chunk)
+
+
 def test_chapter_one_replica_under_both_methods():
-    """Envelope: 4,387 tok/s, $0.32/M (the source's table). Course, by hand: a 94-sequence batch reads
-    72.7 GB + 94 x 2,150 x 327,680 B = 138.9 GB per step at 0.7 x 6.7 TB/s = 29.6 ms, plus 1 ms and 160
-    all-reduces of 94 x 8,192 x 2 B on NVLink 4 (1.66 ms): 32.3 ms; prefilling 94 prompts of 2,000 tokens at
-    FP8 (2 x 1,979 TFLOP/s x 0.5) with the attention term takes 14.06 s, plus 160 all-reduces of the 188,000
-    prompt tokens (1.37 s); so 94 x 300 / (15.43 + 300 x 0.0323) = 1,123 tok/s and 2 x $2.50 / (1,123 x 3,600)
-    x 1e6 = $1.24/M."""
+    """Envelope: 4,387 tok/s, $0.32/M (the source's table). Course, by hand: vLLM admits on the KV blocks in use,
+    staggered conversations holding 2,150 tokens x 327,680 B = 704.5 MB on average plus 2 spreads of their answer's
+    300 x 327,680 B x sqrt(B / 12), in 0.9 x 160 GB - 72.7 GB = 71.3 GB: 100 (101 would hold 71.73 GB). Its decode
+    step alone reads 72.7 GB + 100 x 704.5 MB = 143.2 GB at 0.7 x 6.7 TB/s = 30.5 ms, plus 1 ms and 160
+    all-reduces of 100 x 8,192 x 2 B (1.70 ms): 33.2 ms. But each step the engine runs carries 666.7 prompt tokens
+    beside the 100 decode tokens (:func:`_ch1_engine_step`): 78.9 ms for 100 tokens, 1,267 tok/s and 2 x $2.50 /
+    (1,267 x 3,600) x 1e6 = $1.10/M (prefill added to decode at the static 94 gave 1,123 tok/s and $1.24)."""
     env = lc.serving_plan(
         CH1["model"], CH1["gpu"], 2, 2_300, weight_bytes="fp8", prompt_tokens=2_000, assumptions="envelope"
     )
     assert round(env.output_tokens_per_s.m) == 4_387 and round(env.cost_per_million_output_tokens.m, 2) == 0.32
     course = lc.serving_plan(CH1["model"], CH1["gpu"], 2, 2_300, weight_bytes="fp8", prompt_tokens=2_000)
-    kv = 94 * 2_150 * 327_680
-    step = (72.7e9 + kv) / (0.7 * 2 * 3.35e12) + 1e-3 + _allreduces(80, 94)
-    pre = 94 * (2 * 72.7e9 * 2_000 + 2 * 80 * 64 * 128 * 2_000**2) / (2 * 1_979e12 * 0.5) + _allreduces(80, 94 * 2_000)
-    x = 94 * 300 / (pre + 300 * step)
-    assert (round(x), round(2 * 2.5 / (x * 3_600) * 1e6, 2)) == (1_123, 1.24)
-    assert course.batch == 94 and course.prefill_counted
+    kv, room = 327_680, 0.9 * 2 * 80e9 - 72.7e9
+    held = lambda b: b * 2_150 * kv + 2 * 300 * kv * math.sqrt(b / 12)  # noqa: E731
+    assert held(100) <= room < held(101)
+    step = (72.7e9 + 100 * 2_150 * kv) / (0.7 * 2 * 3.35e12) + 1e-3 + _allreduces(80, 100)
+    x = 100 / _ch1_engine_step(100)
+    assert (round(x), round(2 * 2.5 / (x * 3_600) * 1e6, 2)) == (1_267, 1.10)
+    assert course.batch == 100 and course.prefill_counted
     assert course.step_time.to("s").m == pytest.approx(step, rel=2e-3)
     assert course.output_tokens_per_s.m == pytest.approx(x, rel=3e-3)
     assert course.cost_per_million_output_tokens.m == pytest.approx(2 * 2.5 / (x * 3_600) * 1e6, rel=3e-3)
@@ -150,7 +165,10 @@ def test_the_course_charges_prefill_and_the_envelope_does_not():
     """Same replica: charging prefill can only lower the throughput and raise the cost."""
     kw = dict(tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300, weight_bytes="fp8")
     course = lc.replica("Qwen2.5-72B", "H100 SXM", **kw)
-    decode_only = lc.replica("Qwen2.5-72B", "H100 SXM", assumptions=DEFAULT.replace(count_prefill=False), **kw)
+    # under the engine's picture the prompts ride in the steps whatever count_prefill says: only a replica whose
+    # requests arrive prefilled (a disaggregated decode pool: neither charged nor interleaved) decodes alone
+    alone = DEFAULT.replace(count_prefill=False, prefill_interference=False)
+    decode_only = lc.replica("Qwen2.5-72B", "H100 SXM", assumptions=alone, **kw)
     assert course.throughput < decode_only.throughput == decode_only.decode_throughput
     assert 0 < course.prefill_share < 1 and decode_only.prefill_share is None
 
@@ -235,20 +253,20 @@ def test_higher_efficiency_never_lowers_throughput(eta_b, eta_f):
 
 
 def test_prefill_interference_stretches_the_time_per_token():
-    """On under the course's method: a user of chapter 1's batch of 94 also waits, over its 300 tokens, for
-    the other 93 of the batch's 94 prompts, prefilled together (94 x 0.1496 s, FP8 with the attention term,
-    plus 1.37 s of all-reduces: 15.43 s): a 32.28 ms step (29.62 ms of reads, 1 ms, 1.66 ms of all-reduces) +
-    93 / 94 x 15.43 s / 300 = 83.2 ms per token, 12 tok/s. Alone (batch 1) nothing interrupts; the sources'
-    methods leave it out."""
+    """On under the course's method: a user of chapter 1's batch of 100 waits, between its tokens, for the step the
+    engine runs, which carries the prompts of the requests that replace finished ones (666.7 prompt tokens beside
+    the 100 decode tokens, :func:`_ch1_engine_step`): 78.9 ms per token against the 33.2 ms decode step alone,
+    13 tok/s. Alone (batch 1) its step carries the 6.7 prompt tokens a step of the request that replaces it: the
+    matmuls still read the weights and attention the one cache, so only the all-reduces of 7.7 tokens, not 1, and
+    the chunk's attention FLOPs differ from the decode step. The sources' methods leave prompts out of the step."""
     kw = dict(tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300, weight_bytes="fp8")
     r = lc.replica("Qwen2.5-72B", "H100 SXM", **kw)
-    pre1 = (2 * 72.7e9 * 2_000 + 2 * 80 * 64 * 128 * 2_000**2) / (2 * 1_979e12 * 0.5)
-    pre = 94 * pre1 + _allreduces(80, 94 * 2_000)
-    step = (72.7e9 + 94 * 2_150 * 327_680) / (0.7 * 2 * 3.35e12) + 1e-3 + _allreduces(80, 94)
-    assert r.tpot.to("s").m == pytest.approx(step + 93 / 94 * pre / 300, rel=2e-3)
-    assert round(r.tokens_per_s_per_user.m) == 12
+    step = (72.7e9 + 100 * 2_150 * 327_680) / (0.7 * 2 * 3.35e12) + 1e-3 + _allreduces(80, 100)
+    assert r.batch == 100 and r.step.step_time.to("s").m == pytest.approx(step, rel=2e-3)
+    assert r.tpot.to("s").m == pytest.approx(_ch1_engine_step(100), rel=2e-3)
+    assert round(r.tokens_per_s_per_user.m) == 13
     alone = lc.replica("Qwen2.5-72B", "H100 SXM", batch=1, **kw)
-    assert alone.tpot == alone.step.step_time
+    assert alone.tpot.to("s").m == pytest.approx(_ch1_engine_step(1), rel=1e-3)
     for preset in ("envelope", "lab", "capacity", "planner"):
         src = lc.replica("Qwen2.5-72B", "H100 SXM", assumptions=preset, **kw)
         assert src.tpot == src.step.step_time

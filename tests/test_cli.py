@@ -126,3 +126,19 @@ def test_plan_always_prints_the_tensor_parallel_degree(capsys):
     assert "tensor parallel: 2 GPUs per replica" in capsys.readouterr().out
     assert main(_BRIEF.split()) == 0
     assert "tensor parallel: 1 GPU per replica" in capsys.readouterr().out
+
+
+def test_plan_says_the_engine_and_takes_its_settings(capsys):
+    """--engine names the engine (vLLM by default, said in the output); its settings change the plan's scheduler;
+    an unknown engine gets "did you mean"; a setting out of range is refused naming its flag."""
+    assert main(_BRIEF.split()) == 0
+    assert "engine: vLLM (8,192 tokens a step, prompt chunks mixed into decode steps" in capsys.readouterr().out
+    assert main([*_BRIEF.split(), "--engine", "sglang"]) == 0
+    assert "engine: SGLang (8,192 tokens a step, separate prefill batches)" in capsys.readouterr().out
+    assert main([*_BRIEF.split(), "--engine", "sglang", "--prefill", "mixed", "--max-batched-tokens", "4096"]) == 0
+    assert "engine: SGLang (4,096 tokens a step, prompt chunks mixed into decode steps)" in capsys.readouterr().out
+    assert main([*_BRIEF.split(), "--engine", "sglng"]) == 2
+    assert "Did you mean 'SGLang'" in capsys.readouterr().err
+    for extra, flag in (("--max-running -2", "--max-running"), ("--max-batched-tokens 0", "--max-batched-tokens")):
+        err = _refused(capsys, extra)
+        assert flag in err and "max_" not in err.replace(flag, ""), err

@@ -178,7 +178,7 @@ def test_a_price_past_any_bill_is_refused(capsys):
 def test_a_refused_value_is_said_on_one_short_line(argv, capsys):
     """Found by the fuzz: the error line echoed the value typed whole (a 5,000-digit --gpu, 1e308 tokens written out
     with its 309 digits) and kept a line break typed in a name; now each long word is cut with its length said, the
-    line is at most 600 characters (the longest of the package's own refusals, whole) and line breaks are escaped."""
+    line is at most 1,000 characters (the longest of the package's own refusals, whole) and line breaks are escaped."""
     assert main(argv) == 2
     out, err = capsys.readouterr()
     assert not out and len(err.splitlines()) == 1 and err.startswith("error: ") and len(err) <= 620, err

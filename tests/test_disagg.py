@@ -145,17 +145,18 @@ def test_a_faster_link_never_raises_ttft(slow, fast):
     assert b.ttft <= a.ttft and b.kv_handoff < a.kv_handoff
 
 
-def test_compare_names_the_deployment_with_fewer_gpus():
-    """The chapter's case: 20 requests/s of 2,000 + 300 tokens on TP4 replicas of H100s in FP8. Aggregated: 5
-    replicas of 4 GPUs = 20 GPUs. Disaggregated: 20 x 0.096 s x 1.3 = 2.5, so 3 prefill replicas = 12 GPUs, and one
-    decode replica of 4 GPUs whose batch of 288 at a 35 ms step completes 288 / (300 x 0.035 s) = 27.4 requests/s,
-    above 20 x 1.3 = 26: 16 GPUs. Both meet the targets, so the 16 GPUs win."""
+def test_compare_says_a_tie_as_a_tie():
+    """The chapter's case: 20 requests/s of 2,000 + 300 tokens on TP4 replicas of H100s in FP8. Disaggregated: 20 x
+    0.096 s x 1.3 = 2.5, so 3 prefill replicas = 12 GPUs, and one decode replica of 4 GPUs whose batch of 288 at a
+    35 ms step completes 288 / (300 x 0.035 s) = 27.4 requests/s, above 20 x 1.3 = 26: 16 GPUs. Under the engine's
+    picture the aggregated plan needs 4 replicas of 4 GPUs = 16 too: a tie, said as one (the pick goes to the
+    simpler system)."""
     c = compare("Llama-3.1-70B", "H100 SXM", BRIEF, tensor_parallel=4, weight_bytes="fp8")
     agg, dis = c.aggregated, c.disaggregated
     assert agg.meets_targets and dis.meets_targets
-    assert (agg.gpus, dis.prefill.gpus, dis.decode.gpus, dis.gpus) == (20, 12, 4, 16)
-    assert c.winner == "disaggregated"
-    assert c.rows()[-1] == ("fewer GPUs", "disaggregated")
+    assert (agg.gpus, dis.prefill.gpus, dis.decode.gpus, dis.gpus) == (16, 12, 4, 16)
+    assert c.tie and c.winner == "aggregated"
+    assert c.rows()[-1] == ("fewer GPUs", "a tie: 16 GPUs each (aggregated, the simpler system)")
 
 
 @pytest.mark.parametrize(

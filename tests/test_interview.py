@@ -40,71 +40,73 @@ def _allreduces(layers: int, tokens: float, hidden: int = 8_192, n: int = 2) -> 
     return 2 * layers * (4.5e-6 + 2 * (n - 1) * 0.8e-6 + 2 * (n - 1) / n * tokens * hidden * 2 / (0.8 * 450e9))
 
 
-def _cycle(batch: int, answer: int, prefill_s: float, step_s: float) -> float:
-    """Output tokens per second of a batch prefilled together, then decoded: B x answer / (prefill + answer x step)."""
-    return batch * answer / (prefill_s + answer * step_s)
+def _admitted(free: float, kv: float, prompt: int, answer: int) -> int:
+    """The batch a paged engine admits (the course's method): B staggered conversations hold on average B x kv x
+    (prompt + answer / 2) bytes of KV (each its prompt and a uniform share of its answer), with a spread kv x answer x
+    sqrt(B / 12); the largest B whose mean plus 2 spreads (never more than B at the final length) fits in ``free``."""
+
+    def held(n: int) -> float:
+        return min(n * kv * (prompt + answer), n * kv * (prompt + answer / 2) + 2 * kv * answer * math.sqrt(n / 12))
+
+    n = 0
+    while held(n + 1) <= free:
+        n += 1
+    return n
 
 
-# Qwen2.5-72B FP8 on 2 x H100, 2,000 + 300, batch 94: KV read at 2,150 tokens (327,680 B per token);
-# step (72.7e9 + 94 x 327,680 x 2,150) B / (2 x 2.345 TB/s) = 138.924 GB / 4.69 TB/s = 29.621 ms, + 1 ms, + 160
-# all-reduces of 94 x 8,192 x 2 B (10.38 us each: 1.661 ms) = 32.282 ms; prefill 94 x (290.8 + 5.243) TFLOP /
-# (2 x 989.5 TFLOP/s) = 14.062 s, + 160 all-reduces of 188,000 x 8,192 x 2 B (8.56 ms each: 1.369 s) = 15.431 s;
-# 94 x 300 / (15.431 + 300 x 0.032282) = 1,122.8/s
-Q72_STEP = (72.7e9 + 94 * 327_680 * 2_150) / (2 * H100_BW) + OVERHEAD + _allreduces(80, 94)
-Q72_X = _cycle(
-    94,
-    300,
-    94 * _prefill_flops(72.7e9, 80, 64, 128, 2_000) / (2 * H100_FP8) + _allreduces(80, 94 * 2_000),
-    Q72_STEP,
+def _mixed(w: float, params: float, batch: int, prompt: int, answer: int, kv: float, attn: float, bw: float,
+           flops: float, gpus: int = 1, layers: int = 80, budget: int = 8_192) -> tuple[float, float]:  # fmt: skip
+    """(vLLM's steady engine step, the decode step alone) in seconds: the step decodes ``batch`` tokens and carries
+    batch x prompt / answer prompt tokens (a new prompt for each answer finished), the weights read once: matmuls
+    max(w / bw, tokens x 2 x params / flops), attention max((the decodes' KV at prompt + answer / 2, plus the
+    earlier KV the chunks read) / bw, the prompt tokens' causal attention (``attn`` = 2 x layers x heads x head dim,
+    times the prompt, a token on average) / flops), + 1 ms and, on 2 GPUs, the all-reduces of all its tokens. A
+    prompt longer than budget - batch is cut into chunks of that size, each reading its prompt's earlier KV: a step
+    carries chunk / prompt of a prompt, so of each chunk's read."""
+    chunk = batch * prompt / answer
+    assert batch + chunk <= budget  # the budget does not bind on these replicas
+    room, starts = budget - batch, range(0, prompt, budget - batch)
+    earlier = chunk / prompt * kv * sum(starts) if prompt > room else 0.0
+    reads = batch * kv * (prompt + answer / 2)
+    ar = (lambda t: _allreduces(layers, t)) if gpus == 2 else (lambda t: 0.0)
+    step = (max(w / bw, (batch + chunk) * 2 * params / flops) + max((reads + earlier) / bw, chunk * attn * prompt / flops)
+            + OVERHEAD + ar(batch + chunk))  # fmt: skip
+    return step, (w + reads) / bw + OVERHEAD + ar(batch)
+
+
+# The course's replicas by hand under vLLM (8,192 tokens a step on an H100 or H200, which never binds here; one token
+# of every running request a step). KV per token: 327,680 B (the 70B/72B), 57,344 B (Qwen2.5-7B), 131,072 B (the 8B).
+# Qwen2.5-72B FP8 on 2 x H100, 2,000 + 300: admitted (144 - 72.7) GB on 2,150-token conversations, spread 300 tokens:
+# 100 (70.45 + 0.57 GB; 94 at the final 2,300 tokens). Decode step alone (72.7e9 + 100 x 327,680 x 2,150) / 4.69
+# TB/s = 30.52 ms + 1 ms + 1.70 ms of all-reduces = 33.23 ms; the engine step carries 100 x 2,000 / 300 = 666.7
+# prompt tokens: 766.7 x 145.4 GFLOP / 1,979 TFLOP/s = 56.33 ms of matmuls, 15.02 ms of KV reads, 1 ms, 6.56 ms of
+# all-reduces = 78.91 ms: 100 / 78.91 ms = 1,267 tok/s (the old picture: 94 prefilled together, 1,122.8 tok/s)
+Q72_B = _admitted(0.9 * 160e9 - 72.7e9, 327_680, 2_000, 300)
+Q72_TPOT, Q72_STEP = _mixed(72.7e9, 72.7e9, Q72_B, 2_000, 300, 327_680, 2 * 80 * 64 * 128, 2 * H100_BW, 2 * H100_FP8, 2)
+Q72_X = Q72_B / Q72_TPOT
+# Qwen2.5-7B BF16 on one H100 (no all-reduces), 2,000 + 300: admitted on (72 - 15.2) GB at 57,344 B per token
+Q7_B = _admitted(0.9 * 80e9 - 15.2e9, 57_344, 2_000, 300)
+Q7_X = Q7_B / _mixed(15.2e9, 7.6e9, Q7_B, 2_000, 300, 57_344, 2 * 28 * 28 * 128, H100_BW, H100_BF16)[0]
+# Llama-3.1-70B FP8 on 2 x H100 at batch 64, 2,000 + 400: 64 + 320 prompt tokens a step, 41.99 ms: 1,524.2 tok/s
+L70_X = 64 / _mixed(70.554e9, 70.554e9, 64, 2_000, 400, 327_680, 2 * 80 * 64 * 128, 2 * H100_BW, 2 * H100_FP8, 2)[0]
+# Llama-3.1-8B BF16 on one H100, 512-token answers, 2,048- and 32,768-token prompts, admitted on (72 - 16.06) GB; the
+# long prompt does not fit beside the decode tokens: it goes in chunks of 8,192 - B tokens, each reading the KV of its
+# prompt's earlier tokens
+L8_B = {p: _admitted(0.9 * 80e9 - 16.06e9, 131_072, p, 512) for p in (2_048, 32_768)}
+L8_SHORT_TPOT, L8_SHORT_STEP = _mixed(
+    16.06e9, 8.03e9, L8_B[2_048], 2_048, 512, 131_072, 2 * 32 * 32 * 128, H100_BW, H100_BF16
 )
-# Qwen2.5-7B BF16 on one H100 (no all-reduces), 2,000 + 300: batch (72 - 15.2) GB / (57,344 B x 2,300) = 430.7 -> 430;
-# step (15.2e9 + 430 x 57,344 x 2,150) / 2.345 TB/s = 29.089 ms + 1 ms; prefill 430 x 31.203 TFLOP / 494.5 TFLOP/s
-# = 27.133 s
-Q7_X = _cycle(
-    430,
-    300,
-    430 * _prefill_flops(7.6e9, 28, 28, 128, 2_000) / H100_BF16,
-    (15.2e9 + 430 * 57_344 * 2_150) / H100_BW + OVERHEAD,
+L8_LONG_TPOT, L8_LONG_STEP = _mixed(
+    16.06e9, 8.03e9, L8_B[32_768], 32_768, 512, 131_072, 2 * 32 * 32 * 128, H100_BW, H100_BF16
 )
-# Llama-3.1-70B FP8 on 2 x H100 at batch 64, 2,000 + 400: step (70.554e9 + 64 x 327,680 x 2,200) / 4.69 TB/s = 24.881 ms,
-# + 1 ms, + 160 all-reduces of 64 x 8,192 x 2 B (1.441 ms) = 27.322 ms; prefill 64 x (282.216 + 5.243) TFLOP /
-# 1,979 TFLOP/s = 9.296 s, + 160 all-reduces of 128,000 x 8,192 x 2 B (0.932 s) = 10.228 s;
-# 64 x 400 / (10.228 + 400 x 0.027322) = 1,209.9/s
-L70_STEP = (70.554e9 + 64 * 327_680 * 2_200) / (2 * H100_BW) + OVERHEAD + _allreduces(80, 64)
-L70_X = _cycle(
-    64,
-    400,
-    64 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / (2 * H100_FP8) + _allreduces(80, 64 * 2_000),
-    L70_STEP,
-)
-# Llama-3.1-8B BF16 on one H100, 512-token answers. 2,048-token prompts: batch (72 - 16.06) GB / (131,072 B x 2,560)
-# = 166.7 -> 166; step (16.06e9 + 166 x 131,072 x 2,304) / 2.345 TB/s = 28.226 ms + 1 ms; prefill 166 x 33.990 TFLOP /
-# 494.5 = 11.410 s. 32,768-token prompts: batch 55.94e9 / (131,072 x 33,280) = 12.8 -> 12; step (16.06e9 + 12 x
-# 131,072 x 33,024) / 2.345 TB/s = 28.999 ms + 1 ms; prefill 12 x (526.254 + 281.475) TFLOP / 494.5 TFLOP/s = 19.601 s.
-L8_SHORT_STEP = (16.06e9 + 166 * 131_072 * 2_304) / H100_BW + OVERHEAD
-L8_LONG_STEP = (16.06e9 + 12 * 131_072 * 33_024) / H100_BW + OVERHEAD
-L8_SHORT_PRE = 166 * _prefill_flops(8.03e9, 32, 32, 128, 2_048) / H100_BF16
-L8_LONG_PRE = 12 * _prefill_flops(8.03e9, 32, 32, 128, 32_768) / H100_BF16
-L8_SHORT_X, L8_LONG_X = _cycle(166, 512, L8_SHORT_PRE, L8_SHORT_STEP), _cycle(12, 512, L8_LONG_PRE, L8_LONG_STEP)
-# Llama-3.1-70B FP8, 2,000 + 400. 2 x H100: batch (144 - 70.554) / 0.786432 = 93.4 -> 93; step (70.554e9 + 93 x
-# 327,680 x 2,200) / 4.69 TB/s = 29.338 ms, + 1 ms, + 160 all-reduces of 93 x 8,192 x 2 B (1.654 ms); prefill 93 x
-# 287.459 TFLOP / 1,979 TFLOP/s = 13.509 s, + 160 all-reduces of 186,000 x 8,192 x 2 B (1.355 s). One H200 (141 GB,
-# 4.8 TB/s, $3.50/h; no all-reduces): batch (126.9 - 70.554) / 0.786432 = 71.6 -> 71; step (70.554e9 + 71 x 327,680 x
-# 2,200) / (4.8 x 0.7) TB/s = 36.231 ms + 1 ms; prefill 71 x 287.459 TFLOP / 989.5 TFLOP/s = 20.626 s.
-H2_STEP = (70.554e9 + 93 * 327_680 * 2_200) / (2 * H100_BW) + OVERHEAD + _allreduces(80, 93)
-H200_STEP = (70.554e9 + 71 * 327_680 * 2_200) / 3.36e12 + OVERHEAD
-H2_X = _cycle(
-    93, 400, 93 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / (2 * H100_FP8) + _allreduces(80, 93 * 2_000), H2_STEP
-)
-H200_X = _cycle(71, 400, 71 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / H100_FP8, H200_STEP)
-# A user's time per token also waits for the other requests' prompts, prefilled between its steps:
-# step + (B - 1) / B x the batch's prefill / answer tokens (the batch's prefill: its prompts together, all-reduces
-# of all their tokens included).
-Q72_PRE = 94 * _prefill_flops(72.7e9, 80, 64, 128, 2_000) / (2 * H100_FP8) + _allreduces(80, 94 * 2_000)
-Q72_TPOT = Q72_STEP + 93 / 94 * Q72_PRE / 300
-H2_PRE = 93 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / (2 * H100_FP8) + _allreduces(80, 93 * 2_000)
-H2_TPOT = H2_STEP + 92 / 93 * H2_PRE / 400
-H200_TPOT = H200_STEP + 70 / 71 * 71 * _prefill_flops(70.554e9, 80, 64, 128, 2_000) / H100_FP8 / 400
+L8_SHORT_X, L8_LONG_X = L8_B[2_048] / L8_SHORT_TPOT, L8_B[32_768] / L8_LONG_TPOT
+# Llama-3.1-70B FP8, 2,000 + 400. 2 x H100: admitted on (144 - 70.554) GB; one H200 (0.9 x 141 GB, 4.8 TB/s, $3.50/h;
+# no all-reduces) on (126.9 - 70.554) GB
+H2_B = _admitted(0.9 * 160e9 - 70.554e9, 327_680, 2_000, 400)
+H200_B = _admitted(0.9 * 141e9 - 70.554e9, 327_680, 2_000, 400)
+H2_TPOT = _mixed(70.554e9, 70.554e9, H2_B, 2_000, 400, 327_680, 2 * 80 * 64 * 128, 2 * H100_BW, 2 * H100_FP8, 2)[0]
+H200_TPOT = _mixed(70.554e9, 70.554e9, H200_B, 2_000, 400, 327_680, 2 * 80 * 64 * 128, 4.8e12 * 0.7, H100_FP8)[0]
+H2_X, H200_X = H2_B / H2_TPOT, H200_B / H200_TPOT
 
 
 # Speculative decoding, the course's method. Llama 3.1 70B FP8 on 2 x H100 at batch 1, the cache read at 2,150 tokens:
@@ -219,14 +221,14 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         # 160 all-reduces of 2,000 x 8,192 x 2 B on NVLink 4 (97.1 us each: 15.5 ms) = 0.1651 s
         "t_course": (_prefill_flops(72.7e9, 80, 64, 128, 2_000) / (2 * H100_FP8) + _allreduces(80, 2_000), "s", 1e-6),
     },
-    "max_batch": {  # seed 000: batch 94, 47 tok/s per user
+    "max_batch": {  # seed 000: batch 94 (the static worst case), 47 tok/s per user; the engine admits 100
         "batch": (94, "", 0),
         "mem": (144, "GB", 1e-9),
         "free": (71.3, "GB", 1e-6),
         "kv": (0.753664, "GB", 1e-9),
         "user": (47, "", 0.01),
-        "user_step": (1e3 / (Q72_STEP * 1e3), "", 1e-6),  # 1 / 32.282 ms = 30.98 tok/s
-        "user_course": (1 / Q72_TPOT, "", 1e-6),  # 1 / (32.28 + 93 / 94 x 15,431 / 300) ms = 12.02 tok/s
+        "user_step": (1 / Q72_STEP, "", 1e-6),  # the decode step alone at the admitted 100: 1 / 33.23 ms = 30.10 tok/s
+        "user_course": (1 / Q72_TPOT, "", 1e-6),  # the engine's step with its prompt tokens: 1 / 78.91 ms = 12.67
     },
     "full_gpu_step": {  # seed 000: 72 GB / 3.35 TB/s = 21 ms, 47 tok/s per user for 7B and 72B alike
         "step": (21.49, "ms", 1e-3),
@@ -258,18 +260,18 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "b_mha": (1, "", 0),
     },
     "long_context": {  # seed 001: 128 KiB/token, 4 GiB at 32K, 166 and 12 conversations; the rest the course's method
-        # 166 x 512 / (11.410 + 512 x 0.029226) = 3,223/s -> $0.2155/M; 12 x 512 / (19.601 + 512 x 0.029999) = 175.7/s
+        # admitted 183 and 12 (the static worst case: 166 and 12); B / the engine's step; the prompts' share of it
         "kvtok": (128, "KiB", 1e-9),
         "kv32k": (4, "GiB", 1e-9),
-        "b_short": (166, "", 0),
-        "b_long": (12, "", 0),
+        "b_short": (L8_B[2_048], "", 0),
+        "b_long": (L8_B[32_768], "", 0),
         "x_short": (L8_SHORT_X, "", 1e-4),
         "x_long": (L8_LONG_X, "", 1e-4),
         "c_short": (_per_million(2.5, L8_SHORT_X), "USD", 1e-4),
         "c_long": (_per_million(2.5, L8_LONG_X), "USD", 1e-4),
         "ratio": (L8_SHORT_X / L8_LONG_X, "", 1e-4),
-        "share_short": (100 * L8_SHORT_PRE / (L8_SHORT_PRE + 512 * L8_SHORT_STEP), "", 1e-4),  # 43.3%
-        "share_long": (100 * L8_LONG_PRE / (L8_LONG_PRE + 512 * L8_LONG_STEP), "", 1e-4),  # 56.1%
+        "share_short": (100 * (1 - L8_SHORT_STEP / L8_SHORT_TPOT), "", 1e-4),
+        "share_long": (100 * (1 - L8_LONG_STEP / L8_LONG_TPOT), "", 1e-4),
     },
     "gqa": {  # seed 001: 512 vs 128 KiB; 3 vs 12 conversations at 32K
         "kv2": (512, "KiB", 1e-9),
@@ -303,17 +305,13 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "c30": (1.055, "USD", 1e-3),
         "x7": (20_031, "", 1e-4),
         "c7": (0.03467, "USD", 1e-3),
-        "x_course": (Q72_X, "", 1e-4),  # 1,122.8 tok/s
-        "c_course": (_per_million(5.0, Q72_X), "USD", 1e-4),  # $1.24/M
+        "x_course": (Q72_X, "", 1e-4),  # 1,267 tok/s
+        "c_course": (_per_million(5.0, Q72_X), "USD", 1e-4),  # $1.10/M
         "c30_course": (_per_million(5.0, Q72_X) / 0.3, "USD", 1e-4),
-        "x7_course": (Q7_X, "", 1e-4),  # 430 x 300 / (27.133 + 300 x 0.030089) = 3,568/s
+        "x7_course": (Q7_X, "", 1e-4),
         "c7_course": (_per_million(2.5, Q7_X), "USD", 1e-4),
-        # prefill share of the cycle: 15.431 / (15.431 + 300 x 0.032282) = 61.4%
-        "share_course": (
-            100 * (1 - 300 * Q72_STEP / (94 * 300 / Q72_X)),
-            "",
-            1e-4,
-        ),
+        # the prompts' share of a user's time per token: 1 - 33.23 / 78.91 = 57.9%
+        "share_course": (100 * (1 - Q72_STEP / Q72_TPOT), "", 1e-4),
     },
     "scale_traffic": {  # seed 000: 20,833 / 4,387 = 4.7 -> 5 replicas, 10 GPUs; two replicas minimum: four GPUs
         "tout10": (20_833, "", 1e-4),
@@ -322,13 +320,13 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "g10": (10, "", 0),
         "r1": (2, "", 0),
         "g1": (4, "", 0),
-        # course: ceil(1.3 x 2,083.3 / 1,122.8) = ceil(2.412) = 3 replicas, 6 GPUs; x 10: ceil(24.12) = 25, 50 GPUs
+        # course: ceil(1.3 x 2,083.3 / 1,267.3) = ceil(2.137) = 3 replicas, 6 GPUs; x 10: ceil(21.37) = 22, 44 GPUs
         "x_course": (Q72_X, "", 1e-4),
         "exact1_course": (1.3 * 2_083.333 / Q72_X, "", 1e-5),
         "r1_course": (3, "", 0),
         "g1_course": (6, "", 0),
-        "r10_course": (25, "", 0),
-        "g10_course": (50, "", 0),
+        "r10_course": (22, "", 0),
+        "g10_course": (44, "", 0),
     },
     "littles_law": {  # seed 004: 17,361 req/s, 1,250 / 50 = 25 s; 17,361.1 x 25 = 434,028 on the mean; at the peak
         # (3x) 1,302,083 over the peak-sized fleet (see huge_fleet: 42,318 GPUs) = 30.77 per GPU
@@ -340,8 +338,8 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "per_gpu": (3 * 434_027.78 / 42_318, "", 1e-6),
     },
     "h200": {  # the course's method by hand (see H2_X, H200_X above): 14.5 vs 11.4 tok/s per user, $1.03 vs $1.22/M
-        "b_h100": (93, "", 0),
-        "b_h200": (71, "", 0),
+        "b_h100": (H2_B, "", 0),
+        "b_h200": (H200_B, "", 0),
         "kv": (0.786432, "GB", 1e-9),
         "u_h100": (1 / H2_TPOT, "", 1e-6),
         "u_h200": (1 / H200_TPOT, "", 1e-6),
@@ -372,11 +370,11 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "need": (2_483.0 * 0.7 / 400 * 2_000 * 2 * 70.554e9 / 1e15, "PFLOP/s", 1e-3),
         "roof": (0.989, "PFLOP/s", 1e-9),
         "idle": (0.989 - 2_483.0 * 0.7 * 2 * 70.554e9 / 1e15, "PFLOP/s", 1e-3),
-        # course: 1,209.9 tok/s per replica; ceil(1.3 x 140,000 / 1,209.9) = ceil(150.4) = 151 replicas, 302 H100s
+        # course: 1,524.2 tok/s per replica; ceil(1.3 x 140,000 / 1,524.2) = ceil(119.4) = 120 replicas, 240 H100s
         "x_course": (L70_X, "", 1e-4),
-        "replicas_course": (151, "", 0),
-        "gpus_course": (302, "", 0),
-        "cost_course": (302 * 730 * 2.5, "USD", 1e-9),
+        "replicas_course": (120, "", 0),
+        "gpus_course": (240, "", 0),
+        "cost_course": (240 * 730 * 2.5, "USD", 1e-9),
     },
     "prefill_pool": {  # seed 002: 99 PFLOP/s, about 200 H100s; half the tokens: 49.39 / 0.4945 = 99.9 -> 100
         "rate": (98.78, "PFLOP/s", 1e-3),
@@ -445,11 +443,12 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "fixed1": (_ds(61, 1) * 1e3, "ms", 1e-6),
         "s256": (1.85 * MTP_PLAIN256 / (MTP_VER256 + MTP_MTP256), "", 1e-6),  # 1.729 (1.692 at 1 ms an MTP step)
     },
-    "spec_fleet": {  # 70B FP8 on 2 x H100, 2,300 tokens: (144 - 70.554) / 0.753664 = 97.45; with the 8B draft
-        # (144 - 78.584) / (2,304 x 458,752 B) = 61.89; with the head (144 - 71.954) / (2,304 x 331,776 B) = 94.25
-        "b_plain": (97, "", 0),
-        "b_draft": (61, "", 0),
-        "b_head": (94, "", 0),
+    "spec_fleet": {  # 70B FP8 on 2 x H100, 2,000 + 300, admitted on the KV blocks in use (the target's 327,680 B a
+        # token; with the 8B draft's 131,072 B more, beside 78.584 GB of weights; with the head's 4,096 B, beside
+        # 71.954 GB): 103, 65 and 100 (at the final 2,304 tokens, a block's worth: 97, 61 and 94)
+        "b_plain": (_admitted(0.9 * 160e9 - 70.554e9, 327_680, 2_000, 300), "", 0),
+        "b_draft": (_admitted(0.9 * 160e9 - 78.584e9, 458_752, 2_000, 300), "", 0),
+        "b_head": (_admitted(0.9 * 160e9 - 71.954e9, 331_776, 2_000, 300), "", 0),
         "w_draft": (8.03, "GB", 1e-9),
         "w_head": (1.4, "GB", 1e-9),
         "kv_draft": (2_304 * 131_072 / 1e6, "MB", 1e-9),
@@ -658,22 +657,24 @@ def test_sheet_gives_the_course_figures_beside_the_datasheet() -> None:
 
 
 def test_the_162_h100_answer_gives_the_course_figure_and_why() -> None:
-    """The capacity-planning answer states 162 H100s, the course's 302, and the reason: prefill needs
-    about 1.2 PFLOP/s per replica where decode leaves about 0.74 idle (numbers by hand in EXPECTED)."""
+    """The capacity-planning answer states the source's 162 H100s under its preset, the course's 240 beside it (the
+    engine's mixed steps, by hand in EXPECTED: 120 replicas), and the reason: prefill needs about 1.2 PFLOP/s per
+    replica where decode leaves about 0.74 idle at BF16, and the prompts mixed into the steps make them
+    compute-bound."""
     for part in ("strong", "answer"):
         text = QUESTIONS["roofline_fleet"].render(part)
-        assert "162" in text and "302 H100s" in text
-        assert "1.2 PFLOP/s" in text and "0.74 PFLOP/s" in text
-    assert "302 H100s" in QUESTIONS["prefill_pool"].render("answer")
+        assert "162" in text and "240 H100s" in text and "302" not in text
+        assert "1.2 PFLOP/s" in text and "0.74 PFLOP/s" in text and "compute-bound" in text
+    assert "240 H100s" in QUESTIONS["prefill_pool"].render("answer")
 
 
 def test_source_figures_are_shown_with_the_courses_where_they_differ() -> None:
-    """$0.32/M (envelope) beside $1.24/M (course); 10 GPUs beside 50; 0.29 s (BF16 matmuls) beside 0.17 s (FP8
-    matmuls, the attention term and the all-reduces; figures by hand in EXPECTED)."""
+    """$0.32/M (envelope) beside $1.10/M (course, the engine's mixed steps); 10 GPUs beside 44; 0.29 s (BF16
+    matmuls) beside 0.17 s (FP8 matmuls, the attention term and the all-reduces; figures by hand in EXPECTED)."""
     cost = QUESTIONS["cost_per_million"].render("answer")
-    assert "\\$0.317" in cost and "\\$1.24" in cost
+    assert "\\$0.317" in cost and "\\$1.10" in cost
     scale = QUESTIONS["scale_traffic"].render("answer")
-    assert "10 GPUs" in scale and "50 GPUs" in scale
+    assert "10 GPUs" in scale and "44 GPUs" in scale
     ttft = QUESTIONS["prefill_time"].render("answer")
     assert "0.294 s" in ttft and "0.17 s" in ttft
 
@@ -794,9 +795,9 @@ def test_staff_fleets_are_sized_on_the_peak() -> None:
 
 
 def test_h200_states_the_prices_and_the_break_even() -> None:
-    """The H200 answer states the price ratio and the H200 price that breaks even ($2.97/h, EXPECTED by hand)."""
+    """The H200 answer states the price ratio and the H200 price that breaks even ($2.98/h, EXPECTED by hand)."""
     text = QUESTIONS["h200"].render("strong")
-    assert "\\$3.50/h" in text and "\\$2.50/h" in text and "\\$2.97/h" in text
+    assert "\\$3.50/h" in text and "\\$2.50/h" in text and "\\$2.98/h" in text
 
 
 def test_prefill_is_counted_at_the_fp8_peak_for_the_fp8_model() -> None:

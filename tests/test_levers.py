@@ -65,19 +65,26 @@ def test_levers_never_cost_gpus_for_a_kv_bound_model():
 
 
 def test_prefix_caching_cuts_prefill_not_memory():
-    """8B, 2,000-token prompt, hit rate 0.5, the course's method (50% of 989 TFLOP/s = 494.5 TFLOP/s,
-    prefill with its causal attention term 2 x layers x heads x head_dim x T^2 = 262,144 x T^2 FLOP, and
-    100 ms per request before its prefill): the 1,000 new tokens cost 2 x 8.03e9 x 1,000 + 262,144 x
-    (2,000^2 - 1,000^2) = 16.85 TFLOP -> 34.07 ms (they attend to the cached ones), a first token at 134.07 ms;
-    the whole prompt (32.12 + 1.0486) TFLOP = 33.169 TFLOP -> 67.08 ms, 167.08 ms.
-    The KV per request is the full prompt's, because the cached KV is still held; fewer prompt tokens are
-    prefilled between a user's steps, so the per-token target allows at least the same batch."""
+    """8B, 2,000-token prompt, hit rate 0.5, the course's method (50% of 989 TFLOP/s = 494.5 TFLOP/s, 70% of
+    3.35 TB/s = 2.345 TB/s, prefill with its causal attention term 2 x layers x heads x head_dim x T^2 = 262,144 x T^2
+    FLOP, 1 ms a step and 100 ms per request before its prefill). vLLM runs a new prompt as a chunk of one step
+    beside the other B - 1 requests' decode tokens: the step's matmuls are those of its B - 1 + new tokens (2 x 8.03e9
+    FLOPs each), or the 16.06 GB of weights read, whichever is slower; then attention: the B - 1 caches at 2,150 tokens
+    (131,072 B a token) and the cached tokens' KV the chunk reads, or the chunk's attention FLOPs 262,144 x (T^2 -
+    cached^2); then 1 ms. The 1,000 new tokens attend to the cached ones.
+    The KV per request is the full prompt's, because the cached KV is still held; fewer prompt tokens ride in a
+    user's steps, so the per-token target allows at least the same batch."""
     b = lc.Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
     p, full = prefix_cached_plan("Llama-3.1-8B", "H100 SXM", b, 0.5), lc.plan("Llama-3.1-8B", "H100 SXM", b)
-    new = 2 * 8.03e9 * 1_000 + 262_144 * (2_000**2 - 1_000**2)
-    assert p.ttft.to("ms").m == pytest.approx(100 + new / 494.5e12 * 1e3, rel=1e-3)
-    full_ms = (2 * 8.03e9 * 2_000 + 262_144 * 2_000**2) / 494.5e12 * 1e3
-    assert full.ttft.to("ms").m == pytest.approx(100 + full_ms, rel=1e-3)
+
+    def first_ms(batch, new, cached):
+        matmuls = max(16.06e9 / 2.345e12, (batch - 1 + new) * 2 * 8.03e9 / 494.5e12)
+        reads = ((batch - 1) * 2_150 + cached) * 131_072 / 2.345e12
+        attention = max(reads, 262_144 * ((cached + new) ** 2 - cached**2) / 494.5e12)
+        return 100 + (matmuls + attention) * 1e3 + 1
+
+    assert p.ttft.to("ms").m == pytest.approx(first_ms(p.batch, 1_000, 1_000), rel=1e-3)
+    assert full.ttft.to("ms").m == pytest.approx(first_ms(full.batch, 2_000, 0), rel=1e-3)
     assert p.kv_per_request == full.kv_per_request and p.max_batch == full.max_batch
     assert p.batch >= full.batch and p.tpot <= b.tpot_target
 

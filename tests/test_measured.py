@@ -335,11 +335,14 @@ def test_tpot_at_concurrency_one_by_hand():
 
 def test_ttft_at_concurrency_one_by_hand():
     """The same request's first token, prefill without its attention term: 2 x 8.03e9 x 1,000 FLOPs at the course's
-    share of 989 TFLOP/s (BF16), plus half a decode step, plus the request's fixed overhead; one request in flight
-    never waits for another."""
+    share of 989 TFLOP/s (BF16), a step of its own that pays the step's fixed overhead (vLLM runs the 1,000-token
+    prompt as one chunk, within its 8,192-token budget, beside no decode token), plus half a decode step, plus the
+    request's fixed overhead; one request in flight never waits for another. The decode step is the steady mixed
+    step: 1 decode token and 1,000 / 200 = 5 prompt tokens, the weight matmuls still memory-bound and the chunk
+    reading no earlier KV, so the same as the decode step alone."""
     a = resolve().replace(prefill_attention=False)
     row = _row(concurrency=1, metric="ttft_ms")
-    pre = 2 * 8.030e9 * 1000 / (989e12 * a.compute_efficiency) * 1e3
+    pre = 2 * 8.030e9 * 1000 / (989e12 * a.compute_efficiency) * 1e3 + a.step_overhead_ms
     step = (8.030e9 * 2 + 2 * 32 * 8 * 128 * 2 * 1100) / (3.35e12 * a.bandwidth_efficiency) * 1e3 + a.step_overhead_ms
     assert lcv.predict(row, assumptions=a).value == pytest.approx(a.request_overhead_ms + pre + step / 2, rel=1e-9)
 
@@ -447,19 +450,29 @@ def test_sglang_waits_behind_its_whole_wave_by_hand():
     its own, so a request waits behind all 7 others of its wave, 3.5 prefills on average (wave share 1, whatever the
     assumptions'); the queue's own wait (a prefill load of 7 x 32 ms in a cycle of about 2 s) is far shorter. Plus
     half a decode step of batch 8 (16.06 GB of weights and 8 sequences' KV at 1,100 tokens, at the course's share of
-    3.35 TB/s, and 1 ms) and the request's fixed overhead."""
+    3.35 TB/s, and 1 ms) and the request's fixed overhead. Each prefill is a forward pass of its own (1,000 tokens,
+    within the 8,192-token budget) and pays the step's 1 ms.
+
+    vLLM at the same wave share differs by its steps: it carries a new prompt as a chunk of a step beside the 7
+    others' decode tokens (the matmuls of 1,007 tokens, still compute-bound, then attention reading the 7 sequences'
+    KV, then the 1 ms), and its steady step carries 8 x 1,000 / 200 = 40 prompt tokens beside the 8 decode tokens:
+    the matmuls stay memory-bound and the chunk reads no earlier KV, so that step is SGLang's decode step."""
     a = resolve().replace(prefill_attention=False)
     row = _row(concurrency=8, metric="ttft_ms", engine="SGLang 0.5.9")
-    pre = 2 * 8.030e9 * 1000 / (989e12 * a.compute_efficiency) * 1e3
-    kv = 8 * 2 * 32 * 8 * 128 * 2 * 1100
-    step = (8.030e9 * 2 + kv) / (3.35e12 * a.bandwidth_efficiency) * 1e3 + a.step_overhead_ms
+    flops = 2 * 8.030e9 / (989e12 * a.compute_efficiency) * 1e3  # ms a token's matmuls take
+    pre = 1000 * flops + a.step_overhead_ms
+    kv_seq = 2 * 32 * 8 * 128 * 2 * 1100
+    bw = 3.35e12 * a.bandwidth_efficiency
+    step = (8.030e9 * 2 + 8 * kv_seq) / bw * 1e3 + a.step_overhead_ms
     want = a.request_overhead_ms + pre + step / 2 + 7 * pre / 2
     assert lcv.wave_share(row, assumptions=a) == 1.0
     assert lcv.predict(row, assumptions=a).value == pytest.approx(want, rel=1e-9)
     vllm = dataclasses.replace(row, engine="vLLM 0.9")
     assert lcv.wave_share(vllm, assumptions=a) == a.closed_loop_wave_share
-    same = lcv.predict(vllm, assumptions=a.replace(closed_loop_wave_share=1.0)).value
-    assert same == pytest.approx(want, rel=1e-9)  # the engines differ by their wave share alone
+    assert 1007 * flops > 8.030e9 * 2 / bw * 1e3 > 48 * flops  # the chunk's step compute-bound, the steady one not
+    pre_v = 1007 * flops + 7 * kv_seq / bw * 1e3 + a.step_overhead_ms
+    want_v = a.request_overhead_ms + pre_v + step / 2 + 7 * pre_v / 2
+    assert lcv.predict(vllm, assumptions=a.replace(closed_loop_wave_share=1.0)).value == pytest.approx(want_v, rel=1e-9)
 
 
 def test_closed_form_limits_by_hand():

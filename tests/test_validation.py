@@ -144,23 +144,42 @@ def test_ttft_by_hand():
 
 
 def test_kv_bound_row_by_hand():
-    """T8: 70.554 GB of FP8 weights leave 1.446 GB of 72 GB: 4 sequences of 2,176 tokens at 160 KiB."""
+    """T8: 70.554 GB of FP8 weights leave 1.446 GB of 72 GB for KV at 160 KiB a token. At their final 2,176 tokens
+    4 sequences fit; the engine admits on the blocks in use (admission "blocks"): staggered conversations hold
+    their 128-token prompt and half their 2,048-token answer (1,152 tokens) each, plus 2 spreads of the answer's
+    KV times sqrt(B / 12): 5 of them hold 5 x 188.7 MB + 2 x 335.5 MB x 0.645 = 1.377 GB (6: 1.607 GB, too much).
+    TensorRT-LLM mixes the prompts' chunks into its decode steps (8,192 tokens a step): all 5 decode, and each
+    step carries 5 x 128 / 2,048 = 0.3125 prompt tokens (a prompt for every answer finished). A step is two
+    kernels (formula mixed_step_time): the weight matmuls (the weights read once, or the 5.3125 tokens' 2 FLOPs per
+    parameter) and attention (5 sequences' KV at 1,152 tokens, or the chunk's causal attention FLOPs: its 128
+    tokens' 2 L H d 128^2 over 128 a token; the course leaves decode attention FLOPs out), plus the 1 ms step
+    overhead; 5 tokens a step."""
     kv_tok = 2 * 80 * 8 * 128 * 1
-    batch = math.floor((0.9 * 80e9 - 70.554e9) / (kv_tok * (128 + 2048)))
-    assert batch == 4
-    step = max((70.554e9 + batch * kv_tok * (128 + 1024)) / (3.35e12 * 0.7), batch * 2 * 70.554e9 / (1979e12 * 0.5))
-    step += COURSE.step_overhead_ms / 1e3  # the course's fixed time per step (one GPU: no collectives)
-    pre = max(batch * (2 * 70.554e9 * 128 + 2 * 80 * 64 * 128 * 128**2) / (1979e12 * 0.5), 70.554e9 / (3.35e12 * 0.7))
+    room = 0.9 * 80e9 - 70.554e9
+    assert math.floor(room / (kv_tok * (128 + 2048))) == 4  # all at their final length
+    held = lambda b: b * kv_tok * (128 + 1024) + 2 * kv_tok * 2048 * math.sqrt(b / 12)  # noqa: E731
+    batch = 5
+    assert held(batch) <= room < held(batch + 1)
+    chunk = batch * 128 / 2048
+    matmuls = max(70.554e9 / (3.35e12 * 0.7), (batch + chunk) * 2 * 70.554e9 / (1979e12 * 0.5))
+    attention = max(batch * kv_tok * 1152 / (3.35e12 * 0.7), chunk * 2 * 80 * 64 * 128 * 128 / (1979e12 * 0.5))
+    step = matmuls + attention + COURSE.step_overhead_ms / 1e3  # one GPU: no collectives
     p = predict(ROWS["T8"])
     assert p.batch == batch and p.compute_precision == "fp8"
-    assert p.value == pytest.approx(batch * 2048 / (pre + 2048 * step), rel=1e-9)
+    assert p.value == pytest.approx(batch / step, rel=1e-9)
 
 
 def test_engine_memory_rule_by_hand():
     """T8 under the engine's rule: weights plus 90% of the 9.446 GB they leave, over 80 GB; the same batch as the
-    assumptions' memory rule "free"; another share of what the weights leave, 0.8, from the assumptions."""
+    assumptions' memory rule "free"; another share of what the weights leave, 0.8, from the assumptions. The batch
+    is admitted on the blocks in use (as in test_kv_bound_row_by_hand): 38 conversations hold 38 x 188.7 MB + 2 x
+    335.5 MB x sqrt(38 / 12) = 8.366 GB of the 8.501 GB, 39 would hold 8.571 GB (all at their final length: 23)."""
     assert engine_usable_fraction(ROWS["T8"]) == pytest.approx((70.554e9 + 0.9 * (80e9 - 70.554e9)) / 80e9)
-    batch = math.floor(0.9 * (80e9 - 70.554e9) / (2 * 80 * 8 * 128 * 2176))
+    kv_tok, room = 2 * 80 * 8 * 128, 0.9 * (80e9 - 70.554e9)
+    assert math.floor(room / (kv_tok * 2176)) == 23
+    held = lambda b: b * kv_tok * (128 + 1024) + 2 * kv_tok * 2048 * math.sqrt(b / 12)  # noqa: E731
+    batch = 38
+    assert held(batch) <= room < held(batch + 1)
     by_share = predict(ROWS["T8"], assumptions=COURSE.replace(memory_fraction=engine_usable_fraction(ROWS["T8"])))
     by_rule = predict(ROWS["T8"], assumptions=OTHERS["free"])
     assert by_share.batch == by_rule.batch == batch
@@ -216,13 +235,19 @@ def test_bad_efficiency_is_refused():
 @pytest.mark.parametrize("rid", THROUGHPUT)
 def test_one_replica_model_one_answer(rid):
     """A throughput row's prediction is lc.replica's throughput, serving_plan's output tok/s and plan's replica
-    throughput for a brief whose targets allow any batch (1 hour each) with no headroom: same inputs, one answer."""
+    throughput for a brief whose targets allow any batch (1 hour each) with no headroom: same inputs, one answer.
+    The same inputs include the row's engine, with no cap on the requests it runs (a published maximum sets its
+    engine's cap to what fits: only the KV cache decides)."""
     r = ROWS[rid]
     kw = dict(weight_bytes=r.weights, kv_bytes=r.kv)
-    rep = lc.replica(r.model, r.gpu, tensor_parallel=r.tp, prompt_tokens=r.isl, answer_tokens=r.osl, **kw)
-    sp = lc.serving_plan(r.model, r.gpu, r.tp, r.isl + r.osl, prompt_tokens=r.isl, **kw)
+    eng = lc.EngineSettings(r.engine.split(" ")[0], max_running=10**6)
+    rep = lc.replica(
+        r.model, r.gpu, tensor_parallel=r.tp, prompt_tokens=r.isl, answer_tokens=r.osl,
+        engine=eng.engine, max_running=eng.max_running, **kw,
+    )  # fmt: skip
+    sp = lc.serving_plan(r.model, r.gpu, r.tp, r.isl + r.osl, prompt_tokens=r.isl, engine=eng, **kw)
     brief = lc.Brief(1, r.isl, r.osl, Q_(1, "hour"), Q_(1, "hour"))
-    p = lc.plan(r.model, r.gpu, brief, tensor_parallel=r.tp, assumptions=COURSE.replace(headroom=1), **kw)
+    p = lc.plan(r.model, r.gpu, brief, tensor_parallel=r.tp, assumptions=COURSE.replace(headroom=1), engine=eng, **kw)
     x = predict(r).value
     assert rep.throughput.to("1/s").m == pytest.approx(x, rel=1e-12)
     assert sp.output_tokens_per_s.to("1/s").m == pytest.approx(x, rel=1e-12)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse import Q_
-from llmcourse.exercises._common import COURSE, define, pct, pick
+from llmcourse.exercises._common import COURSE, Story, define, pct, pick, whole
+from llmcourse.replica.scheduler import DEFAULT_ENGINE, scheduler_of
 from llmcourse.units import fmt
 
 EXERCISES: list = []
@@ -24,15 +25,18 @@ headroom on the request rate. Each story states the figures.
 
 #: The course's method as a design review states it (``lc.plan``'s default).
 _METHOD = (
-    f"Estimate it by the course's method (lc.plan's default): {pct(COURSE.memory_fraction)} of memory usable, "
-    f"decode at {pct(COURSE.bandwidth_efficiency)} of peak bandwidth with every request's KV read at its average "
-    f"context (the prompt plus half the answer), matrix multiplications at {pct(COURSE.compute_efficiency)} of the peak FLOP/s "
-    "at the weights' precision (FP8 on a GPU with an FP8 peak, else BF16), a fixed "
-    f"{COURSE.step_overhead_ms:g} ms per decode step, on a replica of several GPUs two all-reduces per layer (of "
-    "the step's or the prompts' activations, over the GPUs' link: the chapter Many GPUs), "
-    f"{COURSE.request_overhead_ms:g} ms per request before its prefill, prefill with its attention term, each "
-    "batch's prefill charged to the replica's time and to each user's time per token (the other requests' prompts "
-    f"are prefilled between its decode steps), and {COURSE.headroom:g}x headroom on the request rate. "
+    f"Estimate it by the course's method (lc.plan's default): {pct(COURSE.memory_fraction)} of memory usable; "
+    "requests admitted on the KV blocks in use (each conversation holds its prompt and, on average, half its answer; "
+    f"the batch's mean plus {COURSE.admission_spreads:g} spreads must fit); the engine, vLLM, mixes the prompts into "
+    "its decode steps: each step decodes a token of every running request and carries batch x prompt / answer "
+    "prompt tokens, the weights read once, its matmuls the slower of that read and all its tokens' FLOPs, its "
+    "attention the slower of the requests' KV reads (at the average context, the prompt plus half the answer) and "
+    f"the prompt tokens' attention FLOPs; reads at {pct(COURSE.bandwidth_efficiency)} of peak bandwidth, matrix "
+    f"multiplications at {pct(COURSE.compute_efficiency)} of the peak FLOP/s at the weights' precision (FP8 on a "
+    f"GPU with an FP8 peak, else BF16); a fixed {COURSE.step_overhead_ms:g} ms per step; on a replica of several "
+    "GPUs two all-reduces per layer of the step's tokens' activations, over the GPUs' link (the chapter Many GPUs); "
+    f"{COURSE.request_overhead_ms:g} ms per request before its prompt's first step; and {COURSE.headroom:g}x "
+    "headroom on the request rate. "
 )
 
 DOCS = dict(rps=20, prompt=4_000, answer=400, ttft=1_000, tpot=40)
@@ -62,7 +66,8 @@ _DOCS_HINTS = (
     "lc.plan('Llama-3.1-70B', gpu, lc.Brief(...), weight_bytes='fp8', tensor_parallel=...) runs the whole review.",
     f"GPUs = replicas x GPUs per replica; replicas = rate x {COURSE.headroom:g} / requests per second per replica, "
     "rounded up.",
-    "Requests per second per replica = batch / (prefill of the batch's prompts + answer tokens x step time).",
+    "Requests per second per replica = batch / (answer tokens x the engine's step time): each step finishes a token "
+    "of every running request.",
 )
 
 define(
@@ -102,8 +107,8 @@ define(
         ).gpus
     ),
     (
-        "The batch must shrink until a step fits in {tight} ms: (weights + B x KV at the average context) / "
-        f"(2 x {COURSE.bandwidth_efficiency:g} x bandwidth) <= {{tight}} ms.",
+        "The batch must shrink until an engine step (its decode tokens and B x prompt / answer prompt tokens) fits "
+        "in {tight} ms.",
         *_DOCS_HINTS,
     ),
     integer=True,
@@ -129,12 +134,19 @@ define(
     "does not change). How many GPUs?",
     "",
     DOCS | dict(hit=0.8, hit_pct=80),
-    lambda r: _vary_docs(r) | (lambda h: dict(hit=h / 100, hit_pct=h))(pick(r, (20, 30, 40, 50, 60, 70, 80, 90))),
+    # a wider range of rates than the other briefs': the engine's fleets are small, and 20 students must get
+    # different answers
+    lambda r: (
+        _vary_docs(r)
+        | (lambda h: dict(hit=h / 100, hit_pct=h))(pick(r, (20, 30, 40, 50, 60, 70, 80, 90)))
+        | dict(rps=pick(r, range(10, 121, 2)))
+    ),
     _cached,
     (
         "The prefill FLOPs are the whole prompt's less those of its cached prefix.",
-        "Less prefill between a user's steps allows a larger batch within the per-token target; then requests/s "
-        "per replica = batch / (the batch's uncached prefill + answer x step), and GPUs as in the plan.",
+        "Each step carries batch x (uncached prompt tokens) / answer prompt tokens, attending to the prompt's cached "
+        "prefix (its KV read) as well as to each other: a shorter step allows a larger batch within the per-token "
+        "target; then requests/s per replica = batch / (answer x step), and GPUs as in the plan.",
         "llmcourse.planner.levers.prefix_cached_plan(...) does it.",
     ),
     integer=True,
@@ -165,6 +177,12 @@ def _vary(r):
     )
 
 
+def _ttft_words(shown):
+    v = {k: shown[k] if k in ("model", "gpu") else whole(shown[k]) for k in DEFAULT}  # the givens as drawn
+    b = _plan(v).batch
+    return dict(batch=f"{b:,}", others=f"{b - 1:,}", budget=f"{scheduler_of(DEFAULT_ENGINE, v['gpu']).token_budget:,}")
+
+
 def _plan(v):
     brief = lc.Brief(v["rps"], v["prompt"], v["answer"], Q_(v["ttft"], "ms"), Q_(v["tpot"], "ms"))
     return lc.plan(v["model"], v["gpu"], brief)
@@ -193,14 +211,20 @@ define(
     EXERCISES,
     "design_review_ex8",
     "Largest batch that fits",
-    _STORY + "How many requests fit in one GPU's memory at once?",
+    Story(
+        _STORY + "vLLM runs at most {cap} requests at once on this GPU. How many requests does one GPU admit at "
+        "once (the largest batch, before the per-token target)?",
+        lambda v: dict(cap=f"{scheduler_of(DEFAULT_ENGINE, v['gpu']).max_running:,}"),
+    ),
     "",
     DEFAULT,
     _vary,
     lambda v: _plan(v).max_batch,
     (
         f"Free memory = {COURSE.memory_fraction:g} x GPU memory - weights.",
-        "Divide by the KV of one request (prompt + answer) and round down.",
+        "B conversations hold on average B x KV per token x (prompt + answer / 2), spread KV per token x answer x "
+        f"sqrt(B / 12): the largest B whose mean plus {COURSE.admission_spreads:g} spreads fits (lc.FORMULAS"
+        "['kv_in_use']), and no more than the engine's cap.",
     ),
     integer=True,
     bare_ok=True,
@@ -210,23 +234,33 @@ define(
     EXERCISES,
     "design_review_ex9",
     "Time to first token",
-    _STORY + f"What is the time to first token (the fixed {COURSE.request_overhead_ms:g} ms per request, then the "
-    "prefill of one prompt, with no queue)?",
+    Story(
+        _STORY + "The plan runs {batch} requests at once on a GPU; vLLM's steps carry at most {budget} tokens there. "
+        f"What is the time to first token with no queue: the fixed {COURSE.request_overhead_ms:g} ms per request, "
+        "then the steps that carry the new request's prompt beside the other {others} requests' decode tokens (a "
+        "prompt longer than the room a step leaves, the budget less the decode tokens, is split over several steps, "
+        "each later chunk reading the KV of its prompt's earlier tokens and attending to them)?",
+        lambda v: _ttft_words(v),
+    ),
     "ms",
     DEFAULT,
     _vary,
     lambda v: _plan(v).ttft,
     (
-        f"FLOPs = {COURSE.flops_per_param:g} x parameters x {{prompt}} plus the causal attention term "
-        "(lc.FORMULAS['prefill_flops']).",
-        f"Time = FLOPs / ({COURSE.compute_efficiency:g} x the BF16 peak FLOP/s); compare with weights / "
-        f"({COURSE.bandwidth_efficiency:g} x bandwidth) and take the slower; add lc.resolve().request_overhead_ms.",
+        "A step's prompt chunk: at most the budget less the other requests' decode tokens. Its attention FLOPs are "
+        "the causal term of "
+        "lc.FORMULAS['prefill_flops'] at the chunk's end less that at its start.",
+        "Each step: matmuls max(weights / bandwidth, (the others + chunk) x 2 x parameters / FLOP/s), attention "
+        "max((the others' caches at prompt + answer / 2 + the chunk's earlier KV) / bandwidth, the chunk's attention "
+        f"FLOPs / FLOP/s), + {COURSE.step_overhead_ms:g} ms (lc.FORMULAS['mixed_step_time']).",
+        f"Add the steps and lc.resolve().request_overhead_ms ({COURSE.request_overhead_ms:g} ms).",
     ),
 )
 
 _STEP = (
-    "The batch is the largest that fits and keeps a decode step within {tpot} ms; each step reads the weights "
-    "and every request's KV at the average context (prompt + answer / 2).",
+    "The batch is the largest admitted that keeps an engine step within {tpot} ms; each step reads the weights "
+    "once and every request's KV at the average context (prompt + answer / 2), and carries batch x prompt / answer "
+    "prompt tokens.",
     "lc.plan(...) does the whole review; build the brief with lc.Brief(...).",
 )
 
@@ -241,8 +275,7 @@ define(
     lambda v: _plan(v).gpus,
     (
         *_STEP,
-        "Requests/s per GPU = batch / (prefill of the batch's prompts + answer x step); GPUs = rate x "
-        f"{COURSE.headroom:g} / that, rounded up.",
+        f"Requests/s per GPU = batch / (answer x step); GPUs = rate x {COURSE.headroom:g} / that, rounded up.",
     ),
     integer=True,
     bare_ok=True,

@@ -15,6 +15,7 @@ import llmcourse as lc
 from llmcourse.exercises._common import COURSE, Story, define, pct, pick, pool
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.replica.parallel import decode_comm_time, layout
+from llmcourse.replica.scheduler import DEFAULT_ENGINE, scheduler_of
 from llmcourse.units import Q_
 
 EXERCISES: list = []
@@ -318,14 +319,19 @@ define(
 
 # --- 6. the time per token at a concurrency ---------------------------------------------------------------------------
 _L70 = lc.models["Llama-3.1-70B"]
-_WORKLOADS = ((1_024, 8_192), (8_192, 1_024), (1_024, 1_024), (2_048, 512))
+# prompts that fit beside the decode tokens in one step (a step of 8,192 tokens less the running requests): each
+# prompt rides in one step, its attention on no earlier KV
+_WORKLOADS = ((1_024, 8_192), (4_096, 1_024), (1_024, 1_024), (2_048, 512))
 
 
 def _tpot_setups():
     for gpu in ("H100 SXM", "H200 SXM", "B200"):
+        budget = scheduler_of(DEFAULT_ENGINE, gpu).token_budget
         for n in (1, 2, 4, 8):
             for c in (1, 2, 4, 8, 16, 32, 64):
                 for p, a in _WORKLOADS:
+                    if c * (p + a) / a > budget or p > budget - c:  # the budget binds, or a prompt is chunked
+                        continue
                     rep = lc.replica(
                         "Llama-3.1-70B",
                         gpu,
@@ -344,7 +350,8 @@ _TPOT_SETUPS = pool(_tpot_setups)
 
 def _tpot_variant(gpu, n, c, p, a):
     lk = lc.links[lc.gpus[gpu].link]
-    return dict(gpu=gpu, n=n, c=c, prompt=p, answer=a) | _link_words(lk.name)
+    budget = scheduler_of(DEFAULT_ENGINE, gpu).token_budget
+    return dict(gpu=gpu, n=n, c=c, prompt=p, answer=a, budget=budget) | _link_words(lk.name)
 
 
 def _tpot(v):
@@ -366,25 +373,31 @@ define(
     "Time per token at a concurrency",
     "Llama-3.1-70B with FP8 weights (BF16 KV cache) runs tensor-parallel on {n} x {gpu} ({link}: {bw} GB/s per GPU, "
     "{alpha} µs per ring step, {t0} µs per collective), serving {c} requests at a time, each {prompt} tokens in and "
-    "{answer} out, new requests arriving as others finish (continuous batching). By the course's method: "
-    f"{pct(COURSE.bandwidth_efficiency)} of peak bandwidth, {pct(COURSE.compute_efficiency)} of the peak FLOP/s at "
-    f"FP8, the KV cache read at the average context, {COURSE.step_overhead_ms:g} ms per step, collectives at "
-    f"{_LINK_ETA} of the link, and each request's prefill (causal attention counted) shared out over the other "
-    "requests' answer tokens. What time per output token does a user see?",
+    "{answer} out, new requests arriving as others finish. The engine (vLLM, at most {budget} tokens a step) mixes "
+    "the prompts into its decode steps: each step decodes one token of every request and carries {c} x {prompt} / "
+    "{answer} prompt tokens (a new prompt for every answer finished; a whole prompt fits beside the decode tokens, "
+    "so no prompt is split), the weights read once. By the course's method: the step's weight matmuls take the "
+    f"slower of one read of the weights at {pct(COURSE.bandwidth_efficiency)} of peak bandwidth and all its tokens' "
+    f"2 FLOPs per parameter at {pct(COURSE.compute_efficiency)} of the peak FLOP/s at FP8; its attention the slower "
+    "of the requests' KV cache, read at the average context, and the prompt tokens' causal attention FLOPs; then "
+    f"{COURSE.step_overhead_ms:g} ms per step and the all-reduces of all the step's tokens, collectives at "
+    f"{_LINK_ETA} of the link. What time per output token does a user see?",
     "ms",
-    _tpot_variant("H100 SXM", 4, 16, 8_192, 1_024),
+    _tpot_variant("H100 SXM", 4, 16, 4_096, 1_024),
     lambda r: _tpot_variant(*pick(r, _TPOT_SETUPS())),
     _tpot,
     (
-        "Decode step: the slower of (weights + {c} caches at prompt + answer/2 tokens) / ({n} x bandwidth x "
-        f"{COURSE.bandwidth_efficiency:g}) and {{c}} x 2 x parameters / ({{n}} x FP8 peak x "
-        f"{COURSE.compute_efficiency:g}); then add {COURSE.step_overhead_ms:g} ms and the 2 x {_L70.layers} "
-        f"all-reduces of {{c}} x {_L70.hidden:,} x {_ACT} bytes.",
-        "The prefill of {c} prompts: the slower of one weight read and their FLOPs (2 x parameters x prompt plus "
-        "2 x layers x heads x head dim x prompt^2 each), plus its all-reduces of {c} x {prompt} tokens.",
-        "Time per token = step + prefill x ({c} - 1) / ({c} x {answer}).",
+        "Prompt tokens a step carries: {c} x {prompt} / {answer} (lc.FORMULAS['steady_chunk_tokens']). A user gets "
+        "one token a step, so the time per token is the step's time (lc.FORMULAS['mixed_step_time']).",
+        "Matmuls: the slower of weights / ({n} x bandwidth x "
+        f"{COURSE.bandwidth_efficiency:g}) and ({{c}} + the prompt tokens) x 2 x parameters / ({{n}} x FP8 peak x "
+        f"{COURSE.compute_efficiency:g}). Attention: the slower of {{c}} caches at prompt + answer/2 tokens over the "
+        "same bandwidth and the prompt tokens' attention FLOPs, 2 x layers x heads x head dim x prompt each on "
+        "average (the causal term of the prompt's prefill FLOPs over its tokens).",
+        f"Add {COURSE.step_overhead_ms:g} ms and the 2 x {_L70.layers} all-reduces of ({{c}} + the prompt tokens) "
+        f"x {_L70.hidden:,} x {_ACT} bytes.",
     ),
     tolerance=0.02,
-    followup="Which part of it is largest: the decode step's memory reads, its all-reduces, its fixed cost, or the "
-    "prefill shared out?",
+    followup="Which part of it is largest: the weight matmuls, attention's reads, the all-reduces or the fixed cost? "
+    "How does it compare with the decode step without prompts?",
 )

@@ -33,18 +33,26 @@ def _capacity(model, gpu, prompt, answer):
 _REPLICA = (
     "A replica of {model} (BF16) on one {gpu} runs at "
     f"{_COURSE.bandwidth_efficiency:.0%} of peak bandwidth and {_COURSE.compute_efficiency:.0%} of peak FLOP/s "
-    f"with {_COURSE.memory_fraction:.0%} of memory usable (the course's method). Every request is {{prompt}} "
-    "prompt + {answer} answer tokens. The batch is as many requests as the KV memory holds (at most 256); each "
-    "decode step reads every request's KV at the average context (prompt + answer / 2) and pays a fixed "
-    f"{_COURSE.step_overhead_ms:g} ms on top (launches, scheduling); a batch's prompts are "
-    "prefilled together, each at 2 FLOPs per parameter per token plus the causal attention term. "
+    f"with {_COURSE.memory_fraction:.0%} of memory usable (the course's method), under vLLM. Every request is "
+    "{prompt} prompt + {answer} answer tokens. The engine admits requests on the KV blocks in use (at most 256): "
+    "conversations started at different times each hold their prompt and a uniform share of their answer, so B of "
+    "them hold on average B x KV per token x (prompt + answer / 2), with a spread of KV per token x answer x "
+    f"sqrt(B / 12), and B is the largest whose mean plus {_COURSE.admission_spreads:g} spreads fits beside the "
+    "weights. Each engine step decodes one token of every running request and carries B x prompt / answer "
+    "prompt tokens of the requests that replace finished ones (the whole prompt fits in the step's 8,192-token "
+    "budget), the weights read once: its weight matmuls take the slower of one weight read and all its tokens' "
+    "2 FLOPs per parameter, its attention the slower of the running requests' KV (read at the average context, "
+    "prompt + answer / 2) and the prompt tokens' causal attention FLOPs, and it pays a fixed "
+    f"{_COURSE.step_overhead_ms:g} ms on top (launches, scheduling). "
 )
 _CAP_HINTS = (
-    "Batch = min(256, free KV memory / (KV per token x (prompt + answer))), rounded down.",
-    f"Step time = the slower of its reads and its FLOPs, + {_COURSE.step_overhead_ms:g} ms. Requests per second = "
-    "1 / ({answer} x step time / batch + prefill time of one prompt).",
-    "lc.decode_step(..., batch=B, context_tokens=...) and lc.prefill(...) give the two times (with the course's "
-    "method, the default, the prefill includes the attention term).",
+    "Batch: the largest B (at most 256) with B x KV per token x (prompt + answer / 2) + "
+    f"{_COURSE.admission_spreads:g} x KV per token x answer x sqrt(B / 12) <= free KV memory "
+    "(lc.FORMULAS['kv_in_use']).",
+    "Step: prompt tokens c = B x {prompt} / {answer}; matmuls max(weights / bandwidth, (B + c) x 2 x parameters / "
+    "FLOP/s), attention max(B x KV at the average context / bandwidth, c x 2 x layers x heads x head dim x {prompt} "
+    f"/ FLOP/s), + {_COURSE.step_overhead_ms:g} ms (lc.FORMULAS['mixed_step_time']).",
+    "Each step finishes B output tokens: requests per second = B / (step time x {answer}).",
 )
 
 define(
@@ -56,7 +64,7 @@ define(
     dict(model="Llama-3.1-8B", gpu="H100 SXM", prompt=2_000, answer=600),
     lambda r: dict(
         model=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B")),
-        gpu=pick(r, ("H100 SXM", "H200 SXM", "A100 SXM 80GB")),
+        gpu=pick(r, ("H100 SXM", "H200 SXM", "B200")),
         prompt=pick(r, (1_000, 2_000, 4_000)),
         answer=pick(r, (150, 300, 600)),
     ),
@@ -248,7 +256,8 @@ define(
     "An idle replica of {model} (BF16) on one {gpu}, the course's method ("
     f"{_COURSE.compute_efficiency:.0%} of the BF16 peak, {_COURSE.bandwidth_efficiency:.0%} of peak bandwidth), "
     "prefills in chunks: each iteration processes at most {chunk} prompt tokens, and takes the slower of its "
-    "chunk's compute and one read of the weights. A prompt of {prompt} tokens arrives alone. How long does its "
+    f"chunk's compute and one read of the weights, plus the engine's fixed {_COURSE.step_overhead_ms:g} ms per "
+    "iteration (scheduling and launches). A prompt of {prompt} tokens arrives alone. How long does its "
     "prefill take, from its first chunk to its first token? (Charge each prompt token at the whole prompt's "
     "compute per token: 2 FLOPs per parameter plus the causal attention term averaged over the prompt.)",
     "ms",
@@ -257,14 +266,17 @@ define(
         model=pick(r, ("Llama-3.1-8B", "Qwen2.5-7B", "Qwen3-32B")),
         gpu=pick(r, ("H100 SXM", "H200 SXM", "B200")),
         prompt=pick(r, range(1_000, 16_001, 250)),
-        chunk=pick(r, (128, 256, 512, 1_024, 2_048)),
+        # chunks of 512 tokens or more: each full chunk is compute-bound on these models and GPUs, where the
+        # statement's charge (the prompt's average compute per token) is the engine step's, attention included
+        chunk=pick(r, (512, 768, 1_024, 2_048)),
     ),
     _chunked_alone,
     (
         "Chunks: {prompt} / {chunk}, rounded up; all full except the last.",
         "Compute per token = lc.prefill(model, gpu, {prompt}).compute_time / {prompt}; one read of the weights = "
         "lc.prefill(model, gpu, 1).memory_time.",
-        "Each iteration: max(its tokens x compute per token, one read of the weights); add them up.",
+        "Each iteration: max(its tokens x compute per token, one read of the weights), plus "
+        f"{_COURSE.step_overhead_ms:g} ms; add them up.",
     ),
     tolerance=0.02,
 )

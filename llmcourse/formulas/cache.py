@@ -12,6 +12,14 @@ Generated with SymPy 1.14.0.
 """
 
 DERIVED: dict[str, tuple[str, str]] = {
+    "Max:0c17e3c45ae7": (
+        "0c17e3c45ae725908873",
+        "Max(Mul(Pow(Symbol('\\\\beta', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{\\\\beta}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1)), Add(Symbol('K_{ch}', positive=True), Mul(Symbol('K_{seq}', positive=True), Symbol('n_{dec}', positive=True)))), Mul(Pow(Symbol('F', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{F}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1)), Add(Mul(Symbol('F_{attn}', positive=True), Symbol('n_{dec}', positive=True)), Mul(Symbol('F_{ch}', positive=True), Symbol('c_{ch}', positive=True)))))",
+    ),
+    "Max:71eb96e677fa": (
+        "71eb96e677fa0005d684",
+        "Max(Mul(Symbol('W_{read}', positive=True), Pow(Symbol('\\\\beta', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{\\\\beta}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1))), Mul(Symbol('F_{tok}', positive=True), Pow(Symbol('F', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{F}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1)), Add(Symbol('c_{ch}', positive=True), Symbol('n_{dec}', positive=True))))",
+    ),
     "Max:83f67ebb5176": (
         "83f67ebb5176c94c7d88",
         "Max(Mul(Symbol('W_{read}', positive=True), Pow(Symbol('\\\\beta', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{\\\\beta}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1))), Mul(Symbol('F_{tok}', positive=True), Symbol('B', positive=True, integer=True), Pow(Symbol('F', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{F}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1))))",
@@ -39,6 +47,14 @@ DERIVED: dict[str, tuple[str, str]] = {
     "Min:23cbc76f257c": (
         "23cbc76f257cc4dbad99",
         "Min(Symbol('T_{p}', positive=True), Symbol('k_{top}', positive=True, integer=True))",
+    ),
+    "Min:4da1ae304b4b": (
+        "4da1ae304b4bf011d06c",
+        "Min(Symbol('B', positive=True, integer=True), Mul(Symbol('T_{a}', positive=True), Symbol('C_{tok}', positive=True, integer=True), Pow(Add(Symbol('T_{a}', positive=True), Symbol('T_{p}', positive=True)), Integer(-1))))",
+    ),
+    "Min:615aa2489f39": (
+        "615aa2489f397933fd01",
+        "Min(Mul(Symbol('K_{seq}', positive=True), Symbol('B', positive=True, integer=True)), Add(Mul(Symbol('K_{mean}', positive=True), Symbol('B', positive=True, integer=True)), Mul(Rational(1, 6), Symbol('K_{ans}', positive=True), Symbol('z_{adm}', positive=True), Pow(Integer(3), Rational(1, 2)), Pow(Symbol('B', positive=True, integer=True), Rational(1, 2)))))",
     ),
     "Min:7b1267786bba": (
         "7b1267786bba6d82d9da",
@@ -153,6 +169,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     ),
     "break_even_utilisation_rented": ("654d6c9397e05d78971c", "_a1*_a2/(_a0*_a3)"),
     "capital_rate": ("d596b9f009eee558d36c", "(_a1 + _a0)/_a2"),
+    "capped_queue_wait": ("14e63f8c2b63f908f996", "(_a4 + _a3*(_a0 - 1))*(_a1/_a2 - 1)"),
     "closed_loop_prefill_wait": (
         "a093a3694e9188341a6a",
         "((_a2**2*(_a1 - 1)/((1/2)*_a3 - _a2*(_a1 - 1) + _a2 + _a4*(_a0 - 1) + sqrt(_a2**2*(2*_a1 - 2) + ((1/2)*_a3 - _a2*(_a1 - 1) + _a2 + _a4*(_a0 - 1))**2))) if ((1/2)*_a3 - _a2*(_a1 - 1) + _a2 + _a4*(_a0 - 1) >= 0) else (-1/4*_a3 + (1/2)*_a2*(_a1 - 1) - 1/2*_a2 - 1/2*_a4*(_a0 - 1) + (1/2)*sqrt(_a2**2*(2*_a1 - 2) + ((1/2)*_a3 - _a2*(_a1 - 1) + _a2 + _a4*(_a0 - 1))**2)))",
@@ -179,6 +196,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
         "1ea5c1a9a1cff023b4fa",
         "max(_a4/(_a2*_a1*_a8), _a3*_a6/(_a5*_a9*_a8)) + max(_a3*_a7/(_a2*_a1*_a8), _a3*_a0/(_a5*_a9*_a8))",
     ),
+    "decoding_batch": ("1dfd4bd94623a3b75b09", "min(_a1, _a0*_a3/(_a2 + _a0))"),
     "dedup_combine_message": ("7359a67272ccbb5c3828", "_a3*_a2*_a0*_a1"),
     "dedup_dispatch_message": ("96204182f92b14df0b33", "_a3*_a2*_a0*_a1"),
     "disagg_ttft": ("5e03f63fed2af99647b3", "_a3 + _a2 + _a0 + _a1"),
@@ -218,12 +236,17 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "kv_bytes_per_token_mla": ("fa4467fb0703057c3748", "_a0*_a2*(_a1 + _a3)"),
     "kv_bytes_per_token_widths": ("5156035b67a7479813b2", "_a0*_a1*_a2*(_a4 + _a3)"),
     "kv_handoff_time": ("a7c1dc13ab6cc298c3d2", "_a0 + _a5 + _a2/(_a1*_a4*_a3)"),
+    "kv_in_use": ("fc37a28c1b2aaf3cb9e7", "min(_a1*_a4, (1/6)*sqrt(3)*sqrt(_a1)*_a0*_a2 + _a1*_a3)"),
     "kv_replication": ("0bb1b9ccd2de6b9829b1", "max(1, _a1/_a0)"),
     "linear_state_bytes": ("8068f114ce8845c4c055", "_a2*(_a5*_a3*_a7*_a6 + _a0*_a1*(_a5*_a6 + 2*_a3*_a4))"),
     "littles_law": ("cd68be0484e756e7057d", "_a1*_a0"),
     "lora_adapter_params": ("bc50172e74fc7396c201", "_a6*_a5*(7*_a2 + 2*_a0*_a4 + 2*_a0*_a1 + 3*_a3)"),
     "max_batch": ("4106baf3bef11406169b", "floor((_a1 - _a2)/_a0)"),
     "mdc_wait": ("b02de0471c8d12b984ff", "(1/2)*_a1*_a2**(sqrt(2*_a0 + 2) - 1)/(_a0*(1 - _a2))"),
+    "mixed_step_time": (
+        "ed1030bbdff625209ff1",
+        "max(_a3/(_a2*_a1*_a11), _a9*(_a8 + _a6)/(_a7*_a12*_a11)) + max((_a8*_a10 + _a5)/(_a2*_a1*_a11), (_a8*_a0 + _a6*_a4)/(_a7*_a12*_a11))",
+    ),
     "mm1_max_rate": ("1a27e42f92e0229942b8", "_a0 - 1/_a1"),
     "mm1_time_in_system": ("792c028c898d11becbc5", "1/(_a1 - _a0)"),
     "mm1_utilisation": ("95b2685210474ff3ccd9", "_a0/_a1"),
@@ -264,6 +287,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "speculative_speedup_memory_bound": ("f990fbf78f7be93bb96a", "(1 - _a0**(_a2 + 1))/((1 - _a0)*(_a1*_a2 + 1))"),
     "speculative_throughput": ("a1ecb12bd5c2344816ac", "_a0*_a2/_a1"),
     "speculative_token_time": ("0aa0c97eecf5a72628d8", "_a0/_a1"),
+    "steady_chunk_tokens": ("095a6966aa9fdad968b9", "_a1*_a2/_a0"),
     "step_with_overhead": ("7b8a296a82479fe3d46b", "_a1 + _a0"),
     "throughput": ("fcc828657feeacce77d5", "_a0/_a1"),
     "token_efficiency": ("671260dc879a73a6eb4e", "_a3*_a2/(_a1*_a0)"),
@@ -279,7 +303,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "weight_load_time": ("59110f7dd398648bf73c", "_a1/_a0"),
     "weight_read_time": ("1a3b6cc497f53320b20b", "_a3/(_a1*_a0*_a2)"),
 }
-SOURCES = "2a2e0c445821239e1a96"
+SOURCES = "49eefb0bb2c62a873989"
 TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ("peak_request_rate", "request_rate", "peak request rate", "01_tokens", "daily_rate peak_factor"),
     ("token_rate", "token_rate", "tokens per second from requests", "01_tokens", "request_rate tokens_per_request"),
@@ -329,6 +353,13 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "sequences whose KV fits beside the weights",
         "03_kv_cache",
         "kv_per_sequence usable_memory weights",
+    ),
+    (
+        "kv_in_use",
+        "kv_in_use",
+        "KV a batch of staggered conversations holds: each its prompt and a uniform share of its answer (mean half, variance 1/12 of the answer's squared), the batch's mean plus z spreads, never more than all at their final length",
+        "03_kv_cache",
+        "admission_spreads batch kv_growth kv_mean kv_per_sequence",
     ),
     (
         "kv_bytes_by_layer_type",
@@ -429,6 +460,27 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "allreduce_latency layers",
     ),
     ("throughput", "throughput", "tokens per second of a batch", "05_decode", "batch step_time"),
+    (
+        "mixed_step_time",
+        "step_time",
+        "a step of decode tokens and a prompt chunk as its kernels run: the weight matmuls of every token (the weights read once), then attention (every KV read, every token's attention FLOPs), each the slower of its bytes and FLOPs",
+        "06_prefill",
+        "attention_flops_per_token bandwidth bandwidth_efficiency bytes_read chunk_attention_flops chunk_kv_read chunk_tokens compute_efficiency decode_tokens flops_per_token kv_per_sequence n_gpus peak_flops",
+    ),
+    (
+        "decoding_batch",
+        "batch",
+        "requests a mixed step decodes: all of them, unless the budget binds; then a step's tokens split between decode and prompt tokens as a request's answer and prompt do",
+        "06_prefill",
+        "answer_tokens batch prompt_tokens token_budget",
+    ),
+    (
+        "steady_chunk_tokens",
+        "chunk_tokens",
+        "prompt tokens each step carries so that the batch stays full: a prompt for every answer finished",
+        "06_prefill",
+        "answer_tokens batch prompt_tokens",
+    ),
     (
         "prefill_flops_linear",
         "prefill_flops",
@@ -962,6 +1014,13 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "output tokens per second of a closed loop of n_c requests (each: first token, then T_a - 1 more)",
         "12_validation",
         "answer_tokens concurrency time_per_token ttft",
+    ),
+    (
+        "capped_queue_wait",
+        "queue_wait",
+        "wait of a closed loop of n_c requests on an engine that runs B_run at once: each running request is served in its first token and T_a - 1 more, the rest queued (Little's law: n_c = X (W_q + service), X = B_run / service)",
+        "12_validation",
+        "answer_tokens concurrency running time_per_token ttft",
     ),
     (
         "closed_loop_request_time",

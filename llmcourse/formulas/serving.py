@@ -162,6 +162,17 @@ def _weights() -> None:
 # --- KV cache -----------------------------------------------------------------------------------
 kv_copies = symbol("kv_copies", r"c_{kv}", "", "copies of each KV head a tensor-parallel replica keeps")
 block_tokens = symbol("block_tokens", r"b_{blk}", "", "tokens per block of a paged KV cache", integer=True)
+# Admission on the KV blocks in use (vLLM's KVCacheManager, SGLang's token pool): conversations started at different
+# times each hold their prompt and the part of their answer written so far, a uniform share of it.
+kv_mean = symbol(
+    "kv_mean", r"K_{mean}", "B", "KV bytes a conversation holds on average: its prompt and half its answer"
+)
+kv_growth = symbol("kv_growth", r"K_{ans}", "B", "KV bytes a conversation's answer adds", allow_zero=True)
+admission_spreads = symbol(
+    "admission_spreads", r"z_{adm}", "", "spreads of the KV in use above its mean a batch is sized to hold",
+    allow_zero=True,
+)  # fmt: skip
+kv_in_use = symbol("kv_in_use", r"K_{use}", "B", "KV bytes a batch of staggered conversations holds")
 
 
 @section
@@ -202,6 +213,15 @@ def _kv_cache() -> None:
         "batch",
         floor((usable_memory - weights) / kv_per_sequence),
         "sequences whose KV fits beside the weights",
+        "03_kv_cache",
+    )
+    formula(
+        "kv_in_use",
+        "kv_in_use",
+        Min(batch * kv_per_sequence, batch * kv_mean + admission_spreads * kv_growth * sp.sqrt(batch / 12)),
+        "KV a batch of staggered conversations holds: each its prompt and a uniform share of its answer (mean half, "
+        "variance 1/12 of the answer's squared), the batch's mean plus z spreads, never more than all at their "
+        "final length",
         "03_kv_cache",
     )
 
@@ -338,6 +358,32 @@ time_per_token = symbol("time_per_token", r"\tau_{tok}", "s", "time between two 
 allreduce_latency = symbol(
     "allreduce_latency", r"t_{ar}", "s", "time of one tensor-parallel all-reduce", allow_zero=True
 )
+# A step of an engine that mixes prompt chunks into its decode steps (vLLM, TensorRT-LLM, llama.cpp): the decode
+# tokens and a chunk of prompt tokens in one forward pass, the weights read once.
+decode_tokens = symbol(
+    "decode_tokens",
+    r"n_{dec}",
+    "",
+    "requests a mixed step decodes (0: a step of a prompt chunk alone)",
+    allow_zero=True,
+)
+chunk_tokens = symbol(
+    "chunk_tokens", r"c_{ch}", "", "prompt tokens a step carries besides its decode tokens", allow_zero=True
+)
+chunk_attention_flops = symbol(
+    "chunk_attention_flops", r"F_{ch}", "FLOP", "attention FLOPs per prompt token of a chunk (QK and AV over its prefix)",
+    allow_zero=True,
+)  # fmt: skip
+chunk_kv_read = symbol(
+    "chunk_kv_read",
+    r"K_{ch}",
+    "B",
+    "KV bytes a step's prompt chunk reads (its prompt's earlier tokens)",
+    allow_zero=True,
+)
+token_budget = symbol(
+    "token_budget", r"C_{tok}", "", "tokens one engine step may carry: prompt chunks and decode tokens", integer=True
+)
 
 
 @section
@@ -396,6 +442,32 @@ def _decode() -> None:
         "05_decode",
     )
     formula("throughput", "throughput", batch / step_time, "tokens per second of a batch", "05_decode")
+    formula(
+        "mixed_step_time",
+        "step_time",
+        Max(bytes_read / _eff_bw, (decode_tokens + chunk_tokens) * flops_per_token / _eff_f)
+        + Max((decode_tokens * kv_per_sequence + chunk_kv_read) / _eff_bw,
+              (decode_tokens * attention_flops_per_token + chunk_tokens * chunk_attention_flops) / _eff_f),
+        "a step of decode tokens and a prompt chunk as its kernels run: the weight matmuls of every token (the "
+        "weights read once), then attention (every KV read, every token's attention FLOPs), each the slower of its "
+        "bytes and FLOPs",
+        "06_prefill",
+    )  # fmt: skip
+    formula(
+        "decoding_batch",
+        "batch",
+        Min(batch, token_budget * answer_tokens / (prompt_tokens + answer_tokens)),
+        "requests a mixed step decodes: all of them, unless the budget binds; then a step's tokens split between "
+        "decode and prompt tokens as a request's answer and prompt do",
+        "06_prefill",
+    )
+    formula(
+        "steady_chunk_tokens",
+        "chunk_tokens",
+        batch * prompt_tokens / answer_tokens,
+        "prompt tokens each step carries so that the batch stays full: a prompt for every answer finished",
+        "06_prefill",
+    )
 
 
 # --- Prefill ---------------------------------------------------------------------------------------

@@ -43,6 +43,10 @@ _wave = symbol(
     "wave_wait", r"W_{wave}", "s", "time a new request waits behind the prefills of its own wave", allow_zero=True
 )
 _tp, _ts, _ta, _tau = symbols("prefill_time", "step_time", "answer_tokens", "time_per_token")
+_queue = symbol(
+    "queue_wait", r"W_{q}", "s", "time a request of a closed loop waits for a running one to finish", allow_zero=True
+)
+_running = symbol("running", r"B_{run}", "", "requests an engine runs at once (what fits, and its cap)", integer=True)
 
 
 @section
@@ -91,6 +95,15 @@ def _closed_loop() -> None:
         "token_rate",
         _conc * _ta / (_ttft + (_ta - 1) * _tau),
         "output tokens per second of a closed loop of n_c requests (each: first token, then T_a - 1 more)",
+        CHAPTER,
+    )
+    formula(
+        "capped_queue_wait",
+        "queue_wait",
+        (_conc / _running - 1) * (_ttft + (_ta - 1) * _tau),
+        "wait of a closed loop of n_c requests on an engine that runs B_run at once: each running request is served "
+        "in its first token and T_a - 1 more, the rest queued (Little's law: n_c = X (W_q + service), X = B_run / "
+        "service)",
         CHAPTER,
     )
     formula(

@@ -510,12 +510,16 @@ def _prefix(variant: int, cached: bool = False, user_times: int = 1) -> dict[str
         weight_bytes="fp8",
         cached_prompt_tokens=system if cached else 0,
     )
+    # the first token of a request alone (no queue, no other request's decode tokens in its steps): what the prefix
+    # cache changes, whatever batch the plan then runs
+    alone = replica(g["model"], g["gpu"], tensor_parallel=g["n"], weight_bytes="fp8", prompt_tokens=prompt,
+                    answer_tokens=g["answer"], cached_prompt_tokens=system if cached else 0, batch=1)  # fmt: skip
     return _basics(g) | dict(
         system=system,
         user=user,
         total=prompt,
         rps=rps,
-        ttft=_ms(p.ttft),
+        ttft=_ms(alone.ttft),
         gpus=p.gpus,
         share=100 * system / prompt,
     )

@@ -737,6 +737,7 @@ def _rl(variant: int, shared: bool = False, times: int = 1) -> dict[str, Any]:
         x=per_s(r.throughput),
         batch=r.batch,
         hours=(seconds * n).to("hour").m,
+        prefilled=g["prompt"] - cached,  # prompt tokens each sample prefills itself
         wall=seconds.to("min"),
         prefill_pct=pct(r.prefill_share or 0.0),
     )

@@ -20,6 +20,7 @@ from llmcourse.replica.base import gpu_of, model_of, own_quantity, price_of
 from llmcourse.replica.deployment import Deployment, Workload
 from llmcourse.replica.memory import largest_batch, largest_within
 from llmcourse.replica.model import Replica, ReplicaSetup, SpeculativeSetup, setup_of
+from llmcourse.replica.scheduler import EngineSettings, engine_settings
 from llmcourse.replica.step import DecodeStep
 from llmcourse.simulator import PercentileSizing, SizingRun, build_replica, size_to_percentiles
 from llmcourse.units import (
@@ -130,6 +131,8 @@ class Plan:
     specs: tuple[Model, GPU] | None = field(default=None, repr=False, compare=False)
     #: How the tensor-parallel degree was chosen, when plan() searched for it (``tensor_parallel="auto"``).
     tensor_parallel_choice: str | None = None
+    #: The engine the replica runs under and its scheduler, in words (see :func:`engine_said`).
+    engine: str | None = None
 
     @property
     def throughput(self) -> pint.Quantity | None:
@@ -162,7 +165,7 @@ class Plan:
             f"; {self.tensor_parallel_choice}" if self.tensor_parallel_choice else ""
         )
         if not self.fits:
-            return [("fits", "no"), ("why", self.reason), ("tensor parallel", shape)]
+            return [("fits", "no"), ("why", self.reason), ("tensor parallel", shape), ("engine", self.engine or "")]
         mark = {True: "\u2713", False: "\u2717"}
         ms = lambda q: f"{x:,.1f} ms" if abs(x := to(q, "ms").m) < 1e9 else f"{x:.3g} ms"  # noqa: E731 (1e+308, not 309 digits)
         z, b = self.sizing, self.brief
@@ -210,6 +213,7 @@ class Plan:
                 ),
             ),
             ("tensor parallel", shape),
+            ("engine", self.engine or ""),
             ("requests in flight", f"{self.in_flight:,.0f}"),
             (
                 "$ per hour",
@@ -280,20 +284,27 @@ def plan(
     cached_prompt_tokens: float = 0,
     speculation: Any = None,
     simulation: SizingRun | None = None,
+    engine: str | EngineSettings | None = None,
 ) -> Plan:
     """Design a fleet of replicas of ``tensor_parallel`` GPUs for a brief, through :func:`replica`.
 
-    Each request's KV is sized for prompt + answer. The batch is the largest that fits and keeps
-    the time per token within its target (a batch of 1 if none does; the plan then reports the
-    target unmet); under the course's method that time includes the prefills of the requests that
-    join the batch between a user's steps. The time to first token is one prompt's prefill (of its
-    uncached part, with ``cached_prompt_tokens`` in a prefix cache). Requests per second per
-    replica come from the replica's throughput (with each request's prefill charged under the
-    course's and the planner's assumptions); replicas = ceil(rate x headroom / that); in flight
-    by Little's law; cost per million answer tokens = GPUs x price per hour / answer tokens per
-    hour. The memory share, the headroom and the efficiencies are the assumptions' (a what-if:
-    ``assumptions=resolve("course").replace(headroom=1.5)``); the six-step planner's method is
-    ``assumptions="planner"``.
+    The replica runs under ``engine``: an engine's name (``"vLLM"``, the default, ``"SGLang"``,
+    ``"TensorRT-LLM"``, ``"llama.cpp"``; an unknown name gets "did you mean") or
+    :class:`~llmcourse.replica.scheduler.EngineSettings` with its scheduler settings (the token budget of a
+    step, mixed or separate prefill, the most requests running); the plan says which (``plan.engine``, its
+    "engine" row). Under the course's method the batch is admitted on the KV blocks in use (staggered
+    conversations hold their prompt and half their answer on average) and its steps are the engine's: vLLM,
+    TensorRT-LLM and llama.cpp carry the new requests' prompt chunks in the decode steps, SGLang pauses decoding
+    for prefill batches of its own. The batch is the largest that fits and keeps the time per token within its
+    target (a batch of 1 if none does; the plan then reports the target unmet); that time includes the prompts
+    of the requests that join the batch. The time to first token is one prompt's prefill (of its uncached part,
+    with ``cached_prompt_tokens`` in a prefix cache; under the course's method its chunks, each a step shared
+    with the batch's decode tokens). Requests per second per replica come from the replica's throughput (with
+    each request's prefill charged under the course's and the planner's assumptions); replicas = ceil(rate x
+    headroom / that); in flight by Little's law; cost per million answer tokens = GPUs x price per hour /
+    answer tokens per hour. The memory share, the headroom and the efficiencies are the assumptions' (a
+    what-if: ``assumptions=resolve("course").replace(headroom=1.5)``); the six-step planner's method is
+    ``assumptions="planner"`` (each request sized at its final length, its prefill added to the decode steps).
 
     **Percentile targets** (``Brief(..., ttft_percentile=99)``): the queue decides a percentile, so the plan
     simulates it (:func:`llmcourse.simulator.simulate`, as ``simulation`` says: a
@@ -309,7 +320,16 @@ def plan(
     >>> b = Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
     >>> p = plan("Llama-3.1-8B", "H100 SXM", b)
     >>> p.fits, p.meets_targets, p.bottleneck, p.gpus, p.batch
-    (True, True, 'KV reads', 2, 123)
+    (True, True, 'compute', 2, 132)
+    >>> p.engine
+    'vLLM (8,192 tokens a step, prompt chunks mixed into decode steps, at most 1,024 running)'
+    >>> sg = plan("Llama-3.1-8B", "H100 SXM", b, engine="sglang")
+    >>> sg.engine, sg.batch
+    ('SGLang (8,192 tokens a step, separate prefill batches)', 122)
+    >>> plan("Llama-3.1-8B", "H100 SXM", b, engine="sglng")
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.UnknownNameError: no engine named 'sglng'. Did you mean 'SGLang'? Known: vLLM, SGLang, TensorRT-LLM, llama.cpp.
     >>> plan("Llama-3.1-8B", "H100 SXM", b, assumptions="planner").gpus
     1
     >>> tail = plan("Llama-3.1-8B", "H100 SXM", Brief(10, 2_000, 300, Q_(300, "ms"), Q_(50, "ms"), ttft_percentile=99))
@@ -334,11 +354,11 @@ def plan(
         return _plan_auto(
             model, gpu, brief, weight_bytes=weight_bytes, kv_bytes=kv_bytes, price_per_hour=price_per_hour,
             assumptions=assumptions, cached_prompt_tokens=cached_prompt_tokens, speculation=speculation,
-            simulation=simulation,
+            simulation=simulation, engine=engine,
         )  # fmt: skip
     d, w, a, price = _plan_inputs(
         model, gpu, brief, assumptions, price_per_hour, tensor_parallel, weight_bytes, kv_bytes, speculation,
-        cached_prompt_tokens,
+        cached_prompt_tokens, engine,
     )  # fmt: skip
     got = _planned(d, w, brief, a, price, True)
     if got.unfit is not None:
@@ -394,16 +414,22 @@ def _plan_inputs(
     kv_bytes: Any,
     speculation: Any,
     cached_prompt_tokens: Any,
+    engine: Any = None,
 ) -> tuple[Deployment, Workload, Assumptions, pint.Quantity]:
-    """:func:`plan`'s checks of its inputs (after ``@checked``'s), and what they are: the deployment, the workload
-    (the brief's lengths, at no batch), the assumptions and the price."""
+    """:func:`plan`'s checks of its inputs (after ``@checked``'s), and what they are: the deployment (under
+    ``engine``: a name or :class:`EngineSettings`), the workload (the brief's lengths, at no batch), the
+    assumptions and the price."""
     m, g = model_of(model), gpu_of(gpu)
     if not isinstance(brief, Brief):
         raise InputError(
             "brief must be a Brief(requests_per_second, prompt_tokens, answer_tokens, ttft_target, tpot_target)."
         )
     a, price = resolve(assumptions), price_of(g, price_per_hour)
-    d = Deployment(m, g, tensor_parallel, weight_bytes=weight_bytes, kv_bytes=kv_bytes, speculation=speculation)
+    e = engine_settings(engine)
+    d = Deployment(
+        m, g, tensor_parallel, weight_bytes=weight_bytes, kv_bytes=kv_bytes, speculation=speculation, engine=e.engine,
+        max_batched_tokens=e.max_batched_tokens, mixed_prefill=e.mixed_prefill, max_running=e.max_running,
+    )  # fmt: skip
     return d, Workload(brief.prompt_tokens, brief.answer_tokens, cached_prompt_tokens=cached_prompt_tokens), a, price
 
 
@@ -450,6 +476,7 @@ def _planned(
         tensor_parallel=got["tensor_parallel"],
         weight_precision=got.get("weight_precision"),
         specs=(d.model, d.gpu),
+        engine=engine_said(d, a),
     )
     if unfit is not None:
         return _Planned(base, unfit)
@@ -464,6 +491,24 @@ def _planned(
         ttft, tpot, rps = r.ttft, r.tpot, r.requests_per_second  # each worked out once
     replicas = int(F["gpus_for_rate"](request_rate=brief.requests_per_second, headroom=a.headroom, rps_per_gpu=rps).m)
     return _Planned(base, None, batch, r, ttft, tpot, rps, replicas)
+
+
+def engine_said(d: Deployment, a: Assumptions) -> str:
+    """The engine a plan runs under, in words: its scheduler as the replica model runs it (assumptions'
+    ``prefill_schedule`` ``"engine"``, the course's), or, under a method that adds each prefill to the decode
+    steps (the sources' presets), the engine named with that said.
+
+    Examples
+    --------
+    >>> d = Deployment("Llama-3.1-8B", "H100 SXM", engine="sglang")
+    >>> engine_said(d, resolve("course"))
+    'SGLang (8,192 tokens a step, separate prefill batches)'
+    >>> engine_said(d, resolve("planner"))
+    "SGLang (not modelled: the planner method adds each request's prefill to the decode steps)"
+    """
+    if a.prefill_schedule == "engine":
+        return d.scheduler.label()
+    return f"{d.engine} (not modelled: the {a.name} method adds each request's prefill to the decode steps)"
 
 
 def _batch_within(setup: ReplicaSetup | SpeculativeSetup, target: pint.Quantity, top: int) -> int:
@@ -524,9 +569,13 @@ def _plan_of(brief: Brief, price: pint.Quantity, got: _Planned, sizing: Percenti
         price=price,
         throughput=F["token_rate"](request_rate=brief.requests_per_second, tokens_per_request=brief.answer_tokens),
     )
-    bottleneck = (
-        "compute" if s.bound == "compute" else "KV reads" if greater(s.kv_read, s.weights_read) else "weight reads"
-    )
+    # what bounds the step the engine runs: its mixed step (prompt chunks beside the decode tokens), else the decode
+    # step's own (no engine's steps, or an engine that pauses decoding for prefill batches)
+    bottleneck = None if r.engine_step is None else r.engine_step.bound
+    if bottleneck is None:
+        bottleneck = (
+            "compute" if s.bound == "compute" else "KV reads" if greater(s.kv_read, s.weights_read) else "weight reads"
+        )
     return Plan(
         fits=True,
         reason="fits",
@@ -563,6 +612,7 @@ def lever_plan(
     cached_prompt_tokens: float = 0,
     speculation: Any = None,
     simulation: SizingRun | None = None,
+    engine: str | EngineSettings | None = None,
 ) -> Plan | _LeverFigures:
     """What a lever ranking reads of :func:`plan` with the same arguments (whether it fits and why, the GPUs,
     the time to first token and per token, the cost per hour, whether the targets are met), worked out by
@@ -572,11 +622,11 @@ def lever_plan(
         return plan(
             model, gpu, brief, weight_bytes=weight_bytes, kv_bytes=kv_bytes, price_per_hour=price_per_hour,
             tensor_parallel=tensor_parallel, assumptions=assumptions, cached_prompt_tokens=cached_prompt_tokens,
-            speculation=speculation, simulation=simulation,
+            speculation=speculation, simulation=simulation, engine=engine,
         )  # fmt: skip
     d, w, a, price = _plan_inputs(
         model, gpu, brief, assumptions, price_per_hour, tensor_parallel, weight_bytes, kv_bytes, speculation,
-        cached_prompt_tokens,
+        cached_prompt_tokens, engine,
     )  # fmt: skip
     got = _planned(d, w, brief, a, price, False)
     if got.unfit is not None:

@@ -552,6 +552,26 @@ class Comparison:
             return "aggregated"
         return "disaggregated"
 
+    @property
+    def tie(self) -> bool:
+        """Both meet the targets on as many GPUs: neither needs fewer (:attr:`winner` then picks aggregated)."""
+        agg, dis = self.aggregated, self.disaggregated
+        return agg.meets_targets and dis.meets_targets and agg.gpus == dis.gpus
+
+    @property
+    def verdict(self) -> str:
+        """Which needs fewer GPUs, in words: a tie said as a tie.
+
+        Examples
+        --------
+        >>> from types import SimpleNamespace as NS
+        >>> Comparison(NS(meets_targets=True, gpus=16), NS(meets_targets=True, gpus=16)).verdict
+        'a tie: 16 GPUs each (aggregated, the simpler system)'
+        """
+        if self.tie:
+            return f"a tie: {self.aggregated.gpus:,} GPUs each (aggregated, the simpler system)"
+        return self.winner
+
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) rows: both deployments' GPUs and times, then the verdict."""
         agg, dis = self.aggregated, self.disaggregated
@@ -568,7 +588,7 @@ class Comparison:
             f"{dis.gpus:,} GPUs ({dis.prefill.gpus:,} prefill + {dis.decode.gpus:,} decode); "
             f"TTFT {ms(dis.ttft)} {mark[dis.ttft_met]}, TPOT {ms(dis.tpot)} {mark[dis.tpot_met]}"
         )
-        return [("aggregated", a_row), ("disaggregated", d_row), *dis.rows(), ("fewer GPUs", self.winner)]
+        return [("aggregated", a_row), ("disaggregated", d_row), *dis.rows(), ("fewer GPUs", self.verdict)]
 
     def __str__(self) -> str:
         return "\n".join(f"{k:>30}: {v}" for k, v in self.rows())
@@ -599,7 +619,7 @@ def compare(
     >>> c = compare("Llama-3.1-70B", "H100 SXM", Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms")),
     ...             tensor_parallel=4, weight_bytes="fp8")
     >>> c.aggregated.gpus, c.disaggregated.gpus, c.winner
-    (20, 16, 'disaggregated')
+    (16, 16, 'aggregated')
     """
     if isinstance(brief, Brief):
         _refuse_percentiles(brief, "compare")

@@ -28,7 +28,7 @@ Examples
 >>> from llmcourse.units import Q_
 >>> b = Brief(20, 3_600, 400, Q_(1, "s"), Q_(40, "ms"))  # within Llama 2 13B's 4,096 positions
 >>> [(x.name, x.gpus) for x in rank_levers("Llama-2-13B", "H100 SXM", b)][:2]
-[('GQA, 8 KV heads', 12), ('shorter contexts', 15)]
+[('GQA, 8 KV heads', 9), ('shorter contexts', 12)]
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def rank_levers_against(
     >>> base = plan("Llama-2-13B", "H100 SXM", b)
     >>> levers = rank_levers_against("Llama-2-13B", "H100 SXM", b, base, HIT_RATE, CONTEXT_FRACTION, {})
     >>> [(x.name, x.gpus) for x in levers][:2]
-    [('GQA, 8 KV heads', 12), ('shorter contexts', 15)]
+    [('GQA, 8 KV heads', 9), ('shorter contexts', 12)]
     """
     m, g = model_of(model), gpu_of(gpu)
     cf = plain_number(context_fraction, "context_fraction", at_most=1.0)

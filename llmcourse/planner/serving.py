@@ -18,6 +18,7 @@ from llmcourse.replica.memory import check_weights_fit
 from llmcourse.replica.model import Replica, cost_per_million, replica
 from llmcourse.replica.parallel import decode_comm_time
 from llmcourse.replica.prefilling import Prefill
+from llmcourse.replica.scheduler import EngineSettings, engine_settings
 from llmcourse.replica.step import DecodeStep, matmul_precision, weights_read_per_step
 from llmcourse.units import (
     FLOP,
@@ -284,6 +285,7 @@ def serving_plan(
     prompt_tokens: float | None = None,
     price_per_hour: Any = None,
     assumptions: Assumptions | str | None = None,
+    engine: str | EngineSettings | None = None,
 ) -> ServingPlan:
     """Fill the GPUs' free memory with conversations of ``context_tokens`` and time one decode step:
     the table of the first worked example, from :func:`replica` with the largest batch.
@@ -292,7 +294,9 @@ def serving_plan(
     default) needs it, since it charges each request's prefill to the throughput and the cost;
     ``assumptions="envelope"`` is the method of the table as first published (decode only, at the
     datasheet bandwidth). "Alone" is one user with no KV read. When the weights do not fit, the
-    plan says so (``fits=False``).
+    plan says so (``fits=False``). ``engine`` (a name, or
+    :class:`~llmcourse.replica.scheduler.EngineSettings` with its scheduler settings; vLLM's defaults when
+    None) is the engine the replica runs under, as for :func:`~llmcourse.planner.plan`.
 
     Examples
     --------
@@ -300,13 +304,18 @@ def serving_plan(
     ...                    assumptions="envelope"))
     batch 94, 47 tok/s per user (92 if alone), 4,387 tok/s total, prefill 0.29 s, $0.32 per M output tokens at full load
     >>> print(serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8", prompt_tokens=2_000))
-    batch 94, 12 tok/s per user (57 if alone), 1,123 tok/s total with prefill, prefill 0.17 s, $1.24 per M output tokens at full load
+    batch 100, 13 tok/s per user (57 if alone), 1,267 tok/s total with prefill, prefill 0.17 s, $1.10 per M output tokens at full load
     >>> print(serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, assumptions="envelope"))
     weights 145 GB don't fit in 144 GB of usable memory: add GPUs or store fewer bytes per weight.
     """
+    e = engine_settings(engine)
     r = replica(
         model,
         gpu,
+        engine=e.engine,
+        max_batched_tokens=e.max_batched_tokens,
+        mixed_prefill=e.mixed_prefill,
+        max_running=e.max_running,
         tensor_parallel=n_gpus,
         context_tokens=context_tokens,
         prompt_tokens=prompt_tokens,

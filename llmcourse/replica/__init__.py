@@ -61,6 +61,7 @@ from llmcourse.replica.prefilling import (
     Prefill,
     prefill,
 )
+from llmcourse.replica.scheduler import EngineSettings
 from llmcourse.replica.setups import set_ups_aside
 from llmcourse.replica.speculative import (
     Speculation,
@@ -80,6 +81,7 @@ from llmcourse.replica.step import (
 __all__ = [
     "DecodeStep",
     "Deployment",
+    "EngineSettings",
     "Layout",
     "Prefill",
     "Replica",

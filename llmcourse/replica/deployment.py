@@ -1,5 +1,5 @@
 """What a replica is and what it serves, each in one frozen object: a :class:`Deployment` (a model on GPUs, its
-degrees of parallelism, its link, its precisions, its speculation) and a :class:`Workload` (the lengths of its
+degrees of parallelism, its link, its precisions, its speculation, its engine and scheduler settings) and a :class:`Workload` (the lengths of its
 requests, their cached prefix, the batch).
 
 The friendly keyword calls at the edge (:func:`~llmcourse.replica.replica`, :func:`~llmcourse.replica.decode_step`,
@@ -10,8 +10,12 @@ fields are what was given, checked by the edge that built them; a name of the ca
 Examples
 --------
 >>> d = Deployment("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, weight_bytes="fp8")
->>> d.model.name, d.gpu.name, d.tensor_parallel, d.weight_bytes
-('Llama-3.1-70B', 'H100 SXM', 2, 'fp8')
+>>> d.model.name, d.gpu.name, d.tensor_parallel, d.weight_bytes, d.engine
+('Llama-3.1-70B', 'H100 SXM', 2, 'fp8', 'vLLM')
+>>> Deployment("Llama-3.1-8B", "H100 SXM", engine="sglang", max_running=-1)
+Traceback (most recent call last):
+...
+llmcourse.errors.InputError: max_running (the most requests an engine runs at once) must be a whole number of at least 1, or None for the engine's default; got -1.
 >>> Workload(prompt_tokens=2_000, answer_tokens=300, batch=64).at(None)
 Workload(prompt_tokens=2000, answer_tokens=300, context_tokens=None, cached_prompt_tokens=0, batch=None)
 """
@@ -24,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from llmcourse.catalog import GPU, Model, gpus, models
 from llmcourse.catalog.precision import precisions_text
+from llmcourse.replica.scheduler import Scheduler, engine_name, scheduler_of
 
 if TYPE_CHECKING:
     from llmcourse.catalog import Link
@@ -38,8 +43,14 @@ class Deployment:
     stages, the experts of a MoE model split over ``expert_parallel`` GPUs (None: over all of them), collectives on
     ``link`` (None: the GPU's own), weights and KV cache stored at ``weight_bytes`` and ``kv_bytes`` per value (a
     precision name, a number of bytes, or a byte quantity; ``weight_bytes`` None: the model's checkpoint precision,
-    per tensor group, or a per-group mapping such as ``{"experts": "nvfp4", "other": "bf16"}``, kept as text), and ``speculation`` (a
-    :class:`~llmcourse.replica.speculative.Speculation`; None: the assumptions' own, off in every preset).
+    per tensor group, or a per-group mapping such as ``{"experts": "nvfp4", "other": "bf16"}``, kept as text), and
+    ``speculation`` (a :class:`~llmcourse.replica.speculative.Speculation`; None: the assumptions' own, off in every
+    preset), under
+    ``engine`` (``"vLLM"`` by default, ``"SGLang"``, ``"TensorRT-LLM"``, ``"llama.cpp"``; an unknown name gets "did
+    you mean") with its scheduler settings: ``max_batched_tokens`` (the tokens one step may carry, prompt chunks and
+    decode tokens together), ``mixed_prefill`` (prompt chunks ride in the decode steps, or run as prefill batches of
+    their own) and ``max_running`` (the most requests it runs at once), each None for the engine's default
+    (:mod:`~llmcourse.replica.scheduler`).
 
     ``model`` and ``gpu`` may be given by their catalog names; the object holds the catalog's entries.
     """
@@ -54,6 +65,10 @@ class Deployment:
     weight_bytes: Any = None
     kv_bytes: Any = 2
     speculation: Speculation | None = None
+    engine: str | None = None
+    max_batched_tokens: int | None = None
+    mixed_prefill: bool | None = None
+    max_running: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.model, Model):
@@ -62,6 +77,19 @@ class Deployment:
             object.__setattr__(self, "gpu", gpus[self.gpu])
         if isinstance(self.weight_bytes, Mapping):  # per tensor group: as text, a key of the kept set-ups
             object.__setattr__(self, "weight_bytes", precisions_text(self.weight_bytes))
+        object.__setattr__(self, "engine", engine_name(self.engine))  # None: the default engine, said by name
+        self.scheduler  # noqa: B018  (the settings checked here, each refused by its field's name)
+
+    @property
+    def scheduler(self) -> Scheduler:
+        """The engine's scheduler: its defaults on this GPU, with the settings given."""
+        return scheduler_of(
+            self.engine,
+            self.gpu,
+            max_batched_tokens=self.max_batched_tokens,
+            mixed_prefill=self.mixed_prefill,
+            max_running=self.max_running,
+        )
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,81 @@ def max_batch_si(usable: float, weights: float, kv_per_sequence: float) -> int:
     return int(F["max_batch"].value(usable_memory=usable, weights=weights, kv_per_sequence=kv_per_sequence))
 
 
+def admitted_batch_si(
+    usable: float, weights: float, kv_final: float, kv_mean: float, kv_growth: float, spreads: float
+) -> int:
+    """The batch an engine that pages its KV cache admits (assumptions' admission ``"blocks"``), on plain floats in
+    bytes: the largest ``B`` whose conversations, staggered, hold the KV of formula ``kv_in_use`` (the mean
+    ``B K_mean`` plus ``spreads`` spreads ``K_ans sqrt(B / 12)``, never more than ``B`` at their final length
+    ``kv_final``) beside the weights; never fewer than the batch that fits at the final length (:func:`max_batch_si`),
+    0 when not one conversation fits at its final length.
+
+    ``K_mean`` is one conversation's KV at its prompt and half its answer, ``K_ans`` what its answer adds: each of
+    ``B`` conversations at a uniform point of its answer holds a share ``U`` of it, of mean 1/2 and variance 1/12.
+
+    Examples
+    --------
+    >>> admitted_batch_si(100.0, 20.0, 4.0, 3.0, 2.0, 0.0)  # the mean alone: 80 / 3
+    26
+    >>> admitted_batch_si(100.0, 20.0, 4.0, 3.0, 2.0, 2.0)  # 3 B + 4 sqrt(B / 12) <= 80: B = 24 (72 + 5.66)
+    24
+    >>> admitted_batch_si(100.0, 20.0, 4.0, 3.0, 2.0, 50.0), max_batch_si(100.0, 20.0, 4.0)  # never below the static
+    (20, 20)
+    """
+    static = max_batch_si(usable, weights, kv_final)
+    if static < 1 or kv_mean <= 0:  # (a mean that underflows to 0 bytes: the batch at the final length)
+        return static
+    room, b = usable - weights, spreads * kv_growth / math.sqrt(12)
+
+    def held(n: int) -> float:
+        return F["kv_in_use"].value(
+            batch=n, kv_per_sequence=kv_final, kv_mean=kv_mean, kv_growth=kv_growth, admission_spreads=spreads
+        )
+
+    # the root of kv_mean x^2 + b x = room in x = sqrt(B), a start the formula then checks either way
+    x = (-b + math.sqrt(b * b + 4 * kv_mean * room)) / (2 * kv_mean)
+    n = max(static, int(x * x))
+    while held(n + 1) <= room:
+        n += 1
+    while n > static and held(n) > room:
+        n -= 1
+    return n
+
+
+def admission_si(
+    a: Assumptions,
+    usable: float,
+    weights: float,
+    kv_final: float,
+    kv_at: Callable[[float], float],
+    prompt: float | None,
+    answer: float,
+) -> tuple[int, tuple[float, float] | None]:
+    """The batch a replica admits under the assumptions' ``admission``, on plain floats in bytes, and the KV it is
+    admitted on: every replica's one rule (the plain one, :class:`~llmcourse.replica.model.ReplicaSetup`, and the
+    speculative one, :func:`~llmcourse.replica.speculative.speculative_memory`, call it).
+
+    ``kv_final`` is one conversation's KV at its final length (every copy the replica keeps, a draft's too) and
+    ``kv_at(t)`` the same at ``t`` tokens of its prompt and answer. Admission ``"final"``, or no prompt length
+    known: the largest batch at the final length (:func:`max_batch_si`), and None. Admission ``"blocks"``: the
+    batch of :func:`admitted_batch_si` on the conversation's mean (its prompt and half its answer) and what its
+    answer adds, and those two.
+
+    Examples
+    --------
+    >>> from llmcourse.assumptions import resolve
+    >>> kv = lambda t: 1e6 * t  # 1 MB a token
+    >>> admission_si(resolve("lab"), 100e9, 20e9, kv(2_300), kv, 2_000, 300)  # 80 GB / 2.3 GB
+    (34, None)
+    >>> admission_si(resolve("course"), 100e9, 20e9, kv(2_300), kv, 2_000, 300)  # 2.15 B + 0.6 sqrt(B / 12) <= 80
+    (36, (2150000000.0, 300000000.0))
+    """
+    if a.admission != "blocks" or prompt is None:
+        return max_batch_si(usable, weights, kv_final), None
+    admitted = (kv_at(prompt + answer / 2), kv_final - kv_at(prompt))
+    return admitted_batch_si(usable, weights, kv_final, *admitted, a.admission_spreads), admitted
+
+
 def largest_batch(meets: Callable[[int], bool], top: int) -> int:
     """The largest batch in 1..``top`` for which ``meets(batch)`` holds, or 0 if even batch 1 fails;
     ``meets`` must hold up to some batch and fail beyond it (as a step-time or speed target does,

@@ -4,6 +4,7 @@ is the one front door (a plain or a speculative replica)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -31,17 +32,17 @@ from llmcourse.replica.base import (
 )
 from llmcourse.replica.deployment import Deployment, Workload
 from llmcourse.replica.memory import (
+    admission_si,
     check_weights_fit,
     gpus_for_weights,
     kv_copies_si,
     kv_sequence_si,
-    max_batch_si,
     usable_si,
     weight_parts_si,
     weights_si,
 )
 from llmcourse.replica.parallel import Layout, layout
-from llmcourse.replica.prefilling import Prefill, prefiller
+from llmcourse.replica.prefilling import Prefill, prefiller, prompt_chunks, separate_prefill_s
 from llmcourse.replica.setups import keep_set_up, kept_set_up, set_up_key
 from llmcourse.replica.speculative import (
     Speculation,
@@ -50,7 +51,7 @@ from llmcourse.replica.speculative import (
     speculative_cycle,
     speculative_memory,
 )
-from llmcourse.replica.step import DecodeStep, decoder, matmul_precision
+from llmcourse.replica.step import DecodeStep, EngineStep, decoder, matmul_precision
 from llmcourse.units import (
     BYTE,
     GB,
@@ -101,6 +102,9 @@ class Replica:
     price_per_hour: pint.Quantity | None = None
     reason: str = "fits"
     layout: Layout | None = field(default=None, repr=False)
+    engine: str = "vLLM"
+    engine_step: EngineStep | None = field(default=None, repr=False)
+    kv_in_use: pint.Quantity | None = field(default=None, repr=False)
 
     @property
     def n_gpus(self) -> int:
@@ -114,7 +118,10 @@ class Replica:
 
     @property
     def memory_used(self) -> pint.Quantity:
-        return to(self.weights + self.batch * self.kv_per_sequence, GB)
+        """The weights and the batch's KV cache: at their final length, or (admission ``"blocks"``) the KV the
+        staggered conversations hold (formula ``kv_in_use``)."""
+        kv = self.batch * self.kv_per_sequence if self.kv_in_use is None else self.kv_in_use
+        return to(self.weights + kv, GB)
 
     @property
     def decode_throughput(self) -> pint.Quantity:
@@ -130,6 +137,8 @@ class Replica:
         """Output tokens per second: with prefill charged (``count_prefill``), the batch's prompts
         are prefilled and its answers decoded in turn (the cycle); otherwise decode steps only."""
         s = self._need_step()
+        if self.engine_step is not None:
+            return self.engine_step.throughput
         if not self.counts_prefill:
             return s.throughput
         return to(
@@ -144,7 +153,10 @@ class Replica:
 
     @property
     def prefill_share(self) -> float | None:
-        """Share of the cycle spent prefilling (None when prefill is not charged)."""
+        """Share of the cycle spent prefilling (None when prefill is not charged); under an engine's scheduler,
+        the share of a user's time per token the prompts take (:attr:`EngineStep.prefill_share`)."""
+        if self.engine_step is not None:
+            return self.engine_step.prefill_share
         if not self.counts_prefill:
             return None
         return float(
@@ -158,8 +170,11 @@ class Replica:
     @property
     def tpot(self) -> pint.Quantity:
         """Time per output token a user sees: one decode step, plus (with ``prefill_interference``)
-        its share of the other requests' prefills that run between its steps."""
+        its share of the other requests' prefills that run between its steps; under an engine's scheduler
+        (assumptions' ``prefill_schedule`` ``"engine"``), the step the engine runs (:class:`EngineStep`)."""
         s = self._need_step()
+        if self.engine_step is not None:
+            return self.engine_step.time_per_token
         if not (self.assumptions.prefill_interference and self.batch_prefill is not None):
             return s.step_time
         return to(
@@ -181,10 +196,10 @@ class Replica:
         """Time to first token with no queue: the assumptions' per-request overhead, then one prompt's prefill."""
         if self.first_prefill is None:
             raise InputError(_NO_PROMPT)
+        pre = self.first_prefill.time if self.engine_step is None else self.engine_step.first_token_prefill
         return to(
             F["first_token_time"](
-                request_overhead=quantity(self.assumptions.request_overhead_ms, MS),
-                prefill_time=self.first_prefill.time,
+                request_overhead=quantity(self.assumptions.request_overhead_ms, MS), prefill_time=pre
             ),
             MS,
         )
@@ -259,6 +274,10 @@ def replica(
     data_parallel: int = 1,
     expert_parallel: int | None = None,
     link: Any = None,
+    engine: str | None = None,
+    max_batched_tokens: int | None = None,
+    mixed_prefill: bool | None = None,
+    max_running: int | None = None,
 ) -> Replica:
     """The one replica model: ``tensor_parallel`` GPUs serving ``batch`` requests of
     ``prompt_tokens`` in and ``answer_tokens`` out (the largest batch that fits if ``batch`` is
@@ -280,12 +299,21 @@ def replica(
     collectives on ``link`` (the GPU's own by default): see :func:`decode_step`. With several
     attention groups each holds the attention weights whole, so the weights held grow.
 
+    ``engine`` (``"vLLM"`` by default, ``"SGLang"``, ``"TensorRT-LLM"``, ``"llama.cpp"``) and its scheduler settings
+    (``max_batched_tokens``, ``mixed_prefill``, ``max_running``; None: the engine's defaults,
+    :mod:`~llmcourse.replica.scheduler`) set, under the course's assumptions (``prefill_schedule`` ``"engine"``),
+    the steps the replica runs: a step carries its decode tokens and a prompt chunk within the token budget, or
+    separate prefill batches pause decoding; the time per token, the throughput and the first token follow from those
+    steps (:class:`~llmcourse.replica.step.EngineStep`), and the batch is capped at ``max_running``. With admission
+    ``"blocks"`` (the course's) the largest batch is the one whose staggered conversations fit (formula
+    ``kv_in_use``), not all at their final length.
+
     Examples
     --------
     >>> r = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300,
     ...             weight_bytes="fp8")
     >>> r.batch, round(r.step.step_time.to(MS).m, 1), round(r.throughput.m), r.fits
-    (94, 32.3, 1123, True)
+    (100, 33.2, 1267, True)
     >>> e = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, context_tokens=2_300, weight_bytes="fp8",
     ...             assumptions="envelope")
     >>> round(e.throughput.m), round(e.cost_per_million_output_tokens.m, 2)
@@ -294,6 +322,7 @@ def replica(
     deployment, workload = _objects(
         model, gpu, tensor_parallel, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes, kv_bytes,
         speculation, prompt_tokens, answer_tokens, context_tokens, cached_prompt_tokens,
+        (engine, max_batched_tokens, mixed_prefill, max_running),
     )  # fmt: skip
     return setup_of(deployment, workload, resolve(assumptions), price_per_hour).at(batch)
 
@@ -313,11 +342,13 @@ def _objects(
     answer_tokens: Any,
     context_tokens: Any,
     cached_prompt_tokens: Any,
+    engine: tuple[Any, Any, Any, Any] = (None, None, None, None),
 ) -> tuple[Deployment, Workload]:
-    """The :class:`Deployment` and the :class:`Workload` (at no batch) of :func:`replica`'s checked keywords."""
+    """The :class:`Deployment` and the :class:`Workload` (at no batch) of :func:`replica`'s checked keywords
+    (``engine``: the engine's name and its scheduler settings, as :class:`Deployment` takes them)."""
     deployment = Deployment(
         model_of(model), gpu_of(gpu), tensor_parallel, pipeline_parallel, data_parallel, expert_parallel, link,
-        weight_bytes, kv_bytes, speculation,
+        weight_bytes, kv_bytes, speculation, *engine,
     )  # fmt: skip
     return deployment, Workload(prompt_tokens, answer_tokens, context_tokens, cached_prompt_tokens)
 
@@ -341,6 +372,10 @@ def replica_setup(
     data_parallel: int = 1,
     expert_parallel: int | None = None,
     link: Any = None,
+    engine: str | None = None,
+    max_batched_tokens: int | None = None,
+    mixed_prefill: bool | None = None,
+    max_running: int | None = None,
 ) -> Callable[[int | None], Replica]:
     """The set-up of ``replica(model, gpu, batch=..., ...)`` for a caller that asks one replica at several
     batches (batches it has checked): :func:`replica`'s checks (the same parameters, checked by the same names)
@@ -353,11 +388,12 @@ def replica_setup(
     >>> s = replica_setup("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300,
     ...                   weight_bytes="fp8")
     >>> s.at(None).batch, s.at(16).batch, round(s.tpot_ms(16), 1) == round(s.at(16).tpot.m, 1)
-    (97, 16, True)
+    (103, 16, True)
     """
     deployment, workload = _objects(
         model, gpu, tensor_parallel, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes, kv_bytes,
         speculation, prompt_tokens, answer_tokens, context_tokens, cached_prompt_tokens,
+        (engine, max_batched_tokens, mixed_prefill, max_running),
     )  # fmt: skip
     return setup_of(deployment, workload, resolve(assumptions), price_per_hour)
 
@@ -402,7 +438,7 @@ class ReplicaSetup(_Shared):
     >>> d, w = Deployment("Llama-3.1-8B", "H100 SXM"), Workload(prompt_tokens=2_000, answer_tokens=300)
     >>> s = setup_of(d, w, resolve())
     >>> s.max_batch, s.at(16).batch, round(s.tpot_ms(16), 2) == round(s.at(16).tpot.to(MS).m, 2)
-    (185, 16, True)
+    (197, 16, True)
     """
 
     def __init__(self, deployment: Deployment, workload: Workload, a: Assumptions, price_per_hour: Any) -> None:
@@ -416,7 +452,24 @@ class ReplicaSetup(_Shared):
         self._final, self._prompt, self._answer = final, p, ans
         # plain floats in bytes from here (the formulas by value); the units are attached to what is returned
         w, mem, kv_seq = self._w, self._mem, self._kv_seq = _memory_si(d, lay, a, final)
-        self.max_batch = top = max_batch_si(mem, w, kv_seq)
+        # the batch admitted, and (admission "blocks") the KV of a conversation on average and what its answer adds,
+        # each with the copies _memory_si counted
+        top, self._admitted = admission_si(
+            a, mem, w, kv_seq, lambda t: kv_sequence_si(m, t, d.kv_bytes) * kv_seq / kv_sequence_si(m, final, d.kv_bytes),
+            p, ans,
+        )  # fmt: skip
+        engine = a.prefill_schedule == "engine" and p is not None
+        # the engine's steps carry prompts only where the prompts are prefilled: a replica whose requests arrive
+        # prefilled (count_prefill and prefill_interference off, a disaggregated decode pool's) decodes alone
+        self._engine = engine and (a.count_prefill or a.prefill_interference)
+        self._sched = d.scheduler
+        # the engine's cap on running requests is per scheduler, and each data-parallel attention group runs its own
+        # (vLLM starts an engine core per data-parallel rank, each with its max_num_seqs; TensorRT-LLM's attention DP
+        # ranks each batch up to max_batch_size)
+        self._cap = None if self._sched.max_running is None else self._sched.max_running * lay.data_parallel
+        if engine and self._cap is not None and top > 0:
+            top = min(top, self._cap)  # the engine runs no more, whatever fits
+        self.max_batch = top
         price = None
         if price_per_hour is not None or g.price_per_hour is not None:
             price = price_of(g, price_per_hour)
@@ -426,8 +479,8 @@ class ReplicaSetup(_Shared):
             model=m.name, gpu=g.name, tensor_parallel=lay.tensor_parallel, assumptions=a,
             weights=quantity(w * BYTES_TO_GB, GB._units), usable_memory=quantity(mem * BYTES_TO_GB, GB._units),
             kv_per_sequence=quantity(kv_seq * BYTES_TO_GB, GB._units), max_batch=top, context_tokens=final,
-            matmul=matmul_precision(d.weight_bytes, g, a, m), weight_precision=precision_label(m, d.weight_bytes), spec=m, prompt_tokens=p, answer_tokens=ans,
-            price_per_hour=price, layout=lay,
+            matmul=matmul_precision(d.weight_bytes, g, a, m), weight_precision=precision_label(m, d.weight_bytes),
+            spec=m, prompt_tokens=p, answer_tokens=ans, price_per_hour=price, layout=lay, engine=d.engine,
         ))  # fmt: skip
         cached = workload.cached_prompt_tokens
         if cached:  # checked under plan()'s name (the prefill checks it again as its cached_tokens)
@@ -450,6 +503,8 @@ class ReplicaSetup(_Shared):
         self._decoder = once(lambda: decoder(d, lay, a, self._kv_ctx, cp))
         self._prefiller = once(lambda: prefiller(d, lay, a, p, cached, cp))
         self._first_ms = once(lambda: S_TO_MS * self._prefiller()(1, True))  # one prompt's Prefill.time in ms
+        self._chunks: dict[int, list[tuple[float, float, float]]] = {}  # a prompt's chunks, by the room a step leaves
+        self._engine_at: dict[int, tuple[float, float, float, float, float | None, float, float]] = {}
         # a batch's step, prefill and time per token in ms, as tpot_ms found them (kept with the set-up: a search
         # against another target, or the same one again, asks mostly the same batches)
         self._probed: dict[int, tuple[float, float | None, float]] = {}
@@ -486,11 +541,7 @@ class ReplicaSetup(_Shared):
         b = top if batch is None else int(batch)
         reason = "fits"
         if b > top:
-            reason = (
-                f"a batch of {b} needs {fmt(quantity(self._w + b * self._kv_seq, BYTE), 'GB')} but "
-                f"{fmt(quantity(self._mem, BYTE), 'GB')} is usable on {self._where}: "
-                f"at most {top} sequences of {self._final:,.0f} tokens fit."
-            )
+            reason = self._over(b)
         step = self._decoder()(b)
         first = batch_pre = None
         if self._prompt is not None:
@@ -504,8 +555,123 @@ class ReplicaSetup(_Shared):
             reason=reason,
             kv_read_tokens=self._kv_ctx,
             cached_prompt_tokens=float(self.workload.cached_prompt_tokens),
+            engine_step=self._engine_step(b) if self._engine else None,
+            kv_in_use=None if self._admitted is None else quantity(self._held(b) * BYTES_TO_GB, GB._units),
             **_owned(self.base),
         )
+
+    def _held(self, b: int) -> float:
+        """Bytes of KV ``b`` conversations hold (formula ``kv_in_use``; at their final length without admission
+        ``"blocks"``)."""
+        if self._admitted is None:
+            return b * self._kv_seq
+        mean, growth = self._admitted
+        return F["kv_in_use"].value(batch=b, kv_per_sequence=self._kv_seq, kv_mean=mean, kv_growth=growth,
+                                    admission_spreads=self.assumptions.admission_spreads)  # fmt: skip
+
+    def _over(self, b: int) -> str:
+        """Why a batch of ``b`` is more than the replica runs: its KV cache, or the engine's cap."""
+        cap = self._cap if self.assumptions.prefill_schedule == "engine" else None
+        if cap is not None and b > cap and self._w + self._held(b) <= self._mem:
+            return f"a batch of {b} is more than the {cap:,} requests {self._sched.engine} runs at once (max_running)."
+        held = "staggered conversations" if self._admitted is not None else f"sequences of {self._final:,.0f} tokens"
+        return (
+            f"a batch of {b} needs {fmt(quantity(self._w + self._held(b), BYTE), 'GB')} but "
+            f"{fmt(quantity(self._mem, BYTE), 'GB')} is usable on {self._where}: at most {self.max_batch} {held} fit."
+        )
+
+    def _engine_figures(self, b: int) -> tuple[float, float, float, float, float | None, float, float]:
+        """The engine's steps at a batch of ``b`` (see :class:`EngineStep`), in seconds and 1/s as plain floats:
+        (decoding, chunk tokens, time per token, the first token's prefill, the cycle's prefill batches or None,
+        output tokens per second, the decode step alone)."""
+        got = self._engine_at.get(b)
+        if got is not None:
+            return got
+        sc, ans, dec = self._sched, self._answer, self._decoder()
+        new = self._prompt - float(self.workload.cached_prompt_tokens)  # the prompt tokens to compute
+        alone = dec(b, True)  # the decode step without prompts
+        if sc.mixed_prefill:  # vLLM, TensorRT-LLM, llama.cpp: prompt chunks ride in the decode steps
+            # each data-parallel attention group runs its own scheduler with its own budget, in step with the others
+            dp = 1 if self.layout is None else self.layout.data_parallel
+            budget = sc.token_budget * dp
+            n = F["decoding_batch"].value(batch=b, token_budget=budget, answer_tokens=ans, prompt_tokens=new)
+            c = F["steady_chunk_tokens"].value(batch=n, prompt_tokens=new, answer_tokens=ans)
+            chunks = self._chunks_of(sc.token_budget - n / dp)
+            att = sum(k * f for k, f, _ in chunks) / new  # attention FLOPs per prompt token, over the whole prompt
+            kv = c / new * sum(r for _, _, r in chunks)  # the earlier KV a step's chunks read
+            tpot = dec.mixed(n, c, att, kv)[0]
+            # a new prompt is chunked by its own group's budget, beside that group's decode tokens
+            first = sum(dec.mixed(b - 1, k, f, r)[0] for k, f, r in self._chunks_of(sc.token_budget - (b - 1) / dp))
+            got = (n, c, tpot, first, None, F["throughput"].value(batch=n, step_time=tpot), alone)
+        else:  # SGLang without mixed chunks: prefill batches of their own pause every decoding request
+            over = self.assumptions.step_overhead_ms * MS_TO_S
+            cycle = separate_prefill_s(self._prefiller(), b, new, sc.token_budget, over)
+            first = separate_prefill_s(self._prefiller(), 1, new, sc.token_budget, over)
+            tpot = F["interleaved_tpot"].value(step_time=alone, prefill_time=cycle, batch=b, answer_tokens=ans)
+            rate = F["cycle_throughput"].value(batch=b, answer_tokens=ans, prefill_time=cycle, step_time=alone)
+            got = (b, 0.0, tpot, first, cycle, rate, alone)
+        self._engine_at[b] = got
+        return got
+
+    def engine_parts(self, b: int) -> dict[str, Any]:
+        """The engine's steps at a batch of ``b`` in parts (seconds), for a caller that re-weighs the efficiencies
+        (validation's fits): with mixed prefill, ``"step"`` (the steady step's time, memory time and compute time) and
+        ``"first"`` (the same of each step of a new prompt's chunks); with separate prefill batches, ``"passes"`` and
+        ``"pass"`` (the forward passes of the batch's prefill and one pass's :class:`Prefill`), ``"first_passes"`` and
+        ``"first_pass"`` (the same for one prompt). Empty when the replica does not run an engine's steps."""
+        if not self._engine:
+            return {}
+        sc, dec = self._sched, self._decoder()
+        new = self._prompt - float(self.workload.cached_prompt_tokens)
+        if sc.mixed_prefill:
+            first = [dec.mixed(b - 1, k, f, r) for k, f, r in self._chunks_of(sc.token_budget - (b - 1))]
+            return {"step": self._steady_step(b), "first": first}
+        passes, first_passes = math.ceil(b * new / sc.token_budget), math.ceil(new / sc.token_budget)
+        pre = self._prefiller()
+        return {
+            "passes": passes,
+            "pass": pre(b / passes),
+            "first_passes": first_passes,
+            "first_pass": pre(1 / first_passes),
+        }
+
+    def _steady_step(self, b: int) -> tuple[float, tuple[float, float], tuple[float, float]]:
+        """The steady mixed step of a batch of ``b`` (an engine that mixes prompt chunks into its decode steps): its
+        time, its kernels' memory times and compute times, in seconds (the decoder's ``mixed``)."""
+        new = self._prompt - float(self.workload.cached_prompt_tokens)
+        n, c = self._engine_figures(b)[:2]
+        chunks = self._chunks_of(self._sched.token_budget - n)
+        att = sum(k * f for k, f, _ in chunks) / new
+        kv = c / new * sum(r for _, _, r in chunks)
+        return self._decoder().mixed(n, c, att, kv)
+
+    def _chunks_of(self, room: float) -> list[tuple[float, float, float]]:
+        """The prompt's chunks when a step leaves ``room`` tokens beside its decode tokens (at least 1)."""
+        r = max(1, int(room))
+        got = self._chunks.get(r)
+        if got is None:
+            d, a = self.deployment, self.assumptions
+            got = self._chunks[r] = prompt_chunks(
+                d, self.layout, a, self._prompt, self.workload.cached_prompt_tokens, r
+            )
+        return got
+
+    def _engine_step(self, b: int) -> EngineStep:
+        """The :class:`EngineStep` of a batch of ``b``, its times as quantities."""
+        n, c, tpot, first, cycle, rate, alone = self._engine_figures(b)
+        sc = self._sched
+        bound = None
+        if sc.mixed_prefill:  # what bounds the mixed step the engine runs: a kernel at its FLOPs, else the larger read
+            _, (wm, am), (wc, ac) = self._steady_step(b)
+            bound = "compute" if wc > wm or ac > am else "KV reads" if am > wm else "weight reads"
+
+        def ms(t: float) -> pint.Quantity:
+            return quantity(t * S_TO_MS, MS._units)
+
+        return EngineStep(
+            sc.engine, sc.mixed_prefill, sc.token_budget, n, c, ms(tpot), ms(first), quantity(rate, PER_S._units),
+            None if cycle is None else ms(cycle), ms(alone), bound,
+        )  # fmt: skip
 
     __call__ = at
 
@@ -517,6 +683,8 @@ class ReplicaSetup(_Shared):
         if self.unfit is not None:
             self.at(batch)._need_step()  # raises: no step
         a, p = self.assumptions, self._prompt
+        if self._engine:
+            return S_TO_MS * self._engine_figures(batch)[2]
         step_ms = S_TO_MS * self._decoder()(batch, True)
         if not (a.prefill_interference and p is not None):
             self._probed[batch] = (step_ms, None, step_ms)
@@ -537,6 +705,10 @@ class ReplicaSetup(_Shared):
         if self._prompt is None:
             raise InputError(_NO_PROMPT)
         a, ans = self.assumptions, self._answer
+        if self._engine:  # the engine's steps (Replica.ttft, tpot and requests_per_second by their formulas)
+            _, _, tpot, first_s, _, rate, _ = self._engine_figures(batch)
+            ttft = F["first_token_time"].value(request_overhead=a.request_overhead_ms * MS_TO_S, prefill_time=first_s)
+            return S_TO_MS * ttft, S_TO_MS * tpot, rate / ans
         first = self._first_ms()  # Prefill.time of one prompt, in ms
         ttft = F["first_token_time"].value(
             request_overhead=a.request_overhead_ms * MS_TO_S, prefill_time=first * MS_TO_S
@@ -671,7 +843,7 @@ def speculative_replica(model: Model | str, gpu: GPU | str, speculation: Specula
     >>> plain = replica("Llama-3.1-70B", "H100 SXM", **kw)
     >>> spec = speculative_replica("Llama-3.1-70B", "H100 SXM", Speculation("eagle head", 4, 0.7), **kw)
     >>> (plain.batch, round(plain.tokens_per_s_per_user.m)), (spec.batch, round(spec.tokens_per_s_per_user.m))
-    ((97, 12), (94, 16))
+    ((103, 13), (100, 15))
     """
     spec = speculation_of(speculation)
     m, g = model_of(model), gpu_of(gpu)
@@ -699,8 +871,9 @@ def _speculative(
         return SpeculativeReplica(**fields_, speculation=spec)  # the target's weights alone do not fit
     a, tp, final = base.assumptions, base.tensor_parallel, base.context_tokens
     mem = speculative_memory(
-        m, g, spec, context_tokens=final, tensor_parallel=tp, weight_bytes=wb, kv_bytes=kvb, assumptions=a
-    )
+        m, g, spec, context_tokens=final, tensor_parallel=tp, weight_bytes=wb, kv_bytes=kvb, assumptions=a,
+        prompt_tokens=base.prompt_tokens,
+    )  # fmt: skip
     fields_ |= dict(
         weights=to(mem.weights + mem.draft_weights, "GB"),
         usable_memory=mem.usable_memory,
@@ -716,5 +889,8 @@ def _speculative(
         fields_ |= {f: getattr(base, f) for f in ("batch", "step", "first_prefill", "batch_prefill")}
     kv_ctx = base.kv_read_tokens  # the context the replica model reads each KV cache at
     s = speculative_cycle(m, g, spec, mem, batch=b, context_tokens=kv_ctx, tp=tp, weight_bytes=wb, kv_bytes=kvb, a=a)
-    fields_ |= dict(step=s.per_token_step(), reason="fits" if b <= mem.max_batch else mem.reason(b))
+    # the speculative cycle is the step: the plain replica's engine steps (no draft in them) are not carried over,
+    # and the KV held is the target's and the draft's, admitted as the plain replica's is
+    fields_ |= dict(step=s.per_token_step(), reason="fits" if b <= mem.max_batch else mem.reason(b),
+                    engine_step=None, kv_in_use=mem.kv_in_use(b))  # fmt: skip
     return SpeculativeReplica(**fields_, speculation=spec, speculative=s)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +17,7 @@ from llmcourse.formulas import checked, si
 from llmcourse.replica.attention import prefill_attention_flops_si
 from llmcourse.replica.base import FLOP_TO_TFLOP, MS_TO_S, S_TO_MS, check_positions, gpu_of, model_of, replaced
 from llmcourse.replica.deployment import Deployment
-from llmcourse.replica.memory import fitted_layout, weights_si
+from llmcourse.replica.memory import fitted_layout, kv_copies_si, kv_sequence_si, weights_si
 from llmcourse.replica.parallel import Layout, comm_seconds_of, send_seconds
 from llmcourse.replica.step import matmul_precision
 from llmcourse.units import (
@@ -154,3 +155,54 @@ def prefiller(
         )
 
     return of
+
+
+# --- prefill as an engine schedules it ----------------------------------------------------------------
+def prompt_chunks(
+    d: Deployment, lay: Layout, a: Assumptions, prompt_tokens: float, cached_tokens: float, room: float
+) -> list[tuple[float, float, float]]:
+    """A prompt's new tokens in chunks of at most ``room`` tokens (what a step's token budget leaves beside its
+    decode tokens), in order: (tokens, attention FLOPs per token of the chunk, KV bytes of its prompt's earlier
+    tokens the chunk reads). A chunk attends to everything before it: its attention FLOPs are the causal term of
+    formula ``prefill_flops`` at its end less that at its start (0 when the assumptions leave it out), and it reads
+    the earlier tokens' KV once (every copy the replica keeps).
+
+    Examples
+    --------
+    >>> from llmcourse.assumptions import resolve
+    >>> from llmcourse.replica.parallel import layout
+    >>> d = Deployment("Llama-3.1-8B", "H100 SXM")
+    >>> chunks = prompt_chunks(d, layout(d.model, d.gpu), resolve(), 5_000, 0, 2_048)
+    >>> [int(c[0]) for c in chunks], chunks[0][2]
+    ([2048, 2048, 904], 0.0)
+    """
+    m = d.model
+    copies = kv_copies_si(m, lay.tensor_parallel, a)
+    per = a.flops_per_param
+
+    def attention(t: float) -> float:  # the causal attention FLOPs of a prompt's first t tokens
+        if t <= 0 or not a.prefill_attention:
+            return 0.0
+        kw = dict(flops_per_param=per, params=m.active_params, prompt_tokens=t)
+        full = F["prefill_flops"].value(**kw, layers=m.layers, heads=m.heads, head_dim=m.head_dim)
+        return full - F["prefill_flops_linear"].value(**kw)
+
+    out, start, step = [], float(cached_tokens), max(1, int(room))
+    while start < prompt_tokens:
+        n = min(step, prompt_tokens - start)
+        kv = kv_sequence_si(m, start, d.kv_bytes) * copies if start > 0 else 0.0
+        out.append((n, (attention(start + n) - attention(start)) / n, kv))
+        start += n
+    return out
+
+
+def separate_prefill_s(of: Callable[[float, bool], Prefill | float], prompts: float, new_tokens: float, budget: int,
+                       step_overhead_s: float) -> float:  # fmt: skip
+    """Seconds to prefill ``prompts`` prompts of ``new_tokens`` new tokens each, in prefill batches of their own of at
+    most ``budget`` tokens (SGLang without mixed chunks: ``Scheduler.get_new_batch_prefill`` takes prompts up to
+    ``chunked_prefill_size``, chunking the last): ``ceil(prompts x new_tokens / budget)`` forward passes, each with
+    its share of the prompts (``of``: :func:`prefiller`'s function of the number of prompts) and the step's fixed
+    overhead (formula ``step_with_overhead``)."""
+    passes = math.ceil(prompts * new_tokens / budget)
+    each = of(prompts / passes, True)
+    return passes * F["step_with_overhead"].value(step_time=each, step_overhead=step_overhead_s)

@@ -85,7 +85,7 @@ from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, si
 from llmcourse.replica.base import MS_TO_S, gpu_of, model_of
-from llmcourse.replica.memory import kv_copies_si, kv_sequence_si, max_batch_si, usable_si, weights_si
+from llmcourse.replica.memory import admission_si, kv_copies_si, kv_sequence_si, usable_si, weights_si
 from llmcourse.replica.step import DecodeStep, decode_step, decode_steps
 from llmcourse.units import BYTE, GB, S, fmt, in_unit, parsed_unit, plain_number, quantity, to
 
@@ -352,6 +352,21 @@ class SpeculativeMemory:
     max_batch: int
     plain_max_batch: int
     where: str
+    #: with admission "blocks": (a conversation's KV on average, what its answer adds), target and draft together,
+    #: in bytes, as :func:`~llmcourse.replica.memory.admission_si` admitted the batch on them; None: at the final length
+    admitted: tuple[float, float] | None = None
+    admission_spreads: float = 0.0
+
+    def kv_in_use(self, batch: int) -> pint.Quantity:
+        """The KV cache (target and draft) ``batch`` conversations hold: staggered (formula ``kv_in_use``) when
+        admitted on the blocks in use, else all at their final length."""
+        final = float(to(self.kv_per_sequence + self.draft_kv_per_sequence, BYTE).m)
+        if self.admitted is None:
+            return in_unit(batch * final, BYTE, GB)
+        mean, growth = self.admitted
+        held = F["kv_in_use"].value(batch=batch, kv_per_sequence=final, kv_mean=mean, kv_growth=growth,
+                                    admission_spreads=self.admission_spreads)  # fmt: skip
+        return in_unit(held, BYTE, GB)
 
     def draft_memory(self, batch: int) -> pint.Quantity:
         """The draft's weights plus the KV cache of ``batch`` sequences."""
@@ -400,12 +415,14 @@ def speculative_memory(
     weight_bytes: Any = None,
     kv_bytes: Any = 2,
     assumptions: Assumptions | str | None = None,
+    prompt_tokens: float | None = None,
 ) -> SpeculativeMemory:
     """The target's and the draft's weights, their KV caches per sequence (sized at
     ``context_tokens`` + k: the draft's tokens sit in the cache until they are checked; each copy a
     tensor-parallel replica keeps counted, :func:`~llmcourse.replica.memory.kv_copies`) and the
     largest batch whose caches fit beside both sets of weights in the usable memory of the
-    assumptions.
+    assumptions, admitted as the plain replica admits it (:func:`~llmcourse.replica.memory.admission_si`: with
+    ``prompt_tokens`` given and the assumptions' admission ``"blocks"``, on the KV blocks in use).
 
     Examples
     --------
@@ -430,15 +447,28 @@ def speculative_memory(
     both = w + wd
     usable = usable_si(g, tp, a, both)
     kv_plain = kv_sequence_si(m, context_tokens, kv_bytes, kv_copies_si(m, tp, a))
+    answer = None if prompt_tokens is None else context_tokens - prompt_tokens
+
+    def kv_at(t: float) -> float:  # target and draft at t tokens, the k drafted tokens held besides
+        d = kv_sequence_si(draft, t + spec.draft_tokens, kv_bytes, kv_copies_si(draft, tp, a)) if draft else 0.0
+        return kv_sequence_si(m, t + spec.draft_tokens, kv_bytes, kv_copies_si(m, tp, a)) + d
+
+    def plain_at(t: float) -> float:
+        return kv_sequence_si(m, t, kv_bytes, kv_copies_si(m, tp, a))
+
+    admitted = admission_si(a, usable, both, kv + kd, kv_at, prompt_tokens, answer)
+
     return SpeculativeMemory(
         weights=in_unit(w, BYTE, GB),
         draft_weights=in_unit(wd, BYTE, GB),
         kv_per_sequence=in_unit(kv, BYTE, GB),
         draft_kv_per_sequence=in_unit(kd, BYTE, GB),
         usable_memory=in_unit(usable, BYTE, GB),
-        max_batch=max_batch_si(usable, both, kv + kd),
-        plain_max_batch=max_batch_si(usable_si(g, tp, a, w), w, kv_plain),  # max_batch() of the target alone
+        max_batch=admitted[0],
+        plain_max_batch=admission_si(a, usable_si(g, tp, a, w), w, kv_plain, plain_at, prompt_tokens, answer)[0],
         where=_where(g, tp),
+        admitted=admitted[1],
+        admission_spreads=a.admission_spreads,
     )
 
 

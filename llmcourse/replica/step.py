@@ -87,6 +87,37 @@ class DecodeStep:
         return to(F["throughput"](batch=self.batch, step_time=self.step_time), PER_S)
 
 
+@dataclass(frozen=True)
+class EngineStep:
+    """What an engine's scheduler makes of a batch (assumptions' ``prefill_schedule`` ``"engine"``): the requests a
+    step decodes (``decoding``: all of them unless the token budget binds) and the prompt tokens it carries besides
+    (``chunk_tokens``, 0 when the engine runs prefill batches of their own); the time between a user's tokens
+    (``time_per_token``), the time the prompt of a new request takes to its first token at this batch
+    (``first_token_prefill``: its chunks, each a step shared with the others' decode tokens), the batch's prefill
+    batches of one cycle (``cycle_prefill``: only for an engine that pauses decoding for them) and the output tokens
+    per second (``throughput``). ``bound`` names what bounds the mixed step the engine runs (``"compute"`` when a
+    kernel runs at its FLOPs, else ``"KV reads"`` or ``"weight reads"``, the larger); None for an engine that pauses
+    decoding for prefill batches (its decode steps are the decode step's own, :attr:`DecodeStep.bound`)."""
+
+    engine: str
+    mixed_prefill: bool
+    token_budget: int
+    decoding: float
+    chunk_tokens: float
+    time_per_token: pint.Quantity
+    first_token_prefill: pint.Quantity
+    throughput: pint.Quantity
+    cycle_prefill: pint.Quantity | None = None
+    decode_only: pint.Quantity | None = None
+    bound: str | None = None
+
+    @property
+    def prefill_share(self) -> float:
+        """Share of a user's time per token the prompts take: what a mixed step's chunk adds to the decode step
+        alone (``decode_only``), or the separate prefill batches that pause it."""
+        return float((1 - self.decode_only / self.time_per_token).m_as(""))
+
+
 @checked
 def weights_read_per_step(model: Model | str, batch: int = 1, weight_bytes: Any = None) -> pint.Quantity:
     """Weight bytes one decode step reads: all of them for a dense model; for a MoE model the
@@ -419,6 +450,43 @@ class _Decoder:
         if step_only:
             return step
         return self._step(batch, n, w_read, step, comm, overhead, kernels)
+
+    def mixed(
+        self, batch: float, chunk: float, chunk_attention: float, chunk_kv: float
+    ) -> tuple[float, tuple[float, float], tuple[float, float]]:
+        """A step of an engine that mixes a prompt chunk into its decode steps: ``batch`` decode tokens (0: the chunk
+        alone, as a new request's first chunk on an idle replica) and ``chunk``
+        prompt tokens (each with ``chunk_attention`` attention FLOPs; the chunk reads ``chunk_kv`` bytes of its
+        prompt's earlier KV) in one forward pass, the weights read once (a MoE model: the experts all its tokens
+        touch), its collectives those of all its tokens (formula ``mixed_step_time``: the weight matmuls of all its
+        tokens, then attention, each kernel the slower of its bytes and FLOPs, whatever the decode step's rule).
+        (the step's time, (the matmuls' memory time, attention's), (the matmuls' compute time, attention's)), in
+        seconds; the fixed overheads and collectives are in the first alone.
+
+        vLLM's ``Scheduler.schedule`` (``vllm/v1/core/sched/scheduler.py``) and TensorRT-LLM's in-flight batching run
+        such steps: the prompt tokens and the decode tokens go through the matmuls as one batch of tokens, and
+        attention runs each sequence over its own KV (FlashAttention's varlen kernels, FlashInfer's batch prefill).
+        """
+        pp, dp = self.pp, self.dp
+        n, c = batch / pp, chunk / pp  # one micro-batch's tokens (all of them on one stage)
+        tokens = n + c
+        w_read = self._weights_read(max(1, math.ceil(tokens)))
+        att, kv = chunk_attention, chunk_kv
+        if dp > 1:
+            kv = F["dp_kv_per_sequence"].value(kv_per_sequence=kv, data_parallel=dp) if kv > 0 else 0.0
+            att = F["dp_flops_per_token"].value(flops_per_token=att, data_parallel=dp) if att > 0 else 0.0
+        roofs = dict(n_gpus=self.gpus, bandwidth=self.bandwidth, bandwidth_efficiency=self.eta_b)
+        comp = dict(n_gpus=self.gpus, peak_flops=self.peak, compute_efficiency=self.eta_f)
+        terms = dict(decode_tokens=n, chunk_tokens=c, flops_per_token=self.f_mm, attention_flops_per_token=self.f_att,
+                     chunk_attention_flops=att, bytes_read=w_read, kv_per_sequence=self.kv_seq, chunk_kv_read=kv)  # fmt: skip
+        core = F["mixed_step_time"].value(**terms, **roofs, peak_flops=self.peak, compute_efficiency=self.eta_f)
+        kv_read, att_flops = n * self.kv_seq + kv, n * self.f_att + c * att  # 0 for a first chunk alone
+        att_mem = F["weight_read_time"].value(weights=kv_read, **roofs) if kv_read > 0 else 0.0
+        att_comp = F["decode_compute_time"].value(batch=1, flops_per_token=att_flops, **comp) if att_flops > 0 else 0.0
+        memory = (F["weight_read_time"].value(weights=w_read, **roofs), att_mem)
+        compute = (F["decode_compute_time"].value(batch=tokens, flops_per_token=self.f_mm, **comp), att_comp)
+        step, _, _ = self._overheads(tokens, core)
+        return step, memory, compute
 
     def _weights_read(self, n: int) -> float:
         """The weight bytes one micro-batch of ``n`` sequences reads (a MoE model: the experts they touch)."""

@@ -35,7 +35,8 @@ class ClosedForm:
 
 
 def closed_form(rep: ServiceModel, rate: pint.Quantity, prompt_tokens: float, answer_tokens: float) -> ClosedForm:
-    """TTFT = the request's fixed overhead, then one prompt's prefill (``FORMULAS["first_token_time"]``); TPOT =
+    """TTFT = the request's fixed overhead, then one prompt's prefill (``FORMULAS["first_token_time"]``; under the
+    course's method the engine's steps of a lone prompt, :meth:`ServiceModel.first_token_time`); TPOT =
     the step time at the batch in flight by Little's law, B = rate x (prefill + answer x step(B)) (the time a
     request spends on the engine: its fixed overhead is spent before it), found by fixed-point iteration and
     capped by memory.
@@ -54,17 +55,20 @@ def closed_form(rep: ServiceModel, rate: pint.Quantity, prompt_tokens: float, an
     plain_number(lam.m, "rate")
     prompt_tokens = check_value(prompt_tokens, SYMBOLS["prompt_tokens"], "prompt_tokens")
     answer_tokens = check_value(answer_tokens, SYMBOLS["answer_tokens"], "answer_tokens")
-    fit = max_batch(
-        rep.model,
-        rep.gpu,
-        prompt_tokens + answer_tokens,
-        n_gpus=rep.n_gpus,
-        weight_bytes=rep.weight_bytes,
-        kv_bytes=rep.kv_bytes,
-        assumptions=rep.assumptions,
-    )
+    if rep.blocks and (prompt_tokens, answer_tokens) == (rep.prompt_tokens, rep.answer_tokens):
+        fit = rep.running_cap  # the replica's admitted batch on the KV blocks in use
+    else:
+        fit = max_batch(
+            rep.model,
+            rep.gpu,
+            prompt_tokens + answer_tokens,
+            n_gpus=rep.n_gpus,
+            weight_bytes=rep.weight_bytes,
+            kv_bytes=rep.kv_bytes,
+            assumptions=rep.assumptions,
+        )
     top = min(rep.batch_cap, max(1, fit))
-    pre = Q_(rep.prefill_time(prompt_tokens), "s")
+    pre = Q_(rep.first_token_time(prompt_tokens), "s")  # the engine's steps of a lone prompt (or its whole prefill)
     b = 1
     for _ in range(50):
         in_sys = F["littles_law"](request_rate=lam, time_in_system=pre + answer_tokens * Q_(rep.step_time(b), "s")).m

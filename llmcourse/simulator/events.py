@@ -107,6 +107,47 @@ class Scheduler:
         return math.ceil(self.prefix_tokens) if self.prefix_hit_rate > 0 else 0
 
 
+def _start(
+    j: int, t: float, g: int, first: list[float], running: list[int], ans: list[int], began: list[int], blocks: bool
+) -> int:
+    """Request ``j`` gets its first token at ``t`` (decode step ``g``) and joins the running heap, keyed by the step at
+    which it finishes; on blocks in use, its first step is kept, and returned to be added to the running offset."""
+    n = len(first)
+    first[j] = t
+    heapq.heappush(running, (g + ans[j] - 1) * n + j)
+    if blocks:
+        began[j] = g - 1
+        return g - 1
+    return 0
+
+
+def _fill_chunks(
+    prefilling: deque[int],
+    left: list[int],
+    room: int,
+    tok_c: list[float],
+    skip: list[int],
+    work: list[int],
+    by_hand: bool,
+) -> tuple[int, float, list[tuple[int, int]]]:
+    """One iteration's prompt chunks, first come first served within ``room`` tokens: how many prompts it ends, and
+    either their compute (a hand-set service model: ``by_hand``) or each chunk's (offset, tokens) for the engine's step.
+    ``left`` (each prompt's tokens still to prefill) is updated in place."""
+    ready, compute, parts = 0, 0.0, []
+    for j in prefilling:
+        c = left[j] if left[j] < room else room
+        if by_hand:
+            compute += c * tok_c[j]
+        else:
+            parts.append((skip[j] + work[j] - left[j], c))
+        left[j] -= c
+        room -= c
+        ready += left[j] == 0
+        if room == 0:
+            break
+    return ready, compute, parts
+
+
 def event_loop(
     rep: ServiceModel, reqs: Requests, clients: int | None, t_req: float, budget: int, chunk: int | None
 ) -> tuple[list[float], list[float], float, float]:
@@ -118,7 +159,12 @@ def event_loop(
     arrivals, ans, need, tok_c, pre = reqs.arrivals, reqs.ans, reqs.need, reqs.tok_c, reqs.pre
     n = len(arrivals)
     first, finish = [0.0] * n, [0.0] * n
-    step_s, cap, w_read = rep.step_s, rep.batch_cap, rep.weight_read_s
+    step_s, w_read, mixed = rep.step_s, rep.weight_read_s, rep.mixed
+    blocks = rep.blocks  # admitted on the KV blocks in use (each its prompt now, then a token a step), or reserved
+    cap = rep.running_cap
+    hold = reqs.work if blocks else need  # what a request holds at admission
+    skip = reqs.cached or [0] * n  # each prompt's cached tokens, before its first chunk
+    began = [0] * n  # (blocks) the decode-step count at a request's first token, less one
     heappush, heappop, ceil, fsum, inf = heapq.heappush, heapq.heappop, math.ceil, math.fsum, math.inf
     waiting: deque[int] = deque()  # arrived, not admitted
     prefilling: deque[int] = deque()  # admitted, prompt not all prefilled yet (first come first served)
@@ -130,7 +176,8 @@ def event_loop(
     pending = sorted((arrivals[j], j) for j in range(issued)) if closed else []  # a closed loop's: (time, request)
     arr = [] if closed else [*arrivals, inf]  # the open loop's arrivals, then a sentinel
     t = busy = batch_area = 0.0
-    i = done = g = used = 0  # next open-loop arrival; requests done; decode steps so far; KV tokens reserved
+    i = done = g = used = off = 0  # next arrival; done; decode steps so far; KV tokens held at admission; (blocks) the
+    # running requests' first steps added: they hold used + b * g - off tokens
     while done < n:
         if closed:
             while pending and pending[0][0] <= t:
@@ -144,9 +191,11 @@ def event_loop(
         b = len(running)
         if waiting:
             room = cap - b - len(prefilling)
-            while room > 0 and waiting and used + need[waiting[0]] <= budget:
+            now = used + b * g - off if blocks else used
+            while room > 0 and waiting and now + hold[waiting[0]] <= budget:
                 j = next_waiting()
-                used += need[j]
+                used += hold[j]
+                now += hold[j]
                 admitted(j)
                 room -= 1
         elif not b and not prefilling:  # idle until the next arrival
@@ -158,28 +207,18 @@ def event_loop(
             t += dt
             busy += dt
             for j in prefilling:
-                first[j] = t
-                heappush(running, (g + ans[j] - 1) * n + j)
+                off += _start(j, t, g, first, running, ans, began, blocks)
             prefilling.clear()
         elif prefilling and chunk - b >= 1:  # one mixed iteration: a token per running sequence, the rest to chunks
-            room_t, ready, compute = chunk - b, 0, 0.0
-            for j in prefilling:
-                c = left[j] if left[j] < room_t else room_t
-                compute += c * tok_c[j]
-                left[j] -= c
-                room_t -= c
-                ready += left[j] == 0
-                if room_t == 0:
-                    break
-            dt = step_s[b] + compute if b else max(compute, w_read)
+            ready, compute, parts = _fill_chunks(prefilling, left, chunk - b, tok_c, skip, reqs.work, mixed is None)
+            # the engine's step (decode tokens and chunks in one pass, the weights read once), or a hand-set model's sum
+            dt = mixed(b, tuple(parts)) if mixed is not None else step_s[b] + compute if b else max(compute, w_read)
             t += dt
             busy += dt
             batch_area += dt * b
             g += b > 0
             for _ in range(ready):  # the prompts prefilled to the end are the first in line: their first token
-                j = prefilling.popleft()
-                first[j] = t
-                heappush(running, (g + ans[j] - 1) * n + j)
+                off += _start(prefilling.popleft(), t, g, first, running, ans, began, blocks)
         else:  # decode steps only, as many as pass before the next finish (or the next arrival, if one could start)
             dt = step_s[b]
             k = 1 if prefilling else running[0] // n - g  # a budget all spent on decode tokens: one step, look again
@@ -196,7 +235,8 @@ def event_loop(
         while running and running[0] < top:
             j = heappop(running) % n
             finish[j] = t
-            used -= need[j]
+            used -= hold[j]
+            off -= began[j]
             done += 1
             if issued < n:  # a closed loop's client sends its next request
                 arrivals[issued] = x = t + t_req

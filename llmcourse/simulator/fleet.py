@@ -123,7 +123,13 @@ class _Replicas:
         self.waiting: list[deque[int]] = [deque() for _ in range(k)]
         self.prefilling: list[deque[int]] = [deque() for _ in range(k)]
         self.running: list[list[int]] = [[] for _ in range(k)]
-        self.used, self.steps = [0] * k, [0] * k  # KV tokens reserved; decode steps so far
+        self.used, self.steps = [0] * k, [0] * k  # KV tokens held at admission; decode steps so far
+        # (admission on the KV blocks in use) each request's first step less one, and their sum over each replica's
+        # running requests: replica r's hold used[r] + len(running[r]) * steps[r] - off[r] tokens
+        self.blocks = rep.blocks
+        self.cap = rep.running_cap
+        self.began, self.off = [0] * n, [0] * k
+        self.cached = list(reqs.cached or [0] * n)
         self.clock = [0.0] * k  # when the replica's current iteration began
         self.plan: list[tuple] = [()] * k  # the current iteration: () when idle
         self.version = [0] * k  # an iteration's end on the event heap is stale once its replica's version moves on
@@ -194,10 +200,13 @@ class _Replicas:
         b = len(running)
         self.clock[r] = t
         if waiting:
-            room = rep.batch_cap - b - len(prefilling)
-            while room > 0 and waiting and self.used[r] + need[waiting[0]] <= self.budget:
+            room = self.cap - b - len(prefilling)
+            hold = self.work if self.blocks else need
+            now = self.used[r] + (b * self.steps[r] - self.off[r] if self.blocks else 0)
+            while room > 0 and waiting and now + hold[waiting[0]] <= self.budget:
                 j = waiting.popleft()
-                self.used[r] += need[j]
+                self.used[r] += hold[j]
+                now += hold[j]
                 prefilling.append(j)
                 room -= 1
         elif not b and not prefilling:
@@ -209,16 +218,22 @@ class _Replicas:
             x = pre[prefilling[0]] if len(prefilling) == 1 else math.fsum([pre[j] for j in prefilling])
             plan: tuple = ("whole", x if x >= rep.weight_read_s else rep.weight_read_s)
         elif prefilling and chunk - b >= 1:
-            room_t, ready, compute, left, tok_c = chunk - b, 0, 0.0, self.left, self.tok_c
+            room_t, ready, compute, left, tok_c, parts = chunk - b, 0, 0.0, self.left, self.tok_c, []
             for j in prefilling:
                 c = left[j] if left[j] < room_t else room_t
-                compute += c * tok_c[j]
+                if rep.mixed is None:
+                    compute += c * tok_c[j]
+                else:
+                    parts.append((self.cached[j] + self.work[j] - left[j], c))
                 left[j] -= c
                 room_t -= c
                 ready += left[j] == 0
                 if room_t == 0:
                     break
-            dt = rep.step_s[b] + compute if b else max(compute, rep.weight_read_s)
+            if rep.mixed is not None:  # the engine's step (event_loop's): decode tokens and chunks in one pass
+                dt = rep.mixed(b, tuple(parts))
+            else:
+                dt = rep.step_s[b] + compute if b else max(compute, rep.weight_read_s)
             plan = ("mixed", dt, b, ready)
         else:
             dt = rep.step_s[b]
@@ -263,6 +278,9 @@ class _Replicas:
             for j in prefilling:
                 self.first[j] = t
                 heapq.heappush(running, (steps[r] + ans[j] - 1) * n + j)
+                if self.blocks:
+                    self.began[j] = steps[r] - 1
+                    self.off[r] += steps[r] - 1
             prefilling.clear()
         elif plan[0] == "mixed":
             _, dt, b, ready = plan
@@ -274,6 +292,9 @@ class _Replicas:
                 j = prefilling.popleft()
                 self.first[j] = t
                 heapq.heappush(running, (steps[r] + ans[j] - 1) * n + j)
+                if self.blocks:
+                    self.began[j] = steps[r] - 1
+                    self.off[r] += steps[r] - 1
         else:
             _, dt, b, k, _ = plan
             x = k * dt
@@ -285,7 +306,8 @@ class _Replicas:
         while running and running[0] < top:
             j = heapq.heappop(running) % n
             self.finish[j] = t
-            self.used[r] -= self.need[j]
+            self.used[r] -= self.work[j] if self.blocks else self.need[j]
+            self.off[r] -= self.began[j]
             self.count[r] -= 1
             self.kv[r] -= self.kv_seen[j]
             self.done += 1
@@ -321,6 +343,7 @@ def fleet_loop(
             if g >= 0 and hit is not None and g in state.held[r]:
                 state.work[j], state.need[j], state.left[j] = hit.work[j], hit.need[j], hit.work[j]
                 state.tok_c[j], state.pre[j] = hit.tok_c[j], hit.pre[j]
+                state.cached[j] = hit.cached[j] if hit.cached else 0
             if g >= 0 and g not in state.held[r]:
                 state.held[r].add(g)
                 state.holders.setdefault(g, []).append(r)

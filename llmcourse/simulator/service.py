@@ -24,12 +24,14 @@ from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import GPU, Model, gpus, models
 from llmcourse.errors import InputError
 from llmcourse.replica.base import gpu_of, model_of
+from llmcourse.replica.deployment import Deployment
 from llmcourse.replica.memory import max_batch
 from llmcourse.replica.model import Replica, replica
-from llmcourse.replica.prefilling import prefill
+from llmcourse.replica.prefilling import prefill, prompt_chunks
+from llmcourse.replica.step import decoder
 from llmcourse.units import Q_, plain_number, to
 
-__all__ = ["ServiceModel", "build_replica", "engine_chunk_tokens"]
+__all__ = ["MixedSteps", "ServiceModel", "build_replica", "engine_chunk_tokens"]
 
 
 def _interp(x: float, xs: Sequence[float], ys: Sequence[float]) -> float:
@@ -43,6 +45,49 @@ def _interp(x: float, xs: Sequence[float], ys: Sequence[float]) -> float:
     j = i - 1
     slope = (ys[i] - ys[j]) / (xs[i] - xs[j])
     return float(slope * (x - xs[j]) + ys[j])
+
+
+class MixedSteps:
+    """The time of an engine iteration that carries prompt chunks beside its decode tokens, from the one replica model:
+    the decoder's ``mixed`` step (formula ``mixed_step_time``, with the step's fixed overhead and collectives: the
+    weights read once for every token, then attention over every sequence's own KV), each chunk's attention FLOPs and
+    the earlier KV it reads from :func:`~llmcourse.replica.prefilling.prompt_chunks` (the chunk ``[start, start + k)``
+    of a prompt is the one chunk of a prompt of ``start + k`` tokens whose first ``start`` are done). vLLM's
+    ``Scheduler.schedule`` (``vllm/v1/core/sched/scheduler.py``) and TensorRT-LLM's in-flight batching run such steps;
+    a lone prompt's chunk is the same step with no decode tokens (its fixed overhead included).
+
+    Each chunk's terms and each iteration's time are kept by their inputs (whole token counts): a run asks the same
+    ones again and again (a fixed-length workload, the chunks of a long prompt)."""
+
+    def __init__(self, deployment: Deployment, layout: Any, assumptions: Assumptions, kv_tokens: float,
+                 precision: str) -> None:  # fmt: skip
+        self._d, self._lay, self._a = deployment, layout, assumptions
+        self._mixed = decoder(deployment, layout, assumptions, kv_tokens, precision).mixed
+        self._terms: dict[tuple[int, int], tuple[float, float]] = {}
+        self._steps: dict[tuple, float] = {}
+
+    def chunk(self, start: int, k: int) -> tuple[float, float]:
+        """(attention FLOPs, earlier KV bytes read) of a prompt's tokens ``start`` to ``start + k``."""
+        key = (start, k)
+        got = self._terms.get(key)
+        if got is None:
+            ((n, att, kv),) = prompt_chunks(self._d, self._lay, self._a, start + k, start, k)
+            got = self._terms[key] = (n * att, kv)
+        return got
+
+    def __call__(self, batch: int, chunks: tuple[tuple[int, int], ...]) -> float:
+        """Seconds of one iteration of ``batch`` decode tokens and the prompt chunks ``chunks`` ((start, tokens) each)."""
+        key = (batch, chunks)
+        got = self._steps.get(key)
+        if got is None:
+            c = att = kv = 0.0
+            for start, k in chunks:
+                a, r = self.chunk(start, k)
+                c, att, kv = c + k, att + a, kv + r
+            got = self._steps[key] = self._mixed(batch, c, att / c, kv)[0]
+            if len(self._steps) > 100_000:  # a long run of spread lengths: keep the memory bounded
+                self._steps.clear()
+        return got
 
 
 @dataclass(frozen=True)
@@ -68,6 +113,39 @@ class ServiceModel:
     weight_read_s: float = field(repr=False)
     step_s: tuple[float, ...] = field(repr=False)  # step time in s for batch 0..batch_cap (index 0 unused)
     capacity_rps: float = field(repr=False)  # the replica's requests per second for the mean request
+    #: The most requests the replica runs at once for the mean request: what it admits (on the KV blocks in use under
+    #: the course's method, at the final length under the sources' presets) within ``batch_cap``.
+    admitted_batch: int | None = field(default=None, repr=False)  # None: batch_cap (a service model set by hand)
+    #: The engine's iterations with prompt chunks (None: the sources' presets, whole prompts and no engine steps).
+    mixed: MixedSteps | None = field(default=None, repr=False, compare=False)
+    #: The engine's token budget per iteration (its scheduler's), or None for whole prompts.
+    engine_budget: int | None = field(default=None, repr=False)
+
+    @property
+    def running_cap(self) -> int:
+        """The most requests a simulation runs at once: the replica's admitted batch on the KV blocks in use, or
+        ``batch_cap`` where requests reserve their final length (the KV budget then decides)."""
+        return self.admitted_batch if self.blocks and self.admitted_batch is not None else self.batch_cap
+
+    @property
+    def blocks(self) -> bool:
+        """Whether requests are admitted on the KV blocks in use (their prompt and the tokens decoded so far), as
+        vLLM's and SGLang's paged caches are, rather than each reserving its final length. A service model set by hand
+        (no admitted batch from the replica) reserves final lengths. The simulator does not preempt: the replica's
+        admitted batch leaves the room the answers grow into (``admission_spreads`` spreads above the mean)."""
+        return self.assumptions.admission == "blocks" and self.admitted_batch is not None
+
+    def first_token_time(self, prompt_tokens: float) -> float:
+        """Seconds from a lone request's admission to its first token: its prompt in chunks of the engine's budget,
+        each an engine iteration of its own (with the step's fixed overhead); whole prompts: :meth:`prefill_time`."""
+        if self.mixed is None or self.engine_budget is None:
+            return self.prefill_time(prompt_tokens)
+        total, start, p = 0.0, 0, math.ceil(prompt_tokens)
+        while start < p:
+            k = min(self.engine_budget, p - start)
+            total += self.mixed(0, ((start, k),))
+            start += k
+        return total
 
     def step_time(self, batch: int) -> float:
         """Decode step time in seconds for ``batch`` sequences (from the table)."""
@@ -136,19 +214,22 @@ def engine_chunk_tokens(service: ServiceModel) -> int | None:
     says ``chunk_tokens="engine"`` (the default): decode tokens first, then prompt chunks. ``None``: prompts are
     prefilled whole.
 
-    The one place the budget is read: today from the assumptions (``prefill_chunk_tokens``: 8,192 under the course's
-    method, the engines' default on H100-class GPUs; whole prompts under the sources' presets); this is the seam where
-    it will come from the deployment's engine and its scheduler settings.
+    The one place the budget is read: the deployment's engine scheduler
+    (:attr:`~llmcourse.replica.deployment.Deployment.scheduler`: vLLM's ``max_num_batched_tokens`` by default, 8,192 on
+    an H100, 2,048 on an A100) under the course's method (``prefill_schedule="engine"``); whole prompts under the
+    sources' presets, as their figures were made.
 
     Examples
     --------
     >>> engine_chunk_tokens(build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300))
     8192
+    >>> engine_chunk_tokens(build_replica("Llama-3.1-8B", "A100 SXM 80GB", prompt_tokens=2_000, answer_tokens=300))
+    2048
     >>> print(engine_chunk_tokens(build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300,
     ...                                         assumptions="lab")))
     None
     """
-    return service.assumptions.prefill_chunk_tokens
+    return service.engine_budget
 
 
 def check_request(prompt_tokens: float, answer_tokens: float, budget: int) -> None:
@@ -218,6 +299,12 @@ def build_replica(
     longest = min(budget, m.max_position or budget)  # no prompt is longer than the model's positions
     pgrid = tuple(sorted(set(map(float, _grid(longest, 32))) | {p}))
     pres = [prefill(m, g, t, n_gpus=tp, weight_bytes=weight_bytes, assumptions=a) for t in pgrid]
+    top = _replica_at(base, None, p, a_)
+    mixed, engine_budget = None, None
+    if a.prefill_schedule == "engine":  # the course's method: the engine's steps, by its scheduler
+        d = Deployment(m, g, tensor_parallel=tp, weight_bytes=weight_bytes, kv_bytes=kv_bytes)
+        engine_budget = d.scheduler.token_budget
+        mixed = MixedSteps(d, top.layout, a, top.kv_read_tokens, top.matmul)
     return ServiceModel(
         prompt_tokens=p,
         answer_tokens=a_,
@@ -229,5 +316,8 @@ def build_replica(
         weight_read_s=float(to(pres[0].memory_time, "s").m),
         step_s=table,
         capacity_rps=float(_capacity(base, p, a_).m),
+        admitted_batch=min(cap, top.max_batch),
+        mixed=mixed,
+        engine_budget=engine_budget,
         **base,
     )

@@ -109,7 +109,7 @@ def _open_loop_draws(
     longest: int,
     hit: float,
     resident: int,
-) -> tuple[tuple[float, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[float, ...], tuple[float, ...]]:
+) -> tuple[Any, ...]:
     """What an open loop's run draws and derives from its seed, before the load: each arrival's gap at a rate of
     1/s (``-log(1 - U)``, ``random.expovariate``'s formula: the gap at rate r is this / r), then the answers'
     lengths, the prompts' and the prefix cache's hits (:func:`_prompts`), then the prefill work and times
@@ -122,7 +122,15 @@ def _open_loop_draws(
     pro, cached = _prompts(rng, *prompt, n, longest - max(ans), hit, resident)
     work, tok_c, pre = _prefill_costs(rep, pro, cached)
     need = list(map(add, work, ans))
-    return gaps, tuple(ans), tuple(work), tuple(need), tuple(tok_c), tuple(pre)
+    return (
+        gaps,
+        tuple(ans),
+        tuple(work),
+        tuple(need),
+        tuple(tok_c),
+        tuple(pre),
+        None if cached is None else tuple(cached),
+    )
 
 
 #: The last few open-loop draws (:func:`_open_loop_draws`), by their arguments and the prefill table they were
@@ -158,6 +166,7 @@ class Requests:
     need: Sequence[int]
     tok_c: Sequence[float]
     pre: Sequence[float]
+    cached: Sequence[int] | None = None  # each prompt's tokens the prefix cache holds (None: none)
 
 
 def open_loop(
@@ -172,8 +181,8 @@ def open_loop(
     rate: float,
 ) -> Requests:
     """Poisson arrivals at ``rate`` per second: the kept draws of :func:`_drawn`, their gaps divided by the rate."""
-    gaps, ans, work, need, tok_c, pre = _drawn(rep, seed, n, answer, prompt, longest, hit, resident)
-    return Requests(list(accumulate([x / rate for x in gaps])), ans, work, need, tok_c, pre)
+    gaps, ans, work, need, tok_c, pre, cached = _drawn(rep, seed, n, answer, prompt, longest, hit, resident)
+    return Requests(list(accumulate([x / rate for x in gaps])), ans, work, need, tok_c, pre, cached)
 
 
 def closed_loop(
@@ -199,7 +208,7 @@ def closed_loop(
     arrivals = [rng.uniform(0, alone) if j < clients else 0.0 for j in range(n)]
     pro, cached = _prompts(rng, p, pcv, n, longest - max(ans), hit, resident)
     work, tok_c, pre = _prefill_costs(rep, pro, cached)
-    return Requests(arrivals, ans, work, list(map(add, work, ans)), tok_c, pre)
+    return Requests(arrivals, ans, work, list(map(add, work, ans)), tok_c, pre, cached)
 
 
 @dataclass(frozen=True)
@@ -235,7 +244,7 @@ def grouped_open_loop(
     pro, cached = _prompts(rng, *prompt, n, longest - max(ans), share, prefix)
     arrivals = list(accumulate([x / rate for x in gaps]))
     work, tok_c, pre = _prefill_costs(rep, pro, cached)
-    hit = Requests(arrivals, ans, work, list(map(add, work, ans)), tok_c, pre)
+    hit = Requests(arrivals, ans, work, list(map(add, work, ans)), tok_c, pre, cached)
     work, tok_c, pre = _prefill_costs(rep, pro, None)
     miss = Requests(list(arrivals), ans, work, list(map(add, work, ans)), tok_c, pre)
     pick = random.Random(f"{seed} groups").randrange

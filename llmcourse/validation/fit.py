@@ -130,7 +130,7 @@ def _sq_log_errors(c: Components, target: float, eb_axis: list[float], ef_axis: 
     """
     n = len(ef_axis)
     o = c.step_overhead_ms
-    decode_only = c.metric == "output_tokens_per_s" and not c.counts_prefill
+    decode_only = c.metric == "output_tokens_per_s" and not c.counts_prefill and not c.mixed_step
     if c.metric in ("itl_ms", "ttft_ms") or decode_only:
         if c.metric == "ttft_ms":
             mem, cmp, o = c.prefill_memory_ms, c.prefill_compute_ms, c.prefill_extra_ms
@@ -149,16 +149,22 @@ def _sq_log_errors(c: Components, target: float, eb_axis: list[float], ef_axis: 
             out += sq_ef[:k]
             out += [sq_t] * (n - k)
         return out
-    # output tokens per second (cycle_throughput), times in seconds
+    if c.mixed_step:
+        return _sq_log_mixed(c, target, eb_axis, ef_axis)
+    # output tokens per second (cycle_throughput), times in seconds; prefill batches of their own take
+    # ``prefill_passes`` passes, each the prefill times plus the step overhead: P max(x, y) + P (q + o_p) is
+    # max(P x, P y) + P (q + o_p)
     b, osl, thr = repeat(c.batch), repeat(c.osl), throughput_s
     step_c = [(c.decode_compute_ms / ef + o) / 1000.0 for ef in ef_axis]
-    q = c.prefill_extra_ms
-    pre_c = [(c.prefill_compute_ms / ef + q) / 1000.0 for ef in ef_axis]
+    passes = c.prefill_passes or 1
+    q = passes * (c.prefill_extra_ms + (c.pass_overhead_ms if c.prefill_passes else 0.0))
+    p_cmp, p_mem = passes * c.prefill_compute_ms, passes * c.prefill_memory_ms
+    pre_c = [(p_cmp / ef + q) / 1000.0 for ef in ef_axis]
     neg_s, neg_p = [-x for x in step_c], [-x for x in pre_c]
     both_c = _sq_log(map(thr, b, osl, step_c, pre_c), target)
     out = []
     for eb in eb_axis:
-        step_m, pre_m = (c.decode_memory_ms / eb + o) / 1000.0, (c.prefill_memory_ms / eb + q) / 1000.0
+        step_m, pre_m = (c.decode_memory_ms / eb + o) / 1000.0, (p_mem / eb + q) / 1000.0
         ks, kp = _count_above(neg_s, step_m), _count_above(neg_p, pre_m)
         lo, hi = min(ks, kp), max(ks, kp)
         out += both_c[:lo]
@@ -169,6 +175,22 @@ def _sq_log_errors(c: Components, target: float, eb_axis: list[float], ef_axis: 
         if hi < n:
             d = math.log(thr(c.batch, c.osl, step_m, pre_m)) - target
             out += [d * d] * (n - hi)
+    return out
+
+
+def _sq_log_mixed(c: Components, target: float, eb_axis: list[float], ef_axis: list[float]) -> list[float]:
+    """:func:`_sq_log_errors` of a throughput row whose engine mixes prompt chunks into its decode steps: ``decoding``
+    tokens a step of two kernels (:meth:`Components.value`), each the slower of a time over the bandwidth efficiency
+    and one over the compute efficiency, row by row of the bandwidth axis."""
+    wm, wc, am, ac, extra = c.mixed_step
+    # decoding / step: (ln(decoding / step) - target)^2 = (ln(step) - (ln(decoding) - target))^2, step in s
+    target = math.log(c.decoding) - target
+    wc_f, ac_f = [wc / ef for ef in ef_axis], [ac / ef for ef in ef_axis]
+    out: list[float] = []
+    for eb in eb_axis:
+        wm_e, am_e = wm / eb, am / eb
+        steps = [(max(wm_e, x) + max(am_e, y) + extra) / 1000.0 for x, y in zip(wc_f, ac_f, strict=True)]
+        out += _sq_log(steps, target)
     return out
 
 

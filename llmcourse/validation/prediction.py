@@ -34,7 +34,7 @@ Examples
 >>> from llmcourse.validation import measurements
 >>> p = predict(measurements()[0])
 >>> p.batch, p.compute_precision
-(3812, 'fp8')
+(5056, 'fp8')
 """
 
 from __future__ import annotations
@@ -51,13 +51,15 @@ from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, scalar
 from llmcourse.replica.memory import usable_memory, weight_bytes
-from llmcourse.replica.model import Replica, replica
+from llmcourse.replica.model import Replica, replica_setup
+from llmcourse.replica.scheduler import engine_name
 from llmcourse.replica.step import matmul_precision
 from llmcourse.units import parsed_unit, to
 from llmcourse.validation.client import client_wave_share
 from llmcourse.validation.measured import Measurement, layout_gap, layout_keywords
 
-_MS, _PER_S = parsed_unit("ms")[0], parsed_unit("1/s")[0]  # parsed once: pint re-parses a string unit each time
+_MS, _PER_S = parsed_unit("ms")[0], parsed_unit("1/s")[0]
+_MS_TO_S = 1e-3  # a time in ms as seconds  # parsed once: pint re-parses a string unit each time
 
 
 @dataclass(frozen=True)
@@ -91,28 +93,47 @@ class Prediction:
         return out
 
 
+#: The cap on running requests of a published table's maximum-throughput run: none (the run set its engine's cap to
+#: what fits, as such benchmarks do), only the KV cache decides.
+_NO_CAP = 1_000_000
+
+
+def row_engine(row: Measurement) -> str | None:
+    """The engine a row ran on, as :mod:`llmcourse.replica.scheduler` names it (None: one it does not know, run as
+    the default engine)."""
+    try:
+        return engine_name(row.engine.split(" ")[0])
+    except InputError:
+        return None
+
+
 def _replica(row: Measurement, a: Assumptions) -> Replica:
-    """The one replica model of a row: its GPUs, precisions and lengths; a batch of 1 at a fixed
-    request rate, the concurrency in a closed loop, otherwise the largest batch that fits."""
+    return _setup_replica(row, a)[1]
+
+
+def _setup_replica(row: Measurement, a: Assumptions) -> tuple[Any, Replica]:
+    """The one replica model of a row: its GPUs, precisions, lengths and engine; a batch of 1 at a fixed
+    request rate, the concurrency in a closed loop (or, when more requests are in flight than the engine runs at
+    once, what it runs: the rest wait, :func:`running`), otherwise the largest batch that fits. Refused only when
+    one request alone cannot fit."""
     gap = layout_gap(row)
     if gap is not None:
         raise InputError(f"row {row.id}: {gap}")
     batch = {"online_rate": 1, "concurrency": row.concurrency}.get(row.load_kind)
-    r = replica(
-        row.model,
-        row.gpu,
-        tensor_parallel=row.tp,
-        batch=batch,
-        prompt_tokens=row.isl,
-        answer_tokens=row.osl,
-        weight_bytes=row.weights,
-        kv_bytes=row.kv,
-        assumptions=a,
-        **layout_keywords(row),
-    )
+    kw = dict(
+        tensor_parallel=row.tp, prompt_tokens=row.isl, answer_tokens=row.osl, weight_bytes=row.weights,
+        kv_bytes=row.kv, assumptions=a, engine=row_engine(row), **layout_keywords(row),
+    )  # fmt: skip
+    if row.load_kind != "concurrency":  # a published maximum ran the engine at what fits (its cap set for the run)
+        kw["max_running"] = _NO_CAP
+    setup = replica_setup(row.model, row.gpu, **kw)
+    top = setup.at(None)
+    if top.step is None or top.max_batch < 1:
+        raise InputError(f"row {row.id}: {top.reason}")
+    r = setup.at(None if batch is None else min(batch, top.max_batch))
     if not r.fits:
         raise InputError(f"row {row.id}: {r.reason}")
-    return r
+    return setup, r
 
 
 def engine_usable_fraction(
@@ -194,7 +215,10 @@ class Components:
     four times at efficiency 1 lets a fit try thousands of efficiency pairs without calling the
     replica model again; :meth:`value` agrees with :func:`predict` under the same assumptions
     (the tests check it). ``counts_prefill`` says whether a throughput row charges the prefill
-    (the cycle) or counts decode steps only.
+    (the cycle) or counts decode steps only. Under an engine's scheduler (the course's
+    ``prefill_schedule`` ``"engine"``) a throughput row is the engine's picture, as the replica model
+    gives it (:meth:`~llmcourse.replica.model.ReplicaSetup.engine_parts`): the steady mixed step's kernels
+    (``mixed_step``) and the requests it decodes, or the cycle with the batch's prefill in passes of its own.
     """
 
     id: str
@@ -208,6 +232,15 @@ class Components:
     step_overhead_ms: float = 0.0
     counts_prefill: bool = True
     prefill_extra_ms: float = 0.0
+    #: an engine that mixes prompt chunks into its decode steps (formula ``mixed_step_time``): its steady step's
+    #: kernels at 100% efficiency (as :attr:`LoadComponents.mixed_step`, the step's fixed time in the last) and the
+    #: requests a step decodes (formula ``decoding_batch``); a throughput row is then ``decoding`` tokens a step
+    mixed_step: tuple[float, ...] = ()
+    decoding: float = 0.0
+    #: an engine that runs prefill batches of their own: the forward passes of the batch's prefill (each the
+    #: prefill times above, plus the assumptions' step overhead ``pass_overhead_ms``); 0: one, no overhead
+    prefill_passes: int = 0
+    pass_overhead_ms: float = 0.0
 
     def __post_init__(self) -> None:
         times = (self.decode_memory_ms, self.decode_compute_ms, self.prefill_compute_ms, self.prefill_memory_ms)
@@ -232,6 +265,10 @@ class Components:
             return step
         if self.metric == "ttft_ms":
             return pre
+        if self.mixed_step:  # the engine's steady mixed step, its decoding requests' tokens each step
+            return _decode_throughput(self.decoding, _kernels_ms(self.mixed_step, eb, ef, 0.0) / 1000.0)
+        if self.prefill_passes:  # the batch's prompts in passes of their own, each paying the step overhead
+            pre = self.prefill_passes * (pre + self.pass_overhead_ms)
         if not self.counts_prefill:
             return _decode_throughput(self.batch, step / 1000.0)
         return throughput_s(self.batch, self.osl, step / 1000.0, pre / 1000.0)
@@ -260,8 +297,16 @@ def components(row: Measurement, *, assumptions: Assumptions | str | None = None
             f"components() splits a step into one memory and one compute time (step rule 'max'); assumptions "
             f"{a.name!r} use step rule {a.step_rule!r}: predict each efficiency pair with predict() instead."
         )
-    rep = _replica(row, a.replace(bandwidth_efficiency=1.0, compute_efficiency=1.0))
+    setup, rep = _setup_replica(row, a.replace(bandwidth_efficiency=1.0, compute_efficiency=1.0))
     s, pre = rep.step, rep.batch_prefill
+    engine: dict[str, Any] = {}
+    if row.metric == "output_tokens_per_s":  # a throughput row runs the engine's steps (an ITL or TTFT row: batch 1)
+        parts = setup.engine_parts(rep.batch)
+        if "step" in parts:  # prompt chunks in the decode steps: the steady mixed step, its fixed time included
+            engine = dict(mixed_step=_kernels(*parts["step"], 0.0), decoding=float(rep.engine_step.decoding))
+        elif parts:  # separate prefill batches: one pass's times, paid once a pass
+            pre = parts["pass"]
+            engine = dict(prefill_passes=parts["passes"], pass_overhead_ms=a.step_overhead_ms, counts_prefill=True)
     return Components(
         row.id,
         row.metric,
@@ -273,9 +318,10 @@ def components(row: Measurement, *, assumptions: Assumptions | str | None = None
         float(pre.memory_time.m_as(_MS)),
         # the fixed time the step adds (per-step overhead, all-reduces), as the replica model gives it
         step_overhead_ms=float((s.step_time - max(s.memory_time, s.compute_time)).m_as(_MS)),
-        counts_prefill=rep.counts_prefill,
+        counts_prefill=engine.pop("counts_prefill", rep.counts_prefill),
         # the fixed time a prefill adds (its collectives), as the replica model gives it
         prefill_extra_ms=float((pre.time - max(pre.compute_time, pre.memory_time)).m_as(_MS)),
+        **engine,
     )
 
 
@@ -340,6 +386,28 @@ wave_s = scalar("closed_loop_wave_wait", "wave_share", "concurrency", "prefill_t
 ttft_s = scalar("closed_loop_ttft", "prefill_time", "step_time", "prefill_wait", "wave_wait")
 loop_rate_s = scalar("closed_loop_throughput", "concurrency", "answer_tokens", "ttft", "time_per_token")
 _tpot_s = scalar("interleaved_tpot", "step_time", "prefill_time", "batch", "answer_tokens")
+_queue_s = scalar("capped_queue_wait", "concurrency", "running", "ttft", "answer_tokens", "time_per_token")
+
+
+def queued_wait_s(first_s: float, step_s: float, tpot_s: float, osl: float, n: int, running: int) -> float:
+    """The wait (s) of formula ``closed_loop_ttft`` for ``n`` requests in flight on an engine that runs ``running``
+    of them at once: the queue's behind the prefills of the running ones (formula ``closed_loop_prefill_wait`` at
+    ``running``), and when ``n`` is more, the wait for a running request to finish (formula ``capped_queue_wait``:
+    ``(n / running - 1)`` services, a service its first token at ``running`` and its answer's other tokens).
+
+    Examples
+    --------
+    >>> round(queued_wait_s(0.04, 0.02, 0.022, 1_000, 64, 64), 4) == round(_wait_s(0.04, 0.02, 0.022, 1_000, 64), 4)
+    True
+    >>> w = _wait_s(0.04, 0.02, 0.022, 1_000, 32)  # 64 in flight, 32 running: one service more, 0.05 + w + 21.98 s
+    >>> round(queued_wait_s(0.04, 0.02, 0.022, 1_000, 64, 32) - w, 3) == round(0.04 + 0.01 + w + 999 * 0.022, 3)
+    True
+    """
+    b = min(n, running)
+    w = _wait_s(first_s, step_s, tpot_s, osl, b)
+    if n <= b:
+        return w
+    return w + _queue_s(n, b, first_s + step_s / 2 + w, osl, tpot_s)
 
 
 def _predict_closed_loop(row: Measurement, rep: Replica, cp: str) -> Prediction:
@@ -350,10 +418,15 @@ def _predict_closed_loop(row: Measurement, rep: Replica, cp: str) -> Prediction:
         raise InputError(f"row {row.id}: {rep.reason}")
     s = rep.step
     step_ms, tpot_ms = float(s.step_time.m_as(_MS)), float(rep.tpot.m_as(_MS))
-    pre_ms = float(rep.first_prefill.time.m_as(_MS))
+    if rep.engine_step is not None and rep.engine_step.mixed_prefill:  # the step under way is a mixed one
+        step_ms = tpot_ms
+    first = rep.first_prefill.time if rep.engine_step is None else rep.engine_step.first_token_prefill
+    pre_ms = float(first.m_as(_MS))
     overhead = rep.assumptions.request_overhead_ms
     share = wave_share(row, assumptions=rep.assumptions)
-    ttft_ms = _closed_loop_ttft_ms(pre_ms, step_ms, tpot_ms, row.osl, row.concurrency, overhead, share)
+    n = row.concurrency
+    wait = queued_wait_s(pre_ms / 1e3, step_ms / 1e3, tpot_ms / 1e3, row.osl, n, rep.batch)
+    ttft_ms = _closed_loop_ttft_ms(pre_ms, step_ms, tpot_ms, row.osl, n, overhead, share, wait)
     value = {"tpot_ms": tpot_ms, "itl_ms": tpot_ms, "ttft_ms": ttft_ms}.get(row.metric)
     if value is None:  # output tokens per second
         value = loop_rate_s(row.concurrency, row.osl, ttft_ms / 1e3, tpot_ms / 1e3)
@@ -486,6 +559,17 @@ class LoadComponents:
     request_overhead_ms: float = 0.0
     closed_loop_wave_share: float = 0.0
     separate_prefill: bool = False
+    #: requests the engine runs at once (0: the concurrency); the rest wait (:func:`queued_wait_s`)
+    running: int = 0
+    #: an engine that mixes prompt chunks into its steps (formula ``mixed_step_time``): its steady step, and the first
+    #: prompt's chunks, each a step of its own with the running requests' decode tokens, as (matmuls' memory ms, their
+    #: compute ms, attention's memory ms, its compute ms, collectives ms) at 100% efficiency
+    mixed_step: tuple[float, ...] = ()
+    first_chunks: tuple[tuple[float, ...], ...] = ()
+    #: an engine that runs prefill batches of their own: the forward passes of the batch's prefill and of one
+    #: prompt's (each pays the step overhead; the prefill times above are then one pass's); 0: one, no overhead
+    prefill_passes: int = 0
+    first_passes: int = 0
 
     def tpot(
         self,
@@ -502,11 +586,16 @@ class LoadComponents:
     def _step_tpot(self, eb: float, ef: float, step_overhead_ms: float) -> tuple[float, float]:
         """(decode step, time per output token), in ms, at bandwidth and compute efficiencies ``eb`` and ``ef``:
         the step plus the other requests' prefills between its steps (formula ``interleaved_tpot``)."""
+        if self.mixed_step:
+            step = _kernels_ms(self.mixed_step, eb, ef, step_overhead_ms)
+            return step, step
         step = max(self.decode_memory_ms / eb, self.decode_compute_ms / ef) + step_overhead_ms + self.step_extra_ms
         if not self.interference:
             return step, step
         batch = max(self.batch_prefill_compute_ms / ef, self.batch_prefill_memory_ms / eb) + self.batch_prefill_extra_ms
-        return step, _tpot_s(step, batch, self.concurrency, self.osl)
+        if self.prefill_passes:
+            batch = self.prefill_passes * (batch + step_overhead_ms)
+        return step, _tpot_s(step, batch, self.running or self.concurrency, self.osl)
 
     def times(
         self,
@@ -532,13 +621,33 @@ class LoadComponents:
         ``closed_loop_prefill_wait``): what the time to first token takes from the step's parameters."""
         eb, ef = bandwidth_efficiency, compute_efficiency
         step, tpot = self._step_tpot(eb, ef, step_overhead_ms)
-        first = max(self.prefill_compute_ms / ef, self.prefill_memory_ms / eb) + self.prefill_extra_ms
-        return first, step, tpot, _wait_s(first / 1e3, step / 1e3, tpot / 1e3, self.osl, self.concurrency)
+        if self.first_chunks:
+            first = sum(_kernels_ms(k, eb, ef, step_overhead_ms) for k in self.first_chunks)
+        else:
+            first = max(self.prefill_compute_ms / ef, self.prefill_memory_ms / eb) + self.prefill_extra_ms
+            if self.first_passes:
+                first = self.first_passes * (first + step_overhead_ms)
+        n = self.concurrency
+        return first, step, tpot, queued_wait_s(first / 1e3, step / 1e3, tpot / 1e3, self.osl, n, self.running or n)
 
     def share(self, closed_loop_wave_share: float | None = None) -> float:
         """The wave share of the configuration's time to first token (see :meth:`times`)."""
         fitted = self.closed_loop_wave_share if closed_loop_wave_share is None else closed_loop_wave_share
         return client_wave_share(self.separate_prefill, fitted)
+
+
+def _kernels(t: float, m: tuple[float, float], c: tuple[float, float], step_overhead_ms: float) -> tuple[float, ...]:
+    """A mixed step of :meth:`~llmcourse.replica.model.ReplicaSetup.engine_parts` (its time, its kernels' memory
+    times and compute times, in s) as kernels in ms: (matmuls' memory, their compute, attention's memory, its
+    compute, what else the step adds less ``step_overhead_ms``)."""
+    extra = t - max(m[0], c[0]) - max(m[1], c[1]) - step_overhead_ms * _MS_TO_S
+    return tuple(x * 1e3 for x in (m[0], c[0], m[1], c[1], extra))
+
+
+def _kernels_ms(k: tuple[float, ...], eb: float, ef: float, step_overhead_ms: float) -> float:
+    """A mixed step's time (ms) from its kernels at 100% efficiency (:attr:`LoadComponents.mixed_step`)."""
+    wm, wc, am, ac, extra = k
+    return max(wm / eb, wc / ef) + max(am / eb, ac / ef) + step_overhead_ms + extra
 
 
 def config_key(row: Measurement) -> tuple:
@@ -571,7 +680,7 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
             f"load_components() splits a step into one memory and one compute time (step rule 'max'); assumptions "
             f"{a.name!r} use step rule {a.step_rule!r}: predict each row with predict() instead."
         )
-    rep = _replica(row, a.replace(bandwidth_efficiency=1.0, compute_efficiency=1.0))
+    setup, rep = _setup_replica(row, a.replace(bandwidth_efficiency=1.0, compute_efficiency=1.0))
     if rep.step is None:
         raise InputError(f"row {row.id}: {rep.reason}")
     s, first, batch = rep.step, rep.first_prefill, rep.batch_prefill
@@ -582,21 +691,29 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
     def extra(p: Any) -> float:
         return ms(p.time) - max(ms(p.compute_time), ms(p.memory_time))
 
-    return LoadComponents(
-        concurrency=int(row.concurrency),
-        osl=row.osl,
-        decode_memory_ms=ms(s.memory_time),
-        decode_compute_ms=ms(s.compute_time),
-        step_extra_ms=ms(s.step_time) - max(ms(s.memory_time), ms(s.compute_time)) - a.step_overhead_ms,
-        batch_prefill_compute_ms=ms(batch.compute_time),
-        batch_prefill_memory_ms=ms(batch.memory_time),
-        batch_prefill_extra_ms=extra(batch),
-        prefill_compute_ms=ms(first.compute_time),
-        prefill_memory_ms=ms(first.memory_time),
-        prefill_extra_ms=extra(first),
-        interference=bool(a.prefill_interference and batch is not None),
-        fits=rep.fits,
-        request_overhead_ms=a.request_overhead_ms,
-        closed_loop_wave_share=a.closed_loop_wave_share,
-        separate_prefill=row.engine.split(" ")[0] in SEPARATE_PREFILL_ENGINES,
-    )
+    step = (ms(s.step_time), ms(s.memory_time), ms(s.compute_time))
+    parts = setup.engine_parts(rep.batch)
+    engine: dict[str, Any] = {}
+
+    def kernels(t: float, m: tuple[float, float], c: tuple[float, float]) -> tuple[float, ...]:
+        return _kernels(t, m, c, a.step_overhead_ms)
+
+    if "step" in parts:  # an engine that mixes prompt chunks into its decode steps: the step is the mixed one
+        engine = dict(
+            interference=False,
+            mixed_step=kernels(*parts["step"]),
+            first_chunks=tuple(kernels(*f) for f in parts["first"]),
+        )
+    elif parts:  # separate prefill batches, each pass paying the step overhead
+        batch, first = parts["pass"], parts["first_pass"]
+        engine = dict(prefill_passes=parts["passes"], first_passes=parts["first_passes"], interference=True)
+    return LoadComponents(**(dict(
+        concurrency=int(row.concurrency), osl=row.osl, decode_memory_ms=step[1], decode_compute_ms=step[2],
+        step_extra_ms=step[0] - max(step[1], step[2]) - a.step_overhead_ms,
+        batch_prefill_compute_ms=ms(batch.compute_time), batch_prefill_memory_ms=ms(batch.memory_time),
+        batch_prefill_extra_ms=extra(batch), prefill_compute_ms=ms(first.compute_time),
+        prefill_memory_ms=ms(first.memory_time), prefill_extra_ms=extra(first),
+        interference=bool(a.prefill_interference and batch is not None), fits=rep.fits,
+        request_overhead_ms=a.request_overhead_ms, closed_loop_wave_share=a.closed_loop_wave_share,
+        separate_prefill=row.engine.split(" ")[0] in SEPARATE_PREFILL_ENGINES, running=rep.batch,
+    ) | engine))  # fmt: skip

@@ -91,7 +91,7 @@ def design_review(
     --------
     >>> r = design_review("Llama-3.1-8B", "H100 SXM", Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms")))
     >>> r.plan.gpus, r.verdict
-    (2, 'meets both targets with 2 GPUs; the bottleneck is KV reads.')
+    (2, 'meets both targets with 2 GPUs; the bottleneck is compute.')
     """
     p = plan(model, gpu, brief, **plan_kwargs)
     # rank_levers(model, gpu, brief, hit_rate=..., context_fraction=..., **plan_kwargs) with its baseline, p, planned once
@@ -154,9 +154,9 @@ def design_review_calculator(
     --------
     >>> c = design_review_calculator()
     >>> dict(c.rows)["review: GPUs"], dict(c.set(method="planner").rows)["review: GPUs"]
-    ('42 (21 x 2)', '24 (12 x 2)')
+    ('26 (13 x 2)', '24 (12 x 2)')
     >>> dict(design_review_calculator(brief=Brief(2, 4_000, 400, Q_(1, "s"), Q_(40, "ms"))).rows)["review: GPUs"]
-    '6 (3 x 2)'
+    '4 (2 x 2)'
     """
     rate, prompt, answer, ttft_ms, tpot_ms = brief_controls(brief)
     return Calculator(

@@ -72,7 +72,7 @@ def disagg_calculator(
     >>> c = disagg_calculator()
     >>> rows = dict(c.rows)
     >>> rows["fewer GPUs"], rows["GPUs"]
-    ('disaggregated', '16')
+    ('a tie: 16 GPUs each (aggregated, the simpler system)', '16')
     >>> dict(c.set(link="NVLink 4").rows)["of which: KV hand-off"]
     '0.5 ms over NVLink 4'
     >>> c.set(prefill_tensor_parallel=3).error[:40]

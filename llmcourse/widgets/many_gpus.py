@@ -319,7 +319,7 @@ def many_gpus(
     >>> res = many_gpus("Llama-3.1-70B", "B200", tensor_parallel=8, batch=4, prompt_tokens=1_024,
     ...                 answer_tokens=8_192)
     >>> dict(res.rows())["time per output token"], dict(res.rows())["GPUs talking for free, no overhead"]
-    ('6.83 ms', '1.79 ms')
+    ('6.82 ms', '1.79 ms')
     """
     kw = dict(batch=batch, prompt_tokens=prompt_tokens, answer_tokens=answer_tokens, weight_bytes=weight_bytes)
     a = resolve(assumptions)
@@ -357,7 +357,7 @@ def many_gpus_calculator(
     --------
     >>> c = many_gpus_calculator(plot=False)
     >>> dict(c.rows)["time per output token"]
-    '8.30 ms'
+    '8.29 ms'
     >>> dict(c.set(link="PCIe 5 x16").rows)["time per output token"]
     '10.6 ms'
     >>> c.set(tensor_parallel=3).error[:44]

@@ -1,0 +1,309 @@
+"""The serving engines a replica runs under and the scheduler settings that change a step, in one table.
+
+Each engine's defaults, as its own source sets them (read in the engines' code):
+
+* **vLLM** (V1 engine): chunked prefill always on, prompt chunks and decode tokens in the same step, at most
+  ``max_num_batched_tokens`` tokens a step and ``max_num_seqs`` running requests. ``EngineArgs.get_batch_defaults``
+  (``vllm/engine/arg_utils.py``) gives the OpenAI server 8,192 tokens and 1,024 requests on a GPU of 70 GiB or more
+  that is not an A100, else 2,048 tokens and 256 requests (``SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS`` is
+  2,048 in ``vllm/config/scheduler.py``, a fallback for tests). ``vllm/v1/core/sched/scheduler.py``
+  (``Scheduler.schedule``) schedules the running requests' decode tokens first, then fills the rest of the budget
+  with prompt chunks; a request is admitted while its prompt's KV blocks are free (``KVCacheManager.allocate_slots``)
+  and a running one is preempted (its KV freed, recomputed later) when a decode finds no block.
+* **SGLang**: ``ServerArgs`` (``python/sglang/srt/server_args.py``) sets ``chunked_prefill_size`` by the GPU's
+  memory: 2,048 tokens under 35 GiB, 8,192 under 160 GiB (H100, H200, A100), 16,384 above (B200, MI300);
+  ``enable_mixed_chunk`` is off by default, so ``Scheduler.get_next_batch_to_run``
+  (``python/sglang/srt/managers/scheduler.py``) runs a prefill batch on its own, between decode batches, and every
+  decoding request waits for it; ``max_running_requests`` is unset by default (the KV pool decides).
+* **TensorRT-LLM**: in-flight batching puts context (prompt) tokens and generation tokens in one step
+  (``features/paged-attention-ifb-scheduler``: "sequences in the context phase can be processed together with
+  sequences in the generation phase"); the LLM API's defaults (``tensorrt_llm/llmapi/llm_args.py``, ``BuildConfig``)
+  are ``max_num_tokens`` 8,192 and ``max_batch_size`` 2,048.
+* **llama.cpp** (``llama-server``): one ``llama_decode`` a step holds the slots' prompt tokens and decode tokens
+  together, up to ``n_batch`` 2,048 tokens; ``n_parallel`` (``common/common.h``) is 1 slot by default.
+
+The default engine is vLLM; every replica says which engine it ran under (``Replica.engine``).
+
+Examples
+--------
+>>> s = scheduler_of("vllm", "H100 SXM")
+>>> s.engine, s.token_budget, s.mixed_prefill, s.max_running
+('vLLM', 8192, True, 1024)
+>>> scheduler_of("SGLang", "B200").token_budget, scheduler_of("SGLang", "H100 SXM").mixed_prefill
+(16384, False)
+>>> scheduler_of("sglng", "H100 SXM")
+Traceback (most recent call last):
+...
+llmcourse.errors.UnknownNameError: no engine named 'sglng'. Did you mean 'SGLang'? Known: vLLM, SGLang, TensorRT-LLM, llama.cpp.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from llmcourse.catalog import GPU, gpus
+from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.units import GIB, to
+
+__all__ = [
+    "DEFAULT_ENGINE",
+    "ENGINES",
+    "Engine",
+    "EngineSettings",
+    "Scheduler",
+    "engine_name",
+    "engine_settings",
+    "scheduler_of",
+]
+
+#: The engine a replica runs under when none is named.
+DEFAULT_ENGINE = "vLLM"
+
+
+def _gib(g: GPU) -> float:
+    """A GPU's memory in GiB (the engines read the device's total memory in binary units)."""
+    return float(to(g.memory, GIB).m)
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One engine's defaults: its token budget per step and its cap on running requests (each a function of the
+    GPU, as the engine sets them; a cap of None: the KV cache decides), and whether it mixes prompt chunks into the
+    decode steps."""
+
+    name: str
+    budget: Callable[[GPU], int]
+    max_running: Callable[[GPU], int | None]
+    mixed_prefill: bool
+    source: str
+
+
+def _vllm_large(g: GPU) -> bool:
+    """vLLM's larger defaults: a GPU of 70 GiB or more that is not an A100 (``EngineArgs.get_batch_defaults``)."""
+    return _gib(g) >= 70 and "a100" not in g.name.lower()
+
+
+def _sglang_budget(g: GPU) -> int:
+    gib = _gib(g)
+    return 2_048 if gib < 35 else 8_192 if gib < 160 else 16_384
+
+
+#: The engines, by name, with their defaults (see the module docstring for where each is set).
+ENGINES: dict[str, Engine] = {
+    e.name: e
+    for e in (
+        Engine(
+            "vLLM",
+            lambda g: 8_192 if _vllm_large(g) else 2_048,
+            lambda g: 1_024 if _vllm_large(g) else 256,
+            True,
+            "vllm/engine/arg_utils.py EngineArgs.get_batch_defaults (OpenAI server): max_num_batched_tokens, "
+            "max_num_seqs",
+        ),
+        Engine(
+            "SGLang",
+            _sglang_budget,
+            lambda g: None,
+            False,
+            "python/sglang/srt/server_args.py ServerArgs: chunked_prefill_size by GPU memory, enable_mixed_chunk "
+            "False, max_running_requests None",
+        ),
+        Engine(
+            "TensorRT-LLM",
+            lambda g: 8_192,
+            lambda g: 2_048,
+            True,
+            "tensorrt_llm/llmapi/llm_args.py: max_num_tokens 8192, max_batch_size 2048; in-flight batching",
+        ),
+        Engine(
+            "llama.cpp",
+            lambda g: 2_048,
+            lambda g: 1,
+            True,
+            "common/common.h: n_batch 2048, n_parallel 1; tools/server update_slots batches prompts with decodes",
+        ),
+    )
+}
+
+
+def engine_name(name: Any) -> str:
+    """The engine's name as :data:`ENGINES` spells it (case and punctuation aside), or :class:`UnknownNameError`
+    with "did you mean".
+
+    Examples
+    --------
+    >>> engine_name("trt-llm"), engine_name("TensorRT_LLM"), engine_name(None)
+    ('TensorRT-LLM', 'TensorRT-LLM', 'vLLM')
+    """
+    if name is None:
+        return DEFAULT_ENGINE
+    if not isinstance(name, str):
+        raise InputError(f"engine must be an engine's name ({', '.join(ENGINES)}); got {type(name).__name__}.")
+
+    def key(s: str) -> str:
+        return "".join(ch for ch in s.lower() if ch.isalnum())
+
+    aliases = {key(n): n for n in ENGINES} | {
+        "trtllm": "TensorRT-LLM",
+        "tensorrt": "TensorRT-LLM",
+        "llamacpp": "llama.cpp",
+    }
+    got = aliases.get(key(name))
+    if got is not None:
+        return got
+    close = difflib.get_close_matches(key(name), list(aliases), n=1, cutoff=0.4)  # spelled as the keys are
+    hint = f" Did you mean {aliases.get(close[0], close[0])!r}?" if close else ""
+    raise UnknownNameError(f"no engine named {name!r}.{hint} Known: {', '.join(ENGINES)}.")
+
+
+def _whole(value: Any, field: str, what: str) -> int | None:
+    """A scheduler setting: None (the engine's default) or a whole number of at least 1, else a refusal naming
+    the field."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value < 1:
+        raise InputError(
+            f"{field} ({what}) must be a whole number of at least 1, or None for the engine's default; got {value!r}."
+        )
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """An engine's scheduler as a replica runs it: the engine, its token budget per step (prompt chunks and decode
+    tokens together), whether prompt chunks ride in the decode steps (``mixed_prefill``) or run as prefill batches
+    of their own that pause decoding, and its cap on running requests (None: what the KV cache holds)."""
+
+    engine: str
+    token_budget: int
+    mixed_prefill: bool
+    max_running: int | None
+
+    def label(self) -> str:
+        """The scheduler in a few words, for a replica's output.
+
+        Examples
+        --------
+        >>> scheduler_of("SGLang", "H100 SXM").label()
+        'SGLang (8,192 tokens a step, separate prefill batches)'
+        """
+        how = "prompt chunks mixed into decode steps" if self.mixed_prefill else "separate prefill batches"
+        cap = "" if self.max_running is None else f", at most {self.max_running:,} running"
+        return f"{self.engine} ({self.token_budget:,} tokens a step, {how}{cap})"
+
+
+def scheduler_of(
+    engine: Any = None,
+    gpu: GPU | str = "H100 SXM",
+    *,
+    max_batched_tokens: Any = None,
+    mixed_prefill: bool | None = None,
+    max_running: Any = None,
+) -> Scheduler:
+    """The :class:`Scheduler` of ``engine`` (None: :data:`DEFAULT_ENGINE`) on ``gpu``: the engine's defaults, each
+    replaced by a setting given. A budget or cap out of range is refused naming its field.
+
+    Examples
+    --------
+    >>> scheduler_of("vLLM", "A100 SXM 80GB", max_running=64)
+    Scheduler(engine='vLLM', token_budget=2048, mixed_prefill=True, max_running=64)
+    >>> scheduler_of(max_batched_tokens=0)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: max_batched_tokens (the tokens one engine step may carry: prompt chunks and decode tokens) must be a whole number of at least 1, or None for the engine's default; got 0.
+    """
+    e = ENGINES[engine_name(engine)]
+    g = gpu if isinstance(gpu, GPU) else gpus[gpu]
+    budget, mixed_prefill, cap = _settings(max_batched_tokens, mixed_prefill, max_running)
+    return Scheduler(
+        e.name,
+        e.budget(g) if budget is None else budget,
+        e.mixed_prefill if mixed_prefill is None else mixed_prefill,
+        e.max_running(g) if cap is None else cap,
+    )
+
+
+def _settings(
+    max_batched_tokens: Any, mixed_prefill: Any, max_running: Any
+) -> tuple[int | None, bool | None, int | None]:
+    """The scheduler settings given, checked (each None: the engine's default), each refused by its field's name."""
+    budget = _whole(
+        max_batched_tokens,
+        "max_batched_tokens",
+        "the tokens one engine step may carry: prompt chunks and decode tokens",
+    )
+    cap = _whole(max_running, "max_running", "the most requests an engine runs at once")
+    if mixed_prefill is not None and not isinstance(mixed_prefill, bool):
+        raise InputError(f"mixed_prefill must be True, False or None (the engine's default); got {mixed_prefill!r}.")
+    return budget, mixed_prefill, cap
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """An engine and the scheduler settings a caller chose, before a GPU is known (each setting None: the engine's
+    default on the GPU): what :func:`~llmcourse.planner.plan` takes as its ``engine`` besides a plain name, and the
+    command line builds from ``--engine``, ``--max-batched-tokens``, ``--prefill`` and ``--max-running``. The name
+    is spelled as :data:`ENGINES` spells it (an unknown one gets "did you mean"), the settings are checked as
+    :func:`scheduler_of` checks them.
+
+    Examples
+    --------
+    >>> EngineSettings("sglang", mixed_prefill=True)
+    EngineSettings(engine='SGLang', max_batched_tokens=None, mixed_prefill=True, max_running=None)
+    >>> EngineSettings(max_running=0)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: max_running (the most requests an engine runs at once) must be a whole number of at least 1, or None for the engine's default; got 0.
+    """
+
+    engine: str | None = None
+    max_batched_tokens: int | None = None
+    mixed_prefill: bool | None = None
+    max_running: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "engine", engine_name(self.engine))
+        budget, _, cap = _settings(self.max_batched_tokens, self.mixed_prefill, self.max_running)
+        object.__setattr__(self, "max_batched_tokens", budget)
+        object.__setattr__(self, "max_running", cap)
+
+    def on(self, gpu: GPU | str) -> Scheduler:
+        """The :class:`Scheduler` these settings give on ``gpu``.
+
+        Examples
+        --------
+        >>> EngineSettings("SGLang").on("B200").token_budget
+        16384
+        """
+        return scheduler_of(
+            self.engine,
+            gpu,
+            max_batched_tokens=self.max_batched_tokens,
+            mixed_prefill=self.mixed_prefill,
+            max_running=self.max_running,
+        )
+
+
+def engine_settings(value: Any) -> EngineSettings:
+    """An ``engine`` argument as :class:`EngineSettings`: None (the default engine), an engine's name, or the
+    settings themselves.
+
+    Examples
+    --------
+    >>> engine_settings("trt-llm").engine, engine_settings(None).engine
+    ('TensorRT-LLM', 'vLLM')
+    >>> engine_settings(3)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: engine must be an engine's name (vLLM, SGLang, TensorRT-LLM, llama.cpp) or EngineSettings(...); got int.
+    """
+    if isinstance(value, EngineSettings):
+        return value
+    if value is None or isinstance(value, str):
+        return EngineSettings(value)
+    raise InputError(
+        f"engine must be an engine's name ({', '.join(ENGINES)}) or EngineSettings(...); got {type(value).__name__}."
+    )
