@@ -263,6 +263,8 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         # admitted 183 and 12 (the static worst case: 166 and 12); B / the engine's step; the prompts' share of it
         "kvtok": (128, "KiB", 1e-9),
         "kv32k": (4, "GiB", 1e-9),
+        # the lab's static count: (80 GB x 0.9 - 16.06 GB) / (2,560 x 131,072 B) = 55.94e9 / 335,544,320 = 166.7
+        "b_static": (166, "", 0),
         "b_short": (L8_B[2_048], "", 0),
         "b_long": (L8_B[32_768], "", 0),
         "x_short": (L8_SHORT_X, "", 1e-4),

@@ -167,7 +167,11 @@ def own_machine(
         kv_bytes=r.kv_per_sequence.to("GB") if r.kv_per_sequence is not None else Q_(0, "GB"),
         gpu_memory=gpus[g].memory.to("GB"),
         usable=r.usable_memory.to("GB"),
-        tokens_per_s=float((1 / r.tpot).to("1/s").m) if r.fits else None,
+        # one person: the prompt is read before the first token (first_token_s), then each token is one decode
+        # step at the context; the replica's tpot would spread the prompt over the steps (an engine mixing the
+        # prompts of other requests into its decode steps), which at a batch of one and one answer token is the
+        # prompt's whole prefill per token
+        tokens_per_s=float((1 / r.step.step_time).to("1/s").m) if r.fits else None,
         bound_tokens_per_s=bound,
         first_token_s=float(r.first_prefill.time.to("s").m) if r.fits else None,
         longest_context=longest_context(m, g, w, a),
