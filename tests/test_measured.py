@@ -620,3 +620,16 @@ def test_evidence_tables_name_every_family(same):
     assert t[0][0] == "all" and [r[1] for r in t[1:]] == ["H100 SXM", "H200 SXM"]
     with pytest.raises(InputError, match="which"):
         same.predictions("optimistic")
+
+
+def test_a_row_whose_engine_is_not_named_runs_on_the_default_engine():
+    """A measured row with engine '-' (or one the catalog lacks) is predicted on the default engine, not refused."""
+    import llmcourse.validation as lcv
+    from llmcourse.validation.prediction import row_engine
+
+    row = lcv.Measurement(id="new", source="test", gpu="H200 SXM", n_gpus=1, tp=1, model="Llama-3.1-8B",
+                          weights="fp8", kv="fp8", engine="-", isl=2048, osl=2048, load="offline max",
+                          load_kind="offline_max", metric="output_tokens_per_s", value=1.0, unit="tok/s")  # fmt: skip
+    assert row_engine(row) is None
+    named = lcv.predict(dataclasses.replace(row, engine="vLLM")).value
+    assert lcv.predict(row).value == named  # vLLM is the default engine

@@ -47,7 +47,7 @@ import pint
 
 from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import models
-from llmcourse.errors import InputError
+from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, scalar
 from llmcourse.replica.memory import usable_memory, weight_bytes
@@ -103,7 +103,7 @@ def row_engine(row: Measurement) -> str | None:
     the default engine)."""
     try:
         return engine_name(row.engine.split(" ")[0])
-    except InputError:
+    except (InputError, UnknownNameError):  # "-", a fork or an engine the catalog lacks: the default engine
         return None
 
 
