@@ -222,6 +222,25 @@ def fix_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, do
             break
 
 
+FONT_SUFFIXES = (".woff2", ".woff", ".ttf", ".eot", ".svg")
+
+
+def serve_widget_fonts(app: Sphinx, exception: Exception | None) -> None:
+    """The widgets' stylesheet, injected into the page, asks for its icon fonts at <page dir>/@jupyter-widgets/<file>
+    (a widget that draws an icon glyph, such as the exercise pages' answer box, makes the browser fetch them): serve the
+    vendored fonts there too, for every folder of pages, so no request fails and none leaves the book."""
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    fonts = [f for f in (out / "_static" / "vendor" / "html-manager").glob("*") if f.suffix in FONT_SUFFIXES]
+    folders = {p.parent for p in out.glob("**/*.html") if "_static" not in p.parts and "lite" not in p.parts}
+    for folder in folders:
+        dest = folder / "@jupyter-widgets"
+        dest.mkdir(exist_ok=True)
+        for f in fonts:
+            shutil.copyfile(f, dest / f.name)
+
+
 def copy_lite(app: Sphinx, exception: Exception | None) -> None:
     if exception is not None or app.builder.format != "html":
         return
@@ -262,6 +281,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("doctree-resolved", add_live_controls)
     app.connect("html-page-context", fix_scripts, priority=900)
     app.connect("build-finished", copy_lite)
+    app.connect("build-finished", serve_widget_fonts)
     app.connect("build-finished", refresh_static)
     app.connect("config-inited", theme_mode)
     app.add_js_file("live_calculators.js")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_site import ROOT, SITE, _skip_or_fail, browser, pages, server  # noqa: F401 (fixtures)
+from test_site import ROOT, SITE, _skip_or_fail, pages
 
 sys.path.insert(0, str(ROOT / "_ext"))
 from book_layout import png_text
@@ -57,7 +57,7 @@ def _is_path(alt: str) -> bool:
     return not alt.strip() or "_images/" in alt or bool(re.search(r"\.(png|svg|jpe?g|gif)$", alt.strip()))
 
 
-def test_chapters_read_on_a_phone(browser: Any, server: str) -> None:  # noqa: F811 (fixtures)
+def test_chapters_read_on_a_phone(browser: Any, server: str) -> None:
     _skip_or_fail()
     problems: list[str] = []
     sizes: list[str] = []
@@ -86,7 +86,7 @@ def test_chapters_read_on_a_phone(browser: Any, server: str) -> None:  # noqa: F
     assert not problems, "\n".join(problems)
 
 
-def test_code_does_not_scroll_on_a_desktop(browser: Any, server: str) -> None:  # noqa: F811 (fixtures)
+def test_code_does_not_scroll_on_a_desktop(browser: Any, server: str) -> None:
     _skip_or_fail()
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
