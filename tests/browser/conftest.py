@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from test_site import BLACKHOLE_PROXY, CHROMIUM, CHROMIUM_FLAGS, SITE, _Handler, _skip_or_fail
+from test_site import BLACKHOLE_PROXY, SITE, _Handler, _skip_or_fail  # (it puts scripts/ on the path)
 
 
 @pytest.fixture(scope="session")
@@ -27,6 +27,7 @@ def server() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def browser(server: str) -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
+    from serve import CHROMIUM, CHROMIUM_FLAGS  # scripts/serve.py (test_site puts scripts/ on the path)
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, proxy=BLACKHOLE_PROXY)
