@@ -25,10 +25,13 @@ Run after building the book: ``scripts/test.sh`` builds it first. Without a buil
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import re
+import socketserver
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,7 +42,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SITE = Path(os.environ.get("LLMCOURSE_SITE", ROOT / "_build" / "html"))
 sys.path.insert(0, str(ROOT / "scripts"))
-from serve import CHROMIUM, Handler, live_cells  # noqa: E402 (as make book and measure_live)
+from serve import CHROMIUM, CHROMIUM_FLAGS, Handler, live_cells  # noqa: E402 (as make book and measure_live)
 
 REQUIRED = os.environ.get("LLMCOURSE_REQUIRE_SITE") == "1"
 LIVE_TIMEOUT_MS = 240_000
@@ -100,6 +103,17 @@ class _Handler(Handler):
         pass
 
 
+@pytest.fixture(scope="session")
+def server() -> Iterator[str]:
+    _skip_or_fail()
+    srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(SITE)))
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
 class Watch:
     """What one test saw: requests leaving the server, failed requests and HTTP errors, script errors."""
 
@@ -133,6 +147,16 @@ class Recorder:
     def page(self, page: Any) -> None:
         page.on("pageerror", lambda e: self.current.errors.append(f"pageerror: {e}"))
         page.on("console", lambda m: m.type == "error" and self.current.errors.append(f"console: {m.text[:300]}"))
+
+
+@pytest.fixture(scope="session")
+def browser(server: str) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, proxy=BLACKHOLE_PROXY)
+        yield b
+        b.close()
 
 
 @pytest.fixture(scope="session")
@@ -646,3 +670,7 @@ def test_live_queueing_simulation(live: LivePage, watch: tuple[Any, Watch], requ
     )
     _timing(request, "recompute: simulate 10,000 requests live", dt)
     assert w.clean() == ([], [], []), w.clean()
+
+
+# the phone and desktop layout checks, on this module's server and browser
+from phone_checks import test_chapters_read_on_a_phone, test_code_does_not_scroll_on_a_desktop  # noqa: E402, F401

@@ -1,4 +1,7 @@
-"""The built book on a phone (390 x 844) and on a desktop (1280 px), in headless chromium (as tests/browser/test_site.py:
+"""Checks of the built book on a phone (collected from tests/browser/test_site.py, which shares its one server and
+chromium with them: a second sync Playwright session cannot start in the same process).
+
+The built book on a phone (390 x 844) and on a desktop (1280 px), in headless chromium (as tests/browser/test_site.py:
 the site of ``$LLMCOURSE_SITE`` or ``_build/html``, served on 127.0.0.1; skipped without a built site or chromium).
 
 On a phone, for every chapter page: the page itself never scrolls sideways (a wide table or equation scrolls inside its
@@ -17,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_site import ROOT, SITE, _skip_or_fail, pages
+from test_site import ROOT, SITE, _skip_or_fail, pages  # (test_site imports this module at its end)
 
 sys.path.insert(0, str(ROOT / "_ext"))
 from book_layout import png_text
