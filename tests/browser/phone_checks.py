@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_site import ROOT, SITE, _skip_or_fail, pages  # (test_site imports this module at its end)
+
+ROOT = Path(__file__).resolve().parents[2]
 
 sys.path.insert(0, str(ROOT / "_ext"))
-from book_layout import png_text
+from book_layout import png_text  # noqa: E402 (after _ext is on the path)
 
 pytestmark = pytest.mark.browser
 
@@ -45,6 +46,8 @@ LOOK = """() => {
 
 
 def chapters() -> list[str]:
+    from test_site import pages  # test_site imports this module at its end: no import at the top
+
     return [p for p in pages() if p.startswith(("book/", "exercises/"))]
 
 
@@ -61,6 +64,8 @@ def _is_path(alt: str) -> bool:
 
 
 def test_chapters_read_on_a_phone(browser: Any, server: str) -> None:
+    from test_site import SITE, _skip_or_fail
+
     _skip_or_fail()
     problems: list[str] = []
     sizes: list[str] = []
@@ -90,6 +95,8 @@ def test_chapters_read_on_a_phone(browser: Any, server: str) -> None:
 
 
 def test_code_does_not_scroll_on_a_desktop(browser: Any, server: str) -> None:
+    from test_site import _skip_or_fail
+
     _skip_or_fail()
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
