@@ -107,7 +107,7 @@ class Scheduler:
         return math.ceil(self.prefix_tokens) if self.prefix_hit_rate > 0 else 0
 
 
-def _start(
+def start_request(
     j: int, t: float, g: int, first: list[float], running: list[int], ans: list[int], began: list[int], blocks: bool
 ) -> int:
     """Request ``j`` gets its first token at ``t`` (decode step ``g``) and joins the running heap, keyed by the step at
@@ -121,7 +121,7 @@ def _start(
     return 0
 
 
-def _fill_chunks(
+def fill_chunks(
     prefilling: deque[int],
     left: list[int],
     room: int,
@@ -207,10 +207,10 @@ def event_loop(
             t += dt
             busy += dt
             for j in prefilling:
-                off += _start(j, t, g, first, running, ans, began, blocks)
+                off += start_request(j, t, g, first, running, ans, began, blocks)
             prefilling.clear()
         elif prefilling and chunk - b >= 1:  # one mixed iteration: a token per running sequence, the rest to chunks
-            ready, compute, parts = _fill_chunks(prefilling, left, chunk - b, tok_c, skip, reqs.work, mixed is None)
+            ready, compute, parts = fill_chunks(prefilling, left, chunk - b, tok_c, skip, reqs.work, mixed is None)
             # the engine's step (decode tokens and chunks in one pass, the weights read once), or a hand-set model's sum
             dt = mixed(b, tuple(parts)) if mixed is not None else step_s[b] + compute if b else max(compute, w_read)
             t += dt
@@ -218,7 +218,7 @@ def event_loop(
             batch_area += dt * b
             g += b > 0
             for _ in range(ready):  # the prompts prefilled to the end are the first in line: their first token
-                off += _start(prefilling.popleft(), t, g, first, running, ans, began, blocks)
+                off += start_request(prefilling.popleft(), t, g, first, running, ans, began, blocks)
         else:  # decode steps only, as many as pass before the next finish (or the next arrival, if one could start)
             dt = step_s[b]
             k = 1 if prefilling else running[0] // n - g  # a budget all spent on decode tokens: one step, look again

@@ -40,6 +40,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from llmcourse.errors import UnknownNameError
+from llmcourse.simulator.events import fill_chunks, start_request
 from llmcourse.simulator.service import ServiceModel
 from llmcourse.simulator.workload import Requests
 from llmcourse.units import plain_number
@@ -218,18 +219,9 @@ class _Replicas:
             x = pre[prefilling[0]] if len(prefilling) == 1 else math.fsum([pre[j] for j in prefilling])
             plan: tuple = ("whole", x if x >= rep.weight_read_s else rep.weight_read_s)
         elif prefilling and chunk - b >= 1:
-            room_t, ready, compute, left, tok_c, parts = chunk - b, 0, 0.0, self.left, self.tok_c, []
-            for j in prefilling:
-                c = left[j] if left[j] < room_t else room_t
-                if rep.mixed is None:
-                    compute += c * tok_c[j]
-                else:
-                    parts.append((self.cached[j] + self.work[j] - left[j], c))
-                left[j] -= c
-                room_t -= c
-                ready += left[j] == 0
-                if room_t == 0:
-                    break
+            ready, compute, parts = fill_chunks(
+                prefilling, self.left, chunk - b, self.tok_c, self.cached, self.work, rep.mixed is None
+            )
             if rep.mixed is not None:  # the engine's step (event_loop's): decode tokens and chunks in one pass
                 dt = rep.mixed(b, tuple(parts))
             else:
@@ -276,11 +268,7 @@ class _Replicas:
             t += plan[1]
             self.busy += plan[1]
             for j in prefilling:
-                self.first[j] = t
-                heapq.heappush(running, (steps[r] + ans[j] - 1) * n + j)
-                if self.blocks:
-                    self.began[j] = steps[r] - 1
-                    self.off[r] += steps[r] - 1
+                self.off[r] += start_request(j, t, steps[r], self.first, running, ans, self.began, self.blocks)
             prefilling.clear()
         elif plan[0] == "mixed":
             _, dt, b, ready = plan
@@ -289,12 +277,9 @@ class _Replicas:
             self.area += dt * b
             steps[r] += b > 0
             for _ in range(ready):
-                j = prefilling.popleft()
-                self.first[j] = t
-                heapq.heappush(running, (steps[r] + ans[j] - 1) * n + j)
-                if self.blocks:
-                    self.began[j] = steps[r] - 1
-                    self.off[r] += steps[r] - 1
+                self.off[r] += start_request(
+                    prefilling.popleft(), t, steps[r], self.first, running, ans, self.began, self.blocks
+                )
         else:
             _, dt, b, k, _ = plan
             x = k * dt
