@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import running
 
 from llmcourse.exercises.cli import main as cli_main
 
@@ -246,15 +247,6 @@ def _setup(helpers: str) -> str:
     )
 
 
-def _running(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie, killed but not yet waited for, does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def _children() -> set[int]:
     """The processes whose parent is this one (zombies included)."""
     out = set()
@@ -307,9 +299,9 @@ def test_hostile_notebooks_are_graded_and_leave_nothing(tmp_path, capsys, index)
     # what the notebook started is dead (the kill is at once; the wait is for the kernel's /proc to settle)
     started = [int(p) for p in pids.read_text().split()] if pids.exists() else []
     deadline = time.monotonic() + 5
-    while any(map(_running, started)) and time.monotonic() < deadline:
+    while any(map(running, started)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    alive = [p for p in started if _running(p)]
+    alive = [p for p in started if running(p)]
     for p in alive:  # (not left behind by a failing test)
         os.kill(p, 9)
     assert not alive, f"{len(alive)} of {len(started)} processes the notebook started outlived the grading\n{what}"

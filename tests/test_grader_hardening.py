@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import running
 
 from llmcourse.exercises import check, reset
 from llmcourse.exercises.cli import grade
@@ -35,15 +36,6 @@ def _notebook(tmp_path: Path, cells: list[str], name: str = "nb.md") -> Path:
     path = tmp_path / name
     path.write_text("".join(f"```python\n{c}\n```\n\n" for c in cells))
     return path
-
-
-def _running(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie, killed but not yet waited for, does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -66,9 +58,9 @@ def test_processes_in_a_new_session_die_with_the_grading(tmp_path):
     started = [int(p) for p in pids.read_text().split()]
     assert len(started) == 3  # cell 2 ran again in the second kernel
     deadline = time.monotonic() + 10
-    while any(map(_running, started)) and time.monotonic() < deadline:
+    while any(map(running, started)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    alive = [p for p in started if _running(p)]
+    alive = [p for p in started if running(p)]
     for p in alive:  # (not left behind by a failing test)
         os.kill(p, 9)
     assert not alive

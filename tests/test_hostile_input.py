@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from exercise_solutions import solve
+from processes import running
 
 from llmcourse import Q_
 from llmcourse.exercises import answers, check, exercises, get, reset
@@ -407,15 +408,6 @@ def test_notebook_output_is_hidden_kept_nowhere_and_forges_nothing(tmp_path, cap
     assert grown < 100 << 20, f"the grader's peak memory grew by {grown >> 20} MB"
 
 
-def _running(pid: int) -> bool:
-    """Whether process ``pid`` runs (a zombie, killed but not yet waited for, does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_a_crash_keeps_what_was_checked_before_it_and_kills_what_the_notebook_started(tmp_path):
     """An answer checked just before os._exit() is graded; exit() is a SystemExit of its cell (it does not stop
@@ -437,9 +429,9 @@ def test_a_crash_keeps_what_was_checked_before_it_and_kills_what_the_notebook_st
     started = [int(p) for p in pids.read_text().split()]
     assert len(started) == 2  # the second kernel ran the cell again
     deadline = time.monotonic() + 10
-    while any(map(_running, started)) and time.monotonic() < deadline:
+    while any(map(running, started)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(map(_running, started))
+    assert not any(map(running, started))
 
 
 def test_a_kernel_that_does_not_start_is_reported(tmp_path, monkeypatch):

@@ -99,15 +99,21 @@ def _limits(memory: int) -> Callable[[], None]:
     return preexec
 
 
-def _processes() -> dict[int, int]:
-    """Every process this user can see in /proc: pid -> parent pid (empty where there is no /proc)."""
-    parents: dict[int, int] = {}
+def _stats() -> dict[int, tuple[int, int]]:
+    """Every process this user can see in /proc: pid -> (parent pid, session) (empty where there is no /proc)."""
+    found: dict[int, tuple[int, int]] = {}
     with contextlib.suppress(OSError):
         for name in os.listdir("/proc"):
             if name.isdigit():
                 with contextlib.suppress(OSError, ValueError, IndexError), open(f"/proc/{name}/stat", "rb") as f:
-                    parents[int(name)] = int(f.read().rsplit(b")", 1)[1].split()[1])
-    return parents
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                    found[int(name)] = (int(fields[1]), int(fields[3]))
+    return found
+
+
+def _processes() -> dict[int, int]:
+    """Every process this user can see in /proc: pid -> parent pid (empty where there is no /proc)."""
+    return {pid: parent for pid, (parent, _) in _stats().items()}
 
 
 def _marked(pid: int, mark: bytes) -> bool:
@@ -241,15 +247,7 @@ class _Orphans:
 def _children_of(parent: int) -> dict[int, int]:
     """The processes whose parent is ``parent`` (zombies included): pid -> session (empty where there is no
     /proc)."""
-    found: dict[int, int] = {}
-    with contextlib.suppress(OSError):
-        for name in os.listdir("/proc"):
-            if name.isdigit():
-                with contextlib.suppress(OSError, ValueError, IndexError), open(f"/proc/{name}/stat", "rb") as f:
-                    fields = f.read().rsplit(b")", 1)[1].split()
-                    if int(fields[1]) == parent:
-                        found[int(name)] = int(fields[3])
-    return found
+    return {pid: session for pid, (ppid, session) in _stats().items() if ppid == parent}
 
 
 def _raise_if_cancelled() -> None:
