@@ -64,9 +64,9 @@ def _is_path(alt: str) -> bool:
 
 
 def test_chapters_read_on_a_phone(browser: Any, server: str) -> None:
-    from test_site import SITE, _skip_or_fail
+    from test_site import SITE, skip_or_fail
 
-    _skip_or_fail()
+    skip_or_fail()
     problems: list[str] = []
     sizes: list[str] = []
     context = browser.new_context(viewport={"width": 390, "height": 844})
@@ -95,9 +95,9 @@ def test_chapters_read_on_a_phone(browser: Any, server: str) -> None:
 
 
 def test_code_does_not_scroll_on_a_desktop(browser: Any, server: str) -> None:
-    from test_site import _skip_or_fail
+    from test_site import skip_or_fail
 
-    _skip_or_fail()
+    skip_or_fail()
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     problems = []

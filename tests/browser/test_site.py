@@ -74,7 +74,7 @@ def _missing() -> str | None:
     return None
 
 
-def _skip_or_fail() -> None:
+def skip_or_fail() -> None:
     why = _missing()
     if why:
         if REQUIRED:
@@ -105,7 +105,7 @@ class _Handler(Handler):
 
 @pytest.fixture(scope="session")
 def server() -> Iterator[str]:
-    _skip_or_fail()
+    skip_or_fail()
     srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), functools.partial(_Handler, directory=str(SITE)))
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()
@@ -232,7 +232,7 @@ def watch(session: tuple[Any, Any, Recorder]) -> Iterator[tuple[Any, Watch]]:
 
 
 def test_site_has_pages() -> None:
-    _skip_or_fail()
+    skip_or_fail()
     found = pages()
     assert "index.html" in found and any(p.startswith("book/") for p in found), found
     assert (SITE / "lite" / "pyodide" / "pyodide.asm.wasm").exists(), "the Pyodide runtime is not served locally"
@@ -585,7 +585,7 @@ def test_every_calculator_runs_live(
     """Each calculator's cell, run live, shows what llmcourse computes here for the same cell (its page's
     "Run live" runs this cell: test_page_loads_offline)."""
     if not code:
-        _skip_or_fail()
+        skip_or_fail()
         pytest.fail(f"no calculator found in the built book at {SITE}")
     _context, w = watch
     here = _calculator_here(code)
