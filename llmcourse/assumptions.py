@@ -138,6 +138,9 @@ MEANING: dict[str, str] = {
     "headroom": "capacity multiplier a fleet is sized with (1.3 = 30% more than the demand)",
     "flops_per_param": "FLOPs per parameter per token (a multiply and an add)",
     "step_overhead_ms": "fixed time per decode step for kernel launches and scheduling (ms)",
+    "layer_floor_us": "fixed time per layer per forward pass that its kernels take however few weights and tokens they "
+    "touch: launch gaps and tails under CUDA graphs, small matmuls that cannot fill the GPU, the waits before each "
+    "collective (microseconds)",
     "speculative_overhead": "how often a speculative cycle pays the per-step overhead: every draft step, or once "
     "per cycle",
     "draft_step_overhead_ms": "fixed time per draft step of an EAGLE head or an MTP block run inside the engine's "
@@ -218,6 +221,7 @@ class Assumptions:
     headroom: float = 1.3
     flops_per_param: float = 2.0
     step_overhead_ms: float = 0.0
+    layer_floor_us: float = 0.0
     speculative_overhead: str = "per_step"
     draft_step_overhead_ms: float = 0.0
     draft_model_step_overhead_ms: float = 0.0
@@ -339,7 +343,7 @@ class Assumptions:
             raise InputError(
                 f"activation_bytes ({MEANING['activation_bytes']}) must be above 0; got {self.activation_bytes!r}."
             )
-        for name in ("step_overhead_ms", "draft_step_overhead_ms", "draft_model_step_overhead_ms"):
+        for name in ("step_overhead_ms", "layer_floor_us", "draft_step_overhead_ms", "draft_model_step_overhead_ms"):
             if getattr(self, name) < 0:
                 raise InputError(f"{name} ({MEANING[name]}) must be 0 or more; got {getattr(self, name)!r}.")
 
@@ -461,13 +465,16 @@ PRESETS: dict[str, Assumptions] = {
             # FlashInfer's trtllm_allreduce_fusion at decode, NCCL across nodes. 3.5 us: aiconfigurator's measured
             # custom all-reduce of a few kilobytes with CUDA graphs, 4.3-4.5 us on 2 and 8 H100s (vLLM 0.14), 3.5 us
             # (TensorRT-LLM 1.2) and 4.8 us on 8 B200s, less the link's one flag latency (0.8-1.2 us).
-            # Kept on the ring for now: with the engines' kernels the step loses the 2-3 ms of ring latency that
-            # stood in for the per-layer costs the step does not count yet (kernel floors at small per-GPU shapes),
-            # and the 81 measured Llama-3.1-70B rows at concurrency 4 fall from 81 to 46 within 1.25x (median
-            # predicted / measured 0.98 -> 0.84; rows on 4 or more GPUs 0.91 -> 0.75). allreduce_algorithm="engine"
-            # gives the engines' all-reduce; it becomes the course's once the step counts those floors.
-            allreduce_algorithm="ring",
+            allreduce_algorithm="engine",
             engine_allreduce_us=3.5,
+            # The ring's 2(N-1) latency steps used to stand in for what every layer's kernels cost however little
+            # they read (a floor that does not shrink as more GPUs split the weights); with the engines' flat
+            # all-reduce that floor is counted in the open (replica.step.layer_floor_ms). Fitted as the per-step
+            # overhead was, on the 81 measured Llama-3.1-70B rows at concurrency 4 at the course's other values
+            # (tensor-parallel 1-8, H100, H200, B200; TensorRT-LLM and vLLM): 23 us a layer puts 79 of them within
+            # 1.25x, the worst 1.28x (20 us: 78, 1.29x; 30 us: 77, 1.33x; none: 45, 1.88x). The validation chapter
+            # refits it, with the bandwidth efficiency, on every measured row and in every held-out fold.
+            layer_floor_us=23.0,
             # DeepEP's dispatch in FP8 (its README: "FP8 dispatching and BF16 combining"), pplx-kernels and TensorRT-LLM
             # wide-EP: a token once per destination GPU.
             expert_dispatch="per_gpu",

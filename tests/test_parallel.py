@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import llmcourse as lc
-from llmcourse.assumptions import DEFAULT
+from llmcourse.assumptions import DEFAULT, resolve
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.replica.parallel import (
     decode_comm_time,
@@ -51,10 +51,16 @@ def test_ring_all_reduce_by_hand():
 
 def test_decode_pays_two_all_reduces_per_layer_on_nvlink5():
     """Llama-3.1-70B (80 layers, hidden 8,192), batch 4, 8 B200s on NVLink 5 (t0 7.8 us, alpha 1.23 us,
-    900 GB/s): 160 x (7.8 + 14 x 1.23 + 1.75 x 65,536 / 720e9 s) = 160 x 25.179 us = 4.029 ms."""
+    900 GB/s at 80%). The ring: 160 x (7.8 + 14 x 1.23 + 1.75 x 65,536 / 720e9 s) = 160 x 25.179 us = 4.029 ms.
+    The course's engine one-shot: 160 x (3.5 + 1.23 + 7 x 65,536 / 720e9 s) = 160 x 5.367 us = 0.859 ms (the
+    two-shot's 2 x 4.73 us is more)."""
     lay = layout("Llama-3.1-70B", "B200", tensor_parallel=8)
     per = 7.8 + 14 * 1.23 + 1.75 * 65_536 / 720e3
-    assert decode_comm_time("Llama-3.1-70B", lay, tokens=4).to("ms").m == pytest.approx(160 * per / 1e3)
+    ring = resolve("course").replace(allreduce_algorithm="ring")
+    got = decode_comm_time("Llama-3.1-70B", lay, tokens=4, assumptions=ring).to("ms").m
+    assert got == pytest.approx(160 * per / 1e3)
+    one_shot = 3.5 + 1.23 + 7 * 65_536 / 720e3
+    assert decode_comm_time("Llama-3.1-70B", lay, tokens=4).to("ms").m == pytest.approx(160 * one_shot / 1e3)
 
 
 def test_pcie_is_bandwidth_bound_at_prefill():
@@ -76,10 +82,11 @@ def test_one_gpu_and_the_sources_pay_nothing():
 
 def test_tp8_is_not_8x():
     """The course preset: 8 B200s give Llama-3.1-70B FP8 at batch 4 well under 8x one GPU's speed; the
-    free split (communication off, no overhead) gives 7.x (the KV and prefill shares do not shrink alike)."""
+    free split (communication off, no overhead, no layers' floor) gives 7.x (the KV and prefill shares do not shrink
+    alike)."""
     kw = dict(batch=4, prompt_tokens=1_024, answer_tokens=1_024, weight_bytes="fp8")
     course = [lc.replica("Llama-3.1-70B", "B200", tensor_parallel=n, **kw).tpot for n in (1, 8)]
-    free = QUIET.replace(step_overhead_ms=0.0)
+    free = QUIET.replace(step_overhead_ms=0.0, layer_floor_us=0.0)
     split = [lc.replica("Llama-3.1-70B", "B200", tensor_parallel=n, assumptions=free, **kw).tpot for n in (1, 8)]
     assert (course[0] / course[1]).m < 3
     assert (split[0] / split[1]).m > 6

@@ -74,10 +74,17 @@ def test_every_quote_is_the_sources_own_words():
 
 
 # --- the course's figures for the scenarios whose source method drops prefill ------------------------
-def allreduces(layers, tokens, hidden=8_192, n=2, base=4.5e-6, alpha=0.8e-6, link=450e9 * 0.8):
-    """Seconds of a step's all-reduces: two per layer, each by the ring (alpha-beta) on NVLink 4 as in
-    links.csv (t0 4.5 us, 0.8 us per step, 450 GB/s at the course's 80%), BF16 activations."""
-    return 2 * layers * (base + 2 * (n - 1) * alpha + 2 * (n - 1) / n * tokens * hidden * 2 / link)
+def allreduces(layers, tokens, hidden=8_192, base=3.5e-6, alpha=0.8e-6, link=450e9 * 0.8):
+    """Seconds of a step's all-reduces on two GPUs: two per layer, each the engines' one-shot on NVLink 4 (vLLM
+    runs its one-shot kernel on two GPUs at any size it takes): the course's 3.5 us kernel cost, one flag latency
+    of 0.8 us (links.csv) and the peer's whole message at 450 GB/s x the course's 80%, BF16 activations. (The
+    ring would pay t0 4.5 us and 2 latency steps: 6.1 us; the two-shot 2 x 4.3 us: the one-shot is the least.)"""
+    return 2 * layers * (base + alpha + tokens * hidden * 2 / link)
+
+
+def floors(layers, floor=23e-6):
+    """Seconds of the layers' floor a forward pass pays: the course's 23 us a layer (layer_floor_us)."""
+    return layers * floor
 
 
 def mixed_step(weights, params, decode, chunk, kv_decode, attention_per_prompt_token, layers=80):
@@ -85,11 +92,11 @@ def mixed_step(weights, params, decode, chunk, kv_decode, attention_per_prompt_t
     mixed step, the course preset's picture) on 2 x H100 SXM at FP8: the weight matmuls of all its tokens (the
     weights read once at 0.7 x 6.7 TB/s, against 2 x params FLOPs a token at 2 x 1,979 TFLOP/s x 0.5), then
     attention (the decodes' KV read, against the chunk's attention FLOPs), plus 1 ms and the all-reduces of all
-    its tokens."""
+    its tokens and the layers' floor."""
     bw, flops = 0.7 * 2 * 3.35e12, 2 * 1_979e12 * 0.5
     matmuls = max(weights / bw, (decode + chunk) * 2 * params / flops)
     attention = max(kv_decode / bw, chunk * attention_per_prompt_token / flops)
-    return matmuls + attention + 1e-3 + allreduces(layers, decode + chunk)
+    return matmuls + attention + 1e-3 + floors(layers) + allreduces(layers, decode + chunk)
 
 
 def test_course_first_estimate_by_hand():
@@ -100,17 +107,17 @@ def test_course_first_estimate_by_hand():
     the mean plus 2 spreads must fit in 0.9 x 160 GB - 72.7 GB = 71.3 GB: B = 100 holds 70.45 + 0.57 = 71.02 GB,
     B = 101 holds 71.16 + 0.57 = 71.73 GB (the static batch at the final 2,300 tokens was 94).
 
-    The decode step alone reads 72.7e9 + 100 x 2,150 x 327,680 B = 143.2 GB at 4.69 TB/s: 30.52 ms, plus 1 ms and
-    160 all-reduces of 100 x 8,192 x 2 B (10.65 us each: 1.70 ms): 33.23 ms. Prefilling the 100 prompts at once
-    would take 100 x (2 x 72.7e9 x 2,000 + 2 x 80 x 64 x 128 x 2,000^2) / 1,979e12 = 14.96 s plus 160 all-reduces
-    of 200,000 tokens (1.46 s): 16.42 s. But vLLM mixes the prompts into the decode steps: to keep 100 running
+    The decode step alone reads 72.7e9 + 100 x 2,150 x 327,680 B = 143.2 GB at 4.69 TB/s: 30.52 ms, plus 1 ms,
+    80 layers x 23 us (1.84 ms) and 160 one-shot all-reduces of 100 x 8,192 x 2 B (8.85 us each: 1.42 ms):
+    34.78 ms. Prefilling the 100 prompts at once would take 100 x (2 x 72.7e9 x 2,000 + 2 x 80 x 64 x 128 x
+    2,000^2) / 1,979e12 = 14.96 s plus 160 all-reduces of 200,000 tokens (1.46 s): 16.42 s. But vLLM mixes the prompts into the decode steps: to keep 100 running
     with 300-token answers, each step carries 100 x 2,000 / 300 = 666.7 prompt tokens (the budget of 8,192 tokens
     does not bind: 100 + 666.7), with the prompt's attention averaged per token (2 x 80 x 64 x 128 x 2,000 =
     2.62 GFLOP) and no earlier KV to read (a 2,000-token prompt fits in one step's 8,092 free tokens). Its matmuls
     are compute-bound: 766.7 x 145.4 GFLOP / 1,979 TFLOP/s = 56.33 ms (the weights' read is 15.50 ms), attention
-    reads the decodes' 70.45 GB (15.02 ms), plus 1 ms and 160 all-reduces of 766.7 tokens (6.56 ms): 78.91 ms a
-    step of 100 tokens, 1,267 tok/s and 2 x $2.50 / (1,267 x 3,600) x 1e6 = $1.10 per million (the old picture,
-    prefill added to decode at a static batch of 94: 1,123 tok/s and $1.24)."""
+    reads the decodes' 70.45 GB (15.02 ms), plus 1 ms, the layers' 1.84 ms and 160 all-reduces of 766.7 tokens
+    (6.27 ms): 80.46 ms a step of 100 tokens, 1,243 tok/s and 2 x $2.50 / (1,243 x 3,600) x 1e6 = $1.12 per million
+    (the old picture, prefill added to decode at a static batch of 94: 1,123 tok/s and $1.24)."""
     w, kv = 72.7e9, 2 * 80 * 8 * 128 * 2
     room, mean, grows = 0.9 * 2 * 80e9 - w, kv * 2_150, kv * 300
 
@@ -118,7 +125,7 @@ def test_course_first_estimate_by_hand():
         return min(b * kv * 2_300, b * mean + 2 * grows * math.sqrt(b / 12))
 
     batch = max(b for b in range(1, 200) if held(b) <= room)
-    step = (w + batch * kv * 2_150) / (0.7 * 2 * 3.35e12) + 1e-3 + allreduces(80, batch)
+    step = (w + batch * kv * 2_150) / (0.7 * 2 * 3.35e12) + 1e-3 + floors(80) + allreduces(80, batch)
     prefill = batch * (2 * w * 2_000 + 2 * 80 * 64 * 128 * 2_000**2) / (2 * 1_979e12 * 0.5)
     prefill += allreduces(80, batch * 2_000)
     chunk = batch * 2_000 / 300
@@ -131,7 +138,7 @@ def test_course_first_estimate_by_hand():
     assert figure("course-first-estimate-batch-prefill").compute() == pytest.approx(prefill, rel=1e-3)
     assert figure("course-first-estimate-throughput").compute() == pytest.approx(x, rel=1e-3)
     assert figure("course-first-estimate-cost").compute() == pytest.approx(cost, rel=1e-3)
-    assert (round(step * 1e3, 1), round(prefill, 1), round(x), round(cost, 2)) == (33.2, 16.4, 1_267, 1.10)
+    assert (round(step * 1e3, 1), round(prefill, 1), round(x), round(cost, 2)) == (34.8, 16.4, 1_243, 1.12)
     # the source's method (decode only, at the datasheet bandwidth) gives 3.5x the throughput
     assert figure("envelope-table-72b-fp8-throughput").compute() > 3.4 * x
 
@@ -140,14 +147,15 @@ def test_course_fleet_by_hand():
     """Chapter 9's fleet under the course's method (Llama 3.1 70B FP8 on 2 x H100 SXM, batch 64, 2,000 in /
     400 out, 350 requests/s = 140,000 output tok/s, vLLM): the batch holds at most 70.554 GB + 64 x 2,400 x
     327,680 B = 120.9 GB of 144 GB; the decode step alone reads 70.554e9 + 64 x 2,200 x 327,680 B (KV at the
-    average context 2,000 + 400 / 2) = 116.7 GB at 4.69 TB/s: 24.88 ms (compute at FP8 only 4.56 ms), plus 1 ms
-    and 160 all-reduces (1.44 ms): 27.32 ms. vLLM mixes the prompts into those steps: each carries
+    average context 2,000 + 400 / 2) = 116.7 GB at 4.69 TB/s: 24.88 ms (compute at FP8 only 4.56 ms), plus 1 ms,
+    the layers' 1.84 ms and 160 one-shot all-reduces (1.15 ms): 28.87 ms. vLLM mixes the prompts into those steps: each carries
     64 x 2,000 / 400 = 320 prompt tokens (2 x 80 x 64 x 128 x 2,000 = 2.62 GFLOP of attention each, no earlier
     KV), so its matmuls are compute-bound, 384 x 141.1 GFLOP / 1,979 TFLOP/s = 27.38 ms (the weights' read is
-    15.04 ms), attention reads the decodes' KV (9.84 ms), plus 1 ms and 160 all-reduces of 384 tokens (3.77 ms):
-    41.99 ms a step of 64 tokens, 1,524.2 tok/s; at 1.3x headroom 1,172.4 usable; ceil(140,000 / 1,172.4) =
-    ceil(119.4) = 120 replicas = 240 H100s and 240 x 730 h x $2.50 = $438,000 a month (the old picture, prefill
-    added to decode: 151 replicas, 302 H100s), against the capacity-planning method's 81 replicas = 162 H100s."""
+    15.04 ms), attention reads the decodes' KV (9.84 ms), plus 1 ms, the layers' 1.84 ms and 160 all-reduces of
+    384 tokens (3.48 ms): 43.54 ms a step of 64 tokens, 1,469.9 tok/s; at 1.3x headroom 1,130.7 usable;
+    ceil(140,000 / 1,130.7) = ceil(123.8) = 124 replicas = 248 H100s and 248 x 730 h x $2.50 = $452,600 a month
+    (the old picture, prefill added to decode: 151 replicas, 302 H100s), against the capacity-planning method's
+    81 replicas = 162 H100s."""
     w, kv = 70.554e9, 2 * 80 * 8 * 128 * 2
     assert w + 64 * kv * 2_400 < 0.9 * 2 * 80e9
     step = (w + 64 * kv * 2_200) / (0.7 * 2 * 3.35e12)
@@ -157,10 +165,10 @@ def test_course_fleet_by_hand():
     assert (64 + chunk) * 2 * w / (2 * 1_979e12 * 0.5) > w / (0.7 * 2 * 3.35e12)  # the mixed step's matmuls are not
     x = 64 / tpot
     replicas = math.ceil(350 * 400 / (x / 1.3))
-    assert (replicas, 2 * replicas) == (120, 240)
+    assert (replicas, 2 * replicas) == (124, 248)
     assert figure("course-fleet-replica-throughput").compute() == pytest.approx(x, rel=1e-3)
-    assert (figure("course-fleet-replicas").compute(), figure("course-fleet-gpus").compute()) == (120, 240)
-    assert figure("course-fleet-monthly-cost").compute() == pytest.approx(240 * 730 * 2.50)
+    assert (figure("course-fleet-replicas").compute(), figure("course-fleet-gpus").compute()) == (124, 248)
+    assert figure("course-fleet-monthly-cost").compute() == pytest.approx(248 * 730 * 2.50)
     assert (figure("capacity-replicas").compute(), figure("capacity-gpus").compute()) == (81, 162)
 
 

@@ -86,6 +86,13 @@ engine_allreduce_base = symbol(
     "fixed cost of an engine's own all-reduce kernel (launch and flags)",
     allow_zero=True,
 )
+layer_floor = symbol(
+    "layer_floor",
+    r"t_{layer}",
+    "s",
+    "fixed time of one layer's kernels in a forward pass (launch gaps and tails, small matmuls, waits at collectives)",
+    allow_zero=True,
+)
 node_gpus = symbol("node_gpus", r"N_{node}", "", "GPUs of a group inside one node (one scale-up domain)", integer=True)
 nodes = symbol("nodes", r"N_{nodes}", "", "nodes a group spans", integer=True)
 out_bandwidth = symbol("out_bandwidth", r"B_{out}", "B/s", "scale-out link bandwidth per GPU and direction")
@@ -266,6 +273,25 @@ def _dispatch() -> None:
         "step_overhead",
         moe_layers * (dispatch_time + combine_time),
         "all-to-all time per step of expert parallelism: a dispatch and a combine per MoE layer",
+        CHAPTER,
+    )
+
+
+# --- the per-layer floor of a forward pass --------------------------------------------------------------------
+
+
+@section
+def _layer_floor() -> None:
+    # Every layer launches its kernels (norms, the QKV, attention, output and MLP matmuls, the all-reduces) on every GPU
+    # of the group, whatever share of the weights each holds: under CUDA graphs each kernel still pays its ramp and
+    # tail and the gap to the next, a matmul of a few thin columns cannot keep the GPU's memory system busy, and every
+    # collective waits for the slowest GPU. That time does not shrink with the tensor-parallel degree, so it is a
+    # larger share of a step the more GPUs split the weights.
+    formula(
+        "layer_floor_time",
+        "step_overhead",
+        layers * layer_floor,
+        "the layers' fixed time per forward pass: each layer's kernels take a floor however little they read",
         CHAPTER,
     )
 

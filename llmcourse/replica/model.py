@@ -51,7 +51,7 @@ from llmcourse.replica.speculative import (
     speculative_cycle,
     speculative_memory,
 )
-from llmcourse.replica.step import DecodeStep, EngineStep, decoder, matmul_precision
+from llmcourse.replica.step import DecodeStep, EngineStep, decoder, layer_floor_ms, matmul_precision
 from llmcourse.units import (
     BYTE,
     GB,
@@ -604,7 +604,8 @@ class ReplicaSetup(_Shared):
             first = sum(dec.mixed(b - 1, k, f, r)[0] for k, f, r in self._chunks_of(sc.token_budget - (b - 1) / dp))
             got = (n, c, tpot, first, None, F["throughput"].value(batch=n, step_time=tpot), alone)
         else:  # SGLang without mixed chunks: prefill batches of their own pause every decoding request
-            over = self.assumptions.step_overhead_ms * MS_TO_S
+            a = self.assumptions  # each prefill pass is a forward pass: the step's overhead and its layers' floor
+            over = (a.step_overhead_ms + layer_floor_ms(self.deployment.model, a)) * MS_TO_S
             cycle = separate_prefill_s(self._prefiller(), b, new, sc.token_budget, over)
             first = separate_prefill_s(self._prefiller(), 1, new, sc.token_budget, over)
             tpot = F["interleaved_tpot"].value(step_time=alone, prefill_time=cycle, batch=b, answer_tokens=ans)

@@ -586,6 +586,7 @@ def time_per_token_parts(rep: Any) -> Parts:
             "KV reads": to(times(memory, 1 - share_w), _MS),
             "compute": to(compute, _MS),
             "communication": to(s.comm_time, _MS),
+            "layer floors": to(s.floor_time, _MS) if s.floor_time is not None else Q_(0.0, _MS),
             "overhead": to(s.overhead_time, _MS),
             "shared prefill": to(minus(rep.tpot, s.step_time), _MS),
         }

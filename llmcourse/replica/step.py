@@ -67,6 +67,8 @@ class DecodeStep:
     comm_time: pint.Quantity | None = None
     overhead_time: pint.Quantity | None = None
     layout: Layout | None = field(default=None, repr=False)
+    #: the layers' fixed time (formula ``layer_floor_time``: the assumptions' ``layer_floor_us`` per layer)
+    floor_time: pint.Quantity | None = None
 
     @property
     def bound(self) -> str:
@@ -236,6 +238,31 @@ def _four_bit(weight_bytes: Any, m: Model | None = None) -> bool:
     if isinstance(weight_bytes, str):
         return bytes_per_value(weight_bytes.lower()) < 0.75
     return bytes_of(weight_bytes, "weight_bytes").m < 0.75
+
+
+def layer_floor_ms(m: Model, a: Assumptions) -> float:
+    """The fixed time (ms) a forward pass of ``m`` spends in its layers however little they read: its layers times
+    the assumptions' ``layer_floor_us`` (formula ``layer_floor_time``); 0 for the sources' presets, which have none.
+
+    A decode step of a few tokens runs a dozen or more kernels per layer on every GPU of the group (norms, the QKV,
+    attention, the output projection, the MLP or the router and experts, one or two all-reduces). Under CUDA graphs
+    (vLLM's ``CUDAGraphWrapper``, SGLang's ``CudaGraphRunner``, TensorRT-LLM's ``cuda_graph_config``) the CPU
+    launches are gone, but each kernel still ramps up and drains, a matmul of the few columns a GPU holds at high
+    tensor parallelism cannot keep the memory system busy, and each collective waits for the last GPU to arrive. The
+    floor is fitted in the open on the measured rows (chapter Validation), as the per-step overhead is.
+
+    Examples
+    --------
+    >>> from llmcourse.assumptions import resolve
+    >>> from llmcourse.catalog import models
+    >>> layer_floor_ms(models["Llama-3.1-70B"], resolve().replace(layer_floor_us=50.0))  # 80 layers x 50 us
+    4.0
+    >>> layer_floor_ms(models["Llama-3.1-70B"], resolve("envelope"))
+    0.0
+    """
+    if not a.layer_floor_us:
+        return 0.0
+    return S_TO_MS * F["layer_floor_time"].value(layers=m.layers, layer_floor=a.layer_floor_us * 1e-6)
 
 
 def read_efficiency(weight_bytes: Any, a: Assumptions, model: Model | None = None) -> float:
@@ -441,6 +468,7 @@ class _Decoder:
         self.peak, self.eta_f = si(g.peak_flops(precision), "peak_flops"), a.compute_efficiency
         self.f_tok = f_mm + f_att
         self.comm_of = comm_seconds_of(m, lay, a)  # comm_seconds(m, lay, ., a)
+        self.floor_ms = layer_floor_ms(m, a)
 
     def __call__(self, batch: float, step_only: bool = False) -> DecodeStep | float:
         n = math.ceil(batch / self.pp)  # sequences in one micro-batch (all of them on one stage)
@@ -524,10 +552,11 @@ class _Decoder:
 
     def _overheads(self, n: int, core: float) -> tuple[float, float, float]:
         """(the step's time in s, its collectives in ms, its fixed overhead in ms): the assumptions' per-step
-        overhead and the collectives added; through ``pp`` stages, a micro-batch's pass through them all."""
+        overhead, the layers' floor (``floor_ms``) and the collectives added; through ``pp`` stages, a micro-batch's
+        pass through them all."""
         overhead, pp = self.a.step_overhead_ms, self.pp  # ms, as the assumptions give it
         comm = S_TO_MS * self.comm_of(n)  # ms
-        step = F["step_with_overhead"].value(step_time=core, step_overhead=(overhead + comm) * MS_TO_S)
+        step = F["step_with_overhead"].value(step_time=core, step_overhead=(overhead + self.floor_ms + comm) * MS_TO_S)
         if pp > 1:
             send = send_seconds(self.m, self.lay, n, self.a)
             step = F["pipeline_token_time"].value(
@@ -565,4 +594,5 @@ class _Decoder:
             comm_time=quantity(comm, MS),
             overhead_time=quantity(overhead, MS),
             layout=self.lay,
+            floor_time=quantity(self.floor_ms, MS),
         )

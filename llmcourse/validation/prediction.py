@@ -53,7 +53,7 @@ from llmcourse.formulas import checked, scalar
 from llmcourse.replica.memory import usable_memory, weight_bytes
 from llmcourse.replica.model import Replica, replica_setup
 from llmcourse.replica.scheduler import engine_name
-from llmcourse.replica.step import matmul_precision
+from llmcourse.replica.step import layer_floor_ms, matmul_precision
 from llmcourse.units import parsed_unit, to
 from llmcourse.validation.client import client_wave_share
 from llmcourse.validation.measured import Measurement, layout_gap, layout_keywords
@@ -570,18 +570,30 @@ class LoadComponents:
     #: prompt's (each pays the step overhead; the prefill times above are then one pass's); 0: one, no overhead
     prefill_passes: int = 0
     first_passes: int = 0
+    #: the model's layers and the assumptions' floor per layer (us): each forward pass (a step, a prefill pass, a
+    #: chunk) pays ``layers x layer_floor_us`` besides the per-step overhead (formula ``layer_floor_time``)
+    layers: int = 0
+    layer_floor_us: float = 0.0
+
+    def pass_overhead(self, step_overhead_ms: float, layer_floor_us: float | None = None) -> float:
+        """The fixed time (ms) each forward pass pays: the per-step overhead plus the layers' floor (at
+        ``layer_floor_us``, the configuration's own when None)."""
+        floor = self.layer_floor_us if layer_floor_us is None else layer_floor_us
+        return step_overhead_ms + self.layers * floor * 1e-3
 
     def tpot(
         self,
         bandwidth_efficiency: float,
         compute_efficiency: float,
         step_overhead_ms: float,
+        layer_floor_us: float | None = None,
         closed_loop_wave_share: float | None = None,
         request_overhead_ms: float | None = None,
     ) -> float:
         """Time per output token (ms): the first of :meth:`times`, on its own (what a fit needs most; the wave
         share and the per-request overhead change only the time to first token)."""
-        return self._step_tpot(bandwidth_efficiency, compute_efficiency, step_overhead_ms)[1]
+        over = self.pass_overhead(step_overhead_ms, layer_floor_us)
+        return self._step_tpot(bandwidth_efficiency, compute_efficiency, over)[1]
 
     def _step_tpot(self, eb: float, ef: float, step_overhead_ms: float) -> tuple[float, float]:
         """(decode step, time per output token), in ms, at bandwidth and compute efficiencies ``eb`` and ``ef``:
@@ -602,24 +614,30 @@ class LoadComponents:
         bandwidth_efficiency: float,
         compute_efficiency: float,
         step_overhead_ms: float,
+        layer_floor_us: float | None = None,
         closed_loop_wave_share: float | None = None,
         request_overhead_ms: float | None = None,
     ) -> tuple:
-        """(time per output token, time to first token, decode step), in ms; the wave share and the
-        per-request overhead are the configuration's own (the assumptions') when not given, and the wave
+        """(time per output token, time to first token, decode step), in ms; the layers' floor, the wave share and
+        the per-request overhead are the configuration's own (the assumptions') when not given, and the wave
         share 1 whatever is given for an engine of :data:`SEPARATE_PREFILL_ENGINES`."""
-        first, step, tpot, wait = self.queue(bandwidth_efficiency, compute_efficiency, step_overhead_ms)
+        first, step, tpot, wait = self.queue(bandwidth_efficiency, compute_efficiency, step_overhead_ms, layer_floor_us)
         share = self.share(closed_loop_wave_share)
         over = self.request_overhead_ms if request_overhead_ms is None else request_overhead_ms
         ttft = _closed_loop_ttft_ms(first, step, tpot, self.osl, self.concurrency, over, share, wait)
         return tpot, ttft, step
 
     def queue(
-        self, bandwidth_efficiency: float, compute_efficiency: float, step_overhead_ms: float
+        self,
+        bandwidth_efficiency: float,
+        compute_efficiency: float,
+        step_overhead_ms: float,
+        layer_floor_us: float | None = None,
     ) -> tuple[float, float, float, float]:
         """(prefill of one prompt ms, decode step ms, time per output token ms, the queue's wait s: formula
         ``closed_loop_prefill_wait``): what the time to first token takes from the step's parameters."""
         eb, ef = bandwidth_efficiency, compute_efficiency
+        step_overhead_ms = self.pass_overhead(step_overhead_ms, layer_floor_us)  # what each forward pass pays
         step, tpot = self._step_tpot(eb, ef, step_overhead_ms)
         if self.first_chunks:
             first = sum(_kernels_ms(k, eb, ef, step_overhead_ms) for k in self.first_chunks)
@@ -695,8 +713,11 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
     parts = setup.engine_parts(rep.batch)
     engine: dict[str, Any] = {}
 
+    floor_ms = layer_floor_ms(models[row.model], a)  # the layers' floor, re-weighed by the fits as the overhead is
+    over = a.step_overhead_ms + floor_ms
+
     def kernels(t: float, m: tuple[float, float], c: tuple[float, float]) -> tuple[float, ...]:
-        return _kernels(t, m, c, a.step_overhead_ms)
+        return _kernels(t, m, c, over)
 
     if "step" in parts:  # an engine that mixes prompt chunks into its decode steps: the step is the mixed one
         engine = dict(
@@ -709,7 +730,8 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
         engine = dict(prefill_passes=parts["passes"], first_passes=parts["first_passes"], interference=True)
     return LoadComponents(**(dict(
         concurrency=int(row.concurrency), osl=row.osl, decode_memory_ms=step[1], decode_compute_ms=step[2],
-        step_extra_ms=step[0] - max(step[1], step[2]) - a.step_overhead_ms,
+        step_extra_ms=step[0] - max(step[1], step[2]) - over, layers=models[row.model].layers,
+        layer_floor_us=a.layer_floor_us,
         batch_prefill_compute_ms=ms(batch.compute_time), batch_prefill_memory_ms=ms(batch.memory_time),
         batch_prefill_extra_ms=extra(batch), prefill_compute_ms=ms(first.compute_time),
         prefill_memory_ms=ms(first.memory_time), prefill_extra_ms=extra(first),
