@@ -325,25 +325,27 @@ def test_tpot_at_concurrency_one_by_hand():
     """Llama-3.1-8B BF16 on one H100 SXM, one request in flight, 1,000 in and 200 out: no other prompt shares the
     steps, so the time per token is one batch-1 decode step: 16.06 GB of weights plus 2 x 32 x 8 x 128 x 2 B of KV
     per token at the average context 1,000 + 100 tokens, read at the course's share of 3.35 TB/s, plus its fixed
-    step overhead."""
+    step overhead and its 32 layers' floor (32 x 23 us = 0.736 ms)."""
     a = resolve()
     row = _row(concurrency=1)
     kv = 2 * 32 * 8 * 128 * 2 * (1000 + 100)
-    want = (8.030e9 * 2 + kv) / (3.35e12 * a.bandwidth_efficiency) * 1e3 + a.step_overhead_ms
+    want = (8.030e9 * 2 + kv) / (3.35e12 * a.bandwidth_efficiency) * 1e3 + a.step_overhead_ms + 32 * 23e-3
     assert lcv.predict(row).value == pytest.approx(want, rel=1e-9)
 
 
 def test_ttft_at_concurrency_one_by_hand():
     """The same request's first token, prefill without its attention term: 2 x 8.03e9 x 1,000 FLOPs at the course's
-    share of 989 TFLOP/s (BF16), a step of its own that pays the step's fixed overhead (vLLM runs the 1,000-token
+    share of 989 TFLOP/s (BF16), a step of its own that pays the step's fixed overhead and the 32 layers' floor of
+    23 us each (vLLM runs the 1,000-token
     prompt as one chunk, within its 8,192-token budget, beside no decode token), plus half a decode step, plus the
     request's fixed overhead; one request in flight never waits for another. The decode step is the steady mixed
     step: 1 decode token and 1,000 / 200 = 5 prompt tokens, the weight matmuls still memory-bound and the chunk
     reading no earlier KV, so the same as the decode step alone."""
     a = resolve().replace(prefill_attention=False)
     row = _row(concurrency=1, metric="ttft_ms")
-    pre = 2 * 8.030e9 * 1000 / (989e12 * a.compute_efficiency) * 1e3 + a.step_overhead_ms
-    step = (8.030e9 * 2 + 2 * 32 * 8 * 128 * 2 * 1100) / (3.35e12 * a.bandwidth_efficiency) * 1e3 + a.step_overhead_ms
+    fixed = a.step_overhead_ms + 32 * 23e-3  # ms
+    pre = 2 * 8.030e9 * 1000 / (989e12 * a.compute_efficiency) * 1e3 + fixed
+    step = (8.030e9 * 2 + 2 * 32 * 8 * 128 * 2 * 1100) / (3.35e12 * a.bandwidth_efficiency) * 1e3 + fixed
     assert lcv.predict(row, assumptions=a).value == pytest.approx(a.request_overhead_ms + pre + step / 2, rel=1e-9)
 
 
@@ -368,7 +370,7 @@ def _sample_rows(n=24):
     return rows[:: max(1, len(rows) // n)][:n]
 
 
-@pytest.mark.parametrize("params", [None, (0.5, 0.3, 1.0, 0.5, 30.0), (1.0, 1.0, 0.0, 0.0, 0.0)])
+@pytest.mark.parametrize("params", [None, (0.5, 0.3, 1.0, 40.0, 0.5, 30.0), (1.0, 1.0, 0.0, 0.0, 0.0, 0.0)])
 def test_fast_path_equals_predict(params):
     """load_components(row).times at some parameter values equals predict() under assumptions with those values,
     on a spread of the shipped rows (both metrics)."""
@@ -451,7 +453,8 @@ def test_sglang_waits_behind_its_whole_wave_by_hand():
     assumptions'); the queue's own wait (a prefill load of 7 x 32 ms in a cycle of about 2 s) is far shorter. Plus
     half a decode step of batch 8 (16.06 GB of weights and 8 sequences' KV at 1,100 tokens, at the course's share of
     3.35 TB/s, and 1 ms) and the request's fixed overhead. Each prefill is a forward pass of its own (1,000 tokens,
-    within the 8,192-token budget) and pays the step's 1 ms.
+    within the 8,192-token budget) and pays the step's 1 ms and the 32 layers' floor (32 x 23 us = 0.736 ms), as
+    every step does.
 
     vLLM at the same wave share differs by its steps: it carries a new prompt as a chunk of a step beside the 7
     others' decode tokens (the matmuls of 1,007 tokens, still compute-bound, then attention reading the 7 sequences'
@@ -460,17 +463,18 @@ def test_sglang_waits_behind_its_whole_wave_by_hand():
     a = resolve().replace(prefill_attention=False)
     row = _row(concurrency=8, metric="ttft_ms", engine="SGLang 0.5.9")
     flops = 2 * 8.030e9 / (989e12 * a.compute_efficiency) * 1e3  # ms a token's matmuls take
-    pre = 1000 * flops + a.step_overhead_ms
+    fixed = a.step_overhead_ms + 32 * 23e-3  # ms a forward pass pays besides its reads and FLOPs
+    pre = 1000 * flops + fixed
     kv_seq = 2 * 32 * 8 * 128 * 2 * 1100
     bw = 3.35e12 * a.bandwidth_efficiency
-    step = (8.030e9 * 2 + 8 * kv_seq) / bw * 1e3 + a.step_overhead_ms
+    step = (8.030e9 * 2 + 8 * kv_seq) / bw * 1e3 + fixed
     want = a.request_overhead_ms + pre + step / 2 + 7 * pre / 2
     assert lcv.wave_share(row, assumptions=a) == 1.0
     assert lcv.predict(row, assumptions=a).value == pytest.approx(want, rel=1e-9)
     vllm = dataclasses.replace(row, engine="vLLM 0.9")
     assert lcv.wave_share(vllm, assumptions=a) == a.closed_loop_wave_share
     assert 1007 * flops > 8.030e9 * 2 / bw * 1e3 > 48 * flops  # the chunk's step compute-bound, the steady one not
-    pre_v = 1007 * flops + 7 * kv_seq / bw * 1e3 + a.step_overhead_ms
+    pre_v = 1007 * flops + 7 * kv_seq / bw * 1e3 + fixed
     want_v = a.request_overhead_ms + pre_v + step / 2 + 7 * pre_v / 2
     assert lcv.predict(vllm, assumptions=a.replace(closed_loop_wave_share=1.0)).value == pytest.approx(want_v, rel=1e-9)
 
@@ -531,22 +535,26 @@ def _synthetic(params_by_model, metrics=("tpot_ms",)):
 @pytest.fixture(scope="module")
 def same():
     return lcv.evidence(
-        _synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0, 0.14, 100.0), "Qwen2.5-7B": (0.6, 0.5, 1.0, 0.14, 100.0)})
+        _synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0, 23.0, 0.14, 100.0), "Qwen2.5-7B": (0.6, 0.5, 1.0, 23.0, 0.14, 100.0)})
     )
 
 
 def test_fit_recovers_known_parameters():
-    """Rows made by the model at 60% bandwidth, 1 ms per step and a wave share of 0.3 (compute at the course's 50%,
-    which the fit holds) and 40 ms per request are fitted back to those values, the step's on the times per token,
+    """Rows made by the model at 60% bandwidth, 1 ms per step, 30 us a layer and a wave share of 0.3 (compute at the
+    course's 50% and its 1 ms per step, which the fit holds) and 40 ms per request are fitted back to those values
+    (the floor from the course's 23 us; the search moves one parameter at a time, and rows made at 40 us a layer end
+    at 55% and 22 us, where neither alone lowers the median error), the step's on the times per token,
     the wave share and the per-request overhead on the times to first token, and every held-out prediction (the
     other model alone has the same answer) is the measurement."""
-    rows = _synthetic({m: (0.6, 0.5, 1.0, 0.3, 40.0) for m in ("Llama-3.1-8B", "Qwen2.5-7B")}, ("tpot_ms", "ttft_ms"))
+    made = (0.6, 0.5, 1.0, 30.0, 0.3, 40.0)
+    rows = _synthetic({m: made for m in ("Llama-3.1-8B", "Qwen2.5-7B")}, ("tpot_ms", "ttft_ms"))
     same = lcv.evidence(rows)
-    assert lcv.FIT_OBJECTIVES["compute_efficiency"] == ()
+    assert lcv.FIT_OBJECTIVES["compute_efficiency"] == () == lcv.FIT_OBJECTIVES["step_overhead_ms"]
     assert same.fitted == {
         "bandwidth_efficiency": 0.6,
         "compute_efficiency": 0.5,
         "step_overhead_ms": 1.0,
+        "layer_floor_us": 30.0,
         "closed_loop_wave_share": 0.3,
         "request_overhead_ms": 40.0,
     }
@@ -559,7 +567,7 @@ def test_held_out_fold_fits_the_request_overhead_without_its_group():
     """Llama-3.1-8B's times to first token made at 40 ms per request, Qwen2.5-7B's at 150 ms: each model held out
     gets the other's overhead, and the cached first-token objective equals the errors of every row at those values."""
     rows = _synthetic(
-        {"Llama-3.1-8B": (0.6, 0.5, 1.0, 0.14, 40.0), "Qwen2.5-7B": (0.6, 0.5, 1.0, 0.14, 150.0)},
+        {"Llama-3.1-8B": (0.6, 0.5, 1.0, 23.0, 0.14, 40.0), "Qwen2.5-7B": (0.6, 0.5, 1.0, 23.0, 0.14, 150.0)},
         ("tpot_ms", "ttft_ms"),
     )
     ev = lcv.evidence(rows)
@@ -577,7 +585,7 @@ def test_held_out_fit_never_sees_its_group():
     """Llama-3.1-8B's rows made at 60% bandwidth, Qwen2.5-7B's at 90%: holding out Llama-3.1-8B, the fit sees only
     Qwen2.5-7B's and predicts Llama's rows at 90%, exactly as predict() does there."""
     ev = lcv.evidence(
-        _synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0, 0.14, 100.0), "Qwen2.5-7B": (0.9, 0.5, 1.0, 0.14, 100.0)})
+        _synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0, 23.0, 0.14, 100.0), "Qwen2.5-7B": (0.9, 0.5, 1.0, 23.0, 0.14, 100.0)})
     )
     assert ev.fold_fits["model"]["Llama-3.1-8B"]["bandwidth_efficiency"] == 0.9
     assert ev.fold_fits["model"]["Qwen2.5-7B"]["bandwidth_efficiency"] == 0.6
@@ -599,7 +607,7 @@ def test_band_is_the_held_out_ratios_of_the_family():
     """The band around 20 ms is 20 ms times the 10th and 90th percentiles of measured / held-out predicted over the
     family's rows; a family too small for MIN_BAND_ROWS widens to the metric alone, and says so."""
     ev = lcv.evidence(
-        _synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0, 0.14, 100.0), "Qwen2.5-7B": (0.9, 0.5, 1.0, 0.14, 100.0)})
+        _synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0, 23.0, 0.14, 100.0), "Qwen2.5-7B": (0.9, 0.5, 1.0, 23.0, 0.14, 100.0)})
     )
     preds = ev.predictions("held_out_model")
     ratios = [r.value / p for r, p in zip(ev.rows, preds, strict=True) if r.metric == "tpot_ms"]

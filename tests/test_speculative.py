@@ -39,8 +39,11 @@ from llmcourse.replica.speculative import (
 from llmcourse.simulator.speculative import simulate
 
 BW, BF16 = 3.35e12 * 0.7, 989e12 * 0.5  # the course's share of an H100's bandwidth and BF16 FLOP/s
-OVER = 1e-3  # the course's fixed time per decode step (s)
-HEAD_OVER, MODEL_OVER = 0.03e-3, 0.1e-3  # the course's fixed time per draft step of a head / a draft model (s)
+FLOOR, STEP_OVER = 23e-6, 1e-3  # the course's floor of one layer's kernels, its fixed time per decode step (s)
+OVER = STEP_OVER + 32 * FLOOR  # the fixed time of a decode step of Llama-3.1-8B: 1 ms and its 32 layers' floor (s)
+# the course's fixed time per draft step of a head (and its one layer's floor) / a draft model (its own layers' floors
+# besides) (s); a head step that pays the full per-step overhead (rule "per_step"): 1 ms and its layer's floor
+HEAD_OVER, MODEL_OVER, HEAD_PER_STEP = 0.03e-3 + FLOOR, 0.1e-3, STEP_OVER + FLOOR
 PER_STEP = lc.resolve().replace(speculative_overhead="per_step")  # each draft step pays the full 1 ms
 EAGLE8 = Speculation("eagle head", 4, 0.7)
 OURS = [n for n, f in FORMULAS.items() if f.chapter == "08b_speculative"]
@@ -176,10 +179,11 @@ def test_weights_and_draft_that_do_not_fit_say_so():
 # --- the step, by hand -----------------------------------------------------------------------------------------------
 def test_speedup_at_batch_one_by_hand():
     """Llama 3.1 8B + its EAGLE-3 head, batch 1, KV read at 2,150 tokens. Plain step (16.06e9 + 131,072 x 2,150) B /
-    2.345 TB/s = 6.9688 ms + 1 ms = 7.9688 ms; the verification over 5 positions is still memory-bound (5 x 16.06
-    GFLOP / 494.5 TFLOP/s = 0.162 ms), so it costs the same, its 1 ms the cycle's only one; a head step
-    (0.85e9 + 4,096 x 2,150) B / 2.345 TB/s = 0.36623 ms + 0.03 ms = 0.39623 ms.
-    S = 2.7731 x 7.9688 / (7.9688 + 4 x 0.39623) = 2.3131 (were each head step to pay the 1 ms, 1.6450)."""
+    2.345 TB/s = 6.9688 ms + 1 ms + 32 layers x 23 us = 8.7048 ms; the verification over 5 positions is still
+    memory-bound (5 x 16.06 GFLOP / 494.5 TFLOP/s = 0.162 ms), so it costs the same, its 1 ms the cycle's only one;
+    a head step (0.85e9 + 4,096 x 2,150) B / 2.345 TB/s = 0.36623 ms + 0.03 ms + its one layer's 0.023 ms =
+    0.41923 ms. S = 2.7731 x 8.7048 / (8.7048 + 4 x 0.41923) = 2.3252 (were each head step to pay the 1 ms,
+    1.6926)."""
     plain = (16.06e9 + 131_072 * 2_150) / BW + OVER
     head = (0.85e9 + 4_096 * 2_150) / BW + HEAD_OVER
     s = speculative_step("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=2_150)
@@ -189,15 +193,15 @@ def test_speedup_at_batch_one_by_hand():
     assert s.speedup == pytest.approx(2.7731 * plain / (plain + 4 * head), rel=1e-6)
     assert s.time_per_token.to("s").m == pytest.approx((plain + 4 * head) / 2.7731, rel=1e-6)
     assert s.tokens_per_s_per_user.to("1/s").m == pytest.approx(s.throughput.to("1/s").m)  # batch 1
-    assert s.speedup == pytest.approx(2.3131, abs=1e-4) and s.draft.overhead_time.to("ms").m == pytest.approx(0.03)
+    assert s.speedup == pytest.approx(2.3252, abs=1e-4) and s.draft.overhead_time.to("ms").m == pytest.approx(0.03)
 
 
 def test_overhead_once_per_cycle_the_issue_figure():
     """Llama 3.1 8B + EAGLE-3 head on one H100, k = 3, alpha = 0.75, batch 1, KV read at 2,150 tokens:
     tau = 1 + 0.75 + 0.5625 + 0.421875 = (1 - 0.75^4) / 0.25 = 2.734375. The cycle pays the 1 ms once, with the
-    verification (7.9688 ms, as a plain step), and three head steps of 0.36623 + 0.03 = 0.39623 ms:
-    S = 2.734375 x 7.9688 / (7.9688 + 3 x 0.39623) = 21.790 / 9.1575 = 2.379. Were each head step a decode step of
-    its own with the 1 ms (rule "per_step"): 2.734375 x 7.9688 / (7.9688 + 3 x 1.36623) = 1.806."""
+    verification (8.7048 ms, as a plain step: 1 ms and 32 layers x 23 us), and three head steps of 0.36623 + 0.03 +
+    0.023 = 0.41923 ms: S = 2.734375 x 8.7048 / (8.7048 + 3 x 0.41923) = 23.802 / 9.9625 = 2.389. Were each head step
+    a decode step of its own with the 1 ms (rule "per_step"): 2.734375 x 8.7048 / (8.7048 + 3 x 1.38923) = 1.849."""
     tau = (1 - 0.75**4) / (1 - 0.75)
     plain = (16.06e9 + 131_072 * 2_150) / BW + OVER
     bytes_head = (0.85e9 + 4_096 * 2_150) / BW
@@ -206,8 +210,8 @@ def test_overhead_once_per_cycle_the_issue_figure():
     old = speculative_step("Llama-3.1-8B", "H100 SXM", spec, context_tokens=2_150, assumptions=PER_STEP)
     assert s.expected_tokens == pytest.approx(2.734375)
     assert s.speedup == pytest.approx(tau * plain / (plain + 3 * (bytes_head + HEAD_OVER)), rel=1e-6)
-    assert old.speedup == pytest.approx(tau * plain / (plain + 3 * (bytes_head + OVER)), rel=1e-6)
-    assert round(s.speedup, 2) == 2.38 and round(old.speedup, 2) == 1.81
+    assert old.speedup == pytest.approx(tau * plain / (plain + 3 * (bytes_head + HEAD_PER_STEP)), rel=1e-6)
+    assert round(s.speedup, 2) == 2.39 and round(old.speedup, 2) == 1.85
     assert s.cycle_time.to("s").m == pytest.approx(plain + 3 * (bytes_head + HEAD_OVER), rel=1e-6)
 
 
@@ -218,8 +222,8 @@ def test_a_separate_draft_model_pays_more_per_draft_step():
     verification and the plain step keep their 1 ms."""
     kw = dict(context_tokens=2_150, tensor_parallel=2, weight_bytes="fp8")
     for spec, saved in (
-        (Speculation("draft model", 4, 0.7, "Llama-3.1-8B"), OVER - MODEL_OVER),
-        (Speculation("eagle head", 4, 0.7), OVER - HEAD_OVER),
+        (Speculation("draft model", 4, 0.7, "Llama-3.1-8B"), STEP_OVER - MODEL_OVER),
+        (Speculation("eagle head", 4, 0.7), HEAD_PER_STEP - HEAD_OVER),
     ):
         new = speculative_step("Llama-3.1-70B", "H100 SXM", spec, **kw)
         old = speculative_step("Llama-3.1-70B", "H100 SXM", spec, assumptions=PER_STEP, **kw)
@@ -272,10 +276,11 @@ def test_ngram_costs_no_draft_time_and_needs_no_memory():
 def _crossover_by_hand(overhead: float = OVER, draft_overhead: float = HEAD_OVER) -> float:
     """tau ((W + B K) / D + o) = (k + 1) B F_tok / C + o + k ((W_d + B K_d) / D + o_d) for Llama 3.1 8B + EAGLE head
     at 288 tokens: W = 16.06e9 B, K = 131,072 x 288 B, W_d = 0.85e9 B, K_d = 4,096 x 288 B, F_tok = 16.06e9 FLOP,
-    k = 4, tau = 2.7731, D = 2.345e12 B/s, C = 494.5e12 FLOP/s, o = 1 ms a step, o_d = 0.03 ms a head step, solved
-    for B: B = ((tau W - k W_d) / D + (tau - 1) o - k o_d) / ((k + 1) F_tok / C + (k K_d - tau K) / D)
-      = (17.542 ms + 1.7731 ms - 0.12 ms) / 0.11975 ms = 160.3; with o_d = o (each head step paying the 1 ms):
-      (17.542 - 2.2269) / 0.11975 = 127.9; with no fixed cost at all, 146.5."""
+    k = 4, tau = 2.7731, D = 2.345e12 B/s, C = 494.5e12 FLOP/s, o = 1 ms a step and 32 layers x 23 us = 1.736 ms,
+    o_d = 0.03 ms + one layer's 0.023 ms a head step, solved for B:
+    B = ((tau W - k W_d) / D + (tau - 1) o - k o_d) / ((k + 1) F_tok / C + (k K_d - tau K) / D)
+      = (17.542 ms + 3.0781 ms - 0.212 ms) / 0.11975 ms = 170.4; with o_d = 1.023 ms (each head step paying the
+      1 ms): (17.542 + 3.0781 - 4.092) / 0.11975 = 138.0; with no fixed cost at all, 146.5."""
     tau, k = 2.7731, 4
     w, kv, wd, kvd, f = 16.06e9, 131_072 * 288, 0.85e9, 4_096 * 288, 16.06e9
     return ((tau * w - k * wd) / BW + (tau - 1) * overhead - k * draft_overhead) / (
@@ -284,8 +289,8 @@ def _crossover_by_hand(overhead: float = OVER, draft_overhead: float = HEAD_OVER
 
 
 def test_crossover_closed_form_and_search():
-    """The closed form's root (160.3) and the full model's first losing batch (161) agree; with each head step paying
-    the 1 ms (rule "per_step") the root is 127.9 and the search finds 128; with no fixed cost at all, 146.5 and 147."""
+    """The closed form's root (170.4) and the full model's first losing batch (171) agree; with each head step paying
+    the 1 ms (rule "per_step") the root is 138.0 and the search finds 139; with no fixed cost at all, 146.5 and 147."""
     x = _crossover_by_hand()
     assert crossover_estimate("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=288) == pytest.approx(x, rel=1e-6)
     assert crossover_batch("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=288) == math.ceil(x)
@@ -293,28 +298,29 @@ def test_crossover_closed_form_and_search():
     above = speculative_step("Llama-3.1-8B", "H100 SXM", EAGLE8, batch=math.ceil(x), context_tokens=288)
     assert below.speedup >= 1 > above.speedup
     assert below.plain.bound == "memory" and below.verify.bound == "compute"  # the regime the closed form assumes
-    assert 160 < x < 161 and 146 < _crossover_by_hand(0, 0) < 147 and 127 < _crossover_by_hand(OVER, OVER) < 128
-    bare = lc.resolve().replace(step_overhead_ms=0, draft_step_overhead_ms=0)
+    assert 170 < x < 171 and 146 < _crossover_by_hand(0, 0) < 147 and 138 < _crossover_by_hand(OVER, HEAD_PER_STEP) < 139
+    bare = lc.resolve().replace(step_overhead_ms=0, draft_step_overhead_ms=0, layer_floor_us=0)
     assert crossover_estimate("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=288, assumptions=bare) == (
         pytest.approx(_crossover_by_hand(0, 0), rel=1e-6)
     )
     assert crossover_batch("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=288, assumptions=bare) == 147
     assert crossover_estimate("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=288, assumptions=PER_STEP) == (
-        pytest.approx(_crossover_by_hand(OVER, OVER), rel=1e-6)
+        pytest.approx(_crossover_by_hand(OVER, HEAD_PER_STEP), rel=1e-6)
     )
-    assert crossover_batch("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=288, assumptions=PER_STEP) == 128
+    assert crossover_batch("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=288, assumptions=PER_STEP) == 139
 
 
 def test_ngram_crossover_pays_no_draft_overhead():
     """An n-gram lookup runs no step on the GPU, so its cycle pays the 1 ms once (the verification), for tau tokens
     that plain decode pays tau times: tau (W + B K) / D + tau o = (k + 1) B F_tok / C + o. With k = 3, alpha = 0.6
-    (tau = 2.176) at 288 tokens: B = (tau W / D + (tau - 1) o) / ((k + 1) F_tok / C - tau K / D) = 169.5."""
+    (tau = 2.176) at 288 tokens, o = 1 ms and 32 layers x 23 us: B = (tau W / D + (tau - 1) o) / ((k + 1) F_tok / C -
+    tau K / D) = 178.6."""
     tau, k = 1 + 0.6 + 0.36 + 0.216, 3
     w, kv, f = 16.06e9, 131_072 * 288, 16.06e9
     x = (tau * w / BW + (tau - 1) * OVER) / ((k + 1) * f / BF16 - tau * kv / BW)
     ngram = Speculation("ngram", 3, 0.6)
     assert crossover_estimate("Llama-3.1-8B", "H100 SXM", ngram, context_tokens=288) == pytest.approx(x, rel=1e-6)
-    assert crossover_batch("Llama-3.1-8B", "H100 SXM", ngram, context_tokens=288) == math.ceil(x) == 170
+    assert crossover_batch("Llama-3.1-8B", "H100 SXM", ngram, context_tokens=288) == math.ceil(x) == 179
 
 
 def test_crossover_none_when_it_pays_everywhere_and_moe_refused():
@@ -335,11 +341,11 @@ def test_crossover_none_when_it_pays_everywhere_and_moe_refused():
 
 def test_best_draft_tokens_by_hand():
     """At batch 1 the verification stays memory-bound, so S(k) = tau(0.7, k) / (1 + k r) with
-    r = 0.39623 / 7.9688 ms = 0.04972, a head step with its 0.03 ms (see the batch-1 test); its largest value over
-    k = 1..16, by hand: k = 6, 3.0588 / 1.2983 = 2.3560 (k = 5: 2.3555, k = 7: 2.3301). Were each head step to pay
-    the 1 ms, r = 1.36623 / 7.9688 = 0.1714 and the best k 3 (2.533 / 1.514 = 1.673)."""
+    r = 0.41923 / 8.7048 ms = 0.04816, a head step with its 0.03 ms and its layer's 0.023 ms (see the batch-1 test);
+    its largest value over k = 1..16, by hand: k = 6, 2.3731 (k = 5: 2.3704, k = 7: 2.3492). Were each head step to
+    pay the 1 ms, r = 1.38923 / 8.7048 = 0.1596 and the best k 3 (1.7129; k = 2: 1.6601, k = 4: 1.6926)."""
     plain = (16.06e9 + 131_072 * 2_150) / BW + OVER
-    for a, over, best in ((None, HEAD_OVER, 6), (PER_STEP, OVER, 3)):
+    for a, over, best in ((None, HEAD_OVER, 6), (PER_STEP, HEAD_PER_STEP, 3)):
         r = ((0.85e9 + 4_096 * 2_150) / BW + over) / plain
         by_hand = max(range(1, 17), key=lambda k: _tau(0.7, k) / (1 + k * r))
         b = best_draft_tokens("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=2_150, assumptions=a)
@@ -538,7 +544,7 @@ def test_plot_marks_each_crossover():
         "Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=288, draft_lengths=(2, 4), max_batch=512
     )
     labels = [line.get_label() for line in ax.get_lines()]
-    assert "k = 4: costs throughput from 161" in labels  # the crossover test's batch
+    assert "k = 4: costs throughput from 171" in labels  # the crossover test's batch
     markers = [line for line in ax.get_lines() if line.get_marker() == "o"]
     assert len(markers) == 2 and all(list(m.get_ydata()) == [1] for m in markers)
     assert "batch" in ax.get_xlabel() and "speed-up" in ax.get_ylabel()

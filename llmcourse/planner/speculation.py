@@ -238,6 +238,7 @@ def crossover_estimate(
     if draft is not None:
         d = decode_step(draft, g, batch=1, weight_bytes=spec.draft_weight_bytes or weight_bytes, **kw)
         w_d, k_d = d.weights_read, d.kv_read
+        o_d = o_d + d.floor_time  # the draft's layers pay their floor too (none in the sources' presets)
     x = F["speculative_crossover_batch"](
         expected_tokens=spec.expected_tokens,
         draft_tokens=spec.draft_tokens,
@@ -251,7 +252,7 @@ def crossover_estimate(
         bandwidth_efficiency=read_efficiency(weight_bytes, a, m),
         peak_flops=g.peak_flops(matmul_precision(weight_bytes, g, a, m)),
         compute_efficiency=a.compute_efficiency,
-        step_overhead=one.overhead_time,
+        step_overhead=one.overhead_time + one.floor_time,
         draft_overhead=o_d,
     )
     value = float(to(x, "").m)
