@@ -24,8 +24,8 @@ EXERCISES: list = []
 NOTEBOOK_METHOD = """
 **The method.** Every exercise is the course's method; each story gives the link's figures from the catalog
 (`lc.links`). `llmcourse.replica.parallel` has the building blocks (`layout`, `decode_comm_time`, `time_per_token_parts`)
-and `lc.FORMULAS` the alpha-beta formulas (`allreduce_time`, `alltoall_time`, `pipeline_bubble`); the chapter shows
-how to use them.
+and `lc.FORMULAS` the alpha-beta formulas (`allreduce_time`, `oneshot_allreduce_time`, `twoshot_allreduce_time`,
+`alltoall_time`, `pipeline_bubble`, `layer_floor_time`); the chapter shows how to use them.
 """
 #: What a student's own variant changes (the notebook's instructions).
 VARIES = "a different model, link, GPU count or load"
@@ -43,6 +43,10 @@ LINK_GPUS = {
 }
 _ACT = f"{COURSE.activation_bytes:g}"
 _LINK_ETA = pct(COURSE.link_efficiency)
+#: Exercise 1 works the textbook ring (NCCL's algorithm for large messages), whatever the course's all-reduce rule.
+_RING = COURSE.replace(allreduce_algorithm="ring")
+_FLOOR = f"{COURSE.layer_floor_us:g} µs"
+_KERNEL = f"{COURSE.engine_allreduce_us:g} µs"
 
 
 def _link_words(name: str) -> dict[str, str]:
@@ -70,7 +74,7 @@ def _ar_variant(model: str, n: int, batch: int, link: str) -> dict:
 
 def _ar_answer(v):
     lay = layout(v["model"], LINK_GPUS[v["link"]], tensor_parallel=v["n"], link=v["link"])
-    return decode_comm_time(v["model"], lay, tokens=v["batch"])
+    return decode_comm_time(v["model"], lay, tokens=v["batch"], assumptions=_RING)
 
 
 define(
@@ -81,8 +85,8 @@ define(
     "per GPU and direction, a latency of {alpha} µs per ring step and a fixed {t0} µs per collective. By the "
     f"course's method a collective reaches {_LINK_ETA} of the link's bandwidth and activations are {_ACT} bytes a "
     "value. A decode step of {batch} sequences does two all-reduces per layer (after attention and after the MLP), "
-    "each of the step's activations (sequences x hidden size values). How long do the all-reduces take per step, "
-    "all layers together?",
+    "each of the step's activations (sequences x hidden size values), each a ring all-reduce (NCCL's algorithm). "
+    "How long do the all-reduces take per step, all layers together?",
     "ms",
     _ar_variant("Llama-3.1-70B", 8, 16, "NVLink 4"),
     lambda r: _ar_variant(
@@ -290,8 +294,9 @@ define(
         f"By the course's method a decode step reads the weights and the cache at "
         f"{pct(COURSE.bandwidth_efficiency)} of peak bandwidth, computes at {pct(COURSE.compute_efficiency)} of the "
         f"peak FLOP/s, takes the slower of the two, and pays a fixed {COURSE.step_overhead_ms:g} ms per step on top "
-        "(kernel launches, scheduling, sampling). What share of the step is that fixed cost?",
-        lambda v: dict(precision_name=v["precision"].upper()),
+        f"(scheduling, sampling) and a floor of {_FLOOR} for each of its {{layers}} layers' kernels. What share of "
+        f"the step is the fixed {COURSE.step_overhead_ms:g} ms?",
+        lambda v: dict(precision_name=v["precision"].upper(), layers=lc.models[v["model"]].layers),
     ),
     "",
     dict(model="Llama-3.1-8B", precision="bf16", gpu="H200 SXM", context=4_096),
@@ -303,7 +308,8 @@ define(
     (
         f"Memory time: (weights + one KV cache) / ({COURSE.bandwidth_efficiency:g} x bandwidth). At batch 1 it is "
         "far above the compute time.",
-        f"Share = {COURSE.step_overhead_ms:g} ms / (memory time + {COURSE.step_overhead_ms:g} ms).",
+        f"Share = {COURSE.step_overhead_ms:g} ms / (memory time + {COURSE.step_overhead_ms:g} ms + the model's "
+        f"layers x {_FLOOR}).",
     ),
     bare_ok=True,
     mistakes=lambda v: [
@@ -372,7 +378,7 @@ define(
     "many_gpus_ex6",
     "Time per token at a concurrency",
     "Llama-3.1-70B with FP8 weights (BF16 KV cache) runs tensor-parallel on {n} x {gpu} ({link}: {bw} GB/s per GPU, "
-    "{alpha} µs per ring step, {t0} µs per collective), serving {c} requests at a time, each {prompt} tokens in and "
+    "a latency of {alpha} µs), serving {c} requests at a time, each {prompt} tokens in and "
     "{answer} out, new requests arriving as others finish. The engine (vLLM, at most {budget} tokens a step) mixes "
     "the prompts into its decode steps: each step decodes one token of every request and carries {c} x {prompt} / "
     "{answer} prompt tokens (a new prompt for every answer finished; a whole prompt fits beside the decode tokens, "
@@ -380,8 +386,11 @@ define(
     f"slower of one read of the weights at {pct(COURSE.bandwidth_efficiency)} of peak bandwidth and all its tokens' "
     f"2 FLOPs per parameter at {pct(COURSE.compute_efficiency)} of the peak FLOP/s at FP8; its attention the slower "
     "of the requests' KV cache, read at the average context, and the prompt tokens' causal attention FLOPs; then "
-    f"{COURSE.step_overhead_ms:g} ms per step and the all-reduces of all the step's tokens, collectives at "
-    f"{_LINK_ETA} of the link. What time per output token does a user see?",
+    f"{COURSE.step_overhead_ms:g} ms per step, a floor of {_FLOOR} for each of the 80 layers' kernels, and the "
+    "all-reduces of all the step's tokens, each the faster of the engines' two kernels, at "
+    f"{_LINK_ETA} of the link: the one-shot ({_KERNEL} + one latency + (N - 1) x the message over the link) and the "
+    f"two-shot (2 x ({_KERNEL} + one latency) + 2(N - 1)/N x the message). What time per output token does a user "
+    "see?",
     "ms",
     _tpot_variant("H100 SXM", 4, 16, 4_096, 1_024),
     lambda r: _tpot_variant(*pick(r, _TPOT_SETUPS())),
@@ -394,10 +403,12 @@ define(
         f"{COURSE.compute_efficiency:g}). Attention: the slower of {{c}} caches at prompt + answer/2 tokens over the "
         "same bandwidth and the prompt tokens' attention FLOPs, 2 x layers x heads x head dim x prompt each on "
         "average (the causal term of the prompt's prefill FLOPs over its tokens).",
-        f"Add {COURSE.step_overhead_ms:g} ms and the 2 x {_L70.layers} all-reduces of ({{c}} + the prompt tokens) "
-        f"x {_L70.hidden:,} x {_ACT} bytes.",
+        f"Add {COURSE.step_overhead_ms:g} ms, {_L70.layers} x {_FLOOR} and the 2 x {_L70.layers} all-reduces of "
+        f"({{c}} + the prompt tokens) x {_L70.hidden:,} x {_ACT} bytes (lc.FORMULAS['oneshot_allreduce_time'], "
+        "'twoshot_allreduce_time'; none on one GPU).",
     ),
     tolerance=0.02,
-    followup="Which part of it is largest: the weight matmuls, attention's reads, the all-reduces or the fixed cost? "
+    followup="Which part of it is largest: the weight matmuls, attention's reads, the all-reduces, the layers' floor "
+    "or the fixed cost? "
     "How does it compare with the decode step without prompts?",
 )

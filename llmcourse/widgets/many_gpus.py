@@ -55,6 +55,7 @@ PARTS = {
     "KV reads": "#2ca02c",
     "compute": "#ff7f0e",
     "communication": "#d62728",
+    "layer floors": "#bcbd22",
     "overhead": "#7f7f7f",
     "shared prefill": "#9467bd",
 }
@@ -65,20 +66,20 @@ _MS = parsed_unit("ms")[0]
 
 
 def free_split(assumptions: Any = None) -> Any:
-    """The assumptions with the GPUs talking for free and no fixed cost per step: what a roofline
-    that splits the model N ways for nothing predicts (the sources' methods do this).
+    """The assumptions with the GPUs talking for free, no fixed cost per step and no floor per layer: what a
+    roofline that splits the model N ways for nothing predicts (the sources' methods do this).
 
     Examples
     --------
     >>> a = free_split()
-    >>> a.communication, a.step_overhead_ms, a.bandwidth_efficiency == resolve().bandwidth_efficiency
-    (False, 0.0, True)
+    >>> a.communication, a.step_overhead_ms, a.layer_floor_us, a.bandwidth_efficiency == resolve().bandwidth_efficiency
+    (False, 0.0, 0.0, True)
     """
     a = resolve(assumptions)
     got = _FREE.get(id(a))
     if got is not None and got[0] is a:
         return got[1]
-    free = a.replace(communication=False, step_overhead_ms=0.0)
+    free = a.replace(communication=False, step_overhead_ms=0.0, layer_floor_us=0.0)
     if len(_FREE) < 256:  # the presets and a few of a reader's own
         _FREE[id(a)] = (a, free)
     return free
