@@ -4,8 +4,9 @@ Expected values are the source texts' figures (000: the back-of-the-envelope met
 interactive lab; 002: the capacity-planning method; 004: the system-design lesson), which the bank
 computes under that source's assumptions preset, or hand arithmetic written out in the comments
 (the course's method: 70% of the bandwidth, 50% of the FLOP/s, FP8 matmuls for FP8 weights on an
-H100, each cache read at its average context prompt + answer / 2, 1 ms more per decode step, on two GPUs
-two ring all-reduces per layer of the step's (or the prompts') activations, each batch's prefill charged
+H100, each cache read at its average context prompt + answer / 2, 1 ms more per decode step and 23 us per layer
+per forward pass, on two GPUs two all-reduces per layer of the step's (or the prompts') activations by the
+engines' one-shot or two-shot kernel, each batch's prefill charged
 to the cycle B x answer / (prefill of B prompts + answer x step), 1.3x headroom); never output of the
 code under test.
 """
@@ -26,8 +27,8 @@ from llmcourse.interview import CATALOG_NAMES, LEVELS, QUESTIONS, Question, num,
 H100_BW, H100_BF16, H100_FP8 = 3.35e12 * 0.7, 989e12 * 0.5, 1_979e12 * 0.5
 
 
-#: The course's fixed cost of every decode step (seconds).
-OVERHEAD = 1e-3
+#: The course's fixed cost of every decode step, and of each layer's kernels in a forward pass (seconds).
+OVERHEAD, FLOOR = 1e-3, 23e-6
 
 
 def _prefill_flops(params: float, layers: int, heads: int, head_dim: int, tokens: int) -> float:
@@ -35,9 +36,12 @@ def _prefill_flops(params: float, layers: int, heads: int, head_dim: int, tokens
 
 
 def _allreduces(layers: int, tokens: float, hidden: int = 8_192, n: int = 2) -> float:
-    """Seconds of two ring all-reduces per layer of ``tokens`` tokens' BF16 activations on NVLink 4 (links.csv:
-    t0 4.5 us, 0.8 us per ring step, 450 GB/s at the course's 80%): each t0 + 2(N-1) alpha + 2(N-1)/N x bytes / bw."""
-    return 2 * layers * (4.5e-6 + 2 * (n - 1) * 0.8e-6 + 2 * (n - 1) / n * tokens * hidden * 2 / (0.8 * 450e9))
+    """Seconds of two all-reduces per layer of ``tokens`` tokens' BF16 activations on NVLink 4 (links.csv: 0.8 us a
+    latency, 450 GB/s at the course's 80%) by the faster of the engines' kernels (the course's 3.5 us each): the
+    one-shot, 3.5 + 0.8 us + (N-1) x bytes / bw, or the two-shot, 2 x (3.5 + 0.8) us + 2(N-1)/N x bytes / bw (the
+    ring, 4.5 + 2(N-1) x 0.8 us + 2(N-1)/N x bytes / bw, is never the faster on NVLink)."""
+    s = tokens * hidden * 2 / (0.8 * 450e9)
+    return 2 * layers * min(4.3e-6 + (n - 1) * s, 8.6e-6 + 2 * (n - 1) / n * s)
 
 
 def _admitted(free: float, kv: float, prompt: int, answer: int) -> int:
@@ -60,7 +64,8 @@ def _mixed(w: float, params: float, batch: int, prompt: int, answer: int, kv: fl
     batch x prompt / answer prompt tokens (a new prompt for each answer finished), the weights read once: matmuls
     max(w / bw, tokens x 2 x params / flops), attention max((the decodes' KV at prompt + answer / 2, plus the
     earlier KV the chunks read) / bw, the prompt tokens' causal attention (``attn`` = 2 x layers x heads x head dim,
-    times the prompt, a token on average) / flops), + 1 ms and, on 2 GPUs, the all-reduces of all its tokens. A
+    times the prompt, a token on average) / flops), + 1 ms, the ``layers``' floor and, on 2 GPUs, the all-reduces of
+    all its tokens. A
     prompt longer than budget - batch is cut into chunks of that size, each reading its prompt's earlier KV: a step
     carries chunk / prompt of a prompt, so of each chunk's read."""
     chunk = batch * prompt / answer
@@ -70,8 +75,8 @@ def _mixed(w: float, params: float, batch: int, prompt: int, answer: int, kv: fl
     reads = batch * kv * (prompt + answer / 2)
     ar = (lambda t: _allreduces(layers, t)) if gpus == 2 else (lambda t: 0.0)
     step = (max(w / bw, (batch + chunk) * 2 * params / flops) + max((reads + earlier) / bw, chunk * attn * prompt / flops)
-            + OVERHEAD + ar(batch + chunk))  # fmt: skip
-    return step, (w + reads) / bw + OVERHEAD + ar(batch)
+            + OVERHEAD + layers * FLOOR + ar(batch + chunk))  # fmt: skip
+    return step, (w + reads) / bw + OVERHEAD + layers * FLOOR + ar(batch)
 
 
 # The course's replicas by hand under vLLM (8,192 tokens a step on an H100 or H200, which never binds here; one token
@@ -86,7 +91,7 @@ Q72_TPOT, Q72_STEP = _mixed(72.7e9, 72.7e9, Q72_B, 2_000, 300, 327_680, 2 * 80 *
 Q72_X = Q72_B / Q72_TPOT
 # Qwen2.5-7B BF16 on one H100 (no all-reduces), 2,000 + 300: admitted on (72 - 15.2) GB at 57,344 B per token
 Q7_B = _admitted(0.9 * 80e9 - 15.2e9, 57_344, 2_000, 300)
-Q7_X = Q7_B / _mixed(15.2e9, 7.6e9, Q7_B, 2_000, 300, 57_344, 2 * 28 * 28 * 128, H100_BW, H100_BF16)[0]
+Q7_X = Q7_B / _mixed(15.2e9, 7.6e9, Q7_B, 2_000, 300, 57_344, 2 * 28 * 28 * 128, H100_BW, H100_BF16, layers=28)[0]
 # Llama-3.1-70B FP8 on 2 x H100 at batch 64, 2,000 + 400: 64 + 320 prompt tokens a step, 41.99 ms: 1,524.2 tok/s
 L70_X = 64 / _mixed(70.554e9, 70.554e9, 64, 2_000, 400, 327_680, 2 * 80 * 64 * 128, 2 * H100_BW, 2 * H100_FP8, 2)[0]
 # Llama-3.1-8B BF16 on one H100, 512-token answers, 2,048- and 32,768-token prompts, admitted on (72 - 16.06) GB; the
@@ -94,10 +99,10 @@ L70_X = 64 / _mixed(70.554e9, 70.554e9, 64, 2_000, 400, 327_680, 2 * 80 * 64 * 1
 # prompt's earlier tokens
 L8_B = {p: _admitted(0.9 * 80e9 - 16.06e9, 131_072, p, 512) for p in (2_048, 32_768)}
 L8_SHORT_TPOT, L8_SHORT_STEP = _mixed(
-    16.06e9, 8.03e9, L8_B[2_048], 2_048, 512, 131_072, 2 * 32 * 32 * 128, H100_BW, H100_BF16
+    16.06e9, 8.03e9, L8_B[2_048], 2_048, 512, 131_072, 2 * 32 * 32 * 128, H100_BW, H100_BF16, layers=32
 )
 L8_LONG_TPOT, L8_LONG_STEP = _mixed(
-    16.06e9, 8.03e9, L8_B[32_768], 32_768, 512, 131_072, 2 * 32 * 32 * 128, H100_BW, H100_BF16
+    16.06e9, 8.03e9, L8_B[32_768], 32_768, 512, 131_072, 2 * 32 * 32 * 128, H100_BW, H100_BF16, layers=32
 )
 L8_SHORT_X, L8_LONG_X = L8_B[2_048] / L8_SHORT_TPOT, L8_B[32_768] / L8_LONG_TPOT
 # Llama-3.1-70B FP8, 2,000 + 400. 2 x H100: admitted on (144 - 70.554) GB; one H200 (0.9 x 141 GB, 4.8 TB/s, $3.50/h;
@@ -116,20 +121,23 @@ H2_X, H200_X = H2_B / H2_TPOT, H200_B / H200_TPOT
 # 4.69 TB/s = 1.77224 ms, + 0.1 ms (a separate draft model's step inside the cycle's engine step: the 1 ms is paid
 # once per cycle, with the verification), + 64 all-reduces of 4,096 x 2 B (6.1228 us: 0.39186 ms) = 2.26410 ms.
 DRAFT_MODEL_OVER, HEAD_OVER = 0.1e-3, 0.03e-3  # the course's fixed time per draft step: a draft model, a head (s)
-SPEC_PLAIN = (70.554e9 + 327_680 * 2_150) / (2 * H100_BW) + OVERHEAD + _allreduces(80, 1)
-SPEC_VERIFY = (70.554e9 + 327_680 * 2_150) / (2 * H100_BW) + OVERHEAD + _allreduces(80, 5)
-SPEC_DRAFT = (8.03e9 + 131_072 * 2_150) / (2 * H100_BW) + DRAFT_MODEL_OVER + _allreduces(32, 1, hidden=4_096)
+# (With the engines' one-shot all-reduces and the layers' floor: 80 x 23 us for the 70B, 32 x 23 us for the draft.)
+SPEC_PLAIN = (70.554e9 + 327_680 * 2_150) / (2 * H100_BW) + OVERHEAD + 80 * FLOOR + _allreduces(80, 1)
+SPEC_VERIFY = (70.554e9 + 327_680 * 2_150) / (2 * H100_BW) + OVERHEAD + 80 * FLOOR + _allreduces(80, 5)
+SPEC_DRAFT = (8.03e9 + 131_072 * 2_150) / (2 * H100_BW) + DRAFT_MODEL_OVER + 32 * FLOOR + _allreduces(32, 1, hidden=4_096)
 # Llama 3.1 8B + its EAGLE-3 head (0.425e9 parameters, 4,096 B of KV per token) at 288 tokens, k = 4, alpha = 0.7, on
 # one H100 (no all-reduces), the plain step and the verification + 1 ms (o), each head step + 0.03 ms (o_d):
 # tau ((W + B K) / D + o) = 5 B F / C + o + 4 ((W_d + B K_d) / D + o_d), solved for B. At batch 200: plain
 # (16.06e9 + 200 x 131,072 x 288) / 2.345 TB/s = 10.068 ms + 1 ms; verification 200 x 5 x 16.06e9 / 494.5 TFLOP/s =
 # 32.477 ms + 1 ms; head (0.85e9 + 200 x 4,096 x 288) / 2.345 TB/s = 0.46308 ms + 0.03 ms.
-SPEC_X = ((2.7731 * 16.06e9 - 4 * 0.85e9) / H100_BW + (2.7731 - 1) * OVERHEAD - 4 * HEAD_OVER) / (
+# (o: 1 ms and the 8B's 32 layers' floor; o_d: 0.03 ms and the head's one layer's)
+O_8B, O_HEAD = OVERHEAD + 32 * FLOOR, HEAD_OVER + FLOOR
+SPEC_X = ((2.7731 * 16.06e9 - 4 * 0.85e9) / H100_BW + (2.7731 - 1) * O_8B - 4 * O_HEAD) / (
     5 * 16.06e9 / H100_BF16 + (4 * 4_096 * 288 - 2.7731 * 131_072 * 288) / H100_BW
 )
-SPEC_P200 = (16.06e9 + 200 * 131_072 * 288) / H100_BW + OVERHEAD
-SPEC_V200 = 200 * 5 * 16.06e9 / H100_BF16 + OVERHEAD
-SPEC_D200 = (0.85e9 + 200 * 4_096 * 288) / H100_BW + HEAD_OVER
+SPEC_P200 = (16.06e9 + 200 * 131_072 * 288) / H100_BW + O_8B
+SPEC_V200 = 200 * 5 * 16.06e9 / H100_BF16 + O_8B
+SPEC_D200 = (0.85e9 + 200 * 4_096 * 288) / H100_BW + O_HEAD
 
 
 def _moe_read(params: float, active: float, tokens: int) -> float:
@@ -149,9 +157,9 @@ _DS_BW, _DS_KV, _MTP_KV = 8 * 4.8e12 * 0.7, 8 * 70_272 * 2_150, 8 * 1_152 * 2_15
 
 
 def _ds(layers: int, tokens: int, overhead: float = OVERHEAD) -> float:
-    """A DeepSeek-V3 step's fixed part: the 1 ms (or ``overhead``) and the all-reduces of ``tokens`` tokens over
-    ``layers`` layers."""
-    return overhead + _allreduces(layers, tokens, hidden=7_168, n=8)
+    """A DeepSeek-V3 step's fixed part: the 1 ms (or ``overhead``), the ``layers``' floor and the all-reduces of
+    ``tokens`` tokens over ``layers`` layers."""
+    return overhead + layers * FLOOR + _allreduces(layers, tokens, hidden=7_168, n=8)
 
 
 MTP_PLAIN1 = (_moe_read(671e9, 37e9, 1) + _DS_KV) / _DS_BW + _ds(61, 1)
@@ -372,11 +380,11 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "need": (2_483.0 * 0.7 / 400 * 2_000 * 2 * 70.554e9 / 1e15, "PFLOP/s", 1e-3),
         "roof": (0.989, "PFLOP/s", 1e-9),
         "idle": (0.989 - 2_483.0 * 0.7 * 2 * 70.554e9 / 1e15, "PFLOP/s", 1e-3),
-        # course: 1,524.2 tok/s per replica; ceil(1.3 x 140,000 / 1,524.2) = ceil(119.4) = 120 replicas, 240 H100s
+        # course: 1,469.9 tok/s per replica; ceil(1.3 x 140,000 / 1,469.9) = ceil(123.8) = 124 replicas, 248 H100s
         "x_course": (L70_X, "", 1e-4),
-        "replicas_course": (120, "", 0),
-        "gpus_course": (240, "", 0),
-        "cost_course": (240 * 730 * 2.5, "USD", 1e-9),
+        "replicas_course": (124, "", 0),
+        "gpus_course": (248, "", 0),
+        "cost_course": (248 * 730 * 2.5, "USD", 1e-9),
     },
     "prefill_pool": {  # seed 002: 99 PFLOP/s, about 200 H100s; half the tokens: 49.39 / 0.4945 = 99.9 -> 100
         "rate": (98.78, "PFLOP/s", 1e-3),
@@ -466,15 +474,18 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "demand_peak": (130_208_333.3, "", 1e-9),
         "g_peak": (84_636, "", 0),
     },
-    "tp8_not_8x": {  # 70B FP8 on 8 x B200: 70.554 GB / (8 x 0.7 x 7.7 TB/s); ring all-reduce of 4 x 8,192 x 2 B on
-        # NVLink 5: 7.8 + 14 x 1.23 us + 14/8 x 65,536 B / (0.8 x 900 GB/s); two per layer, 80 layers
+    "tp8_not_8x": {  # 70B FP8 on 8 x B200: 70.554 GB / (8 x 0.7 x 7.7 TB/s); the engines' one-shot all-reduce of
+        # 4 x 8,192 x 2 B on NVLink 5: 3.5 + 1.23 us + 7 x 65,536 B / (0.8 x 900 GB/s); two per layer, 80 layers; the
+        # layers' floor 80 x 23 us
         "w8": (70.554e9 / (8 * 0.7 * 7.7e12) * 1e3, "ms", 1e-9),
-        "ar": (7.8 + 14 * 1.23 + 14 / 8 * 65_536 / (0.8 * 900e9) * 1e6, "us", 1e-9),
-        "c8": (160 * (7.8e-6 + 14 * 1.23e-6 + 14 / 8 * 65_536 / (0.8 * 900e9)) * 1e3, "ms", 1e-9),
+        "ar": (3.5 + 1.23 + 7 * 65_536 / (0.8 * 900e9) * 1e6, "us", 1e-9),
+        "c8": (160 * (3.5e-6 + 1.23e-6 + 7 * 65_536 / (0.8 * 900e9)) * 1e3, "ms", 1e-9),
         "o": (1.0, "ms", 1e-12),
+        "f8": (80 * 23e-3, "ms", 1e-9),
     },
-    "nvlink_or_pcie": {  # 16 x 8,192 x 2 B on 4 GPUs: NVLink 4 4.5 + 6 x 0.8 us, PCIe 5 10 + 6 x 2 us, + 6/4 of the bytes
-        "ar_s": (4.5 + 6 * 0.8 + 6 / 4 * 262_144 / (0.8 * 450e9) * 1e6, "us", 1e-9),
+    "nvlink_or_pcie": {  # 16 x 8,192 x 2 B on 4 GPUs: NVLink 4 by the engines' one-shot, 3.5 + 0.8 us + 3 x the bytes
+        # (the two-shot: 2 x 4.3 us + 6/4 of them, more); PCIe 5 by the ring, 10 + 6 x 2 us + 6/4 of the bytes
+        "ar_s": (3.5 + 0.8 + 3 * 262_144 / (0.8 * 450e9) * 1e6, "us", 1e-9),
         "ar_p": (10 + 6 * 2 + 6 / 4 * 262_144 / (0.8 * 63e9) * 1e6, "us", 1e-9),
         "w_s": (70.554e9 / (4 * 0.7 * 3.35e12) * 1e3, "ms", 1e-9),
         "w_p": (70.554e9 / (4 * 0.7 * 2.0e12) * 1e3, "ms", 1e-9),
@@ -659,26 +670,26 @@ def test_sheet_gives_the_course_figures_beside_the_datasheet() -> None:
 
 
 def test_the_162_h100_answer_gives_the_course_figure_and_why() -> None:
-    """The capacity-planning answer states the source's 162 H100s under its preset, the course's 240 beside it (the
-    engine's mixed steps, by hand in EXPECTED: 120 replicas), and the reason: prefill needs about 1.2 PFLOP/s per
+    """The capacity-planning answer states the source's 162 H100s under its preset, the course's 248 beside it (the
+    engine's mixed steps, by hand in EXPECTED: 124 replicas), and the reason: prefill needs about 1.2 PFLOP/s per
     replica where decode leaves about 0.74 idle at BF16, and the prompts mixed into the steps make them
     compute-bound."""
     for part in ("strong", "answer"):
         text = QUESTIONS["roofline_fleet"].render(part)
-        assert "162" in text and "240 H100s" in text and "302" not in text
+        assert "162" in text and "248 H100s" in text and "302" not in text
         assert "1.2 PFLOP/s" in text and "0.74 PFLOP/s" in text and "compute-bound" in text
-    assert "240 H100s" in QUESTIONS["prefill_pool"].render("answer")
+    assert "248 H100s" in QUESTIONS["prefill_pool"].render("answer")
 
 
 def test_source_figures_are_shown_with_the_courses_where_they_differ() -> None:
-    """$0.32/M (envelope) beside $1.10/M (course, the engine's mixed steps); 10 GPUs beside 44; 0.29 s (BF16
-    matmuls) beside 0.17 s (FP8 matmuls, the attention term and the all-reduces; figures by hand in EXPECTED)."""
+    """$0.32/M (envelope) beside $1.12/M (course, the engine's mixed steps); 10 GPUs beside 44; 0.29 s (BF16
+    matmuls) beside 0.16 s (FP8 matmuls, the attention term and the all-reduces; figures by hand in EXPECTED)."""
     cost = QUESTIONS["cost_per_million"].render("answer")
-    assert "\\$0.317" in cost and "\\$1.10" in cost
+    assert "\\$0.317" in cost and "\\$1.12" in cost
     scale = QUESTIONS["scale_traffic"].render("answer")
     assert "10 GPUs" in scale and "44 GPUs" in scale
     ttft = QUESTIONS["prefill_time"].render("answer")
-    assert "0.294 s" in ttft and "0.17 s" in ttft
+    assert "0.294 s" in ttft and "0.16 s" in ttft
 
 
 # --- the bank as data -----------------------------------------------------------------------------------------------

@@ -319,7 +319,7 @@ define(
             "the share is of the whole step, the overhead included",
         )
     ],
-    followup="What would CUDA graphs that halve the fixed cost buy the user?",
+    followup="What would a scheduler that halves the fixed cost buy the user?",
 )
 
 

@@ -44,6 +44,7 @@ def _tp8_not_8x() -> dict[str, Any]:
         ar=allreduce_latency("Llama-3.1-70B", r8),
         c8=p8["communication"],
         o=p8["overhead"],
+        f8=p8["layer floors"],
         sp=p8["shared prefill"],
         bw_pct=pct(r8.assumptions.bandwidth_efficiency),
         bw=gpus["B200"].bandwidth.to("TB/s"),

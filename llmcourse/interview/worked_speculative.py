@@ -99,7 +99,7 @@ def _spec_mtp() -> dict[str, Any]:
         w_ver1=one.verify.weights_read,
         w_mtp1=one.draft.weights_read,
         t_plain1=one.plain.step_time,
-        fixed1=one.plain.overhead_time + one.plain.comm_time,
+        fixed1=one.plain.overhead_time + one.plain.floor_time + one.plain.comm_time,
         t_ver1=one.verify.step_time,
         t_mtp1=one.draft_step_time,
         w_plain256=full.plain.weights_read,
