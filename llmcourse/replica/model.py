@@ -313,7 +313,7 @@ def replica(
     >>> r = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300,
     ...             weight_bytes="fp8")
     >>> r.batch, round(r.step.step_time.to(MS).m, 1), round(r.throughput.m), r.fits
-    (100, 33.2, 1267, True)
+    (100, 34.8, 1243, True)
     >>> e = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, context_tokens=2_300, weight_bytes="fp8",
     ...             assumptions="envelope")
     >>> round(e.throughput.m), round(e.cost_per_million_output_tokens.m, 2)
@@ -844,7 +844,7 @@ def speculative_replica(model: Model | str, gpu: GPU | str, speculation: Specula
     >>> plain = replica("Llama-3.1-70B", "H100 SXM", **kw)
     >>> spec = speculative_replica("Llama-3.1-70B", "H100 SXM", Speculation("eagle head", 4, 0.7), **kw)
     >>> (plain.batch, round(plain.tokens_per_s_per_user.m)), (spec.batch, round(spec.tokens_per_s_per_user.m))
-    ((103, 13), (100, 15))
+    ((103, 12), (100, 14))
     """
     spec = speculation_of(speculation)
     m, g = model_of(model), gpu_of(gpu)

@@ -14,11 +14,11 @@ Examples
 >>> lay = layout("Llama-3.1-70B", "H100 SXM", tensor_parallel=8)
 >>> lay.n_gpus, lay.link.name
 (8, 'NVLink 4')
->>> round(decode_comm_time("Llama-3.1-70B", lay, tokens=4).to("ms").m, 2)  # 160 ring all-reduces
-2.56
->>> engine = resolve("course").replace(allreduce_algorithm="engine")
->>> round(decode_comm_time("Llama-3.1-70B", lay, tokens=4, assumptions=engine).to("ms").m, 2)  # 160 one-shots
+>>> round(decode_comm_time("Llama-3.1-70B", lay, tokens=4).to("ms").m, 2)  # 160 one-shots (the course's engines)
 0.89
+>>> ring = resolve("course").replace(allreduce_algorithm="ring")
+>>> round(decode_comm_time("Llama-3.1-70B", lay, tokens=4, assumptions=ring).to("ms").m, 2)  # 160 ring all-reduces
+2.56
 >>> layout("Llama-3.1-70B", "H100 SXM", tensor_parallel=6)
 Traceback (most recent call last):
 ...
@@ -266,9 +266,11 @@ def allreduce_seconds(lay: Layout, n: int, message: float, a: Assumptions) -> tu
     of the one-shot, the two-shot and the ring, as TensorRT-LLM's ``AllReduceStrategy.AUTO`` picks from its measured
     table (``selectStrategyLookUpTable`` in ``customAllReduceUtils.h``) and vLLM's ``CustomAllreduce::allreduce``
     by size (``csrc/custom_all_reduce.cuh``: one-shot for two GPUs, or below 512 KiB on up to four and 256 KiB on up
-    to eight, two-shot above; NCCL beyond its 8 MiB buffer, ``custom_all_reduce.py``); FlashInfer's
-    ``trtllm_allreduce_fusion`` goes one-shot up to 128 tokens. The ring elsewhere (PCIe, where vLLM turns its kernel
-    off beyond two GPUs). A group spread over several nodes reduces hierarchically (NCCL): inside each node on its
+    to eight, two-shot above; NCCL beyond its 8 MiB buffer, ``custom_all_reduce.py``); SGLang runs the same kernels
+    (``CustomAllreduce.should_custom_ar`` in ``python/sglang/srt/distributed/device_communicators/custom_all_reduce.py``:
+    2, 4, 6 or 8 GPUs, fully NVLinked beyond two, below its 8 MiB ``_MAX_CAR_SIZE``; off for a group spanning nodes);
+    FlashInfer's ``trtllm_allreduce_fusion`` goes one-shot up to 128 tokens. The ring elsewhere (PCIe, where vLLM and
+    SGLang turn their kernel off beyond two GPUs). A group spread over several nodes reduces hierarchically (NCCL): inside each node on its
     link, between the nodes on the scale-out link.
 
     Examples
@@ -438,12 +440,12 @@ def allreduce_latency(model: Model | str, rep: Any, tokens: float | None = None)
     >>> r = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=8, batch=4, prompt_tokens=1_024,
     ...             answer_tokens=1_024, weight_bytes="fp8")
     >>> round(allreduce_latency("Llama-3.1-70B", r).to("us").m, 2), allreduce_algorithm("Llama-3.1-70B", r)
-    (16.02, 'ring')
-    >>> engine = r.assumptions.replace(allreduce_algorithm="engine")
-    >>> e = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=8, batch=4, prompt_tokens=1_024,
-    ...             answer_tokens=1_024, weight_bytes="fp8", assumptions=engine)
-    >>> round(allreduce_latency("Llama-3.1-70B", e).to("us").m, 2), allreduce_algorithm("Llama-3.1-70B", e)
     (5.57, 'one-shot')
+    >>> ring = r.assumptions.replace(allreduce_algorithm="ring")
+    >>> e = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=8, batch=4, prompt_tokens=1_024,
+    ...             answer_tokens=1_024, weight_bytes="fp8", assumptions=ring)
+    >>> round(allreduce_latency("Llama-3.1-70B", e).to("us").m, 2), allreduce_algorithm("Llama-3.1-70B", e)
+    (16.02, 'ring')
     """
     lay, a, m = rep.layout, rep.assumptions, models[model]
     tokens = rep.batch if tokens is None else tokens
@@ -471,7 +473,7 @@ def collectives(model: Model | str, rep: Any) -> str:
     >>> from llmcourse.replica.model import replica
     >>> r = replica("Llama-3.1-70B", "B200", tensor_parallel=8, batch=4, prompt_tokens=1_024, answer_tokens=1_024)
     >>> collectives("Llama-3.1-70B", r)
-    'ring all-reduce of 64 KiB over 8 GPUs on NVLink 5'
+    'one-shot all-reduce of 64 KiB over 8 GPUs on NVLink 5'
     >>> ds = replica("DeepSeek-V3", "H200 SXM", data_parallel=8, batch=64, prompt_tokens=1_024, answer_tokens=1_024)
     >>> collectives("DeepSeek-V3", ds)
     'dispatch to 3.6 of 8 GPUs per token (1.03125 B a value), combine at 2 B'
@@ -510,11 +512,11 @@ def decode_comm_time(
     Examples
     --------
     >>> one = layout("Llama-3.1-70B", "B200", tensor_parallel=8)
-    >>> round(decode_comm_time("Llama-3.1-70B", one, tokens=4).to("ms").m, 2)  # ring all-reduces
-    4.03
-    >>> engine = resolve("course").replace(allreduce_algorithm="engine")
-    >>> round(decode_comm_time("Llama-3.1-70B", one, tokens=4, assumptions=engine).to("ms").m, 2)  # one-shots
+    >>> round(decode_comm_time("Llama-3.1-70B", one, tokens=4).to("ms").m, 2)  # one-shots
     0.86
+    >>> ring = resolve("course").replace(allreduce_algorithm="ring")
+    >>> round(decode_comm_time("Llama-3.1-70B", one, tokens=4, assumptions=ring).to("ms").m, 2)  # ring all-reduces
+    4.03
     >>> decode_comm_time("Llama-3.1-70B", one, tokens=4, assumptions="envelope")
     <Quantity(0.0, 'millisecond')>
     """
@@ -530,8 +532,8 @@ def prefill_comm_time(
     Examples
     --------
     >>> one = layout("Llama-3.1-70B", "H100 SXM", tensor_parallel=8)
-    >>> round(prefill_comm_time("Llama-3.1-70B", one, tokens=8_192).to("ms").m)  # rings of 128 MiB
-    107
+    >>> round(prefill_comm_time("Llama-3.1-70B", one, tokens=8_192).to("ms").m)  # two-shots of 128 MiB
+    106
     """
     return to(_comm(models[model], lay, tokens, resolve(assumptions)), _MS)
 
@@ -557,7 +559,7 @@ class Parts(dict):
 def time_per_token_parts(rep: Any) -> Parts:
     """A replica's time per token split into what it is spent on: reading the weights, reading
     the KV cache, compute beyond the memory time (zero while a step is memory-bound), the
-    collectives, the fixed overhead, and the other requests' prefills that share the steps. The
+    collectives, the layers' floor (``"layer floors"``), the fixed overhead, and the other requests' prefills that share the steps. The
     parts add up to ``rep.tpot`` under the step rule ``"max"`` (with ``"sum"``, the kernels'
     own maxima make the compute part approximate).
 
@@ -568,9 +570,9 @@ def time_per_token_parts(rep: Any) -> Parts:
     ...             answer_tokens=1_024, weight_bytes="fp8")
     >>> parts = time_per_token_parts(r)
     >>> {k: round(v.to("ms").m, 2) for k, v in parts.items()}
-    {'weight reads': 1.64, 'KV reads': 0.05, 'compute': 0.0, 'communication': 4.03, 'overhead': 1.0, 'shared prefill': 0.03}
+    {'weight reads': 1.64, 'KV reads': 0.05, 'compute': 0.0, 'communication': 0.86, 'layer floors': 1.84, 'overhead': 1.0, 'shared prefill': 0.1}
     >>> parts.collectives
-    'ring all-reduce of 64 KiB over 8 GPUs on NVLink 5'
+    'one-shot all-reduce of 64 KiB over 8 GPUs on NVLink 5'
     >>> round(sum(parts.values()).to("ms").m, 2) == round(r.tpot.to("ms").m, 2)
     True
     """

@@ -318,7 +318,7 @@ def decode_step(
     --------
     >>> s = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_048 + 256)
     >>> round(s.step_time.to(MS).m, 2), s.bound
-    (7.98, 'memory')
+    (8.71, 'memory')
     """
     d = Deployment(
         model_of(model), gpu_of(gpu), n_gpus, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes,

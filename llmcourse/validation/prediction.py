@@ -175,7 +175,7 @@ def predict(row: Measurement, *, assumptions: Assumptions | str | None = None) -
     >>> from llmcourse.validation import measurements
     >>> r = measurements()[16]
     >>> r.id, r.metric, round(predict(r).value, 2)
-    ('T17', 'itl_ms', 7.88)
+    ('T17', 'itl_ms', 8.62)
     """
     _need_row(row)
     a = resolve(assumptions)
@@ -283,7 +283,7 @@ def components(row: Measurement, *, assumptions: Assumptions | str | None = None
     >>> from llmcourse.validation import measurements
     >>> c, a = components(measurements()[16]), resolve()
     >>> round(c.value(a.bandwidth_efficiency, a.compute_efficiency), 2), round(c.value(1, 1), 2)
-    (7.88, 5.82)
+    (8.62, 6.55)
     """
     _need_row(row)
     a = resolve(assumptions)

@@ -152,7 +152,7 @@ def parts_against_n(
     >>> rows = parts_against_n("Llama-3.1-70B", "H100 SXM", batch=4, prompt_tokens=1_024, answer_tokens=8_192,
     ...                        weight_bytes="fp8")
     >>> [(n, None if p is None else round(sum(p.values()).to("ms").m, 1)) for n, p, _ in rows]
-    [(1, None), (2, 18.5), (4, 10.8), (8, 7.7)]
+    [(1, None), (2, 20.0), (4, 11.9), (8, 7.9)]
     """
     return _parts_against_n(model, gpu, degrees, expert_parallel, link, {}, kw)
 
@@ -320,7 +320,7 @@ def many_gpus(
     >>> res = many_gpus("Llama-3.1-70B", "B200", tensor_parallel=8, batch=4, prompt_tokens=1_024,
     ...                 answer_tokens=8_192)
     >>> dict(res.rows())["time per output token"], dict(res.rows())["GPUs talking for free, no overhead"]
-    ('6.82 ms', '1.79 ms')
+    ('5.50 ms', '1.79 ms')
     """
     kw = dict(batch=batch, prompt_tokens=prompt_tokens, answer_tokens=answer_tokens, weight_bytes=weight_bytes)
     a = resolve(assumptions)
@@ -358,9 +358,9 @@ def many_gpus_calculator(
     --------
     >>> c = many_gpus_calculator(plot=False)
     >>> dict(c.rows)["time per output token"]
-    '8.29 ms'
+    '9.38 ms'
     >>> dict(c.set(link="PCIe 5 x16").rows)["time per output token"]
-    '10.6 ms'
+    '12.5 ms'
     >>> c.set(tensor_parallel=3).error[:44]
     'tensor_parallel=3 does not divide Llama-3.1-'
     """
