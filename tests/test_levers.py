@@ -71,7 +71,7 @@ def test_prefix_caching_cuts_prefill_not_memory():
     beside the other B - 1 requests' decode tokens: the step's matmuls are those of its B - 1 + new tokens (2 x 8.03e9
     FLOPs each), or the 16.06 GB of weights read, whichever is slower; then attention: the B - 1 caches at 2,150 tokens
     (131,072 B a token) and the cached tokens' KV the chunk reads, or the chunk's attention FLOPs 262,144 x (T^2 -
-    cached^2); then 1 ms. The 1,000 new tokens attend to the cached ones.
+    cached^2); then 1 ms and the 32 layers' floor of 23 us each. The 1,000 new tokens attend to the cached ones.
     The KV per request is the full prompt's, because the cached KV is still held; fewer prompt tokens ride in a
     user's steps, so the per-token target allows at least the same batch."""
     b = lc.Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
@@ -81,7 +81,7 @@ def test_prefix_caching_cuts_prefill_not_memory():
         matmuls = max(16.06e9 / 2.345e12, (batch - 1 + new) * 2 * 8.03e9 / 494.5e12)
         reads = ((batch - 1) * 2_150 + cached) * 131_072 / 2.345e12
         attention = max(reads, 262_144 * ((cached + new) ** 2 - cached**2) / 494.5e12)
-        return 100 + (matmuls + attention) * 1e3 + 1
+        return 100 + (matmuls + attention) * 1e3 + 1 + 32 * 23e-3
 
     assert p.ttft.to("ms").m == pytest.approx(first_ms(p.batch, 1_000, 1_000), rel=1e-3)
     assert full.ttft.to("ms").m == pytest.approx(first_ms(full.batch, 2_000, 0), rel=1e-3)

@@ -40,11 +40,14 @@ PREFILL_S = (2 * 8.030e9 * P + 2 * 32 * 32 * 128 * P**2) / (989e12 * 0.5)
 
 #: The course's fixed time a request spends before its prefill (HTTP round trip, tokenising), off the GPU (s).
 REQUEST_S = 0.1
+#: The course's fixed time of a forward pass of Llama-3.1-8B: 1 ms a step and its 32 layers' floor of 23 us each (s).
+FIXED = 1e-3 + 32 * 23e-6
 
 
-def step_s(batch, bandwidth=3.35e12 * 0.7, overhead=1e-3):
+def step_s(batch, bandwidth=3.35e12 * 0.7, overhead=FIXED):
     """A decode step by hand: 16.06 GB of weights plus each sequence's KV at 2,000 + 300 / 2 tokens, read at
-    ``bandwidth``, plus the course's fixed 1 ms per step (launches, scheduling; one GPU, so no collectives) (s)."""
+    ``bandwidth``, plus the course's fixed 1 ms per step and the 32 layers' 0.736 ms (one GPU, so no collectives)
+    (s)."""
     return (8.030e9 * 2 + batch * KV_TOKEN * (P + A / 2)) / bandwidth + overhead
 
 
@@ -68,11 +71,11 @@ def test_low_load_matches_closed_form_by_hand(rep):
     """Alone, 8B on an H100 by the course's method: prefill (2 x 8.03e9 x 2,000 + 2 x 32 x 32 x 128 x 2,000^2)
     / (989e12 x 0.5) = 67.07 ms, run as one engine step of its own (the 2,000 tokens within the 8,192 budget: its
     matmuls' 64.95 ms of FLOPs above the 6.85 ms weight read, its attention's 2.12 ms, no earlier KV) with the step's
-    fixed 1 ms, after the request's fixed 100 ms: a TTFT of 168.07 ms; a step reads 16.06 GB +
-    2,150 x 128 KiB = 16.34 GB at 3.35 TB/s x 0.7 = 6.97 ms, plus the 1 ms per step: 7.97 ms."""
-    assert abs(PREFILL_S * 1e3 - 67.07) < 0.01 and abs(step_s(1) * 1e3 - 7.97) < 0.01
+    fixed 1 ms and its 32 layers' 0.736 ms, after the request's fixed 100 ms: a TTFT of 168.81 ms; a step reads
+    16.06 GB + 2,150 x 128 KiB = 16.34 GB at 3.35 TB/s x 0.7 = 6.97 ms, plus the 1.736 ms: 8.71 ms."""
+    assert abs(PREFILL_S * 1e3 - 67.07) < 0.01 and abs(step_s(1) * 1e3 - 8.71) < 0.01
     r = run(rep, 0.005, prompt_cv=0, answer_cv=0, requests=500)
-    assert r.ttft["p50"].to("s").m == pytest.approx(REQUEST_S + PREFILL_S + 1e-3, rel=1e-6)
+    assert r.ttft["p50"].to("s").m == pytest.approx(REQUEST_S + PREFILL_S + FIXED, rel=1e-6)
     assert r.tpot["p50"].to("s").m == pytest.approx(step_s(1), rel=1e-6)
 
 
@@ -110,12 +113,12 @@ def test_planner_preset_by_hand():
 def test_closed_form_at_low_load_is_one_request(rep):
     """Little's law at a trickle gives a batch of 1, whose step is the replica model's at batch 1; the TTFT is the
     replica model's too, the request's fixed 100 ms and then its prefill as an engine step of its own (100 + 67.07
-    + the step's fixed 1 ms by hand)."""
+    + the step's fixed 1 ms and its layers' 0.736 ms by hand)."""
     c = closed_form(rep, Q_(0.001, "1/s"), P, A)
     one = lc.replica(M, G, batch=1, prompt_tokens=P, answer_tokens=A)
     assert c.batch == 1 and c.tpot.to("ms").m == pytest.approx(one.step.step_time.to("ms").m, rel=1e-9)
     assert c.ttft.to("ms").m == pytest.approx(one.ttft.to("ms").m, rel=1e-9)
-    assert c.ttft.to("s").m == pytest.approx(REQUEST_S + PREFILL_S + 1e-3, rel=1e-6)
+    assert c.ttft.to("s").m == pytest.approx(REQUEST_S + PREFILL_S + FIXED, rel=1e-6)
 
 
 @pytest.mark.parametrize("batch", [1, 2, 37, 100, 185, 256])
@@ -146,8 +149,8 @@ def test_capacity_is_the_replicas_requests_per_second(rep):
     426,788 // 2,300 = 185 at the final length. By hand, vLLM's steady mixed step (8,192 tokens a step, so all 197
     decode) carries 197 x 2,000 / 300 = 1,313.3 prompt tokens: its matmuls (197 + 1,313.3) x 2 x 8.03e9 FLOPs at
     494.5 TFLOP/s = 49.05 ms (above the 6.85 ms weight read), its attention the 197 x 2,150 x 128 KiB of KV at
-    2.345 TB/s = 23.67 ms (above its 0.9 TFLOP of attention, 1.8 ms), and the 1 ms: 73.72 ms, so
-    197 / 73.72 ms / 300 = 8.91 requests/s."""
+    2.345 TB/s = 23.67 ms (above its 0.9 TFLOP of attention, 1.8 ms), the 1 ms and the 32 layers' 0.736 ms:
+    74.46 ms, so 197 / 74.46 ms / 300 = 8.82 requests/s."""
     r = lc.replica(M, G, prompt_tokens=P, answer_tokens=A)
     held = lambda b: b * (P + A / 2) + 2 * A * (b / 12) ** 0.5  # noqa: E731  (tokens of KV in use)
     assert r.batch == 197 and held(197) <= rep.kv_budget_tokens < held(198) and rep.kv_budget_tokens // (P + A) == 185
@@ -159,8 +162,8 @@ def test_capacity_is_the_replicas_requests_per_second(rep):
         197 * (P + A / 2) * KV_TOKEN / (3.35e12 * 0.7),
         (197 * 2 * 2 * 32 * 32 * 128 * (P + A / 2) + chunk * 2 * 32 * 32 * 128 * P) / (989e12 * 0.5),
     )
-    step = matmuls + attention + 1e-3
-    assert abs(step * 1e3 - 73.72) < 0.01
+    step = matmuls + attention + FIXED
+    assert abs(step * 1e3 - 74.46) < 0.01
     assert rep.capacity().to("1/s").m == pytest.approx(197 / step / A, rel=1e-6)
     # 426,788 // 1,300 = 328 shorter requests would fit: the engine's cap of 256 sequences holds the batch
     other = lc.replica(M, G, batch=256, prompt_tokens=1_000, answer_tokens=300)
@@ -586,7 +589,8 @@ def test_closed_loop_times_are_never_negative(clients, cv, chunk):
 def test_cached_prefix_still_pays_the_attention_over_it(rep):
     """A 2,000-token prompt whose first 1,500 are cached prefills its last 500, whose attention reaches back over all
     2,000: the causal prefill of 2,000 less that of 1,500 (the planner's prefill, each above one weight read), more
-    than a quarter of the whole prompt's compute; an engine step of its own, so plus the step's fixed 1 ms (its
+    than a quarter of the whole prompt's compute; an engine step of its own, so plus the step's fixed 1 ms and its
+    layers' 0.736 ms (its
     attention's 0.93 ms of FLOPs above its read of the 1,500 cached tokens' KV, 197 MB at 2.345 TB/s = 0.08 ms; its
     matmuls' 16.2 ms of FLOPs above the 6.85 ms weight read)."""
     r = simulate(
@@ -594,7 +598,7 @@ def test_cached_prefix_still_pays_the_attention_over_it(rep):
         replica=rep, scheduler=Scheduler(prefix_hit_rate=1.0, prefix_tokens=1_500),
     )  # fmt: skip
     whole, head = lc.prefill(M, G, 2_000).compute_time, lc.prefill(M, G, 1_500).compute_time
-    assert (r.ttft["p50"] - Q_(REQUEST_S, "s")).to("s").m == pytest.approx((whole - head).to("s").m + 1e-3, rel=1e-3)
+    assert (r.ttft["p50"] - Q_(REQUEST_S, "s")).to("s").m == pytest.approx((whole - head).to("s").m + FIXED, rel=1e-3)
     assert whole - head > whole / 4
 
 

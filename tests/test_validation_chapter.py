@@ -378,10 +378,11 @@ def test_rows_slower_than_the_method_re_plan_a_larger_fleet() -> None:
 
 
 def test_refitted_parameters_are_those_the_rows_can_fit() -> None:
-    """Time-per-token rows alone refit the step's parameters and list only those; first-token rows alone
+    """Time-per-token rows alone refit the step's parameters (the bandwidth and the layers' floor; the per-step
+    overhead and the compute efficiency are held) and list only those; first-token rows alone
     refit the wave share and the per-request overhead (which only they shape) and list only those."""
     tpot = dict(lcv.own_benchmark(HEAD + "\n" + "\n".join(SLOW) + "\n").rows())["refitted parameters"]
-    assert "bandwidth_efficiency" in tpot and "step_overhead_ms" in tpot
+    assert "bandwidth_efficiency" in tpot and "layer_floor_us" in tpot and "step_overhead_ms" not in tpot
     assert "closed_loop_wave_share" not in tpot and "request_overhead_ms" not in tpot
     first = [  # 300 ms to the first token where the course's method says about 150 at 1 or 2 in flight
         f"f{c},H100 SXM,1,Llama-3.1-8B,bf16,bf16,vLLM,1000,200,concurrency,{c},ttft_ms,{t}"
