@@ -124,7 +124,9 @@ DRAFT_MODEL_OVER, HEAD_OVER = 0.1e-3, 0.03e-3  # the course's fixed time per dra
 # (With the engines' one-shot all-reduces and the layers' floor: 80 x 23 us for the 70B, 32 x 23 us for the draft.)
 SPEC_PLAIN = (70.554e9 + 327_680 * 2_150) / (2 * H100_BW) + OVERHEAD + 80 * FLOOR + _allreduces(80, 1)
 SPEC_VERIFY = (70.554e9 + 327_680 * 2_150) / (2 * H100_BW) + OVERHEAD + 80 * FLOOR + _allreduces(80, 5)
-SPEC_DRAFT = (8.03e9 + 131_072 * 2_150) / (2 * H100_BW) + DRAFT_MODEL_OVER + 32 * FLOOR + _allreduces(32, 1, hidden=4_096)
+SPEC_DRAFT = (
+    (8.03e9 + 131_072 * 2_150) / (2 * H100_BW) + DRAFT_MODEL_OVER + 32 * FLOOR + _allreduces(32, 1, hidden=4_096)
+)
 # Llama 3.1 8B + its EAGLE-3 head (0.425e9 parameters, 4,096 B of KV per token) at 288 tokens, k = 4, alpha = 0.7, on
 # one H100 (no all-reduces), the plain step and the verification + 1 ms (o), each head step + 0.03 ms (o_d):
 # tau ((W + B K) / D + o) = 5 B F / C + o + 4 ((W_d + B K_d) / D + o_d), solved for B. At batch 200: plain

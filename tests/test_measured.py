@@ -535,7 +535,9 @@ def _synthetic(params_by_model, metrics=("tpot_ms",)):
 @pytest.fixture(scope="module")
 def same():
     return lcv.evidence(
-        _synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0, 23.0, 0.14, 100.0), "Qwen2.5-7B": (0.6, 0.5, 1.0, 23.0, 0.14, 100.0)})
+        _synthetic(
+            {"Llama-3.1-8B": (0.6, 0.5, 1.0, 23.0, 0.14, 100.0), "Qwen2.5-7B": (0.6, 0.5, 1.0, 23.0, 0.14, 100.0)}
+        )
     )
 
 
@@ -585,7 +587,9 @@ def test_held_out_fit_never_sees_its_group():
     """Llama-3.1-8B's rows made at 60% bandwidth, Qwen2.5-7B's at 90%: holding out Llama-3.1-8B, the fit sees only
     Qwen2.5-7B's and predicts Llama's rows at 90%, exactly as predict() does there."""
     ev = lcv.evidence(
-        _synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0, 23.0, 0.14, 100.0), "Qwen2.5-7B": (0.9, 0.5, 1.0, 23.0, 0.14, 100.0)})
+        _synthetic(
+            {"Llama-3.1-8B": (0.6, 0.5, 1.0, 23.0, 0.14, 100.0), "Qwen2.5-7B": (0.9, 0.5, 1.0, 23.0, 0.14, 100.0)}
+        )
     )
     assert ev.fold_fits["model"]["Llama-3.1-8B"]["bandwidth_efficiency"] == 0.9
     assert ev.fold_fits["model"]["Qwen2.5-7B"]["bandwidth_efficiency"] == 0.6
@@ -607,7 +611,9 @@ def test_band_is_the_held_out_ratios_of_the_family():
     """The band around 20 ms is 20 ms times the 10th and 90th percentiles of measured / held-out predicted over the
     family's rows; a family too small for MIN_BAND_ROWS widens to the metric alone, and says so."""
     ev = lcv.evidence(
-        _synthetic({"Llama-3.1-8B": (0.6, 0.5, 1.0, 23.0, 0.14, 100.0), "Qwen2.5-7B": (0.9, 0.5, 1.0, 23.0, 0.14, 100.0)})
+        _synthetic(
+            {"Llama-3.1-8B": (0.6, 0.5, 1.0, 23.0, 0.14, 100.0), "Qwen2.5-7B": (0.9, 0.5, 1.0, 23.0, 0.14, 100.0)}
+        )
     )
     preds = ev.predictions("held_out_model")
     ratios = [r.value / p for r, p in zip(ev.rows, preds, strict=True) if r.metric == "tpot_ms"]

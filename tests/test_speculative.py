@@ -298,7 +298,9 @@ def test_crossover_closed_form_and_search():
     above = speculative_step("Llama-3.1-8B", "H100 SXM", EAGLE8, batch=math.ceil(x), context_tokens=288)
     assert below.speedup >= 1 > above.speedup
     assert below.plain.bound == "memory" and below.verify.bound == "compute"  # the regime the closed form assumes
-    assert 170 < x < 171 and 146 < _crossover_by_hand(0, 0) < 147 and 138 < _crossover_by_hand(OVER, HEAD_PER_STEP) < 139
+    assert (
+        170 < x < 171 and 146 < _crossover_by_hand(0, 0) < 147 and 138 < _crossover_by_hand(OVER, HEAD_PER_STEP) < 139
+    )
     bare = lc.resolve().replace(step_overhead_ms=0, draft_step_overhead_ms=0, layer_floor_us=0)
     assert crossover_estimate("Llama-3.1-8B", "H100 SXM", EAGLE8, context_tokens=288, assumptions=bare) == (
         pytest.approx(_crossover_by_hand(0, 0), rel=1e-6)
