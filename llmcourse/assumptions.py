@@ -419,10 +419,10 @@ PRESETS: dict[str, Assumptions] = {
         Assumptions(
             "course",
             "the course's validated method: 70% / 50%, compute at the weights' precision, prefill charged to the "
-            "replica and to the time per token, collectives on the link, 1 ms per step, 100 ms per request, a "
-            "closed loop's waves",
+            "replica and to the time per token, the engines' collectives on the link, 1 ms per step and 23 us per "
+            "layer, 100 ms per request, a closed loop's waves",
             # Fitted, in the open, to the 81 measured Llama-3.1-70B rows at concurrency 4 (tensor-parallel 1-8
-            # on H100, H200 and B200; TensorRT-LLM and vLLM; chapter Many GPUs): every row within 1.25x.
+            # on H100, H200 and B200; TensorRT-LLM and vLLM; chapter Many GPUs), with the layers' floor below.
             step_overhead_ms=1.0,
             # Engines run a speculative cycle's draft steps inside one engine step: vLLM V1's proposer
             # (SpecDecodeBaseProposer.propose, vllm/v1/spec_decode/eagle.py; EagleProposer and DraftModelProposer
