@@ -873,6 +873,17 @@ def _ring_allreduce(link, n, message_bytes):
     return t0 + steps * alpha + steps / n * message_bytes / (COURSE.link_efficiency * bw)
 
 
+def _engine_allreduce(link, n, message_bytes):
+    """The engines' all-reduce on a link whose GPUs read each other's memory (NVLink): the least of the ring, the
+    one-shot (t0,e + alpha + (N - 1) x bytes / (eta x bandwidth)) and the two-shot (2 (t0,e + alpha) + 2(N - 1)/N x
+    bytes / (eta x bandwidth)), t0,e the course's 3.5 us kernel cost; in seconds."""
+    bw, alpha, _ = _link(link)
+    t0e, eta = COURSE.engine_allreduce_us * 1e-6, COURSE.link_efficiency
+    one = t0e + alpha + (n - 1) * message_bytes / (eta * bw)
+    two = 2 * (t0e + alpha) + 2 * (n - 1) / n * message_bytes / (eta * bw)
+    return min(_ring_allreduce(link, n, message_bytes), one, two)
+
+
 @solution("many_gpus_ex1")
 def _mg_allreduce(v):
     message = v["batch"] * v["hidden"] * COURSE.activation_bytes
@@ -913,7 +924,8 @@ def _mg_overhead(v):
     precision = "fp8" if v["precision"] == "fp8" and _g(v["gpu"]).fp8_flops is not None else "bf16"
     compute = 2 * m.params / (COURSE.compute_efficiency * _g(v["gpu"]).peak_flops(precision).to("FLOP/s").m)
     overhead = COURSE.step_overhead_ms / 1e3
-    return overhead / (max(memory, compute) + overhead)
+    floor = m.layers * COURSE.layer_floor_us * 1e-6  # each layer's kernels' floor, as the story says
+    return overhead / (max(memory, compute) + overhead + floor)
 
 
 @solution("many_gpus_ex6")
@@ -932,10 +944,11 @@ def _mg_tpot(v):
     fp8 = n * COURSE.compute_efficiency * g.peak_flops("fp8").to("FLOP/s").m
     kv = _kv_tok(m).to("B").m * (p + a / 2)  # one request's cache at the average context (n <= 8 KV heads: 1 copy)
 
-    def allreduces(t):  # two per layer, each of the step's tokens' activations
-        return 0.0 if n == 1 else 2 * m.layers * _ring_allreduce(g.link, n, t * m.hidden * 2)
+    def allreduces(t):  # two per layer, each of the step's tokens' activations, by the engines' faster kernel
+        return 0.0 if n == 1 else 2 * m.layers * _engine_allreduce(g.link, n, t * m.hidden * 2)
 
     matmuls = max(weights / bw, tokens * 2 * m.params / fp8)
     attention = max(c * kv / bw, chunk * 2 * m.layers * m.heads * m.head_dim * p / fp8)
-    step = matmuls + attention + COURSE.step_overhead_ms / 1e3 + allreduces(tokens)
+    floor = m.layers * COURSE.layer_floor_us * 1e-6  # the 80 layers' floor
+    step = matmuls + attention + COURSE.step_overhead_ms / 1e3 + floor + allreduces(tokens)
     return Q_(step, "s").to("ms")
