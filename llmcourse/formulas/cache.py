@@ -238,6 +238,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "kv_handoff_time": ("a7c1dc13ab6cc298c3d2", "_a0 + _a5 + _a2/(_a1*_a4*_a3)"),
     "kv_in_use": ("fc37a28c1b2aaf3cb9e7", "min(_a1*_a4, (1/6)*sqrt(3)*sqrt(_a1)*_a0*_a2 + _a1*_a3)"),
     "kv_replication": ("0bb1b9ccd2de6b9829b1", "max(1, _a1/_a0)"),
+    "layer_floor_time": ("e21bc7b2788cf430e4bf", "_a0*_a1"),
     "linear_state_bytes": ("8068f114ce8845c4c055", "_a2*(_a5*_a3*_a7*_a6 + _a0*_a1*(_a5*_a6 + 2*_a3*_a4))"),
     "littles_law": ("cd68be0484e756e7057d", "_a1*_a0"),
     "lora_adapter_params": ("bc50172e74fc7396c201", "_a6*_a5*(7*_a2 + 2*_a0*_a4 + 2*_a0*_a1 + 3*_a3)"),
@@ -303,7 +304,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "weight_load_time": ("59110f7dd398648bf73c", "_a1/_a0"),
     "weight_read_time": ("1a3b6cc497f53320b20b", "_a3/(_a1*_a0*_a2)"),
 }
-SOURCES = "49eefb0bb2c62a873989"
+SOURCES = "48b1ab0e20e28598196d"
 TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ("peak_request_rate", "request_rate", "peak request rate", "01_tokens", "daily_rate peak_factor"),
     ("token_rate", "token_rate", "tokens per second from requests", "01_tokens", "request_rate tokens_per_request"),
@@ -825,6 +826,13 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "all-to-all time per step of expert parallelism: a dispatch and a combine per MoE layer",
         "08c_many_gpus",
         "combine_time dispatch_time moe_layers",
+    ),
+    (
+        "layer_floor_time",
+        "step_overhead",
+        "the layers' fixed time per forward pass: each layer's kernels take a floor however little they read",
+        "08c_many_gpus",
+        "layer_floor layers",
     ),
     (
         "pipeline_bubble",
