@@ -96,10 +96,12 @@ def _synthetic(share16: float, share4: float, overhead_ms: float, compute: float
         for model in ("Llama-3.1-8B", "Llama-3.1-70B"):
             m = lc.models[model]
             for gguf, bits, share in (("fp16", 16, share16), ("q4_k_m", 4.89, share4)):
-                if gpu == "RTX 4090" and (model == "Llama-3.1-70B" or gguf == "fp16" and model != "Llama-3.1-8B"):
-                    continue
+                if gpu == "RTX 4090" and model == "Llama-3.1-70B":
+                    continue  # 70B does not fit in 24 GB
                 t = (m.params * bits / 8 + 64 * _kv_bytes_per_token(m)) / (bandwidth * share) + overhead_ms / 1e3
-                rows.append(llc.PublicRow(f"d{k}{model}{gguf}", gpu, model, gguf, "tg128", 1 / t, "", "", "", "", "", ""))
+                rows.append(
+                    llc.PublicRow(f"d{k}{model}{gguf}", gpu, model, gguf, "tg128", 1 / t, "", "", "", "", "", "")
+                )
                 pp = 512 / (2 * m.params * 512 / (peak * compute))  # the attention term left out: under 1%
                 rows.append(llc.PublicRow(f"p{k}{model}{gguf}", gpu, model, gguf, "pp512", pp, "", "", "", "", "", ""))
     return rows

@@ -2,8 +2,9 @@
 
 The course's engine factors (``bandwidth_efficiency`` 0.7, ``four_bit_bandwidth_factor`` 0.6, ``compute_efficiency``
 0.5, ``step_overhead_ms`` 1) were fitted on datacenter engines (vLLM, TensorRT-LLM, SGLang). llama.cpp runs its own
-kernels: a matrix-vector product per GGUF block type for one sequence's decode (``mul_mv`` in Metal, ``mmvq`` in
-CUDA), its quantized or 16-bit matrix products for a prompt. This module fits their shares on the public rows of
+kernels: for one sequence's decode a matrix-vector product per GGUF block type that dequantizes the blocks as it
+reads them (``ggml/src/ggml-cuda/mmvq.cu``, ``mul_mat_vec_q``; the Metal backend's ``kernel_mul_mv_*`` kernels), for a
+prompt its quantized matrix products (``mmq.cu``; Metal's ``kernel_mul_mm_*``) or cuBLAS for 16-bit weights. This module fits their shares on the public rows of
 ``llmcourse/data/llama_cpp_public.csv`` (one row per measurement, each with its source), through the package's own
 decode step and prefill (:func:`~llmcourse.replica.step.decode_step`, :func:`~llmcourse.replica.prefilling.prefill`)
 under the assumptions :func:`~llmcourse.assumptions.for_engine` gives engine ``"llama.cpp"``:
@@ -232,16 +233,6 @@ class LlamaCppFit:
     def four_bit_bandwidth_factor(self) -> float:
         """The 4-bit share as the assumptions hold it: a factor on ``bandwidth_efficiency``."""
         return self.four_bit_share / self.bandwidth_efficiency
-
-    def assumptions(self, base: Assumptions | str | None = None) -> Assumptions:
-        """``base`` (the course's by default) with these values as its ``llama_cpp_*`` fields."""
-        return dataclasses.replace(
-            resolve(base),
-            llama_cpp_bandwidth_efficiency=self.bandwidth_efficiency,
-            llama_cpp_four_bit_bandwidth_factor=round(self.four_bit_bandwidth_factor, 4),
-            llama_cpp_step_overhead_ms=self.step_overhead_ms,
-            llama_cpp_compute_efficiency=self.compute_efficiency,
-        )
 
 
 def _sse(rows: Sequence[PublicRow], share: float, overhead_ms: float) -> float:
