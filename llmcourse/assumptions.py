@@ -545,14 +545,17 @@ def resolve(assumptions: Assumptions | str | None = None) -> Assumptions:
 
 def for_engine(a: Assumptions, engine: str | None) -> Assumptions:
     """The assumptions a replica of ``engine`` runs under: for ``"llama.cpp"``, its own kernels' shares and step
-    overhead (the ``llama_cpp_*`` fields that are set) in place of the general ones; any other engine, or a preset
-    that sets none of them (the sources' methods), the assumptions unchanged. The name is kept.
+    overhead (the ``llama_cpp_*`` fields that are set) in place of the general ones, the ``llama_cpp_*`` fields
+    then None (applied: a second call changes nothing); any other engine, or a preset that sets none of them (the
+    sources' methods), the assumptions unchanged. The name is kept.
 
     Examples
     --------
     >>> a = for_engine(resolve("course"), "llama.cpp")
     >>> a.bandwidth_efficiency == resolve("course").llama_cpp_bandwidth_efficiency, a.name
     (True, 'course')
+    >>> a.llama_cpp_bandwidth_efficiency is None, for_engine(a, "llama.cpp") is a
+    (True, True)
     >>> for_engine(resolve("course"), "vLLM") is resolve("course"), for_engine(resolve("lab"), "llama.cpp").name
     (True, 'lab')
     """
@@ -564,8 +567,11 @@ def for_engine(a: Assumptions, engine: str | None) -> Assumptions:
         "compute_efficiency": a.llama_cpp_compute_efficiency,
         "step_overhead_ms": a.llama_cpp_step_overhead_ms,
     }
-    swap = {k: v for k, v in swap.items() if v is not None and getattr(a, k) != v}
-    return dataclasses.replace(a, **swap) if swap else a
+    if all(v is None for v in swap.values()):
+        return a
+    swap = {k: v for k, v in swap.items() if v is not None}
+    applied = {f"llama_cpp_{k}": None for k in swap}
+    return dataclasses.replace(a, **swap, **applied)
 
 
 def presets_table() -> list[tuple[str, ...]]:

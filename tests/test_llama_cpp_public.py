@@ -146,3 +146,23 @@ def test_the_datacenter_factors_are_what_general_gives():
     m = lc.models["Llama-3.1-8B"]
     seconds = (m.params * 4.89 / 8 + 256 * _kv_bytes_per_token(m)) / (0.448e12 * 0.7 * 0.6) + 1e-3
     assert llc.predicted(row, a) == pytest.approx(1 / seconds, rel=1e-6)
+
+
+def test_a_measured_llama_bench_row_splits_at_llama_cpps_own_shares():
+    import llmcourse.validation as lcv
+    from llmcourse.validation.prediction import load_components, predict
+
+    text = (
+        '[{"model_filename": "Llama-3.1-8B-F16.gguf", "model_type": "llama 8B F16", "gpu_info": "NVIDIA GeForce '
+        'RTX 4090", "n_prompt": 0, "n_gen": 128, "avg_ts": 55.0}]'
+    )
+    row = lcv.parse_measurements(text, gpu="RTX 4090").rows[0]
+    assert (row.model, row.weights) == ("Llama-3.1-8B", "fp16")  # F16 from the file name and the model type
+    a = resolve("course")
+    tpot = load_components(row).times(a.bandwidth_efficiency, a.compute_efficiency, a.step_overhead_ms)[0]
+    assert tpot == pytest.approx(predict(row).value, rel=1e-9)  # the fast path agrees with the replica model
+    # by hand: one sequence reading the F16 weights and the KV of its context (1 + 128 / 2 = 65 tokens) at
+    # 1,008 GB/s x 0.84, plus 0.5 ms (llama.cpp's own values, not the general 0.7 and 1 ms)
+    m = lc.models["Llama-3.1-8B"]
+    by_hand = ((m.params * 2 + 65 * _kv_bytes_per_token(m)) / (1.008e12 * 0.84) + 0.5e-3) * 1e3
+    assert tpot == pytest.approx(by_hand, rel=1e-3)
