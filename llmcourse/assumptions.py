@@ -549,6 +549,11 @@ def for_engine(a: Assumptions, engine: str | None) -> Assumptions:
     then None (applied: a second call changes nothing); any other engine, or a preset that sets none of them (the
     sources' methods), the assumptions unchanged. The name is kept.
 
+    Measured llama.cpp rows split into times at 100% (``llmcourse.validation.load_components``) carry llama.cpp's
+    share over the general one, so a refit of the general shares on them (``evidence``, ``own_benchmark``) moves
+    llama.cpp's in proportion; a replica of engine llama.cpp takes the ``llama_cpp_*`` values as they are: to refit
+    those on your own rows, use ``llmcourse.validation.llama_cpp.fit_llama_cpp``.
+
     Examples
     --------
     >>> a = for_engine(resolve("course"), "llama.cpp")
