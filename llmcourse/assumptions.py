@@ -552,7 +552,7 @@ def for_engine(a: Assumptions, engine: str | None) -> Assumptions:
     Measured llama.cpp rows split into times at 100% (``llmcourse.validation.load_components``) carry llama.cpp's
     share over the general one, so a refit of the general shares on them (``evidence``, ``own_benchmark``) moves
     llama.cpp's in proportion; a replica of engine llama.cpp takes the ``llama_cpp_*`` values as they are: to refit
-    those on your own rows, use ``llmcourse.validation.llama_cpp.fit_llama_cpp``.
+    those on your own rows, fit ``llmcourse.validation.llama_cpp.fit_llama_cpp(from_llama_bench(rows))``.
 
     Examples
     --------

@@ -166,3 +166,17 @@ def test_a_measured_llama_bench_row_splits_at_llama_cpps_own_shares():
     m = lc.models["Llama-3.1-8B"]
     by_hand = ((m.params * 2 + 65 * _kv_bytes_per_token(m)) / (1.008e12 * 0.84) + 0.5e-3) * 1e3
     assert tpot == pytest.approx(by_hand, rel=1e-3)
+
+
+def test_your_own_llama_bench_file_becomes_rows_to_fit():
+    import llmcourse.validation as lcv
+
+    text = (
+        '[{"model_filename": "Llama-3.1-8B-Q4_K_M.gguf", "n_prompt": 0, "n_gen": 128, "avg_ts": 50.0},'
+        ' {"model_filename": "Llama-3.1-8B-Q4_K_M.gguf", "n_prompt": 512, "n_gen": 0, "avg_ts": 640.0},'
+        ' {"model_filename": "Llama-3.1-8B-Q4_K_M.gguf", "n_prompt": 0, "n_gen": 128, "n_depth": 4096, "avg_ts": 40.0}]'
+    )
+    rows = llc.from_llama_bench(lcv.parse_measurements(text, gpu="M3 Max").rows)
+    # tg 128 at 50 t/s (20 ms a token) and pp 512 at 640 t/s (800 ms for the prompt); the test at a depth left out
+    assert [(r.test, r.kind, r.tokens_per_s) for r in rows] == [("tg128", "decode", 50.0), ("pp512", "prefill", 640.0)]
+    assert {r.gpu for r in rows} == {"M3 Max"} and {r.gguf for r in rows} == {"q4_k_m"}

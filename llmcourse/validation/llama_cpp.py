@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from llmcourse.assumptions import Assumptions, for_engine, resolve
 from llmcourse.catalog import gpus, models
@@ -59,6 +60,7 @@ __all__ = [
     "LlamaCppFit",
     "PublicRow",
     "fit_llama_cpp",
+    "from_llama_bench",
     "general",
     "held_out",
     "predicted",
@@ -77,6 +79,7 @@ SHARES = tuple(round(0.30 + 0.01 * k, 2) for k in range(71))
 OVERHEADS_MS = tuple(0.25 * k for k in range(9))
 
 _TEST = re.compile(r"^(tg|pp)(\d+)$")
+_LOAD = re.compile(r"^(tg|pp) (\d+)$")  # the load of a llama-bench measurement (not one at a depth)
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,31 @@ def public_rows(text: str | None = None) -> list[PublicRow]:
     if text is None:
         text = resources.files("llmcourse.data").joinpath("llama_cpp_public.csv").read_text(encoding="utf-8")
     return [_row(r, k + 2) for k, r in enumerate(csv.DictReader(io.StringIO(text)))]
+
+
+def from_llama_bench(rows: Sequence[Any]) -> list[PublicRow]:
+    """Your own ``llama-bench`` results as :class:`PublicRow` rows, to fit with :func:`fit_llama_cpp`: the
+    measurements :func:`~llmcourse.validation.parse_measurements` reads from a llama-bench file (its ``tg N`` and
+    ``pp N`` tests from an empty context; a test at a depth is left out).
+
+    Examples
+    --------
+    >>> from llmcourse.validation import parse_measurements
+    >>> got = parse_measurements('[{"model_filename": "Llama-3.1-8B-Q4_K_M.gguf", "n_prompt": 512, "n_gen": 0, '
+    ...                          '"avg_ts": 1000.0}]', gpu="M3 Max")
+    >>> [(r.gpu, r.gguf, r.test, r.tokens_per_s) for r in from_llama_bench(got.rows)]
+    [('M3 Max', 'q4_k_m', 'pp512', 1000.0)]
+    """
+    out = []
+    for m in rows:
+        test = _LOAD.match(str(getattr(m, "load", "")))
+        if test is None or m.metric not in ("tpot_ms", "ttft_ms"):
+            continue
+        kind, n = test.group(1), int(test.group(2))
+        rate = 1000 / m.value if kind == "tg" else 1000 * n / m.value
+        out.append(PublicRow(m.id, m.gpu, m.model, gguf_type(m.weights), f"{kind}{n}", rate, m.gpu, m.model,
+                             m.source, "", "", "your own llama-bench run"))  # fmt: skip
+    return out
 
 
 def general(assumptions: Assumptions | str | None = None) -> Assumptions:
