@@ -180,3 +180,14 @@ def test_your_own_llama_bench_file_becomes_rows_to_fit():
     # tg 128 at 50 t/s (20 ms a token) and pp 512 at 640 t/s (800 ms for the prompt); the test at a depth left out
     assert [(r.test, r.kind, r.tokens_per_s) for r in rows] == [("tg128", "decode", 50.0), ("pp512", "prefill", 640.0)]
     assert {r.gpu for r in rows} == {"M3 Max"} and {r.gguf for r in rows} == {"q4_k_m"}
+
+
+def test_each_machine_is_the_chip_variant_it_ran_on():
+    gbs = {n: lc.gpus[n].bandwidth.to("GB/s").m for n in ("M1 8GB", "M1 Max", "M2 Ultra", "M4", "RTX 4080")}
+    assert gbs["M1 8GB"] == pytest.approx(4266e6 * 16 / 1e9)  # LPDDR4X-4266 on 128 bits (the 7-core GPU M1)
+    assert (gbs["M1 Max"], gbs["M2 Ultra"], gbs["M4"]) == pytest.approx((400, 800, 120))  # Apple's figures
+    assert gbs["RTX 4080"] == pytest.approx(22.4 * 256 / 8)  # 22.4 Gbps GDDR6X on 256 bits
+    assert lc.gpus["RTX 4080"].memory.to("GB").m == pytest.approx(16 * 2**30 / 1e9, abs=0.01)  # 16 GiB
+    rows = llc.public_rows()
+    assert {r.gpu for r in rows if "M1 Max 32-Core" in r.machine} == {"M1 Max"}
+    assert {r.gpu for r in rows if "M3 Max 40-Core" in r.machine} == {"M3 Max"}  # the 400 GB/s variant
