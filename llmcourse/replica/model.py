@@ -13,7 +13,7 @@ from typing import Any
 import pint
 
 from llmcourse.arith import over, times
-from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.assumptions import Assumptions, for_engine, resolve
 from llmcourse.catalog import GPU, Model
 from llmcourse.catalog.precision import precision_label
 from llmcourse.errors import InputError
@@ -785,6 +785,7 @@ def setup_of(
     (True, 'ReplicaSetup')
     """
     d = deployment
+    assumptions = for_engine(assumptions, d.engine)  # llama.cpp's own kernels where the assumptions set them
     if (d.speculation if d.speculation is not None else assumptions.speculation) is None:
         return _replica_of(d, workload, assumptions, price_per_hour)
     return SpeculativeSetup(d, workload, assumptions, price_per_hour)

@@ -20,7 +20,9 @@ Each engine's defaults, as its own source sets them (read in the engines' code):
   sequences in the generation phase"); the LLM API's defaults (``tensorrt_llm/llmapi/llm_args.py``, ``BuildConfig``)
   are ``max_num_tokens`` 8,192 and ``max_batch_size`` 2,048.
 * **llama.cpp** (``llama-server``): one ``llama_decode`` a step holds the slots' prompt tokens and decode tokens
-  together, up to ``n_batch`` 2,048 tokens; ``n_parallel`` (``common/common.h``) is 1 slot by default.
+  together, up to ``n_batch`` 2,048 tokens; ``n_parallel`` (``common/common.h``) is 1 slot by default. Its own
+  kernels reach other shares of the bandwidth and FLOP/s than the datacenter engines': the assumptions'
+  ``llama_cpp_*`` fields, which :func:`~llmcourse.assumptions.for_engine` swaps in for a replica of this engine.
 
 The default engine is vLLM; every replica says which engine it ran under (``Replica.engine``).
 

@@ -39,13 +39,14 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import pint
 
-from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.assumptions import Assumptions, for_engine, resolve
 from llmcourse.catalog import models
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
@@ -571,6 +572,36 @@ class LoadComponents:
     prefill_passes: int = 0
     first_passes: int = 0
 
+    def at_shares(self, bandwidth: float, compute: float) -> LoadComponents:
+        """These times with every memory time over ``bandwidth`` and every compute time over ``compute``: the times
+        of an engine whose kernels reach ``bandwidth`` and ``compute`` times the general shares (llama.cpp's own,
+        :func:`~llmcourse.assumptions.for_engine`), so that the general shares divide them as they divide any row's.
+
+        Examples
+        --------
+        >>> c = LoadComponents(1, 10, 8.0, 1.0, 0.0, 60.0, 2.0, 0.0, 60.0, 2.0, 0.0, False)
+        >>> d = c.at_shares(2.0, 1.5)
+        >>> d.decode_memory_ms, d.decode_compute_ms, d.prefill_compute_ms, c.at_shares(1.0, 1.0) is c
+        (4.0, 0.6666666666666666, 40.0, True)
+        """
+        if bandwidth == 1 and compute == 1:
+            return self
+
+        def kernels(k: tuple[float, ...]) -> tuple[float, ...]:
+            return (k[0] / bandwidth, k[1] / compute, k[2] / bandwidth, k[3] / compute, *k[4:]) if k else k
+
+        return dataclasses.replace(
+            self,
+            decode_memory_ms=self.decode_memory_ms / bandwidth,
+            decode_compute_ms=self.decode_compute_ms / compute,
+            batch_prefill_memory_ms=self.batch_prefill_memory_ms / bandwidth,
+            batch_prefill_compute_ms=self.batch_prefill_compute_ms / compute,
+            prefill_memory_ms=self.prefill_memory_ms / bandwidth,
+            prefill_compute_ms=self.prefill_compute_ms / compute,
+            mixed_step=kernels(self.mixed_step),
+            first_chunks=tuple(kernels(k) for k in self.first_chunks),
+        )
+
     def tpot(
         self,
         bandwidth_efficiency: float,
@@ -680,7 +711,11 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
             f"load_components() splits a step into one memory and one compute time (step rule 'max'); assumptions "
             f"{a.name!r} use step rule {a.step_rule!r}: predict each row with predict() instead."
         )
-    setup, rep = _setup_replica(row, a.replace(bandwidth_efficiency=1.0, compute_efficiency=1.0))
+    # an engine with kernels of its own (llama.cpp: for_engine) runs at its own shares and step overhead: its times
+    # at 100% are split as the general shares divide them (its share over the general one folded in), so that
+    # times() at the assumptions' own values gives what the replica model predicts for the row
+    own = for_engine(a, row_engine(row))
+    setup, rep = _setup_replica(row, own.replace(bandwidth_efficiency=1.0, compute_efficiency=1.0))
     if rep.step is None:
         raise InputError(f"row {row.id}: {rep.reason}")
     s, first, batch = rep.step, rep.first_prefill, rep.batch_prefill
@@ -707,7 +742,7 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
     elif parts:  # separate prefill batches, each pass paying the step overhead
         batch, first = parts["pass"], parts["first_pass"]
         engine = dict(prefill_passes=parts["passes"], first_passes=parts["first_passes"], interference=True)
-    return LoadComponents(**(dict(
+    got = LoadComponents(**(dict(
         concurrency=int(row.concurrency), osl=row.osl, decode_memory_ms=step[1], decode_compute_ms=step[2],
         step_extra_ms=step[0] - max(step[1], step[2]) - a.step_overhead_ms,
         batch_prefill_compute_ms=ms(batch.compute_time), batch_prefill_memory_ms=ms(batch.memory_time),
@@ -717,3 +752,6 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
         request_overhead_ms=a.request_overhead_ms, closed_loop_wave_share=a.closed_loop_wave_share,
         separate_prefill=row.engine.split(" ")[0] in SEPARATE_PREFILL_ENGINES, running=rep.batch,
     ) | engine))  # fmt: skip
+    return got.at_shares(
+        own.bandwidth_efficiency / a.bandwidth_efficiency, own.compute_efficiency / a.compute_efficiency
+    )
