@@ -485,9 +485,7 @@ class _PrefillPool:
         percentile target, no headroom (the queue is simulated), only a stable queue."""
         stable = math.floor(self.lam_s * self.t_s) + 1
         if self.q is None:
-            c_min = int(
-                F["gpus_for_rate"](request_rate=self.lam, headroom=self.headroom, rps_per_gpu=1 / self.t_pre).m
-            )
+            c_min = int(F["gpus_for_rate"](request_rate=self.lam, headroom=self.headroom, rps_per_gpu=1 / self.t_pre).m)
             c = max(c_min, stable)
         else:
             c = stable
