@@ -50,12 +50,12 @@ from typing import Any
 
 import pint
 
+from llmcourse.arith import times
 from llmcourse.catalog import GPU, Model
-from llmcourse.errors import InputError
 from llmcourse.catalog.drafts import draft_heads
+from llmcourse.errors import InputError
 from llmcourse.planner.design import Brief, Plan, lever_plan, plan
 from llmcourse.planner.disagg import disaggregated
-from llmcourse.arith import times
 from llmcourse.replica.base import bytes_of, gpu_of, model_of
 from llmcourse.replica.speculative import Speculation
 from llmcourse.units import fmt, plain_number, to
