@@ -346,7 +346,8 @@ def verdict(p: Plan) -> str:
         why.append(
             f"even a batch of {p.batch} takes {fmt(p.tpot, 'ms')} per token against a "
             f"{fmt(b.tpot_target, 'ms')} target ({p.bottleneck}): store fewer bytes per weight, "
-            "use a GPU with more bandwidth, or split the model over GPUs"
+            "use a GPU with more bandwidth, split the model over GPUs, or verify several drafted tokens per read of "
+            "the weights (speculative decoding)"
         )
     if not p.ttft_met:
         why.append(
