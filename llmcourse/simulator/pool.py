@@ -5,9 +5,10 @@ With Poisson arrivals and a fixed service time it is the M/D/c queue. Its mean w
 approximation (``FORMULAS["mdc_wait"]``), but a product's target is a percentile, and a percentile of the wait has
 no closed form: this module simulates the queue. Each arrival takes the server that frees first (the
 Kiefer-Wolfowitz recursion: keep the ``c`` servers' free times; a request starts at the later of its arrival and
-the earliest free time, and that server is next free one service later). That is how a prefill pool fed from one
-queue runs: NVIDIA Dynamo's prefill workers pull prompts from a shared prefill queue, and llm-d's and vLLM's
-proxies send each prompt to a free prefill instance.
+the earliest free time, and that server is next free one service later). That is a prefill pool fed from one
+queue, as NVIDIA Dynamo's first disaggregation design ran it (prefill workers pulling from a shared ``PrefillQueue``,
+docs ``design_docs/disagg_serving``); its ``PrefillRouter`` and llm-d's inference scheduler now pick a prefill worker
+by load, which a router that sends each prompt to the worker free first matches.
 
 The arrivals are the simulator's own (:func:`llmcourse.simulator.workload.poisson_gaps`, the gaps an open-loop run
 draws from its seed), so a pool and a replica's run with the same seed see the same arrival times.
