@@ -338,7 +338,6 @@ def disaggregated(
     weight_bytes: Any = None,
     kv_bytes: Any = 2,
     assumptions: Assumptions | str | None = None,
-    simulation: SizingRun | None = None,
 ) -> Disaggregated:
     """A prefill pool and a decode pool for ``brief``, each of replicas of its own shape (``*_tensor_parallel``
     GPUs each, and for a mixture of experts the attention groups and expert ranks of ``moe_layout``).
@@ -347,7 +346,7 @@ def disaggregated(
     assumptions' headroom over the arrival rate whose time to first token (request overhead, the
     M/D/c wait, the prefill, the KV hand-off over ``link``: see :func:`pool_link`) meets the target,
     or ``prefill_gpus`` if given. With a percentile target (``Brief(..., ttft_percentile=99)``) the
-    prefill queue is simulated instead (:func:`llmcourse.simulator.simulate_pool`: ``simulation``'s
+    prefill queue is simulated instead (:func:`llmcourse.simulator.simulate_pool`: :data:`COMPARE_RUN`'s
     requests and seed, Poisson arrivals, one prompt's fixed prefill) and the pool is the fewest replicas
     whose simulated percentile meets the target, with no headroom on top (the queue is modelled, not
     allowed for, as :func:`~llmcourse.planner.design.plan` sizes on percentiles). The decode pool's replicas decode the largest batch whose time per
@@ -369,6 +368,29 @@ def disaggregated(
     >>> p99.ttft_met, p99.ttft_percentile, p99.ttft <= Q_(600, "ms")
     (True, 99.0, True)
     """
+    return _disaggregated(
+        model, gpu, brief, (prefill_gpus, decode_gpus), (prefill_tensor_parallel, decode_tensor_parallel), moe_layout,
+        link, weight_bytes, kv_bytes, assumptions, COMPARE_RUN,
+    )  # fmt: skip
+
+
+def _disaggregated(
+    model: Any,
+    gpu: Any,
+    brief: Any,
+    pool_gpus: tuple[Any, Any],
+    shapes: tuple[Any, Any],
+    moe_layout: Any,
+    link: Any,
+    weight_bytes: Any,
+    kv_bytes: Any,
+    assumptions: Any,
+    simulation: Any,
+) -> Disaggregated:
+    """:func:`disaggregated`, its prefill queue simulated (for a percentile target) with ``simulation``'s requests and
+    seed (:func:`compare` gives its own); ``pool_gpus`` is (prefill_gpus, decode_gpus), ``shapes`` the two pools'
+    tensor-parallel sizes."""
+    (prefill_gpus, decode_gpus), (prefill_tensor_parallel, decode_tensor_parallel) = pool_gpus, shapes
     m, g = models[model], gpus[gpu]
     if not isinstance(brief, Brief):
         raise InputError(
@@ -393,7 +415,7 @@ def disaggregated(
             f"simulation must be a SizingRun (llmcourse.simulator.SizingRun(requests=..., seed=...)), not "
             f"{type(simulation).__name__}."
         )
-    prefill = _PrefillPool(brief, pre, handoff, a, simulation or SizingRun())
+    prefill = _PrefillPool(brief, pre, handoff, a, simulation)
     c, rho, wait, ttft = prefill.sized(c_given)
     decode = _DecodePool(m, g, brief, dec_at, top, a_dec)
     r, dec = decode.sized(r_given, moe, weight_bytes, kv_bytes)
@@ -701,10 +723,8 @@ def compare(
         model, gpu, brief, tensor_parallel=tensor_parallel, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
         assumptions=assumptions, simulation=simulation,
     )  # fmt: skip
-    dis = disaggregated(
-        model, gpu, brief,
-        prefill_tensor_parallel=tensor_parallel if prefill_tensor_parallel is None else prefill_tensor_parallel,
-        decode_tensor_parallel=tensor_parallel if decode_tensor_parallel is None else decode_tensor_parallel,
-        link=link, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=assumptions, simulation=simulation,
+    shapes = tuple(tensor_parallel if x is None else x for x in (prefill_tensor_parallel, decode_tensor_parallel))
+    dis = _disaggregated(
+        model, gpu, brief, (None, None), shapes, None, link, weight_bytes, kv_bytes, assumptions, simulation,
     )  # fmt: skip
     return Comparison(agg, dis)

@@ -323,7 +323,7 @@ def _split(m: Model, g: GPU, brief: Brief, base: Plan, plan_kwargs: dict[str, An
         d = disaggregated(
             m, g, brief, prefill_tensor_parallel=tp, decode_tensor_parallel=tp,
             weight_bytes=plan_kwargs.get("weight_bytes"), kv_bytes=plan_kwargs.get("kv_bytes", 2),
-            assumptions=plan_kwargs.get("assumptions"), simulation=plan_kwargs.get("simulation"),
+            assumptions=plan_kwargs.get("assumptions"),
         )  # fmt: skip
     except InputError as exc:
         return Lever(name, True, False, None, None, False, None, None, None, str(exc))

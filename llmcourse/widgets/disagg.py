@@ -96,8 +96,7 @@ def disagg_calculator(
             link=None if v["link"] == _SCALE_OUT else v["link"],
             weight_bytes=v["precision"],
             assumptions=v["method"],
-            simulation=COMPARE_RUN,
-        )
+        )  # its prefill queue simulated on COMPARE_RUN, as the aggregated plan's queue is
         return Comparison(agg, dis)
 
     return Calculator(
