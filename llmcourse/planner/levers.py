@@ -327,7 +327,9 @@ def _split(m: Model, g: GPU, brief: Brief, base: Plan, plan_kwargs: dict[str, An
         )  # fmt: skip
     except InputError as exc:
         return Lever(name, True, False, None, None, False, None, None, None, str(exc))
-    note = f"{d.prefill.gpus:,} prefill + {d.decode.gpus:,} decode GPUs (TP{tp}); the first token queued"
+    q = d.ttft_percentile
+    queued = "its mean wait for a prefill replica" if q is None else f"the prefill queue's p{q:g}, simulated"
+    note = f"{d.prefill.gpus:,} prefill + {d.decode.gpus:,} decode GPUs (TP{tp}); the first token with {queued}"
     cost = to(times(base.price_per_hour, d.gpus), "USD/hour")
     return Lever(name, True, True, d.gpus, base.gpus - d.gpus, d.meets_targets, d.ttft, d.tpot, cost, note)
 
