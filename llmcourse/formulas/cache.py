@@ -303,12 +303,18 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "weight_load_time": ("59110f7dd398648bf73c", "_a1/_a0"),
     "weight_read_time": ("1a3b6cc497f53320b20b", "_a3/(_a1*_a0*_a2)"),
 }
-SOURCES = "49eefb0bb2c62a873989"
+SOURCES = "5a26f8d000dbe27bb5ab"
 TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ("peak_request_rate", "request_rate", "peak request rate", "01_tokens", "daily_rate peak_factor"),
     ("token_rate", "token_rate", "tokens per second from requests", "01_tokens", "request_rate tokens_per_request"),
     ("tokens_from_characters", "tokens_per_request", "tokens in a text", "01_tokens", "characters chars_per_token"),
-    ("generation_time", "step_time", "time to stream T tokens at a rate", "01_tokens", "token_rate tokens_per_request"),
+    (
+        "generation_time",
+        "stream_time",
+        "time to stream T tokens at a rate",
+        "01_tokens",
+        "token_rate tokens_per_request",
+    ),
     ("weight_bytes", "weights", "bytes of weights", "02_weights", "params weight_bytes_per_param"),
     ("usable_memory", "usable_memory", "memory the server may use", "02_weights", "gpu_memory n_gpus usable_fraction"),
     (
@@ -447,14 +453,14 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ),
     (
         "step_with_overhead",
-        "step_time",
+        "step_total",
         "a step's time plus its fixed overhead",
         "05_decode",
         "step_overhead step_time",
     ),
     (
         "tp_allreduce_time",
-        "step_overhead",
+        "comm_time",
         "all-reduce time per decode step of a tensor-parallel replica: two per layer (after attention and the MLP)",
         "05_decode",
         "allreduce_latency layers",
@@ -511,7 +517,7 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ),
     (
         "weight_read_time",
-        "prefill_time",
+        "read_time",
         "time of one read of the weights",
         "05_decode",
         "bandwidth bandwidth_efficiency n_gpus weights",
@@ -546,7 +552,13 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "batch expert_params experts experts_per_token params weight_bytes_per_param",
     ),
     ("littles_law", "in_flight", "Little's law", "09_fleet", "request_rate time_in_system"),
-    ("usable_throughput", "throughput", "throughput left after headroom", "09_fleet", "headroom_fraction throughput"),
+    (
+        "usable_throughput",
+        "usable_throughput",
+        "throughput left after headroom",
+        "09_fleet",
+        "headroom_fraction throughput",
+    ),
     ("replicas_needed", "replicas", "replicas to meet a demand", "09_fleet", "demand throughput"),
     (
         "cost_per_token",
@@ -765,14 +777,14 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ),
     (
         "attention_allreduce_time",
-        "step_overhead",
+        "comm_time",
         "all-reduce time per step of tensor-parallel attention alone: one per layer",
         "08c_many_gpus",
         "allreduce_latency layers",
     ),
     (
         "ep_alltoall_time",
-        "step_overhead",
+        "comm_time",
         "all-to-all time per step of expert parallelism: a dispatch and a combine per MoE layer",
         "08c_many_gpus",
         "alltoall_latency moe_layers",
@@ -821,7 +833,7 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ),
     (
         "ep_dispatch_combine_time",
-        "step_overhead",
+        "comm_time",
         "all-to-all time per step of expert parallelism: a dispatch and a combine per MoE layer",
         "08c_many_gpus",
         "combine_time dispatch_time moe_layers",
@@ -849,35 +861,35 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ),
     (
         "pipelined_prefill_time",
-        "prefill_time",
+        "prefill_time_pp",
         "a batch's prefill on a pipeline: the work spread over every stage, stretched by the bubble",
         "08c_many_gpus",
         "bubble prefill_time",
     ),
     (
         "dp_bytes_read",
-        "bytes_read",
+        "bytes_read_dp",
         "weight bytes per attention group per step: the shared weights whole, the experts split D ways",
         "08c_many_gpus",
         "bytes_read data_parallel expert_bytes_read",
     ),
     (
         "dp_kv_per_sequence",
-        "kv_per_sequence",
+        "kv_per_sequence_dp",
         "KV read per sequence per GPU group: each group holds 1/D of the sequences",
         "08c_many_gpus",
         "data_parallel kv_per_sequence",
     ),
     (
         "dp_flops_per_token",
-        "flops_per_token",
+        "flops_per_token_dp",
         "FLOPs per token per GPU group: each group computes 1/D of the tokens",
         "08c_many_gpus",
         "data_parallel flops_per_token",
     ),
     (
         "dp_weights_held",
-        "weights",
+        "weights_dp",
         "weights a replica holds with D attention groups: the experts once, everything else D times",
         "08c_many_gpus",
         "data_parallel expert_weights weights",
