@@ -144,8 +144,9 @@ def engine_usable_fraction(
     ``free_gpu_memory_fraction``): the memory rule ``"free"`` of
     :func:`llmcourse.replica.memory.usable_memory`, with ``kv_free_fraction`` defaulting to the
     assumptions' ``memory_fraction`` (the course's: 0.9, also the engine's default). Activations
-    are ignored. Pass the result to :func:`predict` as the assumptions' ``memory_fraction``
-    (``assumptions=resolve().replace(memory_fraction=engine_usable_fraction(row))``).
+    are ignored. Pass the result to :func:`predict` as the assumptions' ``memory_fraction`` under the rule
+    ``"total"`` (``resolve().replace(memory_rule="total", memory_fraction=engine_usable_fraction(row))``); the
+    course's own rule (``"engine"``) already sizes a TensorRT-LLM row this way.
 
     Examples
     --------
@@ -168,7 +169,7 @@ def predict(row: Measurement, *, assumptions: Assumptions | str | None = None) -
 
     A what-if of the efficiencies or of the memory share is a change of the assumptions
     (``assumptions=resolve().replace(bandwidth_efficiency=0.8, compute_efficiency=0.4)``);
-    :func:`engine_usable_fraction` gives the engine's memory rule as a ``memory_fraction``.
+    :func:`engine_usable_fraction` gives TensorRT-LLM's memory rule as a ``memory_fraction`` of the total.
 
     Examples
     --------
