@@ -57,6 +57,9 @@ CHOICES: dict[str, dict[str, str]] = {
         "total": "a share of the GPUs' total memory holds weights and KV cache (vLLM's gpu_memory_utilization)",
         "free": "the weights, plus a share of what they leave for the KV cache (TensorRT-LLM's "
         "free_gpu_memory_fraction)",
+        "engine": "the replica's engine's own rule: vLLM's gpu_memory_utilization (memory_fraction of the total), "
+        "SGLang's mem_fraction_static (its default by the GPU's memory and the server's GPUs, 0.836 on one H100, "
+        "0.856 on four B200s), TensorRT-LLM's free_gpu_memory_fraction (the weights plus memory_fraction of what they leave)",
     },
     "memory_unit": {
         "GB": "the datasheet's memory in decimal gigabytes (80 GB = 80 x 10^9 bytes)",
@@ -120,7 +123,8 @@ CHOICES: dict[str, dict[str, str]] = {
 MEANING: dict[str, str] = {
     "memory_rule": "how the usable memory is set",
     "memory_fraction": "share of memory the server may use (rule 'total'), or share of what the weights "
-    "leave that the KV cache gets (rule 'free')",
+    "leave that the KV cache gets (rule 'free'); with rule 'engine', vLLM's gpu_memory_utilization and "
+    "TensorRT-LLM's free_gpu_memory_fraction (SGLang sets its own share)",
     "memory_unit": "what a GPU's listed memory means",
     "bandwidth_efficiency": "share of the datasheet memory bandwidth a decode step reaches",
     "compute_efficiency": "share of the datasheet dense FLOP/s that matmuls reach",
@@ -481,6 +485,13 @@ PRESETS: dict[str, Assumptions] = {
             # schedulers run (llmcourse.replica.scheduler names each engine's defaults and where they are set).
             admission="blocks",
             prefill_schedule="engine",
+            # The memory each engine lends its weights and KV cache, as it sizes it (llmcourse.replica.scheduler.
+            # engine_memory_rule): vLLM's gpu_memory_utilization 0.9 of the total (vllm/config/cache.py CacheConfig),
+            # SGLang's mem_fraction_static by the GPU's memory (python/sglang/srt/server_args.py
+            # ServerArgs._handle_gpu_memory_settings: 0.836 on one H100, 0.856 on four B200s), TensorRT-LLM's
+            # free_gpu_memory_fraction 0.9 of what the weights leave (tensorrt_llm/llmapi/llm_args.py KvCacheConfig).
+            # A replica that names no engine runs vLLM's rule, the sources' "90% of memory" (memory_fraction 0.9).
+            memory_rule="engine",
             # The engines' default token budget per iteration on H100-class GPUs, which the queueing simulator
             # schedules by: vLLM's max_num_batched_tokens for its OpenAI server on a GPU of 70 GiB or more
             # (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults: 8,192; 2,048 on smaller GPUs and A100),

@@ -741,7 +741,7 @@ def _memory_si(d: Deployment, lay: Layout, a: Assumptions, final: float) -> tupl
     if lay.data_parallel > 1:  # each attention group holds everything but the experts
         w_exp = weight_parts_si(m, d.weight_bytes)[1]
         w = F["dp_weights_held"].value(weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
-    mem = usable_si(g, check_value(lay.n_gpus, SYMBOLS["n_gpus"], "n_gpus"), a, w)
+    mem = usable_si(g, check_value(lay.n_gpus, SYMBOLS["n_gpus"], "n_gpus"), a, w, d.engine)
     kv_seq = kv_sequence_si(m, final, d.kv_bytes, kv_copies_si(m, lay.tensor_parallel, a))  # every copy held
     return w, mem, kv_seq
 

@@ -33,7 +33,7 @@ Examples
 (26, 'T1', 'Llama-3.1-8B')
 >>> p = predict(rows[0])
 >>> p.batch, p.compute_precision
-(5056, 'fp8')
+(5120, 'fp8')
 """
 
 from llmcourse.bands import (
