@@ -685,7 +685,9 @@ def test_the_162_h100_answer_gives_the_course_figure_and_why() -> None:
         assert "162" in text and "242 H100s" in text and "302" not in text
         assert "1.2 PFLOP/s" in text and "0.74 PFLOP/s" in text and "compute-bound" in text
         assert "4,390" in text and "23.8 tokens/s" in text
-    assert "242 H100s" in QUESTIONS["prefill_pool"].render("answer") and "4,390" in QUESTIONS["prefill_pool"].render("answer")
+    assert "242 H100s" in QUESTIONS["prefill_pool"].render("answer") and "4,390" in QUESTIONS["prefill_pool"].render(
+        "answer"
+    )
 
 
 def test_source_figures_are_shown_with_the_courses_where_they_differ() -> None:

@@ -483,9 +483,12 @@ def _measured_prefill_row() -> dict[str, Any]:
     """TensorRT-LLM's measured row for Llama 3.1 70B FP8 on two H100s (1,000 in, 1,000 out, offline, as many at once as
     fit) beside the course's replica at its shape, with the prompts charged to the steps and with prefill for free:
     the measurement, not the FLOP budget, is why prefill is charged."""
-    row = next(r for r in measurements() if (r.gpu, r.tp, r.model, r.weights) == ("H100 SXM", 2, "Llama-3.1-70B", "fp8"))
-    work = dict(tensor_parallel=row.tp, prompt_tokens=row.isl, answer_tokens=row.osl, weight_bytes=row.weights,
-                kv_bytes=row.kv)
+    row = next(
+        r for r in measurements() if (r.gpu, r.tp, r.model, r.weights) == ("H100 SXM", 2, "Llama-3.1-70B", "fp8")
+    )
+    work = dict(
+        tensor_parallel=row.tp, prompt_tokens=row.isl, answer_tokens=row.osl, weight_bytes=row.weights, kv_bytes=row.kv
+    )
     free = resolve(COURSE).replace(count_prefill=False, prefill_interference=False)
     return dict(
         row_measured=row.value,
@@ -585,8 +588,20 @@ def _prefill_pool() -> dict[str, Any]:
         gpus_capacity=fl["gpus"],
         **{
             k: fl[k]
-            for k in ("hf_pct", "need", "idle", "roof", "used_flops", "usable", "gpus_course", "idle8", "fits8",
-                      "row_measured", "row_charged", "row_free")
+            for k in (
+                "hf_pct",
+                "need",
+                "idle",
+                "roof",
+                "used_flops",
+                "usable",
+                "gpus_course",
+                "idle8",
+                "fits8",
+                "row_measured",
+                "row_charged",
+                "row_free",
+            )
         },
     )
 
