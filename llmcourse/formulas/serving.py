@@ -586,7 +586,7 @@ def _fleet() -> None:
         "cost",
         n_gpus * price / throughput,
         "cost of one output token (price per hour over tokens per hour)",
-        "09_fleet",
+        "09b_fleet_cost",
     )
     formula("fleet_cost", "cost", gpus * price * hours, "fleet cost for the hours billed", "09_fleet")
     formula(
@@ -702,21 +702,21 @@ def _sizing() -> None:
         "cost",
         cost_full / utilisation,
         "cost of a unit of work when the fleet is busy a share U of the time it is billed",
-        "09_fleet",
+        "09b_fleet_cost",
     )
     formula(
         "tokens_served",
         "tokens_served",
         demand * utilisation * hours,
         "output tokens served: peak demand x average utilisation x time",
-        "09_fleet",
+        "09b_fleet_cost",
     )
     formula(
         "break_even_price",
         "api_price",
         cost / tokens_served,
         "API price per token at which self-hosting costs the same",
-        "09_fleet",
+        "09b_fleet_cost",
     )
     formula(
         "weight_load_time",
@@ -742,7 +742,7 @@ def _sizing() -> None:
         "gpus",
         derived("break_even_gpus", (_own_fleet, _api_bill, _g_real), _break_even_root),
         "fleet size above which self-hosting (GPUs plus a fixed cost) is cheaper than an API",
-        "09_fleet",
+        "09b_fleet_cost",
     )
 
 
