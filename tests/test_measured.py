@@ -660,36 +660,75 @@ def test_aiconfigurator_row_runs_on_its_moe_group(change, layout):
     assert ("attention ran data-parallel" in r.notes) == (layout[1] > 1 and not change.get("attention_dp_size"))
 
 
-@pytest.mark.parametrize("backend", ["trtllm", "sglang"])
-def test_heads_a_tp_does_not_divide_run_attention_data_parallel(backend):
-    """DeepSeek-V3 (128 heads) at tp_size 36: TensorRT-LLM and SGLang split heads only evenly, so the row ran 36
-    attention groups of 1 GPU, its experts split 36 ways (moe_tp_size 36), on 36 GPUs; it is predicted."""
+@pytest.mark.parametrize(("backend", "precision"), [("trtllm", "fp4"), ("sglang", "fp8"), ("vllm", "fp8")])
+def test_heads_a_tp_does_not_divide_are_refused_on_every_engine(backend, precision):
+    """DeepSeek-V3 (128 heads) at tp_size 36: no engine splits the heads 36 ways (vLLM, TensorRT-LLM and SGLang all
+    assert it), so the row is read as it says and refused with the divisors of 128 to use."""
     row = aic_row(
-        model_path="deepseek-ai/DeepSeek-R1", system="gb200", backend=backend, precision="fp4",
-        gemm_quant_mode="nvfp4", moe_quant_mode="nvfp4", tp_size="36", moe_tp_size="36", moe_ep_size="1",
-        silicon_data_source="x; silicon_concurrency=144",
+        model_path="deepseek-ai/DeepSeek-R1", system="gb200", backend=backend, precision=precision,
+        gemm_quant_mode="", moe_quant_mode="", tp_size="36", moe_tp_size="36", moe_ep_size="1",
     )  # fmt: skip
     got = parse_aic(row)
     assert not got.skipped, got.skipped
     r = got.rows[1]
-    assert (r.tp, r.attention_dp, r.ep, r.n_gpus, r.concurrency) == (1, 36, 1, 36, 144)
-    assert "does not divide the 128 attention heads" in r.notes
-    assert lcv.layout_keywords(r) == {"data_parallel": 36, "expert_parallel": 1}
-    assert lcv.predict(r).value > 0
-
-
-def test_vllm_keeps_its_refusal_of_heads_a_tp_does_not_divide():
-    """vLLM's tensor-parallel size is its attention's (its data parallelism is a degree of its own): a row at
-    tp_size 36 of a 128-head model is read as it says and refused with the divisors to use."""
-    row = aic_row(
-        model_path="deepseek-ai/DeepSeek-R1", system="gb200", backend="vllm", precision="fp8",
-        tp_size="36", moe_tp_size="36", moe_ep_size="1",
-    )  # fmt: skip
-    (r, _) = parse_aic(row).rows
-    assert (r.tp, r.attention_dp) == (36, 1)
+    assert (r.tp, r.attention_dp, r.n_gpus, r.notes) == (36, 1, 36, "")
     with pytest.raises(InputError, match=r"tensor_parallel=36 does not divide DeepSeek-V3's 128 attention heads; "
                        r"use one of 1, 2, 4, 8, 16, 32, 64, 128"):  # fmt: skip
         lcv.predict(r)
+
+
+# --- an aggregated row that is a disaggregated run published twice ------------------------------------------------
+POOL_COLS = [f"{p}_{c}" for p in ("prefill", "decode") for c in ("tp_size", "pp_size", "attention_dp_size",
+                                                                  "moe_tp_size", "moe_ep_size")]  # fmt: skip
+
+
+def twins_file(agg_times=("5397", "31.48"), dis_times=("5364", "31.43"), decode_tp="12"):
+    """An agg row of DeepSeek-R1 at tp_size 12 on GB200 (2,252 in flight) and, after it, a disagg row of the same
+    setup whose pools are both tp 12 (the decode pool's ``decode_tp``): the file's rows 2 and 3."""
+    setup = dict(
+        model_path="deepseek-ai/DeepSeek-R1", system="gb200", backend="trtllm", precision="fp4",
+        gemm_quant_mode="nvfp4", moe_quant_mode="nvfp4", tp_size="12", moe_tp_size="12", moe_ep_size="1",
+        silicon_data_source="x; silicon_concurrency=2252",
+    )  # fmt: skip
+    pools = dict.fromkeys(POOL_COLS, "1") | {"prefill_tp_size": "12", "prefill_moe_tp_size": "12"}
+    pools |= {"decode_tp_size": decode_tp, "decode_moe_tp_size": "12"}
+    agg = aic_row(id="a1", silicon_ttft_ms=agg_times[0], silicon_tpot_ms=agg_times[1], **setup)
+    dis = aic_row(id="d1", mode="disagg", silicon_ttft_ms=dis_times[0], silicon_tpot_ms=dis_times[1], **setup)
+    return "\n".join([AIC_HEAD + "," + ",".join(POOL_COLS), agg + ",1" * 10, dis + "," + ",".join(pools.values())])
+
+
+def test_an_agg_row_with_a_disaggregated_twin_is_skipped_naming_it():
+    """The GB200 row at 2,252 in flight: agg 5,397 ms / 31.48 ms, its disagg twin 5,364 / 31.43 (0.6% and 0.2%
+    apart, inside 10%): the agg row is skipped naming row 3, and the twin is skipped as disaggregated."""
+    got = lcv.parse_measurements(twins_file())
+    assert got.rows == ()
+    agg, dis = got.skipped
+    assert (agg.line, dis.line) == (2, 3)
+    assert agg.reason.startswith("the same run as disaggregated row 3 (d1): labelled agg")
+    assert dis.reason == lcv.DISAGGREGATED_REASON
+    assert (
+        got.reasons()[
+            "the same run as a disaggregated row: labelled agg, but both of that row's pools have this row's parallel "
+            "layout and its two times lie within 10% of these"
+        ]
+        == 1
+    )
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        dict(dis_times=("5364", "28.3")),  # time per token 31.48 vs 28.3: 10.1% of the larger apart, beyond 10%
+        dict(dis_times=("4850", "31.43")),  # first token 5,397 vs 4,850: 10.1% apart
+        dict(decode_tp="8"),  # the decode pool is laid out otherwise
+    ],
+)
+def test_a_disaggregated_row_is_no_twin_unless_layout_and_both_times_agree(change):
+    """Off by just over 10% in either time, or another layout in one pool: the agg row is read as it says (12 does
+    not divide 128 heads: the replica model refuses it when asked to predict it)."""
+    got = lcv.parse_measurements(twins_file(**change))
+    assert [r.id for r in got.rows] == ["a1:ttft", "a1:tpot"]
+    assert [sk.line for sk in got.skipped] == [3]
 
 
 def test_a_moe_group_that_is_no_whole_number_of_tp_groups_is_a_reason():

@@ -138,6 +138,7 @@ from llmcourse.validation.tables import (
     parameters_markdown,
     parameters_table,
 )
+from llmcourse.validation.twins import TWIN_REASON, TWIN_TOLERANCE, disaggregated_twins
 
 __all__ = [
     "AICONFIGURATOR",
@@ -174,6 +175,8 @@ __all__ = [
     "REPLAN_EXAMPLE",
     "SEPARATE_PREFILL_ENGINES",
     "SUMMARY_HEAD",
+    "TWIN_REASON",
+    "TWIN_TOLERANCE",
     "Band",
     "ClientAlternative",
     "Components",
@@ -205,6 +208,7 @@ __all__ = [
     "course_csv",
     "coverage",
     "dataset",
+    "disaggregated_twins",
     "end_to_end",
     "engine_usable_fraction",
     "error_stats",

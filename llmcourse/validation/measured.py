@@ -35,7 +35,6 @@ import csv
 import functools
 import inspect
 import io
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
@@ -75,6 +74,7 @@ from llmcourse.validation.cells import (
     whole,
 )
 from llmcourse.validation.llama_bench import LLAMA_BENCH_KEYS, is_llama_bench, read_llama_bench
+from llmcourse.validation.twins import SILICON_CONCURRENCY, TWIN_REASON, TWIN_TOLERANCE, disaggregated_twins
 
 #: How a row loaded the replica: the largest batch (offline, or online with no rate limit), a fixed
 #: request rate, or a closed loop of ``concurrency`` requests in flight (a benchmark's concurrency).
@@ -279,6 +279,10 @@ class Loaded:
             key = sk.reason.split(" (")[0] if sk.reason.startswith(LAYOUT_REASON) else sk.reason
             if sk.reason.startswith(REPEAT_REASON.split(" row ")[0]):
                 key = REPEAT_REASON.replace("row {line} ({id})", "an earlier row")
+            if sk.reason.startswith(TWIN_REASON.split(" row ")[0]):
+                key = TWIN_REASON.replace("disaggregated row {line} ({id})", "a disaggregated row").format(
+                    tolerance=TWIN_TOLERANCE
+                )
             out[key] = out.get(key, 0) + 1
         return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
@@ -343,9 +347,6 @@ def _read_course(
     return rows, skipped
 
 
-_CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
-
-
 def silicon_concurrency(record: dict[str, Any]) -> int | None:
     """The requests in flight an aiconfigurator row was measured at: the ``silicon_concurrency=N`` of its
     ``silicon_data_source`` (None where that does not say it; the readers then take the batch).
@@ -355,7 +356,7 @@ def silicon_concurrency(record: dict[str, Any]) -> int | None:
     >>> silicon_concurrency({"silicon_data_source": "... silicon_concurrency=64"}), silicon_concurrency({})
     (64, None)
     """
-    found = _CONCURRENCY.search(record.get("silicon_data_source") or "")
+    found = SILICON_CONCURRENCY.search(record.get("silicon_data_source") or "")
     return int(found.group(1)) if found else None
 
 
@@ -384,76 +385,51 @@ def aic_kv(engine_key: str, weights: str) -> str:
 REPEAT_REASON = "the same measurement as row {line} ({id}): the same setup and the same times, published more than once"
 
 
-#: The engines whose attention layers accept a tensor-parallel degree only where it divides the heads and run a
-#: wider server with attention data parallel under the same ``tensor_parallel_size``: TensorRT-LLM's
-#: ``Attention.__init__`` and ``MLA.__init__`` (``tensorrt_llm/_torch/modules/attention.py``) assert
-#: ``num_heads % (tp_size * cp_size) == 0`` with ``tp_size`` set to 1 under ``enable_attention_dp``; SGLang's
-#: ``DeepseekV2AttentionMLA.__init__`` (``python/sglang/srt/models/deepseek_v2.py``) asserts
-#: ``num_heads % attn_tp_size == 0``, ``attn_tp_size`` being ``--tp`` over ``--dp`` with ``--enable-dp-attention``
-#: (its head padding, ``adjust_config_with_unaligned_cpu_tp`` in ``python/sglang/srt/configs/update_config.py``, runs
-#: only on CPUs: ``ModelRunner`` calls it where ``device == "cpu"``). vLLM is not among them: its data parallelism
-#: is a degree of its own (``--data-parallel-size``, the GPUs ``tp x dp``), and it refuses heads its
-#: ``--tensor-parallel-size`` does not divide (``ModelConfig.verify_with_parallel_config``: "Total number of attention
-#: heads must be divisible by tensor parallel size"), as :func:`llmcourse.replica.parallel.layout` does.
-ATTENTION_DP_ENGINES = frozenset({"SGLang", "TensorRT-LLM"})
-
-
-def aic_layout(
-    model: str, engine: str, tp: int, attention_dp: int, moe_tp: int | None, moe_ep: int
-) -> tuple[int, int, str]:
+def aic_layout(tp: int, attention_dp: int, moe_tp: int | None, moe_ep: int) -> tuple[int, int, str]:
     """(tensor_parallel, attention data_parallel, note) of an aiconfigurator row from all its parallel columns:
     ``tp_size`` (``tp``), ``attention_dp_size`` (``attention_dp``), ``moe_tp_size`` (``moe_tp``, None where the
-    row leaves it empty or the model is dense) and ``moe_ep_size`` (``moe_ep``) of ``model`` run by ``engine``
-    (:data:`ATTENTION_DP_ENGINES` names, or another). aiconfigurator's own configs have ``tp x attention_dp =
-    moe_tp x moe_ep`` (``ModelConfig.resolve_moe_parallelism`` in ``src/aiconfigurator/sdk/config.py``): one set of
-    GPUs, cut two ways. The note says what was read beyond the columns, "" where nothing was.
+    row leaves it empty or the model is dense) and ``moe_ep_size`` (``moe_ep``). aiconfigurator's own configs have
+    ``tp x attention_dp = moe_tp x moe_ep`` (``ModelConfig.resolve_moe_parallelism`` in
+    ``src/aiconfigurator/sdk/config.py``): one set of GPUs, cut two ways. The note says what was read beyond the
+    columns, "" where nothing was.
 
-    * A MoE group larger than ``tp x attention_dp`` (vLLM rows with ``tp_size`` 1 and ``moe_tp_size`` 2): the
-      server ran on ``moe_tp x moe_ep`` GPUs, its attention data-parallel over the rest, as vLLM runs
-      ``--data-parallel-size`` with its MoE layers sharded over every rank (``FusedMoEParallelConfig.make`` in
-      ``vllm/model_executor/layers/fused_moe/config.py`` flattens the tensor-parallel ranks across the
-      data-parallel ones): ``attention_dp`` becomes ``moe_tp x moe_ep / tp``.
-    * A ``tp`` that does not divide the model's attention heads, on an engine of :data:`ATTENTION_DP_ENGINES` and
-      with ``attention_dp`` 1: the engine cannot split the heads that way, so the server ran its attention
-      data-parallel (TensorRT-LLM's ``enable_attention_dp``, SGLang's ``--enable-dp-attention --dp N``), one GPU per
-      attention group: ``tp`` 1 and ``attention_dp = tp``; the MoE layers keep every GPU.
+    A MoE group larger than ``tp x attention_dp`` (vLLM rows with ``tp_size`` 1 and ``moe_tp_size`` 2): the server
+    ran on ``moe_tp x moe_ep`` GPUs, its attention data-parallel over the rest, as vLLM runs ``--data-parallel-size``
+    with its MoE layers sharded over every rank (``FusedMoEParallelConfig.make`` in
+    ``vllm/model_executor/layers/fused_moe/config.py`` flattens the tensor-parallel ranks across the data-parallel
+    ones): ``attention_dp`` becomes ``moe_tp x moe_ep / tp``.
+
+    A ``tp`` that does not divide the model's attention heads is read as it is, and
+    :func:`llmcourse.replica.parallel.layout` refuses it with the divisors to use, as every engine refuses it: vLLM's
+    ``ModelConfig.verify_with_parallel_config`` ("Total number of attention heads must be divisible by tensor
+    parallel size"), TensorRT-LLM's ``Attention.__init__`` (``num_heads % (tp_size * cp_size) == 0``), SGLang's
+    ``DeepseekV2AttentionMLA.__init__`` (``num_heads % attn_tp_size == 0``). The file's aggregated rows at such sizes
+    are disaggregated runs (:func:`llmcourse.validation.twins.disaggregated_twins`).
 
     Examples
     --------
-    >>> aic_layout("Qwen3-235B-A22B", "vLLM", 1, 1, 2, 1)[:2]  # 2 GPUs: 2 attention groups, the experts split in 2
+    >>> aic_layout(1, 1, 2, 1)[:2]  # Qwen3-235B-A22B on vLLM, 2 GPUs: 2 attention groups, the experts split in 2
     (1, 2)
-    >>> aic_layout("DeepSeek-V3", "TensorRT-LLM", 36, 1, 36, 1)[:2]  # 36 does not divide 128 heads
-    (1, 36)
-    >>> aic_layout("DeepSeek-V3", "vLLM", 36, 1, 36, 1)[:2]  # vLLM refuses it (llmcourse.replica.parallel.layout)
-    (36, 1)
-    >>> aic_layout("DeepSeek-V3", "SGLang", 8, 1, 8, 1)
-    (8, 1, '')
-    >>> aic_layout("Qwen3-235B-A22B", "vLLM", 2, 1, 3, 1)
+    >>> aic_layout(36, 1, 36, 1)  # DeepSeek-V3 at 36 (llmcourse.replica.parallel.layout refuses it)
+    (36, 1, '')
+    >>> aic_layout(2, 1, 3, 1)
     Traceback (most recent call last):
     ...
     llmcourse.validation.cells.RowError: moe_tp_size x moe_ep_size (3 GPUs) must be a multiple of tp_size (2): the attention groups beyond tp_size x attention_dp_size are whole groups of tp_size GPUs
     """
-    notes = []
     moe = (moe_tp or 1) * moe_ep
-    if moe_tp is not None and moe > tp * attention_dp:
-        if moe % tp:
-            raise RowError(
-                f"moe_tp_size x moe_ep_size ({moe} GPUs) must be a multiple of tp_size ({tp}): the attention groups "
-                f"beyond tp_size x attention_dp_size are whole groups of tp_size GPUs"
-            )
-        notes.append(
-            f"moe_tp_size x moe_ep_size = {moe} GPUs, more than tp_size x attention_dp_size = {tp * attention_dp}: "
-            f"the attention ran data-parallel over {moe // tp} groups of {tp}"
+    if moe_tp is None or moe <= tp * attention_dp:
+        return tp, attention_dp, ""
+    if moe % tp:
+        raise RowError(
+            f"moe_tp_size x moe_ep_size ({moe} GPUs) must be a multiple of tp_size ({tp}): the attention groups "
+            f"beyond tp_size x attention_dp_size are whole groups of tp_size GPUs"
         )
-        attention_dp = moe // tp
-    heads = models[model].heads
-    if heads % tp and attention_dp == 1 and engine in ATTENTION_DP_ENGINES:
-        notes.append(
-            f"tp_size {tp} does not divide the {heads} attention heads, which {engine} splits only evenly: "
-            f"its attention ran data-parallel, {tp} groups of 1 GPU"
-        )
-        tp, attention_dp = 1, tp
-    return tp, attention_dp, "; ".join(notes)
+    note = (
+        f"moe_tp_size x moe_ep_size = {moe} GPUs, more than tp_size x attention_dp_size = {tp * attention_dp}: "
+        f"the attention ran data-parallel over {moe // tp} groups of {tp}"
+    )
+    return tp, moe // tp, note
 
 
 def first_of(seen: dict[Any, tuple[int, str]], same: Any, line: int, rid: str) -> None:
@@ -472,6 +448,8 @@ def _read_aiconfigurator(
     catalog name) in place of each row's ``model_path``."""
     rows, skipped = [], []
     seen: dict[tuple, tuple[int, str]] = {}  # a row's setup and times -> the first row that had them
+    records = list(records)
+    twins = disaggregated_twins(records)
     for k, r in enumerate(records):
         line, rid = k + 2, (r.get("id") or "").strip()
         try:
@@ -480,6 +458,8 @@ def _read_aiconfigurator(
                     raise RowError(f"missing column {col!r}")
             if cell(r, "mode") == "disagg":
                 raise RowError(DISAGGREGATED_REASON)
+            if k in twins:
+                raise RowError(TWIN_REASON.format(line=twins[k][0], id=twins[k][1], tolerance=TWIN_TOLERANCE))
             model, gpu = model_ or model_name(cell(r, "model_path")), gpu_name(cell(r, "system"))
             isl, osl = whole(r, "isl"), whole(r, "osl")
             context_gap(model, isl, osl)
@@ -491,8 +471,8 @@ def _read_aiconfigurator(
                 moe_tp = whole(r, "moe_tp_size")
             engine_key = cell(r, "backend").lower()
             csv_dp = dp  # aiconfigurator's batch_size is per attention group of the row's own columns
-            tp, dp, layout_note = aic_layout(model, engine_name(engine_key), tp, dp, moe_tp, ep)
-            found = _CONCURRENCY.search(r.get("silicon_data_source") or "")
+            tp, dp, layout_note = aic_layout(tp, dp, moe_tp, ep)
+            found = SILICON_CONCURRENCY.search(r.get("silicon_data_source") or "")
             if found:
                 if len(found.group(1)) > len(str(MOST_WHOLE)):
                     raise RowError(f"silicon_concurrency must be at most {MOST_WHOLE:,}; got {shown(found.group(1))}")
