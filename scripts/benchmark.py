@@ -387,7 +387,8 @@ def _groups(lcv: object, ev: object) -> None:
     for metric, c in cov.items():
         lo, q1, med, q3, hi = c.spread()
         print(
-            f"  coverage of the 80% band, {metric}: {c.share:.1%} of {c.rows:,} held-out rows; folds of 20+ rows "
+            f"  coverage of the 80% band, {metric}: {c.share:.1%} of {c.rows:,} held-out rows, "
+            f"{c.fold_mean():.1%} group-weighted (mean of the {len(c.fold_shares())} folds' shares); folds of 20+ rows "
             f"{lo:.0%} / {q1:.0%} / {med:.0%} / {q3:.0%} / {hi:.0%} (least / quartiles / most) ({cov_s:.1f} s)"
         )
     for metric in ("tpot_ms", "ttft_ms"):

@@ -641,6 +641,21 @@ class Coverage:
         """Each fold's share inside, of the folds with at least ``min_rows`` rows of the metric."""
         return [k / n for _, n, k in self.folds if n >= max(1, min_rows)]
 
+    def fold_mean(self, min_rows: int = 1) -> float:
+        """The group-weighted coverage: the mean over the folds (of at least ``min_rows`` rows of the metric) of each
+        fold's share inside, every fold counting once whatever its rows (:attr:`share` weighs each row once).
+
+        Examples
+        --------
+        >>> c = Coverage("tpot_ms", 12, 9, (("a", 10, 9), ("b", 2, 0)))
+        >>> c.share, c.fold_mean()  # 9 / 12 pooled; (9/10 + 0/2) / 2 by fold
+        (0.75, 0.45)
+        """
+        v = self.fold_shares(min_rows)
+        if not v:
+            raise InputError(f"no fold has {min_rows} rows of {self.metric}: lower min_rows.")
+        return statistics.fmean(v)
+
     def spread(self, min_rows: int = 20) -> tuple[float, float, float, float, float]:
         """(least, 25th percentile, median, 75th percentile, most) of the folds' shares inside, over the folds
         with at least ``min_rows`` rows of the metric (a fold of a few rows is all in or all out)."""
