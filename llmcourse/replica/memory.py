@@ -280,9 +280,10 @@ def memory_rule_of(a: Assumptions, engine: Any, g: GPU, n: float) -> tuple[str, 
     """The memory rule and share a replica runs under: the assumptions' own, or with their rule ``"engine"``
     the rule of ``engine`` (None: the default engine) on ``n`` GPUs ``g``, as
     :func:`~llmcourse.replica.scheduler.engine_memory_rule` gives it. An engine reads a GPU's size from the driver,
-    in binary units: the datasheet's figure, which is the HBM's (an "80 GB" H100 reports 81,559 MiB, a "180 GB"
-    B200 183,359 MiB), read as GiB whatever the assumptions' ``memory_unit`` (the share then applies to the memory
-    as the assumptions read it, as vLLM's 0.9 does).
+    in MiB; the catalog holds no driver figure, so the datasheet's is read as GiB whatever the assumptions'
+    ``memory_unit`` (an "80 GB" H100 as 81,920 MiB, a "180 GB" B200 as 184,320 MiB). The driver reports a little less
+    (81,559 and 183,359 MiB): SGLang's default share on four B200s is then 0.855, not 0.856. The share applies to the
+    memory as the assumptions read it, as vLLM's 0.9 does.
 
     Examples
     --------
