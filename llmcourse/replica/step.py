@@ -569,7 +569,9 @@ class _Decoder:
         """The :class:`DecodeStep` of ``batch`` sequences, its times and bytes as quantities."""
         m, kv_seq = self.m, self.kv_seq
         mem_args = dict(
-            bytes_read=w_read * self.w_scale, kv_per_sequence=kv_seq, bandwidth=self.bandwidth,
+            bytes_read=w_read * self.w_scale,
+            kv_per_sequence=kv_seq,
+            bandwidth=self.bandwidth,
             bandwidth_efficiency=self.eta_b,
         )
         comp_args = dict(flops_per_token=self.f_tok, peak_flops=self.peak, compute_efficiency=self.eta_f)
