@@ -178,7 +178,7 @@ MEANING: dict[str, str] = {
     "and then prompt chunks (vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size, TensorRT-LLM's "
     "max_num_tokens); None: prompts prefilled whole while decoding waits",
     "four_bit_bandwidth_factor": "share of the bandwidth efficiency a decode step keeps with 4-bit weights (FP4, "
-    "INT4: the kernels also read block scales and dequantise)",
+    "INT4: the kernels also read block scales and dequantise), on the reads four_bit_factor_applies_to names",
     "four_bit_factor_applies_to": "which reads of a decode step four_bit_bandwidth_factor slows",
     "llama_cpp_bandwidth_efficiency": "share of the datasheet memory bandwidth a decode step of llama.cpp reaches "
     "(its own kernels, 8- and 16-bit GGUF weights; None: bandwidth_efficiency, as every engine)",
