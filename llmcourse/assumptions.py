@@ -113,6 +113,12 @@ CHOICES: dict[str, dict[str, str]] = {
         "pplx-kernels, TensorRT-LLM wide-EP), within the router's expert groups, at dispatch_bytes per value; the "
         "combine returns one sum per GPU at the activation precision",
     },
+    "four_bit_factor_applies_to": {
+        "weights": "the four-bit factor slows the weight reads alone: the 4-bit matmul kernels (Marlin and "
+        "Machete W4A16, the MXFP4 MoE kernels) unpack and scale every weight as they read it, while attention reads "
+        "the KV cache at the ordinary share whatever the weights' format",
+        "all_reads": "the four-bit factor slows every byte of the step, the KV cache's too",
+    },
     "kv_read_context": {
         "average": "each decode step reads a sequence's KV at its average context (prompt + answer / 2)",
         "final": "each decode step reads a sequence's KV at its final context (prompt + answer)",
@@ -172,7 +178,8 @@ MEANING: dict[str, str] = {
     "and then prompt chunks (vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size, TensorRT-LLM's "
     "max_num_tokens); None: prompts prefilled whole while decoding waits",
     "four_bit_bandwidth_factor": "share of the bandwidth efficiency a decode step keeps with 4-bit weights (FP4, "
-    "INT4: the kernels also read block scales and dequantise)",
+    "INT4: the kernels also read block scales and dequantise), on the reads four_bit_factor_applies_to names",
+    "four_bit_factor_applies_to": "which reads of a decode step four_bit_bandwidth_factor slows",
     "llama_cpp_bandwidth_efficiency": "share of the datasheet memory bandwidth a decode step of llama.cpp reaches "
     "(its own kernels, 8- and 16-bit GGUF weights; None: bandwidth_efficiency, as every engine)",
     "llama_cpp_four_bit_bandwidth_factor": "share of llama.cpp's bandwidth efficiency its decode keeps with 4-bit GGUF "
@@ -241,6 +248,7 @@ class Assumptions:
     expert_dispatch: str = "per_expert"
     dispatch_bytes: float = 1.03125
     four_bit_bandwidth_factor: float = 1.0
+    four_bit_factor_applies_to: str = "all_reads"
     request_overhead_ms: float = 0.0
     closed_loop_wave_share: float = 0.0
     prefill_chunk_tokens: int | None = None
@@ -470,6 +478,11 @@ PRESETS: dict[str, Assumptions] = {
             draft_step_overhead_ms=0.03,
             draft_model_step_overhead_ms=0.1,
             four_bit_bandwidth_factor=0.6,
+            # Only the weights: the 4-bit kernels dequantise the weights they read (vLLM's MarlinLinearKernel and
+            # the Machete kernel for W4A16, its Mxfp4MoEMethod's fused MoE kernels for gpt-oss; TensorRT-LLM's
+            # W4A16 and MXFP4 MoE GEMMs); the attention kernels (FlashAttention, FlashInfer, TensorRT-LLM's XQA)
+            # read a BF16 or FP8 KV cache, whatever the weights' format.
+            four_bit_factor_applies_to="weights",
             # The median of measured minus predicted time to first token over the measured rows with 1-4
             # requests in flight (where a request barely queues); evidence() refits it in every fold with the wave
             # share, on the times to first token (chapter Validation shows the values).

@@ -799,12 +799,14 @@ def test_the_bank_is_read_from_the_packaged_data_files() -> None:
 
 
 # --- the fixes of issue 37 ------------------------------------------------------------------------------------------
-def test_quantization_is_about_2x_at_batch_1_and_a_loss_at_batch_64() -> None:
-    """W4A16 by the course's method: about 2x at batch 1 (the cache and the fixed step cost do not shrink), a loss at
-    batch 64 (the caches dominate and W4A16 multiplies at BF16); FP8 better than W4A16 at batch 64 (the issue's
-    figures), and the 3.7x claim gone from the text."""
+def test_quantization_is_about_2x_at_batch_1_and_fades_at_batch_64() -> None:
+    """W4A16 by the course's method: about 2x at batch 1 (the cache and the fixed step cost do not shrink), less at
+    batch 64 (the 64 caches, read at the usual share whatever the weights' format, dominate: 64 x 2,304 x 131,072 B
+    = 19.3 GB against 4.14 GB of 4-bit weights); with prompts in the steps W4A16 multiplies at BF16 and is no faster
+    than BF16, FP8 faster than both (the same FLOPs at twice the peak); and the 3.7x claim gone from the text."""
     n = QUESTIONS["quantization"].numbers()
-    assert 1.5 < n["speedup1"] < 2.5 and n["speedup64"] < 1 < n["fp8_64"]
+    assert 1.5 < n["speedup1"] < 2.5 and 1 < n["speedup64"] < n["speedup1"]
+    assert n["sfp8_64"] < n["sw4a16_64"] and n["sw4a16_64"] >= n["sbf16_64"]
     text = QUESTIONS["quantization"].render("strong")
     assert "3.7" not in text and "BF16" in text and "FP8" in text
 

@@ -203,7 +203,7 @@ def predicted(row: PublicRow, assumptions: Assumptions | str | None = None) -> f
     --------
     >>> r = public_rows()[0]
     >>> round(predicted(r, general("course")), 1), round(predicted(r), 1) > round(predicted(r, general("course")), 1)
-    (36.7, True)
+    (36.8, True)
     """
     a = for_engine(resolve(assumptions), "llama.cpp")
     if row.kind == "decode":
