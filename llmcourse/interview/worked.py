@@ -31,6 +31,7 @@ from llmcourse.interview.figures import (
     ENVELOPE,
     LAB,
     PEAK_FACTOR,
+    draw,
     pct,
     per_gpu_rate,
     per_s,
@@ -53,7 +54,7 @@ from llmcourse.replica.prefilling import prefill
 from llmcourse.replica.step import decode_step, matmul_precision
 from llmcourse.units import HOURS_PER_MONTH, Q_
 
-__all__ = ["MIN_REPLICAS"]
+__all__ = ["ANSWERS", "CONTEXTS", "GQA_MODELS", "LONG", "MIN_REPLICAS", "PER_DAY", "PROMPTS"]
 
 #: Replicas a service runs at the least, so that one failure or deployment does not take it down
 #: (the back-of-the-envelope method's "at least two replicas").
@@ -90,13 +91,48 @@ def _kv_per_token() -> dict[str, Any]:
     )
 
 
+#: Dense models of full attention in every layer, grouped-query attention, a window of 32K tokens or more, whose KV
+#: cache is linear in the context and whose hidden size is their query heads times the head dimension (the L4 questions' formula holds as written).
+GQA_MODELS = tuple(
+    name
+    for name, m in models.items()
+    if m.kv_heads < m.heads
+    and (m.max_position or 0) >= 32_768
+    and m.active_params == m.params
+    and m.hidden == m.heads * m.head_dim
+    and kv_bytes_per_token(m).to("B").m == 2 * m.layers * m.kv_heads * m.head_dim * 2
+)
+#: Requests a day the traffic questions' variants draw from.
+PER_DAY = (50_000, 100_000, 200_000, 300_000, 500_000, 1_000_000, 2_000_000, 5_000_000)
+#: Prompt and answer lengths the L4 variants draw from.
+PROMPTS, ANSWERS = (500, 1_000, 1_500, 2_000, 3_000, 4_000, 6_000, 8_000), (100, 200, 300, 400, 600, 800, 1_000)
+#: The long contexts (2^n tokens, named "32K" and so on) the variants draw from.
+LONG = (4_096, 8_192, 16_384, 32_768)
+
+
+def _src(variant: int, words: str = ", the source's figure") -> str:
+    """Words that hold only for the book's givens (variant 0): ``words`` there, nothing for another draw."""
+    return words if variant == 0 else ""
+
+
 @register_worked("kv_context")
-def _kv_context() -> dict[str, Any]:
-    short = kv_bytes_per_sequence("Qwen2.5-72B", 2_300).to("GB")
-    long = kv_bytes_per_sequence("Qwen2.5-72B", 32_768)
+def _kv_context(variant: int = 0) -> dict[str, Any]:
+    g = draw(
+        variant, model=("Qwen2.5-72B", GQA_MODELS), prompt=(2_000, PROMPTS), answer=(300, ANSWERS), long=(32_768, LONG)
+    )
+    ctx, long_ctx = g["prompt"] + g["answer"], g["long"]
+    short = kv_bytes_per_sequence(g["model"], ctx).to("GB")
+    long = kv_bytes_per_sequence(g["model"], long_ctx)
     use = usable_memory("H100 SXM", assumptions=ENVELOPE).to("GB")
     return dict(
-        kvtok=kv_bytes_per_token("Qwen2.5-72B").to("KiB"),
+        model=g["model"],
+        prompt=g["prompt"],
+        answer=g["answer"],
+        ctx=ctx,
+        long=long_ctx,
+        long_k=f"{long_ctx // 1024}K",
+        src=_src(variant),
+        kvtok=kv_bytes_per_token(g["model"]).to("KiB"),
         kv2300=short,
         kv32k=long.to("GiB"),
         kv32k_gb=long.to("GB"),
@@ -106,10 +142,15 @@ def _kv_context() -> dict[str, Any]:
 
 
 @register_worked("traffic")
-def _traffic() -> dict[str, Any]:
-    t = traffic(Q_(200_000, "1/day"), 2_000, 300, peak_factor=3)
-    avg = traffic(Q_(200_000, "1/day"), 2_000, 300).request_rate
+def _traffic(variant: int = 0) -> dict[str, Any]:
+    g = draw(variant, per_day=(200_000, PER_DAY), prompt=(2_000, PROMPTS), answer=(300, ANSWERS))
+    daily = Q_(g["per_day"], "1/day")
+    t = traffic(daily, g["prompt"], g["answer"], peak_factor=PEAK_FACTOR)
+    avg = traffic(daily, g["prompt"], g["answer"]).request_rate
     return dict(
+        per_day=g["per_day"],
+        prompt=g["prompt"],
+        answer=g["answer"],
         avg=float(avg.to("1/s").m),
         rps=float(t.request_rate.to("1/s").m),
         tin=float(t.input_tokens_per_s.to("1/s").m),
@@ -117,13 +158,37 @@ def _traffic() -> dict[str, Any]:
     )
 
 
+def _two_gpu_setups() -> tuple[tuple[str, str], ...]:
+    """(model, GPU) pairs whose BF16 weights need exactly two GPUs by the back-of-the-envelope method's memory: the
+    single-stream question's setting (the weights split over two GPUs that read their halves at once)."""
+    out = []
+    for name in GQA_MODELS:
+        for gpu in gpus:
+            if gpus_for_weights(name, gpu, "bf16", assumptions=ENVELOPE) == 2:
+                out.append((name, gpu))
+    return tuple(out)
+
+
 @register_worked("single_stream")
-def _single_stream() -> dict[str, Any]:
-    m = seed004_model()
-    one = weight_read_ceiling(m, "H100 SXM", assumptions=ENVELOPE)
-    two = weight_read_ceiling(m, "H100 SXM", n_gpus=2, assumptions=ENVELOPE)
-    real = weight_read_ceiling(m, "H100 SXM", n_gpus=2, assumptions=COURSE)
+def _single_stream(variant: int = 0) -> dict[str, Any]:
+    if variant == 0:
+        m, gpu, what = seed004_model(), "H100 SXM", "A 70B-parameter model"
+    else:
+        name, gpu = draw(variant, setup=(None, _two_gpu_setups()))["setup"]
+        m = models[name]
+        what = f"{name} ({m.params / 1e9:.3g} billion parameters)"
+    g = gpus[gpu]
+    one = weight_read_ceiling(m, gpu, assumptions=ENVELOPE)
+    two = weight_read_ceiling(m, gpu, n_gpus=2, assumptions=ENVELOPE)
+    real = weight_read_ceiling(m, gpu, n_gpus=2, assumptions=COURSE)
     return dict(
+        what=what,
+        gpu=gpu.split()[0] if variant == 0 else gpu,
+        bw=g.bandwidth,
+        gpu_mem=g.memory,
+        gpu_flops=g.flops,
+        billions=m.params / 1e9,
+        src=_src(variant, ": the source's figure"),
         w=one.weights,
         t1=one.step_time,
         t2=two.step_time,
@@ -134,12 +199,39 @@ def _single_stream() -> dict[str, Any]:
     )
 
 
+#: Contexts (tokens) the memory-bound question's variants draw from.
+CONTEXTS = (512, 1_024, 2_304, 4_096, 8_192, 16_384, 32_768)
+
+
+def _one_gpu_setups() -> tuple[tuple[str, str], ...]:
+    """(model, GPU) pairs whose BF16 weights fit on one GPU, and on one L4 (the answer's comparison), by the
+    interactive lab's memory (the memory-bound question's setting)."""
+
+    def fits(name: str, gpu: str) -> bool:
+        return gpus_for_weights(name, gpu, "bf16", assumptions=LAB, power_of_two=False) == 1
+
+    return tuple((name, gpu) for name in GQA_MODELS if fits(name, "L4") for gpu in gpus if fits(name, gpu))
+
+
 @register_worked("memory_bound")
-def _memory_bound() -> dict[str, Any]:
+def _memory_bound(variant: int = 0) -> dict[str, Any]:
     a = resolve(LAB)
-    s = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, context_tokens=2_304, assumptions=a)
-    l4 = decode_step("Llama-3.1-8B", "L4", batch=1, context_tokens=2_304, assumptions=a)
+    if variant == 0:
+        name, gpu, what, ctx = "Llama-3.1-8B", "H100 SXM", "Llama 3.1 8B", 2_304
+    else:
+        g = draw(variant, setup=(None, _one_gpu_setups()), ctx=(None, CONTEXTS))
+        (name, gpu), ctx = g["setup"], g["ctx"]
+        what = name
+    s = decode_step(name, gpu, batch=1, context_tokens=ctx, assumptions=a)
+    l4 = decode_step(name, "L4", batch=1, context_tokens=ctx, assumptions=a)
+    share = float((gpus["L4"].bandwidth / gpus[gpu].bandwidth).to("").m)
     return dict(
+        what=what,
+        gpu=gpu.split()[0] if variant == 0 else gpu,
+        ctx=ctx,
+        bw_tb=gpus[gpu].bandwidth.to("TB/s").m,
+        fl_tf=gpus[gpu].flops.to("TFLOP/s").m,
+        l4_share="a tenth of" if variant == 0 else f"{share:.2g} times",
         w=s.weights_read,
         kv=s.kv_read.to("GB"),
         flops=s.flops,
@@ -156,18 +248,43 @@ def _memory_bound() -> dict[str, Any]:
     )
 
 
+def _fp8_pairs() -> tuple[tuple[str, str], ...]:
+    """(model, GPU) pairs for the prefill question: a GPU whose FP8 peak is twice its BF16 peak (as the answer
+    says), and a model whose FP8 weights fit on two of them by the back-of-the-envelope method's memory."""
+    return tuple(
+        (name, gpu)
+        for name in GQA_MODELS
+        for gpu, g in gpus.items()
+        if g.fp8_flops is not None
+        and abs(float((g.fp8_flops / g.flops).to("").m) - 2) < 0.01
+        and gpus_for_weights(name, gpu, "fp8", assumptions=ENVELOPE) <= 2
+    )
+
+
 @register_worked("prefill_time")
-def _prefill_time() -> dict[str, Any]:
+def _prefill_time(variant: int = 0) -> dict[str, Any]:
     a = resolve(ENVELOPE)
+    g = draw(variant, setup=(("Qwen2.5-72B", "H100 SXM"), _fp8_pairs()), prompt=(2_000, PROMPTS))
+    (name, gpu), prompt = g["setup"], g["prompt"]
     kw = dict(n_gpus=2, weight_bytes="fp8")
-    p = prefill("Qwen2.5-72B", "H100 SXM", 2_000, assumptions=a, **kw)
-    course = prefill("Qwen2.5-72B", "H100 SXM", 2_000, assumptions=COURSE, **kw)
+    p = prefill(name, gpu, prompt, assumptions=a, **kw)
+    course = prefill(name, gpu, prompt, assumptions=COURSE, **kw)
     return dict(
+        model=name,
+        gpu=gpu.split()[0] if variant == 0 else gpu,
+        prompt=prompt,
+        prompt_m=str(prompt),
+        billions=models[name].params / 1e9,
+        gpu_flops=gpus[gpu].flops,
+        gpu_tf=gpus[gpu].flops.to("TFLOP/s").m,
+        gpu_fp8=gpus[gpu].fp8_flops,
+        a_gpu=("An " if gpu[0] in "AEFHILMNORSX" else "A ") + (gpu.split()[0] if variant == 0 else gpu),
+        src=_src(variant, " That is the source's figure, with the matmuls at the BF16 peak."),
         flops=p.flops,
         rate=(p.flops / p.compute_time).to("PFLOP/s"),
         t=p.time.to("s"),
         mem=p.memory_time,
-        w=weight_bytes("Qwen2.5-72B", "fp8").to("GB"),
+        w=weight_bytes(name, "fp8").to("GB"),
         fl_pct=pct(a.compute_efficiency),
         eta_c=a.compute_efficiency,
         fpp=a.flops_per_param,
