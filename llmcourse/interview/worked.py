@@ -18,6 +18,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pint
@@ -294,15 +295,48 @@ def _prefill_time(variant: int = 0) -> dict[str, Any]:
 
 
 # --- L5: chain numbers into a decision ------------------------------------------------------------------------
-@register_worked("max_batch")
-def _max_batch() -> dict[str, Any]:
-    a = resolve(ENVELOPE)
-    p = serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8", assumptions=a)
-    c = replica(
-        "Qwen2.5-72B", "H100 SXM", tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300, weight_bytes="fp8"
+@functools.cache
+def _tp2_pairs(big: bool = False) -> tuple[tuple[str, str], ...]:
+    """(model, GPU) pairs for a replica of two GPUs with FP8 weights (the batch and cost questions' setting): a GPU
+    with a price in the catalog, on which two hold the weights and 8 conversations of the longest prompt and answer
+    drawn, by the back-of-the-envelope method's memory; ``big``: models of 30 billion parameters or more (the cost
+    question compares them with a 7B model)."""
+    longest = max(PROMPTS) + max(ANSWERS)
+    return tuple(
+        (name, gpu)
+        for name in GQA_MODELS
+        if not big or models[name].params >= 30e9
+        for gpu, g in gpus.items()
+        if g.price_per_hour is not None
+        and gpus_for_weights(name, gpu, "fp8", assumptions=ENVELOPE) <= 2
+        and max_batch(name, gpu, longest, n_gpus=2, weight_bytes="fp8", assumptions=ENVELOPE) >= 8
     )
+
+
+def _tp2_setup(variant: int, big: bool = False) -> dict[str, Any]:
+    g = draw(
+        variant, setup=(("Qwen2.5-72B", "H100 SXM"), _tp2_pairs(big)), prompt=(2_000, PROMPTS), answer=(300, ANSWERS)
+    )
+    (g["model"], g["gpu"]), g["ctx"] = g.pop("setup"), g["prompt"] + g["answer"]
+    g["gpu_name"] = g["gpu"].split()[0] if variant == 0 else g["gpu"]
+    return g
+
+
+@register_worked("max_batch")
+def _max_batch(variant: int = 0) -> dict[str, Any]:
+    a = resolve(ENVELOPE)
+    g = _tp2_setup(variant)
+    model, gpu = g["model"], g["gpu"]
+    p = serving_plan(model, gpu, 2, g["ctx"], weight_bytes="fp8", assumptions=a)
+    c = replica(model, gpu, tensor_parallel=2, prompt_tokens=g["prompt"], answer_tokens=g["answer"], weight_bytes="fp8")
     return dict(
-        kvtok=kv_bytes_per_token("Qwen2.5-72B").to("KiB"),
+        model=model,
+        gpu=g["gpu_name"],
+        prompt=g["prompt"],
+        answer=g["answer"],
+        ctx=g["ctx"],
+        gpu_mem_m=gpus[gpu].memory.to("GB").m,
+        kvtok=kv_bytes_per_token(model).to("KiB"),
         mem=p.usable_memory,
         mem_pct=pct(a.memory_fraction),
         mem_frac=a.memory_fraction,
@@ -377,17 +411,56 @@ def _kv_limit() -> dict[str, Any]:
     )
 
 
+#: Short and long prompts, and answers, the long-context question's variants draw from.
+SHORT_PROMPTS, LONG_PROMPTS, LONG_ANSWERS = (1_024, 2_048, 4_096), (16_384, 32_768), (256, 512, 1_024)
+
+
+@functools.cache
+def _long_pairs() -> tuple[tuple[str, str], ...]:
+    """(model, GPU) pairs for the long-context question: a model whose window holds the longest prompt and answer
+    drawn, and a GPU with a price, one of which holds the BF16 weights and four such conversations, by the course's
+    memory."""
+    longest = max(LONG_PROMPTS) + max(LONG_ANSWERS)
+    return tuple(
+        (name, gpu)
+        for name in GQA_MODELS
+        if models[name].max_position >= longest
+        for gpu, g in gpus.items()
+        if g.price_per_hour is not None
+        and gpus_for_weights(name, gpu, "bf16", power_of_two=False) == 1
+        and max_batch(name, gpu, longest) >= 4
+    )
+
+
 @register_worked("long_context")
-def _long_context() -> dict[str, Any]:
-    short = replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_048, answer_tokens=512)
-    long = replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=32_768, answer_tokens=512)
-    # source 001's count (the lab's preset): every slot holds its full 2,560 tokens, the static worst case; the
-    # course admits on the KV blocks in use, so it fits more
-    static = max_batch("Llama-3.1-8B", "H100 SXM", 2_560, assumptions=resolve(LAB))
+def _long_context(variant: int = 0) -> dict[str, Any]:
+    g = draw(
+        variant,
+        setup=(("Llama-3.1-8B", "H100 SXM"), _long_pairs()),
+        short=(2_048, SHORT_PROMPTS),
+        long=(32_768, LONG_PROMPTS),
+        answer=(512, LONG_ANSWERS),
+    )
+    (model, gpu), answer = g["setup"], g["answer"]
+    short = replica(model, gpu, prompt_tokens=g["short"], answer_tokens=answer)
+    long = replica(model, gpu, prompt_tokens=g["long"], answer_tokens=answer)
+    # source 001's count (the lab's preset): every slot holds its full length, the static worst case; the course
+    # admits on the KV blocks in use, so it fits more
+    static = max_batch(model, gpu, g["short"] + answer, assumptions=resolve(LAB))
     return dict(
-        kvtok=kv_bytes_per_token("Llama-3.1-8B").to("KiB"),
+        model="Llama 3.1 8B" if variant == 0 else model,
+        gpu=gpu.split()[0] if variant == 0 else gpu,
+        price=gpus[gpu].price_per_hour,
+        answer=answer,
+        short=g["short"],
+        long=g["long"],
+        short_ctx=g["short"] + answer,
+        long_ctx=g["long"] + answer,
+        short_k=f"{g['short'] // 1024}K",
+        long_k=f"{g['long'] // 1024}K",
+        kvtok=kv_bytes_per_token(model).to("KiB"),
         b_static=static,
-        kv32k=kv_bytes_per_sequence("Llama-3.1-8B", 32_768).to("GiB"),
+        kv32k=kv_bytes_per_sequence(model, g["long"]).to("GiB"),
         kv_short=short.kv_per_sequence,
         kv_long=long.kv_per_sequence,
         b_short=short.batch,
@@ -479,19 +552,27 @@ def _batch_cost() -> dict[str, Any]:
 
 
 @register_worked("cost_per_million")
-def _cost_per_million() -> dict[str, Any]:
+def _cost_per_million(variant: int = 0) -> dict[str, Any]:
     a = resolve(ENVELOPE)
     util = 0.3  # the question's given: the fleet is busy 30% of the hours it is billed
-    p = serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8", assumptions=a)
-    p7 = serving_plan("Qwen2.5-7B", "H100 SXM", 1, 2_300, assumptions=a)
-    work = dict(prompt_tokens=2_000, answer_tokens=300)
-    c = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, weight_bytes="fp8", assumptions=COURSE, **work)
-    c7 = replica("Qwen2.5-7B", "H100 SXM", assumptions=COURSE, **work)
+    g = _tp2_setup(variant, big=True)
+    model, gpu = g["model"], g["gpu"]
+    p = serving_plan(model, gpu, 2, g["ctx"], weight_bytes="fp8", assumptions=a)
+    p7 = serving_plan("Qwen2.5-7B", gpu, 1, g["ctx"], assumptions=a)
+    work = dict(prompt_tokens=g["prompt"], answer_tokens=g["answer"])
+    c = replica(model, gpu, tensor_parallel=2, weight_bytes="fp8", assumptions=COURSE, **work)
+    c7 = replica("Qwen2.5-7B", gpu, assumptions=COURSE, **work)
 
     def at_util(cost: pint.Quantity) -> pint.Quantity:
         return F["cost_at_utilisation"](cost_full=cost, utilisation=util).to("USD")
 
     return dict(
+        model=model,
+        gpu=g["gpu_name"],
+        prompt=g["prompt"],
+        answer=g["answer"],
+        price=gpus[gpu].price_per_hour,
+        price_m=float(gpus[gpu].price_per_hour.to("USD/hour").m),
         x=per_s(p.output_tokens_per_s),
         c=p.cost_per_million_output_tokens,
         c30=at_util(p.cost_per_million_output_tokens),
