@@ -528,17 +528,50 @@ def _quantization() -> dict[str, Any]:
     )
 
 
+#: Short chats' lengths and GPU-hour prices the batch-cost question's variants draw from.
+CHAT_PROMPTS, CHAT_ANSWERS, PRICES = (128, 256, 512, 1_024), (32, 64, 128, 256), (1, 2, 3, 4, 5)
+
+
+@functools.cache
+def _batch64_pairs() -> tuple[tuple[str, str], ...]:
+    """(model, GPU) pairs for the batch-cost question: models of 15 billion parameters or fewer, one GPU of which
+    holds 64 of the longest short chats drawn, by the interactive lab's memory."""
+    longest = max(CHAT_PROMPTS) + max(CHAT_ANSWERS)
+    return tuple(
+        (name, gpu)
+        for name in GQA_MODELS
+        if models[name].params <= 15e9
+        for gpu in gpus
+        if gpus_for_weights(name, gpu, "bf16", assumptions=LAB, power_of_two=False) == 1
+        and max_batch(name, gpu, longest, assumptions=LAB) >= 64
+    )
+
+
 @register_worked("batch_cost")
-def _batch_cost() -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _batch_cost(variant: int = 0) -> dict[str, Any]:
+    g = draw(
+        variant,
+        setup=(("Llama-3.1-8B", "H100 SXM"), _batch64_pairs()),
+        prompt=(256, CHAT_PROMPTS),
+        answer=(64, CHAT_ANSWERS),
+        price=(3, PRICES),
+    )
+    (model, gpu) = g["setup"]
+    out: dict[str, Any] = dict(
+        model="Llama 3.1 8B" if variant == 0 else model,
+        gpu=gpu.split()[0] if variant == 0 else gpu,
+        prompt=g["prompt"],
+        answer=g["answer"],
+        price=Q_(g["price"], "USD/hour"),
+    )
     for b in (1, 64):
         c = request_cycle(
-            "Llama-3.1-8B",
-            "H100 SXM",
+            model,
+            gpu,
             batch=b,
-            prompt_tokens=256,
-            answer_tokens=64,
-            price_per_hour=Q_(3, "USD/hour"),
+            prompt_tokens=g["prompt"],
+            answer_tokens=g["answer"],
+            price_per_hour=out["price"],
             assumptions=LAB,
         )
         out |= {
@@ -548,6 +581,7 @@ def _batch_cost() -> dict[str, Any]:
             f"xe{b}": per_s(c.end_to_end_throughput),  # prefill and decode: what a GPU-hour buys
             f"c{b}": c.cost_per_million_output_tokens,  # the price of those
         }
+    out["fold"] = out["x64"] / out["x1"]
     return out
 
 
@@ -637,11 +671,14 @@ def _littles_law() -> dict[str, Any]:
 
 
 @register_worked("h200")
-def _h200() -> dict[str, Any]:
-    work = dict(prompt_tokens=2_000, answer_tokens=400, weight_bytes="fp8", assumptions=COURSE)
-    a = replica("Llama-3.1-70B", "H100 SXM", tensor_parallel=2, **work)
-    b = replica("Llama-3.1-70B", "H200 SXM", **work)
-    return dict(
+def _h200(variant: int = 0) -> dict[str, Any]:
+    big = tuple(m for m in GQA_MODELS if 60e9 <= models[m].params <= 80e9)  # FP8 on one H200, BF16 on no H100 pair
+    g = draw(variant, model=("Llama-3.1-70B", big), prompt=(2_000, PROMPTS), answer=(400, ANSWERS))
+    work = dict(prompt_tokens=g["prompt"], answer_tokens=g["answer"], weight_bytes="fp8", assumptions=COURSE)
+    a = replica(g["model"], "H100 SXM", tensor_parallel=2, **work)
+    b = replica(g["model"], "H200 SXM", **work)
+    return g | dict(
+        model="Llama 3.1 70B" if variant == 0 else g["model"],
         w=a.weights,
         kv=a.kv_per_sequence,
         mem_h100=a.usable_memory,

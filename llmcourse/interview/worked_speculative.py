@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from llmcourse.assumptions import resolve
-from llmcourse.interview.figures import COURSE, pct, per_s
+from llmcourse.interview.figures import COURSE, draw, pct, per_s
 from llmcourse.interview.questions import register_worked
 from llmcourse.planner.serving import fleet
 from llmcourse.planner.speculation import crossover_batch, crossover_estimate
@@ -26,16 +26,26 @@ from llmcourse.replica.memory import weight_bytes
 from llmcourse.replica.model import replica
 from llmcourse.units import Q_
 
-__all__: list[str] = []
+__all__ = ["ACCEPTANCES", "ANSWERS", "DRAFTS", "PROMPTS"]
+
+
+#: Draft lengths and acceptance rates the variants draw from, and the prompt and answer lengths.
+DRAFTS, ACCEPTANCES = (2, 3, 4, 5, 6, 8), (0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
+PROMPTS, ANSWERS = (500, 1_000, 2_000, 4_000, 8_000), (100, 300, 500, 1_000)
 
 
 @register_worked("spec_expected")
-def _spec_expected() -> dict[str, Any]:
-    spec = speculative.Speculation("draft model", 4, 0.8, "Llama-3.1-8B")
+def _spec_expected(variant: int = 0) -> dict[str, Any]:
+    g = draw(variant, k=(4, DRAFTS), alpha=(0.8, ACCEPTANCES), prompt=(2_000, PROMPTS), answer=(300, ANSWERS))
+    spec = speculative.Speculation("draft model", g["k"], g["alpha"], "Llama-3.1-8B")
+    ctx = g["prompt"] + g["answer"] / 2  # each cache read at its average length
     s = speculative.speculative_step(
-        "Llama-3.1-70B", "H100 SXM", spec, context_tokens=2_000 + 300 / 2, tensor_parallel=2, weight_bytes="fp8"
+        "Llama-3.1-70B", "H100 SXM", spec, context_tokens=ctx, tensor_parallel=2, weight_bytes="fp8"
     )
     return dict(
+        prompt=g["prompt"],
+        answer=g["answer"],
+        ctx=ctx,
         k=spec.draft_tokens,
         alpha=spec.acceptance,
         positions=spec.draft_tokens + 1,
