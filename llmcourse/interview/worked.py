@@ -40,6 +40,7 @@ from llmcourse.interview.figures import (
     seed004_model,
 )
 from llmcourse.interview.questions import register_worked
+from llmcourse.interview.templates import num
 from llmcourse.planner.roofline import weight_read_ceiling
 from llmcourse.planner.serving import compute_budget, fleet, prefill_pool, request_cycle, serving_plan, traffic
 from llmcourse.replica.memory import (
@@ -627,16 +628,32 @@ def _cost_per_million(variant: int = 0) -> dict[str, Any]:
 
 
 @register_worked("scale_traffic")
-def _scale_traffic() -> dict[str, Any]:
-    t = traffic(Q_(200_000, "1/day"), 2_000, 300, peak_factor=3)
-    t10 = traffic(Q_(2_000_000, "1/day"), 2_000, 300, peak_factor=3)
+def _scale_traffic(variant: int = 0) -> dict[str, Any]:
+    load = draw(variant, per_day=(200_000, PER_DAY[2:]), prompt=(2_000, PROMPTS), answer=(300, ANSWERS))
+    g = _tp2_setup(variant, big=True)
+    daily = Q_(load["per_day"], "1/day")
+    t = traffic(daily, load["prompt"], load["answer"], peak_factor=PEAK_FACTOR)
+    t10 = traffic(10 * daily, load["prompt"], load["answer"], peak_factor=PEAK_FACTOR)
     shape = dict(tensor_parallel=2, weight_bytes="fp8")
-    env = replica("Qwen2.5-72B", "H100 SXM", context_tokens=2_300, assumptions=ENVELOPE, **shape)
-    course = replica("Qwen2.5-72B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300, assumptions=COURSE, **shape)
+    env = replica(g["model"], g["gpu"], context_tokens=load["prompt"] + load["answer"], assumptions=ENVELOPE, **shape)
+    course = replica(
+        g["model"], g["gpu"], prompt_tokens=load["prompt"], answer_tokens=load["answer"], assumptions=COURSE, **shape
+    )
     e1, e10 = fleet(t.output_tokens_per_s, env), fleet(t10.output_tokens_per_s, env)
     c1, c10 = fleet(t.output_tokens_per_s, course), fleet(t10.output_tokens_per_s, course)
     r1, r1c = max(MIN_REPLICAS, e1.replicas), max(MIN_REPLICAS, c1.replicas)
+    one = e1.replicas == 1
+
+    def replicas(n: int) -> str:
+        return f"{num(n)} replica{'s' * (n != 1)}"
+
     return dict(
+        model=g["model"],
+        gpu=g["gpu_name"],
+        today=f"one replica covers it, but I run {r1} for redundancy" if one else f"it takes {replicas(r1)}",
+        today_n="one replica; two for redundancy," if one else f"{replicas(r1)},",
+        replicas10=replicas(e10.replicas),
+        replicas10_course=replicas(c10.replicas),
         tout=per_s(t.output_tokens_per_s),
         tout10=per_s(t10.output_tokens_per_s),
         x=per_s(env.throughput),
