@@ -56,7 +56,19 @@ from llmcourse.replica.prefilling import prefill
 from llmcourse.replica.step import decode_step, matmul_precision
 from llmcourse.units import HOURS_PER_MONTH, Q_
 
-__all__ = ["ANSWERS", "CONTEXTS", "GQA_MODELS", "LONG", "MIN_REPLICAS", "PER_DAY", "PROMPTS"]
+__all__ = [
+    "ANSWERS",
+    "CONTEXTS",
+    "GQA70_CONTEXTS",
+    "GQA70_GPUS",
+    "GQA_MODELS",
+    "LONG",
+    "MIN_REPLICAS",
+    "PER_DAY",
+    "PROMPTS",
+    "fits_words",
+    "gqa70_setup",
+]
 
 #: Replicas a service runs at the least, so that one failure or deployment does not take it down
 #: (the back-of-the-envelope method's "at least two replicas").
@@ -393,22 +405,56 @@ def _batching() -> dict[str, Any]:
     )
 
 
+#: The GPUs (80 GB or more: two hold the 70B-class model's BF16 weights) and contexts the ``gqa70`` chain draws from.
+GQA70_GPUS = ("H100 SXM", "H20", "Gaudi 3", "H200 SXM", "B200", "GB200", "MI300X", "TPU v7", "MI325X", "B300")
+GQA70_CONTEXTS = (2_000, 3_000, 4_000, 6_000, 8_000)
+
+
+def gqa70_setup(variant: int = 0) -> dict[str, Any]:
+    """The ``gqa70`` chain's givens for ``variant`` (kv_limit's setup: the 70B-class model in BF16 on two GPUs, all
+    their memory counted as usable, as source 004 counts it), shared by its follow-ups."""
+    g = draw(
+        variant, gpu=("H100 SXM", GQA70_GPUS), base=(4_000, GQA70_CONTEXTS), long=(32_768, (16_384, 24_576, 32_768))
+    )
+    every = resolve().replace(memory_fraction=1)  # the source counts all 160 GB as usable
+    w = weight_bytes(seed004_model()).to("GB")
+    total = usable_memory(g["gpu"], 2, assumptions=every).to("GB")
+    return g | dict(
+        gpu_name=g["gpu"].split()[0] if variant == 0 else g["gpu"],
+        gpu_mem=gpus[g["gpu"]].memory,
+        total=total,
+        w=w,
+        free=(total - w).to("GB"),
+        every=every,
+    )
+
+
+def fits_words(n: int) -> str:
+    """How many sequences fit, in words: "none fits", "one fits", "15 fit"."""
+    return {0: "none fits", 1: "one fits"}.get(n, f"{n:,} fit")
+
+
 @register_worked("kv_limit")
-def _kv_limit() -> dict[str, Any]:
+def _kv_limit(variant: int = 0) -> dict[str, Any]:
+    g = gqa70_setup(variant)
     m = seed004_model()
     mha = m.with_(kv_heads=m.heads)
-    w = weight_bytes(m).to("GB")
-    every = dict(n_gpus=2, assumptions=resolve().replace(memory_fraction=1))  # the source counts all 160 GB as usable
+    every = dict(n_gpus=2, assumptions=g["every"])
+    b_mha = max_batch(mha, g["gpu"], g["base"], **every)
     return dict(
+        gpu_mem=g["gpu_mem"],
+        base=g["base"],
+        total=g["total"],
+        mha_fit=fits_words(b_mha),
         mha_tok=kv_bytes_per_token(mha).to("MB"),
-        mha_seq=kv_bytes_per_sequence(mha, 4_000).to("GB"),
+        mha_seq=kv_bytes_per_sequence(mha, g["base"]).to("GB"),
         gqa_tok=kv_bytes_per_token(m).to("MB"),
         gqa_kib=kv_bytes_per_token(m).to("KiB"),
-        gqa_seq=kv_bytes_per_sequence(m, 4_000).to("GB"),
-        w=w,
-        free=(usable_memory("H100 SXM", 2, assumptions=every["assumptions"]) - w).to("GB"),
-        b_gqa=max_batch(m, "H100 SXM", 4_000, **every),
-        b_mha=max_batch(mha, "H100 SXM", 4_000, **every),
+        gqa_seq=kv_bytes_per_sequence(m, g["base"]).to("GB"),
+        w=g["w"],
+        free=g["free"],
+        b_gqa=max_batch(m, g["gpu"], g["base"], **every),
+        b_mha=b_mha,
     )
 
 

@@ -7,7 +7,8 @@ the chain's setup with :func:`_setup` (the same names, so every step of a chain 
 for a variant), then changes its given.
 
 The chains that continue a question of the earlier files (``fleet350``: roofline_fleet; ``billion``: huge_fleet;
-``gqa70``: kv_limit) change a given of that question's book setup and have its one variant.
+``gqa70``: kv_limit) change a given of that question's book setup; ``gqa70`` draws its variants as kv_limit does
+(:func:`llmcourse.interview.worked.gqa70_setup`), the other two have their one variant.
 
 Examples
 --------
@@ -26,9 +27,10 @@ from llmcourse.catalog import gpus, models
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.interview.figures import COURSE, PEAK_FACTOR, draw, per_gpu_rate, per_s, seed004_model
 from llmcourse.interview.questions import register_worked
+from llmcourse.interview.worked import fits_words, gqa70_setup
 from llmcourse.planner.design import Brief, plan
 from llmcourse.planner.serving import fleet, traffic
-from llmcourse.replica.memory import kv_bytes_per_sequence, max_batch, usable_memory, weight_bytes
+from llmcourse.replica.memory import kv_bytes_per_sequence, kv_bytes_per_token, max_batch, usable_memory
 from llmcourse.replica.model import replica
 from llmcourse.units import Q_
 
@@ -410,23 +412,31 @@ def _billion_70b() -> dict[str, Any]:
     return _billion(10_000, per_gpu_rate("Llama-3.1-70B", 2, "fp8", 1_000, 2_500))
 
 
-def _gqa70(tokens: int, kv: str) -> dict[str, Any]:
-    """kv_limit's setup (the 70B-class model on two H100s, all 160 GB counted) with ``tokens`` of context."""
+def _gqa70(variant: int, kv: str) -> dict[str, Any]:
+    """kv_limit's setup (the 70B-class model on two GPUs, all their memory counted) at the chain's long context."""
+    g = gqa70_setup(variant)
     m = seed004_model()
-    every = resolve().replace(memory_fraction=1)  # the source counts all 160 GB as usable
+    b = max_batch(m, g["gpu"], g["long"], n_gpus=2, kv_bytes=kv, assumptions=g["every"])
     return dict(
-        tokens=tokens,
-        kv=kv_bytes_per_sequence(m, tokens, kv).to("GB"),
-        b_gqa=max_batch(m, "H100 SXM", tokens, n_gpus=2, kv_bytes=kv, assumptions=every),
-        w=weight_bytes(m).to("GB"),
+        gpu=g["gpu_name"],
+        total=g["total"],
+        base=g["base"],
+        tokens=g["long"],
+        grow=g["long"] / g["base"],
+        kvtok=kv_bytes_per_token(m).to("KiB"),
+        kv=kv_bytes_per_sequence(m, g["long"], kv).to("GB"),
+        b_gqa=b,
+        fit=fits_words(b),
+        b_base=max_batch(m, g["gpu"], g["base"], n_gpus=2, assumptions=g["every"]),
+        w=g["w"],
     )
 
 
 @register_worked("gqa70_32k")
-def _gqa70_32k() -> dict[str, Any]:
-    return _gqa70(32_768, "bf16")
+def _gqa70_32k(variant: int = 0) -> dict[str, Any]:
+    return _gqa70(variant, "bf16")
 
 
 @register_worked("gqa70_kv8")
-def _gqa70_kv8() -> dict[str, Any]:
-    return _gqa70(32_768, "fp8")
+def _gqa70_kv8(variant: int = 0) -> dict[str, Any]:
+    return _gqa70(variant, "fp8")
