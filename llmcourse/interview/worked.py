@@ -18,7 +18,6 @@ Examples
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import pint
@@ -39,6 +38,29 @@ from llmcourse.interview.figures import (
     read_time,
     seed004_model,
 )
+from llmcourse.interview.givens import (
+    ANSWERS,
+    CHAT_ANSWERS,
+    CHAT_PROMPTS,
+    CONTEXTS,
+    GQA_MODELS,
+    LONG,
+    LONG_ANSWERS,
+    LONG_PROMPTS,
+    PER_DAY,
+    PRICES,
+    PROMPTS,
+    SHORT_PROMPTS,
+    batch64_pairs,
+    book_only,
+    fits_words,
+    fp8_pairs,
+    gqa70_setup,
+    long_pairs,
+    one_gpu_setups,
+    tp2_setup,
+    two_gpu_setups,
+)
 from llmcourse.interview.questions import register_worked
 from llmcourse.interview.templates import num
 from llmcourse.planner.roofline import weight_read_ceiling
@@ -56,19 +78,7 @@ from llmcourse.replica.prefilling import prefill
 from llmcourse.replica.step import decode_step, matmul_precision
 from llmcourse.units import HOURS_PER_MONTH, Q_
 
-__all__ = [
-    "ANSWERS",
-    "CONTEXTS",
-    "GQA70_CONTEXTS",
-    "GQA70_GPUS",
-    "GQA_MODELS",
-    "LONG",
-    "MIN_REPLICAS",
-    "PER_DAY",
-    "PROMPTS",
-    "fits_words",
-    "gqa70_setup",
-]
+__all__ = ["MIN_REPLICAS"]
 
 #: Replicas a service runs at the least, so that one failure or deployment does not take it down
 #: (the back-of-the-envelope method's "at least two replicas").
@@ -105,30 +115,6 @@ def _kv_per_token() -> dict[str, Any]:
     )
 
 
-#: Dense models of full attention in every layer, grouped-query attention, a window of 32K tokens or more, whose KV
-#: cache is linear in the context and whose hidden size is their query heads times the head dimension (the L4 questions' formula holds as written).
-GQA_MODELS = tuple(
-    name
-    for name, m in models.items()
-    if m.kv_heads < m.heads
-    and (m.max_position or 0) >= 32_768
-    and m.active_params == m.params
-    and m.hidden == m.heads * m.head_dim
-    and kv_bytes_per_token(m).to("B").m == 2 * m.layers * m.kv_heads * m.head_dim * 2
-)
-#: Requests a day the traffic questions' variants draw from.
-PER_DAY = (50_000, 100_000, 200_000, 300_000, 500_000, 1_000_000, 2_000_000, 5_000_000)
-#: Prompt and answer lengths the L4 variants draw from.
-PROMPTS, ANSWERS = (500, 1_000, 1_500, 2_000, 3_000, 4_000, 6_000, 8_000), (100, 200, 300, 400, 600, 800, 1_000)
-#: The long contexts (2^n tokens, named "32K" and so on) the variants draw from.
-LONG = (4_096, 8_192, 16_384, 32_768)
-
-
-def _src(variant: int, words: str = ", the source's figure") -> str:
-    """Words that hold only for the book's givens (variant 0): ``words`` there, nothing for another draw."""
-    return words if variant == 0 else ""
-
-
 @register_worked("kv_context")
 def _kv_context(variant: int = 0) -> dict[str, Any]:
     g = draw(
@@ -145,7 +131,7 @@ def _kv_context(variant: int = 0) -> dict[str, Any]:
         ctx=ctx,
         long=long_ctx,
         long_k=f"{long_ctx // 1024}K",
-        src=_src(variant),
+        src=book_only(variant),
         kvtok=kv_bytes_per_token(g["model"]).to("KiB"),
         kv2300=short,
         kv32k=long.to("GiB"),
@@ -172,23 +158,12 @@ def _traffic(variant: int = 0) -> dict[str, Any]:
     )
 
 
-def _two_gpu_setups() -> tuple[tuple[str, str], ...]:
-    """(model, GPU) pairs whose BF16 weights need exactly two GPUs by the back-of-the-envelope method's memory: the
-    single-stream question's setting (the weights split over two GPUs that read their halves at once)."""
-    out = []
-    for name in GQA_MODELS:
-        for gpu in gpus:
-            if gpus_for_weights(name, gpu, "bf16", assumptions=ENVELOPE) == 2:
-                out.append((name, gpu))
-    return tuple(out)
-
-
 @register_worked("single_stream")
 def _single_stream(variant: int = 0) -> dict[str, Any]:
     if variant == 0:
         m, gpu, what = seed004_model(), "H100 SXM", "A 70B-parameter model"
     else:
-        name, gpu = draw(variant, setup=(None, _two_gpu_setups()))["setup"]
+        name, gpu = draw(variant, setup=(None, two_gpu_setups()))["setup"]
         m = models[name]
         what = f"{name} ({m.params / 1e9:.3g} billion parameters)"
     g = gpus[gpu]
@@ -202,7 +177,7 @@ def _single_stream(variant: int = 0) -> dict[str, Any]:
         gpu_mem=g.memory,
         gpu_flops=g.flops,
         billions=m.params / 1e9,
-        src=_src(variant, ": the source's figure"),
+        src=book_only(variant, ": the source's figure"),
         w=one.weights,
         t1=one.step_time,
         t2=two.step_time,
@@ -213,27 +188,13 @@ def _single_stream(variant: int = 0) -> dict[str, Any]:
     )
 
 
-#: Contexts (tokens) the memory-bound question's variants draw from.
-CONTEXTS = (512, 1_024, 2_304, 4_096, 8_192, 16_384, 32_768)
-
-
-def _one_gpu_setups() -> tuple[tuple[str, str], ...]:
-    """(model, GPU) pairs whose BF16 weights fit on one GPU, and on one L4 (the answer's comparison), by the
-    interactive lab's memory (the memory-bound question's setting)."""
-
-    def fits(name: str, gpu: str) -> bool:
-        return gpus_for_weights(name, gpu, "bf16", assumptions=LAB, power_of_two=False) == 1
-
-    return tuple((name, gpu) for name in GQA_MODELS if fits(name, "L4") for gpu in gpus if fits(name, gpu))
-
-
 @register_worked("memory_bound")
 def _memory_bound(variant: int = 0) -> dict[str, Any]:
     a = resolve(LAB)
     if variant == 0:
         name, gpu, what, ctx = "Llama-3.1-8B", "H100 SXM", "Llama 3.1 8B", 2_304
     else:
-        g = draw(variant, setup=(None, _one_gpu_setups()), ctx=(None, CONTEXTS))
+        g = draw(variant, setup=(None, one_gpu_setups()), ctx=(None, CONTEXTS))
         (name, gpu), ctx = g["setup"], g["ctx"]
         what = name
     s = decode_step(name, gpu, batch=1, context_tokens=ctx, assumptions=a)
@@ -262,23 +223,10 @@ def _memory_bound(variant: int = 0) -> dict[str, Any]:
     )
 
 
-def _fp8_pairs() -> tuple[tuple[str, str], ...]:
-    """(model, GPU) pairs for the prefill question: a GPU whose FP8 peak is twice its BF16 peak (as the answer
-    says), and a model whose FP8 weights fit on two of them by the back-of-the-envelope method's memory."""
-    return tuple(
-        (name, gpu)
-        for name in GQA_MODELS
-        for gpu, g in gpus.items()
-        if g.fp8_flops is not None
-        and abs(float((g.fp8_flops / g.flops).to("").m) - 2) < 0.01
-        and gpus_for_weights(name, gpu, "fp8", assumptions=ENVELOPE) <= 2
-    )
-
-
 @register_worked("prefill_time")
 def _prefill_time(variant: int = 0) -> dict[str, Any]:
     a = resolve(ENVELOPE)
-    g = draw(variant, setup=(("Qwen2.5-72B", "H100 SXM"), _fp8_pairs()), prompt=(2_000, PROMPTS))
+    g = draw(variant, setup=(("Qwen2.5-72B", "H100 SXM"), fp8_pairs()), prompt=(2_000, PROMPTS))
     (name, gpu), prompt = g["setup"], g["prompt"]
     kw = dict(n_gpus=2, weight_bytes="fp8")
     p = prefill(name, gpu, prompt, assumptions=a, **kw)
@@ -293,7 +241,7 @@ def _prefill_time(variant: int = 0) -> dict[str, Any]:
         gpu_tf=gpus[gpu].flops.to("TFLOP/s").m,
         gpu_fp8=gpus[gpu].fp8_flops,
         a_gpu=("An " if gpu[0] in "AEFHILMNORSX" else "A ") + (gpu.split()[0] if variant == 0 else gpu),
-        src=_src(variant, " That is the source's figure, with the matmuls at the BF16 peak."),
+        src=book_only(variant, " That is the source's figure, with the matmuls at the BF16 peak."),
         flops=p.flops,
         rate=(p.flops / p.compute_time).to("PFLOP/s"),
         t=p.time.to("s"),
@@ -308,37 +256,10 @@ def _prefill_time(variant: int = 0) -> dict[str, Any]:
 
 
 # --- L5: chain numbers into a decision ------------------------------------------------------------------------
-@functools.cache
-def _tp2_pairs(big: bool = False) -> tuple[tuple[str, str], ...]:
-    """(model, GPU) pairs for a replica of two GPUs with FP8 weights (the batch and cost questions' setting): a GPU
-    with a price in the catalog, on which two hold the weights and 8 conversations of the longest prompt and answer
-    drawn, by the back-of-the-envelope method's memory; ``big``: models of 30 billion parameters or more (the cost
-    question compares them with a 7B model)."""
-    longest = max(PROMPTS) + max(ANSWERS)
-    return tuple(
-        (name, gpu)
-        for name in GQA_MODELS
-        if not big or models[name].params >= 30e9
-        for gpu, g in gpus.items()
-        if g.price_per_hour is not None
-        and gpus_for_weights(name, gpu, "fp8", assumptions=ENVELOPE) <= 2
-        and max_batch(name, gpu, longest, n_gpus=2, weight_bytes="fp8", assumptions=ENVELOPE) >= 8
-    )
-
-
-def _tp2_setup(variant: int, big: bool = False) -> dict[str, Any]:
-    g = draw(
-        variant, setup=(("Qwen2.5-72B", "H100 SXM"), _tp2_pairs(big)), prompt=(2_000, PROMPTS), answer=(300, ANSWERS)
-    )
-    (g["model"], g["gpu"]), g["ctx"] = g.pop("setup"), g["prompt"] + g["answer"]
-    g["gpu_name"] = g["gpu"].split()[0] if variant == 0 else g["gpu"]
-    return g
-
-
 @register_worked("max_batch")
 def _max_batch(variant: int = 0) -> dict[str, Any]:
     a = resolve(ENVELOPE)
-    g = _tp2_setup(variant)
+    g = tp2_setup(variant)
     model, gpu = g["model"], g["gpu"]
     p = serving_plan(model, gpu, 2, g["ctx"], weight_bytes="fp8", assumptions=a)
     c = replica(model, gpu, tensor_parallel=2, prompt_tokens=g["prompt"], answer_tokens=g["answer"], weight_bytes="fp8")
@@ -405,35 +326,6 @@ def _batching() -> dict[str, Any]:
     )
 
 
-#: The GPUs (80 GB or more: two hold the 70B-class model's BF16 weights) and contexts the ``gqa70`` chain draws from.
-GQA70_GPUS = ("H100 SXM", "H20", "Gaudi 3", "H200 SXM", "B200", "GB200", "MI300X", "TPU v7", "MI325X", "B300")
-GQA70_CONTEXTS = (2_000, 3_000, 4_000, 6_000, 8_000)
-
-
-def gqa70_setup(variant: int = 0) -> dict[str, Any]:
-    """The ``gqa70`` chain's givens for ``variant`` (kv_limit's setup: the 70B-class model in BF16 on two GPUs, all
-    their memory counted as usable, as source 004 counts it), shared by its follow-ups."""
-    g = draw(
-        variant, gpu=("H100 SXM", GQA70_GPUS), base=(4_000, GQA70_CONTEXTS), long=(32_768, (16_384, 24_576, 32_768))
-    )
-    every = resolve().replace(memory_fraction=1)  # the source counts all 160 GB as usable
-    w = weight_bytes(seed004_model()).to("GB")
-    total = usable_memory(g["gpu"], 2, assumptions=every).to("GB")
-    return g | dict(
-        gpu_name=g["gpu"].split()[0] if variant == 0 else g["gpu"],
-        gpu_mem=gpus[g["gpu"]].memory,
-        total=total,
-        w=w,
-        free=(total - w).to("GB"),
-        every=every,
-    )
-
-
-def fits_words(n: int) -> str:
-    """How many sequences fit, in words: "none fits", "one fits", "15 fit"."""
-    return {0: "none fits", 1: "one fits"}.get(n, f"{n:,} fit")
-
-
 @register_worked("kv_limit")
 def _kv_limit(variant: int = 0) -> dict[str, Any]:
     g = gqa70_setup(variant)
@@ -458,32 +350,11 @@ def _kv_limit(variant: int = 0) -> dict[str, Any]:
     )
 
 
-#: Short and long prompts, and answers, the long-context question's variants draw from.
-SHORT_PROMPTS, LONG_PROMPTS, LONG_ANSWERS = (1_024, 2_048, 4_096), (16_384, 32_768), (256, 512, 1_024)
-
-
-@functools.cache
-def _long_pairs() -> tuple[tuple[str, str], ...]:
-    """(model, GPU) pairs for the long-context question: a model whose window holds the longest prompt and answer
-    drawn, and a GPU with a price, one of which holds the BF16 weights and four such conversations, by the course's
-    memory."""
-    longest = max(LONG_PROMPTS) + max(LONG_ANSWERS)
-    return tuple(
-        (name, gpu)
-        for name in GQA_MODELS
-        if models[name].max_position >= longest
-        for gpu, g in gpus.items()
-        if g.price_per_hour is not None
-        and gpus_for_weights(name, gpu, "bf16", power_of_two=False) == 1
-        and max_batch(name, gpu, longest) >= 4
-    )
-
-
 @register_worked("long_context")
 def _long_context(variant: int = 0) -> dict[str, Any]:
     g = draw(
         variant,
-        setup=(("Llama-3.1-8B", "H100 SXM"), _long_pairs()),
+        setup=(("Llama-3.1-8B", "H100 SXM"), long_pairs()),
         short=(2_048, SHORT_PROMPTS),
         long=(32_768, LONG_PROMPTS),
         answer=(512, LONG_ANSWERS),
@@ -575,30 +446,11 @@ def _quantization() -> dict[str, Any]:
     )
 
 
-#: Short chats' lengths and GPU-hour prices the batch-cost question's variants draw from.
-CHAT_PROMPTS, CHAT_ANSWERS, PRICES = (128, 256, 512, 1_024), (32, 64, 128, 256), (1, 2, 3, 4, 5)
-
-
-@functools.cache
-def _batch64_pairs() -> tuple[tuple[str, str], ...]:
-    """(model, GPU) pairs for the batch-cost question: models of 15 billion parameters or fewer, one GPU of which
-    holds 64 of the longest short chats drawn, by the interactive lab's memory."""
-    longest = max(CHAT_PROMPTS) + max(CHAT_ANSWERS)
-    return tuple(
-        (name, gpu)
-        for name in GQA_MODELS
-        if models[name].params <= 15e9
-        for gpu in gpus
-        if gpus_for_weights(name, gpu, "bf16", assumptions=LAB, power_of_two=False) == 1
-        and max_batch(name, gpu, longest, assumptions=LAB) >= 64
-    )
-
-
 @register_worked("batch_cost")
 def _batch_cost(variant: int = 0) -> dict[str, Any]:
     g = draw(
         variant,
-        setup=(("Llama-3.1-8B", "H100 SXM"), _batch64_pairs()),
+        setup=(("Llama-3.1-8B", "H100 SXM"), batch64_pairs()),
         prompt=(256, CHAT_PROMPTS),
         answer=(64, CHAT_ANSWERS),
         price=(3, PRICES),
@@ -636,7 +488,7 @@ def _batch_cost(variant: int = 0) -> dict[str, Any]:
 def _cost_per_million(variant: int = 0) -> dict[str, Any]:
     a = resolve(ENVELOPE)
     util = 0.3  # the question's given: the fleet is busy 30% of the hours it is billed
-    g = _tp2_setup(variant, big=True)
+    g = tp2_setup(variant, big=True)
     model, gpu = g["model"], g["gpu"]
     p = serving_plan(model, gpu, 2, g["ctx"], weight_bytes="fp8", assumptions=a)
     p7 = serving_plan("Qwen2.5-7B", gpu, 1, g["ctx"], assumptions=a)
@@ -676,7 +528,7 @@ def _cost_per_million(variant: int = 0) -> dict[str, Any]:
 @register_worked("scale_traffic")
 def _scale_traffic(variant: int = 0) -> dict[str, Any]:
     load = draw(variant, per_day=(200_000, PER_DAY[2:]), prompt=(2_000, PROMPTS), answer=(300, ANSWERS))
-    g = _tp2_setup(variant, big=True)
+    g = tp2_setup(variant, big=True)
     daily = Q_(load["per_day"], "1/day")
     t = traffic(daily, load["prompt"], load["answer"], peak_factor=PEAK_FACTOR)
     t10 = traffic(10 * daily, load["prompt"], load["answer"], peak_factor=PEAK_FACTOR)

@@ -8,7 +8,7 @@ for a variant), then changes its given.
 
 The chains that continue a question of the earlier files (``fleet350``: roofline_fleet; ``billion``: huge_fleet;
 ``gqa70``: kv_limit) change a given of that question's book setup; ``gqa70`` draws its variants as kv_limit does
-(:func:`llmcourse.interview.worked.gqa70_setup`), the other two have their one variant.
+(:func:`llmcourse.interview.givens.gqa70_setup`), the other two have their one variant.
 
 Examples
 --------
@@ -26,8 +26,8 @@ from llmcourse.assumptions import resolve
 from llmcourse.catalog import gpus, models
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.interview.figures import COURSE, PEAK_FACTOR, draw, per_gpu_rate, per_s, seed004_model
+from llmcourse.interview.givens import fits_words, gqa70_setup
 from llmcourse.interview.questions import register_worked
-from llmcourse.interview.worked import fits_words, gqa70_setup
 from llmcourse.planner.design import Brief, plan
 from llmcourse.planner.serving import fleet, traffic
 from llmcourse.replica.memory import kv_bytes_per_sequence, kv_bytes_per_token, max_batch, usable_memory
