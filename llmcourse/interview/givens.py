@@ -31,6 +31,7 @@ __all__ = [
     "CHAT_ANSWERS",
     "CHAT_PROMPTS",
     "CONTEXTS",
+    "FLEET_RPS",
     "GQA70_CONTEXTS",
     "GQA70_GPUS",
     "GQA_MODELS",
@@ -44,6 +45,7 @@ __all__ = [
     "batch64_pairs",
     "book_only",
     "fits_words",
+    "fleet350_rps",
     "fp8_pairs",
     "gqa70_setup",
     "long_pairs",
@@ -210,3 +212,13 @@ def batch64_pairs() -> tuple[tuple[str, str], ...]:
         if gpus_for_weights(name, gpu, "bf16", assumptions=LAB, power_of_two=False) == 1
         and max_batch(name, gpu, longest, assumptions=LAB) >= 64
     )
+
+
+#: The chat fleet's peak request rates (requests/s) the ``fleet350`` chain draws from.
+FLEET_RPS = tuple(range(100, 2_050, 50))
+
+
+def fleet350_rps(variant: int = 0) -> int:
+    """The ``fleet350`` chain's peak request rate for ``variant`` (roofline_fleet's 350 in the book's), shared by its
+    follow-ups (the triple traffic is three times it)."""
+    return draw(variant, rps=(350, FLEET_RPS))["rps"]

@@ -54,6 +54,7 @@ from llmcourse.interview.givens import (
     batch64_pairs,
     book_only,
     fits_words,
+    fleet350_rps,
     fp8_pairs,
     gqa70_setup,
     long_pairs,
@@ -619,11 +620,12 @@ def _h200(variant: int = 0) -> dict[str, Any]:
 
 # --- Staff+: the whole system, assumptions stated ---------------------------------------------------------------
 @register_worked("roofline_fleet")
-def _roofline_fleet() -> dict[str, Any]:
+def _roofline_fleet(variant: int = 0) -> dict[str, Any]:
     a, g, prompt, answer = resolve(CAPACITY), gpus["H100 SXM"], 2_000, 400
+    rps = fleet350_rps(variant)
     shape = dict(tensor_parallel=2, batch=64, weight_bytes="fp8")
     r = replica("Llama-3.1-70B", g, context_tokens=prompt + answer, assumptions=a, **shape)
-    demand = F["token_rate"](request_rate=Q_(350, "1/s"), tokens_per_request=answer).to("1/s")
+    demand = F["token_rate"](request_rate=Q_(rps, "1/s"), tokens_per_request=answer).to("1/s")
     f = fleet(demand, r)
     # does decode's idle compute hold the prefill the capacity method leaves out? (per replica, at the usable rate)
     budget = compute_budget(
@@ -641,6 +643,7 @@ def _roofline_fleet() -> dict[str, Any]:
     c = replica("Llama-3.1-70B", g, prompt_tokens=prompt, answer_tokens=answer, assumptions=COURSE, **shape)
     fc = fleet(demand, c)
     return dict(
+        rps=rps,
         demand=per_s(demand),
         kvtok=kv_bytes_per_token("Llama-3.1-70B").to("KiB"),
         hours=HOURS_PER_MONTH,

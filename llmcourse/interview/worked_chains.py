@@ -8,7 +8,8 @@ for a variant), then changes its given.
 
 The chains that continue a question of the earlier files (``fleet350``: roofline_fleet; ``billion``: huge_fleet;
 ``gqa70``: kv_limit) change a given of that question's book setup; ``gqa70`` draws its variants as kv_limit does
-(:func:`llmcourse.interview.givens.gqa70_setup`), the other two have their one variant.
+(:func:`llmcourse.interview.givens.gqa70_setup`), ``fleet350`` draws its peak rate
+(:func:`llmcourse.interview.givens.fleet350_rps`), ``billion`` has its one variant.
 
 Examples
 --------
@@ -26,7 +27,7 @@ from llmcourse.assumptions import resolve
 from llmcourse.catalog import gpus, models
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.interview.figures import COURSE, PEAK_FACTOR, draw, per_gpu_rate, per_s, seed004_model
-from llmcourse.interview.givens import fits_words, gqa70_setup
+from llmcourse.interview.givens import fits_words, fleet350_rps, gqa70_setup
 from llmcourse.interview.questions import register_worked
 from llmcourse.planner.design import Brief, plan
 from llmcourse.planner.serving import fleet, traffic
@@ -373,13 +374,13 @@ def _fleet350(rps: float, weights: str, batch: int | None = 64) -> dict[str, Any
 
 
 @register_worked("fleet350_triple")
-def _fleet350_triple() -> dict[str, Any]:
-    return _fleet350(3 * 350, "fp8")
+def _fleet350_triple(variant: int = 0) -> dict[str, Any]:
+    return _fleet350(3 * fleet350_rps(variant), "fp8") | dict(rps0=fleet350_rps(variant))
 
 
 @register_worked("fleet350_bf16")
-def _fleet350_bf16() -> dict[str, Any]:
-    out = _fleet350(3 * 350, "bf16", batch=None)
+def _fleet350_bf16(variant: int = 0) -> dict[str, Any]:
+    out = _fleet350(3 * fleet350_rps(variant), "bf16", batch=None)
     four = replica(
         "Llama-3.1-70B",
         "H100 SXM",
