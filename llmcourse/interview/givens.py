@@ -28,6 +28,8 @@ from llmcourse.replica.memory import gpus_for_weights, kv_bytes_per_token, max_b
 
 __all__ = [
     "ANSWERS",
+    "ANSWER_CHARS",
+    "BILLIONS",
     "CHAT_ANSWERS",
     "CHAT_PROMPTS",
     "CONTEXTS",
@@ -39,10 +41,12 @@ __all__ = [
     "LONG_ANSWERS",
     "LONG_PROMPTS",
     "PER_DAY",
+    "PER_GPU",
     "PRICES",
     "PROMPTS",
     "SHORT_PROMPTS",
     "batch64_pairs",
+    "billion_setup",
     "book_only",
     "fits_words",
     "fleet350_rps",
@@ -222,3 +226,17 @@ def fleet350_rps(variant: int = 0) -> int:
     """The ``fleet350`` chain's peak request rate for ``variant`` (roofline_fleet's 350 in the book's), shared by its
     follow-ups (the triple traffic is three times it)."""
     return draw(variant, rps=(350, FLEET_RPS))["rps"]
+
+
+#: Requests a day (billions), answer lengths (characters) and per-GPU rates (tokens/s) the ``billion`` chain draws; the
+#: rates are above what an H100 makes as its share of a 70B FP8 pair (under 2,000 tokens/s at these lengths), so that
+#: the chain's last follow-up, which asks for that rate, moves the fleet up.
+BILLIONS = (0.5, 1, 1.5, 2, 3, 5)
+ANSWER_CHARS = (2_000, 3_000, 4_000, 5_000, 6_000, 8_000)
+PER_GPU = (2_000, 2_500, 3_000, 3_500, 4_000, 5_000)
+
+
+def billion_setup(variant: int = 0) -> dict[str, Any]:
+    """The ``billion`` chain's givens for ``variant`` (huge_fleet's: 1.5 billion requests a day, 5,000 characters an
+    answer, 2,000 tokens/s a GPU, in the book's), shared by its follow-ups."""
+    return draw(variant, bn=(1.5, BILLIONS), chars=(5_000, ANSWER_CHARS), xg=(2_000, PER_GPU))

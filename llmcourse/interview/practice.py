@@ -356,14 +356,17 @@ def mock_session(
     seed: int = 0,
     say: Callable[[str], None] = print,
     bank: Mapping[str, Question] = QUESTIONS,
+    variant: int | None = None,
 ) -> dict[str, list[int]]:
     """A timed mock interview: a design or Staff+ question, then its chain's follow-ups, each graded; a question
     answered after ``minutes`` have passed (by ``clock``, seconds) counts as unanswered, and the rest are skipped.
-    Returns right and asked by competency."""
+    ``variant``: the givens' draw for every question (default: one drawn from ``seed``, or the book's for a chain
+    without variants). Returns right and asked by competency."""
     if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not 0 < minutes <= 600:
         raise InputError(f"--minutes must be a number above 0 and at most 600, not {minutes!r}.")
     qs = _mock_chain(bank, chain, seed)
-    variant = random.Random(f"mock|{seed}").randrange(1, 10**6) if all(q.varies for q in qs) else 0
+    if variant is None:
+        variant = random.Random(f"mock|{seed}").randrange(1, 10**6) if all(q.varies for q in qs) else 0
     start, it = clock(), iter(lines)
     score: dict[str, list[int]] = {}
     say(f"Mock interview: {len(qs)} questions, {minutes:g} minutes.")

@@ -52,6 +52,7 @@ from llmcourse.interview.givens import (
     PROMPTS,
     SHORT_PROMPTS,
     batch64_pairs,
+    billion_setup,
     book_only,
     fits_words,
     fleet350_rps,
@@ -711,23 +712,30 @@ def _prefill_pool() -> dict[str, Any]:
 
 
 @register_worked("huge_fleet")
-def _huge_fleet() -> dict[str, Any]:
-    tok = int(F["tokens_from_characters"](characters=5_000, chars_per_token=4).m)
-    t = traffic(Q_(1.5e9, "1/day"), 1, tok)
+def _huge_fleet(variant: int = 0) -> dict[str, Any]:
+    b = billion_setup(variant)
+    daily = Q_(b["bn"] * 1e9, "1/day")
+    tok = int(F["tokens_from_characters"](characters=b["chars"], chars_per_token=4).m)
+    t = traffic(daily, 1, tok)
     g = {
         f"g{x}": int(F["replicas_needed"](demand=t.output_tokens_per_s, throughput=Q_(x, "1/s")).m)
         for x in (1_000, 2_000, 4_000)
     }
     # sized on the peak hour, with the course's headroom: a fleet sized on the daily mean queues every afternoon
     h = resolve(COURSE).headroom
-    peak = traffic(Q_(1.5e9, "1/day"), 1, tok, peak_factor=PEAK_FACTOR).output_tokens_per_s
-    g_peak = int(F["replicas_needed"](demand=peak * h, throughput=Q_(2_000, "1/s")).m)
-    # whose 2,000 tokens/s? one H100's share of a replica at full load, answers of `tok` tokens; the prompt is not
+    peak = traffic(daily, 1, tok, peak_factor=PEAK_FACTOR).output_tokens_per_s
+    g_peak = int(F["replicas_needed"](demand=peak * h, throughput=Q_(b["xg"], "1/s")).m)
+    # whose tokens/s? one H100's share of a replica at full load, answers of `tok` tokens; the prompt is not
     # given: the answer states 1,000 tokens
     prompt = 1_000
     x8, x70 = per_gpu_rate("Llama-3.1-8B", 1, "bf16", prompt, tok), per_gpu_rate("Llama-3.1-70B", 2, "fp8", prompt, tok)
     g70 = int(F["replicas_needed"](demand=peak * h, throughput=Q_(x70, "1/s")).m)
     return dict(
+        bn=b["bn"],
+        chars=b["chars"],
+        kb=b["chars"] // 1_000,
+        xg=b["xg"],
+        g_x=int(F["replicas_needed"](demand=t.output_tokens_per_s, throughput=Q_(b["xg"], "1/s")).m),
         rps=float(t.request_rate.to("1/s").m),
         tok=tok,
         demand=float(t.output_tokens_per_s.to("1/s").m),

@@ -9,7 +9,8 @@ for a variant), then changes its given.
 The chains that continue a question of the earlier files (``fleet350``: roofline_fleet; ``billion``: huge_fleet;
 ``gqa70``: kv_limit) change a given of that question's book setup; ``gqa70`` draws its variants as kv_limit does
 (:func:`llmcourse.interview.givens.gqa70_setup`), ``fleet350`` draws its peak rate
-(:func:`llmcourse.interview.givens.fleet350_rps`), ``billion`` has its one variant.
+(:func:`llmcourse.interview.givens.fleet350_rps`), ``billion`` its requests, answers and per-GPU rate
+(:func:`llmcourse.interview.givens.billion_setup`).
 
 Examples
 --------
@@ -27,7 +28,7 @@ from llmcourse.assumptions import resolve
 from llmcourse.catalog import gpus, models
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.interview.figures import COURSE, PEAK_FACTOR, draw, per_gpu_rate, per_s, seed004_model
-from llmcourse.interview.givens import fits_words, fleet350_rps, gqa70_setup
+from llmcourse.interview.givens import billion_setup, fits_words, fleet350_rps, gqa70_setup
 from llmcourse.interview.questions import register_worked
 from llmcourse.planner.design import Brief, plan
 from llmcourse.planner.serving import fleet, traffic
@@ -394,23 +395,38 @@ def _fleet350_bf16(variant: int = 0) -> dict[str, Any]:
     return out | dict(gpus_tp4=fleet(demand, four).gpus, user4=per_s(four.tokens_per_s_per_user))
 
 
-def _billion(chars: int, per_gpu: float) -> dict[str, Any]:
-    """huge_fleet's GPUs at the peak: 1.5 billion requests a day, ``chars`` characters an answer (4 a token)."""
+def _billion(variant: int, model_rate: bool) -> dict[str, Any]:
+    """huge_fleet's GPUs at the peak with twice its answers' characters (4 a token), at its per-GPU figure or, with
+    ``model_rate``, at the rate one H100 makes as its share of a Llama 3.1 70B FP8 pair on those answers."""
+    b = billion_setup(variant)
+    chars = 2 * b["chars"]
     tok = int(F["tokens_from_characters"](characters=chars, chars_per_token=4).m)
-    peak = traffic(Q_(1.5e9, "1/day"), 1, tok, peak_factor=PEAK_FACTOR).output_tokens_per_s
+    peak = traffic(Q_(b["bn"] * 1e9, "1/day"), 1, tok, peak_factor=PEAK_FACTOR).output_tokens_per_s
     h = resolve(COURSE).headroom
+    per_gpu = per_gpu_rate("Llama-3.1-70B", 2, "fp8", 1_000, tok) if model_rate else b["xg"]
     g = int(F["replicas_needed"](demand=peak * h, throughput=Q_(per_gpu, "1/s")).m)
-    return dict(tok=tok, demand_peak=per_s(peak), headroom=h, peak=PEAK_FACTOR, g_peak=g, per_gpu=per_gpu)
+    return dict(
+        bn=b["bn"],
+        chars=chars,
+        kb=chars // 1_000,
+        xg=b["xg"],
+        tok=tok,
+        demand_peak=per_s(peak),
+        headroom=h,
+        peak=PEAK_FACTOR,
+        g_peak=g,
+        per_gpu=per_gpu,
+    )
 
 
 @register_worked("billion_long")
-def _billion_long() -> dict[str, Any]:
-    return _billion(10_000, 2_000)
+def _billion_long(variant: int = 0) -> dict[str, Any]:
+    return _billion(variant, model_rate=False)
 
 
 @register_worked("billion_70b")
-def _billion_70b() -> dict[str, Any]:
-    return _billion(10_000, per_gpu_rate("Llama-3.1-70B", 2, "fp8", 1_000, 2_500))
+def _billion_70b(variant: int = 0) -> dict[str, Any]:
+    return _billion(variant, model_rate=True)
 
 
 def _gqa70(variant: int, kv: str) -> dict[str, Any]:
