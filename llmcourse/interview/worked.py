@@ -577,13 +577,22 @@ def _scale_traffic(variant: int = 0) -> dict[str, Any]:
 
 
 @register_worked("littles_law")
-def _littles_law() -> dict[str, Any]:
-    rate = traffic(Q_(1.5e9, "1/day"), 1, 1).request_rate.to("1/s")
-    t = F["generation_time"](tokens_per_request=1_250, token_rate=Q_(50, "1/s")).to("s")
+def _littles_law(variant: int = 0) -> dict[str, Any]:
+    g = draw(variant, tokens=(1_250, (500, 750, 1_000, 1_250, 1_500, 2_000)), speed=(50, (20, 30, 40, 50, 60, 80, 100)))
+    bn = billion_setup(variant)["bn"]  # the billion-a-day service's traffic, and its fleet sized on the peak
+    rate = traffic(Q_(bn * 1e9, "1/day"), 1, 1).request_rate.to("1/s")
+    t = F["generation_time"](tokens_per_request=g["tokens"], token_rate=Q_(g["speed"], "1/s")).to("s")
     n = float(F["littles_law"](request_rate=rate, time_in_system=t).m)
-    g = _huge_fleet()["g_peak"]  # the fleet sized on the peak, with headroom
-    return dict(
-        rps=float(rate.m), t=t, n=n, peak=PEAK_FACTOR, n_peak=n * PEAK_FACTOR, gpus=g, per_gpu=n * PEAK_FACTOR / g
+    gpus_ = _huge_fleet(variant)["g_peak"]
+    return g | dict(
+        bn=bn,
+        rps=float(rate.m),
+        t=t,
+        n=n,
+        peak=PEAK_FACTOR,
+        n_peak=n * PEAK_FACTOR,
+        gpus=gpus_,
+        per_gpu=n * PEAK_FACTOR / gpus_,
     )
 
 
