@@ -694,15 +694,19 @@ def _roofline_fleet(variant: int = 0) -> dict[str, Any]:
 
 
 @register_worked("prefill_pool")
-def _prefill_pool() -> dict[str, Any]:
+def _prefill_pool(variant: int = 0) -> dict[str, Any]:
     a, g = resolve(CAPACITY), gpus["H100 SXM"]
-    p = prefill_pool(Q_(700_000, "1/s"), "Llama-3.1-70B", g, assumptions=a)
-    half = prefill_pool(Q_(350_000, "1/s"), "Llama-3.1-70B", g, assumptions=a)
+    fl = _roofline_fleet(variant)  # the same chat product: its peak requests times its 2,000-token prompts
+    ptok = fl["rps"] * 2_000
+    full, halved = Q_(ptok, "1/s"), Q_(ptok / 2, "1/s")
+    p = prefill_pool(full, "Llama-3.1-70B", g, assumptions=a)
+    half = prefill_pool(halved, "Llama-3.1-70B", g, assumptions=a)
     a8 = a.replace(matmul_precision="weights")  # the FP8 model's matmuls at the FP8 peak
-    p8 = prefill_pool(Q_(700_000, "1/s"), "Llama-3.1-70B", g, weight_bytes="fp8", assumptions=a8)
-    half8 = prefill_pool(Q_(350_000, "1/s"), "Llama-3.1-70B", g, weight_bytes="fp8", assumptions=a8)
-    fl = _roofline_fleet()
+    p8 = prefill_pool(full, "Llama-3.1-70B", g, weight_bytes="fp8", assumptions=a8)
+    half8 = prefill_pool(halved, "Llama-3.1-70B", g, weight_bytes="fp8", assumptions=a8)
     return dict(
+        ptok=ptok,
+        ptok_tex=f"{ptok:,}".replace(",", "{,}"),
         gpus_fp8=p8.gpus,
         gpus_cached8=half8.gpus,
         per_gpu8=(g.peak_flops(matmul_precision("fp8", g, a8)) * a.compute_efficiency).to("PFLOP/s"),
@@ -761,12 +765,19 @@ def _huge_fleet(variant: int = 0) -> dict[str, Any]:
 
 
 @register_worked("moe")
-def _moe() -> dict[str, Any]:
-    kw = dict(context_tokens=2_304, assumptions=LAB)
-    s1 = decode_step("Qwen3-30B-A3B", "H100 SXM", batch=1, **kw)
-    s32 = decode_step("Qwen3-30B-A3B", "H100 SXM", batch=32, **kw)
-    s8 = decode_step("Llama-3.1-8B", "H100 SXM", batch=1, **kw)
-    return dict(
+def _moe(variant: int = 0) -> dict[str, Any]:
+    g = draw(
+        variant,
+        gpu=("H100 SXM", ("H100 SXM", "H200 SXM", "B200", "MI300X", "MI325X", "A100 SXM 80GB", "H20", "B300")),
+        ctx=(2_304, CONTEXTS[:6]),
+        batch=(32, (8, 16, 24, 32, 48, 64)),
+    )
+    kw = dict(context_tokens=g["ctx"], assumptions=LAB)
+    s1 = decode_step("Qwen3-30B-A3B", g["gpu"], batch=1, **kw)
+    s32 = decode_step("Qwen3-30B-A3B", g["gpu"], batch=g["batch"], **kw)
+    s8 = decode_step("Llama-3.1-8B", g["gpu"], batch=1, **kw)
+    return g | dict(
+        gpu=g["gpu"].split()[0] if variant == 0 else g["gpu"],
         w=weight_bytes("Qwen3-30B-A3B").to("GB"),
         w1=s1.weights_read,
         w32=s32.weights_read,
