@@ -53,6 +53,7 @@ __all__ = [
     "fp8_pairs",
     "gqa70_setup",
     "long_pairs",
+    "one_gpu_models",
     "one_gpu_setups",
     "tp2_pairs",
     "tp2_setup",
@@ -240,3 +241,10 @@ def billion_setup(variant: int = 0) -> dict[str, Any]:
     """The ``billion`` chain's givens for ``variant`` (huge_fleet's: 1.5 billion requests a day, 5,000 characters an
     answer, 2,000 tokens/s a GPU, in the book's), shared by its follow-ups."""
     return draw(variant, bn=(1.5, BILLIONS), chars=(5_000, ANSWER_CHARS), xg=(2_000, PER_GPU))
+
+
+def one_gpu_models() -> tuple[str, ...]:
+    """The models of :data:`GQA_MODELS` whose BF16 weights fit on one L4 by the interactive lab's memory (7-8B)."""
+    return tuple(
+        name for name in GQA_MODELS if gpus_for_weights(name, "L4", "bf16", assumptions=LAB, power_of_two=False) == 1
+    )
