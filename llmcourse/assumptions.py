@@ -49,7 +49,7 @@ from typing import Any
 
 from llmcourse.errors import InputError, UnknownNameError
 
-__all__ = ["DEFAULT", "PRESETS", "Assumptions", "presets_table", "resolve"]
+__all__ = ["DEFAULT", "PRESETS", "Assumptions", "for_engine", "presets_table", "resolve"]
 
 #: Allowed values of the fields that name a rule, and what each value means.
 CHOICES: dict[str, dict[str, str]] = {
@@ -57,6 +57,9 @@ CHOICES: dict[str, dict[str, str]] = {
         "total": "a share of the GPUs' total memory holds weights and KV cache (vLLM's gpu_memory_utilization)",
         "free": "the weights, plus a share of what they leave for the KV cache (TensorRT-LLM's "
         "free_gpu_memory_fraction)",
+        "engine": "the replica's engine's own rule: vLLM's gpu_memory_utilization (memory_fraction of the total), "
+        "SGLang's mem_fraction_static (its default by the GPU's memory and the server's GPUs, 0.836 on one H100, "
+        "0.856 on four B200s), TensorRT-LLM's free_gpu_memory_fraction (the weights plus memory_fraction of what they leave)",
     },
     "memory_unit": {
         "GB": "the datasheet's memory in decimal gigabytes (80 GB = 80 x 10^9 bytes)",
@@ -120,7 +123,8 @@ CHOICES: dict[str, dict[str, str]] = {
 MEANING: dict[str, str] = {
     "memory_rule": "how the usable memory is set",
     "memory_fraction": "share of memory the server may use (rule 'total'), or share of what the weights "
-    "leave that the KV cache gets (rule 'free')",
+    "leave that the KV cache gets (rule 'free'); with rule 'engine', vLLM's gpu_memory_utilization and "
+    "TensorRT-LLM's free_gpu_memory_fraction (SGLang sets its own share)",
     "memory_unit": "what a GPU's listed memory means",
     "bandwidth_efficiency": "share of the datasheet memory bandwidth a decode step reaches",
     "compute_efficiency": "share of the datasheet dense FLOP/s that matmuls reach",
@@ -169,6 +173,13 @@ MEANING: dict[str, str] = {
     "max_num_tokens); None: prompts prefilled whole while decoding waits",
     "four_bit_bandwidth_factor": "share of the bandwidth efficiency a decode step keeps with 4-bit weights (FP4, "
     "INT4: the kernels also read block scales and dequantise)",
+    "llama_cpp_bandwidth_efficiency": "share of the datasheet memory bandwidth a decode step of llama.cpp reaches "
+    "(its own kernels, 8- and 16-bit GGUF weights; None: bandwidth_efficiency, as every engine)",
+    "llama_cpp_four_bit_bandwidth_factor": "share of llama.cpp's bandwidth efficiency its decode keeps with 4-bit GGUF "
+    "weights (Q4_K_M, Q4_0: its kernels dequantise the blocks as they read them; None: four_bit_bandwidth_factor)",
+    "llama_cpp_compute_efficiency": "share of the datasheet dense 16-bit FLOP/s llama.cpp's prompt processing reaches "
+    "(None: compute_efficiency)",
+    "llama_cpp_step_overhead_ms": "fixed time per decode step of llama.cpp, one sequence (ms; None: step_overhead_ms)",
     "gpu_idle_power_fraction": "share of its rated power (TDP) a GPU draws while it holds a model but serves nothing",
     "gpu_load_power_fraction": "share of its rated power (TDP) a GPU draws while it serves at full load",
     "host_power_fraction": "the server around each GPU (CPUs, memory, NICs, switches, fans) draws this share of the "
@@ -235,6 +246,11 @@ class Assumptions:
     prefill_chunk_tokens: int | None = None
     kv_replication: bool = True
     speculation: Any = None
+    # llama.cpp's own kernels (engine "llama.cpp", :func:`for_engine`); None: the values above, as for every engine
+    llama_cpp_bandwidth_efficiency: float | None = None
+    llama_cpp_four_bit_bandwidth_factor: float | None = None
+    llama_cpp_compute_efficiency: float | None = None
+    llama_cpp_step_overhead_ms: float | None = None
     # The whole bill (chapter Sizing the fleet). Course assumptions, each beside its evidence:
     # - idle: an H100 that holds a model draws its bare idle plus +26-50 W for the CUDA context (arXiv 2605.23918,
     #   "The Model Parking Tax", 14 H100s over 18 days); a published H200 run idles at 80 W of its 700 W. About
@@ -303,6 +319,7 @@ class Assumptions:
                 f"speculation ({MEANING['speculation']}) must be None or a llmcourse.replica.speculative.Speculation; "
                 f"got {self.speculation!r}."
             )
+        self._check_llama_cpp()
         if self.headroom < 1:
             raise InputError(f"headroom ({MEANING['headroom']}) must be at least 1; got {self.headroom!r}.")
         if self.flops_per_param <= 0:
@@ -342,6 +359,24 @@ class Assumptions:
         for name in ("step_overhead_ms", "draft_step_overhead_ms", "draft_model_step_overhead_ms"):
             if getattr(self, name) < 0:
                 raise InputError(f"{name} ({MEANING[name]}) must be 0 or more; got {getattr(self, name)!r}.")
+
+    def _check_llama_cpp(self) -> None:
+        """The llama.cpp fields: each None, or a share above 0 and at most 1 (an overhead: 0 ms or more)."""
+        for name in (
+            "llama_cpp_bandwidth_efficiency",
+            "llama_cpp_four_bit_bandwidth_factor",
+            "llama_cpp_compute_efficiency",
+            "llama_cpp_step_overhead_ms",
+        ):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
+                raise InputError(f"{name} ({MEANING[name]}) must be a finite number or None; got {value!r}.")
+            if name.endswith("_ms") and value < 0:
+                raise InputError(f"{name} ({MEANING[name]}) must be 0 or more; got {value!r}.")
+            if not name.endswith("_ms") and not 0 < value <= 1:
+                raise InputError(f"{name} ({MEANING[name]}) must be above 0 and at most 1; got {value!r}.")
 
     def replace(self, **changes: Any) -> Assumptions:
         """A copy with some fields changed (``None`` values are ignored), named after the change."""
@@ -450,6 +485,13 @@ PRESETS: dict[str, Assumptions] = {
             # schedulers run (llmcourse.replica.scheduler names each engine's defaults and where they are set).
             admission="blocks",
             prefill_schedule="engine",
+            # The memory each engine lends its weights and KV cache, as it sizes it (llmcourse.replica.scheduler.
+            # engine_memory_rule): vLLM's gpu_memory_utilization 0.9 of the total (vllm/config/cache.py CacheConfig),
+            # SGLang's mem_fraction_static by the GPU's memory (python/sglang/srt/server_args.py
+            # ServerArgs._handle_gpu_memory_settings: 0.836 on one H100, 0.856 on four B200s), TensorRT-LLM's
+            # free_gpu_memory_fraction 0.9 of what the weights leave (tensorrt_llm/llmapi/llm_args.py KvCacheConfig).
+            # A replica that names no engine runs vLLM's rule, the sources' "90% of memory" (memory_fraction 0.9).
+            memory_rule="engine",
             # The engines' default token budget per iteration on H100-class GPUs, which the queueing simulator
             # schedules by: vLLM's max_num_batched_tokens for its OpenAI server on a GPU of 70 GiB or more
             # (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults: 8,192; 2,048 on smaller GPUs and A100),
@@ -472,6 +514,19 @@ PRESETS: dict[str, Assumptions] = {
             # wide-EP: a token once per destination GPU.
             expert_dispatch="per_gpu",
             dispatch_bytes=1.03125,
+            # llama.cpp's own kernels (engine "llama.cpp", for_engine): fitted, in the open, to the 48 public
+            # llama-bench rows of llmcourse/data/llama_cpp_public.csv (12 machines: RTX 3070 to 4090, Apple M1 to M4
+            # and M2 Ultra; Q4_K_M and F16; each row's source in the file) by least squares on ln(predicted /
+            # measured) through the decode step and the prefill (llmcourse.validation.llama_cpp.fit_llama_cpp):
+            # decode reaches 84% of the bandwidth with F16 weights and 69% with Q4_K_M (0.84 x 0.82), plus 0.5 ms a
+            # token; prompt processing 81% of the dense 16-bit FLOP/s. Held out by machine, decode is off by a
+            # median 1.13x and prompt processing by 1.18x, every row within 2x (chapter On your own machine shows
+            # the fit and checks these values against it). The datacenter factors above (0.7 x 0.6 for 4-bit,
+            # 1 ms, 0.5) had llama.cpp 1.55x too slow at decode and 1.66x at prompt processing.
+            llama_cpp_bandwidth_efficiency=0.84,
+            llama_cpp_four_bit_bandwidth_factor=0.82,
+            llama_cpp_compute_efficiency=0.81,
+            llama_cpp_step_overhead_ms=0.5,
         ),
     )
 }
@@ -499,6 +554,42 @@ def resolve(assumptions: Assumptions | str | None = None) -> Assumptions:
     )
 
 
+def for_engine(a: Assumptions, engine: str | None) -> Assumptions:
+    """The assumptions a replica of ``engine`` runs under: for ``"llama.cpp"``, its own kernels' shares and step
+    overhead (the ``llama_cpp_*`` fields that are set) in place of the general ones, the ``llama_cpp_*`` fields
+    then None (applied: a second call changes nothing); any other engine, or a preset that sets none of them (the
+    sources' methods), the assumptions unchanged. The name is kept.
+
+    Measured llama.cpp rows split into times at 100% (``llmcourse.validation.load_components``) carry llama.cpp's
+    share over the general one, so a refit of the general shares on them (``evidence``, ``own_benchmark``) moves
+    llama.cpp's in proportion; a replica of engine llama.cpp takes the ``llama_cpp_*`` values as they are: to refit
+    those on your own rows, fit ``llmcourse.validation.llama_cpp.fit_llama_cpp(from_llama_bench(rows))``.
+
+    Examples
+    --------
+    >>> a = for_engine(resolve("course"), "llama.cpp")
+    >>> a.bandwidth_efficiency == resolve("course").llama_cpp_bandwidth_efficiency, a.name
+    (True, 'course')
+    >>> a.llama_cpp_bandwidth_efficiency is None, for_engine(a, "llama.cpp") is a
+    (True, True)
+    >>> for_engine(resolve("course"), "vLLM") is resolve("course"), for_engine(resolve("lab"), "llama.cpp").name
+    (True, 'lab')
+    """
+    if engine != "llama.cpp":
+        return a
+    swap = {
+        "bandwidth_efficiency": a.llama_cpp_bandwidth_efficiency,
+        "four_bit_bandwidth_factor": a.llama_cpp_four_bit_bandwidth_factor,
+        "compute_efficiency": a.llama_cpp_compute_efficiency,
+        "step_overhead_ms": a.llama_cpp_step_overhead_ms,
+    }
+    if all(v is None for v in swap.values()):
+        return a
+    swap = {k: v for k, v in swap.items() if v is not None}
+    applied = {f"llama_cpp_{k}": None for k in swap}
+    return dataclasses.replace(a, **swap, **applied)
+
+
 def presets_table() -> list[tuple[str, ...]]:
     """Rows of (field, meaning, one value per preset), the presets side by side for the book.
 
@@ -524,5 +615,11 @@ def presets_table() -> list[tuple[str, ...]]:
     for f in fields(Assumptions):
         if f.name in ("name", "summary"):
             continue
-        rows.append((f.name, MEANING[f.name], *(show(getattr(p, f.name)) for p in PRESETS.values())))
+        values = [getattr(p, f.name) for p in PRESETS.values()]
+        if f.name.startswith("llama_cpp_"):  # None: the general value, not a rule switched off
+            values = [
+                getattr(p, f.name.removeprefix("llama_cpp_")) if v is None else v
+                for v, p in zip(values, PRESETS.values(), strict=True)
+            ]
+        rows.append((f.name, MEANING[f.name], *map(show, values)))
     return rows

@@ -145,18 +145,44 @@ def test_a_faster_link_never_raises_ttft(slow, fast):
     assert b.ttft <= a.ttft and b.kv_handoff < a.kv_handoff
 
 
-def test_compare_says_a_tie_as_a_tie():
-    """The chapter's case: 20 requests/s of 2,000 + 300 tokens on TP4 replicas of H100s in FP8. Disaggregated: 20 x
-    0.096 s x 1.3 = 2.5, so 3 prefill replicas = 12 GPUs, and one decode replica of 4 GPUs whose batch of 288 at a
-    35 ms step completes 288 / (300 x 0.035 s) = 27.4 requests/s, above 20 x 1.3 = 26: 16 GPUs. Under the engine's
-    picture the aggregated plan needs 4 replicas of 4 GPUs = 16 too: a tie, said as one (the pick goes to the
-    simpler system)."""
+def test_compare_queues_both_first_tokens_at_the_same_percentile():
+    """The chapter's case: 20 requests/s of 2,000 + 300 tokens on TP4 replicas of H100s in FP8, targets on the mean.
+    compare() reads both first tokens at p99, each in its queue: the aggregated plan's simulated p99 (not its
+    queue-less mean), the disaggregated one's simulated prefill queue. The disaggregated p99 is the fixed parts plus
+    the wait's p99 (the prefill and the hand-off are the same for every prompt of one length), and its prefill pool is
+    the fewest replicas whose p99 meets the 600 ms (one fewer misses it, or is unstable)."""
     c = compare("Llama-3.1-70B", "H100 SXM", BRIEF, tensor_parallel=4, weight_bytes="fp8")
     agg, dis = c.aggregated, c.disaggregated
+    assert agg.brief.ttft_percentile == dis.ttft_percentile == 99
+    assert c.aggregated_ttft == agg.sizing.ttft and c.aggregated_ttft != agg.ttft  # the queued p99, not the mean
+    parts = Q_(COURSE.request_overhead_ms, "ms") + dis.queue_wait + dis.prefill_time + dis.kv_handoff
+    assert abs((dis.ttft - parts).to("ms").m) < 1e-9 and dis.ttft <= BRIEF.ttft_target
+    pre = dis.prefill.replicas
+    rate, t = 20.0, dis.prefill_time.to("s").m
+    if rate * t < pre - 1:  # one fewer replica is a stable queue: its simulated p99 must miss the target
+        from llmcourse.planner.disagg import COMPARE_RUN
+        from llmcourse.simulator import simulate_pool
+
+        run = simulate_pool(Q_(rate, "1/s"), dis.prefill_time, pre - 1, requests=COMPARE_RUN.requests)
+        assert parts - dis.queue_wait + run.wait_at(99) > BRIEF.ttft_target
     assert agg.meets_targets and dis.meets_targets
-    assert (agg.gpus, dis.prefill.gpus, dis.decode.gpus, dis.gpus) == (16, 12, 4, 16)
-    assert c.tie and c.winner == "aggregated"
-    assert c.rows()[-1] == ("fewer GPUs", "a tie: 16 GPUs each (aggregated, the simpler system)")
+    row = dict(c.rows())["aggregated"]
+    assert "TTFT p99" in row and f"{c.aggregated_ttft.to('ms').m:,.1f} ms" in row
+
+
+def test_the_pool_simulation_against_closed_forms():
+    """M/D/1 at rho = 0.8 and 100 ms: the Pollaczek-Khinchine mean wait rho t / (2 (1 - rho)) = 200 ms, and a share
+    1 - rho = 20% of arrivals that find the server free (PASTA). With four servers at rho = 0.8 Sakasegawa's
+    approximation, 0.8^(sqrt(10) - 1) / (4 x 0.2) x 50 ms = 38.4 ms, is an approximation: within 15%."""
+    from llmcourse.simulator import simulate_pool
+
+    one = simulate_pool(Q_(8, "1/s"), Q_(100, "ms"), 1, requests=200_000)
+    assert one.mean_wait.to("ms").m == pytest.approx(200.0, rel=0.05)
+    assert sum(w == 0 for w in one.waits_s) / one.requests == pytest.approx(0.2, abs=0.01)
+    four = simulate_pool(Q_(32, "1/s"), Q_(100, "ms"), 4, requests=200_000)
+    saka = 0.8 ** (10**0.5 - 1) / (4 * 0.2) * 50.0
+    assert four.mean_wait.to("ms").m == pytest.approx(saka, rel=0.15)
+    assert four.wait_at(99) > 3 * four.mean_wait  # the tail the mean hides
 
 
 @pytest.mark.parametrize(
@@ -179,12 +205,18 @@ def test_the_verdict_rule(agg, dis, want):
     assert Comparison(a, d).winner == want
 
 
-def test_percentile_targets_are_refused():
-    """The pools are sized on the mean wait: a brief with percentile targets is refused, saying what to do."""
+def test_a_first_token_percentile_is_sized_and_a_time_per_token_percentile_refused():
+    """The prefill queue is simulated, so a TTFT percentile is sized (on the simulated p99, no headroom: 20 x 0.096 s
+    = 1.92 replicas' worth, so at least 2, and p99 within 600 ms); the decode pool's queue is not, so a TPOT
+    percentile is refused, saying what to do."""
     b = Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms"), ttft_percentile=99)
-    with pytest.raises(InputError, match=r"targets on the mean.*plan\(\)"):
-        disaggregated("Llama-3.1-70B", "H100 SXM", b, **SHAPE)
-    with pytest.raises(InputError, match=r"compare\(\).*targets on the mean"):
+    d = disaggregated("Llama-3.1-70B", "H100 SXM", b, **SHAPE)
+    assert d.ttft_percentile == 99 and d.ttft_met and d.prefill.replicas >= 2
+    assert "p99, simulated" in d.rows()[0][0]
+    with pytest.raises(InputError, match=r"tpot_percentile=None.*plan\(\)"):
+        disaggregated("Llama-3.1-70B", "H100 SXM", Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms"),
+                                                         tpot_percentile=90), **SHAPE)  # fmt: skip
+    with pytest.raises(InputError, match=r"compare\(\).*tpot_percentile=None"):
         compare("Llama-3.1-70B", "H100 SXM", Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms"), tpot_percentile=90),
                 tensor_parallel=4, weight_bytes="fp8")  # fmt: skip
 

@@ -197,7 +197,10 @@ def test_missing_column_is_a_reason_per_row():
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
-        (dict(model_path="MiniMaxAI/MiniMax-M2.5", moe_ep_size="8", tp_size="8"), lcv.LAYOUT_REASON + " (ep=8)"),
+        (
+            dict(model_path="MiniMaxAI/MiniMax-M2.5", moe_ep_size="8", moe_tp_size="1", tp_size="8"),
+            lcv.LAYOUT_REASON + " (ep=8)",
+        ),
         (dict(model_path="MiniMaxAI/MiniMax-M2.5", attention_dp_size="4"), lcv.LAYOUT_REASON + " (attention_dp=4)"),
     ],
 )
@@ -306,10 +309,10 @@ def test_shipped_file_accounts_for_every_row():
 def test_layouts_switch_on_only_where_replica_has_the_keyword(monkeypatch):
     """A row needing expert parallelism is skipped until the layout is enabled AND replica() takes its keyword."""
     monkeypatch.setattr(measured, "ENABLED_LAYOUTS", frozenset())
-    row = parse_aic(aic_row(model_path="MiniMaxAI/MiniMax-M2.5", moe_ep_size="4")).skipped
+    row = parse_aic(aic_row(model_path="MiniMaxAI/MiniMax-M2.5", moe_ep_size="4", moe_tp_size="1")).skipped
     assert row and lcv.LAYOUT_REASON in row[0].reason
     monkeypatch.setattr(measured, "ENABLED_LAYOUTS", frozenset({"ep"}))
-    got = parse_aic(aic_row(model_path="MiniMaxAI/MiniMax-M2.5", moe_ep_size="4"))
+    got = parse_aic(aic_row(model_path="MiniMaxAI/MiniMax-M2.5", moe_ep_size="4", moe_tp_size="1"))
     has = "expert_parallel" in inspect.signature(replica).parameters
     assert bool(got.rows) == has and bool(got.skipped) == (not has)
 
@@ -633,3 +636,84 @@ def test_a_row_whose_engine_is_not_named_runs_on_the_default_engine():
     assert row_engine(row) is None
     named = lcv.predict(dataclasses.replace(row, engine="vLLM")).value
     assert lcv.predict(row).value == named  # vLLM is the default engine
+
+
+# --- the GPUs and the layout of an aiconfigurator row, from all its columns ---------------------------------------
+@pytest.mark.parametrize(
+    ("change", "layout"),
+    [
+        # tp 1, moe_tp 2: the MoE group is 2 GPUs, so the attention ran data-parallel over 2 groups of 1
+        (dict(tp_size="1", attention_dp_size="", moe_tp_size="2", moe_ep_size="1", backend="vllm"), (1, 2, 1, 2)),
+        # tp 2, moe_tp 4: 4 GPUs, 2 attention groups of 2
+        (dict(tp_size="2", attention_dp_size="", moe_tp_size="4", moe_ep_size="1", backend="vllm"), (2, 2, 1, 4)),
+        # tp x attention_dp = moe_tp x moe_ep: the columns as they are
+        (dict(tp_size="4", attention_dp_size="", moe_tp_size="1", moe_ep_size="4"), (4, 1, 4, 4)),
+        (dict(tp_size="2", attention_dp_size="2", moe_tp_size="1", moe_ep_size="4", backend="vllm"), (2, 2, 4, 4)),
+    ],
+)
+def test_aiconfigurator_row_runs_on_its_moe_group(change, layout):
+    """(tp, attention_dp, ep, n_gpus) of a Qwen3-235B row: the world is max(tp x attention_dp, moe_tp x moe_ep)."""
+    got = parse_aic(aic_row(model_path="Qwen/Qwen3-235B-A22B-FP8", **change))
+    assert not got.skipped, got.skipped
+    r = got.rows[0]
+    assert (r.tp, r.attention_dp, r.ep, r.n_gpus) == layout
+    assert ("attention ran data-parallel" in r.notes) == (layout[1] > 1 and not change.get("attention_dp_size"))
+
+
+@pytest.mark.parametrize("backend", ["trtllm", "sglang"])
+def test_heads_a_tp_does_not_divide_run_attention_data_parallel(backend):
+    """DeepSeek-V3 (128 heads) at tp_size 36: TensorRT-LLM and SGLang split heads only evenly, so the row ran 36
+    attention groups of 1 GPU, its experts split 36 ways (moe_tp_size 36), on 36 GPUs; it is predicted."""
+    row = aic_row(
+        model_path="deepseek-ai/DeepSeek-R1", system="gb200", backend=backend, precision="fp4",
+        gemm_quant_mode="nvfp4", moe_quant_mode="nvfp4", tp_size="36", moe_tp_size="36", moe_ep_size="1",
+        silicon_data_source="x; silicon_concurrency=144",
+    )  # fmt: skip
+    got = parse_aic(row)
+    assert not got.skipped, got.skipped
+    r = got.rows[1]
+    assert (r.tp, r.attention_dp, r.ep, r.n_gpus, r.concurrency) == (1, 36, 1, 36, 144)
+    assert "does not divide the 128 attention heads" in r.notes
+    assert lcv.layout_keywords(r) == {"data_parallel": 36, "expert_parallel": 1}
+    assert lcv.predict(r).value > 0
+
+
+def test_vllm_keeps_its_refusal_of_heads_a_tp_does_not_divide():
+    """vLLM's tensor-parallel size is its attention's (its data parallelism is a degree of its own): a row at
+    tp_size 36 of a 128-head model is read as it says and refused with the divisors to use."""
+    row = aic_row(
+        model_path="deepseek-ai/DeepSeek-R1", system="gb200", backend="vllm", precision="fp8",
+        tp_size="36", moe_tp_size="36", moe_ep_size="1",
+    )  # fmt: skip
+    (r, _) = parse_aic(row).rows
+    assert (r.tp, r.attention_dp) == (36, 1)
+    with pytest.raises(InputError, match=r"tensor_parallel=36 does not divide DeepSeek-V3's 128 attention heads; "
+                       r"use one of 1, 2, 4, 8, 16, 32, 64, 128"):  # fmt: skip
+        lcv.predict(r)
+
+
+def test_a_moe_group_that_is_no_whole_number_of_tp_groups_is_a_reason():
+    got = parse_aic(aic_row(model_path="Qwen/Qwen3-235B-A22B-FP8", tp_size="2", moe_tp_size="3", moe_ep_size="1"))
+    (sk,) = got.skipped
+    assert "must be a multiple of tp_size (2)" in sk.reason
+
+
+def test_attention_groups_queue_their_own_requests_by_hand():
+    """A closed loop of 5,632 requests over 72 attention groups: each group holds ceil(5,632 / 72) = 79, and the
+    wave's wait is that group's: s (79 - 1) t_pre / 2 (formula closed_loop_wave_wait), not the whole loop's."""
+    from llmcourse.validation.prediction import LoadComponents, per_group
+
+    assert per_group(5_632, 72) == 79
+    base = dict(
+        concurrency=5_632, osl=1_024, decode_memory_ms=10.0, decode_compute_ms=5.0, step_extra_ms=0.0,
+        batch_prefill_compute_ms=0.0, batch_prefill_memory_ms=0.0, batch_prefill_extra_ms=0.0,
+        prefill_compute_ms=50.0, prefill_memory_ms=10.0, prefill_extra_ms=0.0, interference=False,
+        separate_prefill=True, running=5_632,
+    )  # fmt: skip
+    one, many = LoadComponents(**base), LoadComponents(**base, groups=72)
+    assert many.group_concurrency == 79 and one.group_concurrency == 5_632
+    first = 50.0  # the prefill at compute efficiency 1
+    t_many = many.times(1.0, 1.0, 0.0, request_overhead_ms=0.0)[1]
+    t_one = one.times(1.0, 1.0, 0.0, request_overhead_ms=0.0)[1]
+    # SGLang's waves are whole (share 1): the wave waits (n - 1) t_pre / 2, and the longer of it and the queue counts
+    assert t_many >= first + 78 * first / 2 and t_many < t_one

@@ -81,6 +81,7 @@ from llmcourse.replica.model import replica
 from llmcourse.replica.prefilling import prefill
 from llmcourse.replica.step import decode_step, matmul_precision
 from llmcourse.units import HOURS_PER_MONTH, Q_
+from llmcourse.validation.measured import measurements
 
 __all__ = ["MIN_REPLICAS"]
 
@@ -656,6 +657,34 @@ def _h200(variant: int = 0) -> dict[str, Any]:
 
 
 # --- Staff+: the whole system, assumptions stated ---------------------------------------------------------------
+def _batch_for_user_rate(model: str, gpu: Any, target: pint.Quantity, **work: Any) -> Any:
+    """The course's replica at the largest batch (of those that fit) whose users each see at least ``target``
+    tokens/s; the time per token grows with the batch, so the batches are tried from the largest down."""
+    for b in range(replica(model, gpu, **work).batch, 0, -1):
+        r = replica(model, gpu, batch=b, **work)
+        if r.tokens_per_s_per_user >= target:
+            return r
+    return r  # not even batch 1 meets it: the answer's user rate says so
+
+
+def _measured_prefill_row() -> dict[str, Any]:
+    """TensorRT-LLM's measured row for Llama 3.1 70B FP8 on two H100s (1,000 in, 1,000 out, offline, as many at once as
+    fit) beside the course's replica at its shape, with the prompts charged to the steps and with prefill for free:
+    the measurement, not the FLOP budget, is why prefill is charged."""
+    row = next(
+        r for r in measurements() if (r.gpu, r.tp, r.model, r.weights) == ("H100 SXM", 2, "Llama-3.1-70B", "fp8")
+    )
+    work = dict(
+        tensor_parallel=row.tp, prompt_tokens=row.isl, answer_tokens=row.osl, weight_bytes=row.weights, kv_bytes=row.kv
+    )
+    free = resolve(COURSE).replace(count_prefill=False, prefill_interference=False)
+    return dict(
+        row_measured=row.value,
+        row_charged=per_s(replica(row.model, row.gpu, assumptions=COURSE, **work).throughput),
+        row_free=per_s(replica(row.model, row.gpu, assumptions=free, **work).throughput),
+    )
+
+
 @register_worked("roofline_fleet")
 def _roofline_fleet(variant: int = 0) -> dict[str, Any]:
     a, g, prompt, answer = resolve(CAPACITY), gpus["H100 SXM"], 2_000, 400
@@ -677,9 +706,13 @@ def _roofline_fleet(variant: int = 0) -> dict[str, Any]:
         replica("Llama-3.1-70B", g, prompt_tokens=prompt, answer_tokens=answer, assumptions=a8, **shape),
         f.usable_throughput_per_replica,
     )
-    c = replica("Llama-3.1-70B", g, prompt_tokens=prompt, answer_tokens=answer, assumptions=COURSE, **shape)
+    # the course's replica: the largest batch that still gives each user the 30 tokens/s the brief asks for (with the
+    # prompts in the steps, batch 64 gives 23.8)
+    work = dict(tensor_parallel=2, prompt_tokens=prompt, answer_tokens=answer, weight_bytes="fp8", assumptions=COURSE)
+    c64 = replica("Llama-3.1-70B", g, batch=64, **work)
+    c = _batch_for_user_rate("Llama-3.1-70B", g, Q_(30, "1/s"), **work)
     fc = fleet(demand, c)
-    return dict(
+    return _measured_prefill_row() | dict(
         rps=rps,
         demand=per_s(demand),
         kvtok=kv_bytes_per_token("Llama-3.1-70B").to("KiB"),
@@ -711,6 +744,9 @@ def _roofline_fleet(variant: int = 0) -> dict[str, Any]:
         idle8=budget8.idle,
         fits8="holds" if budget8.prefill_fits else "does not hold",
         x_course=per_s(c.throughput),
+        b_course=c.batch,
+        user_course=per_s(c.tokens_per_s_per_user),
+        user64=per_s(c64.tokens_per_s_per_user),
         share_course=pct(c.prefill_share),
         h_course=fc.headroom,
         replicas_course=fc.replicas,
@@ -746,7 +782,20 @@ def _prefill_pool(variant: int = 0) -> dict[str, Any]:
         gpus_capacity=fl["gpus"],
         **{
             k: fl[k]
-            for k in ("hf_pct", "need", "idle", "roof", "used_flops", "usable", "gpus_course", "idle8", "fits8")
+            for k in (
+                "hf_pct",
+                "need",
+                "idle",
+                "roof",
+                "used_flops",
+                "usable",
+                "gpus_course",
+                "idle8",
+                "fits8",
+                "row_measured",
+                "row_charged",
+                "row_free",
+            )
         },
     )
 

@@ -37,6 +37,7 @@ llmcourse.errors.InputError: prefill_gpus=0: a pool needs at least one replica o
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,9 +55,11 @@ from llmcourse.replica.base import check_positions
 from llmcourse.replica.memory import kv_bytes_per_sequence, largest_batch, largest_within
 from llmcourse.replica.model import Replica, replica, replica_setup
 from llmcourse.replica.step import decode_steps
-from llmcourse.units import Q_, parsed_unit, plain_number, quantity, to
+from llmcourse.simulator import SizingRun, simulate_pool
+from llmcourse.units import Q_, parsed_unit, percentile_rank, plain_number, quantity, to
 
 __all__ = [
+    "COMPARE_RUN",
     "Comparison",
     "Disaggregated",
     "MoeLayout",
@@ -68,6 +71,11 @@ __all__ = [
 ]
 
 _MS, _S, _PER_S = (parsed_unit(u)[0] for u in ("ms", "s", "1/s"))
+#: How :func:`compare` queues both deployments (a simulation's settings, not a modelling constant): Poisson
+#: arrivals, every prompt and answer of the brief's length (the prefill pool's M/D/c model, on both sides), and
+#: 20,000 requests, so that a p99 rests on 200 of them rather than the 40 of :func:`plan`'s default 4,000.
+COMPARE_RUN = SizingRun(prompt_cv=0, answer_cv=0, requests=20_000)
+
 #: The most replicas one pool is sized to (a bound on the search; far above any product's fleet).
 _MOST_REPLICAS = 100_000
 
@@ -187,6 +195,9 @@ class Disaggregated:
     ttft: pint.Quantity
     tpot: pint.Quantity
     sized: bool = True
+    #: The percentile the time to first token (and ``queue_wait``) is for: the prefill queue simulated
+    #: (:func:`llmcourse.simulator.simulate_pool`); None: the mean, by Sakasegawa's M/D/c approximation.
+    ttft_percentile: float | None = None
 
     @property
     def gpus(self) -> int:
@@ -212,10 +223,11 @@ class Disaggregated:
         """(label, value) rows for a review table."""
         mark = {True: "\u2713", False: "\u2717"}
         ms = lambda q: f"{to(q, _MS).m:,.1f} ms"  # noqa: E731
-        b = self.brief
+        b, q = self.brief, self.ttft_percentile
+        at = "mean" if q is None else f"p{q:g}, simulated"
         return [
-            ("time to first token", f"{ms(self.ttft)} (target {ms(b.ttft_target)}) {mark[self.ttft_met]}"),
-            ("of which: wait for a prefill replica", ms(self.queue_wait)),
+            (f"time to first token ({at})", f"{ms(self.ttft)} (target {ms(b.ttft_target)}) {mark[self.ttft_met]}"),
+            (f"of which: wait for a prefill replica ({at})", ms(self.queue_wait)),
             ("of which: prefill", ms(self.prefill_time)),
             ("of which: KV hand-off", f"{ms(self.kv_handoff)} over {self.link.name}"),
             ("time per output token", f"{ms(self.tpot)} (target {ms(b.tpot_target)}) {mark[self.tpot_met]}"),
@@ -250,13 +262,14 @@ def _pool_size(gpus_: Any, name: str, per_replica: int) -> int | None:
 
 
 def _refuse_percentiles(brief: Brief, fn: str) -> None:
-    """Refuse percentile targets: the pools are sized on the mean (the M/D/c mean wait), and no queue
-    simulation of two pools exists to size them to a percentile."""
-    if brief.on_percentiles:
+    """Refuse a percentile target for the time per token: the decode pool's queue is not simulated (its step at
+    the planned batch is every request's time per token, the mean's target). The first token's may be a
+    percentile: the prefill pool's queue is simulated."""
+    if brief.tpot_percentile is not None:
         raise InputError(
-            f"{fn}() sizes the pools for targets on the mean (the prefill queue's mean wait), not for percentiles: "
-            "give targets on the mean (ttft_percentile=None, tpot_percentile=None), or use plan() to size "
-            "aggregated replicas to percentile targets by simulating their queue."
+            f"{fn}() takes the time per token's target on the mean (the decode pool's step at its batch), not at a "
+            "percentile: give tpot_percentile=None (ttft_percentile may be given: the prefill queue is simulated), "
+            "or use plan() to size aggregated replicas to a percentile of the time per token."
         )
 
 
@@ -332,7 +345,11 @@ def disaggregated(
     The prefill pool's replicas prefill one prompt at a time; the smallest pool with the
     assumptions' headroom over the arrival rate whose time to first token (request overhead, the
     M/D/c wait, the prefill, the KV hand-off over ``link``: see :func:`pool_link`) meets the target,
-    or ``prefill_gpus`` if given. The decode pool's replicas decode the largest batch whose time per
+    or ``prefill_gpus`` if given. With a percentile target (``Brief(..., ttft_percentile=99)``) the
+    prefill queue is simulated instead (:func:`llmcourse.simulator.simulate_pool`: :data:`COMPARE_RUN`'s
+    requests and seed, Poisson arrivals, one prompt's fixed prefill) and the pool is the fewest replicas
+    whose simulated percentile meets the target, with no headroom on top (the queue is modelled, not
+    allowed for, as :func:`~llmcourse.planner.design.plan` sizes on percentiles). The decode pool's replicas decode the largest batch whose time per
     token meets its target (no prefill shares their steps); the fewest replicas that complete the
     rate with the headroom, or ``decode_gpus`` if given (then the batch is the smallest that keeps up
     with the rate). A target no pool can meet (the prefill alone is slower) is reported unmet.
@@ -346,7 +363,34 @@ def disaggregated(
     ...                   weight_bytes="fp8", prefill_gpus=8)
     >>> d.prefill.replicas, round(d.utilisation, 2), d.ttft_met
     (2, 0.96, False)
+    >>> p99 = disaggregated("Llama-3.1-70B", "H100 SXM", Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms"),
+    ...                     ttft_percentile=99), prefill_tensor_parallel=4, decode_tensor_parallel=4, weight_bytes="fp8")
+    >>> p99.ttft_met, p99.ttft_percentile, p99.ttft <= Q_(600, "ms")
+    (True, 99.0, True)
     """
+    return _disaggregated(
+        model, gpu, brief, (prefill_gpus, decode_gpus), (prefill_tensor_parallel, decode_tensor_parallel), moe_layout,
+        link, weight_bytes, kv_bytes, assumptions, COMPARE_RUN,
+    )  # fmt: skip
+
+
+def _disaggregated(
+    model: Any,
+    gpu: Any,
+    brief: Any,
+    pool_gpus: tuple[Any, Any],
+    shapes: tuple[Any, Any],
+    moe_layout: Any,
+    link: Any,
+    weight_bytes: Any,
+    kv_bytes: Any,
+    assumptions: Any,
+    simulation: Any,
+) -> Disaggregated:
+    """:func:`disaggregated`, its prefill queue simulated (for a percentile target) with ``simulation``'s requests and
+    seed (:func:`compare` gives its own); ``pool_gpus`` is (prefill_gpus, decode_gpus), ``shapes`` the two pools'
+    tensor-parallel sizes."""
+    (prefill_gpus, decode_gpus), (prefill_tensor_parallel, decode_tensor_parallel) = pool_gpus, shapes
     m, g = models[model], gpus[gpu]
     if not isinstance(brief, Brief):
         raise InputError(
@@ -366,7 +410,12 @@ def disaggregated(
     c_given = _pool_size(prefill_gpus, "prefill_gpus", pre.n_gpus)
     r_given = _pool_size(decode_gpus, "decode_gpus", top.n_gpus)
     handoff = kv_handoff(m, brief.prompt_tokens, link=lk, kv_lanes=kv_lanes(pre, top), kv_bytes=kv_bytes, assumptions=a)
-    prefill = _PrefillPool(brief, pre, handoff, a)
+    if simulation is not None and not isinstance(simulation, SizingRun):
+        raise InputError(
+            f"simulation must be a SizingRun (llmcourse.simulator.SizingRun(requests=..., seed=...)), not "
+            f"{type(simulation).__name__}."
+        )
+    prefill = _PrefillPool(brief, pre, handoff, a, simulation)
     c, rho, wait, ttft = prefill.sized(c_given)
     decode = _DecodePool(m, g, brief, dec_at, top, a_dec)
     r, dec = decode.sized(r_given, moe, weight_bytes, kv_bytes)
@@ -384,6 +433,7 @@ def disaggregated(
         ttft=to(ttft, _MS),
         tpot=to(dec.tpot, _MS),
         sized=c_given is None and r_given is None,
+        ttft_percentile=brief.ttft_percentile,
     )
 
 
@@ -426,24 +476,41 @@ def _moe_layout(moe_layout: Any) -> MoeLayout:
 
 class _PrefillPool:
     """The prefill pool of a brief: its replicas prefill one prompt each, the prompts wait for a free one (M/D/c),
-    and each hands its KV cache to the decode pool. Plain floats in seconds for the search (hundreds of pools)."""
+    and each hands its KV cache to the decode pool. Plain floats in seconds for the search (hundreds of pools). The
+    wait is the mean's (Sakasegawa), or for a percentile target that percentile of the simulated queue's."""
 
-    def __init__(self, brief: Brief, pre: Replica, handoff: pint.Quantity, a: Assumptions) -> None:
-        self.brief, self.n_pre, self.headroom = brief, pre.n_gpus, a.headroom
+    def __init__(self, brief: Brief, pre: Replica, handoff: pint.Quantity, a: Assumptions, run: SizingRun) -> None:
+        self.brief, self.n_pre, self.headroom, self.run = brief, pre.n_gpus, a.headroom, run
+        self.q = brief.ttft_percentile
+        self._simulated: dict[int, float] = {}
         self.lam, self.t_pre, self.handoff = brief.requests_per_second, pre.first_prefill.time, handoff
         self.overhead = quantity(a.request_overhead_ms, _MS)  # Q_(a.request_overhead_ms, _MS), without pint's checks
         self.lam_s, self.t_s = float(to(self.lam, _PER_S).m), float(to(self.t_pre, _S).m)
         self.over_s, self.handoff_s = float(to(self.overhead, _S).m), float(to(handoff, _S).m)
 
+    def wait_s(self, c: int) -> float:
+        """The wait for one of ``c`` replicas (s): the mean's, or the target's percentile of the simulated queue."""
+        if self.q is None:
+            return wait_f(rho_f(self.lam_s, self.t_s, c), c, self.t_s)
+        if c not in self._simulated:
+            run = simulate_pool(self.lam, self.t_pre, c, requests=self.run.requests, seed=self.run.seed)
+            self._simulated[c] = float(to(run.wait_at(self.q), _S).m)
+        return self._simulated[c]
+
     def ttft_s(self, c: int, wait: float | None = None) -> float:
         """The time to first token with ``c`` replicas (s), the queue's wait ``wait`` if given."""
-        wait = wait_f(rho_f(self.lam_s, self.t_s, c), c, self.t_s) if wait is None else wait
+        wait = self.wait_s(c) if wait is None else wait
         return ttft_f(self.over_s, wait, self.t_s, self.handoff_s)
 
     def fewest(self) -> int:
-        """At least the headroom over the rate (and a stable queue), then the fewest that meet the target."""
-        c_min = int(F["gpus_for_rate"](request_rate=self.lam, headroom=self.headroom, rps_per_gpu=1 / self.t_pre).m)
-        c = max(c_min, math.floor(self.lam_s * self.t_s) + 1)
+        """At least the headroom over the rate (and a stable queue), then the fewest that meet the target; on a
+        percentile target, no headroom (the queue is simulated), only a stable queue."""
+        stable = math.floor(self.lam_s * self.t_s) + 1
+        if self.q is None:
+            c_min = int(F["gpus_for_rate"](request_rate=self.lam, headroom=self.headroom, rps_per_gpu=1 / self.t_pre).m)
+            c = max(c_min, stable)
+        else:
+            c = stable
         target = float(to(self.brief.ttft_target, _S).m)
         if self.ttft_s(c) > target and self.ttft_s(c, 0.0) < target:
             lo, hi = c, c
@@ -467,7 +534,10 @@ class _PrefillPool:
                 f"time ({self.lam_s:g} prompts/s of {to(self.t_pre, _MS).m:,.0f} ms each), so the queue grows "
                 f"without end; give at least {need * n_pre} GPUs."
             )
-        wait = F["mdc_wait"](prefill_utilisation=rho, prefill_servers=c, prefill_time=self.t_pre)
+        if self.q is None:
+            wait = F["mdc_wait"](prefill_utilisation=rho, prefill_servers=c, prefill_time=self.t_pre)
+        else:
+            wait = quantity(self.wait_s(c), _S)
         ttft = F["disagg_ttft"](
             request_overhead=self.overhead, prefill_queue_wait=wait, prefill_time=self.t_pre, kv_handoff=self.handoff
         )
@@ -572,21 +642,32 @@ class Comparison:
             return f"a tie: {self.aggregated.gpus:,} GPUs each (aggregated, the simpler system)"
         return self.winner
 
+    @property
+    def aggregated_ttft(self) -> pint.Quantity | None:
+        """The aggregated plan's time to first token at the disaggregated one's percentile (its simulated queue's),
+        or its mean with no queue where both are on the mean."""
+        agg = self.aggregated
+        if agg.sizing is not None and agg.brief.ttft_percentile is not None:
+            return agg.sizing.ttft
+        return agg.ttft
+
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) rows: both deployments' GPUs and times, then the verdict."""
         agg, dis = self.aggregated, self.disaggregated
         ms = lambda q: f"{to(q, _MS).m:,.1f} ms"  # noqa: E731
         mark = {True: "\u2713", False: "\u2717"}
+        q = dis.ttft_percentile
+        at = "" if q is None else f" p{q:g}"
         if agg.fits:
             a_row = (
                 f"{agg.gpus:,} GPUs ({agg.gpus // agg.tensor_parallel:,} x TP{agg.tensor_parallel}), batch {agg.batch}; "
-                f"TTFT {ms(agg.ttft)} {mark[agg.ttft_met]}, TPOT {ms(agg.tpot)} {mark[agg.tpot_met]}"
+                f"TTFT{at} {ms(self.aggregated_ttft)} {mark[agg.ttft_met]}, TPOT {ms(agg.tpot)} {mark[agg.tpot_met]}"
             )
         else:
             a_row = f"does not fit: {agg.reason}"
         d_row = (
             f"{dis.gpus:,} GPUs ({dis.prefill.gpus:,} prefill + {dis.decode.gpus:,} decode); "
-            f"TTFT {ms(dis.ttft)} {mark[dis.ttft_met]}, TPOT {ms(dis.tpot)} {mark[dis.tpot_met]}"
+            f"TTFT{at} {ms(dis.ttft)} {mark[dis.ttft_met]}, TPOT {ms(dis.tpot)} {mark[dis.tpot_met]}"
         )
         return [("aggregated", a_row), ("disaggregated", d_row), *dis.rows(), ("fewer GPUs", self.verdict)]
 
@@ -607,10 +688,21 @@ def compare(
     weight_bytes: Any = None,
     kv_bytes: Any = 2,
     assumptions: Assumptions | str | None = None,
+    percentile: float = 99,
+    simulation: SizingRun = COMPARE_RUN,
 ) -> Comparison:
     """The aggregated :func:`~llmcourse.planner.design.plan` (replicas of ``tensor_parallel`` GPUs) beside
     :func:`disaggregated` (pools of ``prefill_tensor_parallel`` and ``decode_tensor_parallel`` GPUs
     per replica, ``tensor_parallel`` by default) at the same brief, GPU and assumptions.
+
+    Both first tokens wait in a queue, and both are read at the same percentile: the brief's
+    ``ttft_percentile``, or ``percentile`` (99 by default) where the brief's target is on the mean. A
+    queue-less first token on one side against a queued one on the other would favour the side without
+    the queue. The aggregated replicas' queue is simulated by :func:`plan` (its percentile sizing), the
+    prefill pool's by :func:`llmcourse.simulator.simulate_pool`; both see the same workload: Poisson
+    arrivals drawn from ``simulation``'s seed, ``simulation``'s requests, every prompt and answer of the
+    brief's length (:data:`COMPARE_RUN` by default, the pools' M/D/c model; a ``simulation`` given with
+    spread lengths spreads the aggregated side's only).
 
     Examples
     --------
@@ -618,19 +710,21 @@ def compare(
     >>> from llmcourse.units import Q_
     >>> c = compare("Llama-3.1-70B", "H100 SXM", Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms")),
     ...             tensor_parallel=4, weight_bytes="fp8")
-    >>> c.aggregated.gpus, c.disaggregated.gpus, c.winner
-    (16, 16, 'aggregated')
+    >>> c.aggregated.brief.ttft_percentile, c.disaggregated.ttft_percentile
+    (99.0, 99.0)
+    >>> c.aggregated.sizing.ttft <= Q_(600, "ms") and c.disaggregated.ttft <= Q_(600, "ms")
+    True
     """
     if isinstance(brief, Brief):
         _refuse_percentiles(brief, "compare")
+        if brief.ttft_percentile is None:
+            brief = dataclasses.replace(brief, ttft_percentile=percentile_rank(percentile, "percentile"))
     agg = plan(
         model, gpu, brief, tensor_parallel=tensor_parallel, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
-        assumptions=assumptions,
+        assumptions=assumptions, simulation=simulation,
     )  # fmt: skip
-    dis = disaggregated(
-        model, gpu, brief,
-        prefill_tensor_parallel=tensor_parallel if prefill_tensor_parallel is None else prefill_tensor_parallel,
-        decode_tensor_parallel=tensor_parallel if decode_tensor_parallel is None else decode_tensor_parallel,
-        link=link, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=assumptions,
+    shapes = tuple(tensor_parallel if x is None else x for x in (prefill_tensor_parallel, decode_tensor_parallel))
+    dis = _disaggregated(
+        model, gpu, brief, (None, None), shapes, None, link, weight_bytes, kv_bytes, assumptions, simulation,
     )  # fmt: skip
     return Comparison(agg, dis)

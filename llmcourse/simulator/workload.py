@@ -22,12 +22,27 @@ from typing import Any
 
 from llmcourse.simulator.service import ServiceModel
 
-__all__ = ["LENGTH_CV"]
+__all__ = ["LENGTH_CV", "poisson_gaps"]
 
 #: The spread of prompt and answer lengths a simulation draws when none is given: the coefficient of variation of
 #: the lognormal (0.5: about one prompt in 23 is over twice the mean). A workload's figure, not a modelling
 #: constant: measure your own traffic's and pass it (``prompt_cv=``, ``answer_cv=``).
 LENGTH_CV = 0.5
+
+
+def poisson_gaps(rng: random.Random, n: int) -> tuple[float, ...]:
+    """``n`` gaps between Poisson arrivals at a rate of 1/s, drawn from ``rng``: ``-log(1 - U)``,
+    ``random.expovariate``'s formula (the gap at rate r is this / r). An open loop's run draws its arrivals so, and so
+    does a pool's (:func:`llmcourse.simulator.pool.simulate_pool`).
+
+    Examples
+    --------
+    >>> u = random.Random(0).random()  # 0.8444...
+    >>> poisson_gaps(random.Random(0), 3)[0] == -math.log(1 - u), round(-math.log(1 - u), 4)
+    (True, 1.8606)
+    """
+    rand, log = rng.random, math.log
+    return tuple([-log(1.0 - rand()) for _ in range(n)])
 
 
 def _lengths(rng: random.Random, mean: float, cv: float, n: int, top: int) -> list[int]:
@@ -116,8 +131,7 @@ def _open_loop_draws(
     (:func:`_prefill_costs`). ``longest`` is the longest sequence the KV memory and the model's positions hold.
     The same numbers, drawn in the same order, at every load: :func:`_drawn` keeps the last few."""
     rng = random.Random(seed)
-    rand, log = rng.random, math.log
-    gaps = tuple([-log(1.0 - rand()) for _ in range(n)])
+    gaps = poisson_gaps(rng, n)
     ans = _lengths(rng, *answer, n, longest // 2)
     pro, cached = _prompts(rng, *prompt, n, longest - max(ans), hit, resident)
     work, tok_c, pre = _prefill_costs(rep, pro, cached)

@@ -238,7 +238,7 @@ class _Fitter:
                         c = self.comps[k]
                         first, step, _, wait = c.queue(*params[:3])
                         p = first / 1e3
-                        wave = wave_s(1.0, c.concurrency, p)
+                        wave = wave_s(1.0, c.group_concurrency, p)
                         parts.append((k, p, step / 1e3, wait, wave, c.separate_prefill))
                 s, f, share = params[3], ttft_s, client_wave_share
                 base = self._ttft_base[params[:4]] = [
@@ -278,7 +278,7 @@ class _Fitter:
         first, step, tpot, wait = c.queue(*params[:3])
         p = first / 1e3
         share = client_wave_share(c.separate_prefill, params[3], self.client)
-        return tpot, ttft_s(p, step / 1e3, wait, wave_s(share, c.concurrency, p)) * 1e3 + params[4]
+        return tpot, ttft_s(p, step / 1e3, wait, wave_s(share, c.group_concurrency, p)) * 1e3 + params[4]
 
     def objective(self, params: tuple[float, ...], idx: Sequence[int], metrics: tuple[str, ...] = FIT_METRICS) -> float:
         """Median |ln(predicted / measured)| over the positions ``idx`` of the rows ``metrics`` counts."""

@@ -199,8 +199,21 @@ def layout_gap(row: Measurement) -> str | None:
 
 
 def layout_keywords(row: Measurement) -> dict[str, int]:
-    """The keywords of :func:`~llmcourse.replica.model.replica` for a row's enabled layouts beyond tensor parallelism."""
-    return {LAYOUT_KEYWORDS[k]: getattr(row, k) for k in sorted(ENABLED_LAYOUTS) if getattr(row, k) > 1}
+    """The keywords of :func:`~llmcourse.replica.model.replica` for a row's enabled layouts beyond tensor parallelism;
+    with several attention groups the row's expert-parallel degree even at 1 (its experts split tensor-parallel over
+    every GPU, as the row says: :func:`~llmcourse.replica.parallel.layout` would otherwise spread them whole).
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> r = dataclasses.replace(measurements()[0], model="DeepSeek-V3", tp=1, attention_dp=36, n_gpus=36)
+    >>> layout_keywords(r)
+    {'data_parallel': 36, 'expert_parallel': 1}
+    """
+    out = {LAYOUT_KEYWORDS[k]: getattr(row, k) for k in sorted(ENABLED_LAYOUTS) if getattr(row, k) > 1}
+    if row.attention_dp > 1 and "ep" in ENABLED_LAYOUTS:
+        out[LAYOUT_KEYWORDS["ep"]] = row.ep
+    return out
 
 
 # --- reading measured files -----------------------------------------------------------------------
@@ -371,6 +384,78 @@ def aic_kv(engine_key: str, weights: str) -> str:
 REPEAT_REASON = "the same measurement as row {line} ({id}): the same setup and the same times, published more than once"
 
 
+#: The engines whose attention layers accept a tensor-parallel degree only where it divides the heads and run a
+#: wider server with attention data parallel under the same ``tensor_parallel_size``: TensorRT-LLM's
+#: ``Attention.__init__`` and ``MLA.__init__`` (``tensorrt_llm/_torch/modules/attention.py``) assert
+#: ``num_heads % (tp_size * cp_size) == 0`` with ``tp_size`` set to 1 under ``enable_attention_dp``; SGLang's
+#: ``DeepseekV2AttentionMLA.__init__`` (``python/sglang/srt/models/deepseek_v2.py``) asserts
+#: ``num_heads % attn_tp_size == 0``, ``attn_tp_size`` being ``--tp`` over ``--dp`` with ``--enable-dp-attention``
+#: (its head padding, ``adjust_config_with_unaligned_cpu_tp`` in ``python/sglang/srt/configs/update_config.py``, runs
+#: only on CPUs: ``ModelRunner`` calls it where ``device == "cpu"``). vLLM is not among them: its data parallelism
+#: is a degree of its own (``--data-parallel-size``, the GPUs ``tp x dp``), and it refuses heads its
+#: ``--tensor-parallel-size`` does not divide (``ModelConfig.verify_with_parallel_config``: "Total number of attention
+#: heads must be divisible by tensor parallel size"), as :func:`llmcourse.replica.parallel.layout` does.
+ATTENTION_DP_ENGINES = frozenset({"SGLang", "TensorRT-LLM"})
+
+
+def aic_layout(
+    model: str, engine: str, tp: int, attention_dp: int, moe_tp: int | None, moe_ep: int
+) -> tuple[int, int, str]:
+    """(tensor_parallel, attention data_parallel, note) of an aiconfigurator row from all its parallel columns:
+    ``tp_size`` (``tp``), ``attention_dp_size`` (``attention_dp``), ``moe_tp_size`` (``moe_tp``, None where the
+    row leaves it empty or the model is dense) and ``moe_ep_size`` (``moe_ep``) of ``model`` run by ``engine``
+    (:data:`ATTENTION_DP_ENGINES` names, or another). aiconfigurator's own configs have ``tp x attention_dp =
+    moe_tp x moe_ep`` (``ModelConfig.resolve_moe_parallelism`` in ``src/aiconfigurator/sdk/config.py``): one set of
+    GPUs, cut two ways. The note says what was read beyond the columns, "" where nothing was.
+
+    * A MoE group larger than ``tp x attention_dp`` (vLLM rows with ``tp_size`` 1 and ``moe_tp_size`` 2): the
+      server ran on ``moe_tp x moe_ep`` GPUs, its attention data-parallel over the rest, as vLLM runs
+      ``--data-parallel-size`` with its MoE layers sharded over every rank (``FusedMoEParallelConfig.make`` in
+      ``vllm/model_executor/layers/fused_moe/config.py`` flattens the tensor-parallel ranks across the
+      data-parallel ones): ``attention_dp`` becomes ``moe_tp x moe_ep / tp``.
+    * A ``tp`` that does not divide the model's attention heads, on an engine of :data:`ATTENTION_DP_ENGINES` and
+      with ``attention_dp`` 1: the engine cannot split the heads that way, so the server ran its attention
+      data-parallel (TensorRT-LLM's ``enable_attention_dp``, SGLang's ``--enable-dp-attention --dp N``), one GPU per
+      attention group: ``tp`` 1 and ``attention_dp = tp``; the MoE layers keep every GPU.
+
+    Examples
+    --------
+    >>> aic_layout("Qwen3-235B-A22B", "vLLM", 1, 1, 2, 1)[:2]  # 2 GPUs: 2 attention groups, the experts split in 2
+    (1, 2)
+    >>> aic_layout("DeepSeek-V3", "TensorRT-LLM", 36, 1, 36, 1)[:2]  # 36 does not divide 128 heads
+    (1, 36)
+    >>> aic_layout("DeepSeek-V3", "vLLM", 36, 1, 36, 1)[:2]  # vLLM refuses it (llmcourse.replica.parallel.layout)
+    (36, 1)
+    >>> aic_layout("DeepSeek-V3", "SGLang", 8, 1, 8, 1)
+    (8, 1, '')
+    >>> aic_layout("Qwen3-235B-A22B", "vLLM", 2, 1, 3, 1)
+    Traceback (most recent call last):
+    ...
+    llmcourse.validation.cells.RowError: moe_tp_size x moe_ep_size (3 GPUs) must be a multiple of tp_size (2): the attention groups beyond tp_size x attention_dp_size are whole groups of tp_size GPUs
+    """
+    notes = []
+    moe = (moe_tp or 1) * moe_ep
+    if moe_tp is not None and moe > tp * attention_dp:
+        if moe % tp:
+            raise RowError(
+                f"moe_tp_size x moe_ep_size ({moe} GPUs) must be a multiple of tp_size ({tp}): the attention groups "
+                f"beyond tp_size x attention_dp_size are whole groups of tp_size GPUs"
+            )
+        notes.append(
+            f"moe_tp_size x moe_ep_size = {moe} GPUs, more than tp_size x attention_dp_size = {tp * attention_dp}: "
+            f"the attention ran data-parallel over {moe // tp} groups of {tp}"
+        )
+        attention_dp = moe // tp
+    heads = models[model].heads
+    if heads % tp and attention_dp == 1 and engine in ATTENTION_DP_ENGINES:
+        notes.append(
+            f"tp_size {tp} does not divide the {heads} attention heads, which {engine} splits only evenly: "
+            f"its attention ran data-parallel, {tp} groups of 1 GPU"
+        )
+        tp, attention_dp = 1, tp
+    return tp, attention_dp, "; ".join(notes)
+
+
 def first_of(seen: dict[Any, tuple[int, str]], same: Any, line: int, rid: str) -> None:
     """Record row ``line`` (id ``rid``) as the first with ``same`` (its setup and times), or raise the
     :data:`REPEAT_REASON` naming the row that had them first (shared by the aggregated and disaggregated readers)."""
@@ -399,9 +484,14 @@ def _read_aiconfigurator(
             isl, osl = whole(r, "isl"), whole(r, "osl")
             context_gap(model, isl, osl)
             tp, pp, dp = whole(r, "tp_size"), whole(r, "pp_size", 1), whole(r, "attention_dp_size", 1)
-            ep = 1
+            ep, moe_tp = 1, None
             if models[model].is_moe and (r.get("moe_ep_size") or "").strip() not in ("", "0"):
                 ep = whole(r, "moe_ep_size")
+            if models[model].is_moe and (r.get("moe_tp_size") or "").strip() not in ("", "0"):
+                moe_tp = whole(r, "moe_tp_size")
+            engine_key = cell(r, "backend").lower()
+            csv_dp = dp  # aiconfigurator's batch_size is per attention group of the row's own columns
+            tp, dp, layout_note = aic_layout(model, engine_name(engine_key), tp, dp, moe_tp, ep)
             found = _CONCURRENCY.search(r.get("silicon_data_source") or "")
             if found:
                 if len(found.group(1)) > len(str(MOST_WHOLE)):
@@ -410,9 +500,9 @@ def _read_aiconfigurator(
                 if conc < 1:
                     raise RowError(f"silicon_concurrency must be at least 1 request in flight; got {conc}")
             else:
-                conc = whole(r, "batch_size") * dp
+                conc = whole(r, "batch_size") * csv_dp
             weights, note = aic_weights(r, model)
-            engine_key = cell(r, "backend").lower()
+            note = "; ".join(n for n in (note, layout_note) if n)
             kv_ = kv or aic_kv(engine_key, weights)
             values = {"ttft_ms": number(r, "silicon_ttft_ms"), "tpot_ms": number(r, "silicon_tpot_ms")}
             base = dict(
