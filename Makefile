@@ -36,6 +36,7 @@ book: book-only serve
 
 book-only: setup lite
 	bash scripts/fresh_cache.sh
+	$(PY) scripts/execute_book.py
 	time $(VENV)/bin/jupyter-book build . -W --keep-going
 	@echo "Built: $(CURDIR)/_build/html/index.html"
 

@@ -25,6 +25,7 @@ phase "lint-imports"
 echo "== the book: live runtime (Pyodide and the wheels) and the HTML build, for the browser tests"
 "$PY/python" scripts/build_lite.py
 bash scripts/fresh_cache.sh
+"$PY/python" scripts/execute_book.py  # the notebooks two at a time into the build's cache (the build runs one at a time)
 mkdir -p _build && log=_build/book-build.log
 if ! "$PY/jupyter-book" build . -W --keep-going >"$log" 2>&1; then
   grep -E "WARNING|ERROR|Error|Traceback" "$log" | grep -v IPKernelApp || true
@@ -32,6 +33,7 @@ if ! "$PY/jupyter-book" build . -W --keep-going >"$log" 2>&1; then
   exit 1
 fi
 grep -E "^live calculators|not available live" "$log" || true
+echo "notebooks the build executed itself (not found in the cache): $(grep -c "Executing notebook" "$log" || true)"
 phase "the book (live site, HTML build)"
 export LLMCOURSE_REQUIRE_SITE=1  # tests/browser: a missing site or chromium is a failure, not a skip
 
