@@ -54,15 +54,17 @@ PY
 phase "the notebooks for nbval"
 
 # Two workers, one per core (PYTEST_WORKERS=0: one process). --dist loadfile keeps a file's tests on one worker:
-# a notebook's cells share its kernel, and the browser tests share one live Python (tests/browser/test_site.py);
-# tests/browser comes first, so that its file (the longest) starts at once while the other worker takes the rest.
+# a notebook's cells share its kernel, and the browser tests share one live Python (tests/browser/test_site.py).
+# --no-loadscope-reorder hands the files out in collection order (xdist's default sorts them by their number of
+# tests), which tests/conftest.py makes longest first: tests/browser (the longest file) starts at once on one
+# worker, the files with tests marked slow on the other, and the short files fill in at the end.
 # nbval checks each cell on the book build's own execution of it, when that is current (tests/conftest.py).
 export MPLBACKEND=Agg  # pytest draws figures off screen; the book build above keeps the kernels' inline plots
 export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}  # the same examples at every run (tests/conftest.py)
 echo "== pytest: unit, property and conformance tests, doctests, nbval, browser (headless chromium)"
 workers=${PYTEST_WORKERS:-2}
 parallel=()
-if [ "$workers" != 0 ]; then parallel=(-n "$workers" --dist loadfile); fi
+if [ "$workers" != 0 ]; then parallel=(-n "$workers" --dist loadfile --no-loadscope-reorder); fi
 "$PY/python" -m pytest tests/browser tests --doctest-modules llmcourse --nbval-lax "$out" -p no:cacheprovider "${parallel[@]}" "$@"
 phase "pytest"
 echo "test time: $(($(date +%s) - start)) s"

@@ -67,6 +67,7 @@ def _dim(x: object) -> object:
     return x.dimensionality if isinstance(x, pint.Quantity) else "count"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("qid", [q.id for q in VARIED])
 def test_every_variant_renders_with_finite_numbers_in_the_right_unit(qid: str) -> None:
     """40 variants (20+ distinct key figures for a numeric question): every part renders, the key figure is finite, positive, of one dimension, and appears in the
