@@ -303,35 +303,7 @@ class Assumptions:
                 raise InputError(
                     f"{name} ({MEANING[name]}) must be above 0 and at most 1; got {getattr(self, name)!r}."
                 )
-        if not 0 <= self.gpu_idle_power_fraction < 1 or not 0 < self.gpu_load_power_fraction <= 1:
-            name = "gpu_idle_power_fraction" if not 0 <= self.gpu_idle_power_fraction < 1 else "gpu_load_power_fraction"
-            bounds = "0 or more and below 1" if name == "gpu_idle_power_fraction" else "above 0 and at most 1"
-            raise InputError(f"{name} ({MEANING[name]}) must be {bounds}; got {getattr(self, name)!r}.")
-        if self.gpu_idle_power_fraction > self.gpu_load_power_fraction:
-            raise InputError(
-                f"gpu_idle_power_fraction ({self.gpu_idle_power_fraction!r}) cannot exceed gpu_load_power_fraction "
-                f"({self.gpu_load_power_fraction!r}): a GPU draws more at full load than idle."
-            )
-        if self.host_power_fraction < 0:
-            raise InputError(
-                f"host_power_fraction ({MEANING['host_power_fraction']}) must be 0 or more; "
-                f"got {self.host_power_fraction!r}."
-            )
-        if self.host_nameplate_power_fraction < self.host_power_fraction:
-            raise InputError(
-                f"host_nameplate_power_fraction ({MEANING['host_nameplate_power_fraction']}) must be at least "
-                f"host_power_fraction ({self.host_power_fraction!r}): a nameplate rating is not below the measured "
-                f"peak; got {self.host_nameplate_power_fraction!r}."
-            )
-        if isinstance(self.gpus_per_server, bool) or not isinstance(self.gpus_per_server, int) or self.gpus_per_server < 1:
-            raise InputError(
-                f"gpus_per_server ({MEANING['gpus_per_server']}) must be a whole number, 1 or more (8 for an HGX "
-                f"H100 server); got {self.gpus_per_server!r}."
-            )
-        if self.depreciation_years <= 0:
-            raise InputError(
-                f"depreciation_years ({MEANING['depreciation_years']}) must be above 0; got {self.depreciation_years!r}."
-            )
+        self._check_bill_fields()
         if self.speculation is not None and not hasattr(self.speculation, "draft_tokens"):
             raise InputError(
                 f"speculation ({MEANING['speculation']}) must be None or a llmcourse.replica.speculative.Speculation; "
@@ -377,6 +349,42 @@ class Assumptions:
         for name in ("step_overhead_ms", "draft_step_overhead_ms", "draft_model_step_overhead_ms"):
             if getattr(self, name) < 0:
                 raise InputError(f"{name} ({MEANING[name]}) must be 0 or more; got {getattr(self, name)!r}.")
+
+    def _check_bill_fields(self) -> None:
+        """The power model's and the bill's fields (chapter What a fleet costs): each share in its range."""
+        if not 0 <= self.gpu_idle_power_fraction < 1 or not 0 < self.gpu_load_power_fraction <= 1:
+            name = "gpu_idle_power_fraction" if not 0 <= self.gpu_idle_power_fraction < 1 else "gpu_load_power_fraction"
+            bounds = "0 or more and below 1" if name == "gpu_idle_power_fraction" else "above 0 and at most 1"
+            raise InputError(f"{name} ({MEANING[name]}) must be {bounds}; got {getattr(self, name)!r}.")
+        if self.gpu_idle_power_fraction > self.gpu_load_power_fraction:
+            raise InputError(
+                f"gpu_idle_power_fraction ({self.gpu_idle_power_fraction!r}) cannot exceed gpu_load_power_fraction "
+                f"({self.gpu_load_power_fraction!r}): a GPU draws more at full load than idle."
+            )
+        if self.host_power_fraction < 0:
+            raise InputError(
+                f"host_power_fraction ({MEANING['host_power_fraction']}) must be 0 or more; "
+                f"got {self.host_power_fraction!r}."
+            )
+        if self.host_nameplate_power_fraction < self.host_power_fraction:
+            raise InputError(
+                f"host_nameplate_power_fraction ({MEANING['host_nameplate_power_fraction']}) must be at least "
+                f"host_power_fraction ({self.host_power_fraction!r}): a nameplate rating is not below the measured "
+                f"peak; got {self.host_nameplate_power_fraction!r}."
+            )
+        if (
+            isinstance(self.gpus_per_server, bool)
+            or not isinstance(self.gpus_per_server, int)
+            or self.gpus_per_server < 1
+        ):
+            raise InputError(
+                f"gpus_per_server ({MEANING['gpus_per_server']}) must be a whole number, 1 or more (8 for an HGX "
+                f"H100 server); got {self.gpus_per_server!r}."
+            )
+        if self.depreciation_years <= 0:
+            raise InputError(
+                f"depreciation_years ({MEANING['depreciation_years']}) must be above 0; got {self.depreciation_years!r}."
+            )
 
     def _check_llama_cpp(self) -> None:
         """The llama.cpp fields: each None, or a share above 0 and at most 1 (an overhead: 0 ms or more)."""
