@@ -192,6 +192,9 @@ MEANING: dict[str, str] = {
     "host_power_fraction": "the server around each GPU (CPUs, memory, NICs, switches, fans) draws this share of the "
     "GPU's rated power, busy or idle",
     "depreciation_years": "years over which owned GPUs and servers are written off (straight line, nothing left)",
+    "host_nameplate_power_fraction": "the server around each GPU draws at most this share of the GPU's rated power "
+    "by its nameplate rating (what a site budgets its IT power to, above the measured peak of host_power_fraction)",
+    "gpus_per_server": "GPUs in one server (a site is filled with whole servers)",
 }
 
 
@@ -268,11 +271,15 @@ class Assumptions:
     # - host: an 8 x H100 HGX node peaked at 8.4 kW with its GPUs near full use (Latif et al., IEEE Access 13,
     #   2025; rated 10.2 kW): (8.4 - 8 x 0.7) / (8 x 0.7) = 0.5 of the GPUs' rated power.
     # - years: Nebius writes GPUs off over 4 years, CoreWeave over 6 (bizety.com, 2025-09-23): the shorter.
+    # - nameplate: the same 8 x H100 node is rated 10.2 kW (DGX H100 maximum system power), the figure a site budgets
+    #   its IT power to: (10.2 - 8 x 0.7) / (8 x 0.7) = 0.82 of the GPUs' rated power; servers of 8 GPUs (HGX H100).
     # The sources' presets have no energy model; they take the same values.
     gpu_idle_power_fraction: float = 0.15
     gpu_load_power_fraction: float = 1.0
     host_power_fraction: float = 0.5
     depreciation_years: float = 4.0
+    host_nameplate_power_fraction: float = (10_200 - 8 * 700) / (8 * 700)
+    gpus_per_server: int = 8
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -304,24 +311,7 @@ class Assumptions:
                 raise InputError(
                     f"{name} ({MEANING[name]}) must be above 0 and at most 1; got {getattr(self, name)!r}."
                 )
-        if not 0 <= self.gpu_idle_power_fraction < 1 or not 0 < self.gpu_load_power_fraction <= 1:
-            name = "gpu_idle_power_fraction" if not 0 <= self.gpu_idle_power_fraction < 1 else "gpu_load_power_fraction"
-            bounds = "0 or more and below 1" if name == "gpu_idle_power_fraction" else "above 0 and at most 1"
-            raise InputError(f"{name} ({MEANING[name]}) must be {bounds}; got {getattr(self, name)!r}.")
-        if self.gpu_idle_power_fraction > self.gpu_load_power_fraction:
-            raise InputError(
-                f"gpu_idle_power_fraction ({self.gpu_idle_power_fraction!r}) cannot exceed gpu_load_power_fraction "
-                f"({self.gpu_load_power_fraction!r}): a GPU draws more at full load than idle."
-            )
-        if self.host_power_fraction < 0:
-            raise InputError(
-                f"host_power_fraction ({MEANING['host_power_fraction']}) must be 0 or more; "
-                f"got {self.host_power_fraction!r}."
-            )
-        if self.depreciation_years <= 0:
-            raise InputError(
-                f"depreciation_years ({MEANING['depreciation_years']}) must be above 0; got {self.depreciation_years!r}."
-            )
+        self._check_bill_fields()
         if self.speculation is not None and not hasattr(self.speculation, "draft_tokens"):
             raise InputError(
                 f"speculation ({MEANING['speculation']}) must be None or a llmcourse.replica.speculative.Speculation; "
@@ -367,6 +357,42 @@ class Assumptions:
         for name in ("step_overhead_ms", "draft_step_overhead_ms", "draft_model_step_overhead_ms"):
             if getattr(self, name) < 0:
                 raise InputError(f"{name} ({MEANING[name]}) must be 0 or more; got {getattr(self, name)!r}.")
+
+    def _check_bill_fields(self) -> None:
+        """The power model's and the bill's fields (chapter What a fleet costs): each share in its range."""
+        if not 0 <= self.gpu_idle_power_fraction < 1 or not 0 < self.gpu_load_power_fraction <= 1:
+            name = "gpu_idle_power_fraction" if not 0 <= self.gpu_idle_power_fraction < 1 else "gpu_load_power_fraction"
+            bounds = "0 or more and below 1" if name == "gpu_idle_power_fraction" else "above 0 and at most 1"
+            raise InputError(f"{name} ({MEANING[name]}) must be {bounds}; got {getattr(self, name)!r}.")
+        if self.gpu_idle_power_fraction > self.gpu_load_power_fraction:
+            raise InputError(
+                f"gpu_idle_power_fraction ({self.gpu_idle_power_fraction!r}) cannot exceed gpu_load_power_fraction "
+                f"({self.gpu_load_power_fraction!r}): a GPU draws more at full load than idle."
+            )
+        if self.host_power_fraction < 0:
+            raise InputError(
+                f"host_power_fraction ({MEANING['host_power_fraction']}) must be 0 or more; "
+                f"got {self.host_power_fraction!r}."
+            )
+        if self.host_nameplate_power_fraction < self.host_power_fraction:
+            raise InputError(
+                f"host_nameplate_power_fraction ({MEANING['host_nameplate_power_fraction']}) must be at least "
+                f"host_power_fraction ({self.host_power_fraction!r}): a nameplate rating is not below the measured "
+                f"peak; got {self.host_nameplate_power_fraction!r}."
+            )
+        if (
+            isinstance(self.gpus_per_server, bool)
+            or not isinstance(self.gpus_per_server, int)
+            or self.gpus_per_server < 1
+        ):
+            raise InputError(
+                f"gpus_per_server ({MEANING['gpus_per_server']}) must be a whole number, 1 or more (8 for an HGX "
+                f"H100 server); got {self.gpus_per_server!r}."
+            )
+        if self.depreciation_years <= 0:
+            raise InputError(
+                f"depreciation_years ({MEANING['depreciation_years']}) must be above 0; got {self.depreciation_years!r}."
+            )
 
     def _check_llama_cpp(self) -> None:
         """The llama.cpp fields: each None, or a share above 0 and at most 1 (an overhead: 0 ms or more)."""
