@@ -37,7 +37,7 @@ class SizingRun:
     >>> SizingRun(router="jsq")
     Traceback (most recent call last):
     ...
-    llmcourse.errors.UnknownNameError: no router named 'jsq'. Known: random, round_robin, least_loaded, least_kv, power_of_two, prefix_aware.
+    llmcourse.errors.UnknownNameError: no router named 'jsq'. Known: random, round_robin, least_loaded, least_kv, power_of_two, least_cost, prefix_aware.
     """
 
     chunk_tokens: int | str | None = ENGINE_BUDGET
