@@ -68,7 +68,7 @@ ROUTERS: dict[str, str] = {
 }
 #: The most replicas a fleet simulation runs (the router reads every replica; a larger fleet is simulated as one
 #: replica at its share of the traffic with ``router="random"``, or as many replicas as requests with
-#: ``"least_loaded"``/``"least_kv"``, where every request finds an idle one).
+#: ``"least_loaded"``/``"least_kv"``/``"least_cost"``, where every request finds an idle one).
 MOST_REPLICAS = 10_000
 
 

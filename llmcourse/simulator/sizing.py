@@ -196,7 +196,7 @@ class _Fleets:
     def _fleet(self, n: int) -> Fleet:
         """``n`` replicas behind the router; past as many replicas as requests, the least-loaded routers send every
         request to an idle replica, as they do with that many (so that many are simulated)."""
-        if self.router in ("least_loaded", "least_kv"):
+        if self.router in ("least_loaded", "least_kv", "least_cost"):
             n = min(n, self.run["requests"])
         if n > MOST_REPLICAS:
             raise InputError(
