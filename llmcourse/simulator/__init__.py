@@ -28,7 +28,7 @@ from llmcourse.simulator.run import PERCENTILES, SimResult, simulate
 from llmcourse.simulator.service import ServiceModel, build_replica, engine_chunk_tokens
 from llmcourse.simulator.sizing import PercentileSizing, SizingRun, size_to_percentiles
 from llmcourse.simulator.sweep import at_load, knee, load_sweep
-from llmcourse.simulator.workload import LENGTH_CV
+from llmcourse.simulator.workload import LENGTH_CV, prompt_lengths
 from llmcourse.stats import percentile
 from llmcourse.units import percentile_rank
 
@@ -53,6 +53,7 @@ __all__ = [
     "load_sweep",
     "percentile",
     "percentile_rank",
+    "prompt_lengths",
     "simulate",
     "simulate_pool",
     "size_to_percentiles",

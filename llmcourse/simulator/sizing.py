@@ -37,7 +37,7 @@ class SizingRun:
     >>> SizingRun(router="jsq")
     Traceback (most recent call last):
     ...
-    llmcourse.errors.UnknownNameError: no router named 'jsq'. Known: random, round_robin, least_loaded, least_kv, power_of_two, prefix_aware.
+    llmcourse.errors.UnknownNameError: no router named 'jsq'. Known: random, round_robin, least_loaded, least_kv, power_of_two, least_cost, prefix_aware.
     """
 
     chunk_tokens: int | str | None = ENGINE_BUDGET
@@ -196,7 +196,7 @@ class _Fleets:
     def _fleet(self, n: int) -> Fleet:
         """``n`` replicas behind the router; past as many replicas as requests, the least-loaded routers send every
         request to an idle replica, as they do with that many (so that many are simulated)."""
-        if self.router in ("least_loaded", "least_kv"):
+        if self.router in ("least_loaded", "least_kv", "least_cost"):
             n = min(n, self.run["requests"])
         if n > MOST_REPLICAS:
             raise InputError(
