@@ -40,7 +40,7 @@ Examples
 >>> from llmcourse.units import Q_
 >>> b = Brief(20, 3_600, 400, Q_(1, "s"), Q_(40, "ms"))  # within Llama 2 13B's 4,096 positions
 >>> [(x.kind, x.name, x.gpus) for x in rank_levers("Llama-2-13B", "H100 SXM", b)][:2]
-[('engineering', 'FP8 KV cache', 13), ('engineering', 'prefix caching', 23)]
+[('engineering', 'FP8 KV cache', 13), ('engineering', 'INT4 weights', 20)]
 """
 
 from __future__ import annotations

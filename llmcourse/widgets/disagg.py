@@ -76,8 +76,8 @@ def disagg_calculator(
     >>> c = disagg_calculator()
     >>> rows = dict(c.rows)
     >>> rows["fewer GPUs"], rows["GPUs"], rows["aggregated"].split(";")[0]
-    ('disaggregated', '16', '24 GPUs (6 x TP4), batch 86')
-    >>> dict(c.set(link="NVLink 4").rows)["of which: KV hand-off"]
+    ('a tie: 16 GPUs each (aggregated, the simpler system)', '16', '16 GPUs (4 x TP4)')
+    >>> dict(c.set(link="NVLink 4").rows)["at the brief's prompt: KV hand-off"]
     '0.5 ms over NVLink 4'
     >>> c.set(prefill_tensor_parallel=3).error[:40]
     'tensor_parallel=3 does not divide Llama-'
