@@ -36,6 +36,7 @@ __all__ = [
     "FLEET_RPS",
     "GQA70_CONTEXTS",
     "GQA70_GPUS",
+    "GQA_CONTEXTS",
     "GQA_MODELS",
     "KV_FORMULA_MODELS",
     "KV_PER_VALUE_WORDS",
@@ -57,6 +58,7 @@ __all__ = [
     "fp8_pairs",
     "gpu_words",
     "gqa70_setup",
+    "gqa_setups",
     "long_pairs",
     "one_gpu_models",
     "one_gpu_setups",
@@ -316,3 +318,23 @@ def weights_fit_setups() -> tuple[tuple[str, str], ...]:
             ):
                 out.append((name, gpu))
     return tuple(out)
+
+
+#: The conversations' contexts (2^n tokens, before the answer) the grouped-query question's variants draw from, up to
+#: Llama 3.1's 128K window.
+GQA_CONTEXTS = (8_192, 16_384, 32_768, 65_536, 131_072)
+
+
+@functools.cache
+def gqa_setups() -> tuple[tuple[str, int, str], ...]:
+    """(GPU, context, KV precision) for the grouped-query question (Llama 2 7B against Llama 3.1 8B, 512 answer tokens,
+    by the interactive lab's memory): a GPU rented by the hour (a price in the catalog) on which one conversation of
+    Llama 2 7B at least two fit (so each count reads "N conversations")."""
+    return tuple(
+        (gpu, ctx, kv)
+        for gpu, g in gpus.items()
+        if g.price_per_hour is not None and not g.unified_memory
+        for ctx in GQA_CONTEXTS
+        for kv in KV_PRECISIONS
+        if max_batch("Llama-2-7B", gpu, ctx + 512, kv_bytes=kv, assumptions=LAB) >= 2
+    )

@@ -65,6 +65,7 @@ from llmcourse.interview.givens import (
     fp8_pairs,
     gpu_words,
     gqa70_setup,
+    gqa_setups,
     long_pairs,
     one_gpu_models,
     one_gpu_setups,
@@ -435,15 +436,23 @@ def _long_context(variant: int = 0) -> dict[str, Any]:
 
 
 @register_worked("gqa")
-def _gqa() -> dict[str, Any]:
+def _gqa(variant: int = 0) -> dict[str, Any]:
     a = resolve(LAB)
-    kv2, kv3 = kv_bytes_per_token("Llama-2-7B"), kv_bytes_per_token("Llama-3.1-8B")
+    gpu, ctx, kv = draw(variant, setup=(("H100 SXM", 32_768, "bf16"), gqa_setups()))["setup"]
+    tokens = ctx + 512
+    kv2, kv3 = kv_bytes_per_token("Llama-2-7B", kv), kv_bytes_per_token("Llama-3.1-8B", kv)
     return dict(
+        gpu=gpu.split()[0] if variant == 0 else gpu,
+        gpu_mem=gpus[gpu].memory,
+        long_k=f"{ctx // 1024}K",
+        tokens=tokens,
+        kv_words=KV_WORDS[kv],
+        per_value=f"{bytes_per_value(kv):g}",
         kv2=kv2.to("KiB"),
         kv3=kv3.to("KiB"),
         ratio=float((kv2 / kv3).to("").m),
-        b2=max_batch("Llama-2-7B", "H100 SXM", 33_280, assumptions=a),
-        b3=max_batch("Llama-3.1-8B", "H100 SXM", 33_280, assumptions=a),
+        b2=max_batch("Llama-2-7B", gpu, tokens, kv_bytes=kv, assumptions=a),
+        b3=max_batch("Llama-3.1-8B", gpu, tokens, kv_bytes=kv, assumptions=a),
         mem_pct=pct(a.memory_fraction),
     )
 
