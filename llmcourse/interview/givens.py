@@ -294,8 +294,6 @@ def smaller_models(name: str) -> tuple[str, ...]:
     return tuple(b for b in KV_FORMULA_MODELS if models[b].params < models[name].params)
 
 
-
-
 @functools.cache
 def weights_fit_setups() -> tuple[tuple[str, str], ...]:
     """(model, GPU) pairs for the weights question (any model of the catalog, every weight at the precision asked), by
@@ -311,11 +309,7 @@ def weights_fit_setups() -> tuple[tuple[str, str], ...]:
                 continue
             tp16 = gpus_for_weights(name, gpu, "bf16", assumptions=ENVELOPE)
             n8 = gpus_for_weights(name, gpu, "fp8", assumptions=ENVELOPE)
-            if (
-                n8 < tp16 <= 8
-                and models[name].heads % tp16 == 0
-                and usable_memory(gpu, n8, assumptions=ENVELOPE) < w16
-            ):
+            if n8 < tp16 <= 8 and models[name].heads % tp16 == 0 and usable_memory(gpu, n8, assumptions=ENVELOPE) < w16:
                 out.append((name, gpu))
     return tuple(out)
 
