@@ -36,7 +36,12 @@ __all__ = [
     "FLEET_RPS",
     "GQA70_CONTEXTS",
     "GQA70_GPUS",
+    "GQA_CONTEXTS",
     "GQA_MODELS",
+    "KV_FORMULA_MODELS",
+    "KV_PER_VALUE_WORDS",
+    "KV_PRECISIONS",
+    "KV_WORDS",
     "LONG",
     "LONG_ANSWERS",
     "LONG_PROMPTS",
@@ -51,13 +56,17 @@ __all__ = [
     "fits_words",
     "fleet350_rps",
     "fp8_pairs",
+    "gpu_words",
     "gqa70_setup",
+    "gqa_setups",
     "long_pairs",
     "one_gpu_models",
     "one_gpu_setups",
+    "smaller_models",
     "tp2_pairs",
     "tp2_setup",
     "two_gpu_setups",
+    "weights_fit_setups",
 ]
 
 
@@ -247,4 +256,79 @@ def one_gpu_models() -> tuple[str, ...]:
     """The models of :data:`GQA_MODELS` whose BF16 weights fit on one L4 by the interactive lab's memory (7-8B)."""
     return tuple(
         name for name in GQA_MODELS if gpus_for_weights(name, "L4", "bf16", assumptions=LAB, power_of_two=False) == 1
+    )
+
+
+#: The KV-cache precisions the KV questions' variants draw from: BF16 (the engines' default, "auto"), FP8 (vLLM,
+#: SGLang ``--kv-cache-dtype fp8``; TensorRT-LLM ``KvCacheConfig(dtype="fp8")``) and NVFP4, 4-bit values with one FP8
+#: scale per 16 (TensorRT-LLM ``KvCacheConfig(dtype="nvfp4")``, SGLang ``fp4_e2m1``): bytes a value by
+#: :func:`llmcourse.catalog.bytes_per_value`.
+KV_PRECISIONS = ("bf16", "fp8", "nvfp4")
+#: The KV precisions as the questions name them.
+KV_WORDS = {"bf16": "BF16", "fp8": "FP8", "nvfp4": "NVFP4 (4-bit values with one 8-bit scale per 16)"}
+#: A value's bytes in each KV precision, as a candidate says it.
+KV_PER_VALUE_WORDS = {"bf16": "two bytes", "fp8": "one byte", "nvfp4": "0.5625 bytes"}
+
+
+def gpu_words(n: int) -> str:
+    """A GPU count in words: "one GPU", "two GPUs", "12 GPUs"."""
+    words = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+    return f"{words[n - 1] if 1 <= n <= 9 else f'{n:,}'} GPU{'' if n == 1 else 's'}"
+
+
+#: Models of grouped-query attention whose KV bytes a token are 2 x layers x KV heads x head dim x bytes, and whose
+#: hidden size is more than their KV heads times the head dimension (the KV-per-token question's formula holds as
+#: written, and its "hidden size in place of the KV heads" slip overcounts), dense or mixture-of-experts.
+KV_FORMULA_MODELS = tuple(
+    name
+    for name, m in models.items()
+    if m.kv_heads < m.heads
+    and m.hidden > m.kv_heads * m.head_dim
+    and kv_bytes_per_token(m).to("B").m == 2 * m.layers * m.kv_heads * m.head_dim * 2
+)
+
+
+def smaller_models(name: str) -> tuple[str, ...]:
+    """The models of :data:`KV_FORMULA_MODELS` with fewer parameters than ``name`` (the KV-per-token question's
+    second model)."""
+    return tuple(b for b in KV_FORMULA_MODELS if models[b].params < models[name].params)
+
+
+@functools.cache
+def weights_fit_setups() -> tuple[tuple[str, str], ...]:
+    """(model, GPU) pairs for the weights question (any model of the catalog, every weight at the precision asked), by
+    the back-of-the-envelope method's memory: the BF16 weights need
+    a power of two GPUs that splits the model's heads, more than the FP8 weights need (one node's eight at most), and
+    the FP8 count's usable memory misses the BF16 weights (the answer's "the BF16 weights miss by"); the GPUs rented by
+    the hour (a price in the catalog) with FP8 arithmetic, not a laptop's unified memory."""
+    out = []
+    for name in models:
+        w16 = weight_bytes(name, "bf16")
+        for gpu, g in gpus.items():
+            if g.unified_memory or g.price_per_hour is None or g.fp8_flops is None:
+                continue
+            tp16 = gpus_for_weights(name, gpu, "bf16", assumptions=ENVELOPE)
+            n8 = gpus_for_weights(name, gpu, "fp8", assumptions=ENVELOPE)
+            if n8 < tp16 <= 8 and models[name].heads % tp16 == 0 and usable_memory(gpu, n8, assumptions=ENVELOPE) < w16:
+                out.append((name, gpu))
+    return tuple(out)
+
+
+#: The conversations' contexts (2^n tokens, before the answer) the grouped-query question's variants draw from, up to
+#: Llama 3.1's 128K window.
+GQA_CONTEXTS = (8_192, 16_384, 32_768, 65_536, 131_072)
+
+
+@functools.cache
+def gqa_setups() -> tuple[tuple[str, int, str], ...]:
+    """(GPU, context, KV precision) for the grouped-query question (Llama 2 7B against Llama 3.1 8B, 512 answer tokens,
+    by the interactive lab's memory): a GPU rented by the hour (a price in the catalog) on which one conversation of
+    Llama 2 7B at least two fit (so each count reads "N conversations")."""
+    return tuple(
+        (gpu, ctx, kv)
+        for gpu, g in gpus.items()
+        if g.price_per_hour is not None and not g.unified_memory
+        for ctx in GQA_CONTEXTS
+        for kv in KV_PRECISIONS
+        if max_batch("Llama-2-7B", gpu, ctx + 512, kv_bytes=kv, assumptions=LAB) >= 2
     )

@@ -45,6 +45,7 @@ from llmcourse.interview.givens import (
     CHAT_PROMPTS,
     CONTEXTS,
     GQA_MODELS,
+    KV_WORDS,
     LONG,
     LONG_ANSWERS,
     LONG_PROMPTS,
@@ -59,6 +60,7 @@ from llmcourse.interview.givens import (
     fleet350_rps,
     fp8_pairs,
     gqa70_setup,
+    gqa_setups,
     long_pairs,
     one_gpu_models,
     one_gpu_setups,
@@ -70,7 +72,6 @@ from llmcourse.interview.templates import num
 from llmcourse.planner.roofline import weight_read_ceiling
 from llmcourse.planner.serving import compute_budget, fleet, prefill_pool, request_cycle, serving_plan, traffic
 from llmcourse.replica.memory import (
-    gpus_for_weights,
     kv_bytes_per_sequence,
     kv_bytes_per_token,
     max_batch,
@@ -91,35 +92,6 @@ MIN_REPLICAS = 2
 
 
 # --- L4: one number, right, with its unit ------------------------------------------------------------------
-@register_worked("weights_fit")
-def _weights_fit() -> dict[str, Any]:
-    a, g = resolve(ENVELOPE), gpus["H100 SXM"]
-    w16, w8 = weight_bytes("Qwen2.5-72B", "bf16").to("GB"), weight_bytes("Qwen2.5-72B", "fp8").to("GB")
-    mem2 = usable_memory(g, 2, assumptions=a).to("GB")
-    return dict(
-        w16=w16,
-        w8=w8,
-        per_gpu=usable_memory(g, assumptions=a).to("GB"),
-        mem_pct=pct(a.memory_fraction),
-        reserve_pct=pct(1 - a.memory_fraction),
-        n16=gpus_for_weights("Qwen2.5-72B", g, "bf16", assumptions=a, power_of_two=False),
-        tp16=gpus_for_weights("Qwen2.5-72B", g, "bf16", assumptions=a),
-        n8=gpus_for_weights("Qwen2.5-72B", g, "fp8", assumptions=a),
-        mem2=mem2,
-        miss=(w16 - mem2).to("GB"),
-    )
-
-
-@register_worked("kv_per_token")
-def _kv_per_token() -> dict[str, Any]:
-    kv72, kv7 = kv_bytes_per_token("Qwen2.5-72B"), kv_bytes_per_token("Qwen2.5-7B")
-    m = models["Qwen2.5-72B"]
-    mha = kv_bytes_per_token(m.with_(kv_heads=m.heads))
-    return dict(
-        kv72=kv72.to("KiB"), kv7=kv7.to("KiB"), b72=int(kv72.to("B").m), b7=int(kv7.to("B").m), mha72=mha.to("MiB")
-    )
-
-
 @register_worked("kv_context")
 def _kv_context(variant: int = 0) -> dict[str, Any]:
     g = draw(
@@ -399,15 +371,23 @@ def _long_context(variant: int = 0) -> dict[str, Any]:
 
 
 @register_worked("gqa")
-def _gqa() -> dict[str, Any]:
+def _gqa(variant: int = 0) -> dict[str, Any]:
     a = resolve(LAB)
-    kv2, kv3 = kv_bytes_per_token("Llama-2-7B"), kv_bytes_per_token("Llama-3.1-8B")
+    gpu, ctx, kv = draw(variant, setup=(("H100 SXM", 32_768, "bf16"), gqa_setups()))["setup"]
+    tokens = ctx + 512
+    kv2, kv3 = kv_bytes_per_token("Llama-2-7B", kv), kv_bytes_per_token("Llama-3.1-8B", kv)
     return dict(
+        gpu=gpu.split()[0] if variant == 0 else gpu,
+        gpu_mem=gpus[gpu].memory,
+        long_k=f"{ctx // 1024}K",
+        tokens=tokens,
+        kv_words=KV_WORDS[kv],
+        per_value=f"{bytes_per_value(kv):g}",
         kv2=kv2.to("KiB"),
         kv3=kv3.to("KiB"),
         ratio=float((kv2 / kv3).to("").m),
-        b2=max_batch("Llama-2-7B", "H100 SXM", 33_280, assumptions=a),
-        b3=max_batch("Llama-3.1-8B", "H100 SXM", 33_280, assumptions=a),
+        b2=max_batch("Llama-2-7B", gpu, tokens, kv_bytes=kv, assumptions=a),
+        b3=max_batch("Llama-3.1-8B", gpu, tokens, kv_bytes=kv, assumptions=a),
         mem_pct=pct(a.memory_fraction),
     )
 
