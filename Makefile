@@ -36,6 +36,7 @@ book: book-only serve
 
 book-only: setup lite
 	bash scripts/fresh_cache.sh
+	$(PY) scripts/execute_book.py 2>&1 | grep -v "IPKernelApp"
 	time $(VENV)/bin/jupyter-book build . -W --keep-going
 	@echo "Built: $(CURDIR)/_build/html/index.html"
 

@@ -212,9 +212,18 @@ def install(post: Post | None) -> None:
 
 
 def connect(post: Post | None) -> None:
-    """Send every message from now on through ``post(json_text, buffers)`` (None: to nowhere)."""
+    """Send every message from now on through ``post(json_text, buffers)`` (None: to nowhere); what the cells keep
+    in :mod:`llmcourse.page_store` goes to the page too, as a ``store`` message (the page writes it into its
+    ``localStorage``)."""
+    from llmcourse import page_store  # here, not at the top: the worker loads this module before the package
+
     global _post
     _post = post
+    page_store.connect(None if post is None else _keep)
+
+
+def _keep(key: str, value: str) -> None:
+    _send({"msg_type": "store", "key": key, "value": value})
 
 
 def uninstall() -> None:
@@ -223,18 +232,29 @@ def uninstall() -> None:
     import comm
 
     _post = None
+    connect(None)
     comm.create_comm = comm._create_comm
     for name in ("traitlets", "Comm"):
         logging.getLogger(name).removeHandler(_ERRORS)
     gc.unfreeze()
 
 
-def run(code: str, run_id: int) -> str | None:
+def run(code: str, run_id: int, stored: str | None = None) -> str | None:
     """Run a cell as Jupyter would (a fresh namespace; its last expression displayed).
 
+    ``stored``: the page's ``localStorage`` entries of the book (JSON text of an object, key -> text), handed to
+    :func:`llmcourse.page_store.fill` first, so the cell finds what the reader kept (unreadable text: none).
     Returns None, or the error as the traceback of the cell's own lines (for the page to show).
     """
+    from llmcourse import page_store
+
     global _run_id
+    if stored is not None:
+        try:
+            entries = json.loads(stored)
+        except (TypeError, ValueError):
+            entries = {}
+        page_store.fill(entries if isinstance(entries, dict) else {})
     _run_id = run_id
     namespace: dict[str, Any] = {"__name__": "__live__"}
     name = f"<live calculator {run_id}>"

@@ -49,7 +49,7 @@ from typing import Any
 
 from llmcourse.errors import InputError, UnknownNameError
 
-__all__ = ["DEFAULT", "PRESETS", "Assumptions", "presets_table", "resolve"]
+__all__ = ["DEFAULT", "PRESETS", "Assumptions", "for_engine", "presets_table", "resolve"]
 
 #: Allowed values of the fields that name a rule, and what each value means.
 CHOICES: dict[str, dict[str, str]] = {
@@ -57,6 +57,9 @@ CHOICES: dict[str, dict[str, str]] = {
         "total": "a share of the GPUs' total memory holds weights and KV cache (vLLM's gpu_memory_utilization)",
         "free": "the weights, plus a share of what they leave for the KV cache (TensorRT-LLM's "
         "free_gpu_memory_fraction)",
+        "engine": "the replica's engine's own rule: vLLM's gpu_memory_utilization (memory_fraction of the total), "
+        "SGLang's mem_fraction_static (its default by the GPU's memory and the server's GPUs, 0.836 on one H100, "
+        "0.856 on four B200s), TensorRT-LLM's free_gpu_memory_fraction (the weights plus memory_fraction of what they leave)",
     },
     "memory_unit": {
         "GB": "the datasheet's memory in decimal gigabytes (80 GB = 80 x 10^9 bytes)",
@@ -110,6 +113,12 @@ CHOICES: dict[str, dict[str, str]] = {
         "pplx-kernels, TensorRT-LLM wide-EP), within the router's expert groups, at dispatch_bytes per value; the "
         "combine returns one sum per GPU at the activation precision",
     },
+    "four_bit_factor_applies_to": {
+        "weights": "the four-bit factor slows the weight reads alone: the 4-bit matmul kernels (Marlin and "
+        "Machete W4A16, the MXFP4 MoE kernels) unpack and scale every weight as they read it, while attention reads "
+        "the KV cache at the ordinary share whatever the weights' format",
+        "all_reads": "the four-bit factor slows every byte of the step, the KV cache's too",
+    },
     "kv_read_context": {
         "average": "each decode step reads a sequence's KV at its average context (prompt + answer / 2)",
         "final": "each decode step reads a sequence's KV at its final context (prompt + answer)",
@@ -120,7 +129,8 @@ CHOICES: dict[str, dict[str, str]] = {
 MEANING: dict[str, str] = {
     "memory_rule": "how the usable memory is set",
     "memory_fraction": "share of memory the server may use (rule 'total'), or share of what the weights "
-    "leave that the KV cache gets (rule 'free')",
+    "leave that the KV cache gets (rule 'free'); with rule 'engine', vLLM's gpu_memory_utilization and "
+    "TensorRT-LLM's free_gpu_memory_fraction (SGLang sets its own share)",
     "memory_unit": "what a GPU's listed memory means",
     "bandwidth_efficiency": "share of the datasheet memory bandwidth a decode step reaches",
     "compute_efficiency": "share of the datasheet dense FLOP/s that matmuls reach",
@@ -171,12 +181,23 @@ MEANING: dict[str, str] = {
     "and then prompt chunks (vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size, TensorRT-LLM's "
     "max_num_tokens); None: prompts prefilled whole while decoding waits",
     "four_bit_bandwidth_factor": "share of the bandwidth efficiency a decode step keeps with 4-bit weights (FP4, "
-    "INT4: the kernels also read block scales and dequantise)",
+    "INT4: the kernels also read block scales and dequantise), on the reads four_bit_factor_applies_to names",
+    "four_bit_factor_applies_to": "which reads of a decode step four_bit_bandwidth_factor slows",
+    "llama_cpp_bandwidth_efficiency": "share of the datasheet memory bandwidth a decode step of llama.cpp reaches "
+    "(its own kernels, 8- and 16-bit GGUF weights; None: bandwidth_efficiency, as every engine)",
+    "llama_cpp_four_bit_bandwidth_factor": "share of llama.cpp's bandwidth efficiency its decode keeps with 4-bit GGUF "
+    "weights (Q4_K_M, Q4_0: its kernels dequantise the blocks as they read them; None: four_bit_bandwidth_factor)",
+    "llama_cpp_compute_efficiency": "share of the datasheet dense 16-bit FLOP/s llama.cpp's prompt processing reaches "
+    "(None: compute_efficiency)",
+    "llama_cpp_step_overhead_ms": "fixed time per decode step of llama.cpp, one sequence (ms; None: step_overhead_ms)",
     "gpu_idle_power_fraction": "share of its rated power (TDP) a GPU draws while it holds a model but serves nothing",
     "gpu_load_power_fraction": "share of its rated power (TDP) a GPU draws while it serves at full load",
     "host_power_fraction": "the server around each GPU (CPUs, memory, NICs, switches, fans) draws this share of the "
     "GPU's rated power, busy or idle",
     "depreciation_years": "years over which owned GPUs and servers are written off (straight line, nothing left)",
+    "host_nameplate_power_fraction": "the server around each GPU draws at most this share of the GPU's rated power "
+    "by its nameplate rating (what a site budgets its IT power to, above the measured peak of host_power_fraction)",
+    "gpus_per_server": "GPUs in one server (a site is filled with whole servers)",
 }
 
 
@@ -234,11 +255,17 @@ class Assumptions:
     expert_dispatch: str = "per_expert"
     dispatch_bytes: float = 1.03125
     four_bit_bandwidth_factor: float = 1.0
+    four_bit_factor_applies_to: str = "all_reads"
     request_overhead_ms: float = 0.0
     closed_loop_wave_share: float = 0.0
     prefill_chunk_tokens: int | None = None
     kv_replication: bool = True
     speculation: Any = None
+    # llama.cpp's own kernels (engine "llama.cpp", :func:`for_engine`); None: the values above, as for every engine
+    llama_cpp_bandwidth_efficiency: float | None = None
+    llama_cpp_four_bit_bandwidth_factor: float | None = None
+    llama_cpp_compute_efficiency: float | None = None
+    llama_cpp_step_overhead_ms: float | None = None
     # The whole bill (chapter Sizing the fleet). Course assumptions, each beside its evidence:
     # - idle: an H100 that holds a model draws its bare idle plus +26-50 W for the CUDA context (arXiv 2605.23918,
     #   "The Model Parking Tax", 14 H100s over 18 days); a published H200 run idles at 80 W of its 700 W. About
@@ -248,11 +275,15 @@ class Assumptions:
     # - host: an 8 x H100 HGX node peaked at 8.4 kW with its GPUs near full use (Latif et al., IEEE Access 13,
     #   2025; rated 10.2 kW): (8.4 - 8 x 0.7) / (8 x 0.7) = 0.5 of the GPUs' rated power.
     # - years: Nebius writes GPUs off over 4 years, CoreWeave over 6 (bizety.com, 2025-09-23): the shorter.
+    # - nameplate: the same 8 x H100 node is rated 10.2 kW (DGX H100 maximum system power), the figure a site budgets
+    #   its IT power to: (10.2 - 8 x 0.7) / (8 x 0.7) = 0.82 of the GPUs' rated power; servers of 8 GPUs (HGX H100).
     # The sources' presets have no energy model; they take the same values.
     gpu_idle_power_fraction: float = 0.15
     gpu_load_power_fraction: float = 1.0
     host_power_fraction: float = 0.5
     depreciation_years: float = 4.0
+    host_nameplate_power_fraction: float = (10_200 - 8 * 700) / (8 * 700)
+    gpus_per_server: int = 8
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -284,29 +315,13 @@ class Assumptions:
                 raise InputError(
                     f"{name} ({MEANING[name]}) must be above 0 and at most 1; got {getattr(self, name)!r}."
                 )
-        if not 0 <= self.gpu_idle_power_fraction < 1 or not 0 < self.gpu_load_power_fraction <= 1:
-            name = "gpu_idle_power_fraction" if not 0 <= self.gpu_idle_power_fraction < 1 else "gpu_load_power_fraction"
-            bounds = "0 or more and below 1" if name == "gpu_idle_power_fraction" else "above 0 and at most 1"
-            raise InputError(f"{name} ({MEANING[name]}) must be {bounds}; got {getattr(self, name)!r}.")
-        if self.gpu_idle_power_fraction > self.gpu_load_power_fraction:
-            raise InputError(
-                f"gpu_idle_power_fraction ({self.gpu_idle_power_fraction!r}) cannot exceed gpu_load_power_fraction "
-                f"({self.gpu_load_power_fraction!r}): a GPU draws more at full load than idle."
-            )
-        if self.host_power_fraction < 0:
-            raise InputError(
-                f"host_power_fraction ({MEANING['host_power_fraction']}) must be 0 or more; "
-                f"got {self.host_power_fraction!r}."
-            )
-        if self.depreciation_years <= 0:
-            raise InputError(
-                f"depreciation_years ({MEANING['depreciation_years']}) must be above 0; got {self.depreciation_years!r}."
-            )
+        self._check_bill_fields()
         if self.speculation is not None and not hasattr(self.speculation, "draft_tokens"):
             raise InputError(
                 f"speculation ({MEANING['speculation']}) must be None or a llmcourse.replica.speculative.Speculation; "
                 f"got {self.speculation!r}."
             )
+        self._check_llama_cpp()
         if self.headroom < 1:
             raise InputError(f"headroom ({MEANING['headroom']}) must be at least 1; got {self.headroom!r}.")
         if self.flops_per_param <= 0:
@@ -346,6 +361,60 @@ class Assumptions:
         for name in ("step_overhead_ms", "layer_floor_us", "draft_step_overhead_ms", "draft_model_step_overhead_ms"):
             if getattr(self, name) < 0:
                 raise InputError(f"{name} ({MEANING[name]}) must be 0 or more; got {getattr(self, name)!r}.")
+
+    def _check_bill_fields(self) -> None:
+        """The power model's and the bill's fields (chapter What a fleet costs): each share in its range."""
+        if not 0 <= self.gpu_idle_power_fraction < 1 or not 0 < self.gpu_load_power_fraction <= 1:
+            name = "gpu_idle_power_fraction" if not 0 <= self.gpu_idle_power_fraction < 1 else "gpu_load_power_fraction"
+            bounds = "0 or more and below 1" if name == "gpu_idle_power_fraction" else "above 0 and at most 1"
+            raise InputError(f"{name} ({MEANING[name]}) must be {bounds}; got {getattr(self, name)!r}.")
+        if self.gpu_idle_power_fraction > self.gpu_load_power_fraction:
+            raise InputError(
+                f"gpu_idle_power_fraction ({self.gpu_idle_power_fraction!r}) cannot exceed gpu_load_power_fraction "
+                f"({self.gpu_load_power_fraction!r}): a GPU draws more at full load than idle."
+            )
+        if self.host_power_fraction < 0:
+            raise InputError(
+                f"host_power_fraction ({MEANING['host_power_fraction']}) must be 0 or more; "
+                f"got {self.host_power_fraction!r}."
+            )
+        if self.host_nameplate_power_fraction < self.host_power_fraction:
+            raise InputError(
+                f"host_nameplate_power_fraction ({MEANING['host_nameplate_power_fraction']}) must be at least "
+                f"host_power_fraction ({self.host_power_fraction!r}): a nameplate rating is not below the measured "
+                f"peak; got {self.host_nameplate_power_fraction!r}."
+            )
+        if (
+            isinstance(self.gpus_per_server, bool)
+            or not isinstance(self.gpus_per_server, int)
+            or self.gpus_per_server < 1
+        ):
+            raise InputError(
+                f"gpus_per_server ({MEANING['gpus_per_server']}) must be a whole number, 1 or more (8 for an HGX "
+                f"H100 server); got {self.gpus_per_server!r}."
+            )
+        if self.depreciation_years <= 0:
+            raise InputError(
+                f"depreciation_years ({MEANING['depreciation_years']}) must be above 0; got {self.depreciation_years!r}."
+            )
+
+    def _check_llama_cpp(self) -> None:
+        """The llama.cpp fields: each None, or a share above 0 and at most 1 (an overhead: 0 ms or more)."""
+        for name in (
+            "llama_cpp_bandwidth_efficiency",
+            "llama_cpp_four_bit_bandwidth_factor",
+            "llama_cpp_compute_efficiency",
+            "llama_cpp_step_overhead_ms",
+        ):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
+                raise InputError(f"{name} ({MEANING[name]}) must be a finite number or None; got {value!r}.")
+            if name.endswith("_ms") and value < 0:
+                raise InputError(f"{name} ({MEANING[name]}) must be 0 or more; got {value!r}.")
+            if not name.endswith("_ms") and not 0 < value <= 1:
+                raise InputError(f"{name} ({MEANING[name]}) must be above 0 and at most 1; got {value!r}.")
 
     def replace(self, **changes: Any) -> Assumptions:
         """A copy with some fields changed (``None`` values are ignored), named after the change."""
@@ -439,6 +508,11 @@ PRESETS: dict[str, Assumptions] = {
             draft_step_overhead_ms=0.03,
             draft_model_step_overhead_ms=0.1,
             four_bit_bandwidth_factor=0.6,
+            # Only the weights: the 4-bit kernels dequantise the weights they read (vLLM's MarlinLinearKernel and
+            # the Machete kernel for W4A16, its Mxfp4MoEMethod's fused MoE kernels for gpt-oss; TensorRT-LLM's
+            # W4A16 and MXFP4 MoE GEMMs); the attention kernels (FlashAttention, FlashInfer, TensorRT-LLM's XQA)
+            # read a BF16 or FP8 KV cache, whatever the weights' format.
+            four_bit_factor_applies_to="weights",
             # The median of measured minus predicted time to first token over the measured rows with 1-4
             # requests in flight (where a request barely queues); evidence() refits it in every fold with the wave
             # share, on the times to first token (chapter Validation shows the values).
@@ -454,6 +528,13 @@ PRESETS: dict[str, Assumptions] = {
             # schedulers run (llmcourse.replica.scheduler names each engine's defaults and where they are set).
             admission="blocks",
             prefill_schedule="engine",
+            # The memory each engine lends its weights and KV cache, as it sizes it (llmcourse.replica.scheduler.
+            # engine_memory_rule): vLLM's gpu_memory_utilization 0.9 of the total (vllm/config/cache.py CacheConfig),
+            # SGLang's mem_fraction_static by the GPU's memory (python/sglang/srt/server_args.py
+            # ServerArgs._handle_gpu_memory_settings: 0.836 on one H100, 0.856 on four B200s), TensorRT-LLM's
+            # free_gpu_memory_fraction 0.9 of what the weights leave (tensorrt_llm/llmapi/llm_args.py KvCacheConfig).
+            # A replica that names no engine runs vLLM's rule, the sources' "90% of memory" (memory_fraction 0.9).
+            memory_rule="engine",
             # The engines' default token budget per iteration on H100-class GPUs, which the queueing simulator
             # schedules by: vLLM's max_num_batched_tokens for its OpenAI server on a GPU of 70 GiB or more
             # (vllm/engine/arg_utils.py, EngineArgs.get_batch_defaults: 8,192; 2,048 on smaller GPUs and A100),
@@ -479,6 +560,19 @@ PRESETS: dict[str, Assumptions] = {
             # wide-EP: a token once per destination GPU.
             expert_dispatch="per_gpu",
             dispatch_bytes=1.03125,
+            # llama.cpp's own kernels (engine "llama.cpp", for_engine): fitted, in the open, to the 48 public
+            # llama-bench rows of llmcourse/data/llama_cpp_public.csv (12 machines: RTX 3070 to 4090, Apple M1 to M4
+            # and M2 Ultra; Q4_K_M and F16; each row's source in the file) by least squares on ln(predicted /
+            # measured) through the decode step and the prefill (llmcourse.validation.llama_cpp.fit_llama_cpp):
+            # decode reaches 84% of the bandwidth with F16 weights and 69% with Q4_K_M (0.84 x 0.82), plus 0.5 ms a
+            # token; prompt processing 81% of the dense 16-bit FLOP/s. Held out by machine, decode is off by a
+            # median 1.13x and prompt processing by 1.18x, every row within 2x (chapter On your own machine shows
+            # the fit and checks these values against it). The datacenter factors above (0.7 x 0.6 for 4-bit,
+            # 1 ms, 0.5) had llama.cpp 1.55x too slow at decode and 1.66x at prompt processing.
+            llama_cpp_bandwidth_efficiency=0.84,
+            llama_cpp_four_bit_bandwidth_factor=0.82,
+            llama_cpp_compute_efficiency=0.81,
+            llama_cpp_step_overhead_ms=0.5,
         ),
     )
 }
@@ -506,6 +600,42 @@ def resolve(assumptions: Assumptions | str | None = None) -> Assumptions:
     )
 
 
+def for_engine(a: Assumptions, engine: str | None) -> Assumptions:
+    """The assumptions a replica of ``engine`` runs under: for ``"llama.cpp"``, its own kernels' shares and step
+    overhead (the ``llama_cpp_*`` fields that are set) in place of the general ones, the ``llama_cpp_*`` fields
+    then None (applied: a second call changes nothing); any other engine, or a preset that sets none of them (the
+    sources' methods), the assumptions unchanged. The name is kept.
+
+    Measured llama.cpp rows split into times at 100% (``llmcourse.validation.load_components``) carry llama.cpp's
+    share over the general one, so a refit of the general shares on them (``evidence``, ``own_benchmark``) moves
+    llama.cpp's in proportion; a replica of engine llama.cpp takes the ``llama_cpp_*`` values as they are: to refit
+    those on your own rows, fit ``llmcourse.validation.llama_cpp.fit_llama_cpp(from_llama_bench(rows))``.
+
+    Examples
+    --------
+    >>> a = for_engine(resolve("course"), "llama.cpp")
+    >>> a.bandwidth_efficiency == resolve("course").llama_cpp_bandwidth_efficiency, a.name
+    (True, 'course')
+    >>> a.llama_cpp_bandwidth_efficiency is None, for_engine(a, "llama.cpp") is a
+    (True, True)
+    >>> for_engine(resolve("course"), "vLLM") is resolve("course"), for_engine(resolve("lab"), "llama.cpp").name
+    (True, 'lab')
+    """
+    if engine != "llama.cpp":
+        return a
+    swap = {
+        "bandwidth_efficiency": a.llama_cpp_bandwidth_efficiency,
+        "four_bit_bandwidth_factor": a.llama_cpp_four_bit_bandwidth_factor,
+        "compute_efficiency": a.llama_cpp_compute_efficiency,
+        "step_overhead_ms": a.llama_cpp_step_overhead_ms,
+    }
+    if all(v is None for v in swap.values()):
+        return a
+    swap = {k: v for k, v in swap.items() if v is not None}
+    applied = {f"llama_cpp_{k}": None for k in swap}
+    return dataclasses.replace(a, **swap, **applied)
+
+
 def presets_table() -> list[tuple[str, ...]]:
     """Rows of (field, meaning, one value per preset), the presets side by side for the book.
 
@@ -531,5 +661,11 @@ def presets_table() -> list[tuple[str, ...]]:
     for f in fields(Assumptions):
         if f.name in ("name", "summary"):
             continue
-        rows.append((f.name, MEANING[f.name], *(show(getattr(p, f.name)) for p in PRESETS.values())))
+        values = [getattr(p, f.name) for p in PRESETS.values()]
+        if f.name.startswith("llama_cpp_"):  # None: the general value, not a rule switched off
+            values = [
+                getattr(p, f.name.removeprefix("llama_cpp_")) if v is None else v
+                for v, p in zip(values, PRESETS.values(), strict=True)
+            ]
+        rows.append((f.name, MEANING[f.name], *map(show, values)))
     return rows

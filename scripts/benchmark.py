@@ -292,9 +292,44 @@ def _timed(cmd: list[str]) -> float:
     return time.perf_counter() - t
 
 
+def _llama_cpp() -> None:
+    """llama.cpp's kernels on the public llama-bench rows: the fit on every row, each machine held out, and the
+    datacenter factors' error on the same rows (llmcourse.validation.llama_cpp)."""
+    from llmcourse.validation import llama_cpp as llc
+    from llmcourse.validation.fit import error_stats
+
+    t = time.perf_counter()
+    rows = llc.public_rows()
+    fit = llc.fit_llama_cpp(rows)
+    held = llc.held_out(rows)
+    print(
+        f"llama.cpp public rows: {len(rows)} from {len({r.source for r in rows})} sources, "
+        f"{len({r.gpu for r in rows})} machines, GGUF types {', '.join(sorted({r.gguf for r in rows}))} "
+        f"({time.perf_counter() - t:.1f} s)"
+    )
+    print(
+        f"  fitted on every row: decode {fit.bandwidth_efficiency:.2f} of the bandwidth (8/16-bit), "
+        f"{fit.four_bit_share:.2f} (4-bit), {fit.step_overhead_ms:g} ms a token; prompt processing "
+        f"{fit.compute_efficiency:.2f} of the FLOP/s"
+    )
+    for kind, h in held.items():
+        before = [r for r in rows if r.kind == kind]
+        b = error_stats([llc.predicted(r, llc.general()) for r in before], [r.tokens_per_s for r in before],
+                        [r.id for r in before])  # fmt: skip
+        print(
+            f"  {kind:8s} held out by machine ({h.machines} folds, {h.stats.n} rows): median factor "
+            f"{h.stats.median_factor:.2f}, within 2x {h.stats.within_2x:.0%}, worst {h.stats.worst_id} "
+            f"({h.stats.worst_factor:.2f}); 80% band {h.band[0]:.2f}-{h.band[1]:.2f} x predicted, held-out coverage "
+            f"{h.coverage:.0%}; at the datacenter factors: median factor {b.median_factor:.2f}, within 2x "
+            f"{b.within_2x:.0%}"
+        )
+
+
 def _measured() -> None:
     """Load the shipped measured rows, predict them, fit held out; print the times and the error tables."""
     import llmcourse.validation as lcv
+
+    _llama_cpp()
 
     t = time.perf_counter()
     got = lcv.load_measurements(lcv.AICONFIGURATOR)
@@ -352,7 +387,8 @@ def _groups(lcv: object, ev: object) -> None:
     for metric, c in cov.items():
         lo, q1, med, q3, hi = c.spread()
         print(
-            f"  coverage of the 80% band, {metric}: {c.share:.1%} of {c.rows:,} held-out rows; folds of 20+ rows "
+            f"  coverage of the 80% band, {metric}: {c.share:.1%} of {c.rows:,} held-out rows, "
+            f"{c.fold_mean():.1%} group-weighted (mean of the {len(c.fold_shares())} folds' shares); folds of 20+ rows "
             f"{lo:.0%} / {q1:.0%} / {med:.0%} / {q3:.0%} / {hi:.0%} (least / quartiles / most) ({cov_s:.1f} s)"
         )
     for metric in ("tpot_ms", "ttft_ms"):

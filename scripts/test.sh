@@ -25,6 +25,9 @@ phase "lint-imports"
 echo "== the book: live runtime (Pyodide and the wheels) and the HTML build, for the browser tests"
 "$PY/python" scripts/build_lite.py
 bash scripts/fresh_cache.sh
+# the notebooks two at a time into the build's cache (the build executes one at a time); the kernels' start-up
+# warning, which the build's log holds, is left out here
+"$PY/python" scripts/execute_book.py 2>&1 | grep -v "IPKernelApp"
 mkdir -p _build && log=_build/book-build.log
 if ! "$PY/jupyter-book" build . -W --keep-going >"$log" 2>&1; then
   grep -E "WARNING|ERROR|Error|Traceback" "$log" | grep -v IPKernelApp || true
@@ -32,6 +35,7 @@ if ! "$PY/jupyter-book" build . -W --keep-going >"$log" 2>&1; then
   exit 1
 fi
 grep -E "^live calculators|not available live" "$log" || true
+echo "notebooks the build executed itself (not found in the cache): $(grep -c "Executing notebook" "$log" || true)"
 phase "the book (live site, HTML build)"
 export LLMCOURSE_REQUIRE_SITE=1  # tests/browser: a missing site or chromium is a failure, not a skip
 
@@ -52,15 +56,17 @@ PY
 phase "the notebooks for nbval"
 
 # Two workers, one per core (PYTEST_WORKERS=0: one process). --dist loadfile keeps a file's tests on one worker:
-# a notebook's cells share its kernel, and the browser tests share one live Python (tests/browser/test_site.py);
-# tests/browser comes first, so that its file (the longest) starts at once while the other worker takes the rest.
+# a notebook's cells share its kernel, and the browser tests share one live Python (tests/browser/test_site.py).
+# --no-loadscope-reorder hands the files out in collection order (xdist's default sorts them by their number of
+# tests), which tests/conftest.py makes longest first: tests/browser (the longest file) starts at once on one
+# worker, the files with tests marked slow on the other, and the short files fill in at the end.
 # nbval checks each cell on the book build's own execution of it, when that is current (tests/conftest.py).
 export MPLBACKEND=Agg  # pytest draws figures off screen; the book build above keeps the kernels' inline plots
 export HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-ci}  # the same examples at every run (tests/conftest.py)
 echo "== pytest: unit, property and conformance tests, doctests, nbval, browser (headless chromium)"
 workers=${PYTEST_WORKERS:-2}
 parallel=()
-if [ "$workers" != 0 ]; then parallel=(-n "$workers" --dist loadfile); fi
+if [ "$workers" != 0 ]; then parallel=(-n "$workers" --dist loadfile --no-loadscope-reorder); fi
 "$PY/python" -m pytest tests/browser tests --doctest-modules llmcourse --nbval-lax "$out" -p no:cacheprovider "${parallel[@]}" "$@"
 phase "pytest"
 echo "test time: $(($(date +%s) - start)) s"

@@ -65,7 +65,19 @@ def _check_cached_cell(item: Any, cached: Any) -> None:
     assert not errors, f"{item.nodeid}: {errors[0].get('ename')}: {errors[0].get('evalue')}"
 
 
+def _longest_files_first(items: list[pytest.Item]) -> None:
+    """Order the files for pytest-xdist, which ``scripts/test.sh`` runs with ``--dist loadfile --no-loadscope-reorder``:
+    each worker takes the next whole file as it runs out, in this order, so the longest files start first and the
+    short ones fill in at the end (the run ends when its longest file does, at best). First the browser tests (the
+    longest file), then every file with a test marked ``slow``, then the rest; collection order within each. A file's
+    tests stay together and in their order."""
+    slow = {i.path for i in items if i.get_closest_marker("slow")}
+    browser = {i.path for i in items if i.get_closest_marker("browser")}
+    items.sort(key=lambda i: 0 if i.path in browser else 1 if i.path in slow else 2)  # stable
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _longest_files_first(items)
     try:
         from nbval.plugin import IPyNbCell
     except ImportError:

@@ -28,7 +28,7 @@ SOLUTIONS: dict[str, Callable[[dict[str, Any]], Any]] = {}
 COURSE = lc.resolve()  # the course's method: the default of every estimate
 ENVELOPE = lc.resolve("envelope")  # the back-of-the-envelope method (the first-estimate chapter's table)
 LAB = lc.resolve("lab")  # the interactive lab
-CAPACITY = lc.resolve("capacity")  # the capacity-planning method (the fleet chapter's worked fleet)
+CAPACITY = lc.resolve("capacity")  # the capacity-planning method (the fleet chapters' decode-only first cut)
 TWO_FLOP = Q_(COURSE.flops_per_param, "FLOP")  # a multiply and an add per parameter per token
 
 

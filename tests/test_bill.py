@@ -325,3 +325,24 @@ def test_every_preset_has_the_same_power_model():
     assert all(getattr(p, f) == getattr(course, f) for p in lc.PRESETS.values() for f in fields)
     with pytest.raises(InputError, match="host_power_fraction"):
         course.replace(host_power_fraction=-0.1)
+
+
+def test_rent_rows_and_the_nameplate_fields():
+    """Each rent row's hourly price is the one its source quotes ($80.62 / 8 = $10.08 for the 8-GPU instance); the
+    nameplate share is a DGX H100's 10.2 kW less 8 x 700 W of GPUs over the GPUs' 5,600 W = 0.821, 1,275 W a GPU;
+    a site holds whole servers of 8."""
+    rents = [c for c in lc.costs.values() if c.kind == "rent"]
+    assert {c.name for c in rents} == {"reserved H100", "neocloud H100 on demand", "hyperscaler H100 on demand"}
+    for c in rents:
+        assert c.value.units == Q_(1, "USD/hour").units and c.model == "H100 SXM" and c.input_value is None
+        assert f"${c.value.m:g}" in c.source or "$80.62" in c.source, c.name
+    assert abs(lc.costs["hyperscaler H100 on demand"].value.m - 80.62 / 8) < 0.01
+    course = lc.resolve()
+    assert abs(course.host_nameplate_power_fraction - 4_600 / 5_600) < 1e-12 and course.gpus_per_server == 8
+    assert abs(700 * (1 + course.host_nameplate_power_fraction) - 1_275) < 1e-9
+    with pytest.raises(InputError, match="gpus_per_server"):
+        course.replace(gpus_per_server=0)
+    with pytest.raises(InputError, match="host_nameplate_power_fraction"):
+        course.replace(host_nameplate_power_fraction=0.2)  # below the measured peak's 0.5
+    with pytest.raises(InputError, match="greater than zero"):
+        Cost("x", kind="rent", value=Q_(-1, "USD/hour"))

@@ -143,6 +143,7 @@ def test_the_unchanged_argvs_succeed(course_csv, capsys):
         _well_formed(0, *capsys.readouterr())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["plan", "validate"])
 def test_each_flag_each_hostile_value(command, course_csv, capsys):
     """Every hostile value in every flag, one at a time (the rest of the argv plans, or validates)."""

@@ -80,9 +80,11 @@ def test_sized_pools_meet_both_targets(sized):
 
 
 def test_ttft_is_the_sum_of_its_parts(sized):
-    """TTFT = request overhead + wait + prefill + hand-off."""
+    """TTFT = request overhead + wait + prefill + hand-off + the decode replica's first step (the user's first token
+    is the decode instance's), that step being the decode pool's step at its batch."""
     parts = Q_(COURSE.request_overhead_ms, "ms") + sized.queue_wait + sized.prefill_time + sized.kv_handoff
-    assert sized.ttft.to("ms").m == pytest.approx(parts.to("ms").m, rel=1e-9)
+    assert sized.first_step == sized.tpot and sized.first_step > Q_(0, "ms")
+    assert sized.ttft.to("ms").m == pytest.approx((parts + sized.first_step).to("ms").m, rel=1e-9)
 
 
 def test_prefill_time_is_the_replica_models(sized):
@@ -107,12 +109,13 @@ def test_sized_pools_are_the_smallest(sized):
 
 def test_a_prefill_pool_set_by_the_ttft_target_is_the_smallest_that_meets_it():
     """40 prompts/s of about 96 ms each: the headroom asks for ceil(40 x 0.096 x 1.3) = 5 replicas, but 100 ms of
-    overhead + 96 ms of prefill + about 4 ms of hand-off leave only about 5 ms of a 205 ms target for the wait, which
-    5 replicas (busy 77%) exceed: the target sets the pool, and one replica fewer than it gives misses it."""
-    b = Brief(40, 2_000, 300, Q_(205, "ms"), Q_(40, "ms"))
+    overhead + 96 ms of prefill + about 4 ms of hand-off + the decode replica's first step (under 40 ms, the time per
+    token's target) leave only a few ms of a 245 ms target for the wait, which 5 replicas (busy 77%) exceed: the target
+    sets the pool, and one replica fewer than it gives misses it."""
+    b = Brief(40, 2_000, 300, Q_(245, "ms"), Q_(40, "ms"))
     d = disaggregated("Llama-3.1-70B", "H100 SXM", b, **SHAPE)
     c, t = d.prefill.replicas, d.prefill_time.to("s").m
-    assert 0.09 < t < 0.1  # the premise of the arithmetic above
+    assert 0.09 < t < 0.1 and Q_(30, "ms") < d.first_step <= Q_(40, "ms")  # the premises of the arithmetic above
     assert c > math.ceil(40 * t * COURSE.headroom)  # more than the headroom asks: the TTFT target set the pool
     assert d.ttft_met
     fewer = disaggregated("Llama-3.1-70B", "H100 SXM", b, prefill_gpus=(c - 1) * 4, **SHAPE)
@@ -145,18 +148,73 @@ def test_a_faster_link_never_raises_ttft(slow, fast):
     assert b.ttft <= a.ttft and b.kv_handoff < a.kv_handoff
 
 
-def test_compare_says_a_tie_as_a_tie():
-    """The chapter's case: 20 requests/s of 2,000 + 300 tokens on TP4 replicas of H100s in FP8. Disaggregated: 20 x
-    0.096 s x 1.3 = 2.5, so 3 prefill replicas = 12 GPUs, and one decode replica of 4 GPUs whose batch of 288 at a
-    35 ms step completes 288 / (300 x 0.035 s) = 27.4 requests/s, above 20 x 1.3 = 26: 16 GPUs. Under the engine's
-    picture the aggregated plan needs 4 replicas of 4 GPUs = 16 too: a tie, said as one (the pick goes to the
-    simpler system)."""
-    c = compare("Llama-3.1-70B", "H100 SXM", BRIEF, tensor_parallel=4, weight_bytes="fp8")
+def test_compare_queues_both_first_tokens_at_the_same_percentile():
+    """The chapter's case: 20 requests/s of 2,000 + 300 tokens on TP4 replicas of H100s in FP8, targets on the mean.
+    compare() reads both first tokens at p99, each in its queue: the aggregated plan's simulated p99 (not its
+    queue-less mean), the disaggregated one's simulated prefill queue. The disaggregated p99 is the fixed parts plus
+    the wait's p99 (the prefill and the hand-off are the same for every prompt of one length), and its prefill pool is
+    the fewest replicas whose p99 meets the 600 ms (one fewer misses it, or is unstable). Every prompt of the brief's
+    length here (a run that spreads none), so that the parts add up."""
+    from llmcourse.simulator import SizingRun
+
+    fixed = SizingRun(prompt_cv=0, answer_cv=0, requests=20_000, router="least_cost")
+    c = compare("Llama-3.1-70B", "H100 SXM", BRIEF, tensor_parallel=4, weight_bytes="fp8", simulation=fixed)
     agg, dis = c.aggregated, c.disaggregated
+    assert agg.brief.ttft_percentile == dis.ttft_percentile == 99 and not dis.spread_prompts
+    assert c.aggregated_ttft == agg.sizing.ttft and c.aggregated_ttft != agg.ttft  # the queued p99, not the mean
+    parts = Q_(COURSE.request_overhead_ms, "ms") + dis.queue_wait + dis.prefill_time + dis.kv_handoff + dis.first_step
+    assert abs((dis.ttft - parts).to("ms").m) < 1e-9 and dis.ttft <= BRIEF.ttft_target
+    pre = dis.prefill.replicas
+    rate, t = 20.0, dis.prefill_time.to("s").m
+    if rate * t < pre - 1:  # one fewer replica is a stable queue: its simulated p99 must miss the target
+        from llmcourse.planner.disagg import COMPARE_RUN
+        from llmcourse.simulator import simulate_pool
+
+        run = simulate_pool(Q_(rate, "1/s"), dis.prefill_time, pre - 1, requests=COMPARE_RUN.requests)
+        assert parts - dis.queue_wait + run.wait_at(99) > BRIEF.ttft_target
     assert agg.meets_targets and dis.meets_targets
-    assert (agg.gpus, dis.prefill.gpus, dis.decode.gpus, dis.gpus) == (16, 12, 4, 16)
-    assert c.tie and c.winner == "aggregated"
-    assert c.rows()[-1] == ("fewer GPUs", "a tie: 16 GPUs each (aggregated, the simpler system)")
+    row = dict(c.rows())["aggregated"]
+    assert "TTFT p99" in row and f"{c.aggregated_ttft.to('ms').m:,.1f} ms" in row
+    assert f"simulated p99 {agg.sizing.tpot.to('ms').m:,.1f} ms" in row  # the fleet's time per token, not the plan's
+
+
+def test_compare_spreads_the_prompts_on_both_sides():
+    """compare()'s default run spreads prompts about the brief's length on both sides: the prefill pool is an M/G/c
+    queue of the prompts the aggregated run draws. Its p99 first token then exceeds the one of every prompt at 2,000
+    tokens (the long prompts' prefill and the wait behind them), and its busy share is the rate times the prompts'
+    mean prefill over the replicas (not the brief's prompt's)."""
+    from llmcourse.planner.disagg import COMPARE_RUN
+    from llmcourse.simulator import LENGTH_CV, SizingRun, prompt_lengths
+
+    assert COMPARE_RUN.prompt_cv is None and COMPARE_RUN.answer_cv is None and COMPARE_RUN.router == "least_cost"
+    fixed_run = SizingRun(prompt_cv=0, answer_cv=0, requests=20_000, router="least_cost")
+    kw = dict(tensor_parallel=4, weight_bytes="fp8")
+    fixed = compare("Llama-3.1-70B", "H100 SXM", BRIEF, simulation=fixed_run, **kw).disaggregated
+    spread = compare("Llama-3.1-70B", "H100 SXM", BRIEF, **kw).disaggregated
+    assert spread.spread_prompts and not fixed.spread_prompts
+    assert spread.prefill.replicas >= fixed.prefill.replicas
+    if spread.prefill.replicas == fixed.prefill.replicas:
+        assert spread.ttft > fixed.ttft  # the same pool: the long prompts' prefills and the waits behind them
+    lengths = prompt_lengths(0, 20_000, (300, LENGTH_CV), (2_000, LENGTH_CV), 131_072)
+    assert 1_900 < sum(lengths) / len(lengths) < 2_100 and max(lengths) > 3 * 2_000  # a mean of about 2,000, a tail
+    load = lambda d: d.utilisation * d.prefill.replicas  # noqa: E731  (replicas' worth of prefill: rate x mean time)
+    assert load(spread) != pytest.approx(load(fixed), rel=1e-6)  # the prompts' mean prefill, not the brief's prompt's
+    assert load(spread) == pytest.approx(load(fixed), rel=0.1)  # about the same load: a mean of about 2,000 tokens
+
+
+def test_the_pool_simulation_against_closed_forms():
+    """M/D/1 at rho = 0.8 and 100 ms: the Pollaczek-Khinchine mean wait rho t / (2 (1 - rho)) = 200 ms, and a share
+    1 - rho = 20% of arrivals that find the server free (PASTA). With four servers at rho = 0.8 Sakasegawa's
+    approximation, 0.8^(sqrt(10) - 1) / (4 x 0.2) x 50 ms = 38.4 ms, is an approximation: within 15%."""
+    from llmcourse.simulator import simulate_pool
+
+    one = simulate_pool(Q_(8, "1/s"), Q_(100, "ms"), 1, requests=200_000)
+    assert one.mean_wait.to("ms").m == pytest.approx(200.0, rel=0.05)
+    assert sum(w == 0 for w in one.waits_s) / one.requests == pytest.approx(0.2, abs=0.01)
+    four = simulate_pool(Q_(32, "1/s"), Q_(100, "ms"), 4, requests=200_000)
+    saka = 0.8 ** (10**0.5 - 1) / (4 * 0.2) * 50.0
+    assert four.mean_wait.to("ms").m == pytest.approx(saka, rel=0.15)
+    assert four.wait_at(99) > 3 * four.mean_wait  # the tail the mean hides
 
 
 @pytest.mark.parametrize(
@@ -179,12 +237,18 @@ def test_the_verdict_rule(agg, dis, want):
     assert Comparison(a, d).winner == want
 
 
-def test_percentile_targets_are_refused():
-    """The pools are sized on the mean wait: a brief with percentile targets is refused, saying what to do."""
+def test_a_first_token_percentile_is_sized_and_a_time_per_token_percentile_refused():
+    """The prefill queue is simulated, so a TTFT percentile is sized (on the simulated p99, no headroom: 20 x 0.096 s
+    = 1.92 replicas' worth, so at least 2, and p99 within 600 ms); the decode pool's queue is not, so a TPOT
+    percentile is refused, saying what to do."""
     b = Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms"), ttft_percentile=99)
-    with pytest.raises(InputError, match=r"targets on the mean.*plan\(\)"):
-        disaggregated("Llama-3.1-70B", "H100 SXM", b, **SHAPE)
-    with pytest.raises(InputError, match=r"compare\(\).*targets on the mean"):
+    d = disaggregated("Llama-3.1-70B", "H100 SXM", b, **SHAPE)
+    assert d.ttft_percentile == 99 and d.ttft_met and d.prefill.replicas >= 2
+    assert "p99, simulated" in d.rows()[0][0]
+    with pytest.raises(InputError, match=r"tpot_percentile=None.*plan\(\)"):
+        disaggregated("Llama-3.1-70B", "H100 SXM", Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms"),
+                                                         tpot_percentile=90), **SHAPE)  # fmt: skip
+    with pytest.raises(InputError, match=r"compare\(\).*tpot_percentile=None"):
         compare("Llama-3.1-70B", "H100 SXM", Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms"), tpot_percentile=90),
                 tensor_parallel=4, weight_bytes="fp8")  # fmt: skip
 

@@ -361,8 +361,15 @@ def test_teacher_ctrl_c_exits_130_without_traceback(tmp_path):
     started = tmp_path / "started"  # the cell says when it runs: Ctrl-C then lands mid-grading, not mid-import
     cell = f"from llmcourse.exercises import check\nopen({str(started)!r}, 'w').close()\nwhile True:\n    pass"
     nb = _notebook(tmp_path, [cell])
+    # Ctrl-C at the default action, as a terminal starts the grader: a run launched in the background (`make test &`,
+    # nohup, some CI runners) ignores SIGINT, and the grader would inherit that, ignore the signal and run into the
+    # cell's time limit (30 s) instead
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llmcourse", "check", str(nb)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "llmcourse", "check", str(nb)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
     while not started.exists() and time.monotonic() < deadline and proc.poll() is None:

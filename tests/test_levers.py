@@ -20,14 +20,60 @@ def by_name(levers):
 
 
 def test_every_lever_is_reported_once():
-    """Five levers, each named once."""
+    """Seven levers, each named once."""
     assert sorted(x.name for x in rank_levers("Llama-2-13B", "H100 SXM", BRIEF)) == sorted(LEVER_NAMES)
 
 
-def test_ranked_by_gpus_saved():
-    """The list is sorted: most GPUs saved first."""
-    saved = [x.saved for x in rank_levers("Llama-2-13B", "H100 SXM", BRIEF)]
-    assert saved == sorted(saved, reverse=True)
+def test_ranked_by_kind_then_gpus_saved():
+    """Engineering levers first, then the model change (GQA), then the product change (shorter contexts); within a
+    kind, those that meet the targets first, each by GPUs saved (most first)."""
+    levers = rank_levers("Llama-2-13B", "H100 SXM", BRIEF)
+    kinds = [x.kind for x in levers]
+    assert kinds == sorted(kinds, key=["engineering", "model", "product"].index)
+    assert by_name(levers)["shorter contexts"].kind == "product" and by_name(levers)["GQA, 8 KV heads"].kind == "model"
+    assert {by_name(levers)[n].kind for n in ("FP8 KV cache", "INT4 weights", "EAGLE head", "disaggregation")} == {
+        "engineering"
+    }
+    for kind in ("engineering", "model", "product"):
+        mine = [(not x.meets_targets, -x.saved) for x in levers if x.kind == kind]
+        assert mine == sorted(mine)
+    assert by_name(levers)["shorter contexts"].row()[0] == "shorter contexts (product change)"
+
+
+def test_the_eagle_head_lever():
+    """Llama 3.1 70B has an EAGLE-3 head in the draft catalog: the lever plans with it, four draft tokens at an
+    acceptance of 0.7, (1 - 0.7^5) / (1 - 0.7) = 2.7731 tokens a verification step. Llama 2 13B has none: the lever
+    does not apply and saves nothing."""
+    from llmcourse.replica.speculative import Speculation
+
+    kw = dict(weight_bytes="fp8", tensor_parallel=2)
+    eagle = by_name(rank_levers("Llama-3.1-70B", "H100 SXM", BRIEF, **kw))["EAGLE head"]
+    spec = lc.plan("Llama-3.1-70B", "H100 SXM", BRIEF, speculation=Speculation("eagle head", 4, 0.7), **kw)
+    assert eagle.applies and eagle.gpus == spec.gpus and "2.77 tokens" in eagle.note
+    none = by_name(rank_levers("Llama-2-13B", "H100 SXM", BRIEF))["EAGLE head"]
+    assert not none.applies and none.saved == 0 and "no EAGLE head" in none.note
+
+
+def test_the_disaggregation_lever_is_the_pools_of_the_baseline_shape():
+    """The split: a prefill pool and a decode pool of the baseline's two-GPU replicas, at its precisions; its GPUs
+    are the two pools', its cost those GPUs at the baseline's price."""
+    from llmcourse.planner.disagg import disaggregated
+
+    kw = dict(weight_bytes="fp8", tensor_parallel=2)
+    split = by_name(rank_levers("Llama-3.1-70B", "H100 SXM", BRIEF, **kw))["disaggregation"]
+    d = disaggregated("Llama-3.1-70B", "H100 SXM", BRIEF, prefill_tensor_parallel=2, decode_tensor_parallel=2,
+                      weight_bytes="fp8")  # fmt: skip
+    assert split.gpus == d.prefill.gpus + d.decode.gpus and split.meets_targets == d.meets_targets
+    assert split.cost_per_hour.to("USD/hour").m == pytest.approx(
+        d.gpus * lc.gpus["H100 SXM"].price_per_hour.to("USD/hour").m
+    )
+
+
+def test_fp8_kv_does_not_apply_to_a_one_byte_cache():
+    """A cache already at one byte per value has nothing for the FP8 KV lever to halve."""
+    kw = dict(weight_bytes="fp8", tensor_parallel=2, kv_bytes="fp8")
+    f = by_name(rank_levers("Llama-3.1-70B", "H100 SXM", BRIEF, **kw))["FP8 KV cache"]
+    assert not f.applies and f.saved == 0
 
 
 def test_gqa_helps_a_multi_head_model():
@@ -49,19 +95,22 @@ def test_int4_makes_a_72b_model_fit_one_gpu():
     assert not base.fits
     levers = by_name(rank_levers("Qwen2.5-72B", "H100 SXM", BRIEF, weight_bytes="fp8"))
     assert levers["INT4 weights"].fits and levers["INT4 weights"].saved is None
-    assert not levers["INT8 KV cache"].fits and "don't fit" in levers["INT8 KV cache"].note
+    assert not levers["FP8 KV cache"].fits and "don't fit" in levers["FP8 KV cache"].note
 
 
 def test_levers_never_cost_gpus_for_a_kv_bound_model():
-    """Less KV or less prefill can only let each GPU do more. INT4 weights need not: by the course's method a
-    4-bit decode step reaches 0.6 x 70% of the bandwidth for every byte it reads, and Llama 2 13B's step is mostly
-    KV. At the plan's batch of 14, KV read at 3,600 + 400 / 2 = 3,800 tokens: BF16 (26e9 + 14 x 3,800 x 819,200) B /
-    (0.7 x 3.35 TB/s) = 29.67 ms, INT4 (6.5e9 + 43.58e9) B / (0.42 x 3.35 TB/s) = 35.59 ms: slower, so it costs GPUs."""
+    """Less KV or less prefill can only let each GPU do more, and so do INT4 weights here: by the course's method a
+    4-bit decode step reads its weights at 0.6 x 70% of the bandwidth and the KV cache at the usual 70% (attention
+    does not care about the weights' format). At the plan's batch of 14, KV read at 3,600 + 400 / 2 = 3,800 tokens:
+    BF16 (26e9 + 14 x 3,800 x 819,200) B / (0.7 x 3.35 TB/s) = 29.67 ms, INT4 6.5e9 B / (0.42 x 3.35 TB/s) + 43.58e9
+    B / (0.7 x 3.35 TB/s) = 4.62 + 18.58 = 23.20 ms: faster, so it saves GPUs. Were the KV read at 0.42 too, INT4
+    would take (6.5e9 + 43.58e9) B / (0.42 x 3.35 TB/s) = 35.59 ms and cost GPUs."""
     levers = by_name(rank_levers("Llama-2-13B", "H100 SXM", BRIEF))
-    assert all(x.saved >= 0 for name, x in levers.items() if name != "INT4 weights")
+    less = ("GQA, 8 KV heads", "FP8 KV cache", "shorter contexts", "prefix caching")  # less KV or less prefill
+    assert all(levers[name].saved >= 0 for name in less)
     kv = 14 * 3_800 * 819_200
-    bf16, int4 = (26e9 + kv) / (0.7 * 3.35e12), (6.5e9 + kv) / (0.6 * 0.7 * 3.35e12)
-    assert int4 > bf16 and levers["INT4 weights"].saved < 0
+    bf16, int4 = (26e9 + kv) / (0.7 * 3.35e12), 6.5e9 / (0.6 * 0.7 * 3.35e12) + kv / (0.7 * 3.35e12)
+    assert int4 < bf16 and levers["INT4 weights"].saved > 0
 
 
 def test_prefix_caching_cuts_prefill_not_memory():
@@ -107,12 +156,12 @@ def test_prefix_caching_at_zero_hit_rate_is_the_plan():
     assert p.gpus == lc.plan("Llama-3.1-70B", "H100 SXM", BRIEF, weight_bytes="fp8", tensor_parallel=2).gpus
 
 
-def test_int8_kv_halves_kv():
-    """INT8 KV is 1 byte per value instead of 2: half the KV per request."""
+def test_fp8_kv_halves_kv():
+    """FP8 KV is 1 byte per value instead of 2: half the KV per request."""
     full = lc.plan("Llama-2-13B", "H100 SXM", BRIEF)
-    half = lc.plan("Llama-2-13B", "H100 SXM", BRIEF, kv_bytes="int8")
+    half = lc.plan("Llama-2-13B", "H100 SXM", BRIEF, kv_bytes="fp8")
     assert half.kv_per_request.to("GB").m == pytest.approx(full.kv_per_request.to("GB").m / 2)
-    assert by_name(rank_levers("Llama-2-13B", "H100 SXM", BRIEF))["INT8 KV cache"].gpus == half.gpus
+    assert by_name(rank_levers("Llama-2-13B", "H100 SXM", BRIEF))["FP8 KV cache"].gpus == half.gpus
 
 
 @pytest.mark.parametrize(

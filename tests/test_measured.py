@@ -197,7 +197,10 @@ def test_missing_column_is_a_reason_per_row():
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
-        (dict(model_path="MiniMaxAI/MiniMax-M2.5", moe_ep_size="8", tp_size="8"), lcv.LAYOUT_REASON + " (ep=8)"),
+        (
+            dict(model_path="MiniMaxAI/MiniMax-M2.5", moe_ep_size="8", moe_tp_size="1", tp_size="8"),
+            lcv.LAYOUT_REASON + " (ep=8)",
+        ),
         (dict(model_path="MiniMaxAI/MiniMax-M2.5", attention_dp_size="4"), lcv.LAYOUT_REASON + " (attention_dp=4)"),
     ],
 )
@@ -306,10 +309,10 @@ def test_shipped_file_accounts_for_every_row():
 def test_layouts_switch_on_only_where_replica_has_the_keyword(monkeypatch):
     """A row needing expert parallelism is skipped until the layout is enabled AND replica() takes its keyword."""
     monkeypatch.setattr(measured, "ENABLED_LAYOUTS", frozenset())
-    row = parse_aic(aic_row(model_path="MiniMaxAI/MiniMax-M2.5", moe_ep_size="4")).skipped
+    row = parse_aic(aic_row(model_path="MiniMaxAI/MiniMax-M2.5", moe_ep_size="4", moe_tp_size="1")).skipped
     assert row and lcv.LAYOUT_REASON in row[0].reason
     monkeypatch.setattr(measured, "ENABLED_LAYOUTS", frozenset({"ep"}))
-    got = parse_aic(aic_row(model_path="MiniMaxAI/MiniMax-M2.5", moe_ep_size="4"))
+    got = parse_aic(aic_row(model_path="MiniMaxAI/MiniMax-M2.5", moe_ep_size="4", moe_tp_size="1"))
     has = "expert_parallel" in inspect.signature(replica).parameters
     assert bool(got.rows) == has and bool(got.skipped) == (not has)
 
@@ -647,3 +650,123 @@ def test_a_row_whose_engine_is_not_named_runs_on_the_default_engine():
     assert row_engine(row) is None
     named = lcv.predict(dataclasses.replace(row, engine="vLLM")).value
     assert lcv.predict(row).value == named  # vLLM is the default engine
+
+
+# --- the GPUs and the layout of an aiconfigurator row, from all its columns ---------------------------------------
+@pytest.mark.parametrize(
+    ("change", "layout"),
+    [
+        # tp 1, moe_tp 2: the MoE group is 2 GPUs, so the attention ran data-parallel over 2 groups of 1
+        (dict(tp_size="1", attention_dp_size="", moe_tp_size="2", moe_ep_size="1", backend="vllm"), (1, 2, 1, 2)),
+        # tp 2, moe_tp 4: 4 GPUs, 2 attention groups of 2
+        (dict(tp_size="2", attention_dp_size="", moe_tp_size="4", moe_ep_size="1", backend="vllm"), (2, 2, 1, 4)),
+        # tp x attention_dp = moe_tp x moe_ep: the columns as they are
+        (dict(tp_size="4", attention_dp_size="", moe_tp_size="1", moe_ep_size="4"), (4, 1, 4, 4)),
+        (dict(tp_size="2", attention_dp_size="2", moe_tp_size="1", moe_ep_size="4", backend="vllm"), (2, 2, 4, 4)),
+    ],
+)
+def test_aiconfigurator_row_runs_on_its_moe_group(change, layout):
+    """(tp, attention_dp, ep, n_gpus) of a Qwen3-235B row: the world is max(tp x attention_dp, moe_tp x moe_ep)."""
+    got = parse_aic(aic_row(model_path="Qwen/Qwen3-235B-A22B-FP8", **change))
+    assert not got.skipped, got.skipped
+    r = got.rows[0]
+    assert (r.tp, r.attention_dp, r.ep, r.n_gpus) == layout
+    assert ("attention ran data-parallel" in r.notes) == (layout[1] > 1 and not change.get("attention_dp_size"))
+
+
+@pytest.mark.parametrize(("backend", "precision"), [("trtllm", "fp4"), ("sglang", "fp8"), ("vllm", "fp8")])
+def test_heads_a_tp_does_not_divide_are_refused_on_every_engine(backend, precision):
+    """DeepSeek-V3 (128 heads) at tp_size 36: no engine splits the heads 36 ways (vLLM, TensorRT-LLM and SGLang all
+    assert it), so the row is read as it says and refused with the divisors of 128 to use."""
+    row = aic_row(
+        model_path="deepseek-ai/DeepSeek-R1", system="gb200", backend=backend, precision=precision,
+        gemm_quant_mode="", moe_quant_mode="", tp_size="36", moe_tp_size="36", moe_ep_size="1",
+    )  # fmt: skip
+    got = parse_aic(row)
+    assert not got.skipped, got.skipped
+    r = got.rows[1]
+    assert (r.tp, r.attention_dp, r.n_gpus, r.notes) == (36, 1, 36, "")
+    with pytest.raises(InputError, match=r"tensor_parallel=36 does not divide DeepSeek-V3's 128 attention heads; "
+                       r"use one of 1, 2, 4, 8, 16, 32, 64, 128"):  # fmt: skip
+        lcv.predict(r)
+
+
+# --- an aggregated row that is a disaggregated run published twice ------------------------------------------------
+POOL_COLS = [f"{p}_{c}" for p in ("prefill", "decode") for c in ("tp_size", "pp_size", "attention_dp_size",
+                                                                  "moe_tp_size", "moe_ep_size")]  # fmt: skip
+
+
+def twins_file(agg_times=("5397", "31.48"), dis_times=("5364", "31.43"), decode_tp="12"):
+    """An agg row of DeepSeek-R1 at tp_size 12 on GB200 (2,252 in flight) and, after it, a disagg row of the same
+    setup whose pools are both tp 12 (the decode pool's ``decode_tp``): the file's rows 2 and 3."""
+    setup = dict(
+        model_path="deepseek-ai/DeepSeek-R1", system="gb200", backend="trtllm", precision="fp4",
+        gemm_quant_mode="nvfp4", moe_quant_mode="nvfp4", tp_size="12", moe_tp_size="12", moe_ep_size="1",
+        silicon_data_source="x; silicon_concurrency=2252",
+    )  # fmt: skip
+    pools = dict.fromkeys(POOL_COLS, "1") | {"prefill_tp_size": "12", "prefill_moe_tp_size": "12"}
+    pools |= {"decode_tp_size": decode_tp, "decode_moe_tp_size": "12"}
+    agg = aic_row(id="a1", silicon_ttft_ms=agg_times[0], silicon_tpot_ms=agg_times[1], **setup)
+    dis = aic_row(id="d1", mode="disagg", silicon_ttft_ms=dis_times[0], silicon_tpot_ms=dis_times[1], **setup)
+    return "\n".join([AIC_HEAD + "," + ",".join(POOL_COLS), agg + ",1" * 10, dis + "," + ",".join(pools.values())])
+
+
+def test_an_agg_row_with_a_disaggregated_twin_is_skipped_naming_it():
+    """The GB200 row at 2,252 in flight: agg 5,397 ms / 31.48 ms, its disagg twin 5,364 / 31.43 (0.6% and 0.2%
+    apart, inside 10%): the agg row is skipped naming row 3, and the twin is skipped as disaggregated."""
+    got = lcv.parse_measurements(twins_file())
+    assert got.rows == ()
+    agg, dis = got.skipped
+    assert (agg.line, dis.line) == (2, 3)
+    assert agg.reason.startswith("the same run as disaggregated row 3 (d1): labelled agg")
+    assert dis.reason == lcv.DISAGGREGATED_REASON
+    assert (
+        got.reasons()[
+            "the same run as a disaggregated row: labelled agg, but both of that row's pools have this row's parallel "
+            "layout and its two times lie within 10% of these"
+        ]
+        == 1
+    )
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        dict(dis_times=("5364", "28.3")),  # time per token 31.48 vs 28.3: 10.1% of the larger apart, beyond 10%
+        dict(dis_times=("4850", "31.43")),  # first token 5,397 vs 4,850: 10.1% apart
+        dict(decode_tp="8"),  # the decode pool is laid out otherwise
+    ],
+)
+def test_a_disaggregated_row_is_no_twin_unless_layout_and_both_times_agree(change):
+    """Off by just over 10% in either time, or another layout in one pool: the agg row is read as it says (12 does
+    not divide 128 heads: the replica model refuses it when asked to predict it)."""
+    got = lcv.parse_measurements(twins_file(**change))
+    assert [r.id for r in got.rows] == ["a1:ttft", "a1:tpot"]
+    assert [sk.line for sk in got.skipped] == [3]
+
+
+def test_a_moe_group_that_is_no_whole_number_of_tp_groups_is_a_reason():
+    got = parse_aic(aic_row(model_path="Qwen/Qwen3-235B-A22B-FP8", tp_size="2", moe_tp_size="3", moe_ep_size="1"))
+    (sk,) = got.skipped
+    assert "must be a multiple of tp_size (2)" in sk.reason
+
+
+def test_attention_groups_queue_their_own_requests_by_hand():
+    """A closed loop of 5,632 requests over 72 attention groups: each group holds ceil(5,632 / 72) = 79, and the
+    wave's wait is that group's: s (79 - 1) t_pre / 2 (formula closed_loop_wave_wait), not the whole loop's."""
+    from llmcourse.validation.prediction import LoadComponents, per_group
+
+    assert per_group(5_632, 72) == 79
+    base = dict(
+        concurrency=5_632, osl=1_024, decode_memory_ms=10.0, decode_compute_ms=5.0, step_extra_ms=0.0,
+        batch_prefill_compute_ms=0.0, batch_prefill_memory_ms=0.0, batch_prefill_extra_ms=0.0,
+        prefill_compute_ms=50.0, prefill_memory_ms=10.0, prefill_extra_ms=0.0, interference=False,
+        separate_prefill=True, running=5_632,
+    )  # fmt: skip
+    one, many = LoadComponents(**base), LoadComponents(**base, groups=72)
+    assert many.group_concurrency == 79 and one.group_concurrency == 5_632
+    first = 50.0  # the prefill at compute efficiency 1
+    t_many = many.times(1.0, 1.0, 0.0, request_overhead_ms=0.0)[1]
+    t_one = one.times(1.0, 1.0, 0.0, request_overhead_ms=0.0)[1]
+    # SGLang's waves are whole (share 1): the wave waits (n - 1) t_pre / 2, and the longer of it and the queue counts
+    assert t_many >= first + 78 * first / 2 and t_many < t_one

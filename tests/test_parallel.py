@@ -30,7 +30,9 @@ QUIET = DEFAULT.replace(communication=False)
 def test_link_catalog_has_every_gpus_link():
     assert {g.link for g in lc.gpus.values() if g.link is not None} <= set(lc.links)
     # a GPU without a link is one chip on its own (a laptop's unified memory), never a datacenter part
-    assert {g.name for g in lc.gpus.values() if g.link is None} == {"M3 Max", "M3 Ultra"}
+    alone = {g.name for g in lc.gpus.values() if g.link is None}
+    assert {"M3 Max", "M3 Ultra", "M1 Max", "M2 Ultra"} <= alone
+    assert all(any(a.startswith("Apple ") for a in lc.gpus[n].aliases) for n in alone), alone
     assert lc.links["NVLink 4"].bandwidth == Q_(450, "GB/s")
     assert lc.links["nvlink5"].name == "NVLink 5"
 

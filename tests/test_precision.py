@@ -247,3 +247,35 @@ def test_a_config_with_an_unknown_quantization_names_the_field():
         Model.from_hf_config(bad)
     with pytest.raises(InputError, match=r"weight_block_size"):
         Model.from_hf_config(GPT_OSS | {"quantization_config": {"quant_method": "fp8", "weight_block_size": "128"}})
+
+
+# --- the four-bit bandwidth factor: the weights' reads alone in the course -----------------------------------------
+def test_four_bit_factor_slows_the_weight_reads_alone():
+    """Llama 3.1 8B, W4A16 (4 bits + a 16-bit scale per 128: 4.125 bits = 0.515625 B a weight) on one H100
+    (3.35 TB/s) at batch 8, each sequence's KV at 2,304 tokens (131,072 B a token: 2 x 32 layers x 8 heads x 128 x
+    2 B), no fixed cost. The course: the weights at 0.7 x 0.6 of the bandwidth, the KV at 0.7; the rule
+    'all_reads': every byte at 0.7 x 0.6. Both memory-bound (8 x 2 x 8.03e9 FLOP at BF16 is 0.26 ms)."""
+    m = lc.models["Llama-3.1-8B"]
+    weights, kv = m.params * 0.515625, 8 * 2_304 * 131_072
+    course = lc.resolve("course").replace(step_overhead_ms=0.0, four_bit_bandwidth_factor=0.6)
+    kw = dict(batch=8, context_tokens=2_304, weight_bytes="w4a16")
+    step = lc.decode_step("Llama-3.1-8B", "H100 SXM", assumptions=course, **kw)
+    by_hand = weights / (3.35e12 * 0.7 * 0.6) + kv / (3.35e12 * 0.7)
+    assert step.step_time.to("s").m == pytest.approx(by_hand, rel=1e-9)
+    assert step.kv_read.to("B").m == pytest.approx(kv) and step.weights_read.to("B").m == pytest.approx(weights)
+    every = lc.decode_step(
+        "Llama-3.1-8B", "H100 SXM", assumptions=course.replace(four_bit_factor_applies_to="all_reads"), **kw
+    )
+    assert every.step_time.to("s").m == pytest.approx((weights + kv) / (3.35e12 * 0.7 * 0.6), rel=1e-9)
+    # 8-bit weights: the factor does not apply under either rule (8.03e9 B + the same KV at 0.7)
+    fp8 = lc.decode_step("Llama-3.1-8B", "H100 SXM", assumptions=course, **(kw | {"weight_bytes": "fp8"}))
+    assert fp8.step_time.to("s").m == pytest.approx((m.params + kv) / (3.35e12 * 0.7), rel=1e-9)
+
+
+def test_the_source_presets_keep_the_factor_off_and_the_rule_on_every_read():
+    for name in ("envelope", "lab", "capacity", "planner"):
+        a = lc.resolve(name)
+        assert (a.four_bit_bandwidth_factor, a.four_bit_factor_applies_to) == (1.0, "all_reads")
+    assert lc.resolve("course").four_bit_factor_applies_to == "weights"
+    with pytest.raises(InputError, match=r"four_bit_factor_applies_to.*Did you mean 'weights'"):
+        lc.resolve("course").replace(four_bit_factor_applies_to="weight")

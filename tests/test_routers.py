@@ -168,3 +168,26 @@ def test_bad_input_is_named(make, error, words):
 def test_a_fleet_needs_an_open_loop():
     with pytest.raises(InputError, match="open loop"):
         simulate(M, G, concurrency=8, prompt_tokens=1_000, answer_tokens=100, replica=toy(), fleet=Fleet(2))
+
+
+def test_least_cost_spreads_a_burst_of_prompts():
+    """Dynamo's KV router's cost counts the prompt tokens a replica still owes: with every answer of one length, the
+    requests that arrive together finish together, and a router counting requests sends the next burst of prompts to
+    the replica that just emptied. At 4 TP4 replicas of Llama 3.1 70B in FP8 and 20 requests/s of exactly 2,000 + 300
+    tokens, least_loaded's p99 first token is far above round robin's; least_cost's is below least_loaded's."""
+    rep = build_replica("Llama-3.1-70B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300, n_gpus=4,
+                        weight_bytes="fp8")  # fmt: skip
+    kw = dict(rate=Q_(20, "1/s"), prompt_tokens=2_000, answer_tokens=300, requests=8_000, prompt_cv=0, answer_cv=0,
+              replica=rep)  # fmt: skip
+    p99 = {r: simulate("Llama-3.1-70B", "H100 SXM", fleet=Fleet(4, r), **kw).ttft["p99"] for r in
+           ("least_loaded", "least_cost", "round_robin")}  # fmt: skip
+    assert p99["least_loaded"] > 1.5 * p99["round_robin"]  # the herd
+    assert p99["least_cost"] < p99["least_loaded"]
+
+
+def test_least_cost_with_one_replica_is_that_replica():
+    """A fleet of one replica behind least_cost gives the same times as one replica alone (the router picks it)."""
+    kw = dict(rate=Q_(2, "1/s"), prompt_tokens=500, answer_tokens=100, requests=300)
+    alone = simulate("Llama-3.1-8B", "H100 SXM", **kw)
+    fleet = simulate("Llama-3.1-8B", "H100 SXM", fleet=Fleet(1, "least_cost"), **kw)
+    assert alone.ttft == fleet.ttft and alone.tpot == fleet.tpot

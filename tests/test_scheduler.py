@@ -152,3 +152,50 @@ def test_plan_runs_under_the_engine_named():
         plan("Llama-3.1-8B", "H100 SXM", b, engine="tensort-llm")
     with pytest.raises(InputError, match="engine must be an engine's name"):
         plan("Llama-3.1-8B", "H100 SXM", b, engine=2)
+
+
+# --- the memory each engine lends its weights and KV cache ---------------------------------------------------------
+def test_sglang_mem_fraction_static_by_hand():
+    """SGLang's default share (ServerArgs._handle_gpu_memory_settings), by hand, in MiB:
+    * one H100 (81,920 MiB as the course reads "80 GB"): 512 + 8,192 x 1.5 + 256 x 2 + 1 / 8 x 1,024 = 13,440
+      reserved (above the 10 GiB floor): 1 - 13,440 / 81,920 = 0.8359 -> 0.836;
+    * eight H100s: the graphs' batch 512 and 8 / 8 x 1,024: 512 + 12,288 + 1,024 + 1,024 = 14,848: 0.8188 -> 0.819;
+    * four B200s (184,320 MiB): 512 + 16,384 x 1.5 + 512 x 2 + 512 = 26,624: 0.85556 -> 0.856;
+    * a 24 GiB GPU alone (24,576 MiB): 512 + 2,048 x 1.5 + 24 x 2 + 128 = 3,760 (no floor under 60 GiB): 0.847."""
+    from llmcourse.replica.scheduler import sglang_mem_fraction_static as f
+
+    assert f(81_920, 1) == 0.836
+    assert f(81_920, 8) == 0.819
+    assert f(184_320, 4) == 0.856
+    assert f(24_576, 1) == 0.847
+    assert f(100_000, 8) < f(100_000, 1)  # more GPUs, more reserved per GPU
+
+
+def test_engine_memory_rules_by_hand():
+    """The course's rule 'engine': vLLM 0.9 of the total, as the sources' 90% (4 x 180 GB x 0.9 = 648 GB); SGLang its
+    own share (4 x 180 GB x 0.856 = 616.32 GB); TensorRT-LLM the weights plus 0.9 of what they leave (DeepSeek-V3's
+    671 GB of FP8 weights on 4 x B200: 671 + 0.9 x 49 = 715.1 GB). The sources' presets keep their own rule."""
+    import llmcourse as lc
+    from llmcourse.units import Q_
+
+    w = Q_(671, "GB")
+    got = {e: lc.usable_memory("B200", 4, weights=w, engine=e).to("GB").m for e in ("vLLM", "SGLang", "TensorRT-LLM")}
+    assert got == pytest.approx({"vLLM": 648.0, "SGLang": 616.32, "TensorRT-LLM": 715.1})
+    assert lc.usable_memory("B200", 4).to("GB").m == pytest.approx(648.0)  # no engine named: vLLM's
+    for preset in ("envelope", "lab", "capacity", "planner"):
+        a = resolve(preset)
+        assert lc.usable_memory("B200", 4, weights=w, engine="TensorRT-LLM", assumptions=a).to("GB").m == (
+            pytest.approx(4 * 180 * a.memory_fraction)
+        )
+    with pytest.raises(InputError, match="needs the weights' bytes"):
+        lc.usable_memory("B200", 4, engine="TensorRT-LLM")
+
+
+def test_deepseek_fp8_on_four_b200s_fits_under_tensorrt_llm_only():
+    """671 GB of weights: TensorRT-LLM's rule leaves 44.1 GB for the KV cache; vLLM's 648 GB and SGLang's 616 GB
+    do not hold the weights (those servers need a share of at least 671 / 720 = 0.932 given by hand)."""
+    kw = dict(tensor_parallel=4, weight_bytes="fp8", prompt_tokens=8_192, answer_tokens=1_024)
+    assert replica("DeepSeek-V3", "B200", engine="TensorRT-LLM", **kw).fits
+    for engine in ("vLLM", "SGLang"):
+        r = replica("DeepSeek-V3", "B200", engine=engine, **kw)
+        assert not r.fits and "don't fit" in r.reason

@@ -145,7 +145,9 @@ def test_ttft_by_hand():
 
 
 def test_kv_bound_row_by_hand():
-    """T8: 70.554 GB of FP8 weights leave 1.446 GB of 72 GB for KV at 160 KiB a token. At their final 2,176 tokens
+    """T8 under vLLM's memory rule (90% of the total, the course's rule for a vLLM replica; T8 ran TensorRT-LLM, whose
+    own rule test_engine_memory_rule_by_hand checks): 70.554 GB of FP8 weights leave 1.446 GB of 72 GB for KV at
+    160 KiB a token. At their final 2,176 tokens
     4 sequences fit; the engine admits on the blocks in use (admission "blocks"): staggered conversations hold
     their 128-token prompt and half their 2,048-token answer (1,152 tokens) each, plus 2 spreads of the answer's
     KV times sqrt(B / 12): 5 of them hold 5 x 188.7 MB + 2 x 335.5 MB x 0.645 = 1.377 GB (6: 1.607 GB, too much).
@@ -165,25 +167,27 @@ def test_kv_bound_row_by_hand():
     matmuls = max(70.554e9 / (3.35e12 * 0.7), (batch + chunk) * 2 * 70.554e9 / (1979e12 * 0.5))
     attention = max(batch * kv_tok * 1152 / (3.35e12 * 0.7), chunk * 2 * 80 * 64 * 128 * 128 / (1979e12 * 0.5))
     step = matmuls + attention + COURSE.step_overhead_ms / 1e3 + 80 * 23e-6  # one GPU: no collectives
-    p = predict(ROWS["T8"])
+    p = predict(ROWS["T8"], assumptions=COURSE.replace(memory_rule="total"))
     assert p.batch == batch and p.compute_precision == "fp8"
     assert p.value == pytest.approx(batch / step, rel=1e-9)
 
 
 def test_engine_memory_rule_by_hand():
     """T8 under the engine's rule: weights plus 90% of the 9.446 GB they leave, over 80 GB; the same batch as the
-    assumptions' memory rule "free"; another share of what the weights leave, 0.8, from the assumptions. The batch
-    is admitted on the blocks in use (as in test_kv_bound_row_by_hand): 38 conversations hold 38 x 188.7 MB + 2 x
-    335.5 MB x sqrt(38 / 12) = 8.366 GB of the 8.501 GB, 39 would hold 8.571 GB (all at their final length: 23)."""
+    assumptions' memory rule "free", and as the course's own rule (each engine's: T8 ran TensorRT-LLM); another
+    share of what the weights leave, 0.8, from the assumptions. The batch is admitted on the blocks in use (as in
+    test_kv_bound_row_by_hand): 38 conversations hold 38 x 188.7 MB + 2 x 335.5 MB x sqrt(38 / 12) = 8.366 GB of
+    the 8.501 GB, 39 would hold 8.571 GB (all at their final length: 23)."""
     assert engine_usable_fraction(ROWS["T8"]) == pytest.approx((70.554e9 + 0.9 * (80e9 - 70.554e9)) / 80e9)
     kv_tok, room = 2 * 80 * 8 * 128, 0.9 * (80e9 - 70.554e9)
     assert math.floor(room / (kv_tok * 2176)) == 23
     held = lambda b: b * kv_tok * (128 + 1024) + 2 * kv_tok * 2048 * math.sqrt(b / 12)  # noqa: E731
     batch = 38
     assert held(batch) <= room < held(batch + 1)
-    by_share = predict(ROWS["T8"], assumptions=COURSE.replace(memory_fraction=engine_usable_fraction(ROWS["T8"])))
+    total = COURSE.replace(memory_rule="total", memory_fraction=engine_usable_fraction(ROWS["T8"]))
+    by_share = predict(ROWS["T8"], assumptions=total)
     by_rule = predict(ROWS["T8"], assumptions=OTHERS["free"])
-    assert by_share.batch == by_rule.batch == batch
+    assert by_share.batch == by_rule.batch == predict(ROWS["T8"]).batch == batch
     assert by_share.value == pytest.approx(by_rule.value, rel=1e-9)
     eighty = COURSE.replace(memory_fraction=0.8)
     assert engine_usable_fraction(ROWS["T8"], assumptions=eighty) == pytest.approx(
@@ -351,15 +355,16 @@ def test_dataset_under_another_preset():
 
 def test_faster_than_predicted_by_definition(v):
     """A row is faster than predicted when it measured more tok/s, or less time, than predict gives; T17 (8.00 ms
-    measured, 8.62 ms predicted by hand in test_itl_by_hand) is, and so is T8 (912 tok/s measured, a batch of 5);
-    T25 (23 ms to the first token measured, 15.3 ms predicted) is not."""
+    measured, 7.88 ms predicted by hand in test_itl_by_hand) is not; T8 (912 tok/s measured) is under vLLM's memory
+    rule (a batch of 5, test_kv_bound_row_by_hand), not under TensorRT-LLM's (38, test_engine_memory_rule_by_hand)."""
     want = [
         r.id
         for r in v.rows
         if (r.value > predict(r).value if r.metric == "output_tokens_per_s" else r.value < predict(r).value)
     ]
     assert v.faster_than_predicted() == want
-    assert "T8" in want and "T17" in want and "T25" not in want
+    assert "T8" not in want and "T17" not in want
+    assert ROWS["T8"].value > predict(ROWS["T8"], assumptions=COURSE.replace(memory_rule="total")).value
     with pytest.raises(InputError, match="which"):
         v.faster_than_predicted("optimistic")
 
@@ -560,12 +565,21 @@ def test_plot_has_log_axes_with_units(v):
 
 
 def test_kv_starved_rows_by_hand():
-    """T8 leaves (72 - 70.554) / 72 = 2% of usable memory for KV: KV-starved; T24 on an H200 leaves 44%."""
+    """T8 under 90% of the total (vLLM's rule, the sources'): (72 - 70.554) / 72 = 2% of usable memory for KV:
+    KV-starved. Under TensorRT-LLM's own rule, the course's for a row it ran: 0.9 x 9.446 GB of the 70.554 + 8.501 GB
+    usable, 10.75%: dense. T24 on an H200 leaves 44% under either rule (TensorRT-LLM: 0.9 x 70.446 GB of 133.96 GB,
+    47.3%)."""
     from llmcourse.validation import family, kv_share
 
-    assert kv_share(ROWS["T8"]) == pytest.approx((72e9 - 70.554e9) / 72e9)
-    assert family(ROWS["T8"]) == "KV-starved"
-    assert kv_share(ROWS["T24"]) == pytest.approx((0.9 * 141e9 - 70.554e9) / (0.9 * 141e9))
+    total = COURSE.replace(memory_rule="total")
+    assert kv_share(ROWS["T8"], assumptions=total) == pytest.approx((72e9 - 70.554e9) / 72e9)
+    assert family(ROWS["T8"], assumptions=total) == "KV-starved"
+    room = 0.9 * (80e9 - 70.554e9)
+    assert kv_share(ROWS["T8"]) == pytest.approx(room / (70.554e9 + room))
+    assert family(ROWS["T8"]) == "dense"
+    room = 0.9 * (141e9 - 70.554e9)
+    assert kv_share(ROWS["T24"]) == pytest.approx(room / (70.554e9 + room))
+    assert kv_share(ROWS["T24"], assumptions=total) == pytest.approx((0.9 * 141e9 - 70.554e9) / (0.9 * 141e9))
     assert family(ROWS["T24"]) == "dense" and family(ROWS["T21"]) == "MoE" and family(ROWS["T25"]) == "latency"
 
 

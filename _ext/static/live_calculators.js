@@ -83,6 +83,32 @@
     }
   }
 
+  // What the reader's practice keeps between visits (llmcourse/page_store.py): the page's localStorage entries whose
+  // key starts with STORE_PREFIX, handed to Python with each cell it runs; Python hands back each change (a "store"
+  // message). Storage the browser refuses (a private mode, a full quota) is not an error: the practice then lasts
+  // as long as the page.
+  const STORE_PREFIX = "llmcourse:";
+  function readStore() {
+    const out = {};
+    try {
+      for (let i = 0; i < localStorage.length; i++) {
+        const key = localStorage.key(i);
+        if (key && key.startsWith(STORE_PREFIX)) out[key] = localStorage.getItem(key);
+      }
+    } catch (e) {
+      console.warn("live calculator: this browser keeps nothing for the page:", e.message);
+    }
+    return JSON.stringify(out);
+  }
+  function writeStore(key, value) {
+    if (typeof key !== "string" || !key.startsWith(STORE_PREFIX) || typeof value !== "string") return;
+    try {
+      localStorage.setItem(key, value);
+    } catch (e) {
+      console.warn("live calculator: this browser keeps nothing for the page:", e.message);
+    }
+  }
+
   function showError(el, text) {
     let pre = el.querySelector(":scope > .llmcourse-live-error");
     if (!pre) {
@@ -114,6 +140,8 @@
       comms.delete(msg.comm_id);
       areas.delete(msg.comm_id);
       if (comm && comm.onClose) comm.onClose(kernelMsg);
+    } else if (msg.msg_type === "store") {  // the reader's practice, kept for the next visit
+      writeStore(msg.key, msg.value);
     } else if (msg.msg_type === "error") {  // an exception in a widget's callback: shown by the calculator
       const el = areas.get(sentBy.get((msg.parent_header || {}).msg_id));
       console.error("live calculator:", msg.text);
@@ -210,7 +238,7 @@
     const { worker } = await startPython(onStep);
     const id = nextId++;
     const done = new Promise((resolve) => runs.set(id, { el, views: [], resolve }));
-    worker.postMessage({ type: "run", run: id, code });
+    worker.postMessage({ type: "run", run: id, code, store: readStore() });
     const error = await done;
     runs.delete(id);
     if (error) showError(el, error);

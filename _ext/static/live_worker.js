@@ -4,13 +4,14 @@
    message. Messages are handled one at a time, in order, as a kernel would.
 
    page -> worker: {type: "init", lite}            lite: the URL of the book's lite/ folder
-                   {type: "run", run, code}        run a cell (a fresh namespace); its display goes to `run`
+                   {type: "run", run, code, store} run a cell (a fresh namespace); its display goes to `run`;
+                                                   store: the page's kept entries (JSON text, llmcourse.page_store)
                    {type: "comm", text, msg_id, buffers}   a widget message from the page (JSON text; its id)
    worker -> page: {type: "step", name, secs}      a start-up step done (shown while starting; measured)
                    {type: "ready"} | {type: "fatal", error}
                    {type: "kept", bytes}           a snapshot of the started runtime is kept for other pages
                    {type: "warning", text}         a kept snapshot was not used (damaged, or failed to restore)
-                   {type: "py", text, buffers}     a widget, display or error message from Python (JSON text)
+                   {type: "py", text, buffers}     a widget, display, error or store message from Python (JSON)
                    {type: "idle", msg_id, ms}      the page's message `msg_id` has been handled, in `ms`
                    {type: "batch", items}          the "py" messages sent while a page's message was handled,
                                                    then its "idle": one postMessage, applied in one task
@@ -201,7 +202,7 @@ function handle(msg) {
     case "run": {
       let error = null;
       try {
-        error = live.run(msg.code, msg.run) ?? null;
+        error = live.run(msg.code, msg.run, msg.store ?? null) ?? null;
       } catch (e) {
         error = String(e);
       }

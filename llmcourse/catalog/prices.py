@@ -54,14 +54,15 @@ class HardwarePrice:
 
 
 #: The kinds of row of ``costs.csv`` and the unit of each kind's value.
-COST_KINDS: dict[str, str] = {"electricity": "USD/kWh", "pue": "", "api": "USD"}
+COST_KINDS: dict[str, str] = {"electricity": "USD/kWh", "pue": "", "api": "USD", "rent": "USD/hour"}
 
 
 @dataclass(frozen=True)
 class Cost:
     """One sourced, dated figure of the bill (``llmcourse/data/costs.csv``): an electricity price
     (``kind="electricity"``, USD/kWh), a site's power usage effectiveness (``"pue"``, a plain number, at
-    least 1) or an API's prices for a model (``"api"``): ``value``, USD per million output tokens, and
+    least 1), what renting one GPU costs an hour (``"rent"``, USD/hour, power included; ``model`` names the GPU) or
+    an API's prices for a model (``"api"``): ``value``, USD per million output tokens, and
     ``input_value``, USD per million input (prompt) tokens (zero for a price that is all-in per output
     token; only api rows have one). ``default`` marks the row :func:`llmcourse.planner.bill.bill` uses when none
     is given.

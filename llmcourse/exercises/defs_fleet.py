@@ -1,14 +1,14 @@
-"""Exercises for *Sizing the fleet* (``book/09_fleet.md``): replicas, GPUs, monthly cost, Little's law.
+"""Exercises for *Sizing the fleet* and *What a fleet costs* (``book/09_fleet.md``, ``book/09b_fleet_cost.md``):
+replicas, GPUs, monthly cost, Little's law, the whole bill.
 
-``fleet_ex1``, ``_ex2``, ``_ex3``, ``_ex5`` and ``_ex6`` follow the chapter's exercises of the same labels (their
-numeric part). ``fleet_ex4`` (the break-even API price at an average utilisation) too.
-``fleet_ex7`` .. ``fleet_ex10`` are extra, on the chapter's worked 70B fleet.
+``fleet_ex1``, ``_ex2``, ``_ex3``, ``_ex5`` and ``_ex6`` follow the exercises of the same labels in *Sizing the
+fleet* (their numeric part); ``fleet_ex4`` (the break-even API price at an average utilisation) and ``_ex11`` ..
+``_ex13`` those of *What a fleet costs*. ``fleet_ex7`` .. ``fleet_ex10`` are extra, on the chat fleet.
 
-The chapter's worked fleet reproduces the capacity-planning method's example (25.8 ms a step, 81 replicas,
-~$296K a month), and its exercises vary that fleet, so the replica exercises (``fleet_ex1``, ``_ex2``, ``_ex4``,
-``_ex7`` .. ``_ex9``) use that method's preset (``assumptions="capacity"``: decode only, each conversation's KV
-read at its full length, 70% / 50%, a share of the throughput kept back for prefill and bursts), and their stories
-say so; the chapter's erratum gives the course's fleet beside it.
+The replica exercises (``fleet_ex1``, ``_ex2``, ``_ex4``, ``_ex7`` .. ``_ex9``) are a decode-only first cut of the
+chapter's chat fleet (25.8 ms a step, 81 replicas, ~$296K a month): the capacity preset (``assumptions="capacity"``:
+decode only, each conversation's KV read at its full length, 70% / 50%, a share of the throughput kept back for
+prefill and bursts), and their stories state those shares; the chapter sizes the same fleet with its prompts charged.
 """
 
 from __future__ import annotations
@@ -22,13 +22,12 @@ EXERCISES: list = []
 
 #: The method the notebook says these exercises follow (shown above its first exercise).
 NOTEBOOK_METHOD = """
-**The method.** The replica exercises vary the chapter's worked fleet, so they follow the capacity-planning
-method it reproduces: decode steps only, each conversation's whole KV cache read at every step, and a share of
-each replica's throughput kept back for prefill and bursts. The chapter's erratum gives the course's fleet, with
-prefill charged. Each story states the shares it uses.
+**The method.** Several replica exercises use a decode-only first cut of the chapter's chat fleet: decode steps
+only, each conversation's whole KV cache read at every step, and a share of each replica's throughput kept back for
+prefill and bursts. Each story states the shares it uses; the chapter sizes the same fleet with its prompts charged.
 """
 
-#: The method of the chapter's worked fleet, and the share of throughput it keeps back, in percent.
+#: The method of the decode-only first cut, and the share of throughput it keeps back, in percent.
 METHOD = "capacity"
 _HELD_BACK = round(100 * CAPACITY.headroom_fraction)
 
@@ -97,8 +96,8 @@ def _fleet(v):
 
 _STORY = (
     "A public chat product serves {model} with {weights} weights and a BF16 KV cache. One replica is {replica}, "
-    "running a batch of {batch} conversations of {context} tokens. Size it as the chapter's "
-    "worked fleet does, by the capacity-planning method: each decode step reads the weights and every "
+    "running a batch of {batch} conversations of {context} tokens. Size it by a decode-only first cut: "
+    "each decode step reads the weights and every "
     f"conversation's whole KV cache at {pct(CAPACITY.bandwidth_efficiency)} of peak bandwidth (or does "
     f"{CAPACITY.flops_per_param:g} FLOPs per parameter per conversation at {pct(CAPACITY.compute_efficiency)} of the "
     "BF16 peak, if slower), and a replica's throughput counts its decode steps only. "

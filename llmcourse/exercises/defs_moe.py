@@ -79,7 +79,8 @@ define(
         )
     ],
     followup="What is it at a batch of one and of sixty-four, and how many bytes of weights does a step read at "
-    "each of the three batches at half a byte per weight (MXFP4 with its scales left out)?",
+    "each of the three batches, with the weights as the checkpoint stores them (the experts in MXFP4, 4.25 bits a "
+    "weight with their scales; attention, embeddings and output head in BF16)?",
 )
 
 

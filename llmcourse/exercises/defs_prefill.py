@@ -115,8 +115,8 @@ define(
     EXERCISES,
     "prefill_ex2",
     "Prefill with FP8 compute",
-    "A RAG assistant runs {model} with FP8 weights on {n} x {gpu}, prompts of {prompt} tokens. The "
-    "back-of-the-envelope method prefills one in {bf16_time} with BF16 compute; redo it with FP8 compute (twice the "
+    "A retrieval-augmented (RAG) assistant runs {model} with FP8 weights on {n} x {gpu}, prompts of {prompt} "
+    "tokens. The back-of-the-envelope method prefills one in {bf16_time} with BF16 compute; redo it with FP8 compute (twice the "
     f"BF16 peak) at {pct(ENVELOPE.compute_efficiency)} of that peak: "
     f"{ENVELOPE.flops_per_param:g} FLOPs per parameter per token and no attention term, as that method counts "
     f"them, or one read of the weights at {pct(ENVELOPE.bandwidth_efficiency)} of the datasheet bandwidth if that "

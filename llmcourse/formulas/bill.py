@@ -1,5 +1,5 @@
-"""The formulas of the whole bill, each written once as a SymPy expression (chapter *Sizing the fleet*,
-``book/09_fleet.md``, section "The whole bill").
+"""The formulas of the whole bill, each written once as a SymPy expression (chapter *What a fleet costs*,
+``book/09b_fleet_cost.md``).
 
 A GPU that holds a model draws a share of its rated power (TDP) even when idle, and more in proportion to
 how busy it is; the server around it draws a share of the GPU's rated power; the site multiplies the lot by
@@ -46,7 +46,7 @@ from llmcourse.formulas.core import (
 __all__: list[str] = []
 __getattr__ = deferred_getattr(globals())  # the names the sections below define, made on first use
 
-CHAPTER = "09_fleet"
+CHAPTER = "09b_fleet_cost"
 
 # --- symbols --------------------------------------------------------------------------------------
 gpu_power = symbol("gpu_power", r"P_{TDP}", "W", "rated power of one GPU (its TDP, the catalog's power)")

@@ -117,6 +117,12 @@ expert_bytes_read = symbol(
     "expert_bytes_read", r"B_{exp}", "B", "expert weight bytes a decode step reads", allow_zero=True
 )
 expert_weights = symbol("expert_weights", r"W_{exp}", "B", "bytes of the experts' weights", allow_zero=True)
+# The results of the formulas below, each a quantity of its own (not "K_seq = K_seq / N_dp"):
+symbol("prefill_time_pp", r"t_{pre,pp}", "s", "a batch's prefill time on a pipeline of stages")
+symbol("bytes_read_dp", r"W_{read,dp}", "B", "weight bytes one attention data-parallel group reads per step")
+symbol("kv_per_sequence_dp", r"K_{seq,dp}", "B", "KV bytes per sequence per attention data-parallel group")
+symbol("flops_per_token_dp", r"F_{tok,dp}", "FLOP", "FLOPs per token per attention data-parallel group")
+symbol("weights_dp", r"W_{dp}", "B", "weight bytes a replica holds with its attention data-parallel groups")
 
 # --- collectives (alpha-beta) ---------------------------------------------------------------------
 
@@ -159,14 +165,14 @@ def _collectives() -> None:
     )
     formula(
         "attention_allreduce_time",
-        "step_overhead",
+        "comm_time",
         layers * allreduce_latency,
         "all-reduce time per step of tensor-parallel attention alone: one per layer",
         CHAPTER,
     )
     formula(
         "ep_alltoall_time",
-        "step_overhead",
+        "comm_time",
         2 * moe_layers * alltoall_latency,
         "all-to-all time per step of expert parallelism: a dispatch and a combine per MoE layer",
         CHAPTER,
@@ -270,7 +276,7 @@ def _dispatch() -> None:
     )
     formula(
         "ep_dispatch_combine_time",
-        "step_overhead",
+        "comm_time",
         moe_layers * (dispatch_time + combine_time),
         "all-to-all time per step of expert parallelism: a dispatch and a combine per MoE layer",
         CHAPTER,
@@ -324,7 +330,7 @@ def _pipeline() -> None:
     )
     formula(
         "pipelined_prefill_time",
-        "prefill_time",
+        "prefill_time_pp",
         prefill_time / (1 - bubble),
         "a batch's prefill on a pipeline: the work spread over every stage, stretched by the bubble",
         CHAPTER,
@@ -338,28 +344,28 @@ def _pipeline() -> None:
 def _data_parallel() -> None:
     formula(
         "dp_bytes_read",
-        "bytes_read",
+        "bytes_read_dp",
         bytes_read - (1 - 1 / data_parallel) * expert_bytes_read,
         "weight bytes per attention group per step: the shared weights whole, the experts split D ways",
         CHAPTER,
     )
     formula(
         "dp_kv_per_sequence",
-        "kv_per_sequence",
+        "kv_per_sequence_dp",
         kv_per_sequence / data_parallel,
         "KV read per sequence per GPU group: each group holds 1/D of the sequences",
         CHAPTER,
     )
     formula(
         "dp_flops_per_token",
-        "flops_per_token",
+        "flops_per_token_dp",
         flops_per_token / data_parallel,
         "FLOPs per token per GPU group: each group computes 1/D of the tokens",
         CHAPTER,
     )
     formula(
         "dp_weights_held",
-        "weights",
+        "weights_dp",
         weights + (data_parallel - 1) * (weights - expert_weights),
         "weights a replica holds with D attention groups: the experts once, everything else D times",
         CHAPTER,

@@ -96,12 +96,18 @@ answer_tokens = symbol("answer_tokens", r"T_{a}", "", "answer (output) tokens", 
 prompts = symbol("prompts", r"B_{p}", "", "prompts prefilled together", integer=True)
 prefill_flops = symbol("prefill_flops", r"F_{pre}", "FLOP", "FLOPs to prefill one prompt")
 prefill_time = symbol("prefill_time", r"t_{pre}", "s", "time to prefill")
+# Targets of their own where a formula's result is not its input's quantity (no "t_step = t_step + t_over"):
+stream_time = symbol("stream_time", r"t_{stream}", "s", "time to stream tokens at a given rate")
+read_time = symbol("read_time", r"t_{read}", "s", "time of one read of the weights")
 # --- fleets and money ---------------------------------------------------------------------
 throughput = symbol("throughput", "X", "1/s", "output tokens per second")
 demand = symbol("demand", "D", "1/s", "output tokens per second demanded")
 headroom = symbol("headroom", "h", "", "capacity multiplier kept for bursts and prefill")
 headroom_fraction = symbol(
     "headroom_fraction", r"h_{f}", "", "fraction of throughput kept back as headroom", allow_zero=True
+)
+usable_throughput = symbol(
+    "usable_throughput", r"X_{use}", "1/s", "output tokens per second a replica is counted at, after headroom"
 )
 replicas = symbol("replicas", "R", "", "replicas", integer=True)
 price = symbol("price", "p", "USD/s", "price of one GPU per unit time (given per hour)")
@@ -130,7 +136,7 @@ def _tokens() -> None:
     )
     formula(
         "generation_time",
-        "step_time",
+        "stream_time",
         tokens_per_request / token_rate,
         "time to stream T tokens at a rate",
         "01_tokens",
@@ -358,6 +364,10 @@ time_per_token = symbol("time_per_token", r"\tau_{tok}", "s", "time between two 
 allreduce_latency = symbol(
     "allreduce_latency", r"t_{ar}", "s", "time of one tensor-parallel all-reduce", allow_zero=True
 )
+step_total = symbol("step_total", r"t_{step,tot}", "s", "time of one decode step with its fixed overhead")
+comm_time = symbol(
+    "comm_time", r"t_{comm}", "s", "time a decode step spends in its GPUs' collectives (all-reduces, all-to-alls)"
+)
 # A step of an engine that mixes prompt chunks into its decode steps (vLLM, TensorRT-LLM, llama.cpp): the decode
 # tokens and a chunk of prompt tokens in one forward pass, the weights read once.
 decode_tokens = symbol(
@@ -429,14 +439,14 @@ def _decode() -> None:
     )
     formula(
         "step_with_overhead",
-        "step_time",
+        "step_total",
         step_time + step_overhead,
         "a step's time plus its fixed overhead",
         "05_decode",
     )
     formula(
         "tp_allreduce_time",
-        "step_overhead",
+        "comm_time",
         2 * layers * allreduce_latency,
         "all-reduce time per decode step of a tensor-parallel replica: two per layer (after attention and the MLP)",
         "05_decode",
@@ -510,7 +520,7 @@ def _prefill() -> None:
     formula(
         "prefill_compute_time", "prefill_time", _pre_comp, "prefill time if compute were the only limit", "06_prefill"
     )
-    formula("weight_read_time", "prefill_time", _pre_mem, "time of one read of the weights", "05_decode")
+    formula("weight_read_time", "read_time", _pre_mem, "time of one read of the weights", "05_decode")
     formula(
         "prefill_time",
         "prefill_time",
@@ -565,7 +575,7 @@ def _fleet() -> None:
     formula("littles_law", "in_flight", request_rate * time_in_system, "Little's law", "09_fleet")
     formula(
         "usable_throughput",
-        "throughput",
+        "usable_throughput",
         throughput * (1 - headroom_fraction),
         "throughput left after headroom",
         "09_fleet",
@@ -576,7 +586,7 @@ def _fleet() -> None:
         "cost",
         n_gpus * price / throughput,
         "cost of one output token (price per hour over tokens per hour)",
-        "09_fleet",
+        "09b_fleet_cost",
     )
     formula("fleet_cost", "cost", gpus * price * hours, "fleet cost for the hours billed", "09_fleet")
     formula(
@@ -692,21 +702,21 @@ def _sizing() -> None:
         "cost",
         cost_full / utilisation,
         "cost of a unit of work when the fleet is busy a share U of the time it is billed",
-        "09_fleet",
+        "09b_fleet_cost",
     )
     formula(
         "tokens_served",
         "tokens_served",
         demand * utilisation * hours,
         "output tokens served: peak demand x average utilisation x time",
-        "09_fleet",
+        "09b_fleet_cost",
     )
     formula(
         "break_even_price",
         "api_price",
         cost / tokens_served,
         "API price per token at which self-hosting costs the same",
-        "09_fleet",
+        "09b_fleet_cost",
     )
     formula(
         "weight_load_time",
@@ -732,7 +742,7 @@ def _sizing() -> None:
         "gpus",
         derived("break_even_gpus", (_own_fleet, _api_bill, _g_real), _break_even_root),
         "fleet size above which self-hosting (GPUs plus a fixed cost) is cheaper than an API",
-        "09_fleet",
+        "09b_fleet_cost",
     )
 
 

@@ -29,6 +29,7 @@ from llmcourse.interview import (  # noqa: F401
     worked,
     worked_chains,
     worked_many_gpus,
+    worked_memory,
     worked_operations,
     worked_speculative,
     worked_staples,

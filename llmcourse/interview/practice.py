@@ -62,10 +62,13 @@ __all__ = [
     "grade",
     "interval",
     "load_progress",
+    "mock_chains",
     "mock_session",
+    "progress_from_text",
     "report",
     "report_text",
     "save_progress",
+    "variant_for",
 ]
 
 #: The Leitner boxes: a card in box n is due every 2^(n-1) days.
@@ -173,23 +176,56 @@ def load_progress(path: str | os.PathLike[str]) -> Progress:
     if p.is_dir():
         raise _refuse(p, "is a folder, not a file")
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
         raise _refuse(p, f"is not a JSON progress file ({type(exc).__name__})") from None
+    try:
+        return progress_from_text(text)
+    except InputError as exc:
+        raise _refuse(p, str(exc)) from None
+
+
+def progress_from_text(text: str) -> Progress:
+    """The progress in ``text`` (a progress file's JSON, as :meth:`Progress.to_json` writes it; the book's drill keeps
+    it in the page). Refuses (:class:`~llmcourse.errors.InputError`, saying why) text that is not JSON, or not a
+    progress of this format and version.
+
+    Examples
+    --------
+    >>> progress_from_text('{"format": "llmcourse-interview-progress", "version": 1, "cards": {}, "topics": {}}')
+    Progress(cards={}, topics={})
+    >>> progress_from_text("[]")
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: is not an interview progress file (no "format": "llmcourse-interview-progress")
+    """
+    try:
+        data = json.loads(text)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise InputError(f"is not a JSON progress file ({type(exc).__name__})") from None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise _refuse(p, f'is not an interview progress file (no "format": "{FORMAT}")')
+        raise InputError(f'is not an interview progress file (no "format": "{FORMAT}")')
     if data.get("version") != VERSION:
-        raise _refuse(p, f"is version {data.get('version')!r} of the format; this version reads {VERSION}")
+        raise InputError(f"is version {data.get('version')!r} of the format; this version reads {VERSION}")
     try:
         cards = {str(k): _card(v) for k, v in data["cards"].items()}
-        topics = {str(k): [int(v[0]), int(v[1])] for k, v in data["topics"].items()}
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
-        raise _refuse(p, "has cards or topics this version cannot read") from None
+        topics = {str(k): _tally(v) for k, v in data["topics"].items()}
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, InputError):
+        raise InputError("has cards or topics this version cannot read") from None
     return Progress(cards, topics)
+
+
+def _tally(v: Any) -> list[int]:
+    right, asked = int(v[0]), int(v[1])
+    if not 0 <= right <= asked:
+        raise ValueError(v)
+    return [right, asked]
 
 
 def _card(v: Mapping[str, Any]) -> Card:
     c = Card(int(v["box"]), str(v["due"]), int(v["right"]), int(v["wrong"]))
+    if c.right < 0 or c.wrong < 0:
+        raise ValueError(v)
     interval(c.box)  # a box out of range is refused
     if c.due:
         dt.date.fromisoformat(c.due)
@@ -231,7 +267,7 @@ def daily_set(
     return (due + new)[:n]
 
 
-def _variant_of(q: Question, progress: Progress, today: dt.date) -> int:
+def variant_for(q: Question, progress: Progress, today: dt.date) -> int:
     """A fresh variant for each review of a card (0, the book's, for a question without variants)."""
     if not q.varies:
         return 0
@@ -260,7 +296,7 @@ def drill_session(
     if not cards:
         say("Nothing due today: come back tomorrow, or raise --n.")
     for i, q in enumerate(cards, 1):
-        v = _variant_of(q, progress, today)
+        v = variant_for(q, progress, today)
         say(f"\n[{i}/{len(cards)}] {q.title} ({q.level}, {q.topic})\n{q.render('prompt', variant=v)}")
         line = next(it, None)
         if line is None or line.strip().lower() in _QUIT:
@@ -283,12 +319,18 @@ def competency_table(score: Mapping[str, list[int]]) -> str:
     return "Score by competency:\n" + "\n".join(rows)
 
 
-def _mock_chain(bank: Mapping[str, Question], chain: str | None, seed: int) -> list[Question]:
-    chains = {
+def mock_chains(bank: Mapping[str, Question] = QUESTIONS) -> dict[str, list[Question]]:
+    """The chains a mock interview can start from: those whose first question is a design prompt or Staff+, and
+    whose every question is graded on a figure."""
+    return {
         k: v
         for k, v in chains_of(bank).items()
         if (v[0].kind == "design" or v[0].level == "Staff+") and all(q.key for q in v)
     }
+
+
+def _mock_chain(bank: Mapping[str, Question], chain: str | None, seed: int) -> list[Question]:
+    chains = mock_chains(bank)
     if chain is not None:
         if chain not in chains:
             raise InputError(f"--chain {chain!r}: a mock starts from a design or Staff+ chain: {', '.join(chains)}.")
@@ -314,14 +356,17 @@ def mock_session(
     seed: int = 0,
     say: Callable[[str], None] = print,
     bank: Mapping[str, Question] = QUESTIONS,
+    variant: int | None = None,
 ) -> dict[str, list[int]]:
     """A timed mock interview: a design or Staff+ question, then its chain's follow-ups, each graded; a question
     answered after ``minutes`` have passed (by ``clock``, seconds) counts as unanswered, and the rest are skipped.
-    Returns right and asked by competency."""
+    ``variant``: the givens' draw for every question (default: one drawn from ``seed``, or the book's for a chain
+    without variants). Returns right and asked by competency."""
     if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not 0 < minutes <= 600:
         raise InputError(f"--minutes must be a number above 0 and at most 600, not {minutes!r}.")
     qs = _mock_chain(bank, chain, seed)
-    variant = random.Random(f"mock|{seed}").randrange(1, 10**6) if all(q.varies for q in qs) else 0
+    if variant is None:
+        variant = random.Random(f"mock|{seed}").randrange(1, 10**6) if all(q.varies for q in qs) else 0
     start, it = clock(), iter(lines)
     score: dict[str, list[int]] = {}
     say(f"Mock interview: {len(qs)} questions, {minutes:g} minutes.")

@@ -7,7 +7,10 @@ the chain's setup with :func:`_setup` (the same names, so every step of a chain 
 for a variant), then changes its given.
 
 The chains that continue a question of the earlier files (``fleet350``: roofline_fleet; ``billion``: huge_fleet;
-``gqa70``: kv_limit) change a given of that question's book setup and have its one variant.
+``gqa70``: kv_limit) change a given of that question's book setup; ``gqa70`` draws its variants as kv_limit does
+(:func:`llmcourse.interview.givens.gqa70_setup`), ``fleet350`` draws its peak rate
+(:func:`llmcourse.interview.givens.fleet350_rps`), ``billion`` its requests, answers and per-GPU rate
+(:func:`llmcourse.interview.givens.billion_setup`).
 
 Examples
 --------
@@ -25,10 +28,11 @@ from llmcourse.assumptions import resolve
 from llmcourse.catalog import gpus, models
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.interview.figures import COURSE, PEAK_FACTOR, draw, per_gpu_rate, per_s, seed004_model
+from llmcourse.interview.givens import billion_setup, fits_words, fleet350_rps, gqa70_setup
 from llmcourse.interview.questions import register_worked
 from llmcourse.planner.design import Brief, plan
 from llmcourse.planner.serving import fleet, traffic
-from llmcourse.replica.memory import kv_bytes_per_sequence, max_batch, usable_memory, weight_bytes
+from llmcourse.replica.memory import kv_bytes_per_sequence, kv_bytes_per_token, max_batch, usable_memory
 from llmcourse.replica.model import replica
 from llmcourse.units import Q_
 
@@ -371,13 +375,13 @@ def _fleet350(rps: float, weights: str, batch: int | None = 64) -> dict[str, Any
 
 
 @register_worked("fleet350_triple")
-def _fleet350_triple() -> dict[str, Any]:
-    return _fleet350(3 * 350, "fp8")
+def _fleet350_triple(variant: int = 0) -> dict[str, Any]:
+    return _fleet350(3 * fleet350_rps(variant), "fp8") | dict(rps0=fleet350_rps(variant))
 
 
 @register_worked("fleet350_bf16")
-def _fleet350_bf16() -> dict[str, Any]:
-    out = _fleet350(3 * 350, "bf16", batch=None)
+def _fleet350_bf16(variant: int = 0) -> dict[str, Any]:
+    out = _fleet350(3 * fleet350_rps(variant), "bf16", batch=None)
     four = replica(
         "Llama-3.1-70B",
         "H100 SXM",
@@ -391,42 +395,65 @@ def _fleet350_bf16() -> dict[str, Any]:
     return out | dict(gpus_tp4=fleet(demand, four).gpus, user4=per_s(four.tokens_per_s_per_user))
 
 
-def _billion(chars: int, per_gpu: float) -> dict[str, Any]:
-    """huge_fleet's GPUs at the peak: 1.5 billion requests a day, ``chars`` characters an answer (4 a token)."""
+def _billion(variant: int, model_rate: bool) -> dict[str, Any]:
+    """huge_fleet's GPUs at the peak with twice its answers' characters (4 a token), at its per-GPU figure or, with
+    ``model_rate``, at the rate one H100 makes as its share of a Llama 3.1 70B FP8 pair on those answers."""
+    b = billion_setup(variant)
+    chars = 2 * b["chars"]
     tok = int(F["tokens_from_characters"](characters=chars, chars_per_token=4).m)
-    peak = traffic(Q_(1.5e9, "1/day"), 1, tok, peak_factor=PEAK_FACTOR).output_tokens_per_s
+    peak = traffic(Q_(b["bn"] * 1e9, "1/day"), 1, tok, peak_factor=PEAK_FACTOR).output_tokens_per_s
     h = resolve(COURSE).headroom
+    per_gpu = per_gpu_rate("Llama-3.1-70B", 2, "fp8", 1_000, tok) if model_rate else b["xg"]
     g = int(F["replicas_needed"](demand=peak * h, throughput=Q_(per_gpu, "1/s")).m)
-    return dict(tok=tok, demand_peak=per_s(peak), headroom=h, peak=PEAK_FACTOR, g_peak=g, per_gpu=per_gpu)
+    return dict(
+        bn=b["bn"],
+        chars=chars,
+        kb=chars // 1_000,
+        xg=b["xg"],
+        tok=tok,
+        demand_peak=per_s(peak),
+        headroom=h,
+        peak=PEAK_FACTOR,
+        g_peak=g,
+        per_gpu=per_gpu,
+    )
 
 
 @register_worked("billion_long")
-def _billion_long() -> dict[str, Any]:
-    return _billion(10_000, 2_000)
+def _billion_long(variant: int = 0) -> dict[str, Any]:
+    return _billion(variant, model_rate=False)
 
 
 @register_worked("billion_70b")
-def _billion_70b() -> dict[str, Any]:
-    return _billion(10_000, per_gpu_rate("Llama-3.1-70B", 2, "fp8", 1_000, 2_500))
+def _billion_70b(variant: int = 0) -> dict[str, Any]:
+    return _billion(variant, model_rate=True)
 
 
-def _gqa70(tokens: int, kv: str) -> dict[str, Any]:
-    """kv_limit's setup (the 70B-class model on two H100s, all 160 GB counted) with ``tokens`` of context."""
+def _gqa70(variant: int, kv: str) -> dict[str, Any]:
+    """kv_limit's setup (the 70B-class model on two GPUs, all their memory counted) at the chain's long context."""
+    g = gqa70_setup(variant)
     m = seed004_model()
-    every = resolve().replace(memory_fraction=1)  # the source counts all 160 GB as usable
+    b = max_batch(m, g["gpu"], g["long"], n_gpus=2, kv_bytes=kv, assumptions=g["every"])
     return dict(
-        tokens=tokens,
-        kv=kv_bytes_per_sequence(m, tokens, kv).to("GB"),
-        b_gqa=max_batch(m, "H100 SXM", tokens, n_gpus=2, kv_bytes=kv, assumptions=every),
-        w=weight_bytes(m).to("GB"),
+        gpu=g["gpu_name"],
+        total=g["total"],
+        base=g["base"],
+        tokens=g["long"],
+        grow=g["long"] / g["base"],
+        kvtok=kv_bytes_per_token(m).to("KiB"),
+        kv=kv_bytes_per_sequence(m, g["long"], kv).to("GB"),
+        b_gqa=b,
+        fit=fits_words(b),
+        b_base=max_batch(m, g["gpu"], g["base"], n_gpus=2, assumptions=g["every"]),
+        w=g["w"],
     )
 
 
 @register_worked("gqa70_32k")
-def _gqa70_32k() -> dict[str, Any]:
-    return _gqa70(32_768, "bf16")
+def _gqa70_32k(variant: int = 0) -> dict[str, Any]:
+    return _gqa70(variant, "bf16")
 
 
 @register_worked("gqa70_kv8")
-def _gqa70_kv8() -> dict[str, Any]:
-    return _gqa70(32_768, "fp8")
+def _gqa70_kv8(variant: int = 0) -> dict[str, Any]:
+    return _gqa70(variant, "fp8")

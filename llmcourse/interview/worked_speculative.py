@@ -13,11 +13,13 @@ Examples
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from llmcourse.assumptions import resolve
-from llmcourse.interview.figures import COURSE, pct, per_s
+from llmcourse.interview.figures import COURSE, draw, pct, per_s
 from llmcourse.interview.questions import register_worked
+from llmcourse.interview.templates import num
 from llmcourse.planner.serving import fleet
 from llmcourse.planner.speculation import crossover_batch, crossover_estimate
 from llmcourse.replica import speculative, speculative_replica
@@ -26,16 +28,26 @@ from llmcourse.replica.memory import weight_bytes
 from llmcourse.replica.model import replica
 from llmcourse.units import Q_
 
-__all__: list[str] = []
+__all__ = ["ACCEPTANCES", "ANSWERS", "DRAFTS", "PROMPTS"]
+
+
+#: Draft lengths and acceptance rates the variants draw from, and the prompt and answer lengths.
+DRAFTS, ACCEPTANCES = (2, 3, 4, 5, 6, 8), (0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
+PROMPTS, ANSWERS = (500, 1_000, 2_000, 4_000, 8_000), (100, 300, 500, 1_000)
 
 
 @register_worked("spec_expected")
-def _spec_expected() -> dict[str, Any]:
-    spec = speculative.Speculation("draft model", 4, 0.8, "Llama-3.1-8B")
+def _spec_expected(variant: int = 0) -> dict[str, Any]:
+    g = draw(variant, k=(4, DRAFTS), alpha=(0.8, ACCEPTANCES), prompt=(2_000, PROMPTS), answer=(300, ANSWERS))
+    spec = speculative.Speculation("draft model", g["k"], g["alpha"], "Llama-3.1-8B")
+    ctx = g["prompt"] + g["answer"] / 2  # each cache read at its average length
     s = speculative.speculative_step(
-        "Llama-3.1-70B", "H100 SXM", spec, context_tokens=2_000 + 300 / 2, tensor_parallel=2, weight_bytes="fp8"
+        "Llama-3.1-70B", "H100 SXM", spec, context_tokens=ctx, tensor_parallel=2, weight_bytes="fp8"
     )
     return dict(
+        prompt=g["prompt"],
+        answer=g["answer"],
+        ctx=ctx,
         k=spec.draft_tokens,
         alpha=spec.acceptance,
         positions=spec.draft_tokens + 1,
@@ -59,9 +71,26 @@ def _spec_expected() -> dict[str, Any]:
     )
 
 
+@functools.cache
+def _crossing_setups() -> tuple[tuple[int, float, int], ...]:
+    """(draft tokens, acceptance, context) of an EAGLE head on Llama 3.1 8B and one H100 where speculation stops
+    paying at some batch (the crossover question asks where)."""
+    return tuple(
+        (k, alpha, ctx)
+        for k in DRAFTS[:5]
+        for alpha in ACCEPTANCES
+        for ctx in (128, 288, 512, 1_024)
+        if crossover_batch(
+            "Llama-3.1-8B", "H100 SXM", speculative.Speculation("eagle head", k, alpha), context_tokens=ctx
+        )
+        is not None
+    )
+
+
 @register_worked("spec_crossover")
-def _spec_crossover() -> dict[str, Any]:
-    spec, ctx, batch = speculative.Speculation("eagle head", 4, 0.7), 288, 200
+def _spec_crossover(variant: int = 0) -> dict[str, Any]:
+    k, alpha, ctx = draw(variant, setup=((4, 0.7, 288), _crossing_setups()))["setup"]
+    spec, batch = speculative.Speculation("eagle head", k, alpha), 200
     s = speculative.speculative_step("Llama-3.1-8B", "H100 SXM", spec, batch=batch, context_tokens=ctx)
     return dict(
         ctx=ctx,
@@ -85,12 +114,20 @@ def _spec_crossover() -> dict[str, Any]:
 
 
 @register_worked("spec_mtp")
-def _spec_mtp() -> dict[str, Any]:
-    spec = speculative.Speculation("mtp", 1, 0.85)
-    kw = dict(context_tokens=2_150, tensor_parallel=8, weight_bytes="fp8")
+def _spec_mtp(variant: int = 0) -> dict[str, Any]:
+    g = draw(
+        variant,
+        alpha=(0.85, (0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)),
+        ctx=(2_150, (550, 850, 1_150, 1_650, 2_150)),
+    )
+    spec = speculative.Speculation("mtp", 1, g["alpha"])
+    kw = dict(context_tokens=g["ctx"], tensor_parallel=8, weight_bytes="fp8")
     one, full = (speculative.speculative_step("DeepSeek-V3", "H200 SXM", spec, batch=b, **kw) for b in (1, 256))
     row = next(r for r in published("mtp", figure="speedup") if r.target == "DeepSeek-V3")
+    near = f", close to DeepSeek's {num(row.value, 2)}x and to the" if variant == 0 else ", close to the"
     return dict(
+        ctx=g["ctx"],
+        near=near,
         alpha=spec.acceptance,
         tau=one.expected_tokens,
         s1=one.speedup,

@@ -22,6 +22,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -29,6 +30,7 @@ from llmcourse.assumptions import resolve
 from llmcourse.catalog import gpus, links, models
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.interview.figures import COURSE, draw, pct, per_s
+from llmcourse.interview.givens import gpu_words
 from llmcourse.interview.questions import register_worked
 from llmcourse.planner.design import Brief, plan
 from llmcourse.planner.disagg import kv_handoff
@@ -419,14 +421,42 @@ def _c_cp() -> dict[str, Any]:
 
 
 # --- checkpoint precisions -----------------------------------------------------------------------------------------------
+@functools.cache
+def _gptoss_setups() -> tuple[tuple[str, str, int, int], ...]:
+    """(model, GPU, prompt, answer) for the MXFP4 checkpoint question: a model whose checkpoint keeps its experts in
+    MXFP4, a GPU rented by the hour (a price in the catalog) that holds it with two conversations at least, and a batch
+    that memory sets (halving the lengths lets more in; not the engine's cap on running requests, vLLM's
+    max_num_seqs)."""
+    out = []
+    for name, m in models.items():
+        if (m.checkpoint or {}).get("experts") != "mxfp4":
+            continue
+        for gpu, g in gpus.items():
+            if g.price_per_hour is None or g.unified_memory:
+                continue
+            for p in LENGTHS_PROMPT:
+                for a in LENGTHS_ANSWER:
+                    b = replica(name, gpu, prompt_tokens=p, answer_tokens=a).batch
+                    if b >= 2 and replica(name, gpu, prompt_tokens=p // 2, answer_tokens=a // 2).batch > b:
+                        out.append((name, gpu, p, a))
+    return tuple(out)
+
+
 @register_worked("pr_gptoss")
-def _pr_gptoss() -> dict[str, Any]:
-    m = "gpt-oss-120b"
-    r = replica(m, "H100 SXM", prompt_tokens=2_000, answer_tokens=400)
+def _pr_gptoss(variant: int = 0) -> dict[str, Any]:
+    m, gpu, p, a = draw(variant, setup=(("gpt-oss-120b", "H100 SXM", 2_000, 400), _gptoss_setups()))["setup"]
+    r = replica(m, gpu, prompt_tokens=p, answer_tokens=a)
+    w16 = weight_bytes(m, "bf16").to("GB")
     return dict(
+        model=m,
+        billions=models[m].params / 1e9,
+        gpu=gpu.split()[0] if variant == 0 else gpu,
+        prompt=p,
+        answer=a,
         w=weight_bytes(m).to("GB"),
-        w16=weight_bytes(m, "bf16").to("GB"),
-        mem=gpus["H100 SXM"].memory,
+        w16=w16,
+        naive16=gpu_words(math.ceil(float((w16 / gpus[gpu].memory).to("").m))),
+        mem=gpus[gpu].memory,
         batch=r.batch,
         bits=8 * 0.53125,  # MXFP4: 4 bits and one 8-bit scale per 32 values (OCP Microscaling)
     )

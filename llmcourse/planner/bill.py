@@ -1,6 +1,6 @@
 """The whole bill of a replica or a fleet: energy per token, tokens per megawatt, owning vs renting, and an API.
 
-Chapter *Sizing the fleet* (``book/09_fleet.md``, section "The whole bill"). Every throughput comes from the
+Chapter *What a fleet costs* (``book/09b_fleet_cost.md``). Every throughput comes from the
 replica model (:func:`llmcourse.replica.replica`, and :func:`~llmcourse.planner.serving.fleet` for a fleet); the
 power model's constants (a GPU's idle and full-load share of its rated power, the server's share, the years
 hardware is written off over) are fields of :class:`~llmcourse.assumptions.Assumptions`; the site figures

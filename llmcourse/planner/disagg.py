@@ -37,6 +37,8 @@ llmcourse.errors.InputError: prefill_gpus=0: a pool needs at least one replica o
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -54,9 +56,12 @@ from llmcourse.replica.base import check_positions
 from llmcourse.replica.memory import kv_bytes_per_sequence, largest_batch, largest_within
 from llmcourse.replica.model import Replica, replica, replica_setup
 from llmcourse.replica.step import decode_steps
-from llmcourse.units import Q_, parsed_unit, plain_number, quantity, to
+from llmcourse.simulator import LENGTH_CV, SizingRun, prompt_lengths, simulate_pool
+from llmcourse.stats import sorted_percentile
+from llmcourse.units import Q_, parsed_unit, percentile_rank, plain_number, quantity, to
 
 __all__ = [
+    "COMPARE_RUN",
     "Comparison",
     "Disaggregated",
     "MoeLayout",
@@ -68,6 +73,16 @@ __all__ = [
 ]
 
 _MS, _S, _PER_S = (parsed_unit(u)[0] for u in ("ms", "s", "1/s"))
+#: How :func:`compare` queues both deployments (a simulation's settings, not a modelling constant): Poisson
+#: arrivals; prompts and answers spread about the brief's lengths by the simulator's default
+#: (:data:`~llmcourse.simulator.LENGTH_CV`), the same draws on both sides (the prefill pool an M/G/c queue, each
+#: prompt prefilled in its own time); the aggregated replicas behind the ``"least_cost"`` router (NVIDIA Dynamo's
+#: KV router's cost: the prompt tokens a replica owes and the KV it holds; see :mod:`llmcourse.simulator.fleet`); and
+#: 20,000 requests, so that a p99 rests on 200 of them rather than the 40 of :func:`plan`'s default 4,000. Lengths
+#: all equal to the brief's would flatter no side but mislead both: requests that arrive together then finish
+#: together, and a router counting requests sends the next burst of prompts to the replica that just emptied.
+COMPARE_RUN = SizingRun(requests=20_000, router="least_cost")
+
 #: The most replicas one pool is sized to (a bound on the search; far above any product's fleet).
 _MOST_REPLICAS = 100_000
 
@@ -187,6 +202,14 @@ class Disaggregated:
     ttft: pint.Quantity
     tpot: pint.Quantity
     sized: bool = True
+    #: The decode replica's first step, which gives the request its first token (part of :attr:`ttft`).
+    first_step: pint.Quantity = field(default_factory=lambda: Q_(0.0, "ms"))
+    #: Whether the prefill queue's prompts were spread about the brief's length (M/G/c: each prefilled in its own
+    #: time, the percentile taken over each request's whole first token); False: all of the brief's length.
+    spread_prompts: bool = False
+    #: The percentile the time to first token (and ``queue_wait``) is for: the prefill queue simulated
+    #: (:func:`llmcourse.simulator.simulate_pool`); None: the mean, by Sakasegawa's M/D/c approximation.
+    ttft_percentile: float | None = None
 
     @property
     def gpus(self) -> int:
@@ -212,12 +235,15 @@ class Disaggregated:
         """(label, value) rows for a review table."""
         mark = {True: "\u2713", False: "\u2717"}
         ms = lambda q: f"{to(q, _MS).m:,.1f} ms"  # noqa: E731
-        b = self.brief
+        b, q = self.brief, self.ttft_percentile
+        at = "mean" if q is None else f"p{q:g}, simulated"
+        part = "at the brief's prompt" if self.spread_prompts else "of which"
         return [
-            ("time to first token", f"{ms(self.ttft)} (target {ms(b.ttft_target)}) {mark[self.ttft_met]}"),
-            ("of which: wait for a prefill replica", ms(self.queue_wait)),
-            ("of which: prefill", ms(self.prefill_time)),
-            ("of which: KV hand-off", f"{ms(self.kv_handoff)} over {self.link.name}"),
+            (f"time to first token ({at})", f"{ms(self.ttft)} (target {ms(b.ttft_target)}) {mark[self.ttft_met]}"),
+            (f"wait for a prefill replica ({at})", ms(self.queue_wait)),
+            (f"{part}: prefill", ms(self.prefill_time)),
+            (f"{part}: KV hand-off", f"{ms(self.kv_handoff)} over {self.link.name}"),
+            ("and the decode replica's first step", ms(self.first_step)),
             ("time per output token", f"{ms(self.tpot)} (target {ms(b.tpot_target)}) {mark[self.tpot_met]}"),
             (
                 "prefill pool",
@@ -250,13 +276,14 @@ def _pool_size(gpus_: Any, name: str, per_replica: int) -> int | None:
 
 
 def _refuse_percentiles(brief: Brief, fn: str) -> None:
-    """Refuse percentile targets: the pools are sized on the mean (the M/D/c mean wait), and no queue
-    simulation of two pools exists to size them to a percentile."""
-    if brief.on_percentiles:
+    """Refuse a percentile target for the time per token: the decode pool's queue is not simulated (its step at
+    the planned batch is every request's time per token, the mean's target). The first token's may be a
+    percentile: the prefill pool's queue is simulated."""
+    if brief.tpot_percentile is not None:
         raise InputError(
-            f"{fn}() sizes the pools for targets on the mean (the prefill queue's mean wait), not for percentiles: "
-            "give targets on the mean (ttft_percentile=None, tpot_percentile=None), or use plan() to size "
-            "aggregated replicas to percentile targets by simulating their queue."
+            f"{fn}() takes the time per token's target on the mean (the decode pool's step at its batch), not at a "
+            "percentile: give tpot_percentile=None (ttft_percentile may be given: the prefill queue is simulated), "
+            "or use plan() to size aggregated replicas to a percentile of the time per token."
         )
 
 
@@ -332,7 +359,11 @@ def disaggregated(
     The prefill pool's replicas prefill one prompt at a time; the smallest pool with the
     assumptions' headroom over the arrival rate whose time to first token (request overhead, the
     M/D/c wait, the prefill, the KV hand-off over ``link``: see :func:`pool_link`) meets the target,
-    or ``prefill_gpus`` if given. The decode pool's replicas decode the largest batch whose time per
+    or ``prefill_gpus`` if given. With a percentile target (``Brief(..., ttft_percentile=99)``) the
+    prefill queue is simulated instead (:func:`llmcourse.simulator.simulate_pool`: :data:`COMPARE_RUN`'s
+    requests and seed, Poisson arrivals, one prompt's fixed prefill) and the pool is the fewest replicas
+    whose simulated percentile meets the target, with no headroom on top (the queue is modelled, not
+    allowed for, as :func:`~llmcourse.planner.design.plan` sizes on percentiles). The decode pool's replicas decode the largest batch whose time per
     token meets its target (no prefill shares their steps); the fewest replicas that complete the
     rate with the headroom, or ``decode_gpus`` if given (then the batch is the smallest that keeps up
     with the rate). A target no pool can meet (the prefill alone is slower) is reported unmet.
@@ -346,7 +377,34 @@ def disaggregated(
     ...                   weight_bytes="fp8", prefill_gpus=8)
     >>> d.prefill.replicas, round(d.utilisation, 2), d.ttft_met
     (2, 0.96, False)
+    >>> p99 = disaggregated("Llama-3.1-70B", "H100 SXM", Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms"),
+    ...                     ttft_percentile=99), prefill_tensor_parallel=4, decode_tensor_parallel=4, weight_bytes="fp8")
+    >>> p99.ttft_met, p99.ttft_percentile, p99.ttft <= Q_(600, "ms")
+    (True, 99.0, True)
     """
+    return _disaggregated(
+        model, gpu, brief, (prefill_gpus, decode_gpus), (prefill_tensor_parallel, decode_tensor_parallel), moe_layout,
+        link, weight_bytes, kv_bytes, assumptions, COMPARE_RUN,
+    )  # fmt: skip
+
+
+def _disaggregated(
+    model: Any,
+    gpu: Any,
+    brief: Any,
+    pool_gpus: tuple[Any, Any],
+    shapes: tuple[Any, Any],
+    moe_layout: Any,
+    link: Any,
+    weight_bytes: Any,
+    kv_bytes: Any,
+    assumptions: Any,
+    simulation: Any,
+) -> Disaggregated:
+    """:func:`disaggregated`, its prefill queue simulated (for a percentile target) with ``simulation``'s requests and
+    seed (:func:`compare` gives its own); ``pool_gpus`` is (prefill_gpus, decode_gpus), ``shapes`` the two pools'
+    tensor-parallel sizes."""
+    (prefill_gpus, decode_gpus), (prefill_tensor_parallel, decode_tensor_parallel) = pool_gpus, shapes
     m, g = models[model], gpus[gpu]
     if not isinstance(brief, Brief):
         raise InputError(
@@ -366,10 +424,20 @@ def disaggregated(
     c_given = _pool_size(prefill_gpus, "prefill_gpus", pre.n_gpus)
     r_given = _pool_size(decode_gpus, "decode_gpus", top.n_gpus)
     handoff = kv_handoff(m, brief.prompt_tokens, link=lk, kv_lanes=kv_lanes(pre, top), kv_bytes=kv_bytes, assumptions=a)
-    prefill = _PrefillPool(brief, pre, handoff, a)
-    c, rho, wait, ttft = prefill.sized(c_given)
+    if simulation is not None and not isinstance(simulation, SizingRun):
+        raise InputError(
+            f"simulation must be a SizingRun (llmcourse.simulator.SizingRun(requests=..., seed=...)), not "
+            f"{type(simulation).__name__}."
+        )
     decode = _DecodePool(m, g, brief, dec_at, top, a_dec)
     r, dec = decode.sized(r_given, moe, weight_bytes, kv_bytes)
+    spread = None
+    if brief.ttft_percentile is not None and simulation is not None:
+        spread = _spread_prompts(m, brief, simulation, handoff, lambda x: _prefill_replica(
+            m, g, prefill_tensor_parallel, moe, a, {**common, "prompt_tokens": x}).first_prefill.time, lk, kv_bytes, a,
+            kv_lanes(pre, top))  # fmt: skip
+    prefill = _PrefillPool(brief, pre, handoff, a, simulation, dec.tpot, spread)
+    c, rho, wait, ttft = prefill.sized(c_given)
     return Disaggregated(
         model=m.name,
         gpu=g.name,
@@ -384,7 +452,49 @@ def disaggregated(
         ttft=to(ttft, _MS),
         tpot=to(dec.tpot, _MS),
         sized=c_given is None and r_given is None,
+        ttft_percentile=brief.ttft_percentile,
+        first_step=to(dec.tpot, _MS),
+        spread_prompts=spread is not None,
     )
+
+
+def _spread_prompts(
+    m: Model,
+    brief: Brief,
+    run: SizingRun,
+    handoff: pint.Quantity,
+    prefill_at: Any,
+    lk: Link,
+    kv_bytes: Any,
+    a: Assumptions,
+    lanes: int,
+) -> tuple[list[float], list[float]] | None:
+    """Each simulated prompt's prefill and KV hand-off (s), for prompts spread about the brief's length as ``run``
+    spreads them (None where it gives every prompt the brief's length). The prompts are the ones an aggregated
+    fleet's run with the same seed draws (:func:`llmcourse.simulator.prompt_lengths`). A prefill at any length
+    comes from the replica model (``prefill_at``) at about 24 lengths from the shortest prompt to the longest, its
+    time per token interpolated between them (as the simulator's service model tabulates it); the hand-off is the
+    alpha-beta send, a fixed part and one in proportion to the prompt's KV bytes (taken at 1 token and at the
+    brief's prompt)."""
+    pcv = LENGTH_CV if run.prompt_cv is None else run.prompt_cv
+    acv = LENGTH_CV if run.answer_cv is None else run.answer_cv
+    if pcv == 0:
+        return None
+    longest = m.max_position or 10**9  # the aggregated replicas' KV holds Llama-sized prompts to their positions
+    lengths = prompt_lengths(run.seed, run.requests, (brief.answer_tokens, acv), (brief.prompt_tokens, pcv), longest)
+    lo, hi = min(lengths), max(lengths)
+    step = math.log(hi / lo) / 23 if hi > lo else 0.0
+    grid = sorted({lo, hi, *(round(lo * math.exp(k * step)) for k in range(24))})
+    per = [float(to(prefill_at(x), _S).m) / x for x in grid]  # seconds per token at each grid length
+    slopes = [(per[i] - per[i - 1]) / (grid[i] - grid[i - 1]) for i in range(1, len(grid))]
+    own: dict[int, float] = {}
+    for x in set(lengths):
+        i = min(max(bisect.bisect_right(grid, x), 1), len(grid) - 1)
+        own[x] = x * (per[i - 1] + slopes[i - 1] * (x - grid[i - 1])) if len(grid) > 1 else x * per[0]
+    h1 = float(to(kv_handoff(m, 1, link=lk, kv_lanes=lanes, kv_bytes=kv_bytes, assumptions=a), _S).m)
+    hp, p = float(to(handoff, _S).m), float(brief.prompt_tokens)
+    per_token = (hp - h1) / (p - 1) if p > 1 else 0.0
+    return [own[x] for x in lengths], [h1 + per_token * (x - 1) for x in lengths]
 
 
 def _prefill_replica(
@@ -425,27 +535,70 @@ def _moe_layout(moe_layout: Any) -> MoeLayout:
 
 
 class _PrefillPool:
-    """The prefill pool of a brief: its replicas prefill one prompt each, the prompts wait for a free one (M/D/c),
-    and each hands its KV cache to the decode pool. Plain floats in seconds for the search (hundreds of pools)."""
+    """The prefill pool of a brief: its replicas prefill one prompt each, the prompts wait for a free one (M/D/c, or
+    M/G/c with prompts of spread lengths), and each hands its KV cache to the decode pool, whose first step gives the
+    first token. Plain floats in seconds for the search (hundreds of pools). The wait is the mean's (Sakasegawa), or
+    for a percentile target the queue is simulated and the percentile taken over each request's time through it."""
 
-    def __init__(self, brief: Brief, pre: Replica, handoff: pint.Quantity, a: Assumptions) -> None:
-        self.brief, self.n_pre, self.headroom = brief, pre.n_gpus, a.headroom
+    def __init__(
+        self, brief: Brief, pre: Replica, handoff: pint.Quantity, a: Assumptions, run: SizingRun,
+        first_step: pint.Quantity, spread: tuple[list[float], list[float]] | None = None,
+    ) -> None:  # fmt: skip
+        self.brief, self.n_pre, self.headroom, self.run = brief, pre.n_gpus, a.headroom, run
+        self.q = brief.ttft_percentile
+        self._simulated: dict[int, tuple[float, float]] = {}
         self.lam, self.t_pre, self.handoff = brief.requests_per_second, pre.first_prefill.time, handoff
         self.overhead = quantity(a.request_overhead_ms, _MS)  # Q_(a.request_overhead_ms, _MS), without pint's checks
         self.lam_s, self.t_s = float(to(self.lam, _PER_S).m), float(to(self.t_pre, _S).m)
         self.over_s, self.handoff_s = float(to(self.overhead, _S).m), float(to(handoff, _S).m)
+        self.first_s = float(to(first_step, _S).m)
+        self.times, self.after = spread if spread is not None else (None, None)
+        # the prompts' mean prefill: the load on the pool (the brief's prompt's where every prompt has its length)
+        self.mean_s = self.t_s if self.times is None else math.fsum(self.times) / len(self.times)
 
-    def ttft_s(self, c: int, wait: float | None = None) -> float:
-        """The time to first token with ``c`` replicas (s), the queue's wait ``wait`` if given."""
-        wait = wait_f(rho_f(self.lam_s, self.t_s, c), c, self.t_s) if wait is None else wait
-        return ttft_f(self.over_s, wait, self.t_s, self.handoff_s)
+    def _run(self, c: int) -> tuple[float, float]:
+        """(the target's percentile of the wait, of the time through the pool: wait, prefill and hand-off) (s)."""
+        if c not in self._simulated:
+            run = simulate_pool(
+                self.lam, self.t_pre, c, requests=self.run.requests, seed=self.run.seed, service_times=self.times,
+                after=self.handoff_s if self.after is None else self.after,
+            )  # fmt: skip
+            self._simulated[c] = float(to(run.wait_at(self.q), _S).m), float(to(run.through_at(self.q), _S).m)
+        return self._simulated[c]
+
+    def wait_s(self, c: int) -> float:
+        """The wait for one of ``c`` replicas (s): the mean's, or the target's percentile of the simulated queue."""
+        if self.q is None:
+            return wait_f(rho_f(self.lam_s, self.t_s, c), c, self.t_s)
+        return self._run(c)[0]
+
+    def ttft_s(self, c: int) -> float:
+        """The time to first token with ``c`` replicas (s): the request's overhead, its wait, prefill and hand-off
+        (the mean's, or the percentile of their sum over the simulated requests), and the decode replica's first step
+        (vLLM's and SGLang's disaggregated proxies stream the decode instance's tokens, the first one included)."""
+        if self.q is None:
+            return ttft_f(self.over_s, self.wait_s(c), self.t_s, self.handoff_s) + self.first_s
+        return self.over_s + self._run(c)[1] + self.first_s
+
+    def no_wait_s(self) -> float:
+        """The time to first token with no wait at all: the least any number of replicas gives (s)."""
+        if self.times is None or self.q is None:
+            return ttft_f(self.over_s, 0.0, self.t_s, self.handoff_s) + self.first_s
+        rank = percentile_rank(self.q, "ttft_percentile")
+        alone = sorted(t + h for t, h in zip(self.times, self.after or (), strict=True))
+        return self.over_s + float(sorted_percentile(alone, rank)) + self.first_s
 
     def fewest(self) -> int:
-        """At least the headroom over the rate (and a stable queue), then the fewest that meet the target."""
-        c_min = int(F["gpus_for_rate"](request_rate=self.lam, headroom=self.headroom, rps_per_gpu=1 / self.t_pre).m)
-        c = max(c_min, math.floor(self.lam_s * self.t_s) + 1)
+        """At least the headroom over the rate (and a stable queue), then the fewest that meet the target; on a
+        percentile target, no headroom (the queue is simulated), only a stable queue."""
+        stable = math.floor(self.lam_s * self.mean_s) + 1
+        if self.q is None:
+            c_min = int(F["gpus_for_rate"](request_rate=self.lam, headroom=self.headroom, rps_per_gpu=1 / self.t_pre).m)
+            c = max(c_min, stable)
+        else:
+            c = stable
         target = float(to(self.brief.ttft_target, _S).m)
-        if self.ttft_s(c) > target and self.ttft_s(c, 0.0) < target:
+        if self.ttft_s(c) > target and self.no_wait_s() < target:
             lo, hi = c, c
             while self.ttft_s(hi) > target and hi < _MOST_REPLICAS:
                 lo, hi = hi, min(2 * hi, _MOST_REPLICAS)
@@ -456,21 +609,27 @@ class _PrefillPool:
         return c
 
     def sized(self, c_given: int | None) -> tuple[int, float, pint.Quantity, pint.Quantity]:
-        """(replicas, utilisation, the queue's mean wait, the time to first token): ``c_given`` replicas, else the
+        """(replicas, utilisation, the queue's wait, the time to first token): ``c_given`` replicas, else the
         fewest; refused if they would be busy all the time."""
         c = self.fewest() if c_given is None else c_given
-        rho = float(F["prefill_pool_utilisation"](request_rate=self.lam, prefill_time=self.t_pre, prefill_servers=c).m)
+        mean_t = quantity(self.mean_s, _S)
+        rho = float(F["prefill_pool_utilisation"](request_rate=self.lam, prefill_time=mean_t, prefill_servers=c).m)
         if rho >= 1:
-            need, n_pre = math.floor(self.lam_s * self.t_s) + 1, self.n_pre
+            need, n_pre = math.floor(self.lam_s * self.mean_s) + 1, self.n_pre
             raise InputError(
                 f"prefill_gpus={c * n_pre}: {c} prefill replica{'s' if c > 1 else ''} would be busy {rho:.0%} of the "
-                f"time ({self.lam_s:g} prompts/s of {to(self.t_pre, _MS).m:,.0f} ms each), so the queue grows "
+                f"time ({self.lam_s:g} prompts/s of {self.mean_s * 1e3:,.0f} ms each on average), so the queue grows "
                 f"without end; give at least {need * n_pre} GPUs."
             )
-        wait = F["mdc_wait"](prefill_utilisation=rho, prefill_servers=c, prefill_time=self.t_pre)
-        ttft = F["disagg_ttft"](
-            request_overhead=self.overhead, prefill_queue_wait=wait, prefill_time=self.t_pre, kv_handoff=self.handoff
-        )
+        if self.q is None:
+            wait = F["mdc_wait"](prefill_utilisation=rho, prefill_servers=c, prefill_time=self.t_pre)
+            ttft = F["disagg_ttft"](
+                request_overhead=self.overhead, prefill_queue_wait=wait, prefill_time=self.t_pre,
+                kv_handoff=self.handoff,
+            )  # fmt: skip
+            ttft = ttft + quantity(self.first_s, _S)  # the decode replica's first step gives the first token
+        else:
+            wait, ttft = quantity(self.wait_s(c), _S), quantity(self.ttft_s(c), _S)
         return c, rho, wait, ttft
 
     def rate(self, c: int) -> pint.Quantity:
@@ -572,21 +731,36 @@ class Comparison:
             return f"a tie: {self.aggregated.gpus:,} GPUs each (aggregated, the simpler system)"
         return self.winner
 
+    @property
+    def aggregated_ttft(self) -> pint.Quantity | None:
+        """The aggregated plan's time to first token at the disaggregated one's percentile (its simulated queue's),
+        or its mean with no queue where both are on the mean."""
+        agg = self.aggregated
+        if agg.sizing is not None and agg.brief.ttft_percentile is not None:
+            return agg.sizing.ttft
+        return agg.ttft
+
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) rows: both deployments' GPUs and times, then the verdict."""
         agg, dis = self.aggregated, self.disaggregated
         ms = lambda q: f"{to(q, _MS).m:,.1f} ms"  # noqa: E731
         mark = {True: "\u2713", False: "\u2717"}
+        q = dis.ttft_percentile
+        at = "" if q is None else f" p{q:g}"
         if agg.fits:
+            # the time per token the simulated fleet gave (its replicas run the batch the traffic fills, not the
+            # planned one), beside the plan's at its batch, which the target is checked on
+            sim = "" if agg.sizing is None else f", simulated p99 {ms(agg.sizing.tpot)}"
             a_row = (
-                f"{agg.gpus:,} GPUs ({agg.gpus // agg.tensor_parallel:,} x TP{agg.tensor_parallel}), batch {agg.batch}; "
-                f"TTFT {ms(agg.ttft)} {mark[agg.ttft_met]}, TPOT {ms(agg.tpot)} {mark[agg.tpot_met]}"
+                f"{agg.gpus:,} GPUs ({agg.gpus // agg.tensor_parallel:,} x TP{agg.tensor_parallel}); "
+                f"TTFT{at} {ms(self.aggregated_ttft)} {mark[agg.ttft_met]}, TPOT at the planned batch {agg.batch} "
+                f"{ms(agg.tpot)} {mark[agg.tpot_met]}{sim}"
             )
         else:
             a_row = f"does not fit: {agg.reason}"
         d_row = (
             f"{dis.gpus:,} GPUs ({dis.prefill.gpus:,} prefill + {dis.decode.gpus:,} decode); "
-            f"TTFT {ms(dis.ttft)} {mark[dis.ttft_met]}, TPOT {ms(dis.tpot)} {mark[dis.tpot_met]}"
+            f"TTFT{at} {ms(dis.ttft)} {mark[dis.ttft_met]}, TPOT {ms(dis.tpot)} {mark[dis.tpot_met]}"
         )
         return [("aggregated", a_row), ("disaggregated", d_row), *dis.rows(), ("fewer GPUs", self.verdict)]
 
@@ -607,10 +781,21 @@ def compare(
     weight_bytes: Any = None,
     kv_bytes: Any = 2,
     assumptions: Assumptions | str | None = None,
+    percentile: float = 99,
+    simulation: SizingRun = COMPARE_RUN,
 ) -> Comparison:
     """The aggregated :func:`~llmcourse.planner.design.plan` (replicas of ``tensor_parallel`` GPUs) beside
     :func:`disaggregated` (pools of ``prefill_tensor_parallel`` and ``decode_tensor_parallel`` GPUs
     per replica, ``tensor_parallel`` by default) at the same brief, GPU and assumptions.
+
+    Both first tokens wait in a queue, and both are read at the same percentile: the brief's
+    ``ttft_percentile``, or ``percentile`` (99 by default) where the brief's target is on the mean. A
+    queue-less first token on one side against a queued one on the other would favour the side without
+    the queue. The aggregated replicas' queue is simulated by :func:`plan` (its percentile sizing), the
+    prefill pool's by :func:`llmcourse.simulator.simulate_pool`; both see the same workload: Poisson
+    arrivals drawn from ``simulation``'s seed, ``simulation``'s requests, every prompt and answer of the
+    brief's length (:data:`COMPARE_RUN` by default, the pools' M/D/c model; a ``simulation`` given with
+    spread lengths spreads the aggregated side's only).
 
     Examples
     --------
@@ -618,19 +803,21 @@ def compare(
     >>> from llmcourse.units import Q_
     >>> c = compare("Llama-3.1-70B", "H100 SXM", Brief(20, 2_000, 300, Q_(600, "ms"), Q_(40, "ms")),
     ...             tensor_parallel=4, weight_bytes="fp8")
-    >>> c.aggregated.gpus, c.disaggregated.gpus, c.winner
-    (16, 16, 'aggregated')
+    >>> c.aggregated.brief.ttft_percentile, c.disaggregated.ttft_percentile
+    (99.0, 99.0)
+    >>> c.aggregated.sizing.ttft <= Q_(600, "ms") and c.disaggregated.ttft <= Q_(600, "ms")
+    True
     """
     if isinstance(brief, Brief):
         _refuse_percentiles(brief, "compare")
+        if brief.ttft_percentile is None:
+            brief = dataclasses.replace(brief, ttft_percentile=percentile_rank(percentile, "percentile"))
     agg = plan(
         model, gpu, brief, tensor_parallel=tensor_parallel, weight_bytes=weight_bytes, kv_bytes=kv_bytes,
-        assumptions=assumptions,
+        assumptions=assumptions, simulation=simulation,
     )  # fmt: skip
-    dis = disaggregated(
-        model, gpu, brief,
-        prefill_tensor_parallel=tensor_parallel if prefill_tensor_parallel is None else prefill_tensor_parallel,
-        decode_tensor_parallel=tensor_parallel if decode_tensor_parallel is None else decode_tensor_parallel,
-        link=link, weight_bytes=weight_bytes, kv_bytes=kv_bytes, assumptions=assumptions,
+    shapes = tuple(tensor_parallel if x is None else x for x in (prefill_tensor_parallel, decode_tensor_parallel))
+    dis = _disaggregated(
+        model, gpu, brief, (None, None), shapes, None, link, weight_bytes, kv_bytes, assumptions, simulation,
     )  # fmt: skip
     return Comparison(agg, dis)

@@ -2,15 +2,23 @@
 
 Defined in the capstone chapter *Design review* (``book/11_design_review.md``). Every number comes
 from :func:`llmcourse.planner.design.plan` (a lever's plan by plan()'s own path, ``llmcourse.planner.design.lever_plan``, which stops
-at the fields a ranking reads: the same numbers, without the replica plan() also returns); the levers are:
+at the fields a ranking reads: the same numbers, without the replica plan() also returns), or for the split into
+two pools from :func:`llmcourse.planner.disagg.disaggregated`, on the same replica model. The levers come in three
+kinds (:attr:`Lever.kind`), ranked apart: **engineering** levers change how the same model serves the same
+product; a **model** change needs another checkpoint (and an evaluation of its answers); a **product** change
+changes what users get. The levers:
 
-* **GQA with 8 KV heads**: the model with ``kv_heads=8`` (``Model.with_``); nothing changes for a
-  model that already has 8 or fewer (or uses MLA).
-* **INT8 KV cache**: ``kv_bytes="int8"``.
-* **INT4 weights**: ``weight_bytes="int4"`` (per-group scales not counted).
-* **Shorter contexts**: the prompt cut to ``context_fraction`` of its length (trimmed history or
-  fewer retrieved passages): less KV held *and* less prefill.
-* **Prefix caching at a hit rate** ``h``: the modelling choice of this course is that a hit
+* **FP8 KV cache** (engineering): ``kv_bytes="fp8"``, one byte per cached value, as vLLM's
+  ``--kv-cache-dtype fp8``, SGLang's ``--kv-cache-dtype fp8_e4m3`` and TensorRT-LLM's FP8 KV cache store it;
+  nothing changes for a cache already at one byte or less.
+* **INT4 weights** (engineering): ``weight_bytes="int4"`` (per-group scales not counted).
+* **EAGLE head** (engineering): speculative decoding with the model's EAGLE-3 head
+  (``Speculation("eagle head", EAGLE_DRAFT_TOKENS, EAGLE_ACCEPTANCE)``), for a model the draft catalog has a
+  head for (``llmcourse/data/speculative_drafts.csv``); vLLM, SGLang and TensorRT-LLM all run EAGLE-3 heads.
+* **Disaggregation** (engineering): a prefill pool and a decode pool of the baseline's replica shape
+  (:func:`~llmcourse.planner.disagg.disaggregated`, its first token at the brief's percentile, or on the mean
+  with the prefill queue's mean wait); NVIDIA Dynamo, llm-d, SGLang, vLLM and TensorRT-LLM run the split.
+* **Prefix caching at a hit rate** ``h`` (engineering): the modelling choice of this course is that a hit
   saves *prefill work only*. The cached tokens' keys and values still sit in memory for the whole
   request (the request attends to them), so the KV per request and the largest batch are those of
   the full prompt; only the prefill shrinks, to that of the ``(1 - h)`` of the prompt that is new
@@ -18,6 +26,10 @@ at the fields a ranking reads: the same numbers, without the replica plan() also
   user's steps and, where the assumptions charge prefill, each batch's share of the replica's time.
   It is :func:`llmcourse.planner.design.plan` with ``cached_prompt_tokens``. (Prefix blocks shared by many
   requests are stored once in a paged cache, which would also save memory; that is not counted.)
+* **GQA with 8 KV heads** (model): the model with ``kv_heads=8`` (``Model.with_``); nothing changes for a
+  model that already has 8 or fewer (or uses MLA).
+* **Shorter contexts** (product): the prompt cut to ``context_fraction`` of its length (trimmed history or
+  fewer retrieved passages): less KV held *and* less prefill, and less context for the answer.
 
 The headroom, the efficiencies and whether prefill is charged are those of the plan's
 assumptions (``assumptions=`` among the plan keywords; the course's method by default).
@@ -27,8 +39,8 @@ Examples
 >>> from llmcourse.planner.design import Brief
 >>> from llmcourse.units import Q_
 >>> b = Brief(20, 3_600, 400, Q_(1, "s"), Q_(40, "ms"))  # within Llama 2 13B's 4,096 positions
->>> [(x.name, x.gpus) for x in rank_levers("Llama-2-13B", "H100 SXM", b)][:2]
-[('GQA, 8 KV heads', 9), ('shorter contexts', 12)]
+>>> [(x.kind, x.name, x.gpus) for x in rank_levers("Llama-2-13B", "H100 SXM", b)][:2]
+[('engineering', 'FP8 KV cache', 13), ('engineering', 'INT4 weights', 20)]
 """
 
 from __future__ import annotations
@@ -38,15 +50,22 @@ from typing import Any
 
 import pint
 
+from llmcourse.arith import times
 from llmcourse.catalog import GPU, Model
+from llmcourse.catalog.drafts import draft_heads
 from llmcourse.errors import InputError
 from llmcourse.planner.design import Brief, Plan, lever_plan, plan
-from llmcourse.replica.base import gpu_of, model_of
-from llmcourse.units import fmt, plain_number
+from llmcourse.planner.disagg import disaggregated
+from llmcourse.replica.base import bytes_of, gpu_of, model_of
+from llmcourse.replica.speculative import Speculation
+from llmcourse.units import fmt, plain_number, to
 
 __all__ = [
     "CONTEXT_FRACTION",
+    "EAGLE_ACCEPTANCE",
+    "EAGLE_DRAFT_TOKENS",
     "HIT_RATE",
+    "KINDS",
     "LEVER_NAMES",
     "Lever",
     "prefix_cached_plan",
@@ -55,12 +74,26 @@ __all__ = [
     "verdict",
 ]
 
-LEVER_NAMES = ("GQA, 8 KV heads", "INT8 KV cache", "INT4 weights", "shorter contexts", "prefix caching")
+LEVER_NAMES = (
+    "GQA, 8 KV heads",
+    "FP8 KV cache",
+    "INT4 weights",
+    "shorter contexts",
+    "prefix caching",
+    "EAGLE head",
+    "disaggregation",
+)
+#: The kinds of lever, in the order a ranking lists them: serving changes first, then another model, then the product.
+KINDS = ("engineering", "model", "product")
+_KIND = {"GQA, 8 KV heads": "model", "shorter contexts": "product"}  # the rest are engineering
 #: The levers' settings when none are given (a scenario of the review, not a modelling constant):
 #: half of each prompt's tokens found in the prefix cache (the low end of the capacity-planning
 #: method's "50-80% hit rates are common in multi-turn chat"), and prompts cut to half.
 HIT_RATE = 0.5  # a scenario value (half of each prompt cached), not a modelling constant
 CONTEXT_FRACTION = 0.5  # likewise: prompts cut to half
+#: The EAGLE head's scenario (likewise): four draft tokens a step, each accepted with probability 0.7 (the chapter
+#: *Speculative decoding*'s chat setting; acceptance depends on the traffic, so measure your own).
+EAGLE_DRAFT_TOKENS, EAGLE_ACCEPTANCE = 4, 0.7
 
 
 @dataclass(frozen=True)
@@ -78,6 +111,11 @@ class Lever:
     cost_per_hour: pint.Quantity | None
     note: str
 
+    @property
+    def kind(self) -> str:
+        """``"engineering"``, ``"model"`` (another checkpoint) or ``"product"`` (users get something else)."""
+        return _KIND.get(self.name, "engineering")
+
     def row(self) -> tuple[str, str]:
         """(label, text) for a review table."""
         if not self.fits:
@@ -90,7 +128,8 @@ class Lever:
             else f", costs {-self.saved:,} more"
         )
         mark = "\u2713" if self.meets_targets else "\u2717"
-        return (self.name, f"{self.gpus:,} GPUs{saved}; targets {mark}; {self.note}")
+        kind = "" if self.kind == "engineering" else f" ({self.kind} change)"
+        return (self.name + kind, f"{self.gpus:,} GPUs{saved}; targets {mark}; {self.note}")
 
 
 def prefix_cached_plan(model: Model | str, gpu: GPU | str, brief: Brief, hit_rate: float, **plan_kwargs: Any) -> Plan:
@@ -147,7 +186,9 @@ def rank_levers(
     context_fraction: float = CONTEXT_FRACTION,
     **plan_kwargs: Any,
 ) -> list[Lever]:
-    """Re-run :func:`plan` with each lever on its own; sorted by GPUs saved (most first).
+    """Re-run :func:`plan` with each lever on its own; ranked by kind (engineering levers first, then a model
+    change, then a product change: :data:`KINDS`), within a kind those that meet the targets first, each by GPUs
+    saved (most first).
 
     ``plan_kwargs`` (``weight_bytes``, ``kv_bytes``, ``assumptions``, ...) describe the baseline; a lever
     overrides only its own setting. Levers that leave the plan unfitted sort last.
@@ -177,7 +218,7 @@ def rank_levers_against(
     >>> b = Brief(20, 3_600, 400, Q_(1, "s"), Q_(40, "ms"))
     >>> base = plan("Llama-2-13B", "H100 SXM", b)
     >>> levers = rank_levers_against("Llama-2-13B", "H100 SXM", b, base, HIT_RATE, CONTEXT_FRACTION, {})
-    >>> [(x.name, x.gpus) for x in levers][:2]
+    >>> [(x.name, x.gpus) for x in levers if x.kind != "engineering"]
     [('GQA, 8 KV heads', 9), ('shorter contexts', 12)]
     """
     m, g = model_of(model), gpu_of(gpu)
@@ -198,14 +239,7 @@ def rank_levers_against(
                 f"{m.kv_heads} -> 8 KV heads: KV per request / {m.kv_heads // 8}",
             )
         )
-    out.append(
-        _lever(
-            LEVER_NAMES[1],
-            base,
-            lever_plan(m, g, brief, **{**plan_kwargs, "kv_bytes": "int8"}),
-            "1 byte per cached value",
-        )
-    )
+    out.append(_fp8_kv(m, g, brief, base, plan_kwargs))
     out.append(
         _lever(
             LEVER_NAMES[2],
@@ -233,7 +267,71 @@ def rank_levers_against(
             f"{hit_rate:.0%} of prompt tokens cached: less prefill, same KV held",
         )
     )
-    return sorted(out, key=lambda x: (not x.fits, -(x.saved or 0) if x.saved is not None else 0, x.gpus or 0))
+    out.append(_eagle(m, g, brief, base, plan_kwargs))
+    out.append(_split(m, g, brief, base, plan_kwargs))
+    order = {k: i for i, k in enumerate(KINDS)}
+    return sorted(
+        out,
+        key=lambda x: (
+            not x.fits,
+            order[x.kind],
+            not x.meets_targets,
+            -(x.saved or 0) if x.saved is not None else 0,
+            x.gpus or 0,
+        ),
+    )
+
+
+def _not_applied(name: str, base: Plan, why: str) -> Lever:
+    """A lever that does not apply to this deployment: the baseline's figures, nothing saved."""
+    return _lever(name, base, base, why, applies=False)
+
+
+def _fp8_kv(m: Model, g: GPU, brief: Brief, base: Plan, plan_kwargs: dict[str, Any]) -> Lever:
+    """The FP8 KV cache lever: one byte per cached value, where the baseline stores more."""
+    if to(bytes_of(plan_kwargs.get("kv_bytes", 2), "kv_bytes"), "B").m <= 1:
+        return _not_applied(LEVER_NAMES[1], base, "the KV cache is already one byte per value or less")
+    p = lever_plan(m, g, brief, **{**plan_kwargs, "kv_bytes": "fp8"})
+    return _lever(LEVER_NAMES[1], base, p, "1 byte per cached value: half the KV per request of BF16")
+
+
+def _eagle(m: Model, g: GPU, brief: Brief, base: Plan, plan_kwargs: dict[str, Any]) -> Lever:
+    """The EAGLE head lever, for a model whose head the draft catalog lists (and a baseline that does not speculate
+    already, on targets for the mean: a percentile's queue simulation does not model speculation)."""
+    name = LEVER_NAMES[5]
+    if not any(kind == "eagle head" and target == m.name for kind, target in draft_heads().values()):
+        return _not_applied(name, base, f"no EAGLE head for {m.name} in the draft catalog")
+    if plan_kwargs.get("speculation") is not None:
+        return _not_applied(name, base, "the baseline already speculates")
+    if brief.on_percentiles:
+        return _not_applied(name, base, "percentile targets are simulated without speculation")
+    spec = Speculation("eagle head", EAGLE_DRAFT_TOKENS, EAGLE_ACCEPTANCE)
+    p = lever_plan(m, g, brief, **{**plan_kwargs, "speculation": spec})
+    return _lever(name, base, p, f"{spec.label()}: {spec.expected_tokens:.2f} tokens a verification step")
+
+
+def _split(m: Model, g: GPU, brief: Brief, base: Plan, plan_kwargs: dict[str, Any]) -> Lever:
+    """The disaggregation lever: a prefill pool and a decode pool of the baseline's replica shape, at the baseline's
+    precisions, assumptions and price (refused by the pools' sizing: the lever does not fit, and says why)."""
+    name = LEVER_NAMES[6]
+    if not base.fits:
+        return _lever(name, base, base, base.reason)
+    if plan_kwargs.get("speculation") is not None or plan_kwargs.get("cached_prompt_tokens", 0):
+        return _not_applied(name, base, "the pools are sized without speculation or a prefix cache")
+    tp = base.tensor_parallel
+    try:
+        d = disaggregated(
+            m, g, brief, prefill_tensor_parallel=tp, decode_tensor_parallel=tp,
+            weight_bytes=plan_kwargs.get("weight_bytes"), kv_bytes=plan_kwargs.get("kv_bytes", 2),
+            assumptions=plan_kwargs.get("assumptions"),
+        )  # fmt: skip
+    except InputError as exc:
+        return Lever(name, True, False, None, None, False, None, None, None, str(exc))
+    q = d.ttft_percentile
+    queued = "its mean wait for a prefill replica" if q is None else f"the prefill queue's p{q:g}, simulated"
+    note = f"{d.prefill.gpus:,} prefill + {d.decode.gpus:,} decode GPUs (TP{tp}); the first token with {queued}"
+    cost = to(times(base.price_per_hour, d.gpus), "USD/hour")
+    return Lever(name, True, True, d.gpus, base.gpus - d.gpus, d.meets_targets, d.ttft, d.tpot, cost, note)
 
 
 def verdict(p: Plan) -> str:
@@ -250,7 +348,8 @@ def verdict(p: Plan) -> str:
         why.append(
             f"even a batch of {p.batch} takes {fmt(p.tpot, 'ms')} per token against a "
             f"{fmt(b.tpot_target, 'ms')} target ({p.bottleneck}): store fewer bytes per weight, "
-            "use a GPU with more bandwidth, or split the model over GPUs"
+            "use a GPU with more bandwidth, split the model over GPUs, or verify several drafted tokens per read of "
+            "the weights (speculative decoding)"
         )
     if not p.ttft_met:
         why.append(

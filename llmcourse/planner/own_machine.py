@@ -1,6 +1,7 @@
 """One model on your own machine (a laptop's unified memory, a desktop GPU), one person typing: will it fit, how fast
 will it type, how long a context, how long until the first token. Every figure is the one replica model's
-(:func:`~llmcourse.replica.model.replica`) at a batch of one, under the assumptions given (the course's by default).
+(:func:`~llmcourse.replica.model.replica`) at a batch of one, run by llama.cpp (:data:`ENGINE`), under the assumptions
+given (the course's by default).
 
 Defined in the chapter *On your own machine* (``book/17_own_machine.md``).
 
@@ -32,6 +33,10 @@ from llmcourse.replica.model import replica
 from llmcourse.units import Q_
 
 __all__ = ["OwnMachine", "gguf_type", "longest_context", "own_machine"]
+
+#: The engine a GGUF file runs under: llama.cpp, whose own kernels' shares the assumptions hold (the course's
+#: ``llama_cpp_*`` fields, fitted on public llama-bench rows: :mod:`llmcourse.validation.llama_cpp`).
+ENGINE = "llama.cpp"
 
 #: The unquantized types a GGUF file may also hold (llama.cpp's F16 and BF16).
 PLAIN = ("bf16", "fp16")
@@ -108,7 +113,9 @@ class OwnMachine:
 
 
 def _fits(model: str, gpu: str, weights: str, n: int, a: Assumptions) -> bool:
-    return replica(model, gpu, batch=1, prompt_tokens=n, answer_tokens=1, weight_bytes=weights, assumptions=a).fits
+    return replica(
+        model, gpu, batch=1, prompt_tokens=n, answer_tokens=1, weight_bytes=weights, assumptions=a, engine=ENGINE
+    ).fits
 
 
 def longest_context(model: str, gpu: str, weights: str, assumptions: Assumptions | str | None = None) -> int:
@@ -153,7 +160,7 @@ def own_machine(
     top = int(models[m].max_position)
     if context > top:
         raise InputError(f"context ({context:,} tokens) is beyond the {top:,} positions of {m}: give at most {top:,}.")
-    r = replica(m, g, batch=1, prompt_tokens=context - 1, answer_tokens=1, weight_bytes=w, assumptions=a)
+    r = replica(m, g, batch=1, prompt_tokens=context - 1, answer_tokens=1, weight_bytes=w, assumptions=a, engine=ENGINE)
     wb = weights_of(m, w)
     bound = float((gpus[g].bandwidth / wb).to("1/s").m)
     return OwnMachine(

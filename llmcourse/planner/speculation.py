@@ -238,12 +238,12 @@ def crossover_estimate(
     o_d = quantity(draft_step_overhead(a, spec), parsed_unit("ms")[0])
     if draft is not None:
         d = decode_step(draft, g, batch=1, weight_bytes=spec.draft_weight_bytes or weight_bytes, **kw)
-        w_d, k_d = d.weights_read, d.kv_read
+        w_d, k_d = d.weights_read * d.weight_read_scale, d.kv_read  # 4-bit weights: as the step counts them
         o_d = o_d + d.floor_time  # the draft's layers pay their floor too (none in the sources' presets)
     x = F["speculative_crossover_batch"](
         expected_tokens=spec.expected_tokens,
         draft_tokens=spec.draft_tokens,
-        bytes_read=one.weights_read,
+        bytes_read=one.weights_read * one.weight_read_scale,
         kv_per_sequence=one.kv_read,
         draft_bytes_read=w_d,
         draft_kv_per_sequence=k_d,

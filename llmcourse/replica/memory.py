@@ -19,6 +19,7 @@ from llmcourse.replica.attention import kv_held_si, kv_read_si, kv_token_si
 from llmcourse.replica.base import B, bytes_of, gpu_of, model_of
 from llmcourse.replica.deployment import Deployment
 from llmcourse.replica.parallel import Layout, layout
+from llmcourse.replica.scheduler import engine_memory_rule, engine_name
 from llmcourse.units import (
     BYTE,
     GB,
@@ -275,14 +276,34 @@ def kv_read_sequence_si(m: Model, context: float, kv_bytes: Any, copies: float =
     return kv_read_si(m, context, bytes_si(kv_bytes, "kv_bytes"), copies)
 
 
-def usable_si(g: GPU, n: float, a: Assumptions, weights: float) -> float:
+def memory_rule_of(a: Assumptions, engine: Any, g: GPU, n: float) -> tuple[str, float]:
+    """The memory rule and share a replica runs under: the assumptions' own, or with their rule ``"engine"``
+    the rule of ``engine`` (None: the default engine) on ``n`` GPUs ``g``, as
+    :func:`~llmcourse.replica.scheduler.engine_memory_rule` gives it. An engine reads a GPU's size from the driver,
+    in MiB; the catalog holds no driver figure, so the datasheet's is read as GiB whatever the assumptions'
+    ``memory_unit`` (an "80 GB" H100 as 81,920 MiB, a "180 GB" B200 as 184,320 MiB). The driver reports a little less
+    (81,559 and 183,359 MiB): SGLang's default share on four B200s is then 0.855, not 0.856. The share applies to the
+    memory as the assumptions read it, as vLLM's 0.9 does.
+
+    Examples
+    --------
+    >>> from llmcourse.assumptions import resolve
+    >>> b200 = gpu_of("B200")  # 184,320 MiB: 1 - 26,624 / 184,320 = 0.8556
+    >>> memory_rule_of(resolve("course"), "SGLang", b200, 4), memory_rule_of(resolve("lab"), "SGLang", b200, 4)
+    (('total', 0.856), ('total', 0.9))
+    """
+    if a.memory_rule != "engine":
+        return a.memory_rule, a.memory_fraction
+    return engine_memory_rule(engine, float(to(g.memory, GB).m) * 1_024, int(n), a.memory_fraction)
+
+
+def usable_si(g: GPU, n: float, a: Assumptions, weights: float, engine: Any = None) -> float:
     """:func:`usable_memory` in bytes, as a plain float, for checked inputs and ``weights`` bytes."""
     mem = si(g.memory if a.memory_unit == "GB" else quantity(to(g.memory, GB).m, GIB), "gpu_memory")
-    if a.memory_rule == "total":
-        return F["usable_memory"].value(n_gpus=n, gpu_memory=mem, usable_fraction=a.memory_fraction)
-    share = F["engine_usable_fraction"].value(
-        weights=weights, kv_free_fraction=a.memory_fraction, n_gpus=n, gpu_memory=mem
-    )
+    rule, fraction = memory_rule_of(a, engine, g, n)
+    if rule == "total":
+        return F["usable_memory"].value(n_gpus=n, gpu_memory=mem, usable_fraction=fraction)
+    share = F["engine_usable_fraction"].value(weights=weights, kv_free_fraction=fraction, n_gpus=n, gpu_memory=mem)
     # weights beyond the whole memory leave nothing for the KV cache: the usable memory is all of it
     return F["usable_memory"].value(n_gpus=n, gpu_memory=mem, usable_fraction=min(float(share), 1.0))
 
@@ -428,10 +449,12 @@ def usable_memory(
     *,
     weights: pint.Quantity | None = None,
     assumptions: Assumptions | str | None = None,
+    engine: str | None = None,
 ) -> pint.Quantity:
     """Memory a server may use for weights and KV cache on ``n_gpus`` GPUs, by the assumptions'
     memory rule: a share of the total (``"total"``), or the ``weights`` plus a share of what they
-    leave (``"free"``), that share being the assumptions' ``memory_fraction``; the GPU's memory read as
+    leave (``"free"``), that share being the assumptions' ``memory_fraction``, or (``"engine"``, the course's)
+    the rule of ``engine`` (None: the default engine, vLLM: a share of the total); the GPU's memory read as
     datasheet GB or as the HBM's GiB.
 
     Examples
@@ -440,16 +463,25 @@ def usable_memory(
     <Quantity(144.0, 'gigabyte')>
     >>> round(usable_memory("H100 SXM", 2, assumptions=resolve().replace(memory_unit="GiB")).to(GB).m, 1)
     154.6
+    >>> usable_memory("B200", 4, engine="SGLang").to(GB)  # 4 x 180 GB x SGLang's 0.856
+    <Quantity(616.32, 'gigabyte')>
+    >>> usable_memory("B200", 4, weights=Q_(671, "GB"), engine="TensorRT-LLM").to(GB)  # 671 + 0.9 x (720 - 671)
+    <Quantity(715.1, 'gigabyte')>
     """
     g = gpu_of(gpu)
     a = resolve(assumptions)
     n = n_gpus
     mem = g.memory if a.memory_unit == "GB" else Q_(to(g.memory, GB).m, "GiB")
-    if a.memory_rule == "total":
-        return F["usable_memory"](n_gpus=n, gpu_memory=mem, usable_fraction=a.memory_fraction)
+    rule, fraction = memory_rule_of(a, engine, g, n)
+    if rule == "total":
+        return F["usable_memory"](n_gpus=n, gpu_memory=mem, usable_fraction=fraction)
     if weights is None:
-        raise InputError(f"the memory rule 'free' of assumptions {a.name!r} needs the weights' bytes (weights=...).")
-    share = F["engine_usable_fraction"](weights=weights, kv_free_fraction=a.memory_fraction, n_gpus=n, gpu_memory=mem)
+        whose = "" if a.memory_rule == "free" else f" for engine {engine_name(engine)}"
+        raise InputError(
+            f"the memory rule of assumptions {a.name!r}{whose} (the weights plus a share of what they leave) needs "
+            "the weights' bytes (weights=...)."
+        )
+    share = F["engine_usable_fraction"](weights=weights, kv_free_fraction=fraction, n_gpus=n, gpu_memory=mem)
     # weights beyond the whole memory leave nothing for the KV cache: the usable memory is all of it
     return F["usable_memory"](n_gpus=n, gpu_memory=mem, usable_fraction=min(float(share.m), 1.0))
 

@@ -13,7 +13,7 @@ from typing import Any
 import pint
 
 from llmcourse.arith import over, times
-from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.assumptions import Assumptions, for_engine, resolve
 from llmcourse.catalog import GPU, Model
 from llmcourse.catalog.precision import precision_label
 from llmcourse.errors import InputError
@@ -742,7 +742,7 @@ def _memory_si(d: Deployment, lay: Layout, a: Assumptions, final: float) -> tupl
     if lay.data_parallel > 1:  # each attention group holds everything but the experts
         w_exp = weight_parts_si(m, d.weight_bytes)[1]
         w = F["dp_weights_held"].value(weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
-    mem = usable_si(g, check_value(lay.n_gpus, SYMBOLS["n_gpus"], "n_gpus"), a, w)
+    mem = usable_si(g, check_value(lay.n_gpus, SYMBOLS["n_gpus"], "n_gpus"), a, w, d.engine)
     kv_seq = kv_sequence_si(m, final, d.kv_bytes, kv_copies_si(m, lay.tensor_parallel, a))  # every copy held
     return w, mem, kv_seq
 
@@ -786,6 +786,7 @@ def setup_of(
     (True, 'ReplicaSetup')
     """
     d = deployment
+    assumptions = for_engine(assumptions, d.engine)  # llama.cpp's own kernels where the assumptions set them
     if (d.speculation if d.speculation is not None else assumptions.speculation) is None:
         return _replica_of(d, workload, assumptions, price_per_hour)
     return SpeculativeSetup(d, workload, assumptions, price_per_hour)

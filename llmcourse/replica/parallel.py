@@ -577,9 +577,10 @@ def time_per_token_parts(rep: Any) -> Parts:
     True
     """
     s = rep._need_step()
-    # the memory time splits between weights and KV in proportion to their bytes (pint's arithmetic, on the
-    # magnitudes: llmcourse.arith)
-    share_w = ratio(s.weights_read, plus(s.weights_read, s.kv_read))
+    # the memory time splits between weights and KV in proportion to their bytes, 4-bit weights' bytes counted
+    # as the step counts them (DecodeStep.weight_read_scale; pint's arithmetic, on the magnitudes: llmcourse.arith)
+    w = times(s.weights_read, s.weight_read_scale)
+    share_w = ratio(w, plus(w, s.kv_read))
     memory = s.memory_time
     compute = minus(s.compute_time, memory) if greater(s.compute_time, memory) else times(memory, 0)
     parts = Parts(

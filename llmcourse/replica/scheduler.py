@@ -20,7 +20,9 @@ Each engine's defaults, as its own source sets them (read in the engines' code):
   sequences in the generation phase"); the LLM API's defaults (``tensorrt_llm/llmapi/llm_args.py``, ``BuildConfig``)
   are ``max_num_tokens`` 8,192 and ``max_batch_size`` 2,048.
 * **llama.cpp** (``llama-server``): one ``llama_decode`` a step holds the slots' prompt tokens and decode tokens
-  together, up to ``n_batch`` 2,048 tokens; ``n_parallel`` (``common/common.h``) is 1 slot by default.
+  together, up to ``n_batch`` 2,048 tokens; ``n_parallel`` (``common/common.h``) is 1 slot by default. Its own
+  kernels reach other shares of the bandwidth and FLOP/s than the datacenter engines': the assumptions'
+  ``llama_cpp_*`` fields, which :func:`~llmcourse.assumptions.for_engine` swaps in for a replica of this engine.
 
 The default engine is vLLM; every replica says which engine it ran under (``Replica.engine``).
 
@@ -54,9 +56,11 @@ __all__ = [
     "Engine",
     "EngineSettings",
     "Scheduler",
+    "engine_memory_rule",
     "engine_name",
     "engine_settings",
     "scheduler_of",
+    "sglang_mem_fraction_static",
 ]
 
 #: The engine a replica runs under when none is named.
@@ -127,6 +131,85 @@ ENGINES: dict[str, Engine] = {
         ),
     )
 }
+
+
+#: MiB in a GiB (SGLang counts a GPU's memory in MiB).
+_MIB_PER_GIB = 1_024
+
+
+def sglang_mem_fraction_static(gpu_mib: float, tp_pp: int = 1) -> float:
+    """SGLang's default ``mem_fraction_static`` (the share of a GPU's memory its weights and KV-cache pool take
+    together) on a GPU of ``gpu_mib`` MiB in a server of ``tp_pp`` GPUs (``--tp`` x ``--pp``), as
+    ``ServerArgs._handle_gpu_memory_settings`` (``python/sglang/srt/server_args.py``, v0.5.4 and later) sets it:
+    ``round((gpu_mem - reserved) / gpu_mem, 3)``, where ``reserved`` (MiB) is 512 of metadata, 1.5 per token of the
+    chunked-prefill size (at least 2,048 tokens) for a prefill's activations, 2 per request of ``cuda_graph_max_bs``
+    for the CUDA graphs' buffers and 1,024 per 8 GPUs, never less than 10 GiB on a GPU of more than 60 GiB. The
+    chunk and the graphs' batch follow the GPU's memory: 2,048 tokens and 8 requests under 20 GiB; 2,048 and 24 (80
+    from 4 GPUs) under 35 GiB; 4,096 and 32 (160) under 60 GiB; 8,192 and 256 (512 from 4 GPUs) under 160 GiB (H100,
+    H200); 16,384 and 512 above (B200, GB200, B300, MI300).
+
+    Not counted: ``--enable-dp-attention`` reserves ``cuda_graph_max_bs`` x ``dp_size`` x 3 MiB more (x 4.5 above
+    300 requests), 14 GiB at 8 attention groups of 512 requests and more than a GB200 holds at 72: servers that
+    wide set ``--mem-fraction-static`` themselves, and the course keeps the tensor-parallel reserve for them; nor a
+    speculative draft's 2 GiB.
+
+    Examples
+    --------
+    >>> # an H100 reports 81,559 MiB; 1 GPU: 512 + 8,192 x 1.5 + 256 x 2 + 128 = 13,440 MiB reserved
+    >>> sglang_mem_fraction_static(81_559, 1)
+    0.835
+    >>> # a B200 reports 183,359 MiB; 4 GPUs: 512 + 16,384 x 1.5 + 512 x 2 + 512 = 26,624 MiB reserved
+    >>> sglang_mem_fraction_static(183_359, 4)
+    0.855
+    """
+    gib = gpu_mib / _MIB_PER_GIB
+    if gib < 20:
+        chunk, graphs = 2_048, 8
+    elif gib < 35:
+        chunk, graphs = 2_048, 24 if tp_pp < 4 else 80
+    elif gib < 60:
+        chunk, graphs = 4_096, 32 if tp_pp < 4 else 160
+    elif gib < 160:
+        chunk, graphs = 8_192, 256 if tp_pp < 4 else 512
+    else:
+        chunk, graphs = 16_384, 512
+    reserved = 512 + max(chunk, 2_048) * 1.5 + graphs * 2 + tp_pp / 8 * _MIB_PER_GIB
+    if gib > 60:
+        reserved = max(reserved, 10 * _MIB_PER_GIB)
+    return round((gpu_mib - reserved) / gpu_mib, 3)
+
+
+def engine_memory_rule(engine: Any, gpu_mib: float, n_gpus: int, memory_fraction: float) -> tuple[str, float]:
+    """How ``engine`` sizes the memory its weights and KV cache take, on ``n_gpus`` GPUs of ``gpu_mib`` MiB each (the
+    device's size as the engine reads it from the driver), as a rule of :func:`~llmcourse.replica.memory.usable_memory` and its share: ``("total", f)``, a share ``f`` of the
+    GPUs' memory, or ``("free", f)``, the weights plus a share ``f`` of what they leave.
+
+    * **vLLM**: ``gpu_memory_utilization`` (``CacheConfig``, ``vllm/config/cache.py``: 0.9) of each GPU's memory
+      holds the weights, the activations' peak and the KV cache (``Worker.determine_available_memory``): rule
+      ``"total"`` at ``memory_fraction``.
+    * **SGLang**: ``mem_fraction_static`` of each GPU's memory holds the weights and the KV pool
+      (``ModelRunner.profile_max_num_token``), by default what :func:`sglang_mem_fraction_static` gives: rule
+      ``"total"`` at that share, whatever ``memory_fraction`` says.
+    * **TensorRT-LLM**: the KV cache takes ``free_gpu_memory_fraction`` (``KvCacheConfig``,
+      ``tensorrt_llm/llmapi/llm_args.py``: 0.9) of the memory free once the weights are loaded
+      (``KVCacheManager``'s estimate from ``cudaMemGetInfo``): rule ``"free"`` at ``memory_fraction``, so the weights
+      may take nearly all of it.
+    * **llama.cpp**: it allocates the weights and a KV cache of its context size, not a share; rule ``"total"`` at
+      ``memory_fraction``, as vLLM.
+
+    Examples
+    --------
+    >>> engine_memory_rule("vLLM", 81_559, 2, 0.9), engine_memory_rule("trt-llm", 81_559, 2, 0.9)
+    (('total', 0.9), ('free', 0.9))
+    >>> engine_memory_rule("SGLang", 183_359, 4, 0.9)
+    ('total', 0.855)
+    """
+    name = engine_name(engine)
+    if name == "SGLang":
+        return "total", sglang_mem_fraction_static(gpu_mib, n_gpus)
+    if name == "TensorRT-LLM":
+        return "free", memory_fraction
+    return "total", memory_fraction
 
 
 def engine_name(name: Any) -> str:

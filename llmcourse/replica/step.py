@@ -69,6 +69,8 @@ class DecodeStep:
     layout: Layout | None = field(default=None, repr=False)
     #: the layers' fixed time (formula ``layer_floor_time``: the assumptions' ``layer_floor_us`` per layer)
     floor_time: pint.Quantity | None = None
+    #: how many bytes at the step's bandwidth share each byte of weights costs to read (:func:`weight_read_scale`)
+    weight_read_scale: float = 1.0
 
     @property
     def bound(self) -> str:
@@ -266,17 +268,40 @@ def layer_floor_ms(m: Model, a: Assumptions) -> float:
 
 
 def read_efficiency(weight_bytes: Any, a: Assumptions, model: Model | None = None) -> float:
-    """The bandwidth efficiency a decode step reaches: the assumptions', times their 4-bit factor
-    for 4-bit weights (``weight_bytes`` per tensor group, or None for the checkpoint's: ``model``'s largest group).
+    """The bandwidth efficiency a decode step's reads reach: the assumptions', times their 4-bit factor for 4-bit
+    weights (``weight_bytes`` per tensor group, or None for the checkpoint's: ``model``'s largest group) where that
+    factor slows every read (``four_bit_factor_applies_to`` ``"all_reads"``); where it slows the weights alone, see
+    :func:`weight_read_scale`.
 
     Examples
     --------
     >>> from llmcourse.assumptions import resolve
-    >>> a = resolve().replace(four_bit_bandwidth_factor=0.6)
-    >>> read_efficiency("fp8", a), round(read_efficiency("int4", a), 2)
-    (0.7, 0.42)
+    >>> a = resolve().replace(four_bit_bandwidth_factor=0.6, four_bit_factor_applies_to="all_reads")
+    >>> read_efficiency("fp8", a), round(read_efficiency("int4", a), 2), read_efficiency("int4", resolve())
+    (0.7, 0.42, 0.7)
     """
-    return a.bandwidth_efficiency * (a.four_bit_bandwidth_factor if _four_bit(weight_bytes, model) else 1.0)
+    slowed = a.four_bit_factor_applies_to == "all_reads" and _four_bit(weight_bytes, model)
+    return a.bandwidth_efficiency * (a.four_bit_bandwidth_factor if slowed else 1.0)
+
+
+def weight_read_scale(weight_bytes: Any, a: Assumptions, model: Model | None = None) -> float:
+    """How many bytes at :func:`read_efficiency`'s share one byte of weights costs to read: 1 over the 4-bit factor
+    for 4-bit weights where the factor slows the weights alone (``four_bit_factor_applies_to`` ``"weights"``: the
+    4-bit matmul kernels dequantise what they read, while attention reads the KV cache at the ordinary share), else 1.
+    A 4-bit step's weights take ``weights / (bandwidth x efficiency x factor)``, its KV ``KV / (bandwidth x
+    efficiency)``.
+
+    Examples
+    --------
+    >>> from llmcourse.assumptions import resolve
+    >>> a = resolve().replace(four_bit_bandwidth_factor=0.5)  # the course: the weights alone
+    >>> weight_read_scale("int4", a), weight_read_scale("fp8", a)
+    (2.0, 1.0)
+    >>> weight_read_scale("int4", a.replace(four_bit_factor_applies_to="all_reads"))
+    1.0
+    """
+    slowed = a.four_bit_factor_applies_to == "weights" and _four_bit(weight_bytes, model)
+    return 1.0 / a.four_bit_bandwidth_factor if slowed else 1.0
 
 
 @checked
@@ -465,6 +490,7 @@ class _Decoder:
                 f_att = F["dp_flops_per_token"].value(flops_per_token=f_att, data_parallel=dp)
         self.w_dense, self.kv_seq, self.f_mm, self.f_att = w_dense, kv_seq, f_mm, f_att
         self.bandwidth, self.eta_b = si(g.bandwidth, "bandwidth"), read_efficiency(d.weight_bytes, a, m)
+        self.w_scale = weight_read_scale(d.weight_bytes, a, m)  # the weights' bytes count this many times (4-bit)
         self.peak, self.eta_f = si(g.peak_flops(precision), "peak_flops"), a.compute_efficiency
         self.f_tok = f_mm + f_att
         self.comm_of = comm_seconds_of(m, lay, a)  # comm_seconds(m, lay, ., a)
@@ -473,7 +499,7 @@ class _Decoder:
     def __call__(self, batch: float, step_only: bool = False) -> DecodeStep | float:
         n = math.ceil(batch / self.pp)  # sequences in one micro-batch (all of them on one stage)
         w_read = self._weights_read(n)
-        core, kernels = self._core(n, w_read)
+        core, kernels = self._core(n, w_read * self.w_scale)
         step, comm, overhead = self._overheads(n, core)
         if step_only:
             return step
@@ -498,7 +524,7 @@ class _Decoder:
         pp, dp = self.pp, self.dp
         n, c = batch / pp, chunk / pp  # one micro-batch's tokens (all of them on one stage)
         tokens = n + c
-        w_read = self._weights_read(max(1, math.ceil(tokens)))
+        w_read = self._weights_read(max(1, math.ceil(tokens))) * self.w_scale
         att, kv = chunk_attention, chunk_kv
         if dp > 1:
             kv = F["dp_kv_per_sequence"].value(kv_per_sequence=kv, data_parallel=dp) if kv > 0 else 0.0
@@ -572,7 +598,10 @@ class _Decoder:
         """The :class:`DecodeStep` of ``batch`` sequences, its times and bytes as quantities."""
         m, kv_seq = self.m, self.kv_seq
         mem_args = dict(
-            bytes_read=w_read, kv_per_sequence=kv_seq, bandwidth=self.bandwidth, bandwidth_efficiency=self.eta_b
+            bytes_read=w_read * self.w_scale,
+            kv_per_sequence=kv_seq,
+            bandwidth=self.bandwidth,
+            bandwidth_efficiency=self.eta_b,
         )
         comp_args = dict(flops_per_token=self.f_tok, peak_flops=self.peak, compute_efficiency=self.eta_f)
         phi = None
@@ -595,4 +624,5 @@ class _Decoder:
             overhead_time=quantity(overhead, MS),
             layout=self.lay,
             floor_time=quantity(self.floor_ms, MS),
+            weight_read_scale=self.w_scale,
         )

@@ -15,17 +15,20 @@ One module per idea, each importing only those before it:
 - :mod:`~llmcourse.simulator.closed_forms`: the averages-only estimate beside a run (:func:`closed_form`);
 - :mod:`~llmcourse.simulator.sweep`: runs across loads (:func:`at_load`, :func:`load_sweep`, :func:`knee`);
 - :mod:`~llmcourse.simulator.sizing`: the fewest replicas that meet percentile targets
-  (:func:`size_to_percentiles`).
+  (:func:`size_to_percentiles`);
+- :mod:`~llmcourse.simulator.pool`: a pool of servers that each serve one request at a time, first come first
+  served (a disaggregated deployment's prefill pool: :func:`simulate_pool`, the M/D/c queue's waits).
 """
 
 from llmcourse.simulator.closed_forms import ClosedForm, closed_form
 from llmcourse.simulator.events import ENGINE_BUDGET, Scheduler
 from llmcourse.simulator.fleet import ROUTERS, Fleet
+from llmcourse.simulator.pool import PoolRun, simulate_pool
 from llmcourse.simulator.run import PERCENTILES, SimResult, simulate
 from llmcourse.simulator.service import ServiceModel, build_replica, engine_chunk_tokens
 from llmcourse.simulator.sizing import PercentileSizing, SizingRun, size_to_percentiles
 from llmcourse.simulator.sweep import at_load, knee, load_sweep
-from llmcourse.simulator.workload import LENGTH_CV
+from llmcourse.simulator.workload import LENGTH_CV, prompt_lengths
 from llmcourse.stats import percentile
 from llmcourse.units import percentile_rank
 
@@ -37,6 +40,7 @@ __all__ = [
     "ClosedForm",
     "Fleet",
     "PercentileSizing",
+    "PoolRun",
     "Scheduler",
     "ServiceModel",
     "SimResult",
@@ -49,6 +53,8 @@ __all__ = [
     "load_sweep",
     "percentile",
     "percentile_rank",
+    "prompt_lengths",
     "simulate",
+    "simulate_pool",
     "size_to_percentiles",
 ]

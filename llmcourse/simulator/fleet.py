@@ -17,6 +17,13 @@ routers (:data:`ROUTERS`), as the open-source routers run them:
   cost (``lib/llm/src/kv_router``: potential active blocks), llm-d's
   ``kv-cache-utilization-scorer``.
 * ``"power_of_two"``: two replicas at random, the one with fewer requests (``power_of_two.rs``).
+* ``"least_cost"``: the replica with the lowest cost as NVIDIA Dynamo's KV router weighs it without a prefix cache
+  (docs ``router-design``, "Potential New Prefill Blocks" and "Potential Decode Blocks"; ``lib/llm/src/kv_router``,
+  ``DefaultWorkerSelector``): the prompt tokens it has still to prefill (those routed to it whose first token has not
+  come, with the new one's), plus the KV tokens its requests will hold (``least_kv``'s count), at Dynamo's default
+  weight of 1 (``overlap_score_weight``); a tie goes to one of the tied replicas at random. Counting the prefills a
+  replica owes, it does not send a burst of prompts to the replica that just emptied, which the request counts of
+  ``least_loaded`` do when every answer has the same length (the requests that arrived together finish together).
 * ``"prefix_aware"``: SGLang's ``cache_aware`` policy. If the fleet is imbalanced (the most loaded replica holds more
   than ``balance_abs_threshold`` requests over the least loaded, and more than ``balance_rel_threshold`` times it),
   the least loaded; otherwise, for a request whose shared prefix is at least ``cache_threshold`` of its prompt, the
@@ -54,12 +61,14 @@ ROUTERS: dict[str, str] = {
     "least_loaded": "the replica with the fewest requests in it (join the shortest queue)",
     "least_kv": "the replica with the fewest KV tokens its requests will hold (prompts and the mean answer)",
     "power_of_two": "of two replicas at random, the one with fewer requests",
+    "least_cost": "the replica with the fewest prompt tokens still to prefill plus KV tokens held (Dynamo's KV "
+    "router's cost), a tie at random",
     "prefix_aware": "the least loaded replica holding the request's prefix unless the fleet is imbalanced "
     "(SGLang's cache_aware)",
 }
 #: The most replicas a fleet simulation runs (the router reads every replica; a larger fleet is simulated as one
 #: replica at its share of the traffic with ``router="random"``, or as many replicas as requests with
-#: ``"least_loaded"``/``"least_kv"``, where every request finds an idle one).
+#: ``"least_loaded"``/``"least_kv"``/``"least_cost"``, where every request finds an idle one).
 MOST_REPLICAS = 10_000
 
 
@@ -80,7 +89,7 @@ class Fleet:
     >>> Fleet(4, "least_load")
     Traceback (most recent call last):
     ...
-    llmcourse.errors.UnknownNameError: no router named 'least_load'. Did you mean 'least_loaded'? Known: random, round_robin, least_loaded, least_kv, power_of_two, prefix_aware.
+    llmcourse.errors.UnknownNameError: no router named 'least_load'. Did you mean 'least_loaded'? Known: random, round_robin, least_loaded, least_kv, power_of_two, least_cost, prefix_aware.
     """
 
     replicas: int
@@ -138,6 +147,7 @@ class _Replicas:
         self.busy = self.area = 0.0
         self.done = 0
         self.count, self.kv = [0] * k, [0] * k  # the router's view: requests in each replica, KV they will hold
+        self.owed = [0] * k  # the prompt tokens routed to each replica whose first token has not come (least_cost)
         mean_answer = round(sum(reqs.ans) / n) if n else 0
         self.kv_seen = [w + mean_answer for w in reqs.work]  # a request's prompt and the mean answer
         self.by_count = [(0, r) for r in range(k)]  # lazy min-heaps of (load, replica)
@@ -173,6 +183,19 @@ class _Replicas:
         holders = self.holders.get(group)
         return min(holders, key=count.__getitem__) if holders else low
 
+    def _least_cost(self, k: int) -> int:
+        """The replica with the lowest prefill owed plus KV held, one of the tied at random (Dynamo's selector)."""
+        owed, kv = self.owed, self.kv
+        cost = [owed[r] + kv[r] for r in range(k)]
+        low = min(cost)
+        tied = [r for r in range(k) if cost[r] == low]
+        return tied[int(self.rand() * len(tied))] if len(tied) > 1 else tied[0]
+
+    def first_token(self, r: int, j: int) -> None:
+        """Request ``j`` got its first token on replica ``r``: its prompt is no longer owed (Dynamo lowers a worker's
+        prompt-side load when the first output token signals the prefill done)."""
+        self.owed[r] -= self.work[j]
+
     def route(self, j: int, group: int) -> int:
         """The replica request ``j`` goes to (``group``: its prefix, -1 for none)."""
         f, k = self.fleet, self.fleet.replicas
@@ -186,6 +209,8 @@ class _Replicas:
             return self._least(self.by_count, self.count)
         if f.router == "least_kv":
             return self._least(self.by_kv, self.kv)
+        if f.router == "least_cost":
+            return self._least_cost(k)
         if f.router == "power_of_two":
             a = int(self.rand() * k)
             b = int(self.rand() * (k - 1))
@@ -269,6 +294,7 @@ class _Replicas:
             self.busy += plan[1]
             for j in prefilling:
                 self.off[r] += start_request(j, t, steps[r], self.first, running, ans, self.began, self.blocks)
+                self.first_token(r, j)
             prefilling.clear()
         elif plan[0] == "mixed":
             _, dt, b, ready = plan
@@ -277,9 +303,9 @@ class _Replicas:
             self.area += dt * b
             steps[r] += b > 0
             for _ in range(ready):
-                self.off[r] += start_request(
-                    prefilling.popleft(), t, steps[r], self.first, running, ans, self.began, self.blocks
-                )
+                j = prefilling.popleft()
+                self.off[r] += start_request(j, t, steps[r], self.first, running, ans, self.began, self.blocks)
+                self.first_token(r, j)
         else:
             _, dt, b, k, _ = plan
             x = k * dt
@@ -334,6 +360,7 @@ def fleet_loop(
                 state.holders.setdefault(g, []).append(r)
             state.count[r] += 1
             state.kv[r] += state.kv_seen[j]
+            state.owed[r] += state.work[j]
             state.waiting[r].append(j)
             state.moved(r)
             state.cut(r, t)

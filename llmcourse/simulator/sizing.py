@@ -37,7 +37,7 @@ class SizingRun:
     >>> SizingRun(router="jsq")
     Traceback (most recent call last):
     ...
-    llmcourse.errors.UnknownNameError: no router named 'jsq'. Known: random, round_robin, least_loaded, least_kv, power_of_two, prefix_aware.
+    llmcourse.errors.UnknownNameError: no router named 'jsq'. Known: random, round_robin, least_loaded, least_kv, power_of_two, least_cost, prefix_aware.
     """
 
     chunk_tokens: int | str | None = ENGINE_BUDGET
@@ -196,7 +196,7 @@ class _Fleets:
     def _fleet(self, n: int) -> Fleet:
         """``n`` replicas behind the router; past as many replicas as requests, the least-loaded routers send every
         request to an idle replica, as they do with that many (so that many are simulated)."""
-        if self.router in ("least_loaded", "least_kv"):
+        if self.router in ("least_loaded", "least_kv", "least_cost"):
             n = min(n, self.run["requests"])
         if n > MOST_REPLICAS:
             raise InputError(
@@ -214,13 +214,18 @@ class _Fleets:
 
     def fewest_meeting(self) -> tuple[int, bool]:
         """The fewest replicas that meet the targets, from the fewest that keep up (doubling, then halving the gap,
-        to one replica in 10**9), and whether any fleet up to 64 times that meets them."""
+        to one replica in 10**9), and whether any fleet up to 64 times that meets them. The doubling also stops,
+        not met, once doubling the fleet no longer lowers the percentiles by 1%: past that point the tail is the
+        service itself (the longest prompts' prefill), which more replicas do not shorten."""
         b, svc = self.brief, self.service
         load = to(b.requests_per_second / svc.capacity(b.prompt_tokens, b.answer_tokens), "").m  # on one replica
         fewest = max(1, math.ceil(load * (1 + 1e-12)))
         lo, hi = fewest, fewest
         while not self.meets(hi) and hi < 64 * fewest:
+            before = self.at(hi)
             lo, hi = hi, min(2 * hi, 64 * fewest)
+            if not self.meets(hi) and all(new > 0.99 * old for new, old in zip(self.at(hi), before, strict=True)):
+                break
         met = self.meets(hi)
         if met and hi > lo:
             # meets(hi) and not meets(lo); to one replica in 10**9 (a fleet of 1e300 replicas takes 40 steps, not 1,000)

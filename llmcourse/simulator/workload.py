@@ -22,12 +22,27 @@ from typing import Any
 
 from llmcourse.simulator.service import ServiceModel
 
-__all__ = ["LENGTH_CV"]
+__all__ = ["LENGTH_CV", "poisson_gaps", "prompt_lengths"]
 
 #: The spread of prompt and answer lengths a simulation draws when none is given: the coefficient of variation of
 #: the lognormal (0.5: about one prompt in 23 is over twice the mean). A workload's figure, not a modelling
 #: constant: measure your own traffic's and pass it (``prompt_cv=``, ``answer_cv=``).
 LENGTH_CV = 0.5
+
+
+def poisson_gaps(rng: random.Random, n: int) -> tuple[float, ...]:
+    """``n`` gaps between Poisson arrivals at a rate of 1/s, drawn from ``rng``: ``-log(1 - U)``,
+    ``random.expovariate``'s formula (the gap at rate r is this / r). An open loop's run draws its arrivals so, and so
+    does a pool's (:func:`llmcourse.simulator.pool.simulate_pool`).
+
+    Examples
+    --------
+    >>> u = random.Random(0).random()  # 0.8444...
+    >>> poisson_gaps(random.Random(0), 3)[0] == -math.log(1 - u), round(-math.log(1 - u), 4)
+    (True, 1.8606)
+    """
+    rand, log = rng.random, math.log
+    return tuple([-log(1.0 - rand()) for _ in range(n)])
 
 
 def _lengths(rng: random.Random, mean: float, cv: float, n: int, top: int) -> list[int]:
@@ -100,6 +115,34 @@ def _prefill_costs(
     return work, tok_c, list(map(mul, tok_c, work))
 
 
+def _gaps_answers(
+    rng: random.Random, n: int, answer: tuple[float, float], longest: int
+) -> tuple[tuple[float, ...], list[int]]:
+    """An open loop's first draws from its stream: the arrivals' gaps (at 1/s), then the answers' lengths."""
+    gaps = poisson_gaps(rng, n)
+    return gaps, _lengths(rng, *answer, n, longest // 2)
+
+
+def prompt_lengths(
+    seed: int, n: int, answer: tuple[float, float], prompt: tuple[float, float], longest: int
+) -> list[int]:
+    """The prompts' lengths an open loop of ``n`` requests draws from ``seed`` (no prefix cache): the same draws, in
+    the same order, as :func:`open_loop` (gaps, answers, then prompts; ``answer`` and ``prompt`` are (mean, cv)), so a
+    prefill pool simulated with ``seed`` (:func:`llmcourse.simulator.simulate_pool`) sees the prompts an aggregated
+    fleet's run with the same seed sees, up to ``longest`` (the longest sequence held).
+
+    Examples
+    --------
+    >>> prompt_lengths(0, 3, (300, 0), (2_000, 0), 100_000)
+    [2000, 2000, 2000]
+    >>> len(set(prompt_lengths(0, 1_000, (300, 0.5), (2_000, 0.5), 100_000))) > 500
+    True
+    """
+    rng = random.Random(seed)
+    _, ans = _gaps_answers(rng, n, answer, longest)
+    return _lengths(rng, *prompt, n, longest - max(ans))
+
+
 def _open_loop_draws(
     rep: ServiceModel,
     seed: int,
@@ -116,9 +159,7 @@ def _open_loop_draws(
     (:func:`_prefill_costs`). ``longest`` is the longest sequence the KV memory and the model's positions hold.
     The same numbers, drawn in the same order, at every load: :func:`_drawn` keeps the last few."""
     rng = random.Random(seed)
-    rand, log = rng.random, math.log
-    gaps = tuple([-log(1.0 - rand()) for _ in range(n)])
-    ans = _lengths(rng, *answer, n, longest // 2)
+    gaps, ans = _gaps_answers(rng, n, answer, longest)
     pro, cached = _prompts(rng, *prompt, n, longest - max(ans), hit, resident)
     work, tok_c, pre = _prefill_costs(rep, pro, cached)
     need = list(map(add, work, ans))

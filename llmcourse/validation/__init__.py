@@ -14,6 +14,9 @@ Used by the chapter *How good is the estimate?* (``book/12_validation.md``). One
 * :mod:`~llmcourse.validation.held_out` - the closed-loop evidence: the parameters fitted, each model, GPU, engine and
   (model, GPU, engine) group held out (:func:`folds`), the errors by family (:func:`evidence`), the 80% bands drawn
   from them (:func:`band_table`) and their coverage fold by fold (:func:`coverage`).
+* :mod:`~llmcourse.validation.llama_cpp` - llama.cpp's kernels fitted on public llama-bench rows, held out by machine
+  (:func:`~llmcourse.validation.llama_cpp.fit_llama_cpp`, :func:`~llmcourse.validation.llama_cpp.held_out`;
+  used by the chapter *On your own machine*).
 * :mod:`~llmcourse.validation.own` - the reader's own benchmark, refitted and re-planned (:func:`own_benchmark`).
 * :mod:`~llmcourse.validation.tables` - the chapter's tables (:func:`held_out_markdown`, :func:`compare_methods`, ...).
 
@@ -30,7 +33,7 @@ Examples
 (26, 'T1', 'Llama-3.1-8B')
 >>> p = predict(rows[0])
 >>> p.batch, p.compute_precision
-(5056, 'fp8')
+(5120, 'fp8')
 """
 
 from llmcourse.bands import (
@@ -135,6 +138,7 @@ from llmcourse.validation.tables import (
     parameters_markdown,
     parameters_table,
 )
+from llmcourse.validation.twins import TWIN_REASON, TWIN_TOLERANCE, disaggregated_twins
 
 __all__ = [
     "AICONFIGURATOR",
@@ -171,6 +175,8 @@ __all__ = [
     "REPLAN_EXAMPLE",
     "SEPARATE_PREFILL_ENGINES",
     "SUMMARY_HEAD",
+    "TWIN_REASON",
+    "TWIN_TOLERANCE",
     "Band",
     "ClientAlternative",
     "Components",
@@ -202,6 +208,7 @@ __all__ = [
     "course_csv",
     "coverage",
     "dataset",
+    "disaggregated_twins",
     "end_to_end",
     "engine_usable_fraction",
     "error_stats",

@@ -246,7 +246,7 @@ class _Fitter:
                         c = self.comps[k]
                         first, step, _, wait = c.queue(*params[:_STEP])
                         p = first / 1e3
-                        wave = wave_s(1.0, c.concurrency, p)
+                        wave = wave_s(1.0, c.group_concurrency, p)
                         parts.append((k, p, step / 1e3, wait, wave, c.separate_prefill))
                 s, f, share = params[_STEP], ttft_s, client_wave_share
                 base = self._ttft_base[params[: _STEP + 1]] = [
@@ -286,7 +286,7 @@ class _Fitter:
         first, step, tpot, wait = c.queue(*params[:_STEP])
         p = first / 1e3
         share = client_wave_share(c.separate_prefill, params[_STEP], self.client)
-        return tpot, ttft_s(p, step / 1e3, wait, wave_s(share, c.concurrency, p)) * 1e3 + params[_STEP + 1]
+        return tpot, ttft_s(p, step / 1e3, wait, wave_s(share, c.group_concurrency, p)) * 1e3 + params[_STEP + 1]
 
     def objective(self, params: tuple[float, ...], idx: Sequence[int], metrics: tuple[str, ...] = FIT_METRICS) -> float:
         """Median |ln(predicted / measured)| over the positions ``idx`` of the rows ``metrics`` counts."""
@@ -648,6 +648,21 @@ class Coverage:
     def fold_shares(self, min_rows: int = 1) -> list[float]:
         """Each fold's share inside, of the folds with at least ``min_rows`` rows of the metric."""
         return [k / n for _, n, k in self.folds if n >= max(1, min_rows)]
+
+    def fold_mean(self, min_rows: int = 1) -> float:
+        """The group-weighted coverage: the mean over the folds (of at least ``min_rows`` rows of the metric) of each
+        fold's share inside, every fold counting once whatever its rows (:attr:`share` weighs each row once).
+
+        Examples
+        --------
+        >>> c = Coverage("tpot_ms", 12, 9, (("a", 10, 9), ("b", 2, 0)))
+        >>> c.share, c.fold_mean()  # 9 / 12 pooled; (9/10 + 0/2) / 2 by fold
+        (0.75, 0.45)
+        """
+        v = self.fold_shares(min_rows)
+        if not v:
+            raise InputError(f"no fold has {min_rows} rows of {self.metric}: lower min_rows.")
+        return statistics.fmean(v)
 
     def spread(self, min_rows: int = 20) -> tuple[float, float, float, float, float]:
         """(least, 25th percentile, median, 75th percentile, most) of the folds' shares inside, over the folds

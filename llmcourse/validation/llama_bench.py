@@ -51,6 +51,7 @@ LLAMA_BENCH_KEYS = frozenset({"model_filename", "n_prompt", "n_gen", "avg_ts"})
 #: llama.cpp's names of its file types (``llama_model_ftype_name``: ``"Q4_K - Medium"``) and GGUF type names in a
 #: file name, longest first.
 _GGUF = re.compile(r"(?i)(I?Q\d_K_[SML]|I?Q\d_K|IQ\d_(?:XXS|XS|S|M|NL)|Q\d_[01])")
+_PLAIN = re.compile(r"(?i)(?:^|[\s_.-])(B?F16)(?:$|[\s_.-])")
 _FTYPE = re.compile(r"(?i)\b(I?Q\d_K|Q\d_[01]|IQ\d_\w+)\s*-\s*(Small|Medium|Large)\b")
 
 
@@ -62,6 +63,9 @@ def is_llama_bench(record: Any) -> bool:
 def _gguf_type(text: str) -> str | None:
     """The GGUF type a llama-bench ``model_type`` or file name names (``"Q4_K - Medium"``, ``-Q4_K_M.gguf``), if any
     the precision table has."""
+    plain = _PLAIN.search(text)
+    if plain and not _GGUF.search(text):  # llama.cpp's unquantized files: F16, BF16
+        return {"f16": "fp16", "bf16": "bf16"}[plain.group(1).lower()]
     found = _FTYPE.search(text)
     if found:
         name = f"{found.group(1)}_{found.group(2)[0]}".lower()
@@ -74,7 +78,7 @@ def _gguf_type(text: str) -> str | None:
 def _model_of(filename: str) -> str:
     base = re.split(r"[\\/]", filename.strip())[-1]
     base = re.sub(r"(?i)\.gguf$", "", base)
-    base = re.sub(r"(?i)[-_.](?:ud-)?" + _GGUF.pattern.removeprefix("(?i)") + r"$", "", base)
+    base = re.sub(r"(?i)[-_.](?:ud-)?(?:" + _GGUF.pattern.removeprefix("(?i)") + r"|B?F16)$", "", base)
     return model_name(base)
 
 

@@ -35,7 +35,6 @@ import csv
 import functools
 import inspect
 import io
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
@@ -75,6 +74,7 @@ from llmcourse.validation.cells import (
     whole,
 )
 from llmcourse.validation.llama_bench import LLAMA_BENCH_KEYS, is_llama_bench, read_llama_bench
+from llmcourse.validation.twins import SILICON_CONCURRENCY, TWIN_REASON, TWIN_TOLERANCE, disaggregated_twins
 
 #: How a row loaded the replica: the largest batch (offline, or online with no rate limit), a fixed
 #: request rate, or a closed loop of ``concurrency`` requests in flight (a benchmark's concurrency).
@@ -199,8 +199,21 @@ def layout_gap(row: Measurement) -> str | None:
 
 
 def layout_keywords(row: Measurement) -> dict[str, int]:
-    """The keywords of :func:`~llmcourse.replica.model.replica` for a row's enabled layouts beyond tensor parallelism."""
-    return {LAYOUT_KEYWORDS[k]: getattr(row, k) for k in sorted(ENABLED_LAYOUTS) if getattr(row, k) > 1}
+    """The keywords of :func:`~llmcourse.replica.model.replica` for a row's enabled layouts beyond tensor parallelism;
+    with several attention groups the row's expert-parallel degree even at 1 (its experts split tensor-parallel over
+    every GPU, as the row says: :func:`~llmcourse.replica.parallel.layout` would otherwise spread them whole).
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> r = dataclasses.replace(measurements()[0], model="DeepSeek-V3", tp=1, attention_dp=36, n_gpus=36)
+    >>> layout_keywords(r)
+    {'data_parallel': 36, 'expert_parallel': 1}
+    """
+    out = {LAYOUT_KEYWORDS[k]: getattr(row, k) for k in sorted(ENABLED_LAYOUTS) if getattr(row, k) > 1}
+    if row.attention_dp > 1 and "ep" in ENABLED_LAYOUTS:
+        out[LAYOUT_KEYWORDS["ep"]] = row.ep
+    return out
 
 
 # --- reading measured files -----------------------------------------------------------------------
@@ -266,6 +279,10 @@ class Loaded:
             key = sk.reason.split(" (")[0] if sk.reason.startswith(LAYOUT_REASON) else sk.reason
             if sk.reason.startswith(REPEAT_REASON.split(" row ")[0]):
                 key = REPEAT_REASON.replace("row {line} ({id})", "an earlier row")
+            if sk.reason.startswith(TWIN_REASON.split(" row ")[0]):
+                key = TWIN_REASON.replace("disaggregated row {line} ({id})", "a disaggregated row").format(
+                    tolerance=TWIN_TOLERANCE
+                )
             out[key] = out.get(key, 0) + 1
         return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
@@ -330,9 +347,6 @@ def _read_course(
     return rows, skipped
 
 
-_CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
-
-
 def silicon_concurrency(record: dict[str, Any]) -> int | None:
     """The requests in flight an aiconfigurator row was measured at: the ``silicon_concurrency=N`` of its
     ``silicon_data_source`` (None where that does not say it; the readers then take the batch).
@@ -342,7 +356,7 @@ def silicon_concurrency(record: dict[str, Any]) -> int | None:
     >>> silicon_concurrency({"silicon_data_source": "... silicon_concurrency=64"}), silicon_concurrency({})
     (64, None)
     """
-    found = _CONCURRENCY.search(record.get("silicon_data_source") or "")
+    found = SILICON_CONCURRENCY.search(record.get("silicon_data_source") or "")
     return int(found.group(1)) if found else None
 
 
@@ -371,6 +385,53 @@ def aic_kv(engine_key: str, weights: str) -> str:
 REPEAT_REASON = "the same measurement as row {line} ({id}): the same setup and the same times, published more than once"
 
 
+def aic_layout(tp: int, attention_dp: int, moe_tp: int | None, moe_ep: int) -> tuple[int, int, str]:
+    """(tensor_parallel, attention data_parallel, note) of an aiconfigurator row from all its parallel columns:
+    ``tp_size`` (``tp``), ``attention_dp_size`` (``attention_dp``), ``moe_tp_size`` (``moe_tp``, None where the
+    row leaves it empty or the model is dense) and ``moe_ep_size`` (``moe_ep``). aiconfigurator's own configs have
+    ``tp x attention_dp = moe_tp x moe_ep`` (``ModelConfig.resolve_moe_parallelism`` in
+    ``src/aiconfigurator/sdk/config.py``): one set of GPUs, cut two ways. The note says what was read beyond the
+    columns, "" where nothing was.
+
+    A MoE group larger than ``tp x attention_dp`` (vLLM rows with ``tp_size`` 1 and ``moe_tp_size`` 2): the server
+    ran on ``moe_tp x moe_ep`` GPUs, its attention data-parallel over the rest, as vLLM runs ``--data-parallel-size``
+    with its MoE layers sharded over every rank (``FusedMoEParallelConfig.make`` in
+    ``vllm/model_executor/layers/fused_moe/config.py`` flattens the tensor-parallel ranks across the data-parallel
+    ones): ``attention_dp`` becomes ``moe_tp x moe_ep / tp``.
+
+    A ``tp`` that does not divide the model's attention heads is read as it is, and
+    :func:`llmcourse.replica.parallel.layout` refuses it with the divisors to use, as every engine refuses it: vLLM's
+    ``ModelConfig.verify_with_parallel_config`` ("Total number of attention heads must be divisible by tensor
+    parallel size"), TensorRT-LLM's ``Attention.__init__`` (``num_heads % (tp_size * cp_size) == 0``), SGLang's
+    ``DeepseekV2AttentionMLA.__init__`` (``num_heads % attn_tp_size == 0``). The file's aggregated rows at such sizes
+    are disaggregated runs (:func:`llmcourse.validation.twins.disaggregated_twins`).
+
+    Examples
+    --------
+    >>> aic_layout(1, 1, 2, 1)[:2]  # Qwen3-235B-A22B on vLLM, 2 GPUs: 2 attention groups, the experts split in 2
+    (1, 2)
+    >>> aic_layout(36, 1, 36, 1)  # DeepSeek-V3 at 36 (llmcourse.replica.parallel.layout refuses it)
+    (36, 1, '')
+    >>> aic_layout(2, 1, 3, 1)
+    Traceback (most recent call last):
+    ...
+    llmcourse.validation.cells.RowError: moe_tp_size x moe_ep_size (3 GPUs) must be a multiple of tp_size (2): the attention groups beyond tp_size x attention_dp_size are whole groups of tp_size GPUs
+    """
+    moe = (moe_tp or 1) * moe_ep
+    if moe_tp is None or moe <= tp * attention_dp:
+        return tp, attention_dp, ""
+    if moe % tp:
+        raise RowError(
+            f"moe_tp_size x moe_ep_size ({moe} GPUs) must be a multiple of tp_size ({tp}): the attention groups "
+            f"beyond tp_size x attention_dp_size are whole groups of tp_size GPUs"
+        )
+    note = (
+        f"moe_tp_size x moe_ep_size = {moe} GPUs, more than tp_size x attention_dp_size = {tp * attention_dp}: "
+        f"the attention ran data-parallel over {moe // tp} groups of {tp}"
+    )
+    return tp, moe // tp, note
+
+
 def first_of(seen: dict[Any, tuple[int, str]], same: Any, line: int, rid: str) -> None:
     """Record row ``line`` (id ``rid``) as the first with ``same`` (its setup and times), or raise the
     :data:`REPEAT_REASON` naming the row that had them first (shared by the aggregated and disaggregated readers)."""
@@ -387,6 +448,8 @@ def _read_aiconfigurator(
     catalog name) in place of each row's ``model_path``."""
     rows, skipped = [], []
     seen: dict[tuple, tuple[int, str]] = {}  # a row's setup and times -> the first row that had them
+    records = list(records)
+    twins = disaggregated_twins(records)
     for k, r in enumerate(records):
         line, rid = k + 2, (r.get("id") or "").strip()
         try:
@@ -395,14 +458,21 @@ def _read_aiconfigurator(
                     raise RowError(f"missing column {col!r}")
             if cell(r, "mode") == "disagg":
                 raise RowError(DISAGGREGATED_REASON)
+            if k in twins:
+                raise RowError(TWIN_REASON.format(line=twins[k][0], id=twins[k][1], tolerance=TWIN_TOLERANCE))
             model, gpu = model_ or model_name(cell(r, "model_path")), gpu_name(cell(r, "system"))
             isl, osl = whole(r, "isl"), whole(r, "osl")
             context_gap(model, isl, osl)
             tp, pp, dp = whole(r, "tp_size"), whole(r, "pp_size", 1), whole(r, "attention_dp_size", 1)
-            ep = 1
+            ep, moe_tp = 1, None
             if models[model].is_moe and (r.get("moe_ep_size") or "").strip() not in ("", "0"):
                 ep = whole(r, "moe_ep_size")
-            found = _CONCURRENCY.search(r.get("silicon_data_source") or "")
+            if models[model].is_moe and (r.get("moe_tp_size") or "").strip() not in ("", "0"):
+                moe_tp = whole(r, "moe_tp_size")
+            engine_key = cell(r, "backend").lower()
+            csv_dp = dp  # aiconfigurator's batch_size is per attention group of the row's own columns
+            tp, dp, layout_note = aic_layout(tp, dp, moe_tp, ep)
+            found = SILICON_CONCURRENCY.search(r.get("silicon_data_source") or "")
             if found:
                 if len(found.group(1)) > len(str(MOST_WHOLE)):
                     raise RowError(f"silicon_concurrency must be at most {MOST_WHOLE:,}; got {shown(found.group(1))}")
@@ -410,9 +480,9 @@ def _read_aiconfigurator(
                 if conc < 1:
                     raise RowError(f"silicon_concurrency must be at least 1 request in flight; got {conc}")
             else:
-                conc = whole(r, "batch_size") * dp
+                conc = whole(r, "batch_size") * csv_dp
             weights, note = aic_weights(r, model)
-            engine_key = cell(r, "backend").lower()
+            note = "; ".join(n for n in (note, layout_note) if n)
             kv_ = kv or aic_kv(engine_key, weights)
             values = {"ttft_ms": number(r, "silicon_ttft_ms"), "tpot_ms": number(r, "silicon_tpot_ms")}
             base = dict(

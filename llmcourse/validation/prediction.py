@@ -34,18 +34,19 @@ Examples
 >>> from llmcourse.validation import measurements
 >>> p = predict(measurements()[0])
 >>> p.batch, p.compute_precision
-(5056, 'fp8')
+(5120, 'fp8')
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
 
 import pint
 
-from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.assumptions import Assumptions, for_engine, resolve
 from llmcourse.catalog import models
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS as F
@@ -144,8 +145,9 @@ def engine_usable_fraction(
     ``free_gpu_memory_fraction``): the memory rule ``"free"`` of
     :func:`llmcourse.replica.memory.usable_memory`, with ``kv_free_fraction`` defaulting to the
     assumptions' ``memory_fraction`` (the course's: 0.9, also the engine's default). Activations
-    are ignored. Pass the result to :func:`predict` as the assumptions' ``memory_fraction``
-    (``assumptions=resolve().replace(memory_fraction=engine_usable_fraction(row))``).
+    are ignored. Pass the result to :func:`predict` as the assumptions' ``memory_fraction`` under the rule
+    ``"total"`` (``resolve().replace(memory_rule="total", memory_fraction=engine_usable_fraction(row))``); the
+    course's own rule (``"engine"``) already sizes a TensorRT-LLM row this way.
 
     Examples
     --------
@@ -168,7 +170,7 @@ def predict(row: Measurement, *, assumptions: Assumptions | str | None = None) -
 
     A what-if of the efficiencies or of the memory share is a change of the assumptions
     (``assumptions=resolve().replace(bandwidth_efficiency=0.8, compute_efficiency=0.4)``);
-    :func:`engine_usable_fraction` gives the engine's memory rule as a ``memory_fraction``.
+    :func:`engine_usable_fraction` gives TensorRT-LLM's memory rule as a ``memory_fraction`` of the total.
 
     Examples
     --------
@@ -340,19 +342,19 @@ KV_STARVED_SHARE = 0.10
 
 
 def kv_share(row: Measurement, *, assumptions: Assumptions | str | None = None) -> float:
-    """Share of the usable memory (by the assumptions' memory rule, the course's by default) that
-    the weights leave for the KV cache.
+    """Share of the usable memory (by the assumptions' memory rule, the course's by default: the rule of the row's
+    engine) that the weights leave for the KV cache.
 
     Examples
     --------
     >>> from llmcourse.validation import measurements
-    >>> r = measurements()[7]
-    >>> r.id, round(kv_share(r), 3)
-    ('T8', 0.02)
+    >>> r = measurements()[7]  # TensorRT-LLM: 70.55 GB + 0.9 x 9.45 GB usable, 8.50 GB of it for the KV cache
+    >>> r.id, round(kv_share(r), 3), round(kv_share(r, assumptions="lab"), 3)
+    ('T8', 0.108, 0.02)
     """
     _need_row(row)
     w = weight_bytes(row.model, row.weights)
-    mem = usable_memory(row.gpu, row.tp, weights=w, assumptions=assumptions)
+    mem = usable_memory(row.gpu, row.tp, weights=w, assumptions=assumptions, engine=row_engine(row))
     return float(to((mem - w) / mem, "").m)
 
 
@@ -366,7 +368,9 @@ def family(row: Measurement, *, assumptions: Assumptions | str | None = None) ->
     --------
     >>> from llmcourse.validation import measurements
     >>> [family(r) for r in measurements() if r.id in ("T3", "T8", "T15", "T17")]
-    ['dense', 'KV-starved', 'MoE', 'latency']
+    ['dense', 'dense', 'MoE', 'latency']
+    >>> family(measurements()[7], assumptions="lab")  # T8 under the sources' 90% of the total: 2% for the cache
+    'KV-starved'
     """
     if row.metric != "output_tokens_per_s":
         return "latency"
@@ -410,6 +414,21 @@ def queued_wait_s(first_s: float, step_s: float, tpot_s: float, osl: float, n: i
     return w + _queue_s(n, b, first_s + step_s / 2 + w, osl, tpot_s)
 
 
+def per_group(n: int, groups: int) -> int:
+    """Requests of ``n`` that one of ``groups`` attention data-parallel groups holds (the most of any): each group
+    schedules and prefills its own, so a closed loop's waits are each group's. SGLang's ``DataParallelController``
+    (``python/sglang/srt/managers/data_parallel_controller.py``) hands each request to one DP rank, round robin by
+    default; TensorRT-LLM's attention DP balances the requests over its ranks (``PyExecutor``, ``attention_dp_config``);
+    vLLM runs an engine core per data-parallel rank behind one front end.
+
+    Examples
+    --------
+    >>> per_group(5_632, 72), per_group(64, 1), per_group(3, 8)
+    (79, 64, 1)
+    """
+    return max(1, math.ceil(n / groups))
+
+
 def _predict_closed_loop(row: Measurement, rep: Replica, cp: str) -> Prediction:
     """A closed-loop row's metric from its replica at a batch of the concurrency (see :func:`predict`).
     A concurrency above the largest batch whose KV fits at the final context is still predicted at
@@ -424,8 +443,9 @@ def _predict_closed_loop(row: Measurement, rep: Replica, cp: str) -> Prediction:
     pre_ms = float(first.m_as(_MS))
     overhead = rep.assumptions.request_overhead_ms
     share = wave_share(row, assumptions=rep.assumptions)
-    n = row.concurrency
-    wait = queued_wait_s(pre_ms / 1e3, step_ms / 1e3, tpot_ms / 1e3, row.osl, n, rep.batch)
+    g = 1 if rep.layout is None else rep.layout.data_parallel
+    n = per_group(row.concurrency, g)  # one attention group's requests: each group queues and prefills its own
+    wait = queued_wait_s(pre_ms / 1e3, step_ms / 1e3, tpot_ms / 1e3, row.osl, n, per_group(rep.batch, g))
     ttft_ms = _closed_loop_ttft_ms(pre_ms, step_ms, tpot_ms, row.osl, n, overhead, share, wait)
     value = {"tpot_ms": tpot_ms, "itl_ms": tpot_ms, "ttft_ms": ttft_ms}.get(row.metric)
     if value is None:  # output tokens per second
@@ -574,12 +594,44 @@ class LoadComponents:
     #: chunk) pays ``layers x layer_floor_us`` besides the per-step overhead (formula ``layer_floor_time``)
     layers: int = 0
     layer_floor_us: float = 0.0
+    #: attention data-parallel groups, each holding :func:`per_group` of the requests (its own queue and prefills)
+    groups: int = 1
 
     def pass_overhead(self, step_overhead_ms: float, layer_floor_us: float | None = None) -> float:
         """The fixed time (ms) each forward pass pays: the per-step overhead plus the layers' floor (at
         ``layer_floor_us``, the configuration's own when None)."""
         floor = self.layer_floor_us if layer_floor_us is None else layer_floor_us
         return step_overhead_ms + self.layers * floor * 1e-3
+
+    def at_shares(self, bandwidth: float, compute: float) -> LoadComponents:
+        """These times with every memory time over ``bandwidth`` and every compute time over ``compute``: the times
+        of an engine whose kernels reach ``bandwidth`` and ``compute`` times the general shares (llama.cpp's own,
+        :func:`~llmcourse.assumptions.for_engine`), so that the general shares divide them as they divide any row's.
+
+        Examples
+        --------
+        >>> c = LoadComponents(1, 10, 8.0, 1.0, 0.0, 60.0, 2.0, 0.0, 60.0, 2.0, 0.0, False)
+        >>> d = c.at_shares(2.0, 1.5)
+        >>> d.decode_memory_ms, d.decode_compute_ms, d.prefill_compute_ms, c.at_shares(1.0, 1.0) is c
+        (4.0, 0.6666666666666666, 40.0, True)
+        """
+        if bandwidth == 1 and compute == 1:
+            return self
+
+        def kernels(k: tuple[float, ...]) -> tuple[float, ...]:
+            return (k[0] / bandwidth, k[1] / compute, k[2] / bandwidth, k[3] / compute, *k[4:]) if k else k
+
+        return dataclasses.replace(
+            self,
+            decode_memory_ms=self.decode_memory_ms / bandwidth,
+            decode_compute_ms=self.decode_compute_ms / compute,
+            batch_prefill_memory_ms=self.batch_prefill_memory_ms / bandwidth,
+            batch_prefill_compute_ms=self.batch_prefill_compute_ms / compute,
+            prefill_memory_ms=self.prefill_memory_ms / bandwidth,
+            prefill_compute_ms=self.prefill_compute_ms / compute,
+            mixed_step=kernels(self.mixed_step),
+            first_chunks=tuple(kernels(k) for k in self.first_chunks),
+        )
 
     def tpot(
         self,
@@ -624,7 +676,7 @@ class LoadComponents:
         first, step, tpot, wait = self.queue(bandwidth_efficiency, compute_efficiency, step_overhead_ms, layer_floor_us)
         share = self.share(closed_loop_wave_share)
         over = self.request_overhead_ms if request_overhead_ms is None else request_overhead_ms
-        ttft = _closed_loop_ttft_ms(first, step, tpot, self.osl, self.concurrency, over, share, wait)
+        ttft = _closed_loop_ttft_ms(first, step, tpot, self.osl, self.group_concurrency, over, share, wait)
         return tpot, ttft, step
 
     def queue(
@@ -645,8 +697,14 @@ class LoadComponents:
             first = max(self.prefill_compute_ms / ef, self.prefill_memory_ms / eb) + self.prefill_extra_ms
             if self.first_passes:
                 first = self.first_passes * (first + step_overhead_ms)
-        n = self.concurrency
-        return first, step, tpot, queued_wait_s(first / 1e3, step / 1e3, tpot / 1e3, self.osl, n, self.running or n)
+        n, g = self.concurrency, self.groups
+        running = per_group(self.running or n, g)
+        return first, step, tpot, queued_wait_s(first / 1e3, step / 1e3, tpot / 1e3, self.osl, per_group(n, g), running)
+
+    @property
+    def group_concurrency(self) -> int:
+        """The requests in flight one attention group holds (:func:`per_group`): the closed loop's waits are its."""
+        return per_group(self.concurrency, self.groups)
 
     def share(self, closed_loop_wave_share: float | None = None) -> float:
         """The wave share of the configuration's time to first token (see :meth:`times`)."""
@@ -698,7 +756,11 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
             f"load_components() splits a step into one memory and one compute time (step rule 'max'); assumptions "
             f"{a.name!r} use step rule {a.step_rule!r}: predict each row with predict() instead."
         )
-    setup, rep = _setup_replica(row, a.replace(bandwidth_efficiency=1.0, compute_efficiency=1.0))
+    # an engine with kernels of its own (llama.cpp: for_engine) runs at its own shares and step overhead: its times
+    # at 100% are split as the general shares divide them (its share over the general one folded in), so that
+    # times() at the assumptions' own values gives what the replica model predicts for the row
+    own = for_engine(a, row_engine(row))
+    setup, rep = _setup_replica(row, own.replace(bandwidth_efficiency=1.0, compute_efficiency=1.0))
     if rep.step is None:
         raise InputError(f"row {row.id}: {rep.reason}")
     s, first, batch = rep.step, rep.first_prefill, rep.batch_prefill
@@ -728,7 +790,7 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
     elif parts:  # separate prefill batches, each pass paying the step overhead
         batch, first = parts["pass"], parts["first_pass"]
         engine = dict(prefill_passes=parts["passes"], first_passes=parts["first_passes"], interference=True)
-    return LoadComponents(**(dict(
+    got = LoadComponents(**(dict(
         concurrency=int(row.concurrency), osl=row.osl, decode_memory_ms=step[1], decode_compute_ms=step[2],
         step_extra_ms=step[0] - max(step[1], step[2]) - over, layers=models[row.model].layers,
         layer_floor_us=a.layer_floor_us,
@@ -738,4 +800,8 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
         interference=bool(a.prefill_interference and batch is not None), fits=rep.fits,
         request_overhead_ms=a.request_overhead_ms, closed_loop_wave_share=a.closed_loop_wave_share,
         separate_prefill=row.engine.split(" ")[0] in SEPARATE_PREFILL_ENGINES, running=rep.batch,
+        groups=1 if rep.layout is None else rep.layout.data_parallel,
     ) | engine))  # fmt: skip
+    return got.at_shares(
+        own.bandwidth_efficiency / a.bandwidth_efficiency, own.compute_efficiency / a.compute_efficiency
+    )

@@ -17,7 +17,7 @@ import ipywidgets as w
 
 from llmcourse.catalog import links
 from llmcourse.planner.design import Brief, plan
-from llmcourse.planner.disagg import Comparison, disaggregated
+from llmcourse.planner.disagg import COMPARE_RUN, Comparison, disaggregated
 from llmcourse.units import Q_, parsed_unit
 from llmcourse.widgets import (
     Calculator,
@@ -39,13 +39,17 @@ _MS = parsed_unit("ms")[0]  # parsed once: pint parses a unit string anew each t
 
 @functools.lru_cache(maxsize=64)
 def _plan(model: str, gpu: str, given: tuple, tensor_parallel: int, precision: str, method: str) -> Any:
-    return plan(model, gpu, _brief(given), tensor_parallel=tensor_parallel, weight_bytes=precision, assumptions=method)
+    return plan(
+        model, gpu, _brief(given), tensor_parallel=tensor_parallel, weight_bytes=precision, assumptions=method,
+        simulation=COMPARE_RUN,
+    )  # fmt: skip
 
 
 def _brief(given: tuple) -> Brief:
-    """A brief from (rate, prompt, answer, TTFT target in ms, TPOT target in ms)."""
+    """A brief from (rate, prompt, answer, TTFT target in ms, TPOT target in ms), its first token's target at p99:
+    both deployments' first tokens queued and read at the same percentile, as :func:`compare` reads them."""
     rate, prompt, answer, ttft_ms, tpot_ms = given
-    return Brief(rate, prompt, answer, Q_(ttft_ms, _MS), Q_(tpot_ms, _MS))
+    return Brief(rate, prompt, answer, Q_(ttft_ms, _MS), Q_(tpot_ms, _MS), ttft_percentile=99)
 
 
 #: The brief the calculator starts at (the chapter's): 20 requests/s of 2,000 prompt and 300 answer tokens, a first
@@ -65,15 +69,15 @@ def disagg_calculator(
     method: str = "course",
 ) -> Calculator:
     """Aggregated against disaggregated for one brief: the GPUs each needs to meet both targets (the controls start
-    at ``brief``'s rate, lengths and targets, on the mean).
+    at ``brief``'s rate, lengths and targets; both first tokens queued and read at p99).
 
     Examples
     --------
     >>> c = disagg_calculator()
     >>> rows = dict(c.rows)
-    >>> rows["fewer GPUs"], rows["GPUs"]
-    ('a tie: 16 GPUs each (aggregated, the simpler system)', '16')
-    >>> dict(c.set(link="NVLink 4").rows)["of which: KV hand-off"]
+    >>> rows["fewer GPUs"], rows["GPUs"], rows["aggregated"].split(";")[0]
+    ('a tie: 16 GPUs each (aggregated, the simpler system)', '16', '16 GPUs (4 x TP4)')
+    >>> dict(c.set(link="NVLink 4").rows)["at the brief's prompt: KV hand-off"]
     '0.5 ms over NVLink 4'
     >>> c.set(prefill_tensor_parallel=3).error[:40]
     'tensor_parallel=3 does not divide Llama-'
@@ -92,7 +96,7 @@ def disagg_calculator(
             link=None if v["link"] == _SCALE_OUT else v["link"],
             weight_bytes=v["precision"],
             assumptions=v["method"],
-        )
+        )  # its prefill queue simulated on COMPARE_RUN, as the aggregated plan's queue is
         return Comparison(agg, dis)
 
     return Calculator(

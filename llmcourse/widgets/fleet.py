@@ -1,9 +1,10 @@
-"""The calculator of the chapter *Sizing the fleet* (``book/09_fleet.md``)."""
+"""The calculator of the chapter *Sizing the fleet* (``book/09_fleet.md``): the fleet, its bill and an API's price."""
 
 from __future__ import annotations
 
 import ipywidgets as w
 
+from llmcourse.catalog import costs
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.planner.serving import fleet
 from llmcourse.replica.model import cost_per_million, replica
@@ -17,6 +18,10 @@ from llmcourse.widgets import (
 
 __all__ = ["fleet_calculator"]
 
+
+#: The API the calculator's price starts at: the catalog's cheapest Llama 3.1 70B row (its input tokens included at
+#: the calculator's prompt and answer lengths); the slider tries any other price.
+API_DEFAULT = "DeepInfra Llama-3.1-70B"
 
 #: The headroom choices: the method's own, or a share of each replica's throughput kept back.
 HEADROOM_OPTIONS = [("as the method says", "method")] + [(f"{k}% kept back", k / 100) for k in range(0, 95, 5)]
@@ -73,7 +78,7 @@ def _rows(
         ("$ per million output tokens: full load / average", f"${full.m:.2f} / ${to(at_u, 'USD').m:.2f}"),
         (
             "break-even API price per million output tokens",
-            f"${be.m:.2f} (assumed API: ${api_price:.2f}; {'self-host' if api_price > be.m else 'buy'} is cheaper)",
+            f"${be.m:.2f} (API: ${api_price:.2f}; {'self-host' if api_price > be.m else 'buy'} is cheaper)",
         ),
     ]
 
@@ -90,7 +95,7 @@ def fleet_calculator(
     demand: int = 140_000,
     headroom: float | str = "method",
     utilisation: float = 0.3,
-    api_price: float = 5.0,
+    api_price: float | None = None,
 ) -> Calculator:
     """Replica shape, method, demand, headroom and utilisation -> replicas, GPUs, monthly cost, break-even.
 
@@ -103,7 +108,18 @@ def fleet_calculator(
     (True, True)
     >>> int(dict(fleet_calculator().rows)["GPUs"]) > 162  # prefill charged
     True
+    >>> dict(fleet_calculator().rows)["break-even API price per million output tokens"].split("(")[1]  # $0.40 + $0.13 x 5
+    'API: $1.05; buy is cheaper)'
     """
+    if api_price is None:  # the catalog's price, input tokens included at this prompt and answer
+        row = costs[API_DEFAULT]
+        per_token = F["api_price_per_output_token"](
+            api_output_price=row.value / 1e6,
+            api_input_price=row.input_value / 1e6,
+            prompt_tokens=prompt,
+            answer_tokens=answer,
+        )
+        api_price = round(float(to(per_token * 1e6, "USD").m), 2)
     return Calculator(
         _rows,
         {
@@ -111,7 +127,7 @@ def fleet_calculator(
             "demand": int_box(demand, "Peak output tok/s"),
             "headroom": w.Dropdown(options=HEADROOM_OPTIONS, value=headroom, description="Headroom"),
             "utilisation": float_slider(utilisation, 0.05, 1.0, 0.05, "Average utilisation"),
-            "api_price": float_slider(api_price, 0.25, 30.0, 0.25, "API $ per M output tokens (assumed)"),
+            "api_price": float_slider(api_price, 0.25, 30.0, 0.25, "API $ per M output tokens, input included"),
         },
         title="Fleet: replicas, GPUs and money",
     )

@@ -51,12 +51,30 @@ def chapters() -> list[str]:
     return [p for p in pages() if p.startswith(("book/", "exercises/"))]
 
 
-def _open(page: Any, url: str) -> dict[str, Any]:
-    page.goto(url, wait_until="load")
-    page.wait_for_load_state("networkidle")
-    if page.locator(".math").count():
-        page.wait_for_selector("mjx-container", state="attached", timeout=20_000)
-    return page.evaluate(LOOK)
+#: pages loading at once in one context: most of a page's load is waiting (for its scripts, MathJax, and 500 ms
+#: without a request for "networkidle"), which pages loading side by side share; each page is read only once it is
+#: loaded, idle and typeset, as when it loaded alone
+AT_ONCE = 4
+
+
+def _looks(browser: Any, server: str, viewport: dict[str, int]) -> list[tuple[str, dict[str, Any]]]:
+    """What :data:`LOOK` reads on every chapter page at ``viewport`` (each page loaded, network idle, equations
+    typeset), in page order; :data:`AT_ONCE` pages load side by side in one context."""
+    context = browser.new_context(viewport=viewport)
+    paths, out = chapters(), []
+    for i in range(0, len(paths), AT_ONCE):
+        batch = [(path, context.new_page()) for path in paths[i : i + AT_ONCE]]
+        for path, page in batch:
+            page.goto(f"{server}/{path}", wait_until="commit")
+        for path, page in batch:
+            page.wait_for_load_state("load")
+            page.wait_for_load_state("networkidle")
+            if page.locator(".math").count():
+                page.wait_for_selector("mjx-container", state="attached", timeout=20_000)
+            out.append((path, page.evaluate(LOOK)))
+            page.close()
+    context.close()
+    return out
 
 
 def _is_path(alt: str) -> bool:
@@ -69,10 +87,7 @@ def test_chapters_read_on_a_phone(browser: Any, server: str) -> None:
     skip_or_fail()
     problems: list[str] = []
     sizes: list[str] = []
-    context = browser.new_context(viewport={"width": 390, "height": 844})
-    page = context.new_page()
-    for path in chapters():
-        r = _open(page, f"{server}/{path}")
+    for path, r in _looks(browser, server, {"width": 390, "height": 844}):
         if r["scrollWidth"] > r["innerWidth"] + 1:
             problems.append(f"{path}: the page scrolls sideways ({r['scrollWidth']} px > {r['innerWidth']})")
         problems += [f"{path}: code scrolls sideways at 390 px: {c!r}" for c in r["code"]]
@@ -89,7 +104,6 @@ def test_chapters_read_on_a_phone(browser: Any, server: str) -> None:
                 problems.append(f"{path}: figure text {shown:.1f} px at 390 px (< {READABLE_PX}): {img['src']}")
             if not img["zoom"]:
                 problems.append(f"{path}: figure without a link to its full size: {img['src']}")
-    context.close()
     print("\n".join(sizes))
     assert not problems, "\n".join(problems)
 
@@ -98,13 +112,9 @@ def test_code_does_not_scroll_on_a_desktop(browser: Any, server: str) -> None:
     from test_site import skip_or_fail
 
     skip_or_fail()
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
     problems = []
-    for path in chapters():
-        r = _open(page, f"{server}/{path}")
+    for path, r in _looks(browser, server, {"width": 1280, "height": 900}):
         problems += [f"{path}: code scrolls sideways at 1280 px: {c!r}" for c in r["code"]]
         if r["scrollWidth"] > r["innerWidth"] + 1:
             problems.append(f"{path}: the page scrolls sideways at 1280 px")
-    context.close()
     assert not problems, "\n".join(problems)

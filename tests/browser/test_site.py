@@ -610,6 +610,16 @@ def test_every_calculator_runs_live(
             box.press("Enter")
             cell.locator("button", has_text="Check").click()
             cell.get_by_text("Correct (within 1.0%).").first.wait_for(timeout=30_000)
+    elif type(here).__name__ == "Practice":  # the interview practice: today's first card, and its answer passes
+        cell, dt = live.run(code, shows=".llmcourse-practice")
+        cell.get_by_text(here.card.title).first.wait_for(timeout=30_000)
+        cell.locator(".widget-text input[type=text]").first.fill(here.answer_text)
+        cell.locator("button", has_text="Check").click()
+        cell.get_by_text("Correct").first.wait_for(timeout=30_000)
+    elif type(here).__name__ == "Mock":  # the mock interview: the same briefs to choose from
+        cell, dt = live.run(code, shows=".llmcourse-mock")
+        options = [o.replace("\xa0", " ") for o in cell.locator(".widget-dropdown select option").all_inner_texts()]
+        assert options == [label for label, _chain in here.chain.options], options
     else:  # the estimate drill: the same first question, and the planner's own answer passes
         cell, dt = live.run(code, shows=".widget-html")
         cell.get_by_text(here.problem.text).wait_for(timeout=30_000)
@@ -674,3 +684,6 @@ def test_live_queueing_simulation(live: LivePage, watch: tuple[Any, Watch], requ
 
 # the phone and desktop layout checks, on this module's server and browser
 from phone_checks import test_chapters_read_on_a_phone, test_code_does_not_scroll_on_a_desktop  # noqa: E402, F401
+
+# the interview practice live, kept over a reload, on this module's server and browser
+from practice_checks import test_practice_keeps_progress_over_a_reload  # noqa: E402, F401
