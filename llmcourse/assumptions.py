@@ -190,6 +190,8 @@ MEANING: dict[str, str] = {
     "llama_cpp_compute_efficiency": "share of the datasheet dense 16-bit FLOP/s llama.cpp's prompt processing reaches "
     "(None: compute_efficiency)",
     "llama_cpp_step_overhead_ms": "fixed time per decode step of llama.cpp, one sequence (ms; None: step_overhead_ms)",
+    "llama_cpp_layer_floor_us": "fixed time per layer per forward pass of llama.cpp (microseconds; None: "
+    "layer_floor_us; 0: its fitted step overhead carries all of its fixed time)",
     "gpu_idle_power_fraction": "share of its rated power (TDP) a GPU draws while it holds a model but serves nothing",
     "gpu_load_power_fraction": "share of its rated power (TDP) a GPU draws while it serves at full load",
     "host_power_fraction": "the server around each GPU (CPUs, memory, NICs, switches, fans) draws this share of the "
@@ -266,6 +268,7 @@ class Assumptions:
     llama_cpp_four_bit_bandwidth_factor: float | None = None
     llama_cpp_compute_efficiency: float | None = None
     llama_cpp_step_overhead_ms: float | None = None
+    llama_cpp_layer_floor_us: float | None = None
     # The whole bill (chapter Sizing the fleet). Course assumptions, each beside its evidence:
     # - idle: an H100 that holds a model draws its bare idle plus +26-50 W for the CUDA context (arXiv 2605.23918,
     #   "The Model Parking Tax", 14 H100s over 18 days); a published H200 run idles at 80 W of its 700 W. About
@@ -399,21 +402,22 @@ class Assumptions:
             )
 
     def _check_llama_cpp(self) -> None:
-        """The llama.cpp fields: each None, or a share above 0 and at most 1 (an overhead: 0 ms or more)."""
+        """The llama.cpp fields: each None, or a share above 0 and at most 1 (an overhead or a floor: 0 or more)."""
         for name in (
             "llama_cpp_bandwidth_efficiency",
             "llama_cpp_four_bit_bandwidth_factor",
             "llama_cpp_compute_efficiency",
             "llama_cpp_step_overhead_ms",
+            "llama_cpp_layer_floor_us",
         ):
             value = getattr(self, name)
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
                 raise InputError(f"{name} ({MEANING[name]}) must be a finite number or None; got {value!r}.")
-            if name.endswith("_ms") and value < 0:
+            if name.endswith(("_ms", "_us")) and value < 0:
                 raise InputError(f"{name} ({MEANING[name]}) must be 0 or more; got {value!r}.")
-            if not name.endswith("_ms") and not 0 < value <= 1:
+            if not name.endswith(("_ms", "_us")) and not 0 < value <= 1:
                 raise InputError(f"{name} ({MEANING[name]}) must be above 0 and at most 1; got {value!r}.")
 
     def replace(self, **changes: Any) -> Assumptions:
@@ -573,6 +577,10 @@ PRESETS: dict[str, Assumptions] = {
             llama_cpp_four_bit_bandwidth_factor=0.82,
             llama_cpp_compute_efficiency=0.81,
             llama_cpp_step_overhead_ms=0.5,
+            # The layers' floor above was fitted on the datacenter engines' rows (CUDA graphs, tensor parallelism);
+            # llama.cpp's one fixed time per token (0.5 ms) was fitted with no floor beside it and carries all of
+            # its fixed time, so llama.cpp counts none (the fit holds it at this value).
+            llama_cpp_layer_floor_us=0.0,
         ),
     )
 }
@@ -628,6 +636,7 @@ def for_engine(a: Assumptions, engine: str | None) -> Assumptions:
         "four_bit_bandwidth_factor": a.llama_cpp_four_bit_bandwidth_factor,
         "compute_efficiency": a.llama_cpp_compute_efficiency,
         "step_overhead_ms": a.llama_cpp_step_overhead_ms,
+        "layer_floor_us": a.llama_cpp_layer_floor_us,
     }
     if all(v is None for v in swap.values()):
         return a

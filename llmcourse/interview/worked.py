@@ -703,7 +703,7 @@ def _roofline_fleet(variant: int = 0) -> dict[str, Any]:
         f.usable_throughput_per_replica,
     )
     # the course's replica: the largest batch that still gives each user the 30 tokens/s the brief asks for (with the
-    # prompts in the steps, batch 64 gives 23.8)
+    # prompts in the steps, batch 64 gives 23.0)
     work = dict(tensor_parallel=2, prompt_tokens=prompt, answer_tokens=answer, weight_bytes="fp8", assumptions=COURSE)
     c64 = replica("Llama-3.1-70B", g, batch=64, **work)
     c = _batch_for_user_rate("Llama-3.1-70B", g, Q_(30, "1/s"), **work)

@@ -320,12 +320,12 @@ def plan(
     >>> b = Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
     >>> p = plan("Llama-3.1-8B", "H100 SXM", b)
     >>> p.fits, p.meets_targets, p.bottleneck, p.gpus, p.batch
-    (True, True, 'compute', 2, 132)
+    (True, True, 'compute', 2, 130)
     >>> p.engine
     'vLLM (8,192 tokens a step, prompt chunks mixed into decode steps, at most 1,024 running)'
     >>> sg = plan("Llama-3.1-8B", "H100 SXM", b, engine="sglang")
     >>> sg.engine, sg.batch
-    ('SGLang (8,192 tokens a step, separate prefill batches)', 122)
+    ('SGLang (8,192 tokens a step, separate prefill batches)', 120)
     >>> plan("Llama-3.1-8B", "H100 SXM", b, engine="sglng")
     Traceback (most recent call last):
     ...

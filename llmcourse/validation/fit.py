@@ -348,7 +348,7 @@ def dataset(rows: Sequence[Measurement] | None = None, *, assumptions: Assumptio
     >>> d = dataset()
     >>> a = d.assumptions
     >>> len(d.rows), d.ids[16], round(d.at(a.bandwidth_efficiency, a.compute_efficiency)[16], 2), a.name
-    (26, 'T17', 7.88, 'course')
+    (26, 'T17', 8.62, 'course')
     """
     a = resolve(assumptions)
     rows = tuple(measurements() if rows is None else rows)
@@ -398,7 +398,7 @@ class Validation(Dataset):
         --------
         >>> v = validate([r for r in measurements() if r.id in ("T3", "T8", "T17")])
         >>> v.faster_than_predicted(), v.faster_than_predicted("datasheet")
-        (['T3'], [])
+        (['T3', 'T17'], [])
         >>> total = validate([r for r in measurements() if r.id in ("T3", "T8")], assumptions="lab")
         >>> total.faster_than_predicted("datasheet")  # T8 under 90% of the total: 5 conversations, not 38
         ['T8']

@@ -203,7 +203,7 @@ def predicted(row: PublicRow, assumptions: Assumptions | str | None = None) -> f
     --------
     >>> r = public_rows()[0]
     >>> round(predicted(r, general("course")), 1), round(predicted(r), 1) > round(predicted(r, general("course")), 1)
-    (36.8, True)
+    (35.8, True)
     """
     a = for_engine(resolve(assumptions), "llama.cpp")
     if row.kind == "decode":
@@ -230,8 +230,9 @@ def _four_bit(row: PublicRow) -> bool:
 def _decode_at(row: PublicRow, share: float, overhead_ms: float) -> float:
     """``ln`` of the package's decode tokens per second for ``row`` at one share of the bandwidth (whatever its
     weights) and one fixed time per token, the course's other values as for every engine (:func:`general`)."""
+    floor = resolve("course").llama_cpp_layer_floor_us  # held at the course's llama.cpp value: the overhead is fitted
     a = general("course").replace(
-        bandwidth_efficiency=share, four_bit_bandwidth_factor=1.0, step_overhead_ms=overhead_ms
+        bandwidth_efficiency=share, four_bit_bandwidth_factor=1.0, step_overhead_ms=overhead_ms, layer_floor_us=floor
     )
     return math.log(predicted(row, a))
 

@@ -100,9 +100,9 @@ def batching_calculator(
     --------
     >>> c = batching_calculator()
     >>> dict(c.rows)["$ per million output tokens"]
-    '6.66 (decode only: 6.55)'
+    '7.28 (decode only: 7.17)'
     >>> dict(c.set(batch=64).rows)["tok/s in all, decode steps only"]
-    '7,208'
+    '6,656'
     """
     return Calculator(
         _rows,

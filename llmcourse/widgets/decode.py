@@ -92,9 +92,9 @@ def decode_calculator(
     --------
     >>> c = decode_calculator()
     >>> dict(c.rows)["step time (time per output token)"]
-    '7.98 ms (memory-bound)'
+    '8.71 ms (memory-bound)'
     >>> dict(c.set(gpu="L4").rows)["step time (time per output token)"]
-    '78.9 ms (memory-bound)'
+    '79.7 ms (memory-bound)'
     """
     a = resolve(method)
     return Calculator(

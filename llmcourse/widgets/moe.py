@@ -65,7 +65,7 @@ def moe_calculator(
     >>> dict(c.rows)["fraction of experts touched"].split()[0]
     '0.062'
     >>> dict(c.set(batch=32).rows)["step time"]
-    '27.0 ms (memory-bound)'
+    '28.1 ms (memory-bound)'
     """
     return Calculator(
         _rows,

@@ -89,7 +89,7 @@ def speculative_calculator(
     --------
     >>> c = speculative_calculator()
     >>> dict(c.rows)["speed-up"]
-    '1.81x'
+    '1.71x'
     >>> dict(c.set(kind="ngram", acceptance=0.5).rows)["draft steps"]
     'none (a lookup)'
     >>> c.set(kind="draft model", acceptance=0.7, batch=500).error[:34]
