@@ -194,20 +194,33 @@ def _dec_time(model, gpu, context, eff, bytes_per_weight=2.0, batch=1, n=1, peak
     return max(mem.to("ms"), comp.to("ms"))
 
 
+def _course_allreduce(link, n, message_bytes):
+    """One all-reduce as the course's stories state it (the engines' kernels): on a link whose GPUs read each other's
+    memory the least of the ring, the one-shot and the two-shot (:func:`_engine_allreduce`), else the ring; s."""
+    if lc.links[link].peer_kernels:
+        return _engine_allreduce(link, n, message_bytes)
+    return _ring_allreduce(link, n, message_bytes)
+
+
+def _floor_ms(model):
+    """The layers' floor of one forward pass: layers x the course's 23 us, in ms."""
+    return Q_(_m(model).layers * COURSE.layer_floor_us / 1e3, "ms")
+
+
 def _tp_allreduces(model, gpu, n, tokens):
-    """On n GPUs of a dense model (tensor parallel), two ring all-reduces per layer of ``tokens`` tokens' activations
-    on the GPUs' link; none on one GPU."""
+    """On n GPUs of a dense model (tensor parallel), two all-reduces per layer of ``tokens`` tokens' activations
+    on the GPUs' link (the engines' kernels); none on one GPU."""
     if n == 1:
         return Q_(0, "ms")
     m = _m(model)
     message = tokens * m.hidden * COURSE.activation_bytes  # bytes
-    return Q_(2 * m.layers * _ring_allreduce(_g(gpu).link, n, message), "s").to("ms")
+    return Q_(2 * m.layers * _course_allreduce(_g(gpu).link, n, message), "s").to("ms")
 
 
 def _course_extras(model, gpu, n=1, tokens=1):
-    """The course's terms of a decode step beyond its reads and FLOPs: the fixed overhead of every step, and the
-    all-reduces of the step's ``tokens`` sequences on n GPUs."""
-    return Q_(COURSE.step_overhead_ms, "ms") + _tp_allreduces(model, gpu, n, tokens)
+    """The course's terms of a decode step beyond its reads and FLOPs: the fixed overhead of every step, the floor of
+    the model's layers, and the all-reduces of the step's ``tokens`` sequences on n GPUs."""
+    return Q_(COURSE.step_overhead_ms, "ms") + _floor_ms(model) + _tp_allreduces(model, gpu, n, tokens)
 
 
 solution("decode_ex1")(
@@ -266,6 +279,8 @@ def _dec_batch(v):
 
     while b > 0 and step(b) > t_max:
         b -= 1
+    while step(b + 1) <= t_max:  # the engines' kernel changes with the message: the closed form may land short
+        b += 1
     return b
 
 
@@ -379,10 +394,10 @@ def _moe_skewed(v):
 
 @solution("moe_ex5")
 def _moe_against_dense(v):
-    # each step by hand, plus the course's fixed step overhead (the same for both: one GPU, no collectives)
-    extra = Q_(COURSE.step_overhead_ms, "ms")
-    moe = _any_step(v["model"], v["gpu"], v["batch"], v["context"]) + extra
-    return moe / (_any_step(v["dense"], v["gpu"], v["batch"], v["context"]) + extra)
+    # each step by hand, plus the course's fixed step overhead and each model's layers' floor (one GPU: no
+    # collectives)
+    moe = _any_step(v["model"], v["gpu"], v["batch"], v["context"]) + _course_extras(v["model"], v["gpu"])
+    return moe / (_any_step(v["dense"], v["gpu"], v["batch"], v["context"]) + _course_extras(v["dense"], v["gpu"]))
 
 
 solution("moe_ex6")(lambda v: _touched(v["model"], v["batch"]))
@@ -549,7 +564,7 @@ def _replica_rps(model, gpu, prompt, answer):
     attention = max(
         batch * kv * (prompt + answer / 2) / bw, chunk * 2 * m.layers * m.heads * m.head_dim * prompt / flops
     )
-    step = matmuls + attention + COURSE.step_overhead_ms / 1e3
+    step = matmuls + attention + COURSE.step_overhead_ms / 1e3 + _floor_ms(model).to("s").m
     return Q_(batch / (step * answer), "1/s")
 
 
@@ -571,7 +586,7 @@ def _chunks_alone(v):
     read = lc.prefill(v["model"], v["gpu"], 1).memory_time
     full, last = divmod(v["prompt"], v["chunk"])
     sizes = [v["chunk"]] * full + ([last] if last else [])
-    step = Q_(lc.resolve("course").step_overhead_ms, "ms")
+    step = Q_(lc.resolve("course").step_overhead_ms, "ms") + _floor_ms(v["model"])  # and the layers' floor
     return sum((max((c * per_token).to("ms"), read.to("ms")) + step for c in sizes), Q_(0, "ms"))
 
 
@@ -649,8 +664,8 @@ def _dr_prefix(v):
         matmuls = max(weights / bw, (b + chunk) * 2 * m.params / fp8)
         reads = b * kv * (prompt + answer / 2) + chunk / new * kv * cached
         attention = max(reads / bw, chunk * causal * (prompt**2 - cached**2) / new / fp8)
-        allreduces = 2 * m.layers * _ring_allreduce(g.link, 2, (b + chunk) * m.hidden * 2)
-        return matmuls + attention + COURSE.step_overhead_ms / 1e3 + allreduces
+        allreduces = 2 * m.layers * _course_allreduce(g.link, 2, (b + chunk) * m.hidden * 2)
+        return matmuls + attention + COURSE.step_overhead_ms / 1e3 + _floor_ms(m.name).to("s").m + allreduces
 
     ok = [b for b in range(1, most + 1) if step(b) * 1e3 <= v["tpot"]]
     b = max(ok) if ok else 1
@@ -711,7 +726,7 @@ def _dr_ttft(v):
         matmuls = max(w / bw, (others + k) * 2 * m.params / flops)
         reads = (others * kv * (p + v["answer"] / 2) + kv * start) / bw
         attention = max(reads, causal * ((start + k) ** 2 - start**2) / flops)
-        total += matmuls + attention + COURSE.step_overhead_ms / 1e3
+        total += matmuls + attention + COURSE.step_overhead_ms / 1e3 + _floor_ms(m.name).to("s").m
         start += k
     return Q_(total, "s").to("ms")
 
@@ -763,10 +778,11 @@ def _spec_times(gpu, n, precision):
 
 
 def _spec_allreduces(layers, n, gpu, tokens, hidden):
-    """Two ring all-reduces per layer of the step's tokens' activations on the GPU's link (none on one GPU), s."""
+    """Two all-reduces per layer of the step's tokens' activations on the GPU's link (the engines' kernels; none on
+    one GPU), s."""
     if n == 1:
         return 0.0
-    return 2 * layers * _ring_allreduce(_g(gpu).link, n, tokens * hidden * COURSE.activation_bytes)
+    return 2 * layers * _course_allreduce(_g(gpu).link, n, tokens * hidden * COURSE.activation_bytes)
 
 
 def _spec_overhead_ms(kind):
@@ -778,11 +794,13 @@ def _spec_overhead_ms(kind):
 def _spec_dense(model, gpu, n, bytes_per_weight, precision, overhead_ms=None):
     """A dense model's decode step on n GPUs: time(batch, positions per sequence, context), the slower of its bytes
     (weights once, the batch's caches) and its FLOPs (2 per parameter per position), plus a fixed time (the course's
-    overhead of a step, or ``overhead_ms`` for a draft step) and the all-reduces of every position's activations."""
+    overhead of a step, or ``overhead_ms`` for a draft step), its layers' floor (23 us each) and the all-reduces of
+    every position's activations."""
     m = model if not isinstance(model, str) else _m(model)
     per_byte, per_flop = _spec_times(gpu, n, precision)
     weights, kv = m.params * bytes_per_weight, _kv_tok(m).to("B").m
     overhead = (COURSE.step_overhead_ms if overhead_ms is None else overhead_ms) / 1e3
+    overhead += m.layers * COURSE.layer_floor_us * 1e-6
 
     def time(batch, positions, context):
         core = max((weights + batch * kv * context) * per_byte, batch * positions * 2 * m.params * per_flop)
@@ -842,11 +860,12 @@ def _spec_mtp(v):
     b, ctx = v["batch"], v["context"]
     # + the fixed overhead (the verification's 1 ms, the MTP step's launch), + an all-reduce after every layer's
     # attention and MoE over 8 GPUs
-    fixed = COURSE.step_overhead_ms / 1e3
+    fixed = COURSE.step_overhead_ms / 1e3 + m.layers * COURSE.layer_floor_us * 1e-6  # and the 61 layers' floor
     verify = max((read(m, 2 * b) + b * kv * ctx) * per_byte, 2 * b * 2 * m.active_params * per_flop)
     verify += fixed + _spec_allreduces(m.layers, 8, "H200 SXM", 2 * b, m.hidden)
     draft = max((read(mtp, b) + b * kv_mtp * ctx) * per_byte, b * 2 * mtp.active_params * per_flop)
-    draft += _spec_overhead_ms("mtp") / 1e3 + _spec_allreduces(mtp.layers, 8, "H200 SXM", b, mtp.hidden)
+    draft += _spec_overhead_ms("mtp") / 1e3 + mtp.layers * COURSE.layer_floor_us * 1e-6  # its one layer's floor
+    draft += _spec_allreduces(mtp.layers, 8, "H200 SXM", b, mtp.hidden)
     return Q_((1 + v["alpha"]) / (verify + draft), "1/s")
 
 

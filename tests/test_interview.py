@@ -92,7 +92,7 @@ Q72_X = Q72_B / Q72_TPOT
 # Qwen2.5-7B BF16 on one H100 (no all-reduces), 2,000 + 300: admitted on (72 - 15.2) GB at 57,344 B per token
 Q7_B = _admitted(0.9 * 80e9 - 15.2e9, 57_344, 2_000, 300)
 Q7_X = Q7_B / _mixed(15.2e9, 7.6e9, Q7_B, 2_000, 300, 57_344, 2 * 28 * 28 * 128, H100_BW, H100_BF16, layers=28)[0]
-# Llama-3.1-70B FP8 on 2 x H100 at batch 64, 2,000 + 400: 64 + 320 prompt tokens a step, 41.99 ms: 1,524.2 tok/s
+# Llama-3.1-70B FP8 on 2 x H100 at batch 64, 2,000 + 400: 64 + 320 prompt tokens a step, 43.54 ms: 1,469.9 tok/s
 L70_X = 64 / _mixed(70.554e9, 70.554e9, 64, 2_000, 400, 327_680, 2 * 80 * 64 * 128, 2 * H100_BW, 2 * H100_FP8, 2)[0]
 
 
@@ -101,8 +101,8 @@ def _l70_step(batch: int) -> float:
     return _mixed(70.554e9, 70.554e9, batch, 2_000, 400, 327_680, 2 * 80 * 64 * 128, 2 * H100_BW, 2 * H100_FP8, 2)[0]
 
 
-# the largest batch whose users each see the brief's 30 tok/s: 1 / step >= 30 holds up to batch 50 (33.2 ms a step;
-# batch 51 is 29.5 tok/s); 50 / 33.2 ms = 1,504 tok/s; ceil(1.3 x 140,000 / 1,504) = ceil(121.0) = 121 replicas
+# the largest batch whose users each see the brief's 30 tok/s: 1 / step >= 30 holds up to batch 47 (32.91 ms a step;
+# batch 48 is 29.8 tok/s); 47 / 32.91 ms = 1,428 tok/s; ceil(1.3 x 140,000 / 1,428) = ceil(127.5) = 128 replicas
 L70_B30 = max(b for b in range(1, 101) if 1 / _l70_step(b) >= 30)
 L70_X30 = L70_B30 / _l70_step(L70_B30)
 # Llama-3.1-8B BF16 on one H100, 512-token answers, 2,048- and 32,768-token prompts, admitted on (72 - 16.06) GB; the
@@ -393,14 +393,14 @@ EXPECTED: dict[str, dict[str, tuple[float, str, float]]] = {
         "need": (2_483.0 * 0.7 / 400 * 2_000 * 2 * 70.554e9 / 1e15, "PFLOP/s", 1e-3),
         "roof": (0.989, "PFLOP/s", 1e-9),
         "idle": (0.989 - 2_483.0 * 0.7 * 2 * 70.554e9 / 1e15, "PFLOP/s", 1e-3),
-        # course: batch 64 gives a user 64 / 1,524.2 = 0.042 s a token, 23.8 tok/s, under the brief's 30; the largest
-        # batch that meets it, L70_B30 = 50, makes 1,504 tok/s; ceil(1.3 x 140,000 / 1,504) = 121 replicas, 242 H100s
+        # course: batch 64 gives a user 64 / 1,469.9 = 0.0435 s a token, 23.0 tok/s, under the brief's 30; the largest
+        # batch that meets it, L70_B30 = 47, makes 1,428 tok/s; ceil(1.3 x 140,000 / 1,428) = 128 replicas, 256 H100s
         "user64": (L70_X / 64, "", 1e-4),
         "b_course": (L70_B30, "", 0),
         "x_course": (L70_X30, "", 1e-4),
         "replicas_course": (math.ceil(1.3 * 140_000 / L70_X30), "", 0),
-        "gpus_course": (242, "", 0),
-        "cost_course": (242 * 730 * 2.5, "USD", 1e-9),
+        "gpus_course": (256, "", 0),
+        "cost_course": (256 * 730 * 2.5, "USD", 1e-9),
         # TensorRT-LLM's measured row T10 (measurements.csv): 4,390.53 tok/s from 2 x H100 on the 70B FP8
         "row_measured": (4_390.53, "", 1e-9),
     },
@@ -689,17 +689,17 @@ def test_sheet_gives_the_course_figures_beside_the_datasheet() -> None:
 
 
 def test_the_162_h100_answer_gives_the_course_figure_and_why() -> None:
-    """The capacity-planning answer states the source's 162 H100s under its preset, the course's 242 beside it (the
-    engine's mixed steps at the largest batch that gives each user 30 tok/s, by hand in EXPECTED: 121 replicas), and
+    """The capacity-planning answer states the source's 162 H100s under its preset, the course's 256 beside it (the
+    engine's mixed steps at the largest batch that gives each user 30 tok/s, by hand in EXPECTED: 128 replicas), and
     the reason: prefill needs about 1.2 PFLOP/s per replica where decode leaves about 0.74 idle at BF16, the prompts
     mixed into the steps make them compute-bound, and the measured row (4,390 tok/s) is what the prompts-charged
     replica predicts, not the prefill-free one."""
     for part in ("strong", "answer"):
         text = QUESTIONS["roofline_fleet"].render(part)
-        assert "162" in text and "242 H100s" in text and "302" not in text
+        assert "162" in text and "256 H100s" in text and "302" not in text
         assert "1.2 PFLOP/s" in text and "0.74 PFLOP/s" in text and "compute-bound" in text
-        assert "4,390" in text and "23.8 tokens/s" in text
-    assert "242 H100s" in QUESTIONS["prefill_pool"].render("answer") and "4,390" in QUESTIONS["prefill_pool"].render(
+        assert "4,390" in text and "23 tokens/s" in text
+    assert "256 H100s" in QUESTIONS["prefill_pool"].render("answer") and "4,390" in QUESTIONS["prefill_pool"].render(
         "answer"
     )
 

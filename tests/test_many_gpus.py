@@ -156,14 +156,13 @@ def test_measured_rows_are_the_issues_figures():
 
 def test_every_row_at_concurrency_4_within_a_quarter():
     """The issue's bar was all 81 measured Llama 3.1 70B rows at concurrency 4 within 1.25x of the course's model.
-    Under the engine's picture 79 of 81 are, and all within 1.35x: an accuracy loss, said here. The two outside,
-    both over-predicted: vLLM on 4 x H200 SXM, FP8, 8,192 in / 1,024 out (row ..._8192x1024_c4_tp4_ep1_655, measured
-    11.27 ms, predicted 1.255x) and vLLM on 8 x H200 SXM, FP8, 1,024 in / 1,024 out (row ..._1024x1024_c4_tp8_ep1_728,
-    measured 7.93 ms, predicted 1.257x). Each engine step now carries the replacing requests' prompt tokens, whose
-    activations the step's all-reduces carry too (see test_ex6_one_request_is_one_step); why these two rows, of
-    the 81, land just past 1.25x is not settled."""
+    Under the engine's picture, the engines' all-reduce kernels and the layers' floor, 80 of 81 are, and all within
+    1.35x. The one outside, measured slower than predicted: vLLM on 8 x B200, FP4, 1,024 in / 8,192 out (1.257x),
+    where each GPU's weight reads are short and the step is mostly its fixed costs, floor and all-reduces."""
     s = error_summary(llama70_measured(4))
-    assert len(s.factors) == 81 and s.within(1.25) == 79 and s.worst <= 1.35
+    assert len(s.factors) == 81 and s.within(1.25) == 80 and s.worst <= 1.35
+    [(row, factor)] = [(r, f) for r, f in zip(llama70_measured(4), s.factors, strict=True) if not 0.8 <= f <= 1.25]
+    assert (row.gpu, row.engine, row.precision, row.tensor_parallel) == ("B200", "vLLM", "fp4", 8) and factor > 1.25
 
 
 def test_free_split_misses_eight_gpus_by_more_than_three():

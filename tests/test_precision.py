@@ -253,11 +253,11 @@ def test_a_config_with_an_unknown_quantization_names_the_field():
 def test_four_bit_factor_slows_the_weight_reads_alone():
     """Llama 3.1 8B, W4A16 (4 bits + a 16-bit scale per 128: 4.125 bits = 0.515625 B a weight) on one H100
     (3.35 TB/s) at batch 8, each sequence's KV at 2,304 tokens (131,072 B a token: 2 x 32 layers x 8 heads x 128 x
-    2 B), no fixed cost. The course: the weights at 0.7 x 0.6 of the bandwidth, the KV at 0.7; the rule
+    2 B), no fixed cost (no step overhead, no layers' floor). The course: the weights at 0.7 x 0.6 of the bandwidth, the KV at 0.7; the rule
     'all_reads': every byte at 0.7 x 0.6. Both memory-bound (8 x 2 x 8.03e9 FLOP at BF16 is 0.26 ms)."""
     m = lc.models["Llama-3.1-8B"]
     weights, kv = m.params * 0.515625, 8 * 2_304 * 131_072
-    course = lc.resolve("course").replace(step_overhead_ms=0.0, four_bit_bandwidth_factor=0.6)
+    course = lc.resolve("course").replace(step_overhead_ms=0.0, layer_floor_us=0.0, four_bit_bandwidth_factor=0.6)
     kw = dict(batch=8, context_tokens=2_304, weight_bytes="w4a16")
     step = lc.decode_step("Llama-3.1-8B", "H100 SXM", assumptions=course, **kw)
     by_hand = weights / (3.35e12 * 0.7 * 0.6) + kv / (3.35e12 * 0.7)

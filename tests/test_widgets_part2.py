@@ -14,22 +14,22 @@ def _ms(text):
 
 def test_decode_calculator_llama_8b_h100_and_l4():
     """Batch 1, 2,304-token context, the course's method: (16.06 GB + 2,304 x 131,072 B) / (0.7 x 3.35 TB/s) =
-    6.98 ms (seed 001's ~7 ms) plus the 1 ms every step costs = 7.98 ms, 125 tok/s; on an L4 (300 GB/s)
-    16.362 GB / 210 GB/s = 77.9 ms + 1 ms = 78.9 ms."""
+    6.98 ms (seed 001's ~7 ms) plus the 1 ms every step costs and the 32 layers' floor (32 x 23 us = 0.736 ms) =
+    8.71 ms, 115 tok/s; on an L4 (300 GB/s) 16.362 GB / 210 GB/s = 77.9 ms + 1.736 ms = 79.7 ms."""
     c = decode_calculator()
-    assert _ms(dict(c.rows)["step time (time per output token)"]) == pytest.approx(7.98, abs=0.05)
-    assert dict(c.rows)["tok/s per user"] == "125"
-    assert _ms(dict(c.set(gpu="L4").rows)["step time (time per output token)"]) == pytest.approx(78.9, abs=0.5)
+    assert _ms(dict(c.rows)["step time (time per output token)"]) == pytest.approx(8.71, abs=0.05)
+    assert dict(c.rows)["tok/s per user"] == "115"
+    assert _ms(dict(c.set(gpu="L4").rows)["step time (time per output token)"]) == pytest.approx(79.7, abs=0.5)
 
 
 def test_decode_calculator_int4_and_memory_check():
-    """INT4 weights cut the step from 7.98 ms to 4.015 GB / (0.6 x 0.7 x 3.35 TB/s) + 0.302 GB / (0.7 x 3.35 TB/s)
-    + 1 ms = 2.854 + 0.129 + 1 = 3.98 ms (a 4-bit kernel reads the weights at 0.6 of the course's bandwidth share;
+    """INT4 weights cut the step from 8.71 ms to 4.015 GB / (0.6 x 0.7 x 3.35 TB/s) + 0.302 GB / (0.7 x 3.35 TB/s)
+    + 1 ms + 0.736 ms (32 layers x 23 us) = 2.854 + 0.129 + 1.736 = 4.72 ms (a 4-bit kernel reads the weights at 0.6 of the course's bandwidth share;
     attention reads the KV cache at the full share). Qwen2.5-72B in FP8 (72.7 GB) fits an H100's 80 GB but not the
     72 GB a server may use: the step is shown with "no"; a 70B model in BF16 (141 GB) exceeds the whole 80 GB and is
     refused with a message that says what to change."""
     c = decode_calculator()
-    assert _ms(dict(c.set(precision="int4").rows)["step time (time per output token)"]) == pytest.approx(3.98, abs=0.01)
+    assert _ms(dict(c.set(precision="int4").rows)["step time (time per output token)"]) == pytest.approx(4.72, abs=0.01)
     c.set(model="Qwen2.5-72B", precision="fp8")
     assert dict(c.rows)["fits in memory"].startswith("no")
     c.set(model="Llama-3.1-70B", precision="bf16")
@@ -44,12 +44,13 @@ def test_decode_calculator_goes_compute_bound_at_large_batch_short_context():
 
 def test_decode_calculator_per_op_sum():
     """Batch 256 at 288 tokens, 0.7 x 3.35 TB/s and 0.5 x 989.4 TFLOP/s: weights 16.06 GB -> 6.85 ms, matmuls
-    256 x 16.06 GFLOP -> 8.31 ms, KV 256 x 288 x 131,072 B = 9.66 GB -> 4.12 ms, and 1 ms per step. Max rule:
-    (16.06 + 9.66) GB -> 10.97 ms + 1 = 11.97 ms; per-op sum: 8.31 + 4.12 + 1 = 13.43 ms."""
+    256 x 16.06 GFLOP -> 8.31 ms, KV 256 x 288 x 131,072 B = 9.66 GB -> 4.12 ms, and 1 ms + 32 x 23 us = 1.736 ms
+    per step. Max rule: (16.06 + 9.66) GB -> 10.97 ms + 1.736 = 12.71 ms; per-op sum: 8.31 + 4.12 + 1.736 = 14.17
+    ms."""
     c = decode_calculator().set(batch=256, context=288)
-    assert _ms(dict(c.rows)["step time (time per output token)"]) == pytest.approx(11.97, abs=0.05)
+    assert _ms(dict(c.rows)["step time (time per output token)"]) == pytest.approx(12.71, abs=0.05)
     c.set(step_rule="sum")
-    assert _ms(dict(c.rows)["step time (time per output token)"]) == pytest.approx(13.43, abs=0.05)
+    assert _ms(dict(c.rows)["step time (time per output token)"]) == pytest.approx(14.17, abs=0.05)
     assert "matmuls compute-bound" in dict(c.rows)["step time (time per output token)"]
 
 
