@@ -37,6 +37,20 @@ def pct(share: float) -> str:
     return f"{share:.0%}"
 
 
+#: The course's floor of each layer's kernels in a forward pass, as the stories state it (``layer_floor_us``,
+#: formula ``layer_floor_time``).
+FLOOR = f"{COURSE.layer_floor_us:g} µs"
+#: The course's all-reduce, as the stories state it: what the engines run (chapter Many GPUs,
+#: ``replica.parallel.allreduce_seconds``).
+ENGINE_ALLREDUCE = (
+    "each the engines' fastest kernel (chapter *Many GPUs*): on a link whose GPUs read each other's memory "
+    "(NVLink, Infinity Fabric: lc.links[...].peer_kernels) the least of the one-shot "
+    f"({COURSE.engine_allreduce_us:g} µs + one link latency + (N - 1) x the message over the link), the two-shot "
+    f"(2 x ({COURSE.engine_allreduce_us:g} µs + one latency) + 2(N - 1)/N x the message) and the ring, on other "
+    f"links the ring, the bytes at {pct(COURSE.link_efficiency)} of the link"
+)
+
+
 def pick(r: random.Random, options: Any) -> Any:
     """One of ``options`` (a sequence), drawn with ``r``."""
     return r.choice(options if isinstance(options, range | tuple | list) else list(options))

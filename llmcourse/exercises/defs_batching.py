@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse import Q_
-from llmcourse.exercises._common import COURSE, LAB, define, pct, pick, pool
+from llmcourse.exercises._common import COURSE, FLOOR, LAB, define, pct, pick, pool
 from llmcourse.planner.batching import static_batch_utilisation
 from llmcourse.replica.memory import largest_batch
 
@@ -261,7 +261,8 @@ define(
     "batching_ex6",
     "The largest batch at a speed target",
     f"{{model}} (BF16) runs on one {{gpu}} at a {{context}}-token context (the course's {_ETAS}, and "
-    f"{COURSE.step_overhead_ms:g} ms of fixed cost per step). What is the largest batch that keeps each user at "
+    f"{COURSE.step_overhead_ms:g} ms of fixed cost per step, and a floor of {FLOOR} for each of the model's layers). "
+    "What is the largest batch that keeps each user at "
     "{speed} tokens per second or more?",
     "",
     dict(model="Qwen3-30B-A3B", gpu="H100 SXM", context=2_304, speed=50),
@@ -273,7 +274,7 @@ define(
     ),
     _largest_batch,
     (
-        "The step time must stay at or below 1 / {speed} s, its fixed cost included.",
+        "The step time must stay at or below 1 / {speed} s, its fixed costs included.",
         "lc.decode_step(...) for growing batches: the largest whose tokens_per_s_per_user is still {speed} or more.",
     ),
     integer=True,

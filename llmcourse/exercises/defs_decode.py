@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse import Q_
-from llmcourse.exercises._common import COURSE, define, fp8_ok, pct, pick, pool
+from llmcourse.exercises._common import COURSE, ENGINE_ALLREDUCE, FLOOR, define, fp8_ok, pct, pick, pool
 from llmcourse.replica.memory import largest_batch
 from llmcourse.units import fmt
 
@@ -41,7 +41,8 @@ _STEP_HINTS = (
     "Each step reads all the weights once, plus the sequence's KV cache at {context} tokens.",
     f"Time = bytes read / ({{eff}} x lc.gpus['{{gpu}}'].bandwidth); check that {COURSE.flops_per_param:g} FLOPs per "
     f"parameter at {pct(COURSE.compute_efficiency)} of the BF16 peak is not slower.",
-    f"Then add the fixed {COURSE.step_overhead_ms:g} ms of the step (lc.resolve().step_overhead_ms).",
+    f"Then add the fixed {COURSE.step_overhead_ms:g} ms of the step and {FLOOR} for each of the model's layers "
+    "(lc.resolve().step_overhead_ms, lc.resolve().layer_floor_us, lc.models['{model}'].layers).",
 )
 #: The course's fixed cost of every decode step (kernel launches, scheduling), as the stories state it.
 _OVERHEAD = f"{COURSE.step_overhead_ms:g} ms"
@@ -89,8 +90,8 @@ define(
     "A help-desk bot runs {model} in BF16 ({params} parameters) on one {gpu} ({bw}), batch 1, at a {context}-token "
     "context ({kv_token} of KV cache per token). The GPU reaches {eff_pct} of its peak bandwidth, and its matrix "
     f"multiplications {_ETA_F} of the BF16 peak FLOP/s (the course's compute efficiency); like every decode step by "
-    f"the course's method, it also costs a fixed {_OVERHEAD} (kernel launches, scheduling). How long is one decode "
-    "step?",
+    f"the course's method, it also costs a fixed {_OVERHEAD} (kernel launches, scheduling) and a floor of {FLOOR} "
+    "for each of the model's layers (their kernels' ramp and tail). How long is one decode step?",
     "ms",
     _words(dict(model="Qwen2.5-7B", gpu="A100 SXM 80GB", context=2_300, eff=COURSE.bandwidth_efficiency)),
     _vary_step,
@@ -165,8 +166,8 @@ define(
     "INT4 with group scales",
     "A low-cost chat service quantizes {model} to 4-bit weights with one 16-bit scale per group of {group} weights "
     "(the KV cache stays BF16). On one {gpu} at batch 1, a {context}-token context, {eff_pct} of peak bandwidth (for "
-    f"the 4-bit weights too), the course's {_ETA_F} of the BF16 peak FLOP/s and its fixed {_OVERHEAD} per step, how "
-    "long is one decode step?",
+    f"the 4-bit weights too), the course's {_ETA_F} of the BF16 peak FLOP/s, its fixed {_OVERHEAD} per step and its "
+    f"floor of {FLOOR} for each of the model's layers, how long is one decode step?",
     "ms",
     _words(dict(model="Llama-3.1-8B", gpu="H100 SXM", context=2_304, eff=COURSE.bandwidth_efficiency, group=64)),
     lambda r: _vary_step(r) | {"group": pick(r, (32, 64, 128))},
@@ -334,8 +335,9 @@ define(
     "A premium chat runs {model} in {stored} on {n} x {gpu} (tensor parallel), every sequence at a {context}-"
     f"token context, with the course's efficiencies: {pct(COURSE.bandwidth_efficiency)} of peak bandwidth, "
     f"{_ETA_F} of the peak FLOP/s at the weights' precision (FP8 matrix multiplications for FP8 weights on a GPU "
-    f"with an FP8 peak, BF16 otherwise), a fixed {_OVERHEAD} per step and, on several GPUs, two all-reduces per "
-    "layer of the batch's activations over the GPUs' link (the alpha-beta model of the chapter *Many GPUs*). "
+    f"with an FP8 peak, BF16 otherwise), a fixed {_OVERHEAD} per step, a floor of {FLOOR} for each of the model's "
+    "layers and, on several GPUs, two all-reduces per layer of the batch's activations over the GPUs' link, "
+    f"{ENGINE_ALLREDUCE}. "
     "Leaving memory aside, what is the largest batch that keeps each user at {speed} tokens per second or more?",
     "",
     _stored(dict(model="Llama-3.1-70B", precision="fp8", gpu="H100 SXM", n=2, context=2_304, speed=30)),
@@ -347,9 +349,8 @@ define(
     (
         "Step time must stay at or below 1 / {speed} s.",
         f"Step = (weights + B x KV per sequence) / ({{n}} x {COURSE.bandwidth_efficiency:g} x bandwidth) + "
-        f"{COURSE.step_overhead_ms:g} ms + 2 x layers all-reduces of B x hidden x 2 bytes (each t0 + 2(n-1) alpha + "
-        f"2(n-1)/n x bytes / ({COURSE.link_efficiency:g} x link bandwidth), lc.links[lc.gpus['{{gpu}}'].link]): "
-        "solve for B, round down.",
+        f"{COURSE.step_overhead_ms:g} ms + layers x {FLOOR} + 2 x layers all-reduces of B x hidden x 2 bytes (each "
+        "the engines' fastest kernel on lc.links[lc.gpus['{gpu}'].link]): solve for B, round down.",
         "Check the compute time at that batch too: lc.matmul_precision('{precision}', '{gpu}') names the peak.",
     ),
     integer=True,

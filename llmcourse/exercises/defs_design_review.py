@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse import Q_
-from llmcourse.exercises._common import COURSE, Story, define, pct, pick, whole
+from llmcourse.exercises._common import COURSE, ENGINE_ALLREDUCE, FLOOR, Story, define, pct, pick, whole
 from llmcourse.replica.scheduler import DEFAULT_ENGINE, scheduler_of
 from llmcourse.units import fmt
 
@@ -33,8 +33,9 @@ _METHOD = (
     "attention the slower of the requests' KV reads (at the average context, the prompt plus half the answer) and "
     f"the prompt tokens' attention FLOPs; reads at {pct(COURSE.bandwidth_efficiency)} of peak bandwidth, matrix "
     f"multiplications at {pct(COURSE.compute_efficiency)} of the peak FLOP/s at the weights' precision (FP8 on a "
-    f"GPU with an FP8 peak, else BF16); a fixed {COURSE.step_overhead_ms:g} ms per step; on a replica of several "
-    "GPUs two all-reduces per layer of the step's tokens' activations, over the GPUs' link (the chapter Many GPUs); "
+    f"GPU with an FP8 peak, else BF16); a fixed {COURSE.step_overhead_ms:g} ms per step and a floor of {FLOOR} for "
+    "each of the model's layers; on a replica of several GPUs two all-reduces per layer of the step's tokens' "
+    f"activations, over the GPUs' link, {ENGINE_ALLREDUCE}; "
     f"{COURSE.request_overhead_ms:g} ms per request before its prompt's first step; and {COURSE.headroom:g}x "
     "headroom on the request rate. "
 )
@@ -252,7 +253,8 @@ define(
         "lc.FORMULAS['prefill_flops'] at the chunk's end less that at its start.",
         "Each step: matmuls max(weights / bandwidth, (the others + chunk) x 2 x parameters / FLOP/s), attention "
         "max((the others' caches at prompt + answer / 2 + the chunk's earlier KV) / bandwidth, the chunk's attention "
-        f"FLOPs / FLOP/s), + {COURSE.step_overhead_ms:g} ms (lc.FORMULAS['mixed_step_time']).",
+        f"FLOPs / FLOP/s), + {COURSE.step_overhead_ms:g} ms + layers x {FLOOR} (lc.FORMULAS['mixed_step_time']), + "
+        "the all-reduces on several GPUs.",
         f"Add the steps and lc.resolve().request_overhead_ms ({COURSE.request_overhead_ms:g} ms).",
     ),
 )

@@ -10,7 +10,7 @@ efficiencies, formatted from ``lc.resolve()``.
 from __future__ import annotations
 
 import llmcourse as lc
-from llmcourse.exercises._common import COURSE, define, pct, pick
+from llmcourse.exercises._common import COURSE, FLOOR, define, pct, pick
 from llmcourse.planner.moe import fraction_touched_skewed, hot_cold_pick_probabilities
 
 EXERCISES: list = []
@@ -179,7 +179,8 @@ define(
     "moe_ex5",
     "The MoE step against a dense step",
     "{model} and {dense} both run in BF16 on one {gpu} at a {context}-token context "
-    f"(the course's {_ETAS}, and {COURSE.step_overhead_ms:g} ms of fixed cost per step). At a batch of {{batch}}, "
+    f"(the course's {_ETAS}, {COURSE.step_overhead_ms:g} ms of fixed cost per step, and a floor of {FLOOR} for each "
+    "of a model's layers). At a batch of {batch}, "
     "how many times as long as the dense model's decode step does the MoE model's take (below 1 if the MoE step is "
     "the faster)?",
     "",
@@ -297,8 +298,9 @@ define(
     EXERCISES,
     "moe_ex9",
     "Step time at a larger batch",
-    f"{{model}} (BF16) runs on one {{gpu}} at the course's {_ETAS} and {COURSE.step_overhead_ms:g} ms of fixed cost per "
-    "step, decoding {batch} users together, each at a {context}-token context. How long is one decode step?",
+    f"{{model}} (BF16) runs on one {{gpu}} at the course's {_ETAS}, {COURSE.step_overhead_ms:g} ms of fixed cost per "
+    f"step and a floor of {FLOOR} for each of its layers, decoding {{batch}} users together, each at a "
+    "{context}-token context. How long is one decode step?",
     "ms",
     dict(model="Qwen3-30B-A3B", gpu="H100 SXM", batch=32, context=2_048),
     lambda r: (
@@ -309,7 +311,7 @@ define(
     (
         *_READ,
         f"Add {{batch}} KV caches at {{context}} tokens; time = bytes / ({COURSE.bandwidth_efficiency:g} x bandwidth).",
-        f"Then add the fixed {COURSE.step_overhead_ms:g} ms of the step.",
+        f"Then add the fixed {COURSE.step_overhead_ms:g} ms of the step and layers x {FLOOR}.",
     ),
     tolerance=0.02,
 )

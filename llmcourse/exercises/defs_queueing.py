@@ -17,7 +17,7 @@ from functools import lru_cache
 
 import llmcourse as lc
 from llmcourse import Q_
-from llmcourse.exercises._common import define, pick
+from llmcourse.exercises._common import FLOOR, define, pick
 from llmcourse.formulas import FORMULAS
 from llmcourse.simulator import Scheduler, build_replica, simulate  # also registers the M/M/1 formulas used below
 
@@ -43,7 +43,8 @@ _REPLICA = (
     "budget), the weights read once: its weight matmuls take the slower of one weight read and all its tokens' "
     "2 FLOPs per parameter, its attention the slower of the running requests' KV (read at the average context, "
     "prompt + answer / 2) and the prompt tokens' causal attention FLOPs, and it pays a fixed "
-    f"{_COURSE.step_overhead_ms:g} ms on top (launches, scheduling). "
+    f"{_COURSE.step_overhead_ms:g} ms on top (launches, scheduling) and a floor of {FLOOR} for each of the model's "
+    "layers. "
 )
 _CAP_HINTS = (
     "Batch: the largest B (at most 256) with B x KV per token x (prompt + answer / 2) + "
@@ -51,7 +52,8 @@ _CAP_HINTS = (
     "(lc.FORMULAS['kv_in_use']).",
     "Step: prompt tokens c = B x {prompt} / {answer}; matmuls max(weights / bandwidth, (B + c) x 2 x parameters / "
     "FLOP/s), attention max(B x KV at the average context / bandwidth, c x 2 x layers x heads x head dim x {prompt} "
-    f"/ FLOP/s), + {_COURSE.step_overhead_ms:g} ms (lc.FORMULAS['mixed_step_time']).",
+    f"/ FLOP/s), + {_COURSE.step_overhead_ms:g} ms + layers x {FLOOR} (lc.FORMULAS['mixed_step_time'], "
+    "lc.FORMULAS['layer_floor_time']).",
     "Each step finishes B output tokens: requests per second = B / (step time x {answer}).",
 )
 
@@ -257,7 +259,8 @@ define(
     f"{_COURSE.compute_efficiency:.0%} of the BF16 peak, {_COURSE.bandwidth_efficiency:.0%} of peak bandwidth), "
     "prefills in chunks: each iteration processes at most {chunk} prompt tokens, and takes the slower of its "
     f"chunk's compute and one read of the weights, plus the engine's fixed {_COURSE.step_overhead_ms:g} ms per "
-    "iteration (scheduling and launches). A prompt of {prompt} tokens arrives alone. How long does its "
+    f"iteration (scheduling and launches) and a floor of {FLOOR} for each of the model's layers. "
+    "A prompt of {prompt} tokens arrives alone. How long does its "
     "prefill take, from its first chunk to its first token? (Charge each prompt token at the whole prompt's "
     "compute per token: 2 FLOPs per parameter plus the causal attention term averaged over the prompt.)",
     "ms",
@@ -276,7 +279,7 @@ define(
         "Compute per token = lc.prefill(model, gpu, {prompt}).compute_time / {prompt}; one read of the weights = "
         "lc.prefill(model, gpu, 1).memory_time.",
         "Each iteration: max(its tokens x compute per token, one read of the weights), plus "
-        f"{_COURSE.step_overhead_ms:g} ms; add them up.",
+        f"{_COURSE.step_overhead_ms:g} ms + layers x {FLOOR}; add them up.",
     ),
     tolerance=0.02,
 )

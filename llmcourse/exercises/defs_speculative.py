@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import llmcourse as lc
 from llmcourse.catalog.drafts import drafts
-from llmcourse.exercises._common import COURSE, define, pct, pick
+from llmcourse.exercises._common import COURSE, ENGINE_ALLREDUCE, FLOOR, define, pct, pick
 from llmcourse.planner.speculation import best_draft_tokens, crossover_batch
 from llmcourse.replica.acceptance import published
 from llmcourse.replica.speculative import (
@@ -28,7 +28,7 @@ EXERCISES: list = []
 NOTEBOOK_METHOD = """
 **The method.** Every exercise is the course's method (each story states its efficiencies, the fixed
 overhead a cycle pays once with its verification, the smaller fixed cost of each draft step run inside that engine
-step, and the all-reduces on several GPUs). Draft tokens are
+step, the floor of every layer a forward pass runs, and the all-reduces on several GPUs). Draft tokens are
 accepted independently, each with the story's probability. `llmcourse.replica.speculative` has the building blocks
 (`expected_tokens`, `Speculation`, `speculative_step`, `speculative_memory`); the chapter shows how to use them.
 """
@@ -41,8 +41,9 @@ _ETAS = (
     f"{pct(COURSE.compute_efficiency)} of the peak FLOP/s at the weights' precision, a fixed "
     f"{COURSE.step_overhead_ms:g} ms per decode step, paid once per speculative cycle with the verification (each "
     f"draft step runs inside that engine step and pays {COURSE.draft_step_overhead_ms:g} ms for an EAGLE head or an "
-    f"MTP block, {COURSE.draft_model_step_overhead_ms:g} ms for a separate draft model) and, on several "
-    "GPUs, two ring all-reduces per layer of each step's activations over NVLink (chapter *Many GPUs*)"
+    f"MTP block, {COURSE.draft_model_step_overhead_ms:g} ms for a separate draft model), a floor of {FLOOR} for "
+    "each layer of every forward pass (the target's, a draft model's, the head's or the MTP block's one) and, on "
+    f"several GPUs, two all-reduces per layer of each step's activations over NVLink, {ENGINE_ALLREDUCE}"
 )
 _OVER = f"{COURSE.step_overhead_ms:g} ms"
 _HEAD_OVER = f"{COURSE.draft_step_overhead_ms:g} ms"
@@ -150,11 +151,11 @@ define(
     lambda v: _step(v).speedup,
     (
         f"Plain step: (weights + one KV cache) / ({{tp}} x {COURSE.bandwidth_efficiency:g} x bandwidth), + {_OVER}, + "
-        "(on more than one GPU) 2 x layers all-reduces of one token's activations. At batch 1 the verification of {k} + 1 "
+        f"layers x {FLOOR}, + (on more than one GPU) 2 x layers all-reduces of one token's activations. At batch 1 the verification of {{k}} + 1 "
         "positions reads the same bytes and is still memory-bound: it costs a plain step (its all-reduces carry "
         "{k} + 1 tokens, a hair more).",
-        "A draft step reads the draft's weights and its own KV cache the same way, and pays its all-reduces (its own "
-        f"layers) and, inside the cycle's engine step, {_MODEL_OVER} (a draft model) or {_HEAD_OVER} (an EAGLE head) "
+        "A draft step reads the draft's weights and its own KV cache the same way, and pays its layers' floor and its "
+        f"all-reduces (its own layers) and, inside the cycle's engine step, {_MODEL_OVER} (a draft model) or {_HEAD_OVER} (an EAGLE head) "
         "instead of a step's overhead. A cycle is the verification plus {k} draft steps.",
         "Speed-up = (1 + {alpha} + ... + {alpha}^{k}) x plain step / (verification + {k} x draft step).",
     ),
@@ -321,9 +322,10 @@ define(
     (
         "The verification runs 2 positions per sequence: 2 x {batch} tokens pick experts, so it reads the shared "
         "weights plus the experts that many tokens touch (1 - (1 - 8/256)^tokens of them), and the {batch} caches, "
-        f"8 copies of each; + {_OVER}, + 2 x {lc.models['DeepSeek-V3'].layers} all-reduces of the 2 x {{batch}} tokens' activations over 8 GPUs.",
+        f"8 copies of each; + {_OVER}, + {lc.models['DeepSeek-V3'].layers} x {FLOOR}, + "
+        f"2 x {lc.models['DeepSeek-V3'].layers} all-reduces of the 2 x {{batch}} tokens' activations over 8 GPUs.",
         "An MTP step reads the block's shared weights and the experts {batch} tokens touch, and its one-layer cache; "
-        f"+ {_HEAD_OVER} (inside the verification's engine step), + 2 all-reduces (one layer).",
+        f"+ {_HEAD_OVER} (inside the verification's engine step), + {FLOOR} and 2 all-reduces (one layer).",
         "Time per token = (verification + MTP step) / (1 + {alpha}); the user's speed is one over that.",
     ),
     tolerance=0.02,
