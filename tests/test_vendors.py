@@ -31,9 +31,11 @@ def _with(**changes: str) -> str:
 def test_the_shipped_rows_load_each_with_its_source():
     """Every shipped row is read, has a URL and a unique id, and both vendors are there."""
     rows = vd.vendor_rows()
-    assert len(rows) == 44 and len({r.id for r in rows}) == len(rows)
+    assert len(rows) == 73 and len({r.id for r in rows}) == len(rows)
     assert all(r.source.startswith("https://") for r in rows)
-    assert {r.vendor for r in rows} == {"AMD", "Intel"} and {r.gpu for r in rows} == {"MI300X", "Gaudi 3"}
+    assert {r.vendor for r in rows} == {"AMD", "Intel", "NVIDIA"}
+    assert {r.gpu for r in rows} == {"MI300X", "Gaudi 3", "H200 SXM"}
+    assert all(r.gpu == "H200 SXM" for r in rows if r.vendor == "NVIDIA")  # NVIDIA only as a same-harness control
 
 
 def test_a_good_row_is_read():
@@ -56,7 +58,7 @@ def test_a_good_row_is_read():
         ({"n_gpus": "4"}, "n_gpus (4) must equal tp (8)"),
         ({"batch": "0"}, "batch must be a whole number of at least 1"),
         ({"isl": "12.5"}, "isl must be a whole number"),
-        ({"vendor": "Acme"}, "vendor must be one of AMD, Intel"),
+        ({"vendor": "Acme"}, "vendor must be one of AMD, Intel, NVIDIA"),
         ({"id": " "}, "id is empty"),
     ],
 )
@@ -140,7 +142,7 @@ def test_held_out_factor_refuses_what_it_cannot_hold_out(ratios, groups):
 def test_every_shipped_row_is_predicted_and_held_out_within_its_vendor():
     """No shipped row is refused by the replica model, and each vendor is held out over at least two groups."""
     h = vd.vendor_held_out()
-    assert sorted(h) == ["AMD", "Intel"]
+    assert sorted(h) == ["AMD", "Intel", "NVIDIA"]
     for v in h.values():
         assert not v.not_predicted and v.groups >= 2 and v.raw.n == len(v.ratios) == v.held.stats.n
 
@@ -166,11 +168,14 @@ def test_the_chapter_glues_the_package_figures_and_types_none():
     def glue(name: str, value: object, display: bool = True) -> None:
         glued[name] = value
 
+    import statistics
+
     import llmcourse as lc
     import llmcourse.validation as lcv
 
     code = "\n".join(c.split("\n", 1)[1] if c.startswith(":tags:") else c for c in cells)
-    exec(code, {"glue": glue, "lc": lc, "lcv": lcv, "course": lc.resolve(), "Markdown": str})
+    namespace = {"glue": glue, "lc": lc, "lcv": lcv, "statistics": statistics, "course": lc.resolve(), "Markdown": str}
+    exec(code, namespace)
     assert shown <= set(glued)
     lcpp, vend = llama_cpp.held_out(), vd.vendor_held_out()
     assert glued["lcpp_decode_fac"] == f"{lcpp['decode'].stats.median_factor:.2f}"
@@ -179,3 +184,22 @@ def test_the_chapter_glues_the_package_figures_and_types_none():
     assert glued["vend_AMD_hfac"] == f"{vend['AMD'].held.stats.median_factor:.2f}"
     assert glued["vend_Intel_cov"] == f"{vend['Intel'].held.coverage:.0%}"
     assert glued["vend_Intel_n"] == f"{len([r for r in vd.vendor_rows() if r.vendor == 'Intel'])}"
+
+
+def test_same_harness_pairs_each_mi300x_run_with_its_h200_twin():
+    """The third party's file has 11 runs at 256 requests or fewer on both GPUs with the same engine, lengths and
+    batch (counted by hand: vLLM at 800 tokens out with 32, 64, 128 and 256 requests and at 1,600 with 256; SGLang at
+    800 with the same four, at 1,600 and at 3,200 with 256); each pair's quotient is the two rows' ratios divided."""
+    held = vd.vendor_held_out()
+    pairs = vd.same_harness(held)
+    assert len(pairs) == 11
+    ratio = {i: r for h in held.values() for i, r in h.ratios.items()}
+    rows = {r.id: r for r in vd.vendor_rows()}
+    for a, b, q in pairs:
+        ra, rb = rows[a], rows[b]
+        assert (ra.gpu, rb.gpu) == ("MI300X", "H200 SXM") and (ra.engine, ra.osl, ra.batch) == (
+            rb.engine,
+            rb.osl,
+            rb.batch,
+        )
+        assert q == pytest.approx(ratio[a] / ratio[b])

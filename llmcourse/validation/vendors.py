@@ -1,12 +1,13 @@
 """Published AMD and Intel rows, kept aside: how far the course's method lands on accelerators it was not fitted on.
 
 The course's engine factors were fitted on NVIDIA GPUs (the aiconfigurator rows, TensorRT-LLM's tables). The file
-``llmcourse/data/vendor_published.csv`` holds rows the vendors and a cloud published for their own accelerators (AMD
-Instinct MI300X under vLLM, Intel Gaudi 3 under Intel's Gaudi software), one row per measurement, each with the
-address it was read at. Every row is a batch that starts together: ``batch`` prompts of ``isl`` tokens, each answered
-with ``osl`` tokens (a latency benchmark's static batch, or a throughput benchmark that sends its prompts at once
-with the engine's cap on running sequences set to their number). Its measurement is the output tokens per second of
-the run, or the seconds the whole batch took.
+``llmcourse/data/vendor_published.csv`` holds rows the vendors, a cloud and a third party published for AMD Instinct
+MI300X (vLLM, SGLang) and Intel Gaudi 3 (Intel's Gaudi software), one row per measurement, each with the address it
+was read at, and, as a control, the third party's NVIDIA H200 rows of the same harness (:func:`same_harness`).
+Every row is a batch that starts together: ``batch`` prompts of ``isl`` tokens, each answered with ``osl`` tokens (a
+latency benchmark's static batch, or a throughput benchmark that sends its prompts at once with the engine's cap on
+running sequences at least their number). Its measurement is the output tokens per second of the run, or the seconds
+the whole batch took.
 
 :func:`predicted` gives the course's output tokens per second for a row from the one replica model
 (:func:`~llmcourse.replica.model.replica`): the largest batch up to the row's that fits (the rest run in a later
@@ -14,13 +15,15 @@ wave), its prompts prefilled together, then ``osl`` decode steps at the average 
 ``cycle_throughput``). It never reads the measured value. :func:`vendor_held_out` compares the two per vendor, and
 holds each group of rows out in turn (:func:`held_out_factor`): a vendor factor (the median measured / predicted of
 the vendor's other groups) is fitted without the group and applied to it, with the 80% band of the other groups'
-ratios and its coverage of the held-out rows. Nothing here changes the course's assumptions.
+ratios and its coverage of the held-out rows. :func:`same_harness` sets each MI300X row beside the H200 row of the
+same harness, model, engine, lengths and batch: what the course misses on both cancels, and what is left is the
+GPU's own. Nothing here changes the course's assumptions.
 
 Examples
 --------
 >>> rows = vendor_rows()
 >>> sorted({r.vendor for r in rows}), all(r.source.startswith("https://") for r in rows)
-(['AMD', 'Intel'], True)
+(['AMD', 'Intel', 'NVIDIA'], True)
 >>> r = rows[0]
 >>> r.gpu, r.model, r.batch, r.metric
 ('MI300X', 'Llama-3.1-70B', 3200, 'output_tokens_per_s')
@@ -42,6 +45,7 @@ from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS
 from llmcourse.replica.memory import weight_bytes
 from llmcourse.replica.model import replica
+from llmcourse.replica.scheduler import engine_name
 from llmcourse.stats import percentile
 from llmcourse.validation.fit import ErrorStats, error_stats
 
@@ -53,6 +57,7 @@ __all__ = [
     "VendorRow",
     "held_out_factor",
     "predicted",
+    "same_harness",
     "vendor_held_out",
     "vendor_rows",
 ]
@@ -69,13 +74,14 @@ COLUMNS = (
 #: What a row measures: the run's output tokens per second, or the seconds its whole batch took.
 VENDOR_METRICS = ("output_tokens_per_s", "batch_latency_s")
 
-_VENDORS = ("AMD", "Intel")
+_VENDORS = ("AMD", "Intel", "NVIDIA")
 _FILE = "vendor_published.csv"
 
 
 @dataclass(frozen=True)
 class VendorRow:
-    """One published measurement on an AMD or Intel accelerator (a row of ``vendor_published.csv``)."""
+    """One published measurement on an AMD or Intel accelerator, or an NVIDIA control of the same harness (a row of
+    ``vendor_published.csv``)."""
 
     id: str
     vendor: str
@@ -105,8 +111,9 @@ class VendorRow:
 
     @property
     def group(self) -> str:
-        """The group held out together: the same source, model and GPU count."""
-        return f"{self.vendor} {self.model} on {self.n_gpus} {self.gpu} ({self.source.split('/')[2]})"
+        """The group held out together: the same source, model, GPU count and engine."""
+        engine = self.engine.split(" ")[0]
+        return f"{self.vendor} {self.model} on {self.n_gpus} {self.gpu}, {engine} ({self.source.split('/')[2]})"
 
 
 def _whole(r: dict[str, str], name: str, where: str) -> int:
@@ -189,7 +196,10 @@ def predicted(row: VendorRow, assumptions: Assumptions | str | None = None) -> f
     >>> r.gpu, r.batch, predicted(r) > 0
     ('Gaudi 3', 364, True)
     """
-    engine = "vLLM" if row.engine.startswith("vLLM") else None
+    try:
+        engine = engine_name(row.engine.split(" ")[0])
+    except (InputError, UnknownNameError):  # an engine the scheduler does not know (Intel's): the default engine's
+        engine = None
     rep = replica(
         row.model, row.gpu, tensor_parallel=row.tp, prompt_tokens=row.isl, answer_tokens=row.osl,
         weight_bytes=row.weights, kv_bytes=row.kv, engine=engine, max_running=row.batch,
@@ -271,7 +281,7 @@ def vendor_held_out(
     --------
     >>> h = vendor_held_out()
     >>> sorted(h), h["Intel"].gpus, h["AMD"].groups >= 2
-    (['AMD', 'Intel'], ('Gaudi 3',), True)
+    (['AMD', 'Intel', 'NVIDIA'], ('Gaudi 3',), True)
     """
     rows = vendor_rows() if rows is None else list(rows)
     out = {}
@@ -295,3 +305,34 @@ def vendor_held_out(
             ratios=ratio,
         )
     return out
+
+
+def same_harness(
+    held: dict[str, VendorHeldOut] | None = None,
+    rows: Sequence[VendorRow] | None = None,
+    gpu: str = "MI300X",
+    control: str = "H200 SXM",
+) -> list[tuple[str, str, float]]:
+    """Each ``gpu`` row beside the ``control`` row of the same source, model, engine, GPU count, lengths and batch:
+    (the row's id, the control's id, its measured / predicted over the control's). The course's misses that both
+    share (the model, the harness, the engine) cancel in the quotient; what is left is the GPU's own.
+
+    Examples
+    --------
+    >>> pairs = same_harness()
+    >>> len(pairs) >= 8, all(a.startswith("dstack-amd") and b.startswith("dstack-nv") for a, b, _ in pairs)
+    (True, True)
+    """
+    rows = vendor_rows() if rows is None else list(rows)
+    held = vendor_held_out(rows) if held is None else held
+    ratio = {i: r for h in held.values() for i, r in h.ratios.items()}
+
+    def key(r: VendorRow) -> tuple:
+        return (r.source, r.model, r.engine, r.n_gpus, r.isl, r.osl, r.batch, r.metric)
+
+    controls = {key(r): r.id for r in rows if r.gpu == control and r.id in ratio}
+    return [
+        (r.id, controls[key(r)], ratio[r.id] / ratio[controls[key(r)]])
+        for r in rows
+        if r.gpu == gpu and r.id in ratio and key(r) in controls
+    ]
