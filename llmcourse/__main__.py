@@ -169,7 +169,9 @@ def _mock(args: argparse.Namespace) -> int:
 def _bank(args: argparse.Namespace) -> int:
     from llmcourse.interview.practice import report, report_text
 
-    print(report_text(report()))
+    if args.variants < 0:
+        raise InputError(f"--variants {args.variants}: give 0 (the counts alone) or a positive number of variants.")
+    print(report_text(report(variants=args.variants)))
     return 0
 
 
@@ -184,7 +186,14 @@ def _practice_parsers(sub: Any) -> None:
     m.add_argument("--minutes", type=float, default=20, help="the time limit in minutes")
     m.add_argument("--chain", help="the chain to ask (one is drawn by default)")
     m.add_argument("--seed", type=int, default=0, help="picks the chain and its variant")
-    sub.add_parser("bank", help="the interview bank's counts: questions by kind, level and topic, chains, variants")
+    b = sub.add_parser("bank", help="the interview bank's counts: questions by kind, level and topic, chains, variants")
+    b.add_argument(
+        "--variants",
+        type=int,
+        default=0,
+        help="also count each numeric question's distinct answers over this many variants (20 takes minutes: every "
+        "variant is computed); 0, the default, prints the counts alone",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

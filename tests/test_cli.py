@@ -142,3 +142,16 @@ def test_plan_says_the_engine_and_takes_its_settings(capsys):
     for extra, flag in (("--max-running -2", "--max-running"), ("--max-batched-tokens 0", "--max-batched-tokens")):
         err = _refused(capsys, extra)
         assert flag in err and "max_" not in err.replace(flag, ""), err
+
+
+def test_bank_prints_its_counts_at_once_and_refuses_a_negative_variant_count(capsys):
+    """``bank`` counts questions, kinds, chains and design prompts without computing an answer (the variants'
+    distinct answers only on request); a negative ``--variants`` is a one-line error, exit status 2."""
+    from llmcourse.interview.bank import QUESTIONS
+
+    assert main(["bank"]) == 0
+    out = capsys.readouterr().out
+    assert f"questions: {len(QUESTIONS)}" in out and "design prompts: " in out and "not counted" in out
+    assert main(["bank", "--variants", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert "--variants -1" in err and "Traceback" not in err

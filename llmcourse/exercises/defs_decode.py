@@ -1,4 +1,4 @@
-"""Exercises for *Decode is memory-bound* (``book/05_decode.md``): bytes per step, step time, tokens/s.
+"""Exercises for *Decode: paced by memory, until the batch is large* (``book/05_decode.md``): bytes per step, step time, tokens/s.
 
 ``decode_ex1`` .. ``decode_ex6`` follow the chapter's exercises of the same labels (the numeric part of each).
 They are the course's own estimates, under its default method (``lc.resolve()``): the efficiencies the stories

@@ -111,8 +111,8 @@ define(
     "weights_ex3",
     "Usable memory of a server",
     Story(
-        f"A server has {{n}} x {{gpu}} ({{memory}} each). The serving engine keeps {pct(1 - COURSE.memory_fraction)} "
-        "back for activations and fragmentation. How much memory may it use?",
+        f"A server has {{n}} x {{gpu}} ({{memory}} each). The serving engine may use {pct(COURSE.memory_fraction)} of "
+        "each GPU's memory, for the weights, its activations and the KV cache. How much memory may it use?",
         _figures,
     ),
     "GB",

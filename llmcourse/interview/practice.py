@@ -393,7 +393,8 @@ def mock_session(
 # --- the bank's counts ----------------------------------------------------------------------------------------------
 def report(bank: Mapping[str, Question] = QUESTIONS, variants: int = VARIANTS) -> dict[str, Any]:
     """The bank's counts: questions, by kind, level and topic; chains and their lengths; design prompts; and for each
-    numeric question the distinct key figures over ``variants`` variants (1 for a question with the book's only)."""
+    numeric question the distinct key figures over ``variants`` variants (1 for a question with the book's only;
+    ``variants=0`` leaves them out, as the command line does unless asked: each variant is a computed answer)."""
     qs = list(bank.values())
 
     def by(attr: str) -> dict[str, int]:
@@ -404,7 +405,7 @@ def report(bank: Mapping[str, Question] = QUESTIONS, variants: int = VARIANTS) -
 
     distinct = {}
     for q in qs:
-        if q.kind == "numeric":
+        if q.kind == "numeric" and variants > 0:
             seen = {_key_value(q.key_figure(v)) for v in (range(variants) if q.varies else [0])}
             distinct[q.id] = len(seen)
     chains = chains_of(bank)
@@ -433,7 +434,12 @@ def report_text(r: Mapping[str, Any]) -> str:
         "by topic: " + ", ".join(f"{k} {n}" for k, n in sorted(r["topic"].items())),
         f"chains: {len(r['chains'])} (" + ", ".join(f"{k} {n}" for k, n in r["chains"].items()) + ")",
         f"design prompts: {r['design']}",
-        f"numeric questions with variants: {len(varied)} of {len(r['distinct_answers'])}; distinct answers each: "
-        f"{min(varied) if varied else 0} to {max(varied) if varied else 0}",
     ]
+    if r["distinct_answers"]:
+        lines.append(
+            f"numeric questions with variants: {len(varied)} of {len(r['distinct_answers'])}; distinct answers each: "
+            f"{min(varied) if varied else 0} to {max(varied) if varied else 0}"
+        )
+    else:
+        lines.append("distinct answers per numeric question: not counted (give --variants 20)")
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""Figures of the chapter *Decode is memory-bound*: the roofline with decode and prefill marked."""
+"""Figures of the chapter *Decode: paced by memory, until the batch is large*: the roofline with decode and prefill marked."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The calculator of the chapter *Decode is memory-bound* (``book/05_decode.md``).
+"""The calculator of the chapter *Decode: paced by memory, until the batch is large* (``book/05_decode.md``).
 
 Every figure comes from the planner under the method chosen (an assumptions preset, the course's by
 default); the step rule and the attention FLOPs can be switched on top of it.

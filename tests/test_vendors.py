@@ -1,0 +1,205 @@
+"""The published AMD and Intel rows (llmcourse.validation.vendors), their held-out statistic, and the validation
+chapter's section on other engines and accelerators, whose figures must come from the package.
+
+Expected values are derived by hand in each test (the arithmetic in comments) or read from the rows' sources."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from llmcourse.errors import InputError
+from llmcourse.validation import llama_cpp
+from llmcourse.validation import vendors as vd
+
+HEAD = ",".join(vd.COLUMNS) + "\n"
+GOOD = "a,AMD,MI300X,8,8,Llama-3.1-70B,fp8,fp8,vLLM,128,2048,4,batch_latency_s,18.5,https://example.org/p,2025,x,"
+CHAPTER = Path(__file__).resolve().parents[1] / "book" / "12_validation.md"
+
+
+def _with(**changes: str) -> str:
+    """GOOD with some fields replaced (by column name)."""
+    fields = GOOD.split(",")
+    for name, value in changes.items():
+        fields[vd.COLUMNS.index(name)] = value
+    return HEAD + ",".join(fields)
+
+
+def test_the_shipped_rows_load_each_with_its_source():
+    """Every shipped row is read, has a URL and a unique id, and both vendors are there."""
+    rows = vd.vendor_rows()
+    assert len(rows) == 73 and len({r.id for r in rows}) == len(rows)
+    assert all(r.source.startswith("https://") for r in rows)
+    assert {r.vendor for r in rows} == {"AMD", "Intel", "NVIDIA"}
+    assert {r.gpu for r in rows} == {"MI300X", "Gaudi 3", "H200 SXM"}
+    assert all(r.gpu == "H200 SXM" for r in rows if r.vendor == "NVIDIA")  # NVIDIA only as a same-harness control
+
+
+def test_a_good_row_is_read():
+    """The hand-made row reads back field by field."""
+    (r,) = vd.vendor_rows(HEAD + GOOD)
+    assert (r.gpu, r.model, r.tp, r.isl, r.osl, r.batch, r.value) == ("MI300X", "Llama-3.1-70B", 8, 128, 2048, 4, 18.5)
+
+
+@pytest.mark.parametrize(
+    ("changes", "says"),
+    [
+        ({"source": "notes.txt"}, "source must be the URL"),
+        ({"metric": "tokens"}, "metric must be one of"),
+        ({"value": "fast"}, "value must be a number"),
+        ({"value": "-3"}, "value must be above 0"),
+        ({"value": "nan"}, "value must be above 0"),
+        ({"gpu": "MI999X"}, "MI999X"),
+        ({"model": "Llama-9-1T"}, "Llama-9-1T"),
+        ({"weights": "fp7"}, "fp7"),
+        ({"n_gpus": "4"}, "n_gpus (4) must equal tp (8)"),
+        ({"batch": "0"}, "batch must be a whole number of at least 1"),
+        ({"isl": "12.5"}, "isl must be a whole number"),
+        ({"vendor": "Acme"}, "vendor must be one of AMD, Intel, NVIDIA"),
+        ({"id": " "}, "id is empty"),
+    ],
+)
+def test_a_bad_row_is_refused_naming_its_line_and_field(changes, says):
+    """Each bad field is refused with an InputError that names line 2 and what to change."""
+    with pytest.raises(InputError) as e:
+        vd.vendor_rows(_with(**changes))
+    assert "vendor_published.csv line 2" in str(e.value) and says in str(e.value)
+
+
+def test_a_repeated_id_and_a_missing_column_are_refused():
+    """An id used twice names the first line; a file without a column names the column."""
+    with pytest.raises(InputError, match="id 'a' is already the id of line 2"):
+        vd.vendor_rows(HEAD + GOOD + "\n" + GOOD)
+    with pytest.raises(InputError, match="no column 'note'"):
+        vd.vendor_rows(HEAD.replace(",note", "") + GOOD.rsplit(",", 1)[0])
+
+
+def test_a_whole_batch_time_is_turned_into_the_rate_its_source_prints():
+    """The cloud post prints both: 1 x 128 tokens in 3.530 s = 36.3 tokens/s (it prints 36), 256 x 128 in 17.750 s
+    = 1,846.1 (it prints 1,846), and so on for each of its nine batches."""
+    printed = {1: 36, 2: 71, 4: 137, 8: 258, 16: 468, 32: 798, 64: 1184, 128: 1585, 256: 1846}
+    rows = [r for r in vd.vendor_rows() if r.source.startswith("https://blogs.oracle")]
+    assert {r.batch: round(r.tokens_per_s) for r in rows} == printed
+
+
+def test_a_prediction_never_reads_the_measurement():
+    """Two rows that differ only in their measured value get the same prediction."""
+    (a,) = vd.vendor_rows(HEAD + GOOD)
+    (b,) = vd.vendor_rows(_with(value="99"))
+    assert vd.predicted(a) == vd.predicted(b) > 0
+
+
+def test_a_batch_beyond_the_memory_runs_in_waves():
+    """A batch far beyond what fits is predicted at the batch that fits (the rest wait for a later wave), so its
+    predicted rate is no higher than that of the batch that fits."""
+    (big,) = vd.vendor_rows(_with(batch="100000", metric="output_tokens_per_s"))
+    (fit,) = vd.vendor_rows(_with(batch="3000", metric="output_tokens_per_s"))
+    assert vd.predicted(big) >= vd.predicted(fit) * 0.999  # the largest batch that fits is at least 3,000's rate
+
+
+def test_held_out_factor_with_one_factor_everywhere_is_exact():
+    """Every row twice as fast as predicted: each fold's factor is 2, the held-out ratio 1, and the band
+    (2 to 2, over 2) holds every row."""
+    h = vd.held_out_factor([2.0, 2.0, 2.0, 2.0], ["a", "a", "b", "b"], ["1", "2", "3", "4"])
+    assert h.factors == {"a": 2.0, "b": 2.0} and h.ratios == {"1": 1.0, "2": 1.0, "3": 1.0, "4": 1.0}
+    assert (h.stats.median_factor, h.stats.within_2x, h.coverage) == (1.0, 1.0, 1.0)
+
+
+def test_held_out_factor_on_three_groups_by_hand():
+    """Groups a, b, c at ratios 1, 2 and 4 (two rows each).
+    Hold a out: the others' logs are ln2, ln2, ln4, ln4, median 1.5 ln2, factor 2^1.5; a's rows 1 / 2^1.5; the band is
+    the others' 10th and 90th percentile (2 and 4) over 2^1.5 = 2^-0.5 to 2^0.5: a's rows (2^-1.5) are outside.
+    Hold b out: others 1, 1, 4, 4, factor 2, b's rows 1; band 1/2 to 4/2: inside.
+    Hold c out: others 1, 1, 2, 2, factor 2^0.5, c's rows 2^1.5; band 2^-0.5 to 2^0.5: outside.
+    So |ln| is 1.5 ln2 for four rows and 0 for two: median factor 2^1.5, within 2x 2 of 6, coverage 2 of 6."""
+    h = vd.held_out_factor([1.0, 1.0, 2.0, 2.0, 4.0, 4.0], list("aabbcc"), list("123456"))
+    assert h.factors["a"] == pytest.approx(2**1.5) and h.factors["b"] == pytest.approx(2.0)
+    assert h.factors["c"] == pytest.approx(2**0.5)
+    assert h.stats.median_factor == pytest.approx(2**1.5)
+    assert h.stats.within_2x == pytest.approx(2 / 6) and h.coverage == pytest.approx(2 / 6)
+
+
+def test_held_out_factor_with_two_single_rows():
+    """Ratios 1 and 4 in two groups: each is held out against the other's factor (4, then 1), so both land 4 off."""
+    h = vd.held_out_factor([1.0, 4.0], ["a", "b"], ["x", "y"])
+    assert h.factors == {"a": 4.0, "b": 1.0}
+    assert h.stats.median_factor == pytest.approx(4.0) and h.stats.within_2x == 0.0
+
+
+@pytest.mark.parametrize(
+    ("ratios", "groups"),
+    [([1.0, 2.0], ["a", "a"]), ([1.0, 0.0], ["a", "b"]), ([1.0, math.inf], ["a", "b"]), ([1.0], ["a", "b"])],
+)
+def test_held_out_factor_refuses_what_it_cannot_hold_out(ratios, groups):
+    """One group only, a ratio of 0 or infinity, or lists of different lengths: InputError."""
+    with pytest.raises(InputError):
+        vd.held_out_factor(ratios, groups, [str(i) for i in range(len(ratios))])
+
+
+def test_every_shipped_row_is_predicted_and_held_out_within_its_vendor():
+    """No shipped row is refused by the replica model, and each vendor is held out over at least two groups."""
+    h = vd.vendor_held_out()
+    assert sorted(h) == ["AMD", "Intel", "NVIDIA"]
+    for v in h.values():
+        assert not v.not_predicted and v.groups >= 2 and v.raw.n == len(v.ratios) == v.held.stats.n
+
+
+def _section() -> str:
+    text = CHAPTER.read_text(encoding="utf-8")
+    start = text.index("(validation_other)=")
+    return text[start : text.index("\n## ", start + 30)]
+
+
+@pytest.mark.slow
+def test_the_chapter_glues_the_package_figures_and_types_none():
+    """The section's prose types no factor or share (every one is a glue), every glue it shows is set by its code
+    cell, and the glued figures are the package functions' (llama.cpp held out by machine, vendors by group)."""
+    section = _section()
+    cells = re.findall(r"```\{code-cell\} ipython3\n(.*?)```", section, re.S)
+    prose = re.sub(r"```.*?```", "", section, flags=re.S)
+    shown = set(re.findall(r"\{glue:text\}`([^`]+)`", prose)) | set(re.findall(r"```\{glue:md\} (\w+)", section))
+    bare = re.sub(r"\{(glue:text|ref)\}`[^`]+`", "", prose)
+    assert not re.findall(r"\d+\.\d\d|\d+%", bare.replace("80%", ""))  # no typed factor or share
+    glued: dict[str, object] = {}
+
+    def glue(name: str, value: object, display: bool = True) -> None:
+        glued[name] = value
+
+    import statistics
+
+    import llmcourse as lc
+    import llmcourse.validation as lcv
+
+    code = "\n".join(c.split("\n", 1)[1] if c.startswith(":tags:") else c for c in cells)
+    namespace = {"glue": glue, "lc": lc, "lcv": lcv, "statistics": statistics, "course": lc.resolve(), "Markdown": str}
+    exec(code, namespace)
+    assert shown <= set(glued)
+    lcpp, vend = llama_cpp.held_out(), vd.vendor_held_out()
+    assert glued["lcpp_decode_fac"] == f"{lcpp['decode'].stats.median_factor:.2f}"
+    assert glued["lcpp_prefill_cov"] == f"{lcpp['prefill'].coverage:.0%}"
+    assert glued["vend_AMD_fac"] == f"{vend['AMD'].raw.median_factor:.2f}"
+    assert glued["vend_AMD_hfac"] == f"{vend['AMD'].held.stats.median_factor:.2f}"
+    assert glued["vend_Intel_cov"] == f"{vend['Intel'].held.coverage:.0%}"
+    assert glued["vend_Intel_n"] == f"{len([r for r in vd.vendor_rows() if r.vendor == 'Intel'])}"
+
+
+def test_same_harness_pairs_each_mi300x_run_with_its_h200_twin():
+    """The third party's file has 11 runs at 256 requests or fewer on both GPUs with the same engine, lengths and
+    batch (counted by hand: vLLM at 800 tokens out with 32, 64, 128 and 256 requests and at 1,600 with 256; SGLang at
+    800 with the same four, at 1,600 and at 3,200 with 256); each pair's quotient is the two rows' ratios divided."""
+    held = vd.vendor_held_out()
+    pairs = vd.same_harness(held)
+    assert len(pairs) == 11
+    ratio = {i: r for h in held.values() for i, r in h.ratios.items()}
+    rows = {r.id: r for r in vd.vendor_rows()}
+    for a, b, q in pairs:
+        ra, rb = rows[a], rows[b]
+        assert (ra.gpu, rb.gpu) == ("MI300X", "H200 SXM") and (ra.engine, ra.osl, ra.batch) == (
+            rb.engine,
+            rb.osl,
+            rb.batch,
+        )
+        assert q == pytest.approx(ratio[a] / ratio[b])
