@@ -121,7 +121,10 @@ def test_allreduce_latency_by_hand():
     got = {n: allreduce_latency("Llama-3.1-70B", r[n]).to("s").m for n in (2, 8)}
     assert math.isclose(got[8], _one_shot(3.5, 0.8, 450, 8, 65_536), rel_tol=1e-9)
     assert math.isclose(got[2], _one_shot(3.5, 0.8, 450, 2, 65_536), rel_tol=1e-9)
-    assert got[8] / got[2] < 1.6  # issue 34's bar: TP8's small-message all-reduce within 1.6x of TP2's on NVLink
+    # issue 34's bar: TP8's small-message all-reduce within 1.6x of TP2's on NVLink. By hand from the formula's
+    # constants (3.5 us kernel, 0.8 us flag latency, 450 GB/s at 80%, 4 x 8,192 x 2 B = 65,536 B):
+    # (4.3 + 7 x 0.18204) / (4.3 + 0.18204) = 5.5743 / 4.4820 = 1.244
+    assert math.isclose(got[8] / got[2], 5.5743 / 4.4820, rel_tol=1e-4) and got[8] / got[2] < 1.6
     ring8 = allreduce_latency("Llama-3.1-70B", rr[8]).to("s").m
     assert math.isclose(ring8, _ring(4.5, 0.8, 450, 8, 65_536), rel_tol=1e-9)
     assert ring8 / allreduce_latency("Llama-3.1-70B", rr[2]).to("s").m > 2.5
