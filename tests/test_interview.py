@@ -843,3 +843,17 @@ def test_prefill_is_counted_at_the_fp8_peak_for_the_fp8_model() -> None:
     1.979 - 0.245 = 1.73 PFLOP/s idle) beside the capacity method's BF16."""
     assert QUESTIONS["roofline_fleet"].numbers()["idle8"].to("PFLOP/s").m == pytest.approx(1.979 - 1.2263 / 5, rel=1e-3)
     assert "100 H100s" in QUESTIONS["prefill_pool"].render("strong")
+
+
+def test_the_fleet_chain_keeps_the_replica_that_meets_the_speed_per_user() -> None:
+    """roofline_fleet's brief asks 30 tokens/s per user, and its answer runs the batch that gives it; the chain's next
+    steps (traffic triples, no FP8) keep that promise instead of the batch of 64 the capacity method ran, which gives
+    each user less once the prompts ride in the steps."""
+    first = QUESTIONS["roofline_fleet"].numbers()
+    triple, bf16 = (QUESTIONS[q].numbers() for q in ("fleet350_triple", "fleet350_bf16"))
+    assert first["user64"] < 30 <= first["user_course"]
+    assert triple["batch"] == first["b_course"] and triple["user"] >= 30
+    assert triple["x_course"] == pytest.approx(first["x_course"])
+    # the same replica at three times the demand: about three times the GPUs (whole replicas of two GPUs)
+    assert 3 * first["gpus_course"] - 2 <= triple["gpus_course"] <= 3 * first["gpus_course"] + 2
+    assert bf16["user"] >= 30 and bf16["user4"] >= 30

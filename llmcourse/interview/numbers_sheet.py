@@ -137,12 +137,12 @@ def sheet_tables(values: Mapping[str, Any] | None = None) -> dict[str, str]:
     s = sheet() if values is None else values
     pct = f"{num(s['bw_pct'])}%"
     gpu = [
-        f"| GPU | memory | bandwidth | BF16 | FP8 | full-memory step (datasheet / {pct}) "
-        f"| tok/s per user, full (datasheet / {pct}) | price (assumed) |",
+        f"| GPU | memory | bandwidth | BF16 | FP8 | full-memory step (at {pct} / datasheet ceiling) "
+        f"| tok/s per user, full (at {pct} / datasheet ceiling) | price (assumed) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     gpu += [
-        f"| {n} | {num(m)} | {num(b)} | {num(f, 4)} | {num(f8, 4)} | {num(t)} / {num(ta)} | {num(r, 2)} / {num(ra, 2)} "
+        f"| {n} | {num(m)} | {num(b)} | {num(f, 4)} | {num(f8, 4)} | {num(ta)} / {num(t)} | {num(ra, 2)} / {num(r, 2)} "
         f"| {p.m:.2f} USD/h |"
         for n, m, b, f, f8, t, r, p, ta, ra in s["gpu_rows"]
     ]

@@ -66,7 +66,7 @@ def num(value: Any, digits: int = 3, *, escape: bool = True) -> str:
         if value.dimensionality == _USD.dimensionality:
             return f"{dollar}{sig(float(value.to('USD').m), digits)}"
         if value.dimensionality == _USD_PER_HOUR.dimensionality:
-            return f"{dollar}{float(value.to('USD/hour').m):.2f}/h"
+            return f"{dollar}{float(value.to('USD/hour').m):,.2f}/h"
         return f"{_digits(float(value.m), digits)} {value.units:~P}".strip()
     if isinstance(value, (bool, str)):  # a given named in words: a model, a GPU, a precision
         return str(value)

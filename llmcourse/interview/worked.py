@@ -262,6 +262,7 @@ def _max_batch(variant: int = 0) -> dict[str, Any]:
         bw_pct=pct(c.assumptions.bandwidth_efficiency),
         o=c.step.overhead_time,
         comm=c.step.comm_time,
+        b_course=c.batch,
         others=c.batch - 1,
     )
 
@@ -653,7 +654,11 @@ def _h200(variant: int = 0) -> dict[str, Any]:
 
 
 # --- Staff+: the whole system, assumptions stated ---------------------------------------------------------------
-def _batch_for_user_rate(model: str, gpu: Any, target: pint.Quantity, **work: Any) -> Any:
+#: The chat product's least speed per user, the brief of roofline_fleet and of its chain (``fleet350``).
+CHAT_USER_RATE = Q_(30, "1/s")
+
+
+def batch_for_user_rate(model: str, gpu: Any, target: pint.Quantity, **work: Any) -> Any:
     """The course's replica at the largest batch (of those that fit) whose users each see at least ``target``
     tokens/s; the time per token grows with the batch, so the batches are tried from the largest down."""
     for b in range(replica(model, gpu, **work).batch, 0, -1):
@@ -706,7 +711,7 @@ def _roofline_fleet(variant: int = 0) -> dict[str, Any]:
     # prompts in the steps, batch 64 gives 23.0)
     work = dict(tensor_parallel=2, prompt_tokens=prompt, answer_tokens=answer, weight_bytes="fp8", assumptions=COURSE)
     c64 = replica("Llama-3.1-70B", g, batch=64, **work)
-    c = _batch_for_user_rate("Llama-3.1-70B", g, Q_(30, "1/s"), **work)
+    c = batch_for_user_rate("Llama-3.1-70B", g, CHAT_USER_RATE, **work)
     fc = fleet(demand, c)
     return _measured_prefill_row() | dict(
         rps=rps,

@@ -30,6 +30,8 @@ from llmcourse.formulas import FORMULAS as F
 from llmcourse.interview.figures import COURSE, PEAK_FACTOR, draw, per_gpu_rate, per_s, seed004_model
 from llmcourse.interview.givens import billion_setup, fits_words, fleet350_rps, gqa70_setup
 from llmcourse.interview.questions import register_worked
+from llmcourse.interview.templates import num
+from llmcourse.interview.worked import CHAT_USER_RATE, batch_for_user_rate
 from llmcourse.planner.design import Brief, plan
 from llmcourse.planner.serving import fleet, traffic
 from llmcourse.replica.memory import kv_bytes_per_sequence, kv_bytes_per_token, max_batch, usable_memory
@@ -137,6 +139,7 @@ def _speed(variant: int, **change: Any) -> dict[str, Any]:
         bw=gpus[g["gpu"]].bandwidth,
         bw_pct=100 * resolve(COURSE).bandwidth_efficiency,
         o=r.step.overhead_time,
+        links="" if g["n"] == 1 else f" and {num(r.step.comm_time, 2)} of all-reduces between the {g['n']} GPUs",
     )
 
 
@@ -236,6 +239,7 @@ def _ttft(variant: int, **change: Any) -> dict[str, Any]:
     r = _rep(g, batch=1, **change)
     return _givens(g) | dict(
         ttft=r.ttft.to("ms"),
+        over=Q_(resolve(COURSE).request_overhead_ms, "ms"),
         cached=change.get("cached", 0),
         flops=F["prefill_compute_rate"](
             token_rate=Q_(1, "1/s"), flops_per_param=Q_(2, "FLOP"), params=models[g["model"]].params
@@ -347,23 +351,22 @@ def _design_chat_rag(variant: int = 0) -> dict[str, Any]:
 
 
 # --- the chains that continue an earlier question (its one variant) -----------------------------------------------
-def _fleet350(rps: float, weights: str, batch: int | None = 64) -> dict[str, Any]:
-    """roofline_fleet's setup by the course's method (Llama 3.1 70B on two H100s at batch 64, 2,000 + 400; None:
-    the batch that fits)."""
-    r = replica(
-        "Llama-3.1-70B",
-        "H100 SXM",
-        tensor_parallel=2,
-        batch=batch,
+def _fleet350(rps: float, weights: str, tensor_parallel: int = 2) -> dict[str, Any]:
+    """roofline_fleet's replica by the course's method (Llama 3.1 70B on ``tensor_parallel`` H100s, 2,000 + 400
+    tokens) at the largest batch that still gives each user the brief's 30 tokens/s, and its fleet for ``rps``."""
+    work = dict(
+        tensor_parallel=tensor_parallel,
         prompt_tokens=2_000,
         answer_tokens=400,
         weight_bytes=weights,
         assumptions=COURSE,
     )
+    r = batch_for_user_rate("Llama-3.1-70B", "H100 SXM", CHAT_USER_RATE, **work)
     demand = F["token_rate"](request_rate=Q_(rps, "1/s"), tokens_per_request=400).to("1/s")
     f = fleet(demand, r)
     return dict(
         rps=rps,
+        target=per_s(CHAT_USER_RATE),
         demand=per_s(demand),
         x_course=per_s(r.throughput),
         gpus_course=f.gpus,
@@ -381,18 +384,9 @@ def _fleet350_triple(variant: int = 0) -> dict[str, Any]:
 
 @register_worked("fleet350_bf16")
 def _fleet350_bf16(variant: int = 0) -> dict[str, Any]:
-    out = _fleet350(3 * fleet350_rps(variant), "bf16", batch=None)
-    four = replica(
-        "Llama-3.1-70B",
-        "H100 SXM",
-        tensor_parallel=4,
-        batch=64,
-        prompt_tokens=2_000,
-        answer_tokens=400,
-        weight_bytes="bf16",
-    )
-    demand = Q_(out["demand"], "1/s")
-    return out | dict(gpus_tp4=fleet(demand, four).gpus, user4=per_s(four.tokens_per_s_per_user))
+    out = _fleet350(3 * fleet350_rps(variant), "bf16")
+    four = _fleet350(3 * fleet350_rps(variant), "bf16", tensor_parallel=4)
+    return out | dict(gpus_tp4=four["gpus_course"], user4=four["user"], batch4=four["batch"])
 
 
 def _billion(variant: int, model_rate: bool) -> dict[str, Any]:

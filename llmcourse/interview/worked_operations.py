@@ -30,6 +30,7 @@ from llmcourse.catalog import gpus
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.interview.figures import PEAK_FACTOR, draw, per_s
 from llmcourse.interview.questions import register_worked
+from llmcourse.interview.templates import num
 from llmcourse.interview.worked_chains import CHAIN_GPUS, CHAIN_MODELS
 from llmcourse.planner.bill import Site, bill
 from llmcourse.planner.design import Brief, plan
@@ -248,6 +249,19 @@ def _lit_spiky(variant: int = 0) -> dict[str, Any]:
 _DG_TTFT, _DG_TPOT = Q_(1_500, "ms"), Q_(40, "ms")
 
 
+def _unmet_ttft_words(ttft: Any, target: Any, n: int) -> str:
+    """A sentence for a sizing whose p99 first token misses ``target`` although the replicas were added until it
+    stopped falling (a miss after the sizing means that even a request that never waits is too slow at the p99):
+    more replicas of ``n`` GPUs do not help, other levers do. Empty when the target is met."""
+    if ttft <= target:
+        return ""
+    return (
+        f" The p99 first token misses the {num(target)} target, and more replicas of {n} GPUs cannot meet it: at the p99 a prompt"
+        f" that never waits is already too slow. The levers are replicas of more GPUs each (a shorter prefill), a"
+        f" prefix cache for the shared part of the prompts, or a looser target, not more replicas."
+    )
+
+
 def _disagg(variant: int, prompt_times: int = 1, kv: int = 2) -> dict[str, Any]:
     g = ops_setup(variant)
     prompt = g["prompt"] * prompt_times
@@ -273,6 +287,7 @@ def _disagg(variant: int, prompt_times: int = 1, kv: int = 2) -> dict[str, Any]:
         agg_gpus=c.aggregated.gpus,
         winner=c.winner,
         kv_bytes="FP8" if kv == 1 else "BF16",
+        ttft_note=_unmet_ttft_words(d.ttft, _DG_TTFT, d.prefill.gpus_per_replica),
         ttft_target=_DG_TTFT,
         tpot_target=_DG_TPOT,
     )
@@ -754,6 +769,8 @@ def _c_goodput(variant: int = 0) -> dict[str, Any]:
 # --- design prompts ----------------------------------------------------------------------------------------------------
 #: The support assistant's promise: 99% of first tokens within 500 ms.
 _SUPPORT_TTFT = Q_(500, "ms")
+#: The largest replica (GPUs) a design question tries when its replicas miss the targets: one H100 or H200 node.
+_LARGEST_REPLICA = 8
 
 
 def _verdict(met: bool) -> str:
@@ -774,10 +791,29 @@ def _design_support(variant: int) -> dict[str, Any]:
     on_mean = plan(g["model"], g["gpu"], mean_brief, weight_bytes="fp8", tensor_parallel="auto")
     p = plan(g["model"], g["gpu"], p99_brief, weight_bytes="fp8", tensor_parallel=on_mean.tensor_parallel)
     z = p.sizing
+    design, larger = p, ""
+    if not z.met:  # a prompt alone is too slow at the p99 on these replicas: larger ones prefill it faster
+        shapes = [2**k for k in range(1, 4) if on_mean.tensor_parallel < 2**k <= _LARGEST_REPLICA]
+        met = [q for q in (plan(g["model"], g["gpu"], p99_brief, weight_bytes="fp8", tensor_parallel=t) for t in shapes)
+               if q.sizing.met]  # fmt: skip
+        design = min(met, key=lambda q: q.gpus) if met else p
+        larger = (
+            f" No number of replicas of {p.tensor_parallel} meets it: at the p99 a prompt that never waits is"
+            f" already too slow."
+            + (
+                f" Replicas of {design.tensor_parallel} GPUs prefill it faster and meet it with {design.gpus:,} GPUs"
+                f" (p99 {num(design.sizing.ttft)}), {num(design.cost_per_million_output_tokens)} per million tokens:"
+                f" that is the design."
+                if met
+                else f" Nor do replicas of up to {_LARGEST_REPLICA} GPUs: the promise or the prompts must change."
+            )
+        )
     return g | dict(
         rps=rps,
         peak=PEAK_FACTOR,
-        gpus=p.gpus,
+        gpus=design.gpus,
+        gpus_p99=p.gpus,
+        larger=larger,
         tp=p.tensor_parallel,
         mean_gpus=on_mean.gpus,
         p99=z.ttft,
@@ -785,6 +821,7 @@ def _design_support(variant: int) -> dict[str, Any]:
         mean_verdict=_verdict(z.mean_ttft <= _SUPPORT_TTFT),
         p99_verdict=_verdict(z.ttft <= _SUPPORT_TTFT),
         gpus_vs="fewer than" if p.gpus < on_mean.gpus else ("more than" if p.gpus > on_mean.gpus else "as many as"),
+        design_tp=design.tensor_parallel,
         batch=p.batch,
         ttft=_ms(on_mean.ttft),
         tpot=_ms(on_mean.tpot),
@@ -845,20 +882,46 @@ def _design_code_disagg(variant: int = 0) -> dict[str, Any]:
     tp = plan(g["model"], g["gpu"], brief, weight_bytes="fp8", tensor_parallel="auto").tensor_parallel
     c = compare(g["model"], g["gpu"], brief, tensor_parallel=tp, weight_bytes="fp8")  # both first tokens at p99
     agg, d = c.aggregated, c.disaggregated
-    best = min(x.gpus for x in (agg, d) if x.meets_targets) if c.winner != "neither" else agg.gpus
+    # neither meets both targets: a prompt alone is too slow at the p99 on replicas of tp GPUs, so the design takes
+    # larger replicas (a shorter prefill), doubling until one side meets them or the replica is a whole node
+    final, tp_final = c, tp
+    while final.winner == "neither" and 2 * tp_final <= _LARGEST_REPLICA:
+        tp_final *= 2
+        final = compare(g["model"], g["gpu"], brief, tensor_parallel=tp_final, weight_bytes="fp8")
+    fa, fd = final.aggregated, final.disaggregated
+    best = min(x.gpus for x in (fa, fd) if x.meets_targets) if final.winner != "neither" else fa.gpus
+    if final is c:
+        larger = ""
+    else:
+        larger = (
+            f" Neither meets both targets on replicas of {tp}: at the p99 a prompt that never waits is already too"
+            f" slow, so more replicas do not help; replicas of {tp_final} GPUs prefill it faster. There: aggregated"
+            f" {fa.gpus} GPUs, p99 TTFT {num(_ms(final.aggregated_ttft))} ({_verdict(fa.meets_targets)} the targets);"
+            f" disaggregated {fd.prefill.gpus} prefill + {fd.decode.gpus} decode = {fd.gpus} GPUs, p99 TTFT"
+            f" {num(fd.ttft)}, TPOT {num(fd.tpot)} ({_verdict(fd.meets_targets)} the targets)."
+        )
+    verdict = (
+        f"neither meets both targets on replicas of up to {tp_final} GPUs; the target or the prompts must change"
+        if final.winner == "neither"
+        else f"{final.winner}, replicas of {tp_final} GPUs, {best:,} GPUs"
+    )
     return g | dict(
         tp=tp,
         agg_gpus=agg.gpus,
         agg_ttft=_ms(c.aggregated_ttft),
         agg_tpot=_ms(agg.tpot),
-        agg_met="meets" if agg.meets_targets else "misses",
+        agg_met=_verdict(agg.meets_targets),
         dis_gpus=d.gpus,
+        dis_met=_verdict(d.meets_targets),
         prefill_gpus=d.prefill.gpus,
         decode_gpus=d.decode.gpus,
         dis_ttft=d.ttft,
         dis_tpot=d.tpot,
         handoff=d.kv_handoff,
-        winner=c.winner,
+        winner=final.winner,
+        larger=larger,
+        verdict=verdict,
+        tp_final=tp_final,
         gpus=best,
         bottleneck=str(agg.bottleneck),
     )
