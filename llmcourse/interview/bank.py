@@ -28,6 +28,7 @@ from __future__ import annotations
 from llmcourse.interview import (  # noqa: F401
     worked,
     worked_chains,
+    worked_designs,
     worked_many_gpus,
     worked_memory,
     worked_operations,
