@@ -366,7 +366,9 @@ def disaggregated(
     allowed for, as :func:`~llmcourse.planner.design.plan` sizes on percentiles). The decode pool's replicas decode the largest batch whose time per
     token meets its target (no prefill shares their steps); the fewest replicas that complete the
     rate with the headroom, or ``decode_gpus`` if given (then the batch is the smallest that keeps up
-    with the rate). A target no pool can meet (the prefill alone is slower) is reported unmet.
+    with the rate). A target no pool can meet (the prefill alone is slower) is reported unmet, with the prefill
+    pool past which doubling the replicas shortens the first token by under 1% (not the barely stable pool,
+    whose queue is long).
 
     Examples
     --------
@@ -590,7 +592,8 @@ class _PrefillPool:
 
     def fewest(self) -> int:
         """At least the headroom over the rate (and a stable queue), then the fewest that meet the target; on a
-        percentile target, no headroom (the queue is simulated), only a stable queue."""
+        percentile target, no headroom (the queue is simulated), only a stable queue. A target that no pool can meet
+        (the prompt's own prefill and hand-off exceed it) gets the pool beyond which doubling buys under 1%."""
         stable = math.floor(self.lam_s * self.mean_s) + 1
         if self.q is None:
             c_min = int(F["gpus_for_rate"](request_rate=self.lam, headroom=self.headroom, rps_per_gpu=1 / self.t_pre).m)
@@ -598,7 +601,18 @@ class _PrefillPool:
         else:
             c = stable
         target = float(to(self.brief.ttft_target, _S).m)
-        if self.ttft_s(c) > target and self.no_wait_s() < target:
+        if self.ttft_s(c) > target and self.no_wait_s() >= target:
+            # out of reach even with no wait: not the barely stable pool (a long queue), but the pool past which
+            # doubling it no longer shortens the first token by 1% (the rest is the prefill itself)
+            lo = c
+            while c < _MOST_REPLICAS and self.ttft_s(min(2 * c, _MOST_REPLICAS)) < 0.99 * self.ttft_s(c):
+                lo, c = c, min(2 * c, _MOST_REPLICAS)
+            enough = self.ttft_s(c) / 0.99  # then the fewest within that 1% of it
+            while c - lo > 1:
+                mid = (lo + c) // 2
+                lo, c = (mid, c) if self.ttft_s(mid) > enough else (lo, mid)
+            return c
+        if self.ttft_s(c) > target:
             lo, hi = c, c
             while self.ttft_s(hi) > target and hi < _MOST_REPLICAS:
                 lo, hi = hi, min(2 * hi, _MOST_REPLICAS)
