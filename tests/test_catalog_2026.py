@@ -14,7 +14,7 @@ from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.replica.model import replica
 
 NEW_GPUS = ["MI355X", "MI350X", "H20", "H200 NVL", "RTX 5090", "RTX PRO 6000", "L40", "A10", "M3 Max", "M3 Ultra",
-            "Gaudi 3", "Arc Pro B60", "TPU v5e", "TPU v6e", "TPU v7", "Trainium2"]  # fmt: skip
+            "M4 Max", "Gaudi 3", "Arc Pro B60", "TPU v5e", "TPU v6e", "TPU v7", "Trainium2"]  # fmt: skip
 NEW_MODELS = ["Llama-4-Scout-17B-16E", "Llama-4-Maverick-17B-128E", "Gemma-3-27B", "Qwen3-0.6B", "Qwen3-1.7B",
               "Qwen3-4B", "Qwen3-8B", "Qwen3-14B", "DeepSeek-V3.2", "Kimi-K2-Instruct", "Mistral-Small-24B",
               "Mistral-Large-2407", "Phi-4"]  # fmt: skip
@@ -126,6 +126,9 @@ def test_unified_memory_share():
     assert m.with_(memory_share=0.5).memory.to("GB").m == pytest.approx(128)
     assert m.with_(memory=Q_(512, "GB")).memory.to("GB").m == pytest.approx(384)
     assert lc.gpus["H100 SXM"].memory_share is None and lc.gpus["H100 SXM"].unified_memory is None
+    # M4 Max, 128 GB at macOS's default share on 128 GB (107.52 of 128: 0.84), 546 GB/s (Apple's figure)
+    m4 = lc.gpus["Apple M4 Max"]
+    assert m4.memory.to("GB").m == pytest.approx(0.84 * 128) and m4.bandwidth.to("GB/s").m == pytest.approx(546)
 
 
 @pytest.mark.parametrize("share", [0, -0.1, 1.5, float("nan"), "0.75", True])
