@@ -293,3 +293,18 @@ def test_a_plan_on_an_amd_gpu_shows_the_factor_beside_its_own_time_per_token():
     )
     assert not any("factor" in k for k in dict(plan("Llama-3.1-70B", "H200 SXM", brief).rows()))
     assert not any("factor" in k for k in dict(plan("Llama-3.1-70B", "MI300X", brief, assumptions="planner").rows()))
+
+
+def test_infinity_fabric_small_all_reduce_matches_the_measured_custom_kernel():
+    """vLLM's custom all-reduce of a small message on MI300X, as published: 7.07 us for 4 KiB on 2 GPUs (ROCm/aiter
+    PR 801) and 7.18 us for 2 KiB on 4 GPUs (vllm-project/vllm PR 19744); on 8 MI355X 6.3 us for 24 KiB (vLLM PR
+    39080). The one-shot formula by hand: 3.5 us (engine_allreduce_us) + the link's latency + (N - 1) x bytes /
+    (0.8 x bandwidth): 3.5 + 3.6 + 4,096 / 320 GB/s = 7.11 us; 3.5 + 3.6 + 3 x 2,048 / 320 GB/s = 7.12 us;
+    3.5 + 2.4 + 7 x 24,576 / (0.8 x 537.6 GB/s) = 6.30 us."""
+    from llmcourse.assumptions import resolve
+    from llmcourse.replica.parallel import allreduce_seconds, layout
+
+    a = resolve("course").replace(allreduce_algorithm="engine")
+    for gpu, n, size, measured in (("MI300X", 2, 4096, 7.07), ("MI300X", 4, 2048, 7.18), ("MI355X", 8, 24_576, 6.3)):
+        name, t = allreduce_seconds(layout("Llama-3.1-70B", gpu, tensor_parallel=n), n, size, a)
+        assert name == "one-shot" and t * 1e6 == pytest.approx(measured, rel=0.02)
