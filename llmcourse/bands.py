@@ -15,6 +15,7 @@ Standard library only (with the catalog and the units): it runs in the live book
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from collections.abc import Iterable
@@ -32,11 +33,14 @@ __all__ = [
     "BAND_PERCENTILES",
     "BAND_WHICH",
     "GENERATIONS",
+    "GPU_VENDORS",
     "METRICS",
     "METRIC_NAMES",
     "MIN_BAND_ROWS",
     "MIN_MODEL_BAND_ROWS",
+    "VENDOR_FACTOR_FILE",
     "Band",
+    "VendorFactor",
     "architecture",
     "band_for",
     "concurrency_band",
@@ -47,6 +51,9 @@ __all__ = [
     "nearest_catalog_gpu",
     "plan_bands",
     "shipped_bands",
+    "shipped_vendor_factors",
+    "vendor_factor",
+    "vendor_factor_for",
 ]
 
 
@@ -86,6 +93,15 @@ GENERATIONS = {
     "H100 SXM": "Hopper", "H100 PCIe": "Hopper", "H200 SXM": "Hopper", "B200": "Blackwell", "GB200": "Blackwell",
     "B300": "Blackwell Ultra", "GB300": "Blackwell Ultra", "A100 SXM 80GB": "Ampere", "A100 SXM 40GB": "Ampere",
     "A10G": "Ampere", "L4": "Ada", "L40S": "Ada", "RTX 4090": "Ada", "MI300X": "CDNA 3", "MI325X": "CDNA 3",
+}  # fmt: skip
+#: The shipped vendor factors, in ``llmcourse/data`` (written by ``scripts/make_vendor_factors.py`` from the
+#: published AMD and Intel rows, ``llmcourse.validation.vendors.vendor_factor_table``).
+VENDOR_FACTOR_FILE = "vendor_factors.json"
+#: The vendor of each catalog accelerator whose answers may carry a vendor factor (:func:`vendor_factor_for`): AMD's
+#: and Intel's. NVIDIA's answers carry the bands of the NVIDIA rows instead; Apple's, Google's and AWS's have no
+#: published rows here.
+GPU_VENDORS = {
+    "MI300X": "AMD", "MI325X": "AMD", "MI350X": "AMD", "MI355X": "AMD", "Gaudi 3": "Intel", "Arc Pro B60": "Intel",
 }  # fmt: skip
 #: The concurrency families: the most requests in flight of each, and its label (above the last: ``"257+"``).
 _BANDS = ((4, "1-4"), (16, "5-16"), (64, "17-64"), (256, "65-256"))
@@ -323,6 +339,114 @@ def band_for(metric: str, model: Any, gpu: Any, value: Any = 1.0, *, table: dict
     raise InputError(f"the table of bands has no family of {metric}: run scripts/make_bands.py.")
 
 
+@dataclass(frozen=True)
+class VendorFactor:
+    """A vendor's factor from its published rows (:func:`vendor_factor`): the median measured / predicted output
+    tokens per second (``median``) of ``n`` rows in ``groups`` groups measured on ``gpus``, the 80% band of those
+    ratios (``low`` to ``high``), and, held out by group, the median factor of a group's rows once divided by the
+    other groups' factor (``held_median_factor``), their share within 2x (``held_within_2x``) and the share inside
+    the other groups' band (``held_coverage``)."""
+
+    vendor: str
+    median: float
+    low: float
+    high: float
+    n: int
+    groups: int
+    gpus: tuple[str, ...]
+    held_median_factor: float
+    held_within_2x: float
+    held_coverage: float
+
+    def time_text(self, gpu: str, value_ms: float, what: str = "time per token") -> str:
+        """One line for a time per token of ``value_ms`` on ``gpu``: the model's figure, the figure divided by the
+        factor (where the factor lies outside :data:`CORRECTED_OUTSIDE`) and the band, labelled with the vendor,
+        the rows and the GPUs they were measured on.
+
+        Examples
+        --------
+        >>> f = VendorFactor("AMD", 0.4, 0.25, 0.8, 38, 5, ("MI300X",), 1.7, 0.74, 0.55)
+        >>> print(f.time_text("MI355X", 20.0))
+        time per token 20 ms by the model, 50 ms by the AMD factor (38 published rows on MI300X, 5 groups, ran a median 0.40x the model's output tokens per second; MI355X not measured); 80% of those rows put it between 25 and 80 ms; each group held out, the other groups' factor left a median factor of 1.7, 74% within 2x, and their band covered 55% of its rows
+        """
+        v = float(value_ms)
+        head = f"{what} {_figure(v)} ms"
+        if not CORRECTED_OUTSIDE[0] <= self.median <= CORRECTED_OUTSIDE[1]:
+            head += f" by the model, {_figure(v / self.median)} ms by the {self.vendor} factor"
+        else:
+            head += f", the {self.vendor} factor near 1"
+        seen = "" if gpu in self.gpus else f"; {gpu} not measured"
+        return (
+            f"{head} ({self.n} published rows on {', '.join(self.gpus)}, {self.groups} groups, ran a median "
+            f"{self.median:.2f}x the model's output tokens per second{seen}); 80% of those rows put it between "
+            f"{_figure(v / self.high)} and {_figure(v / self.low)} ms; each group held out, the other groups' "
+            f"factor left a median factor of {self.held_median_factor:.2g}, {self.held_within_2x:.0%} within 2x, "
+            f"and their band covered {self.held_coverage:.0%} of its rows"
+        )
+
+
+_SHIPPED_VENDOR_FACTORS: dict[str, Any] | None = None
+
+
+def shipped_vendor_factors() -> dict[str, Any]:
+    """The table of vendor factors shipped in ``llmcourse/data/vendor_factors.json`` (read once)."""
+    global _SHIPPED_VENDOR_FACTORS
+    if _SHIPPED_VENDOR_FACTORS is None:
+        try:
+            text = resources.files("llmcourse.data").joinpath(VENDOR_FACTOR_FILE).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(
+                f"llmcourse/data/{VENDOR_FACTOR_FILE} is missing: run scripts/make_vendor_factors.py."
+            ) from None
+        _SHIPPED_VENDOR_FACTORS = json.loads(text)
+    return _SHIPPED_VENDOR_FACTORS
+
+
+def vendor_factor(vendor: str, *, table: dict[str, Any] | None = None) -> VendorFactor:
+    """A vendor's factor from the shipped table (:func:`shipped_vendor_factors`, or ``table``); an unknown vendor
+    gets a "did you mean".
+
+    Examples
+    --------
+    >>> f = vendor_factor("AMD")
+    >>> f.gpus, f.median < 1, f.n >= 30
+    (('MI300X',), True, True)
+    >>> vendor_factor("AMDD")
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.UnknownNameError: no vendor factor for 'AMDD'. Did you mean 'AMD'? Known: AMD, Intel.
+    """
+    t = shipped_vendor_factors() if table is None else table
+    known = t["vendors"]
+    if vendor not in known:
+        close = difflib.get_close_matches(str(vendor), list(known), n=2, cutoff=0.4)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise UnknownNameError(f"no vendor factor for {vendor!r}.{hint} Known: {', '.join(known)}.")
+    v, h = known[vendor], known[vendor]["held_out"]
+    return VendorFactor(
+        vendor, float(v["median"]), float(v["low"]), float(v["high"]), int(v["n"]), int(v["groups"]),
+        tuple(v["gpus"]), float(h["median_factor"]), float(h["within_2x"]), float(h["coverage"]),
+    )  # fmt: skip
+
+
+def vendor_factor_for(gpu: Any, *, table: dict[str, Any] | None = None) -> VendorFactor | None:
+    """The factor of a catalog GPU's vendor (:data:`GPU_VENDORS`), or None: an NVIDIA GPU (its answers carry the
+    bands of the NVIDIA rows), a vendor with no published rows here, or a GPU outside the catalog (a hand-made
+    ``GPU``: its vendor is not known). An unknown GPU name gets the catalog's "did you mean".
+
+    Examples
+    --------
+    >>> vendor_factor_for("MI355X").vendor, vendor_factor_for("gaudi3").vendor, vendor_factor_for("H200")
+    ('AMD', 'Intel', None)
+    """
+    known = _in_catalog(gpus, gpu)
+    if known is None or known.name not in GPU_VENDORS:
+        return None
+    t = shipped_vendor_factors() if table is None else table
+    vendor = GPU_VENDORS[known.name]
+    return vendor_factor(vendor, table=t) if vendor in t["vendors"] else None
+
+
 def plan_bands(plan: Any) -> list[tuple[str, str]]:
     """The band rows of a :class:`~llmcourse.planner.Plan` (what ``Plan.rows()`` shows): the time per
     output token and the time to first token, each with the 80% band of its family (:func:`band_for`);
@@ -346,4 +470,9 @@ def plan_bands(plan: Any) -> list[tuple[str, str]]:
     ):
         model, gpu = plan.specs if plan.specs is not None else (plan.model, plan.gpu)  # a hand-made one's own
         out.append((label, band_for(metric, model, gpu, value).text(what)))
+    same_method = plan.replica.assumptions.name == shipped_vendor_factors()["method"]
+    factor = vendor_factor_for(gpu) if same_method else None
+    if factor is not None:  # the vendor's published rows: beside the model's own figure, never instead of it
+        name = gpus[getattr(gpu, "name", gpu)].name
+        out.append((f"time per token, {factor.vendor} factor", factor.time_text(name, to(plan.tpot, "ms").magnitude)))
     return out

@@ -325,11 +325,36 @@ def _llama_cpp() -> None:
         )
 
 
+def _vendors() -> None:
+    """The published AMD and Intel rows (llmcourse.validation.vendors): per vendor the course's error, each group held
+    out with a vendor factor, and each group's median measured / predicted (below 1: the model is too fast)."""
+    import statistics
+
+    from llmcourse.validation import vendors as vd
+
+    t = time.perf_counter()
+    rows = vd.vendor_rows()
+    held = vd.vendor_held_out(rows)
+    print(f"vendor rows: {len(rows)} ({time.perf_counter() - t:.1f} s)")
+    for v, h in held.items():
+        print(
+            f"  {v:6s} {', '.join(h.gpus)}: {h.raw.n} rows, {h.groups} groups; median factor {h.raw.median_factor:.2f}, "
+            f"within 2x {h.raw.within_2x:.0%}, median measured / predicted {h.median_ratio:.2f}; held out by group "
+            f"with a vendor factor: median factor {h.held.stats.median_factor:.2f}, within 2x "
+            f"{h.held.stats.within_2x:.0%}, 80% band coverage {h.held.coverage:.0%}"
+        )
+        for g in dict.fromkeys(r.group for r in rows if r.id in h.ratios):
+            mine = [h.ratios[r.id] for r in rows if r.group == g and r.id in h.ratios]
+            print(f"      {g}: {len(mine)} rows, measured / predicted {statistics.median(mine):.2f} "
+                  f"({min(mine):.2f} to {max(mine):.2f})")  # fmt: skip
+
+
 def _measured() -> None:
     """Load the shipped measured rows, predict them, fit held out; print the times and the error tables."""
     import llmcourse.validation as lcv
 
     _llama_cpp()
+    _vendors()
 
     t = time.perf_counter()
     got = lcv.load_measurements(lcv.AICONFIGURATOR)

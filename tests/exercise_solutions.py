@@ -879,15 +879,20 @@ def _spec_alpha(v):
 
 
 # --- many GPUs -----------------------------------------------------------------------------------------------------
-def _link(name):
-    """(bandwidth in B/s, latency per ring step in s, fixed cost per collective in s) of a catalog link."""
+def _link(name, n=0):
+    """(bandwidth in B/s, latency per ring step in s, fixed cost per collective in s) of a catalog link for a group
+    of ``n`` GPUs: on a fully connected board (Infinity Fabric, Gaudi 3's ports) a group smaller than the board has
+    n - 1 of each GPU's domain - 1 links, the bandwidth times (n - 1) / (domain - 1)."""
     lk = lc.links[name]
-    return lk.bandwidth.to("B/s").m, lk.latency.to("s").m, lk.base.to("s").m
+    bw = lk.bandwidth.to("B/s").m
+    if lk.mesh and 1 < n < lk.domain:
+        bw = bw * (n - 1) / (lk.domain - 1)
+    return bw, lk.latency.to("s").m, lk.base.to("s").m
 
 
 def _ring_allreduce(link, n, message_bytes):
     """t0 + 2(N - 1) alpha + 2(N - 1)/N x bytes / (eta x bandwidth), in seconds."""
-    bw, alpha, t0 = _link(link)
+    bw, alpha, t0 = _link(link, n)
     steps = 2 * (n - 1)
     return t0 + steps * alpha + steps / n * message_bytes / (COURSE.link_efficiency * bw)
 
@@ -896,7 +901,7 @@ def _engine_allreduce(link, n, message_bytes):
     """The engines' all-reduce on a link whose GPUs read each other's memory (NVLink): the least of the ring, the
     one-shot (t0,e + alpha + (N - 1) x bytes / (eta x bandwidth)) and the two-shot (2 (t0,e + alpha) + 2(N - 1)/N x
     bytes / (eta x bandwidth)), t0,e the course's 3.5 us kernel cost; in seconds."""
-    bw, alpha, _ = _link(link)
+    bw, alpha, _ = _link(link, n)
     t0e, eta = COURSE.engine_allreduce_us * 1e-6, COURSE.link_efficiency
     one = t0e + alpha + (n - 1) * message_bytes / (eta * bw)
     two = 2 * (t0e + alpha) + 2 * (n - 1) / n * message_bytes / (eta * bw)

@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from llmcourse.errors import InputError
+from llmcourse import bands as lb
+from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.planner import Brief, plan
+from llmcourse.units import Q_
 from llmcourse.validation import llama_cpp
 from llmcourse.validation import vendors as vd
 
@@ -203,3 +206,138 @@ def test_same_harness_pairs_each_mi300x_run_with_its_h200_twin():
             rb.batch,
         )
         assert q == pytest.approx(ratio[a] / ratio[b])
+
+
+# --- the vendor factor an answer on an AMD or Intel GPU carries ----------------------------------------------------
+
+#: A hand-made table of vendor factors (numbers chosen for the arithmetic below, not fitted).
+TABLE = {
+    "method": "course",
+    "metric": "output_tokens_per_s",
+    "percentiles": [10, 90],
+    "vendors": {
+        "AMD": {"gpus": ["MI300X"], "n": 10, "groups": 3, "median": 0.5, "low": 0.25, "high": 0.8,
+                "held_out": {"median_factor": 1.5, "within_2x": 0.9, "coverage": 0.6, "factors": [0.4, 0.6]}},
+        "Intel": {"gpus": ["Gaudi 3"], "n": 4, "groups": 2, "median": 0.9, "low": 0.8, "high": 1.0,
+                  "held_out": {"median_factor": 1.1, "within_2x": 1.0, "coverage": 0.5, "factors": [0.85, 0.95]}},
+    },
+}  # fmt: skip
+
+
+def test_the_shipped_vendor_factors_are_up_to_date():
+    """llmcourse/data/vendor_factors.json is what vendor_factor_table() gives today (else: run
+    scripts/make_vendor_factors.py), and NVIDIA, the control, gets no factor of its own."""
+    assert lb.shipped_vendor_factors() == vd.vendor_factor_table()
+    assert sorted(lb.shipped_vendor_factors()["vendors"]) == ["AMD", "Intel"]
+
+
+def test_the_vendor_factor_is_the_median_ratio_of_the_vendors_rows():
+    """The factor is the median measured / predicted of the vendor's rows, its band their 10th to 90th percentile
+    (recomputed here from the rows' ratios, with statistics' median and numpy-style linear percentiles by hand)."""
+    held = vd.vendor_held_out()
+    t = vd.vendor_factor_table(held)
+    for vendor in ("AMD", "Intel"):
+        r = sorted(held[vendor].ratios.values())
+        n = len(r)
+        mid = math.exp((math.log(r[(n - 1) // 2]) + math.log(r[n // 2])) / 2)  # the geometric median of n rows
+        pos = (n - 1) * 0.1  # the 10th percentile: linear between ranks floor(pos) and floor(pos) + 1
+        p10 = r[int(pos)] + (r[int(pos) + 1] - r[int(pos)]) * (pos - int(pos))
+        f = t["vendors"][vendor]
+        assert f["n"] == n and f["median"] == pytest.approx(mid, rel=1e-3) and f["low"] == pytest.approx(p10, rel=1e-3)
+        assert (
+            f["low"] < f["median"] < min(1.0, f["high"])
+        )  # the median row of each vendor runs slower than the model says
+
+
+def test_an_amd_time_per_token_is_divided_by_its_factor_beside_the_models_own():
+    """20 ms by the model at a factor 0.5 (band 0.25 to 0.8 of the model's tokens per second): 20 / 0.5 = 40 ms
+    corrected; the band's times 20 / 0.8 = 25 ms to 20 / 0.25 = 80 ms; the model's own 20 ms stays first."""
+    f = lb.vendor_factor_for("MI300X", table=TABLE)
+    text = f.time_text("MI300X", 20.0)
+    assert text.startswith("time per token 20 ms by the model, 40 ms by the AMD factor (10 published rows on MI300X")
+    assert "between 25 and 80 ms" in text and "not measured" not in text
+    assert "MI355X not measured" in f.time_text("MI355X", 20.0)  # the vendor's factor, said to be another GPU's
+
+
+def test_a_factor_near_one_shows_no_corrected_figure():
+    """Intel's hand-made 0.9 lies within 0.8 to 1.25 (CORRECTED_OUTSIDE): the model's figure alone, with the band
+    20 / 1.0 = 20 ms to 20 / 0.8 = 25 ms."""
+    text = lb.vendor_factor_for("Gaudi 3", table=TABLE).time_text("Gaudi 3", 20.0)
+    assert "by the Intel factor" not in text and "between 20 and 25 ms" in text
+
+
+def test_which_gpus_carry_a_vendor_factor():
+    """AMD's and Intel's catalog GPUs carry their vendor's factor; NVIDIA's and the vendors with no rows do not."""
+    assert lb.vendor_factor_for("MI355X").vendor == "AMD" and lb.vendor_factor_for("Arc Pro B60").vendor == "Intel"
+    assert all(lb.vendor_factor_for(g) is None for g in ("H200 SXM", "B200", "M3 Max", "TPU v6e", "Trainium2"))
+    assert all(g in lb.gpus for g in lb.GPU_VENDORS)  # every name of the table is a catalog GPU
+
+
+def test_an_unknown_vendor_or_gpu_gets_did_you_mean():
+    with pytest.raises(UnknownNameError, match="Did you mean 'Intel'"):
+        lb.vendor_factor("intell")
+    with pytest.raises(UnknownNameError, match="MI300"):
+        lb.vendor_factor_for("MI300XX")
+
+
+def test_a_plan_on_an_amd_gpu_shows_the_factor_beside_its_own_time_per_token():
+    """print(plan) on MI300X: the model's time per token row is unchanged, and a row below the bands divides it by
+    the shipped AMD factor; an H200 plan has no such row, nor does an MI300X plan under another method."""
+    brief = Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
+    p = plan("Llama-3.1-70B", "MI300X", brief)
+    rows = dict(p.rows())
+    f = lb.vendor_factor("AMD")
+    tpot = p.tpot.m_as("ms")
+    assert rows["time per token, AMD factor"].startswith(f"time per token {tpot:.0f} ms by the model, ")
+    assert (
+        f"{tpot / f.median:.0f} ms by the AMD factor ({f.n} published rows on MI300X"
+        in rows["time per token, AMD factor"]
+    )
+    assert not any("factor" in k for k in dict(plan("Llama-3.1-70B", "H200 SXM", brief).rows()))
+    assert not any("factor" in k for k in dict(plan("Llama-3.1-70B", "MI300X", brief, assumptions="planner").rows()))
+
+
+def test_infinity_fabric_small_all_reduce_matches_the_measured_custom_kernel():
+    """vLLM's custom all-reduce of a small message on MI300X, as published: 7.07 us for 4 KiB on 2 GPUs (ROCm/aiter
+    PR 801) and 7.18 us for 2 KiB on 4 GPUs (vllm-project/vllm PR 19744); on 8 MI355X 6.3 us for 24 KiB (vLLM PR
+    39080). The one-shot formula by hand: 3.5 us (engine_allreduce_us) + the link's latency + (N - 1) x bytes /
+    (0.8 x bandwidth): 3.5 + 3.6 + 4,096 / 320 GB/s = 7.11 us; 3.5 + 3.6 + 3 x 2,048 / 320 GB/s = 7.12 us;
+    3.5 + 2.4 + 7 x 24,576 / (0.8 x 537.6 GB/s) = 6.30 us."""
+    from llmcourse.assumptions import resolve
+    from llmcourse.replica.parallel import allreduce_seconds, layout
+
+    a = resolve("course").replace(allreduce_algorithm="engine")
+    for gpu, n, size, measured in (("MI300X", 2, 4096, 7.07), ("MI300X", 4, 2048, 7.18), ("MI355X", 8, 24_576, 6.3)):
+        name, t = allreduce_seconds(layout("Llama-3.1-70B", gpu, tensor_parallel=n), n, size, a)
+        assert name == "one-shot" and t * 1e6 == pytest.approx(measured, rel=0.02)
+
+
+def test_a_group_on_a_fully_connected_link_uses_its_own_links():
+    """Infinity Fabric and Gaudi 3's scale-up ports are meshes: a group of N reaches its peers over N - 1 of each
+    GPU's 7 links. Gaudi 3 by hand: 525 GB/s x 1 / 7 = 75 GB/s for two cards, the 3 ports x 25 GB/s each pair has
+    (docs.habana.ai Network Configuration). vLLM's custom all-reduce of 8 MiB as measured on MI300X: 181.43 us on 2
+    GPUs (ROCm/aiter PR 801) and 118.31 us on 4 (vllm-project/vllm PR 19744); by hand, one-shot on 2:
+    3.5 + 3.6 + 8,388,608 B / (0.8 x 400 / 7 GB/s) = 190.6 us; two-shot on 4: 2 x (3.5 + 3.6) + 1.5 x 8,388,608 B /
+    (0.8 x 400 x 3 / 7 GB/s) = 106.0 us. A switched link (NVLink 4) gives every group its whole bandwidth."""
+    from llmcourse import links
+    from llmcourse.assumptions import resolve
+    from llmcourse.formulas import FORMULAS
+    from llmcourse.replica.parallel import allreduce_seconds, layout
+
+    assert links["Gaudi 3 RoCE"].mesh and links["Infinity Fabric MI300X"].mesh and not links["NVLink 4"].mesh
+    bw = FORMULAS["mesh_link_bandwidth"](link_bandwidth=Q_(525, "GB/s"), n_gpus=2, mesh_gpus=8)
+    assert bw.m_as("GB/s") == pytest.approx(75.0)
+    a = resolve("course").replace(allreduce_algorithm="engine")
+    size = 8 * 1024 * 1024
+    for n, measured, by_hand in ((2, 181.43, 190.6), (4, 118.31, 106.0)):
+        _, t = allreduce_seconds(layout("Llama-3.1-70B", "MI300X", tensor_parallel=n), n, size, a)
+        assert t * 1e6 == pytest.approx(by_hand, rel=0.005) and t * 1e6 == pytest.approx(measured, rel=0.15)
+    _, h2 = allreduce_seconds(layout("Llama-3.1-70B", "H100 SXM", tensor_parallel=2), 2, size, a)
+    assert h2 * 1e6 < 40  # 450 GB/s for any group: 3.5 + 0.8 + 8 MiB / 360 GB/s = 27.6 us
+
+
+def test_a_link_mesh_flag_must_be_true_or_false():
+    from llmcourse.catalog import Link
+
+    with pytest.raises(InputError, match="mesh must be True or False"):
+        Link("mine", bandwidth=Q_(50, "GB/s"), latency=Q_(2, "us"), base=Q_(5, "us"), mesh="yes")

@@ -564,6 +564,9 @@ class Link:
     that the engines' own all-reduce kernels run on it (vLLM's ``custom_all_reduce`` needs a fully connected NVLink
     or xGMI board beyond two GPUs; TensorRT-LLM's ONESHOT / TWOSHOT need NVLink peer access): NVLink and Infinity
     Fabric yes, PCIe and the scale-out links no (their all-reduce is NCCL's ring).
+    ``mesh`` says whether the link is fully connected without a switch (AMD's Infinity Fabric boards, Gaudi 3's
+    scale-up ports): each GPU has a link of its own to each of its ``domain - 1`` peers, ``bandwidth`` is their sum,
+    and a group of N GPUs reaches its peers over N - 1 of them (formula ``mesh_link_bandwidth``).
 
     Examples
     --------
@@ -587,10 +590,12 @@ class Link:
     source: str = "user-defined"
     aliases: tuple[str, ...] = field(default=(), compare=False, repr=False)
     peer_kernels: bool = False
+    mesh: bool = False
 
     def __post_init__(self) -> None:
-        if not isinstance(self.peer_kernels, bool):
-            raise InputError(f"link {self.name!r}: peer_kernels must be True or False; got {self.peer_kernels!r}.")
+        for flag in ("peer_kernels", "mesh"):
+            if not isinstance(getattr(self, flag), bool):
+                raise InputError(f"link {self.name!r}: {flag} must be True or False; got {getattr(self, flag)!r}.")
         for attr, unit in (("bandwidth", "GB/s"), ("latency", "us"), ("base", "us")):
             try:
                 q = as_quantity(getattr(self, attr), unit, attr)
@@ -786,6 +791,7 @@ def _load_links() -> list[Link]:
             source=row["source"],
             aliases=tuple(a for a in row["aliases"].split(";") if a),
             peer_kernels=row["peer_kernels"].strip().lower() == "yes",
+            mesh=row["mesh"].strip().lower() == "yes",
         )
         for row in _read_csv("links.csv")
     ]

@@ -49,11 +49,21 @@ _FLOOR = f"{COURSE.layer_floor_us:g} µs"
 _KERNEL = f"{COURSE.engine_allreduce_us:g} µs"
 
 
-def _link_words(name: str) -> dict[str, str]:
+def _link_words(name: str, n: int = 0) -> dict[str, str]:
+    """The link's figures as a story states them; on a fully connected link (``Link.mesh``) a group of ``n`` GPUs
+    smaller than the board gets the bandwidth of its own links (formula ``mesh_link_bandwidth``), and says so."""
     lk = lc.links[name]
+    bw, note = lk.bandwidth, ""
+    if lk.mesh and 1 < n < lk.domain:
+        bw = lc.FORMULAS["mesh_link_bandwidth"](link_bandwidth=lk.bandwidth, n_gpus=n, mesh_gpus=lk.domain)
+        note = (
+            f" to the group's peers (the board joins its {lk.domain} GPUs all to all, a link between each pair: a "
+            f"group of {n} uses {n - 1} of each GPU's {lk.domain - 1} links)"
+        )
     return dict(
         link=lk.name,
-        bw=f"{lk.bandwidth.to('GB/s').m:g}",
+        bw=f"{bw.to('GB/s').m:.4g}",
+        mesh_note=note,
         alpha=f"{lk.latency.to('us').m:g}",
         t0=f"{lk.base.to('us').m:g}",
     )
@@ -69,7 +79,7 @@ _TP_MODELS = ("Llama-3.1-8B", "Mistral-7B-v0.1", "Llama-3.1-70B", "Qwen2.5-72B",
 
 
 def _ar_variant(model: str, n: int, batch: int, link: str) -> dict:
-    return _model_words(model) | _link_words(link) | dict(n=n, batch=batch)
+    return _model_words(model) | _link_words(link, n) | dict(n=n, batch=batch)
 
 
 def _ar_answer(v):
@@ -82,7 +92,7 @@ define(
     "many_gpus_ex1",
     "The all-reduces of a decode step",
     "{model} ({layers} layers, hidden size {hidden}) runs tensor-parallel on {n} GPUs joined by {link}: {bw} GB/s "
-    "per GPU and direction, a latency of {alpha} µs per ring step and a fixed {t0} µs per collective. By the "
+    "per GPU and direction{mesh_note}, a latency of {alpha} µs per ring step and a fixed {t0} µs per collective. By the "
     f"course's method a collective reaches {_LINK_ETA} of the link's bandwidth and activations are {_ACT} bytes a "
     "value. A decode step of {batch} sequences does two all-reduces per layer (after attention and after the MLP), "
     "each of the step's activations (sequences x hidden size values), each a ring all-reduce (NCCL's algorithm). "
@@ -357,7 +367,7 @@ _TPOT_SETUPS = pool(_tpot_setups)
 def _tpot_variant(gpu, n, c, p, a):
     lk = lc.links[lc.gpus[gpu].link]
     budget = scheduler_of(DEFAULT_ENGINE, gpu).token_budget
-    return dict(gpu=gpu, n=n, c=c, prompt=p, answer=a, budget=budget) | _link_words(lk.name)
+    return dict(gpu=gpu, n=n, c=c, prompt=p, answer=a, budget=budget) | _link_words(lk.name, n)
 
 
 def _tpot(v):
@@ -377,7 +387,7 @@ define(
     EXERCISES,
     "many_gpus_ex6",
     "Time per token at a concurrency",
-    "Llama-3.1-70B with FP8 weights (BF16 KV cache) runs tensor-parallel on {n} x {gpu} ({link}: {bw} GB/s per GPU, "
+    "Llama-3.1-70B with FP8 weights (BF16 KV cache) runs tensor-parallel on {n} x {gpu} ({link}: {bw} GB/s per GPU{mesh_note}, "
     "a latency of {alpha} µs), serving {c} requests at a time, each {prompt} tokens in and "
     "{answer} out, new requests arriving as others finish. The engine (vLLM, at most {budget} tokens a step) mixes "
     "the prompts into its decode steps: each step decodes one token of every request and carries {c} x {prompt} / "

@@ -244,6 +244,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "lora_adapter_params": ("bc50172e74fc7396c201", "_a6*_a5*(7*_a2 + 2*_a0*_a4 + 2*_a0*_a1 + 3*_a3)"),
     "max_batch": ("4106baf3bef11406169b", "floor((_a1 - _a2)/_a0)"),
     "mdc_wait": ("b02de0471c8d12b984ff", "(1/2)*_a1*_a2**(sqrt(2*_a0 + 2) - 1)/(_a0*(1 - _a2))"),
+    "mesh_link_bandwidth": ("e76fb0870c68cef15104", "_a0*(_a2 - 1)/(_a1 - 1)"),
     "mixed_step_time": (
         "ed1030bbdff625209ff1",
         "max(_a3/(_a2*_a1*_a11), _a9*(_a8 + _a6)/(_a7*_a12*_a11)) + max((_a8*_a10 + _a5)/(_a2*_a1*_a11), (_a8*_a0 + _a6*_a4)/(_a7*_a12*_a11))",
@@ -304,7 +305,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "weight_load_time": ("59110f7dd398648bf73c", "_a1/_a0"),
     "weight_read_time": ("1a3b6cc497f53320b20b", "_a3/(_a1*_a0*_a2)"),
 }
-SOURCES = "a05e88c5ebb3450bd335"
+SOURCES = "1cae9ba89225195886e2"
 TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ("peak_request_rate", "request_rate", "peak request rate", "01_tokens", "daily_rate peak_factor"),
     ("token_rate", "token_rate", "tokens per second from requests", "01_tokens", "request_rate tokens_per_request"),
@@ -810,6 +811,13 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "all-reduce across nodes: reduce-scatter in each node, all-reduce of the slices between nodes, all-gather",
         "08c_many_gpus",
         "link_bandwidth link_efficiency link_latency message_bytes node_gpus nodes out_bandwidth out_base out_latency",
+    ),
+    (
+        "mesh_link_bandwidth",
+        "mesh_bandwidth",
+        "a group of N GPUs on a fully connected link of N_mesh uses N - 1 of each GPU's N_mesh - 1 links",
+        "08c_many_gpus",
+        "link_bandwidth mesh_gpus n_gpus",
     ),
     (
         "dispatch_gpus",

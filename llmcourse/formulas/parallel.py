@@ -57,6 +57,16 @@ activation_bytes = symbol("activation_bytes", r"b_{act}", "B", "bytes per activa
 step_tokens = symbol("step_tokens", r"n_{tok}", "", "tokens a step sends between GPUs (the batch at decode)")
 message_bytes = symbol("message_bytes", r"S_{msg}", "B", "bytes of one collective's message, per GPU")
 link_bandwidth = symbol("link_bandwidth", r"B_{link}", "B/s", "link bandwidth per GPU and direction")
+mesh_gpus = symbol(
+    "mesh_gpus",
+    r"N_{mesh}",
+    "",
+    "GPUs a fully connected link joins, each GPU a link of its own to each peer",
+    integer=True,
+)
+mesh_bandwidth = symbol(
+    "mesh_bandwidth", r"B_{mesh}", "B/s", "bandwidth per GPU and direction of a group's links on a fully connected link"
+)
 link_efficiency = symbol(
     "link_efficiency", r"\eta_{link}", "", "share of the link bandwidth a collective reaches", at_most=1
 )
@@ -220,6 +230,19 @@ def _engine_collectives() -> None:
         + 2 * (nodes - 1) * out_latency
         + 2 * (nodes - 1) / nodes * message_bytes / node_gpus / (out_bandwidth * link_efficiency),
         "all-reduce across nodes: reduce-scatter in each node, all-reduce of the slices between nodes, all-gather",
+        CHAPTER,
+    )
+    # A fully connected link (AMD's Infinity Fabric on an MI300X or MI355X board, the Gaudi 3's 21 scale-up ports,
+    # 3 to each of 7 peers) has no switch: each GPU has a link of its own to each peer, and a group of N of the
+    # N_mesh GPUs reaches its peers over N - 1 of them (vLLM PR 39080 on MI355X: peak bus bandwidth (N - 1) x one
+    # link's; docs.habana.ai Network Configuration: 21 / 7 = 3 ports for each pair). On 2 MI300X at 400 / 7 GB/s and
+    # 80% this gives 3.5 + 3.6 + 8 MiB / 45.7 GB/s = 191 us for vLLM's custom all-reduce of 8 MiB (measured 181 us,
+    # ROCm/aiter PR 801), where the whole 400 GB/s gave 33 us.
+    formula(
+        "mesh_link_bandwidth",
+        "mesh_bandwidth",
+        link_bandwidth * (n_gpus - 1) / (mesh_gpus - 1),
+        "a group of N GPUs on a fully connected link of N_mesh uses N - 1 of each GPU's N_mesh - 1 links",
         CHAPTER,
     )
 

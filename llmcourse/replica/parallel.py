@@ -242,10 +242,21 @@ def _link_terms_s(lk: Link, a: Assumptions) -> dict[str, float]:
     return terms
 
 
+def _group_terms_s(lk: Link, n: int, a: Assumptions) -> dict[str, float]:
+    """:func:`_link_terms_s` for a collective of ``n`` GPUs on ``lk``: on a fully connected link (``Link.mesh``) a
+    group smaller than its domain reaches its peers over ``n - 1`` of each GPU's ``domain - 1`` links (formula
+    ``mesh_link_bandwidth``); on a switched link every group has the whole bandwidth."""
+    terms = _link_terms_s(lk, a)
+    if not lk.mesh or not 1 < n < lk.domain:
+        return terms
+    bw = F["mesh_link_bandwidth"].value(link_bandwidth=terms["link_bandwidth"], n_gpus=n, mesh_gpus=lk.domain)
+    return {**terms, "link_bandwidth": bw}
+
+
 def _collective_s(kind: str, lay: Layout, n: int, message: float, a: Assumptions) -> float:
     if n <= 1:
         return 0.0
-    return F[kind].value(n_gpus=n, message_bytes=message, **_link_terms_s(_a2a_link(lay, n, a), a))
+    return F[kind].value(n_gpus=n, message_bytes=message, **_group_terms_s(_a2a_link(lay, n, a), n, a))
 
 
 def _a2a_link(lay: Layout, n: int, a: Assumptions) -> Link:
@@ -287,10 +298,10 @@ def allreduce_seconds(lay: Layout, n: int, message: float, a: Assumptions) -> tu
         return "none", 0.0
     node = lay.node_link
     if a.allreduce_algorithm == "ring":
-        return "ring", F["allreduce_time"].value(n_gpus=n, message_bytes=message, **_link_terms_s(lay.link, a))
+        return "ring", F["allreduce_time"].value(n_gpus=n, message_bytes=message, **_group_terms_s(lay.link, n, a))
     if node is not None and n > node.domain:  # across nodes: hierarchical
         nodes = -(-n // node.domain)
-        inner, outer = _link_terms_s(node, a), _link_terms_s(lay.link, a)
+        inner, outer = _group_terms_s(node, -(-n // nodes), a), _link_terms_s(lay.link, a)
         t = F["hierarchical_allreduce_time"].value(
             out_base=outer["collective_base"],
             link_latency=inner["link_latency"],
@@ -304,7 +315,7 @@ def allreduce_seconds(lay: Layout, n: int, message: float, a: Assumptions) -> tu
         )
         return "hierarchical", t
     lk = node if node is not None else lay.link  # a group inside one node runs on the node's link
-    terms = _link_terms_s(lk, a)
+    terms = _group_terms_s(lk, n, a)
     options = {"ring": F["allreduce_time"].value(n_gpus=n, message_bytes=message, **terms)}
     if lk.peer_kernels:
         engine = dict(

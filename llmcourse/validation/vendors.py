@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.bands import BAND_PERCENTILES
 from llmcourse.catalog import gpus, models
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS
@@ -58,6 +59,7 @@ __all__ = [
     "held_out_factor",
     "predicted",
     "same_harness",
+    "vendor_factor_table",
     "vendor_held_out",
     "vendor_rows",
 ]
@@ -336,3 +338,60 @@ def same_harness(
         for r in rows
         if r.gpu == gpu and r.id in ratio and key(r) in controls
     ]
+
+
+def _sig4(x: float) -> float:
+    return float(f"{x:.4g}")
+
+
+def vendor_factor_table(held: dict[str, VendorHeldOut] | None = None) -> dict:
+    """The vendor factors that ``llmcourse/data/vendor_factors.json`` holds (``scripts/make_vendor_factors.py``
+    writes it; a test checks the shipped file equals it), from :func:`vendor_held_out` under the course's method.
+
+    One decision, for every vendor but NVIDIA (whose answers carry the bands of the NVIDIA rows): the factor is the
+    median measured / predicted output tokens per second of all the vendor's published rows (the geometric median,
+    as :func:`held_out_factor` fits it fold by fold), its 80% band the 10th to 90th percentile of those ratios, and
+    its error is the one measured held out by group (``held_out``: each group's rows divided by the factor of the
+    other groups; ``coverage``: the share of a group's rows inside the other groups' band). The rows are
+    throughput runs, so the factor is one of output tokens per second (a time per token is divided by it); the
+    rows measure no time to first token. 4 significant digits.
+
+    Examples
+    --------
+    >>> t = vendor_factor_table()
+    >>> sorted(t["vendors"]), t["metric"], t["vendors"]["Intel"]["gpus"]
+    (['AMD', 'Intel'], 'output_tokens_per_s', ['Gaudi 3'])
+    >>> a = t["vendors"]["AMD"]
+    >>> a["low"] <= a["median"] <= a["high"], a["n"] == len(vendor_held_out()["AMD"].ratios)
+    (True, True)
+    """
+    held = vendor_held_out() if held is None else held
+    out = {}
+    for vendor, h in held.items():
+        if vendor == "NVIDIA":  # the control rows of the DeepSeek-R1 harness, not a factor of NVIDIA's answers
+            continue
+        ratios = list(h.ratios.values())
+        fs = h.held.factors.values()
+        out[vendor] = {
+            "gpus": list(h.gpus),
+            "n": len(ratios),
+            "groups": h.groups,
+            "median": _sig4(math.exp(statistics.median(math.log(r) for r in ratios))),
+            "low": _sig4(percentile(ratios, BAND_PERCENTILES[0])),
+            "high": _sig4(percentile(ratios, BAND_PERCENTILES[1])),
+            "held_out": {
+                "median_factor": _sig4(h.held.stats.median_factor),
+                "within_2x": _sig4(h.held.stats.within_2x),
+                "coverage": _sig4(h.held.coverage),
+                "factors": [_sig4(min(fs)), _sig4(max(fs))],
+            },
+        }
+    return {
+        "about": f"vendor factors (median measured / predicted output tokens per second) and their 80% bands, "
+        f"from the published rows of llmcourse/data/{_FILE}, written by scripts/make_vendor_factors.py from "
+        "llmcourse.validation.vendors.vendor_factor_table(); a test checks this file against it.",
+        "method": resolve(None).name,
+        "metric": "output_tokens_per_s",
+        "percentiles": list(BAND_PERCENTILES),
+        "vendors": out,
+    }

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from llmcourse.bands import band_for, shipped_bands
+from llmcourse.bands import band_for, shipped_bands, shipped_vendor_factors, vendor_factor_for
+from llmcourse.catalog import gpus
 from llmcourse.planner.serving import serving_plan
 from llmcourse.units import fmt
 from llmcourse.widgets import (
@@ -40,6 +41,10 @@ def _rows(
     if method == shipped_bands()["method"]:  # the measured band of the course's time per token
         band = band_for("tpot_ms", model, gpu, 1 / p.tokens_per_s_per_user)
         rows.append(("time per token, 80% band", band.text("time per token")))
+    factor = vendor_factor_for(gpu) if method == shipped_vendor_factors()["method"] else None
+    if factor is not None:  # an AMD or Intel GPU: its vendor's published rows, beside the model's own figure
+        ms = 1000 / p.tokens_per_s_per_user.m_as("1/s")
+        rows.append((f"time per token, {factor.vendor} factor", factor.time_text(gpus[gpu].name, ms)))
     return rows
 
 
