@@ -260,19 +260,24 @@ def model_key(metric: str, model: str, generation: str | None = None) -> str:
     return f"{metric}/model={model}" + (f"/{generation}" if generation else "")
 
 
-_SHIPPED_BANDS: dict[str, Any] | None = None
+#: The tables shipped in ``llmcourse/data``, by file name, each read once.
+_SHIPPED: dict[str, dict[str, Any]] = {}
+
+
+def _shipped(file: str, script: str) -> dict[str, Any]:
+    """The JSON table ``llmcourse/data/<file>`` (read once); a missing file names the script that writes it."""
+    if file not in _SHIPPED:
+        try:
+            text = resources.files("llmcourse.data").joinpath(file).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputError(f"llmcourse/data/{file} is missing: run {script}.") from None
+        _SHIPPED[file] = json.loads(text)
+    return _SHIPPED[file]
 
 
 def shipped_bands() -> dict[str, Any]:
     """The table of bands shipped in ``llmcourse/data/bands.json`` (read once)."""
-    global _SHIPPED_BANDS
-    if _SHIPPED_BANDS is None:
-        try:
-            text = resources.files("llmcourse.data").joinpath(BANDS_FILE).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InputError(f"llmcourse/data/{BANDS_FILE} is missing: run scripts/make_bands.py.") from None
-        _SHIPPED_BANDS = json.loads(text)
-    return _SHIPPED_BANDS
+    return _shipped(BANDS_FILE, "scripts/make_bands.py")
 
 
 def band_for(metric: str, model: Any, gpu: Any, value: Any = 1.0, *, table: dict[str, Any] | None = None) -> Band:
@@ -385,21 +390,9 @@ class VendorFactor:
         )
 
 
-_SHIPPED_VENDOR_FACTORS: dict[str, Any] | None = None
-
-
 def shipped_vendor_factors() -> dict[str, Any]:
     """The table of vendor factors shipped in ``llmcourse/data/vendor_factors.json`` (read once)."""
-    global _SHIPPED_VENDOR_FACTORS
-    if _SHIPPED_VENDOR_FACTORS is None:
-        try:
-            text = resources.files("llmcourse.data").joinpath(VENDOR_FACTOR_FILE).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise InputError(
-                f"llmcourse/data/{VENDOR_FACTOR_FILE} is missing: run scripts/make_vendor_factors.py."
-            ) from None
-        _SHIPPED_VENDOR_FACTORS = json.loads(text)
-    return _SHIPPED_VENDOR_FACTORS
+    return _shipped(VENDOR_FACTOR_FILE, "scripts/make_vendor_factors.py")
 
 
 def vendor_factor(vendor: str, *, table: dict[str, Any] | None = None) -> VendorFactor:
