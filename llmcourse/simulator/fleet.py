@@ -209,11 +209,14 @@ class _Replicas:
 
     def moved(self, r: int) -> None:
         """Replica ``r``'s load changed: its new entries on the router's heaps."""
-        heapq.heappush(self.by_count, (self.count[r], r))
-        heapq.heappush(self.by_kv, (self.kv[r], r))
+        router = self.fleet.router  # each heap only for the router that reads it (one never read would only grow)
+        if router in ("least_loaded", "prefix_aware"):
+            heapq.heappush(self.by_count, (self.count[r], r))
+        if router == "least_kv":
+            heapq.heappush(self.by_kv, (self.kv[r], r))
         if self.by_cost is not None:
             self.by_cost.set(r, self.owed[r] + self.kv[r])
-        if self.fleet.router == "prefix_aware":
+        if router == "prefix_aware":
             heapq.heappush(self.most, (-self.count[r], r))
 
     def _prefix_aware(self, j: int, group: int, prompt: int) -> int:
