@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from interview_bank import BANK  # the design questions' numbers kept per process (simulated fleets)
 
 from llmcourse.interview import QUESTIONS
 from llmcourse.replica.model import replica
@@ -88,11 +89,11 @@ def test_the_design_answers_end_on_a_design_that_meets_its_targets() -> None:
     """At the book's givens replicas of two H100s cannot meet the code assistant's p99 first token (1.5 s) nor the
     support assistant's (500 ms): a prompt that never waits is already too slow at the p99. The strong answers say so
     and end on a larger replica that meets the targets, not on a fleet that misses them."""
-    code = QUESTIONS["design_code_disagg"].numbers()
+    code = BANK["design_code_disagg"].numbers()
     assert code["winner"] != "neither" and code["tp_final"] > code["tp"] and "Neither meets" in code["larger"]
-    support = QUESTIONS["design_support_p99"].numbers()
+    support = BANK["design_support_p99"].numbers()
     assert support["p99_verdict"] == "misses" and support["design_tp"] > support["tp"]
     assert "that is the design" in support["larger"]
-    long = QUESTIONS["dg_long"].numbers()
+    long = BANK["dg_long"].numbers()
     assert long["ttft"] > long["ttft_target"] and "cannot meet it" in long["ttft_note"]
-    assert QUESTIONS["dg_pools"].numbers()["ttft_note"] == ""  # met: nothing to add
+    assert BANK["dg_pools"].numbers()["ttft_note"] == ""  # met: nothing to add

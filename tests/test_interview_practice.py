@@ -6,20 +6,18 @@ questions' own text states (a follow-up's `moves`); never output of the code und
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
-import functools
 import itertools
 import json
 import math
-from typing import Any
 
 import pint
 import pytest
+from interview_bank import BANK
 
 from llmcourse.__main__ import main
 from llmcourse.errors import InputError
-from llmcourse.interview import QUESTIONS, Question
+from llmcourse.interview import QUESTIONS
 from llmcourse.interview.practice import (
     VARIANTS,
     Card,
@@ -36,30 +34,8 @@ from llmcourse.interview.practice import (
     save_progress,
 )
 
-_WORKED: dict[tuple[str, int], dict[str, Any]] = {}
-
-
-def _kept(q: Question) -> Question:
-    """``q`` with its worked() function computed once per variant in this module (a copy of the numbers each call).
-
-    The worked numbers of a variant are a function of the variant alone (its givens are drawn from a generator seeded
-    by the variant's number), and the design and fleet questions' worked() size fleets by simulation (up to 2 s a
-    variant): the variant test, the bank's report and the chains' follow-ups ask the same variants, and the variant
-    test asks each three times (markdown, key_figure, answer_text). Every check still runs on the package's own
-    numbers(), markdown(), key_figure(), answer_text() and report(), each call validating the numbers it is given."""
-    if not q.varies:
-        return q
-
-    @functools.wraps(q.worked)  # keeps the signature: `varies` reads its `variant` parameter
-    def worked(variant: int = 0) -> dict[str, Any]:
-        if (q.id, variant) not in _WORKED:
-            _WORKED[q.id, variant] = q.worked(variant=variant)
-        return dict(_WORKED[q.id, variant])
-
-    return dataclasses.replace(q, worked=worked)
-
-
-BANK = {qid: _kept(q) for qid, q in QUESTIONS.items()}
+# each question's worked numbers computed once per variant in this process (tests/interview_bank.py): the variant
+# test, the bank's report and the chains' follow-ups ask the same variants
 VARIED = [q for q in BANK.values() if q.varies]
 
 

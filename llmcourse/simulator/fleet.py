@@ -39,6 +39,7 @@ with a prefix cache holds its prefix once. A request that finds its prefix skips
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import heapq
 import math
@@ -119,6 +120,48 @@ class Fleet:
         return f"{self.replicas} replicas, router {self.router}{bound}"
 
 
+class _ByCost:
+    """The replicas by cost (least_cost's prefill owed plus KV held), kept as the costs change: the lowest cost and
+    the replicas at it in replica order, without a pass over the whole fleet at each request (a sizing simulates
+    fleets of thousands of replicas, most of them idle at the same cost).
+
+    Examples
+    --------
+    >>> c = _ByCost(3)
+    >>> c.set(0, 5), c.set(2, 5), c.lowest()
+    (None, None, [1])
+    >>> c.set(1, 5), c.lowest()
+    (None, [0, 1, 2])
+    """
+
+    def __init__(self, k: int) -> None:
+        self.cost = [0] * k
+        self.at: dict[int, list[int]] = {0: list(range(k))}  # each cost held: its replicas, in replica order
+        self.costs = [0]  # lazy min-heap of the costs held (a cost no longer held is dropped when it comes up)
+
+    def set(self, r: int, cost: int) -> None:
+        """Replica ``r``'s cost is now ``cost``."""
+        old = self.cost[r]
+        if cost == old:
+            return
+        same = self.at[old]
+        del same[bisect.bisect_left(same, r)]
+        if not same:
+            del self.at[old]
+        self.cost[r] = cost
+        if cost in self.at:
+            bisect.insort(self.at[cost], r)
+        else:
+            self.at[cost] = [r]
+            heapq.heappush(self.costs, cost)
+
+    def lowest(self) -> list[int]:
+        """The replicas at the lowest cost, in replica order."""
+        while self.costs[0] not in self.at:
+            heapq.heappop(self.costs)
+        return self.at[self.costs[0]]
+
+
 class _Replicas:
     """The replicas' queues and the router's view of them, advanced one event at a time (see :func:`fleet_loop`)."""
 
@@ -148,6 +191,7 @@ class _Replicas:
         self.done = 0
         self.count, self.kv = [0] * k, [0] * k  # the router's view: requests in each replica, KV they will hold
         self.owed = [0] * k  # the prompt tokens routed to each replica whose first token has not come (least_cost)
+        self.by_cost = _ByCost(k) if fleet.router == "least_cost" else None  # owed plus kv, by replica
         mean_answer = round(sum(reqs.ans) / n) if n else 0
         self.kv_seen = [w + mean_answer for w in reqs.work]  # a request's prompt and the mean answer
         self.by_count = [(0, r) for r in range(k)]  # lazy min-heaps of (load, replica)
@@ -165,9 +209,14 @@ class _Replicas:
 
     def moved(self, r: int) -> None:
         """Replica ``r``'s load changed: its new entries on the router's heaps."""
-        heapq.heappush(self.by_count, (self.count[r], r))
-        heapq.heappush(self.by_kv, (self.kv[r], r))
-        if self.fleet.router == "prefix_aware":
+        router = self.fleet.router  # each heap only for the router that reads it (one never read would only grow)
+        if router in ("least_loaded", "prefix_aware"):
+            heapq.heappush(self.by_count, (self.count[r], r))
+        if router == "least_kv":
+            heapq.heappush(self.by_kv, (self.kv[r], r))
+        if self.by_cost is not None:
+            self.by_cost.set(r, self.owed[r] + self.kv[r])
+        if router == "prefix_aware":
             heapq.heappush(self.most, (-self.count[r], r))
 
     def _prefix_aware(self, j: int, group: int, prompt: int) -> int:
@@ -183,18 +232,17 @@ class _Replicas:
         holders = self.holders.get(group)
         return min(holders, key=count.__getitem__) if holders else low
 
-    def _least_cost(self, k: int) -> int:
+    def _least_cost(self) -> int:
         """The replica with the lowest prefill owed plus KV held, one of the tied at random (Dynamo's selector)."""
-        owed, kv = self.owed, self.kv
-        cost = [owed[r] + kv[r] for r in range(k)]
-        low = min(cost)
-        tied = [r for r in range(k) if cost[r] == low]
+        tied = self.by_cost.lowest()  # kept as owed and kv change (moved, first_token): the lowest cost's replicas
         return tied[int(self.rand() * len(tied))] if len(tied) > 1 else tied[0]
 
     def first_token(self, r: int, j: int) -> None:
         """Request ``j`` got its first token on replica ``r``: its prompt is no longer owed (Dynamo lowers a worker's
         prompt-side load when the first output token signals the prefill done)."""
         self.owed[r] -= self.work[j]
+        if self.by_cost is not None:
+            self.by_cost.set(r, self.owed[r] + self.kv[r])
 
     def route(self, j: int, group: int) -> int:
         """The replica request ``j`` goes to (``group``: its prefix, -1 for none)."""
@@ -210,7 +258,7 @@ class _Replicas:
         if f.router == "least_kv":
             return self._least(self.by_kv, self.kv)
         if f.router == "least_cost":
-            return self._least_cost(k)
+            return self._least_cost()
         if f.router == "power_of_two":
             a = int(self.rand() * k)
             b = int(self.rand() * (k - 1))
