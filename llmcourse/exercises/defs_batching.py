@@ -211,7 +211,7 @@ define(
     (*_COST, "Fraction = prefill time / (prefill time + {answer} x step time)."),
     bare_ok=True,
     tolerance=0.02,
-    followup="How low could the cost fall if chunked prefill hid the prefill in decode's idle compute?",
+    followup="How low could the cost fall if the prompts rode in the decode steps, as chunked prefill runs them?",
 )
 
 
