@@ -601,25 +601,22 @@ class _PrefillPool:
         else:
             c = stable
         target = float(to(self.brief.ttft_target, _S).m)
-        if self.ttft_s(c) > target and self.no_wait_s() >= target:
+        if self.ttft_s(c) <= target:
+            return c
+        lo, limit = c, target
+        if self.no_wait_s() >= target:
             # out of reach even with no wait: not the barely stable pool (a long queue), but the pool past which
-            # doubling it no longer shortens the first token by 1% (the rest is the prefill itself)
-            lo = c
+            # doubling it no longer shortens the first token by 1% (the rest is the prefill itself); then the
+            # fewest within that 1% of it
             while c < _MOST_REPLICAS and self.ttft_s(min(2 * c, _MOST_REPLICAS)) < 0.99 * self.ttft_s(c):
                 lo, c = c, min(2 * c, _MOST_REPLICAS)
-            enough = self.ttft_s(c) / 0.99  # then the fewest within that 1% of it
-            while c - lo > 1:
-                mid = (lo + c) // 2
-                lo, c = (mid, c) if self.ttft_s(mid) > enough else (lo, mid)
-            return c
-        if self.ttft_s(c) > target:
-            lo, hi = c, c
-            while self.ttft_s(hi) > target and hi < _MOST_REPLICAS:
-                lo, hi = hi, min(2 * hi, _MOST_REPLICAS)
-            while hi - lo > 1:  # the wait falls as replicas are added
-                mid = (lo + hi) // 2
-                lo, hi = (mid, hi) if self.ttft_s(mid) > target else (lo, mid)
-            c = hi
+            limit = self.ttft_s(c) / 0.99
+        else:
+            while self.ttft_s(c) > target and c < _MOST_REPLICAS:
+                lo, c = c, min(2 * c, _MOST_REPLICAS)
+        while c - lo > 1:  # the wait falls as replicas are added
+            mid = (lo + c) // 2
+            lo, c = (mid, c) if self.ttft_s(mid) > limit else (lo, mid)
         return c
 
     def sized(self, c_given: int | None) -> tuple[int, float, pint.Quantity, pint.Quantity]:
