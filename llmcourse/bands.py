@@ -54,6 +54,7 @@ __all__ = [
     "shipped_vendor_factors",
     "vendor_factor",
     "vendor_factor_for",
+    "vendor_factor_row",
 ]
 
 
@@ -440,6 +441,25 @@ def vendor_factor_for(gpu: Any, *, table: dict[str, Any] | None = None) -> Vendo
     return vendor_factor(vendor, table=t) if vendor in t["vendors"] else None
 
 
+def vendor_factor_row(gpu: Any, tpot_ms: float, method: str) -> tuple[str, str] | None:
+    """The row an answer on an AMD or Intel GPU adds for a time per token of ``tpot_ms``: its vendor's factor
+    (:meth:`VendorFactor.time_text`), beside the model's own figure, never instead of it; None for another GPU or
+    under another method than the one the factors were fitted with (``method``: the assumptions' name).
+
+    Examples
+    --------
+    >>> vendor_factor_row("MI300X", 20.0, "course")[0], vendor_factor_row("H100 SXM", 20.0, "course")
+    ('time per token, AMD factor', None)
+    >>> vendor_factor_row("MI300X", 20.0, "planner") is None
+    True
+    """
+    factor = vendor_factor_for(gpu) if method == shipped_vendor_factors()["method"] else None
+    if factor is None:
+        return None
+    name = _in_catalog(gpus, gpu).name  # a GPU with a factor is one of the catalog's
+    return f"time per token, {factor.vendor} factor", factor.time_text(name, tpot_ms)
+
+
 def plan_bands(plan: Any) -> list[tuple[str, str]]:
     """The band rows of a :class:`~llmcourse.planner.Plan` (what ``Plan.rows()`` shows): the time per
     output token and the time to first token, each with the 80% band of its family (:func:`band_for`);
@@ -463,9 +483,5 @@ def plan_bands(plan: Any) -> list[tuple[str, str]]:
     ):
         model, gpu = plan.specs if plan.specs is not None else (plan.model, plan.gpu)  # a hand-made one's own
         out.append((label, band_for(metric, model, gpu, value).text(what)))
-    same_method = plan.replica.assumptions.name == shipped_vendor_factors()["method"]
-    factor = vendor_factor_for(gpu) if same_method else None
-    if factor is not None:  # the vendor's published rows: beside the model's own figure, never instead of it
-        name = gpus[getattr(gpu, "name", gpu)].name
-        out.append((f"time per token, {factor.vendor} factor", factor.time_text(name, to(plan.tpot, "ms").magnitude)))
-    return out
+    row = vendor_factor_row(gpu, to(plan.tpot, "ms").magnitude, plan.replica.assumptions.name)
+    return out if row is None else [*out, row]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from llmcourse.bands import band_for, shipped_bands, shipped_vendor_factors, vendor_factor_for
-from llmcourse.catalog import gpus
+from llmcourse.bands import band_for, shipped_bands, vendor_factor_row
 from llmcourse.planner.serving import serving_plan
 from llmcourse.units import fmt
 from llmcourse.widgets import (
@@ -41,11 +40,8 @@ def _rows(
     if method == shipped_bands()["method"]:  # the measured band of the course's time per token
         band = band_for("tpot_ms", model, gpu, 1 / p.tokens_per_s_per_user)
         rows.append(("time per token, 80% band", band.text("time per token")))
-    factor = vendor_factor_for(gpu) if method == shipped_vendor_factors()["method"] else None
-    if factor is not None:  # an AMD or Intel GPU: its vendor's published rows, beside the model's own figure
-        ms = 1000 / p.tokens_per_s_per_user.m_as("1/s")
-        rows.append((f"time per token, {factor.vendor} factor", factor.time_text(gpus[gpu].name, ms)))
-    return rows
+    factor = vendor_factor_row(gpu, 1000 / p.tokens_per_s_per_user.m_as("1/s"), method)  # AMD, Intel GPUs
+    return rows if factor is None else [*rows, factor]
 
 
 def serving_plan_calculator(
