@@ -25,11 +25,6 @@ from llmcourse.planner.design import Brief, plan
 from llmcourse.planner.disagg import compare
 from llmcourse.units import Q_
 
-
-def _ms(x: Any) -> Any:
-    return x.to("ms")
-
-
 # --- design prompts ----------------------------------------------------------------------------------------------------
 #: The support assistant's promise: 99% of first tokens within 500 ms.
 _SUPPORT_TTFT = Q_(500, "ms")
@@ -87,8 +82,8 @@ def _design_support(variant: int) -> dict[str, Any]:
         gpus_vs="fewer than" if p.gpus < on_mean.gpus else ("more than" if p.gpus > on_mean.gpus else "as many as"),
         design_tp=design.tensor_parallel,
         batch=p.batch,
-        ttft=_ms(on_mean.ttft),
-        tpot=_ms(on_mean.tpot),
+        ttft=on_mean.ttft.to("ms"),
+        tpot=on_mean.tpot.to("ms"),
         bottleneck=str(on_mean.bottleneck),
         cost=p.cost_per_million_output_tokens,
         in_flight=on_mean.in_flight,
@@ -129,7 +124,7 @@ def _design_batch_jobs(variant: int = 0) -> dict[str, Any]:
         online_gpus=online.gpus,
         online_cost=online.cost_per_million_output_tokens,
         bottleneck=str(p.bottleneck),
-        tpot=_ms(p.tpot),
+        tpot=p.tpot.to("ms"),
     )
 
 
@@ -160,7 +155,7 @@ def _design_code_disagg(variant: int = 0) -> dict[str, Any]:
         larger = (
             f" Neither meets both targets on replicas of {tp}: at the p99 a prompt that never waits is already too"
             f" slow, so more replicas do not help; replicas of {tp_final} GPUs prefill it faster. There: aggregated"
-            f" {fa.gpus} GPUs, p99 TTFT {num(_ms(final.aggregated_ttft))} ({_verdict(fa.meets_targets)} the targets);"
+            f" {fa.gpus} GPUs, p99 TTFT {num(final.aggregated_ttft.to('ms'))} ({_verdict(fa.meets_targets)} the targets);"
             f" disaggregated {fd.prefill.gpus} prefill + {fd.decode.gpus} decode = {fd.gpus} GPUs, p99 TTFT"
             f" {num(fd.ttft)}, TPOT {num(fd.tpot)} ({_verdict(fd.meets_targets)} the targets)."
         )
@@ -172,8 +167,8 @@ def _design_code_disagg(variant: int = 0) -> dict[str, Any]:
     return g | dict(
         tp=tp,
         agg_gpus=agg.gpus,
-        agg_ttft=_ms(c.aggregated_ttft),
-        agg_tpot=_ms(agg.tpot),
+        agg_ttft=c.aggregated_ttft.to("ms"),
+        agg_tpot=agg.tpot.to("ms"),
         agg_met=_verdict(agg.meets_targets),
         dis_gpus=d.gpus,
         dis_met=_verdict(d.meets_targets),
