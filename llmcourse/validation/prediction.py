@@ -390,6 +390,7 @@ wave_s = scalar("closed_loop_wave_wait", "wave_share", "concurrency", "prefill_t
 ttft_s = scalar("closed_loop_ttft", "prefill_time", "step_time", "prefill_wait", "wave_wait")
 loop_rate_s = scalar("closed_loop_throughput", "concurrency", "answer_tokens", "ttft", "time_per_token")
 _tpot_s = scalar("interleaved_tpot", "step_time", "prefill_time", "batch", "answer_tokens")
+_floor_s = scalar("layer_floor_time", "layers", "layer_floor")
 _queue_s = scalar("capped_queue_wait", "concurrency", "running", "ttft", "answer_tokens", "time_per_token")
 
 
@@ -601,7 +602,7 @@ class LoadComponents:
         """The fixed time (ms) each forward pass pays: the per-step overhead plus the layers' floor (at
         ``layer_floor_us``, the configuration's own when None)."""
         floor = self.layer_floor_us if layer_floor_us is None else layer_floor_us
-        return step_overhead_ms + self.layers * floor * 1e-3
+        return step_overhead_ms + _floor_s(self.layers, floor * 1e-6) * 1e3  # formula layer_floor_time, in ms
 
     def at_shares(self, bandwidth: float, compute: float) -> LoadComponents:
         """These times with every memory time over ``bandwidth`` and every compute time over ``compute``: the times
