@@ -12,7 +12,7 @@ preset.
 from __future__ import annotations
 
 import llmcourse as lc
-from llmcourse.exercises._common import COURSE, Story, define, pct, pick, pool
+from llmcourse.exercises._common import COURSE, FLOOR, Story, define, pct, pick, pool
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.replica.parallel import decode_comm_time, layout
 from llmcourse.replica.scheduler import DEFAULT_ENGINE, scheduler_of
@@ -45,7 +45,6 @@ _ACT = f"{COURSE.activation_bytes:g}"
 _LINK_ETA = pct(COURSE.link_efficiency)
 #: Exercise 1 works the textbook ring (NCCL's algorithm for large messages), whatever the course's all-reduce rule.
 _RING = COURSE.replace(allreduce_algorithm="ring")
-_FLOOR = f"{COURSE.layer_floor_us:g} µs"
 _KERNEL = f"{COURSE.engine_allreduce_us:g} µs"
 
 
@@ -304,7 +303,7 @@ define(
         f"By the course's method a decode step reads the weights and the cache at "
         f"{pct(COURSE.bandwidth_efficiency)} of peak bandwidth, computes at {pct(COURSE.compute_efficiency)} of the "
         f"peak FLOP/s, takes the slower of the two, and pays a fixed {COURSE.step_overhead_ms:g} ms per step on top "
-        f"(scheduling, sampling) and a floor of {_FLOOR} for each of its {{layers}} layers' kernels. What share of "
+        f"(scheduling, sampling) and a floor of {FLOOR} for each of its {{layers}} layers' kernels. What share of "
         f"the step is the fixed {COURSE.step_overhead_ms:g} ms?",
         lambda v: dict(precision_name=v["precision"].upper(), layers=lc.models[v["model"]].layers),
     ),
@@ -319,7 +318,7 @@ define(
         f"Memory time: (weights + one KV cache) / ({COURSE.bandwidth_efficiency:g} x bandwidth). At batch 1 it is "
         "far above the compute time.",
         f"Share = {COURSE.step_overhead_ms:g} ms / (memory time + {COURSE.step_overhead_ms:g} ms + the model's "
-        f"layers x {_FLOOR}).",
+        f"layers x {FLOOR}).",
     ),
     bare_ok=True,
     mistakes=lambda v: [
@@ -396,7 +395,7 @@ define(
     f"slower of one read of the weights at {pct(COURSE.bandwidth_efficiency)} of peak bandwidth and all its tokens' "
     f"2 FLOPs per parameter at {pct(COURSE.compute_efficiency)} of the peak FLOP/s at FP8; its attention the slower "
     "of the requests' KV cache, read at the average context, and the prompt tokens' causal attention FLOPs; then "
-    f"{COURSE.step_overhead_ms:g} ms per step, a floor of {_FLOOR} for each of the 80 layers' kernels, and the "
+    f"{COURSE.step_overhead_ms:g} ms per step, a floor of {FLOOR} for each of the {_L70.layers} layers' kernels, and the "
     "all-reduces of all the step's tokens, each the faster of the engines' two kernels, at "
     f"{_LINK_ETA} of the link: the one-shot ({_KERNEL} + one latency + (N - 1) x the message over the link) and the "
     f"two-shot (2 x ({_KERNEL} + one latency) + 2(N - 1)/N x the message). What time per output token does a user "
@@ -413,7 +412,7 @@ define(
         f"{COURSE.compute_efficiency:g}). Attention: the slower of {{c}} caches at prompt + answer/2 tokens over the "
         "same bandwidth and the prompt tokens' attention FLOPs, 2 x layers x heads x head dim x prompt each on "
         "average (the causal term of the prompt's prefill FLOPs over its tokens).",
-        f"Add {COURSE.step_overhead_ms:g} ms, {_L70.layers} x {_FLOOR} and the 2 x {_L70.layers} all-reduces of "
+        f"Add {COURSE.step_overhead_ms:g} ms, {_L70.layers} x {FLOOR} and the 2 x {_L70.layers} all-reduces of "
         f"({{c}} + the prompt tokens) x {_L70.hidden:,} x {_ACT} bytes (lc.FORMULAS['oneshot_allreduce_time'], "
         "'twoshot_allreduce_time'; none on one GPU).",
     ),
