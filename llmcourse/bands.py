@@ -88,6 +88,11 @@ MIN_BAND_ROWS = 30
 #: (model, GPU, engine) group, a band from the model's other groups held 57% of the time-per-token rows, one from
 #: its architecture on the GPU's generation 77% (the validation chapter); kept for the tables that name it.
 MIN_MODEL_BAND_ROWS = 20
+#: Rows at which a (model, GPU, engine) setup counts in full. A band is read for a setup, often one nobody has
+#: measured, so each setup of this many rows or more counts once in a band's percentiles, and a smaller one in
+#: proportion to its rows (one of 2 rows counts a tenth: a stray row cannot draw a band's edge). Also the rows a
+#: group needs to be listed on its own in the validation chapter's tables.
+SETUP_ROWS = 20
 
 #: A GPU's generation, for the family tables (a GPU not listed is its own family).
 GENERATIONS = {

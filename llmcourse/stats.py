@@ -2,7 +2,8 @@
 
 * :func:`percentile` - the ``q``-th percentile of values, as numpy's default method computes it;
   :func:`sorted_percentile` the same of values already sorted (what a simulator's many percentiles of one run
-  share: one sort).
+  share: one sort); :func:`weighted_percentile` the same with a weight on each value (the validation's bands:
+  each measured setup counts once, however many rows it has).
 
 The simulator (:mod:`llmcourse.simulator`) and the validation's bands use them; a ground floor, so that neither
 imports the other for its numerics.
@@ -17,7 +18,7 @@ from typing import Any
 from llmcourse.errors import InputError
 from llmcourse.units import plain_number
 
-__all__ = ["percentile", "sorted_percentile"]
+__all__ = ["percentile", "sorted_percentile", "weighted_percentile"]
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -61,4 +62,50 @@ def sorted_percentile(xs: Sequence[float], q: float) -> float:
     hi = min(lo + 1, len(xs) - 1)
     a, b, t = float(xs[lo]), float(xs[hi]), pos - lo
     # numpy's lerp: from the nearer end, so a percentile never leaves [a, b] by rounding
+    return a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)
+
+
+def weighted_percentile(values: Sequence[float], weights: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile of ``values`` when each counts with its weight: the values sorted, value ``i`` placed
+    at the middle of its share of the cumulative weight, ``S_i - w_i / 2``, the positions rescaled so that the least
+    value lies at 0 and the greatest at 100, and linear interpolation between them. With equal weights this is
+    :func:`percentile` (numpy's default method); a value of weight 3 counts as three values of weight 1 would, spread
+    over its share.
+
+    Examples
+    --------
+    >>> weighted_percentile([4, 1, 3, 2], [1, 1, 1, 1], 50) == percentile([4, 1, 3, 2], 50)
+    True
+    >>> # two setups, one of three rows near 1 and one of a single row at 2: counting each setup once (weights 1/3
+    >>> # and 1) moves the 90th percentile toward the lone setup's row
+    >>> xs = [1.0, 1.1, 0.9, 2.0]
+    >>> round(weighted_percentile(xs, [1 / 3, 1 / 3, 1 / 3, 1.0], 90), 3), round(percentile(xs, 90), 3)
+    (1.82, 1.73)
+    >>> weighted_percentile([1.0, 2.0], [1, 0], 50)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: weights must be greater than zero; got 0.
+    """
+    q = plain_number(q, "q (the percentile)", allow_zero=True, at_most=100)
+    try:
+        xs = [_finite(x) for x in values]
+        ws = [plain_number(w, "weights") for w in weights]
+    except TypeError:
+        raise InputError("values and weights must be sequences of numbers.") from None
+    if not xs or len(xs) != len(ws):
+        raise InputError(
+            f"weighted_percentile needs as many weights as values, at least one; got {len(xs)} and {len(ws)}."
+        )
+    pairs = sorted(zip(xs, ws, strict=True))
+    if len(pairs) == 1:
+        return pairs[0][0]
+    first, last = pairs[0][1], pairs[-1][1]
+    span = sum(ws) - (first + last) / 2
+    pos, cum = [], 0.0
+    for _, w in pairs:
+        pos.append(100 * (cum + w / 2 - first / 2) / span)
+        cum += w
+    i = next((k for k in range(1, len(pos)) if pos[k] >= q), len(pos) - 1)
+    (p0, a), (p1, b) = (pos[i - 1], pairs[i - 1][0]), (pos[i], pairs[i][0])
+    t = 0.0 if p1 == p0 else min(max((q - p0) / (p1 - p0), 0.0), 1.0)
     return a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)

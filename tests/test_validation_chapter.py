@@ -221,13 +221,41 @@ def test_band_table_percentiles_are_numpys_linear_ones() -> None:
             "architecture": "dense",
             "gpu_generation": "Hopper" if k < 30 else "Ada",
             "model": "Llama-3.1-8B",
+            "group": "one setup",
         }
         for k in range(1, 31)
     ]
     t = lcv.band_table(_Ev(rows, facets, [1.0] * 30))
-    assert t["families"]["tpot_ms"] == {"n": 30, "low": 3.9, "median": 15.5, "high": 27.1}
+    assert t["families"]["tpot_ms"] == {"n": 30, "setups": 1, "low": 3.9, "median": 15.5, "high": 27.1}
     assert sorted(t["families"]) == ["tpot_ms", "tpot_ms/dense"]
     assert t["measured"] == {"tpot_ms": {"Llama-3.1-8B": {"n": 30, "generations": ["Ada", "Hopper"]}}}
+
+
+def _setups(counts_values: list[tuple[str, int, float]]) -> lcv.Evidence:
+    rows, facets = [], []
+    for g, n, v in counts_values:
+        for k in range(n):
+            rows.append(_Row(f"{g}{k}", "tpot_ms", v))
+            facets.append(
+                {"metric": "tpot_ms", "architecture": "dense", "gpu_generation": "Hopper", "model": g, "group": g}
+            )
+    return _Ev(rows, facets, [1.0] * len(rows))
+
+
+def test_band_table_counts_each_setup_once() -> None:
+    """Setup A: 40 rows at 1; setup B: 20 rows at 2. Counted by rows the median is 1 (40 of 60); each setup once
+    (weights 1/40 and 1/20, 1 each), the last of A sits at (1 - 1/80 - 1/80) / (2 - 3/80) = 78/157 of the span and
+    the first of B at 81/157, so the median is 1/6 of the way from 1 to 2: 1.167."""
+    t = lcv.band_table(_setups([("A", 40, 1.0), ("B", 20, 2.0)]))
+    assert t["families"]["tpot_ms"] == {"n": 60, "setups": 2, "low": 1.0, "median": 1.167, "high": 2.0}
+
+
+def test_band_table_a_setup_of_few_rows_counts_in_proportion() -> None:
+    """Setup A: 40 rows at 1; setup C: 2 rows at 100 (a stray). C counts 2/20 of a setup (weights 1/40 and 1/20: 1
+    and 0.1), so A's last row lies at (39/40) / (1.1 - 3/80) = 91.8% and the 90th percentile is A's 1; had C counted
+    once, its rows would hold everything past 71% and the 90th percentile would be 100."""
+    t = lcv.band_table(_setups([("A", 40, 1.0), ("C", 2, 100.0)]))
+    assert t["families"]["tpot_ms"]["high"] == 1.0 and t["families"]["tpot_ms"]["setups"] == 2
 
 
 # --- your own benchmark: the command line -----------------------------------------------------------

@@ -16,6 +16,7 @@ import operator
 import re
 import statistics
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,7 @@ from llmcourse.bands import (
     METRICS,
     MIN_BAND_ROWS,
     MIN_MODEL_BAND_ROWS,
+    SETUP_ROWS,
     Band,
     band_for,
     concurrency_band,
@@ -37,7 +39,7 @@ from llmcourse.bands import (
 )
 from llmcourse.catalog import models
 from llmcourse.errors import InputError
-from llmcourse.stats import percentile  # the standard library's numerics, as numpy's
+from llmcourse.stats import percentile, weighted_percentile  # the standard library's numerics, as numpy's
 from llmcourse.validation.client import CLIENT_MODEL, CLIENT_MODELS, client_wave_share
 from llmcourse.validation.measured import Loaded, Measurement, Skipped, silicon
 from llmcourse.validation.prediction import (
@@ -409,7 +411,8 @@ class Evidence:
 
     def band(self, family: Measurement | dict[str, str], value: float, which: str = "held_out_model") -> Band:
         """An 80% band around ``value`` (a prediction of the family's metric): ``value`` times the 10th
-        and 90th percentiles of measured / held-out predicted over the rows of the family. ``family``
+        and 90th percentiles of measured / held-out predicted over the rows of the family, each (model, GPU, engine)
+        setup of ``SETUP_ROWS`` rows or more counted once (as :func:`band_table`'s bands). ``family``
         is a row (its facets) or facet -> value (``"metric"`` required); with fewer than
         :data:`MIN_BAND_ROWS` rows, the most specific facets are dropped (``gpu``, ``model``,
         ``concurrency_band``, ``engine``, ``gpu_generation``, ``architecture``) until there are enough.
@@ -426,10 +429,13 @@ class Evidence:
             fam.pop(next(k for k in order if k in fam))
         if not idx:
             raise InputError(f"no measured rows of {fam['metric']} to draw a band from.")
-        ratios = sorted(self.rows[i].value / preds[i] for i in idx)
+        ratios = [self.rows[i].value / preds[i] for i in idx]
+        per_setup = Counter(self.facets[i]["group"] for i in idx)
+        weights = [_setup_weight(per_setup[self.facets[i]["group"]]) for i in idx]
+        lo, hi = (weighted_percentile(ratios, weights, q) for q in BAND_PERCENTILES)
         v = float(value)
         label = ", ".join(f"{k} {fam[k]}" for k in FACETS if k in fam)
-        return Band(v, v * percentile(ratios, 10), v * percentile(ratios, 90), len(idx), label, METRICS[fam["metric"]])
+        return Band(v, v * lo, v * hi, len(idx), label, METRICS[fam["metric"]])
 
 
 def evidence(
@@ -563,7 +569,8 @@ def band_table(ev: Evidence, which: str = BAND_WHICH) -> dict[str, Any]:
     """The table of 80% bands that ``llmcourse/data/bands.json`` holds, from the evidence given: for each
     metric of :data:`BAND_METRICS`, each metric and architecture, and each metric, architecture and GPU
     generation, the 10th, 50th and 90th percentiles (4 significant digits) of measured / predicted over the
-    family's rows (predictions ``which``, leave-one-(model, GPU, engine)-group-out by default) and the row count.
+    family's rows, each (model, GPU, engine) setup of :data:`~llmcourse.bands.SETUP_ROWS` rows or more counted once
+    (predictions ``which``, leave-one-(model, GPU, engine)-group-out by default), the row count and the setups'.
     A family of fewer than :data:`MIN_BAND_ROWS` rows is left out (a lookup falls back to a wider family); the
     metric's own family is always kept. ``"measured"`` gives, for each metric, every model's row count and the
     GPU generations it was measured on (what a band's label says of the model). ``scripts/make_bands.py`` writes
@@ -591,10 +598,25 @@ def band_table(ev: Evidence, which: str = BAND_WHICH) -> dict[str, Any]:
     }
 
 
-def _ratio_families(ev: Evidence, preds: Sequence[float], keep: Iterable[int]) -> tuple[dict, dict]:
+def _setup_weight(rows: int, setup_rows: float = SETUP_ROWS) -> float:
+    """A row's weight in a band's percentiles when its setup has ``rows`` rows in the family: one over the larger of
+    ``rows`` and ``setup_rows`` (a setup of ``setup_rows`` or more counts once); 1 for ``setup_rows=math.inf`` (every
+    row counts once)."""
+    return 1.0 if math.isinf(setup_rows) else 1 / max(rows, setup_rows)
+
+
+def _ratio_families(
+    ev: Evidence, preds: Sequence[float], keep: Iterable[int], setup_rows: float = SETUP_ROWS
+) -> tuple[dict, dict]:
     """The ``"families"`` and ``"measured"`` entries of :func:`band_table` from the rows ``keep`` of ``ev`` and
-    the predictions ``preds`` (what :func:`coverage` builds again in each fold, from the other folds' rows)."""
-    groups: dict[str, list[float]] = {}
+    the predictions ``preds`` (what :func:`coverage` builds again in each fold, from the other folds' rows).
+
+    Each (model, GPU, engine) setup of :data:`~llmcourse.bands.SETUP_ROWS` rows or more counts once in a family's
+    percentiles, a smaller one in proportion to its rows (:func:`~llmcourse.stats.weighted_percentile`, each row
+    weighted by one over its setup's rows in the family, or over ``setup_rows``): a band is read for a setup, often
+    one nobody has measured, and a setup measured at 200 concurrencies says no more about the next setup than one
+    measured at 20. ``setup_rows=math.inf`` counts every row once instead (what :func:`coverage` compares)."""
+    groups: dict[str, list[tuple[float, str]]] = {}
     measured: dict[str, dict[str, dict[str, Any]]] = {}
     rows, facets = ev.rows, ev.facets
     for i in keep:
@@ -605,7 +627,7 @@ def _ratio_families(ev: Evidence, preds: Sequence[float], keep: Iterable[int]) -
         ratio = rows[i].value / preds[i]
         arch, gen = f["architecture"], f["gpu_generation"]
         for key in (m, f"{m}/{arch}", f"{m}/{arch}/{gen}"):
-            groups.setdefault(key, []).append(ratio)
+            groups.setdefault(key, []).append((ratio, f["group"]))
         seen = measured.setdefault(m, {}).setdefault(f["model"], {"n": 0, "generations": set()})
         seen["n"] += 1
         seen["generations"].add(gen)
@@ -613,12 +635,14 @@ def _ratio_families(ev: Evidence, preds: Sequence[float], keep: Iterable[int]) -
     families = {}
     for k, v in sorted(groups.items()):
         if len(v) >= MIN_BAND_ROWS or "/" not in k:
-            v.sort()
+            per_setup = Counter(g for _, g in v)
+            ratios, weights = [r for r, _ in v], [_setup_weight(per_setup[g], setup_rows) for _, g in v]
             families[k] = {
                 "n": len(v),
-                "low": _sig4(percentile(v, lo)),
-                "median": _sig4(statistics.median(v)),
-                "high": _sig4(percentile(v, hi)),
+                "setups": len(per_setup),
+                "low": _sig4(weighted_percentile(ratios, weights, lo)),
+                "median": _sig4(weighted_percentile(ratios, weights, 50)),
+                "high": _sig4(weighted_percentile(ratios, weights, hi)),
             }
     seen_out = {
         m: {k: {"n": v["n"], "generations": sorted(v["generations"])} for k, v in sorted(by.items())}
@@ -673,7 +697,7 @@ class Coverage:
         return v[0], percentile(v, 25), statistics.median(v), percentile(v, 75), v[-1]
 
 
-def coverage(ev: Evidence, kind: str = "group") -> dict[str, Coverage]:
+def coverage(ev: Evidence, kind: str = "group", *, setup_rows: float = SETUP_ROWS) -> dict[str, Coverage]:
     """The coverage of the 80% bands, per metric of :data:`BAND_METRICS`: in each fold of ``kind`` (each
     (model, GPU, engine) group by default, :func:`folds`), the fold's rows predicted with the parameters fitted
     without the fold (``held_out_<kind>``), each given the band a plan would print
@@ -681,7 +705,8 @@ def coverage(ev: Evidence, kind: str = "group") -> dict[str, Coverage]:
     drawn from a table of bands built as :func:`band_table` builds the shipped one but from the other folds' rows
     only (their measured / held-out predicted); the share of the fold's rows inside their band. The other folds'
     held-out predictions come from fits that saw this fold's rows (a full nesting would refit every pair of
-    folds); the band never sees them.
+    folds); the band never sees them. ``setup_rows``: the rows at which a setup counts in full in a band
+    (:data:`~llmcourse.bands.SETUP_ROWS`, as the shipped table; ``math.inf``: every row counts once).
 
     Examples
     --------
@@ -693,7 +718,7 @@ def coverage(ev: Evidence, kind: str = "group") -> dict[str, Coverage]:
     preds = ev.predictions(f"held_out_{kind}")
     counts: dict[str, list[tuple[str, int, int]]] = {m: [] for m in BAND_METRICS}
     for g, (train, test) in folds(ev.facets, kind).items():
-        families, measured = _ratio_families(ev, preds, train)
+        families, measured = _ratio_families(ev, preds, train, setup_rows)
         table = {"families": families, "min_rows": MIN_BAND_ROWS, "min_model_rows": MIN_MODEL_BAND_ROWS}
         table["measured"] = measured
         tally = {m: [0, 0] for m in BAND_METRICS}

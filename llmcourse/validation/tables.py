@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from llmcourse.assumptions import MEANING, Assumptions, resolve
-from llmcourse.bands import METRIC_NAMES, MIN_BAND_ROWS, gpus_band, in_reading_order
+from llmcourse.bands import METRIC_NAMES, MIN_BAND_ROWS, SETUP_ROWS, gpus_band, in_reading_order
 from llmcourse.errors import InputError
 from llmcourse.formulas import scalar
 from llmcourse.validation.client import CLIENT_MODEL, CLIENT_MODELS
@@ -138,16 +138,19 @@ def grid_markdown(ev: Evidence, metric: str, rows: str, cols: str, which: str = 
 
 def bands_markdown(table: dict[str, Any], *, models: bool = False) -> str:
     """The families of a table of bands (:func:`~llmcourse.validation.band_table`, :func:`~llmcourse.bands.shipped_bands`) as Markdown: the
-    row count and the 10th, 50th and 90th percentiles of measured / predicted; the families of kinds of
-    model (metric, architecture, GPU generation), or with ``models`` those of each measured model."""
+    row count, the setups' (where the table counts them) and the 10th, 50th and 90th percentiles of measured /
+    predicted; the families of kinds of model (metric, architecture, GPU generation), or with ``models`` those of
+    each measured model."""
     lo, hi = table["percentiles"]
-    head = ["family", "rows", f"{lo}th percentile", "median", f"{hi}th percentile"]
+    setups = all("setups" in f for f in table["families"].values())
+    head = ["family", "rows", *(["setups"] if setups else []), f"{lo}th percentile", "median", f"{hi}th percentile"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for key, f in table["families"].items():
         if ("/model=" in key) != models:
             continue
         name = " / ".join([METRIC_NAMES[key.split("/")[0]], *key.replace("model=", "").split("/")[1:]])
-        lines.append(f"| {name} | {f['n']:,} | {f['low']:.2f} | {f['median']:.2f} | {f['high']:.2f} |")
+        counts = f"{f['n']:,} | {f['setups']}" if setups else f"{f['n']:,}"
+        lines.append(f"| {name} | {counts} | {f['low']:.2f} | {f['median']:.2f} | {f['high']:.2f} |")
     return "\n".join(lines)
 
 
@@ -193,8 +196,9 @@ def compare_methods(
     return out
 
 
-#: Fewest rows of a metric a (model, GPU, engine) group needs to be listed on its own in :func:`groups_table`.
-MIN_GROUP_ROWS = 20
+#: Fewest rows of a metric a (model, GPU, engine) group needs to be listed on its own in :func:`groups_table` (the
+#: rows at which a setup counts in full in the bands).
+MIN_GROUP_ROWS = SETUP_ROWS
 
 
 def groups_table(ev: Evidence, metric: str, min_rows: int = MIN_GROUP_ROWS) -> list[list[str]]:
