@@ -101,13 +101,14 @@ GENERATIONS = {
     "A10G": "Ampere", "L4": "Ada", "L40S": "Ada", "RTX 4090": "Ada", "MI300X": "CDNA 3", "MI325X": "CDNA 3",
 }  # fmt: skip
 #: The shipped vendor factors, in ``llmcourse/data`` (written by ``scripts/make_vendor_factors.py`` from the
-#: published AMD and Intel rows, ``llmcourse.validation.vendors.vendor_factor_table``).
+#: published AMD, Intel and AWS rows, ``llmcourse.validation.vendors.vendor_factor_table``).
 VENDOR_FACTOR_FILE = "vendor_factors.json"
-#: The vendor of each catalog accelerator whose answers may carry a vendor factor (:func:`vendor_factor_for`): AMD's
-#: and Intel's. NVIDIA's answers carry the bands of the NVIDIA rows instead; Apple's, Google's and AWS's have no
-#: published rows here.
+#: The vendor of each catalog accelerator whose answers may carry a vendor factor (:func:`vendor_factor_for`): AMD's,
+#: Intel's and AWS's. NVIDIA's answers carry the bands of the NVIDIA rows instead; Google's TPUs carry none until a
+#: published row of theirs is read (the vendor has no factor in the shipped table), and Apple's have no rows here.
 GPU_VENDORS = {
     "MI300X": "AMD", "MI325X": "AMD", "MI350X": "AMD", "MI355X": "AMD", "Gaudi 3": "Intel", "Arc Pro B60": "Intel",
+    "Trainium2": "AWS", "TPU v5e": "Google", "TPU v6e": "Google", "TPU v7": "Google",
 }  # fmt: skip
 #: The concurrency families: the most requests in flight of each, and its label (above the last: ``"257+"``).
 _BANDS = ((4, "1-4"), (16, "5-16"), (64, "17-64"), (256, "65-256"))
@@ -413,7 +414,7 @@ def vendor_factor(vendor: str, *, table: dict[str, Any] | None = None) -> Vendor
     >>> vendor_factor("AMDD")
     Traceback (most recent call last):
     ...
-    llmcourse.errors.UnknownNameError: no vendor factor for 'AMDD'. Did you mean 'AMD'? Known: AMD, Intel.
+    llmcourse.errors.UnknownNameError: no vendor factor for 'AMDD'. Did you mean 'AMD'? Known: AMD, AWS, Intel.
     """
     t = shipped_vendor_factors() if table is None else table
     known = t["vendors"]
@@ -447,7 +448,7 @@ def vendor_factor_for(gpu: Any, *, table: dict[str, Any] | None = None) -> Vendo
 
 
 def vendor_factor_row(gpu: Any, tpot_ms: float, method: str) -> tuple[str, str] | None:
-    """The row an answer on an AMD or Intel GPU adds for a time per token of ``tpot_ms``: its vendor's factor
+    """The row an answer on an AMD, Intel or AWS accelerator adds for a time per token of ``tpot_ms``: its vendor's factor
     (:meth:`VendorFactor.time_text`), beside the model's own figure, never instead of it; None for another GPU or
     under another method than the one the factors were fitted with (``method``: the assumptions' name).
 

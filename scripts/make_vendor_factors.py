@@ -1,4 +1,5 @@
-"""Write ``llmcourse/data/vendor_factors.json``: the AMD and Intel factors an answer on their GPUs shows.
+"""Write ``llmcourse/data/vendor_factors.json``: the AMD, Intel and AWS factors an answer on their
+accelerators shows.
 
     .venv/bin/python scripts/make_vendor_factors.py [--check]
 

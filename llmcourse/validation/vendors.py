@@ -1,9 +1,10 @@
-"""Published AMD and Intel rows, kept aside: how far the course's method lands on accelerators it was not fitted on.
+"""Published AMD, Intel and AWS rows, kept aside: how far the course's method lands on accelerators it was not
+fitted on.
 
 The course's engine factors were fitted on NVIDIA GPUs (the aiconfigurator rows, TensorRT-LLM's tables). The file
 ``llmcourse/data/vendor_published.csv`` holds rows the vendors, a cloud and a third party published for AMD Instinct
-MI300X (vLLM, SGLang) and Intel Gaudi 3 (Intel's Gaudi software), one row per measurement, each with the address it
-was read at, and, as a control, the third party's NVIDIA H200 rows of the same harness (:func:`same_harness`).
+MI300X (vLLM, SGLang), Intel Gaudi 3 (Intel's Gaudi software) and AWS Trainium2 (the Neuron SDK's NxD Inference),
+one row per measurement, each with the address it was read at, and, as a control, the third party's NVIDIA H200 rows of the same harness (:func:`same_harness`).
 Every row is a batch that starts together: ``batch`` prompts of ``isl`` tokens, each answered with ``osl`` tokens (a
 latency benchmark's static batch, or a throughput benchmark that sends its prompts at once with the engine's cap on
 running sequences at least their number). Its measurement is the output tokens per second of the run, or the seconds
@@ -23,7 +24,7 @@ Examples
 --------
 >>> rows = vendor_rows()
 >>> sorted({r.vendor for r in rows}), all(r.source.startswith("https://") for r in rows)
-(['AMD', 'Intel', 'NVIDIA'], True)
+(['AMD', 'AWS', 'Intel', 'NVIDIA'], True)
 >>> r = rows[0]
 >>> r.gpu, r.model, r.batch, r.metric
 ('MI300X', 'Llama-3.1-70B', 3200, 'output_tokens_per_s')
@@ -76,13 +77,14 @@ COLUMNS = (
 #: What a row measures: the run's output tokens per second, or the seconds its whole batch took.
 VENDOR_METRICS = ("output_tokens_per_s", "batch_latency_s")
 
-_VENDORS = ("AMD", "Intel", "NVIDIA")
+#: The vendors a row may name (no row of Google's TPUs was read yet).
+_VENDORS = ("AMD", "AWS", "Google", "Intel", "NVIDIA")
 _FILE = "vendor_published.csv"
 
 
 @dataclass(frozen=True)
 class VendorRow:
-    """One published measurement on an AMD or Intel accelerator, or an NVIDIA control of the same harness (a row of
+    """One published measurement on an AMD, Intel or AWS accelerator, or an NVIDIA control of the same harness (a row of
     ``vendor_published.csv``)."""
 
     id: str
@@ -163,7 +165,7 @@ def _row(r: dict[str, str], line: int) -> VendorRow:
 
 
 def vendor_rows(text: str | None = None) -> list[VendorRow]:
-    """The published AMD and Intel rows: the shipped ``vendor_published.csv``, or ``text`` in its columns
+    """The published AMD, Intel and AWS rows: the shipped ``vendor_published.csv``, or ``text`` in its columns
     (:data:`COLUMNS`). A bad row is refused with the line and the field to change; so is an id used twice.
 
     Examples
@@ -200,7 +202,7 @@ def predicted(row: VendorRow, assumptions: Assumptions | str | None = None) -> f
     """
     try:
         engine = engine_name(row.engine.split(" ")[0])
-    except (InputError, UnknownNameError):  # an engine the scheduler does not know (Intel's): the default engine's
+    except (InputError, UnknownNameError):  # an engine the scheduler does not know (Intel's, AWS's): the default's
         engine = None
     rep = replica(
         row.model, row.gpu, tensor_parallel=row.tp, prompt_tokens=row.isl, answer_tokens=row.osl,
@@ -283,7 +285,7 @@ def vendor_held_out(
     --------
     >>> h = vendor_held_out()
     >>> sorted(h), h["Intel"].gpus, h["AMD"].groups >= 2
-    (['AMD', 'Intel', 'NVIDIA'], ('Gaudi 3',), True)
+    (['AMD', 'AWS', 'Intel', 'NVIDIA'], ('Gaudi 3',), True)
     """
     rows = vendor_rows() if rows is None else list(rows)
     out = {}
@@ -360,7 +362,7 @@ def vendor_factor_table(held: dict[str, VendorHeldOut] | None = None) -> dict:
     --------
     >>> t = vendor_factor_table()
     >>> sorted(t["vendors"]), t["metric"], t["vendors"]["Intel"]["gpus"]
-    (['AMD', 'Intel'], 'output_tokens_per_s', ['Gaudi 3'])
+    (['AMD', 'AWS', 'Intel'], 'output_tokens_per_s', ['Gaudi 3'])
     >>> a = t["vendors"]["AMD"]
     >>> a["low"] <= a["median"] <= a["high"], a["n"] == len(vendor_held_out()["AMD"].ratios)
     (True, True)

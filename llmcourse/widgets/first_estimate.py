@@ -40,7 +40,7 @@ def _rows(
     if method == shipped_bands()["method"]:  # the measured band of the course's time per token
         band = band_for("tpot_ms", model, gpu, 1 / p.tokens_per_s_per_user)
         rows.append(("time per token, 80% band", band.text("time per token")))
-    factor = vendor_factor_row(gpu, 1000 / p.tokens_per_s_per_user.m_as("1/s"), method)  # AMD, Intel GPUs
+    factor = vendor_factor_row(gpu, 1000 / p.tokens_per_s_per_user.m_as("1/s"), method)  # AMD, Intel, AWS accelerators
     return rows if factor is None else [*rows, factor]
 
 
