@@ -88,6 +88,9 @@ MIN_BAND_ROWS = 30
 #: (model, GPU, engine) group, a band from the model's other groups held 57% of the time-per-token rows, one from
 #: its architecture on the GPU's generation 77% (the validation chapter); kept for the tables that name it.
 MIN_MODEL_BAND_ROWS = 20
+#: Fewest groups (harnesses, models) of a vendor's published rows for a factor an answer shows: with fewer, holding
+#: one group out leaves a band drawn from one or two rows, which covers nothing; the answer shows what the rows ran.
+MIN_VENDOR_GROUPS = 3
 #: Rows at which a (model, GPU, engine) setup counts in full. A band is read for a setup, often one nobody has
 #: measured, so each setup of this many rows or more counts once in a band's percentiles, and a smaller one in
 #: proportion to its rows (one of 2 rows counts a tenth: a stray row cannot draw a band's edge). Also the rows a
@@ -125,6 +128,7 @@ class Band:
     family: str
     unit: str = ""
     median: float = 1.0
+    setups: int | None = None
 
     @property
     def corrected(self) -> float:
@@ -138,14 +142,15 @@ class Band:
 
     def text(self, what: str = "prediction") -> str:
         """One line: the value (and, where the family's median measured / predicted is far from 1, the corrected
-        figure, which the band is around), then the band and the family it comes from.
+        figure, which the band is around), then the band, the measured setups and rows it is drawn from, and the
+        family.
 
         Examples
         --------
-        >>> Band(21.2, 17.04, 27.4, 212, "time per output token, dense models, Hopper GPUs", "ms").text("time per token")
-        'time per token 21 ms; 80% of 212 measured setups like this one were between 17 and 27 ms (family: time per output token, dense models, Hopper GPUs)'
+        >>> Band(21.2, 17.04, 27.4, 212, "time per output token, dense models, Hopper GPUs", "ms", setups=7).text("time per token")
+        'time per token 21 ms; 80% band 17 to 27 ms, from 7 measured setups like this one (212 rows; family: time per output token, dense models, Hopper GPUs)'
         >>> print(Band(172.0, 82.0, 137.0, 300, "time to first token, MoE models, Hopper GPUs", "ms", 0.62).text("first token"))
-        first token 172 ms by the model, 107 ms corrected (measured setups like this one ran 0.62x the model's figure); 80% of 300 measured setups like this one were between 82 and 137 ms (family: time to first token, MoE models, Hopper GPUs)
+        first token 172 ms by the model, 107 ms corrected (measured setups like this one ran 0.62x the model's figure); 80% band 82 to 137 ms, from 300 measured rows like this one (family: time to first token, MoE models, Hopper GPUs)
         """
         u = f" {self.unit}" if self.unit else ""
         head = f"{what} {_figure(self.value)}{u}"
@@ -154,9 +159,11 @@ class Band:
                 f" by the model, {_figure(self.corrected)}{u} corrected (measured setups like this one ran "
                 f"{self.median:.2f}x the model's figure)"
             )
+        band = f"80% band {_figure(self.low)} to {_figure(self.high)}{u}"
+        if self.setups is None:
+            return f"{head}; {band}, from {self.n:,} measured rows like this one (family: {self.family})"
         return (
-            f"{head}; 80% of {self.n:,} measured setups like this one were between "
-            f"{_figure(self.low)} and {_figure(self.high)}{u} (family: {self.family})"
+            f"{head}; {band}, from {self.setups} measured setups like this one ({self.n:,} rows; family: {self.family})"
         )
 
 
@@ -346,8 +353,10 @@ def band_for(metric: str, model: Any, gpu: Any, value: Any = 1.0, *, table: dict
     ):
         if key in fams:
             f = fams[key]
-            med = float(f.get("median", 1.0))
-            return Band(v, v * f["low"], v * f["high"], int(f["n"]), text, unit, med)
+            med, setups = float(f.get("median", 1.0)), f.get("setups")
+            return Band(
+                v, v * f["low"], v * f["high"], int(f["n"]), text, unit, med, None if setups is None else int(setups)
+            )
     raise InputError(f"the table of bands has no family of {metric}: run scripts/make_bands.py.")
 
 
@@ -357,7 +366,8 @@ class VendorFactor:
     tokens per second (``median``) of ``n`` rows in ``groups`` groups measured on ``gpus``, the 80% band of those
     ratios (``low`` to ``high``), and, held out by group, the median factor of a group's rows once divided by the
     other groups' factor (``held_median_factor``), their share within 2x (``held_within_2x``) and the share inside
-    the other groups' band (``held_coverage``)."""
+    the other groups' band (``held_coverage``); the least and most of the ratios (``least``, ``most``) and the
+    batches the rows ran at (``batches``: least and most)."""
 
     vendor: str
     median: float
@@ -369,29 +379,55 @@ class VendorFactor:
     held_median_factor: float
     held_within_2x: float
     held_coverage: float
+    least: float = 0.0
+    most: float = 0.0
+    batches: tuple[int, ...] = ()
+
+    @property
+    def enough(self) -> bool:
+        """Whether the rows are enough for a factor: :data:`MIN_VENDOR_GROUPS` groups or more (with fewer, holding
+        one out leaves a band drawn from one or two rows, which covers nothing)."""
+        return self.groups >= MIN_VENDOR_GROUPS
+
+    def _measured_at(self) -> str:
+        if not self.batches:
+            return ""
+        lo, hi = self.batches[0], self.batches[-1]
+        if hi == 1:
+            return ", one request at a time"
+        return f", at batches {lo:,} to {hi:,}" if lo != hi else f", at a batch of {lo:,}"
 
     def time_text(self, gpu: str, value_ms: float, what: str = "time per token") -> str:
         """One line for a time per token of ``value_ms`` on ``gpu``: the model's figure, the figure divided by the
         factor (where the factor lies outside :data:`CORRECTED_OUTSIDE`) and the band, labelled with the vendor,
-        the rows and the GPUs they were measured on.
+        the rows, the batches they ran at and the GPUs they were measured on; where the rows are too few for a factor
+        (:attr:`enough`), the model's figure and what the rows ran, no factor and no band.
 
         Examples
         --------
-        >>> f = VendorFactor("AMD", 0.4, 0.25, 0.8, 38, 5, ("MI300X",), 1.7, 0.74, 0.55)
+        >>> f = VendorFactor("AMD", 0.4, 0.25, 0.8, 38, 5, ("MI300X",), 1.7, 0.74, 0.55, 0.2, 0.9, (1, 3200))
         >>> print(f.time_text("MI355X", 20.0))
-        time per token 20 ms by the model, 50 ms by the AMD factor (38 published rows on MI300X, 5 groups, ran a median 0.40x the model's output tokens per second; MI355X not measured); 80% of those rows put it between 25 and 80 ms; each group held out, the other groups' factor left a median factor of 1.7, 74% within 2x, and their band covered 55% of its rows
+        time per token 20 ms by the model, 50 ms by the AMD factor (38 published rows on MI300X, 5 groups, at batches 1 to 3,200, ran a median 0.40x the model's output tokens per second; MI355X not measured); 80% of those rows put it between 25 and 80 ms; each group held out, the other groups' factor left a median factor of 1.7, 74% within 2x, and their band covered 55% of its rows
+        >>> print(VendorFactor("AWS", 1.07, 0.96, 1.19, 2, 2, ("Trainium2",), 1.3, 1.0, 0.0, 0.93, 1.22, (1, 1)).time_text("Trainium2", 20.0))
+        time per token 20 ms by the model; too few AWS rows for a factor: 2 published rows on Trainium2 (2 groups, one request at a time) ran 0.93x to 1.22x the model's output tokens per second
         """
         v = float(value_ms)
         head = f"{what} {_figure(v)} ms"
+        seen = "" if gpu in self.gpus else f"; {gpu} not measured"
+        if not self.enough:
+            return (
+                f"{head} by the model; too few {self.vendor} rows for a factor: {self.n} published rows on "
+                f"{', '.join(self.gpus)} ({self.groups} groups{self._measured_at()}) ran {self.least:.2f}x to "
+                f"{self.most:.2f}x the model's output tokens per second{seen}"
+            )
         if not CORRECTED_OUTSIDE[0] <= self.median <= CORRECTED_OUTSIDE[1]:
             head += f" by the model, {_figure(v / self.median)} ms by the {self.vendor} factor"
         else:
             head += f", the {self.vendor} factor near 1"
-        seen = "" if gpu in self.gpus else f"; {gpu} not measured"
         return (
-            f"{head} ({self.n} published rows on {', '.join(self.gpus)}, {self.groups} groups, ran a median "
-            f"{self.median:.2f}x the model's output tokens per second{seen}); 80% of those rows put it between "
-            f"{_figure(v / self.high)} and {_figure(v / self.low)} ms; each group held out, the other groups' "
+            f"{head} ({self.n} published rows on {', '.join(self.gpus)}, {self.groups} groups{self._measured_at()}, "
+            f"ran a median {self.median:.2f}x the model's output tokens per second{seen}); 80% of those rows put it "
+            f"between {_figure(v / self.high)} and {_figure(v / self.low)} ms; each group held out, the other groups' "
             f"factor left a median factor of {self.held_median_factor:.2g}, {self.held_within_2x:.0%} within 2x, "
             f"and their band covered {self.held_coverage:.0%} of its rows"
         )
@@ -426,6 +462,7 @@ def vendor_factor(vendor: str, *, table: dict[str, Any] | None = None) -> Vendor
     return VendorFactor(
         vendor, float(v["median"]), float(v["low"]), float(v["high"]), int(v["n"]), int(v["groups"]),
         tuple(v["gpus"]), float(h["median_factor"]), float(h["within_2x"]), float(h["coverage"]),
+        float(v["least"]), float(v["most"]), tuple(int(b) for b in v["batches"]),
     )  # fmt: skip
 
 
@@ -449,7 +486,8 @@ def vendor_factor_for(gpu: Any, *, table: dict[str, Any] | None = None) -> Vendo
 
 def vendor_factor_row(gpu: Any, tpot_ms: float, method: str) -> tuple[str, str] | None:
     """The row an answer on an AMD, Intel or AWS accelerator adds for a time per token of ``tpot_ms``: its vendor's factor
-    (:meth:`VendorFactor.time_text`), beside the model's own figure, never instead of it; None for another GPU or
+    (:meth:`VendorFactor.time_text`), beside the model's own figure, never instead of it (labelled "rows", not
+    "factor", where the vendor's rows are too few for one: :attr:`VendorFactor.enough`); None for another GPU or
     under another method than the one the factors were fitted with (``method``: the assumptions' name).
 
     Examples
@@ -463,7 +501,8 @@ def vendor_factor_row(gpu: Any, tpot_ms: float, method: str) -> tuple[str, str] 
     if factor is None:
         return None
     name = _in_catalog(gpus, gpu).name  # a GPU with a factor is one of the catalog's
-    return f"time per token, {factor.vendor} factor", factor.time_text(name, tpot_ms)
+    label = f"time per token, {factor.vendor} {'factor' if factor.enough else 'rows'}"
+    return label, factor.time_text(name, tpot_ms)
 
 
 def plan_bands(plan: Any) -> list[tuple[str, str]]:

@@ -69,8 +69,10 @@ def weighted_percentile(values: Sequence[float], weights: Sequence[float], q: fl
     """The ``q``-th percentile of ``values`` when each counts with its weight: the values sorted, value ``i`` placed
     at the middle of its share of the cumulative weight, ``S_i - w_i / 2``, the positions rescaled so that the least
     value lies at 0 and the greatest at 100, and linear interpolation between them. With equal weights this is
-    :func:`percentile` (numpy's default method); a value of weight 3 counts as three values of weight 1 would, spread
-    over its share.
+    :func:`percentile` (numpy's default method). Weights are shares, not counts of copies: the least and greatest
+    values stay pinned at 0 and 100 whatever their weight, so a value of weight 3 is not three copies of it (the
+    validation's bands weigh each row at most 1/20 of a family that holds several setups, where the pinning moves only
+    the outermost percentiles, not the 10th and 90th).
 
     Examples
     --------

@@ -27,7 +27,8 @@ OUT = ROOT / "llmcourse" / "data" / lcv.BANDS_FILE
 def _report(table: dict) -> list[str]:
     fams = table["families"]
     return [f"{len(fams)} families from {table['rows']:,} measurements"] + [
-        f"{key:32s} n={f['n']:5,}  80% of measured/predicted in {f['low']:.2f} to {f['high']:.2f}"
+        f"{key:32s} n={f['n']:5,} setups={f['setups']:3}  80% band of measured/predicted (each setup once) "
+        f"{f['low']:.2f} to {f['high']:.2f}"
         for key, f in fams.items()
     ]
 

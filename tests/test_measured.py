@@ -625,7 +625,7 @@ def test_band_is_the_held_out_ratios_of_the_family():
     assert b.low == pytest.approx(20 * _lin_percentile(ratios, 10)) and b.high == pytest.approx(
         20 * _lin_percentile(ratios, 90)
     )
-    assert "80% of 24 measured setups" in b.text("time per token") and b.unit == "ms"
+    assert "from 24 measured rows like this one" in b.text("time per token") and b.unit == "ms"
     with pytest.raises(InputError, match="metric"):
         ev.band({"engine": "vLLM"}, 20.0)
 

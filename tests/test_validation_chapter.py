@@ -3,6 +3,7 @@ calculator), the per-metric tables and the predicted-vs-measured plot's data."""
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from importlib import resources
@@ -132,7 +133,7 @@ def test_band_shows_the_corrected_figure_where_the_family_is_far_off() -> None:
     assert b.text("first token").startswith("first token 172 ms by the model, 103 ms corrected")
     t["families"]["ttft_ms"]["median"] = 1.1
     near = lcv.band_for("ttft_ms", "Llama-3.1-8B", "H100 SXM", 172.0, table=t)
-    assert near.text("first token").startswith("first token 172 ms; 80% of 300")
+    assert near.text("first token").startswith("first token 172 ms; 80% band 83 to 138 ms, from 300 measured rows")
 
 
 def test_band_falls_back_to_the_architecture_then_the_metric() -> None:
@@ -159,9 +160,13 @@ def test_band_text_names_the_count_the_range_and_the_family() -> None:
     """The line every answer shows."""
     t = lcv.band_for("tpot_ms", "Llama-3.1-8B", "H100 SXM", 20.0, table=TABLE).text("time per token")
     assert t == (
-        "time per token 20 ms; 80% of 200 measured setups like this one were between 18 and 24 ms "
+        "time per token 20 ms; 80% band 18 to 24 ms, from 200 measured rows like this one "
         "(family: time per output token, dense models, Hopper GPUs; Llama-3.1-8B not measured)"
     )
+    table = copy.deepcopy(TABLE)  # a table that counts setups (as the shipped one does) says how many
+    table["families"]["tpot_ms/dense/Hopper"]["setups"] = 7
+    t = lcv.band_for("tpot_ms", "Llama-3.1-8B", "H100 SXM", 20.0, table=table).text("time per token")
+    assert t.startswith("time per token 20 ms; 80% band 18 to 24 ms, from 7 measured setups like this one (200 rows;")
 
 
 def test_shipped_table_counts_add_up() -> None:

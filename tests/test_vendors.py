@@ -177,7 +177,10 @@ def test_the_chapter_glues_the_package_figures_and_types_none():
     import llmcourse.validation as lcv
 
     code = "\n".join(c.split("\n", 1)[1] if c.startswith(":tags:") else c for c in cells)
-    namespace = {"glue": glue, "lc": lc, "lcv": lcv, "statistics": statistics, "course": lc.resolve(), "Markdown": str}
+    namespace = {
+        "glue": glue, "lc": lc, "lcv": lcv, "statistics": statistics, "course": lc.resolve(), "Markdown": str,
+        "fmt": lc.fmt,
+    }  # fmt: skip
     exec(code, namespace)
     assert shown <= set(glued)
     lcpp, vend = llama_cpp.held_out(), vd.vendor_held_out()
@@ -217,9 +220,14 @@ TABLE = {
     "percentiles": [10, 90],
     "vendors": {
         "AMD": {"gpus": ["MI300X"], "n": 10, "groups": 3, "median": 0.5, "low": 0.25, "high": 0.8,
+                "least": 0.2, "most": 0.9, "batches": [1, 256],
                 "held_out": {"median_factor": 1.5, "within_2x": 0.9, "coverage": 0.6, "factors": [0.4, 0.6]}},
-        "Intel": {"gpus": ["Gaudi 3"], "n": 4, "groups": 2, "median": 0.9, "low": 0.8, "high": 1.0,
+        "Intel": {"gpus": ["Gaudi 3"], "n": 4, "groups": 3, "median": 0.9, "low": 0.8, "high": 1.0,
+                  "least": 0.75, "most": 1.1, "batches": [64, 64],
                   "held_out": {"median_factor": 1.1, "within_2x": 1.0, "coverage": 0.5, "factors": [0.85, 0.95]}},
+        "AWS": {"gpus": ["Trainium2"], "n": 2, "groups": 2, "median": 1.0, "low": 0.9, "high": 1.1,
+                "least": 0.8, "most": 1.25, "batches": [1, 1],
+                "held_out": {"median_factor": 1.3, "within_2x": 1.0, "coverage": 0.0, "factors": [0.8, 1.25]}},
     },
 }  # fmt: skip
 
@@ -254,7 +262,10 @@ def test_an_amd_time_per_token_is_divided_by_its_factor_beside_the_models_own():
     corrected; the band's times 20 / 0.8 = 25 ms to 20 / 0.25 = 80 ms; the model's own 20 ms stays first."""
     f = lb.vendor_factor_for("MI300X", table=TABLE)
     text = f.time_text("MI300X", 20.0)
-    assert text.startswith("time per token 20 ms by the model, 40 ms by the AMD factor (10 published rows on MI300X")
+    assert text.startswith(
+        "time per token 20 ms by the model, 40 ms by the AMD factor (10 published rows on MI300X, 3 groups, at batches "
+        "1 to 256,"
+    )
     assert "between 25 and 80 ms" in text and "not measured" not in text
     assert "MI355X not measured" in f.time_text("MI355X", 20.0)  # the vendor's factor, said to be another GPU's
 
@@ -264,6 +275,17 @@ def test_a_factor_near_one_shows_no_corrected_figure():
     20 / 1.0 = 20 ms to 20 / 0.8 = 25 ms."""
     text = lb.vendor_factor_for("Gaudi 3", table=TABLE).time_text("Gaudi 3", 20.0)
     assert "by the Intel factor" not in text and "between 20 and 25 ms" in text
+
+
+def test_a_vendor_of_too_few_groups_shows_what_its_rows_ran_and_no_factor():
+    """Two groups (AWS in the hand-made table: ratios 0.8 to 1.25, one request at a time): holding one out leaves a
+    band of one row, so the answer gives the model's 20 ms, the rows' range and their batch, and no factor or band."""
+    f = lb.vendor_factor_for("Trainium2", table=TABLE)
+    assert not f.enough and lb.MIN_VENDOR_GROUPS == 3
+    assert f.time_text("Trainium2", 20.0) == (
+        "time per token 20 ms by the model; too few AWS rows for a factor: 2 published rows on Trainium2 (2 groups, "
+        "one request at a time) ran 0.80x to 1.25x the model's output tokens per second"
+    )
 
 
 def test_which_gpus_carry_a_vendor_factor():
@@ -303,8 +325,9 @@ def test_a_trainium2_answer_names_the_measured_trainium2_rows():
     f = lb.vendor_factor("AWS")
     assert (f.gpus, f.n, f.groups) == (("Trainium2",), 2, 2)
     label, text = lb.vendor_factor_row("trn2", 20.0, "course")
-    assert label == "time per token, AWS factor"
-    assert "2 published rows on Trainium2, 2 groups" in text and "not measured" not in text
+    assert label == "time per token, AWS rows"
+    assert "too few AWS rows for a factor: 2 published rows on Trainium2 (2 groups, one request at a time)" in text
+    assert "not measured" not in text and "80%" not in text and "factor near" not in text
     assert lb.vendor_factor_row("TPU v6e", 20.0, "course") is None  # no Google row read: no factor
 
 

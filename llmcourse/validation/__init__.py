@@ -17,7 +17,7 @@ Used by the chapter *How good is the estimate?* (``book/12_validation.md``). One
 * :mod:`~llmcourse.validation.llama_cpp` - llama.cpp's kernels fitted on public llama-bench rows, held out by machine
   (:func:`~llmcourse.validation.llama_cpp.fit_llama_cpp`, :func:`~llmcourse.validation.llama_cpp.held_out`;
   used by the chapter *On your own machine*).
-* :mod:`~llmcourse.validation.vendors` - published AMD and Intel rows, kept aside from every fit: the course's method
+* :mod:`~llmcourse.validation.vendors` - published AMD, Intel and AWS rows, kept aside from every fit: the course's method
   on them, and each group held out with a vendor factor (:func:`~llmcourse.validation.vendors.vendor_held_out`).
 * :mod:`~llmcourse.validation.own` - the reader's own benchmark, refitted and re-planned (:func:`own_benchmark`).
 * :mod:`~llmcourse.validation.tables` - the chapter's tables (:func:`held_out_markdown`, :func:`compare_methods`, ...).

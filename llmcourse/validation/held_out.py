@@ -550,7 +550,7 @@ def band(family: Measurement | dict[str, str], value: float, *, evidence_: Evide
     --------
     >>> b = band({"metric": "tpot_ms", "architecture": "dense"}, 21.0)  # doctest: +SKIP
     >>> b.text("time per token")  # doctest: +SKIP
-    'time per token 21 ms; 80% of 212 measured setups like this one (...) were between 17 and 27 ms'
+    'time per token 21 ms; 80% band 17 to 27 ms, from 212 measured rows like this one (family: ...)'
     """
     global _EVIDENCE
     ev = evidence_

@@ -356,7 +356,10 @@ def vendor_factor_table(held: dict[str, VendorHeldOut] | None = None) -> dict:
     its error is the one measured held out by group (``held_out``: each group's rows divided by the factor of the
     other groups; ``coverage``: the share of a group's rows inside the other groups' band). The rows are
     throughput runs, so the factor is one of output tokens per second (a time per token is divided by it); the
-    rows measure no time to first token. 4 significant digits.
+    rows measure no time to first token. Also the least and most of the ratios and the batches the rows ran at
+    (what an answer says where the rows are too few for a factor: :data:`~llmcourse.bands.MIN_VENDOR_GROUPS`).
+    Each row counts once (the bands of the NVIDIA rows count each setup once): a vendor's groups are a handful of
+    harnesses, too few for a percentile over groups. 4 significant digits.
 
     Examples
     --------
@@ -368,17 +371,22 @@ def vendor_factor_table(held: dict[str, VendorHeldOut] | None = None) -> dict:
     (True, True)
     """
     held = vendor_held_out() if held is None else held
+    batch = {r.id: r.batch for r in vendor_rows()}
     out = {}
     for vendor, h in held.items():
         if vendor == "NVIDIA":  # the control rows of the DeepSeek-R1 harness, not a factor of NVIDIA's answers
             continue
         ratios = list(h.ratios.values())
         fs = h.held.factors.values()
+        batches = [batch[i] for i in h.ratios if i in batch]
         out[vendor] = {
             "gpus": list(h.gpus),
             "n": len(ratios),
             "groups": h.groups,
+            "batches": [min(batches), max(batches)] if batches else [],
             "median": _sig4(math.exp(statistics.median(math.log(r) for r in ratios))),
+            "least": _sig4(min(ratios)),
+            "most": _sig4(max(ratios)),
             "low": _sig4(percentile(ratios, BAND_PERCENTILES[0])),
             "high": _sig4(percentile(ratios, BAND_PERCENTILES[1])),
             "held_out": {
