@@ -1,4 +1,4 @@
-"""Write ``llmcourse/data/vendor_factors.json``: the AMD, Intel and AWS factors an answer on their
+"""Write ``llmcourse/data/vendor_factors.json``: the vendor factors (AMD, Intel; AWS's rows, too few for one) an answer on their
 accelerators shows.
 
     .venv/bin/python scripts/make_vendor_factors.py [--check]

@@ -320,7 +320,7 @@ def test_the_trainium2_rows_are_the_neuron_tutorials_figures():
 
 
 def test_a_trainium2_answer_names_the_measured_trainium2_rows():
-    """The shipped AWS factor is the two Trainium2 rows' (two groups: one per model), and the row an answer on a
+    """The shipped AWS entry is the two Trainium2 rows' (two groups: one per model, too few for a factor), and the row an answer on a
     Trainium2 adds says so, with no "not measured" (the catalog's Trainium2 is the accelerator measured)."""
     f = lb.vendor_factor("AWS")
     assert (f.gpus, f.n, f.groups) == (("Trainium2",), 2, 2)
