@@ -143,7 +143,8 @@ def bands_markdown(table: dict[str, Any], *, models: bool = False) -> str:
     each measured model."""
     lo, hi = table["percentiles"]
     setups = all("setups" in f for f in table["families"].values())
-    head = ["family", "rows", *(["setups"] if setups else []), f"{lo}th percentile", "median", f"{hi}th percentile"]
+    # the percentiles of measured / predicted (the prose says so), short so that narrow columns do not break words
+    head = ["family", "rows", *(["setups"] if setups else []), f"{lo}th", "median", f"{hi}th"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for key, f in table["families"].items():
         if ("/model=" in key) != models:
