@@ -1,6 +1,6 @@
 """The interview bank with each question's worked numbers computed once per variant in a test process (pytest-xdist
 worker), for the test files that ask the same variants (tests/test_interview_practice.py, test_interview.py,
-test_interview_operations.py).
+test_interview_operations.py, test_interview_variants_design.py).
 
 The worked numbers of a variant are a function of the variant alone (its givens are drawn from a generator seeded by
 the variant's number), and the design and fleet questions' worked() size fleets by simulation (seconds a variant):

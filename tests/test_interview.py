@@ -555,7 +555,8 @@ BY_MOVES = {"fleet350_triple", "fleet350_bf16", "billion_70b"}
 
 def test_every_question_has_expectations() -> None:
     """No question in the bank goes unchecked: those with the book's variant only have figures here; those with
-    variants are rendered under 40 variants and their chains' moves checked (tests/test_interview_practice.py), and
+    variants are rendered under 40 variants and their chains' moves checked (tests/test_interview_practice.py; the
+    simulated design questions' variants in tests/test_interview_variants_design.py), and
     the first questions of the bank, which drew variants later, keep their book variant's figures here too."""
     single = {q.id for q in QUESTIONS.values() if not q.varies}
     assert set(EXPECTED) <= set(QUESTIONS) and single - BY_MOVES <= set(EXPECTED)

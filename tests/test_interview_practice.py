@@ -9,11 +9,10 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
-import math
 
-import pint
 import pytest
 from interview_bank import BANK
+from interview_variants import SIMULATED_DESIGN, check_every_variant
 
 from llmcourse.__main__ import main
 from llmcourse.errors import InputError
@@ -39,38 +38,21 @@ from llmcourse.interview.practice import (
 VARIED = [q for q in BANK.values() if q.varies]
 
 
-def _dim(x: object) -> object:
-    return x.dimensionality if isinstance(x, pint.Quantity) else "count"
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("qid", [q.id for q in VARIED])
+@pytest.mark.parametrize("qid", [q.id for q in VARIED if q.id not in SIMULATED_DESIGN])
 def test_every_variant_renders_with_finite_numbers_in_the_right_unit(qid: str) -> None:
-    """40 variants (20+ distinct key figures for a numeric question): every part renders, the key figure is finite, positive, of one dimension, and appears in the
-    worked answer's text as the template writes it (the rubric's number is the worked one)."""
-    q = BANK[qid]
-    if q.key is None:  # a concept question with variants: every part renders for every variant, and they differ
-        texts = {q.render("answer", variant=v) for v in range(VARIANTS)}
-        assert all(t.strip() for t in texts) and len(texts) > 1, qid
-        return
-    book = q.key_figure(0)
-    seen = set()
-    for v in range(VARIANTS):
-        parts = q.markdown(v)
-        x = q.key_figure(v)
-        m = float(x.m if isinstance(x, pint.Quantity) else x)
-        assert math.isfinite(m) and m > 0 and _dim(x) == _dim(book)
-        shown = " ".join(parts[p] for p in ("good", "strong", "answer"))
-        assert any(f in shown for f in {answer_text(q, v)} | _forms(x)), (qid, v, answer_text(q, v))
-        seen.add(round(m, 9))
-    if q.kind == "numeric":
-        assert len(seen) >= 20, (qid, len(seen))
+    """40 variants (20+ distinct key figures for a numeric question): every part renders, the key figure is finite,
+    positive, of one dimension, and appears in the worked answer's text as the template writes it (the rubric's number
+    is the worked one). The simulated design questions: tests/test_interview_variants_design.py."""
+    check_every_variant(qid)
 
 
-def _forms(x: object) -> set[str]:
-    from llmcourse.interview import num
-
-    return {num(x, d) for d in (1, 2, 3, 4, 5)}
+def test_the_simulated_design_questions_are_in_the_bank_with_variants() -> None:
+    """The questions left to tests/test_interview_variants_design.py are there to check: a renamed or dropped one
+    would leave its variants unchecked by either file."""
+    assert set(SIMULATED_DESIGN) <= {q.id for q in VARIED}
+    assert all(BANK[qid].kind == "design" for qid in SIMULATED_DESIGN)  # in no distinct-answer count of report()
+    assert not {q.id for qs in QUESTIONS.chains().values() for q in qs} & set(SIMULATED_DESIGN)  # nor in a chain
 
 
 def test_chains_have_three_to_six_steps_and_at_least_ten() -> None:

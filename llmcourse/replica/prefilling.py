@@ -176,24 +176,57 @@ def prompt_chunks(
     >>> [int(c[0]) for c in chunks], chunks[0][2]
     ([2048, 2048, 904], 0.0)
     """
+    terms = chunk_terms(d, lay, a)
+    out, start, step = [], float(cached_tokens), max(1, int(room))
+    while start < prompt_tokens:
+        n = min(step, prompt_tokens - start)
+        out.append((n, *terms(start, n)))
+        start += n
+    return out
+
+
+def chunk_terms(d: Deployment, lay: Layout, a: Assumptions) -> Callable[[float, float], tuple[float, float]]:
+    """The terms of :func:`prompt_chunks`' chunks as a function of a chunk (its first token ``start``, its ``n``
+    tokens): (attention FLOPs per token of the chunk, KV bytes of its prompt's earlier tokens the chunk reads). The
+    causal attention FLOPs of a prompt's first t tokens and the KV bytes before each start are kept by t and start (a
+    prompt's next chunk starts where the last ended; a simulation asks the same ones again and again).
+
+    Examples
+    --------
+    >>> from llmcourse.assumptions import resolve
+    >>> from llmcourse.replica.parallel import layout
+    >>> d = Deployment("Llama-3.1-8B", "H100 SXM")
+    >>> terms = chunk_terms(d, layout(d.model, d.gpu), resolve())
+    >>> terms(2_048, 2_048) == prompt_chunks(d, layout(d.model, d.gpu), resolve(), 4_096, 2_048, 2_048)[0][1:]
+    True
+    """
     m = d.model
     copies = kv_copies_si(m, lay.tensor_parallel, a)
     per = a.flops_per_param
+    causal: dict[float, float] = {}
+    earlier: dict[float, float] = {}
 
     def attention(t: float) -> float:  # the causal attention FLOPs of a prompt's first t tokens
         if t <= 0 or not a.prefill_attention:
             return 0.0
-        kw = dict(flops_per_param=per, params=m.active_params, prompt_tokens=t)
-        full = F["prefill_flops"].value(**kw, layers=m.layers, heads=m.heads, head_dim=m.head_dim)
-        return full - F["prefill_flops_linear"].value(**kw)
+        got = causal.get(t)
+        if got is None:
+            kw = dict(flops_per_param=per, params=m.active_params, prompt_tokens=t)
+            full = F["prefill_flops"].value(**kw, layers=m.layers, heads=m.heads, head_dim=m.head_dim)
+            got = causal[t] = full - F["prefill_flops_linear"].value(**kw)
+        return got
 
-    out, start, step = [], float(cached_tokens), max(1, int(room))
-    while start < prompt_tokens:
-        n = min(step, prompt_tokens - start)
-        kv = kv_sequence_si(m, start, d.kv_bytes) * copies if start > 0 else 0.0
-        out.append((n, (attention(start + n) - attention(start)) / n, kv))
-        start += n
-    return out
+    def terms(start: float, n: float) -> tuple[float, float]:
+        start = float(start)
+        if start > 0:
+            kv = earlier.get(start)
+            if kv is None:
+                kv = earlier[start] = kv_sequence_si(m, start, d.kv_bytes) * copies
+        else:
+            kv = 0.0
+        return (attention(start + n) - attention(start)) / n, kv
+
+    return terms
 
 
 def separate_prefill_s(of: Callable[[float, bool], Prefill | float], prompts: float, new_tokens: float, budget: int,

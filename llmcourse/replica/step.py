@@ -506,8 +506,8 @@ class _Decoder:
         return self._step(batch, n, w_read, step, comm, overhead, kernels)
 
     def mixed(
-        self, batch: float, chunk: float, chunk_attention: float, chunk_kv: float
-    ) -> tuple[float, tuple[float, float], tuple[float, float]]:
+        self, batch: float, chunk: float, chunk_attention: float, chunk_kv: float, step_only: bool = False
+    ) -> tuple[float, tuple[float, float], tuple[float, float]] | float:
         """A step of an engine that mixes a prompt chunk into its decode steps: ``batch`` decode tokens (0: the chunk
         alone, as a new request's first chunk on an idle replica) and ``chunk``
         prompt tokens (each with ``chunk_attention`` attention FLOPs; the chunk reads ``chunk_kv`` bytes of its
@@ -520,6 +520,7 @@ class _Decoder:
         vLLM's ``Scheduler.schedule`` (``vllm/v1/core/sched/scheduler.py``) and TensorRT-LLM's in-flight batching run
         such steps: the prompt tokens and the decode tokens go through the matmuls as one batch of tokens, and
         attention runs each sequence over its own KV (FlashAttention's varlen kernels, FlashInfer's batch prefill).
+        ``step_only``: the step's time alone (a simulation's hot path; the same number as the first of the three).
         """
         pp, dp = self.pp, self.dp
         n, c = batch / pp, chunk / pp  # one micro-batch's tokens (all of them on one stage)
@@ -534,6 +535,8 @@ class _Decoder:
         terms = dict(decode_tokens=n, chunk_tokens=c, flops_per_token=self.f_mm, attention_flops_per_token=self.f_att,
                      chunk_attention_flops=att, bytes_read=w_read, kv_per_sequence=self.kv_seq, chunk_kv_read=kv)  # fmt: skip
         core = F["mixed_step_time"].value(**terms, **roofs, peak_flops=self.peak, compute_efficiency=self.eta_f)
+        if step_only:
+            return self._overheads(tokens, core)[0]
         kv_read, att_flops = n * self.kv_seq + kv, n * self.f_att + c * att  # 0 for a first chunk alone
         att_mem = F["weight_read_time"].value(weights=kv_read, **roofs) if kv_read > 0 else 0.0
         att_comp = F["decode_compute_time"].value(batch=1, flops_per_token=att_flops, **comp) if att_flops > 0 else 0.0

@@ -27,7 +27,7 @@ from llmcourse.replica.base import gpu_of, model_of
 from llmcourse.replica.deployment import Deployment
 from llmcourse.replica.memory import max_batch
 from llmcourse.replica.model import Replica, replica
-from llmcourse.replica.prefilling import prefill, prompt_chunks
+from llmcourse.replica.prefilling import chunk_terms, prefill
 from llmcourse.replica.step import decoder
 from llmcourse.units import Q_, plain_number, to
 
@@ -61,8 +61,8 @@ class MixedSteps:
 
     def __init__(self, deployment: Deployment, layout: Any, assumptions: Assumptions, kv_tokens: float,
                  precision: str) -> None:  # fmt: skip
-        self._d, self._lay, self._a = deployment, layout, assumptions
         self._mixed = decoder(deployment, layout, assumptions, kv_tokens, precision).mixed
+        self._chunk_terms = chunk_terms(deployment, layout, assumptions)  # prompt_chunks' terms of one chunk
         self._terms: dict[tuple[int, int], tuple[float, float]] = {}
         self._steps: dict[tuple, float] = {}
 
@@ -71,8 +71,8 @@ class MixedSteps:
         key = (start, k)
         got = self._terms.get(key)
         if got is None:
-            ((n, att, kv),) = prompt_chunks(self._d, self._lay, self._a, start + k, start, k)
-            got = self._terms[key] = (n * att, kv)
+            att, kv = self._chunk_terms(start, k)  # prompt_chunks(d, lay, a, start + k, start, k)'s one chunk
+            got = self._terms[key] = (k * att, kv)
         return got
 
     def __call__(self, batch: int, chunks: tuple[tuple[int, int], ...]) -> float:
@@ -84,7 +84,7 @@ class MixedSteps:
             for start, k in chunks:
                 a, r = self.chunk(start, k)
                 c, att, kv = c + k, att + a, kv + r
-            got = self._steps[key] = self._mixed(batch, c, att / c, kv)[0]
+            got = self._steps[key] = self._mixed(batch, c, att / c, kv, step_only=True)
             if len(self._steps) > 100_000:  # a long run of spread lengths: keep the memory bounded
                 self._steps.clear()
         return got
