@@ -430,8 +430,7 @@ class Evidence:
         if not idx:
             raise InputError(f"no measured rows of {fam['metric']} to draw a band from.")
         ratios = [self.rows[i].value / preds[i] for i in idx]
-        per_setup = Counter(self.facets[i]["group"] for i in idx)
-        weights = [_setup_weight(per_setup[self.facets[i]["group"]]) for i in idx]
+        weights = _setup_weights([self.facets[i]["group"] for i in idx])
         lo, hi = (weighted_percentile(ratios, weights, q) for q in BAND_PERCENTILES)
         v = float(value)
         label = ", ".join(f"{k} {fam[k]}" for k in FACETS if k in fam)
@@ -598,11 +597,12 @@ def band_table(ev: Evidence, which: str = BAND_WHICH) -> dict[str, Any]:
     }
 
 
-def _setup_weight(rows: int, setup_rows: float = SETUP_ROWS) -> float:
-    """A row's weight in a band's percentiles when its setup has ``rows`` rows in the family: one over the larger of
-    ``rows`` and ``setup_rows`` (a setup of ``setup_rows`` or more counts once); 1 for ``setup_rows=math.inf`` (every
-    row counts once)."""
-    return 1.0 if math.isinf(setup_rows) else 1 / max(rows, setup_rows)
+def _setup_weights(setups: Sequence[str], setup_rows: float = SETUP_ROWS) -> list[float]:
+    """Each row's weight in a band's percentiles, from the (model, GPU, engine) setup of each row of the family: one
+    over the larger of its setup's rows and ``setup_rows`` (a setup of ``setup_rows`` rows or more counts once); 1 for
+    ``setup_rows=math.inf`` (every row counts once)."""
+    rows = Counter(setups)
+    return [1.0 if math.isinf(setup_rows) else 1 / max(rows[g], setup_rows) for g in setups]
 
 
 def _ratio_families(
@@ -635,11 +635,11 @@ def _ratio_families(
     families = {}
     for k, v in sorted(groups.items()):
         if len(v) >= MIN_BAND_ROWS or "/" not in k:
-            per_setup = Counter(g for _, g in v)
-            ratios, weights = [r for r, _ in v], [_setup_weight(per_setup[g], setup_rows) for _, g in v]
+            ratios, setups = [r for r, _ in v], [g for _, g in v]
+            weights = _setup_weights(setups, setup_rows)
             families[k] = {
                 "n": len(v),
-                "setups": len(per_setup),
+                "setups": len(set(setups)),
                 "low": _sig4(weighted_percentile(ratios, weights, lo)),
                 "median": _sig4(weighted_percentile(ratios, weights, 50)),
                 "high": _sig4(weighted_percentile(ratios, weights, hi)),

@@ -4,7 +4,8 @@ fitted on.
 The course's engine factors were fitted on NVIDIA GPUs (the aiconfigurator rows, TensorRT-LLM's tables). The file
 ``llmcourse/data/vendor_published.csv`` holds rows the vendors, a cloud and a third party published for AMD Instinct
 MI300X (vLLM, SGLang), Intel Gaudi 3 (Intel's Gaudi software) and AWS Trainium2 (the Neuron SDK's NxD Inference),
-one row per measurement, each with the address it was read at, and, as a control, the third party's NVIDIA H200 rows of the same harness (:func:`same_harness`).
+one row per measurement, each with the address it was read at, and, as a control, the third party's NVIDIA H200
+rows of the same harness (:func:`same_harness`).
 Every row is a batch that starts together: ``batch`` prompts of ``isl`` tokens, each answered with ``osl`` tokens (a
 latency benchmark's static batch, or a throughput benchmark that sends its prompts at once with the engine's cap on
 running sequences at least their number). Its measurement is the output tokens per second of the run, or the seconds
@@ -272,6 +273,8 @@ class VendorHeldOut:
     held: HeldOutFactor
     not_predicted: dict[str, str]
     ratios: dict[str, float]
+    #: the least and the most of the predicted rows' batches (empty when none was predicted)
+    batches: tuple[int, ...] = ()
 
 
 def vendor_held_out(
@@ -307,6 +310,7 @@ def vendor_held_out(
             held=held_out_factor([ratio[i] for i in ids], [r.group for r in kept], ids),
             not_predicted=refused,
             ratios=ratio,
+            batches=(min(r.batch for r in kept), max(r.batch for r in kept)) if kept else (),
         )
     return out
 
@@ -371,19 +375,17 @@ def vendor_factor_table(held: dict[str, VendorHeldOut] | None = None) -> dict:
     (True, True)
     """
     held = vendor_held_out() if held is None else held
-    batch = {r.id: r.batch for r in vendor_rows()}
     out = {}
     for vendor, h in held.items():
         if vendor == "NVIDIA":  # the control rows of the DeepSeek-R1 harness, not a factor of NVIDIA's answers
             continue
         ratios = list(h.ratios.values())
         fs = h.held.factors.values()
-        batches = [batch[i] for i in h.ratios if i in batch]
         out[vendor] = {
             "gpus": list(h.gpus),
             "n": len(ratios),
             "groups": h.groups,
-            "batches": [min(batches), max(batches)] if batches else [],
+            "batches": list(h.batches),
             "median": _sig4(math.exp(statistics.median(math.log(r) for r in ratios))),
             "least": _sig4(min(ratios)),
             "most": _sig4(max(ratios)),
