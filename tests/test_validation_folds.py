@@ -96,6 +96,21 @@ def test_coverage_by_hand() -> None:
         c.spread()
 
 
+def test_lean_table_by_hand() -> None:
+    """Three rows measured 2, 4 and 1 against predictions 1, 2 and 2: measured / predicted 2, 2 and 0.5, so the
+    median is 2 (slower than the estimate) and the median factor exp(median |ln|) = 2; the last row alone: 0.5, and
+    a factor of 2. An empty subset and one that mixes metrics are refused by name."""
+    rows = [_Row("tpot_ms", 2.0), _Row("tpot_ms", 4.0), _Row("tpot_ms", 1.0), _Row("ttft_ms", 1.0)]
+    facets = [_facets("A")] * 3 + [{**_facets("A"), "metric": "ttft_ms"}]
+    ev = _Ev(rows, facets, [1.0, 2.0, 2.0, 1.0])
+    table = lcv.tables.lean_table(ev, {"all": [0, 1, 2], "last": [2]}, which="held_out_group")
+    assert [r[:4] for r in table] == [["all", "3", "2.00", "2.00"], ["last", "1", "0.50", "2.00"]]
+    with pytest.raises(InputError, match="'none' has no rows"):
+        lcv.tables.lean_table(ev, {"none": []}, which="held_out_group")
+    with pytest.raises(InputError, match="'both' mixes metrics"):
+        lcv.tables.lean_table(ev, {"both": [0, 3]}, which="held_out_group")
+
+
 def test_group_folds_on_measured_rows_fit_without_their_group() -> None:
     """Llama-3.1-70B on H200 SXM: a vLLM and a TensorRT-LLM group, one fold each; every row gets a held-out
     prediction, each made with its own fold's fit."""
