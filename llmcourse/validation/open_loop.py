@@ -1,0 +1,206 @@
+"""Published open-loop rate sweeps with percentiles, beside the simulator's: how far a percentile plan holds.
+
+A closed-loop benchmark's percentiles hide the queue that users would form (coordinated omission, chapter
+*Queueing*); an open-loop one sends requests at a rate whether or not the earlier ones have returned, as the
+simulator's ``rate=`` does. ``llmcourse/data/open_loop_published.csv`` holds such sweeps, one row per (rate, metric,
+percentile), each with the address and commit it was read at. :func:`open_loop_check` simulates every rate of a setup
+with the one replica model under the course's method (:func:`~llmcourse.simulator.run.simulate`): as many requests
+as the benchmark sent, Poisson arrivals, the mean prompt and answer lengths it reports, spread at the simulator's
+default coefficient of variation (:data:`~llmcourse.simulator.workload.LENGTH_CV`: the benchmarks publish no spread),
+once per seed. A p99 of 200 requests is their second slowest, so one seed's is noise: the check gives the median of
+the seeds' percentiles and their range beside the measured one. It never reads the measured value to simulate.
+
+Examples
+--------
+>>> rows = open_loop_rows()
+>>> len(rows), rows[0].gpu, rows[0].rate_per_s, rows[0].metric, rows[0].statistic
+(12, 'A100 SXM 40GB', 1.0, 'ttft_ms', 'p50')
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+
+from llmcourse.assumptions import Assumptions
+from llmcourse.catalog import gpus, models
+from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.simulator.run import simulate
+from llmcourse.simulator.service import ServiceModel, build_replica
+from llmcourse.units import Q_
+
+__all__ = ["SEEDS", "OpenLoopCheck", "OpenLoopRow", "open_loop_check", "open_loop_markdown", "open_loop_rows"]
+
+#: The metrics and percentiles a row may give.
+OPEN_LOOP_METRICS = ("ttft_ms", "tpot_ms")
+OPEN_LOOP_STATISTICS = ("p50", "p95", "p99")
+_NAMES = {"ttft_ms": "time to first token", "tpot_ms": "time per output token"}
+#: How many seeds :func:`open_loop_check` runs each rate with by default.
+SEEDS = 5
+
+
+@dataclass(frozen=True)
+class OpenLoopRow:
+    """One published percentile of an open-loop run: ``requests`` requests at ``rate_per_s`` Poisson arrivals a
+    second on one replica of ``n_gpus`` GPUs, their mean prompt and answer lengths, and the ``statistic`` (p50, p95,
+    p99) of ``metric`` in ms."""
+
+    id: str
+    source: str
+    gpu: str
+    n_gpus: int
+    model: str
+    weights: str
+    engine: str
+    requests: int
+    prompt_tokens: int
+    answer_tokens: int
+    rate_per_s: float
+    metric: str
+    statistic: str
+    value_ms: float
+
+
+def _positive(r: dict[str, str], name: str, line: int, whole: bool = False) -> float:
+    raw = (r.get(name) or "").strip()
+    try:
+        v = float(raw)
+    except ValueError:
+        raise InputError(f"open-loop row {line}: {name} must be a number; got {raw!r}.") from None
+    if not math.isfinite(v) or v <= 0 or (whole and v != int(v)):
+        kind = "a whole number above 0" if whole else "a number above 0"
+        raise InputError(f"open-loop row {line}: {name} must be {kind}; got {raw!r}.")
+    return v
+
+
+def _row(r: dict[str, str], line: int) -> OpenLoopRow:
+    gpu, model = (r.get("gpu") or "").strip(), (r.get("model") or "").strip()
+    if gpu not in gpus:
+        raise UnknownNameError(f"open-loop row {line}: no GPU named {gpu!r} in the catalog.")
+    if model not in models:
+        raise UnknownNameError(f"open-loop row {line}: no model named {model!r} in the catalog.")
+    metric, stat = (r.get("metric") or "").strip(), (r.get("statistic") or "").strip()
+    if metric not in OPEN_LOOP_METRICS:
+        raise InputError(f"open-loop row {line}: metric must be one of {', '.join(OPEN_LOOP_METRICS)}; got {metric!r}.")
+    if stat not in OPEN_LOOP_STATISTICS:
+        raise InputError(
+            f"open-loop row {line}: statistic must be one of {', '.join(OPEN_LOOP_STATISTICS)}; got {stat!r}."
+        )
+    source = (r.get("source") or "").strip()
+    if not source.startswith("https://"):
+        raise InputError(f"open-loop row {line}: source must be the https address the row was read at.")
+    return OpenLoopRow(
+        id=(r.get("id") or "").strip() or f"row {line}",
+        source=source,
+        gpu=gpu,
+        n_gpus=int(_positive(r, "n_gpus", line, whole=True)),
+        model=model,
+        weights=(r.get("weights") or "").strip(),
+        engine=(r.get("engine") or "").strip(),
+        requests=int(_positive(r, "requests", line, whole=True)),
+        prompt_tokens=int(_positive(r, "prompt_tokens", line, whole=True)),
+        answer_tokens=int(_positive(r, "answer_tokens", line, whole=True)),
+        rate_per_s=_positive(r, "rate_per_s", line),
+        metric=metric,
+        statistic=stat,
+        value_ms=_positive(r, "value_ms", line),
+    )
+
+
+def open_loop_rows(text: str | None = None) -> list[OpenLoopRow]:
+    """The published open-loop rows (``llmcourse/data/open_loop_published.csv``, or ``text`` in its columns), each
+    checked: a GPU and model of the catalog, positive numbers, a known metric and percentile, an https source.
+
+    Examples
+    --------
+    >>> head = "id,source,gpu,n_gpus,model,weights,engine,requests,prompt_tokens,answer_tokens,rate_per_s,metric,"
+    >>> open_loop_rows(head + "statistic,value_ms\\nx,https://a,H100 SXM,1,Llama-3.1-8B,bf16,vLLM,200,100,100,-1,"
+    ...                "ttft_ms,p99,50")
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: open-loop row 2: rate_per_s must be a number above 0; got '-1'.
+    """
+    if text is None:
+        text = resources.files("llmcourse.data").joinpath("open_loop_published.csv").read_text(encoding="utf-8")
+    rows = [_row(r, line) for line, r in enumerate(csv.DictReader(io.StringIO(text)), start=2)]
+    if not rows:
+        raise InputError("no open-loop rows: the file holds a header and nothing else.")
+    return rows
+
+
+@dataclass(frozen=True)
+class OpenLoopCheck:
+    """A published percentile beside the simulated one: the median over the seeds, and the least and most."""
+
+    row: OpenLoopRow
+    simulated_ms: float
+    least_ms: float
+    most_ms: float
+
+    @property
+    def ratio(self) -> float:
+        """Measured / simulated (above 1: the run was slower than the simulation)."""
+        return self.row.value_ms / self.simulated_ms
+
+
+def open_loop_check(
+    rows: Sequence[OpenLoopRow] | None = None, *, seeds: int = SEEDS, assumptions: Assumptions | str | None = None
+) -> list[OpenLoopCheck]:
+    """Each row's percentile simulated (see the module notes): one replica model per setup, one run per rate and
+    seed (``seeds`` seeds, 0 to ``seeds - 1``), under ``assumptions`` (the course's by default).
+
+    Examples
+    --------
+    >>> c = open_loop_check(open_loop_rows()[:2], seeds=2)
+    >>> [x.row.statistic for x in c], all(x.least_ms <= x.simulated_ms <= x.most_ms for x in c)
+    (['p50', 'p99'], True)
+    """
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise InputError(f"seeds must be a whole number of at least 1; got {seeds!r}.")
+    rows = open_loop_rows() if rows is None else list(rows)
+    replicas: dict[tuple, ServiceModel] = {}
+    runs: dict[tuple, list] = {}
+    out = []
+    for r in rows:
+        setup = (r.model, r.gpu, r.n_gpus, r.weights, r.prompt_tokens, r.answer_tokens)
+        if setup not in replicas:
+            replicas[setup] = build_replica(
+                r.model, r.gpu, prompt_tokens=r.prompt_tokens, answer_tokens=r.answer_tokens, n_gpus=r.n_gpus,
+                weight_bytes=r.weights or None, assumptions=assumptions,
+            )  # fmt: skip
+        key = (*setup, r.requests, r.rate_per_s)
+        if key not in runs:
+            rate = Q_(r.rate_per_s, "1/s")
+            lengths = dict(prompt_tokens=r.prompt_tokens, answer_tokens=r.answer_tokens, requests=r.requests)
+            runs[key] = [
+                simulate(r.model, r.gpu, rate=rate, seed=s, replica=replicas[setup], **lengths) for s in range(seeds)
+            ]
+        got = [(run.ttft if r.metric == "ttft_ms" else run.tpot)[r.statistic].to("ms").m for run in runs[key]]
+        out.append(OpenLoopCheck(r, statistics.median(got), min(got), max(got)))
+    return out
+
+
+def open_loop_markdown(checks: Sequence[OpenLoopCheck]) -> str:
+    """The checks as a Markdown table: rate, metric, percentile, measured, simulated (median of the seeds, and
+    their range), measured / simulated."""
+    head = [
+        "requests a second",
+        "metric",
+        "percentile",
+        "measured",
+        "simulated (range over seeds)",
+        "measured / simulated",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for c in checks:
+        r = c.row
+        lines.append(
+            f"| {r.rate_per_s:g} | {_NAMES[r.metric]} | {r.statistic} | {r.value_ms:.0f} ms | {c.simulated_ms:.0f} ms "
+            f"({c.least_ms:.0f} to {c.most_ms:.0f}) | {c.ratio:.2f} |"
+        )
+    return "\n".join(lines)
