@@ -7,14 +7,16 @@ percentile), each with the address and commit it was read at. :func:`open_loop_c
 with the one replica model under the course's method (:func:`~llmcourse.simulator.run.simulate`): as many requests
 as the benchmark sent, Poisson arrivals, the mean prompt and answer lengths it reports, spread at the simulator's
 default coefficient of variation (:data:`~llmcourse.simulator.workload.LENGTH_CV`: the benchmarks publish no spread),
-once per seed. A p99 of 200 requests is their second slowest, so one seed's is noise: the check gives the median of
-the seeds' percentiles and their range beside the measured one. It never reads the measured value to simulate.
+once per seed. A p99 of 200 requests sits between their second and third slowest, so one seed's is noise: the check
+gives the median of the seeds' percentiles and their range beside the measured one. It never reads the measured value
+to simulate. A sweep that sends the same prompts at one rate after another to one server is kept at its first rate
+only: from the second on, the prompts sit in the engine's prefix cache, which the file does not say how much of.
 
 Examples
 --------
 >>> rows = open_loop_rows()
 >>> len(rows), rows[0].gpu, rows[0].rate_per_s, rows[0].metric, rows[0].statistic
-(12, 'A100 SXM 40GB', 1.0, 'ttft_ms', 'p50')
+(4, 'A100 SXM 40GB', 1.0, 'ttft_ms', 'p50')
 """
 
 from __future__ import annotations
