@@ -9,8 +9,11 @@ import pytest
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.validation.open_loop import open_loop_check, open_loop_markdown, open_loop_rows
 
-HEAD = "id,source,gpu,n_gpus,model,weights,engine,requests,prompt_tokens,answer_tokens,rate_per_s,metric,statistic,value_ms"
-GOOD = "x,https://example.org/r,H100 SXM,1,Llama-3.1-8B,bf16,vLLM,200,100,100,2,ttft_ms,p99,50"
+HEAD = (
+    "id,source,gpu,n_gpus,model,weights,engine,requests,prompt_tokens,answer_tokens,prompt_cv,answer_cv,rate_per_s,"
+    "metric,statistic,value_ms"
+)
+GOOD = "x,https://example.org/r,H100 SXM,1,Llama-3.1-8B,bf16,vLLM,200,100,100,0.5,0.7,2,ttft_ms,p99,50"
 
 
 def test_the_shipped_rows_and_their_mean_lengths() -> None:
@@ -21,6 +24,7 @@ def test_the_shipped_rows_and_their_mean_lengths() -> None:
     rows = open_loop_rows()
     assert len(rows) == 4 and {r.rate_per_s for r in rows} == {1.0}
     assert {(r.prompt_tokens, r.answer_tokens, r.requests, r.n_gpus) for r in rows} == {(213, 213, 200, 8)}
+    assert {(r.prompt_cv, r.answer_cv) for r in rows} == {(1.10, 0.99)}  # the run's own 200 lengths (the note)
     served, out_tps, total_tps = 0.974567, 208.177, 416.047
     assert round((total_tps - out_tps) / served) == 213 and abs(out_tps / served - 213) < 1
     assert {(r.metric, r.statistic) for r in rows} == {(m, s) for m in ("ttft_ms", "tpot_ms") for s in ("p50", "p99")}
@@ -36,6 +40,8 @@ def test_the_shipped_rows_and_their_mean_lengths() -> None:
         (("ttft_ms", "e2e_ms"), InputError, "metric must be one of"),
         (("https://example.org/r", "example.org/r"), InputError, "source must be the https address"),
         ((",200,100,100,", ",200.5,100,100,"), InputError, "requests must be a whole number above 0"),
+        ((",0.5,0.7,", ",-0.5,0.7,"), InputError, "prompt_cv must be 0 .every length the same. or more"),
+        ((",0.5,0.7,", ",0.5,inf,"), InputError, "answer_cv must be 0"),
         ((",50", ",nan"), InputError, "value_ms must be a number above 0"),
     ],
 )

@@ -5,9 +5,8 @@ A closed-loop benchmark's percentiles hide the queue that users would form (coor
 simulator's ``rate=`` does. ``llmcourse/data/open_loop_published.csv`` holds such sweeps, one row per (rate, metric,
 percentile), each with the address and commit it was read at. :func:`open_loop_check` simulates every rate of a setup
 with the one replica model under the course's method (:func:`~llmcourse.simulator.run.simulate`): as many requests
-as the benchmark sent, Poisson arrivals, the mean prompt and answer lengths it reports, spread at the simulator's
-default coefficient of variation (:data:`~llmcourse.simulator.workload.LENGTH_CV`: the benchmarks publish no spread),
-once per seed. A p99 of 200 requests sits between their second and third slowest, so one seed's is noise: the check
+as the benchmark sent, Poisson arrivals, the mean prompt and answer lengths it reports and their spread (the
+coefficients of variation the row gives, from the run's per-request lengths), once per seed. A p99 of 200 requests sits between their second and third slowest, so one seed's is noise: the check
 gives the median of the seeds' percentiles and their range beside the measured one. It never reads the measured value
 to simulate. A sweep that sends the same prompts at one rate after another to one server is kept at its first rate
 only: from the second on, the prompts sit in the engine's prefix cache, which the file does not say how much of.
@@ -62,6 +61,8 @@ class OpenLoopRow:
     requests: int
     prompt_tokens: int
     answer_tokens: int
+    prompt_cv: float
+    answer_cv: float
     rate_per_s: float
     metric: str
     statistic: str
@@ -77,6 +78,17 @@ def _positive(r: dict[str, str], name: str, line: int, whole: bool = False) -> f
     if not math.isfinite(v) or v <= 0 or (whole and v != int(v)):
         kind = "a whole number above 0" if whole else "a number above 0"
         raise InputError(f"open-loop row {line}: {name} must be {kind}; got {raw!r}.")
+    return v
+
+
+def _spread(r: dict[str, str], name: str, line: int) -> float:
+    raw = (r.get(name) or "").strip()
+    try:
+        v = float(raw)
+    except ValueError:
+        raise InputError(f"open-loop row {line}: {name} must be a number; got {raw!r}.") from None
+    if not math.isfinite(v) or v < 0:
+        raise InputError(f"open-loop row {line}: {name} must be 0 (every length the same) or more; got {raw!r}.")
     return v
 
 
@@ -107,6 +119,8 @@ def _row(r: dict[str, str], line: int) -> OpenLoopRow:
         requests=int(_positive(r, "requests", line, whole=True)),
         prompt_tokens=int(_positive(r, "prompt_tokens", line, whole=True)),
         answer_tokens=int(_positive(r, "answer_tokens", line, whole=True)),
+        prompt_cv=_spread(r, "prompt_cv", line),
+        answer_cv=_spread(r, "answer_cv", line),
         rate_per_s=_positive(r, "rate_per_s", line),
         metric=metric,
         statistic=stat,
@@ -120,9 +134,9 @@ def open_loop_rows(text: str | None = None) -> list[OpenLoopRow]:
 
     Examples
     --------
-    >>> head = "id,source,gpu,n_gpus,model,weights,engine,requests,prompt_tokens,answer_tokens,rate_per_s,metric,"
-    >>> open_loop_rows(head + "statistic,value_ms\\nx,https://a,H100 SXM,1,Llama-3.1-8B,bf16,vLLM,200,100,100,-1,"
-    ...                "ttft_ms,p99,50")
+    >>> head = "id,source,gpu,n_gpus,model,weights,engine,requests,prompt_tokens,answer_tokens,prompt_cv,answer_cv,"
+    >>> open_loop_rows(head + "rate_per_s,metric,statistic,value_ms\\nx,https://a,H100 SXM,1,Llama-3.1-8B,bf16,vLLM,200,"
+    ...                "100,100,0.5,0.5,-1,ttft_ms,p99,50")
     Traceback (most recent call last):
     ...
     llmcourse.errors.InputError: open-loop row 2: rate_per_s must be a number above 0; got '-1'.
@@ -170,17 +184,19 @@ def open_loop_check(
     out = []
     for r in rows:
         setup = (r.model, r.gpu, r.n_gpus, r.weights, r.prompt_tokens, r.answer_tokens)
+        spread = dict(prompt_cv=r.prompt_cv, answer_cv=r.answer_cv)
         if setup not in replicas:
             replicas[setup] = build_replica(
                 r.model, r.gpu, prompt_tokens=r.prompt_tokens, answer_tokens=r.answer_tokens, n_gpus=r.n_gpus,
                 weight_bytes=r.weights or None, assumptions=assumptions,
             )  # fmt: skip
-        key = (*setup, r.requests, r.rate_per_s)
+        key = (*setup, r.prompt_cv, r.answer_cv, r.requests, r.rate_per_s)
         if key not in runs:
             rate = Q_(r.rate_per_s, "1/s")
             lengths = dict(prompt_tokens=r.prompt_tokens, answer_tokens=r.answer_tokens, requests=r.requests)
             runs[key] = [
-                simulate(r.model, r.gpu, rate=rate, seed=s, replica=replicas[setup], **lengths) for s in range(seeds)
+                simulate(r.model, r.gpu, rate=rate, seed=s, replica=replicas[setup], **lengths, **spread)
+                for s in range(seeds)
             ]
         got = [(run.ttft if r.metric == "ttft_ms" else run.tpot)[r.statistic].to("ms").m for run in runs[key]]
         out.append(OpenLoopCheck(r, statistics.median(got), min(got), max(got)))
