@@ -60,8 +60,12 @@ def sorted_percentile(xs: Sequence[float], q: float) -> float:
     pos = q / 100 * (len(xs) - 1)
     lo = math.floor(pos)
     hi = min(lo + 1, len(xs) - 1)
-    a, b, t = float(xs[lo]), float(xs[hi]), pos - lo
-    # numpy's lerp: from the nearer end, so a percentile never leaves [a, b] by rounding
+    return _lerp(float(xs[lo]), float(xs[hi]), pos - lo)
+
+
+def _lerp(a: float, b: float, t: float) -> float:
+    """numpy's lerp from ``a`` to ``b`` at ``t`` in [0, 1]: from the nearer end, so a percentile never leaves [a, b] by
+    rounding."""
     return a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)
 
 
@@ -109,5 +113,4 @@ def weighted_percentile(values: Sequence[float], weights: Sequence[float], q: fl
         cum += w
     i = next((k for k in range(1, len(pos)) if pos[k] >= q), len(pos) - 1)
     (p0, a), (p1, b) = (pos[i - 1], pairs[i - 1][0]), (pos[i], pairs[i][0])
-    t = 0.0 if p1 == p0 else min(max((q - p0) / (p1 - p0), 0.0), 1.0)
-    return a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)
+    return _lerp(a, b, 0.0 if p1 == p0 else min(max((q - p0) / (p1 - p0), 0.0), 1.0))

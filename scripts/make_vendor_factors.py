@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 
 from shipped_table import write_or_check  # noqa: E402
 
-from llmcourse.bands import MIN_VENDOR_GROUPS, VENDOR_FACTOR_FILE  # noqa: E402
+from llmcourse.bands import MIN_VENDOR_GROUPS, VENDOR_FACTOR_FILE, vendor_factor  # noqa: E402
 from llmcourse.validation.vendors import vendor_factor_table  # noqa: E402
 
 OUT = ROOT / "llmcourse" / "data" / VENDOR_FACTOR_FILE
@@ -33,7 +33,11 @@ def _report(table: dict) -> list[str]:
             f"{vendor:6s} {f['n']} rows on {', '.join(f['gpus'])}, {f['groups']} groups: factor {f['median']:.3g} "
             f"(80% of rows {f['low']:.3g} to {f['high']:.3g}); held out by group: median factor "
             f"{h['median_factor']:.3g}, {h['within_2x']:.0%} within 2x, band coverage {h['coverage']:.0%}"
-            + ("" if f["groups"] >= MIN_VENDOR_GROUPS else f" (under {MIN_VENDOR_GROUPS} groups: no factor shown)")
+            + (
+                ""
+                if vendor_factor(vendor, table=table).enough
+                else f" (under {MIN_VENDOR_GROUPS} groups: no factor shown)"
+            )
         )
     return out
 
