@@ -34,15 +34,24 @@ def test_the_shipped_rows_and_their_mean_lengths() -> None:
 @pytest.mark.parametrize(
     ("change", "error", "match"),
     [
-        (("H100 SXM", "H900"), UnknownNameError, "no GPU named 'H900'"),
-        (("Llama-3.1-8B", "Llama-9"), UnknownNameError, "no model named 'Llama-9'"),
+        (("H100 SXM", "H900"), UnknownNameError, "no GPU named 'H900'. Did you mean"),
+        (("Llama-3.1-8B", "Llama-9"), UnknownNameError, "no model named 'Llama-9'. Did you mean"),
         ((",p99,", ",p90,"), InputError, "statistic must be one of p50, p95, p99"),
         (("ttft_ms", "e2e_ms"), InputError, "metric must be one of"),
         (("https://example.org/r", "example.org/r"), InputError, "source must be the https address"),
-        ((",200,100,100,", ",200.5,100,100,"), InputError, "requests must be a whole number above 0"),
-        ((",0.5,0.7,", ",-0.5,0.7,"), InputError, "prompt_cv must be 0 .every length the same. or more"),
-        ((",0.5,0.7,", ",0.5,inf,"), InputError, "answer_cv must be 0"),
-        ((",50", ",nan"), InputError, "value_ms must be a number above 0"),
+        ((",200,100,100,", ",200.5,100,100,"), InputError, "column 'requests': '200.5' is not a whole number"),
+        (
+            (",0.5,0.7,", ",-0.5,0.7,"),
+            InputError,
+            "column 'prompt_cv' must be 0 .every length the same. or more; got -0.5",
+        ),
+        (
+            (",0.5,0.7,", ",0.5,inf,"),
+            InputError,
+            "column 'answer_cv' must be 0 .every length the same. or more; got inf",
+        ),
+        ((",50", ",nan"), InputError, "column 'value_ms' must be a number above zero; got nan"),
+        ((",1,Llama", ",2000,Llama"), InputError, "column 'n_gpus' must be at most 1,024; got 2000"),
     ],
 )
 def test_a_bad_row_is_refused_with_the_field_named(change: tuple[str, str], error: type, match: str) -> None:

@@ -27,6 +27,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 from llmcourse.assumptions import Assumptions
 from llmcourse.catalog import gpus, models
@@ -34,6 +35,7 @@ from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.simulator.run import simulate
 from llmcourse.simulator.service import ServiceModel, build_replica
 from llmcourse.units import Q_
+from llmcourse.validation.cells import RowError, cell, number, shown, whole
 
 __all__ = ["SEEDS", "OpenLoopCheck", "OpenLoopRow", "open_loop_check", "open_loop_markdown", "open_loop_rows"]
 
@@ -69,63 +71,58 @@ class OpenLoopRow:
     value_ms: float
 
 
-def _positive(r: dict[str, str], name: str, line: int, whole: bool = False) -> float:
-    raw = (r.get(name) or "").strip()
+def _spread(r: dict[str, str], name: str) -> float:
+    """A coefficient of variation: a finite number, 0 (every length the same) or more."""
+    text = cell(r, name)
     try:
-        v = float(raw)
+        v = float(text)
     except ValueError:
-        raise InputError(f"open-loop row {line}: {name} must be a number; got {raw!r}.") from None
-    if not math.isfinite(v) or v <= 0 or (whole and v != int(v)):
-        kind = "a whole number above 0" if whole else "a number above 0"
-        raise InputError(f"open-loop row {line}: {name} must be {kind}; got {raw!r}.")
-    return v
-
-
-def _spread(r: dict[str, str], name: str, line: int) -> float:
-    raw = (r.get(name) or "").strip()
-    try:
-        v = float(raw)
-    except ValueError:
-        raise InputError(f"open-loop row {line}: {name} must be a number; got {raw!r}.") from None
+        raise RowError(f"column {name!r}: {shown(text)!r} is not a number") from None
     if not math.isfinite(v) or v < 0:
-        raise InputError(f"open-loop row {line}: {name} must be 0 (every length the same) or more; got {raw!r}.")
+        raise RowError(f"column {name!r} must be 0 (every length the same) or more; got {shown(text)}")
     return v
+
+
+def _named(names: Any, r: dict[str, str], col: str, line: int) -> str:
+    """The catalog's name for a row's GPU or model; an unknown one refused with the catalog's "did you mean"."""
+    try:
+        return names[cell(r, col)].name
+    except UnknownNameError as exc:
+        raise UnknownNameError(f"open-loop row {line}: {str(exc).split(' Known:')[0]}") from None
 
 
 def _row(r: dict[str, str], line: int) -> OpenLoopRow:
-    gpu, model = (r.get("gpu") or "").strip(), (r.get("model") or "").strip()
-    if gpu not in gpus:
-        raise UnknownNameError(f"open-loop row {line}: no GPU named {gpu!r} in the catalog.")
-    if model not in models:
-        raise UnknownNameError(f"open-loop row {line}: no model named {model!r} in the catalog.")
-    metric, stat = (r.get("metric") or "").strip(), (r.get("statistic") or "").strip()
-    if metric not in OPEN_LOOP_METRICS:
-        raise InputError(f"open-loop row {line}: metric must be one of {', '.join(OPEN_LOOP_METRICS)}; got {metric!r}.")
-    if stat not in OPEN_LOOP_STATISTICS:
-        raise InputError(
-            f"open-loop row {line}: statistic must be one of {', '.join(OPEN_LOOP_STATISTICS)}; got {stat!r}."
+    """One CSV record, each cell read by :mod:`llmcourse.validation.cells`' readers (a bad one refused with the line
+    and the column)."""
+    gpu, model = _named(gpus, r, "gpu", line), _named(models, r, "model", line)
+    try:
+        metric, stat, source = cell(r, "metric"), cell(r, "statistic"), cell(r, "source")
+        if metric not in OPEN_LOOP_METRICS:
+            raise RowError(f"metric must be one of {', '.join(OPEN_LOOP_METRICS)}; got {shown(metric)!r}")
+        if stat not in OPEN_LOOP_STATISTICS:
+            raise RowError(f"statistic must be one of {', '.join(OPEN_LOOP_STATISTICS)}; got {shown(stat)!r}")
+        if not source.startswith("https://"):
+            raise RowError("source must be the https address the row was read at")
+        return OpenLoopRow(
+            id=(r.get("id") or "").strip() or f"row {line}",
+            source=source,
+            gpu=gpu,
+            n_gpus=whole(r, "n_gpus"),
+            model=model,
+            weights=(r.get("weights") or "").strip(),
+            engine=(r.get("engine") or "").strip(),
+            requests=whole(r, "requests"),
+            prompt_tokens=whole(r, "prompt_tokens"),
+            answer_tokens=whole(r, "answer_tokens"),
+            prompt_cv=_spread(r, "prompt_cv"),
+            answer_cv=_spread(r, "answer_cv"),
+            rate_per_s=number(r, "rate_per_s"),
+            metric=metric,
+            statistic=stat,
+            value_ms=number(r, "value_ms"),
         )
-    source = (r.get("source") or "").strip()
-    if not source.startswith("https://"):
-        raise InputError(f"open-loop row {line}: source must be the https address the row was read at.")
-    return OpenLoopRow(
-        id=(r.get("id") or "").strip() or f"row {line}",
-        source=source,
-        gpu=gpu,
-        n_gpus=int(_positive(r, "n_gpus", line, whole=True)),
-        model=model,
-        weights=(r.get("weights") or "").strip(),
-        engine=(r.get("engine") or "").strip(),
-        requests=int(_positive(r, "requests", line, whole=True)),
-        prompt_tokens=int(_positive(r, "prompt_tokens", line, whole=True)),
-        answer_tokens=int(_positive(r, "answer_tokens", line, whole=True)),
-        prompt_cv=_spread(r, "prompt_cv", line),
-        answer_cv=_spread(r, "answer_cv", line),
-        rate_per_s=_positive(r, "rate_per_s", line),
-        metric=metric,
-        statistic=stat,
-        value_ms=_positive(r, "value_ms", line),
-    )
+    except RowError as exc:
+        raise InputError(f"open-loop row {line}: {exc}.") from None
 
 
 def open_loop_rows(text: str | None = None) -> list[OpenLoopRow]:
@@ -139,7 +136,7 @@ def open_loop_rows(text: str | None = None) -> list[OpenLoopRow]:
     ...                "100,100,0.5,0.5,-1,ttft_ms,p99,50")
     Traceback (most recent call last):
     ...
-    llmcourse.errors.InputError: open-loop row 2: rate_per_s must be a number above 0; got '-1'.
+    llmcourse.errors.InputError: open-loop row 2: column 'rate_per_s' must be a number above zero; got -1.
     """
     if text is None:
         text = resources.files("llmcourse.data").joinpath("open_loop_published.csv").read_text(encoding="utf-8")
