@@ -266,29 +266,33 @@ def client_markdown(alts: Sequence[ClientAlternative]) -> str:
     return "\n".join(lines)
 
 
-def lean_table(ev: Evidence, subsets: dict[str, Sequence[int]], which: str = "predicted") -> list[list[str]]:
-    """Named subsets of the evidence's rows (name -> row indices, of one metric each) side by side: the rows and
-    the :class:`Summary` cells of ``which`` predictions over them, so a reader sees where the estimate leans one
-    way (a median measured / predicted far from 1). An empty subset is refused with its name.
+def lean_summaries(ev: Evidence, subsets: dict[str, Sequence[int]], which: str = "predicted") -> dict[str, Summary]:
+    """Named subsets of the evidence's rows (name -> row indices, of one metric each), each with the
+    :class:`Summary` of ``which`` predictions over its rows, so a reader sees where the estimate leans one way (a
+    median measured / predicted far from 1). An empty subset, or one that mixes metrics, is refused with its name.
 
     Examples
     --------
     >>> from llmcourse.validation import evidence, silicon
     >>> ev = evidence(silicon().rows[:8], hold_out=())
     >>> tpot = [i for i, f in enumerate(ev.facets) if f["metric"] == "tpot_ms"]
-    >>> lean_table(ev, {"four rows": tpot})[0][:2]
-    ['four rows', '4']
+    >>> lean_summaries(ev, {"four rows": tpot})["four rows"].n
+    4
     """
-    out = []
+    preds, out = ev.predictions(which), {}
     for name, idx in subsets.items():
         if not idx:
             raise InputError(f"the subset {name!r} has no rows.")
         metrics = {ev.facets[i]["metric"] for i in idx}
         if len(metrics) != 1:
             raise InputError(f"the subset {name!r} mixes metrics ({', '.join(sorted(metrics))}): one per subset.")
-        preds = ev.predictions(which)
-        out.append([name, *summarize([preds[i] for i in idx], [ev.rows[i].value for i in idx]).cells()])
+        out[name] = summarize([preds[i] for i in idx], [ev.rows[i].value for i in idx])
     return out
+
+
+def lean_table(ev: Evidence, subsets: dict[str, Sequence[int]], which: str = "predicted") -> list[list[str]]:
+    """:func:`lean_summaries` as rows of text: the subset's name and its :class:`Summary` cells."""
+    return [[name, *s.cells()] for name, s in lean_summaries(ev, subsets, which).items()]
 
 
 def lean_markdown(ev: Evidence, subsets: dict[str, Sequence[int]], which: str = "predicted") -> str:
