@@ -43,12 +43,12 @@ def test_the_shipped_rows_and_their_mean_lengths() -> None:
         (
             (",0.5,0.7,", ",-0.5,0.7,"),
             InputError,
-            "column 'prompt_cv' must be 0 .every length the same. or more; got -0.5",
+            "column 'prompt_cv' must be 0 or a number above zero; got -0.5",
         ),
         (
             (",0.5,0.7,", ",0.5,inf,"),
             InputError,
-            "column 'answer_cv' must be 0 .every length the same. or more; got inf",
+            "column 'answer_cv' must be 0 or a number above zero; got inf",
         ),
         ((",50", ",nan"), InputError, "column 'value_ms' must be a number above zero; got nan"),
         ((",1,Llama", ",2000,Llama"), InputError, "column 'n_gpus' must be at most 1,024; got 2000"),

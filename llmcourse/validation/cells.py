@@ -82,14 +82,19 @@ def shown(text: str) -> str:
     return escaped(shortened(text))
 
 
-def number(r: dict[str, Any], col: str) -> float:
+def number(r: dict[str, Any], col: str, *, allow_zero: bool = False) -> float:
+    """A measured number of column ``col``: finite, above zero (or zero, with ``allow_zero``: a spread of lengths
+    that are all the same), at most :data:`MOST_NUMBER` and, unless zero, at least :data:`LEAST_NUMBER`."""
     text = cell(r, col)
     try:
         x = float(text)
     except ValueError:
         raise RowError(f"column {col!r}: {shortened(text)!r} is not a number") from None
+    if allow_zero and x == 0:
+        return 0.0
     if not math.isfinite(x) or x <= 0:
-        raise RowError(f"column {col!r} must be a number above zero; got {shown(text)}")
+        least = "0 or a number above zero" if allow_zero else "a number above zero"
+        raise RowError(f"column {col!r} must be {least}; got {shown(text)}")
     if not LEAST_NUMBER <= x <= MOST_NUMBER:
         raise RowError(f"column {col!r} must be from {LEAST_NUMBER:g} to {MOST_NUMBER:g}; got {shown(text)}")
     return x

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -71,18 +70,6 @@ class OpenLoopRow:
     value_ms: float
 
 
-def _spread(r: dict[str, str], name: str) -> float:
-    """A coefficient of variation: a finite number, 0 (every length the same) or more."""
-    text = cell(r, name)
-    try:
-        v = float(text)
-    except ValueError:
-        raise RowError(f"column {name!r}: {shown(text)!r} is not a number") from None
-    if not math.isfinite(v) or v < 0:
-        raise RowError(f"column {name!r} must be 0 (every length the same) or more; got {shown(text)}")
-    return v
-
-
 def _named(names: Any, r: dict[str, str], col: str, line: int) -> str:
     """The catalog's name for a row's GPU or model; an unknown one refused with the catalog's "did you mean"."""
     try:
@@ -114,8 +101,8 @@ def _row(r: dict[str, str], line: int) -> OpenLoopRow:
             requests=whole(r, "requests"),
             prompt_tokens=whole(r, "prompt_tokens"),
             answer_tokens=whole(r, "answer_tokens"),
-            prompt_cv=_spread(r, "prompt_cv"),
-            answer_cv=_spread(r, "answer_cv"),
+            prompt_cv=number(r, "prompt_cv", allow_zero=True),
+            answer_cv=number(r, "answer_cv", allow_zero=True),
             rate_per_s=number(r, "rate_per_s"),
             metric=metric,
             statistic=stat,
