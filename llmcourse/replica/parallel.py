@@ -390,14 +390,14 @@ def _dispatch_s(m: Model, lay: Layout, tokens: float, a: Assumptions) -> float:
 
 
 def comm_seconds_of(m: Model, lay: Layout, a: Assumptions) -> Callable[[float], float]:
-    """``lambda tokens: comm_seconds(m, lay, tokens, a)``, for a search that asks it of many token counts: a
-    dense model's all-reduces with the model's figures looked up once, the same floats; a mixture of experts goes
-    to :func:`comm_seconds` itself."""
+    """``lambda tokens: comm_seconds(m, lay, tokens, a)``, for a search or a simulation that asks it of many token
+    counts, most of them again and again: each count's answer kept (the same floats), a dense model's all-reduces with
+    the model's figures looked up once; a mixture of experts goes to :func:`comm_seconds` itself."""
     if not a.communication or lay.group == 1:
         return lambda tokens: 0.0
     tp, dp = lay.tensor_parallel, lay.data_parallel
     if m.is_moe or dp != 1 or tp <= 1:  # (layout() gives a dense model one attention group, so tp > 1 here)
-        return lambda tokens: comm_seconds(m, lay, tokens, a)
+        return _kept(lambda tokens: comm_seconds(m, lay, tokens, a))
     msg_of, per_layer = F["activation_message"].value, F["tp_allreduce_time"].value
     hidden, act, layers = m.hidden, a.activation_bytes, m.layers
 
@@ -405,7 +405,22 @@ def comm_seconds_of(m: Model, lay: Layout, a: Assumptions) -> Callable[[float], 
         msg = msg_of(step_tokens=tokens, hidden=hidden, activation_bytes=act)
         return per_layer(layers=layers, allreduce_latency=allreduce_seconds(lay, tp, msg, a)[1])
 
-    return of
+    return _kept(of)
+
+
+def _kept(f: Callable[[float], float], most: int = 100_000) -> Callable[[float], float]:
+    """``f`` with each argument's answer kept (up to ``most`` of them, then forgotten at once: memory stays bounded)."""
+    seen: dict[float, float] = {}
+
+    def kept(x: float) -> float:
+        got = seen.get(x)
+        if got is None:
+            if len(seen) >= most:
+                seen.clear()
+            got = seen[x] = f(x)
+        return got
+
+    return kept
 
 
 def comm_seconds(m: Model, lay: Layout, tokens: float, a: Assumptions) -> float:
