@@ -191,3 +191,32 @@ def test_least_cost_with_one_replica_is_that_replica():
     alone = simulate("Llama-3.1-8B", "H100 SXM", **kw)
     fleet = simulate("Llama-3.1-8B", "H100 SXM", fleet=Fleet(1, "least_cost"), **kw)
     assert alone.ttft == fleet.ttft and alone.tpot == fleet.tpot
+
+
+def test_the_sizing_finds_the_fewest_fleet_from_any_start():
+    """The percentile sizing starts its search at the fleet sized on the mean and gallops from there. On a brief whose
+    simulated median first token falls below the target at one fleet and stays below it for every larger fleet tried
+    (each fleet simulated the same way, same seed and size: checked here by a plain scan), the sizing lands on that
+    fleet wherever it starts: at the fewest that keep up, below, at or far above the answer. A target no fleet meets
+    is said to be missed from any start."""
+    from llmcourse.planner.design import Brief
+    from llmcourse.simulator import size_to_percentiles
+
+    brief = Brief(60, 2_000, 300, Q_(175, "ms"), Q_(60, "ms"), ttft_percentile=50)
+    service = build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300, batch_cap=64)
+    scheduler = Scheduler(SizingRun().chunk_tokens).for_replica(service)  # the engine's token budget, as sizing runs
+    run = dict(prompt_tokens=2_000, answer_tokens=300, requests=1_000, seed=3, replica=service, scheduler=scheduler)
+    fewest = math.ceil((brief.requests_per_second / service.capacity(2_000, 300)).to("").m)
+    meets = [
+        simulate("Llama-3.1-8B", "H100 SXM", rate=Q_(60, "1/s"), fleet=Fleet(n), **run).at("ttft", 50) <= Q_(175, "ms")
+        for n in range(fewest, 6 * fewest)
+    ]
+    scan = fewest + meets.index(True)
+    assert scan > fewest and all(meets[scan - fewest :])  # the premise: one crossing, above the fewest
+    for start in (1, fewest, scan - 1, scan, scan + 7, 5 * fewest):
+        z = size_to_percentiles(service, brief, mean_replicas=start, requests=1_000, seed=3)
+        assert (z.met, z.replicas) == (True, scan), start
+    never = Brief(60, 2_000, 300, Q_(20, "ms"), Q_(60, "ms"), ttft_percentile=99)  # below one prompt's own prefill
+    for start in (fewest, 3 * fewest):
+        z = size_to_percentiles(service, never, mean_replicas=start, requests=1_000, seed=3)
+        assert not z.met and z.replicas == start

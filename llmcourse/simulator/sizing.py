@@ -108,12 +108,14 @@ def size_to_percentiles(
     N replicas of ``service`` (:func:`~llmcourse.simulator.service.build_replica` at the brief's lengths, its batch
     capped at the plan's) are simulated behind ``router`` (:class:`~llmcourse.simulator.fleet.Fleet`; with
     ``"random"``, one replica at the rate each of N receives, ``brief.requests_per_second / N``: a Poisson stream split
-    at random is that, an upper bound on the wait), from the fewest that keep up (the rate over one replica's capacity, rounded up), doubling until the targets are
-    met, then halving the gap (the percentiles fall as N grows). ``mean_replicas`` is the fleet sized on the mean,
-    simulated too for comparison. If no fleet up to 64 times the smallest meets the targets (a target below what one
-    request takes alone), the sizing says so (``met=False``) and keeps the fleet sized on the mean. Every request
-    finds its first ``cached_prompt_tokens`` cached; prompts are prefilled whole or in chunks of ``chunk_tokens``;
-    the lengths spread by ``prompt_cv`` and ``answer_cv`` (:data:`~llmcourse.simulator.workload.LENGTH_CV` if None).
+    at random is that, an upper bound on the wait). The search starts at ``mean_replicas``, the fleet sized on the mean
+    (simulated too, for comparison), and gallops, the step doubling, down to a fleet that misses the targets or up to
+    one that meets them, then halves the gap (the percentiles fall as N grows); it never goes below the fewest that
+    keep up (the rate over one replica's capacity, rounded up). If no fleet up to 64 times that meets the targets (a
+    target below what one request takes alone), the sizing says so (``met=False``) and keeps the fleet sized on the
+    mean. Every request finds its first ``cached_prompt_tokens`` cached; prompts are prefilled whole or in chunks of
+    ``chunk_tokens``; the lengths spread by ``prompt_cv`` and ``answer_cv``
+    (:data:`~llmcourse.simulator.workload.LENGTH_CV` if None).
 
     Examples
     --------
@@ -152,7 +154,7 @@ def size_to_percentiles(
             replica=service,
         ),
     )
-    fewest, met = fleets.fewest_meeting()
+    fewest, met = fleets.fewest_meeting(mean_replicas)
     best = fewest if met else mean_replicas
     return PercentileSizing(
         ttft_percentile=brief.ttft_percentile,
@@ -212,26 +214,43 @@ class _Fleets:
             b.tpot_percentile is None or tpot <= b.tpot_target
         )
 
-    def fewest_meeting(self) -> tuple[int, bool]:
-        """The fewest replicas that meet the targets, from the fewest that keep up (doubling, then halving the gap,
-        to one replica in 10**9), and whether any fleet up to 64 times that meets them. The doubling also stops,
-        not met, once doubling the fleet no longer lowers the percentiles by 1%: past that point the tail is the
-        service itself (the longest prompts' prefill), which more replicas do not shorten."""
+    def fewest_meeting(self, start: int) -> tuple[int, bool]:
+        """The fewest replicas that meet the targets, from the fewest that keep up, and whether any fleet up to 64 times
+        that meets them. The percentiles fall as the fleet grows, so the search starts at ``start`` (the fleet sized on
+        the mean, simulated for the comparison anyway: the answer is most often at or beside it) and gallops, the step
+        doubling, down to a fleet that does not meet them or up to one that does, then halves the gap (to one replica in
+        10**9: a fleet of 1e300 replicas takes 40 steps, not 1,000). Above ``start``, the largest fleet is simulated
+        first (64 times the fewest, or the most a fleet simulation runs for a router that is not least-loaded): if it
+        does not meet the targets, none does (a target below what one request takes alone: the longest prompts'
+        prefill, which more replicas do not shorten) and the search stops there, not met."""
         b, svc = self.brief, self.service
         load = to(b.requests_per_second / svc.capacity(b.prompt_tokens, b.answer_tokens), "").m  # on one replica
         fewest = max(1, math.ceil(load * (1 + 1e-12)))
-        lo, hi = fewest, fewest
-        while not self.meets(hi) and hi < 64 * fewest:
-            before = self.at(hi)
-            lo, hi = hi, min(2 * hi, 64 * fewest)
-            if not self.meets(hi) and all(new > 0.99 * old for new, old in zip(self.at(hi), before, strict=True)):
-                break
-        met = self.meets(hi)
-        if met and hi > lo:
-            # meets(hi) and not meets(lo); to one replica in 10**9 (a fleet of 1e300 replicas takes 40 steps, not 1,000)
-            while hi - lo > max(1, lo // 10**9):
-                mid = (lo + hi) // 2
-                lo, hi = (lo, mid) if self.meets(mid) else (mid, hi)
-        elif met:
-            hi = lo
-        return hi, met
+        most = 64 * fewest
+        start = min(max(start, fewest), most)
+        lo, hi, step = start, start, max(1, start // 10**9)  # the gallop's first step: one replica in 10**9
+        if self.meets(start):
+            while lo > fewest:
+                lo = max(fewest, hi - step)
+                if not self.meets(lo):
+                    break
+                hi, step = lo, 2 * step
+            else:
+                return hi, True  # the fewest that keep up meet them
+        else:
+            most = most if self._simulable(most) else min(most, MOST_REPLICAS)  # the largest a simulation runs
+            if not self.meets(most):
+                return most, False
+            while not self.meets(hi):
+                lo, hi, step = hi, min(most, hi + step), 2 * step
+        # meets(hi) and not meets(lo)
+        while hi - lo > max(1, lo // 10**9):
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if self.meets(mid) else (mid, hi)
+        return hi, True
+
+    def _simulable(self, n: int) -> bool:
+        """Whether a fleet of ``n`` replicas behind the router is within what a fleet simulation runs."""
+        if self.router == "random" or self.router in ("least_loaded", "least_kv", "least_cost"):
+            return True  # one replica at its share; past as many replicas as requests, that many (_fleet)
+        return n <= MOST_REPLICAS
