@@ -243,6 +243,11 @@ def test_p99_plan_is_the_fewest_replicas(p99_plan):
         requests=z.requests, seed=z.seed, replica=svc,
     )  # fmt: skip
     assert fewer.at("ttft", 99) > Q_(400, "ms")
+    # the plan prints that fleet's figures, from the sizing's own run of it (its token budget, not the default above)
+    assert z.fewer_ttft > Q_(400, "ms") and z.fewer_tpot is not None
+    assert f"{(z.replicas - 1) * p99_plan.tensor_parallel:,} GPUs: p99 TTFT {z.fewer_ttft.to('ms').m:.1f} ms" in str(
+        p99_plan
+    )
 
 
 def test_a_higher_percentile_never_needs_fewer_gpus():
@@ -259,6 +264,7 @@ def test_unreachable_percentile_target_says_so():
     takes about 67 ms alone: no fleet meets it, and the plan says so rather than growing without end."""
     p = plan("Llama-3.1-8B", "H100 SXM", Brief(**P99_BRIEF, ttft_target=Q_(120, "ms"), ttft_percentile=99))
     assert not p.sizing.met and not p.meets_targets and p.gpus == p.sizing.mean_replicas
+    assert p.sizing.fewer_ttft is None and "one replica fewer" not in str(p)  # no edge to show: nothing met
 
 
 @pytest.mark.parametrize("q", [0, 100, 101, -1, float("nan"), True, Q_(99, "percent")])

@@ -196,6 +196,14 @@ class Plan:
                     f"{z.label('tpot')} TPOT {ms(z.mean_tpot)}",
                 ),
             ]
+            if z.fewer_ttft is not None and z.fewer_tpot is not None:
+                speed.append(
+                    (
+                        "one replica fewer",
+                        f"{(z.replicas - 1) * self.tensor_parallel:,} GPUs: {z.label('ttft')} TTFT "
+                        f"{ms(z.fewer_ttft)}, {z.label('tpot')} TPOT {ms(z.fewer_tpot)}",
+                    )
+                )
         return [
             *speed,
             *plan_bands(self),

@@ -77,6 +77,10 @@ class PercentileSizing:
     seed: int
     chunk_tokens: int | None  # the token budget per iteration the replicas ran (None: whole prompts)
     router: str = "least_loaded"
+    # what one replica fewer gives at the same percentiles (None: the targets not met, or the chosen fleet the fewest
+    # that keep up): how close to the edge the choice is, where the percentiles flatten with the fleet
+    fewer_ttft: pint.Quantity | None = None
+    fewer_tpot: pint.Quantity | None = None
 
     def describe(self) -> str:
         """How the queue was simulated, in words (a plan's output says it)."""
@@ -156,6 +160,7 @@ def size_to_percentiles(
     )
     fewest, met = fleets.fewest_meeting(mean_replicas)
     best = fewest if met else mean_replicas
+    fewer = fleets.seen.get(best - 1) if met else None  # simulated by the search, whenever it could be the answer
     return PercentileSizing(
         ttft_percentile=brief.ttft_percentile,
         tpot_percentile=brief.tpot_percentile,
@@ -170,6 +175,8 @@ def size_to_percentiles(
         seed=int(seed),
         chunk_tokens=scheduler.chunk_tokens,  # type: ignore[arg-type]  (a number or None once for_replica ran)
         router=router,
+        fewer_ttft=None if fewer is None else fewer[0],
+        fewer_tpot=None if fewer is None else fewer[1],
     )
 
 
