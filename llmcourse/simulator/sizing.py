@@ -257,7 +257,11 @@ class _Fleets:
         return hi, True
 
     def _simulable(self, n: int) -> bool:
-        """Whether a fleet of ``n`` replicas behind the router is within what a fleet simulation runs."""
-        if self.router == "random" or self.router in ("least_loaded", "least_kv", "least_cost"):
-            return True  # one replica at its share; past as many replicas as requests, that many (_fleet)
+        """Whether a fleet of ``n`` replicas behind the router is within what a fleet simulation runs (see
+        :meth:`_fleet`: the random router simulates one replica at its share; the least-loaded routers as many
+        replicas as requests, past that)."""
+        if self.router == "random":
+            return True
+        if self.router in ("least_loaded", "least_kv", "least_cost"):
+            n = min(n, self.run["requests"])
         return n <= MOST_REPLICAS
