@@ -245,7 +245,7 @@ def test_p99_plan_is_the_fewest_replicas(p99_plan):
     assert fewer.at("ttft", 99) > Q_(400, "ms")
     # the plan prints that fleet's figures, from the sizing's own run of it (its token budget, not the default above)
     assert z.fewer_ttft > Q_(400, "ms") and z.fewer_tpot is not None
-    assert f"{(z.replicas - 1) * p99_plan.tensor_parallel:,} GPUs: p99 TTFT {z.fewer_ttft.to('ms').m:.1f} ms" in str(
+    assert f"{(z.replicas - 1) * p99_plan.tensor_parallel:,} GPUs: p99 TTFT {z.fewer_ttft.to('ms').m:,.1f} ms" in str(
         p99_plan
     )
 

@@ -167,7 +167,7 @@ class Plan:
         if not self.fits:
             return [("fits", "no"), ("why", self.reason), ("tensor parallel", shape), ("engine", self.engine or "")]
         mark = {True: "\u2713", False: "\u2717"}
-        ms = lambda q: f"{x:,.1f} ms" if abs(x := to(q, "ms").m) < 1e9 else f"{x:.3g} ms"  # noqa: E731 (1e+308, not 309 digits)
+        ms = _ms
         z, b = self.sizing, self.brief
         if z is None:
             speed = [
@@ -196,14 +196,7 @@ class Plan:
                     f"{z.label('tpot')} TPOT {ms(z.mean_tpot)}",
                 ),
             ]
-            if z.fewer_ttft is not None and z.fewer_tpot is not None:
-                speed.append(
-                    (
-                        "one replica fewer",
-                        f"{(z.replicas - 1) * self.tensor_parallel:,} GPUs: {z.label('ttft')} TTFT "
-                        f"{ms(z.fewer_ttft)}, {z.label('tpot')} TPOT {ms(z.fewer_tpot)}",
-                    )
-                )
+            speed += sizing_edge_rows(z, self.tensor_parallel)
         return [
             *speed,
             *plan_bands(self),
@@ -655,3 +648,42 @@ class _LeverFigures(NamedTuple):
     tpot: pint.Quantity | None = None
     cost_per_hour: pint.Quantity | None = None
     meets_targets: bool = False
+
+
+def _ms(q: pint.Quantity) -> str:
+    """A time in ms as a plan prints it (1e+308 ms, not 309 digits)."""
+    x = to(q, "ms").m
+    return f"{x:,.1f} ms" if abs(x) < 1e9 else f"{x:.3g} ms"
+
+
+def sizing_edge_rows(z: Any, tensor_parallel: int) -> list[tuple[str, str]]:
+    """A percentile plan's rows on how settled its fleet size is: the chosen fleet's sampling intervals, what one
+    replica fewer gives, and a warning when a target lies inside an interval (one run cannot settle the size)."""
+    rows = []
+    if z.ttft_interval is not None and z.tpot_interval is not None:
+        (a, b), (c, d) = z.ttft_interval, z.tpot_interval
+        rows.append(
+            (
+                "sampling interval, ~95%",
+                f"{z.label('ttft')} TTFT {_ms(a)} to {_ms(b)}, {z.label('tpot')} TPOT {_ms(c)} to {_ms(d)} (the least "
+                "the sampling moves them: other seeds spread wider)",
+            )
+        )
+    if z.fewer_ttft is not None and z.fewer_tpot is not None:
+        rows.append(
+            (
+                "one replica fewer",
+                f"{(z.replicas - 1) * tensor_parallel:,} GPUs: {z.label('ttft')} TTFT {_ms(z.fewer_ttft)}, "
+                f"{z.label('tpot')} TPOT {_ms(z.fewer_tpot)}",
+            )
+        )
+    if z.met and z.close_call():
+        rows.append(
+            (
+                "fleet size not settled",
+                "a target lies inside the sampling interval: this run cannot tell whether the fleet meets it, and "
+                "other seeds can move the size by many replicas. Rerun with SizingRun(seed=...) or more requests, "
+                "or loosen the target",
+            )
+        )
+    return rows

@@ -84,7 +84,7 @@ from llmcourse.simulator.events import ENGINE_BUDGET, Scheduler, event_loop
 from llmcourse.simulator.fleet import Fleet, fleet_loop
 from llmcourse.simulator.service import ServiceModel, build_replica, check_request
 from llmcourse.simulator.workload import LENGTH_CV, Requests, closed_loop, grouped_open_loop, open_loop
-from llmcourse.stats import sorted_percentile
+from llmcourse.stats import percentile_interval, sorted_percentile
 from llmcourse.units import (
     Q_,
     as_quantity,
@@ -150,10 +150,30 @@ class SimResult:
         >>> r.at("ttft", 99) == r.ttft["p99"], r.at("tpot", 90) <= r.tpot["p95"]
         (True, True)
         """
+        return Q_(sorted_percentile(self._sorted(metric), percentile_rank(q)) * 1e3, "ms")
+
+    def interval(self, metric: str, q: float) -> tuple[pint.Quantity, pint.Quantity]:
+        """About 95% of samples of as many independent requests would put the ``q``-th percentile of ``"ttft"`` or
+        ``"tpot"`` in this interval (:func:`~llmcourse.stats.percentile_interval`, in ms): how far the run's figure
+        could be from the percentile of the load it stands for. A queue's requests are not independent, so runs with
+        other seeds spread wider: the least the sampling moves it.
+
+        Examples
+        --------
+        >>> r = simulate("Llama-3.1-8B", "H100 SXM", rate=Q_(4, "1/s"), prompt_tokens=2_000, answer_tokens=300,
+        ...              requests=500)
+        >>> lo, hi = r.interval("ttft", 99)
+        >>> lo <= r.at("ttft", 99) <= hi, lo < hi
+        (True, True)
+        """
+        lo, hi = percentile_interval(self._sorted(metric), percentile_rank(q))
+        return Q_(lo * 1e3, "ms"), Q_(hi * 1e3, "ms")
+
+    def _sorted(self, metric: str) -> list[float]:
         values = {"ttft": self.ttft_s, "tpot": self.tpot_s}
         if metric not in values:
             raise InputError(f"metric must be 'ttft' or 'tpot'; got {metric!r}.")
-        return Q_(sorted_percentile(sorted(values[metric]), percentile_rank(q)) * 1e3, "ms")
+        return sorted(values[metric])
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) rows for a calculator."""

@@ -72,15 +72,29 @@ class PercentileSizing:
     mean_replicas: int  # the fleet sized on the mean (with the assumptions' headroom)
     mean_ttft: pint.Quantity  # what that fleet gives at the same percentiles
     mean_tpot: pint.Quantity
-    met: bool  # both percentile targets met (False: none of the fleets tried meets them)
+    met: bool  # both percentile targets met (False: the largest fleet the search tried misses them)
     requests: int
     seed: int
     chunk_tokens: int | None  # the token budget per iteration the replicas ran (None: whole prompts)
     router: str = "least_loaded"
-    # what one replica fewer gives at the same percentiles (None: the targets not met, or the chosen fleet the fewest
-    # that keep up): how close to the edge the choice is, where the percentiles flatten with the fleet
+    ttft_target: pint.Quantity | None = None  # the brief's targets, for close_call
+    tpot_target: pint.Quantity | None = None
+    # what one replica fewer gives at the same percentiles (None: the targets not met, the chosen fleet the fewest
+    # that keep up, or a fleet so large that the search's last step was more than one replica)
     fewer_ttft: pint.Quantity | None = None
     fewer_tpot: pint.Quantity | None = None
+    # about 95% sampling intervals of the chosen fleet's percentiles (SimResult.interval: the least the sampling moves
+    # them; runs with other seeds spread wider)
+    ttft_interval: tuple[pint.Quantity, pint.Quantity] | None = None
+    tpot_interval: tuple[pint.Quantity, pint.Quantity] | None = None
+
+    def close_call(self) -> bool:
+        """Whether a percentile target lies inside the chosen fleet's sampling interval: the run cannot tell whether
+        that fleet meets it, so the fleet size is not settled by one run (another seed, or more requests, can move it
+        by many replicas where the percentile barely falls with the fleet)."""
+        pairs = ((self.ttft_percentile, self.ttft_interval, self.ttft_target),
+                 (self.tpot_percentile, self.tpot_interval, self.tpot_target))  # fmt: skip
+        return any(q is not None and iv is not None and iv[0] <= t <= iv[1] for q, iv, t in pairs)
 
     def describe(self) -> str:
         """How the queue was simulated, in words (a plan's output says it)."""
@@ -115,9 +129,10 @@ def size_to_percentiles(
     at random is that, an upper bound on the wait). The search starts at ``mean_replicas``, the fleet sized on the mean
     (simulated too, for comparison), and gallops, the step doubling, down to a fleet that misses the targets or up to
     one that meets them, then halves the gap (the percentiles fall as N grows); it never goes below the fewest that
-    keep up (the rate over one replica's capacity, rounded up). If no fleet up to 64 times that meets the targets (a
-    target below what one request takes alone), the sizing says so (``met=False``) and keeps the fleet sized on the
-    mean. Every request finds its first ``cached_prompt_tokens`` cached; prompts are prefilled whole or in chunks of
+    keep up (the rate over one replica's capacity, rounded up). If the largest fleet tried (64 times that) misses the
+    targets (a target below what one request takes alone), the sizing says so (``met=False``) and keeps the fleet
+    sized on the mean. The chosen fleet's percentiles come with their sampling intervals, and
+    :meth:`PercentileSizing.close_call` says when a target lies inside one (the run cannot settle the fleet size). Every request finds its first ``cached_prompt_tokens`` cached; prompts are prefilled whole or in chunks of
     ``chunk_tokens``; the lengths spread by ``prompt_cv`` and ``answer_cv``
     (:data:`~llmcourse.simulator.workload.LENGTH_CV` if None).
 
@@ -161,6 +176,8 @@ def size_to_percentiles(
     fewest, met = fleets.fewest_meeting(mean_replicas)
     best = fewest if met else mean_replicas
     fewer = fleets.seen.get(best - 1) if met else None  # simulated by the search, whenever it could be the answer
+    fleets.at(best)
+    spread = fleets.spread[best]
     return PercentileSizing(
         ttft_percentile=brief.ttft_percentile,
         tpot_percentile=brief.tpot_percentile,
@@ -175,9 +192,18 @@ def size_to_percentiles(
         seed=int(seed),
         chunk_tokens=scheduler.chunk_tokens,  # type: ignore[arg-type]  (a number or None once for_replica ran)
         router=router,
+        ttft_target=brief.ttft_target,
+        tpot_target=brief.tpot_target,
         fewer_ttft=None if fewer is None else fewer[0],
         fewer_tpot=None if fewer is None else fewer[1],
+        ttft_interval=spread[0],
+        tpot_interval=spread[1],
     )
+
+
+#: the largest fleet the search simulates whatever the brief: the random router's share of the traffic, rate / n,
+#: stays a finite float
+_FINITE = 2**1000
 
 
 class _Fleets:
@@ -190,6 +216,7 @@ class _Fleets:
         self.q_ttft = 99.0 if brief.ttft_percentile is None else brief.ttft_percentile
         self.q_tpot = 99.0 if brief.tpot_percentile is None else brief.tpot_percentile
         self.seen: dict[int, tuple[pint.Quantity, pint.Quantity]] = {}
+        self.spread: dict[int, tuple[tuple[pint.Quantity, pint.Quantity], tuple[pint.Quantity, pint.Quantity]]] = {}
 
     def at(self, n: int) -> tuple[pint.Quantity, pint.Quantity]:
         """(TTFT, TPOT) at the brief's percentiles with ``n`` replicas."""
@@ -200,6 +227,7 @@ class _Fleets:
             else:
                 r = simulate(svc.model, svc.gpu, rate=rate, fleet=self._fleet(n), **self.run)
             self.seen[n] = (r.at("ttft", self.q_ttft), r.at("tpot", self.q_tpot))
+            self.spread[n] = (r.interval("ttft", self.q_ttft), r.interval("tpot", self.q_tpot))
         return self.seen[n]
 
     def _fleet(self, n: int) -> Fleet:
@@ -222,18 +250,23 @@ class _Fleets:
         )
 
     def fewest_meeting(self, start: int) -> tuple[int, bool]:
-        """The fewest replicas that meet the targets, from the fewest that keep up, and whether any fleet up to 64 times
-        that meets them. The percentiles fall as the fleet grows, so the search starts at ``start`` (the fleet sized on
-        the mean, simulated for the comparison anyway: the answer is most often at or beside it) and gallops, the step
-        doubling, down to a fleet that does not meet them or up to one that does, then halves the gap (to one replica in
-        10**9: a fleet of 1e300 replicas takes 40 steps, not 1,000). Above ``start``, the largest fleet is simulated
-        first (64 times the fewest, or the most a fleet simulation runs for a router that is not least-loaded): if it
-        does not meet the targets, none does (a target below what one request takes alone: the longest prompts'
-        prefill, which more replicas do not shorten) and the search stops there, not met."""
+        """A fleet that meets the targets where one replica fewer does not (or the fewest that keep up), and whether
+        one was found. The percentiles fall as the fleet grows, on the whole, so the search starts at ``start`` (the
+        fleet sized on the mean, simulated for the comparison anyway: the answer is most often at or beside it) and
+        gallops, the step doubling, down to a fleet that misses the targets or up to one that meets them, then halves
+        the gap (to one replica in 10**9: a fleet of 1e300 replicas takes 40 steps, not 1,000). Above ``start``, the
+        largest fleet is simulated first (64 times the fewest; past what a fleet simulation runs, the most it runs):
+        if it misses the targets the search stops there, not met (a target below what one request takes alone: the
+        longest prompts' prefill, which more replicas do not shorten).
+
+        One run's percentiles are a sample: where they barely fall with the fleet they go up and down by a few
+        percent from one fleet to the next, so a smaller fleet than the one found may also meet the targets, and
+        ``met=False`` says the largest fleet tried missed them, not every fleet (:meth:`PercentileSizing.close_call`
+        says when a target is inside the chosen fleet's sampling interval)."""
         b, svc = self.brief, self.service
         load = to(b.requests_per_second / svc.capacity(b.prompt_tokens, b.answer_tokens), "").m  # on one replica
         fewest = max(1, math.ceil(load * (1 + 1e-12)))
-        most = 64 * fewest
+        most = min(64 * fewest, _FINITE)
         start = min(max(start, fewest), most)
         lo, hi, step = start, start, max(1, start // 10**9)  # the gallop's first step: one replica in 10**9
         if self.meets(start):
@@ -257,9 +290,10 @@ class _Fleets:
         return hi, True
 
     def _simulable(self, n: int) -> bool:
-        """Whether a fleet of ``n`` replicas behind the router is within what a fleet simulation runs (see
-        :meth:`_fleet`: the random router simulates one replica at its share; the least-loaded routers as many
-        replicas as requests, past that)."""
+        """Whether a fleet of ``n`` replicas behind the router is within the :data:`MOST_REPLICAS` a fleet simulation
+        runs (see :meth:`_fleet`): the random router simulates one replica at its share, always; the least-loaded
+        routers as many replicas as requests past that, so they are capped only when the run has more requests than
+        the most; every other router at the most."""
         if self.router == "random":
             return True
         if self.router in ("least_loaded", "least_kv", "least_cost"):
