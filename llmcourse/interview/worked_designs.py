@@ -67,12 +67,19 @@ def _design_support(variant: int) -> dict[str, Any]:
                 else f" Nor do replicas of up to {_LARGEST_REPLICA} GPUs: the promise or the prompts must change."
             )
         )
+    settled = (
+        " The p99 target lies inside the simulated p99's sampling interval at that fleet, so the count is rough:"
+        " another seed of the same simulation can move it by many replicas; say so, and give the target room."
+        if design.sizing is not None and design.sizing.met and design.sizing.close_call()
+        else ""
+    )
     return g | dict(
         rps=rps,
         peak=PEAK_FACTOR,
         gpus=design.gpus,
         gpus_p99=p.gpus,
         larger=larger,
+        settled=settled,
         tp=p.tensor_parallel,
         mean_gpus=on_mean.gpus,
         p99=z.ttft,
