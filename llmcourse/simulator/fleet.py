@@ -200,6 +200,9 @@ class _Replicas:
         self.held: list[set[int]] = [set() for _ in range(k)]
         self.holders: dict[int, list[int]] = {}  # the replicas holding each prefix
         self.rand = random.Random(f"router {fleet.router}").random
+        # the heaps each router reads (one never read would only grow), decided once
+        self.by_count_kept = fleet.router in ("least_loaded", "prefix_aware")
+        self.by_kv_kept, self.most_kept = fleet.router == "least_kv", fleet.router == "prefix_aware"
 
     # -- the router ---------------------------------------------------------------------------------------------
     def _least(self, heap: list[tuple[int, int]], load: list[int]) -> int:
@@ -208,15 +211,16 @@ class _Replicas:
         return heap[0][1]
 
     def moved(self, r: int) -> None:
-        """Replica ``r``'s load changed: its new entries on the router's heaps."""
-        router = self.fleet.router  # each heap only for the router that reads it (one never read would only grow)
-        if router in ("least_loaded", "prefix_aware"):
+        """Replica ``r``'s load changed: its new entries on the router's heaps. The heaps are lazy (an entry whose
+        load is no longer its replica's is dropped when it comes up), so one call after several changes leaves the
+        router seeing what a call after each would."""
+        if self.by_count_kept:
             heapq.heappush(self.by_count, (self.count[r], r))
-        if router == "least_kv":
+        if self.by_kv_kept:
             heapq.heappush(self.by_kv, (self.kv[r], r))
         if self.by_cost is not None:
             self.by_cost.set(r, self.owed[r] + self.kv[r])
-        if router == "prefix_aware":
+        if self.most_kept:
             heapq.heappush(self.most, (-self.count[r], r))
 
     def _prefix_aware(self, j: int, group: int, prompt: int) -> int:
@@ -307,15 +311,11 @@ class _Replicas:
         self.plan[r] = plan
         self._push(r)
 
-    def _end(self, r: int) -> float:
-        plan, t = self.plan[r], self.clock[r]
-        if plan[0] == "decode":
-            return t + plan[3] * plan[1]
-        return t + plan[1]
-
     def _push(self, r: int) -> None:
-        self.version[r] += 1
-        heapq.heappush(self.ends, (self._end(r), r, self.version[r]))
+        """Replica ``r``'s current iteration's end on the event heap (its earlier one, if any, now stale)."""
+        plan = self.plan[r]
+        v = self.version[r] = self.version[r] + 1
+        heapq.heappush(self.ends, (self.clock[r] + (plan[3] * plan[1] if plan[0] == "decode" else plan[1]), r, v))
 
     def cut(self, r: int, t: float) -> None:
         """A request reached replica ``r`` at ``t`` during a run of decode steps: end the run at the first step
@@ -362,14 +362,21 @@ class _Replicas:
             self.area += x * b
             steps[r] += k
         top = (steps[r] + 1) * n
-        while running and running[0] < top:
-            j = heapq.heappop(running) % n
-            self.finish[j] = t
-            self.used[r] -= self.work[j] if self.blocks else self.need[j]
-            self.off[r] -= self.began[j]
-            self.count[r] -= 1
-            self.kv[r] -= self.kv_seen[j]
-            self.done += 1
+        if running and running[0] < top:
+            hold, finish, began, kv_seen = (
+                self.work if self.blocks else self.need,
+                self.finish,
+                self.began,
+                self.kv_seen,
+            )
+            while running and running[0] < top:
+                j = heapq.heappop(running) % n
+                finish[j] = t
+                self.used[r] -= hold[j]
+                self.off[r] -= began[j]
+                self.count[r] -= 1
+                self.kv[r] -= kv_seen[j]
+                self.done += 1
             self.moved(r)
         self.start(r, t)
 
