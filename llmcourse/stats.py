@@ -65,25 +65,34 @@ def sorted_percentile(xs: Sequence[float], q: float) -> float:
 
 
 def percentile_interval(xs: Sequence[float], q: float, z: float = 1.96) -> tuple[float, float]:
-    """A distribution-free interval for the ``q``-th percentile of what the values already sorted in increasing order
-    ``xs`` were drawn from, at about 95% (``z`` 1.96): the order statistics of ranks ``n p -+ z sqrt(n p (1 - p))``
-    (the binomial count of values below the percentile, in its normal approximation), clipped to the sample. It
-    takes the values as independent draws; the requests of one simulated queue are not (a burst delays its
-    neighbours), so the spread between runs with other seeds is wider: read it as the least the sampling moves.
+    """A distribution-free interval for the ``q``-th percentile (0 < q < 100) of what the values already sorted in
+    increasing order ``xs`` were drawn from, at about 95% (``z`` 1.96): the order statistics of 1-based ranks
+    ``floor(n p - h)`` and ``ceil(n p + h)``, ``h = z sqrt(n p (1 - p))`` (the binomial count of values below the
+    percentile, in its normal approximation). A rank past the sample leaves that end open (``-inf`` or ``inf``): a
+    run too short to bound the percentile there, not its smallest or largest value. It takes the values as
+    independent draws; the requests of one simulated queue are not (a burst delays its neighbours), so compare
+    runs with other seeds too.
 
     Examples
     --------
     >>> xs = [float(i) for i in range(1, 1001)]  # 1..1000: the p99 is 990.01, about 10 values above it
     >>> percentile_interval(xs, 99)
     (983.0, 997.0)
-    >>> percentile_interval([1.0, 2.0, 3.0], 50)
-    (1.0, 3.0)
+    >>> percentile_interval([float(i) for i in range(1, 101)], 99)  # 100 values: nothing bounds the p99 above
+    (97.0, inf)
+    >>> percentile_interval([], 50)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: the percentile interval of no values is undefined.
     """
+    if not 0 < q < 100:
+        raise InputError(f"q must be strictly between 0 and 100 for a percentile interval; got {q!r}.")
     n, p = len(xs), q / 100
+    if n == 0:
+        raise InputError("the percentile interval of no values is undefined.")
     half = z * math.sqrt(n * p * (1 - p))
-    lo = max(1, math.floor(n * p - half))
-    hi = min(n, math.ceil(n * p + half))
-    return float(xs[lo - 1]), float(xs[hi - 1])
+    lo, hi = math.floor(n * p - half), math.ceil(n * p + half)
+    return (float(xs[lo - 1]) if lo >= 1 else -math.inf), (float(xs[hi - 1]) if hi <= n else math.inf)
 
 
 def _lerp(a: float, b: float, t: float) -> float:

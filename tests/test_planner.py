@@ -1,5 +1,6 @@
 """Planner behaviour, bad input, and invariants (hypothesis)."""
 
+import dataclasses
 import math
 
 import pytest
@@ -403,3 +404,74 @@ def test_a_keyword_is_said_to_have_moved_only_by_the_functions_it_left():
     with pytest.raises(InputError, match="unexpected keyword argument 'seed'") as refused:
         lc.replica("Llama-3.1-8B", "H100 SXM", context_tokens=1_000, seed=3)
     assert "SizingRun" not in str(refused.value)
+
+
+def _sizing(**changes):
+    """A percentile sizing built by hand: p99 first token 298 ms at 11 replicas, target 300 ms, interval 290-310."""
+    from llmcourse.simulator import PercentileSizing
+
+    z = PercentileSizing(
+        99, None, 11, Q_(298, "ms"), Q_(10, "ms"), 2, Q_(420, "ms"), Q_(20, "ms"), True, 4_000, 0, 8_192,
+        ttft_target=Q_(300, "ms"), tpot_target=Q_(50, "ms"), ttft_interval=(Q_(290, "ms"), Q_(310, "ms")),
+        interval_replicas=11,
+    )  # fmt: skip
+    return dataclasses.replace(z, **changes)
+
+
+@pytest.mark.parametrize(
+    ("changes", "close"),
+    [
+        ({}, True),  # 300 ms inside 290-310
+        ({"ttft_target": Q_(290, "ms")}, True),  # at either end: still inside
+        ({"ttft_target": Q_(310, "ms")}, True),
+        ({"ttft_target": Q_(311, "ms")}, False),  # outside
+        ({"ttft_target": Q_(289, "ms")}, False),
+        ({"ttft_interval": None}, False),  # no interval: nothing to say
+        ({"ttft_interval": (Q_(290, "ms"), None), "ttft_target": Q_(900, "ms")}, True),  # open above: holds any higher
+        ({"ttft_interval": (Q_(290, "ms"), None), "ttft_target": Q_(280, "ms")}, False),
+        ({"met": False, "ttft": Q_(302, "ms")}, True),  # none met, the largest fleet tried within the noise
+        # a time-per-token target on the mean is not the sizing's: its interval is not asked
+        ({"ttft_target": Q_(400, "ms"), "tpot_interval": (Q_(45, "ms"), Q_(55, "ms"))}, False),
+        ({"ttft_target": Q_(400, "ms"), "tpot_percentile": 99, "tpot_interval": (Q_(45, "ms"), Q_(55, "ms"))}, True),
+    ],
+)
+def test_a_close_call_is_a_target_inside_the_deciding_fleets_interval(changes, close):
+    assert _sizing(**changes).close_call() is close
+
+
+def test_a_percentile_plan_says_when_its_answer_is_not_settled(p99_plan):
+    """The 300 ms p99 brief of chapter 10 at seed 0: the target inside the interval, the plan says so; the 400 ms
+    brief's answer is clear of its interval, and the plan says nothing of the kind."""
+    tight = plan("Llama-3.1-8B", "H100 SXM", Brief(**P99_BRIEF, ttft_target=Q_(300, "ms"), ttft_percentile=99))
+    assert tight.sizing.close_call() and "answer not settled" in str(tight) and "sampling interval, ~95%" in str(tight)
+    assert not p99_plan.sizing.close_call() and "answer not settled" not in str(p99_plan)
+    assert "p99 TPOT" not in next(v for k, v in p99_plan.rows() if k == "sampling interval, ~95%")  # TPOT on the mean
+
+
+def test_the_support_design_answer_says_its_count_is_rough_when_it_is():
+    """The support assistant's worked answer says its count is rough exactly when the design it ends on is a close
+    call: at the book's givens it is (replicas of 8, p99 just under 500 ms); variant 1's design (replicas of one
+    GPU) is clear of its interval. Each design re-planned here as the answer describes it."""
+    from llmcourse.interview import QUESTIONS
+
+    q = QUESTIONS["design_support_p99"]
+    for v, close in ((0, True), (1, False)):
+        n = q.numbers(v)
+        brief = Brief(n["rps"], 3_000, 300, Q_(500, "ms"), Q_(50, "ms"), ttft_percentile=99)
+        design = plan(n["model"], n["gpu"], brief, weight_bytes="fp8", tensor_parallel=n["design_tp"])
+        assert design.gpus == n["gpus"] and design.sizing.close_call() is close, v
+        assert ("the count is rough" in q.markdown(v)["answer"]) is close, v
+
+
+def test_a_run_too_short_to_bound_its_p99_says_so():
+    """200 requests cannot bound a p99 from above (its rank is past the sample): the plan prints the interval open
+    above instead of the slowest request as its end, and every number it holds is finite."""
+    from llmcourse.simulator import SizingRun
+
+    short = plan(
+        "Llama-3.1-8B", "H100 SXM", Brief(**P99_BRIEF, ttft_target=Q_(400, "ms"), ttft_percentile=99),
+        simulation=SizingRun(requests=200),
+    )  # fmt: skip
+    lo, hi = short.sizing.ttft_interval
+    assert hi is None and lo is not None and lo <= short.sizing.ttft
+    assert "too few requests to bound it above" in str(short)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from llmcourse.errors import InputError
-from llmcourse.stats import percentile, weighted_percentile
+from llmcourse.stats import percentile, percentile_interval, weighted_percentile
 
 values = st.lists(st.floats(-1e6, 1e6, allow_nan=False), min_size=1, max_size=30)
 qs = st.floats(0, 100)
@@ -50,3 +52,30 @@ def test_a_heavier_value_pulls_the_percentile_toward_it() -> None:
 def test_weighted_percentile_refuses_bad_input(xs, ws, q, match: str) -> None:
     with pytest.raises(InputError, match=match):
         weighted_percentile(xs, ws, q)
+
+
+@pytest.mark.parametrize(
+    ("n", "q", "ranks"),
+    [
+        # by hand: n p -+ 1.96 sqrt(n p (1 - p)), floored and ceiled, 1-based
+        (4_000, 99, (3947, 3973)),  # 3960 -+ 12.33
+        (4_000, 50, (1938, 2062)),  # 2000 -+ 61.98
+        (1_000, 90, (881, 919)),  # 900 -+ 18.59
+    ],
+)
+def test_percentile_interval_ranks_by_hand(n, q, ranks):
+    """The interval's ends are the order statistics of the ranks worked by hand (the values 1..n are their ranks)."""
+    xs = [float(i) for i in range(1, n + 1)]
+    assert percentile_interval(xs, q) == (float(ranks[0]), float(ranks[1]))
+
+
+def test_percentile_interval_leaves_an_end_the_sample_cannot_bound_open():
+    """200 values cannot bound a p99 from above (rank 201.8), nor 20 values a p5 from below (rank -0.9)."""
+    assert percentile_interval([float(i) for i in range(200)], 99)[1] == math.inf
+    assert percentile_interval([float(i) for i in range(20)], 5)[0] == -math.inf
+
+
+@pytest.mark.parametrize("q", [0, 100, -1, 150])
+def test_percentile_interval_refuses_a_percentile_outside_0_100(q):
+    with pytest.raises(InputError, match="strictly between 0 and 100"):
+        percentile_interval([1.0, 2.0], q)

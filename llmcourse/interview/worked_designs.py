@@ -69,7 +69,7 @@ def _design_support(variant: int) -> dict[str, Any]:
         )
     settled = (
         " The p99 target lies inside the simulated p99's sampling interval at that fleet, so the count is rough:"
-        " another seed of the same simulation can move it by many replicas; say so, and give the target room."
+        " another seed of the same simulation can move it; say so, and give the target room."
         if design.sizing is not None and design.sizing.met and design.sizing.close_call()
         else ""
     )

@@ -657,33 +657,55 @@ def _ms(q: pint.Quantity) -> str:
 
 
 def sizing_edge_rows(z: Any, tensor_parallel: int) -> list[tuple[str, str]]:
-    """A percentile plan's rows on how settled its fleet size is: the chosen fleet's sampling intervals, what one
-    replica fewer gives, and a warning when a target lies inside an interval (one run cannot settle the size)."""
+    """A percentile plan's rows on how settled its fleet size is: the sampling intervals of the percentiles with a
+    target (at the fleet that decided the answer), what one replica fewer gives, the largest fleet tried when none
+    met the targets, and a warning when a target lies inside an interval (one run cannot settle the answer)."""
+
+    def around(iv: tuple[pint.Quantity | None, pint.Quantity | None]) -> str:
+        lo, hi = iv
+        if hi is None:  # the run too short to bound it above (or below)
+            return "unbounded" if lo is None else f"above {_ms(lo)} (too few requests to bound it above)"
+        return f"{_ms(lo)} to {_ms(hi)}" if lo is not None else f"below {_ms(hi)} (too few requests to bound it below)"
+
     rows = []
-    if z.ttft_interval is not None and z.tpot_interval is not None:
-        (a, b), (c, d) = z.ttft_interval, z.tpot_interval
+    gpus = lambda n: f"{n * tensor_parallel:,} GPUs"  # noqa: E731
+    if not z.met and z.largest_ttft is not None and z.interval_replicas is not None:
+        rows.append(
+            (
+                "largest fleet tried",
+                f"{gpus(z.interval_replicas)}: {z.label('ttft')} TTFT {_ms(z.largest_ttft)}, "
+                f"{z.label('tpot')} TPOT {_ms(z.largest_tpot)}",
+            )
+        )
+    spans = [f"{z.label(m)} {m.upper()} {around(iv)}" for m, iv in (("ttft", z.ttft_interval), ("tpot", z.tpot_interval))
+             if iv is not None]  # fmt: skip
+    if spans and z.interval_replicas is not None:
         rows.append(
             (
                 "sampling interval, ~95%",
-                f"{z.label('ttft')} TTFT {_ms(a)} to {_ms(b)}, {z.label('tpot')} TPOT {_ms(c)} to {_ms(d)} (the least "
-                "the sampling moves them: other seeds spread wider)",
+                f"at {gpus(z.interval_replicas)}: {', '.join(spans)} (as independent requests would give; a queue's "
+                "are not, so other seeds can spread wider)",
             )
         )
     if z.fewer_ttft is not None and z.fewer_tpot is not None:
         rows.append(
             (
                 "one replica fewer",
-                f"{(z.replicas - 1) * tensor_parallel:,} GPUs: {z.label('ttft')} TTFT {_ms(z.fewer_ttft)}, "
+                f"{gpus(z.replicas - 1)}: {z.label('ttft')} TTFT {_ms(z.fewer_ttft)}, "
                 f"{z.label('tpot')} TPOT {_ms(z.fewer_tpot)}",
             )
         )
-    if z.met and z.close_call():
+    if z.close_call():
+        why = (
+            "the fleet found may be too small (the first whose sample dips under the target) or larger than needed"
+            if z.met
+            else "the largest fleet tried misses by less than the sampling noise: a longer run may find one that meets it"
+        )
         rows.append(
             (
-                "fleet size not settled",
-                "a target lies inside the sampling interval: this run cannot tell whether the fleet meets it, and "
-                "other seeds can move the size by many replicas. Rerun with SizingRun(seed=...) or more requests, "
-                "or loosen the target",
+                "answer not settled",
+                f"a target lies inside the sampling interval, so this run cannot tell whether that fleet meets it: {why}. "
+                "Rerun with more requests (SizingRun(requests=...)) or other seeds, or loosen the target",
             )
         )
     return rows

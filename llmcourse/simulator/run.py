@@ -152,11 +152,11 @@ class SimResult:
         """
         return Q_(sorted_percentile(self._sorted(metric), percentile_rank(q)) * 1e3, "ms")
 
-    def interval(self, metric: str, q: float) -> tuple[pint.Quantity, pint.Quantity]:
+    def interval(self, metric: str, q: float) -> tuple[pint.Quantity | None, pint.Quantity | None]:
         """About 95% of samples of as many independent requests would put the ``q``-th percentile of ``"ttft"`` or
-        ``"tpot"`` in this interval (:func:`~llmcourse.stats.percentile_interval`, in ms): how far the run's figure
-        could be from the percentile of the load it stands for. A queue's requests are not independent, so runs with
-        other seeds spread wider: the least the sampling moves it.
+        ``"tpot"`` in this interval (:func:`~llmcourse.stats.percentile_interval`, in ms; an end the run is too short
+        to bound is None): how far the run's figure could be from the percentile of the load it stands for. A queue's
+        requests are not independent (a burst delays its neighbours), so compare runs with other seeds too.
 
         Examples
         --------
@@ -167,7 +167,7 @@ class SimResult:
         (True, True)
         """
         lo, hi = percentile_interval(self._sorted(metric), percentile_rank(q))
-        return Q_(lo * 1e3, "ms"), Q_(hi * 1e3, "ms")
+        return (Q_(lo * 1e3, "ms") if math.isfinite(lo) else None), (Q_(hi * 1e3, "ms") if math.isfinite(hi) else None)
 
     def _sorted(self, metric: str) -> list[float]:
         values = {"ttft": self.ttft_s, "tpot": self.tpot_s}

@@ -83,18 +83,41 @@ class PercentileSizing:
     # that keep up, or a fleet so large that the search's last step was more than one replica)
     fewer_ttft: pint.Quantity | None = None
     fewer_tpot: pint.Quantity | None = None
-    # about 95% sampling intervals of the chosen fleet's percentiles (SimResult.interval: the least the sampling moves
-    # them; runs with other seeds spread wider)
-    ttft_interval: tuple[pint.Quantity, pint.Quantity] | None = None
-    tpot_interval: tuple[pint.Quantity, pint.Quantity] | None = None
+    # about 95% sampling intervals (SimResult.interval, as independent draws would give) of the percentiles with a
+    # target, at the fleet that decided the answer (interval_replicas): the chosen fleet, or the largest tried when
+    # none met the targets
+    ttft_interval: tuple[pint.Quantity | None, pint.Quantity | None] | None = None
+    tpot_interval: tuple[pint.Quantity | None, pint.Quantity | None] | None = None
+    interval_replicas: int | None = None
+    largest_ttft: pint.Quantity | None = None  # the largest fleet tried's percentiles, when none met the targets
+    largest_tpot: pint.Quantity | None = None
 
     def close_call(self) -> bool:
-        """Whether a percentile target lies inside the chosen fleet's sampling interval: the run cannot tell whether
-        that fleet meets it, so the fleet size is not settled by one run (another seed, or more requests, can move it
-        by many replicas where the percentile barely falls with the fleet)."""
+        """Whether a percentile target lies inside the sampling interval of the fleet that decided the answer: the run
+        cannot tell whether that fleet meets it, so one run does not settle the answer. Met, the fleet found may be too
+        small (where the percentile barely falls with the fleet, the first fleet whose sample dips under the target
+        is found); not met, a longer run may find a fleet that meets the target.
+
+        Examples
+        --------
+        >>> import dataclasses
+        >>> from llmcourse.units import Q_
+        >>> iv = (Q_(290, "ms"), Q_(310, "ms"))
+        >>> z = PercentileSizing(99, None, 11, Q_(298, "ms"), Q_(10, "ms"), 2, Q_(420, "ms"), Q_(20, "ms"), True, 4000,
+        ...                      0, 8192, ttft_target=Q_(300, "ms"), tpot_target=Q_(50, "ms"), ttft_interval=iv)
+        >>> z.close_call(), dataclasses.replace(z, ttft_target=Q_(311, "ms")).close_call()
+        (True, False)
+        """
         pairs = ((self.ttft_percentile, self.ttft_interval, self.ttft_target),
                  (self.tpot_percentile, self.tpot_interval, self.tpot_target))  # fmt: skip
-        return any(q is not None and iv is not None and iv[0] <= t <= iv[1] for q, iv, t in pairs)
+        return any(
+            q is not None
+            and iv is not None
+            and t is not None
+            and (iv[0] is None or iv[0] <= t)
+            and (iv[1] is None or t <= iv[1])
+            for q, iv, t in pairs
+        )  # an open end (None: the run too short to bound it) holds every target on its side
 
     def describe(self) -> str:
         """How the queue was simulated, in words (a plan's output says it)."""
@@ -176,8 +199,9 @@ def size_to_percentiles(
     fewest, met = fleets.fewest_meeting(mean_replicas)
     best = fewest if met else mean_replicas
     fewer = fleets.seen.get(best - 1) if met else None  # simulated by the search, whenever it could be the answer
-    fleets.at(best)
-    spread = fleets.spread[best]
+    decided = best if met else fewest  # the fleet that decided the answer: the chosen one, or the largest tried
+    fleets.at(decided)
+    spread = fleets.spread[decided]
     return PercentileSizing(
         ttft_percentile=brief.ttft_percentile,
         tpot_percentile=brief.tpot_percentile,
@@ -196,8 +220,11 @@ def size_to_percentiles(
         tpot_target=brief.tpot_target,
         fewer_ttft=None if fewer is None else fewer[0],
         fewer_tpot=None if fewer is None else fewer[1],
-        ttft_interval=spread[0],
-        tpot_interval=spread[1],
+        ttft_interval=spread[0] if brief.ttft_percentile is not None else None,
+        tpot_interval=spread[1] if brief.tpot_percentile is not None else None,
+        interval_replicas=decided,
+        largest_ttft=None if met else fleets.at(decided)[0],
+        largest_tpot=None if met else fleets.at(decided)[1],
     )
 
 
@@ -216,7 +243,7 @@ class _Fleets:
         self.q_ttft = 99.0 if brief.ttft_percentile is None else brief.ttft_percentile
         self.q_tpot = 99.0 if brief.tpot_percentile is None else brief.tpot_percentile
         self.seen: dict[int, tuple[pint.Quantity, pint.Quantity]] = {}
-        self.spread: dict[int, tuple[tuple[pint.Quantity, pint.Quantity], tuple[pint.Quantity, pint.Quantity]]] = {}
+        self.spread: dict[int, tuple[Any, Any]] = {}  # each fleet's (TTFT, TPOT) sampling intervals
 
     def at(self, n: int) -> tuple[pint.Quantity, pint.Quantity]:
         """(TTFT, TPOT) at the brief's percentiles with ``n`` replicas."""
