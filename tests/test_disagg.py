@@ -464,3 +464,14 @@ def test_an_unreachable_percentile_target_gets_the_pool_past_which_more_replicas
     gpus = d.prefill.replicas * d.prefill.gpus_per_replica
     doubled = disaggregated("Llama-3.1-70B", "H100 SXM", b, prefill_gpus=2 * gpus, **shape)
     assert doubled.ttft > 0.98 * d.ttft
+
+
+@pytest.mark.parametrize(("target_ms", "close"), [(300, True), (400, False)])
+def test_compare_says_when_the_aggregated_count_is_not_settled(target_ms, close):
+    """Chapter 10's 8B brief on one H100 per replica at a p99 first token of 300 ms (the target inside the aggregated
+    fleet's sampling interval) and 400 ms (clear of it): the comparison warns exactly when the aggregated side's
+    sizing is a close call, since its GPU count, and so the verdict, can move with another seed."""
+    brief = Brief(10, 2_000, 300, Q_(target_ms, "ms"), Q_(50, "ms"), ttft_percentile=99)
+    c = compare("Llama-3.1-8B", "H100 SXM", brief)
+    assert c.aggregated.sizing.close_call() is close
+    assert ("aggregated size not settled" in dict(c.rows())) is close

@@ -773,7 +773,16 @@ class Comparison:
             f"{dis.gpus:,} GPUs ({dis.prefill.gpus:,} prefill + {dis.decode.gpus:,} decode); "
             f"TTFT{at} {ms(dis.ttft)} {mark[dis.ttft_met]}, TPOT {ms(dis.tpot)} {mark[dis.tpot_met]}"
         )
-        return [("aggregated", a_row), ("disaggregated", d_row), *dis.rows(), ("fewer GPUs", self.verdict)]
+        rows = [("aggregated", a_row), ("disaggregated", d_row), *dis.rows(), ("fewer GPUs", self.verdict)]
+        if agg.fits and agg.sizing is not None and agg.sizing.close_call():
+            rows.append(
+                (
+                    "aggregated size not settled",
+                    "its percentile target lies inside the simulated percentile's sampling interval, so another seed "
+                    "can move its GPU count: rerun with more requests (SizingRun(requests=...)) before choosing",
+                )
+            )
+        return rows
 
     def __str__(self) -> str:
         return "\n".join(f"{k:>30}: {v}" for k, v in self.rows())
