@@ -267,3 +267,29 @@ def test_a_random_router_sizing_of_an_enormous_brief_is_refused_by_name():
     brief = Brief(1e308, 2_000, 300, Q_(400, "ms"), Q_(50, "ms"), ttft_percentile=99)
     with pytest.raises(InputError, match="no finite value"):
         lc.plan("Llama-3.1-8B", "H100 SXM", brief, simulation=SizingRun(router="random", requests=200))
+
+
+def test_a_settled_sizing_counts_a_fleet_by_its_intervals_upper_end():
+    """SizingRun(settled=True): the fleet found meets the target with the upper end of its sampling interval, and one
+    replica fewer (simulated by simulate itself) does not; the plain sizing of the same brief and seed never needs
+    more replicas."""
+    from llmcourse.planner.design import Brief
+    from llmcourse.simulator import size_to_percentiles
+
+    brief = Brief(60, 2_000, 300, Q_(350, "ms"), Q_(60, "ms"), ttft_percentile=99)
+    service = build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300, batch_cap=64)
+    z = size_to_percentiles(service, brief, mean_replicas=9, requests=1_000, seed=2, settled=True)
+    plain = size_to_percentiles(service, brief, mean_replicas=9, requests=1_000, seed=2)
+    assert z.met and z.settled and z.ttft_interval[1] <= Q_(350, "ms") and not z.close_call()
+    assert plain.replicas < z.replicas  # here the plain answer's own interval holds the target: settling costs more
+    assert plain.close_call()
+    scheduler = Scheduler(SizingRun().chunk_tokens).for_replica(service)
+    run = dict(prompt_tokens=2_000, answer_tokens=300, requests=1_000, seed=2, replica=service, scheduler=scheduler)
+    fewer = simulate("Llama-3.1-8B", "H100 SXM", rate=Q_(60, "1/s"), fleet=Fleet(z.replicas - 1), **run)
+    hi = fewer.interval("ttft", 99)[1]
+    assert hi is None or hi > Q_(350, "ms")
+
+
+def test_settled_must_be_a_bool():
+    with pytest.raises(InputError, match="settled must be True or False"):
+        SizingRun(settled="yes")

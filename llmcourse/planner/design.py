@@ -553,6 +553,7 @@ def _sized_on_percentiles(
         requests=run.requests,
         seed=run.seed,
         router=run.router,
+        settled=run.settled,
     )
 
 

@@ -28,7 +28,10 @@ class SizingRun:
     (``chunk_tokens="engine"``: :func:`~llmcourse.simulator.service.engine_chunk_tokens`), chunks of ``chunk_tokens``,
     or whole prompts (``None``); the fleet's requests sent to its replicas by ``router``
     (:data:`~llmcourse.simulator.fleet.ROUTERS`: ``"least_loaded"`` by default, as the open-source routers balance;
-    ``"random"`` is an upper bound on the wait). The simulator checks each field, by its name, when it runs.
+    ``"random"`` is an upper bound on the wait). ``settled=True`` counts a fleet as meeting a percentile target only
+    when the upper end of its sampling interval does (:meth:`SimResult.interval`): an answer no seed of as many
+    independent requests would overturn, at the cost of more replicas, or of none found where the target sits on the
+    floor (then run more requests). The simulator checks each field, by its name, when it runs.
 
     Examples
     --------
@@ -46,6 +49,7 @@ class SizingRun:
     requests: int = 4_000
     seed: int = 0
     router: str = "least_loaded"
+    settled: bool = False
 
     def __post_init__(self) -> None:
         """Each field checked when the run is described, by the simulator's own bounds and names."""
@@ -56,6 +60,8 @@ class SizingRun:
                 plain_number(getattr(self, name), name, allow_zero=True, at_most=MOST_CV, why=MOST_CV_WHY)
         plain_number(self.requests, "requests", integer=True, at_most=MOST_REQUESTS, why=MOST_REQUESTS_WHY)
         seed_number(self.seed)
+        if not isinstance(self.settled, bool):
+            raise InputError(f"settled must be True or False; got {self.settled!r}.")
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,7 @@ class PercentileSizing:
     # that keep up, or a fleet so large that the search's last step was more than one replica)
     fewer_ttft: pint.Quantity | None = None
     fewer_tpot: pint.Quantity | None = None
+    settled: bool = False  # a fleet met a target only with its interval's upper end (SizingRun(settled=True))
     # about 95% sampling intervals (SimResult.interval, as independent draws would give) of the percentiles with a
     # target, at the fleet that decided the answer (interval_replicas): the chosen fleet, or the largest tried when
     # none met the targets
@@ -123,7 +130,8 @@ class PercentileSizing:
         """How the queue was simulated, in words (a plan's output says it)."""
         chunks = "whole prompts" if self.chunk_tokens is None else f"prompts in chunks of {self.chunk_tokens:,} tokens"
         bound = ", an upper bound on the wait" if self.router == "random" else ""
-        return f"router {self.router}{bound}; {chunks}; {self.requests:,} requests, seed {self.seed}"
+        settled = "; a fleet meets a target only with its interval's upper end" if self.settled else ""
+        return f"router {self.router}{bound}; {chunks}; {self.requests:,} requests, seed {self.seed}{settled}"
 
     def label(self, metric: str) -> str:
         q = self.ttft_percentile if metric == "ttft" else self.tpot_percentile
@@ -142,6 +150,7 @@ def size_to_percentiles(
     requests: int = 4_000,
     seed: int = 0,
     router: str = "least_loaded",
+    settled: bool = False,
 ) -> PercentileSizing:
     """The fewest replicas whose simulated percentiles meet a brief's percentile targets (the sizing behind
     :func:`llmcourse.planner.design.plan` for ``Brief(..., ttft_percentile=..., tpot_percentile=...)``).
@@ -185,6 +194,7 @@ def size_to_percentiles(
         service,
         brief,
         router,
+        settled,
         dict(
             prompt_tokens=brief.prompt_tokens,
             answer_tokens=brief.answer_tokens,
@@ -216,6 +226,7 @@ def size_to_percentiles(
         seed=int(seed),
         chunk_tokens=scheduler.chunk_tokens,  # type: ignore[arg-type]  (a number or None once for_replica ran)
         router=router,
+        settled=settled,
         ttft_target=brief.ttft_target,
         tpot_target=brief.tpot_target,
         fewer_ttft=None if fewer is None else fewer[0],
@@ -238,8 +249,8 @@ class _Fleets:
     fleet size once: its percentiles (the brief's, p99 where a target is on the mean), and whether they meet the
     brief's percentile targets."""
 
-    def __init__(self, service: ServiceModel, brief: Any, router: str, run: dict[str, Any]) -> None:
-        self.service, self.brief, self.router, self.run = service, brief, router, run
+    def __init__(self, service: ServiceModel, brief: Any, router: str, settled: bool, run: dict[str, Any]) -> None:
+        self.service, self.brief, self.router, self.run, self.settled = service, brief, router, run, settled
         self.q_ttft = 99.0 if brief.ttft_percentile is None else brief.ttft_percentile
         self.q_tpot = 99.0 if brief.tpot_percentile is None else brief.tpot_percentile
         self.seen: dict[int, tuple[pint.Quantity, pint.Quantity]] = {}
@@ -270,10 +281,14 @@ class _Fleets:
         return Fleet(n, self.router)
 
     def meets(self, n: int) -> bool:
+        """Whether ``n`` replicas meet the brief's percentile targets: their percentiles (settled: the upper ends of
+        their sampling intervals, an open end never meeting)."""
         ttft, tpot = self.at(n)
+        if self.settled:
+            ttft, tpot = (iv[1] for iv in self.spread[n])
         b = self.brief
-        return (b.ttft_percentile is None or ttft <= b.ttft_target) and (
-            b.tpot_percentile is None or tpot <= b.tpot_target
+        return (b.ttft_percentile is None or (ttft is not None and ttft <= b.ttft_target)) and (
+            b.tpot_percentile is None or (tpot is not None and tpot <= b.tpot_target)
         )
 
     def fewest_meeting(self, start: int) -> tuple[int, bool]:
