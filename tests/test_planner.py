@@ -475,3 +475,16 @@ def test_a_run_too_short_to_bound_its_p99_says_so():
     lo, hi = short.sizing.ttft_interval
     assert hi is None and lo is not None and lo <= short.sizing.ttft
     assert "too few requests to bound it above" in str(short)
+
+
+def test_a_settled_plan_vouches_where_the_plain_one_guesses():
+    """Chapter 10's 400 ms brief, seed 1: the plain sizing ends on 2 GPUs whose p99 interval holds the target (a close
+    call); settled, a fleet counts only when its interval's upper end meets the target, and the plan says so."""
+    from llmcourse.simulator import SizingRun
+
+    brief = Brief(**P99_BRIEF, ttft_target=Q_(400, "ms"), ttft_percentile=99)
+    loose = plan("Llama-3.1-8B", "H100 SXM", brief, simulation=SizingRun(seed=1))
+    strict = plan("Llama-3.1-8B", "H100 SXM", brief, simulation=SizingRun(seed=1, settled=True))
+    assert loose.sizing.close_call() and not strict.sizing.close_call()
+    assert strict.gpus > loose.gpus and strict.sizing.ttft_interval[1] <= Q_(400, "ms")
+    assert "only with its interval's upper end" in str(strict) and "one fewer, upper ends" in str(strict)

@@ -691,7 +691,7 @@ def sizing_edge_rows(z: Any, tensor_parallel: int) -> list[tuple[str, str]]:
     if z.fewer_ttft is not None and z.fewer_tpot is not None:
         rows.append(
             (
-                "one replica fewer",
+                "one fewer, upper ends" if z.settled else "one replica fewer",
                 f"{gpus(z.replicas - 1)}: {z.label('ttft')} TTFT {_ms(z.fewer_ttft)}, "
                 f"{z.label('tpot')} TPOT {_ms(z.fewer_tpot)}",
             )
@@ -701,6 +701,10 @@ def sizing_edge_rows(z: Any, tensor_parallel: int) -> list[tuple[str, str]]:
             "the fleet found may be too small (the first whose sample dips under the target) or larger than needed"
             if z.met
             else "the largest fleet tried misses by less than the sampling noise: a longer run may find one that meets it"
+            if not z.settled
+            else "the largest fleet tried meets it only inside its sampling interval (its upper end is above the "
+            "target), so no fleet is vouched for: the plan keeps the fleet sized on the mean. SizingRun(settled=False) "
+            "gives the first fleet whose sampled percentile meets it"
         )
         rows.append(
             (

@@ -779,7 +779,8 @@ class Comparison:
                 (
                     "aggregated size not settled",
                     "its percentile target lies inside the simulated percentile's sampling interval, so another seed "
-                    "can move its GPU count: rerun with more requests (SizingRun(requests=...)) before choosing",
+                    "can move its GPU count: rerun with more requests (the simulation's SizingRun with requests=...) "
+                    "or with settled=True before choosing",
                 )
             )
         return rows

@@ -29,9 +29,10 @@ class SizingRun:
     or whole prompts (``None``); the fleet's requests sent to its replicas by ``router``
     (:data:`~llmcourse.simulator.fleet.ROUTERS`: ``"least_loaded"`` by default, as the open-source routers balance;
     ``"random"`` is an upper bound on the wait). ``settled=True`` counts a fleet as meeting a percentile target only
-    when the upper end of its sampling interval does (:meth:`SimResult.interval`): an answer no seed of as many
-    independent requests would overturn, at the cost of more replicas, or of none found where the target sits on the
-    floor (then run more requests). The simulator checks each field, by its name, when it runs.
+    when the whole of its sampling interval clears it (:meth:`SimResult.interval`: its upper end meets the target), at
+    the cost of more replicas, or of none found where the target sits on the floor (then the plan keeps the fleet
+    sized on the mean, marked unmet, and says so). Other seeds can still differ: the interval takes the requests as
+    independent, and a queue's are not. The simulator checks each field, by its name, when it runs.
 
     Examples
     --------
@@ -89,7 +90,8 @@ class PercentileSizing:
     # that keep up, or a fleet so large that the search's last step was more than one replica)
     fewer_ttft: pint.Quantity | None = None
     fewer_tpot: pint.Quantity | None = None
-    settled: bool = False  # a fleet met a target only with its interval's upper end (SizingRun(settled=True))
+    settled: bool = False  # a fleet met a target only with its interval's upper end (SizingRun(settled=True)); the
+    # fewer_* figures are then the upper ends that fleet missed with
     # about 95% sampling intervals (SimResult.interval, as independent draws would give) of the percentiles with a
     # target, at the fleet that decided the answer (interval_replicas): the chosen fleet, or the largest tried when
     # none met the targets
@@ -163,8 +165,7 @@ def size_to_percentiles(
     one that meets them, then halves the gap (the percentiles fall as N grows); it never goes below the fewest that
     keep up (the rate over one replica's capacity, rounded up). If the largest fleet tried (64 times that) misses the
     targets (a target below what one request takes alone), the sizing says so (``met=False``) and keeps the fleet
-    sized on the mean. The chosen fleet's percentiles come with their sampling intervals, and
-    :meth:`PercentileSizing.close_call` says when a target lies inside one (the run cannot settle the fleet size). Every request finds its first ``cached_prompt_tokens`` cached; prompts are prefilled whole or in chunks of
+    sized on the mean; :meth:`PercentileSizing.close_call` says when a target lies inside a sampling interval. Every request finds its first ``cached_prompt_tokens`` cached; prompts are prefilled whole or in chunks of
     ``chunk_tokens``; the lengths spread by ``prompt_cv`` and ``answer_cv``
     (:data:`~llmcourse.simulator.workload.LENGTH_CV` if None).
 
@@ -209,6 +210,8 @@ def size_to_percentiles(
     fewest, met = fleets.fewest_meeting(mean_replicas)
     best = fewest if met else mean_replicas
     fewer = fleets.seen.get(best - 1) if met else None  # simulated by the search, whenever it could be the answer
+    if fewer is not None and settled:  # what the settled search compared: the upper ends of the intervals
+        fewer = tuple(iv[1] for iv in fleets.spread[best - 1])
     decided = best if met else fewest  # the fleet that decided the answer: the chosen one, or the largest tried
     fleets.at(decided)
     spread = fleets.spread[decided]
