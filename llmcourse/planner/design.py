@@ -167,33 +167,32 @@ class Plan:
         if not self.fits:
             return [("fits", "no"), ("why", self.reason), ("tensor parallel", shape), ("engine", self.engine or "")]
         mark = {True: "\u2713", False: "\u2717"}
-        ms = _ms
         z, b = self.sizing, self.brief
         if z is None:
             speed = [
-                ("time to first token", f"{ms(self.ttft)} (target {ms(b.ttft_target)}) {mark[self.ttft_met]}"),
-                ("time per output token", f"{ms(self.tpot)} (target {ms(b.tpot_target)}) {mark[self.tpot_met]}"),
+                ("time to first token", f"{_ms(self.ttft)} (target {_ms(b.ttft_target)}) {mark[self.ttft_met]}"),
+                ("time per output token", f"{_ms(self.tpot)} (target {_ms(b.tpot_target)}) {mark[self.tpot_met]}"),
             ]
         else:
             on_mean = lambda q: "" if q is not None else ", the mean with no queue"  # noqa: E731
-            ttft = ms(z.ttft) if b.ttft_percentile is not None else ms(self.ttft)
-            tpot = ms(z.tpot) if b.tpot_percentile is not None else ms(self.tpot)
+            ttft = _ms(z.ttft) if b.ttft_percentile is not None else _ms(self.ttft)
+            tpot = _ms(z.tpot) if b.tpot_percentile is not None else _ms(self.tpot)
             tl = z.label("ttft") if b.ttft_percentile is not None else "mean"
             pl = z.label("tpot") if b.tpot_percentile is not None else "mean"
             speed = [
                 (
                     f"time to first token, {tl}",
-                    f"{ttft} (target {ms(b.ttft_target)}{on_mean(b.ttft_percentile)}) {mark[self.ttft_met]}",
+                    f"{ttft} (target {_ms(b.ttft_target)}{on_mean(b.ttft_percentile)}) {mark[self.ttft_met]}",
                 ),
                 (
                     f"time per output token, {pl}",
-                    f"{tpot} (target {ms(b.tpot_target)}{on_mean(b.tpot_percentile)}) {mark[self.tpot_met]}",
+                    f"{tpot} (target {_ms(b.tpot_target)}{on_mean(b.tpot_percentile)}) {mark[self.tpot_met]}",
                 ),
                 ("percentile sizing simulated", z.describe()),
                 (
                     "sized on the mean instead",
-                    f"{z.mean_replicas * self.tensor_parallel:,} GPUs: {z.label('ttft')} TTFT {ms(z.mean_ttft)}, "
-                    f"{z.label('tpot')} TPOT {ms(z.mean_tpot)}",
+                    f"{z.mean_replicas * self.tensor_parallel:,} GPUs: {z.label('ttft')} TTFT {_ms(z.mean_ttft)}, "
+                    f"{z.label('tpot')} TPOT {_ms(z.mean_tpot)}",
                 ),
             ]
             speed += sizing_edge_rows(z, self.tensor_parallel)
@@ -697,15 +696,18 @@ def sizing_edge_rows(z: Any, tensor_parallel: int) -> list[tuple[str, str]]:
             )
         )
     if z.close_call():
-        why = (
-            "the fleet found may be too small (the first whose sample dips under the target) or larger than needed"
-            if z.met
-            else "the largest fleet tried misses by less than the sampling noise: a longer run may find one that meets it"
-            if not z.settled
-            else "the largest fleet tried meets it only inside its sampling interval (its upper end is above the "
-            "target), so no fleet is vouched for: the plan keeps the fleet sized on the mean. SizingRun(settled=False) "
-            "gives the first fleet whose sampled percentile meets it"
-        )
+        if z.met:
+            why = (
+                "the fleet found may be too small (the first whose sample dips under the target) or larger than needed"
+            )
+        elif not z.settled:
+            why = "the largest fleet tried misses by less than the sampling noise: a longer run may find one that meets it"
+        else:
+            why = (
+                "the largest fleet tried meets it only inside its sampling interval (its upper end is above the "
+                "target), so no fleet is vouched for: the plan keeps the fleet sized on the mean. "
+                "SizingRun(settled=False) gives the first fleet whose sampled percentile meets it"
+            )
         rows.append(
             (
                 "answer not settled",

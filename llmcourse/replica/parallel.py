@@ -27,6 +27,7 @@ llmcourse.errors.InputError: tensor_parallel=6 does not divide Llama-3.1-70B's 6
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -389,6 +390,10 @@ def _dispatch_s(m: Model, lay: Layout, tokens: float, a: Assumptions) -> float:
     )
 
 
+#: each token count's answer kept, up to this many (the least recently asked forgotten first): memory stays bounded
+_kept = functools.lru_cache(maxsize=100_000)
+
+
 def comm_seconds_of(m: Model, lay: Layout, a: Assumptions) -> Callable[[float], float]:
     """``lambda tokens: comm_seconds(m, lay, tokens, a)``, for a search or a simulation that asks it of many token
     counts, most of them again and again: each count's answer kept (the same floats), a dense model's all-reduces with
@@ -406,21 +411,6 @@ def comm_seconds_of(m: Model, lay: Layout, a: Assumptions) -> Callable[[float], 
         return per_layer(layers=layers, allreduce_latency=allreduce_seconds(lay, tp, msg, a)[1])
 
     return _kept(of)
-
-
-def _kept(f: Callable[[float], float], most: int = 100_000) -> Callable[[float], float]:
-    """``f`` with each argument's answer kept (up to ``most`` of them, then forgotten at once: memory stays bounded)."""
-    seen: dict[float, float] = {}
-
-    def kept(x: float) -> float:
-        got = seen.get(x)
-        if got is None:
-            if len(seen) >= most:
-                seen.clear()
-            got = seen[x] = f(x)
-        return got
-
-    return kept
 
 
 def comm_seconds(m: Model, lay: Layout, tokens: float, a: Assumptions) -> float:

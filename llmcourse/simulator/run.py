@@ -66,6 +66,7 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import math
 import time
@@ -169,11 +170,15 @@ class SimResult:
         lo, hi = percentile_interval(self._sorted(metric), percentile_rank(q))
         return (Q_(lo * 1e3, "ms") if math.isfinite(lo) else None), (Q_(hi * 1e3, "ms") if math.isfinite(hi) else None)
 
+    @functools.cached_property
+    def _in_order(self) -> dict[str, list[float]]:
+        """Each metric's values sorted, once: a sizing asks a run for two percentiles and their intervals."""
+        return {"ttft": sorted(self.ttft_s), "tpot": sorted(self.tpot_s)}
+
     def _sorted(self, metric: str) -> list[float]:
-        values = {"ttft": self.ttft_s, "tpot": self.tpot_s}
-        if metric not in values:
+        if metric not in ("ttft", "tpot"):
             raise InputError(f"metric must be 'ttft' or 'tpot'; got {metric!r}.")
-        return sorted(values[metric])
+        return self._in_order[metric]
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) rows for a calculator."""

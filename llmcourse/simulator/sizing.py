@@ -207,14 +207,13 @@ def size_to_percentiles(
             replica=service,
         ),
     )
-    fewest, met = fleets.fewest_meeting(mean_replicas)
-    best = fewest if met else mean_replicas
+    # the fleet that decided the answer: the chosen one, or (not met) the largest tried, the plan keeping the mean's
+    decided, met = fleets.fewest_meeting(mean_replicas)
+    best = decided if met else mean_replicas
     fewer = fleets.seen.get(best - 1) if met else None  # simulated by the search, whenever it could be the answer
     if fewer is not None and settled:  # what the settled search compared: the upper ends of the intervals
         fewer = tuple(iv[1] for iv in fleets.spread[best - 1])
-    decided = best if met else fewest  # the fleet that decided the answer: the chosen one, or the largest tried
-    fleets.at(decided)
-    spread = fleets.spread[decided]
+    at_decided, spread = fleets.at(decided), fleets.spread[decided]
     return PercentileSizing(
         ttft_percentile=brief.ttft_percentile,
         tpot_percentile=brief.tpot_percentile,
@@ -237,8 +236,8 @@ def size_to_percentiles(
         ttft_interval=spread[0] if brief.ttft_percentile is not None else None,
         tpot_interval=spread[1] if brief.tpot_percentile is not None else None,
         interval_replicas=decided,
-        largest_ttft=None if met else fleets.at(decided)[0],
-        largest_tpot=None if met else fleets.at(decided)[1],
+        largest_ttft=None if met else at_decided[0],
+        largest_tpot=None if met else at_decided[1],
     )
 
 
@@ -271,11 +270,14 @@ class _Fleets:
             self.spread[n] = (r.interval("ttft", self.q_ttft), r.interval("tpot", self.q_tpot))
         return self.seen[n]
 
+    def _simulated(self, n: int) -> int:
+        """How many replicas a fleet of ``n`` is simulated as: past as many replicas as requests, the least-loaded
+        routers send every request to an idle replica, as they do with that many (so that many are simulated)."""
+        return min(n, self.run["requests"]) if self.router in ("least_loaded", "least_kv", "least_cost") else n
+
     def _fleet(self, n: int) -> Fleet:
-        """``n`` replicas behind the router; past as many replicas as requests, the least-loaded routers send every
-        request to an idle replica, as they do with that many (so that many are simulated)."""
-        if self.router in ("least_loaded", "least_kv", "least_cost"):
-            n = min(n, self.run["requests"])
+        """``n`` replicas behind the router, as :meth:`_simulated` says they run."""
+        n = self._simulated(n)
         if n > MOST_REPLICAS:
             raise InputError(
                 f"sizing with router={self.router!r} reached {n:,} replicas, past the {MOST_REPLICAS:,} a fleet "
@@ -339,8 +341,4 @@ class _Fleets:
         runs (see :meth:`_fleet`): the random router simulates one replica at its share, always; the least-loaded
         routers as many replicas as requests past that, so they are capped only when the run has more requests than
         the most; every other router at the most."""
-        if self.router == "random":
-            return True
-        if self.router in ("least_loaded", "least_kv", "least_cost"):
-            n = min(n, self.run["requests"])
-        return n <= MOST_REPLICAS
+        return self.router == "random" or self._simulated(n) <= MOST_REPLICAS
