@@ -6,6 +6,7 @@ the pooled M/M/c queue's (Erlang C), prefill token counts by hand. Every run has
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 
@@ -193,6 +194,27 @@ def test_least_cost_with_one_replica_is_that_replica():
     assert alone.ttft == fleet.ttft and alone.tpot == fleet.tpot
 
 
+@functools.cache
+def _service():
+    """The sizing tests' replica: Llama-3.1-8B on one H100, 2,000 + 300 tokens, at most 64 requests at once."""
+    return build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300, batch_cap=64)
+
+
+def _fewest(brief):
+    """The fewest replicas that keep up with ``brief``'s rate (where every sizing starts from below)."""
+    return math.ceil((brief.requests_per_second / _service().capacity(2_000, 300)).to("").m)
+
+
+def _as_sized(replicas, seed):
+    """``replicas`` of :func:`_service` behind the least-loaded router at 60 requests/s, 1,000 requests, simulated by
+    simulate itself the way the sizing runs them (the engine's token budget, the simulator's length spread)."""
+    scheduler = Scheduler(SizingRun().chunk_tokens).for_replica(_service())
+    return simulate(
+        "Llama-3.1-8B", "H100 SXM", rate=Q_(60, "1/s"), fleet=Fleet(replicas), prompt_tokens=2_000, answer_tokens=300,
+        requests=1_000, seed=seed, replica=_service(), scheduler=scheduler,
+    )  # fmt: skip
+
+
 def test_the_sizing_finds_the_fewest_fleet_from_any_start():
     """The percentile sizing starts its search at the fleet sized on the mean and gallops from there. On a brief whose
     simulated median first token falls below the target at one fleet and stays below it for every larger fleet tried
@@ -203,14 +225,8 @@ def test_the_sizing_finds_the_fewest_fleet_from_any_start():
     from llmcourse.simulator import size_to_percentiles
 
     brief = Brief(60, 2_000, 300, Q_(175, "ms"), Q_(60, "ms"), ttft_percentile=50)
-    service = build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300, batch_cap=64)
-    scheduler = Scheduler(SizingRun().chunk_tokens).for_replica(service)  # the engine's token budget, as sizing runs
-    run = dict(prompt_tokens=2_000, answer_tokens=300, requests=1_000, seed=3, replica=service, scheduler=scheduler)
-    fewest = math.ceil((brief.requests_per_second / service.capacity(2_000, 300)).to("").m)
-    meets = [
-        simulate("Llama-3.1-8B", "H100 SXM", rate=Q_(60, "1/s"), fleet=Fleet(n), **run).at("ttft", 50) <= Q_(175, "ms")
-        for n in range(fewest, 6 * fewest)
-    ]
+    service, fewest = _service(), _fewest(brief)
+    meets = [_as_sized(n, seed=3).at("ttft", 50) <= Q_(175, "ms") for n in range(fewest, 6 * fewest)]
     scan = fewest + meets.index(True)
     assert scan > fewest and all(meets[scan - fewest :])  # the premise: one crossing, above the fewest
     for start in (1, fewest, scan - 1, scan, scan + 7, 5 * fewest):
@@ -228,10 +244,9 @@ def test_a_sizing_that_meets_at_the_fewest_gallops_down_to_them():
     from llmcourse.simulator import size_to_percentiles
 
     easy = Brief(60, 2_000, 300, Q_(5, "s"), Q_(60, "ms"), ttft_percentile=50)  # a loose target
-    service = build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300, batch_cap=64)
-    fewest = math.ceil((easy.requests_per_second / service.capacity(2_000, 300)).to("").m)
+    fewest = _fewest(easy)
     for start in (fewest + 1, fewest + 2, 3 * fewest + 5):
-        z = size_to_percentiles(service, easy, mean_replicas=start, requests=500, seed=3)
+        z = size_to_percentiles(_service(), easy, mean_replicas=start, requests=500, seed=3)
         assert (z.met, z.replicas, z.fewer_ttft) == (True, fewest, None), start
 
 
@@ -245,17 +260,13 @@ def test_a_p99_sizing_ends_on_an_edge_whatever_the_sample(seed):
     from llmcourse.simulator import size_to_percentiles
 
     brief = Brief(60, 2_000, 300, Q_(300, "ms"), Q_(60, "ms"), ttft_percentile=99)
-    service = build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300, batch_cap=64)
-    z = size_to_percentiles(service, brief, mean_replicas=9, requests=1_000, seed=seed)
+    z = size_to_percentiles(_service(), brief, mean_replicas=9, requests=1_000, seed=seed)
     if not z.met:
         return  # no edge to check: the largest fleet missed too (said by met)
     assert z.ttft <= Q_(300, "ms") and z.ttft_interval[0] <= z.ttft <= z.ttft_interval[1]
     assert z.close_call() == (z.ttft_interval[0] <= Q_(300, "ms") <= z.ttft_interval[1])
-    fewest = math.ceil((brief.requests_per_second / service.capacity(2_000, 300)).to("").m)
-    assert z.replicas > fewest  # the brief's target needs more than the fewest that keep up (else no edge below)
-    scheduler = Scheduler(SizingRun().chunk_tokens).for_replica(service)
-    run = dict(prompt_tokens=2_000, answer_tokens=300, requests=1_000, seed=seed, replica=service, scheduler=scheduler)
-    fewer = simulate("Llama-3.1-8B", "H100 SXM", rate=Q_(60, "1/s"), fleet=Fleet(z.replicas - 1), **run)
+    assert z.replicas > _fewest(brief)  # the brief's target needs more than the fewest that keep up (else no edge)
+    fewer = _as_sized(z.replicas - 1, seed)
     assert fewer.at("ttft", 99) > Q_(300, "ms") and fewer.at("ttft", 99) == z.fewer_ttft
 
 
@@ -271,22 +282,18 @@ def test_a_random_router_sizing_of_an_enormous_brief_is_refused_by_name():
 
 def test_a_settled_sizing_counts_a_fleet_by_its_intervals_upper_end():
     """SizingRun(settled=True): the fleet found meets the target with the upper end of its sampling interval, and one
-    replica fewer (simulated by simulate itself) does not; the plain sizing of the same brief and seed never needs
-    more replicas."""
+    replica fewer (simulated by simulate itself) does not; here the plain sizing of the same brief and seed, a close
+    call, ends on fewer replicas."""
     from llmcourse.planner.design import Brief
     from llmcourse.simulator import size_to_percentiles
 
     brief = Brief(60, 2_000, 300, Q_(350, "ms"), Q_(60, "ms"), ttft_percentile=99)
-    service = build_replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300, batch_cap=64)
-    z = size_to_percentiles(service, brief, mean_replicas=9, requests=1_000, seed=2, settled=True)
-    plain = size_to_percentiles(service, brief, mean_replicas=9, requests=1_000, seed=2)
+    z = size_to_percentiles(_service(), brief, mean_replicas=9, requests=1_000, seed=2, settled=True)
+    plain = size_to_percentiles(_service(), brief, mean_replicas=9, requests=1_000, seed=2)
     assert z.met and z.settled and z.ttft_interval[1] <= Q_(350, "ms") and not z.close_call()
     assert plain.replicas < z.replicas  # here the plain answer's own interval holds the target: settling costs more
     assert plain.close_call()
-    scheduler = Scheduler(SizingRun().chunk_tokens).for_replica(service)
-    run = dict(prompt_tokens=2_000, answer_tokens=300, requests=1_000, seed=2, replica=service, scheduler=scheduler)
-    fewer = simulate("Llama-3.1-8B", "H100 SXM", rate=Q_(60, "1/s"), fleet=Fleet(z.replicas - 1), **run)
-    hi = fewer.interval("ttft", 99)[1]
+    hi = _as_sized(z.replicas - 1, seed=2).interval("ttft", 99)[1]
     assert hi is None or hi > Q_(350, "ms")
 
 
