@@ -59,6 +59,7 @@ __all__ = [
     "fmt",
     "in_unit",
     "magnitude_in",
+    "ms_text",
     "parsed_unit",
     "percentile_rank",
     "quantity",
@@ -440,6 +441,18 @@ def fmt(q: pint.Quantity, unit: str | None = None, digits: int = 3) -> str:
     """
     q = to(q, unit) if unit else q.to_compact()
     return f"{sig(q.magnitude, digits)} {_unit_text(q)}"
+
+
+def ms_text(q: pint.Quantity) -> str:
+    """A time in milliseconds to one decimal, as a plan prints it (``1e+308 ms``, not 309 digits).
+
+    Examples
+    --------
+    >>> ms_text(Q_(0.0123456, "s")), ms_text(Q_(1234.5, "ms")), ms_text(Q_(1e300, "s"))
+    ('12.3 ms', '1,234.5 ms', '1e+303 ms')
+    """
+    x = to(q, "ms").m
+    return f"{x:,.1f} ms" if abs(x) < 1e9 else f"{x:.3g} ms"
 
 
 #: The text of a unit as ``fmt`` writes it (``~P``), by this registry's unit: pint formats a unit anew each time.

@@ -31,6 +31,7 @@ from llmcourse.units import (
     USD_H,
     as_quantity,
     fmt,
+    ms_text,
     percentile_rank,
     plain_number,
     quantity,
@@ -170,29 +171,35 @@ class Plan:
         z, b = self.sizing, self.brief
         if z is None:
             speed = [
-                ("time to first token", f"{_ms(self.ttft)} (target {_ms(b.ttft_target)}) {mark[self.ttft_met]}"),
-                ("time per output token", f"{_ms(self.tpot)} (target {_ms(b.tpot_target)}) {mark[self.tpot_met]}"),
+                (
+                    "time to first token",
+                    f"{ms_text(self.ttft)} (target {ms_text(b.ttft_target)}) {mark[self.ttft_met]}",
+                ),
+                (
+                    "time per output token",
+                    f"{ms_text(self.tpot)} (target {ms_text(b.tpot_target)}) {mark[self.tpot_met]}",
+                ),
             ]
         else:
             on_mean = lambda q: "" if q is not None else ", the mean with no queue"  # noqa: E731
-            ttft = _ms(z.ttft) if b.ttft_percentile is not None else _ms(self.ttft)
-            tpot = _ms(z.tpot) if b.tpot_percentile is not None else _ms(self.tpot)
+            ttft = ms_text(z.ttft) if b.ttft_percentile is not None else ms_text(self.ttft)
+            tpot = ms_text(z.tpot) if b.tpot_percentile is not None else ms_text(self.tpot)
             tl = z.label("ttft") if b.ttft_percentile is not None else "mean"
             pl = z.label("tpot") if b.tpot_percentile is not None else "mean"
             speed = [
                 (
                     f"time to first token, {tl}",
-                    f"{ttft} (target {_ms(b.ttft_target)}{on_mean(b.ttft_percentile)}) {mark[self.ttft_met]}",
+                    f"{ttft} (target {ms_text(b.ttft_target)}{on_mean(b.ttft_percentile)}) {mark[self.ttft_met]}",
                 ),
                 (
                     f"time per output token, {pl}",
-                    f"{tpot} (target {_ms(b.tpot_target)}{on_mean(b.tpot_percentile)}) {mark[self.tpot_met]}",
+                    f"{tpot} (target {ms_text(b.tpot_target)}{on_mean(b.tpot_percentile)}) {mark[self.tpot_met]}",
                 ),
                 ("percentile sizing simulated", z.describe()),
                 (
                     "sized on the mean instead",
-                    f"{z.mean_replicas * self.tensor_parallel:,} GPUs: {z.label('ttft')} TTFT {_ms(z.mean_ttft)}, "
-                    f"{z.label('tpot')} TPOT {_ms(z.mean_tpot)}",
+                    f"{z.mean_replicas * self.tensor_parallel:,} GPUs: {z.label('ttft')} TTFT {ms_text(z.mean_ttft)}, "
+                    f"{z.label('tpot')} TPOT {ms_text(z.mean_tpot)}",
                 ),
             ]
             speed += sizing_edge_rows(z, self.tensor_parallel)
@@ -650,12 +657,6 @@ class _LeverFigures(NamedTuple):
     meets_targets: bool = False
 
 
-def _ms(q: pint.Quantity) -> str:
-    """A time in ms as a plan prints it (1e+308 ms, not 309 digits)."""
-    x = to(q, "ms").m
-    return f"{x:,.1f} ms" if abs(x) < 1e9 else f"{x:.3g} ms"
-
-
 def sizing_edge_rows(z: Any, tensor_parallel: int) -> list[tuple[str, str]]:
     """A percentile plan's rows on how settled its fleet size is: the sampling intervals of the percentiles with a
     target (at the fleet that decided the answer), what one replica fewer gives, the largest fleet tried when none
@@ -664,8 +665,12 @@ def sizing_edge_rows(z: Any, tensor_parallel: int) -> list[tuple[str, str]]:
     def around(iv: tuple[pint.Quantity | None, pint.Quantity | None]) -> str:
         lo, hi = iv
         if hi is None:  # the run too short to bound it above (or below)
-            return "unbounded" if lo is None else f"above {_ms(lo)} (too few requests to bound it above)"
-        return f"{_ms(lo)} to {_ms(hi)}" if lo is not None else f"below {_ms(hi)} (too few requests to bound it below)"
+            return "unbounded" if lo is None else f"above {ms_text(lo)} (too few requests to bound it above)"
+        return (
+            f"{ms_text(lo)} to {ms_text(hi)}"
+            if lo is not None
+            else f"below {ms_text(hi)} (too few requests to bound it below)"
+        )
 
     rows = []
     gpus = lambda n: f"{n * tensor_parallel:,} GPUs"  # noqa: E731
@@ -673,8 +678,8 @@ def sizing_edge_rows(z: Any, tensor_parallel: int) -> list[tuple[str, str]]:
         rows.append(
             (
                 "largest fleet tried",
-                f"{gpus(z.interval_replicas)}: {z.label('ttft')} TTFT {_ms(z.largest_ttft)}, "
-                f"{z.label('tpot')} TPOT {_ms(z.largest_tpot)}",
+                f"{gpus(z.interval_replicas)}: {z.label('ttft')} TTFT {ms_text(z.largest_ttft)}, "
+                f"{z.label('tpot')} TPOT {ms_text(z.largest_tpot)}",
             )
         )
     spans = [f"{z.label(m)} {m.upper()} {around(iv)}" for m, iv in (("ttft", z.ttft_interval), ("tpot", z.tpot_interval))
@@ -691,8 +696,8 @@ def sizing_edge_rows(z: Any, tensor_parallel: int) -> list[tuple[str, str]]:
         rows.append(
             (
                 "one fewer, upper ends" if z.settled else "one replica fewer",
-                f"{gpus(z.replicas - 1)}: {z.label('ttft')} TTFT {_ms(z.fewer_ttft)}, "
-                f"{z.label('tpot')} TPOT {_ms(z.fewer_tpot)}",
+                f"{gpus(z.replicas - 1)}: {z.label('ttft')} TTFT {ms_text(z.fewer_ttft)}, "
+                f"{z.label('tpot')} TPOT {ms_text(z.fewer_tpot)}",
             )
         )
     if z.close_call():

@@ -58,7 +58,7 @@ from llmcourse.replica.model import Replica, replica, replica_setup
 from llmcourse.replica.step import decode_steps
 from llmcourse.simulator import LENGTH_CV, SizingRun, prompt_lengths, simulate_pool
 from llmcourse.stats import sorted_percentile
-from llmcourse.units import Q_, parsed_unit, percentile_rank, plain_number, quantity, to
+from llmcourse.units import Q_, ms_text, parsed_unit, percentile_rank, plain_number, quantity, to
 
 __all__ = [
     "COMPARE_RUN",
@@ -234,17 +234,19 @@ class Disaggregated:
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) rows for a review table."""
         mark = {True: "\u2713", False: "\u2717"}
-        ms = lambda q: f"{to(q, _MS).m:,.1f} ms"  # noqa: E731
         b, q = self.brief, self.ttft_percentile
         at = "mean" if q is None else f"p{q:g}, simulated"
         part = "at the brief's prompt" if self.spread_prompts else "of which"
         return [
-            (f"time to first token ({at})", f"{ms(self.ttft)} (target {ms(b.ttft_target)}) {mark[self.ttft_met]}"),
-            (f"wait for a prefill replica ({at})", ms(self.queue_wait)),
-            (f"{part}: prefill", ms(self.prefill_time)),
-            (f"{part}: KV hand-off", f"{ms(self.kv_handoff)} over {self.link.name}"),
-            ("and the decode replica's first step", ms(self.first_step)),
-            ("time per output token", f"{ms(self.tpot)} (target {ms(b.tpot_target)}) {mark[self.tpot_met]}"),
+            (
+                f"time to first token ({at})",
+                f"{ms_text(self.ttft)} (target {ms_text(b.ttft_target)}) {mark[self.ttft_met]}",
+            ),
+            (f"wait for a prefill replica ({at})", ms_text(self.queue_wait)),
+            (f"{part}: prefill", ms_text(self.prefill_time)),
+            (f"{part}: KV hand-off", f"{ms_text(self.kv_handoff)} over {self.link.name}"),
+            ("and the decode replica's first step", ms_text(self.first_step)),
+            ("time per output token", f"{ms_text(self.tpot)} (target {ms_text(b.tpot_target)}) {mark[self.tpot_met]}"),
             (
                 "prefill pool",
                 f"{self.prefill.gpus:,} GPUs ({self.prefill.replicas:,} x {self.prefill.shape}), "
@@ -754,24 +756,23 @@ class Comparison:
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) rows: both deployments' GPUs and times, then the verdict."""
         agg, dis = self.aggregated, self.disaggregated
-        ms = lambda q: f"{to(q, _MS).m:,.1f} ms"  # noqa: E731
         mark = {True: "\u2713", False: "\u2717"}
         q = dis.ttft_percentile
         at = "" if q is None else f" p{q:g}"
         if agg.fits:
             # the time per token the simulated fleet gave (its replicas run the batch the traffic fills, not the
             # planned one), beside the plan's at its batch, which the target is checked on
-            sim = "" if agg.sizing is None else f", simulated p99 {ms(agg.sizing.tpot)}"
+            sim = "" if agg.sizing is None else f", simulated p99 {ms_text(agg.sizing.tpot)}"
             a_row = (
                 f"{agg.gpus:,} GPUs ({agg.gpus // agg.tensor_parallel:,} x TP{agg.tensor_parallel}); "
-                f"TTFT{at} {ms(self.aggregated_ttft)} {mark[agg.ttft_met]}, TPOT at the planned batch {agg.batch} "
-                f"{ms(agg.tpot)} {mark[agg.tpot_met]}{sim}"
+                f"TTFT{at} {ms_text(self.aggregated_ttft)} {mark[agg.ttft_met]}, TPOT at the planned batch {agg.batch} "
+                f"{ms_text(agg.tpot)} {mark[agg.tpot_met]}{sim}"
             )
         else:
             a_row = f"does not fit: {agg.reason}"
         d_row = (
             f"{dis.gpus:,} GPUs ({dis.prefill.gpus:,} prefill + {dis.decode.gpus:,} decode); "
-            f"TTFT{at} {ms(dis.ttft)} {mark[dis.ttft_met]}, TPOT {ms(dis.tpot)} {mark[dis.tpot_met]}"
+            f"TTFT{at} {ms_text(dis.ttft)} {mark[dis.ttft_met]}, TPOT {ms_text(dis.tpot)} {mark[dis.tpot_met]}"
         )
         rows = [("aggregated", a_row), ("disaggregated", d_row), *dis.rows(), ("fewer GPUs", self.verdict)]
         if agg.fits and agg.sizing is not None and agg.sizing.close_call():
