@@ -253,6 +253,18 @@ def test_site_has_pages() -> None:
     assert (SITE / "favicon.ico").read_bytes()[:4] == b"\x00\x00\x01\x00"
 
 
+def test_no_page_shows_a_python_repr() -> None:
+    """A glued number is text a reader can read: never a pint Quantity's repr (a dimensionless count glued as a
+    quantity printed "<Quantity(27, 'dimensionless')>" on two chapters)."""
+    skip_or_fail()
+    shown = {
+        p: n
+        for p in pages()
+        if (n := (SITE / p).read_text(encoding="utf-8").count("&lt;Quantity(")) and p.endswith(".html")
+    }
+    assert not shown, f"pages showing a Quantity's repr (glue its magnitude or fmt() it): {shown}"
+
+
 @pytest.mark.parametrize("path", pages() or ["index.html"])
 def test_page_loads_offline(watch: tuple[Any, Watch], server: str, path: str) -> None:
     context, w = watch
