@@ -40,6 +40,10 @@ DERIVED: dict[str, tuple[str, str]] = {
         "fab223cbe1ecbc7d1a98",
         "Max(Mul(Symbol('F_{attn}', positive=True), Symbol('B', positive=True, integer=True), Pow(Symbol('F', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{F}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1))), Mul(Symbol('K_{seq}', positive=True), Symbol('B', positive=True, integer=True), Pow(Symbol('\\\\beta', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{\\\\beta}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1))))",
     ),
+    "Min:1c5010104cbe": (
+        "1c5010104cbe5a457319",
+        "Min(Integer(1), Mul(Symbol('B', positive=True, integer=True), Symbol('k_{ch}', positive=True, integer=True), Pow(Symbol('T_{a}', positive=True), Integer(-1))))",
+    ),
     "Min:1de6dc93315f": (
         "1de6dc93315fa21dddd6",
         "Min(Symbol('T_{ctx}', positive=True), Symbol('c', positive=True, integer=True))",
@@ -170,6 +174,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "break_even_utilisation_rented": ("654d6c9397e05d78971c", "_a1*_a2/(_a0*_a3)"),
     "capital_rate": ("d596b9f009eee558d36c", "(_a1 + _a0)/_a2"),
     "capped_queue_wait": ("14e63f8c2b63f908f996", "(_a4 + _a3*(_a0 - 1))*(_a1/_a2 - 1)"),
+    "chunked_mean_step": ("880f932262d5d02732b6", "_a2*(1 - _a1) + _a0*_a1"),
     "closed_loop_prefill_wait": (
         "a093a3694e9188341a6a",
         "((_a2**2*(_a1 - 1)/((1/2)*_a3 - _a2*(_a1 - 1) + _a2 + _a4*(_a0 - 1) + sqrt(_a2**2*(2*_a1 - 2) + ((1/2)*_a3 - _a2*(_a1 - 1) + _a2 + _a4*(_a0 - 1))**2))) if ((1/2)*_a3 - _a2*(_a1 - 1) + _a2 + _a4*(_a0 - 1) >= 0) else (-1/4*_a3 + (1/2)*_a2*(_a1 - 1) - 1/2*_a2 - 1/2*_a4*(_a0 - 1) + (1/2)*sqrt(_a2**2*(2*_a1 - 2) + ((1/2)*_a3 - _a2*(_a1 - 1) + _a2 + _a4*(_a0 - 1))**2)))",
@@ -273,6 +278,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "prefill_pool_utilisation": ("717d59165fa41f8531cc", "_a1*_a2/_a0"),
     "prefill_share": ("610db085f3eed009f319", "_a1/(_a2*_a0 + _a1)"),
     "prefill_time": ("80a254bf6c97d746b84a", "max(_a7/(_a1*_a0*_a3), _a5*_a6/(_a2*_a4*_a3))"),
+    "prompt_step_share": ("459597b0ae7cdb44dc37", "min(1, _a1*_a2/_a0)"),
     "replicas_needed": ("5d1031a3010600c17c83", "ceil(_a0/_a1)"),
     "ridge_intensity": ("c771b0b26188c00bf335", "_a2*_a3/(_a1*_a0)"),
     "rps_per_gpu": ("8484defb014eb47d8296", "1/(_a2 + _a3*_a0/_a1)"),
@@ -305,7 +311,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "weight_load_time": ("59110f7dd398648bf73c", "_a1/_a0"),
     "weight_read_time": ("1a3b6cc497f53320b20b", "_a3/(_a1*_a0*_a2)"),
 }
-SOURCES = "1cae9ba89225195886e2"
+SOURCES = "4d681788d1c488bfd7b2"
 TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ("peak_request_rate", "request_rate", "peak request rate", "01_tokens", "daily_rate peak_factor"),
     ("token_rate", "token_rate", "tokens per second from requests", "01_tokens", "request_rate tokens_per_request"),
@@ -481,6 +487,20 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "requests a mixed step decodes: all of them, unless the budget binds; then a step's tokens split between decode and prompt tokens as a request's answer and prompt do",
         "06_prefill",
         "answer_tokens batch prompt_tokens token_budget",
+    ),
+    (
+        "prompt_step_share",
+        "prompt_step_share",
+        "share of an engine's steps that carry a prompt chunk: each finished answer lets in a new prompt, whose chunks take a step each",
+        "06_prefill",
+        "answer_tokens batch chunks_per_prompt",
+    ),
+    (
+        "chunked_mean_step",
+        "time_per_token",
+        "mean step of an engine that mixes whole prompt chunks into its decode steps: the steps with a chunk, the rest decoding alone",
+        "06_prefill",
+        "chunk_step_time prompt_step_share step_time",
     ),
     (
         "steady_chunk_tokens",

@@ -394,6 +394,14 @@ chunk_kv_read = symbol(
 token_budget = symbol(
     "token_budget", r"C_{tok}", "", "tokens one engine step may carry: prompt chunks and decode tokens", integer=True
 )
+chunks_per_prompt = symbol(
+    "chunks_per_prompt", r"k_{ch}", "", "steps a prompt's chunks take (its new tokens over the room a step leaves)",
+    integer=True,
+)  # fmt: skip
+prompt_step_share = symbol(
+    "prompt_step_share", r"\phi_{ch}", "", "share of an engine's steps that carry a prompt chunk", at_most=1
+)
+chunk_step_time = symbol("chunk_step_time", r"t_{ch}", "s", "mean time of the steps that carry a prompt's chunks")
 
 
 @section
@@ -469,6 +477,22 @@ def _decode() -> None:
         Min(batch, token_budget * answer_tokens / (prompt_tokens + answer_tokens)),
         "requests a mixed step decodes: all of them, unless the budget binds; then a step's tokens split between "
         "decode and prompt tokens as a request's answer and prompt do",
+        "06_prefill",
+    )
+    formula(
+        "prompt_step_share",
+        "prompt_step_share",
+        Min(1, chunks_per_prompt * batch / answer_tokens),
+        "share of an engine's steps that carry a prompt chunk: each finished answer lets in a new prompt, whose "
+        "chunks take a step each",
+        "06_prefill",
+    )
+    formula(
+        "chunked_mean_step",
+        "time_per_token",
+        prompt_step_share * chunk_step_time + (1 - prompt_step_share) * step_time,
+        "mean step of an engine that mixes whole prompt chunks into its decode steps: the steps with a chunk, the "
+        "rest decoding alone",
         "06_prefill",
     )
     formula(
