@@ -311,7 +311,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "weight_load_time": ("59110f7dd398648bf73c", "_a1/_a0"),
     "weight_read_time": ("1a3b6cc497f53320b20b", "_a3/(_a1*_a0*_a2)"),
 }
-SOURCES = "4d681788d1c488bfd7b2"
+SOURCES = "9ce0a4cbfcd8c442c504"
 TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ("peak_request_rate", "request_rate", "peak request rate", "01_tokens", "daily_rate peak_factor"),
     ("token_rate", "token_rate", "tokens per second from requests", "01_tokens", "request_rate tokens_per_request"),
@@ -491,14 +491,14 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     (
         "prompt_step_share",
         "prompt_step_share",
-        "share of an engine's steps that carry a prompt chunk: each finished answer lets in a new prompt, whose chunks take a step each",
+        "share of an engine's steps that carry a prompt chunk: over an answer's length each of a batch of requests finishes once and lets in a new prompt, whose chunks take a step each (a user's own steps see the other batch - 1 requests' prompts; the replica's steps all batch of them)",
         "06_prefill",
         "answer_tokens batch chunks_per_prompt",
     ),
     (
         "chunked_mean_step",
-        "time_per_token",
-        "mean step of an engine that mixes whole prompt chunks into its decode steps: the steps with a chunk, the rest decoding alone",
+        "mean_step_time",
+        "mean step of an engine that fills its token budget with whole waiting prompts (or the chunks of one too long for it): the steps with a chunk, the rest decoding alone",
         "06_prefill",
         "chunk_step_time prompt_step_share step_time",
     ),

@@ -399,9 +399,12 @@ chunks_per_prompt = symbol(
     integer=True,
 )  # fmt: skip
 prompt_step_share = symbol(
-    "prompt_step_share", r"\phi_{ch}", "", "share of an engine's steps that carry a prompt chunk", at_most=1
+    "prompt_step_share", r"\phi_{ch}", "", "share of an engine's steps that carry a prompt chunk", at_most=1, allow_zero=True
 )
 chunk_step_time = symbol("chunk_step_time", r"t_{ch}", "s", "mean time of the steps that carry a prompt's chunks")
+mean_step_time = symbol(
+    "mean_step_time", r"\bar{t}_{step}", "s", "mean time of an engine's steps, with a prompt chunk or without"
+)
 
 
 @section
@@ -483,16 +486,17 @@ def _decode() -> None:
         "prompt_step_share",
         "prompt_step_share",
         Min(1, chunks_per_prompt * batch / answer_tokens),
-        "share of an engine's steps that carry a prompt chunk: each finished answer lets in a new prompt, whose "
-        "chunks take a step each",
+        "share of an engine's steps that carry a prompt chunk: over an answer's length each of a batch of requests "
+        "finishes once and lets in a new prompt, whose chunks take a step each (a user's own steps see the other "
+        "batch - 1 requests' prompts; the replica's steps all batch of them)",
         "06_prefill",
     )
     formula(
         "chunked_mean_step",
-        "time_per_token",
+        "mean_step_time",
         prompt_step_share * chunk_step_time + (1 - prompt_step_share) * step_time,
-        "mean step of an engine that mixes whole prompt chunks into its decode steps: the steps with a chunk, the "
-        "rest decoding alone",
+        "mean step of an engine that fills its token budget with whole waiting prompts (or the chunks of one too long "
+        "for it): the steps with a chunk, the rest decoding alone",
         "06_prefill",
     )
     formula(

@@ -597,19 +597,24 @@ class ReplicaSetup(_Shared):
             n = F["decoding_batch"].value(batch=b, token_budget=budget, answer_tokens=ans, prompt_tokens=new)
             c = F["steady_chunk_tokens"].value(batch=n, prompt_tokens=new, answer_tokens=ans)
             chunks = self._chunks_of(sc.token_budget - n / dp)
-            share = self._chunk_share(n, len(chunks))
-            if share < 1:  # a new prompt's chunks go whole into steps of their own; the other steps decode alone
+            if self._chunk_share(n, len(chunks)) < 1:  # a prompt's chunks go into steps of their own, the rest decode
                 chunk_s = math.fsum(dec.mixed(n, k, f, r)[0] for k, f, r in chunks) / len(chunks)
-                tpot = F["chunked_mean_step"].value(
-                    prompt_step_share=share, chunk_step_time=chunk_s, step_time=dec.mixed(n, 0.0, 0.0, 0.0)[0]
-                )
+                dec_s = dec.mixed(n, 0.0, 0.0, 0.0)[0]
+
+                def mean(prompts: float) -> float:  # the mean step when `prompts` prompts come in per answer
+                    return F["chunked_mean_step"].value(
+                        prompt_step_share=self._chunk_share(prompts, len(chunks)), chunk_step_time=chunk_s,
+                        step_time=dec_s,
+                    )  # fmt: skip
+
+                tpot, step = mean(n - 1), mean(n)  # a user sees the others' prompts; the replica runs them all
             else:  # chunks in every step: the budget spreads the prompts over all of them
                 att = sum(k * f for k, f, _ in chunks) / new  # attention FLOPs per prompt token, over the whole prompt
                 kv = c / new * sum(r for _, _, r in chunks)  # the earlier KV a step's chunks read
-                tpot = dec.mixed(n, c, att, kv)[0]
+                tpot = step = dec.mixed(n, c, att, kv)[0]
             # a new prompt is chunked by its own group's budget, beside that group's decode tokens
             first = sum(dec.mixed(b - 1, k, f, r)[0] for k, f, r in self._chunks_of(sc.token_budget - (b - 1) / dp))
-            got = (n, c, tpot, first, None, F["throughput"].value(batch=n, step_time=tpot), alone)
+            got = (n, c, tpot, first, None, F["throughput"].value(batch=n, step_time=step), alone)
         else:  # SGLang without mixed chunks: prefill batches of their own pause every decoding request
             a = self.assumptions  # each prefill pass is a forward pass: the step's overhead and its layers' floor
             over = (a.step_overhead_ms + layer_floor_ms(self.deployment.model, a)) * MS_TO_S
@@ -636,10 +641,12 @@ class ReplicaSetup(_Shared):
             n = self._engine_figures(b)[0]
             dp = 1 if self.layout is None else self.layout.data_parallel
             chunks = self._chunks_of(sc.token_budget - n / dp)
-            share = self._chunk_share(n, len(chunks))
-            if share < 1:
+            if self._chunk_share(n, len(chunks)) < 1:
                 steps = [dec.mixed(n, k, f, r) for k, f, r in chunks]
-                return {"decode": dec.mixed(n, 0.0, 0.0, 0.0), "chunks": steps, "share": share, "first": first}
+                return {
+                    "decode": dec.mixed(n, 0.0, 0.0, 0.0), "chunks": steps, "first": first,
+                    "share": self._chunk_share(n - 1, len(chunks)), "replica_share": self._chunk_share(n, len(chunks)),
+                }  # fmt: skip
             return {"step": self._steady_step(b), "first": first}
         passes, first_passes = math.ceil(b * new / sc.token_budget), math.ceil(new / sc.token_budget)
         pre = self._prefiller()
@@ -650,13 +657,16 @@ class ReplicaSetup(_Shared):
             "first_pass": pre(1 / first_passes),
         }
 
-    def _chunk_share(self, decoding: float, chunks: int) -> float:
-        """The share of the engine's steps that carry a prompt chunk (formula ``prompt_step_share``) when ``decoding``
-        requests decode and each new prompt takes ``chunks`` steps: vLLM's scheduler (``Scheduler.schedule``,
-        ``vllm/v1/core/sched/scheduler.py``) and TensorRT-LLM's fill what a step's budget leaves beside its decode
-        tokens with waiting prompts, whole where they fit, so a prompt goes in one step or a few, not a little in
-        every step."""
-        return float(F["prompt_step_share"].value(chunks_per_prompt=chunks, batch=decoding, answer_tokens=self._answer))
+    def _chunk_share(self, prompts: float, chunks: int) -> float:
+        """The share of the engine's steps that carry a prompt chunk (formula ``prompt_step_share``) when ``prompts``
+        new prompts come in over an answer's length and each takes ``chunks`` steps: vLLM's scheduler
+        (``Scheduler.schedule``, ``vllm/v1/core/sched/scheduler.py``) fills what a step's token budget leaves beside
+        its decode tokens with waiting prompts, whole where they fit (``max_num_batched_tokens``, 8,192 on an H100;
+        ``long_prefill_token_threshold`` 0 does not cap a prompt), and TensorRT-LLM's in-flight batching does the
+        same up to its ``max_num_tokens``: a prompt goes in one step or a few, not a little in every step."""
+        if prompts <= 0:
+            return 0.0
+        return float(F["prompt_step_share"].value(chunks_per_prompt=chunks, batch=prompts, answer_tokens=self._answer))
 
     def _steady_step(self, b: int) -> tuple[float, tuple[float, float], tuple[float, float]]:
         """The steady mixed step of a batch of ``b`` (an engine that mixes prompt chunks into its decode steps): its

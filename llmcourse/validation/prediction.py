@@ -316,7 +316,7 @@ def components(row: Measurement, *, assumptions: Assumptions | str | None = None
             engine = dict(
                 decode_step=_kernels(*parts["decode"], 0.0),
                 chunk_steps=tuple(_kernels(*k, 0.0) for k in parts["chunks"]),
-                chunk_share=float(parts["share"]),
+                chunk_share=float(parts["replica_share"]),  # the replica's tokens: every request's prompt counts
                 decoding=float(rep.engine_step.decoding),
             )
         elif "step" in parts:  # prompt chunks in every decode step: the steady mixed step, its fixed time included
@@ -822,7 +822,7 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
             interference=False,
             decode_step=kernels(*parts["decode"]),
             chunk_steps=tuple(kernels(*k) for k in parts["chunks"]),
-            chunk_share=float(parts["share"]),
+            chunk_share=float(parts["share"]),  # a user's time per token: the other requests' prompts
             first_chunks=tuple(kernels(*f) for f in parts["first"]),
         )
     elif "step" in parts:  # an engine that mixes prompt chunks into every decode step: the step is the mixed one
