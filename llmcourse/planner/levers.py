@@ -40,7 +40,7 @@ Examples
 >>> from llmcourse.units import Q_
 >>> b = Brief(20, 3_600, 400, Q_(1, "s"), Q_(40, "ms"))  # within Llama 2 13B's 4,096 positions
 >>> [(x.kind, x.name, x.gpus) for x in rank_levers("Llama-2-13B", "H100 SXM", b)][:2]
-[('engineering', 'FP8 KV cache', 14), ('engineering', 'INT4 weights', 21)]
+[('engineering', 'FP8 KV cache', 18), ('engineering', 'INT4 weights', 23)]
 """
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ def rank_levers_against(
     >>> base = plan("Llama-2-13B", "H100 SXM", b)
     >>> levers = rank_levers_against("Llama-2-13B", "H100 SXM", b, base, HIT_RATE, CONTEXT_FRACTION, {})
     >>> [(x.name, x.gpus) for x in levers if x.kind != "engineering"]
-    [('GQA, 8 KV heads', 9), ('shorter contexts', 13)]
+    [('GQA, 8 KV heads', 12), ('shorter contexts', 15)]
     """
     m, g = model_of(model), gpu_of(gpu)
     cf = plain_number(context_fraction, "context_fraction", at_most=1.0)

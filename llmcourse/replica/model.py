@@ -302,8 +302,9 @@ def replica(
     ``engine`` (``"vLLM"`` by default, ``"SGLang"``, ``"TensorRT-LLM"``, ``"llama.cpp"``) and its scheduler settings
     (``max_batched_tokens``, ``mixed_prefill``, ``max_running``; None: the engine's defaults,
     :mod:`~llmcourse.replica.scheduler`) set, under the course's assumptions (``prefill_schedule`` ``"engine"``),
-    the steps the replica runs: a step carries its decode tokens and a prompt chunk within the token budget, or
-    separate prefill batches pause decoding; the time per token, the throughput and the first token follow from those
+    the steps the replica runs: a waiting prompt goes into a step beside the decode tokens, whole where the token
+    budget's rest holds it (else in chunks of that rest), and the other steps decode alone (formula
+    ``chunked_mean_step``), or separate prefill batches pause decoding; the time per token, the throughput and the first token follow from those
     steps (:class:`~llmcourse.replica.step.EngineStep`), and the batch is capped at ``max_running``. With admission
     ``"blocks"`` (the course's) the largest batch is the one whose staggered conversations fit (formula
     ``kv_in_use``), not all at their final length.
@@ -313,7 +314,7 @@ def replica(
     >>> r = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300,
     ...             weight_bytes="fp8")
     >>> r.batch, round(r.step.step_time.to(MS).m, 1), round(r.throughput.m), r.fits
-    (100, 34.8, 1243, True)
+    (100, 34.8, 1164, True)
     >>> e = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, context_tokens=2_300, weight_bytes="fp8",
     ...             assumptions="envelope")
     >>> round(e.throughput.m), round(e.cost_per_million_output_tokens.m, 2)
@@ -668,6 +669,18 @@ class ReplicaSetup(_Shared):
             return 0.0
         return float(F["prompt_step_share"].value(chunks_per_prompt=chunks, batch=prompts, answer_tokens=self._answer))
 
+    def _bounding_step(self, b: int) -> tuple[float, tuple[float, float], tuple[float, float]]:
+        """The mixed step (as :meth:`_steady_step`) that takes most of a user's time at a batch of ``b``: with a prompt
+        in steps of its own, the steps with a chunk (their share times their mean) or those that decode alone;
+        else the steady step."""
+        parts = self.engine_parts(b)
+        if "chunks" not in parts:
+            return self._steady_step(b)
+        chunks, share = parts["chunks"], parts["share"]
+        if share * math.fsum(c[0] for c in chunks) / len(chunks) > (1 - share) * parts["decode"][0]:
+            return max(chunks, key=lambda c: c[0])
+        return parts["decode"]
+
     def _steady_step(self, b: int) -> tuple[float, tuple[float, float], tuple[float, float]]:
         """The steady mixed step of a batch of ``b`` (an engine that mixes prompt chunks into its decode steps): its
         time, its kernels' memory times and compute times, in seconds (the decoder's ``mixed``)."""
@@ -694,8 +707,8 @@ class ReplicaSetup(_Shared):
         n, c, tpot, first, cycle, rate, alone = self._engine_figures(b)
         sc = self._sched
         bound = None
-        if sc.mixed_prefill:  # what bounds the mixed step the engine runs: a kernel at its FLOPs, else the larger read
-            _, (wm, am), (wc, ac) = self._steady_step(b)
+        if sc.mixed_prefill:  # what bounds the steps that take most of a user's time: a kernel at its FLOPs, else the
+            _, (wm, am), (wc, ac) = self._bounding_step(b)  # larger read
             bound = "compute" if wc > wm or ac > am else "KV reads" if am > wm else "weight reads"
 
         def ms(t: float) -> pint.Quantity:
