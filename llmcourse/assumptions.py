@@ -557,9 +557,9 @@ PRESETS: dict[str, Assumptions] = {
             # all-reduce that floor is counted in the open (replica.step.layer_floor_ms). Fitted as the per-step
             # overhead was, on the 81 measured Llama-3.1-70B rows at concurrency 4 at the course's other values
             # (tensor-parallel 1-8, H100, H200, B200; TensorRT-LLM and vLLM): 23 us a layer puts 77 of them within
-            # 1.25x, the worst 1.34x (20 us: 75, 1.33x; 26 us: 75, 1.35x; 30 us: 72, 1.36x; 15 us: 65, 1.44x), with a
-            # waiting prompt in a step of its own (formula chunked_mean_step). The validation chapter refits it, with
-            # the bandwidth efficiency, on every measured row and in every held-out fold.
+            # 1.25x, the worst 1.29x (18 us: 69, 1.38x; 20 us: 74, 1.34x; 26 us: 77, 1.30x; 28 us: 76, 1.30x; 30 us:
+            # 73), with a waiting prompt in a step of its own (formula chunked_mean_step). The validation chapter
+            # refits it, with the bandwidth efficiency, on every measured row and in every held-out fold.
             layer_floor_us=23.0,
             # DeepEP's dispatch in FP8 (its README: "FP8 dispatching and BF16 combining"), pplx-kernels and TensorRT-LLM
             # wide-EP: a token once per destination GPU.

@@ -399,7 +399,12 @@ chunks_per_prompt = symbol(
     integer=True,
 )  # fmt: skip
 prompt_step_share = symbol(
-    "prompt_step_share", r"\phi_{ch}", "", "share of an engine's steps that carry a prompt chunk", at_most=1, allow_zero=True
+    "prompt_step_share",
+    r"\phi_{ch}",
+    "",
+    "share of an engine's steps that carry a prompt chunk",
+    at_most=1,
+    allow_zero=True,
 )
 chunk_step_time = symbol("chunk_step_time", r"t_{ch}", "s", "mean time of the steps that carry a prompt's chunks")
 mean_step_time = symbol(

@@ -14,7 +14,7 @@ from llmcourse.catalog import GPU, Model
 from llmcourse.catalog.precision import group_precisions, param_groups, per_group
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.formulas import checked, si
+from llmcourse.formulas import SYMBOLS, check_value, checked, si
 from llmcourse.replica.attention import kv_held_si, kv_read_si, kv_token_si
 from llmcourse.replica.base import B, bytes_of, gpu_of, model_of
 from llmcourse.replica.deployment import Deployment
@@ -536,3 +536,17 @@ def gpus_for_weights(
     if to(need * per_gpu - w, "B").m <= 0:  # exactly full: nothing left for the KV cache
         need += 1
     return 2 ** math.ceil(math.log2(need)) if power_of_two else need
+
+
+def replica_memory_si(d: Deployment, lay: Layout, a: Assumptions, final: float) -> tuple[float, float, float]:
+    """(weights held, usable memory, KV cache of one sequence of ``final`` tokens) of a replica of ``d`` on its
+    layout, in bytes, as plain floats: each attention data-parallel group holds everything but the experts (formula
+    ``dp_weights_held``), and the KV cache counts every copy the replica keeps."""
+    m, g = d.model, d.gpu
+    w = weights_si(m, d.weight_bytes)
+    if lay.data_parallel > 1:
+        w_exp = weight_parts_si(m, d.weight_bytes)[1]
+        w = F["dp_weights_held"].value(weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
+    mem = usable_si(g, check_value(lay.n_gpus, SYMBOLS["n_gpus"], "n_gpus"), a, w, d.engine)
+    kv_seq = kv_sequence_si(m, final, d.kv_bytes, kv_copies_si(m, lay.tensor_parallel, a))
+    return w, mem, kv_seq

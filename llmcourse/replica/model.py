@@ -18,7 +18,7 @@ from llmcourse.catalog import GPU, Model
 from llmcourse.catalog.precision import precision_label
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.formulas import SYMBOLS, check_value, checked
+from llmcourse.formulas import checked
 from llmcourse.replica.base import (
     BYTES_TO_GB,
     MS_TO_S,
@@ -30,16 +30,14 @@ from llmcourse.replica.base import (
     own_quantity,
     price_of,
 )
+from llmcourse.replica.chunked import ChunkedSteps, StepParts, chunked_steps, steady_step
 from llmcourse.replica.deployment import Deployment, Workload
 from llmcourse.replica.memory import (
     admission_si,
     check_weights_fit,
     gpus_for_weights,
-    kv_copies_si,
     kv_sequence_si,
-    usable_si,
-    weight_parts_si,
-    weights_si,
+    replica_memory_si,
 )
 from llmcourse.replica.parallel import Layout, layout
 from llmcourse.replica.prefilling import Prefill, prefiller, prompt_chunks, separate_prefill_s
@@ -452,9 +450,9 @@ class ReplicaSetup(_Shared):
         check_positions(m, final, "context_tokens" if p is None else "prompt_tokens + answer_tokens")
         self._final, self._prompt, self._answer = final, p, ans
         # plain floats in bytes from here (the formulas by value); the units are attached to what is returned
-        w, mem, kv_seq = self._w, self._mem, self._kv_seq = _memory_si(d, lay, a, final)
+        w, mem, kv_seq = self._w, self._mem, self._kv_seq = replica_memory_si(d, lay, a, final)
         # the batch admitted, and (admission "blocks") the KV of a conversation on average and what its answer adds,
-        # each with the copies _memory_si counted
+        # each with the copies replica_memory_si counted
         top, self._admitted = admission_si(
             a, mem, w, kv_seq, lambda t: kv_sequence_si(m, t, d.kv_bytes) * kv_seq / kv_sequence_si(m, final, d.kv_bytes),
             p, ans,
@@ -598,21 +596,11 @@ class ReplicaSetup(_Shared):
             n = F["decoding_batch"].value(batch=b, token_budget=budget, answer_tokens=ans, prompt_tokens=new)
             c = F["steady_chunk_tokens"].value(batch=n, prompt_tokens=new, answer_tokens=ans)
             chunks = self._chunks_of(sc.token_budget - n / dp)
-            if self._chunk_share(n, len(chunks)) < 1:  # a prompt's chunks go into steps of their own, the rest decode
-                chunk_s = math.fsum(dec.mixed(n, k, f, r)[0] for k, f, r in chunks) / len(chunks)
-                dec_s = dec.mixed(n, 0.0, 0.0, 0.0)[0]
-
-                def mean(prompts: float) -> float:  # the mean step when `prompts` prompts come in per answer
-                    return F["chunked_mean_step"].value(
-                        prompt_step_share=self._chunk_share(prompts, len(chunks)), chunk_step_time=chunk_s,
-                        step_time=dec_s,
-                    )  # fmt: skip
-
-                tpot, step = mean(n - 1), mean(n)  # a user sees the others' prompts; the replica runs them all
+            cs = chunked_steps(dec.mixed, n, chunks, ans)  # a new prompt in steps of its own, the rest decoding alone
+            if cs is not None:  # a user sees the others' prompts; the replica runs them all
+                tpot, step = cs.mean(n - 1), cs.mean(n)
             else:  # chunks in every step: the budget spreads the prompts over all of them
-                att = sum(k * f for k, f, _ in chunks) / new  # attention FLOPs per prompt token, over the whole prompt
-                kv = c / new * sum(r for _, _, r in chunks)  # the earlier KV a step's chunks read
-                tpot = step = dec.mixed(n, c, att, kv)[0]
+                tpot = step = steady_step(dec.mixed, n, c, chunks)[0]
             # a new prompt is chunked by its own group's budget, beside that group's decode tokens
             first = sum(dec.mixed(b - 1, k, f, r)[0] for k, f, r in self._chunks_of(sc.token_budget - (b - 1) / dp))
             got = (n, c, tpot, first, None, F["throughput"].value(batch=n, step_time=step), alone)
@@ -639,15 +627,11 @@ class ReplicaSetup(_Shared):
         new = self._prompt - float(self.workload.cached_prompt_tokens)
         if sc.mixed_prefill:
             first = [dec.mixed(b - 1, k, f, r) for k, f, r in self._chunks_of(sc.token_budget - (b - 1))]
-            n = self._engine_figures(b)[0]
-            dp = 1 if self.layout is None else self.layout.data_parallel
-            chunks = self._chunks_of(sc.token_budget - n / dp)
-            if self._chunk_share(n, len(chunks)) < 1:
-                steps = [dec.mixed(n, k, f, r) for k, f, r in chunks]
-                return {
-                    "decode": dec.mixed(n, 0.0, 0.0, 0.0), "chunks": steps, "first": first,
-                    "share": self._chunk_share(n - 1, len(chunks)), "replica_share": self._chunk_share(n, len(chunks)),
-                }  # fmt: skip
+            cs = self._chunked(b)
+            if cs is not None:
+                n = cs.decoding
+                return {"decode": cs.decode, "chunks": list(cs.chunks), "first": first, "share": cs.share(n - 1),
+                        "replica_share": cs.share(n)}  # fmt: skip
             return {"step": self._steady_step(b), "first": first}
         passes, first_passes = math.ceil(b * new / sc.token_budget), math.ceil(new / sc.token_budget)
         pre = self._prefiller()
@@ -658,38 +642,23 @@ class ReplicaSetup(_Shared):
             "first_pass": pre(1 / first_passes),
         }
 
-    def _chunk_share(self, prompts: float, chunks: int) -> float:
-        """The share of the engine's steps that carry a prompt chunk (formula ``prompt_step_share``) when ``prompts``
-        new prompts come in over an answer's length and each takes ``chunks`` steps: vLLM's scheduler
-        (``Scheduler.schedule``, ``vllm/v1/core/sched/scheduler.py``) fills what a step's token budget leaves beside
-        its decode tokens with waiting prompts, whole where they fit (``max_num_batched_tokens``, 8,192 on an H100;
-        ``long_prefill_token_threshold`` 0 does not cap a prompt), and TensorRT-LLM's in-flight batching does the
-        same up to its ``max_num_tokens``: a prompt goes in one step or a few, not a little in every step."""
-        if prompts <= 0:
-            return 0.0
-        return float(F["prompt_step_share"].value(chunks_per_prompt=chunks, batch=prompts, answer_tokens=self._answer))
+    def _chunked(self, b: int) -> ChunkedSteps | None:
+        """The :class:`~llmcourse.replica.chunked.ChunkedSteps` of a batch of ``b`` (an engine that mixes prompts into
+        its decode steps), or None where every step carries chunks (the steady step)."""
+        n = self._engine_figures(b)[0]
+        dp = 1 if self.layout is None else self.layout.data_parallel
+        return chunked_steps(self._decoder().mixed, n, self._chunks_of(self._sched.token_budget - n / dp), self._answer)
 
-    def _bounding_step(self, b: int) -> tuple[float, tuple[float, float], tuple[float, float]]:
-        """The mixed step (as :meth:`_steady_step`) that takes most of a user's time at a batch of ``b``: with a prompt
-        in steps of its own, the steps with a chunk (their share times their mean) or those that decode alone;
-        else the steady step."""
-        parts = self.engine_parts(b)
-        if "chunks" not in parts:
-            return self._steady_step(b)
-        chunks, share = parts["chunks"], parts["share"]
-        if share * math.fsum(c[0] for c in chunks) / len(chunks) > (1 - share) * parts["decode"][0]:
-            return max(chunks, key=lambda c: c[0])
-        return parts["decode"]
+    def _bounding_step(self, b: int) -> StepParts:
+        """The mixed step that takes most of a user's time at a batch of ``b`` (the steady step where every step
+        carries chunks)."""
+        cs = self._chunked(b)
+        return self._steady_step(b) if cs is None else cs.bounding()
 
-    def _steady_step(self, b: int) -> tuple[float, tuple[float, float], tuple[float, float]]:
-        """The steady mixed step of a batch of ``b`` (an engine that mixes prompt chunks into its decode steps): its
-        time, its kernels' memory times and compute times, in seconds (the decoder's ``mixed``)."""
-        new = self._prompt - float(self.workload.cached_prompt_tokens)
+    def _steady_step(self, b: int) -> StepParts:
+        """The steady mixed step of a batch of ``b`` (:func:`~llmcourse.replica.chunked.steady_step`)."""
         n, c = self._engine_figures(b)[:2]
-        chunks = self._chunks_of(self._sched.token_budget - n)
-        att = sum(k * f for k, f, _ in chunks) / new
-        kv = c / new * sum(r for _, _, r in chunks)
-        return self._decoder().mixed(n, c, att, kv)
+        return steady_step(self._decoder().mixed, n, c, self._chunks_of(self._sched.token_budget - n))
 
     def _chunks_of(self, room: float) -> list[tuple[float, float, float]]:
         """The prompt's chunks when a step leaves ``room`` tokens beside its decode tokens (at least 1)."""
@@ -777,19 +746,6 @@ class ReplicaSetup(_Shared):
         else:
             throughput = F["throughput"].value(batch=batch, step_time=step_s)
         return S_TO_MS * ttft, tpot_ms, throughput / ans
-
-
-def _memory_si(d: Deployment, lay: Layout, a: Assumptions, final: float) -> tuple[float, float, float]:
-    """(weights held, usable memory, KV cache of one sequence of ``final`` tokens) of a replica of ``d`` on its
-    layout, in bytes, as plain floats."""
-    m, g = d.model, d.gpu
-    w = weights_si(m, d.weight_bytes)
-    if lay.data_parallel > 1:  # each attention group holds everything but the experts
-        w_exp = weight_parts_si(m, d.weight_bytes)[1]
-        w = F["dp_weights_held"].value(weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
-    mem = usable_si(g, check_value(lay.n_gpus, SYMBOLS["n_gpus"], "n_gpus"), a, w, d.engine)
-    kv_seq = kv_sequence_si(m, final, d.kv_bytes, kv_copies_si(m, lay.tensor_parallel, a))  # every copy held
-    return w, mem, kv_seq
 
 
 class SpeculativeSetup(_Shared):
