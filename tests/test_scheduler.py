@@ -38,6 +38,17 @@ def test_bad_engine_and_settings_are_refused_by_name():
         replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=100, answer_tokens=10, max_running=-3)
 
 
+def test_vllm_refuses_a_budget_below_its_cap_on_running_requests():
+    # vLLM's SchedulerConfig will not start with max_num_batched_tokens < max_num_seqs (1,024 by default on H100)
+    with pytest.raises(InputError, match=r"max_batched_tokens \(300\) below max_running \(1,024"):
+        replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=100, answer_tokens=10, max_batched_tokens=300)
+    with pytest.raises(InputError, match="at most 300"):
+        scheduler_of("vLLM", "H100 SXM", max_batched_tokens=300, max_running=301)
+    assert scheduler_of("vLLM", "H100 SXM", max_batched_tokens=300, max_running=300).token_budget == 300
+    # SGLang caps running requests by its KV pool, not by a number a budget must exceed
+    assert scheduler_of("SGLang", "H100 SXM", max_batched_tokens=300).token_budget == 300
+
+
 def test_every_replica_says_its_engine():
     r = replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300)
     assert r.engine == "vLLM" and "engine='vLLM'" in repr(r)

@@ -297,16 +297,31 @@ def scheduler_of(
     Traceback (most recent call last):
     ...
     llmcourse.errors.InputError: max_batched_tokens (the tokens one engine step may carry: prompt chunks and decode tokens) must be a whole number of at least 1, or None for the engine's default; got 0.
+    >>> scheduler_of("vLLM", "H100 SXM", max_batched_tokens=300)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: vLLM will not start with max_batched_tokens (300) below max_running (1,024; its max_num_seqs, the default on this GPU): set max_running to at most 300 (--max-num-seqs) or the budget to at least 1,024.
+    >>> scheduler_of("vLLM", "H100 SXM", max_batched_tokens=300, max_running=256).token_budget
+    300
     """
     e = ENGINES[engine_name(engine)]
     g = gpu if isinstance(gpu, GPU) else gpus[gpu]
     budget, mixed_prefill, cap = _settings(max_batched_tokens, mixed_prefill, max_running)
-    return Scheduler(
+    s = Scheduler(
         e.name,
         e.budget(g) if budget is None else budget,
         e.mixed_prefill if mixed_prefill is None else mixed_prefill,
         e.max_running(g) if cap is None else cap,
     )
+    if s.engine == "vLLM" and s.max_running is not None and s.token_budget < s.max_running:
+        # vLLM's SchedulerConfig refuses to start with max_num_batched_tokens < max_num_seqs
+        raise InputError(
+            f"vLLM will not start with max_batched_tokens ({s.token_budget:,}) below max_running "
+            f"({s.max_running:,}; its max_num_seqs{'' if cap is not None else ', the default on this GPU'}): "
+            f"set max_running to at most {s.token_budget:,} (--max-num-seqs) or the budget to at least "
+            f"{s.max_running:,}."
+        )
+    return s
 
 
 def _settings(
