@@ -20,7 +20,7 @@ def by_name(levers):
 
 
 def test_every_lever_is_reported_once():
-    """Seven levers, each named once."""
+    """Eight levers, each named once."""
     assert sorted(x.name for x in rank_levers("Llama-2-13B", "H100 SXM", BRIEF)) == sorted(LEVER_NAMES)
 
 
@@ -31,9 +31,8 @@ def test_ranked_by_kind_then_gpus_saved():
     kinds = [x.kind for x in levers]
     assert kinds == sorted(kinds, key=["engineering", "model", "product"].index)
     assert by_name(levers)["shorter contexts"].kind == "product" and by_name(levers)["GQA, 8 KV heads"].kind == "model"
-    assert {by_name(levers)[n].kind for n in ("FP8 KV cache", "INT4 weights", "EAGLE head", "disaggregation")} == {
-        "engineering"
-    }
+    engineering = ("FP8 KV cache", "INT4 weights", "EAGLE head", "disaggregation", "small token budget")
+    assert {by_name(levers)[n].kind for n in engineering} == {"engineering"}
     for kind in ("engineering", "model", "product"):
         mine = [(not x.meets_targets, -x.saved) for x in levers if x.kind == kind]
         assert mine == sorted(mine)
@@ -67,6 +66,40 @@ def test_the_disaggregation_lever_is_the_pools_of_the_baseline_shape():
     assert split.cost_per_hour.to("USD/hour").m == pytest.approx(
         d.gpus * lc.gpus["H100 SXM"].price_per_hour.to("USD/hour").m
     )
+
+
+def test_the_small_token_budget_lever():
+    """The chapter Fleet's chat service (Llama 3.1 70B FP8 on two H100s, 2,000-token prompts, 400-token answers,
+    30 tokens per second a user, 140,000 tokens per second at the peak) needs 432 GPUs at vLLM's 8,192-token budget.
+    A budget of B (1 + T_p / T_a) spreads each prompt over the steps: at the baseline's batch of 28 that is
+    28 x 6 = 168 tokens, too few to feed a larger batch; the search goes up to 84 x 6 = 504. The budget it picks is
+    one of that grid (6 B for a whole B), vLLM's cap on running requests is set no higher (vLLM refuses a budget
+    below it), and it saves GPUs; the chapter finds 264 GPUs at 300 tokens by hand, and the search's best must be
+    no worse than that budget's plan."""
+    from llmcourse.replica.scheduler import EngineSettings
+
+    brief = lc.Brief(350, 2_000, 400, Q_(10, "s"), Q_(1_000 / 30, "ms"))
+    kw = dict(weight_bytes="fp8", tensor_parallel=2)
+    base = lc.plan("Llama-3.1-70B", "H100 SXM", brief, **kw)
+    assert (base.batch, base.gpus) == (28, 432)
+    lever = by_name(rank_levers("Llama-3.1-70B", "H100 SXM", brief, **kw))["small token budget"]
+    budget, cap = (int(w.replace(",", "")) for w in (lever.note.split()[0], lever.note.split("at most ")[1].split()[0]))
+    assert budget % 6 == 0 and 168 <= budget <= 504 and cap <= budget
+    at_300 = lc.plan("Llama-3.1-70B", "H100 SXM", brief, engine=EngineSettings(max_batched_tokens=300, max_running=64),
+                     **kw)  # fmt: skip
+    assert lever.applies and lever.meets_targets and lever.gpus <= at_300.gpus == 264 and lever.saved > 100
+    assert lever.ttft > base.ttft  # the first token waits for its prompt's chunks
+
+
+def test_the_small_token_budget_lever_does_not_apply_where_it_cannot():
+    """llama.cpp runs prompts apart; an engine already at a budget smaller than any the lever would try is left."""
+    from llmcourse.replica.scheduler import EngineSettings
+
+    cpp = by_name(rank_levers("Llama-3.1-8B", "H100 SXM", BRIEF, engine="llama.cpp"))["small token budget"]
+    assert not cpp.applies and cpp.saved == 0 and "llama.cpp" in cpp.note
+    tiny = EngineSettings(max_batched_tokens=64, max_running=64)
+    small = by_name(rank_levers("Llama-3.1-8B", "H100 SXM", BRIEF, engine=tiny))["small token budget"]
+    assert not small.applies and "64 tokens" in small.note
 
 
 def test_fp8_kv_does_not_apply_to_a_one_byte_cache():

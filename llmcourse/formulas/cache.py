@@ -295,6 +295,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "speculative_speedup_memory_bound": ("f990fbf78f7be93bb96a", "(1 - _a0**(_a2 + 1))/((1 - _a0)*(_a1*_a2 + 1))"),
     "speculative_throughput": ("a1ecb12bd5c2344816ac", "_a0*_a2/_a1"),
     "speculative_token_time": ("0aa0c97eecf5a72628d8", "_a0/_a1"),
+    "spread_token_budget": ("6f1296dd33ed25171bb1", "_a1*(_a2/_a0 + 1)"),
     "steady_chunk_tokens": ("095a6966aa9fdad968b9", "_a1*_a2/_a0"),
     "step_with_overhead": ("7b8a296a82479fe3d46b", "_a1 + _a0"),
     "throughput": ("fcc828657feeacce77d5", "_a0/_a1"),
@@ -311,7 +312,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "weight_load_time": ("59110f7dd398648bf73c", "_a1/_a0"),
     "weight_read_time": ("1a3b6cc497f53320b20b", "_a3/(_a1*_a0*_a2)"),
 }
-SOURCES = "789e7d24454493bd86b4"
+SOURCES = "69fa2a583cedeeca2af6"
 TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ("peak_request_rate", "request_rate", "peak request rate", "01_tokens", "daily_rate peak_factor"),
     ("token_rate", "token_rate", "tokens per second from requests", "01_tokens", "request_rate tokens_per_request"),
@@ -506,6 +507,13 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "steady_chunk_tokens",
         "chunk_tokens",
         "prompt tokens each step carries so that the batch stays full: a prompt for every answer finished",
+        "06_prefill",
+        "answer_tokens batch prompt_tokens",
+    ),
+    (
+        "spread_token_budget",
+        "token_budget",
+        "per-step token budget that spreads every prompt evenly over the steps: the batch's decode tokens and the steady chunk beside them, so that no step carries more prompt than the batch needs",
         "06_prefill",
         "answer_tokens batch prompt_tokens",
     ),

@@ -479,6 +479,10 @@ def _decode() -> None:
         "bytes and FLOPs",
         "06_prefill",
     )  # fmt: skip
+
+
+@section
+def _engine_steps() -> None:
     formula(
         "decoding_batch",
         "batch",
@@ -509,6 +513,14 @@ def _decode() -> None:
         "chunk_tokens",
         batch * prompt_tokens / answer_tokens,
         "prompt tokens each step carries so that the batch stays full: a prompt for every answer finished",
+        "06_prefill",
+    )
+    formula(
+        "spread_token_budget",
+        "token_budget",
+        batch * (1 + prompt_tokens / answer_tokens),
+        "per-step token budget that spreads every prompt evenly over the steps: the batch's decode tokens and the "
+        "steady chunk beside them, so that no step carries more prompt than the batch needs",
         "06_prefill",
     )
 

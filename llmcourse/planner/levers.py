@@ -18,6 +18,14 @@ changes what users get. The levers:
 * **Disaggregation** (engineering): a prefill pool and a decode pool of the baseline's replica shape
   (:func:`~llmcourse.planner.disagg.disaggregated`, its first token at the brief's percentile, or on the mean
   with the prefill queue's mean wait); NVIDIA Dynamo, llm-d, SGLang, vLLM and TensorRT-LLM run the split.
+* **Small token budget** (engineering): the engine's per-step token budget cut to about
+  :math:`B\\,(1 + T_p/T_a)` (formula ``spread_token_budget``; of those at batches up to three times the
+  baseline's, the one that needs the fewest GPUs), so that
+  every step carries a small chunk of prompt instead of a few steps carrying whole prompts; vLLM's
+  ``--max-num-batched-tokens`` with ``--max-num-seqs`` at most that (vLLM refuses a budget below its cap on running
+  requests), TensorRT-LLM's ``max_num_tokens`` with chunked context on, SGLang's ``--chunked-prefill-size`` with
+  ``--enable-mixed-chunk``. The time per token steadies and the batch at the target grows; the first token waits
+  for its prompt's chunks. Not for llama.cpp, nor where the engine's budget is that small already.
 * **Prefix caching at a hit rate** ``h`` (engineering): the modelling choice of this course is that a hit
   saves *prefill work only*. The cached tokens' keys and values still sit in memory for the whole
   request (the request attends to them), so the KV per request and the largest batch are those of
@@ -45,6 +53,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,13 +63,16 @@ from llmcourse.arith import times
 from llmcourse.catalog import GPU, Model
 from llmcourse.catalog.drafts import draft_heads
 from llmcourse.errors import InputError
+from llmcourse.formulas import FORMULAS
 from llmcourse.planner.design import Brief, Plan, lever_plan, plan
 from llmcourse.planner.disagg import disaggregated
 from llmcourse.replica.base import bytes_of, gpu_of, model_of
+from llmcourse.replica.scheduler import EngineSettings, engine_settings, scheduler_of
 from llmcourse.replica.speculative import Speculation
 from llmcourse.units import fmt, plain_number, to
 
 __all__ = [
+    "BUDGET_BATCHES",
     "CONTEXT_FRACTION",
     "EAGLE_ACCEPTANCE",
     "EAGLE_DRAFT_TOKENS",
@@ -82,6 +94,7 @@ LEVER_NAMES = (
     "prefix caching",
     "EAGLE head",
     "disaggregation",
+    "small token budget",
 )
 #: The kinds of lever, in the order a ranking lists them: serving changes first, then another model, then the product.
 KINDS = ("engineering", "model", "product")
@@ -94,6 +107,9 @@ CONTEXT_FRACTION = 0.5  # likewise: prompts cut to half
 #: The EAGLE head's scenario (likewise): four draft tokens a step, each accepted with probability 0.7 (the chapter
 #: *Speculative decoding*'s chat setting; acceptance depends on the traffic, so measure your own).
 EAGLE_DRAFT_TOKENS, EAGLE_ACCEPTANCE = 4, 0.7
+#: The small token budget lever's search (likewise, a search grid, not a modelling constant): budgets that spread the
+#: prompts evenly at the baseline's batch times each of these.
+BUDGET_BATCHES = (1, 1.25, 1.5, 1.75, 2, 2.5, 3)
 
 
 @dataclass(frozen=True)
@@ -269,6 +285,7 @@ def rank_levers_against(
     )
     out.append(_eagle(m, g, brief, base, plan_kwargs))
     out.append(_split(m, g, brief, base, plan_kwargs))
+    out.append(_budget(m, g, brief, base, plan_kwargs))
     order = {k: i for i, k in enumerate(KINDS)}
     return sorted(
         out,
@@ -308,6 +325,44 @@ def _eagle(m: Model, g: GPU, brief: Brief, base: Plan, plan_kwargs: dict[str, An
     spec = Speculation("eagle head", EAGLE_DRAFT_TOKENS, EAGLE_ACCEPTANCE)
     p = lever_plan(m, g, brief, **{**plan_kwargs, "speculation": spec})
     return _lever(name, base, p, f"{spec.label()}: {spec.expected_tokens:.2f} tokens a verification step")
+
+
+def _budget(m: Model, g: GPU, brief: Brief, base: Plan, plan_kwargs: dict[str, Any]) -> Lever:
+    """The small token budget lever: of the budgets that spread each prompt evenly over the steps at batches from
+    the baseline's up to :data:`BUDGET_BATCHES` times it (formula ``spread_token_budget``), the one whose plan needs
+    the fewest GPUs; the engine's cap on running requests no higher than the budget, prompt chunks mixed into
+    decode steps. A budget too small for a batch holds the batch to what it can feed (a prompt for every answer
+    finished), so the fewest GPUs sit at a batch in between, not at the baseline's."""
+    name = LEVER_NAMES[7]
+    if not base.fits:
+        return _lever(name, base, base, base.reason)
+    e = engine_settings(plan_kwargs.get("engine"))
+    if e.engine == "llama.cpp":
+        return _not_applied(name, base, "llama.cpp runs a prompt apart from the decodes")
+    default = scheduler_of(e.engine, g, max_batched_tokens=e.max_batched_tokens, max_running=e.max_running)
+    tried: list[tuple[tuple[bool, int, float], int, int, Any]] = []
+    for budget in sorted(
+        {
+            math.ceil(
+                FORMULAS["spread_token_budget"](
+                    batch=round(base.batch * f), prompt_tokens=brief.prompt_tokens, answer_tokens=brief.answer_tokens
+                )
+            )
+            for f in BUDGET_BATCHES
+        }
+    ):
+        if budget >= default.token_budget:
+            continue
+        cap = budget if default.max_running is None else min(budget, default.max_running)
+        settings = EngineSettings(e.engine, max_batched_tokens=budget, mixed_prefill=True, max_running=cap)
+        p = plan(m, g, brief, **{**plan_kwargs, "engine": settings})
+        if p.fits:
+            tried.append(((not p.meets_targets, p.gpus, to(p.ttft, "s").m), budget, cap, p))
+    if not tried:
+        return _not_applied(name, base, f"the engine's budget, {default.token_budget:,} tokens, is that small already")
+    _, budget, cap, p = min(tried, key=lambda t: t[0])
+    note = f"{budget:,} tokens a step, at most {cap:,} running: prompts in small chunks over every step"
+    return _lever(name, base, p, note)
 
 
 def _split(m: Model, g: GPU, brief: Brief, base: Plan, plan_kwargs: dict[str, Any]) -> Lever:
