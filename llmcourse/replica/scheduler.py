@@ -18,7 +18,9 @@ Each engine's defaults, as its own source sets them (read in the engines' code):
 * **TensorRT-LLM**: in-flight batching puts context (prompt) tokens and generation tokens in one step
   (``features/paged-attention-ifb-scheduler``: "sequences in the context phase can be processed together with
   sequences in the generation phase"); the LLM API's defaults (``tensorrt_llm/llmapi/llm_args.py``, ``BuildConfig``)
-  are ``max_num_tokens`` 8,192 and ``max_batch_size`` 2,048.
+  are ``max_num_tokens`` 8,192 and ``max_batch_size`` 2,048. Chunked context (``enable_chunked_prefill``) is off
+  by default, so a prompt goes whole into one step, as the model puts it while the prompt fits the room beside the
+  decode tokens; a longer prompt the model cuts into chunks, as TensorRT-LLM does only with chunked context on.
 * **llama.cpp** (``llama-server``): one ``llama_decode`` a step holds the slots' prompt tokens and decode tokens
   together, up to ``n_batch`` 2,048 tokens; ``n_parallel`` (``common/common.h``) is 1 slot by default. Its own
   kernels reach other shares of the bandwidth and FLOP/s than the datacenter engines': the assumptions'
