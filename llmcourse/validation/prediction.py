@@ -53,7 +53,7 @@ from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, scalar
 from llmcourse.replica.memory import usable_memory, weight_bytes
 from llmcourse.replica.model import Replica, replica_setup
-from llmcourse.replica.scheduler import engine_name
+from llmcourse.replica.scheduler import engine_name, scheduler_of
 from llmcourse.replica.step import layer_floor_ms, matmul_precision
 from llmcourse.units import parsed_unit, to
 from llmcourse.validation.client import client_wave_share
@@ -95,7 +95,7 @@ class Prediction:
 
 
 #: The cap on running requests of a published table's maximum-throughput run: none (the run set its engine's cap to
-#: what fits, as such benchmarks do), only the KV cache decides.
+#: what fits, as such benchmarks do), only the KV cache decides; on vLLM, its step budget (vLLM refuses a cap above it).
 _NO_CAP = 1_000_000
 
 
@@ -126,7 +126,9 @@ def _setup_replica(row: Measurement, a: Assumptions) -> tuple[Any, Replica]:
         kv_bytes=row.kv, assumptions=a, engine=row_engine(row), **layout_keywords(row),
     )  # fmt: skip
     if row.load_kind != "concurrency":  # a published maximum ran the engine at what fits (its cap set for the run)
-        kw["max_running"] = _NO_CAP
+        # vLLM will not start with more running requests than its step budget (max_num_seqs <= max_num_batched_tokens)
+        default = scheduler_of(kw["engine"], row.gpu)
+        kw["max_running"] = default.token_budget if default.engine == "vLLM" else _NO_CAP
     setup = replica_setup(row.model, row.gpu, **kw)
     top = setup.at(None)
     if top.step is None or top.max_batch < 1:
