@@ -20,12 +20,13 @@ changes what users get. The levers:
   with the prefill queue's mean wait); NVIDIA Dynamo, llm-d, SGLang, vLLM and TensorRT-LLM run the split.
 * **Small token budget** (engineering): the engine's per-step token budget cut to about
   :math:`B\\,(1 + T_p/T_a)` (formula ``spread_token_budget``; of those at batches up to three times the
-  baseline's, the one that needs the fewest GPUs), so that
-  every step carries a small chunk of prompt instead of a few steps carrying whole prompts; vLLM's
-  ``--max-num-batched-tokens`` with ``--max-num-seqs`` at most that (vLLM refuses a budget below its cap on running
-  requests), TensorRT-LLM's ``max_num_tokens`` with chunked context on, SGLang's ``--chunked-prefill-size`` with
-  ``--enable-mixed-chunk``. The time per token steadies and the batch at the target grows; the first token waits
-  for its prompt's chunks. Not for llama.cpp, nor where the engine's budget is that small already.
+  baseline's, the one that needs the fewest GPUs), so that every step carries a small chunk of prompt instead of a
+  few steps carrying whole prompts: vLLM's ``--max-num-batched-tokens`` (vLLM lowers its default
+  ``--max-num-seqs`` to the budget, and refuses one set above it), TensorRT-LLM's ``max_num_tokens`` with chunked
+  context on, SGLang's ``--chunked-prefill-size`` with ``--enable-mixed-chunk``. The time per token steadies and
+  the batch at the target grows; the first token waits for its prompt's chunks and, with room for about one
+  prompt's chunk a step, for the prompts before it (charged as a queue, formula ``mdc_wait``). Not for llama.cpp,
+  nor where the engine's budget is that small already.
 * **Prefix caching at a hit rate** ``h`` (engineering): the modelling choice of this course is that a hit
   saves *prefill work only*. The cached tokens' keys and values still sit in memory for the whole
   request (the request attends to them), so the KV per request and the largest batch are those of
@@ -59,7 +60,7 @@ from typing import Any
 
 import pint
 
-from llmcourse.arith import times
+from llmcourse.arith import at_most, times
 from llmcourse.catalog import GPU, Model
 from llmcourse.catalog.drafts import draft_heads
 from llmcourse.errors import InputError
@@ -69,7 +70,7 @@ from llmcourse.planner.disagg import disaggregated
 from llmcourse.replica.base import bytes_of, gpu_of, model_of
 from llmcourse.replica.scheduler import EngineSettings, engine_settings, scheduler_of
 from llmcourse.replica.speculative import Speculation
-from llmcourse.units import fmt, plain_number, to
+from llmcourse.units import Q_, fmt, plain_number, to
 
 __all__ = [
     "BUDGET_BATCHES",
@@ -329,18 +330,23 @@ def _eagle(m: Model, g: GPU, brief: Brief, base: Plan, plan_kwargs: dict[str, An
 
 def _budget(m: Model, g: GPU, brief: Brief, base: Plan, plan_kwargs: dict[str, Any]) -> Lever:
     """The small token budget lever: of the budgets that spread each prompt evenly over the steps at batches from
-    the baseline's up to :data:`BUDGET_BATCHES` times it (formula ``spread_token_budget``), the one whose plan needs
-    the fewest GPUs; the engine's cap on running requests no higher than the budget, prompt chunks mixed into
-    decode steps. A budget too small for a batch holds the batch to what it can feed (a prompt for every answer
-    finished), so the fewest GPUs sit at a batch in between, not at the baseline's."""
-    name = LEVER_NAMES[7]
+    the baseline's up to :data:`BUDGET_BATCHES` times it (formula ``spread_token_budget``), the one that needs the
+    fewest GPUs; the engine's cap on running requests no higher than the budget, prompt chunks mixed into decode
+    steps. A budget too small for a batch holds the batch to what it can feed (a prompt for every answer finished),
+    so the fewest GPUs sit at a batch in between, not at the baseline's.
+
+    A small budget leaves room for about one prompt's chunk a step, so a new prompt waits for the one before it:
+    on a brief for the mean, the first token is charged that wait (formula ``mdc_wait``, one server per replica,
+    each prompt's chunk steps its service), and replicas are added until it meets the target (as the split's
+    prefill pool is charged its queue); a brief on percentiles is simulated with the budget by :func:`plan`."""
+    name = LEVER_NAMES[LEVER_NAMES.index("small token budget")]
     if not base.fits:
         return _lever(name, base, base, base.reason)
     e = engine_settings(plan_kwargs.get("engine"))
     if e.engine == "llama.cpp":
         return _not_applied(name, base, "llama.cpp runs a prompt apart from the decodes")
     default = scheduler_of(e.engine, g, max_batched_tokens=e.max_batched_tokens, max_running=e.max_running)
-    tried: list[tuple[tuple[bool, int, float], int, int, Any]] = []
+    best: tuple[tuple[bool, int, float], Lever] | None = None
     for budget in sorted(
         {
             math.ceil(
@@ -356,13 +362,45 @@ def _budget(m: Model, g: GPU, brief: Brief, base: Plan, plan_kwargs: dict[str, A
         cap = budget if default.max_running is None else min(budget, default.max_running)
         settings = EngineSettings(e.engine, max_batched_tokens=budget, mixed_prefill=True, max_running=cap)
         p = plan(m, g, brief, **{**plan_kwargs, "engine": settings})
-        if p.fits:
-            tried.append(((not p.meets_targets, p.gpus, to(p.ttft, "s").m), budget, cap, p))
-    if not tried:
+        if not p.fits:
+            continue
+        lever = _queued(name, base, p, brief, f"{budget:,} tokens a step, at most {cap:,} running")
+        key = (not lever.meets_targets, lever.gpus or 0, to(lever.ttft, "s").m)
+        if best is None or key < best[0]:
+            best = (key, lever)
+    if best is None:
         return _not_applied(name, base, f"the engine's budget, {default.token_budget:,} tokens, is that small already")
-    _, budget, cap, p = min(tried, key=lambda t: t[0])
-    note = f"{budget:,} tokens a step, at most {cap:,} running: prompts in small chunks over every step"
-    return _lever(name, base, p, note)
+    return best[1]
+
+
+def _queued(name: str, base: Plan, p: Plan, brief: Brief, settings: str) -> Lever:
+    """The budget lever's plan ``p`` with its prompts' queue: on a brief for the mean, the replicas that bring the
+    first token, with its wait for the prompt room (formula ``mdc_wait``, one server per replica), within the target
+    (no more than four times the plan's); on percentiles, ``p`` as simulated."""
+    if brief.on_percentiles or p.replica is None or p.replica.engine_step is None:
+        return _lever(name, base, p, f"{settings}: prompts in small chunks over every step")
+    t_pre = to(p.replica.engine_step.first_token_prefill, "s").m
+    rate = to(brief.requests_per_second, "1/s").m
+    tp = p.tensor_parallel
+    replicas = (p.gpus or 0) // tp
+    ttft, met = to(p.ttft, "s").m, False
+    for n in range(replicas, 4 * replicas + 1):
+        rho = rate * t_pre / n
+        if rho >= 1:
+            continue
+        wait = FORMULAS["mdc_wait"](prefill_utilisation=rho, prefill_servers=1, prefill_time=Q_(t_pre, "s"))
+        ttft = to(p.ttft, "s").m + to(wait, "s").m
+        met = at_most(Q_(ttft, "s"), brief.ttft_target) and p.tpot is not None and at_most(p.tpot, brief.tpot_target)
+        replicas = n
+        if met:
+            break
+    gpus = replicas * tp
+    note = (
+        f"{settings}: prompts in small chunks over every step; the first token with its wait for the prompt room "
+        f"({replicas:,} replicas)"
+    )
+    cost = to(times(base.price_per_hour, gpus), "USD/hour")
+    return Lever(name, True, True, gpus, base.gpus - gpus, met, to(Q_(ttft, "s"), "ms"), p.tpot, cost, note)
 
 
 def _split(m: Model, g: GPU, brief: Brief, base: Plan, plan_kwargs: dict[str, Any]) -> Lever:

@@ -299,31 +299,28 @@ def scheduler_of(
     Traceback (most recent call last):
     ...
     llmcourse.errors.InputError: max_batched_tokens (the tokens one engine step may carry: prompt chunks and decode tokens) must be a whole number of at least 1, or None for the engine's default; got 0.
-    >>> scheduler_of("vLLM", "H100 SXM", max_batched_tokens=300)
+    >>> scheduler_of("vLLM", "H100 SXM", max_batched_tokens=300).max_running  # its default 1,024 lowered
+    300
+    >>> scheduler_of("vLLM", "H100 SXM", max_batched_tokens=300, max_running=1024)
     Traceback (most recent call last):
     ...
-    llmcourse.errors.InputError: vLLM will not start with max_batched_tokens (300) below max_running (1,024; its max_num_seqs, the default on this GPU): set max_running to at most 300 (--max-num-seqs) or the budget to at least 1,024.
-    >>> scheduler_of("vLLM", "H100 SXM", max_batched_tokens=300, max_running=256).token_budget
-    300
+    llmcourse.errors.InputError: vLLM will not start with max_batched_tokens (300) below max_running (1,024; its max_num_seqs): set max_running to at most 300, or the budget to at least 1,024, or leave max_running unset (vLLM then lowers it to the budget).
     """
     e = ENGINES[engine_name(engine)]
     g = gpu if isinstance(gpu, GPU) else gpus[gpu]
     budget, mixed_prefill, cap = _settings(max_batched_tokens, mixed_prefill, max_running)
-    s = Scheduler(
-        e.name,
-        e.budget(g) if budget is None else budget,
-        e.mixed_prefill if mixed_prefill is None else mixed_prefill,
-        e.max_running(g) if cap is None else cap,
-    )
-    if s.engine == "vLLM" and s.max_running is not None and s.token_budget < s.max_running:
-        # vLLM's SchedulerConfig refuses to start with max_num_batched_tokens < max_num_seqs
+    budget = e.budget(g) if budget is None else budget
+    if cap is None:
+        cap = e.max_running(g)
+        if e.name == "vLLM" and cap is not None:
+            cap = min(cap, budget)  # vLLM lowers its default max_num_seqs to a smaller max_num_batched_tokens
+    elif e.name == "vLLM" and budget < cap:  # vLLM's SchedulerConfig refuses max_num_batched_tokens < max_num_seqs
         raise InputError(
-            f"vLLM will not start with max_batched_tokens ({s.token_budget:,}) below max_running "
-            f"({s.max_running:,}; its max_num_seqs{'' if cap is not None else ', the default on this GPU'}): "
-            f"set max_running to at most {s.token_budget:,} (--max-num-seqs) or the budget to at least "
-            f"{s.max_running:,}."
+            f"vLLM will not start with max_batched_tokens ({budget:,}) below max_running ({cap:,}; its "
+            f"max_num_seqs): set max_running to at most {budget:,}, or the budget to at least {cap:,}, or leave "
+            "max_running unset (vLLM then lowers it to the budget)."
         )
-    return s
+    return Scheduler(e.name, budget, e.mixed_prefill if mixed_prefill is None else mixed_prefill, cap)
 
 
 def _settings(
