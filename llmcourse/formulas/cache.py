@@ -280,6 +280,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "prefill_time": ("80a254bf6c97d746b84a", "max(_a7/(_a1*_a0*_a3), _a5*_a6/(_a2*_a4*_a3))"),
     "prompt_step_share": ("459597b0ae7cdb44dc37", "min(1, _a1*_a2/_a0)"),
     "replicas_needed": ("5d1031a3010600c17c83", "ceil(_a0/_a1)"),
+    "reserved_usable_memory": ("10187a966ab5cfff3c21", "_a2*(-_a1 + _a0)"),
     "ridge_intensity": ("c771b0b26188c00bf335", "_a2*_a3/(_a1*_a0)"),
     "rps_per_gpu": ("8484defb014eb47d8296", "1/(_a2 + _a3*_a0/_a1)"),
     "send_time": ("8bdbb4320c33cf594245", "_a0 + _a3 + _a4/(_a2*_a1)"),
@@ -312,7 +313,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "weight_load_time": ("59110f7dd398648bf73c", "_a1/_a0"),
     "weight_read_time": ("1a3b6cc497f53320b20b", "_a3/(_a1*_a0*_a2)"),
 }
-SOURCES = "69fa2a583cedeeca2af6"
+SOURCES = "3193ca94c14fba0c0498"
 TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ("peak_request_rate", "request_rate", "peak request rate", "01_tokens", "daily_rate peak_factor"),
     ("token_rate", "token_rate", "tokens per second from requests", "01_tokens", "request_rate tokens_per_request"),
@@ -326,6 +327,13 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ),
     ("weight_bytes", "weights", "bytes of weights", "02_weights", "params weight_bytes_per_param"),
     ("usable_memory", "usable_memory", "memory the server may use", "02_weights", "gpu_memory n_gpus usable_fraction"),
+    (
+        "reserved_usable_memory",
+        "usable_memory",
+        "memory the server may use when its engine keeps a fixed allowance on each GPU (llama.cpp)",
+        "17_own_machine",
+        "gpu_memory memory_reserve n_gpus",
+    ),
     (
         "gpus_for_weights",
         "n_gpus",

@@ -79,6 +79,13 @@ n_gpus = symbol(
 gpu_memory = symbol("gpu_memory", r"M_{gpu}", "B", "memory of one GPU")
 usable_fraction = symbol("usable_fraction", "u", "", "fraction of memory the server may use", at_most=1)
 usable_memory = symbol("usable_memory", "M", "B", "usable memory of the replica")
+memory_reserve = symbol(
+    "memory_reserve",
+    r"M_{res}",
+    "B",
+    "memory an engine keeps on each GPU beside its weights and KV cache (llama.cpp's compute buffers and margin)",
+    allow_zero=True,
+)
 batch = symbol("batch", "B", "", "sequences decoded together", integer=True)
 # --- speed --------------------------------------------------------------------------------
 bandwidth = symbol("bandwidth", r"\beta", "B/s", "memory bandwidth of one GPU")
@@ -155,6 +162,13 @@ def _weights() -> None:
         n_gpus * gpu_memory * usable_fraction,
         "memory the server may use",
         "02_weights",
+    )
+    formula(
+        "reserved_usable_memory",
+        "usable_memory",
+        n_gpus * (gpu_memory - memory_reserve),
+        "memory the server may use when its engine keeps a fixed allowance on each GPU (llama.cpp)",
+        "17_own_machine",
     )
     formula(
         "gpus_for_weights",

@@ -495,7 +495,7 @@ class ReplicaSetup(_Shared):
             return
         self._kv_ctx = final if a.kv_read_context == "final" or p is None else p + ans / 2
         # decode_step() and prefill() of this layout, their inputs checked above: the weights must fit the GPUs
-        check_weights_fit(m, g, d.weight_bytes, n_all, "n_gpus", a)
+        check_weights_fit(m, g, d.weight_bytes, n_all, "n_gpus", a, d.engine)
         cp = self.base["matmul"]
         # the decode step of this layout as a function of the batch, and the prefill of its prompts as a function
         # of their number, each set up once (at its first use); one prompt's prefill does not depend on the batch

@@ -181,10 +181,13 @@ def sglang_mem_fraction_static(gpu_mib: float, tp_pp: int = 1) -> float:
     return round((gpu_mib - reserved) / gpu_mib, 3)
 
 
-def engine_memory_rule(engine: Any, gpu_mib: float, n_gpus: int, memory_fraction: float) -> tuple[str, float]:
+def engine_memory_rule(
+    engine: Any, gpu_mib: float, n_gpus: int, memory_fraction: float, *, llama_cpp_reserve_gib: float | None
+) -> tuple[str, float]:
     """How ``engine`` sizes the memory its weights and KV cache take, on ``n_gpus`` GPUs of ``gpu_mib`` MiB each (the
-    device's size as the engine reads it from the driver), as a rule of :func:`~llmcourse.replica.memory.usable_memory` and its share: ``("total", f)``, a share ``f`` of the
-    GPUs' memory, or ``("free", f)``, the weights plus a share ``f`` of what they leave.
+    device's size as the engine reads it from the driver), as a rule of :func:`~llmcourse.replica.memory.usable_memory`
+    and its value: ``("total", f)``, a share ``f`` of the GPUs' memory, ``("free", f)``, the weights plus a share ``f``
+    of what they leave, or ``("reserve", r)``, all of each GPU's memory read as GiB less ``r`` GiB.
 
     * **vLLM**: ``gpu_memory_utilization`` (``CacheConfig``, ``vllm/config/cache.py``: 0.9) of each GPU's memory
       holds the weights, the activations' peak and the KV cache (``Worker.determine_available_memory``): rule
@@ -196,21 +199,31 @@ def engine_memory_rule(engine: Any, gpu_mib: float, n_gpus: int, memory_fraction
       ``tensorrt_llm/llmapi/llm_args.py``: 0.9) of the memory free once the weights are loaded
       (``KVCacheManager``'s estimate from ``cudaMemGetInfo``): rule ``"free"`` at ``memory_fraction``, so the weights
       may take nearly all of it.
-    * **llama.cpp**: it allocates the weights and a KV cache of its context size, not a share; rule ``"total"`` at
-      ``memory_fraction``, as vLLM.
+    * **llama.cpp**: it allocates the weights and a KV cache of its context size, not a share, and its compute
+      buffers beside them; its ``--fit`` leaves 1,024 MiB of each device free (``fit_params_target``,
+      ``common/common.h``): rule ``"reserve"`` at ``llama_cpp_reserve_gib`` (the assumptions'
+      ``llama_cpp_memory_reserve_gib``), the device's memory read in binary units as llama.cpp reads it from the
+      driver (CUDA's total in MiB; Metal's ``recommendedMaxWorkingSetSize``, 49,152 MiB on a 64 GB Mac); with
+      ``llama_cpp_reserve_gib`` None (assumptions with no llama.cpp values of their own), vLLM's rule.
 
     Examples
     --------
-    >>> engine_memory_rule("vLLM", 81_559, 2, 0.9), engine_memory_rule("trt-llm", 81_559, 2, 0.9)
-    (('total', 0.9), ('free', 0.9))
-    >>> engine_memory_rule("SGLang", 183_359, 4, 0.9)
+    >>> engine_memory_rule("vLLM", 81_559, 2, 0.9, llama_cpp_reserve_gib=1.0)
+    ('total', 0.9)
+    >>> engine_memory_rule("trt-llm", 81_559, 2, 0.9, llama_cpp_reserve_gib=1.0)
+    ('free', 0.9)
+    >>> engine_memory_rule("SGLang", 183_359, 4, 0.9, llama_cpp_reserve_gib=1.0)
     ('total', 0.855)
+    >>> engine_memory_rule("llama.cpp", 32_768, 1, 0.9, llama_cpp_reserve_gib=1.0)
+    ('reserve', 1.0)
     """
     name = engine_name(engine)
     if name == "SGLang":
         return "total", sglang_mem_fraction_static(gpu_mib, n_gpus)
     if name == "TensorRT-LLM":
         return "free", memory_fraction
+    if name == "llama.cpp" and llama_cpp_reserve_gib is not None:
+        return "reserve", llama_cpp_reserve_gib
     return "total", memory_fraction
 
 

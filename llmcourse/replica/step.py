@@ -323,6 +323,7 @@ def decode_step(
     pipeline_parallel: int = 1,
     expert_parallel: int | None = None,
     link: Any = None,
+    engine: str | None = None,
 ) -> DecodeStep:
     """Time of one decode step of ``batch`` sequences, each reading its KV at ``context_tokens``.
 
@@ -339,7 +340,8 @@ def decode_step(
     sequences; the experts split over all), ``pipeline_parallel`` the stages (the batch goes
     through in that many micro-batches, so a token's time is one micro-batch's pass through every
     layer plus a send and an overhead per stage boundary). With ``communication`` in the
-    assumptions the step pays its collectives on ``link`` (the GPU's own by default).
+    assumptions the step pays its collectives on ``link`` (the GPU's own by default). ``engine`` (vLLM by default)
+    reads the GPU's memory for the check that the weights fit at all (llama.cpp's as GiB).
 
     Examples
     --------
@@ -349,7 +351,7 @@ def decode_step(
     """
     d = Deployment(
         model_of(model), gpu_of(gpu), n_gpus, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes,
-        kv_bytes,
+        kv_bytes, engine=engine,
     )  # fmt: skip
     lay, a, precision = _decode_inputs(d, context_tokens, assumptions, attention_flops, compute_precision)
     return decoder(d, lay, a, context_tokens, precision)(batch)
