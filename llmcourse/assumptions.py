@@ -59,7 +59,9 @@ CHOICES: dict[str, dict[str, str]] = {
         "free_gpu_memory_fraction)",
         "engine": "the replica's engine's own rule: vLLM's gpu_memory_utilization (memory_fraction of the total), "
         "SGLang's mem_fraction_static (its default by the GPU's memory and the server's GPUs, 0.836 on one H100, "
-        "0.856 on four B200s), TensorRT-LLM's free_gpu_memory_fraction (the weights plus memory_fraction of what they leave)",
+        "0.856 on four B200s), TensorRT-LLM's free_gpu_memory_fraction (the weights plus memory_fraction of what they "
+        "leave), llama.cpp's all of the memory read as GiB less llama_cpp_memory_reserve_gib on each GPU (None: "
+        "vLLM's rule)",
     },
     "memory_unit": {
         "GB": "the datasheet's memory in decimal gigabytes (80 GB = 80 x 10^9 bytes)",
@@ -192,6 +194,9 @@ MEANING: dict[str, str] = {
     "llama_cpp_step_overhead_ms": "fixed time per decode step of llama.cpp, one sequence (ms; None: step_overhead_ms)",
     "llama_cpp_layer_floor_us": "fixed time per layer per forward pass of llama.cpp (microseconds; None: "
     "layer_floor_us; 0: its fitted step overhead carries all of its fixed time)",
+    "llama_cpp_memory_reserve_gib": "memory llama.cpp keeps on each GPU beside its weights and KV cache, with "
+    "memory_rule 'engine' (GiB: its compute buffers and the 1,024 MiB its --fit leaves free by default; the GPU's "
+    "memory read as GiB, as llama.cpp reads it from the driver; None: vLLM's share of the total, as every engine)",
     "gpu_idle_power_fraction": "share of its rated power (TDP) a GPU draws while it holds a model but serves nothing",
     "gpu_load_power_fraction": "share of its rated power (TDP) a GPU draws while it serves at full load",
     "host_power_fraction": "the server around each GPU (CPUs, memory, NICs, switches, fans) draws this share of the "
@@ -269,6 +274,7 @@ class Assumptions:
     llama_cpp_compute_efficiency: float | None = None
     llama_cpp_step_overhead_ms: float | None = None
     llama_cpp_layer_floor_us: float | None = None
+    llama_cpp_memory_reserve_gib: float | None = None
     # The whole bill (chapter Sizing the fleet). Course assumptions, each beside its evidence:
     # - idle: an H100 that holds a model draws its bare idle plus +26-50 W for the CUDA context (arXiv 2605.23918,
     #   "The Model Parking Tax", 14 H100s over 18 days); a published H200 run idles at 80 W of its 700 W. About
@@ -402,22 +408,24 @@ class Assumptions:
             )
 
     def _check_llama_cpp(self) -> None:
-        """The llama.cpp fields: each None, or a share above 0 and at most 1 (an overhead or a floor: 0 or more)."""
+        """The llama.cpp fields: each None, or a share above 0 and at most 1 (an overhead, a floor or a memory
+        allowance: 0 or more)."""
         for name in (
             "llama_cpp_bandwidth_efficiency",
             "llama_cpp_four_bit_bandwidth_factor",
             "llama_cpp_compute_efficiency",
             "llama_cpp_step_overhead_ms",
             "llama_cpp_layer_floor_us",
+            "llama_cpp_memory_reserve_gib",
         ):
             value = getattr(self, name)
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
                 raise InputError(f"{name} ({MEANING[name]}) must be a finite number or None; got {value!r}.")
-            if name.endswith(("_ms", "_us")) and value < 0:
+            if name.endswith(("_ms", "_us", "_gib")) and value < 0:
                 raise InputError(f"{name} ({MEANING[name]}) must be 0 or more; got {value!r}.")
-            if not name.endswith(("_ms", "_us")) and not 0 < value <= 1:
+            if not name.endswith(("_ms", "_us", "_gib")) and not 0 < value <= 1:
                 raise InputError(f"{name} ({MEANING[name]}) must be above 0 and at most 1; got {value!r}.")
 
     def replace(self, **changes: Any) -> Assumptions:
@@ -537,6 +545,8 @@ PRESETS: dict[str, Assumptions] = {
             # SGLang's mem_fraction_static by the GPU's memory (python/sglang/srt/server_args.py
             # ServerArgs._handle_gpu_memory_settings: 0.836 on one H100, 0.856 on four B200s), TensorRT-LLM's
             # free_gpu_memory_fraction 0.9 of what the weights leave (tensorrt_llm/llmapi/llm_args.py KvCacheConfig).
+            # llama.cpp allocates its weights and a KV cache of its context, not a share: all of the GPU's memory read
+            # as GiB, less llama_cpp_memory_reserve_gib (1 GiB: below, with where llama.cpp sets it).
             # A replica that names no engine runs vLLM's rule, the sources' "90% of memory" (memory_fraction 0.9).
             memory_rule="engine",
             # The engines' default token budget per iteration on H100-class GPUs, which the queueing simulator
@@ -556,8 +566,9 @@ PRESETS: dict[str, Assumptions] = {
             # they read (a floor that does not shrink as more GPUs split the weights); with the engines' flat
             # all-reduce that floor is counted in the open (replica.step.layer_floor_ms). Fitted as the per-step
             # overhead was, on the 81 measured Llama-3.1-70B rows at concurrency 4 at the course's other values
-            # (tensor-parallel 1-8, H100, H200, B200; TensorRT-LLM and vLLM): 23 us a layer puts 79 of them within
-            # 1.25x, the worst 1.28x (20 us: 78, 1.29x; 30 us: 77, 1.33x; none: 45, 1.88x). The validation chapter
+            # (tensor-parallel 1-8, H100, H200, B200; TensorRT-LLM and vLLM): 23 us a layer puts 77 of them within
+            # 1.25x, the worst 1.29x (18 us: 69, 1.38x; 20 us: 74, 1.34x; 26 us: 77, 1.30x; 28 us: 76, 1.30x; 30 us:
+            # 73), with a waiting prompt in a step of its own (formula chunked_mean_step). The validation chapter
             # refits it, with the bandwidth efficiency, on every measured row and in every held-out fold.
             layer_floor_us=23.0,
             # DeepEP's dispatch in FP8 (its README: "FP8 dispatching and BF16 combining"), pplx-kernels and TensorRT-LLM
@@ -581,6 +592,17 @@ PRESETS: dict[str, Assumptions] = {
             # llama.cpp's one fixed time per token (0.5 ms) was fitted with no floor beside it and carries all of
             # its fixed time, so llama.cpp counts none (the fit holds it at this value).
             llama_cpp_layer_floor_us=0.0,
+            # The memory llama.cpp keeps on each device beside its weights and KV cache, with memory_rule "engine"
+            # (llmcourse.replica.scheduler.engine_memory_rule): its compute buffers (a few hundred MiB for an 8B model
+            # at the default ubatch of 512, more with a large vocabulary) and the headroom its --fit leaves. llama.cpp
+            # sizes a fit to leave 1,024 MiB of each device free: --fit-target (-fitt), common_params::
+            # fit_params_target = std::vector<size_t>(llama_max_devices(), 1024 * 1024*1024), "margin per device in
+            # bytes for fitting parameters to free memory" (ggml-org/llama.cpp common/common.h, struct common_params,
+            # read at 001d906). The course counts one allowance of 1 GiB for both. The device's memory is read as GiB,
+            # as llama.cpp reads it from the driver (CUDA's total in MiB; Metal's recommendedMaxWorkingSetSize,
+            # 49,152 MiB on a 64 GB Mac). llama-bench, which measured llmcourse/data/llama_cpp_public.csv, runs no fit
+            # and may use the margin: an 8 GB M1 ran Llama-3.1-8B in Q4_K_M there, which this allowance refuses.
+            llama_cpp_memory_reserve_gib=1.0,
         ),
     )
 }
@@ -673,7 +695,7 @@ def presets_table() -> list[tuple[str, ...]]:
         values = [getattr(p, f.name) for p in PRESETS.values()]
         if f.name.startswith("llama_cpp_"):  # None: the general value, not a rule switched off
             values = [
-                getattr(p, f.name.removeprefix("llama_cpp_")) if v is None else v
+                getattr(p, f.name.removeprefix("llama_cpp_"), None) if v is None else v
                 for v, p in zip(values, PRESETS.values(), strict=True)
             ]
         rows.append((f.name, MEANING[f.name], *map(show, values)))

@@ -544,10 +544,14 @@ solution("fleet_ex13")(
 def _replica_rps(model, gpu, prompt, answer):
     # the course's replica under vLLM: the batch admitted on the KV blocks in use (B conversations hold on average
     # B x (prompt + answer/2) tokens of KV, spread answer x sqrt(B/12); the mean plus 2 spreads must fit, at most 256
-    # and never fewer than fit at their final length), then the steady engine step: B decode tokens and B x prompt /
-    # answer prompt tokens (the story's prompts fit in one step), the weights read once, the running requests' KV
-    # read at the average context against the prompt tokens' causal attention (2 x layers x heads x head dim x
-    # prompt FLOPs each on average), plus the fixed overhead (one GPU: no collectives). B tokens a step.
+    # and never fewer than fit at their final length), then the engine's steps: each decodes B tokens; a new prompt
+    # goes whole into one step (the story's prompts fit beside the decode tokens) and the other steps decode alone,
+    # B prompts over an answer's steps: a share min(1, B / answer) of the steps carry one (formula prompt_step_share),
+    # the mean step that share of the step with a prompt and the rest of the step alone (formula chunked_mean_step;
+    # a share of 1: every step carries B x prompt / answer prompt tokens). Each step: the weights read once, the
+    # running requests' KV read at the average context against the prompt tokens' causal attention
+    # (2 x layers x heads x head dim x prompt FLOPs each on average), plus the fixed overhead (one GPU: no
+    # collectives). B tokens a step.
     m, g = _m(model), _g(gpu)
     kv = _kv_tok(m).to("B").m
     free = (_usable(gpu) - m.params * Q_(2, "B")).to("B").m
@@ -556,16 +560,20 @@ def _replica_rps(model, gpu, prompt, answer):
         return min(b * kv * (prompt + answer), b * kv * (prompt + answer / 2) + 2 * kv * answer * math.sqrt(b / 12))
 
     batch = min(256, max(b for b in range(1, 2_000) if held(b) <= free))
-    chunk = batch * prompt / answer
-    assert batch + chunk <= 8_192 and prompt <= 8_192 - batch  # the budget does not bind, no prompt is split
+    assert batch + batch * prompt / answer <= 8_192 and prompt <= 8_192 - batch  # the budget does not bind
     bw = COURSE.bandwidth_efficiency * g.bandwidth.to("B/s").m
     flops = COURSE.compute_efficiency * g.peak_flops("bf16").to("FLOP/s").m
-    matmuls = max(m.params * 2 / bw, (batch + chunk) * 2 * m.params / flops)
-    attention = max(
-        batch * kv * (prompt + answer / 2) / bw, chunk * 2 * m.layers * m.heads * m.head_dim * prompt / flops
-    )
-    step = matmuls + attention + COURSE.step_overhead_ms / 1e3 + _floor_ms(model).to("s").m
-    return Q_(batch / (step * answer), "1/s")
+
+    def step(chunk):  # seconds of a step of the batch's decode tokens and `chunk` prompt tokens
+        matmuls = max(m.params * 2 / bw, (batch + chunk) * 2 * m.params / flops)
+        attention = max(
+            batch * kv * (prompt + answer / 2) / bw, chunk * 2 * m.layers * m.heads * m.head_dim * prompt / flops
+        )
+        return matmuls + attention + COURSE.step_overhead_ms / 1e3 + _floor_ms(model).to("s").m
+
+    share = min(1.0, batch / answer)
+    mean = step(batch * prompt / answer) if share >= 1 else share * step(prompt) + (1 - share) * step(0)
+    return Q_(batch / (mean * answer), "1/s")
 
 
 solution("queueing_ex3")(lambda v: _replica_rps(v["model"], v["gpu"], v["prompt"], v["answer"]))
@@ -642,12 +650,15 @@ solution("design_review_ex2")(lambda v: _docs(v, tpot=v["tight"]).gpus)
 @solution("design_review_ex3")
 def _dr_prefix(v):
     # Llama 3.1 70B in FP8 (KV in BF16) on two H100s under vLLM (8,192 tokens a step). The batch is admitted on the
-    # full prompt's KV (the cached prefix is held), then the plan's search: the largest admitted batch whose engine
-    # step meets the per-token target. A steady step decodes B tokens and carries B x new / answer prompt tokens
-    # (new: the uncached part, which fits in one step), each attending to its whole prompt (the causal term at the
-    # prompt's end less that at the cached prefix's, over the new tokens) and reading the cached prefix's KV once per
-    # prompt; the requests' KV read at the average context; the FP8 weights read once; 1 ms and the all-reduces of
-    # the step's tokens.
+    # full prompt's KV (the cached prefix is held), then the plan's search: the largest admitted batch whose time per
+    # token meets the per-token target. Every step decodes B tokens; a new prompt's uncached part goes whole into one
+    # step (it fits beside the decode tokens), attending to its whole prompt (the causal term at the prompt's end less
+    # that at the cached prefix's) and reading the cached prefix's KV once; the other steps decode alone. A user's
+    # steps see the other B - 1 requests' prompts, a share (B - 1) / answer (formula prompt_step_share); the
+    # replica's all B of them; the mean step is that share of the step with a prompt and the rest of the step alone
+    # (formula chunked_mean_step; a share of 1: every step carries B x new / answer tokens). Each step: the requests'
+    # KV read at the average context; the FP8 weights read once; 1 ms, the layers' floor and the all-reduces of the
+    # step's tokens.
     m, g = _m("Llama-3.1-70B"), _g("H100 SXM")
     prompt, answer = v["prompt"], v["answer"]
     cached = prompt * v["hit_pct"] / 100
@@ -658,18 +669,23 @@ def _dr_prefix(v):
     fp8 = 2 * COURSE.compute_efficiency * g.peak_flops("fp8").to("FLOP/s").m
     causal = 2 * m.layers * m.heads * m.head_dim
 
-    def step(b):  # seconds of the steady engine step at a batch of b
-        chunk = b * new / answer
-        assert b + chunk <= 8_192 and new <= 8_192 - b  # the budget does not bind; a prompt's new part is one chunk
+    def step(b, chunk):  # seconds of a step of b decode tokens and `chunk` of the prompts' new tokens
+        assert b + b * new / answer <= 8_192 and new <= 8_192 - b  # the budget does not bind; one chunk a prompt
         matmuls = max(weights / bw, (b + chunk) * 2 * m.params / fp8)
         reads = b * kv * (prompt + answer / 2) + chunk / new * kv * cached
         attention = max(reads / bw, chunk * causal * (prompt**2 - cached**2) / new / fp8)
         allreduces = 2 * m.layers * _course_allreduce(g.link, 2, (b + chunk) * m.hidden * 2)
         return matmuls + attention + COURSE.step_overhead_ms / 1e3 + _floor_ms(m.name).to("s").m + allreduces
 
-    ok = [b for b in range(1, most + 1) if step(b) * 1e3 <= v["tpot"]]
+    def mean(b, prompts):  # the mean step of a batch of b when `prompts` prompts come in over an answer
+        share = min(1.0, prompts / answer)
+        if b / answer >= 1:  # prompts in every step: each carries an even share of them
+            return step(b, b * new / answer)
+        return share * step(b, new) + (1 - share) * step(b, 0)
+
+    ok = [b for b in range(1, most + 1) if mean(b, b - 1) * 1e3 <= v["tpot"]]
     b = max(ok) if ok else 1
-    per_replica = b / (answer * step(b))  # requests per second: b tokens a step
+    per_replica = b / (answer * mean(b, b))  # requests per second: b tokens a step
     return math.ceil(v["rps"] * COURSE.headroom / per_replica) * 2
 
 
@@ -954,15 +970,15 @@ def _mg_overhead(v):
 
 @solution("many_gpus_ex6")
 def _mg_tpot(v):
-    # vLLM's mixed step: every request's decode token and c x prompt / answer prompt tokens (a prompt for each answer
-    # finished, so that c stay running), the FP8 weights read once. The story keeps the budget from binding and each
-    # prompt whole in one step (no earlier KV to read), so a prompt token's attention is the causal term of its
-    # prompt's FLOPs (2 x layers x heads x head dim x prompt^2) over its prompt tokens. A user's token comes once a step.
+    # vLLM's steps: each decodes every request's token; a new prompt goes whole into one step beside them (the story
+    # keeps the budget from binding and each prompt whole in one step, no earlier KV to read), the other steps decode
+    # alone, the FP8 weights read once a step. A user's token comes once a step; over its answer each of the other
+    # c - 1 requests lets in one prompt, so a share (c - 1) / answer of its steps carry one (formula
+    # prompt_step_share) and its time per token is the mean step (formula chunked_mean_step). A prompt token's
+    # attention is the causal term of its prompt's FLOPs (2 x layers x heads x head dim x prompt^2) over its tokens.
     m, g, n, c = _m("Llama-3.1-70B"), _g(v["gpu"]), v["n"], v["c"]
     p, a = v["prompt"], v["answer"]
     assert c * (p + a) / a <= v["budget"] and p <= v["budget"] - c  # as the story says
-    chunk = c * p / a
-    tokens = c + chunk
     weights = m.params * 1  # FP8
     bw = n * COURSE.bandwidth_efficiency * g.bandwidth.to("B/s").m
     fp8 = n * COURSE.compute_efficiency * g.peak_flops("fp8").to("FLOP/s").m
@@ -971,8 +987,12 @@ def _mg_tpot(v):
     def allreduces(t):  # two per layer, each of the step's tokens' activations, by the engines' faster kernel
         return 0.0 if n == 1 else 2 * m.layers * _engine_allreduce(g.link, n, t * m.hidden * 2)
 
-    matmuls = max(weights / bw, tokens * 2 * m.params / fp8)
-    attention = max(c * kv / bw, chunk * 2 * m.layers * m.heads * m.head_dim * p / fp8)
-    floor = m.layers * COURSE.layer_floor_us * 1e-6  # the 80 layers' floor
-    step = matmuls + attention + COURSE.step_overhead_ms / 1e3 + floor + allreduces(tokens)
-    return Q_(step, "s").to("ms")
+    def step(chunk):  # seconds of a step of the c decode tokens and `chunk` prompt tokens (0 or a whole prompt)
+        tokens = c + chunk
+        matmuls = max(weights / bw, tokens * 2 * m.params / fp8)
+        attention = max(c * kv / bw, chunk * 2 * m.layers * m.heads * m.head_dim * p / fp8)
+        floor = m.layers * COURSE.layer_floor_us * 1e-6  # the 80 layers' floor
+        return matmuls + attention + COURSE.step_overhead_ms / 1e3 + floor + allreduces(tokens)
+
+    share = min(1.0, (c - 1) / a)
+    return Q_(share * step(p) + (1 - share) * step(0), "s").to("ms")

@@ -90,17 +90,28 @@ def _allreduces(layers, tokens, hidden=8_192):
     return 2 * layers * (3.5e-6 + 0.8e-6 + tokens * hidden * 2 / (0.8 * 450e9)) + layers * 23e-6
 
 
-def _ch1_engine_step(batch):
-    """Seconds of chapter 1's engine step (Qwen2.5-72B FP8 on 2 x H100 SXM, 2,000 in / 300 out, vLLM): ``batch``
-    decode tokens and batch x 2,000 / 300 prompt tokens (a prompt for every answer finished; the 8,192-token budget
-    does not bind), the weight matmuls of all of them (72.7 GB read at 0.7 x 6.7 TB/s, or 2 x 72.7e9 FLOPs a token
-    at 2 x 1,979 TFLOP/s x 0.5), then attention (the decodes' KV at 2,150 tokens x 327,680 B, or the chunk's
-    attention 2 x 80 x 64 x 128 x 2,000 FLOPs a prompt token), plus 1 ms and 160 all-reduces of all its tokens."""
-    chunk = batch * 2_000 / 300
+def _ch1_step(batch, chunk):
+    """Seconds of one of chapter 1's engine steps (Qwen2.5-72B FP8 on 2 x H100 SXM, 2,000 in / 300 out, vLLM):
+    ``batch`` decode tokens and a ``chunk`` of prompt tokens (0 or one whole 2,000-token prompt: the 8,192-token
+    budget leaves 8,092 beside 100 decode tokens, so a prompt fits in one step), the weight matmuls of all of them
+    (72.7 GB read at 0.7 x 6.7 TB/s, or 2 x 72.7e9 FLOPs a token at 2 x 1,979 TFLOP/s x 0.5), then attention (the
+    decodes' KV at 2,150 tokens x 327,680 B, or the chunk's attention 2 x 80 x 64 x 128 x 2,000 FLOPs a prompt
+    token), plus 1 ms and 160 all-reduces of all its tokens."""
     bw, flops = 0.7 * 2 * 3.35e12, 2 * 1_979e12 * 0.5
     matmuls = max(72.7e9 / bw, (batch + chunk) * 2 * 72.7e9 / flops)
     attention = max(batch * 2_150 * 327_680 / bw, chunk * 2 * 80 * 64 * 128 * 2_000 / flops)
     return matmuls + attention + 1e-3 + _allreduces(80, batch + chunk)
+
+
+def _ch1_mean_step(batch, prompts):
+    """Seconds of chapter 1's mean engine step when ``prompts`` whole prompts come in over an answer's 300 steps
+    (formulas prompt_step_share and chunked_mean_step): vLLM puts each into one step of its own (one chunk), so a
+    share phi = min(1, prompts / 300) of the steps carry a 2,000-token prompt beside the ``batch`` decode tokens and
+    the rest decode alone. At 100: the step with a prompt is 154.3 ms of matmuls (2,100 tokens' FLOPs, no longer
+    hidden behind the 15.5 ms weight read) + 15.0 ms of KV reads + 1 ms + 17.8 ms of all-reduces and layer floors =
+    188.1 ms; the step alone 34.8 ms."""
+    phi = min(1, prompts / 300)
+    return phi * _ch1_step(batch, 2_000) + (1 - phi) * _ch1_step(batch, 0)
 
 
 def test_chapter_one_replica_under_both_methods():
@@ -108,9 +119,10 @@ def test_chapter_one_replica_under_both_methods():
     staggered conversations holding 2,150 tokens x 327,680 B = 704.5 MB on average plus 2 spreads of their answer's
     300 x 327,680 B x sqrt(B / 12), in 0.9 x 160 GB - 72.7 GB = 71.3 GB: 100 (101 would hold 71.73 GB). Its decode
     step alone reads 72.7 GB + 100 x 704.5 MB = 143.2 GB at 0.7 x 6.7 TB/s = 30.5 ms, plus 1 ms, 80 layers x 23 us
-    (1.84 ms) and 160 one-shot all-reduces of 100 x 8,192 x 2 B (1.42 ms): 34.8 ms. But each step the engine runs
-    carries 666.7 prompt tokens beside the 100 decode tokens (:func:`_ch1_engine_step`): 80.5 ms for 100 tokens,
-    1,243 tok/s and 2 x $2.50 / (1,243 x 3,600) x 1e6 = $1.12/M (prefill added to decode at the static 94 gave
+    (1.84 ms) and 160 one-shot all-reduces of 100 x 8,192 x 2 B (1.42 ms): 34.8 ms. But over an answer's 300 steps
+    each of the 100 requests finishes once and lets in a new 2,000-token prompt, which vLLM puts whole into one step
+    (:func:`_ch1_mean_step`): a third of the steps take 188.1 ms, the rest 34.8 ms, a mean of 85.9 ms for 100 tokens,
+    1,164 tok/s and 2 x $2.50 / (1,164 x 3,600) x 1e6 = $1.19/M (prefill added to decode at the static 94 gave
     1,123 tok/s and $1.24)."""
     env = lc.serving_plan(
         CH1["model"], CH1["gpu"], 2, 2_300, weight_bytes="fp8", prompt_tokens=2_000, assumptions="envelope"
@@ -121,8 +133,8 @@ def test_chapter_one_replica_under_both_methods():
     held = lambda b: b * 2_150 * kv + 2 * 300 * kv * math.sqrt(b / 12)  # noqa: E731
     assert held(100) <= room < held(101)
     step = (72.7e9 + 100 * 2_150 * kv) / (0.7 * 2 * 3.35e12) + 1e-3 + _allreduces(80, 100)
-    x = 100 / _ch1_engine_step(100)
-    assert (round(x), round(2 * 2.5 / (x * 3_600) * 1e6, 2)) == (1_243, 1.12)
+    x = 100 / _ch1_mean_step(100, 100)
+    assert (round(x), round(2 * 2.5 / (x * 3_600) * 1e6, 2)) == (1_164, 1.19)
     assert course.batch == 100 and course.prefill_counted
     assert course.step_time.to("s").m == pytest.approx(step, rel=2e-3)
     assert course.output_tokens_per_s.m == pytest.approx(x, rel=3e-3)
@@ -258,20 +270,21 @@ def test_higher_efficiency_never_lowers_throughput(eta_b, eta_f):
 
 
 def test_prefill_interference_stretches_the_time_per_token():
-    """On under the course's method: a user of chapter 1's batch of 100 waits, between its tokens, for the step the
-    engine runs, which carries the prompts of the requests that replace finished ones (666.7 prompt tokens beside
-    the 100 decode tokens, :func:`_ch1_engine_step`): 80.5 ms per token against the 34.8 ms decode step alone,
-    12 tok/s. Alone (batch 1) its step carries the 6.7 prompt tokens a step of the request that replaces it: the
-    matmuls still read the weights and attention the one cache, so only the all-reduces of 7.7 tokens, not 1, and
-    the chunk's attention FLOPs differ from the decode step. The sources' methods leave prompts out of the step."""
+    """On under the course's method: a user of chapter 1's batch of 100 waits, between its tokens, for the steps the
+    engine runs, some of which carry a whole prompt of a request that replaces a finished one. Over its 300 steps
+    the other 99 requests each let in one 2,000-token prompt, each in a step of its own (:func:`_ch1_mean_step`):
+    0.33 x 188.1 ms + 0.67 x 34.8 ms = 85.4 ms per token against the 34.8 ms decode step alone, 11.7 tok/s (12).
+    Alone (batch 1) no other request's prompt comes in while it decodes (its own prompt is its first token): its
+    time per token is the decode step of one token, 19.2 ms. The sources' methods leave prompts out of the step."""
     kw = dict(tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300, weight_bytes="fp8")
     r = lc.replica("Qwen2.5-72B", "H100 SXM", **kw)
     step = (72.7e9 + 100 * 2_150 * 327_680) / (0.7 * 2 * 3.35e12) + 1e-3 + _allreduces(80, 100)
     assert r.batch == 100 and r.step.step_time.to("s").m == pytest.approx(step, rel=2e-3)
-    assert r.tpot.to("s").m == pytest.approx(_ch1_engine_step(100), rel=2e-3)
+    assert r.tpot.to("s").m == pytest.approx(_ch1_mean_step(100, 99), rel=2e-3)
     assert round(r.tokens_per_s_per_user.m) == 12
     alone = lc.replica("Qwen2.5-72B", "H100 SXM", batch=1, **kw)
-    assert alone.tpot.to("s").m == pytest.approx(_ch1_engine_step(1), rel=1e-3)
+    assert alone.tpot.to("s").m == pytest.approx(_ch1_step(1, 0), rel=1e-3)
+    assert alone.tpot == alone.step.step_time
     for preset in ("envelope", "lab", "capacity", "planner"):
         src = lc.replica("Qwen2.5-72B", "H100 SXM", assumptions=preset, **kw)
         assert src.tpot == src.step.step_time

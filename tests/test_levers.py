@@ -20,7 +20,7 @@ def by_name(levers):
 
 
 def test_every_lever_is_reported_once():
-    """Seven levers, each named once."""
+    """Eight levers, each named once."""
     assert sorted(x.name for x in rank_levers("Llama-2-13B", "H100 SXM", BRIEF)) == sorted(LEVER_NAMES)
 
 
@@ -31,9 +31,8 @@ def test_ranked_by_kind_then_gpus_saved():
     kinds = [x.kind for x in levers]
     assert kinds == sorted(kinds, key=["engineering", "model", "product"].index)
     assert by_name(levers)["shorter contexts"].kind == "product" and by_name(levers)["GQA, 8 KV heads"].kind == "model"
-    assert {by_name(levers)[n].kind for n in ("FP8 KV cache", "INT4 weights", "EAGLE head", "disaggregation")} == {
-        "engineering"
-    }
+    engineering = ("FP8 KV cache", "INT4 weights", "EAGLE head", "disaggregation", "small token budget")
+    assert {by_name(levers)[n].kind for n in engineering} == {"engineering"}
     for kind in ("engineering", "model", "product"):
         mine = [(not x.meets_targets, -x.saved) for x in levers if x.kind == kind]
         assert mine == sorted(mine)
@@ -67,6 +66,43 @@ def test_the_disaggregation_lever_is_the_pools_of_the_baseline_shape():
     assert split.cost_per_hour.to("USD/hour").m == pytest.approx(
         d.gpus * lc.gpus["H100 SXM"].price_per_hour.to("USD/hour").m
     )
+
+
+def test_the_small_token_budget_lever():
+    """The design review's brief (Llama 3.1 70B FP8 on two H100s, 20 requests/s, 4,000-token prompts, 400-token
+    answers, targets 1 s and 40 ms). The lever's budget is B (1 + T_p / T_a) = 11 B for a whole B of at least the
+    baseline's batch. At that budget a prompt takes its chunk steps t one after another and the pair's room holds
+    about one prompt's chunk a step, so its prompts queue as M/D/1: rho = 20 t / n over n pairs, wait
+    rho t / (2 (1 - rho)). The lever's first token is the plan's plus that wait, within the 1 s target, and at one
+    pair fewer it is over the target: the lever's pairs are the fewest that meet it (at least the plan's own)."""
+    brief = lc.Brief(20, 4_000, 400, Q_(1, "s"), Q_(40, "ms"))
+    kw = dict(weight_bytes="fp8", tensor_parallel=2)
+    base = lc.plan("Llama-3.1-70B", "H100 SXM", brief, **kw)
+    lever = by_name(rank_levers("Llama-3.1-70B", "H100 SXM", brief, **kw))["small token budget"]
+    budget = int(lever.note.split()[0].replace(",", ""))
+    assert budget % 11 == 0 and budget // 11 >= base.batch and lever.applies and lever.meets_targets
+    at = lc.plan("Llama-3.1-70B", "H100 SXM", brief, engine=lc.EngineSettings(max_batched_tokens=budget), **kw)
+    t = at.replica.engine_step.first_token_prefill.to("s").m
+
+    def first_token(pairs: int) -> float:
+        rho = 20 * t / pairs
+        return at.ttft.to("s").m + (rho * t / (2 * (1 - rho)) if rho < 1 else float("inf"))
+
+    n = lever.gpus // 2
+    assert lever.ttft.to("s").m == pytest.approx(first_token(n)) and first_token(n) <= 1.0
+    assert n == at.gpus // 2 or first_token(n - 1) > 1.0
+    assert lever.ttft > base.ttft and lever.saved == base.gpus - lever.gpus > 0
+
+
+def test_the_small_token_budget_lever_does_not_apply_where_it_cannot():
+    """llama.cpp runs prompts apart; an engine already at a budget smaller than any the lever would try is left."""
+    from llmcourse.replica.scheduler import EngineSettings
+
+    cpp = by_name(rank_levers("Llama-3.1-8B", "H100 SXM", BRIEF, engine="llama.cpp"))["small token budget"]
+    assert not cpp.applies and cpp.saved == 0 and "llama.cpp" in cpp.note
+    tiny = EngineSettings(max_batched_tokens=64, max_running=64)
+    small = by_name(rank_levers("Llama-3.1-8B", "H100 SXM", BRIEF, engine=tiny))["small token budget"]
+    assert not small.applies and "64 tokens" in small.note
 
 
 def test_fp8_kv_does_not_apply_to_a_one_byte_cache():

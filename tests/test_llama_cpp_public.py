@@ -142,7 +142,9 @@ def test_the_course_holds_the_fit_of_the_public_rows_and_its_held_out_error():
 
 def test_the_datacenter_factors_are_what_general_gives():
     a = llc.general("course")
-    assert all(getattr(a, f.name) is None for f in dataclasses.fields(a) if f.name.startswith("llama_cpp_"))
+    kernels = [f.name for f in dataclasses.fields(a) if f.name.startswith("llama_cpp_")]
+    kernels.remove("llama_cpp_memory_reserve_gib")  # the memory llama.cpp keeps is no fitted factor: kept
+    assert all(getattr(a, n) is None for n in kernels) and a.llama_cpp_memory_reserve_gib == 1.0
     assert for_engine(a, "llama.cpp") is a
     row = llc.public_rows()[0]  # RTX 3070, Llama-3.1-8B Q4_K_M, tg512: weights at 0.7 x 0.6 of 448 GB/s, KV at 0.7
     m = lc.models["Llama-3.1-8B"]
@@ -190,7 +192,46 @@ def test_each_machine_is_the_chip_variant_it_ran_on():
     assert gbs["M1 8GB"] == pytest.approx(4266e6 * 16 / 1e9, rel=1e-3)  # LPDDR4X-4266 on 128 bits: 68.25 GB/s
     assert (gbs["M1 Max"], gbs["M2 Ultra"], gbs["M4"]) == pytest.approx((400, 800, 120))  # Apple's figures
     assert gbs["RTX 4080"] == pytest.approx(22.4 * 256 / 8)  # 22.4 Gbps GDDR6X on 256 bits
-    assert lc.gpus["RTX 4080"].memory.to("GB").m == pytest.approx(16 * 2**30 / 1e9, abs=0.01)  # 16 GiB
+    # the nameplate's 16 GB, as every GeForce row; llama.cpp reads it as 16 GiB = 17.18 GB and keeps 1 GiB of it
+    assert lc.gpus["RTX 4080"].memory.to("GB").m == 16
+    assert lc.usable_memory("RTX 4080", engine="llama.cpp").to("B").m == pytest.approx(15 * 2**30)
     rows = llc.public_rows()
     assert {r.gpu for r in rows if "M1 Max 32-Core" in r.machine} == {"M1 Max"}
     assert {r.gpu for r in rows if "M3 Max 40-Core" in r.machine} == {"M3 Max"}  # the 400 GB/s variant
+
+
+def _fits(r: llc.PublicRow, a: object = None) -> bool:
+    """The row's model and weights on its machine, one sequence at the row's own context, under engine llama.cpp."""
+    return replica(
+        r.model, r.gpu, batch=1, prompt_tokens=r.tokens - 1, answer_tokens=1, weight_bytes=r.gguf, assumptions=a,
+        engine="llama.cpp",
+    ).fits  # fmt: skip
+
+
+def test_every_public_row_fits_its_machine_at_its_own_context():
+    """llama-bench runs a test at a context of its prompt plus its answer (n_ctx = n_prompt + n_gen): 512 tokens for
+    pp512 and tg512, 128 for tg128. The machine's memory is read as llama.cpp reads it, in GiB, less 1 GiB for
+    llama.cpp's compute buffers and the margin its --fit leaves. Every row fits so, among them the ones the 0.9 share
+    of decimal GB refused: Llama-3.1-70B Q4_K_M on the 64 GB M1 Max and M3 Max (47 GiB = 50.47e9 B usable against
+    43.13e9 B of weights + 512 x 327,680 B = 0.17e9 B of KV) and Llama-3.1-70B F16 on the 192 GB M2 Ultra
+    (0.75 x 192 = 144 GiB, 143 GiB = 153.5e9 B usable against 141.1e9 B + 0.17e9 B).
+
+    Two machines ran with less room than llama.cpp's default margin (llama-bench runs no --fit):
+    - the 8 GB M1 (rows 21, 22): macOS lets its GPU use 2/3 x 8 GiB = 5.333 GiB; Llama-3.1-8B in Q4_K_M is
+      8.03e9 x 4.89 / 8 = 4.908e9 B = 4.571 GiB, plus 512 x 131,072 B = 0.0625 GiB of KV: 4.634 GiB, over
+      5.333 - 1 = 4.333 GiB and within 5.333 - 0.5 = 4.833 GiB;
+    - the RTX 4080 with F16 weights (rows 11, 12): 8.03e9 x 2 = 16.06e9 B = 14.957 GiB, plus 0.0625 GiB: 15.020 GiB,
+      over 16 - 1 = 15 GiB and within 16 - 0.5 = 15.5 GiB.
+    """
+    rows = llc.public_rows()
+    tight = {"llamacpp-11", "llamacpp-12", "llamacpp-21", "llamacpp-22"}
+    assert [r.id for r in rows if not _fits(r)] == sorted(tight)
+    half = resolve("course").replace(llama_cpp_memory_reserve_gib=0.5)
+    assert all(_fits(r, half) for r in rows if r.id in tight)
+    # the 70B rows the 0.9 share of decimal GB refused (0.9 x 48 = 43.2e9 B against 43.13e9 + 0.17e9; 0.9 x 144 =
+    # 129.6e9 B against 141.1e9), each by hand as above
+    big = {r.id for r in rows if r.model == "Llama-3.1-70B" and (r.gpu != "M2 Ultra" or r.gguf == "fp16")}
+    assert big == {"llamacpp-27", "llamacpp-28", "llamacpp-35", "llamacpp-36", "llamacpp-41", "llamacpp-42"}
+    assert 43.13e9 + 512 * 327_680 < 47 * 2**30 and 141.1e9 + 512 * 327_680 < 143 * 2**30
+    before = resolve("course").replace(memory_rule="total")  # vLLM's 0.9 of the datasheet GB
+    assert not any(_fits(r, before) for r in rows if r.id in big)

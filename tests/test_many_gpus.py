@@ -159,13 +159,27 @@ def test_measured_rows_are_the_issues_figures():
 
 def test_every_row_at_concurrency_4_within_a_quarter():
     """The issue's bar was all 81 measured Llama 3.1 70B rows at concurrency 4 within 1.25x of the course's model.
-    Under the engine's picture, the engines' all-reduce kernels and the layers' floor, 80 of 81 are, and all within
-    1.35x. The one outside, measured slower than predicted: vLLM on 8 x B200, FP4, 1,024 in / 8,192 out (1.257x),
-    where each GPU's weight reads are short and the step is mostly its fixed costs, floor and all-reduces."""
+    Under the engine's picture (a new prompt goes whole, or in a few chunks, into steps of its own), the engines'
+    all-reduce kernels and the layers' floor, 77 of 81 are, and all within 1.35x (the worst 1.286x). Four are
+    outside, two each way. Measured slower than predicted: vLLM on 8 x B200 at FP4 (1,024 in / 8,192 out, 1.260x;
+    8,192 in / 1,024 out, 1.278x), where each GPU's weight reads are short and the step is mostly its fixed costs,
+    floor and all-reduces. Measured faster: TensorRT-LLM at FP8 on 1 and 2 x H200 with 8,192-token prompts and
+    1,024-token answers (0.778, 0.790), where each of the other three requests' prompts takes two compute-bound
+    steps (8,188 tokens, then 4) at the course's 50% of the FP8 peak, 3.6 ms a token on one H200 above the 27.2 ms
+    decode step alone (which is itself above the measured 24.0 ms)."""
     s = error_summary(llama70_measured(4))
-    assert len(s.factors) == 81 and s.within(1.25) == 80 and s.worst <= 1.35
-    [(row, factor)] = [(r, f) for r, f in zip(llama70_measured(4), s.factors, strict=True) if not 0.8 <= f <= 1.25]
-    assert (row.gpu, row.engine, row.precision, row.tensor_parallel) == ("B200", "vLLM", "fp4", 8) and factor > 1.25
+    assert len(s.factors) == 81 and s.within(1.25) == 77 and s.worst <= 1.35
+    out = sorted(
+        (r.gpu, r.engine, r.precision, r.tensor_parallel, r.prompt_tokens, f > 1)
+        for r, f in zip(llama70_measured(4), s.factors, strict=True)
+        if not 0.8 <= f <= 1.25
+    )
+    assert out == [
+        ("B200", "vLLM", "fp4", 8, 1_024, True),
+        ("B200", "vLLM", "fp4", 8, 8_192, True),
+        ("H200 SXM", "TensorRT-LLM", "fp8", 1, 8_192, False),
+        ("H200 SXM", "TensorRT-LLM", "fp8", 2, 8_192, False),
+    ]
 
 
 def test_free_split_misses_eight_gpus_by_more_than_three():
@@ -220,14 +234,15 @@ def test_ex5_overhead_share():
 
 
 def test_ex6_one_request_is_one_step():
-    """At one request in flight no other prompt shares the step, but the engine's steady step carries the prompt of
-    the request that replaces it, 1 x 1,024 / 1,024 = 1 prompt token a step: time per token = weights + cache (still
-    memory-bound at 2 tokens; the chunk starts its prompt, so reads no earlier KV) + all-reduces of 2 tokens'
-    activations (2 x 8,192 x 2 bytes each, the engines' one-shot on two GPUs: 3.5 + 0.8 us + 32,768 B / (0.8 x 450
-    GB/s)) + 1 ms + 80 layers x 23 us (70B FP8 on 2 x H200, 1,024 in and 1,024 out): not the time of 1 token's
-    all-reduces (160 x 16,384 B / (0.8 x 450 GB/s) = 7.3 us less)."""
+    """At one request in flight no other request's prompt comes in while it decodes: the engine puts the prompt of
+    the request that replaces it into a step of its own, after its last token, and its own prompt is its first
+    token, not its time per token. So the time per token is the decode step of 1 token alone: weights + cache
+    (70B FP8 on 2 x H200, 1,024 in and 1,024 out, the cache at 1,024 + 512 tokens) + the all-reduces of 1 token's
+    activations (8,192 x 2 bytes each, the engines' one-shot on two GPUs: 3.5 + 0.8 us + 16,384 B / (0.8 x 450
+    GB/s)) + 1 ms + 80 layers x 23 us. (A steady step that carried the next prompt's 1 x 1,024 / 1,024 = 1 token a
+    step would have paid the all-reduces of 2 tokens: 160 x 16,384 B / (0.8 x 450 GB/s) = 7.3 us more.)"""
     ex = get("many_gpus_ex6")
     v = ex.variant() | dict(gpu="H200 SXM", n=2, c=1, prompt=1_024, answer=1_024)
     kv = 327_680 * (1_024 + 512)
-    hand = (W70_FP8 + kv) / (2 * 0.7 * 4.8e12) + 1e-3 + 80 * 23e-6 + 160 * _one_shot(3.5, 0.8, 450, 2, 2 * 8_192 * 2)
+    hand = (W70_FP8 + kv) / (2 * 0.7 * 4.8e12) + 1e-3 + 80 * 23e-6 + 160 * _one_shot(3.5, 0.8, 450, 2, 8_192 * 2)
     assert math.isclose(ex.answer(v).to("s").m, hand, rel_tol=1e-9)

@@ -461,8 +461,13 @@ def test_sglang_waits_behind_its_whole_wave_by_hand():
 
     vLLM at the same wave share differs by its steps: it carries a new prompt as a chunk of a step beside the 7
     others' decode tokens (the matmuls of 1,007 tokens, still compute-bound, then attention reading the 7 sequences'
-    KV, then the 1 ms), and its steady step carries 8 x 1,000 / 200 = 40 prompt tokens beside the 8 decode tokens:
-    the matmuls stay memory-bound and the chunk reads no earlier KV, so that step is SGLang's decode step."""
+    KV, then the 1 ms). Nor is its step between tokens SGLang's decode step: over a request's 200 steps each of the
+    7 others finishes once and lets in a new 1,000-token prompt, which the scheduler puts whole into one step (8,192
+    - 8 tokens of room) beside the 8 decode tokens (formula prompt_step_share: 7 / 200 of the steps). That step's
+    matmuls of 1,008 tokens are compute-bound (32.7 ms against 6.8 ms of weight reads), its attention reads the same
+    8 sequences' KV (no attention FLOPs here); the other 193 steps decode alone. So its mean step is SGLang's decode
+    step plus 7 / 200 x (1,008 tokens' FLOPs - the weight read), 0.9 ms (formula chunked_mean_step), and the wait is
+    half of that."""
     a = resolve().replace(prefill_attention=False)
     row = _row(concurrency=8, metric="ttft_ms", engine="SGLang 0.5.9")
     flops = 2 * 8.030e9 / (989e12 * a.compute_efficiency) * 1e3  # ms a token's matmuls take
@@ -476,9 +481,11 @@ def test_sglang_waits_behind_its_whole_wave_by_hand():
     assert lcv.predict(row, assumptions=a).value == pytest.approx(want, rel=1e-9)
     vllm = dataclasses.replace(row, engine="vLLM 0.9")
     assert lcv.wave_share(vllm, assumptions=a) == a.closed_loop_wave_share
-    assert 1007 * flops > 8.030e9 * 2 / bw * 1e3 > 48 * flops  # the chunk's step compute-bound, the steady one not
+    assert 1007 * flops > 8.030e9 * 2 / bw * 1e3  # a prompt's step is compute-bound, beside 7 decode tokens or 8
     pre_v = 1007 * flops + 7 * kv_seq / bw * 1e3 + fixed
-    want_v = a.request_overhead_ms + pre_v + step / 2 + 7 * pre_v / 2
+    mean_v = step + 7 / 200 * (1008 * flops - 8.030e9 * 2 / bw * 1e3)  # a prompt's step 7 times in 200
+    assert mean_v - step == pytest.approx(0.906, abs=1e-3)
+    want_v = a.request_overhead_ms + pre_v + mean_v / 2 + 7 * pre_v / 2
     assert lcv.predict(vllm, assumptions=a.replace(closed_loop_wave_share=1.0)).value == pytest.approx(want_v, rel=1e-9)
 
 

@@ -24,13 +24,44 @@ def test_q8_0_is_8_5_bits():
 
 
 def test_unified_memory_share_sets_what_the_gpu_may_use():
-    """M3 Max: 64 GB, of which the GPU may use 0.75 = 48 GB; Llama-3.1-70B in Q4_K_M is 70.6e9 x 4.89 / 8 = 43.1 GB
-    of weights, leaving too little of the 48 GB x the assumptions' share for a conversation."""
+    """M3 Max: 64 GiB, of which macOS lets the GPU use 0.75 = 48 GiB (Metal's recommendedMaxWorkingSetSize, 49,152
+    MiB) = 48 x 2^30 = 51.54e9 B; llama.cpp keeps 1 GiB for its compute buffers: 47 GiB = 50.47e9 B left."""
     m = own_machine("Llama-3.1-70B", "M3 Max", "q4_k_m")
-    assert m.gpu_memory.to("GB").m == pytest.approx(48)
-    assert not m.fits and "GB" in m.reason
+    assert m.gpu_memory.to("B").m == pytest.approx(48 * 2**30)
+    assert m.usable.to("B").m == pytest.approx(47 * 2**30)
     with pytest.raises(InputError, match="memory_share"):
         lc.gpus["M3 Max"].with_(memory_share=0)
+
+
+def test_llama_3_1_70b_q4_k_m_fits_a_64_gb_m3_max():
+    """Weights: 70.554e9 parameters x 4.89 / 8 = 43.126e9 B. KV: 2 x 80 layers x
+    8 KV heads x 128 x 2 B = 327,680 B a token. Usable: 47 x 2^30 = 50.466e9 B. Left for KV: 50.466e9 - 43.126e9 =
+    7.340e9 B = 22,399 tokens of 327,680 B (an 8,192-token conversation takes 2.68e9 B: it fits)."""
+    m = own_machine("Llama-3.1-70B", "M3 Max", "q4_k_m", context=8_192)
+    assert m.fits, m.reason
+    assert m.weight_bytes.to("B").m == pytest.approx(43.126e9, rel=1e-3)
+    assert m.longest_context == pytest.approx((47 * 2**30 - 43.126e9) / 327_680, abs=30)
+
+
+def test_qwen3_32b_q4_k_m_fits_a_24_gb_rtx_4090():
+    """Usable: 24 GiB - 1 GiB = 23 x 2^30 = 24.696e9 B. Weights: 32.76e9 x 4.89 / 8 = 20.025e9 B. KV: 2 x 64 layers x
+    8 KV heads x 128 x 2 B = 262,144 B a token. Left: 4.671e9 B = 17,819 tokens (8,192 take 2.15e9 B: it fits)."""
+    m = own_machine("Qwen3-32B", "RTX 4090", "q4_k_m", context=8_192)
+    assert m.fits, m.reason
+    assert m.usable.to("B").m == pytest.approx(23 * 2**30)
+    assert m.longest_context == pytest.approx((23 * 2**30 - 32.76e9 * 4.89 / 8) / 262_144, abs=30)
+
+
+def test_gemma_3_27b_q8_0_fits_an_rtx_5090_with_tens_of_thousands_of_tokens():
+    """Usable: 32 GiB - 1 GiB = 31 x 2^30 = 33.286e9 B. Weights: 27.01e9 x 8.5 / 8 = 28.698e9 B: 4.588e9 B left.
+    Gemma 3 27B keeps 2 x 16 KV heads x 128 x 2 B = 8,192 B a token a layer; 10 of its 62 layers are global (every
+    token), 52 slide a 1,024-token window. At T tokens: 8,192 x (10 T + 52 x 1,024) B, so the longest T is
+    (4.588e9 / 8,192 - 53,248) / 10 = 50,680 tokens."""
+    m = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", context=8_192)
+    assert m.fits, m.reason
+    by_hand = ((31 * 2**30 - 28.698e9) / 8_192 - 52 * 1_024) / 10
+    assert m.longest_context == pytest.approx(by_hand, abs=30)
+    assert 20_000 < m.longest_context < 100_000
 
 
 def test_kv_at_a_context_by_hand_and_longest_context():
@@ -66,7 +97,10 @@ def test_bad_names_say_did_you_mean():
 def test_calculator_answers_and_shows_errors():
     c = own_machine_calculator()
     rows = dict(c.rows)
-    assert rows["fits"] == "yes" and "75% of 64 GB" in rows["memory the GPU may use"]
-    assert dict(c.set(gpu="RTX 5090").rows)["memory the GPU may use"] == "32.0 GB"
+    assert (
+        rows["fits"] == "yes" and rows["memory the GPU may use"] == "48.0 GiB = 51.5 GB (75% of 64 GiB unified memory)"
+    )
+    assert rows["left for weights and KV cache"] == "50.5 GB"  # 47 GiB: llama.cpp keeps 1 GiB
+    assert dict(c.set(gpu="RTX 5090").rows)["memory the GPU may use"] == "32.0 GiB = 34.4 GB"
     c.set(context=10**7)
     assert c.rows == [] or all("context" not in k for k, _ in c.rows)

@@ -83,14 +83,17 @@ def test_one_gpu_and_the_sources_pay_nothing():
 
 
 def test_tp8_is_not_8x():
-    """The course preset: 8 B200s give Llama-3.1-70B FP8 at batch 4 well under 8x one GPU's speed; the
-    free split (communication off, no overhead, no layers' floor) gives 7.x (the KV and prefill shares do not shrink
-    alike)."""
+    """The course preset: 8 B200s give Llama-3.1-70B FP8 at batch 4 well under 8x one GPU's speed, about 3x: 16.45 ms
+    against 5.42 ms a token, 3.03x (the decode step alone: 16.30 / 5.38 ms, also 3.03x; the other 3 requests' whole
+    prompts, each in a compute-bound step of its own 3 times in 1,024 steps, add 0.15 ms on one GPU and 0.04 ms on
+    eight, since their FLOPs split 8 ways while the fixed 1 ms, the layers' floor and the all-reduces do not). The
+    bound was 3x when every step carried an even share of the prompts (2.97x); it is now 3.1x. The free split
+    (communication off, no overhead, no layers' floor) gives 7.x (the KV and prefill shares do not shrink alike)."""
     kw = dict(batch=4, prompt_tokens=1_024, answer_tokens=1_024, weight_bytes="fp8")
     course = [lc.replica("Llama-3.1-70B", "B200", tensor_parallel=n, **kw).tpot for n in (1, 8)]
     free = QUIET.replace(step_overhead_ms=0.0, layer_floor_us=0.0)
     split = [lc.replica("Llama-3.1-70B", "B200", tensor_parallel=n, assumptions=free, **kw).tpot for n in (1, 8)]
-    assert (course[0] / course[1]).m < 3
+    assert 3 < (course[0] / course[1]).m < 3.1
     assert (split[0] / split[1]).m > 6
 
 
@@ -177,14 +180,9 @@ def _rows():
     ]
 
 
-def test_course_lands_within_1_25x_of_every_measured_llama_70b_row_at_concurrency_4():
-    """Issue "Many GPUs": tensor-parallel 1, 2, 4 and 8 on H100, H200 and B200, every engine in the file: all within
-    1.35x, and all but two within 1.25x. The two are vLLM on H200 in FP8, predicted 1.255x and 1.257x too slow
-    (..._8192x1024_c4_tp4_ep1_655 and ..._1024x1024_c4_tp8_ep1_728): before the engine's mixed steps every row was
-    within 1.25x; a step that carries the replacing requests' prompt chunks costs these two rows their margin."""
-    rows = _rows()
-    assert len(rows) >= 80
-    worst = []
+def _factors(rows, assumptions=None):
+    """(|log factor|, row id, factor measured / predicted) of each row, the course's replica at its deployment."""
+    out = []
     for gpu, r in rows:
         rep = lc.replica(
             "Llama-3.1-70B",
@@ -194,11 +192,39 @@ def test_course_lands_within_1_25x_of_every_measured_llama_70b_row_at_concurrenc
             prompt_tokens=int(r["isl"]),
             answer_tokens=int(r["osl"]),
             weight_bytes=r["precision"],
+            assumptions=assumptions,
         )
         f = float(r["silicon_tpot_ms"]) / rep.tpot.to("ms").m
-        worst.append((abs(math.log(f)), r["id"], round(f, 3)))
+        out.append((abs(math.log(f)), r["id"], round(f, 3)))
+    return out
+
+
+def test_course_lands_within_1_25x_of_every_measured_llama_70b_row_at_concurrency_4():
+    """Issue "Many GPUs": tensor-parallel 1, 2, 4 and 8 on H100, H200 and B200, every engine in the file: all within
+    1.35x (the worst 1.286x), and 77 of 81 within 1.25x. Four are outside, two each way: vLLM at FP4 on 8 x B200
+    (1,024 in / 8,192 out and 8,192 / 1,024: measured 1.260x and 1.278x slower than predicted, the step mostly its
+    fixed costs, floor and all-reduces) and TensorRT-LLM at FP8 on 1 and 2 x H200 with 8,192-token prompts (0.778x
+    and 0.790x: predicted too slow, each of the other three requests' prompts going whole into two compute-bound
+    steps of their own). When every step carried an even share of the prompts, all but two were within 1.25x; the
+    engine's actual schedule (a whole prompt in one step or a few) costs the long-prompt rows their margin. The
+    course's 23 us layer floor is still the best of 18, 23 and 28 us: most rows within 1.25x (77 against 69 and 76)
+    and the smallest worst factor (1.286x against 1.377x and 1.303x)."""
+    rows = _rows()
+    assert len(rows) >= 80
+    worst = _factors(rows)
     outside = sorted(w for w in worst if w[0] > math.log(1.25))
-    assert max(worst)[0] <= math.log(1.35) and len(outside) <= 2, outside
+    assert max(worst)[0] <= math.log(1.35) and len(outside) == 4, outside
+    by_id = {r["id"]: (gpu, r["backend"], r["precision"], int(r["tp_size"]), int(r["isl"])) for gpu, r in rows}
+    assert sorted((*by_id[w[1]], w[2] > 1) for w in outside) == [
+        ("B200", "vllm", "fp4", 8, 1_024, True),
+        ("B200", "vllm", "fp4", 8, 8_192, True),
+        ("H200 SXM", "trtllm", "fp8", 1, 8_192, False),
+        ("H200 SXM", "trtllm", "fp8", 2, 8_192, False),
+    ]
+    for floor in (18.0, 28.0):
+        other = _factors(rows, DEFAULT.replace(layer_floor_us=floor))
+        assert sum(w[0] <= math.log(1.25) for w in other) < len(worst) - len(outside)
+        assert max(other)[0] > max(worst)[0]
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)

@@ -38,6 +38,23 @@ def test_bad_engine_and_settings_are_refused_by_name():
         replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=100, answer_tokens=10, max_running=-3)
 
 
+def test_vllm_caps_running_requests_at_its_budget():
+    """vLLM's SchedulerConfig will not start with max_num_batched_tokens < max_num_seqs; when max_num_seqs is not
+    set, EngineArgs lowers its default (1,024 on an H100) to the budget. So a 300-token budget alone runs at most 300
+    requests, an explicit cap of 301 is refused (naming both fields), and SGLang, whose cap is its KV pool's, keeps
+    none."""
+    assert scheduler_of("vLLM", "H100 SXM", max_batched_tokens=300).max_running == 300
+    assert scheduler_of("vLLM", "H100 SXM", max_batched_tokens=300, max_running=300).max_running == 300
+    assert scheduler_of("vLLM", "H100 SXM", max_batched_tokens=4_096).max_running == 1_024
+    with pytest.raises(InputError, match=r"max_batched_tokens \(300\) below max_running \(301"):
+        scheduler_of("vLLM", "H100 SXM", max_batched_tokens=300, max_running=301)
+    with pytest.raises(InputError, match="max_running"):
+        replica(
+            "Llama-3.1-8B", "H100 SXM", prompt_tokens=100, answer_tokens=10, max_batched_tokens=300, max_running=512
+        )
+    assert scheduler_of("SGLang", "H100 SXM", max_batched_tokens=300).max_running is None
+
+
 def test_every_replica_says_its_engine():
     r = replica("Llama-3.1-8B", "H100 SXM", prompt_tokens=2_000, answer_tokens=300)
     assert r.engine == "vLLM" and "engine='vLLM'" in repr(r)

@@ -110,14 +110,18 @@ def test_course_first_estimate_by_hand():
     The decode step alone reads 72.7e9 + 100 x 2,150 x 327,680 B = 143.2 GB at 4.69 TB/s: 30.52 ms, plus 1 ms,
     80 layers x 23 us (1.84 ms) and 160 one-shot all-reduces of 100 x 8,192 x 2 B (8.85 us each: 1.42 ms):
     34.78 ms. Prefilling the 100 prompts at once would take 100 x (2 x 72.7e9 x 2,000 + 2 x 80 x 64 x 128 x
-    2,000^2) / 1,979e12 = 14.96 s plus 160 all-reduces of 200,000 tokens (1.46 s): 16.42 s. But vLLM mixes the prompts into the decode steps: to keep 100 running
-    with 300-token answers, each step carries 100 x 2,000 / 300 = 666.7 prompt tokens (the budget of 8,192 tokens
-    does not bind: 100 + 666.7), with the prompt's attention averaged per token (2 x 80 x 64 x 128 x 2,000 =
-    2.62 GFLOP) and no earlier KV to read (a 2,000-token prompt fits in one step's 8,092 free tokens). Its matmuls
-    are compute-bound: 766.7 x 145.4 GFLOP / 1,979 TFLOP/s = 56.33 ms (the weights' read is 15.50 ms), attention
-    reads the decodes' 70.45 GB (15.02 ms), plus 1 ms, the layers' 1.84 ms and 160 all-reduces of 766.7 tokens
-    (6.27 ms): 80.46 ms a step of 100 tokens, 1,243 tok/s and 2 x $2.50 / (1,243 x 3,600) x 1e6 = $1.12 per million
-    (the old picture, prefill added to decode at a static batch of 94: 1,123 tok/s and $1.24)."""
+    2,000^2) / 1,979e12 = 14.96 s plus 160 all-reduces of 200,000 tokens (1.46 s): 16.42 s. vLLM instead fills
+    what a step's 8,192-token budget leaves beside the 100 decode tokens (8,092) with whole waiting prompts: a
+    2,000-token prompt goes into one step (k = 1 chunk, no earlier KV to read, its attention 2 x 80 x 64 x 128 x
+    2,000 = 2.62 GFLOP a token). Over a 300-token answer each of the 100 requests finishes once and lets a new
+    prompt in, so 1 x 100 / 300 = 1/3 of the replica's steps carry a prompt (a user's own steps see the other
+    99: 0.33). Such a step is compute-bound: its matmuls 2,100 x 145.4 GFLOP / 1,979 TFLOP/s = 154.29 ms (the
+    weights' read is 15.50 ms), attention reads the decodes' 70.45 GB (15.02 ms; the prompt's 2,000 x 2.62
+    GFLOP take 2.65 ms), plus 1 ms, the layers' 1.84 ms and 160 all-reduces of 2,100 tokens (99.87 us each:
+    15.98 ms): 188.13 ms. The other 2/3 decode alone, so the mean step is 1/3 x 188.13 + 2/3 x 34.78 = 85.90 ms
+    for 100 tokens: 1,164 tok/s and 2 x $2.50 / (1,164 x 3,600) x 1e6 = $1.19 per million; a user's time per
+    token 99/300 x 188.13 + 201/300 x 34.78 = 85.39 ms. (Spread evenly, 666.7 prompt tokens in every step, a
+    step would take 80.46 ms, 1,243 tok/s: a whole prompt in one step no longer hides behind the weight read.)"""
     w, kv = 72.7e9, 2 * 80 * 8 * 128 * 2
     room, mean, grows = 0.9 * 2 * 80e9 - w, kv * 2_150, kv * 300
 
@@ -128,19 +132,28 @@ def test_course_first_estimate_by_hand():
     step = (w + batch * kv * 2_150) / (0.7 * 2 * 3.35e12) + 1e-3 + floors(80) + allreduces(80, batch)
     prefill = batch * (2 * w * 2_000 + 2 * 80 * 64 * 128 * 2_000**2) / (2 * 1_979e12 * 0.5)
     prefill += allreduces(80, batch * 2_000)
-    chunk = batch * 2_000 / 300
-    assert batch + chunk < 8_192 and 8_192 - batch > 2_000
-    tpot = mixed_step(w, w, batch, chunk, batch * kv * 2_150, 2 * 80 * 64 * 128 * 2_000)
-    x = batch / tpot
+    assert 8_192 - batch >= 2_000  # the whole prompt fits beside the decode tokens: one chunk
+    alone = mixed_step(w, w, batch, 0, batch * kv * 2_150, 0)
+    assert alone == pytest.approx(step)
+    with_prompt = mixed_step(w, w, batch, 2_000, batch * kv * 2_150, 2 * 80 * 64 * 128 * 2_000)
+    share, user_share = batch / 300, (batch - 1) / 300
+    x = batch / (share * with_prompt + (1 - share) * alone)
+    tpot = user_share * with_prompt + (1 - user_share) * alone
     cost = 2 * 2.50 / (x * 3_600) * 1e6
     assert batch == 100
+    r = lc.replica(
+        "Qwen2.5-72B", "H100 SXM", tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300, weight_bytes="fp8",
+        assumptions="course",
+    )  # fmt: skip
+    assert r.tpot.to("s").magnitude == pytest.approx(tpot, rel=1e-3)
     assert figure("course-first-estimate-step").compute() == pytest.approx(step * 1e3, rel=1e-3)
     assert figure("course-first-estimate-batch-prefill").compute() == pytest.approx(prefill, rel=1e-3)
     assert figure("course-first-estimate-throughput").compute() == pytest.approx(x, rel=1e-3)
     assert figure("course-first-estimate-cost").compute() == pytest.approx(cost, rel=1e-3)
-    assert (round(step * 1e3, 1), round(prefill, 1), round(x), round(cost, 2)) == (34.8, 16.4, 1_243, 1.12)
-    # the source's method (decode only, at the datasheet bandwidth) gives 3.5x the throughput
-    assert figure("envelope-table-72b-fp8-throughput").compute() > 3.4 * x
+    assert (round(step * 1e3, 1), round(with_prompt * 1e3, 1), round(prefill, 1)) == (34.8, 188.1, 16.4)
+    assert (round(x), round(cost, 2), round(tpot * 1e3, 1)) == (1_164, 1.19, 85.4)
+    # the source's method (decode only, at the datasheet bandwidth) gives 3.8x the throughput
+    assert figure("envelope-table-72b-fp8-throughput").compute() > 3.7 * x
 
 
 def test_course_fleet_by_hand():
@@ -148,27 +161,32 @@ def test_course_fleet_by_hand():
     400 out, 350 requests/s = 140,000 output tok/s, vLLM): the batch holds at most 70.554 GB + 64 x 2,400 x
     327,680 B = 120.9 GB of 144 GB; the decode step alone reads 70.554e9 + 64 x 2,200 x 327,680 B (KV at the
     average context 2,000 + 400 / 2) = 116.7 GB at 4.69 TB/s: 24.88 ms (compute at FP8 only 4.56 ms), plus 1 ms,
-    the layers' 1.84 ms and 160 one-shot all-reduces (1.15 ms): 28.87 ms. vLLM mixes the prompts into those steps: each carries
-    64 x 2,000 / 400 = 320 prompt tokens (2 x 80 x 64 x 128 x 2,000 = 2.62 GFLOP of attention each, no earlier
-    KV), so its matmuls are compute-bound, 384 x 141.1 GFLOP / 1,979 TFLOP/s = 27.38 ms (the weights' read is
-    15.04 ms), attention reads the decodes' KV (9.84 ms), plus 1 ms, the layers' 1.84 ms and 160 all-reduces of
-    384 tokens (3.48 ms): 43.54 ms a step of 64 tokens, 1,469.9 tok/s; at 1.3x headroom 1,130.7 usable;
-    ceil(140,000 / 1,130.7) = ceil(123.8) = 124 replicas = 248 H100s and 248 x 730 h x $2.50 = $452,600 a month
-    (the old picture, prefill added to decode: 151 replicas, 302 H100s), against the capacity-planning method's
-    81 replicas = 162 H100s."""
+    the layers' 1.84 ms and 160 one-shot all-reduces (1.15 ms): 28.87 ms. vLLM puts each waiting 2,000-token
+    prompt whole into a step (the 8,192-token budget leaves 8,128 beside the 64 decode tokens): over a 400-token
+    answer the 64 requests let 64 prompts in, so 64 / 400 = 0.16 of the steps carry one. Such a step's matmuls are
+    compute-bound, 2,064 x 141.1 GFLOP / 1,979 TFLOP/s = 147.17 ms (the weights' read is 15.04 ms), attention
+    reads the decodes' KV (9.84 ms; the prompt's own attention 2.65 ms), plus 1 ms, the layers' 1.84 ms and 160
+    all-reduces of 2,064 tokens (98.23 us each: 15.72 ms): 175.56 ms. The mean step is 0.16 x 175.56 + 0.84 x
+    28.87 = 52.35 ms for 64 tokens, 1,222.7 tok/s; at 1.3x headroom 940.5 usable; ceil(140,000 / 940.5) =
+    ceil(148.9) = 149 replicas = 298 H100s and 298 x 730 h x $2.50 = $543,850 a month (spread evenly, 320
+    prompt tokens in every step, a step would take 43.54 ms: 124 replicas, 248 H100s), against the
+    capacity-planning method's 81 replicas = 162 H100s."""
     w, kv = 70.554e9, 2 * 80 * 8 * 128 * 2
     assert w + 64 * kv * 2_400 < 0.9 * 2 * 80e9
     step = (w + 64 * kv * 2_200) / (0.7 * 2 * 3.35e12)
     assert 2 * w * 64 / (2 * 1_979e12 * 0.5) < step  # the decode step alone is memory-bound
-    chunk = 64 * 2_000 / 400
-    tpot = mixed_step(w, w, 64, chunk, 64 * kv * 2_200, 2 * 80 * 64 * 128 * 2_000)
-    assert (64 + chunk) * 2 * w / (2 * 1_979e12 * 0.5) > w / (0.7 * 2 * 3.35e12)  # the mixed step's matmuls are not
-    x = 64 / tpot
+    assert 8_192 - 64 >= 2_000  # a whole prompt fits beside the decode tokens: one chunk
+    alone = mixed_step(w, w, 64, 0, 64 * kv * 2_200, 0)
+    with_prompt = mixed_step(w, w, 64, 2_000, 64 * kv * 2_200, 2 * 80 * 64 * 128 * 2_000)
+    assert 2_064 * 2 * w / (2 * 1_979e12 * 0.5) > w / (0.7 * 2 * 3.35e12)  # the prompt's step's matmuls are not
+    share = 64 / 400
+    x = 64 / (share * with_prompt + (1 - share) * alone)
     replicas = math.ceil(350 * 400 / (x / 1.3))
-    assert (replicas, 2 * replicas) == (124, 248)
+    assert (round(alone * 1e3, 2), round(with_prompt * 1e3, 2), round(x, 1)) == (28.87, 175.56, 1_222.7)
+    assert (replicas, 2 * replicas) == (149, 298)
     assert figure("course-fleet-replica-throughput").compute() == pytest.approx(x, rel=1e-3)
-    assert (figure("course-fleet-replicas").compute(), figure("course-fleet-gpus").compute()) == (124, 248)
-    assert figure("course-fleet-monthly-cost").compute() == pytest.approx(248 * 730 * 2.50)
+    assert (figure("course-fleet-replicas").compute(), figure("course-fleet-gpus").compute()) == (149, 298)
+    assert figure("course-fleet-monthly-cost").compute() == pytest.approx(298 * 730 * 2.50)
     assert (figure("capacity-replicas").compute(), figure("capacity-gpus").compute()) == (81, 162)
 
 

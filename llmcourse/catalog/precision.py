@@ -123,8 +123,10 @@ GGUF_TABLE: dict[str, Precision] = {
     "iq3_s": _gguf(110, 256, "IQ3_S"),
     "iq4_nl": _gguf(18, 32, "IQ4_NL"),
     "iq4_xs": _gguf(136, 256, "IQ4_XS"),
-    "q3_k_m": Precision(3.91 / 8, "bf16", "GGUF Q3_K_M mix (Q3_K, some tensors Q4_K/Q5_K): about 3.91 bits per "
-                        "weight for a dense model (course figure)"),
+    "q3_k_m": Precision(4.00 / 8, "bf16", "GGUF Q3_K_M mix (Q3_K, some tensors Q4_K/Q5_K): about 4.00 bits per "
+                        "weight for a dense model: llama-quantize's list (tools/quantize/quantize.cpp), 'Q3_K_M : "
+                        "3.74G, +0.6569 ppl @ Llama-3-8B', 3.74 GiB x 8 / 8.03e9 = 4.00 (as its Q4_K_M 4.58G and "
+                        "Q5_K_M 5.33G give 4.89 and 5.70)"),
     "q4_k_m": Precision(4.89 / 8, "bf16", "GGUF Q4_K_M mix (Q4_K, some tensors Q6_K): about 4.89 bits per weight "
                         "for a dense model (course figure)"),
     "q5_k_m": Precision(5.70 / 8, "bf16", "GGUF Q5_K_M mix (Q5_K, some tensors Q6_K): about 5.70 bits per weight "

@@ -211,7 +211,8 @@ define(
     (*_COST, "Fraction = prefill time / (prefill time + {answer} x step time)."),
     bare_ok=True,
     tolerance=0.02,
-    followup="How low could the cost fall if the prompts rode in the decode steps, as chunked prefill runs them?",
+    followup="Would the cost fall if the prompts went into the decode steps, as chunked prefill runs them: a whole "
+    "prompt in one step, beside the decode tokens? Which of those steps would its FLOPs stretch?",
 )
 
 

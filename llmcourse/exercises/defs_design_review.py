@@ -27,9 +27,15 @@ headroom on the request rate. Each story states the figures.
 _METHOD = (
     f"Estimate it by the course's method (lc.plan's default): {pct(COURSE.memory_fraction)} of memory usable; "
     "requests admitted on the KV blocks in use (each conversation holds its prompt and, on average, half its answer; "
-    f"the batch's mean plus {COURSE.admission_spreads:g} spreads must fit); the engine, vLLM, mixes the prompts into "
-    "its decode steps: each step decodes a token of every running request and carries batch x prompt / answer "
-    "prompt tokens, the weights read once, its matmuls the slower of that read and all its tokens' FLOPs, its "
+    f"the batch's mean plus {COURSE.admission_spreads:g} spreads must fit); the engine, vLLM, decodes a token of "
+    "every running request each step and puts the whole prompt of a request that takes a finished one's place into "
+    "the next step beside them (a prompt longer than the room its token budget leaves, in chunks over a few steps); "
+    "the other steps decode alone. Over an answer's steps each request lets in one new prompt, so a share "
+    "min(1, chunks x prompts / answer) of the steps carry a prompt (lc.FORMULAS['prompt_step_share']) and the mean "
+    "step is that share of the steps with a prompt and the rest of the step alone "
+    "(lc.FORMULAS['chunked_mean_step']): a user's time per token sees the other batch - 1 requests' prompts, the "
+    "replica's rate all batch of them (a share of 1: every step carries batch x prompt / answer prompt tokens). "
+    "Each step reads the weights once, its matmuls the slower of that read and all its tokens' FLOPs, its "
     "attention the slower of the requests' KV reads (at the average context, the prompt plus half the answer) and "
     f"the prompt tokens' attention FLOPs; reads at {pct(COURSE.bandwidth_efficiency)} of peak bandwidth, matrix "
     f"multiplications at {pct(COURSE.compute_efficiency)} of the peak FLOP/s at the weights' precision (FP8 on a "
@@ -67,8 +73,8 @@ _DOCS_HINTS = (
     "lc.plan('Llama-3.1-70B', gpu, lc.Brief(...), weight_bytes='fp8', tensor_parallel=...) runs the whole review.",
     f"GPUs = replicas x GPUs per replica; replicas = rate x {COURSE.headroom:g} / requests per second per replica, "
     "rounded up.",
-    "Requests per second per replica = batch / (answer tokens x the engine's step time): each step finishes a token "
-    "of every running request.",
+    "Requests per second per replica = batch / (answer tokens x the engine's mean step): each step finishes a token "
+    "of every running request, and a share batch / answer of the steps carry a whole prompt.",
 )
 
 define(
@@ -108,8 +114,8 @@ define(
         ).gpus
     ),
     (
-        "The batch must shrink until an engine step (its decode tokens and B x prompt / answer prompt tokens) fits "
-        "in {tight} ms.",
+        "The batch must shrink until the mean of the steps a user waits for fits in {tight} ms: a share (B - 1) / "
+        "answer of them carry another request's whole prompt beside the B decode tokens, the rest decode alone.",
         *_DOCS_HINTS,
     ),
     integer=True,
@@ -145,9 +151,10 @@ define(
     _cached,
     (
         "The prefill FLOPs are the whole prompt's less those of its cached prefix.",
-        "Each step carries batch x (uncached prompt tokens) / answer prompt tokens, attending to the prompt's cached "
-        "prefix (its KV read) as well as to each other: a shorter step allows a larger batch within the per-token "
-        "target; then requests/s per replica = batch / (answer x step), and GPUs as in the plan.",
+        "A new prompt's uncached tokens go whole into one step beside the batch's decode tokens, attending to the "
+        "prompt's cached prefix (its KV read) as well as to each other: a shorter step with a prompt makes the mean "
+        "step shorter and allows a larger batch within the per-token target; then requests/s per replica = batch / "
+        "(answer x the mean step, a share batch / answer of the steps with a prompt), and GPUs as in the plan.",
         "llmcourse.planner.levers.prefix_cached_plan(...) does it.",
     ),
     integer=True,
@@ -260,9 +267,10 @@ define(
 )
 
 _STEP = (
-    "The batch is the largest admitted that keeps an engine step within {tpot} ms; each step reads the weights "
-    "once and every request's KV at the average context (prompt + answer / 2), and carries batch x prompt / answer "
-    "prompt tokens.",
+    "The batch is the largest admitted that keeps the mean step a user waits for within {tpot} ms; each step reads "
+    "the weights once and every request's KV at the average context (prompt + answer / 2), and a share (batch - 1) "
+    "/ answer of them carry another request's whole prompt (lc.FORMULAS['prompt_step_share'], "
+    "'chunked_mean_step').",
     "lc.plan(...) does the whole review; build the brief with lc.Brief(...).",
 )
 
@@ -277,7 +285,8 @@ define(
     lambda v: _plan(v).gpus,
     (
         *_STEP,
-        f"Requests/s per GPU = batch / (answer x step); GPUs = rate x {COURSE.headroom:g} / that, rounded up.",
+        "Requests/s per GPU = batch / (answer x the replica's mean step, a share batch / answer of its steps with "
+        f"a prompt); GPUs = rate x {COURSE.headroom:g} / that, rounded up.",
     ),
     integer=True,
     bare_ok=True,
@@ -292,7 +301,7 @@ define(
     DEFAULT,
     _vary,
     lambda v: _plan(v).in_flight,
-    (*_STEP, "Little's law: rate x (TTFT + answer tokens x step time)."),
+    (*_STEP, "Little's law: rate x (TTFT + answer tokens x time per token)."),
     bare_ok=True,
     tolerance=0.02,
 )

@@ -335,7 +335,7 @@ define(
 # --- 6. the time per token at a concurrency ---------------------------------------------------------------------------
 _L70 = lc.models["Llama-3.1-70B"]
 # prompts that fit beside the decode tokens in one step (a step of 8,192 tokens less the running requests): each
-# prompt rides in one step, its attention on no earlier KV
+# prompt goes whole into one step of its own, its attention on no earlier KV; the other steps decode alone
 _WORKLOADS = ((1_024, 8_192), (4_096, 1_024), (1_024, 1_024), (2_048, 512))
 
 
@@ -388,13 +388,15 @@ define(
     "Time per token at a concurrency",
     "Llama-3.1-70B with FP8 weights (BF16 KV cache) runs tensor-parallel on {n} x {gpu} ({link}: {bw} GB/s per GPU{mesh_note}, "
     "a latency of {alpha} µs), serving {c} requests at a time, each {prompt} tokens in and "
-    "{answer} out, new requests arriving as others finish. The engine (vLLM, at most {budget} tokens a step) mixes "
-    "the prompts into its decode steps: each step decodes one token of every request and carries {c} x {prompt} / "
-    "{answer} prompt tokens (a new prompt for every answer finished; a whole prompt fits beside the decode tokens, "
-    "so no prompt is split), the weights read once. By the course's method: the step's weight matmuls take the "
+    "{answer} out, new requests arriving as others finish. The engine (vLLM, at most {budget} tokens a step) "
+    "decodes one token of every request each step and puts a new request's whole prompt into the next step beside "
+    "the decode tokens (a whole prompt fits beside them, so no prompt is split); the other steps decode alone. While "
+    "a user waits for its {answer} tokens, each of the other {c} - 1 requests finishes once and lets in a new "
+    "prompt (the user's own prompt is its first token, not its time per token). Each step reads the weights once. "
+    "By the course's method: a step's weight matmuls take the "
     f"slower of one read of the weights at {pct(COURSE.bandwidth_efficiency)} of peak bandwidth and all its tokens' "
     f"2 FLOPs per parameter at {pct(COURSE.compute_efficiency)} of the peak FLOP/s at FP8; its attention the slower "
-    "of the requests' KV cache, read at the average context, and the prompt tokens' causal attention FLOPs; then "
+    "of the requests' KV cache, read at the average context, and its prompt tokens' causal attention FLOPs; then "
     f"{COURSE.step_overhead_ms:g} ms per step, a floor of {FLOOR} for each of the {_L70.layers} layers' kernels, and the "
     "all-reduces of all the step's tokens, each the faster of the engines' two kernels, at "
     f"{_LINK_ETA} of the link: the one-shot ({_KERNEL} + one latency + (N - 1) x the message over the link) and the "
@@ -405,15 +407,17 @@ define(
     lambda r: _tpot_variant(*pick(r, _TPOT_SETUPS())),
     _tpot,
     (
-        "Prompt tokens a step carries: {c} x {prompt} / {answer} (lc.FORMULAS['steady_chunk_tokens']). A user gets "
-        "one token a step, so the time per token is the step's time (lc.FORMULAS['mixed_step_time']).",
+        "A user gets one token a step. A share ({c} - 1) / {answer} of its steps carry a whole {prompt}-token "
+        "prompt (lc.FORMULAS['prompt_step_share'], one chunk a prompt), the rest decode alone: the time per token "
+        "is that share of the step with a prompt plus the rest of the step alone (lc.FORMULAS['chunked_mean_step']), "
+        "each step lc.FORMULAS['mixed_step_time'].",
         "Matmuls: the slower of weights / ({n} x bandwidth x "
-        f"{COURSE.bandwidth_efficiency:g}) and ({{c}} + the prompt tokens) x 2 x parameters / ({{n}} x FP8 peak x "
-        f"{COURSE.compute_efficiency:g}). Attention: the slower of {{c}} caches at prompt + answer/2 tokens over the "
-        "same bandwidth and the prompt tokens' attention FLOPs, 2 x layers x heads x head dim x prompt each on "
-        "average (the causal term of the prompt's prefill FLOPs over its tokens).",
+        f"{COURSE.bandwidth_efficiency:g}) and ({{c}} + the step's prompt tokens, {{prompt}} or 0) x 2 x parameters "
+        f"/ ({{n}} x FP8 peak x {COURSE.compute_efficiency:g}). Attention: the slower of {{c}} caches at prompt + "
+        "answer/2 tokens over the same bandwidth and the prompt's attention FLOPs, 2 x layers x heads x head dim x "
+        "prompt for each of its tokens on average (the causal term of the prompt's prefill FLOPs over its tokens).",
         f"Add {COURSE.step_overhead_ms:g} ms, {_L70.layers} x {FLOOR} and the 2 x {_L70.layers} all-reduces of "
-        f"({{c}} + the prompt tokens) x {_L70.hidden:,} x {_ACT} bytes (lc.FORMULAS['oneshot_allreduce_time'], "
+        f"({{c}} + the step's prompt tokens) x {_L70.hidden:,} x {_ACT} bytes (lc.FORMULAS['oneshot_allreduce_time'], "
         "'twoshot_allreduce_time'; none on one GPU).",
     ),
     tolerance=0.02,

@@ -38,11 +38,14 @@ _REPLICA = (
     "conversations started at different times each hold their prompt and a uniform share of their answer, so B of "
     "them hold on average B x KV per token x (prompt + answer / 2), with a spread of KV per token x answer x "
     f"sqrt(B / 12), and B is the largest whose mean plus {_COURSE.admission_spreads:g} spreads fits beside the "
-    "weights. Each engine step decodes one token of every running request and carries B x prompt / answer "
-    "prompt tokens of the requests that replace finished ones (the whole prompt fits in the step's 8,192-token "
-    "budget), the weights read once: its weight matmuls take the slower of one weight read and all its tokens' "
-    "2 FLOPs per parameter, its attention the slower of the running requests' KV (read at the average context, "
-    "prompt + answer / 2) and the prompt tokens' causal attention FLOPs, and it pays a fixed "
+    "weights. Each engine step decodes one token of every running request; a request that takes a finished one's "
+    "place has its whole prompt put into the next step beside the decode tokens (it fits in the step's "
+    "8,192-token budget), and the other steps decode alone. Over an answer's steps each of the B requests lets in "
+    "one new prompt, so a share min(1, B / answer) of the steps carry one (at a share of 1, every step carries "
+    "B x prompt / answer prompt tokens). Each step reads the weights once: its weight matmuls take the slower of "
+    "one weight read and all its tokens' 2 FLOPs per parameter, its attention the slower of the running requests' "
+    "KV (read at the average context, prompt + answer / 2) and its prompt tokens' causal attention FLOPs, and it "
+    "pays a fixed "
     f"{_COURSE.step_overhead_ms:g} ms on top (launches, scheduling) and a floor of {FLOOR} for each of the model's "
     "layers. "
 )
@@ -50,11 +53,15 @@ _CAP_HINTS = (
     "Batch: the largest B (at most 256) with B x KV per token x (prompt + answer / 2) + "
     f"{_COURSE.admission_spreads:g} x KV per token x answer x sqrt(B / 12) <= free KV memory "
     "(lc.FORMULAS['kv_in_use']).",
-    "Step: prompt tokens c = B x {prompt} / {answer}; matmuls max(weights / bandwidth, (B + c) x 2 x parameters / "
-    "FLOP/s), attention max(B x KV at the average context / bandwidth, c x 2 x layers x heads x head dim x {prompt} "
-    f"/ FLOP/s), + {_COURSE.step_overhead_ms:g} ms + layers x {FLOOR} (lc.FORMULAS['mixed_step_time'], "
+    "A step with c prompt tokens (c = {prompt} for a whole prompt, 0 for a step that decodes alone): matmuls "
+    "max(weights / bandwidth, (B + c) x 2 x parameters / FLOP/s), attention max(B x KV at the average context / "
+    "bandwidth, c x 2 x layers x heads x head dim x {prompt} / FLOP/s), + "
+    f"{_COURSE.step_overhead_ms:g} ms + layers x {FLOOR} (lc.FORMULAS['mixed_step_time'], "
     "lc.FORMULAS['layer_floor_time']).",
-    "Each step finishes B output tokens: requests per second = B / (step time x {answer}).",
+    "Share of steps with a prompt: min(1, B / {answer}) (lc.FORMULAS['prompt_step_share']); mean step = share x the "
+    "step with a prompt + (1 - share) x the step alone (lc.FORMULAS['chunked_mean_step']). At a share of 1, the "
+    "step instead carries c = B x {prompt} / {answer} prompt tokens.",
+    "Each step finishes B output tokens: requests per second = B / (mean step x {answer}).",
 )
 
 define(
@@ -102,7 +109,7 @@ define(
     ),
     (
         "Arrival rate = {load} x the capacity of the {gpu} replica.",
-        *_CAP_HINTS[:2],
+        *_CAP_HINTS,
         "Load on the {other} = that rate / the {other} replica's capacity.",
     ),
     bare_ok=True,

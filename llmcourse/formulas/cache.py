@@ -40,6 +40,10 @@ DERIVED: dict[str, tuple[str, str]] = {
         "fab223cbe1ecbc7d1a98",
         "Max(Mul(Symbol('F_{attn}', positive=True), Symbol('B', positive=True, integer=True), Pow(Symbol('F', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{F}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1))), Mul(Symbol('K_{seq}', positive=True), Symbol('B', positive=True, integer=True), Pow(Symbol('\\\\beta', positive=True), Integer(-1)), Pow(Symbol('\\\\eta_{\\\\beta}', positive=True), Integer(-1)), Pow(Symbol('N', positive=True, integer=True), Integer(-1))))",
     ),
+    "Min:1c5010104cbe": (
+        "1c5010104cbe5a457319",
+        "Min(Integer(1), Mul(Symbol('B', positive=True, integer=True), Symbol('k_{ch}', positive=True, integer=True), Pow(Symbol('T_{a}', positive=True), Integer(-1))))",
+    ),
     "Min:1de6dc93315f": (
         "1de6dc93315fa21dddd6",
         "Min(Symbol('T_{ctx}', positive=True), Symbol('c', positive=True, integer=True))",
@@ -170,6 +174,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "break_even_utilisation_rented": ("654d6c9397e05d78971c", "_a1*_a2/(_a0*_a3)"),
     "capital_rate": ("d596b9f009eee558d36c", "(_a1 + _a0)/_a2"),
     "capped_queue_wait": ("14e63f8c2b63f908f996", "(_a4 + _a3*(_a0 - 1))*(_a1/_a2 - 1)"),
+    "chunked_mean_step": ("880f932262d5d02732b6", "_a2*(1 - _a1) + _a0*_a1"),
     "closed_loop_prefill_wait": (
         "a093a3694e9188341a6a",
         "((_a2**2*(_a1 - 1)/((1/2)*_a3 - _a2*(_a1 - 1) + _a2 + _a4*(_a0 - 1) + sqrt(_a2**2*(2*_a1 - 2) + ((1/2)*_a3 - _a2*(_a1 - 1) + _a2 + _a4*(_a0 - 1))**2))) if ((1/2)*_a3 - _a2*(_a1 - 1) + _a2 + _a4*(_a0 - 1) >= 0) else (-1/4*_a3 + (1/2)*_a2*(_a1 - 1) - 1/2*_a2 - 1/2*_a4*(_a0 - 1) + (1/2)*sqrt(_a2**2*(2*_a1 - 2) + ((1/2)*_a3 - _a2*(_a1 - 1) + _a2 + _a4*(_a0 - 1))**2)))",
@@ -273,7 +278,9 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "prefill_pool_utilisation": ("717d59165fa41f8531cc", "_a1*_a2/_a0"),
     "prefill_share": ("610db085f3eed009f319", "_a1/(_a2*_a0 + _a1)"),
     "prefill_time": ("80a254bf6c97d746b84a", "max(_a7/(_a1*_a0*_a3), _a5*_a6/(_a2*_a4*_a3))"),
+    "prompt_step_share": ("459597b0ae7cdb44dc37", "min(1, _a1*_a2/_a0)"),
     "replicas_needed": ("5d1031a3010600c17c83", "ceil(_a0/_a1)"),
+    "reserved_usable_memory": ("10187a966ab5cfff3c21", "_a2*(-_a1 + _a0)"),
     "ridge_intensity": ("c771b0b26188c00bf335", "_a2*_a3/(_a1*_a0)"),
     "rps_per_gpu": ("8484defb014eb47d8296", "1/(_a2 + _a3*_a0/_a1)"),
     "send_time": ("8bdbb4320c33cf594245", "_a0 + _a3 + _a4/(_a2*_a1)"),
@@ -289,6 +296,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "speculative_speedup_memory_bound": ("f990fbf78f7be93bb96a", "(1 - _a0**(_a2 + 1))/((1 - _a0)*(_a1*_a2 + 1))"),
     "speculative_throughput": ("a1ecb12bd5c2344816ac", "_a0*_a2/_a1"),
     "speculative_token_time": ("0aa0c97eecf5a72628d8", "_a0/_a1"),
+    "spread_token_budget": ("6f1296dd33ed25171bb1", "_a1*(_a2/_a0 + 1)"),
     "steady_chunk_tokens": ("095a6966aa9fdad968b9", "_a1*_a2/_a0"),
     "step_with_overhead": ("7b8a296a82479fe3d46b", "_a1 + _a0"),
     "throughput": ("fcc828657feeacce77d5", "_a0/_a1"),
@@ -305,7 +313,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "weight_load_time": ("59110f7dd398648bf73c", "_a1/_a0"),
     "weight_read_time": ("1a3b6cc497f53320b20b", "_a3/(_a1*_a0*_a2)"),
 }
-SOURCES = "1cae9ba89225195886e2"
+SOURCES = "3193ca94c14fba0c0498"
 TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ("peak_request_rate", "request_rate", "peak request rate", "01_tokens", "daily_rate peak_factor"),
     ("token_rate", "token_rate", "tokens per second from requests", "01_tokens", "request_rate tokens_per_request"),
@@ -319,6 +327,13 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ),
     ("weight_bytes", "weights", "bytes of weights", "02_weights", "params weight_bytes_per_param"),
     ("usable_memory", "usable_memory", "memory the server may use", "02_weights", "gpu_memory n_gpus usable_fraction"),
+    (
+        "reserved_usable_memory",
+        "usable_memory",
+        "memory the server may use when its engine keeps a fixed allowance on each GPU (llama.cpp)",
+        "17_own_machine",
+        "gpu_memory memory_reserve n_gpus",
+    ),
     (
         "gpus_for_weights",
         "n_gpus",
@@ -483,9 +498,30 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "answer_tokens batch prompt_tokens token_budget",
     ),
     (
+        "prompt_step_share",
+        "prompt_step_share",
+        "share of an engine's steps that carry a prompt chunk: over an answer's length each of a batch of requests finishes once and lets in a new prompt, whose chunks take a step each (a user's own steps see the other batch - 1 requests' prompts; the replica's steps all batch of them)",
+        "06_prefill",
+        "answer_tokens batch chunks_per_prompt",
+    ),
+    (
+        "chunked_mean_step",
+        "mean_step_time",
+        "mean step of an engine that fills its token budget with whole waiting prompts (or the chunks of one too long for it): the steps with a chunk, the rest decoding alone",
+        "06_prefill",
+        "chunk_step_time prompt_step_share step_time",
+    ),
+    (
         "steady_chunk_tokens",
         "chunk_tokens",
         "prompt tokens each step carries so that the batch stays full: a prompt for every answer finished",
+        "06_prefill",
+        "answer_tokens batch prompt_tokens",
+    ),
+    (
+        "spread_token_budget",
+        "token_budget",
+        "per-step token budget that spreads every prompt evenly over the steps: the batch's decode tokens and the steady chunk beside them, so that no step carries more prompt than the batch needs",
         "06_prefill",
         "answer_tokens batch prompt_tokens",
     ),

@@ -79,6 +79,13 @@ n_gpus = symbol(
 gpu_memory = symbol("gpu_memory", r"M_{gpu}", "B", "memory of one GPU")
 usable_fraction = symbol("usable_fraction", "u", "", "fraction of memory the server may use", at_most=1)
 usable_memory = symbol("usable_memory", "M", "B", "usable memory of the replica")
+memory_reserve = symbol(
+    "memory_reserve",
+    r"M_{res}",
+    "B",
+    "memory an engine keeps on each GPU beside its weights and KV cache (llama.cpp's compute buffers and margin)",
+    allow_zero=True,
+)
 batch = symbol("batch", "B", "", "sequences decoded together", integer=True)
 # --- speed --------------------------------------------------------------------------------
 bandwidth = symbol("bandwidth", r"\beta", "B/s", "memory bandwidth of one GPU")
@@ -155,6 +162,13 @@ def _weights() -> None:
         n_gpus * gpu_memory * usable_fraction,
         "memory the server may use",
         "02_weights",
+    )
+    formula(
+        "reserved_usable_memory",
+        "usable_memory",
+        n_gpus * (gpu_memory - memory_reserve),
+        "memory the server may use when its engine keeps a fixed allowance on each GPU (llama.cpp)",
+        "17_own_machine",
     )
     formula(
         "gpus_for_weights",
@@ -394,6 +408,22 @@ chunk_kv_read = symbol(
 token_budget = symbol(
     "token_budget", r"C_{tok}", "", "tokens one engine step may carry: prompt chunks and decode tokens", integer=True
 )
+chunks_per_prompt = symbol(
+    "chunks_per_prompt", r"k_{ch}", "", "steps a prompt's chunks take (its new tokens over the room a step leaves)",
+    integer=True,
+)  # fmt: skip
+prompt_step_share = symbol(
+    "prompt_step_share",
+    r"\phi_{ch}",
+    "",
+    "share of an engine's steps that carry a prompt chunk",
+    at_most=1,
+    allow_zero=True,
+)
+chunk_step_time = symbol("chunk_step_time", r"t_{ch}", "s", "mean time of the steps that carry a prompt's chunks")
+mean_step_time = symbol(
+    "mean_step_time", r"\bar{t}_{step}", "s", "mean time of an engine's steps, with a prompt chunk or without"
+)
 
 
 @section
@@ -463,6 +493,10 @@ def _decode() -> None:
         "bytes and FLOPs",
         "06_prefill",
     )  # fmt: skip
+
+
+@section
+def _engine_steps() -> None:
     formula(
         "decoding_batch",
         "batch",
@@ -472,10 +506,35 @@ def _decode() -> None:
         "06_prefill",
     )
     formula(
+        "prompt_step_share",
+        "prompt_step_share",
+        Min(1, chunks_per_prompt * batch / answer_tokens),
+        "share of an engine's steps that carry a prompt chunk: over an answer's length each of a batch of requests "
+        "finishes once and lets in a new prompt, whose chunks take a step each (a user's own steps see the other "
+        "batch - 1 requests' prompts; the replica's steps all batch of them)",
+        "06_prefill",
+    )
+    formula(
+        "chunked_mean_step",
+        "mean_step_time",
+        prompt_step_share * chunk_step_time + (1 - prompt_step_share) * step_time,
+        "mean step of an engine that fills its token budget with whole waiting prompts (or the chunks of one too long "
+        "for it): the steps with a chunk, the rest decoding alone",
+        "06_prefill",
+    )
+    formula(
         "steady_chunk_tokens",
         "chunk_tokens",
         batch * prompt_tokens / answer_tokens,
         "prompt tokens each step carries so that the batch stays full: a prompt for every answer finished",
+        "06_prefill",
+    )
+    formula(
+        "spread_token_budget",
+        "token_budget",
+        batch * (1 + prompt_tokens / answer_tokens),
+        "per-step token budget that spreads every prompt evenly over the steps: the batch's decode tokens and the "
+        "steady chunk beside them, so that no step carries more prompt than the batch needs",
         "06_prefill",
     )
 

@@ -25,7 +25,18 @@ from llmcourse.replica.memory import kv_bytes_per_sequence, kv_bytes_per_token, 
 from llmcourse.replica.model import cost_per_million
 from llmcourse.units import HOURS_PER_MONTH, Q_
 
-__all__ = ["SHEET_GPUS", "SHEET_MODELS", "sheet", "sheet_tables"]
+__all__ = ["SHEET_GPUS", "SHEET_MODELS", "SHEET_PRECISIONS", "sheet", "sheet_tables"]
+
+#: The weights table's rows: a precision (a catalog name, or a per-group mapping) and its label. Bare INT4 is 4 bits
+#: with no scales; a 4-bit checkpoint as shipped stores scales too (AWQ: one 16-bit scale and zero per 128 weights)
+#: and keeps its embeddings and output layer in 16 bits, and llama.cpp's Q4_K_M mixes 4- and 6-bit blocks.
+SHEET_PRECISIONS: tuple[tuple[Any, str], ...] = (
+    ("bf16", "BF16"),
+    ("fp8", "FP8"),
+    ("int4", "INT4, bare (no scales)"),
+    ({"embeddings": "bf16", "unembedding": "bf16", "other": "awq"}, "4-bit as shipped: AWQ, 16-bit embeddings"),
+    ("q4_k_m", "4-bit as shipped: GGUF Q4_K_M"),
+)
 
 #: Models whose KV per token the sheet lists, and GPUs whose datasheet figures it lists.
 SHEET_MODELS = (
@@ -95,16 +106,7 @@ def sheet(assumptions: Assumptions | str | None = None) -> dict[str, Any]:
     datasheet = resolve().replace(bandwidth_efficiency=1.0, compute_efficiency=1.0)  # the datasheet's peaks
     out["ridge"] = ridge_intensity(h100, assumptions=datasheet)
     out["ridge_course"] = ridge_intensity(h100, assumptions=a)
-    out["weight_rows"] = [
-        (
-            p,
-            Q_(bytes_per_value(p), "B"),
-            weight_bytes("Llama-3.1-8B", p).to("GB"),
-            weight_bytes("Llama-3.1-70B", p).to("GB"),
-            weight_bytes("Llama-3.1-405B", p).to("GB"),
-        )
-        for p in ("bf16", "fp8", "int4")
-    ]
+    out["weight_rows"] = [_weight_row(p, label) for p, label in SHEET_PRECISIONS]
     m70 = seed004_model()  # a round 70 billion parameters
     out["fpp"] = a.flops_per_param
     out["flops_70b"] = decode_flops_per_token(m70, 1, attention_flops=False, assumptions=a)
@@ -124,6 +126,14 @@ def sheet(assumptions: Assumptions | str | None = None) -> dict[str, Any]:
     out["month_hours"] = HOURS_PER_MONTH
     out["month_cost"] = F["fleet_cost"](gpus=1, price=h100.price_per_hour, hours=out["month_hours"]).to("USD")
     return out
+
+
+def _weight_row(p: Any, label: str) -> tuple[Any, ...]:
+    """A weights table row: the precision's key (its name, or its label for a per-group mapping), its bytes per
+    weight (a mapping's: the 70B model's bytes over its parameters), the three Llama 3.1 sizes, and its label."""
+    sizes = [weight_bytes(m, p).to("GB") for m in ("Llama-3.1-8B", "Llama-3.1-70B", "Llama-3.1-405B")]
+    per = Q_(bytes_per_value(p), "B") if isinstance(p, str) else (sizes[1] / models["Llama-3.1-70B"].params).to("B")
+    return (p if isinstance(p, str) else label, per, *sizes, label)
 
 
 def sheet_tables(values: Mapping[str, Any] | None = None) -> dict[str, str]:
@@ -150,7 +160,14 @@ def sheet_tables(values: Mapping[str, Any] | None = None) -> dict[str, str]:
         "| model | attention | KV per token (BF16) | one 4,096-token sequence | one 131,072-token sequence |",
         "|---|---|---|---|---|",
     ]
-    kv += [f"| {n} | {a} | {num(k)} | {num(k4)} | {num(k128)} |" for n, a, k, k4, k128 in s["kv_rows"]]
+    beyond = [n for n, *_ in s["kv_rows"] if models[n].max_position < 131_072]
+    kv += [
+        f"| {n} | {a} | {num(k)} | {num(k4)} | {num(k128)}{' (beyond its native context)' if n in beyond else ''} |"
+        for n, a, k, k4, k128 in s["kv_rows"]
+    ]
     wt = ["| precision | bytes per weight | Llama 3.1 8B | Llama 3.1 70B | Llama 3.1 405B |", "|---|---|---|---|---|"]
-    wt += [f"| {p.upper()} | {num(b)} | {num(a)} | {num(c)} | {num(d)} |" for p, b, a, c, d in s["weight_rows"]]
+    wt += [
+        f"| {lab} | {num(b, 3)}{' (70B)' if key == lab else ''} | {num(a)} | {num(c)} | {num(d)} |"
+        for key, b, a, c, d, lab in s["weight_rows"]
+    ]
     return {"gpus": "\n".join(gpu), "kv": "\n".join(kv), "weights": "\n".join(wt)}

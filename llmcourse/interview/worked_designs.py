@@ -51,22 +51,30 @@ def _design_support(variant: int) -> dict[str, Any]:
     p = plan(g["model"], g["gpu"], p99_brief, weight_bytes="fp8", tensor_parallel=on_mean.tensor_parallel)
     z = p.sizing
     design, larger = p, ""
-    if not z.met:  # a prompt alone is too slow at the p99 on these replicas: larger ones prefill it faster
+    # a prompt alone is too slow at the p99 on these replicas, or so close to it that only a nearly idle fleet meets
+    # it (more than twice the mean's): larger replicas prefill it faster
+    if not z.met or p.gpus > 2 * on_mean.gpus:
         shapes = [2**k for k in range(1, 4) if on_mean.tensor_parallel < 2**k <= _LARGEST_REPLICA]
         met = [q for q in (plan(g["model"], g["gpu"], p99_brief, weight_bytes="fp8", tensor_parallel=t) for t in shapes)
-               if q.sizing.met]  # fmt: skip
+               if q.sizing.met and (not z.met or q.gpus < p.gpus)]  # fmt: skip
         design = min(met, key=lambda q: q.gpus) if met else p
-        larger = (
-            f" No number of replicas of {p.tensor_parallel} meets it: at the p99 a prompt that never waits is"
-            f" already too slow."
-            + (
-                f" Replicas of {design.tensor_parallel} GPUs prefill it faster and meet it with {design.gpus:,} GPUs"
-                f" (p99 {num(design.sizing.ttft)}), {num(design.cost_per_million_output_tokens)} per million tokens:"
-                f" that is the design."
-                if met
-                else f" Nor do replicas of up to {_LARGEST_REPLICA} GPUs: the promise or the prompts must change."
-            )
+        faster = (
+            f" Replicas of {design.tensor_parallel} GPUs prefill it faster and meet it with {design.gpus:,} GPUs"
+            f" (p99 {num(design.sizing.ttft)}), {num(design.cost_per_million_output_tokens)} per million tokens:"
+            f" that is the design."
         )
+        if not z.met:
+            larger = (
+                f" No number of replicas of {p.tensor_parallel} meets it: at the p99 a prompt that never waits is"
+                f" already too slow."
+                + (faster if met else f" Nor do replicas of up to {_LARGEST_REPLICA} GPUs: the promise or the prompts"
+                   f" must change.")
+            )  # fmt: skip
+        elif met:
+            larger = (
+                f" Replicas of {p.tensor_parallel} meet it only nearly idle: at the p99 a prompt that never waits is"
+                f" already close to the target, so almost none may wait." + faster
+            )
     settled = (
         " The p99 target lies inside the simulated p99's sampling interval at that fleet, so the count is rough:"
         " another seed of the same simulation can move it; say so, and give the target room."

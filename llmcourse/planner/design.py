@@ -301,7 +301,8 @@ def plan(
     step, mixed or separate prefill, the most requests running); the plan says which (``plan.engine``, its
     "engine" row). Under the course's method the batch is admitted on the KV blocks in use (staggered
     conversations hold their prompt and half their answer on average) and its steps are the engine's: vLLM,
-    TensorRT-LLM and llama.cpp carry the new requests' prompt chunks in the decode steps, SGLang pauses decoding
+    TensorRT-LLM and llama.cpp put each new request's prompt into a decode step, whole where the token budget holds
+    it, SGLang pauses decoding
     for prefill batches of its own. The batch is the largest that fits and keeps the time per token within its
     target (a batch of 1 if none does; the plan then reports the target unmet); that time includes the prompts
     of the requests that join the batch. The time to first token is one prompt's prefill (of its uncached part,
@@ -327,7 +328,7 @@ def plan(
     >>> b = Brief(10, 2_000, 300, Q_(1, "s"), Q_(50, "ms"))
     >>> p = plan("Llama-3.1-8B", "H100 SXM", b)
     >>> p.fits, p.meets_targets, p.bottleneck, p.gpus, p.batch
-    (True, True, 'compute', 2, 130)
+    (True, True, 'compute', 2, 127)
     >>> p.engine
     'vLLM (8,192 tokens a step, prompt chunks mixed into decode steps, at most 1,024 running)'
     >>> sg = plan("Llama-3.1-8B", "H100 SXM", b, engine="sglang")

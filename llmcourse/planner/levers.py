@@ -18,6 +18,15 @@ changes what users get. The levers:
 * **Disaggregation** (engineering): a prefill pool and a decode pool of the baseline's replica shape
   (:func:`~llmcourse.planner.disagg.disaggregated`, its first token at the brief's percentile, or on the mean
   with the prefill queue's mean wait); NVIDIA Dynamo, llm-d, SGLang, vLLM and TensorRT-LLM run the split.
+* **Small token budget** (engineering): the engine's per-step token budget cut to about
+  :math:`B\\,(1 + T_p/T_a)` (formula ``spread_token_budget``; of those at batches up to three times the
+  baseline's, the one that needs the fewest GPUs), so that every step carries a small chunk of prompt instead of a
+  few steps carrying whole prompts: vLLM's ``--max-num-batched-tokens`` (vLLM lowers its default
+  ``--max-num-seqs`` to the budget, and refuses one set above it), TensorRT-LLM's ``max_num_tokens`` with chunked
+  context on, SGLang's ``--chunked-prefill-size`` with ``--enable-mixed-chunk``. The time per token steadies and
+  the batch at the target grows; the first token waits for its prompt's chunks and, with room for about one
+  prompt's chunk a step, for the prompts before it (charged as a queue, formula ``mdc_wait``). Not for llama.cpp,
+  nor where the engine's budget is that small already.
 * **Prefix caching at a hit rate** ``h`` (engineering): the modelling choice of this course is that a hit
   saves *prefill work only*. The cached tokens' keys and values still sit in memory for the whole
   request (the request attends to them), so the KV per request and the largest batch are those of
@@ -40,27 +49,31 @@ Examples
 >>> from llmcourse.units import Q_
 >>> b = Brief(20, 3_600, 400, Q_(1, "s"), Q_(40, "ms"))  # within Llama 2 13B's 4,096 positions
 >>> [(x.kind, x.name, x.gpus) for x in rank_levers("Llama-2-13B", "H100 SXM", b)][:2]
-[('engineering', 'FP8 KV cache', 14), ('engineering', 'INT4 weights', 21)]
+[('engineering', 'FP8 KV cache', 18), ('engineering', 'INT4 weights', 23)]
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import pint
 
-from llmcourse.arith import times
+from llmcourse.arith import at_most, times
 from llmcourse.catalog import GPU, Model
 from llmcourse.catalog.drafts import draft_heads
 from llmcourse.errors import InputError
+from llmcourse.formulas import FORMULAS
 from llmcourse.planner.design import Brief, Plan, lever_plan, plan
 from llmcourse.planner.disagg import disaggregated
 from llmcourse.replica.base import bytes_of, gpu_of, model_of
+from llmcourse.replica.scheduler import EngineSettings, engine_settings, scheduler_of
 from llmcourse.replica.speculative import Speculation
-from llmcourse.units import fmt, plain_number, to
+from llmcourse.units import Q_, fmt, plain_number, to
 
 __all__ = [
+    "BUDGET_BATCHES",
     "CONTEXT_FRACTION",
     "EAGLE_ACCEPTANCE",
     "EAGLE_DRAFT_TOKENS",
@@ -82,6 +95,7 @@ LEVER_NAMES = (
     "prefix caching",
     "EAGLE head",
     "disaggregation",
+    "small token budget",
 )
 #: The kinds of lever, in the order a ranking lists them: serving changes first, then another model, then the product.
 KINDS = ("engineering", "model", "product")
@@ -94,6 +108,9 @@ CONTEXT_FRACTION = 0.5  # likewise: prompts cut to half
 #: The EAGLE head's scenario (likewise): four draft tokens a step, each accepted with probability 0.7 (the chapter
 #: *Speculative decoding*'s chat setting; acceptance depends on the traffic, so measure your own).
 EAGLE_DRAFT_TOKENS, EAGLE_ACCEPTANCE = 4, 0.7
+#: The small token budget lever's search (likewise, a search grid, not a modelling constant): budgets that spread the
+#: prompts evenly at the baseline's batch times each of these.
+BUDGET_BATCHES = (1, 1.25, 1.5, 1.75, 2, 2.5, 3)
 
 
 @dataclass(frozen=True)
@@ -219,7 +236,7 @@ def rank_levers_against(
     >>> base = plan("Llama-2-13B", "H100 SXM", b)
     >>> levers = rank_levers_against("Llama-2-13B", "H100 SXM", b, base, HIT_RATE, CONTEXT_FRACTION, {})
     >>> [(x.name, x.gpus) for x in levers if x.kind != "engineering"]
-    [('GQA, 8 KV heads', 9), ('shorter contexts', 13)]
+    [('GQA, 8 KV heads', 12), ('shorter contexts', 15)]
     """
     m, g = model_of(model), gpu_of(gpu)
     cf = plain_number(context_fraction, "context_fraction", at_most=1.0)
@@ -269,6 +286,7 @@ def rank_levers_against(
     )
     out.append(_eagle(m, g, brief, base, plan_kwargs))
     out.append(_split(m, g, brief, base, plan_kwargs))
+    out.append(_budget(m, g, brief, base, plan_kwargs))
     order = {k: i for i, k in enumerate(KINDS)}
     return sorted(
         out,
@@ -308,6 +326,81 @@ def _eagle(m: Model, g: GPU, brief: Brief, base: Plan, plan_kwargs: dict[str, An
     spec = Speculation("eagle head", EAGLE_DRAFT_TOKENS, EAGLE_ACCEPTANCE)
     p = lever_plan(m, g, brief, **{**plan_kwargs, "speculation": spec})
     return _lever(name, base, p, f"{spec.label()}: {spec.expected_tokens:.2f} tokens a verification step")
+
+
+def _budget(m: Model, g: GPU, brief: Brief, base: Plan, plan_kwargs: dict[str, Any]) -> Lever:
+    """The small token budget lever: of the budgets that spread each prompt evenly over the steps at batches from
+    the baseline's up to :data:`BUDGET_BATCHES` times it (formula ``spread_token_budget``), the one that needs the
+    fewest GPUs; the engine's cap on running requests no higher than the budget, prompt chunks mixed into decode
+    steps. A budget too small for a batch holds the batch to what it can feed (a prompt for every answer finished),
+    so the fewest GPUs sit at a batch in between, not at the baseline's.
+
+    A small budget leaves room for about one prompt's chunk a step, so a new prompt waits for the one before it:
+    on a brief for the mean, the first token is charged that wait (formula ``mdc_wait``, one server per replica,
+    each prompt's chunk steps its service), and replicas are added until it meets the target (as the split's
+    prefill pool is charged its queue); a brief on percentiles is simulated with the budget by :func:`plan`."""
+    name = LEVER_NAMES[LEVER_NAMES.index("small token budget")]
+    if not base.fits:
+        return _lever(name, base, base, base.reason)
+    e = engine_settings(plan_kwargs.get("engine"))
+    if e.engine == "llama.cpp":
+        return _not_applied(name, base, "llama.cpp runs a prompt apart from the decodes")
+    default = scheduler_of(e.engine, g, max_batched_tokens=e.max_batched_tokens, max_running=e.max_running)
+    best: tuple[tuple[bool, int, float], Lever] | None = None
+    for budget in sorted(
+        {
+            math.ceil(
+                FORMULAS["spread_token_budget"](
+                    batch=round(base.batch * f), prompt_tokens=brief.prompt_tokens, answer_tokens=brief.answer_tokens
+                )
+            )
+            for f in BUDGET_BATCHES
+        }
+    ):
+        if budget >= default.token_budget:
+            continue
+        cap = budget if default.max_running is None else min(budget, default.max_running)
+        settings = EngineSettings(e.engine, max_batched_tokens=budget, mixed_prefill=True, max_running=cap)
+        p = plan(m, g, brief, **{**plan_kwargs, "engine": settings})
+        if not p.fits:
+            continue
+        lever = _queued(name, base, p, brief, f"{budget:,} tokens a step, at most {cap:,} running")
+        key = (not lever.meets_targets, lever.gpus or 0, to(lever.ttft, "s").m)
+        if best is None or key < best[0]:
+            best = (key, lever)
+    if best is None:
+        return _not_applied(name, base, f"the engine's budget, {default.token_budget:,} tokens, is that small already")
+    return best[1]
+
+
+def _queued(name: str, base: Plan, p: Plan, brief: Brief, settings: str) -> Lever:
+    """The budget lever's plan ``p`` with its prompts' queue: on a brief for the mean, the replicas that bring the
+    first token, with its wait for the prompt room (formula ``mdc_wait``, one server per replica), within the target
+    (no more than four times the plan's); on percentiles, ``p`` as simulated."""
+    if brief.on_percentiles or p.replica is None or p.replica.engine_step is None:
+        return _lever(name, base, p, f"{settings}: prompts in small chunks over every step")
+    t_pre = to(p.replica.engine_step.first_token_prefill, "s").m
+    rate = to(brief.requests_per_second, "1/s").m
+    tp = p.tensor_parallel
+    replicas = (p.gpus or 0) // tp
+    ttft, met = to(p.ttft, "s").m, False
+    for n in range(replicas, 4 * replicas + 1):
+        rho = rate * t_pre / n
+        if rho >= 1:
+            continue
+        wait = FORMULAS["mdc_wait"](prefill_utilisation=rho, prefill_servers=1, prefill_time=Q_(t_pre, "s"))
+        ttft = to(p.ttft, "s").m + to(wait, "s").m
+        met = at_most(Q_(ttft, "s"), brief.ttft_target) and p.tpot is not None and at_most(p.tpot, brief.tpot_target)
+        replicas = n
+        if met:
+            break
+    gpus = replicas * tp
+    note = (
+        f"{settings}: prompts in small chunks over every step; the first token with its wait for the prompt room "
+        f"({replicas:,} replicas)"
+    )
+    cost = to(times(base.price_per_hour, gpus), "USD/hour")
+    return Lever(name, True, True, gpus, base.gpus - gpus, met, to(Q_(ttft, "s"), "ms"), p.tpot, cost, note)
 
 
 def _split(m: Model, g: GPU, brief: Brief, base: Plan, plan_kwargs: dict[str, Any]) -> Lever:

@@ -10,6 +10,8 @@ Examples
 >>> m = own_machine("Llama-3.1-8B", "RTX 5090", "q4_k_m", context=8_192)
 >>> m.fits, round(m.weight_bytes.to("GB").m, 2), round(m.bound_tokens_per_s)
 (True, 4.91, 365)
+>>> round(m.gpu_memory.to("GiB").m), round(m.usable.to("GiB").m)  # llama.cpp reads 32 GiB, keeps 1 GiB for itself
+(32, 31)
 >>> own_machine("Llama-3.1-8B", "RTX 5090", "q4_km")
 Traceback (most recent call last):
 ...
@@ -28,9 +30,10 @@ from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import gpus, models
 from llmcourse.catalog.precision import GGUF_TABLE
 from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.replica.memory import gpu_memory_read, memory_rule_of
 from llmcourse.replica.memory import weight_bytes as weights_of
 from llmcourse.replica.model import replica
-from llmcourse.units import Q_
+from llmcourse.units import Q_, to
 
 __all__ = ["OwnMachine", "gguf_type", "longest_context", "own_machine"]
 
@@ -76,8 +79,9 @@ class OwnMachine:
     reason: str
     weight_bytes: pint.Quantity
     kv_bytes: pint.Quantity
-    #: The memory the GPU may use (a unified-memory machine: its share of the system's) and what the replica keeps
-    #: for weights and KV cache of it (the assumptions' memory share).
+    #: The memory the GPU may use as the engine reads it (llama.cpp: the device's GiB from the driver; a unified-memory
+    #: machine: its share of the system's, Metal's recommendedMaxWorkingSetSize) and what is left of it for weights
+    #: and KV cache (llama.cpp: less the assumptions' llama_cpp_memory_reserve_gib for its compute buffers).
     gpu_memory: pint.Quantity
     usable: pint.Quantity
     #: Tokens per second typing at this context (None if it does not fit), and the bound at 100% of the bandwidth
@@ -86,30 +90,46 @@ class OwnMachine:
     bound_tokens_per_s: float
     #: The time to read the prompt of ``context`` tokens before the first token (None if it does not fit).
     first_token_s: float | None
-    #: The longest context of one sequence that fits (0 if the weights alone do not), at most the model's positions.
+    #: The longest context of one sequence that fits (0 if the weights alone do not), at most the model's positions,
+    #: and the time to read a prompt that long before the first token (None if none fits).
     longest_context: int
+    longest_first_token_s: float | None = None
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) rows for a calculator."""
         g = gpus[self.gpu]
-        mem = f"{self.gpu_memory.to('GB').m:,.1f} GB"
+        gb = self.gpu_memory.to("GB").m
+        binary = abs(gb - to(g.memory, "GB").m) > 1e-9  # read as GiB (llama.cpp's reading)
+        unit = "GiB" if binary else "GB"
+        mem = f"{self.gpu_memory.to(unit).m:,.1f} {unit}" + (f" = {gb:,.1f} GB" if binary else "")
         if g.memory_share is not None:
-            mem += f" ({g.memory_share:.0%} of {g.unified_memory.to('GB').m:,.0f} GB unified memory)"
+            mem += f" ({g.memory_share:.0%} of {to(g.unified_memory, 'GB').m:,.0f} {unit} unified memory)"
         fit = "yes" if self.fits else f"no: {self.reason}"
         out = [
             ("fits", fit),
             ("weights", f"{self.weight_bytes.to('GB').m:,.2f} GB ({self.weights.upper()})"),
             (f"KV cache at {self.context:,} tokens", f"{self.kv_bytes.to('GB').m:,.2f} GB"),
             ("memory the GPU may use", mem),
+            ("left for weights and KV cache", f"{self.usable.to('GB').m:,.1f} GB"),
             ("bound: bandwidth / weight bytes", f"{self.bound_tokens_per_s:,.0f} tokens/s"),
         ]
         if self.tokens_per_s is not None and self.first_token_s is not None:
             out += [
                 ("typing speed", f"{self.tokens_per_s:,.1f} tokens/s"),
-                (f"first token after a {self.context:,}-token prompt", f"{self.first_token_s:,.2f} s"),
+                (f"first token after {_a(self.context)}-token prompt", f"{self.first_token_s:,.2f} s"),
             ]
         out.append(("longest context that fits", f"{self.longest_context:,} tokens"))
+        if self.longest_first_token_s is not None:
+            out.append(
+                (f"first token after {_a(self.longest_context)}-token prompt", f"{self.longest_first_token_s:,.1f} s")
+            )
         return out
+
+
+def _a(n: int) -> str:
+    """A count of tokens with its article, as read aloud: "an 8,192", "an 11,000", "a 22,399"."""
+    text = f"{n:,}"
+    return f"{'an' if text.startswith('8') or text.split(',')[0] in ('11', '18') else 'a'} {text}"
 
 
 def _fits(model: str, gpu: str, weights: str, n: int, a: Assumptions) -> bool:
@@ -163,6 +183,13 @@ def own_machine(
     r = replica(m, g, batch=1, prompt_tokens=context - 1, answer_tokens=1, weight_bytes=w, assumptions=a, engine=ENGINE)
     wb = weights_of(m, w)
     bound = float((gpus[g].bandwidth / wb).to("1/s").m)
+    rule, _ = memory_rule_of(a, ENGINE, gpus[g], 1)
+    longest = longest_context(m, g, w, a)
+    at_longest = (
+        replica(m, g, batch=1, prompt_tokens=longest - 1, answer_tokens=1, weight_bytes=w, assumptions=a, engine=ENGINE)
+        if longest >= 2
+        else None
+    )
     return OwnMachine(
         model=m,
         gpu=g,
@@ -172,7 +199,7 @@ def own_machine(
         reason="" if r.fits else r.reason,
         weight_bytes=wb.to("GB"),
         kv_bytes=r.kv_per_sequence.to("GB") if r.kv_per_sequence is not None else Q_(0, "GB"),
-        gpu_memory=gpus[g].memory.to("GB"),
+        gpu_memory=gpu_memory_read(gpus[g], a, rule).to("GB"),
         usable=r.usable_memory.to("GB"),
         # one person: the prompt is read before the first token (first_token_s), then each token is one decode
         # step at the context; the replica's tpot would spread the prompt over the steps (an engine mixing the
@@ -181,5 +208,6 @@ def own_machine(
         tokens_per_s=float((1 / r.step.step_time).to("1/s").m) if r.fits else None,
         bound_tokens_per_s=bound,
         first_token_s=float(r.first_prefill.time.to("s").m) if r.fits else None,
-        longest_context=longest_context(m, g, w, a),
+        longest_context=longest,
+        longest_first_token_s=float(at_longest.first_prefill.time.to("s").m) if at_longest is not None else None,
     )

@@ -304,7 +304,7 @@ def serving_plan(
     ...                    assumptions="envelope"))
     batch 94, 47 tok/s per user (92 if alone), 4,387 tok/s total, prefill 0.29 s, $0.32 per M output tokens at full load
     >>> print(serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, weight_bytes="fp8", prompt_tokens=2_000))
-    batch 100, 12 tok/s per user (53 if alone), 1,243 tok/s total with prefill, prefill 0.16 s, $1.12 per M output tokens at full load
+    batch 100, 12 tok/s per user (53 if alone), 1,164 tok/s total with prefill, prefill 0.16 s, $1.19 per M output tokens at full load
     >>> print(serving_plan("Qwen2.5-72B", "H100 SXM", 2, 2_300, assumptions="envelope"))
     weights 145 GB don't fit in 144 GB of usable memory: add GPUs or store fewer bytes per weight.
     """

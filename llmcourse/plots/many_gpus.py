@@ -148,7 +148,7 @@ def error_summary(rows: Sequence[MeasuredRow], assumptions: Any = None, method: 
     --------
     >>> s = error_summary(llama70_measured())
     >>> len(s.factors), s.within(1.25)
-    (81, 80)
+    (81, 77)
     """
     a = resolve(assumptions)
     return ErrorSummary(method or a.name, tuple((r.tpot / predicted_tpot(r, a)).to("").m for r in rows))

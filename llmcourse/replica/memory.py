@@ -14,7 +14,7 @@ from llmcourse.catalog import GPU, Model
 from llmcourse.catalog.precision import group_precisions, param_groups, per_group
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.formulas import checked, si
+from llmcourse.formulas import SYMBOLS, check_value, checked, si
 from llmcourse.replica.attention import kv_held_si, kv_read_si, kv_token_si
 from llmcourse.replica.base import B, bytes_of, gpu_of, model_of
 from llmcourse.replica.deployment import Deployment
@@ -283,7 +283,8 @@ def memory_rule_of(a: Assumptions, engine: Any, g: GPU, n: float) -> tuple[str, 
     in MiB; the catalog holds no driver figure, so the datasheet's is read as GiB whatever the assumptions'
     ``memory_unit`` (an "80 GB" H100 as 81,920 MiB, a "180 GB" B200 as 184,320 MiB). The driver reports a little less
     (81,559 and 183,359 MiB): SGLang's default share on four B200s is then 0.855, not 0.856. The share applies to the
-    memory as the assumptions read it, as vLLM's 0.9 does.
+    memory as the assumptions read it, as vLLM's 0.9 does. llama.cpp's rule (``"reserve"``) keeps the assumptions'
+    ``llama_cpp_memory_reserve_gib`` of each GPU.
 
     Examples
     --------
@@ -291,16 +292,56 @@ def memory_rule_of(a: Assumptions, engine: Any, g: GPU, n: float) -> tuple[str, 
     >>> b200 = gpu_of("B200")  # 184,320 MiB: 1 - 26,624 / 184,320 = 0.8556
     >>> memory_rule_of(resolve("course"), "SGLang", b200, 4), memory_rule_of(resolve("lab"), "SGLang", b200, 4)
     (('total', 0.856), ('total', 0.9))
+    >>> memory_rule_of(resolve("course"), "llama.cpp", gpu_of("RTX 5090"), 1)
+    ('reserve', 1.0)
     """
     if a.memory_rule != "engine":
         return a.memory_rule, a.memory_fraction
-    return engine_memory_rule(engine, float(to(g.memory, GB).m) * 1_024, int(n), a.memory_fraction)
+    return engine_memory_rule(
+        engine,
+        float(to(g.memory, GB).m) * 1_024,
+        int(n),
+        a.memory_fraction,
+        llama_cpp_reserve_gib=a.llama_cpp_memory_reserve_gib,
+    )
+
+
+def gpu_memory_read(g: GPU, a: Assumptions, rule: str) -> pint.Quantity:
+    """One GPU's memory as a replica under ``rule`` reads it: the catalog's figure as datasheet GB, or as GiB where the
+    assumptions' ``memory_unit`` says so or the rule is llama.cpp's (``"reserve"``: llama.cpp reads the device's
+    size in MiB from the driver, and a unified memory's share as Metal's ``recommendedMaxWorkingSetSize``, in MiB).
+
+    Examples
+    --------
+    >>> from llmcourse.assumptions import resolve
+    >>> mac = gpu_of("M3 Max")  # 0.75 x 64 GiB = 48 GiB = 51.54 GB
+    >>> [round(gpu_memory_read(mac, resolve(), rule).to(GB).m, 2) for rule in ("total", "reserve")]
+    [48.0, 51.54]
+    """
+    if a.memory_unit == "GiB" or rule == "reserve":
+        return quantity(to(g.memory, GB).m, GIB)
+    return g.memory
+
+
+def _reserved_si(g: GPU, n: float, mem: float, reserve_gib: float) -> float:
+    """llama.cpp's usable memory in bytes: ``n`` GPUs of ``mem`` bytes, each less ``reserve_gib`` GiB (an
+    :class:`InputError` when the allowance takes a GPU's whole memory)."""
+    reserve = si(quantity(reserve_gib, GIB), "memory_reserve")
+    if reserve >= mem:
+        raise InputError(
+            f"llama.cpp keeps {reserve_gib:g} GiB of each GPU for its compute buffers (the assumptions' "
+            f"llama_cpp_memory_reserve_gib), all of the {mem / 2**30:.3g} GiB of one {g.name}: give a GPU with more "
+            "memory or a smaller llama_cpp_memory_reserve_gib."
+        )
+    return F["reserved_usable_memory"].value(n_gpus=n, gpu_memory=mem, memory_reserve=reserve)
 
 
 def usable_si(g: GPU, n: float, a: Assumptions, weights: float, engine: Any = None) -> float:
     """:func:`usable_memory` in bytes, as a plain float, for checked inputs and ``weights`` bytes."""
-    mem = si(g.memory if a.memory_unit == "GB" else quantity(to(g.memory, GB).m, GIB), "gpu_memory")
     rule, fraction = memory_rule_of(a, engine, g, n)
+    mem = si(gpu_memory_read(g, a, rule), "gpu_memory")
+    if rule == "reserve":
+        return _reserved_si(g, n, mem, fraction)
     if rule == "total":
         return F["usable_memory"].value(n_gpus=n, gpu_memory=mem, usable_fraction=fraction)
     share = F["engine_usable_fraction"].value(weights=weights, kv_free_fraction=fraction, n_gpus=n, gpu_memory=mem)
@@ -322,14 +363,17 @@ def fitted_layout(d: Deployment, assumptions: Any) -> Layout:
     m, g = d.model, d.gpu
     lay = layout(m, g, tensor_parallel=d.tensor_parallel, data_parallel=d.data_parallel,
                  pipeline_parallel=d.pipeline_parallel, expert_parallel=d.expert_parallel, link=d.link)  # fmt: skip
-    check_weights_fit(m, g, d.weight_bytes, lay.n_gpus, "n_gpus", assumptions)
+    check_weights_fit(m, g, d.weight_bytes, lay.n_gpus, "n_gpus", assumptions, d.engine)
     return lay
 
 
-def check_weights_fit(m: Model, g: GPU, weight_bytes: Any, gpus_: float, name: str, assumptions: Any) -> None:
+def check_weights_fit(
+    m: Model, g: GPU, weight_bytes: Any, gpus_: float, name: str, assumptions: Any, engine: Any = None
+) -> None:
     """Refuse a deployment whose weights exceed the whole memory of the ``gpus_`` GPUs they are spread
-    over (every byte of it, before any share is kept back): such a replica cannot exist, so no step
-    or prefill of it has a time. ``name`` is the caller's argument for the GPU count.
+    over (every byte of it, before any share is kept back, read as ``engine`` reads it: llama.cpp's as GiB,
+    :func:`gpu_memory_read`): such a replica cannot exist, so no step or prefill of it has a time. ``name`` is the
+    caller's argument for the GPU count.
 
     Examples
     --------
@@ -338,8 +382,10 @@ def check_weights_fit(m: Model, g: GPU, weight_bytes: Any, gpus_: float, name: s
     ...
     llmcourse.errors.InputError: Llama-3.1-70B's weights (141 GB) do not fit in the 80.0 GB of one H100 SXM: give n_gpus=2 (the GPUs whose usable memory holds them), store fewer bytes per weight (weight_bytes='fp8' or 'int4'), or pick a GPU with more memory.
     """
-    if weights_si(m, weight_bytes) > gpus_ * si(g.memory, "gpu_memory"):
-        w, total = _weights(m, weight_bytes), gpus_ * g.memory
+    a = resolve(assumptions)
+    whole = gpu_memory_read(g, a, memory_rule_of(a, engine, g, gpus_)[0])
+    if weights_si(m, weight_bytes) > gpus_ * si(whole, "gpu_memory"):
+        w, total = _weights(m, weight_bytes), gpus_ * whole
         need = gpus_for_weights(m, g, weight_bytes, assumptions)
         where = f"one {g.name}" if gpus_ == 1 else f"{gpus_:g} x {g.name}"
         raise InputError(
@@ -454,8 +500,9 @@ def usable_memory(
     """Memory a server may use for weights and KV cache on ``n_gpus`` GPUs, by the assumptions'
     memory rule: a share of the total (``"total"``), or the ``weights`` plus a share of what they
     leave (``"free"``), that share being the assumptions' ``memory_fraction``, or (``"engine"``, the course's)
-    the rule of ``engine`` (None: the default engine, vLLM: a share of the total); the GPU's memory read as
-    datasheet GB or as the HBM's GiB.
+    the rule of ``engine`` (None: the default engine, vLLM: a share of the total; llama.cpp: all of it less a fixed
+    allowance on each GPU, the assumptions' ``llama_cpp_memory_reserve_gib``); the GPU's memory read as datasheet GB
+    or as the HBM's GiB (llama.cpp's always as GiB, :func:`gpu_memory_read`).
 
     Examples
     --------
@@ -467,12 +514,16 @@ def usable_memory(
     <Quantity(616.32, 'gigabyte')>
     >>> usable_memory("B200", 4, weights=Q_(671, "GB"), engine="TensorRT-LLM").to(GB)  # 671 + 0.9 x (720 - 671)
     <Quantity(715.1, 'gigabyte')>
+    >>> usable_memory("RTX 5090", engine="llama.cpp").to("GiB")  # 32 GiB less llama.cpp's 1 GiB
+    <Quantity(31.0, 'gibibyte')>
     """
     g = gpu_of(gpu)
     a = resolve(assumptions)
     n = n_gpus
-    mem = g.memory if a.memory_unit == "GB" else Q_(to(g.memory, GB).m, "GiB")
     rule, fraction = memory_rule_of(a, engine, g, n)
+    mem = gpu_memory_read(g, a, rule)
+    if rule == "reserve":
+        return Q_(_reserved_si(g, n, si(mem, "gpu_memory"), fraction), B)
     if rule == "total":
         return F["usable_memory"](n_gpus=n, gpu_memory=mem, usable_fraction=fraction)
     if weights is None:
@@ -536,3 +587,17 @@ def gpus_for_weights(
     if to(need * per_gpu - w, "B").m <= 0:  # exactly full: nothing left for the KV cache
         need += 1
     return 2 ** math.ceil(math.log2(need)) if power_of_two else need
+
+
+def replica_memory_si(d: Deployment, lay: Layout, a: Assumptions, final: float) -> tuple[float, float, float]:
+    """(weights held, usable memory, KV cache of one sequence of ``final`` tokens) of a replica of ``d`` on its
+    layout, in bytes, as plain floats: each attention data-parallel group holds everything but the experts (formula
+    ``dp_weights_held``), and the KV cache counts every copy the replica keeps."""
+    m, g = d.model, d.gpu
+    w = weights_si(m, d.weight_bytes)
+    if lay.data_parallel > 1:
+        w_exp = weight_parts_si(m, d.weight_bytes)[1]
+        w = F["dp_weights_held"].value(weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
+    mem = usable_si(g, check_value(lay.n_gpus, SYMBOLS["n_gpus"], "n_gpus"), a, w, d.engine)
+    kv_seq = kv_sequence_si(m, final, d.kv_bytes, kv_copies_si(m, lay.tensor_parallel, a))
+    return w, mem, kv_seq

@@ -18,7 +18,7 @@ from llmcourse.catalog import GPU, Model
 from llmcourse.catalog.precision import precision_label
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
-from llmcourse.formulas import SYMBOLS, check_value, checked
+from llmcourse.formulas import checked
 from llmcourse.replica.base import (
     BYTES_TO_GB,
     MS_TO_S,
@@ -30,16 +30,14 @@ from llmcourse.replica.base import (
     own_quantity,
     price_of,
 )
+from llmcourse.replica.chunked import ChunkedSteps, StepParts, chunked_steps, steady_step
 from llmcourse.replica.deployment import Deployment, Workload
 from llmcourse.replica.memory import (
     admission_si,
     check_weights_fit,
     gpus_for_weights,
-    kv_copies_si,
     kv_sequence_si,
-    usable_si,
-    weight_parts_si,
-    weights_si,
+    replica_memory_si,
 )
 from llmcourse.replica.parallel import Layout, layout
 from llmcourse.replica.prefilling import Prefill, prefiller, prompt_chunks, separate_prefill_s
@@ -302,8 +300,9 @@ def replica(
     ``engine`` (``"vLLM"`` by default, ``"SGLang"``, ``"TensorRT-LLM"``, ``"llama.cpp"``) and its scheduler settings
     (``max_batched_tokens``, ``mixed_prefill``, ``max_running``; None: the engine's defaults,
     :mod:`~llmcourse.replica.scheduler`) set, under the course's assumptions (``prefill_schedule`` ``"engine"``),
-    the steps the replica runs: a step carries its decode tokens and a prompt chunk within the token budget, or
-    separate prefill batches pause decoding; the time per token, the throughput and the first token follow from those
+    the steps the replica runs: a waiting prompt goes into a step beside the decode tokens, whole where the token
+    budget's rest holds it (else in chunks of that rest), and the other steps decode alone (formula
+    ``chunked_mean_step``), or separate prefill batches pause decoding; the time per token, the throughput and the first token follow from those
     steps (:class:`~llmcourse.replica.step.EngineStep`), and the batch is capped at ``max_running``. With admission
     ``"blocks"`` (the course's) the largest batch is the one whose staggered conversations fit (formula
     ``kv_in_use``), not all at their final length.
@@ -313,7 +312,7 @@ def replica(
     >>> r = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, prompt_tokens=2_000, answer_tokens=300,
     ...             weight_bytes="fp8")
     >>> r.batch, round(r.step.step_time.to(MS).m, 1), round(r.throughput.m), r.fits
-    (100, 34.8, 1243, True)
+    (100, 34.8, 1164, True)
     >>> e = replica("Qwen2.5-72B", "H100 SXM", tensor_parallel=2, context_tokens=2_300, weight_bytes="fp8",
     ...             assumptions="envelope")
     >>> round(e.throughput.m), round(e.cost_per_million_output_tokens.m, 2)
@@ -451,9 +450,9 @@ class ReplicaSetup(_Shared):
         check_positions(m, final, "context_tokens" if p is None else "prompt_tokens + answer_tokens")
         self._final, self._prompt, self._answer = final, p, ans
         # plain floats in bytes from here (the formulas by value); the units are attached to what is returned
-        w, mem, kv_seq = self._w, self._mem, self._kv_seq = _memory_si(d, lay, a, final)
+        w, mem, kv_seq = self._w, self._mem, self._kv_seq = replica_memory_si(d, lay, a, final)
         # the batch admitted, and (admission "blocks") the KV of a conversation on average and what its answer adds,
-        # each with the copies _memory_si counted
+        # each with the copies replica_memory_si counted
         top, self._admitted = admission_si(
             a, mem, w, kv_seq, lambda t: kv_sequence_si(m, t, d.kv_bytes) * kv_seq / kv_sequence_si(m, final, d.kv_bytes),
             p, ans,
@@ -496,7 +495,7 @@ class ReplicaSetup(_Shared):
             return
         self._kv_ctx = final if a.kv_read_context == "final" or p is None else p + ans / 2
         # decode_step() and prefill() of this layout, their inputs checked above: the weights must fit the GPUs
-        check_weights_fit(m, g, d.weight_bytes, n_all, "n_gpus", a)
+        check_weights_fit(m, g, d.weight_bytes, n_all, "n_gpus", a, d.engine)
         cp = self.base["matmul"]
         # the decode step of this layout as a function of the batch, and the prefill of its prompts as a function
         # of their number, each set up once (at its first use); one prompt's prefill does not depend on the batch
@@ -597,12 +596,14 @@ class ReplicaSetup(_Shared):
             n = F["decoding_batch"].value(batch=b, token_budget=budget, answer_tokens=ans, prompt_tokens=new)
             c = F["steady_chunk_tokens"].value(batch=n, prompt_tokens=new, answer_tokens=ans)
             chunks = self._chunks_of(sc.token_budget - n / dp)
-            att = sum(k * f for k, f, _ in chunks) / new  # attention FLOPs per prompt token, over the whole prompt
-            kv = c / new * sum(r for _, _, r in chunks)  # the earlier KV a step's chunks read
-            tpot = dec.mixed(n, c, att, kv)[0]
+            cs = chunked_steps(dec.mixed, n, chunks, ans)  # a new prompt in steps of its own, the rest decoding alone
+            if cs is not None:  # a user sees the others' prompts; the replica runs them all
+                tpot, step = cs.mean(n - 1), cs.mean(n)
+            else:  # chunks in every step: the budget spreads the prompts over all of them
+                tpot = step = steady_step(dec.mixed, n, c, chunks)[0]
             # a new prompt is chunked by its own group's budget, beside that group's decode tokens
             first = sum(dec.mixed(b - 1, k, f, r)[0] for k, f, r in self._chunks_of(sc.token_budget - (b - 1) / dp))
-            got = (n, c, tpot, first, None, F["throughput"].value(batch=n, step_time=tpot), alone)
+            got = (n, c, tpot, first, None, F["throughput"].value(batch=n, step_time=step), alone)
         else:  # SGLang without mixed chunks: prefill batches of their own pause every decoding request
             a = self.assumptions  # each prefill pass is a forward pass: the step's overhead and its layers' floor
             over = (a.step_overhead_ms + layer_floor_ms(self.deployment.model, a)) * MS_TO_S
@@ -626,6 +627,11 @@ class ReplicaSetup(_Shared):
         new = self._prompt - float(self.workload.cached_prompt_tokens)
         if sc.mixed_prefill:
             first = [dec.mixed(b - 1, k, f, r) for k, f, r in self._chunks_of(sc.token_budget - (b - 1))]
+            cs = self._chunked(b)
+            if cs is not None:
+                n = cs.decoding
+                return {"decode": cs.decode, "chunks": list(cs.chunks), "first": first, "share": cs.share(n - 1),
+                        "replica_share": cs.share(n)}  # fmt: skip
             return {"step": self._steady_step(b), "first": first}
         passes, first_passes = math.ceil(b * new / sc.token_budget), math.ceil(new / sc.token_budget)
         pre = self._prefiller()
@@ -636,15 +642,23 @@ class ReplicaSetup(_Shared):
             "first_pass": pre(1 / first_passes),
         }
 
-    def _steady_step(self, b: int) -> tuple[float, tuple[float, float], tuple[float, float]]:
-        """The steady mixed step of a batch of ``b`` (an engine that mixes prompt chunks into its decode steps): its
-        time, its kernels' memory times and compute times, in seconds (the decoder's ``mixed``)."""
-        new = self._prompt - float(self.workload.cached_prompt_tokens)
+    def _chunked(self, b: int) -> ChunkedSteps | None:
+        """The :class:`~llmcourse.replica.chunked.ChunkedSteps` of a batch of ``b`` (an engine that mixes prompts into
+        its decode steps), or None where every step carries chunks (the steady step)."""
+        n = self._engine_figures(b)[0]
+        dp = 1 if self.layout is None else self.layout.data_parallel
+        return chunked_steps(self._decoder().mixed, n, self._chunks_of(self._sched.token_budget - n / dp), self._answer)
+
+    def _bounding_step(self, b: int) -> StepParts:
+        """The mixed step that takes most of a user's time at a batch of ``b`` (the steady step where every step
+        carries chunks)."""
+        cs = self._chunked(b)
+        return self._steady_step(b) if cs is None else cs.bounding()
+
+    def _steady_step(self, b: int) -> StepParts:
+        """The steady mixed step of a batch of ``b`` (:func:`~llmcourse.replica.chunked.steady_step`)."""
         n, c = self._engine_figures(b)[:2]
-        chunks = self._chunks_of(self._sched.token_budget - n)
-        att = sum(k * f for k, f, _ in chunks) / new
-        kv = c / new * sum(r for _, _, r in chunks)
-        return self._decoder().mixed(n, c, att, kv)
+        return steady_step(self._decoder().mixed, n, c, self._chunks_of(self._sched.token_budget - n))
 
     def _chunks_of(self, room: float) -> list[tuple[float, float, float]]:
         """The prompt's chunks when a step leaves ``room`` tokens beside its decode tokens (at least 1)."""
@@ -662,8 +676,8 @@ class ReplicaSetup(_Shared):
         n, c, tpot, first, cycle, rate, alone = self._engine_figures(b)
         sc = self._sched
         bound = None
-        if sc.mixed_prefill:  # what bounds the mixed step the engine runs: a kernel at its FLOPs, else the larger read
-            _, (wm, am), (wc, ac) = self._steady_step(b)
+        if sc.mixed_prefill:  # what bounds the steps that take most of a user's time: a kernel at its FLOPs, else the
+            _, (wm, am), (wc, ac) = self._bounding_step(b)  # larger read
             bound = "compute" if wc > wm or ac > am else "KV reads" if am > wm else "weight reads"
 
         def ms(t: float) -> pint.Quantity:
@@ -732,19 +746,6 @@ class ReplicaSetup(_Shared):
         else:
             throughput = F["throughput"].value(batch=batch, step_time=step_s)
         return S_TO_MS * ttft, tpot_ms, throughput / ans
-
-
-def _memory_si(d: Deployment, lay: Layout, a: Assumptions, final: float) -> tuple[float, float, float]:
-    """(weights held, usable memory, KV cache of one sequence of ``final`` tokens) of a replica of ``d`` on its
-    layout, in bytes, as plain floats."""
-    m, g = d.model, d.gpu
-    w = weights_si(m, d.weight_bytes)
-    if lay.data_parallel > 1:  # each attention group holds everything but the experts
-        w_exp = weight_parts_si(m, d.weight_bytes)[1]
-        w = F["dp_weights_held"].value(weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
-    mem = usable_si(g, check_value(lay.n_gpus, SYMBOLS["n_gpus"], "n_gpus"), a, w, d.engine)
-    kv_seq = kv_sequence_si(m, final, d.kv_bytes, kv_copies_si(m, lay.tensor_parallel, a))  # every copy held
-    return w, mem, kv_seq
 
 
 class SpeculativeSetup(_Shared):

@@ -586,7 +586,7 @@ def time_per_token_parts(rep: Any) -> Parts:
     ...             answer_tokens=1_024, weight_bytes="fp8")
     >>> parts = time_per_token_parts(r)
     >>> {k: round(v.to("ms").m, 2) for k, v in parts.items()}
-    {'weight reads': 1.64, 'KV reads': 0.05, 'compute': 0.0, 'communication': 0.86, 'layer floors': 1.84, 'overhead': 1.0, 'shared prefill': 0.1}
+    {'weight reads': 1.64, 'KV reads': 0.05, 'compute': 0.0, 'communication': 0.86, 'layer floors': 1.84, 'overhead': 1.0, 'shared prefill': 0.04}
     >>> parts.collectives
     'one-shot all-reduce of 64 KiB over 8 GPUs on NVLink 5'
     >>> round(sum(parts.values()).to("ms").m, 2) == round(r.tpot.to("ms").m, 2)

@@ -63,6 +63,7 @@ def prefill(
     pipeline_parallel: int = 1,
     expert_parallel: int | None = None,
     link: Any = None,
+    engine: str | None = None,
 ) -> Prefill:
     """Prefill time: the slower of the FLOPs (``flops_per_param`` per active parameter per token,
     plus the causal attention term if the assumptions count it) and one read of the weights.
@@ -74,7 +75,8 @@ def prefill(
     :func:`decode_step`): one prompt runs on one group, through the stages one after the other;
     several prompts spread over every GPU, a pipeline's stages idling for its bubble. With
     ``communication`` in the assumptions, the prompt tokens' collectives are added (at prefill their
-    bytes, not their latency, are what counts).
+    bytes, not their latency, are what counts). ``engine`` (vLLM by default) reads the GPU's memory for the check
+    that the weights fit at all (llama.cpp's as GiB).
 
     Examples
     --------
@@ -83,7 +85,15 @@ def prefill(
     (68.7, 6.8, 'compute')
     """
     d = Deployment(
-        model_of(model), gpu_of(gpu), n_gpus, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes
+        model_of(model),
+        gpu_of(gpu),
+        n_gpus,
+        pipeline_parallel,
+        data_parallel,
+        expert_parallel,
+        link,
+        weight_bytes,
+        engine=engine,
     )
     check_positions(d.model, prompt_tokens, "prompt_tokens")
     lay = fitted_layout(d, assumptions)

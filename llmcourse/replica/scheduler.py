@@ -18,7 +18,9 @@ Each engine's defaults, as its own source sets them (read in the engines' code):
 * **TensorRT-LLM**: in-flight batching puts context (prompt) tokens and generation tokens in one step
   (``features/paged-attention-ifb-scheduler``: "sequences in the context phase can be processed together with
   sequences in the generation phase"); the LLM API's defaults (``tensorrt_llm/llmapi/llm_args.py``, ``BuildConfig``)
-  are ``max_num_tokens`` 8,192 and ``max_batch_size`` 2,048.
+  are ``max_num_tokens`` 8,192 and ``max_batch_size`` 2,048. Chunked context (``enable_chunked_prefill``) is off
+  by default, so a prompt goes whole into one step, as the model puts it while the prompt fits the room beside the
+  decode tokens; a longer prompt the model cuts into chunks, as TensorRT-LLM does only with chunked context on.
 * **llama.cpp** (``llama-server``): one ``llama_decode`` a step holds the slots' prompt tokens and decode tokens
   together, up to ``n_batch`` 2,048 tokens; ``n_parallel`` (``common/common.h``) is 1 slot by default. Its own
   kernels reach other shares of the bandwidth and FLOP/s than the datacenter engines': the assumptions'
@@ -179,10 +181,13 @@ def sglang_mem_fraction_static(gpu_mib: float, tp_pp: int = 1) -> float:
     return round((gpu_mib - reserved) / gpu_mib, 3)
 
 
-def engine_memory_rule(engine: Any, gpu_mib: float, n_gpus: int, memory_fraction: float) -> tuple[str, float]:
+def engine_memory_rule(
+    engine: Any, gpu_mib: float, n_gpus: int, memory_fraction: float, *, llama_cpp_reserve_gib: float | None
+) -> tuple[str, float]:
     """How ``engine`` sizes the memory its weights and KV cache take, on ``n_gpus`` GPUs of ``gpu_mib`` MiB each (the
-    device's size as the engine reads it from the driver), as a rule of :func:`~llmcourse.replica.memory.usable_memory` and its share: ``("total", f)``, a share ``f`` of the
-    GPUs' memory, or ``("free", f)``, the weights plus a share ``f`` of what they leave.
+    device's size as the engine reads it from the driver), as a rule of :func:`~llmcourse.replica.memory.usable_memory`
+    and its value: ``("total", f)``, a share ``f`` of the GPUs' memory, ``("free", f)``, the weights plus a share ``f``
+    of what they leave, or ``("reserve", r)``, all of each GPU's memory read as GiB less ``r`` GiB.
 
     * **vLLM**: ``gpu_memory_utilization`` (``CacheConfig``, ``vllm/config/cache.py``: 0.9) of each GPU's memory
       holds the weights, the activations' peak and the KV cache (``Worker.determine_available_memory``): rule
@@ -194,21 +199,31 @@ def engine_memory_rule(engine: Any, gpu_mib: float, n_gpus: int, memory_fraction
       ``tensorrt_llm/llmapi/llm_args.py``: 0.9) of the memory free once the weights are loaded
       (``KVCacheManager``'s estimate from ``cudaMemGetInfo``): rule ``"free"`` at ``memory_fraction``, so the weights
       may take nearly all of it.
-    * **llama.cpp**: it allocates the weights and a KV cache of its context size, not a share; rule ``"total"`` at
-      ``memory_fraction``, as vLLM.
+    * **llama.cpp**: it allocates the weights and a KV cache of its context size, not a share, and its compute
+      buffers beside them; its ``--fit`` leaves 1,024 MiB of each device free (``fit_params_target``,
+      ``common/common.h``): rule ``"reserve"`` at ``llama_cpp_reserve_gib`` (the assumptions'
+      ``llama_cpp_memory_reserve_gib``), the device's memory read in binary units as llama.cpp reads it from the
+      driver (CUDA's total in MiB; Metal's ``recommendedMaxWorkingSetSize``, 49,152 MiB on a 64 GB Mac); with
+      ``llama_cpp_reserve_gib`` None (assumptions with no llama.cpp values of their own), vLLM's rule.
 
     Examples
     --------
-    >>> engine_memory_rule("vLLM", 81_559, 2, 0.9), engine_memory_rule("trt-llm", 81_559, 2, 0.9)
-    (('total', 0.9), ('free', 0.9))
-    >>> engine_memory_rule("SGLang", 183_359, 4, 0.9)
+    >>> engine_memory_rule("vLLM", 81_559, 2, 0.9, llama_cpp_reserve_gib=1.0)
+    ('total', 0.9)
+    >>> engine_memory_rule("trt-llm", 81_559, 2, 0.9, llama_cpp_reserve_gib=1.0)
+    ('free', 0.9)
+    >>> engine_memory_rule("SGLang", 183_359, 4, 0.9, llama_cpp_reserve_gib=1.0)
     ('total', 0.855)
+    >>> engine_memory_rule("llama.cpp", 32_768, 1, 0.9, llama_cpp_reserve_gib=1.0)
+    ('reserve', 1.0)
     """
     name = engine_name(engine)
     if name == "SGLang":
         return "total", sglang_mem_fraction_static(gpu_mib, n_gpus)
     if name == "TensorRT-LLM":
         return "free", memory_fraction
+    if name == "llama.cpp" and llama_cpp_reserve_gib is not None:
+        return "reserve", llama_cpp_reserve_gib
     return "total", memory_fraction
 
 
@@ -297,16 +312,28 @@ def scheduler_of(
     Traceback (most recent call last):
     ...
     llmcourse.errors.InputError: max_batched_tokens (the tokens one engine step may carry: prompt chunks and decode tokens) must be a whole number of at least 1, or None for the engine's default; got 0.
+    >>> scheduler_of("vLLM", "H100 SXM", max_batched_tokens=300).max_running  # its default 1,024 lowered
+    300
+    >>> scheduler_of("vLLM", "H100 SXM", max_batched_tokens=300, max_running=1024)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: vLLM will not start with max_batched_tokens (300) below max_running (1,024; its max_num_seqs): set max_running to at most 300, or the budget to at least 1,024, or leave max_running unset (vLLM then lowers it to the budget).
     """
     e = ENGINES[engine_name(engine)]
     g = gpu if isinstance(gpu, GPU) else gpus[gpu]
     budget, mixed_prefill, cap = _settings(max_batched_tokens, mixed_prefill, max_running)
-    return Scheduler(
-        e.name,
-        e.budget(g) if budget is None else budget,
-        e.mixed_prefill if mixed_prefill is None else mixed_prefill,
-        e.max_running(g) if cap is None else cap,
-    )
+    budget = e.budget(g) if budget is None else budget
+    if cap is None:
+        cap = e.max_running(g)
+        if e.name == "vLLM" and cap is not None:
+            cap = min(cap, budget)  # vLLM lowers its default max_num_seqs to a smaller max_num_batched_tokens
+    elif e.name == "vLLM" and budget < cap:  # vLLM's SchedulerConfig refuses max_num_batched_tokens < max_num_seqs
+        raise InputError(
+            f"vLLM will not start with max_batched_tokens ({budget:,}) below max_running ({cap:,}; its "
+            f"max_num_seqs): set max_running to at most {budget:,}, or the budget to at least {cap:,}, or leave "
+            "max_running unset (vLLM then lowers it to the budget)."
+        )
+    return Scheduler(e.name, budget, e.mixed_prefill if mixed_prefill is None else mixed_prefill, cap)
 
 
 def _settings(

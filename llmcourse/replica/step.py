@@ -94,13 +94,15 @@ class DecodeStep:
 @dataclass(frozen=True)
 class EngineStep:
     """What an engine's scheduler makes of a batch (assumptions' ``prefill_schedule`` ``"engine"``): the requests a
-    step decodes (``decoding``: all of them unless the token budget binds) and the prompt tokens it carries besides
-    (``chunk_tokens``, 0 when the engine runs prefill batches of their own); the time between a user's tokens
+    step decodes (``decoding``: all of them unless the token budget binds) and the prompt tokens a step carries besides
+    on average (``chunk_tokens``, 0 when the engine runs prefill batches of their own: at the engines' default budget
+    a waiting prompt goes whole into one step, formula ``chunked_mean_step``); the time between a user's tokens
     (``time_per_token``), the time the prompt of a new request takes to its first token at this batch
     (``first_token_prefill``: its chunks, each a step shared with the others' decode tokens), the batch's prefill
     batches of one cycle (``cycle_prefill``: only for an engine that pauses decoding for them) and the output tokens
-    per second (``throughput``). ``bound`` names what bounds the mixed step the engine runs (``"compute"`` when a
-    kernel runs at its FLOPs, else ``"KV reads"`` or ``"weight reads"``, the larger); None for an engine that pauses
+    per second (``throughput``). ``bound`` names what bounds the mixed steps that take most of a user's time (those
+    with a prompt's chunk, or those that decode alone; ``"compute"`` when a kernel runs at its FLOPs, else
+    ``"KV reads"`` or ``"weight reads"``, the larger); None for an engine that pauses
     decoding for prefill batches (its decode steps are the decode step's own, :attr:`DecodeStep.bound`)."""
 
     engine: str
@@ -321,6 +323,7 @@ def decode_step(
     pipeline_parallel: int = 1,
     expert_parallel: int | None = None,
     link: Any = None,
+    engine: str | None = None,
 ) -> DecodeStep:
     """Time of one decode step of ``batch`` sequences, each reading its KV at ``context_tokens``.
 
@@ -337,7 +340,8 @@ def decode_step(
     sequences; the experts split over all), ``pipeline_parallel`` the stages (the batch goes
     through in that many micro-batches, so a token's time is one micro-batch's pass through every
     layer plus a send and an overhead per stage boundary). With ``communication`` in the
-    assumptions the step pays its collectives on ``link`` (the GPU's own by default).
+    assumptions the step pays its collectives on ``link`` (the GPU's own by default). ``engine`` (vLLM by default)
+    reads the GPU's memory for the check that the weights fit at all (llama.cpp's as GiB).
 
     Examples
     --------
@@ -347,7 +351,7 @@ def decode_step(
     """
     d = Deployment(
         model_of(model), gpu_of(gpu), n_gpus, pipeline_parallel, data_parallel, expert_parallel, link, weight_bytes,
-        kv_bytes,
+        kv_bytes, engine=engine,
     )  # fmt: skip
     lay, a, precision = _decode_inputs(d, context_tokens, assumptions, attention_flops, compute_precision)
     return decoder(d, lay, a, context_tokens, precision)(batch)

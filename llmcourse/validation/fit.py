@@ -130,7 +130,7 @@ def _sq_log_errors(c: Components, target: float, eb_axis: list[float], ef_axis: 
     """
     n = len(ef_axis)
     o = c.step_overhead_ms
-    decode_only = c.metric == "output_tokens_per_s" and not c.counts_prefill and not c.mixed_step
+    decode_only = c.metric == "output_tokens_per_s" and not c.counts_prefill and not (c.mixed_step or c.chunk_steps)
     if c.metric in ("itl_ms", "ttft_ms") or decode_only:
         if c.metric == "ttft_ms":
             mem, cmp, o = c.prefill_memory_ms, c.prefill_compute_ms, c.prefill_extra_ms
@@ -149,6 +149,8 @@ def _sq_log_errors(c: Components, target: float, eb_axis: list[float], ef_axis: 
             out += sq_ef[:k]
             out += [sq_t] * (n - k)
         return out
+    if c.chunk_steps:  # a mean of steps with and without a prompt's chunk: each grid point by the row's own value
+        return [(math.log(c.value(eb, ef)) - target) ** 2 for eb in eb_axis for ef in ef_axis]
     if c.mixed_step:
         return _sq_log_mixed(c, target, eb_axis, ef_axis)
     # output tokens per second (cycle_throughput), times in seconds; prefill batches of their own take

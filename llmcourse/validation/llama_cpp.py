@@ -46,7 +46,7 @@ from typing import Any
 from llmcourse.assumptions import Assumptions, for_engine, resolve
 from llmcourse.catalog import gpus, models
 from llmcourse.errors import InputError
-from llmcourse.planner.own_machine import gguf_type
+from llmcourse.planner.own_machine import ENGINE, gguf_type
 from llmcourse.replica.prefilling import prefill
 from llmcourse.replica.step import decode_step, read_efficiency
 from llmcourse.stats import percentile
@@ -180,8 +180,9 @@ def from_llama_bench(rows: Sequence[Any]) -> list[PublicRow]:
 
 
 def general(assumptions: Assumptions | str | None = None) -> Assumptions:
-    """The assumptions with no llama.cpp values of their own (every ``llama_cpp_*`` field None): llama.cpp run at the
-    factors fitted on the datacenter engines, the course's picture before this fit.
+    """The assumptions with no llama.cpp kernel values of their own (every ``llama_cpp_*`` field None but the memory
+    llama.cpp keeps, ``llama_cpp_memory_reserve_gib``, which is no fitted value): llama.cpp run at the factors fitted
+    on the datacenter engines, the course's picture before this fit.
 
     Examples
     --------
@@ -190,7 +191,11 @@ def general(assumptions: Assumptions | str | None = None) -> Assumptions:
     (True, 0.6)
     """
     a = resolve(assumptions)
-    none = {f.name: None for f in dataclasses.fields(a) if f.name.startswith("llama_cpp_")}
+    none = {
+        f.name: None
+        for f in dataclasses.fields(a)
+        if f.name.startswith("llama_cpp_") and f.name != "llama_cpp_memory_reserve_gib"
+    }
     return dataclasses.replace(a, **none)
 
 
@@ -205,14 +210,15 @@ def predicted(row: PublicRow, assumptions: Assumptions | str | None = None) -> f
     >>> round(predicted(r, general("course")), 1), round(predicted(r), 1) > round(predicted(r, general("course")), 1)
     (35.8, True)
     """
-    a = for_engine(resolve(assumptions), "llama.cpp")
+    a = for_engine(resolve(assumptions), ENGINE)
     if row.kind == "decode":
         step = decode_step(
-            row.model, row.gpu, batch=1, context_tokens=row.tokens / 2, weight_bytes=row.gguf, assumptions=a
-        )
+            row.model, row.gpu, batch=1, context_tokens=row.tokens / 2, weight_bytes=row.gguf, assumptions=a,
+            engine=ENGINE,
+        )  # fmt: skip
         return 1 / float(step.step_time.to("s").m)
     return row.tokens / float(
-        prefill(row.model, row.gpu, row.tokens, weight_bytes=row.gguf, assumptions=a).time.to("s").m
+        prefill(row.model, row.gpu, row.tokens, weight_bytes=row.gguf, assumptions=a, engine=ENGINE).time.to("s").m
     )
 
 

@@ -53,7 +53,7 @@ from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, scalar
 from llmcourse.replica.memory import usable_memory, weight_bytes
 from llmcourse.replica.model import Replica, replica_setup
-from llmcourse.replica.scheduler import engine_name
+from llmcourse.replica.scheduler import engine_name, scheduler_of
 from llmcourse.replica.step import layer_floor_ms, matmul_precision
 from llmcourse.units import parsed_unit, to
 from llmcourse.validation.client import client_wave_share
@@ -95,7 +95,7 @@ class Prediction:
 
 
 #: The cap on running requests of a published table's maximum-throughput run: none (the run set its engine's cap to
-#: what fits, as such benchmarks do), only the KV cache decides.
+#: what fits, as such benchmarks do), only the KV cache decides; on vLLM, its step budget (vLLM refuses a cap above it).
 _NO_CAP = 1_000_000
 
 
@@ -126,7 +126,9 @@ def _setup_replica(row: Measurement, a: Assumptions) -> tuple[Any, Replica]:
         kv_bytes=row.kv, assumptions=a, engine=row_engine(row), **layout_keywords(row),
     )  # fmt: skip
     if row.load_kind != "concurrency":  # a published maximum ran the engine at what fits (its cap set for the run)
-        kw["max_running"] = _NO_CAP
+        # vLLM will not start with more running requests than its step budget (max_num_seqs <= max_num_batched_tokens)
+        default = scheduler_of(kw["engine"], row.gpu)
+        kw["max_running"] = default.token_budget if default.engine == "vLLM" else _NO_CAP
     setup = replica_setup(row.model, row.gpu, **kw)
     top = setup.at(None)
     if top.step is None or top.max_batch < 1:
@@ -239,6 +241,11 @@ class Components:
     #: requests a step decodes (formula ``decoding_batch``); a throughput row is then ``decoding`` tokens a step
     mixed_step: tuple[float, ...] = ()
     decoding: float = 0.0
+    #: a prompt's chunks in steps of their own (as :attr:`LoadComponents.chunk_steps`): the step that decodes alone,
+    #: each chunk's step and the share of steps with a chunk
+    decode_step: tuple[float, ...] = ()
+    chunk_steps: tuple[tuple[float, ...], ...] = ()
+    chunk_share: float = 0.0
     #: an engine that runs prefill batches of their own: the forward passes of the batch's prefill (each the
     #: prefill times above, plus the assumptions' step overhead ``pass_overhead_ms``); 0: one, no overhead
     prefill_passes: int = 0
@@ -267,6 +274,9 @@ class Components:
             return step
         if self.metric == "ttft_ms":
             return pre
+        if self.chunk_steps:  # the engine's mean step, some with a prompt's chunk, its decoding requests' tokens
+            mean = _chunked_mean_ms(self.decode_step, self.chunk_steps, self.chunk_share, eb, ef, 0.0)
+            return _decode_throughput(self.decoding, mean / 1000.0)
         if self.mixed_step:  # the engine's steady mixed step, its decoding requests' tokens each step
             return _decode_throughput(self.decoding, _kernels_ms(self.mixed_step, eb, ef, 0.0) / 1000.0)
         if self.prefill_passes:  # the batch's prompts in passes of their own, each paying the step overhead
@@ -304,7 +314,14 @@ def components(row: Measurement, *, assumptions: Assumptions | str | None = None
     engine: dict[str, Any] = {}
     if row.metric == "output_tokens_per_s":  # a throughput row runs the engine's steps (an ITL or TTFT row: batch 1)
         parts = setup.engine_parts(rep.batch)
-        if "step" in parts:  # prompt chunks in the decode steps: the steady mixed step, its fixed time included
+        if "chunks" in parts:  # a prompt's chunks in steps of their own, the rest decoding alone
+            engine = dict(
+                decode_step=_kernels(*parts["decode"], 0.0),
+                chunk_steps=tuple(_kernels(*k, 0.0) for k in parts["chunks"]),
+                chunk_share=float(parts["replica_share"]),  # the replica's tokens: every request's prompt counts
+                decoding=float(rep.engine_step.decoding),
+            )
+        elif "step" in parts:  # prompt chunks in every decode step: the steady mixed step, its fixed time included
             engine = dict(mixed_step=_kernels(*parts["step"], 0.0), decoding=float(rep.engine_step.decoding))
         elif parts:  # separate prefill batches: one pass's times, paid once a pass
             pre = parts["pass"]
@@ -587,6 +604,12 @@ class LoadComponents:
     #: compute ms, attention's memory ms, its compute ms, collectives ms) at 100% efficiency
     mixed_step: tuple[float, ...] = ()
     first_chunks: tuple[tuple[float, ...], ...] = ()
+    #: an engine whose new prompts go whole (or in a few chunks) into steps of their own (formula
+    #: ``chunked_mean_step``): the step that decodes alone, each step of a prompt's chunks, and the share of steps that
+    #: carry a chunk (formula ``prompt_step_share``), kernels as :attr:`mixed_step`'s; empty: :attr:`mixed_step`
+    decode_step: tuple[float, ...] = ()
+    chunk_steps: tuple[tuple[float, ...], ...] = ()
+    chunk_share: float = 0.0
     #: an engine that runs prefill batches of their own: the forward passes of the batch's prefill and of one
     #: prompt's (each pays the step overhead; the prefill times above are then one pass's); 0: one, no overhead
     prefill_passes: int = 0
@@ -632,6 +655,8 @@ class LoadComponents:
             prefill_compute_ms=self.prefill_compute_ms / compute,
             mixed_step=kernels(self.mixed_step),
             first_chunks=tuple(kernels(k) for k in self.first_chunks),
+            decode_step=kernels(self.decode_step),
+            chunk_steps=tuple(kernels(k) for k in self.chunk_steps),
         )
 
     def tpot(
@@ -651,6 +676,9 @@ class LoadComponents:
     def _step_tpot(self, eb: float, ef: float, step_overhead_ms: float) -> tuple[float, float]:
         """(decode step, time per output token), in ms, at bandwidth and compute efficiencies ``eb`` and ``ef``:
         the step plus the other requests' prefills between its steps (formula ``interleaved_tpot``)."""
+        if self.chunk_steps:
+            step = _chunked_mean_ms(self.decode_step, self.chunk_steps, self.chunk_share, eb, ef, step_overhead_ms)
+            return step, step
         if self.mixed_step:
             step = _kernels_ms(self.mixed_step, eb, ef, step_overhead_ms)
             return step, step
@@ -727,6 +755,15 @@ def _kernels_ms(k: tuple[float, ...], eb: float, ef: float, step_overhead_ms: fl
     return max(wm / eb, wc / ef) + max(am / eb, ac / ef) + step_overhead_ms + extra
 
 
+def _chunked_mean_ms(
+    decode: tuple[float, ...], chunks: tuple[tuple[float, ...], ...], share: float, eb: float, ef: float, over: float
+) -> float:
+    """The mean step (ms) of an engine whose prompts' chunks take steps of their own (formula ``chunked_mean_step``),
+    from the kernels at 100% efficiency of its step that decodes alone and of each chunk's step."""
+    chunk = math.fsum(_kernels_ms(k, eb, ef, over) for k in chunks) / len(chunks)
+    return share * chunk + (1 - share) * _kernels_ms(decode, eb, ef, over)
+
+
 def config_key(row: Measurement) -> tuple:
     return (
         row.model, row.gpu, row.tp, row.pp, row.attention_dp, row.ep, row.weights, row.kv, row.isl, row.osl,
@@ -782,7 +819,15 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
     def kernels(t: float, m: tuple[float, float], c: tuple[float, float]) -> tuple[float, ...]:
         return _kernels(t, m, c, over)
 
-    if "step" in parts:  # an engine that mixes prompt chunks into its decode steps: the step is the mixed one
+    if "chunks" in parts:  # an engine that mixes a prompt's chunks into some of its decode steps
+        engine = dict(
+            interference=False,
+            decode_step=kernels(*parts["decode"]),
+            chunk_steps=tuple(kernels(*k) for k in parts["chunks"]),
+            chunk_share=float(parts["share"]),  # a user's time per token: the other requests' prompts
+            first_chunks=tuple(kernels(*f) for f in parts["first"]),
+        )
+    elif "step" in parts:  # an engine that mixes prompt chunks into every decode step: the step is the mixed one
         engine = dict(
             interference=False,
             mixed_step=kernels(*parts["step"]),

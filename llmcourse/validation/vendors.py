@@ -48,7 +48,7 @@ from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.formulas import FORMULAS
 from llmcourse.replica.memory import weight_bytes
 from llmcourse.replica.model import replica
-from llmcourse.replica.scheduler import engine_name
+from llmcourse.replica.scheduler import engine_name, scheduler_of
 from llmcourse.stats import percentile
 from llmcourse.validation.fit import ErrorStats, error_stats
 
@@ -205,9 +205,12 @@ def predicted(row: VendorRow, assumptions: Assumptions | str | None = None) -> f
         engine = engine_name(row.engine.split(" ")[0])
     except (InputError, UnknownNameError):  # an engine the scheduler does not know (Intel's, AWS's): the default's
         engine = None
+    # the run capped its running requests at its batch; vLLM starts only with a step budget at least that cap
+    default = scheduler_of(engine, row.gpu)
+    budget = row.batch if default.engine == "vLLM" and row.batch > default.token_budget else None
     rep = replica(
         row.model, row.gpu, tensor_parallel=row.tp, prompt_tokens=row.isl, answer_tokens=row.osl,
-        weight_bytes=row.weights, kv_bytes=row.kv, engine=engine, max_running=row.batch,
+        weight_bytes=row.weights, kv_bytes=row.kv, engine=engine, max_running=row.batch, max_batched_tokens=budget,
         assumptions=resolve(assumptions),
     )  # fmt: skip
     if not rep.fits or rep.step is None or rep.batch_prefill is None:

@@ -154,9 +154,9 @@ def design_review_calculator(
     --------
     >>> c = design_review_calculator()
     >>> dict(c.rows)["review: GPUs"], dict(c.set(method="planner").rows)["review: GPUs"]
-    ('28 (14 x 2)', '24 (12 x 2)')
+    ('42 (21 x 2)', '24 (12 x 2)')
     >>> dict(design_review_calculator(brief=Brief(2, 4_000, 400, Q_(1, "s"), Q_(40, "ms"))).rows)["review: GPUs"]
-    '4 (2 x 2)'
+    '6 (3 x 2)'
     """
     rate, prompt, answer, ttft_ms, tpot_ms = brief_controls(brief)
     return Calculator(

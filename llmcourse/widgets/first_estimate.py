@@ -59,7 +59,7 @@ def serving_plan_calculator(
     --------
     >>> c = serving_plan_calculator()
     >>> dict(c.rows)["conversations at once"], dict(c.rows)["tok/s in all, prefill charged"]
-    ('100', '1,243')
+    ('100', '1,164')
     >>> dict(c.set(method="envelope").rows)["tok/s in all, decode only"]
     '4,387'
     >>> dict(c.set(precision="bf16").rows)["fits"]

@@ -152,7 +152,7 @@ def parts_against_n(
     >>> rows = parts_against_n("Llama-3.1-70B", "H100 SXM", batch=4, prompt_tokens=1_024, answer_tokens=8_192,
     ...                        weight_bytes="fp8")
     >>> [(n, None if p is None else round(sum(p.values()).to("ms").m, 1)) for n, p, _ in rows]
-    [(1, None), (2, 20.0), (4, 11.9), (8, 7.9)]
+    [(1, None), (2, 20.1), (4, 11.9), (8, 7.9)]
     """
     return _parts_against_n(model, gpu, degrees, expert_parallel, link, {}, kw)
 

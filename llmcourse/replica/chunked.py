@@ -1,0 +1,112 @@
+"""The steps of an engine that puts each waiting prompt into a step beside its decode tokens, as vLLM and TensorRT-LLM
+run them at their default token budget (formulas ``prompt_step_share`` and ``chunked_mean_step``).
+
+vLLM's scheduler (``Scheduler.schedule``, ``vllm/v1/core/sched/scheduler.py``) fills what a step's token budget leaves
+beside the running requests' decode tokens with waiting prompts, whole where they fit (``max_num_batched_tokens``,
+8,192 on an H100; its ``long_prefill_token_threshold``, 0 by default, does not cap a prompt), and splits one that does
+not into chunks of that rest; TensorRT-LLM's in-flight batching does the same up to its ``max_num_tokens``. So a new
+prompt goes into one step, or a few, which its FLOPs make compute-bound, and the other steps decode alone: not a little
+of every prompt in every step, which only a budget near the batch's decode tokens plus its share of the prompts gives.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from llmcourse.formulas import FORMULAS as F
+
+__all__ = ["ChunkedSteps", "StepParts", "chunked_steps", "steady_step", "step_share"]
+
+#: A step's time, its kernels' memory times and compute times (matmuls, attention), in seconds: the decoder's ``mixed``.
+StepParts = tuple[float, tuple[float, float], tuple[float, float]]
+
+
+def step_share(prompts: float, chunks: int, answer_tokens: float) -> float:
+    """The share of the steps that carry a prompt chunk (formula ``prompt_step_share``) when ``prompts`` new prompts
+    come in over an answer's ``answer_tokens`` steps and each takes ``chunks`` steps; 0 when none come in.
+
+    Examples
+    --------
+    >>> step_share(31, 1, 300), step_share(0, 1, 300), step_share(150, 3, 300)
+    (0.10333333333333333, 0.0, 1.0)
+    """
+    if prompts <= 0:
+        return 0.0
+    return float(F["prompt_step_share"].value(chunks_per_prompt=chunks, batch=prompts, answer_tokens=answer_tokens))
+
+
+@dataclass(frozen=True)
+class ChunkedSteps:
+    """The steps of a batch of ``decoding`` requests whose new prompts take steps of their own: the step that decodes
+    alone (``decode``) and each step of a prompt's chunks (``chunks``), as :data:`StepParts`. A user's time per token
+    is :meth:`mean` over the other ``decoding - 1`` requests' prompts (its own prompt is its first token); the replica's
+    steps run all ``decoding`` of them."""
+
+    decoding: float
+    answer_tokens: float
+    decode: StepParts
+    chunks: tuple[StepParts, ...]
+
+    def share(self, prompts: float) -> float:
+        """The share of the steps that carry a chunk when ``prompts`` prompts come in over an answer."""
+        return step_share(prompts, len(self.chunks), self.answer_tokens)
+
+    def mean(self, prompts: float) -> float:
+        """The mean step (s) when ``prompts`` prompts come in over an answer (formula ``chunked_mean_step``)."""
+        return F["chunked_mean_step"].value(
+            prompt_step_share=self.share(prompts), chunk_step_time=self.chunk_time, step_time=self.decode[0]
+        )
+
+    @property
+    def chunk_time(self) -> float:
+        """The mean time (s) of a prompt's chunk steps."""
+        return math.fsum(c[0] for c in self.chunks) / len(self.chunks)
+
+    def bounding(self) -> StepParts:
+        """The steps that take most of a user's time: the longest chunk step where the chunk steps' share of the time
+        is the larger, else the step that decodes alone."""
+        share = self.share(self.decoding - 1)
+        if share * self.chunk_time > (1 - share) * self.decode[0]:
+            return max(self.chunks, key=lambda c: c[0])
+        return self.decode
+
+
+def chunked_steps(
+    mixed: Callable[..., StepParts], decoding: float, chunks: Sequence[tuple[float, float, float]], answer_tokens: float
+) -> ChunkedSteps | None:
+    """The :class:`ChunkedSteps` of ``decoding`` requests whose prompts come in ``chunks`` (each: its tokens, its
+    attention FLOPs per token, the earlier KV bytes it reads), ``mixed`` the decoder's mixed step; None when the
+    replica's prompts need a chunk in every step (the budget then spreads them over all of them: one steady step).
+
+    Examples
+    --------
+    >>> step = lambda n, c, f, r: (0.01 + 1e-5 * c, (0.01, 0.0), (1e-5 * c, 0.0))
+    >>> cs = chunked_steps(step, 32, [(2_000, 0.0, 0.0)], 300)
+    >>> round(cs.mean(31) * 1e3, 3), round(cs.mean(32) * 1e3, 3), chunked_steps(step, 32, [(100, 0.0, 0.0)] * 10, 300)
+    (12.067, 12.133, None)
+    """
+    if step_share(decoding, len(chunks), answer_tokens) >= 1:
+        return None
+    steps = tuple(mixed(decoding, k, f, r) for k, f, r in chunks)
+    return ChunkedSteps(decoding, answer_tokens, mixed(decoding, 0.0, 0.0, 0.0), steps)
+
+
+def steady_step(
+    mixed: Callable[..., StepParts], decoding: float, chunk_tokens: float, chunks: Sequence[tuple[float, float, float]]
+) -> StepParts:
+    """The step of ``decoding`` requests when the budget spreads their prompts over every step: ``chunk_tokens`` prompt
+    tokens a step (formula ``steady_chunk_tokens``), with the prompt's mean attention FLOPs per token and its chunks'
+    earlier-KV reads in proportion (``chunks`` as :func:`chunked_steps` takes them).
+
+    Examples
+    --------
+    >>> step = lambda n, c, f, r: (f, (r, 0.0), (0.0, 0.0))
+    >>> steady_step(step, 32, 100.0, [(2_000, 1.0, 0.0), (2_000, 3.0, 8.0)])
+    (2.0, (0.2, 0.0), (0.0, 0.0))
+    """
+    prompt = math.fsum(k for k, _, _ in chunks)
+    att = math.fsum(k * f for k, f, _ in chunks) / prompt  # attention FLOPs per prompt token, over the whole prompt
+    kv = chunk_tokens / prompt * math.fsum(r for _, _, r in chunks)  # the earlier KV a step's chunks read
+    return mixed(decoding, chunk_tokens, att, kv)
