@@ -612,17 +612,22 @@ PRESETS: dict[str, Assumptions] = {
             # - llama_cpp_compute_buffer_gib 0.25: the compute buffers at the default ubatch of 512, above all the
             #   logits of 512 rows: 512 x 128,256 x 4 B = 250.5 MiB for Llama 3's vocabulary (Gemma 3's 262,144:
             #   512 MiB, so this undercounts a large vocabulary; one typical value, not a per-model one).
-            # - cuda_context_gib 0.9: a CUDA device's free memory sits below its size by the driver's and context's
-            #   share: public llama.cpp logs show an RTX 4090 with 23,633 MiB free of 24,576 (0.92 GiB less) and an
-            #   RTX 5090 with 31,518-31,600 MiB free of 32,768 (1.1-1.2 GiB less); a card that drives a display
-            #   loses more. Metal has no such term (its limit is the working-set share the catalog holds): 0 on
-            #   Apple's unified memory (llmcourse.replica.memory.memory_rule_of decides by the GPU's memory_share).
+            # - cuda_context_gib 0.5: a headless CUDA context with cuBLAS, what a CUDA device's free memory sits below
+            #   its size by. Public llama.cpp logs show an RTX 4090 with 23,633 MiB free of 24,576 (0.92 GiB less) and
+            #   an RTX 5090 with 31,518-31,600 MiB free of 32,768 (1.1-1.2 GiB less), but those 0.9-1.2 GiB likely
+            #   include a desktop's share of a card that drives a display. The public llama-bench rows of an RTX 4080
+            #   (16 GiB) running Llama-3.1-8B F16 at their own context of 512 (llmcourse/data/llama_cpp_public.csv,
+            #   rows 11, 12) bound the headless share: they ran, with 14.957 GiB of weights + 0.0625 GiB of KV +
+            #   0.25 GiB of compute buffers, so that card's context took at most 16 - 15.27 = 0.73 GiB. A GPU that
+            #   also drives a display loses another 0.3-1.5 GiB. Metal has no such term (its limit is the
+            #   working-set share the catalog holds): 0 on Apple's unified memory
+            #   (llmcourse.replica.memory.memory_rule_of decides by the GPU's memory_share).
             # The device's memory is read as GiB, as llama.cpp reads it (CUDA's total in MiB; Metal's
             # recommendedMaxWorkingSetSize, 49,152 MiB on a 64 GB Mac). llama-bench, which measured
             # llmcourse/data/llama_cpp_public.csv, runs no fit and may use the margin.
             llama_cpp_fit_margin_gib=1.0,
             llama_cpp_compute_buffer_gib=0.25,
-            cuda_context_gib=0.9,
+            cuda_context_gib=0.5,
         ),
     )
 }

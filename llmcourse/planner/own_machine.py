@@ -10,8 +10,8 @@ Examples
 >>> m = own_machine("Llama-3.1-8B", "RTX 5090", "q4_k_m", context=8_192)
 >>> m.fits, round(m.weight_bytes.to("GB").m, 2), round(m.bound_tokens_per_s)
 (True, 4.91, 365)
->>> round(m.gpu_memory.to("GiB").m), round(m.usable.to("GiB").m, 2)  # 32 GiB less 0.9 + 0.25 + 1 GiB
-(32, 29.85)
+>>> round(m.gpu_memory.to("GiB").m), round(m.usable.to("GiB").m, 2)  # 32 GiB less 0.5 + 0.25 + 1 GiB
+(32, 30.25)
 >>> m.verdict
 'fits'
 >>> own_machine("Llama-3.1-8B", "M1 8GB", "q4_k_m", context=512).verdict  # 4.63 GiB: over 4.08, within 5.08
@@ -90,7 +90,8 @@ class OwnMachine:
     kv_bytes: pint.Quantity
     #: The memory the GPU may use as the engine reads it (llama.cpp: the device's GiB from the driver; a unified-memory
     #: machine: its share of the system's, Metal's recommendedMaxWorkingSetSize) and what is left of it for weights
-    #: and KV cache (llama.cpp: less the assumptions' llama_cpp_memory_reserve_gib for its compute buffers).
+    #: and KV cache (llama.cpp: less :func:`~llmcourse.replica.memory.llama_cpp_reserve_gib`, its CUDA context,
+    #: compute buffers and --fit margin).
     gpu_memory: pint.Quantity
     usable: pint.Quantity
     #: Tokens per second typing at this context (None if it does not fit), and the bound at 100% of the bandwidth

@@ -293,8 +293,8 @@ def memory_rule_of(a: Assumptions, engine: Any, g: GPU, n: float) -> tuple[str, 
     >>> b200 = gpu_of("B200")  # 184,320 MiB: 1 - 26,624 / 184,320 = 0.8556
     >>> memory_rule_of(resolve("course"), "SGLang", b200, 4), memory_rule_of(resolve("lab"), "SGLang", b200, 4)
     (('total', 0.856), ('total', 0.9))
-    >>> memory_rule_of(resolve("course"), "llama.cpp", gpu_of("RTX 5090"), 1)  # 0.9 + 0.25 + 1
-    ('reserve', 2.15)
+    >>> memory_rule_of(resolve("course"), "llama.cpp", gpu_of("RTX 5090"), 1)  # 0.5 + 0.25 + 1
+    ('reserve', 1.75)
     >>> memory_rule_of(resolve("course"), "llama.cpp", gpu_of("M3 Max"), 1)  # Metal: no CUDA context
     ('reserve', 1.25)
     """
@@ -319,7 +319,7 @@ def llama_cpp_reserve_gib(a: Assumptions, g: GPU) -> float | None:
     --------
     >>> from llmcourse.assumptions import resolve
     >>> llama_cpp_reserve_gib(resolve(), gpu_of("RTX 4090")), llama_cpp_reserve_gib(resolve(), gpu_of("M1 Max"))
-    (2.15, 1.25)
+    (1.75, 1.25)
     """
     if a.llama_cpp_fit_margin_gib is None:
         return None
@@ -535,8 +535,8 @@ def usable_memory(
     <Quantity(616.32, 'gigabyte')>
     >>> usable_memory("B200", 4, weights=Q_(671, "GB"), engine="TensorRT-LLM").to(GB)  # 671 + 0.9 x (720 - 671)
     <Quantity(715.1, 'gigabyte')>
-    >>> usable_memory("RTX 5090", engine="llama.cpp").to("GiB")  # 32 - 0.9 CUDA - 0.25 buffers - 1 margin
-    <Quantity(29.85, 'gibibyte')>
+    >>> usable_memory("RTX 5090", engine="llama.cpp").to("GiB")  # 32 - 0.5 CUDA - 0.25 buffers - 1 margin
+    <Quantity(30.25, 'gibibyte')>
     """
     g = gpu_of(gpu)
     a = resolve(assumptions)

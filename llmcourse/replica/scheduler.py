@@ -215,8 +215,8 @@ def engine_memory_rule(
     ('free', 0.9)
     >>> engine_memory_rule("SGLang", 183_359, 4, 0.9, llama_cpp_reserve_gib=1.0)
     ('total', 0.855)
-    >>> engine_memory_rule("llama.cpp", 32_768, 1, 0.9, llama_cpp_reserve_gib=2.15)
-    ('reserve', 2.15)
+    >>> engine_memory_rule("llama.cpp", 32_768, 1, 0.9, llama_cpp_reserve_gib=1.75)
+    ('reserve', 1.75)
     """
     name = engine_name(engine)
     if name == "SGLang":
