@@ -7,6 +7,7 @@ import pytest
 import llmcourse as lc
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.planner.own_machine import gguf_type, longest_context, own_machine
+from llmcourse.replica.model import replica
 from llmcourse.widgets.own_machine import own_machine_calculator
 
 
@@ -58,15 +59,20 @@ def test_gemma_3_27b_q8_0_fits_an_rtx_5090_with_tens_of_thousands_of_tokens():
     """Usable: 32 GiB - 0.5 (CUDA context) - 0.25 (compute buffers) - 1 (--fit margin) = 30.25 x 2^30 = 32.481e9 B.
     Weights: 27.01e9 x 8.5 / 8 = 28.698e9 B: 3.783e9 B left.
     Gemma 3 27B keeps 2 x 16 KV heads x 128 x 2 B = 8,192 B a token a layer; 10 of its 62 layers are global (every
-    token), 52 slide a 1,024-token window. At T tokens: 8,192 x (10 T + 52 x 1,024) B, so the longest T is
-    (3.783e9 / 8,192 - 53,248) / 10 = 40,851 tokens (the course's figure before the CUDA context and compute
-    buffers were counted, 50,680, and the one with a 0.9 GiB CUDA context, 35,605, are out of bounds). llama.cpp's
-    sliding-window cache holds the window plus one ubatch (llama_kv_cache_iswa: 1,024 + 512 = 1,536 cells), which
-    the package does not count yet: with it, (461,754 - 52 x 1,536) / 10 = 38,188."""
+    token), 52 slide a 1,024-token window, which llama.cpp's cache holds with one ubatch more: GGML_PAD(n_swa +
+    n_ubatch, 256) = GGML_PAD(1,024 + 512, 256) = 1,536 cells (llama_kv_cache_iswa, src/llama-kv-cache-iswa.cpp).
+    At T tokens: 8,192 x (10 T + 52 x 1,536) B (at 8,192: 8,192 x 161,792 = 1.3254e9 B), so the longest T is
+    (3.783e9 / 8,192 - 79,872) / 10 = 38,188 tokens. Out of bounds: the course's figure before the CUDA context and
+    compute buffers were counted (50,680), the one with a 0.9 GiB CUDA context (35,605) and the one with a window of
+    1,024 cells (40,851)."""
     m = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", context=8_192)
     assert m.fits, m.reason
-    assert m.longest_context == pytest.approx(40_851, abs=30)
-    assert 36_000 < m.longest_context < 42_000
+    assert m.kv_bytes.to("B").m == pytest.approx(8_192 * (10 * 8_192 + 52 * 1_536))
+    assert m.longest_context == pytest.approx(38_188, abs=30)
+    assert 37_000 < m.longest_context < 39_500
+    # a datacenter engine's sliding window holds the window alone: 8,192 x (10 x 8,192 + 52 x 1,024) B
+    vllm = replica("Gemma-3-27B", "RTX 5090", batch=1, prompt_tokens=8_191, answer_tokens=1, weight_bytes="q8_0")
+    assert vllm.kv_per_sequence.to("B").m == pytest.approx(8_192 * (10 * 8_192 + 52 * 1_024))
 
 
 def test_kv_at_a_context_by_hand_and_longest_context():
