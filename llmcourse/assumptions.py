@@ -60,8 +60,8 @@ CHOICES: dict[str, dict[str, str]] = {
         "engine": "the replica's engine's own rule: vLLM's gpu_memory_utilization (memory_fraction of the total), "
         "SGLang's mem_fraction_static (its default by the GPU's memory and the server's GPUs, 0.836 on one H100, "
         "0.856 on four B200s), TensorRT-LLM's free_gpu_memory_fraction (the weights plus memory_fraction of what they "
-        "leave), llama.cpp's all of the memory read as GiB less llama_cpp_memory_reserve_gib on each GPU (None: "
-        "vLLM's rule)",
+        "leave), llama.cpp's all of the memory read as GiB less, on each GPU, cuda_context_gib (CUDA devices), "
+        "llama_cpp_compute_buffer_gib and llama_cpp_fit_margin_gib (None: vLLM's rule)",
     },
     "memory_unit": {
         "GB": "the datasheet's memory in decimal gigabytes (80 GB = 80 x 10^9 bytes)",
@@ -194,9 +194,14 @@ MEANING: dict[str, str] = {
     "llama_cpp_step_overhead_ms": "fixed time per decode step of llama.cpp, one sequence (ms; None: step_overhead_ms)",
     "llama_cpp_layer_floor_us": "fixed time per layer per forward pass of llama.cpp (microseconds; None: "
     "layer_floor_us; 0: its fitted step overhead carries all of its fixed time)",
-    "llama_cpp_memory_reserve_gib": "memory llama.cpp keeps on each GPU beside its weights and KV cache, with "
-    "memory_rule 'engine' (GiB: its compute buffers and the 1,024 MiB its --fit leaves free by default; the GPU's "
-    "memory read as GiB, as llama.cpp reads it from the driver; None: vLLM's share of the total, as every engine)",
+    "llama_cpp_fit_margin_gib": "memory llama.cpp's --fit leaves free on each GPU beyond its weights, KV cache and "
+    "compute buffers, with memory_rule 'engine' (GiB: its default 1,024 MiB; 0: run with --fit off; None: vLLM's "
+    "share of the total, as every engine)",
+    "llama_cpp_compute_buffer_gib": "memory llama.cpp's compute buffers take on each GPU at its default ubatch of "
+    "512 (GiB; about the 512 rows of logits of a 128k vocabulary)",
+    "cuda_context_gib": "memory a CUDA GPU's driver and context take before llama.cpp allocates anything, so its "
+    "free memory is the GPU's GiB less this (GiB; 0 on Apple's unified memory, whose Metal limit is already the "
+    "GPU's share)",
     "gpu_idle_power_fraction": "share of its rated power (TDP) a GPU draws while it holds a model but serves nothing",
     "gpu_load_power_fraction": "share of its rated power (TDP) a GPU draws while it serves at full load",
     "host_power_fraction": "the server around each GPU (CPUs, memory, NICs, switches, fans) draws this share of the "
@@ -274,7 +279,9 @@ class Assumptions:
     llama_cpp_compute_efficiency: float | None = None
     llama_cpp_step_overhead_ms: float | None = None
     llama_cpp_layer_floor_us: float | None = None
-    llama_cpp_memory_reserve_gib: float | None = None
+    llama_cpp_fit_margin_gib: float | None = None
+    llama_cpp_compute_buffer_gib: float = 0.0
+    cuda_context_gib: float = 0.0
     # The whole bill (chapter Sizing the fleet). Course assumptions, each beside its evidence:
     # - idle: an H100 that holds a model draws its bare idle plus +26-50 W for the CUDA context (arXiv 2605.23918,
     #   "The Model Parking Tax", 14 H100s over 18 days); a published H200 run idles at 80 W of its 700 W. About
@@ -416,7 +423,9 @@ class Assumptions:
             "llama_cpp_compute_efficiency",
             "llama_cpp_step_overhead_ms",
             "llama_cpp_layer_floor_us",
-            "llama_cpp_memory_reserve_gib",
+            "llama_cpp_fit_margin_gib",
+            "llama_cpp_compute_buffer_gib",
+            "cuda_context_gib",
         ):
             value = getattr(self, name)
             if value is None:
@@ -546,7 +555,7 @@ PRESETS: dict[str, Assumptions] = {
             # ServerArgs._handle_gpu_memory_settings: 0.836 on one H100, 0.856 on four B200s), TensorRT-LLM's
             # free_gpu_memory_fraction 0.9 of what the weights leave (tensorrt_llm/llmapi/llm_args.py KvCacheConfig).
             # llama.cpp allocates its weights and a KV cache of its context, not a share: all of the GPU's memory read
-            # as GiB, less llama_cpp_memory_reserve_gib (1 GiB: below, with where llama.cpp sets it).
+            # as GiB, less the CUDA context, its compute buffers and its --fit margin (below, with where llama.cpp sets them).
             # A replica that names no engine runs vLLM's rule, the sources' "90% of memory" (memory_fraction 0.9).
             memory_rule="engine",
             # The engines' default token budget per iteration on H100-class GPUs, which the queueing simulator
@@ -593,16 +602,32 @@ PRESETS: dict[str, Assumptions] = {
             # its fixed time, so llama.cpp counts none (the fit holds it at this value).
             llama_cpp_layer_floor_us=0.0,
             # The memory llama.cpp keeps on each device beside its weights and KV cache, with memory_rule "engine"
-            # (llmcourse.replica.scheduler.engine_memory_rule): its compute buffers (a few hundred MiB for an 8B model
-            # at the default ubatch of 512, more with a large vocabulary) and the headroom its --fit leaves. llama.cpp
-            # sizes a fit to leave 1,024 MiB of each device free: --fit-target (-fitt), common_params::
-            # fit_params_target = std::vector<size_t>(llama_max_devices(), 1024 * 1024*1024), "margin per device in
-            # bytes for fitting parameters to free memory" (ggml-org/llama.cpp common/common.h, struct common_params,
-            # read at 001d906). The course counts one allowance of 1 GiB for both. The device's memory is read as GiB,
-            # as llama.cpp reads it from the driver (CUDA's total in MiB; Metal's recommendedMaxWorkingSetSize,
-            # 49,152 MiB on a 64 GB Mac). llama-bench, which measured llmcourse/data/llama_cpp_public.csv, runs no fit
-            # and may use the margin: an 8 GB M1 ran Llama-3.1-8B in Q4_K_M there, which this allowance refuses.
-            llama_cpp_memory_reserve_gib=1.0,
+            # (llmcourse.replica.scheduler.engine_memory_rule), three terms, each from llama.cpp's own accounting
+            # (ggml-org/llama.cpp common/fit.cpp, llama_params_fit_impl, and common/common.h, read at 001d906): --fit
+            # projects each device's use as model + context (KV) + compute buffers and requires the device's FREE
+            # memory (ggml_backend_dev_memory: cudaMemGetInfo on CUDA, recommendedMaxWorkingSetSize on Metal) less
+            # that projection to be at least fit_params_target = 1,024 MiB a device ("margin per device in bytes for
+            # fitting parameters to free memory"); if not, it shrinks an unset context, then moves layers to the CPU.
+            # - llama_cpp_fit_margin_gib 1.0: that default margin (0: the hard limit, run with --fit off -ngl 99).
+            # - llama_cpp_compute_buffer_gib 0.25: the compute buffers at the default ubatch of 512, above all the
+            #   logits of 512 rows: 512 x 128,256 x 4 B = 250.5 MiB for Llama 3's vocabulary (Gemma 3's 262,144:
+            #   512 MiB, so this undercounts a large vocabulary; one typical value, not a per-model one).
+            # - cuda_context_gib 0.5: a headless CUDA context with cuBLAS, what a CUDA device's free memory sits below
+            #   its size by. Public llama.cpp logs show an RTX 4090 with 23,633 MiB free of 24,576 (0.92 GiB less) and
+            #   an RTX 5090 with 31,518-31,600 MiB free of 32,768 (1.1-1.2 GiB less), but those 0.9-1.2 GiB likely
+            #   include a desktop's share of a card that drives a display. The public llama-bench rows of an RTX 4080
+            #   (16 GiB) running Llama-3.1-8B F16 at their own context of 512 (llmcourse/data/llama_cpp_public.csv,
+            #   rows 11, 12) bound the headless share: they ran, with 14.957 GiB of weights + 0.0625 GiB of KV +
+            #   0.25 GiB of compute buffers, so that card's context took at most 16 - 15.27 = 0.73 GiB. A GPU that
+            #   also drives a display loses another 0.3-1.5 GiB. Metal has no such term (its limit is the
+            #   working-set share the catalog holds): 0 on Apple's unified memory
+            #   (llmcourse.replica.memory.memory_rule_of decides by the GPU's memory_share).
+            # The device's memory is read as GiB, as llama.cpp reads it (CUDA's total in MiB; Metal's
+            # recommendedMaxWorkingSetSize, 49,152 MiB on a 64 GB Mac). llama-bench, which measured
+            # llmcourse/data/llama_cpp_public.csv, runs no fit and may use the margin.
+            llama_cpp_fit_margin_gib=1.0,
+            llama_cpp_compute_buffer_gib=0.25,
+            cuda_context_gib=0.5,
         ),
     )
 }

@@ -12,6 +12,7 @@ import pytest
 import llmcourse as lc
 from llmcourse.assumptions import for_engine, resolve
 from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.planner.own_machine import no_margin, own_machine
 from llmcourse.replica.model import replica
 from llmcourse.validation import llama_cpp as llc
 
@@ -143,8 +144,10 @@ def test_the_course_holds_the_fit_of_the_public_rows_and_its_held_out_error():
 def test_the_datacenter_factors_are_what_general_gives():
     a = llc.general("course")
     kernels = [f.name for f in dataclasses.fields(a) if f.name.startswith("llama_cpp_")]
-    kernels.remove("llama_cpp_memory_reserve_gib")  # the memory llama.cpp keeps is no fitted factor: kept
-    assert all(getattr(a, n) is None for n in kernels) and a.llama_cpp_memory_reserve_gib == 1.0
+    for n in llc.MEMORY_FIELDS:  # the memory llama.cpp keeps is no fitted factor: kept
+        kernels.remove(n)
+    assert all(getattr(a, n) is None for n in kernels)
+    assert (a.llama_cpp_fit_margin_gib, a.llama_cpp_compute_buffer_gib, a.cuda_context_gib) == (1.0, 0.25, 0.5)
     assert for_engine(a, "llama.cpp") is a
     row = llc.public_rows()[0]  # RTX 3070, Llama-3.1-8B Q4_K_M, tg512: weights at 0.7 x 0.6 of 448 GB/s, KV at 0.7
     m = lc.models["Llama-3.1-8B"]
@@ -192,9 +195,10 @@ def test_each_machine_is_the_chip_variant_it_ran_on():
     assert gbs["M1 8GB"] == pytest.approx(4266e6 * 16 / 1e9, rel=1e-3)  # LPDDR4X-4266 on 128 bits: 68.25 GB/s
     assert (gbs["M1 Max"], gbs["M2 Ultra"], gbs["M4"]) == pytest.approx((400, 800, 120))  # Apple's figures
     assert gbs["RTX 4080"] == pytest.approx(22.4 * 256 / 8)  # 22.4 Gbps GDDR6X on 256 bits
-    # the nameplate's 16 GB, as every GeForce row; llama.cpp reads it as 16 GiB = 17.18 GB and keeps 1 GiB of it
+    # the nameplate's 16 GB, as every GeForce row; llama.cpp reads it as 16 GiB = 17.18 GB and keeps 0.5 (CUDA
+    # context) + 0.25 (compute buffers) + 1 (--fit margin) = 1.75 GiB of it: 14.25 GiB
     assert lc.gpus["RTX 4080"].memory.to("GB").m == 16
-    assert lc.usable_memory("RTX 4080", engine="llama.cpp").to("B").m == pytest.approx(15 * 2**30)
+    assert lc.usable_memory("RTX 4080", engine="llama.cpp").to("B").m == pytest.approx(14.25 * 2**30)
     rows = llc.public_rows()
     assert {r.gpu for r in rows if "M1 Max 32-Core" in r.machine} == {"M1 Max"}
     assert {r.gpu for r in rows if "M3 Max 40-Core" in r.machine} == {"M3 Max"}  # the 400 GB/s variant
@@ -210,28 +214,41 @@ def _fits(r: llc.PublicRow, a: object = None) -> bool:
 
 def test_every_public_row_fits_its_machine_at_its_own_context():
     """llama-bench runs a test at a context of its prompt plus its answer (n_ctx = n_prompt + n_gen): 512 tokens for
-    pp512 and tg512, 128 for tg128. The machine's memory is read as llama.cpp reads it, in GiB, less 1 GiB for
-    llama.cpp's compute buffers and the margin its --fit leaves. Every row fits so, among them the ones the 0.9 share
-    of decimal GB refused: Llama-3.1-70B Q4_K_M on the 64 GB M1 Max and M3 Max (47 GiB = 50.47e9 B usable against
-    43.13e9 B of weights + 512 x 327,680 B = 0.17e9 B of KV) and Llama-3.1-70B F16 on the 192 GB M2 Ultra
-    (0.75 x 192 = 144 GiB, 143 GiB = 153.5e9 B usable against 141.1e9 B + 0.17e9 B).
+    pp512 and tg512. The machine's memory is read as llama.cpp reads it, in GiB, less 0.5 GiB of CUDA context (none
+    on a Mac), 0.25 GiB of compute buffers and the 1 GiB margin its --fit leaves. Rows the 0.9 share of decimal GB
+    refused fit so: Llama-3.1-70B Q4_K_M on the 64 GB M1 Max and M3 Max (48 - 1.25 = 46.75 GiB = 50.20e9 B against
+    43.13e9 B of weights + 512 x 327,680 B = 0.17e9 B of KV) and Llama-3.1-70B F16 on the 192 GB M2 Ultra (0.75 x 192
+    = 144 GiB, 142.75 GiB = 153.3e9 B against 141.1e9 B + 0.17e9 B).
 
-    Two machines ran with less room than llama.cpp's default margin (llama-bench runs no --fit):
-    - the 8 GB M1 (rows 21, 22): macOS lets its GPU use 2/3 x 8 GiB = 5.333 GiB; Llama-3.1-8B in Q4_K_M is
-      8.03e9 x 4.89 / 8 = 4.908e9 B = 4.571 GiB, plus 512 x 131,072 B = 0.0625 GiB of KV: 4.634 GiB, over
-      5.333 - 1 = 4.333 GiB and within 5.333 - 0.5 = 4.833 GiB;
+    Every row ran, so every row is "fits" or "inside margin". llama-bench runs no --fit, so four rows ran inside
+    llama.cpp's margin (the verdict "inside margin": --fit off):
+    - the 8 GB M1 (rows 21, 22): 0.667 x 8 GiB = 5.336 GiB; Llama-3.1-8B in Q4_K_M is 8.03e9 x 4.89 / 8 = 4.908e9 B =
+      4.571 GiB, plus 512 x 131,072 B = 0.0625 GiB of KV: 4.634 GiB, over 5.336 - 1.25 = 4.086 GiB and within
+      5.336 - 0.25 = 5.086 GiB.
     - the RTX 4080 with F16 weights (rows 11, 12): 8.03e9 x 2 = 16.06e9 B = 14.957 GiB, plus 0.0625 GiB: 15.020 GiB,
-      over 16 - 1 = 15 GiB and within 16 - 0.5 = 15.5 GiB.
+      over 16 - 0.5 - 0.25 - 1 = 14.25 GiB and within 16 - 0.5 - 0.25 = 15.25 GiB. These rows bound the headless
+      CUDA context: they ran (RunPod, CUDA 12.1, 2024), so it took at most 16 - 0.25 - 15.020 = 0.73 GiB; at the
+      0.9 GiB of the 4090 and 5090 logs (a display's share among it) they could not have: checked below.
     """
     rows = llc.public_rows()
-    tight = {"llamacpp-11", "llamacpp-12", "llamacpp-21", "llamacpp-22"}
-    assert [r.id for r in rows if not _fits(r)] == sorted(tight)
-    half = resolve("course").replace(llama_cpp_memory_reserve_gib=0.5)
-    assert all(_fits(r, half) for r in rows if r.id in tight)
+    course = resolve("course")
+    hard = no_margin(course)
+    assert [r.id for r in rows if not _fits(r)] == ["llamacpp-11", "llamacpp-12", "llamacpp-21", "llamacpp-22"]
+    assert all(_fits(r, hard) for r in rows)
+    verdicts = {r.id: own_machine(r.model, r.gpu, r.gguf, context=r.tokens).verdict for r in rows}
+    inside = {"llamacpp-11", "llamacpp-12", "llamacpp-21", "llamacpp-22"}
+    assert {i for i, v in verdicts.items() if v != "fits"} == inside
+    assert {verdicts[i] for i in inside} == {"inside margin"}
+    # a context of 0.75 GiB leaves 16 - 0.75 - 0.25 = 15.0 GiB < 15.020 GiB: the 4080's F16 rows need less than that
+    assert _fits(rows[11], no_margin(course.replace(cuda_context_gib=0.7)))
+    assert not _fits(rows[11], no_margin(course.replace(cuda_context_gib=0.75)))
+    assert not _fits(rows[11], no_margin(course.replace(cuda_context_gib=0.9)))
     # the 70B rows the 0.9 share of decimal GB refused (0.9 x 48 = 43.2e9 B against 43.13e9 + 0.17e9; 0.9 x 144 =
     # 129.6e9 B against 141.1e9), each by hand as above
     big = {r.id for r in rows if r.model == "Llama-3.1-70B" and (r.gpu != "M2 Ultra" or r.gguf == "fp16")}
     assert big == {"llamacpp-27", "llamacpp-28", "llamacpp-35", "llamacpp-36", "llamacpp-41", "llamacpp-42"}
-    assert 43.13e9 + 512 * 327_680 < 47 * 2**30 and 141.1e9 + 512 * 327_680 < 143 * 2**30
-    before = resolve("course").replace(memory_rule="total")  # vLLM's 0.9 of the datasheet GB
+    usable = {g: lc.usable_memory(g, engine="llama.cpp").to("B").m for g in ("M3 Max", "M2 Ultra")}
+    assert usable == pytest.approx({"M3 Max": 46.75 * 2**30, "M2 Ultra": 142.75 * 2**30})
+    assert usable["M3 Max"] > 43.13e9 + 512 * 327_680 and usable["M2 Ultra"] > 141.1e9 + 512 * 327_680
+    before = course.replace(memory_rule="total")  # vLLM's 0.9 of the datasheet GB
     assert not any(_fits(r, before) for r in rows if r.id in big)

@@ -7,6 +7,7 @@ import pytest
 import llmcourse as lc
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.planner.own_machine import gguf_type, longest_context, own_machine
+from llmcourse.replica.model import replica
 from llmcourse.widgets.own_machine import own_machine_calculator
 
 
@@ -25,43 +26,53 @@ def test_q8_0_is_8_5_bits():
 
 def test_unified_memory_share_sets_what_the_gpu_may_use():
     """M3 Max: 64 GiB, of which macOS lets the GPU use 0.75 = 48 GiB (Metal's recommendedMaxWorkingSetSize, 49,152
-    MiB) = 48 x 2^30 = 51.54e9 B; llama.cpp keeps 1 GiB for its compute buffers: 47 GiB = 50.47e9 B left."""
+    MiB) = 48 x 2^30 = 51.54e9 B; llama.cpp keeps 0.25 GiB for its compute buffers and 1 GiB of --fit margin (Metal:
+    no CUDA context): 46.75 GiB = 50.20e9 B left."""
     m = own_machine("Llama-3.1-70B", "M3 Max", "q4_k_m")
     assert m.gpu_memory.to("B").m == pytest.approx(48 * 2**30)
-    assert m.usable.to("B").m == pytest.approx(47 * 2**30)
+    assert m.usable.to("B").m == pytest.approx(46.75 * 2**30)
     with pytest.raises(InputError, match="memory_share"):
         lc.gpus["M3 Max"].with_(memory_share=0)
 
 
 def test_llama_3_1_70b_q4_k_m_fits_a_64_gb_m3_max():
     """Weights: 70.554e9 parameters x 4.89 / 8 = 43.126e9 B. KV: 2 x 80 layers x
-    8 KV heads x 128 x 2 B = 327,680 B a token. Usable: 47 x 2^30 = 50.466e9 B. Left for KV: 50.466e9 - 43.126e9 =
-    7.340e9 B = 22,399 tokens of 327,680 B (an 8,192-token conversation takes 2.68e9 B: it fits)."""
+    8 KV heads x 128 x 2 B = 327,680 B a token. Usable: 46.75 x 2^30 = 50.197e9 B. Left for KV: 50.197e9 - 43.126e9 =
+    7.071e9 B = 21,580 tokens of 327,680 B (an 8,192-token conversation takes 2.68e9 B: it fits)."""
     m = own_machine("Llama-3.1-70B", "M3 Max", "q4_k_m", context=8_192)
     assert m.fits, m.reason
     assert m.weight_bytes.to("B").m == pytest.approx(43.126e9, rel=1e-3)
-    assert m.longest_context == pytest.approx((47 * 2**30 - 43.126e9) / 327_680, abs=30)
+    assert m.longest_context == pytest.approx(21_580, abs=30)
 
 
 def test_qwen3_32b_q4_k_m_fits_a_24_gb_rtx_4090():
-    """Usable: 24 GiB - 1 GiB = 23 x 2^30 = 24.696e9 B. Weights: 32.76e9 x 4.89 / 8 = 20.025e9 B. KV: 2 x 64 layers x
-    8 KV heads x 128 x 2 B = 262,144 B a token. Left: 4.671e9 B = 17,819 tokens (8,192 take 2.15e9 B: it fits)."""
+    """Usable: 24 GiB - 0.5 (CUDA context) - 0.25 (compute buffers) - 1 (--fit margin) = 22.25 x 2^30 = 23.891e9 B.
+    Weights: 32.76e9 x 4.89 / 8 = 20.025e9 B. KV: 2 x 64 layers x 8 KV heads x 128 x 2 B = 262,144 B a token. Left:
+    3.866e9 B = 14,748 tokens (8,192 take 2.15e9 B: it fits)."""
     m = own_machine("Qwen3-32B", "RTX 4090", "q4_k_m", context=8_192)
     assert m.fits, m.reason
-    assert m.usable.to("B").m == pytest.approx(23 * 2**30)
-    assert m.longest_context == pytest.approx((23 * 2**30 - 32.76e9 * 4.89 / 8) / 262_144, abs=30)
+    assert m.usable.to("B").m == pytest.approx(22.25 * 2**30)
+    assert m.longest_context == pytest.approx(14_748, abs=30)
 
 
 def test_gemma_3_27b_q8_0_fits_an_rtx_5090_with_tens_of_thousands_of_tokens():
-    """Usable: 32 GiB - 1 GiB = 31 x 2^30 = 33.286e9 B. Weights: 27.01e9 x 8.5 / 8 = 28.698e9 B: 4.588e9 B left.
+    """Usable: 32 GiB - 0.5 (CUDA context) - 0.25 (compute buffers) - 1 (--fit margin) = 30.25 x 2^30 = 32.481e9 B.
+    Weights: 27.01e9 x 8.5 / 8 = 28.698e9 B: 3.783e9 B left.
     Gemma 3 27B keeps 2 x 16 KV heads x 128 x 2 B = 8,192 B a token a layer; 10 of its 62 layers are global (every
-    token), 52 slide a 1,024-token window. At T tokens: 8,192 x (10 T + 52 x 1,024) B, so the longest T is
-    (4.588e9 / 8,192 - 53,248) / 10 = 50,680 tokens."""
+    token), 52 slide a 1,024-token window, which llama.cpp's cache holds with one ubatch more: GGML_PAD(n_swa +
+    n_ubatch, 256) = GGML_PAD(1,024 + 512, 256) = 1,536 cells (llama_kv_cache_iswa, src/llama-kv-cache-iswa.cpp).
+    At T tokens: 8,192 x (10 T + 52 x 1,536) B (at 8,192: 8,192 x 161,792 = 1.3254e9 B), so the longest T is
+    (3.783e9 / 8,192 - 79,872) / 10 = 38,188 tokens. Out of bounds: the course's figure before the CUDA context and
+    compute buffers were counted (50,680), the one with a 0.9 GiB CUDA context (35,605) and the one with a window of
+    1,024 cells (40,851)."""
     m = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", context=8_192)
     assert m.fits, m.reason
-    by_hand = ((31 * 2**30 - 28.698e9) / 8_192 - 52 * 1_024) / 10
-    assert m.longest_context == pytest.approx(by_hand, abs=30)
-    assert 20_000 < m.longest_context < 100_000
+    assert m.kv_bytes.to("B").m == pytest.approx(8_192 * (10 * 8_192 + 52 * 1_536))
+    assert m.longest_context == pytest.approx(38_188, abs=30)
+    assert 37_000 < m.longest_context < 39_500
+    # a datacenter engine's sliding window holds the window alone: 8,192 x (10 x 8,192 + 52 x 1,024) B
+    vllm = replica("Gemma-3-27B", "RTX 5090", batch=1, prompt_tokens=8_191, answer_tokens=1, weight_bytes="q8_0")
+    assert vllm.kv_per_sequence.to("B").m == pytest.approx(8_192 * (10 * 8_192 + 52 * 1_024))
 
 
 def test_kv_at_a_context_by_hand_and_longest_context():
@@ -98,9 +109,23 @@ def test_calculator_answers_and_shows_errors():
     c = own_machine_calculator()
     rows = dict(c.rows)
     assert (
-        rows["fits"] == "yes" and rows["memory the GPU may use"] == "48.0 GiB = 51.5 GB (75% of 64 GiB unified memory)"
+        rows["fits"] == "yes, with llama.cpp's --fit margin"
+        and rows["memory the GPU may use"] == "48.0 GiB = 51.5 GB (75% of 64 GiB unified memory)"
     )
-    assert rows["left for weights and KV cache"] == "50.5 GB"  # 47 GiB: llama.cpp keeps 1 GiB
+    assert rows["left for weights and KV cache"] == "50.2 GB"  # 46.75 GiB: llama.cpp keeps 0.25 + 1 GiB
     assert dict(c.set(gpu="RTX 5090").rows)["memory the GPU may use"] == "32.0 GiB = 34.4 GB"
     c.set(context=10**7)
     assert c.rows == [] or all("context" not in k for k, _ in c.rows)
+
+
+def test_three_verdicts_by_hand():
+    """M1 8GB: Metal lets the GPU use 0.667 x 8 GiB = 5.336 GiB. Llama-3.1-8B Q4_K_M: 8.03e9 x 4.89 / 8 = 4.908e9 B =
+    4.571 GiB, plus 511 x 131,072 B = 0.0624 GiB of KV: 4.633 GiB. With the margin: 5.336 - 0.25 - 1 = 4.086 GiB (no);
+    without it: 5.086 GiB (yes): inside the margin, where the longest context is (5.086 - 4.571) x 2^30 / 131,072 =
+    4,219 tokens. Llama-3.1-70B Q4_K_M (43.1e9 B = 40.2 GiB) on the same Mac does not fit at all."""
+    m = own_machine("Llama-3.1-8B", "M1 8GB", "q4_k_m", context=512)
+    assert (m.verdict, m.fits) == ("inside margin", False)
+    assert m.longest_context_no_margin == pytest.approx(4_219, abs=5)
+    assert "--fit off -ngl 99" in dict(m.rows())["fits"]
+    assert own_machine("Llama-3.1-8B", "RTX 5090", "q4_k_m").verdict == "fits"
+    assert own_machine("Llama-3.1-70B", "M1 8GB", "q4_k_m", context=512).verdict == "does not fit"

@@ -10,8 +10,12 @@ Examples
 >>> m = own_machine("Llama-3.1-8B", "RTX 5090", "q4_k_m", context=8_192)
 >>> m.fits, round(m.weight_bytes.to("GB").m, 2), round(m.bound_tokens_per_s)
 (True, 4.91, 365)
->>> round(m.gpu_memory.to("GiB").m), round(m.usable.to("GiB").m)  # llama.cpp reads 32 GiB, keeps 1 GiB for itself
-(32, 31)
+>>> round(m.gpu_memory.to("GiB").m), round(m.usable.to("GiB").m, 2)  # 32 GiB less 0.5 + 0.25 + 1 GiB
+(32, 30.25)
+>>> m.verdict
+'fits'
+>>> own_machine("Llama-3.1-8B", "M1 8GB", "q4_k_m", context=512).verdict  # 4.63 GiB: over 4.08, within 5.08
+'inside margin'
 >>> own_machine("Llama-3.1-8B", "RTX 5090", "q4_km")
 Traceback (most recent call last):
 ...
@@ -35,7 +39,11 @@ from llmcourse.replica.memory import weight_bytes as weights_of
 from llmcourse.replica.model import replica
 from llmcourse.units import Q_, to
 
-__all__ = ["OwnMachine", "gguf_type", "longest_context", "own_machine"]
+__all__ = ["VERDICTS", "OwnMachine", "gguf_type", "longest_context", "no_margin", "own_machine"]
+
+#: The three answers to "does it fit?" under llama.cpp: with its --fit margin; only inside the margin (--fit off);
+#: not even so.
+VERDICTS = ("fits", "inside margin", "does not fit")
 
 #: The engine a GGUF file runs under: llama.cpp, whose own kernels' shares the assumptions hold (the course's
 #: ``llama_cpp_*`` fields, fitted on public llama-bench rows: :mod:`llmcourse.validation.llama_cpp`).
@@ -74,14 +82,16 @@ class OwnMachine:
     gpu: str
     weights: str
     context: int
-    #: Whether the weights and the context's KV cache fit in what the GPU may use; if not, why (:attr:`reason`).
+    #: Whether the weights and the context's KV cache fit in what the GPU may use with llama.cpp's --fit margin;
+    #: if not, why (:attr:`reason`).
     fits: bool
     reason: str
     weight_bytes: pint.Quantity
     kv_bytes: pint.Quantity
     #: The memory the GPU may use as the engine reads it (llama.cpp: the device's GiB from the driver; a unified-memory
     #: machine: its share of the system's, Metal's recommendedMaxWorkingSetSize) and what is left of it for weights
-    #: and KV cache (llama.cpp: less the assumptions' llama_cpp_memory_reserve_gib for its compute buffers).
+    #: and KV cache (llama.cpp: less :func:`~llmcourse.replica.memory.llama_cpp_reserve_gib`, its CUDA context,
+    #: compute buffers and --fit margin).
     gpu_memory: pint.Quantity
     usable: pint.Quantity
     #: Tokens per second typing at this context (None if it does not fit), and the bound at 100% of the bandwidth
@@ -94,6 +104,11 @@ class OwnMachine:
     #: and the time to read a prompt that long before the first token (None if none fits).
     longest_context: int
     longest_first_token_s: float | None = None
+    #: One of :data:`VERDICTS`: "fits" (with llama.cpp's --fit margin), "inside margin" (only with the margin used:
+    #: ``--fit off -ngl 99`` and a ``-c`` of at most :attr:`longest_context_no_margin`; under the defaults llama.cpp
+    #: shrinks the context, then moves layers to the CPU, which runs slower) or "does not fit".
+    verdict: str = "fits"
+    longest_context_no_margin: int = 0
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) rows for a calculator."""
@@ -104,7 +119,11 @@ class OwnMachine:
         mem = f"{self.gpu_memory.to(unit).m:,.1f} {unit}" + (f" = {gb:,.1f} GB" if binary else "")
         if g.memory_share is not None:
             mem += f" ({g.memory_share:.0%} of {to(g.unified_memory, 'GB').m:,.0f} {unit} unified memory)"
-        fit = "yes" if self.fits else f"no: {self.reason}"
+        fit = {
+            "fits": "yes, with llama.cpp's --fit margin",
+            "inside margin": "only inside llama.cpp's margin: run with --fit off -ngl 99 and -c at most "
+            f"{self.longest_context_no_margin:,} (under the defaults llama.cpp offloads layers to the CPU)",
+        }.get(self.verdict, f"no: {self.reason}")
         out = [
             ("fits", fit),
             ("weights", f"{self.weight_bytes.to('GB').m:,.2f} GB ({self.weights.upper()})"),
@@ -161,6 +180,12 @@ def longest_context(model: str, gpu: str, weights: str, assumptions: Assumptions
     return lo + 1  # the prompt and the one answer token
 
 
+def no_margin(a: Assumptions) -> Assumptions:
+    """The assumptions with llama.cpp's --fit margin spent (``--fit off``: 0 GiB of margin); unchanged where they
+    hold no llama.cpp margin."""
+    return a if a.llama_cpp_fit_margin_gib is None else a.replace(llama_cpp_fit_margin_gib=0.0)
+
+
 def own_machine(
     model: str,
     gpu: str,
@@ -190,6 +215,9 @@ def own_machine(
         if longest >= 2
         else None
     )
+    bare = no_margin(a)
+    hard = r.fits or _fits(m, g, w, context - 1, bare)
+    verdict = VERDICTS[0] if r.fits else VERDICTS[1] if hard else VERDICTS[2]
     return OwnMachine(
         model=m,
         gpu=g,
@@ -210,4 +238,6 @@ def own_machine(
         first_token_s=float(r.first_prefill.time.to("s").m) if r.fits else None,
         longest_context=longest,
         longest_first_token_s=float(at_longest.first_prefill.time.to("s").m) if at_longest is not None else None,
+        verdict=verdict,
+        longest_context_no_margin=longest_context(m, g, w, bare),
     )

@@ -102,7 +102,7 @@ def linear_state_si(m: Model, kv_b: float) -> float:
     )  # fmt: skip
 
 
-def _by_type(m: Model, context: float, kv_b: float, copies: float, read: bool) -> float:
+def _by_type(m: Model, context: float, kv_b: float, copies: float, read: bool, window: float | None = None) -> float:
     t, per = m.layer_types, _per_layer_token(m, kv_b) * copies
     sparse = t["sparse"] * per
     return F["kv_bytes_by_layer_type"].value(
@@ -112,16 +112,18 @@ def _by_type(m: Model, context: float, kv_b: float, copies: float, read: bool) -
         kv_selected_per_token=sparse if read else 0.0,
         linear_state=linear_state_si(m, kv_b),
         context=context,
-        window=m.sliding_window or 1,
+        window=window or m.sliding_window or 1,
         chunk=m.attention_chunk or 1,
         top_k_tokens=m.index_topk or 1,
     )
 
 
-def kv_held_si(m: Model, context: float, kv_b: float, copies: float = 1.0) -> float:
+def kv_held_si(m: Model, context: float, kv_b: float, copies: float = 1.0, window: float | None = None) -> float:
     """KV bytes one sequence of ``context`` tokens holds, summed over its layer types; ``copies`` of the attention
     layers' cache (a tensor-parallel group with fewer KV heads than GPUs keeps some heads on several), the linear
-    layers' state split across the GPUs with their heads.
+    layers' state split across the GPUs with their heads. A sliding-window layer holds at most ``window`` cells
+    (None: the model's window; an engine that keeps more, as llama.cpp's
+    :func:`~llmcourse.replica.memory.llama_cpp_window_cells`, gives its own).
 
     Examples
     --------
@@ -129,7 +131,7 @@ def kv_held_si(m: Model, context: float, kv_b: float, copies: float = 1.0) -> fl
     >>> kv_held_si(models["Llama-3.1-8B"], 1_000, 2.0)  # 131,072 B per token x 1,000
     131072000.0
     """
-    return _by_type(m, context, kv_b, copies, read=False)
+    return _by_type(m, context, kv_b, copies, read=False, window=window)
 
 
 def kv_read_si(m: Model, context: float, kv_b: float, copies: float = 1.0) -> float:

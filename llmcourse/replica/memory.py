@@ -263,10 +263,38 @@ def weights_read_si(m: Model, batch: float, wpp: float | tuple[float, float]) ->
     )
 
 
-def kv_sequence_si(m: Model, context: float, kv_bytes: Any, copies: float = 1.0) -> float:
+def kv_sequence_si(m: Model, context: float, kv_bytes: Any, copies: float = 1.0, window: float | None = None) -> float:
     """:func:`kv_bytes_per_sequence` in bytes, as a plain float, with ``copies`` of the attention layers' cache
-    (:func:`kv_copies`; a linear-attention state splits with its heads)."""
-    return kv_held_si(m, context, bytes_si(kv_bytes, "kv_bytes"), copies)
+    (:func:`kv_copies`; a linear-attention state splits with its heads) and its sliding-window layers holding at most
+    ``window`` cells (None: the model's window)."""
+    return kv_held_si(m, context, bytes_si(kv_bytes, "kv_bytes"), copies, window)
+
+
+#: llama.cpp's default ubatch (``n_ubatch``, 512 tokens) and the multiple it pads a KV cache's cells to (``n_pad``,
+#: 256): its sliding-window cache holds ``GGML_PAD(n_swa + n_ubatch, n_pad)`` cells with one sequence
+#: (``llama_kv_cache_iswa``, ggml-org/llama.cpp ``src/llama-kv-cache-iswa.cpp``: ``size_swa = std::min(size_base,
+#: GGML_PAD(hparams.n_swa*(unified ? n_seq_max : 1) + n_ubatch, n_pad))``), the window plus one ubatch of new tokens.
+LLAMA_CPP_UBATCH = 512
+LLAMA_CPP_KV_PAD = 256
+
+
+def llama_cpp_window_cells(m: Model) -> int | None:
+    """The cells llama.cpp's sliding-window cache keeps for one sequence of model ``m``: its window plus one ubatch
+    (:data:`LLAMA_CPP_UBATCH`), rounded up to a multiple of :data:`LLAMA_CPP_KV_PAD`; None for a model with no
+    sliding-window layers. The context bounds it, as every window (formula ``kv_bytes_by_layer_type``).
+
+    Examples
+    --------
+    >>> from llmcourse.catalog import models
+    >>> gemma, gpt_oss = models["Gemma-3-27B"], models["gpt-oss-120b"]
+    >>> llama_cpp_window_cells(gemma), llama_cpp_window_cells(gpt_oss)  # 1,024 + 512; 128 + 512 = 640 -> 768
+    (1536, 768)
+    >>> llama_cpp_window_cells(models["Llama-3.1-8B"]) is None
+    True
+    """
+    if not m.sliding_window or not m.layer_types["sliding"]:
+        return None
+    return math.ceil((m.sliding_window + LLAMA_CPP_UBATCH) / LLAMA_CPP_KV_PAD) * LLAMA_CPP_KV_PAD
 
 
 def kv_read_sequence_si(m: Model, context: float, kv_bytes: Any, copies: float = 1.0) -> float:
@@ -283,8 +311,9 @@ def memory_rule_of(a: Assumptions, engine: Any, g: GPU, n: float) -> tuple[str, 
     in MiB; the catalog holds no driver figure, so the datasheet's is read as GiB whatever the assumptions'
     ``memory_unit`` (an "80 GB" H100 as 81,920 MiB, a "180 GB" B200 as 184,320 MiB). The driver reports a little less
     (81,559 and 183,359 MiB): SGLang's default share on four B200s is then 0.855, not 0.856. The share applies to the
-    memory as the assumptions read it, as vLLM's 0.9 does. llama.cpp's rule (``"reserve"``) keeps the assumptions'
-    ``llama_cpp_memory_reserve_gib`` of each GPU.
+    memory as the assumptions read it, as vLLM's 0.9 does. llama.cpp's rule (``"reserve"``) keeps of each GPU
+    :func:`llama_cpp_reserve_gib`: the CUDA context (none on Apple's unified memory), the compute buffers and the
+    ``--fit`` margin.
 
     Examples
     --------
@@ -292,8 +321,10 @@ def memory_rule_of(a: Assumptions, engine: Any, g: GPU, n: float) -> tuple[str, 
     >>> b200 = gpu_of("B200")  # 184,320 MiB: 1 - 26,624 / 184,320 = 0.8556
     >>> memory_rule_of(resolve("course"), "SGLang", b200, 4), memory_rule_of(resolve("lab"), "SGLang", b200, 4)
     (('total', 0.856), ('total', 0.9))
-    >>> memory_rule_of(resolve("course"), "llama.cpp", gpu_of("RTX 5090"), 1)
-    ('reserve', 1.0)
+    >>> memory_rule_of(resolve("course"), "llama.cpp", gpu_of("RTX 5090"), 1)  # 0.5 + 0.25 + 1
+    ('reserve', 1.75)
+    >>> memory_rule_of(resolve("course"), "llama.cpp", gpu_of("M3 Max"), 1)  # Metal: no CUDA context
+    ('reserve', 1.25)
     """
     if a.memory_rule != "engine":
         return a.memory_rule, a.memory_fraction
@@ -302,8 +333,26 @@ def memory_rule_of(a: Assumptions, engine: Any, g: GPU, n: float) -> tuple[str, 
         float(to(g.memory, GB).m) * 1_024,
         int(n),
         a.memory_fraction,
-        llama_cpp_reserve_gib=a.llama_cpp_memory_reserve_gib,
+        llama_cpp_reserve_gib=llama_cpp_reserve_gib(a, g),
     )
+
+
+def llama_cpp_reserve_gib(a: Assumptions, g: GPU) -> float | None:
+    """GiB llama.cpp keeps of each GPU ``g`` beside its weights and KV cache under assumptions ``a``: the CUDA
+    driver's and context's share (``cuda_context_gib``; none where the GPU is a share of Apple's unified memory, read
+    through Metal's recommendedMaxWorkingSetSize), its compute buffers (``llama_cpp_compute_buffer_gib``) and its
+    ``--fit`` margin (``llama_cpp_fit_margin_gib``); None where the assumptions hold no llama.cpp margin (vLLM's rule).
+
+    Examples
+    --------
+    >>> from llmcourse.assumptions import resolve
+    >>> llama_cpp_reserve_gib(resolve(), gpu_of("RTX 4090")), llama_cpp_reserve_gib(resolve(), gpu_of("M1 Max"))
+    (1.75, 1.25)
+    """
+    if a.llama_cpp_fit_margin_gib is None:
+        return None
+    cuda = a.cuda_context_gib if g.memory_share is None else 0.0
+    return round(cuda + a.llama_cpp_compute_buffer_gib + a.llama_cpp_fit_margin_gib, 9)
 
 
 def gpu_memory_read(g: GPU, a: Assumptions, rule: str) -> pint.Quantity:
@@ -329,9 +378,9 @@ def _reserved_si(g: GPU, n: float, mem: float, reserve_gib: float) -> float:
     reserve = si(quantity(reserve_gib, GIB), "memory_reserve")
     if reserve >= mem:
         raise InputError(
-            f"llama.cpp keeps {reserve_gib:g} GiB of each GPU for its compute buffers (the assumptions' "
-            f"llama_cpp_memory_reserve_gib), all of the {mem / 2**30:.3g} GiB of one {g.name}: give a GPU with more "
-            "memory or a smaller llama_cpp_memory_reserve_gib."
+            f"llama.cpp keeps {reserve_gib:g} GiB of each GPU (the assumptions' cuda_context_gib, "
+            f"llama_cpp_compute_buffer_gib and llama_cpp_fit_margin_gib), all of the {mem / 2**30:.3g} GiB of one "
+            f"{g.name}: give a GPU with more memory or smaller allowances."
         )
     return F["reserved_usable_memory"].value(n_gpus=n, gpu_memory=mem, memory_reserve=reserve)
 
@@ -501,7 +550,7 @@ def usable_memory(
     memory rule: a share of the total (``"total"``), or the ``weights`` plus a share of what they
     leave (``"free"``), that share being the assumptions' ``memory_fraction``, or (``"engine"``, the course's)
     the rule of ``engine`` (None: the default engine, vLLM: a share of the total; llama.cpp: all of it less a fixed
-    allowance on each GPU, the assumptions' ``llama_cpp_memory_reserve_gib``); the GPU's memory read as datasheet GB
+    allowance on each GPU, :func:`llama_cpp_reserve_gib`); the GPU's memory read as datasheet GB
     or as the HBM's GiB (llama.cpp's always as GiB, :func:`gpu_memory_read`).
 
     Examples
@@ -514,8 +563,8 @@ def usable_memory(
     <Quantity(616.32, 'gigabyte')>
     >>> usable_memory("B200", 4, weights=Q_(671, "GB"), engine="TensorRT-LLM").to(GB)  # 671 + 0.9 x (720 - 671)
     <Quantity(715.1, 'gigabyte')>
-    >>> usable_memory("RTX 5090", engine="llama.cpp").to("GiB")  # 32 GiB less llama.cpp's 1 GiB
-    <Quantity(31.0, 'gibibyte')>
+    >>> usable_memory("RTX 5090", engine="llama.cpp").to("GiB")  # 32 - 0.5 CUDA - 0.25 buffers - 1 margin
+    <Quantity(30.25, 'gibibyte')>
     """
     g = gpu_of(gpu)
     a = resolve(assumptions)
@@ -599,5 +648,6 @@ def replica_memory_si(d: Deployment, lay: Layout, a: Assumptions, final: float) 
         w_exp = weight_parts_si(m, d.weight_bytes)[1]
         w = F["dp_weights_held"].value(weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
     mem = usable_si(g, check_value(lay.n_gpus, SYMBOLS["n_gpus"], "n_gpus"), a, w, d.engine)
-    kv_seq = kv_sequence_si(m, final, d.kv_bytes, kv_copies_si(m, lay.tensor_parallel, a))
+    window = llama_cpp_window_cells(m) if d.engine == "llama.cpp" else None  # llama.cpp's window holds a ubatch more
+    kv_seq = kv_sequence_si(m, final, d.kv_bytes, kv_copies_si(m, lay.tensor_parallel, a), window)
     return w, mem, kv_seq

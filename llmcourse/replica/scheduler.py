@@ -200,9 +200,10 @@ def engine_memory_rule(
       (``KVCacheManager``'s estimate from ``cudaMemGetInfo``): rule ``"free"`` at ``memory_fraction``, so the weights
       may take nearly all of it.
     * **llama.cpp**: it allocates the weights and a KV cache of its context size, not a share, and its compute
-      buffers beside them; its ``--fit`` leaves 1,024 MiB of each device free (``fit_params_target``,
-      ``common/common.h``): rule ``"reserve"`` at ``llama_cpp_reserve_gib`` (the assumptions'
-      ``llama_cpp_memory_reserve_gib``), the device's memory read in binary units as llama.cpp reads it from the
+      buffers beside them, from the device's free memory; its ``--fit`` leaves 1,024 MiB of each device free on top
+      of all three (``fit_params_target``, ``common/common.h``; ``llama_params_fit_impl``, ``common/fit.cpp``):
+      rule ``"reserve"`` at ``llama_cpp_reserve_gib`` (:func:`~llmcourse.replica.memory.llama_cpp_reserve_gib`: the
+      CUDA context, the compute buffers and the margin), the device's memory read in binary units as llama.cpp reads it from the
       driver (CUDA's total in MiB; Metal's ``recommendedMaxWorkingSetSize``, 49,152 MiB on a 64 GB Mac); with
       ``llama_cpp_reserve_gib`` None (assumptions with no llama.cpp values of their own), vLLM's rule.
 
@@ -214,8 +215,8 @@ def engine_memory_rule(
     ('free', 0.9)
     >>> engine_memory_rule("SGLang", 183_359, 4, 0.9, llama_cpp_reserve_gib=1.0)
     ('total', 0.855)
-    >>> engine_memory_rule("llama.cpp", 32_768, 1, 0.9, llama_cpp_reserve_gib=1.0)
-    ('reserve', 1.0)
+    >>> engine_memory_rule("llama.cpp", 32_768, 1, 0.9, llama_cpp_reserve_gib=1.75)
+    ('reserve', 1.75)
     """
     name = engine_name(engine)
     if name == "SGLang":

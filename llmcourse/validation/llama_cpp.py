@@ -179,9 +179,14 @@ def from_llama_bench(rows: Sequence[Any]) -> list[PublicRow]:
     return out
 
 
+#: The memory llama.cpp keeps on each device (:func:`llmcourse.replica.memory.llama_cpp_reserve_gib`): no fitted
+#: kernel values, so :func:`general` keeps them.
+MEMORY_FIELDS = ("llama_cpp_fit_margin_gib", "llama_cpp_compute_buffer_gib")
+
+
 def general(assumptions: Assumptions | str | None = None) -> Assumptions:
     """The assumptions with no llama.cpp kernel values of their own (every ``llama_cpp_*`` field None but the memory
-    llama.cpp keeps, ``llama_cpp_memory_reserve_gib``, which is no fitted value): llama.cpp run at the factors fitted
+    llama.cpp keeps, :data:`MEMORY_FIELDS`, which are no fitted values): llama.cpp run at the factors fitted
     on the datacenter engines, the course's picture before this fit.
 
     Examples
@@ -192,9 +197,7 @@ def general(assumptions: Assumptions | str | None = None) -> Assumptions:
     """
     a = resolve(assumptions)
     none = {
-        f.name: None
-        for f in dataclasses.fields(a)
-        if f.name.startswith("llama_cpp_") and f.name != "llama_cpp_memory_reserve_gib"
+        f.name: None for f in dataclasses.fields(a) if f.name.startswith("llama_cpp_") and f.name not in MEMORY_FIELDS
     }
     return dataclasses.replace(a, **none)
 
