@@ -34,7 +34,7 @@ def own_machine_calculator(
     --------
     >>> c = own_machine_calculator()
     >>> dict(c.rows)["fits"], dict(c.rows)["bound: bandwidth / weight bytes"]
-    ('yes', '81 tokens/s')
+    ("yes, with llama.cpp's --fit margin", '81 tokens/s')
     >>> dict(c.set(gguf="q8_0").rows)["weights"]
     '8.53 GB (Q8_0)'
     """
