@@ -466,8 +466,10 @@ def test_sglang_waits_behind_its_whole_wave_by_hand():
     - 8 tokens of room) beside the 8 decode tokens (formula prompt_step_share: 7 / 200 of the steps). That step's
     matmuls of 1,008 tokens are compute-bound (32.7 ms against 6.8 ms of weight reads), its attention reads the same
     8 sequences' KV (no attention FLOPs here); the other 193 steps decode alone. So its mean step is SGLang's decode
-    step plus 7 / 200 x (1,008 tokens' FLOPs - the weight read), 0.9 ms (formula chunked_mean_step), and the wait is
-    half of that."""
+    step plus 7 / 200 x (1,008 tokens' FLOPs - the weight read), 0.9 ms (formula chunked_mean_step). A request
+    arriving at a random moment finds a step under way in proportion to its length, so the step it waits half of is
+    the steps' mean weighted by their length, (phi t_ch^2 + (1 - phi) t^2) / (phi t_ch + (1 - phi) t) (formula
+    arrival_step), longer than the mean."""
     a = resolve().replace(prefill_attention=False)
     row = _row(concurrency=8, metric="ttft_ms", engine="SGLang 0.5.9")
     flops = 2 * 8.030e9 / (989e12 * a.compute_efficiency) * 1e3  # ms a token's matmuls take
@@ -483,9 +485,13 @@ def test_sglang_waits_behind_its_whole_wave_by_hand():
     assert lcv.wave_share(vllm, assumptions=a) == a.closed_loop_wave_share
     assert 1007 * flops > 8.030e9 * 2 / bw * 1e3  # a prompt's step is compute-bound, beside 7 decode tokens or 8
     pre_v = 1007 * flops + 7 * kv_seq / bw * 1e3 + fixed
-    mean_v = step + 7 / 200 * (1008 * flops - 8.030e9 * 2 / bw * 1e3)  # a prompt's step 7 times in 200
+    chunk_v = step + 1008 * flops - 8.030e9 * 2 / bw * 1e3  # a prompt's step: its matmuls instead of the weight read
+    phi = 7 / 200  # a prompt's step 7 times in 200
+    mean_v = phi * chunk_v + (1 - phi) * step
     assert mean_v - step == pytest.approx(0.906, abs=1e-3)
-    want_v = a.request_overhead_ms + pre_v + mean_v / 2 + 7 * pre_v / 2
+    arrival = (phi * chunk_v**2 + (1 - phi) * step**2) / mean_v  # the step under way, weighted by its length
+    assert arrival > mean_v
+    want_v = a.request_overhead_ms + pre_v + arrival / 2 + 7 * pre_v / 2
     assert lcv.predict(vllm, assumptions=a.replace(closed_loop_wave_share=1.0)).value == pytest.approx(want_v, rel=1e-9)
 
 

@@ -183,10 +183,10 @@ def predict(row: Measurement, *, assumptions: Assumptions | str | None = None) -
     """
     _need_row(row)
     a = resolve(assumptions)
-    rep = _replica(row, a)
+    setup, rep = _setup_replica(row, a)
     cp = matmul_precision(row.weights, row.gpu, a)
     if row.load_kind == "concurrency":
-        return _predict_closed_loop(row, rep, cp)
+        return _predict_closed_loop(row, rep, cp, setup)
     s, pre = rep.step, rep.batch_prefill
     if row.metric == "output_tokens_per_s":
         pre_ms = float(pre.time.m_as(_MS)) if rep.counts_prefill else None
@@ -405,6 +405,7 @@ _wait_s = scalar(
 )
 wave_s = scalar("closed_loop_wave_wait", "wave_share", "concurrency", "prefill_time")
 ttft_s = scalar("closed_loop_ttft", "prefill_time", "step_time", "prefill_wait", "wave_wait")
+_arrival_s = scalar("arrival_step", "prompt_step_share", "chunk_step_time", "step_time")
 loop_rate_s = scalar("closed_loop_throughput", "concurrency", "answer_tokens", "ttft", "time_per_token")
 _tpot_s = scalar("interleaved_tpot", "step_time", "prefill_time", "batch", "answer_tokens")
 _floor_s = scalar("layer_floor_time", "layers", "layer_floor")
@@ -447,7 +448,7 @@ def per_group(n: int, groups: int) -> int:
     return max(1, math.ceil(n / groups))
 
 
-def _predict_closed_loop(row: Measurement, rep: Replica, cp: str) -> Prediction:
+def _predict_closed_loop(row: Measurement, rep: Replica, cp: str, setup: Any) -> Prediction:
     """A closed-loop row's metric from its replica at a batch of the concurrency (see :func:`predict`).
     A concurrency above the largest batch whose KV fits at the final context is still predicted at
     that batch (engines page the cache in as sequences grow); :func:`kv_over_capacity` says which."""
@@ -456,7 +457,11 @@ def _predict_closed_loop(row: Measurement, rep: Replica, cp: str) -> Prediction:
     s = rep.step
     step_ms, tpot_ms = float(s.step_time.m_as(_MS)), float(rep.tpot.m_as(_MS))
     if rep.engine_step is not None and rep.engine_step.mixed_prefill:  # the step under way is a mixed one
+        parts = setup.engine_parts(rep.batch)
         step_ms = tpot_ms
+        if "chunks" in parts:  # a prompt's chunks in steps of their own: a request arriving finds a long one likelier
+            chunk = math.fsum(c[0] for c in parts["chunks"]) / len(parts["chunks"])
+            step_ms = _arrival_ms(float(parts["share"]), chunk * 1e3, parts["decode"][0] * 1e3)
     first = rep.first_prefill.time if rep.engine_step is None else rep.engine_step.first_token_prefill
     pre_ms = float(first.m_as(_MS))
     overhead = rep.assumptions.request_overhead_ms
@@ -676,9 +681,8 @@ class LoadComponents:
     def _step_tpot(self, eb: float, ef: float, step_overhead_ms: float) -> tuple[float, float]:
         """(decode step, time per output token), in ms, at bandwidth and compute efficiencies ``eb`` and ``ef``:
         the step plus the other requests' prefills between its steps (formula ``interleaved_tpot``)."""
-        if self.chunk_steps:
-            step = _chunked_mean_ms(self.decode_step, self.chunk_steps, self.chunk_share, eb, ef, step_overhead_ms)
-            return step, step
+        if self.chunk_steps:  # (the step a request arriving finds under way, the mean step)
+            return _chunked_steps_ms(self.decode_step, self.chunk_steps, self.chunk_share, eb, ef, step_overhead_ms)
         if self.mixed_step:
             step = _kernels_ms(self.mixed_step, eb, ef, step_overhead_ms)
             return step, step
@@ -760,8 +764,24 @@ def _chunked_mean_ms(
 ) -> float:
     """The mean step (ms) of an engine whose prompts' chunks take steps of their own (formula ``chunked_mean_step``),
     from the kernels at 100% efficiency of its step that decodes alone and of each chunk's step."""
+    return _chunked_steps_ms(decode, chunks, share, eb, ef, over)[1]
+
+
+def _chunked_steps_ms(
+    decode: tuple[float, ...], chunks: tuple[tuple[float, ...], ...], share: float, eb: float, ef: float, over: float
+) -> tuple[float, float]:
+    """(the step a request arriving at a random moment finds under way, the mean step), in ms, of an engine whose
+    prompts' chunks take steps of their own (formulas ``arrival_step`` and ``chunked_mean_step``), from the kernels
+    at 100% efficiency of its step that decodes alone and of each chunk's step."""
     chunk = math.fsum(_kernels_ms(k, eb, ef, over) for k in chunks) / len(chunks)
-    return share * chunk + (1 - share) * _kernels_ms(decode, eb, ef, over)
+    alone = _kernels_ms(decode, eb, ef, over)
+    mean = share * chunk + (1 - share) * alone
+    return _arrival_ms(share, chunk, alone), mean
+
+
+def _arrival_ms(share: float, chunk_ms: float, alone_ms: float) -> float:
+    """Formula ``arrival_step`` on plain ms."""
+    return _arrival_s(share, chunk_ms / 1e3, alone_ms / 1e3) * 1e3
 
 
 def config_key(row: Measurement) -> tuple:
