@@ -530,8 +530,9 @@ def closed_loop_ttft(
     """Mean time to first token of a closed loop of ``concurrency`` requests in flight (formulas
     ``closed_loop_prefill_wait``, ``closed_loop_wave_wait`` and ``closed_loop_ttft``).
 
-    A new request arrives while a decode step is under way (it waits half a step on average), then
-    waits behind the prompts of the other ``n_c - 1`` requests being prefilled, then is prefilled.
+    A new request arrives while a decode step is under way (it waits half a step on average; where prompts take
+    steps of their own, ``step_time`` is the step it finds under way, formula ``arrival_step``, since a long step is
+    found in proportion to its length), then waits behind the prompts of the other ``n_c - 1`` requests being prefilled, then is prefilled.
     Two waits, of which the longer counts:
 
     * the queue's, for arrivals spread at random: the Pollaczek-Khinchine mean for a fixed service
