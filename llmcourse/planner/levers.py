@@ -339,7 +339,7 @@ def _budget(m: Model, g: GPU, brief: Brief, base: Plan, plan_kwargs: dict[str, A
     on a brief for the mean, the first token is charged that wait (formula ``mdc_wait``, one server per replica,
     each prompt's chunk steps its service), and replicas are added until it meets the target (as the split's
     prefill pool is charged its queue); a brief on percentiles is simulated with the budget by :func:`plan`."""
-    name = LEVER_NAMES[LEVER_NAMES.index("small token budget")]
+    name = "small token budget"  # one of LEVER_NAMES
     if not base.fits:
         return _lever(name, base, base, base.reason)
     e = engine_settings(plan_kwargs.get("engine"))

@@ -457,11 +457,8 @@ def _predict_closed_loop(row: Measurement, rep: Replica, cp: str, setup: Any) ->
     s = rep.step
     step_ms, tpot_ms = float(s.step_time.m_as(_MS)), float(rep.tpot.m_as(_MS))
     if rep.engine_step is not None and rep.engine_step.mixed_prefill:  # the step under way is a mixed one
-        parts = setup.engine_parts(rep.batch)
-        step_ms = tpot_ms
-        if "chunks" in parts:  # a prompt's chunks in steps of their own: a request arriving finds a long one likelier
-            chunk = math.fsum(c[0] for c in parts["chunks"]) / len(parts["chunks"])
-            step_ms = _arrival_ms(float(parts["share"]), chunk * 1e3, parts["decode"][0] * 1e3)
+        # a prompt's chunks in steps of their own: a request arriving finds a long one likelier (formula arrival_step)
+        step_ms = float(setup.engine_parts(rep.batch).get("arrival", tpot_ms / 1e3)) * 1e3
     first = rep.first_prefill.time if rep.engine_step is None else rep.engine_step.first_token_prefill
     pre_ms = float(first.m_as(_MS))
     overhead = rep.assumptions.request_overhead_ms
@@ -532,7 +529,8 @@ def closed_loop_ttft(
 
     A new request arrives while a decode step is under way (it waits half a step on average; where prompts take
     steps of their own, ``step_time`` is the step it finds under way, formula ``arrival_step``, since a long step is
-    found in proportion to its length), then waits behind the prompts of the other ``n_c - 1`` requests being prefilled, then is prefilled.
+    found in proportion to its length), then waits behind the prompts of the other ``n_c - 1`` requests being
+    prefilled, then is prefilled.
     Two waits, of which the longer counts:
 
     * the queue's, for arrivals spread at random: the Pollaczek-Khinchine mean for a fixed service
@@ -777,12 +775,7 @@ def _chunked_steps_ms(
     chunk = math.fsum(_kernels_ms(k, eb, ef, over) for k in chunks) / len(chunks)
     alone = _kernels_ms(decode, eb, ef, over)
     mean = share * chunk + (1 - share) * alone
-    return _arrival_ms(share, chunk, alone), mean
-
-
-def _arrival_ms(share: float, chunk_ms: float, alone_ms: float) -> float:
-    """Formula ``arrival_step`` on plain ms."""
-    return _arrival_s(share, chunk_ms / 1e3, alone_ms / 1e3) * 1e3
+    return _arrival_s(share, chunk / 1e3, alone / 1e3) * 1e3, mean
 
 
 def config_key(row: Measurement) -> tuple:
