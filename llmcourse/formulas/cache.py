@@ -163,7 +163,6 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "alltoall_time": ("456f79e6270183aa8607", "_a0 + _a3*(_a5 - 1) + _a4*(_a5 - 1)/(_a2*_a1*_a5)"),
     "api_price_per_output_token": ("09ea9df62679b3f820fd", "_a2 + _a1*_a3/_a0"),
     "arithmetic_intensity": ("6473e7a8c860853fcf88", "_a1/_a0"),
-    "arrival_step": ("92ae3209bf489952a2fb", "(_a2**2*(1 - _a1) + _a0**2*_a1)/(_a2*(1 - _a1) + _a0*_a1)"),
     "attainable_flops": ("74fed35914d6604b1652", "min(_a2*_a4, _a1*_a0*_a3)"),
     "attention_allreduce_time": ("f1ca17d36c8fad613241", "_a0*_a1"),
     "break_even_gpus": ("3ac041c7da537270fbfc", "_a1/(_a3*(_a0*_a2*_a5 - _a4))"),
@@ -314,7 +313,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "weight_load_time": ("59110f7dd398648bf73c", "_a1/_a0"),
     "weight_read_time": ("1a3b6cc497f53320b20b", "_a3/(_a1*_a0*_a2)"),
 }
-SOURCES = "83dd97e9b34be7302675"
+SOURCES = "3193ca94c14fba0c0498"
 TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ("peak_request_rate", "request_rate", "peak request rate", "01_tokens", "daily_rate peak_factor"),
     ("token_rate", "token_rate", "tokens per second from requests", "01_tokens", "request_rate tokens_per_request"),
@@ -509,13 +508,6 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "chunked_mean_step",
         "mean_step_time",
         "mean step of an engine that fills its token budget with whole waiting prompts (or the chunks of one too long for it): the steps with a chunk, the rest decoding alone",
-        "06_prefill",
-        "chunk_step_time prompt_step_share step_time",
-    ),
-    (
-        "arrival_step",
-        "arrival_step_time",
-        "the step a request arriving at a random moment finds under way, on average: a long step is found in proportion to its length, so the mean of the steps weighted by their length (it waits half of one)",
         "06_prefill",
         "chunk_step_time prompt_step_share step_time",
     ),

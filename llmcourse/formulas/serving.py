@@ -424,12 +424,6 @@ chunk_step_time = symbol("chunk_step_time", r"t_{ch}", "s", "mean time of the st
 mean_step_time = symbol(
     "mean_step_time", r"\bar{t}_{step}", "s", "mean time of an engine's steps, with a prompt chunk or without"
 )
-arrival_step_time = symbol(
-    "arrival_step_time",
-    r"t_{arr}",
-    "s",
-    "mean length of the step a request arriving at a random moment finds under way",
-)
 
 
 @section
@@ -526,15 +520,6 @@ def _engine_steps() -> None:
         prompt_step_share * chunk_step_time + (1 - prompt_step_share) * step_time,
         "mean step of an engine that fills its token budget with whole waiting prompts (or the chunks of one too long "
         "for it): the steps with a chunk, the rest decoding alone",
-        "06_prefill",
-    )
-    formula(
-        "arrival_step",
-        "arrival_step_time",
-        (prompt_step_share * chunk_step_time**2 + (1 - prompt_step_share) * step_time**2)
-        / (prompt_step_share * chunk_step_time + (1 - prompt_step_share) * step_time),
-        "the step a request arriving at a random moment finds under way, on average: a long step is found in "
-        "proportion to its length, so the mean of the steps weighted by their length (it waits half of one)",
         "06_prefill",
     )
     formula(

@@ -59,13 +59,6 @@ class ChunkedSteps:
             prompt_step_share=self.share(prompts), chunk_step_time=self.chunk_time, step_time=self.decode[0]
         )
 
-    def arrival(self, prompts: float) -> float:
-        """The step (s) a request arriving at a random moment finds under way, on average, when ``prompts`` prompts
-        come in over an answer (formula ``arrival_step``: a long step is found in proportion to its length)."""
-        return F["arrival_step"].value(
-            prompt_step_share=self.share(prompts), chunk_step_time=self.chunk_time, step_time=self.decode[0]
-        )
-
     @property
     def chunk_time(self) -> float:
         """The mean time (s) of a prompt's chunk steps."""

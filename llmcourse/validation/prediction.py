@@ -405,7 +405,6 @@ _wait_s = scalar(
 )
 wave_s = scalar("closed_loop_wave_wait", "wave_share", "concurrency", "prefill_time")
 ttft_s = scalar("closed_loop_ttft", "prefill_time", "step_time", "prefill_wait", "wave_wait")
-_arrival_s = scalar("arrival_step", "prompt_step_share", "chunk_step_time", "step_time")
 loop_rate_s = scalar("closed_loop_throughput", "concurrency", "answer_tokens", "ttft", "time_per_token")
 _tpot_s = scalar("interleaved_tpot", "step_time", "prefill_time", "batch", "answer_tokens")
 _floor_s = scalar("layer_floor_time", "layers", "layer_floor")
@@ -416,21 +415,22 @@ def queued_wait_s(first_s: float, step_s: float, tpot_s: float, osl: float, n: i
     """The wait (s) of formula ``closed_loop_ttft`` for ``n`` requests in flight on an engine that runs ``running``
     of them at once: the queue's behind the prefills of the running ones (formula ``closed_loop_prefill_wait`` at
     ``running``), and when ``n`` is more, the wait for a running request to finish (formula ``capped_queue_wait``:
-    ``(n / running - 1)`` services, a service its first token at ``running`` and its answer's other tokens).
+    ``(n / running - 1)`` services, a service its first token at ``running`` and its answer's other tokens; a queued
+    request is admitted when a running one finishes, at a step's end, so it waits no part of a step under way).
 
     Examples
     --------
     >>> round(queued_wait_s(0.04, 0.02, 0.022, 1_000, 64, 64), 4) == round(_wait_s(0.04, 0.02, 0.022, 1_000, 64), 4)
     True
-    >>> w = _wait_s(0.04, 0.02, 0.022, 1_000, 32)  # 64 in flight, 32 running: one service more, 0.05 + w + 21.98 s
-    >>> round(queued_wait_s(0.04, 0.02, 0.022, 1_000, 64, 32) - w, 3) == round(0.04 + 0.01 + w + 999 * 0.022, 3)
+    >>> w = _wait_s(0.04, 0.02, 0.022, 1_000, 32)  # 64 in flight, 32 running: one service more, 0.04 + w + 21.98 s
+    >>> round(queued_wait_s(0.04, 0.02, 0.022, 1_000, 64, 32) - w, 3) == round(0.04 + w + 999 * 0.022, 3)
     True
     """
     b = min(n, running)
     w = _wait_s(first_s, step_s, tpot_s, osl, b)
     if n <= b:
         return w
-    return w + _queue_s(n, b, first_s + step_s / 2 + w, osl, tpot_s)
+    return w + _queue_s(n, b, first_s + w, osl, tpot_s)
 
 
 def per_group(n: int, groups: int) -> int:
@@ -457,8 +457,10 @@ def _predict_closed_loop(row: Measurement, rep: Replica, cp: str, setup: Any) ->
     s = rep.step
     step_ms, tpot_ms = float(s.step_time.m_as(_MS)), float(rep.tpot.m_as(_MS))
     if rep.engine_step is not None and rep.engine_step.mixed_prefill:  # the step under way is a mixed one
-        # a prompt's chunks in steps of their own: a request arriving finds a long one likelier (formula arrival_step)
-        step_ms = float(setup.engine_parts(rep.batch).get("arrival", tpot_ms / 1e3)) * 1e3
+        # where prompts' chunks take steps of their own, the step under way that the formula charges is one that
+        # decodes alone: a chunk step under way is another request's prompt, which the prefill wait already charges
+        parts = setup.engine_parts(rep.batch)
+        step_ms = float(parts["decode"][0]) * 1e3 if "decode" in parts else tpot_ms
     first = rep.first_prefill.time if rep.engine_step is None else rep.engine_step.first_token_prefill
     pre_ms = float(first.m_as(_MS))
     overhead = rep.assumptions.request_overhead_ms
@@ -527,10 +529,12 @@ def closed_loop_ttft(
     """Mean time to first token of a closed loop of ``concurrency`` requests in flight (formulas
     ``closed_loop_prefill_wait``, ``closed_loop_wave_wait`` and ``closed_loop_ttft``).
 
-    A new request arrives while a decode step is under way (it waits half a step on average; where prompts take
-    steps of their own, ``step_time`` is the step it finds under way, formula ``arrival_step``, since a long step is
-    found in proportion to its length), then waits behind the prompts of the other ``n_c - 1`` requests being
-    prefilled, then is prefilled.
+    A new request arrives while a decode step is under way (it waits half a step on average: the request reaches
+    the engine a client turnaround and the request's fixed overhead after the step that finished its client's last
+    answer, which spreads where in a step it lands; where prompts take steps of their own, ``step_time`` is a step
+    that decodes alone, since a step with a prompt under way is another request's prefill, which the two waits
+    below already charge), then waits behind the prompts of the other ``n_c - 1`` requests being prefilled, then is
+    prefilled.
     Two waits, of which the longer counts:
 
     * the queue's, for arrivals spread at random: the Pollaczek-Khinchine mean for a fixed service
@@ -680,7 +684,7 @@ class LoadComponents:
     def _step_tpot(self, eb: float, ef: float, step_overhead_ms: float) -> tuple[float, float]:
         """(decode step, time per output token), in ms, at bandwidth and compute efficiencies ``eb`` and ``ef``:
         the step plus the other requests' prefills between its steps (formula ``interleaved_tpot``)."""
-        if self.chunk_steps:  # (the step a request arriving finds under way, the mean step)
+        if self.chunk_steps:  # (the step that decodes alone, the mean step)
             return _chunked_steps_ms(self.decode_step, self.chunk_steps, self.chunk_share, eb, ef, step_overhead_ms)
         if self.mixed_step:
             step = _kernels_ms(self.mixed_step, eb, ef, step_overhead_ms)
@@ -769,13 +773,14 @@ def _chunked_mean_ms(
 def _chunked_steps_ms(
     decode: tuple[float, ...], chunks: tuple[tuple[float, ...], ...], share: float, eb: float, ef: float, over: float
 ) -> tuple[float, float]:
-    """(the step a request arriving at a random moment finds under way, the mean step), in ms, of an engine whose
-    prompts' chunks take steps of their own (formulas ``arrival_step`` and ``chunked_mean_step``), from the kernels
-    at 100% efficiency of its step that decodes alone and of each chunk's step."""
+    """(the step that decodes alone, the mean step: formula ``chunked_mean_step``), in ms, of an engine whose prompts'
+    chunks take steps of their own, from the kernels at 100% efficiency of its step that decodes alone and of each
+    chunk's step. A closed loop's request waits half of the first for the step under way (see
+    :func:`closed_loop_ttft`)."""
     chunk = math.fsum(_kernels_ms(k, eb, ef, over) for k in chunks) / len(chunks)
     alone = _kernels_ms(decode, eb, ef, over)
     mean = share * chunk + (1 - share) * alone
-    return _arrival_s(share, chunk / 1e3, alone / 1e3) * 1e3, mean
+    return alone, mean
 
 
 def config_key(row: Measurement) -> tuple:
