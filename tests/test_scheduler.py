@@ -138,12 +138,13 @@ def test_engine_cap_limits_the_batch():
 
 
 def test_queue_beyond_the_cap_by_hand():
-    # 64 in flight, 32 running: a service is the first token at 32 (prefill 40 ms, half a 20 ms step, and the
-    # queue's wait w) and 999 more tokens at 22 ms: (64 / 32 - 1) = 1 service more than w
+    # 64 in flight, 32 running: a service is the first token at 32 (prefill 40 ms and the queue's wait w; a queued
+    # request is admitted when a running one finishes, at a step's end, so no half step) and 999 more tokens at
+    # 22 ms: (64 / 32 - 1) = 1 service more than w
     from llmcourse.validation.prediction import _wait_s
 
     w = _wait_s(0.04, 0.02, 0.022, 1_000, 32)
-    assert queued_wait_s(0.04, 0.02, 0.022, 1_000, 64, 32) == pytest.approx(w + 0.04 + 0.01 + w + 999 * 0.022)
+    assert queued_wait_s(0.04, 0.02, 0.022, 1_000, 64, 32) == pytest.approx(w + 0.04 + w + 999 * 0.022)
     # no more in flight than run: the closed loop's own wait only
     assert queued_wait_s(0.04, 0.02, 0.022, 1_000, 16, 32) == pytest.approx(_wait_s(0.04, 0.02, 0.022, 1_000, 16))
     assert math.isfinite(queued_wait_s(0.04, 0.02, 0.022, 1_000, 128, 32))
