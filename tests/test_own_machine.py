@@ -57,22 +57,34 @@ def test_qwen3_32b_q4_k_m_fits_a_24_gb_rtx_4090():
 
 def test_gemma_3_27b_q8_0_fits_an_rtx_5090_with_tens_of_thousands_of_tokens():
     """Usable: 32 GiB - 0.5 (CUDA context) - 0.25 (compute buffers) - 1 (--fit margin) = 30.25 x 2^30 = 32.481e9 B.
-    Weights: 27.01e9 x 8.5 / 8 = 28.698e9 B: 3.783e9 B left.
+    Weights: 27.01e9 x 8.5 / 8 = 28.698e9 B: 3.783e9 B left, 461,739 cell-layers of 8,192 B.
     Gemma 3 27B keeps 2 x 16 KV heads x 128 x 2 B = 8,192 B a token a layer; 10 of its 62 layers are global (every
-    token), 52 slide a 1,024-token window, which llama.cpp's cache holds with one ubatch more: GGML_PAD(n_swa +
-    n_ubatch, 256) = GGML_PAD(1,024 + 512, 256) = 1,536 cells (llama_kv_cache_iswa, src/llama-kv-cache-iswa.cpp).
-    At T tokens: 8,192 x (10 T + 52 x 1,536) B (at 8,192: 8,192 x 161,792 = 1.3254e9 B), so the longest T is
-    (3.783e9 / 8,192 - 79,872) / 10 = 38,188 tokens. Out of bounds: the course's figure before the CUDA context and
-    compute buffers were counted (50,680), the one with a 0.9 GiB CUDA context (35,605) and the one with a window of
-    1,024 cells (40,851)."""
+    token), 52 slide a 1,024-token window, which llama.cpp's cache holds for each sequence sharing it, with one
+    ubatch more: GGML_PAD(n_swa x n_seq + n_ubatch, 256) (llama_kv_cache_iswa, src/llama-kv-cache-iswa.cpp).
+    llama-server's default runs 4 slots sharing one cache (its "auto" --parallel, tools/server/server.cpp):
+    GGML_PAD(4 x 1,024 + 512, 256) = 4,608 cells; llama-cli and llama-bench run one sequence: 1,536 cells.
+    At T tokens: 8,192 x (10 T + 52 x cells) B, so the longest T is (461,739 - 52 x cells) / 10: 22,212 tokens under
+    llama-server, 38,187 with one sequence. Out of bounds: the course's figure before the CUDA context and compute
+    buffers were counted (50,680), the one with a 0.9 GiB CUDA context (35,605) and the one with a window of 1,024
+    cells (40,851)."""
     m = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", context=8_192)
     assert m.fits, m.reason
-    assert m.kv_bytes.to("B").m == pytest.approx(8_192 * (10 * 8_192 + 52 * 1_536))
-    assert m.longest_context == pytest.approx(38_188, abs=30)
-    assert 37_000 < m.longest_context < 39_500
+    assert m.slots == 4
+    assert m.kv_bytes.to("B").m == pytest.approx(8_192 * (10 * 8_192 + 52 * 4_608))
+    assert m.longest_context == pytest.approx(22_212, abs=30)
+    one = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", context=8_192, slots=1)
+    assert one.kv_bytes.to("B").m == pytest.approx(8_192 * (10 * 8_192 + 52 * 1_536))
+    assert one.longest_context == pytest.approx(38_187, abs=30)
+    assert 37_000 < one.longest_context < 39_500
     # a datacenter engine's sliding window holds the window alone: 8,192 x (10 x 8,192 + 52 x 1,024) B
     vllm = replica("Gemma-3-27B", "RTX 5090", batch=1, prompt_tokens=8_191, answer_tokens=1, weight_bytes="q8_0")
     assert vllm.kv_per_sequence.to("B").m == pytest.approx(8_192 * (10 * 8_192 + 52 * 1_024))
+
+
+@pytest.mark.parametrize("slots", [0, -1, 2.5, True, "4"])
+def test_slots_out_of_range_are_refused_by_name(slots):
+    with pytest.raises(InputError, match="slots"):
+        own_machine("Gemma-3-27B", "RTX 5090", "q8_0", slots=slots)
 
 
 def test_kv_at_a_context_by_hand_and_longest_context():

@@ -49,6 +49,10 @@ VERDICTS = ("fits", "inside margin", "does not fit")
 #: ``llama_cpp_*`` fields, fitted on public llama-bench rows: :mod:`llmcourse.validation.llama_cpp`).
 ENGINE = "llama.cpp"
 
+#: The sequences llama-server runs at once by default (its "auto" slots: 4 sharing one KV cache), and what
+#: ``llama-cli`` and ``llama-bench`` run (one): see :mod:`llmcourse.replica.scheduler`.
+SERVER_SLOTS, ONE_SEQUENCE = 4, 1
+
 #: The unquantized types a GGUF file may also hold (llama.cpp's F16 and BF16).
 PLAIN = ("bf16", "fp16")
 
@@ -109,6 +113,9 @@ class OwnMachine:
     #: shrinks the context, then moves layers to the CPU, which runs slower) or "does not fit".
     verdict: str = "fits"
     longest_context_no_margin: int = 0
+    #: The sequences sharing the KV cache (llama-server's slots, :data:`SERVER_SLOTS` by default; ``llama-cli`` and
+    #: ``llama-bench``: 1): a sliding-window layer keeps a window for each.
+    slots: int = SERVER_SLOTS
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) rows for a calculator."""
@@ -124,8 +131,11 @@ class OwnMachine:
             "inside margin": "only inside llama.cpp's margin: run with --fit off -ngl 99 and -c at most "
             f"{self.longest_context_no_margin:,} (under the defaults llama.cpp offloads layers to the CPU)",
         }.get(self.verdict, f"no: {self.reason}")
+        runs = "llama-server's default" if self.slots == SERVER_SLOTS else "llama-cli, llama-bench"
+        runs = runs if self.slots in (SERVER_SLOTS, ONE_SEQUENCE) else "--parallel"
         out = [
             ("fits", fit),
+            ("sequences sharing the KV cache", f"{self.slots} ({runs})"),
             ("weights", f"{self.weight_bytes.to('GB').m:,.2f} GB ({self.weights.upper()})"),
             (f"KV cache at {self.context:,} tokens", f"{self.kv_bytes.to('GB').m:,.2f} GB"),
             ("memory the GPU may use", mem),
@@ -151,32 +161,43 @@ def _a(n: int) -> str:
     return f"{'an' if text.startswith('8') or text.split(',')[0] in ('11', '18') else 'a'} {text}"
 
 
-def _fits(model: str, gpu: str, weights: str, n: int, a: Assumptions) -> bool:
+def _one(model: str, gpu: str, weights: str, n: int, a: Assumptions, slots: int) -> Any:
+    """The replica of one person's conversation of ``n`` prompt tokens and one answer token under llama.cpp."""
     return replica(
-        model, gpu, batch=1, prompt_tokens=n, answer_tokens=1, weight_bytes=weights, assumptions=a, engine=ENGINE
-    ).fits
+        model, gpu, batch=1, prompt_tokens=n, answer_tokens=1, weight_bytes=weights, assumptions=a, engine=ENGINE,
+        max_running=slots,
+    )  # fmt: skip
 
 
-def longest_context(model: str, gpu: str, weights: str, assumptions: Assumptions | str | None = None) -> int:
+def _fits(model: str, gpu: str, weights: str, n: int, a: Assumptions, slots: int) -> bool:
+    return bool(_one(model, gpu, weights, n, a, slots).fits)
+
+
+def longest_context(
+    model: str, gpu: str, weights: str, assumptions: Assumptions | str | None = None, slots: int = SERVER_SLOTS
+) -> int:
     """The longest context of one sequence whose KV cache fits beside the weights (a bisection on the one replica
-    model's fit, so sliding-window layers, which keep only their window, count as they hold): at most the model's
-    positions; 0 if even one token does not fit.
+    model's fit, so sliding-window layers, which keep only their window, a window for each of the ``slots``
+    sequences sharing the cache, count as they hold): at most the model's positions; 0 if even one token does not
+    fit.
 
     Examples
     --------
     >>> longest_context("Llama-3.1-8B", "RTX 5090", "q4_k_m")
     131072
+    >>> longest_context("Gemma-3-27B", "RTX 5090", "q8_0") < longest_context("Gemma-3-27B", "RTX 5090", "q8_0", slots=1)
+    True
     """
     a = resolve(assumptions)
     top = int(models[model].max_position)
-    if _fits(model, gpu, weights, top - 1, a):
+    if _fits(model, gpu, weights, top - 1, a, slots):
         return top
-    if not _fits(model, gpu, weights, 1, a):
+    if not _fits(model, gpu, weights, 1, a, slots):
         return 0
     lo, hi = 1, top - 1  # fits at lo, not at hi
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if _fits(model, gpu, weights, mid, a) else (lo, mid)
+        lo, hi = (mid, hi) if _fits(model, gpu, weights, mid, a, slots) else (lo, mid)
     return lo + 1  # the prompt and the one answer token
 
 
@@ -192,31 +213,46 @@ def own_machine(
     weights: str = "q4_k_m",
     context: int = 8_192,
     *,
+    slots: int = SERVER_SLOTS,
     assumptions: Assumptions | str | None = None,
 ) -> OwnMachine:
     """One model on one machine for one person: whether ``weights`` (a GGUF type) and a ``context``-token KV cache
     fit, the typing speed at that context, the first token's time after a ``context``-token prompt, and the longest
-    context that fits. Names the catalog lacks get a "did you mean".
+    context that fits. ``slots``: the sequences sharing the KV cache, llama-server's default 4 (its "auto"
+    ``--parallel``) or 1 (``llama-cli``, ``llama-bench``); a model with sliding-window layers keeps a window for
+    each. Names the catalog lacks get a "did you mean".
+
+    Examples
+    --------
+    >>> server = own_machine("Gemma-3-27B", "RTX 5090", "q8_0")
+    >>> cli = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", slots=1)
+    >>> server.slots, cli.slots, server.longest_context < cli.longest_context
+    (4, 1, True)
+    >>> own_machine("Gemma-3-27B", "RTX 5090", "q8_0", slots=0)
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: slots (the sequences sharing llama.cpp's KV cache: llama-server's --parallel, 4 by default; llama-cli and llama-bench run 1) must be a whole number of at least 1; got 0.
     """
     a = resolve(assumptions)
     m, g, w = models[model].name, gpus[gpu].name, gguf_type(weights)
+    if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
+        raise InputError(
+            "slots (the sequences sharing llama.cpp's KV cache: llama-server's --parallel, 4 by default; llama-cli and "
+            f"llama-bench run 1) must be a whole number of at least 1; got {slots!r}."
+        )
     if isinstance(context, bool) or not isinstance(context, int) or context < 2:
         raise InputError(f"context must be a whole number of tokens, at least 2; got {context!r}.")
     top = int(models[m].max_position)
     if context > top:
         raise InputError(f"context ({context:,} tokens) is beyond the {top:,} positions of {m}: give at most {top:,}.")
-    r = replica(m, g, batch=1, prompt_tokens=context - 1, answer_tokens=1, weight_bytes=w, assumptions=a, engine=ENGINE)
+    r = _one(m, g, w, context - 1, a, slots)
     wb = weights_of(m, w)
     bound = float((gpus[g].bandwidth / wb).to("1/s").m)
     rule, _ = memory_rule_of(a, ENGINE, gpus[g], 1)
-    longest = longest_context(m, g, w, a)
-    at_longest = (
-        replica(m, g, batch=1, prompt_tokens=longest - 1, answer_tokens=1, weight_bytes=w, assumptions=a, engine=ENGINE)
-        if longest >= 2
-        else None
-    )
+    longest = longest_context(m, g, w, a, slots)
+    at_longest = _one(m, g, w, longest - 1, a, slots) if longest >= 2 else None
     bare = no_margin(a)
-    hard = r.fits or _fits(m, g, w, context - 1, bare)
+    hard = r.fits or _fits(m, g, w, context - 1, bare, slots)
     verdict = VERDICTS[0] if r.fits else VERDICTS[1] if hard else VERDICTS[2]
     return OwnMachine(
         model=m,
@@ -239,5 +275,6 @@ def own_machine(
         longest_context=longest,
         longest_first_token_s=float(at_longest.first_prefill.time.to("s").m) if at_longest is not None else None,
         verdict=verdict,
-        longest_context_no_margin=longest_context(m, g, w, bare),
+        longest_context_no_margin=longest_context(m, g, w, bare, slots),
+        slots=slots,
     )

@@ -271,17 +271,20 @@ def kv_sequence_si(m: Model, context: float, kv_bytes: Any, copies: float = 1.0,
 
 
 #: llama.cpp's default ubatch (``n_ubatch``, 512 tokens) and the multiple it pads a KV cache's cells to (``n_pad``,
-#: 256): its sliding-window cache holds ``GGML_PAD(n_swa + n_ubatch, n_pad)`` cells with one sequence
-#: (``llama_kv_cache_iswa``, ggml-org/llama.cpp ``src/llama-kv-cache-iswa.cpp``: ``size_swa = std::min(size_base,
-#: GGML_PAD(hparams.n_swa*(unified ? n_seq_max : 1) + n_ubatch, n_pad))``), the window plus one ubatch of new tokens.
+#: 256): its sliding-window cache holds ``GGML_PAD(n_swa * n_seq + n_ubatch, n_pad)`` cells for ``n_seq`` sequences
+#: sharing one cache (``llama_kv_cache_iswa``, ggml-org/llama.cpp ``src/llama-kv-cache-iswa.cpp``: ``size_swa =
+#: GGML_PAD(std::min(size_base, hparams.n_swa*(unified ? n_seq_max : 1) + n_ubatch), 256)``): a window for each
+#: sequence plus one ubatch of new tokens.
 LLAMA_CPP_UBATCH = 512
 LLAMA_CPP_KV_PAD = 256
 
 
-def llama_cpp_window_cells(m: Model) -> int | None:
-    """The cells llama.cpp's sliding-window cache keeps for one sequence of model ``m``: its window plus one ubatch
-    (:data:`LLAMA_CPP_UBATCH`), rounded up to a multiple of :data:`LLAMA_CPP_KV_PAD`; None for a model with no
-    sliding-window layers. The context bounds it, as every window (formula ``kv_bytes_by_layer_type``).
+def llama_cpp_window_cells(m: Model, slots: int = 1) -> int | None:
+    """The cells llama.cpp's sliding-window cache keeps for ``slots`` sequences sharing one cache (llama-server's
+    default: 4 slots, ``kv_unified``; ``llama-cli`` and ``llama-bench``: 1) of model ``m``: a window for each plus one
+    ubatch (:data:`LLAMA_CPP_UBATCH`), rounded up to a multiple of :data:`LLAMA_CPP_KV_PAD`; None for a model with
+    no sliding-window layers. The context bounds it, as every window (formula ``kv_bytes_by_layer_type``). The cache
+    is allocated whole when the server starts, however many slots are busy.
 
     Examples
     --------
@@ -289,12 +292,14 @@ def llama_cpp_window_cells(m: Model) -> int | None:
     >>> gemma, gpt_oss = models["Gemma-3-27B"], models["gpt-oss-120b"]
     >>> llama_cpp_window_cells(gemma), llama_cpp_window_cells(gpt_oss)  # 1,024 + 512; 128 + 512 = 640 -> 768
     (1536, 768)
+    >>> llama_cpp_window_cells(gemma, slots=4)  # llama-server's default: 4 x 1,024 + 512
+    4608
     >>> llama_cpp_window_cells(models["Llama-3.1-8B"]) is None
     True
     """
     if not m.sliding_window or not m.layer_types["sliding"]:
         return None
-    return math.ceil((m.sliding_window + LLAMA_CPP_UBATCH) / LLAMA_CPP_KV_PAD) * LLAMA_CPP_KV_PAD
+    return math.ceil((m.sliding_window * slots + LLAMA_CPP_UBATCH) / LLAMA_CPP_KV_PAD) * LLAMA_CPP_KV_PAD
 
 
 def kv_read_sequence_si(m: Model, context: float, kv_bytes: Any, copies: float = 1.0) -> float:
@@ -648,6 +653,9 @@ def replica_memory_si(d: Deployment, lay: Layout, a: Assumptions, final: float) 
         w_exp = weight_parts_si(m, d.weight_bytes)[1]
         w = F["dp_weights_held"].value(weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
     mem = usable_si(g, check_value(lay.n_gpus, SYMBOLS["n_gpus"], "n_gpus"), a, w, d.engine)
-    window = llama_cpp_window_cells(m) if d.engine == "llama.cpp" else None  # llama.cpp's window holds a ubatch more
+    # llama.cpp's window cache holds a ubatch more, and a window for each of the slots sharing it; charged whole to
+    # each sequence (exact for one sequence, the machine of one person; more than one counts the cache once each)
+    slots = d.scheduler.max_running or 1
+    window = llama_cpp_window_cells(m, slots) if d.engine == "llama.cpp" else None
     kv_seq = kv_sequence_si(m, final, d.kv_bytes, kv_copies_si(m, lay.tensor_parallel, a), window)
     return w, mem, kv_seq

@@ -22,7 +22,11 @@ Each engine's defaults, as its own source sets them (read in the engines' code):
   by default, so a prompt goes whole into one step, as the model puts it while the prompt fits the room beside the
   decode tokens; a longer prompt the model cuts into chunks, as TensorRT-LLM does only with chunked context on.
 * **llama.cpp** (``llama-server``): one ``llama_decode`` a step holds the slots' prompt tokens and decode tokens
-  together, up to ``n_batch`` 2,048 tokens; ``n_parallel`` (``common/common.h``) is 1 slot by default. Its own
+  together, up to ``n_batch`` 2,048 tokens (``common/common.h``). The server's slots (``--parallel``) are "auto" by
+  default (``common/arg.cpp`` sets ``n_parallel`` to -1 for the server alone), which ``tools/server/server.cpp``
+  makes 4 slots sharing one KV cache (``kv_unified``): the context is one pool for all four, and each
+  sliding-window layer keeps four windows (:func:`~llmcourse.replica.memory.llama_cpp_window_cells`).
+  ``llama-cli`` and ``llama-bench`` run one sequence (``max_running=1``). Its own
   kernels reach other shares of the bandwidth and FLOP/s than the datacenter engines': the assumptions'
   ``llama_cpp_*`` fields, which :func:`~llmcourse.assumptions.for_engine` swaps in for a replica of this engine.
 
@@ -127,9 +131,10 @@ ENGINES: dict[str, Engine] = {
         Engine(
             "llama.cpp",
             lambda g: 2_048,
-            lambda g: 1,
+            lambda g: 4,
             True,
-            "common/common.h: n_batch 2048, n_parallel 1; tools/server update_slots batches prompts with decodes",
+            "common/common.h: n_batch 2048; llama-server's --parallel auto (common/arg.cpp) is 4 slots sharing one KV "
+            "cache (tools/server/server.cpp); update_slots batches prompts with decodes",
         ),
     )
 }

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ipywidgets as w
 
 from llmcourse.catalog.precision import GGUF_TABLE
-from llmcourse.planner.own_machine import own_machine
+from llmcourse.planner.own_machine import ONE_SEQUENCE, SERVER_SLOTS, own_machine
 from llmcourse.widgets import Calculator, gpu_dropdown, int_box, model_dropdown, preset_dropdown
 
 __all__ = ["own_machine_calculator"]
@@ -17,8 +17,12 @@ __all__ = ["own_machine_calculator"]
 MACHINES = ("M3 Max", "M3 Ultra", "RTX 5090", "RTX PRO 6000", "RTX 4090", "L4")
 
 
-def _rows(model: str, gpu: str, gguf: str, context: int, method: str) -> list[tuple[str, str]]:
-    return own_machine(model, gpu, gguf, context, assumptions=method).rows()
+#: How llama.cpp runs the model: the sequences sharing its KV cache (llama-server's default slots, or one).
+RUNS = (("llama-server (4 slots)", SERVER_SLOTS), ("llama-cli, llama-bench (1)", ONE_SEQUENCE))
+
+
+def _rows(model: str, gpu: str, gguf: str, context: int, slots: int, method: str) -> list[tuple[str, str]]:
+    return own_machine(model, gpu, gguf, context, slots=slots, assumptions=method).rows()
 
 
 def own_machine_calculator(
@@ -26,6 +30,7 @@ def own_machine_calculator(
     gpu: str = "M3 Max",
     gguf: str = "q4_k_m",
     context: int = 8_192,
+    slots: int = SERVER_SLOTS,
     method: str = "course",
 ) -> Calculator:
     """Model, machine, GGUF type and context -> fits, typing speed, first-token time, longest context.
@@ -37,6 +42,8 @@ def own_machine_calculator(
     ("yes, with llama.cpp's --fit margin", '81 tokens/s')
     >>> dict(c.set(gguf="q8_0").rows)["weights"]
     '8.53 GB (Q8_0)'
+    >>> dict(c.rows)["sequences sharing the KV cache"], dict(c.set(slots=1).rows)["sequences sharing the KV cache"]
+    ("4 (llama-server's default)", '1 (llama-cli, llama-bench)')
     """
     from llmcourse.catalog import gpus
 
@@ -48,6 +55,7 @@ def own_machine_calculator(
             "gpu": gpu_dropdown(gpu, machines, description="Machine"),
             "gguf": w.Dropdown(options=[*sorted(GGUF_TABLE), "bf16"], value=gguf, description="GGUF type"),
             "context": int_box(context, "Context tokens"),
+            "slots": w.Dropdown(options=list(RUNS), value=slots, description="Runs as"),
             "method": preset_dropdown(method),
         },
         title="On your own machine",
