@@ -81,6 +81,30 @@ def test_gemma_3_27b_q8_0_fits_an_rtx_5090_with_tens_of_thousands_of_tokens():
     assert vllm.kv_per_sequence.to("B").m == pytest.approx(8_192 * (10 * 8_192 + 52 * 1_024))
 
 
+def test_a_display_takes_its_gib_from_the_conversation_by_hand():
+    """The same card driving a display that takes 1.5 GiB: 1.5 x 2^30 / 8,192 = 196,608 cell-layers fewer, 265,131
+    left. With one sequence (1,536 cells) the longest T is (265,131 - 52 x 1,536) / 10 = 18,526 tokens. Under
+    llama-server's 4 slots, (265,131 - 52 x 4,608) / 10 = 2,551 would be shorter than the 4,608 cells themselves, and
+    the context bounds the window cache (llama.cpp's min(n_ctx, ...)): all 62 layers hold T, 265,131 / 62 = 4,276."""
+    server = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", display_gib=1.5)
+    one = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", display_gib=1.5, slots=1)
+    assert server.longest_context == pytest.approx(4_276, abs=30)
+    assert one.longest_context == pytest.approx(18_526, abs=30)
+    headless = own_machine("Gemma-3-27B", "RTX 5090", "q8_0")
+    assert (headless.usable - server.usable).to("GiB").m == pytest.approx(1.5)
+
+
+@pytest.mark.parametrize("bad", [-0.5, float("nan"), float("inf"), "1", True])
+def test_display_gib_out_of_range_is_refused_by_name(bad):
+    with pytest.raises(InputError, match="display_gib"):
+        own_machine("Gemma-3-27B", "RTX 5090", "q8_0", display_gib=bad)
+
+
+def test_display_gib_on_unified_memory_is_refused():
+    with pytest.raises(InputError, match="shares its memory"):
+        own_machine("Llama-3.1-8B", "M3 Max", "q4_k_m", display_gib=1.0)
+
+
 @pytest.mark.parametrize("slots", [0, -1, 2.5, True, "4"])
 def test_slots_out_of_range_are_refused_by_name(slots):
     with pytest.raises(InputError, match="slots"):

@@ -39,7 +39,10 @@ from llmcourse.replica.memory import weight_bytes as weights_of
 from llmcourse.replica.model import replica
 from llmcourse.units import Q_, to
 
-__all__ = ["VERDICTS", "OwnMachine", "gguf_type", "longest_context", "no_margin", "own_machine"]
+__all__ = [
+    "DISPLAY_GIB", "LOGGED_CONTEXT_GIB", "ONE_SEQUENCE", "SERVER_SLOTS", "VERDICTS", "OwnMachine", "gguf_type",
+    "longest_context", "no_margin", "own_machine",
+]  # fmt: skip
 
 #: The three answers to "does it fit?" under llama.cpp: with its --fit margin; only inside the margin (--fit off);
 #: not even so.
@@ -52,6 +55,15 @@ ENGINE = "llama.cpp"
 #: The sequences llama-server runs at once by default (its "auto" slots: 4 sharing one KV cache), and what
 #: ``llama-cli`` and ``llama-bench`` run (one): see :mod:`llmcourse.replica.scheduler`.
 SERVER_SLOTS, ONE_SEQUENCE = 4, 1
+
+#: GiB a CUDA GPU loses to the desktop it drives, beyond a headless CUDA context (the assumptions'
+#: ``cuda_context_gib``): the course's range, from public llama.cpp logs (see the assumptions' comment on
+#: ``cuda_context_gib`` in :mod:`llmcourse.assumptions`). ``own_machine(..., display_gib=...)`` takes one value.
+DISPLAY_GIB = (0.3, 1.5)
+
+#: GiB below its size a CUDA device's free memory sat in public llama.cpp logs, a display likely among it: an
+#: RTX 4090 (23,633 MiB free of 24,576) and an RTX 5090 (31,518-31,600 MiB free of 32,768).
+LOGGED_CONTEXT_GIB = (0.92, 1.2)
 
 #: The unquantized types a GGUF file may also hold (llama.cpp's F16 and BF16).
 PLAIN = ("bf16", "fp16")
@@ -201,6 +213,23 @@ def longest_context(
     return lo + 1  # the prompt and the one answer token
 
 
+def _with_display(a: Assumptions, display_gib: Any, gpu: Any) -> Assumptions:
+    """The assumptions with ``display_gib`` more of a CUDA GPU's memory taken before llama.cpp allocates anything."""
+    if isinstance(display_gib, bool) or not isinstance(display_gib, (int, float)) or not 0 <= display_gib < 1e3:
+        raise InputError(
+            "display_gib (the GiB a GPU loses to the desktop it drives: 0 for none, "
+            f"{DISPLAY_GIB[0]:g}-{DISPLAY_GIB[1]:g} typically) must be a number of GiB, 0 or more; got {display_gib!r}."
+        )
+    if not display_gib:
+        return a
+    if gpu.memory_share is not None:
+        raise InputError(
+            f"display_gib is for a GPU with memory of its own; {gpu.name} shares its memory with the system, and the "
+            "share the GPU may use already leaves the desktop its own: leave display_gib at 0."
+        )
+    return a.replace(cuda_context_gib=a.cuda_context_gib + float(display_gib))
+
+
 def no_margin(a: Assumptions) -> Assumptions:
     """The assumptions with llama.cpp's --fit margin spent (``--fit off``: 0 GiB of margin); unchanged where they
     hold no llama.cpp margin."""
@@ -214,13 +243,16 @@ def own_machine(
     context: int = 8_192,
     *,
     slots: int = SERVER_SLOTS,
+    display_gib: float = 0.0,
     assumptions: Assumptions | str | None = None,
 ) -> OwnMachine:
     """One model on one machine for one person: whether ``weights`` (a GGUF type) and a ``context``-token KV cache
     fit, the typing speed at that context, the first token's time after a ``context``-token prompt, and the longest
     context that fits. ``slots``: the sequences sharing the KV cache, llama-server's default 4 (its "auto"
     ``--parallel``) or 1 (``llama-cli``, ``llama-bench``); a model with sliding-window layers keeps a window for
-    each. Names the catalog lacks get a "did you mean".
+    each. ``display_gib``: the GiB a CUDA GPU loses to the desktop it drives (0 for one that drives none; the course's
+    range is :data:`DISPLAY_GIB`), beside its CUDA context; a Mac's share of its unified memory already leaves the
+    desktop its own. Names the catalog lacks get a "did you mean".
 
     Examples
     --------
@@ -233,7 +265,7 @@ def own_machine(
     ...
     llmcourse.errors.InputError: slots (the sequences sharing llama.cpp's KV cache: llama-server's --parallel, 4 by default; llama-cli and llama-bench run 1) must be a whole number of at least 1; got 0.
     """
-    a = resolve(assumptions)
+    a = _with_display(resolve(assumptions), display_gib, gpus[gpu])
     m, g, w = models[model].name, gpus[gpu].name, gguf_type(weights)
     if isinstance(slots, bool) or not isinstance(slots, int) or slots < 1:
         raise InputError(
