@@ -198,7 +198,8 @@ MEANING: dict[str, str] = {
     "compute buffers, with memory_rule 'engine' (GiB: its default 1,024 MiB; 0: run with --fit off; None: vLLM's "
     "share of the total, as every engine)",
     "llama_cpp_compute_buffer_gib": "memory llama.cpp's compute buffers take on each GPU at its default ubatch of "
-    "512 (GiB; about the 512 rows of logits of a 128k vocabulary)",
+    "512 (GiB; about the 512 rows of logits of a 128k vocabulary; a model whose vocabulary's logits take more "
+    "counts those)",
     "cuda_context_gib": "memory a CUDA GPU's driver and context take before llama.cpp allocates anything, so its "
     "free memory is the GPU's GiB less this (GiB; 0 on Apple's unified memory, whose Metal limit is already the "
     "GPU's share)",
@@ -610,8 +611,9 @@ PRESETS: dict[str, Assumptions] = {
             # fitting parameters to free memory"); if not, it shrinks an unset context, then moves layers to the CPU.
             # - llama_cpp_fit_margin_gib 1.0: that default margin (0: the hard limit, run with --fit off -ngl 99).
             # - llama_cpp_compute_buffer_gib 0.25: the compute buffers at the default ubatch of 512, above all the
-            #   logits of 512 rows: 512 x 128,256 x 4 B = 250.5 MiB for Llama 3's vocabulary (Gemma 3's 262,144:
-            #   512 MiB, so this undercounts a large vocabulary; one typical value, not a per-model one).
+            #   logits of 512 rows: 512 x 128,256 x 4 B = 250.5 MiB for Llama 3's vocabulary. A larger vocabulary's
+            #   logits count instead where they are more (llmcourse.replica.memory.llama_cpp_compute_buffer_gib,
+            #   formula llama_cpp_logits_buffer: Gemma 3's 262,208 tokens take 512 MiB).
             # - cuda_context_gib 0.5: a headless CUDA context with cuBLAS, what a CUDA device's free memory sits below
             #   its size by. Public llama.cpp logs show an RTX 4090 with 23,633 MiB free of 24,576 (0.92 GiB less) and
             #   an RTX 5090 with 31,518-31,600 MiB free of 32,768 (1.1-1.2 GiB less), but those 0.9-1.2 GiB likely

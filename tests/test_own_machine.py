@@ -46,50 +46,52 @@ def test_llama_3_1_70b_q4_k_m_fits_a_64_gb_m3_max():
 
 
 def test_qwen3_32b_q4_k_m_fits_a_24_gb_rtx_4090():
-    """Usable: 24 GiB - 0.5 (CUDA context) - 0.25 (compute buffers) - 1 (--fit margin) = 22.25 x 2^30 = 23.891e9 B.
-    Weights: 32.76e9 x 4.89 / 8 = 20.025e9 B. KV: 2 x 64 layers x 8 KV heads x 128 x 2 B = 262,144 B a token. Left:
-    3.866e9 B = 14,748 tokens (8,192 take 2.15e9 B: it fits)."""
+    """Usable: 24 GiB - 0.5 (CUDA context) - 1 (--fit margin) - the compute buffers: the logits of one ubatch, 512
+    x 151,936 (Qwen3's vocabulary) x 4 B = 311.16e6 B, more than the 0.25 GiB allowance, so 24 x 2^30 - 1.5 x 2^30 -
+    311.16e6 = 23.848e9 B. Weights: 32.76e9 x 4.89 / 8 = 20.025e9 B. KV: 2 x 64 layers x 8 KV heads x 128 x 2 B =
+    262,144 B a token. Left: 3.823e9 B = 14,585 tokens (8,192 take 2.15e9 B: it fits)."""
     m = own_machine("Qwen3-32B", "RTX 4090", "q4_k_m", context=8_192)
     assert m.fits, m.reason
-    assert m.usable.to("B").m == pytest.approx(22.25 * 2**30)
-    assert m.longest_context == pytest.approx(14_748, abs=30)
+    assert m.usable.to("B").m == pytest.approx(22.5 * 2**30 - 512 * 151_936 * 4)
+    assert m.longest_context == pytest.approx(14_585, abs=30)
 
 
 def test_gemma_3_27b_q8_0_fits_an_rtx_5090_with_tens_of_thousands_of_tokens():
-    """Usable: 32 GiB - 0.5 (CUDA context) - 0.25 (compute buffers) - 1 (--fit margin) = 30.25 x 2^30 = 32.481e9 B.
-    Weights: 27.01e9 x 8.5 / 8 = 28.698e9 B: 3.783e9 B left, 461,739 cell-layers of 8,192 B.
+    """Usable: 32 GiB - 0.5 (CUDA context) - 1 (--fit margin) - the compute buffers, the logits of one ubatch over
+    Gemma 3's 262,208-token vocabulary, 512 x 262,208 x 4 B = 536.8e6 B (more than the 0.25 GiB allowance) =
+    32.212e9 B. Weights: 27.01e9 x 8.5 / 8 = 28.698e9 B: 3.514e9 B left, 428,979 cell-layers of 8,192 B.
     Gemma 3 27B keeps 2 x 16 KV heads x 128 x 2 B = 8,192 B a token a layer; 10 of its 62 layers are global (every
     token), 52 slide a 1,024-token window, which llama.cpp's cache holds for each sequence sharing it, with one
     ubatch more: GGML_PAD(n_swa x n_seq + n_ubatch, 256) (llama_kv_cache_iswa, src/llama-kv-cache-iswa.cpp).
     llama-server's default runs 4 slots sharing one cache (its "auto" --parallel, tools/server/server.cpp):
     GGML_PAD(4 x 1,024 + 512, 256) = 4,608 cells; llama-cli and llama-bench run one sequence: 1,536 cells.
-    At T tokens: 8,192 x (10 T + 52 x cells) B, so the longest T is (461,739 - 52 x cells) / 10: 22,212 tokens under
-    llama-server, 38,187 with one sequence. Out of bounds: the course's figure before the CUDA context and compute
-    buffers were counted (50,680), the one with a 0.9 GiB CUDA context (35,605) and the one with a window of 1,024
-    cells (40,851)."""
+    At T tokens: 8,192 x (10 T + 52 x cells) B, so the longest T is (428,979 - 52 x cells) / 10: 18,936 tokens under
+    llama-server, 34,911 with one sequence. Out of bounds: the course's figure before the CUDA context and compute
+    buffers were counted (50,680), the one with a 0.9 GiB CUDA context (35,605), the one with a window of 1,024
+    cells (40,851) and the one with the 0.25 GiB allowance for Gemma's compute buffers (22,212 and 38,187)."""
     m = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", context=8_192)
     assert m.fits, m.reason
     assert m.slots == 4
     assert m.kv_bytes.to("B").m == pytest.approx(8_192 * (10 * 8_192 + 52 * 4_608))
-    assert m.longest_context == pytest.approx(22_212, abs=30)
+    assert m.longest_context == pytest.approx(18_936, abs=30)
     one = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", context=8_192, slots=1)
     assert one.kv_bytes.to("B").m == pytest.approx(8_192 * (10 * 8_192 + 52 * 1_536))
-    assert one.longest_context == pytest.approx(38_187, abs=30)
-    assert 37_000 < one.longest_context < 39_500
+    assert one.longest_context == pytest.approx(34_911, abs=30)
+    assert 33_000 < one.longest_context < 36_500
     # a datacenter engine's sliding window holds the window alone: 8,192 x (10 x 8,192 + 52 x 1,024) B
     vllm = replica("Gemma-3-27B", "RTX 5090", batch=1, prompt_tokens=8_191, answer_tokens=1, weight_bytes="q8_0")
     assert vllm.kv_per_sequence.to("B").m == pytest.approx(8_192 * (10 * 8_192 + 52 * 1_024))
 
 
 def test_a_display_takes_its_gib_from_the_conversation_by_hand():
-    """The same card driving a display that takes 1.5 GiB: 1.5 x 2^30 / 8,192 = 196,608 cell-layers fewer, 265,131
-    left. With one sequence (1,536 cells) the longest T is (265,131 - 52 x 1,536) / 10 = 18,526 tokens. Under
-    llama-server's 4 slots, (265,131 - 52 x 4,608) / 10 = 2,551 would be shorter than the 4,608 cells themselves, and
-    the context bounds the window cache (llama.cpp's min(n_ctx, ...)): all 62 layers hold T, 265,131 / 62 = 4,276."""
+    """The same card driving a display that takes 1.5 GiB: 1.5 x 2^30 / 8,192 = 196,608 cell-layers fewer, 232,371
+    left. With one sequence (1,536 cells) the longest T is (232,371 - 52 x 1,536) / 10 = 15,250 tokens. Under
+    llama-server's 4 slots, (232,371 - 52 x 4,608) / 10 would be below zero, and the context bounds the window
+    cache (llama.cpp's min(n_ctx, ...)): all 62 layers hold T, 232,371 / 62 = 3,748."""
     server = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", display_gib=1.5)
     one = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", display_gib=1.5, slots=1)
-    assert server.longest_context == pytest.approx(4_276, abs=30)
-    assert one.longest_context == pytest.approx(18_526, abs=30)
+    assert server.longest_context == pytest.approx(3_748, abs=30)
+    assert one.longest_context == pytest.approx(15_250, abs=30)
     headless = own_machine("Gemma-3-27B", "RTX 5090", "q8_0")
     assert (headless.usable - server.usable).to("GiB").m == pytest.approx(1.5)
 

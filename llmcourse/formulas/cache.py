@@ -246,6 +246,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "layer_floor_time": ("e21bc7b2788cf430e4bf", "_a0*_a1"),
     "linear_state_bytes": ("8068f114ce8845c4c055", "_a2*(_a5*_a3*_a7*_a6 + _a0*_a1*(_a5*_a6 + 2*_a3*_a4))"),
     "littles_law": ("cd68be0484e756e7057d", "_a1*_a0"),
+    "llama_cpp_logits_buffer": ("1ce86a89f8ddade8b66d", "_a0*_a2*_a1"),
     "lora_adapter_params": ("bc50172e74fc7396c201", "_a6*_a5*(7*_a2 + 2*_a0*_a4 + 2*_a0*_a1 + 3*_a3)"),
     "max_batch": ("4106baf3bef11406169b", "floor((_a1 - _a2)/_a0)"),
     "mdc_wait": ("b02de0471c8d12b984ff", "(1/2)*_a1*_a2**(sqrt(2*_a0 + 2) - 1)/(_a0*(1 - _a2))"),
@@ -313,7 +314,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "weight_load_time": ("59110f7dd398648bf73c", "_a1/_a0"),
     "weight_read_time": ("1a3b6cc497f53320b20b", "_a3/(_a1*_a0*_a2)"),
 }
-SOURCES = "3193ca94c14fba0c0498"
+SOURCES = "1068a427abfc6b59292e"
 TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ("peak_request_rate", "request_rate", "peak request rate", "01_tokens", "daily_rate peak_factor"),
     ("token_rate", "token_rate", "tokens per second from requests", "01_tokens", "request_rate tokens_per_request"),
@@ -333,6 +334,13 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "memory the server may use when its engine keeps a fixed allowance on each GPU (llama.cpp)",
         "17_own_machine",
         "gpu_memory memory_reserve n_gpus",
+    ),
+    (
+        "llama_cpp_logits_buffer",
+        "memory_reserve",
+        "the logits of one ubatch, the largest of llama.cpp's compute buffers: a logit for every token of the vocabulary for every token of the ubatch",
+        "17_own_machine",
+        "logit_bytes ubatch_tokens vocab_size",
     ),
     (
         "gpus_for_weights",

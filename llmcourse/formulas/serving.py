@@ -87,6 +87,9 @@ memory_reserve = symbol(
     allow_zero=True,
 )
 batch = symbol("batch", "B", "", "sequences decoded together", integer=True)
+ubatch_tokens = symbol("ubatch_tokens", r"u_b", "", "tokens of one ubatch llama.cpp computes at once", integer=True)
+vocab_size = symbol("vocab_size", "V", "", "tokens in the model's vocabulary", integer=True)
+logit_bytes = symbol("logit_bytes", r"b_{logit}", "B", "bytes of one logit as the engine computes it (F32: 4)")
 # --- speed --------------------------------------------------------------------------------
 bandwidth = symbol("bandwidth", r"\beta", "B/s", "memory bandwidth of one GPU")
 peak_flops = symbol("peak_flops", r"F", "FLOP/s", "peak dense FLOP/s of one GPU")
@@ -168,6 +171,14 @@ def _weights() -> None:
         "usable_memory",
         n_gpus * (gpu_memory - memory_reserve),
         "memory the server may use when its engine keeps a fixed allowance on each GPU (llama.cpp)",
+        "17_own_machine",
+    )
+    formula(
+        "llama_cpp_logits_buffer",
+        "memory_reserve",
+        ubatch_tokens * vocab_size * logit_bytes,
+        "the logits of one ubatch, the largest of llama.cpp's compute buffers: a logit for every token of the "
+        "vocabulary for every token of the ubatch",
         "17_own_machine",
     )
     formula(

@@ -309,10 +309,11 @@ def kv_read_sequence_si(m: Model, context: float, kv_bytes: Any, copies: float =
     return kv_read_si(m, context, bytes_si(kv_bytes, "kv_bytes"), copies)
 
 
-def memory_rule_of(a: Assumptions, engine: Any, g: GPU, n: float) -> tuple[str, float]:
+def memory_rule_of(a: Assumptions, engine: Any, g: GPU, n: float, m: Model | None = None) -> tuple[str, float]:
     """The memory rule and share a replica runs under: the assumptions' own, or with their rule ``"engine"``
     the rule of ``engine`` (None: the default engine) on ``n`` GPUs ``g``, as
-    :func:`~llmcourse.replica.scheduler.engine_memory_rule` gives it. An engine reads a GPU's size from the driver,
+    :func:`~llmcourse.replica.scheduler.engine_memory_rule` gives it (llama.cpp's allowance for model ``m`` where it
+    is given: :func:`llama_cpp_reserve_gib`). An engine reads a GPU's size from the driver,
     in MiB; the catalog holds no driver figure, so the datasheet's is read as GiB whatever the assumptions'
     ``memory_unit`` (an "80 GB" H100 as 81,920 MiB, a "180 GB" B200 as 184,320 MiB). The driver reports a little less
     (81,559 and 183,359 MiB): SGLang's default share on four B200s is then 0.855, not 0.856. The share applies to the
@@ -338,26 +339,59 @@ def memory_rule_of(a: Assumptions, engine: Any, g: GPU, n: float) -> tuple[str, 
         float(to(g.memory, GB).m) * 1_024,
         int(n),
         a.memory_fraction,
-        llama_cpp_reserve_gib=llama_cpp_reserve_gib(a, g),
+        llama_cpp_reserve_gib=llama_cpp_reserve_gib(a, g, m),
     )
 
 
-def llama_cpp_reserve_gib(a: Assumptions, g: GPU) -> float | None:
+#: Bytes of one logit in llama.cpp's compute buffer (F32).
+LLAMA_CPP_LOGIT_BYTES = 4
+
+
+def llama_cpp_compute_buffer_gib(a: Assumptions, m: Model | None = None) -> float:
+    """GiB of llama.cpp's compute buffers on a GPU for model ``m``: the assumptions' allowance
+    (``llama_cpp_compute_buffer_gib``, at the default ubatch), or the logits of one ubatch where the model's
+    vocabulary makes them larger (formula ``llama_cpp_logits_buffer``: :data:`LLAMA_CPP_UBATCH` x vocabulary x
+    :data:`LLAMA_CPP_LOGIT_BYTES`; llama.cpp reserves its graph for a whole ubatch of outputs). None for ``m``, or a
+    model with no vocabulary in the catalog: the allowance.
+
+    Examples
+    --------
+    >>> from llmcourse.assumptions import resolve
+    >>> from llmcourse.catalog import models
+    >>> llama_cpp_compute_buffer_gib(resolve(), models["Llama-3.1-8B"])  # 512 x 128,256 x 4 B = 0.245 GiB: the allowance
+    0.25
+    >>> round(llama_cpp_compute_buffer_gib(resolve(), models["Gemma-3-27B"]), 3)  # 512 x 262,208 x 4 B
+    0.5
+    """
+    flat = a.llama_cpp_compute_buffer_gib
+    if m is None or not m.vocab:
+        return flat
+    logits = F["llama_cpp_logits_buffer"].value(
+        ubatch_tokens=LLAMA_CPP_UBATCH, vocab_size=m.vocab, logit_bytes=LLAMA_CPP_LOGIT_BYTES
+    )
+    return max(flat, logits / 2**30)
+
+
+def llama_cpp_reserve_gib(a: Assumptions, g: GPU, m: Model | None = None) -> float | None:
     """GiB llama.cpp keeps of each GPU ``g`` beside its weights and KV cache under assumptions ``a``: the CUDA
     driver's and context's share (``cuda_context_gib``; none where the GPU is a share of Apple's unified memory, read
-    through Metal's recommendedMaxWorkingSetSize), its compute buffers (``llama_cpp_compute_buffer_gib``) and its
+    through Metal's recommendedMaxWorkingSetSize), its compute buffers (:func:`llama_cpp_compute_buffer_gib`: for
+    model ``m``, the logits of one ubatch where its vocabulary makes them larger than the allowance) and its
     ``--fit`` margin (``llama_cpp_fit_margin_gib``); None where the assumptions hold no llama.cpp margin (vLLM's rule).
 
     Examples
     --------
     >>> from llmcourse.assumptions import resolve
+    >>> from llmcourse.catalog import models
     >>> llama_cpp_reserve_gib(resolve(), gpu_of("RTX 4090")), llama_cpp_reserve_gib(resolve(), gpu_of("M1 Max"))
     (1.75, 1.25)
+    >>> round(llama_cpp_reserve_gib(resolve(), gpu_of("RTX 5090"), models["Gemma-3-27B"]), 3)  # 0.5 + 0.5 + 1
+    2.0
     """
     if a.llama_cpp_fit_margin_gib is None:
         return None
     cuda = a.cuda_context_gib if g.memory_share is None else 0.0
-    return round(cuda + a.llama_cpp_compute_buffer_gib + a.llama_cpp_fit_margin_gib, 9)
+    return round(cuda + llama_cpp_compute_buffer_gib(a, m) + a.llama_cpp_fit_margin_gib, 9)
 
 
 def gpu_memory_read(g: GPU, a: Assumptions, rule: str) -> pint.Quantity:
@@ -390,9 +424,10 @@ def _reserved_si(g: GPU, n: float, mem: float, reserve_gib: float) -> float:
     return F["reserved_usable_memory"].value(n_gpus=n, gpu_memory=mem, memory_reserve=reserve)
 
 
-def usable_si(g: GPU, n: float, a: Assumptions, weights: float, engine: Any = None) -> float:
-    """:func:`usable_memory` in bytes, as a plain float, for checked inputs and ``weights`` bytes."""
-    rule, fraction = memory_rule_of(a, engine, g, n)
+def usable_si(g: GPU, n: float, a: Assumptions, weights: float, engine: Any = None, m: Model | None = None) -> float:
+    """:func:`usable_memory` in bytes, as a plain float, for checked inputs and ``weights`` bytes (llama.cpp's compute
+    buffers sized by model ``m``'s vocabulary where it is given: :func:`llama_cpp_compute_buffer_gib`)."""
+    rule, fraction = memory_rule_of(a, engine, g, n, m)
     mem = si(gpu_memory_read(g, a, rule), "gpu_memory")
     if rule == "reserve":
         return _reserved_si(g, n, mem, fraction)
@@ -652,7 +687,7 @@ def replica_memory_si(d: Deployment, lay: Layout, a: Assumptions, final: float) 
     if lay.data_parallel > 1:
         w_exp = weight_parts_si(m, d.weight_bytes)[1]
         w = F["dp_weights_held"].value(weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
-    mem = usable_si(g, check_value(lay.n_gpus, SYMBOLS["n_gpus"], "n_gpus"), a, w, d.engine)
+    mem = usable_si(g, check_value(lay.n_gpus, SYMBOLS["n_gpus"], "n_gpus"), a, w, d.engine, m)
     # llama.cpp's window cache holds a ubatch more, and a window for each of the slots sharing it; charged whole to
     # each sequence (exact for one sequence, the machine of one person; more than one counts the cache once each)
     slots = d.scheduler.max_running or 1
