@@ -5,6 +5,7 @@ tests/data are written from those documents' examples, with this course's models
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,24 @@ def test_bad_exports_are_row_reasons(text: str, says: str):
 def test_concurrency_keyword_is_checked():
     with pytest.raises(InputError, match="concurrency"):
         lcv.parse_measurements("x", concurrency=0)
+
+
+def test_a_llama_bench_row_runs_one_sequence(tmp_path):
+    """llama-bench runs one sequence (n_seq_max 1), so a sliding-window model's row is charged one window, not
+    llama-server's four slots. Gemma 3 27B Q8_0 on an RTX 5090, tg 128 at a depth of 30,000 tokens: one sequence's
+    cache, 8,192 B x (10 x 30,064 + 52 x 1,536 cells), fits beside the weights (about 34,900 tokens would); with the
+    server's 4 x 1,024 + 512 = 4,608 cells a sequence, about 18,900 tokens fit, and the row would be refused."""
+    import json
+
+    record = {
+        "build_commit": "3469684", "gpu_info": "NVIDIA GeForce RTX 5090", "model_filename": "gemma-3-27b-it-Q8_0.gguf",
+        "model_type": "gemma3 27B Q8_0", "n_prompt": 0, "n_gen": 128, "n_depth": 30_000, "avg_ts": 40.0,
+    }  # fmt: skip
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps([record]))
+    (row,) = lcv.load_measurements(path, gpu="RTX 5090", model="Gemma-3-27B").rows
+    assert row.load == "tg 128 at depth 30000" and row.engine.startswith("llama.cpp")
+    assert lcv.predict(row).value > 0
+    server = dataclasses.replace(row, load="concurrency 1")  # the same request to llama-server's four slots
+    with pytest.raises(InputError, match="KV cache"):
+        lcv.predict(server)

@@ -441,21 +441,37 @@ def test_closed_form_ttft_matches_the_simulator(step, pre, isl, osl, n):
 
 @pytest.mark.parametrize(("isl", "osl", "n"), [(4000, 200, 16), (8000, 500, 16), (8000, 200, 32)])
 def test_closed_loop_ttft_with_prompt_steps_matches_the_simulator(isl, osl, n):
-    """Where an engine puts each waiting prompt whole into a step of its own (vLLM's and TensorRT-LLM's default
-    scheduler: here Llama-3.1-8B on one H100, 4,000-8,000-token prompts in 8,192-token steps), the closed form's mean
-    time to first token is within 15% of the simulator's closed loop at the engine's budget: the answers spread
-    (cv 0.3) so that no wave holds, and the request's fixed overhead (100 ms) between an answer's last token and the
-    next request reaching the engine. The simulator's steps and prefills are the replica model's own. The step
-    under way the closed form charges is one that decodes alone: charging the steps' mean weighted by their length
-    (a prompt's step is found in proportion to its length) counts the prompt in service twice, once there and once
-    in the queue's wait, and misses by 17-27% on the 8,000-token prompts."""
+    """Where an engine carries each waiting prompt whole in a step beside the decodes (vLLM's scheduler, as the
+    simulator runs it: here Llama-3.1-8B on one H100, 4,000-8,000-token prompts in 8,192-token steps), the closed
+    form's mean time to first token, with the queue's wait (wave share 0), is near the simulator's closed loop at the
+    engine's budget (three seeds): the answers spread (cv 0.3) so that no wave holds, and the request's fixed overhead
+    (100 ms) between an answer's last token and the next request reaching the engine. The simulator's steps and
+    prefills are the replica model's own; its queueing is its own. The closed form sits above the simulator on long
+    prompts (up to about 15% at 8,000 tokens), a one-sided band. The step under way the closed form charges is one
+    that decodes alone; charging the steps' mean weighted by their length instead (a prompt's step is found in
+    proportion to its length, by hand below) counts the prompt in service twice, once there and once in the queue's
+    wait, and is further from the simulator (18-27% above it at 8,000 tokens)."""
+    from llmcourse.validation.prediction import _setup_replica
+
     a = resolve().replace(closed_loop_wave_share=0.0)  # no waves: the queue's wait alone
-    row = _row(model="Llama-3.1-8B", engine="TensorRT-LLM 1.0.0rc3", isl=isl, osl=osl, concurrency=n, metric="ttft_ms")
-    sim = simulator.simulate(
-        "Llama-3.1-8B", "H100 SXM", concurrency=n, prompt_tokens=isl, answer_tokens=osl, requests=1500, seed=3,
-        prompt_cv=0, answer_cv=0.3, assumptions=a,
-    )  # fmt: skip
-    assert lcv.predict(row, assumptions=a).value == pytest.approx(statistics.fmean(sim.ttft_s) * 1e3, rel=0.15)
+    row = _row(model="Llama-3.1-8B", engine="vLLM 0.9", isl=isl, osl=osl, concurrency=n, metric="ttft_ms")
+    sims = [
+        statistics.fmean(simulator.simulate(
+            "Llama-3.1-8B", "H100 SXM", concurrency=n, prompt_tokens=isl, answer_tokens=osl, requests=1500,
+            seed=seed, prompt_cv=0, answer_cv=0.3, assumptions=a,
+        ).ttft_s) * 1e3
+        for seed in (3, 4, 5)
+    ]  # fmt: skip
+    sim = statistics.fmean(sims)
+    new = lcv.predict(row, assumptions=a).value
+    assert 0.95 <= new / sim <= 1.20, (new, sim)
+    setup, rep = _setup_replica(row, a)
+    parts = setup.engine_parts(rep.batch)
+    phi, t = parts["share"], parts["decode"][0]
+    t_ch = statistics.fmean(c[0] for c in parts["chunks"])
+    length_weighted = (phi * t_ch**2 + (1 - phi) * t**2) / (phi * t_ch + (1 - phi) * t)
+    old = new + (length_weighted - t) / 2 * 1e3  # half the length-weighted step instead of half the decode step
+    assert abs(new - sim) < abs(old - sim), (new, old, sim)
 
 
 def test_wave_wait_by_hand():

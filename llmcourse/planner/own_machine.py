@@ -144,7 +144,7 @@ class OwnMachine:
             f"{self.longest_context_no_margin:,} (under the defaults llama.cpp offloads layers to the CPU)",
         }.get(self.verdict, f"no: {self.reason}")
         runs = "llama-server's default" if self.slots == SERVER_SLOTS else "llama-cli, llama-bench"
-        runs = runs if self.slots in (SERVER_SLOTS, ONE_SEQUENCE) else "--parallel"
+        runs = runs if self.slots in (SERVER_SLOTS, ONE_SEQUENCE) else f"--parallel {self.slots} --kv-unified"
         out = [
             ("fits", fit),
             ("sequences sharing the KV cache", f"{self.slots} ({runs})"),
@@ -250,7 +250,8 @@ def own_machine(
     fit, the typing speed at that context, the first token's time after a ``context``-token prompt, and the longest
     context that fits. ``slots``: the sequences sharing the KV cache, llama-server's default 4 (its "auto"
     ``--parallel``) or 1 (``llama-cli``, ``llama-bench``); a model with sliding-window layers keeps a window for
-    each. ``display_gib``: the GiB a CUDA GPU loses to the desktop it drives (0 for one that drives none; the course's
+    each. Another count is ``--parallel N --kv-unified`` (one shared cache; without ``--kv-unified`` each slot gets
+    the context divided by N, which this does not model). ``display_gib``: the GiB a CUDA GPU loses to the desktop it drives (0 for one that drives none; the course's
     range is :data:`DISPLAY_GIB`), beside its CUDA context; a Mac's share of its unified memory already leaves the
     desktop its own. Names the catalog lacks get a "did you mean".
 

@@ -26,7 +26,10 @@ Each engine's defaults, as its own source sets them (read in the engines' code):
   default (``common/arg.cpp`` sets ``n_parallel`` to -1 for the server alone), which ``tools/server/server.cpp``
   makes 4 slots sharing one KV cache (``kv_unified``): the context is one pool for all four, and each
   sliding-window layer keeps four windows (:func:`~llmcourse.replica.memory.llama_cpp_window_cells`).
-  ``llama-cli`` and ``llama-bench`` run one sequence (``max_running=1``). Its own
+  ``llama-cli`` and ``llama-bench`` run one sequence (``max_running=1``). That is llama.cpp since mid-December 2025
+  (ggml-org/llama.cpp PR 17997); from November 2025 (PR 16736) an explicit ``--parallel 1`` also became four shared
+  slots (``--parallel 1 --kv-unified`` kept one), and before it the server ran one slot by default. An explicit
+  ``--parallel N`` gives each slot ``n_ctx / N`` of a cache it does not share (the model counts a shared one). Its own
   kernels reach other shares of the bandwidth and FLOP/s than the datacenter engines': the assumptions'
   ``llama_cpp_*`` fields, which :func:`~llmcourse.assumptions.for_engine` swaps in for a replica of this engine.
 

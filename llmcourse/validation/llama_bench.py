@@ -43,7 +43,23 @@ from llmcourse.validation.cells import (
     whole,
 )
 
-__all__ = ["LLAMA_BENCH_KEYS", "is_llama_bench", "read_llama_bench"]
+__all__ = ["LLAMA_BENCH_KEYS", "is_llama_bench", "is_llama_bench_load", "read_llama_bench"]
+
+#: The load of a row read from llama-bench (:func:`read_llama_bench`): its test, and the depth it ran at if any.
+_BENCH_LOAD = re.compile(r"^(tg|pp) \d+( at depth \d+)?$")
+
+
+def is_llama_bench_load(load: str) -> bool:
+    """Whether a row's load is a llama-bench test (``"tg 128"``, ``"pp 512 at depth 4096"``): llama-bench runs one
+    sequence (its context's ``n_seq_max`` is 1), not llama-server's slots.
+
+    Examples
+    --------
+    >>> is_llama_bench_load("tg 128 at depth 30000"), is_llama_bench_load("concurrency 4")
+    (True, False)
+    """
+    return bool(_BENCH_LOAD.match(load))
+
 
 #: The keys that mark a llama-bench record (JSON) or header (CSV).
 LLAMA_BENCH_KEYS = frozenset({"model_filename", "n_prompt", "n_gen", "avg_ts"})
@@ -132,6 +148,7 @@ def read_llama_bench(
                     isl=max(n_prompt or depth, 1),
                     osl=max(n_gen, 1),
                     load=f"{'tg' if n_gen else 'pp'} {n_gen or n_prompt}" + (f" at depth {depth}" if depth else ""),
+                    # (is_llama_bench_load reads this form back)
                     load_kind="concurrency",
                     metric=metric,
                     value=value,

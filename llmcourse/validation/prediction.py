@@ -57,6 +57,7 @@ from llmcourse.replica.scheduler import engine_name, scheduler_of
 from llmcourse.replica.step import layer_floor_ms, matmul_precision
 from llmcourse.units import parsed_unit, to
 from llmcourse.validation.client import client_wave_share
+from llmcourse.validation.llama_bench import is_llama_bench_load
 from llmcourse.validation.measured import Measurement, layout_gap, layout_keywords
 
 _MS, _PER_S = parsed_unit("ms")[0], parsed_unit("1/s")[0]
@@ -125,6 +126,8 @@ def _setup_replica(row: Measurement, a: Assumptions) -> tuple[Any, Replica]:
         tensor_parallel=row.tp, prompt_tokens=row.isl, answer_tokens=row.osl, weight_bytes=row.weights,
         kv_bytes=row.kv, assumptions=a, engine=row_engine(row), **layout_keywords(row),
     )  # fmt: skip
+    if kw["engine"] == "llama.cpp" and is_llama_bench_load(row.load):
+        kw["max_running"] = 1  # llama-bench runs one sequence: one sliding window, not llama-server's four slots'
     if row.load_kind != "concurrency":  # a published maximum ran the engine at what fits (its cap set for the run)
         # vLLM will not start with more running requests than its step budget (max_num_seqs <= max_num_batched_tokens)
         default = scheduler_of(kw["engine"], row.gpu)
@@ -457,8 +460,9 @@ def _predict_closed_loop(row: Measurement, rep: Replica, cp: str, setup: Any) ->
     s = rep.step
     step_ms, tpot_ms = float(s.step_time.m_as(_MS)), float(rep.tpot.m_as(_MS))
     if rep.engine_step is not None and rep.engine_step.mixed_prefill:  # the step under way is a mixed one
-        # where prompts' chunks take steps of their own, the step under way that the formula charges is one that
-        # decodes alone: a chunk step under way is another request's prompt, which the prefill wait already charges
+        # where the engine carries a prompt in a step beside the decodes (vLLM, TensorRT-LLM), the step under way the
+        # formula charges is one that decodes alone, as for SGLang: a step with a prompt under way is another
+        # request's prefill, which the queue's or the wave's wait already charges
         parts = setup.engine_parts(rep.batch)
         step_ms = float(parts["decode"][0]) * 1e3 if "decode" in parts else tpot_ms
     first = rep.first_prefill.time if rep.engine_step is None else rep.engine_step.first_token_prefill
@@ -529,12 +533,12 @@ def closed_loop_ttft(
     """Mean time to first token of a closed loop of ``concurrency`` requests in flight (formulas
     ``closed_loop_prefill_wait``, ``closed_loop_wave_wait`` and ``closed_loop_ttft``).
 
-    A new request arrives while a decode step is under way (it waits half a step on average: the request reaches
-    the engine a client turnaround and the request's fixed overhead after the step that finished its client's last
-    answer, which spreads where in a step it lands; where prompts take steps of their own, ``step_time`` is a step
-    that decodes alone, since a step with a prompt under way is another request's prefill, which the two waits
-    below already charge), then waits behind the prompts of the other ``n_c - 1`` requests being prefilled, then is
-    prefilled.
+    A new request arrives while a decode step is under way (it waits half a step on average: assumed, a request
+    landing at a random point of a step, which the steps' varying lengths and the clients' jitter spread; a client
+    that answers at once after a step's end waits most of the next one. Where the engine carries a prompt in a step
+    beside the decodes, ``step_time`` is a step that decodes alone, since a step with a prompt under way is another
+    request's prefill, which the two waits below already charge), then waits behind the prompts of the other
+    ``n_c - 1`` requests being prefilled, then is prefilled.
     Two waits, of which the longer counts:
 
     * the queue's, for arrivals spread at random: the Pollaczek-Khinchine mean for a fixed service
