@@ -482,7 +482,12 @@ class _Decoder:
         if a.decode_attention_flops:
             f_att = decode_attention_flops_si(m, ctx, per_param)  # by layer type
         self.shared = None
+        self.f_chunk = f_mm  # a prompt token's matmul FLOPs on the GPUs that prefill it
         if dp > 1:  # one attention group's share: its own sequences, the whole attention, 1/D of the experts
+            f_exp = per_param * (m.expert_params * m.experts_per_token / m.experts if m.is_moe else 0.0)
+            self.f_chunk = F["dp_chunk_flops_per_token"].value(
+                flops_per_token=f_mm, expert_flops_per_token=f_exp, data_parallel=dp
+            )
             shared = self.shared = weight_parts_si(m, d.weight_bytes)[0]
             if w_dense is not None:
                 w_dense = F["dp_bytes_read"].value(
@@ -531,9 +536,15 @@ class _Decoder:
         tokens = n + c
         w_read = self._weights_read(max(1, math.ceil(tokens))) * self.w_scale
         att, kv = chunk_attention, chunk_kv
-        if dp > 1:
-            kv = F["dp_kv_per_sequence"].value(kv_per_sequence=kv, data_parallel=dp) if kv > 0 else 0.0
-            att = F["dp_flops_per_token"].value(flops_per_token=att, data_parallel=dp) if att > 0 else 0.0
+        if dp > 1 and c > 0:
+            # with attention data parallel a prompt is prefilled by its own group (SGLang's DP attention, TensorRT-LLM's
+            # attention DP: each rank schedules its own requests), and every group waits for the step's expert
+            # exchange: the chunk's attention, its earlier KV and its dense layers are that group's whole, its
+            # experts spread over all (formula dp_chunk_flops_per_token); the decode tokens are 1/D a group (f_mm).
+            # mixed_step_time counts one FLOPs per token for all tokens: the chunk's in decode tokens' units, its
+            # attention FLOPs per token scaled back so that chunk tokens x attention FLOPs stay the chunk's own
+            c_mm = c * self.f_chunk / self.f_mm
+            att, c = att * c / c_mm, c_mm
         roofs = dict(n_gpus=self.gpus, bandwidth=self.bandwidth, bandwidth_efficiency=self.eta_b)
         comp = dict(n_gpus=self.gpus, peak_flops=self.peak, compute_efficiency=self.eta_f)
         terms = dict(decode_tokens=n, chunk_tokens=c, flops_per_token=self.f_mm, attention_flops_per_token=self.f_att,
@@ -545,7 +556,7 @@ class _Decoder:
         att_mem = F["weight_read_time"].value(weights=kv_read, **roofs) if kv_read > 0 else 0.0
         att_comp = F["decode_compute_time"].value(batch=1, flops_per_token=att_flops, **comp) if att_flops > 0 else 0.0
         memory = (F["weight_read_time"].value(weights=w_read, **roofs), att_mem)
-        compute = (F["decode_compute_time"].value(batch=tokens, flops_per_token=self.f_mm, **comp), att_comp)
+        compute = (F["decode_compute_time"].value(batch=n + c, flops_per_token=self.f_mm, **comp), att_comp)
         step, _, _ = self._overheads(tokens, core)
         return step, memory, compute
 
