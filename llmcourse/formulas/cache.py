@@ -210,7 +210,6 @@ NUMERIC: dict[str, tuple[str, str]] = {
         "_a4*_a0*(1 - ((0) if (_a3 > -_a2/_a0 + _a4*_a2/_a1) else (exp(-lgamma(1 + _a4*_a2/_a1) + lgamma(1 - _a2/_a0 + _a4*_a2/_a1) + lgamma(-_a3 + 1 + _a4*_a2/_a1) - lgamma(-_a3 + 1 - _a2/_a0 + _a4*_a2/_a1)))))/_a1",
     ),
     "dp_bytes_read": ("6e08d04e864a460a45cd", "_a0 - _a2*(1 - 1/_a1)"),
-    "dp_chunk_flops_per_token": ("e63ee737b871d5a4bb4d", "_a1/_a0 + (_a2 - _a1)/_a3"),
     "dp_flops_per_token": ("6bdc60dc694a75d57cfc", "_a1/_a0"),
     "dp_kv_per_sequence": ("38864b4f6aafc6833069", "_a1/_a0"),
     "dp_weights_held": ("0fe0c8e56510c37b3067", "_a2 + (-_a1 + _a2)*(_a0 - 1)"),
@@ -315,7 +314,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "weight_load_time": ("59110f7dd398648bf73c", "_a1/_a0"),
     "weight_read_time": ("1a3b6cc497f53320b20b", "_a3/(_a1*_a0*_a2)"),
 }
-SOURCES = "1f19ecde75a73b08110f"
+SOURCES = "1068a427abfc6b59292e"
 TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ("peak_request_rate", "request_rate", "peak request rate", "01_tokens", "daily_rate peak_factor"),
     ("token_rate", "token_rate", "tokens per second from requests", "01_tokens", "request_rate tokens_per_request"),
@@ -947,13 +946,6 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "FLOPs per token per GPU group: each group computes 1/D of the tokens",
         "08c_many_gpus",
         "data_parallel flops_per_token",
-    ),
-    (
-        "dp_chunk_flops_per_token",
-        "chunk_flops_dp",
-        "FLOPs a step's prompt token puts on the busiest attention group, the step's prompt tokens split over the g_pre groups that prefill them: each group's attention and dense layers its own, the routed experts spread over the D groups' GPUs (expert parallel); one prompt (g_pre = 1) puts its dense layers on one group, prompts on every group (g_pre = D) cost F_tok / D a token, as decode tokens",
-        "08c_many_gpus",
-        "data_parallel expert_flops_per_token flops_per_token prefilling_groups",
     ),
     (
         "dp_weights_held",

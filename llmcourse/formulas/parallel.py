@@ -127,18 +127,11 @@ expert_bytes_read = symbol(
     "expert_bytes_read", r"B_{exp}", "B", "expert weight bytes a decode step reads", allow_zero=True
 )
 expert_weights = symbol("expert_weights", r"W_{exp}", "B", "bytes of the experts' weights", allow_zero=True)
-expert_flops_per_token = symbol(
-    "expert_flops_per_token", r"F_{exp}", "FLOP", "FLOPs of one token in the routed experts it reaches", allow_zero=True
-)
 # The results of the formulas below, each a quantity of its own (not "K_seq = K_seq / N_dp"):
 symbol("prefill_time_pp", r"t_{pre,pp}", "s", "a batch's prefill time on a pipeline of stages")
 symbol("bytes_read_dp", r"W_{read,dp}", "B", "weight bytes one attention data-parallel group reads per step")
 symbol("kv_per_sequence_dp", r"K_{seq,dp}", "B", "KV bytes per sequence per attention data-parallel group")
 symbol("flops_per_token_dp", r"F_{tok,dp}", "FLOP", "FLOPs per token per attention data-parallel group")
-symbol("chunk_flops_dp", r"F_{ch,dp}", "FLOP", "FLOPs of one prompt token on the busiest attention data-parallel group")
-prefilling_groups = symbol(
-    "prefilling_groups", r"g_{pre}", "", "attention data-parallel groups with a prompt chunk in the step", integer=True
-)
 symbol("weights_dp", r"W_{dp}", "B", "weight bytes a replica holds with its attention data-parallel groups")
 
 # --- collectives (alpha-beta) ---------------------------------------------------------------------
@@ -391,16 +384,6 @@ def _data_parallel() -> None:
         "flops_per_token_dp",
         flops_per_token / data_parallel,
         "FLOPs per token per GPU group: each group computes 1/D of the tokens",
-        CHAPTER,
-    )
-    formula(
-        "dp_chunk_flops_per_token",
-        "chunk_flops_dp",
-        (flops_per_token - expert_flops_per_token) / prefilling_groups + expert_flops_per_token / data_parallel,
-        "FLOPs a step's prompt token puts on the busiest attention group, the step's prompt tokens split over the "
-        "g_pre groups that prefill them: each group's attention and dense layers its own, the routed experts spread "
-        "over the D groups' GPUs (expert parallel); one prompt (g_pre = 1) puts its dense layers on one group, prompts "
-        "on every group (g_pre = D) cost F_tok / D a token, as decode tokens",
         CHAPTER,
     )
     formula(
