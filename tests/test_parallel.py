@@ -5,6 +5,7 @@ worked by hand from the link figures of links.csv (quoted in each test)."""
 from __future__ import annotations
 
 import csv
+import itertools
 import math
 from importlib import resources
 
@@ -233,3 +234,55 @@ def test_more_gpus_never_pay_less_communication(n, b):
     small = layout("Llama-3.1-70B", "H100 SXM", tensor_parallel=n)
     big = layout("Llama-3.1-70B", "H100 SXM", tensor_parallel=2 * n)
     assert decode_comm_time("Llama-3.1-70B", big, tokens=b) > decode_comm_time("Llama-3.1-70B", small, tokens=b)
+
+
+def _dp_decoder(dp: int = 8):
+    """DeepSeek-V3 in FP8 on 8 H200s as 8 attention data-parallel groups of one GPU, KV read at 2,048 tokens."""
+    from llmcourse.assumptions import resolve
+    from llmcourse.replica.deployment import Deployment
+    from llmcourse.replica.parallel import layout
+    from llmcourse.replica.step import decoder
+
+    d = Deployment("DeepSeek-V3", "H200 SXM", data_parallel=dp, weight_bytes="fp8")
+    lay = layout(d.model, d.gpu, tensor_parallel=1, data_parallel=dp)
+    return decoder(d, lay, resolve("course"), 2_048, "fp8"), d.model
+
+
+def test_a_dp_prompt_is_prefilled_by_its_own_group_by_hand():
+    """Attention data parallel over D = 8 groups: a decode token costs a group 1/8 of a token's FLOPs (each group runs
+    1/8 of the sequences). One prompt's chunk is prefilled by its own group: its attention projections, dense layers
+    and shared expert all there, F_tok - F_exp, and its routed experts spread over the 8 groups, F_exp / 8 (formula
+    dp_chunk_flops_per_token). DeepSeek-V3: F_tok = 2 x 37e9, F_exp = 2 x (routed expert params) x 8 / 256. The
+    step's matmul compute time is (n F_tok / 8 + c (F_tok - F_exp + F_exp / 8)) at one GPU's FP8 peak x the course's
+    share. Where every group prefills its own share (groups=8), a prompt token costs F_tok / 8, as a decode token."""
+    dec, m = _dp_decoder()
+    f_tok = 2 * m.active_params
+    f_exp = 2 * m.expert_params * m.experts_per_token / m.experts
+    assert 0.5 < f_exp / f_tok < 0.6  # about 20.4e9 of 37e9 active parameters in routed experts
+    rate = 1979e12 * 0.5  # H200 FP8 dense peak x the course's compute share
+    n, c = 64, 1_000
+    _, _, (mm, _) = dec.mixed(n, c, 0.0, 0.0)
+    assert mm == pytest.approx((n * f_tok / 8 + c * (f_tok - f_exp + f_exp / 8)) / rate, rel=1e-9)
+    _, _, (mm_all, _) = dec.mixed(n, c, 0.0, 0.0, groups=8)
+    assert mm_all == pytest.approx((n + c) * f_tok / 8 / rate, rel=1e-9)
+    # attention and the earlier KV: the one group's whole, or 1/8 each where all eight share the prompts
+    one, all8 = dec.mixed(n, c, 1e9, 4e9), dec.mixed(n, c, 1e9, 4e9, groups=8)
+    assert one[2][1] - dec.mixed(n, c, 0.0, 4e9)[2][1] == pytest.approx(c * 1e9 / rate, rel=1e-6)
+    assert all8[2][1] - dec.mixed(n, c, 0.0, 4e9, groups=8)[2][1] == pytest.approx(c * 1e9 / 8 / rate, rel=1e-6)
+    assert one[0] > all8[0]
+
+
+def test_dp_time_per_token_grows_with_the_batch():
+    """DeepSeek-V3 FP8 on 8 H200s as 8 attention groups, 1,024 tokens in and out: each group schedules its own
+    prompts, a step carries the chunks of the groups that have one (formulas dp_prompt_step_share and
+    dp_chunk_groups), so the time per token grows with the batch, with no cliff where the prompts fill every step
+    (the steady step spreads them over all the groups, the chunked steps near it carry nearly all of them)."""
+    from llmcourse.assumptions import resolve
+
+    kw = dict(prompt_tokens=1_024, answer_tokens=1_024, weight_bytes="fp8", assumptions=resolve("course"))
+    top = lc.replica("DeepSeek-V3", "H200 SXM", data_parallel=8, **kw).max_batch
+    tpots = [
+        lc.replica("DeepSeek-V3", "H200 SXM", data_parallel=8, batch=b, **kw).tpot.to("ms").m
+        for b in [*range(16, top, 96), top]
+    ]
+    assert all(b >= a for a, b in itertools.pairwise(tpots)), tpots

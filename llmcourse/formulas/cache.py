@@ -210,8 +210,11 @@ NUMERIC: dict[str, tuple[str, str]] = {
         "_a4*_a0*(1 - ((0) if (_a3 > -_a2/_a0 + _a4*_a2/_a1) else (exp(-lgamma(1 + _a4*_a2/_a1) + lgamma(1 - _a2/_a0 + _a4*_a2/_a1) + lgamma(-_a3 + 1 + _a4*_a2/_a1) - lgamma(-_a3 + 1 - _a2/_a0 + _a4*_a2/_a1)))))/_a1",
     ),
     "dp_bytes_read": ("6e08d04e864a460a45cd", "_a0 - _a2*(1 - 1/_a1)"),
+    "dp_chunk_flops_per_token": ("72435ec8ca827ee038c0", "_a1/_a0 + (_a2 - _a1)/_a3"),
+    "dp_chunk_groups": ("7598ec61358699471d89", "_a1*_a2/(_a3*_a0)"),
     "dp_flops_per_token": ("6bdc60dc694a75d57cfc", "_a1/_a0"),
     "dp_kv_per_sequence": ("38864b4f6aafc6833069", "_a1/_a0"),
+    "dp_prompt_step_share": ("744c5be7c240967f2f5d", "1 - max(0, -_a1*_a2/(_a0*_a3) + 1)**_a3"),
     "dp_weights_held": ("0fe0c8e56510c37b3067", "_a2 + (-_a1 + _a2)*(_a0 - 1)"),
     "electricity_rate": ("84ab464c57fc2499fd98", "_a0*_a1"),
     "energy_per_token": ("8e3a6082226ce342c759", "_a1*_a0/(_a3*_a2)"),
@@ -314,7 +317,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "weight_load_time": ("59110f7dd398648bf73c", "_a1/_a0"),
     "weight_read_time": ("1a3b6cc497f53320b20b", "_a3/(_a1*_a0*_a2)"),
 }
-SOURCES = "1068a427abfc6b59292e"
+SOURCES = "5948e44eb4364ab04b8a"
 TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ("peak_request_rate", "request_rate", "peak request rate", "01_tokens", "daily_rate peak_factor"),
     ("token_rate", "token_rate", "tokens per second from requests", "01_tokens", "request_rate tokens_per_request"),
@@ -946,6 +949,27 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "FLOPs per token per GPU group: each group computes 1/D of the tokens",
         "08c_many_gpus",
         "data_parallel flops_per_token",
+    ),
+    (
+        "dp_chunk_flops_per_token",
+        "chunk_flops_dp",
+        "FLOPs a step's prompt token puts on the busiest attention group, the step's prompt tokens split over the g_pre groups that prefill them: each group's attention and dense layers its own, the routed experts spread over the D groups' GPUs (expert parallel); one prompt (g_pre = 1) puts its dense layers on one group, prompts on every group (g_pre = D) cost F_tok / D a token, as decode tokens",
+        "08c_many_gpus",
+        "data_parallel expert_flops_per_token flops_per_token prefilling_groups",
+    ),
+    (
+        "dp_prompt_step_share",
+        "prompt_step_share",
+        "share of the steps with a prompt chunk on at least one of D attention groups, each group's prompts (B / D over an answer, k steps each) in steps of their own, the groups' scheduled apart (one group: prompt_step_share)",
+        "08c_many_gpus",
+        "answer_tokens batch chunks_per_prompt data_parallel",
+    ),
+    (
+        "dp_chunk_groups",
+        "prefilling_groups",
+        "attention groups with a prompt chunk in a step that has one, on average: the chunk steps of all D groups (k B / T_a of the steps) over the share of the steps that have one",
+        "08c_many_gpus",
+        "answer_tokens batch chunks_per_prompt prompt_step_share",
     ),
     (
         "dp_weights_held",

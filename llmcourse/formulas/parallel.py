@@ -48,6 +48,7 @@ CHAPTER = "08c_many_gpus"
 n_gpus, layers, batch = symbols("n_gpus", "layers", "batch")
 experts_per_token, step_time, step_overhead = symbols("experts_per_token", "step_time", "step_overhead")
 experts = symbols("experts")[0]
+chunks_per_prompt, answer_tokens, prompt_step_share = symbols("chunks_per_prompt", "answer_tokens", "prompt_step_share")
 allreduce_latency, bytes_read, prefill_time = symbols("allreduce_latency", "bytes_read", "prefill_time")
 kv_per_sequence, flops_per_token, weights = symbols("kv_per_sequence", "flops_per_token", "weights")
 
@@ -127,11 +128,18 @@ expert_bytes_read = symbol(
     "expert_bytes_read", r"B_{exp}", "B", "expert weight bytes a decode step reads", allow_zero=True
 )
 expert_weights = symbol("expert_weights", r"W_{exp}", "B", "bytes of the experts' weights", allow_zero=True)
+expert_flops_per_token = symbol(
+    "expert_flops_per_token", r"F_{exp}", "FLOP", "FLOPs of one token in the routed experts it reaches", allow_zero=True
+)
 # The results of the formulas below, each a quantity of its own (not "K_seq = K_seq / N_dp"):
 symbol("prefill_time_pp", r"t_{pre,pp}", "s", "a batch's prefill time on a pipeline of stages")
 symbol("bytes_read_dp", r"W_{read,dp}", "B", "weight bytes one attention data-parallel group reads per step")
 symbol("kv_per_sequence_dp", r"K_{seq,dp}", "B", "KV bytes per sequence per attention data-parallel group")
 symbol("flops_per_token_dp", r"F_{tok,dp}", "FLOP", "FLOPs per token per attention data-parallel group")
+symbol("chunk_flops_dp", r"F_{ch,dp}", "FLOP", "FLOPs of one prompt token on the busiest attention data-parallel group")
+prefilling_groups = symbol(
+    "prefilling_groups", r"g_{pre}", "", "attention data-parallel groups with a prompt chunk in the step"
+)
 symbol("weights_dp", r"W_{dp}", "B", "weight bytes a replica holds with its attention data-parallel groups")
 
 # --- collectives (alpha-beta) ---------------------------------------------------------------------
@@ -384,6 +392,32 @@ def _data_parallel() -> None:
         "flops_per_token_dp",
         flops_per_token / data_parallel,
         "FLOPs per token per GPU group: each group computes 1/D of the tokens",
+        CHAPTER,
+    )
+    formula(
+        "dp_chunk_flops_per_token",
+        "chunk_flops_dp",
+        (flops_per_token - expert_flops_per_token) / prefilling_groups + expert_flops_per_token / data_parallel,
+        "FLOPs a step's prompt token puts on the busiest attention group, the step's prompt tokens split over the "
+        "g_pre groups that prefill them: each group's attention and dense layers its own, the routed experts spread "
+        "over the D groups' GPUs (expert parallel); one prompt (g_pre = 1) puts its dense layers on one group, prompts "
+        "on every group (g_pre = D) cost F_tok / D a token, as decode tokens",
+        CHAPTER,
+    )
+    formula(
+        "dp_prompt_step_share",
+        "prompt_step_share",
+        1 - sp.Max(0, 1 - chunks_per_prompt * batch / (data_parallel * answer_tokens)) ** data_parallel,
+        "share of the steps with a prompt chunk on at least one of D attention groups, each group's prompts (B / D "
+        "over an answer, k steps each) in steps of their own, the groups' scheduled apart (one group: prompt_step_share)",
+        CHAPTER,
+    )
+    formula(
+        "dp_chunk_groups",
+        "prefilling_groups",
+        chunks_per_prompt * batch / (answer_tokens * prompt_step_share),
+        "attention groups with a prompt chunk in a step that has one, on average: the chunk steps of all D groups "
+        "(k B / T_a of the steps) over the share of the steps that have one",
         CHAPTER,
     )
     formula(

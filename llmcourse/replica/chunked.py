@@ -17,24 +17,51 @@ from dataclasses import dataclass
 
 from llmcourse.formulas import FORMULAS as F
 
-__all__ = ["ChunkedSteps", "StepParts", "chunked_steps", "steady_step", "step_share"]
+__all__ = ["ChunkedSteps", "StepParts", "chunk_groups", "chunked_steps", "steady_step", "step_share"]
 
 #: A step's time, its kernels' memory times and compute times (matmuls, attention), in seconds: the decoder's ``mixed``.
 StepParts = tuple[float, tuple[float, float], tuple[float, float]]
 
 
-def step_share(prompts: float, chunks: int, answer_tokens: float) -> float:
+def step_share(prompts: float, chunks: int, answer_tokens: float, groups: int = 1) -> float:
     """The share of the steps that carry a prompt chunk (formula ``prompt_step_share``) when ``prompts`` new prompts
-    come in over an answer's ``answer_tokens`` steps and each takes ``chunks`` steps; 0 when none come in.
+    come in over an answer's ``answer_tokens`` steps and each takes ``chunks`` steps; 0 when none come in. With
+    ``groups`` attention data-parallel groups scheduling their own prompts apart, the share with a chunk on at least
+    one of them (formula ``dp_prompt_step_share``; 1 once each group's prompts fill its steps).
 
     Examples
     --------
     >>> step_share(31, 1, 300), step_share(0, 1, 300), step_share(150, 3, 300)
     (0.10333333333333333, 0.0, 1.0)
+    >>> round(step_share(80, 1, 100, groups=8), 3)  # 10% of each group's steps: 1 - 0.9^8 of the replica's
+    0.57
     """
     if prompts <= 0:
         return 0.0
+    if groups > 1:
+        if chunks * prompts >= groups * answer_tokens:
+            return 1.0
+        return float(F["dp_prompt_step_share"].value(
+            chunks_per_prompt=chunks, batch=prompts, answer_tokens=answer_tokens, data_parallel=groups
+        ))  # fmt: skip
     return float(F["prompt_step_share"].value(chunks_per_prompt=chunks, batch=prompts, answer_tokens=answer_tokens))
+
+
+def chunk_groups(prompts: float, chunks: int, answer_tokens: float, groups: int) -> float:
+    """The attention groups with a prompt chunk in a step that has one, on average (formula ``dp_chunk_groups``):
+    1 with one group, up to ``groups`` as each group's prompts fill its steps.
+
+    Examples
+    --------
+    >>> chunk_groups(80, 1, 100, 1), round(chunk_groups(80, 1, 100, 8), 3)
+    (1.0, 1.405)
+    """
+    share = step_share(prompts, chunks, answer_tokens, groups)
+    if groups <= 1 or share <= 0:
+        return 1.0
+    return float(F["dp_chunk_groups"].value(
+        chunks_per_prompt=chunks, batch=prompts, answer_tokens=answer_tokens, prompt_step_share=share
+    ))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -48,10 +75,11 @@ class ChunkedSteps:
     answer_tokens: float
     decode: StepParts
     chunks: tuple[StepParts, ...]
+    groups: int = 1  # attention data-parallel groups, each scheduling its own prompts
 
     def share(self, prompts: float) -> float:
         """The share of the steps that carry a chunk when ``prompts`` prompts come in over an answer."""
-        return step_share(prompts, len(self.chunks), self.answer_tokens)
+        return step_share(prompts, len(self.chunks), self.answer_tokens, self.groups)
 
     def mean(self, prompts: float) -> float:
         """The mean step (s) when ``prompts`` prompts come in over an answer (formula ``chunked_mean_step``)."""
@@ -74,11 +102,17 @@ class ChunkedSteps:
 
 
 def chunked_steps(
-    mixed: Callable[..., StepParts], decoding: float, chunks: Sequence[tuple[float, float, float]], answer_tokens: float
+    mixed: Callable[..., StepParts],
+    decoding: float,
+    chunks: Sequence[tuple[float, float, float]],
+    answer_tokens: float,
+    groups: int = 1,
 ) -> ChunkedSteps | None:
     """The :class:`ChunkedSteps` of ``decoding`` requests whose prompts come in ``chunks`` (each: its tokens, its
     attention FLOPs per token, the earlier KV bytes it reads), ``mixed`` the decoder's mixed step; None when the
     replica's prompts need a chunk in every step (the budget then spreads them over all of them: one steady step).
+    With ``groups`` attention data-parallel groups, a chunk step carries the chunks of the groups that have one
+    (:func:`chunk_groups`, on average), each group's its own: ``mixed`` takes them with ``groups=`` that count.
 
     Examples
     --------
@@ -87,10 +121,14 @@ def chunked_steps(
     >>> round(cs.mean(31) * 1e3, 3), round(cs.mean(32) * 1e3, 3), chunked_steps(step, 32, [(100, 0.0, 0.0)] * 10, 300)
     (12.067, 12.133, None)
     """
-    if step_share(decoding, len(chunks), answer_tokens) >= 1:
+    if step_share(decoding, len(chunks), answer_tokens, groups) >= 1:
         return None
-    steps = tuple(mixed(decoding, k, f, r) for k, f, r in chunks)
-    return ChunkedSteps(decoding, answer_tokens, mixed(decoding, 0.0, 0.0, 0.0), steps)
+    if groups <= 1:
+        steps = tuple(mixed(decoding, k, f, r) for k, f, r in chunks)
+        return ChunkedSteps(decoding, answer_tokens, mixed(decoding, 0.0, 0.0, 0.0), steps)
+    g = chunk_groups(decoding, len(chunks), answer_tokens, groups)
+    steps = tuple(mixed(decoding, g * k, f, g * r, groups=g) for k, f, r in chunks)
+    return ChunkedSteps(decoding, answer_tokens, mixed(decoding, 0.0, 0.0, 0.0), steps, groups)
 
 
 def steady_step(

@@ -482,7 +482,10 @@ class _Decoder:
         if a.decode_attention_flops:
             f_att = decode_attention_flops_si(m, ctx, per_param)  # by layer type
         self.shared = None
+        self.f_tok_all = f_mm  # a token's matmul FLOPs, all of them
+        self.f_exp = 0.0
         if dp > 1:  # one attention group's share: its own sequences, the whole attention, 1/D of the experts
+            self.f_exp = per_param * (m.expert_params * m.experts_per_token / m.experts if m.is_moe else 0.0)
             shared = self.shared = weight_parts_si(m, d.weight_bytes)[0]
             if w_dense is not None:
                 w_dense = F["dp_bytes_read"].value(
@@ -510,7 +513,13 @@ class _Decoder:
         return self._step(batch, n, w_read, step, comm, overhead, kernels)
 
     def mixed(
-        self, batch: float, chunk: float, chunk_attention: float, chunk_kv: float, step_only: bool = False
+        self,
+        batch: float,
+        chunk: float,
+        chunk_attention: float,
+        chunk_kv: float,
+        step_only: bool = False,
+        groups: int = 1,
     ) -> tuple[float, tuple[float, float], tuple[float, float]] | float:
         """A step of an engine that mixes a prompt chunk into its decode steps: ``batch`` decode tokens (0: the chunk
         alone, as a new request's first chunk on an idle replica) and ``chunk``
@@ -525,15 +534,31 @@ class _Decoder:
         such steps: the prompt tokens and the decode tokens go through the matmuls as one batch of tokens, and
         attention runs each sequence over its own KV (FlashAttention's varlen kernels, FlashInfer's batch prefill).
         ``step_only``: the step's time alone (a simulation's hot path; the same number as the first of the three).
+
+        With attention data parallel (D groups), ``groups``: the groups the step's ``chunk`` prompt tokens are split
+        over, 1 for one prompt (a request is prefilled by its own group), D where every group prefills its own share
+        of the prompts (the steady step that spreads them over every step).
         """
         pp, dp = self.pp, self.dp
         n, c = batch / pp, chunk / pp  # one micro-batch's tokens (all of them on one stage)
         tokens = n + c
         w_read = self._weights_read(max(1, math.ceil(tokens))) * self.w_scale
         att, kv = chunk_attention, chunk_kv
-        if dp > 1:
-            kv = F["dp_kv_per_sequence"].value(kv_per_sequence=kv, data_parallel=dp) if kv > 0 else 0.0
-            att = F["dp_flops_per_token"].value(flops_per_token=att, data_parallel=dp) if att > 0 else 0.0
+        if dp > 1 and c > 0:
+            # with attention data parallel a prompt is prefilled by its own group (TensorRT-LLM's attention DP runs
+            # the dense layers and shared experts on each rank's own tokens; vLLM runs an engine per DP rank), and
+            # every group waits for the step's expert exchange: the busiest group carries its share of the chunk's
+            # attention, earlier KV and dense layers, the experts spread over all (formula dp_chunk_flops_per_token);
+            # the decode tokens are 1/D a group (f_mm). mixed_step_time counts one FLOPs per token for all tokens:
+            # the chunk's in decode tokens' units, its attention FLOPs per token scaled so that chunk tokens x
+            # attention FLOPs are the busiest group's
+            g = min(max(1.0, float(groups)), dp)
+            f_ch = F["dp_chunk_flops_per_token"].value(
+                flops_per_token=self.f_tok_all, expert_flops_per_token=self.f_exp, prefilling_groups=g,
+                data_parallel=dp,
+            )  # fmt: skip
+            c_mm = c * f_ch / self.f_mm
+            att, c, kv = att * (c / g) / c_mm, c_mm, kv / g
         roofs = dict(n_gpus=self.gpus, bandwidth=self.bandwidth, bandwidth_efficiency=self.eta_b)
         comp = dict(n_gpus=self.gpus, peak_flops=self.peak, compute_efficiency=self.eta_f)
         terms = dict(decode_tokens=n, chunk_tokens=c, flops_per_token=self.f_mm, attention_flops_per_token=self.f_att,
@@ -545,7 +570,7 @@ class _Decoder:
         att_mem = F["weight_read_time"].value(weights=kv_read, **roofs) if kv_read > 0 else 0.0
         att_comp = F["decode_compute_time"].value(batch=1, flops_per_token=att_flops, **comp) if att_flops > 0 else 0.0
         memory = (F["weight_read_time"].value(weights=w_read, **roofs), att_mem)
-        compute = (F["decode_compute_time"].value(batch=tokens, flops_per_token=self.f_mm, **comp), att_comp)
+        compute = (F["decode_compute_time"].value(batch=n + c, flops_per_token=self.f_mm, **comp), att_comp)
         step, _, _ = self._overheads(tokens, core)
         return step, memory, compute
 
