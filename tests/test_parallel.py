@@ -286,3 +286,15 @@ def test_dp_time_per_token_grows_with_the_batch():
         for b in [*range(16, top, 96), top]
     ]
     assert all(b >= a for a, b in itertools.pairwise(tpots)), tpots
+
+
+def test_dp_time_per_token_has_no_step_where_the_prompts_fill_every_step():
+    """The same replica at 2,048 tokens in and 128 out, batch by batch across 1,024, where each group's prompts (one
+    step each, k n / D over an answer of 128 steps) come to fill its steps: the time per token does not fall."""
+    from llmcourse.assumptions import resolve
+
+    kw = dict(prompt_tokens=2_048, answer_tokens=128, weight_bytes="fp8", assumptions=resolve("course"))
+    tpots = [
+        lc.replica("DeepSeek-V3", "H200 SXM", data_parallel=8, batch=b, **kw).tpot.to("ms").m for b in range(990, 1060)
+    ]
+    assert all(b >= a for a, b in itertools.pairwise(tpots)), tpots

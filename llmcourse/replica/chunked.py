@@ -121,7 +121,9 @@ def chunked_steps(
     >>> round(cs.mean(31) * 1e3, 3), round(cs.mean(32) * 1e3, 3), chunked_steps(step, 32, [(100, 0.0, 0.0)] * 10, 300)
     (12.067, 12.133, None)
     """
-    if step_share(decoding, len(chunks), answer_tokens, groups) >= 1:
+    if groups > 1 and len(chunks) * decoding >= groups * answer_tokens:  # each group's prompts fill its steps
+        return None
+    if groups <= 1 and step_share(decoding, len(chunks), answer_tokens) >= 1:
         return None
     if groups <= 1:
         steps = tuple(mixed(decoding, k, f, r) for k, f, r in chunks)
