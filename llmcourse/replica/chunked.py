@@ -134,7 +134,11 @@ def chunked_steps(
 
 
 def steady_step(
-    mixed: Callable[..., StepParts], decoding: float, chunk_tokens: float, chunks: Sequence[tuple[float, float, float]]
+    mixed: Callable[..., StepParts],
+    decoding: float,
+    chunk_tokens: float,
+    chunks: Sequence[tuple[float, float, float]],
+    groups: int = 1,
 ) -> StepParts:
     """The step of ``decoding`` requests when the budget spreads their prompts over every step: ``chunk_tokens`` prompt
     tokens a step (formula ``steady_chunk_tokens``), with the prompt's mean attention FLOPs per token and its chunks'
@@ -149,4 +153,6 @@ def steady_step(
     prompt = math.fsum(k for k, _, _ in chunks)
     att = math.fsum(k * f for k, f, _ in chunks) / prompt  # attention FLOPs per prompt token, over the whole prompt
     kv = chunk_tokens / prompt * math.fsum(r for _, _, r in chunks)  # the earlier KV a step's chunks read
+    if groups > 1:  # attention data-parallel groups, each prefilling its share of the step's prompt tokens
+        return mixed(decoding, chunk_tokens, att, kv, groups=groups)
     return mixed(decoding, chunk_tokens, att, kv)

@@ -4,7 +4,6 @@ is the one front door (a plain or a speculative replica)."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -597,14 +596,11 @@ class ReplicaSetup(_Shared):
             n = F["decoding_batch"].value(batch=b, token_budget=budget, answer_tokens=ans, prompt_tokens=new)
             c = F["steady_chunk_tokens"].value(batch=n, prompt_tokens=new, answer_tokens=ans)
             chunks = self._chunks_of(sc.token_budget - n / dp)
-            cs = chunked_steps(
-                dec.mixed, n, chunks, ans, dp
-            )  # a new prompt in steps of its own, the rest decoding alone
+            cs = chunked_steps(dec.mixed, n, chunks, ans, dp)  # a new prompt in steps of its own, the rest decode alone
             if cs is not None:  # a user sees the others' prompts; the replica runs them all
                 tpot, step = cs.mean(n - 1), cs.mean(n)
-            else:  # chunks in every step: the budget spreads the prompts over all of them
-                # every group prefills its own share of the prompts
-                tpot = step = steady_step(functools.partial(dec.mixed, groups=dp), n, c, chunks)[0]
+            else:  # chunks in every step: the budget spreads the prompts over all of them (every group its share)
+                tpot = step = steady_step(dec.mixed, n, c, chunks, dp)[0]
             # a new prompt is chunked by its own group's budget, beside that group's decode tokens
             first = sum(dec.mixed(b - 1, k, f, r)[0] for k, f, r in self._chunks_of(sc.token_budget - (b - 1) / dp))
             got = (n, c, tpot, first, None, F["throughput"].value(batch=n, step_time=step), alone)
@@ -649,8 +645,7 @@ class ReplicaSetup(_Shared):
     def _chunked(self, b: int) -> ChunkedSteps | None:
         """The :class:`~llmcourse.replica.chunked.ChunkedSteps` of a batch of ``b`` (an engine that mixes prompts into
         its decode steps), or None where every step carries chunks (the steady step)."""
-        n = self._engine_figures(b)[0]
-        dp = 1 if self.layout is None else self.layout.data_parallel
+        n, dp = self._engine_figures(b)[0], 1 if self.layout is None else self.layout.data_parallel
         room = self._sched.token_budget - n / dp
         return chunked_steps(self._decoder().mixed, n, self._chunks_of(room), self._answer, dp)
 
@@ -664,9 +659,7 @@ class ReplicaSetup(_Shared):
         """The steady mixed step of a batch of ``b`` (:func:`~llmcourse.replica.chunked.steady_step`)."""
         n, c = self._engine_figures(b)[:2]
         dp = 1 if self.layout is None else self.layout.data_parallel  # every group prefills its own share
-        return steady_step(
-            functools.partial(self._decoder().mixed, groups=dp), n, c, self._chunks_of(self._sched.token_budget - n)
-        )
+        return steady_step(self._decoder().mixed, n, c, self._chunks_of(self._sched.token_budget - n), dp)
 
     def _chunks_of(self, room: float) -> list[tuple[float, float, float]]:
         """The prompt's chunks when a step leaves ``room`` tokens beside its decode tokens (at least 1)."""
