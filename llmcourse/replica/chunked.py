@@ -11,6 +11,7 @@ of every prompt in every step, which only a budget near the batch's decode token
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -125,11 +126,9 @@ def chunked_steps(
         return None
     if groups <= 1 and step_share(decoding, len(chunks), answer_tokens) >= 1:
         return None
-    if groups <= 1:
-        steps = tuple(mixed(decoding, k, f, r) for k, f, r in chunks)
-        return ChunkedSteps(decoding, answer_tokens, mixed(decoding, 0.0, 0.0, 0.0), steps)
-    g = chunk_groups(decoding, len(chunks), answer_tokens, groups)
-    steps = tuple(mixed(decoding, g * k, f, g * r, groups=g) for k, f, r in chunks)
+    g = chunk_groups(decoding, len(chunks), answer_tokens, groups)  # 1 with one group
+    step = mixed if groups <= 1 else functools.partial(mixed, groups=g)
+    steps = tuple(step(decoding, g * k, f, g * r) for k, f, r in chunks)
     return ChunkedSteps(decoding, answer_tokens, mixed(decoding, 0.0, 0.0, 0.0), steps, groups)
 
 

@@ -690,7 +690,6 @@ def replica_memory_si(d: Deployment, lay: Layout, a: Assumptions, final: float) 
     mem = usable_si(g, check_value(lay.n_gpus, SYMBOLS["n_gpus"], "n_gpus"), a, w, d.engine, m)
     # llama.cpp's window cache holds a ubatch more, and a window for each of the slots sharing it; charged whole to
     # each sequence (exact for one sequence, the machine of one person; more than one counts the cache once each)
-    slots = d.scheduler.max_running or 1
-    window = llama_cpp_window_cells(m, slots) if d.engine == "llama.cpp" else None
+    window = llama_cpp_window_cells(m, d.scheduler.max_running or 1) if d.engine == "llama.cpp" else None
     kv_seq = kv_sequence_si(m, final, d.kv_bytes, kv_copies_si(m, lay.tensor_parallel, a), window)
     return w, mem, kv_seq
