@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import llmcourse as lc
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.planner.own_machine import gguf_type, longest_context, own_machine
+from llmcourse.replica.memory import WindowPool
 from llmcourse.replica.model import replica
 from llmcourse.widgets.own_machine import own_machine_calculator
 
@@ -81,6 +84,34 @@ def test_gemma_3_27b_q8_0_fits_an_rtx_5090_with_tens_of_thousands_of_tokens():
     # a datacenter engine's sliding window holds the window alone: 8,192 x (10 x 8,192 + 52 x 1,024) B
     vllm = replica("Gemma-3-27B", "RTX 5090", batch=1, prompt_tokens=8_191, answer_tokens=1, weight_bytes="q8_0")
     assert vllm.kv_per_sequence.to("B").m == pytest.approx(8_192 * (10 * 8_192 + 52 * 1_024))
+
+
+def test_a_batch_under_llama_server_shares_one_window_cache_by_hand():
+    """Requests of 3,000 + 500 tokens of Gemma 3 27B Q8_0 on an RTX 5090 under llama-server (4 slots): its
+    sliding-window layers keep one cache the slots share, allocated at start-up, of GGML_PAD(4 x 1,024 + 512, 256) =
+    4,608 cells, at most the context the server starts with (n_ctx: 3,500 for one request, 14,000 for four);
+    52 x 8,192 = 425,984 B a cell. Each request adds its 10 global layers' 10 x 8,192 x 3,500 = 286.72e6 B.
+    Usable (as above) 32.212e9 B, weights 28.698e9 B, 3.514e9 B left: four requests hold 4 x 286.72e6 + 4,608 x
+    425,984 = 3.110e9 B (it fits; a fifth, 3.397e9 B, would too, but llama-server runs four). Charging each request
+    the whole cache, as one conversation alone holds it, fitted one: 286.72e6 + 1.963e9 = 2.250e9 B a request."""
+    r = replica(
+        "Gemma-3-27B", "RTX 5090", prompt_tokens=3_000, answer_tokens=500, weight_bytes="q8_0", engine="llama.cpp"
+    )
+    assert r.kv_per_sequence.to("B").m == pytest.approx(10 * 8_192 * 3_500)
+    assert r.usable_memory.to("B").m == pytest.approx(32.212e9, rel=1e-4)
+    assert r.max_batch == 4 and r.fits
+    assert r.kv_in_use.to("B").m == pytest.approx(4 * 10 * 8_192 * 3_500 + 4_608 * 425_984)
+    assert r.memory_used.to("B").m == pytest.approx(28.698e9 + 3.110e9, rel=1e-3)
+    one = replica(
+        "Gemma-3-27B", "RTX 5090", batch=1, prompt_tokens=3_000, answer_tokens=500, weight_bytes="q8_0",
+        engine="llama.cpp",
+    )  # fmt: skip
+    assert one.kv_in_use.to("B").m == pytest.approx(3_500 * (10 + 52) * 8_192)  # the context bounds the cache
+    # a card with 2.5 GB left after the weights: four requests need 3.110e9 B, the cache bounded by the context
+    # leaves room for (2.5e9) / (286.72e6 + 3,500 x 425,984) = 1; the whole cache, (2.5e9 - 1.963e9) / 286.72e6 = 1
+    pool = WindowPool(4_608, 425_984.0, 4)
+    assert pool.max_batch(28.698e9 + 2.5e9, 28.698e9, 286.72e6, 3_500) == 1
+    assert pool.max_batch(28.698e9 + 3.2e9, 28.698e9, 286.72e6, 3_500) == 4  # (3.2e9 - 1.963e9) / 286.72e6
 
 
 def test_a_display_takes_its_gib_from_the_conversation_by_hand():
@@ -167,3 +198,107 @@ def test_three_verdicts_by_hand():
     assert "--fit off -ngl 99" in dict(m.rows())["fits"]
     assert own_machine("Llama-3.1-8B", "RTX 5090", "q4_k_m").verdict == "fits"
     assert own_machine("Llama-3.1-70B", "M1 8GB", "q4_k_m", context=512).verdict == "does not fit"
+
+
+def _llama_cpp_need(model: str, final: int, batch: int, slots: int) -> float:
+    """Bytes llama-server started for ``batch`` requests of ``final`` tokens (-c batch x final, the cache unified
+    over ``slots`` slots) allocates for its KV, from the model's dimensions and llama.cpp's formula (unpadded context):
+    every full layer ``batch x final`` cells, every window layer GGML_PAD(min(n_ctx, n_swa x slots + 512), 256)."""
+    m = lc.models[model]
+    per_layer = 2 * m.kv_heads * m.head_dim * 2  # K and V, 2 bytes each (f16)
+    t = m.layer_types
+    if t["full"] == 0:  # every layer slides: llama.cpp's LLAMA architecture keeps them all in full
+        return m.layers * per_layer * batch * final
+    n_swa = m.sliding_window or m.attention_chunk or 0
+    window_layers = t["sliding"] + t["chunked"]
+    cells = min(batch * final, -(-(n_swa * slots + 512) // 256) * 256) if window_layers else 0
+    return t["full"] * per_layer * batch * final + window_layers * per_layer * cells
+
+
+@settings(max_examples=40, deadline=None)
+@example(model="Gemma-3-27B", gpu="RTX 4090", prompt=20_000, slots=6)  # the memory binds below the slots
+@example(model="Gemma-3-27B", gpu="RTX 5090", prompt=30_000, slots=6)
+@example(model="Gemma-3-27B", gpu="RTX 4090", prompt=60_000, slots=4)  # not one fits
+@example(model="Mistral-7B-v0.1", gpu="RTX 3080", prompt=16_000, slots=4)
+@given(
+    model=st.sampled_from(["Gemma-3-27B", "gpt-oss-20b", "Mistral-7B-v0.1", "Llama-3.1-8B", "Llama-4-Scout-17B-16E"]),
+    gpu=st.sampled_from(["RTX 5090", "RTX 4090", "RTX 3080", "M3 Max"]),
+    prompt=st.integers(100, 60_000),
+    slots=st.integers(1, 6),
+)
+def test_the_largest_batch_is_the_largest_llama_cpp_holds(model, gpu, prompt, slots):
+    """Under llama.cpp (--parallel N --kv-unified for N slots), the replica's largest batch is the largest b, at most
+    the slots, whose KV as llama.cpp allocates it (:func:`_llama_cpp_need`, from the model's dimensions) fits in what
+    is left after the weights; 0 where not one fits."""
+    kw = dict(prompt_tokens=prompt, answer_tokens=200, weight_bytes="q4_k_m", engine="llama.cpp", max_running=slots)
+    r = replica(model, gpu, **kw)
+    free = (r.usable_memory - r.weights).to("B").m
+    final = prompt + 200
+    fits = [b for b in range(1, slots + 1) if _llama_cpp_need(model, final, b, slots) <= free * (1 + 1e-12)]
+    assert r.max_batch == (max(fits) if fits else 0), (r.max_batch, fits)
+    if r.fits:
+        assert r.memory_used.to("B").m == pytest.approx(
+            r.weights.to("B").m + _llama_cpp_need(model, final, r.max_batch, slots)
+        )
+
+
+def test_a_model_whose_every_layer_slides_runs_full_attention_under_llama_cpp():
+    """Mistral-7B-v0.1 slides a 4,096-token window on all 32 layers; llama.cpp converts it as the LLAMA architecture,
+    which reads no window, so it holds every token: 32 layers x 8 KV heads x 128 x 2 x 2 B = 131,072 B a token. A
+    datacenter engine holds the window: 4,096 tokens at most."""
+    llama_cpp = replica("Mistral-7B-v0.1", "RTX 4090", batch=1, prompt_tokens=30_000, answer_tokens=500,
+                        weight_bytes="q4_k_m", engine="llama.cpp")  # fmt: skip
+    assert llama_cpp.kv_per_sequence.to("B").m == pytest.approx(131_072 * 30_500)
+    assert llama_cpp.kv_in_use is None  # no window cache: all of it the sequence's own
+    vllm = replica("Mistral-7B-v0.1", "RTX 4090", batch=1, prompt_tokens=30_000, answer_tokens=500)
+    assert vllm.kv_per_sequence.to("B").m == pytest.approx(131_072 * 4_096)
+
+
+def test_llama_4_chunks_share_the_window_cache_by_hand():
+    """Llama 4 Scout keeps 36 of its 48 layers in 8,192-token chunks, which llama.cpp holds in the same cache as a
+    sliding window: GGML_PAD(4 x 8,192 + 512, 256) = 33,280 cells under llama-server's four slots. One request of
+    65,536 tokens: 12 full layers x 4,096 B x 65,536 + 36 x 4,096 x 33,280 = 8.13e9 B (8 KV heads x 128 x 2 x 2 B =
+    4,096 B a token a layer)."""
+    r = replica("Llama-4-Scout-17B-16E", "M3 Ultra", batch=1, prompt_tokens=65_535, answer_tokens=1,
+                weight_bytes="q4_k_m", engine="llama.cpp")  # fmt: skip
+    assert r.kv_in_use.to("B").m == pytest.approx(12 * 4_096 * 65_536 + 36 * 4_096 * 33_280)
+
+
+def test_llama_cpp_is_sized_at_the_final_length_and_its_slots_bound_it_under_every_preset():
+    """llama.cpp allocates its context when it starts: a batch is sized at the final length (no staggering), and its
+    slots bound the batch under every preset, the refusal naming them."""
+    r = replica("Llama-3.1-8B", "RTX 4090", prompt_tokens=3_000, answer_tokens=500, weight_bytes="q4_k_m",
+                engine="llama.cpp", batch=2)  # fmt: skip
+    assert r.kv_in_use is None and r.memory_used == r.weights + 2 * r.kv_per_sequence
+    lab = replica("Gemma-3-27B", "H100 SXM", batch=5, prompt_tokens=3_000, answer_tokens=500, weight_bytes="q8_0",
+                  engine="llama.cpp", assumptions="lab")  # fmt: skip
+    assert lab.max_batch == 4 and "more than the 4 requests llama.cpp runs at once" in lab.reason, lab.reason
+
+
+def test_window_pool_regimes_by_hand():
+    """The slots bind (100 GB free: 4, not 300); the cache bounded by the context binds with more than one sequence
+    (500-token conversations of Gemma 3 27B: each 500 x (10 x 8,192 + 52 x 8,192) = 253.95e6 B while b x 500 is
+    under the 4,608 cells, so 1.0e9 B free holds 3; the whole cache alone, 1.963e9 B, would hold none)."""
+    pool = WindowPool(4_608, 425_984.0, 4)
+    assert pool.max_batch(100e9 + 28.698e9, 28.698e9, 286.72e6, 3_500) == 4
+    assert pool.max_batch(28.698e9 + 1.0e9, 28.698e9, 10 * 8_192 * 500, 500) == 3
+
+
+def test_speculation_under_llama_cpp_is_refused():
+    from llmcourse.replica.speculative import Speculation
+
+    with pytest.raises(InputError, match=r"speculation under llama\.cpp"):
+        replica("Gemma-3-27B", "RTX 5090", prompt_tokens=3_000, answer_tokens=500, weight_bytes="q8_0",
+                engine="llama.cpp", speculation=Speculation("ngram", 4, 0.5))  # fmt: skip
+
+
+def test_the_kv_shown_holds_the_window_cache_whatever_the_verdict():
+    """One conversation's cache is its own and the window cache, fitting or not: 8,192 x (10 x T + 52 x min(T,
+    4,608)) B at a context of T, and the figure the refusal gives when it does not fit."""
+    shown = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", display_gib=1.5)  # 8,192 tokens: inside the margin
+    assert shown.verdict != "fits"
+    assert shown.kv_bytes.to("B").m == pytest.approx(8_192 * (10 * 8_192 + 52 * 4_608))
+    long = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", context=60_000)
+    assert long.verdict == "does not fit"
+    assert long.kv_bytes.to("B").m == pytest.approx(8_192 * (10 * 60_000 + 52 * 4_608))
+    assert f"{long.kv_bytes.to('GB').m:.2f} GB" in long.reason, long.reason

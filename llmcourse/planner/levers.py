@@ -323,6 +323,8 @@ def _eagle(m: Model, g: GPU, brief: Brief, base: Plan, plan_kwargs: dict[str, An
         return _not_applied(name, base, "the baseline already speculates")
     if brief.on_percentiles:
         return _not_applied(name, base, "percentile targets are simulated without speculation")
+    if engine_settings(plan_kwargs.get("engine")).engine == "llama.cpp":
+        return _not_applied(name, base, "speculation under llama.cpp is not modelled")
     spec = Speculation("eagle head", EAGLE_DRAFT_TOKENS, EAGLE_ACCEPTANCE)
     p = lever_plan(m, g, brief, **{**plan_kwargs, "speculation": spec})
     return _lever(name, base, p, f"{spec.label()}: {spec.expected_tokens:.2f} tokens a verification step")

@@ -34,7 +34,8 @@ from llmcourse.assumptions import Assumptions, resolve
 from llmcourse.catalog import gpus, models
 from llmcourse.catalog.precision import GGUF_TABLE
 from llmcourse.errors import InputError, UnknownNameError
-from llmcourse.replica.memory import gpu_memory_read, memory_rule_of
+from llmcourse.replica.deployment import Deployment
+from llmcourse.replica.memory import gpu_memory_read, llama_cpp_window_pool, memory_rule_of
 from llmcourse.replica.memory import weight_bytes as weights_of
 from llmcourse.replica.model import replica
 from llmcourse.units import Q_, to
@@ -287,6 +288,7 @@ def own_machine(
     bare = no_margin(a)
     hard = r.fits or _fits(m, g, w, context - 1, bare, slots)
     verdict = VERDICTS[0] if r.fits else VERDICTS[1] if hard else VERDICTS[2]
+    pool = llama_cpp_window_pool(Deployment(m, g, weight_bytes=w, engine=ENGINE, max_running=slots))
     return OwnMachine(
         model=m,
         gpu=g,
@@ -295,7 +297,9 @@ def own_machine(
         fits=r.fits,
         reason="" if r.fits else r.reason,
         weight_bytes=wb.to("GB"),
-        kv_bytes=r.kv_per_sequence.to("GB") if r.kv_per_sequence is not None else Q_(0, "GB"),
+        # one conversation's cache: its own and (a model with window layers) llama.cpp's window cache, which a server
+        # started with this context holds, fitting or not
+        kv_bytes=(r.kv_per_sequence + Q_(0.0 if pool is None else pool.held(1, context - 1), "B")).to("GB"),
         gpu_memory=gpu_memory_read(gpus[g], a, rule).to("GB"),
         usable=r.usable_memory.to("GB"),
         # one person: the prompt is read before the first token (first_token_s), then each token is one decode

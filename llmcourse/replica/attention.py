@@ -50,6 +50,7 @@ __all__ = [
     "kv_held_si",
     "kv_read_si",
     "kv_token_si",
+    "kv_window_pool_si",
     "linear_state_si",
     "prefill_attention_flops_si",
 ]
@@ -132,6 +133,28 @@ def kv_held_si(m: Model, context: float, kv_b: float, copies: float = 1.0, windo
     131072000.0
     """
     return _by_type(m, context, kv_b, copies, read=False, window=window)
+
+
+def kv_window_pool_si(m: Model, cells: float, kv_b: float, copies: float = 1.0) -> float:
+    """KV bytes of a window cache of ``cells`` cells that sequences share (llama.cpp's unified cache): the window
+    term of formula ``kv_bytes_by_layer_type`` at ``cells`` tokens over the sliding-window and chunked-attention
+    layers (llama.cpp keeps both in that cache); 0 without such layers.
+
+    Examples
+    --------
+    >>> from llmcourse.catalog import models
+    >>> gemma = models["Gemma-3-27B"]  # 52 sliding layers x 16 KV heads x 128 x 2 (K, V) x 2 B = 425,984 B a cell
+    >>> kv_window_pool_si(gemma, 1_000, 2.0)
+    425984000.0
+    >>> kv_window_pool_si(models["Llama-3.1-8B"], 1_000, 2.0)
+    0.0
+    """
+    t = m.layer_types
+    return F["kv_bytes_by_layer_type"].value(
+        kv_full_per_token=0.0, kv_window_per_token=(t["sliding"] + t["chunked"]) * _per_layer_token(m, kv_b) * copies,
+        kv_chunk_per_token=0.0, kv_selected_per_token=0.0, linear_state=0.0, context=cells, window=cells, chunk=1,
+        top_k_tokens=1,
+    )  # fmt: skip
 
 
 def kv_read_si(m: Model, context: float, kv_b: float, copies: float = 1.0) -> float:

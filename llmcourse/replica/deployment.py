@@ -52,7 +52,8 @@ class Deployment:
     their own) and ``max_running`` (the most requests it runs at once), each None for the engine's default
     (:mod:`~llmcourse.replica.scheduler`).
 
-    ``model`` and ``gpu`` may be given by their catalog names; the object holds the catalog's entries.
+    ``model`` and ``gpu`` may be given by their catalog names; the object holds the catalog's entries (under
+    llama.cpp, a model whose every layer slides a window as the engine runs it: with full attention).
     """
 
     model: Model
@@ -78,6 +79,12 @@ class Deployment:
         if isinstance(self.weight_bytes, Mapping):  # per tensor group: as text, a key of the kept set-ups
             object.__setattr__(self, "weight_bytes", precisions_text(self.weight_bytes))
         object.__setattr__(self, "engine", engine_name(self.engine))  # None: the default engine, said by name
+        m = self.model
+        if self.engine == "llama.cpp" and m.sliding_window and m.layer_types["full"] == 0:
+            # llama.cpp keeps a window only where window layers interleave with full ones (its iswa cache: Gemma 2
+            # and 3, gpt-oss, Llama 4's chunks); a model whose every layer slides (Mistral-7B-v0.1, converted as the
+            # LLAMA architecture, which reads no sliding_window) runs full attention on a plain cache
+            object.__setattr__(self, "model", m.with_(sliding_window=None, sliding_window_layers=None))
         self.scheduler  # noqa: B018  (the settings checked here, each refused by its field's name)
 
     @property

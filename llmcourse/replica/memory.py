@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import pint
 
@@ -15,7 +15,7 @@ from llmcourse.catalog.precision import group_precisions, param_groups, per_grou
 from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import SYMBOLS, check_value, checked, si
-from llmcourse.replica.attention import kv_held_si, kv_read_si, kv_token_si
+from llmcourse.replica.attention import kv_held_si, kv_read_si, kv_token_si, kv_window_pool_si
 from llmcourse.replica.base import B, bytes_of, gpu_of, model_of
 from llmcourse.replica.deployment import Deployment
 from llmcourse.replica.parallel import Layout, layout
@@ -297,9 +297,112 @@ def llama_cpp_window_cells(m: Model, slots: int = 1) -> int | None:
     >>> llama_cpp_window_cells(models["Llama-3.1-8B"]) is None
     True
     """
-    if not m.sliding_window or not m.layer_types["sliding"]:
+    window = llama_cpp_window(m)
+    if window is None:
         return None
-    return math.ceil((m.sliding_window * slots + LLAMA_CPP_UBATCH) / LLAMA_CPP_KV_PAD) * LLAMA_CPP_KV_PAD
+    return math.ceil((window * slots + LLAMA_CPP_UBATCH) / LLAMA_CPP_KV_PAD) * LLAMA_CPP_KV_PAD
+
+
+def llama_cpp_window(m: Model) -> int | None:
+    """The tokens llama.cpp's window cache keeps for each sequence of model ``m`` (its ``n_swa``): the sliding window
+    of a model with sliding-window layers, the chunk of one with chunked attention layers (Llama 4, whose chunked
+    layers llama.cpp keeps in the same cache); None for a model with neither.
+
+    Examples
+    --------
+    >>> from llmcourse.catalog import models
+    >>> llama_cpp_window(models["Gemma-3-27B"]), llama_cpp_window(models["Llama-4-Scout-17B-16E"])
+    (1024, 8192)
+    """
+    t = m.layer_types
+    if t["sliding"] and m.sliding_window:
+        return int(m.sliding_window)
+    if t["chunked"] and m.attention_chunk:
+        return int(m.attention_chunk)
+    return None
+
+
+class WindowPool(NamedTuple):
+    """llama.cpp's sliding-window cache, which the sequences of one server share: its cells (:func:`llama_cpp_window_cells`),
+    the bytes one cell takes over the sliding-window layers (with every copy the replica keeps), and the slots sharing
+    it (the most sequences the server runs at once)."""
+
+    cells: int
+    cell_bytes: float
+    slots: int
+
+    def held(self, batch: int, context: float) -> float:
+        """Bytes the cache holds for ``batch`` sequences of ``context`` tokens: the cells, at most the context the
+        server is started with (``batch`` x ``context``: its slots share one cache; llama.cpp's ``min(n_ctx, ...)``).
+
+        Examples
+        --------
+        >>> pool = WindowPool(4_608, 425_984.0, 4)
+        >>> pool.held(1, 2_000), pool.held(4, 2_000) / 425_984
+        (851968000.0, 4608.0)
+        """
+        return self.cell_bytes * min(batch * context, self.cells)
+
+    def max_batch(self, usable: float, weights: float, kv_per_sequence: float, context: float) -> int:
+        """The largest batch, at most the slots, whose sequences' own KV (``kv_per_sequence`` each: the layers that
+        are not sliding-window ones) and the cache (:meth:`held`) fit beside the weights: the larger of the batch
+        that fits with the cache bounded by their context (each sequence charged its context's cells) and the one
+        that fits with the whole cache; 0 when one sequence does not fit.
+
+        Examples
+        --------
+        >>> pool = WindowPool(4_608, 425_984.0, 4)  # 1.963e9 B whole
+        >>> pool.max_batch(32.212e9, 28.698e9, 286.72e6, 3_500)  # (3.514e9 - 1.963e9) / 286.7e6 = 5: the 4 slots
+        4
+        >>> pool.max_batch(32.212e9, 28.698e9, 0.0, 3_500)  # every layer slides: the cache alone
+        4
+        """
+        bounded = max_batch_si(usable, weights, kv_per_sequence + self.cell_bytes * context)
+        whole = weights + self.cell_bytes * self.cells
+        if kv_per_sequence <= 0:  # every layer slides: the whole cache fits, or it bounds the batch by the context
+            return self.slots if whole <= usable else min(self.slots, bounded)
+        return min(self.slots, max(bounded, max_batch_si(usable, whole, kv_per_sequence)))
+
+
+def final_batch_si(
+    usable: float, weights: float, kv_per_sequence: float, pool: WindowPool | None, context: float
+) -> int:
+    """The largest batch of sequences at their final length ``context`` (each holding ``kv_per_sequence``) beside the
+    weights, and beside llama.cpp's window cache where ``pool`` is one (:meth:`WindowPool.max_batch`): how llama.cpp,
+    whose context is allocated when it starts, is sized whatever the assumptions' admission.
+
+    Examples
+    --------
+    >>> final_batch_si(80e9, 20e9, 2.3e9, None, 2_300), final_batch_si(32.212e9, 28.698e9, 286.72e6, WindowPool(4_608, 425_984.0, 4), 3_500)
+    (26, 4)
+    """
+    return (
+        max_batch_si(usable, weights, kv_per_sequence)
+        if pool is None
+        else pool.max_batch(usable, weights, kv_per_sequence, context)
+    )
+
+
+def llama_cpp_window_pool(d: Deployment, copies: float = 1.0) -> WindowPool | None:
+    """llama.cpp's sliding-window cache of deployment ``d`` (:class:`WindowPool`: :func:`llama_cpp_window_cells` for
+    its scheduler's slots, the sliding-window layers' bytes a cell with ``copies`` of the attention cache); None for
+    another engine or a model without such layers. Allocated whole when the server starts, however many slots are
+    busy.
+
+    Examples
+    --------
+    >>> pool = llama_cpp_window_pool(Deployment("Gemma-3-27B", "RTX 5090", engine="llama.cpp", weight_bytes="q8_0"))
+    >>> pool.cells, pool.cell_bytes, pool.slots  # 4 x 1,024 + 512; 52 sliding layers x 16 KV heads x 128 x 2 x 2 B
+    (4608, 425984.0, 4)
+    >>> llama_cpp_window_pool(Deployment("Gemma-3-27B", "RTX 5090", weight_bytes="q8_0")) is None  # vLLM's
+    True
+    """
+    m = d.model
+    slots = d.scheduler.max_running or 1
+    cells = llama_cpp_window_cells(m, slots) if d.engine == "llama.cpp" else None
+    if cells is None:
+        return None
+    return WindowPool(cells, kv_window_pool_si(m, 1.0, bytes_si(d.kv_bytes, "kv_bytes"), copies), slots)
 
 
 def kv_read_sequence_si(m: Model, context: float, kv_bytes: Any, copies: float = 1.0) -> float:
@@ -678,18 +781,24 @@ def gpus_for_weights(
     return 2 ** math.ceil(math.log2(need)) if power_of_two else need
 
 
-def replica_memory_si(d: Deployment, lay: Layout, a: Assumptions, final: float) -> tuple[float, float, float]:
-    """(weights held, usable memory, KV cache of one sequence of ``final`` tokens) of a replica of ``d`` on its
-    layout, in bytes, as plain floats: each attention data-parallel group holds everything but the experts (formula
-    ``dp_weights_held``), and the KV cache counts every copy the replica keeps."""
+def replica_memory_si(
+    d: Deployment, lay: Layout, a: Assumptions, final: float
+) -> tuple[float, float, float, WindowPool | None]:
+    """(weights held, usable memory, KV cache of one sequence of ``final`` tokens, llama.cpp's shared window cache or
+    None) of a replica of ``d`` on its layout, in bytes, as plain floats: each attention data-parallel group holds
+    everything but the experts (formula ``dp_weights_held``), and the KV cache counts every copy the replica keeps.
+    Under llama.cpp a sliding-window layer's cells are the slots' one cache (:func:`llama_cpp_window_pool`), not a
+    sequence's."""
     m, g = d.model, d.gpu
     w = weights_si(m, d.weight_bytes)
     if lay.data_parallel > 1:
         w_exp = weight_parts_si(m, d.weight_bytes)[1]
         w = F["dp_weights_held"].value(weights=w, expert_weights=w_exp, data_parallel=lay.data_parallel)
     mem = usable_si(g, check_value(lay.n_gpus, SYMBOLS["n_gpus"], "n_gpus"), a, w, d.engine, m)
-    # llama.cpp's window cache holds a ubatch more, and a window for each of the slots sharing it; charged whole to
-    # each sequence (exact for one sequence, the machine of one person; more than one counts the cache once each)
-    window = llama_cpp_window_cells(m, d.scheduler.max_running or 1) if d.engine == "llama.cpp" else None
-    kv_seq = kv_sequence_si(m, final, d.kv_bytes, kv_copies_si(m, lay.tensor_parallel, a), window)
-    return w, mem, kv_seq
+    copies = kv_copies_si(m, lay.tensor_parallel, a)
+    kv_seq = kv_sequence_si(m, final, d.kv_bytes, copies)
+    pool = llama_cpp_window_pool(d, copies)
+    if pool is not None:  # the window layers' cells are the slots' shared cache, not the sequence's (a rounding error
+        # from 0 where every layer keeps a window)
+        kv_seq = max(0.0, kv_seq - pool.cell_bytes * min(final, llama_cpp_window(m)))
+    return w, mem, kv_seq, pool

@@ -35,6 +35,7 @@ from llmcourse.replica.deployment import Deployment, Workload
 from llmcourse.replica.memory import (
     admission_si,
     check_weights_fit,
+    final_batch_si,
     gpus_for_weights,
     kv_sequence_si,
     replica_memory_si,
@@ -45,6 +46,7 @@ from llmcourse.replica.setups import keep_set_up, kept_set_up, set_up_key
 from llmcourse.replica.speculative import (
     Speculation,
     SpeculativeStep,
+    check_speculating_engine,
     speculation_of,
     speculative_cycle,
     speculative_memory,
@@ -450,13 +452,17 @@ class ReplicaSetup(_Shared):
         check_positions(m, final, "context_tokens" if p is None else "prompt_tokens + answer_tokens")
         self._final, self._prompt, self._answer = final, p, ans
         # plain floats in bytes from here (the formulas by value); the units are attached to what is returned
-        w, mem, kv_seq = self._w, self._mem, self._kv_seq = replica_memory_si(d, lay, a, final)
+        w, mem, kv_seq, pool = self._w, self._mem, self._kv_seq, self._pool = replica_memory_si(d, lay, a, final)
         # the batch admitted, and (admission "blocks") the KV of a conversation on average and what its answer adds,
-        # each with the copies replica_memory_si counted
-        top, self._admitted = admission_si(
-            a, mem, w, kv_seq, lambda t: kv_sequence_si(m, t, d.kv_bytes) * kv_seq / kv_sequence_si(m, final, d.kv_bytes),
-            p, ans,
-        )  # fmt: skip
+        # each with the copies replica_memory_si counted; llama.cpp's at the final length (its context is allocated
+        # at start-up), beside its window cache
+        if d.engine == "llama.cpp":
+            top, self._admitted = final_batch_si(mem, w, kv_seq, pool, final), None
+        else:
+            top, self._admitted = admission_si(
+                a, mem, w, kv_seq, lambda t: kv_sequence_si(m, t, d.kv_bytes) * kv_seq / kv_sequence_si(m, final, d.kv_bytes),
+                p, ans,
+            )  # fmt: skip
         engine = a.prefill_schedule == "engine" and p is not None
         # the engine's steps carry prompts only where the prompts are prefilled: a replica whose requests arrive
         # prefilled (count_prefill and prefill_interference off, a disaggregated decode pool's) decodes alone
@@ -510,14 +516,8 @@ class ReplicaSetup(_Shared):
         self._sealed = True
 
     def _unfit_reason(self) -> str | None:
-        w, mem, kv_seq, where, m, g = (
-            self._w,
-            self._mem,
-            self._kv_seq,
-            self._where,
-            self.deployment.model,
-            self.deployment.gpu,
-        )
+        w, mem, where, m, g = self._w, self._mem, self._where, self.deployment.model, self.deployment.gpu
+        kv_seq = self._held(1) if self._pool is not None else self._kv_seq  # llama.cpp's: with its shared cache
         if w >= mem:
             need = gpus_for_weights(m, g, self.deployment.weight_bytes, self.assumptions)
             return (
@@ -536,11 +536,8 @@ class ReplicaSetup(_Shared):
         """The replica at ``batch`` (a whole number it has checked; None: the largest batch that fits)."""
         if self.unfit is not None:  # at any batch, no step
             return Replica(batch=0, reason=self.unfit, **_owned(self.base))
-        top = self.max_batch
-        b = top if batch is None else int(batch)
-        reason = "fits"
-        if b > top:
-            reason = self._over(b)
+        b = self.max_batch if batch is None else int(batch)
+        reason = self._over(b) if b > self.max_batch else "fits"
         step = self._decoder()(b)
         first = batch_pre = None
         if self._prompt is not None:
@@ -555,7 +552,9 @@ class ReplicaSetup(_Shared):
             kv_read_tokens=self._kv_ctx,
             cached_prompt_tokens=float(self.workload.cached_prompt_tokens),
             engine_step=self._engine_step(b) if self._engine else None,
-            kv_in_use=None if self._admitted is None else quantity(self._held(b) * BYTES_TO_GB, GB._units),
+            kv_in_use=None
+            if self._admitted is self._pool is None
+            else quantity(self._held(b) * BYTES_TO_GB, GB._units),
             **_owned(self.base),
         )
 
@@ -563,14 +562,14 @@ class ReplicaSetup(_Shared):
         """Bytes of KV ``b`` conversations hold (formula ``kv_in_use``; at their final length without admission
         ``"blocks"``)."""
         if self._admitted is None:
-            return b * self._kv_seq
+            return b * self._kv_seq + (0.0 if self._pool is None else self._pool.held(b, self._final))
         mean, growth = self._admitted
         return F["kv_in_use"].value(batch=b, kv_per_sequence=self._kv_seq, kv_mean=mean, kv_growth=growth,
                                     admission_spreads=self.assumptions.admission_spreads)  # fmt: skip
 
     def _over(self, b: int) -> str:
         """Why a batch of ``b`` is more than the replica runs: its KV cache, or the engine's cap."""
-        cap = self._cap if self.assumptions.prefill_schedule == "engine" else None
+        cap = self._cap if self.assumptions.prefill_schedule == "engine" or self._pool is not None else None
         if cap is not None and b > cap and self._w + self._held(b) <= self._mem:
             return f"a batch of {b} is more than the {cap:,} requests {self._sched.engine} runs at once (max_running)."
         held = "staggered conversations" if self._admitted is not None else f"sequences of {self._final:,.0f} tokens"
@@ -757,6 +756,7 @@ class SpeculativeSetup(_Shared):
         d = self.deployment = deployment
         self.workload, self.assumptions = workload, a
         self._spec = d.speculation if d.speculation is not None else a.speculation
+        check_speculating_engine(d.engine)
         # the target's replica: one tensor-parallel group (the speculative cycle reads no other degree)
         self._plain = Deployment(d.model, d.gpu, d.tensor_parallel, weight_bytes=d.weight_bytes, kv_bytes=d.kv_bytes)
         self._a_plain = dataclasses.replace(a, speculation=None)  # Assumptions.replace() ignores None values

@@ -98,6 +98,7 @@ __all__ = [
     "SpeculativeStep",
     "acceptance_from_length",
     "acceptance_of",
+    "check_speculating_engine",
     "draft_step_overhead",
     "draft_tokens_of",
     "expected_tokens",
@@ -110,6 +111,27 @@ __all__ = [
 
 
 # --- input checks ------------------------------------------------------------------------------------
+def check_speculating_engine(engine: str) -> None:
+    """Refuse speculation under an engine the speculative replica does not model: llama.cpp, whose memory (its own
+    rule, the window cache its slots share, its slots) is not the speculative replica's, which sizes the target and
+    the draft as a datacenter engine holds them.
+
+    Examples
+    --------
+    >>> check_speculating_engine("vLLM")
+    >>> check_speculating_engine("llama.cpp")
+    Traceback (most recent call last):
+    ...
+    llmcourse.errors.InputError: speculation under llama.cpp is not modelled: the speculative replica sizes its memory as a datacenter engine does, not by llama.cpp's rule, window cache and slots. Leave speculation off (speculation=None) for llama.cpp, or give a datacenter engine (engine="vLLM").
+    """
+    if engine == "llama.cpp":
+        raise InputError(
+            "speculation under llama.cpp is not modelled: the speculative replica sizes its memory as a datacenter "
+            "engine does, not by llama.cpp's rule, window cache and slots. Leave speculation off (speculation=None) "
+            'for llama.cpp, or give a datacenter engine (engine="vLLM").'
+        )
+
+
 def acceptance_of(value: Any) -> float:
     """The per-token acceptance rate ``value`` (alpha) checked: a plain fraction in [0, 1), else an
     :class:`~llmcourse.errors.InputError` that says what to give (the check of every function here that takes an
