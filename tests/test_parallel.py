@@ -298,3 +298,24 @@ def test_dp_time_per_token_has_no_step_where_the_prompts_fill_every_step():
         lc.replica("DeepSeek-V3", "H200 SXM", data_parallel=8, batch=b, **kw).tpot.to("ms").m for b in range(990, 1060)
     ]
     assert all(b >= a for a, b in itertools.pairwise(tpots)), tpots
+
+
+@pytest.mark.parametrize(("prompt", "batch"), [(8_192, 64), (8_192, 1_536), (16_384, 2_048)])
+def test_dp_engine_parts_are_the_replicas_own_steps(prompt, batch):
+    """Under attention data parallel each group chunks its prompts by its own budget, less its share of the decode
+    tokens: the parts a fit re-weighs (engine_parts: a new prompt's chunk steps "first", and the steady step where
+    every step carries chunks) are the steps the replica's own time per token and first token are built from."""
+    from llmcourse.assumptions import resolve
+    from llmcourse.replica.deployment import Deployment, Workload
+    from llmcourse.replica.model import setup_of
+
+    a = resolve("course")
+    d = Deployment("DeepSeek-V3", "H200 SXM", data_parallel=8, weight_bytes="fp8")
+    s = setup_of(d, Workload(prompt_tokens=prompt, answer_tokens=1_024), a)
+    b = min(batch, s.max_batch)
+    parts, (n, _, tpot, first, *_) = s.engine_parts(b), s._engine_figures(b)
+    assert math.fsum(step[0] for step in parts["first"]) == pytest.approx(first, rel=1e-12)
+    if "step" in parts:  # every step carries chunks: the steady step is the step between tokens
+        assert parts["step"][0] == pytest.approx(tpot, rel=1e-12)
+    else:
+        assert parts["share"] == pytest.approx(s._chunked(b).share(n - 1), rel=1e-12)

@@ -622,10 +622,10 @@ class ReplicaSetup(_Shared):
         ``"first_pass"`` (the same for one prompt). Empty when the replica does not run an engine's steps."""
         if not self._engine:
             return {}
-        sc, dec = self._sched, self._decoder()
+        sc, dec, dp = self._sched, self._decoder(), 1 if self.layout is None else self.layout.data_parallel
         new = self._prompt - float(self.workload.cached_prompt_tokens)
         if sc.mixed_prefill:
-            first = [dec.mixed(b - 1, k, f, r) for k, f, r in self._chunks_of(sc.token_budget - (b - 1))]
+            first = [dec.mixed(b - 1, k, f, r) for k, f, r in self._chunks_of(sc.token_budget - (b - 1) / dp)]
             cs = self._chunked(b)
             if cs is not None:
                 n = cs.decoding
@@ -658,7 +658,7 @@ class ReplicaSetup(_Shared):
         """The steady mixed step of a batch of ``b`` (:func:`~llmcourse.replica.chunked.steady_step`)."""
         n, c = self._engine_figures(b)[:2]
         dp = 1 if self.layout is None else self.layout.data_parallel  # every group prefills its own share
-        return steady_step(self._decoder().mixed, n, c, self._chunks_of(self._sched.token_budget - n), dp)
+        return steady_step(self._decoder().mixed, n, c, self._chunks_of(self._sched.token_budget - n / dp), dp)
 
     def _chunks_of(self, room: float) -> list[tuple[float, float, float]]:
         """The prompt's chunks when a step leaves ``room`` tokens beside its decode tokens (at least 1)."""
