@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 import llmcourse as lc
@@ -230,6 +230,7 @@ def test_the_largest_batch_is_the_largest_llama_cpp_holds(model, gpu, prompt, sl
     """Under llama.cpp (--parallel N --kv-unified for N slots), the replica's largest batch is the largest b, at most
     the slots, whose KV as llama.cpp allocates it (:func:`_llama_cpp_need`, from the model's dimensions) fits in what
     is left after the weights; 0 where not one fits."""
+    assume(prompt + 200 <= lc.models[model].max_position)  # a longer request is refused by its positions
     kw = dict(prompt_tokens=prompt, answer_tokens=200, weight_bytes="q4_k_m", engine="llama.cpp", max_running=slots)
     r = replica(model, gpu, **kw)
     free = (r.usable_memory - r.weights).to("B").m
@@ -270,9 +271,12 @@ def test_llama_cpp_is_sized_at_the_final_length_and_its_slots_bound_it_under_eve
     r = replica("Llama-3.1-8B", "RTX 4090", prompt_tokens=3_000, answer_tokens=500, weight_bytes="q4_k_m",
                 engine="llama.cpp", batch=2)  # fmt: skip
     assert r.kv_in_use is None and r.memory_used == r.weights + 2 * r.kv_per_sequence
-    lab = replica("Gemma-3-27B", "H100 SXM", batch=5, prompt_tokens=3_000, answer_tokens=500, weight_bytes="q8_0",
-                  engine="llama.cpp", assumptions="lab")  # fmt: skip
-    assert lab.max_batch == 4 and "more than the 4 requests llama.cpp runs at once" in lab.reason, lab.reason
+    for model in ("Gemma-3-27B", "Llama-3.1-8B"):  # with a window cache and without
+        lab = replica(model, "H100 SXM", batch=5, prompt_tokens=3_000, answer_tokens=500, weight_bytes="q8_0",
+                      engine="llama.cpp", assumptions="lab")  # fmt: skip
+        assert lab.max_batch == 4 and "more than the 4 requests llama.cpp runs at once" in lab.reason, lab.reason
+    with pytest.raises(InputError, match="data_parallel=1"):
+        replica("Gemma-3-27B", "H100 SXM", data_parallel=2, prompt_tokens=3_000, answer_tokens=500, engine="llama.cpp")
 
 
 def test_window_pool_regimes_by_hand():

@@ -299,7 +299,7 @@ def own_machine(
         weight_bytes=wb.to("GB"),
         # one conversation's cache: its own and (a model with window layers) llama.cpp's window cache, which a server
         # started with this context holds, fitting or not
-        kv_bytes=(r.kv_per_sequence + Q_(0.0 if pool is None else pool.held(1, context - 1), "B")).to("GB"),
+        kv_bytes=(r.kv_per_sequence + Q_(0.0 if pool is None else pool.held(1, context), "B")).to("GB"),
         gpu_memory=gpu_memory_read(gpus[g], a, rule).to("GB"),
         usable=r.usable_memory.to("GB"),
         # one person: the prompt is read before the first token (first_token_s), then each token is one decode

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from llmcourse.catalog import GPU, Model, gpus, models
 from llmcourse.catalog.precision import precisions_text
+from llmcourse.errors import InputError
 from llmcourse.replica.scheduler import Scheduler, engine_name, scheduler_of
 
 if TYPE_CHECKING:
@@ -80,6 +81,8 @@ class Deployment:
             object.__setattr__(self, "weight_bytes", precisions_text(self.weight_bytes))
         object.__setattr__(self, "engine", engine_name(self.engine))  # None: the default engine, said by name
         m = self.model
+        if self.engine == "llama.cpp" and self.data_parallel != 1:
+            raise InputError("llama.cpp runs no attention data parallelism: give data_parallel=1 for llama.cpp.")
         if self.engine == "llama.cpp" and m.sliding_window and m.layer_types["full"] == 0:
             # llama.cpp keeps a window only where window layers interleave with full ones (its iswa cache: Gemma 2
             # and 3, gpt-oss, Llama 4's chunks); a model whose every layer slides (Mistral-7B-v0.1, converted as the

@@ -472,12 +472,11 @@ class ReplicaSetup(_Shared):
         # (vLLM starts an engine core per data-parallel rank, each with its max_num_seqs; TensorRT-LLM's attention DP
         # ranks each batch up to max_batch_size)
         self._cap = None if self._sched.max_running is None else self._sched.max_running * lay.data_parallel
-        if engine and self._cap is not None and top > 0:
+        self._capped = engine or d.engine == "llama.cpp"  # llama.cpp's slots bound it under every preset
+        if self._capped and self._cap is not None and top > 0:
             top = min(top, self._cap)  # the engine runs no more, whatever fits
         self.max_batch = top
-        price = None
-        if price_per_hour is not None or g.price_per_hour is not None:
-            price = price_of(g, price_per_hour)
+        price = None if price_per_hour is None and g.price_per_hour is None else price_of(g, price_per_hour)
         #: The replica's figures that do not depend on the batch (:class:`Replica`'s fields, the caller's own copies
         #: by :func:`_owned`).
         self.base = MappingProxyType(dict(
@@ -569,7 +568,7 @@ class ReplicaSetup(_Shared):
 
     def _over(self, b: int) -> str:
         """Why a batch of ``b`` is more than the replica runs: its KV cache, or the engine's cap."""
-        cap = self._cap if self.assumptions.prefill_schedule == "engine" or self._pool is not None else None
+        cap = self._cap if self._capped else None
         if cap is not None and b > cap and self._w + self._held(b) <= self._mem:
             return f"a batch of {b} is more than the {cap:,} requests {self._sched.engine} runs at once (max_running)."
         held = "staggered conversations" if self._admitted is not None else f"sequences of {self._final:,.0f} tokens"
