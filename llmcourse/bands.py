@@ -34,6 +34,7 @@ __all__ = [
     "BAND_WHICH",
     "GENERATIONS",
     "GPU_VENDORS",
+    "LLAMA_CPP_BANDS_FILE",
     "METRICS",
     "METRIC_NAMES",
     "MIN_BAND_ROWS",
@@ -47,6 +48,7 @@ __all__ = [
     "gpu_generation",
     "gpus_band",
     "in_reading_order",
+    "llama_cpp_band",
     "model_key",
     "nearest_catalog_gpu",
     "plan_bands",
@@ -106,6 +108,8 @@ GENERATIONS = {
 #: The shipped vendor factors, in ``llmcourse/data`` (written by ``scripts/make_vendor_factors.py`` from the
 #: published AMD, Intel and AWS rows, ``llmcourse.validation.vendors.vendor_factor_table``).
 VENDOR_FACTOR_FILE = "vendor_factors.json"
+#: The table of llama.cpp's bands (``scripts/make_llama_cpp_bands.py``): one person's machine, one sequence.
+LLAMA_CPP_BANDS_FILE = "llama_cpp_bands.json"
 #: The vendor of each catalog accelerator whose answers may carry a vendor factor (:func:`vendor_factor_for`): AMD's,
 #: Intel's and AWS's. NVIDIA's answers carry the bands of the NVIDIA rows instead; Google's TPUs carry none until a
 #: published row of theirs is read (the vendor has no factor in the shipped table), and Apple's have no rows here.
@@ -287,6 +291,23 @@ def _shipped(file: str, script: str) -> dict[str, Any]:
             raise InputError(f"llmcourse/data/{file} is missing: run {script}.") from None
         _SHIPPED[file] = json.loads(text)
     return _SHIPPED[file]
+
+
+def llama_cpp_band(kind: str) -> dict[str, Any]:
+    """The 80% band of llama.cpp's measured / predicted tokens per second for ``kind`` ``"decode"`` (typing one
+    sequence's tokens) or ``"prefill"`` (reading a prompt), with its rows, machines and held-out coverage, from the
+    shipped table (``llmcourse/data/llama_cpp_bands.json``, public ``llama-bench`` rows held out by machine).
+
+    Examples
+    --------
+    >>> b = llama_cpp_band("decode")
+    >>> b["low"] < 1 < b["high"], b["machines"] >= 6
+    (True, True)
+    """
+    kinds = _shipped(LLAMA_CPP_BANDS_FILE, "scripts/make_llama_cpp_bands.py")["kinds"]
+    if kind not in kinds:
+        raise UnknownNameError(f"no llama.cpp band for {kind!r}: give one of {', '.join(sorted(kinds))}.")
+    return kinds[kind]
 
 
 def shipped_bands() -> dict[str, Any]:
@@ -505,6 +526,17 @@ def vendor_factor_row(gpu: Any, tpot_ms: float, method: str) -> tuple[str, str] 
     return label, factor.time_text(name, tpot_ms)
 
 
+def _llama_cpp_time_band(kind: str, value: Any) -> Band:
+    """The 80% band around a time under llama.cpp (``value``, a time): the time over the ends of the band of
+    measured / predicted tokens per second of ``kind`` (:func:`llama_cpp_band`; a faster run is a shorter time)."""
+    b, ms = llama_cpp_band(kind), to(value, "ms").magnitude
+    family = (
+        f"llama.cpp at one sequence, public llama-bench runs on {b['machines']} machines at short contexts; "
+        f"held out machine by machine, {b['coverage']:.0%} inside"
+    )
+    return Band(ms, ms / b["high"], ms / b["low"], int(b["rows"]), family, "ms")
+
+
 def plan_bands(plan: Any) -> list[tuple[str, str]]:
     """The band rows of a :class:`~llmcourse.planner.Plan` (what ``Plan.rows()`` shows): the time per
     output token and the time to first token, each with the 80% band of its family (:func:`band_for`);
@@ -521,6 +553,11 @@ def plan_bands(plan: Any) -> list[tuple[str, str]]:
     """
     if not plan.fits or plan.replica is None or plan.replica.assumptions.name != shipped_bands()["method"]:
         return []
+    if plan.replica.engine == "llama.cpp":  # its own kernels' runs, not the datacenter engines' families
+        return [
+            ("time per token, 80% band", _llama_cpp_time_band("decode", plan.tpot).text("time per token")),
+            ("first token, 80% band", _llama_cpp_time_band("prefill", plan.ttft).text("time to first token")),
+        ]
     out = []
     for metric, value, label, what in (
         ("tpot_ms", plan.tpot, "time per token, 80% band", "time per token"),

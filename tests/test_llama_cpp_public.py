@@ -252,3 +252,54 @@ def test_every_public_row_fits_its_machine_at_its_own_context():
     assert usable["M3 Max"] > 43.13e9 + 512 * 327_680 and usable["M2 Ultra"] > 141.1e9 + 512 * 327_680
     before = course.replace(memory_rule="total")  # vLLM's 0.9 of the datasheet GB
     assert not any(_fits(r, before) for r in rows if r.id in big)
+
+
+def test_the_shipped_bands_are_the_held_out_bands():
+    """llmcourse/data/llama_cpp_bands.json is what scripts/make_llama_cpp_bands.py writes from the public rows (a
+    stale table fails here, as the chapter's check does)."""
+    from llmcourse.bands import llama_cpp_band
+    from llmcourse.validation.llama_cpp import llama_cpp_band_table
+
+    table = llama_cpp_band_table()
+    assert {k: llama_cpp_band(k) for k in ("decode", "prefill")} == table["kinds"]
+
+
+def test_an_answer_for_ones_machine_carries_the_llama_cpp_bands_by_hand():
+    """The typing speed times the decode band's ends (measured / predicted tokens per second); the first token's
+    time divided by the prompt band's ends (a faster prompt is a shorter wait). Numbers read off the shipped table."""
+    import json
+    from importlib import resources
+
+    from llmcourse.planner.own_machine import own_machine
+
+    kinds = json.loads(resources.files("llmcourse.data").joinpath("llama_cpp_bands.json").read_text())["kinds"]
+    m = own_machine("Gemma-3-27B", "RTX 5090", "q4_k_m")
+    tg, pp = kinds["decode"], kinds["prefill"]
+    assert m.tokens_per_s_band() == pytest.approx((m.tokens_per_s * tg["low"], m.tokens_per_s * tg["high"]))
+    assert m.first_token_band_s() == pytest.approx((m.first_token_s / pp["high"], m.first_token_s / pp["low"]))
+    rows = dict(m.rows())
+    assert f"{m.tokens_per_s * tg['low']:,.1f} to" in rows["typing speed, 80% band"]
+    assert f"{tg['machines']} machines" in rows["typing speed, 80% band"]
+    unfit = own_machine("Llama-3.1-70B", "M1 8GB", "q4_k_m", context=512)
+    assert "typing speed, 80% band" not in dict(unfit.rows())
+
+
+def test_a_plan_under_llama_cpp_draws_its_bands_from_llama_cpps_runs():
+    """A plan under llama.cpp shows llama.cpp's bands (its own kernels, one sequence), not the datacenter engines'
+    families: the time per token over the decode band's ends, the first token over the prompt band's ends."""
+    import json
+    from importlib import resources
+
+    from llmcourse.planner.design import Brief, plan
+    from llmcourse.units import Q_
+
+    kinds = json.loads(resources.files("llmcourse.data").joinpath("llama_cpp_bands.json").read_text())["kinds"]
+    brief = Brief(0.5, 3_000, 500, Q_(5_000, "ms"), Q_(200, "ms"))
+    p = plan(
+        "Gemma-3-27B", "RTX 5090", brief, weight_bytes="q8_0", engine="llama.cpp", price_per_hour=Q_(0.5, "USD/hour")
+    )
+    rows = dict(p.rows())
+    tpot = p.tpot.to("ms").m
+    lo, hi = tpot / kinds["decode"]["high"], tpot / kinds["decode"]["low"]
+    assert f"80% band {lo:.0f} to {hi:.0f} ms" in rows["time per token, 80% band"], rows["time per token, 80% band"]
+    assert "llama-bench" in rows["first token, 80% band"] and "Hopper" not in rows["first token, 80% band"]

@@ -25,12 +25,14 @@ llmcourse.errors.UnknownNameError: unknown GGUF type 'q4_km': did you mean 'q4_k
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import pint
 
 from llmcourse.assumptions import Assumptions, resolve
+from llmcourse.bands import llama_cpp_band
 from llmcourse.catalog import gpus, models
 from llmcourse.catalog.precision import GGUF_TABLE
 from llmcourse.errors import InputError, UnknownNameError
@@ -130,6 +132,22 @@ class OwnMachine:
     #: ``llama-bench``: 1): a sliding-window layer keeps a window for each.
     slots: int = SERVER_SLOTS
 
+    def tokens_per_s_band(self) -> tuple[float, float]:
+        """The 80% band around :attr:`tokens_per_s`: llama.cpp's measured / predicted typing speed on public
+        llama-bench runs (:func:`~llmcourse.bands.llama_cpp_band`); (nan, nan) where it does not fit."""
+        if self.tokens_per_s is None:
+            return math.nan, math.nan
+        b = llama_cpp_band("decode")
+        return self.tokens_per_s * b["low"], self.tokens_per_s * b["high"]
+
+    def first_token_band_s(self) -> tuple[float, float]:
+        """The 80% band around :attr:`first_token_s` (seconds), from llama.cpp's measured / predicted prompt speed
+        on public llama-bench runs; (nan, nan) where it does not fit."""
+        if self.first_token_s is None:
+            return math.nan, math.nan
+        b = llama_cpp_band("prefill")
+        return self.first_token_s / b["high"], self.first_token_s / b["low"]
+
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) rows for a calculator."""
         g = gpus[self.gpu]
@@ -156,9 +174,12 @@ class OwnMachine:
             ("bound: bandwidth / weight bytes", f"{self.bound_tokens_per_s:,.0f} tokens/s"),
         ]
         if self.tokens_per_s is not None and self.first_token_s is not None:
+            (t_lo, t_hi), (f_lo, f_hi) = self.tokens_per_s_band(), self.first_token_band_s()
             out += [
                 ("typing speed", f"{self.tokens_per_s:,.1f} tokens/s"),
+                ("typing speed, 80% band", f"{t_lo:,.1f} to {t_hi:,.1f} tokens/s{_band_source('decode')}"),
                 (f"first token after {_a(self.context)}-token prompt", f"{self.first_token_s:,.2f} s"),
+                ("first token, 80% band", f"{f_lo:,.2f} to {f_hi:,.2f} s{_band_source('prefill')}"),
             ]
         out.append(("longest context that fits", f"{self.longest_context:,} tokens"))
         if self.longest_first_token_s is not None:
@@ -166,6 +187,15 @@ class OwnMachine:
                 (f"first token after {_a(self.longest_context)}-token prompt", f"{self.longest_first_token_s:,.1f} s")
             )
         return out
+
+
+def _band_source(kind: str) -> str:
+    """Where a llama.cpp band comes from, in words (:func:`~llmcourse.bands.llama_cpp_band`)."""
+    band = llama_cpp_band(kind)
+    return (
+        f" (public llama-bench runs on {band['machines']} machines at short contexts; with each machine held out in "
+        f"turn, {band['coverage']:.0%} of its runs fell inside)"
+    )
 
 
 def _a(n: int) -> str:

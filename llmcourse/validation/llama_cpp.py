@@ -63,6 +63,7 @@ __all__ = [
     "from_llama_bench",
     "general",
     "held_out",
+    "llama_cpp_band_table",
     "predicted",
     "public_rows",
 ]
@@ -391,3 +392,35 @@ def held_out(rows: Sequence[PublicRow] | None = None) -> dict[str, HeldOut]:
             ratios=ratio,
         )
     return out
+
+
+def llama_cpp_band_table(rows: Sequence[PublicRow] | None = None) -> dict[str, Any]:
+    """The table ``llmcourse/data/llama_cpp_bands.json`` ships (``scripts/make_llama_cpp_bands.py``): for decode and for
+    prompt processing, the 80% band of measured / predicted tokens per second on the public rows (:func:`held_out`:
+    fitted on all of them, 4 significant digits), the median held out by machine, the rows and machines, and the share
+    of held-out rows inside their own fold's band. What an answer for one person's machine shows
+    (:func:`llmcourse.bands.llama_cpp_band`).
+
+    Examples
+    --------
+    >>> t = llama_cpp_band_table()
+    >>> sorted(t["kinds"]), t["kinds"]["decode"]["low"] < 1 < t["kinds"]["decode"]["high"]
+    (['decode', 'prefill'], True)
+    """
+    h = held_out(rows)
+    return {
+        "about": "80% bands of measured / predicted tokens per second of llama.cpp (llama-bench, one sequence) on the "
+        "public rows of llmcourse/data/llama_cpp_public.csv, written by scripts/make_llama_cpp_bands.py from "
+        "llmcourse.validation.llama_cpp.held_out().",
+        "kinds": {
+            kind: {
+                "low": float(f"{x.band[0]:.4g}"),
+                "high": float(f"{x.band[1]:.4g}"),
+                "median_held_out": float(f"{x.median_ratio:.4g}"),
+                "rows": x.stats.n,
+                "machines": x.machines,
+                "coverage": float(f"{x.coverage:.4g}"),
+            }
+            for kind, x in h.items()
+        },
+    }
