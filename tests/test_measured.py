@@ -815,3 +815,32 @@ def test_attention_groups_queue_their_own_requests_by_hand():
     t_one = one.times(1.0, 1.0, 0.0, request_overhead_ms=0.0)[1]
     # SGLang's waves are whole (share 1): the wave waits (n - 1) t_pre / 2, and the longer of it and the queue counts
     assert t_many >= first + 78 * first / 2 and t_many < t_one
+
+
+def test_one_run_written_under_two_layouts_is_read_once_on_the_fewest_gpus():
+    """The same times under two layouts are one run encoded two ways (aiconfigurator's database dump writes a Qwen3.5
+    tp4_ep4 run as tp 16): kept once, on the fewest GPUs, the other copy left out by name; a run at other times is
+    kept beside them."""
+    q = dict(model_path="Qwen/Qwen3.5-397B-A17B", backend="sglang", precision="fp8", system="b200_sxm", moe_ep_size="4")
+    wide = aic_row(id="dump_cfg615", tp_size="16", moe_tp_size="4", **q)
+    named = aic_row(id="run_tp4_0_ep4_0_337", tp_size="4", moe_tp_size="1", **q)
+    other = aic_row(id="run_tp4_0_ep4_0_338", tp_size="4", moe_tp_size="1", silicon_tpot_ms="12.5", **q)
+    got = parse_aic(wide, named, other)
+    kept = sorted({(r.id.split(":")[0], r.n_gpus) for r in got.rows})
+    assert kept == [("run_tp4_0_ep4_0_337", 4), ("run_tp4_0_ep4_0_338", 4)], kept
+    (sk,) = got.skipped
+    assert sk.id == "dump_cfg615" and "under another layout (16 GPUs against its 4)" in sk.reason, sk.reason
+
+
+def test_a_tensorrt_llm_run_named_tp8_ep8_runs_on_8_gpus():
+    """A TensorRT-LLM DeepSeek-R1 run named tp8_ep8 whose columns say tp 1, attention DP 64, moe_tp 8, moe_ep 8 (64
+    GPUs) ran on the 8 GPUs its name gives (the same times appear under attention DP 8 in another row): 8 attention
+    ranks of one GPU."""
+    row = aic_row(
+        id="2026_04_06_deepseek_r1_b200_sxm_trtllm_fp8_agg_1024x1024_c64_tp8_ep8_945", model_path="deepseek-ai/DeepSeek-R1",
+        system="b200_sxm", precision="fp8", tp_size="1", attention_dp_size="64", moe_tp_size="8", moe_ep_size="8",
+        batch_size="1", silicon_data_source="x; silicon_concurrency=64",
+    )  # fmt: skip
+    (r, _) = parse_aic(row).rows
+    assert (r.tp, r.attention_dp, r.n_gpus) == (1, 8, 8)
+    assert "tp8_ep8: 8 GPUs, as the run is named" in r.notes

@@ -84,7 +84,7 @@ class Replica:
     assumptions: Assumptions = field(repr=False)
     weights: pint.Quantity
     usable_memory: pint.Quantity
-    kv_per_sequence: pint.Quantity
+    kv_per_sequence: pint.Quantity  #: under llama.cpp its own layers' only, beside the window cache (``kv_in_use``)
     max_batch: int
     batch: int
     context_tokens: float

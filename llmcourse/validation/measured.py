@@ -35,6 +35,7 @@ import csv
 import functools
 import inspect
 import io
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
@@ -383,6 +384,18 @@ def aic_kv(engine_key: str, weights: str) -> str:
 
 #: The reason a row repeats an earlier one (aiconfigurator's file publishes some runs twice, under two ids).
 REPEAT_REASON = "the same measurement as row {line} ({id}): the same setup and the same times, published more than once"
+#: The layout in an aiconfigurator TensorRT-LLM run's id (``..._tp8_ep8_945``, ``..._tp8_0_ep8_0_974``): its GPUs per
+#: pipeline stage (TensorRT-LLM's tensor-parallel size, which its attention DP runs as that many ranks, with
+#: moe_tp x moe_ep = tp). Where a row's columns add up to more GPUs than its name (a tp8_ep8 run written as attention DP
+#: 64, the same times under the name's 8 GPUs in another row), the name is read. (SGLang's names count otherwise.)
+NAMED_LAYOUT = re.compile(r"_tp(\d+)(?:_0)?_ep(\d+)(?:_0)?_")
+#: Why a row is left out whose times another row has under another layout: one run, its parallel layout encoded two
+#: ways (aiconfigurator's database dump writes a DeepSeek-R1 tp8_ep8 run as tp 1, attention DP 64, moe_tp 8, moe_ep 8;
+#: a Qwen3.5 tp4_ep4 run as tp 16); the copy on the fewest GPUs is kept, the layout the run's name gives.
+RELAYOUT_REASON = (
+    "the same times as row {line} ({id}) under another layout ({gpus} GPUs against its {kept}): one run encoded two "
+    "ways; kept once, on the fewest GPUs, as the run's name gives it"
+)
 
 
 def aic_layout(tp: int, attention_dp: int, moe_tp: int | None, moe_ep: int) -> tuple[int, int, str]:
@@ -448,7 +461,9 @@ def _read_aiconfigurator(
     catalog name) in place of each row's ``model_path``."""
     rows, skipped = [], []
     seen: dict[tuple, tuple[int, str]] = {}  # a row's setup and times -> the first row that had them
+    runs: dict[tuple, list[tuple[int, int, str, list[Measurement]]]] = {}  # a run's times -> its copies' layouts
     records = list(records)
+    order = {(r.get("id") or "").strip(): k for k, r in enumerate(records)}  # the file's order, kept in the rows
     twins = disaggregated_twins(records)
     for k, r in enumerate(records):
         line, rid = k + 2, (r.get("id") or "").strip()
@@ -472,6 +487,12 @@ def _read_aiconfigurator(
             engine_key = cell(r, "backend").lower()
             csv_dp = dp  # aiconfigurator's batch_size is per attention group of the row's own columns
             tp, dp, layout_note = aic_layout(tp, dp, moe_tp, ep)
+            named = NAMED_LAYOUT.search(rid) if engine_key == "trtllm" else None  # a TensorRT-LLM tp8_ep8 run: 8 GPUs
+            if named and tp * dp > int(named.group(1)) and int(named.group(1)) % tp == 0:
+                dp, layout_note = (
+                    int(named.group(1)) // tp,
+                    f"{named.group(0).strip('_')}: {int(named.group(1))} GPUs, as the run is named",
+                )
             found = SILICON_CONCURRENCY.search(r.get("silicon_data_source") or "")
             if found:
                 if len(found.group(1)) > len(str(MOST_WHOLE)):
@@ -511,9 +532,22 @@ def _read_aiconfigurator(
                 raise RowError(gap)
             same = (tuple(v for key, v in base.items() if key not in ("source", "notes")), tuple(values.values()))
             first_of(seen, same, line, rid)
-            rows += made
+            runs.setdefault((model, gpu, engine_key, weights, isl, osl, conc, *values.values()), []).append(
+                (tp * pp * dp, line, rid, made)
+            )
         except (RowError, InputError) as exc:
             skipped.append(Skipped(line, rid, str(exc)))
+    for copies in runs.values():  # one run under two layouts: kept on the fewest GPUs (RELAYOUT_REASON)
+        kept = min(copies, key=lambda c: (c[0], c[1]))
+        rows += kept[3]
+        skipped += [
+            Skipped(line, rid, (RELAYOUT_REASON if gpus != kept[0] else REPEAT_REASON).format(
+                line=kept[1], id=kept[2], gpus=gpus, kept=kept[0]))
+            for gpus, line, rid, _ in copies
+            if (line, rid) != (kept[1], kept[2])
+        ]  # fmt: skip
+    rows.sort(key=lambda m: order[m.id.rsplit(":", 1)[0]])
+    skipped.sort(key=lambda sk: sk.line)
     return rows, skipped
 
 
