@@ -49,10 +49,12 @@ __all__ = [
     "gpus_band",
     "in_reading_order",
     "llama_cpp_band",
+    "llama_cpp_band_scope",
     "model_key",
     "nearest_catalog_gpu",
     "plan_bands",
     "shipped_bands",
+    "shipped_llama_cpp_bands",
     "shipped_vendor_factors",
     "vendor_factor",
     "vendor_factor_for",
@@ -293,6 +295,11 @@ def _shipped(file: str, script: str) -> dict[str, Any]:
     return _SHIPPED[file]
 
 
+def shipped_llama_cpp_bands() -> dict[str, Any]:
+    """The table of llama.cpp's bands shipped in ``llmcourse/data/llama_cpp_bands.json`` (read once)."""
+    return _shipped(LLAMA_CPP_BANDS_FILE, "scripts/make_llama_cpp_bands.py")
+
+
 def llama_cpp_band(kind: str) -> dict[str, Any]:
     """The 80% band of llama.cpp's measured / predicted tokens per second for ``kind`` ``"decode"`` (typing one
     sequence's tokens) or ``"prefill"`` (reading a prompt), with its rows, machines and held-out coverage, from the
@@ -304,10 +311,28 @@ def llama_cpp_band(kind: str) -> dict[str, Any]:
     >>> b["low"] < 1 < b["high"], b["machines"] >= 6
     (True, True)
     """
-    kinds = _shipped(LLAMA_CPP_BANDS_FILE, "scripts/make_llama_cpp_bands.py")["kinds"]
+    table = shipped_llama_cpp_bands()
+    kinds = table["kinds"]
     if kind not in kinds:
         raise UnknownNameError(f"no llama.cpp band for {kind!r}: give one of {', '.join(sorted(kinds))}.")
-    return kinds[kind]
+    return {**kinds[kind], **{k: table[k] for k in ("method", "models", "weights", "gpus")}}
+
+
+def llama_cpp_band_scope(band: dict[str, Any]) -> str:
+    """What a llama.cpp band (:func:`llama_cpp_band`) was measured on, in words: its runs' models, weights and machines,
+    and its held-out coverage.
+
+    Examples
+    --------
+    >>> "llama-bench" in llama_cpp_band_scope(llama_cpp_band("decode"))
+    True
+    """
+    models_ = ", ".join(band["models"])
+    weights = " and ".join(w.upper() for w in band["weights"])
+    return (
+        f"public llama-bench runs of {models_} in {weights} on {band['machines']} machines, one sequence at short "
+        f"contexts; with each machine held out in turn, {band['coverage']:.0%} of its runs fell inside"
+    )
 
 
 def shipped_bands() -> dict[str, Any]:
@@ -530,11 +555,7 @@ def _llama_cpp_time_band(kind: str, value: Any) -> Band:
     """The 80% band around a time under llama.cpp (``value``, a time): the time over the ends of the band of
     measured / predicted tokens per second of ``kind`` (:func:`llama_cpp_band`; a faster run is a shorter time)."""
     b, ms = llama_cpp_band(kind), to(value, "ms").magnitude
-    family = (
-        f"llama.cpp at one sequence, public llama-bench runs on {b['machines']} machines at short contexts; "
-        f"held out machine by machine, {b['coverage']:.0%} inside"
-    )
-    return Band(ms, ms / b["high"], ms / b["low"], int(b["rows"]), family, "ms")
+    return Band(ms, ms / b["high"], ms / b["low"], int(b["rows"]), f"llama.cpp, {llama_cpp_band_scope(b)}", "ms")
 
 
 def plan_bands(plan: Any) -> list[tuple[str, str]]:
@@ -554,10 +575,12 @@ def plan_bands(plan: Any) -> list[tuple[str, str]]:
     if not plan.fits or plan.replica is None or plan.replica.assumptions.name != shipped_bands()["method"]:
         return []
     if plan.replica.engine == "llama.cpp":  # its own kernels' runs, not the datacenter engines' families
+        batch = "" if plan.batch <= 1 else f"; this plan runs {plan.batch} at once, which no run measured"
         return [
-            ("time per token, 80% band", _llama_cpp_time_band("decode", plan.tpot).text("time per token")),
-            ("first token, 80% band", _llama_cpp_time_band("prefill", plan.ttft).text("time to first token")),
-        ]
+            ("time per token, 80% band", _llama_cpp_time_band("decode", plan.tpot).text("time per token") + batch),
+            ("first token, 80% band", _llama_cpp_time_band("prefill", plan.ttft).text("time to first token") + batch
+             + " (and its request's fixed overhead, which llama-bench does not run)"),
+        ]  # fmt: skip
     out = []
     for metric, value, label, what in (
         ("tpot_ms", plan.tpot, "time per token, 80% band", "time per token"),

@@ -257,11 +257,10 @@ def test_every_public_row_fits_its_machine_at_its_own_context():
 def test_the_shipped_bands_are_the_held_out_bands():
     """llmcourse/data/llama_cpp_bands.json is what scripts/make_llama_cpp_bands.py writes from the public rows (a
     stale table fails here, as the chapter's check does)."""
-    from llmcourse.bands import llama_cpp_band
+    from llmcourse.bands import shipped_llama_cpp_bands
     from llmcourse.validation.llama_cpp import llama_cpp_band_table
 
-    table = llama_cpp_band_table()
-    assert {k: llama_cpp_band(k) for k in ("decode", "prefill")} == table["kinds"]
+    assert shipped_llama_cpp_bands() == llama_cpp_band_table()
 
 
 def test_an_answer_for_ones_machine_carries_the_llama_cpp_bands_by_hand():
@@ -303,3 +302,22 @@ def test_a_plan_under_llama_cpp_draws_its_bands_from_llama_cpps_runs():
     lo, hi = tpot / kinds["decode"]["high"], tpot / kinds["decode"]["low"]
     assert f"80% band {lo:.0f} to {hi:.0f} ms" in rows["time per token, 80% band"], rows["time per token, 80% band"]
     assert "llama-bench" in rows["first token, 80% band"] and "Hopper" not in rows["first token, 80% band"]
+
+
+def test_a_band_is_drawn_only_where_the_runs_reach():
+    """No band under another method than the one the runs were measured against, nor where the KV cache is over a
+    quarter of what the conversation holds (the runs were at 512 tokens or fewer); the answer says why."""
+    import math
+
+    from llmcourse.planner.own_machine import BAND_KV_SHARE, own_machine
+
+    lab = own_machine("Llama-3.1-8B", "RTX 4090", "q4_k_m", assumptions="envelope")
+    assert lab.fits and all(math.isnan(x) for x in lab.tokens_per_s_band())
+    assert "not 'envelope'" in dict(lab.rows())["typing speed, 80% band"]
+    long = own_machine("Llama-3.1-8B", "M3 Max", "q4_k_m", context=131_072)
+    kv, w = long.kv_bytes.to("B").m, long.weight_bytes.to("B").m
+    assert long.fits and kv > BAND_KV_SHARE * (kv + w)
+    assert all(math.isnan(x) for x in long.first_token_band_s())
+    assert "short contexts" in dict(long.rows())["first token, 80% band"]
+    short = own_machine("Llama-3.1-8B", "M3 Max", "q4_k_m", context=4_096)
+    assert short.banded() and short.tokens_per_s_band()[0] < short.tokens_per_s < short.tokens_per_s_band()[1]

@@ -32,7 +32,7 @@ from typing import Any
 import pint
 
 from llmcourse.assumptions import Assumptions, resolve
-from llmcourse.bands import llama_cpp_band
+from llmcourse.bands import llama_cpp_band, llama_cpp_band_scope
 from llmcourse.catalog import gpus, models
 from llmcourse.catalog.precision import GGUF_TABLE
 from llmcourse.errors import InputError, UnknownNameError
@@ -93,6 +93,13 @@ def gguf_type(name: Any) -> str:
     raise UnknownNameError(f"unknown GGUF type {name.strip()!r}: {hint}GGUF types: {', '.join(known)} (or bf16, fp16).")
 
 
+#: The largest share of the bytes a conversation holds that its KV cache may be for an answer to carry llama.cpp's
+#: bands: the runs behind them were at 512 tokens or fewer, where the cache is under 2% (Llama-3.1-8B in Q4_K_M:
+#: 67 MB beside 4.9 GB of weights); past a quarter, attention the runs did not exercise is a good part of each step,
+#: and an answer says that no band was measured there (a choice of how far to carry the runs, not a fitted value).
+BAND_KV_SHARE = 0.25
+
+
 @dataclass(frozen=True)
 class OwnMachine:
     """The answers for one model on one machine at one context, for one person (a batch of one)."""
@@ -131,19 +138,30 @@ class OwnMachine:
     #: The sequences sharing the KV cache (llama-server's slots, :data:`SERVER_SLOTS` by default; ``llama-cli`` and
     #: ``llama-bench``: 1): a sliding-window layer keeps a window for each.
     slots: int = SERVER_SLOTS
+    #: The assumptions' name the answers were computed under (a band is drawn only under its own method's).
+    method: str = "course"
+
+    def banded(self) -> bool:
+        """Whether the answers carry llama.cpp's bands: they fit, under the method the bands were measured against,
+        at a context whose KV cache is at most :data:`BAND_KV_SHARE` of the weights and cache together (the runs
+        behind the bands were at short contexts, where the weights are nearly all of it)."""
+        if self.tokens_per_s is None or self.method != llama_cpp_band("decode")["method"]:
+            return False
+        kv, w = self.kv_bytes.to("B").m, self.weight_bytes.to("B").m
+        return kv <= BAND_KV_SHARE * (w + kv)
 
     def tokens_per_s_band(self) -> tuple[float, float]:
         """The 80% band around :attr:`tokens_per_s`: llama.cpp's measured / predicted typing speed on public
-        llama-bench runs (:func:`~llmcourse.bands.llama_cpp_band`); (nan, nan) where it does not fit."""
-        if self.tokens_per_s is None:
+        llama-bench runs (:func:`~llmcourse.bands.llama_cpp_band`); (nan, nan) where there is none (:meth:`banded`)."""
+        if not self.banded() or self.tokens_per_s is None:
             return math.nan, math.nan
         b = llama_cpp_band("decode")
         return self.tokens_per_s * b["low"], self.tokens_per_s * b["high"]
 
     def first_token_band_s(self) -> tuple[float, float]:
         """The 80% band around :attr:`first_token_s` (seconds), from llama.cpp's measured / predicted prompt speed
-        on public llama-bench runs; (nan, nan) where it does not fit."""
-        if self.first_token_s is None:
+        on public llama-bench runs; (nan, nan) where there is none (:meth:`banded`)."""
+        if not self.banded() or self.first_token_s is None:
             return math.nan, math.nan
         b = llama_cpp_band("prefill")
         return self.first_token_s / b["high"], self.first_token_s / b["low"]
@@ -175,12 +193,15 @@ class OwnMachine:
         ]
         if self.tokens_per_s is not None and self.first_token_s is not None:
             (t_lo, t_hi), (f_lo, f_hi) = self.tokens_per_s_band(), self.first_token_band_s()
+            none = f"none measured: {_no_band(self)}"
             out += [
                 ("typing speed", f"{self.tokens_per_s:,.1f} tokens/s"),
-                ("typing speed, 80% band", f"{t_lo:,.1f} to {t_hi:,.1f} tokens/s{_band_source('decode')}"),
+                ("typing speed, 80% band",
+                 f"{t_lo:,.1f} to {t_hi:,.1f} tokens/s ({_band_source('decode')})" if self.banded() else none),
                 (f"first token after {_a(self.context)}-token prompt", f"{self.first_token_s:,.2f} s"),
-                ("first token, 80% band", f"{f_lo:,.2f} to {f_hi:,.2f} s{_band_source('prefill')}"),
-            ]
+                ("first token, 80% band",
+                 f"{f_lo:,.2f} to {f_hi:,.2f} s ({_band_source('prefill')})" if self.banded() else none),
+            ]  # fmt: skip
         out.append(("longest context that fits", f"{self.longest_context:,} tokens"))
         if self.longest_first_token_s is not None:
             out.append(
@@ -190,11 +211,17 @@ class OwnMachine:
 
 
 def _band_source(kind: str) -> str:
-    """Where a llama.cpp band comes from, in words (:func:`~llmcourse.bands.llama_cpp_band`)."""
-    band = llama_cpp_band(kind)
+    """Where a llama.cpp band comes from, in words (:func:`~llmcourse.bands.llama_cpp_band_scope`)."""
+    return llama_cpp_band_scope(llama_cpp_band(kind))
+
+
+def _no_band(m: OwnMachine) -> str:
+    """Why an answer carries no band (:meth:`OwnMachine.banded` false for an answer that fits)."""
+    if m.method != llama_cpp_band("decode")["method"]:
+        return f"the bands were measured against the course's method, not {m.method!r}"
     return (
-        f" (public llama-bench runs on {band['machines']} machines at short contexts; with each machine held out in "
-        f"turn, {band['coverage']:.0%} of its runs fell inside)"
+        f"at {m.context:,} tokens the KV cache is over {BAND_KV_SHARE:.0%} of what the conversation holds, and the "
+        "runs behind the bands were at short contexts"
     )
 
 
@@ -344,4 +371,5 @@ def own_machine(
         verdict=verdict,
         longest_context_no_margin=longest_context(m, g, w, bare, slots),
         slots=slots,
+        method=a.name,
     )

@@ -407,8 +407,13 @@ def llama_cpp_band_table(rows: Sequence[PublicRow] | None = None) -> dict[str, A
     >>> sorted(t["kinds"]), t["kinds"]["decode"]["low"] < 1 < t["kinds"]["decode"]["high"]
     (['decode', 'prefill'], True)
     """
+    rows = public_rows() if rows is None else list(rows)
     h = held_out(rows)
     return {
+        "method": resolve().name,
+        "models": sorted({r.model for r in rows}),
+        "weights": sorted({r.gguf for r in rows}),
+        "gpus": sorted({r.gpu for r in rows}),
         "about": "80% bands of measured / predicted tokens per second of llama.cpp (llama-bench, one sequence) on the "
         "public rows of llmcourse/data/llama_cpp_public.csv, written by scripts/make_llama_cpp_bands.py from "
         "llmcourse.validation.llama_cpp.held_out().",
