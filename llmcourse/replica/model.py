@@ -552,7 +552,7 @@ class ReplicaSetup(_Shared):
             cached_prompt_tokens=float(self.workload.cached_prompt_tokens),
             engine_step=self._engine_step(b) if self._engine else None,
             kv_in_use=None
-            if self._admitted is self._pool is None
+            if self._admitted is None and self._pool is None
             else quantity(self._held(b) * BYTES_TO_GB, GB._units),
             **_owned(self.base),
         )
@@ -589,7 +589,7 @@ class ReplicaSetup(_Shared):
         alone = dec(b, True)  # the decode step without prompts
         if sc.mixed_prefill:  # vLLM, TensorRT-LLM, llama.cpp: prompt chunks ride in the decode steps
             # each data-parallel attention group runs its own scheduler with its own budget, in step with the others
-            dp = 1 if self.layout is None else self.layout.data_parallel
+            dp = self.layout.data_parallel
             budget = sc.token_budget * dp
             n = F["decoding_batch"].value(batch=b, token_budget=budget, answer_tokens=ans, prompt_tokens=new)
             c = F["steady_chunk_tokens"].value(batch=n, prompt_tokens=new, answer_tokens=ans)
@@ -621,7 +621,7 @@ class ReplicaSetup(_Shared):
         ``"first_pass"`` (the same for one prompt). Empty when the replica does not run an engine's steps."""
         if not self._engine:
             return {}
-        sc, dec, dp = self._sched, self._decoder(), 1 if self.layout is None else self.layout.data_parallel
+        sc, dec, dp = self._sched, self._decoder(), self.layout.data_parallel
         new = self._prompt - float(self.workload.cached_prompt_tokens)
         if sc.mixed_prefill:
             first = [dec.mixed(b - 1, k, f, r) for k, f, r in self._chunks_of(sc.token_budget - (b - 1) / dp)]
@@ -643,7 +643,7 @@ class ReplicaSetup(_Shared):
     def _chunked(self, b: int) -> ChunkedSteps | None:
         """The :class:`~llmcourse.replica.chunked.ChunkedSteps` of a batch of ``b`` (an engine that mixes prompts into
         its decode steps), or None where every step carries chunks (the steady step)."""
-        n, dp = self._engine_figures(b)[0], 1 if self.layout is None else self.layout.data_parallel
+        n, dp = self._engine_figures(b)[0], self.layout.data_parallel
         room = self._sched.token_budget - n / dp
         return chunked_steps(self._decoder().mixed, n, self._chunks_of(room), self._answer, dp)
 
@@ -656,7 +656,7 @@ class ReplicaSetup(_Shared):
     def _steady_step(self, b: int) -> StepParts:
         """The steady mixed step of a batch of ``b`` (:func:`~llmcourse.replica.chunked.steady_step`)."""
         n, c = self._engine_figures(b)[:2]
-        dp = 1 if self.layout is None else self.layout.data_parallel  # every group prefills its own share
+        dp = self.layout.data_parallel  # every group prefills its own share
         return steady_step(self._decoder().mixed, n, c, self._chunks_of(self._sched.token_budget - n / dp), dp)
 
     def _chunks_of(self, room: float) -> list[tuple[float, float, float]]:
