@@ -461,9 +461,9 @@ def _read_aiconfigurator(
     catalog name) in place of each row's ``model_path``."""
     rows, skipped = [], []
     seen: dict[tuple, tuple[int, str]] = {}  # a row's setup and times -> the first row that had them
-    runs: dict[tuple, list[tuple[int, int, str, list[Measurement]]]] = {}  # a run's times -> its copies' layouts
+    # a run's times -> its copies (GPUs, line, id, rows) that are not repeats of one setup: one run under two layouts
+    runs: dict[tuple, list[tuple[int, int, str, list[Measurement]]]] = {}
     records = list(records)
-    order = {(r.get("id") or "").strip(): k for k, r in enumerate(records)}  # the file's order, kept in the rows
     twins = disaggregated_twins(records)
     for k, r in enumerate(records):
         line, rid = k + 2, (r.get("id") or "").strip()
@@ -537,16 +537,17 @@ def _read_aiconfigurator(
             )
         except (RowError, InputError) as exc:
             skipped.append(Skipped(line, rid, str(exc)))
-    for copies in runs.values():  # one run under two layouts: kept on the fewest GPUs (RELAYOUT_REASON)
+    kept_copies = []
+    for copies in runs.values():  # kept once: on the fewest GPUs (RELAYOUT_REASON), the first such (REPEAT_REASON)
         kept = min(copies, key=lambda c: (c[0], c[1]))
-        rows += kept[3]
+        kept_copies.append(kept)
         skipped += [
             Skipped(line, rid, (RELAYOUT_REASON if gpus != kept[0] else REPEAT_REASON).format(
                 line=kept[1], id=kept[2], gpus=gpus, kept=kept[0]))
             for gpus, line, rid, _ in copies
             if (line, rid) != (kept[1], kept[2])
         ]  # fmt: skip
-    rows.sort(key=lambda m: order[m.id.rsplit(":", 1)[0]])
+    rows += [m for _, _, _, made in sorted(kept_copies, key=lambda c: c[1]) for m in made]  # in the file's order
     skipped.sort(key=lambda sk: sk.line)
     return rows, skipped
 
