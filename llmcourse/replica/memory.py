@@ -323,9 +323,9 @@ def llama_cpp_window(m: Model) -> int | None:
 
 
 class WindowPool(NamedTuple):
-    """llama.cpp's sliding-window cache, which the sequences of one server share: its cells (:func:`llama_cpp_window_cells`),
-    the bytes one cell takes over the sliding-window layers (with every copy the replica keeps), and the slots sharing
-    it (the most sequences the server runs at once)."""
+    """llama.cpp's window cache, which the sequences of one server share: its cells (:func:`llama_cpp_window_cells`),
+    the bytes one cell takes over the sliding-window and chunked-attention layers (with every copy the replica keeps),
+    and the slots sharing it (the most sequences the server runs at once)."""
 
     cells: int
     cell_bytes: float
@@ -345,7 +345,7 @@ class WindowPool(NamedTuple):
 
     def max_batch(self, usable: float, weights: float, kv_per_sequence: float, context: float) -> int:
         """The largest batch, at most the slots, whose sequences' own KV (``kv_per_sequence`` each: the layers that
-        are not sliding-window ones) and the cache (:meth:`held`) fit beside the weights: the larger of the batch
+        keep no window) and the cache (:meth:`held`) fit beside the weights: the larger of the batch
         that fits with the cache bounded by their context (each sequence charged its context's cells) and the one
         that fits with the whole cache; 0 when one sequence does not fit.
 
@@ -384,9 +384,9 @@ def final_batch_si(
 
 
 def llama_cpp_window_pool(d: Deployment, copies: float = 1.0) -> WindowPool | None:
-    """llama.cpp's sliding-window cache of deployment ``d`` (:class:`WindowPool`: :func:`llama_cpp_window_cells` for
-    its scheduler's slots, the sliding-window layers' bytes a cell with ``copies`` of the attention cache); None for
-    another engine or a model without such layers. Allocated whole when the server starts, however many slots are
+    """llama.cpp's window cache of deployment ``d`` (:class:`WindowPool`: :func:`llama_cpp_window_cells` for its
+    scheduler's slots, the window layers' bytes a cell with ``copies`` of the attention cache); None for another
+    engine or a model without such layers. Allocated whole when the server starts, however many slots are
     busy.
 
     Examples
@@ -787,7 +787,7 @@ def replica_memory_si(
     """(weights held, usable memory, KV cache of one sequence of ``final`` tokens, llama.cpp's shared window cache or
     None) of a replica of ``d`` on its layout, in bytes, as plain floats: each attention data-parallel group holds
     everything but the experts (formula ``dp_weights_held``), and the KV cache counts every copy the replica keeps.
-    Under llama.cpp a sliding-window layer's cells are the slots' one cache (:func:`llama_cpp_window_pool`), not a
+    Under llama.cpp a window layer's cells are the slots' one cache (:func:`llama_cpp_window_pool`), not a
     sequence's."""
     m, g = d.model, d.gpu
     w = weights_si(m, d.weight_bytes)
