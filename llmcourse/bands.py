@@ -329,9 +329,15 @@ def llama_cpp_band_scope(band: dict[str, Any]) -> str:
     """
     models_ = ", ".join(band["models"])
     weights = " and ".join(w.upper() for w in band["weights"])
+    cov = band["coverage"]
+    held = (
+        "its coverage not measured (fewer than three machines)"
+        if cov is None
+        else f"with each machine held out in turn, {cov:.0%} of its runs fell inside"
+    )
     return (
         f"public llama-bench runs of {models_} in {weights} on {band['machines']} machines, one sequence at short "
-        f"contexts; with each machine held out in turn, {band['coverage']:.0%} of its runs fell inside"
+        f"contexts; {held}"
     )
 
 

@@ -5,12 +5,14 @@ Expected values are derived by hand in each test (the arithmetic in comments) or
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import pytest
 
 import llmcourse as lc
 from llmcourse.assumptions import for_engine, resolve
+from llmcourse.bands import llama_cpp_band_scope, shipped_llama_cpp_bands
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.planner.own_machine import no_margin, own_machine
 from llmcourse.replica.model import replica
@@ -321,3 +323,60 @@ def test_a_band_is_drawn_only_where_the_runs_reach():
     assert "short contexts" in dict(long.rows())["first token, 80% band"]
     short = own_machine("Llama-3.1-8B", "M3 Max", "q4_k_m", context=4_096)
     assert short.banded() and short.tokens_per_s_band()[0] < short.tokens_per_s < short.tokens_per_s_band()[1]
+
+
+def _with(fit: llc.LlamaCppFit):
+    """The course's assumptions with llama.cpp's shares of ``fit``."""
+    return resolve("course").replace(
+        llama_cpp_bandwidth_efficiency=fit.bandwidth_efficiency,
+        llama_cpp_four_bit_bandwidth_factor=fit.four_bit_bandwidth_factor,
+        llama_cpp_step_overhead_ms=fit.step_overhead_ms,
+        llama_cpp_compute_efficiency=fit.compute_efficiency,
+    )
+
+
+def _ranks(xs: list[float]) -> tuple[float, float]:
+    """An 80% band by hand: of n values, the floor(0.1 (n + 1))-th and the ceil(0.9 (n + 1))-th smallest."""
+    xs, n = sorted(xs), len(xs)
+    return xs[math.floor(0.1 * (n + 1)) - 1], xs[math.ceil(0.9 * (n + 1)) - 1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["decode", "prefill"])
+def test_the_shipped_band_is_drawn_from_rows_held_out_and_its_coverage_one_level_down(kind: str) -> None:
+    """The shipped band, recomputed through the public functions: each row predicted by a fit without its machine,
+    the band by rank (24 rows: the 2nd and the 23rd); wider than the same band of the ratios the fit on every row
+    gives. Its coverage: each machine's rows against the band of the other machines' rows, each predicted by a fit
+    that saw neither machine."""
+    rows = llc.public_rows()
+    mine = [r for r in rows if r.kind == kind]
+    machines = sorted({r.gpu for r in rows})
+    without = {g: _with(llc.fit_llama_cpp([r for r in rows if r.gpu != g])) for g in machines}
+    held = [r.tokens_per_s / llc.predicted(r, without[r.gpu]) for r in mine]
+    seen = [r.tokens_per_s / llc.predicted(r, resolve("course")) for r in mine]  # the course holds the fit on all
+    band = shipped_llama_cpp_bands()["kinds"][kind]
+    assert (band["low"], band["high"]) == pytest.approx(
+        _ranks(held), rel=5e-3
+    )  # predicted() within 0.2% of the fit's own
+    assert band["low"] < _ranks(seen)[0] and band["high"] > _ranks(seen)[1]
+    inside = 0
+    for g in {r.gpu for r in mine}:
+        others = [
+            q.tokens_per_s / llc.predicted(q, _with(llc.fit_llama_cpp([r for r in rows if r.gpu not in (g, q.gpu)])))
+            for q in mine
+            if q.gpu != g
+        ]
+        lo, hi = _ranks(others)
+        inside += sum(lo <= r.tokens_per_s / llc.predicted(r, without[g]) <= hi for r in mine if r.gpu == g)
+    assert band["coverage"] == pytest.approx(inside / len(mine), abs=1e-4)
+
+
+def test_with_two_machines_the_coverage_is_not_measured_and_says_so() -> None:
+    """A band's coverage needs a third machine (each fold's band comes from machines held out in turn): with two, the
+    table holds None (strict JSON, no NaN) and the band's label says it was not measured."""
+    two = [r for r in llc.public_rows() if r.gpu in ("RTX 4090", "M2 Ultra")]
+    table = llc.llama_cpp_band_table(two)
+    json.dumps(table, allow_nan=False)
+    assert all(k["coverage"] is None for k in table["kinds"].values())
+    band = {**table["kinds"]["decode"], **{k: table[k] for k in ("method", "models", "weights", "gpus")}}
+    assert "coverage not measured (fewer than three machines)" in llama_cpp_band_scope(band)

@@ -41,22 +41,23 @@ def test_unified_memory_share_sets_what_the_gpu_may_use():
 def test_llama_3_1_70b_q4_k_m_fits_a_64_gb_m3_max():
     """Weights: 70.554e9 parameters x 4.89 / 8 = 43.126e9 B. KV: 2 x 80 layers x
     8 KV heads x 128 x 2 B = 327,680 B a token. Usable: 46.75 x 2^30 = 50.197e9 B. Left for KV: 50.197e9 - 43.126e9 =
-    7.071e9 B = 21,580 tokens of 327,680 B (an 8,192-token conversation takes 2.68e9 B: it fits)."""
+    7.071e9 B = 21,580 tokens of 327,680 B (an 8,192-token conversation takes 2.68e9 B: it fits). llama.cpp pads the
+    context it allocates to a multiple of 256 (src/llama-context.cpp), so the longest -c that fits is 84 x 256 = 21,504."""
     m = own_machine("Llama-3.1-70B", "M3 Max", "q4_k_m", context=8_192)
     assert m.fits, m.reason
     assert m.weight_bytes.to("B").m == pytest.approx(43.126e9, rel=1e-3)
-    assert m.longest_context == pytest.approx(21_580, abs=30)
+    assert m.longest_context == 21_504  # 21,580 rounded down to a multiple of 256
 
 
 def test_qwen3_32b_q4_k_m_fits_a_24_gb_rtx_4090():
     """Usable: 24 GiB - 0.5 (CUDA context) - 1 (--fit margin) - the compute buffers: the logits of one ubatch, 512
     x 151,936 (Qwen3's vocabulary) x 4 B = 311.16e6 B, more than the 0.25 GiB allowance, so 24 x 2^30 - 1.5 x 2^30 -
     311.16e6 = 23.848e9 B. Weights: 32.76e9 x 4.89 / 8 = 20.025e9 B. KV: 2 x 64 layers x 8 KV heads x 128 x 2 B =
-    262,144 B a token. Left: 3.823e9 B = 14,585 tokens (8,192 take 2.15e9 B: it fits)."""
+    262,144 B a token. Left: 3.823e9 B = 14,585 tokens (8,192 take 2.15e9 B: it fits): 56 x 256 = 14,336 as padded."""
     m = own_machine("Qwen3-32B", "RTX 4090", "q4_k_m", context=8_192)
     assert m.fits, m.reason
     assert m.usable.to("B").m == pytest.approx(22.5 * 2**30 - 512 * 151_936 * 4)
-    assert m.longest_context == pytest.approx(14_585, abs=30)
+    assert m.longest_context == 14_336
 
 
 def test_gemma_3_27b_q8_0_fits_an_rtx_5090_with_tens_of_thousands_of_tokens():
@@ -69,17 +70,17 @@ def test_gemma_3_27b_q8_0_fits_an_rtx_5090_with_tens_of_thousands_of_tokens():
     llama-server's default runs 4 slots sharing one cache (its "auto" --parallel, tools/server/server.cpp):
     GGML_PAD(4 x 1,024 + 512, 256) = 4,608 cells; llama-cli and llama-bench run one sequence: 1,536 cells.
     At T tokens: 8,192 x (10 T + 52 x cells) B, so the longest T is (428,979 - 52 x cells) / 10: 18,936 tokens under
-    llama-server, 34,911 with one sequence. Out of bounds: the course's figure before the CUDA context and compute
+    llama-server, 34,911 with one sequence; as -c, which llama.cpp pads to a multiple of 256, 18,688 and 34,816. Out of bounds: the course's figure before the CUDA context and compute
     buffers were counted (50,680), the one with a 0.9 GiB CUDA context (35,605), the one with a window of 1,024
     cells (40,851) and the one with the 0.25 GiB allowance for Gemma's compute buffers (22,212 and 38,187)."""
     m = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", context=8_192)
     assert m.fits, m.reason
     assert m.slots == 4
     assert m.kv_bytes.to("B").m == pytest.approx(8_192 * (10 * 8_192 + 52 * 4_608))
-    assert m.longest_context == pytest.approx(18_936, abs=30)
+    assert m.longest_context == 18_688
     one = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", context=8_192, slots=1)
     assert one.kv_bytes.to("B").m == pytest.approx(8_192 * (10 * 8_192 + 52 * 1_536))
-    assert one.longest_context == pytest.approx(34_911, abs=30)
+    assert one.longest_context == 34_816
     assert 33_000 < one.longest_context < 36_500
     # a datacenter engine's sliding window holds the window alone: 8,192 x (10 x 8,192 + 52 x 1,024) B
     vllm = replica("Gemma-3-27B", "RTX 5090", batch=1, prompt_tokens=8_191, answer_tokens=1, weight_bytes="q8_0")
@@ -114,15 +115,34 @@ def test_a_batch_under_llama_server_shares_one_window_cache_by_hand():
     assert pool.max_batch(28.698e9 + 3.2e9, 28.698e9, 286.72e6, 3_500) == 4  # (3.2e9 - 1.963e9) / 286.72e6
 
 
+def test_a_context_is_allocated_padded_to_256_by_hand():
+    """llama.cpp pads the context it allocates up to a multiple of 256 (cparams.n_ctx = GGML_PAD(n_ctx, 256)): Gemma 3
+    27B at -c 3500 holds 3,584 cells in each of its 62 layers (below the 4,608 of the window cache, which the context
+    bounds): 3,584 x 62 x 8,192 B = 1.8203e9 B, not 3,500 x 62 x 8,192 = 1.7777e9 B. The longest context is a
+    multiple of 256: it fits as -c, and 256 tokens more do not."""
+    m = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", context=3_500)
+    assert m.kv_bytes.to("B").m == pytest.approx(3_584 * 62 * 8_192)
+    assert "as allocated: 3,584 tokens" in dict(m.rows())["KV cache at 3,500 tokens"]
+    n = m.longest_context
+    at, past = (own_machine("Gemma-3-27B", "RTX 5090", "q8_0", context=c) for c in (n, n + 1))  # n + 1: n + 256 cells
+    assert n % 256 == 0 and at.fits and at.verdict == "fits" and not past.fits and past.verdict != "fits"
+    assert dict(past.rows())["fits"] != "yes, with llama.cpp's --fit margin"
+    # inside the margin, the same: the longest -c without it runs there, one token more does not
+    bare = m.longest_context_no_margin
+    assert bare % 256 == 0 and bare > n
+    edge, over = (own_machine("Gemma-3-27B", "RTX 5090", "q8_0", context=c) for c in (bare, bare + 1))
+    assert (edge.verdict, over.verdict) == ("inside margin", "does not fit")
+
+
 def test_a_display_takes_its_gib_from_the_conversation_by_hand():
     """The same card driving a display that takes 1.5 GiB: 1.5 x 2^30 / 8,192 = 196,608 cell-layers fewer, 232,371
     left. With one sequence (1,536 cells) the longest T is (232,371 - 52 x 1,536) / 10 = 15,250 tokens. Under
     llama-server's 4 slots, (232,371 - 52 x 4,608) / 10 would be below zero, and the context bounds the window
-    cache (llama.cpp's min(n_ctx, ...)): all 62 layers hold T, 232,371 / 62 = 3,748."""
+    cache (llama.cpp's min(n_ctx, ...)): all 62 layers hold T, 232,371 / 62 = 3,748. Padded to 256: 15,104 and 3,584."""
     server = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", display_gib=1.5)
     one = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", display_gib=1.5, slots=1)
-    assert server.longest_context == pytest.approx(3_748, abs=30)
-    assert one.longest_context == pytest.approx(15_250, abs=30)
+    assert server.longest_context == 3_584
+    assert one.longest_context == 15_104
     headless = own_machine("Gemma-3-27B", "RTX 5090", "q8_0")
     assert (headless.usable - server.usable).to("GiB").m == pytest.approx(1.5)
 
@@ -191,10 +211,10 @@ def test_three_verdicts_by_hand():
     """M1 8GB: Metal lets the GPU use 0.667 x 8 GiB = 5.336 GiB. Llama-3.1-8B Q4_K_M: 8.03e9 x 4.89 / 8 = 4.908e9 B =
     4.571 GiB, plus 511 x 131,072 B = 0.0624 GiB of KV: 4.633 GiB. With the margin: 5.336 - 0.25 - 1 = 4.086 GiB (no);
     without it: 5.086 GiB (yes): inside the margin, where the longest context is (5.086 - 4.571) x 2^30 / 131,072 =
-    4,219 tokens. Llama-3.1-70B Q4_K_M (43.1e9 B = 40.2 GiB) on the same Mac does not fit at all."""
+    4,219 tokens, 4,096 as a -c llama.cpp pads to 256. Llama-3.1-70B Q4_K_M (43.1e9 B = 40.2 GiB) on the same Mac does not fit at all."""
     m = own_machine("Llama-3.1-8B", "M1 8GB", "q4_k_m", context=512)
     assert (m.verdict, m.fits) == ("inside margin", False)
-    assert m.longest_context_no_margin == pytest.approx(4_219, abs=5)
+    assert m.longest_context_no_margin == 4_096
     assert "--fit off -ngl 99" in dict(m.rows())["fits"]
     assert own_machine("Llama-3.1-8B", "RTX 5090", "q4_k_m").verdict == "fits"
     assert own_machine("Llama-3.1-70B", "M1 8GB", "q4_k_m", context=512).verdict == "does not fit"
@@ -298,11 +318,12 @@ def test_speculation_under_llama_cpp_is_refused():
 
 def test_the_kv_shown_holds_the_window_cache_whatever_the_verdict():
     """One conversation's cache is its own and the window cache, fitting or not: 8,192 x (10 x T + 52 x min(T,
-    4,608)) B at a context of T, and the figure the refusal gives when it does not fit."""
+    4,608)) B at a context of T (as allocated: padded to a multiple of 256, 60,000 -> 60,160), and the figure the
+    refusal gives when it does not fit."""
     shown = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", display_gib=1.5)  # 8,192 tokens: inside the margin
     assert shown.verdict != "fits"
     assert shown.kv_bytes.to("B").m == pytest.approx(8_192 * (10 * 8_192 + 52 * 4_608))
     long = own_machine("Gemma-3-27B", "RTX 5090", "q8_0", context=60_000)
     assert long.verdict == "does not fit"
-    assert long.kv_bytes.to("B").m == pytest.approx(8_192 * (10 * 60_000 + 52 * 4_608))
+    assert long.kv_bytes.to("B").m == pytest.approx(8_192 * (10 * 60_160 + 52 * 4_608))
     assert f"{long.kv_bytes.to('GB').m:.2f} GB" in long.reason, long.reason

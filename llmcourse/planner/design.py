@@ -108,6 +108,9 @@ class Plan:
     reason: str
     weights: pint.Quantity
     usable_memory: pint.Quantity
+    #: The KV one request adds at its final length (under llama.cpp, with a model that has sliding-window or chunked
+    #: layers, its other layers' only: the window cache its slots share is held once, beside; the replica's
+    #: ``kv_in_use``).
     kv_per_request: pint.Quantity
     tensor_parallel: int = 1
     #: How the weights are stored (each tensor group's precision; "(the checkpoint's)" when none was given).

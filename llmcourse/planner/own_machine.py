@@ -37,7 +37,13 @@ from llmcourse.catalog import gpus, models
 from llmcourse.catalog.precision import GGUF_TABLE
 from llmcourse.errors import InputError, UnknownNameError
 from llmcourse.replica.deployment import Deployment
-from llmcourse.replica.memory import gpu_memory_read, llama_cpp_window_pool, memory_rule_of
+from llmcourse.replica.memory import (
+    LLAMA_CPP_KV_PAD,
+    gpu_memory_read,
+    llama_cpp_pad,
+    llama_cpp_window_pool,
+    memory_rule_of,
+)
 from llmcourse.replica.memory import weight_bytes as weights_of
 from llmcourse.replica.model import replica
 from llmcourse.units import Q_, to
@@ -126,8 +132,10 @@ class OwnMachine:
     bound_tokens_per_s: float
     #: The time to read the prompt of ``context`` tokens before the first token (None if it does not fit).
     first_token_s: float | None
-    #: The longest context of one sequence that fits (0 if the weights alone do not), at most the model's positions,
-    #: and the time to read a prompt that long before the first token (None if none fits).
+    #: The longest context of one sequence that fits (0 if not even 256 tokens do), at most the model's positions:
+    #: a multiple of 256, as llama.cpp pads the context it allocates (:func:`~llmcourse.replica.memory.llama_cpp_pad`),
+    #: so the longest ``-c`` that fits; and the time to read a prompt that long before the first token (None if none
+    #: fits).
     longest_context: int
     longest_first_token_s: float | None = None
     #: One of :data:`VERDICTS`: "fits" (with llama.cpp's --fit margin), "inside margin" (only with the margin used:
@@ -180,13 +188,15 @@ class OwnMachine:
             "inside margin": "only inside llama.cpp's margin: run with --fit off -ngl 99 and -c at most "
             f"{self.longest_context_no_margin:,} (under the defaults llama.cpp offloads layers to the CPU)",
         }.get(self.verdict, f"no: {self.reason}")
+        alloc = _allocated(self.model, self.context)
+        padded = f" (as allocated: {alloc:,} tokens, a multiple of {LLAMA_CPP_KV_PAD})" if alloc != self.context else ""
         runs = "llama-server's default" if self.slots == SERVER_SLOTS else "llama-cli, llama-bench"
         runs = runs if self.slots in (SERVER_SLOTS, ONE_SEQUENCE) else f"--parallel {self.slots} --kv-unified"
         out = [
             ("fits", fit),
             ("sequences sharing the KV cache", f"{self.slots} ({runs})"),
             ("weights", f"{self.weight_bytes.to('GB').m:,.2f} GB ({self.weights.upper()})"),
-            (f"KV cache at {self.context:,} tokens", f"{self.kv_bytes.to('GB').m:,.2f} GB"),
+            (f"KV cache at {self.context:,} tokens", f"{self.kv_bytes.to('GB').m:,.2f} GB{padded}"),
             ("memory the GPU may use", mem),
             ("left for weights and KV cache", f"{self.usable.to('GB').m:,.1f} GB"),
             ("bound: bandwidth / weight bytes", f"{self.bound_tokens_per_s:,.0f} tokens/s"),
@@ -225,6 +235,13 @@ def _no_band(m: OwnMachine) -> str:
     )
 
 
+def _allocated(model: str, context: int) -> int:
+    """The context llama.cpp allocates for ``-c context``: padded (:func:`~llmcourse.replica.memory.llama_cpp_pad`:
+    -c 3500 holds 3,584 cells), which decides whether it fits. llama.cpp pads past the model's positions too; capped
+    here, which matters only for a model whose positions are not a multiple of 256: none of the catalog's."""
+    return min(int(models[model].max_position), llama_cpp_pad(context))
+
+
 def _a(n: int) -> str:
     """A count of tokens with its article, as read aloud: "an 8,192", "an 11,000", "a 22,399"."""
     text = f"{n:,}"
@@ -248,8 +265,9 @@ def longest_context(
 ) -> int:
     """The longest context of one sequence whose KV cache fits beside the weights (a bisection on the one replica
     model's fit, so sliding-window layers, which keep only their window, a window for each of the ``slots``
-    sequences sharing the cache, count as they hold): at most the model's positions; 0 if even one token does not
-    fit.
+    sequences sharing the cache, count as they hold), rounded down to a multiple of :data:`LLAMA_CPP_KV_PAD`: llama.cpp
+    pads the context it allocates up to one (:func:`~llmcourse.replica.memory.llama_cpp_pad`), so this is the longest
+    ``-c`` whose cache fits. At most the model's positions; 0 if not even 256 tokens fit.
 
     Examples
     --------
@@ -268,7 +286,7 @@ def longest_context(
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if _fits(model, gpu, weights, mid, a, slots) else (lo, mid)
-    return lo + 1  # the prompt and the one answer token
+    return (lo + 1) // LLAMA_CPP_KV_PAD * LLAMA_CPP_KV_PAD  # the prompt and the one answer token, padded as allocated
 
 
 def _with_display(a: Assumptions, display_gib: Any, gpu: Any) -> Assumptions:
@@ -337,35 +355,37 @@ def own_machine(
     if context > top:
         raise InputError(f"context ({context:,} tokens) is beyond the {top:,} positions of {m}: give at most {top:,}.")
     r = _one(m, g, w, context - 1, a, slots)
+    alloc = _allocated(m, context)  # what the server allocates for it, which decides whether it fits
+    held = r if alloc == context else _one(m, g, w, alloc - 1, a, slots)
     wb = weights_of(m, w)
     bound = float((gpus[g].bandwidth / wb).to("1/s").m)
     rule, _ = memory_rule_of(a, ENGINE, gpus[g], 1)
     longest = longest_context(m, g, w, a, slots)
     at_longest = _one(m, g, w, longest - 1, a, slots) if longest >= 2 else None
     bare = no_margin(a)
-    hard = r.fits or _fits(m, g, w, context - 1, bare, slots)
-    verdict = VERDICTS[0] if r.fits else VERDICTS[1] if hard else VERDICTS[2]
+    hard = held.fits or _fits(m, g, w, alloc - 1, bare, slots)
+    verdict = VERDICTS[0] if held.fits else VERDICTS[1] if hard else VERDICTS[2]
     pool = llama_cpp_window_pool(Deployment(m, g, weight_bytes=w, engine=ENGINE, max_running=slots))
     return OwnMachine(
         model=m,
         gpu=g,
         weights=w,
         context=context,
-        fits=r.fits,
-        reason="" if r.fits else r.reason,
+        fits=held.fits,
+        reason="" if held.fits else held.reason,
         weight_bytes=wb.to("GB"),
-        # one conversation's cache: its own and (a model with window layers) llama.cpp's window cache, which a server
-        # started with this context holds, fitting or not
-        kv_bytes=(r.kv_per_sequence + Q_(0.0 if pool is None else pool.held(1, context), "B")).to("GB"),
+        # one conversation's cache as a server started with this context allocates it (padded): its own and (a model
+        # with window layers) llama.cpp's window cache, fitting or not
+        kv_bytes=(held.kv_per_sequence + Q_(0.0 if pool is None else pool.held(1, alloc), "B")).to("GB"),
         gpu_memory=gpu_memory_read(gpus[g], a, rule).to("GB"),
         usable=r.usable_memory.to("GB"),
         # one person: the prompt is read before the first token (first_token_s), then each token is one decode
         # step at the context; the replica's tpot would spread the prompt over the steps (an engine mixing the
         # prompts of other requests into its decode steps), which at a batch of one and one answer token is the
         # prompt's whole prefill per token
-        tokens_per_s=float((1 / r.step.step_time).to("1/s").m) if r.fits else None,
+        tokens_per_s=float((1 / r.step.step_time).to("1/s").m) if held.fits else None,
         bound_tokens_per_s=bound,
-        first_token_s=float(r.first_prefill.time.to("s").m) if r.fits else None,
+        first_token_s=float(r.first_prefill.time.to("s").m) if held.fits else None,
         longest_context=longest,
         longest_first_token_s=float(at_longest.first_prefill.time.to("s").m) if at_longest is not None else None,
         verdict=verdict,

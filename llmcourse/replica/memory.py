@@ -279,6 +279,19 @@ LLAMA_CPP_UBATCH = 512
 LLAMA_CPP_KV_PAD = 256
 
 
+def llama_cpp_pad(tokens: float) -> int:
+    """``tokens`` rounded up to a multiple of :data:`LLAMA_CPP_KV_PAD`, as llama.cpp pads every KV cache it allocates:
+    the context a server is started with (``cparams.n_ctx = GGML_PAD(cparams.n_ctx, 256)``, ggml-org/llama.cpp
+    ``src/llama-context.cpp``: ``-c 3500`` allocates 3,584 cells) and its sliding-window cache.
+
+    Examples
+    --------
+    >>> llama_cpp_pad(3_500), llama_cpp_pad(8_192), llama_cpp_pad(1)
+    (3584, 8192, 256)
+    """
+    return math.ceil(tokens / LLAMA_CPP_KV_PAD) * LLAMA_CPP_KV_PAD
+
+
 def llama_cpp_window_cells(m: Model, slots: int = 1) -> int | None:
     """The cells llama.cpp's sliding-window cache keeps for ``slots`` sequences sharing one cache (llama-server's
     default: 4 slots, ``kv_unified``; ``llama-cli`` and ``llama-bench``: 1) of model ``m``: a window for each plus one
@@ -300,7 +313,7 @@ def llama_cpp_window_cells(m: Model, slots: int = 1) -> int | None:
     window = llama_cpp_window(m)
     if window is None:
         return None
-    return math.ceil((window * slots + LLAMA_CPP_UBATCH) / LLAMA_CPP_KV_PAD) * LLAMA_CPP_KV_PAD
+    return llama_cpp_pad(window * slots + LLAMA_CPP_UBATCH)
 
 
 def llama_cpp_window(m: Model) -> int | None:
@@ -334,6 +347,8 @@ class WindowPool(NamedTuple):
     def held(self, batch: int, context: float) -> float:
         """Bytes the cache holds for ``batch`` sequences of ``context`` tokens: the cells, at most the context the
         server is started with (``batch`` x ``context``: its slots share one cache; llama.cpp's ``min(n_ctx, ...)``).
+        The server pads that context up to a multiple of 256 (:func:`llama_cpp_pad`); a batch is sized unpadded, at
+        most 255 cells fewer for the whole server, while one conversation (``own_machine``) is sized padded.
 
         Examples
         --------

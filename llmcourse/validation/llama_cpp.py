@@ -15,8 +15,8 @@ under the assumptions :func:`~llmcourse.assumptions.for_engine` gives engine ``"
 
 Each is fitted by least squares on ``ln(predicted / measured)`` over a grid (:data:`SHARES`, :data:`OVERHEADS_MS`),
 then held out by machine (:func:`held_out`): every machine's rows predicted by a fit that never saw that machine, with
-an 80% band (the 10th to 90th percentile of measured / predicted on the other machines' rows) and the share of the
-held-out rows the band covers. The fitted values are the course preset's ``llama_cpp_*`` fields (the chapter *On your
+an 80% band of measured / predicted drawn from those held-out rows (:func:`band_of`) and the share of held-out rows
+that a band drawn the same way from the other machines covers. The fitted values are the course preset's ``llama_cpp_*`` fields (the chapter *On your
 own machine* checks they agree).
 
 Examples
@@ -49,7 +49,6 @@ from llmcourse.errors import InputError
 from llmcourse.planner.own_machine import ENGINE, gguf_type
 from llmcourse.replica.prefilling import prefill
 from llmcourse.replica.step import decode_step, read_efficiency
-from llmcourse.stats import percentile
 from llmcourse.validation.fit import ErrorStats, error_stats
 
 __all__ = [
@@ -59,6 +58,7 @@ __all__ = [
     "HeldOut",
     "LlamaCppFit",
     "PublicRow",
+    "band_of",
     "fit_llama_cpp",
     "from_llama_bench",
     "general",
@@ -335,27 +335,45 @@ def _ln_predicted(row: PublicRow, f: LlamaCppFit) -> float:
 class HeldOut:
     """One kind of test (``"decode"`` or ``"prefill"``) held out by machine: the error of every row predicted by the
     fit without its machine (:class:`~llmcourse.validation.fit.ErrorStats`), the median of measured / predicted, the
-    80% band fitted on all the rows (10th and 90th percentile of measured / predicted), and the share of held-out
-    rows inside the band their own fold drew from the other machines."""
+    80% band (:func:`band_of` the measured / predicted of every row held out by machine: a new machine's spread, not
+    that of machines the fit saw), and the share of held-out rows inside the band their own fold draws the same way
+    from the other machines' rows, each predicted by a fit without both machines (None with fewer than three
+    machines: no band is left to draw)."""
 
     kind: str
     stats: ErrorStats
     median_ratio: float
     band: tuple[float, float]
-    coverage: float
+    coverage: float | None
     machines: int
     folds: dict[str, LlamaCppFit]
     ratios: dict[str, float]
 
 
-def _band(ratios: Sequence[float]) -> tuple[float, float]:
-    return percentile(ratios, 10), percentile(ratios, 90)
+def band_of(ratios: Sequence[float]) -> tuple[float, float]:
+    """The 80% band of ``ratios``: their ``floor(0.1 (n + 1))``-th and ``ceil(0.9 (n + 1))``-th smallest, which hold a
+    new ratio like them (exchangeable) with a chance of at least 80% (a split-conformal interval); the 10th and 90th
+    percentiles of a few dozen ratios hold one less often (of 24, about 74% of the time). The smallest and largest where
+    there are too few ratios for that (under 9).
+
+    Examples
+    --------
+    >>> band_of(range(1, 25))  # 24 ratios: the 2nd and the 23rd, which leave out 4 of 25 places a new one may take
+    (2, 23)
+    """
+    xs = sorted(ratios)
+    n = len(xs)
+    lo, hi = max(1, math.floor(0.1 * (n + 1))), min(n, math.ceil(0.9 * (n + 1)))
+    return xs[lo - 1], xs[hi - 1]
 
 
 def held_out(rows: Sequence[PublicRow] | None = None) -> dict[str, HeldOut]:
     """Each machine (catalog GPU) held out in turn: the others' rows fitted (:func:`fit_llama_cpp`), its rows
-    predicted; the error by kind of test, and the 80% band's coverage (each held-out row against the band of its own
-    fold).
+    predicted; the error by kind of test, the 80% band drawn from those held-out ratios (:func:`band_of`), and its
+    coverage: each held-out row against the band its own fold draws from the other machines' rows, each predicted by
+    a fit without both machines (a band drawn from rows the fit saw would be too narrow for a machine it has not
+    seen). With 12 machines the coverage is itself uncertain: which machines were measured moves it by tens of
+    points.
 
     Examples
     --------
@@ -367,26 +385,43 @@ def held_out(rows: Sequence[PublicRow] | None = None) -> dict[str, HeldOut]:
     machines = sorted({r.gpu for r in rows})
     if len(machines) < 2:
         raise InputError("held_out needs the rows of at least two machines (each is held out in turn).")
-    everything = fit_llama_cpp(rows)
     folds = {g: fit_llama_cpp([r for r in rows if r.gpu != g]) for g in machines}
+    # a fold's band: the other machines, each held out from a fit without it and the fold's machine (one fit a pair);
+    # with two machines no band is left to draw, and the coverage is not measured
+    nested = len(machines) >= 3
+    pairs = {}
+    for i, g in enumerate(machines if nested else ()):
+        for h in machines[i + 1 :]:
+            try:
+                pairs[frozenset((g, h))] = fit_llama_cpp([r for r in rows if r.gpu not in (g, h)])
+            except InputError as exc:
+                raise InputError(
+                    f"held_out measures the band's coverage on fits without two machines at a time; without {g} and "
+                    f"{h}: {exc}"
+                ) from exc
     out = {}
     for kind in ("decode", "prefill"):
         mine = [r for r in rows if r.kind == kind]
         ratio = {r.id: math.exp(math.log(r.tokens_per_s) - _ln_predicted(r, folds[r.gpu])) for r in mine}
-        inside = 0
-        for r in mine:
-            others = [q for q in mine if q.gpu != r.gpu]
-            lo, hi = _band([math.exp(math.log(q.tokens_per_s) - _ln_predicted(q, folds[r.gpu])) for q in others])
-            inside += lo <= ratio[r.id] <= hi
+        fold_band = {
+            g: band_of(
+                [
+                    math.exp(math.log(q.tokens_per_s) - _ln_predicted(q, pairs[frozenset((g, q.gpu))]))
+                    for q in mine
+                    if q.gpu != g
+                ]
+            )
+            for g in ({r.gpu for r in mine} if nested else ())
+        }
+        inside = sum(fold_band[r.gpu][0] <= ratio[r.id] <= fold_band[r.gpu][1] for r in mine) if nested else 0
         ids = [r.id for r in mine]
         stats = error_stats([1.0] * len(ids), [ratio[i] for i in ids], ids)
-        all_ratios = [math.exp(math.log(r.tokens_per_s) - _ln_predicted(r, everything)) for r in mine]
         out[kind] = HeldOut(
             kind=kind,
             stats=stats,
             median_ratio=statistics.median(ratio.values()),
-            band=_band(all_ratios),
-            coverage=inside / len(mine),
+            band=band_of(list(ratio.values())),
+            coverage=inside / len(mine) if nested else None,
             machines=len({r.gpu for r in mine}),
             folds=folds,
             ratios=ratio,
@@ -397,7 +432,7 @@ def held_out(rows: Sequence[PublicRow] | None = None) -> dict[str, HeldOut]:
 def llama_cpp_band_table(rows: Sequence[PublicRow] | None = None) -> dict[str, Any]:
     """The table ``llmcourse/data/llama_cpp_bands.json`` ships (``scripts/make_llama_cpp_bands.py``): for decode and for
     prompt processing, the 80% band of measured / predicted tokens per second on the public rows (:func:`held_out`:
-    fitted on all of them, 4 significant digits), the median held out by machine, the rows and machines, and the share
+    each row predicted by the fit without its machine, 4 significant digits), the median held out by machine, the rows and machines, and the share
     of held-out rows inside their own fold's band. What an answer for one person's machine shows
     (:func:`llmcourse.bands.llama_cpp_band`).
 
@@ -415,8 +450,8 @@ def llama_cpp_band_table(rows: Sequence[PublicRow] | None = None) -> dict[str, A
         "weights": sorted({r.gguf for r in rows}),
         "gpus": sorted({r.gpu for r in rows}),
         "about": "80% bands of measured / predicted tokens per second of llama.cpp (llama-bench, one sequence) on the "
-        "public rows of llmcourse/data/llama_cpp_public.csv, written by scripts/make_llama_cpp_bands.py from "
-        "llmcourse.validation.llama_cpp.held_out().",
+        "public rows of llmcourse/data/llama_cpp_public.csv, each predicted by the fit without its machine, written by "
+        "scripts/make_llama_cpp_bands.py from llmcourse.validation.llama_cpp.held_out().",
         "kinds": {
             kind: {
                 "low": float(f"{x.band[0]:.4g}"),
@@ -424,7 +459,7 @@ def llama_cpp_band_table(rows: Sequence[PublicRow] | None = None) -> dict[str, A
                 "median_held_out": float(f"{x.median_ratio:.4g}"),
                 "rows": x.stats.n,
                 "machines": x.machines,
-                "coverage": float(f"{x.coverage:.4g}"),
+                "coverage": None if x.coverage is None else float(f"{x.coverage:.4g}"),
             }
             for kind, x in h.items()
         },
