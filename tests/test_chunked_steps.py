@@ -4,12 +4,15 @@ a waiting prompt goes whole (or in a few chunks) into a step of its own, the oth
 
 from __future__ import annotations
 
+import itertools
+import math
 import statistics
 
 import pytest
 
 import llmcourse as lc
 from llmcourse.formulas import FORMULAS as F
+from llmcourse.replica.chunked import chunked_steps
 from llmcourse.simulator import simulate
 
 
@@ -65,3 +68,63 @@ def test_mixed_steps_and_separate_prefill_batches_come_close() -> None:
     v = lc.replica("Llama-3.1-8B", "H100 SXM", engine="vLLM", **kw).throughput
     s = lc.replica("Llama-3.1-8B", "H100 SXM", engine="SGLang", **kw).throughput
     assert 0.9 < (v / s).to("").m < 1.1
+
+
+def _enumerated(data_parallel: int, s: float, sizes: list[float]) -> tuple[list[float], list[float], float]:
+    """By enumeration, independent of the formulas: j of D attention groups have a chunk (binomial, given j >= 1), each
+    at a place in its prompt of ``sizes`` chunks drawn alike and apart. For each chunk (by rank in size order), how
+    often it is the step's largest, and the step's total tokens in those steps (each over all chunk steps); and
+    E[largest chunk]."""
+    k, none = len(sizes), (1 - s) ** data_parallel
+    order = sorted(range(k), key=lambda i: sizes[i])
+    rank = {c: r for r, c in enumerate(order)}
+    p_max, tok_max, e_max = [0.0] * k, [0.0] * k, 0.0
+    for j in range(1, data_parallel + 1):
+        pj = math.comb(data_parallel, j) * s**j * (1 - s) ** (data_parallel - j) / (1 - none)
+        for draw in itertools.product(range(k), repeat=j):
+            p = pj / k**j
+            top = max(rank[c] for c in draw)
+            p_max[top] += p
+            tok_max[top] += p * sum(sizes[c] for c in draw)
+            e_max += p * sizes[order[top]]
+    return p_max, tok_max, e_max
+
+
+@pytest.mark.parametrize(
+    ("data_parallel", "sizes", "batch", "answer"),
+    [(8, [8_004.0, 188.0], 512, 1_024), (4, [8_004.0, 188.0, 3_000.0], 40, 100), (3, [8_004.0, 188.0], 600, 200),
+     (4, [8_004.0, 8_004.0, 188.0], 40, 100), (8, [2_000.0], 64, 1_024)],
+)  # fmt: skip
+def test_the_busiest_groups_chunk_by_enumeration(
+    data_parallel: int, sizes: list[float], batch: int, answer: int
+) -> None:
+    """With attention data parallel each group prefills its own prompt, at its own place in it: a step waits for the
+    group with the costliest chunk. The formulas dp_busiest_chunk_within and dp_chunk_tokens_within against an
+    enumeration of every count of groups with a chunk and every place of theirs (the third case: every group's steps
+    carry a chunk, s = 1; then two chunks alike, and a prompt of one chunk)."""
+    chunks = len(sizes)
+    s = min(1.0, chunks * batch / (data_parallel * answer))
+    p_max, tok_max, e_max = _enumerated(data_parallel, s, sizes)
+    ordered = sorted(sizes)
+    given = dict(chunks_per_prompt=chunks, batch=batch, answer_tokens=answer, data_parallel=data_parallel)
+    for i in range(chunks + 1):
+        within = F["dp_busiest_chunk_within"].value(chunks_within=i, **given)
+        tokens = F["dp_chunk_tokens_within"].value(chunks_within=i, tokens_within=sum(ordered[:i]), **given)
+        assert within == pytest.approx(sum(p_max[:i]), abs=1e-12)
+        assert tokens == pytest.approx(sum(tok_max[:i]), rel=1e-9, abs=1e-9)
+
+    # the chunk steps chunked_steps builds, with a toy step: its time the busiest group's tokens (the step's tokens
+    # over its groups, a chunk costing its tokens), the step's tokens carried beside
+    def mixed(n, c, f, r, groups=1.0):
+        return (c / groups, (c, 0.0), (0.0, 0.0))
+
+    cs = chunked_steps(mixed, batch, [(t, 0.0, 0.0) for t in sizes], answer, data_parallel)
+    if cs is None:  # every group's prompts fill its steps: one steady step
+        assert chunks * batch >= data_parallel * answer
+        return
+    assert math.fsum(cs.weights) == pytest.approx(1.0)
+    assert cs.chunk_time == pytest.approx(e_max)  # the mean busiest chunk, not the mean chunk
+    g = F["dp_chunk_groups"].value(chunks_per_prompt=chunks, batch=batch, answer_tokens=answer,
+                                   prompt_step_share=1 - (1 - s) ** data_parallel)  # fmt: skip
+    step_tokens = math.fsum(w * c[1][0] for w, c in zip(cs.weights, cs.chunks, strict=True))
+    assert step_tokens == pytest.approx(g * sum(sizes) / chunks)  # every group's chunks, g of them on average

@@ -209,9 +209,17 @@ NUMERIC: dict[str, tuple[str, str]] = {
         "f65a2385c3ba26b74733",
         "_a4*_a0*(1 - ((0) if (_a3 > -_a2/_a0 + _a4*_a2/_a1) else (exp(-lgamma(1 + _a4*_a2/_a1) + lgamma(1 - _a2/_a0 + _a4*_a2/_a1) + lgamma(-_a3 + 1 + _a4*_a2/_a1) - lgamma(-_a3 + 1 - _a2/_a0 + _a4*_a2/_a1)))))/_a1",
     ),
+    "dp_busiest_chunk_within": (
+        "bdb91e9991bf907d5cca",
+        "(-(1 - min(1, _a1*_a2/(_a0*_a4)))**_a4 + (-min(1, _a1*_a2/(_a0*_a4)) + 1 + _a3*min(1, _a1*_a2/(_a0*_a4))/_a2)**_a4)/(1 - (1 - min(1, _a1*_a2/(_a0*_a4)))**_a4)",
+    ),
     "dp_bytes_read": ("6e08d04e864a460a45cd", "_a0 - _a2*(1 - 1/_a1)"),
     "dp_chunk_flops_per_token": ("72435ec8ca827ee038c0", "_a1/_a0 + (_a2 - _a1)/_a3"),
     "dp_chunk_groups": ("7598ec61358699471d89", "_a1*_a2/(_a3*_a0)"),
+    "dp_chunk_tokens_within": (
+        "c292fbddafd1ae300ef4",
+        "_a5*_a4*(-min(1, _a1*_a2/(_a0*_a4)) + 1 + _a3*min(1, _a1*_a2/(_a0*_a4))/_a2)**(_a4 - 1)*min(1, _a1*_a2/(_a0*_a4))/(_a2*(1 - (1 - min(1, _a1*_a2/(_a0*_a4)))**_a4))",
+    ),
     "dp_flops_per_token": ("6bdc60dc694a75d57cfc", "_a1/_a0"),
     "dp_kv_per_sequence": ("38864b4f6aafc6833069", "_a1/_a0"),
     "dp_prompt_step_share": ("744c5be7c240967f2f5d", "1 - max(0, -_a1*_a2/(_a0*_a3) + 1)**_a3"),
@@ -317,7 +325,7 @@ NUMERIC: dict[str, tuple[str, str]] = {
     "weight_load_time": ("59110f7dd398648bf73c", "_a1/_a0"),
     "weight_read_time": ("1a3b6cc497f53320b20b", "_a3/(_a1*_a0*_a2)"),
 }
-SOURCES = "5948e44eb4364ab04b8a"
+SOURCES = "fd40d561e91dfc56a8ce"
 TABLE: tuple[tuple[str, str, str, str, str], ...] = (
     ("peak_request_rate", "request_rate", "peak request rate", "01_tokens", "daily_rate peak_factor"),
     ("token_rate", "token_rate", "tokens per second from requests", "01_tokens", "request_rate tokens_per_request"),
@@ -970,6 +978,20 @@ TABLE: tuple[tuple[str, str, str, str, str], ...] = (
         "attention groups with a prompt chunk in a step that has one, on average: the chunk steps of all D groups (k B / T_a of the steps) over the share of the steps that have one",
         "08c_many_gpus",
         "answer_tokens batch chunks_per_prompt prompt_step_share",
+    ),
+    (
+        "dp_busiest_chunk_within",
+        "busiest_within",
+        "share of the chunk steps (a chunk on at least one of D attention groups) whose busiest group's chunk is among a prompt's i_ch smallest: all j chunks of the step are, (i_ch / k)^j, over j ~ binomial(D, s_g) given j >= 1, s_g = k B / (D T_a) the share of a group's steps with a chunk of its own",
+        "08c_many_gpus",
+        "answer_tokens batch chunks_per_prompt chunks_within data_parallel",
+    ),
+    (
+        "dp_chunk_tokens_within",
+        "step_tokens_within",
+        "the prompt tokens of a chunk step's groups, counted in the chunk steps whose busiest chunk is among the i_ch smallest (E[j (i_ch / k)^(j - 1)] of them, each of mean T_<=i / i_ch), over the chunk steps: at i_ch = k, g_pre times the mean chunk",
+        "08c_many_gpus",
+        "answer_tokens batch chunks_per_prompt chunks_within data_parallel tokens_within",
     ),
     (
         "dp_weights_held",

@@ -141,6 +141,22 @@ prefilling_groups = symbol(
     "prefilling_groups", r"g_{pre}", "", "attention data-parallel groups with a prompt chunk in the step"
 )
 symbol("weights_dp", r"W_{dp}", "B", "weight bytes a replica holds with its attention data-parallel groups")
+chunks_within = symbol(
+    "chunks_within", r"i_{ch}", "", "the smallest chunks of a prompt counted, in order of size (0 to k)",
+    integer=True, allow_zero=True,
+)  # fmt: skip
+tokens_within = symbol(
+    "tokens_within", r"T_{\le i}", "", "prompt tokens of a prompt's i_ch smallest chunks", allow_zero=True
+)
+symbol(
+    "busiest_within", r"P_{\le i}", "",
+    "share of the chunk steps whose busiest attention group's chunk is among a prompt's i_ch smallest", allow_zero=True,
+)  # fmt: skip
+symbol(
+    "step_tokens_within", r"C_{\le i}", "",
+    "prompt tokens of all attention groups in a chunk step, summed over the chunk steps whose busiest group's chunk "
+    "is among the i_ch smallest, over the chunk steps", allow_zero=True,
+)  # fmt: skip
 
 # --- collectives (alpha-beta) ---------------------------------------------------------------------
 
@@ -418,6 +434,29 @@ def _data_parallel() -> None:
         chunks_per_prompt * batch / (answer_tokens * prompt_step_share),
         "attention groups with a prompt chunk in a step that has one, on average: the chunk steps of all D groups "
         "(k B / T_a of the steps) over the share of the steps that have one",
+        CHAPTER,
+    )
+    # each of D groups has a chunk in a step with probability s (its own prompts: k B / D of the T_a steps, at most
+    # all), at a place in its prompt independent of the others': the number with one, j, is binomial(D, s), given j >= 1
+    s_g = sp.Min(1, chunks_per_prompt * batch / (data_parallel * answer_tokens))
+    none = (1 - s_g) ** data_parallel
+    x = 1 - s_g + s_g * chunks_within / chunks_per_prompt
+    formula(
+        "dp_busiest_chunk_within",
+        "busiest_within",
+        (x**data_parallel - none) / (1 - none),
+        "share of the chunk steps (a chunk on at least one of D attention groups) whose busiest group's chunk is among "
+        "a prompt's i_ch smallest: all j chunks of the step are, (i_ch / k)^j, over j ~ binomial(D, s_g) given j >= 1, "
+        "s_g = k B / (D T_a) the share of a group's steps with a chunk of its own",
+        CHAPTER,
+    )
+    formula(
+        "dp_chunk_tokens_within",
+        "step_tokens_within",
+        data_parallel * s_g * x ** (data_parallel - 1) * tokens_within / chunks_per_prompt / (1 - none),
+        "the prompt tokens of a chunk step's groups, counted in the chunk steps whose busiest chunk is among the i_ch "
+        "smallest (E[j (i_ch / k)^(j - 1)] of them, each of mean T_<=i / i_ch), over the chunk steps: at i_ch = k, "
+        "g_pre times the mean chunk",
         CHAPTER,
     )
     formula(

@@ -11,14 +11,13 @@ of every prompt in every step, which only a budget near the batch's decode token
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from llmcourse.formulas import FORMULAS as F
 
-__all__ = ["ChunkedSteps", "StepParts", "chunk_groups", "chunked_steps", "steady_step", "step_share"]
+__all__ = ["ChunkedSteps", "StepParts", "chunked_steps", "steady_step", "step_share"]
 
 #: A step's time, its kernels' memory times and compute times (matmuls, attention), in seconds: the decoder's ``mixed``.
 StepParts = tuple[float, tuple[float, float], tuple[float, float]]
@@ -48,23 +47,6 @@ def step_share(prompts: float, chunks: int, answer_tokens: float, groups: int = 
     return float(F["prompt_step_share"].value(chunks_per_prompt=chunks, batch=prompts, answer_tokens=answer_tokens))
 
 
-def chunk_groups(prompts: float, chunks: int, answer_tokens: float, groups: int) -> float:
-    """The attention groups with a prompt chunk in a step that has one, on average (formula ``dp_chunk_groups``):
-    1 with one group, up to ``groups`` as each group's prompts fill its steps.
-
-    Examples
-    --------
-    >>> chunk_groups(80, 1, 100, 1), round(chunk_groups(80, 1, 100, 8), 3)
-    (1.0, 1.405)
-    """
-    share = step_share(prompts, chunks, answer_tokens, groups)
-    if groups <= 1 or share <= 0:
-        return 1.0
-    return float(F["dp_chunk_groups"].value(
-        chunks_per_prompt=chunks, batch=prompts, answer_tokens=answer_tokens, prompt_step_share=share
-    ))  # fmt: skip
-
-
 @dataclass(frozen=True)
 class ChunkedSteps:
     """The steps of a batch of ``decoding`` requests whose new prompts take steps of their own: the step that decodes
@@ -76,7 +58,9 @@ class ChunkedSteps:
     answer_tokens: float
     decode: StepParts
     chunks: tuple[StepParts, ...]
-    groups: int = 1  # attention data-parallel groups, each scheduling its own prompts
+    groups: int  # attention data-parallel groups, each scheduling its own prompts
+    #: each chunk step's share of the chunk steps (one group: 1 / k each, its prompt's k chunks one after the other)
+    weights: tuple[float, ...]
 
     def share(self, prompts: float) -> float:
         """The share of the steps that carry a chunk when ``prompts`` prompts come in over an answer."""
@@ -90,8 +74,8 @@ class ChunkedSteps:
 
     @property
     def chunk_time(self) -> float:
-        """The mean time (s) of a prompt's chunk steps."""
-        return math.fsum(c[0] for c in self.chunks) / len(self.chunks)
+        """The mean time (s) of a prompt's chunk steps, each by its weight."""
+        return math.fsum(w * c[0] for w, c in zip(self.weights, self.chunks, strict=True))
 
     def bounding(self) -> StepParts:
         """The steps that take most of a user's time: the longest chunk step where the chunk steps' share of the time
@@ -113,7 +97,11 @@ def chunked_steps(
     attention FLOPs per token, the earlier KV bytes it reads), ``mixed`` the decoder's mixed step; None when the
     replica's prompts need a chunk in every step (the budget then spreads them over all of them: one steady step).
     With ``groups`` attention data-parallel groups, a chunk step carries the chunks of the groups that have one
-    (:func:`chunk_groups`, on average), each group's its own: ``mixed`` takes them with ``groups=`` that count.
+    (formula ``dp_chunk_groups`` of them, on average), each group's its own and at its own place in its prompt, so the step
+    waits for the busiest group, whose chunk is the costliest of the step's: the chunk steps are one for each chunk as
+    the costliest (in order of cost), weighted by how often it is (formula ``dp_busiest_chunk_within``), with the mean
+    prompt tokens of all the groups in such steps (formula ``dp_chunk_tokens_within``); ``mixed`` takes them with
+    ``groups=`` their tokens over the busiest chunk's.
 
     Examples
     --------
@@ -126,10 +114,30 @@ def chunked_steps(
         return None
     if groups <= 1 and step_share(decoding, len(chunks), answer_tokens) >= 1:
         return None
-    g = chunk_groups(decoding, len(chunks), answer_tokens, groups)  # 1 with one group
-    step = mixed if groups <= 1 else functools.partial(mixed, groups=g)
-    steps = tuple(step(decoding, g * k, f, g * r) for k, f, r in chunks)
-    return ChunkedSteps(decoding, answer_tokens, mixed(decoding, 0.0, 0.0, 0.0), steps, groups)
+    alone = mixed(decoding, 0.0, 0.0, 0.0)
+    k = len(chunks)
+    if groups <= 1:
+        steps = tuple(mixed(decoding, t, f, r) for t, f, r in chunks)
+        return ChunkedSteps(decoding, answer_tokens, alone, steps, 1, (1 / k,) * k)
+    # by cost, each chunk's step on one group: the busiest group has the costliest of the step's chunks (a late
+    # remainder of a long prompt can cost more than its tokens say: it attends to the whole prompt before it)
+    ordered = sorted(chunks, key=lambda c: mixed(decoding, c[0], c[1], c[2], groups=1.0)[0])
+    within = [math.fsum(c[0] for c in ordered[:i]) for i in range(k + 1)]
+    given = dict(chunks_per_prompt=k, batch=decoding, answer_tokens=answer_tokens, data_parallel=groups)
+    share = [float(F["dp_busiest_chunk_within"].value(chunks_within=i, **given)) for i in range(k + 1)]
+    tokens = [
+        float(F["dp_chunk_tokens_within"].value(chunks_within=i, tokens_within=within[i], **given))
+        for i in range(k + 1)
+    ]
+    weights, steps = [], []
+    for i, (t, f, r) in enumerate(ordered):
+        w = share[i + 1] - share[i]
+        if w <= 0:  # a chunk never the largest (one as large is counted instead)
+            continue
+        g = max(1.0, (tokens[i + 1] - tokens[i]) / w / t)  # the step's tokens over the busiest chunk's: 1 to D
+        weights.append(w)
+        steps.append(mixed(decoding, g * t, f, g * r, groups=g))
+    return ChunkedSteps(decoding, answer_tokens, alone, tuple(steps), groups, tuple(weights))
 
 
 def steady_step(

@@ -616,7 +616,7 @@ class ReplicaSetup(_Shared):
     def engine_parts(self, b: int) -> dict[str, Any]:
         """The engine's steps at a batch of ``b`` in parts (seconds), for a caller that re-weighs the efficiencies
         (validation's fits): with mixed prefill, ``"first"`` (each step of a new prompt's chunks) and ``"step"`` (the
-        steady step) or :class:`ChunkedSteps`' ``"decode"``, ``"chunks"``, ``"share"``, ``"replica_share"``; with separate prefill batches, ``"passes"`` and
+        steady step) or :class:`ChunkedSteps`' ``"decode"``, ``"chunks"``, ``"share"``, ``"replica_share"``, ``"weights"``; with separate prefill batches, ``"passes"`` and
         ``"pass"`` (the forward passes of the batch's prefill and one pass's :class:`Prefill`), ``"first_passes"`` and
         ``"first_pass"`` (the same for one prompt). Empty when the replica does not run an engine's steps."""
         if not self._engine:
@@ -629,7 +629,7 @@ class ReplicaSetup(_Shared):
             if cs is not None:
                 n = cs.decoding
                 return {"decode": cs.decode, "chunks": list(cs.chunks), "first": first, "share": cs.share(n - 1),
-                        "replica_share": cs.share(n)}  # fmt: skip
+                        "replica_share": cs.share(n), "weights": cs.weights}  # fmt: skip
             return {"step": self._steady_step(b), "first": first}
         passes, first_passes = math.ceil(b * new / sc.token_budget), math.ceil(new / sc.token_budget)
         pre = self._prefiller()

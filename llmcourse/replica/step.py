@@ -519,7 +519,7 @@ class _Decoder:
         chunk_attention: float,
         chunk_kv: float,
         step_only: bool = False,
-        groups: int = 1,
+        groups: float = 1.0,
     ) -> tuple[float, tuple[float, float], tuple[float, float]] | float:
         """A step of an engine that mixes a prompt chunk into its decode steps: ``batch`` decode tokens (0: the chunk
         alone, as a new request's first chunk on an idle replica) and ``chunk``
@@ -535,9 +535,11 @@ class _Decoder:
         attention runs each sequence over its own KV (FlashAttention's varlen kernels, FlashInfer's batch prefill).
         ``step_only``: the step's time alone (a simulation's hot path; the same number as the first of the three).
 
-        With attention data parallel (D groups), ``groups``: the groups the step's ``chunk`` prompt tokens are split
-        over, 1 for one prompt (a request is prefilled by its own group), D where every group prefills its own share
-        of the prompts (the steady step that spreads them over every step).
+        With attention data parallel (D groups), ``groups``: the step's ``chunk`` prompt tokens over the busiest
+        group's (1 to D, not necessarily whole): 1 for one prompt (a request is prefilled by its own group), D where
+        every group prefills its own share of the prompts (the steady step that spreads them over every step), and in
+        between for the chunk steps of :func:`~llmcourse.replica.chunked.chunked_steps` (the step's expected tokens
+        over its largest chunk's).
         """
         pp, dp = self.pp, self.dp
         n, c = batch / pp, chunk / pp  # one micro-batch's tokens (all of them on one stage)

@@ -249,6 +249,7 @@ class Components:
     decode_step: tuple[float, ...] = ()
     chunk_steps: tuple[tuple[float, ...], ...] = ()
     chunk_share: float = 0.0
+    chunk_weights: tuple[float, ...] = ()  # each chunk step's share of them
     #: an engine that runs prefill batches of their own: the forward passes of the batch's prefill (each the
     #: prefill times above, plus the assumptions' step overhead ``pass_overhead_ms``); 0: one, no overhead
     prefill_passes: int = 0
@@ -278,7 +279,9 @@ class Components:
         if self.metric == "ttft_ms":
             return pre
         if self.chunk_steps:  # the engine's mean step, some with a prompt's chunk, its decoding requests' tokens
-            mean = _chunked_mean_ms(self.decode_step, self.chunk_steps, self.chunk_share, eb, ef, 0.0)
+            mean = _chunked_steps_ms(
+                self.decode_step, self.chunk_steps, self.chunk_share, eb, ef, 0.0, self.chunk_weights
+            )[1]
             return _decode_throughput(self.decoding, mean / 1000.0)
         if self.mixed_step:  # the engine's steady mixed step, its decoding requests' tokens each step
             return _decode_throughput(self.decoding, _kernels_ms(self.mixed_step, eb, ef, 0.0) / 1000.0)
@@ -322,6 +325,7 @@ def components(row: Measurement, *, assumptions: Assumptions | str | None = None
                 decode_step=_kernels(*parts["decode"], 0.0),
                 chunk_steps=tuple(_kernels(*k, 0.0) for k in parts["chunks"]),
                 chunk_share=float(parts["replica_share"]),  # the replica's tokens: every request's prompt counts
+                chunk_weights=tuple(parts["weights"]),
                 decoding=float(rep.engine_step.decoding),
             )
         elif "step" in parts:  # prompt chunks in every decode step: the steady mixed step, its fixed time included
@@ -622,6 +626,7 @@ class LoadComponents:
     decode_step: tuple[float, ...] = ()
     chunk_steps: tuple[tuple[float, ...], ...] = ()
     chunk_share: float = 0.0
+    chunk_weights: tuple[float, ...] = ()  # each chunk step's share of them
     #: an engine that runs prefill batches of their own: the forward passes of the batch's prefill and of one
     #: prompt's (each pays the step overhead; the prefill times above are then one pass's); 0: one, no overhead
     prefill_passes: int = 0
@@ -689,7 +694,9 @@ class LoadComponents:
         """(decode step, time per output token), in ms, at bandwidth and compute efficiencies ``eb`` and ``ef``:
         the step plus the other requests' prefills between its steps (formula ``interleaved_tpot``)."""
         if self.chunk_steps:  # (the step that decodes alone, the mean step)
-            return _chunked_steps_ms(self.decode_step, self.chunk_steps, self.chunk_share, eb, ef, step_overhead_ms)
+            return _chunked_steps_ms(
+                self.decode_step, self.chunk_steps, self.chunk_share, eb, ef, step_overhead_ms, self.chunk_weights
+            )
         if self.mixed_step:
             step = _kernels_ms(self.mixed_step, eb, ef, step_overhead_ms)
             return step, step
@@ -766,22 +773,20 @@ def _kernels_ms(k: tuple[float, ...], eb: float, ef: float, step_overhead_ms: fl
     return max(wm / eb, wc / ef) + max(am / eb, ac / ef) + step_overhead_ms + extra
 
 
-def _chunked_mean_ms(
-    decode: tuple[float, ...], chunks: tuple[tuple[float, ...], ...], share: float, eb: float, ef: float, over: float
-) -> float:
-    """The mean step (ms) of an engine whose prompts' chunks take steps of their own (formula ``chunked_mean_step``),
-    from the kernels at 100% efficiency of its step that decodes alone and of each chunk's step."""
-    return _chunked_steps_ms(decode, chunks, share, eb, ef, over)[1]
-
-
 def _chunked_steps_ms(
-    decode: tuple[float, ...], chunks: tuple[tuple[float, ...], ...], share: float, eb: float, ef: float, over: float
+    decode: tuple[float, ...],
+    chunks: tuple[tuple[float, ...], ...],
+    share: float,
+    eb: float,
+    ef: float,
+    over: float,
+    weights: tuple[float, ...],
 ) -> tuple[float, float]:
     """(the step that decodes alone, the mean step: formula ``chunked_mean_step``), in ms, of an engine whose prompts'
     chunks take steps of their own, from the kernels at 100% efficiency of its step that decodes alone and of each
-    chunk's step. A closed loop's request waits half of the first for the step under way (see
-    :func:`closed_loop_ttft`)."""
-    chunk = math.fsum(_kernels_ms(k, eb, ef, over) for k in chunks) / len(chunks)
+    chunk's step, each by its weight (:attr:`~llmcourse.replica.chunked.ChunkedSteps.weights`). A closed loop's request
+    waits half of the first for the step under way (see :func:`closed_loop_ttft`)."""
+    chunk = math.fsum(w * _kernels_ms(k, eb, ef, over) for w, k in zip(weights, chunks, strict=True))
     alone = _kernels_ms(decode, eb, ef, over)
     mean = share * chunk + (1 - share) * alone
     return alone, mean
@@ -848,6 +853,7 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
             decode_step=kernels(*parts["decode"]),
             chunk_steps=tuple(kernels(*k) for k in parts["chunks"]),
             chunk_share=float(parts["share"]),  # a user's time per token: the other requests' prompts
+            chunk_weights=tuple(parts["weights"]),
             first_chunks=tuple(kernels(*f) for f in parts["first"]),
         )
     elif "step" in parts:  # an engine that mixes prompt chunks into every decode step: the step is the mixed one
