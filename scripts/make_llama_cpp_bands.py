@@ -26,10 +26,15 @@ from llmcourse.validation.llama_cpp import llama_cpp_band_table  # noqa: E402
 OUT = ROOT / "llmcourse" / "data" / LLAMA_CPP_BANDS_FILE
 
 
+def _coverage(k: dict) -> str:
+    """The band's coverage of held-out rows, or why it is not measured (rows from fewer than three machines)."""
+    return "not measured (fewer than three machines)" if k["coverage"] is None else f"{k['coverage']:.0%}"
+
+
 def _report(table: dict) -> list[str]:
     return [
         f"{kind:8s} {k['rows']} rows on {k['machines']} machines: 80% band of measured / predicted {k['low']:.3g} to "
-        f"{k['high']:.3g}; held out by machine: median {k['median_held_out']:.3g}, band coverage {k['coverage']:.0%}"
+        f"{k['high']:.3g}; held out by machine: median {k['median_held_out']:.3g}, band coverage {_coverage(k)}"
         for kind, k in table["kinds"].items()
     ]
 

@@ -380,3 +380,25 @@ def test_with_two_machines_the_coverage_is_not_measured_and_says_so() -> None:
     assert all(k["coverage"] is None for k in table["kinds"].values())
     band = {**table["kinds"]["decode"], **{k: table[k] for k in ("method", "models", "weights", "gpus")}}
     assert "coverage not measured (fewer than three machines)" in llama_cpp_band_scope(band)
+
+
+def test_the_table_scripts_report_says_when_coverage_is_not_measured():
+    """scripts/make_llama_cpp_bands.py prints each kind's band and its coverage; a coverage of None (rows from fewer
+    than three machines) reads "not measured", where formatting it as a share would fail."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    scripts = Path(__file__).resolve().parent.parent / "scripts"
+    sys.path.insert(0, str(scripts))  # the script imports its neighbour shipped_table
+    try:
+        spec = importlib.util.spec_from_file_location("make_llama_cpp_bands", scripts / "make_llama_cpp_bands.py")
+        script = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(script)
+    finally:
+        sys.path.remove(str(scripts))
+    kind = {"rows": 8, "machines": 2, "low": 0.7, "high": 1.3, "median_held_out": 1.1, "coverage": None}
+    (line,) = script._report({"kinds": {"decode": kind}})
+    assert line.endswith("band coverage not measured (fewer than three machines)")
+    (line,) = script._report({"kinds": {"decode": {**kind, "machines": 12, "coverage": 0.875}}})
+    assert line.endswith("band coverage 88%")

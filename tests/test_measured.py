@@ -844,3 +844,20 @@ def test_a_tensorrt_llm_run_named_tp8_ep8_runs_on_8_gpus():
     (r, _) = parse_aic(row).rows
     assert (r.tp, r.attention_dp, r.n_gpus) == (1, 8, 8)
     assert "tp8_ep8: 8 GPUs, as the run is named" in r.notes
+
+
+def test_copies_of_one_run_that_differ_in_a_last_digit_or_the_version_are_read_once():
+    """aiconfigurator's file merges exports of the same runs: a copy may write a time with a different last digit
+    (440.60590355220484 and 440.6059035522048 ms) or leave the engine's version out. Two times that agree to ten
+    significant digits are one run: read once (the first copy), the others left out by name; a run whose time differs
+    in the eighth digit is another run and kept."""
+    first = aic_row(id="a1", silicon_ttft_ms="440.60590355220484", silicon_tpot_ms="12.174779310378478")
+    noisy = aic_row(id="a2", silicon_ttft_ms="440.6059035522048", silicon_tpot_ms="12.174779310378478")
+    unversioned = aic_row(
+        id="a3", backend_version="", silicon_ttft_ms="440.6059035522", silicon_tpot_ms="12.1747793104"
+    )
+    other = aic_row(id="a4", silicon_ttft_ms="440.6059135522048", silicon_tpot_ms="12.174779310378478")
+    got = parse_aic(first, noisy, unversioned, other)
+    assert sorted({r.id.split(":")[0] for r in got.rows}) == ["a1", "a4"]
+    assert sorted(sk.id for sk in got.skipped) == ["a2", "a3"]
+    assert all("(a1)" in sk.reason for sk in got.skipped), [sk.reason for sk in got.skipped]

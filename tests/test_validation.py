@@ -18,11 +18,13 @@ from llmcourse import Q_
 from llmcourse.catalog import PRECISIONS, gpus, models
 from llmcourse.errors import InputError
 from llmcourse.validation import (
+    Measurement,
     components,
     dataset,
     engine_usable_fraction,
     error_stats,
     fit_efficiencies,
+    hand_set_share,
     leave_one_out,
     measurements,
     predict,
@@ -591,3 +593,40 @@ def test_components_follow_the_all_reduce_time():
     for row in measurements():
         c = components(row, assumptions=a)
         assert c.value(0.7, 0.5) == pytest.approx(predict(row, assumptions=a).value, rel=1e-9)
+
+
+def _deepseek_on_four_b200(engine: str, concurrency: int = 16, weights: str = "fp8") -> Measurement:
+    """A closed-loop row as aiconfigurator's SGLang runs of DeepSeek-R1 on four B200s (8,192 + 1,024 tokens)."""
+    return Measurement(
+        id="ds4", source="a test", gpu="B200", n_gpus=4, tp=4, model="DeepSeek-V3", weights=weights, kv="bf16",
+        engine=engine, isl=8_192, osl=1_024, load=f"concurrency {concurrency}", load_kind="concurrency",
+        metric="tpot_ms", value=20.0, unit="ms", concurrency=concurrency,
+    )  # fmt: skip
+
+
+def test_a_run_whose_weights_miss_the_engines_default_share_set_the_share_by_hand():
+    """DeepSeek-V3's FP8 weights (671 GB) miss SGLang's default share on four B200s (4 x 180 GB x 0.856 = 616.32 GB)
+    but not their whole memory read as the driver reads it (4 x 180 GiB = 773.1 GB): such a run set
+    --mem-fraction-static by hand, and the row is predicted with the whole memory, at the batch it kept in flight
+    (16 requests of 9,216 tokens: MLA's latent, 61 layers x 576 x 2 B = 70,272 B a token, held on each of the 4
+    tensor-parallel GPUs, 16 x 9,216 x 70,272 x 4 = 41.4 GB of the 102.1 GB left). The sources' presets (a fixed
+    share) still refuse it, as does a row whose weights miss the whole memory (BF16: 1,342 GB) and a llama.cpp row
+    (its share is not a setting: it would run layers on the CPU)."""
+    sg = _deepseek_on_four_b200("SGLang 0.5.9")
+    w = lc.weight_bytes("DeepSeek-V3", "fp8").to("B").m
+    assert w == pytest.approx(671e9, rel=1e-3)
+    assert 4 * 180e9 * 0.856 < w < 4 * 180 * 2**30
+    assert 4 * 180 * 2**30 - w > 16 * 9_216 * 61 * 576 * 2 * 4
+    assert hand_set_share(sg)
+    p = predict(sg)
+    assert p.batch == 16 and p.value > 0
+    assert not hand_set_share(sg, "lab")
+    with pytest.raises(InputError, match="don't fit"):
+        predict(sg, assumptions="lab")
+    bf16 = _deepseek_on_four_b200("SGLang 0.5.9", weights="bf16")
+    assert not hand_set_share(bf16)
+    with pytest.raises(InputError, match="don't fit"):
+        predict(bf16)
+    assert not hand_set_share(_deepseek_on_four_b200("llama.cpp"))
+    trt = _deepseek_on_four_b200("TensorRT-LLM")  # its own rule holds the weights: nothing set by hand
+    assert not hand_set_share(trt) and predict(trt).batch == 16

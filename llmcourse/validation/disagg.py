@@ -104,7 +104,8 @@ def measured_rows() -> tuple[tuple[DisaggRow, ...], tuple[tuple[str, str], ...]]
                 prefill_workers=side["prefill"]["workers"], decode_workers=side["decode"]["workers"],
                 ttft_ms=c.number(r, "silicon_ttft_ms"), tpot_ms=c.number(r, "silicon_tpot_ms"),
             )  # fmt: skip
-            v.first_of(seen, dataclasses.replace(row, id=""), line, rid)
+            ttft, tpot = v.same_times((row.ttft_ms, row.tpot_ms))  # a run's copies, to their shared digits
+            v.first_of(seen, dataclasses.replace(row, id="", ttft_ms=ttft, tpot_ms=tpot), line, rid)
             rows.append(row)
         except (c.RowError, InputError) as exc:
             skipped.append((rid, str(exc)))

@@ -445,6 +445,25 @@ def aic_layout(tp: int, attention_dp: int, moe_tp: int | None, moe_ep: int) -> t
     return tp, moe // tp, note
 
 
+#: The significant digits two published copies of one run agree to: the file's merged exports write the same time
+#: with a different last digit (440.60590355220484 and 440.6059035522048 ms), and two runs that differ agree on
+#: both times to far fewer.
+SAME_DIGITS = 10
+
+
+def same_times(times: Iterable[float]) -> tuple[float, ...]:
+    """A run's times as its copies share them: each to :data:`SAME_DIGITS` significant digits.
+
+    Examples
+    --------
+    >>> same_times([440.60590355220484, 12.174779310378478]) == same_times([440.6059035522048, 12.174779310378478])
+    True
+    >>> same_times([440.6059, 12.17]) == same_times([440.6060, 12.17])
+    False
+    """
+    return tuple(float(f"{t:.{SAME_DIGITS}g}") for t in times)
+
+
 def first_of(seen: dict[Any, tuple[int, str]], same: Any, line: int, rid: str) -> None:
     """Record row ``line`` (id ``rid``) as the first with ``same`` (its setup and times), or raise the
     :data:`REPEAT_REASON` naming the row that had them first (shared by the aggregated and disaggregated readers)."""
@@ -530,9 +549,10 @@ def _read_aiconfigurator(
             gap = layout_gap(made[0])
             if gap is not None:
                 raise RowError(gap)
-            same = (tuple(v for key, v in base.items() if key not in ("source", "notes")), tuple(values.values()))
+            times = same_times(values.values())
+            same = (tuple(v for key, v in base.items() if key not in ("source", "notes")), times)
             first_of(seen, same, line, rid)
-            runs.setdefault((model, gpu, engine_key, weights, isl, osl, conc, *values.values()), []).append(
+            runs.setdefault((model, gpu, engine_key, weights, isl, osl, conc, *times), []).append(
                 (tp * pp * dp, line, rid, made)
             )
         except (RowError, InputError) as exc:

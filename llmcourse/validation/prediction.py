@@ -113,15 +113,12 @@ def _replica(row: Measurement, a: Assumptions) -> Replica:
     return _setup_replica(row, a)[1]
 
 
-def _setup_replica(row: Measurement, a: Assumptions) -> tuple[Any, Replica]:
-    """The one replica model of a row: its GPUs, precisions, lengths and engine; a batch of 1 at a fixed
-    request rate, the concurrency in a closed loop (or, when more requests are in flight than the engine runs at
-    once, what it runs: the rest wait, :func:`running`), otherwise the largest batch that fits. Refused only when
-    one request alone cannot fit."""
+def _replica_keywords(row: Measurement, a: Assumptions) -> dict[str, Any]:
+    """The keywords of :func:`~llmcourse.replica.model.replica_setup` for a row: its GPUs, precisions, lengths,
+    engine and layout, and the engine's cap on running requests where the row's load sets it."""
     gap = layout_gap(row)
     if gap is not None:
         raise InputError(f"row {row.id}: {gap}")
-    batch = {"online_rate": 1, "concurrency": row.concurrency}.get(row.load_kind)
     kw = dict(
         tensor_parallel=row.tp, prompt_tokens=row.isl, answer_tokens=row.osl, weight_bytes=row.weights,
         kv_bytes=row.kv, assumptions=a, engine=row_engine(row), **layout_keywords(row),
@@ -132,14 +129,68 @@ def _setup_replica(row: Measurement, a: Assumptions) -> tuple[Any, Replica]:
         # vLLM will not start with more running requests than its step budget (max_num_seqs <= max_num_batched_tokens)
         default = scheduler_of(kw["engine"], row.gpu)
         kw["max_running"] = default.token_budget if default.engine == "vLLM" else _NO_CAP
+    return kw
+
+
+def _holds(top: Replica) -> bool:
+    """Whether a replica's largest batch is at least one request (its weights and one request fit)."""
+    return top.step is not None and top.max_batch >= 1
+
+
+def _setup_replica(row: Measurement, a: Assumptions) -> tuple[Any, Replica]:
+    """The one replica model of a row: its GPUs, precisions, lengths and engine; a batch of 1 at a fixed
+    request rate, the concurrency in a closed loop (or, when more requests are in flight than the engine runs at
+    once, what it runs: the rest wait, :func:`running`), otherwise the largest batch that fits; the whole memory
+    where the run must have set its engine's share by hand (:func:`hand_set_share`). Refused only when one request
+    alone cannot fit."""
+    batch = {"online_rate": 1, "concurrency": row.concurrency}.get(row.load_kind)
+    kw = _replica_keywords(row, a)
     setup = replica_setup(row.model, row.gpu, **kw)
     top = setup.at(None)
-    if top.step is None or top.max_batch < 1:
+    if not _holds(top) and hand_set_share(row, a):
+        setup = replica_setup(row.model, row.gpu, **{**kw, "assumptions": _whole_memory(a)})
+        top = setup.at(None)
+    if not _holds(top):
         raise InputError(f"row {row.id}: {top.reason}")
     r = setup.at(None if batch is None else min(batch, top.max_batch))
     if not r.fits:
         raise InputError(f"row {row.id}: {r.reason}")
     return setup, r
+
+
+#: The engines whose memory share is a launch setting (vLLM's ``--gpu-memory-utilization``, SGLang's
+#: ``--mem-fraction-static``, TensorRT-LLM's ``free_gpu_memory_fraction``); llama.cpp's is not a share (a model
+#: that does not fit is partly run on the CPU, another speed altogether).
+SHARE_SETTING_ENGINES = ("vLLM", "SGLang", "TensorRT-LLM")
+
+
+def _whole_memory(a: Assumptions) -> Assumptions:
+    """The assumptions with all of the GPUs' memory lent to the weights and the KV cache, read as the engines read
+    it from the driver (GiB: a "180 GB" B200 reports 183,359 MiB, 179 GiB)."""
+    return a.replace(memory_rule="total", memory_fraction=1.0, memory_unit="GiB")
+
+
+def hand_set_share(row: Measurement, assumptions: Assumptions | str | None = None) -> bool:
+    """Whether ``row`` ran where its engine's default memory share holds less than the row's weights and one
+    request, but the GPUs' whole memory holds them: the run must have set the share by hand (a launch setting the
+    rows do not record), and :func:`predict` lends the replica the whole memory. The share changes how many
+    requests fit, not a step's time; requests in flight beyond what the whole memory holds wait, as in any row.
+    Only under the course's memory rule ``"engine"``, for an engine whose share is a setting
+    (:data:`SHARE_SETTING_ENGINES`).
+
+    Examples
+    --------
+    >>> from llmcourse.validation import measurements
+    >>> hand_set_share(measurements()[7])  # it fits under TensorRT-LLM's own rule
+    False
+    """
+    a = resolve(assumptions)
+    kw = _replica_keywords(row, a)
+    if a.memory_rule != "engine" or scheduler_of(kw["engine"], row.gpu).engine not in SHARE_SETTING_ENGINES:
+        return False
+    if _holds(replica_setup(row.model, row.gpu, **kw).at(None)):
+        return False
+    return _holds(replica_setup(row.model, row.gpu, **{**kw, "assumptions": _whole_memory(a)}).at(None))
 
 
 def engine_usable_fraction(
