@@ -444,14 +444,19 @@ def fmt(q: pint.Quantity, unit: str | None = None, digits: int = 3) -> str:
 
 
 def ms_text(q: pint.Quantity) -> str:
-    """A time in milliseconds to one decimal, as a plan prints it (``1e+308 ms``, not 309 digits).
+    """A time in milliseconds to one decimal, as a plan prints it (``1e+308 ms``, not 309 digits); a time under
+    0.05 ms to two significant digits (a 1 us target reads ``0.001 ms``, not ``0.0 ms``).
 
     Examples
     --------
     >>> ms_text(Q_(0.0123456, "s")), ms_text(Q_(1234.5, "ms")), ms_text(Q_(1e300, "s"))
     ('12.3 ms', '1,234.5 ms', '1e+303 ms')
+    >>> ms_text(Q_(1, "us")), ms_text(Q_(0.04, "ms")), ms_text(Q_(0.05, "ms")), ms_text(Q_(0, "s"))
+    ('0.001 ms', '0.04 ms', '0.1 ms', '0.0 ms')
     """
     x = to(q, "ms").m
+    if 0 < abs(x) < 0.05:
+        return f"{x:.2g} ms"
     return f"{x:,.1f} ms" if abs(x) < 1e9 else f"{x:.3g} ms"
 
 
