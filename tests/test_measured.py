@@ -451,7 +451,7 @@ def test_closed_loop_ttft_with_prompt_steps_matches_the_simulator(isl, osl, n):
     that decodes alone; charging the steps' mean weighted by their length instead (a prompt's step is found in
     proportion to its length, by hand below) counts the prompt in service twice, once there and once in the queue's
     wait, and is further from the simulator (18-27% above it at 8,000 tokens)."""
-    from llmcourse.validation.prediction import _setup_replica
+    from llmcourse.validation.row_replica import setup_replica
 
     a = resolve().replace(closed_loop_wave_share=0.0)  # no waves: the queue's wait alone
     row = _row(model="Llama-3.1-8B", engine="vLLM 0.9", isl=isl, osl=osl, concurrency=n, metric="ttft_ms")
@@ -465,7 +465,7 @@ def test_closed_loop_ttft_with_prompt_steps_matches_the_simulator(isl, osl, n):
     sim = statistics.fmean(sims)
     new = lcv.predict(row, assumptions=a).value
     assert 0.95 <= new / sim <= 1.20, (new, sim)
-    setup, rep = _setup_replica(row, a)
+    setup, rep = setup_replica(row, a)
     parts = setup.engine_parts(rep.batch)
     phi, t = parts["share"], parts["decode"][0]
     t_ch = statistics.fmean(c[0] for c in parts["chunks"])
@@ -687,7 +687,7 @@ def test_evidence_tables_name_every_family(same):
 def test_a_row_whose_engine_is_not_named_runs_on_the_default_engine():
     """A measured row with engine '-' (or one the catalog lacks) is predicted on the default engine, not refused."""
     import llmcourse.validation as lcv
-    from llmcourse.validation.prediction import row_engine
+    from llmcourse.validation.row_replica import row_engine
 
     row = lcv.Measurement(id="new", source="test", gpu="H200 SXM", n_gpus=1, tp=1, model="Llama-3.1-8B",
                           weights="fp8", kv="fp8", engine="-", isl=2048, osl=2048, load="offline max",
@@ -846,18 +846,26 @@ def test_a_tensorrt_llm_run_named_tp8_ep8_runs_on_8_gpus():
     assert "tp8_ep8: 8 GPUs, as the run is named" in r.notes
 
 
-def test_copies_of_one_run_that_differ_in_a_last_digit_or_the_version_are_read_once():
+def test_copies_of_one_run_that_differ_in_a_last_digit_their_decimals_or_the_version_are_read_once():
     """aiconfigurator's file merges exports of the same runs: a copy may write a time with a different last digit
-    (440.60590355220484 and 440.6059035522048 ms) or leave the engine's version out. Two times that agree to ten
-    significant digits are one run: read once (the first copy), the others left out by name; a run whose time differs
-    in the eighth digit is another run and kept."""
-    first = aic_row(id="a1", silicon_ttft_ms="440.60590355220484", silicon_tpot_ms="12.174779310378478")
-    noisy = aic_row(id="a2", silicon_ttft_ms="440.6059035522048", silicon_tpot_ms="12.174779310378478")
-    unversioned = aic_row(
-        id="a3", backend_version="", silicon_ttft_ms="440.6059035522", silicon_tpot_ms="12.1747793104"
-    )
-    other = aic_row(id="a4", silicon_ttft_ms="440.6059135522048", silicon_tpot_ms="12.174779310378478")
-    got = parse_aic(first, noisy, unversioned, other)
-    assert sorted({r.id.split(":")[0] for r in got.rows}) == ["a1", "a4"]
-    assert sorted(sk.id for sk in got.skipped) == ["a2", "a3"]
+    (440.60590355220484 and 440.6059035522048 ms), rounded to 0.01 ms (440.61, as its gap-analysis re-exports do), or
+    with the engine's version shortened (nightly-dev for nightly-dev-20260216-d3bae71e). Times that agree to the coarser
+    copy's last decimal (at most ten significant digits, at least two decimals) are one run: read once (the first
+    copy), the others left out by name. A run whose time differs in the eighth digit is another run, and so is a copy
+    that rounds to another hundredth or is written to whole milliseconds only (too coarse to tell runs apart)."""
+    tag = "nightly-dev-20260216-d3bae71e"
+
+    def copy(rid: str, ttft: str, tpot: str, version: str = tag) -> str:
+        return aic_row(id=rid, backend_version=version, silicon_ttft_ms=ttft, silicon_tpot_ms=tpot)
+
+    first = copy("a1", "440.60590355220484", "12.174779310378478")
+    noisy = copy("a2", "440.6059035522048", "12.174779310378478")
+    short = copy("a3", "440.6059035522", "12.1747793104", version="nightly-dev")
+    rounded = copy("a4", "440.61", "12.17")
+    other = copy("a5", "440.6059135522048", "12.174779310378478")
+    off = copy("a6", "440.62", "12.17")
+    whole_ms = copy("a7", "441", "12")
+    got = parse_aic(first, noisy, short, rounded, other, off, whole_ms)
+    assert sorted({r.id.split(":")[0] for r in got.rows}) == ["a1", "a5", "a6", "a7"]
+    assert sorted(sk.id for sk in got.skipped) == ["a2", "a3", "a4"]
     assert all("(a1)" in sk.reason for sk in got.skipped), [sk.reason for sk in got.skipped]

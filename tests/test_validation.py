@@ -606,12 +606,11 @@ def _deepseek_on_four_b200(engine: str, concurrency: int = 16, weights: str = "f
 
 def test_a_run_whose_weights_miss_the_engines_default_share_set_the_share_by_hand():
     """DeepSeek-V3's FP8 weights (671 GB) miss SGLang's default share on four B200s (4 x 180 GB x 0.856 = 616.32 GB)
-    but not their whole memory read as the driver reads it (4 x 180 GiB = 773.1 GB): such a run set
+    but not their whole memory read in binary units (4 x 180 GiB = 773.1 GB, an upper bound): such a run set
     --mem-fraction-static by hand, and the row is predicted with the whole memory, at the batch it kept in flight
     (16 requests of 9,216 tokens: MLA's latent, 61 layers x 576 x 2 B = 70,272 B a token, held on each of the 4
     tensor-parallel GPUs, 16 x 9,216 x 70,272 x 4 = 41.4 GB of the 102.1 GB left). The sources' presets (a fixed
-    share) still refuse it, as does a row whose weights miss the whole memory (BF16: 1,342 GB) and a llama.cpp row
-    (its share is not a setting: it would run layers on the CPU)."""
+    share) still refuse it, as does a row whose weights miss the whole memory (BF16: 1,342 GB)."""
     sg = _deepseek_on_four_b200("SGLang 0.5.9")
     w = lc.weight_bytes("DeepSeek-V3", "fp8").to("B").m
     assert w == pytest.approx(671e9, rel=1e-3)
@@ -627,6 +626,22 @@ def test_a_run_whose_weights_miss_the_engines_default_share_set_the_share_by_han
     assert not hand_set_share(bf16)
     with pytest.raises(InputError, match="don't fit"):
         predict(bf16)
-    assert not hand_set_share(_deepseek_on_four_b200("llama.cpp"))
     trt = _deepseek_on_four_b200("TensorRT-LLM")  # its own rule holds the weights: nothing set by hand
     assert not hand_set_share(trt) and predict(trt).batch == 16
+
+
+def test_llama_cpp_sets_no_share_by_hand():
+    """Llama-3.1-8B in BF16 (16.06 GB) on one RTX 4080 (16 GB, 17.18 GB read as GiB): vLLM's default 0.9 share (14.4 GB)
+    misses it, and a vLLM run that served it set --gpu-memory-utilization by hand; llama.cpp's rule (16 GiB less 1.75
+    GiB, 15.3 GB) misses it too, but llama.cpp has no share to set (it would run layers on the CPU): refused."""
+    one = dict(
+        id="8b", source="a test", gpu="RTX 4080", n_gpus=1, tp=1, model="Llama-3.1-8B", weights="bf16", kv="bf16",
+        isl=512, osl=128, load="concurrency 1", load_kind="concurrency", metric="tpot_ms", value=20.0, unit="ms",
+        concurrency=1,
+    )  # fmt: skip
+    assert 0.9 * 16e9 < 16.06e9 < 16 * 2**30 and (16 - 1.75) * 2**30 < 16.06e9
+    vllm, cpp = Measurement(engine="vLLM", **one), Measurement(engine="llama.cpp", **one)
+    assert hand_set_share(vllm) and predict(vllm).batch == 1
+    assert not hand_set_share(cpp)
+    with pytest.raises(InputError, match="don't fit"):
+        predict(cpp)

@@ -118,7 +118,6 @@ from llmcourse.validation.own import OWN_LISTED, OWN_MAX_ROWS, REPLAN_EXAMPLE, O
 from llmcourse.validation.prediction import (
     KV_STARVED_SHARE,
     SEPARATE_PREFILL_ENGINES,
-    SHARE_SETTING_ENGINES,
     Components,
     LoadComponents,
     Prediction,
@@ -126,12 +125,12 @@ from llmcourse.validation.prediction import (
     components,
     engine_usable_fraction,
     family,
-    hand_set_share,
     kv_share,
     load_components,
     predict,
     wave_share,
 )
+from llmcourse.validation.row_replica import SHARE_SETTING_ENGINES, hand_set_share
 from llmcourse.validation.tables import (
     bands_markdown,
     compare_methods,

@@ -18,6 +18,7 @@ from llmcourse.units import Q_, parsed_unit, to
 from llmcourse.validation import cells as c
 from llmcourse.validation import measured as v
 from llmcourse.validation.client import CLIENT_MODEL, client_wave_share
+from llmcourse.validation.copies import Copies, decimals, first_of
 
 __all__ = ["DisaggRow", "RowPrediction", "measured_factors", "measured_rows", "predict_row"]
 
@@ -67,7 +68,7 @@ def measured_rows() -> tuple[tuple[DisaggRow, ...], tuple[tuple[str, str], ...]]
         return _ROWS
 
     rows, skipped = [], []
-    seen: dict[DisaggRow, tuple[int, str]] = {}  # a row, its id blanked -> the first row that had it (runs repeat)
+    seen = Copies()  # a row, its id and times blanked -> the first copy of its run (runs repeat)
     for line, r in enumerate(v.aiconfigurator_records(), start=2):
         if (r.get("mode") or "").strip() != "disagg":
             continue
@@ -104,8 +105,9 @@ def measured_rows() -> tuple[tuple[DisaggRow, ...], tuple[tuple[str, str], ...]]
                 prefill_workers=side["prefill"]["workers"], decode_workers=side["decode"]["workers"],
                 ttft_ms=c.number(r, "silicon_ttft_ms"), tpot_ms=c.number(r, "silicon_tpot_ms"),
             )  # fmt: skip
-            ttft, tpot = v.same_times((row.ttft_ms, row.tpot_ms))  # a run's copies, to their shared digits
-            v.first_of(seen, dataclasses.replace(row, id="", ttft_ms=ttft, tpot_ms=tpot), line, rid)
+            places = tuple(decimals(c.cell(r, k)) for k in ("silicon_ttft_ms", "silicon_tpot_ms"))
+            setup = dataclasses.replace(row, id="", ttft_ms=0.0, tpot_ms=0.0)  # a run's copies agree to their digits
+            first_of(seen, setup, (row.ttft_ms, row.tpot_ms), places, line, rid)
             rows.append(row)
         except (c.RowError, InputError) as exc:
             skipped.append((rid, str(exc)))

@@ -74,6 +74,7 @@ from llmcourse.validation.cells import (
     shown,
     whole,
 )
+from llmcourse.validation.copies import REPEAT_REASON, Copies, decimals, first_of, kept_once
 from llmcourse.validation.llama_bench import LLAMA_BENCH_KEYS, is_llama_bench, read_llama_bench
 from llmcourse.validation.twins import SILICON_CONCURRENCY, TWIN_REASON, TWIN_TOLERANCE, disaggregated_twins
 
@@ -382,20 +383,11 @@ def aic_kv(engine_key: str, weights: str) -> str:
     return "fp8" if engine_key == "trtllm" and weights in ("fp8", "fp4") else "bf16"
 
 
-#: The reason a row repeats an earlier one (aiconfigurator's file publishes some runs twice, under two ids).
-REPEAT_REASON = "the same measurement as row {line} ({id}): the same setup and the same times, published more than once"
 #: The layout in an aiconfigurator TensorRT-LLM run's id (``..._tp8_ep8_945``, ``..._tp8_0_ep8_0_974``): its GPUs per
 #: pipeline stage (TensorRT-LLM's tensor-parallel size, which its attention DP runs as that many ranks, with
 #: moe_tp x moe_ep = tp). Where a row's columns add up to more GPUs than its name (a tp8_ep8 run written as attention DP
 #: 64, the same times under the name's 8 GPUs in another row), the name is read. (SGLang's names count otherwise.)
 NAMED_LAYOUT = re.compile(r"_tp(\d+)(?:_0)?_ep(\d+)(?:_0)?_")
-#: Why a row is left out whose times another row has under another layout: one run, its parallel layout encoded two
-#: ways (aiconfigurator's database dump writes a DeepSeek-R1 tp8_ep8 run as tp 1, attention DP 64, moe_tp 8, moe_ep 8;
-#: a Qwen3.5 tp4_ep4 run as tp 16); the copy on the fewest GPUs is kept, the layout the run's name gives.
-RELAYOUT_REASON = (
-    "the same times as row {line} ({id}) under another layout ({gpus} GPUs against its {kept}): one run encoded two "
-    "ways; kept once, on the fewest GPUs, as the run's name gives it"
-)
 
 
 def aic_layout(tp: int, attention_dp: int, moe_tp: int | None, moe_ep: int) -> tuple[int, int, str]:
@@ -445,43 +437,16 @@ def aic_layout(tp: int, attention_dp: int, moe_tp: int | None, moe_ep: int) -> t
     return tp, moe // tp, note
 
 
-#: The significant digits two published copies of one run agree to: the file's merged exports write the same time
-#: with a different last digit (440.60590355220484 and 440.6059035522048 ms), and two runs that differ agree on
-#: both times to far fewer.
-SAME_DIGITS = 10
-
-
-def same_times(times: Iterable[float]) -> tuple[float, ...]:
-    """A run's times as its copies share them: each to :data:`SAME_DIGITS` significant digits.
-
-    Examples
-    --------
-    >>> same_times([440.60590355220484, 12.174779310378478]) == same_times([440.6059035522048, 12.174779310378478])
-    True
-    >>> same_times([440.6059, 12.17]) == same_times([440.6060, 12.17])
-    False
-    """
-    return tuple(float(f"{t:.{SAME_DIGITS}g}") for t in times)
-
-
-def first_of(seen: dict[Any, tuple[int, str]], same: Any, line: int, rid: str) -> None:
-    """Record row ``line`` (id ``rid``) as the first with ``same`` (its setup and times), or raise the
-    :data:`REPEAT_REASON` naming the row that had them first (shared by the aggregated and disaggregated readers)."""
-    if same in seen:
-        first, first_id = seen[same]
-        raise RowError(REPEAT_REASON.format(line=first, id=first_id))
-    seen[same] = (line, rid)
-
-
 def _read_aiconfigurator(
     records: Iterable[dict[str, str]], kv: str | None, model_: str | None = None
 ) -> tuple[list[Measurement], list[Skipped]]:
     """aiconfigurator's silicon CSV; ``kv`` the KV-cache precision of every row (else :func:`aic_kv`), ``model_`` (a
     catalog name) in place of each row's ``model_path``."""
     rows, skipped = [], []
-    seen: dict[tuple, tuple[int, str]] = {}  # a row's setup and times -> the first row that had them
+    seen = Copies()  # a row's setup and times -> the first row that had them
     # a run's times -> its copies (GPUs, line, id, rows) that are not repeats of one setup: one run under two layouts
-    runs: dict[tuple, list[tuple[int, int, str, list[Measurement]]]] = {}
+    runs = Copies()
+    copies: list[list[tuple[int, int, str, list[Measurement]]]] = []
     records = list(records)
     twins = disaggregated_twins(records)
     for k, r in enumerate(records):
@@ -549,27 +514,24 @@ def _read_aiconfigurator(
             gap = layout_gap(made[0])
             if gap is not None:
                 raise RowError(gap)
-            times = same_times(values.values())
-            same = (tuple(v for key, v in base.items() if key not in ("source", "notes")), times)
-            first_of(seen, same, line, rid)
-            runs.setdefault((model, gpu, engine_key, weights, isl, osl, conc, *times), []).append(
-                (tp * pp * dp, line, rid, made)
+            times = tuple(values.values())
+            places = tuple(decimals(cell(r, c)) for c in ("silicon_ttft_ms", "silicon_tpot_ms"))
+            first_of(
+                seen, tuple(v for key, v in base.items() if key not in ("source", "notes")), times, places, line, rid
             )
+            run = (model, gpu, engine_key, weights, isl, osl, conc)
+            mine = runs.find(run, times, places)
+            if mine is None:
+                mine = []
+                copies.append(mine)
+                runs.add(run, times, places, mine)
+            mine.append((tp * pp * dp, line, rid, made))
         except (RowError, InputError) as exc:
             skipped.append(Skipped(line, rid, str(exc)))
-    kept_copies = []
-    for copies in runs.values():  # kept once: on the fewest GPUs (RELAYOUT_REASON), the first such (REPEAT_REASON)
-        kept = min(copies, key=lambda c: (c[0], c[1]))
-        kept_copies.append(kept)
-        skipped += [
-            Skipped(line, rid, (RELAYOUT_REASON if gpus != kept[0] else REPEAT_REASON).format(
-                line=kept[1], id=kept[2], gpus=gpus, kept=kept[0]))
-            for gpus, line, rid, _ in copies
-            if (line, rid) != (kept[1], kept[2])
-        ]  # fmt: skip
-    rows += [m for _, _, _, made in sorted(kept_copies, key=lambda c: c[1]) for m in made]  # in the file's order
+    kept, left = kept_once(copies)
+    skipped += [Skipped(line, rid, reason) for line, rid, reason in left]
     skipped.sort(key=lambda sk: sk.line)
-    return rows, skipped
+    return rows + kept, skipped
 
 
 def _is_vllm(rec: Any) -> bool:

@@ -48,17 +48,16 @@ import pint
 
 from llmcourse.assumptions import Assumptions, for_engine, resolve
 from llmcourse.catalog import models
-from llmcourse.errors import InputError, UnknownNameError
+from llmcourse.errors import InputError
 from llmcourse.formulas import FORMULAS as F
 from llmcourse.formulas import checked, scalar
 from llmcourse.replica.memory import usable_memory, weight_bytes
-from llmcourse.replica.model import Replica, replica_setup
-from llmcourse.replica.scheduler import engine_name, scheduler_of
+from llmcourse.replica.model import Replica
 from llmcourse.replica.step import layer_floor_ms, matmul_precision
 from llmcourse.units import parsed_unit, to
 from llmcourse.validation.client import client_wave_share
-from llmcourse.validation.llama_bench import is_llama_bench_load
-from llmcourse.validation.measured import Measurement, layout_gap, layout_keywords
+from llmcourse.validation.measured import Measurement
+from llmcourse.validation.row_replica import row_engine, setup_replica
 
 _MS, _PER_S = parsed_unit("ms")[0], parsed_unit("1/s")[0]
 _MS_TO_S = 1e-3  # a time in ms as seconds  # parsed once: pint re-parses a string unit each time
@@ -95,102 +94,8 @@ class Prediction:
         return out
 
 
-#: The cap on running requests of a published table's maximum-throughput run: none (the run set its engine's cap to
-#: what fits, as such benchmarks do), only the KV cache decides; on vLLM, its step budget (vLLM refuses a cap above it).
-_NO_CAP = 1_000_000
-
-
-def row_engine(row: Measurement) -> str | None:
-    """The engine a row ran on, as :mod:`llmcourse.replica.scheduler` names it (None: one it does not know, run as
-    the default engine)."""
-    try:
-        return engine_name(row.engine.split(" ")[0])
-    except (InputError, UnknownNameError):  # "-", a fork or an engine the catalog lacks: the default engine
-        return None
-
-
 def _replica(row: Measurement, a: Assumptions) -> Replica:
-    return _setup_replica(row, a)[1]
-
-
-def _replica_keywords(row: Measurement, a: Assumptions) -> dict[str, Any]:
-    """The keywords of :func:`~llmcourse.replica.model.replica_setup` for a row: its GPUs, precisions, lengths,
-    engine and layout, and the engine's cap on running requests where the row's load sets it."""
-    gap = layout_gap(row)
-    if gap is not None:
-        raise InputError(f"row {row.id}: {gap}")
-    kw = dict(
-        tensor_parallel=row.tp, prompt_tokens=row.isl, answer_tokens=row.osl, weight_bytes=row.weights,
-        kv_bytes=row.kv, assumptions=a, engine=row_engine(row), **layout_keywords(row),
-    )  # fmt: skip
-    if kw["engine"] == "llama.cpp" and is_llama_bench_load(row.load):
-        kw["max_running"] = 1  # llama-bench runs one sequence: one sliding window, not llama-server's four slots'
-    if row.load_kind != "concurrency":  # a published maximum ran the engine at what fits (its cap set for the run)
-        # vLLM will not start with more running requests than its step budget (max_num_seqs <= max_num_batched_tokens)
-        default = scheduler_of(kw["engine"], row.gpu)
-        kw["max_running"] = default.token_budget if default.engine == "vLLM" else _NO_CAP
-    return kw
-
-
-def _holds(top: Replica) -> bool:
-    """Whether a replica's largest batch is at least one request (its weights and one request fit)."""
-    return top.step is not None and top.max_batch >= 1
-
-
-def _setup_replica(row: Measurement, a: Assumptions) -> tuple[Any, Replica]:
-    """The one replica model of a row: its GPUs, precisions, lengths and engine; a batch of 1 at a fixed
-    request rate, the concurrency in a closed loop (or, when more requests are in flight than the engine runs at
-    once, what it runs: the rest wait, :func:`running`), otherwise the largest batch that fits; the whole memory
-    where the run must have set its engine's share by hand (:func:`hand_set_share`). Refused only when one request
-    alone cannot fit."""
-    batch = {"online_rate": 1, "concurrency": row.concurrency}.get(row.load_kind)
-    kw = _replica_keywords(row, a)
-    setup = replica_setup(row.model, row.gpu, **kw)
-    top = setup.at(None)
-    if not _holds(top) and hand_set_share(row, a):
-        setup = replica_setup(row.model, row.gpu, **{**kw, "assumptions": _whole_memory(a)})
-        top = setup.at(None)
-    if not _holds(top):
-        raise InputError(f"row {row.id}: {top.reason}")
-    r = setup.at(None if batch is None else min(batch, top.max_batch))
-    if not r.fits:
-        raise InputError(f"row {row.id}: {r.reason}")
-    return setup, r
-
-
-#: The engines whose memory share is a launch setting (vLLM's ``--gpu-memory-utilization``, SGLang's
-#: ``--mem-fraction-static``, TensorRT-LLM's ``free_gpu_memory_fraction``); llama.cpp's is not a share (a model
-#: that does not fit is partly run on the CPU, another speed altogether).
-SHARE_SETTING_ENGINES = ("vLLM", "SGLang", "TensorRT-LLM")
-
-
-def _whole_memory(a: Assumptions) -> Assumptions:
-    """The assumptions with all of the GPUs' memory lent to the weights and the KV cache, read as the engines read
-    it from the driver (GiB: a "180 GB" B200 reports 183,359 MiB, 179 GiB)."""
-    return a.replace(memory_rule="total", memory_fraction=1.0, memory_unit="GiB")
-
-
-def hand_set_share(row: Measurement, assumptions: Assumptions | str | None = None) -> bool:
-    """Whether ``row`` ran where its engine's default memory share holds less than the row's weights and one
-    request, but the GPUs' whole memory holds them: the run must have set the share by hand (a launch setting the
-    rows do not record), and :func:`predict` lends the replica the whole memory. The share changes how many
-    requests fit, not a step's time; requests in flight beyond what the whole memory holds wait, as in any row.
-    Only under the course's memory rule ``"engine"``, for an engine whose share is a setting
-    (:data:`SHARE_SETTING_ENGINES`).
-
-    Examples
-    --------
-    >>> from llmcourse.validation import measurements
-    >>> hand_set_share(measurements()[7])  # it fits under TensorRT-LLM's own rule
-    False
-    """
-    a = resolve(assumptions)
-    kw = _replica_keywords(row, a)
-    if a.memory_rule != "engine" or scheduler_of(kw["engine"], row.gpu).engine not in SHARE_SETTING_ENGINES:
-        return False
-    if _holds(replica_setup(row.model, row.gpu, **kw).at(None)):
-        return False
-    return _holds(replica_setup(row.model, row.gpu, **{**kw, "assumptions": _whole_memory(a)}).at(None))
+    return setup_replica(row, a)[1]
 
 
 def engine_usable_fraction(
@@ -237,7 +142,7 @@ def predict(row: Measurement, *, assumptions: Assumptions | str | None = None) -
     """
     _need_row(row)
     a = resolve(assumptions)
-    setup, rep = _setup_replica(row, a)
+    setup, rep = setup_replica(row, a)
     cp = matmul_precision(row.weights, row.gpu, a)
     if row.load_kind == "concurrency":
         return _predict_closed_loop(row, rep, cp, setup)
@@ -366,7 +271,7 @@ def components(row: Measurement, *, assumptions: Assumptions | str | None = None
             f"components() splits a step into one memory and one compute time (step rule 'max'); assumptions "
             f"{a.name!r} use step rule {a.step_rule!r}: predict each efficiency pair with predict() instead."
         )
-    setup, rep = _setup_replica(row, a.replace(bandwidth_efficiency=1.0, compute_efficiency=1.0))
+    setup, rep = setup_replica(row, a.replace(bandwidth_efficiency=1.0, compute_efficiency=1.0))
     s, pre = rep.step, rep.batch_prefill
     engine: dict[str, Any] = {}
     if row.metric == "output_tokens_per_s":  # a throughput row runs the engine's steps (an ITL or TTFT row: batch 1)
@@ -877,7 +782,7 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
     # at 100% are split as the general shares divide them (its share over the general one folded in), so that
     # times() at the assumptions' own values gives what the replica model predicts for the row
     own = for_engine(a, row_engine(row))
-    setup, rep = _setup_replica(row, own.replace(bandwidth_efficiency=1.0, compute_efficiency=1.0))
+    setup, rep = setup_replica(row, own.replace(bandwidth_efficiency=1.0, compute_efficiency=1.0))
     if rep.step is None:
         raise InputError(f"row {row.id}: {rep.reason}")
     s, first, batch = rep.step, rep.first_prefill, rep.batch_prefill
