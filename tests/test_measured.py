@@ -869,3 +869,24 @@ def test_copies_of_one_run_that_differ_in_a_last_digit_their_decimals_or_the_ver
     assert sorted({r.id.split(":")[0] for r in got.rows}) == ["a1", "a5", "a6", "a7"]
     assert sorted(sk.id for sk in got.skipped) == ["a2", "a3", "a4"]
     assert all("(a1)" in sk.reason for sk in got.skipped), [sk.reason for sk in got.skipped]
+
+
+def test_a_tensorrt_llm_run_named_tp8_ep8_written_as_tp_64_runs_tensor_parallel_on_8_gpus():
+    """The file's 2026-04-06 export writes a TensorRT-LLM tp8_ep8 run as tp 64, moe_tp 8, moe_ep 8 (attention DP 1),
+    where its 2026-03-25 export writes such runs as tp 8, moe_tp 1, moe_ep 8: 8 GPUs, tensor-parallel 8 (the columns'
+    attention DP 1), as the name says; a tp2_ep2 gpt-oss-120b run written as tp 4, moe_tp 2, moe_ep 2: 2 GPUs."""
+    row = aic_row(
+        id="2026_04_06_deepseek_r1_b200_sxm_trtllm_fp8_agg_1024x1024_c16_tp8_ep8_921", model_path="deepseek-ai/DeepSeek-R1",
+        system="b200_sxm", precision="fp8", tp_size="64", attention_dp_size="1", moe_tp_size="8", moe_ep_size="8",
+        batch_size="16", silicon_data_source="x; silicon_concurrency=16",
+    )  # fmt: skip
+    (r, _) = parse_aic(row).rows
+    assert (r.tp, r.attention_dp, r.n_gpus, r.concurrency) == (8, 1, 8, 16)
+    assert "tp8_ep8: 8 GPUs, as the run is named" in r.notes
+    gpt = aic_row(
+        id="2026_04_06_gpt_oss_120b_h200_sxm_trtllm_fp4_agg_8192x1024_c16_tp2_ep2_927", model_path="openai/gpt-oss-120b",
+        system="h200_sxm", precision="fp4", tp_size="4", attention_dp_size="1", moe_tp_size="2", moe_ep_size="2",
+        batch_size="16", silicon_data_source="x; silicon_concurrency=16",
+    )  # fmt: skip
+    (g, _) = parse_aic(gpt).rows
+    assert (g.tp, g.attention_dp, g.n_gpus) == (2, 1, 2)

@@ -35,7 +35,6 @@ import csv
 import functools
 import inspect
 import io
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
@@ -47,6 +46,7 @@ from llmcourse.catalog import models
 from llmcourse.errors import InputError
 from llmcourse.replica.model import replica
 from llmcourse.validation import bounded
+from llmcourse.validation.aic_layouts import NAMED_LAYOUT, aic_layout, named_layout
 from llmcourse.validation.bench_exports import (
     is_aiperf,
     is_aiperf_csv,
@@ -383,60 +383,6 @@ def aic_kv(engine_key: str, weights: str) -> str:
     return "fp8" if engine_key == "trtllm" and weights in ("fp8", "fp4") else "bf16"
 
 
-#: The layout in an aiconfigurator TensorRT-LLM run's id (``..._tp8_ep8_945``, ``..._tp8_0_ep8_0_974``): its GPUs per
-#: pipeline stage (TensorRT-LLM's tensor-parallel size, which its attention DP runs as that many ranks, with
-#: moe_tp x moe_ep = tp). Where a row's columns add up to more GPUs than its name (a tp8_ep8 run written as attention DP
-#: 64, the same times under the name's 8 GPUs in another row), the name is read. (SGLang's names count otherwise.)
-NAMED_LAYOUT = re.compile(r"_tp(\d+)(?:_0)?_ep(\d+)(?:_0)?_")
-
-
-def aic_layout(tp: int, attention_dp: int, moe_tp: int | None, moe_ep: int) -> tuple[int, int, str]:
-    """(tensor_parallel, attention data_parallel, note) of an aiconfigurator row from all its parallel columns:
-    ``tp_size`` (``tp``), ``attention_dp_size`` (``attention_dp``), ``moe_tp_size`` (``moe_tp``, None where the
-    row leaves it empty or the model is dense) and ``moe_ep_size`` (``moe_ep``). aiconfigurator's own configs have
-    ``tp x attention_dp = moe_tp x moe_ep`` (``ModelConfig.resolve_moe_parallelism`` in
-    ``src/aiconfigurator/sdk/config.py``): one set of GPUs, cut two ways. The note says what was read beyond the
-    columns, "" where nothing was.
-
-    A MoE group larger than ``tp x attention_dp`` (vLLM rows with ``tp_size`` 1 and ``moe_tp_size`` 2): the server
-    ran on ``moe_tp x moe_ep`` GPUs, its attention data-parallel over the rest, as vLLM runs ``--data-parallel-size``
-    with its MoE layers sharded over every rank (``FusedMoEParallelConfig.make`` in
-    ``vllm/model_executor/layers/fused_moe/config.py`` flattens the tensor-parallel ranks across the data-parallel
-    ones): ``attention_dp`` becomes ``moe_tp x moe_ep / tp``.
-
-    A ``tp`` that does not divide the model's attention heads is read as it is, and
-    :func:`llmcourse.replica.parallel.layout` refuses it with the divisors to use, as every engine refuses it: vLLM's
-    ``ModelConfig.verify_with_parallel_config`` ("Total number of attention heads must be divisible by tensor
-    parallel size"), TensorRT-LLM's ``Attention.__init__`` (``num_heads % (tp_size * cp_size) == 0``), SGLang's
-    ``DeepseekV2AttentionMLA.__init__`` (``num_heads % attn_tp_size == 0``). The file's aggregated rows at such sizes
-    are disaggregated runs (:func:`llmcourse.validation.twins.disaggregated_twins`).
-
-    Examples
-    --------
-    >>> aic_layout(1, 1, 2, 1)[:2]  # Qwen3-235B-A22B on vLLM, 2 GPUs: 2 attention groups, the experts split in 2
-    (1, 2)
-    >>> aic_layout(36, 1, 36, 1)  # DeepSeek-V3 at 36 (llmcourse.replica.parallel.layout refuses it)
-    (36, 1, '')
-    >>> aic_layout(2, 1, 3, 1)
-    Traceback (most recent call last):
-    ...
-    llmcourse.validation.cells.RowError: moe_tp_size x moe_ep_size (3 GPUs) must be a multiple of tp_size (2): the attention groups beyond tp_size x attention_dp_size are whole groups of tp_size GPUs
-    """
-    moe = (moe_tp or 1) * moe_ep
-    if moe_tp is None or moe <= tp * attention_dp:
-        return tp, attention_dp, ""
-    if moe % tp:
-        raise RowError(
-            f"moe_tp_size x moe_ep_size ({moe} GPUs) must be a multiple of tp_size ({tp}): the attention groups "
-            f"beyond tp_size x attention_dp_size are whole groups of tp_size GPUs"
-        )
-    note = (
-        f"moe_tp_size x moe_ep_size = {moe} GPUs, more than tp_size x attention_dp_size = {tp * attention_dp}: "
-        f"the attention ran data-parallel over {moe // tp} groups of {tp}"
-    )
-    return tp, moe // tp, note
-
-
 def _read_aiconfigurator(
     records: Iterable[dict[str, str]], kv: str | None, model_: str | None = None
 ) -> tuple[list[Measurement], list[Skipped]]:
@@ -472,11 +418,8 @@ def _read_aiconfigurator(
             csv_dp = dp  # aiconfigurator's batch_size is per attention group of the row's own columns
             tp, dp, layout_note = aic_layout(tp, dp, moe_tp, ep)
             named = NAMED_LAYOUT.search(rid) if engine_key == "trtllm" else None  # a TensorRT-LLM tp8_ep8 run: 8 GPUs
-            if named and tp * dp > int(named.group(1)) and int(named.group(1)) % tp == 0:
-                dp, layout_note = (
-                    int(named.group(1)) // tp,
-                    f"{named.group(0).strip('_')}: {int(named.group(1))} GPUs, as the run is named",
-                )
+            if named and tp * dp > int(named.group(1)):
+                tp, dp, layout_note = named_layout(tp, dp, int(named.group(1)), named.group(0).strip("_"), layout_note)
             found = SILICON_CONCURRENCY.search(r.get("silicon_data_source") or "")
             if found:
                 if len(found.group(1)) > len(str(MOST_WHOLE)):

@@ -1,0 +1,90 @@
+"""The parallel layout of an aiconfigurator row, read from all its parallel columns (:func:`aic_layout`) and, for a
+TensorRT-LLM run, from its name where the columns add up to more GPUs than it gives (:func:`named_layout`)."""
+
+from __future__ import annotations
+
+import re
+
+from llmcourse.validation.cells import RowError
+
+__all__ = ["NAMED_LAYOUT", "aic_layout", "named_layout"]
+
+#: The layout in an aiconfigurator TensorRT-LLM run's id (``..._tp8_ep8_945``, ``..._tp8_0_ep8_0_974``): its GPUs per
+#: pipeline stage (TensorRT-LLM's tensor-parallel size, which its attention DP runs as that many ranks, with
+#: moe_tp x moe_ep = tp). Where a row's columns add up to more GPUs than its name, the name is read
+#: (:func:`named_layout`): the file's 2026-03-25 export writes its tp8_ep8 runs as tp 8 (attention DP 1, moe_tp 1,
+#: moe_ep 8) or as tp 1, attention DP 8; its 2026-04-06 export writes the same two as tp 64 or attention DP 64, with
+#: moe_tp 8. (SGLang's names count otherwise.)
+NAMED_LAYOUT = re.compile(r"_tp(\d+)(?:_0)?_ep(\d+)(?:_0)?_")
+
+
+def named_layout(tp: int, dp: int, gpus: int, name: str, note: str) -> tuple[int, int, str]:
+    """(tensor_parallel, attention data_parallel, note) of a TensorRT-LLM row whose columns add up to more GPUs than
+    its name (:data:`NAMED_LAYOUT`: ``name``, ``gpus`` GPUs): its attention data-parallel over the name's GPUs where
+    ``gpus`` is a multiple of ``tp`` (a tp8_ep8 run written as tp 1, attention DP 64: attention DP 8); its
+    tensor-parallel size the name's where the columns wrote ``tp_size`` as moe_tp x moe_ep (a tp8_ep8 run written as
+    tp 64, moe_tp 8, moe_ep 8, attention DP 1: tensor-parallel 8, as the file's other export writes such runs); else
+    the columns as they are.
+
+    Examples
+    --------
+    >>> named_layout(1, 64, 8, "tp8_ep8", "")[:2], named_layout(64, 1, 8, "tp8_ep8", "")[:2]
+    ((1, 8), (8, 1))
+    >>> named_layout(4, 1, 2, "tp2_ep2", "")
+    (2, 1, 'tp2_ep2: 2 GPUs, as the run is named')
+    >>> named_layout(3, 2, 4, "tp4_ep4", "as read")
+    (3, 2, 'as read')
+    """
+    said = f"{name}: {gpus} GPUs, as the run is named"
+    if gpus % tp == 0:
+        return tp, gpus // tp, said
+    if dp == 1 and tp % gpus == 0:
+        return gpus, 1, said
+    return tp, dp, note
+
+
+def aic_layout(tp: int, attention_dp: int, moe_tp: int | None, moe_ep: int) -> tuple[int, int, str]:
+    """(tensor_parallel, attention data_parallel, note) of an aiconfigurator row from all its parallel columns:
+    ``tp_size`` (``tp``), ``attention_dp_size`` (``attention_dp``), ``moe_tp_size`` (``moe_tp``, None where the
+    row leaves it empty or the model is dense) and ``moe_ep_size`` (``moe_ep``). aiconfigurator's own configs have
+    ``tp x attention_dp = moe_tp x moe_ep`` (``ModelConfig.resolve_moe_parallelism`` in
+    ``src/aiconfigurator/sdk/config.py``): one set of GPUs, cut two ways. The note says what was read beyond the
+    columns, "" where nothing was.
+
+    A MoE group larger than ``tp x attention_dp`` (vLLM rows with ``tp_size`` 1 and ``moe_tp_size`` 2): the server
+    ran on ``moe_tp x moe_ep`` GPUs, its attention data-parallel over the rest, as vLLM runs ``--data-parallel-size``
+    with its MoE layers sharded over every rank (``FusedMoEParallelConfig.make`` in
+    ``vllm/model_executor/layers/fused_moe/config.py`` flattens the tensor-parallel ranks across the data-parallel
+    ones): ``attention_dp`` becomes ``moe_tp x moe_ep / tp``.
+
+    A ``tp`` that does not divide the model's attention heads is read as it is, and
+    :func:`llmcourse.replica.parallel.layout` refuses it with the divisors to use, as every engine refuses it: vLLM's
+    ``ModelConfig.verify_with_parallel_config`` ("Total number of attention heads must be divisible by tensor
+    parallel size"), TensorRT-LLM's ``Attention.__init__`` (``num_heads % (tp_size * cp_size) == 0``), SGLang's
+    ``DeepseekV2AttentionMLA.__init__`` (``num_heads % attn_tp_size == 0``). The file's aggregated rows at such sizes
+    are disaggregated runs (:func:`llmcourse.validation.twins.disaggregated_twins`).
+
+    Examples
+    --------
+    >>> aic_layout(1, 1, 2, 1)[:2]  # Qwen3-235B-A22B on vLLM, 2 GPUs: 2 attention groups, the experts split in 2
+    (1, 2)
+    >>> aic_layout(36, 1, 36, 1)  # DeepSeek-V3 at 36 (llmcourse.replica.parallel.layout refuses it)
+    (36, 1, '')
+    >>> aic_layout(2, 1, 3, 1)
+    Traceback (most recent call last):
+    ...
+    llmcourse.validation.cells.RowError: moe_tp_size x moe_ep_size (3 GPUs) must be a multiple of tp_size (2): the attention groups beyond tp_size x attention_dp_size are whole groups of tp_size GPUs
+    """
+    moe = (moe_tp or 1) * moe_ep
+    if moe_tp is None or moe <= tp * attention_dp:
+        return tp, attention_dp, ""
+    if moe % tp:
+        raise RowError(
+            f"moe_tp_size x moe_ep_size ({moe} GPUs) must be a multiple of tp_size ({tp}): the attention groups "
+            f"beyond tp_size x attention_dp_size are whole groups of tp_size GPUs"
+        )
+    note = (
+        f"moe_tp_size x moe_ep_size = {moe} GPUs, more than tp_size x attention_dp_size = {tp * attention_dp}: "
+        f"the attention ran data-parallel over {moe // tp} groups of {tp}"
+    )
+    return tp, moe // tp, note
