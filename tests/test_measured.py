@@ -890,3 +890,48 @@ def test_a_tensorrt_llm_run_named_tp8_ep8_written_as_tp_64_runs_tensor_parallel_
     )  # fmt: skip
     (g, _) = parse_aic(gpt).rows
     assert (g.tp, g.attention_dp, g.n_gpus) == (2, 1, 2)
+
+
+@pytest.mark.parametrize(
+    ("source", "backend", "columns", "layout"),
+    [
+        # SGLang, the database dump: a tp8_ep8 DeepSeek-R1 run written tp 64, moe_tp 8, moe_ep 8
+        (
+            "db-dump/2026-04-27; config_id=201; silicon_concurrency=4",
+            "sglang",
+            dict(tp_size="64", attention_dp_size="1", moe_tp_size="8", moe_ep_size="8"),
+            (8, 1, 8),
+        ),
+        # TensorRT-LLM, the database dump: attention DP written 16 for a run on 4 GPUs
+        (
+            "db-dump/2026-04-27; config_id=192; silicon_concurrency=4",
+            "trtllm",
+            dict(tp_size="1", attention_dp_size="16", moe_tp_size="4", moe_ep_size="4"),
+            (1, 4, 4),
+        ),
+        # vLLM, the 2026-04-06 export: a tp4_ep4 run written tp 4 x attention DP 4 with 16 expert ranks
+        (
+            "source_file=2026-04-06.csv; silicon_concurrency=4",
+            "vllm",
+            dict(tp_size="4", attention_dp_size="4", moe_tp_size="1", moe_ep_size="16"),
+            (4, 1, 4),
+        ),
+        # another export's genuine tensor-parallel 4 with its experts split 2 x 2: as it is, on 4 GPUs
+        (
+            "source_file=/Users/x/data/h100_sxm/trtllm/1.3.0rc1/a.csv; silicon_concurrency=4",
+            "trtllm",
+            dict(tp_size="4", attention_dp_size="1", moe_tp_size="2", moe_ep_size="2"),
+            (4, 1, 2),
+        ),
+    ],
+)
+def test_an_export_that_squares_an_expert_parallel_runs_gpus_is_read_on_n(source, backend, columns, layout):
+    """Two exports of aiconfigurator's file (the 2026-04-06 one and the 2026-04-27 database dump) write an N-GPU
+    expert-parallel run's GPUs squared, in every engine; where another export holds the same run it writes N GPUs
+    (validation.aic_layouts.unsquared). (tensor-parallel, attention DP, expert-parallel) as read."""
+    row = aic_row(id="run_cfg1", model_path="deepseek-ai/DeepSeek-R1", system="b200_sxm", precision="fp8",
+                  backend=backend, silicon_data_source=source, batch_size="4", **columns)  # fmt: skip
+    (r, _) = parse_aic(row).rows
+    assert (r.tp, r.attention_dp, r.ep) == layout
+    assert r.n_gpus == layout[0] * layout[1]
+    assert ("GPUs squared" in r.notes) == source.startswith(("db-dump", "source_file=2026-04-06"))

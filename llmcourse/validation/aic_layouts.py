@@ -7,7 +7,7 @@ import re
 
 from llmcourse.validation.cells import RowError
 
-__all__ = ["NAMED_LAYOUT", "aic_layout", "named_layout"]
+__all__ = ["NAMED_LAYOUT", "SQUARED_EXPORTS", "aic_layout", "named_layout", "unsquared"]
 
 #: The layout in an aiconfigurator TensorRT-LLM run's id (``..._tp8_ep8_945``, ``..._tp8_0_ep8_0_974``): its GPUs per
 #: pipeline stage (TensorRT-LLM's tensor-parallel size, which its attention DP runs as that many ranks, with
@@ -88,3 +88,39 @@ def aic_layout(tp: int, attention_dp: int, moe_tp: int | None, moe_ep: int) -> t
         f"the attention ran data-parallel over {moe // tp} groups of {tp}"
     )
     return tp, moe // tp, note
+
+
+#: The exports of aiconfigurator's file (the start of a row's ``silicon_data_source``) that write an expert-parallel
+#: run's GPUs squared: an N-GPU run as tp N x N with moe_tp N and moe_ep N (SGLang, TensorRT-LLM), as tp 1 with
+#: attention DP N x N (TensorRT-LLM), or as tp N, attention DP N, moe_ep N x N (vLLM). Where the file's 2026-03-25 export
+#: or its gap-analysis re-exports hold the same run (the same times), they write it on N GPUs: tp N (or attention DP
+#: N), moe_tp 1, moe_ep N.
+SQUARED_EXPORTS = ("source_file=2026-04-06.csv", "db-dump/2026-04-27")
+
+
+def unsquared(tp: int, dp: int, moe_tp: int | None, ep: int, source: str) -> tuple[int, int, int | None, int, str]:
+    """(tp, attention DP, moe_tp, moe_ep, note) of a row as it ran: a row of one of the :data:`SQUARED_EXPORTS`
+    whose columns square its GPUs is read on N GPUs (expert-parallel N, moe_tp 1), tensor- or data-parallel as its
+    columns say; any other row as it is (note "").
+
+    Examples
+    --------
+    >>> db = "db-dump/2026-04-27; config_id=201"
+    >>> unsquared(64, 1, 8, 8, db)[:4], unsquared(1, 64, 8, 8, db)[:4], unsquared(4, 4, 1, 16, db)[:4]
+    ((8, 1, 1, 8), (1, 8, 1, 8), (4, 1, 1, 4))
+    >>> unsquared(4, 1, 2, 2, "source_file=/Users/x/h100_sxm/trtllm/gpt-oss-120b.csv")[:4]  # a genuine tp 4: as it is
+    (4, 1, 2, 2)
+    >>> unsquared(8, 1, 1, 8, db)[:4]  # not squared
+    (8, 1, 1, 8)
+    """
+    if not source.strip().startswith(SQUARED_EXPORTS):
+        return tp, dp, moe_tp, ep, ""
+    n = ep if moe_tp == ep else None
+    if n is not None and n > 1 and tp * dp == n * n and 1 in (tp, dp):
+        tp, dp = (n, 1) if dp == 1 else (1, n)
+    elif (moe_tp or 1) == 1 and tp == dp > 1 and ep == tp * dp:
+        n, dp = tp, 1
+    else:
+        return tp, dp, moe_tp, ep, ""
+    gpus = tp * dp
+    return tp, dp, 1, n, f"this export writes an expert-parallel run's GPUs squared: {gpus} GPUs, expert-parallel {n}"

@@ -46,7 +46,7 @@ from llmcourse.catalog import models
 from llmcourse.errors import InputError
 from llmcourse.replica.model import replica
 from llmcourse.validation import bounded
-from llmcourse.validation.aic_layouts import NAMED_LAYOUT, aic_layout, named_layout
+from llmcourse.validation.aic_layouts import NAMED_LAYOUT, aic_layout, named_layout, unsquared
 from llmcourse.validation.bench_exports import (
     is_aiperf,
     is_aiperf_csv,
@@ -74,7 +74,7 @@ from llmcourse.validation.cells import (
     shown,
     whole,
 )
-from llmcourse.validation.copies import REPEAT_REASON, Copies, decimals, first_of, kept_once
+from llmcourse.validation.copies import RELAYOUT_REASON, REPEAT_REASON, Copies, decimals, first_of, kept_once
 from llmcourse.validation.llama_bench import LLAMA_BENCH_KEYS, is_llama_bench, read_llama_bench
 from llmcourse.validation.twins import SILICON_CONCURRENCY, TWIN_REASON, TWIN_TOLERANCE, disaggregated_twins
 
@@ -281,6 +281,8 @@ class Loaded:
             key = sk.reason.split(" (")[0] if sk.reason.startswith(LAYOUT_REASON) else sk.reason
             if sk.reason.startswith(REPEAT_REASON.split(" row ")[0]):
                 key = REPEAT_REASON.replace("row {line} ({id})", "an earlier row")
+            if sk.reason.startswith(RELAYOUT_REASON.split(" row ")[0]):
+                key = RELAYOUT_REASON.split(" row ")[0] + " an earlier row under another layout: one run, kept once"
             if sk.reason.startswith(TWIN_REASON.split(" row ")[0]):
                 key = TWIN_REASON.replace("disaggregated row {line} ({id})", "a disaggregated row").format(
                     tolerance=TWIN_TOLERANCE
@@ -416,7 +418,9 @@ def _read_aiconfigurator(
                 moe_tp = whole(r, "moe_tp_size")
             engine_key = cell(r, "backend").lower()
             csv_dp = dp  # aiconfigurator's batch_size is per attention group of the row's own columns
+            tp, dp, moe_tp, ep, squared = unsquared(tp, dp, moe_tp, ep, r.get("silicon_data_source") or "")
             tp, dp, layout_note = aic_layout(tp, dp, moe_tp, ep)
+            layout_note = "; ".join(n for n in (squared, layout_note) if n)
             named = NAMED_LAYOUT.search(rid) if engine_key == "trtllm" else None  # a TensorRT-LLM tp8_ep8 run: 8 GPUs
             if named and tp * dp > int(named.group(1)):
                 tp, dp, layout_note = named_layout(tp, dp, int(named.group(1)), named.group(0).strip("_"), layout_note)
