@@ -916,6 +916,13 @@ def test_a_tensorrt_llm_run_named_tp8_ep8_written_as_tp_64_runs_tensor_parallel_
             dict(tp_size="4", attention_dp_size="4", moe_tp_size="1", moe_ep_size="16"),
             (4, 1, 4),
         ),
+        # vLLM, N = 2: a tp2_ep2 run written tp 2 x attention DP 2 with 4 expert ranks
+        (
+            "db-dump/2026-04-27; config_id=735; silicon_concurrency=4",
+            "vllm",
+            dict(tp_size="2", attention_dp_size="2", moe_tp_size="1", moe_ep_size="4"),
+            (2, 1, 2),
+        ),
         # another export's genuine tensor-parallel 4 with its experts split 2 x 2: as it is, on 4 GPUs
         (
             "source_file=/Users/x/data/h100_sxm/trtllm/1.3.0rc1/a.csv; silicon_concurrency=4",
@@ -935,3 +942,4 @@ def test_an_export_that_squares_an_expert_parallel_runs_gpus_is_read_on_n(source
     assert (r.tp, r.attention_dp, r.ep) == layout
     assert r.n_gpus == layout[0] * layout[1]
     assert ("GPUs squared" in r.notes) == source.startswith(("db-dump", "source_file=2026-04-06"))
+    assert r.concurrency == 4  # silicon_concurrency, not batch_size x the squared DP

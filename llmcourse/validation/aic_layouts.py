@@ -13,8 +13,9 @@ __all__ = ["NAMED_LAYOUT", "SQUARED_EXPORTS", "aic_layout", "named_layout", "uns
 #: pipeline stage (TensorRT-LLM's tensor-parallel size, which its attention DP runs as that many ranks, with
 #: moe_tp x moe_ep = tp). Where a row's columns add up to more GPUs than its name, the name is read
 #: (:func:`named_layout`): the file's 2026-03-25 export writes its tp8_ep8 runs as tp 8 (attention DP 1, moe_tp 1,
-#: moe_ep 8) or as tp 1, attention DP 8; its 2026-04-06 export writes the same two as tp 64 or attention DP 64, with
-#: moe_tp 8. (SGLang's names count otherwise.)
+#: moe_ep 8) or as tp 1, attention DP 8. The exports that square such runs' GPUs (:data:`SQUARED_EXPORTS`, every
+#: engine's names counting the same way) are read by :func:`unsquared` first, so in the shipped file no row reaches
+#: this rule; it stays for a TensorRT-LLM file of another export that writes them so.
 NAMED_LAYOUT = re.compile(r"_tp(\d+)(?:_0)?_ep(\d+)(?:_0)?_")
 
 

@@ -107,8 +107,9 @@ def first_of(seen: Copies, same: Any, times: Sequence[float], places: Sequence[i
 
 
 #: Why a row is left out whose times another row has under another layout: one run, its parallel layout encoded two
-#: ways (aiconfigurator's database dump writes a DeepSeek-R1 tp8_ep8 run as tp 1, attention DP 64, moe_tp 8, moe_ep 8;
-#: a Qwen3.5 tp4_ep4 run as tp 16); the copy on the fewest GPUs is kept, the layout the run's name gives.
+#: ways; the copy on the fewest GPUs is kept. (In the shipped file the layouts that were encoded two ways, the squared
+#: exports' runs, are read on their GPUs first, by llmcourse.validation.aic_layouts.unsquared: their copies are
+#: repeats.)
 RELAYOUT_REASON = (
     "the same times as row {line} ({id}) under another layout ({gpus} GPUs against its {kept}): one run encoded two "
     "ways; kept once, on the fewest GPUs, as the run's name gives it"
