@@ -32,9 +32,11 @@ def test_a_time_a_hundredth_off_at_hundredths_is_another_run(ttft, tpot):
 
 
 def test_copies_finds_a_run_only_under_its_own_setup():
-    """An earlier copy is found under the same setup key only; a new run under that key is not found."""
+    """An earlier copy is found under the same setup key only; a new run under that key, or the same times under
+    another key, is stored as a run of its own; each run's item is kept once, in the order read."""
     seen = Copies()
-    seen.add(("Llama", "H100", 32), (608.9100526005495, 6.579993491720079), (13, 15), "first")
-    assert seen.find(("Llama", "H100", 32), (608.91, 6.58), (2, 2)) == "first"
-    assert seen.find(("Llama", "H100", 64), (608.91, 6.58), (2, 2)) is None
-    assert seen.find(("Llama", "H100", 32), (608.93, 6.58), (2, 2)) is None
+    assert seen.setdefault(("Llama", "H100", 32), (608.9100526005495, 6.579993491720079), (13, 15), "first") == "first"
+    assert seen.setdefault(("Llama", "H100", 32), (608.91, 6.58), (2, 2), "copy") == "first"
+    assert seen.setdefault(("Llama", "H100", 64), (608.91, 6.58), (2, 2), "other setup") == "other setup"
+    assert seen.setdefault(("Llama", "H100", 32), (608.93, 6.58), (2, 2), "other run") == "other run"
+    assert seen.items() == ["first", "other setup", "other run"]

@@ -79,31 +79,36 @@ def same_run(a: Sequence[float], a_places: Sequence[int], b: Sequence[float], b_
 
 
 class Copies:
-    """The copies of runs read so far, by setup: :meth:`find` gives the item stored with a copy of the same run
-    (:func:`same_run`) under the same setup ``key``, :meth:`add` stores one."""
+    """The runs read so far, by setup: :meth:`setdefault` gives the item stored with an earlier copy of the same run
+    (:func:`same_run`) under the same setup ``key``, or stores ``item`` for a new one; :meth:`items` gives each run's
+    item, in the order the runs were first read."""
 
     def __init__(self) -> None:
         self._by: dict[Any, list[tuple[tuple[float, ...], tuple[int, ...], Any]]] = {}
+        self._items: list[Any] = []
 
-    def find(self, key: Any, times: Sequence[float], places: Sequence[int]) -> Any:
-        """The item of an earlier copy of this run under ``key``, or None."""
-        for t, p, item in self._by.get(key, ()):
+    def setdefault(self, key: Any, times: Sequence[float], places: Sequence[int], item: Any) -> Any:
+        """The item of an earlier copy of this run under ``key``; else ``item``, stored for the run."""
+        runs = self._by.setdefault(key, [])
+        for t, p, earlier in runs:
             if same_run(t, p, times, places):
-                return item
-        return None
+                return earlier
+        runs.append((tuple(times), tuple(places), item))
+        self._items.append(item)
+        return item
 
-    def add(self, key: Any, times: Sequence[float], places: Sequence[int], item: Any) -> None:
-        self._by.setdefault(key, []).append((tuple(times), tuple(places), item))
+    def items(self) -> list[Any]:
+        """Each run's item, in the order the runs were first read."""
+        return list(self._items)
 
 
 def first_of(seen: Copies, same: Any, times: Sequence[float], places: Sequence[int], line: int, rid: str) -> None:
     """Record row ``line`` (id ``rid``) as the first with setup ``same`` and these ``times`` (written to ``places``
     decimals), or raise the :data:`REPEAT_REASON` naming the row that had them first (shared by the aggregated and
     disaggregated readers)."""
-    first = seen.find(same, times, places)
-    if first is not None:
+    first = seen.setdefault(same, times, places, (line, rid))
+    if first != (line, rid):
         raise RowError(REPEAT_REASON.format(line=first[0], id=first[1]))
-    seen.add(same, times, places, (line, rid))
 
 
 #: Why a row is left out whose times another row has under another layout: one run, its parallel layout encoded two

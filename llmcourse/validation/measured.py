@@ -394,7 +394,6 @@ def _read_aiconfigurator(
     seen = Copies()  # a row's setup and times -> the first row that had them
     # a run's times -> its copies (GPUs, line, id, rows) that are not repeats of one setup: one run under two layouts
     runs = Copies()
-    copies: list[list[tuple[int, int, str, list[Measurement]]]] = []
     records = list(records)
     twins = disaggregated_twins(records)
     for k, r in enumerate(records):
@@ -467,15 +466,10 @@ def _read_aiconfigurator(
                 seen, tuple(v for key, v in base.items() if key not in ("source", "notes")), times, places, line, rid
             )
             run = (model, gpu, engine_key, weights, isl, osl, conc)
-            mine = runs.find(run, times, places)
-            if mine is None:
-                mine = []
-                copies.append(mine)
-                runs.add(run, times, places, mine)
-            mine.append((tp * pp * dp, line, rid, made))
+            runs.setdefault(run, times, places, []).append((tp * pp * dp, line, rid, made))
         except (RowError, InputError) as exc:
             skipped.append(Skipped(line, rid, str(exc)))
-    kept, left = kept_once(copies)
+    kept, left = kept_once(runs.items())
     skipped += [Skipped(line, rid, reason) for line, rid, reason in left]
     skipped.sort(key=lambda sk: sk.line)
     return rows + kept, skipped

@@ -74,9 +74,8 @@ def setup_replica(row: Measurement, a: Assumptions) -> tuple[Any, Replica]:
     kw = replica_keywords(row, a)
     setup = replica_setup(row.model, row.gpu, **kw)
     top = setup.at(None)
-    if not holds(top) and hand_set_share(row, a):
-        setup = replica_setup(row.model, row.gpu, **{**kw, "assumptions": whole_memory(a)})
-        top = setup.at(None)
+    if not holds(top):
+        setup, top = _lent_whole(row, a, kw) or (setup, top)
     if not holds(top):
         raise InputError(f"row {row.id}: {top.reason}")
     r = setup.at(None if batch is None else min(batch, top.max_batch))
@@ -116,10 +115,20 @@ def hand_set_share(row: Measurement, assumptions: Assumptions | str | None = Non
     a = resolve(assumptions)
     try:
         kw = replica_keywords(row, a)
-        if a.memory_rule != "engine" or scheduler_of(kw["engine"], row.gpu).engine not in SHARE_SETTING_ENGINES:
-            return False
-        if holds(replica_setup(row.model, row.gpu, **kw).at(None)):
-            return False
-        return holds(replica_setup(row.model, row.gpu, **{**kw, "assumptions": whole_memory(a)}).at(None))
+        return not holds(replica_setup(row.model, row.gpu, **kw).at(None)) and _lent_whole(row, a, kw) is not None
     except InputError:  # a layout no engine runs (predict says why)
         return False
+
+
+def _lent_whole(row: Measurement, a: Assumptions, kw: dict[str, Any]) -> tuple[Any, Replica] | None:
+    """The row's replica set up with the whole memory (:func:`whole_memory`) and its largest batch, where the row's
+    engine's share is a setting (under the memory rule ``"engine"``) and the whole memory holds the weights and one
+    request; else None (also where the whole memory's replica is refused). ``kw``: the row's :func:`replica_keywords`."""
+    if a.memory_rule != "engine" or scheduler_of(kw["engine"], row.gpu).engine not in SHARE_SETTING_ENGINES:
+        return None
+    try:
+        setup = replica_setup(row.model, row.gpu, **{**kw, "assumptions": whole_memory(a)})
+        top = setup.at(None)
+    except InputError:
+        return None
+    return (setup, top) if holds(top) else None
