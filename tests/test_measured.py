@@ -943,3 +943,51 @@ def test_an_export_that_squares_an_expert_parallel_runs_gpus_is_read_on_n(source
     assert r.n_gpus == layout[0] * layout[1]
     assert ("GPUs squared" in r.notes) == source.startswith(("db-dump", "source_file=2026-04-06"))
     assert r.concurrency == 4  # silicon_concurrency, not batch_size x the squared DP
+
+
+def test_an_sglang_run_launched_by_aiconfigurators_generator_with_mixed_chunks_is_read_as_mixing():
+    """aiconfigurator's generator turns SGLang's mixed chunks on for every aggregated server, and its 0.5.6.post2 launch
+    template passes --enable-mixed-chunk on (its 0.5.1.post1 template passes nothing): a gap-analysis run on 0.5.6.post2
+    mixes its prompt chunks into decode steps (the wave share of the engines that mix, the replica's mixed prefill); the
+    same run on 0.5.1.post1, or from another export, keeps SGLang's separate prefill batches (share 1)."""
+    from llmcourse.assumptions import resolve
+    from llmcourse.validation import Measurement, predict, wave_share
+    from llmcourse.validation.prediction import config_key
+    from llmcourse.validation.row_replica import replica_keywords, separate_prefill, setup_replica
+
+    gap = "source_file=/Users/x/projects/aic-auto-gap-analysis/data/h200_sxm/sglang/{v}/Llama-3.1-8B.csv; silicon_concurrency=64"
+
+    def run(version: str, source: str) -> Measurement:
+        row = aic_row(id="r", backend="sglang", backend_version=version, model_path="meta-llama/Llama-3.1-8B-Instruct",
+                      system="h200_sxm", precision="bf16", tp_size="1", moe_tp_size="", moe_ep_size="",
+                      silicon_data_source=source.format(v=version), batch_size="64")  # fmt: skip
+        return parse_aic(row).rows[0]
+
+    mixing, plain, dump = run("0.5.6.post2", gap), run("0.5.1.post1", gap), run("0.5.6.post2", "db-dump/2026-04-27")
+    default_template = run("0.5.8.post1", gap)  # a version without its own template gets the default: no flag
+    no_gap = run("0.5.6.post2", "source_file=/Users/x/projects/other/sglang/0.5.6.post2/Llama-3.1-8B.csv")
+    assert mixing.mixed_prefill is True and "--enable-mixed-chunk" in mixing.notes
+    for other in (plain, dump, default_template, no_gap):
+        assert other.mixed_prefill is None and separate_prefill(other) and wave_share(other) == 1.0
+        assert "mixed_prefill" not in replica_keywords(other, resolve())
+    assert not separate_prefill(mixing) and wave_share(mixing) == resolve().closed_loop_wave_share
+    assert replica_keywords(mixing, resolve())["mixed_prefill"] is True
+    # the replica runs it as one that mixes: prompt chunks in the decode steps, no cycle of separate prefill batches
+    step = setup_replica(mixing, resolve())[1].engine_step
+    assert step.mixed_prefill is True and step.cycle_prefill is None
+    assert setup_replica(plain, resolve())[1].engine_step.cycle_prefill is not None
+    # one process predicts the same run both ways, and the cache keeps them apart: mixing waits far less for its first
+    # token (the wave of the engines that mix, not a whole wave of prefill batches)
+    as_mixed, as_separate = predict(mixing).value, predict(dataclasses.replace(mixing, mixed_prefill=None)).value
+    assert config_key(mixing) != config_key(dataclasses.replace(mixing, mixed_prefill=None))
+    assert as_mixed < as_separate / 1.5 and predict(mixing).value == as_mixed
+
+
+def test_a_disaggregated_sglang_run_of_the_gap_analysis_is_not_read_as_mixing():
+    """The generator's rule sets the mixed chunks for aggregated servers only (``agg enable_mixed_chunk``)."""
+    from llmcourse.validation.aic_layouts import generator_mixed_chunk
+
+    line = aic_row(backend="sglang", backend_version="0.5.6.post2",
+                   silicon_data_source="source_file=/x/aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/a.csv")  # fmt: skip
+    record = dict(zip(AIC_HEAD.split(","), line.split(","), strict=True))
+    assert generator_mixed_chunk(record) and not generator_mixed_chunk({**record, "mode": "disagg"})

@@ -117,7 +117,6 @@ from llmcourse.validation.measured import (
 from llmcourse.validation.own import OWN_LISTED, OWN_MAX_ROWS, REPLAN_EXAMPLE, OwnBenchmark, Replan, own_benchmark
 from llmcourse.validation.prediction import (
     KV_STARVED_SHARE,
-    SEPARATE_PREFILL_ENGINES,
     Components,
     LoadComponents,
     Prediction,
@@ -130,7 +129,7 @@ from llmcourse.validation.prediction import (
     predict,
     wave_share,
 )
-from llmcourse.validation.row_replica import SHARE_SETTING_ENGINES, hand_set_share
+from llmcourse.validation.row_replica import SEPARATE_PREFILL_ENGINES, SHARE_SETTING_ENGINES, hand_set_share
 from llmcourse.validation.tables import (
     bands_markdown,
     compare_methods,

@@ -7,7 +7,15 @@ import re
 
 from llmcourse.validation.cells import RowError
 
-__all__ = ["NAMED_LAYOUT", "SQUARED_EXPORTS", "aic_layout", "named_layout", "unsquared"]
+__all__ = [
+    "GENERATOR_MIXED_CHUNK",
+    "NAMED_LAYOUT",
+    "SQUARED_EXPORTS",
+    "aic_layout",
+    "generator_mixed_chunk",
+    "named_layout",
+    "unsquared",
+]
 
 #: The layout in an aiconfigurator TensorRT-LLM run's id (``..._tp8_ep8_945``, ``..._tp8_0_ep8_0_974``): its GPUs per
 #: pipeline stage (TensorRT-LLM's tensor-parallel size, which its attention DP runs as that many ranks, with
@@ -125,3 +133,41 @@ def unsquared(tp: int, dp: int, moe_tp: int | None, ep: int, source: str) -> tup
         return tp, dp, moe_tp, ep, ""
     gpus = tp * dp
     return tp, dp, 1, n, f"this export writes an expert-parallel run's GPUs squared: {gpus} GPUs, expert-parallel {n}"
+
+
+#: The SGLang versions whose aggregated servers aiconfigurator's generator launches with ``--enable-mixed-chunk``:
+#: its rule sets ``enable_mixed_chunk`` for every aggregated SGLang deployment (``generator/rule_plugin/sglang.rule``:
+#: ``agg enable_mixed_chunk = true``, with ``max_prefill_tokens = isl + 1500``), and of its SGLang templates only
+#: ``cli_args.0.5.6.post2.j2`` passes it on (``--enable-mixed-chunk``); ``cli_args.0.5.1.post1.j2`` and the default
+#: ``cli_args.j2`` (which any other version gets: the template is picked by exact version) read another key
+#: (``enable-mix-chunk``), which nothing sets, and pass nothing.
+#: An inference, not a record: the rows carry neither their launch arguments nor the generator's version, and the
+#: rule and template read are one stored version each, not dated against the runs. What supports it: the runs'
+#: source is the gap analysis's, and their concurrencies equal their ``batch_size`` (the generator's grid).
+GENERATOR_MIXED_CHUNK = ("0.5.6.post2",)
+#: The part of a row's ``silicon_data_source`` that names the runs aiconfigurator's gap analysis launched through its
+#: generator.
+GENERATED_RUNS = "aic-auto-gap-analysis"
+
+
+def generator_mixed_chunk(record: dict[str, str]) -> bool:
+    """Whether an aiconfigurator row appears to be an aggregated SGLang run that aiconfigurator's generator launched
+    with ``--enable-mixed-chunk`` (:data:`GENERATOR_MIXED_CHUNK`, which says why this is inferred): a run of its gap
+    analysis (:data:`GENERATED_RUNS`) on such a version of SGLang, in the aggregated mode (the rule sets the flag for
+    ``agg`` servers only).
+
+    Examples
+    --------
+    >>> run = {"backend": "sglang", "backend_version": "0.5.6.post2", "mode": "agg",
+    ...        "silicon_data_source": "source_file=/Users/x/aic-auto-gap-analysis/data/h200_sxm/sglang/0.5.6.post2/a.csv"}
+    >>> generator_mixed_chunk(run), generator_mixed_chunk({**run, "backend_version": "0.5.1.post1"})
+    (True, False)
+    >>> generator_mixed_chunk({**run, "silicon_data_source": "db-dump/2026-04-27"}), generator_mixed_chunk({**run, "mode": "disagg"})
+    (False, False)
+    """
+    return (
+        (record.get("backend") or "").strip().lower() == "sglang"
+        and (record.get("mode") or "").strip().lower() == "agg"
+        and (record.get("backend_version") or "").strip() in GENERATOR_MIXED_CHUNK
+        and GENERATED_RUNS in (record.get("silicon_data_source") or "")
+    )

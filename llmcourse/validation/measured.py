@@ -46,7 +46,7 @@ from llmcourse.catalog import models
 from llmcourse.errors import InputError
 from llmcourse.replica.model import replica
 from llmcourse.validation import bounded
-from llmcourse.validation.aic_layouts import NAMED_LAYOUT, aic_layout, named_layout, unsquared
+from llmcourse.validation.aic_layouts import NAMED_LAYOUT, aic_layout, generator_mixed_chunk, named_layout, unsquared
 from llmcourse.validation.bench_exports import (
     is_aiperf,
     is_aiperf_csv,
@@ -108,6 +108,9 @@ class Measurement:
     pp: int = 1
     attention_dp: int = 1
     ep: int = 1
+    #: Whether the run mixed prompt chunks into its decode steps, where its launcher is known to set that (inferred from
+    #: the row's source: :func:`~llmcourse.validation.aic_layouts.generator_mixed_chunk`); None: the engine's default
+    mixed_prefill: bool | None = None
 
     def __post_init__(self) -> None:
         if self.metric not in METRICS:
@@ -433,7 +436,13 @@ def _read_aiconfigurator(
             else:
                 conc = whole(r, "batch_size") * csv_dp
             weights, note = aic_weights(r, model)
-            note = "; ".join(n for n in (note, layout_note) if n)
+            mixed = generator_mixed_chunk(r)
+            launch = (
+                "launched, by its source, by aiconfigurator's generator: SGLang with --enable-mixed-chunk"
+                if mixed
+                else ""
+            )
+            note = "; ".join(n for n in (note, layout_note, launch) if n)
             kv_ = kv or aic_kv(engine_key, weights)
             values = {"ttft_ms": number(r, "silicon_ttft_ms"), "tpot_ms": number(r, "silicon_tpot_ms")}
             base = dict(
@@ -455,6 +464,7 @@ def _read_aiconfigurator(
                 pp=pp,
                 attention_dp=dp,
                 ep=ep,
+                mixed_prefill=True if mixed else None,
             )
             made = [Measurement(id=f"{rid}:{m.split('_')[0]}", metric=m, value=v, **base) for m, v in values.items()]
             gap = layout_gap(made[0])

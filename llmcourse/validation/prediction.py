@@ -57,7 +57,7 @@ from llmcourse.replica.step import layer_floor_ms, matmul_precision
 from llmcourse.units import parsed_unit, to
 from llmcourse.validation.client import client_wave_share
 from llmcourse.validation.measured import Measurement
-from llmcourse.validation.row_replica import row_engine, setup_replica
+from llmcourse.validation.row_replica import row_engine, separate_prefill, setup_replica
 
 _MS, _PER_S = parsed_unit("ms")[0], parsed_unit("1/s")[0]
 _MS_TO_S = 1e-3  # a time in ms as seconds  # parsed once: pint re-parses a string unit each time
@@ -462,7 +462,6 @@ def _closed_loop_ttft_ms(
 #: SGLang: chunked prefill, but its mixed chunks (``--enable-mixed-chunk``) are off by default. vLLM and
 #: TensorRT-LLM put prefill chunks into the decode steps (in-flight batching): their share is the assumptions'
 #: ``closed_loop_wave_share``.
-SEPARATE_PREFILL_ENGINES = ("SGLang",)
 
 
 def wave_share(row: Measurement, *, assumptions: Assumptions | str | None = None) -> float:
@@ -477,7 +476,7 @@ def wave_share(row: Measurement, *, assumptions: Assumptions | str | None = None
     >>> [wave_share(next(r for r in rows if r.engine.startswith(e))) for e in ("SGLang", "vLLM", "TensorRT-LLM")]
     [1.0, 0.14, 0.14]
     """
-    separate = row.engine.split(" ")[0] in SEPARATE_PREFILL_ENGINES
+    separate = separate_prefill(row)
     return client_wave_share(separate, resolve(assumptions).closed_loop_wave_share)
 
 
@@ -751,7 +750,7 @@ def _chunked_steps_ms(
 def config_key(row: Measurement) -> tuple:
     return (
         row.model, row.gpu, row.tp, row.pp, row.attention_dp, row.ep, row.weights, row.kv, row.isl, row.osl,
-        row.concurrency, row.engine.split(" ")[0] in SEPARATE_PREFILL_ENGINES,
+        row.concurrency, separate_prefill(row),
     )  # fmt: skip
 
 
@@ -830,7 +829,7 @@ def load_components(row: Measurement, *, assumptions: Assumptions | str | None =
         prefill_memory_ms=ms(first.memory_time), prefill_extra_ms=extra(first),
         interference=bool(a.prefill_interference and batch is not None), fits=rep.fits,
         request_overhead_ms=a.request_overhead_ms, closed_loop_wave_share=a.closed_loop_wave_share,
-        separate_prefill=row.engine.split(" ")[0] in SEPARATE_PREFILL_ENGINES, running=rep.batch,
+        separate_prefill=separate_prefill(row), running=rep.batch,
         groups=1 if rep.layout is None else rep.layout.data_parallel,
     ) | engine))  # fmt: skip
     return got.at_shares(

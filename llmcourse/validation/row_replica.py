@@ -16,11 +16,13 @@ from llmcourse.validation.measured import Measurement, layout_gap, layout_keywor
 
 __all__ = [
     "NO_CAP",
+    "SEPARATE_PREFILL_ENGINES",
     "SHARE_SETTING_ENGINES",
     "hand_set_share",
     "holds",
     "replica_keywords",
     "row_engine",
+    "separate_prefill",
     "setup_replica",
     "whole_memory",
 ]
@@ -50,6 +52,8 @@ def replica_keywords(row: Measurement, a: Assumptions) -> dict[str, Any]:
         tensor_parallel=row.tp, prompt_tokens=row.isl, answer_tokens=row.osl, weight_bytes=row.weights,
         kv_bytes=row.kv, assumptions=a, engine=row_engine(row), **layout_keywords(row),
     )  # fmt: skip
+    if row.mixed_prefill is not None:  # the run set it by hand (an SGLang server with --enable-mixed-chunk)
+        kw["mixed_prefill"] = row.mixed_prefill
     if kw["engine"] == "llama.cpp" and is_llama_bench_load(row.load):
         kw["max_running"] = 1  # llama-bench runs one sequence: one sliding window, not llama-server's four slots'
     if row.load_kind != "concurrency":  # a published maximum ran the engine at what fits (its cap set for the run)
@@ -132,3 +136,14 @@ def _lent_whole(row: Measurement, a: Assumptions, kw: dict[str, Any]) -> tuple[A
     except InputError:
         return None
     return (setup, top) if holds(top) else None
+
+
+#: The engines that run each prefill batch on its own by default, pausing the decode steps (SGLang: its mixed chunks
+#: are off unless --enable-mixed-chunk).
+SEPARATE_PREFILL_ENGINES = ("SGLang",)
+
+
+def separate_prefill(row: Measurement) -> bool:
+    """Whether a row's engine ran its prefill batches on their own: an engine of :data:`SEPARATE_PREFILL_ENGINES`,
+    unless the run mixed prompt chunks into its decode steps (``row.mixed_prefill``)."""
+    return row.engine.split(" ")[0] in SEPARATE_PREFILL_ENGINES and row.mixed_prefill is not True
