@@ -946,13 +946,14 @@ def test_an_export_that_squares_an_expert_parallel_runs_gpus_is_read_on_n(source
 
 
 def test_an_sglang_run_launched_by_aiconfigurators_generator_with_mixed_chunks_is_read_as_mixing():
-    """aiconfigurator's generator turns SGLang's mixed chunks on for every aggregated server, and its 0.5.6.post2 launch
-    template passes --enable-mixed-chunk on (its 0.5.1.post1 template passes nothing): a gap-analysis run on 0.5.6.post2
-    mixes its prompt chunks into decode steps (the wave share of the engines that mix, the replica's mixed prefill); the
-    same run on 0.5.1.post1, or from another export, keeps SGLang's separate prefill batches (share 1)."""
+    """aiconfigurator's generator turns SGLang's mixed chunks on for every aggregated server, and its 0.5.3.post2,
+    0.5.4.post3 and 0.5.6.post2 launch templates pass --enable-mixed-chunk on (its 0.5.1.post1 and default templates
+    pass nothing): a gap-analysis run on 0.5.6.post2 mixes its prompt chunks into decode steps (the wave share of the
+    engines that mix, the replica's mixed prefill); the same run on 0.5.1.post1 or 0.5.8.post1, or from another
+    export, keeps SGLang's separate prefill batches (share 1)."""
     from llmcourse.assumptions import resolve
     from llmcourse.validation import Measurement, predict, wave_share
-    from llmcourse.validation.prediction import config_key
+    from llmcourse.validation.prediction import config_key, load_components
     from llmcourse.validation.row_replica import replica_keywords, separate_prefill, setup_replica
 
     gap = "source_file=/Users/x/projects/aic-auto-gap-analysis/data/h200_sxm/sglang/{v}/Llama-3.1-8B.csv; silicon_concurrency=64"
@@ -967,6 +968,8 @@ def test_an_sglang_run_launched_by_aiconfigurators_generator_with_mixed_chunks_i
     default_template = run("0.5.8.post1", gap)  # a version without its own template gets the default: no flag
     no_gap = run("0.5.6.post2", "source_file=/Users/x/projects/other/sglang/0.5.6.post2/Llama-3.1-8B.csv")
     assert mixing.mixed_prefill is True and "--enable-mixed-chunk" in mixing.notes
+    assert run("0.5.4.post3", gap).mixed_prefill is True
+    assert not load_components(mixing).separate_prefill and load_components(plain).separate_prefill  # the fit's path
     for other in (plain, dump, default_template, no_gap):
         assert other.mixed_prefill is None and separate_prefill(other) and wave_share(other) == 1.0
         assert "mixed_prefill" not in replica_keywords(other, resolve())

@@ -137,14 +137,15 @@ def unsquared(tp: int, dp: int, moe_tp: int | None, ep: int, source: str) -> tup
 
 #: The SGLang versions whose aggregated servers aiconfigurator's generator launches with ``--enable-mixed-chunk``:
 #: its rule sets ``enable_mixed_chunk`` for every aggregated SGLang deployment (``generator/rule_plugin/sglang.rule``:
-#: ``agg enable_mixed_chunk = true``, with ``max_prefill_tokens = isl + 1500``), and of its SGLang templates only
-#: ``cli_args.0.5.6.post2.j2`` passes it on (``--enable-mixed-chunk``); ``cli_args.0.5.1.post1.j2`` and the default
-#: ``cli_args.j2`` (which any other version gets: the template is picked by exact version) read another key
-#: (``enable-mix-chunk``), which nothing sets, and pass nothing.
+#: ``agg enable_mixed_chunk = true``, with ``max_prefill_tokens = isl + 1500``), and its launch templates for these
+#: versions pass it on (``cli_args.0.5.3.post2.j2``, ``cli_args.0.5.4.post3.j2``, ``cli_args.0.5.6.post2.j2``:
+#: ``--enable-mixed-chunk``); ``cli_args.0.5.1.post1.j2`` and the default ``cli_args.j2`` (which any other version
+#: gets: the template is picked by exact version) read another key (``enable-mix-chunk``), which nothing sets, and pass
+#: nothing. Of these, the file holds runs on 0.5.6.post2 only.
 #: An inference, not a record: the rows carry neither their launch arguments nor the generator's version, and the
-#: rule and template read are one stored version each, not dated against the runs. What supports it: the runs'
-#: source is the gap analysis's, and their concurrencies equal their ``batch_size`` (the generator's grid).
-GENERATOR_MIXED_CHUNK = ("0.5.6.post2",)
+#: rule and templates read are one stored version each, not dated against the runs. What supports it: the runs'
+#: source is the gap analysis's, whose runs the generator launches.
+GENERATOR_MIXED_CHUNK = ("0.5.3.post2", "0.5.4.post3", "0.5.6.post2")
 #: The part of a row's ``silicon_data_source`` that names the runs aiconfigurator's gap analysis launched through its
 #: generator.
 GENERATED_RUNS = "aic-auto-gap-analysis"

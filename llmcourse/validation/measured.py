@@ -108,8 +108,8 @@ class Measurement:
     pp: int = 1
     attention_dp: int = 1
     ep: int = 1
-    #: Whether the run mixed prompt chunks into its decode steps, where its launcher is known to set that (inferred from
-    #: the row's source: :func:`~llmcourse.validation.aic_layouts.generator_mixed_chunk`); None: the engine's default
+    #: Whether the run mixed prompt chunks into its decode steps, where the row's source suggests its launcher set that
+    #: (an inference: :func:`~llmcourse.validation.aic_layouts.generator_mixed_chunk`); None: the engine's default
     mixed_prefill: bool | None = None
 
     def __post_init__(self) -> None:
