@@ -457,17 +457,12 @@ def _closed_loop_ttft_ms(
     return ttft_s(p, s, w, wave_s(share, n, p)) * 1e3 + request_overhead_ms
 
 
-#: Engines whose default scheduler runs a batch of prefills on its own, between decode steps, so that every
-#: decoding request waits each prefill whole: a closed loop's waves stay whole (wave share 1, not fitted).
-#: SGLang: chunked prefill, but its mixed chunks (``--enable-mixed-chunk``) are off by default. vLLM and
-#: TensorRT-LLM put prefill chunks into the decode steps (in-flight batching): their share is the assumptions'
-#: ``closed_loop_wave_share``.
-
-
 def wave_share(row: Measurement, *, assumptions: Assumptions | str | None = None) -> float:
     """The wave share of a closed-loop row (formula ``closed_loop_wave_wait``) under the one client model
-    (:func:`llmcourse.validation.client.client_wave_share`): 1 for an engine of :data:`SEPARATE_PREFILL_ENGINES`,
-    else the assumptions' ``closed_loop_wave_share`` (the course's by default).
+    (:func:`llmcourse.validation.client.client_wave_share`): 1 where the engine ran its prefill batches on their own
+    (:func:`~llmcourse.validation.row_replica.separate_prefill`: SGLang by default, its mixed chunks off), else the
+    assumptions' ``closed_loop_wave_share`` (the course's by default): vLLM and TensorRT-LLM put prefill chunks into
+    their decode steps.
 
     Examples
     --------

@@ -140,8 +140,10 @@ def _lent_whole(row: Measurement, a: Assumptions, kw: dict[str, Any]) -> tuple[A
     return (setup, top) if holds(top) else None
 
 
-#: The engines that run each prefill batch on its own by default, pausing the decode steps (SGLang: its mixed chunks
-#: are off unless --enable-mixed-chunk).
+#: The engines that run each prefill batch on its own by default, between decode steps, so that every decoding request
+#: waits each prefill whole: a closed loop's waves stay whole (wave share 1, not fitted). SGLang: chunked prefill, but
+#: its mixed chunks are off unless ``--enable-mixed-chunk``. vLLM and TensorRT-LLM put prefill chunks into the decode
+#: steps (in-flight batching).
 SEPARATE_PREFILL_ENGINES = ("SGLang",)
 
 
