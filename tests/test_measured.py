@@ -741,16 +741,16 @@ POOL_COLS = [f"{p}_{c}" for p in ("prefill", "decode") for c in ("tp_size", "pp_
                                                                   "moe_tp_size", "moe_ep_size")]  # fmt: skip
 
 
-def twins_file(agg_times=("5397", "31.48"), dis_times=("5364", "31.43"), decode_tp="12"):
-    """An agg row of DeepSeek-R1 at tp_size 12 on GB200 (2,252 in flight) and, after it, a disagg row of the same
-    setup whose pools are both tp 12 (the decode pool's ``decode_tp``): the file's rows 2 and 3."""
+def twins_file(agg_times=("5397", "31.48"), dis_times=("5364", "31.43"), decode_tp=None, tp="12"):
+    """An agg row of DeepSeek-R1 at tp_size ``tp`` (12) on GB200 (2,252 in flight) and, after it, a disagg row of the
+    same setup whose pools are both tp ``tp`` (the decode pool's ``decode_tp`` where given): the file's rows 2 and 3."""
     setup = dict(
         model_path="deepseek-ai/DeepSeek-R1", system="gb200", backend="trtllm", precision="fp4",
-        gemm_quant_mode="nvfp4", moe_quant_mode="nvfp4", tp_size="12", moe_tp_size="12", moe_ep_size="1",
+        gemm_quant_mode="nvfp4", moe_quant_mode="nvfp4", tp_size=tp, moe_tp_size=tp, moe_ep_size="1",
         silicon_data_source="x; silicon_concurrency=2252",
     )  # fmt: skip
-    pools = dict.fromkeys(POOL_COLS, "1") | {"prefill_tp_size": "12", "prefill_moe_tp_size": "12"}
-    pools |= {"decode_tp_size": decode_tp, "decode_moe_tp_size": "12"}
+    pools = dict.fromkeys(POOL_COLS, "1") | {"prefill_tp_size": tp, "prefill_moe_tp_size": tp}
+    pools |= {"decode_tp_size": decode_tp or tp, "decode_moe_tp_size": tp}
     agg = aic_row(id="a1", silicon_ttft_ms=agg_times[0], silicon_tpot_ms=agg_times[1], **setup)
     dis = aic_row(id="d1", mode="disagg", silicon_ttft_ms=dis_times[0], silicon_tpot_ms=dis_times[1], **setup)
     return "\n".join([AIC_HEAD + "," + ",".join(POOL_COLS), agg + ",1" * 10, dis + "," + ",".join(pools.values())])
@@ -783,11 +783,30 @@ def test_an_agg_row_with_a_disaggregated_twin_is_skipped_naming_it():
     ],
 )
 def test_a_disaggregated_row_is_no_twin_unless_layout_and_both_times_agree(change):
-    """Off by just over 10% in either time, or another layout in one pool: the agg row is read as it says (12 does
-    not divide 128 heads: the replica model refuses it when asked to predict it)."""
-    got = lcv.parse_measurements(twins_file(**change))
+    """At tp 16, which divides DeepSeek's 128 heads (an engine could run the agg row as it says): off by just over 10%
+    in either time, or another layout in one pool, and the agg row is read as it says."""
+    got = lcv.parse_measurements(twins_file(tp="16", **change))
     assert [r.id for r in got.rows] == ["a1:ttft", "a1:tpot"]
     assert [sk.line for sk in got.skipped] == [3]
+
+
+@pytest.mark.parametrize(("change", "twin"), [
+    (dict(dis_times=("4000", "25.0")), True),  # first token 26%, a token 21% apart: measured on another date
+    (dict(decode_tp="8"), False),  # the decode pool laid out otherwise: not the same deployment
+])  # fmt: skip
+def test_an_agg_row_no_engine_runs_is_the_disaggregated_row_of_its_layout_measured_again(change, twin):
+    """At tp 12, which divides no engine's split of 128 heads, an agg row beside a disagg row of the same setup and
+    pools is that deployment measured on another date, whatever its times (the file's DeepSeek-R1 runs on 36 and 72
+    GB200s: a token 0.2% to 21% apart); with another layout it stays as it says (and the replica refuses it)."""
+    got = lcv.parse_measurements(twins_file(**change))
+    if not twin:
+        assert [r.id for r in got.rows] == ["a1:ttft", "a1:tpot"]
+        return
+    assert got.rows == ()
+    agg, dis = got.skipped
+    assert agg.reason.startswith("the same deployment as disaggregated row 3 (d1), measured on another date")
+    assert "tensor-parallel 12 does not divide the model's 128 attention heads" in agg.reason
+    assert got.reasons()[lcv.REMEASURED_KEY] == 1 and dis.reason == lcv.DISAGGREGATED_REASON
 
 
 def test_a_moe_group_that_is_no_whole_number_of_tp_groups_is_a_reason():

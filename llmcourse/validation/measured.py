@@ -76,7 +76,13 @@ from llmcourse.validation.cells import (
 )
 from llmcourse.validation.copies import RELAYOUT_REASON, REPEAT_REASON, Copies, decimals, first_of, kept_once
 from llmcourse.validation.llama_bench import LLAMA_BENCH_KEYS, is_llama_bench, read_llama_bench
-from llmcourse.validation.twins import SILICON_CONCURRENCY, TWIN_REASON, TWIN_TOLERANCE, disaggregated_twins
+from llmcourse.validation.twins import (
+    REMEASURED_REASON,
+    SILICON_CONCURRENCY,
+    TWIN_REASON,
+    TWIN_TOLERANCE,
+    disaggregated_twins,
+)
 
 #: How a row loaded the replica: the largest batch (offline, or online with no rate limit), a fixed
 #: request rate, or a closed loop of ``concurrency`` requests in flight (a benchmark's concurrency).
@@ -286,6 +292,8 @@ class Loaded:
                 key = REPEAT_REASON.replace("row {line} ({id})", "an earlier row")
             if sk.reason.startswith(RELAYOUT_REASON.split(" row ")[0]):
                 key = RELAYOUT_REASON.split(" row ")[0] + " an earlier row under another layout: one run, kept once"
+            if sk.reason.startswith(REMEASURED_REASON.split(" row ")[0]):
+                key = REMEASURED_KEY
             if sk.reason.startswith(TWIN_REASON.split(" row ")[0]):
                 key = TWIN_REASON.replace("disaggregated row {line} ({id})", "a disaggregated row").format(
                     tolerance=TWIN_TOLERANCE
@@ -388,6 +396,21 @@ def aic_kv(engine_key: str, weights: str) -> str:
     return "fp8" if engine_key == "trtllm" and weights in ("fp8", "fp4") else "bf16"
 
 
+#: :data:`~llmcourse.validation.twins.REMEASURED_REASON` as :meth:`Loaded.reasons` counts it (its row and sizes dropped).
+REMEASURED_KEY = (
+    "the same deployment as a disaggregated row, measured on another date: labelled agg, at a tensor-parallel size "
+    "that does not divide the model's attention heads (no engine runs it aggregated)"
+)
+
+
+def _heads_of(model: str | None) -> int | None:
+    """The attention heads of a row's model (a catalog name, or the file's ``model_path``), None where it is unknown."""
+    try:
+        return models[model_name(model or "")].heads
+    except RowError:
+        return None
+
+
 def _read_aiconfigurator(
     records: Iterable[dict[str, str]], kv: str | None, model_: str | None = None
 ) -> tuple[list[Measurement], list[Skipped]]:
@@ -398,7 +421,7 @@ def _read_aiconfigurator(
     # a run's times -> its copies (GPUs, line, id, rows) that are not repeats of one setup: one run under two layouts
     runs = Copies()
     records = list(records)
-    twins = disaggregated_twins(records)
+    twins = disaggregated_twins(records, heads=lambda r: _heads_of(model_ or r.get("model_path")))
     for k, r in enumerate(records):
         line, rid = k + 2, (r.get("id") or "").strip()
         try:
@@ -408,7 +431,11 @@ def _read_aiconfigurator(
             if cell(r, "mode") == "disagg":
                 raise RowError(DISAGGREGATED_REASON)
             if k in twins:
-                raise RowError(TWIN_REASON.format(line=twins[k][0], id=twins[k][1], tolerance=TWIN_TOLERANCE))
+                line_, id_, close = twins[k]
+                if close:
+                    raise RowError(TWIN_REASON.format(line=line_, id=id_, tolerance=TWIN_TOLERANCE))
+                heads = _heads_of(model_ or r.get("model_path"))
+                raise RowError(REMEASURED_REASON.format(line=line_, id=id_, tp=cell(r, "tp_size"), heads=heads))
             model, gpu = model_ or model_name(cell(r, "model_path")), gpu_name(cell(r, "system"))
             isl, osl = whole(r, "isl"), whole(r, "osl")
             context_gap(model, isl, osl)

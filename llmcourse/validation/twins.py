@@ -2,14 +2,16 @@
 
 The file merges several publications of the same runs. Some runs appear twice under two ids, identical to the last
 digit (:data:`llmcourse.validation.measured.REPEAT_REASON`); others appear once as ``mode`` disagg and once as ``mode``
-agg, their times a few percent apart: :func:`disaggregated_twins` finds the second kind, and
-:func:`llmcourse.validation.measured.load_measurements` skips the aggregated copy with :data:`TWIN_REASON`.
+agg, their times a few percent apart, or measured again on another date at a layout no engine runs aggregated:
+:func:`disaggregated_twins` finds both kinds, and :func:`llmcourse.validation.measured.load_measurements` skips the
+aggregated copy with :data:`TWIN_REASON` or :data:`REMEASURED_REASON`.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 #: The requests in flight of an aiconfigurator row, in its ``silicon_data_source``.
 SILICON_CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
@@ -25,6 +27,17 @@ TWIN_TOLERANCE = 0.10
 TWIN_REASON = (
     "the same run as disaggregated row {line} ({id}): labelled agg, but both of that row's pools have this row's "
     "parallel layout and its two times lie within {tolerance:.0%} of these"
+)
+
+
+#: The reason an aggregated row is a disaggregated deployment measured on another date: its tensor-parallel size divides
+#: no model's attention heads as an engine would split them, so no engine ran it aggregated, and a disaggregated row of
+#: the same setup has both pools laid out as it is; a deployment measured on two dates may differ by more than
+#: :data:`TWIN_TOLERANCE` (its first token most).
+REMEASURED_REASON = (
+    "the same deployment as disaggregated row {line} ({id}), measured on another date: labelled agg, but its "
+    "tensor-parallel {tp} does not divide the model's {heads} attention heads (no engine runs it aggregated), and both "
+    "of that row's pools have this row's parallel layout"
 )
 
 
@@ -54,14 +67,22 @@ def _times(r: dict[str, str]) -> tuple[float, float] | None:
     return got if all(math.isfinite(t) and t > 0 for t in got) else None
 
 
-def disaggregated_twins(records: list[dict[str, str]]) -> dict[int, tuple[int, str]]:
+def disaggregated_twins(
+    records: list[dict[str, str]], heads: Callable[[dict[str, str]], int | None] | None = None
+) -> dict[int, tuple[int, str, bool]]:
     """The aggregated rows of aiconfigurator's file that are a disaggregated row measured once and published twice:
-    record ``k`` (its row ``k + 2``) -> (row, id) of its twin. A twin has the same model, GPU, engine, precision,
+    record ``k`` (its row ``k + 2``) -> (row, id, whether its times are within :data:`TWIN_TOLERANCE`) of its twin. A twin has the same model, GPU, engine, precision,
     lengths and requests in flight, ``mode`` disagg with both pools laid out as the aggregated row is (the same
     ``tp_size``, ``pp_size``, ``attention_dp_size``, ``moe_tp_size``, ``moe_ep_size``), and both times within
     :data:`TWIN_TOLERANCE`. The file's DeepSeek-R1 runs on 12 to 72 GB200s (tensor-parallel sizes such as 36 and 72
     that no engine splits 128 attention heads by) are such rows: the agg row at 2,252 in flight and tp_size 12
     measures 5,397 ms to the first token and 31.48 ms a token, its disagg twin 5,364 and 31.43.
+
+    ``heads`` (a record's model's attention heads, None where unknown) finds the same deployment measured on another
+    date (:data:`REMEASURED_REASON`): an aggregated row whose ``tp_size`` does not divide its model's heads, which no
+    engine runs aggregated, is the twin of a disaggregated row of the same setup and pools whatever its times. The
+    file's agg rows of DeepSeek-R1 on 36 and 72 GB200s (measured 2025-11-17) have disaggregated rows of the same
+    names (measured 2025-12-01 and 2025-12-05): a token 0.2% to 21% apart, the first token 10% to 40%.
 
     Examples
     --------
@@ -72,7 +93,12 @@ def disaggregated_twins(records: list[dict[str, str]]) -> dict[int, tuple[int, s
     >>> dis = {**agg, "id": "d", "mode": "disagg", "tp_size": "", "silicon_ttft_ms": "5364",
     ...        "silicon_tpot_ms": "31.43", **pools}
     >>> disaggregated_twins([agg, dis]), disaggregated_twins([agg, {**dis, "decode_tp_size": "8"}])
-    ({0: (3, 'd')}, {})
+    ({0: (3, 'd', True)}, {})
+    >>> later = {**dis, "silicon_ttft_ms": "7000"}  # measured again: the first token 30% apart
+    >>> disaggregated_twins([agg, later]), disaggregated_twins([agg, later], heads=lambda r: 128)
+    ({}, {0: (3, 'd', False)})
+    >>> disaggregated_twins([agg, later], heads=lambda r: 96)  # 12 divides 96 heads: an engine could run it
+    {}
     """
     pools: dict[tuple[str, ...], list[tuple[int, str, tuple[str, ...], tuple[float, float]]]] = {}
     for k, r in enumerate(records):
@@ -85,9 +111,20 @@ def disaggregated_twins(records: list[dict[str, str]]) -> dict[int, tuple[int, s
         setup, times = _aic_setup(r), _times(r)
         if (r.get("mode") or "").strip() != "agg" or not setup or not times:
             continue
+        uneven = heads is not None and not _divides(r.get("tp_size"), heads(r))
         for line, rid, lay, (ttft, tpot) in pools.get(setup, []):
             close = all(abs(a - b) <= TWIN_TOLERANCE * max(a, b) for a, b in zip(times, (ttft, tpot), strict=True))
-            if lay == _aic_pool(r) and close:
-                out[k] = (line, rid)
-                break
+            if lay == _aic_pool(r) and (close or uneven):
+                out[k] = (line, rid, close)
+                if close:
+                    break
     return out
+
+
+def _divides(tp: str | None, heads: int | None) -> bool:
+    """Whether a row's ``tp_size`` divides ``heads`` (True where either is unknown: nothing is inferred)."""
+    try:
+        n = int((tp or "").strip())
+    except ValueError:
+        return True
+    return heads is None or n < 1 or heads % n == 0
