@@ -741,37 +741,36 @@ POOL_COLS = [f"{p}_{c}" for p in ("prefill", "decode") for c in ("tp_size", "pp_
                                                                   "moe_tp_size", "moe_ep_size")]  # fmt: skip
 
 
-def twins_file(agg_times=("5397", "31.48"), dis_times=("5364", "31.43"), decode_tp=None, tp="12"):
+def twins_file(agg_times=("5397", "31.48"), dis_times=("5364", "31.43"), decode_tp=None, tp="12", pools_tp=None):
     """An agg row of DeepSeek-R1 at tp_size ``tp`` (12) on GB200 (2,252 in flight) and, after it, a disagg row of the
-    same setup whose pools are both tp ``tp`` (the decode pool's ``decode_tp`` where given): the file's rows 2 and 3."""
+    same setup whose pools are both tp ``pools_tp`` (``tp`` by default; the decode pool's ``decode_tp`` where given):
+    the file's rows 2 and 3."""
     setup = dict(
         model_path="deepseek-ai/DeepSeek-R1", system="gb200", backend="trtllm", precision="fp4",
         gemm_quant_mode="nvfp4", moe_quant_mode="nvfp4", tp_size=tp, moe_tp_size=tp, moe_ep_size="1",
         silicon_data_source="x; silicon_concurrency=2252",
     )  # fmt: skip
-    pools = dict.fromkeys(POOL_COLS, "1") | {"prefill_tp_size": tp, "prefill_moe_tp_size": tp}
-    pools |= {"decode_tp_size": decode_tp or tp, "decode_moe_tp_size": tp}
+    pool = pools_tp or tp
+    pools = dict.fromkeys(POOL_COLS, "1") | {"prefill_tp_size": pool, "prefill_moe_tp_size": pool}
+    pools |= {"decode_tp_size": decode_tp or pool, "decode_moe_tp_size": pool}
     agg = aic_row(id="a1", silicon_ttft_ms=agg_times[0], silicon_tpot_ms=agg_times[1], **setup)
     dis = aic_row(id="d1", mode="disagg", silicon_ttft_ms=dis_times[0], silicon_tpot_ms=dis_times[1], **setup)
     return "\n".join([AIC_HEAD + "," + ",".join(POOL_COLS), agg + ",1" * 10, dis + "," + ",".join(pools.values())])
 
 
-def test_an_agg_row_with_a_disaggregated_twin_is_skipped_naming_it():
+@pytest.mark.parametrize("tp", ["12", "16"])
+def test_an_agg_row_with_a_disaggregated_twin_is_skipped_naming_it(tp):
     """The GB200 row at 2,252 in flight: agg 5,397 ms / 31.48 ms, its disagg twin 5,364 / 31.43 (0.6% and 0.2%
-    apart, inside 10%): the agg row is skipped naming row 3, and the twin is skipped as disaggregated."""
-    got = lcv.parse_measurements(twins_file())
+    apart, inside 10%): the agg row is skipped naming row 3, and the twin is skipped as disaggregated; so at tp 16,
+    which an engine could run (16 divides 128 heads), when both times agree."""
+    got = lcv.parse_measurements(twins_file(tp=tp))
     assert got.rows == ()
     agg, dis = got.skipped
     assert (agg.line, dis.line) == (2, 3)
-    assert agg.reason.startswith("the same run as disaggregated row 3 (d1): labelled agg")
+    assert agg.reason.startswith("a disaggregated run written as aggregated, disaggregated row 3 (d1) measured again")
+    assert agg.reason.endswith("its two times lie within 10% of these")
     assert dis.reason == lcv.DISAGGREGATED_REASON
-    assert (
-        got.reasons()[
-            "the same run as a disaggregated row: labelled agg, but both of that row's pools have this row's parallel "
-            "layout and its two times lie within 10% of these"
-        ]
-        == 1
-    )
+    assert got.reasons()[lcv.TWIN_KEY] == 1
 
 
 @pytest.mark.parametrize(
@@ -791,22 +790,27 @@ def test_a_disaggregated_row_is_no_twin_unless_layout_and_both_times_agree(chang
 
 
 @pytest.mark.parametrize(("change", "twin"), [
-    (dict(dis_times=("4000", "25.0")), True),  # first token 26%, a token 21% apart: measured on another date
-    (dict(decode_tp="8"), False),  # the decode pool laid out otherwise: not the same deployment
+    (dict(dis_times=("4000", "25.0")), True),  # first token 26%, a token 21% apart: measured again
+    (dict(tp="36", dis_times=("4000", "25.0")), True),  # 36 divides none of 128 heads either
+    (dict(tp="32", dis_times=("4000", "25.0")), False),  # 32 does: an engine could run it, and the times disagree
+    (dict(decode_tp="8"), False),  # the decode pool laid out otherwise
+    (dict(pools_tp="24"), False),  # both pools alike, but not as this row: not its deployment
 ])  # fmt: skip
 def test_an_agg_row_no_engine_runs_is_the_disaggregated_row_of_its_layout_measured_again(change, twin):
-    """At tp 12, which divides no engine's split of 128 heads, an agg row beside a disagg row of the same setup and
-    pools is that deployment measured on another date, whatever its times (the file's DeepSeek-R1 runs on 36 and 72
-    GB200s: a token 0.2% to 21% apart); with another layout it stays as it says (and the replica refuses it)."""
+    """At tp 12 or 36, which no engine's tensor parallelism splits 128 heads by, an agg row beside a disagg row of the
+    same setup and pools is that run measured again, whatever its times (the file's DeepSeek-R1 runs on 36 and 72
+    GB200s: a token 0.2% to 21% apart); at tp 32, or with other pools, it stays as it says."""
     got = lcv.parse_measurements(twins_file(**change))
     if not twin:
         assert [r.id for r in got.rows] == ["a1:ttft", "a1:tpot"]
         return
     assert got.rows == ()
     agg, dis = got.skipped
-    assert agg.reason.startswith("the same deployment as disaggregated row 3 (d1), measured on another date")
-    assert "tensor-parallel 12 does not divide the model's 128 attention heads" in agg.reason
-    assert got.reasons()[lcv.REMEASURED_KEY] == 1 and dis.reason == lcv.DISAGGREGATED_REASON
+    assert agg.reason.startswith("a disaggregated run written as aggregated, disaggregated row 3 (d1) measured again")
+    assert (
+        f"this row's tp_size, {change.get('tp', '12')}, divides none of the model's 128 attention heads" in agg.reason
+    )
+    assert got.reasons()[lcv.TWIN_KEY] == 1 and dis.reason == lcv.DISAGGREGATED_REASON
 
 
 def test_a_moe_group_that_is_no_whole_number_of_tp_groups_is_a_reason():

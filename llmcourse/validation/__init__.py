@@ -102,8 +102,8 @@ from llmcourse.validation.measured import (
     LAYOUT_KEYWORDS,
     LAYOUT_REASON,
     LOAD_KINDS,
-    REMEASURED_KEY,
     REPEAT_REASON,
+    TWIN_KEY,
     Loaded,
     Measurement,
     Skipped,
@@ -141,7 +141,7 @@ from llmcourse.validation.tables import (
     parameters_markdown,
     parameters_table,
 )
-from llmcourse.validation.twins import REMEASURED_REASON, TWIN_REASON, TWIN_TOLERANCE, disaggregated_twins
+from llmcourse.validation.twins import TWIN_REASON, TWIN_TOLERANCE, disaggregated_twins
 
 __all__ = [
     "AICONFIGURATOR",
@@ -174,13 +174,12 @@ __all__ = [
     "MIN_MODEL_BAND_ROWS",
     "OWN_LISTED",
     "OWN_MAX_ROWS",
-    "REMEASURED_KEY",
-    "REMEASURED_REASON",
     "REPEAT_REASON",
     "REPLAN_EXAMPLE",
     "SEPARATE_PREFILL_ENGINES",
     "SHARE_SETTING_ENGINES",
     "SUMMARY_HEAD",
+    "TWIN_KEY",
     "TWIN_REASON",
     "TWIN_TOLERANCE",
     "Band",

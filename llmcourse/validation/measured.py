@@ -77,10 +77,11 @@ from llmcourse.validation.cells import (
 from llmcourse.validation.copies import RELAYOUT_REASON, REPEAT_REASON, Copies, decimals, first_of, kept_once
 from llmcourse.validation.llama_bench import LLAMA_BENCH_KEYS, is_llama_bench, read_llama_bench
 from llmcourse.validation.twins import (
-    REMEASURED_REASON,
+    CLOSE_EVIDENCE,
     SILICON_CONCURRENCY,
     TWIN_REASON,
     TWIN_TOLERANCE,
+    UNEVEN_EVIDENCE,
     disaggregated_twins,
 )
 
@@ -292,12 +293,8 @@ class Loaded:
                 key = REPEAT_REASON.replace("row {line} ({id})", "an earlier row")
             if sk.reason.startswith(RELAYOUT_REASON.split(" row ")[0]):
                 key = RELAYOUT_REASON.split(" row ")[0] + " an earlier row under another layout: one run, kept once"
-            if sk.reason.startswith(REMEASURED_REASON.split(" row ")[0]):
-                key = REMEASURED_KEY
-            if sk.reason.startswith(TWIN_REASON.split(" row ")[0]):
-                key = TWIN_REASON.replace("disaggregated row {line} ({id})", "a disaggregated row").format(
-                    tolerance=TWIN_TOLERANCE
-                )
+            if sk.reason.startswith(TWIN_REASON.split(",")[0]):
+                key = TWIN_KEY
             out[key] = out.get(key, 0) + 1
         return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
@@ -396,10 +393,10 @@ def aic_kv(engine_key: str, weights: str) -> str:
     return "fp8" if engine_key == "trtllm" and weights in ("fp8", "fp4") else "bf16"
 
 
-#: :data:`~llmcourse.validation.twins.REMEASURED_REASON` as :meth:`Loaded.reasons` counts it (its row and sizes dropped).
-REMEASURED_KEY = (
-    "the same deployment as a disaggregated row, measured on another date: labelled agg, at a tensor-parallel size "
-    "that does not divide the model's attention heads (no engine runs it aggregated)"
+#: :data:`~llmcourse.validation.twins.TWIN_REASON` as :meth:`Loaded.reasons` counts it (its row and evidence dropped).
+TWIN_KEY = (
+    "a disaggregated run written as aggregated: a disaggregated row has its setup and both pools its parallel columns, "
+    "and the two times agree within 10%, or its tp_size divides none of the model's attention heads"
 )
 
 
@@ -432,10 +429,12 @@ def _read_aiconfigurator(
                 raise RowError(DISAGGREGATED_REASON)
             if k in twins:
                 line_, id_, close = twins[k]
-                if close:
-                    raise RowError(TWIN_REASON.format(line=line_, id=id_, tolerance=TWIN_TOLERANCE))
-                heads = _heads_of(model_ or r.get("model_path"))
-                raise RowError(REMEASURED_REASON.format(line=line_, id=id_, tp=cell(r, "tp_size"), heads=heads))
+                why = (
+                    CLOSE_EVIDENCE.format(tolerance=TWIN_TOLERANCE)
+                    if close
+                    else UNEVEN_EVIDENCE.format(tp=cell(r, "tp_size"), heads=_heads_of(model_ or r.get("model_path")))
+                )
+                raise RowError(TWIN_REASON.format(line=line_, id=id_, evidence=why))
             model, gpu = model_ or model_name(cell(r, "model_path")), gpu_name(cell(r, "system"))
             isl, osl = whole(r, "isl"), whole(r, "osl")
             context_gap(model, isl, osl)

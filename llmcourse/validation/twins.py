@@ -2,9 +2,15 @@
 
 The file merges several publications of the same runs. Some runs appear twice under two ids, identical to the last
 digit (:data:`llmcourse.validation.measured.REPEAT_REASON`); others appear once as ``mode`` disagg and once as ``mode``
-agg, their times a few percent apart, or measured again on another date at a layout no engine runs aggregated:
-:func:`disaggregated_twins` finds both kinds, and :func:`llmcourse.validation.measured.load_measurements` skips the
-aggregated copy with :data:`TWIN_REASON` or :data:`REMEASURED_REASON`.
+agg: :func:`disaggregated_twins` finds the second kind, and :func:`llmcourse.validation.measured.load_measurements`
+skips the aggregated copy with :data:`TWIN_REASON`.
+
+The file's wide GB200 runs of DeepSeek-R1 are such rows: InferenceMAX's multinode benchmark workflow
+(``.github/workflows/benchmark-multinode-tmpl.yml`` @a8a41b6) writes a disaggregated deployment's GPUs, prefill and
+decode together, as ``tp`` (``TP=$gpus EP_SIZE=1 DP_ATTENTION=false``) and uploads its results as ``agg_*.json``, and
+its GB200 launchers run only disaggregated jobs
+(``runners/launch_gb200-nv.sh``: 4 prefill and 32 decode GPUs are "tp36"). Each such agg row (measured 2025-11-16/17)
+has a disaggregated row of the same name, lengths and load (measured 2025-12-01/05).
 """
 
 from __future__ import annotations
@@ -23,21 +29,18 @@ SILICON_CONCURRENCY = re.compile(r"silicon_concurrency=(\d+)")
 TWIN_TOLERANCE = 0.10
 
 
-#: The reason an aggregated row is the measurement of a disaggregated row published a second time under ``mode`` agg.
+#: The reason an aggregated row is a disaggregated run written as aggregated (:func:`disaggregated_twins`), with the
+#: evidence that pairs it (:data:`CLOSE_EVIDENCE` or :data:`UNEVEN_EVIDENCE`).
 TWIN_REASON = (
-    "the same run as disaggregated row {line} ({id}): labelled agg, but both of that row's pools have this row's "
-    "parallel layout and its two times lie within {tolerance:.0%} of these"
+    "a disaggregated run written as aggregated, disaggregated row {line} ({id}) measured again: that row's setup and "
+    "both pools carry this row's parallel columns, and {evidence}"
 )
-
-
-#: The reason an aggregated row is a disaggregated deployment measured on another date: its tensor-parallel size divides
-#: no model's attention heads as an engine would split them, so no engine ran it aggregated, and a disaggregated row of
-#: the same setup has both pools laid out as it is; a deployment measured on two dates may differ by more than
-#: :data:`TWIN_TOLERANCE` (its first token most).
-REMEASURED_REASON = (
-    "the same deployment as disaggregated row {line} ({id}), measured on another date: labelled agg, but its "
-    "tensor-parallel {tp} does not divide the model's {heads} attention heads (no engine runs it aggregated), and both "
-    "of that row's pools have this row's parallel layout"
+#: :data:`TWIN_REASON`'s evidence where both times agree.
+CLOSE_EVIDENCE = "its two times lie within {tolerance:.0%} of these"
+#: :data:`TWIN_REASON`'s evidence where no engine runs the row's layout as one aggregated server.
+UNEVEN_EVIDENCE = (
+    "this row's tp_size, {tp}, divides none of the model's {heads} attention heads as an engine's tensor parallelism "
+    "must (the harness wrote the deployment's GPUs there)"
 )
 
 
@@ -78,11 +81,11 @@ def disaggregated_twins(
     that no engine splits 128 attention heads by) are such rows: the agg row at 2,252 in flight and tp_size 12
     measures 5,397 ms to the first token and 31.48 ms a token, its disagg twin 5,364 and 31.43.
 
-    ``heads`` (a record's model's attention heads, None where unknown) finds the same deployment measured on another
-    date (:data:`REMEASURED_REASON`): an aggregated row whose ``tp_size`` does not divide its model's heads, which no
-    engine runs aggregated, is the twin of a disaggregated row of the same setup and pools whatever its times. The
-    file's agg rows of DeepSeek-R1 on 36 and 72 GB200s (measured 2025-11-17) have disaggregated rows of the same
-    names (measured 2025-12-01 and 2025-12-05): a token 0.2% to 21% apart, the first token 10% to 40%.
+    ``heads`` (a record's model's attention heads, None where unknown) pairs more: an aggregated row whose ``tp_size``
+    does not divide its model's heads, which no engine runs as one aggregated server, is the twin of a disaggregated
+    row of the same setup and pools whatever its times (the value is True where they agree within the tolerance).
+    The file's agg rows of DeepSeek-R1 on 36 and 72 GB200s lie further from their disaggregated rows than the others:
+    a token 0.2% to 21% apart, the first token 10% to 40% (a share of the larger).
 
     Examples
     --------
