@@ -76,14 +76,7 @@ from llmcourse.validation.cells import (
 )
 from llmcourse.validation.copies import RELAYOUT_REASON, REPEAT_REASON, Copies, decimals, first_of, kept_once
 from llmcourse.validation.llama_bench import LLAMA_BENCH_KEYS, is_llama_bench, read_llama_bench
-from llmcourse.validation.twins import (
-    CLOSE_EVIDENCE,
-    SILICON_CONCURRENCY,
-    TWIN_REASON,
-    TWIN_TOLERANCE,
-    UNEVEN_EVIDENCE,
-    disaggregated_twins,
-)
+from llmcourse.validation.twins import SILICON_CONCURRENCY, TWIN_REASON, disaggregated_twins, twin_reason
 
 #: How a row loaded the replica: the largest batch (offline, or online with no rate limit), a fixed
 #: request rate, or a closed loop of ``concurrency`` requests in flight (a benchmark's concurrency).
@@ -428,13 +421,7 @@ def _read_aiconfigurator(
             if cell(r, "mode") == "disagg":
                 raise RowError(DISAGGREGATED_REASON)
             if k in twins:
-                line_, id_, close = twins[k]
-                why = (
-                    CLOSE_EVIDENCE.format(tolerance=TWIN_TOLERANCE)
-                    if close
-                    else UNEVEN_EVIDENCE.format(tp=cell(r, "tp_size"), heads=_heads_of(model_ or r.get("model_path")))
-                )
-                raise RowError(TWIN_REASON.format(line=line_, id=id_, evidence=why))
+                raise RowError(twin_reason(r, twins[k], _heads_of(model_ or r.get("model_path"))))
             model, gpu = model_ or model_name(cell(r, "model_path")), gpu_name(cell(r, "system"))
             isl, osl = whole(r, "isl"), whole(r, "osl")
             context_gap(model, isl, osl)

@@ -131,3 +131,20 @@ def _divides(tp: str | None, heads: int | None) -> bool:
     except ValueError:
         return True
     return heads is None or n < 1 or heads % n == 0
+
+
+def twin_reason(record: dict[str, str], twin: tuple[int, str, bool], heads: int | None) -> str:
+    """:data:`TWIN_REASON` for an aggregated ``record`` and its ``twin`` (:func:`disaggregated_twins`' value: row, id,
+    whether the times agree), with the evidence that paired them (the model's ``heads`` where its tp_size divides none).
+
+    Examples
+    --------
+    >>> twin_reason({"tp_size": "36"}, (3, "d", False), 128).split(", and ")[1]
+    "this row's tp_size, 36, divides none of the model's 128 attention heads as an engine's tensor parallelism must (the harness wrote the deployment's GPUs there)"
+    >>> twin_reason({"tp_size": "12"}, (3, "d", True), 128).split(", and ")[1]
+    'its two times lie within 10% of these'
+    """
+    line, rid, close = twin
+    tp = (record.get("tp_size") or "").strip()
+    why = CLOSE_EVIDENCE.format(tolerance=TWIN_TOLERANCE) if close else UNEVEN_EVIDENCE.format(tp=tp, heads=heads)
+    return TWIN_REASON.format(line=line, id=rid, evidence=why)
