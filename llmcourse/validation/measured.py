@@ -450,11 +450,8 @@ def _read_aiconfigurator(
                 conc = whole(r, "batch_size") * csv_dp
             weights, note = aic_weights(r, model)
             mixed = generator_mixed_chunk(r)
-            launch = (
-                "launched, by its source, by aiconfigurator's generator: SGLang with --enable-mixed-chunk"
-                if mixed
-                else ""
-            )
+            launch = "read as launched with --enable-mixed-chunk (inferred from its source: aiconfigurator's generator)"
+            launch = launch if mixed else ""
             note = "; ".join(n for n in (note, layout_note, launch) if n)
             kv_ = kv or aic_kv(engine_key, weights)
             values = {"ttft_ms": number(r, "silicon_ttft_ms"), "tpot_ms": number(r, "silicon_tpot_ms")}

@@ -52,9 +52,8 @@ def replica_keywords(row: Measurement, a: Assumptions) -> dict[str, Any]:
         tensor_parallel=row.tp, prompt_tokens=row.isl, answer_tokens=row.osl, weight_bytes=row.weights,
         kv_bytes=row.kv, assumptions=a, engine=row_engine(row), **layout_keywords(row),
     )  # fmt: skip
-    if (
-        row.mixed_prefill is not None
-    ):  # the run's launcher set it (inferred: an SGLang server with --enable-mixed-chunk)
+    # the run's launcher set it (inferred: an SGLang server with --enable-mixed-chunk)
+    if row.mixed_prefill is not None:
         kw["mixed_prefill"] = row.mixed_prefill
     if kw["engine"] == "llama.cpp" and is_llama_bench_load(row.load):
         kw["max_running"] = 1  # llama-bench runs one sequence: one sliding window, not llama-server's four slots'

@@ -1,4 +1,4 @@
-"""Aggregated rows of aiconfigurator's silicon file that are a disaggregated run published a second time.
+"""Aggregated rows of aiconfigurator's silicon file that are a disaggregated run published again.
 
 The file merges several publications of the same runs. Some runs appear twice under two ids, identical to the last
 digit (:data:`llmcourse.validation.measured.REPEAT_REASON`); others appear once as ``mode`` disagg and once as ``mode``
@@ -73,9 +73,9 @@ def _times(r: dict[str, str]) -> tuple[float, float] | None:
 def disaggregated_twins(
     records: list[dict[str, str]], heads: Callable[[dict[str, str]], int | None] | None = None
 ) -> dict[int, tuple[int, str, bool]]:
-    """The aggregated rows of aiconfigurator's file that are a disaggregated row measured once and published twice:
-    record ``k`` (its row ``k + 2``) -> (row, id, whether its times are within :data:`TWIN_TOLERANCE`) of its twin. A twin has the same model, GPU, engine, precision,
-    lengths and requests in flight, ``mode`` disagg with both pools laid out as the aggregated row is (the same
+    """The aggregated rows of aiconfigurator's file that are a disaggregated run published again under ``mode`` agg:
+    record ``k`` (its row ``k + 2``) -> (row, id, whether the two times agree within :data:`TWIN_TOLERANCE`) of its
+    twin. A twin has the same model, GPU, engine, precision, lengths and requests in flight, ``mode`` disagg with both pools laid out as the aggregated row is (the same
     ``tp_size``, ``pp_size``, ``attention_dp_size``, ``moe_tp_size``, ``moe_ep_size``), and both times within
     :data:`TWIN_TOLERANCE`. The file's DeepSeek-R1 runs on 12 to 72 GB200s (tensor-parallel sizes such as 36 and 72
     that no engine splits 128 attention heads by) are such rows: the agg row at 2,252 in flight and tp_size 12
