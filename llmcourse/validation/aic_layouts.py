@@ -9,6 +9,7 @@ from llmcourse.validation.cells import RowError
 
 __all__ = [
     "GENERATOR_MIXED_CHUNK",
+    "MIXED_CHUNK_NOTE",
     "NAMED_LAYOUT",
     "SQUARED_EXPORTS",
     "aic_layout",
@@ -146,6 +147,8 @@ def unsquared(tp: int, dp: int, moe_tp: int | None, ep: int, source: str) -> tup
 #: rule and templates read are one stored version each, not dated against the runs. What supports it: the runs'
 #: source is the gap analysis's, whose runs the generator launches.
 GENERATOR_MIXED_CHUNK = ("0.5.3.post2", "0.5.4.post3", "0.5.6.post2")
+#: A row's note where :func:`generator_mixed_chunk` reads it as launched so.
+MIXED_CHUNK_NOTE = "read as launched with --enable-mixed-chunk (inferred from its source: aiconfigurator's generator)"
 #: The part of a row's ``silicon_data_source`` that names the runs aiconfigurator's gap analysis launched through its
 #: generator.
 GENERATED_RUNS = "aic-auto-gap-analysis"

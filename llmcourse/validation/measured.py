@@ -46,7 +46,14 @@ from llmcourse.catalog import models
 from llmcourse.errors import InputError
 from llmcourse.replica.model import replica
 from llmcourse.validation import bounded
-from llmcourse.validation.aic_layouts import NAMED_LAYOUT, aic_layout, generator_mixed_chunk, named_layout, unsquared
+from llmcourse.validation.aic_layouts import (
+    MIXED_CHUNK_NOTE,
+    NAMED_LAYOUT,
+    aic_layout,
+    generator_mixed_chunk,
+    named_layout,
+    unsquared,
+)
 from llmcourse.validation.bench_exports import (
     is_aiperf,
     is_aiperf_csv,
@@ -76,7 +83,7 @@ from llmcourse.validation.cells import (
 )
 from llmcourse.validation.copies import RELAYOUT_REASON, REPEAT_REASON, Copies, decimals, first_of, kept_once
 from llmcourse.validation.llama_bench import LLAMA_BENCH_KEYS, is_llama_bench, read_llama_bench
-from llmcourse.validation.twins import SILICON_CONCURRENCY, TWIN_REASON, disaggregated_twins, twin_reason
+from llmcourse.validation.twins import SILICON_CONCURRENCY, TWIN_REASON, disaggregated_twins
 
 #: How a row loaded the replica: the largest batch (offline, or online with no rate limit), a fixed
 #: request rate, or a closed loop of ``concurrency`` requests in flight (a benchmark's concurrency).
@@ -421,7 +428,7 @@ def _read_aiconfigurator(
             if cell(r, "mode") == "disagg":
                 raise RowError(DISAGGREGATED_REASON)
             if k in twins:
-                raise RowError(twin_reason(r, twins[k], _heads_of(model_ or r.get("model_path"))))
+                raise RowError(twins[k])
             model, gpu = model_ or model_name(cell(r, "model_path")), gpu_name(cell(r, "system"))
             isl, osl = whole(r, "isl"), whole(r, "osl")
             context_gap(model, isl, osl)
@@ -450,9 +457,7 @@ def _read_aiconfigurator(
                 conc = whole(r, "batch_size") * csv_dp
             weights, note = aic_weights(r, model)
             mixed = generator_mixed_chunk(r)
-            launch = "read as launched with --enable-mixed-chunk (inferred from its source: aiconfigurator's generator)"
-            launch = launch if mixed else ""
-            note = "; ".join(n for n in (note, layout_note, launch) if n)
+            note = "; ".join(n for n in (note, layout_note, MIXED_CHUNK_NOTE if mixed else "") if n)
             kv_ = kv or aic_kv(engine_key, weights)
             values = {"ttft_ms": number(r, "silicon_ttft_ms"), "tpot_ms": number(r, "silicon_tpot_ms")}
             base = dict(

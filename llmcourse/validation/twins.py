@@ -72,20 +72,21 @@ def _times(r: dict[str, str]) -> tuple[float, float] | None:
 
 def disaggregated_twins(
     records: list[dict[str, str]], heads: Callable[[dict[str, str]], int | None] | None = None
-) -> dict[int, tuple[int, str, bool]]:
+) -> dict[int, str]:
     """The aggregated rows of aiconfigurator's file that are a disaggregated run published again under ``mode`` agg:
-    record ``k`` (its row ``k + 2``) -> (row, id, whether the two times agree within :data:`TWIN_TOLERANCE`) of its
-    twin. A twin has the same model, GPU, engine, precision, lengths and requests in flight, ``mode`` disagg with both pools laid out as the aggregated row is (the same
-    ``tp_size``, ``pp_size``, ``attention_dp_size``, ``moe_tp_size``, ``moe_ep_size``), and both times within
-    :data:`TWIN_TOLERANCE`. The file's DeepSeek-R1 runs on 12 to 72 GB200s (tensor-parallel sizes such as 36 and 72
-    that no engine splits 128 attention heads by) are such rows: the agg row at 2,252 in flight and tp_size 12
-    measures 5,397 ms to the first token and 31.48 ms a token, its disagg twin 5,364 and 31.43.
+    record ``k`` (its row ``k + 2``) -> why it is skipped (:data:`TWIN_REASON`, naming its twin and the evidence). A
+    twin has the same model, GPU, engine, precision, lengths and requests in flight, ``mode`` disagg with both pools
+    laid out as the aggregated row is (the same ``tp_size``, ``pp_size``, ``attention_dp_size``, ``moe_tp_size``,
+    ``moe_ep_size``), and both times within :data:`TWIN_TOLERANCE` (:data:`CLOSE_EVIDENCE`). The file's DeepSeek-R1
+    runs on 12 to 72 GB200s (tensor-parallel sizes such as 36 and 72 that no engine splits 128 attention heads by) are
+    such rows: the agg row at 2,252 in flight and tp_size 12 measures 5,397 ms to the first token and 31.48 ms a token,
+    its disagg twin 5,364 and 31.43.
 
     ``heads`` (a record's model's attention heads, None where unknown) pairs more: an aggregated row whose ``tp_size``
     does not divide its model's heads, which no engine runs as one aggregated server, is the twin of a disaggregated
-    row of the same setup and pools whatever its times (the value is True where they agree within the tolerance).
-    The file's agg rows of DeepSeek-R1 on 36 and 72 GB200s lie further from their disaggregated rows than the others:
-    a token 0.2% to 21% apart, the first token 10% to 40% (a share of the larger).
+    row of the same setup and pools whatever its times (:data:`UNEVEN_EVIDENCE` where they do not agree). The file's
+    agg rows of DeepSeek-R1 on 36 and 72 GB200s lie further from their disaggregated rows than the others: a token
+    0.2% to 21% apart, the first token 10% to 40% (a share of the larger).
 
     Examples
     --------
@@ -95,13 +96,15 @@ def disaggregated_twins(
     >>> pools = {f"{p}_{c}": agg[c] for p in ("prefill", "decode") for c in ("tp_size", "moe_tp_size", "moe_ep_size")}
     >>> dis = {**agg, "id": "d", "mode": "disagg", "tp_size": "", "silicon_ttft_ms": "5364",
     ...        "silicon_tpot_ms": "31.43", **pools}
-    >>> disaggregated_twins([agg, dis]), disaggregated_twins([agg, {**dis, "decode_tp_size": "8"}])
-    ({0: (3, 'd', True)}, {})
-    >>> later = {**dis, "silicon_ttft_ms": "7000"}  # measured again: the first token 30% apart
-    >>> disaggregated_twins([agg, later]), disaggregated_twins([agg, later], heads=lambda r: 128)
-    ({}, {0: (3, 'd', False)})
-    >>> disaggregated_twins([agg, later], heads=lambda r: 96)  # 12 divides 96 heads: an engine could run it
+    >>> disaggregated_twins([agg, dis])[0].endswith("its two times lie within 10% of these")
+    True
+    >>> disaggregated_twins([agg, {**dis, "decode_tp_size": "8"}])
     {}
+    >>> later = {**dis, "silicon_ttft_ms": "7000"}  # measured again: the first token 30% apart
+    >>> disaggregated_twins([agg, later]), disaggregated_twins([agg, later], heads=lambda r: 96)  # 12 divides 96
+    ({}, {})
+    >>> print(disaggregated_twins([agg, later], heads=lambda r: 128)[0])
+    a disaggregated run written as aggregated, disaggregated row 3 (d) measured again: that row's setup and both pools carry this row's parallel columns, and this row's tp_size, 12, divides none of the model's 128 attention heads as an engine's tensor parallelism must (the harness wrote the deployment's GPUs there)
     """
     pools: dict[tuple[str, ...], list[tuple[int, str, tuple[str, ...], tuple[float, float]]]] = {}
     for k, r in enumerate(records):
@@ -110,41 +113,27 @@ def disaggregated_twins(
         if (r.get("mode") or "").strip() == "disagg" and setup and times and lay == _aic_pool(r, "decode_"):
             pools.setdefault(setup, []).append((k + 2, (r.get("id") or "").strip(), lay, times))
     out = {}
+    close_evidence = CLOSE_EVIDENCE.format(tolerance=TWIN_TOLERANCE)
     for k, r in enumerate(records):
         setup, times = _aic_setup(r), _times(r)
         if (r.get("mode") or "").strip() != "agg" or not setup or not times:
             continue
-        uneven = heads is not None and not _divides(r.get("tp_size"), heads(r))
+        n = heads(r) if heads is not None else None
+        tp = (r.get("tp_size") or "").strip()
+        uneven = UNEVEN_EVIDENCE.format(tp=tp, heads=n) if not _divides(tp, n) else None
         for line, rid, lay, (ttft, tpot) in pools.get(setup, []):
             close = all(abs(a - b) <= TWIN_TOLERANCE * max(a, b) for a, b in zip(times, (ttft, tpot), strict=True))
             if lay == _aic_pool(r) and (close or uneven):
-                out[k] = (line, rid, close)
+                out[k] = TWIN_REASON.format(line=line, id=rid, evidence=close_evidence if close else uneven)
                 if close:
                     break
     return out
 
 
-def _divides(tp: str | None, heads: int | None) -> bool:
+def _divides(tp: str, heads: int | None) -> bool:
     """Whether a row's ``tp_size`` divides ``heads`` (True where either is unknown: nothing is inferred)."""
     try:
-        n = int((tp or "").strip())
+        n = int(tp)
     except ValueError:
         return True
     return heads is None or n < 1 or heads % n == 0
-
-
-def twin_reason(record: dict[str, str], twin: tuple[int, str, bool], heads: int | None) -> str:
-    """:data:`TWIN_REASON` for an aggregated ``record`` and its ``twin`` (:func:`disaggregated_twins`' value: row, id,
-    whether the times agree), with the evidence that paired them (the model's ``heads`` where its tp_size divides none).
-
-    Examples
-    --------
-    >>> twin_reason({"tp_size": "36"}, (3, "d", False), 128).split(", and ")[1]
-    "this row's tp_size, 36, divides none of the model's 128 attention heads as an engine's tensor parallelism must (the harness wrote the deployment's GPUs there)"
-    >>> twin_reason({"tp_size": "12"}, (3, "d", True), 128).split(", and ")[1]
-    'its two times lie within 10% of these'
-    """
-    line, rid, close = twin
-    tp = (record.get("tp_size") or "").strip()
-    why = CLOSE_EVIDENCE.format(tolerance=TWIN_TOLERANCE) if close else UNEVEN_EVIDENCE.format(tp=tp, heads=heads)
-    return TWIN_REASON.format(line=line, id=rid, evidence=why)
